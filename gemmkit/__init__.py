@@ -1,0 +1,8 @@
+"""gemmkit: readable, fast GEMM kernels for LLM workloads (Triton and Gluon; Hopper and AMD Instinct).
+
+Public ops follow PyTorch's nn.Linear convention: y = x @ w.T with w of shape (N, K).
+"""
+from .ops import gemm_a16w16
+
+__version__ = "0.1.0"
+__all__ = ["gemm_a16w16", "__version__"]

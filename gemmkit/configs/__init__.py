@@ -1,0 +1,142 @@
+"""Config tables: `<arch>/<OP>.json` (+ `<arch>/<OP>-N=<N>-K=<K>.json`), aiter-compatible.
+
+A table file maps bucket keys to configs::
+
+    {"M_LEQ_16": {...}, "M_LEQ_128": {...}, "M_GEQ_4096": {...}, "any": {...}}
+
+Lookup for a shape (M, N, K) on an arch:
+  1. the shape file `<OP>-N=<N>-K=<K>.json` if it exists, else the default `<OP>.json`;
+  2. in that file, the `M_LEQ_x` keys in ascending x: the first with M <= x;
+  3. then the `M_GEQ_x` keys in descending x: the first with M >= x;
+  4. then `any`. A file that leaves a shape unmatched is an error.
+
+Every file is validated when it is first loaded (unknown bucket or config key,
+missing key, impossible value: ValueError naming the file and the key) and
+cached. A `config=` argument to an op goes through the same validation.
+"""
+from __future__ import annotations
+
+import functools
+import json
+import re
+from pathlib import Path
+
+__all__ = ["select", "load_table", "validate_config", "table_path", "ConfigError", "CONFIG_DIR", "KEYS"]
+
+CONFIG_DIR = Path(__file__).resolve().parent
+_BUCKET = re.compile(r"^M_(LEQ|GEQ)_(\d+)$")
+
+
+class ConfigError(ValueError):
+    pass
+
+
+def _pow2(v):
+    return isinstance(v, int) and not isinstance(v, bool) and v > 0 and (v & (v - 1)) == 0
+
+
+def _int_in(lo, hi=None):
+    def check(v):
+        return isinstance(v, int) and not isinstance(v, bool) and v >= lo and (hi is None or v <= hi)
+    return check
+
+
+def _is_bool(v):
+    return isinstance(v, bool)
+
+
+# key -> (required, check, what is expected, which backends accept it)
+KEYS = {
+    "BLOCK_SIZE_M": (True, lambda v: _pow2(v) and v >= 16, "a power of two >= 16", ("cuda", "hip")),
+    "BLOCK_SIZE_N": (True, lambda v: _pow2(v) and v >= 16, "a power of two >= 16", ("cuda", "hip")),
+    "BLOCK_SIZE_K": (True, lambda v: _pow2(v) and v >= 16, "a power of two >= 16", ("cuda", "hip")),
+    "GROUP_SIZE_M": (True, _int_in(1), "an integer >= 1", ("cuda", "hip")),
+    "num_warps": (True, lambda v: v in (1, 2, 4, 8, 16) and not isinstance(v, bool), "one of 1, 2, 4, 8, 16", ("cuda", "hip")),
+    "num_stages": (True, _int_in(1, 8), "an integer in [1, 8]", ("cuda", "hip")),
+    # AMD compiler options (aiter keys); rejected in sm_90 tables.
+    "waves_per_eu": (False, _int_in(0, 8), "an integer in [0, 8]", ("hip",)),
+    "matrix_instr_nonkdim": (False, lambda v: v in (0, 16, 32), "0, 16 or 32", ("hip",)),
+    "kpack": (False, lambda v: v in (1, 2), "1 or 2", ("hip",)),
+    # gemmkit keys.
+    "persistent": (False, _is_bool, "true or false (grid = CUs, loop over tiles)", ("cuda", "hip")),
+    "tma": (False, _is_bool, "true or false (TMA descriptors; Hopper only)", ("cuda",)),
+}
+DEFAULTS = {"persistent": False, "tma": False}
+COMPILER_OPTIONS = {"num_warps", "num_stages", "waves_per_eu", "matrix_instr_nonkdim", "kpack"}
+
+
+def validate_config(cfg, *, backend: str | None = None, where: str = "config") -> dict:
+    """Check one config dict; return it with defaults filled in. `where` names it in errors."""
+    if not isinstance(cfg, dict):
+        raise ConfigError(f"{where}: expected a dict of config keys, got {type(cfg).__name__}")
+    for key, value in cfg.items():
+        if key not in KEYS:
+            raise ConfigError(f"{where}: unknown key {key!r}; expected keys from {sorted(KEYS)}")
+        _, check, expected, backends = KEYS[key]
+        if not check(value):
+            raise ConfigError(f"{where}: key {key!r} = {value!r}; expected {expected}")
+        if backend is not None and backend not in backends and value not in (False, 0):
+            raise ConfigError(f"{where}: key {key!r} is not supported on {backend} targets")
+    for key, (required, *_rest) in KEYS.items():
+        if required and key not in cfg:
+            raise ConfigError(f"{where}: missing key {key!r}")
+    return {**DEFAULTS, **cfg}
+
+
+def table_path(op: str, arch: str, N: int | None = None, K: int | None = None) -> Path:
+    stem = op.upper() if N is None else f"{op.upper()}-N={N}-K={K}"
+    return CONFIG_DIR / arch / f"{stem}.json"
+
+
+def _backend_of(arch: str) -> str:
+    return "cuda" if arch.startswith("sm_") else "hip"
+
+
+@functools.lru_cache(maxsize=None)
+def load_table(path: str) -> dict:
+    """Load and validate one table file; buckets come back in lookup order."""
+    p = Path(path)
+    try:
+        raw = json.loads(p.read_text())
+    except json.JSONDecodeError as e:
+        raise ConfigError(f"{p}: not valid JSON ({e})") from None
+    if not isinstance(raw, dict) or not raw:
+        raise ConfigError(f"{p}: expected a non-empty JSON object of buckets")
+    backend = _backend_of(p.parent.name)
+    leq, geq, any_ = [], [], None
+    for key, cfg in raw.items():
+        where = f"{p}: bucket {key!r}"
+        m = _BUCKET.match(key)
+        if key == "any":
+            any_ = validate_config(cfg, backend=backend, where=where)
+        elif m:
+            (leq if m.group(1) == "LEQ" else geq).append((int(m.group(2)), key, validate_config(cfg, backend=backend, where=where)))
+        else:
+            raise ConfigError(f"{p}: unknown bucket key {key!r}; expected 'M_LEQ_<int>', 'M_GEQ_<int>' or 'any'")
+    return {"leq": sorted(leq), "geq": sorted(geq, reverse=True), "any": any_}
+
+
+def select(op: str, arch: str, M: int, N: int, K: int):
+    """(config, source) for a shape; `source` names the file and bucket it came from."""
+    path = table_path(op, arch, N, K)
+    if not path.exists():
+        path = table_path(op, arch)
+        if not path.exists():
+            raise ConfigError(f"no config table for op {op!r} on arch {arch!r} (looked for {path})")
+    table = load_table(str(path))
+    for bound, key, cfg in table["leq"]:
+        if M <= bound:
+            return dict(cfg), f"{path.relative_to(CONFIG_DIR)}:{key}"
+    for bound, key, cfg in table["geq"]:
+        if M >= bound:
+            return dict(cfg), f"{path.relative_to(CONFIG_DIR)}:{key}"
+    if table["any"] is not None:
+        return dict(table["any"]), f"{path.relative_to(CONFIG_DIR)}:any"
+    raise ConfigError(f"{path}: no bucket matches M={M} and there is no 'any' bucket")
+
+
+def shipped_tables(op: str | None = None):
+    """Every shipped table file (for static-compile tests and `gemmkit isa`)."""
+    for p in sorted(CONFIG_DIR.glob("*/*.json")):
+        if op is None or p.stem.split("-")[0] == op.upper():
+            yield p

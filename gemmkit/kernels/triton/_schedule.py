@@ -1,0 +1,86 @@
+"""Tile schedule: program id -> output tile, written once and used by every kernel.
+
+Two steps, each a bijection on [0, num_tiles):
+
+1. XCD remap (AMD; identity when NUM_XCDS == 1). The hardware deals program
+   ids to the XCDs round-robin (pid % NUM_XCDS), and each XCD has its own L2.
+   The remap makes the ids that land on one XCD a contiguous range, so tiles
+   that share operands share an L2::
+
+       pid      : 0  1  2  3  4  5  6  7  8  9 10 ...     (NUM_XCDS = 4, 11 tiles)
+       xcd      : 0  1  2  3  0  1  2  3  0  1  2
+       remapped : 0  3  6  9  1  4  7 10  2  5  8
+                  XCD0 runs tiles 0,1,2; XCD1 3,4,5; XCD2 6,7,8; XCD3 9,10
+       (the first `tall` XCDs get ceil(tiles/NUM_XCDS) ids, the rest one fewer)
+
+2. Grouped order (L2 reuse on every target): walk GROUP_SIZE_M tile rows
+   column by column, so a group of consecutive ids reuses GROUP_SIZE_M rows of
+   x and a few columns of w::
+
+       GROUP_SIZE_M = 2, 4x3 tiles:   pid_n ->
+                          pid_m 0:  0  2  4
+                                1:  1  3  5
+                                2:  6  8 10
+                                3:  7  9 11      (last group may be shorter)
+
+Persistent form: the grid is min(num_tiles, CUs x occupancy) and program p
+takes tiles p, p + grid, p + 2*grid, ... (a `tl.range` loop in the kernel);
+each tile id then goes through `tile_coords` as above. When grid % NUM_XCDS
+== 0, tile p + i*grid stays on p's XCD, so the remap keeps its meaning.
+
+The helpers use `tl.where`/`tl.minimum` instead of Python branches, so they
+work on scalars (kernels) and on vectors of ids (the property tests).
+
+Constraints:
+  - ids, counts and results are int32: num_tiles < 2**31.
+  - NUM_XCDS and GROUP_SIZE_M are constexpr >= 1.
+"""
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def remap_xcd(pid, num_tiles, NUM_XCDS: tl.constexpr):
+    """Make the ids dealt to one XCD a contiguous block of tiles (seed 004)."""
+    if NUM_XCDS == 1:
+        out = pid
+    else:
+        pids_per_xcd = (num_tiles + NUM_XCDS - 1) // NUM_XCDS
+        tall_xcds = num_tiles % NUM_XCDS
+        tall_xcds = tl.where(tall_xcds == 0, NUM_XCDS, tall_xcds)
+        xcd = pid % NUM_XCDS
+        local_pid = pid // NUM_XCDS
+        out = tl.where(
+            xcd < tall_xcds,
+            xcd * pids_per_xcd + local_pid,
+            tall_xcds * pids_per_xcd + (xcd - tall_xcds) * (pids_per_xcd - 1) + local_pid,
+        )
+    return out
+
+
+@triton.jit
+def grouped_tile(tile_id, num_pid_m, num_pid_n, GROUP_SIZE_M: tl.constexpr):
+    """Tile id -> (pid_m, pid_n), GROUP_SIZE_M tile rows at a time, column-major inside a group."""
+    num_pid_in_group = GROUP_SIZE_M * num_pid_n
+    group_id = tile_id // num_pid_in_group
+    first_pid_m = group_id * GROUP_SIZE_M
+    group_size_m = tl.minimum(num_pid_m - first_pid_m, GROUP_SIZE_M)
+    in_group = tile_id % num_pid_in_group
+    pid_m = first_pid_m + in_group % group_size_m
+    pid_n = in_group // group_size_m
+    return pid_m, pid_n
+
+
+@triton.jit
+def tile_coords(tile_id, num_pid_m, num_pid_n, GROUP_SIZE_M: tl.constexpr, NUM_XCDS: tl.constexpr):
+    """The schedule every kernel uses: XCD remap, then grouped order."""
+    tile_id = remap_xcd(tile_id, num_pid_m * num_pid_n, NUM_XCDS)
+    return grouped_tile(tile_id, num_pid_m, num_pid_n, GROUP_SIZE_M)
+
+
+def persistent_grid(num_tiles: int, num_cus: int, num_xcds: int = 1) -> int:
+    """Programs of a persistent launch: one per CU, rounded down to whole XCD rounds."""
+    grid = min(num_tiles, num_cus)
+    if num_xcds > 1 and grid > num_xcds:
+        grid -= grid % num_xcds
+    return max(grid, 1)

@@ -1,0 +1,122 @@
+"""Shared plumbing of the ops: input validation, target lookup, config resolution, launch bookkeeping.
+
+Every public op validates through these helpers, so the error messages have
+one form: `<argument>: expected <what>, got <what>`.
+"""
+from __future__ import annotations
+
+import collections
+import functools
+import json
+import os
+
+import torch
+
+from .. import arch as _arch
+from .. import configs as _configs
+
+# Kernel launches per kernel name. Tests read it to prove a result came from a
+# Triton kernel (in the interpreter on CPU) and not from a torch fallback.
+LAUNCHES: collections.Counter = collections.Counter()
+
+FLOAT16_DTYPES = (torch.bfloat16, torch.float16)
+OUT_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
+
+
+def interpreting() -> bool:
+    """True when Triton runs kernels in its CPU interpreter (TRITON_INTERPRET=1)."""
+    return os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
+
+
+def check_tensor(name, t, *, dtypes=None, ndim=None, min_ndim=None):
+    if not isinstance(t, torch.Tensor):
+        raise TypeError(f"{name}: expected a torch.Tensor, got {type(t).__name__}")
+    if dtypes is not None and t.dtype not in dtypes:
+        raise TypeError(f"{name}: expected dtype {' or '.join(map(str, dtypes))}, got {t.dtype}")
+    if ndim is not None and t.dim() != ndim:
+        raise ValueError(f"{name}: expected a {ndim}-D tensor, got shape {tuple(t.shape)}")
+    if min_ndim is not None and t.dim() < min_ndim:
+        raise ValueError(f"{name}: expected at least {min_ndim} dims, got shape {tuple(t.shape)}")
+
+
+def check_same_device(**tensors):
+    named = [(n, t) for n, t in tensors.items() if t is not None]
+    first_name, first = named[0]
+    for name, t in named[1:]:
+        if t.device != first.device:
+            raise ValueError(f"{name}: expected a tensor on {first.device} (like {first_name}), got {t.device}")
+
+
+def check_out_dtype(out_dtype):
+    if out_dtype not in OUT_DTYPES:
+        raise TypeError(f"out_dtype: expected one of {', '.join(map(str, OUT_DTYPES))}, got {out_dtype}")
+
+
+def check_device_supported(t, name="x"):
+    if t.device.type == "cuda":
+        return
+    if t.device.type == "cpu":
+        if interpreting():
+            return
+        raise ValueError(
+            f"{name}: CPU tensors run only in the Triton interpreter (set TRITON_INTERPRET=1 before "
+            "importing gemmkit); gemmkit has no torch fallback")
+    raise ValueError(f"{name}: expected a CUDA/HIP tensor, got device {t.device}")
+
+
+@functools.lru_cache(maxsize=None)
+def _cuda_target(index):
+    return _arch.current(index)
+
+
+def target_for(device: torch.device) -> _arch.Target:
+    """The target whose tables and constants a launch on `device` uses.
+
+    CPU tensors (interpreter) use GEMMKIT_INTERPRET_ARCH (default sm_90) so the
+    interpreter exercises the same tables, schedule (XCD remap on gfx*) and paths.
+    """
+    if device.type == "cpu":
+        t = _arch.get(os.environ.get("GEMMKIT_INTERPRET_ARCH", "sm_90"))
+        n = os.environ.get("GEMMKIT_NUM_CUS")
+        return t.with_cus(int(n)) if n else t
+    return _cuda_target(device.index if device.index is not None else torch.cuda.current_device())
+
+
+def config_to_str(config) -> str:
+    """Configs cross the custom-op boundary as canonical JSON strings ('' = use the table)."""
+    if config is None:
+        return ""
+    _configs.validate_config(config, where="config")
+    return json.dumps(config, sort_keys=True)
+
+
+@functools.lru_cache(maxsize=256)
+def _parse_config(config_str: str, backend: str) -> dict:
+    return _configs.validate_config(json.loads(config_str), backend=backend, where="config")
+
+
+def resolve_config(op: str, config_str: str, target: _arch.Target, M: int, N: int, K: int):
+    """(config, source): the `config=` override if given, else the table's choice for the shape."""
+    if config_str:
+        return dict(_parse_config(config_str, target.backend)), "config= argument"
+    return _configs.select(op, target.arch, M, N, K)
+
+
+def compiler_options(cfg: dict, target: _arch.Target) -> dict:
+    """Launch keyword arguments for the compiler, per backend (AMD-only keys only on hip)."""
+    opts = {"num_warps": cfg["num_warps"], "num_stages": cfg["num_stages"]}
+    if target.is_amd:
+        for key in ("waves_per_eu", "matrix_instr_nonkdim", "kpack"):
+            if key in cfg:
+                opts[key] = cfg[key]
+    return opts
+
+
+def tma_compatible(*tensors) -> bool:
+    """TMA's rules for a 2-D tensor: 16-byte aligned base, unit last stride, 16-byte aligned row stride."""
+    for t in tensors:
+        if t.dim() != 2 or t.stride(1) != 1 or t.data_ptr() % 16:
+            return False
+        if (t.stride(0) * t.element_size()) % 16 or t.shape[0] == 0 or t.shape[1] == 0:
+            return False
+    return True

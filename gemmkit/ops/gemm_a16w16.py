@@ -1,0 +1,265 @@
+"""gemm_a16w16: y = act(x @ w.T + bias) for bf16 / fp16, the nn.Linear convention.
+
+Public entry `gemm_a16w16` validates, then calls one of two torch.library
+custom ops (each with a fake for torch.compile):
+
+  gemmkit::gemm_a16w16      functional, returns a new tensor
+  gemmkit::gemm_a16w16_out  writes into `out` (declared mutated), returns nothing
+
+Path choice per call (same config either way):
+  TMA kernel      sm_90, config "tma": true, and x, w, y meet TMA's alignment rules
+  pointer kernel  everything else (AMD, unaligned K/N, odd strides, the interpreter)
+"""
+from __future__ import annotations
+
+import torch
+
+from .. import configs as _configs
+from ..kernels.triton._epilogue import ACTIVATIONS
+from ..kernels.triton._schedule import persistent_grid
+from ..kernels.triton.gemm_a16w16 import gemm_a16w16_kernel
+from ..kernels.triton.gemm_a16w16_tma import gemm_a16w16_tma_kernel
+from . import _common as C
+
+OP = "a16w16"
+_TMA_MAX_BOX = 256  # elements per TMA box dimension
+
+_TL_DTYPE = {torch.bfloat16: "bf16", torch.float16: "fp16", torch.float32: "fp32"}
+
+
+# ----------------------------------------------------------------------------- validation
+
+def _normalize_activation(activation):
+    act = "none" if activation is None else activation
+    if not isinstance(act, str) or act not in ACTIVATIONS:
+        raise ValueError(f"activation: expected None or one of {ACTIVATIONS[1:]}, got {activation!r}")
+    return act
+
+
+def _check_inputs(x, w, bias, activation, out_dtype, out=None):
+    C.check_tensor("x", x, dtypes=C.FLOAT16_DTYPES, min_ndim=1)
+    C.check_tensor("w", w, ndim=2)
+    if w.dtype != x.dtype:
+        raise TypeError(f"w: expected dtype {x.dtype} (the dtype of x), got {w.dtype}")
+    K = x.shape[-1]
+    if w.shape[1] != K:
+        raise ValueError(f"w: expected shape (N, {K}) to match x's last dim K={K}, got {tuple(w.shape)}")
+    N = w.shape[0]
+    if bias is not None:
+        C.check_tensor("bias", bias, ndim=1)
+        if bias.dtype != x.dtype:
+            raise TypeError(f"bias: expected dtype {x.dtype} (the dtype of x), got {bias.dtype}")
+        if bias.shape[0] != N:
+            raise ValueError(f"bias: expected shape ({N},) (N = w.shape[0]), got {tuple(bias.shape)}")
+    _normalize_activation(None if activation == "none" else activation)
+    C.check_out_dtype(out_dtype)
+    if out is not None:
+        C.check_tensor("out", out)
+        want = tuple(x.shape[:-1]) + (N,)
+        if tuple(out.shape) != want:
+            raise ValueError(f"out: expected shape {want}, got {tuple(out.shape)}")
+        if out.dtype != out_dtype:
+            raise TypeError(f"out: expected dtype {out_dtype} (out_dtype), got {out.dtype}")
+    C.check_same_device(x=x, w=w, bias=bias, out=out)
+    return N, K
+
+
+# ----------------------------------------------------------------------------- launch parameters
+
+def smem_bytes(cfg: dict, target, in_bytes: int, out_bytes: int, tma: bool) -> int:
+    """Upper bound on the shared memory (LDS) a config needs on `target`.
+
+    NVIDIA: the pipeliner keeps `num_stages` (x, w) tile pairs in shared memory;
+    the TMA path also stages the output tile for its TMA store. AMD: the stream
+    pipeliner keeps num_stages - 1 pairs in LDS (the newest K step waits in
+    registers). Read off compiled kernels (Triton 3.6); the static-compile test
+    checks that the bound holds for every shipped config.
+    """
+    stage = (cfg["BLOCK_SIZE_M"] + cfg["BLOCK_SIZE_N"]) * cfg["BLOCK_SIZE_K"] * in_bytes
+    stages = cfg["num_stages"] if target.is_nvidia else max(1, cfg["num_stages"] - 1)
+    # TMA: the output staging tile, plus ~0.5 KiB of mbarriers and alignment seen in compiled kernels.
+    epilogue = cfg["BLOCK_SIZE_M"] * cfg["BLOCK_SIZE_N"] * out_bytes + 1024 if tma else 0
+    return stages * stage + epilogue
+
+
+def check_feasible(cfg: dict, target, in_bytes: int = 2, out_bytes: int = 2):
+    """Reject configs that cannot run on `target` (ValueError naming the key)."""
+    use_tma = bool(cfg.get("tma")) and target.is_nvidia
+    if cfg.get("tma") and not target.is_nvidia:
+        raise ValueError(f"config: key 'tma' needs an NVIDIA sm_90 target, not {target.arch}")
+    if use_tma:
+        for key in ("BLOCK_SIZE_M", "BLOCK_SIZE_N", "BLOCK_SIZE_K"):
+            if cfg[key] > _TMA_MAX_BOX:
+                raise ValueError(f"config: key {key!r} = {cfg[key]} exceeds the TMA box limit of {_TMA_MAX_BOX}")
+    need = smem_bytes(cfg, target, in_bytes, out_bytes, use_tma)
+    if need > target.shared_mem_bytes:
+        raise ValueError(
+            f"config: BLOCK_SIZE_M/N/K = {cfg['BLOCK_SIZE_M']}/{cfg['BLOCK_SIZE_N']}/{cfg['BLOCK_SIZE_K']} with "
+            f"num_stages = {cfg['num_stages']} needs {need} bytes of shared memory; {target.name} ({target.arch}) "
+            f"allows {target.shared_mem_bytes} per block")
+
+
+def constexprs(cfg: dict, target, *, tma: bool, has_bias: bool, activation: str, even_k: bool) -> dict:
+    """The kernel's constexpr arguments, from the config and the target (one place for launch and static compile)."""
+    c = dict(BLOCK_M=cfg["BLOCK_SIZE_M"], BLOCK_N=cfg["BLOCK_SIZE_N"], BLOCK_K=cfg["BLOCK_SIZE_K"],
+             GROUP_SIZE_M=cfg["GROUP_SIZE_M"], NUM_XCDS=target.num_xcds,
+             HAS_BIAS=has_bias, ACTIVATION=activation)
+    if not tma:
+        c.update(EVEN_K=even_k, PERSISTENT=bool(cfg["persistent"]))
+    return c
+
+
+def static_spec(cfg: dict, target, *, dtype=torch.bfloat16, out_dtype=None, tma: bool | None = None,
+                has_bias: bool = True, activation: str = "none", even_k: bool = True):
+    """(kernel, signature, constexprs, divisible, options) to compile this op for `target` without a GPU.
+
+    Describes the common aligned case as the JIT would specialise it: unit
+    stride on K constexpr, pointers and row strides divisible by 16 (`divisible`).
+    """
+    out_dtype = out_dtype or dtype
+    tma = bool(cfg.get("tma")) and target.is_nvidia if tma is None else tma
+    ce = constexprs(cfg, target, tma=tma, has_bias=has_bias, activation=activation, even_k=even_k)
+    t_in, t_out = _TL_DTYPE[dtype], _TL_DTYPE[out_dtype]
+    if tma:
+        bm, bn, bk = cfg["BLOCK_SIZE_M"], cfg["BLOCK_SIZE_N"], cfg["BLOCK_SIZE_K"]
+        sig = {"x_desc": f"tensordesc<{t_in}[{bm}, {bk}]>", "w_desc": f"tensordesc<{t_in}[{bn}, {bk}]>",
+               "y_desc": f"tensordesc<{t_out}[{bm}, {bn}]>", "bias_ptr": f"*{t_in}",
+               "M": "i32", "N": "i32", "K": "i32"}
+        kernel = gemm_a16w16_tma_kernel
+    else:
+        sig = {"x_ptr": f"*{t_in}", "w_ptr": f"*{t_in}", "bias_ptr": f"*{t_in}", "y_ptr": f"*{t_out}",
+               "M": "i32", "N": "i32", "K": "i32",
+               "stride_xm": "i32", "stride_xk": "constexpr", "stride_wn": "i32", "stride_wk": "constexpr",
+               "stride_ym": "i32", "stride_yn": "constexpr"}
+        ce.update(stride_xk=1, stride_wk=1, stride_yn=1)  # the contiguous fast case Triton specialises
+        kernel = gemm_a16w16_kernel
+    sig.update({k: "constexpr" for k in ce if k not in sig})
+    divisible = [k for k, v in sig.items() if v.startswith("*") or k.startswith("stride_") and v == "i32"]
+    return kernel, sig, ce, divisible, C.compiler_options(cfg, target)
+
+
+# ----------------------------------------------------------------------------- implementation
+
+def _launch(x2, w, bias, y, activation, cfg, target):
+    M, K = x2.shape
+    N = w.shape[0]
+    bm, bn, bk = cfg["BLOCK_SIZE_M"], cfg["BLOCK_SIZE_N"], cfg["BLOCK_SIZE_K"]
+    num_tiles = triton_cdiv(M, bm) * triton_cdiv(N, bn)
+    persistent = bool(cfg["persistent"])
+    grid = (persistent_grid(num_tiles, target.num_cus, target.num_xcds) if persistent else num_tiles,)
+    has_bias = bias is not None
+    bias_arg = bias if has_bias else x2  # never read when HAS_BIAS is False
+    opts = C.compiler_options(cfg, target)
+    use_tma = bool(cfg["tma"]) and target.is_nvidia and C.tma_compatible(x2, w, y)
+    if use_tma:
+        from triton.tools.tensor_descriptor import TensorDescriptor
+
+        ce = constexprs(cfg, target, tma=True, has_bias=has_bias, activation=activation, even_k=False)
+        gemm_a16w16_tma_kernel[grid](
+            TensorDescriptor.from_tensor(x2, [bm, bk]), TensorDescriptor.from_tensor(w, [bn, bk]),
+            TensorDescriptor.from_tensor(y, [bm, bn]), bias_arg, M, N, K, **ce, **opts)
+        C.LAUNCHES["gemm_a16w16_tma_kernel"] += 1
+    else:
+        ce = constexprs(cfg, target, tma=False, has_bias=has_bias, activation=activation, even_k=K % bk == 0)
+        gemm_a16w16_kernel[grid](
+            x2, w, bias_arg, y, M, N, K, x2.stride(0), x2.stride(1), w.stride(0), w.stride(1),
+            y.stride(0), y.stride(1), **ce, **opts)
+        C.LAUNCHES["gemm_a16w16_kernel"] += 1
+
+
+def triton_cdiv(a, b):
+    return (a + b - 1) // b
+
+
+def _matrix_operand(t):
+    """A 2-D operand the pointer kernel reads well: unit stride on one dim, else a contiguous copy."""
+    if t.stride(-1) == 1 or t.stride(0) == 1:
+        return t
+    return t.contiguous()
+
+
+def _run(x, w, bias, activation, out_dtype, config, y_full):
+    N, K = w.shape
+    M = x.shape[:-1].numel()
+    y = y_full.view(M, N) if y_full.dim() != 2 else y_full
+    if M == 0 or N == 0:
+        return
+    if K == 0:  # the empty sum: act(0 + bias) in every row
+        row = bias.float() if bias is not None else torch.zeros(N, device=x.device)
+        y.copy_(_torch_activation(row, activation).expand(M, N))
+        return
+    C.check_device_supported(x)
+    target = C.target_for(x.device)
+    cfg, _source = C.resolve_config(OP, config, target, M, N, K)
+    check_feasible(cfg, target, x.element_size(), y.element_size())
+    x2 = _matrix_operand(x.reshape(M, K))
+    _launch(x2, _matrix_operand(w), bias.contiguous() if bias is not None else None, y, activation, cfg, target)
+
+
+def _torch_activation(v, activation):
+    from ..reference import activation_ref
+
+    return activation_ref(v, activation)
+
+
+def _out_view_ok(out, N):
+    try:
+        out.view(-1, N)
+        return True
+    except RuntimeError:
+        return False
+
+
+@torch.library.custom_op("gemmkit::gemm_a16w16", mutates_args=())
+def _gemm_a16w16_op(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None, activation: str,
+                    out_dtype: torch.dtype, config: str) -> torch.Tensor:
+    N, K = _check_inputs(x, w, bias, activation, out_dtype)
+    y = torch.empty(tuple(x.shape[:-1]) + (N,), dtype=out_dtype, device=x.device)
+    _run(x, w, bias, activation, out_dtype, config, y)
+    return y
+
+
+@_gemm_a16w16_op.register_fake
+def _(x, w, bias, activation, out_dtype, config):
+    N, _K = _check_inputs(x, w, bias, activation, out_dtype)
+    return x.new_empty(tuple(x.shape[:-1]) + (N,), dtype=out_dtype)
+
+
+@torch.library.custom_op("gemmkit::gemm_a16w16_out", mutates_args=("out",))
+def _gemm_a16w16_out_op(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None, activation: str,
+                        config: str, out: torch.Tensor) -> None:
+    _check_inputs(x, w, bias, activation, out.dtype, out)
+    _run(x, w, bias, activation, out.dtype, config, out)
+
+
+@_gemm_a16w16_out_op.register_fake
+def _(x, w, bias, activation, config, out):
+    _check_inputs(x, w, bias, activation, out.dtype, out)
+
+
+def gemm_a16w16(x, w, bias=None, *, activation=None, out_dtype=None, out=None, config=None):
+    """y = act(x @ w.T + bias) for bf16 / fp16 inputs (nn.Linear's convention).
+
+    Args:
+      x: (..., K) bf16 or fp16. Flattened to (M, K) like nn.Linear.
+      w: (N, K), same dtype as x. Any strides with unit stride on one dim run
+         in place (a transposed weight is fine); other layouts are copied.
+      bias: optional (N,), same dtype as x.
+      activation: None, "relu", "gelu", "gelu_tanh" or "silu", applied after the bias.
+      out_dtype: bf16, fp16 or fp32; defaults to x.dtype.
+      out: optional preallocated (..., N) tensor of out_dtype, viewable as (M, N); written and returned.
+      config: optional dict overriding the config table (keys as in gemmkit/configs).
+
+    Returns (..., N) of out_dtype. M or N == 0 gives an empty result; K == 0 gives act(bias) (or zeros).
+    """
+    activation = _normalize_activation(activation)
+    if out_dtype is None:
+        out_dtype = getattr(x, "dtype", None)
+    cfg = C.config_to_str(config)
+    if out is not None:
+        _check_inputs(x, w, bias, activation, out_dtype, out)
+        if not _out_view_ok(out, w.shape[0]):
+            raise ValueError(f"out: expected a tensor viewable as (M, {w.shape[0]}), got strides {out.stride()}")
+        torch.ops.gemmkit.gemm_a16w16_out(x, w, bias, activation, cfg, out)
+        return out
+    return torch.ops.gemmkit.gemm_a16w16(x, w, bias, activation, out_dtype, cfg)

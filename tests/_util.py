@@ -1,0 +1,19 @@
+"""Helpers shared by the tests: fresh inputs, poisoned outputs, tolerances."""
+import torch
+
+# Norm-wise bound on ||out - ref|| / ||ref|| against the float64 reference.
+# The inputs are exact in float64, accumulation is fp32 (error ~K * 2**-24,
+# negligible at test sizes), so the error is the final rounding to out_dtype:
+# at most one half-ulp per element, i.e. 2**-9 (bf16), 2**-12 (fp16), 2**-25
+# (fp32) relative. The bounds allow 2x that plus fp32 accumulation slack.
+TOL = {torch.bfloat16: 2**-8, torch.float16: 2**-10, torch.float32: 2e-6}
+
+
+def randn(*shape, dtype, device="cpu", seed=None):
+    g = torch.Generator(device="cpu")
+    g.manual_seed(torch.seed() if seed is None else seed)
+    return torch.randn(*shape, generator=g, dtype=torch.float32).to(device=device, dtype=dtype)
+
+
+def poisoned(shape, dtype, device="cpu"):
+    return torch.full(shape, float("nan"), dtype=dtype, device=device)

@@ -1,0 +1,145 @@
+"""gemm_a16w16 in the Triton interpreter: the kernels themselves, against float64."""
+import itertools
+
+import pytest
+import torch
+
+import gemmkit
+from gemmkit.reference import gemm_a16w16_ref, rel_error
+
+from _util import TOL, poisoned, randn
+
+pytestmark = pytest.mark.interpreter
+
+DTYPES = [torch.bfloat16, torch.float16]
+ACTS = [None, "relu", "gelu", "gelu_tanh", "silu"]
+SHAPES = list(itertools.product([1, 17, 64, 129], [1, 31, 128], [1, 40, 256]))
+
+
+def _check(y, x, w, bias, act, out_dtype):
+    ref = gemm_a16w16_ref(x, w, bias, act)
+    assert y.shape == ref.shape and y.dtype == out_dtype
+    err = rel_error(y, ref)
+    assert err <= TOL[out_dtype], f"rel error {err:.3g} > {TOL[out_dtype]:.3g}"
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=["bf16", "fp16"])
+@pytest.mark.parametrize("M,N,K", SHAPES, ids=[f"{m}x{n}x{k}" for m, n, k in SHAPES])
+def test_shapes(M, N, K, dtype, launches):
+    """Every shape x dtype x (no bias, bias) x activation, into a NaN-poisoned out."""
+    x, w = randn(M, K, dtype=dtype), randn(N, K, dtype=dtype)
+    for bias, act in itertools.product((None, randn(N, dtype=dtype)), ACTS):
+        out = poisoned((M, N), dtype)
+        before = sum(launches.values())
+        y = gemmkit.gemm_a16w16(x, w, bias, activation=act, out=out)
+        assert y is out
+        assert sum(launches.values()) == before + 1, "the Triton kernel did not run"
+        _check(y, x, w, bias, act, dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=["bf16", "fp16"])
+@pytest.mark.parametrize("act", ACTS, ids=str)
+@pytest.mark.parametrize("with_bias", [False, True], ids=["nobias", "bias"])
+def test_activations(act, dtype, with_bias):
+    M, N, K = 33, 48, 72
+    x, w = randn(M, K, dtype=dtype) * 2, randn(N, K, dtype=dtype) / 4
+    bias = randn(N, dtype=dtype) if with_bias else None
+    _check(gemmkit.gemm_a16w16(x, w, bias, activation=act, out=poisoned((M, N), dtype)), x, w, bias, act, dtype)
+
+
+@pytest.mark.parametrize("out_dtype", [torch.bfloat16, torch.float16, torch.float32], ids=str)
+def test_out_dtype(out_dtype):
+    x, w, b = randn(20, 64, dtype=torch.bfloat16), randn(40, 64, dtype=torch.bfloat16), randn(40, dtype=torch.bfloat16)
+    y = gemmkit.gemm_a16w16(x, w, b, activation="silu", out_dtype=out_dtype)
+    _check(y, x, w, b, "silu", out_dtype)
+
+
+@pytest.mark.parametrize("layout", ["x_col_major", "x_k_strided", "w_transposed", "x_3d", "x_3d_permuted", "out_strided"])
+def test_strided_inputs(layout, launches):
+    dtype = torch.bfloat16
+    M, N, K = 37, 45, 72
+    x, w, bias = randn(M, K, dtype=dtype), randn(N, K, dtype=dtype), randn(N, dtype=dtype)
+    out = None
+    if layout == "x_col_major":
+        x = randn(K, M, dtype=dtype).t()  # stride (1, M): read in place
+    elif layout == "x_k_strided":
+        x = randn(M, 2 * K, dtype=dtype)[:, ::2]  # no unit stride: copied
+    elif layout == "w_transposed":
+        w = randn(K, N, dtype=dtype).t()  # (N, K) view of a (K, N) weight
+    elif layout == "x_3d":
+        x = randn(3, 5, K, dtype=dtype)
+    elif layout == "x_3d_permuted":
+        x = randn(5, 3, K, dtype=dtype).transpose(0, 1)
+    elif layout == "out_strided":
+        big = poisoned((M, 2 * N), dtype)
+        out = big[:, N:]
+    assert layout in ("x_3d",) or not (x.is_contiguous() and w.is_contiguous()) or out is not None
+    before = launches["gemm_a16w16_kernel"]
+    y = gemmkit.gemm_a16w16(x, w, bias, activation="gelu", out=out)
+    assert launches["gemm_a16w16_kernel"] == before + 1
+    _check(y, x, w, bias, "gelu", dtype)
+    if layout == "out_strided":
+        assert torch.isnan(big[:, :N].float()).all(), "wrote outside the out view"
+
+
+def test_tma_path(launches):
+    """The Hopper TMA kernel (host tensor descriptors) runs in the interpreter too."""
+    dtype = torch.bfloat16
+    cfg = {"BLOCK_SIZE_M": 16, "BLOCK_SIZE_N": 32, "BLOCK_SIZE_K": 32, "GROUP_SIZE_M": 2,
+           "num_warps": 4, "num_stages": 2, "tma": True}
+    for M, N, K, persistent in [(17, 40, 72, False), (50, 64, 200, True), (1, 8, 8, False)]:
+        x, w, bias = randn(M, K, dtype=dtype), randn(N, K, dtype=dtype), randn(N, dtype=dtype)
+        before = launches["gemm_a16w16_tma_kernel"]
+        y = gemmkit.gemm_a16w16(x, w, bias, activation="relu", out=poisoned((M, N), dtype),
+                                config={**cfg, "persistent": persistent})
+        assert launches["gemm_a16w16_tma_kernel"] == before + 1
+        _check(y, x, w, bias, "relu", dtype)
+
+
+def test_tma_falls_back_when_unaligned(launches):
+    """K = 41 breaks TMA's 16-byte stride rule: the pointer kernel runs instead, still correct."""
+    dtype = torch.float16
+    cfg = {"BLOCK_SIZE_M": 16, "BLOCK_SIZE_N": 32, "BLOCK_SIZE_K": 32, "GROUP_SIZE_M": 1,
+           "num_warps": 4, "num_stages": 2, "tma": True}
+    x, w = randn(9, 41, dtype=dtype), randn(24, 41, dtype=dtype)
+    before = dict(launches)
+    y = gemmkit.gemm_a16w16(x, w, config=cfg)
+    assert launches["gemm_a16w16_kernel"] == before.get("gemm_a16w16_kernel", 0) + 1
+    assert launches["gemm_a16w16_tma_kernel"] == before.get("gemm_a16w16_tma_kernel", 0)
+    _check(y, x, w, None, None, dtype)
+
+
+@pytest.mark.parametrize("arch", ["sm_90", "gfx942", "gfx950"])
+def test_persistent_small_grid(arch, monkeypatch):
+    """Persistent launches with fewer programs than tiles (and the 8-XCD remap on gfx*)."""
+    monkeypatch.setenv("GEMMKIT_INTERPRET_ARCH", arch)
+    monkeypatch.setenv("GEMMKIT_NUM_CUS", "3")
+    dtype = torch.bfloat16
+    cfg = {"BLOCK_SIZE_M": 16, "BLOCK_SIZE_N": 16, "BLOCK_SIZE_K": 32, "GROUP_SIZE_M": 3,
+           "num_warps": 4, "num_stages": 2, "persistent": True}
+    M, N, K = 70, 53, 64  # 5 x 4 = 20 tiles over 3 programs
+    x, w, bias = randn(M, K, dtype=dtype), randn(N, K, dtype=dtype), randn(N, dtype=dtype)
+    y = gemmkit.gemm_a16w16(x, w, bias, out=poisoned((M, N), dtype), config=cfg)
+    _check(y, x, w, bias, None, dtype)
+
+
+@pytest.mark.parametrize("arch", ["gfx942", "gfx950"])
+def test_amd_tables_in_interpreter(arch, monkeypatch):
+    """The gfx tables' own configs (XCD remap with 8 XCDs) computed in the interpreter."""
+    monkeypatch.setenv("GEMMKIT_INTERPRET_ARCH", arch)
+    dtype = torch.float16
+    for M in (3, 40, 130):
+        x, w = randn(M, 64, dtype=dtype), randn(72, 64, dtype=dtype)
+        _check(gemmkit.gemm_a16w16(x, w, out=poisoned((M, 72), dtype)), x, w, None, None, dtype)
+
+
+def test_empty_and_k0():
+    dtype = torch.bfloat16
+    x, w = randn(0, 8, dtype=dtype), randn(5, 8, dtype=dtype)
+    assert gemmkit.gemm_a16w16(x, w).shape == (0, 5)
+    x, w = randn(4, 8, dtype=dtype), randn(0, 8, dtype=dtype)
+    assert gemmkit.gemm_a16w16(x, w).shape == (4, 0)
+    x, w, b = randn(3, 0, dtype=dtype), randn(6, 0, dtype=dtype), randn(6, dtype=dtype)
+    torch.testing.assert_close(gemmkit.gemm_a16w16(x, w), torch.zeros(3, 6, dtype=dtype))
+    y = gemmkit.gemm_a16w16(x, w, b, activation="silu", out_dtype=torch.float32)
+    torch.testing.assert_close(y, torch.nn.functional.silu(b.float()).expand(3, 6))
