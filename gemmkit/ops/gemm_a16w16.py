@@ -255,9 +255,9 @@ def gemm_a16w16(x, w, bias=None, *, activation=None, out_dtype=None, out=None, c
     activation = _normalize_activation(activation)
     if out_dtype is None:
         out_dtype = getattr(x, "dtype", None)
+    _check_inputs(x, w, bias, activation, out_dtype, out)
     cfg = C.config_to_str(config)
     if out is not None:
-        _check_inputs(x, w, bias, activation, out_dtype, out)
         if not _out_view_ok(out, w.shape[0]):
             raise ValueError(f"out: expected a tensor viewable as (M, {w.shape[0]}), got strides {out.stride()}")
         torch.ops.gemmkit.gemm_a16w16_out(x, w, bias, activation, cfg, out)

@@ -1,0 +1,27 @@
+"""Timing on the GPU: one method for gemmkit and the vendor library, in the same process.
+
+- `triton.testing.do_bench`, median; it warms up first and clears the L2 before every timed call.
+- Inputs rotated over several copies when one set is smaller than ~4x the L2, so no call
+  finds its operands in cache (seed 000's measurement method).
+"""
+from __future__ import annotations
+
+import itertools
+
+
+def rotation_count(bytes_per_set: int, l2_bytes: int, cap: int = 8) -> int:
+    if bytes_per_set <= 0:
+        return 1
+    return max(1, min(cap, -(-4 * l2_bytes // bytes_per_set)))
+
+
+def time_rotated(fn, input_sets, warmup_ms=25, rep_ms=100) -> float:
+    """Median milliseconds of fn(*inputs), cycling through input_sets call by call."""
+    from triton.testing import do_bench
+
+    cycle = itertools.cycle(input_sets)
+
+    def call():
+        return fn(*next(cycle))
+
+    return do_bench(call, warmup=warmup_ms, rep=rep_ms, return_mode="median")

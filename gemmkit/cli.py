@@ -1,0 +1,74 @@
+"""gemmkit command line: `gemmkit bench | configs | isa` (also `python -m gemmkit`)."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+
+def _cmd_bench(args):
+    import torch
+
+    from . import bench
+
+    if not torch.cuda.is_available():
+        return bench.run_cpu_check()
+    bench.run_gpu(bench.parse_shapes(args.shape), dtype_name=args.dtype, json_path=args.json,
+                  check=not args.no_check, rep_ms=args.rep_ms)
+    return 0
+
+
+def _cmd_configs(args):
+    from . import arch as _arch
+    from . import configs as _configs
+
+    arch = args.arch
+    if arch is None:
+        t = _arch.current_or_none()
+        arch = t.arch if t else "sm_90"
+    cfg, source = _configs.select(args.op, arch, args.M, args.N, args.K)
+    print(f"gemm_{args.op} M={args.M} N={args.N} K={args.K} on {arch}: {source}")
+    print(json.dumps(cfg, indent=1, sort_keys=True))
+    return 0
+
+
+def _cmd_isa(args):
+    from .isa.report import print_summary
+
+    return 0 if print_summary(args.op) else 1
+
+
+def build_parser():
+    p = argparse.ArgumentParser(prog="gemmkit", description=__doc__)
+    sub = p.add_subparsers(dest="cmd", required=True)
+
+    b = sub.add_parser("bench", help="time gemmkit against the vendor BLAS (CPU: interpreter check + static report)")
+    b.add_argument("--op", default="a16w16", choices=["a16w16"])
+    b.add_argument("--dtype", default="bf16", choices=["bf16", "fp16"])
+    b.add_argument("--shape", action="append", help="M,N,K (repeatable); default: the built-in suite")
+    b.add_argument("--json", help="write results (DESIGN.md format) to this path")
+    b.add_argument("--rep-ms", type=int, default=100, help="do_bench repetition time per measurement")
+    b.add_argument("--no-check", action="store_true", help="skip the correctness check per shape")
+    b.set_defaults(fn=_cmd_bench)
+
+    c = sub.add_parser("configs", help="print the config a shape gets, and where it came from")
+    c.add_argument("--op", default="a16w16")
+    c.add_argument("-M", type=int, required=True)
+    c.add_argument("-N", type=int, required=True)
+    c.add_argument("-K", type=int, required=True)
+    c.add_argument("--arch", choices=["sm_90", "gfx942", "gfx950"], help="default: the current GPU, else sm_90")
+    c.set_defaults(fn=_cmd_configs)
+
+    i = sub.add_parser("isa", help="static compile summary of every shipped config for sm_90, gfx942, gfx950")
+    i.add_argument("--op", default="a16w16")
+    i.set_defaults(fn=_cmd_isa)
+    return p
+
+
+def main(argv=None):
+    args = build_parser().parse_args(argv)
+    return args.fn(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

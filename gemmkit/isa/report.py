@@ -1,0 +1,60 @@
+"""Static compile report: every shipped config of every op, for its table's target, on the CPU."""
+from __future__ import annotations
+
+import json
+
+from .. import arch as _arch
+from .. import configs as _configs
+from . import compile_static, resources
+
+
+def static_cases(op: str = "a16w16"):
+    """(arch, table file name, bucket, config, path) for every shipped config.
+
+    On sm_90 a config with "tma": true is compiled for both paths: the TMA
+    kernel, and the pointer kernel the op falls back to when alignment forbids TMA.
+    """
+    for path in _configs.shipped_tables(op):
+        arch = path.parent.name
+        raw = json.loads(path.read_text())
+        for bucket, cfg in raw.items():
+            cfg = _configs.validate_config(cfg, backend=_arch.ARCHS[arch].backend, where=f"{path}:{bucket}")
+            paths = ["tma", "pointer"] if cfg.get("tma") else ["pointer"]
+            for p in paths:
+                yield arch, path.name, bucket, cfg, p
+
+
+def compile_case(arch: str, cfg: dict, path: str):
+    from ..ops.gemm_a16w16 import smem_bytes, static_spec
+
+    target = _arch.ARCHS[arch]
+    kernel, sig, ce, divisible, opts = static_spec(cfg, target, tma=(path == "tma"))
+    compiled = compile_static(kernel, sig, ce, target, opts, divisible)
+    res = resources(compiled, target)
+    res["smem_bound"] = smem_bytes(cfg, target, 2, 2, path == "tma")
+    res["smem_limit"] = target.shared_mem_bytes
+    return compiled, res
+
+
+def print_summary(op: str = "a16w16") -> bool:
+    print(f"static compile of gemm_{op}, every shipped config (Triton compiles for targets it has no GPU for):")
+    print(f"{'arch':7s} {'table:bucket':28s} {'path':8s} {'blocks MxNxK/w/s':18s} {'regs':>9s} {'spill':>6s} "
+          f"{'smem':>7s} {'mma':>7s}")
+    print("  (mma: v_mfma count on AMD; HGMMA/HMMA count in the SASS on sm_90)")
+    ok = True
+    for arch, fname, bucket, cfg, path in static_cases(op):
+        blocks = f"{cfg['BLOCK_SIZE_M']}x{cfg['BLOCK_SIZE_N']}x{cfg['BLOCK_SIZE_K']}/{cfg['num_warps']}/{cfg['num_stages']}"
+        try:
+            _, r = compile_case(arch, cfg, path)
+        except Exception as e:  # report every failure, keep going
+            ok = False
+            print(f"{arch:7s} {fname + ':' + bucket:28s} {path:8s} {blocks:18s} FAILED: {str(e).splitlines()[0][:80]}")
+            continue
+        regs = f"{r['vgpr']}v/{r['agpr']}a" if "vgpr" in r else str(r["regs"])
+        mma = r["mfma"] if "mfma" in r else f"{r['hgmma']}/{r['hmma']}"
+        bad = r["spill_bytes"] > 0 or r["shared_bytes"] > r["smem_limit"]
+        ok &= not bad
+        print(f"{arch:7s} {fname + ':' + bucket:28s} {path:8s} {blocks:18s} {regs:>9s} {r['spill_bytes']:6d} "
+              f"{r['shared_bytes']:7d} {mma:>7}{'  PROBLEM' if bad else ''}")
+    print("static compile:", "ok" if ok else "FAILED")
+    return ok

@@ -1,0 +1,152 @@
+"""Bad input raises ValueError / TypeError naming the argument; one test per case."""
+import pytest
+import torch
+
+import gemmkit
+
+from _util import randn
+
+BF = torch.bfloat16
+
+
+def xw(M=4, N=8, K=16, dtype=BF):
+    return randn(M, K, dtype=dtype), randn(N, K, dtype=dtype)
+
+
+def test_x_wrong_dtype():
+    x, w = xw()
+    with pytest.raises(TypeError, match=r"^x: expected dtype"):
+        gemmkit.gemm_a16w16(x.float(), w)
+
+
+def test_x_not_a_tensor():
+    _, w = xw()
+    with pytest.raises(TypeError, match=r"^x: expected a torch.Tensor"):
+        gemmkit.gemm_a16w16([[1.0]], w)
+
+
+def test_w_dtype_mismatch():
+    x, w = xw()
+    with pytest.raises(TypeError, match=r"^w: expected dtype torch.bfloat16"):
+        gemmkit.gemm_a16w16(x, w.half())
+
+
+def test_k_mismatch():
+    x, _ = xw(K=16)
+    with pytest.raises(ValueError, match=r"^w: expected shape \(N, 16\)"):
+        gemmkit.gemm_a16w16(x, randn(8, 15, dtype=BF))
+
+
+def test_w_1d():
+    x, _ = xw(K=16)
+    with pytest.raises(ValueError, match=r"^w: expected a 2-D tensor"):
+        gemmkit.gemm_a16w16(x, randn(16, dtype=BF))
+
+
+def test_bias_dtype_mismatch():
+    x, w = xw()
+    with pytest.raises(TypeError, match=r"^bias: expected dtype torch.bfloat16"):
+        gemmkit.gemm_a16w16(x, w, randn(8, dtype=torch.float32))
+
+
+def test_bias_wrong_shape():
+    x, w = xw(N=8)
+    with pytest.raises(ValueError, match=r"^bias: expected shape \(8,\)"):
+        gemmkit.gemm_a16w16(x, w, randn(7, dtype=BF))
+
+
+def test_bias_2d():
+    x, w = xw(N=8)
+    with pytest.raises(ValueError, match=r"^bias: expected a 1-D tensor"):
+        gemmkit.gemm_a16w16(x, w, randn(1, 8, dtype=BF))
+
+
+def test_out_wrong_shape():
+    x, w = xw(M=4, N=8)
+    with pytest.raises(ValueError, match=r"^out: expected shape \(4, 8\)"):
+        gemmkit.gemm_a16w16(x, w, out=torch.empty(4, 9, dtype=BF))
+
+
+def test_out_wrong_dtype():
+    x, w = xw(M=4, N=8)
+    with pytest.raises(TypeError, match=r"^out: expected dtype torch.bfloat16"):
+        gemmkit.gemm_a16w16(x, w, out=torch.empty(4, 8, dtype=torch.float16))
+
+
+def test_out_dtype_unsupported():
+    x, w = xw()
+    with pytest.raises(TypeError, match=r"^out_dtype: expected one of"):
+        gemmkit.gemm_a16w16(x, w, out_dtype=torch.int8)
+
+
+def test_out_not_viewable():
+    x, w = randn(2, 3, 16, dtype=BF), randn(8, 16, dtype=BF)
+    out = torch.empty(3, 2, 8, dtype=BF).transpose(0, 1)  # (2, 3, 8) but not viewable as (6, 8)
+    with pytest.raises(ValueError, match=r"^out: expected a tensor viewable as \(M, 8\)"):
+        gemmkit.gemm_a16w16(x, w, out=out)
+
+
+def test_unknown_activation():
+    x, w = xw()
+    with pytest.raises(ValueError, match=r"^activation: expected None or one of"):
+        gemmkit.gemm_a16w16(x, w, activation="tanh")
+
+
+def test_different_devices():
+    x, w = xw()
+    with pytest.raises(ValueError, match=r"^w: expected a tensor on cpu"):
+        gemmkit.gemm_a16w16(x, w.to("meta"))
+
+
+def test_config_block_k_not_power_of_two():
+    x, w = xw()
+    cfg = {"BLOCK_SIZE_M": 16, "BLOCK_SIZE_N": 16, "BLOCK_SIZE_K": 48, "GROUP_SIZE_M": 1, "num_warps": 4, "num_stages": 2}
+    with pytest.raises(ValueError, match=r"^config: key 'BLOCK_SIZE_K' = 48; expected a power of two"):
+        gemmkit.gemm_a16w16(x, w, config=cfg)
+
+
+def test_config_too_much_shared_memory():
+    x, w = xw()
+    cfg = {"BLOCK_SIZE_M": 256, "BLOCK_SIZE_N": 256, "BLOCK_SIZE_K": 128, "GROUP_SIZE_M": 1, "num_warps": 8, "num_stages": 4}
+    with pytest.raises(ValueError, match=r"^config: .* needs \d+ bytes of shared memory; H200 \(sm_90\) allows 232448"):
+        gemmkit.gemm_a16w16(x, w, config=cfg)
+
+
+def test_config_unknown_key():
+    x, w = xw()
+    cfg = {"BLOCK_SIZE_M": 16, "BLOCK_SIZE_N": 16, "BLOCK_SIZE_K": 16, "GROUP_SIZE_M": 1, "num_warps": 4, "num_stages": 2,
+           "BLOCK_M": 16}
+    with pytest.raises(ValueError, match=r"^config: unknown key 'BLOCK_M'"):
+        gemmkit.gemm_a16w16(x, w, config=cfg)
+
+
+def test_config_missing_key():
+    x, w = xw()
+    with pytest.raises(ValueError, match=r"^config: missing key 'num_stages'"):
+        gemmkit.gemm_a16w16(x, w, config={"BLOCK_SIZE_M": 16, "BLOCK_SIZE_N": 16, "BLOCK_SIZE_K": 16,
+                                          "GROUP_SIZE_M": 1, "num_warps": 4})
+
+
+def test_config_amd_key_on_nvidia():
+    x, w = xw()
+    cfg = {"BLOCK_SIZE_M": 16, "BLOCK_SIZE_N": 16, "BLOCK_SIZE_K": 16, "GROUP_SIZE_M": 1, "num_warps": 4, "num_stages": 2,
+           "waves_per_eu": 2}
+    with pytest.raises(ValueError, match=r"^config: key 'waves_per_eu' is not supported on cuda"):
+        gemmkit.gemm_a16w16(x, w, config=cfg)
+
+
+def test_config_tma_on_amd(monkeypatch):
+    monkeypatch.setenv("GEMMKIT_INTERPRET_ARCH", "gfx950")
+    x, w = xw()
+    cfg = {"BLOCK_SIZE_M": 16, "BLOCK_SIZE_N": 16, "BLOCK_SIZE_K": 16, "GROUP_SIZE_M": 1, "num_warps": 4, "num_stages": 2,
+           "tma": True}
+    with pytest.raises(ValueError, match=r"^config: key 'tma' is not supported on hip"):
+        gemmkit.gemm_a16w16(x, w, config=cfg)
+
+
+def test_cpu_tensor_without_interpreter(monkeypatch):
+    """No silent torch fallback: CPU tensors outside the interpreter are an error."""
+    monkeypatch.setenv("TRITON_INTERPRET", "0")
+    x, w = xw()
+    with pytest.raises(ValueError, match=r"^x: CPU tensors run only in the Triton interpreter"):
+        gemmkit.gemm_a16w16(x, w)
