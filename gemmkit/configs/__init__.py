@@ -118,6 +118,12 @@ def load_table(path: str) -> dict:
 
 def select(op: str, arch: str, M: int, N: int, K: int):
     """(config, source) for a shape; `source` names the file and bucket it came from."""
+    cfg, source = _select_cached(op, arch, M, N, K)
+    return dict(cfg), source
+
+
+@functools.lru_cache(maxsize=4096)
+def _select_cached(op: str, arch: str, M: int, N: int, K: int):
     path = table_path(op, arch, N, K)
     if not path.exists():
         path = table_path(op, arch)
@@ -126,13 +132,19 @@ def select(op: str, arch: str, M: int, N: int, K: int):
     table = load_table(str(path))
     for bound, key, cfg in table["leq"]:
         if M <= bound:
-            return dict(cfg), f"{path.relative_to(CONFIG_DIR)}:{key}"
+            return cfg, f"{path.relative_to(CONFIG_DIR)}:{key}"
     for bound, key, cfg in table["geq"]:
         if M >= bound:
-            return dict(cfg), f"{path.relative_to(CONFIG_DIR)}:{key}"
+            return cfg, f"{path.relative_to(CONFIG_DIR)}:{key}"
     if table["any"] is not None:
-        return dict(table["any"]), f"{path.relative_to(CONFIG_DIR)}:any"
+        return table["any"], f"{path.relative_to(CONFIG_DIR)}:any"
     raise ConfigError(f"{path}: no bucket matches M={M} and there is no 'any' bucket")
+
+
+def clear_cache():
+    """Forget loaded tables (after editing or adding a table file)."""
+    load_table.cache_clear()
+    _select_cached.cache_clear()
 
 
 def shipped_tables(op: str | None = None):
