@@ -14,7 +14,7 @@ def _cmd_bench(args):
     if not torch.cuda.is_available():
         return bench.run_cpu_check()
     bench.run_gpu(bench.parse_shapes(args.shape), dtype_name=args.dtype, json_path=args.json,
-                  check=not args.no_check, rep_ms=args.rep_ms)
+                  check=not args.no_check, rep_ms=args.rep_ms, cuda_graph=args.cuda_graph)
     return 0
 
 
@@ -48,6 +48,8 @@ def build_parser():
     b.add_argument("--shape", action="append", help="M,N,K (repeatable); default: the built-in suite")
     b.add_argument("--json", help="write results (DESIGN.md format) to this path")
     b.add_argument("--rep-ms", type=int, default=100, help="do_bench repetition time per measurement")
+    b.add_argument("--cuda-graph", action="store_true",
+                   help="time CUDA graph replays (kernel time without Python/launch overhead), both sides")
     b.add_argument("--no-check", action="store_true", help="skip the correctness check per shape")
     b.set_defaults(fn=_cmd_bench)
 

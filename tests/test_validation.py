@@ -150,3 +150,20 @@ def test_cpu_tensor_without_interpreter(monkeypatch):
     x, w = xw()
     with pytest.raises(ValueError, match=r"^x: CPU tensors run only in the Triton interpreter"):
         gemmkit.gemm_a16w16(x, w)
+
+
+def test_requires_grad_is_refused():
+    x, w = xw()
+    w.requires_grad_(True)
+    with pytest.raises(NotImplementedError, match=r"^w: requires grad, but gemm_a16w16 has no backward"):
+        gemmkit.gemm_a16w16(x, w)
+
+
+def test_parameters_under_no_grad(launches):
+    x, w = xw()
+    p = torch.nn.Parameter(w)
+    before = launches["gemm_a16w16_kernel"]
+    with torch.no_grad():
+        y = gemmkit.gemm_a16w16(x, p)
+    assert launches["gemm_a16w16_kernel"] == before + 1
+    torch.testing.assert_close(y.float(), (x.double() @ w.double().T).float(), rtol=2**-8, atol=1e-2)

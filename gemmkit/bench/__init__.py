@@ -8,7 +8,7 @@ import subprocess
 import sys
 
 from .suite import default_suite, parse_shape
-from .timing import rotation_count, time_rotated
+from .timing import rotation_count, time_graph, time_rotated
 
 __all__ = ["run_gpu", "run_cpu_check", "git_sha"]
 
@@ -33,7 +33,8 @@ def _sm_clock_mhz():
         return None
 
 
-def run_gpu(shapes, dtype_name="bf16", json_path=None, check=True, warmup_ms=25, rep_ms=100, configs=None):
+def run_gpu(shapes, dtype_name="bf16", json_path=None, check=True, warmup_ms=25, rep_ms=100, configs=None,
+            cuda_graph=False):
     """Time gemm_a16w16 vs torch.matmul (cuBLAS) for each (label, M, N, K); print a table; return the result dict."""
     import torch
     import triton
@@ -47,7 +48,7 @@ def run_gpu(shapes, dtype_name="bf16", json_path=None, check=True, warmup_ms=25,
     target = C.target_for(dev)
     rows = []
     print(f"# {torch.cuda.get_device_name()} ({target.arch}, {target.num_cus} SMs/CUs), torch {torch.__version__}, "
-          f"triton {triton.__version__}, {dtype_name}, y = x @ w.T")
+          f"triton {triton.__version__}, {dtype_name}, y = x @ w.T, timing: {'CUDA graph replay' if cuda_graph else 'eager calls'}")
     header = f"{'shape':28s} {'M':>6s} {'N':>6s} {'K':>6s} {'gemmkit TF/s':>12s} {'vendor TF/s':>11s} {'ratio':>6s} {'GB/s':>7s}  err"
     print(header)
     for label, M, N, K in shapes:
@@ -66,13 +67,15 @@ def run_gpu(shapes, dtype_name="bf16", json_path=None, check=True, warmup_ms=25,
             gemmkit.gemm_a16w16(x, w, out=y, config=override)
             err = ((y.float() - ref).norm() / ref.norm()).item() if ref.norm() > 0 else 0.0
         # Table configs go through the op's own lookup, as a user's call would.
-        ms = time_rotated(lambda x, w: gemmkit.gemm_a16w16(x, w, config=override), sets, warmup_ms, rep_ms)
-        ref_ms = time_rotated(lambda x, w: torch.matmul(x, w.T), sets, warmup_ms, rep_ms)
+        timer = time_graph if cuda_graph else time_rotated
+        ms = timer(lambda x, w: gemmkit.gemm_a16w16(x, w, config=override), sets, warmup_ms, rep_ms)
+        ref_ms = timer(lambda x, w: torch.matmul(x, w.T), sets, warmup_ms, rep_ms)
         row = {"op": "a16w16", "label": label, "M": M, "N": N, "K": K, "dtype": dtype_name,
                "backend": "triton", "config": cfg, "config_source": source, "ms": ms,
                "tflops": flops / ms / 1e9, "gbps": nbytes / ms / 1e6, "ref_impl": "torch.matmul (cuBLAS)",
                "ref_ms": ref_ms, "ref_tflops": flops / ref_ms / 1e9, "ref_gbps": nbytes / ref_ms / 1e6,
-               "ratio": ref_ms / ms, "rel_err_vs_fp32": err, "input_sets": n_sets}
+               "ratio": ref_ms / ms, "rel_err_vs_fp32": err, "input_sets": n_sets,
+               "timing": "cuda_graph" if cuda_graph else "eager"}
         rows.append(row)
         print(f"{label:28s} {M:6d} {N:6d} {K:6d} {row['tflops']:12.1f} {row['ref_tflops']:11.1f} "
               f"{row['ratio']:6.3f} {row['gbps']:7.0f}  {err if err is None else f'{err:.1e}'}", flush=True)
@@ -81,7 +84,9 @@ def run_gpu(shapes, dtype_name="bf16", json_path=None, check=True, warmup_ms=25,
     result = {"device": torch.cuda.get_device_name(), "arch": target.arch, "num_sms": target.num_cus,
               "sm_clock_mhz": _sm_clock_mhz(), "torch": torch.__version__, "triton": triton.__version__,
               "cuda": torch.version.cuda, "date": datetime.date.today().isoformat(), "git_sha": git_sha(),
-              "method": "triton.testing.do_bench median (L2 cleared per call), inputs rotated to >= 4x L2",
+              "method": "triton.testing.do_bench median (L2 cleared per call), inputs rotated to >= 4x L2"
+              + ("; one CUDA graph replayed (one call per input set), time per call" if cuda_graph else
+                 "; eager calls (Python and launch overhead included, for both sides)"),
               "rows": rows}
     if json_path:
         os.makedirs(os.path.dirname(os.path.abspath(json_path)), exist_ok=True)

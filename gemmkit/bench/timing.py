@@ -25,3 +25,20 @@ def time_rotated(fn, input_sets, warmup_ms=25, rep_ms=100) -> float:
         return fn(*next(cycle))
 
     return do_bench(call, warmup=warmup_ms, rep=rep_ms, return_mode="median")
+
+
+def time_graph(fn, input_sets, warmup_ms=25, rep_ms=100) -> float:
+    """Median milliseconds per fn(*inputs) call, replayed from one CUDA graph that holds one
+    call per input set (launch overhead out of the number; inputs still rotated)."""
+    import torch
+    from triton.testing import do_bench
+
+    for args in input_sets:  # compile and warm up outside the capture
+        fn(*args)
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for args in input_sets:
+            fn(*args)
+    torch.cuda.synchronize()
+    return do_bench(graph.replay, warmup=warmup_ms, rep=rep_ms, return_mode="median") / len(input_sets)

@@ -52,6 +52,27 @@ def check_out_dtype(out_dtype):
         raise TypeError(f"out_dtype: expected one of {', '.join(map(str, OUT_DTYPES))}, got {out_dtype}")
 
 
+_PLAIN = (torch.Tensor, torch.nn.Parameter)
+
+
+def eager_call(*tensors) -> bool:
+    """True when the op may run its implementation directly instead of through torch.ops:
+    not under torch.compile / export tracing, and every tensor a plain one (no fake,
+    functional or other subclass tensors, which need the dispatcher)."""
+    if torch.compiler.is_compiling():
+        return False
+    return all(t is None or type(t) in _PLAIN for t in tensors)
+
+
+def check_no_grad(op, **tensors):
+    if torch.is_grad_enabled():
+        for name, t in tensors.items():
+            if t is not None and t.requires_grad:
+                raise NotImplementedError(
+                    f"{name}: requires grad, but {op} has no backward yet; call it under torch.no_grad() "
+                    "or torch.inference_mode()")
+
+
 def check_device_supported(t, name="x"):
     if t.device.type == "cuda":
         return

@@ -82,21 +82,38 @@ def smem_bytes(cfg: dict, target, in_bytes: int, out_bytes: int, tma: bool) -> i
     return stages * stage + epilogue
 
 
-def check_feasible(cfg: dict, target, in_bytes: int = 2, out_bytes: int = 2):
-    """Reject configs that cannot run on `target` (ValueError naming the key)."""
-    use_tma = bool(cfg.get("tma")) and target.is_nvidia
-    if cfg.get("tma") and not target.is_nvidia:
-        raise ValueError(f"config: key 'tma' needs an NVIDIA sm_90 target, not {target.arch}")
-    if use_tma:
+def check_feasible(cfg: dict, target, in_bytes: int = 2, out_bytes: int = 2, tma: bool = False):
+    """Raise ValueError (naming the key) if `cfg` cannot run on `target` on the given path."""
+    if tma:
+        if not target.is_nvidia:
+            raise ValueError(f"config: key 'tma' needs an NVIDIA sm_90 target, not {target.arch}")
         for key in ("BLOCK_SIZE_M", "BLOCK_SIZE_N", "BLOCK_SIZE_K"):
             if cfg[key] > _TMA_MAX_BOX:
                 raise ValueError(f"config: key {key!r} = {cfg[key]} exceeds the TMA box limit of {_TMA_MAX_BOX}")
-    need = smem_bytes(cfg, target, in_bytes, out_bytes, use_tma)
+    need = smem_bytes(cfg, target, in_bytes, out_bytes, tma)
     if need > target.shared_mem_bytes:
         raise ValueError(
             f"config: BLOCK_SIZE_M/N/K = {cfg['BLOCK_SIZE_M']}/{cfg['BLOCK_SIZE_N']}/{cfg['BLOCK_SIZE_K']} with "
-            f"num_stages = {cfg['num_stages']} needs {need} bytes of shared memory; {target.name} ({target.arch}) "
-            f"allows {target.shared_mem_bytes} per block")
+            f"num_stages = {cfg['num_stages']} needs {need} bytes of shared memory{' (TMA path)' if tma else ''}; "
+            f"{target.name} ({target.arch}) allows {target.shared_mem_bytes} per block")
+
+
+def choose_path(cfg: dict, target, x2, w, y) -> str:
+    """"tma" or "pointer" for this call; ValueError if the config fits neither.
+
+    TMA when the config asks for it, the target has it, the tensors meet its
+    alignment rules and the output staging tile fits (an fp32 output doubles
+    it); otherwise the pointer kernel with the same tiles.
+    """
+    in_bytes, out_bytes = x2.element_size(), y.element_size()
+    if cfg["tma"] and target.is_nvidia and C.tma_compatible(x2, w, y):
+        try:
+            check_feasible(cfg, target, in_bytes, out_bytes, tma=True)
+            return "tma"
+        except ValueError:
+            pass
+    check_feasible(cfg, target, in_bytes, out_bytes, tma=False)
+    return "pointer"
 
 
 def constexprs(cfg: dict, target, *, tma: bool, has_bias: bool, activation: str, even_k: bool) -> dict:
@@ -150,8 +167,7 @@ def _launch(x2, w, bias, y, activation, cfg, target):
     has_bias = bias is not None
     bias_arg = bias if has_bias else x2  # never read when HAS_BIAS is False
     opts = C.compiler_options(cfg, target)
-    use_tma = bool(cfg["tma"]) and target.is_nvidia and C.tma_compatible(x2, w, y)
-    if use_tma:
+    if choose_path(cfg, target, x2, w, y) == "tma":
         from triton.tools.tensor_descriptor import TensorDescriptor
 
         ce = constexprs(cfg, target, tma=True, has_bias=has_bias, activation=activation, even_k=False)
@@ -191,7 +207,6 @@ def _run(x, w, bias, activation, out_dtype, config, y_full):
     C.check_device_supported(x)
     target = C.target_for(x.device)
     cfg, _source = C.resolve_config(OP, config, target, M, N, K)
-    check_feasible(cfg, target, x.element_size(), y.element_size())
     x2 = _matrix_operand(x.reshape(M, K))
     _launch(x2, _matrix_operand(w), bias.contiguous() if bias is not None else None, y, activation, cfg, target)
 
@@ -210,11 +225,15 @@ def _out_view_ok(out, N):
         return False
 
 
+def _new_output(x, N, out_dtype):
+    return torch.empty(tuple(x.shape[:-1]) + (N,), dtype=out_dtype, device=x.device)
+
+
 @torch.library.custom_op("gemmkit::gemm_a16w16", mutates_args=())
 def _gemm_a16w16_op(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None, activation: str,
                     out_dtype: torch.dtype, config: str) -> torch.Tensor:
-    N, K = _check_inputs(x, w, bias, activation, out_dtype)
-    y = torch.empty(tuple(x.shape[:-1]) + (N,), dtype=out_dtype, device=x.device)
+    N, _K = _check_inputs(x, w, bias, activation, out_dtype)
+    y = _new_output(x, N, out_dtype)
     _run(x, w, bias, activation, out_dtype, config, y)
     return y
 
@@ -251,15 +270,23 @@ def gemm_a16w16(x, w, bias=None, *, activation=None, out_dtype=None, out=None, c
       config: optional dict overriding the config table (keys as in gemmkit/configs).
 
     Returns (..., N) of out_dtype. M or N == 0 gives an empty result; K == 0 gives act(bias) (or zeros).
+    No backward yet: inputs that require grad (with grad mode on) raise NotImplementedError.
     """
     activation = _normalize_activation(activation)
     if out_dtype is None:
         out_dtype = getattr(x, "dtype", None)
     _check_inputs(x, w, bias, activation, out_dtype, out)
+    C.check_no_grad("gemm_a16w16", x=x, w=w, bias=bias)
     cfg = C.config_to_str(config)
+    if out is not None and not _out_view_ok(out, w.shape[0]):
+        raise ValueError(f"out: expected a tensor viewable as (M, {w.shape[0]}), got strides {out.stride()}")
+    if C.eager_call(x, w, bias, out):
+        # Plain tensors outside torch.compile: skip the dispatcher's round trip (tens of
+        # microseconds a call, as much as a decode-sized GEMM takes). Same checks, same kernel.
+        y = out if out is not None else _new_output(x, w.shape[0], out_dtype)
+        _run(x, w, bias, activation, out_dtype, cfg, y)
+        return y
     if out is not None:
-        if not _out_view_ok(out, w.shape[0]):
-            raise ValueError(f"out: expected a tensor viewable as (M, {w.shape[0]}), got strides {out.stride()}")
         torch.ops.gemmkit.gemm_a16w16_out(x, w, bias, activation, cfg, out)
         return out
     return torch.ops.gemmkit.gemm_a16w16(x, w, bias, activation, out_dtype, cfg)
