@@ -162,8 +162,8 @@ def test_requires_grad_is_refused():
 def test_parameters_under_no_grad(launches):
     x, w = xw()
     p = torch.nn.Parameter(w)
-    before = launches["gemm_a16w16_kernel"]
+    before = sum(launches.values())
     with torch.no_grad():
         y = gemmkit.gemm_a16w16(x, p)
-    assert launches["gemm_a16w16_kernel"] == before + 1
+    assert sum(launches.values()) == before + 1
     torch.testing.assert_close(y.float(), (x.double() @ w.double().T).float(), rtol=2**-8, atol=1e-2)
