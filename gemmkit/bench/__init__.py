@@ -14,6 +14,9 @@ __all__ = ["run_gpu", "run_cpu_check", "git_sha"]
 
 
 def git_sha() -> str:
+    """HEAD of the source tree (GEMMKIT_GIT_SHA wins: copies without .git, like the device machine's)."""
+    if os.environ.get("GEMMKIT_GIT_SHA"):
+        return os.environ["GEMMKIT_GIT_SHA"]
     try:
         root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True).stdout.strip()

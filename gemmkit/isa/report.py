@@ -58,3 +58,33 @@ def print_summary(op: str = "a16w16") -> bool:
               f"{r['shared_bytes']:7d} {mma:>7}{'  PROBLEM' if bad else ''}")
     print("static compile:", "ok" if ok else "FAILED")
     return ok
+
+
+def collect(op: str = "a16w16") -> list:
+    """Compile every shipped case and return one row per case (JSON-able).
+
+    Static compiles need Triton's JIT kernels: when this process runs Triton's
+    interpreter (TRITON_INTERPRET=1, as the CPU tests do), the kernels are
+    interpreter objects, so the compiles run in a fresh process without it.
+    """
+    import os
+    import subprocess
+    import sys
+
+    if os.environ.get("TRITON_INTERPRET", "0") not in ("", "0"):
+        env = dict(os.environ, TRITON_INTERPRET="0")
+        code = f"import json; from gemmkit.isa.report import collect; print(json.dumps(collect({op!r})))"
+        r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+        if r.returncode != 0:
+            raise RuntimeError(f"static compile subprocess failed:\n{r.stderr[-4000:]}")
+        return json.loads(r.stdout.strip().splitlines()[-1])
+    rows = []
+    for arch, fname, bucket, cfg, path in static_cases(op):
+        row = {"op": op, "arch": arch, "table": fname, "bucket": bucket, "config": cfg, "path": path}
+        try:
+            _, res = compile_case(arch, cfg, path)
+            row.update(res, ok=True)
+        except Exception as e:  # reported per case; the tests fail on it
+            row.update(ok=False, error=f"{type(e).__name__}: {e}"[:2000])
+        rows.append(row)
+    return rows

@@ -1,0 +1,122 @@
+"""Config tables: lookup order, shape files, validation errors naming file and key, caching, CLI."""
+import json
+
+import pytest
+
+from gemmkit import configs
+from gemmkit.cli import main as cli_main
+
+BASE = {"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 64, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 1, "num_warps": 4, "num_stages": 2}
+
+
+@pytest.fixture
+def table_dir(tmp_path, monkeypatch):
+    (tmp_path / "sm_90").mkdir()
+    (tmp_path / "gfx942").mkdir()
+    monkeypatch.setattr(configs, "CONFIG_DIR", tmp_path)
+    configs.clear_cache()
+    yield tmp_path
+    configs.clear_cache()
+
+
+def write(path, table):
+    path.write_text(json.dumps(table))
+
+
+def tagged(tag):
+    return {**BASE, "BLOCK_SIZE_N": tag}
+
+
+def test_bucket_order(table_dir):
+    write(table_dir / "sm_90" / "A16W16.json", {
+        "any": tagged(16), "M_GEQ_512": tagged(32), "M_LEQ_128": tagged(64), "M_LEQ_8": tagged(128),
+        "M_GEQ_4096": tagged(256)})
+    got = {M: configs.select("a16w16", "sm_90", M, 1, 1) for M in (1, 8, 9, 128, 129, 512, 4095, 4096, 10**6)}
+    assert {M: c["BLOCK_SIZE_N"] for M, (c, _) in got.items()} == {
+        1: 128, 8: 128, 9: 64, 128: 64, 129: 16, 512: 32, 4095: 32, 4096: 256, 10**6: 256}
+    assert got[129][1] == "sm_90/A16W16.json:any"
+    assert got[9][1] == "sm_90/A16W16.json:M_LEQ_128"
+
+
+def test_shape_file_beats_default(table_dir):
+    write(table_dir / "sm_90" / "A16W16.json", {"any": tagged(16)})
+    write(table_dir / "sm_90" / "A16W16-N=4096-K=1024.json", {"any": tagged(128)})
+    assert configs.select("a16w16", "sm_90", 7, 4096, 1024)[0]["BLOCK_SIZE_N"] == 128
+    assert configs.select("a16w16", "sm_90", 7, 4096, 1024)[1] == "sm_90/A16W16-N=4096-K=1024.json:any"
+    assert configs.select("a16w16", "sm_90", 7, 4096, 2048)[0]["BLOCK_SIZE_N"] == 16
+
+
+def test_unmatched_without_any(table_dir):
+    write(table_dir / "sm_90" / "A16W16.json", {"M_LEQ_16": tagged(16)})
+    with pytest.raises(ValueError, match=r"A16W16.json: no bucket matches M=17"):
+        configs.select("a16w16", "sm_90", 17, 1, 1)
+
+
+@pytest.mark.parametrize("table,message", [
+    ({"any": {**BASE, "BLOCK_M": 4}}, r"A16W16.json: bucket 'any': unknown key 'BLOCK_M'"),
+    ({"any": {k: v for k, v in BASE.items() if k != "num_warps"}}, r"A16W16.json: bucket 'any': missing key 'num_warps'"),
+    ({"M_LEQ_4": {**BASE, "BLOCK_SIZE_K": 100}}, r"A16W16.json: bucket 'M_LEQ_4': key 'BLOCK_SIZE_K' = 100"),
+    ({"M_LEQ_4": {**BASE, "num_warps": 3}}, r"bucket 'M_LEQ_4': key 'num_warps' = 3; expected one of"),
+    ({"M_LEQ_4": {**BASE, "GROUP_SIZE_M": 0}}, r"bucket 'M_LEQ_4': key 'GROUP_SIZE_M' = 0"),
+    ({"M_LEQ_4": {**BASE, "persistent": 1}}, r"bucket 'M_LEQ_4': key 'persistent' = 1; expected true or false"),
+    ({"M_LT_4": BASE}, r"A16W16.json: unknown bucket key 'M_LT_4'"),
+    ({"any": {**BASE, "waves_per_eu": 2}}, r"bucket 'any': key 'waves_per_eu' is not supported on cuda"),
+])
+def test_invalid_tables(table_dir, table, message):
+    write(table_dir / "sm_90" / "A16W16.json", table)
+    with pytest.raises(ValueError, match=message):
+        configs.select("a16w16", "sm_90", 1, 1, 1)
+
+
+def test_tma_rejected_in_amd_table(table_dir):
+    write(table_dir / "gfx942" / "A16W16.json", {"any": {**BASE, "tma": True}})
+    with pytest.raises(ValueError, match=r"gfx942/A16W16.json: bucket 'any': key 'tma' is not supported on hip"):
+        configs.select("a16w16", "gfx942", 1, 1, 1)
+
+
+def test_not_json(table_dir):
+    (table_dir / "sm_90" / "A16W16.json").write_text("{oops")
+    with pytest.raises(ValueError, match=r"A16W16.json: not valid JSON"):
+        configs.select("a16w16", "sm_90", 1, 1, 1)
+
+
+def test_missing_table(table_dir):
+    with pytest.raises(ValueError, match=r"no config table for op 'a16w16' on arch 'gfx942'"):
+        configs.select("a16w16", "gfx942", 1, 1, 1)
+
+
+def test_tables_are_cached(table_dir):
+    path = table_dir / "sm_90" / "A16W16.json"
+    write(path, {"any": tagged(16)})
+    assert configs.select("a16w16", "sm_90", 1, 1, 1)[0]["BLOCK_SIZE_N"] == 16
+    write(path, {"any": tagged(32)})  # not re-read until the cache is cleared
+    assert configs.select("a16w16", "sm_90", 1, 1, 1)[0]["BLOCK_SIZE_N"] == 16
+    configs.clear_cache()
+    assert configs.select("a16w16", "sm_90", 1, 1, 1)[0]["BLOCK_SIZE_N"] == 32
+
+
+def test_selected_config_is_a_copy():
+    c, _ = configs.select("a16w16", "sm_90", 1, 8192, 8192)
+    c["BLOCK_SIZE_M"] = 12345
+    assert configs.select("a16w16", "sm_90", 1, 8192, 8192)[0]["BLOCK_SIZE_M"] != 12345
+
+
+@pytest.mark.parametrize("arch", ["sm_90", "gfx942", "gfx950"])
+def test_shipped_tables_valid(arch):
+    """Every shipped table loads, and every bucket is feasible on its target (both paths on sm_90)."""
+    from gemmkit import arch as _arch
+    from gemmkit.ops.gemm_a16w16 import check_feasible
+
+    table = configs.load_table(str(configs.table_path("a16w16", arch)))
+    assert table["any"] is not None, "a default table needs an 'any' bucket"
+    for _, key, cfg in table["leq"] + table["geq"] + [(0, "any", table["any"])]:
+        check_feasible(cfg, _arch.ARCHS[arch], 2, 2, tma=bool(cfg["tma"]))
+        check_feasible(cfg, _arch.ARCHS[arch], 2, 2, tma=False)
+
+
+def test_cli_configs(capsys):
+    assert cli_main(["configs", "--op", "a16w16", "-M", "128", "-N", "8192", "-K", "8192", "--arch", "sm_90"]) == 0
+    out = capsys.readouterr().out
+    assert "sm_90/A16W16.json:M_LEQ_128" in out
+    cfg = json.loads(out[out.index("{"):])
+    assert cfg == configs.select("a16w16", "sm_90", 128, 8192, 8192)[0]
