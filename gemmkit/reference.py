@@ -6,14 +6,24 @@ import torch.nn.functional as F
 
 
 def activation_ref(v: torch.Tensor, activation: str | None) -> torch.Tensor:
+    """The activations of torch.nn.functional, written without cancellation.
+
+    F.gelu computes x/2 * (1 + erf(x/sqrt 2)) and the tanh form x/2 * (1 + tanh(u)):
+    in the negative tail 1 + erf / 1 + tanh cancel, so even in float64 the result
+    loses its digits (F.gelu(-10., approximate="tanh") is exactly 0; the true value
+    is about -1.6e-37). Here the same functions use erfc(-x/sqrt 2) and
+    1 + tanh(u) = 2 sigmoid(2u), exact identities, so the reference stays accurate
+    to float64 rounding everywhere.
+    """
     if activation in (None, "none"):
         return v
     if activation == "relu":
         return torch.relu(v)
     if activation == "gelu":
-        return F.gelu(v)
+        return 0.5 * v * torch.special.erfc(-v * 0.7071067811865476)
     if activation == "gelu_tanh":
-        return F.gelu(v, approximate="tanh")
+        u = 0.7978845608028654 * (v + 0.044715 * v * v * v)
+        return v * torch.sigmoid(2.0 * u)
     if activation == "silu":
         return F.silu(v)
     raise ValueError(f"activation: unknown {activation!r}")

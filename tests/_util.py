@@ -17,3 +17,17 @@ def randn(*shape, dtype, device="cpu", seed=None):
 
 def poisoned(shape, dtype, device="cpu"):
     return torch.full(shape, float("nan"), dtype=dtype, device=device)
+
+# Half the smallest subnormal of each output dtype: a result below it rounds to zero,
+# which no relative bound covers (a single silu(-20) ~ -4e-8 is 0 in fp16).
+UNDERFLOW = {torch.bfloat16: 2.0**-134, torch.float16: 2.0**-25, torch.float32: 2.0**-150}
+
+
+def within_bound(out, ref, out_dtype):
+    """(ok, message): ||out - ref|| <= TOL * ||ref|| + UNDERFLOW * sqrt(numel), in float64; NaN never passes."""
+    o, r = out.detach().to("cpu", torch.float64), ref.detach().to("cpu", torch.float64)
+    if not torch.isfinite(o).all():
+        return False, "non-finite output (an element never written?)"
+    diff, norm = (o - r).norm().item(), r.norm().item()
+    bound = TOL[out_dtype] * norm + UNDERFLOW[out_dtype] * r.numel() ** 0.5
+    return diff <= bound, f"||out - ref|| = {diff:.3g} > {bound:.3g} (||ref|| = {norm:.3g}, rel {diff / max(norm, 1e-300):.3g})"
