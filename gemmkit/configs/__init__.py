@@ -60,8 +60,10 @@ KEYS = {
     # gemmkit keys.
     "persistent": (False, _is_bool, "true or false (grid = CUs, loop over tiles)", ("cuda", "hip")),
     "tma": (False, _is_bool, "true or false (TMA descriptors; Hopper only)", ("cuda",)),
+    "NUM_KSPLIT": (False, _int_in(1, 64), "an integer in [1, 64] (split-K: partial sums reduced in a fixed order)",
+                   ("cuda", "hip")),
 }
-DEFAULTS = {"persistent": False, "tma": False}
+DEFAULTS = {"persistent": False, "tma": False, "NUM_KSPLIT": 1}
 COMPILER_OPTIONS = {"num_warps", "num_stages", "waves_per_eu", "matrix_instr_nonkdim", "kpack"}
 
 
