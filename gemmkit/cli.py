@@ -13,8 +13,18 @@ def _cmd_bench(args):
 
     if not torch.cuda.is_available():
         return bench.run_cpu_check()
-    bench.run_gpu(bench.parse_shapes(args.shape), dtype_name=args.dtype, json_path=args.json,
-                  check=not args.no_check, rep_ms=args.rep_ms, cuda_graph=args.cuda_graph)
+    if args.model:
+        from .bench.suite import model_suite
+
+        shapes = model_suite(args.model, [int(m) for m in args.m.split(",")] if args.m else None)
+    else:
+        shapes = bench.parse_shapes(args.shape)
+    result = bench.run_gpu(shapes, dtype_name=args.dtype, json_path=args.json,
+                           check=not args.no_check, rep_ms=args.rep_ms, cuda_graph=args.cuda_graph)
+    if args.plot:
+        from .bench.plot import plot_results
+
+        plot_results(result, args.plot)
     return 0
 
 
@@ -32,6 +42,12 @@ def _cmd_configs(args):
     return 0
 
 
+def _cmd_tune(args):
+    from .tune import main as tune_main
+
+    return tune_main(args)
+
+
 def _cmd_isa(args):
     from .isa.report import print_summary
 
@@ -46,6 +62,9 @@ def build_parser():
     b.add_argument("--op", default="a16w16", choices=["a16w16"])
     b.add_argument("--dtype", default="bf16", choices=["bf16", "fp16"])
     b.add_argument("--shape", action="append", help="M,N,K (repeatable); default: the built-in suite")
+    b.add_argument("--model", help="time every layer of a model in gemmkit/bench/model_configs.json ('all': every model)")
+    b.add_argument("-m", help="with --model: comma-separated M values (default: the file's m_values)")
+    b.add_argument("--plot", help="draw TFLOP/s (and GB/s) against M per layer, gemmkit vs vendor, to this PNG")
     b.add_argument("--json", help="write results (DESIGN.md format) to this path")
     b.add_argument("--rep-ms", type=int, default=100, help="do_bench repetition time per measurement")
     b.add_argument("--cuda-graph", action="store_true",
@@ -60,6 +79,18 @@ def build_parser():
     c.add_argument("-K", type=int, required=True)
     c.add_argument("--arch", choices=["sm_90", "gfx942", "gfx950"], help="default: the current GPU, else sm_90")
     c.set_defaults(fn=_cmd_configs)
+
+    t = sub.add_parser("tune", help="search configs on the GPU and write aiter-format tables")
+    t.add_argument("--op", default="a16w16", choices=["a16w16"])
+    g = t.add_mutually_exclusive_group(required=True)
+    g.add_argument("--shape", nargs=3, type=int, action="append", metavar=("M", "N", "K"))
+    g.add_argument("--model", help="a model of gemmkit/bench/model_configs.json, or 'all'")
+    g.add_argument("--suite", choices=["default", "squares"])
+    t.add_argument("-m", help="with --model: comma-separated M values (default: the file's m_values)")
+    t.add_argument("--out", default="tune_out", help="progress log and tables go here (rerun to resume)")
+    t.add_argument("--max-candidates", type=int, default=40)
+    t.add_argument("--rep-ms", type=int, default=40)
+    t.set_defaults(fn=_cmd_tune)
 
     i = sub.add_parser("isa", help="static compile summary of every shipped config for sm_90, gfx942, gfx950")
     i.add_argument("--op", default="a16w16")

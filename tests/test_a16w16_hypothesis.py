@@ -38,10 +38,10 @@ def make_operand(rows, cols, layout, dtype):
     act=st.sampled_from([None, "relu", "gelu", "gelu_tanh", "silu"]),
     blocks=st.tuples(st.sampled_from([16, 32]), st.sampled_from([16, 32]), st.sampled_from([16, 32])),
     group=st.integers(1, 4), persistent=st.booleans(), tma=st.booleans(),
-    arch=st.sampled_from(["sm_90", "gfx942"]), cus=st.integers(1, 9),
+    arch=st.sampled_from(["sm_90", "gfx942"]), cus=st.integers(1, 9), split_k=st.sampled_from([1, 1, 2, 3]),
 )
 def test_matches_reference(M, N, K, dtype, out_dtype, x_layout, w_layout, batch, with_bias, act, blocks, group,
-                           persistent, tma, arch, cus, monkeypatch_session):
+                           persistent, tma, arch, cus, split_k, monkeypatch_session):
     monkeypatch_session.setenv("GEMMKIT_INTERPRET_ARCH", arch)
     monkeypatch_session.setenv("GEMMKIT_NUM_CUS", str(cus))
     rows = M * (batch[0] * (batch[1] if len(batch) > 1 else 1) if batch else 1)
@@ -51,7 +51,7 @@ def test_matches_reference(M, N, K, dtype, out_dtype, x_layout, w_layout, batch,
     w = make_operand(N, K, w_layout, dtype)
     bias = randn(N, dtype=dtype) if with_bias else None
     cfg = {"BLOCK_SIZE_M": blocks[0], "BLOCK_SIZE_N": blocks[1], "BLOCK_SIZE_K": blocks[2], "GROUP_SIZE_M": group,
-           "num_warps": 4, "num_stages": 2, "persistent": persistent, "tma": tma and arch == "sm_90"}
+           "num_warps": 4, "num_stages": 2, "persistent": persistent, "tma": tma and arch == "sm_90", "NUM_KSPLIT": split_k}
     want_dtype = out_dtype or dtype
     out = poisoned(tuple(x.shape[:-1]) + (N,), want_dtype)
     y = gemmkit.gemm_a16w16(x, w, bias, activation=act, out_dtype=out_dtype, out=out, config=cfg)

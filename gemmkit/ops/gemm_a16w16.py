@@ -12,11 +12,14 @@ Path choice per call (same config either way):
 """
 from __future__ import annotations
 
+import functools
+
 import torch
 
 from .. import configs as _configs
 from ..kernels.triton._epilogue import ACTIVATIONS
 from ..kernels.triton._schedule import persistent_grid
+from ..kernels.triton._splitk_reduce import splitk_reduce_kernel
 from ..kernels.triton.gemm_a16w16 import gemm_a16w16_kernel
 from ..kernels.triton.gemm_a16w16_tma import gemm_a16w16_tma_kernel
 from . import _common as C
@@ -120,7 +123,7 @@ def constexprs(cfg: dict, target, *, tma: bool, has_bias: bool, activation: str,
     """The kernel's constexpr arguments, from the config and the target (one place for launch and static compile)."""
     c = dict(BLOCK_M=cfg["BLOCK_SIZE_M"], BLOCK_N=cfg["BLOCK_SIZE_N"], BLOCK_K=cfg["BLOCK_SIZE_K"],
              GROUP_SIZE_M=cfg["GROUP_SIZE_M"], NUM_XCDS=target.num_xcds,
-             HAS_BIAS=has_bias, ACTIVATION=activation)
+             HAS_BIAS=has_bias, ACTIVATION=activation, SPLIT_K=cfg["NUM_KSPLIT"])
     if not tma:
         c.update(EVEN_K=even_k, PERSISTENT=bool(cfg["persistent"]))
     return c
@@ -140,11 +143,12 @@ def static_spec(cfg: dict, target, *, dtype=torch.bfloat16, out_dtype=None, tma:
     if tma:
         bm, bn, bk = cfg["BLOCK_SIZE_M"], cfg["BLOCK_SIZE_N"], cfg["BLOCK_SIZE_K"]
         sig = {"x_desc": f"tensordesc<{t_in}[{bm}, {bk}]>", "w_desc": f"tensordesc<{t_in}[{bn}, {bk}]>",
-               "y_desc": f"tensordesc<{t_out}[{bm}, {bn}]>", "bias_ptr": f"*{t_in}",
+               "y_desc": f"tensordesc<{t_out}[{bm}, {bn}]>", "bias_ptr": f"*{t_in}", "ws_ptr": "*fp32",
                "M": "i32", "N": "i32", "K": "i32"}
         kernel = gemm_a16w16_tma_kernel
     else:
         sig = {"x_ptr": f"*{t_in}", "w_ptr": f"*{t_in}", "bias_ptr": f"*{t_in}", "y_ptr": f"*{t_out}",
+               "ws_ptr": "*fp32",
                "M": "i32", "N": "i32", "K": "i32",
                "stride_xm": "i32", "stride_xk": "constexpr", "stride_wn": "i32", "stride_wk": "constexpr",
                "stride_ym": "i32", "stride_yn": "constexpr"}
@@ -157,30 +161,53 @@ def static_spec(cfg: dict, target, *, dtype=torch.bfloat16, out_dtype=None, tma:
 
 # ----------------------------------------------------------------------------- implementation
 
-def _launch(x2, w, bias, y, activation, cfg, target):
+def _launch(x2, w, bias, y, activation, cfg, target, compile_only=False):
+    """Launch (or, with compile_only, just compile: the tuner's parallel warm-up) for one call."""
     M, K = x2.shape
     N = w.shape[0]
     bm, bn, bk = cfg["BLOCK_SIZE_M"], cfg["BLOCK_SIZE_N"], cfg["BLOCK_SIZE_K"]
-    num_tiles = triton_cdiv(M, bm) * triton_cdiv(N, bn)
+    split_k = cfg["NUM_KSPLIT"]
+    num_work = triton_cdiv(M, bm) * triton_cdiv(N, bn) * split_k
     persistent = bool(cfg["persistent"])
-    grid = (persistent_grid(num_tiles, target.num_cus, target.num_xcds) if persistent else num_tiles,)
     has_bias = bias is not None
     bias_arg = bias if has_bias else x2  # never read when HAS_BIAS is False
+    # Split-K partial sums: (split, M, N) fp32, reduced in order by splitk_reduce_kernel.
+    ws = torch.empty((split_k, M, N), dtype=torch.float32, device=x2.device) if split_k > 1 else y
     opts = C.compiler_options(cfg, target)
-    if choose_path(cfg, target, x2, w, y) == "tma":
+    path = choose_path(cfg, target, x2, w, y)
+    if path == "tma":
         from triton.tools.tensor_descriptor import TensorDescriptor
 
+        # The TMA kernel always loops over work ids; one program per work id unless persistent.
+        grid = (persistent_grid(num_work, target.num_cus, target.num_xcds) if persistent else num_work,)
         ce = constexprs(cfg, target, tma=True, has_bias=has_bias, activation=activation, even_k=False)
-        gemm_a16w16_tma_kernel[grid](
+        kernel = gemm_a16w16_tma_kernel
+        (functools.partial(kernel.warmup, grid=grid) if compile_only else kernel[grid])(
             TensorDescriptor.from_tensor(x2, [bm, bk]), TensorDescriptor.from_tensor(w, [bn, bk]),
-            TensorDescriptor.from_tensor(y, [bm, bn]), bias_arg, M, N, K, **ce, **opts)
-        C.LAUNCHES["gemm_a16w16_tma_kernel"] += 1
+            TensorDescriptor.from_tensor(y, [bm, bn]), bias_arg, ws, M, N, K, **ce, **opts)
+        C.LAUNCHES["gemm_a16w16_tma_kernel"] += not compile_only
     else:
-        ce = constexprs(cfg, target, tma=False, has_bias=has_bias, activation=activation, even_k=K % bk == 0)
-        gemm_a16w16_kernel[grid](
-            x2, w, bias_arg, y, M, N, K, x2.stride(0), x2.stride(1), w.stride(0), w.stride(1),
+        grid = (persistent_grid(num_work, target.num_cus, target.num_xcds) if persistent else num_work,)
+        ce = constexprs(cfg, target, tma=False, has_bias=has_bias, activation=activation,
+                        even_k=K % bk == 0)
+        kernel = gemm_a16w16_kernel
+        (functools.partial(kernel.warmup, grid=grid) if compile_only else kernel[grid])(
+            x2, w, bias_arg, y, ws, M, N, K, x2.stride(0), x2.stride(1), w.stride(0), w.stride(1),
             y.stride(0), y.stride(1), **ce, **opts)
-        C.LAUNCHES["gemm_a16w16_kernel"] += 1
+        C.LAUNCHES["gemm_a16w16_kernel"] += not compile_only
+    if split_k > 1:
+        # Reduce tile: up to 32 x 128 (a 16 KiB fp32 block per split read by 4 warps), shrunk to the problem.
+        rbm, rbn = min(32, triton_next_pow2(M)), min(128, triton_next_pow2(N))
+        rgrid = (triton_cdiv(M, rbm), triton_cdiv(N, rbn))
+        kernel = splitk_reduce_kernel
+        (functools.partial(kernel.warmup, grid=rgrid) if compile_only else kernel[rgrid])(
+            ws, bias_arg, y, M, N, y.stride(0), y.stride(1), SPLIT_K=split_k, BLOCK_M=rbm, BLOCK_N=rbn,
+            HAS_BIAS=has_bias, ACTIVATION=activation, num_warps=4)
+        C.LAUNCHES["splitk_reduce_kernel"] += not compile_only
+
+
+def triton_next_pow2(n):
+    return 1 << (max(1, n) - 1).bit_length()
 
 
 def triton_cdiv(a, b):
@@ -194,7 +221,7 @@ def _matrix_operand(t):
     return t.contiguous()
 
 
-def _run(x, w, bias, activation, out_dtype, config, y_full):
+def _run(x, w, bias, activation, out_dtype, config, y_full, compile_only=False):
     N, K = w.shape
     M = x.shape[:-1].numel()
     y = y_full.view(M, N) if y_full.dim() != 2 else y_full
@@ -208,7 +235,17 @@ def _run(x, w, bias, activation, out_dtype, config, y_full):
     target = C.target_for(x.device)
     cfg, _source = C.resolve_config(OP, config, target, M, N, K)
     x2 = _matrix_operand(x.reshape(M, K))
-    _launch(x2, _matrix_operand(w), bias.contiguous() if bias is not None else None, y, activation, cfg, target)
+    _launch(x2, _matrix_operand(w), bias.contiguous() if bias is not None else None, y, activation, cfg, target,
+            compile_only)
+
+
+def compile_for(x, w, config: dict, bias=None, activation=None, out_dtype=None):
+    """Compile (no launch) the kernels `gemm_a16w16(x, w, ..., config=config)` would run.
+    Used by the tuner inside triton's AsyncCompileMode to compile candidates in parallel."""
+    activation = _normalize_activation(activation)
+    out_dtype = out_dtype or x.dtype
+    N, _K = _check_inputs(x, w, bias, activation, out_dtype)
+    _run(x, w, bias, activation, out_dtype, C.config_to_str(config), _new_output(x, N, out_dtype), compile_only=True)
 
 
 def _torch_activation(v, activation):

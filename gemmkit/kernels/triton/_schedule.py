@@ -78,6 +78,15 @@ def tile_coords(tile_id, num_pid_m, num_pid_n, GROUP_SIZE_M: tl.constexpr, NUM_X
     return grouped_tile(tile_id, num_pid_m, num_pid_n, GROUP_SIZE_M)
 
 
+@triton.jit
+def split_k_range(split, k_tiles, SPLIT_K: tl.constexpr):
+    """(first K step, number of K steps) of split `split`: ceil-sized contiguous chunks,
+    so the last splits may get fewer (or zero: their partial sum is then zero)."""
+    per_split = tl.cdiv(k_tiles, SPLIT_K)
+    first = split * per_split
+    return first, tl.maximum(tl.minimum(per_split, k_tiles - first), 0)
+
+
 def persistent_grid(num_tiles: int, num_cus: int, num_xcds: int = 1) -> int:
     """Programs of a persistent launch: one per CU, rounded down to whole XCD rounds."""
     grid = min(num_tiles, num_cus)

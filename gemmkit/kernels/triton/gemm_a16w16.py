@@ -17,9 +17,18 @@ Tile layout (one program = one BLOCK_M x BLOCK_N tile of y, K walked in BLOCK_K 
                        v   epilogue: + bias, activation, cast   (_epilogue.py)
                  y[offs_m, offs_n]  (masked store at M, N edges)
 
-Schedule: tile ids go through `tile_coords` (XCD remap + grouped order,
-_schedule.py). PERSISTENT launches min(tiles, CUs) programs that loop over
-tile ids with stride = grid; otherwise one program per tile.
+Schedule: work ids go through `tile_coords` (XCD remap + grouped order,
+_schedule.py). PERSISTENT launches min(work, CUs) programs that loop over
+work ids with stride = grid; otherwise one program per work id.
+
+Split-K (SPLIT_K > 1, small-M decode): work id = split * tiles + tile; split s
+runs the K steps `split_k_range` gives it and stores its fp32 partial tile to
+ws[s] (no epilogue); `_splitk_reduce.py` then adds ws[0], ws[1], ... in that
+fixed order and runs the epilogue, so results are bitwise reproducible:
+
+      split 0: K steps [0, k0)  --> ws[0] --+
+      split 1: K steps [k0, k1) --> ws[1] --+--> y = epilogue(ws[0] + ws[1] + ...)
+      ...
 
 Pipelining: Triton's software pipeliner keeps `num_stages` K-steps of x and w
 in flight (cp.async on NVIDIA, LDS double-buffering on AMD).
@@ -32,23 +41,27 @@ Constraints:
     load and mask on store. Row offsets into x, w, y are int64 (no overflow
     for tensors above 2**31 elements).
   - M, N, K >= 1 (the op handles empty shapes and K == 0 without a launch).
+  - SPLIT_K > 1 needs ws: a contiguous fp32 (SPLIT_K, M, N) buffer; y is then untouched.
 """
 import triton
 import triton.language as tl
 
 from ._epilogue import bias_activation, store_tile
-from ._schedule import tile_coords
+from ._schedule import split_k_range, tile_coords
 
 
 @triton.jit
-def _a16w16_tile(tile_id, x_ptr, w_ptr, bias_ptr, y_ptr, M, N, K,
+def _a16w16_tile(work_id, x_ptr, w_ptr, bias_ptr, y_ptr, ws_ptr, M, N, K,
                  stride_xm, stride_xk, stride_wn, stride_wk, stride_ym, stride_yn,
                  BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
                  GROUP_SIZE_M: tl.constexpr, NUM_XCDS: tl.constexpr, EVEN_K: tl.constexpr,
-                 HAS_BIAS: tl.constexpr, ACTIVATION: tl.constexpr):
+                 HAS_BIAS: tl.constexpr, ACTIVATION: tl.constexpr, SPLIT_K: tl.constexpr):
     num_pid_m = tl.cdiv(M, BLOCK_M)
     num_pid_n = tl.cdiv(N, BLOCK_N)
-    pid_m, pid_n = tile_coords(tile_id, num_pid_m, num_pid_n, GROUP_SIZE_M, NUM_XCDS)
+    num_tiles = num_pid_m * num_pid_n
+    split = work_id // num_tiles
+    pid_m, pid_n = tile_coords(work_id % num_tiles, num_pid_m, num_pid_n, GROUP_SIZE_M, NUM_XCDS)
+    k_first, k_steps = split_k_range(split, tl.cdiv(K, BLOCK_K), SPLIT_K)
 
     offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
@@ -58,40 +71,44 @@ def _a16w16_tile(tile_id, x_ptr, w_ptr, bias_ptr, y_ptr, M, N, K,
     # column-major x the hint would license out-of-bounds vector loads.)
     rows_x = offs_m % M
     rows_w = offs_n % N
-    offs_k = tl.arange(0, BLOCK_K)
+    offs_k = k_first * BLOCK_K + tl.arange(0, BLOCK_K)
     x_ptrs = x_ptr + rows_x[:, None].to(tl.int64) * stride_xm + offs_k[None, :] * stride_xk
     w_ptrs = w_ptr + rows_w[:, None].to(tl.int64) * stride_wn + offs_k[None, :] * stride_wk
 
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    for k in range(0, tl.cdiv(K, BLOCK_K)):
+    for k in range(0, k_steps):
         if EVEN_K:
             a = tl.load(x_ptrs)
             b = tl.load(w_ptrs)
         else:
-            k_left = K - k * BLOCK_K
-            a = tl.load(x_ptrs, mask=offs_k[None, :] < k_left, other=0.0)
-            b = tl.load(w_ptrs, mask=offs_k[None, :] < k_left, other=0.0)
+            k_left = K - (k_first + k) * BLOCK_K
+            a = tl.load(x_ptrs, mask=tl.arange(0, BLOCK_K)[None, :] < k_left, other=0.0)
+            b = tl.load(w_ptrs, mask=tl.arange(0, BLOCK_K)[None, :] < k_left, other=0.0)
         acc = tl.dot(a, b.T, acc)
         x_ptrs += BLOCK_K * stride_xk
         w_ptrs += BLOCK_K * stride_wk
 
-    acc = bias_activation(acc, bias_ptr, offs_n, N, HAS_BIAS, ACTIVATION)
-    store_tile(y_ptr, acc, offs_m, offs_n, M, N, stride_ym, stride_yn)
+    if SPLIT_K == 1:
+        acc = bias_activation(acc, bias_ptr, offs_n, N, HAS_BIAS, ACTIVATION)
+        store_tile(y_ptr, acc, offs_m, offs_n, M, N, stride_ym, stride_yn)
+    else:  # fp32 partial sum; _splitk_reduce.py adds the splits in order and runs the epilogue
+        store_tile(ws_ptr + split.to(tl.int64) * M * N, acc, offs_m, offs_n, M, N, N, 1)
 
 
 @triton.jit
-def gemm_a16w16_kernel(x_ptr, w_ptr, bias_ptr, y_ptr, M, N, K,
+def gemm_a16w16_kernel(x_ptr, w_ptr, bias_ptr, y_ptr, ws_ptr, M, N, K,
                        stride_xm, stride_xk, stride_wn, stride_wk, stride_ym, stride_yn,
                        BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
                        GROUP_SIZE_M: tl.constexpr, NUM_XCDS: tl.constexpr, EVEN_K: tl.constexpr,
-                       HAS_BIAS: tl.constexpr, ACTIVATION: tl.constexpr, PERSISTENT: tl.constexpr):
+                       HAS_BIAS: tl.constexpr, ACTIVATION: tl.constexpr, PERSISTENT: tl.constexpr,
+                       SPLIT_K: tl.constexpr):
     if PERSISTENT:
-        num_tiles = tl.cdiv(M, BLOCK_M) * tl.cdiv(N, BLOCK_N)
-        for tile_id in tl.range(tl.program_id(0), num_tiles, tl.num_programs(0)):
-            _a16w16_tile(tile_id, x_ptr, w_ptr, bias_ptr, y_ptr, M, N, K,
+        num_work = tl.cdiv(M, BLOCK_M) * tl.cdiv(N, BLOCK_N) * SPLIT_K
+        for work_id in tl.range(tl.program_id(0), num_work, tl.num_programs(0)):
+            _a16w16_tile(work_id, x_ptr, w_ptr, bias_ptr, y_ptr, ws_ptr, M, N, K,
                          stride_xm, stride_xk, stride_wn, stride_wk, stride_ym, stride_yn,
-                         BLOCK_M, BLOCK_N, BLOCK_K, GROUP_SIZE_M, NUM_XCDS, EVEN_K, HAS_BIAS, ACTIVATION)
+                         BLOCK_M, BLOCK_N, BLOCK_K, GROUP_SIZE_M, NUM_XCDS, EVEN_K, HAS_BIAS, ACTIVATION, SPLIT_K)
     else:
-        _a16w16_tile(tl.program_id(0), x_ptr, w_ptr, bias_ptr, y_ptr, M, N, K,
+        _a16w16_tile(tl.program_id(0), x_ptr, w_ptr, bias_ptr, y_ptr, ws_ptr, M, N, K,
                      stride_xm, stride_xk, stride_wn, stride_wk, stride_ym, stride_yn,
-                     BLOCK_M, BLOCK_N, BLOCK_K, GROUP_SIZE_M, NUM_XCDS, EVEN_K, HAS_BIAS, ACTIVATION)
+                     BLOCK_M, BLOCK_N, BLOCK_K, GROUP_SIZE_M, NUM_XCDS, EVEN_K, HAS_BIAS, ACTIVATION, SPLIT_K)

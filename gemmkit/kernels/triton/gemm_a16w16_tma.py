@@ -18,6 +18,10 @@ with `flatten=True`, so the pipeliner overlaps the next tile's first loads
 with this tile's epilogue. Non-persistent launches use a grid of one program
 per tile and run the loop body once.
 
+Split-K (SPLIT_K > 1) works as in gemm_a16w16.py: work ids cover
+tiles x splits, each split stores an fp32 partial to ws, the reduce kernel
+adds them in a fixed order and runs the epilogue.
+
 Constraints:
   - sm_90 only (the op picks this path when the config says "tma": true).
   - TMA alignment, checked by the op before it picks this path: every base
@@ -31,28 +35,34 @@ Constraints:
 import triton
 import triton.language as tl
 
-from ._epilogue import bias_activation
-from ._schedule import tile_coords
+from ._epilogue import bias_activation, store_tile
+from ._schedule import split_k_range, tile_coords
 
 
 @triton.jit
-def gemm_a16w16_tma_kernel(x_desc, w_desc, y_desc, bias_ptr, M, N, K,
+def gemm_a16w16_tma_kernel(x_desc, w_desc, y_desc, bias_ptr, ws_ptr, M, N, K,
                            BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
                            GROUP_SIZE_M: tl.constexpr, NUM_XCDS: tl.constexpr,
-                           HAS_BIAS: tl.constexpr, ACTIVATION: tl.constexpr):
+                           HAS_BIAS: tl.constexpr, ACTIVATION: tl.constexpr, SPLIT_K: tl.constexpr):
     num_pid_m = tl.cdiv(M, BLOCK_M)
     num_pid_n = tl.cdiv(N, BLOCK_N)
     num_tiles = num_pid_m * num_pid_n
     k_tiles = tl.cdiv(K, BLOCK_K)
-    for tile_id in tl.range(tl.program_id(0), num_tiles, tl.num_programs(0), flatten=True):
-        pid_m, pid_n = tile_coords(tile_id, num_pid_m, num_pid_n, GROUP_SIZE_M, NUM_XCDS)
+    for work_id in tl.range(tl.program_id(0), num_tiles * SPLIT_K, tl.num_programs(0), flatten=True):
+        split = work_id // num_tiles
+        pid_m, pid_n = tile_coords(work_id % num_tiles, num_pid_m, num_pid_n, GROUP_SIZE_M, NUM_XCDS)
+        k_first, k_steps = split_k_range(split, k_tiles, SPLIT_K)
         off_m = pid_m * BLOCK_M
         off_n = pid_n * BLOCK_N
         acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-        for ki in range(k_tiles):
-            a = x_desc.load([off_m, ki * BLOCK_K])
-            b = w_desc.load([off_n, ki * BLOCK_K])
+        for ki in range(k_steps):
+            a = x_desc.load([off_m, (k_first + ki) * BLOCK_K])
+            b = w_desc.load([off_n, (k_first + ki) * BLOCK_K])
             acc = tl.dot(a, b.T, acc)
         offs_n = off_n + tl.arange(0, BLOCK_N)
-        acc = bias_activation(acc, bias_ptr, offs_n, N, HAS_BIAS, ACTIVATION)
-        y_desc.store([off_m, off_n], acc.to(y_desc.dtype))
+        if SPLIT_K == 1:
+            acc = bias_activation(acc, bias_ptr, offs_n, N, HAS_BIAS, ACTIVATION)
+            y_desc.store([off_m, off_n], acc.to(y_desc.dtype))
+        else:  # fp32 partial sum to ws[split]; _splitk_reduce.py finishes (see gemm_a16w16.py)
+            offs_m = off_m + tl.arange(0, BLOCK_M)
+            store_tile(ws_ptr + split.to(tl.int64) * M * N, acc, offs_m, offs_n, M, N, N, 1)

@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# Tune on the H200: progress and tables under $OUT/tune (resumable: rerun with the same dir).
+# Usage: bash benchmarks/run_h200_tune.sh "<gemmkit tune args>" ...   (one quoted argument per tune run)
+set -u
+OUT=${OUT:-./h200_out}; mkdir -p "$OUT/tune"
+export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
+[ -d shared/tune ] && cp shared/tune/tune_progress.jsonl "$OUT/tune/" 2>/dev/null
+for a in "$@"; do
+  python3 -m gemmkit tune $a --out "$OUT/tune" 2>&1 | tee -a "$OUT/tune.log"
+done

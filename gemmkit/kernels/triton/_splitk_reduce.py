@@ -1,0 +1,36 @@
+"""Split-K reduction: y = epilogue(ws[0] + ws[1] + ... + ws[SPLIT_K - 1]), in that order.
+
+    ws (SPLIT_K, M, N) fp32, contiguous        y (M, N), any strides, output dtype
+    +---------+
+    | ws[0]   |--+
+    | ws[1]   |--+--> sum over s = 0..SPLIT_K-1 (static, fixed order: bitwise
+    | ...     |--+    reproducible run to run) --> + bias, activation, cast --> y
+    +---------+
+
+One program per BLOCK_M x BLOCK_N block of y. The epilogue is the shared one
+(_epilogue.py), so a split-K result equals the unsplit one up to the fp32
+summation order.
+
+Constraints:
+  - SPLIT_K >= 2 (constexpr; the loop is unrolled).
+  - BLOCK_M, BLOCK_N powers of two.
+"""
+import triton
+import triton.language as tl
+
+from ._epilogue import bias_activation, store_tile
+
+
+@triton.jit
+def splitk_reduce_kernel(ws_ptr, bias_ptr, y_ptr, M, N, stride_ym, stride_yn,
+                         SPLIT_K: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                         HAS_BIAS: tl.constexpr, ACTIVATION: tl.constexpr):
+    offs_m = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
+    mask = (offs_m[:, None] < M) & (offs_n[None, :] < N)
+    ptrs = ws_ptr + offs_m[:, None].to(tl.int64) * N + offs_n[None, :]
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for s in tl.static_range(SPLIT_K):
+        acc += tl.load(ptrs + (s * M).to(tl.int64) * N, mask=mask, other=0.0)
+    acc = bias_activation(acc, bias_ptr, offs_n, N, HAS_BIAS, ACTIVATION)
+    store_tile(y_ptr, acc, offs_m, offs_n, M, N, stride_ym, stride_yn)

@@ -1,0 +1,240 @@
+"""`gemmkit tune`: search configs for shapes on the GPU, write aiter-format tables.
+
+For each shape (M, N, K):
+  1. candidates: `search_space` enumerates block sizes, GROUP_SIZE_M, num_warps,
+     num_stages, persistent or not, split-K, TMA or pointer loads, shaped by M
+     (small M: short/narrow tiles and split-K; large M: big tiles, persistence);
+  2. prune before compiling: shared memory (the op's own `smem_bytes` bound on
+     the path the config would take), accumulator registers per thread, TMA box
+     limits, split-K that leaves fewer than 2 K steps per split;
+  3. compile the survivors in parallel (Triton's AsyncCompileMode on a thread pool
+     sized to the CPU cores; ptxas runs as separate processes);
+  4. time each on the GPU with the bench method (do_bench median of CUDA-graph
+     replays, inputs rotated past the L2), the current table's config included;
+  5. check every candidate's result against an fp32 torch reference: a config
+     that computes wrongly is dropped, never written;
+  6. write `<OP>-N=<N>-K=<K>.json` per (N, K) into --out: one `M_LEQ_<M>` bucket
+     per tuned M (the largest M becomes `any`).
+Progress is appended to `<out>/tune_progress.jsonl` as each timing lands; a rerun
+with the same --out skips what is already measured (resumable).
+"""
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import random
+import sys
+import time
+from pathlib import Path
+
+from .. import arch as _arch
+from .. import configs as _configs
+
+__all__ = ["search_space", "prune", "tune_shapes", "write_tables"]
+
+MAX_ACC_REGS = 128  # fp32 accumulator registers per thread we allow (of 255); more spills or starves the pipeline
+
+
+def _cfg(bm, bn, bk, warps, stages, group, persistent, tma, split):
+    return {"BLOCK_SIZE_M": bm, "BLOCK_SIZE_N": bn, "BLOCK_SIZE_K": bk, "GROUP_SIZE_M": group,
+            "num_warps": warps, "num_stages": stages, "persistent": persistent, "tma": tma, "NUM_KSPLIT": split}
+
+
+def search_space(M: int, N: int, K: int, target) -> list:
+    """Every candidate config for one shape (before pruning), ordered, no duplicates."""
+    if M <= 16:
+        bms, bns, bks, groups, persist, splits = [16, 64], [32, 64, 128], [128, 256], [1], [False], [1, 2, 4, 8]
+    elif M <= 64:
+        bms, bns, bks, groups, persist, splits = [32, 64], [64, 128], [64, 128, 256], [1, 8], [False], [1, 2, 4]
+    elif M <= 256:
+        bms, bns, bks, groups, persist, splits = [64, 128], [64, 128, 256], [64, 128], [8], [False, True], [1, 2]
+    elif M <= 2048:
+        bms, bns, bks, groups, persist, splits = [64, 128, 256], [128, 256], [64, 128], [8, 16], [False, True], [1]
+    else:
+        bms, bns, bks, groups, persist, splits = [128, 256], [128, 256], [64], [8, 16], [False, True], [1]
+    tmas = [True, False] if target.is_nvidia else [False]
+    out, seen = [], set()
+    for bm, bn, bk, warps, stages, group, p, tma, split in itertools.product(
+            bms, bns, bks, [4, 8], [2, 3, 4, 5], groups, persist, tmas, splits):
+        c = _cfg(bm, bn, bk, warps, stages, group, p, tma, split)
+        key = json.dumps(c, sort_keys=True)
+        if key not in seen:
+            seen.add(key)
+            out.append(c)
+    return out
+
+
+def prune(cands, M: int, N: int, K: int, target, in_bytes=2, out_bytes=2) -> list:
+    """Drop configs that cannot run or cannot be good, before anything is compiled."""
+    from ..ops.gemm_a16w16 import check_feasible
+
+    keep = []
+    for c in cands:
+        threads = 32 * c["num_warps"] if target.is_nvidia else 64 * c["num_warps"]
+        acc_regs = c["BLOCK_SIZE_M"] * c["BLOCK_SIZE_N"] // threads
+        if acc_regs > MAX_ACC_REGS or acc_regs < 4:
+            continue
+        if c["BLOCK_SIZE_M"] >= 64 and c["num_warps"] == 8 and c["BLOCK_SIZE_M"] * c["BLOCK_SIZE_N"] < 128 * 128:
+            continue  # two warpgroups on a small tile: each wgmma too short
+        k_steps = -(-K // c["BLOCK_SIZE_K"])
+        if c["NUM_KSPLIT"] > 1 and k_steps // c["NUM_KSPLIT"] < 2:
+            continue
+        tiles = -(-M // c["BLOCK_SIZE_M"]) * -(-N // c["BLOCK_SIZE_N"])
+        if c["NUM_KSPLIT"] > 1 and tiles >= 2 * target.num_cus:
+            continue  # enough tiles already: split-K only adds partial-sum traffic
+        if c["persistent"] and tiles <= target.num_cus:
+            continue  # one wave: persistence changes nothing
+        try:
+            check_feasible(c, target, in_bytes, out_bytes, tma=c["tma"])
+        except ValueError:
+            continue
+        keep.append(c)
+    return keep
+
+
+def _key(M, N, K, c):
+    return f"{M},{N},{K}," + json.dumps(c, sort_keys=True)
+
+
+def _load_progress(path: Path) -> dict:
+    done = {}
+    if path.exists():
+        for line in path.read_text().splitlines():
+            try:
+                r = json.loads(line)
+            except json.JSONDecodeError:  # a line cut by an interruption
+                continue
+            done[_key(r["M"], r["N"], r["K"], r["config"])] = r
+    return done
+
+
+def tune_shapes(shapes, out_dir, *, max_candidates=40, rep_ms=40, seed=0, workers=None, dtype_name="bf16",
+                log=print):
+    """Tune each (label, M, N, K); returns {(M, N, K): best row}. Rows also go to tune_progress.jsonl."""
+    import torch
+    from triton.runtime._async_compile import AsyncCompileMode
+    from concurrent.futures import ThreadPoolExecutor
+
+    import gemmkit
+    from ..bench.timing import rotation_count, time_graph
+    from ..ops import _common as C
+    from ..ops.gemm_a16w16 import compile_for
+
+    dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}[dtype_name]
+    dev = torch.device("cuda")
+    target = C.target_for(dev)
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    progress = out_dir / "tune_progress.jsonl"
+    done = _load_progress(progress)
+    workers = workers or os.cpu_count() or 4
+    best = {}
+    t0 = time.time()
+    for i, (label, M, N, K) in enumerate(shapes):
+        current, _ = _configs.select("a16w16", target.arch, M, N, K)
+        current = _configs.validate_config(current)
+        cands = prune(search_space(M, N, K, target), M, N, K, target, dtype.itemsize, dtype.itemsize)
+        random.Random(seed + M * 7 + N * 13 + K).shuffle(cands)
+        cands = cands[:max_candidates]
+        if json.dumps(current, sort_keys=True) not in {json.dumps(c, sort_keys=True) for c in cands}:
+            cands.append(current)
+        todo = [c for c in cands if _key(M, N, K, c) not in done]
+        rows = [done[_key(M, N, K, c)] for c in cands if _key(M, N, K, c) in done]
+        if todo:
+            nbytes = (M * K + N * K + M * N) * dtype.itemsize
+            sets = [(torch.randn(M, K, device=dev, dtype=dtype), torch.randn(N, K, device=dev, dtype=dtype))
+                    for _ in range(rotation_count(nbytes, target.l2_bytes))]
+            x, w = sets[0]
+            ref = x.float() @ w.float().T
+            ref_norm = ref.norm().item()
+            tc = time.time()
+            with AsyncCompileMode(ThreadPoolExecutor(workers), ignore_errors=True):
+                for c in todo:
+                    try:
+                        compile_for(x, w, c)
+                    except Exception:  # reported when the candidate is timed
+                        pass
+            t_compile = time.time() - tc
+            ref_ms = time_graph(lambda x, w: torch.matmul(x, w.T), sets, 10, rep_ms)
+            with progress.open("a") as f:
+                for c in todo:
+                    row = {"label": label, "M": M, "N": N, "K": K, "config": c, "ref_ms": ref_ms,
+                           "is_current": c == current}
+                    try:
+                        y = gemmkit.gemm_a16w16(x, w, config=c)
+                        err = ((y.float() - ref).norm().item() / ref_norm) if ref_norm else 0.0
+                        row["rel_err"] = err
+                        if not err <= 2**-8:
+                            row["error"] = f"wrong result: rel err {err:.3g}"
+                        else:
+                            row["ms"] = time_graph(lambda x, w: gemmkit.gemm_a16w16(x, w, config=c), sets, 10, rep_ms)
+                    except Exception as e:
+                        row["error"] = f"{type(e).__name__}: {str(e)[:300]}"
+                    f.write(json.dumps(row) + "\n")
+                    f.flush()
+                    rows.append(row)
+            del sets, x, w, ref
+            torch.cuda.empty_cache()
+        else:
+            t_compile = 0.0
+        ok = [r for r in rows if "ms" in r]
+        if not ok:
+            log(f"[{i + 1}/{len(shapes)}] {label} {M}x{N}x{K}: no candidate ran")
+            continue
+        win = min(ok, key=lambda r: r["ms"])
+        cur = [r for r in ok if r["config"] == current]
+        best[(M, N, K)] = win
+        elapsed = time.time() - t0
+        eta = elapsed / (i + 1) * (len(shapes) - i - 1)
+        cur_txt = f"table {cur[0]['ref_ms'] / cur[0]['ms']:.3f}x" if cur else "table config failed"
+        log(f"[{i + 1}/{len(shapes)}] {label:28s} {M:6d}x{N:6d}x{K:6d}  {len(ok)}/{len(cands)} ran "
+            f"(compile {t_compile:.0f}s)  best {win['ref_ms'] / win['ms']:.3f}x vs cuBLAS, {cur_txt}  "
+            f"eta {eta / 60:.1f} min")
+    return best
+
+
+def write_tables(best: dict, out_dir, arch: str, op: str = "a16w16") -> list:
+    """One `<OP>-N=<N>-K=<K>.json` per (N, K): M_LEQ_<M> per tuned M, the largest M as 'any'."""
+    by_nk = {}
+    for (M, N, K), row in best.items():
+        by_nk.setdefault((N, K), {})[M] = row["config"]
+    written = []
+    for (N, K), per_m in sorted(by_nk.items()):
+        ms = sorted(per_m)
+        table = {f"M_LEQ_{m}": _strip(per_m[m]) for m in ms[:-1]}
+        table["any"] = _strip(per_m[ms[-1]])
+        path = Path(out_dir) / arch / f"{op.upper()}-N={N}-K={K}.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(table, indent=1) + "\n")
+        _configs.load_table.cache_clear()
+        _configs.load_table(str(path))  # validate what we wrote
+        written.append(path)
+    return written
+
+
+def _strip(cfg: dict) -> dict:
+    """Drop keys that equal their defaults, so tables stay short."""
+    return {k: v for k, v in cfg.items() if _configs.DEFAULTS.get(k, object()) != v}
+
+
+def main(args) -> int:
+    import torch
+
+    from ..bench.suite import default_suite, model_suite, parse_shape
+
+    if not torch.cuda.is_available():
+        print("gemmkit tune: needs a CUDA GPU (it times candidates on the device)", file=sys.stderr)
+        return 2
+    if args.shape:
+        shapes = [parse_shape(",".join(map(str, s))) for s in args.shape]
+    elif args.model:
+        shapes = model_suite(args.model, [int(m) for m in args.m.split(",")] if args.m else None)
+    else:
+        shapes = default_suite() if args.suite == "default" else \
+            [(f"square {s}", s, s, s) for s in (1024, 2048, 4096, 8192, 16384)]
+    best = tune_shapes(shapes, args.out, max_candidates=args.max_candidates, rep_ms=args.rep_ms)
+    target = _arch.current()
+    for p in write_tables(best, args.out, target.arch):
+        print(f"wrote {p}")
+    return 0
