@@ -4,7 +4,8 @@
 set -u
 OUT=${OUT:-./h200_out}; mkdir -p "$OUT/tune"
 export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
-[ -d shared/tune ] && cp shared/tune/tune_progress.jsonl "$OUT/tune/" 2>/dev/null
+# resume: a progress file fetched from an earlier call, carried in tune_state/ (git-ignored)
+[ -f tune_state/tune_progress.jsonl ] && cp tune_state/tune_progress.jsonl "$OUT/tune/"
 for a in "$@"; do
   python3 -m gemmkit tune $a --out "$OUT/tune" 2>&1 | tee -a "$OUT/tune.log"
 done
