@@ -83,6 +83,8 @@ def build_parser():
     t = sub.add_parser("tune", help="search configs on the GPU and write aiter-format tables")
     t.add_argument("--op", default="a16w16", choices=["a16w16"])
     g = t.add_mutually_exclusive_group(required=True)
+    g.add_argument("--tables-from", metavar="PROGRESS_JSONL",
+                   help="no GPU needed: write tables from an earlier run's tune_progress.jsonl")
     g.add_argument("--shape", nargs=3, type=int, action="append", metavar=("M", "N", "K"))
     g.add_argument("--model", help="a model of gemmkit/bench/model_configs.json, or 'all'")
     g.add_argument("--suite", choices=["default", "squares"])
@@ -90,6 +92,7 @@ def build_parser():
     t.add_argument("--out", default="tune_out", help="progress log and tables go here (rerun to resume)")
     t.add_argument("--max-candidates", type=int, default=40)
     t.add_argument("--rep-ms", type=int, default=40)
+    t.add_argument("--arch", default="sm_90", help="with --tables-from: the arch the progress was measured on")
     t.set_defaults(fn=_cmd_tune)
 
     i = sub.add_parser("isa", help="static compile summary of every shipped config for sm_90, gfx942, gfx950")

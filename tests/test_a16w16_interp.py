@@ -166,10 +166,12 @@ def test_activation_tails_elementwise(act):
 @pytest.mark.parametrize("tma", [False, True], ids=["pointer", "tma"])
 @pytest.mark.parametrize("split_k,K", [(2, 64), (3, 200), (4, 40), (5, 96), (8, 32)],
                          ids=["2x64", "3x200", "4x40-empty-splits", "5x96", "8x32-empty-splits"])
-def test_split_k(split_k, K, tma, launches):
-    """Split-K partial sums + the ordered reduce, including splits with no K steps."""
+@pytest.mark.parametrize("M", [1, 19])
+def test_split_k(M, split_k, K, tma, launches):
+    """Split-K partial sums + the ordered reduce, including splits with no K steps and M = 1
+    (which Triton specialises to a constant)."""
     dtype = torch.bfloat16
-    M, N = 19, 48
+    N = 48
     cfg = {"BLOCK_SIZE_M": 16, "BLOCK_SIZE_N": 32, "BLOCK_SIZE_K": 16, "GROUP_SIZE_M": 2, "num_warps": 4,
            "num_stages": 2, "NUM_KSPLIT": split_k, "tma": tma}
     x, w, bias = randn(M, K, dtype=dtype), randn(N, K, dtype=dtype), randn(N, dtype=dtype)

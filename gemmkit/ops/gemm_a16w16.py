@@ -201,7 +201,7 @@ def _launch(x2, w, bias, y, activation, cfg, target, compile_only=False):
         rgrid = (triton_cdiv(M, rbm), triton_cdiv(N, rbn))
         kernel = splitk_reduce_kernel
         (functools.partial(kernel.warmup, grid=rgrid) if compile_only else kernel[rgrid])(
-            ws, bias_arg, y, M, N, y.stride(0), y.stride(1), SPLIT_K=split_k, BLOCK_M=rbm, BLOCK_N=rbn,
+            ws, bias_arg, y, M, N, M * N, y.stride(0), y.stride(1), SPLIT_K=split_k, BLOCK_M=rbm, BLOCK_N=rbn,
             HAS_BIAS=has_bias, ACTIVATION=activation, num_warps=4)
         C.LAUNCHES["splitk_reduce_kernel"] += not compile_only
 

@@ -194,6 +194,17 @@ def tune_shapes(shapes, out_dir, *, max_candidates=40, rep_ms=40, seed=0, worker
     return best
 
 
+def best_from_progress(path) -> dict:
+    """{(M, N, K): fastest correct row} from a tune_progress.jsonl (regenerate tables without the GPU)."""
+    best = {}
+    for r in _load_progress(Path(path)).values():
+        if "ms" in r and r.get("rel_err", 1.0) <= 2**-8:
+            k = (r["M"], r["N"], r["K"])
+            if k not in best or r["ms"] < best[k]["ms"]:
+                best[k] = r
+    return best
+
+
 def write_tables(best: dict, out_dir, arch: str, op: str = "a16w16") -> list:
     """One `<OP>-N=<N>-K=<K>.json` per (N, K): M_LEQ_<M> per tuned M, the largest M as 'any'."""
     by_nk = {}
@@ -223,6 +234,10 @@ def main(args) -> int:
 
     from ..bench.suite import default_suite, model_suite, parse_shape
 
+    if args.tables_from:
+        for p in write_tables(best_from_progress(args.tables_from), args.out, args.arch):
+            print(f"wrote {p}")
+        return 0
     if not torch.cuda.is_available():
         print("gemmkit tune: needs a CUDA GPU (it times candidates on the device)", file=sys.stderr)
         return 2

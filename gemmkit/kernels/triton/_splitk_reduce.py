@@ -13,6 +13,8 @@ summation order.
 
 Constraints:
   - SPLIT_K >= 2 (constexpr; the loop is unrolled).
+  - split_stride = M * N is a host integer (64-bit when large); M and N may be
+    specialised to constants (M == 1 in decode), so no tensor method is called on them.
   - BLOCK_M, BLOCK_N powers of two.
 """
 import triton
@@ -22,7 +24,7 @@ from ._epilogue import bias_activation, store_tile
 
 
 @triton.jit
-def splitk_reduce_kernel(ws_ptr, bias_ptr, y_ptr, M, N, stride_ym, stride_yn,
+def splitk_reduce_kernel(ws_ptr, bias_ptr, y_ptr, M, N, split_stride, stride_ym, stride_yn,
                          SPLIT_K: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                          HAS_BIAS: tl.constexpr, ACTIVATION: tl.constexpr):
     offs_m = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
@@ -31,6 +33,6 @@ def splitk_reduce_kernel(ws_ptr, bias_ptr, y_ptr, M, N, stride_ym, stride_yn,
     ptrs = ws_ptr + offs_m[:, None].to(tl.int64) * N + offs_n[None, :]
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     for s in tl.static_range(SPLIT_K):
-        acc += tl.load(ptrs + (s * M).to(tl.int64) * N, mask=mask, other=0.0)
+        acc += tl.load(ptrs + s * split_stride, mask=mask, other=0.0)
     acc = bias_activation(acc, bias_ptr, offs_n, N, HAS_BIAS, ACTIVATION)
     store_tile(y_ptr, acc, offs_m, offs_n, M, N, stride_ym, stride_yn)
