@@ -114,9 +114,11 @@ def test_shipped_tables_valid(arch):
         check_feasible(cfg, _arch.ARCHS[arch], 2, 2, tma=False)
 
 
-def test_cli_configs(capsys):
-    assert cli_main(["configs", "--op", "a16w16", "-M", "128", "-N", "8192", "-K", "8192", "--arch", "sm_90"]) == 0
+@pytest.mark.parametrize("N,K,source", [(4096, 4096, "sm_90/A16W16.json:M_LEQ_128"),
+                                         (8192, 8192, "sm_90/A16W16-N=8192-K=8192.json:M_LEQ_128")])
+def test_cli_configs(capsys, N, K, source):
+    assert cli_main(["configs", "--op", "a16w16", "-M", "100", "-N", str(N), "-K", str(K), "--arch", "sm_90"]) == 0
     out = capsys.readouterr().out
-    assert "sm_90/A16W16.json:M_LEQ_128" in out
+    assert source in out
     cfg = json.loads(out[out.index("{"):])
-    assert cfg == configs.select("a16w16", "sm_90", 128, 8192, 8192)[0]
+    assert cfg == configs.select("a16w16", "sm_90", 100, N, K)[0]
