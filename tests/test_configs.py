@@ -46,6 +46,15 @@ def test_shape_file_beats_default(table_dir):
     assert configs.select("a16w16", "sm_90", 7, 4096, 2048)[0]["BLOCK_SIZE_N"] == 16
 
 
+def test_shape_file_falls_through_below_its_range(table_dir):
+    write(table_dir / "sm_90" / "A16W16.json", {"M_LEQ_64": tagged(16), "any": tagged(32)})
+    write(table_dir / "sm_90" / "A16W16-N=64-K=64.json", {"M_GEQ_4096": tagged(128), "M_GEQ_256": tagged(256)})
+    assert configs.select("a16w16", "sm_90", 100, 64, 64) == (tagged(32) | configs.DEFAULTS | tagged(32),
+                                                             "sm_90/A16W16.json:any")
+    assert configs.select("a16w16", "sm_90", 300, 64, 64)[1] == "sm_90/A16W16-N=64-K=64.json:M_GEQ_256"
+    assert configs.select("a16w16", "sm_90", 5000, 64, 64)[0]["BLOCK_SIZE_N"] == 128
+
+
 def test_unmatched_without_any(table_dir):
     write(table_dir / "sm_90" / "A16W16.json", {"M_LEQ_16": tagged(16)})
     with pytest.raises(ValueError, match=r"A16W16.json: no bucket matches M=17"):
@@ -115,7 +124,8 @@ def test_shipped_tables_valid(arch):
 
 
 @pytest.mark.parametrize("N,K,source", [(4096, 4096, "sm_90/A16W16.json:M_LEQ_128"),
-                                         (8192, 8192, "sm_90/A16W16-N=8192-K=8192.json:M_LEQ_128")])
+                                         (4096, 1024, "sm_90/A16W16.json:M_LEQ_128"),
+                                         (8192, 8192, "sm_90/A16W16-N=8192-K=8192.json:M_GEQ_64")])
 def test_cli_configs(capsys, N, K, source):
     assert cli_main(["configs", "--op", "a16w16", "-M", "100", "-N", str(N), "-K", str(K), "--arch", "sm_90"]) == 0
     out = capsys.readouterr().out

@@ -8,7 +8,11 @@ Lookup for a shape (M, N, K) on an arch:
   1. the shape file `<OP>-N=<N>-K=<K>.json` if it exists, else the default `<OP>.json`;
   2. in that file, the `M_LEQ_x` keys in ascending x: the first with M <= x;
   3. then the `M_GEQ_x` keys in descending x: the first with M >= x;
-  4. then `any`. A file that leaves a shape unmatched is an error.
+  4. then `any`.
+  A shape file that matches no bucket for this M hands the lookup to the default
+  file (a tuned file covers the M range it was tuned for; the tuner writes
+  `M_GEQ_<m>` buckets, so smaller M fall through). A default file that leaves
+  a shape unmatched is an error.
 
 Every file is validated when it is first loaded (unknown bucket or config key,
 missing key, impossible value: ValueError naming the file and the key) and
@@ -126,12 +130,21 @@ def select(op: str, arch: str, M: int, N: int, K: int):
 
 @functools.lru_cache(maxsize=4096)
 def _select_cached(op: str, arch: str, M: int, N: int, K: int):
-    path = table_path(op, arch, N, K)
+    shape_path = table_path(op, arch, N, K)
+    if shape_path.exists():
+        hit = _match(load_table(str(shape_path)), shape_path, M)
+        if hit is not None:
+            return hit
+    path = table_path(op, arch)
     if not path.exists():
-        path = table_path(op, arch)
-        if not path.exists():
-            raise ConfigError(f"no config table for op {op!r} on arch {arch!r} (looked for {path})")
-    table = load_table(str(path))
+        raise ConfigError(f"no config table for op {op!r} on arch {arch!r} (looked for {path})")
+    hit = _match(load_table(str(path)), path, M)
+    if hit is None:
+        raise ConfigError(f"{path}: no bucket matches M={M} and there is no 'any' bucket")
+    return hit
+
+
+def _match(table: dict, path: Path, M: int):
     for bound, key, cfg in table["leq"]:
         if M <= bound:
             return cfg, f"{path.relative_to(CONFIG_DIR)}:{key}"
@@ -140,7 +153,7 @@ def _select_cached(op: str, arch: str, M: int, N: int, K: int):
             return cfg, f"{path.relative_to(CONFIG_DIR)}:{key}"
     if table["any"] is not None:
         return table["any"], f"{path.relative_to(CONFIG_DIR)}:any"
-    raise ConfigError(f"{path}: no bucket matches M={M} and there is no 'any' bucket")
+    return None
 
 
 def clear_cache():

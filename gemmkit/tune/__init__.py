@@ -13,8 +13,10 @@ For each shape (M, N, K):
      replays, inputs rotated past the L2), the current table's config included;
   5. check every candidate's result against an fp32 torch reference: a config
      that computes wrongly is dropped, never written;
-  6. write `<OP>-N=<N>-K=<K>.json` per (N, K) into --out: one `M_LEQ_<M>` bucket
-     per tuned M (the largest M becomes `any`).
+  6. write `<OP>-N=<N>-K=<K>.json` per (N, K) into --out: one `M_GEQ_<m>` bucket
+     per tuned m, so a call at M uses the winner of the largest tuned m <= M, and
+     an M below every tuned m falls through to the default table (a file tuned at
+     M = 4096 says nothing about M = 100).
 Progress is appended to `<out>/tune_progress.jsonl` as each timing lands; a rerun
 with the same --out skips what is already measured (resumable).
 """
@@ -206,15 +208,13 @@ def best_from_progress(path) -> dict:
 
 
 def write_tables(best: dict, out_dir, arch: str, op: str = "a16w16") -> list:
-    """One `<OP>-N=<N>-K=<K>.json` per (N, K): M_LEQ_<M> per tuned M, the largest M as 'any'."""
+    """One `<OP>-N=<N>-K=<K>.json` per (N, K): M_GEQ_<m> per tuned m (see the module docstring)."""
     by_nk = {}
     for (M, N, K), row in best.items():
         by_nk.setdefault((N, K), {})[M] = row["config"]
     written = []
     for (N, K), per_m in sorted(by_nk.items()):
-        ms = sorted(per_m)
-        table = {f"M_LEQ_{m}": _strip(per_m[m]) for m in ms[:-1]}
-        table["any"] = _strip(per_m[ms[-1]])
+        table = {f"M_GEQ_{m}": _strip(per_m[m]) for m in sorted(per_m, reverse=True)}
         path = Path(out_dir) / arch / f"{op.upper()}-N={N}-K={K}.json"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(table, indent=1) + "\n")
@@ -249,7 +249,11 @@ def main(args) -> int:
         shapes = default_suite() if args.suite == "default" else \
             [(f"square {s}", s, s, s) for s in (1024, 2048, 4096, 8192, 16384)]
     best = tune_shapes(shapes, args.out, max_candidates=args.max_candidates, rep_ms=args.rep_ms)
+    # A table file covers every M measured for its (N, K), in this run or an earlier one
+    # (writing only this run's shapes would drop the buckets an earlier run tuned).
+    everything = best_from_progress(Path(args.out) / "tune_progress.jsonl")
+    touched = {(n, k) for (_m, n, k) in best}
     target = _arch.current()
-    for p in write_tables(best, args.out, target.arch):
+    for p in write_tables({s: r for s, r in everything.items() if (s[1], s[2]) in touched}, args.out, target.arch):
         print(f"wrote {p}")
     return 0
