@@ -38,23 +38,23 @@ def compile_case(arch: str, cfg: dict, path: str):
 
 def print_summary(op: str = "a16w16") -> bool:
     print(f"static compile of gemm_{op}, every shipped config (Triton compiles for targets it has no GPU for):")
-    print(f"{'arch':7s} {'table:bucket':28s} {'path':8s} {'blocks MxNxK/w/s':18s} {'regs':>9s} {'spill':>6s} "
+    print(f"{'arch':7s} {'table:bucket':42s} {'path':8s} {'blocks MxNxK/w/s':18s} {'regs':>9s} {'spill':>6s} "
           f"{'smem':>7s} {'mma':>7s}")
     print("  (mma: v_mfma count on AMD; HGMMA/HMMA count in the SASS on sm_90)")
     ok = True
-    for arch, fname, bucket, cfg, path in static_cases(op):
+    for r in collect(op):
+        cfg = r["config"]
+        where = f"{r['table']}:{r['bucket']}"
         blocks = f"{cfg['BLOCK_SIZE_M']}x{cfg['BLOCK_SIZE_N']}x{cfg['BLOCK_SIZE_K']}/{cfg['num_warps']}/{cfg['num_stages']}"
-        try:
-            _, r = compile_case(arch, cfg, path)
-        except Exception as e:  # report every failure, keep going
+        if not r["ok"]:
             ok = False
-            print(f"{arch:7s} {fname + ':' + bucket:28s} {path:8s} {blocks:18s} FAILED: {str(e).splitlines()[0][:80]}")
+            print(f"{r['arch']:7s} {where:42s} {r['path']:8s} {blocks:18s} FAILED: {r['error'].splitlines()[0][:80]}")
             continue
         regs = f"{r['vgpr']}v/{r['agpr']}a" if "vgpr" in r else str(r["regs"])
         mma = r["mfma"] if "mfma" in r else f"{r['hgmma']}/{r['hmma']}"
         bad = r["spill_bytes"] > 0 or r["shared_bytes"] > r["smem_limit"]
         ok &= not bad
-        print(f"{arch:7s} {fname + ':' + bucket:28s} {path:8s} {blocks:18s} {regs:>9s} {r['spill_bytes']:6d} "
+        print(f"{r['arch']:7s} {where:42s} {r['path']:8s} {blocks:18s} {regs:>9s} {r['spill_bytes']:6d} "
               f"{r['shared_bytes']:7d} {mma:>7}{'  PROBLEM' if bad else ''}")
     print("static compile:", "ok" if ok else "FAILED")
     return ok
@@ -78,13 +78,21 @@ def collect(op: str = "a16w16") -> list:
         if r.returncode != 0:
             raise RuntimeError(f"static compile subprocess failed:\n{r.stderr[-4000:]}")
         return json.loads(r.stdout.strip().splitlines()[-1])
-    rows = []
-    for arch, fname, bucket, cfg, path in static_cases(op):
-        row = {"op": op, "arch": arch, "table": fname, "bucket": bucket, "config": cfg, "path": path}
-        try:
-            _, res = compile_case(arch, cfg, path)
-            row.update(res, ok=True)
-        except Exception as e:  # reported per case; the tests fail on it
-            row.update(ok=False, error=f"{type(e).__name__}: {e}"[:2000])
-        rows.append(row)
-    return rows
+    from concurrent.futures import ProcessPoolExecutor
+
+    cases = [{"op": op, "arch": a, "table": f, "bucket": b, "config": c, "path": p} for a, f, b, c, p in static_cases(op)]
+    workers = max(1, min(len(cases), os.cpu_count() or 1))
+    if workers == 1:
+        return [_compile_row(row) for row in cases]
+    with ProcessPoolExecutor(workers) as pool:  # compiles are CPU-bound and independent
+        return list(pool.map(_compile_row, cases, chunksize=4))
+
+
+def _compile_row(row: dict) -> dict:
+    row = dict(row)
+    try:
+        _, res = compile_case(row["arch"], row["config"], row["path"])
+        row.update(res, ok=True)
+    except Exception as e:  # reported per case; the tests fail on it
+        row.update(ok=False, error=f"{type(e).__name__}: {e}"[:2000])
+    return row
