@@ -44,7 +44,7 @@ def plot_results(result: dict, path: str, copy_gbps: float = 4300.0):
     axes.flat[0].legend(fontsize=7)
     fig.suptitle(f"{result.get('device', '')} {result.get('date', '')} (git {str(result.get('git_sha', ''))[:8]}), "
                  f"{result['rows'][0].get('timing', '')} timing; ratio = vendor ms / gemmkit ms", fontsize=9)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0, 1, 0.97))
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
