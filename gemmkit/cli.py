@@ -51,7 +51,8 @@ def _cmd_tune(args):
 def _cmd_isa(args):
     from .isa.report import print_summary
 
-    return 0 if print_summary(args.op) else 1
+    archs = None if args.arch == "all" else [args.arch]
+    return 0 if print_summary(args.op, archs, json_path=args.json, markdown_path=args.markdown) else 1
 
 
 def build_parser():
@@ -95,8 +96,13 @@ def build_parser():
     t.add_argument("--arch", default="sm_90", help="with --tables-from: the arch the progress was measured on")
     t.set_defaults(fn=_cmd_tune)
 
-    i = sub.add_parser("isa", help="static compile summary of every shipped config for sm_90, gfx942, gfx950")
-    i.add_argument("--op", default="a16w16")
+    i = sub.add_parser("isa", help="compile every kernel x shipped config for sm_90 / gfx942 / gfx950 on the CPU, "
+                                   "report registers, spills, LDS, occupancy, instruction counts; check promises")
+    i.add_argument("--op", default="all", help="an op (a16w16) or 'all'")
+    i.add_argument("--arch", default="all", choices=["all", "sm_90", "gfx942", "gfx950"])
+    i.add_argument("--json", help="write the rows (kernel, op, config, arch, vgpr, agpr, sgpr, spill_bytes, "
+                                  "lds_bytes, occupancy, counts, promises, promises_ok) to this path")
+    i.add_argument("--markdown", help="write the report as markdown (docs/ISA.md)")
     i.set_defaults(fn=_cmd_isa)
     return p
 

@@ -2,9 +2,20 @@
 
 `compile_static` compiles a Triton kernel for a `gemmkit.arch.Target` with
 `triton.compile(ASTSource(...), target=GPUTarget(...))`: no GPU needed.
-`resources` reads registers, spills and shared memory out of the result:
-AMD from the AMDGCN assembler's own comments, sm_90 from `cuobjdump
---dump-resource-usage` on the cubin (cuobjdump ships in the Triton wheel).
+`resources` reads the result:
+  AMD (gfx942, gfx950): VGPRs, AGPRs, SGPRs, scratch (spill) bytes and LDS from
+    the assembler's own comments and metadata; occupancy in waves per SIMD
+    computed from registers and LDS for the target (`amd_occupancy`); counts of
+    the instructions the designs talk about (v_mfma, direct-to-LDS buffer loads,
+    ds_read_b128, s_barrier, s_setprio, s_waitcnt, ...).
+  sm_90: registers, stack/local bytes (spills) and shared memory from
+    `cuobjdump --dump-resource-usage` on the cubin, and instruction counts from
+    its SASS (HGMMA, QGMMA, HMMA, UTMALDG, LDGSTS, LDL/STL, BAR). cuobjdump
+    ships inside the Triton wheel.
+  Both: `mma_k_steps`, the matrix-instruction work in the code divided by one
+    K step of the tile (BLOCK_M x BLOCK_N x BLOCK_K per CTA): a positive
+    integer when every instruction belongs to whole K steps (the main loop plus
+    the copies the software pipeliner peels off).
 """
 from __future__ import annotations
 
@@ -13,7 +24,37 @@ import re
 import subprocess
 import tempfile
 
-__all__ = ["compile_static", "resources"]
+__all__ = ["compile_static", "resources", "amd_occupancy", "AMD_COUNTS", "SM90_COUNTS"]
+
+# Instruction classes counted per target: name -> regex on one assembly line.
+AMD_COUNTS = {
+    "v_mfma": r"^\s*v_mfma\w*",
+    "buffer_load_lds": r"^\s*buffer_load_\w+.*\blds\b",  # direct-to-LDS (cdna3/4)
+    "global_load_lds": r"^\s*global_load_lds_\w+",  # direct-to-LDS (gfx950)
+    "buffer_load": r"^\s*buffer_load_\w+",
+    "global_load": r"^\s*global_load_\w+",
+    "ds_read_b128": r"^\s*ds_read_b128\b",
+    "ds_write": r"^\s*ds_write\w*",
+    "s_barrier": r"^\s*s_barrier\b",
+    "s_setprio": r"^\s*s_setprio\b",
+    "s_waitcnt": r"^\s*s_waitcnt\b",
+}
+SM90_COUNTS = {
+    "HGMMA": r"\bHGMMA\.",
+    "QGMMA": r"\bQGMMA\.",
+    "HMMA": r"\bHMMA\.",
+    "UTMALDG": r"\bUTMALDG\b",
+    "UTMASTG": r"\bUTMASTG\b",
+    "LDGSTS": r"\bLDGSTS\b",
+    "LDL": r"\bLDL\b",
+    "STL": r"\bSTL\b",
+    "BAR": r"\bBAR\.",
+}
+_AMD_MMA = re.compile(r"^\s*v_mfma_\w*?_(\d+)x(\d+)x(\d+)", re.M)
+_SM90_GMMA = re.compile(r"\b[HQ]GMMA\.(\d+)x(\d+)x(\d+)")
+_SM90_HMMA = re.compile(r"\bHMMA\.(\d{2})(\d)(\d{1,2})\b")  # HMMA.16816 = m16 n8 k16, HMMA.1688 = m16 n8 k8
+# Bump when the analysis (what `resources` reads) changes: it is part of the report cache key.
+ANALYSIS_VERSION = 2
 
 
 def compile_static(kernel, signature: dict, constexprs: dict, target, options: dict, divisible=()):
@@ -37,30 +78,78 @@ def _cuobjdump():
     return os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "cuobjdump")
 
 
-def resources(compiled, target) -> dict:
-    """Registers, spills and shared memory of a compiled kernel, plus matrix-instruction counts."""
+def amd_occupancy(vgpr_total: int, lds_bytes: int, num_warps: int, target) -> int:
+    """Waves per SIMD one kernel can keep resident on a CDNA3/4 CU.
+
+    Registers: each SIMD lane has `target.regs_per_cu` (512) unified VGPR+AGPR
+    slots, allocated in granules of 8: waves = 512 // roundup(vgprs, 8), at most 8.
+    LDS: a CU holds floor(LDS / lds_bytes) workgroups of `num_warps` waves spread
+    over its 4 SIMDs.
+    """
+    granule = 8
+    regs = max(granule, -(-max(vgpr_total, 1) // granule) * granule)
+    by_regs = min(8, target.regs_per_cu // regs)
+    by_lds = 8 if lds_bytes <= 0 else (target.shared_mem_bytes // lds_bytes) * num_warps // 4
+    return max(0, min(by_regs, by_lds))
+
+
+def _mma_work(asm: str, target) -> int:
+    """Sum of m*n*k over the matrix instructions in the code (per wave / warpgroup / warp)."""
+    if target.is_amd:
+        return sum(int(m) * int(n) * int(k) for m, n, k in _AMD_MMA.findall(asm))
+    return (sum(int(m) * int(n) * int(k) for m, n, k in _SM90_GMMA.findall(asm)),
+            sum(int(m) * int(n) * int(k) for m, n, k in _SM90_HMMA.findall(asm)))
+
+
+def mma_k_steps(asm: str, target, block: tuple, num_warps: int) -> float:
+    """Matrix-instruction work in the code / one K step of the tile, per issuing unit.
+
+    One K step is BM*BN*BK multiply-adds per CTA, split over the issuing units:
+    waves on AMD (num_warps of them), warpgroups for wgmma (num_warps / 4), warps
+    for mma.sync (num_warps). A whole number means the tile arithmetic is all there.
+    """
+    bm, bn, bk = block
+    per_step = bm * bn * bk
+    if target.is_amd:
+        return _mma_work(asm, target) / (per_step / num_warps)
+    gmma, hmma = _mma_work(asm, target)
+    if gmma:
+        return gmma / (per_step / max(1, num_warps // 4))
+    return hmma / (per_step / num_warps)
+
+
+def resources(compiled, target, block: tuple | None = None) -> dict:
+    """Registers, spills, shared memory, occupancy and instruction counts of a compiled kernel."""
     md = compiled.metadata
-    out = {"arch": target.arch, "shared_bytes": md.shared, "num_warps": md.num_warps}
+    out = {"arch": target.arch, "lds_bytes": md.shared, "num_warps": md.num_warps}
     if target.is_amd:
         asm = compiled.asm["amdgcn"]
+        counts = {k: len(re.findall(p, asm, re.M)) for k, p in AMD_COUNTS.items()}
+        vgpr_total = _amd_field(asm, "TotalNumVgprs")
         out.update(vgpr=_amd_field(asm, "NumVgprs"), agpr=_amd_field(asm, "NumAgprs"),
-                   sgpr=_amd_field(asm, "TotalNumSgprs"), vgpr_total=_amd_field(asm, "TotalNumVgprs"), spill_bytes=_amd_field(asm, "ScratchSize"),
-                   occupancy=_amd_field(asm, "Occupancy"),
-                   mfma=len(re.findall(r"^\s*v_mfma", asm, re.M)))
+                   sgpr=_amd_field(asm, "TotalNumSgprs"), vgpr_total=vgpr_total,
+                   spill_bytes=_amd_field(asm, "ScratchSize"),
+                   occupancy=amd_occupancy(vgpr_total, md.shared, md.num_warps, target),
+                   compiler_occupancy=_amd_field(asm, "Occupancy"), counts=counts)
     else:
         with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
             f.write(compiled.asm["cubin"])
             f.flush()
             usage = subprocess.run([_cuobjdump(), "--dump-resource-usage", f.name],
                                    capture_output=True, text=True, check=True).stdout
-            sass = subprocess.run([_cuobjdump(), "--dump-sass", f.name],
-                                  capture_output=True, text=True, check=True).stdout
+            asm = subprocess.run([_cuobjdump(), "--dump-sass", f.name],
+                                 capture_output=True, text=True, check=True).stdout
         reg = re.search(r"REG:(\d+)", usage)
         stack = re.search(r"STACK:(\d+)", usage)
         local = re.search(r"LOCAL:(\d+)", usage)
-        out.update(regs=int(reg.group(1)) if reg else -1,
-                   spill_bytes=(int(stack.group(1)) if stack else 0) + (int(local.group(1)) if local else 0),
-                   hgmma=len(re.findall(r"\bHGMMA\b", sass)), hmma=len(re.findall(r"\bHMMA\b", sass)),
-                   utmaldg=len(re.findall(r"\bUTMALDG\b", sass)), ldgsts=len(re.findall(r"\bLDGSTS\b", sass)),
-                   ldl_stl=len(re.findall(r"\b(?:LDL|STL)\b", sass)))
+        counts = {k: len(re.findall(p, asm)) for k, p in SM90_COUNTS.items()}
+        regs = int(reg.group(1)) if reg else -1
+        # Resident warps per SM: 64K registers (allocated per warp in 256-register units), at most 64 warps.
+        per_warp = -(-max(regs, 1) * 32 // 256) * 256
+        occupancy = min(64, 65536 // per_warp // md.num_warps * md.num_warps,
+                        (target.shared_mem_bytes // md.shared if md.shared else 64) * md.num_warps)
+        out.update(vgpr=regs, agpr=0, sgpr=0, spill_bytes=(int(stack.group(1)) if stack else 0) +
+                   (int(local.group(1)) if local else 0), occupancy=occupancy, counts=counts)
+    if block is not None:
+        out["mma_k_steps"] = mma_k_steps(asm, target, block, md.num_warps)
     return out

@@ -159,6 +159,17 @@ def static_spec(cfg: dict, target, *, dtype=torch.bfloat16, out_dtype=None, tma:
     return kernel, sig, ce, divisible, C.compiler_options(cfg, target)
 
 
+def reduce_static_spec(target, *, split_k: int = 4, dtype=torch.bfloat16, activation: str = "silu"):
+    """(kernel, signature, constexprs, divisible, options) of the split-K reduce as `_launch` runs it
+    for a large problem (full 32 x 128 reduce tiles)."""
+    t = _TL_DTYPE[dtype]
+    sig = {"ws_ptr": "*fp32", "bias_ptr": f"*{t}", "y_ptr": f"*{t}", "M": "i32", "N": "i32", "split_stride": "i32",
+           "stride_ym": "i32", "stride_yn": "constexpr"}
+    ce = dict(stride_yn=1, SPLIT_K=split_k, BLOCK_M=32, BLOCK_N=128, HAS_BIAS=True, ACTIVATION=activation)
+    sig.update({k: "constexpr" for k in ce if k not in sig})
+    return splitk_reduce_kernel, sig, ce, ["ws_ptr", "bias_ptr", "y_ptr", "stride_ym"], {"num_warps": 4}
+
+
 # ----------------------------------------------------------------------------- implementation
 
 def _launch(x2, w, bias, y, activation, cfg, target, compile_only=False):

@@ -50,6 +50,26 @@ from ._epilogue import bias_activation, store_tile
 from ._schedule import split_k_range, tile_coords
 
 
+# What the compiled code must show, checked by `gemmkit isa` and CI on every shipped
+# config (expressions over the metrics of gemmkit.isa.resources, `cfg` and `target`).
+PROMISES = (
+    {"promise": "no spills", "check": "spill_bytes == 0"},
+    {"promise": "shared memory within the target", "check": "lds_bytes <= target.shared_mem_bytes"},
+    {"promise": "shared memory within the op's bound (smem_bytes)", "check": "lds_bytes <= smem_bound"},
+    {"promise": "matrix work per K step = tile arithmetic", "check": "mma_k_steps >= 1 and mma_k_steps % 1 == 0"},
+    {"promise": "wgmma (HGMMA) for tiles of >= 64 rows", "arch": "sm_90", "when": "cfg['BLOCK_SIZE_M'] >= 64",
+     "check": "counts['HGMMA'] > 0"},
+    {"promise": "mma.sync (HMMA) for 16/32-row tiles", "arch": "sm_90", "when": "cfg['BLOCK_SIZE_M'] < 64",
+     "check": "counts['HMMA'] > 0"},
+    {"promise": "cp.async pipelining (LDGSTS)", "arch": "sm_90", "when": "cfg['num_stages'] >= 2",
+     "check": "counts['LDGSTS'] > 0"},
+    {"promise": "no local-memory traffic", "arch": "sm_90", "check": "counts['LDL'] + counts['STL'] == 0"},
+    {"promise": "MFMA present", "arch": "amd", "check": "counts['v_mfma'] > 0"},
+    {"promise": "waves_per_eu honoured", "arch": "amd", "when": "cfg.get('waves_per_eu', 0) > 0",
+     "check": "occupancy >= cfg['waves_per_eu']"},
+)
+
+
 @triton.jit
 def _a16w16_tile(work_id, x_ptr, w_ptr, bias_ptr, y_ptr, ws_ptr, M, N, K,
                  stride_xm, stride_xk, stride_wn, stride_wk, stride_ym, stride_yn,

@@ -39,6 +39,21 @@ from ._epilogue import bias_activation, store_tile
 from ._schedule import split_k_range, tile_coords
 
 
+# Checked by `gemmkit isa` / CI on every shipped sm_90 config (see gemm_a16w16.py).
+PROMISES = (
+    {"promise": "no spills", "check": "spill_bytes == 0"},
+    {"promise": "shared memory within the target", "check": "lds_bytes <= target.shared_mem_bytes"},
+    {"promise": "shared memory within the op's bound (smem_bytes)", "check": "lds_bytes <= smem_bound"},
+    {"promise": "matrix work per K step = tile arithmetic", "check": "mma_k_steps >= 1 and mma_k_steps % 1 == 0"},
+    {"promise": "TMA loads (UTMALDG)", "check": "counts['UTMALDG'] > 0"},
+    {"promise": "TMA store (UTMASTG) of the output tile", "when": "cfg['NUM_KSPLIT'] == 1",
+     "check": "counts['UTMASTG'] > 0"},
+    {"promise": "wgmma (HGMMA) for tiles of >= 64 rows", "when": "cfg['BLOCK_SIZE_M'] >= 64",
+     "check": "counts['HGMMA'] > 0"},
+    {"promise": "no local-memory traffic", "check": "counts['LDL'] + counts['STL'] == 0"},
+)
+
+
 @triton.jit
 def gemm_a16w16_tma_kernel(x_desc, w_desc, y_desc, bias_ptr, ws_ptr, M, N, K,
                            BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
