@@ -185,12 +185,11 @@ def _launch(x2, w, bias, y, activation, cfg, target, compile_only=False):
     # Split-K partial sums: (split, M, N) fp32, reduced in order by splitk_reduce_kernel.
     ws = torch.empty((split_k, M, N), dtype=torch.float32, device=x2.device) if split_k > 1 else y
     opts = C.compiler_options(cfg, target)
-    path = choose_path(cfg, target, x2, w, y)
-    if path == "tma":
+    # One program per work id (tile x split), or a persistent grid of one program per CU.
+    grid = (persistent_grid(num_work, target.num_cus, target.num_xcds) if persistent else num_work,)
+    if choose_path(cfg, target, x2, w, y) == "tma":
         from triton.tools.tensor_descriptor import TensorDescriptor
 
-        # The TMA kernel always loops over work ids; one program per work id unless persistent.
-        grid = (persistent_grid(num_work, target.num_cus, target.num_xcds) if persistent else num_work,)
         ce = constexprs(cfg, target, tma=True, has_bias=has_bias, activation=activation, even_k=False)
         kernel = gemm_a16w16_tma_kernel
         (functools.partial(kernel.warmup, grid=grid) if compile_only else kernel[grid])(
@@ -198,7 +197,6 @@ def _launch(x2, w, bias, y, activation, cfg, target, compile_only=False):
             TensorDescriptor.from_tensor(y, [bm, bn]), bias_arg, ws, M, N, K, **ce, **opts)
         C.LAUNCHES["gemm_a16w16_tma_kernel"] += not compile_only
     else:
-        grid = (persistent_grid(num_work, target.num_cus, target.num_xcds) if persistent else num_work,)
         ce = constexprs(cfg, target, tma=False, has_bias=has_bias, activation=activation,
                         even_k=K % bk == 0)
         kernel = gemm_a16w16_kernel
