@@ -7,6 +7,8 @@ import gemmkit
 from _util import randn
 
 BF = torch.bfloat16
+# A small valid config; each config test breaks one thing in it.
+CFG = {"BLOCK_SIZE_M": 16, "BLOCK_SIZE_N": 16, "BLOCK_SIZE_K": 16, "GROUP_SIZE_M": 1, "num_warps": 4, "num_stages": 2}
 
 
 def xw(M=4, N=8, K=16, dtype=BF):
@@ -100,7 +102,7 @@ def test_different_devices():
 
 def test_config_block_k_not_power_of_two():
     x, w = xw()
-    cfg = {"BLOCK_SIZE_M": 16, "BLOCK_SIZE_N": 16, "BLOCK_SIZE_K": 48, "GROUP_SIZE_M": 1, "num_warps": 4, "num_stages": 2}
+    cfg = {**CFG, "BLOCK_SIZE_K": 48}
     with pytest.raises(ValueError, match=r"^config: key 'BLOCK_SIZE_K' = 48; expected a power of two"):
         gemmkit.gemm_a16w16(x, w, config=cfg)
 
@@ -114,8 +116,7 @@ def test_config_too_much_shared_memory():
 
 def test_config_unknown_key():
     x, w = xw()
-    cfg = {"BLOCK_SIZE_M": 16, "BLOCK_SIZE_N": 16, "BLOCK_SIZE_K": 16, "GROUP_SIZE_M": 1, "num_warps": 4, "num_stages": 2,
-           "BLOCK_M": 16}
+    cfg = {**CFG, "BLOCK_M": 16}
     with pytest.raises(ValueError, match=r"^config: unknown key 'BLOCK_M'"):
         gemmkit.gemm_a16w16(x, w, config=cfg)
 
@@ -123,14 +124,12 @@ def test_config_unknown_key():
 def test_config_missing_key():
     x, w = xw()
     with pytest.raises(ValueError, match=r"^config: missing key 'num_stages'"):
-        gemmkit.gemm_a16w16(x, w, config={"BLOCK_SIZE_M": 16, "BLOCK_SIZE_N": 16, "BLOCK_SIZE_K": 16,
-                                          "GROUP_SIZE_M": 1, "num_warps": 4})
+        gemmkit.gemm_a16w16(x, w, config={k: v for k, v in CFG.items() if k != "num_stages"})
 
 
 def test_config_amd_key_on_nvidia():
     x, w = xw()
-    cfg = {"BLOCK_SIZE_M": 16, "BLOCK_SIZE_N": 16, "BLOCK_SIZE_K": 16, "GROUP_SIZE_M": 1, "num_warps": 4, "num_stages": 2,
-           "waves_per_eu": 2}
+    cfg = {**CFG, "waves_per_eu": 2}
     with pytest.raises(ValueError, match=r"^config: key 'waves_per_eu' is not supported on cuda"):
         gemmkit.gemm_a16w16(x, w, config=cfg)
 
@@ -138,8 +137,7 @@ def test_config_amd_key_on_nvidia():
 def test_config_tma_on_amd(monkeypatch):
     monkeypatch.setenv("GEMMKIT_INTERPRET_ARCH", "gfx950")
     x, w = xw()
-    cfg = {"BLOCK_SIZE_M": 16, "BLOCK_SIZE_N": 16, "BLOCK_SIZE_K": 16, "GROUP_SIZE_M": 1, "num_warps": 4, "num_stages": 2,
-           "tma": True}
+    cfg = {**CFG, "tma": True}
     with pytest.raises(ValueError, match=r"^config: key 'tma' is not supported on hip"):
         gemmkit.gemm_a16w16(x, w, config=cfg)
 

@@ -37,9 +37,13 @@ def static_cases(op: str = "a16w16", archs=None):
                 kernel = "gemm_a16w16_tma_kernel" if p == "tma" else "gemm_a16w16_kernel"
                 yield {"kernel": kernel, "op": op, "arch": arch, "table": path.name, "bucket": bucket,
                        "config": cfg, "path": p}
+    from ..ops.gemm_a16w16 import _REDUCE_WARPS, reduce_tile
+
+    rbm, rbn = reduce_tile(2**20, 2**20)
     for arch in archs:
         yield {"kernel": "splitk_reduce_kernel", "op": op, "arch": arch, "table": "-", "bucket": "-",
-               "config": {"SPLIT_K": 4, "BLOCK_M": 32, "BLOCK_N": 128, "num_warps": 4}, "path": "reduce"}
+               "config": {"SPLIT_K": 4, "BLOCK_M": rbm, "BLOCK_N": rbn, "num_warps": _REDUCE_WARPS},
+               "path": "reduce"}
 
 
 def _spec(case):

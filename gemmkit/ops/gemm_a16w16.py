@@ -159,15 +159,25 @@ def static_spec(cfg: dict, target, *, dtype=torch.bfloat16, out_dtype=None, tma:
     return kernel, sig, ce, divisible, C.compiler_options(cfg, target)
 
 
+# Split-K reduce tile: 32 x 128 fp32 = 16 KiB per split, read by 4 warps (16 B per thread per row
+# chunk); shrunk to the problem for small M / N.
+_REDUCE_BM, _REDUCE_BN, _REDUCE_WARPS = 32, 128, 4
+
+
+def reduce_tile(M: int, N: int):
+    return min(_REDUCE_BM, triton_next_pow2(M)), min(_REDUCE_BN, triton_next_pow2(N))
+
+
 def reduce_static_spec(target, *, split_k: int = 4, dtype=torch.bfloat16, activation: str = "silu"):
     """(kernel, signature, constexprs, divisible, options) of the split-K reduce as `_launch` runs it
-    for a large problem (full 32 x 128 reduce tiles)."""
+    for a large problem (full reduce tiles)."""
     t = _TL_DTYPE[dtype]
+    bm, bn = reduce_tile(2**20, 2**20)
     sig = {"ws_ptr": "*fp32", "bias_ptr": f"*{t}", "y_ptr": f"*{t}", "M": "i32", "N": "i32", "split_stride": "i32",
            "stride_ym": "i32", "stride_yn": "constexpr"}
-    ce = dict(stride_yn=1, SPLIT_K=split_k, BLOCK_M=32, BLOCK_N=128, HAS_BIAS=True, ACTIVATION=activation)
+    ce = dict(stride_yn=1, SPLIT_K=split_k, BLOCK_M=bm, BLOCK_N=bn, HAS_BIAS=True, ACTIVATION=activation)
     sig.update({k: "constexpr" for k in ce if k not in sig})
-    return splitk_reduce_kernel, sig, ce, ["ws_ptr", "bias_ptr", "y_ptr", "stride_ym"], {"num_warps": 4}
+    return splitk_reduce_kernel, sig, ce, ["ws_ptr", "bias_ptr", "y_ptr", "stride_ym"], {"num_warps": _REDUCE_WARPS}
 
 
 # ----------------------------------------------------------------------------- implementation
@@ -205,13 +215,12 @@ def _launch(x2, w, bias, y, activation, cfg, target, compile_only=False):
             y.stride(0), y.stride(1), **ce, **opts)
         C.LAUNCHES["gemm_a16w16_kernel"] += not compile_only
     if split_k > 1:
-        # Reduce tile: up to 32 x 128 (a 16 KiB fp32 block per split read by 4 warps), shrunk to the problem.
-        rbm, rbn = min(32, triton_next_pow2(M)), min(128, triton_next_pow2(N))
+        rbm, rbn = reduce_tile(M, N)
         rgrid = (triton_cdiv(M, rbm), triton_cdiv(N, rbn))
         kernel = splitk_reduce_kernel
         (functools.partial(kernel.warmup, grid=rgrid) if compile_only else kernel[rgrid])(
             ws, bias_arg, y, M, N, M * N, y.stride(0), y.stride(1), SPLIT_K=split_k, BLOCK_M=rbm, BLOCK_N=rbn,
-            HAS_BIAS=has_bias, ACTIVATION=activation, num_warps=4)
+            HAS_BIAS=has_bias, ACTIVATION=activation, num_warps=_REDUCE_WARPS)
         C.LAUNCHES["splitk_reduce_kernel"] += not compile_only
 
 

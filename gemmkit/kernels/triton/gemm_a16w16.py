@@ -1,7 +1,8 @@
 """A16W16 GEMM, portable pointer path: y = act(x @ w.T + bias), bf16/fp16 in, fp32 accumulate.
 
 Runs on every target (Hopper, gfx942, gfx950) and in the Triton interpreter.
-On AMD Triton lowers the masked loads to buffer loads where it can.
+On AMD, Triton 3.6 emits plain global_load for these loads (no buffer or
+direct-to-LDS loads; see docs/ISA.md).
 
 Tile layout (one program = one BLOCK_M x BLOCK_N tile of y, K walked in BLOCK_K steps):
 
