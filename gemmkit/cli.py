@@ -1,4 +1,4 @@
-"""gemmkit command line: `gemmkit bench | configs | isa` (also `python -m gemmkit`)."""
+"""gemmkit command line: `gemmkit bench | configs | tune | isa | schedule` (also `python -m gemmkit`)."""
 from __future__ import annotations
 
 import argparse
@@ -55,6 +55,12 @@ def _cmd_isa(args):
     return 0 if print_summary(args.op, archs, json_path=args.json, markdown_path=args.markdown) else 1
 
 
+def _cmd_schedule(args):
+    from .schedule.cli import run
+
+    return run(args)
+
+
 def build_parser():
     p = argparse.ArgumentParser(prog="gemmkit", description=__doc__)
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -104,6 +110,15 @@ def build_parser():
                                   "lds_bytes, occupancy, counts, promises, promises_ok) to this path")
     i.add_argument("--markdown", help="write the report as markdown (docs/ISA.md)")
     i.set_defaults(fn=_cmd_isa)
+
+    s = sub.add_parser("schedule", help="the CDNA ping-pong schedules as data: check one for LDS races, "
+                                        "or draw its two wave groups' timeline")
+    ssub = s.add_subparsers(dest="schedule_cmd", required=True)
+    sc = ssub.add_parser("check", help="explore every interleaving; exit 0 when race-free, 1 on a race")
+    sc.add_argument("name", help="a named schedule ('list' prints the names)")
+    ss = ssub.add_parser("show", help="draw the two groups' timeline as text")
+    ss.add_argument("name")
+    s.set_defaults(fn=_cmd_schedule)
     return p
 
 

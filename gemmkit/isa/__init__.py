@@ -58,12 +58,17 @@ ANALYSIS_VERSION = 2
 
 
 def compile_static(kernel, signature: dict, constexprs: dict, target, options: dict, divisible=()):
+    """Compile a Triton or Gluon kernel (`@gluon.jit`, told apart by `is_gluon()`) for `target`."""
     import triton
     from triton.compiler import ASTSource
 
     names = list(signature)
     attrs = {(names.index(k),): [["tt.divisibility", 16]] for k in divisible}
-    src = ASTSource(kernel, signature, constexprs, attrs=attrs)
+    if getattr(kernel, "is_gluon", lambda: False)():
+        from triton.experimental.gluon._runtime import GluonASTSource as Source
+    else:
+        Source = ASTSource
+    src = Source(kernel, signature, constexprs, attrs=attrs)
     return triton.compile(src, target=target.gpu_target(), options=options)
 
 

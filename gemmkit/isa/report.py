@@ -16,49 +16,37 @@ import os
 from pathlib import Path
 
 from .. import arch as _arch
-from .. import configs as _configs
 from . import ANALYSIS_VERSION, compile_static, resources
 from .promises import evaluate
 
-OPS = ("a16w16",)
+# op -> the module that describes its static cases. Each provides
+#   isa_cases(archs) -> iterable of case dicts {kernel, op, arch, table, bucket, config, path}
+#   isa_spec(case)   -> dict(kernel, signature, constexprs, divisible, options, promises,
+#                           block (BM, BN, BK) or None, smem_bound)
+# so an op's kernels, configs and promises stay in the op's own files.
+PROVIDERS = {
+    "a16w16": "gemmkit.ops.gemm_a16w16",
+}
+OPS = tuple(PROVIDERS)
+
+
+def _provider(op):
+    import importlib
+
+    if op not in PROVIDERS:
+        raise ValueError(f"op: expected one of {', '.join(PROVIDERS)} or 'all', got {op!r}")
+    return importlib.import_module(PROVIDERS[op])
 
 
 def static_cases(op: str = "a16w16", archs=None):
     """Case dicts for `op`: kernel name, arch, table, bucket, config, path."""
-    archs = archs or list(_arch.ARCHS)
-    for path in _configs.shipped_tables(op):
-        arch = path.parent.name
-        if arch not in archs:
-            continue
-        raw = json.loads(path.read_text())
-        for bucket, cfg in raw.items():
-            cfg = _configs.validate_config(cfg, backend=_arch.ARCHS[arch].backend, where=f"{path}:{bucket}")
-            for p in (["tma", "pointer"] if cfg.get("tma") else ["pointer"]):
-                kernel = "gemm_a16w16_tma_kernel" if p == "tma" else "gemm_a16w16_kernel"
-                yield {"kernel": kernel, "op": op, "arch": arch, "table": path.name, "bucket": bucket,
-                       "config": cfg, "path": p}
-    from ..ops.gemm_a16w16 import _REDUCE_WARPS, reduce_tile
-
-    rbm, rbn = reduce_tile(2**20, 2**20)
-    for arch in archs:
-        yield {"kernel": "splitk_reduce_kernel", "op": op, "arch": arch, "table": "-", "bucket": "-",
-               "config": {"SPLIT_K": 4, "BLOCK_M": rbm, "BLOCK_N": rbn, "num_warps": _REDUCE_WARPS},
-               "path": "reduce"}
+    return list(_provider(op).isa_cases(list(archs or _arch.ARCHS)))
 
 
 def _spec(case):
-    from ..kernels.triton import _splitk_reduce, gemm_a16w16, gemm_a16w16_tma
-    from ..ops.gemm_a16w16 import reduce_static_spec, smem_bytes, static_spec
-
-    target = _arch.ARCHS[case["arch"]]
-    cfg, path = case["config"], case["path"]
-    if path == "reduce":
-        kernel, sig, ce, div, opts = reduce_static_spec(target, split_k=cfg["SPLIT_K"])
-        return kernel, sig, ce, div, opts, _splitk_reduce.PROMISES, None, 0
-    kernel, sig, ce, div, opts = static_spec(cfg, target, tma=(path == "tma"))
-    promises = (gemm_a16w16_tma if path == "tma" else gemm_a16w16).PROMISES
-    block = (cfg["BLOCK_SIZE_M"], cfg["BLOCK_SIZE_N"], cfg["BLOCK_SIZE_K"])
-    return kernel, sig, ce, div, opts, promises, block, smem_bytes(cfg, target, 2, 2, path == "tma")
+    s = _provider(case["op"]).isa_spec(case)
+    return (s["kernel"], s["signature"], s["constexprs"], s["divisible"], s["options"], s["promises"],
+            s.get("block"), s.get("smem_bound", 0))
 
 
 def _cache_dir() -> Path:

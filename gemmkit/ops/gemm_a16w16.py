@@ -345,3 +345,48 @@ def gemm_a16w16(x, w, bias=None, *, activation=None, out_dtype=None, out=None, c
         torch.ops.gemmkit.gemm_a16w16_out(x, w, bias, activation, cfg, out)
         return out
     return torch.ops.gemmkit.gemm_a16w16(x, w, bias, activation, out_dtype, cfg)
+
+
+# ----------------------------------------------------------------------------- static cases (gemmkit isa)
+
+def isa_cases(archs):
+    """Every bucket of every shipped table for its arch (configs with "tma": true compile both the
+    TMA kernel and the pointer kernel the op falls back to), plus the split-K reduce once per target."""
+    import json
+
+    from .. import arch as _arch
+
+    for path in _configs.shipped_tables(OP):
+        arch = path.parent.name
+        if arch not in archs:
+            continue
+        for bucket, cfg in json.loads(path.read_text()).items():
+            cfg = _configs.validate_config(cfg, backend=_arch.ARCHS[arch].backend, where=f"{path}:{bucket}")
+            for p in (["tma", "pointer"] if cfg.get("tma") else ["pointer"]):
+                kernel = "gemm_a16w16_tma_kernel" if p == "tma" else "gemm_a16w16_kernel"
+                yield {"kernel": kernel, "op": OP, "arch": arch, "table": path.name, "bucket": bucket,
+                       "config": cfg, "path": p}
+    rbm, rbn = reduce_tile(2**20, 2**20)
+    for arch in archs:
+        yield {"kernel": "splitk_reduce_kernel", "op": OP, "arch": arch, "table": "-", "bucket": "-",
+               "config": {"SPLIT_K": 4, "BLOCK_M": rbm, "BLOCK_N": rbn, "num_warps": _REDUCE_WARPS},
+               "path": "reduce"}
+
+
+def isa_spec(case):
+    from .. import arch as _arch
+    from ..kernels.triton import _splitk_reduce
+    from ..kernels.triton import gemm_a16w16 as k_ptr
+    from ..kernels.triton import gemm_a16w16_tma as k_tma
+
+    target = _arch.ARCHS[case["arch"]]
+    cfg, path = case["config"], case["path"]
+    if path == "reduce":
+        kernel, sig, ce, div, opts = reduce_static_spec(target, split_k=cfg["SPLIT_K"])
+        return dict(kernel=kernel, signature=sig, constexprs=ce, divisible=div, options=opts,
+                    promises=_splitk_reduce.PROMISES, block=None, smem_bound=0)
+    kernel, sig, ce, div, opts = static_spec(cfg, target, tma=(path == "tma"))
+    return dict(kernel=kernel, signature=sig, constexprs=ce, divisible=div, options=opts,
+                promises=(k_tma if path == "tma" else k_ptr).PROMISES,
+                block=(cfg["BLOCK_SIZE_M"], cfg["BLOCK_SIZE_N"], cfg["BLOCK_SIZE_K"]),
+                smem_bound=smem_bytes(cfg, target, 2, 2, path == "tma"))

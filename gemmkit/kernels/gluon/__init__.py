@@ -1,0 +1,1 @@
+"""Gluon (triton.experimental.gluon) kernels: the expert tier, schedules written by hand."""
