@@ -2,7 +2,7 @@
 
 Public ops follow PyTorch's nn.Linear convention: y = x @ w.T with w of shape (N, K).
 """
-from .ops import gemm_a16w16
+from .ops import gemm_a8w8, gemm_a8w8_blockscale, gemm_a16w16
 
 __version__ = "0.1.0"
-__all__ = ["gemm_a16w16", "__version__"]
+__all__ = ["gemm_a16w16", "gemm_a8w8", "gemm_a8w8_blockscale", "__version__"]

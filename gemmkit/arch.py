@@ -35,6 +35,9 @@ class Target:
     peak_tflops: dict = field(default_factory=dict)  # dense, per input dtype name
     hbm_gbps: float = 0.0
     l2_bytes: int = 0
+    # The FP8 E4M3 flavour the matrix units take (a torch dtype name): OCP float8_e4m3fn on
+    # Hopper and gfx950, float8_e4m3fnuz (no negative zero, bias 8, max 240) on gfx942.
+    fp8_e4m3: str = "float8_e4m3fn"
 
     @property
     def is_amd(self) -> bool:
@@ -74,7 +77,7 @@ TARGETS: dict[str, Target] = {
         shared_mem_bytes=64 * 1024,
         regs_per_cu=512, max_regs_per_thread=512,  # unified VGPR+AGPR file per SIMD lane
         peak_tflops={"bf16": 1307.4, "fp16": 1307.4, "fp8": 2614.9, "int8": 2614.9, "tf32": 653.7, "fp32": 163.4},
-        hbm_gbps=5300.0, l2_bytes=4 * 2**20 * 8,
+        hbm_gbps=5300.0, l2_bytes=4 * 2**20 * 8, fp8_e4m3="float8_e4m3fnuz",
     ),
     "MI355X": Target(
         name="MI355X", arch="gfx950", backend="hip", warp_size=64, num_xcds=8, num_cus=256,

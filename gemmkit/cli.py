@@ -19,7 +19,10 @@ def _cmd_bench(args):
         shapes = model_suite(args.model, [int(m) for m in args.m.split(",")] if args.m else None)
     else:
         shapes = bench.parse_shapes(args.shape)
-    result = bench.run_gpu(shapes, dtype_name=args.dtype, json_path=args.json,
+    from .bench.ops import get as get_op
+
+    dtype = args.dtype or get_op(args.op).dtypes[0]
+    result = bench.run_gpu(shapes, dtype_name=dtype, json_path=args.json, op=args.op,
                            check=not args.no_check, rep_ms=args.rep_ms, cuda_graph=args.cuda_graph)
     if args.plot:
         from .bench.plot import plot_results
@@ -61,13 +64,17 @@ def _cmd_schedule(args):
     return run(args)
 
 
+_OPS = ["a16w16", "a8w8", "a8w8_blockscale"]  # gemmkit/bench/ops.py (the CLI does not import torch to list them)
+
+
 def build_parser():
     p = argparse.ArgumentParser(prog="gemmkit", description=__doc__)
     sub = p.add_subparsers(dest="cmd", required=True)
 
     b = sub.add_parser("bench", help="time gemmkit against the vendor BLAS (CPU: interpreter check + static report)")
-    b.add_argument("--op", default="a16w16", choices=["a16w16"])
-    b.add_argument("--dtype", default="bf16", choices=["bf16", "fp16"])
+    b.add_argument("--op", default="a16w16", choices=_OPS)
+    b.add_argument("--dtype", choices=["bf16", "fp16", "fp8", "int8"],
+                   help="operand type (default: the op's first: a16w16 bf16, a8w8 fp8, a8w8_blockscale fp8)")
     b.add_argument("--shape", action="append", help="M,N,K (repeatable); default: the built-in suite")
     b.add_argument("--model", help="time every layer of a model in gemmkit/bench/model_configs.json ('all': every model)")
     b.add_argument("-m", help="with --model: comma-separated M values (default: the file's m_values)")
@@ -80,7 +87,8 @@ def build_parser():
     b.set_defaults(fn=_cmd_bench)
 
     c = sub.add_parser("configs", help="print the config a shape gets, and where it came from")
-    c.add_argument("--op", default="a16w16")
+    c.add_argument("--op", default="a16w16",
+                   help="a config table op: a16w16, a8w8 (fp8), a8w8_int8, a8w8_blockscale")
     c.add_argument("-M", type=int, required=True)
     c.add_argument("-N", type=int, required=True)
     c.add_argument("-K", type=int, required=True)
@@ -88,7 +96,8 @@ def build_parser():
     c.set_defaults(fn=_cmd_configs)
 
     t = sub.add_parser("tune", help="search configs on the GPU and write aiter-format tables")
-    t.add_argument("--op", default="a16w16", choices=["a16w16"])
+    t.add_argument("--op", default="a16w16", choices=_OPS)
+    t.add_argument("--dtype", choices=["bf16", "fp16", "fp8", "int8"], help="operand type (default: the op's first)")
     g = t.add_mutually_exclusive_group(required=True)
     g.add_argument("--tables-from", metavar="PROGRESS_JSONL",
                    help="no GPU needed: write tables from an earlier run's tune_progress.jsonl")

@@ -38,6 +38,32 @@ def gemm_a16w16_ref(x, w, bias=None, activation=None) -> torch.Tensor:
     return activation_ref(y, activation).reshape(tuple(x.shape[:-1]) + (w.shape[0],))
 
 
+def gemm_a8w8_ref(x, w, x_scale, w_scale, bias=None) -> torch.Tensor:
+    """(x @ w.T) * x_scale * w_scale + bias in float64 on the CPU (8-bit values are exact in float64)."""
+    M, N = x.shape[0], w.shape[0]
+    y = _f64(x) @ _f64(w).T
+    y = y * _f64(x_scale).reshape(M, 1) * _f64(w_scale).reshape(1, N)
+    return y + _f64(bias) if bias is not None else y
+
+
+def dequantize_blockwise_ref(q, scale, block_shape) -> torch.Tensor:
+    """q * scale broadcast over (rows, cols) blocks of block_shape, float64 (ragged edge blocks allowed)."""
+    br, bc = block_shape
+    rows, cols = q.shape
+    s = _f64(scale).repeat_interleave(br, 0)[:rows].repeat_interleave(bc, 1)[:, :cols]
+    return _f64(q) * s
+
+
+def gemm_a8w8_blockscale_ref(x, w, x_scale, w_scale, block_shape=(128, 128)) -> torch.Tensor:
+    """x @ w.T with x dequantized by (1, bk) blocks and w by (bn, bk) blocks, float64 on the CPU."""
+    bn, bk = block_shape
+    return dequantize_blockwise_ref(x, x_scale, (1, bk)) @ dequantize_blockwise_ref(w, w_scale, (bn, bk)).T
+
+
+def _f64(t):
+    return t.detach().to("cpu", torch.float64)
+
+
 def rel_error(out: torch.Tensor, ref: torch.Tensor) -> float:
     """||out - ref|| / ||ref|| in float64; inf when out has a NaN/Inf (an unwritten or broken element)."""
     o = out.detach().to("cpu", torch.float64)

@@ -74,9 +74,9 @@ def test_strided_inputs(layout, launches):
         big = poisoned((M, 2 * N), dtype)
         out = big[:, N:]
     assert layout in ("x_3d",) or not (x.is_contiguous() and w.is_contiguous()) or out is not None
-    before = launches["gemm_a16w16_kernel"]
+    before = launches["gemm_kernel"]
     y = gemmkit.gemm_a16w16(x, w, bias, activation="gelu", out=out)
-    assert launches["gemm_a16w16_kernel"] == before + 1
+    assert launches["gemm_kernel"] == before + 1
     _check(y, x, w, bias, "gelu", dtype)
     if layout == "out_strided":
         assert torch.isnan(big[:, :N].float()).all(), "wrote outside the out view"
@@ -89,10 +89,10 @@ def test_tma_path(launches):
            "num_warps": 4, "num_stages": 2, "tma": True}
     for M, N, K, persistent in [(17, 40, 72, False), (50, 64, 200, True), (1, 8, 8, False)]:
         x, w, bias = randn(M, K, dtype=dtype), randn(N, K, dtype=dtype), randn(N, dtype=dtype)
-        before = launches["gemm_a16w16_tma_kernel"]
+        before = launches["gemm_tma_kernel"]
         y = gemmkit.gemm_a16w16(x, w, bias, activation="relu", out=poisoned((M, N), dtype),
                                 config={**cfg, "persistent": persistent})
-        assert launches["gemm_a16w16_tma_kernel"] == before + 1
+        assert launches["gemm_tma_kernel"] == before + 1
         _check(y, x, w, bias, "relu", dtype)
 
 
@@ -104,8 +104,8 @@ def test_tma_falls_back_when_unaligned(launches):
     x, w = randn(9, 41, dtype=dtype), randn(24, 41, dtype=dtype)
     before = dict(launches)
     y = gemmkit.gemm_a16w16(x, w, config=cfg)
-    assert launches["gemm_a16w16_kernel"] == before.get("gemm_a16w16_kernel", 0) + 1
-    assert launches["gemm_a16w16_tma_kernel"] == before.get("gemm_a16w16_tma_kernel", 0)
+    assert launches["gemm_kernel"] == before.get("gemm_kernel", 0) + 1
+    assert launches["gemm_tma_kernel"] == before.get("gemm_tma_kernel", 0)
     _check(y, x, w, None, None, dtype)
 
 

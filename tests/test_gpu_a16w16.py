@@ -63,7 +63,7 @@ def test_shapes(M, N, K, dtype, launches):
 
     cfg = configs.select("a16w16", "sm_90", M, N, K)[0]
     aligned = K % 8 == 0 and N % 8 == 0
-    want = {"gemm_a16w16_tma_kernel" if cfg["tma"] and aligned else "gemm_a16w16_kernel"}
+    want = {"gemm_tma_kernel" if cfg["tma"] and aligned else "gemm_kernel"}
     if cfg["NUM_KSPLIT"] > 1:
         want.add("splitk_reduce_kernel")
     assert ran == want

@@ -37,56 +37,70 @@ def _sm_clock_mhz():
 
 
 def run_gpu(shapes, dtype_name="bf16", json_path=None, check=True, warmup_ms=25, rep_ms=100, configs=None,
-            cuda_graph=False):
-    """Time gemm_a16w16 vs torch.matmul (cuBLAS) for each (label, M, N, K); print a table; return the result dict."""
+            cuda_graph=False, op="a16w16"):
+    """Time gemmkit's `op` against what a user would call in torch (bench/ops.py) for each
+    (label, M, N, K); print a table; return the result dict (DESIGN.md format)."""
     import torch
     import triton
 
-    import gemmkit
     from gemmkit import configs as _configs
     from gemmkit.ops import _common as C
 
-    dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}[dtype_name]
+    from .ops import get as get_op
+
+    bop = get_op(op)
+    if dtype_name not in bop.dtypes:
+        raise ValueError(f"--dtype: gemm_{op} takes {', '.join(bop.dtypes)}, got {dtype_name!r}")
     dev = torch.device("cuda")
     target = C.target_for(dev)
     rows = []
+    vendor_name = bop.vendor_name(dtype_name)
     print(f"# {torch.cuda.get_device_name()} ({target.arch}, {target.num_cus} SMs/CUs), torch {torch.__version__}, "
-          f"triton {triton.__version__}, {dtype_name}, y = x @ w.T, timing: {'CUDA graph replay' if cuda_graph else 'eager calls'}")
+          f"triton {triton.__version__}, gemm_{op} {dtype_name}, y = x @ w.T, vendor: {vendor_name}, "
+          f"timing: {'CUDA graph replay' if cuda_graph else 'eager calls'}")
     header = f"{'shape':28s} {'M':>6s} {'N':>6s} {'K':>6s} {'gemmkit TF/s':>12s} {'vendor TF/s':>11s} {'ratio':>6s} {'GB/s':>7s}  err"
     print(header)
+    in_bytes = bop.operand_bytes(dtype_name)
     for label, M, N, K in shapes:
         flops = 2.0 * M * N * K
-        nbytes = (M * K + N * K + M * N) * dtype.itemsize
+        nbytes = (M * K + N * K) * in_bytes + M * N * 2
         n_sets = rotation_count(nbytes, target.l2_bytes)
-        sets = [(torch.randn(M, K, device=dev, dtype=dtype), torch.randn(N, K, device=dev, dtype=dtype))
-                for _ in range(n_sets)]
+        sets = [bop.inputs(M, N, K, dtype_name, dev) for _ in range(n_sets)]
         override = (configs or {}).get((M, N, K))
-        cfg, source = (override, "bench override") if override else _configs.select("a16w16", target.arch, M, N, K)
+        cfg, source = (override, "bench override") if override else \
+            _configs.select(bop.table_op(dtype_name), target.arch, M, N, K)
         err = None
         if check:
-            x, w = sets[0]
-            ref = (x.float() @ w.float().T)
-            y = torch.full((M, N), float("nan"), device=dev, dtype=dtype)
-            gemmkit.gemm_a16w16(x, w, out=y, config=override)
+            ref = bop.reference(sets[0])
+            y = bop.run(sets[0], override)
             err = ((y.float() - ref).norm() / ref.norm()).item() if ref.norm() > 0 else 0.0
         # Table configs go through the op's own lookup, as a user's call would.
         timer = time_graph if cuda_graph else time_rotated
-        ms = timer(lambda x, w: gemmkit.gemm_a16w16(x, w, config=override), sets, warmup_ms, rep_ms)
-        ref_ms = timer(lambda x, w: torch.matmul(x, w.T), sets, warmup_ms, rep_ms)
-        row = {"op": "a16w16", "label": label, "M": M, "N": N, "K": K, "dtype": dtype_name,
+        ms = timer(lambda *inp: bop.run(inp, override), sets, warmup_ms, rep_ms)
+        try:
+            ref_ms = timer(lambda *inp: bop.vendor(inp), sets, warmup_ms, rep_ms)
+            ref_error = None
+        except Exception as e:  # e.g. torch._int_mm needs M > 16
+            ref_ms, ref_error = None, f"{type(e).__name__}: {str(e)[:200]}"
+        row = {"op": op, "label": label, "M": M, "N": N, "K": K, "dtype": dtype_name,
                "backend": "triton", "config": cfg, "config_source": source, "ms": ms,
-               "tflops": flops / ms / 1e9, "gbps": nbytes / ms / 1e6, "ref_impl": "torch.matmul (cuBLAS)",
-               "ref_ms": ref_ms, "ref_tflops": flops / ref_ms / 1e9, "ref_gbps": nbytes / ref_ms / 1e6,
-               "ratio": ref_ms / ms, "rel_err_vs_fp32": err, "input_sets": n_sets,
+               "tflops": flops / ms / 1e9, "gbps": nbytes / ms / 1e6, "ref_impl": vendor_name,
+               "ref_ms": ref_ms, "ref_tflops": flops / ref_ms / 1e9 if ref_ms else None,
+               "ref_gbps": nbytes / ref_ms / 1e6 if ref_ms else None,
+               "ratio": ref_ms / ms if ref_ms else None, "rel_err_vs_fp32": err, "input_sets": n_sets,
                "timing": "cuda_graph" if cuda_graph else "eager"}
+        if ref_error:
+            row["ref_error"] = ref_error
         rows.append(row)
-        print(f"{label:28s} {M:6d} {N:6d} {K:6d} {row['tflops']:12.1f} {row['ref_tflops']:11.1f} "
-              f"{row['ratio']:6.3f} {row['gbps']:7.0f}  {err if err is None else f'{err:.1e}'}", flush=True)
+        ref_txt = f"{row['ref_tflops']:11.1f} {row['ratio']:6.3f}" if ref_ms else f"{'n/a':>11s} {'n/a':>6s}"
+        print(f"{label:28s} {M:6d} {N:6d} {K:6d} {row['tflops']:12.1f} {ref_txt} "
+              f"{row['gbps']:7.0f}  {err if err is None else f'{err:.1e}'}", flush=True)
         del sets
         torch.cuda.empty_cache()
     result = {"device": torch.cuda.get_device_name(), "arch": target.arch, "num_sms": target.num_cus,
               "sm_clock_mhz": _sm_clock_mhz(), "torch": torch.__version__, "triton": triton.__version__,
               "cuda": torch.version.cuda, "date": datetime.date.today().isoformat(), "git_sha": git_sha(),
+              "op": op, "dtype": dtype_name,
               "method": "triton.testing.do_bench median (L2 cleared per call), inputs rotated to >= 4x L2"
               + ("; one CUDA graph replayed (one call per input set), time per call" if cuda_graph else
                  "; eager calls (Python and launch overhead included, for both sides)"),

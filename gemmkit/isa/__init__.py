@@ -42,7 +42,9 @@ AMD_COUNTS = {
 SM90_COUNTS = {
     "HGMMA": r"\bHGMMA\.",
     "QGMMA": r"\bQGMMA\.",
+    "IGMMA": r"\bIGMMA\.",
     "HMMA": r"\bHMMA\.",
+    "IMMA": r"\bIMMA\.",
     "UTMALDG": r"\bUTMALDG\b",
     "UTMASTG": r"\bUTMASTG\b",
     "LDGSTS": r"\bLDGSTS\b",
@@ -51,10 +53,10 @@ SM90_COUNTS = {
     "BAR": r"\bBAR\.",
 }
 _AMD_MMA = re.compile(r"^\s*v_mfma_\w*?_(\d+)x(\d+)x(\d+)", re.M)
-_SM90_GMMA = re.compile(r"\b[HQ]GMMA\.(\d+)x(\d+)x(\d+)")
-_SM90_HMMA = re.compile(r"\bHMMA\.(\d{2})(\d)(\d{1,2})\b")  # HMMA.16816 = m16 n8 k16, HMMA.1688 = m16 n8 k8
+_SM90_GMMA = re.compile(r"\b[HQI]GMMA\.(\d+)x(\d+)x(\d+)")
+_SM90_HMMA = re.compile(r"\b[HI]MMA\.(\d{2})(\d)(\d{1,2})\b")  # HMMA.16816 = m16 n8 k16, HMMA.1688 = m16 n8 k8
 # Bump when the analysis (what `resources` reads) changes: it is part of the report cache key.
-ANALYSIS_VERSION = 2
+ANALYSIS_VERSION = 3
 
 
 def compile_static(kernel, signature: dict, constexprs: dict, target, options: dict, divisible=()):

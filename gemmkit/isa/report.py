@@ -26,6 +26,8 @@ from .promises import evaluate
 # so an op's kernels, configs and promises stay in the op's own files.
 PROVIDERS = {
     "a16w16": "gemmkit.ops.gemm_a16w16",
+    "a8w8": "gemmkit.ops.gemm_a8w8",
+    "a8w8_blockscale": "gemmkit.ops.gemm_a8w8_blockscale",
 }
 OPS = tuple(PROVIDERS)
 
@@ -74,12 +76,12 @@ def analyze(case: dict, use_cache: bool = True) -> dict:
         else:
             target = _arch.ARCHS[case["arch"]]
             metrics = resources(compile_static(kernel, sig, ce, target, opts, div), target, block)
-            metrics["smem_bound"] = bound
             if use_cache:
                 cached.parent.mkdir(parents=True, exist_ok=True)
                 tmp = cached.with_suffix(f".{os.getpid()}.tmp")
                 tmp.write_text(json.dumps(metrics))
                 tmp.replace(cached)
+        metrics["smem_bound"] = bound  # the op's current bound, not the cached one
         row.update(metrics, ok=True)
         checks = evaluate(promises, metrics, case["config"], _arch.ARCHS[case["arch"]])
         row.update(promises=checks, promises_ok=all(c["ok"] for c in checks))
@@ -126,7 +128,9 @@ def _blocks(cfg):
 
 def _mma(r):
     c = r.get("counts", {})
-    return str(c["v_mfma"]) if "v_mfma" in c else f"{c.get('HGMMA', 0)}/{c.get('HMMA', 0)}"
+    if "v_mfma" in c:
+        return str(c["v_mfma"])
+    return f"{c.get('HGMMA', 0) + c.get('QGMMA', 0) + c.get('IGMMA', 0)}/{c.get('HMMA', 0) + c.get('IMMA', 0)}"
 
 
 def format_rows(rows, markdown=False):
@@ -139,7 +143,7 @@ def format_rows(rows, markdown=False):
         lines.append(f"{'arch':7s} {'kernel':24s} {'table:bucket':40s} {'blocks':20s} {'vgpr':>5s} {'agpr':>5s} "
                      f"{'sgpr':>5s} {'spill':>6s} {'smem':>7s} {'occ':>4s} {'mma':>7s}  promises")
     for r in rows:
-        where = f"{r['table']}:{r['bucket']}"
+        where = f"{r['table']}:{r['bucket']}" + (f" [{r['dtype']}]" if r.get("dtype", "bf16") != "bf16" else "")
         if not r["ok"]:
             cells = [r["arch"], r["kernel"], where, _blocks(r["config"]), "", "", "", "", "", "", "",
                      "COMPILE FAILED: " + r["error"].splitlines()[0][:80]]
@@ -161,7 +165,7 @@ def print_summary(op: str = "a16w16", archs=None, json_path=None, markdown_path=
     rows = collect(op, archs)
     print(f"static compile of {op} kernels x shipped configs on {', '.join(archs or _arch.ARCHS)} "
           "(Triton compiles for targets it has no GPU for); occ = waves/SIMD (AMD), resident warps/SM (sm_90); "
-          "mma = v_mfma (AMD), HGMMA/HMMA (sm_90)")
+          "mma = v_mfma (AMD), wgmma/mma.sync (sm_90: HGMMA+QGMMA+IGMMA / HMMA+IMMA)")
     print(format_rows(rows))
     ok = all(r["ok"] and r["promises_ok"] for r in rows)
     n_promises = sum(len(r["promises"]) for r in rows)
@@ -192,8 +196,9 @@ def write_markdown(rows, path):
         "",
         "Columns: vgpr/agpr/sgpr are AMD register counts (sm_90: vgpr = registers per thread); "
         "spill = scratch (AMD) or stack + local bytes (sm_90); occ = waves per SIMD from registers "
-        "and LDS (AMD) or resident warps per SM (sm_90); mma = v_mfma count (AMD) or HGMMA/HMMA "
-        "count in the SASS (sm_90).",
+        "and LDS (AMD) or resident warps per SM (sm_90); mma = v_mfma count (AMD) or, in the SASS "
+        "(sm_90), wgmma / mma.sync counts (HGMMA + QGMMA (fp8) + IGMMA (int8) / HMMA + IMMA). "
+        "A `[fp8]` / `[int8]` after the bucket names the operand type compiled (default bf16).",
         "",
         "Findings the promises do not (yet) cover: the Triton-tier kernels use `global_load` on "
         "gfx942/gfx950, not buffer loads or direct-to-LDS loads, and Triton 3.6's block ping-pong "

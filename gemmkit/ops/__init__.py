@@ -1,4 +1,6 @@
 """Public ops, one module per family."""
+from .gemm_a8w8 import gemm_a8w8
+from .gemm_a8w8_blockscale import gemm_a8w8_blockscale
 from .gemm_a16w16 import gemm_a16w16
 
-__all__ = ["gemm_a16w16"]
+__all__ = ["gemm_a16w16", "gemm_a8w8", "gemm_a8w8_blockscale"]

@@ -20,6 +20,7 @@ from .. import configs as _configs
 LAUNCHES: collections.Counter = collections.Counter()
 
 FLOAT16_DTYPES = (torch.bfloat16, torch.float16)
+FP8_E4M3_DTYPES = (torch.float8_e4m3fn, torch.float8_e4m3fnuz)
 OUT_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
 
 
@@ -45,6 +46,11 @@ def check_same_device(**tensors):
     for name, t in named[1:]:
         if t.device != first.device:
             raise ValueError(f"{name}: expected a tensor on {first.device} (like {first_name}), got {t.device}")
+
+
+def fp8_dtype(target) -> torch.dtype:
+    """The FP8 (E4M3) torch dtype `target`'s matrix units take (gemmkit.arch.Target.fp8_e4m3)."""
+    return getattr(torch, target.fp8_e4m3)
 
 
 def check_out_dtype(out_dtype):

@@ -1,6 +1,7 @@
-"""Epilogue: what happens to an fp32 accumulator tile before it is stored. Written once.
+"""Epilogue: what happens to an accumulator tile before it is stored. Written once.
 
-    acc (BLOCK_M x BLOCK_N, fp32)
+    acc (BLOCK_M x BLOCK_N, fp32; int32 for int8 GEMMs)
+      -> * x_scale[offs_m] * w_scale[offs_n]   (SCALE == "rowcol": per-token x per-channel, fp32)
       -> + bias[offs_n]            (HAS_BIAS; bias read once per tile, masked at N)
       -> activation                (ACTIVATION: "none" | "relu" | "gelu" | "gelu_tanh" | "silu")
       -> cast to the output dtype, store (pointer store here; TMA store in the TMA kernel)
@@ -20,7 +21,8 @@ also in the negative tails where the value is tiny):
 
 Constraints:
   - ACTIVATION is a constexpr string from ACTIVATIONS; anything else is a compile error.
-  - bias is a contiguous (N,) vector; its dtype is the op's input dtype.
+  - bias is a contiguous (N,) vector (any float dtype; added in fp32).
+  - SCALE == "rowcol": x_scale a contiguous (M,) and w_scale a contiguous (N,) fp32 vector.
 """
 import triton
 import triton.language as tl
@@ -75,6 +77,18 @@ def bias_activation(acc, bias_ptr, offs_n, N, HAS_BIAS: tl.constexpr, ACTIVATION
         bias = tl.load(bias_ptr + offs_n, mask=offs_n < N, other=0.0)
         acc = acc + bias.to(tl.float32)[None, :]
     return activation(acc, ACTIVATION)
+
+
+@triton.jit
+def epilogue(acc, xs_ptr, wsc_ptr, bias_ptr, offs_m, offs_n, M, N,
+             SCALE: tl.constexpr, HAS_BIAS: tl.constexpr, ACTIVATION: tl.constexpr):
+    """The whole epilogue of a finished tile: scales (SCALE == "rowcol"), bias, activation; fp32 out."""
+    acc = acc.to(tl.float32)
+    if SCALE == "rowcol":
+        xs = tl.load(xs_ptr + offs_m, mask=offs_m < M, other=0.0)
+        ws = tl.load(wsc_ptr + offs_n, mask=offs_n < N, other=0.0)
+        acc = acc * xs[:, None] * ws[None, :]
+    return bias_activation(acc, bias_ptr, offs_n, N, HAS_BIAS, ACTIVATION)
 
 
 @triton.jit

@@ -1,0 +1,291 @@
+"""The dense GEMM kernels seen from the host: feasibility, path choice, constexprs, launch.
+
+Every GEMM op (gemm_a16w16, gemm_a8w8, gemm_a8w8_blockscale) validates its own
+arguments, then calls `launch` here with 2-D operands, an output, and a
+`Scaling` that says how (if at all) the accumulator is scaled:
+
+    Scaling("none")                               a16w16
+    Scaling("rowcol", x_scale (M,), w_scale (N,)) a8w8, per-token x per-channel, in the epilogue
+    Scaling("block", x_scale (M, KB), w_scale (NB, KB), block_n, block_k)
+                                                  a8w8_blockscale, per K step in the mainloop
+
+Path per call (same config either way):
+  TMA kernel      sm_90, config "tma": true, and x, w, y meet TMA's alignment rules
+  pointer kernel  everything else (AMD, unaligned K/N, odd strides, the interpreter)
+
+`constexprs` and `static_spec` are the single description of what a launch
+specialises, used both by `launch` and by the static compiles of `gemmkit isa`.
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+
+import torch
+
+from ..kernels.triton._schedule import persistent_grid
+from ..kernels.triton._splitk_reduce import splitk_reduce_kernel
+from ..kernels.triton.gemm import gemm_kernel
+from ..kernels.triton.gemm_tma import gemm_tma_kernel
+from . import _common as C
+
+TMA_MAX_BOX = 256  # elements per TMA box dimension
+
+FP8_DTYPES = (torch.float8_e4m3fn, torch.float8_e4m3fnuz, torch.float8_e5m2, torch.float8_e5m2fnuz)
+TL_DTYPE = {torch.bfloat16: "bf16", torch.float16: "fp16", torch.float32: "fp32", torch.int8: "i8",
+            torch.float8_e4m3fn: "fp8e4nv", torch.float8_e4m3fnuz: "fp8e4b8", torch.float8_e5m2: "fp8e5",
+            torch.float8_e5m2fnuz: "fp8e5b16"}
+
+
+@dataclasses.dataclass(frozen=True)
+class Scaling:
+    mode: str = "none"  # "none" | "rowcol" | "block"
+    x_scale: torch.Tensor | None = None
+    w_scale: torch.Tensor | None = None
+    block_n: int = 1  # block: rows of w per w_scale row
+    block_k: int = 1  # block: K elements per scale column
+
+
+NO_SCALING = Scaling()
+
+
+def cdiv(a, b):
+    return (a + b - 1) // b
+
+
+def next_pow2(n):
+    return 1 << (max(1, n) - 1).bit_length()
+
+
+# ----------------------------------------------------------------------------- feasibility and path
+
+def smem_bytes(cfg: dict, target, in_bytes: int, out_bytes: int, tma: bool) -> int:
+    """Upper bound on the shared memory (LDS) a config needs on `target`.
+
+    NVIDIA: the pipeliner keeps `num_stages` (x, w) tile pairs in shared memory;
+    the TMA path also stages the output tile for its TMA store. AMD: the stream
+    pipeliner keeps num_stages - 1 pairs in LDS (the newest K step waits in
+    registers). Read off compiled kernels (Triton 3.6); the static-compile test
+    checks that the bound holds for every shipped config.
+    """
+    stage = (cfg["BLOCK_SIZE_M"] + cfg["BLOCK_SIZE_N"]) * cfg["BLOCK_SIZE_K"] * in_bytes
+    stages = cfg["num_stages"] if target.is_nvidia else max(1, cfg["num_stages"] - 1)
+    # TMA: the output staging tile, plus ~0.5 KiB of mbarriers and alignment seen in compiled kernels.
+    epilogue = cfg["BLOCK_SIZE_M"] * cfg["BLOCK_SIZE_N"] * out_bytes + 1024 if tma else 0
+    # Pointer path on NVIDIA: up to 1 KiB of layout-conversion scratch (block scales moved into
+    # the wgmma accumulator layout), seen in compiled kernels.
+    scratch = 1024 if target.is_nvidia and not tma else 0
+    return stages * stage + epilogue + scratch
+
+
+def check_feasible(cfg: dict, target, in_bytes: int = 2, out_bytes: int = 2, tma: bool = False):
+    """Raise ValueError (naming the key) if `cfg` cannot run on `target` on the given path."""
+    if tma:
+        if not target.is_nvidia:
+            raise ValueError(f"config: key 'tma' needs an NVIDIA sm_90 target, not {target.arch}")
+        for key in ("BLOCK_SIZE_M", "BLOCK_SIZE_N", "BLOCK_SIZE_K"):
+            if cfg[key] > TMA_MAX_BOX:
+                raise ValueError(f"config: key {key!r} = {cfg[key]} exceeds the TMA box limit of {TMA_MAX_BOX}")
+    need = smem_bytes(cfg, target, in_bytes, out_bytes, tma)
+    if need > target.shared_mem_bytes:
+        raise ValueError(
+            f"config: BLOCK_SIZE_M/N/K = {cfg['BLOCK_SIZE_M']}/{cfg['BLOCK_SIZE_N']}/{cfg['BLOCK_SIZE_K']} with "
+            f"num_stages = {cfg['num_stages']} needs {need} bytes of shared memory{' (TMA path)' if tma else ''}; "
+            f"{target.name} ({target.arch}) allows {target.shared_mem_bytes} per block")
+
+
+def choose_path(cfg: dict, target, x2, w, y) -> str:
+    """"tma" or "pointer" for this call; ValueError if the config fits neither.
+
+    TMA when the config asks for it, the target has it, the tensors meet its
+    alignment rules and the output staging tile fits (an fp32 output doubles
+    it); otherwise the pointer kernel with the same tiles.
+    """
+    in_bytes, out_bytes = x2.element_size(), y.element_size()
+    if cfg["tma"] and target.is_nvidia and C.tma_compatible(x2, w, y):
+        try:
+            check_feasible(cfg, target, in_bytes, out_bytes, tma=True)
+            return "tma"
+        except ValueError:
+            pass
+    check_feasible(cfg, target, in_bytes, out_bytes, tma=False)
+    return "pointer"
+
+
+# ----------------------------------------------------------------------------- what a launch specialises
+
+def constexprs(cfg: dict, target, *, tma: bool, has_bias: bool, activation: str, even_k: bool,
+               in_dtype=torch.bfloat16, scale: str = "none", scale_bn: int = 1, scale_bk: int = 1) -> dict:
+    """The kernel's constexpr arguments, from the config, the target and the operands
+    (one place for the launch and the static compile)."""
+    c = dict(BLOCK_M=cfg["BLOCK_SIZE_M"], BLOCK_N=cfg["BLOCK_SIZE_N"], BLOCK_K=cfg["BLOCK_SIZE_K"],
+             GROUP_SIZE_M=cfg["GROUP_SIZE_M"], NUM_XCDS=target.num_xcds,
+             HAS_BIAS=has_bias, ACTIVATION=activation, SPLIT_K=cfg["NUM_KSPLIT"],
+             SCALE=scale, SCALE_BN=scale_bn, SCALE_BK=scale_bk,
+             ACC_INT=in_dtype == torch.int8,
+             # fp8 on sm_90: promote the wgmma partial sums to fp32 every K block of <= 128 (_mainloop.py).
+             PROMOTE_K=min(cfg["BLOCK_SIZE_K"], 128) if in_dtype in FP8_DTYPES else 0)
+    if not tma:
+        c.update(EVEN_K=even_k, PERSISTENT=bool(cfg["persistent"]))
+    return c
+
+
+def static_spec(cfg: dict, target, *, dtype=torch.bfloat16, out_dtype=None, tma: bool | None = None,
+                has_bias: bool = True, activation: str = "none", even_k: bool = True, scale: str = "none",
+                scale_bn: int = 1, scale_bk: int = 1):
+    """(kernel, signature, constexprs, divisible, options) to compile a GEMM for `target` without a GPU.
+
+    Describes the common aligned case as the JIT would specialise it: unit
+    stride on K constexpr, pointers and row strides divisible by 16 (`divisible`).
+    """
+    out_dtype = out_dtype or (dtype if dtype in C.FLOAT16_DTYPES else torch.bfloat16)
+    tma = bool(cfg.get("tma")) and target.is_nvidia if tma is None else tma
+    ce = constexprs(cfg, target, tma=tma, has_bias=has_bias, activation=activation, even_k=even_k,
+                    in_dtype=dtype, scale=scale, scale_bn=scale_bn, scale_bk=scale_bk)
+    t_in, t_out = TL_DTYPE[dtype], TL_DTYPE[out_dtype]
+    t_bias = t_in if dtype in C.FLOAT16_DTYPES else "bf16"
+    scale_strides = {"stride_xsm": "i32", "stride_xsk": "i32", "stride_wsn": "i32", "stride_wsk": "i32"}
+    if tma:
+        bm, bn, bk = cfg["BLOCK_SIZE_M"], cfg["BLOCK_SIZE_N"], cfg["BLOCK_SIZE_K"]
+        sig = {"x_desc": f"tensordesc<{t_in}[{bm}, {bk}]>", "w_desc": f"tensordesc<{t_in}[{bn}, {bk}]>",
+               "y_desc": f"tensordesc<{t_out}[{bm}, {bn}]>", "xs_ptr": "*fp32", "wsc_ptr": "*fp32",
+               "bias_ptr": f"*{t_bias}", "part_ptr": "*fp32", "M": "i32", "N": "i32", "K": "i32", **scale_strides}
+        kernel = gemm_tma_kernel
+    else:
+        sig = {"x_ptr": f"*{t_in}", "w_ptr": f"*{t_in}", "xs_ptr": "*fp32", "wsc_ptr": "*fp32",
+               "bias_ptr": f"*{t_bias}", "y_ptr": f"*{t_out}", "part_ptr": "*fp32",
+               "M": "i32", "N": "i32", "K": "i32",
+               "stride_xm": "i32", "stride_xk": "constexpr", "stride_wn": "i32", "stride_wk": "constexpr",
+               "stride_ym": "i32", "stride_yn": "constexpr", **scale_strides}
+        ce.update(stride_xk=1, stride_wk=1, stride_yn=1)  # the contiguous fast case Triton specialises
+        kernel = gemm_kernel
+    sig.update({k: "constexpr" for k in ce if k not in sig})
+    divisible = [k for k, v in sig.items() if v.startswith("*") or k in ("stride_xm", "stride_wn", "stride_ym")]
+    return kernel, sig, ce, divisible, C.compiler_options(cfg, target)
+
+
+# Split-K reduce tile: 32 x 128 fp32 = 16 KiB per split, read by 4 warps (16 B per thread per row
+# chunk); shrunk to the problem for small M / N.
+REDUCE_BM, REDUCE_BN, REDUCE_WARPS = 32, 128, 4
+
+
+def reduce_tile(M: int, N: int):
+    return min(REDUCE_BM, next_pow2(M)), min(REDUCE_BN, next_pow2(N))
+
+
+def reduce_static_spec(target, *, split_k: int = 4, dtype=torch.bfloat16, activation: str = "silu"):
+    """(kernel, signature, constexprs, divisible, options) of the split-K reduce as `launch` runs it
+    for a large problem (full reduce tiles)."""
+    t = TL_DTYPE[dtype]
+    bm, bn = reduce_tile(2**20, 2**20)
+    sig = {"ws_ptr": "*fp32", "bias_ptr": f"*{t}", "y_ptr": f"*{t}", "M": "i32", "N": "i32", "split_stride": "i32",
+           "stride_ym": "i32", "stride_yn": "constexpr"}
+    ce = dict(stride_yn=1, SPLIT_K=split_k, BLOCK_M=bm, BLOCK_N=bn, HAS_BIAS=True, ACTIVATION=activation)
+    sig.update({k: "constexpr" for k in ce if k not in sig})
+    return splitk_reduce_kernel, sig, ce, ["ws_ptr", "bias_ptr", "y_ptr", "stride_ym"], {"num_warps": REDUCE_WARPS}
+
+
+# ----------------------------------------------------------------------------- launch
+
+def launch(x2, w, bias, y, activation, cfg, target, scaling: Scaling = NO_SCALING, compile_only=False):
+    """Launch (or, with compile_only, just compile: the tuner's parallel warm-up) the GEMM for one call.
+
+    x2 (M, K), w (N, K), y (M, N) 2-D views; bias (N,) contiguous or None; scales as `scaling` says.
+    """
+    M, K = x2.shape
+    N = w.shape[0]
+    bm, bn, bk = cfg["BLOCK_SIZE_M"], cfg["BLOCK_SIZE_N"], cfg["BLOCK_SIZE_K"]
+    split_k = cfg["NUM_KSPLIT"]
+    num_work = cdiv(M, bm) * cdiv(N, bn) * split_k
+    persistent = bool(cfg["persistent"])
+    has_bias = bias is not None
+    bias_arg = bias if has_bias else y  # never read when HAS_BIAS is False
+    xs = scaling.x_scale if scaling.x_scale is not None else y  # never read when SCALE == "none"
+    wsc = scaling.w_scale if scaling.w_scale is not None else y
+    if scaling.mode == "block":
+        scale_strides = (xs.stride(0), xs.stride(1), wsc.stride(0), wsc.stride(1))
+    else:
+        scale_strides = (0, 0, 0, 0)
+    # Split-K partial sums: (split, M, N) fp32, reduced in order by splitk_reduce_kernel.
+    part = torch.empty((split_k, M, N), dtype=torch.float32, device=x2.device) if split_k > 1 else y
+    opts = C.compiler_options(cfg, target)
+    common = dict(has_bias=has_bias, activation=activation, in_dtype=x2.dtype, scale=scaling.mode,
+                  scale_bn=scaling.block_n, scale_bk=scaling.block_k)
+    # One program per work id (tile x split), or a persistent grid of one program per CU.
+    grid = (persistent_grid(num_work, target.num_cus, target.num_xcds) if persistent else num_work,)
+    if choose_path(cfg, target, x2, w, y) == "tma":
+        from triton.tools.tensor_descriptor import TensorDescriptor
+
+        ce = constexprs(cfg, target, tma=True, even_k=False, **common)
+        kernel = gemm_tma_kernel
+        (functools.partial(kernel.warmup, grid=grid) if compile_only else kernel[grid])(
+            TensorDescriptor.from_tensor(x2, [bm, bk]), TensorDescriptor.from_tensor(w, [bn, bk]),
+            TensorDescriptor.from_tensor(y, [bm, bn]), xs, wsc, bias_arg, part, M, N, K, *scale_strides,
+            **ce, **opts)
+        C.LAUNCHES["gemm_tma_kernel"] += not compile_only
+    else:
+        ce = constexprs(cfg, target, tma=False, even_k=K % bk == 0, **common)
+        kernel = gemm_kernel
+        (functools.partial(kernel.warmup, grid=grid) if compile_only else kernel[grid])(
+            x2, w, xs, wsc, bias_arg, y, part, M, N, K, x2.stride(0), x2.stride(1), w.stride(0), w.stride(1),
+            y.stride(0), y.stride(1), *scale_strides, **ce, **opts)
+        C.LAUNCHES["gemm_kernel"] += not compile_only
+    if split_k > 1:
+        rbm, rbn = reduce_tile(M, N)
+        rgrid = (cdiv(M, rbm), cdiv(N, rbn))
+        kernel = splitk_reduce_kernel
+        (functools.partial(kernel.warmup, grid=rgrid) if compile_only else kernel[rgrid])(
+            part, bias_arg, y, M, N, M * N, y.stride(0), y.stride(1), SPLIT_K=split_k, BLOCK_M=rbm, BLOCK_N=rbn,
+            HAS_BIAS=has_bias, ACTIVATION=activation, num_warps=REDUCE_WARPS)
+        C.LAUNCHES["splitk_reduce_kernel"] += not compile_only
+
+
+def matrix_operand(t):
+    """A 2-D operand the pointer kernel reads well: unit stride on one dim, else a contiguous copy."""
+    if t.stride(-1) == 1 or t.stride(0) == 1:
+        return t
+    return t.contiguous()
+
+
+# ----------------------------------------------------------------------------- static cases (gemmkit isa)
+
+def _case_dtype(name, target):
+    return {"bf16": torch.bfloat16, "fp16": torch.float16, "int8": torch.int8}.get(name) or C.fp8_dtype(target)
+
+
+def table_cases(op: str, archs, dtypes=("bf16",)):
+    """Every bucket of every shipped table of `op` for its arch, per operand dtype; configs with
+    "tma": true compile both the TMA kernel and the pointer kernel the op falls back to."""
+    import json
+
+    from .. import arch as _arch
+    from .. import configs as _configs
+
+    for path in _configs.shipped_tables(op):
+        arch = path.parent.name
+        if arch not in archs:
+            continue
+        for bucket, cfg in json.loads(path.read_text()).items():
+            cfg = _configs.validate_config(cfg, backend=_arch.ARCHS[arch].backend, where=f"{path}:{bucket}")
+            for p in (["tma", "pointer"] if cfg.get("tma") else ["pointer"]):
+                for dt in dtypes:
+                    yield {"kernel": "gemm_tma_kernel" if p == "tma" else "gemm_kernel", "op": op, "arch": arch,
+                           "table": path.name, "bucket": bucket, "config": cfg, "path": p, "dtype": dt}
+
+
+def table_spec(case, *, scale="none", scale_bn=1, scale_bk=1):
+    """isa_spec for a table case: the GEMM kernel as the op launches it for `case["dtype"]` operands."""
+    from .. import arch as _arch
+    from ..kernels.triton import gemm as k_ptr
+    from ..kernels.triton import gemm_tma as k_tma
+
+    target = _arch.ARCHS[case["arch"]]
+    cfg, tma = case["config"], case["path"] == "tma"
+    dtype = _case_dtype(case.get("dtype", "bf16"), target)
+    kernel, sig, ce, div, opts = static_spec(cfg, target, dtype=dtype, tma=tma, scale=scale, scale_bn=scale_bn,
+                                             scale_bk=scale_bk)
+    out_bytes = 2
+    return dict(kernel=kernel, signature=sig, constexprs=ce, divisible=div, options=opts,
+                promises=(k_tma if tma else k_ptr).PROMISES,
+                block=(cfg["BLOCK_SIZE_M"], cfg["BLOCK_SIZE_N"], cfg["BLOCK_SIZE_K"]),
+                smem_bound=smem_bytes(cfg, target, dtype.itemsize, out_bytes, tma))

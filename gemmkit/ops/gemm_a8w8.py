@@ -1,0 +1,181 @@
+"""gemm_a8w8: y = (x @ w.T) * x_scale * w_scale + bias for int8 or fp8 operands.
+
+    x (M, K) int8 | fp8      x_scale (M, 1) or (M,) fp32   per token
+    w (N, K) same dtype      w_scale (1, N) or (N,) fp32   per output channel
+    acc = x @ w.T            int32 (int8: exact) or fp32 (fp8, promoted every K block; _mainloop.py)
+    y   = acc * x_scale[:, None] * w_scale[None, :] + bias      in fp32, then cast to out_dtype
+
+The same dense kernels as gemm_a16w16 (ops/_gemm.py, SCALE = "rowcol"): the
+scales are a change to the epilogue only. Two custom ops with fakes:
+
+  gemmkit::gemm_a8w8      functional
+  gemmkit::gemm_a8w8_out  writes into `out`
+
+FP8 format per target: float8_e4m3fn on sm_90 and gfx950, float8_e4m3fnuz on
+gfx942 (gemmkit.arch.Target.fp8_e4m3); the other one is a TypeError, never a
+silent reinterpretation of the bits.
+"""
+from __future__ import annotations
+
+import torch
+
+from . import _common as C
+from . import _gemm as G
+
+OP = "a8w8"
+# Config tables per operand type: fp8 (A8W8.json) promotes its accumulator (two fp32 tiles live,
+# so smaller tiles fit the registers), int8 (A8W8_INT8.json) accumulates exactly in one int32 tile.
+TABLE_OP = {"fp8": "a8w8", "int8": "a8w8_int8"}
+BIAS_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
+
+
+# ----------------------------------------------------------------------------- validation
+
+def check_8bit_pair(x, w, *, allow_int8=True):
+    """x (M, K) and w (N, K) of one supported 8-bit dtype; returns (M, N, K)."""
+    allowed = (torch.int8,) + C.FP8_E4M3_DTYPES if allow_int8 else C.FP8_E4M3_DTYPES
+    C.check_tensor("x", x, dtypes=allowed, ndim=2)
+    C.check_tensor("w", w, ndim=2)
+    if w.dtype != x.dtype:
+        raise TypeError(f"w: expected dtype {x.dtype} (the dtype of x), got {w.dtype}")
+    M, K = x.shape
+    if w.shape[1] != K:
+        raise ValueError(f"w: expected shape (N, {K}) to match x's last dim K={K}, got {tuple(w.shape)}")
+    return M, w.shape[0], K
+
+
+def check_fp8_flavour(x, target):
+    """An fp8 x must be the E4M3 flavour the target's matrix units take."""
+    if x.dtype in C.FP8_E4M3_DTYPES and x.dtype != C.fp8_dtype(target):
+        raise TypeError(f"x: {target.name} ({target.arch}) multiplies {C.fp8_dtype(target)}, got {x.dtype}; "
+                        "quantize to the target's FP8 format (gemmkit.quant takes dtype=None for it)")
+
+
+def _vector_scale(name, s, length, shapes):
+    C.check_tensor(name, s, dtypes=(torch.float32,))
+    if tuple(s.shape) not in shapes:
+        raise ValueError(f"{name}: expected shape {' or '.join(map(str, shapes))}, got {tuple(s.shape)}")
+
+
+def _check_out(out, M, N, out_dtype):
+    if out is None:
+        return
+    C.check_tensor("out", out, ndim=2)
+    if tuple(out.shape) != (M, N):
+        raise ValueError(f"out: expected shape {(M, N)}, got {tuple(out.shape)}")
+    if out.dtype != out_dtype:
+        raise TypeError(f"out: expected dtype {out_dtype} (out_dtype), got {out.dtype}")
+
+
+def _check_inputs(x, w, x_scale, w_scale, bias, out_dtype, out=None):
+    M, N, K = check_8bit_pair(x, w)
+    _vector_scale("x_scale", x_scale, M, [(M, 1), (M,)])
+    _vector_scale("w_scale", w_scale, N, [(1, N), (N,)])
+    if bias is not None:
+        C.check_tensor("bias", bias, dtypes=BIAS_DTYPES, ndim=1)
+        if bias.shape[0] != N:
+            raise ValueError(f"bias: expected shape ({N},) (N = w.shape[0]), got {tuple(bias.shape)}")
+    C.check_out_dtype(out_dtype)
+    _check_out(out, M, N, out_dtype)
+    C.check_same_device(x=x, w=w, x_scale=x_scale, w_scale=w_scale, bias=bias, out=out)
+    return M, N, K
+
+
+# ----------------------------------------------------------------------------- implementation
+
+def _run(x, w, x_scale, w_scale, bias, config, y, compile_only=False):
+    M, K = x.shape
+    N = w.shape[0]
+    if M == 0 or N == 0:
+        return
+    if K == 0:  # the empty sum, scaled: bias (or zeros) in every row
+        y.copy_((bias.float() if bias is not None else torch.zeros(N, device=x.device)).expand(M, N))
+        return
+    C.check_device_supported(x)
+    target = C.target_for(x.device)
+    check_fp8_flavour(x, target)
+    cfg, _source = C.resolve_config(TABLE_OP["int8" if x.dtype == torch.int8 else "fp8"], config, target, M, N, K)
+    if cfg["NUM_KSPLIT"] != 1:
+        raise ValueError("config: key 'NUM_KSPLIT' must be 1 for gemm_a8w8 (the scales apply after the full K sum)")
+    scaling = G.Scaling("rowcol", x_scale.reshape(M).contiguous(), w_scale.reshape(N).contiguous())
+    G.launch(G.matrix_operand(x), G.matrix_operand(w), bias.contiguous() if bias is not None else None, y,
+             "none", cfg, target, scaling, compile_only=compile_only)
+
+
+@torch.library.custom_op("gemmkit::gemm_a8w8", mutates_args=())
+def _gemm_a8w8_op(x: torch.Tensor, w: torch.Tensor, x_scale: torch.Tensor, w_scale: torch.Tensor,
+                  bias: torch.Tensor | None, out_dtype: torch.dtype, config: str) -> torch.Tensor:
+    M, N, _K = _check_inputs(x, w, x_scale, w_scale, bias, out_dtype)
+    y = torch.empty((M, N), dtype=out_dtype, device=x.device)
+    _run(x, w, x_scale, w_scale, bias, config, y)
+    return y
+
+
+@_gemm_a8w8_op.register_fake
+def _(x, w, x_scale, w_scale, bias, out_dtype, config):
+    M, N, _K = _check_inputs(x, w, x_scale, w_scale, bias, out_dtype)
+    return x.new_empty((M, N), dtype=out_dtype)
+
+
+@torch.library.custom_op("gemmkit::gemm_a8w8_out", mutates_args=("out",))
+def _gemm_a8w8_out_op(x: torch.Tensor, w: torch.Tensor, x_scale: torch.Tensor, w_scale: torch.Tensor,
+                      bias: torch.Tensor | None, config: str, out: torch.Tensor) -> None:
+    _check_inputs(x, w, x_scale, w_scale, bias, out.dtype, out)
+    _run(x, w, x_scale, w_scale, bias, config, out)
+
+
+@_gemm_a8w8_out_op.register_fake
+def _(x, w, x_scale, w_scale, bias, config, out):
+    _check_inputs(x, w, x_scale, w_scale, bias, out.dtype, out)
+
+
+def gemm_a8w8(x, w, x_scale, w_scale, bias=None, *, out_dtype=torch.bfloat16, out=None, config=None):
+    """y = (x @ w.T) * x_scale * w_scale + bias, int8 or fp8 operands, per-token / per-channel scales.
+
+    Args:
+      x: (M, K) int8, or fp8 in the target's E4M3 format (float8_e4m3fn on H100/H200 and MI355X,
+         float8_e4m3fnuz on MI300X).
+      w: (N, K), same dtype as x (nn.Linear layout).
+      x_scale: (M, 1) or (M,) float32, one scale per row of x (per token).
+      w_scale: (1, N) or (N,) float32, one scale per row of w (per output channel).
+      bias: optional (N,) bf16 / fp16 / fp32, added after the scales.
+      out_dtype: bf16 (default), fp16 or fp32.
+      out: optional preallocated (M, N) tensor of out_dtype.
+      config: optional dict overriding the config table (gemmkit/configs/<arch>/A8W8.json).
+
+    int8 accumulates exactly in int32; fp8 in fp32 (promoted out of the tensor cores'
+    reduced-precision accumulator every K block; see kernels/triton/_mainloop.py).
+    Returns (M, N) of out_dtype. M or N == 0: empty; K == 0: bias (or zeros) in every row.
+    """
+    if out is not None and isinstance(out, torch.Tensor):
+        out_dtype = out.dtype if out_dtype is None else out_dtype
+    _check_inputs(x, w, x_scale, w_scale, bias, out_dtype, out)
+    cfg = C.config_to_str(config)
+    if C.eager_call(x, w, x_scale, w_scale, bias, out):
+        y = out if out is not None else torch.empty((x.shape[0], w.shape[0]), dtype=out_dtype, device=x.device)
+        _run(x, w, x_scale, w_scale, bias, cfg, y)
+        return y
+    if out is not None:
+        torch.ops.gemmkit.gemm_a8w8_out(x, w, x_scale, w_scale, bias, cfg, out)
+        return out
+    return torch.ops.gemmkit.gemm_a8w8(x, w, x_scale, w_scale, bias, out_dtype, cfg)
+
+
+def compile_for(x, w, x_scale, w_scale, config: dict, bias=None, out_dtype=torch.bfloat16):
+    """Compile (no launch) the kernel gemm_a8w8(..., config=config) would run (the tuner's warm-up)."""
+    M, N, _K = _check_inputs(x, w, x_scale, w_scale, bias, out_dtype)
+    y = torch.empty((M, N), dtype=out_dtype, device=x.device)
+    _run(x, w, x_scale, w_scale, bias, C.config_to_str(config), y, compile_only=True)
+
+
+# ----------------------------------------------------------------------------- static cases (gemmkit isa)
+
+def isa_cases(archs):
+    """Every bucket of every shipped A8W8 (fp8, the target's E4M3) and A8W8_INT8 table."""
+    for dtype, table_op in TABLE_OP.items():
+        for case in G.table_cases(table_op, archs, dtypes=(dtype,)):
+            yield dict(case, op=OP)
+
+
+def isa_spec(case):
+    return G.table_spec(case, scale="rowcol")

@@ -1,0 +1,152 @@
+"""gemm_a8w8_blockscale: FP8 GEMM with DeepSeek-V3 / torch._scaled_mm block scales.
+
+    x (M, K) fp8    x_scale (M, ceil(K / bk)) fp32            one scale per row per K block (1 x bk)
+    w (N, K) fp8    w_scale (ceil(N / bn), ceil(K / bk)) fp32  one scale per bn x bk block of w
+    y[m, n] = sum over K blocks kb of  x_scale[m, kb] * w_scale[n // bn, kb] * (x[m, kb] . w[n, kb])
+
+block_shape = (bn, bk), (128, 128) by default. The scales change every bk of K,
+so they are applied inside the K loop (SCALE = "block" in kernels/triton/
+_mainloop.py): each K step's product is scaled before it joins the fp32
+accumulator. The config's BLOCK_SIZE_K is capped at bk so a step never
+straddles two scale blocks. K need not be a multiple of bk: the last block is
+partial (masked loads), its scale column covers what is there.
+
+Short K (seed 002's short-K form: the whole K in one tile, no pipelined
+steady state): for K of a few steps, e.g. DeepSeek-V3's (32768, 512), a shape
+file A8W8_BLOCKSCALE-N=<N>-K=<K>.json sets num_stages = ceil(K / BLOCK_SIZE_K),
+so the pipeliner's prologue issues every K step's loads before the first MMA
+and the tile's whole K sits in shared memory at once. (Unrolling the loop
+instead made the compiler keep every step's scaled partial product live: 936+
+bytes of spills at 128 x 128 on sm_90.)
+"""
+from __future__ import annotations
+
+import torch
+
+from . import _common as C
+from . import _gemm as G
+from .gemm_a8w8 import _check_out, check_8bit_pair, check_fp8_flavour
+
+OP = "a8w8_blockscale"
+
+
+def _block_shape(block_shape):
+    if (not isinstance(block_shape, (tuple, list)) or len(block_shape) != 2
+            or not all(isinstance(b, int) and not isinstance(b, bool) for b in block_shape)):
+        raise ValueError(f"block_shape: expected a pair of ints (bn, bk), got {block_shape!r}")
+    bn, bk = block_shape
+    if bn < 1:
+        raise ValueError(f"block_shape: expected bn >= 1, got {bn}")
+    if bk < 16 or bk & (bk - 1):
+        raise ValueError(f"block_shape: expected bk a power of two >= 16 (the kernel's K step divides it), got {bk}")
+    return bn, bk
+
+
+def _check_inputs(x, w, x_scale, w_scale, block_n, block_k, out_dtype, out=None):
+    M, N, K = check_8bit_pair(x, w, allow_int8=False)
+    bn, bk = _block_shape((block_n, block_k))
+    kb, nb = G.cdiv(K, bk), G.cdiv(N, bn)
+    for name, s, want in (("x_scale", x_scale, (M, kb)), ("w_scale", w_scale, (nb, kb))):
+        C.check_tensor(name, s, dtypes=(torch.float32,), ndim=2)
+        if tuple(s.shape) != want:
+            raise ValueError(f"{name}: expected shape {want} for block_shape ({bn}, {bk}) with M={M}, N={N}, K={K}, "
+                             f"got {tuple(s.shape)}")
+    C.check_out_dtype(out_dtype)
+    _check_out(out, M, N, out_dtype)
+    C.check_same_device(x=x, w=w, x_scale=x_scale, w_scale=w_scale, out=out)
+    return M, N, K
+
+
+def _run(x, w, x_scale, w_scale, block_n, block_k, config, y, compile_only=False):
+    M, K = x.shape
+    N = w.shape[0]
+    if M == 0 or N == 0:
+        return
+    if K == 0:
+        y.zero_()
+        return
+    C.check_device_supported(x)
+    target = C.target_for(x.device)
+    check_fp8_flavour(x, target)
+    cfg, _source = C.resolve_config(OP, config, target, M, N, K)
+    if cfg["NUM_KSPLIT"] != 1:
+        raise ValueError("config: key 'NUM_KSPLIT' must be 1 for gemm_a8w8_blockscale")
+    # Derived: a K step never straddles two scale blocks.
+    cfg["BLOCK_SIZE_K"] = min(cfg["BLOCK_SIZE_K"], block_k)
+    scaling = G.Scaling("block", x_scale, w_scale, block_n, block_k)
+    G.launch(G.matrix_operand(x), G.matrix_operand(w), None, y, "none", cfg, target, scaling,
+             compile_only=compile_only)
+
+
+@torch.library.custom_op("gemmkit::gemm_a8w8_blockscale", mutates_args=())
+def _blockscale_op(x: torch.Tensor, w: torch.Tensor, x_scale: torch.Tensor, w_scale: torch.Tensor,
+                   block_n: int, block_k: int, out_dtype: torch.dtype, config: str) -> torch.Tensor:
+    M, N, _K = _check_inputs(x, w, x_scale, w_scale, block_n, block_k, out_dtype)
+    y = torch.empty((M, N), dtype=out_dtype, device=x.device)
+    _run(x, w, x_scale, w_scale, block_n, block_k, config, y)
+    return y
+
+
+@_blockscale_op.register_fake
+def _(x, w, x_scale, w_scale, block_n, block_k, out_dtype, config):
+    M, N, _K = _check_inputs(x, w, x_scale, w_scale, block_n, block_k, out_dtype)
+    return x.new_empty((M, N), dtype=out_dtype)
+
+
+@torch.library.custom_op("gemmkit::gemm_a8w8_blockscale_out", mutates_args=("out",))
+def _blockscale_out_op(x: torch.Tensor, w: torch.Tensor, x_scale: torch.Tensor, w_scale: torch.Tensor,
+                       block_n: int, block_k: int, config: str, out: torch.Tensor) -> None:
+    _check_inputs(x, w, x_scale, w_scale, block_n, block_k, out.dtype, out)
+    _run(x, w, x_scale, w_scale, block_n, block_k, config, out)
+
+
+@_blockscale_out_op.register_fake
+def _(x, w, x_scale, w_scale, block_n, block_k, config, out):
+    _check_inputs(x, w, x_scale, w_scale, block_n, block_k, out.dtype, out)
+
+
+def gemm_a8w8_blockscale(x, w, x_scale, w_scale, *, block_shape=(128, 128), out_dtype=torch.bfloat16, out=None,
+                         config=None):
+    """y = x @ w.T with FP8 operands and block scales (DeepSeek-V3 layout).
+
+    Args:
+      x: (M, K) fp8 in the target's E4M3 format (float8_e4m3fn on H100/H200 and MI355X,
+         float8_e4m3fnuz on MI300X).
+      w: (N, K), same dtype.
+      x_scale: (M, ceil(K / bk)) float32: x[m, j*bk:(j+1)*bk] is scaled by x_scale[m, j].
+      w_scale: (ceil(N / bn), ceil(K / bk)) float32: the bn x bk block (i, j) of w by w_scale[i, j].
+      block_shape: (bn, bk), default (128, 128); bk a power of two >= 16.
+      out_dtype: bf16 (default), fp16 or fp32.  out: optional preallocated (M, N) tensor.
+      config: optional dict overriding gemmkit/configs/<arch>/A8W8_BLOCKSCALE*.json.
+
+    Returns (M, N) of out_dtype; K need not be a multiple of bk. M or N == 0: empty; K == 0: zeros.
+    """
+    bn, bk = _block_shape(block_shape)
+    _check_inputs(x, w, x_scale, w_scale, bn, bk, out_dtype, out)
+    cfg = C.config_to_str(config)
+    if C.eager_call(x, w, x_scale, w_scale, out):
+        y = out if out is not None else torch.empty((x.shape[0], w.shape[0]), dtype=out_dtype, device=x.device)
+        _run(x, w, x_scale, w_scale, bn, bk, cfg, y)
+        return y
+    if out is not None:
+        torch.ops.gemmkit.gemm_a8w8_blockscale_out(x, w, x_scale, w_scale, bn, bk, cfg, out)
+        return out
+    return torch.ops.gemmkit.gemm_a8w8_blockscale(x, w, x_scale, w_scale, bn, bk, out_dtype, cfg)
+
+
+def compile_for(x, w, x_scale, w_scale, config: dict, block_shape=(128, 128), out_dtype=torch.bfloat16):
+    """Compile (no launch) what gemm_a8w8_blockscale(..., config=config) would run (the tuner's warm-up)."""
+    bn, bk = _block_shape(block_shape)
+    M, N, _K = _check_inputs(x, w, x_scale, w_scale, bn, bk, out_dtype)
+    y = torch.empty((M, N), dtype=out_dtype, device=x.device)
+    _run(x, w, x_scale, w_scale, bn, bk, C.config_to_str(config), y, compile_only=True)
+
+
+# ----------------------------------------------------------------------------- static cases (gemmkit isa)
+
+def isa_cases(archs):
+    yield from G.table_cases(OP, archs, dtypes=("fp8",))
+
+
+def isa_spec(case):
+    return G.table_spec(case, scale="block", scale_bn=128, scale_bk=128)
