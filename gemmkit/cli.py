@@ -13,12 +13,11 @@ def _cmd_bench(args):
 
     if not torch.cuda.is_available():
         return bench.run_cpu_check()
-    if args.model:
+    shapes = bench.parse_shapes(args.shape) if args.shape or not args.model else []
+    if args.model:  # --shape and --model together: both sets of rows
         from .bench.suite import model_suite
 
-        shapes = model_suite(args.model, [int(m) for m in args.m.split(",")] if args.m else None)
-    else:
-        shapes = bench.parse_shapes(args.shape)
+        shapes += model_suite(args.model, [int(m) for m in args.m.split(",")] if args.m else None)
     from .bench.ops import get as get_op
 
     dtype = args.dtype or get_op(args.op).dtypes[0]

@@ -43,8 +43,12 @@ def _cfg(bm, bn, bk, warps, stages, group, persistent, tma, split):
             "num_warps": warps, "num_stages": stages, "persistent": persistent, "tma": tma, "NUM_KSPLIT": split}
 
 
-def search_space(M: int, N: int, K: int, target) -> list:
-    """Every candidate config for one shape (before pruning), ordered, no duplicates."""
+def search_space(M: int, N: int, K: int, target, op: str = "a16w16") -> list:
+    """Every candidate config for one shape (before pruning), ordered, no duplicates.
+
+    8-bit ops: K steps of 128 / 256 elements (the same bytes per step as 64 / 128 of bf16),
+    no split-K (their scales apply after the whole K sum); block scale: K steps that divide
+    the 128-wide scale blocks."""
     if M <= 16:
         bms, bns, bks, groups, persist, splits = [16, 64], [32, 64, 128], [128, 256], [1], [False], [1, 2, 4, 8]
     elif M <= 64:
@@ -55,6 +59,9 @@ def search_space(M: int, N: int, K: int, target) -> list:
         bms, bns, bks, groups, persist, splits = [64, 128, 256], [128, 256], [64, 128], [8, 16], [False, True], [1]
     else:
         bms, bns, bks, groups, persist, splits = [128, 256], [128, 256], [64], [8, 16], [False, True], [1]
+    if op in ("a8w8", "a8w8_blockscale"):
+        bks = [64, 128] if op == "a8w8_blockscale" else [128, 256]
+        splits = [1]
     tmas = [True, False] if target.is_nvidia else [False]
     out, seen = [], set()
     for bm, bn, bk, warps, stages, group, p, tma, split in itertools.product(
@@ -67,14 +74,16 @@ def search_space(M: int, N: int, K: int, target) -> list:
     return out
 
 
-def prune(cands, M: int, N: int, K: int, target, in_bytes=2, out_bytes=2) -> list:
-    """Drop configs that cannot run or cannot be good, before anything is compiled."""
-    from ..ops.gemm_a16w16 import check_feasible
+def prune(cands, M: int, N: int, K: int, target, in_bytes=2, out_bytes=2, acc_tiles=1) -> list:
+    """Drop configs that cannot run or cannot be good, before anything is compiled.
+    `acc_tiles`: accumulator tiles live at once (2 when fp8 partial sums are promoted or
+    block scales applied per step, see kernels/triton/_mainloop.py)."""
+    from ..ops._gemm import check_feasible
 
     keep = []
     for c in cands:
         threads = 32 * c["num_warps"] if target.is_nvidia else 64 * c["num_warps"]
-        acc_regs = c["BLOCK_SIZE_M"] * c["BLOCK_SIZE_N"] // threads
+        acc_regs = c["BLOCK_SIZE_M"] * c["BLOCK_SIZE_N"] // threads * acc_tiles
         if acc_regs > MAX_ACC_REGS or acc_regs < 4:
             continue
         if c["BLOCK_SIZE_M"] >= 64 and c["num_warps"] == 8 and c["BLOCK_SIZE_M"] * c["BLOCK_SIZE_N"] < 128 * 128:
@@ -95,8 +104,8 @@ def prune(cands, M: int, N: int, K: int, target, in_bytes=2, out_bytes=2) -> lis
     return keep
 
 
-def _key(M, N, K, c):
-    return f"{M},{N},{K}," + json.dumps(c, sort_keys=True)
+def _key(M, N, K, c, op="a16w16", dtype="bf16"):
+    return f"{op},{dtype},{M},{N},{K}," + json.dumps(c, sort_keys=True)
 
 
 def _load_progress(path: Path) -> dict:
@@ -107,23 +116,27 @@ def _load_progress(path: Path) -> dict:
                 r = json.loads(line)
             except json.JSONDecodeError:  # a line cut by an interruption
                 continue
-            done[_key(r["M"], r["N"], r["K"], r["config"])] = r
+            done[_key(r["M"], r["N"], r["K"], r["config"], r.get("op", "a16w16"), r.get("dtype", "bf16"))] = r
     return done
 
 
-def tune_shapes(shapes, out_dir, *, max_candidates=40, rep_ms=40, seed=0, workers=None, dtype_name="bf16",
-                log=print):
-    """Tune each (label, M, N, K); returns {(M, N, K): best row}. Rows also go to tune_progress.jsonl."""
+def tune_shapes(shapes, out_dir, *, max_candidates=40, rep_ms=40, seed=0, workers=None, dtype_name=None,
+                log=print, op="a16w16"):
+    """Tune each (label, M, N, K) for `op` (bench/ops.py); returns {(M, N, K): best row}.
+    Rows also go to tune_progress.jsonl."""
     import torch
     from triton.runtime._async_compile import AsyncCompileMode
     from concurrent.futures import ThreadPoolExecutor
 
-    import gemmkit
+    from ..bench.ops import get as get_op
     from ..bench.timing import rotation_count, time_graph
     from ..ops import _common as C
-    from ..ops.gemm_a16w16 import compile_for
 
-    dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}[dtype_name]
+    bop = get_op(op)
+    dtype_name = dtype_name or bop.dtypes[0]
+    table_op = bop.table_op(dtype_name)
+    in_bytes = bop.operand_bytes(dtype_name)
+    acc_tiles = 2 if dtype_name == "fp8" else 1
     dev = torch.device("cuda")
     target = C.target_for(dev)
     out_dir = Path(out_dir)
@@ -134,49 +147,50 @@ def tune_shapes(shapes, out_dir, *, max_candidates=40, rep_ms=40, seed=0, worker
     best = {}
     t0 = time.time()
     for i, (label, M, N, K) in enumerate(shapes):
-        current, _ = _configs.select("a16w16", target.arch, M, N, K)
+        current, _ = _configs.select(table_op, target.arch, M, N, K)
         current = _configs.validate_config(current)
-        cands = prune(search_space(M, N, K, target), M, N, K, target, dtype.itemsize, dtype.itemsize)
+        cands = prune(search_space(M, N, K, target, op), M, N, K, target, in_bytes, 2, acc_tiles)
         random.Random(seed + M * 7 + N * 13 + K).shuffle(cands)
         cands = cands[:max_candidates]
         if json.dumps(current, sort_keys=True) not in {json.dumps(c, sort_keys=True) for c in cands}:
             cands.append(current)
-        todo = [c for c in cands if _key(M, N, K, c) not in done]
-        rows = [done[_key(M, N, K, c)] for c in cands if _key(M, N, K, c) in done]
+        todo = [c for c in cands if _key(M, N, K, c, op, dtype_name) not in done]
+        rows = [done[_key(M, N, K, c, op, dtype_name)] for c in cands if _key(M, N, K, c, op, dtype_name) in done]
         if todo:
-            nbytes = (M * K + N * K + M * N) * dtype.itemsize
-            sets = [(torch.randn(M, K, device=dev, dtype=dtype), torch.randn(N, K, device=dev, dtype=dtype))
-                    for _ in range(rotation_count(nbytes, target.l2_bytes))]
-            x, w = sets[0]
-            ref = x.float() @ w.float().T
+            nbytes = (M * K + N * K) * in_bytes + M * N * 2
+            sets = [bop.inputs(M, N, K, dtype_name, dev) for _ in range(rotation_count(nbytes, target.l2_bytes))]
+            ref = bop.reference(sets[0])
             ref_norm = ref.norm().item()
             tc = time.time()
             with AsyncCompileMode(ThreadPoolExecutor(workers), ignore_errors=True):
                 for c in todo:
                     try:
-                        compile_for(x, w, c)
+                        bop.compile_for(sets[0], c)
                     except Exception:  # reported when the candidate is timed
                         pass
             t_compile = time.time() - tc
-            ref_ms = time_graph(lambda x, w: torch.matmul(x, w.T), sets, 10, rep_ms)
+            try:
+                ref_ms = time_graph(lambda *inp: bop.vendor(inp), sets, 10, rep_ms)
+            except Exception:  # e.g. torch._int_mm at M <= 16: tune without a vendor ratio
+                ref_ms = None
             with progress.open("a") as f:
                 for c in todo:
-                    row = {"label": label, "M": M, "N": N, "K": K, "config": c, "ref_ms": ref_ms,
-                           "is_current": c == current}
+                    row = {"label": label, "op": op, "dtype": dtype_name, "M": M, "N": N, "K": K, "config": c,
+                           "ref_ms": ref_ms, "is_current": c == current}
                     try:
-                        y = gemmkit.gemm_a16w16(x, w, config=c)
+                        y = bop.run(sets[0], c)
                         err = ((y.float() - ref).norm().item() / ref_norm) if ref_norm else 0.0
                         row["rel_err"] = err
                         if not err <= 2**-8:
                             row["error"] = f"wrong result: rel err {err:.3g}"
                         else:
-                            row["ms"] = time_graph(lambda x, w: gemmkit.gemm_a16w16(x, w, config=c), sets, 10, rep_ms)
+                            row["ms"] = time_graph(lambda *inp, c=c: bop.run(inp, c), sets, 10, rep_ms)
                     except Exception as e:
                         row["error"] = f"{type(e).__name__}: {str(e)[:300]}"
                     f.write(json.dumps(row) + "\n")
                     f.flush()
                     rows.append(row)
-            del sets, x, w, ref
+            del sets, ref
             torch.cuda.empty_cache()
         else:
             t_compile = 0.0
@@ -189,17 +203,20 @@ def tune_shapes(shapes, out_dir, *, max_candidates=40, rep_ms=40, seed=0, worker
         best[(M, N, K)] = win
         elapsed = time.time() - t0
         eta = elapsed / (i + 1) * (len(shapes) - i - 1)
-        cur_txt = f"table {cur[0]['ref_ms'] / cur[0]['ms']:.3f}x" if cur else "table config failed"
+        vs = (lambda r: f"{r['ref_ms'] / r['ms']:.3f}x vendor") if win["ref_ms"] else (lambda r: f"{r['ms']:.4f} ms")
+        cur_txt = f"table {vs(cur[0])}" if cur else "table config failed"
         log(f"[{i + 1}/{len(shapes)}] {label:28s} {M:6d}x{N:6d}x{K:6d}  {len(ok)}/{len(cands)} ran "
-            f"(compile {t_compile:.0f}s)  best {win['ref_ms'] / win['ms']:.3f}x vs cuBLAS, {cur_txt}  "
-            f"eta {eta / 60:.1f} min")
+            f"(compile {t_compile:.0f}s)  best {vs(win)}, {cur_txt}  eta {eta / 60:.1f} min")
     return best
 
 
-def best_from_progress(path) -> dict:
-    """{(M, N, K): fastest correct row} from a tune_progress.jsonl (regenerate tables without the GPU)."""
+def best_from_progress(path, op="a16w16", dtype=None) -> dict:
+    """{(M, N, K): fastest correct row of `op` (and `dtype`, if given)} from a tune_progress.jsonl
+    (regenerate tables without the GPU)."""
     best = {}
     for r in _load_progress(Path(path)).values():
+        if r.get("op", "a16w16") != op or (dtype and r.get("dtype", "bf16") != dtype):
+            continue
         if "ms" in r and r.get("rel_err", 1.0) <= 2**-8:
             k = (r["M"], r["N"], r["K"])
             if k not in best or r["ms"] < best[k]["ms"]:
@@ -234,8 +251,14 @@ def main(args) -> int:
 
     from ..bench.suite import default_suite, model_suite, parse_shape
 
+    from ..bench.ops import get as get_op
+
+    bop = get_op(args.op)
+    dtype_name = getattr(args, "dtype", None) or bop.dtypes[0]
+    table_op = bop.table_op(dtype_name)
     if args.tables_from:
-        for p in write_tables(best_from_progress(args.tables_from), args.out, args.arch):
+        for p in write_tables(best_from_progress(args.tables_from, args.op, dtype_name), args.out, args.arch,
+                              table_op):
             print(f"wrote {p}")
         return 0
     if not torch.cuda.is_available():
@@ -248,12 +271,14 @@ def main(args) -> int:
     else:
         shapes = default_suite() if args.suite == "default" else \
             [(f"square {s}", s, s, s) for s in (1024, 2048, 4096, 8192, 16384)]
-    best = tune_shapes(shapes, args.out, max_candidates=args.max_candidates, rep_ms=args.rep_ms)
+    best = tune_shapes(shapes, args.out, max_candidates=args.max_candidates, rep_ms=args.rep_ms, op=args.op,
+                       dtype_name=dtype_name)
     # A table file covers every M measured for its (N, K), in this run or an earlier one
     # (writing only this run's shapes would drop the buckets an earlier run tuned).
-    everything = best_from_progress(Path(args.out) / "tune_progress.jsonl")
+    everything = best_from_progress(Path(args.out) / "tune_progress.jsonl", args.op, dtype_name)
     touched = {(n, k) for (_m, n, k) in best}
     target = _arch.current()
-    for p in write_tables({s: r for s, r in everything.items() if (s[1], s[2]) in touched}, args.out, target.arch):
+    for p in write_tables({s: r for s, r in everything.items() if (s[1], s[2]) in touched}, args.out, target.arch,
+                          table_op):
         print(f"wrote {p}")
     return 0
