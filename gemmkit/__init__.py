@@ -2,6 +2,7 @@
 
 Public ops follow PyTorch's nn.Linear convention: y = x @ w.T with w of shape (N, K).
 """
+from . import quant  # noqa: F401  (gemmkit.quant: the quantizers)
 from .ops import gemm_a8w8, gemm_a8w8_blockscale, gemm_a16w16
 
 __version__ = "0.1.0"

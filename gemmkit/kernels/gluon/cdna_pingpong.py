@@ -1,0 +1,223 @@
+"""CDNA 8-wave ping-pong BF16 GEMM in Gluon (gfx950, gfx942): C = A @ B.T, fp32 accumulate, bf16 out.
+
+A is (M, K), B is (N, K) (the weight layout of `nn.Linear`), C is (M, N). One program per 256 x 256
+tile of C; 8 waves in two groups of four; A and B go from global memory straight into LDS
+(cdna4 `buffer_load_to_shared`, no registers), two LDS stages, and the groups run one sync
+interval apart (the stagger) so one group's MFMAs overlap the other's loads.
+
+    C tile 256 x 256, waves as a 2 x 4 grid (cdna_layout.py)       LDS (gfx950: BK = 64, 128 KiB)
+    +---------+---------+---------+---------+                      stage 0: A 256 x BK | B 256 x BK
+    | wave 0  | wave 1  | wave 2  | wave 3  |  G0 (warp_id_m 0)    stage 1: A 256 x BK | B 256 x BK
+    | 128x64  |         |         |         |  rows 0..127         each buffer swizzled: 16-byte
+    +---------+---------+---------+---------+                      chunk ^= (row // per_phase)
+    | wave 4  | wave 5  | wave 6  | wave 7  |  G1 (warp_id_m 1)             % max_phase
+    +---------+---------+---------+---------+  rows 128..255
+    per wave per K tile: (128/16) x (64/16) x (BK/32) MFMA 16x16x32 = 64 (gfx942: 16x16x16, BK 32: 64)
+
+Schedule: `cdna-pingpong` of gemmkit/schedule/library.py (the simplified schedule of seed 003 §6.5
+with 8-wave loads), which `gemmkit schedule check cdna-pingpong` proves free of LDS races. The
+kernel is generated from it: `kernel_ops()` turns the schedule's prologue, loop body and
+epilogue into op tuples that the @gluon.jit body walks at compile time, so the checked schedule
+and the compiled one are the same list.
+
+    G0: load s0 | wait | bar |      | bar: load s1 wait | bar: compute s0 | bar: compute s1 | bar: load s0 ...
+    G1: load s0 | wait | bar | bar* | bar:              | bar: load s1    | bar: compute s0 | bar: compute s1 ...
+        (* the stagger: G1's extra barrier; G0 pays it back with one at the end)
+
+Constraints:
+- gfx950 or gfx942 (tile_config raises otherwise); num_warps = 8; bf16 in, bf16 out.
+- M % 256 == 0, N % 256 == 0, K % (2 * BK) == 0 (no masking: the loop runs whole stage pairs).
+- A, B, C row-major with unit last stride; K and N multiples of 16 elements (direct-to-LDS needs
+  16-byte vectors; the static compile declares that divisibility).
+- Barriers are `gl.thread_barrier()` (s_barrier with fences: LLVM drains the wave's counters
+  before it, at least as strong as the schedule's waits); the stagger and re-align are a raw
+  `s_barrier` behind a branch on warp_id_m, in inline assembly, because Gluon 3.6 has no
+  per-wave-group barrier. LDS -> register waits (lgkmcnt) are the compiler's, from data flow.
+- Compiled only: no AMD GPU has run this kernel.
+"""
+from __future__ import annotations
+
+from triton.experimental import gluon
+from triton.experimental.gluon import language as gl
+from triton.experimental.gluon.language.amd import cdna3
+from triton.experimental.gluon.language.amd.cdna4 import async_copy
+from triton.runtime.jit import constexpr_function
+
+from ...schedule import library as _library
+from ...schedule.model import Barrier, Load, Mma, Read, WaitLgkm, WaitVm
+from . import cdna_layout as L
+
+SCHEDULE = "cdna-pingpong"
+# kernel op codes: (LOAD, stage) (WAIT, vmcnt) (BARRIER, 0) (GROUP_BARRIER, group) (COMPUTE, stage)
+LOAD, WAIT, BARRIER, GROUP_BARRIER, COMPUTE = 0, 1, 2, 3, 4
+
+
+def _ops(steps) -> tuple:
+    """Collapse schedule steps into kernel ops: the loads of one stage are one op (the whole
+    CTA's direct-to-LDS copy of A and B), a compute stage's reads, lgkm waits and MFMAs are one."""
+    out = []
+    for st in steps:
+        if isinstance(st, Load):
+            op = (LOAD, int(st.buf[3]))  # "As[s][h]"
+        elif isinstance(st, WaitVm):
+            if st.n != 0:
+                raise ValueError("the kernel maps vmcnt waits to wait_group(0) only; a partial wait needs "
+                                 "commit groups that match the schedule's load counts")
+            op = (WAIT, 0)
+        elif isinstance(st, Barrier):
+            op = (BARRIER, 0) if len(st.who) == 2 else (GROUP_BARRIER, st.who[0])
+        elif isinstance(st, (Read, WaitLgkm, Mma)):
+            op = (COMPUTE, int(st.note.split()[-1]))  # "compute stage s"
+        else:
+            raise ValueError(f"the kernel cannot run {st.text()}")
+        if not out or op != out[-1] or op[0] == BARRIER:
+            out.append(op)
+    return tuple(out)
+
+
+def kernel_ops() -> dict:
+    """The schedule the kernel runs: prologue, loop body (two K tiles + the stage-0 reload),
+    last body (no reload), epilogue, each a tuple of op tuples."""
+    prologue, body, epilogue = _library.pingpong_phases("all")
+    return {"PROLOGUE": _ops(prologue), "BODY": _ops(body(0, last=False)), "LAST": _ops(body(0, last=True)),
+            "EPILOGUE": _ops(epilogue)}
+
+
+def barriers_in_code(ops: dict) -> int:
+    """s_barrier instructions the code holds: one per barrier op (the loop body once)."""
+    return sum(op[0] in (BARRIER, GROUP_BARRIER) for part in ops.values() for op in part)
+
+
+def computes_in_code(ops: dict) -> int:
+    return sum(op[0] == COMPUTE for part in ops.values() for op in part)
+
+
+@constexpr_function
+def _group_barrier_asm(group):
+    # warp_id_m = (thread id of lane 0) >> 8 (256 threads per group); the labels are unique per use.
+    return ("v_readfirstlane_b32 $0, $1\n s_lshr_b32 $0, $0, 8\n s_cmp_eq_u32 $0, %d\n"
+            " s_cbranch_scc0 gk_skip_${:uid}\n s_barrier\ngk_skip_${:uid}:" % group)
+
+
+@gluon.jit
+def _group_barrier(GROUP: gl.constexpr, NUM_WARPS: gl.constexpr):
+    """s_barrier for the waves of one group only (the stagger), as the seeds' `if warp_id_m == g`."""
+    tid = gl.arange(0, NUM_WARPS * 64, layout=gl.BlockedLayout([1], [64], [NUM_WARPS], [0]))
+    gl.inline_asm_elementwise(_group_barrier_asm(GROUP), "=&s,v", [tid], dtype=gl.int32, is_pure=False, pack=1)
+
+
+@gluon.jit
+def _run(OPS: gl.constexpr, a_s, b_s, a_ptr, b_ptr, offs_a, offs_b, k_off, acc,
+         BK: gl.constexpr, DOT_A: gl.constexpr, DOT_B: gl.constexpr, NUM_WARPS: gl.constexpr):
+    """Issue one phase of the schedule, op by op (unrolled at compile time)."""
+    for i in gl.static_range(len(OPS)):
+        if OPS[i][0] == 0:  # LOAD stage: the next K tile of A and B, global -> LDS
+            async_copy.buffer_load_to_shared(a_s.index(OPS[i][1]), a_ptr, offs_a + k_off)
+            async_copy.buffer_load_to_shared(b_s.index(OPS[i][1]), b_ptr, offs_b + k_off)
+            async_copy.commit_group()
+            k_off += BK
+        elif OPS[i][0] == 1:  # WAIT vmcnt
+            async_copy.wait_group(OPS[i][1])
+        elif OPS[i][0] == 2:  # BARRIER
+            gl.thread_barrier()
+        elif OPS[i][0] == 3:  # GROUP_BARRIER
+            _group_barrier(OPS[i][1], NUM_WARPS)
+        else:  # COMPUTE stage: LDS -> registers -> MFMA
+            a = a_s.index(OPS[i][1]).load(DOT_A)
+            b = b_s.index(OPS[i][1]).permute([1, 0]).load(DOT_B)
+            acc = cdna3.mfma(a, b, acc)
+    return k_off, acc
+
+
+@gluon.jit
+def cdna_pingpong_kernel(a_ptr, b_ptr, c_ptr, M, N, K,
+                         BM: gl.constexpr, BN: gl.constexpr, BK: gl.constexpr,
+                         MFMA_VERSION: gl.constexpr, MFMA_K: gl.constexpr, VEC: gl.constexpr, LOAD_VEC: gl.constexpr,
+                         PER_PHASE: gl.constexpr, MAX_PHASE: gl.constexpr, LOAD_ROWS: gl.constexpr,
+                         PROLOGUE: gl.constexpr, BODY: gl.constexpr, LAST: gl.constexpr, EPILOGUE: gl.constexpr):
+    NUM_WARPS: gl.constexpr = 8
+    mfma: gl.constexpr = gl.amd.AMDMFMALayout(version=MFMA_VERSION, instr_shape=[16, 16, MFMA_K], transposed=True,
+                                              warps_per_cta=[2, 4])
+    DOT_A: gl.constexpr = gl.DotOperandLayout(0, mfma, VEC)
+    DOT_B: gl.constexpr = gl.DotOperandLayout(1, mfma, VEC)
+    # global -> LDS: 16 bytes per lane, one wave instruction = LOAD_ROWS x BK (1 KiB)
+    ld: gl.constexpr = gl.BlockedLayout([1, LOAD_VEC], [LOAD_ROWS, BK // LOAD_VEC], [NUM_WARPS, 1], [1, 0])
+    smem: gl.constexpr = gl.SwizzledSharedLayout(VEC, PER_PHASE, MAX_PHASE, [1, 0])
+    a_s = gl.allocate_shared_memory(gl.bfloat16, [2, BM, BK], smem)
+    b_s = gl.allocate_shared_memory(gl.bfloat16, [2, BN, BK], smem)
+
+    pid_m = gl.program_id(0)
+    pid_n = gl.program_id(1)
+    rows = gl.arange(0, BM, layout=gl.SliceLayout(1, ld))
+    ks = gl.arange(0, BK, layout=gl.SliceLayout(0, ld))
+    offs_a = (pid_m * BM + rows)[:, None] * K + ks[None, :]
+    offs_b = (pid_n * BN + rows)[:, None] * K + ks[None, :]
+    acc = gl.zeros([BM, BN], gl.float32, mfma)
+
+    k_off = 0
+    k_off, acc = _run(PROLOGUE, a_s, b_s, a_ptr, b_ptr, offs_a, offs_b, k_off, acc, BK, DOT_A, DOT_B, NUM_WARPS)
+    for _ in range(0, K // (2 * BK) - 1):
+        k_off, acc = _run(BODY, a_s, b_s, a_ptr, b_ptr, offs_a, offs_b, k_off, acc, BK, DOT_A, DOT_B, NUM_WARPS)
+    k_off, acc = _run(LAST, a_s, b_s, a_ptr, b_ptr, offs_a, offs_b, k_off, acc, BK, DOT_A, DOT_B, NUM_WARPS)
+    k_off, acc = _run(EPILOGUE, a_s, b_s, a_ptr, b_ptr, offs_a, offs_b, k_off, acc, BK, DOT_A, DOT_B, NUM_WARPS)
+
+    rcm = gl.arange(0, BM, layout=gl.SliceLayout(1, mfma))
+    rcn = gl.arange(0, BN, layout=gl.SliceLayout(0, mfma))
+    offs_c = (pid_m * BM + rcm)[:, None] * N + (pid_n * BN + rcn)[None, :]
+    cdna3.buffer_store(acc.to(gl.bfloat16), c_ptr, offs_c)
+
+
+def constexprs(target) -> dict:
+    """Everything the kernel is specialised on, from the target (cdna_layout.tile_config) and the schedule."""
+    cfg = L.tile_config(target)
+    return dict(BM=cfg.BM, BN=cfg.BN, BK=cfg.BK, MFMA_VERSION=cfg.mfma_version, MFMA_K=cfg.mfma[2], VEC=cfg.vec,
+                LOAD_VEC=cfg.load_vec,
+                PER_PHASE=cfg.per_phase, MAX_PHASE=cfg.max_phase, LOAD_ROWS=L.load_threads(cfg)[0], **kernel_ops())
+
+
+# ---- static compile (gemmkit isa) ---------------------------------------------------------------
+
+SIGNATURE = {"a_ptr": "*bf16", "b_ptr": "*bf16", "c_ptr": "*bf16", "M": "i32", "N": "i32", "K": "i32"}
+DIVISIBLE = ("a_ptr", "b_ptr", "c_ptr", "N", "K")
+PROMISES = (
+    {"promise": "no spills", "check": "spill_bytes == 0"},
+    {"promise": "LDS within the target", "check": "lds_bytes <= target.shared_mem_bytes"},
+    {"promise": "LDS = two stages of A and B (tile_config)", "check": "lds_bytes == smem_bound"},
+    {"promise": "direct-to-LDS loads for all of A and B (16 B per lane on gfx950, 4 B on gfx942)",
+     "check": "counts['buffer_load_lds'] == cfg['lds_loads']"},
+    {"promise": "no global->register loads of A or B", "check": "counts['buffer_load'] == counts['buffer_load_lds']"},
+    {"promise": "MFMA count = 64 per wave per K tile x the compute ops in the code",
+     "check": "counts['v_mfma'] == cfg['mfma']"},
+    {"promise": "matrix work per K step = tile arithmetic", "check": "mma_k_steps == cfg['computes']"},
+    {"promise": "s_barrier count = the schedule's barriers (loop body once)",
+     "check": "counts['s_barrier'] == cfg['barriers']"},
+)
+
+
+def isa_cases(archs):
+    ops = kernel_ops()
+    for arch in archs:
+        if arch not in ("gfx942", "gfx950"):
+            continue
+        from ... import arch as _arch
+
+        cfg = L.tile_config(_arch.ARCHS[arch])
+        loads_per_op = 2 * (cfg.BM * cfg.BK * L.ELEM_BYTES) // (L.NUM_WARPS * L.WAVE * cfg.load_vec * L.ELEM_BYTES)
+        n_loads = sum(op[0] == LOAD for part in ops.values() for op in part)
+        config = {"BLOCK_SIZE_M": cfg.BM, "BLOCK_SIZE_N": cfg.BN, "BLOCK_SIZE_K": cfg.BK, "num_warps": 8,
+                  "num_stages": 2, "schedule": SCHEDULE, "barriers": barriers_in_code(ops),
+                  "computes": computes_in_code(ops), "mfma": computes_in_code(ops) * L.mfma_per_wave_per_k_tile(cfg),
+                  "lds_loads": n_loads * loads_per_op}
+        yield {"kernel": "cdna_pingpong_kernel", "op": "cdna_pingpong", "arch": arch, "table": "-",
+               "bucket": SCHEDULE, "config": config, "path": "gluon"}
+
+
+def isa_spec(case):
+    from ... import arch as _arch
+
+    target = _arch.ARCHS[case["arch"]]
+    cfg = L.tile_config(target)
+    ce = constexprs(target)
+    return dict(kernel=cdna_pingpong_kernel, signature={**SIGNATURE, **{k: "constexpr" for k in ce}}, constexprs=ce,
+                divisible=DIVISIBLE, options={"num_warps": 8}, promises=PROMISES,
+                block=(cfg.BM, cfg.BN, cfg.BK), smem_bound=cfg.lds_bytes)

@@ -1,0 +1,500 @@
+"""Quantizers for the GEMMs' inputs, each a Triton kernel with a torch reference beside it.
+
+Layouts are the ones the GEMMs take (y = x @ w.T, x (M, K), w (N, K); DeepSeek / torch._scaled_mm
+conventions; dequantized value = q * scale, scales fp32):
+
+    quantize_fp8_per_token(x)           -> q (M, K) fp8,  scale (M, 1)                  gemm_a8w8 x_scale
+    quantize_fp8_per_channel(w)         -> q (N, K) fp8,  scale (1, N)                  gemm_a8w8 w_scale
+    quantize_int8_per_token(x)          -> q (M, K) int8, scale (M, 1)
+    quantize_fp8_blockwise(x, (1, 128))   -> q (M, K) fp8, scale (M, ceil(K/128))        blockscale x_scale
+    quantize_fp8_blockwise(w, (128, 128)) -> q (N, K) fp8, scale (ceil(N/128), ceil(K/128)) blockscale w_scale
+    quantize_mxfp4(x)                   -> packed (M, K/2) uint8, scales (M, K/32) uint8 (E8M0)
+    dequantize_mxfp4(packed, scales)    -> (M, K) float32
+
+FP8 format: `dtype=None` is the current target's (`fp8_dtype_for`): float8_e4m3fn (max 448) on
+sm_90 and gfx950, float8_e4m3fnuz (max 240) on gfx942; either may be passed explicitly.
+
+Scales: fp32 amax / QMAX with amax floored at AMAX_FLOOR = 1e-10, so an all-zero row or block gets
+a finite positive scale (1e-10 / QMAX) and q = 0; rows/blocks whose amax is below the floor are
+quantized against the floor (their values are then below the format's resolution anyway). q is
+clamp(x / scale, -QMAX, QMAX) rounded to nearest even, so it never overflows to NaN/Inf.
+  inf inputs:  clamped, not rejected (a check would cost a device sync). amax is capped at
+               AMAX_CEIL = 2^127 (so QMAX * scale cannot round up to inf): |x| above 2^127 and
+               inf become +-QMAX at scale 2^127 / QMAX, the rest of an inf's row/block underflows
+               to 0; q * scale stays finite.
+  NaN inputs:  the row/block's scale is NaN and its q is 0, so the dequantized row/block is NaN.
+The kernels and the `*_ref` functions compute every step with the same exactly rounded fp32
+operations, so they agree bit for bit (the tests check it).
+
+MXFP4 (OCP MX v1.0): scale = 2^X with X = floor(log2(amax)) - 2 per 32 elements along K, stored as
+the E8M0 byte X + 127 (an all-zero group: byte 0, i.e. 2^-127; a NaN in the group: byte 255 (NaN)
+and codes 0; an inf saturates to 6 at the largest scale); elements are E2M1 codes, round to
+nearest even, saturating at +-6. Nibble order: byte i of a row packs element 2i in its LOW nibble
+(bits 0-3) and element 2i + 1 in its HIGH nibble (bits 4-7), as tl.dot_scaled's "e2m1" format and
+triton.tools.mxfp.MXFP4Tensor.to_packed_tensor expect. Negative values that round to zero keep
+their sign (code 0x8).
+
+Every quantizer is a torch.library custom op with a fake, so it works under
+torch.compile(fullgraph=True); plain eager calls skip the dispatcher (as the GEMMs do). They are
+not differentiable: inputs are detached. Inputs are 2-D bf16 / fp16 / fp32 with any strides;
+outputs are contiguous. The kernels are in gemmkit/kernels/triton/quant.py.
+"""
+from __future__ import annotations
+
+import torch
+
+from .kernels.triton import quant as K
+from .ops import _common as C
+
+__all__ = [
+    "quantize_fp8_per_token", "quantize_fp8_per_channel", "quantize_int8_per_token", "quantize_fp8_blockwise",
+    "quantize_mxfp4", "dequantize_mxfp4", "fp8_dtype_for",
+    "quantize_fp8_per_token_ref", "quantize_fp8_per_channel_ref", "quantize_int8_per_token_ref",
+    "quantize_fp8_blockwise_ref", "quantize_mxfp4_ref", "dequantize_mxfp4_ref", "dequantize_ref",
+    "AMAX_FLOOR", "AMAX_CEIL", "MXFP4_GROUP",
+]
+
+AMAX_FLOOR = float(K.AMAX_FLOOR.value)
+AMAX_CEIL = float(K.AMAX_CEIL.value)
+_FLT_MAX = float(K.FLT_MAX.value)
+MXFP4_GROUP = 32
+IN_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
+FP8_DTYPES = (torch.float8_e4m3fn, torch.float8_e4m3fnuz)
+BLOCKS = ((1, 128), (128, 128))
+_QMAX = {torch.float8_e4m3fn: 448.0, torch.float8_e4m3fnuz: 240.0, torch.int8: 127.0}
+_TL_DTYPE = {torch.bfloat16: "bf16", torch.float16: "fp16", torch.float32: "fp32",
+             torch.float8_e4m3fn: "fp8e4nv", torch.float8_e4m3fnuz: "fp8e4b8", torch.int8: "i8", torch.uint8: "u8"}
+
+
+def fp8_dtype_for(target) -> torch.dtype:
+    """The FP8 (E4M3) dtype a target's GEMMs take: OCP e4m3fn on sm_90 / gfx950, e4m3fnuz on gfx942
+    (the target fact gemmkit.arch.Target.fp8_e4m3, read through ops._common.fp8_dtype)."""
+    return C.fp8_dtype(target)
+
+
+# ----------------------------------------------------------------------------- validation
+
+def _check_x(name, x):
+    C.check_tensor(name, x, dtypes=IN_DTYPES, ndim=2)
+
+
+def _resolve_fp8(dtype, x):
+    """The fp8 dtype of a call: the target's when None; an explicit one must be an E4M3 the target's
+    Triton backend has (Hopper has no e4m3fnuz; AMD converts to either, e4m3fn in software on gfx942)."""
+    if dtype is None:
+        return fp8_dtype_for(C.target_for(x.device))
+    if dtype not in FP8_DTYPES:
+        raise TypeError(f"dtype: expected None, torch.float8_e4m3fn or torch.float8_e4m3fnuz, got {dtype}")
+    if dtype == torch.float8_e4m3fnuz and x.device.type == "cuda":
+        target = C.target_for(x.device)
+        if target.is_nvidia:
+            raise TypeError(f"dtype: {target.name} ({target.arch}) has no torch.float8_e4m3fnuz; expected None or "
+                            "torch.float8_e4m3fn")
+    return dtype
+
+
+def _check_q_dtype(dtype, allowed):
+    """The custom ops' own check of an already resolved output dtype (torch.ops callers skip the wrappers)."""
+    if dtype not in allowed:
+        raise TypeError(f"dtype: expected {' or '.join(map(str, allowed))}, got {dtype}")
+
+
+def _check_block(block):
+    try:
+        b = tuple(int(v) for v in block)
+    except (TypeError, ValueError):
+        b = None
+    if b not in BLOCKS:
+        raise ValueError(f"block: expected (1, 128) or (128, 128), got {block!r}")
+    return b
+
+
+def _check_mxfp4_x(x):
+    _check_x("x", x)
+    if x.shape[1] % MXFP4_GROUP:
+        raise ValueError(f"x: expected K (x.shape[1]) divisible by {MXFP4_GROUP} for MXFP4, got shape {tuple(x.shape)}")
+
+
+def _check_mxfp4_packed(packed, scales):
+    C.check_tensor("packed", packed, dtypes=(torch.uint8,), ndim=2)
+    C.check_tensor("scales", scales, dtypes=(torch.uint8,), ndim=2)
+    M, half_k = packed.shape
+    if half_k % (MXFP4_GROUP // 2):
+        raise ValueError(f"packed: expected shape (M, K/2) with K divisible by {MXFP4_GROUP}, "
+                         f"got {tuple(packed.shape)}")
+    if tuple(scales.shape) != (M, half_k * 2 // MXFP4_GROUP):
+        raise ValueError(f"scales: expected shape ({M}, {half_k * 2 // MXFP4_GROUP}) (M, K/32) for packed "
+                         f"{tuple(packed.shape)}, got {tuple(scales.shape)}")
+    C.check_same_device(packed=packed, scales=scales)
+    return M, half_k * 2
+
+
+def _check_runnable(x, dtype):
+    C.check_device_supported(x)
+    if x.device.type == "cpu" and dtype == torch.float8_e4m3fnuz:
+        raise ValueError("dtype: torch.float8_e4m3fnuz does not run in Triton 3.6's interpreter (it has no "
+                         "e4m3fnuz type); pass dtype=torch.float8_e4m3fn, or compile for gfx942 with static_spec")
+
+
+# ----------------------------------------------------------------------------- launch parameters
+
+def _pow2(n):
+    return 1 << (max(1, int(n)) - 1).bit_length()
+
+
+def _cdiv(a, b):
+    return (a + b - 1) // b
+
+
+def launch_params(kernel: str, M: int, K: int, *, dtype=None, block=(128, 128)):
+    """(grid, constexprs, options) of one launch: the one place the launcher and `static_spec` read.
+
+    quant_rowwise_kernel   4 rows per program, K in chunks of up to 1024 (two passes)
+    quant_block_kernel     (1, 128): 32 rows x 128 per program; (128, 128): one 128 x 128 block
+    mxfp4_*                16 rows x up to 128 elements (4 scale groups) per program
+    """
+    if kernel == "quant_rowwise_kernel":
+        bm, bk = 4, min(1024, max(16, _pow2(K)))
+        ce = dict(QMAX=_QMAX[dtype], IS_INT=dtype == torch.int8, BLOCK_M=bm, BLOCK_K=bk)
+        return (_cdiv(M, bm),), ce, {"num_warps": 4}
+    if kernel == "quant_block_kernel":
+        gm, bk = block
+        bm = max(gm, 32)
+        ce = dict(QMAX=_QMAX[dtype], GROUP_M=gm, BLOCK_M=bm, BLOCK_K=bk)
+        return (_cdiv(M, bm), _cdiv(K, bk)), ce, {"num_warps": 8 if bm * bk >= 128 * 128 else 4}
+    if kernel in ("mxfp4_quant_kernel", "mxfp4_dequant_kernel"):
+        bm, bk = 16, min(128, max(MXFP4_GROUP, _pow2(K)))
+        return (_cdiv(M, bm), _cdiv(K, bk)), dict(BLOCK_M=bm, BLOCK_K=bk), {"num_warps": 4}
+    raise ValueError(f"kernel: expected one of {', '.join(KERNELS)}, got {kernel!r}")
+
+
+KERNELS = ("quant_rowwise_kernel", "quant_block_kernel", "mxfp4_quant_kernel", "mxfp4_dequant_kernel")
+
+
+def static_spec(kernel: str, target, *, x_dtype=torch.bfloat16, dtype=None, block=(128, 128)):
+    """(kernel, signature, constexprs, divisible, options) to compile one quantizer for `target` on
+    any machine (gemmkit.isa.compile_static), as the JIT specialises a large contiguous launch.
+    `dtype`: the output format of the fp8/int8 kernels (default: the target's fp8)."""
+    dtype = dtype or fp8_dtype_for(target)
+    _grid, ce, opts = launch_params(kernel, 4096, 4096, dtype=dtype, block=block)
+    tx, tq = _TL_DTYPE[x_dtype], _TL_DTYPE[dtype]
+    if kernel == "quant_rowwise_kernel":
+        sig = {"x_ptr": f"*{tx}", "q_ptr": f"*{tq}", "scale_ptr": "*fp32", "M": "i32", "K": "i32",
+               "stride_xm": "i32", "stride_xk": "constexpr"}
+    elif kernel == "quant_block_kernel":
+        sig = {"x_ptr": f"*{tx}", "q_ptr": f"*{tq}", "scale_ptr": "*fp32", "M": "i32", "K": "i32",
+               "stride_xm": "i32", "stride_xk": "constexpr", "stride_sm": "i32"}
+    elif kernel == "mxfp4_quant_kernel":
+        sig = {"x_ptr": f"*{tx}", "q_ptr": "*u8", "s_ptr": "*u8", "M": "i32", "K": "i32",
+               "stride_xm": "i32", "stride_xk": "constexpr"}
+    else:
+        sig = {"q_ptr": "*u8", "s_ptr": "*u8", "y_ptr": "*fp32", "M": "i32", "K": "i32",
+               "stride_qm": "i32", "stride_qk": "constexpr", "stride_sm": "i32", "stride_sk": "constexpr"}
+    ce = dict(ce, **{k: 1 for k, v in sig.items() if v == "constexpr"})  # unit inner strides
+    sig.update({k: "constexpr" for k in ce if k not in sig})
+    divisible = [k for k, v in sig.items() if v.startswith("*") or k in ("K", "stride_xm", "stride_qm", "stride_sm")]
+    return getattr(K, kernel), sig, ce, divisible, opts
+
+
+# ----------------------------------------------------------------------------- implementations
+
+def _operand(t):
+    """t itself, unless a column offset (k * stride(1), computed in int32 by the kernels; row offsets
+    are int64) could overflow: then a contiguous copy."""
+    return t if t.stride(1) * t.shape[1] < 2**31 else t.contiguous()
+
+
+def _rowwise_impl(x, dtype):
+    M, Kd = x.shape
+    q = torch.empty((M, Kd), dtype=dtype, device=x.device)
+    scale = torch.empty((M, 1), dtype=torch.float32, device=x.device)
+    if M == 0:
+        return q, scale
+    _check_runnable(x, dtype)
+    grid, ce, opts = launch_params("quant_rowwise_kernel", M, Kd, dtype=dtype)
+    x = _operand(x)
+    K.quant_rowwise_kernel[grid](x, q, scale, M, Kd, x.stride(0), x.stride(1), **ce, **opts)
+    C.LAUNCHES["quant_rowwise_kernel"] += 1
+    return q, scale
+
+
+def _block_impl(x, block, dtype):
+    M, Kd = x.shape
+    gm, bk = block
+    q = torch.empty((M, Kd), dtype=dtype, device=x.device)
+    scale = torch.empty((_cdiv(M, gm), _cdiv(Kd, bk)), dtype=torch.float32, device=x.device)
+    if q.numel() == 0:
+        return q, scale
+    _check_runnable(x, dtype)
+    grid, ce, opts = launch_params("quant_block_kernel", M, Kd, dtype=dtype, block=block)
+    x = _operand(x)
+    K.quant_block_kernel[grid](x, q, scale, M, Kd, x.stride(0), x.stride(1), scale.stride(0), **ce, **opts)
+    C.LAUNCHES["quant_block_kernel"] += 1
+    return q, scale
+
+
+def _mxfp4_quant_impl(x):
+    M, Kd = x.shape
+    packed = torch.empty((M, Kd // 2), dtype=torch.uint8, device=x.device)
+    scales = torch.empty((M, Kd // MXFP4_GROUP), dtype=torch.uint8, device=x.device)
+    if packed.numel() == 0:
+        return packed, scales
+    C.check_device_supported(x)
+    grid, ce, opts = launch_params("mxfp4_quant_kernel", M, Kd)
+    x = _operand(x)
+    K.mxfp4_quant_kernel[grid](x, packed, scales, M, Kd, x.stride(0), x.stride(1), **ce, **opts)
+    C.LAUNCHES["mxfp4_quant_kernel"] += 1
+    return packed, scales
+
+
+def _mxfp4_dequant_impl(packed, scales):
+    M, Kd = packed.shape[0], packed.shape[1] * 2
+    y = torch.empty((M, Kd), dtype=torch.float32, device=packed.device)
+    if y.numel() == 0:
+        return y
+    C.check_device_supported(packed, "packed")
+    grid, ce, opts = launch_params("mxfp4_dequant_kernel", M, Kd)
+    packed, scales = _operand(packed), _operand(scales)
+    K.mxfp4_dequant_kernel[grid](packed, scales, y, M, Kd, packed.stride(0), packed.stride(1),
+                                 scales.stride(0), scales.stride(1), **ce, **opts)
+    C.LAUNCHES["mxfp4_dequant_kernel"] += 1
+    return y
+
+
+# ----------------------------------------------------------------------------- custom ops (+ fakes)
+
+@torch.library.custom_op("gemmkit::quantize_rowwise", mutates_args=())
+def _quantize_rowwise_op(x: torch.Tensor, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
+    _check_x("x", x)
+    _check_q_dtype(dtype, tuple(_QMAX))
+    return _rowwise_impl(x, dtype)
+
+
+@_quantize_rowwise_op.register_fake
+def _(x, dtype):
+    _check_x("x", x)
+    _check_q_dtype(dtype, tuple(_QMAX))
+    return x.new_empty(x.shape, dtype=dtype), x.new_empty((x.shape[0], 1), dtype=torch.float32)
+
+
+@torch.library.custom_op("gemmkit::quantize_fp8_blockwise", mutates_args=())
+def _quantize_blockwise_op(x: torch.Tensor, block_m: int, block_k: int,
+                           dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
+    _check_x("x", x)
+    _check_q_dtype(dtype, FP8_DTYPES)
+    return _block_impl(x, _check_block((block_m, block_k)), dtype)
+
+
+@_quantize_blockwise_op.register_fake
+def _(x, block_m, block_k, dtype):
+    _check_x("x", x)
+    _check_q_dtype(dtype, FP8_DTYPES)
+    gm, bk = _check_block((block_m, block_k))
+    M, Kd = x.shape
+    return x.new_empty(x.shape, dtype=dtype), x.new_empty((_cdiv(M, gm), _cdiv(Kd, bk)), dtype=torch.float32)
+
+
+@torch.library.custom_op("gemmkit::quantize_mxfp4", mutates_args=())
+def _quantize_mxfp4_op(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    _check_mxfp4_x(x)
+    return _mxfp4_quant_impl(x)
+
+
+@_quantize_mxfp4_op.register_fake
+def _(x):
+    _check_mxfp4_x(x)
+    M, Kd = x.shape
+    return x.new_empty((M, Kd // 2), dtype=torch.uint8), x.new_empty((M, Kd // MXFP4_GROUP), dtype=torch.uint8)
+
+
+@torch.library.custom_op("gemmkit::dequantize_mxfp4", mutates_args=())
+def _dequantize_mxfp4_op(packed: torch.Tensor, scales: torch.Tensor) -> torch.Tensor:
+    _check_mxfp4_packed(packed, scales)
+    return _mxfp4_dequant_impl(packed, scales)
+
+
+@_dequantize_mxfp4_op.register_fake
+def _(packed, scales):
+    M, Kd = _check_mxfp4_packed(packed, scales)
+    return packed.new_empty((M, Kd), dtype=torch.float32)
+
+
+# ----------------------------------------------------------------------------- public API
+
+def _rowwise(x, dtype):
+    x = x.detach()
+    if C.eager_call(x):
+        return _rowwise_impl(x, dtype)
+    return torch.ops.gemmkit.quantize_rowwise(x, dtype)
+
+
+def quantize_fp8_per_token(x, dtype=None):
+    """(q, scale): q (M, K) fp8 and scale (M, 1) fp32 with x ~= q * scale, one scale per row (token).
+
+    x: (M, K) bf16 / fp16 / fp32, any strides. dtype: None (the target's fp8), torch.float8_e4m3fn
+    or torch.float8_e4m3fnuz. The `x_scale` layout of gemm_a8w8.
+    """
+    _check_x("x", x)
+    return _rowwise(x, _resolve_fp8(dtype, x))
+
+
+def quantize_fp8_per_channel(w, dtype=None):
+    """(q, scale): q (N, K) fp8 and scale (1, N) fp32 with w ~= q * scale.T, one scale per row of w
+    (= per output channel of y = x @ w.T). The `w_scale` layout of gemm_a8w8. dtype as in
+    quantize_fp8_per_token."""
+    _check_x("w", w)
+    q, scale = _rowwise(w, _resolve_fp8(dtype, w))
+    return q, scale.view(1, w.shape[0])
+
+
+def quantize_int8_per_token(x):
+    """(q, scale): q (M, K) int8 in [-127, 127] (symmetric, round half to even) and scale (M, 1) fp32
+    with x ~= q * scale. Use it for int8 weights too: scale.view(1, N) is the per-channel layout."""
+    _check_x("x", x)
+    return _rowwise(x, torch.int8)
+
+
+def quantize_fp8_blockwise(x, block=(1, 128), dtype=None):
+    """(q, scale) with one fp32 scale per `block` of x (M, K):
+
+      block=(1, 128):   scale (M, ceil(K/128))              activations, gemm_a8w8_blockscale x_scale
+      block=(128, 128): scale (ceil(M/128), ceil(K/128))    weights (N, K), gemm_a8w8_blockscale w_scale
+
+    q (M, K) fp8; x[i, k] ~= q[i, k] * scale[i // block[0], k // block[1]]. Ragged last blocks (M or K
+    not multiples) take their amax over the elements that exist. dtype as in quantize_fp8_per_token.
+    """
+    _check_x("x", x)
+    gm, bk = _check_block(block)
+    dtype = _resolve_fp8(dtype, x)
+    x = x.detach()
+    if C.eager_call(x):
+        return _block_impl(x, (gm, bk), dtype)
+    return torch.ops.gemmkit.quantize_fp8_blockwise(x, gm, bk, dtype)
+
+
+def quantize_mxfp4(x):
+    """(packed, scales): OCP MXFP4 of x (M, K), K % 32 == 0.
+
+    packed (M, K/2) uint8: byte i holds element 2i in bits 0-3 and element 2i + 1 in bits 4-7 (E2M1
+    codes: sign bit 3, exponent bits 2-1, mantissa bit 0). scales (M, K/32) uint8 E8M0: the scale of
+    elements 32j .. 32j + 31 is 2^(scales[:, j] - 127). The layout tl.dot_scaled takes for "e2m1".
+    """
+    _check_mxfp4_x(x)
+    x = x.detach()
+    if C.eager_call(x):
+        return _mxfp4_quant_impl(x)
+    return torch.ops.gemmkit.quantize_mxfp4(x)
+
+
+def dequantize_mxfp4(packed, scales):
+    """(M, K) float32 from quantize_mxfp4's (packed (M, K/2), scales (M, K/32)); exact (every E2M1 value
+    times a power of two is an fp32, down to fp32's normal range)."""
+    M, _K = _check_mxfp4_packed(packed, scales)
+    if C.eager_call(packed, scales):
+        return _mxfp4_dequant_impl(packed, scales)
+    return torch.ops.gemmkit.dequantize_mxfp4(packed, scales)
+
+
+# ----------------------------------------------------------------------------- torch references
+
+def _scale_ref(amax, qmax):
+    """fp32 scale from fp32 amax, the kernels' rule step for step (IEEE division by a tensor, never a
+    reciprocal multiply)."""
+    a = torch.clamp(amax, min=AMAX_FLOOR, max=AMAX_CEIL)
+    s = a / torch.full_like(a, qmax)
+    return torch.where(torch.isnan(amax), torch.full_like(s, float("nan")), s)
+
+
+def _quantize_ref(xf, scale, dtype):
+    qmax = _QMAX[dtype]
+    v = torch.clamp(xf / scale, -qmax, qmax)
+    v = torch.where(torch.isnan(v), torch.zeros_like(v), v)
+    return torch.round(v).to(dtype) if dtype == torch.int8 else v.to(dtype)
+
+
+def _rowwise_ref(x, dtype):
+    xf = x.detach().float()
+    amax = xf.abs().amax(dim=1, keepdim=True) if xf.shape[1] else xf.new_zeros((xf.shape[0], 1))
+    scale = _scale_ref(amax, _QMAX[dtype])
+    return _quantize_ref(xf, scale, dtype), scale
+
+
+def quantize_fp8_per_token_ref(x, dtype=torch.float8_e4m3fn):
+    """Torch reference of quantize_fp8_per_token: (q (M, K), scale (M, 1) fp32)."""
+    return _rowwise_ref(x, dtype)
+
+
+def quantize_fp8_per_channel_ref(w, dtype=torch.float8_e4m3fn):
+    """Torch reference of quantize_fp8_per_channel: (q (N, K), scale (1, N) fp32)."""
+    q, scale = _rowwise_ref(w, dtype)
+    return q, scale.view(1, -1)
+
+
+def quantize_int8_per_token_ref(x):
+    """Torch reference of quantize_int8_per_token: (q (M, K) int8, scale (M, 1) fp32)."""
+    return _rowwise_ref(x, torch.int8)
+
+
+def _expand_blocks(scale, block, shape):
+    """Per-element scale (M, K) from a per-block one."""
+    gm, bk = block
+    return scale.repeat_interleave(gm, 0)[: shape[0]].repeat_interleave(bk, 1)[:, : shape[1]]
+
+
+def quantize_fp8_blockwise_ref(x, block=(1, 128), dtype=torch.float8_e4m3fn):
+    """Torch reference of quantize_fp8_blockwise: (q (M, K), scale (ceil(M/bm), ceil(K/bk)) fp32)."""
+    gm, bk = _check_block(block)
+    xf = x.detach().float()
+    M, Kd = xf.shape
+    mb, kb = _cdiv(M, gm), _cdiv(Kd, bk)
+    padded = xf.new_zeros((mb * gm, kb * bk))
+    padded[:M, :Kd] = xf
+    amax = padded.abs().reshape(mb, gm, kb, bk).amax(dim=(1, 3))
+    scale = _scale_ref(amax, _QMAX[dtype])
+    return _quantize_ref(xf, _expand_blocks(scale, (gm, bk), (M, Kd)), dtype), scale
+
+
+def _e2m1_code_ref(v):
+    a = v.abs()
+    mag = ((a > 0.25).int() + (a >= 0.75).int() + (a > 1.25).int() + (a >= 1.75).int()
+           + (a > 2.5).int() + (a >= 3.5).int() + (a > 5.0).int())
+    return mag
+
+
+def quantize_mxfp4_ref(x):
+    """Torch reference of quantize_mxfp4: (packed (M, K/2) uint8, scales (M, K/32) uint8 E8M0)."""
+    xf = x.detach().float()
+    M, Kd = xf.shape
+    g = xf.reshape(M, Kd // MXFP4_GROUP, MXFP4_GROUP)
+    amax = torch.clamp(g.abs().amax(dim=2), max=_FLT_MAX) if Kd else g.new_zeros((M, 0))
+    has_nan = torch.isnan(g).any(dim=2)
+    X = torch.clamp(((amax.view(torch.int32) >> 23) & 0xFF) - 127 - 2, min=-127)
+    inv_scale = ((127 - X) << 23).view(torch.float32)
+    sign = (g.view(torch.int32) >> 31) & 1
+    code = _e2m1_code_ref(g * inv_scale[..., None]) | (sign << 3)
+    code = torch.where(has_nan[..., None], torch.zeros_like(code), code).reshape(M, Kd)
+    packed = (code[:, 0::2] | (code[:, 1::2] << 4)).to(torch.uint8)
+    scales = torch.where(has_nan, torch.full_like(X, 255), X + 127).to(torch.uint8)
+    return packed, scales
+
+
+_E2M1_VALUES = (0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, -0.0, -0.5, -1.0, -1.5, -2.0, -3.0, -4.0, -6.0)
+
+
+def dequantize_mxfp4_ref(packed, scales):
+    """Torch reference of dequantize_mxfp4: (M, K) float32 (low nibble = element 2i)."""
+    M, Kd = packed.shape[0], packed.shape[1] * 2
+    codes = torch.stack((packed & 0xF, packed >> 4), dim=-1).reshape(M, Kd).long()
+    values = torch.tensor(_E2M1_VALUES, dtype=torch.float32, device=packed.device)[codes]
+    b = scales.to(torch.float64)
+    scale = torch.where(b == 255, torch.full_like(b, float("nan")), torch.exp2(b - 127)).float()
+    return (values.reshape(M, -1, MXFP4_GROUP) * scale[..., None]).reshape(M, Kd)
+
+
+def dequantize_ref(q, scale, block=None):
+    """float32 q * scale for the fp8/int8 quantizers' outputs: per-token (M, 1) and per-channel (1, N)
+    scales broadcast; with `block` ((1, 128) or (128, 128)) the per-block scale is expanded."""
+    qf = q.float()
+    if block is not None:
+        return qf * _expand_blocks(scale, _check_block(block), q.shape)
+    return qf * scale
