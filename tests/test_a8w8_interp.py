@@ -66,6 +66,20 @@ def test_a8w8_out_dtypes_and_paths(dtype, out_dtype, path, launches):
     assert ok, msg
 
 
+@pytest.mark.parametrize("dtype", [FP8, torch.int8], ids=["fp8", "int8"])
+@pytest.mark.parametrize("tma", [False, True], ids=["pointer", "tma"])
+def test_a8w8_split_k(dtype, tma, launches):
+    """Each split scales its partial sum (the scales are linear in it); the reduce adds bias in a fixed order."""
+    M, N, K = 5, 48, 512
+    x, w = q8(M, K, dtype=dtype), q8(N, K, dtype=dtype)
+    xs, ws, bias = scales(M, 1), scales(1, N), randn(N, dtype=torch.bfloat16)
+    before = launches["splitk_reduce_kernel"]
+    y = gemmkit.gemm_a8w8(x, w, xs, ws, bias, out_dtype=torch.float32, config=dict(SMALL, NUM_KSPLIT=3, tma=tma))
+    assert launches["splitk_reduce_kernel"] == before + 1
+    ok, msg = within_bound(y, gemm_a8w8_ref(x, w, xs, ws, bias), torch.float32)
+    assert ok, msg
+
+
 def test_a8w8_int8_extremes_exact():
     """-128 * -128 * K in int32 with unit scales: exact, no overflow, no fp rounding before the scale."""
     M, N, K = 4, 8, 512
@@ -113,6 +127,8 @@ BLOCK_CASES = [
     (33, 64, 300, (128, 128), dict(SMALL, BLOCK_SIZE_K=128, num_stages=3)),      # whole K in the prologue
     (1, 256, 512, (128, 128), dict(SMALL, BLOCK_SIZE_K=128, num_stages=4, tma=True)),
     (70, 64, 256, (128, 128), dict(SMALL, BLOCK_SIZE_K=128, persistent=True)),
+    (3, 64, 640, (128, 128), dict(SMALL, BLOCK_SIZE_K=128, NUM_KSPLIT=2)),      # split-K: scaled partials
+    (3, 64, 700, (128, 128), dict(SMALL, BLOCK_SIZE_K=64, NUM_KSPLIT=4, tma=True)),
 ]
 
 
@@ -125,7 +141,8 @@ def test_blockscale(M, N, K, block, cfg, launches):
     out = poisoned((M, N), torch.float32)
     before = sum(launches.values())
     y = gemmkit.gemm_a8w8_blockscale(x, w, xs, ws, block_shape=block, out=out, out_dtype=torch.float32, config=cfg)
-    assert y is out and sum(launches.values()) == before + 1
+    split = (cfg or {}).get("NUM_KSPLIT", 1) > 1  # split-K adds the reduce launch
+    assert y is out and sum(launches.values()) == before + 1 + split
     ok, msg = within_bound(y, gemm_a8w8_blockscale_ref(x, w, xs, ws, block), torch.float32)
     assert ok, msg
 
@@ -160,7 +177,6 @@ def _args(M=8, N=16, K=64, dtype=FP8):
     ("w_scale_shape", ValueError, r"^w_scale: expected shape \(1, 16\) or \(16,\), got \(16, 2\)"),
     ("scale_dtype", TypeError, r"^x_scale: expected dtype torch.float32, got torch.bfloat16"),
     ("bias_shape", ValueError, r"^bias: expected shape \(16,\)"),
-    ("split_k", ValueError, r"NUM_KSPLIT' must be 1"),
     ("out_shape", ValueError, r"^out: expected shape \(8, 16\)"),
 ])
 def test_a8w8_errors(case, exc, match):
@@ -184,8 +200,6 @@ def test_a8w8_errors(case, exc, match):
         xs = xs.to(torch.bfloat16)
     elif case == "bias_shape":
         kw["bias"] = randn(15, dtype=torch.bfloat16)
-    elif case == "split_k":
-        kw["config"] = dict(SMALL, NUM_KSPLIT=2)
     elif case == "out_shape":
         kw["out"] = torch.empty(8, 15, dtype=torch.bfloat16)
     with pytest.raises(exc, match=match):

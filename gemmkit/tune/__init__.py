@@ -46,9 +46,8 @@ def _cfg(bm, bn, bk, warps, stages, group, persistent, tma, split):
 def search_space(M: int, N: int, K: int, target, op: str = "a16w16") -> list:
     """Every candidate config for one shape (before pruning), ordered, no duplicates.
 
-    8-bit ops: K steps of 128 / 256 elements (the same bytes per step as 64 / 128 of bf16),
-    no split-K (their scales apply after the whole K sum); block scale: K steps that divide
-    the 128-wide scale blocks."""
+    8-bit ops: K steps of 128 / 256 elements (the same bytes per step as 64 / 128 of bf16);
+    block scale: K steps that divide the 128-wide scale blocks."""
     if M <= 16:
         bms, bns, bks, groups, persist, splits = [16, 64], [32, 64, 128], [128, 256], [1], [False], [1, 2, 4, 8]
     elif M <= 64:
@@ -61,7 +60,6 @@ def search_space(M: int, N: int, K: int, target, op: str = "a16w16") -> list:
         bms, bns, bks, groups, persist, splits = [128, 256], [128, 256], [64], [8, 16], [False, True], [1]
     if op in ("a8w8", "a8w8_blockscale"):
         bks = [64, 128] if op == "a8w8_blockscale" else [128, 256]
-        splits = [1]
     tmas = [True, False] if target.is_nvidia else [False]
     out, seen = [], set()
     for bm, bn, bk, warps, stages, group, p, tma, split in itertools.product(

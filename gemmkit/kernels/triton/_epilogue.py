@@ -80,14 +80,22 @@ def bias_activation(acc, bias_ptr, offs_n, N, HAS_BIAS: tl.constexpr, ACTIVATION
 
 
 @triton.jit
-def epilogue(acc, xs_ptr, wsc_ptr, bias_ptr, offs_m, offs_n, M, N,
-             SCALE: tl.constexpr, HAS_BIAS: tl.constexpr, ACTIVATION: tl.constexpr):
-    """The whole epilogue of a finished tile: scales (SCALE == "rowcol"), bias, activation; fp32 out."""
+def apply_scales(acc, xs_ptr, wsc_ptr, offs_m, offs_n, M, N, SCALE: tl.constexpr):
+    """fp32 acc, times x_scale[m] * w_scale[n] when SCALE == "rowcol". Linear in acc, so a split-K
+    partial sum may be scaled before the splits are added."""
     acc = acc.to(tl.float32)
     if SCALE == "rowcol":
         xs = tl.load(xs_ptr + offs_m, mask=offs_m < M, other=0.0)
         ws = tl.load(wsc_ptr + offs_n, mask=offs_n < N, other=0.0)
         acc = acc * xs[:, None] * ws[None, :]
+    return acc
+
+
+@triton.jit
+def epilogue(acc, xs_ptr, wsc_ptr, bias_ptr, offs_m, offs_n, M, N,
+             SCALE: tl.constexpr, HAS_BIAS: tl.constexpr, ACTIVATION: tl.constexpr):
+    """The whole epilogue of a finished tile: scales (SCALE == "rowcol"), bias, activation; fp32 out."""
+    acc = apply_scales(acc, xs_ptr, wsc_ptr, offs_m, offs_n, M, N, SCALE)
     return bias_activation(acc, bias_ptr, offs_n, N, HAS_BIAS, ACTIVATION)
 
 

@@ -28,11 +28,11 @@ Schedule: work ids go through `tile_coords` (XCD remap + grouped order,
 _schedule.py). PERSISTENT launches min(work, CUs) programs that loop over
 work ids with stride = grid; otherwise one program per work id.
 
-Split-K (SPLIT_K > 1, small-M decode; SCALE == "none" only): work id = split *
-tiles + tile; split s runs the K steps `split_k_range` gives it and stores its
-fp32 partial tile to part[s] (no epilogue); `_splitk_reduce.py` then adds
-part[0], part[1], ... in that fixed order and runs the epilogue, so results are
-bitwise reproducible:
+Split-K (SPLIT_K > 1, small-M decode): work id = split * tiles + tile; split s
+runs the K steps `split_k_range` gives it and stores its fp32 partial tile to
+part[s] (scaled already: the scales are linear in the sum; no bias or
+activation); `_splitk_reduce.py` then adds part[0], part[1], ... in that fixed
+order and runs bias and activation, so results are bitwise reproducible:
 
       split 0: K steps [0, k0)  --> part[0] --+
       split 1: K steps [k0, k1) --> part[1] --+--> y = epilogue(part[0] + part[1] + ...)
@@ -55,7 +55,7 @@ Constraints:
 import triton
 import triton.language as tl
 
-from ._epilogue import epilogue, store_tile
+from ._epilogue import apply_scales, epilogue, store_tile
 from ._mainloop import mma_step
 from ._schedule import split_k_range, tile_coords
 
@@ -125,9 +125,9 @@ def _gemm_tile(work_id, x_ptr, w_ptr, xs_ptr, wsc_ptr, bias_ptr, y_ptr, part_ptr
     if SPLIT_K == 1:
         out = epilogue(acc, xs_ptr, wsc_ptr, bias_ptr, offs_m, offs_n, M, N, SCALE, HAS_BIAS, ACTIVATION)
         store_tile(y_ptr, out, offs_m, offs_n, M, N, stride_ym, stride_yn)
-    else:  # fp32 partial sum; _splitk_reduce.py adds the splits in order and runs the epilogue
-        tl.static_assert(SCALE == "none", "split-K is for unscaled GEMMs")
-        store_tile(part_ptr + split.to(tl.int64) * M * N, acc, offs_m, offs_n, M, N, N, 1)
+    else:  # scaled fp32 partial sum; _splitk_reduce.py adds the splits in order, then bias and activation
+        part = apply_scales(acc, xs_ptr, wsc_ptr, offs_m, offs_n, M, N, SCALE)
+        store_tile(part_ptr + split.to(tl.int64) * M * N, part, offs_m, offs_n, M, N, N, 1)
 
 
 @triton.jit

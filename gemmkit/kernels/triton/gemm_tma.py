@@ -20,7 +20,7 @@ with `flatten=True`, so the pipeliner overlaps the next tile's first loads
 with this tile's epilogue. Non-persistent launches use a grid of one program
 per tile and run the loop body once.
 
-Split-K (SPLIT_K > 1, SCALE == "none") works as in gemm.py: work ids cover
+Split-K (SPLIT_K > 1) works as in gemm.py: work ids cover
 tiles x splits, each split stores an fp32 partial to ws, the reduce kernel
 adds them in a fixed order and runs the epilogue.
 
@@ -37,7 +37,7 @@ Constraints:
 import triton
 import triton.language as tl
 
-from ._epilogue import epilogue, store_tile
+from ._epilogue import apply_scales, epilogue, store_tile
 from ._mainloop import mma_step
 from ._schedule import split_k_range, tile_coords
 
@@ -86,6 +86,6 @@ def gemm_tma_kernel(x_desc, w_desc, y_desc, xs_ptr, wsc_ptr, bias_ptr, part_ptr,
         if SPLIT_K == 1:
             out = epilogue(acc, xs_ptr, wsc_ptr, bias_ptr, offs_m, offs_n, M, N, SCALE, HAS_BIAS, ACTIVATION)
             y_desc.store([off_m, off_n], out.to(y_desc.dtype))
-        else:  # fp32 partial sum to part[split]; _splitk_reduce.py finishes (see gemm.py)
-            tl.static_assert(SCALE == "none", "split-K is for unscaled GEMMs")
-            store_tile(part_ptr + split.to(tl.int64) * M * N, acc, offs_m, offs_n, M, N, N, 1)
+        else:  # scaled fp32 partial sum to part[split]; _splitk_reduce.py finishes (see gemm.py)
+            part = apply_scales(acc, xs_ptr, wsc_ptr, offs_m, offs_n, M, N, SCALE)
+            store_tile(part_ptr + split.to(tl.int64) * M * N, part, offs_m, offs_n, M, N, N, 1)
