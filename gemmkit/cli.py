@@ -126,6 +126,8 @@ def build_parser():
     sc.add_argument("name", help="a named schedule ('list' prints the names)")
     ss = ssub.add_parser("show", help="draw the two groups' timeline as text")
     ss.add_argument("name")
+    sl = ssub.add_parser("list", help="the named schedules with the seeds' and the checker's verdicts")
+    sl.set_defaults(name="list")
     s.set_defaults(fn=_cmd_schedule)
     return p
 

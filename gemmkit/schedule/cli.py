@@ -1,4 +1,4 @@
-"""`gemmkit schedule check NAME | show NAME | check list`: the entry points behind gemmkit/cli.py."""
+"""`gemmkit schedule check NAME | show NAME | list`: the entry points behind gemmkit/cli.py."""
 from __future__ import annotations
 
 from . import library

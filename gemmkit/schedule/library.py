@@ -221,6 +221,10 @@ def _hk_like(name, tiles, prologue_waits, vm_main, epilogue_waits, about, b0_ear
 
 
 def hipkittens(tiles: int = 4, b0_early: bool = True) -> Schedule:
+    # Provenance of the (4, 2, 0) tail waits: the HipKittens source (HazyResearch/HipKittens,
+    # kernels/gemm/bf16fp32/256_256_64_32_with16x32.cpp), not the seeds; 001 §5.5 lists the tail as
+    # vmcnt(2), vmcnt(1), which the checker also flags (the As[1][1] epilogue read). The cluster-7
+    # verdict does not depend on the tail.
     return _hk_like("hipkittens" + ("" if b0_early else "-fixed"), tiles, (4, 6), 6, (4, 2, 0),
                     "003 §15.2: HipKittens 256_256_64_32_with16x32, vmcnt(4)/(6) prologue, (6) loop, "
                     "(4)/(2)/(0) tail" + ("" if b0_early else "; stage-1 B tile 0 read in cluster 9"), b0_early)
