@@ -31,16 +31,23 @@ import triton.language as tl
 
 
 @triton.jit
-def mma_step(acc, a, b, k_offset, xs_ptr, wsc_ptr, rows_x, rows_w, M, N,
-             stride_xsm, stride_xsk, stride_wsn, stride_wsk,
-             SCALE: tl.constexpr, SCALE_BN: tl.constexpr, SCALE_BK: tl.constexpr, PROMOTE_K: tl.constexpr):
-    """acc after one K step at K offset `k_offset` (see the module docstring)."""
+def scale_rows(xs_ptr, wsc_ptr, rows_x, rows_w, stride_xsm, stride_wsn, SCALE_BN: tl.constexpr):
+    """Per-tile row pointers into the block scales (computed once, before the K loop):
+    x_scale row of each tile row, w_scale row (n // SCALE_BN) of each tile column."""
+    return (xs_ptr + rows_x.to(tl.int64) * stride_xsm,
+            wsc_ptr + (rows_w // SCALE_BN).to(tl.int64) * stride_wsn)
+
+
+@triton.jit
+def mma_step(acc, a, b, k_offset, xs_rows, ws_rows, mask_x, mask_w, stride_xsk, stride_wsk,
+             SCALE: tl.constexpr, SCALE_BK: tl.constexpr, PROMOTE_K: tl.constexpr):
+    """acc after one K step at K offset `k_offset` (see the module docstring). `xs_rows` /
+    `ws_rows`: scale_rows() of the tile; `mask_x` / `mask_w`: which tile rows / columns exist."""
     if SCALE == "block":
         part = tl.dot(a, b.T, max_num_imprecise_acc=PROMOTE_K)
         kb = k_offset // SCALE_BK
-        xs = tl.load(xs_ptr + rows_x.to(tl.int64) * stride_xsm + kb * stride_xsk, mask=rows_x < M, other=0.0)
-        ws = tl.load(wsc_ptr + (rows_w // SCALE_BN).to(tl.int64) * stride_wsn + kb * stride_wsk,
-                     mask=rows_w < N, other=0.0)
+        xs = tl.load(xs_rows + kb * stride_xsk, mask=mask_x, other=0.0)
+        ws = tl.load(ws_rows + kb * stride_wsk, mask=mask_w, other=0.0)
         acc += part * xs[:, None] * ws[None, :]
     else:
         acc = tl.dot(a, b.T, acc, max_num_imprecise_acc=PROMOTE_K, out_dtype=acc.dtype)

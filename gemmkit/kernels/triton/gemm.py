@@ -56,7 +56,7 @@ import triton
 import triton.language as tl
 
 from ._epilogue import apply_scales, epilogue, store_tile
-from ._mainloop import mma_step
+from ._mainloop import mma_step, scale_rows
 from ._schedule import split_k_range, tile_coords
 
 
@@ -108,6 +108,7 @@ def _gemm_tile(work_id, x_ptr, w_ptr, xs_ptr, wsc_ptr, bias_ptr, y_ptr, part_ptr
     x_ptrs = x_ptr + rows_x[:, None].to(tl.int64) * stride_xm + offs_k[None, :] * stride_xk
     w_ptrs = w_ptr + rows_w[:, None].to(tl.int64) * stride_wn + offs_k[None, :] * stride_wk
 
+    xs_rows, ws_rows = scale_rows(xs_ptr, wsc_ptr, rows_x, rows_w, stride_xsm, stride_wsn, SCALE_BN)
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.int32 if ACC_INT else tl.float32)
     for k in range(0, k_steps):
         if EVEN_K:
@@ -117,8 +118,8 @@ def _gemm_tile(work_id, x_ptr, w_ptr, xs_ptr, wsc_ptr, bias_ptr, y_ptr, part_ptr
             k_left = K - (k_first + k) * BLOCK_K
             a = tl.load(x_ptrs, mask=tl.arange(0, BLOCK_K)[None, :] < k_left, other=0.0)
             b = tl.load(w_ptrs, mask=tl.arange(0, BLOCK_K)[None, :] < k_left, other=0.0)
-        acc = mma_step(acc, a, b, (k_first + k) * BLOCK_K, xs_ptr, wsc_ptr, rows_x, rows_w, M, N,
-                       stride_xsm, stride_xsk, stride_wsn, stride_wsk, SCALE, SCALE_BN, SCALE_BK, PROMOTE_K)
+        acc = mma_step(acc, a, b, (k_first + k) * BLOCK_K, xs_rows, ws_rows, rows_x < M, rows_w < N,
+                       stride_xsk, stride_wsk, SCALE, SCALE_BK, PROMOTE_K)
         x_ptrs += BLOCK_K * stride_xk
         w_ptrs += BLOCK_K * stride_wk
 

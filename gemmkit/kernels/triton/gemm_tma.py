@@ -38,7 +38,7 @@ import triton
 import triton.language as tl
 
 from ._epilogue import apply_scales, epilogue, store_tile
-from ._mainloop import mma_step
+from ._mainloop import mma_step, scale_rows
 from ._schedule import split_k_range, tile_coords
 
 
@@ -77,12 +77,13 @@ def gemm_tma_kernel(x_desc, w_desc, y_desc, xs_ptr, wsc_ptr, bias_ptr, part_ptr,
         off_n = pid_n * BLOCK_N
         offs_m = off_m + tl.arange(0, BLOCK_M)
         offs_n = off_n + tl.arange(0, BLOCK_N)
+        xs_rows, ws_rows = scale_rows(xs_ptr, wsc_ptr, offs_m, offs_n, stride_xsm, stride_wsn, SCALE_BN)
         acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.int32 if ACC_INT else tl.float32)
         for ki in range(k_steps):
             a = x_desc.load([off_m, (k_first + ki) * BLOCK_K])
             b = w_desc.load([off_n, (k_first + ki) * BLOCK_K])
-            acc = mma_step(acc, a, b, (k_first + ki) * BLOCK_K, xs_ptr, wsc_ptr, offs_m, offs_n, M, N,
-                           stride_xsm, stride_xsk, stride_wsn, stride_wsk, SCALE, SCALE_BN, SCALE_BK, PROMOTE_K)
+            acc = mma_step(acc, a, b, (k_first + ki) * BLOCK_K, xs_rows, ws_rows, offs_m < M, offs_n < N,
+                           stride_xsk, stride_wsk, SCALE, SCALE_BK, PROMOTE_K)
         if SPLIT_K == 1:
             out = epilogue(acc, xs_ptr, wsc_ptr, bias_ptr, offs_m, offs_n, M, N, SCALE, HAS_BIAS, ACTIVATION)
             y_desc.store([off_m, off_n], out.to(y_desc.dtype))
