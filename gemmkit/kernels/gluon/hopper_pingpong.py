@@ -1,0 +1,490 @@
+"""Ping-pong GEMM for Hopper (sm_90) in Gluon: y = act(x @ w.T + bias), bf16 / fp16 in, bf16 / fp16 / fp32 out.
+
+The seeds' schedule (two groups of warps alternating between memory and math),
+written as a warp-specialized kernel whose hand-offs are mbarriers: every wait
+names the barrier and the phase it waits for, so the compiler never has to
+guess an intent (seed 003 section 6: explicit phase counters).
+
+Three partitions per CTA (`gl.warp_specialize`; persistent: one CTA per SM):
+
+  load   (1 warp)    TMA x[BM, BK] and w[BN, BK] tiles into an S-stage shared-memory ring
+  mma 0  (4 warps)   consumer warpgroup 0: local tiles 0, 2, 4, ... of this CTA
+  mma 1  (4 warps)   consumer warpgroup 1: local tiles 1, 3, 5, ...
+
+Each consumer owns a whole BM x BN output tile: its mainloop (wgmma over all
+K steps, accumulator in its registers), then its epilogue (bias, activation,
+cast, TMA store). An "mma turn" mbarrier pair hands the tensor cores from one
+consumer to the other, so one group's epilogue runs under the other's mainloop.
+
+Tile layout (one CTA; its tiles t0, t1, t2, ... are tile ids pid, pid + grid, ...
+mapped by the grouped order, `tile_coords` of kernels/triton/_schedule.py; drawn
+side by side here, they lie wherever that order puts them)::
+
+                  K ─────────────────►                         N ──────────►
+             ┌──────────────────────────┐                 ┌────────┬────────┐
+   x (M, K)  │ BM x BK boxes, TMA ───┐  │       y (M, N)  │  t0    │  t1    │  BM
+             └───────────────────────┼──┘                 │ (mma0) │ (mma1) │
+             ┌───────────────────────┼──┐                 ├────────┼────────┤
+   w (N, K)  │ BN x BK boxes, TMA ──┐│  │                 │  t2    │  ...   │
+             └──────────────────────┼┼──┘                 └────────┴────────┘
+                                    ▼▼                          BN
+   shared memory:  ring[0..S-1] = (a: BM x BK, b: BN x BK), full[s] / empty[s] mbarriers
+                   c0, c1: BM x BN output staging tile of each consumer, or one tile c
+                           both share (C_TILES = 1, handed over by the c_free mbarrier)
+                   turn[0], turn[1]: the mma-turn mbarriers
+
+Phase timeline (one CTA, k = K steps per tile; "mma t" = all k wgmmas of tile t,
+"epi t" = wait for the last wgmma, bias/activation/cast, smem, TMA store)::
+
+   load  │ k steps of t0 │ k steps of t1 │ k steps of t2 │ k steps of t3 │ ...   (S stages ahead)
+   mma 0 │ mma t0        │ epi t0 ...    │ mma t2        │ epi t2 ...    │
+   mma 1 │ (wait turn)   │ mma t1        │ epi t1 ...    │ mma t3        │
+                  turn[1] ▲       turn[0] ▲       turn[1] ▲
+         each consumer arrives on the other's turn barrier once its last wgmma of
+         a tile is issued, then drains it (wgmma wait 0) and runs its epilogue.
+
+Barriers and their phase counters (all mbarriers, count 1; "step" g = j * k + kk,
+the CTA-local K-step index over local tile j, shared by all three partitions):
+
+   full[s]   stage s holds step g, s = g % S      load: expect-tx + 2 TMA;   mma: wait parity (g // S) & 1
+   empty[s]  stage s may be refilled              mma: arrive after wgmma;    load: wait parity ((g // S) & 1) ^ 1
+   turn[c]   consumer c may issue its mainloop    other consumer: arrive;     c, its n-th tile:
+                                                  wait parity (n & 1) ^ 1 (c = 0) or n & 1 (c = 1)
+   c_free    (C_TILES = 1) tile j's TMA store   consumer of tile j: store_wait(0), arrive;
+             has read the shared c            consumer of tile j + 1 waits parity j & 1 before
+                                              writing c (consumer 0: parity 1, consumer 1: 0)
+   A fresh mbarrier counts as having completed the phase before phase 0, so the
+   first waits of the loader on empty[s] and of consumer 0 on turn[0] / c_free pass at once.
+
+Why the turn barrier is needed for correctness, not only for speed: an mbarrier
+wait matches a phase by its parity, so it is only exact when the barrier is at
+most one phase away. The turn order makes a consumer start a tile only after the
+other consumer has waited on every full[s] of the previous tile, so full[s] is
+never two phases behind the consumer that waits on it.
+
+Register split (setmaxnreg): see `derive`. Epilogue math is the Triton tier's
+(`bias_activation` in kernels/triton/_epilogue.py, a @triton.jit function that a
+@gluon.jit kernel can call in Triton 3.6), and so is the tile order.
+
+Constraints:
+  - sm_90 only (wgmma, TMA, setmaxnreg); bf16 or fp16 x and w, same dtype; y bf16, fp16 or fp32.
+  - TMA rules: x, w, y 2-D, unit last stride, 16-byte aligned base and row stride
+    (K % 8 == 0, N % 8 == 0 for a 16-bit y, N % 4 for fp32). M, N, K need not be
+    multiples of the tile: TMA zero-fills out-of-bounds loads and clips stores.
+  - BLOCK_SIZE_M in {64, 128} (one wgmma warpgroup covers 64-row slices);
+    BLOCK_SIZE_N a power of two in [16, 256]; BLOCK_SIZE_K a power of two in
+    [16, 128]; accumulator BM * BN / 128 <= 128 fp32 registers per thread.
+  - num_warps == 4 (warps per consumer warpgroup; the kernel adds the second
+    consumer and the load warp); NUM_KSPLIT == 1. num_stages is an upper bound:
+    the ring gets num_stages stages beside two output tiles if they fit, else the
+    most stages (>= 2, <= num_stages) beside one shared output tile.
+  - K >= 1 (the op handles K == 0); M * N tiles < 2**31.
+"""
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+from triton.experimental import gluon
+from triton.experimental.gluon import language as gl
+from triton.experimental.gluon.language.nvidia.hopper import (
+    fence_async_shared, mbarrier, tma, warpgroup_mma, warpgroup_mma_init, warpgroup_mma_wait)
+
+from ..triton._epilogue import ACTIVATIONS, bias_activation
+from ..triton._schedule import tile_coords
+
+KERNEL_NAME = "hopper_pingpong_kernel"
+
+# Checked by `gemmkit isa` / CI (gemmkit/isa/promises.py; cfg is the case's config, smem_bound the plan's bytes).
+PROMISES = (
+    {"promise": "three partitions, 4 + 4 + 1 warps, padded to 3 warpgroups", "check": "num_warps == 12"},
+    {"promise": "register cap at entry = 64K / threads, rounded down to 8 (setmaxnreg moves registers within it)",
+     "check": "vgpr == 65536 // (num_warps * 32) // 8 * 8"},
+    {"promise": "no spills", "check": "spill_bytes == 0"},
+    {"promise": "no local-memory traffic", "check": "counts['LDL'] + counts['STL'] == 0"},
+    {"promise": "shared memory within the target", "check": "lds_bytes <= target.shared_mem_bytes"},
+    {"promise": "shared memory within the plan's bound (smem_bytes)", "check": "lds_bytes <= smem_bound"},
+    {"promise": "wgmma (HGMMA) in both consumers", "check": "counts['HGMMA'] > 0 and counts['HMMA'] == 0"},
+    {"promise": "TMA loads (UTMALDG)", "check": "counts['UTMALDG'] > 0"},
+    {"promise": "TMA store (UTMASTG) of the output tile", "check": "counts['UTMASTG'] > 0"},
+)
+
+# ----------------------------------------------------------------------------- the plan (one place)
+
+_REG_FILE = 65536  # 32-bit registers per SM
+_CONSUMER_WARPS = 4  # one warpgroup per consumer (wgmma is issued by 4 consecutive warps)
+_LOAD_WARPS = 1
+_LOAD_REGS = 24  # registers per thread of the load warpgroup (the minimum): scalars and descriptors only
+_BARRIER_SLACK = 1024  # mbarriers (8 B each) and alignment; compiled kernels use ~250 B
+_MAX_ACC_REGS = 128  # fp32 accumulator registers per consumer thread that leave room for the epilogue
+CONFIG_KEYS = ("BLOCK_SIZE_M", "BLOCK_SIZE_N", "BLOCK_SIZE_K", "GROUP_SIZE_M", "num_warps", "num_stages")
+_IGNORED_KEYS = ("backend", "persistent", "tma", "NUM_KSPLIT")  # always persistent + TMA; NUM_KSPLIT must be 1
+
+
+@dataclass(frozen=True)
+class Plan:
+    BM: int
+    BN: int
+    BK: int
+    GROUP_SIZE_M: int
+    stages: int  # ring depth actually used
+    stage_bytes: int  # one (a, b) ring slot
+    c_tiles: int  # output staging tiles: 2 (one per consumer) or 1 (shared, handed over by c_free)
+    epilogue_bytes: int  # c_tiles * BM * BN * out_bytes
+    smem_bytes: int  # upper bound on the kernel's shared memory
+    warps: int  # warps the CTA runs (partitions padded to warpgroups)
+    regs_at_entry: int  # per thread, the kernel's .maxnreg
+    mma_regs: int  # per consumer thread after setmaxnreg
+    load_regs: int  # per load-warpgroup thread after setmaxnreg
+    acc_regs: int  # fp32 accumulator registers per consumer thread
+    swizzle_a: int  # NVMMA shared-layout swizzle bytes of the a / b ring slots and the y staging tile
+    swizzle_b: int
+    swizzle_c: int
+
+
+def _swizzle(inner_bytes: int) -> int:
+    """NVMMASharedLayout.get_default_for's choice for a tile whose contiguous row is inner_bytes."""
+    for sw in (128, 64, 32):
+        if inner_bytes >= sw and inner_bytes % sw == 0:
+            return sw
+    return 0
+
+
+def derive(cfg: dict, target=None, in_bytes: int = 2, out_bytes: int = 2) -> Plan:
+    """Everything the kernel and its launch need, from one config. ValueError names the key that cannot work.
+
+    Derivation (H200 numbers: 227 KiB of shared memory per block, 64 K registers per SM):
+      tile     BM x BN per consumer; one warpgroup issues wgmma m64nBNk16, BM / 64 of them per
+               k16 slice; accumulator BM * BN fp32 over 128 threads = BM * BN / 128 registers
+               (128 x 128: 128 regs).
+      ring     stage_bytes = (BM + BN) * BK * in_bytes (128 x 128 x 64 bf16: 32 KiB);
+               output tile = BM * BN * out_bytes (bf16: 32 KiB, fp32: 64 KiB). Two tiles (one per
+               consumer) when num_stages stages fit beside them, else one shared tile and
+               stages = min(num_stages, (smem - tile - slack) // stage_bytes), at least 2.
+               128 x 128 x 64 bf16 out: num_stages <= 5 -> 2 tiles; 6 -> 1 tile, 6 stages.
+               fp32 out: 3 stages beside 2 tiles, 4 beside 1.
+      warps    4 (consumer 0, the default partition) + 4 (consumer 1) + 1 (load), each
+               partition padded to a warpgroup for register allocation: 12 warps, 384 threads.
+      regs     at entry: 65536 / 384 = 170 -> 168 (multiple of 8) per thread, the kernel's cap;
+               setmaxnreg then gives the load warpgroup 24 (the minimum; its code needs < 24) and
+               each consumer (168 * 384 - 24 * 128) / 256 = 240. (CUTLASS's ping-pong uses 40 / 232;
+               with 232 the default partition spilled 4 bytes under a gelu epilogue, with 240 none.)
+      swizzle  the largest of 128/64/32 bytes dividing a tile row (BK * 2 = 128 B: 128-byte
+               swizzle, conflict-free for TMA writes and wgmma reads).
+    """
+    for key in CONFIG_KEYS:
+        if key not in cfg:
+            raise ValueError(f"config: missing key {key!r} for the gluon backend")
+    unknown = set(cfg) - set(CONFIG_KEYS) - set(_IGNORED_KEYS)
+    if unknown:
+        raise ValueError(f"config: keys {sorted(unknown)} do not apply to the gluon ping-pong kernel")
+    if cfg.get("NUM_KSPLIT", 1) != 1:
+        raise ValueError(f"config: key 'NUM_KSPLIT' = {cfg['NUM_KSPLIT']}; the gluon backend needs 1")
+    bm, bn, bk = cfg["BLOCK_SIZE_M"], cfg["BLOCK_SIZE_N"], cfg["BLOCK_SIZE_K"]
+    pow2 = lambda v: isinstance(v, int) and v > 0 and v & (v - 1) == 0  # noqa: E731
+    if bm not in (64, 128):
+        raise ValueError(f"config: key 'BLOCK_SIZE_M' = {bm}; the gluon backend needs 64 or 128 (wgmma rows)")
+    if not (pow2(bn) and 16 <= bn <= 256):
+        raise ValueError(f"config: key 'BLOCK_SIZE_N' = {bn}; expected a power of two in [16, 256]")
+    if not (pow2(bk) and 16 <= bk <= 128):
+        raise ValueError(f"config: key 'BLOCK_SIZE_K' = {bk}; expected a power of two in [16, 128]")
+    if cfg["num_warps"] != _CONSUMER_WARPS:
+        raise ValueError(f"config: key 'num_warps' = {cfg['num_warps']}; the gluon backend needs 4 "
+                         "(warps per consumer warpgroup)")
+    if not (isinstance(cfg["GROUP_SIZE_M"], int) and cfg["GROUP_SIZE_M"] >= 1):
+        raise ValueError(f"config: key 'GROUP_SIZE_M' = {cfg['GROUP_SIZE_M']!r}; expected an integer >= 1")
+    acc_regs = bm * bn // (32 * _CONSUMER_WARPS)
+    if acc_regs > _MAX_ACC_REGS:
+        raise ValueError(f"config: BLOCK_SIZE_M x BLOCK_SIZE_N = {bm} x {bn} needs {acc_regs} accumulator "
+                         f"registers per thread; the gluon backend allows {_MAX_ACC_REGS}")
+    smem = target.shared_mem_bytes if target is not None else 232448
+    stage_bytes = (bm + bn) * bk * in_bytes
+    tile_bytes = bm * bn * out_bytes
+    c_tiles = 2 if (smem - 2 * tile_bytes - _BARRIER_SLACK) // stage_bytes >= cfg["num_stages"] else 1
+    epilogue_bytes = c_tiles * tile_bytes
+    fit = (smem - epilogue_bytes - _BARRIER_SLACK) // stage_bytes
+    stages = min(cfg["num_stages"], fit)
+    if stages < 2:
+        raise ValueError(f"config: {bm} x {bn} x {bk} leaves room for {fit} ring stage(s) beside the "
+                         f"{epilogue_bytes}-byte output tile ({out_bytes}-byte output); the ring needs 2")
+    warps = 2 * _CONSUMER_WARPS + 4 * -(-_LOAD_WARPS // 4)
+    regs_at_entry = _REG_FILE // (warps * 32) // 8 * 8
+    mma_regs = (regs_at_entry * warps * 32 - _LOAD_REGS * 128) // (2 * 128) // 8 * 8
+    return Plan(BM=bm, BN=bn, BK=bk, GROUP_SIZE_M=cfg["GROUP_SIZE_M"], stages=stages, stage_bytes=stage_bytes,
+                c_tiles=c_tiles, epilogue_bytes=epilogue_bytes,
+                smem_bytes=stages * stage_bytes + epilogue_bytes + _BARRIER_SLACK,
+                warps=warps, regs_at_entry=regs_at_entry, mma_regs=mma_regs, load_regs=_LOAD_REGS,
+                acc_regs=acc_regs, swizzle_a=_swizzle(bk * in_bytes), swizzle_b=_swizzle(bk * in_bytes),
+                swizzle_c=_swizzle(bn * out_bytes))
+
+
+def constexprs(plan: Plan, *, has_bias: bool, activation: str) -> dict:
+    """The kernel's constexpr arguments (one place for the launch and the static compile)."""
+    if activation not in ACTIVATIONS:
+        raise ValueError(f"activation: expected one of {ACTIVATIONS}, got {activation!r}")
+    return dict(STAGES=plan.stages, C_TILES=plan.c_tiles, GROUP_SIZE_M=plan.GROUP_SIZE_M, HAS_BIAS=has_bias,
+                ACTIVATION=activation, MMA_REGS=plan.mma_regs, LOAD_REGS=plan.load_regs)
+
+
+# ----------------------------------------------------------------------------- device code
+
+@gluon.jit
+def _ring_next(idx, phase, STAGES: gl.constexpr):
+    """Advance a (slot, phase) counter of the ring by one step."""
+    idx += 1
+    wrap = idx == STAGES
+    return gl.where(wrap, 0, idx), gl.where(wrap, phase ^ 1, phase)
+
+
+@gluon.jit
+def _ring_prev(idx, STAGES: gl.constexpr):
+    """The slot one step before `idx`. Computed, not remembered: a Python name that aliases a loop
+    variable at loop entry (`prev = idx`) is not loop-carried in Triton 3.6's frontend (its dry run
+    compares values by identity), and such a `prev` silently stays the tile's first slot."""
+    return gl.where(idx == 0, STAGES - 1, idx - 1)
+
+
+@gluon.jit
+def _load_partition(x_desc, w_desc, a_ring, b_ring, full, empty, M, N, K,
+                    STAGES: gl.constexpr, GROUP_SIZE_M: gl.constexpr):
+    """1 warp: for every K step of every tile of this CTA, wait for the slot, then TMA x and w into it."""
+    BM: gl.constexpr = x_desc.block_type.shape[0]
+    BK: gl.constexpr = x_desc.block_type.shape[1]
+    BN: gl.constexpr = w_desc.block_type.shape[0]
+    num_pid_m = gl.cdiv(M, BM)
+    num_pid_n = gl.cdiv(N, BN)
+    k_steps = gl.cdiv(K, BK)
+    idx = 0
+    phase = 0
+    for tile_id in range(gl.program_id(0), num_pid_m * num_pid_n, gl.num_programs(0)):
+        pid_m, pid_n = tile_coords(tile_id, num_pid_m, num_pid_n, GROUP_SIZE_M, 1)
+        for kk in range(k_steps):
+            mbarrier.wait(empty.index(idx), phase ^ 1)  # round 0 passes: fresh barrier
+            bar = full.index(idx)
+            mbarrier.expect(bar, x_desc.block_type.nbytes + w_desc.block_type.nbytes)
+            tma.async_copy_global_to_shared(x_desc, [pid_m * BM, kk * BK], bar, a_ring.index(idx))
+            tma.async_copy_global_to_shared(w_desc, [pid_n * BN, kk * BK], bar, b_ring.index(idx))
+            idx, phase = _ring_next(idx, phase, STAGES)
+
+
+@gluon.jit
+def _mma_partition(CONSUMER: gl.constexpr, y_desc, bias_ptr, a_ring, b_ring, c_smem, full, empty, turn, c_free,
+                   M, N, K, BK: gl.constexpr, STAGES: gl.constexpr, C_TILES: gl.constexpr,
+                   GROUP_SIZE_M: gl.constexpr, HAS_BIAS: gl.constexpr, ACTIVATION: gl.constexpr):
+    """1 warpgroup: local tiles CONSUMER, CONSUMER + 2, ...: mainloop on its turn, then the epilogue."""
+    BM: gl.constexpr = y_desc.block_type.shape[0]
+    BN: gl.constexpr = y_desc.block_type.shape[1]
+    # wgmma accumulator: 4 warps stacked along M, instruction m16 x BN x k16 per warp.
+    acc_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
+                                                         instr_shape=[16, BN, 16])
+    num_pid_m = gl.cdiv(M, BM)
+    num_pid_n = gl.cdiv(N, BN)
+    k_steps = gl.cdiv(K, BK)
+    nprog = gl.num_programs(0)
+    n = 0  # tiles this consumer has done
+    for tile_id in range(gl.program_id(0) + CONSUMER * nprog, num_pid_m * num_pid_n, 2 * nprog):
+        pid_m, pid_n = tile_coords(tile_id, num_pid_m, num_pid_n, GROUP_SIZE_M, 1)
+        # Explicit phase counter: local tile j = 2n + CONSUMER starts at ring step j * k_steps.
+        step = (2 * n + CONSUMER) * k_steps
+        idx = step % STAGES
+        phase = (step // STAGES) & 1
+        # My turn on the tensor cores (consumer 0's first wait passes on the fresh barrier).
+        mbarrier.wait(turn.index(CONSUMER), (n & 1) ^ (1 - CONSUMER))
+        acc = warpgroup_mma_init(gl.zeros((BM, BN), dtype=gl.float32, layout=acc_layout))
+        for kk in range(k_steps):
+            mbarrier.wait(full.index(idx), phase)
+            acc = warpgroup_mma(a_ring.index(idx), b_ring.index(idx).permute((1, 0)), acc, is_async=True)
+            # One wgmma group in flight: the previous step's has finished reading its slot.
+            warpgroup_mma_wait(1, deps=(acc,))
+            mbarrier.arrive(empty.index(_ring_prev(idx, STAGES)), pred=kk > 0)
+            idx, phase = _ring_next(idx, phase, STAGES)
+        # Every wgmma of this tile is issued: hand the tensor cores to the other consumer.
+        mbarrier.arrive(turn.index(1 - CONSUMER))
+        acc = warpgroup_mma_wait(0, deps=(acc,))
+        mbarrier.arrive(empty.index(_ring_prev(idx, STAGES)))  # the tile's last slot
+        # Epilogue (runs under the other consumer's mainloop).
+        offs_n = pid_n * BN + gl.arange(0, BN, layout=gl.SliceLayout(0, acc_layout))
+        out = bias_activation(acc, bias_ptr, offs_n, N, HAS_BIAS, ACTIVATION)
+        if C_TILES == 2:
+            tma.store_wait(0)  # my previous tile's TMA store has read my c_smem
+        else:
+            mbarrier.wait(c_free, 1 - CONSUMER)  # the other consumer's last store has read the shared c
+        c_smem.store(out.to(y_desc.dtype))
+        fence_async_shared()  # generic-proxy writes -> async-proxy (TMA) read
+        tma.async_copy_shared_to_global(y_desc, [pid_m * BM, pid_n * BN], c_smem)
+        if C_TILES == 1:
+            tma.store_wait(0)
+            mbarrier.arrive(c_free)
+        n += 1
+    tma.store_wait(0)
+
+
+@gluon.jit(do_not_specialize=["M", "N", "K"])  # TMA handles every M, N, K: one compile per config
+def hopper_pingpong_kernel(x_desc, w_desc, y_desc, bias_ptr, M, N, K,
+                           STAGES: gl.constexpr, C_TILES: gl.constexpr, GROUP_SIZE_M: gl.constexpr,
+                           HAS_BIAS: gl.constexpr, ACTIVATION: gl.constexpr, MMA_REGS: gl.constexpr,
+                           LOAD_REGS: gl.constexpr):
+    BM: gl.constexpr = x_desc.block_type.shape[0]
+    BK: gl.constexpr = x_desc.block_type.shape[1]
+    BN: gl.constexpr = w_desc.block_type.shape[0]
+    a_ring = gl.allocate_shared_memory(x_desc.dtype, [STAGES, BM, BK], x_desc.layout)
+    b_ring = gl.allocate_shared_memory(w_desc.dtype, [STAGES, BN, BK], w_desc.layout)
+    c0 = gl.allocate_shared_memory(y_desc.dtype, [BM, BN], y_desc.layout)
+    if C_TILES == 2:
+        c1 = gl.allocate_shared_memory(y_desc.dtype, [BM, BN], y_desc.layout)
+    else:
+        c1 = c0
+    full = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    turn = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
+    c_free = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
+    for i in gl.static_range(STAGES):
+        mbarrier.init(full.index(i), count=1)  # the loader's expect-tx arrive (+ the TMA bytes)
+        mbarrier.init(empty.index(i), count=1)  # one consumer's arrive
+    for i in gl.static_range(2):
+        mbarrier.init(turn.index(i), count=1)  # the other consumer's arrive
+    mbarrier.init(c_free, count=1)  # (C_TILES == 1) the last store's consumer, after store_wait
+    gl.warp_specialize([
+        (_mma_partition, (0, y_desc, bias_ptr, a_ring, b_ring, c0, full, empty, turn, c_free, M, N, K,
+                          BK, STAGES, C_TILES, GROUP_SIZE_M, HAS_BIAS, ACTIVATION)),
+        (_mma_partition, (1, y_desc, bias_ptr, a_ring, b_ring, c1, full, empty, turn, c_free, M, N, K,
+                          BK, STAGES, C_TILES, GROUP_SIZE_M, HAS_BIAS, ACTIVATION)),
+        (_load_partition, (x_desc, w_desc, a_ring, b_ring, full, empty, M, N, K, STAGES, GROUP_SIZE_M)),
+    ], [4, 1], [MMA_REGS, LOAD_REGS])
+
+
+# ----------------------------------------------------------------------------- host side
+
+_GL_DTYPE = {"bf16": gl.bfloat16, "fp16": gl.float16, "fp32": gl.float32}
+_TORCH_NAME = {"torch.bfloat16": "bf16", "torch.float16": "fp16", "torch.float32": "fp32"}
+
+
+@functools.lru_cache(maxsize=None)
+def shared_layout(rows: int, cols: int, dtype: str):
+    """The NVMMA shared layout of a rows x cols TMA box / smem tile (128B swizzle for 64 bf16 columns)."""
+    return gl.NVMMASharedLayout.get_default_for([rows, cols], _GL_DTYPE[dtype])
+
+
+def _tma_ok(t) -> bool:
+    return (t.dim() == 2 and t.stride(1) == 1 and t.data_ptr() % 16 == 0 and
+            (t.stride(0) * t.element_size()) % 16 == 0 and t.shape[0] > 0 and t.shape[1] > 0)
+
+
+def unsupported(x2, w, y, target=None) -> str | None:
+    """Why this kernel cannot run these tensors (None: it can). The op falls back to the Triton tier then."""
+    import torch
+
+    if target is not None and target.arch != "sm_90":
+        return f"needs sm_90, not {target.arch}"
+    if x2.dtype not in (torch.bfloat16, torch.float16) or w.dtype != x2.dtype:
+        return f"needs bf16/fp16 x and w of one dtype, got {x2.dtype} and {w.dtype}"
+    if y.dtype not in (torch.bfloat16, torch.float16, torch.float32):
+        return f"needs a bf16, fp16 or fp32 output, got {y.dtype}"
+    for name, t in (("x", x2), ("w", w), ("y", y)):
+        if not _tma_ok(t):
+            return f"{name}: TMA needs a 2-D tensor, unit last stride, 16-byte aligned base and row stride"
+    return None
+
+
+def launch(x2, w, bias, y, activation, cfg, target, compile_only=False):
+    """y = act(x2 @ w.T + bias) with the ping-pong kernel. x2 (M, K), w (N, K), bias (N,) or None, y (M, N).
+
+    `cfg` keys: BLOCK_SIZE_M/N/K, GROUP_SIZE_M, num_warps (4), num_stages (upper bound); `backend`,
+    `persistent`, `tma` are accepted and ignored (always persistent, always TMA), NUM_KSPLIT must be 1.
+    `target`: a gemmkit.arch.Target (its num_cus sizes the persistent grid). Raises ValueError when
+    `unsupported` says no or the config cannot be planned.
+    """
+    from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
+
+    why = unsupported(x2, w, y, target)
+    if why:
+        raise ValueError(f"gluon ping-pong: {why}")
+    M, K = x2.shape
+    N = w.shape[0]
+    if w.shape[1] != K or tuple(y.shape) != (M, N) or (bias is not None and tuple(bias.shape) != (N,)):
+        raise ValueError(f"gluon ping-pong: shapes x {tuple(x2.shape)}, w {tuple(w.shape)}, y {tuple(y.shape)}, "
+                         f"bias {None if bias is None else tuple(bias.shape)} do not fit y = x @ w.T + bias")
+    if K == 0:
+        raise ValueError("gluon ping-pong: K == 0 (the empty sum) is the op's to handle")
+    t_in, t_out = _TORCH_NAME[str(x2.dtype)], _TORCH_NAME[str(y.dtype)]
+    plan = derive(cfg, target, x2.element_size(), y.element_size())
+    bm, bn, bk = plan.BM, plan.BN, plan.BK
+    x_desc = TensorDescriptor.from_tensor(x2, [bm, bk], shared_layout(bm, bk, t_in))
+    w_desc = TensorDescriptor.from_tensor(w, [bn, bk], shared_layout(bn, bk, t_in))
+    y_desc = TensorDescriptor.from_tensor(y, [bm, bn], shared_layout(bm, bn, t_out))
+    ce = constexprs(plan, has_bias=bias is not None, activation=activation)
+    num_tiles = -(-M // bm) * -(-N // bn)
+    grid = (max(1, min(num_tiles, target.num_cus)),)
+    args = (x_desc, w_desc, y_desc, bias if bias is not None else x2, M, N, K)
+    if compile_only:
+        return hopper_pingpong_kernel.warmup(*args, **ce, num_warps=_CONSUMER_WARPS, grid=grid)
+    hopper_pingpong_kernel[grid](*args, **ce, num_warps=_CONSUMER_WARPS)
+    return None
+
+
+# ----------------------------------------------------------------------------- static compile (gemmkit isa)
+
+# Configs compiled by `gemmkit isa` besides any shipped table bucket with "backend": "gluon".
+PRESETS = (
+    {"BLOCK_SIZE_M": 128, "BLOCK_SIZE_N": 128, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 8, "num_warps": 4,
+     "num_stages": 5},
+    {"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 256, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 8, "num_warps": 4,
+     "num_stages": 4},
+)
+
+
+def static_spec(cfg: dict, target, *, dtype: str = "bf16", out_dtype: str | None = None, has_bias: bool = True,
+                activation: str = "gelu"):
+    """(kernel, signature, constexprs, divisible, options, plan) to compile the kernel for `target` on a CPU."""
+    out_dtype = out_dtype or dtype
+    plan = derive(cfg, target, 2, 4 if out_dtype == "fp32" else 2)
+    bm, bn, bk = plan.BM, plan.BN, plan.BK
+    sig = {"x_desc": f"tensordesc<{dtype}[{bm}, {bk}],{shared_layout(bm, bk, dtype)!r}>",
+           "w_desc": f"tensordesc<{dtype}[{bn}, {bk}],{shared_layout(bn, bk, dtype)!r}>",
+           "y_desc": f"tensordesc<{out_dtype}[{bm}, {bn}],{shared_layout(bm, bn, out_dtype)!r}>",
+           "bias_ptr": f"*{dtype}", "M": "i32", "N": "i32", "K": "i32"}
+    ce = constexprs(plan, has_bias=has_bias, activation=activation)
+    sig.update({k: "constexpr" for k in ce})
+    return hopper_pingpong_kernel, sig, ce, ["bias_ptr"], {"num_warps": _CONSUMER_WARPS}, plan
+
+
+def _shipped_gluon_configs(arch: str):
+    """(table, bucket, config) of every sm_90 table bucket that picks this backend."""
+    import json
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2] / "configs" / arch
+    for path in sorted(root.glob("*.json")) if root.exists() else ():
+        try:
+            table = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue  # the config loader reports broken tables
+        for bucket, cfg in table.items():
+            if isinstance(cfg, dict) and cfg.get("backend") == "gluon":
+                yield path.name, bucket, cfg
+
+
+def isa_cases(archs, op: str = "hopper_pingpong"):
+    """Static cases for sm_90: every shipped bucket with backend "gluon", plus PRESETS (bf16 and fp32 output)."""
+    if "sm_90" not in archs:
+        return
+    seen = set()
+    cases = [(t, b, c, "bf16") for t, b, c in _shipped_gluon_configs("sm_90")]
+    cases += [("-", f"preset{i}", c, o) for i, c in enumerate(PRESETS) for o in ("bf16", "fp32")]
+    for table, bucket, cfg, out in cases:
+        key = (tuple(sorted((k, cfg[k]) for k in CONFIG_KEYS if k in cfg)), out)
+        if key in seen:
+            continue
+        seen.add(key)
+        yield {"kernel": KERNEL_NAME, "op": op, "arch": "sm_90", "table": table, "bucket": bucket,
+               "config": dict(cfg), "path": f"gluon-{out}"}
+
+
+def isa_spec(case):
+    from ... import arch as _arch
+
+    target = _arch.ARCHS[case["arch"]]
+    out = case["path"].split("-", 1)[1] if case["path"].startswith("gluon-") else "bf16"
+    kernel, sig, ce, div, opts, plan = static_spec(case["config"], target, out_dtype=out)
+    return dict(kernel=kernel, signature=sig, constexprs=ce, divisible=div, options=opts, promises=PROMISES,
+                block=(plan.BM, plan.BN, plan.BK), smem_bound=plan.smem_bytes)

@@ -1,0 +1,133 @@
+"""The Gluon ping-pong kernel on the CPU: its plan (pure Python) and a static compile for sm_90.
+
+Gluon does not run in Triton's interpreter, so the kernel is compiled for sm_90 here and its
+SASS checked against the promises its file declares (HGMMA, TMA loads and store, no spills,
+shared memory within the plan, 12 warps). Static compiles need Triton's JIT objects, which
+an interpreter process (TRITON_INTERPRET=1, set by conftest.py on CPU machines) lacks: they
+run in a subprocess without it. The GPU tests are tests/test_gpu_hopper_pingpong.py.
+"""
+import dataclasses
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from gemmkit import arch
+from gemmkit.isa.promises import evaluate
+from gemmkit.kernels.gluon import hopper_pingpong as hp
+
+H200 = arch.get("sm_90")
+BASE = {"BLOCK_SIZE_M": 128, "BLOCK_SIZE_N": 128, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 8, "num_warps": 4,
+        "num_stages": 5}
+
+
+def test_plan_of_the_default_tile():
+    p = hp.derive(BASE, H200)
+    assert (p.BM, p.BN, p.BK, p.stages) == (128, 128, 64, 5)
+    assert p.stage_bytes == (128 + 128) * 64 * 2 == 32768
+    assert p.epilogue_bytes == 2 * 128 * 128 * 2
+    assert p.smem_bytes == 5 * 32768 + 65536 + 1024 <= H200.shared_mem_bytes
+    # 12 warps (4 + 4 + 1 padded to warpgroups): 168 registers at entry, 240 per consumer, 24 for loads,
+    # and the split uses the whole file: 2 * 128 * 240 + 128 * 24 <= 384 * 168 <= 65536.
+    assert (p.warps, p.regs_at_entry, p.mma_regs, p.load_regs, p.acc_regs) == (12, 168, 240, 24, 128)
+    assert 2 * 128 * p.mma_regs + 128 * p.load_regs <= 32 * p.warps * p.regs_at_entry <= 65536
+    assert (p.swizzle_a, p.swizzle_b, p.swizzle_c) == (128, 128, 128)
+
+
+def test_output_tiles_and_stages():
+    p = hp.derive(BASE, H200, out_bytes=4)  # 5 stages do not fit beside two 64 KiB fp32 tiles: one shared tile
+    assert (p.c_tiles, p.stages, p.epilogue_bytes) == (1, 5, 65536)
+    assert hp.derive({**BASE, "num_stages": 3}, H200).stages == 3  # num_stages is an upper bound
+    p = hp.derive({**BASE, "num_stages": 6}, H200)  # 6 stages: only beside one shared bf16 tile
+    assert (p.c_tiles, p.stages, p.smem_bytes) == (1, 6, 6 * 32768 + 32768 + 1024)
+    p = hp.derive({**BASE, "num_stages": 8}, H200)  # upper bound: as many as fit (6)
+    assert (p.c_tiles, p.stages) == (1, 6)
+    assert hp.derive(BASE, H200).c_tiles == 2
+    p = hp.derive({**BASE, "BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 256}, H200)
+    assert (p.stages, p.acc_regs) == (4, 128)  # (64 + 256) * 64 * 2 = 40 KiB a stage beside 64 KiB
+    assert hp.derive({**BASE, "BLOCK_SIZE_N": 64, "num_stages": 8}, H200).swizzle_c == 128
+
+
+@pytest.mark.parametrize("change,match", [
+    ({"BLOCK_SIZE_M": 256}, "BLOCK_SIZE_M"),
+    ({"BLOCK_SIZE_N": 512}, "BLOCK_SIZE_N"),
+    ({"BLOCK_SIZE_K": 256}, "BLOCK_SIZE_K"),
+    ({"BLOCK_SIZE_N": 256}, "accumulator"),  # 128 x 256: 256 registers a thread
+    ({"num_warps": 8}, "num_warps"),
+    ({"NUM_KSPLIT": 2}, "NUM_KSPLIT"),
+    ({"waves_per_eu": 2}, "do not apply"),
+    ({"BLOCK_SIZE_K": 128, "num_stages": 1}, "ring needs 2"),
+])
+def test_plan_rejects_what_cannot_run(change, match):
+    with pytest.raises(ValueError, match=match):
+        hp.derive({**BASE, **change}, H200)
+
+
+def test_plan_rejects_a_ring_that_does_not_fit():
+    small = dataclasses.replace(H200, shared_mem_bytes=100 * 1024)  # 64 KiB stages: one fits beside a 32 KiB tile
+    with pytest.raises(ValueError, match="ring needs 2"):
+        hp.derive({**BASE, "BLOCK_SIZE_K": 128}, small)
+
+
+def test_table_keys_are_accepted():
+    p = hp.derive({**BASE, "backend": "gluon", "persistent": True, "tma": True, "NUM_KSPLIT": 1}, H200)
+    assert p.stages == 5
+
+
+def test_isa_cases_are_sm90_only():
+    assert list(hp.isa_cases(["gfx942", "gfx950"])) == []
+    cases = list(hp.isa_cases(["sm_90"]))
+    assert {c["path"] for c in cases} >= {"gluon-bf16", "gluon-fp32"}
+    assert all(c["kernel"] == hp.KERNEL_NAME and c["arch"] == "sm_90" for c in cases)
+    spec = hp.isa_spec(cases[0])
+    assert set(spec) == {"kernel", "signature", "constexprs", "divisible", "options", "promises", "block",
+                         "smem_bound"}
+    assert spec["signature"]["x_desc"].startswith("tensordesc<bf16[") and "NVMMASharedLayout" in \
+        spec["signature"]["x_desc"]
+
+
+def test_promises_can_fail():
+    row = {"num_warps": 12, "vgpr": 168, "spill_bytes": 16, "lds_bytes": 100, "smem_bound": 99,
+           "counts": {"HGMMA": 0, "HMMA": 4, "UTMALDG": 2, "UTMASTG": 0, "LDL": 0, "STL": 3}}
+    bad = {c["promise"] for c in evaluate(hp.PROMISES, row, BASE, H200) if not c["ok"]}
+    assert {"no spills", "no local-memory traffic", "wgmma (HGMMA) in both consumers",
+            "TMA store (UTMASTG) of the output tile", "shared memory within the plan's bound (smem_bytes)"} == bad
+
+
+_COMPILE = """
+import json, sys
+from gemmkit import arch
+from gemmkit.isa import compile_static, resources
+from gemmkit.isa.promises import evaluate
+from gemmkit.kernels.gluon import hopper_pingpong as hp
+t = arch.ARCHS["sm_90"]
+out = []
+for case in json.loads(sys.argv[1]):
+    s = hp.isa_spec(case)
+    m = resources(compile_static(s["kernel"], s["signature"], s["constexprs"], t, s["options"], s["divisible"]),
+                  t, s["block"])
+    m["smem_bound"] = s["smem_bound"]
+    out.append({"metrics": m, "promises": evaluate(s["promises"], m, case["config"], t)})
+print(json.dumps(out))
+"""
+
+
+def test_static_compile_sm90_keeps_promises():
+    """Two configs (128 x 128 bf16 out with bias + gelu, 64 x 256 fp32 out) compile for sm_90 with
+    HGMMA, TMA loads and stores, no spills, and shared memory within the plan."""
+    cases = [dict(kernel=hp.KERNEL_NAME, op="a16w16", arch="sm_90", table="-", bucket="t", config=BASE,
+                  path="gluon-bf16"),
+             dict(kernel=hp.KERNEL_NAME, op="a16w16", arch="sm_90", table="-", bucket="t",
+                  config={**BASE, "BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 256, "num_stages": 4}, path="gluon-fp32")]
+    env = dict(os.environ, TRITON_INTERPRET="0")
+    r = subprocess.run([sys.executable, "-c", _COMPILE, json.dumps(cases)], env=env, capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    for case, res in zip(cases, json.loads(r.stdout.strip().splitlines()[-1])):
+        broken = [f"{p['promise']}: {p['check']} ({p['detail']})" for p in res["promises"] if not p["ok"]]
+        assert not broken, f"{case['config']} {case['path']}: " + "; ".join(broken)
+        assert len(res["promises"]) == len(hp.PROMISES)
+        m = res["metrics"]
+        assert m["counts"]["HGMMA"] > 0 and m["counts"]["UTMALDG"] > 0 and m["spill_bytes"] == 0
