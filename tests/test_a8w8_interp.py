@@ -178,6 +178,7 @@ def _args(M=8, N=16, K=64, dtype=FP8):
     ("scale_dtype", TypeError, r"^x_scale: expected dtype torch.float32, got torch.bfloat16"),
     ("bias_shape", ValueError, r"^bias: expected shape \(16,\)"),
     ("out_shape", ValueError, r"^out: expected shape \(8, 16\)"),
+    ("requires_grad", NotImplementedError, r"^bias: requires grad"),
 ])
 def test_a8w8_errors(case, exc, match):
     x, w, xs, ws = _args()
@@ -202,8 +203,33 @@ def test_a8w8_errors(case, exc, match):
         kw["bias"] = randn(15, dtype=torch.bfloat16)
     elif case == "out_shape":
         kw["out"] = torch.empty(8, 15, dtype=torch.bfloat16)
+    elif case == "requires_grad":
+        kw["bias"] = randn(16, dtype=torch.float32).requires_grad_()
     with pytest.raises(exc, match=match):
         gemmkit.gemm_a8w8(x, w, xs, ws, **kw)
+
+
+def test_out_dtype_follows_out_and_int8_k_bound():
+    x, w, xs, ws = _args()
+    out = poisoned((8, 16), torch.float32)
+    assert gemmkit.gemm_a8w8(x, w, xs, ws, out=out) is out  # out_dtype None: out's dtype
+    ok, msg = within_bound(out, gemm_a8w8_ref(x, w, xs, ws), torch.float32)
+    assert ok, msg
+    assert gemmkit.gemm_a8w8(x, w, xs, ws).dtype == torch.bfloat16
+    big = torch.zeros(1, 131072, dtype=torch.int8)
+    with pytest.raises(ValueError, match=r"^x: K = 131072 can overflow the int32 accumulator"):
+        gemmkit.gemm_a8w8(big, big, torch.ones(1, 1), torch.ones(1, 1))
+
+
+def test_blockscale_strided_scales():
+    """Column-major x_scale (as DeepGEMM passes it) and a strided w_scale view are read in place."""
+    M, N, K = 20, 130, 384
+    x, w = q8(M, K, dtype=FP8), q8(N, K, dtype=FP8)
+    xs = scales(3, M).t()                       # (M, 3), stride (1, M)
+    ws = scales(2, 6)[:, ::2]                   # (2, 3), stride (6, 2)
+    y = gemmkit.gemm_a8w8_blockscale(x, w, xs, ws, out_dtype=torch.float32)
+    ok, msg = within_bound(y, gemm_a8w8_blockscale_ref(x, w, xs, ws), torch.float32)
+    assert ok, msg
 
 
 @pytest.mark.parametrize("case,exc,match", [
@@ -211,7 +237,7 @@ def test_a8w8_errors(case, exc, match):
     ("x_scale_blocks", ValueError, r"^x_scale: expected shape \(8, 2\) for block_shape \(128, 128\)"),
     ("w_scale_blocks", ValueError, r"^w_scale: expected shape \(1, 2\) for block_shape \(128, 128\)"),
     ("block_shape_vs_scales", ValueError, r"^x_scale: expected shape \(8, 4\) for block_shape \(128, 64\)"),
-    ("bad_bk", ValueError, r"^block_shape: expected bk a power of two >= 16"),
+    ("bad_bk", ValueError, r"^block_shape: expected bk a power of two >= 32"),
     ("bad_block", ValueError, r"^block_shape: expected a pair of ints"),
 ])
 def test_blockscale_errors(case, exc, match):

@@ -8,8 +8,7 @@ the same process), how to check a result, and which table the tuner writes.
     a16w16            bf16, fp16    torch.matmul(x, w.T)                       (cuBLAS)
     a8w8              fp8, int8     fp8:  torch._scaled_mm, rowwise scales     (cuBLASLt, fast accum off)
                                     int8: torch._int_mm, then the scaling in torch
-    a8w8_blockscale   fp8           torch.matmul in bf16 on the same shape (the issue's bar);
-                                    torch._scaled_mm blockwise as a second column where torch has it
+    a8w8_blockscale   fp8           torch.matmul in bf16 on the same shape (the issue's bar)
 """
 from __future__ import annotations
 
@@ -32,7 +31,7 @@ class BenchOp:
     operand_bytes: Callable  # dtype name -> bytes per operand element
     compile_for: Callable  # (inputs, config) -> None (compile only)
     peak_key: Callable  # dtype name -> key of Target.peak_tflops
-    out_dtype: Callable = lambda dtype_name: None  # dtype name -> torch dtype of y
+    out_dtype: Callable = lambda dtype_name: _torch().bfloat16  # dtype name -> torch dtype of y
 
 
 def _torch():
@@ -161,7 +160,8 @@ BENCH_OPS = {
         name="a16w16", dtypes=("bf16", "fp16"), table_op=lambda d: "a16w16", inputs=_a16w16_inputs,
         run=_a16w16_run, vendor=lambda inp: _torch().matmul(inp[0], inp[1].T),
         vendor_name=lambda d: "torch.matmul (cuBLAS)", reference=lambda inp: inp[0].float() @ inp[1].float().T,
-        operand_bytes=lambda d: 2, compile_for=_a16w16_compile, peak_key=lambda d: d),
+        operand_bytes=lambda d: 2, compile_for=_a16w16_compile, peak_key=lambda d: d,
+        out_dtype=lambda d: {"bf16": _torch().bfloat16, "fp16": _torch().float16}[d]),
     "a8w8": BenchOp(
         name="a8w8", dtypes=("fp8", "int8"), table_op=lambda d: "a8w8_int8" if d == "int8" else "a8w8",
         inputs=_a8w8_inputs, run=_a8w8_run, vendor=_a8w8_vendor,

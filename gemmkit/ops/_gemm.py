@@ -112,12 +112,13 @@ def choose_path(cfg: dict, target, x2, w, y) -> str:
     return "pointer"
 
 
-def pointer_config(cfg: dict) -> dict:
-    """The config the pointer kernel runs for `cfg`. A TMA config (tuned for the TMA kernel, whose
-    persistent loop is flattened so the next tile's loads overlap this tile's epilogue) falls back
-    to a non-persistent pointer launch: the pointer kernel's persistent loop is not flattened, so
-    it only adds live registers (+16 bytes of spills for 8-warp 128 x 128 block-scale tiles)."""
-    return dict(cfg, persistent=False) if cfg.get("tma") else cfg
+def pointer_config(cfg: dict, scale: str) -> dict:
+    """The config the pointer kernel runs for `cfg`. A block-scale TMA config (tuned for the TMA
+    kernel, whose persistent loop is flattened so the next tile's loads overlap this tile's
+    epilogue) falls back to a non-persistent pointer launch: there the pointer kernel's unflattened
+    persistent loop only adds live registers (+16 bytes of spills for 8-warp 128 x 128 tiles,
+    static compile on sm_90). Other ops keep the config as it is."""
+    return dict(cfg, persistent=False) if cfg.get("tma") and scale == "block" else cfg
 
 
 # ----------------------------------------------------------------------------- what a launch specialises
@@ -232,7 +233,7 @@ def launch(x2, w, bias, y, activation, cfg, target, scaling: Scaling = NO_SCALIN
             **ce, **opts)
         C.LAUNCHES["gemm_tma_kernel"] += not compile_only
     else:
-        cfg = pointer_config(cfg)
+        cfg = pointer_config(cfg, scaling.mode)
         grid = (persistent_grid(num_work, target.num_cus, target.num_xcds) if cfg["persistent"] else num_work,)
         ce = constexprs(cfg, target, tma=False, even_k=K % bk == 0, **common)
         kernel = gemm_kernel
@@ -291,7 +292,7 @@ def table_spec(case, *, scale="none", scale_bn=1, scale_bk=1):
 
     target = _arch.ARCHS[case["arch"]]
     cfg, tma = case["config"], case["path"] == "tma"
-    cfg = cfg if tma else pointer_config(cfg)
+    cfg = cfg if tma else pointer_config(cfg, scale)
     dtype = _case_dtype(case.get("dtype", "bf16"), target)
     kernel, sig, ce, div, opts = static_spec(cfg, target, dtype=dtype, tma=tma, scale=scale, scale_bn=scale_bn,
                                              scale_bk=scale_bk)

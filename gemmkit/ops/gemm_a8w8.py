@@ -67,8 +67,21 @@ def _check_out(out, M, N, out_dtype):
         raise TypeError(f"out: expected dtype {out_dtype} (out_dtype), got {out.dtype}")
 
 
+# int8: |sum| <= 128 * 128 * K must fit the int32 accumulator.
+INT8_MAX_K = (2**31 - 1) // (128 * 128)
+
+
+def resolve_out_dtype(out_dtype, out):
+    """out_dtype=None: out's dtype when `out` is given, else bf16."""
+    if out_dtype is None:
+        return out.dtype if isinstance(out, torch.Tensor) else torch.bfloat16
+    return out_dtype
+
+
 def _check_inputs(x, w, x_scale, w_scale, bias, out_dtype, out=None):
     M, N, K = check_8bit_pair(x, w)
+    if x.dtype == torch.int8 and K > INT8_MAX_K:
+        raise ValueError(f"x: K = {K} can overflow the int32 accumulator (int8 allows K <= {INT8_MAX_K})")
     _vector_scale("x_scale", x_scale, M, [(M, 1), (M,)])
     _vector_scale("w_scale", w_scale, N, [(1, N), (N,)])
     if bias is not None:
@@ -127,7 +140,7 @@ def _(x, w, x_scale, w_scale, bias, config, out):
     _check_inputs(x, w, x_scale, w_scale, bias, out.dtype, out)
 
 
-def gemm_a8w8(x, w, x_scale, w_scale, bias=None, *, out_dtype=torch.bfloat16, out=None, config=None):
+def gemm_a8w8(x, w, x_scale, w_scale, bias=None, *, out_dtype=None, out=None, config=None):
     """y = (x @ w.T) * x_scale * w_scale + bias, int8 or fp8 operands, per-token / per-channel scales.
 
     Args:
@@ -137,7 +150,7 @@ def gemm_a8w8(x, w, x_scale, w_scale, bias=None, *, out_dtype=torch.bfloat16, ou
       x_scale: (M, 1) or (M,) float32, one scale per row of x (per token).
       w_scale: (1, N) or (N,) float32, one scale per row of w (per output channel).
       bias: optional (N,) bf16 / fp16 / fp32, added after the scales.
-      out_dtype: bf16 (default), fp16 or fp32.
+      out_dtype: bf16, fp16 or fp32; None (default): out's dtype if `out` is given, else bf16.
       out: optional preallocated (M, N) tensor of out_dtype.
       config: optional dict overriding the config table (gemmkit/configs/<arch>/A8W8.json).
 
@@ -145,9 +158,9 @@ def gemm_a8w8(x, w, x_scale, w_scale, bias=None, *, out_dtype=torch.bfloat16, ou
     reduced-precision accumulator every K block; see kernels/triton/_mainloop.py).
     Returns (M, N) of out_dtype. M or N == 0: empty; K == 0: bias (or zeros) in every row.
     """
-    if out is not None and isinstance(out, torch.Tensor):
-        out_dtype = out.dtype if out_dtype is None else out_dtype
+    out_dtype = resolve_out_dtype(out_dtype, out)
     _check_inputs(x, w, x_scale, w_scale, bias, out_dtype, out)
+    C.check_no_grad("gemm_a8w8", x_scale=x_scale, w_scale=w_scale, bias=bias)
     cfg = C.config_to_str(config)
     if C.eager_call(x, w, x_scale, w_scale, bias, out):
         y = out if out is not None else torch.empty((x.shape[0], w.shape[0]), dtype=out_dtype, device=x.device)

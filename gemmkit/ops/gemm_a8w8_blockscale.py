@@ -13,7 +13,7 @@ partial (masked loads), its scale column covers what is there.
 
 Short K (seed 002's short-K form: the whole K in one tile, no pipelined
 steady state): for K of a few steps, e.g. DeepSeek-V3's (32768, 512), a shape
-file A8W8_BLOCKSCALE-N=<N>-K=<K>.json sets num_stages = ceil(K / BLOCK_SIZE_K),
+file A8W8_BLOCKSCALE-N=<N>-K=<K>.json sets num_stages >= ceil(K / BLOCK_SIZE_K),
 so the pipeliner's prologue issues every K step's loads before the first MMA
 and the tile's whole K sits in shared memory at once. (Unrolling the loop
 instead made the compiler keep every step's scaled partial product live: 936+
@@ -25,7 +25,7 @@ import torch
 
 from . import _common as C
 from . import _gemm as G
-from .gemm_a8w8 import _check_out, check_8bit_pair, check_fp8_flavour
+from .gemm_a8w8 import _check_out, check_8bit_pair, check_fp8_flavour, resolve_out_dtype
 
 OP = "a8w8_blockscale"
 
@@ -37,8 +37,9 @@ def _block_shape(block_shape):
     bn, bk = block_shape
     if bn < 1:
         raise ValueError(f"block_shape: expected bn >= 1, got {bn}")
-    if bk < 16 or bk & (bk - 1):
-        raise ValueError(f"block_shape: expected bk a power of two >= 16 (the kernel's K step divides it), got {bk}")
+    if bk < 32 or bk & (bk - 1):
+        raise ValueError(f"block_shape: expected bk a power of two >= 32 (the kernel's K step divides it; "
+                         f"8-bit MMAs take K >= 32), got {bk}")
     return bn, bk
 
 
@@ -103,7 +104,7 @@ def _(x, w, x_scale, w_scale, block_n, block_k, config, out):
     _check_inputs(x, w, x_scale, w_scale, block_n, block_k, out.dtype, out)
 
 
-def gemm_a8w8_blockscale(x, w, x_scale, w_scale, *, block_shape=(128, 128), out_dtype=torch.bfloat16, out=None,
+def gemm_a8w8_blockscale(x, w, x_scale, w_scale, *, block_shape=(128, 128), out_dtype=None, out=None,
                          config=None):
     """y = x @ w.T with FP8 operands and block scales (DeepSeek-V3 layout).
 
@@ -113,14 +114,17 @@ def gemm_a8w8_blockscale(x, w, x_scale, w_scale, *, block_shape=(128, 128), out_
       w: (N, K), same dtype.
       x_scale: (M, ceil(K / bk)) float32: x[m, j*bk:(j+1)*bk] is scaled by x_scale[m, j].
       w_scale: (ceil(N / bn), ceil(K / bk)) float32: the bn x bk block (i, j) of w by w_scale[i, j].
-      block_shape: (bn, bk), default (128, 128); bk a power of two >= 16.
-      out_dtype: bf16 (default), fp16 or fp32.  out: optional preallocated (M, N) tensor.
+      block_shape: (bn, bk), default (128, 128); bk a power of two >= 32.
+      out_dtype: bf16, fp16 or fp32; None (default): out's dtype if `out` is given, else bf16.
+      out: optional preallocated (M, N) tensor.
       config: optional dict overriding gemmkit/configs/<arch>/A8W8_BLOCKSCALE*.json.
 
     Returns (M, N) of out_dtype; K need not be a multiple of bk. M or N == 0: empty; K == 0: zeros.
     """
     bn, bk = _block_shape(block_shape)
+    out_dtype = resolve_out_dtype(out_dtype, out)
     _check_inputs(x, w, x_scale, w_scale, bn, bk, out_dtype, out)
+    C.check_no_grad("gemm_a8w8_blockscale", x_scale=x_scale, w_scale=w_scale)
     cfg = C.config_to_str(config)
     if C.eager_call(x, w, x_scale, w_scale, out):
         y = out if out is not None else torch.empty((x.shape[0], w.shape[0]), dtype=out_dtype, device=x.device)

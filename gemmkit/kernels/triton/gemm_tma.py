@@ -21,7 +21,7 @@ with this tile's epilogue. Non-persistent launches use a grid of one program
 per tile and run the loop body once.
 
 Split-K (SPLIT_K > 1) works as in gemm.py: work ids cover
-tiles x splits, each split stores an fp32 partial to ws, the reduce kernel
+tiles x splits, each split stores an fp32 partial to part, the reduce kernel
 adds them in a fixed order and runs the epilogue.
 
 Constraints:
@@ -42,7 +42,7 @@ from ._mainloop import mma_step, scale_rows
 from ._schedule import split_k_range, tile_coords
 
 
-# Checked by `gemmkit isa` / CI on every shipped sm_90 config (see gemm_a16w16.py).
+# Checked by `gemmkit isa` / CI on every shipped sm_90 config (see gemm.py).
 PROMISES = (
     {"promise": "no spills", "check": "spill_bytes == 0"},
     {"promise": "shared memory within the target", "check": "lds_bytes <= target.shared_mem_bytes"},
