@@ -436,9 +436,10 @@ def quantize_int8_per_token_ref(x):
 
 
 def _expand_blocks(scale, block, shape):
-    """Per-element scale (M, K) from a per-block one."""
-    gm, bk = block
-    return scale.repeat_interleave(gm, 0)[: shape[0]].repeat_interleave(bk, 1)[:, : shape[1]]
+    """Per-element scale (M, K) from a per-block one (gemmkit.reference.expand_block_scales)."""
+    from .reference import expand_block_scales
+
+    return expand_block_scales(scale, block, shape)
 
 
 def quantize_fp8_blockwise_ref(x, block=(1, 128), dtype=torch.float8_e4m3fn):

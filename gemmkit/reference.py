@@ -46,12 +46,17 @@ def gemm_a8w8_ref(x, w, x_scale, w_scale, bias=None) -> torch.Tensor:
     return y + _f64(bias) if bias is not None else y
 
 
+def expand_block_scales(scale, block_shape, shape) -> torch.Tensor:
+    """Per-element scales of a (rows, cols) tensor from per-block ones (one per block_shape block;
+    ragged edge blocks allowed). Same device and dtype as `scale`: the one home of this expansion
+    (float64 references here, fp32 checks on the GPU, gemmkit.quant's references)."""
+    br, bc = block_shape
+    return scale.repeat_interleave(br, 0)[:shape[0]].repeat_interleave(bc, 1)[:, :shape[1]]
+
+
 def dequantize_blockwise_ref(q, scale, block_shape) -> torch.Tensor:
     """q * scale broadcast over (rows, cols) blocks of block_shape, float64 (ragged edge blocks allowed)."""
-    br, bc = block_shape
-    rows, cols = q.shape
-    s = _f64(scale).repeat_interleave(br, 0)[:rows].repeat_interleave(bc, 1)[:, :cols]
-    return _f64(q) * s
+    return _f64(q) * expand_block_scales(_f64(scale), block_shape, q.shape)
 
 
 def gemm_a8w8_blockscale_ref(x, w, x_scale, w_scale, block_shape=(128, 128)) -> torch.Tensor:

@@ -82,6 +82,18 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(skip_interp)
 
 
+@pytest.fixture(autouse=True)
+def _no_tf32_on_gpu(request):
+    """gpu tests compare against fp32 torch references: TF32 off, so the reference is fp32."""
+    if request.node.get_closest_marker("gpu") is None or not torch.cuda.is_available():
+        yield
+        return
+    old = torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = False
+    yield
+    torch.backends.cuda.matmul.allow_tf32 = old
+
+
 @pytest.fixture
 def launches():
     """The kernel-launch counter; tests assert on its delta to prove a kernel ran."""

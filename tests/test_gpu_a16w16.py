@@ -35,14 +35,6 @@ def rel(y, ref):
     return ((y.float() - ref).norm() / ref.norm()).item()
 
 
-@pytest.fixture(autouse=True)
-def _no_tf32():
-    old = torch.backends.cuda.matmul.allow_tf32
-    torch.backends.cuda.matmul.allow_tf32 = False
-    yield
-    torch.backends.cuda.matmul.allow_tf32 = old
-
-
 SHAPES = [(8192, 8192, 8192), (4095, 4097, 1000), (1, 8192, 8192), (16, 10240, 8192), (128, 57344, 8192),
           (1024, 8192, 28672), (17, 31, 40), (333, 1000, 777), (2048, 2048, 2048), (64, 4096, 4096)]
 

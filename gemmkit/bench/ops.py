@@ -140,13 +140,12 @@ def _bs_vendor(inp):
 
 
 def _bs_reference(inp):
-    torch = _torch()
+    from ..reference import expand_block_scales
+
     x, w, xs, ws = inp[:4]
-    M, K = x.shape
-    N = w.shape[0]
-    xd = x.float() * xs.repeat_interleave(BLOCK[1], 1)[:, :K]
-    wd = w.float() * ws.repeat_interleave(BLOCK[0], 0)[:N].repeat_interleave(BLOCK[1], 1)[:, :K]
-    return torch.matmul(xd, wd.T)
+    xd = x.float() * expand_block_scales(xs, (1, BLOCK[1]), x.shape)
+    wd = w.float() * expand_block_scales(ws, BLOCK, w.shape)
+    return xd @ wd.T
 
 
 def _bs_compile(inp, config):
