@@ -134,9 +134,11 @@ def tune_shapes(shapes, out_dir, *, max_candidates=40, rep_ms=40, seed=0, worker
     dtype_name = dtype_name or bop.dtypes[0]
     table_op = bop.table_op(dtype_name)
     in_bytes = bop.operand_bytes(dtype_name)
-    acc_tiles = 2 if dtype_name == "fp8" else 1
     dev = torch.device("cuda")
     target = C.target_for(dev)
+    # Live accumulator tiles: block scales keep a per-step product beside the sum everywhere; fp8
+    # promotion (a partial wgmma accumulator) exists only on NVIDIA (kernels/triton/_mainloop.py).
+    acc_tiles = 2 if op == "a8w8_blockscale" or (dtype_name == "fp8" and target.is_nvidia) else 1
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     progress = out_dir / "tune_progress.jsonl"
