@@ -15,14 +15,15 @@ def _cmd_bench(args):
         return bench.run_cpu_check()
     shapes = bench.parse_shapes(args.shape) if args.shape or not args.model else []
     if args.model:  # --shape and --model together: both sets of rows
-        from .bench.suite import model_suite
+        from .bench.ops import get as get_op
 
-        shapes += model_suite(args.model, [int(m) for m in args.m.split(",")] if args.m else None)
+        shapes += get_op(args.op).rows_for_models(args.model, [int(m) for m in args.m.split(",")] if args.m else None)
     from .bench.ops import get as get_op
 
     dtype = args.dtype or get_op(args.op).dtypes[0]
     result = bench.run_gpu(shapes, dtype_name=dtype, json_path=args.json, op=args.op,
-                           check=not args.no_check, rep_ms=args.rep_ms, cuda_graph=args.cuda_graph)
+                           check=not args.no_check, rep_ms=args.rep_ms, cuda_graph=args.cuda_graph,
+                           batch=args.batch)
     if args.plot:
         from .bench.plot import plot_results
 
@@ -83,6 +84,7 @@ def build_parser():
     b.add_argument("--cuda-graph", action="store_true",
                    help="time CUDA graph replays (kernel time without Python/launch overhead), both sides")
     b.add_argument("--no-check", action="store_true", help="skip the correctness check per shape")
+    b.add_argument("--batch", type=int, default=1, help="batched ops: the batch count B (default 1)")
     b.set_defaults(fn=_cmd_bench)
 
     c = sub.add_parser("configs", help="print the config a shape gets, and where it came from")
@@ -108,6 +110,7 @@ def build_parser():
     t.add_argument("--max-candidates", type=int, default=40)
     t.add_argument("--rep-ms", type=int, default=40)
     t.add_argument("--arch", default="sm_90", help="with --tables-from: the arch the progress was measured on")
+    t.add_argument("--batch", type=int, default=1, help="batched ops: the batch count B (default 1)")
     t.set_defaults(fn=_cmd_tune)
 
     i = sub.add_parser("isa", help="compile every kernel x shipped config for sm_90 / gfx942 / gfx950 on the CPU, "

@@ -37,7 +37,7 @@ def _sm_clock_mhz():
 
 
 def run_gpu(shapes, dtype_name="bf16", json_path=None, check=True, warmup_ms=25, rep_ms=100, configs=None,
-            cuda_graph=False, op="a16w16"):
+            cuda_graph=False, op="a16w16", batch=1):
     """Time gemmkit's `op` against what a user would call in torch (bench/ops.py) for each
     (label, M, N, K); print a table; return the result dict (DESIGN.md format)."""
     import torch
@@ -60,12 +60,10 @@ def run_gpu(shapes, dtype_name="bf16", json_path=None, check=True, warmup_ms=25,
           f"timing: {'CUDA graph replay' if cuda_graph else 'eager calls'}")
     header = f"{'shape':28s} {'M':>6s} {'N':>6s} {'K':>6s} {'gemmkit TF/s':>12s} {'vendor TF/s':>11s} {'ratio':>6s} {'GB/s':>7s}  err"
     print(header)
-    in_bytes = bop.operand_bytes(dtype_name)
     for label, M, N, K in shapes:
-        flops = 2.0 * M * N * K
-        nbytes = (M * K + N * K) * in_bytes + M * N * 2
+        flops, nbytes = bop.work(M, N, K, dtype_name, batch)
         n_sets = rotation_count(nbytes, target.l2_bytes)
-        sets = [bop.inputs(M, N, K, dtype_name, dev) for _ in range(n_sets)]
+        sets = [bop.make_inputs(M, N, K, dtype_name, dev, batch) for _ in range(n_sets)]
         override = (configs or {}).get((M, N, K))
         cfg, source = (override, "bench override") if override else \
             _configs.select(bop.table_op(dtype_name), target.arch, M, N, K)
@@ -83,7 +81,8 @@ def run_gpu(shapes, dtype_name="bf16", json_path=None, check=True, warmup_ms=25,
             ref_error = None
         except Exception as e:  # e.g. torch._int_mm needs M > 16
             ref_ms, ref_error = None, f"{type(e).__name__}: {str(e)[:200]}"
-        row = {"op": op, "label": label, "M": M, "N": N, "K": K, "dtype": dtype_name,
+        row = {"op": op, "label": label, "M": M, "N": N, "K": K, **({"B": batch} if bop.batched else {}),
+               "dtype": dtype_name,
                "backend": "triton", "config": cfg, "config_source": source, "ms": ms,
                "tflops": flops / ms / 1e9, "gbps": nbytes / ms / 1e6, "ref_impl": vendor_name,
                "ref_ms": ref_ms, "ref_tflops": flops / ref_ms / 1e9 if ref_ms else None,
@@ -101,7 +100,7 @@ def run_gpu(shapes, dtype_name="bf16", json_path=None, check=True, warmup_ms=25,
     result = {"device": torch.cuda.get_device_name(), "arch": target.arch, "num_sms": target.num_cus,
               "sm_clock_mhz": _sm_clock_mhz(), "torch": torch.__version__, "triton": triton.__version__,
               "cuda": torch.version.cuda, "date": datetime.date.today().isoformat(), "git_sha": git_sha(),
-              "op": op, "dtype": dtype_name,
+              "op": op, "dtype": dtype_name, "shape_doc": bop.shape_doc,
               "method": "triton.testing.do_bench median (L2 cleared per call), inputs rotated to >= 4x L2"
               + ("; one CUDA graph replayed (one call per input set), time per call" if cuda_graph else
                  "; eager calls (Python and launch overhead included, for both sides)"),

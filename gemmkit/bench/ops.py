@@ -32,6 +32,38 @@ class BenchOp:
     compile_for: Callable  # (inputs, config) -> None (compile only)
     peak_key: Callable  # dtype name -> key of Target.peak_tflops
     out_dtype: Callable = lambda dtype_name: _torch().bfloat16  # dtype name -> torch dtype of y
+    # Ops whose shape is more than (M, N, K) say what M, N, K mean for them (`shape_doc`) and
+    # override the work they do (`flops`, `min_bytes`: the floor of bytes moved) and the rows
+    # `--model` gives (`model_rows`: (model names, M values) -> (label, M, N, K) rows).
+    # `batch` (bench/tune --batch) is the batch count B of the batched ops; 1 for the others.
+    shape_doc: str = "y (M, N) = x (M, K) @ w (N, K).T"
+    flops: Callable | None = None  # (M, N, K, batch) -> float
+    min_bytes: Callable | None = None  # (M, N, K, dtype_name, batch) -> int
+    model_rows: Callable | None = None  # (names, m_values or None) -> [(label, M, N, K)]
+    batched: bool = False  # inputs(...) takes batch=B
+    # Tuner hooks: live fp32 accumulator tiles of one program (register pruning), and the
+    # candidate configs (default: tune.search_space; an op whose kernel lacks a path filters it).
+    acc_tiles: Callable = lambda dtype_name, target: 1  # (dtype name, target) -> int
+    search_space: Callable | None = None  # (M, N, K, target) -> [config]
+
+    def make_inputs(self, M, N, K, dtype_name, device, batch=1):
+        if self.batched:
+            return self.inputs(M, N, K, dtype_name, device, batch=batch)
+        return self.inputs(M, N, K, dtype_name, device)
+
+    def work(self, M, N, K, dtype_name, batch=1):
+        """(flops, minimum bytes moved) of one call: the two numbers behind TFLOP/s and GB/s."""
+        flops = self.flops(M, N, K, batch) if self.flops else 2.0 * M * N * K * batch
+        nbytes = self.min_bytes(M, N, K, dtype_name, batch) if self.min_bytes else \
+            ((M * K + N * K) * self.operand_bytes(dtype_name) + M * N * self.out_dtype(dtype_name).itemsize) * batch
+        return flops, nbytes
+
+    def rows_for_models(self, names, m_values=None):
+        if self.model_rows:
+            return self.model_rows(names, m_values)
+        from .suite import model_suite
+
+        return model_suite(names, m_values)
 
 
 def _torch():
@@ -166,11 +198,14 @@ BENCH_OPS = {
         inputs=_a8w8_inputs, run=_a8w8_run, vendor=_a8w8_vendor,
         vendor_name=lambda d: ("torch._int_mm + torch scaling" if d == "int8"
                                else "torch._scaled_mm rowwise (cuBLASLt, use_fast_accum=False)"),
-        reference=_a8w8_reference, operand_bytes=lambda d: 1, compile_for=_a8w8_compile, peak_key=lambda d: d),
+        reference=_a8w8_reference, operand_bytes=lambda d: 1, compile_for=_a8w8_compile, peak_key=lambda d: d,
+        # fp8 on NVIDIA: the promoted sum beside the wgmma's partial one (kernels/triton/_mainloop.py)
+        acc_tiles=lambda d, target: 2 if d == "fp8" and target.is_nvidia else 1),
     "a8w8_blockscale": BenchOp(
         name="a8w8_blockscale", dtypes=("fp8",), table_op=lambda d: "a8w8_blockscale", inputs=_bs_inputs,
         run=_bs_run, vendor=_bs_vendor, vendor_name=lambda d: "torch.matmul bf16 (cuBLAS), same shape",
-        reference=_bs_reference, operand_bytes=lambda d: 1, compile_for=_bs_compile, peak_key=lambda d: "fp8"),
+        reference=_bs_reference, operand_bytes=lambda d: 1, compile_for=_bs_compile, peak_key=lambda d: "fp8",
+        acc_tiles=lambda d, target: 2),  # the per-step scaled product beside the sum, on every target
 }
 
 

@@ -119,7 +119,7 @@ def _load_progress(path: Path) -> dict:
 
 
 def tune_shapes(shapes, out_dir, *, max_candidates=40, rep_ms=40, seed=0, workers=None, dtype_name=None,
-                log=print, op="a16w16"):
+                log=print, op="a16w16", batch=1):
     """Tune each (label, M, N, K) for `op` (bench/ops.py); returns {(M, N, K): best row}.
     Rows also go to tune_progress.jsonl."""
     import torch
@@ -136,9 +136,7 @@ def tune_shapes(shapes, out_dir, *, max_candidates=40, rep_ms=40, seed=0, worker
     in_bytes = bop.operand_bytes(dtype_name)
     dev = torch.device("cuda")
     target = C.target_for(dev)
-    # Live accumulator tiles: block scales keep a per-step product beside the sum everywhere; fp8
-    # promotion (a partial wgmma accumulator) exists only on NVIDIA (kernels/triton/_mainloop.py).
-    acc_tiles = 2 if op == "a8w8_blockscale" or (dtype_name == "fp8" and target.is_nvidia) else 1
+    acc_tiles = bop.acc_tiles(dtype_name, target)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     progress = out_dir / "tune_progress.jsonl"
@@ -149,7 +147,8 @@ def tune_shapes(shapes, out_dir, *, max_candidates=40, rep_ms=40, seed=0, worker
     for i, (label, M, N, K) in enumerate(shapes):
         current, _ = _configs.select(table_op, target.arch, M, N, K)
         current = _configs.validate_config(current)
-        cands = prune(search_space(M, N, K, target, op), M, N, K, target, in_bytes, 2, acc_tiles)
+        space = bop.search_space(M, N, K, target) if bop.search_space else search_space(M, N, K, target, op)
+        cands = prune(space, M, N, K, target, in_bytes, 2, acc_tiles)
         random.Random(seed + M * 7 + N * 13 + K).shuffle(cands)
         cands = cands[:max_candidates]
         if json.dumps(current, sort_keys=True) not in {json.dumps(c, sort_keys=True) for c in cands}:
@@ -157,8 +156,9 @@ def tune_shapes(shapes, out_dir, *, max_candidates=40, rep_ms=40, seed=0, worker
         todo = [c for c in cands if _key(M, N, K, c, op, dtype_name) not in done]
         rows = [done[_key(M, N, K, c, op, dtype_name)] for c in cands if _key(M, N, K, c, op, dtype_name) in done]
         if todo:
-            nbytes = (M * K + N * K) * in_bytes + M * N * 2
-            sets = [bop.inputs(M, N, K, dtype_name, dev) for _ in range(rotation_count(nbytes, target.l2_bytes))]
+            _flops, nbytes = bop.work(M, N, K, dtype_name, batch)
+            sets = [bop.make_inputs(M, N, K, dtype_name, dev, batch)
+                    for _ in range(rotation_count(nbytes, target.l2_bytes))]
             ref = bop.reference(sets[0])
             ref_norm = ref.norm().item()
             tc = time.time()
@@ -249,7 +249,7 @@ def _strip(cfg: dict) -> dict:
 def main(args) -> int:
     import torch
 
-    from ..bench.suite import default_suite, model_suite, parse_shape
+    from ..bench.suite import default_suite, parse_shape
 
     from ..bench.ops import get as get_op
 
@@ -267,12 +267,12 @@ def main(args) -> int:
     if args.shape:
         shapes = [parse_shape(",".join(map(str, s))) for s in args.shape]
     elif args.model:
-        shapes = model_suite(args.model, [int(m) for m in args.m.split(",")] if args.m else None)
+        shapes = bop.rows_for_models(args.model, [int(m) for m in args.m.split(",")] if args.m else None)
     else:
         shapes = default_suite() if args.suite == "default" else \
             [(f"square {s}", s, s, s) for s in (1024, 2048, 4096, 8192, 16384)]
     best = tune_shapes(shapes, args.out, max_candidates=args.max_candidates, rep_ms=args.rep_ms, op=args.op,
-                       dtype_name=dtype_name)
+                       dtype_name=dtype_name, batch=getattr(args, "batch", 1) or 1)
     # A table file covers every M measured for its (N, K), in this run or an earlier one
     # (writing only this run's shapes would drop the buckets an earlier run tuned).
     everything = best_from_progress(Path(args.out) / "tune_progress.jsonl", args.op, dtype_name)

@@ -1,4 +1,6 @@
-"""One K step of the dense GEMM mainloop, shared by the pointer and TMA kernels. Written once.
+"""The dense GEMM mainloop: one K step (`mma_step`, shared by the pointer and TMA kernels) and
+the pointer kernels' whole K loop over a tile (`pointer_mainloop`, shared by every pointer
+kernel: gemm.py and the variants that only change which rows they read or where they store).
 
     a (BLOCK_M x BLOCK_K), b (BLOCK_N x BLOCK_K)  -- loaded by the caller (pointers or TMA)
          |
@@ -51,4 +53,36 @@ def mma_step(acc, a, b, k_offset, xs_rows, ws_rows, mask_x, mask_w, stride_xsk, 
         acc += part * xs[:, None] * ws[None, :]
     else:
         acc = tl.dot(a, b.T, acc, max_num_imprecise_acc=PROMOTE_K, out_dtype=acc.dtype)
+    return acc
+
+
+@triton.jit
+def pointer_mainloop(x_ptr, w_ptr, xs_ptr, wsc_ptr, rows_x, rows_w, mask_x, mask_w, k_first, k_steps, K,
+                     stride_xm, stride_xk, stride_wn, stride_wk, stride_xsm, stride_xsk, stride_wsn, stride_wsk,
+                     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, EVEN_K: tl.constexpr,
+                     SCALE: tl.constexpr, SCALE_BN: tl.constexpr, SCALE_BK: tl.constexpr,
+                     ACC_INT: tl.constexpr, PROMOTE_K: tl.constexpr):
+    """acc[BLOCK_M, BLOCK_N] = sum over K steps [k_first, k_first + k_steps) of x[rows_x] @ w[rows_w].T.
+
+    rows_x (BLOCK_M,) / rows_w (BLOCK_N,): row indices into x and w, all in bounds (callers wrap
+    edge rows, e.g. offs_m % M, or map tile columns to any rows they like: the gated GEMM reads
+    gate and up rows into one tile); mask_x / mask_w say which of them are real rows (for the
+    block scales). K tail masked unless EVEN_K. Row offsets are int64."""
+    offs_k = k_first * BLOCK_K + tl.arange(0, BLOCK_K)
+    x_ptrs = x_ptr + rows_x[:, None].to(tl.int64) * stride_xm + offs_k[None, :] * stride_xk
+    w_ptrs = w_ptr + rows_w[:, None].to(tl.int64) * stride_wn + offs_k[None, :] * stride_wk
+    xs_rows, ws_rows = scale_rows(xs_ptr, wsc_ptr, rows_x, rows_w, stride_xsm, stride_wsn, SCALE_BN)
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.int32 if ACC_INT else tl.float32)
+    for k in range(0, k_steps):
+        if EVEN_K:
+            a = tl.load(x_ptrs)
+            b = tl.load(w_ptrs)
+        else:
+            k_left = K - (k_first + k) * BLOCK_K
+            a = tl.load(x_ptrs, mask=tl.arange(0, BLOCK_K)[None, :] < k_left, other=0.0)
+            b = tl.load(w_ptrs, mask=tl.arange(0, BLOCK_K)[None, :] < k_left, other=0.0)
+        acc = mma_step(acc, a, b, (k_first + k) * BLOCK_K, xs_rows, ws_rows, mask_x, mask_w,
+                       stride_xsk, stride_wsk, SCALE, SCALE_BK, PROMOTE_K)
+        x_ptrs += BLOCK_K * stride_xk
+        w_ptrs += BLOCK_K * stride_wk
     return acc

@@ -20,7 +20,7 @@ Tile layout (one program = one BLOCK_M x BLOCK_N tile of y, K walked in BLOCK_K 
   w      | BLOCK_N x BLOCK_K  -> ...  |  rows offs_n (wrapped mod N), used as w_tile.T
  (N, K)  +----------------------------+
                        |
-                       v   acc[BLOCK_M, BLOCK_N] = mma_step(acc, x_tile, w_tile)   (_mainloop.py)
+                       v   acc[BLOCK_M, BLOCK_N] = pointer_mainloop(rows, K steps)  (_mainloop.py)
                        v   epilogue: scales, + bias, activation, cast              (_epilogue.py)
                  y[offs_m, offs_n]  (masked store at M, N edges)
 
@@ -56,7 +56,7 @@ import triton
 import triton.language as tl
 
 from ._epilogue import apply_scales, epilogue, store_tile
-from ._mainloop import mma_step, scale_rows
+from ._mainloop import pointer_mainloop
 from ._schedule import split_k_range, tile_coords
 
 
@@ -104,24 +104,9 @@ def _gemm_tile(work_id, x_ptr, w_ptr, xs_ptr, wsc_ptr, bias_ptr, y_ptr, part_ptr
     # column-major x the hint would license out-of-bounds vector loads.)
     rows_x = offs_m % M
     rows_w = offs_n % N
-    offs_k = k_first * BLOCK_K + tl.arange(0, BLOCK_K)
-    x_ptrs = x_ptr + rows_x[:, None].to(tl.int64) * stride_xm + offs_k[None, :] * stride_xk
-    w_ptrs = w_ptr + rows_w[:, None].to(tl.int64) * stride_wn + offs_k[None, :] * stride_wk
-
-    xs_rows, ws_rows = scale_rows(xs_ptr, wsc_ptr, rows_x, rows_w, stride_xsm, stride_wsn, SCALE_BN)
-    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.int32 if ACC_INT else tl.float32)
-    for k in range(0, k_steps):
-        if EVEN_K:
-            a = tl.load(x_ptrs)
-            b = tl.load(w_ptrs)
-        else:
-            k_left = K - (k_first + k) * BLOCK_K
-            a = tl.load(x_ptrs, mask=tl.arange(0, BLOCK_K)[None, :] < k_left, other=0.0)
-            b = tl.load(w_ptrs, mask=tl.arange(0, BLOCK_K)[None, :] < k_left, other=0.0)
-        acc = mma_step(acc, a, b, (k_first + k) * BLOCK_K, xs_rows, ws_rows, rows_x < M, rows_w < N,
-                       stride_xsk, stride_wsk, SCALE, SCALE_BK, PROMOTE_K)
-        x_ptrs += BLOCK_K * stride_xk
-        w_ptrs += BLOCK_K * stride_wk
+    acc = pointer_mainloop(x_ptr, w_ptr, xs_ptr, wsc_ptr, rows_x, rows_w, rows_x < M, rows_w < N, k_first, k_steps, K,
+                           stride_xm, stride_xk, stride_wn, stride_wk, stride_xsm, stride_xsk, stride_wsn, stride_wsk,
+                           BLOCK_M, BLOCK_N, BLOCK_K, EVEN_K, SCALE, SCALE_BN, SCALE_BK, ACC_INT, PROMOTE_K)
 
     if SPLIT_K == 1:
         out = epilogue(acc, xs_ptr, wsc_ptr, bias_ptr, offs_m, offs_n, M, N, SCALE, HAS_BIAS, ACTIVATION)
