@@ -64,7 +64,11 @@ def _cmd_schedule(args):
     return run(args)
 
 
-_OPS = ["a16w16", "a8w8", "a8w8_blockscale"]  # gemmkit/bench/ops.py (the CLI does not import torch to list them)
+def _ops():
+    """The ops bench and tune know (gemmkit/bench/ops.py, the one registry)."""
+    from .bench.ops import BENCH_OPS
+
+    return list(BENCH_OPS)
 
 
 def build_parser():
@@ -72,8 +76,8 @@ def build_parser():
     sub = p.add_subparsers(dest="cmd", required=True)
 
     b = sub.add_parser("bench", help="time gemmkit against the vendor BLAS (CPU: interpreter check + static report)")
-    b.add_argument("--op", default="a16w16", choices=_OPS)
-    b.add_argument("--dtype", choices=["bf16", "fp16", "fp8", "int8"],
+    b.add_argument("--op", default="a16w16", choices=_ops())
+    b.add_argument("--dtype", choices=["bf16", "fp16", "fp8", "int8", "fp4"],
                    help="operand type (default: the op's first: a16w16 bf16, a8w8 fp8, a8w8_blockscale fp8)")
     b.add_argument("--shape", action="append", help="M,N,K (repeatable); default: the built-in suite")
     b.add_argument("--model", help="time every layer of a model in gemmkit/bench/model_configs.json ('all': every model)")
@@ -97,8 +101,8 @@ def build_parser():
     c.set_defaults(fn=_cmd_configs)
 
     t = sub.add_parser("tune", help="search configs on the GPU and write aiter-format tables")
-    t.add_argument("--op", default="a16w16", choices=_OPS)
-    t.add_argument("--dtype", choices=["bf16", "fp16", "fp8", "int8"], help="operand type (default: the op's first)")
+    t.add_argument("--op", default="a16w16", choices=_ops())
+    t.add_argument("--dtype", choices=["bf16", "fp16", "fp8", "int8", "fp4"], help="operand type (default: the op's first)")
     g = t.add_mutually_exclusive_group(required=True)
     g.add_argument("--tables-from", metavar="PROGRESS_JSONL",
                    help="no GPU needed: write tables from an earlier run's tune_progress.jsonl")
