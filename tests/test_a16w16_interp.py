@@ -109,6 +109,20 @@ def test_tma_falls_back_when_unaligned(launches):
     _check(y, x, w, None, None, dtype)
 
 
+def test_gluon_backend_config_runs_triton_in_the_interpreter(launches):
+    """A "backend": "gluon" config (sm_90 tables) runs the Triton tier with its tile sizes where
+    Gluon cannot run; the interpreter is such a place (the Gluon runs are GPU tests)."""
+    dtype = torch.bfloat16
+    cfg = {"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 64, "BLOCK_SIZE_K": 32, "GROUP_SIZE_M": 2, "num_warps": 4,
+           "num_stages": 3, "backend": "gluon"}
+    x, w, bias = randn(70, 96, dtype=dtype), randn(80, 96, dtype=dtype), randn(80, dtype=dtype)
+    before = dict(launches)
+    y = gemmkit.gemm_a16w16(x, w, bias, activation="silu", out=poisoned((70, 80), dtype), config=cfg)
+    assert launches["gemm_kernel"] == before.get("gemm_kernel", 0) + 1
+    assert launches["hopper_pingpong_kernel"] == before.get("hopper_pingpong_kernel", 0)
+    _check(y, x, w, bias, "silu", dtype)
+
+
 @pytest.mark.parametrize("arch", ["sm_90", "gfx942", "gfx950"])
 def test_persistent_small_grid(arch, monkeypatch):
     """Persistent launches with fewer programs than tiles (and the 8-XCD remap on gfx*)."""

@@ -76,6 +76,32 @@ def test_table_keys_are_accepted():
     assert p.stages == 5
 
 
+def test_backend_key_in_tables():
+    """"backend" is a config key: 'triton' or 'gluon'; 'gluon' is refused in AMD tables."""
+    from gemmkit import configs
+
+    assert configs.validate_config({**BASE, "backend": "gluon"}, backend="cuda")["backend"] == "gluon"
+    configs.validate_config({**BASE, "backend": "triton"}, backend="hip")
+    with pytest.raises(configs.ConfigError, match="AMD targets run 'triton'"):
+        configs.validate_config({**BASE, "backend": "gluon"}, backend="hip")
+    with pytest.raises(configs.ConfigError, match="'backend' = 'cutlass'"):
+        configs.validate_config({**BASE, "backend": "cutlass"})
+
+
+def test_tuner_offers_gluon_candidates_on_sm90_only():
+    """The tuner searches the Gluon backend for a16w16 on sm_90 at M >= 256, keeps only configs
+    its plan accepts, and offers none elsewhere."""
+    from gemmkit.tune import prune, search_space
+
+    g = [c for c in search_space(1024, 8192, 8192, H200, "a16w16") if c.get("backend") == "gluon"]
+    assert g and all(c["num_warps"] == 4 and c["NUM_KSPLIT"] == 1 for c in g)
+    kept = [c for c in prune(g, 1024, 8192, 8192, H200) if c.get("backend") == "gluon"]
+    assert kept and all(hp.derive(c, H200) for c in kept)
+    assert not [c for c in search_space(64, 8192, 8192, H200, "a16w16") if c.get("backend") == "gluon"]
+    assert not [c for c in search_space(1024, 8192, 8192, arch.get("gfx942"), "a16w16") if c.get("backend")]
+    assert not [c for c in search_space(1024, 8192, 8192, H200, "a8w8") if c.get("backend")]
+
+
 def test_isa_cases_are_sm90_only():
     assert list(hp.isa_cases(["gfx942", "gfx950"])) == []
     cases = list(hp.isa_cases(["sm_90"]))

@@ -7,7 +7,10 @@ custom ops (each with a fake for torch.compile):
   gemmkit::gemm_a16w16_out  writes into `out` (declared mutated), returns nothing
 
 The kernels, their path choice (TMA or pointer) and launch are shared by
-every GEMM op: ops/_gemm.py.
+every GEMM op: ops/_gemm.py. A config with "backend": "gluon" (sm_90 tables, where it
+wins) runs the Gluon ping-pong kernel instead (kernels/gluon/hopper_pingpong.py), and
+the Triton tier with the same tile sizes when that kernel cannot take the call
+(`gluon_unsupported`).
 """
 from __future__ import annotations
 
@@ -76,8 +79,29 @@ def _run(x, w, bias, activation, out_dtype, config, y_full, compile_only=False):
     target = C.target_for(x.device)
     cfg, _source = C.resolve_config(OP, config, target, M, N, K)
     x2 = G.matrix_operand(x.reshape(M, K))
-    G.launch(x2, G.matrix_operand(w), bias.contiguous() if bias is not None else None, y, activation, cfg, target,
-             compile_only=compile_only)
+    w2 = G.matrix_operand(w)
+    bias = bias.contiguous() if bias is not None else None
+    if cfg.get("backend") == "gluon" and gluon_unsupported(x2, w2, y, cfg, target) is None:
+        from ..kernels.gluon import hopper_pingpong
+
+        hopper_pingpong.launch(x2, w2, bias, y, activation, cfg, target, compile_only=compile_only)
+        C.LAUNCHES[hopper_pingpong.KERNEL_NAME] += not compile_only
+        return
+    G.launch(x2, w2, bias, y, activation, cfg, target, compile_only=compile_only)
+
+
+def gluon_unsupported(x2, w, y, cfg, target) -> str | None:
+    """Why a "backend": "gluon" config runs on the Triton tier for this call (None: it runs on Gluon).
+    The Triton kernels then run the same config (its tile sizes), as the TMA path falls back to
+    the pointer kernel: Gluon does not run in the interpreter, needs sm_90, TMA-compatible
+    tensors (kernels/gluon/hopper_pingpong.py `unsupported`) and no split-K."""
+    if C.interpreting():
+        return "the Triton interpreter does not run Gluon kernels"
+    if cfg.get("NUM_KSPLIT", 1) != 1:
+        return "split-K configs run on the Triton tier"
+    from ..kernels.gluon import hopper_pingpong
+
+    return hopper_pingpong.unsupported(x2, w, y, target)
 
 
 def compile_for(x, w, config: dict, bias=None, activation=None, out_dtype=None):

@@ -62,6 +62,9 @@ def search_space(M: int, N: int, K: int, target, op: str = "a16w16") -> list:
         bks = [64, 128] if op == "a8w8_blockscale" else [128, 256]
     tmas = [True, False] if target.is_nvidia else [False]
     out, seen = [], set()
+    if op == "a16w16" and target.arch == "sm_90" and M >= 256:
+        out += gluon_space()
+        seen.update(json.dumps(c, sort_keys=True) for c in out)
     for bm, bn, bk, warps, stages, group, p, tma, split in itertools.product(
             bms, bns, bks, [4, 8], [2, 3, 4, 5], groups, persist, tmas, splits):
         c = _cfg(bm, bn, bk, warps, stages, group, p, tma, split)
@@ -69,6 +72,17 @@ def search_space(M: int, N: int, K: int, target, op: str = "a16w16") -> list:
         if key not in seen:
             seen.add(key)
             out.append(c)
+    return out
+
+
+def gluon_space() -> list:
+    """Candidates for the Gluon ping-pong backend of gemm_a16w16 (sm_90, M >= 256): the tiles its
+    register budget allows (kernels/gluon/hopper_pingpong.py `derive`), ring depths, group sizes."""
+    out = []
+    for (bm, bn), stages, group in itertools.product([(128, 128), (64, 256)], [4, 5, 6], [8, 16]):
+        c = _cfg(bm, bn, 64, 4, stages, group, True, True, 1)
+        c["backend"] = "gluon"
+        out.append(c)
     return out
 
 
@@ -80,6 +94,15 @@ def prune(cands, M: int, N: int, K: int, target, in_bytes=2, out_bytes=2, acc_ti
 
     keep = []
     for c in cands:
+        if c.get("backend") == "gluon":
+            from ..kernels.gluon.hopper_pingpong import derive
+
+            try:
+                derive(c, target, in_bytes, out_bytes)
+            except ValueError:
+                continue
+            keep.append(c)
+            continue
         threads = 32 * c["num_warps"] if target.is_nvidia else 64 * c["num_warps"]
         acc_regs = c["BLOCK_SIZE_M"] * c["BLOCK_SIZE_N"] // threads * acc_tiles
         if acc_regs > MAX_ACC_REGS or acc_regs < 4:
@@ -119,7 +142,7 @@ def _load_progress(path: Path) -> dict:
 
 
 def tune_shapes(shapes, out_dir, *, max_candidates=40, rep_ms=40, seed=0, workers=None, dtype_name=None,
-                log=print, op="a16w16", batch=1):
+                log=print, op="a16w16", batch=1, backend="all"):
     """Tune each (label, M, N, K) for `op` (bench/ops.py); returns {(M, N, K): best row}.
     Rows also go to tune_progress.jsonl."""
     import torch
@@ -148,6 +171,8 @@ def tune_shapes(shapes, out_dir, *, max_candidates=40, rep_ms=40, seed=0, worker
         current, _ = _configs.select(table_op, target.arch, M, N, K)
         current = _configs.validate_config(current)
         space = bop.search_space(M, N, K, target) if bop.search_space else search_space(M, N, K, target, op)
+        if backend != "all":  # e.g. "gluon": only that backend's candidates (and the current config)
+            space = [c for c in space if c.get("backend", "triton") == backend]
         cands = prune(space, M, N, K, target, in_bytes, 2, acc_tiles)
         random.Random(seed + M * 7 + N * 13 + K).shuffle(cands)
         cands = cands[:max_candidates]
@@ -272,7 +297,8 @@ def main(args) -> int:
         shapes = default_suite() if args.suite == "default" else \
             [(f"square {s}", s, s, s) for s in (1024, 2048, 4096, 8192, 16384)]
     best = tune_shapes(shapes, args.out, max_candidates=args.max_candidates, rep_ms=args.rep_ms, op=args.op,
-                       dtype_name=dtype_name, batch=getattr(args, "batch", 1) or 1)
+                       dtype_name=dtype_name, batch=getattr(args, "batch", 1) or 1,
+                       backend=getattr(args, "backend", "all") or "all")
     # A table file covers every M measured for its (N, K), in this run or an earlier one
     # (writing only this run's shapes would drop the buckets an earlier run tuned).
     everything = best_from_progress(Path(args.out) / "tune_progress.jsonl", args.op, dtype_name)

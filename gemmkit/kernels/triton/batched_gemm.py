@@ -1,0 +1,131 @@
+"""Batched GEMM, portable pointer path: y[b] = epilogue(x[b] @ w[b].T) for b in [0, B), one launch.
+
+    batched_gemm_a16w16   bf16/fp16 x, w; fp32 accumulate                       SCALE = "none"
+    batched_gemm_a8w8     int8 (int32 acc) or fp8 x, w; per-token x_scale[b] (M,) and
+                          per-channel w_scale[b] (N,) applied in the epilogue   SCALE = "rowcol"
+
+What is batched here and nothing else: the work-id -> (batch, tile) map
+(`batched_tile_coords`) and the batch offsets of the base pointers. The K loop
+(`pointer_mainloop`), the epilogue (`epilogue`, `store_tile`) and the schedule
+pieces (`remap_xcd`, `grouped_tile`) are the dense GEMM's (gemm.py).
+
+Work space: B x tiles, batch-major, one work id per output tile of one batch entry:
+
+   work id:  0 .. T-1          T .. 2T-1        ...   (B-1)T .. BT-1       T = tiles per batch entry
+             batch 0           batch 1                batch B-1
+             +--+--+--+        +--+--+--+             +--+--+--+
+             |  |  |  |        |  |  |  |             |  |  |  |    inside one batch entry: the dense
+             +--+--+--+        +--+--+--+             +--+--+--+    grouped order (GROUP_SIZE_M rows
+             |  |  |  |        |  |  |  |             |  |  |  |    of tiles, column by column)
+             +--+--+--+        +--+--+--+             +--+--+--+
+
+   The XCD remap (AMD) runs on the whole B x T id space first, so the ids one XCD runs are
+   a contiguous range: whole batch entries (or long runs of one), which share that XCD's L2.
+
+Per work id (one program per id, or PERSISTENT: min(work, CUs) programs striding over ids):
+
+   b, pid_m, pid_n = batched_tile_coords(id)
+   x_b = x + b * stride_xb       w_b = w + b * stride_wb       y_b = y + b * stride_yb
+   bias_b = bias + b * stride_bb (0 for a shared (N,) bias)    scales: + b * stride_{x,w}sb
+        |
+        v   acc = pointer_mainloop(x_b rows offs_m % M, w_b rows offs_n % N, all K steps)   (_mainloop.py)
+        v   epilogue: scales, + bias, activation, cast; masked store into y_b             (_epilogue.py)
+
+Constraints:
+  - x (B, M, K), w (B, N, K), y (B, M, N), any strides (a batch stride of 0 broadcasts an
+    operand); stride 1 on K is the fast case. Batch and row offsets are int64.
+  - bias: B * N elements with unit stride on N, batch stride stride_bb (0: one (N,) bias for all).
+  - SCALE == "rowcol": x_scale (B, M) and w_scale (B, N) fp32, unit stride on M / N.
+  - BLOCK_M, BLOCK_N, BLOCK_K powers of two >= 16 (int8/fp8: BLOCK_K >= 32).
+  - No split-K (the batch already gives the grid its parallelism); B * tiles < 2**31.
+"""
+import triton
+import triton.language as tl
+
+from ._epilogue import epilogue, store_tile
+from ._mainloop import pointer_mainloop
+from ._schedule import grouped_tile, remap_xcd
+
+
+# Checked by `gemmkit isa` on every shipped config (expressions as in gemm.py).
+PROMISES = (
+    {"promise": "no spills", "check": "spill_bytes == 0"},
+    {"promise": "shared memory within the target", "check": "lds_bytes <= target.shared_mem_bytes"},
+    {"promise": "shared memory within the op's bound (smem_bytes)", "check": "lds_bytes <= smem_bound"},
+    {"promise": "matrix work per K step = tile arithmetic", "check": "mma_k_steps >= 1 and mma_k_steps % 1 == 0"},
+    {"promise": "wgmma (HGMMA / QGMMA fp8 / IGMMA int8) for tiles of >= 64 rows", "arch": "sm_90",
+     "when": "cfg['BLOCK_SIZE_M'] >= 64", "check": "counts['HGMMA'] + counts['QGMMA'] + counts['IGMMA'] > 0"},
+    {"promise": "mma.sync (HMMA / IMMA) for 16/32-row tiles", "arch": "sm_90", "when": "cfg['BLOCK_SIZE_M'] < 64",
+     "check": "counts['HMMA'] + counts['IMMA'] + counts['QGMMA'] > 0"},
+    {"promise": "cp.async pipelining (LDGSTS)", "arch": "sm_90", "when": "cfg['num_stages'] >= 2",
+     "check": "counts['LDGSTS'] > 0"},
+    {"promise": "no local-memory traffic", "arch": "sm_90", "check": "counts['LDL'] + counts['STL'] == 0"},
+    {"promise": "MFMA present", "arch": "amd", "check": "counts['v_mfma'] > 0"},
+    {"promise": "waves_per_eu honoured", "arch": "amd", "when": "cfg.get('waves_per_eu', 0) > 0",
+     "check": "occupancy >= cfg['waves_per_eu']"},
+)
+
+
+@triton.jit
+def batched_tile_coords(work_id, num_work, num_pid_m, num_pid_n, GROUP_SIZE_M: tl.constexpr,
+                        NUM_XCDS: tl.constexpr):
+    """Work id in [0, B * tiles) -> (batch, pid_m, pid_n): XCD remap over the whole id space,
+    then batch-major, grouped order inside a batch entry (see the module docstring)."""
+    work_id = remap_xcd(work_id, num_work, NUM_XCDS)
+    tiles = num_pid_m * num_pid_n
+    pid_m, pid_n = grouped_tile(work_id % tiles, num_pid_m, num_pid_n, GROUP_SIZE_M)
+    return work_id // tiles, pid_m, pid_n
+
+
+@triton.jit
+def _batched_tile(work_id, num_work, x_ptr, w_ptr, xs_ptr, wsc_ptr, bias_ptr, y_ptr, M, N, K,
+                  stride_xb, stride_xm, stride_xk, stride_wb, stride_wn, stride_wk,
+                  stride_yb, stride_ym, stride_yn, stride_xsb, stride_wsb, stride_bb,
+                  BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+                  GROUP_SIZE_M: tl.constexpr, NUM_XCDS: tl.constexpr, EVEN_K: tl.constexpr,
+                  HAS_BIAS: tl.constexpr, ACTIVATION: tl.constexpr, SCALE: tl.constexpr,
+                  ACC_INT: tl.constexpr, PROMOTE_K: tl.constexpr):
+    num_pid_m = tl.cdiv(M, BLOCK_M)
+    num_pid_n = tl.cdiv(N, BLOCK_N)
+    b, pid_m, pid_n = batched_tile_coords(work_id, num_work, num_pid_m, num_pid_n, GROUP_SIZE_M, NUM_XCDS)
+    b = b.to(tl.int64)
+    x_ptr += b * stride_xb
+    w_ptr += b * stride_wb
+    y_ptr += b * stride_yb
+    xs_ptr += b * stride_xsb
+    wsc_ptr += b * stride_wsb
+    bias_ptr += b * stride_bb
+
+    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    rows_x = offs_m % M  # wrapped edge rows, as in gemm.py (the masked store drops them)
+    rows_w = offs_n % N
+    acc = pointer_mainloop(x_ptr, w_ptr, xs_ptr, wsc_ptr, rows_x, rows_w, rows_x < M, rows_w < N,
+                           0, tl.cdiv(K, BLOCK_K), K, stride_xm, stride_xk, stride_wn, stride_wk, 0, 0, 0, 0,
+                           BLOCK_M, BLOCK_N, BLOCK_K, EVEN_K, SCALE, 1, 1, ACC_INT, PROMOTE_K)
+    out = epilogue(acc, xs_ptr, wsc_ptr, bias_ptr, offs_m, offs_n, M, N, SCALE, HAS_BIAS, ACTIVATION)
+    store_tile(y_ptr, out, offs_m, offs_n, M, N, stride_ym, stride_yn)
+
+
+@triton.jit
+def batched_gemm_kernel(x_ptr, w_ptr, xs_ptr, wsc_ptr, bias_ptr, y_ptr, B, M, N, K,
+                        stride_xb, stride_xm, stride_xk, stride_wb, stride_wn, stride_wk,
+                        stride_yb, stride_ym, stride_yn, stride_xsb, stride_wsb, stride_bb,
+                        BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+                        GROUP_SIZE_M: tl.constexpr, NUM_XCDS: tl.constexpr, EVEN_K: tl.constexpr,
+                        HAS_BIAS: tl.constexpr, ACTIVATION: tl.constexpr, PERSISTENT: tl.constexpr,
+                        SCALE: tl.constexpr, ACC_INT: tl.constexpr, PROMOTE_K: tl.constexpr):
+    num_work = B * tl.cdiv(M, BLOCK_M) * tl.cdiv(N, BLOCK_N)
+    if PERSISTENT:
+        for work_id in tl.range(tl.program_id(0), num_work, tl.num_programs(0)):
+            _batched_tile(work_id, num_work, x_ptr, w_ptr, xs_ptr, wsc_ptr, bias_ptr, y_ptr, M, N, K,
+                          stride_xb, stride_xm, stride_xk, stride_wb, stride_wn, stride_wk,
+                          stride_yb, stride_ym, stride_yn, stride_xsb, stride_wsb, stride_bb,
+                          BLOCK_M, BLOCK_N, BLOCK_K, GROUP_SIZE_M, NUM_XCDS, EVEN_K, HAS_BIAS, ACTIVATION,
+                          SCALE, ACC_INT, PROMOTE_K)
+    else:
+        _batched_tile(tl.program_id(0), num_work, x_ptr, w_ptr, xs_ptr, wsc_ptr, bias_ptr, y_ptr, M, N, K,
+                      stride_xb, stride_xm, stride_xk, stride_wb, stride_wn, stride_wk,
+                      stride_yb, stride_ym, stride_yn, stride_xsb, stride_wsb, stride_bb,
+                      BLOCK_M, BLOCK_N, BLOCK_K, GROUP_SIZE_M, NUM_XCDS, EVEN_K, HAS_BIAS, ACTIVATION,
+                      SCALE, ACC_INT, PROMOTE_K)
