@@ -28,6 +28,7 @@ PROVIDERS = {
     "a16w16": "gemmkit.ops.gemm_a16w16",
     "a8w8": "gemmkit.ops.gemm_a8w8",
     "a8w8_blockscale": "gemmkit.ops.gemm_a8w8_blockscale",
+    "a16w16_gated": "gemmkit.ops.ffn",
     "hopper_pingpong": "gemmkit.kernels.gluon.hopper_pingpong",
     "cdna_pingpong": "gemmkit.kernels.gluon.cdna_pingpong",
 }
