@@ -9,6 +9,12 @@ the same process), how to check a result, and which table the tuner writes.
     a8w8              fp8, int8     fp8:  torch._scaled_mm, rowwise scales     (cuBLASLt, fast accum off)
                                     int8: torch._int_mm, then the scaling in torch
     a8w8_blockscale   fp8           torch.matmul in bf16 on the same shape (the issue's bar)
+    batched_a16w16    bf16, fp16    torch.bmm(x, w.transpose(1, 2))            (cuBLAS batched)
+    batched_a8w8      fp8, int8     a loop over B of the a8w8 references (torch._scaled_mm / torch._int_mm)
+    ffn_gated         bf16, fp16    torch.matmul(x, w_gate_up.T), chunk, F.silu(g) * u, torch.matmul(h, w_down.T)
+    a16w16_gated      bf16, fp16    the same without the down projection
+    afp4wfp4          fp4           dequantize_mxfp4 (x and w) to bf16, then torch.matmul (no MXFP4
+                                    matmul in torch on Hopper; gemmkit's sm_90 kernel is emulated too)
 """
 from __future__ import annotations
 
@@ -186,6 +192,248 @@ def _bs_compile(inp, config):
     compile_for(*inp[:4], config, block_shape=BLOCK)
 
 
+# ----------------------------------------------------------------------------- afp4wfp4 (OCP MXFP4)
+
+def _fp4_inputs(M, N, K, dtype_name, device):
+    """Packed MXFP4 x, w and their E8M0 scales, quantized from fresh normal bf16 values."""
+    torch = _torch()
+    from ..quant import quantize_mxfp4
+
+    xq, xs = quantize_mxfp4(torch.randn(M, K, device=device, dtype=torch.bfloat16))
+    wq, ws = quantize_mxfp4(torch.randn(N, K, device=device, dtype=torch.bfloat16))
+    return xq, wq, xs, ws
+
+
+def _fp4_run(inp, config, out=None):
+    import gemmkit
+
+    return gemmkit.gemm_afp4wfp4(*inp, config=config, out=out)
+
+
+def _fp4_vendor(inp):
+    """What a user without an MXFP4 matmul writes: dequantize both operands to bf16, then cuBLAS."""
+    torch = _torch()
+    from ..quant import dequantize_mxfp4
+
+    xq, wq, xs, ws = inp
+    x = dequantize_mxfp4(xq, xs).to(torch.bfloat16)
+    w = dequantize_mxfp4(wq, ws).to(torch.bfloat16)
+    return torch.matmul(x, w.T)
+
+
+def _fp4_reference(inp):
+    from ..quant import dequantize_mxfp4
+
+    xq, wq, xs, ws = inp
+    return dequantize_mxfp4(xq, xs) @ dequantize_mxfp4(wq, ws).T
+
+
+def _fp4_compile(inp, config):
+    from ..ops.gemm_afp4wfp4 import compile_for
+
+    compile_for(*inp, config)
+
+
+def _fp4_min_bytes(M, N, K, dtype_name, batch):
+    """Packed operands (K/2 bytes per row), E8M0 scales (K/32 per row), bf16 y."""
+    return ((M + N) * (K // 2 + K // 32) + M * N * 2) * batch
+
+
+def _fp4_search_space(M, N, K, target):
+    """The tuner's space without what this kernel lacks (no TMA path, K steps >= 64), and only
+    configs that fit its own shared-memory bound (ops/gemm_afp4wfp4.py smem_bytes)."""
+    from ..ops.gemm_afp4wfp4 import check_config
+    from ..tune import search_space
+
+    keep = []
+    for c in search_space(M, N, K, target, "afp4wfp4"):
+        c = dict(c, BLOCK_SIZE_K=max(c["BLOCK_SIZE_K"], 64) * 2)  # 4-bit: twice the elements per step
+        if c.get("tma") or c.get("backend", "triton") != "triton":
+            continue
+        try:
+            check_config(c, target)
+        except ValueError:
+            continue
+        if c not in keep:
+            keep.append(c)
+    return keep
+
+
+# ----------------------------------------------------------------------------- batched_a16w16, batched_a8w8
+
+def _batched_search_space(op):
+    """The dense tuner space of `op`, less what the batched kernels do not run (split-K, Gluon)."""
+    def space(M, N, K, target):
+        from ..tune import search_space
+
+        return [c for c in search_space(M, N, K, target, op)
+                if c["NUM_KSPLIT"] == 1 and c.get("backend", "triton") == "triton"]
+    return space
+
+
+def _batched_a16w16_inputs(M, N, K, dtype_name, device, batch=1):
+    torch = _torch()
+    dt = {"bf16": torch.bfloat16, "fp16": torch.float16}[dtype_name]
+    return torch.randn(batch, M, K, device=device, dtype=dt), torch.randn(batch, N, K, device=device, dtype=dt)
+
+
+def _batched_a16w16_run(inp, config, out=None):
+    import gemmkit
+
+    return gemmkit.batched_gemm_a16w16(*inp, config=config, out=out)
+
+
+def _batched_a16w16_compile(inp, config):
+    from ..ops.batched_gemm import compile_for_a16w16
+
+    compile_for_a16w16(*inp, config)
+
+
+def _batched_a8w8_inputs(M, N, K, dtype_name, device, batch=1):
+    torch = _torch()
+    B = batch
+    if dtype_name == "int8":
+        x = torch.randint(-127, 128, (B, M, K), device=device, dtype=torch.int8)
+        w = torch.randint(-127, 128, (B, N, K), device=device, dtype=torch.int8)
+        xs = torch.rand(B, M, 1, device=device) / 127 + 1e-3
+        ws = torch.rand(B, 1, N, device=device) / 127 + 1e-3
+    else:
+        f8 = _fp8_dtype(device)
+        x = (torch.randn(B, M, K, device=device) * 4).to(f8)
+        w = (torch.randn(B, N, K, device=device) * 4).to(f8)
+        xs = torch.rand(B, M, 1, device=device) / 16 + 1e-3
+        ws = torch.rand(B, 1, N, device=device) / 16 + 1e-3
+    return x, w, xs, ws
+
+
+def _batched_a8w8_run(inp, config, out=None):
+    import gemmkit
+
+    return gemmkit.batched_gemm_a8w8(*inp, config=config, out=out)
+
+
+def _batched_a8w8_vendor(inp):
+    """What a user writes in torch without a batched 8-bit GEMM: one cuBLASLt call per batch entry
+    into slices of one output (fp8: torch._scaled_mm rowwise; int8: torch._int_mm, then the scaling)."""
+    torch = _torch()
+    x, w, xs, ws = inp
+    B, M, N = x.shape[0], x.shape[1], w.shape[1]
+    if x.dtype == torch.int8:
+        acc = torch.empty(B, M, N, device=x.device, dtype=torch.int32)
+        for b in range(B):
+            torch._int_mm(x[b], w[b].T, out=acc[b])
+        return (acc.float() * xs * ws).to(torch.bfloat16)
+    y = torch.empty(B, M, N, device=x.device, dtype=torch.bfloat16)
+    for b in range(B):
+        torch._scaled_mm(x[b], w[b].T, scale_a=xs[b], scale_b=ws[b], out_dtype=torch.bfloat16, out=y[b])
+    return y
+
+
+def _batched_a8w8_reference(inp):
+    x, w, xs, ws = inp
+    return (x.float() @ w.float().transpose(1, 2)) * xs * ws
+
+
+def _batched_a8w8_compile(inp, config):
+    from ..ops.batched_gemm import compile_for_a8w8
+
+    compile_for_a8w8(*inp, config)
+
+
+BATCHED_SHAPE_DOC = "y (B, M, N) = x (B, M, K) @ w (B, N, K).T per batch entry; B = --batch"
+
+
+# ----------------------------------------------------------------------------- ffn_gated, a16w16_gated
+
+GATED_SHAPE_DOC = ("ffn_gated: y (M, K) = (silu(x @ Wg.T) * (x @ Wu.T)) @ w_down.T with x (M, K), "
+                   "w_gate_up (2N, K) = [Wg; Wu], w_down (K, N): N = I (intermediate), K = hidden")
+GATED_GEMM_SHAPE_DOC = ("a16w16_gated: h (M, N) = silu(x @ Wg.T) * (x @ Wu.T) with x (M, K), "
+                        "w_gate_up (2N, K) = [Wg; Wu]: N = I (intermediate), K = hidden")
+
+
+def _gated_inputs(M, N, K, dtype_name, device, down=True):
+    torch = _torch()
+    dt = {"bf16": torch.bfloat16, "fp16": torch.float16}[dtype_name]
+    x, w = torch.randn(M, K, device=device, dtype=dt), torch.randn(2 * N, K, device=device, dtype=dt) / K ** 0.5
+    # weights scaled by 1/sqrt(fan-in) (as initialised in a model): h and y stay O(1)
+    return (x, w, torch.randn(K, N, device=device, dtype=dt) / N ** 0.5) if down else (x, w)
+
+
+def _ffn_run(inp, config, out=None):
+    import gemmkit
+
+    return gemmkit.ffn_gated(*inp, config=config, out=out)
+
+
+def _gated_run(inp, config, out=None):
+    import gemmkit
+
+    return gemmkit.gemm_a16w16_gated(*inp, config=config, out=out)
+
+
+def _gated_vendor(inp):
+    """What a user writes in torch: one matmul for gate and up, then silu(g) * u."""
+    import torch.nn.functional as F
+
+    g, u = _torch().matmul(inp[0], inp[1].T).chunk(2, dim=-1)
+    return F.silu(g) * u
+
+
+def _ffn_vendor(inp):
+    return _torch().matmul(_gated_vendor(inp), inp[2].T)
+
+
+def _gated_reference(inp):
+    import torch.nn.functional as F
+
+    x, w = inp[0].float(), inp[1].float()
+    n = w.shape[0] // 2
+    return F.silu(x @ w[:n].T) * (x @ w[n:].T)
+
+
+def _ffn_reference(inp):
+    # h is held in x's dtype between the two GEMMs (ops/ffn.py), as the torch sequence holds it
+    return _gated_reference(inp).to(inp[0].dtype).float() @ inp[2].float().T
+
+
+def _gated_compile(inp, config):
+    from ..ops.ffn import compile_for
+
+    compile_for(inp[0], inp[1], config)
+
+
+def _gated_model_rows(names, m_values=None):
+    """(label, M, I, hidden) per model with a fused gate_up layer (2I, hidden) in model_configs.json."""
+    from .suite import load_models
+
+    models, default_m = load_models()
+    names = list(models) if names in ("all", ["all"]) else ([names] if isinstance(names, str) else list(names))
+    rows = []
+    for name in names:
+        if name not in models:
+            raise ValueError(f"--model: unknown model {name!r}; expected one of {sorted(models)} or 'all'")
+        for layer, (n2, k) in models[name]["layers"].items():
+            if "gate_up" in layer or layer == "expert_w13":
+                rows += [(f"{name} {layer}", m, n2 // 2, k) for m in (m_values or default_m)]
+    return rows
+
+
+def _gated_search_space(M, N, K, target):
+    """tune.search_space, keeping the configs whose gated tile (2 x BLOCK_SIZE_N w rows) fits
+    the shared memory on the path each would take (the dense pruning counts BLOCK_SIZE_N rows)."""
+    from ..ops.ffn import check_feasible
+    from ..tune import search_space
+
+    keep = []
+    for c in search_space(M, N, K, target):
+        try:
+            check_feasible(c, target, 2, 2, tma=c["tma"])
+        except ValueError:
+            continue
+        keep.append(c)
+    return keep
+
+
 BENCH_OPS = {
     "a16w16": BenchOp(
         name="a16w16", dtypes=("bf16", "fp16"), table_op=lambda d: "a16w16", inputs=_a16w16_inputs,
@@ -206,6 +454,48 @@ BENCH_OPS = {
         run=_bs_run, vendor=_bs_vendor, vendor_name=lambda d: "torch.matmul bf16 (cuBLAS), same shape",
         reference=_bs_reference, operand_bytes=lambda d: 1, compile_for=_bs_compile, peak_key=lambda d: "fp8",
         acc_tiles=lambda d, target: 2),  # the per-step scaled product beside the sum, on every target
+    "afp4wfp4": BenchOp(
+        name="afp4wfp4", dtypes=("fp4",), table_op=lambda d: "afp4wfp4", inputs=_fp4_inputs, run=_fp4_run,
+        vendor=_fp4_vendor, vendor_name=lambda d: "dequantize_mxfp4 -> bf16, torch.matmul (cuBLAS)",
+        reference=_fp4_reference, operand_bytes=lambda d: 0.5, compile_for=_fp4_compile, peak_key=lambda d: "fp4",
+        shape_doc="y (M, N) = mxfp4 x (M, K) @ mxfp4 w (N, K).T; x, w packed (., K/2) uint8 + E8M0 scales (., K/32)",
+        min_bytes=_fp4_min_bytes, search_space=_fp4_search_space),
+    "batched_a16w16": BenchOp(
+        name="batched_a16w16", dtypes=("bf16", "fp16"), table_op=lambda d: "batched_a16w16",
+        inputs=_batched_a16w16_inputs, run=_batched_a16w16_run,
+        vendor=lambda inp: _torch().bmm(inp[0], inp[1].transpose(1, 2)), vendor_name=lambda d: "torch.bmm (cuBLAS batched)",
+        reference=lambda inp: inp[0].float() @ inp[1].float().transpose(1, 2), operand_bytes=lambda d: 2,
+        compile_for=_batched_a16w16_compile, peak_key=lambda d: d,
+        out_dtype=lambda d: {"bf16": _torch().bfloat16, "fp16": _torch().float16}[d],
+        shape_doc=BATCHED_SHAPE_DOC, batched=True, search_space=_batched_search_space("a16w16")),
+    "batched_a8w8": BenchOp(
+        name="batched_a8w8", dtypes=("fp8", "int8"),
+        table_op=lambda d: "batched_a8w8_int8" if d == "int8" else "batched_a8w8",
+        inputs=_batched_a8w8_inputs, run=_batched_a8w8_run, vendor=_batched_a8w8_vendor,
+        vendor_name=lambda d: ("torch._int_mm per batch entry + torch scaling" if d == "int8"
+                               else "torch._scaled_mm rowwise per batch entry (cuBLASLt, use_fast_accum=False)"),
+        reference=_batched_a8w8_reference, operand_bytes=lambda d: 1, compile_for=_batched_a8w8_compile,
+        peak_key=lambda d: d, shape_doc=BATCHED_SHAPE_DOC, batched=True, search_space=_batched_search_space("a8w8"),
+        acc_tiles=lambda d, target: 2 if d == "fp8" and target.is_nvidia else 1),
+    "ffn_gated": BenchOp(
+        name="ffn_gated", dtypes=("bf16", "fp16"), table_op=lambda d: "a16w16_gated",
+        inputs=_gated_inputs, run=_ffn_run, vendor=_ffn_vendor,
+        vendor_name=lambda d: "torch.matmul, chunk, F.silu(g) * u, torch.matmul (cuBLAS + 2 elementwise)",
+        reference=_ffn_reference, operand_bytes=lambda d: 2, compile_for=_gated_compile, peak_key=lambda d: d,
+        out_dtype=lambda d: {"bf16": _torch().bfloat16, "fp16": _torch().float16}[d],
+        shape_doc=GATED_SHAPE_DOC, flops=lambda M, N, K, b: 6.0 * M * N * K,
+        # each weight read once, x read, y written (h is an intermediate: not counted)
+        min_bytes=lambda M, N, K, d, b: (M * K + 3 * N * K + M * K) * 2,
+        model_rows=_gated_model_rows, acc_tiles=lambda d, target: 2, search_space=_gated_search_space),
+    "a16w16_gated": BenchOp(
+        name="a16w16_gated", dtypes=("bf16", "fp16"), table_op=lambda d: "a16w16_gated",
+        inputs=lambda M, N, K, d, dev: _gated_inputs(M, N, K, d, dev, down=False), run=_gated_run,
+        vendor=_gated_vendor, vendor_name=lambda d: "torch.matmul, chunk, F.silu(g) * u (cuBLAS + 2 elementwise)",
+        reference=_gated_reference, operand_bytes=lambda d: 2, compile_for=_gated_compile, peak_key=lambda d: d,
+        out_dtype=lambda d: {"bf16": _torch().bfloat16, "fp16": _torch().float16}[d],
+        shape_doc=GATED_GEMM_SHAPE_DOC, flops=lambda M, N, K, b: 4.0 * M * N * K,
+        min_bytes=lambda M, N, K, d, b: (M * K + 2 * N * K + M * N) * 2,
+        model_rows=_gated_model_rows, acc_tiles=lambda d, target: 2, search_space=_gated_search_space),
 }
 
 

@@ -28,7 +28,10 @@ PROVIDERS = {
     "a16w16": "gemmkit.ops.gemm_a16w16",
     "a8w8": "gemmkit.ops.gemm_a8w8",
     "a8w8_blockscale": "gemmkit.ops.gemm_a8w8_blockscale",
+    "batched_gemm": "gemmkit.ops.batched_gemm",
+    "afp4wfp4": "gemmkit.ops.gemm_afp4wfp4",
     "a16w16_gated": "gemmkit.ops.ffn",
+    "split_cat": "gemmkit.ops.gemm_split_cat",
     "hopper_pingpong": "gemmkit.kernels.gluon.hopper_pingpong",
     "cdna_pingpong": "gemmkit.kernels.gluon.cdna_pingpong",
 }

@@ -22,6 +22,7 @@ the per-entry M (the tile shape follows the matrices, not the batch count).
 from __future__ import annotations
 
 import functools
+import json
 
 import torch
 
@@ -35,6 +36,7 @@ from .gemm_a8w8 import INT8_MAX_K, check_fp8_flavour, resolve_out_dtype
 
 OP_A16W16 = "batched_a16w16"
 OP_A8W8 = "batched_a8w8"
+ISA_OP = "batched_gemm"  # `gemmkit isa --op batched_gemm`: both ops' tables (one provider, gemmkit/isa/report.py)
 TABLE_OP_A8W8 = {"fp8": "batched_a8w8", "int8": "batched_a8w8_int8"}
 BIAS_DTYPES_A8W8 = (torch.bfloat16, torch.float16, torch.float32)
 _DENSE_ONLY = ("SPLIT_K", "SCALE_BN", "SCALE_BK")  # dense-kernel constexprs the batched kernels do not take
@@ -75,9 +77,12 @@ def _check_out(out, B, M, N, out_dtype):
 
 def _check_config(config_str: str):
     """Keys the batched kernels cannot honour are an error, not a silent ignore."""
-    if config_str and C._parse_config(config_str, "cuda" if "tma" in config_str else "hip").get("NUM_KSPLIT", 1) != 1:
-        raise ValueError("config: key 'NUM_KSPLIT' must be 1 for the batched GEMMs (no split-K: the batch "
-                         "already fills the grid)")
+    cfg = json.loads(config_str) if config_str else {}
+    if cfg.get("NUM_KSPLIT", 1) != 1:
+        raise ValueError(f"config: key 'NUM_KSPLIT' = {cfg['NUM_KSPLIT']}; the batched GEMMs take 1 (no split-K: "
+                         "the batch already fills the grid)")
+    if cfg.get("backend", "triton") != "triton":
+        raise ValueError(f"config: key 'backend' = {cfg['backend']!r}; the batched GEMMs have only the 'triton' kernels")
 
 
 def _normalize_activation(activation):
@@ -393,7 +398,7 @@ def isa_cases(archs):
     for table_op, dtype in ((OP_A16W16, "bf16"), (TABLE_OP_A8W8["fp8"], "fp8"), (TABLE_OP_A8W8["int8"], "int8")):
         for case in G.table_cases(table_op, archs, dtypes=(dtype,)):
             kernel = "batched_gemm_tma_kernel" if case["path"] == "tma" else "batched_gemm_kernel"
-            yield dict(case, kernel=kernel, op="batched_a8w8" if dtype != "bf16" else OP_A16W16)
+            yield dict(case, kernel=kernel, op=ISA_OP)
 
 
 def static_spec(cfg, target, *, dtype=torch.bfloat16, tma=None, has_bias=True, scale="none"):

@@ -7,21 +7,20 @@ One program computes one BLOCK_M x BLOCK_N tile of h: the gate and the up
 projection of the *same* I columns n0 .. n0 + BLOCK_N, so the nonlinear
 product happens in registers and no (M, 2I) intermediate is ever written.
 
-Pointer kernel (every target, interpreter). The w tile is 2*BLOCK_N rows
-read through `pointer_mainloop` (which takes any row-index vector), with gate
-and up rows *interleaved*, so one accumulator holds both and the split is a
-register-level unzip of adjacent column pairs (the MMA accumulator layouts of
-wgmma / mma.sync / MFMA give each thread pairs of neighbouring columns):
+Pointer kernel (every target, interpreter). Per K step one x tile and two w tiles,
+gate rows n0 .. n0 + BN and up rows I + n0 .. I + n0 + BN, into two accumulators
+(`mma_step` of _mainloop.py for each, so the MMA step is the dense kernels'):
 
-        tile column:   0        1         2          3         ...  2j        2j+1
-        w row:         n0       I+n0      n0+1       I+n0+1    ...  n0+j      I+n0+j
-                       gate     up        gate       up             gate      up
+    x [BM x BK]  rows offs_m (wrapped mod M) --------+----> acc_g [BM, BN] += x @ Wg_tile.T
+    w [BN x BK]  rows n0 + j        (gate, wrapped) -+
+    w [BN x BK]  rows I + n0 + j    (up)   ----------+----> acc_u [BM, BN] += x @ Wu_tile.T
+                                     epilogue: h = act(acc_g) * acc_u (fp32; _epilogue.activation),
+                                               cast, masked store (_epilogue.store_tile)
 
-    x [BLOCK_M x BLOCK_K] --+
-                            +--> acc [BLOCK_M, 2*BLOCK_N] (fp32) = pointer_mainloop (_mainloop.py)
-    w [2BN x BLOCK_K] ------+        |
-      (rows above)                   v  reshape (BM, BN, 2), split:  g = acc[:, 0::2], u = acc[:, 1::2]
-                                     v  h = act(g) * u  (fp32; _epilogue.activation), cast, masked store
+    (One (BM, 2BN) accumulator through the shared `pointer_mainloop` with gate and up rows
+    interleaved, split in the epilogue by reshape + tl.split, computes the same but compiled
+    worse: 255 vs 174 registers per thread at 128 x 128 x 64 / 8 warps on sm_90, 154 vs 107
+    VGPRs at 64 x 128 x 64 on gfx942 (static compiles, docs/kernels/ffn_gated.md).)
 
 TMA kernel (sm_90). Two w boxes per K step, gate rows at n0 and up rows at I + n0,
 into two wgmma accumulators that share the x tile:
@@ -64,7 +63,7 @@ import triton
 import triton.language as tl
 
 from ._epilogue import activation, store_tile
-from ._mainloop import mma_step, pointer_mainloop
+from ._mainloop import mma_step
 from ._schedule import split_k_range, tile_coords
 
 # Checked by `gemmkit isa` / CI on every shipped config (expressions over gemmkit.isa.resources,
@@ -131,14 +130,30 @@ def _gated_tile(work_id, x_ptr, w_ptr, y_ptr, part_ptr, M, I, K,
 
     offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
-    rows_x = offs_m % M  # wrapped, not masked (see gemm.py)
-    # Interleaved w rows (module docstring): tile column 2j <- gate row n0 + j, 2j + 1 <- up row I + n0 + j.
-    j = tl.arange(0, 2 * BLOCK_N)
-    rows_w = (pid_n * BLOCK_N + j // 2) % I + (j % 2) * I
-    acc = pointer_mainloop(x_ptr, w_ptr, x_ptr, w_ptr, rows_x, rows_w, rows_x < M, rows_w < 2 * I, k_first, k_steps,
-                           K, stride_xm, stride_xk, stride_wn, stride_wk, 0, 0, 0, 0,
-                           BLOCK_M, 2 * BLOCK_N, BLOCK_K, EVEN_K, "none", 1, 1, False, 0)
-    acc_g, acc_u = tl.split(tl.reshape(acc, (BLOCK_M, BLOCK_N, 2)))
+    # Row indices wrapped, not masked (see gemm.py): x rows, gate rows n, up rows I + n.
+    rows_x = offs_m % M
+    rows_g = offs_n % I
+    offs_k = k_first * BLOCK_K + tl.arange(0, BLOCK_K)
+    x_ptrs = x_ptr + rows_x[:, None].to(tl.int64) * stride_xm + offs_k[None, :] * stride_xk
+    g_ptrs = w_ptr + rows_g[:, None].to(tl.int64) * stride_wn + offs_k[None, :] * stride_wk
+    u_ptrs = w_ptr + (rows_g + I)[:, None].to(tl.int64) * stride_wn + offs_k[None, :] * stride_wk
+    acc_g = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    acc_u = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k in range(0, k_steps):
+        if EVEN_K:
+            a = tl.load(x_ptrs)
+            b_g = tl.load(g_ptrs)
+            b_u = tl.load(u_ptrs)
+        else:
+            k_mask = tl.arange(0, BLOCK_K)[None, :] < K - (k_first + k) * BLOCK_K
+            a = tl.load(x_ptrs, mask=k_mask, other=0.0)
+            b_g = tl.load(g_ptrs, mask=k_mask, other=0.0)
+            b_u = tl.load(u_ptrs, mask=k_mask, other=0.0)
+        acc_g = mma_step(acc_g, a, b_g, 0, a, a, a, a, 0, 0, "none", 1, 0)
+        acc_u = mma_step(acc_u, a, b_u, 0, a, a, a, a, 0, 0, "none", 1, 0)
+        x_ptrs += BLOCK_K * stride_xk
+        g_ptrs += BLOCK_K * stride_wk
+        u_ptrs += BLOCK_K * stride_wk
     _store_gated(acc_g, acc_u, y_ptr, part_ptr, split, offs_m, offs_n, M, I, stride_ym, stride_yn,
                  ACTIVATION, SPLIT_K)
 
