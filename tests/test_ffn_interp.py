@@ -1,0 +1,282 @@
+"""gemm_a16w16_gated and ffn_gated in the Triton interpreter, against float64.
+
+Convention under test: w_gate_up (2I, K) holds the I gate rows first, then the I up rows;
+h = act(x @ w_gate_up[:I].T) * (x @ w_gate_up[I:].T); ffn_gated's y = h @ w_down.T with
+w_down (K, I) and h held in x's dtype between the GEMMs (the reference rounds it the same way).
+bf16 inputs are exact in float64 and the kernels accumulate in fp32, so the error is the final
+rounding: the bounds of tests/_util.py apply.
+"""
+import itertools
+
+import pytest
+import torch
+
+import gemmkit
+from gemmkit.reference import activation_ref
+
+from _util import poisoned, randn, within_bound
+
+pytestmark = pytest.mark.interpreter
+BF16 = torch.bfloat16
+SMALL = {"BLOCK_SIZE_M": 16, "BLOCK_SIZE_N": 16, "BLOCK_SIZE_K": 32, "GROUP_SIZE_M": 2, "num_warps": 4,
+         "num_stages": 2}
+
+
+def gated_ref(x, w_gate_up, activation="silu"):
+    """float64 act(x Wg.T) * (x Wu.T), Wg = first half of the rows, shape (..., I)."""
+    I = w_gate_up.shape[0] // 2
+    x64 = x.detach().to("cpu", torch.float64).reshape(-1, x.shape[-1])
+    w64 = w_gate_up.detach().to("cpu", torch.float64)
+    h = activation_ref(x64 @ w64[:I].T, activation) * (x64 @ w64[I:].T)
+    return h.reshape(tuple(x.shape[:-1]) + (I,))
+
+
+def ffn_ref(x, w_gate_up, w_down, activation="silu"):
+    """float64 y = h @ w_down.T with h rounded to x's dtype, as ffn_gated holds it."""
+    h = gated_ref(x, w_gate_up, activation).to(x.dtype).to(torch.float64)
+    return h @ w_down.detach().to("cpu", torch.float64).T
+
+
+def weights(I, K, dtype=BF16):
+    return randn(2 * I, K, dtype=dtype), randn(K, I, dtype=dtype)
+
+
+def test_gate_rows_first_convention():
+    """Gate = the first I rows: swapping the halves changes the result; the op equals
+    act(x @ gate.T) * (x @ up.T) built from two separate nn.Linear-style weights."""
+    M, I, K = 5, 16, 64
+    x, gate, up = randn(M, K, dtype=BF16), randn(I, K, dtype=BF16), randn(I, K, dtype=BF16)
+    h = gemmkit.gemm_a16w16_gated(x, torch.cat([gate, up]), out_dtype=torch.float32)
+    x64 = x.double()
+    ref = torch.nn.functional.silu(x64 @ gate.double().T) * (x64 @ up.double().T)
+    ok, msg = within_bound(h, ref, torch.float32)
+    assert ok, msg
+    swapped = torch.nn.functional.silu(x64 @ up.double().T) * (x64 @ gate.double().T)
+    assert not within_bound(h, swapped, torch.float32)[0]
+
+
+SHAPES = [(1, 1, 16), (1, 40, 96), (17, 24, 40), (17, 40, 96), (64, 33, 64), (33, 64, 200)]
+
+
+@pytest.mark.parametrize("M,I,K", SHAPES, ids=[f"{m}x{i}x{k}" for m, i, k in SHAPES])
+def test_gated_shapes(M, I, K, launches):
+    x, (w, _) = randn(M, K, dtype=BF16), weights(I, K)
+    out = poisoned((M, I), BF16)
+    before = sum(launches.values())
+    h = gemmkit.gemm_a16w16_gated(x, w, out=out)
+    assert h is out and sum(launches.values()) > before, "no Triton kernel ran"
+    ok, msg = within_bound(h, gated_ref(x, w), BF16)
+    assert ok, msg
+
+
+@pytest.mark.parametrize("activation,out_dtype", list(itertools.product(
+    ["silu", "gelu", "gelu_tanh", "relu"], [BF16, torch.float16, torch.float32])), ids=str)
+def test_gated_activations_and_out_dtypes(activation, out_dtype):
+    M, I, K = 9, 24, 48
+    x, (w, _) = randn(M, K, dtype=BF16) * 2, weights(I, K)
+    h = gemmkit.gemm_a16w16_gated(x, w, activation=activation, out_dtype=out_dtype)
+    assert h.dtype == out_dtype
+    ok, msg = within_bound(h, gated_ref(x, w, activation), out_dtype)
+    assert ok, msg
+
+
+PATHS = {
+    "pointer": (dict(SMALL), "gemm_gated_kernel"),
+    "pointer_ktail": (dict(SMALL, BLOCK_SIZE_K=64), "gemm_gated_kernel"),  # K = 200: masked tail
+    "persistent": (dict(SMALL, persistent=True), "gemm_gated_kernel"),
+    "tma": (dict(SMALL, tma=True), "gemm_gated_tma_kernel"),
+    "splitk_pointer": (dict(SMALL, NUM_KSPLIT=3), "gated_splitk_reduce_kernel"),
+    "splitk_tma": (dict(SMALL, NUM_KSPLIT=4, tma=True), "gated_splitk_reduce_kernel"),
+}
+
+
+@pytest.mark.parametrize("path", list(PATHS))
+def test_gated_paths(path, launches):
+    """Every kernel path, on ragged M and I edges (wrapped loads, masked / clipped stores)."""
+    cfg, kernel = PATHS[path]
+    M, I, K = 37, 40, 200 if path == "pointer_ktail" else 192
+    x, (w, _) = randn(M, K, dtype=BF16), weights(I, K)
+    out = poisoned((M, I), torch.float32)
+    before = launches[kernel]
+    gemmkit.gemm_a16w16_gated(x, w, out=out, config=cfg)
+    assert launches[kernel] == before + 1
+    ok, msg = within_bound(out, gated_ref(x, w), torch.float32)
+    assert ok, msg
+
+
+def test_gated_splitk_is_reproducible():
+    M, I, K = 3, 32, 512
+    x, (w, _) = randn(M, K, dtype=BF16), weights(I, K)
+    cfg = dict(SMALL, NUM_KSPLIT=4)
+    a = gemmkit.gemm_a16w16_gated(x, w, config=cfg, out_dtype=torch.float32)
+    assert torch.equal(a, gemmkit.gemm_a16w16_gated(x, w, config=cfg, out_dtype=torch.float32))
+
+
+@pytest.mark.parametrize("layout", ["x_col_major", "w_transposed", "x_k_strided", "out_strided"])
+def test_gated_strided(layout):
+    M, I, K = 19, 24, 64
+    x, (w, _) = randn(M, K, dtype=BF16), weights(I, K)
+    out = None
+    if layout == "x_col_major":
+        x = randn(K, M, dtype=BF16).t()
+    elif layout == "w_transposed":
+        w = randn(K, 2 * I, dtype=BF16).t()
+    elif layout == "x_k_strided":
+        x = randn(M, 2 * K, dtype=BF16)[:, ::2]
+    else:
+        out = poisoned((M, 2 * I), torch.float32)[:, :I]  # row stride 2I
+    h = gemmkit.gemm_a16w16_gated(x, w, out_dtype=torch.float32, out=out)
+    ok, msg = within_bound(h, gated_ref(x, w), torch.float32)
+    assert ok, msg
+
+
+# ----------------------------------------------------------------------------- ffn_gated
+
+FFN_SHAPES = [(1, 40, 96), (17, 24, 40), (33, 64, 64)]
+
+
+@pytest.mark.parametrize("M,I,K", FFN_SHAPES, ids=[f"{m}x{i}x{k}" for m, i, k in FFN_SHAPES])
+def test_ffn_shapes(M, I, K, launches):
+    x, (w, wd) = randn(M, K, dtype=BF16), weights(I, K)
+    out = poisoned((M, K), BF16)
+    before = sum(launches.values())
+    y = gemmkit.ffn_gated(x, w, wd, out=out)
+    assert y is out and sum(launches.values()) >= before + 2, "expected the gated and the down kernels"
+    ok, msg = within_bound(y, ffn_ref(x, w, wd), BF16)
+    assert ok, msg
+
+
+def test_ffn_batched_x_activation_out_dtype_and_config_pair(launches):
+    """3-D x (flattened like nn.Linear), gelu, fp32 y, a (gate_up, down) config pair with split-K in both."""
+    B, S, I, K = 2, 5, 24, 128
+    x, (w, wd) = randn(B, S, K, dtype=BF16), weights(I, K)
+    before = (launches["gated_splitk_reduce_kernel"], launches["splitk_reduce_kernel"])
+    y = gemmkit.ffn_gated(x, w, wd, activation="gelu", out_dtype=torch.float32,
+                          config=(dict(SMALL, NUM_KSPLIT=2), dict(SMALL, NUM_KSPLIT=2)))
+    assert y.shape == (B, S, K) and y.dtype == torch.float32
+    assert (launches["gated_splitk_reduce_kernel"], launches["splitk_reduce_kernel"]) == (before[0] + 1, before[1] + 1)
+    ok, msg = within_bound(y, ffn_ref(x, w, wd, "gelu"), torch.float32)
+    assert ok, msg
+
+
+def test_ffn_fp16_strided_weights():
+    M, I, K = 7, 40, 64
+    x = randn(M, K, dtype=torch.float16)
+    w = randn(K, 2 * I, dtype=torch.float16).t()  # column-major w_gate_up
+    wd = randn(I, K, dtype=torch.float16).t()  # column-major w_down
+    y = gemmkit.ffn_gated(x, w, wd, config=dict(SMALL, tma=True))  # TMA asked for, pointer taken (strides)
+    ok, msg = within_bound(y, ffn_ref(x, w, wd), torch.float16)
+    assert ok, msg
+
+
+def test_empty_dims():
+    x = randn(0, 32, dtype=BF16)
+    w, wd = weights(8, 32)
+    assert gemmkit.gemm_a16w16_gated(x, w).shape == (0, 8)
+    assert gemmkit.ffn_gated(x, w, wd).shape == (0, 32)
+    x = randn(3, 32, dtype=BF16)
+    assert torch.equal(gemmkit.ffn_gated(x, randn(0, 32, dtype=BF16), randn(32, 0, dtype=BF16)),
+                       torch.zeros(3, 32, dtype=BF16))  # I == 0: empty sums
+    h = gemmkit.gemm_a16w16_gated(randn(3, 0, dtype=BF16), randn(16, 0, dtype=BF16))
+    assert torch.equal(h, torch.zeros(3, 8, dtype=BF16))  # K == 0: act(0) * 0
+    assert gemmkit.ffn_gated(randn(3, 0, dtype=BF16), randn(16, 0, dtype=BF16), randn(0, 8, dtype=BF16)).shape == (3, 0)
+
+
+# ----------------------------------------------------------------------------- validation
+
+@pytest.mark.parametrize("case,exc,match", [
+    ("x_dtype", TypeError, r"^x: expected dtype torch.bfloat16 or torch.float16, got torch.float32"),
+    ("w_dtype", TypeError, r"^w_gate_up: expected dtype torch.bfloat16 \(the dtype of x\), got torch.float16"),
+    ("w_1d", ValueError, r"^w_gate_up: expected a 2-D tensor"),
+    ("w_odd_rows", ValueError, r"^w_gate_up: expected shape \(2\*I, 64\) \(gate rows then up rows"),
+    ("w_k", ValueError, r"^w_gate_up: expected shape \(2\*I, 64\)"),
+    ("wd_shape", ValueError, r"^w_down: expected shape \(64, 16\)"),
+    ("wd_dtype", TypeError, r"^w_down: expected dtype torch.bfloat16"),
+    ("activation", ValueError, r"^activation: expected one of \('silu', 'gelu', 'gelu_tanh', 'relu'\), got 'tanh'"),
+    ("out_dtype", TypeError, r"^out_dtype: expected one of"),
+    ("out_shape", ValueError, r"^out: expected shape \(8, 64\), got \(8, 16\)"),
+    ("out_dtype_mismatch", TypeError, r"^out: expected dtype torch.float16 \(out_dtype\)"),
+    ("config", ValueError, r"^config: expected None, a dict, or a pair"),
+    ("config_key", ValueError, r"^config\[1\]: unknown key 'BLOCK_N'"),
+    ("requires_grad", NotImplementedError, r"^w_down: requires grad"),
+])
+def test_ffn_errors(case, exc, match):
+    x, (w, wd) = randn(8, 64, dtype=BF16), weights(16, 64)
+    kw = {}
+    if case == "x_dtype":
+        x = x.float()
+    elif case == "w_dtype":
+        w = w.half()
+    elif case == "w_1d":
+        w = w[0]
+    elif case == "w_odd_rows":
+        w = w[:31]
+    elif case == "w_k":
+        w = randn(32, 48, dtype=BF16)
+    elif case == "wd_shape":
+        wd = wd.t()
+    elif case == "wd_dtype":
+        wd = wd.half()
+    elif case == "activation":
+        kw["activation"] = "tanh"
+    elif case == "out_dtype":
+        kw["out_dtype"] = torch.int8
+    elif case == "out_shape":
+        kw["out"] = torch.empty(8, 16, dtype=BF16)
+    elif case == "out_dtype_mismatch":
+        kw.update(out=torch.empty(8, 64, dtype=BF16), out_dtype=torch.float16)
+    elif case == "config":
+        kw["config"] = [SMALL]
+    elif case == "config_key":
+        kw["config"] = (None, {"BLOCK_N": 16})
+    elif case == "requires_grad":
+        wd = wd.clone().requires_grad_()
+    with pytest.raises(exc, match=match):
+        gemmkit.ffn_gated(x, w, wd, **kw)
+
+
+@pytest.mark.parametrize("case,exc,match", [
+    ("out_shape", ValueError, r"^out: expected shape \(8, 16\), got \(8, 32\)"),
+    ("device", ValueError, r"^w_gate_up: expected a tensor on cpu"),
+    ("tma_box", ValueError, r"^config: key 'BLOCK_SIZE_N' = 512 exceeds the TMA box limit"),
+    ("smem", ValueError, r"^config: BLOCK_SIZE_M/N/K = 256/256/128 .* gated tile"),
+])
+def test_gated_errors(case, exc, match):
+    x, (w, _) = randn(8, 64, dtype=BF16), weights(16, 64)
+    kw = {}
+    if case == "out_shape":
+        kw["out"] = torch.empty(8, 32, dtype=BF16)
+    elif case == "device":
+        w = w.to("meta")
+    elif case == "tma_box":
+        from gemmkit import arch
+        from gemmkit.ops.ffn import check_feasible
+
+        with pytest.raises(exc, match=match):
+            check_feasible(dict(SMALL, BLOCK_SIZE_N=512, tma=True), arch.get("sm_90"), tma=True)
+        return
+    else:
+        kw["config"] = dict(SMALL, BLOCK_SIZE_M=256, BLOCK_SIZE_N=256, BLOCK_SIZE_K=128, num_stages=4)
+    with pytest.raises(exc, match=match):
+        gemmkit.gemm_a16w16_gated(x, w, **kw)
+
+
+# ----------------------------------------------------------------------------- torch integration
+
+def test_opcheck_and_compile(launches):
+    x, (w, wd) = randn(9, 64, dtype=BF16), weights(16, 64)
+    torch.library.opcheck(torch.ops.gemmkit.gemm_a16w16_gated.default, (x, w, "silu", torch.float32, ""))
+    torch.library.opcheck(torch.ops.gemmkit.gemm_a16w16_gated_out.default,
+                          (x, w, "gelu", "", torch.empty(9, 16, dtype=BF16)))
+    torch.library.opcheck(torch.ops.gemmkit.ffn_gated.default, (x, w, wd, "silu", BF16, ""))
+    torch.library.opcheck(torch.ops.gemmkit.ffn_gated_out.default, (x, w, wd, "relu", "", torch.empty(9, 64)))
+    torch._dynamo.reset()
+
+    def f(x, w, wd):
+        return gemmkit.ffn_gated(x * 2, w, wd, out_dtype=torch.float32) + 1
+
+    before = sum(launches.values())
+    y = torch.compile(f, fullgraph=True, backend="aot_eager")(x, w, wd)
+    assert sum(launches.values()) > before
+    ok, msg = within_bound(y - 1, ffn_ref(x * 2, w, wd), torch.float32)
+    assert ok, msg
