@@ -1,4 +1,4 @@
-"""Test setup: the Triton interpreter on CPU machines, and its bf16-dot patch.
+"""Test setup: the Triton interpreter on CPU machines, and its patches.
 
 On a machine without a GPU the tests run every Triton kernel in Triton's CPU
 interpreter. TRITON_INTERPRET must be set before any @triton.jit decorator
@@ -7,7 +7,7 @@ it is set here, before gemmkit is imported. On the GPU machine run
 `pytest -m gpu` (no interpreter); `TRITON_INTERPRET=1 pytest` there runs the
 CPU tests.
 
-Two patches, in the test harness only; the kernels stay exactly what the GPU runs:
+Three patches, in the test harness only; the kernels stay exactly what the GPU runs:
 
 1. bf16 dot. Triton 3.6's interpreter stores bf16 tensors as raw uint16 bit
    patterns and its `create_dot` multiplies those integers directly (triton
@@ -18,6 +18,12 @@ Two patches, in the test harness only; the kernels stay exactly what the GPU run
    doubles the output error and made our half-ulp bound fail on single
    elements (e.g. -2.62277 -> -2.609375 instead of -2.625). We round to
    nearest even, as the hardware does.
+3. fp32 -> fp8 (e4m3fn, e5m2) cast rounding. The interpreter converts by
+   truncating bit fields, so a mantissa carry is lost (127.4 -> 64 instead of
+   128, a factor-2 error). sm_90 (`cvt.rn.satfinite.e4m3x2.f32`), gfx9
+   (`v_cvt_*pk_fp8_f32`) and torch round to nearest even; gemmkit's kernels
+   clamp to the format's range before the cast, so in-range RNE is all the
+   hardware does, and the patch converts with torch (exactly that).
 """
 import os
 
@@ -66,6 +72,18 @@ def _patch_interpreter_bf16_dot():
         return original_cast(self, src, dst_type)
 
     builder_cls.cast_impl = cast_impl
+
+    original_fp_to_fp = builder_cls.create_fp_to_fp
+    to_torch = {tl.float8e4nv: torch.float8_e4m3fn, tl.float8e5: torch.float8_e5m2}
+
+    def create_fp_to_fp(self, src, dst_type, rounding_mode):
+        dst = to_torch.get(dst_type.scalar)
+        if src.dtype.scalar == tl.float32 and dst is not None:
+            data = torch.from_numpy(np.ascontiguousarray(src.data, dtype=np.float32)).to(dst).view(torch.uint8)
+            return interpreter.TensorHandle(data.numpy(), dst_type.scalar)
+        return original_fp_to_fp(self, src, dst_type, rounding_mode)
+
+    builder_cls.create_fp_to_fp = create_fp_to_fp
 
 
 if INTERPRETING:

@@ -5,12 +5,8 @@ layouts, saturation (1e6, fp32 extremes, inf), NaN, all-zero rows/blocks, ragged
 shapes, the MXFP4 nibble order with hand-packed bytes, custom ops under torch.compile, bad inputs,
 and static compiles for gfx942 (e4m3fnuz), gfx950 and sm_90 in a non-interpreting subprocess.
 
-Interpreter patch (this module only; it belongs beside the bf16 ones in conftest.py): Triton 3.6's
-interpreter converts fp32 -> fp8 by truncating bit fields: a mantissa carry is lost (127.4 -> 64
-instead of 128), subnormals truncate and ties round up. GPUs round to nearest even (sm_90
-`cvt.rn.satfinite.e4m3x2.f32`, gfx9 `v_cvt_*pk_fp8_f32`), and so does torch. The kernels clamp to
-the format's range before the cast, so RNE on in-range values is all the hardware does; the patch
-converts with torch (exactly that) instead of the interpreter's bit fiddling.
+The fp32 -> fp8 casts round to nearest even in the interpreter through conftest.py's patch 3
+(Triton 3.6's interpreter truncates bit fields; the GPUs and torch round to nearest even).
 """
 import json
 import os
@@ -29,27 +25,6 @@ pytestmark = pytest.mark.interpreter
 BF, F16, F32 = torch.bfloat16, torch.float16, torch.float32
 E4M3 = torch.float8_e4m3fn
 FNUZ = torch.float8_e4m3fnuz
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _rne_fp8_casts():
-    import triton.language as tl
-    from triton.runtime import interpreter
-
-    cls = interpreter.InterpreterBuilder
-    original = cls.create_fp_to_fp
-    to_torch = {tl.float8e4nv: torch.float8_e4m3fn, tl.float8e5: torch.float8_e5m2}
-
-    def create_fp_to_fp(self, src, dst_type, rounding_mode):
-        dst = to_torch.get(dst_type.scalar)
-        if src.dtype.scalar == tl.float32 and dst is not None:
-            data = torch.from_numpy(np.ascontiguousarray(src.data, dtype=np.float32)).to(dst).view(torch.uint8)
-            return interpreter.TensorHandle(data.numpy(), dst_type.scalar)
-        return original(self, src, dst_type, rounding_mode)
-
-    cls.create_fp_to_fp = create_fp_to_fp
-    yield
-    cls.create_fp_to_fp = original
 
 
 def spread(M, K, dtype, seed=None):
