@@ -13,7 +13,6 @@ import os
 import subprocess
 import sys
 
-import numpy as np
 import pytest
 import torch
 
