@@ -83,7 +83,7 @@ def run_gpu(shapes, dtype_name="bf16", json_path=None, check=True, warmup_ms=25,
             ref_ms, ref_error = None, f"{type(e).__name__}: {str(e)[:200]}"
         row = {"op": op, "label": label, "M": M, "N": N, "K": K, **({"B": batch} if bop.batched else {}),
                "dtype": dtype_name,
-               "backend": cfg.get("backend", "triton"), "config": cfg, "config_source": source, "ms": ms,
+               "backend": cfg.get("backend", "triton") if isinstance(cfg, dict) else "triton", "config": cfg, "config_source": source, "ms": ms,
                "tflops": flops / ms / 1e9, "gbps": nbytes / ms / 1e6, "ref_impl": vendor_name,
                "ref_ms": ref_ms, "ref_tflops": flops / ref_ms / 1e9 if ref_ms else None,
                "ref_gbps": nbytes / ref_ms / 1e6 if ref_ms else None,

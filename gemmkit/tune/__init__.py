@@ -48,10 +48,12 @@ def search_space(M: int, N: int, K: int, target, op: str = "a16w16") -> list:
 
     8-bit ops: K steps of 128 / 256 elements (the same bytes per step as 64 / 128 of bf16);
     block scale: K steps that divide the 128-wide scale blocks."""
+    # GROUP_SIZE_M 8 at small M too: where the tuned M fits one row of tiles the group size changes
+    # nothing, but the bucket also serves larger M, where 1 would re-read every w tile per tile row.
     if M <= 16:
-        bms, bns, bks, groups, persist, splits = [16, 64], [32, 64, 128], [128, 256], [1], [False], [1, 2, 4, 8]
+        bms, bns, bks, groups, persist, splits = [16, 64], [32, 64, 128], [128, 256], [8], [False], [1, 2, 4, 8]
     elif M <= 64:
-        bms, bns, bks, groups, persist, splits = [32, 64], [64, 128], [64, 128, 256], [1, 8], [False], [1, 2, 4]
+        bms, bns, bks, groups, persist, splits = [32, 64], [64, 128], [64, 128, 256], [8], [False], [1, 2, 4]
     elif M <= 256:
         bms, bns, bks, groups, persist, splits = [64, 128], [64, 128, 256], [64, 128], [8], [False, True], [1, 2]
     elif M <= 2048:
