@@ -88,7 +88,7 @@ def gluon_space() -> list:
     return out
 
 
-def prune(cands, M: int, N: int, K: int, target, in_bytes=2, out_bytes=2, acc_tiles=1) -> list:
+def prune(cands, M: int, N: int, K: int, target, in_bytes=2, out_bytes=2, acc_tiles=1, batch=1) -> list:
     """Drop configs that cannot run or cannot be good, before anything is compiled.
     `acc_tiles`: accumulator tiles live at once (2 when fp8 partial sums are promoted or
     block scales applied per step, see kernels/triton/_mainloop.py)."""
@@ -114,7 +114,7 @@ def prune(cands, M: int, N: int, K: int, target, in_bytes=2, out_bytes=2, acc_ti
         k_steps = -(-K // c["BLOCK_SIZE_K"])
         if c["NUM_KSPLIT"] > 1 and k_steps // c["NUM_KSPLIT"] < 2:
             continue
-        tiles = -(-M // c["BLOCK_SIZE_M"]) * -(-N // c["BLOCK_SIZE_N"])
+        tiles = batch * -(-M // c["BLOCK_SIZE_M"]) * -(-N // c["BLOCK_SIZE_N"])  # batched ops: B x tiles
         if c["NUM_KSPLIT"] > 1 and tiles >= 2 * target.num_cus:
             continue  # enough tiles already: split-K only adds partial-sum traffic
         if c["persistent"] and tiles <= target.num_cus:
@@ -127,8 +127,8 @@ def prune(cands, M: int, N: int, K: int, target, in_bytes=2, out_bytes=2, acc_ti
     return keep
 
 
-def _key(M, N, K, c, op="a16w16", dtype="bf16"):
-    return f"{op},{dtype},{M},{N},{K}," + json.dumps(c, sort_keys=True)
+def _key(M, N, K, c, op="a16w16", dtype="bf16", batch=1):
+    return f"{op},{dtype},{M},{N},{K}," + (f"B={batch}," if batch != 1 else "") + json.dumps(c, sort_keys=True)
 
 
 def _load_progress(path: Path) -> dict:
@@ -139,7 +139,8 @@ def _load_progress(path: Path) -> dict:
                 r = json.loads(line)
             except json.JSONDecodeError:  # a line cut by an interruption
                 continue
-            done[_key(r["M"], r["N"], r["K"], r["config"], r.get("op", "a16w16"), r.get("dtype", "bf16"))] = r
+            done[_key(r["M"], r["N"], r["K"], r["config"], r.get("op", "a16w16"), r.get("dtype", "bf16"),
+                      r.get("B", 1))] = r
     return done
 
 
@@ -175,13 +176,14 @@ def tune_shapes(shapes, out_dir, *, max_candidates=40, rep_ms=40, seed=0, worker
         space = bop.search_space(M, N, K, target) if bop.search_space else search_space(M, N, K, target, op)
         if backend != "all":  # e.g. "gluon": only that backend's candidates (and the current config)
             space = [c for c in space if c.get("backend", "triton") == backend]
-        cands = prune(space, M, N, K, target, in_bytes, 2, acc_tiles)
+        cands = prune(space, M, N, K, target, in_bytes, 2, acc_tiles, batch)
         random.Random(seed + M * 7 + N * 13 + K).shuffle(cands)
         cands = cands[:max_candidates]
         if json.dumps(current, sort_keys=True) not in {json.dumps(c, sort_keys=True) for c in cands}:
             cands.append(current)
-        todo = [c for c in cands if _key(M, N, K, c, op, dtype_name) not in done]
-        rows = [done[_key(M, N, K, c, op, dtype_name)] for c in cands if _key(M, N, K, c, op, dtype_name) in done]
+        todo = [c for c in cands if _key(M, N, K, c, op, dtype_name, batch) not in done]
+        rows = [done[_key(M, N, K, c, op, dtype_name, batch)] for c in cands
+                if _key(M, N, K, c, op, dtype_name, batch) in done]
         if todo:
             _flops, nbytes = bop.work(M, N, K, dtype_name, batch)
             sets = [bop.make_inputs(M, N, K, dtype_name, dev, batch)
@@ -202,7 +204,8 @@ def tune_shapes(shapes, out_dir, *, max_candidates=40, rep_ms=40, seed=0, worker
                 ref_ms = None
             with progress.open("a") as f:
                 for c in todo:
-                    row = {"label": label, "op": op, "dtype": dtype_name, "M": M, "N": N, "K": K, "config": c,
+                    row = {"label": label, "op": op, "dtype": dtype_name, "M": M, "N": N, "K": K,
+                           **({"B": batch} if batch != 1 else {}), "config": c,
                            "ref_ms": ref_ms, "is_current": c == current}
                     try:
                         y = bop.run(sets[0], c)
