@@ -23,6 +23,10 @@ Two steps, each a bijection on [0, num_tiles):
                                 2:  6  8 10
                                 3:  7  9 11      (last group may be shorter)
 
+Batched form (batched_gemm.py): work ids cover B x tiles; `batched_tile_coords` remaps the
+whole id space across XCDs, then takes the batch entry as id // tiles (batch-major) and the
+grouped order inside it.
+
 Persistent form: the grid is min(num_tiles, CUs x occupancy) and program p
 takes tiles p, p + grid, p + 2*grid, ... (a `tl.range` loop in the kernel);
 each tile id then goes through `tile_coords` as above. When grid % NUM_XCDS
@@ -76,6 +80,17 @@ def tile_coords(tile_id, num_pid_m, num_pid_n, GROUP_SIZE_M: tl.constexpr, NUM_X
     """The schedule every kernel uses: XCD remap, then grouped order."""
     tile_id = remap_xcd(tile_id, num_pid_m * num_pid_n, NUM_XCDS)
     return grouped_tile(tile_id, num_pid_m, num_pid_n, GROUP_SIZE_M)
+
+
+@triton.jit
+def batched_tile_coords(work_id, num_work, num_pid_m, num_pid_n, GROUP_SIZE_M: tl.constexpr,
+                        NUM_XCDS: tl.constexpr):
+    """Work id in [0, B * tiles) -> (batch, pid_m, pid_n): XCD remap over the whole id space,
+    then batch-major, grouped order inside a batch entry (batched_gemm.py)."""
+    work_id = remap_xcd(work_id, num_work, NUM_XCDS)
+    tiles = num_pid_m * num_pid_n
+    pid_m, pid_n = grouped_tile(work_id % tiles, num_pid_m, num_pid_n, GROUP_SIZE_M)
+    return work_id // tiles, pid_m, pid_n
 
 
 @triton.jit

@@ -44,7 +44,7 @@ import triton.language as tl
 
 from ._epilogue import epilogue, store_tile
 from ._mainloop import pointer_mainloop
-from ._schedule import grouped_tile, remap_xcd
+from ._schedule import batched_tile_coords
 
 
 # Checked by `gemmkit isa` on every shipped config (expressions as in gemm.py).
@@ -64,17 +64,6 @@ PROMISES = (
     {"promise": "waves_per_eu honoured", "arch": "amd", "when": "cfg.get('waves_per_eu', 0) > 0",
      "check": "occupancy >= cfg['waves_per_eu']"},
 )
-
-
-@triton.jit
-def batched_tile_coords(work_id, num_work, num_pid_m, num_pid_n, GROUP_SIZE_M: tl.constexpr,
-                        NUM_XCDS: tl.constexpr):
-    """Work id in [0, B * tiles) -> (batch, pid_m, pid_n): XCD remap over the whole id space,
-    then batch-major, grouped order inside a batch entry (see the module docstring)."""
-    work_id = remap_xcd(work_id, num_work, NUM_XCDS)
-    tiles = num_pid_m * num_pid_n
-    pid_m, pid_n = grouped_tile(work_id % tiles, num_pid_m, num_pid_n, GROUP_SIZE_M)
-    return work_id // tiles, pid_m, pid_n
 
 
 @triton.jit

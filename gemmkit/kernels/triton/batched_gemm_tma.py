@@ -36,7 +36,7 @@ import triton.language as tl
 
 from ._epilogue import epilogue
 from ._mainloop import mma_step
-from .batched_gemm import batched_tile_coords
+from ._schedule import batched_tile_coords
 
 
 # Checked by `gemmkit isa` on every shipped sm_90 config with "tma": true.
