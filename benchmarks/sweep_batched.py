@@ -22,27 +22,29 @@ def cfg(bm, bn, bk, warps, stages, group=8, persistent=False, tma=True):
 
 CANDIDATES = {
     "batched_a16w16": [
+        # round 2 (after the first H200 sweep, 2026-11-22: 128x256x64 g16 P best at M >= 1024,
+        # 128x128x128 P at M = 512): the winners, their group sizes, and the runners-up
         cfg(128, 256, 64, 8, 3, persistent=True),
-        cfg(128, 256, 64, 8, 3),
         cfg(128, 256, 64, 8, 3, group=16, persistent=True),
-        cfg(256, 128, 64, 8, 3, persistent=True),
-        cfg(128, 128, 64, 8, 4, persistent=True),
-        cfg(128, 128, 64, 8, 4),
+        cfg(128, 256, 64, 8, 3, group=32, persistent=True),
+        cfg(128, 256, 64, 8, 3, group=64, persistent=True),
+        cfg(256, 128, 64, 8, 3, group=16, persistent=True),
+        cfg(128, 128, 128, 8, 3, persistent=True),
+        cfg(128, 128, 128, 8, 3, group=16, persistent=True),
         cfg(128, 128, 64, 4, 4, persistent=True),
         cfg(128, 128, 64, 4, 5),
-        cfg(128, 128, 128, 8, 3, persistent=True),
-        cfg(64, 256, 64, 4, 4),
-        cfg(64, 128, 64, 4, 4),
-        cfg(128, 64, 64, 4, 4),
-        cfg(128, 256, 64, 8, 3, persistent=True, tma=False),  # the pointer path, same tiles
-        cfg(128, 128, 64, 8, 4, persistent=True, tma=False),
+        cfg(128, 128, 64, 4, 5, persistent=True),
+        cfg(64, 256, 64, 4, 4, persistent=True),
+        cfg(128, 256, 64, 8, 3, group=16, persistent=True, tma=False),  # the pointer path, same tiles
     ],
     "batched_a8w8": [
         cfg(128, 128, 128, 8, 4, persistent=True),
         cfg(128, 128, 128, 8, 4),
         cfg(128, 128, 64, 8, 5, persistent=True),
         cfg(64, 128, 128, 4, 5),
-        cfg(128, 256, 128, 8, 3, persistent=True),  # int8: one int32 accumulator fits
+        # int8: one int32 accumulator fits, and it was the fastest in the first sweep, but not shipped:
+        # 255 registers on the TMA path and 48 bytes of spills on the pointer fallback (gemmkit isa)
+        cfg(128, 256, 128, 8, 3, persistent=True),
         cfg(128, 128, 128, 8, 4, persistent=True, tma=False),
     ],
 }
@@ -51,6 +53,26 @@ CANDIDATES = {
 def parse_shape(s):
     parts = [int(p) for p in s.lower().split("x")]
     return (parts[0], parts[1], parts[1], parts[1]) if len(parts) == 2 else tuple(parts)
+
+
+def write_table(path, best):
+    """Buckets M_LEQ_512, M_LEQ_1024 and any <- the winners at M = 512, 1024, 2048; the buckets for
+    smaller M stay; one line per bucket, as the hand-written tables."""
+    from gemmkit import configs as _configs
+
+    with open(path) as f:
+        table = json.load(f)
+    for bucket, m in (("M_LEQ_512", 512), ("M_LEQ_1024", 1024), ("any", 2048)):
+        if m in best:
+            table.pop(bucket, None)
+            table[bucket] = {k: v for k, v in best[m]["config"].items() if _configs.DEFAULTS.get(k, object()) != v}
+    order = sorted((k for k in table if k != "any"), key=lambda k: int(k.split("_")[-1])) + ["any"]
+    lines = [f'  "{k}": ' + json.dumps(table[k]) for k in order]
+    with open(path, "w") as f:
+        f.write("{\n" + ",\n".join(lines) + "\n}\n")
+    _configs.clear_cache()
+    _configs.load_table(path)  # validate
+    print(f"wrote {path}: " + ", ".join(f"{k}" for k in order))
 
 
 def main():
@@ -71,6 +93,8 @@ def main():
     ap.add_argument("--shapes", default="8x512,64x512,8x1024,64x1024,8x2048,64x2048")
     ap.add_argument("--rep-ms", type=int, default=30)
     ap.add_argument("--json")
+    ap.add_argument("--write-table", help="a table file: its M_LEQ_512 / M_LEQ_1024 / any buckets become the "
+                                          "best configs at M = 512 / 1024 / 2048 (geomean over B)")
     args = ap.parse_args()
     bop = get(args.op)
     dtype = args.dtype or bop.dtypes[0]
@@ -132,6 +156,8 @@ def main():
         best[M] = {"config": json.loads(k), "geomean_ratio": scored[k]}
         print(f"  M={M}: {scored[k]:.3f}  {k}")
     print(f"sweep took {time.time() - t0:.0f}s")
+    if args.write_table:
+        write_table(args.write_table, best)
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"device": torch.cuda.get_device_name(), "torch": torch.__version__,

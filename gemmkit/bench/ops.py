@@ -15,6 +15,8 @@ the same process), how to check a result, and which table the tuner writes.
     a16w16_gated      bf16, fp16    the same without the down projection
     afp4wfp4          fp4           dequantize_mxfp4 (x and w) to bf16, then torch.matmul (no MXFP4
                                     matmul in torch on Hopper; gemmkit's sm_90 kernel is emulated too)
+    split_cat         bf16, fp16    torch.matmul, view (M, D, S1 + S2), torch.cat([c[..., :S1], y], -1); c2 a view
+    a8w8_blockscale_split_cat  fp8  the same with a bf16 torch.matmul of the same shape
 """
 from __future__ import annotations
 
@@ -434,6 +436,129 @@ def _gated_search_space(M, N, K, target):
     return keep
 
 
+# ----------------------------------------------------------------------------- split_cat, a8w8_blockscale_split_cat
+
+# DeepSeek-V3 MLA kv_b_proj: each of D heads has S1 = qk_nope 128 rows of w (-> c1, the key, with the
+# S3 = qk_rope 64 columns of k_pe after them) and S2 = v_head 128 rows (-> c2, the value).
+SPLIT_CAT = (128, 128, 64)
+SPLIT_CAT_SHAPE_DOC = ("c = x (M, K) @ w (N, K).T seen as (M, D, S1 + S2); c1 = cat(c[..., :S1], y) (M, D, S1 + S3), "
+                       "c2 = c[..., S1:] (M, D, S2); fixed S1 = S2 = 128, S3 = 64 (DeepSeek-V3 qk_nope, v_head, "
+                       "qk_rope), D = N / 256 heads; y = k_pe (M, 1, 64) expanded over D (stride 0)")
+
+
+def _split_cat_dims(M, N):
+    s1, s2, s3 = SPLIT_CAT
+    if N % (s1 + s2):
+        raise ValueError(f"--shape: split_cat needs N a multiple of S1 + S2 = {s1 + s2} (N = D * (S1 + S2)), got N={N}")
+    return N // (s1 + s2), s1, s2, s3
+
+
+def _split_cat_y(M, N, dtype, device):
+    D, _s1, _s2, s3 = _split_cat_dims(M, N)
+    return _torch().randn(M, 1, s3, device=device, dtype=dtype).expand(M, D, s3)
+
+
+def _split_cat_inputs(M, N, K, dtype_name, device):
+    x, w = _a16w16_inputs(M, N, K, dtype_name, device)
+    return x, w, _split_cat_y(M, N, x.dtype, device)
+
+
+def _split_cat_outs(M, N, y, dtype, out):
+    """One flat buffer holding c1 then c2, both contiguous views (so the bench's check and the tuner
+    compare one tensor); the op writes the same bytes as into two fresh tensors."""
+    D, s1, s2, s3 = _split_cat_dims(M, N)
+    n1 = M * D * (s1 + s3)
+    buf = out if out is not None else _torch().empty(n1 + M * D * s2, dtype=dtype, device=y.device)
+    return buf, buf[:n1].view(M, D, s1 + s3), buf[n1:].view(M, D, s2)
+
+
+def _split_cat_run(inp, config, out=None):
+    import gemmkit
+
+    x, w, y = inp
+    buf, c1, c2 = _split_cat_outs(x.shape[0], w.shape[0], y, x.dtype, out)
+    gemmkit.gemm_split_cat(x, w, y, SPLIT_CAT[0], SPLIT_CAT[1], out=(c1, c2), config=config)
+    return buf
+
+
+def _split_cat_torch(x, w, y):
+    """What a user writes in torch: matmul, view per head, cat the first part with y; c2 stays a view."""
+    torch = _torch()
+    M, D = x.shape[0], y.shape[1]
+    c = torch.matmul(x, w.T).view(M, D, -1)
+    return torch.cat([c[..., :SPLIT_CAT[0]], y], dim=-1), c[..., SPLIT_CAT[0]:]
+
+
+def _split_cat_flat_ref(c, y):
+    """fp32 (c1, c2) of an fp32 c (M, N), flattened and concatenated as _split_cat_outs lays them out."""
+    torch = _torch()
+    M, D = c.shape[0], y.shape[1]
+    c = c.view(M, D, -1)
+    c1 = torch.cat([c[..., :SPLIT_CAT[0]], y.float()], dim=-1)
+    return torch.cat([c1.reshape(-1), c[..., SPLIT_CAT[0]:].reshape(-1)])
+
+
+def _split_cat_compile(inp, config):
+    from ..ops.gemm_split_cat import compile_for
+
+    x, w, y = inp
+    _buf, c1, c2 = _split_cat_outs(x.shape[0], w.shape[0], y, x.dtype, None)
+    compile_for(x, w, y, SPLIT_CAT[0], SPLIT_CAT[1], config, out=(c1, c2))
+
+
+def _bs_split_cat_inputs(M, N, K, dtype_name, device):
+    # fp8 operands and scales, bf16 copies of x and w for the vendor bar (as _bs_inputs), then y (bf16)
+    return _bs_inputs(M, N, K, dtype_name, device) + (_split_cat_y(M, N, _torch().bfloat16, device),)
+
+
+def _bs_split_cat_run(inp, config, out=None):
+    import gemmkit
+
+    x, w, xs, ws, _x16, _w16, y = inp
+    buf, c1, c2 = _split_cat_outs(x.shape[0], w.shape[0], y, y.dtype, out)
+    gemmkit.gemm_a8w8_blockscale_split_cat(x, w, xs, ws, y, SPLIT_CAT[0], SPLIT_CAT[1], block_shape=BLOCK,
+                                           out=(c1, c2), config=config)
+    return buf
+
+
+def _bs_split_cat_compile(inp, config):
+    from ..ops.gemm_split_cat import compile_for_blockscale
+
+    x, w, xs, ws, _x16, _w16, y = inp
+    _buf, c1, c2 = _split_cat_outs(x.shape[0], w.shape[0], y, y.dtype, None)
+    compile_for_blockscale(x, w, xs, ws, y, SPLIT_CAT[0], SPLIT_CAT[1], config, block_shape=BLOCK, out=(c1, c2))
+
+
+def _split_cat_min_bytes(operand_bytes):
+    def min_bytes(M, N, K, dtype_name, batch):
+        D, s1, s2, s3 = _split_cat_dims(M, N)
+        scales = (M + -(-N // BLOCK[0])) * -(-K // BLOCK[1]) * 4 if operand_bytes == 1 else 0
+        # x and w read once, k_pe (M, S3) read once, c1 and c2 written once (bf16)
+        return int((M * K + N * K) * operand_bytes + scales + (M * s3 + M * D * (s1 + s3 + s2)) * 2)
+    return min_bytes
+
+
+def _split_cat_model_rows(names, m_values=None):
+    """DeepSeek-V3 kv_b_proj (N = 128 heads x 256, K = kv_lora_rank 512): the layer this op is for."""
+    from .suite import load_models
+
+    models, default_m = load_models()
+    names = ["deepseek-v3"] if names in ("all", ["all"]) else ([names] if isinstance(names, str) else list(names))
+    if any(n != "deepseek-v3" for n in names):
+        raise ValueError(f"--model: split_cat has rows for deepseek-v3 (MLA kv_b_proj) only, got {names}")
+    n, k = models["deepseek-v3"]["layers"]["kv_b_proj"]
+    return [("deepseek-v3 kv_b_proj", m, n, k) for m in (m_values or default_m)]
+
+
+def _split_cat_search_space(op):
+    """The dense tuner space of `op` without split-K (the split-cat kernels have none)."""
+    def space(M, N, K, target):
+        from ..tune import search_space
+
+        return [c for c in search_space(M, N, K, target, op) if c["NUM_KSPLIT"] == 1]
+    return space
+
+
 BENCH_OPS = {
     "a16w16": BenchOp(
         name="a16w16", dtypes=("bf16", "fp16"), table_op=lambda d: "a16w16", inputs=_a16w16_inputs,
@@ -463,7 +588,8 @@ BENCH_OPS = {
     "batched_a16w16": BenchOp(
         name="batched_a16w16", dtypes=("bf16", "fp16"), table_op=lambda d: "batched_a16w16",
         inputs=_batched_a16w16_inputs, run=_batched_a16w16_run,
-        vendor=lambda inp: _torch().bmm(inp[0], inp[1].transpose(1, 2)), vendor_name=lambda d: "torch.bmm (cuBLAS batched)",
+        vendor=lambda inp: _torch().bmm(inp[0], inp[1].transpose(1, 2)),
+        vendor_name=lambda d: "torch.bmm (cuBLAS batched)",
         reference=lambda inp: inp[0].float() @ inp[1].float().transpose(1, 2), operand_bytes=lambda d: 2,
         compile_for=_batched_a16w16_compile, peak_key=lambda d: d,
         out_dtype=lambda d: {"bf16": _torch().bfloat16, "fp16": _torch().float16}[d],
@@ -496,6 +622,23 @@ BENCH_OPS = {
         shape_doc=GATED_GEMM_SHAPE_DOC, flops=lambda M, N, K, b: 4.0 * M * N * K,
         min_bytes=lambda M, N, K, d, b: (M * K + 2 * N * K + M * N) * 2,
         model_rows=_gated_model_rows, acc_tiles=lambda d, target: 2, search_space=_gated_search_space),
+    "split_cat": BenchOp(
+        name="split_cat", dtypes=("bf16", "fp16"), table_op=lambda d: "a16w16_split_cat",
+        inputs=_split_cat_inputs, run=_split_cat_run, vendor=lambda inp: _split_cat_torch(*inp),
+        vendor_name=lambda d: "torch.matmul (cuBLAS), view, torch.cat([c[..., :S1], y]); c2 a view",
+        reference=lambda inp: _split_cat_flat_ref(inp[0].float() @ inp[1].float().T, inp[2]),
+        operand_bytes=lambda d: 2, compile_for=_split_cat_compile, peak_key=lambda d: d,
+        out_dtype=lambda d: {"bf16": _torch().bfloat16, "fp16": _torch().float16}[d],
+        shape_doc=SPLIT_CAT_SHAPE_DOC, min_bytes=_split_cat_min_bytes(2), model_rows=_split_cat_model_rows,
+        search_space=_split_cat_search_space("a16w16")),
+    "a8w8_blockscale_split_cat": BenchOp(
+        name="a8w8_blockscale_split_cat", dtypes=("fp8",), table_op=lambda d: "a8w8_blockscale_split_cat",
+        inputs=_bs_split_cat_inputs, run=_bs_split_cat_run, vendor=lambda inp: _split_cat_torch(inp[4], inp[5], inp[6]),
+        vendor_name=lambda d: "torch.matmul bf16 (cuBLAS) same shape, view, torch.cat([c[..., :S1], y]); c2 a view",
+        reference=lambda inp: _split_cat_flat_ref(_bs_reference(inp), inp[6]), operand_bytes=lambda d: 1,
+        compile_for=_bs_split_cat_compile, peak_key=lambda d: "fp8", shape_doc=SPLIT_CAT_SHAPE_DOC,
+        min_bytes=_split_cat_min_bytes(1), model_rows=_split_cat_model_rows,
+        search_space=_split_cat_search_space("a8w8_blockscale"), acc_tiles=lambda d, target: 2),
 }
 
 

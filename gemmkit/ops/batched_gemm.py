@@ -82,7 +82,8 @@ def _check_config(config_str: str):
         raise ValueError(f"config: key 'NUM_KSPLIT' = {cfg['NUM_KSPLIT']}; the batched GEMMs take 1 (no split-K: "
                          "the batch already fills the grid)")
     if cfg.get("backend", "triton") != "triton":
-        raise ValueError(f"config: key 'backend' = {cfg['backend']!r}; the batched GEMMs have only the 'triton' kernels")
+        raise ValueError(f"config: key 'backend' = {cfg['backend']!r}; the batched GEMMs have only the "
+                         "'triton' kernels")
 
 
 def _normalize_activation(activation):

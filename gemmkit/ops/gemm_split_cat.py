@@ -394,7 +394,7 @@ def isa_cases(archs):
 def static_spec(cfg, target, *, dtype=torch.bfloat16, out_dtype=torch.bfloat16, tma=False, has_bias=True,
                 scale="none", split=ISA_SPLIT):
     """(kernel, signature, constexprs, divisible, options) of a split-cat launch for `target`, as the JIT
-    specialises the common case: unit last strides constexpr, pointers and other strides divisible by 16."""
+    specialises the common case: unit last strides constexpr, pointers, N and other strides divisible by 16."""
     S1, S2, S3 = split
     ce = G.constexprs(cfg, target, tma=tma, has_bias=has_bias, activation="none", even_k=True, in_dtype=dtype,
                       scale=scale, scale_bn=128 if scale == "block" else 1, scale_bk=128 if scale == "block" else 1)
@@ -426,7 +426,8 @@ def static_spec(cfg, target, *, dtype=torch.bfloat16, out_dtype=torch.bfloat16, 
     # signature in the kernel's parameter order
     names = kernel.arg_names
     sig = {k: sig.get(k, "constexpr") for k in names}
-    divisible = [k for k, v in sig.items() if v.startswith("*") or (v == "i32" and k.startswith("stride_")
+    # N too (D * (S1 + S2) = 32768 at kv_b_proj): the store mask's (n < N) then keeps 16-byte stores.
+    divisible = [k for k, v in sig.items() if v.startswith("*") or k == "N" or (v == "i32" and k.startswith("stride_")
                                                                       and not k.startswith("stride_xs")
                                                                       and not k.startswith("stride_ws"))]
     return kernel, sig, ce, divisible, C.compiler_options(cfg, target)

@@ -24,9 +24,11 @@ tile column n goes:
         anywhere (pointer store: per column)
 
 y's part of c1: the program whose N tile holds a head's first column (n = d * (S1 + S2))
-copies y[rows of its M tile, d, :] into c1[.., d, S1:] after its own store. Every head's
-column 0 is in exactly one N tile and every row in one M tile, so each element of c1 and c2
-is written exactly once (tests poison the outputs with NaN).
+copies y[rows of its M tile, d, :] into c1[.., d, S1:]. Every head's column 0 is in exactly
+one N tile and every row in one M tile, so each element of c1 and c2 is written exactly once
+(tests poison the outputs with NaN). The pointer kernel copies before its mainloop (after it,
+the copy's registers pushed the fp8 block-scale 128 x 128 x 128 / 8-warp config from 0 to 40
+bytes of spills on sm_90, static compile); the TMA kernel after its TMA store, which it overlaps.
 
 Stores:
   STORE = "pointer"   masked scatter of the tile (two masked stores: c1 part and c2 part);
@@ -103,21 +105,23 @@ def split_cat_store(c1_ptr, c2_ptr, out, offs_m, offs_n, M, N,
 
 
 @triton.jit
-def copy_y_heads(y_ptr, c1_ptr, offs_m, n_lo, n_hi, M, stride_ym, stride_yd, stride_ys,
-                 stride_c1m, stride_c1d, stride_c1s,
+def copy_y_heads(y_ptr, c1_ptr, off_m, n_lo, n_hi, M, stride_ym, stride_yd, stride_ys,
+                 stride_c1m, stride_c1d, stride_c1s, BLOCK_M: tl.constexpr,
                  S1: tl.constexpr, S2: tl.constexpr, S3: tl.constexpr, S3P: tl.constexpr):
-    """c1[offs_m, d, S1:] = y[offs_m, d, :] for the heads d whose first column d * (S1 + S2) lies in
-    this tile's columns [n_lo, n_hi): 0 or 1 heads when BLOCK_N <= S1 + S2, else up to BLOCK_N / (S1 + S2)."""
+    """c1[rows, d, S1:] = y[rows, d, :] for the rows [off_m, off_m + BLOCK_M) of this tile and the heads d
+    whose first column d * (S1 + S2) lies in its columns [n_lo, n_hi): 0 or 1 heads when
+    BLOCK_N <= S1 + S2, else up to BLOCK_N / (S1 + S2). Row offsets are rebuilt here from the scalar
+    off_m (not taken from the caller's vectors) so that nothing of it stays live across the mainloop."""
     if S3 > 0:
         S: tl.constexpr = S1 + S2
-        offs_s = tl.arange(0, S3P)
-        rows = offs_m[:, None].to(tl.int64)
-        mask = (offs_m[:, None] < M) & (offs_s[None, :] < S3)
-        y_rows = y_ptr + rows * stride_ym + offs_s[None, :] * stride_ys
-        c_rows = c1_ptr + rows * stride_c1m + (S1 + offs_s[None, :]) * stride_c1s
         for d in range(tl.cdiv(n_lo, S), tl.cdiv(n_hi, S)):
-            v = tl.load(y_rows + d * stride_yd, mask=mask)
-            tl.store(c_rows + d * stride_c1d, v.to(c1_ptr.dtype.element_ty), mask=mask)
+            offs_m = off_m + tl.arange(0, BLOCK_M)
+            offs_s = tl.arange(0, S3P)
+            rows = offs_m[:, None].to(tl.int64)
+            mask = (offs_m[:, None] < M) & (offs_s[None, :] < S3)
+            v = tl.load(y_ptr + rows * stride_ym + d * stride_yd + offs_s[None, :] * stride_ys, mask=mask)
+            tl.store(c1_ptr + rows * stride_c1m + d * stride_c1d + (S1 + offs_s[None, :]) * stride_c1s,
+                     v.to(c1_ptr.dtype.element_ty), mask=mask)
 
 
 @triton.jit
@@ -136,6 +140,9 @@ def _split_cat_tile(work_id, x_ptr, w_ptr, xs_ptr, wsc_ptr, bias_ptr, y_ptr, c1_
     pid_m, pid_n = tile_coords(work_id, num_pid_m, num_pid_n, GROUP_SIZE_M, NUM_XCDS)
     offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    # y first: its copy has nothing to do with the GEMM, and done here none of it is live across the mainloop.
+    copy_y_heads(y_ptr, c1_ptr, pid_m * BLOCK_M, pid_n * BLOCK_N, tl.minimum(pid_n * BLOCK_N + BLOCK_N, N), M,
+                 stride_ym, stride_yd, stride_ys, stride_c1m, stride_c1d, stride_c1s, BLOCK_M, S1, S2, S3, S3P)
     rows_x = offs_m % M  # wrapped edge rows, as gemm.py
     rows_w = offs_n % N
     acc = pointer_mainloop(x_ptr, w_ptr, xs_ptr, wsc_ptr, rows_x, rows_w, rows_x < M, rows_w < N, 0,
@@ -145,8 +152,6 @@ def _split_cat_tile(work_id, x_ptr, w_ptr, xs_ptr, wsc_ptr, bias_ptr, y_ptr, c1_
     out = epilogue(acc, xs_ptr, wsc_ptr, bias_ptr, offs_m, offs_n, M, N, SCALE, HAS_BIAS, ACTIVATION)
     split_cat_store(c1_ptr, c2_ptr, out, offs_m, offs_n, M, N, stride_c1m, stride_c1d, stride_c1s,
                     stride_c2m, stride_c2d, stride_c2s, S1, S2)
-    copy_y_heads(y_ptr, c1_ptr, offs_m, pid_n * BLOCK_N, tl.minimum(pid_n * BLOCK_N + BLOCK_N, N), M,
-                 stride_ym, stride_yd, stride_ys, stride_c1m, stride_c1d, stride_c1s, S1, S2, S3, S3P)
 
 
 @triton.jit
@@ -231,5 +236,5 @@ def gemm_split_cat_tma_kernel(x_desc, w_desc, c1_desc, c2_desc, xs_ptr, wsc_ptr,
             tl.static_assert(STORE == "pointer", "unknown STORE")
             split_cat_store(c1_ptr, c2_ptr, out, offs_m, offs_n, M, N, stride_c1m, stride_c1d, stride_c1s,
                             stride_c2m, stride_c2d, stride_c2s, S1, S2)
-        copy_y_heads(y_ptr, c1_ptr, offs_m, off_n, tl.minimum(off_n + BLOCK_N, N), M,
-                     stride_ym, stride_yd, stride_ys, stride_c1m, stride_c1d, stride_c1s, S1, S2, S3, S3P)
+        copy_y_heads(y_ptr, c1_ptr, off_m, off_n, tl.minimum(off_n + BLOCK_N, N), M,
+                     stride_ym, stride_yd, stride_ys, stride_c1m, stride_c1d, stride_c1s, BLOCK_M, S1, S2, S3, S3P)
