@@ -29,6 +29,7 @@ __all__ = ["compile_static", "resources", "amd_occupancy", "AMD_COUNTS", "SM90_C
 # Instruction classes counted per target: name -> regex on one assembly line.
 AMD_COUNTS = {
     "v_mfma": r"^\s*v_mfma\w*",
+    "v_mfma_scale": r"^\s*v_mfma_scale\w*",  # MX-scaled MFMA (tl.dot_scaled on gfx950), also in v_mfma
     "buffer_load_lds": r"^\s*buffer_load_\w+.*\blds\b",  # direct-to-LDS (cdna3/4)
     "global_load_lds": r"^\s*global_load_lds_\w+",  # direct-to-LDS (gfx950)
     "buffer_load": r"^\s*buffer_load_\w+",
@@ -56,7 +57,7 @@ _AMD_MMA = re.compile(r"^\s*v_mfma_\w*?_(\d+)x(\d+)x(\d+)", re.M)
 _SM90_GMMA = re.compile(r"\b[HQI]GMMA\.(\d+)x(\d+)x(\d+)")
 _SM90_HMMA = re.compile(r"\b[HI]MMA\.(\d{2})(\d)(\d{1,2})\b")  # HMMA.16816 = m16 n8 k16, HMMA.1688 = m16 n8 k8
 # Bump when the analysis (what `resources` reads) changes: it is part of the report cache key.
-ANALYSIS_VERSION = 3
+ANALYSIS_VERSION = 4
 
 
 def compile_static(kernel, signature: dict, constexprs: dict, target, options: dict, divisible=()):

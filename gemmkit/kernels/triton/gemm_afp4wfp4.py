@@ -24,9 +24,10 @@ Tile layout (one program = one BLOCK_M x BLOCK_N tile of y; one K step = BLOCK_K
                           |                                 |
                           v                                 v
        acc[BLOCK_M, BLOCK_N] = tl.dot_scaled(x_tile, xs_tile, "e2m1", w_tile.T, ws_tile, "e2m1", acc)
-                          |     gfx950: native scaled MFMA (v_mfma_scale_f32_*_f8f6f4)
-                          |     sm_90, gfx942: emulated -- the codes are decoded and scaled to
-                          |     bf16 in registers, then a bf16 MMA (wgmma / v_mfma bf16)
+                          |     gfx950: native scaled MFMA (v_mfma_scale_f32_16x16x128_f8f6f4)
+                          |     sm_90: emulated -- Triton decodes the codes and scales them to
+                          |     bf16 in registers, then bf16 wgmma (HGMMA) / mma.sync (HMMA)
+                          |     gfx942: Triton 3.6 cannot lower it (the op refuses gfx942)
                           v
        epilogue (cast; no scales left: they were applied per K step) -> masked store y[offs_m, offs_n]
 
@@ -55,6 +56,8 @@ Constraints:
     (1 is the fast case Triton specialises). Row offsets are int64.
   - A scale byte of 255 (E8M0 NaN) makes its 32 products NaN, as the format says.
   - M, N, K >= 1 (the op handles empty shapes and K == 0 without a launch).
+  - Emulated targets (sm_90): Triton upcasts the scaled operands to bf16 before the MMA (its
+    tl.dot_scaled docs), so scaled values must lie in bf16's range (|v| < ~3.4e38).
   - SPLIT_K > 1 needs part: a contiguous fp32 (SPLIT_K, M, N) buffer; y is then untouched.
 """
 import triton
@@ -76,10 +79,11 @@ PROMISES = (
      "when": "cfg['BLOCK_SIZE_M'] >= 64", "check": "counts['HGMMA'] > 0"},
     {"promise": "emulated: bf16 mma.sync (HMMA) for 16/32-row tiles", "arch": "sm_90",
      "when": "cfg['BLOCK_SIZE_M'] < 64", "check": "counts['HMMA'] > 0"},
-    # gfx950 emits v_mfma_scale_f32_16x16x128_f8f6f4 here (Triton 3.6); the report counts all v_mfma
-    # alike, so tests/test_afp4wfp4_interp.py greps the gfx950 assembly for the scaled form.
-    {"promise": "MFMA (native scaled on gfx950), every K step's work", "arch": "gfx950",
-     "check": "counts['v_mfma'] > 0 and mma_k_steps >= 1 and mma_k_steps % 1 == 0"},
+    # gfx950 emits v_mfma_scale_f32_16x16x128_f8f6f4 here (Triton 3.6): every MFMA is the scaled form.
+    {"promise": "native scaled MFMA on gfx950 (every v_mfma is v_mfma_scale), every K step's work",
+     "arch": "gfx950",
+     "check": "counts['v_mfma_scale'] > 0 and counts['v_mfma_scale'] == counts['v_mfma'] "
+              "and mma_k_steps >= 1 and mma_k_steps % 1 == 0"},
     {"promise": "waves_per_eu honoured", "arch": "amd", "when": "cfg.get('waves_per_eu', 0) > 0",
      "check": "occupancy >= cfg['waves_per_eu']"},
 )
