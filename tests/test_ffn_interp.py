@@ -280,3 +280,16 @@ def test_opcheck_and_compile(launches):
     assert sum(launches.values()) > before
     ok, msg = within_bound(y - 1, ffn_ref(x * 2, w, wd), torch.float32)
     assert ok, msg
+
+
+def test_gated_rejects_the_gluon_backend():
+    """The gated GEMM has no Gluon kernel: a config that asks for one is an error, not ignored.
+    (ffn_gated's down projection is gemm_a16w16 and takes "backend": "gluon" like it.)"""
+    x, w = randn(8, 64, dtype=torch.bfloat16), randn(32, 64, dtype=torch.bfloat16)
+    with pytest.raises(ValueError, match="key 'backend' = 'gluon'"):
+        gemmkit.gemm_a16w16_gated(x, w, config=dict(SMALL, backend="gluon"))
+    wd = randn(64, 16, dtype=torch.bfloat16)
+    y = gemmkit.ffn_gated(x, w, wd, config=(SMALL, dict(SMALL, backend="gluon")))  # runs Triton in the interpreter
+    h = activation_ref(x.double() @ w[:16].double().T, "silu") * (x.double() @ w[16:].double().T)
+    ok, msg = within_bound(y, h.to(torch.bfloat16).double() @ wd.double().T, torch.bfloat16)
+    assert ok, msg

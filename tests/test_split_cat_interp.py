@@ -305,3 +305,13 @@ def test_blockscale_split_cat_errors(case, exc, match):
         w, ws = q8(D * 32 + 8, K), scales(1, 1)
     with pytest.raises(exc, match=match):
         gemmkit.gemm_a8w8_blockscale_split_cat(x, w, xs, ws, y, 16, 16)
+
+
+def test_split_cat_rejects_the_gluon_backend():
+    """No Gluon split-cat kernel: a config that asks for one is an error, not ignored."""
+    x, w, y = randn(4, 32, dtype=torch.bfloat16), randn(2 * 24, 32, dtype=torch.bfloat16), \
+        randn(4, 2, 8, dtype=torch.bfloat16)
+    cfg = {"BLOCK_SIZE_M": 16, "BLOCK_SIZE_N": 32, "BLOCK_SIZE_K": 32, "GROUP_SIZE_M": 1, "num_warps": 4,
+           "num_stages": 2, "backend": "gluon"}
+    with pytest.raises(ValueError, match="key 'backend' = 'gluon'"):
+        gemmkit.gemm_split_cat(x, w, y, 16, 8, config=cfg)

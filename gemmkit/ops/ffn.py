@@ -178,6 +178,9 @@ def launch_gated(x2, w, y, activation, cfg, target, compile_only=False):
     I = w.shape[0] // 2
     bm, bn, bk = cfg["BLOCK_SIZE_M"], cfg["BLOCK_SIZE_N"], cfg["BLOCK_SIZE_K"]
     split_k = cfg["NUM_KSPLIT"]
+    if cfg.get("backend", "triton") != "triton":
+        raise ValueError(f"config: key 'backend' = {cfg['backend']!r}; the gated GEMM runs on the Triton tier "
+                         "only (expected 'triton')")
     num_work = G.cdiv(M, bm) * G.cdiv(I, bn) * split_k
     # Split-K partials: (split, M, 2I) fp32, [g | u] per split, reduced in order by the gated reduce.
     part = torch.empty((split_k, M, 2 * I), dtype=torch.float32, device=x2.device) if split_k > 1 else y
@@ -253,7 +256,9 @@ def _run_ffn(x, w_gate_up, w_down, activation, config, y_full, compile_only=Fals
     _gated_2d(x, w_gate_up, activation, cfg_gate_up, h, compile_only)
     target = C.target_for(x.device)
     cfg, _source = C.resolve_config(DOWN_OP, cfg_down, target, M, K, I)
-    G.launch(h, G.matrix_operand(w_down), None, y, "none", cfg, target, compile_only=compile_only)
+    from .gemm_a16w16 import launch as launch_a16w16  # the down projection is gemm_a16w16, backend included
+
+    launch_a16w16(h, G.matrix_operand(w_down), None, y, "none", cfg, target, compile_only=compile_only)
 
 
 # ----------------------------------------------------------------------------- custom ops

@@ -78,9 +78,13 @@ def _run(x, w, bias, activation, out_dtype, config, y_full, compile_only=False):
     C.check_device_supported(x)
     target = C.target_for(x.device)
     cfg, _source = C.resolve_config(OP, config, target, M, N, K)
-    x2 = G.matrix_operand(x.reshape(M, K))
-    w2 = G.matrix_operand(w)
-    bias = bias.contiguous() if bias is not None else None
+    launch(G.matrix_operand(x.reshape(M, K)), G.matrix_operand(w), bias.contiguous() if bias is not None else None,
+           y, activation, cfg, target, compile_only=compile_only)
+
+
+def launch(x2, w2, bias, y, activation, cfg, target, compile_only=False):
+    """gemm_a16w16's kernels for one call on 2-D operands (also ffn_gated's down projection): the
+    Gluon ping-pong for a "backend": "gluon" config where it can run, else the Triton tier."""
     if cfg.get("backend") == "gluon" and gluon_unsupported(x2, w2, y, cfg, target) is None:
         from ..kernels.gluon import hopper_pingpong
 

@@ -147,6 +147,9 @@ def _launch(x2, w, bias, y, c1, c2, S1, S2, cfg, target, scaling, compile_only=F
     if cfg["NUM_KSPLIT"] != 1:
         raise ValueError(f"config: key 'NUM_KSPLIT' = {cfg['NUM_KSPLIT']}; the split-cat GEMMs have no split-K "
                          "path (expected 1)")
+    if cfg.get("backend", "triton") != "triton":
+        raise ValueError(f"config: key 'backend' = {cfg['backend']!r}; the split-cat GEMMs run on the Triton tier "
+                         "only (expected 'triton')")
     bm, bn, bk = cfg["BLOCK_SIZE_M"], cfg["BLOCK_SIZE_N"], cfg["BLOCK_SIZE_K"]
     num_tiles = G.cdiv(M, bm) * G.cdiv(N, bn)
     has_bias = bias is not None

@@ -39,6 +39,6 @@ def splitk_reduce_kernel(ws_ptr, bias_ptr, y_ptr, M, N, split_stride, stride_ym,
     ptrs = ws_ptr + offs_m[:, None].to(tl.int64) * N + offs_n[None, :]
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     for s in tl.static_range(SPLIT_K):
-        acc += tl.load(ptrs + s * split_stride, mask=mask, other=0.0)
+        acc += tl.load(ptrs + s * split_stride.to(tl.int64), mask=mask, other=0.0)
     acc = bias_activation(acc, bias_ptr, offs_n, N, HAS_BIAS, ACTIVATION)
     store_tile(y_ptr, acc, offs_m, offs_n, M, N, stride_ym, stride_yn)

@@ -221,6 +221,6 @@ def gated_splitk_reduce_kernel(ws_ptr, y_ptr, M, I, split_stride, stride_ym, str
     g = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     u = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     for s in tl.static_range(SPLIT_K):
-        g += tl.load(ptrs + s * split_stride, mask=mask, other=0.0)
-        u += tl.load(ptrs + s * split_stride + I, mask=mask, other=0.0)
+        g += tl.load(ptrs + s * split_stride.to(tl.int64), mask=mask, other=0.0)
+        u += tl.load(ptrs + s * split_stride.to(tl.int64) + I, mask=mask, other=0.0)
     store_tile(y_ptr, activation(g, ACTIVATION) * u, offs_m, offs_n, M, I, stride_ym, stride_yn)
