@@ -165,3 +165,14 @@ def test_parameters_under_no_grad(launches):
         y = gemmkit.gemm_a16w16(x, p)
     assert sum(launches.values()) == before + 1
     torch.testing.assert_close(y.float(), (x.double() @ w.double().T).float(), rtol=2**-8, atol=1e-2)
+
+
+def test_out_with_overlapping_elements_is_refused():
+    """An expand()ed out would be written by several programs at once: an error, not a race."""
+    x, w = torch.randn(4, 32, dtype=torch.bfloat16), torch.randn(8, 32, dtype=torch.bfloat16)
+    out = torch.empty(1, 8, dtype=torch.bfloat16).expand(4, 8)
+    with pytest.raises(ValueError, match="^out: expected a tensor whose elements do not overlap"):
+        gemmkit.gemm_a16w16(x, w, out=out)
+    xb, wb = torch.randn(3, 4, 32, dtype=torch.bfloat16), torch.randn(3, 8, 32, dtype=torch.bfloat16)
+    with pytest.raises(ValueError, match="^out: expected a tensor whose elements do not overlap"):
+        gemmkit.batched_gemm_a16w16(xb, wb, out=torch.empty(1, 4, 8, dtype=torch.bfloat16).expand(3, 4, 8))

@@ -48,6 +48,17 @@ def check_same_device(**tensors):
             raise ValueError(f"{name}: expected a tensor on {first.device} (like {first_name}), got {t.device}")
 
 
+def check_no_overlap(name, t):
+    """An output whose elements share memory (an expand()ed view, stride 0) would be written by
+    several programs at once: refuse it rather than race. (Skipped while torch.compile traces the
+    public wrapper; the custom op's own check runs on the real tensors.)"""
+    if t is None or torch.compiler.is_compiling():
+        return
+    if torch._debug_has_internal_overlap(t) == 1:
+        raise ValueError(f"{name}: expected a tensor whose elements do not overlap in memory, got strides "
+                         f"{tuple(t.stride())} for shape {tuple(t.shape)} (an expand()ed view?)")
+
+
 def fp8_dtype(target) -> torch.dtype:
     """The FP8 (E4M3) torch dtype `target`'s matrix units take (gemmkit.arch.Target.fp8_e4m3)."""
     return getattr(torch, target.fp8_e4m3)

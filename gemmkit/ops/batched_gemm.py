@@ -73,6 +73,7 @@ def _check_out(out, B, M, N, out_dtype):
         raise ValueError(f"out: expected shape {(B, M, N)}, got {tuple(out.shape)}")
     if out.dtype != out_dtype:
         raise TypeError(f"out: expected dtype {out_dtype} (out_dtype), got {out.dtype}")
+    C.check_no_overlap("out", out)
 
 
 def _check_config(config_str: str):

@@ -59,6 +59,7 @@ def _check_inputs(x, w, bias, activation, out_dtype, out=None):
             raise ValueError(f"out: expected shape {want}, got {tuple(out.shape)}")
         if out.dtype != out_dtype:
             raise TypeError(f"out: expected dtype {out_dtype} (out_dtype), got {out.dtype}")
+        C.check_no_overlap("out", out)
     C.check_same_device(x=x, w=w, bias=bias, out=out)
     return N, K
 

@@ -65,6 +65,7 @@ def _check_out(out, M, N, out_dtype):
         raise ValueError(f"out: expected shape {(M, N)}, got {tuple(out.shape)}")
     if out.dtype != out_dtype:
         raise TypeError(f"out: expected dtype {out_dtype} (out_dtype), got {out.dtype}")
+    C.check_no_overlap("out", out)
 
 
 # int8: |sum| <= 128 * 128 * K must fit the int32 accumulator.
