@@ -31,3 +31,17 @@ def within_bound(out, ref, out_dtype):
     diff, norm = (o - r).norm().item(), r.norm().item()
     bound = TOL[out_dtype] * norm + UNDERFLOW[out_dtype] * r.numel() ** 0.5
     return diff <= bound, f"||out - ref|| = {diff:.3g} > {bound:.3g} (||ref|| = {norm:.3g}, rel {diff / max(norm, 1e-300):.3g})"
+
+
+def q8(*shape, dtype, device="cpu"):
+    """Fresh random 8-bit operands spread over the format (int8: every value; fp8: normal numbers
+    and subnormals), for the 8-bit GEMM tests."""
+    if dtype == torch.int8:
+        g = torch.Generator().manual_seed(torch.seed())
+        return torch.randint(-128, 128, shape, generator=g, dtype=torch.int8).to(device)
+    return (randn(*shape, dtype=torch.float32) * 8).to(device=device, dtype=dtype)
+
+
+def scales(*shape, device="cpu"):
+    """Fresh positive fp32 scales of a size that keeps 8-bit products in range."""
+    return ((randn(*shape, dtype=torch.float32).abs() + 0.25) / 64).to(device)

@@ -14,25 +14,13 @@ import torch
 import gemmkit
 from gemmkit.reference import gemm_a8w8_blockscale_ref, gemm_a8w8_ref
 
-from _util import poisoned, randn, within_bound
+from _util import poisoned, q8, randn, scales, within_bound
 
 pytestmark = pytest.mark.interpreter
 FP8 = torch.float8_e4m3fn
 SHAPES = list(itertools.product([1, 17, 64], [1, 31, 128], [1, 40, 256]))
 SMALL = {"BLOCK_SIZE_M": 32, "BLOCK_SIZE_N": 32, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 2, "num_warps": 4,
          "num_stages": 2}
-
-
-def q8(*shape, dtype):
-    """Fresh random 8-bit values spread over the format (fp8: normal numbers and subnormals)."""
-    if dtype == torch.int8:
-        g = torch.Generator().manual_seed(torch.seed())
-        return torch.randint(-128, 128, shape, generator=g, dtype=torch.int8)
-    return (randn(*shape, dtype=torch.float32) * 8).to(dtype)
-
-
-def scales(*shape):
-    return (randn(*shape, dtype=torch.float32).abs() + 0.25) / 64
 
 
 @pytest.mark.parametrize("dtype", [FP8, torch.int8], ids=["fp8", "int8"])

@@ -14,7 +14,7 @@ import gemmkit
 from gemmkit.ops import batched_gemm as BG
 from gemmkit.reference import gemm_a8w8_ref, gemm_a16w16_ref
 
-from _util import poisoned, randn, within_bound
+from _util import poisoned, q8, randn, scales, within_bound
 
 pytestmark = pytest.mark.interpreter
 FP8 = torch.float8_e4m3fn
@@ -44,17 +44,6 @@ def check_entries(y, ref, out_dtype):
     for b in range(y.shape[0]):
         ok, msg = within_bound(y[b], ref[b], out_dtype)
         assert ok, f"batch entry {b}: {msg}"
-
-
-def q8(*shape, dtype):
-    if dtype == torch.int8:
-        g = torch.Generator().manual_seed(torch.seed())
-        return torch.randint(-128, 128, shape, generator=g, dtype=torch.int8)
-    return (randn(*shape, dtype=torch.float32) * 8).to(dtype)
-
-
-def scales(*shape):
-    return (randn(*shape, dtype=torch.float32).abs() + 0.25) / 64
 
 
 # ----------------------------------------------------------------------------- batched_gemm_a16w16

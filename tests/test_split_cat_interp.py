@@ -11,7 +11,7 @@ import torch
 import gemmkit
 from gemmkit.reference import gemm_a8w8_blockscale_ref
 
-from _util import poisoned, randn, within_bound
+from _util import poisoned, q8, randn, scales, within_bound
 
 pytestmark = pytest.mark.interpreter
 FP8 = torch.float8_e4m3fn
@@ -134,12 +134,8 @@ def test_split_cat_empty_dims():
 
 # ----------------------------------------------------------------------------- fp8 block scale
 
-def q8(*shape):
-    return (randn(*shape, dtype=torch.float32) * 8).to(FP8)
-
-
-def scales(*shape):
-    return (randn(*shape, dtype=torch.float32).abs() + 0.25) / 64
+def fp8(*shape):
+    return q8(*shape, dtype=FP8)
 
 
 BS_CASES = [  # M, K, D, S1, S2, S3, block_shape, config
@@ -154,7 +150,7 @@ BS_CASES = [  # M, K, D, S1, S2, S3, block_shape, config
                                                                     for i, c in enumerate(BS_CASES)])
 def test_blockscale_split_cat(M, K, D, S1, S2, S3, block, cfg, launches):
     N = D * (S1 + S2)
-    x, w = q8(M, K), q8(N, K)
+    x, w = fp8(M, K), fp8(N, K)
     xs, ws = scales(M, -(-K // block[1])), scales(-(-N // block[0]), -(-K // block[1]))
     y = k_pe(M, D, S3, torch.float32)
     c1, c2 = outs(M, D, S1, S2, S3, torch.float32)
@@ -167,7 +163,7 @@ def test_blockscale_split_cat(M, K, D, S1, S2, S3, block, cfg, launches):
 
 def test_blockscale_split_cat_default_table():
     M, K, D, S1, S2, S3 = 3, 128, 2, 64, 64, 16
-    x, w = q8(M, K), q8(D * 128, K)
+    x, w = fp8(M, K), fp8(D * 128, K)
     xs, ws = scales(M, 1), scales(2, 1)
     y = k_pe(M, D, S3, torch.bfloat16)
     c1, c2 = gemmkit.gemm_a8w8_blockscale_split_cat(x, w, xs, ws, y, S1, S2)
@@ -193,7 +189,7 @@ def test_custom_ops_and_fakes():
         assert f1.shape == (M, D, S1 + S3) and f2.shape == (M, D, S2)
         xs, ws = mode.from_tensor(scales(M, 1)), mode.from_tensor(scales(1, 1))
         g1, g2 = torch.ops.gemmkit.gemm_a8w8_blockscale_split_cat(
-            mode.from_tensor(q8(M, K)), mode.from_tensor(q8(D * 32, K)), xs, ws, mode.from_tensor(y), S1, S2, 128,
+            mode.from_tensor(fp8(M, K)), mode.from_tensor(fp8(D * 32, K)), xs, ws, mode.from_tensor(y), S1, S2, 128,
             128, torch.bfloat16, "")
         assert g1.shape == (M, D, S1 + S3) and g2.shape == (M, D, S2)
 
@@ -293,7 +289,7 @@ def test_split_cat_errors(case, exc, match):
 ])
 def test_blockscale_split_cat_errors(case, exc, match):
     M, K, D = 4, 64, 2
-    x, w, xs, ws = q8(M, K), q8(D * 32, K), scales(M, 1), scales(1, 1)
+    x, w, xs, ws = fp8(M, K), fp8(D * 32, K), scales(M, 1), scales(1, 1)
     y = randn(M, D, 8, dtype=torch.bfloat16)
     if case == "bf16_x":
         x = x.to(torch.bfloat16)
@@ -302,7 +298,7 @@ def test_blockscale_split_cat_errors(case, exc, match):
     elif case == "y_dtype":
         y = y.float()
     elif case == "n_not_heads":
-        w, ws = q8(D * 32 + 8, K), scales(1, 1)
+        w, ws = fp8(D * 32 + 8, K), scales(1, 1)
     with pytest.raises(exc, match=match):
         gemmkit.gemm_a8w8_blockscale_split_cat(x, w, xs, ws, y, 16, 16)
 

@@ -26,11 +26,11 @@ import json
 
 import torch
 
-from ..kernels.triton._epilogue import ACTIVATIONS
 from ..kernels.triton._schedule import persistent_grid
 from ..kernels.triton.batched_gemm import batched_gemm_kernel
 from ..kernels.triton.batched_gemm_tma import batched_gemm_tma_kernel
 from . import _common as C
+from .gemm_a16w16 import _normalize_activation  # one home for the activation argument
 from . import _gemm as G
 from .gemm_a8w8 import INT8_MAX_K, check_fp8_flavour, resolve_out_dtype
 
@@ -85,13 +85,6 @@ def _check_config(config_str: str):
     if cfg.get("backend", "triton") != "triton":
         raise ValueError(f"config: key 'backend' = {cfg['backend']!r}; the batched GEMMs have only the "
                          "'triton' kernels")
-
-
-def _normalize_activation(activation):
-    act = "none" if activation is None else activation
-    if not isinstance(act, str) or act not in ACTIVATIONS:
-        raise ValueError(f"activation: expected None or one of {ACTIVATIONS[1:]}, got {activation!r}")
-    return act
 
 
 def _check_a16w16(x, w, bias, activation, out_dtype, out=None):
