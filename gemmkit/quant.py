@@ -45,6 +45,7 @@ import torch
 
 from .kernels.triton import quant as K
 from .ops import _common as C
+from .ops import _launch as L
 
 __all__ = [
     "quantize_fp8_per_token", "quantize_fp8_per_channel", "quantize_int8_per_token", "quantize_fp8_blockwise",
@@ -213,7 +214,7 @@ def _rowwise_impl(x, dtype):
     _check_runnable(x, dtype)
     grid, ce, opts = launch_params("quant_rowwise_kernel", M, Kd, dtype=dtype)
     x = _operand(x)
-    K.quant_rowwise_kernel[grid](x, q, scale, M, Kd, x.stride(0), x.stride(1), **ce, **opts)
+    L.launch(K.quant_rowwise_kernel, grid, x, q, scale, M, Kd, x.stride(0), x.stride(1), **ce, **opts)
     C.LAUNCHES["quant_rowwise_kernel"] += 1
     return q, scale
 
@@ -228,7 +229,7 @@ def _block_impl(x, block, dtype):
     _check_runnable(x, dtype)
     grid, ce, opts = launch_params("quant_block_kernel", M, Kd, dtype=dtype, block=block)
     x = _operand(x)
-    K.quant_block_kernel[grid](x, q, scale, M, Kd, x.stride(0), x.stride(1), scale.stride(0), **ce, **opts)
+    L.launch(K.quant_block_kernel, grid, x, q, scale, M, Kd, x.stride(0), x.stride(1), scale.stride(0), **ce, **opts)
     C.LAUNCHES["quant_block_kernel"] += 1
     return q, scale
 
@@ -242,7 +243,7 @@ def _mxfp4_quant_impl(x):
     C.check_device_supported(x)
     grid, ce, opts = launch_params("mxfp4_quant_kernel", M, Kd)
     x = _operand(x)
-    K.mxfp4_quant_kernel[grid](x, packed, scales, M, Kd, x.stride(0), x.stride(1), **ce, **opts)
+    L.launch(K.mxfp4_quant_kernel, grid, x, packed, scales, M, Kd, x.stride(0), x.stride(1), **ce, **opts)
     C.LAUNCHES["mxfp4_quant_kernel"] += 1
     return packed, scales
 
@@ -255,7 +256,7 @@ def _mxfp4_dequant_impl(packed, scales):
     C.check_device_supported(packed, "packed")
     grid, ce, opts = launch_params("mxfp4_dequant_kernel", M, Kd)
     packed, scales = _operand(packed), _operand(scales)
-    K.mxfp4_dequant_kernel[grid](packed, scales, y, M, Kd, packed.stride(0), packed.stride(1),
+    L.launch(K.mxfp4_dequant_kernel, grid, packed, scales, y, M, Kd, packed.stride(0), packed.stride(1),
                                  scales.stride(0), scales.stride(1), **ce, **opts)
     C.LAUNCHES["mxfp4_dequant_kernel"] += 1
     return y

@@ -19,7 +19,6 @@ specialises, used both by `launch` and by the static compiles of `gemmkit isa`.
 from __future__ import annotations
 
 import dataclasses
-import functools
 
 import torch
 
@@ -28,6 +27,7 @@ from ..kernels.triton._splitk_reduce import splitk_reduce_kernel
 from ..kernels.triton.gemm import gemm_kernel
 from ..kernels.triton.gemm_tma import gemm_tma_kernel
 from . import _common as C
+from . import _launch as L
 
 TMA_MAX_BOX = 256  # elements per TMA box dimension
 
@@ -196,6 +196,60 @@ def reduce_static_spec(target, *, split_k: int = 4, dtype=torch.bfloat16, activa
 
 # ----------------------------------------------------------------------------- launch
 
+@dataclasses.dataclass(frozen=True)
+class Plan:
+    """What one launch needs that its tensors' data do not change (`plan` computes it once per key)."""
+    tma: bool
+    kernel: object
+    grid: tuple
+    kwargs: dict  # constexprs and compiler options
+    blocks: tuple  # TMA: the x, w, y descriptor blocks
+    split_k: int
+    reduce_grid: tuple
+    reduce_kwargs: dict
+
+
+_PLANS: dict = {}
+
+
+def plan(x2, w, y, has_bias, activation, cfg, target, scaling: Scaling = NO_SCALING) -> Plan:
+    """The path (TMA or pointer), grid, constexprs and options of a launch, cached under a key that
+    holds everything they depend on: the config, the target, shapes, strides, dtypes, the epilogue,
+    the scaling and whether every base pointer is 16-byte aligned (TMA's rule)."""
+    key = (tuple(cfg.items()), target.arch, target.num_cus, x2.shape, w.shape, x2.stride(), w.stride(), y.stride(),
+           x2.dtype, y.dtype, has_bias, activation, scaling.mode, scaling.block_n, scaling.block_k,
+           (x2.data_ptr() | w.data_ptr() | y.data_ptr()) & 15 == 0)
+    p = _PLANS.get(key)
+    if p is None:
+        p = _PLANS[key] = _make_plan(x2, w, y, has_bias, activation, cfg, target, scaling)
+    return p
+
+
+def _make_plan(x2, w, y, has_bias, activation, cfg, target, scaling):
+    M, K = x2.shape
+    N = w.shape[0]
+    bm, bn, bk = cfg["BLOCK_SIZE_M"], cfg["BLOCK_SIZE_N"], cfg["BLOCK_SIZE_K"]
+    split_k = cfg["NUM_KSPLIT"]
+    common = dict(has_bias=has_bias, activation=activation, in_dtype=x2.dtype, scale=scaling.mode,
+                  scale_bn=scaling.block_n, scale_bk=scaling.block_k)
+    tma = choose_path(cfg, target, x2, w, y) == "tma"
+    if tma:
+        ce = constexprs(cfg, target, tma=True, even_k=False, **common)
+        kernel, blocks = gemm_tma_kernel, ([bm, bk], [bn, bk], [bm, bn])
+    else:
+        cfg = pointer_config(cfg, scaling.mode)
+        ce = constexprs(cfg, target, tma=False, even_k=K % bk == 0, **common)
+        kernel, blocks = gemm_kernel, ()
+    # One program per work id (tile x split), or a persistent grid of one program per CU.
+    num_work = cdiv(M, bm) * cdiv(N, bn) * split_k
+    grid = (persistent_grid(num_work, target.num_cus, target.num_xcds) if cfg["persistent"] else num_work,)
+    rbm, rbn = reduce_tile(M, N)
+    return Plan(tma=tma, kernel=kernel, grid=grid, kwargs={**ce, **C.compiler_options(cfg, target)}, blocks=blocks,
+                split_k=split_k, reduce_grid=(cdiv(M, rbm), cdiv(N, rbn)),
+                reduce_kwargs=dict(SPLIT_K=split_k, BLOCK_M=rbm, BLOCK_N=rbn, HAS_BIAS=has_bias,
+                                   ACTIVATION=activation, num_warps=REDUCE_WARPS))
+
+
 def launch(x2, w, bias, y, activation, cfg, target, scaling: Scaling = NO_SCALING, compile_only=False):
     """Launch (or, with compile_only, just compile: the tuner's parallel warm-up) the GEMM for one call.
 
@@ -203,11 +257,8 @@ def launch(x2, w, bias, y, activation, cfg, target, scaling: Scaling = NO_SCALIN
     """
     M, K = x2.shape
     N = w.shape[0]
-    bm, bn, bk = cfg["BLOCK_SIZE_M"], cfg["BLOCK_SIZE_N"], cfg["BLOCK_SIZE_K"]
-    split_k = cfg["NUM_KSPLIT"]
-    num_work = cdiv(M, bm) * cdiv(N, bn) * split_k
-    persistent = bool(cfg["persistent"])
     has_bias = bias is not None
+    p = plan(x2, w, y, has_bias, activation, cfg, target, scaling)
     bias_arg = bias if has_bias else y  # never read when HAS_BIAS is False
     xs = scaling.x_scale if scaling.x_scale is not None else y  # never read when SCALE == "none"
     wsc = scaling.w_scale if scaling.w_scale is not None else y
@@ -216,38 +267,21 @@ def launch(x2, w, bias, y, activation, cfg, target, scaling: Scaling = NO_SCALIN
     else:
         scale_strides = (0, 0, 0, 0)
     # Split-K partial sums: (split, M, N) fp32, reduced in order by splitk_reduce_kernel.
-    part = torch.empty((split_k, M, N), dtype=torch.float32, device=x2.device) if split_k > 1 else y
-    opts = C.compiler_options(cfg, target)
-    common = dict(has_bias=has_bias, activation=activation, in_dtype=x2.dtype, scale=scaling.mode,
-                  scale_bn=scaling.block_n, scale_bk=scaling.block_k)
-    # One program per work id (tile x split), or a persistent grid of one program per CU.
-    grid = (persistent_grid(num_work, target.num_cus, target.num_xcds) if persistent else num_work,)
-    if choose_path(cfg, target, x2, w, y) == "tma":
-        from triton.tools.tensor_descriptor import TensorDescriptor
-
-        ce = constexprs(cfg, target, tma=True, even_k=False, **common)
-        kernel = gemm_tma_kernel
-        (functools.partial(kernel.warmup, grid=grid) if compile_only else kernel[grid])(
-            TensorDescriptor.from_tensor(x2, [bm, bk]), TensorDescriptor.from_tensor(w, [bn, bk]),
-            TensorDescriptor.from_tensor(y, [bm, bn]), xs, wsc, bias_arg, part, M, N, K, *scale_strides,
-            **ce, **opts)
+    part = torch.empty((p.split_k, M, N), dtype=torch.float32, device=x2.device) if p.split_k > 1 else y
+    if p.tma:
+        bx, bw, by = p.blocks
+        L.launcher(p.kernel, p.grid, compile_only)(
+            L.tma_descriptor(x2, bx), L.tma_descriptor(w, bw), L.tma_descriptor(y, by), xs, wsc, bias_arg, part,
+            M, N, K, *scale_strides, **p.kwargs)
         C.LAUNCHES["gemm_tma_kernel"] += not compile_only
     else:
-        cfg = pointer_config(cfg, scaling.mode)
-        grid = (persistent_grid(num_work, target.num_cus, target.num_xcds) if cfg["persistent"] else num_work,)
-        ce = constexprs(cfg, target, tma=False, even_k=K % bk == 0, **common)
-        kernel = gemm_kernel
-        (functools.partial(kernel.warmup, grid=grid) if compile_only else kernel[grid])(
+        L.launcher(p.kernel, p.grid, compile_only)(
             x2, w, xs, wsc, bias_arg, y, part, M, N, K, x2.stride(0), x2.stride(1), w.stride(0), w.stride(1),
-            y.stride(0), y.stride(1), *scale_strides, **ce, **opts)
+            y.stride(0), y.stride(1), *scale_strides, **p.kwargs)
         C.LAUNCHES["gemm_kernel"] += not compile_only
-    if split_k > 1:
-        rbm, rbn = reduce_tile(M, N)
-        rgrid = (cdiv(M, rbm), cdiv(N, rbn))
-        kernel = splitk_reduce_kernel
-        (functools.partial(kernel.warmup, grid=rgrid) if compile_only else kernel[rgrid])(
-            part, bias_arg, y, M, N, M * N, y.stride(0), y.stride(1), SPLIT_K=split_k, BLOCK_M=rbm, BLOCK_N=rbn,
-            HAS_BIAS=has_bias, ACTIVATION=activation, num_warps=REDUCE_WARPS)
+    if p.split_k > 1:
+        L.launcher(splitk_reduce_kernel, p.reduce_grid, compile_only)(
+            part, bias_arg, y, M, N, M * N, y.stride(0), y.stride(1), **p.reduce_kwargs)
         C.LAUNCHES["splitk_reduce_kernel"] += not compile_only
 
 

@@ -23,7 +23,6 @@ BLOCK_SIZE_N counts columns of h (the tile reads 2 * BLOCK_SIZE_N rows of w_gate
 """
 from __future__ import annotations
 
-import functools
 import json
 
 import torch
@@ -32,6 +31,7 @@ from .. import configs as _configs
 from ..kernels.triton._schedule import persistent_grid
 from ..kernels.triton.gemm_gated import gated_splitk_reduce_kernel, gemm_gated_kernel, gemm_gated_tma_kernel
 from . import _common as C
+from . import _launch as L
 from . import _gemm as G
 
 OP = "a16w16_gated"
@@ -191,14 +191,14 @@ def launch_gated(x2, w, y, activation, cfg, target, compile_only=False):
 
         ce = constexprs(cfg, target, tma=True, activation=activation, even_k=False)
         kernel = gemm_gated_tma_kernel
-        (functools.partial(kernel.warmup, grid=grid) if compile_only else kernel[grid])(
+        L.launcher(kernel, grid, compile_only)(
             TensorDescriptor.from_tensor(x2, [bm, bk]), TensorDescriptor.from_tensor(w, [bn, bk]),
             TensorDescriptor.from_tensor(y, [bm, bn]), part, M, I, K, **ce, **opts)
         C.LAUNCHES["gemm_gated_tma_kernel"] += not compile_only
     else:
         ce = constexprs(cfg, target, tma=False, activation=activation, even_k=K % bk == 0)
         kernel = gemm_gated_kernel
-        (functools.partial(kernel.warmup, grid=grid) if compile_only else kernel[grid])(
+        L.launcher(kernel, grid, compile_only)(
             x2, w, y, part, M, I, K, x2.stride(0), x2.stride(1), w.stride(0), w.stride(1), y.stride(0), y.stride(1),
             **ce, **opts)
         C.LAUNCHES["gemm_gated_kernel"] += not compile_only
@@ -206,7 +206,7 @@ def launch_gated(x2, w, y, activation, cfg, target, compile_only=False):
         rbm, rbn = reduce_tile(M, I)
         rgrid = (G.cdiv(M, rbm), G.cdiv(I, rbn))
         kernel = gated_splitk_reduce_kernel
-        (functools.partial(kernel.warmup, grid=rgrid) if compile_only else kernel[rgrid])(
+        L.launcher(kernel, rgrid, compile_only)(
             part, y, M, I, M * 2 * I, y.stride(0), y.stride(1), SPLIT_K=split_k, BLOCK_M=rbm, BLOCK_N=rbn,
             ACTIVATION=activation, num_warps=G.REDUCE_WARPS)
         C.LAUNCHES["gated_splitk_reduce_kernel"] += not compile_only

@@ -24,7 +24,6 @@ Targets (Triton 3.6):
 """
 from __future__ import annotations
 
-import functools
 
 import torch
 
@@ -32,6 +31,7 @@ from ..kernels.triton._schedule import persistent_grid
 from ..kernels.triton._splitk_reduce import splitk_reduce_kernel
 from ..kernels.triton.gemm_afp4wfp4 import PROMISES, gemm_afp4wfp4_kernel
 from . import _common as C
+from . import _launch as L
 from . import _gemm as G
 from .gemm_a8w8 import _check_out, resolve_out_dtype
 
@@ -130,7 +130,7 @@ def _launch(x, w, xs, ws, y, cfg, target, compile_only=False):
     part = torch.empty((split_k, M, N), dtype=torch.float32, device=x.device) if split_k > 1 else y
     ce = constexprs(cfg, target, even_k=K % bk == 0)
     kernel = gemm_afp4wfp4_kernel
-    (functools.partial(kernel.warmup, grid=grid) if compile_only else kernel[grid])(
+    L.launcher(kernel, grid, compile_only)(
         x, w, xs, ws, y, part, M, N, K, x.stride(0), x.stride(1), w.stride(0), w.stride(1), y.stride(0), y.stride(1),
         xs.stride(0), xs.stride(1), ws.stride(0), ws.stride(1), **ce, **C.compiler_options(cfg, target))
     C.LAUNCHES["gemm_afp4wfp4_kernel"] += not compile_only
@@ -138,7 +138,7 @@ def _launch(x, w, xs, ws, y, cfg, target, compile_only=False):
         rbm, rbn = G.reduce_tile(M, N)
         rgrid = (G.cdiv(M, rbm), G.cdiv(N, rbn))
         reduce = splitk_reduce_kernel
-        (functools.partial(reduce.warmup, grid=rgrid) if compile_only else reduce[rgrid])(
+        L.launcher(reduce, rgrid, compile_only)(
             part, y, y, M, N, M * N, y.stride(0), y.stride(1), SPLIT_K=split_k, BLOCK_M=rbm, BLOCK_N=rbn,
             HAS_BIAS=False, ACTIVATION="none", num_warps=G.REDUCE_WARPS)
         C.LAUNCHES["splitk_reduce_kernel"] += not compile_only

@@ -20,13 +20,13 @@ No split-K (N is wide for the shapes this op is for): a config with NUM_KSPLIT >
 """
 from __future__ import annotations
 
-import functools
 
 import torch
 
 from ..kernels.triton._schedule import persistent_grid
 from ..kernels.triton.gemm_split_cat import gemm_split_cat_kernel, gemm_split_cat_tma_kernel
 from . import _common as C
+from . import _launch as L
 from . import _gemm as G
 # (module attributes of gemmkit.ops are the public functions, so import the pieces by name)
 from .gemm_a8w8_blockscale import _block_shape as _bs_block_shape
@@ -181,7 +181,7 @@ def _launch(x2, w, bias, y, c1, c2, S1, S2, cfg, target, scaling, compile_only=F
         ce = dict(G.constexprs(cfg, target, tma=True, even_k=False, **common), **split, STORE=store)
         grid = (persistent_grid(num_tiles, target.num_cus, target.num_xcds) if cfg["persistent"] else num_tiles,)
         kernel = gemm_split_cat_tma_kernel
-        (functools.partial(kernel.warmup, grid=grid) if compile_only else kernel[grid])(
+        L.launcher(kernel, grid, compile_only)(
             TensorDescriptor.from_tensor(x2, [bm, bk]), TensorDescriptor.from_tensor(w, [bn, bk]), *descs,
             xs, wsc, bias_arg, y, c1, c2, M, N, K, *scale_strides, *strides, **ce, **opts)
         C.LAUNCHES["gemm_split_cat_tma_kernel"] += not compile_only
@@ -191,7 +191,7 @@ def _launch(x2, w, bias, y, c1, c2, S1, S2, cfg, target, scaling, compile_only=F
         ce = dict(G.constexprs(cfg, target, tma=False, even_k=K % bk == 0, **common), **split)
         grid = (persistent_grid(num_tiles, target.num_cus, target.num_xcds) if cfg["persistent"] else num_tiles,)
         kernel = gemm_split_cat_kernel
-        (functools.partial(kernel.warmup, grid=grid) if compile_only else kernel[grid])(
+        L.launcher(kernel, grid, compile_only)(
             x2, w, xs, wsc, bias_arg, y, c1, c2, M, N, K, x2.stride(0), x2.stride(1), w.stride(0), w.stride(1),
             *scale_strides, *strides, **ce, **opts)
         C.LAUNCHES["gemm_split_cat_kernel"] += not compile_only

@@ -1,0 +1,142 @@
+"""Launching compiled kernels with little host time: one home for `kernel[grid](...)` in the ops.
+
+`JITFunction.run` (what `kernel[grid](*args, **kwargs)` calls) binds every argument,
+specialises each one (dtype, 16-byte alignment, ints equal to 1), builds a string key,
+looks the compiled kernel up, then launches it: ~10-15 us of Python per launch on the
+H200's host, as much as a decode-sized GEMM takes on the GPU. `launcher` does the
+lookup itself from a key that is at least as fine as Triton's:
+
+    runtime argument            Triton specialises on          our key holds
+    tensor                      dtype, data_ptr % 16 == 0       the same
+    int                         == 1, % 16 == 0, i32 / i64      the same
+    None, bool, float           type (bool: value if constexpr)  the value / the type
+    anything else (descriptors) native_specialize_impl          native_specialize_impl's answer
+    keyword arguments           constexpr values, options       every (name, value) as passed
+
+and on a hit calls the compiled kernel's launcher the way `JITFunction.run` does
+(`CompiledKernel.run(grid, stream, function, metadata, hooks, *all params)`). A miss, a
+kernel launched with a constexpr positional argument, the interpreter, or a launch hook
+(profilers such as proton set one) takes Triton's own path, so nothing observable changes
+but the time. Keys hold no tensors (only dtypes and alignment bits), so the cache keeps
+nothing alive; it is bounded by the number of distinct specialisations, as Triton's is.
+
+Not seen by the key (as in Triton's own cache after the first compile): changes to
+`triton.knobs` after a kernel was first launched (debug, instrumentation modes) and
+global values a kernel reads. `clear()` empties it.
+"""
+from __future__ import annotations
+
+import functools
+
+import torch
+
+_TENSOR_TYPES = (torch.Tensor, torch.nn.Parameter)
+_I32_MIN, _I32_MAX = -(2**31), 2**31 - 1
+
+# (id(kernel), device, positional specs, keyword items) -> (launcher, function, metadata, later parameters)
+_CACHE: dict = {}
+# id(kernel) -> (kernel, number of leading parameters that are not constexpr). Keyed by id: a JITFunction
+# hashes through its source's cache key (microseconds); holding the kernel keeps its id from being reused.
+_RUNTIME_PARAMS: dict = {}
+STATS = {"hits": 0, "misses": 0, "slow": 0}
+
+
+def clear():
+    _CACHE.clear()
+    _RUNTIME_PARAMS.clear()
+
+
+def launcher(kernel, grid, compile_only: bool = False):
+    """`kernel[grid]` (fast when repeated), or `kernel.warmup` on `grid` when only compiling
+    (the tuner's parallel warm-up). Call the result with the kernel's arguments."""
+    if compile_only:
+        return functools.partial(kernel.warmup, grid=grid)
+    return functools.partial(launch, kernel, grid)
+
+
+def _spec(a):
+    t = type(a)
+    if t is int:
+        return (a == 1, a & 15 == 0, _I32_MIN <= a <= _I32_MAX)
+    if t in _TENSOR_TYPES:
+        return (a.dtype, a.data_ptr() & 15 == 0)
+    if a is None or t is bool:
+        return a
+    if t is float:
+        return float
+    from triton._C.libtriton import native_specialize_impl
+    from triton.backends.compiler import BaseBackend
+
+    return native_specialize_impl(BaseBackend, a, False, True, True)
+
+
+def _runtime_params(kernel) -> int:
+    """How many leading parameters of `kernel` are runtime (not constexpr) arguments; -1 for
+    anything that is not a compiled JIT function (the interpreter's kernels): Triton's path."""
+    hit = _RUNTIME_PARAMS.get(id(kernel))
+    if hit is None:
+        from triton.runtime.jit import JITFunction
+
+        if isinstance(kernel, JITFunction):
+            n = next((i for i, p in enumerate(kernel.params) if p.is_constexpr), len(kernel.params))
+        else:
+            n = -1
+        hit = _RUNTIME_PARAMS[id(kernel)] = (kernel, n)
+    return hit[1]
+
+
+def _hooked(hook) -> bool:
+    """A launch hook is set: None or an empty chain (Triton 3.6's `HookChain`) is none."""
+    return hook is not None and bool(getattr(hook, "calls", True))
+
+
+@functools.lru_cache(maxsize=None)
+def _runtime():
+    """(knobs.runtime, current-device function, current-stream function) of the active Triton driver,
+    looked up once: `driver.active` is a lazy proxy that costs a few microseconds per access."""
+    from triton import knobs
+    from triton.runtime.driver import driver
+
+    active = driver.active
+    return knobs.runtime, active.get_current_device, active.get_current_stream
+
+
+def launch(kernel, grid, *args, **kwargs):
+    """kernel[grid](*args, **kwargs), with the compiled kernel looked up from our own key."""
+    if len(args) > _runtime_params(kernel):  # the interpreter, or a constexpr passed by position
+        STATS["slow"] += 1
+        return kernel[grid](*args, **kwargs)
+    runtime, current_device, current_stream = _runtime()
+    if _hooked(runtime.launch_enter_hook) or _hooked(runtime.launch_exit_hook):
+        STATS["slow"] += 1
+        return kernel[grid](*args, **kwargs)
+    device = current_device()
+    key = (id(kernel), device, tuple(map(_spec, args)), tuple(kwargs.items()))
+    try:
+        hit = _CACHE.get(key)
+    except TypeError:  # an unhashable keyword value: Triton's path
+        STATS["slow"] += 1
+        return kernel[grid](*args, **kwargs)
+    if hit is None:
+        STATS["misses"] += 1
+        compiled = kernel[grid](*args, **kwargs)
+        # Every later parameter is a constexpr (_runtime_params), passed by keyword or defaulted. The
+        # launcher skips constexpr slots, but takes them, as JITFunction.run passes every parameter.
+        tail = tuple(kwargs[p.name] if p.name in kwargs else p.default for p in kernel.params[len(args):])
+        _CACHE[key] = (compiled.run, compiled.function, compiled.packed_metadata, tail)
+        return compiled
+    STATS["hits"] += 1
+    run, function, metadata, tail = hit
+    g = (*grid, 1, 1)
+    run(g[0], g[1], g[2], current_stream(device), function, metadata, None, None, None, *args, *tail)
+
+
+def tma_descriptor(t, block_shape):
+    """Triton's host TMA descriptor of `t` (2-D) with `block_shape`, without the dataclass's per-call
+    validation (~1.5-3 us for three descriptors): callers pass only tensors `_common.tma_compatible`
+    accepted, the same rules (16-byte aligned base and row stride, unit last stride, no empty dim)."""
+    from triton.tools.tensor_descriptor import TensorDescriptor
+
+    d = object.__new__(TensorDescriptor)
+    d.base, d.shape, d.strides, d.block_shape, d.padding = t, t.shape, t.stride(), block_shape, "zero"
+    return d

@@ -1,0 +1,108 @@
+"""The launch cache on the GPU (gemmkit/ops/_launch.py): a cached launch computes exactly what
+Triton's own launch computes, a new specialisation compiles instead of reusing, and a launch
+hook (a profiler) sends every launch back through Triton."""
+import pytest
+import torch
+
+import gemmkit
+from gemmkit.kernels.triton.gemm import gemm_kernel
+from gemmkit.ops import _launch
+
+pytestmark = pytest.mark.gpu
+DEV = "cuda"
+PTR = {"BLOCK_SIZE_M": 16, "BLOCK_SIZE_N": 64, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 1, "num_warps": 4,
+       "num_stages": 3}
+TMA = dict(PTR, tma=True)
+SPLIT = dict(PTR, NUM_KSPLIT=3)
+
+
+def _tritons_path(fn):
+    real = _launch.launch
+    _launch.launch = lambda kernel, grid, *a, **k: kernel[grid](*a, **k)
+    try:
+        return fn()
+    finally:
+        _launch.launch = real
+
+
+def test_runtime_params_stop_at_the_first_constexpr():
+    n = _launch._runtime_params(gemm_kernel)
+    assert n > 0
+    assert not any(p.is_constexpr for p in gemm_kernel.params[:n])
+    assert gemm_kernel.params[n].is_constexpr
+
+
+@pytest.mark.parametrize("cfg", [PTR, TMA, SPLIT], ids=["pointer", "tma", "splitk"])
+def test_cached_launch_is_bitwise_tritons(cfg):
+    x = torch.randn(37, 320, device=DEV, dtype=torch.bfloat16)
+    w = torch.randn(200, 320, device=DEV, dtype=torch.bfloat16)
+    b = torch.randn(200, device=DEV, dtype=torch.bfloat16)
+    want = _tritons_path(lambda: gemmkit.gemm_a16w16(x, w, b, activation="gelu", config=cfg))
+    gemmkit.gemm_a16w16(x, w, b, activation="gelu", config=cfg)  # fills the cache
+    hits = _launch.STATS["hits"]
+    for _ in range(3):  # fresh inputs each time: a cached launch must read the new pointers
+        x.normal_()
+        w.normal_()
+        want = _tritons_path(lambda: gemmkit.gemm_a16w16(x, w, b, activation="gelu", config=cfg))
+        out = torch.full_like(want, float("nan"))
+        gemmkit.gemm_a16w16(x, w, b, activation="gelu", config=cfg, out=out)
+        torch.cuda.synchronize()
+        assert torch.equal(out, want)
+    assert _launch.STATS["hits"] > hits, "the cache was never used"
+
+
+def test_new_specialisations_compile():
+    """M == 1 (an int Triton turns into a constexpr), a misaligned pointer, a row stride that is not a
+    multiple of 16: each is a different compiled kernel, never a reuse of the aligned one."""
+    w = torch.randn(96, 64, device=DEV, dtype=torch.bfloat16)
+    for M in (32, 1, 2):
+        x = torch.randn(M, 64, device=DEV, dtype=torch.bfloat16)
+        ref = x.float() @ w.float().T
+        y = gemmkit.gemm_a16w16(x, w, config=PTR)
+        torch.testing.assert_close(y.float(), ref, rtol=2**-7, atol=1e-2)
+    big = torch.randn(5, 64 + 8, device=DEV, dtype=torch.bfloat16)
+    for x in (big[:, 1:65], big[:, 8:72], torch.randn(5, 64, device=DEV, dtype=torch.bfloat16)):
+        y = gemmkit.gemm_a16w16(x, w, config=PTR)
+        torch.testing.assert_close(y.float(), x.float() @ w.float().T, rtol=2**-7, atol=1e-2)
+    keys = {k[2] for k in _launch._CACHE if k[0] == id(gemm_kernel)}
+    aligned = [k for k in keys if k[0] == (torch.bfloat16, True)]
+    unaligned = [k for k in keys if k[0] == (torch.bfloat16, False)]
+    assert aligned and unaligned, keys
+
+
+def test_launch_hook_takes_tritons_path():
+    from triton import knobs
+
+    x = torch.randn(16, 64, device=DEV, dtype=torch.bfloat16)
+    w = torch.randn(64, 64, device=DEV, dtype=torch.bfloat16)
+    gemmkit.gemm_a16w16(x, w, config=PTR)
+    seen = []
+
+    def hook(metadata):
+        seen.append(metadata)
+
+    knobs.runtime.launch_enter_hook.add(hook)  # Triton 3.6: a HookChain (proton adds its hooks so)
+    try:
+        slow = _launch.STATS["slow"]
+        gemmkit.gemm_a16w16(x, w, config=PTR)
+        assert _launch.STATS["slow"] == slow + 1
+        assert seen, "the hook did not see the launch"
+    finally:
+        knobs.runtime.launch_enter_hook.remove(hook)
+
+
+def test_cuda_graph_capture_replays_cached_launches():
+    x = torch.randn(16, 256, device=DEV, dtype=torch.bfloat16)
+    w = torch.randn(512, 256, device=DEV, dtype=torch.bfloat16)
+    out = torch.empty(16, 512, device=DEV, dtype=torch.bfloat16)
+    for cfg in (PTR, SPLIT):
+        gemmkit.gemm_a16w16(x, w, config=cfg, out=out)  # compiled and cached before capture
+        torch.cuda.synchronize()
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            gemmkit.gemm_a16w16(x, w, config=cfg, out=out)
+        x.normal_()
+        out.fill_(float("nan"))
+        g.replay()
+        torch.cuda.synchronize()
+        torch.testing.assert_close(out.float(), x.float() @ w.float().T, rtol=2**-7, atol=2e-2)
