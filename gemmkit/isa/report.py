@@ -33,6 +33,7 @@ PROVIDERS = {
     "a16w16_gated": "gemmkit.ops.ffn",
     "split_cat": "gemmkit.ops.gemm_split_cat",
     "hopper_pingpong": "gemmkit.kernels.gluon.hopper_pingpong",
+    "hopper_pingpong_fp8": "gemmkit.kernels.gluon.hopper_pingpong_fp8",
     "cdna_pingpong": "gemmkit.kernels.gluon.cdna_pingpong",
 }
 OPS = tuple(PROVIDERS)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import torch
 
+from . import _a8w8_gluon
 from . import _common as C
 from . import _gemm as G
 
@@ -110,6 +111,10 @@ def _run(x, w, x_scale, w_scale, bias, config, y, compile_only=False):
     check_fp8_flavour(x, target)
     cfg, _source = C.resolve_config(TABLE_OP["int8" if x.dtype == torch.int8 else "fp8"], config, target, M, N, K)
     scaling = G.Scaling("rowcol", x_scale.reshape(M).contiguous(), w_scale.reshape(N).contiguous())
+    # "backend": "gluon" (fp8 on sm_90): the Gluon kernel where it can run, else the Triton tier below.
+    if _a8w8_gluon.try_launch(x, w, scaling, bias.contiguous() if bias is not None else None, y, cfg, target,
+                              compile_only):
+        return
     G.launch(G.matrix_operand(x), G.matrix_operand(w), bias.contiguous() if bias is not None else None, y,
              "none", cfg, target, scaling, compile_only=compile_only)
 

@@ -1,0 +1,159 @@
+"""The Gluon FP8 kernel (kernels/gluon/hopper_pingpong_fp8.py) against torch._scaled_mm (rowwise scales,
+use_fast_accum=False: cuBLASLt's precise mode) and the Triton tier's table config, in one process.
+
+  squares   4096^3 and 8192^3: every config in GLUON_CFGS, the Triton tier, _scaled_mm precise and
+            fast-accum; each also with fp32 out against float64 (the precision check).
+  models    llama3-70b layers at M = 256 / 1024 / 4096 (gemmkit/bench/model_configs.json): _scaled_mm
+            precise, the Triton tier (table), the best square Gluon config and the 64 x 128 one.
+CUDA-graph timing, inputs rotated (gemmkit.bench.timing). Writes the DESIGN.md results format.
+Usage on the GPU: PYTHONPATH=. python benchmarks/a8w8_gluon.py OUT.json [--squares-only]
+"""
+import datetime
+import json
+import os
+import subprocess
+import sys
+
+import torch
+
+import gemmkit
+from gemmkit.bench.ops import get
+from gemmkit.bench.suite import model_suite
+from gemmkit.bench.timing import rotation_count, time_graph
+from gemmkit.ops import _common as C
+
+
+def _cfg(bm, bn, bk, stages, group=8):
+    return {"BLOCK_SIZE_M": bm, "BLOCK_SIZE_N": bn, "BLOCK_SIZE_K": bk, "GROUP_SIZE_M": group, "num_warps": 4,
+            "num_stages": stages, "backend": "gluon"}
+
+
+GLUON_CFGS = [_cfg(128, 128, 128, 3), _cfg(128, 128, 128, 2), _cfg(128, 128, 128, 3, 16), _cfg(128, 128, 64, 6),
+              _cfg(64, 128, 128, 4), _cfg(128, 64, 128, 4)]
+
+
+def _vendor(fast):
+    def f(x, w, xs, ws):
+        return torch._scaled_mm(x, w.T, scale_a=xs, scale_b=ws, out_dtype=torch.bfloat16, use_fast_accum=fast)
+    return f
+
+
+def _rel64(y, x, w, xs, ws):
+    ref = (x.float().double() @ w.float().double().T) * xs.double() * ws.double()
+    return ((y.double() - ref).norm() / ref.norm()).item()
+
+
+def _row(M, N, K, backend, cfg, ms, ref_ms, extra=None):
+    flops, nbytes = 2 * M * N * K, M * K + N * K + 2 * M * N
+    r = {"op": "a8w8", "M": M, "N": N, "K": K, "dtype": "fp8", "backend": backend, "config": cfg, "ms": ms,
+         "tflops": flops / ms / 1e9, "gbps": nbytes / ms / 1e6, "ref_impl": "torch._scaled_mm rowwise, fast accum off",
+         "ref_ms": ref_ms, "ref_tflops": flops / ref_ms / 1e9, "ratio": ref_ms / ms}
+    r.update(extra or {})
+    print(json.dumps({k: (round(v, 4) if isinstance(v, float) else v) for k, v in r.items() if k != "config"},
+                     sort_keys=False), cfg and {k: cfg[k] for k in ("BLOCK_SIZE_M", "BLOCK_SIZE_N", "BLOCK_SIZE_K",
+                                                                       "GROUP_SIZE_M", "num_stages") if k in cfg},
+          flush=True)
+    return r
+
+
+def _sets(M, N, K, target, cap=8):
+    bop = get("a8w8")
+    n = rotation_count(M * K + N * K + 2 * M * N, target.l2_bytes, cap)
+    return [bop.inputs(M, N, K, "fp8", torch.device("cuda")) for _ in range(n)]
+
+
+def _time(fn, sets, rep_ms):
+    try:
+        return time_graph(fn, sets, rep_ms=rep_ms), None
+    except Exception as e:  # a config that cannot compile or run is a row with an error, not a crash
+        return None, f"{type(e).__name__}: {str(e)[:300]}"
+
+
+def squares(target, rows):
+    best = {}
+    for M, N, K in [(4096, 4096, 4096), (8192, 8192, 8192)]:
+        sets = _sets(M, N, K, target)
+        x, w, xs, ws = sets[0]
+        ref_ms, _ = _time(_vendor(False), sets, 100)
+        fast_ms, _ = _time(_vendor(True), sets, 100)
+        y = torch._scaled_mm(x, w.T, scale_a=xs, scale_b=ws, out_dtype=torch.float32, use_fast_accum=False)
+        rows.append(_row(M, N, K, "torch._scaled_mm precise", None, ref_ms, ref_ms,
+                         {"rel_err_fp32_out": _rel64(y, x, w, xs, ws)}))
+        y = torch._scaled_mm(x, w.T, scale_a=xs, scale_b=ws, out_dtype=torch.float32, use_fast_accum=True)
+        rows.append(_row(M, N, K, "torch._scaled_mm fast_accum", None, fast_ms, ref_ms,
+                         {"rel_err_fp32_out": _rel64(y, x, w, xs, ws)}))
+        table_cfg, _src = C.resolve_config("a8w8", "", target, M, N, K)
+        for backend, cfg in [("triton", table_cfg)] + [("gluon", c) for c in GLUON_CFGS]:
+            try:
+                ms = time_graph(lambda x, w, xs, ws, c=cfg: gemmkit.gemm_a8w8(x, w, xs, ws, config=c), sets,
+                                rep_ms=100)
+                y = gemmkit.gemm_a8w8(x, w, xs, ws, out_dtype=torch.float32, config=cfg)
+                err = _rel64(y, x, w, xs, ws)
+                del y
+            except Exception as e:  # a config that cannot compile or run is a row with an error
+                rows.append({"op": "a8w8", "M": M, "N": N, "K": K, "backend": backend, "config": cfg,
+                             "error": f"{type(e).__name__}: {str(e)[:300]}"})
+                print("ERROR", backend, cfg, rows[-1]["error"], flush=True)
+                continue
+            rows.append(_row(M, N, K, backend, cfg, ms, ref_ms, {"rel_err_fp32_out": err}))
+            if backend == "gluon":
+                key = json.dumps(cfg, sort_keys=True)
+                best[key] = best.get(key, 0.0) + ref_ms / ms
+        # The vendor again at the end: the spread of two timings of one version (noise floor).
+        ref2_ms, _ = _time(_vendor(False), sets, 100)
+        rows.append(_row(M, N, K, "torch._scaled_mm precise (repeat)", None, ref2_ms, ref_ms))
+        del sets
+        torch.cuda.empty_cache()
+    ranked = sorted(best, key=best.get, reverse=True)
+    return [json.loads(k) for k in ranked]
+
+
+def models(target, rows, gluon_cfgs):
+    for label, M, N, K in model_suite(["llama3-70b"], [256, 1024, 4096]):
+        sets = _sets(M, N, K, target, cap=4)
+        ref_ms, _ = _time(_vendor(False), sets, 60)
+        table_cfg, _src = C.resolve_config("a8w8", "", target, M, N, K)
+        for backend, cfg in [("triton", table_cfg)] + [("gluon", c) for c in gluon_cfgs]:
+            ms, err = _time(lambda x, w, xs, ws, c=cfg: gemmkit.gemm_a8w8(x, w, xs, ws, config=c), sets, 60)
+            if ms is None:
+                rows.append({"op": "a8w8", "M": M, "N": N, "K": K, "backend": backend, "config": cfg, "error": err})
+                continue
+            rows.append(_row(M, N, K, backend, cfg, ms, ref_ms, {"label": label}))
+        del sets
+        torch.cuda.empty_cache()
+
+
+def main(path, squares_only=False):
+    torch.backends.cuda.matmul.allow_tf32 = False
+    target = C.target_for(torch.device("cuda"))
+    try:
+        clock = int(subprocess.run(["nvidia-smi", "--query-gpu=clocks.sm", "--format=csv,noheader,nounits"],
+                                   capture_output=True, text=True).stdout.split()[0])
+    except Exception:
+        clock = None
+    import triton
+
+    rows = []
+    out = {"device": torch.cuda.get_device_name(), "sm_clock_mhz": clock, "torch": torch.__version__.split("+")[0],
+           "triton": triton.__version__, "date": datetime.date.today().isoformat(),
+           "git_sha": os.environ.get("GEMMKIT_GIT_SHA", "unknown"), "timing": "cuda graph, inputs rotated",
+           "rows": rows}
+    try:
+        ranked = squares(target, rows)
+        json.dump(out, open(path, "w"), indent=1)
+        if not squares_only:
+            small = [c for c in ranked if c["BLOCK_SIZE_M"] == 64][:1]
+            models(target, rows, ranked[:1] + [c for c in small if c not in ranked[:1]])
+    finally:
+        json.dump(out, open(path, "w"), indent=1)
+    print("\nsummary (ratio = _scaled_mm precise ms / ms):")
+    for r in rows:
+        if "ratio" in r and r["backend"] in ("triton", "gluon"):
+            c = r["config"]
+            print(f"{r['M']:>5} {r['N']:>6} {r['K']:>6} {r['backend']:<7} {c['BLOCK_SIZE_M']}x{c['BLOCK_SIZE_N']}x"
+                  f"{c['BLOCK_SIZE_K']}/s{c['num_stages']}/g{c['GROUP_SIZE_M']} {r['tflops']:7.1f} TF "
+                  f"{r['ratio']:.3f}x" + (f" err {r['rel_err_fp32_out']:.3g}" if "rel_err_fp32_out" in r else ""))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], "--squares-only" in sys.argv)

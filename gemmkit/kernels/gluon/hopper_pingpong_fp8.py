@@ -1,0 +1,476 @@
+"""FP8 GEMM for Hopper (sm_90) in Gluon, promoted to fp32: y = (x @ w.T) * x_scale[m] * w_scale[n] (+ bias).
+
+x (M, K) and w (N, K) float8_e4m3fn, x_scale (M,) and w_scale (N,) fp32 (per token, per
+channel), bias (N,) bf16 / fp16 / fp32, y bf16 / fp16 / fp32. The accumulator is fp32 at
+full precision: the tensor cores' fp8 accumulator (a reduced-precision adder) carries at
+most PROMOTE_K = BLOCK_SIZE_K <= 128 products before the kernel adds it into an fp32
+register tile with ordinary FADDs (the "promotion"), as cuBLAS's precise mode,
+CUTLASS's FP8 mainloop (promotion interval 4 MMAs of k32 = 128) and the Triton tier
+(kernels/triton/_mainloop.py, max_num_imprecise_acc = 128) do.
+
+Why the structure differs from the BF16 ping-pong (hopper_pingpong.py, whose plan, ring
+counters and tile order this file imports): promotion means waiting for the wgmma group and
+running FADDs; in one warpgroup the tensor cores idle meanwhile. So two consumer
+warpgroups run their mainloops *at the same time*, each on its own tile, each fed by its own
+load warp and its own shared-memory ring: while one waits and promotes, the other's wgmma
+keeps the tensor cores busy (and one's epilogue runs under the other's mainloop). There is
+no turn barrier: with a ring per consumer, every full / empty barrier has exactly one
+waiter and one arriver, so its parity is exact without one.
+
+Five partitions per CTA (`gl.warp_specialize`; persistent: one CTA per SM):
+
+  mma 0   (4 warps)  consumer 0: local tiles 0, 2, 4, ...   (tile ids pid, pid + 2 grid, ...)
+  mma 1   (4 warps)  consumer 1: local tiles 1, 3, 5, ...   (tile ids pid + grid, pid + 3 grid, ...)
+  load 0  (1 warp)   TMA x[BM, BK], w[BN, BK] of consumer 0's tiles into ring 0
+  load 1  (1 warp)   the same for consumer 1, ring 1
+
+Tile layout (one consumer's BM x BN tile; BM = 128 is two 64-row slices, one wgmma
+m64nBNk32 chain each; the partial accumulator p is one 64 x BN slice, reused)::
+
+            BK (one ring stage, <= 128 = PROMOTE_K)
+          ┌──────────┐          ┌──────────────────────┐
+   a rows │ 0..63    │──wgmma──►│ p (64 x BN, fp32,    │──FADD──► acc0 (64 x BN fp32)  rows  0..63
+          ├──────────┤    ▲     │ tensor-core adder)   │
+          │ 64..127  │──wgmma──►│                      │──FADD──► acc1 (64 x BN fp32)  rows 64..127
+          └──────────┘    │     └──────────────────────┘
+          b = w[BN, BK]ᵀ ─┘     registers per consumer thread: acc0 + acc1 + p
+                                = (BM + 64) * BN / 128 (128 x 128: 192 of the 240 setmaxnreg gives)
+
+Phase timeline of one K step in consumer c (BK = 128; "wg" = 4 wgmma k32 issued async,
+use_acc=False so each chain starts from zero; "wait" = warpgroup_mma_wait(0))::
+
+   mma 0 │ wg top │ wait │ FADD acc0 │ wg bot │ wait │ FADD acc1 │ arrive empty │ wg top │ ...
+   mma 1 │ FADD ..│ wg top        │ wait │ FADD acc0 │ wg bot        │ wait │ ...
+   tensor│ mma0 top│ mma1 top     │ mma0 bot       │ mma1 bot      │ ...      (shared by both)
+                    ▲ promotion of consumer 0 (wait + FADDs) runs under consumer 1's wgmma
+
+   tile level: load c │ k steps of its tiles, S stages ahead │ ...
+               mma c  │ mainloop tile j │ epi j (scales, bias, cast, smem, TMA store) │ mainloop j+2 │
+   The two consumers drift freely; only the epilogues of a shared output tile (C_TILES = 1)
+   alternate, handed over by c_free (as in hopper_pingpong.py).
+
+Barriers (count 1 each): full[r*S + s] / empty[r*S + s] of ring r in {0, 1}, slot s:
+   full   load r: expect-tx + 2 TMA;   mma r: wait parity (g // S) & 1 (g = its ring step count)
+   empty  mma r: arrive once both slices' wgmmas read slot s;  load r: wait parity ((g // S) & 1) ^ 1
+   c_free (C_TILES = 1) consumer of local tile j arrives after its store_wait; tile j + 1's waits
+          parity j & 1 (consumer 0: 1, consumer 1: 0): epilogues alternate 0, 1, 0, ...
+
+Why max_num_imprecise_acc is left at the sm_90 default (2**30: the compiler adds no
+promotion): the kernel promotes itself. Setting it to BK (<= the op's K) would make the
+compiler add a second partial accumulator and a wgmma wait *inside* each warpgroup_mma --
+the Triton tier's schedule, whose stall this kernel exists to hide. Each chain runs BK
+products from zero (use_acc=False), so no fp8 sum ever exceeds PROMOTE_K products; the
+GPU tests check the error against float64 matches the Triton tier's promoted kernel.
+
+Constraints:
+  - sm_90 only (wgmma, TMA, setmaxnreg); x and w float8_e4m3fn; y bf16, fp16 or fp32;
+    x_scale (M,) and w_scale (N,) contiguous fp32; bias (N,) contiguous (any float dtype).
+  - TMA rules: x, w, y 2-D, unit last stride, 16-byte aligned base and row stride
+    (K % 16 == 0; N % 8 == 0 for a 16-bit y, N % 4 for fp32). M, N, K need not be multiples
+    of the tile: TMA zero-fills out-of-bounds loads (zeros add nothing) and clips stores.
+  - BLOCK_SIZE_M in {64, 128} (64-row wgmma slices); BLOCK_SIZE_N a power of two in
+    [16, 256]; BLOCK_SIZE_K in {32, 64, 128} (k32 wgmma; <= 128 is the promotion interval);
+    (BM + 64) * BN / 128 <= 192 live accumulator registers per consumer thread.
+  - num_warps == 4 (per consumer); NUM_KSPLIT == 1 (split-K runs on the Triton tier).
+    num_stages is the depth of *each* of the two rings (upper bound: the most that fit
+    beside the output tile(s), >= 2).
+  - K >= 1 (the op handles K == 0); M * N tiles < 2**31.
+"""
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+from triton.experimental import gluon
+from triton.experimental.gluon import language as gl
+from triton.experimental.gluon.language.nvidia.hopper import (
+    fence_async_shared, mbarrier, tma, warpgroup_mma, warpgroup_mma_wait)
+
+from ..triton._schedule import tile_coords
+from . import hopper_pingpong as hp
+from .hopper_pingpong import _ring_next
+
+KERNEL_NAME = "hopper_pingpong_fp8_kernel"
+
+# Checked by `gemmkit isa` (gemmkit/isa/promises.py). fp8 wgmma is QGMMA in SASS (HGMMA is 16-bit).
+PROMISES = (
+    {"promise": "four partitions, 4 + 4 + 1 + 1 warps, padded to warpgroups", "check": "num_warps == 12"},
+    {"promise": "register cap at entry = 64K / threads, rounded down to 8 (setmaxnreg moves registers within it)",
+     "check": "vgpr == 65536 // (num_warps * 32) // 8 * 8"},
+    {"promise": "no spills", "check": "spill_bytes == 0"},
+    {"promise": "no local-memory traffic", "check": "counts['LDL'] + counts['STL'] == 0"},
+    {"promise": "shared memory within the target", "check": "lds_bytes <= target.shared_mem_bytes"},
+    {"promise": "shared memory within the plan's bound (smem_bytes)", "check": "lds_bytes <= smem_bound"},
+    {"promise": "fp8 wgmma (QGMMA) in both consumers, no mma.sync",
+     "check": "counts['QGMMA'] > 0 and counts['HMMA'] == 0 and counts['HGMMA'] == 0"},
+    {"promise": "TMA loads (UTMALDG)", "check": "counts['UTMALDG'] > 0"},
+    {"promise": "TMA store (UTMASTG) of the output tile", "check": "counts['UTMASTG'] > 0"},
+)
+
+# ----------------------------------------------------------------------------- the plan (one place)
+
+SLICE_M = 64  # rows of one wgmma chain (m64) and of the partial accumulator
+MAX_PROMOTE_K = 128  # fp8 products the tensor cores' adder may carry before an fp32 FADD
+_MAX_LIVE_ACC = 192  # acc + partial fp32 registers per consumer thread (of 240: the rest for addresses)
+_LOADERS = 2  # one load warp per consumer ring
+CONFIG_KEYS = hp.CONFIG_KEYS
+_IGNORED_KEYS = hp._IGNORED_KEYS
+
+
+@dataclass(frozen=True)
+class Plan:
+    BM: int
+    BN: int
+    BK: int
+    GROUP_SIZE_M: int
+    promote_k: int  # fp8 products per tensor-core chain before the fp32 FADD (= BK)
+    slices: int  # 64-row wgmma slices per tile (BM / 64)
+    stages: int  # depth of each of the two rings
+    stage_bytes: int  # one (a, b) ring slot
+    c_tiles: int  # output staging tiles: 2 (one per consumer) or 1 (shared, handed over by c_free)
+    epilogue_bytes: int
+    smem_bytes: int  # upper bound on the kernel's shared memory
+    warps: int  # warps the CTA runs (partitions padded to warpgroups)
+    regs_at_entry: int
+    mma_regs: int  # per consumer thread after setmaxnreg
+    load_regs: int
+    acc_regs: int  # fp32 accumulator registers per consumer thread (BM * BN / 128)
+    partial_regs: int  # the 64 x BN partial accumulator (64 * BN / 128)
+    swizzle_a: int
+    swizzle_b: int
+    swizzle_c: int
+
+
+def derive(cfg: dict, target=None, out_bytes: int = 2) -> Plan:
+    """Everything the kernel and its launch need, from one config. ValueError names the key that cannot work.
+
+    Derivation (H200: 227 KiB shared memory per block, 64 K registers per SM; fp8 = 1 byte):
+      promote  every BK products (BK <= 128): each k step of a 64-row slice is one chain of
+               BK / 32 wgmma k32 from zero, then one FADD per accumulator register.
+      regs     acc BM * BN / 128 + partial 64 * BN / 128 per consumer thread (128 x 128: 128 + 64
+               = 192; 64 x 256 would need 256: refused). Warps: 4 + 4 + 1 + 1, the two load warps
+               share one padded warpgroup -> 12 warps, 384 threads, 168 registers at entry;
+               setmaxnreg: load warpgroup 24, consumers (168 * 384 - 24 * 128) / 256 = 240
+               (hopper_pingpong.derive's numbers: the same split).
+      ring     stage_bytes = (BM + BN) * BK (128 x 128 x 128: 32 KiB); two rings of `stages` each.
+               Two output tiles (one per consumer) when 2 * num_stages stages fit beside them, else
+               one shared tile and stages = min(num_stages, (smem - tile - slack) // (2 * stage_bytes)),
+               at least 2. 128 x 128 x 128, bf16 out: 2 tiles -> 2 stages a ring; 1 tile -> 3.
+      swizzle  128 B rows (BK = 128 fp8): 128-byte swizzle for a and b; y as hopper_pingpong.
+    """
+    for key in CONFIG_KEYS:
+        if key not in cfg:
+            raise ValueError(f"config: missing key {key!r} for the gluon fp8 backend")
+    unknown = set(cfg) - set(CONFIG_KEYS) - set(_IGNORED_KEYS)
+    if unknown:
+        raise ValueError(f"config: keys {sorted(unknown)} do not apply to the gluon fp8 kernel")
+    if cfg.get("NUM_KSPLIT", 1) != 1:
+        raise ValueError(f"config: key 'NUM_KSPLIT' = {cfg['NUM_KSPLIT']}; the gluon backend needs 1")
+    bm, bn, bk = cfg["BLOCK_SIZE_M"], cfg["BLOCK_SIZE_N"], cfg["BLOCK_SIZE_K"]
+    pow2 = lambda v: isinstance(v, int) and v > 0 and v & (v - 1) == 0  # noqa: E731
+    if bm not in (64, 128):
+        raise ValueError(f"config: key 'BLOCK_SIZE_M' = {bm}; the gluon fp8 backend needs 64 or 128 (m64 slices)")
+    if not (pow2(bn) and 16 <= bn <= 256):
+        raise ValueError(f"config: key 'BLOCK_SIZE_N' = {bn}; expected a power of two in [16, 256]")
+    if bk not in (32, 64, 128):
+        raise ValueError(f"config: key 'BLOCK_SIZE_K' = {bk}; the gluon fp8 backend needs 32, 64 or 128 "
+                         f"(k32 wgmma, promotion at least every {MAX_PROMOTE_K} products)")
+    if cfg["num_warps"] != hp._CONSUMER_WARPS:
+        raise ValueError(f"config: key 'num_warps' = {cfg['num_warps']}; the gluon backend needs 4 "
+                         "(warps per consumer warpgroup)")
+    if not (isinstance(cfg["GROUP_SIZE_M"], int) and cfg["GROUP_SIZE_M"] >= 1):
+        raise ValueError(f"config: key 'GROUP_SIZE_M' = {cfg['GROUP_SIZE_M']!r}; expected an integer >= 1")
+    threads = 32 * hp._CONSUMER_WARPS
+    acc_regs, partial_regs = bm * bn // threads, SLICE_M * bn // threads
+    if acc_regs + partial_regs > _MAX_LIVE_ACC:
+        raise ValueError(f"config: BLOCK_SIZE_M x BLOCK_SIZE_N = {bm} x {bn} needs {acc_regs} + {partial_regs} "
+                         f"accumulator registers per thread (fp32 tile + partial); the gluon fp8 backend "
+                         f"allows {_MAX_LIVE_ACC}")
+    smem = target.shared_mem_bytes if target is not None else 232448
+    stage_bytes = (bm + bn) * bk
+    tile_bytes = bm * bn * out_bytes
+    ring_pair = 2 * stage_bytes  # one slot in each ring
+    c_tiles = 2 if (smem - 2 * tile_bytes - hp._BARRIER_SLACK) // ring_pair >= cfg["num_stages"] else 1
+    epilogue_bytes = c_tiles * tile_bytes
+    fit = (smem - epilogue_bytes - hp._BARRIER_SLACK) // ring_pair
+    stages = min(cfg["num_stages"], fit)
+    if stages < 2:
+        raise ValueError(f"config: {bm} x {bn} x {bk} leaves room for {fit} stage(s) per ring beside the "
+                         f"{epilogue_bytes}-byte output tile ({out_bytes}-byte output); each ring needs 2")
+    warps = 2 * hp._CONSUMER_WARPS + 4 * -(-_LOADERS // 4)
+    regs_at_entry = hp._REG_FILE // (warps * 32) // 8 * 8
+    mma_regs = (regs_at_entry * warps * 32 - hp._LOAD_REGS * 128) // (2 * 128) // 8 * 8
+    return Plan(BM=bm, BN=bn, BK=bk, GROUP_SIZE_M=cfg["GROUP_SIZE_M"], promote_k=bk, slices=bm // SLICE_M,
+                stages=stages, stage_bytes=stage_bytes, c_tiles=c_tiles, epilogue_bytes=epilogue_bytes,
+                smem_bytes=2 * stages * stage_bytes + epilogue_bytes + hp._BARRIER_SLACK, warps=warps,
+                regs_at_entry=regs_at_entry, mma_regs=mma_regs, load_regs=hp._LOAD_REGS, acc_regs=acc_regs,
+                partial_regs=partial_regs, swizzle_a=hp._swizzle(bk), swizzle_b=hp._swizzle(bk),
+                swizzle_c=hp._swizzle(bn * out_bytes))
+
+
+def constexprs(plan: Plan, *, has_bias: bool) -> dict:
+    """The kernel's constexpr arguments (one place for the launch and the static compile)."""
+    return dict(STAGES=plan.stages, C_TILES=plan.c_tiles, GROUP_SIZE_M=plan.GROUP_SIZE_M, HAS_BIAS=has_bias,
+                MMA_REGS=plan.mma_regs, LOAD_REGS=plan.load_regs)
+
+
+# ----------------------------------------------------------------------------- device code
+
+@gluon.jit
+def _load_partition(RING: gl.constexpr, x_desc, w_desc, a_ring, b_ring, full, empty, M, N, K,
+                    STAGES: gl.constexpr, GROUP_SIZE_M: gl.constexpr):
+    """1 warp: every K step of consumer RING's tiles (local tiles RING, RING + 2, ...) into ring RING."""
+    BM: gl.constexpr = x_desc.block_type.shape[0]
+    BK: gl.constexpr = x_desc.block_type.shape[1]
+    BN: gl.constexpr = w_desc.block_type.shape[0]
+    num_pid_m = gl.cdiv(M, BM)
+    num_pid_n = gl.cdiv(N, BN)
+    k_steps = gl.cdiv(K, BK)
+    nprog = gl.num_programs(0)
+    idx = 0
+    phase = 0
+    for tile_id in range(gl.program_id(0) + RING * nprog, num_pid_m * num_pid_n, 2 * nprog):
+        pid_m, pid_n = tile_coords(tile_id, num_pid_m, num_pid_n, GROUP_SIZE_M, 1)
+        for kk in range(k_steps):
+            slot = RING * STAGES + idx
+            mbarrier.wait(empty.index(slot), phase ^ 1)  # round 0 passes: fresh barrier
+            bar = full.index(slot)
+            mbarrier.expect(bar, x_desc.block_type.nbytes + w_desc.block_type.nbytes)
+            tma.async_copy_global_to_shared(x_desc, [pid_m * BM, kk * BK], bar, a_ring.index(slot))
+            tma.async_copy_global_to_shared(w_desc, [pid_n * BN, kk * BK], bar, b_ring.index(slot))
+            idx, phase = _ring_next(idx, phase, STAGES)
+
+
+@gluon.jit
+def _chain(a, b, p):
+    """One promotion interval: BK / 32 wgmma k32 from zero into the partial p, waited.
+    max_num_imprecise_acc stays at the sm_90 default on purpose (module docstring)."""
+    p = warpgroup_mma(a, b, p, use_acc=False, is_async=True)
+    return warpgroup_mma_wait(0, deps=(p,))
+
+
+@gluon.jit
+def _store_slice(c_smem, acc, ROW: gl.constexpr, xs_ptr, ws, bias, offs_m, M, HAS_BIAS: gl.constexpr):
+    """Epilogue of one 64-row slice into c_smem rows ROW..ROW+63: (acc * x_scale[m]) * w_scale[n] + bias[n]
+    in fp32 (the Triton tier's order: kernels/triton/_epilogue.py), cast to y's dtype."""
+    xs = gl.load(xs_ptr + offs_m + ROW, mask=offs_m + ROW < M, other=0.0)
+    out = acc * xs[:, None] * ws[None, :]
+    if HAS_BIAS:
+        out = out + bias[None, :]
+    c_smem.slice(ROW, acc.shape[0]).store(out.to(c_smem.dtype))
+
+
+@gluon.jit
+def _mma_partition(CONSUMER: gl.constexpr, y_desc, xs_ptr, ws_ptr, bias_ptr, a_ring, b_ring, c_smem, full, empty,
+                   c_free, M, N, K, BK: gl.constexpr, STAGES: gl.constexpr, C_TILES: gl.constexpr,
+                   GROUP_SIZE_M: gl.constexpr, HAS_BIAS: gl.constexpr):
+    """1 warpgroup: local tiles CONSUMER, CONSUMER + 2, ...: promoted mainloop, then the epilogue."""
+    BM: gl.constexpr = y_desc.block_type.shape[0]
+    BN: gl.constexpr = y_desc.block_type.shape[1]
+    SM: gl.constexpr = 64  # SLICE_M
+    # wgmma accumulator of one 64-row slice: 4 warps along M, instruction m16 x BN x k32 (fp8) per warp.
+    acc_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
+                                                         instr_shape=[16, BN, 32])
+    num_pid_m = gl.cdiv(M, BM)
+    num_pid_n = gl.cdiv(N, BN)
+    k_steps = gl.cdiv(K, BK)
+    nprog = gl.num_programs(0)
+    idx = 0
+    phase = 0
+    for tile_id in range(gl.program_id(0) + CONSUMER * nprog, num_pid_m * num_pid_n, 2 * nprog):
+        pid_m, pid_n = tile_coords(tile_id, num_pid_m, num_pid_n, GROUP_SIZE_M, 1)
+        acc0 = gl.zeros((SM, BN), dtype=gl.float32, layout=acc_layout)
+        acc1 = gl.zeros((SM, BN), dtype=gl.float32, layout=acc_layout)
+        # The partial, overwritten by each chain. Per tile, not carried across tiles: dead in the
+        # epilogue, whose scales and bias need its registers (carried: 160 bytes of spills).
+        p = gl.zeros((SM, BN), dtype=gl.float32, layout=acc_layout)
+        for kk in range(k_steps):
+            slot = CONSUMER * STAGES + idx
+            mbarrier.wait(full.index(slot), phase)
+            a = a_ring.index(slot)
+            b = b_ring.index(slot).permute((1, 0))
+            p = _chain(a.slice(0, SM), b, p)
+            acc0 = acc0 + p  # promotion of rows 0..63 (the other consumer's wgmma runs meanwhile)
+            if BM == 2 * SM:
+                p = _chain(a.slice(SM, SM), b, p)
+                acc1 = acc1 + p  # rows 64..127
+            mbarrier.arrive(empty.index(slot))  # both chains have read the slot
+            idx, phase = _ring_next(idx, phase, STAGES)
+        # Epilogue (runs under the other consumer's mainloop).
+        offs_m = pid_m * BM + gl.arange(0, SM, layout=gl.SliceLayout(1, acc_layout))
+        offs_n = pid_n * BN + gl.arange(0, BN, layout=gl.SliceLayout(0, acc_layout))
+        # w_scale and bias once for both slices (64 + 64 registers when loaded per slice: the
+        # Triton tier's `epilogue` twice spilled 160 bytes at 128 x 128).
+        ws = gl.load(ws_ptr + offs_n, mask=offs_n < N, other=0.0)
+        bias = ws
+        if HAS_BIAS:
+            bias = gl.load(bias_ptr + offs_n, mask=offs_n < N, other=0.0).to(gl.float32)
+        if C_TILES == 2:
+            tma.store_wait(0)  # my previous tile's TMA store has read my c_smem
+        else:
+            mbarrier.wait(c_free, 1 - CONSUMER)  # the other consumer's last store has read the shared c
+        _store_slice(c_smem, acc0, 0, xs_ptr, ws, bias, offs_m, M, HAS_BIAS)
+        if BM == 2 * SM:
+            _store_slice(c_smem, acc1, SM, xs_ptr, ws, bias, offs_m, M, HAS_BIAS)
+        fence_async_shared()  # generic-proxy writes -> async-proxy (TMA) read
+        tma.async_copy_shared_to_global(y_desc, [pid_m * BM, pid_n * BN], c_smem)
+        if C_TILES == 1:
+            tma.store_wait(0)
+            mbarrier.arrive(c_free)
+    tma.store_wait(0)
+
+
+@gluon.jit(do_not_specialize=["M", "N", "K"])  # TMA handles every M, N, K: one compile per config
+def hopper_pingpong_fp8_kernel(x_desc, w_desc, y_desc, xs_ptr, ws_ptr, bias_ptr, M, N, K,
+                               STAGES: gl.constexpr, C_TILES: gl.constexpr, GROUP_SIZE_M: gl.constexpr,
+                               HAS_BIAS: gl.constexpr, MMA_REGS: gl.constexpr, LOAD_REGS: gl.constexpr):
+    BM: gl.constexpr = x_desc.block_type.shape[0]
+    BK: gl.constexpr = x_desc.block_type.shape[1]
+    BN: gl.constexpr = w_desc.block_type.shape[0]
+    a_ring = gl.allocate_shared_memory(x_desc.dtype, [2 * STAGES, BM, BK], x_desc.layout)  # ring r: r*S ..
+    b_ring = gl.allocate_shared_memory(w_desc.dtype, [2 * STAGES, BN, BK], w_desc.layout)
+    c0 = gl.allocate_shared_memory(y_desc.dtype, [BM, BN], y_desc.layout)
+    if C_TILES == 2:
+        c1 = gl.allocate_shared_memory(y_desc.dtype, [BM, BN], y_desc.layout)
+    else:
+        c1 = c0
+    full = gl.allocate_shared_memory(gl.int64, [2 * STAGES, 1], mbarrier.MBarrierLayout())
+    empty = gl.allocate_shared_memory(gl.int64, [2 * STAGES, 1], mbarrier.MBarrierLayout())
+    c_free = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
+    for i in gl.static_range(2 * STAGES):
+        mbarrier.init(full.index(i), count=1)  # the ring's loader: expect-tx arrive (+ the TMA bytes)
+        mbarrier.init(empty.index(i), count=1)  # the ring's consumer
+    mbarrier.init(c_free, count=1)  # (C_TILES == 1) the last store's consumer, after store_wait
+    gl.warp_specialize([
+        (_mma_partition, (0, y_desc, xs_ptr, ws_ptr, bias_ptr, a_ring, b_ring, c0, full, empty, c_free, M, N, K,
+                          BK, STAGES, C_TILES, GROUP_SIZE_M, HAS_BIAS)),
+        (_mma_partition, (1, y_desc, xs_ptr, ws_ptr, bias_ptr, a_ring, b_ring, c1, full, empty, c_free, M, N, K,
+                          BK, STAGES, C_TILES, GROUP_SIZE_M, HAS_BIAS)),
+        (_load_partition, (0, x_desc, w_desc, a_ring, b_ring, full, empty, M, N, K, STAGES, GROUP_SIZE_M)),
+        (_load_partition, (1, x_desc, w_desc, a_ring, b_ring, full, empty, M, N, K, STAGES, GROUP_SIZE_M)),
+    ], [4, 1, 1], [MMA_REGS, LOAD_REGS, LOAD_REGS])
+
+
+# ----------------------------------------------------------------------------- host side
+
+_OUT_NAME = {"torch.bfloat16": "bf16", "torch.float16": "fp16", "torch.float32": "fp32"}
+
+
+@functools.lru_cache(maxsize=None)
+def fp8_layout(rows: int, cols: int):
+    """NVMMA shared layout of an fp8 rows x cols TMA box (128-byte swizzle for 128 columns)."""
+    return gl.NVMMASharedLayout.get_default_for([rows, cols], gl.float8e4nv)
+
+
+def unsupported(x, w, y, x_scale=None, w_scale=None, target=None) -> str | None:
+    """Why this kernel cannot run these tensors (None: it can). The op falls back to the Triton tier then."""
+    import torch
+
+    if target is not None and target.arch != "sm_90":
+        return f"needs sm_90, not {target.arch}"
+    if x.dtype != torch.float8_e4m3fn or w.dtype != torch.float8_e4m3fn:
+        return f"needs float8_e4m3fn x and w, got {x.dtype} and {w.dtype}"
+    if y.dtype not in (torch.bfloat16, torch.float16, torch.float32):
+        return f"needs a bf16, fp16 or fp32 output, got {y.dtype}"
+    for name, t in (("x", x), ("w", w), ("y", y)):
+        if not hp._tma_ok(t):
+            return f"{name}: TMA needs a 2-D tensor, unit last stride, 16-byte aligned base and row stride"
+    for name, s in (("x_scale", x_scale), ("w_scale", w_scale)):
+        if s is not None and (s.dtype != torch.float32 or s.dim() != 1 or s.stride(0) != 1):
+            return f"{name}: needs a contiguous 1-D fp32 vector"
+    return None
+
+
+def launch(x, w, x_scale, w_scale, bias, y, cfg, target, compile_only=False):
+    """y = (x @ w.T) * x_scale[:, None] * w_scale[None, :] + bias with this kernel.
+
+    x (M, K), w (N, K) float8_e4m3fn; x_scale (M,), w_scale (N,) contiguous fp32; bias (N,) contiguous or
+    None; y (M, N). `cfg`: BLOCK_SIZE_M/N/K, GROUP_SIZE_M, num_warps (4), num_stages (per ring, upper
+    bound); `backend`, `persistent`, `tma` accepted and ignored; NUM_KSPLIT must be 1. `target`: a
+    gemmkit.arch.Target (num_cus sizes the persistent grid). ValueError when `unsupported` says no.
+    """
+    from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
+
+    why = unsupported(x, w, y, x_scale, w_scale, target)
+    if why:
+        raise ValueError(f"gluon fp8 ping-pong: {why}")
+    M, K = x.shape
+    N = w.shape[0]
+    if (w.shape[1] != K or tuple(y.shape) != (M, N) or tuple(x_scale.shape) != (M,) or
+            tuple(w_scale.shape) != (N,) or (bias is not None and tuple(bias.shape) != (N,))):
+        raise ValueError(f"gluon fp8 ping-pong: shapes x {tuple(x.shape)}, w {tuple(w.shape)}, y {tuple(y.shape)}, "
+                         f"x_scale {tuple(x_scale.shape)}, w_scale {tuple(w_scale.shape)}, bias "
+                         f"{None if bias is None else tuple(bias.shape)} do not fit y = (x @ w.T) * scales + bias")
+    if K == 0:
+        raise ValueError("gluon fp8 ping-pong: K == 0 (the empty sum) is the op's to handle")
+    plan = derive(cfg, target, y.element_size())
+    bm, bn, bk = plan.BM, plan.BN, plan.BK
+    x_desc = TensorDescriptor.from_tensor(x, [bm, bk], fp8_layout(bm, bk))
+    w_desc = TensorDescriptor.from_tensor(w, [bn, bk], fp8_layout(bn, bk))
+    y_desc = TensorDescriptor.from_tensor(y, [bm, bn], hp.shared_layout(bm, bn, _OUT_NAME[str(y.dtype)]))
+    ce = constexprs(plan, has_bias=bias is not None)
+    num_tiles = -(-M // bm) * -(-N // bn)
+    # A CTA per SM, fewer when the tiles are few: one tile on each of 128 SMs beats two on 64 (each
+    # consumer alone keeps the tensor cores busy between its promotions only part of the time).
+    grid = (max(1, min(num_tiles, target.num_cus)),)
+    args = (x_desc, w_desc, y_desc, x_scale, w_scale, bias if bias is not None else x_scale, M, N, K)
+    if compile_only:
+        return hopper_pingpong_fp8_kernel.warmup(*args, **ce, num_warps=hp._CONSUMER_WARPS, grid=grid)
+    hopper_pingpong_fp8_kernel[grid](*args, **ce, num_warps=hp._CONSUMER_WARPS)
+    return None
+
+
+# ----------------------------------------------------------------------------- static compile (gemmkit isa)
+
+PRESETS = (
+    {"BLOCK_SIZE_M": 128, "BLOCK_SIZE_N": 128, "BLOCK_SIZE_K": 128, "GROUP_SIZE_M": 8, "num_warps": 4,
+     "num_stages": 3},
+    {"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 128, "BLOCK_SIZE_K": 128, "GROUP_SIZE_M": 8, "num_warps": 4,
+     "num_stages": 4},
+)
+
+
+def static_spec(cfg: dict, target, *, out_dtype: str = "bf16", has_bias: bool = True):
+    """(kernel, signature, constexprs, divisible, options, plan) to compile the kernel for `target` on a CPU."""
+    plan = derive(cfg, target, 4 if out_dtype == "fp32" else 2)
+    bm, bn, bk = plan.BM, plan.BN, plan.BK
+    sig = {"x_desc": f"tensordesc<fp8e4nv[{bm}, {bk}],{fp8_layout(bm, bk)!r}>",
+           "w_desc": f"tensordesc<fp8e4nv[{bn}, {bk}],{fp8_layout(bn, bk)!r}>",
+           "y_desc": f"tensordesc<{out_dtype}[{bm}, {bn}],{hp.shared_layout(bm, bn, out_dtype)!r}>",
+           "xs_ptr": "*fp32", "ws_ptr": "*fp32", "bias_ptr": f"*{out_dtype}", "M": "i32", "N": "i32", "K": "i32"}
+    ce = constexprs(plan, has_bias=has_bias)
+    sig.update({k: "constexpr" for k in ce})
+    return (hopper_pingpong_fp8_kernel, sig, ce, ["xs_ptr", "ws_ptr", "bias_ptr"],
+            {"num_warps": hp._CONSUMER_WARPS}, plan)
+
+
+def _shipped_configs(arch: str):
+    """(table, bucket, config) of every A8W8 table bucket of `arch` with "backend": "gluon"."""
+    return [(t, b, c) for t, b, c in hp._shipped_gluon_configs(arch) if t.startswith("A8W8") and
+            not t.startswith(("A8W8_INT8", "A8W8_BLOCKSCALE"))]
+
+
+def isa_cases(archs, op: str = "hopper_pingpong_fp8"):
+    """Static cases for sm_90: every shipped A8W8 bucket with backend "gluon", plus PRESETS (bf16 and fp32 out)."""
+    if "sm_90" not in archs:
+        return
+    seen = set()
+    cases = [(t, b, c, "bf16") for t, b, c in _shipped_configs("sm_90")]
+    cases += [("-", f"preset{i}", c, o) for i, c in enumerate(PRESETS) for o in ("bf16", "fp32")]
+    for table, bucket, cfg, out in cases:
+        key = (tuple(sorted((k, cfg[k]) for k in CONFIG_KEYS if k in cfg)), out)
+        if key in seen:
+            continue
+        seen.add(key)
+        yield {"kernel": KERNEL_NAME, "op": op, "arch": "sm_90", "table": table, "bucket": bucket,
+               "config": dict(cfg), "path": f"gluon-{out}"}
+
+
+def isa_spec(case):
+    from ... import arch as _arch
+
+    target = _arch.ARCHS[case["arch"]]
+    out = case["path"].split("-", 1)[1] if case["path"].startswith("gluon-") else "bf16"
+    kernel, sig, ce, div, opts, plan = static_spec(case["config"], target, out_dtype=out)
+    return dict(kernel=kernel, signature=sig, constexprs=ce, divisible=div, options=opts, promises=PROMISES,
+                block=(plan.BM, plan.BN, plan.BK), smem_bound=plan.smem_bytes)

@@ -1,0 +1,144 @@
+"""The Gluon FP8 kernel on the CPU: its plan (pure Python), a static compile for sm_90 checked against
+its PROMISES, and gemm_a8w8's fallback to the Triton tier in the interpreter.
+
+Gluon does not run in Triton's interpreter: the kernel is compiled for sm_90 in a subprocess
+without TRITON_INTERPRET (conftest.py sets it on CPU machines). GPU tests:
+tests/test_gpu_a8w8_gluon.py.
+"""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from gemmkit import arch
+from gemmkit.isa.promises import evaluate
+from gemmkit.kernels.gluon import hopper_pingpong_fp8 as k
+
+H200 = arch.get("sm_90")
+BASE = {"BLOCK_SIZE_M": 128, "BLOCK_SIZE_N": 128, "BLOCK_SIZE_K": 128, "GROUP_SIZE_M": 8, "num_warps": 4,
+        "num_stages": 3}
+
+
+def test_plan_of_the_default_tile():
+    p = k.derive(BASE, H200)
+    assert (p.BM, p.BN, p.BK, p.promote_k, p.slices) == (128, 128, 128, 128, 2)
+    # Registers: fp32 tile 128 + one 64-row partial 64 = 192 of the consumer's 240.
+    assert (p.acc_regs, p.partial_regs, p.warps, p.regs_at_entry, p.mma_regs, p.load_regs) == (128, 64, 12, 168,
+                                                                                               240, 24)
+    # Two rings of 3 x 32 KiB beside one shared 32 KiB bf16 output tile (two tiles leave 2 stages a ring).
+    assert (p.stage_bytes, p.stages, p.c_tiles) == (32768, 3, 1)
+    assert p.smem_bytes == 2 * 3 * 32768 + 32768 + 1024 <= H200.shared_mem_bytes
+    p2 = k.derive({**BASE, "num_stages": 2}, H200)
+    assert (p2.stages, p2.c_tiles) == (2, 2)
+    p32 = k.derive(BASE, H200, out_bytes=4)  # fp32 out: 64 KiB tile, 2 stages a ring
+    assert (p32.stages, p32.c_tiles) == (2, 1)
+    assert k.derive({**BASE, "BLOCK_SIZE_M": 64, "num_stages": 8}, H200).stages == 4
+
+
+@pytest.mark.parametrize("change,match", [
+    ({"BLOCK_SIZE_M": 256}, "BLOCK_SIZE_M"),
+    ({"BLOCK_SIZE_K": 256}, "promotion"),
+    ({"BLOCK_SIZE_K": 16}, "BLOCK_SIZE_K"),
+    ({"BLOCK_SIZE_N": 256}, "accumulator registers"),  # 128 + 64 * 256 / 128 ... > 192
+    ({"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 256}, "accumulator registers"),  # 128 + 128
+    ({"num_warps": 8}, "num_warps"),
+    ({"NUM_KSPLIT": 2}, "NUM_KSPLIT"),
+    ({"waves_per_eu": 2}, "do not apply"),
+    ({"num_stages": 1}, "each ring needs 2"),
+])
+def test_plan_rejects_what_cannot_run(change, match):
+    with pytest.raises(ValueError, match=match):
+        k.derive({**BASE, **change}, H200)
+
+
+def test_table_keys_are_accepted():
+    assert k.derive({**BASE, "backend": "gluon", "persistent": True, "tma": True, "NUM_KSPLIT": 1}, H200).stages == 3
+
+
+def test_isa_cases_are_sm90_only():
+    assert list(k.isa_cases(["gfx942", "gfx950"])) == []
+    cases = list(k.isa_cases(["sm_90"]))
+    assert {c["path"] for c in cases} >= {"gluon-bf16", "gluon-fp32"}
+    spec = k.isa_spec(cases[0])
+    assert spec["signature"]["x_desc"].startswith("tensordesc<fp8e4nv[") and spec["promises"] is k.PROMISES
+
+
+def test_promises_can_fail():
+    row = {"num_warps": 12, "vgpr": 168, "spill_bytes": 16, "lds_bytes": 100, "smem_bound": 99,
+           "counts": {"QGMMA": 0, "HGMMA": 4, "HMMA": 0, "UTMALDG": 2, "UTMASTG": 0, "LDL": 0, "STL": 3}}
+    bad = {c["promise"] for c in evaluate(k.PROMISES, row, BASE, H200) if not c["ok"]}
+    assert bad == {"no spills", "no local-memory traffic", "fp8 wgmma (QGMMA) in both consumers, no mma.sync",
+                   "TMA store (UTMASTG) of the output tile", "shared memory within the plan's bound (smem_bytes)"}
+
+
+def test_interpreter_runs_the_triton_tier():
+    """A "backend": "gluon" config in the interpreter: gluon_unsupported says why, the Triton tier runs."""
+    import gemmkit
+    from gemmkit.ops import _a8w8_gluon, _common, _gemm
+    from gemmkit.reference import gemm_a8w8_ref
+
+    from _util import poisoned, q8, scales, within_bound
+
+    if not _common.interpreting():
+        pytest.skip("CPU interpreter test")
+    M, N, K = 17, 40, 64
+    x, w = q8(M, K, dtype=torch.float8_e4m3fn), q8(N, K, dtype=torch.float8_e4m3fn)
+    xs, ws = scales(M, 1), scales(1, N)
+    cfg = {**BASE, "BLOCK_SIZE_M": 64, "BLOCK_SIZE_K": 64, "backend": "gluon"}
+    sc = _gemm.Scaling("rowcol", xs.reshape(M), ws.reshape(N))
+    assert "interpreter" in _a8w8_gluon.gluon_unsupported(x, w, sc, torch.empty(M, N), cfg, H200)
+    y = gemmkit.gemm_a8w8(x, w, xs, ws, out=poisoned((M, N), torch.bfloat16), config=cfg)
+    ok, msg = within_bound(y, gemm_a8w8_ref(x, w, xs, ws), torch.bfloat16)
+    assert ok, msg
+
+
+_COMPILE = """
+import json, sys
+from gemmkit import arch
+from gemmkit.isa import compile_static, resources
+from gemmkit.isa.promises import evaluate
+from gemmkit.kernels.gluon import hopper_pingpong_fp8 as k
+t = arch.ARCHS["sm_90"]
+out = []
+for case in json.loads(sys.argv[1]):
+    s = k.isa_spec(case)
+    m = resources(compile_static(s["kernel"], s["signature"], s["constexprs"], t, s["options"], s["divisible"]),
+                  t, s["block"])
+    m["smem_bound"] = s["smem_bound"]
+    out.append({"metrics": m, "promises": evaluate(s["promises"], m, case["config"], t)})
+print(json.dumps(out))
+"""
+
+
+def test_static_compile_sm90_keeps_promises():
+    """128 x 128 x 128 (bf16 out, bias) and 64 x 128 x 128 (fp32 out) compile for sm_90 with fp8 wgmma
+    (QGMMA), TMA loads and stores, 12 warps, no spills, shared memory within the plan."""
+    cases = [dict(kernel=k.KERNEL_NAME, op="hopper_pingpong_fp8", arch="sm_90", table="-", bucket="t", config=BASE,
+                  path="gluon-bf16"),
+             dict(kernel=k.KERNEL_NAME, op="hopper_pingpong_fp8", arch="sm_90", table="-", bucket="t",
+                  config={**BASE, "BLOCK_SIZE_M": 64, "num_stages": 4}, path="gluon-fp32")]
+    env = dict(os.environ, TRITON_INTERPRET="0")
+    r = subprocess.run([sys.executable, "-c", _COMPILE, json.dumps(cases)], env=env, capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    for case, res in zip(cases, json.loads(r.stdout.strip().splitlines()[-1])):
+        broken = [f"{p['promise']}: {p['check']} ({p['detail']})" for p in res["promises"] if not p["ok"]]
+        assert not broken, f"{case['config']} {case['path']}: " + "; ".join(broken)
+        assert len(res["promises"]) == len(k.PROMISES)
+        m = res["metrics"]
+        # BM / 64 slices x BK / 32 k32 wgmma per consumer, two consumers.
+        assert m["counts"]["QGMMA"] == 2 * (case["config"]["BLOCK_SIZE_M"] // 64) * 4
+
+
+def test_shipped_a8w8_gluon_buckets_plan():
+    """Every A8W8 table bucket that picks "backend": "gluon" is one this kernel's plan accepts (bf16 and
+    fp32 out), and is among its `gemmkit isa` cases."""
+    shipped = k._shipped_configs("sm_90")
+    assert shipped, "the sm_90 A8W8 tables ship Gluon buckets"
+    for _table, _bucket, cfg in shipped:
+        assert k.derive(cfg, H200).stages >= 2 and k.derive(cfg, H200, out_bytes=4).stages >= 2
+    key = lambda c: tuple(c[n] for n in k.CONFIG_KEYS)  # noqa: E731
+    assert {key(c) for _t, _b, c in shipped} <= {key(c["config"]) for c in k.isa_cases(["sm_90"])}

@@ -1,0 +1,223 @@
+"""The Gluon FP8 kernel (kernels/gluon/hopper_pingpong_fp8.py) and gemm_a8w8's "backend": "gluon"
+on the H200 (`pytest -m gpu tests/test_gpu_a8w8_gluon.py`).
+
+Reference: float64 on the device from the dequantized operands (fp8 values and fp32 scales are
+exact in float64). Every output is poisoned with NaN first. Two bounds, both must hold:
+  norm-wise  ||y - ref|| <= TOL * ||ref|| (tests/_util.within_bound; fp32 out: 2**-12, the fp8
+             accumulation dominates, as in tests/test_gpu_a8w8.py)
+  per element |y - ref| <= 2**-7 |ref| + 2**-10 A + tiny, A = (|x| @ |w|.T) * xs * ws + |bias|: one
+             output rounding plus the reduced-precision fp8 adder inside one promotion interval
+             (a missing, swapped or misscaled element is off by about |ref| and fails).
+The precision test runs the Triton tier's promoted kernel on the same inputs: the Gluon kernel's
+error against float64 must match it (and not Triton's unpromoted default, ~16x larger).
+"""
+import pytest
+import torch
+
+from gemmkit import arch
+
+from _util import TOL, poisoned, q8, scales, within_bound
+
+pytestmark = pytest.mark.gpu
+DEV = "cuda"
+FP8 = torch.float8_e4m3fn
+
+
+def _cfg(bm, bn, bk, stages, group=8):
+    return {"BLOCK_SIZE_M": bm, "BLOCK_SIZE_N": bn, "BLOCK_SIZE_K": bk, "GROUP_SIZE_M": group, "num_warps": 4,
+            "num_stages": stages}
+
+
+CFGS = {"128x128x128s3": _cfg(128, 128, 128, 3),  # one shared output tile (c_free hand-off)
+        "128x128x128s2": _cfg(128, 128, 128, 2),  # two output tiles
+        "64x128x128s4": _cfg(64, 128, 128, 4, group=4),
+        "128x64x64s6": _cfg(128, 64, 64, 6)}
+TRITON_PROMOTED = {"BLOCK_SIZE_M": 128, "BLOCK_SIZE_N": 128, "BLOCK_SIZE_K": 128, "GROUP_SIZE_M": 8,
+                   "num_warps": 8, "num_stages": 4, "tma": True, "persistent": True}
+
+
+def _k():
+    from gemmkit.kernels.gluon import hopper_pingpong_fp8
+
+    return hopper_pingpong_fp8
+
+
+def _target(cus=None):
+    t = arch.current()
+    return t.with_cus(cus) if cus else t
+
+
+def inputs(M, N, K, bias_dtype=torch.bfloat16):
+    x, w = q8(M, K, dtype=FP8, device=DEV), q8(N, K, dtype=FP8, device=DEV)
+    xs, ws = scales(M, device=DEV), scales(N, device=DEV)
+    b = (torch.randn(N, device=DEV) * 4).to(bias_dtype) if bias_dtype is not None else None
+    return x, w, xs, ws, b
+
+
+def run(x, w, xs, ws, b, out_dtype=torch.bfloat16, cfg=CFGS["128x128x128s3"], cus=None):
+    y = poisoned((x.shape[0], w.shape[0]), out_dtype, DEV)
+    _k().launch(x, w, xs, ws, b, y, cfg, _target(cus))
+    torch.cuda.synchronize()
+    return y
+
+
+def ref64(x, w, xs, ws, b):
+    """(float64 reference, float64 magnitude A) on the device."""
+    xd, wd = x.float().double(), w.float().double()
+    s = xs.double().reshape(-1, 1) * ws.double().reshape(1, -1)
+    ref = (xd @ wd.T) * s
+    mag = (xd.abs() @ wd.abs().T) * s
+    if b is not None:
+        ref, mag = ref + b.double(), mag + b.double().abs()
+    return ref, mag
+
+
+def check(y, x, w, xs, ws, b):
+    ref, mag = ref64(x, w, xs, ws, b)
+    assert torch.isfinite(y).all(), "non-finite output (an element never written?)"
+    if y.dtype == torch.float32:
+        rel = ((y.double() - ref).norm() / ref.norm()).item()
+        assert rel <= 2**-12, f"rel err {rel:.3g}"
+    else:
+        ok, msg = within_bound(y, ref, y.dtype)
+        assert ok, msg
+    err = (y.double() - ref).abs()
+    bound = 2**-7 * ref.abs() + 2**-10 * mag + 1e-30
+    bad = (err > bound).nonzero()
+    assert bad.numel() == 0, f"{bad.shape[0]} elements out of bound, first {bad[:3].tolist()}: " \
+        f"y {y[tuple(bad[0])].item()} ref {ref[tuple(bad[0])].item()}"
+
+
+SHAPES = [(1, 264, 128), (17, 1000, 528), (4095, 1032, 784), (256, 512, 4096), (64, 8, 16), (129, 136, 80),
+          (2048, 2048, 2048)]
+
+
+@pytest.mark.parametrize("cfg", list(CFGS), ids=list(CFGS))
+@pytest.mark.parametrize("M,N,K", SHAPES, ids=[f"{m}x{n}x{k}" for m, n, k in SHAPES])
+def test_shapes(M, N, K, cfg):
+    """M = 1, 17, 4095; N, K not multiples of the tile (TMA zero-fills and clips); K < BLOCK_K."""
+    x, w, xs, ws, b = inputs(M, N, K)
+    check(run(x, w, xs, ws, b, cfg=CFGS[cfg]), x, w, xs, ws, b)
+
+
+BF, F16, F32 = torch.bfloat16, torch.float16, torch.float32
+OUT_BIAS = [(BF, None), (BF, BF), (BF, F32), (F16, F16), (F16, None), (F32, F32), (F32, BF)]
+
+
+@pytest.mark.parametrize("out_dtype,bias_dtype", OUT_BIAS, ids=[f"{o}-{b}" for o, b in OUT_BIAS])
+def test_bias_out_dtypes(out_dtype, bias_dtype):
+    x, w, xs, ws, b = inputs(300, 1024, 1040, bias_dtype)
+    y = run(x, w, xs, ws, b, out_dtype)
+    assert y.dtype == out_dtype
+    check(y, x, w, xs, ws, b)
+
+
+@pytest.mark.parametrize("cus", [1, 2, 3, 7])
+@pytest.mark.parametrize("cfg", ["128x128x128s3", "128x128x128s2"])
+def test_small_persistent_grids(cus, cfg):
+    """Many tiles per CTA (1 CTA: 35 tiles, consumer 0 takes 18, consumer 1 17): both rings wrap many
+    times, both consumers run every hand-off of c_free (one shared output tile) or not (two)."""
+    M, N, K = 5 * 128 - 3, 7 * 128 + 8, 400
+    x, w, xs, ws, b = inputs(M, N, K)
+    check(run(x, w, xs, ws, b, cfg=CFGS[cfg], cus=cus), x, w, xs, ws, b)
+
+
+def test_deterministic():
+    """Each element is one consumer's K-ordered sum: bitwise identical run to run, any grid."""
+    x, w, xs, ws, b = inputs(1000, 3000, 3072)
+    first = run(x, w, xs, ws, b)
+    check(first, x, w, xs, ws, b)
+    for cus in (None, None, 5, 1):
+        assert torch.equal(run(x, w, xs, ws, b, cus=cus), first)
+
+
+def test_precision_matches_the_promoted_triton_kernel():
+    """fp32 out, K = 16384: error against float64 equals the Triton tier's promoted kernel's (promotion
+    every 128 products), far under Triton's unpromoted default (2.05e-3 at 8192^3)."""
+    import gemmkit
+
+    M, N, K = 512, 512, 16384
+    x, w = (torch.randn(M, K, device=DEV) * 4).to(FP8), (torch.randn(N, K, device=DEV) * 4).to(FP8)
+    xs, ws = torch.ones(M, device=DEV), torch.ones(N, device=DEV)
+    ref, _ = ref64(x, w, xs, ws, None)
+    y_g = run(x, w, xs, ws, None, torch.float32)
+    y_t = gemmkit.gemm_a8w8(x, w, xs, ws, out_dtype=torch.float32, config=TRITON_PROMOTED)
+    e_g = ((y_g.double() - ref).norm() / ref.norm()).item()
+    e_t = ((y_t.double() - ref).norm() / ref.norm()).item()
+    print(f"K={K}: gluon rel err {e_g:.4g}, triton promoted {e_t:.4g}, bitwise equal {torch.equal(y_g, y_t)}")
+    assert e_g <= 1.05 * e_t + 1e-7 and e_g < 4e-4, (e_g, e_t)
+
+
+@pytest.mark.parametrize("scale_shape", ["2d", "1d"])
+@pytest.mark.parametrize("M,N,K", [(1000, 4096, 1024), (256, 576, 7168), (129, 104, 64), (1, 8192, 1024)])
+def test_op_backend_gluon(M, N, K, scale_shape, launches):
+    """gemm_a8w8 with a "backend": "gluon" config runs this kernel (LAUNCHES) for both scale shapes."""
+    import gemmkit
+
+    x, w, xs, ws, b = inputs(M, N, K)
+    xs_a, ws_a = (xs.reshape(M, 1), ws.reshape(1, N)) if scale_shape == "2d" else (xs, ws)
+    before = launches["hopper_pingpong_fp8_kernel"]
+    y = gemmkit.gemm_a8w8(x, w, xs_a, ws_a, b, out=poisoned((M, N), torch.bfloat16, DEV),
+                          config={**CFGS["128x128x128s3"], "backend": "gluon"})
+    torch.cuda.synchronize()
+    assert launches["hopper_pingpong_fp8_kernel"] == before + 1
+    check(y, x, w, xs, ws, b)
+
+
+def test_op_backend_gluon_strided_views(launches):
+    """A row-sliced x (row stride 2K, still TMA-aligned) runs on Gluon; a column-major x falls back."""
+    import gemmkit
+
+    M, N, K = 300, 512, 1024
+    big, _w, xs, ws, b = inputs(M, N, 2 * K)
+    x, w = big[:, K:], q8(N, K, dtype=FP8, device=DEV)
+    cfg = {**CFGS["128x128x128s3"], "backend": "gluon"}
+    before = launches["hopper_pingpong_fp8_kernel"]
+    y = gemmkit.gemm_a8w8(x, w, xs, ws, b, out=poisoned((M, N), torch.bfloat16, DEV), config=cfg)
+    torch.cuda.synchronize()
+    assert launches["hopper_pingpong_fp8_kernel"] == before + 1
+    check(y, x, w, xs, ws, b)
+    xt = x.contiguous().T.contiguous().T  # same values, stride (1, M)
+    y = gemmkit.gemm_a8w8(xt, w, xs, ws, b, out=poisoned((M, N), torch.bfloat16, DEV), config=cfg)
+    torch.cuda.synchronize()
+    assert launches["hopper_pingpong_fp8_kernel"] == before + 1
+    check(y, xt, w, xs, ws, b)
+
+
+def test_op_backend_gluon_falls_back_to_triton(launches):
+    """K % 16 != 0 (fp8 rows not 16-byte aligned), split-K and int8: the same config runs on the
+    Triton tier, still correct."""
+    import gemmkit
+    from gemmkit.reference import gemm_a8w8_ref
+
+    cfg = {**CFGS["64x128x128s4"], "backend": "gluon"}
+    for (M, N, K), extra, dtype in [((300, 256, 1000), {}, FP8), ((16, 512, 4096), {"NUM_KSPLIT": 4}, FP8),
+                                    ((200, 256, 512), {}, torch.int8)]:
+        x, w = q8(M, K, dtype=dtype, device=DEV), q8(N, K, dtype=dtype, device=DEV)
+        xs, ws = scales(M, 1, device=DEV), scales(1, N, device=DEV)
+        before = dict(launches)
+        y = gemmkit.gemm_a8w8(x, w, xs, ws, out=poisoned((M, N), torch.bfloat16, DEV), config={**cfg, **extra})
+        torch.cuda.synchronize()
+        assert launches["hopper_pingpong_fp8_kernel"] == before.get("hopper_pingpong_fp8_kernel", 0)
+        assert sum(launches.values()) > sum(before.values())
+        ok, msg = within_bound(y, gemm_a8w8_ref(x, w, xs, ws), torch.bfloat16)
+        assert ok, msg
+
+
+def test_unsupported_inputs_raise():
+    k = _k()
+    t = _target()
+    x, w, xs, ws, _ = inputs(64, 64, 100)  # K % 16 != 0: fp8 row stride not 16-byte aligned
+    with pytest.raises(ValueError, match="TMA"):
+        k.launch(x, w, xs, ws, None, torch.empty(64, 64, device=DEV, dtype=torch.bfloat16), CFGS["64x128x128s4"], t)
+    xi = torch.zeros(64, 64, device=DEV, dtype=torch.int8)
+    with pytest.raises(ValueError, match="float8_e4m3fn"):
+        k.launch(xi, xi, xs, ws, None, torch.empty(64, 64, device=DEV, dtype=torch.bfloat16), CFGS["64x128x128s4"], t)
+    x, w, xs, ws, _ = inputs(64, 64, 64)
+    with pytest.raises(ValueError, match="BLOCK_SIZE_K"):
+        k.launch(x, w, xs, ws, None, torch.empty(64, 64, device=DEV, dtype=torch.bfloat16),
+                 {**CFGS["64x128x128s4"], "BLOCK_SIZE_K": 256}, t)
+
+
+def test_tol_is_the_shared_one():
+    assert TOL[torch.bfloat16] == 2**-8  # the bound test_gpu_a8w8.py uses for fp8 with bf16 out
