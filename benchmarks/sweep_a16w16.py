@@ -1,74 +1,134 @@
-"""Ad-hoc config sweep used to pick the first sm_90 table (the real tuner is `gemmkit tune`, issue 3).
+"""Closing sweep of gemm_a16w16 with the shipped tables: compile every config the rows will use in
+parallel first, then `gemmkit bench --cuda-graph` on the rows (same method and JSON format).
 
-For a few shape classes, times a short candidate list (do_bench median of CUDA
-graph replays, rotated inputs: kernel time without launch overhead, for both
-gemmkit and cuBLAS) and prints each class's best. Usage on the GPU:
-    PYTHONPATH=. python benchmarks/sweep_a16w16.py OUT.json
+`gemmkit bench` compiles each table config on its first call, one at a time: with ~100 distinct
+configs across the model layers that is minutes of a device run. Here Triton's AsyncCompileMode
+compiles them on every CPU core first (as the tuner does), then bench.run_gpu times the rows.
+
+    PYTHONPATH=. python benchmarks/sweep_a16w16.py OUT.json --model all -m 1,16,32,64
+    PYTHONPATH=. python benchmarks/sweep_a16w16.py OUT.json --squares 4096,8192,16384
+    python benchmarks/sweep_a16w16.py --summary DECODE.json GEQ256.json SQUARES.json   (no GPU)
+
+`--summary` prints what issue 3's targets read from result files: geomean ratio (and min) by
+M band and per M, the M <= 16 rows' bandwidth against cuBLAS's and the copy bandwidth.
 """
+import argparse
 import json
+import math
+import os
+import statistics
 import sys
+import time
 
-import torch
-
-import gemmkit
-from gemmkit.bench.timing import rotation_count, time_graph
-from gemmkit.ops import _common as C
+COPY_TBPS = 4.24  # device-to-device copy bandwidth of this machine kind (read + write), the M <= 64 ceiling
 
 
-def cfg(bm, bn, bk, w, s, g=8, tma=True, persistent=False):
-    return {"BLOCK_SIZE_M": bm, "BLOCK_SIZE_N": bn, "BLOCK_SIZE_K": bk, "GROUP_SIZE_M": g,
-            "num_warps": w, "num_stages": s, "tma": tma, "persistent": persistent}
+def rows_for(args):
+    from gemmkit.bench.suite import default_suite, model_suite
+
+    rows = []
+    if args.model:
+        rows += model_suite(args.model, [int(m) for m in args.m.split(",")] if args.m else None)
+    if args.squares:
+        rows += [(f"square {s}", s, s, s) for s in map(int, args.squares.split(","))]
+    return rows or default_suite()
 
 
-SMALL = [cfg(16, 64, 256, 4, 3), cfg(16, 64, 128, 4, 4), cfg(16, 128, 128, 4, 4), cfg(16, 32, 256, 4, 4),
-         cfg(16, 128, 256, 4, 3), cfg(64, 64, 128, 4, 4), cfg(64, 128, 128, 4, 3), cfg(16, 64, 256, 4, 4, tma=False),
-         cfg(16, 32, 128, 2, 6), cfg(32, 64, 256, 4, 3)]
-MID = [cfg(64, 64, 128, 4, 4), cfg(64, 128, 64, 4, 4), cfg(128, 128, 64, 4, 4), cfg(128, 64, 128, 4, 4),
-       cfg(64, 256, 64, 4, 4), cfg(128, 128, 64, 8, 4), cfg(128, 256, 64, 8, 3), cfg(128, 128, 64, 4, 4, persistent=True),
-       cfg(64, 128, 128, 4, 4)]
-LARGE = [cfg(128, 256, 64, 8, 3, persistent=True), cfg(128, 256, 64, 8, 3), cfg(128, 128, 64, 4, 4, persistent=True),
-         cfg(128, 128, 64, 4, 4), cfg(256, 128, 64, 8, 3, persistent=True), cfg(128, 128, 64, 8, 4),
-         cfg(128, 256, 64, 8, 3, g=16, persistent=True), cfg(128, 128, 128, 8, 3, persistent=True)]
-CLASSES = {
-    "small": (SMALL, [(1, 8192, 8192), (1, 57344, 8192), (16, 8192, 28672), (16, 10240, 8192)]),
-    "mid": (MID, [(64, 8192, 8192), (128, 8192, 8192), (128, 57344, 8192), (256, 8192, 28672)]),
-    "large": (LARGE, [(1024, 8192, 8192), (8192, 8192, 8192), (4096, 4096, 4096), (1024, 57344, 8192)]),
-}
+def precompile(rows, log=print):
+    """Compile what the table config of each row runs, on every core (no launch)."""
+    from concurrent.futures import ThreadPoolExecutor
 
+    import torch
+    from triton.runtime._async_compile import AsyncCompileMode
 
-def main(path):
+    from gemmkit import configs
+    from gemmkit.ops import _common as C
+    from gemmkit.ops.gemm_a16w16 import compile_for
+
     dev = torch.device("cuda")
-    target = C.target_for(dev)
-    results = []
-    for cls, (cands, shapes) in CLASSES.items():
-        for M, N, K in shapes:
-            nbytes = (M * K + N * K + M * N) * 2
-            sets = [(torch.randn(M, K, device=dev, dtype=torch.bfloat16),
-                     torch.randn(N, K, device=dev, dtype=torch.bfloat16))
-                    for _ in range(rotation_count(nbytes, target.l2_bytes))]
-            ref_ms = time_graph(lambda x, w: torch.matmul(x, w.T), sets, rep_ms=60)
-            x, w = sets[0]
-            ref = x.float() @ w.float().T
-            line = []
-            for i, c in enumerate(cands):
-                try:
-                    y = gemmkit.gemm_a16w16(x, w, config=c)
-                    err = ((y.float() - ref).norm() / ref.norm()).item()
-                    ms = time_graph(lambda x, w: gemmkit.gemm_a16w16(x, w, config=c), sets, rep_ms=60)
-                except Exception as e:  # report and continue: this is a sweep
-                    print(f"  {cls} {M}x{N}x{K} cand {i}: {type(e).__name__}: {str(e)[:100]}")
-                    continue
-                results.append({"class": cls, "M": M, "N": N, "K": K, "cand": i, "config": c, "ms": ms,
-                                "ref_ms": ref_ms, "ratio": ref_ms / ms, "err": err})
-                line.append((ref_ms / ms, i))
-            line.sort(reverse=True)
-            print(f"{cls:6s} {M:5d}x{N:5d}x{K:5d} cuBLAS {ref_ms*1e3:8.1f} us  best "
-                  + "  ".join(f"#{i}:{r:.3f}" for r, i in line[:4]), flush=True)
-            del sets
-            torch.cuda.empty_cache()
-    with open(path, "w") as f:
-        json.dump({"device": torch.cuda.get_device_name(), "rows": results}, f, indent=1)
+    arch = C.target_for(dev).arch
+    t0, seen = time.time(), set()
+    with AsyncCompileMode(ThreadPoolExecutor(os.cpu_count() or 4), ignore_errors=True):
+        for _label, M, N, K in rows:
+            cfg, _src = configs.select("a16w16", arch, M, N, K)
+            key = (M == 1, N, K, json.dumps(cfg, sort_keys=True))
+            if key in seen:
+                continue
+            seen.add(key)
+            x = torch.empty(M, K, device=dev, dtype=torch.bfloat16)
+            w = torch.empty(N, K, device=dev, dtype=torch.bfloat16)
+            try:
+                compile_for(x, w, cfg)
+            except Exception as e:  # the bench row reports it
+                log(f"precompile {M}x{N}x{K}: {type(e).__name__}: {str(e)[:120]}")
+            del x, w
+    torch.cuda.empty_cache()
+    log(f"precompiled {len(seen)} (shape, config) pairs in {time.time() - t0:.0f} s")
+
+
+def geomean(v):
+    return math.exp(sum(math.log(x) for x in v) / len(v)) if v else float("nan")
+
+
+def summary(paths):
+    rows = []
+    for p in paths:
+        d = json.load(open(p))
+        rows += [dict(r, _file=os.path.basename(p)) for r in d["rows"] if r.get("ratio")]
+        print(f"{os.path.basename(p)}: {len(d['rows'])} rows, git {d.get('git_sha')}, {d.get('date')}, "
+              f"clock at end {d.get('sm_clock_mhz')} MHz")
+    squares = [r for r in rows if r["label"].startswith("square") or r["label"] == "custom"]
+    models = [r for r in rows if r not in squares]
+    for r in squares:
+        print(f"  square {r['M']}: {r['ratio']:.3f}x ({r['tflops']:.0f} vs {r['ref_tflops']:.0f} TFLOP/s)  bar 1.05x")
+    for name, sel, bar in (("M <= 64", lambda r: r["M"] <= 64, 1.25), ("M >= 256", lambda r: r["M"] >= 256, 1.05)):
+        band = [r for r in models if sel(r)]
+        if not band:
+            continue
+        rs = [r["ratio"] for r in band]
+        worst = min(band, key=lambda r: r["ratio"])
+        low = sum(x < 0.95 for x in rs)
+        print(f"  {name}: geomean {geomean(rs):.3f}x over {len(rs)} rows (bar {bar}x), min {worst['ratio']:.3f}x "
+              f"({worst['label']} {worst['M']}x{worst['N']}x{worst['K']}), {low} rows < 0.95x")
+        for m in sorted({r["M"] for r in band}):
+            mr = [r["ratio"] for r in band if r["M"] == m]
+            print(f"    M={m:5d}: geomean {geomean(mr):.3f}x  min {min(mr):.3f}x  max {max(mr):.3f}x  ({len(mr)})")
+    small = [r for r in models if r["M"] <= 16]
+    if small:
+        g = statistics.median(r["gbps"] for r in small) / 1e3
+        v = statistics.median(r["ref_gbps"] for r in small) / 1e3
+        print(f"  M <= 16 median bandwidth: gemmkit {g:.2f} TB/s, cuBLAS {v:.2f} TB/s, copy {COPY_TBPS} TB/s "
+              f"({100 * g / COPY_TBPS:.0f}% / {100 * v / COPY_TBPS:.0f}%); 1.25x over cuBLAS would need "
+              f"{1.25 * v:.2f} TB/s")
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("json", nargs="*", help="output JSON (one path); with --summary: result files to read")
+    ap.add_argument("--model", help="model_configs.json model or 'all'")
+    ap.add_argument("-m", help="comma-separated M values with --model")
+    ap.add_argument("--squares", help="comma-separated sizes of M = N = K rows")
+    ap.add_argument("--rep-ms", type=int, default=100)
+    ap.add_argument("--summary", action="store_true", help="no GPU: summarize result files")
+    args = ap.parse_args(argv)
+    if args.summary:
+        summary(args.json)
+        return 0
+    from gemmkit import bench
+
+    rows = rows_for(args)
+    precompile(rows)
+    # One M at a time, the JSON rewritten after each: a run cut by its time limit keeps what it measured.
+    result, done = None, []
+    for m in dict.fromkeys(r[1] for r in rows):
+        result = bench.run_gpu([r for r in rows if r[1] == m], rep_ms=args.rep_ms, cuda_graph=True)
+        done += result["rows"]
+        if args.json:
+            with open(args.json[0], "w") as f:
+                json.dump({**result, "rows": done}, f, indent=1)
+    print(f"wrote {args.json[0] if args.json else '(no json)'}: {len(done)} rows")
+    return 0
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    sys.exit(main())

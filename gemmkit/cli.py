@@ -100,18 +100,28 @@ def build_parser():
     c.add_argument("--arch", choices=["sm_90", "gfx942", "gfx950"], help="default: the current GPU, else sm_90")
     c.set_defaults(fn=_cmd_configs)
 
-    t = sub.add_parser("tune", help="search configs on the GPU and write aiter-format tables")
+    t = sub.add_parser("tune", help="search configs on the GPU and merge the winners into aiter-format tables")
     t.add_argument("--op", default="a16w16", choices=_ops())
     t.add_argument("--dtype", choices=["bf16", "fp16", "fp8", "int8", "fp4"], help="operand type (default: the op's first)")
     g = t.add_mutually_exclusive_group(required=True)
-    g.add_argument("--tables-from", metavar="PROGRESS_JSONL",
-                   help="no GPU needed: write tables from an earlier run's tune_progress.jsonl")
+    g.add_argument("--tables-from", metavar="PROGRESS_JSONL", nargs="+",
+                   help="no GPU needed: merge the winners of an earlier run's tune_progress.jsonl into the tables")
     g.add_argument("--shape", nargs=3, type=int, action="append", metavar=("M", "N", "K"))
     g.add_argument("--model", help="a model of gemmkit/bench/model_configs.json, or 'all'")
     g.add_argument("--suite", choices=["default", "squares"])
-    t.add_argument("-m", help="with --model: comma-separated M values (default: the file's m_values)")
-    t.add_argument("--out", default="tune_out", help="progress log and tables go here (rerun to resume)")
-    t.add_argument("--max-candidates", type=int, default=40)
+    t.add_argument("-m", "--m", dest="m",
+                   help="with --model: comma-separated M values, tuned in this order (default: the file's "
+                        "m_values, every M the issue lists)")
+    t.add_argument("--out", default="tune_out",
+                   help="progress log, merge decisions and merged tables (<out>/<arch>/) go here (rerun to resume)")
+    t.add_argument("--install", action="store_true",
+                   help="merge the winners into the shipped tables (gemmkit/configs/<arch>/) instead of <out>/<arch>/")
+    t.add_argument("--min-gain", type=float, default=0.02,
+                   help="write a bucket only where the winner beats the config serving that M by more than this "
+                        "(or that config has BLOCK_SIZE_M < M at M <= 64); default 0.02")
+    t.add_argument("--budget-s", type=float, help="start no new shape after this many seconds (then merge)")
+    t.add_argument("--max-candidates", type=int, default=40,
+                   help="per backend (Triton, Gluon), besides the serving config and its neighbouring buckets'")
     t.add_argument("--rep-ms", type=int, default=40)
     t.add_argument("--arch", default="sm_90", help="with --tables-from: the arch the progress was measured on")
     t.add_argument("--batch", type=int, default=1, help="batched ops: the batch count B (default 1)")

@@ -1,24 +1,32 @@
-"""`gemmkit tune`: search configs for shapes on the GPU, write aiter-format tables.
+"""`gemmkit tune`: search configs for shapes on the GPU, merge the winners into the tables.
 
-For each shape (M, N, K):
+For each shape (M, N, K), in M-major order (every layer at the first M, then the next M: a run
+cut short by its time budget loses the last M, not the last model):
   1. candidates: `search_space` enumerates block sizes, GROUP_SIZE_M, num_warps,
      num_stages, persistent or not, split-K, TMA or pointer loads, shaped by M
-     (small M: short/narrow tiles and split-K; large M: big tiles, persistence);
+     (small M: short/narrow tiles and split-K; at 16 < M <= 64 BLOCK_SIZE_M 64 >= M, one
+     tile row; large M: big tiles, persistence; sm_90 M >= 256: Gluon ping-pong configs too);
   2. prune before compiling: shared memory (the op's own `smem_bytes` bound on
      the path the config would take), accumulator registers per thread, TMA box
      limits, split-K that leaves fewer than 2 K steps per split;
-  3. compile the survivors in parallel (Triton's AsyncCompileMode on a thread pool
+  3. sample: up to --max-candidates of each backend (Triton, Gluon), drawn in an order seeded by
+     M alone, so the layers tuned at one M share candidates and compiled kernels; plus the config
+     the table serves at M today and the configs of the buckets beside it in the shape file
+     (tuned winners at the nearest M);
+  4. compile the survivors in parallel (Triton's AsyncCompileMode on a thread pool
      sized to the CPU cores; ptxas runs as separate processes);
-  4. time each on the GPU with the bench method (do_bench median of CUDA-graph
-     replays, inputs rotated past the L2), the current table's config included;
-  5. check every candidate's result against an fp32 torch reference: a config
+  5. time each on the GPU with the bench method (do_bench median of CUDA-graph
+     replays, inputs rotated past the L2), the vendor in the same process;
+  6. check every candidate's result against an fp32 torch reference: a config
      that computes wrongly is dropped, never written;
-  6. write `<OP>-N=<N>-K=<K>.json` per (N, K) into --out: one `M_GEQ_<m>` bucket
-     per tuned m, so a call at M uses the winner of the largest tuned m <= M, and
-     an M below every tuned m falls through to the default table (a file tuned at
-     M = 4096 says nothing about M = 100).
+  7. merge (tune/merge.py): per tuned M, `M_GEQ_<M>` = the winner, inserted beside the existing
+     buckets of `<OP>-N=<N>-K=<K>.json` or replacing the bucket of that name, but only where it
+     beats the config serving M today by more than --min-gain (2%: timing noise) or that config
+     is structurally wrong (BLOCK_SIZE_M < M at M <= 64). Buckets not tuned are kept. Tables go
+     to <out>/<arch>/ (merged onto the shipped ones), or into gemmkit/configs/ with --install.
 Progress is appended to `<out>/tune_progress.jsonl` as each timing lands; a rerun
-with the same --out skips what is already measured (resumable).
+with the same --out skips what is already measured (resumable); `--tables-from` redoes the
+merge from a progress file without a GPU.
 """
 from __future__ import annotations
 
@@ -32,8 +40,10 @@ from pathlib import Path
 
 from .. import arch as _arch
 from .. import configs as _configs
+from .merge import _strip, merge_tables, rows_by_shape, same_config, serving
 
-__all__ = ["search_space", "prune", "tune_shapes", "write_tables"]
+__all__ = ["search_space", "prune", "tune_shapes", "write_tables", "pick_candidates", "order_m_major",
+           "merge_tables"]
 
 MAX_ACC_REGS = 128  # fp32 accumulator registers per thread we allow (of 255); more spills or starves the pipeline
 
@@ -101,6 +111,9 @@ def prune(cands, M: int, N: int, K: int, target, in_bytes=2, out_bytes=2, acc_ti
 
             try:
                 derive(c, target, in_bytes, out_bytes)
+                # calls the Gluon kernel cannot take (non-TMA strides) run this config on the Triton
+                # pointer kernel (ops/gemm_a16w16.py gluon_unsupported): it must fit there too
+                check_feasible(c, target, in_bytes, out_bytes, tma=False)
             except ValueError:
                 continue
             keep.append(c)
@@ -127,6 +140,52 @@ def prune(cands, M: int, N: int, K: int, target, in_bytes=2, out_bytes=2, acc_ti
     return keep
 
 
+def neighbours(table_op: str, arch: str, M: int, N: int, K: int, base_dir=None) -> list:
+    """Configs of the shape file's buckets beside M: the one serving M and the next M_GEQ bucket
+    above it (winners tuned at the nearest M: strong candidates at an M between them)."""
+    base = Path(base_dir) if base_dir is not None else _configs.CONFIG_DIR
+    path = base / arch / f"{table_op.upper()}-N={N}-K={K}.json"
+    if not path.exists():
+        return []
+    raw = json.loads(path.read_text())
+    out = []
+    hit = serving(raw, M)
+    if hit:
+        out.append(hit[1])
+    above = sorted((int(k[6:]), c) for k, c in raw.items() if k.startswith("M_GEQ_") and int(k[6:]) > M)
+    if above:
+        out.append(above[0][1])
+    return [_configs.validate_config(dict(c)) for c in out]
+
+
+def pick_candidates(space: list, pruned: list, M: int, max_candidates: int, seed: int = 0, extra=()) -> list:
+    """Up to `max_candidates` of each backend from `pruned`, in the order of `space` shuffled by a
+    seed of M alone (the layers tuned at one M draw the same configs where their pruning allows:
+    shared compiles), then `extra` (the serving and neighbouring configs) not already drawn."""
+    order = list(space)
+    random.Random(seed + M * 7).shuffle(order)
+    rank = {json.dumps(c, sort_keys=True): i for i, c in enumerate(order)}
+    ranked = sorted(pruned, key=lambda c: rank.get(json.dumps(c, sort_keys=True), len(rank)))
+    out, per_backend = [], {}
+    for c in ranked:
+        b = c.get("backend", "triton")
+        if per_backend.get(b, 0) < max_candidates:
+            per_backend[b] = per_backend.get(b, 0) + 1
+            out.append(c)
+    for c in extra:
+        if not any(same_config(c, o) for o in out):
+            out.append(c)
+    return out
+
+
+def order_m_major(shapes, m_values=None) -> list:
+    """(label, M, N, K) rows sorted by M's place in `m_values` (given order; default ascending M),
+    stable within one M: every layer at the first M before any at the next."""
+    m_values = list(m_values) if m_values else sorted({s[1] for s in shapes})
+    place = {m: i for i, m in enumerate(m_values)}
+    return sorted(shapes, key=lambda s: place.get(s[1], len(place)))
+
+
 def _key(M, N, K, c, op="a16w16", dtype="bf16", batch=1):
     return f"{op},{dtype},{M},{N},{K}," + (f"B={batch}," if batch != 1 else "") + json.dumps(c, sort_keys=True)
 
@@ -145,9 +204,10 @@ def _load_progress(path: Path) -> dict:
 
 
 def tune_shapes(shapes, out_dir, *, max_candidates=40, rep_ms=40, seed=0, workers=None, dtype_name=None,
-                log=print, op="a16w16", batch=1, backend="all"):
+                log=print, op="a16w16", batch=1, backend="all", budget_s=None):
     """Tune each (label, M, N, K) for `op` (bench/ops.py); returns {(M, N, K): best row}.
-    Rows also go to tune_progress.jsonl."""
+    Rows also go to tune_progress.jsonl. `budget_s`: start no new shape after that many seconds
+    (the shapes left are logged and skipped; their tables stay as they are)."""
     import torch
     from triton.runtime._async_compile import AsyncCompileMode
     from concurrent.futures import ThreadPoolExecutor
@@ -171,16 +231,20 @@ def tune_shapes(shapes, out_dir, *, max_candidates=40, rep_ms=40, seed=0, worker
     best = {}
     t0 = time.time()
     for i, (label, M, N, K) in enumerate(shapes):
+        if budget_s is not None and time.time() - t0 > budget_s:
+            left = shapes[i:]
+            log(f"time budget ({budget_s:.0f} s) spent: {len(left)} shapes not tuned: "
+                + ", ".join(f"{lb} {m}x{n}x{k}" for lb, m, n, k in left))
+            break
         current, _ = _configs.select(table_op, target.arch, M, N, K)
         current = _configs.validate_config(current)
         space = bop.search_space(M, N, K, target) if bop.search_space else search_space(M, N, K, target, op)
         if backend != "all":  # e.g. "gluon": only that backend's candidates (and the current config)
             space = [c for c in space if c.get("backend", "triton") == backend]
-        cands = prune(space, M, N, K, target, in_bytes, 2, acc_tiles, batch)
-        random.Random(seed + M * 7 + N * 13 + K).shuffle(cands)
-        cands = cands[:max_candidates]
-        if json.dumps(current, sort_keys=True) not in {json.dumps(c, sort_keys=True) for c in cands}:
-            cands.append(current)
+        pruned = prune(space, M, N, K, target, in_bytes, 2, acc_tiles, batch)
+        extra = [current] + [c for c in neighbours(table_op, target.arch, M, N, K)
+                             if backend == "all" or c.get("backend", "triton") == backend]
+        cands = pick_candidates(space, pruned, M, max_candidates, seed, extra)
         todo = [c for c in cands if _key(M, N, K, c, op, dtype_name, batch) not in done]
         rows = [done[_key(M, N, K, c, op, dtype_name, batch)] for c in cands
                 if _key(M, N, K, c, op, dtype_name, batch) in done]
@@ -206,7 +270,7 @@ def tune_shapes(shapes, out_dir, *, max_candidates=40, rep_ms=40, seed=0, worker
                 for c in todo:
                     row = {"label": label, "op": op, "dtype": dtype_name, "M": M, "N": N, "K": K,
                            **({"B": batch} if batch != 1 else {}), "config": c,
-                           "ref_ms": ref_ms, "is_current": c == current}
+                           "ref_ms": ref_ms, "is_current": same_config(c, current)}
                     try:
                         y = bop.run(sets[0], c)
                         err = ((y.float() - ref).norm().item() / ref_norm) if ref_norm else 0.0
@@ -229,12 +293,13 @@ def tune_shapes(shapes, out_dir, *, max_candidates=40, rep_ms=40, seed=0, worker
             log(f"[{i + 1}/{len(shapes)}] {label} {M}x{N}x{K}: no candidate ran")
             continue
         win = min(ok, key=lambda r: r["ms"])
-        cur = [r for r in ok if r["config"] == current]
+        cur = [r for r in ok if same_config(r["config"], current)]
         best[(M, N, K)] = win
         elapsed = time.time() - t0
         eta = elapsed / (i + 1) * (len(shapes) - i - 1)
         vs = (lambda r: f"{r['ref_ms'] / r['ms']:.3f}x vendor") if win["ref_ms"] else (lambda r: f"{r['ms']:.4f} ms")
-        cur_txt = f"table {vs(cur[0])}" if cur else "table config failed"
+        cur_txt = f"table {vs(cur[0])} ({100 * (cur[0]['ms'] / win['ms'] - 1):+.1f}% best vs table)" if cur \
+            else "table config failed"
         log(f"[{i + 1}/{len(shapes)}] {label:28s} {M:6d}x{N:6d}x{K:6d}  {len(ok)}/{len(cands)} ran "
             f"(compile {t_compile:.0f}s)  best {vs(win)}, {cur_txt}  eta {eta / 60:.1f} min")
     return best
@@ -255,7 +320,9 @@ def best_from_progress(path, op="a16w16", dtype=None) -> dict:
 
 
 def write_tables(best: dict, out_dir, arch: str, op: str = "a16w16") -> list:
-    """One `<OP>-N=<N>-K=<K>.json` per (N, K): M_GEQ_<m> per tuned m (see the module docstring)."""
+    """One `<OP>-N=<N>-K=<K>.json` per (N, K), from scratch: M_GEQ_<m> = the winner per tuned m, so a
+    call at M uses the winner of the largest tuned m <= M and an M below every tuned m falls through
+    to the default table. (The CLI merges into the shipped tables instead: `merge_tables`.)"""
     by_nk = {}
     for (M, N, K), row in best.items():
         by_nk.setdefault((N, K), {})[M] = row["config"]
@@ -271,45 +338,62 @@ def write_tables(best: dict, out_dir, arch: str, op: str = "a16w16") -> list:
     return written
 
 
-def _strip(cfg: dict) -> dict:
-    """Drop keys that equal their defaults, so tables stay short."""
-    return {k: v for k, v in cfg.items() if _configs.DEFAULTS.get(k, object()) != v}
+def rows_from_progress(paths, op="a16w16", dtype=None, shapes=None, arch="sm_90") -> dict:
+    """{(M, N, K): correct timed rows of `op` (and `dtype`)} from one or more tune_progress.jsonl
+    (a later file's row for the same shape and config wins), restricted to `shapes` ((M, N, K)
+    set) if given: what `merge_tables` takes."""
+    done = {}
+    for path in [paths] if isinstance(paths, (str, Path)) else paths:
+        done.update(_load_progress(Path(path)))
+    rows = [r for r in done.values()
+            if r.get("op", "a16w16") == op and (not dtype or r.get("dtype", "bf16") == dtype)
+            and (shapes is None or (r["M"], r["N"], r["K"]) in shapes)]
+    return rows_by_shape(rows, arch)
+
+
+def _merge(progress, args, table_op, op, dtype_name, arch, shapes=None) -> int:
+    from .. import configs as cfgs
+
+    out = cfgs.CONFIG_DIR if args.install else Path(args.out)
+    decisions_path = Path(args.out) / "merge_decisions.json"
+    written, decisions = merge_tables(rows_from_progress(progress, op, dtype_name, shapes, arch), out, arch, table_op,
+                                      min_gain=args.min_gain)
+    for p in written:
+        print(f"wrote {p}")
+    decisions_path.parent.mkdir(parents=True, exist_ok=True)
+    decisions_path.write_text(json.dumps([{"N": n, "K": k, **d} for (n, k), ds in sorted(decisions.items())
+                                          for d in ds], indent=1) + "\n")
+    return 0
 
 
 def main(args) -> int:
     import torch
 
-    from ..bench.suite import default_suite, parse_shape
-
     from ..bench.ops import get as get_op
+    from ..bench.suite import default_suite, parse_shape
 
     bop = get_op(args.op)
     dtype_name = getattr(args, "dtype", None) or bop.dtypes[0]
     table_op = bop.table_op(dtype_name)
-    if args.tables_from:
-        for p in write_tables(best_from_progress(args.tables_from, args.op, dtype_name), args.out, args.arch,
-                              table_op):
-            print(f"wrote {p}")
-        return 0
+    m_values = [int(m) for m in args.m.split(",")] if args.m else None
+    if args.tables_from:  # every shape of the progress files, merged together
+        return _merge(args.tables_from, args, table_op, args.op, dtype_name, args.arch)
     if not torch.cuda.is_available():
         print("gemmkit tune: needs a CUDA GPU (it times candidates on the device)", file=sys.stderr)
         return 2
     if args.shape:
         shapes = [parse_shape(",".join(map(str, s))) for s in args.shape]
     elif args.model:
-        shapes = bop.rows_for_models(args.model, [int(m) for m in args.m.split(",")] if args.m else None)
+        shapes = order_m_major(bop.rows_for_models(args.model, m_values), m_values)
     else:
         shapes = default_suite() if args.suite == "default" else \
             [(f"square {s}", s, s, s) for s in (1024, 2048, 4096, 8192, 16384)]
     best = tune_shapes(shapes, args.out, max_candidates=args.max_candidates, rep_ms=args.rep_ms, op=args.op,
                        dtype_name=dtype_name, batch=getattr(args, "batch", 1) or 1,
-                       backend=getattr(args, "backend", "all") or "all")
-    # A table file covers every M measured for its (N, K), in this run or an earlier one
-    # (writing only this run's shapes would drop the buckets an earlier run tuned).
-    everything = best_from_progress(Path(args.out) / "tune_progress.jsonl", args.op, dtype_name)
-    touched = {(n, k) for (_m, n, k) in best}
-    target = _arch.current()
-    for p in write_tables({s: r for s, r in everything.items() if (s[1], s[2]) in touched}, args.out, target.arch,
-                          table_op):
-        print(f"wrote {p}")
-    return 0
+                       backend=getattr(args, "backend", "all") or "all", budget_s=args.budget_s)
+    # Merge every shape measured in this --out (earlier, resumed runs included) whose (N, K) this
+    # run touched: the decisions see all tuned M of a file together (see tune/merge.py).
+    progress = Path(args.out) / "tune_progress.jsonl"
+    touched = {(n, k) for _m, n, k in best}
+    shapes = {s for s in rows_from_progress(progress, args.op, dtype_name) if s[1:] in touched}
+    return _merge(progress, args, table_op, args.op, dtype_name, _arch.current().arch, shapes)
