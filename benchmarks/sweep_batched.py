@@ -5,9 +5,16 @@ reference (bench/ops.py) timed in the same process.
 
 Usage (repo root, on the H200):
   PYTHONPATH=. python benchmarks/sweep_batched.py --op batched_a16w16 --dtype bf16 \
-      --shapes 8x512,64x512,8x1024,64x1024,8x2048,64x2048 --json OUT.json
+      --shapes 8x512,64x512,8x1024,64x1024,8x2048,64x2048 --json OUT.json \
+      [--write-table gemmkit/configs/sm_90/BATCHED_A16W16.json --bench-json RESULTS.json]
 Shapes are BxS (M = N = K = S) or BxMxNxK. The table is looked up by M, so a bucket's winner
 should be the config with the best geomean ratio over the B values sharing that M.
+
+The vendor is timed before and after the candidates of each shape (its spread is the noise
+floor of that shape's ratios; the ratio uses the mean). Triton and Gluon ("backend": "gluon",
+kernels/gluon/hopper_pingpong_batched.py) candidates are timed in the same process: an A/B.
+--bench-json: after --write-table, `gemmkit bench`'s rows (bench/run_gpu, table configs, CUDA
+graph and eager) for the same shapes in this process, merged into one results file.
 """
 import argparse
 import json
@@ -20,22 +27,26 @@ def cfg(bm, bn, bk, warps, stages, group=8, persistent=False, tma=True):
             "num_warps": warps, "num_stages": stages, "persistent": persistent, "tma": tma}
 
 
+def gluon(bm, bn, bk, stages, group=8):
+    """A Gluon ping-pong config (num_warps 4 = warps per consumer; num_stages an upper bound, see
+    hopper_pingpong.derive); "tma" / "persistent" are what the Triton tier runs where Gluon cannot."""
+    return dict(cfg(bm, bn, bk, 4, stages, group, persistent=True, tma=True), backend="gluon")
+
+
 CANDIDATES = {
     "batched_a16w16": [
-        # round 2 (after the first H200 sweep, 2026-11-22: 128x256x64 g16 P best at M >= 1024,
-        # 128x128x128 P at M = 512): the winners, their group sizes, and the runners-up
-        cfg(128, 256, 64, 8, 3, persistent=True),
-        cfg(128, 256, 64, 8, 3, group=16, persistent=True),
-        cfg(128, 256, 64, 8, 3, group=32, persistent=True),
-        cfg(128, 256, 64, 8, 3, group=64, persistent=True),
-        cfg(256, 128, 64, 8, 3, group=16, persistent=True),
-        cfg(128, 128, 128, 8, 3, persistent=True),
-        cfg(128, 128, 128, 8, 3, group=16, persistent=True),
-        cfg(128, 128, 64, 4, 4, persistent=True),
-        cfg(128, 128, 64, 4, 5),
+        # round 3 (issue 5, 2026-11-22 afternoon): the Gluon batched ping-pong against the shipped
+        # Triton configs (128x128x64 w4 s5 P at M = 512 / any, 128x256x64 w8 s3 g16 P at M = 1024)
+        gluon(128, 128, 64, 4),
+        gluon(128, 128, 64, 5),
+        gluon(128, 128, 64, 6),
+        gluon(128, 128, 64, 6, group=16),
+        gluon(64, 256, 64, 4),
+        gluon(128, 128, 128, 3),
         cfg(128, 128, 64, 4, 5, persistent=True),
-        cfg(64, 256, 64, 4, 4, persistent=True),
-        cfg(128, 256, 64, 8, 3, group=16, persistent=True, tma=False),  # the pointer path, same tiles
+        cfg(128, 256, 64, 8, 3, group=16, persistent=True),
+        # dropped after the first run of round 3 (last in every cell or far behind): Gluon 64x128x64 s8,
+        # 128x64x64 s8 (0.59-0.93x), Triton 128x128x128 w8 s3 P (0.87-0.92x)
     ],
     "batched_a8w8": [
         cfg(128, 128, 128, 8, 4, persistent=True),
@@ -48,6 +59,25 @@ CANDIDATES = {
         cfg(128, 128, 128, 8, 4, persistent=True, tma=False),
     ],
 }
+
+
+# Round 2's batched_a16w16 list (the Triton tier only), kept as the record of what was tried; not run.
+ROUND2_A16W16 = [
+    # round 2 (after the first H200 sweep, 2026-11-22: 128x256x64 g16 P best at M >= 1024,
+    # 128x128x128 P at M = 512): the winners, their group sizes, and the runners-up
+    cfg(128, 256, 64, 8, 3, persistent=True),
+    cfg(128, 256, 64, 8, 3, group=16, persistent=True),
+    cfg(128, 256, 64, 8, 3, group=32, persistent=True),
+    cfg(128, 256, 64, 8, 3, group=64, persistent=True),
+    cfg(256, 128, 64, 8, 3, group=16, persistent=True),
+    cfg(128, 128, 128, 8, 3, persistent=True),
+    cfg(128, 128, 128, 8, 3, group=16, persistent=True),
+    cfg(128, 128, 64, 4, 4, persistent=True),
+    cfg(128, 128, 64, 4, 5),
+    cfg(128, 128, 64, 4, 5, persistent=True),
+    cfg(64, 256, 64, 4, 4, persistent=True),
+    cfg(128, 256, 64, 8, 3, group=16, persistent=True, tma=False),  # the pointer path, same tiles
+]
 
 
 def parse_shape(s):
@@ -75,6 +105,33 @@ def write_table(path, best):
     print(f"wrote {path}: " + ", ".join(f"{k}" for k in order))
 
 
+def bench(op, dtype, shapes, path, table):
+    """gemmkit bench's rows (bench/run_gpu: the table's configs through the op, vendor in the same
+    process, CUDA graph and eager) for every shape, merged into one results file."""
+    from gemmkit.bench import run_gpu
+
+    by_b = {}
+    for B, M, N, K in map(parse_shape, shapes.split(",")):
+        by_b.setdefault(B, []).append((f"{M}x{N}x{K}", M, N, K))
+    merged, clocks = None, {}
+    for graph in (True, False):
+        for B, rows in by_b.items():
+            res = run_gpu(rows, dtype, cuda_graph=graph, op=op, batch=B)
+            clocks[f"{op}_B{B}_{'graph' if graph else 'eager'}"] = res["sm_clock_mhz"]
+            if merged is None:
+                merged = res
+            else:
+                merged["rows"] += res["rows"]
+    merged["sm_clock_mhz_per_invocation"] = clocks
+    merged["method"] = merged["method"].split(";")[0] + (
+        "; rows with timing 'cuda_graph': one CUDA graph replayed (one call per input set), time per call; rows "
+        "with timing 'eager': plain Python calls (host overhead included, both sides). Config: the sm_90 "
+        f"{table.rsplit('/', 1)[-1]} table written by benchmarks/sweep_batched.py --write-table in the same process")
+    with open(path, "w") as f:
+        json.dump(merged, f, indent=1)
+    print(f"wrote {path}")
+
+
 def main():
     import torch
     from concurrent.futures import ThreadPoolExecutor
@@ -92,9 +149,12 @@ def main():
     ap.add_argument("--dtype", default=None)
     ap.add_argument("--shapes", default="8x512,64x512,8x1024,64x1024,8x2048,64x2048")
     ap.add_argument("--rep-ms", type=int, default=30)
+    ap.add_argument("--passes", type=int, default=2, help="timing passes over the candidates (median kept)")
     ap.add_argument("--json")
     ap.add_argument("--write-table", help="a table file: its M_LEQ_512 / M_LEQ_1024 / any buckets become the "
                                           "best configs at M = 512 / 1024 / 2048 (geomean over B)")
+    ap.add_argument("--bench-json", help="after --write-table: gemmkit bench rows (table configs, CUDA graph and "
+                                         "eager) for the same shapes, one results file (DESIGN.md format)")
     args = ap.parse_args()
     bop = get(args.op)
     dtype = args.dtype or bop.dtypes[0]
@@ -115,31 +175,54 @@ def main():
                     pass
         t_compile = time.time() - tc
         ref = bop.reference(sets[0])
-        ref_ms = time_graph(lambda *inp: bop.vendor(inp), sets, 10, args.rep_ms)
         flops = 2.0 * B * M * N * K
-        print(f"B={B} {M}x{N}x{K}: vendor {ref_ms * 1e3:8.1f} us {flops / ref_ms / 1e9:6.0f} TF/s "
-              f"(compile {t_compile:.0f}s)", flush=True)
-        for c in cands:
-            row = {"op": args.op, "dtype": dtype, "B": B, "M": M, "N": N, "K": K, "config": c, "ref_ms": ref_ms}
+        print(f"B={B} {M}x{N}x{K} (compile {t_compile:.0f}s)", flush=True)
+        shape_rows = []
+        for c in cands:  # correctness first, every candidate once
+            row = {"op": args.op, "dtype": dtype, "B": B, "M": M, "N": N, "K": K, "config": c}
             try:
                 y = bop.run(sets[0], c)
                 err = ((y.float() - ref).norm() / ref.norm()).item()
                 row["rel_err"] = err
                 if not err <= 2**-8:
                     row["error"] = f"wrong result: rel err {err:.3g}"
-                else:
-                    row["ms"] = time_graph(lambda *inp, c=c: bop.run(inp, c), sets, 10, args.rep_ms)
-                    row["ratio"] = ref_ms / row["ms"]
             except Exception as e:
                 row["error"] = f"{type(e).__name__}: {str(e)[:300]}"
             rows.append(row)
-            desc = (f"{c['BLOCK_SIZE_M']}x{c['BLOCK_SIZE_N']}x{c['BLOCK_SIZE_K']} w{c['num_warps']} s{c['num_stages']} "
+            shape_rows.append(row)
+        # Timing: the vendor between every two candidates, so each candidate's ratio is against the mean
+        # of the vendor timings right before and after it (the clock drifts by up to 10% over a shape's
+        # candidates under sustained load); `--passes` passes, alternate ones in reverse order; the
+        # row keeps the median ratio and the median time.
+        timed = [r for r in shape_rows if "error" not in r]
+        vendor = lambda: time_graph(lambda *inp: bop.vendor(inp), sets, 10, args.rep_ms)  # noqa: E731
+        v_all = [vendor()]
+        for p in range(args.passes):
+            for row in (timed if p % 2 == 0 else timed[::-1]):
+                c = row["config"]
+                try:
+                    ms = time_graph(lambda *inp, c=c: bop.run(inp, c), sets, 10, args.rep_ms)
+                except Exception as e:
+                    row["error"] = f"{type(e).__name__}: {str(e)[:300]}"
+                    continue
+                v_all.append(vendor())
+                row.setdefault("ms_all", []).append(ms)
+                row.setdefault("ref_ms_all", []).append((v_all[-2] + v_all[-1]) / 2)
+        med = lambda v: sorted(v)[len(v) // 2] if len(v) % 2 else sum(sorted(v)[len(v) // 2 - 1:len(v) // 2 + 1]) / 2  # noqa: E731
+        print(f"   vendor {med(v_all) * 1e3:8.1f} us median of {len(v_all)}, min {min(v_all) * 1e3:.1f} max "
+              f"{max(v_all) * 1e3:.1f} ({(max(v_all) - min(v_all)) / med(v_all):.1%} spread)", flush=True)
+        for row in shape_rows:
+            c = row["config"]
+            desc = (f"{'gluon ' if c.get('backend') == 'gluon' else ''}"
+                    f"{c['BLOCK_SIZE_M']}x{c['BLOCK_SIZE_N']}x{c['BLOCK_SIZE_K']} w{c['num_warps']} s{c['num_stages']} "
                     f"g{c['GROUP_SIZE_M']}{' P' if c['persistent'] else ''}{' tma' if c['tma'] else ' ptr'}")
-            if "ms" in row:
-                print(f"   {desc:34s} {row['ms'] * 1e3:8.1f} us {flops / row['ms'] / 1e9:6.0f} TF/s "
-                      f"ratio {row['ratio']:.3f}", flush=True)
+            if "error" not in row and row.get("ms_all"):
+                row["ratios"] = [r / m for r, m in zip(row["ref_ms_all"], row["ms_all"])]
+                row.update(ms=med(row["ms_all"]), ref_ms=med(row["ref_ms_all"]), ratio=med(row["ratios"]))
+                print(f"   {desc:40s} {row['ms'] * 1e3:8.1f} us {flops / row['ms'] / 1e9:6.0f} TF/s "
+                      f"ratio {row['ratio']:.3f} ({', '.join(f'{r:.3f}' for r in row['ratios'])})", flush=True)
             else:
-                print(f"   {desc:34s} {row['error'][:100]}", flush=True)
+                print(f"   {desc:40s} {row.get('error', 'not timed')[:100]}", flush=True)
         del sets, ref
         torch.cuda.empty_cache()
     # Best per M (geomean ratio over the B values that share the M bucket).
@@ -155,9 +238,19 @@ def main():
         k = max(scored, key=scored.get)
         best[M] = {"config": json.loads(k), "geomean_ratio": scored[k]}
         print(f"  M={M}: {scored[k]:.3f}  {k}")
+    # Best per cell, and the best of each backend (the A/B the issue asks for).
+    print("best per shape (gluon / triton / overall):")
+    for key in dict.fromkeys((r["B"], r["M"], r["N"], r["K"]) for r in rows):
+        cell = [r for r in rows if (r["B"], r["M"], r["N"], r["K"]) == key and "ratio" in r]
+        by = {b: max((r for r in cell if r["config"].get("backend", "triton") == b), key=lambda r: r["ratio"],
+                     default=None) for b in ("gluon", "triton")}
+        print(f"  B={key[0]:3d} {key[1]}x{key[2]}x{key[3]}: " + "  ".join(
+            f"{b} {r['ratio']:.3f}" if r else f"{b} -" for b, r in by.items()))
     print(f"sweep took {time.time() - t0:.0f}s")
     if args.write_table:
         write_table(args.write_table, best)
+        if args.bench_json:
+            bench(args.op, dtype, args.shapes, args.bench_json, args.write_table)
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"device": torch.cuda.get_device_name(), "torch": torch.__version__,

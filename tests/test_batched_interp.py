@@ -140,6 +140,35 @@ def test_tma_rules_3d():
     assert not BG.tma_compatible_3d(torch.empty(0, 32, 64, dtype=torch.bfloat16)), "empty"
 
 
+def test_gluon_tma_rule_is_the_triton_tiers():
+    """The Gluon batched kernel's own 3-D TMA check (it defends its launcher) says what the op's does."""
+    from gemmkit.kernels.gluon.hopper_pingpong_batched import tma_ok_3d
+
+    t = torch.empty(4, 32, 64, dtype=torch.bfloat16)
+    layouts = [t, t[:1].expand(1, 32, 64), t[:1].expand(4, 32, 64), t.transpose(0, 1), t[:, :, :60],
+               torch.empty(4, 32, 60, dtype=torch.bfloat16), t[:, :, 1:], torch.empty(0, 32, 64, dtype=torch.bfloat16),
+               torch.empty(4, 40, 64, dtype=torch.bfloat16)[:, :32], t.transpose(1, 2), torch.empty(4, 32, 64)[:, :, :30]]
+    assert [tma_ok_3d(v) for v in layouts] == [BG.tma_compatible_3d(v) for v in layouts]
+
+
+@pytest.mark.parametrize("layout", ["aligned", "w_broadcast"])
+def test_a16w16_gluon_config_runs_the_triton_tier_here(layout, launches):
+    """A "backend": "gluon" config is accepted; the interpreter (no Gluon) runs the same config on the
+    Triton tier: its "tma" key picks the TMA kernel where the operands allow, else the pointer kernel."""
+    B, M, N, K = 3, 20, 40, 64
+    x, w = randn(B, M, K, dtype=torch.bfloat16), randn(B, N, K, dtype=torch.bfloat16)
+    if layout == "w_broadcast":
+        w = randn(1, N, K, dtype=torch.bfloat16).expand(B, N, K)
+    kernel = "batched_gemm_tma_kernel" if layout == "aligned" else "batched_gemm_kernel"
+    before = dict(launches)
+    y = gemmkit.batched_gemm_a16w16(x, w, config=dict(SMALL, backend="gluon", tma=True, persistent=True))
+    assert launches[kernel] == before.get(kernel, 0) + 1
+    assert launches["hopper_pingpong_batched_kernel"] == before.get("hopper_pingpong_batched_kernel", 0)
+    check_entries(y, ref16(x, w), torch.bfloat16)
+    assert BG.gluon_unsupported(x, w, y, dict(SMALL, backend="gluon"), None) == \
+        "the Triton interpreter does not run Gluon kernels"
+
+
 def test_a16w16_empty_dims():
     B, N = 2, 16
     assert gemmkit.batched_gemm_a16w16(randn(0, 4, 32, dtype=torch.bfloat16),
@@ -230,7 +259,7 @@ def _args16(B=2, M=8, N=16, K=64):
     ("bad_out_dtype", TypeError, r"^out_dtype: expected one of"),
     ("activation", ValueError, r"^activation: expected None or one of"),
     ("split_k", ValueError, r"^config: key 'NUM_KSPLIT' = 2; the batched GEMMs take 1"),
-    ("gluon", ValueError, r"^config: key 'backend' = 'gluon'; the batched GEMMs have only the 'triton' kernels"),
+    ("cutlass", ValueError, r"^config: key 'backend' = 'cutlass'; expected 'triton' or 'gluon'"),
     ("bad_config", ValueError, r"^config: unknown key 'BLOCK_M'"),
     ("requires_grad", NotImplementedError, r"^x: requires grad"),
 ])
@@ -261,8 +290,8 @@ def test_a16w16_errors(case, exc, match):
         kw["activation"] = "tanh"
     elif case == "split_k":
         kw["config"] = dict(SMALL, NUM_KSPLIT=2)
-    elif case == "gluon":
-        kw["config"] = dict(SMALL, backend="gluon")
+    elif case == "cutlass":
+        kw["config"] = dict(SMALL, backend="cutlass")
     elif case == "bad_config":
         kw["config"] = {"BLOCK_M": 64}
     elif case == "requires_grad":
@@ -282,6 +311,7 @@ def test_a16w16_errors(case, exc, match):
     ("out_shape", ValueError, r"^out: expected shape \(2, 8, 16\)"),
     ("int8_k", ValueError, r"^x: K = 131072 can overflow the int32 accumulator"),
     ("requires_grad", NotImplementedError, r"^x_scale: requires grad"),
+    ("gluon", ValueError, r"^config: key 'backend' = 'gluon'; batched_gemm_a8w8 has only the 'triton' kernels"),
 ])
 def test_a8w8_errors(case, exc, match):
     B, M, N, K = 2, 8, 16, 64
@@ -308,6 +338,8 @@ def test_a8w8_errors(case, exc, match):
         xs, ws = torch.ones(1, 1, 1), torch.ones(1, 1, 1)
     elif case == "requires_grad":
         xs.requires_grad_()
+    elif case == "gluon":
+        kw["config"] = dict(SMALL, backend="gluon")
     with pytest.raises(exc, match=match):
         gemmkit.batched_gemm_a8w8(x, w, xs, ws, **kw)
 

@@ -160,3 +160,229 @@ def test_deterministic_and_cuda_graph():
     g.replay()
     torch.cuda.synchronize()
     assert rel_entries(out, ref16(x, w)) <= TOL[torch.bfloat16]
+
+
+# ----------------------------------------------------------------------------- the Gluon backend (sm_90)
+#
+# kernels/gluon/hopper_pingpong_batched.py through its launcher (whatever the table picks) and through
+# the op with a "backend": "gluon" config. Every element of every entry is checked against float64
+# (`check_every_element`), into NaN-poisoned outputs; small persistent grids give each CTA many work
+# ids that cross batch entries, so the ring, the turn hand-offs and the batch coordinate all move.
+
+from _util import poisoned, randn, within_bound  # noqa: E402
+
+GL_128 = {"BLOCK_SIZE_M": 128, "BLOCK_SIZE_N": 128, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 8, "num_warps": 4,
+          "num_stages": 5}
+GL_64 = {"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 256, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 4, "num_warps": 4,
+         "num_stages": 4}
+GL_CFGS = {"128x128x64": GL_128, "64x256x64": GL_64}
+# Per-element bound on |y - ref|: twice the output dtype's half-ulp of |ref|, plus fp32 accumulation-order
+# slack of 2**-16 of the entry's rms (a misplaced or stale element is off by O(rms) and fails).
+HALF_ULP = {torch.bfloat16: 2**-9, torch.float16: 2**-12, torch.float32: 2**-24}
+
+
+def _hb():
+    from gemmkit.kernels.gluon import hopper_pingpong_batched
+
+    return hopper_pingpong_batched
+
+
+def _target(cus=None):
+    from gemmkit import arch
+
+    t = arch.current()
+    return t.with_cus(cus) if cus else t
+
+
+def ref64(x, w, bias=None, act="none"):
+    """float64 on the CPU, entry by entry (gemmkit.reference)."""
+    B = x.shape[0]
+    return torch.stack([gemm_a16w16_ref(x[b].cpu(), w[b].cpu(), None if bias is None else
+                                        (bias if bias.dim() == 1 else bias[b]).cpu(), act) for b in range(B)])
+
+
+def check_every_element(y, ref):
+    y64, r = y.detach().cpu().double(), ref.double()
+    assert torch.isfinite(y64).all(), "non-finite output (an element never written?)"
+    for b in range(y.shape[0]):
+        ok, msg = within_bound(y[b], r[b], y.dtype)
+        assert ok, f"entry {b}: {msg}"
+        rms = r[b].pow(2).mean().sqrt().item()
+        bound = 2 * HALF_ULP[y.dtype] * r[b].abs() + 2**-16 * rms + 1e-30
+        bad = ((y64[b] - r[b]).abs() > bound).nonzero()
+        assert bad.numel() == 0, f"entry {b}: {bad.shape[0]} elements out of bounds, first at {bad[0].tolist()}: " \
+                                 f"{y64[b][tuple(bad[0])].item()} vs {r[b][tuple(bad[0])].item()}"
+
+
+def run_gluon(x, w, bias=None, act="none", out=None, out_dtype=None, cfg=GL_128, cus=None):
+    y = out if out is not None else poisoned((x.shape[0], x.shape[1], w.shape[1]), out_dtype or x.dtype, DEV)
+    _hb().launch(x, w, bias, y, act, cfg, _target(cus))
+    torch.cuda.synchronize()
+    return y
+
+
+GL_SHAPES = [(3, 1, 264, 64), (2, 17, 1000, 520), (4, 129, 136, 72), (2, 1000, 1032, 776), (5, 64, 8, 16),
+             (8, 512, 512, 512), (3, 333, 1000, 1000)]
+
+
+@pytest.mark.parametrize("cfg", list(GL_CFGS))
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=["bf16", "fp16"])
+@pytest.mark.parametrize("B,M,N,K", GL_SHAPES, ids=[f"{b}x{m}x{n}x{k}" for b, m, n, k in GL_SHAPES])
+def test_gluon_shapes(B, M, N, K, dtype, cfg):
+    """M = 1, 17, 129, 1000 (edge tiles in every entry: TMA clips per entry), ragged K (776 = 12 x 64 + 8,
+    K < BLOCK_K), N < BLOCK_N, and the issue's 8 x 512^3; bias per entry."""
+    x, w = randn(B, M, K, dtype=dtype, device=DEV), randn(B, N, K, dtype=dtype, device=DEV)
+    bias = randn(B, N, dtype=dtype, device=DEV)
+    check_every_element(run_gluon(x, w, bias, cfg=GL_CFGS[cfg]), ref64(x, w, bias))
+
+
+EPILOGUES = [(torch.bfloat16, a) for a in ("none", "relu", "gelu", "gelu_tanh", "silu")] + \
+    [(torch.float16, "silu"), (torch.float32, "gelu")]
+
+
+@pytest.mark.parametrize("out_dtype,act", EPILOGUES, ids=[f"{str(d)[6:]}-{a}" for d, a in EPILOGUES])
+@pytest.mark.parametrize("bias_form", ["none", "shared", "per_entry", "per_entry_padded"])
+def test_gluon_bias_activation_out_dtype(bias_form, out_dtype, act):
+    B, M, N, K = 3, 200, 264, 136
+    x, w = randn(B, M, K, dtype=torch.bfloat16, device=DEV), randn(B, N, K, dtype=torch.bfloat16, device=DEV) / 8
+    bias = {"none": None, "shared": randn(N, dtype=torch.bfloat16, device=DEV),
+            "per_entry": randn(B, N, dtype=torch.bfloat16, device=DEV),
+            "per_entry_padded": randn(B, N + 24, dtype=torch.bfloat16, device=DEV)[:, 8:N + 8]}[bias_form]
+    y = run_gluon(x, w, bias, act, out_dtype=out_dtype)
+    assert y.dtype == out_dtype
+    check_every_element(y, ref64(x, w, bias, act))
+
+
+@pytest.mark.parametrize("layout", ["x_padded_batch", "x_padded_rows", "w_padded_batch", "y_padded", "batch_of_one"])
+def test_gluon_batch_strides(layout):
+    """Batch and row strides TMA takes (multiples of 16 bytes, entries apart): the kernel reads and writes in place."""
+    B, M, N, K = 4, 100, 136, 200
+    x, w = randn(B, M, K, dtype=torch.bfloat16, device=DEV), randn(B, N, K, dtype=torch.bfloat16, device=DEV)
+    out = base = None
+    if layout == "x_padded_batch":
+        x = randn(B, M + 5, K, dtype=torch.bfloat16, device=DEV)[:, 3:M + 3]
+    elif layout == "x_padded_rows":
+        x = randn(B, M, K + 40, dtype=torch.bfloat16, device=DEV)[:, :, 16:K + 16]
+    elif layout == "w_padded_batch":
+        w = randn(B, N + 3, K, dtype=torch.bfloat16, device=DEV)[:, :N]
+    elif layout == "y_padded":
+        base = poisoned((B, M + 1, N + 8), torch.bfloat16, DEV)
+        out = base[:, 1:, :N]
+    else:
+        x, w = x[2:3], w[1:2]
+    assert _hb().unsupported(x, w, out if out is not None else torch.empty(x.shape[0], M, N, device=DEV,
+                                                                             dtype=torch.bfloat16)) is None
+    check_every_element(run_gluon(x, w, out=out), ref64(x, w))
+    if base is not None:
+        assert torch.isnan(base[:, 0]).all() and torch.isnan(base[:, 1:, N:]).all(), "wrote outside y"
+
+
+@pytest.mark.parametrize("cus", [1, 2, 3, 7])
+@pytest.mark.parametrize("cfg", list(GL_CFGS))
+def test_gluon_small_persistent_grids(cus, cfg):
+    """Many work ids per CTA, crossing entries: 5 x (2 x 3) tiles of 128 x 128 = 30 ids on 1-7 CTAs, bias + gelu."""
+    B, M, N, K = 5, 2 * 128 - 3, 3 * 128 + 8, 200
+    x, w = randn(B, M, K, dtype=torch.float16, device=DEV), randn(B, N, K, dtype=torch.float16, device=DEV) / 4
+    bias = randn(B, N, dtype=torch.float16, device=DEV)
+    check_every_element(run_gluon(x, w, bias, "gelu", cfg=GL_CFGS[cfg], cus=cus), ref64(x, w, bias, "gelu"))
+
+
+def test_gluon_entries_equal_the_dense_kernel_bitwise():
+    """Each entry of the batched kernel is the dense ping-pong's result on that entry, bit for bit (same
+    partitions, same K order), for any grid; and the kernel is deterministic run to run."""
+    from gemmkit.kernels.gluon import hopper_pingpong as hp
+
+    B, M, N, K = 6, 300, 520, 1000
+    x, w = randn(B, M, K, dtype=torch.bfloat16, device=DEV), randn(B, N, K, dtype=torch.bfloat16, device=DEV)
+    bias = randn(B, N, dtype=torch.bfloat16, device=DEV)
+    y = run_gluon(x, w, bias, "silu")
+    for b in range(B):
+        yb = poisoned((M, N), torch.bfloat16, DEV)
+        hp.launch(x[b], w[b], bias[b], yb, "silu", GL_128, _target())
+        torch.cuda.synchronize()
+        assert torch.equal(y[b], yb), f"entry {b} differs from the dense kernel"
+    for cus in (None, 5, 1):
+        assert torch.equal(run_gluon(x, w, bias, "silu", cus=cus), y)
+
+
+@pytest.mark.parametrize("B,M,N,K", [(8, 1024, 1024, 1024), (64, 17, 1000, 520), (200, 1, 264, 64)], ids=str)
+def test_op_backend_gluon(B, M, N, K, launches):
+    """batched_gemm_a16w16 with a "backend": "gluon" config runs the Gluon kernel (one launch) and is right
+    (more than one wave of tiles: 512, 512 and 600 for 132 SMs)."""
+    import gemmkit
+
+    x, w = randn(B, M, K, dtype=torch.bfloat16, device=DEV), randn(B, N, K, dtype=torch.bfloat16, device=DEV)
+    bias = randn(N, dtype=torch.bfloat16, device=DEV)
+    before = dict(launches)
+    y = gemmkit.batched_gemm_a16w16(x, w, bias, activation="gelu", out=poisoned((B, M, N), torch.bfloat16, DEV),
+                                    config={**GL_128, "backend": "gluon", "tma": True, "persistent": True})
+    torch.cuda.synchronize()
+    assert launches["hopper_pingpong_batched_kernel"] == before.get("hopper_pingpong_batched_kernel", 0) + 1
+    assert sum(launches.values()) == sum(before.values()) + 1
+    check_every_element(y, ref64(x, w, bias, "gelu"))
+
+
+@pytest.mark.parametrize("layout", ["w_stride0", "x_interleaved", "k_unaligned", "one_wave"])
+def test_op_backend_gluon_falls_back_to_triton(layout, launches):
+    """What 3-D TMA cannot read (a shared weight of batch stride 0, a batch dim inside the rows, K % 8 != 0)
+    runs the same config on the Triton tier (its pointer kernel: the Triton TMA path has the same rule),
+    correct, one launch; so does one wave of tiles (on the Triton TMA kernel)."""
+    import gemmkit
+
+    kernel = "batched_gemm_kernel"
+    B, M, N, K = 64, 130, 264, 136  # 384 tiles: more than one wave
+    if layout == "one_wave":  # 21 x 2 x 3 = 126 tiles <= 132 SMs: the Triton TMA kernel, same tiles
+        B, kernel = 21, "batched_gemm_tma_kernel"
+    x, w = randn(B, M, K, dtype=torch.bfloat16, device=DEV), randn(B, N, K, dtype=torch.bfloat16, device=DEV)
+    if layout == "one_wave":
+        pass
+    elif layout == "w_stride0":
+        w = randn(1, N, K, dtype=torch.bfloat16, device=DEV).expand(B, N, K)
+    elif layout == "x_interleaved":
+        x = randn(M, B, K, dtype=torch.bfloat16, device=DEV).transpose(0, 1)
+    elif layout == "k_unaligned":
+        x, w = randn(B, M, 131, dtype=torch.bfloat16, device=DEV), randn(B, N, 131, dtype=torch.bfloat16, device=DEV)
+    bias = randn(B, N, dtype=torch.bfloat16, device=DEV)
+    before = dict(launches)
+    y = gemmkit.batched_gemm_a16w16(x, w, bias, out=poisoned((B, M, N), torch.bfloat16, DEV),
+                                    config={**GL_128, "backend": "gluon", "tma": True, "persistent": True})
+    torch.cuda.synchronize()
+    assert launches["hopper_pingpong_batched_kernel"] == before.get("hopper_pingpong_batched_kernel", 0)
+    assert launches[kernel] == before.get(kernel, 0) + 1
+    check_every_element(y, ref64(x, w, bias))
+
+
+def test_gluon_unsupported_inputs_raise():
+    hb, t = _hb(), _target()
+    x = torch.randn(2, 64, 100, device=DEV, dtype=torch.bfloat16)  # K % 8 != 0: row stride not 16-byte aligned
+    with pytest.raises(ValueError, match="3-D TMA"):
+        hb.launch(x, x, None, torch.empty(2, 64, 64, device=DEV, dtype=torch.bfloat16), "none", GL_128, t)
+    x = torch.randn(2, 64, 64, device=DEV, dtype=torch.bfloat16)
+    with pytest.raises(ValueError, match="bias"):
+        hb.launch(x, x, torch.randn(3, 64, device=DEV, dtype=torch.bfloat16),
+                  torch.empty(2, 64, 64, device=DEV, dtype=torch.bfloat16), "none", GL_128, t)
+    with pytest.raises(ValueError, match="BLOCK_SIZE_M"):
+        hb.launch(x, x, None, torch.empty(2, 64, 64, device=DEV, dtype=torch.bfloat16), "none",
+                  {**GL_128, "BLOCK_SIZE_M": 256}, t)
+
+
+def test_gluon_cuda_graph(launches):
+    import gemmkit
+
+    B, M, N, K = 16, 512, 512, 512
+    cfg = {**GL_128, "backend": "gluon", "tma": True, "persistent": True}
+    x, w = torch.randn(B, M, K, device=DEV, dtype=torch.bfloat16), torch.randn(B, N, K, device=DEV,
+                                                                               dtype=torch.bfloat16)
+    out = torch.empty(B, M, N, device=DEV, dtype=torch.bfloat16)
+    gemmkit.batched_gemm_a16w16(x, w, out=out, config=cfg)
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        gemmkit.batched_gemm_a16w16(x, w, out=out, config=cfg)
+    out.fill_(float("nan"))
+    x.copy_(torch.randn(B, M, K, device=DEV, dtype=torch.bfloat16))
+    before = launches["hopper_pingpong_batched_kernel"]
+    g.replay()
+    torch.cuda.synchronize()
+    assert launches["hopper_pingpong_batched_kernel"] == before  # counted at capture, not per replay
+    check_every_element(out, ref64(x, w))

@@ -8,7 +8,11 @@ Custom ops with fakes (as gemm_a16w16 / gemm_a8w8):
   gemmkit::batched_gemm_a16w16   gemmkit::batched_gemm_a16w16_out
   gemmkit::batched_gemm_a8w8     gemmkit::batched_gemm_a8w8_out
 
-Path per call (same config either way), as for the dense ops (ops/_gemm.py):
+Path per call (same config either way), as for the dense ops (ops/_gemm.py, gemm_a16w16.py):
+  Gluon ping-pong batched_gemm_a16w16 with a "backend": "gluon" config (sm_90 tables, where it
+                  wins) when `gluon_unsupported` says it can run: sm_90, x, w, y meet TMA's rules as
+                  3-D tensors (kernels/gluon/hopper_pingpong_batched.py); else the Triton tier below
+                  runs the same config (its tiles, "tma", "persistent")
   TMA kernel      sm_90, config "tma": true, and x, w, y meet TMA's rules as 3-D tensors
                   (kernels/triton/batched_gemm_tma.py)
   pointer kernel  everything else: AMD, odd K / N, broadcast or interleaved batch strides,
@@ -76,15 +80,17 @@ def _check_out(out, B, M, N, out_dtype):
     C.check_no_overlap("out", out)
 
 
-def _check_config(config_str: str):
-    """Keys the batched kernels cannot honour are an error, not a silent ignore."""
+def _check_config(config_str: str, gluon: bool = False):
+    """Keys the batched kernels cannot honour are an error, not a silent ignore. `gluon`: the op has a
+    Gluon backend (batched_gemm_a16w16; AMD tables and config= on AMD refuse it in configs.validate_config)."""
     cfg = json.loads(config_str) if config_str else {}
     if cfg.get("NUM_KSPLIT", 1) != 1:
         raise ValueError(f"config: key 'NUM_KSPLIT' = {cfg['NUM_KSPLIT']}; the batched GEMMs take 1 (no split-K: "
                          "the batch already fills the grid)")
-    if cfg.get("backend", "triton") != "triton":
-        raise ValueError(f"config: key 'backend' = {cfg['backend']!r}; the batched GEMMs have only the "
-                         "'triton' kernels")
+    if cfg.get("backend", "triton") not in (("triton", "gluon") if gluon else ("triton",)):
+        raise ValueError(f"config: key 'backend' = {cfg['backend']!r}; " +
+                         ("batched_gemm_a16w16 runs 'triton' or 'gluon'" if gluon else
+                          "batched_gemm_a8w8 has only the 'triton' kernels"))
 
 
 def _check_a16w16(x, w, bias, activation, out_dtype, out=None):
@@ -160,9 +166,39 @@ def _operand(t):
     return t if t.stride(2) == 1 or t.stride(1) == 1 else t.contiguous()
 
 
+def gluon_unsupported(x, w, y, cfg, target, scaling=G.NO_SCALING) -> str | None:
+    """Why a "backend": "gluon" config runs on the Triton tier for this call (None: it runs on Gluon).
+    The Triton kernels then run the same config (its tiles, and its "tma" / "persistent" keys), as
+    gemm_a16w16's `gluon_unsupported`: Gluon does not run in the interpreter, has no 8-bit batched
+    kernel, needs more than one wave of tiles to gain anything (measured), and needs sm_90 and x, w, y
+    that meet TMA's rules as 3-D tensors (a broadcast, stride-0 or interleaved batch dim, K % 8 != 0,
+    an unaligned base or row: kernels/gluon/hopper_pingpong_batched.py `unsupported`)."""
+    if C.interpreting():
+        return "the Triton interpreter does not run Gluon kernels"
+    if scaling.mode != "none":
+        return "the Gluon batched kernel is 16-bit only (batched_gemm_a8w8 runs the Triton tier)"
+    B, M, N = y.shape
+    work = B * G.cdiv(M, cfg["BLOCK_SIZE_M"]) * G.cdiv(N, cfg["BLOCK_SIZE_N"])
+    if target is not None and work <= target.num_cus:
+        # One wave: every CTA has at most one tile, so nothing runs under an epilogue and the second
+        # consumer idles; the Triton kernel with the same tiles starts sooner (H200, 8 x 512^3, 128 tiles:
+        # Gluon 0.84-0.92x torch.bmm over 8 configs, Triton 128x128x64 0.94x; docs/kernels/batched_gemm.md).
+        return f"one wave of work ({work} tiles for {target.num_cus} SMs): nothing to ping-pong"
+    from ..kernels.gluon import hopper_pingpong_batched
+
+    return hopper_pingpong_batched.unsupported(x, w, y, target)
+
+
 def launch(x, w, bias, y, activation, cfg, target, scaling=G.NO_SCALING, compile_only=False):
     """x (B, M, K), w (B, N, K), y (B, M, N); bias (B, N) / (N,) with unit stride on N, or None;
-    scaling "none" or "rowcol" with x_scale (B, M) and w_scale (B, N), unit stride on M / N."""
+    scaling "none" or "rowcol" with x_scale (B, M) and w_scale (B, N), unit stride on M / N.
+    A "backend": "gluon" config runs the Gluon batched ping-pong where `gluon_unsupported` allows."""
+    if cfg.get("backend") == "gluon" and gluon_unsupported(x, w, y, cfg, target, scaling) is None:
+        from ..kernels.gluon import hopper_pingpong_batched
+
+        hopper_pingpong_batched.launch(x, w, bias, y, activation, cfg, target, compile_only=compile_only)
+        C.LAUNCHES[hopper_pingpong_batched.KERNEL_NAME] += not compile_only
+        return
     B, M, K = x.shape
     N = w.shape[1]
     bm, bn, bk = cfg["BLOCK_SIZE_M"], cfg["BLOCK_SIZE_N"], cfg["BLOCK_SIZE_K"]
@@ -273,7 +309,7 @@ def batched_gemm_a16w16(x, w, bias=None, *, activation=None, out_dtype=None, out
     _check_a16w16(x, w, bias, activation, out_dtype, out)
     C.check_no_grad("batched_gemm_a16w16", x=x, w=w, bias=bias)
     cfg = C.config_to_str(config)
-    _check_config(cfg)
+    _check_config(cfg, gluon=True)
     if C.eager_call(x, w, bias, out):
         y = out if out is not None else torch.empty((x.shape[0], x.shape[1], w.shape[1]), dtype=out_dtype,
                                                     device=x.device)
@@ -290,7 +326,7 @@ def compile_for_a16w16(x, w, config: dict, bias=None, out_dtype=None):
     out_dtype = out_dtype or x.dtype
     B, M, N, _K = _check_a16w16(x, w, bias, "none", out_dtype)
     cfg = C.config_to_str(config)
-    _check_config(cfg)
+    _check_config(cfg, gluon=True)
     _run_a16w16(x, w, bias, "none", cfg, torch.empty((B, M, N), dtype=out_dtype, device=x.device), compile_only=True)
 
 
@@ -389,11 +425,17 @@ def compile_for_a8w8(x, w, x_scale, w_scale, config: dict, bias=None, out_dtype=
 
 def isa_cases(archs):
     """Every bucket of the shipped BATCHED_* tables: bf16 (a16w16), the target's fp8 and int8 (a8w8);
-    "tma": true configs compile both the TMA kernel and the pointer kernel the op falls back to."""
+    "tma": true configs compile both the TMA kernel and the pointer kernel the op falls back to, and
+    "backend": "gluon" buckets (sm_90) also the Gluon batched ping-pong (with the dense presets, bf16
+    and fp32 output: kernels/gluon/hopper_pingpong_batched.py `isa_cases`)."""
     for table_op, dtype in ((OP_A16W16, "bf16"), (TABLE_OP_A8W8["fp8"], "fp8"), (TABLE_OP_A8W8["int8"], "int8")):
         for case in G.table_cases(table_op, archs, dtypes=(dtype,)):
             kernel = "batched_gemm_tma_kernel" if case["path"] == "tma" else "batched_gemm_kernel"
             yield dict(case, kernel=kernel, op=ISA_OP)
+    if "sm_90" in archs:
+        from ..kernels.gluon import hopper_pingpong_batched
+
+        yield from hopper_pingpong_batched.isa_cases(archs, op=ISA_OP)
 
 
 def static_spec(cfg, target, *, dtype=torch.bfloat16, tma=None, has_bias=True, scale="none"):
@@ -429,6 +471,11 @@ def static_spec(cfg, target, *, dtype=torch.bfloat16, tma=None, has_bias=True, s
 def isa_spec(case):
     from .. import arch as _arch
     from ..kernels.triton import batched_gemm as k_ptr
+
+    if case["path"].startswith("gluon-"):
+        from ..kernels.gluon import hopper_pingpong_batched
+
+        return hopper_pingpong_batched.isa_spec(case)
     from ..kernels.triton import batched_gemm_tma as k_tma
 
     target = _arch.ARCHS[case["arch"]]

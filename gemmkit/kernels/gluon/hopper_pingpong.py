@@ -28,6 +28,14 @@ side by side here, they lie wherever that order puts them)::
    w (N, K)  │ BN x BK boxes, TMA ──┐│  │                 │  t2    │  ...   │
              └──────────────────────┼┼──┘                 └────────┴────────┘
                                     ▼▼                          BN
+
+Batched form (hopper_pingpong_batched.py, the same partitions with BATCHED = True): the work ids
+pid, pid + grid, ... cover B x tiles, batch-major (`batched_tile_coords`); the boxes are 3-D,
+[1, BM, BK] / [1, BN, BK] / [1, BM, BN] at (b, row, col), written into / read from 3-D views of
+the same 2-D ring slots and output tiles, so the consumer mainloop is unchanged::
+
+   work id  0 ... T-1 | T ... 2T-1 | ...     (T = tiles of one entry; grouped order inside an entry)
+            entry 0   | entry 1    |         a CTA's consumers alternate over these ids as over tiles
    shared memory:  ring[0..S-1] = (a: BM x BK, b: BN x BK), full[s] / empty[s] mbarriers
                    c0, c1: BM x BN output staging tile of each consumer, or one tile c
                            both share (C_TILES = 1, handed over by the c_free mbarrier)
@@ -66,6 +74,11 @@ Register split (setmaxnreg): see `derive`. Epilogue math is the Triton tier's
 (`bias_activation` in kernels/triton/_epilogue.py, a @triton.jit function that a
 @gluon.jit kernel can call in Triton 3.6), and so is the tile order.
 
+The partitions serve both kernels: `BATCHED` is a constexpr, so the dense kernel compiles
+to the same SASS as before batching existed (compared byte for byte on sm_90, Triton 3.6).
+In the batched consumer the tile's coordinates are computed after its mainloop, not before
+(live across it, they made a bias + gelu epilogue spill 8 bytes in consumer 1).
+
 Constraints:
   - sm_90 only (wgmma, TMA, setmaxnreg); bf16 or fp16 x and w, same dtype; y bf16, fp16 or fp32.
   - TMA rules: x, w, y 2-D, unit last stride, 16-byte aligned base and row stride
@@ -78,7 +91,9 @@ Constraints:
     consumer and the load warp); NUM_KSPLIT == 1. num_stages is an upper bound:
     the ring gets num_stages stages beside two output tiles if they fit, else the
     most stages (>= 2, <= num_stages) beside one shared output tile.
-  - K >= 1 (the op handles K == 0); M * N tiles < 2**31.
+  - K >= 1 (the op handles K == 0); M * N tiles < 2**31 (batched: B * tiles < 2**31).
+  - Batched (hopper_pingpong_batched.py): the same, with x, w, y 3-D under TMA's rules
+    (batch stride a multiple of 16 bytes, entries not overlapping: no stride-0 batch).
 """
 from __future__ import annotations
 
@@ -91,7 +106,7 @@ from triton.experimental.gluon.language.nvidia.hopper import (
     fence_async_shared, mbarrier, tma, warpgroup_mma, warpgroup_mma_init, warpgroup_mma_wait)
 
 from ..triton._epilogue import ACTIVATIONS, bias_activation
-from ..triton._schedule import tile_coords
+from ..triton._schedule import batched_tile_coords, tile_coords
 
 KERNEL_NAME = "hopper_pingpong_kernel"
 
@@ -245,45 +260,77 @@ def _ring_prev(idx, STAGES: gl.constexpr):
 
 
 @gluon.jit
+def _work_tile(work_id, num_work, num_pid_m, num_pid_n, GROUP_SIZE_M: gl.constexpr, BATCHED: gl.constexpr):
+    """Work id -> (batch entry, pid_m, pid_n), the Triton tier's order (kernels/triton/_schedule.py): grouped
+    tiles (`tile_coords`), batch-major over B x tiles when BATCHED (`batched_tile_coords`); entry 0 if not."""
+    if BATCHED:
+        b, pid_m, pid_n = batched_tile_coords(work_id, num_work, num_pid_m, num_pid_n, GROUP_SIZE_M, 1)
+    else:
+        pid_m, pid_n = tile_coords(work_id, num_pid_m, num_pid_n, GROUP_SIZE_M, 1)
+        b = 0
+    return b, pid_m, pid_n
+
+
+@gluon.jit
 def _load_partition(x_desc, w_desc, a_ring, b_ring, full, empty, M, N, K,
-                    STAGES: gl.constexpr, GROUP_SIZE_M: gl.constexpr):
-    """1 warp: for every K step of every tile of this CTA, wait for the slot, then TMA x and w into it."""
-    BM: gl.constexpr = x_desc.block_type.shape[0]
-    BK: gl.constexpr = x_desc.block_type.shape[1]
-    BN: gl.constexpr = w_desc.block_type.shape[0]
+                    STAGES: gl.constexpr, GROUP_SIZE_M: gl.constexpr, B=1, BATCHED: gl.constexpr = False):
+    """1 warp: for every K step of every tile of this CTA, wait for the slot, then TMA x and w into it.
+    BATCHED: 3-D descriptors (B, rows, K) with boxes [1, rows, BK], written through a 3-D view of the
+    2-D ring slot (same bytes, same swizzle: the consumers read the slot as before)."""
+    BM: gl.constexpr = a_ring.shape[1]
+    BK: gl.constexpr = a_ring.shape[2]
+    BN: gl.constexpr = b_ring.shape[1]
     num_pid_m = gl.cdiv(M, BM)
     num_pid_n = gl.cdiv(N, BN)
+    if BATCHED:
+        num_work = B * num_pid_m * num_pid_n
+    else:
+        num_work = num_pid_m * num_pid_n
     k_steps = gl.cdiv(K, BK)
     idx = 0
     phase = 0
-    for tile_id in range(gl.program_id(0), num_pid_m * num_pid_n, gl.num_programs(0)):
-        pid_m, pid_n = tile_coords(tile_id, num_pid_m, num_pid_n, GROUP_SIZE_M, 1)
+    for work_id in range(gl.program_id(0), num_work, gl.num_programs(0)):
+        b, pid_m, pid_n = _work_tile(work_id, num_work, num_pid_m, num_pid_n, GROUP_SIZE_M, BATCHED)
         for kk in range(k_steps):
             mbarrier.wait(empty.index(idx), phase ^ 1)  # round 0 passes: fresh barrier
             bar = full.index(idx)
             mbarrier.expect(bar, x_desc.block_type.nbytes + w_desc.block_type.nbytes)
-            tma.async_copy_global_to_shared(x_desc, [pid_m * BM, kk * BK], bar, a_ring.index(idx))
-            tma.async_copy_global_to_shared(w_desc, [pid_n * BN, kk * BK], bar, b_ring.index(idx))
+            if BATCHED:
+                tma.async_copy_global_to_shared(x_desc, [b, pid_m * BM, kk * BK], bar,
+                                                a_ring.index(idx).reshape([1, BM, BK]))
+                tma.async_copy_global_to_shared(w_desc, [b, pid_n * BN, kk * BK], bar,
+                                                b_ring.index(idx).reshape([1, BN, BK]))
+            else:
+                tma.async_copy_global_to_shared(x_desc, [pid_m * BM, kk * BK], bar, a_ring.index(idx))
+                tma.async_copy_global_to_shared(w_desc, [pid_n * BN, kk * BK], bar, b_ring.index(idx))
             idx, phase = _ring_next(idx, phase, STAGES)
 
 
 @gluon.jit
 def _mma_partition(CONSUMER: gl.constexpr, y_desc, bias_ptr, a_ring, b_ring, c_smem, full, empty, turn, c_free,
                    M, N, K, BK: gl.constexpr, STAGES: gl.constexpr, C_TILES: gl.constexpr,
-                   GROUP_SIZE_M: gl.constexpr, HAS_BIAS: gl.constexpr, ACTIVATION: gl.constexpr):
-    """1 warpgroup: local tiles CONSUMER, CONSUMER + 2, ...: mainloop on its turn, then the epilogue."""
-    BM: gl.constexpr = y_desc.block_type.shape[0]
-    BN: gl.constexpr = y_desc.block_type.shape[1]
+                   GROUP_SIZE_M: gl.constexpr, HAS_BIAS: gl.constexpr, ACTIVATION: gl.constexpr,
+                   B=1, stride_bb=0, BATCHED: gl.constexpr = False):
+    """1 warpgroup: local tiles CONSUMER, CONSUMER + 2, ...: mainloop on its turn, then the epilogue.
+    BATCHED: bias row b (bias_ptr + b * stride_bb; stride 0 shares one row) and a 3-D TMA store
+    [b, m, n] through a 3-D view of the 2-D output tile."""
+    BM: gl.constexpr = c_smem.shape[0]
+    BN: gl.constexpr = c_smem.shape[1]
     # wgmma accumulator: 4 warps stacked along M, instruction m16 x BN x k16 per warp.
     acc_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
                                                          instr_shape=[16, BN, 16])
     num_pid_m = gl.cdiv(M, BM)
     num_pid_n = gl.cdiv(N, BN)
+    if BATCHED:
+        num_work = B * num_pid_m * num_pid_n
+    else:
+        num_work = num_pid_m * num_pid_n
     k_steps = gl.cdiv(K, BK)
     nprog = gl.num_programs(0)
     n = 0  # tiles this consumer has done
-    for tile_id in range(gl.program_id(0) + CONSUMER * nprog, num_pid_m * num_pid_n, 2 * nprog):
-        pid_m, pid_n = tile_coords(tile_id, num_pid_m, num_pid_n, GROUP_SIZE_M, 1)
+    for work_id in range(gl.program_id(0) + CONSUMER * nprog, num_work, 2 * nprog):
+        if not BATCHED:
+            b, pid_m, pid_n = _work_tile(work_id, num_work, num_pid_m, num_pid_n, GROUP_SIZE_M, BATCHED)
         # Explicit phase counter: local tile j = 2n + CONSUMER starts at ring step j * k_steps.
         step = (2 * n + CONSUMER) * k_steps
         idx = step % STAGES
@@ -303,15 +350,23 @@ def _mma_partition(CONSUMER: gl.constexpr, y_desc, bias_ptr, a_ring, b_ring, c_s
         acc = warpgroup_mma_wait(0, deps=(acc,))
         mbarrier.arrive(empty.index(_ring_prev(idx, STAGES)))  # the tile's last slot
         # Epilogue (runs under the other consumer's mainloop).
+        if BATCHED:  # the tile's coordinates, not live across the mainloop (a batched gelu epilogue spilled)
+            b, pid_m, pid_n = _work_tile(work_id, num_work, num_pid_m, num_pid_n, GROUP_SIZE_M, BATCHED)
         offs_n = pid_n * BN + gl.arange(0, BN, layout=gl.SliceLayout(0, acc_layout))
-        out = bias_activation(acc, bias_ptr, offs_n, N, HAS_BIAS, ACTIVATION)
+        if BATCHED:
+            out = bias_activation(acc, bias_ptr + b.to(gl.int64) * stride_bb, offs_n, N, HAS_BIAS, ACTIVATION)
+        else:
+            out = bias_activation(acc, bias_ptr, offs_n, N, HAS_BIAS, ACTIVATION)
         if C_TILES == 2:
             tma.store_wait(0)  # my previous tile's TMA store has read my c_smem
         else:
             mbarrier.wait(c_free, 1 - CONSUMER)  # the other consumer's last store has read the shared c
         c_smem.store(out.to(y_desc.dtype))
         fence_async_shared()  # generic-proxy writes -> async-proxy (TMA) read
-        tma.async_copy_shared_to_global(y_desc, [pid_m * BM, pid_n * BN], c_smem)
+        if BATCHED:
+            tma.async_copy_shared_to_global(y_desc, [b, pid_m * BM, pid_n * BN], c_smem.reshape([1, BM, BN]))
+        else:
+            tma.async_copy_shared_to_global(y_desc, [pid_m * BM, pid_n * BN], c_smem)
         if C_TILES == 1:
             tma.store_wait(0)
             mbarrier.arrive(c_free)

@@ -1,0 +1,234 @@
+"""Batched ping-pong GEMM for Hopper (sm_90) in Gluon: y[b] = act(x[b] @ w[b].T + bias[b]), b in [0, B), one launch.
+
+The dense kernel of hopper_pingpong.py (load warp, two consumer warpgroups taking turns on the
+tensor cores, S-stage mbarrier ring, the same plan `derive`) with the batch as one more
+coordinate. What is batched, and nothing else, is here and in the dense partitions' `BATCHED`
+branches (compiled away in the dense kernel: its SASS is byte-identical to the kernel before
+batching, checked by tests/test_hopper_pingpong.py):
+
+  work space   B x tiles_m x tiles_n work ids, batch-major, grouped order inside an entry
+               (`batched_tile_coords` of kernels/triton/_schedule.py, as the Triton tier's batched
+               kernels); a persistent CTA takes ids pid, pid + grid, ...; consumer c its local ids
+               c, c + 2, ... exactly as the dense kernel takes tiles
+  addressing   3-D TMA descriptors x (B, M, K), w (B, N, K), y (B, M, N) with boxes [1, BM, BK],
+               [1, BN, BK], [1, BM, BN]; the load warp writes a box through a 3-D view (`reshape`)
+               of the 2-D ring slot, the consumer stores through a 3-D view of its 2-D output tile
+               (same bytes, same NVMMA swizzle), so wgmma and the whole consumer mainloop are the
+               dense kernel's
+  bias         bias_ptr + b * stride_bb: a (B, N) bias (one row per entry) or a (N,) one (stride 0)
+
+Work ids and boxes (T = tiles of one entry = ceil(M / BM) * ceil(N / BN))::
+
+   id:    0 ........ T-1 | T ....... 2T-1 | ... | (B-1)T ..... BT-1
+          entry 0        | entry 1        |     | entry B-1           (grouped order inside)
+
+                 K ───────────────►           y[b] (M, N)  N ──────────►
+          ┌──────────────────────────┐       ┌────────┬────────┬──┐
+   x[b]   │ [1, BM, BK] box, TMA ─┐  │       │ tile   │ tile   │▒▒│ ▒ edge tile: TMA clips the
+          ├───────────────────────┼──┤ M     ├────────┼────────┼──┤   store at M / N of entry b,
+          │▒▒▒▒▒▒▒▒▒▒▒▒▒▒▒▒▒▒▒▒▒▒▒│▒▒│       │▒▒▒▒▒▒▒▒│▒▒▒▒▒▒▒▒│▒▒│   zero-fills loads past M / N / K
+          └───────────────────────┼──┘       └────────┴────────┴──┘   of entry b: never a row of b+1
+   x[b+1] (its own entry: batch coordinate b + 1, never reached from entry b's boxes)
+
+Why 3-D descriptors, not 2-D ones over the flattened (B*M, K) / (B*N, K) / (B*M, N) views: the
+flattened views are only right when no box crosses an entry (M % BM == 0, N % BN == 0, batches
+contiguous); an edge tile would read rows of entry b + 1 (harmless) and store into them (a race
+with that entry's own tile). The 3-D boxes clip per entry, so any M, N, K and any batch stride that
+TMA accepts (a multiple of 16 bytes, entries not overlapping) run here; the cost is nothing
+(UTMALDG.3D / UTMASTG.3D are single instructions like their 2-D forms).
+
+Constraints:
+  - The dense kernel's (hopper_pingpong.py): sm_90; bf16 or fp16 x and w of one dtype; y bf16, fp16
+    or fp32; the tile, warp, stage and register rules of `derive`; K >= 1 (the op handles K == 0).
+  - TMA rules for x, w, y as 3-D tensors (`tma_ok_3d`): 16-byte aligned base, unit last stride, row
+    and batch strides multiples of 16 bytes (K % 8 == 0; N % 8 == 0 for a 16-bit y, N % 4 for fp32),
+    rows not overlapping, entries outermost and not overlapping: a broadcast (stride-0) or interleaved
+    batch dim takes the Triton tier (ops/batched_gemm.py `gluon_unsupported`).
+  - bias (N,) or (B, N) with unit stride on N; B x tiles < 2**31 (int32 work ids); bias offsets int64.
+"""
+from __future__ import annotations
+
+import functools
+
+from triton.experimental import gluon
+from triton.experimental.gluon import language as gl
+from triton.experimental.gluon.language.nvidia.hopper import mbarrier
+
+from . import hopper_pingpong as hp
+
+KERNEL_NAME = "hopper_pingpong_batched_kernel"
+PROMISES = hp.PROMISES  # same partitions, warps, registers, shared memory and instructions as the dense kernel
+
+
+# ----------------------------------------------------------------------------- device code
+
+@gluon.jit(do_not_specialize=["B", "M", "N", "K", "stride_bb"])  # TMA handles every shape: one compile per config
+def hopper_pingpong_batched_kernel(x_desc, w_desc, y_desc, bias_ptr, B, M, N, K, stride_bb,
+                                   STAGES: gl.constexpr, C_TILES: gl.constexpr, GROUP_SIZE_M: gl.constexpr,
+                                   HAS_BIAS: gl.constexpr, ACTIVATION: gl.constexpr, MMA_REGS: gl.constexpr,
+                                   LOAD_REGS: gl.constexpr):
+    BM: gl.constexpr = x_desc.block_type.shape[1]
+    BK: gl.constexpr = x_desc.block_type.shape[2]
+    BN: gl.constexpr = w_desc.block_type.shape[1]
+    # The ring and output tiles are 2-D (what wgmma and the dense consumer read), with the swizzle of
+    # the 3-D boxes (the host builds those layouts from the same 2-D ones: `_layout3`).
+    a_layout: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=x_desc.layout.swizzle_byte_width,
+                                                  element_bitwidth=x_desc.layout.element_bitwidth, rank=2)
+    b_layout: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=w_desc.layout.swizzle_byte_width,
+                                                  element_bitwidth=w_desc.layout.element_bitwidth, rank=2)
+    c_layout: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=y_desc.layout.swizzle_byte_width,
+                                                  element_bitwidth=y_desc.layout.element_bitwidth, rank=2)
+    a_ring = gl.allocate_shared_memory(x_desc.dtype, [STAGES, BM, BK], a_layout)
+    b_ring = gl.allocate_shared_memory(w_desc.dtype, [STAGES, BN, BK], b_layout)
+    c0 = gl.allocate_shared_memory(y_desc.dtype, [BM, BN], c_layout)
+    if C_TILES == 2:
+        c1 = gl.allocate_shared_memory(y_desc.dtype, [BM, BN], c_layout)
+    else:
+        c1 = c0
+    full = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    turn = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
+    c_free = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
+    for i in gl.static_range(STAGES):
+        mbarrier.init(full.index(i), count=1)  # the loader's expect-tx arrive (+ the TMA bytes)
+        mbarrier.init(empty.index(i), count=1)  # one consumer's arrive
+    for i in gl.static_range(2):
+        mbarrier.init(turn.index(i), count=1)  # the other consumer's arrive
+    mbarrier.init(c_free, count=1)  # (C_TILES == 1) the last store's consumer, after store_wait
+    gl.warp_specialize([
+        (hp._mma_partition, (0, y_desc, bias_ptr, a_ring, b_ring, c0, full, empty, turn, c_free, M, N, K,
+                             BK, STAGES, C_TILES, GROUP_SIZE_M, HAS_BIAS, ACTIVATION, B, stride_bb, True)),
+        (hp._mma_partition, (1, y_desc, bias_ptr, a_ring, b_ring, c1, full, empty, turn, c_free, M, N, K,
+                             BK, STAGES, C_TILES, GROUP_SIZE_M, HAS_BIAS, ACTIVATION, B, stride_bb, True)),
+        (hp._load_partition, (x_desc, w_desc, a_ring, b_ring, full, empty, M, N, K, STAGES, GROUP_SIZE_M,
+                              B, True)),
+    ], [4, 1], [MMA_REGS, LOAD_REGS])
+
+
+# ----------------------------------------------------------------------------- host side
+
+@functools.lru_cache(maxsize=None)
+def _layout3(rows: int, cols: int, dtype: str):
+    """The 3-D layout of a [1, rows, cols] box: the 2-D tile's (`hp.shared_layout`) swizzle, rank 3."""
+    l2 = hp.shared_layout(rows, cols, dtype)
+    return gl.NVMMASharedLayout(swizzle_byte_width=l2.swizzle_byte_width, element_bitwidth=l2.element_bitwidth,
+                                rank=3)
+
+
+def tma_ok_3d(t) -> bool:
+    """TMA's rules for a (B, R, C) tensor read as 3-D boxes [1, rows, cols]: 16-byte aligned base, unit
+    last stride, row and batch strides multiples of 16 bytes, rows not overlapping, entries outermost and
+    not overlapping (a broadcast or interleaved batch dim is refused); a batch of one ignores its batch
+    stride. The Triton tier's 3-D TMA path (ops/batched_gemm.py) uses the same rule."""
+    if t.dim() != 3 or 0 in t.shape or t.stride(2) != 1 or t.data_ptr() % 16:
+        return False
+    es = t.element_size()
+    B, R, Cn = t.shape
+    if (t.stride(1) * es) % 16 or t.stride(1) < Cn:
+        return False
+    return B == 1 or ((t.stride(0) * es) % 16 == 0 and t.stride(0) >= R * t.stride(1))
+
+
+def unsupported(x, w, y, target=None) -> str | None:
+    """Why this kernel cannot run these tensors (None: it can). The op runs the Triton tier then."""
+    import torch
+
+    if target is not None and target.arch != "sm_90":
+        return f"needs sm_90, not {target.arch}"
+    if x.dtype not in (torch.bfloat16, torch.float16) or w.dtype != x.dtype:
+        return f"needs bf16/fp16 x and w of one dtype, got {x.dtype} and {w.dtype}"
+    if y.dtype not in (torch.bfloat16, torch.float16, torch.float32):
+        return f"needs a bf16, fp16 or fp32 output, got {y.dtype}"
+    for name, t in (("x", x), ("w", w), ("y", y)):
+        if not tma_ok_3d(t):
+            return (f"{name}: 3-D TMA needs unit last stride, a 16-byte aligned base, row and batch strides "
+                    "multiples of 16 bytes and batch entries that do not overlap (no broadcast batch)")
+    return None
+
+
+def _descriptor(t, block, dtype: str):
+    from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
+
+    B, R, Cn = t.shape
+    stride_b = t.stride(0) if B > 1 else R * t.stride(1)  # a size-1 dim's stride is arbitrary in torch
+    return TensorDescriptor(t, [B, R, Cn], [stride_b, t.stride(1), 1], [1, *block], _layout3(*block, dtype))
+
+
+def launch(x, w, bias, y, activation, cfg, target, compile_only=False):
+    """y[b] = act(x[b] @ w[b].T + bias[b]) for every b with the batched ping-pong kernel.
+
+    x (B, M, K), w (B, N, K), y (B, M, N); bias (B, N) or (N,) with unit stride on N, or None. `cfg` and
+    `target` as hopper_pingpong.launch (its `derive` plans the tile, ring and registers). Raises
+    ValueError when `unsupported` says no, the shapes disagree or the config cannot be planned.
+    """
+    why = unsupported(x, w, y, target)
+    if why:
+        raise ValueError(f"gluon batched ping-pong: {why}")
+    B, M, K = x.shape
+    N = w.shape[1]
+    bias_ok = bias is None or (tuple(bias.shape) in ((N,), (B, N)) and bias.stride(-1) == 1)
+    if tuple(w.shape) != (B, N, K) or tuple(y.shape) != (B, M, N) or not bias_ok:
+        raise ValueError(f"gluon batched ping-pong: shapes x {tuple(x.shape)}, w {tuple(w.shape)}, y {tuple(y.shape)}, "
+                         f"bias {None if bias is None else tuple(bias.shape)} do not fit y[b] = x[b] @ w[b].T + bias "
+                         "(bias (N,) or (B, N), unit stride on N)")
+    if K == 0:
+        raise ValueError("gluon batched ping-pong: K == 0 (the empty sum) is the op's to handle")
+    t_in, t_out = hp._TORCH_NAME[str(x.dtype)], hp._TORCH_NAME[str(y.dtype)]
+    plan = hp.derive(cfg, target, x.element_size(), y.element_size())
+    bm, bn, bk = plan.BM, plan.BN, plan.BK
+    x_desc, w_desc, y_desc = _descriptor(x, [bm, bk], t_in), _descriptor(w, [bn, bk], t_in), \
+        _descriptor(y, [bm, bn], t_out)
+    ce = hp.constexprs(plan, has_bias=bias is not None, activation=activation)
+    num_work = B * -(-M // bm) * -(-N // bn)
+    grid = (max(1, min(num_work, target.num_cus)),)
+    stride_bb = bias.stride(0) if bias is not None and bias.dim() == 2 else 0
+    args = (x_desc, w_desc, y_desc, bias if bias is not None else x, B, M, N, K, stride_bb)
+    kernel = hopper_pingpong_batched_kernel
+    if compile_only:
+        return kernel.warmup(*args, **ce, num_warps=hp._CONSUMER_WARPS, grid=grid)
+    kernel[grid](*args, **ce, num_warps=hp._CONSUMER_WARPS)
+    return None
+
+
+# ----------------------------------------------------------------------------- static compile (gemmkit isa)
+
+def static_spec(cfg: dict, target, *, dtype: str = "bf16", out_dtype: str | None = None, has_bias: bool = True,
+                activation: str = "gelu"):
+    """(kernel, signature, constexprs, divisible, options, plan) to compile the batched kernel for `target`."""
+    out_dtype = out_dtype or dtype
+    plan = hp.derive(cfg, target, 2, 4 if out_dtype == "fp32" else 2)
+    bm, bn, bk = plan.BM, plan.BN, plan.BK
+    sig = {"x_desc": f"tensordesc<{dtype}[1, {bm}, {bk}],{_layout3(bm, bk, dtype)!r}>",
+           "w_desc": f"tensordesc<{dtype}[1, {bn}, {bk}],{_layout3(bn, bk, dtype)!r}>",
+           "y_desc": f"tensordesc<{out_dtype}[1, {bm}, {bn}],{_layout3(bm, bn, out_dtype)!r}>",
+           "bias_ptr": f"*{dtype}", "B": "i32", "M": "i32", "N": "i32", "K": "i32", "stride_bb": "i32"}
+    ce = hp.constexprs(plan, has_bias=has_bias, activation=activation)
+    sig.update({k: "constexpr" for k in ce})
+    return hopper_pingpong_batched_kernel, sig, ce, ["bias_ptr"], {"num_warps": hp._CONSUMER_WARPS}, plan
+
+
+def isa_cases(archs, tables=("BATCHED_A16W16.json",), op: str = "batched_gemm"):
+    """Static cases for sm_90: every bucket of `tables` with backend "gluon", plus the dense PRESETS
+    (bf16 and fp32 output), each compiled as the batched kernel."""
+    if "sm_90" not in archs:
+        return
+    seen = set()
+    cases = [(t, b, c, "bf16") for t, b, c in hp._shipped_gluon_configs("sm_90") if t in tables]
+    cases += [("-", f"preset{i}", c, o) for i, c in enumerate(hp.PRESETS) for o in ("bf16", "fp32")]
+    for table, bucket, cfg, out in cases:
+        key = (tuple(sorted((k, cfg[k]) for k in hp.CONFIG_KEYS if k in cfg)), out)
+        if key in seen:
+            continue
+        seen.add(key)
+        yield {"kernel": KERNEL_NAME, "op": op, "arch": "sm_90", "table": table, "bucket": bucket,
+               "config": dict(cfg), "path": f"gluon-{out}"}
+
+
+def isa_spec(case):
+    from ... import arch as _arch
+
+    target = _arch.ARCHS[case["arch"]]
+    out = case["path"].split("-", 1)[1] if case["path"].startswith("gluon-") else "bf16"
+    kernel, sig, ce, div, opts, plan = static_spec(case["config"], target, out_dtype=out)
+    return dict(kernel=kernel, signature=sig, constexprs=ce, divisible=div, options=opts, promises=PROMISES,
+                block=(plan.BM, plan.BN, plan.BK), smem_bound=plan.smem_bytes)

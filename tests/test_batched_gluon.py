@@ -1,0 +1,140 @@
+"""The batched Gluon ping-pong (kernels/gluon/hopper_pingpong_batched.py) on the CPU: the op's dispatch
+rules, its `gemmkit isa` cases, the tuner's candidates, and a static compile for sm_90.
+
+Gluon does not run in Triton's interpreter: the kernel is compiled for sm_90 in a subprocess without
+TRITON_INTERPRET (as tests/test_hopper_pingpong.py does for the dense kernel) and its SASS / PTX checked
+against the promises it declares, plus what batching must and must not change: 3-D TMA copies in the
+batched kernel, 2-D ones only in the dense kernel. The GPU tests are in tests/test_gpu_batched.py.
+"""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from gemmkit import arch
+from gemmkit.kernels.gluon import hopper_pingpong as hp
+from gemmkit.kernels.gluon import hopper_pingpong_batched as hb
+
+H200 = arch.get("sm_90")
+BASE = {"BLOCK_SIZE_M": 128, "BLOCK_SIZE_N": 128, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 8, "num_warps": 4,
+        "num_stages": 5}
+
+
+def test_unsupported_names_the_reason():
+    t = torch.empty(4, 32, 64, dtype=torch.bfloat16)
+    y = torch.empty(4, 32, 32, dtype=torch.bfloat16)
+    w = torch.empty(4, 32, 64, dtype=torch.bfloat16)
+    assert hb.unsupported(t, w, y, H200) is None
+    assert hb.unsupported(t, w, y, arch.get("gfx942")) == "needs sm_90, not gfx942"
+    assert "bf16/fp16" in hb.unsupported(t.float(), w.float(), y, H200)
+    assert "output" in hb.unsupported(t, w, y.to(torch.int32), H200)
+    assert hb.unsupported(t, w[:1].expand(4, 32, 64), y, H200).startswith("w: 3-D TMA")  # stride-0 batch
+    assert hb.unsupported(t, w, torch.empty(4, 32, 40, dtype=torch.bfloat16)[:, :, :28], H200) is None
+    assert hb.unsupported(t, w, torch.empty(4, 32, 28, dtype=torch.bfloat16), H200).startswith("y: 3-D TMA")
+
+
+def test_layouts_of_the_3d_boxes_keep_the_2d_swizzle():
+    """The load warp writes [1, rows, cols] boxes into 2-D ring slots: same swizzle, rank 3."""
+    for rows, cols, dt in ((128, 64, "bf16"), (256, 64, "fp16"), (128, 128, "bf16"), (64, 256, "fp32")):
+        l2, l3 = hp.shared_layout(rows, cols, dt), hb._layout3(rows, cols, dt)
+        assert (l3.swizzle_byte_width, l3.element_bitwidth, l3.rank) == (l2.swizzle_byte_width, l2.element_bitwidth, 3)
+
+
+def test_op_dispatch_rules(monkeypatch):
+    """batched_gemm_a16w16 accepts "backend": "gluon" (the interpreter runs it on the Triton tier);
+    batched_gemm_a8w8 refuses it; AMD tables refuse it (configs.validate_config)."""
+    from gemmkit import configs
+    from gemmkit.ops import _gemm as G
+    from gemmkit.ops import batched_gemm as BG
+
+    BG._check_config(json.dumps(dict(BASE, backend="gluon")), gluon=True)
+    with pytest.raises(ValueError, match="batched_gemm_a8w8 has only the 'triton' kernels"):
+        BG._check_config(json.dumps(dict(BASE, backend="gluon")))
+    with pytest.raises(configs.ConfigError, match="AMD targets run 'triton'"):
+        configs.validate_config(dict(BASE, backend="gluon"), backend="hip")
+    x = torch.empty(2, 8, 64, dtype=torch.bfloat16)
+    monkeypatch.setattr(BG.C, "interpreting", lambda: False)  # as on the H200
+    x = torch.empty(133, 8, 64, dtype=torch.bfloat16)  # 133 tiles: more than one wave on 132 SMs
+    assert BG.gluon_unsupported(x, x, x, BASE, H200) is None
+    assert "16-bit only" in BG.gluon_unsupported(x, x, x, BASE, H200, G.Scaling("rowcol", x, x))
+    assert BG.gluon_unsupported(x, x[:1].expand(133, 8, 64), x, BASE, H200).startswith("w: 3-D TMA")
+    assert BG.gluon_unsupported(x[:132], x[:132], x[:132], BASE, H200).startswith("one wave of work (132 tiles")
+
+
+def test_isa_cases_cover_the_shipped_gluon_buckets():
+    from gemmkit.ops import batched_gemm as BG
+
+    assert list(hb.isa_cases(["gfx942", "gfx950"])) == []
+    cases = [c for c in BG.isa_cases(["sm_90"]) if c["kernel"] == hb.KERNEL_NAME]
+    assert {c["path"] for c in cases} >= {"gluon-bf16", "gluon-fp32"}
+    from gemmkit import configs
+
+    table = json.loads(configs.table_path("batched_a16w16", "sm_90").read_text())
+    key = lambda c: tuple(sorted((k, c[k]) for k in hp.CONFIG_KEYS))  # noqa: E731 (equal configs compile once)
+    shipped = {key(c) for c in table.values() if c.get("backend") == "gluon"}
+    assert shipped and shipped <= {key(c["config"]) for c in cases}
+    spec = BG.isa_spec(cases[0])
+    assert spec["kernel"] is hb.hopper_pingpong_batched_kernel and spec["promises"] is hb.PROMISES
+    assert spec["signature"]["x_desc"].startswith("tensordesc<bf16[1, ") and "rank=3" in spec["signature"]["x_desc"]
+
+
+def test_tuner_offers_gluon_candidates_for_batched_a16w16_on_sm90_only():
+    from gemmkit.bench.ops import get
+
+    space = get("batched_a16w16").search_space
+    g = [c for c in space(1024, 1024, 1024, H200) if c.get("backend") == "gluon"]
+    assert g and all(hp.derive(c, H200) for c in g)
+    assert not [c for c in space(1024, 1024, 1024, arch.get("gfx942")) if c.get("backend") == "gluon"]
+    assert not [c for c in get("batched_a8w8").search_space(1024, 1024, 1024, H200) if c.get("backend") == "gluon"]
+
+
+_COMPILE = """
+import json, sys
+from gemmkit import arch
+from gemmkit.isa import compile_static, resources
+from gemmkit.isa.promises import evaluate
+from gemmkit.kernels.gluon import hopper_pingpong as hp, hopper_pingpong_batched as hb
+t = arch.ARCHS["sm_90"]
+out = []
+for case in json.loads(sys.argv[1]):
+    mod = hb if case["kernel"] == hb.KERNEL_NAME else hp
+    s = mod.isa_spec(case)
+    c = compile_static(s["kernel"], s["signature"], s["constexprs"], t, s["options"], s["divisible"])
+    m = resources(c, t, s["block"])
+    m["smem_bound"] = s["smem_bound"]
+    ptx = c.asm["ptx"]
+    m["tma_3d"] = ptx.count("cp.async.bulk.tensor.3d")
+    m["tma_2d"] = ptx.count("cp.async.bulk.tensor.2d")
+    out.append({"metrics": m, "promises": evaluate(s["promises"], m, case["config"], t)})
+print(json.dumps(out))
+"""
+
+
+def test_static_compile_sm90_keeps_promises():
+    """The batched kernel (128 x 128 bf16 out with bias + gelu; 64 x 256 fp32 out) compiles for sm_90 with
+    the dense kernel's promises (HGMMA, TMA loads and stores, no spills, 12 warps, shared memory within
+    the plan) and 3-D TMA copies only; the dense kernel keeps 2-D ones only."""
+    cases = [dict(kernel=hb.KERNEL_NAME, op="batched_gemm", arch="sm_90", table="-", bucket="t", config=BASE,
+                  path="gluon-bf16"),
+             dict(kernel=hb.KERNEL_NAME, op="batched_gemm", arch="sm_90", table="-", bucket="t",
+                  config={**BASE, "BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 256, "num_stages": 4}, path="gluon-fp32"),
+             dict(kernel=hp.KERNEL_NAME, op="hopper_pingpong", arch="sm_90", table="-", bucket="t", config=BASE,
+                  path="gluon-bf16")]
+    env = dict(os.environ, TRITON_INTERPRET="0")
+    r = subprocess.run([sys.executable, "-c", _COMPILE, json.dumps(cases)], env=env, capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    res = json.loads(r.stdout.strip().splitlines()[-1])
+    for case, one in zip(cases, res):
+        broken = [f"{p['promise']}: {p['check']} ({p['detail']})" for p in one["promises"] if not p["ok"]]
+        assert not broken, f"{case['kernel']} {case['config']} {case['path']}: " + "; ".join(broken)
+        assert len(one["promises"]) == len(hp.PROMISES)
+    for one in res[:2]:
+        m = one["metrics"]
+        assert m["counts"]["HGMMA"] > 0 and m["spill_bytes"] == 0
+        assert m["tma_3d"] >= 3 and m["tma_2d"] == 0, (m["tma_3d"], m["tma_2d"])  # x, w loads and the y store
+    dense = res[2]["metrics"]
+    assert dense["tma_2d"] >= 3 and dense["tma_3d"] == 0
