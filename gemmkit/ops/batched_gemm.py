@@ -25,7 +25,6 @@ the per-entry M (the tile shape follows the matrices, not the batch count).
 """
 from __future__ import annotations
 
-import functools
 import json
 
 import torch
@@ -34,6 +33,7 @@ from ..kernels.triton._schedule import persistent_grid
 from ..kernels.triton.batched_gemm import batched_gemm_kernel
 from ..kernels.triton.batched_gemm_tma import batched_gemm_tma_kernel
 from . import _common as C
+from . import _launch as L
 from .gemm_a16w16 import _normalize_activation  # one home for the activation argument
 from . import _gemm as G
 from .gemm_a8w8 import INT8_MAX_K, check_fp8_flavour, resolve_out_dtype
@@ -216,7 +216,7 @@ def launch(x, w, bias, y, activation, cfg, target, scaling=G.NO_SCALING, compile
     if choose_path(cfg, target, x, w, y) == "tma":
         ce = constexprs(cfg, target, tma=True, even_k=False, **common)
         kernel = batched_gemm_tma_kernel
-        (functools.partial(kernel.warmup, grid=grid) if compile_only else kernel[grid])(
+        L.launcher(kernel, grid, compile_only)(
             _descriptor(x, [bm, bk]), _descriptor(w, [bn, bk]), _descriptor(y, [bm, bn]), xs, wsc, bias_arg,
             B, M, N, K, *scale_strides, stride_bb, **ce, **opts)
         C.LAUNCHES["batched_gemm_tma_kernel"] += not compile_only
@@ -224,7 +224,7 @@ def launch(x, w, bias, y, activation, cfg, target, scaling=G.NO_SCALING, compile
         x, w = _operand(x), _operand(w)
         ce = constexprs(cfg, target, tma=False, even_k=K % bk == 0, **common)
         kernel = batched_gemm_kernel
-        (functools.partial(kernel.warmup, grid=grid) if compile_only else kernel[grid])(
+        L.launcher(kernel, grid, compile_only)(
             x, w, xs, wsc, bias_arg, y, B, M, N, K, *x.stride(), *w.stride(), *y.stride(), *scale_strides,
             stride_bb, **ce, **opts)
         C.LAUNCHES["batched_gemm_kernel"] += not compile_only

@@ -471,10 +471,9 @@ def launch(x2, w, bias, y, activation, cfg, target, compile_only=False):
     num_tiles = -(-M // bm) * -(-N // bn)
     grid = (max(1, min(num_tiles, target.num_cus)),)
     args = (x_desc, w_desc, y_desc, bias if bias is not None else x2, M, N, K)
-    if compile_only:
-        return hopper_pingpong_kernel.warmup(*args, **ce, num_warps=_CONSUMER_WARPS, grid=grid)
-    hopper_pingpong_kernel[grid](*args, **ce, num_warps=_CONSUMER_WARPS)
-    return None
+    from ...ops import _launch  # the ops' launch cache (a lazy import: ops import this module)
+
+    return _launch.launcher(hopper_pingpong_kernel, grid, compile_only)(*args, **ce, num_warps=_CONSUMER_WARPS)
 
 
 # ----------------------------------------------------------------------------- static compile (gemmkit isa)

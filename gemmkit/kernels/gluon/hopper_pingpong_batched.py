@@ -184,10 +184,9 @@ def launch(x, w, bias, y, activation, cfg, target, compile_only=False):
     stride_bb = bias.stride(0) if bias is not None and bias.dim() == 2 else 0
     args = (x_desc, w_desc, y_desc, bias if bias is not None else x, B, M, N, K, stride_bb)
     kernel = hopper_pingpong_batched_kernel
-    if compile_only:
-        return kernel.warmup(*args, **ce, num_warps=hp._CONSUMER_WARPS, grid=grid)
-    kernel[grid](*args, **ce, num_warps=hp._CONSUMER_WARPS)
-    return None
+    from ...ops import _launch  # the ops' launch cache (a lazy import: ops import this module)
+
+    return _launch.launcher(kernel, grid, compile_only)(*args, **ce, num_warps=hp._CONSUMER_WARPS)
 
 
 # ----------------------------------------------------------------------------- static compile (gemmkit isa)
