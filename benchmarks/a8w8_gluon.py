@@ -5,8 +5,12 @@ use_fast_accum=False: cuBLASLt's precise mode) and the Triton tier's table confi
             fast-accum; each also with fp32 out against float64 (the precision check).
   models    llama3-70b layers at M = 256 / 1024 / 4096 (gemmkit/bench/model_configs.json): _scaled_mm
             precise, the Triton tier (table), the best square Gluon config and the 64 x 128 one.
+  blockscale  (--blockscale) gemm_a8w8_blockscale on DeepSeek-V3's dense (N, K) at M = 64 / 128 / 4096
+            (issue 4): bf16 torch.matmul (the issue's bar), the Triton tier (table config) and the
+            Gluon kernel's block-scale mode in BLOCKSCALE_CFGS; each Gluon output is compared with the
+            Triton tier's (rel_diff_vs_triton: both within bf16 rounding of each other).
 CUDA-graph timing, inputs rotated (gemmkit.bench.timing). Writes the DESIGN.md results format.
-Usage on the GPU: PYTHONPATH=. python benchmarks/a8w8_gluon.py OUT.json [--squares-only]
+Usage on the GPU: PYTHONPATH=. python benchmarks/a8w8_gluon.py OUT.json [--squares-only | --blockscale]
 """
 import datetime
 import json
@@ -123,7 +127,48 @@ def models(target, rows, gluon_cfgs):
         torch.cuda.empty_cache()
 
 
-def main(path, squares_only=False):
+BLOCKSCALE_CFGS = [_cfg(64, 128, 128, 4), _cfg(64, 64, 128, 6, 4), _cfg(128, 128, 128, 2)]
+DSV3 = [(2112, 7168), (24576, 1536), (32768, 512), (7168, 16384), (4096, 7168), (7168, 2048)]
+
+
+def blockscale(target, rows, save=lambda: None):
+    bop = get("a8w8_blockscale")
+    for N, K in DSV3:
+        for M in (64, 128, 4096):
+            flops = 2 * M * N * K
+            n = rotation_count(M * K + N * K + 2 * M * N, target.l2_bytes, 4)
+            sets = [bop.inputs(M, N, K, "fp8", torch.device("cuda")) for _ in range(n)]
+            ref_ms, _ = _time(lambda x, w, xs, ws, xb, wb: torch.matmul(xb, wb.T), sets, 60)
+            table_cfg, _src = C.resolve_config("a8w8_blockscale", "", target, M, N, K)
+            y_t = None
+            for backend, cfg in [("triton", table_cfg)] + [("gluon", c) for c in BLOCKSCALE_CFGS]:
+                fn = lambda x, w, xs, ws, xb, wb, c=cfg: gemmkit.gemm_a8w8_blockscale(x, w, xs, ws, config=c)  # noqa
+                ms, err = _time(fn, sets, 60)
+                if ms is None:
+                    rows.append({"op": "a8w8_blockscale", "M": M, "N": N, "K": K, "backend": backend, "config": cfg,
+                                 "error": err})
+                    print("ERROR", M, N, K, backend, err, flush=True)
+                    continue
+                y = fn(*sets[0]).float()
+                if y_t is None:
+                    y_t, extra = y, {}
+                else:
+                    extra = {"rel_diff_vs_triton": ((y - y_t).norm() / y_t.norm()).item()}
+                r = {"op": "a8w8_blockscale", "M": M, "N": N, "K": K, "dtype": "fp8", "backend": backend,
+                     "config": cfg, "ms": ms, "tflops": flops / ms / 1e9,
+                     "gbps": (M * K + N * K + 2 * M * N) / ms / 1e6, "ref_impl": "torch.matmul bf16",
+                     "ref_ms": ref_ms, "ref_tflops": flops / ref_ms / 1e9, "ratio": ref_ms / ms, **extra}
+                rows.append(r)
+                print(f"{M:>5} {N:>6} {K:>6} {backend:<7} {cfg['BLOCK_SIZE_M']}x{cfg['BLOCK_SIZE_N']}x"
+                      f"{cfg['BLOCK_SIZE_K']}/s{cfg['num_stages']} {r['tflops']:7.1f} TF  bf16 {r['ref_tflops']:7.1f} "
+                      f"TF  {r['ratio']:.3f}x" + (f"  diff {extra['rel_diff_vs_triton']:.2g}" if extra else ""),
+                      flush=True)
+            del sets, y_t
+            torch.cuda.empty_cache()
+            save()  # a timeout keeps what was measured
+
+
+def main(path, squares_only=False, blockscale_only=False):
     torch.backends.cuda.matmul.allow_tf32 = False
     target = C.target_for(torch.device("cuda"))
     try:
@@ -138,6 +183,12 @@ def main(path, squares_only=False):
            "triton": triton.__version__, "date": datetime.date.today().isoformat(),
            "git_sha": os.environ.get("GEMMKIT_GIT_SHA", "unknown"), "timing": "cuda graph, inputs rotated",
            "rows": rows}
+    if blockscale_only:
+        try:
+            blockscale(target, rows, lambda: json.dump(out, open(path, "w"), indent=1))
+        finally:
+            json.dump(out, open(path, "w"), indent=1)
+        return
     try:
         ranked = squares(target, rows)
         json.dump(out, open(path, "w"), indent=1)
@@ -156,4 +207,4 @@ def main(path, squares_only=False):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], "--squares-only" in sys.argv)
+    main(sys.argv[1], "--squares-only" in sys.argv, "--blockscale" in sys.argv)

@@ -142,3 +142,56 @@ def test_shipped_a8w8_gluon_buckets_plan():
         assert k.derive(cfg, H200).stages >= 2 and k.derive(cfg, H200, out_bytes=4).stages >= 2
     key = lambda c: tuple(c[n] for n in k.CONFIG_KEYS)  # noqa: E731
     assert {key(c) for _t, _b, c in shipped} <= {key(c["config"]) for c in k.isa_cases(["sm_90"])}
+
+
+# ----------------------------------------------------------------------------- block-scale mode
+
+def test_plan_of_the_block_mode():
+    """Block scales: each ring slot also holds the step's BM fp32 scales; BN | bn and BK | bk."""
+    p = k.derive({**BASE, "BLOCK_SIZE_M": 64, "num_stages": 4}, H200, block_shape=(128, 128))
+    assert (p.scale, p.scale_bn, p.scale_bk, p.scale_bytes) == ("block", 128, 128, 256)
+    assert p.stage_bytes == (64 + 128) * 128 + 256 and (p.stages, p.c_tiles) == (4, 2)
+    assert p.smem_bytes <= H200.shared_mem_bytes
+    assert k.derive(BASE, H200).scale == "rowcol"
+    with pytest.raises(ValueError, match="BLOCK_SIZE_N"):
+        k.derive(BASE, H200, block_shape=(64, 128))
+    with pytest.raises(ValueError, match="BLOCK_SIZE_K"):
+        k.derive(BASE, H200, block_shape=(128, 64))
+
+
+def test_blockscale_fallback_reasons():
+    """gemm_a8w8_blockscale's "backend": "gluon" runs on the Triton tier where the blocks do not hold whole tiles."""
+    from gemmkit.ops import _a8w8_gluon, _gemm
+
+    x, w = torch.empty(64, 256, dtype=torch.float8_e4m3fn), torch.empty(128, 256, dtype=torch.float8_e4m3fn)
+    cfg = {**BASE, "backend": "gluon"}
+    sc = _gemm.Scaling("block", torch.empty(64, 4), torch.empty(2, 4), 64, 128)
+    why = _a8w8_gluon.gluon_unsupported(x, w, sc, torch.empty(64, 128), cfg, H200)
+    assert why is not None and ("interpreter" in why or "block_shape" in why)
+
+
+def test_shipped_blockscale_gluon_buckets_plan_and_compile_cases():
+    """Every A8W8_BLOCKSCALE bucket with "backend": "gluon" is planned in block mode and is a `gemmkit isa` case."""
+    shipped = k._shipped_configs("sm_90", blockscale=True)
+    assert shipped, "the sm_90 A8W8_BLOCKSCALE tables ship Gluon buckets"
+    for _table, _bucket, cfg in shipped:
+        assert k.derive(cfg, H200, block_shape=k.BLOCK_SHAPE).stages >= 2
+    key = lambda c: tuple(c[n] for n in k.CONFIG_KEYS)  # noqa: E731
+    block_cases = [c for c in k.isa_cases(["sm_90"]) if c["path"].startswith("gluon-block-")]
+    assert {key(c) for _t, _b, c in shipped} <= {key(c["config"]) for c in block_cases}
+
+
+def test_static_compile_sm90_block_mode_keeps_promises():
+    """64 x 128 x 128 and 64 x 64 x 128 in block mode (bf16 out, no bias: what the op runs) compile with
+    the PROMISES kept (no spills: the scales are read from shared memory right before the FFMAs)."""
+    cases = [dict(kernel=k.KERNEL_NAME, op="hopper_pingpong_fp8", arch="sm_90", table="-", bucket="t",
+                  config={**BASE, "BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": bn, "num_stages": st}, path="gluon-block-bf16")
+             for bn, st in ((128, 4), (64, 6))]
+    env = dict(os.environ, TRITON_INTERPRET="0")
+    r = subprocess.run([sys.executable, "-c", _COMPILE, json.dumps(cases)], env=env, capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    for case, res in zip(cases, json.loads(r.stdout.strip().splitlines()[-1])):
+        broken = [f"{p['promise']}: {p['check']} ({p['detail']})" for p in res["promises"] if not p["ok"]]
+        assert not broken, f"{case['config']} {case['path']}: " + "; ".join(broken)
+        assert res["metrics"]["counts"]["QGMMA"] == 2 * 4  # one 64-row slice x BK / 32 k32, two consumers

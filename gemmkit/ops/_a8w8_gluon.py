@@ -1,15 +1,21 @@
-"""gemm_a8w8's Gluon backend: a config with "backend": "gluon" runs the FP8 kernel of
-kernels/gluon/hopper_pingpong_fp8.py (sm_90, float8_e4m3fn, per-token x per-channel scales,
-fp32 accumulation promoted every BLOCK_SIZE_K <= 128 products).
+"""gemm_a8w8's and gemm_a8w8_blockscale's Gluon backend: a config with "backend": "gluon" runs the FP8
+kernel of kernels/gluon/hopper_pingpong_fp8.py (sm_90, float8_e4m3fn, fp32 accumulation promoted
+every BLOCK_SIZE_K <= 128 products): per-token x per-channel scales (SCALE = "rowcol", gemm_a8w8)
+or DeepSeek-V3 block scales applied in each promotion (SCALE = "block", gemm_a8w8_blockscale).
 
 Where that kernel cannot take the call, the op's Triton tier runs the same config (its tile
 sizes), as gemm_a16w16 does for its Gluon bf16 kernel (`gluon_unsupported` says why):
 the interpreter, int8, non-TMA strides or alignment (K % 16 != 0 for fp8 rows), an output
-or scale layout the kernel does not take, split-K.
+or scale layout the kernel does not take, split-K, a block_shape whose blocks do not hold
+whole tiles (BLOCK_SIZE_N must divide bn and BLOCK_SIZE_K divide bk).
 """
 from __future__ import annotations
 
 from . import _common as C
+
+
+def _block_shape(scaling):
+    return (scaling.block_n, scaling.block_k) if scaling.mode == "block" else None
 
 
 def gluon_unsupported(x, w, scaling, y, cfg, target) -> str | None:
@@ -20,11 +26,14 @@ def gluon_unsupported(x, w, scaling, y, cfg, target) -> str | None:
         return "the Triton interpreter does not run Gluon kernels"
     if cfg.get("NUM_KSPLIT", 1) != 1:
         return "split-K configs run on the Triton tier"
-    if scaling.mode != "rowcol":
-        return f"the gluon fp8 kernel takes per-token x per-channel scales, not {scaling.mode!r}"
+    if scaling.mode not in ("rowcol", "block"):
+        return f"the gluon fp8 kernel takes per-token x per-channel or block scales, not {scaling.mode!r}"
+    if scaling.mode == "block" and (scaling.block_n % cfg["BLOCK_SIZE_N"] or scaling.block_k % cfg["BLOCK_SIZE_K"]):
+        return (f"block_shape ({scaling.block_n}, {scaling.block_k}): the gluon kernel needs BLOCK_SIZE_N "
+                f"({cfg['BLOCK_SIZE_N']}) to divide bn and BLOCK_SIZE_K ({cfg['BLOCK_SIZE_K']}) to divide bk")
     from ..kernels.gluon import hopper_pingpong_fp8
 
-    return hopper_pingpong_fp8.unsupported(x, w, y, scaling.x_scale, scaling.w_scale, target)
+    return hopper_pingpong_fp8.unsupported(x, w, y, scaling.x_scale, scaling.w_scale, target, _block_shape(scaling))
 
 
 def try_launch(x, w, scaling, bias, y, cfg, target, compile_only=False) -> bool:
@@ -34,6 +43,7 @@ def try_launch(x, w, scaling, bias, y, cfg, target, compile_only=False) -> bool:
         return False
     from ..kernels.gluon import hopper_pingpong_fp8 as k
 
-    k.launch(x, w, scaling.x_scale, scaling.w_scale, bias, y, cfg, target, compile_only=compile_only)
+    k.launch(x, w, scaling.x_scale, scaling.w_scale, bias, y, cfg, target, compile_only=compile_only,
+             block_shape=_block_shape(scaling))
     C.LAUNCHES[k.KERNEL_NAME] += not compile_only
     return True

@@ -1,12 +1,24 @@
-"""FP8 GEMM for Hopper (sm_90) in Gluon, promoted to fp32: y = (x @ w.T) * x_scale[m] * w_scale[n] (+ bias).
+"""FP8 GEMM for Hopper (sm_90) in Gluon, promoted to fp32, with per-token/per-channel or block scales.
 
-x (M, K) and w (N, K) float8_e4m3fn, x_scale (M,) and w_scale (N,) fp32 (per token, per
-channel), bias (N,) bf16 / fp16 / fp32, y bf16 / fp16 / fp32. The accumulator is fp32 at
+  SCALE = "rowcol"  y = (x @ w.T) * x_scale[m] * w_scale[n] (+ bias)               (gemm_a8w8)
+  SCALE = "block"   y = sum_kb (x[:, kb] @ w[:, kb].T) * x_scale[m, kb] * w_scale[n // SBN, kb]
+                    (+ bias), kb = K block of SBK columns: DeepSeek-V3 / torch._scaled_mm
+                    blockwise scales, (SBN, SBK) = block_shape, (128, 128) by default
+                    (gemm_a8w8_blockscale)
+
+x (M, K) and w (N, K) float8_e4m3fn; rowcol: x_scale (M,) and w_scale (N,) fp32; block: x_scale
+(M, ceil(K / SBK)) and w_scale (ceil(N / SBN), ceil(K / SBK)) fp32, any strides. bias (N,) bf16 /
+fp16 / fp32, y bf16 / fp16 / fp32. The accumulator is fp32 at
 full precision: the tensor cores' fp8 accumulator (a reduced-precision adder) carries at
 most PROMOTE_K = BLOCK_SIZE_K <= 128 products before the kernel adds it into an fp32
 register tile with ordinary FADDs (the "promotion"), as cuBLAS's precise mode,
 CUTLASS's FP8 mainloop (promotion interval 4 MMAs of k32 = 128) and the Triton tier
-(kernels/triton/_mainloop.py, max_num_imprecise_acc = 128) do.
+(kernels/triton/_mainloop.py, max_num_imprecise_acc = 128) do. The two modes differ only in
+the promotion and the epilogue: rowcol promotes `acc += p` and scales in the epilogue; block
+promotes `acc += p * s`, s[m] = x_scale[m, kb] * w_scale[n // SBN, kb] (one FFMA per register
+instead of one FADD: the same issue cost), and its epilogue applies no scale. BLOCK_SIZE_K
+divides SBK, so a chain never straddles two scale blocks, and BLOCK_SIZE_N divides SBN, so a
+tile's w scale is one scalar per K block (as DeepGEMM does).
 
 Why the structure differs from the BF16 ping-pong (hopper_pingpong.py, whose plan, ring
 counters and tile order this file imports): promotion means waiting for the wgmma group and
@@ -36,6 +48,26 @@ m64nBNk32 chain each; the partial accumulator p is one 64 x BN slice, reused)::
           b = w[BN, BK]ᵀ ─┘     registers per consumer thread: acc0 + acc1 + p
                                 = (BM + 64) * BN / 128 (128 x 128: 192 of the 240 setmaxnreg gives)
 
+Block scales (SCALE = "block"; K step kk of BK columns lies in scale block kb = kk * BK // SBK)::
+
+   load r (1 warp)                                       ring slot s of ring r
+   s[m] = x_scale[m, kb] * w_scale[nb, kb], m in tile ──► s_ring[s]: BM fp32   ┐ full[s]: 2 arrivals
+     (BM / 32 LDG per lane, issued before the empty     a_ring[s], b_ring[s]  ┘ (expect-tx + after
+      wait; nb = pid_n * BN // SBN: BN | SBN, one                                   the scale store)
+      w scale per tile per kb)
+   mma r, after chain r of slice q waited:  acc_q += p * s_ring[s][64q : 64q + 64][:, None]   (FFMA)
+
+   Why the scales go through shared memory, loaded by the load warp: kept in the consumer's
+   registers (loaded from global memory, prefetched or not) they made ptxas give the two
+   slices' partials separate register blocks at 128 x 128 (136-224 bytes of spills); read from
+   shared memory right before the FFMAs they are live for a few instructions. Why not TMA: the
+   op's x_scale is (M, KB) row-major, so a tile's BM scales of one kb are a strided column,
+   which a TMA box cannot read (its inner dimension must span >= 16 contiguous bytes; DeepGEMM
+   transposes the scales to (KB, M) for that). They are BM * 4 bytes a step against BM * BK of
+   x (1/32 at BK = 128), L2-resident; any strides work. Even so, 128 x 128 still spills in
+   block mode (144-184 bytes: ptxas still splits the partials when the promotion is an FFMA):
+   64 x BN tiles (no spills) are the block mode's spill-free configs.
+
 Phase timeline of one K step in consumer c (BK = 128; "wg" = 4 wgmma k32 issued async,
 use_acc=False so each chain starts from zero; "wait" = warpgroup_mma_wait(0))::
 
@@ -45,12 +77,12 @@ use_acc=False so each chain starts from zero; "wait" = warpgroup_mma_wait(0))::
                     ▲ promotion of consumer 0 (wait + FADDs) runs under consumer 1's wgmma
 
    tile level: load c │ k steps of its tiles, S stages ahead │ ...
-               mma c  │ mainloop tile j │ epi j (scales, bias, cast, smem, TMA store) │ mainloop j+2 │
+               mma c  │ mainloop tile j │ epi j ((rowcol) scales, bias, cast, smem, TMA store) │ mainloop j+2 │
    The two consumers drift freely; only the epilogues of a shared output tile (C_TILES = 1)
    alternate, handed over by c_free (as in hopper_pingpong.py).
 
-Barriers (count 1 each): full[r*S + s] / empty[r*S + s] of ring r in {0, 1}, slot s:
-   full   load r: expect-tx + 2 TMA;   mma r: wait parity (g // S) & 1 (g = its ring step count)
+Barriers (count 1 each; full: 2 in block mode): full[r*S + s] / empty[r*S + s] of ring r, slot s:
+   full   load r: expect-tx + 2 TMA (block: + an arrive after storing the slot's scales);   mma r: wait parity (g // S) & 1 (g = its ring step count)
    empty  mma r: arrive once both slices' wgmmas read slot s;  load r: wait parity ((g // S) & 1) ^ 1
    c_free (C_TILES = 1) consumer of local tile j arrives after its store_wait; tile j + 1's waits
           parity j & 1 (consumer 0: 1, consumer 1: 0): epilogues alternate 0, 1, 0, ...
@@ -64,10 +96,15 @@ GPU tests check the error against float64 matches the Triton tier's promoted ker
 
 Constraints:
   - sm_90 only (wgmma, TMA, setmaxnreg); x and w float8_e4m3fn; y bf16, fp16 or fp32;
-    x_scale (M,) and w_scale (N,) contiguous fp32; bias (N,) contiguous (any float dtype).
+    bias (N,) contiguous (any float dtype).
+  - rowcol: x_scale (M,) and w_scale (N,) contiguous fp32. block: x_scale (M, ceil(K / SBK)),
+    w_scale (ceil(N / SBN), ceil(K / SBK)) fp32, any strides, each spanning < 2**31 elements
+    (int32 offsets); BLOCK_SIZE_K divides SBK and BLOCK_SIZE_N divides SBN.
   - TMA rules: x, w, y 2-D, unit last stride, 16-byte aligned base and row stride
     (K % 16 == 0; N % 8 == 0 for a 16-bit y, N % 4 for fp32). M, N, K need not be multiples
     of the tile: TMA zero-fills out-of-bounds loads (zeros add nothing) and clips stores.
+    Block: a ragged last K block (K % SBK != 0) is zero-filled past K; its scale column
+    covers what is there.
   - BLOCK_SIZE_M in {64, 128} (64-row wgmma slices); BLOCK_SIZE_N a power of two in
     [16, 256]; BLOCK_SIZE_K in {32, 64, 128} (k32 wgmma; <= 128 is the promotion interval);
     (BM + 64) * BN / 128 <= 192 live accumulator registers per consumer thread.
@@ -139,9 +176,13 @@ class Plan:
     swizzle_a: int
     swizzle_b: int
     swizzle_c: int
+    scale: str = "rowcol"  # "rowcol" (epilogue scales) | "block" (scaled promotion)
+    scale_bn: int = 1  # block: rows of w per w_scale row (SBN), a multiple of BN
+    scale_bk: int = 1  # block: K columns per scale column (SBK), a multiple of BK
+    scale_bytes: int = 0  # block: the promotion scales of one ring slot (BM fp32), part of stage_bytes
 
 
-def derive(cfg: dict, target=None, out_bytes: int = 2) -> Plan:
+def derive(cfg: dict, target=None, out_bytes: int = 2, block_shape=None) -> Plan:
     """Everything the kernel and its launch need, from one config. ValueError names the key that cannot work.
 
     Derivation (H200: 227 KiB shared memory per block, 64 K registers per SM; fp8 = 1 byte):
@@ -157,6 +198,11 @@ def derive(cfg: dict, target=None, out_bytes: int = 2) -> Plan:
                one shared tile and stages = min(num_stages, (smem - tile - slack) // (2 * stage_bytes)),
                at least 2. 128 x 128 x 128, bf16 out: 2 tiles -> 2 stages a ring; 1 tile -> 3.
       swizzle  128 B rows (BK = 128 fp8): 128-byte swizzle for a and b; y as hopper_pingpong.
+      scales   block_shape None: rowcol. (SBN, SBK): block; BK | SBK (no chain straddles two scale
+               blocks; BK < SBK promotes every step with the same scales) and BN | SBN (one w scale
+               per tile per K block); each ring slot also holds the step's BM fp32 scales
+               (stage_bytes + 4 BM: 128 x 128 x 128 -> 33280 B, 2 stages a ring beside two bf16
+               output tiles, as 3 no longer fit beside one).
     """
     for key in CONFIG_KEYS:
         if key not in cfg:
@@ -187,7 +233,17 @@ def derive(cfg: dict, target=None, out_bytes: int = 2) -> Plan:
                          f"accumulator registers per thread (fp32 tile + partial); the gluon fp8 backend "
                          f"allows {_MAX_LIVE_ACC}")
     smem = target.shared_mem_bytes if target is not None else 232448
-    stage_bytes = (bm + bn) * bk
+    scale, sbn, sbk, scale_bytes = "rowcol", 1, 1, 0
+    if block_shape is not None:
+        sbn, sbk = block_shape
+        if sbk % bk:
+            raise ValueError(f"config: key 'BLOCK_SIZE_K' = {bk} does not divide the scale block's K = {sbk} "
+                             "(a promotion would straddle two scale blocks)")
+        if sbn % bn:
+            raise ValueError(f"config: key 'BLOCK_SIZE_N' = {bn} does not divide the scale block's N = {sbn} "
+                             "(a tile's w scale would not be one scalar per K block)")
+        scale, scale_bytes = "block", 4 * bm
+    stage_bytes = (bm + bn) * bk + scale_bytes
     tile_bytes = bm * bn * out_bytes
     ring_pair = 2 * stage_bytes  # one slot in each ring
     c_tiles = 2 if (smem - 2 * tile_bytes - hp._BARRIER_SLACK) // ring_pair >= cfg["num_stages"] else 1
@@ -205,24 +261,30 @@ def derive(cfg: dict, target=None, out_bytes: int = 2) -> Plan:
                 smem_bytes=2 * stages * stage_bytes + epilogue_bytes + hp._BARRIER_SLACK, warps=warps,
                 regs_at_entry=regs_at_entry, mma_regs=mma_regs, load_regs=hp._LOAD_REGS, acc_regs=acc_regs,
                 partial_regs=partial_regs, swizzle_a=hp._swizzle(bk), swizzle_b=hp._swizzle(bk),
-                swizzle_c=hp._swizzle(bn * out_bytes))
+                swizzle_c=hp._swizzle(bn * out_bytes), scale=scale, scale_bn=sbn, scale_bk=sbk,
+                scale_bytes=scale_bytes)
 
 
 def constexprs(plan: Plan, *, has_bias: bool) -> dict:
     """The kernel's constexpr arguments (one place for the launch and the static compile)."""
     return dict(STAGES=plan.stages, C_TILES=plan.c_tiles, GROUP_SIZE_M=plan.GROUP_SIZE_M, HAS_BIAS=has_bias,
-                MMA_REGS=plan.mma_regs, LOAD_REGS=plan.load_regs)
+                SCALE=plan.scale, SCALE_BN=plan.scale_bn, SCALE_BK=plan.scale_bk, MMA_REGS=plan.mma_regs,
+                LOAD_REGS=plan.load_regs)
 
 
 # ----------------------------------------------------------------------------- device code
 
 @gluon.jit
-def _load_partition(RING: gl.constexpr, x_desc, w_desc, a_ring, b_ring, full, empty, M, N, K,
-                    STAGES: gl.constexpr, GROUP_SIZE_M: gl.constexpr):
-    """1 warp: every K step of consumer RING's tiles (local tiles RING, RING + 2, ...) into ring RING."""
+def _load_partition(RING: gl.constexpr, x_desc, w_desc, a_ring, b_ring, s_ring, full, empty, xs_ptr, ws_ptr, M, N, K,
+                    stride_xsm, stride_xsk, stride_wsn, stride_wsk, STAGES: gl.constexpr, GROUP_SIZE_M: gl.constexpr,
+                    SCALE: gl.constexpr, SCALE_BN: gl.constexpr, SCALE_BK: gl.constexpr):
+    """1 warp: every K step of consumer RING's tiles (local tiles RING, RING + 2, ...) into ring RING;
+    (block) with the step's BM promotion scales s[m] = x_scale[m, kb] * w_scale[nb, kb] into s_ring."""
     BM: gl.constexpr = x_desc.block_type.shape[0]
     BK: gl.constexpr = x_desc.block_type.shape[1]
     BN: gl.constexpr = w_desc.block_type.shape[0]
+    # (block) BM scales over the warp's 32 lanes, BM / 32 registers each.
+    s_layout: gl.constexpr = gl.BlockedLayout([BM // 32], [32], [1], [0])
     num_pid_m = gl.cdiv(M, BM)
     num_pid_n = gl.cdiv(N, BN)
     k_steps = gl.cdiv(K, BK)
@@ -231,13 +293,26 @@ def _load_partition(RING: gl.constexpr, x_desc, w_desc, a_ring, b_ring, full, em
     phase = 0
     for tile_id in range(gl.program_id(0) + RING * nprog, num_pid_m * num_pid_n, 2 * nprog):
         pid_m, pid_n = tile_coords(tile_id, num_pid_m, num_pid_n, GROUP_SIZE_M, 1)
+        if SCALE == "block":
+            # Row offsets clamped to M - 1 (rows past M are zero-filled by TMA: any scale gives 0);
+            # the tile's one w_scale row (BN | SCALE_BN).
+            rows = pid_m * BM + gl.arange(0, BM, layout=s_layout)
+            xs_off = gl.minimum(rows, M - 1) * stride_xsm
+            ws_off = (pid_n * BN // SCALE_BN) * stride_wsn
         for kk in range(k_steps):
             slot = RING * STAGES + idx
+            if SCALE == "block":
+                # Issued before the empty wait: the global loads' latency overlaps it.
+                kb = kk * BK // SCALE_BK
+                sc = gl.load(xs_ptr + kb * stride_xsk + xs_off) * gl.load(ws_ptr + (ws_off + kb * stride_wsk))
             mbarrier.wait(empty.index(slot), phase ^ 1)  # round 0 passes: fresh barrier
             bar = full.index(slot)
             mbarrier.expect(bar, x_desc.block_type.nbytes + w_desc.block_type.nbytes)
             tma.async_copy_global_to_shared(x_desc, [pid_m * BM, kk * BK], bar, a_ring.index(slot))
             tma.async_copy_global_to_shared(w_desc, [pid_n * BN, kk * BK], bar, b_ring.index(slot))
+            if SCALE == "block":
+                s_ring.index(slot).store(sc)
+                mbarrier.arrive(bar)  # the second arrival of full[slot] (release: the scales are visible)
             idx, phase = _ring_next(idx, phase, STAGES)
 
 
@@ -250,24 +325,29 @@ def _chain(a, b, p):
 
 
 @gluon.jit
-def _store_slice(c_smem, acc, ROW: gl.constexpr, xs_ptr, ws, bias, offs_m, M, HAS_BIAS: gl.constexpr):
-    """Epilogue of one 64-row slice into c_smem rows ROW..ROW+63: (acc * x_scale[m]) * w_scale[n] + bias[n]
-    in fp32 (the Triton tier's order: kernels/triton/_epilogue.py), cast to y's dtype."""
-    xs = gl.load(xs_ptr + offs_m + ROW, mask=offs_m + ROW < M, other=0.0)
-    out = acc * xs[:, None] * ws[None, :]
+def _store_slice(c_smem, acc, ROW: gl.constexpr, xs_ptr, ws, bias, offs_m, M, HAS_BIAS: gl.constexpr,
+                 SCALE: gl.constexpr):
+    """Epilogue of one 64-row slice into c_smem rows ROW..ROW+63: (rowcol) (acc * x_scale[m]) * w_scale[n],
+    (block) acc as promoted, then + bias[n] in fp32 (the Triton tier's order: kernels/triton/_epilogue.py),
+    cast to y's dtype."""
+    out = acc
+    if SCALE == "rowcol":
+        xs = gl.load(xs_ptr + offs_m + ROW, mask=offs_m + ROW < M, other=0.0)
+        out = acc * xs[:, None] * ws[None, :]
     if HAS_BIAS:
         out = out + bias[None, :]
     c_smem.slice(ROW, acc.shape[0]).store(out.to(c_smem.dtype))
 
 
 @gluon.jit
-def _mma_partition(CONSUMER: gl.constexpr, y_desc, xs_ptr, ws_ptr, bias_ptr, a_ring, b_ring, c_smem, full, empty,
-                   c_free, M, N, K, BK: gl.constexpr, STAGES: gl.constexpr, C_TILES: gl.constexpr,
-                   GROUP_SIZE_M: gl.constexpr, HAS_BIAS: gl.constexpr):
+def _mma_partition(CONSUMER: gl.constexpr, y_desc, xs_ptr, ws_ptr, bias_ptr, a_ring, b_ring, s_ring, c_smem, full,
+                   empty, c_free, M, N, K, BK: gl.constexpr, STAGES: gl.constexpr, C_TILES: gl.constexpr,
+                   GROUP_SIZE_M: gl.constexpr, HAS_BIAS: gl.constexpr, SCALE: gl.constexpr):
     """1 warpgroup: local tiles CONSUMER, CONSUMER + 2, ...: promoted mainloop, then the epilogue."""
     BM: gl.constexpr = y_desc.block_type.shape[0]
     BN: gl.constexpr = y_desc.block_type.shape[1]
     SM: gl.constexpr = 64  # SLICE_M
+    TWO: gl.constexpr = BM == 2 * SM
     # wgmma accumulator of one 64-row slice: 4 warps along M, instruction m16 x BN x k32 (fp8) per warp.
     acc_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
                                                          instr_shape=[16, BN, 32])
@@ -290,18 +370,30 @@ def _mma_partition(CONSUMER: gl.constexpr, y_desc, xs_ptr, ws_ptr, bias_ptr, a_r
             a = a_ring.index(slot)
             b = b_ring.index(slot).permute((1, 0))
             p = _chain(a.slice(0, SM), b, p)
-            acc0 = acc0 + p  # promotion of rows 0..63 (the other consumer's wgmma runs meanwhile)
-            if BM == 2 * SM:
+            # Promotion of rows 0..63 (the other consumer's wgmma runs meanwhile); (block) scaled by
+            # s[m] from the slot's scales, read from shared memory only now (registers stay free).
+            if SCALE == "block":
+                s0 = s_ring.index(slot).slice(0, SM).load(gl.SliceLayout(1, acc_layout))
+                acc0 = acc0 + p * s0[:, None]
+            else:
+                acc0 = acc0 + p
+            if TWO:
                 p = _chain(a.slice(SM, SM), b, p)
-                acc1 = acc1 + p  # rows 64..127
-            mbarrier.arrive(empty.index(slot))  # both chains have read the slot
+                if SCALE == "block":  # rows 64..127
+                    s1 = s_ring.index(slot).slice(SM, SM).load(gl.SliceLayout(1, acc_layout))
+                    acc1 = acc1 + p * s1[:, None]
+                else:
+                    acc1 = acc1 + p
+            mbarrier.arrive(empty.index(slot))  # both chains (and the scale loads) have read the slot
             idx, phase = _ring_next(idx, phase, STAGES)
         # Epilogue (runs under the other consumer's mainloop).
         offs_m = pid_m * BM + gl.arange(0, SM, layout=gl.SliceLayout(1, acc_layout))
         offs_n = pid_n * BN + gl.arange(0, BN, layout=gl.SliceLayout(0, acc_layout))
-        # w_scale and bias once for both slices (64 + 64 registers when loaded per slice: the
+        # (rowcol) w_scale and bias once for both slices (64 + 64 registers when loaded per slice: the
         # Triton tier's `epilogue` twice spilled 160 bytes at 128 x 128).
-        ws = gl.load(ws_ptr + offs_n, mask=offs_n < N, other=0.0)
+        ws = offs_n.to(gl.float32)  # block: unused (the scales went into the promotion)
+        if SCALE == "rowcol":
+            ws = gl.load(ws_ptr + offs_n, mask=offs_n < N, other=0.0)
         bias = ws
         if HAS_BIAS:
             bias = gl.load(bias_ptr + offs_n, mask=offs_n < N, other=0.0).to(gl.float32)
@@ -309,9 +401,9 @@ def _mma_partition(CONSUMER: gl.constexpr, y_desc, xs_ptr, ws_ptr, bias_ptr, a_r
             tma.store_wait(0)  # my previous tile's TMA store has read my c_smem
         else:
             mbarrier.wait(c_free, 1 - CONSUMER)  # the other consumer's last store has read the shared c
-        _store_slice(c_smem, acc0, 0, xs_ptr, ws, bias, offs_m, M, HAS_BIAS)
-        if BM == 2 * SM:
-            _store_slice(c_smem, acc1, SM, xs_ptr, ws, bias, offs_m, M, HAS_BIAS)
+        _store_slice(c_smem, acc0, 0, xs_ptr, ws, bias, offs_m, M, HAS_BIAS, SCALE)
+        if TWO:
+            _store_slice(c_smem, acc1, SM, xs_ptr, ws, bias, offs_m, M, HAS_BIAS, SCALE)
         fence_async_shared()  # generic-proxy writes -> async-proxy (TMA) read
         tma.async_copy_shared_to_global(y_desc, [pid_m * BM, pid_n * BN], c_smem)
         if C_TILES == 1:
@@ -320,15 +412,26 @@ def _mma_partition(CONSUMER: gl.constexpr, y_desc, xs_ptr, ws_ptr, bias_ptr, a_r
     tma.store_wait(0)
 
 
-@gluon.jit(do_not_specialize=["M", "N", "K"])  # TMA handles every M, N, K: one compile per config
+# TMA handles every M, N, K and the scale strides are plain offsets: one compile per config and mode.
+@gluon.jit(do_not_specialize=["M", "N", "K", "stride_xsm", "stride_xsk", "stride_wsn", "stride_wsk"])
 def hopper_pingpong_fp8_kernel(x_desc, w_desc, y_desc, xs_ptr, ws_ptr, bias_ptr, M, N, K,
+                               stride_xsm, stride_xsk, stride_wsn, stride_wsk,
                                STAGES: gl.constexpr, C_TILES: gl.constexpr, GROUP_SIZE_M: gl.constexpr,
-                               HAS_BIAS: gl.constexpr, MMA_REGS: gl.constexpr, LOAD_REGS: gl.constexpr):
+                               HAS_BIAS: gl.constexpr, SCALE: gl.constexpr, SCALE_BN: gl.constexpr,
+                               SCALE_BK: gl.constexpr, MMA_REGS: gl.constexpr, LOAD_REGS: gl.constexpr):
     BM: gl.constexpr = x_desc.block_type.shape[0]
     BK: gl.constexpr = x_desc.block_type.shape[1]
     BN: gl.constexpr = w_desc.block_type.shape[0]
     a_ring = gl.allocate_shared_memory(x_desc.dtype, [2 * STAGES, BM, BK], x_desc.layout)  # ring r: r*S ..
     b_ring = gl.allocate_shared_memory(w_desc.dtype, [2 * STAGES, BN, BK], w_desc.layout)
+    # (block) the promotion scales of each slot: BM fp32 (a 1-element placeholder in rowcol).
+    s_layout: gl.constexpr = gl.SwizzledSharedLayout(vec=1, per_phase=1, max_phase=1, order=[0])
+    if SCALE == "block":
+        s_ring = gl.allocate_shared_memory(gl.float32, [2 * STAGES, BM], s_layout)
+        FULL_ARRIVALS: gl.constexpr = 2  # the loader's expect-tx arrive + its arrive after storing the scales
+    else:
+        s_ring = gl.allocate_shared_memory(gl.float32, [2 * STAGES, 1], s_layout)
+        FULL_ARRIVALS: gl.constexpr = 1
     c0 = gl.allocate_shared_memory(y_desc.dtype, [BM, BN], y_desc.layout)
     if C_TILES == 2:
         c1 = gl.allocate_shared_memory(y_desc.dtype, [BM, BN], y_desc.layout)
@@ -338,16 +441,20 @@ def hopper_pingpong_fp8_kernel(x_desc, w_desc, y_desc, xs_ptr, ws_ptr, bias_ptr,
     empty = gl.allocate_shared_memory(gl.int64, [2 * STAGES, 1], mbarrier.MBarrierLayout())
     c_free = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
     for i in gl.static_range(2 * STAGES):
-        mbarrier.init(full.index(i), count=1)  # the ring's loader: expect-tx arrive (+ the TMA bytes)
+        mbarrier.init(full.index(i), count=FULL_ARRIVALS)  # the ring's loader: expect-tx arrive (+ TMA bytes)
         mbarrier.init(empty.index(i), count=1)  # the ring's consumer
     mbarrier.init(c_free, count=1)  # (C_TILES == 1) the last store's consumer, after store_wait
     gl.warp_specialize([
-        (_mma_partition, (0, y_desc, xs_ptr, ws_ptr, bias_ptr, a_ring, b_ring, c0, full, empty, c_free, M, N, K,
-                          BK, STAGES, C_TILES, GROUP_SIZE_M, HAS_BIAS)),
-        (_mma_partition, (1, y_desc, xs_ptr, ws_ptr, bias_ptr, a_ring, b_ring, c1, full, empty, c_free, M, N, K,
-                          BK, STAGES, C_TILES, GROUP_SIZE_M, HAS_BIAS)),
-        (_load_partition, (0, x_desc, w_desc, a_ring, b_ring, full, empty, M, N, K, STAGES, GROUP_SIZE_M)),
-        (_load_partition, (1, x_desc, w_desc, a_ring, b_ring, full, empty, M, N, K, STAGES, GROUP_SIZE_M)),
+        (_mma_partition, (0, y_desc, xs_ptr, ws_ptr, bias_ptr, a_ring, b_ring, s_ring, c0, full, empty, c_free, M, N,
+                          K, BK, STAGES, C_TILES, GROUP_SIZE_M, HAS_BIAS, SCALE)),
+        (_mma_partition, (1, y_desc, xs_ptr, ws_ptr, bias_ptr, a_ring, b_ring, s_ring, c1, full, empty, c_free, M, N,
+                          K, BK, STAGES, C_TILES, GROUP_SIZE_M, HAS_BIAS, SCALE)),
+        (_load_partition, (0, x_desc, w_desc, a_ring, b_ring, s_ring, full, empty, xs_ptr, ws_ptr, M, N, K,
+                           stride_xsm, stride_xsk, stride_wsn, stride_wsk, STAGES, GROUP_SIZE_M, SCALE, SCALE_BN,
+                           SCALE_BK)),
+        (_load_partition, (1, x_desc, w_desc, a_ring, b_ring, s_ring, full, empty, xs_ptr, ws_ptr, M, N, K,
+                           stride_xsm, stride_xsk, stride_wsn, stride_wsk, STAGES, GROUP_SIZE_M, SCALE, SCALE_BN,
+                           SCALE_BK)),
     ], [4, 1, 1], [MMA_REGS, LOAD_REGS, LOAD_REGS])
 
 
@@ -362,8 +469,9 @@ def fp8_layout(rows: int, cols: int):
     return gl.NVMMASharedLayout.get_default_for([rows, cols], gl.float8e4nv)
 
 
-def unsupported(x, w, y, x_scale=None, w_scale=None, target=None) -> str | None:
-    """Why this kernel cannot run these tensors (None: it can). The op falls back to the Triton tier then."""
+def unsupported(x, w, y, x_scale=None, w_scale=None, target=None, block_shape=None) -> str | None:
+    """Why this kernel cannot run these tensors (None: it can). The op falls back to the Triton tier then.
+    block_shape None: per-token / per-channel scales; (SBN, SBK): block scales."""
     import torch
 
     if target is not None and target.arch != "sm_90":
@@ -376,34 +484,49 @@ def unsupported(x, w, y, x_scale=None, w_scale=None, target=None) -> str | None:
         if not hp._tma_ok(t):
             return f"{name}: TMA needs a 2-D tensor, unit last stride, 16-byte aligned base and row stride"
     for name, s in (("x_scale", x_scale), ("w_scale", w_scale)):
-        if s is not None and (s.dtype != torch.float32 or s.dim() != 1 or s.stride(0) != 1):
+        if s is None:
+            continue
+        if block_shape is None and (s.dtype != torch.float32 or s.dim() != 1 or s.stride(0) != 1):
             return f"{name}: needs a contiguous 1-D fp32 vector"
+        if block_shape is not None:
+            if s.dtype != torch.float32 or s.dim() != 2:
+                return f"{name}: block scales need a 2-D fp32 tensor"
+            if sum((d - 1) * st for d, st in zip(s.shape, s.stride())) >= 2**31:
+                return f"{name}: spans 2**31 elements or more (the kernel's scale offsets are int32)"
     return None
 
 
-def launch(x, w, x_scale, w_scale, bias, y, cfg, target, compile_only=False):
-    """y = (x @ w.T) * x_scale[:, None] * w_scale[None, :] + bias with this kernel.
+def launch(x, w, x_scale, w_scale, bias, y, cfg, target, compile_only=False, block_shape=None):
+    """y = (x @ w.T) * x_scale[:, None] * w_scale[None, :] + bias with this kernel (block_shape None), or
+    y = sum_kb (x[:, kb] @ w[:, kb].T) * x_scale[m, kb] * w_scale[n // SBN, kb] + bias (block_shape (SBN, SBK)).
 
-    x (M, K), w (N, K) float8_e4m3fn; x_scale (M,), w_scale (N,) contiguous fp32; bias (N,) contiguous or
+    x (M, K), w (N, K) float8_e4m3fn; rowcol: x_scale (M,), w_scale (N,) contiguous fp32; block: x_scale
+    (M, ceil(K / SBK)), w_scale (ceil(N / SBN), ceil(K / SBK)) fp32, any strides; bias (N,) contiguous or
     None; y (M, N). `cfg`: BLOCK_SIZE_M/N/K, GROUP_SIZE_M, num_warps (4), num_stages (per ring, upper
     bound); `backend`, `persistent`, `tma` accepted and ignored; NUM_KSPLIT must be 1. `target`: a
     gemmkit.arch.Target (num_cus sizes the persistent grid). ValueError when `unsupported` says no.
     """
     from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
-    why = unsupported(x, w, y, x_scale, w_scale, target)
+    why = unsupported(x, w, y, x_scale, w_scale, target, block_shape)
     if why:
         raise ValueError(f"gluon fp8 ping-pong: {why}")
     M, K = x.shape
     N = w.shape[0]
-    if (w.shape[1] != K or tuple(y.shape) != (M, N) or tuple(x_scale.shape) != (M,) or
-            tuple(w_scale.shape) != (N,) or (bias is not None and tuple(bias.shape) != (N,))):
+    if block_shape is None:
+        want_xs, want_ws = (M,), (N,)
+    else:
+        kb = -(-K // block_shape[1])
+        want_xs, want_ws = (M, kb), (-(-N // block_shape[0]), kb)
+    if (w.shape[1] != K or tuple(y.shape) != (M, N) or tuple(x_scale.shape) != want_xs or
+            tuple(w_scale.shape) != want_ws or (bias is not None and tuple(bias.shape) != (N,))):
         raise ValueError(f"gluon fp8 ping-pong: shapes x {tuple(x.shape)}, w {tuple(w.shape)}, y {tuple(y.shape)}, "
                          f"x_scale {tuple(x_scale.shape)}, w_scale {tuple(w_scale.shape)}, bias "
-                         f"{None if bias is None else tuple(bias.shape)} do not fit y = (x @ w.T) * scales + bias")
+                         f"{None if bias is None else tuple(bias.shape)} do not fit y = (x @ w.T) * scales + bias "
+                         f"(block_shape {block_shape})")
     if K == 0:
         raise ValueError("gluon fp8 ping-pong: K == 0 (the empty sum) is the op's to handle")
-    plan = derive(cfg, target, y.element_size())
+    plan = derive(cfg, target, y.element_size(), block_shape)
     bm, bn, bk = plan.BM, plan.BN, plan.BK
     x_desc = TensorDescriptor.from_tensor(x, [bm, bk], fp8_layout(bm, bk))
     w_desc = TensorDescriptor.from_tensor(w, [bn, bk], fp8_layout(bn, bk))
@@ -413,7 +536,8 @@ def launch(x, w, x_scale, w_scale, bias, y, cfg, target, compile_only=False):
     # A CTA per SM, fewer when the tiles are few: one tile on each of 128 SMs beats two on 64 (each
     # consumer alone keeps the tensor cores busy between its promotions only part of the time).
     grid = (max(1, min(num_tiles, target.num_cus)),)
-    args = (x_desc, w_desc, y_desc, x_scale, w_scale, bias if bias is not None else x_scale, M, N, K)
+    strides = (0, 0, 0, 0) if block_shape is None else (*x_scale.stride(), *w_scale.stride())
+    args = (x_desc, w_desc, y_desc, x_scale, w_scale, bias if bias is not None else x_scale, M, N, K, *strides)
     if compile_only:
         return hopper_pingpong_fp8_kernel.warmup(*args, **ce, num_warps=hp._CONSUMER_WARPS, grid=grid)
     hopper_pingpong_fp8_kernel[grid](*args, **ce, num_warps=hp._CONSUMER_WARPS)
@@ -430,33 +554,45 @@ PRESETS = (
 )
 
 
-def static_spec(cfg: dict, target, *, out_dtype: str = "bf16", has_bias: bool = True):
+def static_spec(cfg: dict, target, *, out_dtype: str = "bf16", has_bias: bool = True, block_shape=None):
     """(kernel, signature, constexprs, divisible, options, plan) to compile the kernel for `target` on a CPU."""
-    plan = derive(cfg, target, 4 if out_dtype == "fp32" else 2)
+    plan = derive(cfg, target, 4 if out_dtype == "fp32" else 2, block_shape)
     bm, bn, bk = plan.BM, plan.BN, plan.BK
     sig = {"x_desc": f"tensordesc<fp8e4nv[{bm}, {bk}],{fp8_layout(bm, bk)!r}>",
            "w_desc": f"tensordesc<fp8e4nv[{bn}, {bk}],{fp8_layout(bn, bk)!r}>",
            "y_desc": f"tensordesc<{out_dtype}[{bm}, {bn}],{hp.shared_layout(bm, bn, out_dtype)!r}>",
-           "xs_ptr": "*fp32", "ws_ptr": "*fp32", "bias_ptr": f"*{out_dtype}", "M": "i32", "N": "i32", "K": "i32"}
+           "xs_ptr": "*fp32", "ws_ptr": "*fp32", "bias_ptr": f"*{out_dtype}", "M": "i32", "N": "i32", "K": "i32",
+           "stride_xsm": "i32", "stride_xsk": "i32", "stride_wsn": "i32", "stride_wsk": "i32"}
     ce = constexprs(plan, has_bias=has_bias)
     sig.update({k: "constexpr" for k in ce})
     return (hopper_pingpong_fp8_kernel, sig, ce, ["xs_ptr", "ws_ptr", "bias_ptr"],
             {"num_warps": hp._CONSUMER_WARPS}, plan)
 
 
-def _shipped_configs(arch: str):
-    """(table, bucket, config) of every A8W8 table bucket of `arch` with "backend": "gluon"."""
+BLOCK_SHAPE = (128, 128)  # the block-scale mode's static cases: DeepSeek-V3's (and the op's default) blocks
+
+
+def _shipped_configs(arch: str, blockscale: bool = False):
+    """(table, bucket, config) of every A8W8 (blockscale: A8W8_BLOCKSCALE) table bucket of `arch` with
+    "backend": "gluon"."""
+    if blockscale:
+        return [(t, b, c) for t, b, c in hp._shipped_gluon_configs(arch) if t.startswith("A8W8_BLOCKSCALE")]
     return [(t, b, c) for t, b, c in hp._shipped_gluon_configs(arch) if t.startswith("A8W8") and
             not t.startswith(("A8W8_INT8", "A8W8_BLOCKSCALE"))]
 
 
 def isa_cases(archs, op: str = "hopper_pingpong_fp8"):
-    """Static cases for sm_90: every shipped A8W8 bucket with backend "gluon", plus PRESETS (bf16 and fp32 out)."""
+    """Static cases for sm_90: every shipped A8W8 bucket with backend "gluon" (path gluon-bf16) and every
+    A8W8_BLOCKSCALE one (gluon-block-bf16: block scales (128, 128), no bias, as gemm_a8w8_blockscale runs
+    it), plus PRESETS in both modes (bf16 and fp32 out)."""
     if "sm_90" not in archs:
         return
     seen = set()
     cases = [(t, b, c, "bf16") for t, b, c in _shipped_configs("sm_90")]
+    cases += [(t, b, c, "block-bf16") for t, b, c in _shipped_configs("sm_90", blockscale=True)]
     cases += [("-", f"preset{i}", c, o) for i, c in enumerate(PRESETS) for o in ("bf16", "fp32")]
+    # Block mode: the spill-free 64-row tile (128 x 128 spills in block mode: module docstring).
+    cases += [("-", "preset1", PRESETS[1], o) for o in ("block-bf16", "block-fp32")]
     for table, bucket, cfg, out in cases:
         key = (tuple(sorted((k, cfg[k]) for k in CONFIG_KEYS if k in cfg)), out)
         if key in seen:
@@ -471,6 +607,8 @@ def isa_spec(case):
 
     target = _arch.ARCHS[case["arch"]]
     out = case["path"].split("-", 1)[1] if case["path"].startswith("gluon-") else "bf16"
-    kernel, sig, ce, div, opts, plan = static_spec(case["config"], target, out_dtype=out)
+    block = out.startswith("block-")
+    kernel, sig, ce, div, opts, plan = static_spec(case["config"], target, out_dtype=out.split("-")[-1],
+                                                   has_bias=not block, block_shape=BLOCK_SHAPE if block else None)
     return dict(kernel=kernel, signature=sig, constexprs=ce, divisible=div, options=opts, promises=PROMISES,
                 block=(plan.BM, plan.BN, plan.BK), smem_bound=plan.smem_bytes)

@@ -1,0 +1,191 @@
+"""The Gluon FP8 kernel's block-scale mode (kernels/gluon/hopper_pingpong_fp8.py, SCALE = "block") and
+gemm_a8w8_blockscale's "backend": "gluon" on the H200 (`pytest -m gpu tests/test_gpu_blockscale_gluon.py`).
+
+Reference: float64 on the device from the dequantized operands (x * x_scale per (1, bk) block, w *
+w_scale per (bn, bk) block; fp8 values and fp32 scales are exact in float64). Every output is
+poisoned with NaN first. Bounds as tests/test_gpu_a8w8_gluon.py: norm-wise (tests/_util) and per
+element |y - ref| <= 2**-7 |ref| + 2**-10 A + tiny, A = |xd| @ |wd|.T. The scales span 2**-8..2**8
+(a power of two times a random mantissa), so a scale read from the wrong row, column or K block
+moves an element by far more than the bound.
+"""
+import pytest
+import torch
+
+from gemmkit import arch
+from gemmkit.reference import expand_block_scales
+
+from _util import poisoned, q8, scales, within_bound
+
+pytestmark = pytest.mark.gpu
+DEV = "cuda"
+FP8 = torch.float8_e4m3fn
+
+
+def _cfg(bm, bn, bk, stages, group=8):
+    return {"BLOCK_SIZE_M": bm, "BLOCK_SIZE_N": bn, "BLOCK_SIZE_K": bk, "GROUP_SIZE_M": group, "num_warps": 4,
+            "num_stages": stages}
+
+
+CFGS = {"64x128x128s4": _cfg(64, 128, 128, 4),
+        "64x64x128s6": _cfg(64, 64, 128, 6, group=4),
+        "64x128x64s6": _cfg(64, 128, 64, 6),  # BK < bk: two promotions per scale block
+        "128x128x128s2": _cfg(128, 128, 128, 2)}  # spills in block mode (docstring), still correct
+
+
+def _k():
+    from gemmkit.kernels.gluon import hopper_pingpong_fp8
+
+    return hopper_pingpong_fp8
+
+
+def _target(cus=None):
+    t = arch.current()
+    return t.with_cus(cus) if cus else t
+
+
+def wide_scales(*shape):
+    """Positive fp32 scales over 2**-8 .. 2**8: a misindexed scale is off by a large factor."""
+    e = torch.randint(-8, 9, shape, device=DEV).float()
+    return (torch.rand(shape, device=DEV) + 0.5) * torch.exp2(e)
+
+
+def inputs(M, N, K, block=(128, 128)):
+    bn, bk = block
+    x, w = q8(M, K, dtype=FP8, device=DEV), q8(N, K, dtype=FP8, device=DEV)
+    return x, w, wide_scales(M, -(-K // bk)), wide_scales(-(-N // bn), -(-K // bk))
+
+
+def run(x, w, xs, ws, out_dtype=torch.bfloat16, cfg=CFGS["64x128x128s4"], cus=None, block=(128, 128)):
+    y = poisoned((x.shape[0], w.shape[0]), out_dtype, DEV)
+    _k().launch(x, w, xs, ws, None, y, cfg, _target(cus), block_shape=block)
+    torch.cuda.synchronize()
+    return y
+
+
+def check(y, x, w, xs, ws, block=(128, 128)):
+    bn, bk = block
+    xd = x.double() * expand_block_scales(xs.double(), (1, bk), x.shape)
+    wd = w.double() * expand_block_scales(ws.double(), (bn, bk), w.shape)
+    ref, mag = xd @ wd.T, xd.abs() @ wd.abs().T
+    assert torch.isfinite(y).all(), "non-finite output (an element never written?)"
+    if y.dtype == torch.float32:
+        rel = ((y.double() - ref).norm() / ref.norm()).item()
+        assert rel <= 2**-12, f"rel err {rel:.3g}"
+    else:
+        ok, msg = within_bound(y, ref, y.dtype)
+        assert ok, msg
+    err = (y.double() - ref).abs()
+    bad = (err > 2**-7 * ref.abs() + 2**-10 * mag + 1e-30).nonzero()
+    assert bad.numel() == 0, f"{bad.shape[0]} elements out of bound, first {bad[:3].tolist()}: " \
+        f"y {y[tuple(bad[0])].item()} ref {ref[tuple(bad[0])].item()}"
+
+
+# M = 1, 17, 4095; N and K ragged (K % 128 != 0: the last scale block is partial; K < 128; K < BK).
+SHAPES = [(1, 264, 128), (17, 1000, 304), (4095, 1032, 784), (64, 8, 16), (129, 136, 80), (300, 2112, 1040),
+          (256, 512, 4096)]
+
+
+@pytest.mark.parametrize("cfg", list(CFGS), ids=list(CFGS))
+@pytest.mark.parametrize("M,N,K", SHAPES, ids=[f"{m}x{n}x{k}" for m, n, k in SHAPES])
+def test_shapes(M, N, K, cfg):
+    x, w, xs, ws = inputs(M, N, K)
+    check(run(x, w, xs, ws, cfg=CFGS[cfg]), x, w, xs, ws)
+
+
+@pytest.mark.parametrize("out_dtype", [torch.bfloat16, torch.float16, torch.float32])
+def test_out_dtypes(out_dtype):
+    x, w, xs, ws = inputs(300, 1024, 1040)
+    xs, ws = scales(*xs.shape, device=DEV), scales(*ws.shape, device=DEV)  # within fp16's range
+    y = run(x, w, xs, ws, out_dtype)
+    assert y.dtype == out_dtype
+    check(y, x, w, xs, ws)
+
+
+def test_strided_scales():
+    """x_scale M-major (stride (1, M), torch._scaled_mm's layout) and w_scale a column slice."""
+    M, N, K = 200, 640, 1152
+    x, w, xs, ws = inputs(M, N, K)
+    xs_t = xs.T.contiguous().T
+    ws_big = wide_scales(ws.shape[0], 2 * ws.shape[1])
+    ws_v = ws_big[:, ::2]
+    assert xs_t.stride() == (1, M) and ws_v.stride(1) == 2
+    check(run(x, w, xs_t, ws_v), x, w, xs_t, ws_v)
+
+
+@pytest.mark.parametrize("cus", [1, 3])
+def test_small_persistent_grids(cus):
+    """Many tiles per CTA: both rings (and their scale slots) wrap many times."""
+    M, N, K = 5 * 64 - 3, 7 * 128 + 8, 400
+    x, w, xs, ws = inputs(M, N, K)
+    check(run(x, w, xs, ws, cus=cus), x, w, xs, ws)
+
+
+def test_other_block_shapes():
+    """(256, 256) and (128, 64) blocks: BLOCK_SIZE_N | bn and BLOCK_SIZE_K | bk (the launcher's rule)."""
+    for block, cfg in [((256, 256), CFGS["64x128x128s4"]), ((128, 64), CFGS["64x128x64s6"])]:
+        x, w, xs, ws = inputs(257, 520, 1000 - 1000 % 16, block)
+        check(run(x, w, xs, ws, cfg=cfg, block=block), x, w, xs, ws, block)
+
+
+def test_deterministic():
+    x, w, xs, ws = inputs(1000, 3000, 3072)
+    first = run(x, w, xs, ws)
+    check(first, x, w, xs, ws)
+    for cus in (None, 5):
+        assert torch.equal(run(x, w, xs, ws, cus=cus), first)
+
+
+@pytest.mark.parametrize("M,N,K", [(4096, 2112, 7168), (64, 7168, 2048), (1, 24576, 1536), (17, 136, 304)])
+def test_op_backend_gluon(M, N, K, launches):
+    """gemm_a8w8_blockscale with a "backend": "gluon" config runs this kernel (LAUNCHES)."""
+    import gemmkit
+
+    x, w, xs, ws = inputs(M, N, K)
+    before = launches["hopper_pingpong_fp8_kernel"]
+    y = gemmkit.gemm_a8w8_blockscale(x, w, xs, ws, out=poisoned((M, N), torch.bfloat16, DEV),
+                                     config={**CFGS["64x128x128s4"], "backend": "gluon"})
+    torch.cuda.synchronize()
+    assert launches["hopper_pingpong_fp8_kernel"] == before + 1
+    check(y, x, w, xs, ws)
+
+
+def test_op_backend_gluon_falls_back_to_triton(launches):
+    """block_shape (64, 128) with BLOCK_SIZE_N 128, split-K, K % 16 != 0: the Triton tier runs, correct."""
+    import gemmkit
+
+    cfg = {**CFGS["64x128x128s4"], "backend": "gluon"}
+    for (M, N, K), extra, block in [((100, 256, 512), {}, (64, 128)), ((16, 512, 4096), {"NUM_KSPLIT": 4}, (128, 128)),
+                                    ((300, 256, 1000), {}, (128, 128))]:
+        x, w, xs, ws = inputs(M, N, K, block)
+        before = dict(launches)
+        y = gemmkit.gemm_a8w8_blockscale(x, w, xs, ws, block_shape=block, out=poisoned((M, N), torch.bfloat16, DEV),
+                                         config={**cfg, **extra})
+        torch.cuda.synchronize()
+        assert launches["hopper_pingpong_fp8_kernel"] == before.get("hopper_pingpong_fp8_kernel", 0)
+        assert sum(launches.values()) > sum(before.values())
+        check(y, x, w, xs, ws, block)
+
+
+def test_shape_errors():
+    x, w, xs, ws = inputs(64, 128, 256)
+    with pytest.raises(ValueError, match="shapes"):
+        _k().launch(x, w, xs[:, :1], ws, None, torch.empty(64, 128, device=DEV, dtype=torch.bfloat16),
+                    CFGS["64x128x128s4"], _target(), block_shape=(128, 128))
+    x, w, xs, ws = inputs(64, 128, 256, (64, 128))
+    with pytest.raises(ValueError, match="BLOCK_SIZE_N"):
+        _k().launch(x, w, xs, ws, None, torch.empty(64, 128, device=DEV, dtype=torch.bfloat16),
+                    CFGS["64x128x128s4"], _target(), block_shape=(64, 128))
+
+
+def test_op_tables_pick_gluon(launches):
+    """The sm_90 A8W8_BLOCKSCALE shape tables send DeepSeek-V3's (7168, 2048) at M = 4096 and M = 128 to
+    this kernel (config=None), and M = 17 to the Triton tier."""
+    import gemmkit
+
+    for M, gluon in [(4096, True), (128, True), (17, False)]:
+        x, w, xs, ws = inputs(M, 7168, 2048)
+        before = launches["hopper_pingpong_fp8_kernel"]
+        y = gemmkit.gemm_a8w8_blockscale(x, w, xs, ws, out=poisoned((M, 7168), torch.bfloat16, DEV))
+        torch.cuda.synchronize()
+        assert launches["hopper_pingpong_fp8_kernel"] == before + gluon
+        check(y, x, w, xs, ws)
