@@ -55,7 +55,6 @@ def test_op_dispatch_rules(monkeypatch):
         BG._check_config(json.dumps(dict(BASE, backend="gluon")))
     with pytest.raises(configs.ConfigError, match="AMD targets run 'triton'"):
         configs.validate_config(dict(BASE, backend="gluon"), backend="hip")
-    x = torch.empty(2, 8, 64, dtype=torch.bfloat16)
     monkeypatch.setattr(BG.C, "interpreting", lambda: False)  # as on the H200
     x = torch.empty(133, 8, 64, dtype=torch.bfloat16)  # 133 tiles: more than one wave on 132 SMs
     assert BG.gluon_unsupported(x, x, x, BASE, H200) is None

@@ -140,16 +140,6 @@ def test_tma_rules_3d():
     assert not BG.tma_compatible_3d(torch.empty(0, 32, 64, dtype=torch.bfloat16)), "empty"
 
 
-def test_gluon_tma_rule_is_the_triton_tiers():
-    """The Gluon batched kernel's own 3-D TMA check (it defends its launcher) says what the op's does."""
-    from gemmkit.kernels.gluon.hopper_pingpong_batched import tma_ok_3d
-
-    t = torch.empty(4, 32, 64, dtype=torch.bfloat16)
-    layouts = [t, t[:1].expand(1, 32, 64), t[:1].expand(4, 32, 64), t.transpose(0, 1), t[:, :, :60],
-               torch.empty(4, 32, 60, dtype=torch.bfloat16), t[:, :, 1:], torch.empty(0, 32, 64, dtype=torch.bfloat16),
-               torch.empty(4, 40, 64, dtype=torch.bfloat16)[:, :32], t.transpose(1, 2), torch.empty(4, 32, 64)[:, :, :30]]
-    assert [tma_ok_3d(v) for v in layouts] == [BG.tma_compatible_3d(v) for v in layouts]
-
 
 @pytest.mark.parametrize("layout", ["aligned", "w_broadcast"])
 def test_a16w16_gluon_config_runs_the_triton_tier_here(layout, launches):

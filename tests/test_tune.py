@@ -35,6 +35,21 @@ def test_progress_keys_tell_batches_apart(tmp_path):
     assert len(done) == 2 and done[_key(1, 2, 3, c, "batched_a16w16", "bf16", 64)]["ms"] == 64
 
 
+def test_merge_rows_come_from_one_batch_count(tmp_path):
+    """A winner timed at B = 8 is never compared with a serving config timed at B = 64."""
+    c1 = {"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 64, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 8, "num_warps": 4,
+          "num_stages": 3}
+    c2 = dict(c1, BLOCK_SIZE_N=128)
+    p = tmp_path / "tune_progress.jsonl"
+    rows = [{"op": "batched_a16w16", "dtype": "bf16", "M": 512, "N": 512, "K": 512, "B": b, "config": c,
+             "ms": ms, "rel_err": 0.0} for b, c, ms in ((8, c1, 0.05), (64, c2, 0.40))]
+    p.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    for b, c in ((8, c1), (64, c2)):
+        got = rows_from_progress(p, "batched_a16w16", "bf16", batch=b)
+        assert [r["config"] for r in got[(512, 512, 512)]] == [c]
+    assert rows_from_progress(p, "batched_a16w16", "bf16") == {}  # batch 1: neither
+
+
 # ----------------------------------------------------------------------------- M coverage, sampling
 
 def test_one_tile_row_configs_between_16_and_64():

@@ -210,17 +210,20 @@ class Plan:
 
 
 _PLANS: dict = {}
+MAX_PLANS = 4096  # plans are ~1 KiB; one per distinct (config, shape, strides, dtypes, epilogue) in use
 
 
 def plan(x2, w, y, has_bias, activation, cfg, target, scaling: Scaling = NO_SCALING) -> Plan:
     """The path (TMA or pointer), grid, constexprs and options of a launch, cached under a key that
     holds everything they depend on: the config, the target, shapes, strides, dtypes, the epilogue,
     the scaling and whether every base pointer is 16-byte aligned (TMA's rule)."""
-    key = (tuple(cfg.items()), target.arch, target.num_cus, x2.shape, w.shape, x2.stride(), w.stride(), y.stride(),
-           x2.dtype, y.dtype, has_bias, activation, scaling.mode, scaling.block_n, scaling.block_k,
-           (x2.data_ptr() | w.data_ptr() | y.data_ptr()) & 15 == 0)
+    key = (tuple(cfg.items()), target.arch, target.backend, target.num_cus, target.num_xcds, target.shared_mem_bytes,
+           x2.shape, w.shape, x2.stride(), w.stride(), y.stride(), x2.dtype, y.dtype, has_bias, activation,
+           scaling.mode, scaling.block_n, scaling.block_k, (x2.data_ptr() | w.data_ptr() | y.data_ptr()) & 15 == 0)
     p = _PLANS.get(key)
     if p is None:
+        if len(_PLANS) >= MAX_PLANS:  # a server's ever-new M: start over rather than grow without bound
+            _PLANS.clear()
         p = _PLANS[key] = _make_plan(x2, w, y, has_bias, activation, cfg, target, scaling)
     return p
 

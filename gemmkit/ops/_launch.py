@@ -11,13 +11,17 @@ lookup itself from a key that is at least as fine as Triton's:
     int                         == 1, % 16 == 0, i32 / i64      the same
     None, bool, float           type (bool: value if constexpr)  the value / the type
     anything else (descriptors) native_specialize_impl          native_specialize_impl's answer
-    keyword arguments           constexpr values, options       every (name, value) as passed
+    keyword arguments           constexpr values, options       every (name, value, type) as passed
+
+(ints and tensors on a backend that adds its own marks, HIP's "S" for buffer ops, are keyed by
+native_specialize_impl with that backend, as Triton's binder does: `make_spec`)
 
 and on a hit calls the compiled kernel's launcher the way `JITFunction.run` does
 (`CompiledKernel.run(grid, stream, function, metadata, hooks, *all params)`). A miss, a
-kernel launched with a constexpr positional argument, the interpreter, or a launch hook
-(profilers such as proton set one) takes Triton's own path, so nothing observable changes
-but the time. Keys hold no tensors (only dtypes and alignment bits), so the cache keeps
+kernel launched otherwise than with every runtime argument by position and every constexpr
+by keyword, the interpreter, or a launch hook (profilers such as proton add one) takes
+Triton's own path, so nothing observable changes but the time. Bypassed on a hit, as
+no gemmkit kernel uses them: a kernel's `pre_run_hooks`, and `jit_cache_hook`s. Keys hold no tensors (only dtypes and alignment bits), so the cache keeps
 nothing alive; it is bounded by the number of distinct specialisations, as Triton's is.
 
 Not seen by the key (as in Triton's own cache after the first compile): changes to
@@ -44,6 +48,7 @@ STATS = {"hits": 0, "misses": 0, "slow": 0}
 def clear():
     _CACHE.clear()
     _RUNTIME_PARAMS.clear()
+    _runtime.cache_clear()
 
 
 def launcher(kernel, grid, compile_only: bool = False):
@@ -54,33 +59,48 @@ def launcher(kernel, grid, compile_only: bool = False):
     return functools.partial(launch, kernel, grid)
 
 
-def _spec(a):
-    t = type(a)
-    if t is int:
-        return (a == 1, a & 15 == 0, _I32_MIN <= a <= _I32_MAX)
-    if t in _TENSOR_TYPES:
-        return (a.dtype, a.data_ptr() & 15 == 0)
-    if a is None or t is bool:
-        return a
-    if t is float:
-        return float
+def make_spec(backend):
+    """The key function for one runtime argument, for the compiler backend Triton's binder uses.
+    Ints and tensors take the fast path only where the backend specialises them as BaseBackend
+    does (CUDA); a backend that adds its own marks (HIP: "S", a tensor whose storage fits 2 GiB,
+    for 32-bit-offset buffer ops) gets Triton's own answer for every argument of that type."""
     from triton._C.libtriton import native_specialize_impl
     from triton.backends.compiler import BaseBackend
 
-    return native_specialize_impl(BaseBackend, a, False, True, True)
+    cls = type(backend)
+    fast_int = cls.get_int_specialization is BaseBackend.get_int_specialization
+    fast_tensor = cls.get_tensor_specialization is BaseBackend.get_tensor_specialization
+
+    def spec(a):
+        t = type(a)
+        if t is int:
+            if fast_int:
+                return (a == 1, a & 15 == 0, _I32_MIN <= a <= _I32_MAX)
+        elif t in _TENSOR_TYPES:
+            if fast_tensor:
+                return (a.dtype, a.data_ptr() & 15 == 0)
+        elif a is None or t is bool:
+            return a
+        elif t is float:
+            return float
+        return native_specialize_impl(backend, a, False, True, True)
+
+    return spec
 
 
 def _runtime_params(kernel) -> int:
-    """How many leading parameters of `kernel` are runtime (not constexpr) arguments; -1 for
-    anything that is not a compiled JIT function (the interpreter's kernels): Triton's path."""
+    """How many leading parameters of `kernel` are runtime (not constexpr) arguments; -1 (Triton's
+    path always) for anything that is not a compiled JIT function (the interpreter's kernels) or
+    whose runtime parameters do not all come before its constexprs."""
     hit = _RUNTIME_PARAMS.get(id(kernel))
     if hit is None:
         from triton.runtime.jit import JITFunction
 
+        n = -1
         if isinstance(kernel, JITFunction):
-            n = next((i for i, p in enumerate(kernel.params) if p.is_constexpr), len(kernel.params))
-        else:
-            n = -1
+            flags = [p.is_constexpr for p in kernel.params]
+            first = flags.index(True) if True in flags else len(flags)
+            n = first if all(flags[first:]) else -1
         hit = _RUNTIME_PARAMS[id(kernel)] = (kernel, n)
     return hit[1]
 
@@ -92,26 +112,36 @@ def _hooked(hook) -> bool:
 
 @functools.lru_cache(maxsize=None)
 def _runtime():
-    """(knobs.runtime, current-device function, current-stream function) of the active Triton driver,
-    looked up once: `driver.active` is a lazy proxy that costs a few microseconds per access."""
+    """(knobs.runtime, current-device function, current-stream function, argument key function) of
+    the active Triton driver, looked up once: `driver.active` is a lazy proxy that costs a few
+    microseconds per access (a later `driver.set_active` is not seen: `clear()` forgets this too)."""
     from triton import knobs
+    from triton.compiler.compiler import make_backend
     from triton.runtime.driver import driver
 
     active = driver.active
-    return knobs.runtime, active.get_current_device, active.get_current_stream
+    return (knobs.runtime, active.get_current_device, active.get_current_stream,
+            make_spec(make_backend(active.get_current_target())))
+
+
+def cache_key(kernel, device, spec, args, kwargs) -> tuple:
+    """The launch cache's key. Keyword values go in with their types: True == 1 == 1.0 as dict
+    keys, but Triton compiles a constexpr True, 1 and 1.0 apart."""
+    return (id(kernel), device, tuple(map(spec, args)), tuple(kwargs.items()), tuple(map(type, kwargs.values())))
 
 
 def launch(kernel, grid, *args, **kwargs):
     """kernel[grid](*args, **kwargs), with the compiled kernel looked up from our own key."""
-    if len(args) > _runtime_params(kernel):  # the interpreter, or a constexpr passed by position
+    # Every runtime argument by position, every constexpr by keyword: else (and in the interpreter) Triton's path.
+    if len(args) != _runtime_params(kernel):
         STATS["slow"] += 1
         return kernel[grid](*args, **kwargs)
-    runtime, current_device, current_stream = _runtime()
+    runtime, current_device, current_stream, spec = _runtime()
     if _hooked(runtime.launch_enter_hook) or _hooked(runtime.launch_exit_hook):
         STATS["slow"] += 1
         return kernel[grid](*args, **kwargs)
     device = current_device()
-    key = (id(kernel), device, tuple(map(_spec, args)), tuple(kwargs.items()))
+    key = cache_key(kernel, device, spec, args, kwargs)
     try:
         hit = _CACHE.get(key)
     except TypeError:  # an unhashable keyword value: Triton's path

@@ -31,7 +31,7 @@ import torch
 
 from ..kernels.triton._schedule import persistent_grid
 from ..kernels.triton.batched_gemm import batched_gemm_kernel
-from ..kernels.triton.batched_gemm_tma import batched_gemm_tma_kernel
+from ..kernels.triton.batched_gemm_tma import batched_gemm_tma_kernel, tma_compatible_3d
 from . import _common as C
 from . import _launch as L
 from .gemm_a16w16 import _normalize_activation  # one home for the activation argument
@@ -117,19 +117,6 @@ def _check_a8w8(x, w, x_scale, w_scale, bias, out_dtype, out=None):
 
 
 # ----------------------------------------------------------------------------- path and launch
-
-def tma_compatible_3d(t) -> bool:
-    """TMA's rules for a (B, R, C) tensor read as a 3-D box [1, rows, cols]: 16-byte aligned base,
-    unit last stride, row and batch strides multiples of 16 bytes, rows not overlapping, batch
-    entries outermost and not overlapping (a broadcast or interleaved batch dim takes the pointer path)."""
-    if t.dim() != 3 or 0 in t.shape or t.stride(2) != 1 or t.data_ptr() % 16:
-        return False
-    es = t.element_size()
-    B, R, Cn = t.shape
-    if (t.stride(1) * es) % 16 or t.stride(1) < Cn:
-        return False
-    return B == 1 or ((t.stride(0) * es) % 16 == 0 and t.stride(0) >= R * t.stride(1))
-
 
 def choose_path(cfg, target, x, w, y) -> str:
     """"tma" or "pointer" (ValueError if the config fits neither), as ops/_gemm.choose_path for 3-D operands."""

@@ -338,16 +338,17 @@ def write_tables(best: dict, out_dir, arch: str, op: str = "a16w16") -> list:
     return written
 
 
-def rows_from_progress(paths, op="a16w16", dtype=None, shapes=None, arch="sm_90") -> dict:
-    """{(M, N, K): correct timed rows of `op` (and `dtype`)} from one or more tune_progress.jsonl
-    (a later file's row for the same shape and config wins), restricted to `shapes` ((M, N, K)
-    set) if given: what `merge_tables` takes."""
+def rows_from_progress(paths, op="a16w16", dtype=None, shapes=None, arch="sm_90", batch=1) -> dict:
+    """{(M, N, K): correct timed rows of `op` (and `dtype`) at batch count `batch`} from one or more
+    tune_progress.jsonl (a later file's row for the same shape and config wins), restricted to
+    `shapes` ((M, N, K) set) if given: what `merge_tables` takes. Rows of another batch count never
+    mix in (a winner at B = 8 against a serving config timed at B = 64 decides nothing)."""
     done = {}
     for path in [paths] if isinstance(paths, (str, Path)) else paths:
         done.update(_load_progress(Path(path)))
     rows = [r for r in done.values()
             if r.get("op", "a16w16") == op and (not dtype or r.get("dtype", "bf16") == dtype)
-            and (shapes is None or (r["M"], r["N"], r["K"]) in shapes)]
+            and r.get("B", 1) == batch and (shapes is None or (r["M"], r["N"], r["K"]) in shapes)]
     return rows_by_shape(rows, arch)
 
 
@@ -356,8 +357,8 @@ def _merge(progress, args, table_op, op, dtype_name, arch, shapes=None) -> int:
 
     out = cfgs.CONFIG_DIR if args.install else Path(args.out)
     decisions_path = Path(args.out) / "merge_decisions.json"
-    written, decisions = merge_tables(rows_from_progress(progress, op, dtype_name, shapes, arch), out, arch, table_op,
-                                      min_gain=args.min_gain)
+    rows = rows_from_progress(progress, op, dtype_name, shapes, arch, batch=getattr(args, "batch", 1) or 1)
+    written, decisions = merge_tables(rows, out, arch, table_op, min_gain=args.min_gain)
     for p in written:
         print(f"wrote {p}")
     decisions_path.parent.mkdir(parents=True, exist_ok=True)
@@ -395,5 +396,6 @@ def main(args) -> int:
     # run touched: the decisions see all tuned M of a file together (see tune/merge.py).
     progress = Path(args.out) / "tune_progress.jsonl"
     touched = {(n, k) for _m, n, k in best}
-    shapes = {s for s in rows_from_progress(progress, args.op, dtype_name) if s[1:] in touched}
+    shapes = {s for s in rows_from_progress(progress, args.op, dtype_name, batch=getattr(args, "batch", 1) or 1)
+              if s[1:] in touched}
     return _merge(progress, args, table_op, args.op, dtype_name, _arch.current().arch, shapes)

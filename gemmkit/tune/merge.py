@@ -74,7 +74,8 @@ def rows_by_shape(progress_rows, arch: str = "sm_90") -> dict:
     without Gluon configs whose Triton fallback cannot run (see `fallback_fits`)."""
     out = {}
     for r in progress_rows:
-        if "ms" in r and r.get("rel_err", 1.0) <= 2**-8 and fallback_fits(r["config"], arch):
+        in_bytes = 1 if r.get("dtype") in ("fp8", "int8") else 2  # the operands the fallback would stage
+        if "ms" in r and r.get("rel_err", 1.0) <= 2**-8 and fallback_fits(r["config"], arch, in_bytes):
             out.setdefault((r["M"], r["N"], r["K"]), []).append(r)
     return out
 
@@ -181,16 +182,16 @@ def merge_tables(rows: dict, out_dir, arch: str, op: str = "a16w16", *, base_dir
             continue
         new = bucket_order(new)
         path = Path(out_dir) / arch / stem
+        for d in ds:  # check the new table serves what we decided before writing anything
+            want = d["config"] if d["action"] == "write" else None
+            got = serving(new, d["M"])
+            if want is not None and (got is None or not same_config(got[1], want)):
+                raise ValueError(f"{path}: M={d['M']} would be served by {got and got[0]}, not the bucket being "
+                                 "written (an M_LEQ bucket in the file shadows it); nothing written")
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(new, indent=1) + "\n")
         _configs.load_table.cache_clear()
         _configs.load_table(str(path))  # validate what we wrote
-        for d in ds:  # and check it serves what we decided
-            want = d["config"] if d["action"] == "write" else None
-            got = serving(new, d["M"])
-            if want is not None and (got is None or not same_config(got[1], want)):
-                raise ValueError(f"{path}: M={d['M']} is served by {got and got[0]}, not the bucket just written "
-                                 "(an M_LEQ bucket in the file shadows it)")
         written.append(path)
     _configs.clear_cache()
     for (N, K), ds in sorted(decisions.items()):

@@ -40,7 +40,7 @@ TMA accepts (a multiple of 16 bytes, entries not overlapping) run here; the cost
 Constraints:
   - The dense kernel's (hopper_pingpong.py): sm_90; bf16 or fp16 x and w of one dtype; y bf16, fp16
     or fp32; the tile, warp, stage and register rules of `derive`; K >= 1 (the op handles K == 0).
-  - TMA rules for x, w, y as 3-D tensors (`tma_ok_3d`): 16-byte aligned base, unit last stride, row
+  - TMA rules for x, w, y as 3-D tensors (`tma_compatible_3d`): 16-byte aligned base, unit last stride, row
     and batch strides multiples of 16 bytes (K % 8 == 0; N % 8 == 0 for a 16-bit y, N % 4 for fp32),
     rows not overlapping, entries outermost and not overlapping: a broadcast (stride-0) or interleaved
     batch dim takes the Triton tier (ops/batched_gemm.py `gluon_unsupported`).
@@ -54,6 +54,7 @@ from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import mbarrier
 
+from ..triton.batched_gemm_tma import tma_compatible_3d
 from . import hopper_pingpong as hp
 
 KERNEL_NAME = "hopper_pingpong_batched_kernel"
@@ -115,20 +116,6 @@ def _layout3(rows: int, cols: int, dtype: str):
                                 rank=3)
 
 
-def tma_ok_3d(t) -> bool:
-    """TMA's rules for a (B, R, C) tensor read as 3-D boxes [1, rows, cols]: 16-byte aligned base, unit
-    last stride, row and batch strides multiples of 16 bytes, rows not overlapping, entries outermost and
-    not overlapping (a broadcast or interleaved batch dim is refused); a batch of one ignores its batch
-    stride. The Triton tier's 3-D TMA path (ops/batched_gemm.py) uses the same rule."""
-    if t.dim() != 3 or 0 in t.shape or t.stride(2) != 1 or t.data_ptr() % 16:
-        return False
-    es = t.element_size()
-    B, R, Cn = t.shape
-    if (t.stride(1) * es) % 16 or t.stride(1) < Cn:
-        return False
-    return B == 1 or ((t.stride(0) * es) % 16 == 0 and t.stride(0) >= R * t.stride(1))
-
-
 def unsupported(x, w, y, target=None) -> str | None:
     """Why this kernel cannot run these tensors (None: it can). The op runs the Triton tier then."""
     import torch
@@ -140,7 +127,7 @@ def unsupported(x, w, y, target=None) -> str | None:
     if y.dtype not in (torch.bfloat16, torch.float16, torch.float32):
         return f"needs a bf16, fp16 or fp32 output, got {y.dtype}"
     for name, t in (("x", x), ("w", w), ("y", y)):
-        if not tma_ok_3d(t):
+        if not tma_compatible_3d(t):
             return (f"{name}: 3-D TMA needs unit last stride, a 16-byte aligned base, row and batch strides "
                     "multiples of 16 bytes and batch entries that do not overlap (no broadcast batch)")
     return None

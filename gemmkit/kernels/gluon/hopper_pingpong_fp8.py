@@ -538,10 +538,10 @@ def launch(x, w, x_scale, w_scale, bias, y, cfg, target, compile_only=False, blo
     grid = (max(1, min(num_tiles, target.num_cus)),)
     strides = (0, 0, 0, 0) if block_shape is None else (*x_scale.stride(), *w_scale.stride())
     args = (x_desc, w_desc, y_desc, x_scale, w_scale, bias if bias is not None else x_scale, M, N, K, *strides)
-    if compile_only:
-        return hopper_pingpong_fp8_kernel.warmup(*args, **ce, num_warps=hp._CONSUMER_WARPS, grid=grid)
-    hopper_pingpong_fp8_kernel[grid](*args, **ce, num_warps=hp._CONSUMER_WARPS)
-    return None
+    from ...ops import _launch  # the ops' launch cache (a lazy import: ops import this module)
+
+    return _launch.launcher(hopper_pingpong_fp8_kernel, grid, compile_only)(*args, **ce,
+                                                                            num_warps=hp._CONSUMER_WARPS)
 
 
 # ----------------------------------------------------------------------------- static compile (gemmkit isa)

@@ -81,3 +81,20 @@ def batched_gemm_tma_kernel(x_desc, w_desc, y_desc, xs_ptr, wsc_ptr, bias_ptr, B
         out = epilogue(acc, xs_ptr + b64 * stride_xsb, wsc_ptr + b64 * stride_wsb, bias_ptr + b64 * stride_bb,
                        offs_m, offs_n, M, N, SCALE, HAS_BIAS, ACTIVATION)
         y_desc.store([b, off_m, off_n], out.to(y_desc.dtype).reshape(1, BLOCK_M, BLOCK_N))
+
+
+# ----------------------------------------------------------------------------- host side
+
+def tma_compatible_3d(t) -> bool:
+    """TMA's rules for a (B, R, C) tensor read as a 3-D box [1, rows, cols]: 16-byte aligned base,
+    unit last stride, row and batch strides multiples of 16 bytes, rows not overlapping, batch
+    entries outermost and not overlapping (a broadcast or interleaved batch dim takes the pointer path);
+    a batch of one ignores its batch stride. The one rule for this kernel's descriptors and the Gluon
+    batched ping-pong's (kernels/gluon/hopper_pingpong_batched.py)."""
+    if t.dim() != 3 or 0 in t.shape or t.stride(2) != 1 or t.data_ptr() % 16:
+        return False
+    es = t.element_size()
+    B, R, Cn = t.shape
+    if (t.stride(1) * es) % 16 or t.stride(1) < Cn:
+        return False
+    return B == 1 or ((t.stride(0) * es) % 16 == 0 and t.stride(0) >= R * t.stride(1))
