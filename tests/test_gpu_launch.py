@@ -106,3 +106,47 @@ def test_cuda_graph_capture_replays_cached_launches():
         g.replay()
         torch.cuda.synchronize()
         torch.testing.assert_close(out.float(), x.float() @ w.float().T, rtol=2**-7, atol=2e-2)
+
+
+def _op_calls():
+    dev, bf, f8 = DEV, torch.bfloat16, torch.float8_e4m3fn
+    x = torch.randn(64, 256, device=dev, dtype=bf)
+    w = torch.randn(256, 256, device=dev, dtype=bf)
+    gluon = {"backend": "gluon", "BLOCK_SIZE_M": 128, "BLOCK_SIZE_N": 128, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 8,
+             "num_warps": 4, "num_stages": 4}
+    x8, w8 = x.to(f8), w.to(f8)
+    xs, ws = torch.rand(64, 1, device=dev) + 0.5, torch.rand(1, 256, device=dev) + 0.5
+    xb, wb = torch.rand(64, 2, device=dev) + 0.5, torch.rand(2, 2, device=dev) + 0.5
+    xb3, wb3 = torch.randn(4, 64, 256, device=dev, dtype=bf), torch.randn(4, 256, 256, device=dev, dtype=bf)
+    wgu, wd = torch.randn(512, 256, device=dev, dtype=bf), torch.randn(256, 256, device=dev, dtype=bf)
+    ysc = torch.randn(64, 2, 32, device=dev, dtype=bf)
+    return {
+        "a16w16 pointer": lambda: gemmkit.gemm_a16w16(x, w, config=PTR),
+        "a16w16 tma": lambda: gemmkit.gemm_a16w16(x, w, config=TMA),
+        "a16w16 split-K": lambda: gemmkit.gemm_a16w16(x, w, config=SPLIT),
+        "a16w16 gluon": lambda: gemmkit.gemm_a16w16(x, w, config=gluon),
+        "a8w8 fp8 gluon": lambda: gemmkit.gemm_a8w8(x8, w8, xs, ws, config=dict(gluon, BLOCK_SIZE_K=128)),
+        "a8w8 fp8 triton": lambda: gemmkit.gemm_a8w8(x8, w8, xs, ws, config=dict(TMA, BLOCK_SIZE_K=128)),
+        "a8w8_blockscale": lambda: gemmkit.gemm_a8w8_blockscale(x8, w8, xb, wb),
+        "quantize_fp8_per_token": lambda: gemmkit.quant.quantize_fp8_per_token(x),
+        "batched a16w16": lambda: gemmkit.batched_gemm_a16w16(xb3, wb3),
+        "ffn_gated": lambda: gemmkit.ffn_gated(x, wgu, wd),
+        "split_cat": lambda: gemmkit.gemm_split_cat(x, w, ysc, 64, 64),
+    }
+
+
+@pytest.mark.parametrize("name", [
+    "a16w16 pointer", "a16w16 tma", "a16w16 split-K", "a16w16 gluon", "a8w8 fp8 gluon", "a8w8 fp8 triton",
+    "a8w8_blockscale", "quantize_fp8_per_token", "batched a16w16", "ffn_gated", "split_cat"])
+def test_every_op_launches_through_the_cache(name):
+    """After one call, a repeated call of every op takes the cached path for all its launches (no
+    kernel of ours falls back to Triton's launch path by the way it is called)."""
+    fn = _op_calls()[name]
+    fn()
+    torch.cuda.synchronize()
+    before = dict(_launch.STATS)
+    fn()
+    torch.cuda.synchronize()
+    assert _launch.STATS["slow"] == before["slow"], f"{name}: a launch took Triton's path"
+    assert _launch.STATS["misses"] == before["misses"], f"{name}: a repeated call missed the cache"
+    assert _launch.STATS["hits"] > before["hits"]
