@@ -165,6 +165,36 @@ def _swizzle(inner_bytes: int) -> int:
     return 0
 
 
+def _pow2(v) -> bool:
+    return isinstance(v, int) and v > 0 and v & (v - 1) == 0
+
+
+def check_config(cfg: dict, backend: str, kernel: str, bm_why: str):
+    """The checks every Hopper Gluon kernel's `derive` makes of a config (this one's and
+    hopper_pingpong_fp8's): every CONFIG_KEYS key present, no other key but the ignored ones, no
+    split-K, BLOCK_SIZE_M 64 or 128, BLOCK_SIZE_N a power of two in [16, 256], num_warps 4 (one
+    consumer warpgroup), GROUP_SIZE_M >= 1. Returns (BM, BN, BK); BLOCK_SIZE_K is each kernel's own."""
+    for key in CONFIG_KEYS:
+        if key not in cfg:
+            raise ValueError(f"config: missing key {key!r} for the {backend} backend")
+    unknown = set(cfg) - set(CONFIG_KEYS) - set(_IGNORED_KEYS)
+    if unknown:
+        raise ValueError(f"config: keys {sorted(unknown)} do not apply to {kernel}")
+    if cfg.get("NUM_KSPLIT", 1) != 1:
+        raise ValueError(f"config: key 'NUM_KSPLIT' = {cfg['NUM_KSPLIT']}; the gluon backend needs 1")
+    bm, bn, bk = cfg["BLOCK_SIZE_M"], cfg["BLOCK_SIZE_N"], cfg["BLOCK_SIZE_K"]
+    if bm not in (64, 128):
+        raise ValueError(f"config: key 'BLOCK_SIZE_M' = {bm}; the {backend} backend needs 64 or 128 {bm_why}")
+    if not (_pow2(bn) and 16 <= bn <= 256):
+        raise ValueError(f"config: key 'BLOCK_SIZE_N' = {bn}; expected a power of two in [16, 256]")
+    if cfg["num_warps"] != _CONSUMER_WARPS:
+        raise ValueError(f"config: key 'num_warps' = {cfg['num_warps']}; the gluon backend needs 4 "
+                         "(warps per consumer warpgroup)")
+    if not (isinstance(cfg["GROUP_SIZE_M"], int) and cfg["GROUP_SIZE_M"] >= 1):
+        raise ValueError(f"config: key 'GROUP_SIZE_M' = {cfg['GROUP_SIZE_M']!r}; expected an integer >= 1")
+    return bm, bn, bk
+
+
 def derive(cfg: dict, target=None, in_bytes: int = 2, out_bytes: int = 2) -> Plan:
     """Everything the kernel and its launch need, from one config. ValueError names the key that cannot work.
 
@@ -187,27 +217,9 @@ def derive(cfg: dict, target=None, in_bytes: int = 2, out_bytes: int = 2) -> Pla
       swizzle  the largest of 128/64/32 bytes dividing a tile row (BK * 2 = 128 B: 128-byte
                swizzle, conflict-free for TMA writes and wgmma reads).
     """
-    for key in CONFIG_KEYS:
-        if key not in cfg:
-            raise ValueError(f"config: missing key {key!r} for the gluon backend")
-    unknown = set(cfg) - set(CONFIG_KEYS) - set(_IGNORED_KEYS)
-    if unknown:
-        raise ValueError(f"config: keys {sorted(unknown)} do not apply to the gluon ping-pong kernel")
-    if cfg.get("NUM_KSPLIT", 1) != 1:
-        raise ValueError(f"config: key 'NUM_KSPLIT' = {cfg['NUM_KSPLIT']}; the gluon backend needs 1")
-    bm, bn, bk = cfg["BLOCK_SIZE_M"], cfg["BLOCK_SIZE_N"], cfg["BLOCK_SIZE_K"]
-    pow2 = lambda v: isinstance(v, int) and v > 0 and v & (v - 1) == 0  # noqa: E731
-    if bm not in (64, 128):
-        raise ValueError(f"config: key 'BLOCK_SIZE_M' = {bm}; the gluon backend needs 64 or 128 (wgmma rows)")
-    if not (pow2(bn) and 16 <= bn <= 256):
-        raise ValueError(f"config: key 'BLOCK_SIZE_N' = {bn}; expected a power of two in [16, 256]")
-    if not (pow2(bk) and 16 <= bk <= 128):
+    bm, bn, bk = check_config(cfg, "gluon", "the gluon ping-pong kernel", "(wgmma rows)")
+    if not (_pow2(bk) and 16 <= bk <= 128):
         raise ValueError(f"config: key 'BLOCK_SIZE_K' = {bk}; expected a power of two in [16, 128]")
-    if cfg["num_warps"] != _CONSUMER_WARPS:
-        raise ValueError(f"config: key 'num_warps' = {cfg['num_warps']}; the gluon backend needs 4 "
-                         "(warps per consumer warpgroup)")
-    if not (isinstance(cfg["GROUP_SIZE_M"], int) and cfg["GROUP_SIZE_M"] >= 1):
-        raise ValueError(f"config: key 'GROUP_SIZE_M' = {cfg['GROUP_SIZE_M']!r}; expected an integer >= 1")
     acc_regs = bm * bn // (32 * _CONSUMER_WARPS)
     if acc_regs > _MAX_ACC_REGS:
         raise ValueError(f"config: BLOCK_SIZE_M x BLOCK_SIZE_N = {bm} x {bn} needs {acc_regs} accumulator "

@@ -204,28 +204,10 @@ def derive(cfg: dict, target=None, out_bytes: int = 2, block_shape=None) -> Plan
                (stage_bytes + 4 BM: 128 x 128 x 128 -> 33280 B, 2 stages a ring beside two bf16
                output tiles, as 3 no longer fit beside one).
     """
-    for key in CONFIG_KEYS:
-        if key not in cfg:
-            raise ValueError(f"config: missing key {key!r} for the gluon fp8 backend")
-    unknown = set(cfg) - set(CONFIG_KEYS) - set(_IGNORED_KEYS)
-    if unknown:
-        raise ValueError(f"config: keys {sorted(unknown)} do not apply to the gluon fp8 kernel")
-    if cfg.get("NUM_KSPLIT", 1) != 1:
-        raise ValueError(f"config: key 'NUM_KSPLIT' = {cfg['NUM_KSPLIT']}; the gluon backend needs 1")
-    bm, bn, bk = cfg["BLOCK_SIZE_M"], cfg["BLOCK_SIZE_N"], cfg["BLOCK_SIZE_K"]
-    pow2 = lambda v: isinstance(v, int) and v > 0 and v & (v - 1) == 0  # noqa: E731
-    if bm not in (64, 128):
-        raise ValueError(f"config: key 'BLOCK_SIZE_M' = {bm}; the gluon fp8 backend needs 64 or 128 (m64 slices)")
-    if not (pow2(bn) and 16 <= bn <= 256):
-        raise ValueError(f"config: key 'BLOCK_SIZE_N' = {bn}; expected a power of two in [16, 256]")
+    bm, bn, bk = hp.check_config(cfg, "gluon fp8", "the gluon fp8 kernel", "(m64 slices)")
     if bk not in (32, 64, 128):
         raise ValueError(f"config: key 'BLOCK_SIZE_K' = {bk}; the gluon fp8 backend needs 32, 64 or 128 "
                          f"(k32 wgmma, promotion at least every {MAX_PROMOTE_K} products)")
-    if cfg["num_warps"] != hp._CONSUMER_WARPS:
-        raise ValueError(f"config: key 'num_warps' = {cfg['num_warps']}; the gluon backend needs 4 "
-                         "(warps per consumer warpgroup)")
-    if not (isinstance(cfg["GROUP_SIZE_M"], int) and cfg["GROUP_SIZE_M"] >= 1):
-        raise ValueError(f"config: key 'GROUP_SIZE_M' = {cfg['GROUP_SIZE_M']!r}; expected an integer >= 1")
     threads = 32 * hp._CONSUMER_WARPS
     acc_regs, partial_regs = bm * bn // threads, SLICE_M * bn // threads
     if acc_regs + partial_regs > _MAX_LIVE_ACC:
