@@ -530,21 +530,27 @@ def _shipped_gluon_configs(arch: str):
                 yield path.name, bucket, cfg
 
 
-def isa_cases(archs, op: str = "hopper_pingpong"):
-    """Static cases for sm_90: every shipped bucket with backend "gluon", plus PRESETS (bf16 and fp32 output)."""
-    if "sm_90" not in archs:
-        return
+def unique_cases(cases, kernel_name: str, op: str):
+    """`gemmkit isa` cases (sm_90) from (table, bucket, config, path suffix) tuples, each distinct
+    (tile config, path) compiled once: the Hopper Gluon kernels' isa_cases share this."""
     seen = set()
-    # gemm_a16w16's tables (the batched and fp8 kernels compile their own tables' gluon buckets)
-    cases = [(t, b, c, "bf16") for t, b, c in _shipped_gluon_configs("sm_90") if t.startswith("A16W16")]
-    cases += [("-", f"preset{i}", c, o) for i, c in enumerate(PRESETS) for o in ("bf16", "fp32")]
     for table, bucket, cfg, out in cases:
         key = (tuple(sorted((k, cfg[k]) for k in CONFIG_KEYS if k in cfg)), out)
         if key in seen:
             continue
         seen.add(key)
-        yield {"kernel": KERNEL_NAME, "op": op, "arch": "sm_90", "table": table, "bucket": bucket,
+        yield {"kernel": kernel_name, "op": op, "arch": "sm_90", "table": table, "bucket": bucket,
                "config": dict(cfg), "path": f"gluon-{out}"}
+
+
+def isa_cases(archs, op: str = "hopper_pingpong"):
+    """Static cases for sm_90: every shipped bucket with backend "gluon", plus PRESETS (bf16 and fp32 output)."""
+    if "sm_90" not in archs:
+        return
+    # gemm_a16w16's tables (the batched and fp8 kernels compile their own tables' gluon buckets)
+    cases = [(t, b, c, "bf16") for t, b, c in _shipped_gluon_configs("sm_90") if t.startswith("A16W16")]
+    cases += [("-", f"preset{i}", c, o) for i, c in enumerate(PRESETS) for o in ("bf16", "fp32")]
+    yield from unique_cases(cases, KERNEL_NAME, op)
 
 
 def isa_spec(case):

@@ -198,16 +198,9 @@ def isa_cases(archs, tables=("BATCHED_A16W16.json",), op: str = "batched_gemm"):
     (bf16 and fp32 output), each compiled as the batched kernel."""
     if "sm_90" not in archs:
         return
-    seen = set()
     cases = [(t, b, c, "bf16") for t, b, c in hp._shipped_gluon_configs("sm_90") if t in tables]
     cases += [("-", f"preset{i}", c, o) for i, c in enumerate(hp.PRESETS) for o in ("bf16", "fp32")]
-    for table, bucket, cfg, out in cases:
-        key = (tuple(sorted((k, cfg[k]) for k in hp.CONFIG_KEYS if k in cfg)), out)
-        if key in seen:
-            continue
-        seen.add(key)
-        yield {"kernel": KERNEL_NAME, "op": op, "arch": "sm_90", "table": table, "bucket": bucket,
-               "config": dict(cfg), "path": f"gluon-{out}"}
+    yield from hp.unique_cases(cases, KERNEL_NAME, op)
 
 
 def isa_spec(case):

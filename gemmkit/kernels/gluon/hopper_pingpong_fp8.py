@@ -569,19 +569,12 @@ def isa_cases(archs, op: str = "hopper_pingpong_fp8"):
     it), plus PRESETS in both modes (bf16 and fp32 out)."""
     if "sm_90" not in archs:
         return
-    seen = set()
     cases = [(t, b, c, "bf16") for t, b, c in _shipped_configs("sm_90")]
     cases += [(t, b, c, "block-bf16") for t, b, c in _shipped_configs("sm_90", blockscale=True)]
     cases += [("-", f"preset{i}", c, o) for i, c in enumerate(PRESETS) for o in ("bf16", "fp32")]
     # Block mode: the spill-free 64-row tile (128 x 128 spills in block mode: module docstring).
     cases += [("-", "preset1", PRESETS[1], o) for o in ("block-bf16", "block-fp32")]
-    for table, bucket, cfg, out in cases:
-        key = (tuple(sorted((k, cfg[k]) for k in CONFIG_KEYS if k in cfg)), out)
-        if key in seen:
-            continue
-        seen.add(key)
-        yield {"kernel": KERNEL_NAME, "op": op, "arch": "sm_90", "table": table, "bucket": bucket,
-               "config": dict(cfg), "path": f"gluon-{out}"}
+    yield from hp.unique_cases(cases, KERNEL_NAME, op)
 
 
 def isa_spec(case):
