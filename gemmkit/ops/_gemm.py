@@ -178,8 +178,15 @@ def static_spec(cfg: dict, target, *, dtype=torch.bfloat16, out_dtype=None, tma:
 REDUCE_BM, REDUCE_BN, REDUCE_WARPS = 32, 128, 4
 
 
-def reduce_tile(M: int, N: int):
-    return min(REDUCE_BM, next_pow2(M)), min(REDUCE_BN, next_pow2(N))
+def reduce_tile(M: int, N: int, min_programs: int = 0):
+    """(BLOCK_M, BLOCK_N) of the reduce. `min_programs` (the launch passes 2 x SMs): where the full
+    tiles leave fewer programs than that, BLOCK_M halves (down to 8): a few-tile output (512 x 576:
+    16 x 5 = 80 programs of 32 x 128, each summing 8 x 16 KiB) is latency-bound on a few SMs
+    (issue 3: 5 us of a 19 us split-8 op on the H200)."""
+    bm, bn = min(REDUCE_BM, next_pow2(M)), min(REDUCE_BN, next_pow2(N))
+    while bm > 8 and cdiv(M, bm) * cdiv(N, bn) < min_programs:
+        bm //= 2
+    return bm, bn
 
 
 def reduce_static_spec(target, *, split_k: int = 4, dtype=torch.bfloat16, activation: str = "silu"):
@@ -246,7 +253,7 @@ def _make_plan(x2, w, y, has_bias, activation, cfg, target, scaling):
     # One program per work id (tile x split), or a persistent grid of one program per CU.
     num_work = cdiv(M, bm) * cdiv(N, bn) * split_k
     grid = (persistent_grid(num_work, target.num_cus, target.num_xcds) if cfg["persistent"] else num_work,)
-    rbm, rbn = reduce_tile(M, N)
+    rbm, rbn = reduce_tile(M, N, 2 * target.num_cus)
     return Plan(tma=tma, kernel=kernel, grid=grid, kwargs={**ce, **C.compiler_options(cfg, target)}, blocks=blocks,
                 split_k=split_k, reduce_grid=(cdiv(M, rbm), cdiv(N, rbn)),
                 reduce_kwargs=dict(SPLIT_K=split_k, BLOCK_M=rbm, BLOCK_N=rbn, HAS_BIAS=has_bias,
