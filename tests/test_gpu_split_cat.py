@@ -137,3 +137,15 @@ def test_matches_torch_split_cat():
     assert torch.equal(c1[..., S1:], t1[..., S1:])
     assert ((c1.float() - t1.float()).norm() / t1.float().norm()).item() < 2**-8
     assert ((c2.float() - t2.float()).norm() / t2.float().norm()).item() < 2**-8
+
+
+@pytest.mark.parametrize("name", ["table", "tma_part", "tma_head"])
+@pytest.mark.parametrize("M", [1, 300])
+def test_no_y(name, M):
+    """S3 = 0 (c1 = c[..., :S1]) on the TMA kernel: the "tma_part" store with nothing after it in the loop
+    body did not compile on sm_90 before the kernel's FLATTEN (session 5)."""
+    x, w = torch.randn(M, K, device=DEV, dtype=torch.bfloat16), torch.randn(N, K, device=DEV, dtype=torch.bfloat16)
+    y = torch.empty(M, D, 0, device=DEV, dtype=torch.bfloat16)
+    c1, c2 = poisoned(M, D, S1), poisoned(M, D, S2)
+    gemmkit.gemm_split_cat(x, w, y, S1, S2, out=(c1, c2), config=None if name == "table" else CONFIGS[name])
+    check(c1, c2, x.float() @ w.float().T, y)

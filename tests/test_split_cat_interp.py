@@ -58,6 +58,7 @@ CASES = [
     (40, 72, 7, 8, 4, 5, "persistent"),         # several heads per tile; S3 not a power of two
     (70, 32, 2, 24, 40, 16, "tma_persistent"),  # tiles straddle the c1 / c2 boundary inside a head
     (9, 16, 6, 5, 3, 3, "pointer"),             # odd everything
+    (40, 72, 7, 8, 4, 5, "tma"),                # TMA kernel, several heads per tile
 ]
 
 
@@ -118,6 +119,47 @@ def test_split_cat_empty_parts(S1, S2, S3):
         c1, c2 = outs(M, D, S1, S2, S3, torch.bfloat16)
         gemmkit.gemm_split_cat(x, w, y, S1, S2, out=(c1, c2), config=CFG[cfg])
         check(c1, c2, *ref_split_cat(x.double() @ w.double().T, y, S1), y, S1, torch.bfloat16)
+
+
+_COMPILE_SM90 = """
+import json, sys
+from gemmkit import arch
+from gemmkit.isa import compile_static
+from gemmkit.ops.gemm_split_cat import static_spec
+out = []
+for store, bn, persistent, s3 in json.loads(sys.argv[1]):
+    cfg = {"BLOCK_SIZE_M": 16, "BLOCK_SIZE_N": bn, "BLOCK_SIZE_K": 128, "GROUP_SIZE_M": 8, "num_warps": 4,
+           "num_stages": 2, "tma": True, "persistent": persistent, "NUM_KSPLIT": 1, "STORE": store}
+    target = arch.ARCHS["sm_90"]
+    try:
+        kernel, sig, ce, div, opts = static_spec(cfg, target, tma=True, split=(128, 128, s3))
+        out.append(bool(compile_static(kernel, sig, ce, target, opts, div).asm.get("cubin")))
+    except Exception as e:
+        out.append(f"{type(e).__name__}: {str(e)[:300]}")
+print(json.dumps(out))
+"""
+
+
+def test_tma_kernel_compiles_for_sm90_with_and_without_y():
+    """Static sm_90 compile of the TMA kernel at the DeepSeek split, every store, y present (S3 = 64) and
+    absent (S3 = 0: c1 = c[..., :S1]). S3 = 0 with the "tma_part" store failed in Triton 3.6's
+    TritonGPUFuseNestedLoops pass ("'scf.if' op region control flow edge ...", found on the H200 in
+    session 5) until the kernel stopped flattening that case. A subprocess: the static compile needs
+    real @triton.jit functions (TRITON_INTERPRET=0), as tests/test_batched_gluon.py."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    cases = [[store, bn, persistent, s3] for store, bn, persistent in
+             (("tma_part", 64, False), ("tma_part", 128, True), ("tma_head", 256, False), ("pointer", 64, False))
+             for s3 in (0, 64)]
+    env = dict(os.environ, TRITON_INTERPRET="0")
+    r = subprocess.run([sys.executable, "-c", _COMPILE_SM90, json.dumps(cases)], env=env, capture_output=True,
+                       text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    res = json.loads(r.stdout.strip().splitlines()[-1])
+    assert res == [True] * len(cases), [(c, x) for c, x in zip(cases, res) if x is not True]
 
 
 def test_split_cat_empty_dims():

@@ -42,7 +42,8 @@ Stores:
 
 Schedule: as the dense kernels (PERSISTENT grid of min(tiles, CUs) programs looping over
 tile ids, or one program per tile; the TMA kernel's loop is flattened so the next tile's
-loads overlap this tile's epilogue).
+loads overlap this tile's epilogue, except with S3 == 0 and the "tma_part" store, where Triton
+3.6 cannot flatten it: FLATTEN in the kernel).
 
 Constraints:
   - S1, S2, S3 constexpr (model constants), S1 + S2 >= 1; S3P = next power of two >= S3.
@@ -207,7 +208,11 @@ def gemm_split_cat_tma_kernel(x_desc, w_desc, c1_desc, c2_desc, xs_ptr, wsc_ptr,
     num_pid_n = tl.cdiv(N, BLOCK_N)
     num_tiles = num_pid_m * num_pid_n
     k_tiles = tl.cdiv(K, BLOCK_K)
-    for work_id in tl.range(tl.program_id(0), num_tiles, tl.num_programs(0), flatten=True):
+    # Flattened (the next tile's loads under this epilogue) unless S3 == 0 with the "tma_part" store: then
+    # the loop body ends in the store's if / else, which Triton 3.6's TritonGPUFuseNestedLoops rejects on
+    # sm_90 ("'scf.if' op region control flow edge ..."; static compile, tests/test_split_cat_interp.py).
+    FLATTEN: tl.constexpr = S3 > 0 or STORE != "tma_part"
+    for work_id in tl.range(tl.program_id(0), num_tiles, tl.num_programs(0), flatten=FLATTEN):
         pid_m, pid_n = tile_coords(work_id, num_pid_m, num_pid_n, GROUP_SIZE_M, NUM_XCDS)
         off_m = pid_m * BLOCK_M
         off_n = pid_n * BLOCK_N
