@@ -34,6 +34,7 @@ PROVIDERS = {
     "split_cat": "gemmkit.ops.gemm_split_cat",
     "hopper_pingpong": "gemmkit.kernels.gluon.hopper_pingpong",
     "hopper_pingpong_fp8": "gemmkit.kernels.gluon.hopper_pingpong_fp8",
+    "hopper_coop": "gemmkit.kernels.gluon.hopper_coop",
     "cdna_pingpong": "gemmkit.kernels.gluon.cdna_pingpong",
 }
 OPS = tuple(PROVIDERS)

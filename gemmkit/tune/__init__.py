@@ -5,7 +5,8 @@ cut short by its time budget loses the last M, not the last model):
   1. candidates: `search_space` enumerates block sizes, GROUP_SIZE_M, num_warps,
      num_stages, persistent or not, split-K, TMA or pointer loads, shaped by M
      (small M: short/narrow tiles and split-K; at 16 < M <= 64 BLOCK_SIZE_M 64 >= M, one
-     tile row; large M: big tiles, persistence; sm_90 M >= 256: Gluon ping-pong configs too);
+     tile row; large M: big tiles, persistence; sm_90 M >= 256: Gluon ping-pong configs too;
+     a16w16 at M > 64 where a tiling leaves under 2 waves of tiles: split-K 2-8, 64-wide tiles);
   2. prune before compiling: shared memory (the op's own `smem_bytes` bound on
      the path the config would take), accumulator registers per thread, TMA box
      limits, split-K that leaves fewer than 2 K steps per split;
@@ -42,7 +43,7 @@ from .. import arch as _arch
 from .. import configs as _configs
 from .merge import _strip, merge_tables, rows_by_shape, same_config, serving
 
-__all__ = ["search_space", "prune", "tune_shapes", "write_tables", "pick_candidates", "order_m_major",
+__all__ = ["search_space", "few_tile_space", "prune", "tune_shapes", "write_tables", "pick_candidates", "order_m_major",
            "merge_tables"]
 
 MAX_ACC_REGS = 128  # fp32 accumulator registers per thread we allow (of 255); more spills or starves the pipeline
@@ -75,7 +76,7 @@ def search_space(M: int, N: int, K: int, target, op: str = "a16w16") -> list:
     tmas = [True, False] if target.is_nvidia else [False]
     out, seen = [], set()
     if op == "a16w16" and target.arch == "sm_90" and M >= 256:
-        out += gluon_space()
+        out += gluon_space(M)
         seen.update(json.dumps(c, sort_keys=True) for c in out)
     for bm, bn, bk, warps, stages, group, p, tma, split in itertools.product(
             bms, bns, bks, [4, 8], [2, 3, 4, 5], groups, persist, tmas, splits):
@@ -84,16 +85,57 @@ def search_space(M: int, N: int, K: int, target, op: str = "a16w16") -> list:
         if key not in seen:
             seen.add(key)
             out.append(c)
+    if op == "a16w16" and M > 64:
+        for c in few_tile_space(M, N, K, target, groups[:1], persist, tmas):
+            key = json.dumps(c, sort_keys=True)
+            if key not in seen:
+                seen.add(key)
+                out.append(c)
     return out
 
 
-def gluon_space() -> list:
+FEW_TILE_WAVES = 2  # "few tiles": a candidate's output tiles fill under this many waves of the SMs
+
+
+def few_tile_space(M: int, N: int, K: int, target, groups=(8,), persist=(False, True), tmas=(True, False)) -> list:
+    """Extra a16w16 candidates at M > 64 for tilings that leave the SMs short of work (issue 3: the
+    skinny N = 576 / 1536 layers, M = 256 / 512 on N <= 10240): split-K 2 / 4 / 8 (the two-pass
+    deterministic path: fp32 partials, then _splitk_reduce.py in fixed order), BLOCK_SIZE_N 64 and
+    BLOCK_SIZE_M 64 at any M. Only tilings whose tile count is under FEW_TILE_WAVES x SMs (before
+    the split) are offered, each with the splits up to the first that reaches that many work units
+    (split s only if tiles x s/2 is still short), and no persistent split-K (under two waves there is
+    nothing to persist over): a shape with many tiles keeps the space it had.
+
+        512 x 576 (kv_a_proj), 132 SMs:  64 x 64 -> 8 x 9 = 72 tiles: split 2 / 4 -> 144 / 288 CTAs
+                                        (split 8 not offered: 4 x 72 = 288 >= 2 x 132 already)
+                                        128 x 128 -> 4 x 5 = 20 tiles: split 2 / 4 / 8 -> up to 160 CTAs
+        4096 x 57344:                   128 x 128 -> 32 x 448 = 14336 tiles: nothing added
+    prune() then drops the splits that leave < 2 K steps per split (and keeps its own >= 2 x SMs rule)."""
+    out = []
+    limit = FEW_TILE_WAVES * target.num_cus
+    for bm, bn, bk, warps, stages, group, p, tma, split in itertools.product(
+            [64, 128, 256], [64, 128, 256], [64, 128], [4, 8], [2, 3, 4, 5], groups, persist, tmas, [1, 2, 4, 8]):
+        tiles = -(-M // bm) * -(-N // bn)
+        # splits up to the first that fills the waves (half of it must not already), no persistence on top
+        if tiles < limit and tiles * (split // 2) < limit and not (p and split > 1):
+            out.append(_cfg(bm, bn, bk, warps, stages, group, p, tma, split))
+    return out
+
+
+def gluon_space(M: int = 256) -> list:
     """Candidates for the Gluon ping-pong backend of gemm_a16w16 (sm_90, M >= 256): the tiles its
-    register budget allows (kernels/gluon/hopper_pingpong.py `derive`), ring depths, group sizes."""
+    register budget allows (kernels/gluon/hopper_pingpong.py `derive`), ring depths, group sizes;
+    at M >= 1024 also the cooperative kernel's 128 x 256 / 256 x 128 tiles ("gluon_coop",
+    kernels/gluon/hopper_coop.py: two consumers share one tile, 8 warps)."""
     out = []
     for (bm, bn), stages, group in itertools.product([(128, 128), (64, 256)], [4, 5, 6], [8, 16]):
         c = _cfg(bm, bn, 64, 4, stages, group, True, True, 1)
         c["backend"] = "gluon"
+        out.append(c)
+    for (bm, bn), stages, group in itertools.product([(128, 256), (256, 128)] if M >= 1024 else [], [3, 4],
+                                                     [8, 16]):
+        c = _cfg(bm, bn, 64, 8, stages, group, True, True, 1)
+        c["backend"] = "gluon_coop"
         out.append(c)
     return out
 
@@ -106,8 +148,10 @@ def prune(cands, M: int, N: int, K: int, target, in_bytes=2, out_bytes=2, acc_ti
 
     keep = []
     for c in cands:
-        if c.get("backend") == "gluon":
-            from ..kernels.gluon.hopper_pingpong import derive
+        if c.get("backend") in ("gluon", "gluon_coop"):
+            from ..kernels.gluon import hopper_coop, hopper_pingpong
+
+            derive = (hopper_coop if c["backend"] == "gluon_coop" else hopper_pingpong).derive
 
             try:
                 derive(c, target, in_bytes, out_bytes)

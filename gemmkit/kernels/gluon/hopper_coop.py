@@ -1,0 +1,406 @@
+"""Cooperative GEMM for Hopper (sm_90) in Gluon: y = act(x @ w.T + bias), bf16 / fp16 in, bf16 / fp16 / fp32 out.
+
+The ping-pong kernel's partitions (hopper_pingpong.py: one TMA load warp, two consumer
+warpgroups, an S-stage mbarrier ring), arranged the other way CUTLASS arranges them on Hopper:
+the two consumers share every output tile instead of taking turns on whole tiles. One BM x BN
+tile per work item; consumer c computes rows c * BM/2 ... (c + 1) * BM/2 - 1 of it, all BN
+columns. Both consumers read every ring stage (the x box's half each, the whole w box), so a
+stage is released when both have read it (empty[s] counts 2).
+
+Why (issues 7 and 3, H200): for the large compute-bound shapes both ping-pong tiles (128 x 128
+or 64 x 256 per consumer) move (BM + BN) / (BM * BN) = 0.0156-0.0195 bytes of L2 -> smem per
+FLOP; a 128 x 256 tile shared by two consumers moves 0.0117 (25-40 % less), which is what
+cuBLAS's kernel there (a cooperative 128 x 256 tile) does, at the same tensor-pipe activity
+and a higher clock under the power limit. The price: the tensor cores idle while the two
+consumers run their epilogues (the load warp keeps filling the ring with the next tile).
+
+Partitions per CTA (`gl.warp_specialize`; persistent: one CTA per SM):
+
+  load   (1 warp)    TMA x[BM, BK] and w[BN, BK] boxes into the ring: hopper_pingpong._load_partition, as is
+  mma 0  (4 warps)   consumer warpgroup 0: rows 0 .. BM/2 - 1 of every tile of this CTA
+  mma 1  (4 warps)   consumer warpgroup 1: rows BM/2 .. BM - 1 of every tile of this CTA
+
+Tile layout (one CTA's work items t0, t1, ... = tile ids pid, pid + grid, ... in the grouped
+order of `tile_coords`, kernels/triton/_schedule.py)::
+
+                  K ─────────────────►                     N ────────────────────►
+             ┌──────────────────────────┐              ┌──────────────────────────┐
+   x (M, K)  │ BM x BK box, TMA ──┐     │      y (M,N) │ mma 0: BM/2 x BN          │  ┐
+             └────────────────────┼─────┘              │  (sub-tiles of EPI_N cols │  │ t0
+             ┌────────────────────┼─────┐              ├───────────────────────────┤  │ BM
+   w (N, K)  │ BN x BK box, TMA ─┐│     │              │ mma 1: BM/2 x BN          │  ┘
+             └───────────────────┼┼─────┘              └──────────────────────────┘
+                                 ▼▼                                BN
+   ring stage s:  a[s]: BM x BK  = [ rows 0..BM/2-1 -> mma 0 | rows BM/2..BM-1 -> mma 1 ]  (smem slices)
+                  b[s]: BN x BK  -> both consumers (wgmma m64 x BN x k16, B from smem)
+   c0, c1: BM/2 x EPI_N output staging tile of each consumer (EPI_N = BN / EPI_SPLIT: a sub-tiled
+           store when a whole BM/2 x BN tile per consumer would cost a ring stage, see `derive`)
+
+Phase timeline (one CTA, k = K steps per tile; "mma t" = k wgmma steps on tile t, "epi t" = drain,
+bias / activation / cast, EPI_SPLIT x (smem store, TMA store))::
+
+   load  │ k steps of t0 │ k steps of t1 (S ahead) ... │ k steps of t2 ...
+   mma 0 │ mma t0 (rows 0..BM/2-1)  │epi t0│ mma t1           │epi t1│ ...
+   mma 1 │ mma t0 (rows BM/2..BM-1) │epi t0│ mma t1           │epi t1│ ...
+         both consumers wait full[s] of every step and both arrive on empty[s]; the loader refills
+         slot s only after both have released it, and it runs ahead into the next tile during the
+         epilogue (up to S stages), so the next mainloop starts on a full ring.
+
+Barriers and their phase counters (mbarriers; "step" g = j * k + kk, the CTA-local K-step index over
+local tile j, the same in all three partitions; s = g % S):
+
+   full[s]   count 1   stage s holds step g    load: expect-tx + 2 TMA;  mma 0 and 1: wait parity (g // S) & 1
+   empty[s]  count 2   stage s may be refilled mma 0 and 1: arrive once read;  load: wait parity ((g // S) & 1) ^ 1
+   A fresh mbarrier counts as having completed the phase before phase 0: the loader's first waits pass.
+
+Why the parity waits are exact without the ping-pong's turn barrier: the loader writes step g only
+after both consumers released step g - S, so neither consumer can be more than S steps ahead of the
+other, and full[s] is never two phases ahead of a consumer waiting on it; empty[s] completes a phase
+only when both arrivals of that step are in (a consumer arrives for step g + S only after full[s]
+showed step g + S, which needed both arrivals of step g).
+
+Registers (setmaxnreg): the ping-pong's split, same partitions (see `derive`): 240 per consumer
+thread, 24 for the load warpgroup; the accumulator is BM/2 * BN / 128 fp32 registers (128 at 128 x 256).
+Epilogue math is the Triton tier's (`bias_activation`, kernels/triton/_epilogue.py) on the whole
+BM/2 x BN accumulator; the cast result is then split in registers (reshape / permute / split: no data
+moves) into EPI_SPLIT column sub-tiles, each stored through the consumer's staging tile.
+
+Constraints:
+  - sm_90 only (wgmma, TMA, setmaxnreg); bf16 or fp16 x and w, same dtype; y bf16, fp16 or fp32.
+  - TMA rules as the ping-pong's (`unsupported`): 2-D, unit last stride, 16-byte aligned base and row
+    stride (K % 8 == 0, N % 8 == 0 for a 16-bit y, N % 4 for fp32). M, N, K need not be multiples of
+    the tile: TMA zero-fills out-of-bounds loads and clips stores (a consumer's rows past M are clipped).
+  - BLOCK_SIZE_M in {128, 256} (BM/2 rows per consumer, 64 or 128: wgmma's m64 slices); BLOCK_SIZE_N a
+    power of two in [16, 256]; BLOCK_SIZE_K a power of two in [16, 128]; accumulator
+    BM/2 * BN / 128 <= 128 fp32 registers per consumer thread (128 x 256, 256 x 128, 128 x 128, ...).
+  - num_warps == 8: the warps that compute one tile (2 consumer warpgroups of 4; the kernel adds the
+    load warp). The same config on the Triton tier (the op's fallback) is an 8-warp kernel with the
+    same tile. NUM_KSPLIT == 1. num_stages is an upper bound: the ring gets num_stages stages, with the
+    output staged in EPI_SPLIT = 1, 2 or 4 column sub-tiles (the fewest that let them fit), else the
+    most stages (>= 2) beside 4 sub-tiles.
+  - K >= 1 (the op handles K == 0); tiles < 2**31.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from triton.experimental import gluon
+from triton.experimental.gluon import language as gl
+from triton.experimental.gluon.language.nvidia.hopper import (
+    fence_async_shared, mbarrier, tma, warpgroup_mma, warpgroup_mma_init, warpgroup_mma_wait)
+
+from ..triton._epilogue import ACTIVATIONS, bias_activation
+from ..triton._schedule import tile_coords
+from . import hopper_pingpong as hp
+
+KERNEL_NAME = "hopper_coop_kernel"
+BACKEND = "gluon_coop"  # the config's "backend" value that selects this kernel (ops/gemm_a16w16.py)
+
+# Checked by `gemmkit isa` / CI (gemmkit/isa/promises.py): the ping-pong's, same partitions and instructions.
+PROMISES = hp.PROMISES
+
+unsupported = hp.unsupported  # the same TMA / dtype / target rules
+
+# ----------------------------------------------------------------------------- the plan (one place)
+
+_TILE_WARPS = 2 * hp._CONSUMER_WARPS  # config num_warps: the warps computing one tile
+_EPI_SPLITS = (1, 2, 4)  # output sub-tiles per consumer tile, fewest first
+
+
+@dataclass(frozen=True)
+class Plan:
+    BM: int  # tile rows (both consumers)
+    BN: int
+    BK: int
+    BM_C: int  # rows per consumer = BM / 2
+    GROUP_SIZE_M: int
+    stages: int  # ring depth actually used
+    stage_bytes: int  # one (a, b) ring slot
+    epi_split: int  # column sub-tiles of a consumer's output tile (1, 2 or 4)
+    epi_n: int  # columns of one sub-tile = BN / epi_split
+    epilogue_bytes: int  # 2 staging tiles (one per consumer), BM_C x epi_n x out_bytes each
+    smem_bytes: int  # upper bound on the kernel's shared memory
+    warps: int  # warps the CTA runs (partitions padded to warpgroups)
+    regs_at_entry: int
+    mma_regs: int
+    load_regs: int
+    acc_regs: int  # fp32 accumulator registers per consumer thread
+    swizzle_a: int
+    swizzle_b: int
+    swizzle_c: int
+
+
+def derive(cfg: dict, target=None, in_bytes: int = 2, out_bytes: int = 2) -> Plan:
+    """Everything the kernel and its launch need, from one config. ValueError names the key that cannot work.
+
+    Derivation (H200 numbers: 227 KiB = 232448 B of shared memory per block, 64 K registers per SM):
+      tile     BM x BN per work item, BM_C = BM / 2 rows per consumer warpgroup; each issues wgmma
+               m64nBNk16, BM_C / 64 of them per k16 slice, on its half of the x box (an smem slice at
+               row c * BM_C, a multiple of the 8-row swizzle atom); accumulator BM_C * BN fp32 over 128
+               threads = BM_C * BN / 128 registers (128 x 256: 128 regs, as one ping-pong 128 x 128 tile).
+               The per-consumer checks are the ping-pong's (`check_config` on the consumer's
+               BM_C x BN, 4-warp view of the config).
+      traffic  (BM + BN) * BK * in_bytes L2 -> smem bytes per 2 * BM * BN * BK FLOPs: 128 x 256:
+               0.0117 B/FLOP, against 0.0156 for the ping-pong's 128 x 128 (and 0.0195 for 64 x 256).
+      ring     stage_bytes = (BM + BN) * BK * in_bytes (128 x 256 x 64 bf16: 48 KiB).
+      output   two staging tiles (one per consumer, never shared: both consumers store at once) of
+               BM_C x EPI_N, EPI_N = BN / EPI_SPLIT, EPI_SPLIT the fewest of 1, 2, 4 for which
+               num_stages stages fit: smem >= stages * stage_bytes + 2 * BM_C * EPI_N * out_bytes + slack.
+               128 x 256 x 64 bf16 out: num_stages 3 -> EPI_SPLIT 1 (2 x 32 KiB + 3 x 48 KiB = 208 KiB);
+               num_stages 4 -> EPI_SPLIT 2 (2 x 16 KiB + 4 x 48 KiB = 224 KiB); fp32 out, 4 stages ->
+               EPI_SPLIT 4. A sub-tiled store waits for its previous TMA store to read the staging tile
+               (store_wait(0)) before writing the next sub-tile: a short exposed wait per sub-tile.
+               No 4-split fits num_stages: the most stages (>= 2) beside 4 sub-tiles.
+      warps    4 (consumer 0, the default partition) + 4 (consumer 1) + 1 (load), padded to 12.
+      regs     as the ping-pong: 168 at entry (64 K / 384), setmaxnreg 240 per consumer, 24 for loads.
+      swizzle  the largest of 128/64/32 bytes dividing a tile row (BK * 2 = 128 B: 128-byte swizzle).
+    """
+    for key in ("BLOCK_SIZE_M", "num_warps"):
+        if key not in cfg:
+            raise ValueError(f"config: missing key {key!r} for the {BACKEND} backend")
+    bm = cfg["BLOCK_SIZE_M"]
+    if bm not in (128, 256):
+        raise ValueError(f"config: key 'BLOCK_SIZE_M' = {bm}; the {BACKEND} backend needs 128 or 256 "
+                         "(two consumers of 64 or 128 wgmma rows)")
+    if cfg["num_warps"] != _TILE_WARPS:
+        raise ValueError(f"config: key 'num_warps' = {cfg['num_warps']}; the {BACKEND} backend needs 8 "
+                         "(two consumer warpgroups of 4 share a tile)")
+    consumer_view = {**cfg, "BLOCK_SIZE_M": bm // 2, "num_warps": hp._CONSUMER_WARPS}
+    bm_c, bn, bk = hp.check_config(consumer_view, BACKEND, "the gluon cooperative kernel", "(wgmma rows)")
+    if not (hp._pow2(bk) and 16 <= bk <= 128):
+        raise ValueError(f"config: key 'BLOCK_SIZE_K' = {bk}; expected a power of two in [16, 128]")
+    acc_regs = bm_c * bn // (32 * hp._CONSUMER_WARPS)
+    if acc_regs > hp._MAX_ACC_REGS:
+        raise ValueError(f"config: BLOCK_SIZE_M x BLOCK_SIZE_N = {bm} x {bn} needs {acc_regs} accumulator "
+                         f"registers per consumer thread; the {BACKEND} backend allows {hp._MAX_ACC_REGS}")
+    smem = target.shared_mem_bytes if target is not None else 232448
+    stage_bytes = (bm + bn) * bk * in_bytes
+    splits = [s for s in _EPI_SPLITS if bn // s >= 16]
+    split = next((s for s in splits
+                  if (smem - 2 * bm_c * (bn // s) * out_bytes - hp._BARRIER_SLACK) // stage_bytes >= cfg["num_stages"]),
+                 splits[-1])
+    epi_n = bn // split
+    epilogue_bytes = 2 * bm_c * epi_n * out_bytes
+    fit = (smem - epilogue_bytes - hp._BARRIER_SLACK) // stage_bytes
+    stages = min(cfg["num_stages"], fit)
+    if stages < 2:
+        raise ValueError(f"config: {bm} x {bn} x {bk} leaves room for {fit} ring stage(s) beside the "
+                         f"{epilogue_bytes}-byte output staging ({out_bytes}-byte output); the ring needs 2")
+    warps = _TILE_WARPS + 4 * -(-hp._LOAD_WARPS // 4)
+    regs_at_entry = hp._REG_FILE // (warps * 32) // 8 * 8
+    mma_regs = (regs_at_entry * warps * 32 - hp._LOAD_REGS * 128) // (2 * 128) // 8 * 8
+    return Plan(BM=bm, BN=bn, BK=bk, BM_C=bm_c, GROUP_SIZE_M=cfg["GROUP_SIZE_M"], stages=stages,
+                stage_bytes=stage_bytes, epi_split=split, epi_n=epi_n, epilogue_bytes=epilogue_bytes,
+                smem_bytes=stages * stage_bytes + epilogue_bytes + hp._BARRIER_SLACK, warps=warps,
+                regs_at_entry=regs_at_entry, mma_regs=mma_regs, load_regs=hp._LOAD_REGS, acc_regs=acc_regs,
+                swizzle_a=hp._swizzle(bk * in_bytes), swizzle_b=hp._swizzle(bk * in_bytes),
+                swizzle_c=hp._swizzle(epi_n * out_bytes))
+
+
+def constexprs(plan: Plan, *, has_bias: bool, activation: str) -> dict:
+    """The kernel's constexpr arguments (one place for the launch and the static compile)."""
+    if activation not in ACTIVATIONS:
+        raise ValueError(f"activation: expected one of {ACTIVATIONS}, got {activation!r}")
+    return dict(STAGES=plan.stages, GROUP_SIZE_M=plan.GROUP_SIZE_M, HAS_BIAS=has_bias, ACTIVATION=activation,
+                MMA_REGS=plan.mma_regs, LOAD_REGS=plan.load_regs)
+
+
+# ----------------------------------------------------------------------------- device code
+
+@gluon.jit
+def _store_subtile(y_desc, c_smem, v, row, col):
+    """One sub-tile: wait until the last TMA store has read the staging tile, write it, store it."""
+    tma.store_wait(0)
+    c_smem.store(v)
+    fence_async_shared()  # generic-proxy writes -> async-proxy (TMA) read
+    tma.async_copy_shared_to_global(y_desc, [row, col], c_smem)
+
+
+@gluon.jit
+def _halves(v, ROWS: gl.constexpr, COLS: gl.constexpr):
+    """Columns [0, COLS/2) and [COLS/2, COLS) of a ROWS x COLS register tensor (a register split: the
+    column bit COLS/2 is a register index bit of the wgmma accumulator layout, so nothing moves)."""
+    return v.reshape([ROWS, 2, COLS // 2]).permute((0, 2, 1)).split()
+
+
+@gluon.jit
+def _coop_mma_partition(CONSUMER: gl.constexpr, y_desc, bias_ptr, a_ring, b_ring, c_smem, full, empty,
+                        M, N, K, STAGES: gl.constexpr, GROUP_SIZE_M: gl.constexpr, HAS_BIAS: gl.constexpr,
+                        ACTIVATION: gl.constexpr):
+    """1 warpgroup: rows CONSUMER * BM/2 ... of every tile of this CTA: mainloop, then the epilogue."""
+    BM: gl.constexpr = a_ring.shape[1]
+    BN: gl.constexpr = b_ring.shape[1]
+    BM_C: gl.constexpr = c_smem.shape[0]
+    EPI_N: gl.constexpr = c_smem.shape[1]
+    EPI_SPLIT: gl.constexpr = BN // EPI_N
+    # wgmma accumulator: 4 warps stacked along M, instruction m16 x BN x k16 per warp.
+    acc_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
+                                                         instr_shape=[16, BN, 16])
+    num_pid_m = gl.cdiv(M, BM)
+    num_pid_n = gl.cdiv(N, BN)
+    num_tiles = num_pid_m * num_pid_n
+    k_steps = gl.cdiv(K, a_ring.shape[2])
+    idx = 0
+    phase = 0
+    for tile_id in range(gl.program_id(0), num_tiles, gl.num_programs(0)):
+        acc = warpgroup_mma_init(gl.zeros((BM_C, BN), dtype=gl.float32, layout=acc_layout))
+        for kk in range(k_steps):
+            mbarrier.wait(full.index(idx), phase)
+            a = a_ring.index(idx).slice(CONSUMER * BM_C, BM_C)  # my rows of the x box
+            acc = warpgroup_mma(a, b_ring.index(idx).permute((1, 0)), acc, is_async=True)
+            # One wgmma group in flight: the previous step's has finished reading its slot.
+            warpgroup_mma_wait(1, deps=(acc,))
+            mbarrier.arrive(empty.index(hp._ring_prev(idx, STAGES)), pred=kk > 0)
+            idx, phase = hp._ring_next(idx, phase, STAGES)
+        acc = warpgroup_mma_wait(0, deps=(acc,))
+        mbarrier.arrive(empty.index(hp._ring_prev(idx, STAGES)))  # the tile's last slot
+        # Epilogue (the load warp is already filling the ring with the next tile). The tile's
+        # coordinates are computed here, not live across the mainloop.
+        pid_m, pid_n = tile_coords(tile_id, num_pid_m, num_pid_n, GROUP_SIZE_M, 1)
+        offs_n = pid_n * BN + gl.arange(0, BN, layout=gl.SliceLayout(0, acc_layout))
+        out = bias_activation(acc, bias_ptr, offs_n, N, HAS_BIAS, ACTIVATION).to(y_desc.dtype)
+        row = pid_m * BM + CONSUMER * BM_C
+        col = pid_n * BN
+        if EPI_SPLIT == 1:
+            _store_subtile(y_desc, c_smem, out, row, col)
+        elif EPI_SPLIT == 2:
+            lo, hi = _halves(out, BM_C, BN)
+            _store_subtile(y_desc, c_smem, lo, row, col)
+            _store_subtile(y_desc, c_smem, hi, row, col + EPI_N)
+        else:
+            lo, hi = _halves(out, BM_C, BN)
+            q0, q1 = _halves(lo, BM_C, BN // 2)
+            _store_subtile(y_desc, c_smem, q0, row, col)
+            _store_subtile(y_desc, c_smem, q1, row, col + EPI_N)
+            q2, q3 = _halves(hi, BM_C, BN // 2)
+            _store_subtile(y_desc, c_smem, q2, row, col + 2 * EPI_N)
+            _store_subtile(y_desc, c_smem, q3, row, col + 3 * EPI_N)
+    tma.store_wait(0)
+
+
+@gluon.jit(do_not_specialize=["M", "N", "K"])  # TMA handles every M, N, K: one compile per config
+def hopper_coop_kernel(x_desc, w_desc, y_desc, bias_ptr, M, N, K,
+                       STAGES: gl.constexpr, GROUP_SIZE_M: gl.constexpr, HAS_BIAS: gl.constexpr,
+                       ACTIVATION: gl.constexpr, MMA_REGS: gl.constexpr, LOAD_REGS: gl.constexpr):
+    BM: gl.constexpr = x_desc.block_type.shape[0]
+    BK: gl.constexpr = x_desc.block_type.shape[1]
+    BN: gl.constexpr = w_desc.block_type.shape[0]
+    BM_C: gl.constexpr = y_desc.block_type.shape[0]
+    EPI_N: gl.constexpr = y_desc.block_type.shape[1]
+    a_ring = gl.allocate_shared_memory(x_desc.dtype, [STAGES, BM, BK], x_desc.layout)
+    b_ring = gl.allocate_shared_memory(w_desc.dtype, [STAGES, BN, BK], w_desc.layout)
+    c0 = gl.allocate_shared_memory(y_desc.dtype, [BM_C, EPI_N], y_desc.layout)
+    c1 = gl.allocate_shared_memory(y_desc.dtype, [BM_C, EPI_N], y_desc.layout)
+    full = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    for i in gl.static_range(STAGES):
+        mbarrier.init(full.index(i), count=1)  # the loader's expect-tx arrive (+ the TMA bytes)
+        mbarrier.init(empty.index(i), count=2)  # both consumers' arrives
+    gl.warp_specialize([
+        (_coop_mma_partition, (0, y_desc, bias_ptr, a_ring, b_ring, c0, full, empty, M, N, K,
+                               STAGES, GROUP_SIZE_M, HAS_BIAS, ACTIVATION)),
+        (_coop_mma_partition, (1, y_desc, bias_ptr, a_ring, b_ring, c1, full, empty, M, N, K,
+                               STAGES, GROUP_SIZE_M, HAS_BIAS, ACTIVATION)),
+        (hp._load_partition, (x_desc, w_desc, a_ring, b_ring, full, empty, M, N, K, STAGES, GROUP_SIZE_M)),
+    ], [4, 1], [MMA_REGS, LOAD_REGS])
+
+
+# ----------------------------------------------------------------------------- host side
+
+def launch(x2, w, bias, y, activation, cfg, target, compile_only=False):
+    """y = act(x2 @ w.T + bias) with the cooperative kernel. x2 (M, K), w (N, K), bias (N,) or None, y (M, N).
+
+    `cfg` keys: BLOCK_SIZE_M (128 / 256), BLOCK_SIZE_N/K, GROUP_SIZE_M, num_warps (8), num_stages (upper
+    bound); `backend`, `persistent`, `tma` are accepted and ignored, NUM_KSPLIT must be 1. `target`: a
+    gemmkit.arch.Target (num_cus sizes the persistent grid). ValueError when `unsupported` says no or the
+    config cannot be planned.
+    """
+    from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
+
+    why = unsupported(x2, w, y, target)
+    if why:
+        raise ValueError(f"gluon coop: {why}")
+    M, K = x2.shape
+    N = w.shape[0]
+    if w.shape[1] != K or tuple(y.shape) != (M, N) or (bias is not None and tuple(bias.shape) != (N,)):
+        raise ValueError(f"gluon coop: shapes x {tuple(x2.shape)}, w {tuple(w.shape)}, y {tuple(y.shape)}, "
+                         f"bias {None if bias is None else tuple(bias.shape)} do not fit y = x @ w.T + bias")
+    if K == 0:
+        raise ValueError("gluon coop: K == 0 (the empty sum) is the op's to handle")
+    t_in, t_out = hp._TORCH_NAME[str(x2.dtype)], hp._TORCH_NAME[str(y.dtype)]
+    plan = derive(cfg, target, x2.element_size(), y.element_size())
+    bm, bn, bk = plan.BM, plan.BN, plan.BK
+    x_desc = TensorDescriptor.from_tensor(x2, [bm, bk], hp.shared_layout(bm, bk, t_in))
+    w_desc = TensorDescriptor.from_tensor(w, [bn, bk], hp.shared_layout(bn, bk, t_in))
+    y_desc = TensorDescriptor.from_tensor(y, [plan.BM_C, plan.epi_n], hp.shared_layout(plan.BM_C, plan.epi_n, t_out))
+    ce = constexprs(plan, has_bias=bias is not None, activation=activation)
+    num_tiles = -(-M // bm) * -(-N // bn)
+    grid = (max(1, min(num_tiles, target.num_cus)),)
+    args = (x_desc, w_desc, y_desc, bias if bias is not None else x2, M, N, K)
+    from ...ops import _launch  # the ops' launch cache (a lazy import: ops import this module)
+
+    return _launch.launcher(hopper_coop_kernel, grid, compile_only)(*args, **ce, num_warps=hp._CONSUMER_WARPS)
+
+
+# ----------------------------------------------------------------------------- static compile (gemmkit isa)
+
+# Configs compiled by `gemmkit isa` besides any shipped table bucket with "backend": "gluon_coop".
+PRESETS = (
+    {"BLOCK_SIZE_M": 128, "BLOCK_SIZE_N": 256, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 8, "num_warps": 8,
+     "num_stages": 4},  # EPI_SPLIT 2 (bf16 out), 4 (fp32 out)
+    {"BLOCK_SIZE_M": 128, "BLOCK_SIZE_N": 256, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 8, "num_warps": 8,
+     "num_stages": 3},  # EPI_SPLIT 1 (bf16 out)
+    {"BLOCK_SIZE_M": 256, "BLOCK_SIZE_N": 128, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 8, "num_warps": 8,
+     "num_stages": 4},
+)
+
+
+def static_spec(cfg: dict, target, *, dtype: str = "bf16", out_dtype: str | None = None, has_bias: bool = True,
+                activation: str = "gelu"):
+    """(kernel, signature, constexprs, divisible, options, plan) to compile the kernel for `target` on a CPU."""
+    out_dtype = out_dtype or dtype
+    plan = derive(cfg, target, 2, 4 if out_dtype == "fp32" else 2)
+    bm, bn, bk = plan.BM, plan.BN, plan.BK
+    sig = {"x_desc": f"tensordesc<{dtype}[{bm}, {bk}],{hp.shared_layout(bm, bk, dtype)!r}>",
+           "w_desc": f"tensordesc<{dtype}[{bn}, {bk}],{hp.shared_layout(bn, bk, dtype)!r}>",
+           "y_desc": f"tensordesc<{out_dtype}[{plan.BM_C}, {plan.epi_n}],"
+                     f"{hp.shared_layout(plan.BM_C, plan.epi_n, out_dtype)!r}>",
+           "bias_ptr": f"*{dtype}", "M": "i32", "N": "i32", "K": "i32"}
+    ce = constexprs(plan, has_bias=has_bias, activation=activation)
+    sig.update({k: "constexpr" for k in ce})
+    return hopper_coop_kernel, sig, ce, ["bias_ptr"], {"num_warps": hp._CONSUMER_WARPS}, plan
+
+
+def _shipped_coop_configs(arch: str):
+    """(table, bucket, config) of every A16W16 table bucket of `arch` that picks this backend."""
+    import json
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2] / "configs" / arch
+    for path in sorted(root.glob("A16W16*.json")) if root.exists() else ():
+        try:
+            table = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue  # the config loader reports broken tables
+        for bucket, cfg in table.items():
+            if isinstance(cfg, dict) and cfg.get("backend") == BACKEND:
+                yield path.name, bucket, cfg
+
+
+def isa_cases(archs, op: str = "hopper_coop"):
+    """Static cases for sm_90: every shipped A16W16 bucket with backend "gluon_coop", plus PRESETS (bf16, fp32 out)."""
+    if "sm_90" not in archs:
+        return
+    cases = [(t, b, c, "bf16") for t, b, c in _shipped_coop_configs("sm_90") if not t.startswith("A16W16_")]
+    cases += [("-", f"preset{i}", c, o) for i, c in enumerate(PRESETS) for o in ("bf16", "fp32")]
+    yield from hp.unique_cases(cases, KERNEL_NAME, op)
+
+
+def isa_spec(case):
+    from ... import arch as _arch
+
+    target = _arch.ARCHS[case["arch"]]
+    out = case["path"].split("-", 1)[1] if case["path"].startswith("gluon-") else "bf16"
+    kernel, sig, ce, div, opts, plan = static_spec(case["config"], target, out_dtype=out)
+    return dict(kernel=kernel, signature=sig, constexprs=ce, divisible=div, options=opts, promises=PROMISES,
+                block=(plan.BM, plan.BN, plan.BK), smem_bound=plan.smem_bytes)

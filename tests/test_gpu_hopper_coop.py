@@ -1,0 +1,141 @@
+"""The Gluon cooperative kernel on the H200 (`pytest -m gpu tests/test_gpu_hopper_coop.py`).
+
+Called through its launcher (gemmkit.kernels.gluon.hopper_coop.launch) and through gemm_a16w16 with a
+"backend": "gluon_coop" config. Reference: float64 on the CPU (gemmkit.reference); outputs poisoned with
+NaN first, so an unwritten element fails (tests/_util.within_bound: every element finite, norm-wise bound
+of half an ulp of the output dtype, x2). Small persistent grids (target.with_cus(n)) give each CTA many
+tiles, so the ring wraps across tiles while the consumers run epilogues.
+"""
+import pytest
+import torch
+
+from gemmkit import arch
+from gemmkit.reference import gemm_a16w16_ref
+
+from _util import poisoned, randn, within_bound
+
+pytestmark = pytest.mark.gpu
+DEV = "cuda"
+
+CFG_S4 = {"BLOCK_SIZE_M": 128, "BLOCK_SIZE_N": 256, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 8, "num_warps": 8,
+          "num_stages": 4}  # 2 output sub-tiles per consumer (bf16), 4 (fp32)
+CFG_S3 = {**CFG_S4, "num_stages": 3}  # whole 64 x 256 output tile per consumer
+CFG_256 = {**CFG_S4, "BLOCK_SIZE_M": 256, "BLOCK_SIZE_N": 128, "GROUP_SIZE_M": 4}  # 128 x 128 per consumer
+CFGS = {"128x256x64-s4": CFG_S4, "128x256x64-s3": CFG_S3, "256x128x64-s4": CFG_256}
+
+
+def _hc():
+    from gemmkit.kernels.gluon import hopper_coop
+
+    return hopper_coop
+
+
+def _target(cus=None):
+    t = arch.current()
+    return t.with_cus(cus) if cus else t
+
+
+def run(x, w, bias=None, act="none", out_dtype=None, cfg=CFG_S4, cus=None):
+    y = poisoned((x.shape[0], w.shape[0]), out_dtype or x.dtype, DEV)
+    _hc().launch(x, w, bias, y, act, cfg, _target(cus))
+    torch.cuda.synchronize()
+    return y
+
+
+def check(y, x, w, bias=None, act="none"):
+    ok, msg = within_bound(y, gemm_a16w16_ref(x, w, bias, act), y.dtype)
+    assert ok, msg
+
+
+SHAPES = [(1, 264, 64), (17, 1000, 520), (4095, 1032, 776), (129, 136, 72), (300, 392, 200), (64, 8, 16),
+          (2048, 2048, 2048)]
+
+
+@pytest.mark.parametrize("cfg", list(CFGS), ids=list(CFGS))
+@pytest.mark.parametrize("M,N,K", SHAPES, ids=[f"{m}x{n}x{k}" for m, n, k in SHAPES])
+def test_shapes(M, N, K, cfg):
+    """M = 1 / 17 (consumer 1's rows all past M), ragged M, N, K (TMA fills and clips), K < BLOCK_K."""
+    x, w = randn(M, K, dtype=torch.bfloat16, device=DEV), randn(N, K, dtype=torch.bfloat16, device=DEV)
+    check(run(x, w, cfg=CFGS[cfg]), x, w)
+
+
+@pytest.mark.parametrize("M,N,K", [(17, 1000, 520), (4095, 1032, 776)])
+def test_fp16(M, N, K):
+    x, w = randn(M, K, dtype=torch.float16, device=DEV), randn(N, K, dtype=torch.float16, device=DEV)
+    check(run(x, w), x, w)
+
+
+@pytest.mark.parametrize("act,out_dtype", [(a, torch.bfloat16) for a in ("none", "relu", "gelu", "gelu_tanh", "silu")]
+                         + [("gelu", torch.float16), ("silu", torch.float32), ("none", torch.float32)],
+                         ids=lambda v: str(v).replace("torch.", ""))
+def test_bias_activation_out_dtype(act, out_dtype):
+    """Bias + every activation (bf16 out), fp16 out, fp32 out (4 sub-tiles of 64 x 64 per consumer)."""
+    M, N, K = 300, 1032, 520
+    x, w = randn(M, K, dtype=torch.bfloat16, device=DEV), randn(N, K, dtype=torch.bfloat16, device=DEV) / 8
+    b = randn(N, dtype=torch.bfloat16, device=DEV)
+    y = run(x, w, b, act, out_dtype)
+    assert y.dtype == out_dtype
+    check(y, x, w, b, act)
+
+
+@pytest.mark.parametrize("cus", [1, 3, 7])
+@pytest.mark.parametrize("cfg", ["128x256x64-s4", "256x128x64-s4"])
+def test_small_persistent_grids(cus, cfg):
+    """Many tiles per CTA (1 CTA: 5 x 4 = 20 tiles of 128 x 256), K steps > stages, bias + gelu."""
+    M, N, K = 5 * 128 - 3, 4 * 256 - 8, 1000
+    x, w = randn(M, K, dtype=torch.bfloat16, device=DEV), randn(N, K, dtype=torch.bfloat16, device=DEV) / 4
+    b = randn(N, dtype=torch.bfloat16, device=DEV)
+    check(run(x, w, b, "gelu", cfg=CFGS[cfg], cus=cus), x, w, b, "gelu")
+
+
+def test_deterministic():
+    """Each output element is one consumer's K-ordered sum: bitwise identical run to run, any grid."""
+    x, w = randn(1000, 3000, dtype=torch.bfloat16, device=DEV), randn(2056, 3000, dtype=torch.bfloat16, device=DEV)
+    first = run(x, w)
+    check(first, x, w)
+    for cus in (None, 5, 1):
+        assert torch.equal(run(x, w, cus=cus), first)
+
+
+@pytest.mark.parametrize("M,N,K", [(1000, 4096, 1024), (256, 576, 7168)])
+def test_op_backend_gluon_coop(M, N, K):
+    """gemm_a16w16 with a "backend": "gluon_coop" config runs this kernel (LAUNCHES) and is correct."""
+    import gemmkit
+    from gemmkit.ops import _common as C
+
+    x, w, bias = (randn(M, K, dtype=torch.bfloat16, device=DEV), randn(N, K, dtype=torch.bfloat16, device=DEV),
+                  randn(N, dtype=torch.bfloat16, device=DEV))
+    before = C.LAUNCHES["hopper_coop_kernel"]
+    y = gemmkit.gemm_a16w16(x, w, bias, activation="gelu", out=poisoned((M, N), torch.bfloat16, DEV),
+                            config={**CFG_S4, "backend": "gluon_coop"})
+    torch.cuda.synchronize()
+    assert C.LAUNCHES["hopper_coop_kernel"] == before + 1
+    ok, msg = within_bound(y, gemm_a16w16_ref(x, w, bias, "gelu"), torch.bfloat16)
+    assert ok, msg
+
+
+def test_op_backend_gluon_coop_falls_back_to_triton():
+    """K % 8 != 0 (no TMA): the same config runs on the Triton tier (an 8-warp 128 x 256 tile), correct."""
+    import gemmkit
+    from gemmkit.ops import _common as C
+
+    M, N, K = 300, 256, 1001
+    x, w = randn(M, K, dtype=torch.float16, device=DEV), randn(N, K, dtype=torch.float16, device=DEV)
+    before = dict(C.LAUNCHES)
+    y = gemmkit.gemm_a16w16(x, w, out=poisoned((M, N), torch.float16, DEV), config={**CFG_S4, "backend": "gluon_coop"})
+    torch.cuda.synchronize()
+    assert C.LAUNCHES["hopper_coop_kernel"] == before.get("hopper_coop_kernel", 0)
+    assert C.LAUNCHES["gemm_kernel"] == before.get("gemm_kernel", 0) + 1
+    ok, msg = within_bound(y, gemm_a16w16_ref(x, w, None, None), torch.float16)
+    assert ok, msg
+
+
+def test_unsupported_inputs_raise():
+    t = _target()
+    x = torch.randn(64, 100, device=DEV, dtype=torch.bfloat16)  # K % 8 != 0: row stride not 16-byte aligned
+    with pytest.raises(ValueError, match="TMA"):
+        _hc().launch(x, x, None, torch.empty(64, 64, device=DEV, dtype=torch.bfloat16), "none", CFG_S4, t)
+    x = torch.randn(64, 64, device=DEV, dtype=torch.bfloat16)
+    with pytest.raises(ValueError, match="num_warps"):
+        _hc().launch(x, x, None, torch.empty(64, 64, device=DEV, dtype=torch.bfloat16), "none",
+                     {**CFG_S4, "num_warps": 4}, t)

@@ -1,0 +1,160 @@
+"""The Gluon cooperative kernel (kernels/gluon/hopper_coop.py) on the CPU: its plan (pure Python),
+its wiring (config validation, the op's dispatch, the tuner's space) and a static compile for sm_90.
+
+Gluon does not run in the interpreter: the kernel is compiled for sm_90 in a subprocess without
+TRITON_INTERPRET and its SASS checked against PROMISES (HGMMA, TMA loads and stores, no spills,
+shared memory within the plan, 12 warps). The GPU tests are tests/test_gpu_hopper_coop.py.
+"""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from gemmkit import arch
+from gemmkit.isa.promises import evaluate
+from gemmkit.kernels.gluon import hopper_coop as hc
+from gemmkit.kernels.gluon import hopper_pingpong as hp
+
+H200 = arch.get("sm_90")
+BASE = {"BLOCK_SIZE_M": 128, "BLOCK_SIZE_N": 256, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 8, "num_warps": 8,
+        "num_stages": 4}
+
+
+def test_plan_of_the_128x256_tile():
+    p = hc.derive(BASE, H200)
+    assert (p.BM, p.BN, p.BK, p.BM_C, p.stages) == (128, 256, 64, 64, 4)
+    assert p.stage_bytes == (128 + 256) * 64 * 2 == 49152
+    # 4 stages (192 KiB) leave 35 KiB: two 64 x 128 bf16 sub-tile buffers (16 KiB each), not two 64 x 256 ones
+    assert (p.epi_split, p.epi_n, p.epilogue_bytes) == (2, 128, 2 * 64 * 128 * 2)
+    assert p.smem_bytes == 4 * 49152 + 32768 + 1024 <= H200.shared_mem_bytes
+    # the ping-pong's register split; the accumulator is one ping-pong 128 x 128 tile's
+    assert (p.warps, p.regs_at_entry, p.mma_regs, p.load_regs, p.acc_regs) == (12, 168, 240, 24, 128)
+    assert (p.swizzle_a, p.swizzle_b, p.swizzle_c) == (128, 128, 128)
+
+
+def test_epilogue_split_follows_the_stages():
+    p = hc.derive({**BASE, "num_stages": 3}, H200)  # 3 stages: whole 64 x 256 tiles fit beside them
+    assert (p.stages, p.epi_split, p.epi_n, p.smem_bytes) == (3, 1, 256, 3 * 49152 + 65536 + 1024)
+    p = hc.derive(BASE, H200, out_bytes=4)  # fp32 out, 4 stages: 64 x 64 fp32 sub-tiles
+    assert (p.stages, p.epi_split, p.epi_n) == (4, 4, 64)
+    p = hc.derive({**BASE, "num_stages": 8}, H200)  # upper bound: the most that fit beside 4 sub-tiles
+    assert (p.stages, p.epi_split) == (4, 4)
+    p = hc.derive({**BASE, "BLOCK_SIZE_M": 256, "BLOCK_SIZE_N": 128}, H200)
+    assert (p.BM_C, p.acc_regs, p.stages, p.epi_split, p.epi_n) == (128, 128, 4, 2, 64)
+    p = hc.derive({**BASE, "BLOCK_SIZE_N": 128}, H200)
+    assert (p.acc_regs, p.stages, p.epi_split) == (64, 4, 1)
+
+
+@pytest.mark.parametrize("change,match", [
+    ({"BLOCK_SIZE_M": 64}, "BLOCK_SIZE_M"),
+    ({"num_warps": 4}, "num_warps"),
+    ({"BLOCK_SIZE_N": 512}, "BLOCK_SIZE_N"),
+    ({"BLOCK_SIZE_K": 256}, "BLOCK_SIZE_K"),
+    ({"BLOCK_SIZE_M": 256, "BLOCK_SIZE_N": 256}, "accumulator"),  # 128 x 256 per consumer: 256 registers
+    ({"NUM_KSPLIT": 2}, "NUM_KSPLIT"),
+    ({"waves_per_eu": 2}, "do not apply"),
+    ({"BLOCK_SIZE_K": 128, "num_stages": 1}, "ring needs 2"),
+])
+def test_plan_rejects_what_cannot_run(change, match):
+    with pytest.raises(ValueError, match=match):
+        hc.derive({**BASE, **change}, H200)
+
+
+def test_table_keys_and_backend():
+    from gemmkit import configs
+
+    assert hc.derive({**BASE, "backend": "gluon_coop", "persistent": True, "tma": True}, H200).stages == 4
+    assert configs.validate_config({**BASE, "backend": "gluon_coop"}, backend="cuda")["backend"] == "gluon_coop"
+    with pytest.raises(configs.ConfigError, match="AMD targets run 'triton'"):
+        configs.validate_config({**BASE, "backend": "gluon_coop"}, backend="hip")
+
+
+def test_op_dispatch_falls_back_where_gluon_cannot_run():
+    """On the CPU (interpreter) a gluon_coop config runs the Triton tier with the same 8-warp tile."""
+    import torch
+
+    import gemmkit
+    from gemmkit.ops import _common as C
+
+    x, w = torch.randn(40, 64, dtype=torch.bfloat16), torch.randn(48, 64, dtype=torch.bfloat16)
+    before = C.LAUNCHES[hc.KERNEL_NAME]
+    y = gemmkit.gemm_a16w16(x, w, config={**BASE, "num_stages": 2, "backend": "gluon_coop"})
+    assert C.LAUNCHES[hc.KERNEL_NAME] == before
+    assert ((y.float() - x.float() @ w.float().T).norm() / (x.float() @ w.float().T).norm()) < 2**-8
+
+
+def test_tuner_offers_coop_at_large_m_only():
+    from gemmkit.tune import prune, search_space
+
+    big = [c for c in search_space(1024, 8192, 8192, H200, "a16w16") if c.get("backend") == "gluon_coop"]
+    assert big and all(c["num_warps"] == 8 for c in big)
+    kept = [c for c in prune(big, 1024, 8192, 8192, H200) if c.get("backend") == "gluon_coop"]
+    assert kept and all(hc.derive(c, H200) for c in kept)
+    assert not [c for c in search_space(512, 8192, 8192, H200, "a16w16") if c.get("backend") == "gluon_coop"]
+    assert [c for c in search_space(512, 8192, 8192, H200, "a16w16") if c.get("backend") == "gluon"]
+
+
+def test_isa_cases_are_sm90_only_and_pingpong_ignores_coop():
+    assert list(hc.isa_cases(["gfx942", "gfx950"])) == []
+    cases = list(hc.isa_cases(["sm_90"]))
+    assert {c["path"] for c in cases} >= {"gluon-bf16", "gluon-fp32"}
+    assert all(c["kernel"] == hc.KERNEL_NAME for c in cases)
+    assert all(c["config"].get("backend") != "gluon_coop" for c in hp.isa_cases(["sm_90"]))
+    from gemmkit.isa.report import PROVIDERS
+
+    assert PROVIDERS["hopper_coop"] == "gemmkit.kernels.gluon.hopper_coop"
+
+
+_COMPILE = """
+import json, sys
+from gemmkit import arch
+from gemmkit.isa import compile_static, resources
+from gemmkit.isa.promises import evaluate
+from gemmkit.kernels.gluon import hopper_coop as hc
+t = arch.ARCHS["sm_90"]
+out = []
+for case in json.loads(sys.argv[1]):
+    s = hc.isa_spec(case)
+    m = resources(compile_static(s["kernel"], s["signature"], s["constexprs"], t, s["options"], s["divisible"]),
+                  t, s["block"])
+    m["smem_bound"] = s["smem_bound"]
+    out.append({"metrics": m, "promises": evaluate(s["promises"], m, case["config"], t)})
+print(json.dumps(out))
+"""
+
+
+def test_static_compile_sm90_keeps_promises():
+    """128 x 256 x 64 with 4 stages (bf16 out through 2 sub-tiles, bias + gelu) and 256 x 128 x 64
+    (fp32 out through 4 sub-tiles) compile for sm_90 with HGMMA, TMA loads and stores, no spills."""
+    cases = [dict(kernel=hc.KERNEL_NAME, op="hopper_coop", arch="sm_90", table="-", bucket="t", config=BASE,
+                  path="gluon-bf16"),
+             dict(kernel=hc.KERNEL_NAME, op="hopper_coop", arch="sm_90", table="-", bucket="t",
+                  config={**BASE, "BLOCK_SIZE_M": 256, "BLOCK_SIZE_N": 128}, path="gluon-fp32")]
+    env = dict(os.environ, TRITON_INTERPRET="0")
+    r = subprocess.run([sys.executable, "-c", _COMPILE, json.dumps(cases)], env=env, capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    for case, res in zip(cases, json.loads(r.stdout.strip().splitlines()[-1])):
+        broken = [f"{p['promise']}: {p['check']} ({p['detail']})" for p in res["promises"] if not p["ok"]]
+        assert not broken, f"{case['config']} {case['path']}: " + "; ".join(broken)
+        m = res["metrics"]
+        assert m["counts"]["HGMMA"] > 0 and m["counts"]["UTMASTG"] > 0 and m["spill_bytes"] == 0
+
+
+def test_promises_are_the_pingpongs():
+    row = {"num_warps": 12, "vgpr": 168, "spill_bytes": 0, "lds_bytes": 100, "smem_bound": 200,
+           "counts": {"HGMMA": 8, "HMMA": 0, "UTMALDG": 2, "UTMASTG": 4, "LDL": 0, "STL": 0}}
+    assert all(c["ok"] for c in evaluate(hc.PROMISES, row, BASE, H200))
+
+
+def test_tuner_merge_checks_the_coop_fallback_too():
+    """A gluon_coop winner is merged only if its Triton fallback (the pointer kernel, same tiles) fits:
+    fallback_fits treats it as it treats "gluon"."""
+    from gemmkit.tune.merge import fallback_fits
+
+    assert fallback_fits({**BASE, "backend": "gluon_coop", "num_stages": 3}, "sm_90")
+    too_deep = {**BASE, "BLOCK_SIZE_M": 256, "backend": "gluon_coop", "num_stages": 8}
+    assert not fallback_fits(too_deep, "sm_90")
+    assert fallback_fits({**too_deep, "backend": "triton"}, "sm_90")  # not a Gluon config: not its business

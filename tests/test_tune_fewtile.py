@@ -1,0 +1,71 @@
+"""The tuner's few-tile extension (issue 3, M >= 256): split-K 2-8 and 64-wide tiles where a tiling
+leaves the 132 SMs of an H200 under two waves of tiles, nothing added where tiles are many."""
+import json
+
+from gemmkit import arch
+from gemmkit.tune import FEW_TILE_WAVES, few_tile_space, prune, search_space
+
+H200 = arch.get("sm_90")
+LIMIT = FEW_TILE_WAVES * H200.num_cus  # 264 work units
+
+
+def _tiles(c, M, N):
+    return -(-M // c["BLOCK_SIZE_M"]) * -(-N // c["BLOCK_SIZE_N"])
+
+
+def _kept(M, N, K, op="a16w16"):
+    return prune(search_space(M, N, K, H200, op), M, N, K, H200)
+
+
+def test_skinny_shape_offers_split_k_and_64_wide_tiles():
+    """DeepSeek-V3 kv_a_proj (N = 576, K = 7168) at M = 512: 64 x 64 tiles split 2 / 4, 128 x 128
+    split up to 8, BLOCK_SIZE_N 64 and BLOCK_SIZE_M 64 all survive pruning."""
+    M, N, K = 512, 576, 7168
+    kept = _kept(M, N, K)
+    tilings = {(c["BLOCK_SIZE_M"], c["BLOCK_SIZE_N"], c["NUM_KSPLIT"]) for c in kept}
+    assert {(64, 64, 2), (64, 64, 4), (128, 64, 4), (128, 128, 8), (64, 128, 4)} <= tilings
+    assert (64, 64, 8) not in tilings  # 72 tiles x 4 already fill two waves: split 8 not offered
+    for c in kept:
+        if c["NUM_KSPLIT"] > 1:
+            assert not c["persistent"]
+            assert _tiles(c, M, N) < LIMIT and -(-K // c["BLOCK_SIZE_K"]) // c["NUM_KSPLIT"] >= 2
+
+
+def test_large_m_skinny_n_gets_64_wide_rows_and_split_k():
+    """At M = 4096 the base space has BLOCK_SIZE_M 128 / 256 and no split-K; N = 576 leaves 128 x 128
+    at 32 x 5 = 160 tiles: split 2 is offered there, BLOCK_SIZE_M 64 where its tiles stay few."""
+    M, N, K = 4096, 576, 7168
+    kept = _kept(M, N, K)
+    splits = {(c["BLOCK_SIZE_M"], c["BLOCK_SIZE_N"], c["NUM_KSPLIT"]) for c in kept if c["NUM_KSPLIT"] > 1}
+    assert (128, 128, 2) in splits and (256, 128, 4) in splits
+    assert all(_tiles({"BLOCK_SIZE_M": bm, "BLOCK_SIZE_N": bn}, M, N) * (s // 2) < LIMIT for bm, bn, s in splits)
+    assert any(c["BLOCK_SIZE_M"] == 64 and c["BLOCK_SIZE_N"] == 256 for c in kept)  # 64 x 3 = 192 tiles
+
+
+def test_many_tile_shapes_keep_their_space():
+    """Llama-3-70B gate_up (N = 57344) at M = 4096, and 2048 x 8192: every tiling already has >= 2
+    waves (2048 x 8192 in 256 x 256 tiles: 256, but that tile's accumulator is pruned): pruning keeps
+    no split-K, no 64-wide tile."""
+    assert few_tile_space(4096, 57344, 8192, H200) == []
+    for M, N, K in ((4096, 57344, 8192), (2048, 8192, 8192)):
+        kept = _kept(M, N, K)
+        assert kept and all(c["NUM_KSPLIT"] == 1 for c in kept)
+        assert all(c["BLOCK_SIZE_N"] >= 128 for c in kept if c.get("backend") != "gluon")
+
+
+def test_extension_is_a16w16_above_m_64_only():
+    """Decode (M <= 64) and the 8-bit ops keep their spaces: the extension is a16w16 at M > 64."""
+    for M in (1, 16, 64):
+        assert {c["BLOCK_SIZE_M"] for c in search_space(M, 576, 7168, H200)} <= {16, 32, 64}
+    for op in ("a8w8", "a8w8_blockscale"):
+        assert all(c["NUM_KSPLIT"] == 1 for c in search_space(512, 576, 7168, H200, op))
+    assert any(c["NUM_KSPLIT"] == 8 for c in search_space(512, 576, 7168, H200))
+
+
+def test_space_has_no_duplicates_and_prune_drops_short_splits():
+    M, N, K = 256, 576, 512  # 4 K steps of 128: split 4 / 8 would leave < 2 per split
+    space = search_space(M, N, K, H200)
+    keys = [json.dumps(c, sort_keys=True) for c in space]
+    assert len(keys) == len(set(keys))
+    for c in prune(space, M, N, K, H200):
+        assert -(-K // c["BLOCK_SIZE_K"]) // c["NUM_KSPLIT"] >= 2
