@@ -44,7 +44,10 @@ def test_plan_of_the_default_tile():
     ({"BLOCK_SIZE_K": 16}, "BLOCK_SIZE_K"),
     ({"BLOCK_SIZE_N": 256}, "accumulator registers"),  # 128 + 64 * 256 / 128 ... > 192
     ({"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 256}, "accumulator registers"),  # 128 + 128
-    ({"num_warps": 8}, "num_warps"),
+    ({"num_warps": 16}, "num_warps"),
+    ({"num_warps": 2}, "num_warps"),
+    ({"num_warps": 8, "BLOCK_SIZE_M": 64}, "BLOCK_SIZE_M"),  # coop: two 64-row halves
+    ({"num_warps": 8, "BLOCK_SIZE_N": 256}, "accumulator registers"),  # coop 64 x 256 acc + partial: 256
     ({"NUM_KSPLIT": 2}, "NUM_KSPLIT"),
     ({"waves_per_eu": 2}, "do not apply"),
     ({"num_stages": 1}, "each ring needs 2"),
@@ -52,6 +55,28 @@ def test_plan_of_the_default_tile():
 def test_plan_rejects_what_cannot_run(change, match):
     with pytest.raises(ValueError, match=match):
         k.derive({**BASE, **change}, H200)
+
+
+COOP = {**BASE, "num_warps": 8, "num_stages": 6}
+
+
+def test_plan_of_the_coop_layout():
+    """num_warps 8: one 128 x BN tile per CTA work item, one ring and one load warp, a 64-row half per
+    consumer (acc 64 + partial 64 registers at BN = 128), two 64 x BN staging buffers (one tile's bytes)."""
+    p = k.derive(COOP, H200)
+    assert (p.layout, p.rings, p.consumer_rows, p.slices) == ("coop", 1, 64, 1)
+    assert (p.acc_regs, p.partial_regs, p.warps, p.regs_at_entry, p.mma_regs, p.load_regs) == (64, 64, 12, 168,
+                                                                                               240, 24)
+    assert (p.stage_bytes, p.stages, p.c_tiles, p.epilogue_bytes) == (32768, 6, 2, 32768)
+    assert p.smem_bytes == 6 * 32768 + 32768 + 1024 <= H200.shared_mem_bytes
+    b = k.derive(COOP, H200, block_shape=(128, 128))  # + 128 fp32 scales a slot: 5 slots
+    assert (b.layout, b.scale, b.stage_bytes, b.stages, b.scale_bytes) == ("coop", "block", 33280, 5, 512)
+    assert (b.load_regs, b.mma_regs) == (24, 240)
+    assert b.smem_bytes <= H200.shared_mem_bytes
+    assert (k.derive(COOP, H200, out_bytes=4).stages, k.derive(COOP, H200, 4, (128, 128)).stages) == (5, 4)
+    assert k.derive({**COOP, "BLOCK_SIZE_K": 64, "num_stages": 8}, H200).stages == 8
+    assert k.derive(BASE, H200).layout == "pingpong" and k.derive(BASE, H200).rings == 2
+    assert k.constexprs(p, has_bias=False)["LAYOUT"] == "coop"
 
 
 def test_table_keys_are_accepted():
@@ -62,6 +87,8 @@ def test_isa_cases_are_sm90_only():
     assert list(k.isa_cases(["gfx942", "gfx950"])) == []
     cases = list(k.isa_cases(["sm_90"]))
     assert {c["path"] for c in cases} >= {"gluon-bf16", "gluon-fp32"}
+    # the coop layout (num_warps 8) in both modes
+    assert {(c["config"]["num_warps"], c["path"]) for c in cases} >= {(8, "gluon-bf16"), (8, "gluon-block-bf16")}
     spec = k.isa_spec(cases[0])
     assert spec["signature"]["x_desc"].startswith("tensordesc<fp8e4nv[") and spec["promises"] is k.PROMISES
 
@@ -119,7 +146,9 @@ def test_static_compile_sm90_keeps_promises():
     cases = [dict(kernel=k.KERNEL_NAME, op="hopper_pingpong_fp8", arch="sm_90", table="-", bucket="t", config=BASE,
                   path="gluon-bf16"),
              dict(kernel=k.KERNEL_NAME, op="hopper_pingpong_fp8", arch="sm_90", table="-", bucket="t",
-                  config={**BASE, "BLOCK_SIZE_M": 64, "num_stages": 4}, path="gluon-fp32")]
+                  config={**BASE, "BLOCK_SIZE_M": 64, "num_stages": 4}, path="gluon-fp32"),
+             dict(kernel=k.KERNEL_NAME, op="hopper_pingpong_fp8", arch="sm_90", table="-", bucket="t", config=COOP,
+                  path="gluon-bf16")]
     env = dict(os.environ, TRITON_INTERPRET="0")
     r = subprocess.run([sys.executable, "-c", _COMPILE, json.dumps(cases)], env=env, capture_output=True, text=True,
                        timeout=300)
@@ -129,8 +158,8 @@ def test_static_compile_sm90_keeps_promises():
         assert not broken, f"{case['config']} {case['path']}: " + "; ".join(broken)
         assert len(res["promises"]) == len(k.PROMISES)
         m = res["metrics"]
-        # BM / 64 slices x BK / 32 k32 wgmma per consumer, two consumers.
-        assert m["counts"]["QGMMA"] == 2 * (case["config"]["BLOCK_SIZE_M"] // 64) * 4
+        # slices (pingpong BM / 64, coop 1) x BK / 32 k32 wgmma per consumer, two consumers.
+        assert m["counts"]["QGMMA"] == 2 * k.derive(case["config"], H200).slices * 4
 
 
 def test_shipped_a8w8_gluon_buckets_plan():
@@ -182,11 +211,14 @@ def test_shipped_blockscale_gluon_buckets_plan_and_compile_cases():
 
 
 def test_static_compile_sm90_block_mode_keeps_promises():
-    """64 x 128 x 128 and 64 x 64 x 128 in block mode (bf16 out, no bias: what the op runs) compile with
-    the PROMISES kept (no spills: the scales are read from shared memory right before the FFMAs)."""
+    """64 x 128 x 128 and 64 x 64 x 128 pingpong and 128 x 128 x 128 coop in block mode (bf16 out, no bias:
+    what the op runs) compile with the PROMISES kept (no spills: the scales are read from shared memory
+    right before the FFMAs; coop's consumer holds a 64-row half, acc + partial 128 registers)."""
     cases = [dict(kernel=k.KERNEL_NAME, op="hopper_pingpong_fp8", arch="sm_90", table="-", bucket="t",
                   config={**BASE, "BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": bn, "num_stages": st}, path="gluon-block-bf16")
              for bn, st in ((128, 4), (64, 6))]
+    cases.append(dict(kernel=k.KERNEL_NAME, op="hopper_pingpong_fp8", arch="sm_90", table="-", bucket="t",
+                      config=COOP, path="gluon-block-bf16"))
     env = dict(os.environ, TRITON_INTERPRET="0")
     r = subprocess.run([sys.executable, "-c", _COMPILE, json.dumps(cases)], env=env, capture_output=True, text=True,
                        timeout=300)
@@ -195,3 +227,4 @@ def test_static_compile_sm90_block_mode_keeps_promises():
         broken = [f"{p['promise']}: {p['check']} ({p['detail']})" for p in res["promises"] if not p["ok"]]
         assert not broken, f"{case['config']} {case['path']}: " + "; ".join(broken)
         assert res["metrics"]["counts"]["QGMMA"] == 2 * 4  # one 64-row slice x BK / 32 k32, two consumers
+        assert res["metrics"]["counts"]["UTMASTG"] >= 1

@@ -23,15 +23,18 @@ DEV = "cuda"
 FP8 = torch.float8_e4m3fn
 
 
-def _cfg(bm, bn, bk, stages, group=8):
-    return {"BLOCK_SIZE_M": bm, "BLOCK_SIZE_N": bn, "BLOCK_SIZE_K": bk, "GROUP_SIZE_M": group, "num_warps": 4,
+def _cfg(bm, bn, bk, stages, group=8, warps=4):
+    return {"BLOCK_SIZE_M": bm, "BLOCK_SIZE_N": bn, "BLOCK_SIZE_K": bk, "GROUP_SIZE_M": group, "num_warps": warps,
             "num_stages": stages}
 
 
 CFGS = {"128x128x128s3": _cfg(128, 128, 128, 3),  # one shared output tile (c_free hand-off)
         "128x128x128s2": _cfg(128, 128, 128, 2),  # two output tiles
         "64x128x128s4": _cfg(64, 128, 128, 4, group=4),
-        "128x64x64s6": _cfg(128, 64, 64, 6)}
+        "128x64x64s6": _cfg(128, 64, 64, 6),
+        # coop (num_warps 8): one 128-row tile, a 64-row half per consumer, one ring read by both
+        "coop128x128x128s6": _cfg(128, 128, 128, 6, warps=8),
+        "coop128x64x64s3": _cfg(128, 64, 64, 3, group=4, warps=8)}  # the ring wraps every 3 K steps
 TRITON_PROMOTED = {"BLOCK_SIZE_M": 128, "BLOCK_SIZE_N": 128, "BLOCK_SIZE_K": 128, "GROUP_SIZE_M": 8,
                    "num_warps": 8, "num_stages": 4, "tma": True, "persistent": True}
 
@@ -104,34 +107,40 @@ BF, F16, F32 = torch.bfloat16, torch.float16, torch.float32
 OUT_BIAS = [(BF, None), (BF, BF), (BF, F32), (F16, F16), (F16, None), (F32, F32), (F32, BF)]
 
 
+@pytest.mark.parametrize("cfg", ["128x128x128s3", "coop128x128x128s6"])
 @pytest.mark.parametrize("out_dtype,bias_dtype", OUT_BIAS, ids=[f"{o}-{b}" for o, b in OUT_BIAS])
-def test_bias_out_dtypes(out_dtype, bias_dtype):
+def test_bias_out_dtypes(out_dtype, bias_dtype, cfg):
     x, w, xs, ws, b = inputs(300, 1024, 1040, bias_dtype)
-    y = run(x, w, xs, ws, b, out_dtype)
+    y = run(x, w, xs, ws, b, out_dtype, cfg=CFGS[cfg])
     assert y.dtype == out_dtype
     check(y, x, w, xs, ws, b)
 
 
 @pytest.mark.parametrize("cus", [1, 2, 3, 7])
-@pytest.mark.parametrize("cfg", ["128x128x128s3", "128x128x128s2"])
+@pytest.mark.parametrize("cfg", ["128x128x128s3", "128x128x128s2", "coop128x128x128s6"])
 def test_small_persistent_grids(cus, cfg):
     """Many tiles per CTA (1 CTA: 35 tiles, consumer 0 takes 18, consumer 1 17): both rings wrap many
-    times, both consumers run every hand-off of c_free (one shared output tile) or not (two)."""
+    times, both consumers run every hand-off of c_free (one shared output tile) or not (two). coop: both
+    consumers on all 35 tiles, the one ring's empty barriers take two arrivals each round."""
     M, N, K = 5 * 128 - 3, 7 * 128 + 8, 400
     x, w, xs, ws, b = inputs(M, N, K)
     check(run(x, w, xs, ws, b, cfg=CFGS[cfg], cus=cus), x, w, xs, ws, b)
 
 
-def test_deterministic():
-    """Each element is one consumer's K-ordered sum: bitwise identical run to run, any grid."""
+@pytest.mark.parametrize("cfg", ["128x128x128s3", "coop128x128x128s6"])
+def test_deterministic(cfg):
+    """Each element is one consumer's K-ordered sum: bitwise identical run to run, any grid, and the same
+    bits in both layouts (the same chains, promotions and epilogue arithmetic per element)."""
     x, w, xs, ws, b = inputs(1000, 3000, 3072)
-    first = run(x, w, xs, ws, b)
+    first = run(x, w, xs, ws, b, cfg=CFGS[cfg])
     check(first, x, w, xs, ws, b)
     for cus in (None, None, 5, 1):
-        assert torch.equal(run(x, w, xs, ws, b, cus=cus), first)
+        assert torch.equal(run(x, w, xs, ws, b, cfg=CFGS[cfg], cus=cus), first)
+    assert torch.equal(run(x, w, xs, ws, b, cfg=CFGS["128x128x128s2"]), first)
 
 
-def test_precision_matches_the_promoted_triton_kernel():
+@pytest.mark.parametrize("cfg", ["128x128x128s3", "coop128x128x128s6"])
+def test_precision_matches_the_promoted_triton_kernel(cfg):
     """fp32 out, K = 16384: error against float64 equals the Triton tier's promoted kernel's (promotion
     every 128 products), far under Triton's unpromoted default (2.05e-3 at 8192^3)."""
     import gemmkit
@@ -140,25 +149,27 @@ def test_precision_matches_the_promoted_triton_kernel():
     x, w = (torch.randn(M, K, device=DEV) * 4).to(FP8), (torch.randn(N, K, device=DEV) * 4).to(FP8)
     xs, ws = torch.ones(M, device=DEV), torch.ones(N, device=DEV)
     ref, _ = ref64(x, w, xs, ws, None)
-    y_g = run(x, w, xs, ws, None, torch.float32)
+    y_g = run(x, w, xs, ws, None, torch.float32, cfg=CFGS[cfg])
     y_t = gemmkit.gemm_a8w8(x, w, xs, ws, out_dtype=torch.float32, config=TRITON_PROMOTED)
     e_g = ((y_g.double() - ref).norm() / ref.norm()).item()
     e_t = ((y_t.double() - ref).norm() / ref.norm()).item()
-    print(f"K={K}: gluon rel err {e_g:.4g}, triton promoted {e_t:.4g}, bitwise equal {torch.equal(y_g, y_t)}")
+    print(f"{cfg} K={K}: gluon rel err {e_g:.4g}, triton promoted {e_t:.4g}, bitwise equal {torch.equal(y_g, y_t)}")
     assert e_g <= 1.05 * e_t + 1e-7 and e_g < 4e-4, (e_g, e_t)
 
 
+@pytest.mark.parametrize("cfg", ["128x128x128s3", "coop128x128x128s6"])
 @pytest.mark.parametrize("scale_shape", ["2d", "1d"])
 @pytest.mark.parametrize("M,N,K", [(1000, 4096, 1024), (256, 576, 7168), (129, 104, 64), (1, 8192, 1024)])
-def test_op_backend_gluon(M, N, K, scale_shape, launches):
-    """gemm_a8w8 with a "backend": "gluon" config runs this kernel (LAUNCHES) for both scale shapes."""
+def test_op_backend_gluon(M, N, K, scale_shape, cfg, launches):
+    """gemm_a8w8 with a "backend": "gluon" config (either layout) runs this kernel (LAUNCHES) for both
+    scale shapes."""
     import gemmkit
 
     x, w, xs, ws, b = inputs(M, N, K)
     xs_a, ws_a = (xs.reshape(M, 1), ws.reshape(1, N)) if scale_shape == "2d" else (xs, ws)
     before = launches["hopper_pingpong_fp8_kernel"]
     y = gemmkit.gemm_a8w8(x, w, xs_a, ws_a, b, out=poisoned((M, N), torch.bfloat16, DEV),
-                          config={**CFGS["128x128x128s3"], "backend": "gluon"})
+                          config={**CFGS[cfg], "backend": "gluon"})
     torch.cuda.synchronize()
     assert launches["hopper_pingpong_fp8_kernel"] == before + 1
     check(y, x, w, xs, ws, b)

@@ -21,15 +21,18 @@ DEV = "cuda"
 FP8 = torch.float8_e4m3fn
 
 
-def _cfg(bm, bn, bk, stages, group=8):
-    return {"BLOCK_SIZE_M": bm, "BLOCK_SIZE_N": bn, "BLOCK_SIZE_K": bk, "GROUP_SIZE_M": group, "num_warps": 4,
+def _cfg(bm, bn, bk, stages, group=8, warps=4):
+    return {"BLOCK_SIZE_M": bm, "BLOCK_SIZE_N": bn, "BLOCK_SIZE_K": bk, "GROUP_SIZE_M": group, "num_warps": warps,
             "num_stages": stages}
 
 
 CFGS = {"64x128x128s4": _cfg(64, 128, 128, 4),
         "64x64x128s6": _cfg(64, 64, 128, 6, group=4),
         "64x128x64s6": _cfg(64, 128, 64, 6),  # BK < bk: two promotions per scale block
-        "128x128x128s2": _cfg(128, 128, 128, 2)}  # spills in block mode (docstring), still correct
+        "128x128x128s2": _cfg(128, 128, 128, 2),  # pingpong: spills in block mode (docstring), still correct
+        # coop (num_warps 8): one 128-row tile, a 64-row half (and its 64 scales) per consumer, one ring
+        "coop128x128x128s5": _cfg(128, 128, 128, 5, warps=8),
+        "coop128x128x64s3": _cfg(128, 128, 64, 3, group=16, warps=8)}  # BK < bk; the ring wraps every 3 steps
 
 
 def _k():
@@ -92,16 +95,18 @@ def test_shapes(M, N, K, cfg):
     check(run(x, w, xs, ws, cfg=CFGS[cfg]), x, w, xs, ws)
 
 
+@pytest.mark.parametrize("cfg", ["64x128x128s4", "coop128x128x128s5"])
 @pytest.mark.parametrize("out_dtype", [torch.bfloat16, torch.float16, torch.float32])
-def test_out_dtypes(out_dtype):
+def test_out_dtypes(out_dtype, cfg):
     x, w, xs, ws = inputs(300, 1024, 1040)
     xs, ws = scales(*xs.shape, device=DEV), scales(*ws.shape, device=DEV)  # within fp16's range
-    y = run(x, w, xs, ws, out_dtype)
+    y = run(x, w, xs, ws, out_dtype, cfg=CFGS[cfg])
     assert y.dtype == out_dtype
     check(y, x, w, xs, ws)
 
 
-def test_strided_scales():
+@pytest.mark.parametrize("cfg", ["64x128x128s4", "coop128x128x128s5"])
+def test_strided_scales(cfg):
     """x_scale M-major (stride (1, M), torch._scaled_mm's layout) and w_scale a column slice."""
     M, N, K = 200, 640, 1152
     x, w, xs, ws = inputs(M, N, K)
@@ -109,41 +114,46 @@ def test_strided_scales():
     ws_big = wide_scales(ws.shape[0], 2 * ws.shape[1])
     ws_v = ws_big[:, ::2]
     assert xs_t.stride() == (1, M) and ws_v.stride(1) == 2
-    check(run(x, w, xs_t, ws_v), x, w, xs_t, ws_v)
+    check(run(x, w, xs_t, ws_v, cfg=CFGS[cfg]), x, w, xs_t, ws_v)
 
 
+@pytest.mark.parametrize("cfg", ["64x128x128s4", "coop128x128x128s5"])
 @pytest.mark.parametrize("cus", [1, 3])
-def test_small_persistent_grids(cus):
-    """Many tiles per CTA: both rings (and their scale slots) wrap many times."""
+def test_small_persistent_grids(cus, cfg):
+    """Many tiles per CTA: the rings (and their scale slots) wrap many times."""
     M, N, K = 5 * 64 - 3, 7 * 128 + 8, 400
     x, w, xs, ws = inputs(M, N, K)
-    check(run(x, w, xs, ws, cus=cus), x, w, xs, ws)
+    check(run(x, w, xs, ws, cus=cus, cfg=CFGS[cfg]), x, w, xs, ws)
 
 
 def test_other_block_shapes():
     """(256, 256) and (128, 64) blocks: BLOCK_SIZE_N | bn and BLOCK_SIZE_K | bk (the launcher's rule)."""
-    for block, cfg in [((256, 256), CFGS["64x128x128s4"]), ((128, 64), CFGS["64x128x64s6"])]:
+    for block, cfg in [((256, 256), CFGS["64x128x128s4"]), ((128, 64), CFGS["64x128x64s6"]),
+                       ((256, 256), CFGS["coop128x128x128s5"]), ((128, 64), CFGS["coop128x128x64s3"])]:
         x, w, xs, ws = inputs(257, 520, 1000 - 1000 % 16, block)
         check(run(x, w, xs, ws, cfg=cfg, block=block), x, w, xs, ws, block)
 
 
 def test_deterministic():
+    """Bitwise identical run to run, any grid, and in both layouts (the same chains and FFMAs per element)."""
     x, w, xs, ws = inputs(1000, 3000, 3072)
     first = run(x, w, xs, ws)
     check(first, x, w, xs, ws)
     for cus in (None, 5):
         assert torch.equal(run(x, w, xs, ws, cus=cus), first)
+        assert torch.equal(run(x, w, xs, ws, cus=cus, cfg=CFGS["coop128x128x128s5"]), first)
 
 
+@pytest.mark.parametrize("cfg", ["64x128x128s4", "coop128x128x128s5"])
 @pytest.mark.parametrize("M,N,K", [(4096, 2112, 7168), (64, 7168, 2048), (1, 24576, 1536), (17, 136, 304)])
-def test_op_backend_gluon(M, N, K, launches):
-    """gemm_a8w8_blockscale with a "backend": "gluon" config runs this kernel (LAUNCHES)."""
+def test_op_backend_gluon(M, N, K, cfg, launches):
+    """gemm_a8w8_blockscale with a "backend": "gluon" config (either layout) runs this kernel (LAUNCHES)."""
     import gemmkit
 
     x, w, xs, ws = inputs(M, N, K)
     before = launches["hopper_pingpong_fp8_kernel"]
     y = gemmkit.gemm_a8w8_blockscale(x, w, xs, ws, out=poisoned((M, N), torch.bfloat16, DEV),
-                                     config={**CFGS["64x128x128s4"], "backend": "gluon"})
+                                     config={**CFGS[cfg], "backend": "gluon"})
     torch.cuda.synchronize()
     assert launches["hopper_pingpong_fp8_kernel"] == before + 1
     check(y, x, w, xs, ws)

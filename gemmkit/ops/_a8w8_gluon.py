@@ -2,6 +2,9 @@
 kernel of kernels/gluon/hopper_pingpong_fp8.py (sm_90, float8_e4m3fn, fp32 accumulation promoted
 every BLOCK_SIZE_K <= 128 products): per-token x per-channel scales (SCALE = "rowcol", gemm_a8w8)
 or DeepSeek-V3 block scales applied in each promotion (SCALE = "block", gemm_a8w8_blockscale).
+The config's num_warps picks the kernel's layout: 4 = ping-pong (a tile per consumer warpgroup),
+8 = cooperative (one 128 x BN tile, a 64-row half per consumer warpgroup); the Triton fallback runs
+the same config (for num_warps 8, the Triton tier's own 128 x 128 / 8-warp shape).
 
 Where that kernel cannot take the call, the op's Triton tier runs the same config (its tile
 sizes), as gemm_a16w16 does for its Gluon bf16 kernel (`gluon_unsupported` says why):

@@ -29,12 +29,34 @@ keeps the tensor cores busy (and one's epilogue runs under the other's mainloop)
 no turn barrier: with a ring per consumer, every full / empty barrier has exactly one
 waiter and one arriver, so its parity is exact without one.
 
-Five partitions per CTA (`gl.warp_specialize`; persistent: one CTA per SM):
+Two layouts of the same partitions, chosen by the config's num_warps (the warps that compute
+one output tile, as in the Triton tier):
+
+LAYOUT "pingpong" (num_warps 4): five partitions per CTA (`gl.warp_specialize`; persistent: one CTA per SM):
 
   mma 0   (4 warps)  consumer 0: local tiles 0, 2, 4, ...   (tile ids pid, pid + 2 grid, ...)
   mma 1   (4 warps)  consumer 1: local tiles 1, 3, 5, ...   (tile ids pid + grid, pid + 3 grid, ...)
   load 0  (1 warp)   TMA x[BM, BK], w[BN, BK] of consumer 0's tiles into ring 0
   load 1  (1 warp)   the same for consumer 1, ring 1
+
+LAYOUT "coop" (num_warps 8, BLOCK_SIZE_M 128: DeepGEMM's cooperative layout): four partitions, one
+128 x BN tile per CTA work item, one ring, both consumers on every tile:
+
+  mma 0   (4 warps)  every local tile (ids pid, pid + grid, ...), rows   0..63: acc 64 x BN + p 64 x BN
+  mma 1   (4 warps)  the same tiles, rows 64..127                              (128 x 128: 64 + 64 regs)
+  load    (1 warp)   TMA x[128, BK], w[BN, BK] (+ block scales) of every tile into the one ring
+                     ┌──────── ring slot s: a 128 x BK ─┬─ rows 0..63 ──► mma 0's chain ──► acc (mma 0)
+                     │                                  └─ rows 64..127 ─► mma 1's chain ──► acc (mma 1)
+                     └──────── b BN x BK (read by both), s 128 fp32 (block: each reads its 64)
+
+  Why: a 64-row tile per consumer (the spill-free pingpong tile in block mode) reads its own w
+  tile: (BM + BN) / (2 BM BN) bytes of L2 per FLOP, 11.7 TB/s at 1000 TFLOP/s for 64 x 128;
+  the shared 128 x BN tile reads 7.8 (128 x 128), with no spill by construction (acc and
+  partial are 64 x BN each). The two consumers still drift: one promotes while the other's
+  chain runs (each waits only for full[s]; a slot goes back once both arrived on empty[s]).
+  The cost: both consumers run the epilogue at once, each storing its 64-row half (its own
+  64 x BN staging buffer, one TMA store each); the tensor cores idle then, while the load
+  warp already fills the ring with the next tile's first K steps.
 
 Tile layout (one consumer's BM x BN tile; BM = 128 is two 64-row slices, one wgmma
 m64nBNk32 chain each; the partial accumulator p is one 64 x BN slice, reused)::
@@ -64,9 +86,10 @@ Block scales (SCALE = "block"; K step kk of BK columns lies in scale block kb = 
    op's x_scale is (M, KB) row-major, so a tile's BM scales of one kb are a strided column,
    which a TMA box cannot read (its inner dimension must span >= 16 contiguous bytes; DeepGEMM
    transposes the scales to (KB, M) for that). They are BM * 4 bytes a step against BM * BK of
-   x (1/32 at BK = 128), L2-resident; any strides work. Even so, 128 x 128 still spills in
-   block mode (144-184 bytes: ptxas still splits the partials when the promotion is an FFMA):
-   64 x BN tiles (no spills) are the block mode's spill-free configs.
+   x (1/32 at BK = 128), L2-resident; any strides work. Even so, the pingpong 128 x 128 tile still
+   spills in block mode (144-184 bytes: ptxas still splits the partials when the promotion is an
+   FFMA): its spill-free block configs are 64 x BN pingpong tiles and the coop 128 x BN tile
+   (num_warps 8: a 64 x BN half per consumer, acc + partial 128 registers at BN = 128).
 
 Phase timeline of one K step in consumer c (BK = 128; "wg" = 4 wgmma k32 issued async,
 use_acc=False so each chain starts from zero; "wait" = warpgroup_mma_wait(0))::
@@ -76,14 +99,20 @@ use_acc=False so each chain starts from zero; "wait" = warpgroup_mma_wait(0))::
    tensor│ mma0 top│ mma1 top     │ mma0 bot       │ mma1 bot      │ ...      (shared by both)
                     ▲ promotion of consumer 0 (wait + FADDs) runs under consumer 1's wgmma
 
+   coop: the same two rows per K step, but both consumers chain on the same slot (rows 0..63 and
+   64..127 of a) and each promotes only its own half: one chain + one promotion per K step each.
+
    tile level: load c │ k steps of its tiles, S stages ahead │ ...
                mma c  │ mainloop tile j │ epi j ((rowcol) scales, bias, cast, smem, TMA store) │ mainloop j+2 │
    The two consumers drift freely; only the epilogues of a shared output tile (C_TILES = 1)
    alternate, handed over by c_free (as in hopper_pingpong.py).
 
-Barriers (count 1 each; full: 2 in block mode): full[r*S + s] / empty[r*S + s] of ring r, slot s:
-   full   load r: expect-tx + 2 TMA (block: + an arrive after storing the slot's scales);   mma r: wait parity (g // S) & 1 (g = its ring step count)
-   empty  mma r: arrive once both slices' wgmmas read slot s;  load r: wait parity ((g // S) & 1) ^ 1
+Barriers (count 1 each; full: 2 in block mode; empty: 2 in coop): full[r*S + s] / empty[r*S + s] of ring r,
+slot s (coop: r = 0, one ring; both consumers wait on full[s] with the same parity, both arrive on empty[s]):
+   full   load r: expect-tx + 2 TMA (block: + an arrive after storing the slot's scales);
+          mma r (coop: mma 0 and mma 1): wait parity (g // S) & 1 (g = its ring step count)
+   empty  mma r: arrive once its slices' wgmmas read slot s (coop: 2 arrivals, one per consumer);
+          load r: wait parity ((g // S) & 1) ^ 1
    c_free (C_TILES = 1) consumer of local tile j arrives after its store_wait; tile j + 1's waits
           parity j & 1 (consumer 0: 1, consumer 1: 0): epilogues alternate 0, 1, 0, ...
 
@@ -107,10 +136,12 @@ Constraints:
     covers what is there.
   - BLOCK_SIZE_M in {64, 128} (64-row wgmma slices); BLOCK_SIZE_N a power of two in
     [16, 256]; BLOCK_SIZE_K in {32, 64, 128} (k32 wgmma; <= 128 is the promotion interval);
-    (BM + 64) * BN / 128 <= 192 live accumulator registers per consumer thread.
-  - num_warps == 4 (per consumer); NUM_KSPLIT == 1 (split-K runs on the Triton tier).
-    num_stages is the depth of *each* of the two rings (upper bound: the most that fit
-    beside the output tile(s), >= 2).
+    (rows + 64) * BN / 128 <= 192 live accumulator registers per consumer thread (rows: BM
+    in pingpong, 64 in coop; so BN <= 128 in coop, as 128 x 256 would need 128 + 128).
+  - num_warps 4 (pingpong: a warpgroup per tile) or 8 (coop: two warpgroups on one tile,
+    BLOCK_SIZE_M == 128); NUM_KSPLIT == 1 (split-K runs on the Triton tier).
+    num_stages is the depth of *each* ring (pingpong two, coop one; upper bound: the most
+    that fit beside the output staging, >= 2).
   - K >= 1 (the op handles K == 0); M * N tiles < 2**31.
 """
 from __future__ import annotations
@@ -131,7 +162,8 @@ KERNEL_NAME = "hopper_pingpong_fp8_kernel"
 
 # Checked by `gemmkit isa` (gemmkit/isa/promises.py). fp8 wgmma is QGMMA in SASS (HGMMA is 16-bit).
 PROMISES = (
-    {"promise": "four partitions, 4 + 4 + 1 + 1 warps, padded to warpgroups", "check": "num_warps == 12"},
+    {"promise": "partitions of 4 + 4 + 1 + 1 (coop: 4 + 4 + 1) warps, padded to warpgroups",
+     "check": "num_warps == 12"},
     {"promise": "register cap at entry = 64K / threads, rounded down to 8 (setmaxnreg moves registers within it)",
      "check": "vgpr == 65536 // (num_warps * 32) // 8 * 8"},
     {"promise": "no spills", "check": "spill_bytes == 0"},
@@ -149,7 +181,7 @@ PROMISES = (
 SLICE_M = 64  # rows of one wgmma chain (m64) and of the partial accumulator
 MAX_PROMOTE_K = 128  # fp8 products the tensor cores' adder may carry before an fp32 FADD
 _MAX_LIVE_ACC = 192  # acc + partial fp32 registers per consumer thread (of 240: the rest for addresses)
-_LOADERS = 2  # one load warp per consumer ring
+LAYOUTS = {4: "pingpong", 8: "coop"}  # num_warps (warps computing one output tile) -> layout
 CONFIG_KEYS = hp.CONFIG_KEYS
 _IGNORED_KEYS = hp._IGNORED_KEYS
 
@@ -161,17 +193,18 @@ class Plan:
     BK: int
     GROUP_SIZE_M: int
     promote_k: int  # fp8 products per tensor-core chain before the fp32 FADD (= BK)
-    slices: int  # 64-row wgmma slices per tile (BM / 64)
-    stages: int  # depth of each of the two rings
+    slices: int  # 64-row wgmma slices per consumer per tile (consumer_rows / 64)
+    stages: int  # depth of each ring (pingpong: two rings; coop: one)
     stage_bytes: int  # one (a, b) ring slot
-    c_tiles: int  # output staging tiles: 2 (one per consumer) or 1 (shared, handed over by c_free)
+    c_tiles: int  # output staging buffers: 2 (one per consumer) or 1 (shared, handed over by c_free);
+    #               each consumer_rows x BN (coop: a 64-row half each)
     epilogue_bytes: int
     smem_bytes: int  # upper bound on the kernel's shared memory
     warps: int  # warps the CTA runs (partitions padded to warpgroups)
     regs_at_entry: int
     mma_regs: int  # per consumer thread after setmaxnreg
     load_regs: int
-    acc_regs: int  # fp32 accumulator registers per consumer thread (BM * BN / 128)
+    acc_regs: int  # fp32 accumulator registers per consumer thread (consumer_rows * BN / 128)
     partial_regs: int  # the 64 x BN partial accumulator (64 * BN / 128)
     swizzle_a: int
     swizzle_b: int
@@ -180,6 +213,9 @@ class Plan:
     scale_bn: int = 1  # block: rows of w per w_scale row (SBN), a multiple of BN
     scale_bk: int = 1  # block: K columns per scale column (SBK), a multiple of BK
     scale_bytes: int = 0  # block: the promotion scales of one ring slot (BM fp32), part of stage_bytes
+    layout: str = "pingpong"  # "pingpong" (num_warps 4: a tile per consumer) | "coop" (8: one tile, two halves)
+    rings: int = 2  # pingpong: a ring (and a load warp) per consumer; coop: one, read by both consumers
+    consumer_rows: int = 128  # rows of the output one consumer computes per tile (pingpong: BM; coop: 64)
 
 
 def derive(cfg: dict, target=None, out_bytes: int = 2, block_shape=None) -> Plan:
@@ -203,17 +239,37 @@ def derive(cfg: dict, target=None, out_bytes: int = 2, block_shape=None) -> Plan
                per tile per K block); each ring slot also holds the step's BM fp32 scales
                (stage_bytes + 4 BM: 128 x 128 x 128 -> 33280 B, 2 stages a ring beside two bf16
                output tiles, as 3 no longer fit beside one).
+      layout   num_warps 4 -> "pingpong" (above); num_warps 8 -> "coop" (BLOCK_SIZE_M must be 128):
+               one ring, one load warp (still 12 warps: 4 + 4 + 1 padded; the same 168 / 24 / 240
+               registers), consumer rows 64: acc 64 * BN / 128 + partial 64 * BN / 128 (128 x 128:
+               64 + 64 = 128 of 240, no spill by construction; 128 x 256: 256, refused). Output
+               staging: two 64 x BN buffers (one per consumer, each its own TMA store), BM * BN *
+               out_bytes in all; stages = min(num_stages, (smem - staging - slack) // stage_bytes):
+               128 x 128 x 128 bf16 out: rowcol 6 (229376 + 1024 B), block 5 (33280 B a slot);
+               fp32 out: rowcol 5, block 4. Pingpong's shared-memory plan and SASS are unchanged.
     """
-    bm, bn, bk = hp.check_config(cfg, "gluon fp8", "the gluon fp8 kernel", "(m64 slices)")
+    nw = cfg.get("num_warps")
+    if nw not in LAYOUTS:
+        raise ValueError(f"config: key 'num_warps' = {nw!r}; the gluon fp8 backend needs 4 (ping-pong: a "
+                         "warpgroup per tile) or 8 (cooperative: two warpgroups on one 128-row tile)")
+    layout = LAYOUTS[nw]
+    # The shared checks (hopper_pingpong.check_config) know num_warps 4, the warps of one consumer.
+    bm, bn, bk = hp.check_config({**cfg, "num_warps": hp._CONSUMER_WARPS}, "gluon fp8", "the gluon fp8 kernel",
+                                 "(m64 slices)")
     if bk not in (32, 64, 128):
         raise ValueError(f"config: key 'BLOCK_SIZE_K' = {bk}; the gluon fp8 backend needs 32, 64 or 128 "
                          f"(k32 wgmma, promotion at least every {MAX_PROMOTE_K} products)")
+    if layout == "coop" and bm != 2 * SLICE_M:
+        raise ValueError(f"config: key 'BLOCK_SIZE_M' = {bm} with num_warps 8 (the cooperative layout): "
+                         f"it needs 128, a 64-row half per consumer warpgroup")
+    rows = bm if layout == "pingpong" else SLICE_M  # output rows one consumer computes per tile
+    rings = 2 if layout == "pingpong" else 1
     threads = 32 * hp._CONSUMER_WARPS
-    acc_regs, partial_regs = bm * bn // threads, SLICE_M * bn // threads
+    acc_regs, partial_regs = rows * bn // threads, SLICE_M * bn // threads
     if acc_regs + partial_regs > _MAX_LIVE_ACC:
-        raise ValueError(f"config: BLOCK_SIZE_M x BLOCK_SIZE_N = {bm} x {bn} needs {acc_regs} + {partial_regs} "
-                         f"accumulator registers per thread (fp32 tile + partial); the gluon fp8 backend "
-                         f"allows {_MAX_LIVE_ACC}")
+        raise ValueError(f"config: BLOCK_SIZE_M x BLOCK_SIZE_N = {bm} x {bn} ({layout}) needs {acc_regs} + "
+                         f"{partial_regs} accumulator registers per thread (fp32 tile + partial); the gluon fp8 "
+                         f"backend allows {_MAX_LIVE_ACC}")
     smem = target.shared_mem_bytes if target is not None else 232448
     scale, sbn, sbk, scale_bytes = "rowcol", 1, 1, 0
     if block_shape is not None:
@@ -226,42 +282,46 @@ def derive(cfg: dict, target=None, out_bytes: int = 2, block_shape=None) -> Plan
                              "(a tile's w scale would not be one scalar per K block)")
         scale, scale_bytes = "block", 4 * bm
     stage_bytes = (bm + bn) * bk + scale_bytes
-    tile_bytes = bm * bn * out_bytes
-    ring_pair = 2 * stage_bytes  # one slot in each ring
-    c_tiles = 2 if (smem - 2 * tile_bytes - hp._BARRIER_SLACK) // ring_pair >= cfg["num_stages"] else 1
-    epilogue_bytes = c_tiles * tile_bytes
-    fit = (smem - epilogue_bytes - hp._BARRIER_SLACK) // ring_pair
+    buf_bytes = rows * bn * out_bytes  # one consumer's output staging buffer
+    ring_slots = rings * stage_bytes  # one slot in each ring
+    if layout == "coop":  # a 64-row half each: the two buffers are one tile's bytes
+        c_tiles = 2
+    else:
+        c_tiles = 2 if (smem - 2 * buf_bytes - hp._BARRIER_SLACK) // ring_slots >= cfg["num_stages"] else 1
+    epilogue_bytes = c_tiles * buf_bytes
+    fit = (smem - epilogue_bytes - hp._BARRIER_SLACK) // ring_slots
     stages = min(cfg["num_stages"], fit)
     if stages < 2:
         raise ValueError(f"config: {bm} x {bn} x {bk} leaves room for {fit} stage(s) per ring beside the "
-                         f"{epilogue_bytes}-byte output tile ({out_bytes}-byte output); each ring needs 2")
-    warps = 2 * hp._CONSUMER_WARPS + 4 * -(-_LOADERS // 4)
+                         f"{epilogue_bytes}-byte output staging ({out_bytes}-byte output); each ring needs 2")
+    warps = 2 * hp._CONSUMER_WARPS + 4 * -(-rings // 4)  # the load warps (one per ring) pad one warpgroup
     regs_at_entry = hp._REG_FILE // (warps * 32) // 8 * 8
     mma_regs = (regs_at_entry * warps * 32 - hp._LOAD_REGS * 128) // (2 * 128) // 8 * 8
-    return Plan(BM=bm, BN=bn, BK=bk, GROUP_SIZE_M=cfg["GROUP_SIZE_M"], promote_k=bk, slices=bm // SLICE_M,
+    return Plan(BM=bm, BN=bn, BK=bk, GROUP_SIZE_M=cfg["GROUP_SIZE_M"], promote_k=bk, slices=rows // SLICE_M,
                 stages=stages, stage_bytes=stage_bytes, c_tiles=c_tiles, epilogue_bytes=epilogue_bytes,
-                smem_bytes=2 * stages * stage_bytes + epilogue_bytes + hp._BARRIER_SLACK, warps=warps,
+                smem_bytes=rings * stages * stage_bytes + epilogue_bytes + hp._BARRIER_SLACK, warps=warps,
                 regs_at_entry=regs_at_entry, mma_regs=mma_regs, load_regs=hp._LOAD_REGS, acc_regs=acc_regs,
                 partial_regs=partial_regs, swizzle_a=hp._swizzle(bk), swizzle_b=hp._swizzle(bk),
                 swizzle_c=hp._swizzle(bn * out_bytes), scale=scale, scale_bn=sbn, scale_bk=sbk,
-                scale_bytes=scale_bytes)
+                scale_bytes=scale_bytes, layout=layout, rings=rings, consumer_rows=rows)
 
 
 def constexprs(plan: Plan, *, has_bias: bool) -> dict:
     """The kernel's constexpr arguments (one place for the launch and the static compile)."""
     return dict(STAGES=plan.stages, C_TILES=plan.c_tiles, GROUP_SIZE_M=plan.GROUP_SIZE_M, HAS_BIAS=has_bias,
-                SCALE=plan.scale, SCALE_BN=plan.scale_bn, SCALE_BK=plan.scale_bk, MMA_REGS=plan.mma_regs,
-                LOAD_REGS=plan.load_regs)
+                LAYOUT=plan.layout, SCALE=plan.scale, SCALE_BN=plan.scale_bn, SCALE_BK=plan.scale_bk,
+                MMA_REGS=plan.mma_regs, LOAD_REGS=plan.load_regs)
 
 
 # ----------------------------------------------------------------------------- device code
 
 @gluon.jit
-def _load_partition(RING: gl.constexpr, x_desc, w_desc, a_ring, b_ring, s_ring, full, empty, xs_ptr, ws_ptr, M, N, K,
-                    stride_xsm, stride_xsk, stride_wsn, stride_wsk, STAGES: gl.constexpr, GROUP_SIZE_M: gl.constexpr,
-                    SCALE: gl.constexpr, SCALE_BN: gl.constexpr, SCALE_BK: gl.constexpr):
-    """1 warp: every K step of consumer RING's tiles (local tiles RING, RING + 2, ...) into ring RING;
-    (block) with the step's BM promotion scales s[m] = x_scale[m, kb] * w_scale[nb, kb] into s_ring."""
+def _load_partition(RING: gl.constexpr, NRINGS: gl.constexpr, x_desc, w_desc, a_ring, b_ring, s_ring, full, empty,
+                    xs_ptr, ws_ptr, M, N, K, stride_xsm, stride_xsk, stride_wsn, stride_wsk, STAGES: gl.constexpr,
+                    GROUP_SIZE_M: gl.constexpr, SCALE: gl.constexpr, SCALE_BN: gl.constexpr, SCALE_BK: gl.constexpr):
+    """1 warp: every K step of local tiles RING, RING + NRINGS, ... into ring RING (pingpong: NRINGS = 2,
+    consumer RING's tiles; coop: NRINGS = 1, every tile of the CTA, read by both consumers); (block) with
+    the step's BM promotion scales s[m] = x_scale[m, kb] * w_scale[nb, kb] into s_ring."""
     BM: gl.constexpr = x_desc.block_type.shape[0]
     BK: gl.constexpr = x_desc.block_type.shape[1]
     BN: gl.constexpr = w_desc.block_type.shape[0]
@@ -273,7 +333,7 @@ def _load_partition(RING: gl.constexpr, x_desc, w_desc, a_ring, b_ring, s_ring, 
     nprog = gl.num_programs(0)
     idx = 0
     phase = 0
-    for tile_id in range(gl.program_id(0) + RING * nprog, num_pid_m * num_pid_n, 2 * nprog):
+    for tile_id in range(gl.program_id(0) + RING * nprog, num_pid_m * num_pid_n, NRINGS * nprog):
         pid_m, pid_n = tile_coords(tile_id, num_pid_m, num_pid_n, GROUP_SIZE_M, 1)
         if SCALE == "block":
             # Row offsets clamped to M - 1 (rows past M are zero-filled by TMA: any scale gives 0);
@@ -322,14 +382,25 @@ def _store_slice(c_smem, acc, ROW: gl.constexpr, xs_ptr, ws, bias, offs_m, M, HA
 
 
 @gluon.jit
-def _mma_partition(CONSUMER: gl.constexpr, y_desc, xs_ptr, ws_ptr, bias_ptr, a_ring, b_ring, s_ring, c_smem, full,
-                   empty, c_free, M, N, K, BK: gl.constexpr, STAGES: gl.constexpr, C_TILES: gl.constexpr,
-                   GROUP_SIZE_M: gl.constexpr, HAS_BIAS: gl.constexpr, SCALE: gl.constexpr):
-    """1 warpgroup: local tiles CONSUMER, CONSUMER + 2, ...: promoted mainloop, then the epilogue."""
-    BM: gl.constexpr = y_desc.block_type.shape[0]
+def _mma_partition(CONSUMER: gl.constexpr, LAYOUT: gl.constexpr, y_desc, xs_ptr, ws_ptr, bias_ptr, a_ring, b_ring,
+                   s_ring, c_smem, full, empty, c_free, M, N, K, BM: gl.constexpr, BK: gl.constexpr,
+                   STAGES: gl.constexpr, C_TILES: gl.constexpr, GROUP_SIZE_M: gl.constexpr, HAS_BIAS: gl.constexpr,
+                   SCALE: gl.constexpr):
+    """1 warpgroup: promoted mainloop, then the epilogue. pingpong: local tiles CONSUMER, CONSUMER + 2, ...,
+    all BM rows, from ring CONSUMER. coop: every local tile, rows 64 CONSUMER .. 64 CONSUMER + 63, from the
+    one ring (both consumers wait on each full[s] and arrive on each empty[s])."""
     BN: gl.constexpr = y_desc.block_type.shape[1]
     SM: gl.constexpr = 64  # SLICE_M
-    TWO: gl.constexpr = BM == 2 * SM
+    if LAYOUT == "coop":
+        RING: gl.constexpr = 0
+        NRINGS: gl.constexpr = 1
+        ROW0: gl.constexpr = SM * CONSUMER  # this consumer's half of the tile
+        TWO: gl.constexpr = False
+    else:
+        RING: gl.constexpr = CONSUMER
+        NRINGS: gl.constexpr = 2
+        ROW0: gl.constexpr = 0
+        TWO: gl.constexpr = BM == 2 * SM
     # wgmma accumulator of one 64-row slice: 4 warps along M, instruction m16 x BN x k32 (fp8) per warp.
     acc_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
                                                          instr_shape=[16, BN, 32])
@@ -339,7 +410,7 @@ def _mma_partition(CONSUMER: gl.constexpr, y_desc, xs_ptr, ws_ptr, bias_ptr, a_r
     nprog = gl.num_programs(0)
     idx = 0
     phase = 0
-    for tile_id in range(gl.program_id(0) + CONSUMER * nprog, num_pid_m * num_pid_n, 2 * nprog):
+    for tile_id in range(gl.program_id(0) + RING * nprog, num_pid_m * num_pid_n, NRINGS * nprog):
         pid_m, pid_n = tile_coords(tile_id, num_pid_m, num_pid_n, GROUP_SIZE_M, 1)
         acc0 = gl.zeros((SM, BN), dtype=gl.float32, layout=acc_layout)
         acc1 = gl.zeros((SM, BN), dtype=gl.float32, layout=acc_layout)
@@ -347,15 +418,15 @@ def _mma_partition(CONSUMER: gl.constexpr, y_desc, xs_ptr, ws_ptr, bias_ptr, a_r
         # epilogue, whose scales and bias need its registers (carried: 160 bytes of spills).
         p = gl.zeros((SM, BN), dtype=gl.float32, layout=acc_layout)
         for kk in range(k_steps):
-            slot = CONSUMER * STAGES + idx
+            slot = RING * STAGES + idx
             mbarrier.wait(full.index(slot), phase)
             a = a_ring.index(slot)
             b = b_ring.index(slot).permute((1, 0))
-            p = _chain(a.slice(0, SM), b, p)
+            p = _chain(a.slice(ROW0, SM), b, p)
             # Promotion of rows 0..63 (the other consumer's wgmma runs meanwhile); (block) scaled by
             # s[m] from the slot's scales, read from shared memory only now (registers stay free).
             if SCALE == "block":
-                s0 = s_ring.index(slot).slice(0, SM).load(gl.SliceLayout(1, acc_layout))
+                s0 = s_ring.index(slot).slice(ROW0, SM).load(gl.SliceLayout(1, acc_layout))
                 acc0 = acc0 + p * s0[:, None]
             else:
                 acc0 = acc0 + p
@@ -366,10 +437,11 @@ def _mma_partition(CONSUMER: gl.constexpr, y_desc, xs_ptr, ws_ptr, bias_ptr, a_r
                     acc1 = acc1 + p * s1[:, None]
                 else:
                     acc1 = acc1 + p
-            mbarrier.arrive(empty.index(slot))  # both chains (and the scale loads) have read the slot
+            mbarrier.arrive(empty.index(slot))  # my chains (and scale loads) have read the slot (coop: 1 of 2)
             idx, phase = _ring_next(idx, phase, STAGES)
-        # Epilogue (runs under the other consumer's mainloop).
-        offs_m = pid_m * BM + gl.arange(0, SM, layout=gl.SliceLayout(1, acc_layout))
+        # Epilogue (pingpong: under the other consumer's mainloop; coop: both halves at once, while the load
+        # warp fills the ring with the next tile's K steps).
+        offs_m = pid_m * BM + ROW0 + gl.arange(0, SM, layout=gl.SliceLayout(1, acc_layout))
         offs_n = pid_n * BN + gl.arange(0, BN, layout=gl.SliceLayout(0, acc_layout))
         # (rowcol) w_scale and bias once for both slices (64 + 64 registers when loaded per slice: the
         # Triton tier's `epilogue` twice spilled 160 bytes at 128 x 128).
@@ -387,7 +459,7 @@ def _mma_partition(CONSUMER: gl.constexpr, y_desc, xs_ptr, ws_ptr, bias_ptr, a_r
         if TWO:
             _store_slice(c_smem, acc1, SM, xs_ptr, ws, bias, offs_m, M, HAS_BIAS, SCALE)
         fence_async_shared()  # generic-proxy writes -> async-proxy (TMA) read
-        tma.async_copy_shared_to_global(y_desc, [pid_m * BM, pid_n * BN], c_smem)
+        tma.async_copy_shared_to_global(y_desc, [pid_m * BM + ROW0, pid_n * BN], c_smem)
         if C_TILES == 1:
             tma.store_wait(0)
             mbarrier.arrive(c_free)
@@ -399,45 +471,65 @@ def _mma_partition(CONSUMER: gl.constexpr, y_desc, xs_ptr, ws_ptr, bias_ptr, a_r
 def hopper_pingpong_fp8_kernel(x_desc, w_desc, y_desc, xs_ptr, ws_ptr, bias_ptr, M, N, K,
                                stride_xsm, stride_xsk, stride_wsn, stride_wsk,
                                STAGES: gl.constexpr, C_TILES: gl.constexpr, GROUP_SIZE_M: gl.constexpr,
-                               HAS_BIAS: gl.constexpr, SCALE: gl.constexpr, SCALE_BN: gl.constexpr,
+                               HAS_BIAS: gl.constexpr, LAYOUT: gl.constexpr, SCALE: gl.constexpr,
+                               SCALE_BN: gl.constexpr,
                                SCALE_BK: gl.constexpr, MMA_REGS: gl.constexpr, LOAD_REGS: gl.constexpr):
     BM: gl.constexpr = x_desc.block_type.shape[0]
     BK: gl.constexpr = x_desc.block_type.shape[1]
     BN: gl.constexpr = w_desc.block_type.shape[0]
-    a_ring = gl.allocate_shared_memory(x_desc.dtype, [2 * STAGES, BM, BK], x_desc.layout)  # ring r: r*S ..
-    b_ring = gl.allocate_shared_memory(w_desc.dtype, [2 * STAGES, BN, BK], w_desc.layout)
+    if LAYOUT == "coop":
+        NRINGS: gl.constexpr = 1
+        EMPTY_ARRIVALS: gl.constexpr = 2  # both consumers read every slot (each its 64-row half of a)
+    else:
+        NRINGS: gl.constexpr = 2
+        EMPTY_ARRIVALS: gl.constexpr = 1  # the ring's one consumer
+    NSLOTS: gl.constexpr = NRINGS * STAGES
+    a_ring = gl.allocate_shared_memory(x_desc.dtype, [NSLOTS, BM, BK], x_desc.layout)  # ring r: slots r*S ..
+    b_ring = gl.allocate_shared_memory(w_desc.dtype, [NSLOTS, BN, BK], w_desc.layout)
     # (block) the promotion scales of each slot: BM fp32 (a 1-element placeholder in rowcol).
     s_layout: gl.constexpr = gl.SwizzledSharedLayout(vec=1, per_phase=1, max_phase=1, order=[0])
     if SCALE == "block":
-        s_ring = gl.allocate_shared_memory(gl.float32, [2 * STAGES, BM], s_layout)
+        s_ring = gl.allocate_shared_memory(gl.float32, [NSLOTS, BM], s_layout)
         FULL_ARRIVALS: gl.constexpr = 2  # the loader's expect-tx arrive + its arrive after storing the scales
     else:
-        s_ring = gl.allocate_shared_memory(gl.float32, [2 * STAGES, 1], s_layout)
+        s_ring = gl.allocate_shared_memory(gl.float32, [NSLOTS, 1], s_layout)
         FULL_ARRIVALS: gl.constexpr = 1
-    c0 = gl.allocate_shared_memory(y_desc.dtype, [BM, BN], y_desc.layout)
+    # Output staging, one y box each (pingpong: BM x BN; coop: 64 x BN, a half per consumer).
+    c0 = gl.allocate_shared_memory(y_desc.dtype, y_desc.block_type.shape, y_desc.layout)
     if C_TILES == 2:
-        c1 = gl.allocate_shared_memory(y_desc.dtype, [BM, BN], y_desc.layout)
+        c1 = gl.allocate_shared_memory(y_desc.dtype, y_desc.block_type.shape, y_desc.layout)
     else:
         c1 = c0
-    full = gl.allocate_shared_memory(gl.int64, [2 * STAGES, 1], mbarrier.MBarrierLayout())
-    empty = gl.allocate_shared_memory(gl.int64, [2 * STAGES, 1], mbarrier.MBarrierLayout())
+    full = gl.allocate_shared_memory(gl.int64, [NSLOTS, 1], mbarrier.MBarrierLayout())
+    empty = gl.allocate_shared_memory(gl.int64, [NSLOTS, 1], mbarrier.MBarrierLayout())
     c_free = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
-    for i in gl.static_range(2 * STAGES):
+    for i in gl.static_range(NSLOTS):
         mbarrier.init(full.index(i), count=FULL_ARRIVALS)  # the ring's loader: expect-tx arrive (+ TMA bytes)
-        mbarrier.init(empty.index(i), count=1)  # the ring's consumer
+        mbarrier.init(empty.index(i), count=EMPTY_ARRIVALS)
     mbarrier.init(c_free, count=1)  # (C_TILES == 1) the last store's consumer, after store_wait
-    gl.warp_specialize([
-        (_mma_partition, (0, y_desc, xs_ptr, ws_ptr, bias_ptr, a_ring, b_ring, s_ring, c0, full, empty, c_free, M, N,
-                          K, BK, STAGES, C_TILES, GROUP_SIZE_M, HAS_BIAS, SCALE)),
-        (_mma_partition, (1, y_desc, xs_ptr, ws_ptr, bias_ptr, a_ring, b_ring, s_ring, c1, full, empty, c_free, M, N,
-                          K, BK, STAGES, C_TILES, GROUP_SIZE_M, HAS_BIAS, SCALE)),
-        (_load_partition, (0, x_desc, w_desc, a_ring, b_ring, s_ring, full, empty, xs_ptr, ws_ptr, M, N, K,
-                           stride_xsm, stride_xsk, stride_wsn, stride_wsk, STAGES, GROUP_SIZE_M, SCALE, SCALE_BN,
-                           SCALE_BK)),
-        (_load_partition, (1, x_desc, w_desc, a_ring, b_ring, s_ring, full, empty, xs_ptr, ws_ptr, M, N, K,
-                           stride_xsm, stride_xsk, stride_wsn, stride_wsk, STAGES, GROUP_SIZE_M, SCALE, SCALE_BN,
-                           SCALE_BK)),
-    ], [4, 1, 1], [MMA_REGS, LOAD_REGS, LOAD_REGS])
+    if LAYOUT == "coop":
+        gl.warp_specialize([
+            (_mma_partition, (0, LAYOUT, y_desc, xs_ptr, ws_ptr, bias_ptr, a_ring, b_ring, s_ring, c0, full, empty,
+                              c_free, M, N, K, BM, BK, STAGES, C_TILES, GROUP_SIZE_M, HAS_BIAS, SCALE)),
+            (_mma_partition, (1, LAYOUT, y_desc, xs_ptr, ws_ptr, bias_ptr, a_ring, b_ring, s_ring, c1, full, empty,
+                              c_free, M, N, K, BM, BK, STAGES, C_TILES, GROUP_SIZE_M, HAS_BIAS, SCALE)),
+            (_load_partition, (0, 1, x_desc, w_desc, a_ring, b_ring, s_ring, full, empty, xs_ptr, ws_ptr, M, N, K,
+                               stride_xsm, stride_xsk, stride_wsn, stride_wsk, STAGES, GROUP_SIZE_M, SCALE, SCALE_BN,
+                               SCALE_BK)),
+        ], [4, 1], [MMA_REGS, LOAD_REGS])
+    else:
+        gl.warp_specialize([
+            (_mma_partition, (0, LAYOUT, y_desc, xs_ptr, ws_ptr, bias_ptr, a_ring, b_ring, s_ring, c0, full, empty,
+                              c_free, M, N, K, BM, BK, STAGES, C_TILES, GROUP_SIZE_M, HAS_BIAS, SCALE)),
+            (_mma_partition, (1, LAYOUT, y_desc, xs_ptr, ws_ptr, bias_ptr, a_ring, b_ring, s_ring, c1, full, empty,
+                              c_free, M, N, K, BM, BK, STAGES, C_TILES, GROUP_SIZE_M, HAS_BIAS, SCALE)),
+            (_load_partition, (0, 2, x_desc, w_desc, a_ring, b_ring, s_ring, full, empty, xs_ptr, ws_ptr, M, N, K,
+                               stride_xsm, stride_xsk, stride_wsn, stride_wsk, STAGES, GROUP_SIZE_M, SCALE, SCALE_BN,
+                               SCALE_BK)),
+            (_load_partition, (1, 2, x_desc, w_desc, a_ring, b_ring, s_ring, full, empty, xs_ptr, ws_ptr, M, N, K,
+                               stride_xsm, stride_xsk, stride_wsn, stride_wsk, STAGES, GROUP_SIZE_M, SCALE, SCALE_BN,
+                               SCALE_BK)),
+        ], [4, 1, 1], [MMA_REGS, LOAD_REGS, LOAD_REGS])
 
 
 # ----------------------------------------------------------------------------- host side
@@ -512,7 +604,8 @@ def launch(x, w, x_scale, w_scale, bias, y, cfg, target, compile_only=False, blo
     bm, bn, bk = plan.BM, plan.BN, plan.BK
     x_desc = TensorDescriptor.from_tensor(x, [bm, bk], fp8_layout(bm, bk))
     w_desc = TensorDescriptor.from_tensor(w, [bn, bk], fp8_layout(bn, bk))
-    y_desc = TensorDescriptor.from_tensor(y, [bm, bn], hp.shared_layout(bm, bn, _OUT_NAME[str(y.dtype)]))
+    ym = plan.consumer_rows if plan.layout == "coop" else bm  # coop: each consumer stores its 64-row half
+    y_desc = TensorDescriptor.from_tensor(y, [ym, bn], hp.shared_layout(ym, bn, _OUT_NAME[str(y.dtype)]))
     ce = constexprs(plan, has_bias=bias is not None)
     num_tiles = -(-M // bm) * -(-N // bn)
     # A CTA per SM, fewer when the tiles are few: one tile on each of 128 SMs beats two on 64 (each
@@ -533,6 +626,9 @@ PRESETS = (
      "num_stages": 3},
     {"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 128, "BLOCK_SIZE_K": 128, "GROUP_SIZE_M": 8, "num_warps": 4,
      "num_stages": 4},
+    # coop (num_warps 8): one 128 x 128 tile, a 64-row half per consumer, one ring (6 slots: 5 in block mode)
+    {"BLOCK_SIZE_M": 128, "BLOCK_SIZE_N": 128, "BLOCK_SIZE_K": 128, "GROUP_SIZE_M": 8, "num_warps": 8,
+     "num_stages": 6},
 )
 
 
@@ -540,9 +636,10 @@ def static_spec(cfg: dict, target, *, out_dtype: str = "bf16", has_bias: bool = 
     """(kernel, signature, constexprs, divisible, options, plan) to compile the kernel for `target` on a CPU."""
     plan = derive(cfg, target, 4 if out_dtype == "fp32" else 2, block_shape)
     bm, bn, bk = plan.BM, plan.BN, plan.BK
+    ym = plan.consumer_rows if plan.layout == "coop" else bm
     sig = {"x_desc": f"tensordesc<fp8e4nv[{bm}, {bk}],{fp8_layout(bm, bk)!r}>",
            "w_desc": f"tensordesc<fp8e4nv[{bn}, {bk}],{fp8_layout(bn, bk)!r}>",
-           "y_desc": f"tensordesc<{out_dtype}[{bm}, {bn}],{hp.shared_layout(bm, bn, out_dtype)!r}>",
+           "y_desc": f"tensordesc<{out_dtype}[{ym}, {bn}],{hp.shared_layout(ym, bn, out_dtype)!r}>",
            "xs_ptr": "*fp32", "ws_ptr": "*fp32", "bias_ptr": f"*{out_dtype}", "M": "i32", "N": "i32", "K": "i32",
            "stride_xsm": "i32", "stride_xsk": "i32", "stride_wsn": "i32", "stride_wsk": "i32"}
     ce = constexprs(plan, has_bias=has_bias)
@@ -566,14 +663,14 @@ def _shipped_configs(arch: str, blockscale: bool = False):
 def isa_cases(archs, op: str = "hopper_pingpong_fp8"):
     """Static cases for sm_90: every shipped A8W8 bucket with backend "gluon" (path gluon-bf16) and every
     A8W8_BLOCKSCALE one (gluon-block-bf16: block scales (128, 128), no bias, as gemm_a8w8_blockscale runs
-    it), plus PRESETS in both modes (bf16 and fp32 out)."""
+    it), plus PRESETS (bf16 and fp32 out) and the spill-free ones (64-row pingpong, coop) in block mode."""
     if "sm_90" not in archs:
         return
     cases = [(t, b, c, "bf16") for t, b, c in _shipped_configs("sm_90")]
     cases += [(t, b, c, "block-bf16") for t, b, c in _shipped_configs("sm_90", blockscale=True)]
     cases += [("-", f"preset{i}", c, o) for i, c in enumerate(PRESETS) for o in ("bf16", "fp32")]
-    # Block mode: the spill-free 64-row tile (128 x 128 spills in block mode: module docstring).
-    cases += [("-", "preset1", PRESETS[1], o) for o in ("block-bf16", "block-fp32")]
+    # Block mode: the spill-free tiles, 64-row pingpong and coop (the pingpong 128 x 128 spills in block mode).
+    cases += [("-", f"preset{i}", PRESETS[i], o) for i in (1, 2) for o in ("block-bf16", "block-fp32")]
     yield from hp.unique_cases(cases, KERNEL_NAME, op)
 
 
