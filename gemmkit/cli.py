@@ -125,9 +125,9 @@ def build_parser():
     t.add_argument("--rep-ms", type=int, default=40)
     t.add_argument("--arch", default="sm_90", help="with --tables-from: the arch the progress was measured on")
     t.add_argument("--batch", type=int, default=1, help="batched ops: the batch count B (default 1)")
-    t.add_argument("--backend", default="all", choices=["all", "triton", "gluon", "gluon_coop"],
+    t.add_argument("--backend", default="all", choices=["all", "triton", "gluon"],
                    help="only this backend's candidates (plus the current table's config); gluon: sm_90 a16w16, "
-                        "M >= 256; gluon_coop (the cooperative kernel): M >= 1024")
+                        "M >= 256 (the cooperative layout, num_warps 8, at M >= 1024)")
     t.set_defaults(fn=_cmd_tune)
 
     i = sub.add_parser("isa", help="compile every kernel x shipped config for sm_90 / gfx942 / gfx950 on the CPU, "

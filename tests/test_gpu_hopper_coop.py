@@ -1,7 +1,7 @@
 """The Gluon cooperative kernel on the H200 (`pytest -m gpu tests/test_gpu_hopper_coop.py`).
 
 Called through its launcher (gemmkit.kernels.gluon.hopper_coop.launch) and through gemm_a16w16 with a
-"backend": "gluon_coop" config. Reference: float64 on the CPU (gemmkit.reference); outputs poisoned with
+"backend": "gluon" config. Reference: float64 on the CPU (gemmkit.reference); outputs poisoned with
 NaN first, so an unwritten element fails (tests/_util.within_bound: every element finite, norm-wise bound
 of half an ulp of the output dtype, x2). Small persistent grids (target.with_cus(n)) give each CTA many
 tiles, so the ring wraps across tiles while the consumers run epilogues.
@@ -98,8 +98,8 @@ def test_deterministic():
 
 
 @pytest.mark.parametrize("M,N,K", [(1000, 4096, 1024), (256, 576, 7168)])
-def test_op_backend_gluon_coop(M, N, K):
-    """gemm_a16w16 with a "backend": "gluon_coop" config runs this kernel (LAUNCHES) and is correct."""
+def test_op_backend_gluon_num_warps_8(M, N, K):
+    """gemm_a16w16 with a "backend": "gluon", num_warps 8 config runs this kernel (LAUNCHES) and is correct."""
     import gemmkit
     from gemmkit.ops import _common as C
 
@@ -107,14 +107,14 @@ def test_op_backend_gluon_coop(M, N, K):
                   randn(N, dtype=torch.bfloat16, device=DEV))
     before = C.LAUNCHES["hopper_coop_kernel"]
     y = gemmkit.gemm_a16w16(x, w, bias, activation="gelu", out=poisoned((M, N), torch.bfloat16, DEV),
-                            config={**CFG_S4, "backend": "gluon_coop"})
+                            config={**CFG_S4, "backend": "gluon"})
     torch.cuda.synchronize()
     assert C.LAUNCHES["hopper_coop_kernel"] == before + 1
     ok, msg = within_bound(y, gemm_a16w16_ref(x, w, bias, "gelu"), torch.bfloat16)
     assert ok, msg
 
 
-def test_op_backend_gluon_coop_falls_back_to_triton():
+def test_op_backend_gluon_num_warps_8_falls_back_to_triton():
     """K % 8 != 0 (no TMA): the same config runs on the Triton tier (an 8-warp 128 x 256 tile), correct."""
     import gemmkit
     from gemmkit.ops import _common as C
@@ -122,7 +122,7 @@ def test_op_backend_gluon_coop_falls_back_to_triton():
     M, N, K = 300, 256, 1001
     x, w = randn(M, K, dtype=torch.float16, device=DEV), randn(N, K, dtype=torch.float16, device=DEV)
     before = dict(C.LAUNCHES)
-    y = gemmkit.gemm_a16w16(x, w, out=poisoned((M, N), torch.float16, DEV), config={**CFG_S4, "backend": "gluon_coop"})
+    y = gemmkit.gemm_a16w16(x, w, out=poisoned((M, N), torch.float16, DEV), config={**CFG_S4, "backend": "gluon"})
     torch.cuda.synchronize()
     assert C.LAUNCHES["hopper_coop_kernel"] == before.get("hopper_coop_kernel", 0)
     assert C.LAUNCHES["gemm_kernel"] == before.get("gemm_kernel", 0) + 1

@@ -65,14 +65,15 @@ def test_plan_rejects_what_cannot_run(change, match):
 def test_table_keys_and_backend():
     from gemmkit import configs
 
-    assert hc.derive({**BASE, "backend": "gluon_coop", "persistent": True, "tma": True}, H200).stages == 4
-    assert configs.validate_config({**BASE, "backend": "gluon_coop"}, backend="cuda")["backend"] == "gluon_coop"
+    assert hc.derive({**BASE, "backend": "gluon", "persistent": True, "tma": True}, H200).stages == 4
+    assert hp.is_coop(BASE) and not hp.is_coop({**BASE, "num_warps": 4})  # num_warps picks the layout
+    assert configs.validate_config({**BASE, "backend": "gluon"}, backend="cuda")["backend"] == "gluon"
     with pytest.raises(configs.ConfigError, match="AMD targets run 'triton'"):
-        configs.validate_config({**BASE, "backend": "gluon_coop"}, backend="hip")
+        configs.validate_config({**BASE, "backend": "gluon"}, backend="hip")
 
 
 def test_op_dispatch_falls_back_where_gluon_cannot_run():
-    """On the CPU (interpreter) a gluon_coop config runs the Triton tier with the same 8-warp tile."""
+    """On the CPU (interpreter) a cooperative gluon config runs the Triton tier with the same 8-warp tile."""
     import torch
 
     import gemmkit
@@ -80,7 +81,7 @@ def test_op_dispatch_falls_back_where_gluon_cannot_run():
 
     x, w = torch.randn(40, 64, dtype=torch.bfloat16), torch.randn(48, 64, dtype=torch.bfloat16)
     before = C.LAUNCHES[hc.KERNEL_NAME]
-    y = gemmkit.gemm_a16w16(x, w, config={**BASE, "num_stages": 2, "backend": "gluon_coop"})
+    y = gemmkit.gemm_a16w16(x, w, config={**BASE, "num_stages": 2, "backend": "gluon"})
     assert C.LAUNCHES[hc.KERNEL_NAME] == before
     assert ((y.float() - x.float() @ w.float().T).norm() / (x.float() @ w.float().T).norm()) < 2**-8
 
@@ -88,12 +89,13 @@ def test_op_dispatch_falls_back_where_gluon_cannot_run():
 def test_tuner_offers_coop_at_large_m_only():
     from gemmkit.tune import prune, search_space
 
-    big = [c for c in search_space(1024, 8192, 8192, H200, "a16w16") if c.get("backend") == "gluon_coop"]
+    coop = lambda c: c.get("backend") == "gluon" and hp.is_coop(c)  # noqa: E731
+    big = [c for c in search_space(1024, 8192, 8192, H200, "a16w16") if coop(c)]
     assert big and all(c["num_warps"] == 8 for c in big)
-    kept = [c for c in prune(big, 1024, 8192, 8192, H200) if c.get("backend") == "gluon_coop"]
+    kept = [c for c in prune(big, 1024, 8192, 8192, H200) if coop(c)]
     assert kept and all(hc.derive(c, H200) for c in kept)
-    assert not [c for c in search_space(512, 8192, 8192, H200, "a16w16") if c.get("backend") == "gluon_coop"]
-    assert [c for c in search_space(512, 8192, 8192, H200, "a16w16") if c.get("backend") == "gluon"]
+    assert not [c for c in search_space(512, 8192, 8192, H200, "a16w16") if coop(c)]
+    assert [c for c in search_space(512, 8192, 8192, H200, "a16w16") if c.get("backend") == "gluon" and not coop(c)]
 
 
 def test_isa_cases_are_sm90_only_and_pingpong_ignores_coop():
@@ -101,7 +103,7 @@ def test_isa_cases_are_sm90_only_and_pingpong_ignores_coop():
     cases = list(hc.isa_cases(["sm_90"]))
     assert {c["path"] for c in cases} >= {"gluon-bf16", "gluon-fp32"}
     assert all(c["kernel"] == hc.KERNEL_NAME for c in cases)
-    assert all(c["config"].get("backend") != "gluon_coop" for c in hp.isa_cases(["sm_90"]))
+    assert all(not hp.is_coop(c["config"]) for c in hp.isa_cases(["sm_90"]))
     from gemmkit.isa.report import PROVIDERS
 
     assert PROVIDERS["hopper_coop"] == "gemmkit.kernels.gluon.hopper_coop"
@@ -150,11 +152,23 @@ def test_promises_are_the_pingpongs():
 
 
 def test_tuner_merge_checks_the_coop_fallback_too():
-    """A gluon_coop winner is merged only if its Triton fallback (the pointer kernel, same tiles) fits:
+    """A cooperative gluon winner is merged only if its Triton fallback (the pointer kernel, same tiles) fits:
     fallback_fits treats it as it treats "gluon"."""
     from gemmkit.tune.merge import fallback_fits
 
-    assert fallback_fits({**BASE, "backend": "gluon_coop", "num_stages": 3}, "sm_90")
-    too_deep = {**BASE, "BLOCK_SIZE_M": 256, "backend": "gluon_coop", "num_stages": 8}
+    assert fallback_fits({**BASE, "backend": "gluon", "num_stages": 3}, "sm_90")
+    too_deep = {**BASE, "BLOCK_SIZE_M": 256, "backend": "gluon", "num_stages": 8}
     assert not fallback_fits(too_deep, "sm_90")
     assert fallback_fits({**too_deep, "backend": "triton"}, "sm_90")  # not a Gluon config: not its business
+
+
+def test_isa_compiles_only_the_triton_path_the_fallback_can_take():
+    """A 4-stage 128 x 256 cooperative bucket with "tma": true: the Triton TMA kernel's ring would not fit
+    (choose_path takes the pointer kernel), so the static report compiles the pointer kernel alone."""
+    from gemmkit.ops import _gemm as G
+
+    cfg = {**BASE, "backend": "gluon", "persistent": True, "tma": True, "NUM_KSPLIT": 1}
+    assert not G._tma_fits(cfg, H200, "bf16")
+    assert G._tma_fits({**cfg, "num_stages": 3}, H200, "bf16")
+    shipped = [c for c in G.table_cases("a16w16", ["sm_90"]) if hp.is_coop(c["config"])]
+    assert shipped and all(c["path"] == "pointer" or G._tma_fits(c["config"], H200, "bf16") for c in shipped)

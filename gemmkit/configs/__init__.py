@@ -66,10 +66,10 @@ KEYS = {
     "tma": (False, _is_bool, "true or false (TMA descriptors; Hopper only)", ("cuda",)),
     # Which kernel family runs the config: the Triton tier, or (gemm_a16w16 on sm_90) the Gluon
     # ping-pong kernel (kernels/gluon/hopper_pingpong.py), which reads BLOCK_SIZE_M/N/K,
-    # GROUP_SIZE_M, num_warps (4) and num_stages and falls back to Triton where it cannot run;
-    # "gluon_coop": the cooperative kernel (kernels/gluon/hopper_coop.py; num_warps 8), likewise.
-    "backend": (False, lambda v: v in ("triton", "gluon", "gluon_coop"), "'triton', 'gluon' or 'gluon_coop'",
-                ("cuda", "hip")),
+    # GROUP_SIZE_M, num_warps and num_stages and falls back to Triton where it cannot run; num_warps 8
+    # (two warpgroups on one tile) selects the cooperative layout (kernels/gluon/hopper_coop.py; fp8:
+    # hopper_pingpong_fp8.py), 4 the ping-pong (hopper_pingpong.is_coop).
+    "backend": (False, lambda v: v in ("triton", "gluon"), "'triton' or 'gluon'", ("cuda", "hip")),
     "NUM_KSPLIT": (False, _int_in(1, 64), "an integer in [1, 64] (split-K: partial sums reduced in a fixed order)",
                    ("cuda", "hip")),
 }
@@ -89,7 +89,7 @@ def validate_config(cfg, *, backend: str | None = None, where: str = "config") -
             raise ConfigError(f"{where}: key {key!r} = {value!r}; expected {expected}")
         if backend is not None and backend not in backends and value not in (False, 0):
             raise ConfigError(f"{where}: key {key!r} is not supported on {backend} targets")
-        if key == "backend" and value in ("gluon", "gluon_coop") and backend == "hip":
+        if key == "backend" and value == "gluon" and backend == "hip":
             raise ConfigError(f"{where}: key 'backend' = 'gluon' is the Hopper kernel; AMD targets run 'triton'")
     for key, (required, *_rest) in KEYS.items():
         if required and key not in cfg:

@@ -310,7 +310,10 @@ def _case_dtype(name, target):
 
 def table_cases(op: str, archs, dtypes=("bf16",)):
     """Every bucket of every shipped table of `op` for its arch, per operand dtype; configs with
-    "tma": true compile both the TMA kernel and the pointer kernel the op falls back to."""
+    "tma": true compile both the TMA kernel and the pointer kernel the op falls back to, or the
+    pointer kernel alone where the TMA kernel's shared memory would not fit (`choose_path` takes
+    the pointer kernel for such a config: e.g. the Triton fallback of a 4-stage 128 x 256 Gluon
+    cooperative bucket)."""
     import json
 
     from .. import arch as _arch
@@ -322,10 +325,20 @@ def table_cases(op: str, archs, dtypes=("bf16",)):
             continue
         for bucket, cfg in json.loads(path.read_text()).items():
             cfg = _configs.validate_config(cfg, backend=_arch.ARCHS[arch].backend, where=f"{path}:{bucket}")
-            for p in (["tma", "pointer"] if cfg.get("tma") else ["pointer"]):
-                for dt in dtypes:
+            for dt in dtypes:
+                for p in (["tma", "pointer"] if cfg.get("tma") and _tma_fits(cfg, _arch.ARCHS[arch], dt) else
+                          ["pointer"]):
                     yield {"kernel": "gemm_tma_kernel" if p == "tma" else "gemm_kernel", "op": op, "arch": arch,
                            "table": path.name, "bucket": bucket, "config": cfg, "path": p, "dtype": dt}
+
+
+def _tma_fits(cfg: dict, target, dtype: str) -> bool:
+    """Whether `choose_path` can take the TMA kernel for this config (bf16 output, TMA-compatible tensors)."""
+    try:
+        check_feasible(cfg, target, 1 if dtype in ("fp8", "int8", "fp4") else 2, 2, tma=True)
+    except ValueError:
+        return False
+    return True
 
 
 def table_spec(case, *, scale="none", scale_bn=1, scale_bk=1):

@@ -85,12 +85,12 @@ def _run(x, w, bias, activation, out_dtype, config, y_full, compile_only=False):
 
 def launch(x2, w2, bias, y, activation, cfg, target, compile_only=False):
     """gemm_a16w16's kernels for one call on 2-D operands (also ffn_gated's down projection): the
-    Gluon ping-pong for a "backend": "gluon" config (the cooperative kernel for "gluon_coop") where
-    it can run, else the Triton tier."""
-    if cfg.get("backend") in ("gluon", "gluon_coop") and gluon_unsupported(x2, w2, y, cfg, target) is None:
+    Gluon ping-pong for a "backend": "gluon" config (the cooperative kernel if its num_warps is 8:
+    hopper_pingpong.is_coop) where it can run, else the Triton tier."""
+    if cfg.get("backend") == "gluon" and gluon_unsupported(x2, w2, y, cfg, target) is None:
         from ..kernels.gluon import hopper_coop, hopper_pingpong
 
-        kernel = hopper_coop if cfg["backend"] == "gluon_coop" else hopper_pingpong
+        kernel = hopper_coop if hopper_pingpong.is_coop(cfg) else hopper_pingpong
         kernel.launch(x2, w2, bias, y, activation, cfg, target, compile_only=compile_only)
         C.LAUNCHES[kernel.KERNEL_NAME] += not compile_only
         return

@@ -125,8 +125,8 @@ def few_tile_space(M: int, N: int, K: int, target, groups=(8,), persist=(False, 
 def gluon_space(M: int = 256) -> list:
     """Candidates for the Gluon ping-pong backend of gemm_a16w16 (sm_90, M >= 256): the tiles its
     register budget allows (kernels/gluon/hopper_pingpong.py `derive`), ring depths, group sizes;
-    at M >= 1024 also the cooperative kernel's 128 x 256 / 256 x 128 tiles ("gluon_coop",
-    kernels/gluon/hopper_coop.py: two consumers share one tile, 8 warps)."""
+    at M >= 1024 also the cooperative kernel's 128 x 256 / 256 x 128 tiles (num_warps 8,
+    kernels/gluon/hopper_coop.py: two consumers share one tile)."""
     out = []
     for (bm, bn), stages, group in itertools.product([(128, 128), (64, 256)], [4, 5, 6], [8, 16]):
         c = _cfg(bm, bn, 64, 4, stages, group, True, True, 1)
@@ -135,7 +135,7 @@ def gluon_space(M: int = 256) -> list:
     for (bm, bn), stages, group in itertools.product([(128, 256), (256, 128)] if M >= 1024 else [], [3, 4],
                                                      [8, 16]):
         c = _cfg(bm, bn, 64, 8, stages, group, True, True, 1)
-        c["backend"] = "gluon_coop"
+        c["backend"] = "gluon"
         out.append(c)
     return out
 
@@ -148,10 +148,10 @@ def prune(cands, M: int, N: int, K: int, target, in_bytes=2, out_bytes=2, acc_ti
 
     keep = []
     for c in cands:
-        if c.get("backend") in ("gluon", "gluon_coop"):
+        if c.get("backend") == "gluon":
             from ..kernels.gluon import hopper_coop, hopper_pingpong
 
-            derive = (hopper_coop if c["backend"] == "gluon_coop" else hopper_pingpong).derive
+            derive = (hopper_coop if hopper_pingpong.is_coop(c) else hopper_pingpong).derive
 
             try:
                 derive(c, target, in_bytes, out_bytes)
@@ -203,9 +203,10 @@ def neighbours(table_op: str, arch: str, M: int, N: int, K: int, base_dir=None) 
 
 
 def pick_candidates(space: list, pruned: list, M: int, max_candidates: int, seed: int = 0, extra=()) -> list:
-    """Up to `max_candidates` of each backend from `pruned`, in the order of `space` shuffled by a
-    seed of M alone (the layers tuned at one M draw the same configs where their pruning allows:
-    shared compiles), then `extra` (the serving and neighbouring configs) not already drawn."""
+    """Up to `max_candidates` of each kernel family from `pruned` (Triton; Gluon ping-pong; Gluon
+    cooperative, num_warps 8), in the order of `space` shuffled by a seed of M alone (the layers tuned
+    at one M draw the same configs where their pruning allows: shared compiles), then `extra` (the
+    serving and neighbouring configs) not already drawn."""
     order = list(space)
     random.Random(seed + M * 7).shuffle(order)
     rank = {json.dumps(c, sort_keys=True): i for i, c in enumerate(order)}
@@ -213,6 +214,7 @@ def pick_candidates(space: list, pruned: list, M: int, max_candidates: int, seed
     out, per_backend = [], {}
     for c in ranked:
         b = c.get("backend", "triton")
+        b += "/coop" if b == "gluon" and c.get("num_warps") == 8 else ""
         if per_backend.get(b, 0) < max_candidates:
             per_backend[b] = per_backend.get(b, 0) + 1
             out.append(c)

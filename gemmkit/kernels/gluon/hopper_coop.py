@@ -94,7 +94,8 @@ from ..triton._schedule import tile_coords
 from . import hopper_pingpong as hp
 
 KERNEL_NAME = "hopper_coop_kernel"
-BACKEND = "gluon_coop"  # the config's "backend" value that selects this kernel (ops/gemm_a16w16.py)
+BACKEND = "gluon cooperative"  # in messages; a "backend": "gluon" config with num_warps 8 selects this kernel
+# (hopper_pingpong.is_coop: ops/gemm_a16w16.py, the tuner, isa cases)
 
 # Checked by `gemmkit isa` / CI (gemmkit/isa/promises.py): the ping-pong's, same partitions and instructions.
 PROMISES = hp.PROMISES
@@ -103,7 +104,7 @@ unsupported = hp.unsupported  # the same TMA / dtype / target rules
 
 # ----------------------------------------------------------------------------- the plan (one place)
 
-_TILE_WARPS = 2 * hp._CONSUMER_WARPS  # config num_warps: the warps computing one tile
+_TILE_WARPS = hp.COOP_WARPS  # config num_warps: the warps computing one tile
 _EPI_SPLITS = (1, 2, 4)  # output sub-tiles per consumer tile, fewest first
 
 
@@ -344,7 +345,7 @@ def launch(x2, w, bias, y, activation, cfg, target, compile_only=False):
 
 # ----------------------------------------------------------------------------- static compile (gemmkit isa)
 
-# Configs compiled by `gemmkit isa` besides any shipped table bucket with "backend": "gluon_coop".
+# Configs compiled by `gemmkit isa` besides any shipped table bucket with "backend": "gluon", num_warps 8.
 PRESETS = (
     {"BLOCK_SIZE_M": 128, "BLOCK_SIZE_N": 256, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 8, "num_warps": 8,
      "num_stages": 4},  # EPI_SPLIT 2 (bf16 out), 4 (fp32 out)
@@ -383,12 +384,12 @@ def _shipped_coop_configs(arch: str):
         except (OSError, ValueError):
             continue  # the config loader reports broken tables
         for bucket, cfg in table.items():
-            if isinstance(cfg, dict) and cfg.get("backend") == BACKEND:
+            if isinstance(cfg, dict) and cfg.get("backend") == "gluon" and hp.is_coop(cfg):
                 yield path.name, bucket, cfg
 
 
 def isa_cases(archs, op: str = "hopper_coop"):
-    """Static cases for sm_90: every shipped A16W16 bucket with backend "gluon_coop", plus PRESETS (bf16, fp32 out)."""
+    """Static cases for sm_90: every shipped A16W16 bucket with backend "gluon" and num_warps 8, plus PRESETS (bf16, fp32 out)."""
     if "sm_90" not in archs:
         return
     cases = [(t, b, c, "bf16") for t, b, c in _shipped_coop_configs("sm_90") if not t.startswith("A16W16_")]

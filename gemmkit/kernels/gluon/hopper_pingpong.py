@@ -132,6 +132,14 @@ _LOAD_WARPS = 1
 _LOAD_REGS = 24  # registers per thread of the load warpgroup (the minimum): scalars and descriptors only
 _BARRIER_SLACK = 1024  # mbarriers (8 B each) and alignment; compiled kernels use ~250 B
 _MAX_ACC_REGS = 128  # fp32 accumulator registers per consumer thread that leave room for the epilogue
+COOP_WARPS = 2 * _CONSUMER_WARPS  # a "backend": "gluon" config's num_warps: 4 = a warpgroup per tile (this
+# kernel), 8 = two warpgroups on one tile (the cooperative layout: hopper_coop.py, hopper_pingpong_fp8.py)
+
+
+def is_coop(cfg: dict) -> bool:
+    """Whether a "backend": "gluon" config asks for the cooperative layout (num_warps 8) -- the one rule
+    every Hopper Gluon dispatch uses (gemm_a16w16, the tuner, the fp8 kernel's derive, isa cases)."""
+    return cfg.get("num_warps") == COOP_WARPS
 CONFIG_KEYS = ("BLOCK_SIZE_M", "BLOCK_SIZE_N", "BLOCK_SIZE_K", "GROUP_SIZE_M", "num_warps", "num_stages")
 _IGNORED_KEYS = ("backend", "persistent", "tma", "NUM_KSPLIT")  # always persistent + TMA; NUM_KSPLIT must be 1
 
@@ -189,7 +197,7 @@ def check_config(cfg: dict, backend: str, kernel: str, bm_why: str):
         raise ValueError(f"config: key 'BLOCK_SIZE_N' = {bn}; expected a power of two in [16, 256]")
     if cfg["num_warps"] != _CONSUMER_WARPS:
         raise ValueError(f"config: key 'num_warps' = {cfg['num_warps']}; the gluon backend needs 4 "
-                         "(warps per consumer warpgroup)")
+                         "(a warpgroup per tile: ping-pong) or 8 (two warpgroups on one tile: cooperative)")
     if not (isinstance(cfg["GROUP_SIZE_M"], int) and cfg["GROUP_SIZE_M"] >= 1):
         raise ValueError(f"config: key 'GROUP_SIZE_M' = {cfg['GROUP_SIZE_M']!r}; expected an integer >= 1")
     return bm, bn, bk
@@ -527,7 +535,7 @@ def _shipped_gluon_configs(arch: str):
             continue  # the config loader reports broken tables
         for bucket, cfg in table.items():
             if isinstance(cfg, dict) and cfg.get("backend") == "gluon":
-                yield path.name, bucket, cfg
+                yield path.name, bucket, cfg  # both layouts: each kernel's isa_cases keeps its own
 
 
 def unique_cases(cases, kernel_name: str, op: str):
@@ -548,7 +556,8 @@ def isa_cases(archs, op: str = "hopper_pingpong"):
     if "sm_90" not in archs:
         return
     # gemm_a16w16's tables (the batched and fp8 kernels compile their own tables' gluon buckets)
-    cases = [(t, b, c, "bf16") for t, b, c in _shipped_gluon_configs("sm_90") if t.startswith("A16W16")]
+    cases = [(t, b, c, "bf16") for t, b, c in _shipped_gluon_configs("sm_90")
+             if t.startswith("A16W16") and not is_coop(c)]
     cases += [("-", f"preset{i}", c, o) for i, c in enumerate(PRESETS) for o in ("bf16", "fp32")]
     yield from unique_cases(cases, KERNEL_NAME, op)
 

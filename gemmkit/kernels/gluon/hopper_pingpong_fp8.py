@@ -181,7 +181,7 @@ PROMISES = (
 SLICE_M = 64  # rows of one wgmma chain (m64) and of the partial accumulator
 MAX_PROMOTE_K = 128  # fp8 products the tensor cores' adder may carry before an fp32 FADD
 _MAX_LIVE_ACC = 192  # acc + partial fp32 registers per consumer thread (of 240: the rest for addresses)
-LAYOUTS = {4: "pingpong", 8: "coop"}  # num_warps (warps computing one output tile) -> layout
+LAYOUTS = {hp._CONSUMER_WARPS: "pingpong", hp.COOP_WARPS: "coop"}  # num_warps (warps computing one output tile) -> layout
 CONFIG_KEYS = hp.CONFIG_KEYS
 _IGNORED_KEYS = hp._IGNORED_KEYS
 
