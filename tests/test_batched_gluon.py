@@ -85,7 +85,11 @@ def test_tuner_offers_gluon_candidates_for_batched_a16w16_on_sm90_only():
 
     space = get("batched_a16w16").search_space
     g = [c for c in space(1024, 1024, 1024, H200) if c.get("backend") == "gluon"]
-    assert g and all(hp.derive(c, H200) for c in g)
+    assert g and all(hp.derive(c, H200) for c in g)  # no cooperative (num_warps 8) config: no batched form
+    from gemmkit.ops.batched_gemm import gluon_unsupported
+
+    coop = {**g[0], "num_warps": 8, "BLOCK_SIZE_N": 256}
+    assert "cooperative" in gluon_unsupported(None, None, None, coop, H200)
     assert not [c for c in space(1024, 1024, 1024, arch.get("gfx942")) if c.get("backend") == "gluon"]
     assert not [c for c in get("batched_a8w8").search_space(1024, 1024, 1024, H200) if c.get("backend") == "gluon"]
 

@@ -160,6 +160,10 @@ def gluon_unsupported(x, w, y, cfg, target, scaling=G.NO_SCALING) -> str | None:
     kernel, needs more than one wave of tiles to gain anything (measured), and needs sm_90 and x, w, y
     that meet TMA's rules as 3-D tensors (a broadcast, stride-0 or interleaved batch dim, K % 8 != 0,
     an unaligned base or row: kernels/gluon/hopper_pingpong_batched.py `unsupported`)."""
+    from ..kernels.gluon import hopper_pingpong
+
+    if hopper_pingpong.is_coop(cfg):
+        return "the Gluon batched kernel has no cooperative layout (num_warps 8): the Triton tier runs it"
     if C.interpreting():
         return "the Triton interpreter does not run Gluon kernels"
     if scaling.mode != "none":

@@ -202,6 +202,12 @@ def neighbours(table_op: str, arch: str, M: int, N: int, K: int, base_dir=None) 
     return [_configs.validate_config(dict(c)) for c in out]
 
 
+def _is_coop(c: dict) -> bool:
+    from ..kernels.gluon.hopper_pingpong import is_coop
+
+    return is_coop(c)
+
+
 def pick_candidates(space: list, pruned: list, M: int, max_candidates: int, seed: int = 0, extra=()) -> list:
     """Up to `max_candidates` of each kernel family from `pruned` (Triton; Gluon ping-pong; Gluon
     cooperative, num_warps 8), in the order of `space` shuffled by a seed of M alone (the layers tuned
@@ -214,7 +220,7 @@ def pick_candidates(space: list, pruned: list, M: int, max_candidates: int, seed
     out, per_backend = [], {}
     for c in ranked:
         b = c.get("backend", "triton")
-        b += "/coop" if b == "gluon" and c.get("num_warps") == 8 else ""
+        b += "/coop" if b == "gluon" and _is_coop(c) else ""
         if per_backend.get(b, 0) < max_candidates:
             per_backend[b] = per_backend.get(b, 0) + 1
             out.append(c)

@@ -137,8 +137,9 @@ COOP_WARPS = 2 * _CONSUMER_WARPS  # a "backend": "gluon" config's num_warps: 4 =
 
 
 def is_coop(cfg: dict) -> bool:
-    """Whether a "backend": "gluon" config asks for the cooperative layout (num_warps 8) -- the one rule
-    every Hopper Gluon dispatch uses (gemm_a16w16, the tuner, the fp8 kernel's derive, isa cases)."""
+    """Whether a "backend": "gluon" config asks for the cooperative layout (num_warps 8): the rule of
+    gemm_a16w16's dispatch, the tuner (prune, pick_candidates, the batched space), the isa cases and
+    the batched op (no cooperative form: the Triton tier); the fp8 kernel's LAYOUTS use the same numbers."""
     return cfg.get("num_warps") == COOP_WARPS
 CONFIG_KEYS = ("BLOCK_SIZE_M", "BLOCK_SIZE_N", "BLOCK_SIZE_K", "GROUP_SIZE_M", "num_warps", "num_stages")
 _IGNORED_KEYS = ("backend", "persistent", "tma", "NUM_KSPLIT")  # always persistent + TMA; NUM_KSPLIT must be 1
@@ -196,8 +197,8 @@ def check_config(cfg: dict, backend: str, kernel: str, bm_why: str):
     if not (_pow2(bn) and 16 <= bn <= 256):
         raise ValueError(f"config: key 'BLOCK_SIZE_N' = {bn}; expected a power of two in [16, 256]")
     if cfg["num_warps"] != _CONSUMER_WARPS:
-        raise ValueError(f"config: key 'num_warps' = {cfg['num_warps']}; the gluon backend needs 4 "
-                         "(a warpgroup per tile: ping-pong) or 8 (two warpgroups on one tile: cooperative)")
+        raise ValueError(f"config: key 'num_warps' = {cfg['num_warps']}; the {backend} backend needs 4 "
+                         "(warps per consumer warpgroup)")
     if not (isinstance(cfg["GROUP_SIZE_M"], int) and cfg["GROUP_SIZE_M"] >= 1):
         raise ValueError(f"config: key 'GROUP_SIZE_M' = {cfg['GROUP_SIZE_M']!r}; expected an integer >= 1")
     return bm, bn, bk

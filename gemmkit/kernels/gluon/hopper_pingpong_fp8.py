@@ -423,7 +423,7 @@ def _mma_partition(CONSUMER: gl.constexpr, LAYOUT: gl.constexpr, y_desc, xs_ptr,
             a = a_ring.index(slot)
             b = b_ring.index(slot).permute((1, 0))
             p = _chain(a.slice(ROW0, SM), b, p)
-            # Promotion of rows 0..63 (the other consumer's wgmma runs meanwhile); (block) scaled by
+            # Promotion of rows ROW0..ROW0+63 (the other consumer's wgmma runs meanwhile); (block) scaled by
             # s[m] from the slot's scales, read from shared memory only now (registers stay free).
             if SCALE == "block":
                 s0 = s_ring.index(slot).slice(ROW0, SM).load(gl.SliceLayout(1, acc_layout))
