@@ -93,8 +93,10 @@ def test_tuner_offers_gluon_candidates_on_sm90_only():
     its plan accepts, and offers none elsewhere."""
     from gemmkit.tune import prune, search_space
 
-    g = [c for c in search_space(1024, 8192, 8192, H200, "a16w16") if c.get("backend") == "gluon"]
+    gl_all = [c for c in search_space(1024, 8192, 8192, H200, "a16w16") if c.get("backend") == "gluon"]
+    g = [c for c in gl_all if not hp.is_coop(c)]  # num_warps 8: the cooperative kernel (tests/test_hopper_coop.py)
     assert g and all(c["num_warps"] == 4 and c["NUM_KSPLIT"] == 1 for c in g)
+    assert all(c["num_warps"] in (4, 8) for c in gl_all)
     kept = [c for c in prune(g, 1024, 8192, 8192, H200) if c.get("backend") == "gluon"]
     assert kept and all(hp.derive(c, H200) for c in kept)
     assert not [c for c in search_space(64, 8192, 8192, H200, "a16w16") if c.get("backend") == "gluon"]
