@@ -1,4 +1,9 @@
-"""Helpers shared by the tests: fresh inputs, poisoned outputs, tolerances."""
+"""Helpers shared by the tests: fresh inputs, poisoned outputs, tolerances, sm_90 static compiles."""
+import json
+import os
+import subprocess
+import sys
+
 import torch
 
 # Norm-wise bound on ||out - ref|| / ||ref|| against the float64 reference.
@@ -45,3 +50,77 @@ def q8(*shape, dtype, device="cpu"):
 def scales(*shape, device="cpu"):
     """Fresh positive fp32 scales of a size that keeps 8-bit products in range."""
     return ((randn(*shape, dtype=torch.float32).abs() + 0.25) / 64).to(device)
+
+
+# ----------------------------------------------------------------------------- sm_90 static compiles
+
+# The child of compile_sm90_cases. Static compiles need Triton's JIT objects, which an interpreter
+# process (TRITON_INTERPRET=1, set by conftest.py on CPU machines) lacks, hence a fresh process.
+# argv[1]: JSON [module names (one per case), cases, {metric: PTX text to count}].
+_COMPILE_SM90 = """
+import importlib, json, sys
+from gemmkit import arch
+from gemmkit.isa import compile_static, resources
+from gemmkit.isa.promises import evaluate
+modules, cases, ptx_counts = json.loads(sys.argv[1])
+t = arch.ARCHS["sm_90"]
+out = []
+for name, case in zip(modules, cases):
+    s = importlib.import_module(name).isa_spec(case)
+    c = compile_static(s["kernel"], s["signature"], s["constexprs"], t, s["options"], s["divisible"])
+    m = resources(c, t, s["block"])
+    m["smem_bound"] = s["smem_bound"]
+    for key, text in ptx_counts.items():
+        m[key] = c.asm["ptx"].count(text)
+    out.append({"metrics": m, "promises": evaluate(s["promises"], m, case["config"], t)})
+print(json.dumps(out))
+"""
+
+
+def compile_sm90_cases(module, cases, ptx_counts=None, timeout=300):
+    """Compile `module.isa_spec(case)` for sm_90, for each case, in one subprocess without TRITON_INTERPRET.
+
+    module: a module or its name (every case), or a list of them (one per case). ptx_counts:
+    {metric name: text}, each counted in the PTX and added to the metrics. Returns, per case,
+    {"metrics": resources(...) + smem_bound, "promises": evaluate(isa_spec's promises, ...)}.
+    """
+    mods = list(module) if isinstance(module, (list, tuple)) else [module] * len(cases)
+    names = [m if isinstance(m, str) else m.__name__ for m in mods]
+    assert len(names) == len(cases), (len(names), len(cases))
+    env = dict(os.environ, TRITON_INTERPRET="0")
+    r = subprocess.run([sys.executable, "-c", _COMPILE_SM90, json.dumps([names, cases, ptx_counts or {}])], env=env,
+                       capture_output=True, text=True, timeout=timeout)
+    assert r.returncode == 0, r.stderr[-3000:]
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def broken_promises(res):
+    """The promises a compile_sm90_cases result breaks, one line each."""
+    return [f"{p['promise']}: {p['check']} ({p['detail']})" for p in res["promises"] if not p["ok"]]
+
+
+# ----------------------------------------------------------------------------- GPU tests of the dense Gluon kernels
+
+def gpu_target(cus=None):
+    """The GPU's target; with `cus`, a persistent grid of that many CTAs (many tiles per CTA)."""
+    from gemmkit import arch
+
+    t = arch.current()
+    return t.with_cus(cus) if cus else t
+
+
+def launch_dense(kernel_module, x, w, bias, act, out_dtype, cfg, cus):
+    """y = act(x @ w.T + bias) through a dense Hopper Gluon kernel's `launch` (hopper_pingpong, hopper_coop)
+    into a NaN-poisoned output, synchronized."""
+    y = poisoned((x.shape[0], w.shape[0]), out_dtype or x.dtype, x.device)
+    kernel_module.launch(x, w, bias, y, act, cfg, gpu_target(cus))
+    torch.cuda.synchronize()
+    return y
+
+
+def check_a16w16(y, x, w, bias=None, act="none"):
+    """y within the norm-wise bound of the float64 reference act(x @ w.T + bias)."""
+    from gemmkit.reference import gemm_a16w16_ref
+
+    ok, msg = within_bound(y, gemm_a16w16_ref(x, w, bias, act), y.dtype)
+    assert ok, msg

@@ -5,14 +5,10 @@ Gluon does not run in Triton's interpreter: the kernel is compiled for sm_90 in 
 without TRITON_INTERPRET (conftest.py sets it on CPU machines). GPU tests:
 tests/test_gpu_a8w8_gluon.py.
 """
-import json
-import os
-import subprocess
-import sys
-
 import pytest
 import torch
 
+from _util import compile_sm90_cases
 from gemmkit import arch
 from gemmkit.isa.promises import evaluate
 from gemmkit.kernels.gluon import hopper_pingpong_fp8 as k
@@ -122,24 +118,6 @@ def test_interpreter_runs_the_triton_tier():
     assert ok, msg
 
 
-_COMPILE = """
-import json, sys
-from gemmkit import arch
-from gemmkit.isa import compile_static, resources
-from gemmkit.isa.promises import evaluate
-from gemmkit.kernels.gluon import hopper_pingpong_fp8 as k
-t = arch.ARCHS["sm_90"]
-out = []
-for case in json.loads(sys.argv[1]):
-    s = k.isa_spec(case)
-    m = resources(compile_static(s["kernel"], s["signature"], s["constexprs"], t, s["options"], s["divisible"]),
-                  t, s["block"])
-    m["smem_bound"] = s["smem_bound"]
-    out.append({"metrics": m, "promises": evaluate(s["promises"], m, case["config"], t)})
-print(json.dumps(out))
-"""
-
-
 def test_static_compile_sm90_keeps_promises():
     """128 x 128 x 128 (bf16 out, bias) and 64 x 128 x 128 (fp32 out) compile for sm_90 with fp8 wgmma
     (QGMMA), TMA loads and stores, 12 warps, no spills, shared memory within the plan."""
@@ -149,11 +127,7 @@ def test_static_compile_sm90_keeps_promises():
                   config={**BASE, "BLOCK_SIZE_M": 64, "num_stages": 4}, path="gluon-fp32"),
              dict(kernel=k.KERNEL_NAME, op="hopper_pingpong_fp8", arch="sm_90", table="-", bucket="t", config=COOP,
                   path="gluon-bf16")]
-    env = dict(os.environ, TRITON_INTERPRET="0")
-    r = subprocess.run([sys.executable, "-c", _COMPILE, json.dumps(cases)], env=env, capture_output=True, text=True,
-                       timeout=300)
-    assert r.returncode == 0, r.stderr[-3000:]
-    for case, res in zip(cases, json.loads(r.stdout.strip().splitlines()[-1])):
+    for case, res in zip(cases, compile_sm90_cases(k, cases)):
         broken = [f"{p['promise']}: {p['check']} ({p['detail']})" for p in res["promises"] if not p["ok"]]
         assert not broken, f"{case['config']} {case['path']}: " + "; ".join(broken)
         assert len(res["promises"]) == len(k.PROMISES)
@@ -219,11 +193,7 @@ def test_static_compile_sm90_block_mode_keeps_promises():
              for bn, st in ((128, 4), (64, 6))]
     cases.append(dict(kernel=k.KERNEL_NAME, op="hopper_pingpong_fp8", arch="sm_90", table="-", bucket="t",
                       config=COOP, path="gluon-block-bf16"))
-    env = dict(os.environ, TRITON_INTERPRET="0")
-    r = subprocess.run([sys.executable, "-c", _COMPILE, json.dumps(cases)], env=env, capture_output=True, text=True,
-                       timeout=300)
-    assert r.returncode == 0, r.stderr[-3000:]
-    for case, res in zip(cases, json.loads(r.stdout.strip().splitlines()[-1])):
+    for case, res in zip(cases, compile_sm90_cases(k, cases)):
         broken = [f"{p['promise']}: {p['check']} ({p['detail']})" for p in res["promises"] if not p["ok"]]
         assert not broken, f"{case['config']} {case['path']}: " + "; ".join(broken)
         assert res["metrics"]["counts"]["QGMMA"] == 2 * 4  # one 64-row slice x BK / 32 k32, two consumers

@@ -7,13 +7,11 @@ against the promises it declares, plus what batching must and must not change: 3
 batched kernel, 2-D ones only in the dense kernel. The GPU tests are in tests/test_gpu_batched.py.
 """
 import json
-import os
-import subprocess
-import sys
 
 import pytest
 import torch
 
+from _util import broken_promises, compile_sm90_cases
 from gemmkit import arch
 from gemmkit.kernels.gluon import hopper_pingpong as hp
 from gemmkit.kernels.gluon import hopper_pingpong_batched as hb
@@ -94,28 +92,6 @@ def test_tuner_offers_gluon_candidates_for_batched_a16w16_on_sm90_only():
     assert not [c for c in get("batched_a8w8").search_space(1024, 1024, 1024, H200) if c.get("backend") == "gluon"]
 
 
-_COMPILE = """
-import json, sys
-from gemmkit import arch
-from gemmkit.isa import compile_static, resources
-from gemmkit.isa.promises import evaluate
-from gemmkit.kernels.gluon import hopper_pingpong as hp, hopper_pingpong_batched as hb
-t = arch.ARCHS["sm_90"]
-out = []
-for case in json.loads(sys.argv[1]):
-    mod = hb if case["kernel"] == hb.KERNEL_NAME else hp
-    s = mod.isa_spec(case)
-    c = compile_static(s["kernel"], s["signature"], s["constexprs"], t, s["options"], s["divisible"])
-    m = resources(c, t, s["block"])
-    m["smem_bound"] = s["smem_bound"]
-    ptx = c.asm["ptx"]
-    m["tma_3d"] = ptx.count("cp.async.bulk.tensor.3d")
-    m["tma_2d"] = ptx.count("cp.async.bulk.tensor.2d")
-    out.append({"metrics": m, "promises": evaluate(s["promises"], m, case["config"], t)})
-print(json.dumps(out))
-"""
-
-
 def test_static_compile_sm90_keeps_promises():
     """The batched kernel (128 x 128 bf16 out with bias + gelu; 64 x 256 fp32 out) compiles for sm_90 with
     the dense kernel's promises (HGMMA, TMA loads and stores, no spills, 12 warps, shared memory within
@@ -126,13 +102,10 @@ def test_static_compile_sm90_keeps_promises():
                   config={**BASE, "BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 256, "num_stages": 4}, path="gluon-fp32"),
              dict(kernel=hp.KERNEL_NAME, op="hopper_pingpong", arch="sm_90", table="-", bucket="t", config=BASE,
                   path="gluon-bf16")]
-    env = dict(os.environ, TRITON_INTERPRET="0")
-    r = subprocess.run([sys.executable, "-c", _COMPILE, json.dumps(cases)], env=env, capture_output=True, text=True,
-                       timeout=300)
-    assert r.returncode == 0, r.stderr[-3000:]
-    res = json.loads(r.stdout.strip().splitlines()[-1])
+    res = compile_sm90_cases([hb if c["kernel"] == hb.KERNEL_NAME else hp for c in cases], cases,
+                             ptx_counts={"tma_3d": "cp.async.bulk.tensor.3d", "tma_2d": "cp.async.bulk.tensor.2d"})
     for case, one in zip(cases, res):
-        broken = [f"{p['promise']}: {p['check']} ({p['detail']})" for p in one["promises"] if not p["ok"]]
+        broken = broken_promises(one)
         assert not broken, f"{case['kernel']} {case['config']} {case['path']}: " + "; ".join(broken)
         assert len(one["promises"]) == len(hp.PROMISES)
     for one in res[:2]:

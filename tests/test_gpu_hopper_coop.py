@@ -9,10 +9,10 @@ tiles, so the ring wraps across tiles while the consumers run epilogues.
 import pytest
 import torch
 
-from gemmkit import arch
 from gemmkit.reference import gemm_a16w16_ref
 
-from _util import poisoned, randn, within_bound
+from _util import check_a16w16 as check
+from _util import gpu_target, launch_dense, poisoned, randn, within_bound
 
 pytestmark = pytest.mark.gpu
 DEV = "cuda"
@@ -30,21 +30,8 @@ def _hc():
     return hopper_coop
 
 
-def _target(cus=None):
-    t = arch.current()
-    return t.with_cus(cus) if cus else t
-
-
 def run(x, w, bias=None, act="none", out_dtype=None, cfg=CFG_S4, cus=None):
-    y = poisoned((x.shape[0], w.shape[0]), out_dtype or x.dtype, DEV)
-    _hc().launch(x, w, bias, y, act, cfg, _target(cus))
-    torch.cuda.synchronize()
-    return y
-
-
-def check(y, x, w, bias=None, act="none"):
-    ok, msg = within_bound(y, gemm_a16w16_ref(x, w, bias, act), y.dtype)
-    assert ok, msg
+    return launch_dense(_hc(), x, w, bias, act, out_dtype, cfg, cus)
 
 
 SHAPES = [(1, 264, 64), (17, 1000, 520), (4095, 1032, 776), (129, 136, 72), (300, 392, 200), (64, 8, 16),
@@ -131,7 +118,7 @@ def test_op_backend_gluon_num_warps_8_falls_back_to_triton():
 
 
 def test_unsupported_inputs_raise():
-    t = _target()
+    t = gpu_target()
     x = torch.randn(64, 100, device=DEV, dtype=torch.bfloat16)  # K % 8 != 0: row stride not 16-byte aligned
     with pytest.raises(ValueError, match="TMA"):
         _hc().launch(x, x, None, torch.empty(64, 64, device=DEV, dtype=torch.bfloat16), "none", CFG_S4, t)

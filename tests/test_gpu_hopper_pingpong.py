@@ -16,10 +16,10 @@ import sys
 import pytest
 import torch
 
-from gemmkit import arch
 from gemmkit.reference import gemm_a16w16_ref
 
-from _util import poisoned, randn, within_bound
+from _util import check_a16w16 as check
+from _util import gpu_target, launch_dense, poisoned, randn, within_bound
 
 pytestmark = pytest.mark.gpu
 DEV = "cuda"
@@ -37,21 +37,8 @@ def _hp():
     return hopper_pingpong
 
 
-def _target(cus=None):
-    t = arch.current()
-    return t.with_cus(cus) if cus else t
-
-
 def run(x, w, bias=None, act="none", out_dtype=None, cfg=CFG_128, cus=None):
-    y = poisoned((x.shape[0], w.shape[0]), out_dtype or x.dtype, DEV)
-    _hp().launch(x, w, bias, y, act, cfg, _target(cus))
-    torch.cuda.synchronize()
-    return y
-
-
-def check(y, x, w, bias=None, act="none"):
-    ok, msg = within_bound(y, gemm_a16w16_ref(x, w, bias, act), y.dtype)
-    assert ok, msg
+    return launch_dense(_hp(), x, w, bias, act, out_dtype, cfg, cus)
 
 
 SHAPES = [(1, 264, 64), (17, 1000, 520), (4095, 1032, 776), (256, 512, 4096), (64, 8, 16), (129, 136, 72),
@@ -148,7 +135,7 @@ def test_op_backend_gluon_falls_back_to_triton():
 
 def test_unsupported_inputs_raise():
     hp = _hp()
-    t = _target()
+    t = gpu_target()
     x = torch.randn(64, 100, device=DEV, dtype=torch.bfloat16)  # K % 8 != 0: row stride not 16-byte aligned
     w = torch.randn(64, 100, device=DEV, dtype=torch.bfloat16)
     with pytest.raises(ValueError, match="TMA"):

@@ -5,13 +5,9 @@ Gluon does not run in the interpreter: the kernel is compiled for sm_90 in a sub
 TRITON_INTERPRET and its SASS checked against PROMISES (HGMMA, TMA loads and stores, no spills,
 shared memory within the plan, 12 warps). The GPU tests are tests/test_gpu_hopper_coop.py.
 """
-import json
-import os
-import subprocess
-import sys
-
 import pytest
 
+from _util import broken_promises, compile_sm90_cases
 from gemmkit import arch
 from gemmkit.isa.promises import evaluate
 from gemmkit.kernels.gluon import hopper_coop as hc
@@ -109,24 +105,6 @@ def test_isa_cases_are_sm90_only_and_pingpong_ignores_coop():
     assert PROVIDERS["hopper_coop"] == "gemmkit.kernels.gluon.hopper_coop"
 
 
-_COMPILE = """
-import json, sys
-from gemmkit import arch
-from gemmkit.isa import compile_static, resources
-from gemmkit.isa.promises import evaluate
-from gemmkit.kernels.gluon import hopper_coop as hc
-t = arch.ARCHS["sm_90"]
-out = []
-for case in json.loads(sys.argv[1]):
-    s = hc.isa_spec(case)
-    m = resources(compile_static(s["kernel"], s["signature"], s["constexprs"], t, s["options"], s["divisible"]),
-                  t, s["block"])
-    m["smem_bound"] = s["smem_bound"]
-    out.append({"metrics": m, "promises": evaluate(s["promises"], m, case["config"], t)})
-print(json.dumps(out))
-"""
-
-
 def test_static_compile_sm90_keeps_promises():
     """128 x 256 x 64 with 4 stages (bf16 out through 2 sub-tiles, bias + gelu) and 256 x 128 x 64
     (fp32 out through 4 sub-tiles) compile for sm_90 with HGMMA, TMA loads and stores, no spills."""
@@ -134,12 +112,8 @@ def test_static_compile_sm90_keeps_promises():
                   path="gluon-bf16"),
              dict(kernel=hc.KERNEL_NAME, op="hopper_coop", arch="sm_90", table="-", bucket="t",
                   config={**BASE, "BLOCK_SIZE_M": 256, "BLOCK_SIZE_N": 128}, path="gluon-fp32")]
-    env = dict(os.environ, TRITON_INTERPRET="0")
-    r = subprocess.run([sys.executable, "-c", _COMPILE, json.dumps(cases)], env=env, capture_output=True, text=True,
-                       timeout=300)
-    assert r.returncode == 0, r.stderr[-3000:]
-    for case, res in zip(cases, json.loads(r.stdout.strip().splitlines()[-1])):
-        broken = [f"{p['promise']}: {p['check']} ({p['detail']})" for p in res["promises"] if not p["ok"]]
+    for case, res in zip(cases, compile_sm90_cases(hc, cases)):
+        broken = broken_promises(res)
         assert not broken, f"{case['config']} {case['path']}: " + "; ".join(broken)
         m = res["metrics"]
         assert m["counts"]["HGMMA"] > 0 and m["counts"]["UTMASTG"] > 0 and m["spill_bytes"] == 0

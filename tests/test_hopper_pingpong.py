@@ -7,13 +7,10 @@ an interpreter process (TRITON_INTERPRET=1, set by conftest.py on CPU machines) 
 run in a subprocess without it. The GPU tests are tests/test_gpu_hopper_pingpong.py.
 """
 import dataclasses
-import json
-import os
-import subprocess
-import sys
 
 import pytest
 
+from _util import broken_promises, compile_sm90_cases
 from gemmkit import arch
 from gemmkit.isa.promises import evaluate
 from gemmkit.kernels.gluon import hopper_pingpong as hp
@@ -124,24 +121,6 @@ def test_promises_can_fail():
             "TMA store (UTMASTG) of the output tile", "shared memory within the plan's bound (smem_bytes)"} == bad
 
 
-_COMPILE = """
-import json, sys
-from gemmkit import arch
-from gemmkit.isa import compile_static, resources
-from gemmkit.isa.promises import evaluate
-from gemmkit.kernels.gluon import hopper_pingpong as hp
-t = arch.ARCHS["sm_90"]
-out = []
-for case in json.loads(sys.argv[1]):
-    s = hp.isa_spec(case)
-    m = resources(compile_static(s["kernel"], s["signature"], s["constexprs"], t, s["options"], s["divisible"]),
-                  t, s["block"])
-    m["smem_bound"] = s["smem_bound"]
-    out.append({"metrics": m, "promises": evaluate(s["promises"], m, case["config"], t)})
-print(json.dumps(out))
-"""
-
-
 def test_static_compile_sm90_keeps_promises():
     """Two configs (128 x 128 bf16 out with bias + gelu, 64 x 256 fp32 out) compile for sm_90 with
     HGMMA, TMA loads and stores, no spills, and shared memory within the plan."""
@@ -149,12 +128,8 @@ def test_static_compile_sm90_keeps_promises():
                   path="gluon-bf16"),
              dict(kernel=hp.KERNEL_NAME, op="a16w16", arch="sm_90", table="-", bucket="t",
                   config={**BASE, "BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 256, "num_stages": 4}, path="gluon-fp32")]
-    env = dict(os.environ, TRITON_INTERPRET="0")
-    r = subprocess.run([sys.executable, "-c", _COMPILE, json.dumps(cases)], env=env, capture_output=True, text=True,
-                       timeout=300)
-    assert r.returncode == 0, r.stderr[-3000:]
-    for case, res in zip(cases, json.loads(r.stdout.strip().splitlines()[-1])):
-        broken = [f"{p['promise']}: {p['check']} ({p['detail']})" for p in res["promises"] if not p["ok"]]
+    for case, res in zip(cases, compile_sm90_cases(hp, cases)):
+        broken = broken_promises(res)
         assert not broken, f"{case['config']} {case['path']}: " + "; ".join(broken)
         assert len(res["promises"]) == len(hp.PROMISES)
         m = res["metrics"]

@@ -316,31 +316,11 @@ def launch(x2, w, bias, y, activation, cfg, target, compile_only=False):
     gemmkit.arch.Target (num_cus sizes the persistent grid). ValueError when `unsupported` says no or the
     config cannot be planned.
     """
-    from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
-
-    why = unsupported(x2, w, y, target)
-    if why:
-        raise ValueError(f"gluon coop: {why}")
-    M, K = x2.shape
-    N = w.shape[0]
-    if w.shape[1] != K or tuple(y.shape) != (M, N) or (bias is not None and tuple(bias.shape) != (N,)):
-        raise ValueError(f"gluon coop: shapes x {tuple(x2.shape)}, w {tuple(w.shape)}, y {tuple(y.shape)}, "
-                         f"bias {None if bias is None else tuple(bias.shape)} do not fit y = x @ w.T + bias")
-    if K == 0:
-        raise ValueError("gluon coop: K == 0 (the empty sum) is the op's to handle")
-    t_in, t_out = hp._TORCH_NAME[str(x2.dtype)], hp._TORCH_NAME[str(y.dtype)]
+    hp.check_operands(x2, w, bias, y, target, "gluon coop")
     plan = derive(cfg, target, x2.element_size(), y.element_size())
-    bm, bn, bk = plan.BM, plan.BN, plan.BK
-    x_desc = TensorDescriptor.from_tensor(x2, [bm, bk], hp.shared_layout(bm, bk, t_in))
-    w_desc = TensorDescriptor.from_tensor(w, [bn, bk], hp.shared_layout(bn, bk, t_in))
-    y_desc = TensorDescriptor.from_tensor(y, [plan.BM_C, plan.epi_n], hp.shared_layout(plan.BM_C, plan.epi_n, t_out))
     ce = constexprs(plan, has_bias=bias is not None, activation=activation)
-    num_tiles = -(-M // bm) * -(-N // bn)
-    grid = (max(1, min(num_tiles, target.num_cus)),)
-    args = (x_desc, w_desc, y_desc, bias if bias is not None else x2, M, N, K)
-    from ...ops import _launch  # the ops' launch cache (a lazy import: ops import this module)
-
-    return _launch.launcher(hopper_coop_kernel, grid, compile_only)(*args, **ce, num_warps=hp._CONSUMER_WARPS)
+    # the y box is a consumer's staging sub-tile (BM/2 x EPI_N), not the whole tile
+    return hp.launch_tma(hopper_coop_kernel, plan, (plan.BM_C, plan.epi_n), x2, w, bias, y, ce, target, compile_only)
 
 
 # ----------------------------------------------------------------------------- static compile (gemmkit isa)
@@ -361,31 +341,14 @@ def static_spec(cfg: dict, target, *, dtype: str = "bf16", out_dtype: str | None
     """(kernel, signature, constexprs, divisible, options, plan) to compile the kernel for `target` on a CPU."""
     out_dtype = out_dtype or dtype
     plan = derive(cfg, target, 2, 4 if out_dtype == "fp32" else 2)
-    bm, bn, bk = plan.BM, plan.BN, plan.BK
-    sig = {"x_desc": f"tensordesc<{dtype}[{bm}, {bk}],{hp.shared_layout(bm, bk, dtype)!r}>",
-           "w_desc": f"tensordesc<{dtype}[{bn}, {bk}],{hp.shared_layout(bn, bk, dtype)!r}>",
-           "y_desc": f"tensordesc<{out_dtype}[{plan.BM_C}, {plan.epi_n}],"
-                     f"{hp.shared_layout(plan.BM_C, plan.epi_n, out_dtype)!r}>",
-           "bias_ptr": f"*{dtype}", "M": "i32", "N": "i32", "K": "i32"}
     ce = constexprs(plan, has_bias=has_bias, activation=activation)
-    sig.update({k: "constexpr" for k in ce})
+    sig = hp.tma_signature(plan, (plan.BM_C, plan.epi_n), dtype, out_dtype, ce)
     return hopper_coop_kernel, sig, ce, ["bias_ptr"], {"num_warps": hp._CONSUMER_WARPS}, plan
 
 
 def _shipped_coop_configs(arch: str):
     """(table, bucket, config) of every A16W16 table bucket of `arch` that picks this backend."""
-    import json
-    from pathlib import Path
-
-    root = Path(__file__).resolve().parents[2] / "configs" / arch
-    for path in sorted(root.glob("A16W16*.json")) if root.exists() else ():
-        try:
-            table = json.loads(path.read_text())
-        except (OSError, ValueError):
-            continue  # the config loader reports broken tables
-        for bucket, cfg in table.items():
-            if isinstance(cfg, dict) and cfg.get("backend") == "gluon" and hp.is_coop(cfg):
-                yield path.name, bucket, cfg
+    return ((t, b, c) for t, b, c in hp._shipped_gluon_configs(arch) if t.startswith("A16W16") and hp.is_coop(c))
 
 
 def isa_cases(archs, op: str = "hopper_coop"):
@@ -398,10 +361,4 @@ def isa_cases(archs, op: str = "hopper_coop"):
 
 
 def isa_spec(case):
-    from ... import arch as _arch
-
-    target = _arch.ARCHS[case["arch"]]
-    out = case["path"].split("-", 1)[1] if case["path"].startswith("gluon-") else "bf16"
-    kernel, sig, ce, div, opts, plan = static_spec(case["config"], target, out_dtype=out)
-    return dict(kernel=kernel, signature=sig, constexprs=ce, divisible=div, options=opts, promises=PROMISES,
-                block=(plan.BM, plan.BN, plan.BK), smem_bound=plan.smem_bytes)
+    return hp.isa_spec_from(case, static_spec, PROMISES)

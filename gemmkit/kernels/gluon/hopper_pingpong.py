@@ -462,6 +462,42 @@ def unsupported(x2, w, y, target=None) -> str | None:
     return None
 
 
+def check_operands(x2, w, bias, y, target, who: str):
+    """(M, N, K) of y = act(x2 @ w.T + bias) once `unsupported` and the shapes agree, else ValueError
+    prefixed `who`: the launch checks of this kernel and hopper_coop's."""
+    why = unsupported(x2, w, y, target)
+    if why:
+        raise ValueError(f"{who}: {why}")
+    M, K = x2.shape
+    N = w.shape[0]
+    if w.shape[1] != K or tuple(y.shape) != (M, N) or (bias is not None and tuple(bias.shape) != (N,)):
+        raise ValueError(f"{who}: shapes x {tuple(x2.shape)}, w {tuple(w.shape)}, y {tuple(y.shape)}, "
+                         f"bias {None if bias is None else tuple(bias.shape)} do not fit y = x @ w.T + bias")
+    if K == 0:
+        raise ValueError(f"{who}: K == 0 (the empty sum) is the op's to handle")
+    return M, N, K
+
+
+def launch_tma(kernel, plan, y_box, x2, w, bias, y, ce: dict, target, compile_only=False):
+    """Launch kernel(x_desc, w_desc, y_desc, bias_ptr, M, N, K, **ce) (this one, hopper_coop's): 2-D TMA boxes
+    x [BM, BK], w [BN, BK], y `y_box` (the staging tile); a persistent grid of min(tiles, SMs) CTAs."""
+    from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
+
+    M, K = x2.shape
+    N = w.shape[0]
+    t_in, t_out = _TORCH_NAME[str(x2.dtype)], _TORCH_NAME[str(y.dtype)]
+    bm, bn, bk = plan.BM, plan.BN, plan.BK
+    x_desc = TensorDescriptor.from_tensor(x2, [bm, bk], shared_layout(bm, bk, t_in))
+    w_desc = TensorDescriptor.from_tensor(w, [bn, bk], shared_layout(bn, bk, t_in))
+    y_desc = TensorDescriptor.from_tensor(y, list(y_box), shared_layout(*y_box, t_out))
+    num_tiles = -(-M // bm) * -(-N // bn)
+    grid = (max(1, min(num_tiles, target.num_cus)),)
+    args = (x_desc, w_desc, y_desc, bias if bias is not None else x2, M, N, K)
+    from ...ops import _launch  # the ops' launch cache (a lazy import: ops import this module)
+
+    return _launch.launcher(kernel, grid, compile_only)(*args, **ce, num_warps=_CONSUMER_WARPS)
+
+
 def launch(x2, w, bias, y, activation, cfg, target, compile_only=False):
     """y = act(x2 @ w.T + bias) with the ping-pong kernel. x2 (M, K), w (N, K), bias (N,) or None, y (M, N).
 
@@ -470,31 +506,10 @@ def launch(x2, w, bias, y, activation, cfg, target, compile_only=False):
     `target`: a gemmkit.arch.Target (its num_cus sizes the persistent grid). Raises ValueError when
     `unsupported` says no or the config cannot be planned.
     """
-    from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
-
-    why = unsupported(x2, w, y, target)
-    if why:
-        raise ValueError(f"gluon ping-pong: {why}")
-    M, K = x2.shape
-    N = w.shape[0]
-    if w.shape[1] != K or tuple(y.shape) != (M, N) or (bias is not None and tuple(bias.shape) != (N,)):
-        raise ValueError(f"gluon ping-pong: shapes x {tuple(x2.shape)}, w {tuple(w.shape)}, y {tuple(y.shape)}, "
-                         f"bias {None if bias is None else tuple(bias.shape)} do not fit y = x @ w.T + bias")
-    if K == 0:
-        raise ValueError("gluon ping-pong: K == 0 (the empty sum) is the op's to handle")
-    t_in, t_out = _TORCH_NAME[str(x2.dtype)], _TORCH_NAME[str(y.dtype)]
+    check_operands(x2, w, bias, y, target, "gluon ping-pong")
     plan = derive(cfg, target, x2.element_size(), y.element_size())
-    bm, bn, bk = plan.BM, plan.BN, plan.BK
-    x_desc = TensorDescriptor.from_tensor(x2, [bm, bk], shared_layout(bm, bk, t_in))
-    w_desc = TensorDescriptor.from_tensor(w, [bn, bk], shared_layout(bn, bk, t_in))
-    y_desc = TensorDescriptor.from_tensor(y, [bm, bn], shared_layout(bm, bn, t_out))
     ce = constexprs(plan, has_bias=bias is not None, activation=activation)
-    num_tiles = -(-M // bm) * -(-N // bn)
-    grid = (max(1, min(num_tiles, target.num_cus)),)
-    args = (x_desc, w_desc, y_desc, bias if bias is not None else x2, M, N, K)
-    from ...ops import _launch  # the ops' launch cache (a lazy import: ops import this module)
-
-    return _launch.launcher(hopper_pingpong_kernel, grid, compile_only)(*args, **ce, num_warps=_CONSUMER_WARPS)
+    return launch_tma(hopper_pingpong_kernel, plan, (plan.BM, plan.BN), x2, w, bias, y, ce, target, compile_only)
 
 
 # ----------------------------------------------------------------------------- static compile (gemmkit isa)
@@ -508,23 +523,30 @@ PRESETS = (
 )
 
 
+def tma_signature(plan, y_box, dtype: str, out_dtype: str, ce: dict) -> dict:
+    """The static-compile signature of (x_desc, w_desc, y_desc, bias_ptr, M, N, K, **ce), the descriptors
+    `launch_tma` builds (x [BM, BK], w [BN, BK], y `y_box`); shared with hopper_coop.py."""
+    bm, bn, bk = plan.BM, plan.BN, plan.BK
+    sig = {"x_desc": f"tensordesc<{dtype}[{bm}, {bk}],{shared_layout(bm, bk, dtype)!r}>",
+           "w_desc": f"tensordesc<{dtype}[{bn}, {bk}],{shared_layout(bn, bk, dtype)!r}>",
+           "y_desc": f"tensordesc<{out_dtype}[{y_box[0]}, {y_box[1]}],{shared_layout(*y_box, out_dtype)!r}>",
+           "bias_ptr": f"*{dtype}", "M": "i32", "N": "i32", "K": "i32"}
+    sig.update({k: "constexpr" for k in ce})
+    return sig
+
+
 def static_spec(cfg: dict, target, *, dtype: str = "bf16", out_dtype: str | None = None, has_bias: bool = True,
                 activation: str = "gelu"):
     """(kernel, signature, constexprs, divisible, options, plan) to compile the kernel for `target` on a CPU."""
     out_dtype = out_dtype or dtype
     plan = derive(cfg, target, 2, 4 if out_dtype == "fp32" else 2)
-    bm, bn, bk = plan.BM, plan.BN, plan.BK
-    sig = {"x_desc": f"tensordesc<{dtype}[{bm}, {bk}],{shared_layout(bm, bk, dtype)!r}>",
-           "w_desc": f"tensordesc<{dtype}[{bn}, {bk}],{shared_layout(bn, bk, dtype)!r}>",
-           "y_desc": f"tensordesc<{out_dtype}[{bm}, {bn}],{shared_layout(bm, bn, out_dtype)!r}>",
-           "bias_ptr": f"*{dtype}", "M": "i32", "N": "i32", "K": "i32"}
     ce = constexprs(plan, has_bias=has_bias, activation=activation)
-    sig.update({k: "constexpr" for k in ce})
+    sig = tma_signature(plan, (plan.BM, plan.BN), dtype, out_dtype, ce)
     return hopper_pingpong_kernel, sig, ce, ["bias_ptr"], {"num_warps": _CONSUMER_WARPS}, plan
 
 
 def _shipped_gluon_configs(arch: str):
-    """(table, bucket, config) of every sm_90 table bucket that picks this backend."""
+    """(table, bucket, config) of every `arch` table bucket that picks the gluon backend (any layout)."""
     import json
     from pathlib import Path
 
@@ -563,11 +585,17 @@ def isa_cases(archs, op: str = "hopper_pingpong"):
     yield from unique_cases(cases, KERNEL_NAME, op)
 
 
-def isa_spec(case):
+def isa_spec_from(case, static_spec, promises):
+    """`gemmkit isa`'s spec of a case ("gluon-<out dtype>" path) from a kernel's static_spec(cfg, target,
+    out_dtype=...) and promises: this module's, hopper_coop.py's and hopper_pingpong_batched.py's isa_spec."""
     from ... import arch as _arch
 
     target = _arch.ARCHS[case["arch"]]
     out = case["path"].split("-", 1)[1] if case["path"].startswith("gluon-") else "bf16"
     kernel, sig, ce, div, opts, plan = static_spec(case["config"], target, out_dtype=out)
-    return dict(kernel=kernel, signature=sig, constexprs=ce, divisible=div, options=opts, promises=PROMISES,
+    return dict(kernel=kernel, signature=sig, constexprs=ce, divisible=div, options=opts, promises=promises,
                 block=(plan.BM, plan.BN, plan.BK), smem_bound=plan.smem_bytes)
+
+
+def isa_spec(case):
+    return isa_spec_from(case, static_spec, PROMISES)

@@ -204,10 +204,4 @@ def isa_cases(archs, tables=("BATCHED_A16W16.json",), op: str = "batched_gemm"):
 
 
 def isa_spec(case):
-    from ... import arch as _arch
-
-    target = _arch.ARCHS[case["arch"]]
-    out = case["path"].split("-", 1)[1] if case["path"].startswith("gluon-") else "bf16"
-    kernel, sig, ce, div, opts, plan = static_spec(case["config"], target, out_dtype=out)
-    return dict(kernel=kernel, signature=sig, constexprs=ce, divisible=div, options=opts, promises=PROMISES,
-                block=(plan.BM, plan.BN, plan.BK), smem_bound=plan.smem_bytes)
+    return hp.isa_spec_from(case, static_spec, PROMISES)
