@@ -72,24 +72,30 @@ m64nBNk32 chain each; the partial accumulator p is one 64 x BN slice, reused)::
 
 Block scales (SCALE = "block"; K step kk of BK columns lies in scale block kb = kk * BK // SBK)::
 
-   load r (1 warp)                                       ring slot s of ring r
-   s[m] = x_scale[m, kb] * w_scale[nb, kb], m in tile ──► s_ring[s]: BM fp32   ┐ full[s]: 2 arrivals
-     (BM / 32 LDG per lane, issued before the empty     a_ring[s], b_ring[s]  ┘ (expect-tx + after
-      wait; nb = pid_n * BN // SBN: BN | SBN, one                                   the scale store)
-      w scale per tile per kb)
-   mma r, after chain r of slice q waited:  acc_q += p * s_ring[s][64q : 64q + 64][:, None]   (FFMA)
+   load r (1 warp), after empty[s]:                        ring slot s of ring r
+     cp.async x_scale[m, kb], m in tile (BM / 32 4-byte ──► s_ring[s]: BM fp32 x scales  ┐ full[s] completes
+       copies a lane: a strided column)                    a_ring[s], b_ring[s] (TMA)  ┘ when both landed
+     cp.async.mbarrier.arrive full[s]  (pending + 1 now, - 1 when the lane's copies land), then expect-tx
+   mma r, K step kk: w = w_scale[nb, kb] (a register, loaded at step kk - 1; nb = pid_n * BN // SBN, BN | SBN)
+     wait full[s] │ s_q = s_ring[s][64q .. 64q + 63] * w (LDS) │ chain q │ wait │ acc_q += p * s_q[:, None] (FFMA)
 
-   Why the scales go through shared memory, loaded by the load warp: kept in the consumer's
-   registers (loaded from global memory, prefetched or not) they made ptxas give the two
-   slices' partials separate register blocks at 128 x 128 (136-224 bytes of spills); read from
-   shared memory right before the FFMAs they are live for a few instructions. Why not TMA: the
-   op's x_scale is (M, KB) row-major, so a tile's BM scales of one kb are a strided column,
-   which a TMA box cannot read (its inner dimension must span >= 16 contiguous bytes; DeepGEMM
-   transposes the scales to (KB, M) for that). They are BM * 4 bytes a step against BM * BK of
-   x (1/32 at BK = 128), L2-resident; any strides work. Even so, the pingpong 128 x 128 tile still
-   spills in block mode (144-184 bytes: ptxas still splits the partials when the promotion is an
-   FFMA): its spill-free block configs are 64 x BN pingpong tiles and the coop 128 x BN tile
-   (num_warps 8: a 64 x BN half per consumer, acc + partial 128 registers at BN = 128).
+   Why this way (measured on the H200, 4096 x {4096, 7168, 2112} x {7168, 16384}, coop 128 x 128 x 128,
+   docs/kernels/hopper_pingpong_fp8.md): the first version's load warp loaded the scales with LDG and
+   multiplied them before storing (the warp then waited one L2 latency every K step), and the consumers
+   read them after the chain's wait: 920-950 TFLOP/s against 1130-1140 for the same tile in rowcol mode.
+   cp.async keeps the load warp from ever waiting on them; reading the slot before issuing the chain puts
+   the shared-memory latency under the wgmma (+5-9 % together). Scales held in consumer registers instead
+   (two x scales and the w scale a step ahead per thread, no shared memory) measured 2-3 % behind this,
+   and at 128 x 128 pingpong they made ptxas give the two slices' partials separate register blocks
+   (spills). Why not TMA: the op's x_scale is (M, KB) row-major, so a tile's BM scales of one kb are a
+   strided column, which a TMA box cannot read (inner dimension >= 16 contiguous bytes; DeepGEMM
+   transposes the scales to (KB, M) for that). They are BM * 4 bytes a step against BM * BK of x (1/32
+   at BK = 128), L2-resident; any strides work. The pingpong 128 x 128 tile still spills in block mode
+   (144-192 bytes: ptxas splits the partials when the promotion is an FFMA): its spill-free block configs
+   are 64 x BN pingpong tiles and the coop 128 x BN tile (a 64 x BN half per consumer, acc + partial 128
+   registers at BN = 128). What still separates block from rowcol (~10 %, measured): a variant with
+   no scale loads at all (FFMA by a constant) ran 1050-1080; the rest is the LDS + FMUL between the
+   full wait and the chain's issue (ptxas issues the FMUL between the chain's first and second wgmma).
 
 Phase timeline of one K step in consumer c (BK = 128; "wg" = 4 wgmma k32 issued async,
 use_acc=False so each chain starts from zero; "wait" = warpgroup_mma_wait(0))::
@@ -107,9 +113,11 @@ use_acc=False so each chain starts from zero; "wait" = warpgroup_mma_wait(0))::
    The two consumers drift freely; only the epilogues of a shared output tile (C_TILES = 1)
    alternate, handed over by c_free (as in hopper_pingpong.py).
 
-Barriers (count 1 each; full: 2 in block mode; empty: 2 in coop): full[r*S + s] / empty[r*S + s] of ring r,
-slot s (coop: r = 0, one ring; both consumers wait on full[s] with the same parity, both arrive on empty[s]):
-   full   load r: expect-tx + 2 TMA (block: + an arrive after storing the slot's scales);
+Barriers (count 1 each; empty: 2 in coop): full[r*S + s] / empty[r*S + s] of ring r, slot s (coop: r = 0,
+one ring; both consumers wait on full[s] with the same parity, both arrive on empty[s]):
+   full   load r: (block: BM / 32 cp.async + cp.async.mbarrier.arrive per lane, which holds the phase open
+          until the copies land, issued before the expect so the TMA bytes alone cannot complete it)
+          expect-tx + 2 TMA;
           mma r (coop: mma 0 and mma 1): wait parity (g // S) & 1 (g = its ring step count)
    empty  mma r: arrive once its slices' wgmmas read slot s (coop: 2 arrivals, one per consumer);
           load r: wait parity ((g // S) & 1) ^ 1
@@ -151,6 +159,7 @@ from dataclasses import dataclass
 
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
+from triton.experimental.gluon.language.nvidia.ampere import async_copy
 from triton.experimental.gluon.language.nvidia.hopper import (
     fence_async_shared, mbarrier, tma, warpgroup_mma, warpgroup_mma_wait)
 
@@ -236,7 +245,7 @@ def derive(cfg: dict, target=None, out_bytes: int = 2, block_shape=None) -> Plan
       swizzle  128 B rows (BK = 128 fp8): 128-byte swizzle for a and b; y as hopper_pingpong.
       scales   block_shape None: rowcol. (SBN, SBK): block; BK | SBK (no chain straddles two scale
                blocks; BK < SBK promotes every step with the same scales) and BN | SBN (one w scale
-               per tile per K block); each ring slot also holds the step's BM fp32 scales
+               per tile per K block); each ring slot also holds the step's BM fp32 x scales
                (stage_bytes + 4 BM: 128 x 128 x 128 -> 33280 B, 2 stages a ring beside two bf16
                output tiles, as 3 no longer fit beside one).
       layout   num_warps 4 -> "pingpong" (above); num_warps 8 -> "coop" (BLOCK_SIZE_M must be 128):
@@ -317,15 +326,15 @@ def constexprs(plan: Plan, *, has_bias: bool) -> dict:
 
 @gluon.jit
 def _load_partition(RING: gl.constexpr, NRINGS: gl.constexpr, x_desc, w_desc, a_ring, b_ring, s_ring, full, empty,
-                    xs_ptr, ws_ptr, M, N, K, stride_xsm, stride_xsk, stride_wsn, stride_wsk, STAGES: gl.constexpr,
-                    GROUP_SIZE_M: gl.constexpr, SCALE: gl.constexpr, SCALE_BN: gl.constexpr, SCALE_BK: gl.constexpr):
+                    xs_ptr, M, N, K, stride_xsm, stride_xsk, STAGES: gl.constexpr, GROUP_SIZE_M: gl.constexpr,
+                    SCALE: gl.constexpr, SCALE_BK: gl.constexpr):
     """1 warp: every K step of local tiles RING, RING + NRINGS, ... into ring RING (pingpong: NRINGS = 2,
     consumer RING's tiles; coop: NRINGS = 1, every tile of the CTA, read by both consumers); (block) with
-    the step's BM promotion scales s[m] = x_scale[m, kb] * w_scale[nb, kb] into s_ring."""
+    the step's BM x scales x_scale[m, kb] copied into s_ring by cp.async, which full[slot] also waits for."""
     BM: gl.constexpr = x_desc.block_type.shape[0]
     BK: gl.constexpr = x_desc.block_type.shape[1]
     BN: gl.constexpr = w_desc.block_type.shape[0]
-    # (block) BM scales over the warp's 32 lanes, BM / 32 registers each.
+    # (block) BM scales over the warp's 32 lanes, BM / 32 each.
     s_layout: gl.constexpr = gl.BlockedLayout([BM // 32], [32], [1], [0])
     num_pid_m = gl.cdiv(M, BM)
     num_pid_n = gl.cdiv(N, BN)
@@ -336,25 +345,24 @@ def _load_partition(RING: gl.constexpr, NRINGS: gl.constexpr, x_desc, w_desc, a_
     for tile_id in range(gl.program_id(0) + RING * nprog, num_pid_m * num_pid_n, NRINGS * nprog):
         pid_m, pid_n = tile_coords(tile_id, num_pid_m, num_pid_n, GROUP_SIZE_M, 1)
         if SCALE == "block":
-            # Row offsets clamped to M - 1 (rows past M are zero-filled by TMA: any scale gives 0);
-            # the tile's one w_scale row (BN | SCALE_BN).
+            # Row offsets clamped to M - 1 (rows past M are zero-filled by TMA: any scale gives 0).
             rows = pid_m * BM + gl.arange(0, BM, layout=s_layout)
             xs_off = gl.minimum(rows, M - 1) * stride_xsm
-            ws_off = (pid_n * BN // SCALE_BN) * stride_wsn
         for kk in range(k_steps):
             slot = RING * STAGES + idx
-            if SCALE == "block":
-                # Issued before the empty wait: the global loads' latency overlaps it.
-                kb = kk * BK // SCALE_BK
-                sc = gl.load(xs_ptr + kb * stride_xsk + xs_off) * gl.load(ws_ptr + (ws_off + kb * stride_wsk))
             mbarrier.wait(empty.index(slot), phase ^ 1)  # round 0 passes: fresh barrier
             bar = full.index(slot)
+            if SCALE == "block":
+                # The step's x scales (a strided column: 4-byte cp.async per row), then an arrive that
+                # raises full[slot]'s pending count now and lowers it when this lane's copies have
+                # landed: the slot completes only with its scales, and this warp never waits for them.
+                # Before the expect: the TMA bytes alone must not be able to complete the phase.
+                kb = kk * BK // SCALE_BK
+                async_copy.async_copy_global_to_shared(s_ring.index(slot), xs_ptr + (xs_off + kb * stride_xsk))
+                async_copy.mbarrier_arrive(bar)
             mbarrier.expect(bar, x_desc.block_type.nbytes + w_desc.block_type.nbytes)
             tma.async_copy_global_to_shared(x_desc, [pid_m * BM, kk * BK], bar, a_ring.index(slot))
             tma.async_copy_global_to_shared(w_desc, [pid_n * BN, kk * BK], bar, b_ring.index(slot))
-            if SCALE == "block":
-                s_ring.index(slot).store(sc)
-                mbarrier.arrive(bar)  # the second arrival of full[slot] (release: the scales are visible)
             idx, phase = _ring_next(idx, phase, STAGES)
 
 
@@ -383,9 +391,9 @@ def _store_slice(c_smem, acc, ROW: gl.constexpr, xs_ptr, ws, bias, offs_m, M, HA
 
 @gluon.jit
 def _mma_partition(CONSUMER: gl.constexpr, LAYOUT: gl.constexpr, y_desc, xs_ptr, ws_ptr, bias_ptr, a_ring, b_ring,
-                   s_ring, c_smem, full, empty, c_free, M, N, K, BM: gl.constexpr, BK: gl.constexpr,
-                   STAGES: gl.constexpr, C_TILES: gl.constexpr, GROUP_SIZE_M: gl.constexpr, HAS_BIAS: gl.constexpr,
-                   SCALE: gl.constexpr):
+                   s_ring, c_smem, full, empty, c_free, M, N, K, stride_wsn, stride_wsk, BM: gl.constexpr,
+                   BK: gl.constexpr, STAGES: gl.constexpr, C_TILES: gl.constexpr, GROUP_SIZE_M: gl.constexpr,
+                   HAS_BIAS: gl.constexpr, SCALE: gl.constexpr, SCALE_BN: gl.constexpr, SCALE_BK: gl.constexpr):
     """1 warpgroup: promoted mainloop, then the epilogue. pingpong: local tiles CONSUMER, CONSUMER + 2, ...,
     all BM rows, from ring CONSUMER. coop: every local tile, rows 64 CONSUMER .. 64 CONSUMER + 63, from the
     one ring (both consumers wait on each full[s] and arrive on each empty[s])."""
@@ -417,27 +425,38 @@ def _mma_partition(CONSUMER: gl.constexpr, LAYOUT: gl.constexpr, y_desc, xs_ptr,
         # The partial, overwritten by each chain. Per tile, not carried across tiles: dead in the
         # epilogue, whose scales and bias need its registers (carried: 160 bytes of spills).
         p = gl.zeros((SM, BN), dtype=gl.float32, layout=acc_layout)
+        if SCALE == "block":
+            # The tile's w_scale row (BN | SCALE_BN): one scalar a K step, the same address in every thread,
+            # loaded one step ahead (register prefetch: the load has a whole step to land).
+            ws_tile = ws_ptr + (pid_n * BN // SCALE_BN) * stride_wsn
+            ws_next = gl.load(ws_tile)
         for kk in range(k_steps):
             slot = RING * STAGES + idx
+            if SCALE == "block":
+                wsc = ws_next
+                ws_next = gl.load(ws_tile + (gl.minimum(kk + 1, k_steps - 1) * BK // SCALE_BK) * stride_wsk)
             mbarrier.wait(full.index(slot), phase)
             a = a_ring.index(slot)
             b = b_ring.index(slot).permute((1, 0))
-            p = _chain(a.slice(ROW0, SM), b, p)
-            # Promotion of rows ROW0..ROW0+63 (the other consumer's wgmma runs meanwhile); (block) scaled by
-            # s[m] from the slot's scales, read from shared memory only now (registers stay free).
             if SCALE == "block":
-                s0 = s_ring.index(slot).slice(ROW0, SM).load(gl.SliceLayout(1, acc_layout))
+                # s[m] = x_scale[m, kb] * w_scale[nb, kb] for this thread's rows, read from the slot *before* the
+                # chain is issued: the shared-memory load's latency runs under the wgmma, not after its wait.
+                s0 = s_ring.index(slot).slice(ROW0, SM).load(gl.SliceLayout(1, acc_layout)) * wsc
+                if TWO:
+                    s1 = s_ring.index(slot).slice(SM, SM).load(gl.SliceLayout(1, acc_layout)) * wsc
+            p = _chain(a.slice(ROW0, SM), b, p)
+            # Promotion of rows ROW0..ROW0+63 (the other consumer's wgmma runs meanwhile).
+            if SCALE == "block":
                 acc0 = acc0 + p * s0[:, None]
             else:
                 acc0 = acc0 + p
             if TWO:
                 p = _chain(a.slice(SM, SM), b, p)
                 if SCALE == "block":  # rows 64..127
-                    s1 = s_ring.index(slot).slice(SM, SM).load(gl.SliceLayout(1, acc_layout))
                     acc1 = acc1 + p * s1[:, None]
                 else:
                     acc1 = acc1 + p
-            mbarrier.arrive(empty.index(slot))  # my chains (and scale loads) have read the slot (coop: 1 of 2)
+            mbarrier.arrive(empty.index(slot))  # my chains and scale loads have read the slot (coop: 1 of 2)
             idx, phase = _ring_next(idx, phase, STAGES)
         # Epilogue (pingpong: under the other consumer's mainloop; coop: both halves at once, while the load
         # warp fills the ring with the next tile's K steps).
@@ -490,10 +509,8 @@ def hopper_pingpong_fp8_kernel(x_desc, w_desc, y_desc, xs_ptr, ws_ptr, bias_ptr,
     s_layout: gl.constexpr = gl.SwizzledSharedLayout(vec=1, per_phase=1, max_phase=1, order=[0])
     if SCALE == "block":
         s_ring = gl.allocate_shared_memory(gl.float32, [NSLOTS, BM], s_layout)
-        FULL_ARRIVALS: gl.constexpr = 2  # the loader's expect-tx arrive + its arrive after storing the scales
     else:
         s_ring = gl.allocate_shared_memory(gl.float32, [NSLOTS, 1], s_layout)
-        FULL_ARRIVALS: gl.constexpr = 1
     # Output staging, one y box each (pingpong: BM x BN; coop: 64 x BN, a half per consumer).
     c0 = gl.allocate_shared_memory(y_desc.dtype, y_desc.block_type.shape, y_desc.layout)
     if C_TILES == 2:
@@ -504,31 +521,32 @@ def hopper_pingpong_fp8_kernel(x_desc, w_desc, y_desc, xs_ptr, ws_ptr, bias_ptr,
     empty = gl.allocate_shared_memory(gl.int64, [NSLOTS, 1], mbarrier.MBarrierLayout())
     c_free = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
     for i in gl.static_range(NSLOTS):
-        mbarrier.init(full.index(i), count=FULL_ARRIVALS)  # the ring's loader: expect-tx arrive (+ TMA bytes)
+        mbarrier.init(full.index(i), count=1)  # the loader's expect-tx arrive (+ TMA bytes, + (block) its cp.asyncs)
         mbarrier.init(empty.index(i), count=EMPTY_ARRIVALS)
     mbarrier.init(c_free, count=1)  # (C_TILES == 1) the last store's consumer, after store_wait
     if LAYOUT == "coop":
         gl.warp_specialize([
             (_mma_partition, (0, LAYOUT, y_desc, xs_ptr, ws_ptr, bias_ptr, a_ring, b_ring, s_ring, c0, full, empty,
-                              c_free, M, N, K, BM, BK, STAGES, C_TILES, GROUP_SIZE_M, HAS_BIAS, SCALE)),
+                              c_free, M, N, K, stride_wsn, stride_wsk, BM, BK, STAGES, C_TILES, GROUP_SIZE_M,
+                              HAS_BIAS, SCALE, SCALE_BN, SCALE_BK)),
             (_mma_partition, (1, LAYOUT, y_desc, xs_ptr, ws_ptr, bias_ptr, a_ring, b_ring, s_ring, c1, full, empty,
-                              c_free, M, N, K, BM, BK, STAGES, C_TILES, GROUP_SIZE_M, HAS_BIAS, SCALE)),
-            (_load_partition, (0, 1, x_desc, w_desc, a_ring, b_ring, s_ring, full, empty, xs_ptr, ws_ptr, M, N, K,
-                               stride_xsm, stride_xsk, stride_wsn, stride_wsk, STAGES, GROUP_SIZE_M, SCALE, SCALE_BN,
-                               SCALE_BK)),
+                              c_free, M, N, K, stride_wsn, stride_wsk, BM, BK, STAGES, C_TILES, GROUP_SIZE_M,
+                              HAS_BIAS, SCALE, SCALE_BN, SCALE_BK)),
+            (_load_partition, (0, 1, x_desc, w_desc, a_ring, b_ring, s_ring, full, empty, xs_ptr, M, N, K,
+                               stride_xsm, stride_xsk, STAGES, GROUP_SIZE_M, SCALE, SCALE_BK)),
         ], [4, 1], [MMA_REGS, LOAD_REGS])
     else:
         gl.warp_specialize([
             (_mma_partition, (0, LAYOUT, y_desc, xs_ptr, ws_ptr, bias_ptr, a_ring, b_ring, s_ring, c0, full, empty,
-                              c_free, M, N, K, BM, BK, STAGES, C_TILES, GROUP_SIZE_M, HAS_BIAS, SCALE)),
+                              c_free, M, N, K, stride_wsn, stride_wsk, BM, BK, STAGES, C_TILES, GROUP_SIZE_M,
+                              HAS_BIAS, SCALE, SCALE_BN, SCALE_BK)),
             (_mma_partition, (1, LAYOUT, y_desc, xs_ptr, ws_ptr, bias_ptr, a_ring, b_ring, s_ring, c1, full, empty,
-                              c_free, M, N, K, BM, BK, STAGES, C_TILES, GROUP_SIZE_M, HAS_BIAS, SCALE)),
-            (_load_partition, (0, 2, x_desc, w_desc, a_ring, b_ring, s_ring, full, empty, xs_ptr, ws_ptr, M, N, K,
-                               stride_xsm, stride_xsk, stride_wsn, stride_wsk, STAGES, GROUP_SIZE_M, SCALE, SCALE_BN,
-                               SCALE_BK)),
-            (_load_partition, (1, 2, x_desc, w_desc, a_ring, b_ring, s_ring, full, empty, xs_ptr, ws_ptr, M, N, K,
-                               stride_xsm, stride_xsk, stride_wsn, stride_wsk, STAGES, GROUP_SIZE_M, SCALE, SCALE_BN,
-                               SCALE_BK)),
+                              c_free, M, N, K, stride_wsn, stride_wsk, BM, BK, STAGES, C_TILES, GROUP_SIZE_M,
+                              HAS_BIAS, SCALE, SCALE_BN, SCALE_BK)),
+            (_load_partition, (0, 2, x_desc, w_desc, a_ring, b_ring, s_ring, full, empty, xs_ptr, M, N, K,
+                               stride_xsm, stride_xsk, STAGES, GROUP_SIZE_M, SCALE, SCALE_BK)),
+            (_load_partition, (1, 2, x_desc, w_desc, a_ring, b_ring, s_ring, full, empty, xs_ptr, M, N, K,
+                               stride_xsm, stride_xsk, STAGES, GROUP_SIZE_M, SCALE, SCALE_BK)),
         ], [4, 1, 1], [MMA_REGS, LOAD_REGS, LOAD_REGS])
 
 

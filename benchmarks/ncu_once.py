@@ -1,0 +1,81 @@
+"""One launch of one kernel, between cudaProfilerStart/Stop, for Nsight Compute (ncu --profile-from-start off).
+
+Each case warms its kernel up (compile, autotuned nothing) outside the profiled range, then launches it once
+inside. Cases (H200 shapes the docs discuss):
+
+  bf16-coop-8192      gemm_a16w16, the cooperative Gluon kernel 128 x 256 x 64, 3 stages (hopper_coop.py), 8192^3
+  bf16-cublas-8192    torch.matmul bf16, 8192^3
+  fp8-block-coop      gemm_a8w8_blockscale, coop 128 x 128 x 128 s5 g16 (the M >= 4096 buckets), M N K = 4096 4096 7168
+  fp8-block-coop-old  the same with the kernel module named by --before (a copy of hopper_pingpong_fp8.py)
+  fp8-rowcol-coop     gemm_a8w8 (per-token x per-channel), the same tile in rowcol mode, same M N K
+  fp8-scaled-mm       torch._scaled_mm rowwise, fast accum off, same M N K
+
+Usage on the GPU:
+  ncu --clock-control none --profile-from-start off --set full -o REPORT python3 benchmarks/ncu_once.py CASE [--before PATH]
+"""
+import os
+import sys
+
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from gemmkit.ops import _common as C  # noqa: E402
+
+COOP_BF16 = {"BLOCK_SIZE_M": 128, "BLOCK_SIZE_N": 256, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 8, "num_warps": 8,
+             "num_stages": 3, "backend": "gluon"}
+COOP_FP8 = {"BLOCK_SIZE_M": 128, "BLOCK_SIZE_N": 128, "BLOCK_SIZE_K": 128, "GROUP_SIZE_M": 16, "num_warps": 8,
+            "num_stages": 5, "backend": "gluon"}
+FP8_SHAPE = (4096, 4096, 7168)
+
+
+def _fp8_block_inputs(M, N, K):
+    from gemmkit.bench.ops import get
+
+    return get("a8w8_blockscale").inputs(M, N, K, "fp8", torch.device("cuda"))[:4]
+
+
+def case_fn(name, before=None):
+    import gemmkit
+
+    if name.startswith("bf16"):
+        x = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
+        w = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
+        if name == "bf16-coop-8192":
+            return lambda: gemmkit.gemm_a16w16(x, w, config=COOP_BF16)
+        return lambda: torch.matmul(x, w.T)
+    M, N, K = FP8_SHAPE
+    if name.startswith("fp8-block"):
+        x, w, xs, ws = _fp8_block_inputs(M, N, K)
+        y = torch.empty(M, N, device="cuda", dtype=torch.bfloat16)
+        if name == "fp8-block-coop":
+            return lambda: gemmkit.gemm_a8w8_blockscale(x, w, xs, ws, config=COOP_FP8, out=y)
+        import blockscale_coop
+
+        mod = blockscale_coop._load_before(before)
+        target = C.target_for(torch.device("cuda"))
+        return lambda: mod.launch(x, w, xs, ws, None, y, COOP_FP8, target, block_shape=(128, 128))
+    from gemmkit.bench.ops import get
+
+    x, w, xs, ws = get("a8w8").inputs(M, N, K, "fp8", torch.device("cuda"))[:4]
+    if name == "fp8-rowcol-coop":
+        return lambda: gemmkit.gemm_a8w8(x, w, xs, ws, config=COOP_FP8)
+    return lambda: torch._scaled_mm(x, w.T, scale_a=xs, scale_b=ws, out_dtype=torch.bfloat16, use_fast_accum=False)
+
+
+def main():
+    name = sys.argv[1]
+    before = sys.argv[sys.argv.index("--before") + 1] if "--before" in sys.argv else None
+    fn = case_fn(name, before)
+    for _ in range(3):
+        fn()
+    torch.cuda.synchronize()
+    torch.cuda.cudart().cudaProfilerStart()
+    fn()
+    torch.cuda.synchronize()
+    torch.cuda.cudart().cudaProfilerStop()
+    print(f"{name}: profiled one launch")
+
+
+if __name__ == "__main__":
+    main()
