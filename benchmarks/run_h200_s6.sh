@@ -12,7 +12,20 @@ export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
 BEFORE=${BEFORE:-.exp/hopper_pingpong_fp8_before.py}
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,power.draw,power.limit,driver_version --format=csv | tee -a "$OUT/gpu.txt"
 t0=$(date +%s)
-if [ "${STAGE:-ab}" = ab ]; then
+if [ "${STAGE:-ab}" = tests ]; then  # the whole gpu suite
+  timeout ${TEST_S:-560} python3 -m pytest -q -m gpu tests/ -p no:cacheprovider > "$OUT/pytest_gpu.log" 2>&1
+  echo "pytest rc=$? ($(( $(date +%s) - t0 ))s)" | tee -a "$OUT/pytest_gpu.log"; tail -n 8 "$OUT/pytest_gpu.log"
+elif [ "${STAGE:-ab}" = bench ]; then  # issue 4's rows: block scale (18 rows), fp8 squares + llama3-70b, coop vs ping-pong
+  SQ="--shape 4096,4096,4096 --shape 8192,8192,8192"
+  DS=""; for nk in 2112,7168 24576,1536 32768,512 7168,16384 4096,7168 7168,2048; do
+    for m in 64 128 4096; do DS="$DS --shape $m,$nk"; done; done
+  timeout 150 python3 -m gemmkit bench --op a8w8_blockscale --cuda-graph $DS --json "$OUT/a8w8_blockscale.json" \
+    > "$OUT/bench_blockscale.log" 2>&1; echo "blockscale rc=$? ($(( $(date +%s) - t0 ))s)"; grep -v Warn "$OUT/bench_blockscale.log" | tail -22
+  timeout 150 python3 -m gemmkit bench --op a8w8 --dtype fp8 --cuda-graph $SQ --model llama3-70b -m 256,1024,4096 \
+    --json "$OUT/a8w8.json" > "$OUT/bench_a8w8.log" 2>&1; echo "a8w8 rc=$? ($(( $(date +%s) - t0 ))s)"; grep -v Warn "$OUT/bench_a8w8.log" | tail -18
+  timeout 200 python3 benchmarks/blockscale_coop.py "$OUT/blockscale_coop.json" --no-models > "$OUT/coop.log" 2>&1
+  echo "coop rc=$? ($(( $(date +%s) - t0 ))s)"; sed -n '/^summary a8w8/,$p' "$OUT/coop.log"
+elif [ "${STAGE:-ab}" = ab ]; then
   timeout ${SMOKE_S:-60} python3 - > "$OUT/smoke.log" 2>&1 <<'PY'
 import torch, gemmkit
 from gemmkit.bench.ops import get

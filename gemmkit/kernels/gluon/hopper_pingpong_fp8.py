@@ -42,8 +42,8 @@ LAYOUT "pingpong" (num_warps 4): five partitions per CTA (`gl.warp_specialize`; 
 LAYOUT "coop" (num_warps 8, BLOCK_SIZE_M 128: DeepGEMM's cooperative layout): four partitions, one
 128 x BN tile per CTA work item, one ring, both consumers on every tile:
 
-  mma 0   (4 warps)  every local tile (ids pid, pid + grid, ...), rows   0..63: acc 64 x BN + p 64 x BN
-  mma 1   (4 warps)  the same tiles, rows 64..127                              (128 x 128: 64 + 64 regs)
+  mma 0   (4 warps)  every local tile (ids pid, pid + grid, ...), rows   0..63: acc 64 x BN + pA, pB 64 x BN
+  mma 1   (4 warps)  the same tiles, rows 64..127                       (128 x 128: 64 + 64 + 64 regs)
   load    (1 warp)   TMA x[128, BK], w[BN, BK] (+ block scales) of every tile into the one ring
                      ┌──────── ring slot s: a 128 x BK ─┬─ rows 0..63 ──► mma 0's chain ──► acc (mma 0)
                      │                                  └─ rows 64..127 ─► mma 1's chain ──► acc (mma 1)
@@ -52,8 +52,10 @@ LAYOUT "coop" (num_warps 8, BLOCK_SIZE_M 128: DeepGEMM's cooperative layout): fo
   Why: a 64-row tile per consumer (the spill-free pingpong tile in block mode) reads its own w
   tile: (BM + BN) / (2 BM BN) bytes of L2 per FLOP, 11.7 TB/s at 1000 TFLOP/s for 64 x 128;
   the shared 128 x BN tile reads 7.8 (128 x 128), with no spill by construction (acc and
-  partial are 64 x BN each). The two consumers still drift: one promotes while the other's
-  chain runs (each waits only for full[s]; a slot goes back once both arrived on empty[s]).
+  two partials are 64 x BN each: 192 registers at BN = 128). Each consumer keeps one chain in flight
+  while it promotes the one before (two partials pA / pB, `warpgroup_mma_wait(1)`; the promotion is
+  inline PTX so LLVM cannot sink it below the next wgmma into the same registers), and the two
+  consumers drift (each waits only for full[s]; a slot goes back once both arrived on empty[s]).
   The cost: both consumers run the epilogue at once, each storing its 64-row half (its own
   64 x BN staging buffer, one TMA store each); the tensor cores idle then, while the load
   warp already fills the ring with the next tile's first K steps.
@@ -96,6 +98,8 @@ Block scales (SCALE = "block"; K step kk of BK columns lies in scale block kb = 
    registers at BN = 128). What still separates block from rowcol (~10 %, measured): a variant with
    no scale loads at all (FFMA by a constant) ran 1050-1080; the rest is the LDS + FMUL between the
    full wait and the chain's issue (ptxas issues the FMUL between the chain's first and second wgmma).
+   The coop mainloop with a chain in flight (below) hides most of it: 1036-1069 TFLOP/s on the same rows
+   (+12 % over the first version, bitwise the same results).
 
 Phase timeline of one K step in consumer c (BK = 128; "wg" = 4 wgmma k32 issued async,
 use_acc=False so each chain starts from zero; "wait" = warpgroup_mma_wait(0))::
@@ -105,8 +109,12 @@ use_acc=False so each chain starts from zero; "wait" = warpgroup_mma_wait(0))::
    tensor│ mma0 top│ mma1 top     │ mma0 bot       │ mma1 bot      │ ...      (shared by both)
                     ▲ promotion of consumer 0 (wait + FADDs) runs under consumer 1's wgmma
 
-   coop: the same two rows per K step, but both consumers chain on the same slot (rows 0..63 and
-   64..127 of a) and each promotes only its own half: one chain + one promotion per K step each.
+   coop: both consumers chain on the same slot (rows 0..63 and 64..127 of a), each promotes only its
+   own half, and each keeps its next chain in flight while it promotes (K step k into pA if k is even,
+   pB if odd; the loop runs two steps a trip so the parity is static: _coop_mainloop)::
+
+   mma c │ wait full[k] │ (block) s_k = LDS * w │ wg k → p[k%2] │ wait(1) │ acc += p[(k-1)%2] * s_(k-1) │
+         │ arrive empty[k-1] │ wait full[k+1] │ ...       (wait(1): chain k-1 done, chain k still running)
 
    tile level: load c │ k steps of its tiles, S stages ahead │ ...
                mma c  │ mainloop tile j │ epi j ((rowcol) scales, bias, cast, smem, TMA store) │ mainloop j+2 │
@@ -189,7 +197,7 @@ PROMISES = (
 
 SLICE_M = 64  # rows of one wgmma chain (m64) and of the partial accumulator
 MAX_PROMOTE_K = 128  # fp8 products the tensor cores' adder may carry before an fp32 FADD
-_MAX_LIVE_ACC = 192  # acc + partial fp32 registers per consumer thread (of 240: the rest for addresses)
+_MAX_LIVE_ACC = 192  # acc + partial(s) fp32 registers per consumer thread (of 240: the rest for addresses)
 LAYOUTS = {hp._CONSUMER_WARPS: "pingpong", hp.COOP_WARPS: "coop"}  # num_warps (warps computing one output tile) -> layout
 CONFIG_KEYS = hp.CONFIG_KEYS
 _IGNORED_KEYS = hp._IGNORED_KEYS
@@ -214,7 +222,7 @@ class Plan:
     mma_regs: int  # per consumer thread after setmaxnreg
     load_regs: int
     acc_regs: int  # fp32 accumulator registers per consumer thread (consumer_rows * BN / 128)
-    partial_regs: int  # the 64 x BN partial accumulator (64 * BN / 128)
+    partial_regs: int  # the 64 x BN partial accumulator(s): pingpong one, coop two (one in flight): 64 * BN / 128 each
     swizzle_a: int
     swizzle_b: int
     swizzle_c: int
@@ -274,10 +282,11 @@ def derive(cfg: dict, target=None, out_bytes: int = 2, block_shape=None) -> Plan
     rows = bm if layout == "pingpong" else SLICE_M  # output rows one consumer computes per tile
     rings = 2 if layout == "pingpong" else 1
     threads = 32 * hp._CONSUMER_WARPS
-    acc_regs, partial_regs = rows * bn // threads, SLICE_M * bn // threads
+    partials = 1 if layout == "pingpong" else 2  # coop keeps one chain in flight while it promotes the other
+    acc_regs, partial_regs = rows * bn // threads, partials * SLICE_M * bn // threads
     if acc_regs + partial_regs > _MAX_LIVE_ACC:
         raise ValueError(f"config: BLOCK_SIZE_M x BLOCK_SIZE_N = {bm} x {bn} ({layout}) needs {acc_regs} + "
-                         f"{partial_regs} accumulator registers per thread (fp32 tile + partial); the gluon fp8 "
+                         f"{partial_regs} accumulator registers per thread (fp32 tile + partials); the gluon fp8 "
                          f"backend allows {_MAX_LIVE_ACC}")
     smem = target.shared_mem_bytes if target is not None else 232448
     scale, sbn, sbk, scale_bytes = "rowcol", 1, 1, 0
@@ -375,6 +384,101 @@ def _chain(a, b, p):
 
 
 @gluon.jit
+def _promote(acc, p, s, SCALE: gl.constexpr):
+    """acc + p (rowcol) or acc + p * s[m] (block) as inline PTX that stays in program order: a plain expression
+    would be sunk by LLVM below the next chain's wgmma into the same partial registers, and ptxas then
+    serializes every wgmma (C7514, seen in the promotion-overlap probe). Same arithmetic as `acc + p` /
+    `acc + p * s[:, None]` (which ptxas contracts to an FFMA): bitwise the same results."""
+    if SCALE == "block":
+        return gl.inline_asm_elementwise("fma.rn.f32 $0, $1, $2, $3;", "=r,r,r,r", [p, s[:, None], acc],
+                                         dtype=gl.float32, is_pure=False, pack=1)
+    else:
+        return gl.inline_asm_elementwise("add.f32 $0, $1, $2;", "=r,r,r", [acc, p], dtype=gl.float32,
+                                         is_pure=False, pack=1)
+
+
+@gluon.jit
+def _coop_step(a, b, s_slot, p_new, p_old, acc, s_old, wsc, prev_empty, ROW0: gl.constexpr, SCALE: gl.constexpr,
+               acc_layout: gl.constexpr, FIRST: gl.constexpr):
+    """One K step of a coop consumer with a chain always in flight: (block) this step's scales from the slot,
+    the chain into p_new, wait(1) (the previous step's chain, in p_old, is done; this one runs on), then the
+    previous step's promotion and the release of its slot."""
+    SM: gl.constexpr = 64
+    if SCALE == "block":
+        s_new = s_slot.slice(ROW0, SM).load(gl.SliceLayout(1, acc_layout)) * wsc
+    else:
+        s_new = s_old
+    p_new = warpgroup_mma(a.slice(ROW0, SM), b, p_new, use_acc=False, is_async=True)
+    p_new, p_old = warpgroup_mma_wait(1, deps=(p_new, p_old))
+    if not FIRST:
+        acc = _promote(acc, p_old, s_old, SCALE)
+        mbarrier.arrive(prev_empty)
+    return acc, p_new, p_old, s_new
+
+
+@gluon.jit
+def _next_ws(ws_tile, kk, k_steps, stride_wsk, BK: gl.constexpr, SCALE_BK: gl.constexpr, SCALE: gl.constexpr):
+    """(block) The w scale of K step kk + 1 (clamped to the last), loaded a step ahead; rowcol: 0, unused."""
+    if SCALE == "block":
+        return gl.load(ws_tile + (gl.minimum(kk + 1, k_steps - 1) * BK // SCALE_BK) * stride_wsk)
+    else:
+        return 0.0
+
+
+@gluon.jit
+def _coop_mainloop(a_ring, b_ring, s_ring, full, empty, idx, phase, ws_tile, k_steps, stride_wsk,
+                   ROW0: gl.constexpr, BK: gl.constexpr, STAGES: gl.constexpr, SCALE: gl.constexpr,
+                   SCALE_BK: gl.constexpr, acc_layout: gl.constexpr):
+    """A coop consumer's mainloop of one tile (its 64 rows), one chain in flight while the previous one is
+    promoted (two partials pA / pB, 64 + 64 registers beside the 64 of acc at BN = 128). K step k chains into
+    pA if k is even, pB if odd: the loop runs two steps a trip so the parity is static."""
+    SM: gl.constexpr = 64
+    BN: gl.constexpr = b_ring.shape[1]
+    acc = gl.zeros((SM, BN), dtype=gl.float32, layout=acc_layout)
+    pA = gl.zeros((SM, BN), dtype=gl.float32, layout=acc_layout)
+    pB = gl.zeros((SM, BN), dtype=gl.float32, layout=acc_layout)
+    s_a = gl.zeros((SM,), dtype=gl.float32, layout=gl.SliceLayout(1, acc_layout))
+    ws_next = _next_ws(ws_tile, -1, k_steps, stride_wsk, BK, SCALE_BK, SCALE)
+    # K step 0: nothing before it to promote
+    wsc = ws_next
+    ws_next = _next_ws(ws_tile, 0, k_steps, stride_wsk, BK, SCALE_BK, SCALE)
+    mbarrier.wait(full.index(idx), phase)
+    acc, pA, pB, s_a = _coop_step(a_ring.index(idx), b_ring.index(idx).permute((1, 0)), s_ring.index(idx), pA, pB,
+                                  acc, s_a, wsc, empty.index(idx), ROW0, SCALE, acc_layout, True)
+    prev = idx
+    idx, phase = _ring_next(idx, phase, STAGES)
+    for kk in range(1, k_steps - 1, 2):
+        wsc = ws_next
+        ws_next = _next_ws(ws_tile, kk, k_steps, stride_wsk, BK, SCALE_BK, SCALE)
+        mbarrier.wait(full.index(idx), phase)
+        acc, pB, pA, s_b = _coop_step(a_ring.index(idx), b_ring.index(idx).permute((1, 0)), s_ring.index(idx), pB,
+                                      pA, acc, s_a, wsc, empty.index(prev), ROW0, SCALE, acc_layout, False)
+        prev = idx
+        idx, phase = _ring_next(idx, phase, STAGES)
+        wsc = ws_next
+        ws_next = _next_ws(ws_tile, kk + 1, k_steps, stride_wsk, BK, SCALE_BK, SCALE)
+        mbarrier.wait(full.index(idx), phase)
+        acc, pA, pB, s_a = _coop_step(a_ring.index(idx), b_ring.index(idx).permute((1, 0)), s_ring.index(idx), pA,
+                                      pB, acc, s_b, wsc, empty.index(prev), ROW0, SCALE, acc_layout, False)
+        prev = idx
+        idx, phase = _ring_next(idx, phase, STAGES)
+    if k_steps % 2 == 0:  # the last step (odd) chains into pB
+        wsc = ws_next
+        mbarrier.wait(full.index(idx), phase)
+        acc, pB, pA, s_b = _coop_step(a_ring.index(idx), b_ring.index(idx).permute((1, 0)), s_ring.index(idx), pB,
+                                      pA, acc, s_a, wsc, empty.index(prev), ROW0, SCALE, acc_layout, False)
+        pB = warpgroup_mma_wait(0, deps=(pB,))
+        acc = _promote(acc, pB, s_b, SCALE)
+        mbarrier.arrive(empty.index(idx))
+        idx, phase = _ring_next(idx, phase, STAGES)
+    else:
+        pA = warpgroup_mma_wait(0, deps=(pA,))
+        acc = _promote(acc, pA, s_a, SCALE)
+        mbarrier.arrive(empty.index(prev))
+    return acc, idx, phase
+
+
+@gluon.jit
 def _store_slice(c_smem, acc, ROW: gl.constexpr, xs_ptr, ws, bias, offs_m, M, HAS_BIAS: gl.constexpr,
                  SCALE: gl.constexpr):
     """Epilogue of one 64-row slice into c_smem rows ROW..ROW+63: (rowcol) (acc * x_scale[m]) * w_scale[n],
@@ -420,44 +524,52 @@ def _mma_partition(CONSUMER: gl.constexpr, LAYOUT: gl.constexpr, y_desc, xs_ptr,
     phase = 0
     for tile_id in range(gl.program_id(0) + RING * nprog, num_pid_m * num_pid_n, NRINGS * nprog):
         pid_m, pid_n = tile_coords(tile_id, num_pid_m, num_pid_n, GROUP_SIZE_M, 1)
-        acc0 = gl.zeros((SM, BN), dtype=gl.float32, layout=acc_layout)
-        acc1 = gl.zeros((SM, BN), dtype=gl.float32, layout=acc_layout)
-        # The partial, overwritten by each chain. Per tile, not carried across tiles: dead in the
-        # epilogue, whose scales and bias need its registers (carried: 160 bytes of spills).
-        p = gl.zeros((SM, BN), dtype=gl.float32, layout=acc_layout)
-        if SCALE == "block":
-            # The tile's w_scale row (BN | SCALE_BN): one scalar a K step, the same address in every thread,
-            # loaded one step ahead (register prefetch: the load has a whole step to land).
-            ws_tile = ws_ptr + (pid_n * BN // SCALE_BN) * stride_wsn
-            ws_next = gl.load(ws_tile)
-        for kk in range(k_steps):
-            slot = RING * STAGES + idx
+        if LAYOUT == "coop":
+            ws_tile = ws_ptr  # rowcol: unused
             if SCALE == "block":
-                wsc = ws_next
-                ws_next = gl.load(ws_tile + (gl.minimum(kk + 1, k_steps - 1) * BK // SCALE_BK) * stride_wsk)
-            mbarrier.wait(full.index(slot), phase)
-            a = a_ring.index(slot)
-            b = b_ring.index(slot).permute((1, 0))
+                ws_tile = ws_ptr + (pid_n * BN // SCALE_BN) * stride_wsn
+            acc0, idx, phase = _coop_mainloop(a_ring, b_ring, s_ring, full, empty, idx, phase, ws_tile, k_steps,
+                                              stride_wsk, ROW0, BK, STAGES, SCALE, SCALE_BK, acc_layout)
+            acc1 = acc0
+        else:
+            acc0 = gl.zeros((SM, BN), dtype=gl.float32, layout=acc_layout)
+            acc1 = gl.zeros((SM, BN), dtype=gl.float32, layout=acc_layout)
+            # The partial, overwritten by each chain. Per tile, not carried across tiles: dead in the
+            # epilogue, whose scales and bias need its registers (carried: 160 bytes of spills).
+            p = gl.zeros((SM, BN), dtype=gl.float32, layout=acc_layout)
             if SCALE == "block":
-                # s[m] = x_scale[m, kb] * w_scale[nb, kb] for this thread's rows, read from the slot *before* the
-                # chain is issued: the shared-memory load's latency runs under the wgmma, not after its wait.
-                s0 = s_ring.index(slot).slice(ROW0, SM).load(gl.SliceLayout(1, acc_layout)) * wsc
-                if TWO:
-                    s1 = s_ring.index(slot).slice(SM, SM).load(gl.SliceLayout(1, acc_layout)) * wsc
-            p = _chain(a.slice(ROW0, SM), b, p)
-            # Promotion of rows ROW0..ROW0+63 (the other consumer's wgmma runs meanwhile).
-            if SCALE == "block":
-                acc0 = acc0 + p * s0[:, None]
-            else:
-                acc0 = acc0 + p
-            if TWO:
-                p = _chain(a.slice(SM, SM), b, p)
-                if SCALE == "block":  # rows 64..127
-                    acc1 = acc1 + p * s1[:, None]
+                # The tile's w_scale row (BN | SCALE_BN): one scalar a K step, the same address in every thread,
+                # loaded one step ahead (register prefetch: the load has a whole step to land).
+                ws_tile = ws_ptr + (pid_n * BN // SCALE_BN) * stride_wsn
+                ws_next = gl.load(ws_tile)
+            for kk in range(k_steps):
+                slot = RING * STAGES + idx
+                if SCALE == "block":
+                    wsc = ws_next
+                    ws_next = gl.load(ws_tile + (gl.minimum(kk + 1, k_steps - 1) * BK // SCALE_BK) * stride_wsk)
+                mbarrier.wait(full.index(slot), phase)
+                a = a_ring.index(slot)
+                b = b_ring.index(slot).permute((1, 0))
+                if SCALE == "block":
+                    # s[m] = x_scale[m, kb] * w_scale[nb, kb] for this thread's rows, read from the slot *before* the
+                    # chain is issued: the shared-memory load's latency runs under the wgmma, not after its wait.
+                    s0 = s_ring.index(slot).slice(ROW0, SM).load(gl.SliceLayout(1, acc_layout)) * wsc
+                    if TWO:
+                        s1 = s_ring.index(slot).slice(SM, SM).load(gl.SliceLayout(1, acc_layout)) * wsc
+                p = _chain(a.slice(ROW0, SM), b, p)
+                # Promotion of rows ROW0..ROW0+63 (the other consumer's wgmma runs meanwhile).
+                if SCALE == "block":
+                    acc0 = acc0 + p * s0[:, None]
                 else:
-                    acc1 = acc1 + p
-            mbarrier.arrive(empty.index(slot))  # my chains and scale loads have read the slot (coop: 1 of 2)
-            idx, phase = _ring_next(idx, phase, STAGES)
+                    acc0 = acc0 + p
+                if TWO:
+                    p = _chain(a.slice(SM, SM), b, p)
+                    if SCALE == "block":  # rows 64..127
+                        acc1 = acc1 + p * s1[:, None]
+                    else:
+                        acc1 = acc1 + p
+                mbarrier.arrive(empty.index(slot))  # my chains and scale loads have read the slot (coop: 1 of 2)
+                idx, phase = _ring_next(idx, phase, STAGES)
         # Epilogue (pingpong: under the other consumer's mainloop; coop: both halves at once, while the load
         # warp fills the ring with the next tile's K steps).
         offs_m = pid_m * BM + ROW0 + gl.arange(0, SM, layout=gl.SliceLayout(1, acc_layout))
