@@ -52,6 +52,8 @@ def case_fn(name, before=None):
             return lambda: gemmkit.gemm_a8w8_blockscale(x, w, xs, ws, config=COOP_FP8, out=y)
         import blockscale_coop
 
+        if not before:
+            raise SystemExit("fp8-block-coop-old needs --before PATH (a copy of hopper_pingpong_fp8.py before a change)")
         mod = blockscale_coop._load_before(before)
         target = C.target_for(torch.device("cuda"))
         return lambda: mod.launch(x, w, xs, ws, None, y, COOP_FP8, target, block_shape=(128, 128))

@@ -5,7 +5,11 @@
 #                                               3 alternating rounds) and the block-scale rows vs bf16
 #   STAGE=ncu  bash benchmarks/run_h200_s6.sh   one launch each of the cases in benchmarks/ncu_once.py under
 #                                               ncu --set full (--clock-control none): details + top stalls
-# BEFORE=path of the kernel module before the change (a copy of hopper_pingpong_fp8.py).
+# STAGE=tests: the whole gpu suite; STAGE=bench: issue 4 rows (bench a8w8_blockscale / a8w8, blockscale_coop.py).
+# BEFORE=path of the kernel module before the change (a copy of hopper_pingpong_fp8.py: on this machine
+#   `git show 6d8d8e0:gemmkit/kernels/gluon/hopper_pingpong_fp8.py > .exp/hopper_pingpong_fp8_before.py`, then
+#   carry .exp: the device copy has no .git). The ablation variants of a8w8_blockscale_loader_variants.json were
+#   .exp copies of the kernel; each is described in that JSON (the committed ones are 35ae5a4 and 8005d02).
 set -u
 OUT=${OUT:-./h200_out}; mkdir -p "$OUT"
 export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1

@@ -87,15 +87,15 @@ Block scales (SCALE = "block"; K step kk of BK columns lies in scale block kb = 
    read them after the chain's wait: 920-950 TFLOP/s against 1130-1140 for the same tile in rowcol mode.
    cp.async keeps the load warp from ever waiting on them; reading the slot before issuing the chain puts
    the shared-memory latency under the wgmma (+5-9 % together). Scales held in consumer registers instead
-   (two x scales and the w scale a step ahead per thread, no shared memory) measured 2-3 % behind this,
+   (two x scales and the w scale a step ahead per thread, no shared memory) measured 1.6-3.9 % behind this,
    and at 128 x 128 pingpong they made ptxas give the two slices' partials separate register blocks
    (spills). Why not TMA: the op's x_scale is (M, KB) row-major, so a tile's BM scales of one kb are a
    strided column, which a TMA box cannot read (inner dimension >= 16 contiguous bytes; DeepGEMM
    transposes the scales to (KB, M) for that). They are BM * 4 bytes a step against BM * BK of x (1/32
    at BK = 128), L2-resident; any strides work. The pingpong 128 x 128 tile still spills in block mode
    (144-192 bytes: ptxas splits the partials when the promotion is an FFMA): its spill-free block configs
-   are 64 x BN pingpong tiles and the coop 128 x BN tile (a 64 x BN half per consumer, acc + partial 128
-   registers at BN = 128). What still separates block from rowcol (~10 %, measured): a variant with
+   are 64 x BN pingpong tiles and the coop 128 x BN tile (a 64 x BN half per consumer, acc + two partials
+   192 registers at BN = 128). What still separates block from rowcol (~10 %, measured): a variant with
    no scale loads at all (FFMA by a constant) ran 1050-1080; the rest is the LDS + FMUL between the
    full wait and the chain's issue (ptxas issues the FMUL between the chain's first and second wgmma).
    The coop mainloop with a chain in flight (below) hides most of it: 1036-1069 TFLOP/s on the same rows
@@ -127,7 +127,8 @@ one ring; both consumers wait on full[s] with the same parity, both arrive on em
           until the copies land, issued before the expect so the TMA bytes alone cannot complete it)
           expect-tx + 2 TMA;
           mma r (coop: mma 0 and mma 1): wait parity (g // S) & 1 (g = its ring step count)
-   empty  mma r: arrive once its slices' wgmmas read slot s (coop: 2 arrivals, one per consumer);
+   empty  mma r: arrive once its slices' wgmmas read slot s (coop: 2 arrivals, one per consumer, each one
+          K step late: after wait(1) and the promotion, so a coop consumer holds two slots at a time);
           load r: wait parity ((g // S) & 1) ^ 1
    c_free (C_TILES = 1) consumer of local tile j arrives after its store_wait; tile j + 1's waits
           parity j & 1 (consumer 0: 1, consumer 1: 0): epilogues alternate 0, 1, 0, ...
@@ -152,8 +153,9 @@ Constraints:
     covers what is there.
   - BLOCK_SIZE_M in {64, 128} (64-row wgmma slices); BLOCK_SIZE_N a power of two in
     [16, 256]; BLOCK_SIZE_K in {32, 64, 128} (k32 wgmma; <= 128 is the promotion interval);
-    (rows + 64) * BN / 128 <= 192 live accumulator registers per consumer thread (rows: BM
-    in pingpong, 64 in coop; so BN <= 128 in coop, as 128 x 256 would need 128 + 128).
+    (rows + 64 * partials) * BN / 128 <= 192 live accumulator registers per consumer thread (pingpong:
+    rows BM, 1 partial; coop: rows 64, 2 partials, one chain in flight; so BN <= 128 in coop, as
+    128 x 256 would need 128 + 256).
   - num_warps 4 (pingpong: a warpgroup per tile) or 8 (coop: two warpgroups on one tile,
     BLOCK_SIZE_M == 128); NUM_KSPLIT == 1 (split-K runs on the Triton tier).
     num_stages is the depth of *each* ring (pingpong two, coop one; upper bound: the most
@@ -229,7 +231,7 @@ class Plan:
     scale: str = "rowcol"  # "rowcol" (epilogue scales) | "block" (scaled promotion)
     scale_bn: int = 1  # block: rows of w per w_scale row (SBN), a multiple of BN
     scale_bk: int = 1  # block: K columns per scale column (SBK), a multiple of BK
-    scale_bytes: int = 0  # block: the promotion scales of one ring slot (BM fp32), part of stage_bytes
+    scale_bytes: int = 0  # block: the x scales of one ring slot (BM fp32), part of stage_bytes
     layout: str = "pingpong"  # "pingpong" (num_warps 4: a tile per consumer) | "coop" (8: one tile, two halves)
     rings: int = 2  # pingpong: a ring (and a load warp) per consumer; coop: one, read by both consumers
     consumer_rows: int = 128  # rows of the output one consumer computes per tile (pingpong: BM; coop: 64)
@@ -258,8 +260,8 @@ def derive(cfg: dict, target=None, out_bytes: int = 2, block_shape=None) -> Plan
                output tiles, as 3 no longer fit beside one).
       layout   num_warps 4 -> "pingpong" (above); num_warps 8 -> "coop" (BLOCK_SIZE_M must be 128):
                one ring, one load warp (still 12 warps: 4 + 4 + 1 padded; the same 168 / 24 / 240
-               registers), consumer rows 64: acc 64 * BN / 128 + partial 64 * BN / 128 (128 x 128:
-               64 + 64 = 128 of 240, no spill by construction; 128 x 256: 256, refused). Output
+               registers), consumer rows 64: acc 64 * BN / 128 + two partials 64 * BN / 128 (128 x 128:
+               64 + 2 x 64 = 192 of 240 with the in-flight chain's second partial, no spill; 128 x 256: 384, refused). Output
                staging: two 64 x BN buffers (one per consumer, each its own TMA store), BM * BN *
                out_bytes in all; stages = min(num_stages, (smem - staging - slack) // stage_bytes):
                128 x 128 x 128 bf16 out: rowcol 6 (229376 + 1024 B), block 5 (33280 B a slot);
@@ -617,7 +619,7 @@ def hopper_pingpong_fp8_kernel(x_desc, w_desc, y_desc, xs_ptr, ws_ptr, bias_ptr,
     NSLOTS: gl.constexpr = NRINGS * STAGES
     a_ring = gl.allocate_shared_memory(x_desc.dtype, [NSLOTS, BM, BK], x_desc.layout)  # ring r: slots r*S ..
     b_ring = gl.allocate_shared_memory(w_desc.dtype, [NSLOTS, BN, BK], w_desc.layout)
-    # (block) the promotion scales of each slot: BM fp32 (a 1-element placeholder in rowcol).
+    # (block) the x scales of each slot: BM fp32, copied by cp.async (a 1-element placeholder in rowcol).
     s_layout: gl.constexpr = gl.SwizzledSharedLayout(vec=1, per_phase=1, max_phase=1, order=[0])
     if SCALE == "block":
         s_ring = gl.allocate_shared_memory(gl.float32, [NSLOTS, BM], s_layout)
