@@ -33,8 +33,26 @@ def gluon(bm, bn, bk, stages, group=8):
     return dict(cfg(bm, bn, bk, 4, stages, group, persistent=True, tma=True), backend="gluon")
 
 
+def coop(bm, bn, bk, stages, group=8, direct=False):
+    """A Gluon cooperative config (num_warps 8: two consumer warpgroups share each tile; session 7).
+    direct=True: launched through kernels/gluon/hopper_pingpong_batched.launch itself, past the op's
+    one-wave rule (ops/batched_gemm.gluon_unsupported), to measure whether that rule holds for it."""
+    c = dict(cfg(bm, bn, bk, 8, stages, group, persistent=True, tma=True), backend="gluon")
+    return dict(c, _direct=True) if direct else c
+
+
 CANDIDATES = {
     "batched_a16w16": [
+        # round 4 (session 7): the cooperative layout's batched form against round 3's winners
+        coop(128, 256, 64, 3),
+        coop(128, 256, 64, 4),
+        coop(128, 256, 64, 3, group=16),
+        coop(256, 128, 64, 3),
+        coop(256, 128, 64, 4),
+        coop(128, 128, 64, 5),
+        coop(128, 128, 64, 6),
+        coop(128, 128, 64, 5, direct=True),
+        coop(128, 128, 128, 3, direct=True),
         # round 3 (issue 5, 2026-11-22 afternoon): the Gluon batched ping-pong against the shipped
         # Triton configs (128x128x64 w4 s5 P at M = 512 / any, 128x256x64 w8 s3 g16 P at M = 1024)
         gluon(128, 128, 64, 4),
@@ -78,6 +96,22 @@ ROUND2_A16W16 = [
     cfg(64, 256, 64, 4, 4, persistent=True),
     cfg(128, 256, 64, 8, 3, group=16, persistent=True, tma=False),  # the pointer path, same tiles
 ]
+
+
+def _direct_run(c, target):
+    """x, w -> y through the Gluon batched launcher itself (no op rules), for a `_direct` candidate."""
+    import torch
+
+    from gemmkit.kernels.gluon import hopper_pingpong_batched as hb
+
+    cfg_ = {k: v for k, v in c.items() if k != "_direct"}
+
+    def run(inp):
+        x, w = inp[0], inp[1]
+        y = torch.empty(x.shape[0], x.shape[1], w.shape[1], device=x.device, dtype=x.dtype)
+        hb.launch(x, w, None, y, "none", cfg_, target)
+        return y
+    return run
 
 
 def parse_shape(s):
@@ -178,10 +212,13 @@ def main():
         flops = 2.0 * B * M * N * K
         print(f"B={B} {M}x{N}x{K} (compile {t_compile:.0f}s)", flush=True)
         shape_rows = []
+        run = {}
+        for c in cands:
+            run[id(c)] = _direct_run(c, target) if c.get("_direct") else (lambda inp, c=c: bop.run(inp, c))
         for c in cands:  # correctness first, every candidate once
             row = {"op": args.op, "dtype": dtype, "B": B, "M": M, "N": N, "K": K, "config": c}
             try:
-                y = bop.run(sets[0], c)
+                y = run[id(c)](sets[0])
                 err = ((y.float() - ref).norm() / ref.norm()).item()
                 row["rel_err"] = err
                 if not err <= 2**-8:
@@ -201,7 +238,7 @@ def main():
             for row in (timed if p % 2 == 0 else timed[::-1]):
                 c = row["config"]
                 try:
-                    ms = time_graph(lambda *inp, c=c: bop.run(inp, c), sets, 10, args.rep_ms)
+                    ms = time_graph(lambda *inp, c=c: run[id(c)](inp), sets, 10, args.rep_ms)
                 except Exception as e:
                     row["error"] = f"{type(e).__name__}: {str(e)[:300]}"
                     continue
@@ -213,7 +250,7 @@ def main():
               f"{max(v_all) * 1e3:.1f} ({(max(v_all) - min(v_all)) / med(v_all):.1%} spread)", flush=True)
         for row in shape_rows:
             c = row["config"]
-            desc = (f"{'gluon ' if c.get('backend') == 'gluon' else ''}"
+            desc = (f"{'gluon ' if c.get('backend') == 'gluon' else ''}{'direct ' if c.get('_direct') else ''}"
                     f"{c['BLOCK_SIZE_M']}x{c['BLOCK_SIZE_N']}x{c['BLOCK_SIZE_K']} w{c['num_warps']} s{c['num_stages']} "
                     f"g{c['GROUP_SIZE_M']}{' P' if c['persistent'] else ''}{' tma' if c['tma'] else ' ptr'}")
             if "error" not in row and row.get("ms_all"):
@@ -228,7 +265,7 @@ def main():
     # Best per M (geomean ratio over the B values that share the M bucket).
     by_m = {}
     for r in rows:
-        if "ratio" in r:
+        if "ratio" in r and not r["config"].get("_direct"):  # a direct launch is not what the op would serve
             by_m.setdefault(r["M"], {}).setdefault(json.dumps(r["config"], sort_keys=True), []).append(r["ratio"])
     print("best per M (geomean ratio over B):")
     best = {}

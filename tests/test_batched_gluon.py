@@ -1,5 +1,5 @@
-"""The batched Gluon ping-pong (kernels/gluon/hopper_pingpong_batched.py) on the CPU: the op's dispatch
-rules, its `gemmkit isa` cases, the tuner's candidates, and a static compile for sm_90.
+"""The batched Gluon kernels (kernels/gluon/hopper_pingpong_batched.py: ping-pong and cooperative) on the
+CPU: the op's dispatch rules, its `gemmkit isa` cases, the tuner's candidates, and a static compile for sm_90.
 
 Gluon does not run in Triton's interpreter: the kernel is compiled for sm_90 in a subprocess without
 TRITON_INTERPRET (as tests/test_hopper_pingpong.py does for the dense kernel) and its SASS / PTX checked
@@ -65,17 +65,25 @@ def test_isa_cases_cover_the_shipped_gluon_buckets():
     from gemmkit.ops import batched_gemm as BG
 
     assert list(hb.isa_cases(["gfx942", "gfx950"])) == []
-    cases = [c for c in BG.isa_cases(["sm_90"]) if c["kernel"] == hb.KERNEL_NAME]
+    all_cases = list(BG.isa_cases(["sm_90"]))
+    cases = [c for c in all_cases if c["kernel"] == hb.KERNEL_NAME]
+    coop = [c for c in all_cases if c["kernel"] == hb.COOP_KERNEL_NAME]
     assert {c["path"] for c in cases} >= {"gluon-bf16", "gluon-fp32"}
+    assert {c["path"] for c in coop} >= {"gluon-bf16", "gluon-fp32"}
+    assert all(not hp.is_coop(c["config"]) for c in cases) and all(hp.is_coop(c["config"]) for c in coop)
     from gemmkit import configs
 
     table = json.loads(configs.table_path("batched_a16w16", "sm_90").read_text())
     key = lambda c: tuple(sorted((k, c[k]) for k in hp.CONFIG_KEYS))  # noqa: E731 (equal configs compile once)
     shipped = {key(c) for c in table.values() if c.get("backend") == "gluon"}
-    assert shipped and shipped <= {key(c["config"]) for c in cases}
+    assert shipped and shipped <= {key(c["config"]) for c in cases + coop}
     spec = BG.isa_spec(cases[0])
     assert spec["kernel"] is hb.hopper_pingpong_batched_kernel and spec["promises"] is hb.PROMISES
     assert spec["signature"]["x_desc"].startswith("tensordesc<bf16[1, ") and "rank=3" in spec["signature"]["x_desc"]
+    spec = BG.isa_spec(coop[0])
+    plan = hb.kernel_plan(coop[0]["config"], H200, 2, 2, has_bias=True, activation="gelu")[1]
+    assert spec["kernel"] is hb.hopper_coop_batched_kernel  # y box: a consumer's staging sub-tile
+    assert spec["signature"]["y_desc"].startswith(f"tensordesc<{coop[0]['path'][6:]}[1, {plan.BM_C}, ")
 
 
 def test_tuner_offers_gluon_candidates_for_batched_a16w16_on_sm90_only():
@@ -83,34 +91,39 @@ def test_tuner_offers_gluon_candidates_for_batched_a16w16_on_sm90_only():
 
     space = get("batched_a16w16").search_space
     g = [c for c in space(1024, 1024, 1024, H200) if c.get("backend") == "gluon"]
-    assert g and all(hp.derive(c, H200) for c in g)  # no cooperative (num_warps 8) config: no batched form
-    from gemmkit.ops.batched_gemm import gluon_unsupported
+    from gemmkit.kernels.gluon import hopper_coop as hc
 
-    coop = {**g[0], "num_warps": 8, "BLOCK_SIZE_N": 256}
-    assert "cooperative" in gluon_unsupported(None, None, None, coop, H200)
+    pp, coop = [c for c in g if not hp.is_coop(c)], [c for c in g if hp.is_coop(c)]
+    assert pp and coop  # both layouts have a batched form
+    assert all(hp.derive(c, H200) for c in pp) and all(hc.derive(c, H200) for c in coop)
     assert not [c for c in space(1024, 1024, 1024, arch.get("gfx942")) if c.get("backend") == "gluon"]
     assert not [c for c in get("batched_a8w8").search_space(1024, 1024, 1024, H200) if c.get("backend") == "gluon"]
 
 
 def test_static_compile_sm90_keeps_promises():
-    """The batched kernel (128 x 128 bf16 out with bias + gelu; 64 x 256 fp32 out) compiles for sm_90 with
+    """The batched kernels (ping-pong 128 x 128 bf16 out with bias + gelu, 64 x 256 fp32 out; cooperative
+    128 x 256 fp32 out) compile for sm_90 with
     the dense kernel's promises (HGMMA, TMA loads and stores, no spills, 12 warps, shared memory within
     the plan) and 3-D TMA copies only; the dense kernel keeps 2-D ones only."""
     cases = [dict(kernel=hb.KERNEL_NAME, op="batched_gemm", arch="sm_90", table="-", bucket="t", config=BASE,
                   path="gluon-bf16"),
              dict(kernel=hb.KERNEL_NAME, op="batched_gemm", arch="sm_90", table="-", bucket="t",
                   config={**BASE, "BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 256, "num_stages": 4}, path="gluon-fp32"),
+             dict(kernel=hb.COOP_KERNEL_NAME, op="batched_gemm", arch="sm_90", table="-", bucket="t",
+                  config={**BASE, "BLOCK_SIZE_N": 256, "num_warps": 8, "num_stages": 4}, path="gluon-fp32"),
              dict(kernel=hp.KERNEL_NAME, op="hopper_pingpong", arch="sm_90", table="-", bucket="t", config=BASE,
                   path="gluon-bf16")]
-    res = compile_sm90_cases([hb if c["kernel"] == hb.KERNEL_NAME else hp for c in cases], cases,
+    res = compile_sm90_cases([hp if c["kernel"] == hp.KERNEL_NAME else hb for c in cases], cases,
                              ptx_counts={"tma_3d": "cp.async.bulk.tensor.3d", "tma_2d": "cp.async.bulk.tensor.2d"})
     for case, one in zip(cases, res):
         broken = broken_promises(one)
         assert not broken, f"{case['kernel']} {case['config']} {case['path']}: " + "; ".join(broken)
         assert len(one["promises"]) == len(hp.PROMISES)
-    for one in res[:2]:
+    for one in res[:3]:
         m = one["metrics"]
         assert m["counts"]["HGMMA"] > 0 and m["spill_bytes"] == 0
         assert m["tma_3d"] >= 3 and m["tma_2d"] == 0, (m["tma_3d"], m["tma_2d"])  # x, w loads and the y store
-    dense = res[2]["metrics"]
+    # cooperative, fp32 out, 4 stages: 4 column sub-tiles per consumer, each a 3-D TMA store
+    assert res[2]["metrics"]["tma_3d"] >= 2 + 4, res[2]["metrics"]["tma_3d"]
+    dense = res[3]["metrics"]
     assert dense["tma_2d"] >= 3 and dense["tma_3d"] == 0

@@ -175,7 +175,11 @@ GL_128 = {"BLOCK_SIZE_M": 128, "BLOCK_SIZE_N": 128, "BLOCK_SIZE_K": 64, "GROUP_S
           "num_stages": 5}
 GL_64 = {"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 256, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 4, "num_warps": 4,
          "num_stages": 4}
-GL_CFGS = {"128x128x64": GL_128, "64x256x64": GL_64}
+GL_COOP = {"BLOCK_SIZE_M": 128, "BLOCK_SIZE_N": 256, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 8, "num_warps": 8,
+           "num_stages": 4}  # the cooperative kernel (num_warps 8): EPI_SPLIT 2 (16-bit out), 4 (fp32 out)
+GL_COOP_256 = {"BLOCK_SIZE_M": 256, "BLOCK_SIZE_N": 128, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 8, "num_warps": 8,
+               "num_stages": 3}
+GL_CFGS = {"128x128x64": GL_128, "64x256x64": GL_64, "coop128x256x64": GL_COOP, "coop256x128x64": GL_COOP_256}
 # Per-element bound on |y - ref|: twice the output dtype's half-ulp of |ref|, plus fp32 accumulation-order
 # slack of 2**-16 of the entry's rms (a misplaced or stale element is off by O(rms) and fails).
 HALF_ULP = {torch.bfloat16: 2**-9, torch.float16: 2**-12, torch.float32: 2**-24}
@@ -240,15 +244,17 @@ EPILOGUES = [(torch.bfloat16, a) for a in ("none", "relu", "gelu", "gelu_tanh", 
     [(torch.float16, "silu"), (torch.float32, "gelu")]
 
 
+@pytest.mark.parametrize("cfg", ["128x128x64", "coop128x256x64"])
 @pytest.mark.parametrize("out_dtype,act", EPILOGUES, ids=[f"{str(d)[6:]}-{a}" for d, a in EPILOGUES])
 @pytest.mark.parametrize("bias_form", ["none", "shared", "per_entry", "per_entry_padded"])
-def test_gluon_bias_activation_out_dtype(bias_form, out_dtype, act):
+def test_gluon_bias_activation_out_dtype(bias_form, out_dtype, act, cfg):
+    """(cooperative, fp32 out: the output goes out in 4 column sub-tiles per consumer, 2 for 16-bit.)"""
     B, M, N, K = 3, 200, 264, 136
     x, w = randn(B, M, K, dtype=torch.bfloat16, device=DEV), randn(B, N, K, dtype=torch.bfloat16, device=DEV) / 8
     bias = {"none": None, "shared": randn(N, dtype=torch.bfloat16, device=DEV),
             "per_entry": randn(B, N, dtype=torch.bfloat16, device=DEV),
             "per_entry_padded": randn(B, N + 24, dtype=torch.bfloat16, device=DEV)[:, 8:N + 8]}[bias_form]
-    y = run_gluon(x, w, bias, act, out_dtype=out_dtype)
+    y = run_gluon(x, w, bias, act, out_dtype=out_dtype, cfg=GL_CFGS[cfg])
     assert y.dtype == out_dtype
     check_every_element(y, ref64(x, w, bias, act))
 
@@ -287,37 +293,42 @@ def test_gluon_small_persistent_grids(cus, cfg):
     check_every_element(run_gluon(x, w, bias, "gelu", cfg=GL_CFGS[cfg], cus=cus), ref64(x, w, bias, "gelu"))
 
 
-def test_gluon_entries_equal_the_dense_kernel_bitwise():
-    """Each entry of the batched kernel is the dense ping-pong's result on that entry, bit for bit (same
-    partitions, same K order), for any grid; and the kernel is deterministic run to run."""
-    from gemmkit.kernels.gluon import hopper_pingpong as hp
+@pytest.mark.parametrize("cfg", ["128x128x64", "coop128x256x64"])
+def test_gluon_entries_equal_the_dense_kernel_bitwise(cfg):
+    """Each entry of the batched kernel is the dense kernel's result on that entry (hopper_pingpong, or
+    hopper_coop for num_warps 8), bit for bit (same partitions, same K order), for any grid; and the
+    kernel is deterministic run to run."""
+    from gemmkit.kernels.gluon import hopper_coop, hopper_pingpong as hp
 
+    dense = hopper_coop if hp.is_coop(GL_CFGS[cfg]) else hp
     B, M, N, K = 6, 300, 520, 1000
     x, w = randn(B, M, K, dtype=torch.bfloat16, device=DEV), randn(B, N, K, dtype=torch.bfloat16, device=DEV)
     bias = randn(B, N, dtype=torch.bfloat16, device=DEV)
-    y = run_gluon(x, w, bias, "silu")
+    y = run_gluon(x, w, bias, "silu", cfg=GL_CFGS[cfg])
     for b in range(B):
         yb = poisoned((M, N), torch.bfloat16, DEV)
-        hp.launch(x[b], w[b], bias[b], yb, "silu", GL_128, _target())
+        dense.launch(x[b], w[b], bias[b], yb, "silu", GL_CFGS[cfg], _target())
         torch.cuda.synchronize()
         assert torch.equal(y[b], yb), f"entry {b} differs from the dense kernel"
     for cus in (None, 5, 1):
-        assert torch.equal(run_gluon(x, w, bias, "silu", cus=cus), y)
+        assert torch.equal(run_gluon(x, w, bias, "silu", cfg=GL_CFGS[cfg], cus=cus), y)
 
 
+@pytest.mark.parametrize("cfg", ["128x128x64", "coop128x256x64"])
 @pytest.mark.parametrize("B,M,N,K", [(8, 1024, 1024, 1024), (64, 17, 1000, 520), (200, 1, 264, 64)], ids=str)
-def test_op_backend_gluon(B, M, N, K, launches):
-    """batched_gemm_a16w16 with a "backend": "gluon" config runs the Gluon kernel (one launch) and is right
-    (more than one wave of tiles: 512, 512 and 600 for 132 SMs)."""
+def test_op_backend_gluon(B, M, N, K, cfg, launches):
+    """batched_gemm_a16w16 with a "backend": "gluon" config runs the Gluon kernel of its layout (one launch)
+    and is right (more than one wave of tiles for 132 SMs at both tile sizes)."""
     import gemmkit
 
+    kernel = _hb().kernel_name(GL_CFGS[cfg])
     x, w = randn(B, M, K, dtype=torch.bfloat16, device=DEV), randn(B, N, K, dtype=torch.bfloat16, device=DEV)
     bias = randn(N, dtype=torch.bfloat16, device=DEV)
     before = dict(launches)
     y = gemmkit.batched_gemm_a16w16(x, w, bias, activation="gelu", out=poisoned((B, M, N), torch.bfloat16, DEV),
-                                    config={**GL_128, "backend": "gluon", "tma": True, "persistent": True})
+                                    config={**GL_CFGS[cfg], "backend": "gluon", "tma": True, "persistent": True})
     torch.cuda.synchronize()
-    assert launches["hopper_pingpong_batched_kernel"] == before.get("hopper_pingpong_batched_kernel", 0) + 1
+    assert launches[kernel] == before.get(kernel, 0) + 1
     assert sum(launches.values()) == sum(before.values()) + 1
     check_every_element(y, ref64(x, w, bias, "gelu"))
 

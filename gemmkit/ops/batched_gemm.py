@@ -9,8 +9,9 @@ Custom ops with fakes (as gemm_a16w16 / gemm_a8w8):
   gemmkit::batched_gemm_a8w8     gemmkit::batched_gemm_a8w8_out
 
 Path per call (same config either way), as for the dense ops (ops/_gemm.py, gemm_a16w16.py):
-  Gluon ping-pong batched_gemm_a16w16 with a "backend": "gluon" config (sm_90 tables, where it
-                  wins) when `gluon_unsupported` says it can run: sm_90, x, w, y meet TMA's rules as
+  Gluon           batched_gemm_a16w16 with a "backend": "gluon" config (sm_90 tables, where it
+                  wins): the ping-pong (num_warps 4) or cooperative (num_warps 8) batched kernel,
+                  when `gluon_unsupported` says it can run: sm_90, x, w, y meet TMA's rules as
                   3-D tensors (kernels/gluon/hopper_pingpong_batched.py); else the Triton tier below
                   runs the same config (its tiles, "tma", "persistent")
   TMA kernel      sm_90, config "tma": true, and x, w, y meet TMA's rules as 3-D tensors
@@ -160,10 +161,6 @@ def gluon_unsupported(x, w, y, cfg, target, scaling=G.NO_SCALING) -> str | None:
     kernel, needs more than one wave of tiles to gain anything (measured), and needs sm_90 and x, w, y
     that meet TMA's rules as 3-D tensors (a broadcast, stride-0 or interleaved batch dim, K % 8 != 0,
     an unaligned base or row: kernels/gluon/hopper_pingpong_batched.py `unsupported`)."""
-    from ..kernels.gluon import hopper_pingpong
-
-    if hopper_pingpong.is_coop(cfg):
-        return "the Gluon batched kernel has no cooperative layout (num_warps 8): the Triton tier runs it"
     if C.interpreting():
         return "the Triton interpreter does not run Gluon kernels"
     if scaling.mode != "none":
@@ -171,10 +168,10 @@ def gluon_unsupported(x, w, y, cfg, target, scaling=G.NO_SCALING) -> str | None:
     B, M, N = y.shape
     work = B * G.cdiv(M, cfg["BLOCK_SIZE_M"]) * G.cdiv(N, cfg["BLOCK_SIZE_N"])
     if target is not None and work <= target.num_cus:
-        # One wave: every CTA has at most one tile, so nothing runs under an epilogue and the second
-        # consumer idles; the Triton kernel with the same tiles starts sooner (H200, 8 x 512^3, 128 tiles:
+        # One wave: every CTA has at most one tile, so nothing runs under an epilogue (ping-pong: the
+        # second consumer idles); the Triton kernel with the same tiles starts sooner (H200, 8 x 512^3, 128 tiles:
         # Gluon 0.84-0.92x torch.bmm over 8 configs, Triton 128x128x64 0.94x; docs/kernels/batched_gemm.md).
-        return f"one wave of work ({work} tiles for {target.num_cus} SMs): nothing to ping-pong"
+        return f"one wave of work ({work} tiles for {target.num_cus} SMs): nothing to overlap"
     from ..kernels.gluon import hopper_pingpong_batched
 
     return hopper_pingpong_batched.unsupported(x, w, y, target)
@@ -188,7 +185,7 @@ def launch(x, w, bias, y, activation, cfg, target, scaling=G.NO_SCALING, compile
         from ..kernels.gluon import hopper_pingpong_batched
 
         hopper_pingpong_batched.launch(x, w, bias, y, activation, cfg, target, compile_only=compile_only)
-        C.LAUNCHES[hopper_pingpong_batched.KERNEL_NAME] += not compile_only
+        C.LAUNCHES[hopper_pingpong_batched.kernel_name(cfg)] += not compile_only
         return
     B, M, K = x.shape
     N = w.shape[1]

@@ -90,7 +90,6 @@ from triton.experimental.gluon.language.nvidia.hopper import (
     fence_async_shared, mbarrier, tma, warpgroup_mma, warpgroup_mma_init, warpgroup_mma_wait)
 
 from ..triton._epilogue import ACTIVATIONS, bias_activation
-from ..triton._schedule import tile_coords
 from . import hopper_pingpong as hp
 
 KERNEL_NAME = "hopper_coop_kernel"
@@ -209,12 +208,16 @@ def constexprs(plan: Plan, *, has_bias: bool, activation: str) -> dict:
 # ----------------------------------------------------------------------------- device code
 
 @gluon.jit
-def _store_subtile(y_desc, c_smem, v, row, col):
-    """One sub-tile: wait until the last TMA store has read the staging tile, write it, store it."""
+def _store_subtile(y_desc, c_smem, v, b, row, col, BATCHED: gl.constexpr):
+    """One sub-tile: wait until the last TMA store has read the staging tile, write it, store it
+    (BATCHED: at [b, row, col] of a 3-D y through a 3-D view of the staging tile, same bytes)."""
     tma.store_wait(0)
     c_smem.store(v)
     fence_async_shared()  # generic-proxy writes -> async-proxy (TMA) read
-    tma.async_copy_shared_to_global(y_desc, [row, col], c_smem)
+    if BATCHED:
+        tma.async_copy_shared_to_global(y_desc, [b, row, col], c_smem.reshape([1, c_smem.shape[0], c_smem.shape[1]]))
+    else:
+        tma.async_copy_shared_to_global(y_desc, [row, col], c_smem)
 
 
 @gluon.jit
@@ -227,8 +230,10 @@ def _halves(v, ROWS: gl.constexpr, COLS: gl.constexpr):
 @gluon.jit
 def _coop_mma_partition(CONSUMER: gl.constexpr, y_desc, bias_ptr, a_ring, b_ring, c_smem, full, empty,
                         M, N, K, STAGES: gl.constexpr, GROUP_SIZE_M: gl.constexpr, HAS_BIAS: gl.constexpr,
-                        ACTIVATION: gl.constexpr):
-    """1 warpgroup: rows CONSUMER * BM/2 ... of every tile of this CTA: mainloop, then the epilogue."""
+                        ACTIVATION: gl.constexpr, B=1, stride_bb=0, BATCHED: gl.constexpr = False):
+    """1 warpgroup: rows CONSUMER * BM/2 ... of every tile of this CTA: mainloop, then the epilogue.
+    BATCHED (hopper_pingpong_batched.py): work ids over B x tiles, bias row b (bias_ptr + b * stride_bb)
+    and 3-D TMA stores [b, m, n]; compiled away in the dense kernel."""
     BM: gl.constexpr = a_ring.shape[1]
     BN: gl.constexpr = b_ring.shape[1]
     BM_C: gl.constexpr = c_smem.shape[0]
@@ -239,11 +244,14 @@ def _coop_mma_partition(CONSUMER: gl.constexpr, y_desc, bias_ptr, a_ring, b_ring
                                                          instr_shape=[16, BN, 16])
     num_pid_m = gl.cdiv(M, BM)
     num_pid_n = gl.cdiv(N, BN)
-    num_tiles = num_pid_m * num_pid_n
+    if BATCHED:
+        num_work = B * num_pid_m * num_pid_n
+    else:
+        num_work = num_pid_m * num_pid_n
     k_steps = gl.cdiv(K, a_ring.shape[2])
     idx = 0
     phase = 0
-    for tile_id in range(gl.program_id(0), num_tiles, gl.num_programs(0)):
+    for work_id in range(gl.program_id(0), num_work, gl.num_programs(0)):
         acc = warpgroup_mma_init(gl.zeros((BM_C, BN), dtype=gl.float32, layout=acc_layout))
         for kk in range(k_steps):
             mbarrier.wait(full.index(idx), phase)
@@ -257,25 +265,29 @@ def _coop_mma_partition(CONSUMER: gl.constexpr, y_desc, bias_ptr, a_ring, b_ring
         mbarrier.arrive(empty.index(hp._ring_prev(idx, STAGES)))  # the tile's last slot
         # Epilogue (the load warp is already filling the ring with the next tile). The tile's
         # coordinates are computed here, not live across the mainloop.
-        pid_m, pid_n = tile_coords(tile_id, num_pid_m, num_pid_n, GROUP_SIZE_M, 1)
+        b, pid_m, pid_n = hp._work_tile(work_id, num_work, num_pid_m, num_pid_n, GROUP_SIZE_M, BATCHED)
         offs_n = pid_n * BN + gl.arange(0, BN, layout=gl.SliceLayout(0, acc_layout))
-        out = bias_activation(acc, bias_ptr, offs_n, N, HAS_BIAS, ACTIVATION).to(y_desc.dtype)
+        if BATCHED:
+            bias_row = bias_ptr + b.to(gl.int64) * stride_bb
+        else:
+            bias_row = bias_ptr
+        out = bias_activation(acc, bias_row, offs_n, N, HAS_BIAS, ACTIVATION).to(y_desc.dtype)
         row = pid_m * BM + CONSUMER * BM_C
         col = pid_n * BN
         if EPI_SPLIT == 1:
-            _store_subtile(y_desc, c_smem, out, row, col)
+            _store_subtile(y_desc, c_smem, out, b, row, col, BATCHED)
         elif EPI_SPLIT == 2:
             lo, hi = _halves(out, BM_C, BN)
-            _store_subtile(y_desc, c_smem, lo, row, col)
-            _store_subtile(y_desc, c_smem, hi, row, col + EPI_N)
+            _store_subtile(y_desc, c_smem, lo, b, row, col, BATCHED)
+            _store_subtile(y_desc, c_smem, hi, b, row, col + EPI_N, BATCHED)
         else:
             lo, hi = _halves(out, BM_C, BN)
             q0, q1 = _halves(lo, BM_C, BN // 2)
-            _store_subtile(y_desc, c_smem, q0, row, col)
-            _store_subtile(y_desc, c_smem, q1, row, col + EPI_N)
+            _store_subtile(y_desc, c_smem, q0, b, row, col, BATCHED)
+            _store_subtile(y_desc, c_smem, q1, b, row, col + EPI_N, BATCHED)
             q2, q3 = _halves(hi, BM_C, BN // 2)
-            _store_subtile(y_desc, c_smem, q2, row, col + 2 * EPI_N)
-            _store_subtile(y_desc, c_smem, q3, row, col + 3 * EPI_N)
+            _store_subtile(y_desc, c_smem, q2, b, row, col + 2 * EPI_N, BATCHED)
+            _store_subtile(y_desc, c_smem, q3, b, row, col + 3 * EPI_N, BATCHED)
     tma.store_wait(0)
 
 

@@ -1,20 +1,25 @@
-"""Batched ping-pong GEMM for Hopper (sm_90) in Gluon: y[b] = act(x[b] @ w[b].T + bias[b]), b in [0, B), one launch.
+"""Batched Hopper (sm_90) GEMMs in Gluon: y[b] = act(x[b] @ w[b].T + bias[b]), b in [0, B), one launch.
 
-The dense kernel of hopper_pingpong.py (load warp, two consumer warpgroups taking turns on the
-tensor cores, S-stage mbarrier ring, the same plan `derive`) with the batch as one more
-coordinate. What is batched, and nothing else, is here and in the dense partitions' `BATCHED`
-branches (compiled away in the dense kernel: its SASS is byte-identical to the kernel before
-batching, checked by tests/test_hopper_pingpong.py):
+Two kernels, the dense Gluon kernels with the batch as one more coordinate, picked by the config's
+num_warps as gemm_a16w16 picks them (hopper_pingpong.is_coop):
+  num_warps 4  hopper_pingpong_batched_kernel: hopper_pingpong.py's partitions (load warp, two consumer
+               warpgroups taking turns on the tensor cores, S-stage mbarrier ring) and plan `derive`
+  num_warps 8  hopper_coop_batched_kernel: hopper_coop.py's partitions (two consumer warpgroups sharing
+               every BM x BN tile, BM/2 rows each; empty[s] counts 2) and plan `derive`
+What is batched, and nothing else, is here and in the dense partitions' `BATCHED` branches
+(compiled away in the dense kernels: their SASS is byte-identical to the kernels before batching,
+checked by tests/test_hopper_pingpong.py, and for the cooperative kernel by comparing the SASS of
+every isa case before and after, session 7):
 
   work space   B x tiles_m x tiles_n work ids, batch-major, grouped order inside an entry
                (`batched_tile_coords` of kernels/triton/_schedule.py, as the Triton tier's batched
                kernels); a persistent CTA takes ids pid, pid + grid, ...; consumer c its local ids
                c, c + 2, ... exactly as the dense kernel takes tiles
   addressing   3-D TMA descriptors x (B, M, K), w (B, N, K), y (B, M, N) with boxes [1, BM, BK],
-               [1, BN, BK], [1, BM, BN]; the load warp writes a box through a 3-D view (`reshape`)
-               of the 2-D ring slot, the consumer stores through a 3-D view of its 2-D output tile
-               (same bytes, same NVMMA swizzle), so wgmma and the whole consumer mainloop are the
-               dense kernel's
+               [1, BN, BK], [1, BM, BN] (cooperative: [1, BM/2, EPI_N], a consumer's staging
+               sub-tile); the load warp writes a box through a 3-D view (`reshape`) of the 2-D ring
+               slot, the consumer stores through a 3-D view of its 2-D output tile (same bytes, same
+               NVMMA swizzle), so wgmma and the whole consumer mainloop are the dense kernel's
   bias         bias_ptr + b * stride_bb: a (B, N) bias (one row per entry) or a (N,) one (stride 0)
 
 Work ids and boxes (T = tiles of one entry = ceil(M / BM) * ceil(N / BN))::
@@ -38,8 +43,9 @@ TMA accepts (a multiple of 16 bytes, entries not overlapping) run here; the cost
 (UTMALDG.3D / UTMASTG.3D are single instructions like their 2-D forms).
 
 Constraints:
-  - The dense kernel's (hopper_pingpong.py): sm_90; bf16 or fp16 x and w of one dtype; y bf16, fp16
-    or fp32; the tile, warp, stage and register rules of `derive`; K >= 1 (the op handles K == 0).
+  - The dense kernel's (hopper_pingpong.py, or hopper_coop.py for num_warps 8): sm_90; bf16 or fp16 x
+    and w of one dtype; y bf16, fp16 or fp32; the tile, warp, stage and register rules of that kernel's
+    `derive`; K >= 1 (the op handles K == 0).
   - TMA rules for x, w, y as 3-D tensors (`tma_compatible_3d`): 16-byte aligned base, unit last stride, row
     and batch strides multiples of 16 bytes (K % 8 == 0; N % 8 == 0 for a 16-bit y, N % 4 for fp32),
     rows not overlapping, entries outermost and not overlapping: a broadcast (stride-0) or interleaved
@@ -55,13 +61,25 @@ from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import mbarrier
 
 from ..triton.batched_gemm_tma import tma_compatible_3d
+from . import hopper_coop as hc
 from . import hopper_pingpong as hp
 
 KERNEL_NAME = "hopper_pingpong_batched_kernel"
-PROMISES = hp.PROMISES  # same partitions, warps, registers, shared memory and instructions as the dense kernel
+COOP_KERNEL_NAME = "hopper_coop_batched_kernel"
+PROMISES = hp.PROMISES  # same partitions, warps, registers, shared memory and instructions as the dense kernels
 
 
 # ----------------------------------------------------------------------------- device code
+
+@gluon.jit
+def _smem2(desc, shape: gl.constexpr):
+    """Shared memory of `shape` with the swizzle of a 3-D descriptor's box, as a rank-2 (per-slot) layout:
+    the ring slots and output tiles are 2-D (what wgmma and the dense consumers read); the host builds the
+    3-D box layouts from the same 2-D ones (`_layout3`)."""
+    layout: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=desc.layout.swizzle_byte_width,
+                                                element_bitwidth=desc.layout.element_bitwidth, rank=2)
+    return gl.allocate_shared_memory(desc.dtype, shape, layout)
+
 
 @gluon.jit(do_not_specialize=["B", "M", "N", "K", "stride_bb"])  # TMA handles every shape: one compile per config
 def hopper_pingpong_batched_kernel(x_desc, w_desc, y_desc, bias_ptr, B, M, N, K, stride_bb,
@@ -71,19 +89,11 @@ def hopper_pingpong_batched_kernel(x_desc, w_desc, y_desc, bias_ptr, B, M, N, K,
     BM: gl.constexpr = x_desc.block_type.shape[1]
     BK: gl.constexpr = x_desc.block_type.shape[2]
     BN: gl.constexpr = w_desc.block_type.shape[1]
-    # The ring and output tiles are 2-D (what wgmma and the dense consumer read), with the swizzle of
-    # the 3-D boxes (the host builds those layouts from the same 2-D ones: `_layout3`).
-    a_layout: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=x_desc.layout.swizzle_byte_width,
-                                                  element_bitwidth=x_desc.layout.element_bitwidth, rank=2)
-    b_layout: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=w_desc.layout.swizzle_byte_width,
-                                                  element_bitwidth=w_desc.layout.element_bitwidth, rank=2)
-    c_layout: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=y_desc.layout.swizzle_byte_width,
-                                                  element_bitwidth=y_desc.layout.element_bitwidth, rank=2)
-    a_ring = gl.allocate_shared_memory(x_desc.dtype, [STAGES, BM, BK], a_layout)
-    b_ring = gl.allocate_shared_memory(w_desc.dtype, [STAGES, BN, BK], b_layout)
-    c0 = gl.allocate_shared_memory(y_desc.dtype, [BM, BN], c_layout)
+    a_ring = _smem2(x_desc, [STAGES, BM, BK])
+    b_ring = _smem2(w_desc, [STAGES, BN, BK])
+    c0 = _smem2(y_desc, [BM, BN])
     if C_TILES == 2:
-        c1 = gl.allocate_shared_memory(y_desc.dtype, [BM, BN], c_layout)
+        c1 = _smem2(y_desc, [BM, BN])
     else:
         c1 = c0
     full = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
@@ -101,6 +111,36 @@ def hopper_pingpong_batched_kernel(x_desc, w_desc, y_desc, bias_ptr, B, M, N, K,
                              BK, STAGES, C_TILES, GROUP_SIZE_M, HAS_BIAS, ACTIVATION, B, stride_bb, True)),
         (hp._mma_partition, (1, y_desc, bias_ptr, a_ring, b_ring, c1, full, empty, turn, c_free, M, N, K,
                              BK, STAGES, C_TILES, GROUP_SIZE_M, HAS_BIAS, ACTIVATION, B, stride_bb, True)),
+        (hp._load_partition, (x_desc, w_desc, a_ring, b_ring, full, empty, M, N, K, STAGES, GROUP_SIZE_M,
+                              B, True)),
+    ], [4, 1], [MMA_REGS, LOAD_REGS])
+
+
+@gluon.jit(do_not_specialize=["B", "M", "N", "K", "stride_bb"])
+def hopper_coop_batched_kernel(x_desc, w_desc, y_desc, bias_ptr, B, M, N, K, stride_bb,
+                               STAGES: gl.constexpr, GROUP_SIZE_M: gl.constexpr, HAS_BIAS: gl.constexpr,
+                               ACTIVATION: gl.constexpr, MMA_REGS: gl.constexpr, LOAD_REGS: gl.constexpr):
+    """hopper_coop_kernel over B x tiles: both consumers share each tile (BM/2 rows each, one
+    BM/2 x EPI_N staging tile each); the y box is a consumer's sub-tile [1, BM/2, EPI_N]."""
+    BM: gl.constexpr = x_desc.block_type.shape[1]
+    BK: gl.constexpr = x_desc.block_type.shape[2]
+    BN: gl.constexpr = w_desc.block_type.shape[1]
+    BM_C: gl.constexpr = y_desc.block_type.shape[1]
+    EPI_N: gl.constexpr = y_desc.block_type.shape[2]
+    a_ring = _smem2(x_desc, [STAGES, BM, BK])
+    b_ring = _smem2(w_desc, [STAGES, BN, BK])
+    c0 = _smem2(y_desc, [BM_C, EPI_N])
+    c1 = _smem2(y_desc, [BM_C, EPI_N])
+    full = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    for i in gl.static_range(STAGES):
+        mbarrier.init(full.index(i), count=1)  # the loader's expect-tx arrive (+ the TMA bytes)
+        mbarrier.init(empty.index(i), count=2)  # both consumers' arrives
+    gl.warp_specialize([
+        (hc._coop_mma_partition, (0, y_desc, bias_ptr, a_ring, b_ring, c0, full, empty, M, N, K,
+                                  STAGES, GROUP_SIZE_M, HAS_BIAS, ACTIVATION, B, stride_bb, True)),
+        (hc._coop_mma_partition, (1, y_desc, bias_ptr, a_ring, b_ring, c1, full, empty, M, N, K,
+                                  STAGES, GROUP_SIZE_M, HAS_BIAS, ACTIVATION, B, stride_bb, True)),
         (hp._load_partition, (x_desc, w_desc, a_ring, b_ring, full, empty, M, N, K, STAGES, GROUP_SIZE_M,
                               B, True)),
     ], [4, 1], [MMA_REGS, LOAD_REGS])
@@ -141,12 +181,32 @@ def _descriptor(t, block, dtype: str):
     return TensorDescriptor(t, [B, R, Cn], [stride_b, t.stride(1), 1], [1, *block], _layout3(*block, dtype))
 
 
+def kernel_plan(cfg: dict, target, in_bytes: int, out_bytes: int, *, has_bias: bool, activation: str):
+    """(kernel, plan, y box, constexprs) for `cfg`: the cooperative kernel for num_warps 8
+    (hopper_pingpong.is_coop; hopper_coop.derive plans it, the y box is a consumer's staging sub-tile),
+    else the ping-pong (hopper_pingpong.derive, the y box is the whole tile)."""
+    if hp.is_coop(cfg):
+        plan = hc.derive(cfg, target, in_bytes, out_bytes)
+        return (hopper_coop_batched_kernel, plan, (plan.BM_C, plan.epi_n),
+                hc.constexprs(plan, has_bias=has_bias, activation=activation))
+    plan = hp.derive(cfg, target, in_bytes, out_bytes)
+    return (hopper_pingpong_batched_kernel, plan, (plan.BM, plan.BN),
+            hp.constexprs(plan, has_bias=has_bias, activation=activation))
+
+
+def kernel_name(cfg: dict) -> str:
+    """The kernel a "backend": "gluon" config runs here (the op counts launches by it)."""
+    return COOP_KERNEL_NAME if hp.is_coop(cfg) else KERNEL_NAME
+
+
 def launch(x, w, bias, y, activation, cfg, target, compile_only=False):
-    """y[b] = act(x[b] @ w[b].T + bias[b]) for every b with the batched ping-pong kernel.
+    """y[b] = act(x[b] @ w[b].T + bias[b]) for every b with the batched ping-pong (num_warps 4) or
+    cooperative (num_warps 8) kernel.
 
     x (B, M, K), w (B, N, K), y (B, M, N); bias (B, N) or (N,) with unit stride on N, or None. `cfg` and
-    `target` as hopper_pingpong.launch (its `derive` plans the tile, ring and registers). Raises
-    ValueError when `unsupported` says no, the shapes disagree or the config cannot be planned.
+    `target` as hopper_pingpong.launch / hopper_coop.launch (their `derive` plans the tile, ring and
+    registers). Raises ValueError when `unsupported` says no, the shapes disagree or the config cannot be
+    planned.
     """
     why = unsupported(x, w, y, target)
     if why:
@@ -161,16 +221,15 @@ def launch(x, w, bias, y, activation, cfg, target, compile_only=False):
     if K == 0:
         raise ValueError("gluon batched ping-pong: K == 0 (the empty sum) is the op's to handle")
     t_in, t_out = hp._TORCH_NAME[str(x.dtype)], hp._TORCH_NAME[str(y.dtype)]
-    plan = hp.derive(cfg, target, x.element_size(), y.element_size())
+    kernel, plan, y_box, ce = kernel_plan(cfg, target, x.element_size(), y.element_size(),
+                                          has_bias=bias is not None, activation=activation)
     bm, bn, bk = plan.BM, plan.BN, plan.BK
     x_desc, w_desc, y_desc = _descriptor(x, [bm, bk], t_in), _descriptor(w, [bn, bk], t_in), \
-        _descriptor(y, [bm, bn], t_out)
-    ce = hp.constexprs(plan, has_bias=bias is not None, activation=activation)
+        _descriptor(y, list(y_box), t_out)
     num_work = B * -(-M // bm) * -(-N // bn)
     grid = (max(1, min(num_work, target.num_cus)),)
     stride_bb = bias.stride(0) if bias is not None and bias.dim() == 2 else 0
     args = (x_desc, w_desc, y_desc, bias if bias is not None else x, B, M, N, K, stride_bb)
-    kernel = hopper_pingpong_batched_kernel
     from ...ops import _launch  # the ops' launch cache (a lazy import: ops import this module)
 
     return _launch.launcher(kernel, grid, compile_only)(*args, **ce, num_warps=hp._CONSUMER_WARPS)
@@ -180,27 +239,30 @@ def launch(x, w, bias, y, activation, cfg, target, compile_only=False):
 
 def static_spec(cfg: dict, target, *, dtype: str = "bf16", out_dtype: str | None = None, has_bias: bool = True,
                 activation: str = "gelu"):
-    """(kernel, signature, constexprs, divisible, options, plan) to compile the batched kernel for `target`."""
+    """(kernel, signature, constexprs, divisible, options, plan) to compile the batched kernel of `cfg`
+    (ping-pong or cooperative: `kernel_plan`) for `target`."""
     out_dtype = out_dtype or dtype
-    plan = hp.derive(cfg, target, 2, 4 if out_dtype == "fp32" else 2)
+    kernel, plan, (ym, yn), ce = kernel_plan(cfg, target, 2, 4 if out_dtype == "fp32" else 2,
+                                             has_bias=has_bias, activation=activation)
     bm, bn, bk = plan.BM, plan.BN, plan.BK
     sig = {"x_desc": f"tensordesc<{dtype}[1, {bm}, {bk}],{_layout3(bm, bk, dtype)!r}>",
            "w_desc": f"tensordesc<{dtype}[1, {bn}, {bk}],{_layout3(bn, bk, dtype)!r}>",
-           "y_desc": f"tensordesc<{out_dtype}[1, {bm}, {bn}],{_layout3(bm, bn, out_dtype)!r}>",
+           "y_desc": f"tensordesc<{out_dtype}[1, {ym}, {yn}],{_layout3(ym, yn, out_dtype)!r}>",
            "bias_ptr": f"*{dtype}", "B": "i32", "M": "i32", "N": "i32", "K": "i32", "stride_bb": "i32"}
-    ce = hp.constexprs(plan, has_bias=has_bias, activation=activation)
     sig.update({k: "constexpr" for k in ce})
-    return hopper_pingpong_batched_kernel, sig, ce, ["bias_ptr"], {"num_warps": hp._CONSUMER_WARPS}, plan
+    return kernel, sig, ce, ["bias_ptr"], {"num_warps": hp._CONSUMER_WARPS}, plan
 
 
 def isa_cases(archs, tables=("BATCHED_A16W16.json",), op: str = "batched_gemm"):
-    """Static cases for sm_90: every bucket of `tables` with backend "gluon", plus the dense PRESETS
-    (bf16 and fp32 output), each compiled as the batched kernel."""
+    """Static cases for sm_90: every bucket of `tables` with backend "gluon", plus the dense kernels'
+    PRESETS (bf16 and fp32 output), each compiled as its batched kernel (ping-pong or cooperative)."""
     if "sm_90" not in archs:
         return
-    cases = [(t, b, c, "bf16") for t, b, c in hp._shipped_gluon_configs("sm_90") if t in tables]
-    cases += [("-", f"preset{i}", c, o) for i, c in enumerate(hp.PRESETS) for o in ("bf16", "fp32")]
-    yield from hp.unique_cases(cases, KERNEL_NAME, op)
+    shipped = [(t, b, c, "bf16") for t, b, c in hp._shipped_gluon_configs("sm_90") if t in tables]
+    for kernel, presets, coop in ((KERNEL_NAME, hp.PRESETS, False), (COOP_KERNEL_NAME, hc.PRESETS, True)):
+        cases = [c for c in shipped if hp.is_coop(c[2]) == coop]
+        cases += [("-", f"preset{i}", c, o) for i, c in enumerate(presets) for o in ("bf16", "fp32")]
+        yield from hp.unique_cases(cases, kernel, op)
 
 
 def isa_spec(case):

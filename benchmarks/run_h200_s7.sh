@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Session 7 device runs (H200). STAGE (space-separated, any order):
+#   tests    pytest -m gpu: tests/test_gpu_batched.py (the batched ping-pong and cooperative kernels) and
+#            tests/test_gpu_hopper_coop.py (the dense cooperative kernel, whose partition gained BATCHED)
+#   sweep    benchmarks/sweep_batched.py round 4 (cooperative candidates vs round 3's winners, torch.bmm
+#            in the same process); with `writetable` the winners go into BATCHED_A16W16.json (a copy comes
+#            back) and gemmkit bench's rows into batched_a16w16.json
+#   floor    benchmarks/read_floor.py: the streaming-read / copy floor at the decode bars' sizes, with the
+#            bars' own M = 1 calls in the same process
+#   alltests the whole gpu suite (tests/, ~6.5 min)
+# Usage (repo root): GEMMKIT_GIT_SHA=<sha> STAGE="tests sweep floor" bash benchmarks/run_h200_s7.sh
+set -u
+OUT=${OUT:-./h200_out}; mkdir -p "$OUT"
+export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
+has() { case " ${STAGE:-} " in *" $1 "*) return 0;; esac; return 1; }
+{ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv
+  python3 -c 'import torch, triton; print("torch", torch.__version__, "triton", triton.__version__, "cuda", torch.version.cuda)'
+  date -u; echo "STAGE: ${STAGE:-} sha: ${GEMMKIT_GIT_SHA:-}"; } 2>&1 | tee "$OUT/env.txt"
+if has tests; then
+  timeout 300 python3 -m pytest -m gpu -q -p no:cacheprovider -n 8 --timeout 250 \
+    tests/test_gpu_batched.py tests/test_gpu_hopper_coop.py 2>&1 | tee "$OUT/pytest_batched_coop.log" | tail -15
+fi
+if has sweep; then
+  TABLE=gemmkit/configs/sm_90/BATCHED_A16W16.json
+  timeout 330 python3 benchmarks/sweep_batched.py --op batched_a16w16 --json "$OUT/sweep_a16w16.json" \
+    $(has writetable && echo --write-table $TABLE --bench-json "$OUT/batched_a16w16.json") 2>&1 \
+    | tee "$OUT/sweep_a16w16.log" | grep -E "^best|^  B=|^  M=|sweep took|wrote|^B=|vendor" | tail -40
+  has writetable && cp $TABLE "$OUT/BATCHED_A16W16.json"
+fi
+if has floor; then
+  timeout 200 python3 benchmarks/read_floor.py --json "$OUT/read_floor.json" 2>&1 | tee "$OUT/read_floor.log" | tail -12
+fi
+if has alltests; then
+  timeout 560 python3 -m pytest -q -m gpu tests/ -p no:cacheprovider -n 8 2>&1 | tee "$OUT/pytest_gpu.log" | tail -8
+fi
+ls -la "$OUT"
