@@ -16,19 +16,19 @@ has() { case " ${STAGE:-} " in *" $1 "*) return 0;; esac; return 1; }
 { nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv
   python3 -c 'import torch, triton; print("torch", torch.__version__, "triton", triton.__version__, "cuda", torch.version.cuda)'
   date -u; echo "STAGE: ${STAGE:-} sha: ${GEMMKIT_GIT_SHA:-}"; } 2>&1 | tee "$OUT/env.txt"
+if has floor; then
+  timeout 90 python3 benchmarks/read_floor.py --json "$OUT/read_floor.json" 2>&1 | tee "$OUT/read_floor.log" | tail -12
+fi
 if has tests; then
-  timeout 300 python3 -m pytest -m gpu -q -p no:cacheprovider -n 8 --timeout 250 \
+  timeout 200 python3 -m pytest -m gpu -q -p no:cacheprovider -n 8 --timeout 180 \
     tests/test_gpu_batched.py tests/test_gpu_hopper_coop.py 2>&1 | tee "$OUT/pytest_batched_coop.log" | tail -15
 fi
 if has sweep; then
   TABLE=gemmkit/configs/sm_90/BATCHED_A16W16.json
-  timeout 330 python3 benchmarks/sweep_batched.py --op batched_a16w16 --json "$OUT/sweep_a16w16.json" \
+  timeout 300 python3 benchmarks/sweep_batched.py --op batched_a16w16 --json "$OUT/sweep_a16w16.json" \
     $(has writetable && echo --write-table $TABLE --bench-json "$OUT/batched_a16w16.json") 2>&1 \
     | tee "$OUT/sweep_a16w16.log" | grep -E "^best|^  B=|^  M=|sweep took|wrote|^B=|vendor" | tail -40
   has writetable && cp $TABLE "$OUT/BATCHED_A16W16.json"
-fi
-if has floor; then
-  timeout 200 python3 benchmarks/read_floor.py --json "$OUT/read_floor.json" 2>&1 | tee "$OUT/read_floor.log" | tail -12
 fi
 if has alltests; then
   timeout 560 python3 -m pytest -q -m gpu tests/ -p no:cacheprovider -n 8 2>&1 | tee "$OUT/pytest_gpu.log" | tail -8
