@@ -10,7 +10,7 @@
     ds_read_b128, s_barrier, s_setprio, s_waitcnt, ...).
   sm_90: registers, stack/local bytes (spills) and shared memory from
     `cuobjdump --dump-resource-usage` on the cubin, and instruction counts from
-    its SASS (HGMMA, QGMMA, HMMA, UTMALDG, LDGSTS, LDL/STL, BAR). cuobjdump
+    its SASS (HGMMA, QGMMA, HMMA, UTMALDG, LDGSTS, LDL/STL, BAR, GMMA_WAIT1). cuobjdump
     ships inside the Triton wheel.
   Both: `mma_k_steps`, the matrix-instruction work in the code divided by one
     K step of the tile (BLOCK_M x BLOCK_N x BLOCK_K per CTA): a positive
@@ -52,12 +52,16 @@ SM90_COUNTS = {
     "LDL": r"\bLDL\b",
     "STL": r"\bSTL\b",
     "BAR": r"\bBAR\.",
+    # warpgroup_mma_wait(1): wait until at most one wgmma group is in flight (a chain kept running while
+    # the one before is used). ptxas writes `WARPGROUP.DEPBAR.LE gsb0, 0x1`; when it serializes the wgmma
+    # (warning C7514) only `0x0` waits are left.
+    "GMMA_WAIT1": r"\bWARPGROUP\.DEPBAR\.LE gsb0, 0x1\b",
 }
 _AMD_MMA = re.compile(r"^\s*v_mfma_\w*?_(\d+)x(\d+)x(\d+)", re.M)
 _SM90_GMMA = re.compile(r"\b[HQI]GMMA\.(\d+)x(\d+)x(\d+)")
 _SM90_HMMA = re.compile(r"\b[HI]MMA\.(\d{2})(\d)(\d{1,2})\b")  # HMMA.16816 = m16 n8 k16, HMMA.1688 = m16 n8 k8
 # Bump when the analysis (what `resources` reads) changes: it is part of the report cache key.
-ANALYSIS_VERSION = 4
+ANALYSIS_VERSION = 5
 
 
 def compile_static(kernel, signature: dict, constexprs: dict, target, options: dict, divisible=()):

@@ -8,26 +8,19 @@
 
 x (M, K) and w (N, K) float8_e4m3fn; rowcol: x_scale (M,) and w_scale (N,) fp32; block: x_scale
 (M, ceil(K / SBK)) and w_scale (ceil(N / SBN), ceil(K / SBK)) fp32, any strides. bias (N,) bf16 /
-fp16 / fp32, y bf16 / fp16 / fp32. The accumulator is fp32 at
-full precision: the tensor cores' fp8 accumulator (a reduced-precision adder) carries at
-most PROMOTE_K = BLOCK_SIZE_K <= 128 products before the kernel adds it into an fp32
-register tile with ordinary FADDs (the "promotion"), as cuBLAS's precise mode,
-CUTLASS's FP8 mainloop (promotion interval 4 MMAs of k32 = 128) and the Triton tier
-(kernels/triton/_mainloop.py, max_num_imprecise_acc = 128) do. The two modes differ only in
-the promotion and the epilogue: rowcol promotes `acc += p` and scales in the epilogue; block
-promotes `acc += p * s`, s[m] = x_scale[m, kb] * w_scale[n // SBN, kb] (one FFMA per register
-instead of one FADD: the same issue cost), and its epilogue applies no scale. BLOCK_SIZE_K
-divides SBK, so a chain never straddles two scale blocks, and BLOCK_SIZE_N divides SBN, so a
-tile's w scale is one scalar per K block (as DeepGEMM does).
+fp16 / fp32, y bf16 / fp16 / fp32. The accumulator is fp32 at full precision: the tensor cores'
+fp8 adder carries at most PROMOTE_K = BLOCK_SIZE_K <= 128 products before the kernel adds it into
+an fp32 tile (the "promotion", as cuBLAS's precise mode, CUTLASS and the Triton tier do;
+hopper_fp8_mainloop.py). The modes differ only there and in the epilogue: rowcol promotes
+`acc += p` and scales in the epilogue; block promotes `acc += p * s`, s[m] = x_scale[m, kb] *
+w_scale[n // SBN, kb] (an FFMA for the FADD), and its epilogue applies no scale. BK | SBK (a chain
+never straddles two scale blocks) and BN | SBN (one w scale per tile per K block, as DeepGEMM).
 
-Why the structure differs from the BF16 ping-pong (hopper_pingpong.py, whose plan, ring
-counters and tile order this file imports): promotion means waiting for the wgmma group and
-running FADDs; in one warpgroup the tensor cores idle meanwhile. So two consumer
-warpgroups run their mainloops *at the same time*, each on its own tile, each fed by its own
-load warp and its own shared-memory ring: while one waits and promotes, the other's wgmma
-keeps the tensor cores busy (and one's epilogue runs under the other's mainloop). There is
-no turn barrier: with a ring per consumer, every full / empty barrier has exactly one
-waiter and one arriver, so its parity is exact without one.
+Why not the BF16 ping-pong's schedule (hopper_pingpong.py: its plan, ring counters and tile order
+are imported): promotion waits for the wgmma group, and the tensor cores idle meanwhile. So both
+consumer warpgroups run their mainloops *at the same time* (pingpong: each on its own tile, with its
+own load warp and ring; no turn barrier, every full / empty barrier has one waiter and one arriver):
+while one waits and promotes, the other's wgmma keeps the tensor cores busy.
 
 Two layouts of the same partitions, chosen by the config's num_warps (the warps that compute
 one output tile, as in the Triton tier):
@@ -53,9 +46,8 @@ LAYOUT "coop" (num_warps 8, BLOCK_SIZE_M 128: DeepGEMM's cooperative layout): fo
   tile: (BM + BN) / (2 BM BN) bytes of L2 per FLOP, 11.7 TB/s at 1000 TFLOP/s for 64 x 128;
   the shared 128 x BN tile reads 7.8 (128 x 128), with no spill by construction (acc and
   two partials are 64 x BN each: 192 registers at BN = 128). Each consumer keeps one chain in flight
-  while it promotes the one before (two partials pA / pB, `warpgroup_mma_wait(1)`; the promotion is
-  inline PTX so LLVM cannot sink it below the next wgmma into the same registers), and the two
-  consumers drift (each waits only for full[s]; a slot goes back once both arrived on empty[s]).
+  while it promotes the one before (hopper_fp8_mainloop.py: two partials, `warpgroup_mma_wait(1)`), and
+  the two consumers drift (each waits only for full[s]; a slot goes back once both arrived on empty[s]).
   The cost: both consumers run the epilogue at once, each storing its 64-row half (its own
   64 x BN staging buffer, one TMA store each); the tensor cores idle then, while the load
   warp already fills the ring with the next tile's first K steps.
@@ -81,25 +73,13 @@ Block scales (SCALE = "block"; K step kk of BK columns lies in scale block kb = 
    mma r, K step kk: w = w_scale[nb, kb] (a register, loaded at step kk - 1; nb = pid_n * BN // SBN, BN | SBN)
      wait full[s] │ s_q = s_ring[s][64q .. 64q + 63] * w (LDS) │ chain q │ wait │ acc_q += p * s_q[:, None] (FFMA)
 
-   Why this way (measured on the H200, 4096 x {4096, 7168, 2112} x {7168, 16384}, coop 128 x 128 x 128,
-   docs/kernels/hopper_pingpong_fp8.md): the first version's load warp loaded the scales with LDG and
-   multiplied them before storing (the warp then waited one L2 latency every K step), and the consumers
-   read them after the chain's wait: 920-950 TFLOP/s against 1130-1140 for the same tile in rowcol mode.
-   cp.async keeps the load warp from ever waiting on them; reading the slot before issuing the chain puts
-   the shared-memory latency under the wgmma (+5-9 % together). Scales held in consumer registers instead
-   (two x scales and the w scale a step ahead per thread, no shared memory) measured 1.6-3.9 % behind this,
-   and at 128 x 128 pingpong they made ptxas give the two slices' partials separate register blocks
-   (spills). Why not TMA: the op's x_scale is (M, KB) row-major, so a tile's BM scales of one kb are a
-   strided column, which a TMA box cannot read (inner dimension >= 16 contiguous bytes; DeepGEMM
-   transposes the scales to (KB, M) for that). They are BM * 4 bytes a step against BM * BK of x (1/32
-   at BK = 128), L2-resident; any strides work. The pingpong 128 x 128 tile still spills in block mode
-   (144-192 bytes: ptxas splits the partials when the promotion is an FFMA): its spill-free block configs
-   are 64 x BN pingpong tiles and the coop 128 x BN tile (a 64 x BN half per consumer, acc + two partials
-   192 registers at BN = 128). What still separates block from rowcol (~10 %, measured): a variant with
-   no scale loads at all (FFMA by a constant) ran 1050-1080; the rest is the LDS + FMUL between the
-   full wait and the chain's issue (ptxas issues the FMUL between the chain's first and second wgmma).
-   The coop mainloop with a chain in flight (below) hides most of it: 1036-1069 TFLOP/s on the same rows
-   (+12 % over the first version, bitwise the same results).
+   Why this way (measured: docs/kernels/hopper_pingpong_fp8.md "Block-scale mode", docs/PERF.md "Block
+   scales, session 6"): cp.async keeps the load warp from ever waiting on the scales (an LDG + FMUL there
+   waited one L2 latency a step), and reading the slot before issuing the chain puts the shared-memory
+   latency under the wgmma. Not TMA: the op's x_scale is (M, KB) row-major, so a tile's BM scales of one
+   kb are a strided column, which a TMA box cannot read. The pingpong 128 x 128 tile spills in block mode
+   (ptxas splits the partials when the promotion is an FFMA): the spill-free block tiles are 64 x BN
+   pingpong and the coop 128 x BN (a 64 x BN half per consumer).
 
 Phase timeline of one K step in consumer c (BK = 128; "wg" = 4 wgmma k32 issued async,
 use_acc=False so each chain starts from zero; "wait" = warpgroup_mma_wait(0))::
@@ -110,11 +90,7 @@ use_acc=False so each chain starts from zero; "wait" = warpgroup_mma_wait(0))::
                     ▲ promotion of consumer 0 (wait + FADDs) runs under consumer 1's wgmma
 
    coop: both consumers chain on the same slot (rows 0..63 and 64..127 of a), each promotes only its
-   own half, and each keeps its next chain in flight while it promotes (K step k into pA if k is even,
-   pB if odd; the loop runs two steps a trip so the parity is static: _coop_mainloop)::
-
-   mma c │ wait full[k] │ (block) s_k = LDS * w │ wg k → p[k%2] │ wait(1) │ acc += p[(k-1)%2] * s_(k-1) │
-         │ arrive empty[k-1] │ wait full[k+1] │ ...       (wait(1): chain k-1 done, chain k still running)
+   own half, with its next chain in flight meanwhile (timeline: hopper_fp8_mainloop.py).
 
    tile level: load c │ k steps of its tiles, S stages ahead │ ...
                mma c  │ mainloop tile j │ epi j ((rowcol) scales, bias, cast, smem, TMA store) │ mainloop j+2 │
@@ -133,12 +109,8 @@ one ring; both consumers wait on full[s] with the same parity, both arrive on em
    c_free (C_TILES = 1) consumer of local tile j arrives after its store_wait; tile j + 1's waits
           parity j & 1 (consumer 0: 1, consumer 1: 0): epilogues alternate 0, 1, 0, ...
 
-Why max_num_imprecise_acc is left at the sm_90 default (2**30: the compiler adds no
-promotion): the kernel promotes itself. Setting it to BK (<= the op's K) would make the
-compiler add a second partial accumulator and a wgmma wait *inside* each warpgroup_mma --
-the Triton tier's schedule, whose stall this kernel exists to hide. Each chain runs BK
-products from zero (use_acc=False), so no fp8 sum ever exceeds PROMOTE_K products; the
-GPU tests check the error against float64 matches the Triton tier's promoted kernel.
+The K loops of both layouts (chains, promotion, why max_num_imprecise_acc stays at the sm_90 default)
+live in hopper_fp8_mainloop.py; this file holds the plan, the partitions, the epilogue and the launch.
 
 Constraints:
   - sm_90 only (wgmma, TMA, setmaxnreg); x and w float8_e4m3fn; y bf16, fp16 or fp32;
@@ -170,11 +142,11 @@ from dataclasses import dataclass
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.ampere import async_copy
-from triton.experimental.gluon.language.nvidia.hopper import (
-    fence_async_shared, mbarrier, tma, warpgroup_mma, warpgroup_mma_wait)
+from triton.experimental.gluon.language.nvidia.hopper import fence_async_shared, mbarrier, tma
 
 from ..triton._schedule import tile_coords
 from . import hopper_pingpong as hp
+from .hopper_fp8_mainloop import _coop_mainloop, _pingpong_mainloop
 from .hopper_pingpong import _ring_next
 
 KERNEL_NAME = "hopper_pingpong_fp8_kernel"
@@ -193,6 +165,11 @@ PROMISES = (
      "check": "counts['QGMMA'] > 0 and counts['HMMA'] == 0 and counts['HGMMA'] == 0"},
     {"promise": "TMA loads (UTMALDG)", "check": "counts['UTMALDG'] > 0"},
     {"promise": "TMA store (UTMASTG) of the output tile", "check": "counts['UTMASTG'] > 0"},
+    # The coop mainloop's speed rests on ptxas keeping wait(1) (hopper_fp8_mainloop.py). Conditional inside the
+    # check, not by "when": every case keeps the same number of promises (pingpong: trivially kept).
+    {"promise": "coop (num_warps 8): a wgmma chain stays in flight while the previous one is promoted "
+                "(ptxas kept wait(1), did not serialize the wgmma)",
+     "check": "cfg['num_warps'] != 8 or counts['GMMA_WAIT1'] > 0"},
 )
 
 # ----------------------------------------------------------------------------- the plan (one place)
@@ -378,109 +355,6 @@ def _load_partition(RING: gl.constexpr, NRINGS: gl.constexpr, x_desc, w_desc, a_
 
 
 @gluon.jit
-def _chain(a, b, p):
-    """One promotion interval: BK / 32 wgmma k32 from zero into the partial p, waited.
-    max_num_imprecise_acc stays at the sm_90 default on purpose (module docstring)."""
-    p = warpgroup_mma(a, b, p, use_acc=False, is_async=True)
-    return warpgroup_mma_wait(0, deps=(p,))
-
-
-@gluon.jit
-def _promote(acc, p, s, SCALE: gl.constexpr):
-    """acc + p (rowcol) or acc + p * s[m] (block) as inline PTX that stays in program order: a plain expression
-    would be sunk by LLVM below the next chain's wgmma into the same partial registers, and ptxas then
-    serializes every wgmma (C7514, seen in the promotion-overlap probe). Same arithmetic as `acc + p` /
-    `acc + p * s[:, None]` (which ptxas contracts to an FFMA): bitwise the same results."""
-    if SCALE == "block":
-        return gl.inline_asm_elementwise("fma.rn.f32 $0, $1, $2, $3;", "=r,r,r,r", [p, s[:, None], acc],
-                                         dtype=gl.float32, is_pure=False, pack=1)
-    else:
-        return gl.inline_asm_elementwise("add.f32 $0, $1, $2;", "=r,r,r", [acc, p], dtype=gl.float32,
-                                         is_pure=False, pack=1)
-
-
-@gluon.jit
-def _coop_step(a, b, s_slot, p_new, p_old, acc, s_old, wsc, prev_empty, ROW0: gl.constexpr, SCALE: gl.constexpr,
-               acc_layout: gl.constexpr, FIRST: gl.constexpr):
-    """One K step of a coop consumer with a chain always in flight: (block) this step's scales from the slot,
-    the chain into p_new, wait(1) (the previous step's chain, in p_old, is done; this one runs on), then the
-    previous step's promotion and the release of its slot."""
-    SM: gl.constexpr = 64
-    if SCALE == "block":
-        s_new = s_slot.slice(ROW0, SM).load(gl.SliceLayout(1, acc_layout)) * wsc
-    else:
-        s_new = s_old
-    p_new = warpgroup_mma(a.slice(ROW0, SM), b, p_new, use_acc=False, is_async=True)
-    p_new, p_old = warpgroup_mma_wait(1, deps=(p_new, p_old))
-    if not FIRST:
-        acc = _promote(acc, p_old, s_old, SCALE)
-        mbarrier.arrive(prev_empty)
-    return acc, p_new, p_old, s_new
-
-
-@gluon.jit
-def _next_ws(ws_tile, kk, k_steps, stride_wsk, BK: gl.constexpr, SCALE_BK: gl.constexpr, SCALE: gl.constexpr):
-    """(block) The w scale of K step kk + 1 (clamped to the last), loaded a step ahead; rowcol: 0, unused."""
-    if SCALE == "block":
-        return gl.load(ws_tile + (gl.minimum(kk + 1, k_steps - 1) * BK // SCALE_BK) * stride_wsk)
-    else:
-        return 0.0
-
-
-@gluon.jit
-def _coop_mainloop(a_ring, b_ring, s_ring, full, empty, idx, phase, ws_tile, k_steps, stride_wsk,
-                   ROW0: gl.constexpr, BK: gl.constexpr, STAGES: gl.constexpr, SCALE: gl.constexpr,
-                   SCALE_BK: gl.constexpr, acc_layout: gl.constexpr):
-    """A coop consumer's mainloop of one tile (its 64 rows), one chain in flight while the previous one is
-    promoted (two partials pA / pB, 64 + 64 registers beside the 64 of acc at BN = 128). K step k chains into
-    pA if k is even, pB if odd: the loop runs two steps a trip so the parity is static."""
-    SM: gl.constexpr = 64
-    BN: gl.constexpr = b_ring.shape[1]
-    acc = gl.zeros((SM, BN), dtype=gl.float32, layout=acc_layout)
-    pA = gl.zeros((SM, BN), dtype=gl.float32, layout=acc_layout)
-    pB = gl.zeros((SM, BN), dtype=gl.float32, layout=acc_layout)
-    s_a = gl.zeros((SM,), dtype=gl.float32, layout=gl.SliceLayout(1, acc_layout))
-    ws_next = _next_ws(ws_tile, -1, k_steps, stride_wsk, BK, SCALE_BK, SCALE)
-    # K step 0: nothing before it to promote
-    wsc = ws_next
-    ws_next = _next_ws(ws_tile, 0, k_steps, stride_wsk, BK, SCALE_BK, SCALE)
-    mbarrier.wait(full.index(idx), phase)
-    acc, pA, pB, s_a = _coop_step(a_ring.index(idx), b_ring.index(idx).permute((1, 0)), s_ring.index(idx), pA, pB,
-                                  acc, s_a, wsc, empty.index(idx), ROW0, SCALE, acc_layout, True)
-    prev = idx
-    idx, phase = _ring_next(idx, phase, STAGES)
-    for kk in range(1, k_steps - 1, 2):
-        wsc = ws_next
-        ws_next = _next_ws(ws_tile, kk, k_steps, stride_wsk, BK, SCALE_BK, SCALE)
-        mbarrier.wait(full.index(idx), phase)
-        acc, pB, pA, s_b = _coop_step(a_ring.index(idx), b_ring.index(idx).permute((1, 0)), s_ring.index(idx), pB,
-                                      pA, acc, s_a, wsc, empty.index(prev), ROW0, SCALE, acc_layout, False)
-        prev = idx
-        idx, phase = _ring_next(idx, phase, STAGES)
-        wsc = ws_next
-        ws_next = _next_ws(ws_tile, kk + 1, k_steps, stride_wsk, BK, SCALE_BK, SCALE)
-        mbarrier.wait(full.index(idx), phase)
-        acc, pA, pB, s_a = _coop_step(a_ring.index(idx), b_ring.index(idx).permute((1, 0)), s_ring.index(idx), pA,
-                                      pB, acc, s_b, wsc, empty.index(prev), ROW0, SCALE, acc_layout, False)
-        prev = idx
-        idx, phase = _ring_next(idx, phase, STAGES)
-    if k_steps % 2 == 0:  # the last step (odd) chains into pB
-        wsc = ws_next
-        mbarrier.wait(full.index(idx), phase)
-        acc, pB, pA, s_b = _coop_step(a_ring.index(idx), b_ring.index(idx).permute((1, 0)), s_ring.index(idx), pB,
-                                      pA, acc, s_a, wsc, empty.index(prev), ROW0, SCALE, acc_layout, False)
-        pB = warpgroup_mma_wait(0, deps=(pB,))
-        acc = _promote(acc, pB, s_b, SCALE)
-        mbarrier.arrive(empty.index(idx))
-        idx, phase = _ring_next(idx, phase, STAGES)
-    else:
-        pA = warpgroup_mma_wait(0, deps=(pA,))
-        acc = _promote(acc, pA, s_a, SCALE)
-        mbarrier.arrive(empty.index(prev))
-    return acc, idx, phase
-
-
-@gluon.jit
 def _store_slice(c_smem, acc, ROW: gl.constexpr, xs_ptr, ws, bias, offs_m, M, HAS_BIAS: gl.constexpr,
                  SCALE: gl.constexpr):
     """Epilogue of one 64-row slice into c_smem rows ROW..ROW+63: (rowcol) (acc * x_scale[m]) * w_scale[n],
@@ -526,52 +400,17 @@ def _mma_partition(CONSUMER: gl.constexpr, LAYOUT: gl.constexpr, y_desc, xs_ptr,
     phase = 0
     for tile_id in range(gl.program_id(0) + RING * nprog, num_pid_m * num_pid_n, NRINGS * nprog):
         pid_m, pid_n = tile_coords(tile_id, num_pid_m, num_pid_n, GROUP_SIZE_M, 1)
+        ws_tile = ws_ptr  # rowcol: unused
+        if SCALE == "block":  # the tile's w_scale row (BN | SCALE_BN)
+            ws_tile = ws_ptr + (pid_n * BN // SCALE_BN) * stride_wsn
         if LAYOUT == "coop":
-            ws_tile = ws_ptr  # rowcol: unused
-            if SCALE == "block":
-                ws_tile = ws_ptr + (pid_n * BN // SCALE_BN) * stride_wsn
             acc0, idx, phase = _coop_mainloop(a_ring, b_ring, s_ring, full, empty, idx, phase, ws_tile, k_steps,
                                               stride_wsk, ROW0, BK, STAGES, SCALE, SCALE_BK, acc_layout)
             acc1 = acc0
         else:
-            acc0 = gl.zeros((SM, BN), dtype=gl.float32, layout=acc_layout)
-            acc1 = gl.zeros((SM, BN), dtype=gl.float32, layout=acc_layout)
-            # The partial, overwritten by each chain. Per tile, not carried across tiles: dead in the
-            # epilogue, whose scales and bias need its registers (carried: 160 bytes of spills).
-            p = gl.zeros((SM, BN), dtype=gl.float32, layout=acc_layout)
-            if SCALE == "block":
-                # The tile's w_scale row (BN | SCALE_BN): one scalar a K step, the same address in every thread,
-                # loaded one step ahead (register prefetch: the load has a whole step to land).
-                ws_tile = ws_ptr + (pid_n * BN // SCALE_BN) * stride_wsn
-                ws_next = gl.load(ws_tile)
-            for kk in range(k_steps):
-                slot = RING * STAGES + idx
-                if SCALE == "block":
-                    wsc = ws_next
-                    ws_next = gl.load(ws_tile + (gl.minimum(kk + 1, k_steps - 1) * BK // SCALE_BK) * stride_wsk)
-                mbarrier.wait(full.index(slot), phase)
-                a = a_ring.index(slot)
-                b = b_ring.index(slot).permute((1, 0))
-                if SCALE == "block":
-                    # s[m] = x_scale[m, kb] * w_scale[nb, kb] for this thread's rows, read from the slot *before* the
-                    # chain is issued: the shared-memory load's latency runs under the wgmma, not after its wait.
-                    s0 = s_ring.index(slot).slice(ROW0, SM).load(gl.SliceLayout(1, acc_layout)) * wsc
-                    if TWO:
-                        s1 = s_ring.index(slot).slice(SM, SM).load(gl.SliceLayout(1, acc_layout)) * wsc
-                p = _chain(a.slice(ROW0, SM), b, p)
-                # Promotion of rows ROW0..ROW0+63 (the other consumer's wgmma runs meanwhile).
-                if SCALE == "block":
-                    acc0 = acc0 + p * s0[:, None]
-                else:
-                    acc0 = acc0 + p
-                if TWO:
-                    p = _chain(a.slice(SM, SM), b, p)
-                    if SCALE == "block":  # rows 64..127
-                        acc1 = acc1 + p * s1[:, None]
-                    else:
-                        acc1 = acc1 + p
-                mbarrier.arrive(empty.index(slot))  # my chains and scale loads have read the slot (coop: 1 of 2)
-                idx, phase = _ring_next(idx, phase, STAGES)
+            acc0, acc1, idx, phase = _pingpong_mainloop(a_ring, b_ring, s_ring, full, empty, idx, phase, ws_tile,
+                                                        k_steps, stride_wsk, RING, TWO, BK, STAGES, SCALE,
+                                                        SCALE_BK, acc_layout)
         # Epilogue (pingpong: under the other consumer's mainloop; coop: both halves at once, while the load
         # warp fills the ring with the next tile's K steps).
         offs_m = pid_m * BM + ROW0 + gl.arange(0, SM, layout=gl.SliceLayout(1, acc_layout))
