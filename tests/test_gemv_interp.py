@@ -83,7 +83,7 @@ def test_static_compile_sm90_gemv_keeps_promises():
     instruction" (FMAs), and without spills; the ops' isa paths (table_spec) as `gemmkit isa` compiles them."""
     cases = [dict(kernel="gemm_kernel", op="a16w16", arch="sm_90", table="-", bucket=f"gemv{i}", config=c,
                   path="pointer", dtype="bf16")
-             for i, c in enumerate([configs.validate_config(gemv(1, 16, 512)), configs.validate_config(gemv(4, 32, 256, stages=2))])]
+             for i, c in enumerate([configs.validate_config(gemv(1, 16, 512)), configs.validate_config(gemv(4, 16, 128, stages=2))])]
     res = compile_sm90_cases("gemmkit.ops.gemm_a16w16", cases)
     for case, one in zip(cases, res):
         assert not broken_promises(one), broken_promises(one)

@@ -79,6 +79,28 @@ def mma_step(acc, a, b, k_offset, xs_rows, ws_rows, mask_x, mask_w, stride_xsk, 
 
 
 @triton.jit
+def _gemv_loop(x_ptrs, w_ptrs, k_first, k_steps, K, stride_xk, stride_wk, BLOCK_M: tl.constexpr,
+               BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, EVEN_K: tl.constexpr, ACC_INT: tl.constexpr):
+    """pointer_mainloop for GEMV tiles (BLOCK_M < 16, SCALE "none" / "rowcol"): the (BLOCK_M, BLOCK_N,
+    BLOCK_K) products accumulate elementwise across the K steps (each thread keeps its own K positions)
+    and are summed over K once, after the loop: one cross-thread reduction per tile, not one per step."""
+    acc_t: tl.constexpr = tl.int32 if ACC_INT else tl.float32
+    acc3 = tl.zeros((BLOCK_M, BLOCK_N, BLOCK_K), dtype=acc_t)
+    for k in range(0, k_steps):
+        if EVEN_K:
+            a = tl.load(x_ptrs)
+            b = tl.load(w_ptrs)
+        else:
+            k_left = K - (k_first + k) * BLOCK_K
+            a = tl.load(x_ptrs, mask=tl.arange(0, BLOCK_K)[None, :] < k_left, other=0.0)
+            b = tl.load(w_ptrs, mask=tl.arange(0, BLOCK_K)[None, :] < k_left, other=0.0)
+        acc3 += a[:, None, :].to(acc_t) * b[None, :, :].to(acc_t)
+        x_ptrs += BLOCK_K * stride_xk
+        w_ptrs += BLOCK_K * stride_wk
+    return tl.sum(acc3, axis=2)
+
+
+@triton.jit
 def pointer_mainloop(x_ptr, w_ptr, xs_ptr, wsc_ptr, rows_x, rows_w, mask_x, mask_w, k_first, k_steps, K,
                      stride_xm, stride_xk, stride_wn, stride_wk, stride_xsm, stride_xsk, stride_wsn, stride_wsk,
                      BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, EVEN_K: tl.constexpr,
@@ -94,6 +116,10 @@ def pointer_mainloop(x_ptr, w_ptr, xs_ptr, wsc_ptr, rows_x, rows_w, mask_x, mask
     x_ptrs = x_ptr + rows_x[:, None].to(tl.int64) * stride_xm + offs_k[None, :] * stride_xk
     w_ptrs = w_ptr + rows_w[:, None].to(tl.int64) * stride_wn + offs_k[None, :] * stride_wk
     xs_rows, ws_rows = scale_rows(xs_ptr, wsc_ptr, rows_x, rows_w, stride_xsm, stride_wsn, SCALE_BN)
+    if BLOCK_M < 16 and SCALE != "block":
+        # GEMV: per-thread partial products over the whole K range, one cross-thread sum at the end
+        return _gemv_loop(x_ptrs, w_ptrs, k_first, k_steps, K, stride_xk, stride_wk, BLOCK_M, BLOCK_N, BLOCK_K,
+                          EVEN_K, ACC_INT)
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.int32 if ACC_INT else tl.float32)
     for k in range(0, k_steps):
         if EVEN_K:
