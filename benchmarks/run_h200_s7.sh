@@ -7,9 +7,9 @@
 #            back) and gemmkit bench's rows into batched_a16w16.json
 #   floor    benchmarks/read_floor.py: the streaming-read / copy floor at the decode bars' sizes, with the
 #            bars' own M = 1 calls in the same process
-#   gemvtests tests/test_gpu_gemv.py (the GEMV mainloop) and the fp8 Gluon kernel's gpu tests (its mainloops
-#            moved to hopper_fp8_mainloop.py)
-#   gemv     benchmarks/gemv_ab.py: GEMV configs vs the shipped tables at decode M, vendor in the same process
+#   fp8tests the fp8 Gluon kernel's gpu tests (its mainloops moved to hopper_fp8_mainloop.py)
+#   (the session's `gemv` / `gemvtests` stages ran benchmarks/gemv_ab.py and tests/test_gpu_gemv.py at git
+#   1f3b4fd / 31eb73e; the GEMV mainloop lost everywhere and was removed: gemv_ab_round{1,2}.json, PERF.md)
 #   alltests the whole gpu suite (tests/, ~6.5 min)
 # Usage (repo root): GEMMKIT_GIT_SHA=<sha> STAGE="tests sweep floor" bash benchmarks/run_h200_s7.sh
 set -u
@@ -33,12 +33,9 @@ if has sweep; then
     | tee "$OUT/sweep_a16w16.log" | grep -E "^best|^  B=|^  M=|sweep took|wrote|^B=|vendor" | tail -40
   has writetable && cp $TABLE "$OUT/BATCHED_A16W16.json"
 fi
-if has gemvtests; then
-  timeout 240 python3 -m pytest -m gpu -q -p no:cacheprovider -n 8 --timeout 200 tests/test_gpu_gemv.py \
-    tests/test_gpu_a8w8_gluon.py tests/test_gpu_blockscale_gluon.py 2>&1 | tee "$OUT/pytest_gemv_fp8.log" | tail -15
-fi
-if has gemv; then
-  timeout 330 python3 benchmarks/gemv_ab.py --json "$OUT/gemv_ab.json" 2>&1 | tee "$OUT/gemv_ab.log" | tail -130
+if has fp8tests; then
+  timeout 240 python3 -m pytest -m gpu -q -p no:cacheprovider -n 8 --timeout 200 \
+    tests/test_gpu_a8w8_gluon.py tests/test_gpu_blockscale_gluon.py 2>&1 | tee "$OUT/pytest_fp8.log" | tail -15
 fi
 if has alltests; then
   timeout 560 python3 -m pytest -q -m gpu tests/ -p no:cacheprovider -n 8 2>&1 | tee "$OUT/pytest_gpu.log" | tail -8

@@ -51,8 +51,7 @@ def _is_bool(v):
 
 # key -> (required, check, what is expected, which backends accept it)
 KEYS = {
-    # BLOCK_SIZE_M 1-8: the GEMV mainloop (kernels/triton/_mainloop.py fma_product); >= 16: tensor cores
-    "BLOCK_SIZE_M": (True, lambda v: _pow2(v), "a power of two (1-8: CUDA-core GEMV; >= 16: mma)", ("cuda", "hip")),
+    "BLOCK_SIZE_M": (True, lambda v: _pow2(v) and v >= 16, "a power of two >= 16", ("cuda", "hip")),
     "BLOCK_SIZE_N": (True, lambda v: _pow2(v) and v >= 16, "a power of two >= 16", ("cuda", "hip")),
     "BLOCK_SIZE_K": (True, lambda v: _pow2(v) and v >= 16, "a power of two >= 16", ("cuda", "hip")),
     "GROUP_SIZE_M": (True, _int_in(1), "an integer >= 1", ("cuda", "hip")),

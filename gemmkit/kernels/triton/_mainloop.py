@@ -14,13 +14,6 @@ kernel: gemm.py and the variants that only change which rows they read or where 
 
 Accumulator dtype: fp32, or int32 for int8 operands (exact integer sums).
 
-a @ b.T is tl.dot (wgmma / mma.sync / MFMA) for BLOCK_M >= 16, and `fma_product` (CUDA-core FMAs on
-the broadcast a[:, None, :] * b[None, :, :], summed over K) for BLOCK_M in {1, 2, 4, 8}: the GEMV
-configs of decode-sized M, where the weight read is the work and the tensor cores would compute
-16 rows to keep 1. Triton 3.6 does not software-pipeline loads that feed no dot (a GEMV config's
-num_stages changes nothing: no cp.async in the sm_90 SASS); the bytes in flight come from many small
-programs per SM instead (BLOCK_N x BLOCK_K of 16-32 KiB each, as a streaming read needs).
-
 FP8 precision (sm_90): Hopper's fp8 wgmma adds its products into an
 accumulator with fewer mantissa bits than fp32, and Triton's sm_90 default
 (max_num_imprecise_acc = 2**30) keeps accumulating there for the whole K loop,
@@ -48,56 +41,19 @@ def scale_rows(xs_ptr, wsc_ptr, rows_x, rows_w, stride_xsm, stride_wsn, SCALE_BN
 
 
 @triton.jit
-def fma_product(a, b, ACC_DTYPE: tl.constexpr):
-    """a (BLOCK_M, BLOCK_K) @ b (BLOCK_N, BLOCK_K).T on the CUDA cores: the (BLOCK_M, BLOCK_N, BLOCK_K)
-    broadcast product summed over K in ACC_DTYPE. The GEMV mainloop of BLOCK_M < 16 tiles (decode,
-    M <= 8): no mma tile is that short, and at that M the weight read, not the arithmetic, is the work."""
-    return tl.sum(a[:, None, :].to(ACC_DTYPE) * b[None, :, :].to(ACC_DTYPE), axis=2)
-
-
-@triton.jit
 def mma_step(acc, a, b, k_offset, xs_rows, ws_rows, mask_x, mask_w, stride_xsk, stride_wsk,
              SCALE: tl.constexpr, SCALE_BK: tl.constexpr, PROMOTE_K: tl.constexpr):
     """acc after one K step at K offset `k_offset` (see the module docstring). `xs_rows` /
-    `ws_rows`: scale_rows() of the tile; `mask_x` / `mask_w`: which tile rows / columns exist.
-    Tiles of fewer than 16 rows take `fma_product` instead of tl.dot (same sums, CUDA cores)."""
-    GEMV: tl.constexpr = a.shape[0] < 16
+    `ws_rows`: scale_rows() of the tile; `mask_x` / `mask_w`: which tile rows / columns exist."""
     if SCALE == "block":
-        if GEMV:
-            part = fma_product(a, b, tl.float32)
-        else:
-            part = tl.dot(a, b.T, max_num_imprecise_acc=PROMOTE_K)
+        part = tl.dot(a, b.T, max_num_imprecise_acc=PROMOTE_K)
         kb = k_offset // SCALE_BK
         xs = tl.load(xs_rows + kb * stride_xsk, mask=mask_x, other=0.0)
         ws = tl.load(ws_rows + kb * stride_wsk, mask=mask_w, other=0.0)
         acc += part * xs[:, None] * ws[None, :]
-    elif GEMV:
-        acc += fma_product(a, b, acc.dtype)
     else:
         acc = tl.dot(a, b.T, acc, max_num_imprecise_acc=PROMOTE_K, out_dtype=acc.dtype)
     return acc
-
-
-@triton.jit
-def _gemv_loop(x_ptrs, w_ptrs, k_first, k_steps, K, stride_xk, stride_wk, BLOCK_M: tl.constexpr,
-               BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, EVEN_K: tl.constexpr, ACC_INT: tl.constexpr):
-    """pointer_mainloop for GEMV tiles (BLOCK_M < 16, SCALE "none" / "rowcol"): the (BLOCK_M, BLOCK_N,
-    BLOCK_K) products accumulate elementwise across the K steps (each thread keeps its own K positions)
-    and are summed over K once, after the loop: one cross-thread reduction per tile, not one per step."""
-    acc_t: tl.constexpr = tl.int32 if ACC_INT else tl.float32
-    acc3 = tl.zeros((BLOCK_M, BLOCK_N, BLOCK_K), dtype=acc_t)
-    for k in range(0, k_steps):
-        if EVEN_K:
-            a = tl.load(x_ptrs)
-            b = tl.load(w_ptrs)
-        else:
-            k_left = K - (k_first + k) * BLOCK_K
-            a = tl.load(x_ptrs, mask=tl.arange(0, BLOCK_K)[None, :] < k_left, other=0.0)
-            b = tl.load(w_ptrs, mask=tl.arange(0, BLOCK_K)[None, :] < k_left, other=0.0)
-        acc3 += a[:, None, :].to(acc_t) * b[None, :, :].to(acc_t)
-        x_ptrs += BLOCK_K * stride_xk
-        w_ptrs += BLOCK_K * stride_wk
-    return tl.sum(acc3, axis=2)
 
 
 @triton.jit
@@ -116,10 +72,6 @@ def pointer_mainloop(x_ptr, w_ptr, xs_ptr, wsc_ptr, rows_x, rows_w, mask_x, mask
     x_ptrs = x_ptr + rows_x[:, None].to(tl.int64) * stride_xm + offs_k[None, :] * stride_xk
     w_ptrs = w_ptr + rows_w[:, None].to(tl.int64) * stride_wn + offs_k[None, :] * stride_wk
     xs_rows, ws_rows = scale_rows(xs_ptr, wsc_ptr, rows_x, rows_w, stride_xsm, stride_wsn, SCALE_BN)
-    if BLOCK_M < 16 and SCALE != "block":
-        # GEMV: per-thread partial products over the whole K range, one cross-thread sum at the end
-        return _gemv_loop(x_ptrs, w_ptrs, k_first, k_steps, K, stride_xk, stride_wk, BLOCK_M, BLOCK_N, BLOCK_K,
-                          EVEN_K, ACC_INT)
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.int32 if ACC_INT else tl.float32)
     for k in range(0, k_steps):
         if EVEN_K:
