@@ -124,3 +124,28 @@ def check_a16w16(y, x, w, bias=None, act="none"):
 
     ok, msg = within_bound(y, gemm_a16w16_ref(x, w, bias, act), y.dtype)
     assert ok, msg
+
+
+# ----------------------------------------------------------------------------- compute-sanitizer (GPU tests)
+
+def _sanitizer_exe():
+    import shutil
+
+    for cand in (shutil.which("compute-sanitizer"), "/usr/local/cuda/bin/compute-sanitizer"):
+        if cand and os.path.exists(cand):
+            return cand
+    return None
+
+
+def sanitize(tool, script, *args, timeout=600):
+    """Run `python -c script *args` under `compute-sanitizer --tool tool` (repo root on PYTHONPATH) and return
+    its output; the script must print "sanitized run done" at its end (asserted, with the exit status)."""
+    exe = _sanitizer_exe()
+    assert exe, "compute-sanitizer not found (it is on the H200 image)"
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = dict(os.environ, PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    r = subprocess.run([exe, "--tool", tool, sys.executable, "-c", script, *args],
+                       capture_output=True, text=True, env=env, timeout=timeout)
+    out = r.stdout + r.stderr
+    assert r.returncode == 0 and "sanitized run done" in out, out[-4000:]
+    return out

@@ -199,3 +199,77 @@ def test_op_tables_pick_gluon(launches):
         torch.cuda.synchronize()
         assert launches["hopper_pingpong_fp8_kernel"] == before + gluon
         check(y, x, w, xs, ws)
+
+
+# ----------------------------------------------------------------------------- compute-sanitizer
+#
+# The block mode's full[s] barrier completes on two kinds of arrivals: the load warp's expect-tx arrive (with
+# the TMA bytes of x and w) and its cp.async copies of the slot's x scales (`cp.async.mbarrier.arrive`,
+# noinc), which the consumers read from shared memory right after their full wait. K = 128 / 256 / 384 is
+# k_steps 1 / 2 / 3 (ring wraps, the coop layout's peeled step, its two-a-trip loop and its tail), on 1-2
+# persistent CTAs with several tiles each; rowcol runs the same loop without scale copies.
+
+_SANITIZE_FP8 = """
+import sys, torch
+from gemmkit import arch
+from gemmkit.kernels.gluon.hopper_pingpong_fp8 import launch
+from gemmkit.reference import expand_block_scales
+t = arch.current()
+fp8 = torch.float8_e4m3fn
+layout = sys.argv[1]
+cfg = {"BLOCK_SIZE_M": 128 if layout == "coop" else 64, "BLOCK_SIZE_N": 128, "BLOCK_SIZE_K": 128,
+       "GROUP_SIZE_M": 2, "num_warps": 8 if layout == "coop" else 4, "num_stages": 2}
+for mode in ("block", "rowcol"):
+    for cus, (M, N, K) in [(1, (129, 256, 128)), (2, (200, 264, 256)), (1, (300, 136, 384)), (2, (64, 512, 384))]:
+        x = (torch.randn(M, K, device="cuda") * 4).to(fp8)
+        w = (torch.randn(N, K, device="cuda") * 4).to(fp8)
+        if mode == "block":
+            xs = torch.rand(M, -(-K // 128), device="cuda") + 0.5
+            ws = torch.rand(-(-N // 128), -(-K // 128), device="cuda") + 0.5
+            xd = x.double() * expand_block_scales(xs.double(), (1, 128), x.shape)
+            wd = w.double() * expand_block_scales(ws.double(), (128, 128), w.shape)
+            kw = dict(block_shape=(128, 128))
+        else:
+            xs, ws = torch.rand(M, device="cuda") + 0.5, torch.rand(N, device="cuda") + 0.5
+            xd, wd = x.double() * xs.double()[:, None], w.double() * ws.double()[:, None]
+            kw = {}
+        y = torch.full((M, N), float("nan"), device="cuda", dtype=torch.bfloat16)
+        launch(x, w, xs, ws, None, y, cfg, t.with_cus(cus), **kw)
+        torch.cuda.synchronize()
+        ref = xd @ wd.T
+        assert torch.isfinite(y).all() and ((y.double() - ref).norm() / ref.norm()).item() < 2**-7, (mode, M, N, K)
+print("sanitized run done")
+"""
+
+
+@pytest.mark.parametrize("tool", ["synccheck", "memcheck"])
+@pytest.mark.parametrize("layout", ["coop", "pingpong"])
+def test_compute_sanitizer(tool, layout):
+    """No illegal barrier use (synccheck) and no bad access (memcheck), both scale modes, k_steps 1-3."""
+    from _util import sanitize
+
+    out = sanitize(tool, _SANITIZE_FP8, layout)
+    assert "ERROR SUMMARY: 0 errors" in out, out[-4000:]
+
+
+@pytest.mark.parametrize("layout", ["coop", "pingpong"])
+def test_racecheck_hazards_only_in_the_ws_dispatch(layout):
+    """racecheck reports no hazard on the kernel's own shared memory (the ring, the scale slots written by
+    cp.async, the output tiles, the mbarriers); only, as for the BF16 ping-pong
+    (tests/test_gpu_hopper_pingpong.py), the ones Triton 3.6's warp-specialize dispatch generates, at the
+    kernel's `def` and `gl.warp_specialize` lines. Any hazard at another line of hopper_pingpong_fp8.py or
+    hopper_fp8_mainloop.py fails."""
+    import inspect
+    import re
+
+    from _util import sanitize
+
+    src, first = inspect.getsourcelines(_k().hopper_pingpong_fp8_kernel.fn)
+    allowed = {first + i for i, line in enumerate(src) if line.lstrip().startswith(("def ", "gl.warp_specialize("))}
+    assert len(allowed) == 2
+    out = sanitize("racecheck", _SANITIZE_FP8, layout)
+    assert "RACECHECK SUMMARY" in out, out[-4000:]
+    fp8_lines = {int(m) for m in re.findall(r"access at \S+ in hopper_pingpong_fp8\.py:(\d+)", out)}
+    mainloop = re.findall(r"access at \S+ in hopper_fp8_mainloop\.py:(\d+)", out)
+    assert fp8_lines <= allowed and not mainloop, \
+        f"hazards at lines {sorted(fp8_lines - allowed)} / mainloop {mainloop}:\n{out[-4000:]}"

@@ -8,18 +8,13 @@ Bounds: tests/_util.within_bound (half an ulp of the output dtype per element, x
 Small persistent grids (target.with_cus(n)) give each CTA many tiles, odd and even
 counts, so both consumers and every hand-off of the turn barriers run.
 """
-import os
-import shutil
-import subprocess
-import sys
-
 import pytest
 import torch
 
 from gemmkit.reference import gemm_a16w16_ref
 
 from _util import check_a16w16 as check
-from _util import gpu_target, launch_dense, poisoned, randn, within_bound
+from _util import gpu_target, launch_dense, poisoned, randn, sanitize, within_bound
 
 pytestmark = pytest.mark.gpu
 DEV = "cuda"
@@ -172,23 +167,8 @@ print("sanitized run done")
 """
 
 
-def _sanitizer():
-    for cand in (shutil.which("compute-sanitizer"), "/usr/local/cuda/bin/compute-sanitizer"):
-        if cand and os.path.exists(cand):
-            return cand
-    return None
-
-
 def _sanitize(tool, cases):
-    exe = _sanitizer()
-    assert exe, "compute-sanitizer not found (it is on the H200 image)"
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    env = dict(os.environ, PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    r = subprocess.run([exe, "--tool", tool, sys.executable, "-c", _SANITIZE, cases],
-                       capture_output=True, text=True, env=env, timeout=600)
-    out = r.stdout + r.stderr
-    assert r.returncode == 0 and "sanitized run done" in out, out[-4000:]
-    return out
+    return sanitize(tool, _SANITIZE, cases)
 
 
 @pytest.mark.parametrize("tool", ["synccheck", "memcheck"])
