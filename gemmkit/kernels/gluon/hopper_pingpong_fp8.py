@@ -69,7 +69,8 @@ Block scales (SCALE = "block"; K step kk of BK columns lies in scale block kb = 
    load r (1 warp), after empty[s]:                        ring slot s of ring r
      cp.async x_scale[m, kb], m in tile (BM / 32 4-byte ──► s_ring[s]: BM fp32 x scales  ┐ full[s] completes
        copies a lane: a strided column)                    a_ring[s], b_ring[s] (TMA)  ┘ when both landed
-     cp.async.mbarrier.arrive full[s]  (pending + 1 now, - 1 when the lane's copies land), then expect-tx
+     cp.async.mbarrier.arrive.noinc full[s] (each lane: one of the 32 arrivals full[s] counts, made when that
+       lane's copies land), then expect-tx
    mma r, K step kk: w = w_scale[nb, kb] (a register, loaded at step kk - 1; nb = pid_n * BN // SBN, BN | SBN)
      wait full[s] │ s_q = s_ring[s][64q .. 64q + 63] * w (LDS) │ chain q │ wait │ acc_q += p * s_q[:, None] (FFMA)
 
@@ -97,11 +98,12 @@ use_acc=False so each chain starts from zero; "wait" = warpgroup_mma_wait(0))::
    The two consumers drift freely; only the epilogues of a shared output tile (C_TILES = 1)
    alternate, handed over by c_free (as in hopper_pingpong.py).
 
-Barriers (count 1 each; empty: 2 in coop): full[r*S + s] / empty[r*S + s] of ring r, slot s (coop: r = 0,
-one ring; both consumers wait on full[s] with the same parity, both arrive on empty[s]):
-   full   load r: (block: BM / 32 cp.async + cp.async.mbarrier.arrive per lane, which holds the phase open
-          until the copies land, issued before the expect so the TMA bytes alone cannot complete it)
-          expect-tx + 2 TMA;
+Barriers (full: count 1, block 1 + 32; empty: 1, coop 2): full[r*S + s] / empty[r*S + s] of ring r, slot s
+(coop: r = 0, one ring; both consumers wait on full[s] with the same parity, both arrive on empty[s]):
+   full   load r: (block: BM / 32 cp.async + cp.async.mbarrier.arrive.noinc per lane: 32 of full[s]'s 33
+          arrivals, each made when that lane's copies land; the incrementing form raised the pending count
+          past the barrier's count, "Barrier overflow" under compute-sanitizer synccheck, session 7)
+          expect-tx (the 33rd arrival) + 2 TMA;
           mma r (coop: mma 0 and mma 1): wait parity (g // S) & 1 (g = its ring step count)
    empty  mma r: arrive once its slices' wgmmas read slot s (coop: 2 arrivals, one per consumer, each one
           K step late: after wait(1) and the promotion, so a coop consumer holds two slots at a time);
@@ -175,6 +177,7 @@ PROMISES = (
 # ----------------------------------------------------------------------------- the plan (one place)
 
 SLICE_M = 64  # rows of one wgmma chain (m64) and of the partial accumulator
+LOAD_THREADS = gl.constexpr(32)  # one load warp per ring (warp_specialize's 1s): its lanes all arrive on full[s]
 MAX_PROMOTE_K = 128  # fp8 products the tensor cores' adder may carry before an fp32 FADD
 _MAX_LIVE_ACC = 192  # acc + partial(s) fp32 registers per consumer thread (of 240: the rest for addresses)
 LAYOUTS = {hp._CONSUMER_WARPS: "pingpong", hp.COOP_WARPS: "coop"}  # num_warps (warps computing one output tile) -> layout
@@ -341,13 +344,12 @@ def _load_partition(RING: gl.constexpr, NRINGS: gl.constexpr, x_desc, w_desc, a_
             mbarrier.wait(empty.index(slot), phase ^ 1)  # round 0 passes: fresh barrier
             bar = full.index(slot)
             if SCALE == "block":
-                # The step's x scales (a strided column: 4-byte cp.async per row), then an arrive that
-                # raises full[slot]'s pending count now and lowers it when this lane's copies have
-                # landed: the slot completes only with its scales, and this warp never waits for them.
-                # Before the expect: the TMA bytes alone must not be able to complete the phase.
+                # The step's x scales (a strided column: 4-byte cp.async per row), then this lane's arrival
+                # on full[slot], made when its copies have landed (noinc: full counts 1 + 32 arrivals in
+                # block mode): the slot completes only with its scales, and this warp never waits for them.
                 kb = kk * BK // SCALE_BK
                 async_copy.async_copy_global_to_shared(s_ring.index(slot), xs_ptr + (xs_off + kb * stride_xsk))
-                async_copy.mbarrier_arrive(bar)
+                async_copy.mbarrier_arrive(bar, increment_count=False)
             mbarrier.expect(bar, x_desc.block_type.nbytes + w_desc.block_type.nbytes)
             tma.async_copy_global_to_shared(x_desc, [pid_m * BM, kk * BK], bar, a_ring.index(slot))
             tma.async_copy_global_to_shared(w_desc, [pid_n * BN, kk * BK], bar, b_ring.index(slot))
@@ -473,8 +475,14 @@ def hopper_pingpong_fp8_kernel(x_desc, w_desc, y_desc, xs_ptr, ws_ptr, bias_ptr,
     full = gl.allocate_shared_memory(gl.int64, [NSLOTS, 1], mbarrier.MBarrierLayout())
     empty = gl.allocate_shared_memory(gl.int64, [NSLOTS, 1], mbarrier.MBarrierLayout())
     c_free = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
+    if SCALE == "block":
+        # the loader's expect-tx arrive (+ the TMA bytes), and one arrive per load-warp lane when that lane's
+        # cp.async scale copies have landed (cp.async.mbarrier.arrive.noinc: counted here, never incremented)
+        FULL_ARRIVALS: gl.constexpr = 1 + LOAD_THREADS
+    else:
+        FULL_ARRIVALS: gl.constexpr = 1  # the loader's expect-tx arrive (+ the TMA bytes)
     for i in gl.static_range(NSLOTS):
-        mbarrier.init(full.index(i), count=1)  # the loader's expect-tx arrive (+ TMA bytes, + (block) its cp.asyncs)
+        mbarrier.init(full.index(i), count=FULL_ARRIVALS)
         mbarrier.init(empty.index(i), count=EMPTY_ARRIVALS)
     mbarrier.init(c_free, count=1)  # (C_TILES == 1) the last store's consumer, after store_wait
     if LAYOUT == "coop":
