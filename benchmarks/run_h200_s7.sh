@@ -10,7 +10,8 @@
 #   fp8tests the fp8 Gluon kernel's gpu tests (its mainloops moved to hopper_fp8_mainloop.py)
 #   (the session's `gemv` / `gemvtests` stages ran benchmarks/gemv_ab.py and tests/test_gpu_gemv.py at git
 #   1f3b4fd / 31eb73e; the GEMV mainloop lost everywhere and was removed: gemv_ab_round{1,2}.json, PERF.md)
-#   alltests the whole gpu suite (tests/, ~6.5 min)
+#   bsbench  gemmkit bench --op a8w8_blockscale --cuda-graph (the shipped tables)
+#   alltests the whole gpu suite (tests/, ~3 min with -n 8)
 # Usage (repo root): GEMMKIT_GIT_SHA=<sha> STAGE="tests sweep floor" bash benchmarks/run_h200_s7.sh
 set -u
 OUT=${OUT:-./h200_out}; mkdir -p "$OUT"
@@ -36,6 +37,10 @@ fi
 if has fp8tests; then
   timeout 240 python3 -m pytest -m gpu -q -p no:cacheprovider -n 8 --timeout 200 \
     tests/test_gpu_a8w8_gluon.py tests/test_gpu_blockscale_gluon.py 2>&1 | tee "$OUT/pytest_fp8.log" | tail -15
+fi
+if has bsbench; then
+  timeout 300 python3 -m gemmkit bench --op a8w8_blockscale --cuda-graph --json "$OUT/a8w8_blockscale.json" 2>&1 \
+    | tee "$OUT/bench_blockscale.log" | tail -25
 fi
 if has alltests; then
   timeout 560 python3 -m pytest -q -m gpu tests/ -p no:cacheprovider -n 8 2>&1 | tee "$OUT/pytest_gpu.log" | tail -8
