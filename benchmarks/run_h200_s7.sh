@@ -10,6 +10,8 @@
 #   fp8tests the fp8 Gluon kernel's gpu tests (its mainloops moved to hopper_fp8_mainloop.py)
 #   (the session's `gemv` / `gemvtests` stages ran benchmarks/gemv_ab.py and tests/test_gpu_gemv.py at git
 #   1f3b4fd / 31eb73e; the GEMV mainloop lost everywhere and was removed: gemv_ab_round{1,2}.json, PERF.md)
+#   probe    benchmarks/racecheck_cp_async_probe.py modes 0 / 1 / 2 under compute-sanitizer racecheck
+#   racetests the fp8 kernel's sanitizer tests alone
 #   bsbench  gemmkit bench --op a8w8_blockscale --cuda-graph (the shipped tables)
 #   alltests the whole gpu suite (tests/, ~3 min with -n 8)
 # Usage (repo root): GEMMKIT_GIT_SHA=<sha> STAGE="tests sweep floor" bash benchmarks/run_h200_s7.sh
@@ -39,8 +41,20 @@ if has fp8tests; then
     tests/test_gpu_a8w8_gluon.py tests/test_gpu_blockscale_gluon.py 2>&1 | tee "$OUT/pytest_fp8.log" | tail -15
 fi
 if has bsbench; then
-  timeout 300 python3 -m gemmkit bench --op a8w8_blockscale --cuda-graph --json "$OUT/a8w8_blockscale.json" 2>&1 \
+  DS=""; for nk in 2112,7168 24576,1536 32768,512 7168,16384 4096,7168 7168,2048; do
+    for m in 64 128 4096; do DS="$DS --shape $m,$nk"; done; done
+  timeout 300 python3 -m gemmkit bench --op a8w8_blockscale --cuda-graph $DS --json "$OUT/a8w8_blockscale.json" 2>&1 \
     | tee "$OUT/bench_blockscale.log" | tail -25
+fi
+if has probe; then
+  for m in 0 1 2; do
+    timeout 120 compute-sanitizer --tool racecheck python3 benchmarks/racecheck_cp_async_probe.py $m 2>&1 \
+      | tee "$OUT/racecheck_probe_mode$m.log" | grep -E "mode|Race reported|RACECHECK SUMMARY|probe done" | head -6
+  done
+fi
+if has racetests; then
+  timeout 240 python3 -m pytest -m gpu -q -p no:cacheprovider -n 4 --timeout 220 tests/test_gpu_blockscale_gluon.py \
+    -k "racecheck or sanitizer" 2>&1 | tee "$OUT/pytest_fp8_sanitizers.log" | tail -15
 fi
 if has alltests; then
   timeout 560 python3 -m pytest -q -m gpu tests/ -p no:cacheprovider -n 8 2>&1 | tee "$OUT/pytest_gpu.log" | tail -8

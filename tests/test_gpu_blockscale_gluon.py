@@ -254,24 +254,66 @@ def test_compute_sanitizer(tool, layout):
     assert "ERROR SUMMARY: 0 errors" in out, out[-4000:]
 
 
-@pytest.mark.parametrize("layout", ["coop", "pingpong"])
-def test_racecheck_hazards_only_in_the_ws_dispatch(layout):
-    """racecheck reports no hazard on the kernel's own shared memory (the ring, the scale slots written by
-    cp.async, the output tiles, the mbarriers); only, as for the BF16 ping-pong
-    (tests/test_gpu_hopper_pingpong.py), the ones Triton 3.6's warp-specialize dispatch generates, at the
-    kernel's `def` and `gl.warp_specialize` lines. Any hazard at another line of hopper_pingpong_fp8.py or
-    hopper_fp8_mainloop.py fails."""
-    import inspect
+def _race_pairs(out):
+    """{((file, line), (file, line))} of every hazard pair racecheck reports (first access, other access)."""
     import re
 
+    loc = re.compile(r"(Read|Write) access at \S+ in (\S+\.py):(\d+)")
+    pairs, first = set(), None
+    for line in out.splitlines():
+        m = loc.search(line)
+        if not m:
+            continue
+        here = (m.group(2), int(m.group(3)))
+        if "Race reported between" in line:
+            first = here
+        elif first is not None:
+            pairs.add((first, here))
+    return pairs
+
+
+def _lines_with(path_module, needle):
+    import inspect
+
+    src = inspect.getsource(path_module).splitlines()
+    return {i + 1 for i, line in enumerate(src) if needle in line}
+
+
+@pytest.mark.parametrize("layout", ["coop", "pingpong"])
+def test_racecheck_hazards_only_where_racecheck_cannot_see_the_order(layout):
+    """racecheck (CUDA 13.0) reports no hazard on the ring, the output tiles or the mbarriers. It reports two
+    kinds, both allowed here and nothing else:
+      - Triton 3.6's warp-specialize dispatch (as for the BF16 ping-pong, tests/test_gpu_hopper_pingpong.py):
+        accesses attributed to the kernel's `def`, its `gl.warp_specialize` lines or the `if` choosing one;
+      - the scale slot: the load warp's cp.async writes (hopper_pingpong_fp8.py) against the consumers' reads
+        of the slot (hopper_fp8_mainloop.py). Those reads follow a wait on full[s], whose phase needs every
+        load lane's cp.async.mbarrier.arrive.noinc, fired when that lane's copies have completed; racecheck
+        flags the same two-partition pattern in isolation (benchmarks/racecheck_cp_async_probe.py, mode 0)
+        and not the variant that drains the copies before a plain arrive (mode 1), so it does not model the
+        asynchronous arrive (docs/kernels/hopper_pingpong_fp8.md, "Sanitizers")."""
     from _util import sanitize
 
-    src, first = inspect.getsourcelines(_k().hopper_pingpong_fp8_kernel.fn)
-    allowed = {first + i for i, line in enumerate(src) if line.lstrip().startswith(("def ", "gl.warp_specialize("))}
-    assert len(allowed) == 3  # the def and one warp_specialize per layout
+    from gemmkit.kernels.gluon import hopper_fp8_mainloop as ml
+
+    k = _k()
+    fp8, mainloop = k.__file__.rsplit("/", 1)[-1], ml.__file__.rsplit("/", 1)[-1]
+    import inspect
+
+    src, first = inspect.getsourcelines(k.hopper_pingpong_fp8_kernel.fn)
+    dispatch = {first + i for i, line in enumerate(src)
+                if line.lstrip().startswith(("def ", "gl.warp_specialize(", "if LAYOUT =="))}
+    copy_lines = _lines_with(k, "async_copy.async_copy_global_to_shared(s_ring")
+    read_lines = _lines_with(ml, ".load(gl.SliceLayout(1, acc_layout)) * wsc")
+    assert len(copy_lines) == 1 and len(read_lines) >= 3, (copy_lines, read_lines)
     out = sanitize("racecheck", _SANITIZE_FP8, layout)
     assert "RACECHECK SUMMARY" in out, out[-4000:]
-    fp8_lines = {int(m) for m in re.findall(r"access at \S+ in hopper_pingpong_fp8\.py:(\d+)", out)}
-    mainloop = re.findall(r"access at \S+ in hopper_fp8_mainloop\.py:(\d+)", out)
-    assert fp8_lines <= allowed and not mainloop, \
-        f"hazards at lines {sorted(fp8_lines - allowed)} / mainloop {mainloop}:\n{out[-4000:]}"
+
+    def allowed(pair):
+        (fa, la), (fb, lb) = pair
+        if fa == fb == fp8 and la in dispatch and lb in dispatch:
+            return True
+        ends = {(fa, la), (fb, lb)}
+        return any(e[0] == fp8 and e[1] in copy_lines for e in ends) and \
+            any(e[0] == mainloop and e[1] in read_lines for e in ends)
+    bad = sorted(p for p in _race_pairs(out) if not allowed(p))
+    assert not bad, f"hazards outside the dispatch and the scale slot: {bad[:8]}\n{out[-3000:]}"

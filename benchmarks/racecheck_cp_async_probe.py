@@ -1,0 +1,75 @@
+"""Does compute-sanitizer's racecheck model `cp.async.mbarrier.arrive`? A two-partition Gluon probe.
+
+Why: racecheck reports, in the fp8 Gluon kernel's block mode, hazards between the load warp's cp.async
+writes of a slot's x scales (hopper_pingpong_fp8.py, `async_copy_global_to_shared` into s_ring) and the
+consumers' reads of that slot (hopper_fp8_mainloop.py), although the reads come after a wait on full[s],
+whose phase needs each load lane's `cp.async.mbarrier.arrive.noinc` (PTX: fired when all prior cp.async of
+that lane have completed). This probe isolates the pattern: one producer warp cp.asyncs N floats into shared
+memory, the consumer warps wait on the barrier and read them.
+
+  MODE 0  cp.async + cp.async.mbarrier.arrive.noinc (barrier count 32): the kernel's pattern
+  MODE 1  cp.async + cp.async.wait_group(0) + mbarrier.arrive (count 1): the copy drained by the producer
+          before an ordinary arrive (a pattern racecheck is expected to understand)
+  MODE 2  MODE 0 with the consumer's wait removed: a real race (racecheck must flag it)
+
+Usage (GPU): python benchmarks/racecheck_cp_async_probe.py MODE   (under compute-sanitizer --tool racecheck)
+It checks the values read and prints "probe done".
+"""
+import sys
+
+import torch
+from triton.experimental import gluon
+from triton.experimental.gluon import language as gl
+from triton.experimental.gluon.language.nvidia.ampere import async_copy
+from triton.experimental.gluon.language.nvidia.hopper import mbarrier
+
+N = 1024
+
+
+@gluon.jit
+def _consumer(smem, bar, out_ptr, N: gl.constexpr, MODE: gl.constexpr):
+    layout: gl.constexpr = gl.BlockedLayout([N // 128], [32], [4], [0])
+    if MODE != 2:
+        mbarrier.wait(bar, 0)
+    v = smem.load(layout)
+    gl.store(out_ptr + gl.arange(0, N, layout=layout), v)
+
+
+@gluon.jit
+def _producer(smem, bar, src_ptr, N: gl.constexpr, MODE: gl.constexpr):
+    layout: gl.constexpr = gl.BlockedLayout([N // 32], [32], [1], [0])
+    async_copy.async_copy_global_to_shared(smem, src_ptr + gl.arange(0, N, layout=layout))
+    if MODE == 1:
+        async_copy.commit_group()
+        async_copy.wait_group(0)
+        mbarrier.arrive(bar)
+    else:
+        async_copy.mbarrier_arrive(bar, increment_count=False)
+
+
+@gluon.jit
+def probe_kernel(src_ptr, out_ptr, N: gl.constexpr, MODE: gl.constexpr):
+    smem = gl.allocate_shared_memory(gl.float32, [N], gl.SwizzledSharedLayout(vec=1, per_phase=1, max_phase=1,
+                                                                               order=[0]))
+    bar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
+    if MODE == 1:
+        mbarrier.init(bar, count=1)
+    else:
+        mbarrier.init(bar, count=32)
+    gl.warp_specialize([(_consumer, (smem, bar, out_ptr, N, MODE)), (_producer, (smem, bar, src_ptr, N, MODE))],
+                       [1], [24])
+
+
+def main():
+    mode = int(sys.argv[1])
+    src = torch.randn(N, device="cuda")
+    out = torch.full((N,), float("nan"), device="cuda")
+    probe_kernel[(1,)](src, out, N, mode, num_warps=4)
+    torch.cuda.synchronize()
+    ok = torch.equal(out, src)
+    print(f"mode {mode}: values {'right' if ok else 'WRONG'}")
+    print("probe done")
+
+
+if __name__ == "__main__":
+    main()
