@@ -11,6 +11,9 @@ memory, the consumer warps wait on the barrier and read them.
   MODE 1  cp.async + cp.async.wait_group(0) + mbarrier.arrive (count 1): the copy drained by the producer
           before an ordinary arrive (a pattern racecheck is expected to understand)
   MODE 2  MODE 0 with the consumer's wait removed: a real race (racecheck must flag it)
+  MODE 3  MODE 0 on a barrier that also takes an expect-tx arrive and a TMA load (count 33): the kernel's
+          full[s] exactly
+  MODE 4  MODE 0 plus one ordinary arrive of the producer after its cp.async arrivals (count 33)
 
 Usage (GPU): python benchmarks/racecheck_cp_async_probe.py MODE   (under compute-sanitizer --tool racecheck)
 It checks the values read and prints "probe done".
@@ -21,13 +24,13 @@ import torch
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.ampere import async_copy
-from triton.experimental.gluon.language.nvidia.hopper import mbarrier
+from triton.experimental.gluon.language.nvidia.hopper import mbarrier, tma
 
 N = 1024
 
 
 @gluon.jit
-def _consumer(smem, bar, out_ptr, N: gl.constexpr, MODE: gl.constexpr):
+def _consumer(smem, tsmem, bar, out_ptr, N: gl.constexpr, MODE: gl.constexpr):
     layout: gl.constexpr = gl.BlockedLayout([N // 128], [32], [4], [0])
     if MODE != 2:
         mbarrier.wait(bar, 0)
@@ -36,7 +39,7 @@ def _consumer(smem, bar, out_ptr, N: gl.constexpr, MODE: gl.constexpr):
 
 
 @gluon.jit
-def _producer(smem, bar, src_ptr, N: gl.constexpr, MODE: gl.constexpr):
+def _producer(smem, tsmem, bar, src_ptr, t_desc, N: gl.constexpr, MODE: gl.constexpr):
     layout: gl.constexpr = gl.BlockedLayout([N // 32], [32], [1], [0])
     async_copy.async_copy_global_to_shared(smem, src_ptr + gl.arange(0, N, layout=layout))
     if MODE == 1:
@@ -45,26 +48,40 @@ def _producer(smem, bar, src_ptr, N: gl.constexpr, MODE: gl.constexpr):
         mbarrier.arrive(bar)
     else:
         async_copy.mbarrier_arrive(bar, increment_count=False)
+    if MODE == 3:
+        mbarrier.expect(bar, t_desc.block_type.nbytes)
+        tma.async_copy_global_to_shared(t_desc, [0, 0], bar, tsmem)
+    if MODE == 4:
+        mbarrier.arrive(bar)
 
 
 @gluon.jit
-def probe_kernel(src_ptr, out_ptr, N: gl.constexpr, MODE: gl.constexpr):
+def probe_kernel(src_ptr, out_ptr, t_desc, N: gl.constexpr, MODE: gl.constexpr):
     smem = gl.allocate_shared_memory(gl.float32, [N], gl.SwizzledSharedLayout(vec=1, per_phase=1, max_phase=1,
                                                                                order=[0]))
+    tsmem = gl.allocate_shared_memory(t_desc.dtype, t_desc.block_type.shape, t_desc.layout)
     bar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
     if MODE == 1:
         mbarrier.init(bar, count=1)
+    elif MODE >= 3:
+        mbarrier.init(bar, count=33)
     else:
         mbarrier.init(bar, count=32)
-    gl.warp_specialize([(_consumer, (smem, bar, out_ptr, N, MODE)), (_producer, (smem, bar, src_ptr, N, MODE))],
-                       [1], [24])
+    gl.warp_specialize([(_consumer, (smem, tsmem, bar, out_ptr, N, MODE)),
+                        (_producer, (smem, tsmem, bar, src_ptr, t_desc, N, MODE))], [1], [24])
 
 
 def main():
+    from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
+
+    from gemmkit.kernels.gluon import hopper_pingpong as hp
+
     mode = int(sys.argv[1])
     src = torch.randn(N, device="cuda")
     out = torch.full((N,), float("nan"), device="cuda")
-    probe_kernel[(1,)](src, out, N, mode, num_warps=4)
+    t = torch.randn(64, 64, device="cuda", dtype=torch.float16)
+    t_desc = TensorDescriptor.from_tensor(t, [64, 64], hp.shared_layout(64, 64, "fp16"))
+    probe_kernel[(1,)](src, out, t_desc, N, mode, num_warps=4)
     torch.cuda.synchronize()
     ok = torch.equal(out, src)
     print(f"mode {mode}: values {'right' if ok else 'WRONG'}")

@@ -47,7 +47,7 @@ if has bsbench; then
     | tee "$OUT/bench_blockscale.log" | tail -25
 fi
 if has probe; then
-  for m in 0 1 2; do
+  for m in ${PROBE_MODES:-0 1 2 3 4}; do
     timeout 120 compute-sanitizer --tool racecheck python3 benchmarks/racecheck_cp_async_probe.py $m 2>&1 \
       | tee "$OUT/racecheck_probe_mode$m.log" | grep -E "mode|Race reported|RACECHECK SUMMARY|probe done" | head -6
   done
