@@ -14,6 +14,9 @@ memory, the consumer warps wait on the barrier and read them.
   MODE 3  MODE 0 on a barrier that also takes an expect-tx arrive and a TMA load (count 33): the kernel's
           full[s] exactly
   MODE 4  MODE 0 plus one ordinary arrive of the producer after its cp.async arrivals (count 33)
+  MODE 5  a 2-slot ring over 8 steps: the producer waits empty[s], cp.asyncs step g's N floats into slot s
+          and arrives (noinc) on full[s] (count 32); the consumer waits full[s], reads the slot, arrives on
+          empty[s] (count 1, Gluon: a warpgroup bar.sync, then one elected arrive): the kernel's ring
 
 Usage (GPU): python benchmarks/racecheck_cp_async_probe.py MODE   (under compute-sanitizer --tool racecheck)
 It checks the values read and prints "probe done".
@@ -71,12 +74,57 @@ def probe_kernel(src_ptr, out_ptr, t_desc, N: gl.constexpr, MODE: gl.constexpr):
                         (_producer, (smem, tsmem, bar, src_ptr, t_desc, N, MODE))], [1], [24])
 
 
+@gluon.jit
+def _ring_consumer(ring, full, empty, out_ptr, N: gl.constexpr, STEPS: gl.constexpr):
+    layout: gl.constexpr = gl.BlockedLayout([N // 128], [32], [4], [0])
+    acc = gl.zeros([N], gl.float32, layout)
+    for g in range(STEPS):
+        s = g % 2
+        mbarrier.wait(full.index(s), (g // 2) & 1)
+        acc += ring.index(s).load(layout) * (g + 1)
+        mbarrier.arrive(empty.index(s))
+    gl.store(out_ptr + gl.arange(0, N, layout=layout), acc)
+
+
+@gluon.jit
+def _ring_producer(ring, full, empty, src_ptr, N: gl.constexpr, STEPS: gl.constexpr):
+    layout: gl.constexpr = gl.BlockedLayout([N // 32], [32], [1], [0])
+    for g in range(STEPS):
+        s = g % 2
+        mbarrier.wait(empty.index(s), ((g // 2) & 1) ^ 1)
+        async_copy.async_copy_global_to_shared(ring.index(s), src_ptr + g * N + gl.arange(0, N, layout=layout))
+        async_copy.mbarrier_arrive(full.index(s), increment_count=False)
+
+
+@gluon.jit
+def ring_probe_kernel(src_ptr, out_ptr, N: gl.constexpr, STEPS: gl.constexpr):
+    ring = gl.allocate_shared_memory(gl.float32, [2, N], gl.SwizzledSharedLayout(vec=1, per_phase=1, max_phase=1,
+                                                                                 order=[1, 0]))
+    full = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
+    empty = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
+    for i in gl.static_range(2):
+        mbarrier.init(full.index(i), count=32)
+        mbarrier.init(empty.index(i), count=1)
+    gl.warp_specialize([(_ring_consumer, (ring, full, empty, out_ptr, N, STEPS)),
+                        (_ring_producer, (ring, full, empty, src_ptr, N, STEPS))], [1], [24])
+
+
 def main():
     from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
     from gemmkit.kernels.gluon import hopper_pingpong as hp
 
     mode = int(sys.argv[1])
+    if mode == 5:
+        steps = 8
+        src = torch.randn(steps, N, device="cuda")
+        out = torch.full((N,), float("nan"), device="cuda")
+        ring_probe_kernel[(1,)](src, out, N, steps, num_warps=4)
+        torch.cuda.synchronize()
+        ref = (src * torch.arange(1, steps + 1, device="cuda", dtype=torch.float32)[:, None]).sum(0)
+        print(f"mode 5: values {'right' if torch.allclose(out, ref, rtol=1e-5, atol=1e-5) else 'WRONG'}")
+        print("probe done")
+        return
     src = torch.randn(N, device="cuda")
     out = torch.full((N,), float("nan"), device="cuda")
     t = torch.randn(64, 64, device="cuda", dtype=torch.float16)
