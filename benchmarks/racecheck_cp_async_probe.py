@@ -99,7 +99,7 @@ def _ring_producer(ring, full, empty, src_ptr, N: gl.constexpr, STEPS: gl.conste
 @gluon.jit
 def ring_probe_kernel(src_ptr, out_ptr, N: gl.constexpr, STEPS: gl.constexpr):
     ring = gl.allocate_shared_memory(gl.float32, [2, N], gl.SwizzledSharedLayout(vec=1, per_phase=1, max_phase=1,
-                                                                                 order=[1, 0]))
+                                                                                 order=[0]))  # as s_ring
     full = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
     empty = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
     for i in gl.static_range(2):
