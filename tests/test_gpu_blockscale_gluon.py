@@ -287,10 +287,12 @@ def test_racecheck_hazards_only_where_racecheck_cannot_see_the_order(layout):
         accesses attributed to the kernel's `def`, its `gl.warp_specialize` lines or the `if` choosing one;
       - the scale slot: the load warp's cp.async writes (hopper_pingpong_fp8.py) against the consumers' reads
         of the slot (hopper_fp8_mainloop.py). Those reads follow a wait on full[s], whose phase needs every
-        load lane's cp.async.mbarrier.arrive.noinc, fired when that lane's copies have completed; racecheck
-        flags the same two-partition pattern in isolation (benchmarks/racecheck_cp_async_probe.py, mode 0)
-        and not the variant that drains the copies before a plain arrive (mode 1), so it does not model the
-        asynchronous arrive (docs/kernels/hopper_pingpong_fp8.md, "Sanitizers")."""
+        load lane's cp.async.mbarrier.arrive.noinc (fired when that lane's copies have completed), and the
+        next write into the slot follows a wait on empty[s] (the consumers' warpgroup bar.sync, then one
+        arrive). benchmarks/racecheck_cp_async_probe.py isolates it: one phase of that barrier, alone or
+        with the expect-tx arrive and a TMA load (modes 0, 3): no hazard; the same pattern as a 2-slot ring
+        over 8 steps (mode 5): the same hazard report, with every value right. racecheck's report is the
+        ring pattern's, not this kernel's (docs/kernels/hopper_pingpong_fp8.md, "Sanitizers")."""
     from _util import sanitize
 
     from gemmkit.kernels.gluon import hopper_fp8_mainloop as ml
