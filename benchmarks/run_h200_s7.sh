@@ -13,6 +13,8 @@
 #   probe    benchmarks/racecheck_cp_async_probe.py modes 0 / 1 / 2 under compute-sanitizer racecheck
 #   racetests the fp8 kernel's sanitizer tests alone
 #   bsbench  gemmkit bench --op a8w8_blockscale --cuda-graph (the shipped tables)
+#   gated32  tune the gated GEMM at M = 32 for the Llama-3 8B / 70B FFN tables (--install), then bench
+#            ffn_gated on both models at M <= 256
 #   alltests the whole gpu suite (tests/, ~3 min with -n 8)
 # Usage (repo root): GEMMKIT_GIT_SHA=<sha> STAGE="tests sweep floor" bash benchmarks/run_h200_s7.sh
 set -u
@@ -55,6 +57,19 @@ fi
 if has racetests; then
   timeout 240 python3 -m pytest -m gpu -q -p no:cacheprovider -n 4 --timeout 220 tests/test_gpu_blockscale_gluon.py \
     -k "racecheck or sanitizer" 2>&1 | tee "$OUT/pytest_fp8_sanitizers.log" | tail -15
+fi
+if has gated32; then
+  # the gated GEMM's M = 32 bucket of the two Llama-3 FFN tables (0.81x / 1.02x torch in ffn_gated.json)
+  for shp in "32 28672 8192" "32 14336 4096"; do
+    timeout 200 python3 -m gemmkit tune --op a16w16_gated --shape $shp --install --out "$OUT/tune_gated" \
+      --max-candidates 24 2>&1 | tail -6
+  done
+  cp gemmkit/configs/sm_90/A16W16_GATED-N=28672-K=8192.json gemmkit/configs/sm_90/A16W16_GATED-N=14336-K=4096.json "$OUT/"
+  for mdl in llama3-8b llama3-70b; do
+    timeout 150 python3 -m gemmkit bench --op ffn_gated --model $mdl -m 1,16,32,64,128,256 --cuda-graph \
+      --json "$OUT/ffn_gated_$mdl.json" 2>&1 | tail -8
+  done
+  tar czf "$OUT/tune_gated.tgz" -C "$OUT" tune_gated && rm -rf "$OUT/tune_gated"
 fi
 if has alltests; then
   timeout 560 python3 -m pytest -q -m gpu tests/ -p no:cacheprovider -n 8 2>&1 | tee "$OUT/pytest_gpu.log" | tail -8
