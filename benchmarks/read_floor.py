@@ -84,14 +84,15 @@ def main():
                 _stream_read[(progs,)](w, out, n, CHUNK=chunk, BLOCK=block, num_warps=warps)
             ms = time_graph(fn, sets, 10, args.rep_ms)
             per[f"chunk{chunk}_block{block}_w{warps}"] = ms
-            ok = torch.allclose(out, sets[-1][0].float().reshape(-1)[:progs * chunk].reshape(progs, -1).sum(1)
-                                if n % chunk == 0 else out, rtol=1e-2, atol=1e-1)
+            # (None: a size that is not a whole number of chunks is not checked; every size here is)
+            ok = torch.allclose(out, sets[-1][0].float().reshape(-1).reshape(progs, -1).sum(1), rtol=1e-2,
+                                atol=1e-1) if n % chunk == 0 else None
             if best is None or ms < best[0]:
                 best = (ms, f"chunk{chunk}_block{block}_w{warps}", ok)
         dst = torch.empty_like(sets[0][0])
         copy_ms = time_graph(lambda w: dst.copy_(w), sets, 10, args.rep_ms)
         row = {"label": label, "rows": rows, "cols": cols, "bytes": nbytes, "read_ms": best[0],
-               "read_setting": best[1], "read_checked": bool(best[2]), "read_tbps": nbytes / best[0] / 1e9,
+               "read_setting": best[1], "read_checked": best[2], "read_tbps": nbytes / best[0] / 1e9,
                "read_ms_per_setting": per, "copy_ms": copy_ms, "copy_tbps_moved": 2 * nbytes / copy_ms / 1e9}
         # the GEMM at M = 1 on this weight: cuBLAS and gemmkit's table config
         xs = [torch.randn(1, cols, device=dev, dtype=torch.bfloat16) for _ in sets]

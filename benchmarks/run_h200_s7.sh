@@ -10,11 +10,12 @@
 #   fp8tests the fp8 Gluon kernel's gpu tests (its mainloops moved to hopper_fp8_mainloop.py)
 #   (the session's `gemv` / `gemvtests` stages ran benchmarks/gemv_ab.py and tests/test_gpu_gemv.py at git
 #   1f3b4fd / 31eb73e; the GEMV mainloop lost everywhere and was removed: gemv_ab_round{1,2}.json, PERF.md)
-#   probe    benchmarks/racecheck_cp_async_probe.py modes 0 / 1 / 2 under compute-sanitizer racecheck
+#   probe    benchmarks/racecheck_cp_async_probe.py modes 0-5 under compute-sanitizer racecheck
 #   racetests the fp8 kernel's sanitizer tests alone
 #   bsbench  gemmkit bench --op a8w8_blockscale --cuda-graph (the shipped tables)
 #   gated32  tune the gated GEMM at M = 32 for the Llama-3 8B / 70B FFN tables (--install), then bench
 #            ffn_gated on both models at M <= 256
+#   final    tests/test_gpu_batched.py -k batch_strides (both layouts)
 #   alltests the whole gpu suite (tests/, ~3 min with -n 8)
 # Usage (repo root): GEMMKIT_GIT_SHA=<sha> STAGE="tests sweep floor" bash benchmarks/run_h200_s7.sh
 set -u
@@ -49,14 +50,14 @@ if has bsbench; then
     | tee "$OUT/bench_blockscale.log" | tail -25
 fi
 if has probe; then
-  for m in ${PROBE_MODES:-0 1 2 3 4}; do
+  for m in ${PROBE_MODES:-0 1 2 3 4 5}; do
     timeout 120 compute-sanitizer --tool racecheck python3 benchmarks/racecheck_cp_async_probe.py $m 2>&1 \
       | tee "$OUT/racecheck_probe_mode$m.log" | grep -E "mode|Race reported|RACECHECK SUMMARY|probe done" | head -6
   done
 fi
 if has racetests; then
   timeout 240 python3 -m pytest -m gpu -q -p no:cacheprovider -n 4 --timeout 220 tests/test_gpu_blockscale_gluon.py \
-    -k "racecheck or sanitizer" 2>&1 | tee "$OUT/pytest_fp8_sanitizers.log" | tail -15
+    -k "racecheck or sanitizer" -rA 2>&1 | tee "$OUT/pytest_fp8_sanitizers.log" | tail -15
 fi
 if has gated32; then
   # the gated GEMM's M = 32 bucket of the two Llama-3 FFN tables (0.81x / 1.02x torch in ffn_gated.json)
@@ -70,6 +71,10 @@ if has gated32; then
       --json "$OUT/ffn_gated_$mdl.json" 2>&1 | tail -8
   done
   tar czf "$OUT/tune_gated.tgz" -C "$OUT" tune_gated && rm -rf "$OUT/tune_gated"
+fi
+if has final; then
+  timeout 200 python3 -m pytest -m gpu -q -p no:cacheprovider -n 8 --timeout 180 -rA tests/test_gpu_batched.py \
+    -k "batch_strides" 2>&1 | tee "$OUT/pytest_batch_strides.log" | tail -4
 fi
 if has alltests; then
   timeout 560 python3 -m pytest -q -m gpu tests/ -p no:cacheprovider -n 8 2>&1 | tee "$OUT/pytest_gpu.log" | tail -8

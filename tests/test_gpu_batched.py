@@ -259,8 +259,9 @@ def test_gluon_bias_activation_out_dtype(bias_form, out_dtype, act, cfg):
     check_every_element(y, ref64(x, w, bias, act))
 
 
+@pytest.mark.parametrize("cfg", ["128x128x64", "coop128x256x64"])
 @pytest.mark.parametrize("layout", ["x_padded_batch", "x_padded_rows", "w_padded_batch", "y_padded", "batch_of_one"])
-def test_gluon_batch_strides(layout):
+def test_gluon_batch_strides(layout, cfg):
     """Batch and row strides TMA takes (multiples of 16 bytes, entries apart): the kernel reads and writes in place."""
     B, M, N, K = 4, 100, 136, 200
     x, w = randn(B, M, K, dtype=torch.bfloat16, device=DEV), randn(B, N, K, dtype=torch.bfloat16, device=DEV)
@@ -278,7 +279,7 @@ def test_gluon_batch_strides(layout):
         x, w = x[2:3], w[1:2]
     assert _hb().unsupported(x, w, out if out is not None else torch.empty(x.shape[0], M, N, device=DEV,
                                                                              dtype=torch.bfloat16)) is None
-    check_every_element(run_gluon(x, w, out=out), ref64(x, w))
+    check_every_element(run_gluon(x, w, out=out, cfg=GL_CFGS[cfg]), ref64(x, w))
     if base is not None:
         assert torch.isnan(base[:, 0]).all() and torch.isnan(base[:, 1:, N:]).all(), "wrote outside y"
 

@@ -139,7 +139,7 @@ COOP_WARPS = 2 * _CONSUMER_WARPS  # a "backend": "gluon" config's num_warps: 4 =
 def is_coop(cfg: dict) -> bool:
     """Whether a "backend": "gluon" config asks for the cooperative layout (num_warps 8): the rule of
     gemm_a16w16's dispatch, the tuner (prune, pick_candidates, the batched space), the isa cases and
-    the batched op (no cooperative form: the Triton tier); the fp8 kernel's LAYOUTS use the same numbers."""
+    the batched op (hopper_pingpong_batched.kernel_plan); the fp8 kernel's LAYOUTS use the same numbers."""
     return cfg.get("num_warps") == COOP_WARPS
 CONFIG_KEYS = ("BLOCK_SIZE_M", "BLOCK_SIZE_N", "BLOCK_SIZE_K", "GROUP_SIZE_M", "num_warps", "num_stages")
 _IGNORED_KEYS = ("backend", "persistent", "tma", "NUM_KSPLIT")  # always persistent + TMA; NUM_KSPLIT must be 1
