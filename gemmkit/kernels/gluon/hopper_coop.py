@@ -291,6 +291,18 @@ def _coop_mma_partition(CONSUMER: gl.constexpr, y_desc, bias_ptr, a_ring, b_ring
     tma.store_wait(0)
 
 
+@gluon.jit
+def ring_barriers(STAGES: gl.constexpr):
+    """The ring's mbarriers (this kernel's and its batched form's): full[s] counts the loader's expect-tx
+    arrive (+ the TMA bytes), empty[s] both consumers' arrives."""
+    full = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    for i in gl.static_range(STAGES):
+        mbarrier.init(full.index(i), count=1)
+        mbarrier.init(empty.index(i), count=2)
+    return full, empty
+
+
 @gluon.jit(do_not_specialize=["M", "N", "K"])  # TMA handles every M, N, K: one compile per config
 def hopper_coop_kernel(x_desc, w_desc, y_desc, bias_ptr, M, N, K,
                        STAGES: gl.constexpr, GROUP_SIZE_M: gl.constexpr, HAS_BIAS: gl.constexpr,
@@ -304,11 +316,7 @@ def hopper_coop_kernel(x_desc, w_desc, y_desc, bias_ptr, M, N, K,
     b_ring = gl.allocate_shared_memory(w_desc.dtype, [STAGES, BN, BK], w_desc.layout)
     c0 = gl.allocate_shared_memory(y_desc.dtype, [BM_C, EPI_N], y_desc.layout)
     c1 = gl.allocate_shared_memory(y_desc.dtype, [BM_C, EPI_N], y_desc.layout)
-    full = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    for i in gl.static_range(STAGES):
-        mbarrier.init(full.index(i), count=1)  # the loader's expect-tx arrive (+ the TMA bytes)
-        mbarrier.init(empty.index(i), count=2)  # both consumers' arrives
+    full, empty = ring_barriers(STAGES)
     gl.warp_specialize([
         (_coop_mma_partition, (0, y_desc, bias_ptr, a_ring, b_ring, c0, full, empty, M, N, K,
                                STAGES, GROUP_SIZE_M, HAS_BIAS, ACTIVATION)),

@@ -131,11 +131,7 @@ def hopper_coop_batched_kernel(x_desc, w_desc, y_desc, bias_ptr, B, M, N, K, str
     b_ring = _smem2(w_desc, [STAGES, BN, BK])
     c0 = _smem2(y_desc, [BM_C, EPI_N])
     c1 = _smem2(y_desc, [BM_C, EPI_N])
-    full = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    for i in gl.static_range(STAGES):
-        mbarrier.init(full.index(i), count=1)  # the loader's expect-tx arrive (+ the TMA bytes)
-        mbarrier.init(empty.index(i), count=2)  # both consumers' arrives
+    full, empty = hc.ring_barriers(STAGES)  # full: the loader's expect-tx arrive; empty: both consumers
     gl.warp_specialize([
         (hc._coop_mma_partition, (0, y_desc, bias_ptr, a_ring, b_ring, c0, full, empty, M, N, K,
                                   STAGES, GROUP_SIZE_M, HAS_BIAS, ACTIVATION, B, stride_bb, True)),
