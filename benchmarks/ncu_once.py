@@ -9,6 +9,10 @@ inside. Cases (H200 shapes the docs discuss):
   fp8-block-coop-old  the same with the kernel module named by --before (a copy of hopper_pingpong_fp8.py)
   fp8-rowcol-coop     gemm_a8w8 (per-token x per-channel), the same tile in rowcol mode, same M N K
   fp8-scaled-mm       torch._scaled_mm rowwise, fast accum off, same M N K
+  bmm-8x1024-cublas   torch.bmm bf16, B = 8, M = N = K = 1024 (issue 5's batched bar: 0.94-0.95x there)
+  bmm-8x1024-gemmkit  batched_gemm_a16w16, the table config, same shape
+  splitcat-m1-gemmkit gemm_split_cat, kv_b_proj (N = 32768, K = 512) at M = 1, the table config
+  matmul-m1-kvb       torch.matmul bf16 at the same M, N, K (cuBLAS's M = 1 kernel)
 
 Usage on the GPU:
   ncu --clock-control none --profile-from-start off --set full -o REPORT python3 benchmarks/ncu_once.py CASE [--before PATH]
@@ -38,6 +42,19 @@ def _fp8_block_inputs(M, N, K):
 def case_fn(name, before=None):
     import gemmkit
 
+    if name.startswith("bmm-8x1024"):
+        x = torch.randn(8, 1024, 1024, device="cuda", dtype=torch.bfloat16)
+        w = torch.randn(8, 1024, 1024, device="cuda", dtype=torch.bfloat16)
+        if name.endswith("gemmkit"):
+            return lambda: gemmkit.batched_gemm_a16w16(x, w)
+        return lambda: torch.bmm(x, w.transpose(1, 2))
+    if name in ("splitcat-m1-gemmkit", "matmul-m1-kvb"):
+        x = torch.randn(1, 512, device="cuda", dtype=torch.bfloat16)
+        w = torch.randn(32768, 512, device="cuda", dtype=torch.bfloat16)
+        y = torch.randn(1, 1, 64, device="cuda", dtype=torch.bfloat16).expand(1, 128, 64)
+        if name == "matmul-m1-kvb":
+            return lambda: torch.matmul(x, w.T)
+        return lambda: gemmkit.gemm_split_cat(x, w, y, 128, 128)
     if name.startswith("bf16"):
         x = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
         w = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)

@@ -36,7 +36,9 @@ def _stream_read(src, out, n, CHUNK: tl.constexpr, BLOCK: tl.constexpr):
     tl.store(out + pid, tl.sum(acc, 0))
 
 
-READ_SETTINGS = [(8192, 1024, 4), (16384, 2048, 4), (32768, 2048, 8), (65536, 4096, 8), (16384, 1024, 4)]
+READ_SETTINGS = [(8192, 1024, 4), (16384, 2048, 4), (32768, 2048, 8), (65536, 4096, 8), (16384, 1024, 4),
+                 # session 8: smaller programs (session 7's best was the smallest chunk it tried)
+                 (4096, 512, 4), (4096, 1024, 4), (2048, 512, 2), (8192, 1024, 2), (8192, 512, 4)]
 # (CHUNK elements per program, BLOCK per load step, num_warps)
 
 SIZES = [  # (label, rows, cols) of a bf16 weight

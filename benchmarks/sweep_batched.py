@@ -1,4 +1,4 @@
-"""Config sweep for the batched GEMMs on the GPU: a short hand-picked candidate list per op
+"""Config sweep on the GPU (the batched GEMMs; gemm_split_cat at M = 1): a short hand-picked candidate list per op
 (instead of the tuner's random 40), every candidate checked against an fp32 reference and
 timed with the bench method (CUDA-graph replays, inputs rotated past the L2), the vendor
 reference (bench/ops.py) timed in the same process.
@@ -75,6 +75,18 @@ CANDIDATES = {
         # 255 registers on the TMA path and 48 bytes of spills on the pointer fallback (gemmkit isa)
         cfg(128, 256, 128, 8, 3, persistent=True),
         cfg(128, 128, 128, 8, 4, persistent=True, tma=False),
+    ],
+    # gemm_split_cat at M = 1 (kv_b_proj, N = 32768, K = 512; issue 5's bar 1.2x, session 7: 1.16-1.18x with
+    # 16 x 64 x 256 w4 s2). benchmarks/read_floor.py found the fastest pure read of that weight with the
+    # smallest programs it tried (16 KB each), so this list goes smaller than the tuner's M <= 16 space
+    # (BLOCK_SIZE_N >= 32, num_warps >= 4): N tiles of 16-128, one to four warps, the whole K in one step.
+    # Run with --shapes 1x1x32768x512.
+    "split_cat": [
+        cfg(16, bn, bk, warps, stages, tma=tma)
+        for bn, warps in ((16, 1), (16, 2), (32, 1), (32, 2), (32, 4), (64, 2), (64, 4), (128, 4))
+        for bk in (128, 256, 512)
+        for stages in sorted({1, min(512 // bk, 3)})
+        for tma in (True, False)
     ],
 }
 

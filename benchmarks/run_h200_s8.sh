@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Session 8 device runs (H200). STAGE (space-separated, any order):
+#   kernels  benchmarks/vendor_kernels.py: the kernels cuBLAS (and gemmkit) launch on the rows we trail
+#   scsweep  benchmarks/sweep_batched.py --op split_cat at M = 1 (kv_b_proj): 80 small-tile candidates, 3 passes,
+#            torch (matmul + cat) between every two
+#   floor    benchmarks/read_floor.py (with the smaller read programs added this session)
+#   ncu      Nsight Compute, one launch each (benchmarks/ncu_once.py NCU_CASES), details pages in ncu.tgz
+# Usage (repo root): GEMMKIT_GIT_SHA=<sha> STAGE="kernels scsweep" bash benchmarks/run_h200_s8.sh
+set -u
+OUT=${OUT:-./h200_out}; mkdir -p "$OUT"
+export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
+has() { case " ${STAGE:-} " in *" $1 "*) return 0;; esac; return 1; }
+{ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv
+  python3 -c 'import torch, triton; print("torch", torch.__version__, "triton", triton.__version__, "cuda", torch.version.cuda)'
+  date -u; echo "STAGE: ${STAGE:-} sha: ${GEMMKIT_GIT_SHA:-}"; } 2>&1 | tee "$OUT/env.txt"
+if has kernels; then
+  timeout 150 python3 benchmarks/vendor_kernels.py --json "$OUT/vendor_kernels.json" 2>&1 | tee "$OUT/vendor_kernels.log" | tail -60
+fi
+if has scsweep; then
+  timeout 400 python3 benchmarks/sweep_batched.py --op split_cat --shapes 1x1x32768x512 --passes ${PASSES:-3} \
+    --json "$OUT/split_cat_m1_sweep.json" 2>&1 | tee "$OUT/split_cat_m1_sweep.log" | grep -v "^ *$" | sort -t'o' -k1,1 | tail -95
+fi
+if has floor; then
+  timeout 120 python3 benchmarks/read_floor.py --json "$OUT/read_floor.json" 2>&1 | tee "$OUT/read_floor.log" | tail -12
+fi
+if has ncu; then
+  mkdir -p "$OUT/ncu"
+  for c in ${NCU_CASES:-bmm-8x1024-cublas bmm-8x1024-gemmkit splitcat-m1-gemmkit matmul-m1-kvb}; do
+    timeout 150 ncu --clock-control none --profile-from-start off --set full -f -o "$OUT/ncu/$c" \
+      python3 benchmarks/ncu_once.py $c > "$OUT/ncu/$c.run.txt" 2>&1
+    ncu -i "$OUT/ncu/$c.ncu-rep" --page details > "$OUT/ncu/$c.details.txt" 2>&1
+    grep -E "^  [a-zA-Z_].*\(|Duration|SM Frequency|DRAM Throughput|Compute \(SM\) Throughput|Memory Throughput|L2 Hit Rate|Achieved Occupancy|Registers Per|Grid Size|Block Size|Issue Slots Busy|Executed Ipc Active" \
+      "$OUT/ncu/$c.details.txt" | head -20
+  done
+  tar czf "$OUT/ncu.tgz" -C "$OUT" ncu && rm -rf "$OUT/ncu"
+fi
+ls -la "$OUT"
