@@ -80,15 +80,24 @@ CANDIDATES = {
     # 16 x 64 x 256 w4 s2). benchmarks/read_floor.py found the fastest pure read of that weight with the
     # smallest programs it tried (16 KB each), so this list goes smaller than the tuner's M <= 16 space
     # (BLOCK_SIZE_N >= 32, num_warps >= 4): N tiles of 16-128, one to four warps, the whole K in one step.
-    # Run with --shapes 1x1x32768x512.
+    # Run with --shapes 1x1x32768x512. Round 1 (80 configs, `split_cat_m1_sweep_round1.json`): nothing beat the
+    # table's 16 x 64 x 256 w4 s2 by more than 0.6%; cuBLAS's own M = 1 kernel there (benchmarks/vendor_kernels.py)
+    # is nvjet 256x8_64x6: 256 weight rows a CTA, 64-wide K steps, a 6-deep ring, 128 CTAs. Round 2: deep rings.
     "split_cat": [
-        cfg(16, bn, bk, warps, stages, tma=tma)
-        for bn, warps in ((16, 1), (16, 2), (32, 1), (32, 2), (32, 4), (64, 2), (64, 4), (128, 4))
-        for bk in (128, 256, 512)
-        for stages in sorted({1, min(512 // bk, 3)})
-        for tma in (True, False)
-    ],
+        cfg(16, bn, bk, warps, stages)
+        for bn, bk, stages in ((128, 64, 4), (128, 64, 6), (128, 64, 8), (256, 64, 4), (256, 64, 6),
+                               (128, 128, 4), (256, 128, 3), (64, 64, 4), (64, 64, 8))
+        for warps in (4, 8)
+    ] + [cfg(16, 64, 128, 2, 3), cfg(16, 128, 128, 4, 3), cfg(16, 64, 256, 4, 2)],  # round 1's best three
 }
+# Round 1's split_cat list, kept as the record of what was tried; not run.
+ROUND1_SPLIT_CAT = [
+    cfg(16, bn, bk, warps, stages, tma=tma)
+    for bn, warps in ((16, 1), (16, 2), (32, 1), (32, 2), (32, 4), (64, 2), (64, 4), (128, 4))
+    for bk in (128, 256, 512)
+    for stages in sorted({1, min(512 // bk, 3)})
+    for tma in (True, False)
+]
 
 
 # Round 2's batched_a16w16 list (the Triton tier only), kept as the record of what was tried; not run.
