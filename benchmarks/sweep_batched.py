@@ -82,14 +82,22 @@ CANDIDATES = {
     # (BLOCK_SIZE_N >= 32, num_warps >= 4): N tiles of 16-128, one to four warps, the whole K in one step.
     # Run with --shapes 1x1x32768x512. Round 1 (80 configs, `split_cat_m1_sweep_round1.json`): nothing beat the
     # table's 16 x 64 x 256 w4 s2 by more than 0.6%; cuBLAS's own M = 1 kernel there (benchmarks/vendor_kernels.py)
-    # is nvjet 256x8_64x6: 256 weight rows a CTA, 64-wide K steps, a 6-deep ring, 128 CTAs. Round 2: deep rings.
+    # is nvjet 256x8_64x6: 256 weight rows a CTA, 64-wide K steps, a 6-deep ring, 128 CTAs. Round 2 (deep rings,
+    # one tile a CTA, `split_cat_m1_sweep_round2.json`): all slower (1.08-1.15x; 8 stages 0.86-0.93x). Round 3: the
+    # persistent TMA kernel (grid = SMs, its flattened loop keeps one ring streaming across a CTA's tiles, as
+    # cuBLAS's kernel does), which the tuner never offers at M <= 16.
     "split_cat": [
-        cfg(16, bn, bk, warps, stages)
-        for bn, bk, stages in ((128, 64, 4), (128, 64, 6), (128, 64, 8), (256, 64, 4), (256, 64, 6),
-                               (128, 128, 4), (256, 128, 3), (64, 64, 4), (64, 64, 8))
-        for warps in (4, 8)
+        cfg(16, bn, bk, 4, stages, persistent=True)
+        for bn in (32, 64, 128) for bk in (128, 256) for stages in (3, 4, 6)
     ] + [cfg(16, 64, 128, 2, 3), cfg(16, 128, 128, 4, 3), cfg(16, 64, 256, 4, 2)],  # round 1's best three
 }
+# Round 2's split_cat list (one tile a CTA, deep rings), kept as the record of what was tried; not run.
+ROUND2_SPLIT_CAT = [
+    cfg(16, bn, bk, warps, stages)
+    for bn, bk, stages in ((128, 64, 4), (128, 64, 6), (128, 64, 8), (256, 64, 4), (256, 64, 6),
+                           (128, 128, 4), (256, 128, 3), (64, 64, 4), (64, 64, 8))
+    for warps in (4, 8)
+]
 # Round 1's split_cat list, kept as the record of what was tried; not run.
 ROUND1_SPLIT_CAT = [
     cfg(16, bn, bk, warps, stages, tma=tma)
