@@ -2,6 +2,9 @@
 into the table files (the GPU smoke test is in tests/test_gpu_a16w16.py)."""
 import json
 
+import pytest
+
+import gemmkit
 from gemmkit import arch, configs
 from gemmkit.tune import (_key, _load_progress, merge_tables, neighbours, order_m_major, pick_candidates, prune,
                           rows_by_shape, rows_from_progress, search_space)
@@ -261,3 +264,18 @@ def test_merge_keeps_a_serving_config_it_has_no_measurement_of(tmp_path):
     p = _table(tmp_path, {"M_GEQ_256": _c(128, 128, backend="gluon"), "M_GEQ_1": _c(16)})
     written, dec = _merge(tmp_path, [_row(1024, _c(128, 256), 0.5), _row(1024, _c(64, 128), 0.9)])
     assert written == [] and dec[(8192, 8192)][0]["action"] == "keep" and "M_GEQ_1024" not in json.loads(p.read_text())
+
+
+@pytest.mark.parametrize("op", ["a16w16_gated", "split_cat", "a8w8_blockscale_split_cat"])
+@pytest.mark.parametrize("M", [16, 256, 1024, 4096])
+def test_triton_tier_op_spaces_offer_no_gluon_configs(op, M):
+    """The gated and split-cat GEMMs run on the Triton tier only (ops/ffn.py, ops/gemm_split_cat.py raise on
+    another backend); their tuner spaces must not offer the dense op's Gluon candidates (sm_90, M >= 256),
+    which would only fail when timed."""
+    from gemmkit.bench.ops import get
+    from gemmkit.tune import search_space
+
+    H200 = gemmkit.arch.get("sm_90")
+    assert [c for c in search_space(M, 14336, 4096, H200) if c.get("backend") == "gluon"] or M < 256  # what is filtered
+    space = get(op).search_space(M, 32768, 512, H200)
+    assert space and all(c.get("backend", "triton") == "triton" for c in space)

@@ -423,13 +423,15 @@ def _gated_model_rows(names, m_values=None):
 
 
 def _gated_search_space(M, N, K, target):
-    """tune.search_space, keeping the configs whose gated tile (2 x BLOCK_SIZE_N w rows) fits
+    """tune.search_space's Triton-tier configs, keeping those whose gated tile (2 x BLOCK_SIZE_N w rows) fits
     the shared memory on the path each would take (the dense pruning counts BLOCK_SIZE_N rows)."""
     from ..ops.ffn import check_feasible
     from ..tune import search_space
 
     keep = []
     for c in search_space(M, N, K, target):
+        if c.get("backend", "triton") != "triton":  # the gated GEMM is a Triton-tier kernel (ops/ffn.py rejects others)
+            continue
         try:
             check_feasible(c, target, 2, 2, tma=c["tma"])
         except ValueError:
@@ -553,11 +555,13 @@ def _split_cat_model_rows(names, m_values=None):
 
 
 def _split_cat_search_space(op):
-    """The dense tuner space of `op` without split-K (the split-cat kernels have none)."""
+    """The dense tuner space of `op` without split-K and without Gluon candidates (the split-cat kernels
+    have no split-K path and run on the Triton tier: ops/gemm_split_cat.py rejects other backends)."""
     def space(M, N, K, target):
         from ..tune import search_space
 
-        return [c for c in search_space(M, N, K, target, op) if c["NUM_KSPLIT"] == 1]
+        return [c for c in search_space(M, N, K, target, op)
+                if c["NUM_KSPLIT"] == 1 and c.get("backend", "triton") == "triton"]
     return space
 
 
