@@ -9,6 +9,9 @@ inside. Cases (H200 shapes the docs discuss):
   fp8-block-coop-old  the same with the kernel module named by --before (a copy of hopper_pingpong_fp8.py)
   fp8-rowcol-coop     gemm_a8w8 (per-token x per-channel), the same tile in rowcol mode, same M N K
   fp8-scaled-mm       torch._scaled_mm rowwise, fast accum off, same M N K
+  fp8-rowcol-table-8192  gemm_a8w8 (per-token x per-channel) with its table config, 8192^3
+  fp8-scaled-mm-8192  torch._scaled_mm rowwise, fast accum off, 8192^3 (cuBLAS runs the same 128 x 128 x 128
+                      cooperative tile, 6 stages: benchmarks/vendor_kernels.py)
   bmm-8x1024-cublas   torch.bmm bf16, B = 8, M = N = K = 1024 (issue 5's batched bar: 0.94-0.95x there)
   bmm-8x1024-gemmkit  batched_gemm_a16w16, the table config, same shape
   splitcat-m1-gemmkit gemm_split_cat, kv_b_proj (N = 32768, K = 512) at M = 1, the table config
@@ -42,6 +45,14 @@ def _fp8_block_inputs(M, N, K):
 def case_fn(name, before=None):
     import gemmkit
 
+    if name in ("fp8-rowcol-table-8192", "fp8-scaled-mm-8192"):
+        from gemmkit.bench.ops import get
+
+        x, w, xs, ws = get("a8w8").inputs(8192, 8192, 8192, "fp8", torch.device("cuda"))[:4]
+        if name == "fp8-rowcol-table-8192":
+            return lambda: gemmkit.gemm_a8w8(x, w, xs, ws)
+        return lambda: torch._scaled_mm(x, w.T, scale_a=xs, scale_b=ws, out_dtype=torch.bfloat16,
+                                        use_fast_accum=False)
     if name.startswith("bmm-8x1024"):
         x = torch.randn(8, 1024, 1024, device="cuda", dtype=torch.bfloat16)
         w = torch.randn(8, 1024, 1024, device="cuda", dtype=torch.bfloat16)
