@@ -3,6 +3,8 @@
 #   kernels  benchmarks/vendor_kernels.py: the kernels cuBLAS (and gemmkit) launch on the rows we trail
 #   scsweep  benchmarks/sweep_batched.py --op split_cat at M = 1 (kv_b_proj): 80 small-tile candidates, 3 passes,
 #            torch (matmul + cat) between every two
+#   fp8sweep benchmarks/sweep_batched.py --op a8w8: the cooperative fp8 kernel against the tables' ping-pong configs,
+#            per-token fp8 at 4096^3, 8192^3 and the Llama-3-70B rows at M = 256 / 1024 / 4096
 #   floor    benchmarks/read_floor.py (with the smaller read programs added this session)
 #   ncu      Nsight Compute, one launch each (benchmarks/ncu_once.py NCU_CASES), details pages in ncu.tgz
 # Usage (repo root): GEMMKIT_GIT_SHA=<sha> STAGE="kernels scsweep" bash benchmarks/run_h200_s8.sh
@@ -19,6 +21,12 @@ fi
 if has scsweep; then
   timeout 400 python3 benchmarks/sweep_batched.py --op split_cat --shapes 1x1x32768x512 --passes ${PASSES:-3} \
     --json "$OUT/split_cat_m1_sweep.json" 2>&1 | tee "$OUT/split_cat_m1_sweep.log" | tail -90
+fi
+if has fp8sweep; then
+  SH=1x4096x4096x4096,1x8192x8192x8192; for m in 256 1024 4096; do for nk in 10240x8192 8192x8192 57344x8192 8192x28672; do
+    SH=$SH,1x${m}x$nk; done; done
+  timeout 500 python3 benchmarks/sweep_batched.py --op a8w8 --dtype fp8 --shapes $SH --passes 2 \
+    --json "$OUT/a8w8_coop_sweep.json" 2>&1 | tee "$OUT/a8w8_coop_sweep.log" | grep -E "^B=|vendor|ratio|^  " | tail -150
 fi
 if has floor; then
   timeout 120 python3 benchmarks/read_floor.py --json "$OUT/read_floor.json" 2>&1 | tee "$OUT/read_floor.log" | tail -12

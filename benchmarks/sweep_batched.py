@@ -98,6 +98,23 @@ ROUND2_SPLIT_CAT = [
                            (128, 128, 4), (256, 128, 3), (64, 64, 4), (64, 64, 8))
     for warps in (4, 8)
 ]
+
+def fp8(bm, bn, bk, warps, stages, group=8):
+    """A gemm_a8w8 Gluon config as the A8W8 tables write them (num_warps 4: ping-pong, 8: cooperative)."""
+    return dict(cfg(bm, bn, bk, warps, stages, group, persistent=False, tma=False), backend="gluon")
+
+
+# gemm_a8w8 fp8 per-token x per-channel (session 8): the A8W8 tables at 4096^3 / 8192^3 and the Llama-3-70B rows
+# run the ping-pong (num_warps 4: each consumer its own 128 x 128 tile, 2-3 stages a ring); cuBLAS's kernel
+# there is the cooperative 128 x 128 x 128 tile with a 6-deep ring (vendor_kernels.json), which our kernel has
+# (num_warps 8: session 6 built it for the block-scale op, with one chain in flight) but these tables never tried.
+CANDIDATES["a8w8"] = [
+    fp8(128, 128, 128, 8, 6), fp8(128, 128, 128, 8, 5), fp8(128, 128, 128, 8, 4),
+    fp8(128, 128, 128, 8, 6, 16), fp8(128, 128, 128, 8, 6, 4),
+    fp8(128, 128, 128, 4, 3), fp8(128, 128, 128, 4, 2),  # the ping-pong configs the tables have now
+    fp8(64, 128, 128, 4, 4),  # the tables' M = 256 choice
+]
+
 # Round 1's split_cat list, kept as the record of what was tried; not run.
 ROUND1_SPLIT_CAT = [
     cfg(16, bn, bk, warps, stages, tma=tma)
