@@ -2,7 +2,8 @@
 trail run 2-CTA clusters (benchmarks/vendor_kernels.py). This compiles one descriptor-load tl.dot kernel for sm_90
 (no GPU needed) with num_ctas = 1 and 2 and prints, per setting, whether it compiled, the TMA copy forms in the PTX
 and whether any is a multicast; then the parameters of Gluon's Hopper TMA copy (a multicast would need a CTA-mask
-parameter). Triton 3.6.0 (2026-11-22): num_ctas = 2 fails in ConvertTritonGPUToLLVM; the Gluon copy takes
+parameter). Triton 3.6.0 (2026-11-22): num_ctas = 2 does not compile ("PassManager::run failed"; the MLIR dump on stderr
+names ConvertTritonGPUToLLVM); the Gluon copy takes
 (tensor_desc, coord, barrier, result, pred): no multicast.
 
 Usage: python benchmarks/probe_num_ctas.py

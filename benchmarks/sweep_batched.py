@@ -83,9 +83,10 @@ CANDIDATES = {
     # Run with --shapes 1x1x32768x512. Round 1 (80 configs, `split_cat_m1_sweep_round1.json`): nothing beat the
     # table's 16 x 64 x 256 w4 s2 by more than 0.6%; cuBLAS's own M = 1 kernel there (benchmarks/vendor_kernels.py)
     # is nvjet 256x8_64x6: 256 weight rows a CTA, 64-wide K steps, a 6-deep ring, 128 CTAs. Round 2 (deep rings,
-    # one tile a CTA, `split_cat_m1_sweep_round2.json`): all slower (1.08-1.15x; 8 stages 0.86-0.93x). Round 3: the
+    # one tile a CTA, `split_cat_m1_sweep_round2.json`): all slower (1.08-1.17x; 8 stages 0.86-0.93x). Round 3: the
     # persistent TMA kernel (grid = SMs, its flattened loop keeps one ring streaming across a CTA's tiles, as
-    # cuBLAS's kernel does), which the tuner never offers at M <= 16.
+    # cuBLAS's kernel does), which the tuner never offers at M <= 16. Outcome (`split_cat_m1_sweep_round3.json`):
+    # 0.55-1.06x, all slower than the table's 1.17x.
     "split_cat": [
         cfg(16, bn, bk, 4, stages, persistent=True)
         for bn in (32, 64, 128) for bk in (128, 256) for stages in (3, 4, 6)

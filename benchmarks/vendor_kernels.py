@@ -1,7 +1,8 @@
 """Which kernels does the vendor library (and gemmkit) launch for a shape, with what grid, block, registers
 and shared memory? One profiled call per case under torch.profiler (Kineto's trace carries the launch
-parameters); the vendor's kernel names spell its tile, cluster and split choices (cuBLAS: `..._128x256x64_
-...cluster2x1x1...`, `splitK`, `streamk`), which say what our tables would have to match.
+parameters); the vendor's kernel names spell its tile, ring and cluster choices (cuBLAS 13 on sm_90:
+`nvjet_sm90_tst_<tile>_<BK>x<stages>_<cluster>_..._coopA`), which say what our tables would have to match.
+gemmkit's rows also record the config its table serves (`config`, `config_source`).
 
 Cases: the rows where gemmkit trails cuBLAS in the results under benchmarks/results/h200/ (batched torch.bmm
 at B = 8 / 64, M = N = K = 512 / 1024 / 2048; kv_b_proj at M = 1; the squares; the few-tile M = 256 / 512
@@ -18,22 +19,28 @@ import time
 
 
 def cases(torch, gemmkit):
+    """[(label, who, fn, served)]: served = (config, its table source) for gemmkit's rows, None for the vendor's."""
+    from gemmkit import configs
+
     dev = "cuda"
     bf = torch.bfloat16
     out = []
 
+    def served(table_op, M, N, K):
+        return configs.select(table_op, "sm_90", M, N, K)
+
     def mm(label, M, N, K):
         x = torch.randn(M, K, device=dev, dtype=bf)
         w = torch.randn(N, K, device=dev, dtype=bf)
-        out.append((label, "vendor", lambda: torch.matmul(x, w.T)))
-        out.append((label, "gemmkit", lambda: gemmkit.gemm_a16w16(x, w)))
+        out.append((label, "vendor", lambda: torch.matmul(x, w.T), None))
+        out.append((label, "gemmkit", lambda: gemmkit.gemm_a16w16(x, w), served("a16w16", M, N, K)))
 
     def bmm(B, S):
         x = torch.randn(B, S, S, device=dev, dtype=bf)
         w = torch.randn(B, S, S, device=dev, dtype=bf)
         label = f"bmm B={B} {S}^3"
-        out.append((label, "vendor", lambda: torch.bmm(x, w.transpose(1, 2))))
-        out.append((label, "gemmkit", lambda: gemmkit.batched_gemm_a16w16(x, w)))
+        out.append((label, "vendor", lambda: torch.bmm(x, w.transpose(1, 2)), None))
+        out.append((label, "gemmkit", lambda: gemmkit.batched_gemm_a16w16(x, w), served("batched_a16w16", S, S, S)))
 
     for B in (8, 64):
         for S in (512, 1024, 2048):
@@ -52,8 +59,9 @@ def cases(torch, gemmkit):
         x, w, xs, ws = get("a8w8").inputs(S, S, S, "fp8", torch.device(dev))[:4]
         out.append((f"fp8 rowwise {S}^3", "vendor",
                     lambda x=x, w=w, xs=xs, ws=ws: torch._scaled_mm(x, w.T, scale_a=xs, scale_b=ws,
-                                                                    out_dtype=bf, use_fast_accum=False)))
-        out.append((f"fp8 rowwise {S}^3", "gemmkit", lambda x=x, w=w, xs=xs, ws=ws: gemmkit.gemm_a8w8(x, w, xs, ws)))
+                                                                    out_dtype=bf, use_fast_accum=False), None))
+        out.append((f"fp8 rowwise {S}^3", "gemmkit", lambda x=x, w=w, xs=xs, ws=ws: gemmkit.gemm_a8w8(x, w, xs, ws),
+                    served("a8w8", S, S, S)))
     return out
 
 
@@ -78,13 +86,13 @@ def kernels_of(torch, fn):
             continue
         a = e.get("args", {})
         rows.append({"name": e.get("name", ""), "us": e.get("dur"), "grid": a.get("grid"), "block": a.get("block"),
-                     "regs": a.get("registers per thread"), "smem": a.get("shared memory"),
-                     "occupancy_pct": a.get("est. achieved occupancy %")})
+                     "regs": a.get("registers per thread"), "smem": a.get("shared memory")})
     return rows
 
 
 def main():
     import torch
+    import triton
 
     import gemmkit
     from gemmkit.bench import git_sha
@@ -92,15 +100,17 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--json")
     args = ap.parse_args()
-    res = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "cuda": torch.version.cuda,
+    res = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "triton": triton.__version__,
+           "cuda": torch.version.cuda,
            "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "git_sha": git_sha(),
            "method": __doc__.split("Usage")[0].strip(), "cases": []}
-    for label, who, fn in cases(torch, gemmkit):
+    for label, who, fn, cfg in cases(torch, gemmkit):
         try:
             ks = kernels_of(torch, fn)
         except Exception as e:  # one case failing must not hide the others
             ks = [{"error": f"{type(e).__name__}: {str(e)[:200]}"}]
-        res["cases"].append({"case": label, "who": who, "kernels": ks})
+        res["cases"].append({"case": label, "who": who, "kernels": ks,
+                             **({"config": cfg[0], "config_source": cfg[1]} if cfg else {})})
         for k in ks:
             if "error" in k:
                 print(f"{label:22s} {who:8s} ERROR {k['error']}", flush=True)
