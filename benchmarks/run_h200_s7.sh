@@ -19,12 +19,7 @@
 #   alltests the whole gpu suite (tests/, ~3 min with -n 8)
 # Usage (repo root): GEMMKIT_GIT_SHA=<sha> STAGE="tests sweep floor" bash benchmarks/run_h200_s7.sh
 set -u
-OUT=${OUT:-./h200_out}; mkdir -p "$OUT"
-export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
-has() { case " ${STAGE:-} " in *" $1 "*) return 0;; esac; return 1; }
-{ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv
-  python3 -c 'import torch, triton; print("torch", torch.__version__, "triton", triton.__version__, "cuda", torch.version.cuda)'
-  date -u; echo "STAGE: ${STAGE:-} sha: ${GEMMKIT_GIT_SHA:-}"; } 2>&1 | tee "$OUT/env.txt"
+. "$(dirname "$0")/h200_stage_env.sh"
 if has floor; then
   timeout 90 python3 benchmarks/read_floor.py --json "$OUT/read_floor.json" 2>&1 | tee "$OUT/read_floor.log" | tail -12
 fi

@@ -10,12 +10,7 @@
 #   ncu      Nsight Compute, one launch each (benchmarks/ncu_once.py NCU_CASES), details pages in ncu.tgz
 # Usage (repo root): GEMMKIT_GIT_SHA=<sha> STAGE="kernels scsweep" bash benchmarks/run_h200_s8.sh
 set -u
-OUT=${OUT:-./h200_out}; mkdir -p "$OUT"
-export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
-has() { case " ${STAGE:-} " in *" $1 "*) return 0;; esac; return 1; }
-{ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv
-  python3 -c 'import torch, triton; print("torch", torch.__version__, "triton", triton.__version__, "cuda", torch.version.cuda)'
-  date -u; echo "STAGE: ${STAGE:-} sha: ${GEMMKIT_GIT_SHA:-}"; } 2>&1 | tee "$OUT/env.txt"
+. "$(dirname "$0")/h200_stage_env.sh"
 if has kernels; then
   timeout 150 python3 benchmarks/vendor_kernels.py --json "$OUT/vendor_kernels.json" 2>&1 | tee "$OUT/vendor_kernels.log" | tail -60
 fi

@@ -1,0 +1,8 @@
+# Sourced by the staged device scripts (run_h200_s7.sh, run_h200_s8.sh): $OUT, PYTHONPATH, `has STAGE_NAME`
+# (is it in $STAGE?), and env.txt under $OUT (GPU, driver, clocks, versions, date, stages, git sha).
+OUT=${OUT:-./h200_out}; mkdir -p "$OUT"
+export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
+has() { case " ${STAGE:-} " in *" $1 "*) return 0;; esac; return 1; }
+{ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv
+  python3 -c 'import torch, triton; print("torch", torch.__version__, "triton", triton.__version__, "cuda", torch.version.cuda)'
+  date -u; echo "STAGE: ${STAGE:-} sha: ${GEMMKIT_GIT_SHA:-}"; } 2>&1 | tee "$OUT/env.txt"
