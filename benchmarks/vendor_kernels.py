@@ -21,13 +21,15 @@ import time
 def cases(torch, gemmkit):
     """[(label, who, fn, served)]: served = (config, its table source) for gemmkit's rows, None for the vendor's."""
     from gemmkit import configs
+    from gemmkit.ops import _common as C
 
     dev = "cuda"
     bf = torch.bfloat16
     out = []
+    arch = C.target_for(torch.device(dev)).arch  # the tables the ops read on this GPU
 
     def served(table_op, M, N, K):
-        return configs.select(table_op, "sm_90", M, N, K)
+        return configs.select(table_op, arch, M, N, K)
 
     def mm(label, M, N, K):
         x = torch.randn(M, K, device=dev, dtype=bf)
