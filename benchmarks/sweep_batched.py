@@ -41,7 +41,20 @@ def coop(bm, bn, bk, stages, group=8, direct=False):
     return dict(c, _direct=True) if direct else c
 
 
+SERVED = {"_served": True}  # a candidate that stands for the shipped table's config of each shape (config=None)
+
 CANDIDATES = {
+    # gemm_a16w16 (session 9): the cooperative kernel's split tiles (128 x 192 = 128 + 64 columns; 128 x 96)
+    # against the table's config on the M >= 256 rows where a power-of-two width leaves SMs idle
+    # (docs/PERF.md, session 8: cuBLAS runs 192- and 168-wide tiles there)
+    "a16w16_split": [
+        SERVED,
+        coop(128, 192, 64, 4),
+        coop(128, 192, 64, 5),
+        coop(128, 192, 64, 5, group=16),
+        coop(128, 96, 64, 6),
+        coop(128, 128, 64, 6),
+    ],
     "batched_a16w16": [
         # round 4 (session 7): the cooperative layout's batched form against round 3's winners
         coop(128, 256, 64, 3),
@@ -228,6 +241,7 @@ def main():
     import triton
     from triton.runtime._async_compile import AsyncCompileMode
 
+    from gemmkit import configs as _configs
     from gemmkit.bench import git_sha
     from gemmkit.bench.ops import get
     from gemmkit.bench.timing import rotation_count, time_graph
@@ -250,17 +264,21 @@ def main():
     dtype = args.dtype or bop.dtypes[0]
     dev = torch.device("cuda")
     target = C.target_for(dev)
-    cands = [c for c in CANDIDATES[args.candidates or args.op] if not (dtype == "fp8" and c["BLOCK_SIZE_N"] == 256)]
+    base_cands = [c for c in CANDIDATES[args.candidates or args.op]
+                  if not (dtype == "fp8" and c.get("BLOCK_SIZE_N") == 256)]
     rows = []
     t0 = time.time()
     for B, M, N, K in map(parse_shape, args.shapes.split(",")):
         _f, nbytes = bop.work(M, N, K, dtype, B)
+        # SERVED: the table's config for this shape, run as the op serves it (config=None)
+        cands = [dict(_configs.select(bop.table_op(dtype), target.arch, M, N, K)[0], _served=True)
+                 if c.get("_served") else c for c in base_cands]
         sets = [bop.make_inputs(M, N, K, dtype, dev, B) for _ in range(rotation_count(nbytes, target.l2_bytes))]
         tc = time.time()
         with AsyncCompileMode(ThreadPoolExecutor(16), ignore_errors=True):
             for c in cands:
                 try:
-                    bop.compile_for(sets[0], c)
+                    bop.compile_for(sets[0], {k: v for k, v in c.items() if not k.startswith("_")})
                 except Exception:
                     pass
         t_compile = time.time() - tc
@@ -270,7 +288,8 @@ def main():
         shape_rows = []
         run = {}
         for c in cands:
-            run[id(c)] = _direct_run(c, target) if c.get("_direct") else (lambda inp, c=c: bop.run(inp, c))
+            run[id(c)] = (_direct_run(c, target) if c.get("_direct") else
+                          (lambda inp: bop.run(inp, None)) if c.get("_served") else (lambda inp, c=c: bop.run(inp, c)))
         for c in cands:  # correctness first, every candidate once
             row = {"op": args.op, "dtype": dtype, "B": B, "M": M, "N": N, "K": K, "config": c}
             try:
@@ -306,7 +325,8 @@ def main():
               f"{max(v_all) * 1e3:.1f} ({(max(v_all) - min(v_all)) / med(v_all):.1%} spread)", flush=True)
         for row in shape_rows:
             c = row["config"]
-            desc = (f"{'gluon ' if c.get('backend') == 'gluon' else ''}{'direct ' if c.get('_direct') else ''}"
+            desc = (f"{'served ' if c.get('_served') else ''}{'gluon ' if c.get('backend') == 'gluon' else ''}"
+                    f"{'direct ' if c.get('_direct') else ''}"
                     f"{c['BLOCK_SIZE_M']}x{c['BLOCK_SIZE_N']}x{c['BLOCK_SIZE_K']} w{c['num_warps']} s{c['num_stages']} "
                     f"g{c['GROUP_SIZE_M']}{' P' if c['persistent'] else ''}{' tma' if c['tma'] else ' ptr'}")
             if "error" not in row and row.get("ms_all"):

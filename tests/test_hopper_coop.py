@@ -43,7 +43,47 @@ def test_epilogue_split_follows_the_stages():
     assert (p.acc_regs, p.stages, p.epi_split) == (64, 4, 1)
 
 
+def test_plan_of_the_split_tiles():
+    """192 = 128 + 64 columns (96 = 64 + 32): two accumulators, w loaded as 3 boxes of BN / 3 rows into two
+    rings, the output stored as 3 sub-tiles of BN / 3 columns."""
+    p = hc.derive({**BASE, "BLOCK_SIZE_N": 192, "num_stages": 5}, H200)
+    assert (p.BN, p.BN_TAIL, p.w_box, p.acc_regs) == (192, 64, 64, 96)
+    assert p.stage_bytes == (128 + 192) * 64 * 2 == 40960
+    assert (p.stages, p.epi_split, p.epi_n, p.epilogue_bytes) == (5, 3, 64, 2 * 64 * 64 * 2)
+    assert p.smem_bytes == 5 * 40960 + 16384 + 1024 <= H200.shared_mem_bytes
+    p = hc.derive({**BASE, "BLOCK_SIZE_N": 192, "num_stages": 5}, H200, out_bytes=4)  # fp32 staging: 4 stages
+    assert (p.stages, p.epi_split, p.epi_n) == (4, 3, 64)
+    p = hc.derive({**BASE, "BLOCK_SIZE_N": 96, "num_stages": 6}, H200)
+    assert (p.BN, p.BN_TAIL, p.w_box, p.acc_regs, p.stages, p.epi_n) == (96, 32, 32, 48, 6, 32)
+    assert hc.derive(BASE, H200).BN_TAIL == 0 and hc.derive(BASE, H200).w_box == 256
+
+
+def test_split_tiles_are_the_cooperative_kernels_only():
+    from gemmkit import configs
+    from gemmkit.kernels.gluon import hopper_pingpong_batched as hb
+    from gemmkit.ops import _gemm as G
+
+    cfg = {**BASE, "BLOCK_SIZE_N": 192, "backend": "gluon"}
+    assert configs.validate_config(cfg, backend="cuda")["BLOCK_SIZE_N"] == 192
+    for bad in ({**cfg, "num_warps": 4}, {**cfg, "backend": "triton"}, {k: v for k, v in cfg.items() if k != "backend"}):
+        with pytest.raises(configs.ConfigError, match="split tile"):
+            configs.validate_config(bad, backend="cuda")
+    with pytest.raises(configs.ConfigError, match="BLOCK_SIZE_N"):
+        configs.validate_config({**cfg, "BLOCK_SIZE_N": 160}, backend="cuda")
+    with pytest.raises(ValueError, match="BLOCK_SIZE_N"):  # the ping-pong: powers of two
+        hp.derive({**cfg, "num_warps": 4}, H200)
+    with pytest.raises(ValueError, match="batched kernels take powers of two"):
+        hb.kernel_plan(cfg, H200, 2, 2, has_bias=False, activation="none")
+    # the Triton tier (the op's fallback) runs the power-of-two part; its feasibility is that tile's
+    assert G.triton_tile(cfg)["BLOCK_SIZE_N"] == 128 and G.triton_tile({**cfg, "BLOCK_SIZE_N": 96})["BLOCK_SIZE_N"] == 64
+    assert G.triton_tile(BASE) is BASE
+    G.check_feasible({**cfg, "num_stages": 4}, H200)  # (128 + 128) x 64 x 2 x 4 stages: fits
+    with pytest.raises(ValueError, match="BLOCK_SIZE_M/N/K = 128/128/64"):
+        G.check_feasible({**cfg, "num_stages": 8}, H200)
+
+
 @pytest.mark.parametrize("change,match", [
+    ({"BLOCK_SIZE_M": 256, "BLOCK_SIZE_N": 192}, "accumulator"),  # 128 x 192 per consumer: 192 registers
     ({"BLOCK_SIZE_M": 64}, "BLOCK_SIZE_M"),
     ({"num_warps": 4}, "num_warps"),
     ({"BLOCK_SIZE_N": 512}, "BLOCK_SIZE_N"),
@@ -68,16 +108,18 @@ def test_table_keys_and_backend():
         configs.validate_config({**BASE, "backend": "gluon"}, backend="hip")
 
 
-def test_op_dispatch_falls_back_where_gluon_cannot_run():
-    """On the CPU (interpreter) a cooperative gluon config runs the Triton tier with the same 8-warp tile."""
+@pytest.mark.parametrize("bn", [256, 192])
+def test_op_dispatch_falls_back_where_gluon_cannot_run(bn):
+    """On the CPU (interpreter) a cooperative gluon config runs the Triton tier with the same 8-warp tile
+    (a split tile: its power-of-two part, ops/_gemm.py triton_tile)."""
     import torch
 
     import gemmkit
     from gemmkit.ops import _common as C
 
-    x, w = torch.randn(40, 64, dtype=torch.bfloat16), torch.randn(48, 64, dtype=torch.bfloat16)
+    x, w = torch.randn(40, 64, dtype=torch.bfloat16), torch.randn(200, 64, dtype=torch.bfloat16)
     before = C.LAUNCHES[hc.KERNEL_NAME]
-    y = gemmkit.gemm_a16w16(x, w, config={**BASE, "num_stages": 2, "backend": "gluon"})
+    y = gemmkit.gemm_a16w16(x, w, config={**BASE, "BLOCK_SIZE_N": bn, "num_stages": 2, "backend": "gluon"})
     assert C.LAUNCHES[hc.KERNEL_NAME] == before
     assert ((y.float() - x.float() @ w.float().T).norm() / (x.float() @ w.float().T).norm()) < 2**-8
 
@@ -90,7 +132,10 @@ def test_tuner_offers_coop_at_large_m_only():
     assert big and all(c["num_warps"] == 8 for c in big)
     kept = [c for c in prune(big, 1024, 8192, 8192, H200) if coop(c)]
     assert kept and all(hc.derive(c, H200) for c in kept)
-    assert not [c for c in search_space(512, 8192, 8192, H200, "a16w16") if coop(c)]
+    # below M = 1024 the cooperative kernel is offered its split tile only (128 x 192)
+    assert {(c["BLOCK_SIZE_M"], c["BLOCK_SIZE_N"]) for c in search_space(512, 8192, 8192, H200, "a16w16")
+            if coop(c)} == {(128, 192)}
+    assert {(c["BLOCK_SIZE_M"], c["BLOCK_SIZE_N"]) for c in big} == {(128, 192), (128, 256), (256, 128)}
     assert [c for c in search_space(512, 8192, 8192, H200, "a16w16") if c.get("backend") == "gluon" and not coop(c)]
 
 
@@ -106,12 +151,15 @@ def test_isa_cases_are_sm90_only_and_pingpong_ignores_coop():
 
 
 def test_static_compile_sm90_keeps_promises():
-    """128 x 256 x 64 with 4 stages (bf16 out through 2 sub-tiles, bias + gelu) and 256 x 128 x 64
-    (fp32 out through 4 sub-tiles) compile for sm_90 with HGMMA, TMA loads and stores, no spills."""
+    """128 x 256 x 64 with 4 stages (bf16 out through 2 sub-tiles, bias + gelu), 256 x 128 x 64
+    (fp32 out through 4 sub-tiles) and the 128 x 192 split tile (bf16 out, 3 sub-tiles) compile for
+    sm_90 with HGMMA, TMA loads and stores, no spills."""
     cases = [dict(kernel=hc.KERNEL_NAME, op="hopper_coop", arch="sm_90", table="-", bucket="t", config=BASE,
                   path="gluon-bf16"),
              dict(kernel=hc.KERNEL_NAME, op="hopper_coop", arch="sm_90", table="-", bucket="t",
-                  config={**BASE, "BLOCK_SIZE_M": 256, "BLOCK_SIZE_N": 128}, path="gluon-fp32")]
+                  config={**BASE, "BLOCK_SIZE_M": 256, "BLOCK_SIZE_N": 128}, path="gluon-fp32"),
+             dict(kernel=hc.KERNEL_NAME, op="hopper_coop", arch="sm_90", table="-", bucket="t",
+                  config={**BASE, "BLOCK_SIZE_N": 192, "num_stages": 5}, path="gluon-bf16")]
     for case, res in zip(cases, compile_sm90_cases(hc, cases)):
         broken = broken_promises(res)
         assert not broken, f"{case['config']} {case['path']}: " + "; ".join(broken)

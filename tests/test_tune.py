@@ -73,8 +73,11 @@ def test_sampling_keeps_each_backend_and_the_table_configs():
     serving = configs.validate_config({"BLOCK_SIZE_M": 16, "BLOCK_SIZE_N": 32, "BLOCK_SIZE_K": 512,
                                        "GROUP_SIZE_M": 8, "num_warps": 4, "num_stages": 2})
     cands = pick_candidates(space, pruned, M, 5, extra=[serving])
-    by = [c.get("backend", "triton") for c in cands]
-    assert by.count("gluon") == 5 and by.count("triton") == 6 and cands[-1] == serving
+    by = [c.get("backend", "triton") + ("/coop" if c["num_warps"] == 8 and c.get("backend") == "gluon" else "")
+          for c in cands]
+    # the cooperative family at M = 512: its 4 split-tile (128 x 192) candidates, fewer than max_candidates
+    assert by.count("gluon") == 5 and by.count("gluon/coop") == 4 and by.count("triton") == 6
+    assert cands[-1] == serving
     assert pick_candidates(space, pruned, M, 5, extra=[serving, cands[0]]) == cands  # no duplicates
     # the draw depends on M only: two layers at one M share their candidates (and compiles)
     other = prune(search_space(M, 8192, 28672, H200), M, 8192, 28672, H200)

@@ -26,6 +26,7 @@ from ..kernels.triton._schedule import persistent_grid
 from ..kernels.triton._splitk_reduce import splitk_reduce_kernel
 from ..kernels.triton.gemm import gemm_kernel
 from ..kernels.triton.gemm_tma import gemm_tma_kernel
+from ..configs import SPLIT_N
 from . import _common as C
 from . import _launch as L
 
@@ -78,8 +79,17 @@ def smem_bytes(cfg: dict, target, in_bytes: int, out_bytes: int, tma: bool) -> i
     return stages * stage + epilogue + scratch
 
 
+def triton_tile(cfg: dict) -> dict:
+    """The config the Triton tier runs for `cfg`: itself, but a split tile (BLOCK_SIZE_N 96 / 192, which only
+    the Gluon cooperative kernel builds, from two accumulators: configs.SPLIT_N) runs its power-of-two
+    part (64 / 128) when a call falls back from Gluon (ops/gemm_a16w16.py `gluon_unsupported`)."""
+    bn = cfg["BLOCK_SIZE_N"]
+    return dict(cfg, BLOCK_SIZE_N=bn * 2 // 3) if bn in SPLIT_N else cfg
+
+
 def check_feasible(cfg: dict, target, in_bytes: int = 2, out_bytes: int = 2, tma: bool = False):
-    """Raise ValueError (naming the key) if `cfg` cannot run on `target` on the given path."""
+    """Raise ValueError (naming the key) if `cfg` (its `triton_tile`) cannot run on `target` on the given path."""
+    cfg = triton_tile(cfg)
     if tma:
         if not target.is_nvidia:
             raise ValueError(f"config: key 'tma' needs an NVIDIA sm_90 target, not {target.arch}")
@@ -231,7 +241,7 @@ def plan(x2, w, y, has_bias, activation, cfg, target, scaling: Scaling = NO_SCAL
     if p is None:
         if len(_PLANS) >= MAX_PLANS:  # a server's ever-new M: start over rather than grow without bound
             _PLANS.clear()
-        p = _PLANS[key] = _make_plan(x2, w, y, has_bias, activation, cfg, target, scaling)
+        p = _PLANS[key] = _make_plan(x2, w, y, has_bias, activation, triton_tile(cfg), target, scaling)
     return p
 
 
@@ -324,7 +334,8 @@ def table_cases(op: str, archs, dtypes=("bf16",)):
         if arch not in archs:
             continue
         for bucket, cfg in json.loads(path.read_text()).items():
-            cfg = _configs.validate_config(cfg, backend=_arch.ARCHS[arch].backend, where=f"{path}:{bucket}")
+            cfg = triton_tile(_configs.validate_config(cfg, backend=_arch.ARCHS[arch].backend,
+                                                       where=f"{path}:{bucket}"))
             for dt in dtypes:
                 for p in (["tma", "pointer"] if cfg.get("tma") and _tma_fits(cfg, _arch.ARCHS[arch], dt) else
                           ["pointer"]):

@@ -125,15 +125,17 @@ def few_tile_space(M: int, N: int, K: int, target, groups=(8,), persist=(False, 
 def gluon_space(M: int = 256) -> list:
     """Candidates for the Gluon ping-pong backend of gemm_a16w16 (sm_90, M >= 256): the tiles its
     register budget allows (kernels/gluon/hopper_pingpong.py `derive`), ring depths, group sizes;
-    at M >= 1024 also the cooperative kernel's 128 x 256 / 256 x 128 tiles (num_warps 8,
-    kernels/gluon/hopper_coop.py: two consumers share one tile)."""
+    the cooperative kernel's split tile 128 x 192 (num_warps 8, kernels/gluon/hopper_coop.py: two
+    consumers share one tile; 192 = 128 + 64 columns, for rows a power-of-two width leaves SMs idle);
+    at M >= 1024 also its 128 x 256 / 256 x 128 tiles."""
     out = []
     for (bm, bn), stages, group in itertools.product([(128, 128), (64, 256)], [4, 5, 6], [8, 16]):
         c = _cfg(bm, bn, 64, 4, stages, group, True, True, 1)
         c["backend"] = "gluon"
         out.append(c)
-    for (bm, bn), stages, group in itertools.product([(128, 256), (256, 128)] if M >= 1024 else [], [3, 4],
-                                                     [8, 16]):
+    coop = [((128, 192), s) for s in (4, 5)] + [((bm, bn), s) for bm, bn in ((128, 256), (256, 128)) if M >= 1024
+                                                for s in (3, 4)]
+    for ((bm, bn), stages), group in itertools.product(coop, [8, 16]):
         c = _cfg(bm, bn, 64, 8, stages, group, True, True, 1)
         c["backend"] = "gluon"
         out.append(c)

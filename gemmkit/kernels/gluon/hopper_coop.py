@@ -89,6 +89,7 @@ from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import (
     fence_async_shared, mbarrier, tma, warpgroup_mma, warpgroup_mma_init, warpgroup_mma_wait)
 
+from ... import configs
 from ..triton._epilogue import ACTIVATIONS, bias_activation
 from . import hopper_pingpong as hp
 
@@ -105,6 +106,11 @@ unsupported = hp.unsupported  # the same TMA / dtype / target rules
 
 _TILE_WARPS = hp.COOP_WARPS  # config num_warps: the warps computing one tile
 _EPI_SPLITS = (1, 2, 4)  # output sub-tiles per consumer tile, fewest first
+# Split tiles: widths that are not powers of two, built from two power-of-two accumulators (2 BN / 3 and
+# BN / 3 columns), for rows whose tile count a power-of-two width wastes (DeepSeek N = 576 = 3 x 192,
+# Llama-3-8B qkv N = 6144 at M = 512: 128 tiles of 128 x 192 for 132 SMs, against 96 or 192 of 128 x 256 /
+# 128 x 128). cuBLAS picks such widths there (docs/PERF.md, session 8). Dense kernel only.
+SPLIT_N = configs.SPLIT_N  # (96, 192); the config tables accept them for this kernel only
 
 
 @dataclass(frozen=True)
@@ -113,6 +119,8 @@ class Plan:
     BN: int
     BK: int
     BM_C: int  # rows per consumer = BM / 2
+    BN_TAIL: int  # 0: one BM_C x BN accumulator; BN / 3 for a split tile (96, 192): BN - BN_TAIL and BN_TAIL columns
+    w_box: int  # rows of the w TMA box: BN, or BN / 3 (a split tile's stage holds 3 boxes)
     GROUP_SIZE_M: int
     stages: int  # ring depth actually used
     stage_bytes: int  # one (a, b) ring slot
@@ -165,8 +173,13 @@ def derive(cfg: dict, target=None, in_bytes: int = 2, out_bytes: int = 2) -> Pla
     if cfg["num_warps"] != _TILE_WARPS:
         raise ValueError(f"config: key 'num_warps' = {cfg['num_warps']}; the {BACKEND} backend needs 8 "
                          "(two consumer warpgroups of 4 share a tile)")
-    consumer_view = {**cfg, "BLOCK_SIZE_M": bm // 2, "num_warps": hp._CONSUMER_WARPS}
-    bm_c, bn, bk = hp.check_config(consumer_view, BACKEND, "the gluon cooperative kernel", "(wgmma rows)")
+    bn = cfg.get("BLOCK_SIZE_N")
+    split_n = bn in SPLIT_N
+    # a split tile is checked as its power-of-two part (2 BN / 3), then planned at its full width
+    consumer_view = {**cfg, "BLOCK_SIZE_M": bm // 2, "num_warps": hp._CONSUMER_WARPS,
+                     **({"BLOCK_SIZE_N": bn * 2 // 3} if split_n else {})}
+    bm_c, _, bk = hp.check_config(consumer_view, BACKEND, "the gluon cooperative kernel", "(wgmma rows)")
+    bn_tail = bn // 3 if split_n else 0
     if not (hp._pow2(bk) and 16 <= bk <= 128):
         raise ValueError(f"config: key 'BLOCK_SIZE_K' = {bk}; expected a power of two in [16, 128]")
     acc_regs = bm_c * bn // (32 * hp._CONSUMER_WARPS)
@@ -175,7 +188,8 @@ def derive(cfg: dict, target=None, in_bytes: int = 2, out_bytes: int = 2) -> Pla
                          f"registers per consumer thread; the {BACKEND} backend allows {hp._MAX_ACC_REGS}")
     smem = target.shared_mem_bytes if target is not None else 232448
     stage_bytes = (bm + bn) * bk * in_bytes
-    splits = [s for s in _EPI_SPLITS if bn // s >= 16]
+    # a split tile stores BN_TAIL-wide sub-tiles: its two accumulators' columns are multiples of BN_TAIL
+    splits = [3] if split_n else [s for s in _EPI_SPLITS if bn // s >= 16]
     split = next((s for s in splits
                   if (smem - 2 * bm_c * (bn // s) * out_bytes - hp._BARRIER_SLACK) // stage_bytes >= cfg["num_stages"]),
                  splits[-1])
@@ -189,7 +203,7 @@ def derive(cfg: dict, target=None, in_bytes: int = 2, out_bytes: int = 2) -> Pla
     warps = _TILE_WARPS + 4 * -(-hp._LOAD_WARPS // 4)
     regs_at_entry = hp._REG_FILE // (warps * 32) // 8 * 8
     mma_regs = (regs_at_entry * warps * 32 - hp._LOAD_REGS * 128) // (2 * 128) // 8 * 8
-    return Plan(BM=bm, BN=bn, BK=bk, BM_C=bm_c, GROUP_SIZE_M=cfg["GROUP_SIZE_M"], stages=stages,
+    return Plan(BM=bm, BN=bn, BK=bk, BM_C=bm_c, BN_TAIL=bn_tail, w_box=bn_tail or bn, GROUP_SIZE_M=cfg["GROUP_SIZE_M"], stages=stages,
                 stage_bytes=stage_bytes, epi_split=split, epi_n=epi_n, epilogue_bytes=epilogue_bytes,
                 smem_bytes=stages * stage_bytes + epilogue_bytes + hp._BARRIER_SLACK, warps=warps,
                 regs_at_entry=regs_at_entry, mma_regs=mma_regs, load_regs=hp._LOAD_REGS, acc_regs=acc_regs,
@@ -203,6 +217,11 @@ def constexprs(plan: Plan, *, has_bias: bool, activation: str) -> dict:
         raise ValueError(f"activation: expected one of {ACTIVATIONS}, got {activation!r}")
     return dict(STAGES=plan.stages, GROUP_SIZE_M=plan.GROUP_SIZE_M, HAS_BIAS=has_bias, ACTIVATION=activation,
                 MMA_REGS=plan.mma_regs, LOAD_REGS=plan.load_regs)
+
+
+def kernel_constexprs(plan: Plan, *, has_bias: bool, activation: str) -> dict:
+    """hopper_coop_kernel's: `constexprs` and the tile width BN (the w box is BN / 3 rows for a split tile)."""
+    return {**constexprs(plan, has_bias=has_bias, activation=activation), "BN": plan.BN}
 
 
 # ----------------------------------------------------------------------------- device code
@@ -292,6 +311,54 @@ def _coop_mma_partition(CONSUMER: gl.constexpr, y_desc, bias_ptr, a_ring, b_ring
 
 
 @gluon.jit
+def _coop_split_mma_partition(CONSUMER: gl.constexpr, y_desc, bias_ptr, a_ring, b_ring, t_ring, c_smem, full, empty,
+                              M, N, K, STAGES: gl.constexpr, GROUP_SIZE_M: gl.constexpr, HAS_BIAS: gl.constexpr,
+                              ACTIVATION: gl.constexpr):
+    """`_coop_mma_partition` for a split tile, BN = 3 * T columns (T = BN_TAIL = EPI_N: 96 -> 32, 192 -> 64):
+    two accumulators, columns [0, 2T) and [2T, 3T) (register and shared-memory tensors are powers of two),
+    each its own wgmma, on the b_ring and t_ring slots; stored as three T-wide sub-tiles. Dense kernel only."""
+    T: gl.constexpr = t_ring.shape[1]
+    BN: gl.constexpr = 3 * T
+    BM_C: gl.constexpr = c_smem.shape[0]
+    acc_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
+                                                         instr_shape=[16, 2 * T, 16])
+    tail_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
+                                                          instr_shape=[16, T, 16])
+    num_pid_m = gl.cdiv(M, a_ring.shape[1])
+    num_pid_n = gl.cdiv(N, BN)
+    num_work = num_pid_m * num_pid_n
+    k_steps = gl.cdiv(K, a_ring.shape[2])
+    idx = 0
+    phase = 0
+    for work_id in range(gl.program_id(0), num_work, gl.num_programs(0)):
+        acc = warpgroup_mma_init(gl.zeros((BM_C, 2 * T), dtype=gl.float32, layout=acc_layout))
+        acc_t = warpgroup_mma_init(gl.zeros((BM_C, T), dtype=gl.float32, layout=tail_layout))
+        for kk in range(k_steps):
+            mbarrier.wait(full.index(idx), phase)
+            a = a_ring.index(idx).slice(CONSUMER * BM_C, BM_C)
+            acc = warpgroup_mma(a, b_ring.index(idx).permute((1, 0)), acc, is_async=True)
+            acc_t = warpgroup_mma(a, t_ring.index(idx).permute((1, 0)), acc_t, is_async=True)
+            # two wgmma groups per step: with this step's two in flight, the previous step's are done
+            warpgroup_mma_wait(2, deps=(acc, acc_t))
+            mbarrier.arrive(empty.index(hp._ring_prev(idx, STAGES)), pred=kk > 0)
+            idx, phase = hp._ring_next(idx, phase, STAGES)
+        acc, acc_t = warpgroup_mma_wait(0, deps=(acc, acc_t))
+        mbarrier.arrive(empty.index(hp._ring_prev(idx, STAGES)))
+        b_, pid_m, pid_n = hp._work_tile(work_id, num_work, num_pid_m, num_pid_n, GROUP_SIZE_M, False)
+        col = pid_n * BN
+        row = pid_m * a_ring.shape[1] + CONSUMER * BM_C
+        offs = col + gl.arange(0, 2 * T, layout=gl.SliceLayout(0, acc_layout))
+        out = bias_activation(acc, bias_ptr, offs, N, HAS_BIAS, ACTIVATION).to(y_desc.dtype)
+        lo, hi = _halves(out, BM_C, 2 * T)
+        _store_subtile(y_desc, c_smem, lo, b_, row, col, False)
+        _store_subtile(y_desc, c_smem, hi, b_, row, col + T, False)
+        offs_t = col + 2 * T + gl.arange(0, T, layout=gl.SliceLayout(0, tail_layout))
+        out_t = bias_activation(acc_t, bias_ptr, offs_t, N, HAS_BIAS, ACTIVATION).to(y_desc.dtype)
+        _store_subtile(y_desc, c_smem, out_t, b_, row, col + 2 * T, False)
+    tma.store_wait(0)
+
+
+@gluon.jit
 def ring_barriers(STAGES: gl.constexpr):
     """The ring's mbarriers (this kernel's and its batched form's): full[s] counts the loader's expect-tx
     arrive (+ the TMA bytes), empty[s] both consumers' arrives."""
@@ -306,24 +373,37 @@ def ring_barriers(STAGES: gl.constexpr):
 @gluon.jit(do_not_specialize=["M", "N", "K"])  # TMA handles every M, N, K: one compile per config
 def hopper_coop_kernel(x_desc, w_desc, y_desc, bias_ptr, M, N, K,
                        STAGES: gl.constexpr, GROUP_SIZE_M: gl.constexpr, HAS_BIAS: gl.constexpr,
-                       ACTIVATION: gl.constexpr, MMA_REGS: gl.constexpr, LOAD_REGS: gl.constexpr):
+                       ACTIVATION: gl.constexpr, MMA_REGS: gl.constexpr, LOAD_REGS: gl.constexpr,
+                       BN: gl.constexpr):
     BM: gl.constexpr = x_desc.block_type.shape[0]
     BK: gl.constexpr = x_desc.block_type.shape[1]
-    BN: gl.constexpr = w_desc.block_type.shape[0]
     BM_C: gl.constexpr = y_desc.block_type.shape[0]
     EPI_N: gl.constexpr = y_desc.block_type.shape[1]
     a_ring = gl.allocate_shared_memory(x_desc.dtype, [STAGES, BM, BK], x_desc.layout)
-    b_ring = gl.allocate_shared_memory(w_desc.dtype, [STAGES, BN, BK], w_desc.layout)
     c0 = gl.allocate_shared_memory(y_desc.dtype, [BM_C, EPI_N], y_desc.layout)
     c1 = gl.allocate_shared_memory(y_desc.dtype, [BM_C, EPI_N], y_desc.layout)
     full, empty = ring_barriers(STAGES)
-    gl.warp_specialize([
-        (_coop_mma_partition, (0, y_desc, bias_ptr, a_ring, b_ring, c0, full, empty, M, N, K,
-                               STAGES, GROUP_SIZE_M, HAS_BIAS, ACTIVATION)),
-        (_coop_mma_partition, (1, y_desc, bias_ptr, a_ring, b_ring, c1, full, empty, M, N, K,
-                               STAGES, GROUP_SIZE_M, HAS_BIAS, ACTIVATION)),
-        (hp._load_partition, (x_desc, w_desc, a_ring, b_ring, full, empty, M, N, K, STAGES, GROUP_SIZE_M)),
-    ], [4, 1], [MMA_REGS, LOAD_REGS])
+    if BN % 3 == 0:  # a split tile (96 / 192; a power of two is never a multiple of 3): two w rings, two accumulators
+        T: gl.constexpr = BN // 3  # = the w box's rows
+        b_ring = gl.allocate_shared_memory(w_desc.dtype, [STAGES, 2 * T, BK], w_desc.layout)
+        t_ring = gl.allocate_shared_memory(w_desc.dtype, [STAGES, T, BK], w_desc.layout)
+        gl.warp_specialize([
+            (_coop_split_mma_partition, (0, y_desc, bias_ptr, a_ring, b_ring, t_ring, c0, full, empty, M, N, K,
+                                         STAGES, GROUP_SIZE_M, HAS_BIAS, ACTIVATION)),
+            (_coop_split_mma_partition, (1, y_desc, bias_ptr, a_ring, b_ring, t_ring, c1, full, empty, M, N, K,
+                                         STAGES, GROUP_SIZE_M, HAS_BIAS, ACTIVATION)),
+            (hp._load_partition, (x_desc, w_desc, a_ring, b_ring, full, empty, M, N, K, STAGES, GROUP_SIZE_M,
+                                  1, False, t_ring)),
+        ], [4, 1], [MMA_REGS, LOAD_REGS])
+    else:
+        b_ring = gl.allocate_shared_memory(w_desc.dtype, [STAGES, BN, BK], w_desc.layout)
+        gl.warp_specialize([
+            (_coop_mma_partition, (0, y_desc, bias_ptr, a_ring, b_ring, c0, full, empty, M, N, K,
+                                   STAGES, GROUP_SIZE_M, HAS_BIAS, ACTIVATION)),
+            (_coop_mma_partition, (1, y_desc, bias_ptr, a_ring, b_ring, c1, full, empty, M, N, K,
+                                   STAGES, GROUP_SIZE_M, HAS_BIAS, ACTIVATION)),
+            (hp._load_partition, (x_desc, w_desc, a_ring, b_ring, full, empty, M, N, K, STAGES, GROUP_SIZE_M)),
+        ], [4, 1], [MMA_REGS, LOAD_REGS])
 
 
 # ----------------------------------------------------------------------------- host side
@@ -338,9 +418,10 @@ def launch(x2, w, bias, y, activation, cfg, target, compile_only=False):
     """
     hp.check_operands(x2, w, bias, y, target, "gluon coop")
     plan = derive(cfg, target, x2.element_size(), y.element_size())
-    ce = constexprs(plan, has_bias=bias is not None, activation=activation)
+    ce = kernel_constexprs(plan, has_bias=bias is not None, activation=activation)
     # the y box is a consumer's staging sub-tile (BM/2 x EPI_N), not the whole tile
-    return hp.launch_tma(hopper_coop_kernel, plan, (plan.BM_C, plan.epi_n), x2, w, bias, y, ce, target, compile_only)
+    return hp.launch_tma(hopper_coop_kernel, plan, (plan.BM_C, plan.epi_n), x2, w, bias, y, ce, target, compile_only,
+                         w_box=plan.w_box)
 
 
 # ----------------------------------------------------------------------------- static compile (gemmkit isa)
@@ -354,6 +435,13 @@ PRESETS = (
     {"BLOCK_SIZE_M": 256, "BLOCK_SIZE_N": 128, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 8, "num_warps": 8,
      "num_stages": 4},
 )
+# The split tiles (dense kernel only: hopper_pingpong_batched.py compiles PRESETS above).
+SPLIT_PRESETS = (
+    {"BLOCK_SIZE_M": 128, "BLOCK_SIZE_N": 192, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 8, "num_warps": 8,
+     "num_stages": 5},  # 5 stages (bf16 out), 4 (fp32 out)
+    {"BLOCK_SIZE_M": 128, "BLOCK_SIZE_N": 96, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 8, "num_warps": 8,
+     "num_stages": 6},
+)
 
 
 def static_spec(cfg: dict, target, *, dtype: str = "bf16", out_dtype: str | None = None, has_bias: bool = True,
@@ -361,8 +449,8 @@ def static_spec(cfg: dict, target, *, dtype: str = "bf16", out_dtype: str | None
     """(kernel, signature, constexprs, divisible, options, plan) to compile the kernel for `target` on a CPU."""
     out_dtype = out_dtype or dtype
     plan = derive(cfg, target, 2, 4 if out_dtype == "fp32" else 2)
-    ce = constexprs(plan, has_bias=has_bias, activation=activation)
-    sig = hp.tma_signature(plan, (plan.BM_C, plan.epi_n), dtype, out_dtype, ce)
+    ce = kernel_constexprs(plan, has_bias=has_bias, activation=activation)
+    sig = hp.tma_signature(plan, (plan.BM_C, plan.epi_n), dtype, out_dtype, ce, w_box=plan.w_box)
     return hopper_coop_kernel, sig, ce, ["bias_ptr"], {"num_warps": hp._CONSUMER_WARPS}, plan
 
 
@@ -372,11 +460,11 @@ def _shipped_coop_configs(arch: str):
 
 
 def isa_cases(archs, op: str = "hopper_coop"):
-    """Static cases for sm_90: every shipped A16W16 bucket with backend "gluon" and num_warps 8, plus PRESETS (bf16, fp32 out)."""
+    """Static cases for sm_90: every shipped A16W16 bucket with backend "gluon" and num_warps 8, plus PRESETS and SPLIT_PRESETS (bf16, fp32 out)."""
     if "sm_90" not in archs:
         return
     cases = [(t, b, c, "bf16") for t, b, c in _shipped_coop_configs("sm_90") if not t.startswith("A16W16_")]
-    cases += [("-", f"preset{i}", c, o) for i, c in enumerate(PRESETS) for o in ("bf16", "fp32")]
+    cases += [("-", f"preset{i}", c, o) for i, c in enumerate(PRESETS + SPLIT_PRESETS) for o in ("bf16", "fp32")]
     yield from hp.unique_cases(cases, KERNEL_NAME, op)
 
 

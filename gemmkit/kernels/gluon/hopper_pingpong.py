@@ -294,13 +294,22 @@ def _work_tile(work_id, num_work, num_pid_m, num_pid_n, GROUP_SIZE_M: gl.constex
 
 @gluon.jit
 def _load_partition(x_desc, w_desc, a_ring, b_ring, full, empty, M, N, K,
-                    STAGES: gl.constexpr, GROUP_SIZE_M: gl.constexpr, B=1, BATCHED: gl.constexpr = False):
+                    STAGES: gl.constexpr, GROUP_SIZE_M: gl.constexpr, B=1, BATCHED: gl.constexpr = False,
+                    t_ring=None):
     """1 warp: for every K step of every tile of this CTA, wait for the slot, then TMA x and w into it.
     BATCHED: 3-D descriptors (B, rows, K) with boxes [1, rows, BK], written through a 3-D view of the
-    2-D ring slot (same bytes, same swizzle: the consumers read the slot as before)."""
+    2-D ring slot (same bytes, same swizzle: the consumers read the slot as before).
+    t_ring (hopper_coop.py's split tiles, 2-D only): a tile of BN = 3 T columns keeps w rows [0, 2T) in
+    b_ring and [2T, 3T) in t_ring (shared-memory shapes are powers of two); the w box is T rows, 3 per step."""
     BM: gl.constexpr = a_ring.shape[1]
     BK: gl.constexpr = a_ring.shape[2]
-    BN: gl.constexpr = b_ring.shape[1]
+    if t_ring is None:
+        BN: gl.constexpr = b_ring.shape[1]
+        W_BYTES: gl.constexpr = w_desc.block_type.nbytes
+    else:
+        T: gl.constexpr = t_ring.shape[1]
+        BN: gl.constexpr = 3 * T
+        W_BYTES: gl.constexpr = 3 * w_desc.block_type.nbytes
     num_pid_m = gl.cdiv(M, BM)
     num_pid_n = gl.cdiv(N, BN)
     if BATCHED:
@@ -315,15 +324,20 @@ def _load_partition(x_desc, w_desc, a_ring, b_ring, full, empty, M, N, K,
         for kk in range(k_steps):
             mbarrier.wait(empty.index(idx), phase ^ 1)  # round 0 passes: fresh barrier
             bar = full.index(idx)
-            mbarrier.expect(bar, x_desc.block_type.nbytes + w_desc.block_type.nbytes)
+            mbarrier.expect(bar, x_desc.block_type.nbytes + W_BYTES)
             if BATCHED:
                 tma.async_copy_global_to_shared(x_desc, [b, pid_m * BM, kk * BK], bar,
                                                 a_ring.index(idx).reshape([1, BM, BK]))
                 tma.async_copy_global_to_shared(w_desc, [b, pid_n * BN, kk * BK], bar,
                                                 b_ring.index(idx).reshape([1, BN, BK]))
-            else:
+            elif t_ring is None:
                 tma.async_copy_global_to_shared(x_desc, [pid_m * BM, kk * BK], bar, a_ring.index(idx))
                 tma.async_copy_global_to_shared(w_desc, [pid_n * BN, kk * BK], bar, b_ring.index(idx))
+            else:
+                tma.async_copy_global_to_shared(x_desc, [pid_m * BM, kk * BK], bar, a_ring.index(idx))
+                tma.async_copy_global_to_shared(w_desc, [pid_n * BN, kk * BK], bar, b_ring.index(idx).slice(0, T))
+                tma.async_copy_global_to_shared(w_desc, [pid_n * BN + T, kk * BK], bar, b_ring.index(idx).slice(T, T))
+                tma.async_copy_global_to_shared(w_desc, [pid_n * BN + 2 * T, kk * BK], bar, t_ring.index(idx))
             idx, phase = _ring_next(idx, phase, STAGES)
 
 
@@ -478,9 +492,9 @@ def check_operands(x2, w, bias, y, target, who: str):
     return M, N, K
 
 
-def launch_tma(kernel, plan, y_box, x2, w, bias, y, ce: dict, target, compile_only=False):
+def launch_tma(kernel, plan, y_box, x2, w, bias, y, ce: dict, target, compile_only=False, w_box=None):
     """Launch kernel(x_desc, w_desc, y_desc, bias_ptr, M, N, K, **ce) (this one, hopper_coop's): 2-D TMA boxes
-    x [BM, BK], w [BN, BK], y `y_box` (the staging tile); a persistent grid of min(tiles, SMs) CTAs."""
+    x [BM, BK], w [w_box or BN, BK], y `y_box` (the staging tile); a persistent grid of min(tiles, SMs) CTAs."""
     from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
     M, K = x2.shape
@@ -488,7 +502,8 @@ def launch_tma(kernel, plan, y_box, x2, w, bias, y, ce: dict, target, compile_on
     t_in, t_out = _TORCH_NAME[str(x2.dtype)], _TORCH_NAME[str(y.dtype)]
     bm, bn, bk = plan.BM, plan.BN, plan.BK
     x_desc = TensorDescriptor.from_tensor(x2, [bm, bk], shared_layout(bm, bk, t_in))
-    w_desc = TensorDescriptor.from_tensor(w, [bn, bk], shared_layout(bn, bk, t_in))
+    wb = w_box or bn
+    w_desc = TensorDescriptor.from_tensor(w, [wb, bk], shared_layout(wb, bk, t_in))
     y_desc = TensorDescriptor.from_tensor(y, list(y_box), shared_layout(*y_box, t_out))
     num_tiles = -(-M // bm) * -(-N // bn)
     grid = (max(1, min(num_tiles, target.num_cus)),)
@@ -523,10 +538,11 @@ PRESETS = (
 )
 
 
-def tma_signature(plan, y_box, dtype: str, out_dtype: str, ce: dict) -> dict:
+def tma_signature(plan, y_box, dtype: str, out_dtype: str, ce: dict, w_box=None) -> dict:
     """The static-compile signature of (x_desc, w_desc, y_desc, bias_ptr, M, N, K, **ce), the descriptors
-    `launch_tma` builds (x [BM, BK], w [BN, BK], y `y_box`); shared with hopper_coop.py."""
-    bm, bn, bk = plan.BM, plan.BN, plan.BK
+    `launch_tma` builds (x [BM, BK], w [w_box or BN, BK], y `y_box`); shared with hopper_coop.py."""
+    bm, bk = plan.BM, plan.BK
+    bn = w_box or plan.BN
     sig = {"x_desc": f"tensordesc<{dtype}[{bm}, {bk}],{shared_layout(bm, bk, dtype)!r}>",
            "w_desc": f"tensordesc<{dtype}[{bn}, {bk}],{shared_layout(bn, bk, dtype)!r}>",
            "y_desc": f"tensordesc<{out_dtype}[{y_box[0]}, {y_box[1]}],{shared_layout(*y_box, out_dtype)!r}>",

@@ -183,6 +183,9 @@ def kernel_plan(cfg: dict, target, in_bytes: int, out_bytes: int, *, has_bias: b
     else the ping-pong (hopper_pingpong.derive, the y box is the whole tile)."""
     if hp.is_coop(cfg):
         plan = hc.derive(cfg, target, in_bytes, out_bytes)
+        if plan.BN_TAIL:
+            raise ValueError(f"config: key 'BLOCK_SIZE_N' = {plan.BN}; the batched kernels take powers of two "
+                             f"(split tiles {hc.SPLIT_N} are the dense cooperative kernel's)")
         return (hopper_coop_batched_kernel, plan, (plan.BM_C, plan.epi_n),
                 hc.constexprs(plan, has_bias=has_bias, activation=activation))
     plan = hp.derive(cfg, target, in_bytes, out_bytes)
