@@ -21,7 +21,8 @@ if has split; then
   grep -E "^B=|vendor|ratio|rel err|Error|^  " "$OUT/a16w16_split_sweep.log" | tail -160
 fi
 if has bench; then
-  timeout 500 python3 -m gemmkit bench --model all -m 256,512,1024,2048,4096 --cuda-graph \
+  timeout 560 python3 -m gemmkit bench --model all -m 256,512,1024,2048,4096 --cuda-graph \
+    --shape 4096,4096,4096 --shape 8192,8192,8192 --shape 16384,16384,16384 \
     --json "$OUT/a16w16_models_geq256_graph.json" 2>&1 | tee "$OUT/bench_geq256.log" | tail -30
 fi
 if has alltests; then

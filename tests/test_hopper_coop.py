@@ -135,7 +135,7 @@ def test_tuner_offers_coop_at_large_m_only():
     # below M = 1024 the cooperative kernel is offered its split tile only (128 x 192)
     assert {(c["BLOCK_SIZE_M"], c["BLOCK_SIZE_N"]) for c in search_space(512, 8192, 8192, H200, "a16w16")
             if coop(c)} == {(128, 192)}
-    assert {(c["BLOCK_SIZE_M"], c["BLOCK_SIZE_N"]) for c in big} == {(128, 192), (128, 256), (256, 128)}
+    assert {(c["BLOCK_SIZE_M"], c["BLOCK_SIZE_N"]) for c in big} == {(128, 192), (128, 256), (256, 128), (128, 128)}
     assert [c for c in search_space(512, 8192, 8192, H200, "a16w16") if c.get("backend") == "gluon" and not coop(c)]
 
 
@@ -194,5 +194,5 @@ def test_isa_compiles_only_the_triton_path_the_fallback_can_take():
     assert G._tma_fits({**cfg, "num_stages": 3}, H200, "bf16")
     # a shipped 4-stage 128 x 256 bucket with "tma": true compiles the pointer kernel alone
     paths = {c["path"] for c in G.table_cases("a16w16", ["sm_90"])
-             if c["table"] == "A16W16-N=1536-K=7168.json" and c["bucket"] == "M_GEQ_2048"}
+             if c["table"] == "A16W16-N=4096-K=4096.json" and c["bucket"] == "M_GEQ_1024"}
     assert paths == {"pointer"}

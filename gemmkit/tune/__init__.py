@@ -127,14 +127,15 @@ def gluon_space(M: int = 256) -> list:
     register budget allows (kernels/gluon/hopper_pingpong.py `derive`), ring depths, group sizes;
     the cooperative kernel's split tile 128 x 192 (num_warps 8, kernels/gluon/hopper_coop.py: two
     consumers share one tile; 192 = 128 + 64 columns, for rows a power-of-two width leaves SMs idle);
-    at M >= 1024 also its 128 x 256 / 256 x 128 tiles."""
+    at M >= 1024 also its 128 x 256 / 256 x 128 tiles and 128 x 128 with 6 stages (session 9's split-tile
+    sweep: the best at 1024 x 10240 x 8192 and 2048 x 7168 x 2048)."""
     out = []
     for (bm, bn), stages, group in itertools.product([(128, 128), (64, 256)], [4, 5, 6], [8, 16]):
         c = _cfg(bm, bn, 64, 4, stages, group, True, True, 1)
         c["backend"] = "gluon"
         out.append(c)
     coop = [((128, 192), s) for s in (4, 5)] + [((bm, bn), s) for bm, bn in ((128, 256), (256, 128)) if M >= 1024
-                                                for s in (3, 4)]
+                                                for s in (3, 4)] + ([((128, 128), 6)] if M >= 1024 else [])
     for ((bm, bn), stages), group in itertools.product(coop, [8, 16]):
         c = _cfg(bm, bn, 64, 8, stages, group, True, True, 1)
         c["backend"] = "gluon"
