@@ -4,6 +4,7 @@
 #            partition): test_gpu_hopper_coop / _hopper_pingpong / _batched / _a16w16
 #   split    benchmarks/sweep_batched.py --op a16w16 --candidates a16w16_split: the split tiles (128 x 192,
 #            128 x 96) against the table's config (SERVED) on the M >= 256 rows a power-of-two width fits badly
+#   splitall the same sweep (CANDIDATES["a16w16_split_all"], 3 passes) over all 120 model rows at M = 256 ... 4096
 #   bench    gemmkit bench --model all -m 256,...,4096 --cuda-graph (issue 3's M >= 256 sweep), squares
 #   alltests the whole gpu suite
 # Usage (repo root): GEMMKIT_GIT_SHA=<sha> STAGE="tests split" bash benchmarks/run_h200_s9.sh
@@ -19,6 +20,16 @@ if has split; then
   timeout 540 python3 benchmarks/sweep_batched.py --op a16w16 --dtype bf16 --candidates a16w16_split --shapes $SH \
     --passes ${PASSES:-2} --json "$OUT/a16w16_split_sweep.json" > "$OUT/a16w16_split_sweep.log" 2>&1
   grep -E "^B=|vendor|ratio|rel err|Error|^  " "$OUT/a16w16_split_sweep.log" | tail -160
+fi
+if has splitall; then
+  # round 2: every model row at M = 256 ... 4096 (120), the split tiles and the cooperative 128 x 128 against the table
+  SH=$(python3 -c "
+from gemmkit.bench.suite import model_suite
+s = sorted({(m, n, k) for lb, m, n, k in model_suite(['all'], [256, 512, 1024, 2048, 4096])})
+print(','.join(f'1x{m}x{n}x{k}' for m, n, k in s))")
+  timeout 560 python3 benchmarks/sweep_batched.py --op a16w16 --dtype bf16 --candidates a16w16_split_all --shapes $SH \
+    --passes ${PASSES:-3} --json "$OUT/a16w16_split_sweep_all.json" > "$OUT/a16w16_split_sweep_all.log" 2>&1
+  grep -E "^  B=|sweep took|Error" "$OUT/a16w16_split_sweep_all.log" | tail -130
 fi
 if has bench; then
   timeout 560 python3 -m gemmkit bench --model all -m 256,512,1024,2048,4096 --cuda-graph \

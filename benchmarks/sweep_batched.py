@@ -55,6 +55,14 @@ CANDIDATES = {
         coop(128, 96, 64, 6),
         coop(128, 128, 64, 6),
     ],
+    # round 2 (session 9): round 1's winners on every model row at M = 256 ... 4096
+    "a16w16_split_all": [
+        SERVED,
+        coop(128, 192, 64, 5),
+        coop(128, 192, 64, 5, group=16),
+        coop(128, 96, 64, 6),
+        coop(128, 128, 64, 6),
+    ],
     "batched_a16w16": [
         # round 4 (session 7): the cooperative layout's batched form against round 3's winners
         coop(128, 256, 64, 3),
