@@ -59,6 +59,21 @@ other, and full[s] is never two phases ahead of a consumer waiting on it; empty[
 only when both arrivals of that step are in (a consumer arrives for step g + S only after full[s]
 showed step g + S, which needed both arrivals of step g).
 
+Split tiles (BLOCK_SIZE_N 192 or 96 = 3 T, T = 64 or 32; BLOCK_SIZE_M 128): register and shared-memory
+tensors are powers of two, so a split tile is two of them. Each consumer keeps two accumulators, BM/2 x 2T
+and BM/2 x T, and issues two wgmma per K step (m64n2Tk16 and m64nTk16, on the same x slice); the w box is
+T rows and the loader puts 3 of them per stage, rows [0, 2T) into b[s] and [2T, 3T) into t[s]::
+
+   ring stage s:  a[s]: BM x BK | b[s]: 2T x BK (two w boxes) | t[s]: T x BK (one w box)   full[s] expects all 4
+   mma c:         acc  += a[s][rows of c] @ b[s]^T     (BM/2 x 2T)    \  two wgmma groups in flight per step:
+                  acc_t += a[s][rows of c] @ t[s]^T    (BM/2 x T)     /  wait(2) retires the previous step's
+   epilogue:      acc -> 2 sub-tiles of T columns, acc_t -> 1: 3 TMA stores of BM/2 x T through c0 / c1
+
+Why: cuBLAS picks 192-wide tiles where a power-of-two width leaves SMs idle (docs/PERF.md, session 8):
+Llama-3-8B qkv at M = 512 (N = 6144) is 128 tiles of 128 x 192 for 132 SMs, against 192 of 128 x 128
+(1.45 waves) or 96 of 128 x 256; DeepSeek's N = 576 is 3 x 192. The Triton tier cannot build these tiles:
+a call that falls back from Gluon runs the power-of-two part, 2T (ops/_gemm.py `triton_tile`).
+
 Registers (setmaxnreg): the ping-pong's split, same partitions (see `derive`): 240 per consumer
 thread, 24 for the load warpgroup; the accumulator is BM/2 * BN / 128 fp32 registers (128 at 128 x 256).
 Epilogue math is the Triton tier's (`bias_activation`, kernels/triton/_epilogue.py) on the whole
@@ -71,8 +86,9 @@ Constraints:
     stride (K % 8 == 0, N % 8 == 0 for a 16-bit y, N % 4 for fp32). M, N, K need not be multiples of
     the tile: TMA zero-fills out-of-bounds loads and clips stores (a consumer's rows past M are clipped).
   - BLOCK_SIZE_M in {128, 256} (BM/2 rows per consumer, 64 or 128: wgmma's m64 slices); BLOCK_SIZE_N a
-    power of two in [16, 256]; BLOCK_SIZE_K a power of two in [16, 128]; accumulator
-    BM/2 * BN / 128 <= 128 fp32 registers per consumer thread (128 x 256, 256 x 128, 128 x 128, ...).
+    power of two in [16, 256], or a split tile 96 / 192 (SPLIT_N; then BLOCK_SIZE_M 128, the dense kernel
+    only: the batched kernel rejects it); BLOCK_SIZE_K a power of two in [16, 128]; accumulator
+    BM/2 * BN / 128 <= 128 fp32 registers per consumer thread (128 x 256, 256 x 128, 128 x 192: 96, ...).
   - num_warps == 8: the warps that compute one tile (2 consumer warpgroups of 4; the kernel adds the
     load warp). The same config on the Triton tier (the op's fallback) is an 8-warp kernel with the
     same tile. NUM_KSPLIT == 1. num_stages is an upper bound: the ring gets num_stages stages, with the
@@ -158,7 +174,9 @@ def derive(cfg: dict, target=None, in_bytes: int = 2, out_bytes: int = 2) -> Pla
                num_stages 4 -> EPI_SPLIT 2 (2 x 16 KiB + 4 x 48 KiB = 224 KiB); fp32 out, 4 stages ->
                EPI_SPLIT 4. A sub-tiled store waits for its previous TMA store to read the staging tile
                (store_wait(0)) before writing the next sub-tile: a short exposed wait per sub-tile.
-               No 4-split fits num_stages: the most stages (>= 2) beside 4 sub-tiles.
+               No 4-split fits num_stages: the most stages (>= 2) beside 4 sub-tiles. A split tile
+               stores 3 sub-tiles of T = BN / 3 columns (EPI_SPLIT 3): 128 x 192 x 64 bf16: stage 40 KiB,
+               5 stages + 2 x 8 KiB = 217 KiB (fp32 out: 4 stages).
       warps    4 (consumer 0, the default partition) + 4 (consumer 1) + 1 (load), padded to 12.
       regs     as the ping-pong: 168 at entry (64 K / 384), setmaxnreg 240 per consumer, 24 for loads.
       swizzle  the largest of 128/64/32 bytes dividing a tile row (BK * 2 = 128 B: 128-byte swizzle).
