@@ -23,7 +23,9 @@ CFG_128 = {"BLOCK_SIZE_M": 128, "BLOCK_SIZE_N": 128, "BLOCK_SIZE_K": 64, "GROUP_
            "num_stages": 5}
 CFG_64 = {"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 256, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 4, "num_warps": 4,
           "num_stages": 4}
-CFGS = {"128x128x64": CFG_128, "64x256x64": CFG_64}
+CFG_192 = {"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 192, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 8, "num_warps": 4,
+           "num_stages": 6}  # a split tile: accumulators of 128 + 64 columns, 3 sub-tile stores per tile
+CFGS = {"128x128x64": CFG_128, "64x256x64": CFG_64, "64x192x64": CFG_192}
 
 
 def _hp():
@@ -51,12 +53,13 @@ def test_shapes(M, N, K, dtype, cfg):
 
 @pytest.mark.parametrize("act", ["none", "relu", "gelu", "gelu_tanh", "silu"])
 @pytest.mark.parametrize("out_dtype", [torch.bfloat16, torch.float16, torch.float32], ids=["bf16", "fp16", "fp32"])
-def test_bias_activation_out_dtype(act, out_dtype):
+@pytest.mark.parametrize("cfg", ["128x128x64", "64x192x64"])
+def test_bias_activation_out_dtype(act, out_dtype, cfg):
     dtype = torch.bfloat16
     M, N, K = 300, 1024, 520
     x, w = randn(M, K, dtype=dtype, device=DEV), randn(N, K, dtype=dtype, device=DEV) / 8
     b = randn(N, dtype=dtype, device=DEV)
-    y = run(x, w, b, act, out_dtype)
+    y = run(x, w, b, act, out_dtype, cfg=CFGS[cfg])
     assert y.dtype == out_dtype
     check(y, x, w, b, act)
 
@@ -72,14 +75,15 @@ def test_small_persistent_grids(cus, cfg):
     check(run(x, w, b, "gelu", cfg=CFGS[cfg], cus=cus), x, w, b, "gelu")
 
 
-def test_deterministic():
+@pytest.mark.parametrize("cfg", ["128x128x64", "64x192x64"])
+def test_deterministic(cfg):
     """Each output element is one consumer's K-ordered sum: bitwise identical run to run, any grid."""
     dtype = torch.bfloat16
     x, w = randn(1000, 3000, dtype=dtype, device=DEV), randn(2056, 3000, dtype=dtype, device=DEV)
-    first = run(x, w)
+    first = run(x, w, cfg=CFGS[cfg])
     check(first, x, w)
     for cus in (None, None, 5, 1):
-        assert torch.equal(run(x, w, cus=cus), first)
+        assert torch.equal(run(x, w, cfg=CFGS[cfg], cus=cus), first)
 
 
 def test_large_square_against_cublas():
@@ -92,8 +96,9 @@ def test_large_square_against_cublas():
     assert rel <= 2**-8, rel
 
 
+@pytest.mark.parametrize("cfg", ["128x128x64", "64x192x64"])
 @pytest.mark.parametrize("M,N,K", [(1000, 4096, 1024), (256, 576, 7168), (129, 104, 64)])
-def test_op_backend_gluon(M, N, K):
+def test_op_backend_gluon(M, N, K, cfg):
     """gemm_a16w16 with a "backend": "gluon" config runs this kernel (LAUNCHES) and is correct."""
     import gemmkit
     from gemmkit.ops import _common as C
@@ -103,24 +108,26 @@ def test_op_backend_gluon(M, N, K):
         randn(N, dtype=dtype, device=DEV)
     before = C.LAUNCHES["hopper_pingpong_kernel"]
     y = gemmkit.gemm_a16w16(x, w, bias, activation="gelu", out=poisoned((M, N), dtype, DEV),
-                            config={**CFG_128, "backend": "gluon"})
+                            config={**CFGS[cfg], "backend": "gluon"})
     torch.cuda.synchronize()
     assert C.LAUNCHES["hopper_pingpong_kernel"] == before + 1
     ok, msg = within_bound(y, gemm_a16w16_ref(x, w, bias, "gelu"), dtype)
     assert ok, msg
 
 
-def test_op_backend_gluon_falls_back_to_triton():
-    """K % 8 != 0 (no TMA) and split-K: the same config runs on the Triton tier, still correct."""
+@pytest.mark.parametrize("cfg", ["128x128x64", "64x192x64"])
+def test_op_backend_gluon_falls_back_to_triton(cfg):
+    """K % 8 != 0 (no TMA) and split-K: the same config runs on the Triton tier, still correct (a split tile:
+    its power-of-two part, 64 x 128)."""
     import gemmkit
     from gemmkit.ops import _common as C
 
     dtype = torch.float16
-    for (M, N, K), extra in [((300, 256, 1001), {}), ((16, 512, 4096), {"NUM_KSPLIT": 4})]:
+    for (M, N, K), extra in [((300, 392, 1001), {}), ((16, 512, 4096), {"NUM_KSPLIT": 4})]:
         x, w = randn(M, K, dtype=dtype, device=DEV), randn(N, K, dtype=dtype, device=DEV)
         before = dict(C.LAUNCHES)
         y = gemmkit.gemm_a16w16(x, w, out=poisoned((M, N), dtype, DEV),
-                                config={**CFG_128, "backend": "gluon", **extra})
+                                config={**CFGS[cfg], "backend": "gluon", **extra})
         torch.cuda.synchronize()
         assert C.LAUNCHES["hopper_pingpong_kernel"] == before.get("hopper_pingpong_kernel", 0)
         assert C.LAUNCHES["gemm_kernel"] == before.get("gemm_kernel", 0) + 1
@@ -151,8 +158,9 @@ from gemmkit.kernels.gluon.hopper_pingpong import launch
 t = arch.current()
 cases = {"one-cta": [(1, (129, 520, 64)), (1, (520, 520, 520)), (1, (300, 392, 200))],
          "many-ctas": [(2, (300, 392, 200)), (3, (520, 264, 136)), (2, (128, 256, 64))]}[sys.argv[1]]
-for stages in (3, 6):  # two output tiles / one shared output tile (c_free hand-off)
-    cfg = {"BLOCK_SIZE_M": 128, "BLOCK_SIZE_N": 128, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 2, "num_warps": 4,
+# two output tiles / one shared output tile (c_free hand-off) / a split tile (two accumulators, 3 stores)
+for bm, bn, stages in ((128, 128, 3), (128, 128, 6), (64, 192, 6)):
+    cfg = {"BLOCK_SIZE_M": bm, "BLOCK_SIZE_N": bn, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 2, "num_warps": 4,
            "num_stages": stages}
     for cus, (M, N, K) in cases:
         x = torch.randn(M, K, device="cuda", dtype=torch.bfloat16)
@@ -175,7 +183,7 @@ def _sanitize(tool, cases):
 @pytest.mark.parametrize("cases", ["one-cta", "many-ctas"])
 def test_compute_sanitizer(tool, cases):
     """No illegal barrier use (synccheck) and no bad accesses (memcheck), 1-3 persistent CTAs with
-    several hand-offs each, with two output tiles and with one shared tile."""
+    several hand-offs each, with two output tiles, with one shared tile and with a split tile (64 x 192)."""
     out = _sanitize(tool, cases)
     assert "ERROR SUMMARY: 0 errors" in out, out[-4000:]
 

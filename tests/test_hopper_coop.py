@@ -65,15 +65,15 @@ def test_split_tiles_are_the_cooperative_kernels_only():
 
     cfg = {**BASE, "BLOCK_SIZE_N": 192, "backend": "gluon"}
     assert configs.validate_config(cfg, backend="cuda")["BLOCK_SIZE_N"] == 192
-    for bad in ({**cfg, "num_warps": 4}, {**cfg, "backend": "triton"}, {k: v for k, v in cfg.items() if k != "backend"}):
+    assert configs.validate_config({**cfg, "num_warps": 4, "BLOCK_SIZE_M": 64}, backend="cuda")  # the ping-pong's
+    for bad in ({**cfg, "backend": "triton"}, {k: v for k, v in cfg.items() if k != "backend"}):
         with pytest.raises(configs.ConfigError, match="split tile"):
             configs.validate_config(bad, backend="cuda")
     with pytest.raises(configs.ConfigError, match="BLOCK_SIZE_N"):
         configs.validate_config({**cfg, "BLOCK_SIZE_N": 160}, backend="cuda")
-    with pytest.raises(ValueError, match="BLOCK_SIZE_N"):  # the ping-pong: powers of two
-        hp.derive({**cfg, "num_warps": 4}, H200)
-    with pytest.raises(ValueError, match="batched kernels take powers of two"):
-        hb.kernel_plan(cfg, H200, 2, 2, has_bias=False, activation="none")
+    for c in (cfg, {**cfg, "num_warps": 4, "BLOCK_SIZE_M": 64}):
+        with pytest.raises(ValueError, match="batched kernels take powers of two"):
+            hb.kernel_plan(c, H200, 2, 2, has_bias=False, activation="none")
     # the Triton tier (the op's fallback) runs the power-of-two part; its feasibility is that tile's
     assert G.triton_tile(cfg)["BLOCK_SIZE_N"] == 128 and G.triton_tile({**cfg, "BLOCK_SIZE_N": 96})["BLOCK_SIZE_N"] == 64
     assert G.triton_tile(BASE) is BASE

@@ -47,6 +47,21 @@ def test_output_tiles_and_stages():
     assert hp.derive({**BASE, "BLOCK_SIZE_N": 64, "num_stages": 8}, H200).swizzle_c == 128
 
 
+def test_plan_of_the_split_tile():
+    """64 x 192 = accumulators of 128 + 64 columns: w loaded as 3 boxes of 64 rows, each consumer staging one
+    64 x 64 output sub-tile (always two staging tiles: 8 KiB each), 96 accumulator registers."""
+    p = hp.derive({**BASE, "BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 192, "num_stages": 6}, H200)
+    assert (p.BM, p.BN, p.BN_TAIL, p.w_box, p.acc_regs, p.c_tiles) == (64, 192, 64, 64, 96, 2)
+    assert p.stage_bytes == (64 + 192) * 64 * 2 == 32768 and p.epilogue_bytes == 2 * 64 * 64 * 2
+    assert (p.stages, p.smem_bytes) == (6, 6 * 32768 + 16384 + 1024)
+    assert hp.y_box(p) == (64, 64) and hp.y_box(hp.derive(BASE, H200)) == (128, 128)
+    assert (hp.derive(BASE, H200).BN_TAIL, hp.derive(BASE, H200).w_box) == (0, 128)
+    with pytest.raises(ValueError, match="accumulator"):  # 128 x 192: 192 registers a thread
+        hp.derive({**BASE, "BLOCK_SIZE_N": 192}, H200)
+    with pytest.raises(ValueError, match="BLOCK_SIZE_N"):  # the fp8 kernels' check: powers of two only
+        hp.check_config({**BASE, "BLOCK_SIZE_N": 192}, "gluon", "k", "")
+
+
 @pytest.mark.parametrize("change,match", [
     ({"BLOCK_SIZE_M": 256}, "BLOCK_SIZE_M"),
     ({"BLOCK_SIZE_N": 512}, "BLOCK_SIZE_N"),
@@ -122,12 +137,14 @@ def test_promises_can_fail():
 
 
 def test_static_compile_sm90_keeps_promises():
-    """Two configs (128 x 128 bf16 out with bias + gelu, 64 x 256 fp32 out) compile for sm_90 with
-    HGMMA, TMA loads and stores, no spills, and shared memory within the plan."""
+    """Three configs (128 x 128 bf16 out with bias + gelu, 64 x 256 fp32 out, the 64 x 192 split tile) compile
+    for sm_90 with HGMMA, TMA loads and stores, no spills, and shared memory within the plan."""
     cases = [dict(kernel=hp.KERNEL_NAME, op="a16w16", arch="sm_90", table="-", bucket="t", config=BASE,
                   path="gluon-bf16"),
              dict(kernel=hp.KERNEL_NAME, op="a16w16", arch="sm_90", table="-", bucket="t",
-                  config={**BASE, "BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 256, "num_stages": 4}, path="gluon-fp32")]
+                  config={**BASE, "BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 256, "num_stages": 4}, path="gluon-fp32"),
+             dict(kernel=hp.KERNEL_NAME, op="a16w16", arch="sm_90", table="-", bucket="t",
+                  config={**BASE, "BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 192, "num_stages": 6}, path="gluon-bf16")]
     for case, res in zip(cases, compile_sm90_cases(hp, cases)):
         broken = broken_promises(res)
         assert not broken, f"{case['config']} {case['path']}: " + "; ".join(broken)

@@ -49,16 +49,16 @@ def _is_bool(v):
     return isinstance(v, bool)
 
 
-# BLOCK_SIZE_N values that are not powers of two: the Gluon cooperative kernel builds them from two
-# accumulators (kernels/gluon/hopper_coop.py SPLIT_N, the same numbers); no Triton tile can take them.
+# BLOCK_SIZE_N values that are not powers of two: the dense Gluon kernels build them from two accumulators
+# (kernels/gluon/hopper_pingpong.py split_tail); no Triton tile can take them (ops/_gemm.py triton_tile).
 SPLIT_N = (96, 192)
 
 # key -> (required, check, what is expected, which backends accept it)
 KEYS = {
     "BLOCK_SIZE_M": (True, lambda v: _pow2(v) and v >= 16, "a power of two >= 16", ("cuda", "hip")),
-    # 96 / 192: the Gluon cooperative kernel's split tiles (checked below: "backend" "gluon", num_warps 8)
+    # 96 / 192: the Gluon kernels' split tiles (checked below: "backend" "gluon")
     "BLOCK_SIZE_N": (True, lambda v: (_pow2(v) and v >= 16) or v in SPLIT_N,
-                     "a power of two >= 16 (or 96 / 192 with \"backend\": \"gluon\", num_warps 8)", ("cuda", "hip")),
+                     "a power of two >= 16 (or 96 / 192 with \"backend\": \"gluon\")", ("cuda", "hip")),
     "BLOCK_SIZE_K": (True, lambda v: _pow2(v) and v >= 16, "a power of two >= 16", ("cuda", "hip")),
     "GROUP_SIZE_M": (True, _int_in(1), "an integer >= 1", ("cuda", "hip")),
     "num_warps": (True, lambda v: v in (1, 2, 4, 8, 16) and not isinstance(v, bool), "one of 1, 2, 4, 8, 16", ("cuda", "hip")),
@@ -100,9 +100,9 @@ def validate_config(cfg, *, backend: str | None = None, where: str = "config") -
     for key, (required, *_rest) in KEYS.items():
         if required and key not in cfg:
             raise ConfigError(f"{where}: missing key {key!r}")
-    if cfg["BLOCK_SIZE_N"] in SPLIT_N and not (cfg.get("backend") == "gluon" and cfg["num_warps"] == 8):
+    if cfg["BLOCK_SIZE_N"] in SPLIT_N and cfg.get("backend") != "gluon":
         raise ConfigError(f"{where}: key 'BLOCK_SIZE_N' = {cfg['BLOCK_SIZE_N']} is a split tile of the Gluon "
-                          "cooperative kernel: it needs \"backend\": \"gluon\" and num_warps 8")
+                          "kernels (two accumulators): it needs \"backend\": \"gluon\"")
     return {**DEFAULTS, **cfg}
 
 

@@ -81,8 +81,8 @@ def smem_bytes(cfg: dict, target, in_bytes: int, out_bytes: int, tma: bool) -> i
 
 def triton_tile(cfg: dict) -> dict:
     """The config the Triton tier runs for `cfg`: itself, but a split tile (BLOCK_SIZE_N 96 / 192, which only
-    the Gluon cooperative kernel builds, from two accumulators: configs.SPLIT_N) runs its power-of-two
-    part (64 / 128) when a call falls back from Gluon (ops/gemm_a16w16.py `gluon_unsupported`)."""
+    the dense Gluon kernels build, from two accumulators: configs.SPLIT_N) runs its power-of-two part
+    (64 / 128) when a call falls back from Gluon (ops/gemm_a16w16.py `gluon_unsupported`)."""
     bn = cfg["BLOCK_SIZE_N"]
     return dict(cfg, BLOCK_SIZE_N=bn * 2 // 3) if bn in SPLIT_N else cfg
 

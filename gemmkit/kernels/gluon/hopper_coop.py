@@ -65,8 +65,8 @@ and BM/2 x T, and issues two wgmma per K step (m64n2Tk16 and m64nTk16, on the sa
 T rows and the loader puts 3 of them per stage, rows [0, 2T) into b[s] and [2T, 3T) into t[s]::
 
    ring stage s:  a[s]: BM x BK | b[s]: 2T x BK (two w boxes) | t[s]: T x BK (one w box)   full[s] expects all 4
-   mma c:         acc  += a[s][rows of c] @ b[s]^T     (BM/2 x 2T)    \  two wgmma groups in flight per step:
-                  acc_t += a[s][rows of c] @ t[s]^T    (BM/2 x T)     /  wait(2) retires the previous step's
+   mma c:         acc  += a[s][rows of c] @ b[s]^T     (BM/2 x 2T)    ┐ two wgmma groups in flight per step:
+                  acc_t += a[s][rows of c] @ t[s]^T    (BM/2 x T)     ┘ wait(2) retires the previous step's
    epilogue:      acc -> 2 sub-tiles of T columns, acc_t -> 1: 3 TMA stores of BM/2 x T through c0 / c1
 
 Why: cuBLAS picks 192-wide tiles where a power-of-two width leaves SMs idle (docs/PERF.md, session 8):
@@ -126,7 +126,7 @@ _EPI_SPLITS = (1, 2, 4)  # output sub-tiles per consumer tile, fewest first
 # BN / 3 columns), for rows whose tile count a power-of-two width wastes (DeepSeek N = 576 = 3 x 192,
 # Llama-3-8B qkv N = 6144 at M = 512: 128 tiles of 128 x 192 for 132 SMs, against 96 or 192 of 128 x 256 /
 # 128 x 128). cuBLAS picks such widths there (docs/PERF.md, session 8). Dense kernel only.
-SPLIT_N = configs.SPLIT_N  # (96, 192); the config tables accept them for this kernel only
+SPLIT_N = configs.SPLIT_N  # (96, 192); the config tables accept them for the dense Gluon kernels only
 
 
 @dataclass(frozen=True)
@@ -191,13 +191,11 @@ def derive(cfg: dict, target=None, in_bytes: int = 2, out_bytes: int = 2) -> Pla
     if cfg["num_warps"] != _TILE_WARPS:
         raise ValueError(f"config: key 'num_warps' = {cfg['num_warps']}; the {BACKEND} backend needs 8 "
                          "(two consumer warpgroups of 4 share a tile)")
-    bn = cfg.get("BLOCK_SIZE_N")
-    split_n = bn in SPLIT_N
-    # a split tile is checked as its power-of-two part (2 BN / 3), then planned at its full width
-    consumer_view = {**cfg, "BLOCK_SIZE_M": bm // 2, "num_warps": hp._CONSUMER_WARPS,
-                     **({"BLOCK_SIZE_N": bn * 2 // 3} if split_n else {})}
-    bm_c, _, bk = hp.check_config(consumer_view, BACKEND, "the gluon cooperative kernel", "(wgmma rows)")
-    bn_tail = bn // 3 if split_n else 0
+    consumer_view = {**cfg, "BLOCK_SIZE_M": bm // 2, "num_warps": hp._CONSUMER_WARPS}
+    bm_c, bn, bk = hp.check_config(consumer_view, BACKEND, "the gluon cooperative kernel", "(wgmma rows)",
+                                   split_ok=True)
+    bn_tail = hp.split_tail(bn)
+    split_n = bn_tail > 0
     if not (hp._pow2(bk) and 16 <= bk <= 128):
         raise ValueError(f"config: key 'BLOCK_SIZE_K' = {bk}; expected a power of two in [16, 128]")
     acc_regs = bm_c * bn // (32 * hp._CONSUMER_WARPS)
@@ -332,16 +330,11 @@ def _coop_mma_partition(CONSUMER: gl.constexpr, y_desc, bias_ptr, a_ring, b_ring
 def _coop_split_mma_partition(CONSUMER: gl.constexpr, y_desc, bias_ptr, a_ring, b_ring, t_ring, c_smem, full, empty,
                               M, N, K, STAGES: gl.constexpr, GROUP_SIZE_M: gl.constexpr, HAS_BIAS: gl.constexpr,
                               ACTIVATION: gl.constexpr):
-    """`_coop_mma_partition` for a split tile, BN = 3 * T columns (T = BN_TAIL = EPI_N: 96 -> 32, 192 -> 64):
-    two accumulators, columns [0, 2T) and [2T, 3T) (register and shared-memory tensors are powers of two),
-    each its own wgmma, on the b_ring and t_ring slots; stored as three T-wide sub-tiles. Dense kernel only."""
-    T: gl.constexpr = t_ring.shape[1]
-    BN: gl.constexpr = 3 * T
+    """`_coop_mma_partition` for a split tile, BN = 3 * T columns (T = EPI_N: 96 -> 32, 192 -> 64): the
+    ping-pong's split mainloop on this consumer's rows of the x box (two accumulators, 2T and T columns) and
+    its split epilogue (three T-wide sub-tiles): hopper_pingpong._split_mainloop / store_split. Dense only."""
+    BN: gl.constexpr = 3 * t_ring.shape[1]
     BM_C: gl.constexpr = c_smem.shape[0]
-    acc_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
-                                                         instr_shape=[16, 2 * T, 16])
-    tail_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
-                                                          instr_shape=[16, T, 16])
     num_pid_m = gl.cdiv(M, a_ring.shape[1])
     num_pid_n = gl.cdiv(N, BN)
     num_work = num_pid_m * num_pid_n
@@ -349,30 +342,13 @@ def _coop_split_mma_partition(CONSUMER: gl.constexpr, y_desc, bias_ptr, a_ring, 
     idx = 0
     phase = 0
     for work_id in range(gl.program_id(0), num_work, gl.num_programs(0)):
-        acc = warpgroup_mma_init(gl.zeros((BM_C, 2 * T), dtype=gl.float32, layout=acc_layout))
-        acc_t = warpgroup_mma_init(gl.zeros((BM_C, T), dtype=gl.float32, layout=tail_layout))
-        for kk in range(k_steps):
-            mbarrier.wait(full.index(idx), phase)
-            a = a_ring.index(idx).slice(CONSUMER * BM_C, BM_C)
-            acc = warpgroup_mma(a, b_ring.index(idx).permute((1, 0)), acc, is_async=True)
-            acc_t = warpgroup_mma(a, t_ring.index(idx).permute((1, 0)), acc_t, is_async=True)
-            # two wgmma groups per step: with this step's two in flight, the previous step's are done
-            warpgroup_mma_wait(2, deps=(acc, acc_t))
-            mbarrier.arrive(empty.index(hp._ring_prev(idx, STAGES)), pred=kk > 0)
-            idx, phase = hp._ring_next(idx, phase, STAGES)
+        acc, acc_t, idx, phase = hp._split_mainloop(a_ring, b_ring, t_ring, full, empty, idx, phase, k_steps,
+                                                    STAGES, CONSUMER * BM_C, BM_C)
         acc, acc_t = warpgroup_mma_wait(0, deps=(acc, acc_t))
-        mbarrier.arrive(empty.index(hp._ring_prev(idx, STAGES)))
-        b_, pid_m, pid_n = hp._work_tile(work_id, num_work, num_pid_m, num_pid_n, GROUP_SIZE_M, False)
-        col = pid_n * BN
-        row = pid_m * a_ring.shape[1] + CONSUMER * BM_C
-        offs = col + gl.arange(0, 2 * T, layout=gl.SliceLayout(0, acc_layout))
-        out = bias_activation(acc, bias_ptr, offs, N, HAS_BIAS, ACTIVATION).to(y_desc.dtype)
-        lo, hi = _halves(out, BM_C, 2 * T)
-        _store_subtile(y_desc, c_smem, lo, b_, row, col, False)
-        _store_subtile(y_desc, c_smem, hi, b_, row, col + T, False)
-        offs_t = col + 2 * T + gl.arange(0, T, layout=gl.SliceLayout(0, tail_layout))
-        out_t = bias_activation(acc_t, bias_ptr, offs_t, N, HAS_BIAS, ACTIVATION).to(y_desc.dtype)
-        _store_subtile(y_desc, c_smem, out_t, b_, row, col + 2 * T, False)
+        mbarrier.arrive(empty.index(hp._ring_prev(idx, STAGES)))  # the tile's last slot
+        _, pid_m, pid_n = hp._work_tile(work_id, num_work, num_pid_m, num_pid_n, GROUP_SIZE_M, False)
+        hp.store_split(y_desc, c_smem, acc, acc_t, bias_ptr, pid_m * a_ring.shape[1] + CONSUMER * BM_C,
+                       pid_n * BN, N, HAS_BIAS, ACTIVATION)
     tma.store_wait(0)
 
 

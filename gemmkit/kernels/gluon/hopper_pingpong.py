@@ -70,6 +70,13 @@ most one phase away. The turn order makes a consumer start a tile only after the
 other consumer has waited on every full[s] of the previous tile, so full[s] is
 never two phases behind the consumer that waits on it.
 
+Split tiles (BLOCK_SIZE_N 192 or 96 = 3 T with BLOCK_SIZE_M 64; shared with hopper_coop.py, whose docstring
+draws them): register and shared-memory tensors and TMA boxes are powers of two, so the consumer keeps two
+accumulators (BM x 2T and BM x T, `_split_mainloop`: two wgmma per K step), the loader puts three T-row w
+boxes per stage into b[s] (2T rows) and t[s] (T rows), and the epilogue stores three BM x T sub-tiles through
+a BM x T staging tile per consumer (`store_split`; always two staging tiles). 64 x 192 fits the 132 SMs
+where 128 x 128 does not (Llama-3-8B qkv at M = 256: 128 tiles against 96). Dense kernel only.
+
 Register split (setmaxnreg): see `derive`. Epilogue math is the Triton tier's
 (`bias_activation` in kernels/triton/_epilogue.py, a @triton.jit function that a
 @gluon.jit kernel can call in Triton 3.6), and so is the tile order.
@@ -85,8 +92,9 @@ Constraints:
     (K % 8 == 0, N % 8 == 0 for a 16-bit y, N % 4 for fp32). M, N, K need not be
     multiples of the tile: TMA zero-fills out-of-bounds loads and clips stores.
   - BLOCK_SIZE_M in {64, 128} (one wgmma warpgroup covers 64-row slices);
-    BLOCK_SIZE_N a power of two in [16, 256]; BLOCK_SIZE_K a power of two in
-    [16, 128]; accumulator BM * BN / 128 <= 128 fp32 registers per thread.
+    BLOCK_SIZE_N a power of two in [16, 256], or a split tile 96 / 192 (`split_tail`; the dense
+    kernel only); BLOCK_SIZE_K a power of two in [16, 128]; accumulator BM * BN / 128 <= 128
+    fp32 registers per thread (64 x 192: 96).
   - num_warps == 4 (warps per consumer warpgroup; the kernel adds the second
     consumer and the load warp); NUM_KSPLIT == 1. num_stages is an upper bound:
     the ring gets num_stages stages beside two output tiles if they fit, else the
@@ -105,6 +113,7 @@ from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import (
     fence_async_shared, mbarrier, tma, warpgroup_mma, warpgroup_mma_init, warpgroup_mma_wait)
 
+from ...configs import SPLIT_N
 from ..triton._epilogue import ACTIVATIONS, bias_activation
 from ..triton._schedule import batched_tile_coords, tile_coords
 
@@ -164,6 +173,8 @@ class Plan:
     swizzle_a: int  # NVMMA shared-layout swizzle bytes of the a / b ring slots and the y staging tile
     swizzle_b: int
     swizzle_c: int
+    BN_TAIL: int = 0  # a split tile (BN 96 / 192 = 3 T, see `split_tail`): T; 0 for a power-of-two BN
+    w_box: int = 0  # rows of the w TMA box: BN, or T for a split tile
 
 
 def _swizzle(inner_bytes: int) -> int:
@@ -178,11 +189,18 @@ def _pow2(v) -> bool:
     return isinstance(v, int) and v > 0 and v & (v - 1) == 0
 
 
-def check_config(cfg: dict, backend: str, kernel: str, bm_why: str):
+def split_tail(bn: int) -> int:
+    """T of a split tile BN = 3 T (96 / 192: configs.SPLIT_N), built from two power-of-two accumulators of
+    2T and T columns (register and shared-memory tensors, and TMA boxes, are powers of two); 0 otherwise."""
+    return bn // 3 if bn in SPLIT_N else 0
+
+
+def check_config(cfg: dict, backend: str, kernel: str, bm_why: str, split_ok: bool = False):
     """The checks every Hopper Gluon kernel's `derive` makes of a config (this one's and
     hopper_pingpong_fp8's): every CONFIG_KEYS key present, no other key but the ignored ones, no
-    split-K, BLOCK_SIZE_M 64 or 128, BLOCK_SIZE_N a power of two in [16, 256], num_warps 4 (one
-    consumer warpgroup), GROUP_SIZE_M >= 1. Returns (BM, BN, BK); BLOCK_SIZE_K is each kernel's own."""
+    split-K, BLOCK_SIZE_M 64 or 128, BLOCK_SIZE_N a power of two in [16, 256] (or, `split_ok`, a split
+    tile), num_warps 4 (one consumer warpgroup), GROUP_SIZE_M >= 1. Returns (BM, BN, BK); BLOCK_SIZE_K
+    is each kernel's own."""
     for key in CONFIG_KEYS:
         if key not in cfg:
             raise ValueError(f"config: missing key {key!r} for the {backend} backend")
@@ -194,8 +212,9 @@ def check_config(cfg: dict, backend: str, kernel: str, bm_why: str):
     bm, bn, bk = cfg["BLOCK_SIZE_M"], cfg["BLOCK_SIZE_N"], cfg["BLOCK_SIZE_K"]
     if bm not in (64, 128):
         raise ValueError(f"config: key 'BLOCK_SIZE_M' = {bm}; the {backend} backend needs 64 or 128 {bm_why}")
-    if not (_pow2(bn) and 16 <= bn <= 256):
-        raise ValueError(f"config: key 'BLOCK_SIZE_N' = {bn}; expected a power of two in [16, 256]")
+    if not ((_pow2(bn) and 16 <= bn <= 256) or (split_ok and bn in SPLIT_N)):
+        raise ValueError(f"config: key 'BLOCK_SIZE_N' = {bn}; expected a power of two in [16, 256] "
+                         + (f" (or a split tile {SPLIT_N})" if split_ok else ""))
     if cfg["num_warps"] != _CONSUMER_WARPS:
         raise ValueError(f"config: key 'num_warps' = {cfg['num_warps']}; the {backend} backend needs 4 "
                          "(warps per consumer warpgroup)")
@@ -226,7 +245,7 @@ def derive(cfg: dict, target=None, in_bytes: int = 2, out_bytes: int = 2) -> Pla
       swizzle  the largest of 128/64/32 bytes dividing a tile row (BK * 2 = 128 B: 128-byte
                swizzle, conflict-free for TMA writes and wgmma reads).
     """
-    bm, bn, bk = check_config(cfg, "gluon", "the gluon ping-pong kernel", "(wgmma rows)")
+    bm, bn, bk = check_config(cfg, "gluon", "the gluon ping-pong kernel", "(wgmma rows)", split_ok=True)
     if not (_pow2(bk) and 16 <= bk <= 128):
         raise ValueError(f"config: key 'BLOCK_SIZE_K' = {bk}; expected a power of two in [16, 128]")
     acc_regs = bm * bn // (32 * _CONSUMER_WARPS)
@@ -235,8 +254,9 @@ def derive(cfg: dict, target=None, in_bytes: int = 2, out_bytes: int = 2) -> Pla
                          f"registers per thread; the gluon backend allows {_MAX_ACC_REGS}")
     smem = target.shared_mem_bytes if target is not None else 232448
     stage_bytes = (bm + bn) * bk * in_bytes
-    tile_bytes = bm * bn * out_bytes
-    c_tiles = 2 if (smem - 2 * tile_bytes - _BARRIER_SLACK) // stage_bytes >= cfg["num_stages"] else 1
+    tail = split_tail(bn)
+    tile_bytes = bm * (tail or bn) * out_bytes  # a split tile stages one BM x T sub-tile at a time
+    c_tiles = 2 if tail or (smem - 2 * tile_bytes - _BARRIER_SLACK) // stage_bytes >= cfg["num_stages"] else 1
     epilogue_bytes = c_tiles * tile_bytes
     fit = (smem - epilogue_bytes - _BARRIER_SLACK) // stage_bytes
     stages = min(cfg["num_stages"], fit)
@@ -251,7 +271,7 @@ def derive(cfg: dict, target=None, in_bytes: int = 2, out_bytes: int = 2) -> Pla
                 smem_bytes=stages * stage_bytes + epilogue_bytes + _BARRIER_SLACK,
                 warps=warps, regs_at_entry=regs_at_entry, mma_regs=mma_regs, load_regs=_LOAD_REGS,
                 acc_regs=acc_regs, swizzle_a=_swizzle(bk * in_bytes), swizzle_b=_swizzle(bk * in_bytes),
-                swizzle_c=_swizzle(bn * out_bytes))
+                swizzle_c=_swizzle((tail or bn) * out_bytes), BN_TAIL=tail, w_box=tail or bn)
 
 
 def constexprs(plan: Plan, *, has_bias: bool, activation: str) -> dict:
@@ -260,6 +280,16 @@ def constexprs(plan: Plan, *, has_bias: bool, activation: str) -> dict:
         raise ValueError(f"activation: expected one of {ACTIVATIONS}, got {activation!r}")
     return dict(STAGES=plan.stages, C_TILES=plan.c_tiles, GROUP_SIZE_M=plan.GROUP_SIZE_M, HAS_BIAS=has_bias,
                 ACTIVATION=activation, MMA_REGS=plan.mma_regs, LOAD_REGS=plan.load_regs)
+
+
+def kernel_constexprs(plan: Plan, *, has_bias: bool, activation: str) -> dict:
+    """hopper_pingpong_kernel's: `constexprs` and the tile width BN (the w box is BN / 3 rows for a split tile)."""
+    return {**constexprs(plan, has_bias=has_bias, activation=activation), "BN": plan.BN}
+
+
+def y_box(plan: Plan) -> tuple:
+    """The y TMA box = a consumer's staging tile: the whole BM x BN tile, or BM x T for a split tile."""
+    return (plan.BM, plan.BN_TAIL or plan.BN)
 
 
 # ----------------------------------------------------------------------------- device code
@@ -342,18 +372,77 @@ def _load_partition(x_desc, w_desc, a_ring, b_ring, full, empty, M, N, K,
 
 
 @gluon.jit
+def _split_mainloop(a_ring, b_ring, t_ring, full, empty, idx, phase, k_steps, STAGES: gl.constexpr,
+                    A_ROW0: gl.constexpr, BM: gl.constexpr):
+    """A split tile's mainloop (this kernel's and hopper_coop.py's), from ring slot (idx, phase): per K step
+    two wgmma on rows [A_ROW0, A_ROW0 + BM) of the a slot (the ping-pong: all of it; a cooperative consumer:
+    its half), one with the 2T-row b slot, one with the T-row t slot (loaded by `_load_partition`'s t_ring
+    path). Returns the two accumulators, the last step's wgmma still in flight (the caller waits, then
+    releases that slot), and the ring position after the tile."""
+    T: gl.constexpr = t_ring.shape[1]
+    acc_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
+                                                         instr_shape=[16, 2 * T, 16])
+    tail_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
+                                                          instr_shape=[16, T, 16])
+    acc = warpgroup_mma_init(gl.zeros((BM, 2 * T), dtype=gl.float32, layout=acc_layout))
+    acc_t = warpgroup_mma_init(gl.zeros((BM, T), dtype=gl.float32, layout=tail_layout))
+    for kk in range(k_steps):
+        mbarrier.wait(full.index(idx), phase)
+        a = a_ring.index(idx).slice(A_ROW0, BM)
+        acc = warpgroup_mma(a, b_ring.index(idx).permute((1, 0)), acc, is_async=True)
+        acc_t = warpgroup_mma(a, t_ring.index(idx).permute((1, 0)), acc_t, is_async=True)
+        # two wgmma groups per step: with this step's two in flight, the previous step's are done
+        warpgroup_mma_wait(2, deps=(acc, acc_t))
+        mbarrier.arrive(empty.index(_ring_prev(idx, STAGES)), pred=kk > 0)
+        idx, phase = _ring_next(idx, phase, STAGES)
+    return acc, acc_t, idx, phase
+
+
+@gluon.jit
+def store_split(y_desc, c_smem, acc, acc_t, bias_ptr, row, col, N, HAS_BIAS: gl.constexpr, ACTIVATION: gl.constexpr):
+    """A split tile's epilogue (this kernel's and hopper_coop.py's): bias / activation / cast on each
+    accumulator with its own columns, then 3 TMA stores of BM x T sub-tiles through c_smem (BM x T), each
+    after the previous store has read it. acc: columns [col, col + 2T) (stored as two halves: a register
+    split, nothing moves), acc_t: [col + 2T, col + 3T)."""
+    BM: gl.constexpr = c_smem.shape[0]
+    T: gl.constexpr = c_smem.shape[1]
+    offs = col + gl.arange(0, 2 * T, layout=gl.SliceLayout(0, acc.type.layout))
+    out = bias_activation(acc, bias_ptr, offs, N, HAS_BIAS, ACTIVATION).to(y_desc.dtype)
+    lo, hi = out.reshape([BM, 2, T]).permute((0, 2, 1)).split()
+    offs_t = col + 2 * T + gl.arange(0, T, layout=gl.SliceLayout(0, acc_t.type.layout))
+    out_t = bias_activation(acc_t, bias_ptr, offs_t, N, HAS_BIAS, ACTIVATION).to(y_desc.dtype)
+    tma.store_wait(0)
+    c_smem.store(lo)
+    fence_async_shared()
+    tma.async_copy_shared_to_global(y_desc, [row, col], c_smem)
+    tma.store_wait(0)
+    c_smem.store(hi)
+    fence_async_shared()
+    tma.async_copy_shared_to_global(y_desc, [row, col + T], c_smem)
+    tma.store_wait(0)
+    c_smem.store(out_t)
+    fence_async_shared()
+    tma.async_copy_shared_to_global(y_desc, [row, col + 2 * T], c_smem)
+
+
+@gluon.jit
 def _mma_partition(CONSUMER: gl.constexpr, y_desc, bias_ptr, a_ring, b_ring, c_smem, full, empty, turn, c_free,
                    M, N, K, BK: gl.constexpr, STAGES: gl.constexpr, C_TILES: gl.constexpr,
                    GROUP_SIZE_M: gl.constexpr, HAS_BIAS: gl.constexpr, ACTIVATION: gl.constexpr,
-                   B=1, stride_bb=0, BATCHED: gl.constexpr = False):
+                   B=1, stride_bb=0, BATCHED: gl.constexpr = False, t_ring=None):
     """1 warpgroup: local tiles CONSUMER, CONSUMER + 2, ...: mainloop on its turn, then the epilogue.
     BATCHED: bias row b (bias_ptr + b * stride_bb; stride 0 shares one row) and a 3-D TMA store
-    [b, m, n] through a 3-D view of the 2-D output tile."""
+    [b, m, n] through a 3-D view of the 2-D output tile.
+    t_ring (a split tile, dense only: `_split_mainloop`, `store_split`): c_smem is one BM x T sub-tile per
+    consumer (C_TILES 2)."""
     BM: gl.constexpr = c_smem.shape[0]
-    BN: gl.constexpr = c_smem.shape[1]
-    # wgmma accumulator: 4 warps stacked along M, instruction m16 x BN x k16 per warp.
-    acc_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
-                                                         instr_shape=[16, BN, 16])
+    if t_ring is None:
+        BN: gl.constexpr = c_smem.shape[1]
+        # wgmma accumulator: 4 warps stacked along M, instruction m16 x BN x k16 per warp.
+        acc_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
+                                                             instr_shape=[16, BN, 16])
+    else:  # a split tile: accumulators of 2T and T columns (`_split_mainloop`), c_smem one BM x T sub-tile
+        BN: gl.constexpr = 3 * t_ring.shape[1]
     num_pid_m = gl.cdiv(M, BM)
     num_pid_n = gl.cdiv(N, BN)
     if BATCHED:
@@ -372,39 +461,47 @@ def _mma_partition(CONSUMER: gl.constexpr, y_desc, bias_ptr, a_ring, b_ring, c_s
         phase = (step // STAGES) & 1
         # My turn on the tensor cores (consumer 0's first wait passes on the fresh barrier).
         mbarrier.wait(turn.index(CONSUMER), (n & 1) ^ (1 - CONSUMER))
-        acc = warpgroup_mma_init(gl.zeros((BM, BN), dtype=gl.float32, layout=acc_layout))
-        for kk in range(k_steps):
-            mbarrier.wait(full.index(idx), phase)
-            acc = warpgroup_mma(a_ring.index(idx), b_ring.index(idx).permute((1, 0)), acc, is_async=True)
-            # One wgmma group in flight: the previous step's has finished reading its slot.
-            warpgroup_mma_wait(1, deps=(acc,))
-            mbarrier.arrive(empty.index(_ring_prev(idx, STAGES)), pred=kk > 0)
-            idx, phase = _ring_next(idx, phase, STAGES)
-        # Every wgmma of this tile is issued: hand the tensor cores to the other consumer.
-        mbarrier.arrive(turn.index(1 - CONSUMER))
-        acc = warpgroup_mma_wait(0, deps=(acc,))
-        mbarrier.arrive(empty.index(_ring_prev(idx, STAGES)))  # the tile's last slot
-        # Epilogue (runs under the other consumer's mainloop).
-        if BATCHED:  # the tile's coordinates, not live across the mainloop (a batched gelu epilogue spilled)
-            b, pid_m, pid_n = _work_tile(work_id, num_work, num_pid_m, num_pid_n, GROUP_SIZE_M, BATCHED)
-        offs_n = pid_n * BN + gl.arange(0, BN, layout=gl.SliceLayout(0, acc_layout))
-        if BATCHED:
-            out = bias_activation(acc, bias_ptr + b.to(gl.int64) * stride_bb, offs_n, N, HAS_BIAS, ACTIVATION)
+        if t_ring is not None:
+            acc, acc_t, idx, phase = _split_mainloop(a_ring, b_ring, t_ring, full, empty, idx, phase, k_steps,
+                                                     STAGES, 0, BM)
+            mbarrier.arrive(turn.index(1 - CONSUMER))  # every wgmma issued: hand over the tensor cores
+            acc, acc_t = warpgroup_mma_wait(0, deps=(acc, acc_t))
+            mbarrier.arrive(empty.index(_ring_prev(idx, STAGES)))  # the tile's last slot
+            store_split(y_desc, c_smem, acc, acc_t, bias_ptr, pid_m * BM, pid_n * BN, N, HAS_BIAS, ACTIVATION)
         else:
-            out = bias_activation(acc, bias_ptr, offs_n, N, HAS_BIAS, ACTIVATION)
-        if C_TILES == 2:
-            tma.store_wait(0)  # my previous tile's TMA store has read my c_smem
-        else:
-            mbarrier.wait(c_free, 1 - CONSUMER)  # the other consumer's last store has read the shared c
-        c_smem.store(out.to(y_desc.dtype))
-        fence_async_shared()  # generic-proxy writes -> async-proxy (TMA) read
-        if BATCHED:
-            tma.async_copy_shared_to_global(y_desc, [b, pid_m * BM, pid_n * BN], c_smem.reshape([1, BM, BN]))
-        else:
-            tma.async_copy_shared_to_global(y_desc, [pid_m * BM, pid_n * BN], c_smem)
-        if C_TILES == 1:
-            tma.store_wait(0)
-            mbarrier.arrive(c_free)
+            acc = warpgroup_mma_init(gl.zeros((BM, BN), dtype=gl.float32, layout=acc_layout))
+            for kk in range(k_steps):
+                mbarrier.wait(full.index(idx), phase)
+                acc = warpgroup_mma(a_ring.index(idx), b_ring.index(idx).permute((1, 0)), acc, is_async=True)
+                # One wgmma group in flight: the previous step's has finished reading its slot.
+                warpgroup_mma_wait(1, deps=(acc,))
+                mbarrier.arrive(empty.index(_ring_prev(idx, STAGES)), pred=kk > 0)
+                idx, phase = _ring_next(idx, phase, STAGES)
+            # Every wgmma of this tile is issued: hand the tensor cores to the other consumer.
+            mbarrier.arrive(turn.index(1 - CONSUMER))
+            acc = warpgroup_mma_wait(0, deps=(acc,))
+            mbarrier.arrive(empty.index(_ring_prev(idx, STAGES)))  # the tile's last slot
+            # Epilogue (runs under the other consumer's mainloop).
+            if BATCHED:  # the tile's coordinates, not live across the mainloop (a batched gelu epilogue spilled)
+                b, pid_m, pid_n = _work_tile(work_id, num_work, num_pid_m, num_pid_n, GROUP_SIZE_M, BATCHED)
+            offs_n = pid_n * BN + gl.arange(0, BN, layout=gl.SliceLayout(0, acc_layout))
+            if BATCHED:
+                out = bias_activation(acc, bias_ptr + b.to(gl.int64) * stride_bb, offs_n, N, HAS_BIAS, ACTIVATION)
+            else:
+                out = bias_activation(acc, bias_ptr, offs_n, N, HAS_BIAS, ACTIVATION)
+            if C_TILES == 2:
+                tma.store_wait(0)  # my previous tile's TMA store has read my c_smem
+            else:
+                mbarrier.wait(c_free, 1 - CONSUMER)  # the other consumer's last store has read the shared c
+            c_smem.store(out.to(y_desc.dtype))
+            fence_async_shared()  # generic-proxy writes -> async-proxy (TMA) read
+            if BATCHED:
+                tma.async_copy_shared_to_global(y_desc, [b, pid_m * BM, pid_n * BN], c_smem.reshape([1, BM, BN]))
+            else:
+                tma.async_copy_shared_to_global(y_desc, [pid_m * BM, pid_n * BN], c_smem)
+            if C_TILES == 1:
+                tma.store_wait(0)
+                mbarrier.arrive(c_free)
         n += 1
     tma.store_wait(0)
 
@@ -413,15 +510,20 @@ def _mma_partition(CONSUMER: gl.constexpr, y_desc, bias_ptr, a_ring, b_ring, c_s
 def hopper_pingpong_kernel(x_desc, w_desc, y_desc, bias_ptr, M, N, K,
                            STAGES: gl.constexpr, C_TILES: gl.constexpr, GROUP_SIZE_M: gl.constexpr,
                            HAS_BIAS: gl.constexpr, ACTIVATION: gl.constexpr, MMA_REGS: gl.constexpr,
-                           LOAD_REGS: gl.constexpr):
+                           LOAD_REGS: gl.constexpr, BN: gl.constexpr):
     BM: gl.constexpr = x_desc.block_type.shape[0]
     BK: gl.constexpr = x_desc.block_type.shape[1]
-    BN: gl.constexpr = w_desc.block_type.shape[0]
     a_ring = gl.allocate_shared_memory(x_desc.dtype, [STAGES, BM, BK], x_desc.layout)
-    b_ring = gl.allocate_shared_memory(w_desc.dtype, [STAGES, BN, BK], w_desc.layout)
-    c0 = gl.allocate_shared_memory(y_desc.dtype, [BM, BN], y_desc.layout)
+    if BN % 3 == 0:  # a split tile (96 / 192): w rows [0, 2T) in b_ring, [2T, 3T) in t_ring; c0 / c1 BM x T
+        T: gl.constexpr = BN // 3
+        b_ring = gl.allocate_shared_memory(w_desc.dtype, [STAGES, 2 * T, BK], w_desc.layout)
+        t_ring = gl.allocate_shared_memory(w_desc.dtype, [STAGES, T, BK], w_desc.layout)
+    else:
+        b_ring = gl.allocate_shared_memory(w_desc.dtype, [STAGES, BN, BK], w_desc.layout)
+        t_ring = None
+    c0 = gl.allocate_shared_memory(y_desc.dtype, y_desc.block_type.shape, y_desc.layout)
     if C_TILES == 2:
-        c1 = gl.allocate_shared_memory(y_desc.dtype, [BM, BN], y_desc.layout)
+        c1 = gl.allocate_shared_memory(y_desc.dtype, y_desc.block_type.shape, y_desc.layout)
     else:
         c1 = c0
     full = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
@@ -434,13 +536,23 @@ def hopper_pingpong_kernel(x_desc, w_desc, y_desc, bias_ptr, M, N, K,
     for i in gl.static_range(2):
         mbarrier.init(turn.index(i), count=1)  # the other consumer's arrive
     mbarrier.init(c_free, count=1)  # (C_TILES == 1) the last store's consumer, after store_wait
-    gl.warp_specialize([
-        (_mma_partition, (0, y_desc, bias_ptr, a_ring, b_ring, c0, full, empty, turn, c_free, M, N, K,
-                          BK, STAGES, C_TILES, GROUP_SIZE_M, HAS_BIAS, ACTIVATION)),
-        (_mma_partition, (1, y_desc, bias_ptr, a_ring, b_ring, c1, full, empty, turn, c_free, M, N, K,
-                          BK, STAGES, C_TILES, GROUP_SIZE_M, HAS_BIAS, ACTIVATION)),
-        (_load_partition, (x_desc, w_desc, a_ring, b_ring, full, empty, M, N, K, STAGES, GROUP_SIZE_M)),
-    ], [4, 1], [MMA_REGS, LOAD_REGS])
+    if BN % 3 == 0:
+        gl.warp_specialize([
+            (_mma_partition, (0, y_desc, bias_ptr, a_ring, b_ring, c0, full, empty, turn, c_free, M, N, K,
+                              BK, STAGES, C_TILES, GROUP_SIZE_M, HAS_BIAS, ACTIVATION, 1, 0, False, t_ring)),
+            (_mma_partition, (1, y_desc, bias_ptr, a_ring, b_ring, c1, full, empty, turn, c_free, M, N, K,
+                              BK, STAGES, C_TILES, GROUP_SIZE_M, HAS_BIAS, ACTIVATION, 1, 0, False, t_ring)),
+            (_load_partition, (x_desc, w_desc, a_ring, b_ring, full, empty, M, N, K, STAGES, GROUP_SIZE_M,
+                               1, False, t_ring)),
+        ], [4, 1], [MMA_REGS, LOAD_REGS])
+    else:
+        gl.warp_specialize([
+            (_mma_partition, (0, y_desc, bias_ptr, a_ring, b_ring, c0, full, empty, turn, c_free, M, N, K,
+                              BK, STAGES, C_TILES, GROUP_SIZE_M, HAS_BIAS, ACTIVATION)),
+            (_mma_partition, (1, y_desc, bias_ptr, a_ring, b_ring, c1, full, empty, turn, c_free, M, N, K,
+                              BK, STAGES, C_TILES, GROUP_SIZE_M, HAS_BIAS, ACTIVATION)),
+            (_load_partition, (x_desc, w_desc, a_ring, b_ring, full, empty, M, N, K, STAGES, GROUP_SIZE_M)),
+        ], [4, 1], [MMA_REGS, LOAD_REGS])
 
 
 # ----------------------------------------------------------------------------- host side
@@ -523,8 +635,9 @@ def launch(x2, w, bias, y, activation, cfg, target, compile_only=False):
     """
     check_operands(x2, w, bias, y, target, "gluon ping-pong")
     plan = derive(cfg, target, x2.element_size(), y.element_size())
-    ce = constexprs(plan, has_bias=bias is not None, activation=activation)
-    return launch_tma(hopper_pingpong_kernel, plan, (plan.BM, plan.BN), x2, w, bias, y, ce, target, compile_only)
+    ce = kernel_constexprs(plan, has_bias=bias is not None, activation=activation)
+    return launch_tma(hopper_pingpong_kernel, plan, y_box(plan), x2, w, bias, y, ce, target, compile_only,
+                      w_box=plan.w_box)
 
 
 # ----------------------------------------------------------------------------- static compile (gemmkit isa)
@@ -535,6 +648,11 @@ PRESETS = (
      "num_stages": 5},
     {"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 256, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 8, "num_warps": 4,
      "num_stages": 4},
+)
+# The split tiles (dense kernel only: hopper_pingpong_batched.py compiles PRESETS above).
+SPLIT_PRESETS = (
+    {"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 192, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 8, "num_warps": 4,
+     "num_stages": 6},
 )
 
 
@@ -556,8 +674,8 @@ def static_spec(cfg: dict, target, *, dtype: str = "bf16", out_dtype: str | None
     """(kernel, signature, constexprs, divisible, options, plan) to compile the kernel for `target` on a CPU."""
     out_dtype = out_dtype or dtype
     plan = derive(cfg, target, 2, 4 if out_dtype == "fp32" else 2)
-    ce = constexprs(plan, has_bias=has_bias, activation=activation)
-    sig = tma_signature(plan, (plan.BM, plan.BN), dtype, out_dtype, ce)
+    ce = kernel_constexprs(plan, has_bias=has_bias, activation=activation)
+    sig = tma_signature(plan, y_box(plan), dtype, out_dtype, ce, w_box=plan.w_box)
     return hopper_pingpong_kernel, sig, ce, ["bias_ptr"], {"num_warps": _CONSUMER_WARPS}, plan
 
 
@@ -591,13 +709,14 @@ def unique_cases(cases, kernel_name: str, op: str):
 
 
 def isa_cases(archs, op: str = "hopper_pingpong"):
-    """Static cases for sm_90: every shipped bucket with backend "gluon", plus PRESETS (bf16 and fp32 output)."""
+    """Static cases for sm_90: every shipped bucket with backend "gluon", plus PRESETS and SPLIT_PRESETS
+    (bf16 and fp32 output)."""
     if "sm_90" not in archs:
         return
     # gemm_a16w16's tables (the batched and fp8 kernels compile their own tables' gluon buckets)
     cases = [(t, b, c, "bf16") for t, b, c in _shipped_gluon_configs("sm_90")
              if t.startswith("A16W16") and not is_coop(c)]
-    cases += [("-", f"preset{i}", c, o) for i, c in enumerate(PRESETS) for o in ("bf16", "fp32")]
+    cases += [("-", f"preset{i}", c, o) for i, c in enumerate(PRESETS + SPLIT_PRESETS) for o in ("bf16", "fp32")]
     yield from unique_cases(cases, KERNEL_NAME, op)
 
 

@@ -177,18 +177,23 @@ def _descriptor(t, block, dtype: str):
     return TensorDescriptor(t, [B, R, Cn], [stride_b, t.stride(1), 1], [1, *block], _layout3(*block, dtype))
 
 
+def _no_split_tile(plan):
+    if plan.BN_TAIL:
+        raise ValueError(f"config: key 'BLOCK_SIZE_N' = {plan.BN}; the batched kernels take powers of two "
+                         f"(split tiles {hc.SPLIT_N} are the dense Gluon kernels')")
+
+
 def kernel_plan(cfg: dict, target, in_bytes: int, out_bytes: int, *, has_bias: bool, activation: str):
     """(kernel, plan, y box, constexprs) for `cfg`: the cooperative kernel for num_warps 8
     (hopper_pingpong.is_coop; hopper_coop.derive plans it, the y box is a consumer's staging sub-tile),
     else the ping-pong (hopper_pingpong.derive, the y box is the whole tile)."""
     if hp.is_coop(cfg):
         plan = hc.derive(cfg, target, in_bytes, out_bytes)
-        if plan.BN_TAIL:
-            raise ValueError(f"config: key 'BLOCK_SIZE_N' = {plan.BN}; the batched kernels take powers of two "
-                             f"(split tiles {hc.SPLIT_N} are the dense cooperative kernel's)")
+        _no_split_tile(plan)
         return (hopper_coop_batched_kernel, plan, (plan.BM_C, plan.epi_n),
                 hc.constexprs(plan, has_bias=has_bias, activation=activation))
     plan = hp.derive(cfg, target, in_bytes, out_bytes)
+    _no_split_tile(plan)
     return (hopper_pingpong_batched_kernel, plan, (plan.BM, plan.BN),
             hp.constexprs(plan, has_bias=has_bias, activation=activation))
 
