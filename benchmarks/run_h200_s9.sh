@@ -4,15 +4,16 @@
 #            partition): test_gpu_hopper_coop / _hopper_pingpong / _batched / _a16w16
 #   split    benchmarks/sweep_batched.py --op a16w16 --candidates a16w16_split: the split tiles (128 x 192,
 #            128 x 96) against the table's config (SERVED) on the M >= 256 rows a power-of-two width fits badly
-#   splitall the same sweep (CANDIDATES["a16w16_split_all"], 3 passes) over all 120 model rows at M = 256 ... 4096
+#   splitall the same sweep (CANDIDATES[$CAND], default "a16w16_split_all"; "a16w16_split_pp": the ping-pong's
+#            split tiles), 3 passes, over all 120 model rows at M = 256 ... 4096
 #   bench    gemmkit bench --model all -m 256,...,4096 --cuda-graph (issue 3's M >= 256 sweep), squares
 #   alltests the whole gpu suite
 # Usage (repo root): GEMMKIT_GIT_SHA=<sha> STAGE="tests split" bash benchmarks/run_h200_s9.sh
 set -u
 . "$(dirname "$0")/h200_stage_env.sh"
 if has tests; then
-  timeout 400 python3 -m pytest -m gpu -q -p no:cacheprovider -n 8 --timeout 300 tests/test_gpu_hopper_coop.py \
-    tests/test_gpu_hopper_pingpong.py tests/test_gpu_batched.py tests/test_gpu_a16w16.py 2>&1 \
+  timeout 400 python3 -m pytest -m gpu -q -p no:cacheprovider -n 8 --timeout 300 ${TESTS:-tests/test_gpu_hopper_coop.py \
+    tests/test_gpu_hopper_pingpong.py tests/test_gpu_batched.py tests/test_gpu_a16w16.py} 2>&1 \
     | tee "$OUT/pytest_s9.log" | tail -8
 fi
 if has split; then
@@ -27,9 +28,10 @@ if has splitall; then
 from gemmkit.bench.suite import model_suite
 s = sorted({(m, n, k) for lb, m, n, k in model_suite(['all'], [256, 512, 1024, 2048, 4096])})
 print(','.join(f'1x{m}x{n}x{k}' for m, n, k in s))")
-  timeout 560 python3 benchmarks/sweep_batched.py --op a16w16 --dtype bf16 --candidates a16w16_split_all --shapes $SH \
-    --passes ${PASSES:-3} --json "$OUT/a16w16_split_sweep_all.json" > "$OUT/a16w16_split_sweep_all.log" 2>&1
-  grep -E "^  B=|sweep took|Error" "$OUT/a16w16_split_sweep_all.log" | tail -130
+  CAND=${CAND:-a16w16_split_all}
+  timeout 560 python3 benchmarks/sweep_batched.py --op a16w16 --dtype bf16 --candidates $CAND --shapes $SH \
+    --passes ${PASSES:-3} --json "$OUT/${CAND/a16w16_split/a16w16_split_sweep}.json" > "$OUT/$CAND.log" 2>&1
+  grep -E "^  B=|sweep took|Error" "$OUT/$CAND.log" | tail -130
 fi
 if has bench; then
   timeout 560 python3 -m gemmkit bench --model all -m 256,512,1024,2048,4096 --cuda-graph \

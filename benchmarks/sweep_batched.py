@@ -55,6 +55,15 @@ CANDIDATES = {
         coop(128, 96, 64, 6),
         coop(128, 128, 64, 6),
     ],
+    # round 3 (session 9): the ping-pong's split tiles (64 x 192, 64 x 96: a consumer owns a whole tile) on every
+    # model row at M = 256 ... 4096
+    "a16w16_split_pp": [
+        SERVED,
+        gluon(64, 192, 64, 5),
+        gluon(64, 192, 64, 6),
+        gluon(64, 192, 64, 6, group=16),
+        gluon(64, 96, 64, 6),
+    ],
     # round 2 (session 9): round 1's winners on every model row at M = 256 ... 4096
     "a16w16_split_all": [
         SERVED,
