@@ -127,7 +127,8 @@ def build_parser():
     t.add_argument("--batch", type=int, default=1, help="batched ops: the batch count B (default 1)")
     t.add_argument("--backend", default="all", choices=["all", "triton", "gluon"],
                    help="only this backend's candidates (plus the current table's config); gluon: sm_90 a16w16, "
-                        "M >= 256 (the cooperative layout, num_warps 8, at M >= 1024)")
+                        "M >= 256 (the ping-pong; the cooperative layout, num_warps 8: its split tile 128 x 192, "
+                        "and at M >= 1024 its other tiles)")
     t.set_defaults(fn=_cmd_tune)
 
     i = sub.add_parser("isa", help="compile every kernel x shipped config for sm_90 / gfx942 / gfx950 on the CPU, "
