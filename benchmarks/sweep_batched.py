@@ -1,4 +1,5 @@
-"""Config sweep on the GPU (the batched GEMMs; gemm_split_cat at M = 1): a short hand-picked candidate list per op
+"""Config sweep on the GPU (the batched GEMMs; gemm_split_cat at M = 1; gemm_a8w8 fp8; gemm_a16w16's split tiles,
+against the table's own config: the SERVED candidate): a short hand-picked candidate list per op
 (instead of the tuner's random 40), every candidate checked against an fp32 reference and
 timed with the bench method (CUDA-graph replays, inputs rotated past the L2), the vendor
 reference (bench/ops.py) timed in the same process.
@@ -214,7 +215,8 @@ def write_table(path, best):
     for bucket, m in (("M_LEQ_512", 512), ("M_LEQ_1024", 1024), ("any", 2048)):
         if m in best:
             table.pop(bucket, None)
-            table[bucket] = {k: v for k, v in best[m]["config"].items() if _configs.DEFAULTS.get(k, object()) != v}
+            table[bucket] = {k: v for k, v in best[m]["config"].items()
+                             if _configs.DEFAULTS.get(k, object()) != v and not k.startswith("_")}
     order = sorted((k for k in table if k != "any"), key=lambda k: int(k.split("_")[-1])) + ["any"]
     lines = [f'  "{k}": ' + json.dumps(table[k]) for k in order]
     with open(path, "w") as f:

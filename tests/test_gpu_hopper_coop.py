@@ -12,7 +12,7 @@ import torch
 from gemmkit.reference import gemm_a16w16_ref
 
 from _util import check_a16w16 as check
-from _util import gpu_target, launch_dense, poisoned, randn, within_bound
+from _util import gpu_target, launch_dense, poisoned, randn, sanitize, within_bound
 
 pytestmark = pytest.mark.gpu
 DEV = "cuda"
@@ -59,7 +59,7 @@ def test_fp16(M, N, K, cfg):
 @pytest.mark.parametrize("act,out_dtype", [(a, torch.bfloat16) for a in ("none", "relu", "gelu", "gelu_tanh", "silu")]
                          + [("gelu", torch.float16), ("silu", torch.float32), ("none", torch.float32)],
                          ids=lambda v: str(v).replace("torch.", ""))
-@pytest.mark.parametrize("cfg", ["128x256x64-s4", "128x192x64-s5"])
+@pytest.mark.parametrize("cfg", ["128x256x64-s4", "128x192x64-s5", "128x96x64-s6"])
 def test_bias_activation_out_dtype(act, out_dtype, cfg):
     """Bias + every activation (bf16 out), fp16 out, fp32 out (4 sub-tiles of 64 x 64 per consumer; the split
     tile: 3 of 64 x 64, bias and activation applied to each accumulator with its own columns)."""
@@ -81,7 +81,7 @@ def test_small_persistent_grids(cus, cfg):
     check(run(x, w, b, "gelu", cfg=CFGS[cfg], cus=cus), x, w, b, "gelu")
 
 
-@pytest.mark.parametrize("cfg", ["128x256x64-s4", "128x192x64-s5"])
+@pytest.mark.parametrize("cfg", ["128x256x64-s4", "128x192x64-s5", "128x96x64-s6"])
 def test_deterministic(cfg):
     """Each output element is one consumer's K-ordered sum: bitwise identical run to run, any grid."""
     x, w = randn(1000, 3000, dtype=torch.bfloat16, device=DEV), randn(2056, 3000, dtype=torch.bfloat16, device=DEV)
@@ -136,3 +136,32 @@ def test_unsupported_inputs_raise():
     with pytest.raises(ValueError, match="num_warps"):
         _hc().launch(x, x, None, torch.empty(64, 64, device=DEV, dtype=torch.bfloat16), "none",
                      {**CFG_S4, "num_warps": 4}, t)
+
+
+_SANITIZE = """
+import torch
+from gemmkit import arch
+from gemmkit.kernels.gluon.hopper_coop import launch
+t = arch.current()
+for bn, stages in ((256, 4), (192, 5), (96, 6)):  # two output sub-tiles per consumer; the split tiles (3)
+    cfg = {"BLOCK_SIZE_M": 128, "BLOCK_SIZE_N": bn, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 2, "num_warps": 8,
+           "num_stages": stages}
+    for cus, (M, N, K) in ((1, (300, 392, 200)), (2, (520, 600, 520)), (3, (129, 264, 136))):
+        x = torch.randn(M, K, device="cuda", dtype=torch.bfloat16)
+        w = torch.randn(N, K, device="cuda", dtype=torch.bfloat16)
+        b = torch.randn(N, device="cuda", dtype=torch.bfloat16)
+        y = torch.full((M, N), float("nan"), device="cuda", dtype=torch.bfloat16)
+        launch(x, w, b, y, "silu", cfg, t.with_cus(cus))
+        torch.cuda.synchronize()
+        ref = torch.nn.functional.silu(x.float() @ w.float().T + b.float())
+        assert ((y.float() - ref).norm() / ref.norm()).item() < 2**-8
+print("sanitized run done")
+"""
+
+
+@pytest.mark.parametrize("tool", ["synccheck", "memcheck"])
+def test_compute_sanitizer(tool):
+    """No illegal barrier use (synccheck) and no bad accesses (memcheck): 1-3 persistent CTAs, several tiles
+    each (the shared ring wraps across tiles), the 128 x 256 tile and the split tiles 128 x 192 / 128 x 96."""
+    out = sanitize(tool, _SANITIZE)
+    assert "ERROR SUMMARY: 0 errors" in out, out[-4000:]

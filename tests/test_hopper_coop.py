@@ -58,7 +58,7 @@ def test_plan_of_the_split_tiles():
     assert hc.derive(BASE, H200).BN_TAIL == 0 and hc.derive(BASE, H200).w_box == 256
 
 
-def test_split_tiles_are_the_cooperative_kernels_only():
+def test_split_tiles_are_the_dense_gluon_kernels_only():
     from gemmkit import configs
     from gemmkit.kernels.gluon import hopper_pingpong_batched as hb
     from gemmkit.ops import _gemm as G
@@ -74,6 +74,17 @@ def test_split_tiles_are_the_cooperative_kernels_only():
     for c in (cfg, {**cfg, "num_warps": 4, "BLOCK_SIZE_M": 64}):
         with pytest.raises(ValueError, match="batched kernels take powers of two"):
             hb.kernel_plan(c, H200, 2, 2, has_bias=False, activation="none")
+    # the batched op refuses them on every path (its Triton tier included: here, the interpreter)
+    import torch
+
+    import gemmkit
+    x = torch.randn(2, 8, 64, dtype=torch.bfloat16)
+    with pytest.raises(ValueError, match="batched GEMMs take powers of two"):
+        gemmkit.batched_gemm_a16w16(x, x, config=cfg)
+    from gemmkit.bench.ops import get
+    from gemmkit.configs import SPLIT_N
+    space = get("batched_a16w16").search_space(512, 8192, 8192, H200)
+    assert space and not [c for c in space if c["BLOCK_SIZE_N"] in SPLIT_N]
     # the Triton tier (the op's fallback) runs the power-of-two part; its feasibility is that tile's
     assert G.triton_tile(cfg)["BLOCK_SIZE_N"] == 128 and G.triton_tile({**cfg, "BLOCK_SIZE_N": 96})["BLOCK_SIZE_N"] == 64
     assert G.triton_tile(BASE) is BASE
@@ -124,7 +135,7 @@ def test_op_dispatch_falls_back_where_gluon_cannot_run(bn):
     assert ((y.float() - x.float() @ w.float().T).norm() / (x.float() @ w.float().T).norm()) < 2**-8
 
 
-def test_tuner_offers_coop_at_large_m_only():
+def test_tuner_offers_coop_large_tiles_at_large_m_only():
     from gemmkit.tune import prune, search_space
 
     coop = lambda c: c.get("backend") == "gluon" and hp.is_coop(c)  # noqa: E731
@@ -132,9 +143,9 @@ def test_tuner_offers_coop_at_large_m_only():
     assert big and all(c["num_warps"] == 8 for c in big)
     kept = [c for c in prune(big, 1024, 8192, 8192, H200) if coop(c)]
     assert kept and all(hc.derive(c, H200) for c in kept)
-    # below M = 1024 the cooperative kernel is offered its split tile only (128 x 192)
+    # below M = 1024 the cooperative kernel is offered its split tile (128 x 192) and 128 x 128 only
     assert {(c["BLOCK_SIZE_M"], c["BLOCK_SIZE_N"]) for c in search_space(512, 8192, 8192, H200, "a16w16")
-            if coop(c)} == {(128, 192)}
+            if coop(c)} == {(128, 192), (128, 128)}
     assert {(c["BLOCK_SIZE_M"], c["BLOCK_SIZE_N"]) for c in big} == {(128, 192), (128, 256), (256, 128), (128, 128)}
     assert [c for c in search_space(512, 8192, 8192, H200, "a16w16") if c.get("backend") == "gluon" and not coop(c)]
 

@@ -75,8 +75,8 @@ def test_sampling_keeps_each_backend_and_the_table_configs():
     cands = pick_candidates(space, pruned, M, 5, extra=[serving])
     by = [c.get("backend", "triton") + ("/coop" if c["num_warps"] == 8 and c.get("backend") == "gluon" else "")
           for c in cands]
-    # the cooperative family at M = 512: its 4 split-tile (128 x 192) candidates, fewer than max_candidates
-    assert by.count("gluon") == 5 and by.count("gluon/coop") == 4 and by.count("triton") == 6
+    # the cooperative family at M = 512: 128 x 192 (s4, s5) and 128 x 128 s6, x 2 group sizes: 6 candidates
+    assert by.count("gluon") == 5 and by.count("gluon/coop") == 5 and by.count("triton") == 6
     assert cands[-1] == serving
     assert pick_candidates(space, pruned, M, 5, extra=[serving, cands[0]]) == cands  # no duplicates
     # the draw depends on M only: two layers at one M share their candidates (and compiles)

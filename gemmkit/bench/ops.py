@@ -264,14 +264,17 @@ def _fp4_search_space(M, N, K, target):
 # ----------------------------------------------------------------------------- batched_a16w16, batched_a8w8
 
 def _batched_search_space(op):
-    """The dense tuner space of `op`, less what the batched kernels do not run: split-K, and Gluon
-    except for a16w16 (search_space offers its Gluon candidates, ping-pong and cooperative, on sm_90
-    only, at M >= 256; the batched op runs both layouts on kernels/gluon/hopper_pingpong_batched.py)."""
+    """The dense tuner space of `op`, less what the batched kernels do not run: split-K, split tiles
+    (BLOCK_SIZE_N 96 / 192: the dense Gluon kernels'), and Gluon except for a16w16 (search_space offers its
+    Gluon candidates, ping-pong and cooperative, on sm_90 only, at M >= 256; the batched op runs both layouts
+    on kernels/gluon/hopper_pingpong_batched.py)."""
     def space(M, N, K, target):
+        from ..configs import SPLIT_N
         from ..tune import search_space
 
         return [c for c in search_space(M, N, K, target, op)
-                if c["NUM_KSPLIT"] == 1 and (op == "a16w16" or c.get("backend", "triton") == "triton")]
+                if c["NUM_KSPLIT"] == 1 and c["BLOCK_SIZE_N"] not in SPLIT_N
+                and (op == "a16w16" or c.get("backend", "triton") == "triton")]
     return space
 
 

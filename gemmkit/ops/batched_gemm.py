@@ -33,6 +33,7 @@ import torch
 from ..kernels.triton._schedule import persistent_grid
 from ..kernels.triton.batched_gemm import batched_gemm_kernel
 from ..kernels.triton.batched_gemm_tma import batched_gemm_tma_kernel, tma_compatible_3d
+from ..configs import SPLIT_N
 from . import _common as C
 from . import _launch as L
 from .gemm_a16w16 import _normalize_activation  # one home for the activation argument
@@ -88,6 +89,9 @@ def _check_config(config_str: str, gluon: bool = False):
     if cfg.get("NUM_KSPLIT", 1) != 1:
         raise ValueError(f"config: key 'NUM_KSPLIT' = {cfg['NUM_KSPLIT']}; the batched GEMMs take 1 (no split-K: "
                          "the batch already fills the grid)")
+    if cfg.get("BLOCK_SIZE_N") in SPLIT_N:
+        raise ValueError(f"config: key 'BLOCK_SIZE_N' = {cfg['BLOCK_SIZE_N']}; the batched GEMMs take powers of two "
+                         "(split tiles are the dense Gluon kernels')")
     if cfg.get("backend", "triton") not in (("triton", "gluon") if gluon else ("triton",)):
         raise ValueError(f"config: key 'backend' = {cfg['backend']!r}; " +
                          ("batched_gemm_a16w16 runs 'triton' or 'gluon'" if gluon else

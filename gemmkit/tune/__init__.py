@@ -123,19 +123,19 @@ def few_tile_space(M: int, N: int, K: int, target, groups=(8,), persist=(False, 
 
 
 def gluon_space(M: int = 256) -> list:
-    """Candidates for the Gluon ping-pong backend of gemm_a16w16 (sm_90, M >= 256): the tiles its
-    register budget allows (kernels/gluon/hopper_pingpong.py `derive`; 64 x 192 a split tile, 128 + 64
-    columns), ring depths, group sizes; the cooperative kernel's split tile 128 x 192 (num_warps 8, kernels/gluon/hopper_coop.py: two
-    consumers share one tile; 192 = 128 + 64 columns, for rows a power-of-two width leaves SMs idle);
-    at M >= 1024 also its 128 x 256 / 256 x 128 tiles and 128 x 128 with 6 stages (session 9's split-tile
-    sweep: the best at 1024 x 10240 x 8192 and 2048 x 7168 x 2048)."""
+    """Candidates for the Gluon backend of gemm_a16w16 (sm_90, M >= 256). The ping-pong (num_warps 4,
+    kernels/gluon/hopper_pingpong.py): the tiles its register budget allows, with the split tiles 64 x 192 and
+    64 x 96 (128 + 64 and 64 + 32 columns, for rows a power-of-two width leaves SMs idle), ring depths, group
+    sizes. The cooperative kernel (num_warps 8, kernels/gluon/hopper_coop.py: two consumers share one tile):
+    its split tile 128 x 192 and 128 x 128 with 6 stages (session 9's sweeps: that one won 9 rows at M = 256 -
+    2048), and at M >= 1024 its 128 x 256 / 256 x 128 tiles."""
     out = []
-    for (bm, bn), stages, group in itertools.product([(128, 128), (64, 256), (64, 192)], [4, 5, 6], [8, 16]):
+    for (bm, bn), stages, group in itertools.product([(128, 128), (64, 256), (64, 192), (64, 96)], [4, 5, 6], [8, 16]):
         c = _cfg(bm, bn, 64, 4, stages, group, True, True, 1)
         c["backend"] = "gluon"
         out.append(c)
-    coop = [((128, 192), s) for s in (4, 5)] + [((bm, bn), s) for bm, bn in ((128, 256), (256, 128)) if M >= 1024
-                                                for s in (3, 4)] + ([((128, 128), 6)] if M >= 1024 else [])
+    coop = [((128, 192), s) for s in (4, 5)] + [((128, 128), 6)] + [((bm, bn), s) for bm, bn in ((128, 256), (256, 128))
+                                                                   if M >= 1024 for s in (3, 4)]
     for ((bm, bn), stages), group in itertools.product(coop, [8, 16]):
         c = _cfg(bm, bn, 64, 8, stages, group, True, True, 1)
         c["backend"] = "gluon"

@@ -86,14 +86,15 @@ Constraints:
     stride (K % 8 == 0, N % 8 == 0 for a 16-bit y, N % 4 for fp32). M, N, K need not be multiples of
     the tile: TMA zero-fills out-of-bounds loads and clips stores (a consumer's rows past M are clipped).
   - BLOCK_SIZE_M in {128, 256} (BM/2 rows per consumer, 64 or 128: wgmma's m64 slices); BLOCK_SIZE_N a
-    power of two in [16, 256], or a split tile 96 / 192 (SPLIT_N; then BLOCK_SIZE_M 128, the dense kernel
-    only: the batched kernel rejects it); BLOCK_SIZE_K a power of two in [16, 128]; accumulator
-    BM/2 * BN / 128 <= 128 fp32 registers per consumer thread (128 x 256, 256 x 128, 128 x 192: 96, ...).
+    power of two in [16, 256], or a split tile 96 / 192 (SPLIT_N: 128 x 192, 128 x 96 or 256 x 96 within the
+    accumulator budget; the dense kernel only: the batched kernel rejects it); BLOCK_SIZE_K a power of two in
+    [16, 128]; accumulator BM/2 * BN / 128 <= 128 fp32 registers per consumer thread (128 x 256, 256 x 128,
+    128 x 192: 96, ...).
   - num_warps == 8: the warps that compute one tile (2 consumer warpgroups of 4; the kernel adds the
     load warp). The same config on the Triton tier (the op's fallback) is an 8-warp kernel with the
-    same tile. NUM_KSPLIT == 1. num_stages is an upper bound: the ring gets num_stages stages, with the
-    output staged in EPI_SPLIT = 1, 2 or 4 column sub-tiles (the fewest that let them fit), else the
-    most stages (>= 2) beside 4 sub-tiles.
+    same tile (a split tile: its power-of-two part). NUM_KSPLIT == 1. num_stages is an upper bound: the
+    ring gets num_stages stages, with the output staged in EPI_SPLIT = 1, 2 or 4 column sub-tiles (the
+    fewest that let them fit; a split tile: 3), else the most stages (>= 2) beside 4 sub-tiles.
   - K >= 1 (the op handles K == 0); tiles < 2**31.
 """
 from __future__ import annotations
@@ -243,19 +244,6 @@ def kernel_constexprs(plan: Plan, *, has_bias: bool, activation: str) -> dict:
 # ----------------------------------------------------------------------------- device code
 
 @gluon.jit
-def _store_subtile(y_desc, c_smem, v, b, row, col, BATCHED: gl.constexpr):
-    """One sub-tile: wait until the last TMA store has read the staging tile, write it, store it
-    (BATCHED: at [b, row, col] of a 3-D y through a 3-D view of the staging tile, same bytes)."""
-    tma.store_wait(0)
-    c_smem.store(v)
-    fence_async_shared()  # generic-proxy writes -> async-proxy (TMA) read
-    if BATCHED:
-        tma.async_copy_shared_to_global(y_desc, [b, row, col], c_smem.reshape([1, c_smem.shape[0], c_smem.shape[1]]))
-    else:
-        tma.async_copy_shared_to_global(y_desc, [row, col], c_smem)
-
-
-@gluon.jit
 def _halves(v, ROWS: gl.constexpr, COLS: gl.constexpr):
     """Columns [0, COLS/2) and [COLS/2, COLS) of a ROWS x COLS register tensor (a register split: the
     column bit COLS/2 is a register index bit of the wgmma accumulator layout, so nothing moves)."""
@@ -310,19 +298,19 @@ def _coop_mma_partition(CONSUMER: gl.constexpr, y_desc, bias_ptr, a_ring, b_ring
         row = pid_m * BM + CONSUMER * BM_C
         col = pid_n * BN
         if EPI_SPLIT == 1:
-            _store_subtile(y_desc, c_smem, out, b, row, col, BATCHED)
+            hp.store_subtile(y_desc, c_smem, out, b, row, col, BATCHED)
         elif EPI_SPLIT == 2:
             lo, hi = _halves(out, BM_C, BN)
-            _store_subtile(y_desc, c_smem, lo, b, row, col, BATCHED)
-            _store_subtile(y_desc, c_smem, hi, b, row, col + EPI_N, BATCHED)
+            hp.store_subtile(y_desc, c_smem, lo, b, row, col, BATCHED)
+            hp.store_subtile(y_desc, c_smem, hi, b, row, col + EPI_N, BATCHED)
         else:
             lo, hi = _halves(out, BM_C, BN)
             q0, q1 = _halves(lo, BM_C, BN // 2)
-            _store_subtile(y_desc, c_smem, q0, b, row, col, BATCHED)
-            _store_subtile(y_desc, c_smem, q1, b, row, col + EPI_N, BATCHED)
+            hp.store_subtile(y_desc, c_smem, q0, b, row, col, BATCHED)
+            hp.store_subtile(y_desc, c_smem, q1, b, row, col + EPI_N, BATCHED)
             q2, q3 = _halves(hi, BM_C, BN // 2)
-            _store_subtile(y_desc, c_smem, q2, b, row, col + 2 * EPI_N, BATCHED)
-            _store_subtile(y_desc, c_smem, q3, b, row, col + 3 * EPI_N, BATCHED)
+            hp.store_subtile(y_desc, c_smem, q2, b, row, col + 2 * EPI_N, BATCHED)
+            hp.store_subtile(y_desc, c_smem, q3, b, row, col + 3 * EPI_N, BATCHED)
     tma.store_wait(0)
 
 

@@ -37,7 +37,7 @@ the same 2-D ring slots and output tiles, so the consumer mainloop is unchanged:
    work id  0 ... T-1 | T ... 2T-1 | ...     (T = tiles of one entry; grouped order inside an entry)
             entry 0   | entry 1    |         a CTA's consumers alternate over these ids as over tiles
    shared memory:  ring[0..S-1] = (a: BM x BK, b: BN x BK), full[s] / empty[s] mbarriers
-                   c0, c1: BM x BN output staging tile of each consumer, or one tile c
+                   c0, c1: BM x BN output staging tile of each consumer (a split tile: BM x T), or one tile c
                            both share (C_TILES = 1, handed over by the c_free mbarrier)
                    turn[0], turn[1]: the mma-turn mbarriers
 
@@ -54,7 +54,7 @@ Phase timeline (one CTA, k = K steps per tile; "mma t" = all k wgmmas of tile t,
 Barriers and their phase counters (all mbarriers, count 1; "step" g = j * k + kk,
 the CTA-local K-step index over local tile j, shared by all three partitions):
 
-   full[s]   stage s holds step g, s = g % S      load: expect-tx + 2 TMA;   mma: wait parity (g // S) & 1
+   full[s]   stage s holds step g, s = g % S      load: expect-tx + 2 TMA (split tile: 4); mma: wait parity (g // S) & 1
    empty[s]  stage s may be refilled              mma: arrive after wgmma;    load: wait parity ((g // S) & 1) ^ 1
    turn[c]   consumer c may issue its mainloop    other consumer: arrive;     c, its n-th tile:
                                                   wait parity (n & 1) ^ 1 (c = 0) or n & 1 (c = 1)
@@ -70,7 +70,8 @@ most one phase away. The turn order makes a consumer start a tile only after the
 other consumer has waited on every full[s] of the previous tile, so full[s] is
 never two phases behind the consumer that waits on it.
 
-Split tiles (BLOCK_SIZE_N 192 or 96 = 3 T with BLOCK_SIZE_M 64; shared with hopper_coop.py, whose docstring
+Split tiles (BLOCK_SIZE_N 192 or 96 = 3 T; 64 x 192, 64 x 96 and 128 x 96 fit the accumulator budget; shared
+with hopper_coop.py, whose docstring
 draws them): register and shared-memory tensors and TMA boxes are powers of two, so the consumer keeps two
 accumulators (BM x 2T and BM x T, `_split_mainloop`: two wgmma per K step), the loader puts three T-row w
 boxes per stage into b[s] (2T rows) and t[s] (T rows), and the epilogue stores three BM x T sub-tiles through
@@ -94,7 +95,7 @@ Constraints:
   - BLOCK_SIZE_M in {64, 128} (one wgmma warpgroup covers 64-row slices);
     BLOCK_SIZE_N a power of two in [16, 256], or a split tile 96 / 192 (`split_tail`; the dense
     kernel only); BLOCK_SIZE_K a power of two in [16, 128]; accumulator BM * BN / 128 <= 128
-    fp32 registers per thread (64 x 192: 96).
+    fp32 registers per thread (64 x 192: 96; 128 x 192 does not fit).
   - num_warps == 4 (warps per consumer warpgroup; the kernel adds the second
     consumer and the load warp); NUM_KSPLIT == 1. num_stages is an upper bound:
     the ring gets num_stages stages beside two output tiles if they fit, else the
@@ -213,7 +214,7 @@ def check_config(cfg: dict, backend: str, kernel: str, bm_why: str, split_ok: bo
     if bm not in (64, 128):
         raise ValueError(f"config: key 'BLOCK_SIZE_M' = {bm}; the {backend} backend needs 64 or 128 {bm_why}")
     if not ((_pow2(bn) and 16 <= bn <= 256) or (split_ok and bn in SPLIT_N)):
-        raise ValueError(f"config: key 'BLOCK_SIZE_N' = {bn}; expected a power of two in [16, 256] "
+        raise ValueError(f"config: key 'BLOCK_SIZE_N' = {bn}; expected a power of two in [16, 256]"
                          + (f" (or a split tile {SPLIT_N})" if split_ok else ""))
     if cfg["num_warps"] != _CONSUMER_WARPS:
         raise ValueError(f"config: key 'num_warps' = {cfg['num_warps']}; the {backend} backend needs 4 "
@@ -329,8 +330,9 @@ def _load_partition(x_desc, w_desc, a_ring, b_ring, full, empty, M, N, K,
     """1 warp: for every K step of every tile of this CTA, wait for the slot, then TMA x and w into it.
     BATCHED: 3-D descriptors (B, rows, K) with boxes [1, rows, BK], written through a 3-D view of the
     2-D ring slot (same bytes, same swizzle: the consumers read the slot as before).
-    t_ring (hopper_coop.py's split tiles, 2-D only): a tile of BN = 3 T columns keeps w rows [0, 2T) in
-    b_ring and [2T, 3T) in t_ring (shared-memory shapes are powers of two); the w box is T rows, 3 per step."""
+    t_ring (a split tile, this kernel's or hopper_coop.py's, 2-D only): a tile of BN = 3 T columns keeps w rows
+    [0, 2T) in b_ring and [2T, 3T) in t_ring (shared-memory shapes are powers of two); the w box is T rows,
+    3 per step, and full[s] expects x's box + 3 w boxes."""
     BM: gl.constexpr = a_ring.shape[1]
     BK: gl.constexpr = a_ring.shape[2]
     if t_ring is None:
@@ -399,6 +401,20 @@ def _split_mainloop(a_ring, b_ring, t_ring, full, empty, idx, phase, k_steps, ST
 
 
 @gluon.jit
+def store_subtile(y_desc, c_smem, v, b, row, col, BATCHED: gl.constexpr):
+    """One output sub-tile (hopper_coop.py's sub-tiled epilogue, `store_split`): wait until the last TMA store
+    has read the staging tile, write it, store it (BATCHED: at [b, row, col] of a 3-D y through a 3-D view of
+    the staging tile, same bytes)."""
+    tma.store_wait(0)
+    c_smem.store(v)
+    fence_async_shared()  # generic-proxy writes -> async-proxy (TMA) read
+    if BATCHED:
+        tma.async_copy_shared_to_global(y_desc, [b, row, col], c_smem.reshape([1, c_smem.shape[0], c_smem.shape[1]]))
+    else:
+        tma.async_copy_shared_to_global(y_desc, [row, col], c_smem)
+
+
+@gluon.jit
 def store_split(y_desc, c_smem, acc, acc_t, bias_ptr, row, col, N, HAS_BIAS: gl.constexpr, ACTIVATION: gl.constexpr):
     """A split tile's epilogue (this kernel's and hopper_coop.py's): bias / activation / cast on each
     accumulator with its own columns, then 3 TMA stores of BM x T sub-tiles through c_smem (BM x T), each
@@ -411,18 +427,9 @@ def store_split(y_desc, c_smem, acc, acc_t, bias_ptr, row, col, N, HAS_BIAS: gl.
     lo, hi = out.reshape([BM, 2, T]).permute((0, 2, 1)).split()
     offs_t = col + 2 * T + gl.arange(0, T, layout=gl.SliceLayout(0, acc_t.type.layout))
     out_t = bias_activation(acc_t, bias_ptr, offs_t, N, HAS_BIAS, ACTIVATION).to(y_desc.dtype)
-    tma.store_wait(0)
-    c_smem.store(lo)
-    fence_async_shared()
-    tma.async_copy_shared_to_global(y_desc, [row, col], c_smem)
-    tma.store_wait(0)
-    c_smem.store(hi)
-    fence_async_shared()
-    tma.async_copy_shared_to_global(y_desc, [row, col + T], c_smem)
-    tma.store_wait(0)
-    c_smem.store(out_t)
-    fence_async_shared()
-    tma.async_copy_shared_to_global(y_desc, [row, col + 2 * T], c_smem)
+    store_subtile(y_desc, c_smem, lo, 0, row, col, False)
+    store_subtile(y_desc, c_smem, hi, 0, row, col + T, False)
+    store_subtile(y_desc, c_smem, out_t, 0, row, col + 2 * T, False)
 
 
 @gluon.jit
