@@ -137,6 +137,29 @@ def _sanitizer_exe():
     return None
 
 
+def dense_sanitize_script(module: str, configs, cases) -> str:
+    """The script `sanitize` runs for a dense Gluon kernel (kernels/gluon/<module>.py `launch`): every config
+    of `configs` on every (cus, (M, N, K)) of `cases` (a grid of `cus` persistent CTAs), bias + silu, the
+    output poisoned with NaN, checked against fp32."""
+    return f"""
+import torch
+from gemmkit import arch
+from gemmkit.kernels.gluon.{module} import launch
+t = arch.current()
+for cfg in {list(configs)!r}:
+    for cus, (M, N, K) in {list(cases)!r}:
+        x = torch.randn(M, K, device="cuda", dtype=torch.bfloat16)
+        w = torch.randn(N, K, device="cuda", dtype=torch.bfloat16)
+        b = torch.randn(N, device="cuda", dtype=torch.bfloat16)
+        y = torch.full((M, N), float("nan"), device="cuda", dtype=torch.bfloat16)
+        launch(x, w, b, y, "silu", cfg, t.with_cus(cus))
+        torch.cuda.synchronize()
+        ref = torch.nn.functional.silu(x.float() @ w.float().T + b.float())
+        assert ((y.float() - ref).norm() / ref.norm()).item() < 2**-8
+print("sanitized run done")
+"""
+
+
 def sanitize(tool, script, *args, timeout=600):
     """Run `python -c script *args` under `compute-sanitizer --tool tool` (repo root on PYTHONPATH) and return
     its output; the script must print "sanitized run done" at its end (asserted, with the exit status)."""

@@ -12,7 +12,7 @@ import torch
 from gemmkit.reference import gemm_a16w16_ref
 
 from _util import check_a16w16 as check
-from _util import gpu_target, launch_dense, poisoned, randn, sanitize, within_bound
+from _util import dense_sanitize_script, gpu_target, launch_dense, poisoned, randn, sanitize, within_bound
 
 pytestmark = pytest.mark.gpu
 DEV = "cuda"
@@ -138,30 +138,15 @@ def test_unsupported_inputs_raise():
                      {**CFG_S4, "num_warps": 4}, t)
 
 
-_SANITIZE = """
-import torch
-from gemmkit import arch
-from gemmkit.kernels.gluon.hopper_coop import launch
-t = arch.current()
-for bn, stages in ((256, 4), (192, 5), (96, 6)):  # two output sub-tiles per consumer; the split tiles (3)
-    cfg = {"BLOCK_SIZE_M": 128, "BLOCK_SIZE_N": bn, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 2, "num_warps": 8,
-           "num_stages": stages}
-    for cus, (M, N, K) in ((1, (300, 392, 200)), (2, (520, 600, 520)), (3, (129, 264, 136))):
-        x = torch.randn(M, K, device="cuda", dtype=torch.bfloat16)
-        w = torch.randn(N, K, device="cuda", dtype=torch.bfloat16)
-        b = torch.randn(N, device="cuda", dtype=torch.bfloat16)
-        y = torch.full((M, N), float("nan"), device="cuda", dtype=torch.bfloat16)
-        launch(x, w, b, y, "silu", cfg, t.with_cus(cus))
-        torch.cuda.synchronize()
-        ref = torch.nn.functional.silu(x.float() @ w.float().T + b.float())
-        assert ((y.float() - ref).norm() / ref.norm()).item() < 2**-8
-print("sanitized run done")
-"""
+# two output sub-tiles per consumer; the split tiles (3)
+_SANITIZE_CFGS = [{"BLOCK_SIZE_M": 128, "BLOCK_SIZE_N": bn, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 2, "num_warps": 8,
+                   "num_stages": stages} for bn, stages in ((256, 4), (192, 5), (96, 6))]
+_SANITIZE_CASES = [(1, (300, 392, 200)), (2, (520, 600, 520)), (3, (129, 264, 136))]
 
 
 @pytest.mark.parametrize("tool", ["synccheck", "memcheck"])
 def test_compute_sanitizer(tool):
     """No illegal barrier use (synccheck) and no bad accesses (memcheck): 1-3 persistent CTAs, several tiles
     each (the shared ring wraps across tiles), the 128 x 256 tile and the split tiles 128 x 192 / 128 x 96."""
-    out = sanitize(tool, _SANITIZE)
+    out = sanitize(tool, dense_sanitize_script("hopper_coop", _SANITIZE_CFGS, _SANITIZE_CASES))
     assert "ERROR SUMMARY: 0 errors" in out, out[-4000:]

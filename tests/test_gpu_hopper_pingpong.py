@@ -14,7 +14,7 @@ import torch
 from gemmkit.reference import gemm_a16w16_ref
 
 from _util import check_a16w16 as check
-from _util import gpu_target, launch_dense, poisoned, randn, sanitize, within_bound
+from _util import dense_sanitize_script, gpu_target, launch_dense, poisoned, randn, sanitize, within_bound
 
 pytestmark = pytest.mark.gpu
 DEV = "cuda"
@@ -152,32 +152,15 @@ def test_unsupported_inputs_raise():
                   {**CFG_128, "BLOCK_SIZE_M": 256}, t)
 
 
-_SANITIZE = """
-import sys, torch
-from gemmkit import arch
-from gemmkit.kernels.gluon.hopper_pingpong import launch
-t = arch.current()
-cases = {"one-cta": [(1, (129, 520, 64)), (1, (520, 520, 520)), (1, (300, 392, 200))],
-         "many-ctas": [(2, (300, 392, 200)), (3, (520, 264, 136)), (2, (128, 256, 64))]}[sys.argv[1]]
 # two output tiles / one shared output tile (c_free hand-off) / a split tile (two accumulators, 3 stores)
-for bm, bn, stages in ((128, 128, 3), (128, 128, 6), (64, 192, 6)):
-    cfg = {"BLOCK_SIZE_M": bm, "BLOCK_SIZE_N": bn, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 2, "num_warps": 4,
-           "num_stages": stages}
-    for cus, (M, N, K) in cases:
-        x = torch.randn(M, K, device="cuda", dtype=torch.bfloat16)
-        w = torch.randn(N, K, device="cuda", dtype=torch.bfloat16)
-        b = torch.randn(N, device="cuda", dtype=torch.bfloat16)
-        y = torch.full((M, N), float("nan"), device="cuda", dtype=torch.bfloat16)
-        launch(x, w, b, y, "silu", cfg, t.with_cus(cus))
-        torch.cuda.synchronize()
-        ref = torch.nn.functional.silu(x.float() @ w.float().T + b.float())
-        assert ((y.float() - ref).norm() / ref.norm()).item() < 2**-8
-print("sanitized run done")
-"""
+_SANITIZE_CFGS = [{"BLOCK_SIZE_M": bm, "BLOCK_SIZE_N": bn, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 2, "num_warps": 4,
+                   "num_stages": stages} for bm, bn, stages in ((128, 128, 3), (128, 128, 6), (64, 192, 6))]
+_SANITIZE_CASES = {"one-cta": [(1, (129, 520, 64)), (1, (520, 520, 520)), (1, (300, 392, 200))],
+                   "many-ctas": [(2, (300, 392, 200)), (3, (520, 264, 136)), (2, (128, 256, 64))]}
 
 
 def _sanitize(tool, cases):
-    return sanitize(tool, _SANITIZE, cases)
+    return sanitize(tool, dense_sanitize_script("hopper_pingpong", _SANITIZE_CFGS, _SANITIZE_CASES[cases]))
 
 
 @pytest.mark.parametrize("tool", ["synccheck", "memcheck"])
