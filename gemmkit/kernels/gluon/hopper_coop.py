@@ -59,7 +59,7 @@ other, and full[s] is never two phases ahead of a consumer waiting on it; empty[
 only when both arrivals of that step are in (a consumer arrives for step g + S only after full[s]
 showed step g + S, which needed both arrivals of step g).
 
-Split tiles (BLOCK_SIZE_N 192 or 96 = 3 T, T = 64 or 32; BLOCK_SIZE_M 128): register and shared-memory
+Split tiles (BLOCK_SIZE_N 192 or 96 = 3 T, T = 64 or 32; 128 x 192, 128 x 96, 256 x 96): register and shared-memory
 tensors are powers of two, so a split tile is two of them. Each consumer keeps two accumulators, BM/2 x 2T
 and BM/2 x T, and issues two wgmma per K step (m64n2Tk16 and m64nTk16, on the same x slice); the w box is
 T rows and the loader puts 3 of them per stage, rows [0, 2T) into b[s] and [2T, 3T) into t[s]::
