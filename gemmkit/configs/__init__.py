@@ -53,6 +53,13 @@ def _is_bool(v):
 # (kernels/gluon/hopper_pingpong.py split_tail); no Triton tile can take them (ops/_gemm.py triton_tile).
 SPLIT_N = (96, 192)
 
+
+def split_tail(bn: int) -> int:
+    """T of a split tile BN = 3 T (96 / 192), built from two power-of-two accumulators of 2T and T columns
+    (register and shared-memory tensors, and TMA boxes, are powers of two); 0 for any other BN. The one
+    definition of the split: the Gluon kernels' plans and the Triton fallback (2T columns) read it."""
+    return bn // 3 if bn in SPLIT_N else 0
+
 # key -> (required, check, what is expected, which backends accept it)
 KEYS = {
     "BLOCK_SIZE_M": (True, lambda v: _pow2(v) and v >= 16, "a power of two >= 16", ("cuda", "hip")),

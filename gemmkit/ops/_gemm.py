@@ -26,7 +26,7 @@ from ..kernels.triton._schedule import persistent_grid
 from ..kernels.triton._splitk_reduce import splitk_reduce_kernel
 from ..kernels.triton.gemm import gemm_kernel
 from ..kernels.triton.gemm_tma import gemm_tma_kernel
-from ..configs import SPLIT_N
+from ..configs import split_tail
 from . import _common as C
 from . import _launch as L
 
@@ -81,10 +81,10 @@ def smem_bytes(cfg: dict, target, in_bytes: int, out_bytes: int, tma: bool) -> i
 
 def triton_tile(cfg: dict) -> dict:
     """The config the Triton tier runs for `cfg`: itself, but a split tile (BLOCK_SIZE_N 96 / 192, which only
-    the dense Gluon kernels build, from two accumulators: configs.SPLIT_N) runs its power-of-two part
-    (64 / 128) when a call falls back from Gluon (ops/gemm_a16w16.py `gluon_unsupported`)."""
-    bn = cfg["BLOCK_SIZE_N"]
-    return dict(cfg, BLOCK_SIZE_N=bn * 2 // 3) if bn in SPLIT_N else cfg
+    the dense Gluon kernels build, from two accumulators: configs.split_tail) runs its power-of-two part
+    (2T: 64 / 128) when a call falls back from Gluon (ops/gemm_a16w16.py `gluon_unsupported`)."""
+    tail = split_tail(cfg["BLOCK_SIZE_N"])
+    return dict(cfg, BLOCK_SIZE_N=2 * tail) if tail else cfg
 
 
 def check_feasible(cfg: dict, target, in_bytes: int = 2, out_bytes: int = 2, tma: bool = False):

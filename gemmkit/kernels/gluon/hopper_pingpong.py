@@ -93,7 +93,7 @@ Constraints:
     (K % 8 == 0, N % 8 == 0 for a 16-bit y, N % 4 for fp32). M, N, K need not be
     multiples of the tile: TMA zero-fills out-of-bounds loads and clips stores.
   - BLOCK_SIZE_M in {64, 128} (one wgmma warpgroup covers 64-row slices);
-    BLOCK_SIZE_N a power of two in [16, 256], or a split tile 96 / 192 (`split_tail`; the dense
+    BLOCK_SIZE_N a power of two in [16, 256], or a split tile 96 / 192 (`configs.split_tail`; the dense
     kernel only); BLOCK_SIZE_K a power of two in [16, 128]; accumulator BM * BN / 128 <= 128
     fp32 registers per thread (64 x 192: 96; 128 x 192 does not fit).
   - num_warps == 4 (warps per consumer warpgroup; the kernel adds the second
@@ -114,7 +114,7 @@ from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import (
     fence_async_shared, mbarrier, tma, warpgroup_mma, warpgroup_mma_init, warpgroup_mma_wait)
 
-from ...configs import SPLIT_N
+from ...configs import SPLIT_N, split_tail  # noqa: F401  (split_tail: hopper_coop.py reads it here too)
 from ..triton._epilogue import ACTIVATIONS, bias_activation
 from ..triton._schedule import batched_tile_coords, tile_coords
 
@@ -188,12 +188,6 @@ def _swizzle(inner_bytes: int) -> int:
 
 def _pow2(v) -> bool:
     return isinstance(v, int) and v > 0 and v & (v - 1) == 0
-
-
-def split_tail(bn: int) -> int:
-    """T of a split tile BN = 3 T (96 / 192: configs.SPLIT_N), built from two power-of-two accumulators of
-    2T and T columns (register and shared-memory tensors, and TMA boxes, are powers of two); 0 otherwise."""
-    return bn // 3 if bn in SPLIT_N else 0
 
 
 def check_config(cfg: dict, backend: str, kernel: str, bm_why: str, split_ok: bool = False):
