@@ -34,6 +34,11 @@ def gluon(bm, bn, bk, stages, group=8):
     return dict(cfg(bm, bn, bk, 4, stages, group, persistent=True, tma=True), backend="gluon")
 
 
+def ks(c, split):
+    """`c` with split-K (the dense Gluon kernels: hopper_pingpong.launch_dense, session 10)."""
+    return dict(c, NUM_KSPLIT=split)
+
+
 def coop(bm, bn, bk, stages, group=8, direct=False):
     """A Gluon cooperative config (num_warps 8: two consumer warpgroups share each tile; session 7).
     direct=True: launched through kernels/gluon/hopper_pingpong_batched.launch itself, past the op's
@@ -55,6 +60,16 @@ CANDIDATES = {
         coop(128, 192, 64, 5, group=16),
         coop(128, 96, 64, 6),
         coop(128, 128, 64, 6),
+    ],
+    # session 10: split-K in the dense Gluon kernels (fp32 partial tiles, a fixed-order reduce) against the table's
+    # config on the rows where every tiling leaves SMs idle (DeepSeek N = 576 / 1536, N = 7168 at M = 256 / 512)
+    "a16w16_splitk": [
+        SERVED,
+        ks(coop(128, 192, 64, 5), 2), ks(coop(128, 192, 64, 5), 3), ks(coop(128, 192, 64, 5), 4),
+        ks(coop(128, 96, 64, 6), 2), ks(coop(128, 96, 64, 6), 3),
+        ks(coop(128, 128, 64, 6), 2), ks(coop(128, 128, 64, 6), 3),
+        ks(gluon(64, 192, 64, 6), 2), ks(gluon(64, 192, 64, 6), 3),
+        ks(gluon(128, 128, 64, 5), 2), ks(gluon(64, 96, 64, 6), 2),
     ],
     # round 3 (session 9): the ping-pong's split tiles (64 x 192, 64 x 96: a consumer owns a whole tile) on every
     # model row at M = 256 ... 4096
@@ -347,7 +362,8 @@ def main():
             desc = (f"{'served ' if c.get('_served') else ''}{'gluon ' if c.get('backend') == 'gluon' else ''}"
                     f"{'direct ' if c.get('_direct') else ''}"
                     f"{c['BLOCK_SIZE_M']}x{c['BLOCK_SIZE_N']}x{c['BLOCK_SIZE_K']} w{c['num_warps']} s{c['num_stages']} "
-                    f"g{c['GROUP_SIZE_M']}{' P' if c['persistent'] else ''}{' tma' if c['tma'] else ' ptr'}")
+                    f"g{c['GROUP_SIZE_M']}{' P' if c['persistent'] else ''}{' tma' if c['tma'] else ' ptr'}"
+                    f"{' ks%d' % c['NUM_KSPLIT'] if c.get('NUM_KSPLIT', 1) > 1 else ''}")
             if "error" not in row and row.get("ms_all"):
                 row["ratios"] = [r / m for r, m in zip(row["ref_ms_all"], row["ms_all"])]
                 row.update(ms=med(row["ms_all"]), ref_ms=med(row["ref_ms_all"]), ratio=med(row["ratios"]))

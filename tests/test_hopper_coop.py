@@ -100,7 +100,6 @@ def test_split_tiles_are_the_dense_gluon_kernels_only():
     ({"BLOCK_SIZE_N": 512}, "BLOCK_SIZE_N"),
     ({"BLOCK_SIZE_K": 256}, "BLOCK_SIZE_K"),
     ({"BLOCK_SIZE_M": 256, "BLOCK_SIZE_N": 256}, "accumulator"),  # 128 x 256 per consumer: 256 registers
-    ({"NUM_KSPLIT": 2}, "NUM_KSPLIT"),
     ({"waves_per_eu": 2}, "do not apply"),
     ({"BLOCK_SIZE_K": 128, "num_stages": 1}, "ring needs 2"),
 ])
@@ -207,3 +206,12 @@ def test_isa_compiles_only_the_triton_path_the_fallback_can_take():
     paths = {c["path"] for c in G.table_cases("a16w16", ["sm_90"])
              if c["table"] == "A16W16-N=4096-K=4096.json" and c["bucket"] == "M_GEQ_1024"}
     assert paths == {"pointer"}
+
+
+def test_plan_of_split_k():
+    """NUM_KSPLIT > 1: fp32 partial sub-tiles (128 x 256 x 64, 4 stages: 4 sub-tiles of 64 x 64 fp32)."""
+    p = hc.derive({**BASE, "num_stages": 4, "NUM_KSPLIT": 2}, H200, 2, 2)
+    assert (p.split_k, p.epi_split, p.stages) == (2, 4, 4)
+    assert p == hc.derive({**BASE, "num_stages": 4, "NUM_KSPLIT": 2}, H200, 2, 4)
+    ce = hc.kernel_constexprs(p, has_bias=True, activation="silu")
+    assert (ce["SPLIT_K"], ce["HAS_BIAS"], ce["ACTIVATION"], ce["BN"]) == (True, False, "none", 256)

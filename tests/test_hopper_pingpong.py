@@ -68,7 +68,6 @@ def test_plan_of_the_split_tile():
     ({"BLOCK_SIZE_K": 256}, "BLOCK_SIZE_K"),
     ({"BLOCK_SIZE_N": 256}, "accumulator"),  # 128 x 256: 256 registers a thread
     ({"num_warps": 8}, "num_warps"),
-    ({"NUM_KSPLIT": 2}, "NUM_KSPLIT"),
     ({"waves_per_eu": 2}, "do not apply"),
     ({"BLOCK_SIZE_K": 128, "num_stages": 1}, "ring needs 2"),
 ])
@@ -151,3 +150,30 @@ def test_static_compile_sm90_keeps_promises():
         assert len(res["promises"]) == len(hp.PROMISES)
         m = res["metrics"]
         assert m["counts"]["HGMMA"] > 0 and m["counts"]["UTMALDG"] > 0 and m["spill_bytes"] == 0
+
+
+def test_plan_of_split_k():
+    """NUM_KSPLIT > 1 (the dense kernels): fp32 partial tiles are staged whatever the output dtype (128 x 128:
+    64 KiB, so 5 stages leave one shared tile); the kernel gets SPLIT_K and leaves bias / activation to the
+    reduce; `split_count` keeps every K range non-empty."""
+    p = hp.derive({**BASE, "NUM_KSPLIT": 3}, H200, 2, 2)
+    assert p.split_k == 3 and p.epilogue_bytes == 128 * 128 * 4 and p.c_tiles == 1
+    assert hp.derive({**BASE, "NUM_KSPLIT": 3}, H200, 2, 2) == hp.derive({**BASE, "NUM_KSPLIT": 3}, H200, 2, 4)
+    ce = hp.kernel_constexprs(p, has_bias=True, activation="gelu")
+    assert (ce["SPLIT_K"], ce["HAS_BIAS"], ce["ACTIVATION"]) == (True, False, "none")
+    ce = hp.kernel_constexprs(hp.derive(BASE, H200), has_bias=True, activation="gelu")
+    assert (ce["SPLIT_K"], ce["HAS_BIAS"], ce["ACTIVATION"]) == (False, True, "gelu")
+    # K steps 112 (7168 / 64): 3 ranges of 38 (the last runs 2 steps into the zero fill); 5 steps, 4 asked: 3 x 2
+    assert [hp.split_count(k, 64, s) for k, s in ((7168, 3), (320, 4), (64, 8), (7168, 2))] == [3, 3, 1, 2]
+    assert hp.staged_dtype({**BASE, "NUM_KSPLIT": 2}, "bf16") == "fp32" and hp.staged_dtype(BASE, "bf16") == "bf16"
+
+
+def test_split_k_is_the_dense_bf16_kernels_only():
+    """The fp8 kernels' check and the batched kernels refuse NUM_KSPLIT > 1 with a clear error."""
+    from gemmkit.kernels.gluon import hopper_pingpong_batched as hb
+
+    with pytest.raises(ValueError, match="NUM_KSPLIT"):
+        hp.check_config({**BASE, "NUM_KSPLIT": 2}, "gluon fp8", "the gluon fp8 kernel", "")
+    for cfg in ({**BASE, "NUM_KSPLIT": 2}, {**BASE, "num_warps": 8, "NUM_KSPLIT": 2}):
+        with pytest.raises(ValueError, match="NUM_KSPLIT"):
+            hb.kernel_plan(cfg, H200, 2, 2, has_bias=False, activation="none")

@@ -263,11 +263,27 @@ def _make_plan(x2, w, y, has_bias, activation, cfg, target, scaling):
     # One program per work id (tile x split), or a persistent grid of one program per CU.
     num_work = cdiv(M, bm) * cdiv(N, bn) * split_k
     grid = (persistent_grid(num_work, target.num_cus, target.num_xcds) if cfg["persistent"] else num_work,)
-    rbm, rbn = reduce_tile(M, N, 2 * target.num_cus)
+    reduce_grid, reduce_kwargs = reduce_plan(M, N, split_k, has_bias, activation, target)
     return Plan(tma=tma, kernel=kernel, grid=grid, kwargs={**ce, **C.compiler_options(cfg, target)}, blocks=blocks,
-                split_k=split_k, reduce_grid=(cdiv(M, rbm), cdiv(N, rbn)),
-                reduce_kwargs=dict(SPLIT_K=split_k, BLOCK_M=rbm, BLOCK_N=rbn, HAS_BIAS=has_bias,
-                                   ACTIVATION=activation, num_warps=REDUCE_WARPS))
+                split_k=split_k, reduce_grid=reduce_grid, reduce_kwargs=reduce_kwargs)
+
+
+def reduce_plan(M, N, split_k, has_bias, activation, target):
+    """(grid, constexprs and options) of the split-K reduce of an M x N output (`reduce_tile`)."""
+    rbm, rbn = reduce_tile(M, N, 2 * target.num_cus)
+    return (cdiv(M, rbm), cdiv(N, rbn)), dict(SPLIT_K=split_k, BLOCK_M=rbm, BLOCK_N=rbn, HAS_BIAS=has_bias,
+                                              ACTIVATION=activation, num_warps=REDUCE_WARPS)
+
+
+def launch_reduce(ws, split_stride, split_k, bias, y, activation, target, compile_only=False):
+    """y = act(ws[0] + ... + ws[split_k - 1] + bias), the slabs `split_stride` elements apart in the fp32
+    workspace `ws` (rows of N), summed in that order: the split-K reduce of the Gluon kernels
+    (kernels/gluon/hopper_pingpong.launch_dense), whose slabs are padded to whole tiles of rows."""
+    M, N = y.shape
+    grid, kwargs = reduce_plan(M, N, split_k, bias is not None, activation, target)
+    L.launcher(splitk_reduce_kernel, grid, compile_only)(
+        ws, bias if bias is not None else y, y, M, N, split_stride, y.stride(0), y.stride(1), **kwargs)
+    C.LAUNCHES["splitk_reduce_kernel"] += not compile_only
 
 
 def launch(x2, w, bias, y, activation, cfg, target, scaling: Scaling = NO_SCALING, compile_only=False):

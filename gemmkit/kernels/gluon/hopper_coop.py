@@ -153,6 +153,7 @@ class Plan:
     swizzle_a: int
     swizzle_b: int
     swizzle_c: int
+    split_k: int = 1  # NUM_KSPLIT (hopper_pingpong.launch_dense: fp32 partial tiles, then a fixed-order reduce)
 
 
 def derive(cfg: dict, target=None, in_bytes: int = 2, out_bytes: int = 2) -> Plan:
@@ -194,7 +195,8 @@ def derive(cfg: dict, target=None, in_bytes: int = 2, out_bytes: int = 2) -> Pla
                          "(two consumer warpgroups of 4 share a tile)")
     consumer_view = {**cfg, "BLOCK_SIZE_M": bm // 2, "num_warps": hp._CONSUMER_WARPS}
     bm_c, bn, bk = hp.check_config(consumer_view, BACKEND, "the gluon cooperative kernel", "(wgmma rows)",
-                                   split_ok=True)
+                                   split_ok=True, split_k_ok=True)
+    out_bytes = hp.split_k_out_bytes(cfg, out_bytes)
     bn_tail = hp.split_tail(bn)
     split_n = bn_tail > 0
     if not (hp._pow2(bk) and 16 <= bk <= 128):
@@ -225,7 +227,7 @@ def derive(cfg: dict, target=None, in_bytes: int = 2, out_bytes: int = 2) -> Pla
                 smem_bytes=stages * stage_bytes + epilogue_bytes + hp._BARRIER_SLACK, warps=warps,
                 regs_at_entry=regs_at_entry, mma_regs=mma_regs, load_regs=hp._LOAD_REGS, acc_regs=acc_regs,
                 swizzle_a=hp._swizzle(bk * in_bytes), swizzle_b=hp._swizzle(bk * in_bytes),
-                swizzle_c=hp._swizzle(epi_n * out_bytes))
+                swizzle_c=hp._swizzle(epi_n * out_bytes), split_k=cfg.get("NUM_KSPLIT", 1))
 
 
 def constexprs(plan: Plan, *, has_bias: bool, activation: str) -> dict:
@@ -237,8 +239,9 @@ def constexprs(plan: Plan, *, has_bias: bool, activation: str) -> dict:
 
 
 def kernel_constexprs(plan: Plan, *, has_bias: bool, activation: str) -> dict:
-    """hopper_coop_kernel's: `constexprs` and the tile width BN (the w box is BN / 3 rows for a split tile)."""
-    return {**constexprs(plan, has_bias=has_bias, activation=activation), "BN": plan.BN}
+    """hopper_coop_kernel's: `constexprs` and hopper_pingpong.dense_constexprs (BN, SPLIT_K)."""
+    return {**constexprs(plan, has_bias=has_bias, activation=activation),
+            **hp.dense_constexprs(plan, has_bias=has_bias, activation=activation)}
 
 
 # ----------------------------------------------------------------------------- device code
@@ -253,10 +256,13 @@ def _halves(v, ROWS: gl.constexpr, COLS: gl.constexpr):
 @gluon.jit
 def _coop_mma_partition(CONSUMER: gl.constexpr, y_desc, bias_ptr, a_ring, b_ring, c_smem, full, empty,
                         M, N, K, STAGES: gl.constexpr, GROUP_SIZE_M: gl.constexpr, HAS_BIAS: gl.constexpr,
-                        ACTIVATION: gl.constexpr, B=1, stride_bb=0, BATCHED: gl.constexpr = False):
+                        ACTIVATION: gl.constexpr, B=1, stride_bb=0, BATCHED: gl.constexpr = False,
+                        SPLIT_K: gl.constexpr = False):
     """1 warpgroup: rows CONSUMER * BM/2 ... of every tile of this CTA: mainloop, then the epilogue.
     BATCHED (hopper_pingpong_batched.py): work ids over B x tiles, bias row b (bias_ptr + b * stride_bb)
-    and 3-D TMA stores [b, m, n]; compiled away in the dense kernel."""
+    and 3-D TMA stores [b, m, n]; compiled away in the dense kernel.
+    SPLIT_K (dense only, B = the number of splits): work ids over splits x tiles, one K range each, the fp32
+    partial tile stored in its split's workspace slab (hopper_pingpong `_split_steps`, `_out_row`)."""
     BM: gl.constexpr = a_ring.shape[1]
     BN: gl.constexpr = b_ring.shape[1]
     BM_C: gl.constexpr = c_smem.shape[0]
@@ -265,13 +271,11 @@ def _coop_mma_partition(CONSUMER: gl.constexpr, y_desc, bias_ptr, a_ring, b_ring
     # wgmma accumulator: 4 warps stacked along M, instruction m16 x BN x k16 per warp.
     acc_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
                                                          instr_shape=[16, BN, 16])
+    BY_ENTRY: gl.constexpr = BATCHED or SPLIT_K
     num_pid_m = gl.cdiv(M, BM)
     num_pid_n = gl.cdiv(N, BN)
-    if BATCHED:
-        num_work = B * num_pid_m * num_pid_n
-    else:
-        num_work = num_pid_m * num_pid_n
-    k_steps = gl.cdiv(K, a_ring.shape[2])
+    num_work = hp._num_work(num_pid_m, num_pid_n, B, BY_ENTRY)
+    k_steps = hp._split_steps(K, a_ring.shape[2], B, SPLIT_K)
     idx = 0
     phase = 0
     for work_id in range(gl.program_id(0), num_work, gl.num_programs(0)):
@@ -288,14 +292,14 @@ def _coop_mma_partition(CONSUMER: gl.constexpr, y_desc, bias_ptr, a_ring, b_ring
         mbarrier.arrive(empty.index(hp._ring_prev(idx, STAGES)))  # the tile's last slot
         # Epilogue (the load warp is already filling the ring with the next tile). The tile's
         # coordinates are computed here, not live across the mainloop.
-        b, pid_m, pid_n = hp._work_tile(work_id, num_work, num_pid_m, num_pid_n, GROUP_SIZE_M, BATCHED)
+        b, pid_m, pid_n = hp._work_tile(work_id, num_work, num_pid_m, num_pid_n, GROUP_SIZE_M, BY_ENTRY)
         offs_n = pid_n * BN + gl.arange(0, BN, layout=gl.SliceLayout(0, acc_layout))
         if BATCHED:
             bias_row = bias_ptr + b.to(gl.int64) * stride_bb
         else:
             bias_row = bias_ptr
         out = bias_activation(acc, bias_row, offs_n, N, HAS_BIAS, ACTIVATION).to(y_desc.dtype)
-        row = pid_m * BM + CONSUMER * BM_C
+        row = hp._out_row(b, pid_m, num_pid_m, BM, SPLIT_K) + CONSUMER * BM_C
         col = pid_n * BN
         if EPI_SPLIT == 1:
             hp.store_subtile(y_desc, c_smem, out, b, row, col, BATCHED)
@@ -317,16 +321,18 @@ def _coop_mma_partition(CONSUMER: gl.constexpr, y_desc, bias_ptr, a_ring, b_ring
 @gluon.jit
 def _coop_split_mma_partition(CONSUMER: gl.constexpr, y_desc, bias_ptr, a_ring, b_ring, t_ring, c_smem, full, empty,
                               M, N, K, STAGES: gl.constexpr, GROUP_SIZE_M: gl.constexpr, HAS_BIAS: gl.constexpr,
-                              ACTIVATION: gl.constexpr):
+                              ACTIVATION: gl.constexpr, SPLITS=1, SPLIT_K: gl.constexpr = False):
     """`_coop_mma_partition` for a split tile, BN = 3 * T columns (T = EPI_N: 96 -> 32, 192 -> 64): the
     ping-pong's split mainloop on this consumer's rows of the x box (two accumulators, 2T and T columns) and
-    its split epilogue (three T-wide sub-tiles): hopper_pingpong._split_mainloop / store_split. Dense only."""
+    its split epilogue (three T-wide sub-tiles): hopper_pingpong._split_mainloop / store_split. Dense only;
+    SPLIT_K as `_coop_mma_partition`'s."""
     BN: gl.constexpr = 3 * t_ring.shape[1]
+    BM: gl.constexpr = a_ring.shape[1]
     BM_C: gl.constexpr = c_smem.shape[0]
-    num_pid_m = gl.cdiv(M, a_ring.shape[1])
+    num_pid_m = gl.cdiv(M, BM)
     num_pid_n = gl.cdiv(N, BN)
-    num_work = num_pid_m * num_pid_n
-    k_steps = gl.cdiv(K, a_ring.shape[2])
+    num_work = hp._num_work(num_pid_m, num_pid_n, SPLITS, SPLIT_K)
+    k_steps = hp._split_steps(K, a_ring.shape[2], SPLITS, SPLIT_K)
     idx = 0
     phase = 0
     for work_id in range(gl.program_id(0), num_work, gl.num_programs(0)):
@@ -334,9 +340,9 @@ def _coop_split_mma_partition(CONSUMER: gl.constexpr, y_desc, bias_ptr, a_ring, 
                                                     STAGES, CONSUMER * BM_C, BM_C)
         acc, acc_t = warpgroup_mma_wait(0, deps=(acc, acc_t))
         mbarrier.arrive(empty.index(hp._ring_prev(idx, STAGES)))  # the tile's last slot
-        _, pid_m, pid_n = hp._work_tile(work_id, num_work, num_pid_m, num_pid_n, GROUP_SIZE_M, False)
-        hp.store_split(y_desc, c_smem, acc, acc_t, bias_ptr, pid_m * a_ring.shape[1] + CONSUMER * BM_C,
-                       pid_n * BN, N, HAS_BIAS, ACTIVATION)
+        b, pid_m, pid_n = hp._work_tile(work_id, num_work, num_pid_m, num_pid_n, GROUP_SIZE_M, SPLIT_K)
+        hp.store_split(y_desc, c_smem, acc, acc_t, bias_ptr, hp._out_row(b, pid_m, num_pid_m, BM, SPLIT_K)
+                       + CONSUMER * BM_C, pid_n * BN, N, HAS_BIAS, ACTIVATION)
     tma.store_wait(0)
 
 
@@ -352,11 +358,11 @@ def ring_barriers(STAGES: gl.constexpr):
     return full, empty
 
 
-@gluon.jit(do_not_specialize=["M", "N", "K"])  # TMA handles every M, N, K: one compile per config
-def hopper_coop_kernel(x_desc, w_desc, y_desc, bias_ptr, M, N, K,
+@gluon.jit(do_not_specialize=["M", "N", "K", "SPLITS"])  # TMA handles every M, N, K: one compile per config
+def hopper_coop_kernel(x_desc, w_desc, y_desc, bias_ptr, M, N, K, SPLITS,
                        STAGES: gl.constexpr, GROUP_SIZE_M: gl.constexpr, HAS_BIAS: gl.constexpr,
                        ACTIVATION: gl.constexpr, MMA_REGS: gl.constexpr, LOAD_REGS: gl.constexpr,
-                       BN: gl.constexpr):
+                       BN: gl.constexpr, SPLIT_K: gl.constexpr):
     BM: gl.constexpr = x_desc.block_type.shape[0]
     BK: gl.constexpr = x_desc.block_type.shape[1]
     BM_C: gl.constexpr = y_desc.block_type.shape[0]
@@ -371,20 +377,21 @@ def hopper_coop_kernel(x_desc, w_desc, y_desc, bias_ptr, M, N, K,
         t_ring = gl.allocate_shared_memory(w_desc.dtype, [STAGES, T, BK], w_desc.layout)
         gl.warp_specialize([
             (_coop_split_mma_partition, (0, y_desc, bias_ptr, a_ring, b_ring, t_ring, c0, full, empty, M, N, K,
-                                         STAGES, GROUP_SIZE_M, HAS_BIAS, ACTIVATION)),
+                                         STAGES, GROUP_SIZE_M, HAS_BIAS, ACTIVATION, SPLITS, SPLIT_K)),
             (_coop_split_mma_partition, (1, y_desc, bias_ptr, a_ring, b_ring, t_ring, c1, full, empty, M, N, K,
-                                         STAGES, GROUP_SIZE_M, HAS_BIAS, ACTIVATION)),
+                                         STAGES, GROUP_SIZE_M, HAS_BIAS, ACTIVATION, SPLITS, SPLIT_K)),
             (hp._load_partition, (x_desc, w_desc, a_ring, b_ring, full, empty, M, N, K, STAGES, GROUP_SIZE_M,
-                                  1, False, t_ring)),
+                                  SPLITS, False, t_ring, SPLIT_K)),
         ], [4, 1], [MMA_REGS, LOAD_REGS])
     else:
         b_ring = gl.allocate_shared_memory(w_desc.dtype, [STAGES, BN, BK], w_desc.layout)
         gl.warp_specialize([
             (_coop_mma_partition, (0, y_desc, bias_ptr, a_ring, b_ring, c0, full, empty, M, N, K,
-                                   STAGES, GROUP_SIZE_M, HAS_BIAS, ACTIVATION)),
+                                   STAGES, GROUP_SIZE_M, HAS_BIAS, ACTIVATION, SPLITS, 0, False, SPLIT_K)),
             (_coop_mma_partition, (1, y_desc, bias_ptr, a_ring, b_ring, c1, full, empty, M, N, K,
-                                   STAGES, GROUP_SIZE_M, HAS_BIAS, ACTIVATION)),
-            (hp._load_partition, (x_desc, w_desc, a_ring, b_ring, full, empty, M, N, K, STAGES, GROUP_SIZE_M)),
+                                   STAGES, GROUP_SIZE_M, HAS_BIAS, ACTIVATION, SPLITS, 0, False, SPLIT_K)),
+            (hp._load_partition, (x_desc, w_desc, a_ring, b_ring, full, empty, M, N, K, STAGES, GROUP_SIZE_M,
+                                  SPLITS, False, None, SPLIT_K)),
         ], [4, 1], [MMA_REGS, LOAD_REGS])
 
 
@@ -394,7 +401,8 @@ def launch(x2, w, bias, y, activation, cfg, target, compile_only=False):
     """y = act(x2 @ w.T + bias) with the cooperative kernel. x2 (M, K), w (N, K), bias (N,) or None, y (M, N).
 
     `cfg` keys: BLOCK_SIZE_M (128 / 256), BLOCK_SIZE_N/K, GROUP_SIZE_M, num_warps (8), num_stages (upper
-    bound); `backend`, `persistent`, `tma` are accepted and ignored, NUM_KSPLIT must be 1. `target`: a
+    bound); `backend`, `persistent`, `tma` are accepted and ignored; NUM_KSPLIT > 1 splits K
+    (hopper_pingpong.launch_dense). `target`: a
     gemmkit.arch.Target (num_cus sizes the persistent grid). ValueError when `unsupported` says no or the
     config cannot be planned.
     """
@@ -402,8 +410,8 @@ def launch(x2, w, bias, y, activation, cfg, target, compile_only=False):
     plan = derive(cfg, target, x2.element_size(), y.element_size())
     ce = kernel_constexprs(plan, has_bias=bias is not None, activation=activation)
     # the y box is a consumer's staging sub-tile (BM/2 x EPI_N), not the whole tile
-    return hp.launch_tma(hopper_coop_kernel, plan, (plan.BM_C, plan.epi_n), x2, w, bias, y, ce, target, compile_only,
-                         w_box=plan.w_box)
+    return hp.launch_dense(hopper_coop_kernel, plan, (plan.BM_C, plan.epi_n), x2, w, bias, y, activation, ce,
+                           target, compile_only)
 
 
 # ----------------------------------------------------------------------------- static compile (gemmkit isa)
@@ -423,13 +431,16 @@ SPLIT_PRESETS = (
      "num_stages": 5},  # 5 stages (bf16 out), 4 (fp32 out)
     {"BLOCK_SIZE_M": 128, "BLOCK_SIZE_N": 96, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 8, "num_warps": 8,
      "num_stages": 6},
+    {"BLOCK_SIZE_M": 128, "BLOCK_SIZE_N": 192, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 8, "num_warps": 8,
+     "num_stages": 5, "NUM_KSPLIT": 3},  # split-K: fp32 partial sub-tiles (4 stages)
 )
 
 
 def static_spec(cfg: dict, target, *, dtype: str = "bf16", out_dtype: str | None = None, has_bias: bool = True,
                 activation: str = "gelu"):
-    """(kernel, signature, constexprs, divisible, options, plan) to compile the kernel for `target` on a CPU."""
-    out_dtype = out_dtype or dtype
+    """(kernel, signature, constexprs, divisible, options, plan) to compile the kernel for `target` on a CPU
+    (split-K: fp32 partial tiles, hopper_pingpong.staged_dtype)."""
+    out_dtype = hp.staged_dtype(cfg, out_dtype or dtype)
     plan = derive(cfg, target, 2, 4 if out_dtype == "fp32" else 2)
     ce = kernel_constexprs(plan, has_bias=has_bias, activation=activation)
     sig = hp.tma_signature(plan, (plan.BM_C, plan.epi_n), dtype, out_dtype, ce, w_box=plan.w_box)

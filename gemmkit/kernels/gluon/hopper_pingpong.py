@@ -176,6 +176,7 @@ class Plan:
     swizzle_c: int
     BN_TAIL: int = 0  # a split tile (BN 96 / 192 = 3 T, see `split_tail`): T; 0 for a power-of-two BN
     w_box: int = 0  # rows of the w TMA box: BN, or T for a split tile
+    split_k: int = 1  # NUM_KSPLIT: K split into this many ranges, fp32 partial tiles, then a fixed-order reduce
 
 
 def _swizzle(inner_bytes: int) -> int:
@@ -190,11 +191,12 @@ def _pow2(v) -> bool:
     return isinstance(v, int) and v > 0 and v & (v - 1) == 0
 
 
-def check_config(cfg: dict, backend: str, kernel: str, bm_why: str, split_ok: bool = False):
+def check_config(cfg: dict, backend: str, kernel: str, bm_why: str, split_ok: bool = False,
+                 split_k_ok: bool = False):
     """The checks every Hopper Gluon kernel's `derive` makes of a config (this one's and
     hopper_pingpong_fp8's): every CONFIG_KEYS key present, no other key but the ignored ones, no
-    split-K, BLOCK_SIZE_M 64 or 128, BLOCK_SIZE_N a power of two in [16, 256] (or, `split_ok`, a split
-    tile), num_warps 4 (one consumer warpgroup), GROUP_SIZE_M >= 1. Returns (BM, BN, BK); BLOCK_SIZE_K
+    split-K (unless `split_k_ok`: the dense bf16 kernels), BLOCK_SIZE_M 64 or 128, BLOCK_SIZE_N a power of
+    two in [16, 256] (or, `split_ok`, a split tile), num_warps 4 (one consumer warpgroup), GROUP_SIZE_M >= 1. Returns (BM, BN, BK); BLOCK_SIZE_K
     is each kernel's own."""
     for key in CONFIG_KEYS:
         if key not in cfg:
@@ -202,8 +204,8 @@ def check_config(cfg: dict, backend: str, kernel: str, bm_why: str, split_ok: bo
     unknown = set(cfg) - set(CONFIG_KEYS) - set(_IGNORED_KEYS)
     if unknown:
         raise ValueError(f"config: keys {sorted(unknown)} do not apply to {kernel}")
-    if cfg.get("NUM_KSPLIT", 1) != 1:
-        raise ValueError(f"config: key 'NUM_KSPLIT' = {cfg['NUM_KSPLIT']}; the gluon backend needs 1")
+    if cfg.get("NUM_KSPLIT", 1) != 1 and not split_k_ok:
+        raise ValueError(f"config: key 'NUM_KSPLIT' = {cfg['NUM_KSPLIT']}; {kernel} needs 1")
     bm, bn, bk = cfg["BLOCK_SIZE_M"], cfg["BLOCK_SIZE_N"], cfg["BLOCK_SIZE_K"]
     if bm not in (64, 128):
         raise ValueError(f"config: key 'BLOCK_SIZE_M' = {bm}; the {backend} backend needs 64 or 128 {bm_why}")
@@ -216,6 +218,24 @@ def check_config(cfg: dict, backend: str, kernel: str, bm_why: str, split_ok: bo
     if not (isinstance(cfg["GROUP_SIZE_M"], int) and cfg["GROUP_SIZE_M"] >= 1):
         raise ValueError(f"config: key 'GROUP_SIZE_M' = {cfg['GROUP_SIZE_M']!r}; expected an integer >= 1")
     return bm, bn, bk
+
+
+def split_k_out_bytes(cfg: dict, out_bytes: int) -> int:
+    """The bytes of a staged output element: the output's, or 4 under split-K (fp32 partial tiles)."""
+    return 4 if cfg.get("NUM_KSPLIT", 1) > 1 else out_bytes
+
+
+def staged_dtype(cfg: dict, out_dtype: str) -> str:
+    """`split_k_out_bytes` for the static compiles' dtype names: "fp32" under split-K, else out_dtype."""
+    return "fp32" if cfg.get("NUM_KSPLIT", 1) > 1 else out_dtype
+
+
+def split_count(K: int, BK: int, split_k: int) -> int:
+    """The splits a split-K launch runs for NUM_KSPLIT = split_k: ranges of q = cdiv(cdiv(K, BK), split_k)
+    K steps (`_split_steps`), as many as start below K: cdiv(cdiv(K, BK), q) (K steps 112, NUM_KSPLIT 3:
+    3 x 38; K steps 5, NUM_KSPLIT 4: 3 x 2)."""
+    k_steps = -(-K // BK)
+    return -(-k_steps // -(-k_steps // split_k))
 
 
 def derive(cfg: dict, target=None, in_bytes: int = 2, out_bytes: int = 2) -> Plan:
@@ -240,7 +260,9 @@ def derive(cfg: dict, target=None, in_bytes: int = 2, out_bytes: int = 2) -> Pla
       swizzle  the largest of 128/64/32 bytes dividing a tile row (BK * 2 = 128 B: 128-byte
                swizzle, conflict-free for TMA writes and wgmma reads).
     """
-    bm, bn, bk = check_config(cfg, "gluon", "the gluon ping-pong kernel", "(wgmma rows)", split_ok=True)
+    bm, bn, bk = check_config(cfg, "gluon", "the gluon ping-pong kernel", "(wgmma rows)", split_ok=True,
+                              split_k_ok=True)
+    out_bytes = split_k_out_bytes(cfg, out_bytes)
     if not (_pow2(bk) and 16 <= bk <= 128):
         raise ValueError(f"config: key 'BLOCK_SIZE_K' = {bk}; expected a power of two in [16, 128]")
     acc_regs = bm * bn // (32 * _CONSUMER_WARPS)
@@ -266,7 +288,8 @@ def derive(cfg: dict, target=None, in_bytes: int = 2, out_bytes: int = 2) -> Pla
                 smem_bytes=stages * stage_bytes + epilogue_bytes + _BARRIER_SLACK,
                 warps=warps, regs_at_entry=regs_at_entry, mma_regs=mma_regs, load_regs=_LOAD_REGS,
                 acc_regs=acc_regs, swizzle_a=_swizzle(bk * in_bytes), swizzle_b=_swizzle(bk * in_bytes),
-                swizzle_c=_swizzle((tail or bn) * out_bytes), BN_TAIL=tail, w_box=tail or bn)
+                swizzle_c=_swizzle((tail or bn) * out_bytes), BN_TAIL=tail, w_box=tail or bn,
+                split_k=cfg.get("NUM_KSPLIT", 1))
 
 
 def constexprs(plan: Plan, *, has_bias: bool, activation: str) -> dict:
@@ -277,9 +300,20 @@ def constexprs(plan: Plan, *, has_bias: bool, activation: str) -> dict:
                 ACTIVATION=activation, MMA_REGS=plan.mma_regs, LOAD_REGS=plan.load_regs)
 
 
+def dense_constexprs(plan, *, has_bias: bool, activation: str) -> dict:
+    """The dense kernels' constexprs beyond a kernel's `constexprs` (this one's and hopper_coop's): the tile
+    width BN (the w box is BN / 3 rows for a split tile) and SPLIT_K (work ids over splits x tiles, partial
+    tiles stored to the fp32 workspace: `launch_tma`). The bias and activation of a split-K call are the
+    reduce's, so its GEMM launch has neither."""
+    split = plan.split_k > 1
+    return {"BN": plan.BN, "SPLIT_K": split, "HAS_BIAS": has_bias and not split,
+            "ACTIVATION": "none" if split else activation}
+
+
 def kernel_constexprs(plan: Plan, *, has_bias: bool, activation: str) -> dict:
-    """hopper_pingpong_kernel's: `constexprs` and the tile width BN (the w box is BN / 3 rows for a split tile)."""
-    return {**constexprs(plan, has_bias=has_bias, activation=activation), "BN": plan.BN}
+    """hopper_pingpong_kernel's: `constexprs` and `dense_constexprs`."""
+    return {**constexprs(plan, has_bias=has_bias, activation=activation),
+            **dense_constexprs(plan, has_bias=has_bias, activation=activation)}
 
 
 def y_box(plan: Plan) -> tuple:
@@ -306,6 +340,38 @@ def _ring_prev(idx, STAGES: gl.constexpr):
 
 
 @gluon.jit
+def _num_work(num_pid_m, num_pid_n, B, BY_ENTRY: gl.constexpr):
+    """Work ids of a launch: tiles, or B x tiles (BY_ENTRY: batch entries, or K splits with B = SPLITS)."""
+    if BY_ENTRY:
+        return B * num_pid_m * num_pid_n
+    else:
+        return num_pid_m * num_pid_n
+
+
+@gluon.jit
+def _split_steps(K, BK: gl.constexpr, SPLITS, SPLIT_K: gl.constexpr):
+    """K steps per work item: all of K, or (SPLIT_K) one of SPLITS equal ranges of cdiv(cdiv(K, BK), SPLITS)
+    steps. Equal, so a consumer's ring position stays (local item) x (steps); the last range may run past
+    K, where TMA zero-fills the boxes (adding zeros). The host makes every range start below K
+    (`split_count`)."""
+    k_steps = gl.cdiv(K, BK)
+    if SPLIT_K:
+        k_steps = gl.cdiv(k_steps, SPLITS)
+    return k_steps
+
+
+@gluon.jit
+def _out_row(b, pid_m, num_pid_m, BM: gl.constexpr, SPLIT_K: gl.constexpr):
+    """A tile's first output row: pid_m * BM, or (SPLIT_K) that row in split b's slab of the fp32 workspace.
+    The slabs are num_pid_m * BM rows (whole tiles): a tile's rows past M stay inside its own slab, which
+    TMA's clipping at the workspace's last row alone would not ensure."""
+    if SPLIT_K:
+        return (b * num_pid_m + pid_m) * BM
+    else:
+        return pid_m * BM
+
+
+@gluon.jit
 def _work_tile(work_id, num_work, num_pid_m, num_pid_n, GROUP_SIZE_M: gl.constexpr, BATCHED: gl.constexpr):
     """Work id -> (batch entry, pid_m, pid_n), the Triton tier's order (kernels/triton/_schedule.py): grouped
     tiles (`tile_coords`), batch-major over B x tiles when BATCHED (`batched_tile_coords`); entry 0 if not."""
@@ -320,13 +386,15 @@ def _work_tile(work_id, num_work, num_pid_m, num_pid_n, GROUP_SIZE_M: gl.constex
 @gluon.jit
 def _load_partition(x_desc, w_desc, a_ring, b_ring, full, empty, M, N, K,
                     STAGES: gl.constexpr, GROUP_SIZE_M: gl.constexpr, B=1, BATCHED: gl.constexpr = False,
-                    t_ring=None):
+                    t_ring=None, SPLIT_K: gl.constexpr = False):
     """1 warp: for every K step of every tile of this CTA, wait for the slot, then TMA x and w into it.
     BATCHED: 3-D descriptors (B, rows, K) with boxes [1, rows, BK], written through a 3-D view of the
     2-D ring slot (same bytes, same swizzle: the consumers read the slot as before).
     t_ring (a split tile, this kernel's or hopper_coop.py's, 2-D only): a tile of BN = 3 T columns keeps w rows
     [0, 2T) in b_ring and [2T, 3T) in t_ring (shared-memory shapes are powers of two); the w box is T rows,
-    3 per step, and full[s] expects x's box + 3 w boxes."""
+    3 per step, and full[s] expects x's box + 3 w boxes.
+    SPLIT_K (dense only): B is the number of K splits; work id -> (split b, tile) as the batched order, and
+    split b loads K steps [b * k_steps, (b + 1) * k_steps) (`_split_steps`)."""
     BM: gl.constexpr = a_ring.shape[1]
     BK: gl.constexpr = a_ring.shape[2]
     if t_ring is None:
@@ -336,18 +404,20 @@ def _load_partition(x_desc, w_desc, a_ring, b_ring, full, empty, M, N, K,
         T: gl.constexpr = t_ring.shape[1]
         BN: gl.constexpr = 3 * T
         W_BYTES: gl.constexpr = 3 * w_desc.block_type.nbytes
+    BY_ENTRY: gl.constexpr = BATCHED or SPLIT_K
     num_pid_m = gl.cdiv(M, BM)
     num_pid_n = gl.cdiv(N, BN)
-    if BATCHED:
-        num_work = B * num_pid_m * num_pid_n
-    else:
-        num_work = num_pid_m * num_pid_n
-    k_steps = gl.cdiv(K, BK)
+    num_work = _num_work(num_pid_m, num_pid_n, B, BY_ENTRY)
+    k_steps = _split_steps(K, BK, B, SPLIT_K)
     idx = 0
     phase = 0
     for work_id in range(gl.program_id(0), num_work, gl.num_programs(0)):
-        b, pid_m, pid_n = _work_tile(work_id, num_work, num_pid_m, num_pid_n, GROUP_SIZE_M, BATCHED)
-        for kk in range(k_steps):
+        b, pid_m, pid_n = _work_tile(work_id, num_work, num_pid_m, num_pid_n, GROUP_SIZE_M, BY_ENTRY)
+        if SPLIT_K:
+            k0 = b * k_steps
+        else:
+            k0 = 0
+        for kk in range(k0, k0 + k_steps):
             mbarrier.wait(empty.index(idx), phase ^ 1)  # round 0 passes: fresh barrier
             bar = full.index(idx)
             mbarrier.expect(bar, x_desc.block_type.nbytes + W_BYTES)
@@ -430,12 +500,14 @@ def store_split(y_desc, c_smem, acc, acc_t, bias_ptr, row, col, N, HAS_BIAS: gl.
 def _mma_partition(CONSUMER: gl.constexpr, y_desc, bias_ptr, a_ring, b_ring, c_smem, full, empty, turn, c_free,
                    M, N, K, BK: gl.constexpr, STAGES: gl.constexpr, C_TILES: gl.constexpr,
                    GROUP_SIZE_M: gl.constexpr, HAS_BIAS: gl.constexpr, ACTIVATION: gl.constexpr,
-                   B=1, stride_bb=0, BATCHED: gl.constexpr = False, t_ring=None):
+                   B=1, stride_bb=0, BATCHED: gl.constexpr = False, t_ring=None, SPLIT_K: gl.constexpr = False):
     """1 warpgroup: local tiles CONSUMER, CONSUMER + 2, ...: mainloop on its turn, then the epilogue.
     BATCHED: bias row b (bias_ptr + b * stride_bb; stride 0 shares one row) and a 3-D TMA store
     [b, m, n] through a 3-D view of the 2-D output tile.
     t_ring (a split tile, dense only: `_split_mainloop`, `store_split`): c_smem is one BM x T sub-tile per
-    consumer (C_TILES 2)."""
+    consumer (C_TILES 2).
+    SPLIT_K (dense only; B = the number of splits): work ids over splits x tiles, each item one K range
+    (`_split_steps`), its fp32 partial tile stored in its split's slab of the workspace (`_out_row`)."""
     BM: gl.constexpr = c_smem.shape[0]
     if t_ring is None:
         BN: gl.constexpr = c_smem.shape[1]
@@ -446,16 +518,14 @@ def _mma_partition(CONSUMER: gl.constexpr, y_desc, bias_ptr, a_ring, b_ring, c_s
         BN: gl.constexpr = 3 * t_ring.shape[1]
     num_pid_m = gl.cdiv(M, BM)
     num_pid_n = gl.cdiv(N, BN)
-    if BATCHED:
-        num_work = B * num_pid_m * num_pid_n
-    else:
-        num_work = num_pid_m * num_pid_n
-    k_steps = gl.cdiv(K, BK)
+    BY_ENTRY: gl.constexpr = BATCHED or SPLIT_K
+    num_work = _num_work(num_pid_m, num_pid_n, B, BY_ENTRY)
+    k_steps = _split_steps(K, BK, B, SPLIT_K)
     nprog = gl.num_programs(0)
     n = 0  # tiles this consumer has done
     for work_id in range(gl.program_id(0) + CONSUMER * nprog, num_work, 2 * nprog):
         if not BATCHED:
-            b, pid_m, pid_n = _work_tile(work_id, num_work, num_pid_m, num_pid_n, GROUP_SIZE_M, BATCHED)
+            b, pid_m, pid_n = _work_tile(work_id, num_work, num_pid_m, num_pid_n, GROUP_SIZE_M, SPLIT_K)
         # Explicit phase counter: local tile j = 2n + CONSUMER starts at ring step j * k_steps.
         step = (2 * n + CONSUMER) * k_steps
         idx = step % STAGES
@@ -468,7 +538,8 @@ def _mma_partition(CONSUMER: gl.constexpr, y_desc, bias_ptr, a_ring, b_ring, c_s
             mbarrier.arrive(turn.index(1 - CONSUMER))  # every wgmma issued: hand over the tensor cores
             acc, acc_t = warpgroup_mma_wait(0, deps=(acc, acc_t))
             mbarrier.arrive(empty.index(_ring_prev(idx, STAGES)))  # the tile's last slot
-            store_split(y_desc, c_smem, acc, acc_t, bias_ptr, pid_m * BM, pid_n * BN, N, HAS_BIAS, ACTIVATION)
+            store_split(y_desc, c_smem, acc, acc_t, bias_ptr, _out_row(b, pid_m, num_pid_m, BM, SPLIT_K), pid_n * BN,
+                        N, HAS_BIAS, ACTIVATION)
         else:
             acc = warpgroup_mma_init(gl.zeros((BM, BN), dtype=gl.float32, layout=acc_layout))
             for kk in range(k_steps):
@@ -499,7 +570,7 @@ def _mma_partition(CONSUMER: gl.constexpr, y_desc, bias_ptr, a_ring, b_ring, c_s
             if BATCHED:
                 tma.async_copy_shared_to_global(y_desc, [b, pid_m * BM, pid_n * BN], c_smem.reshape([1, BM, BN]))
             else:
-                tma.async_copy_shared_to_global(y_desc, [pid_m * BM, pid_n * BN], c_smem)
+                tma.async_copy_shared_to_global(y_desc, [_out_row(b, pid_m, num_pid_m, BM, SPLIT_K), pid_n * BN], c_smem)
             if C_TILES == 1:
                 tma.store_wait(0)
                 mbarrier.arrive(c_free)
@@ -507,11 +578,11 @@ def _mma_partition(CONSUMER: gl.constexpr, y_desc, bias_ptr, a_ring, b_ring, c_s
     tma.store_wait(0)
 
 
-@gluon.jit(do_not_specialize=["M", "N", "K"])  # TMA handles every M, N, K: one compile per config
-def hopper_pingpong_kernel(x_desc, w_desc, y_desc, bias_ptr, M, N, K,
+@gluon.jit(do_not_specialize=["M", "N", "K", "SPLITS"])  # TMA handles every M, N, K: one compile per config
+def hopper_pingpong_kernel(x_desc, w_desc, y_desc, bias_ptr, M, N, K, SPLITS,
                            STAGES: gl.constexpr, C_TILES: gl.constexpr, GROUP_SIZE_M: gl.constexpr,
                            HAS_BIAS: gl.constexpr, ACTIVATION: gl.constexpr, MMA_REGS: gl.constexpr,
-                           LOAD_REGS: gl.constexpr, BN: gl.constexpr):
+                           LOAD_REGS: gl.constexpr, BN: gl.constexpr, SPLIT_K: gl.constexpr):
     BM: gl.constexpr = x_desc.block_type.shape[0]
     BK: gl.constexpr = x_desc.block_type.shape[1]
     a_ring = gl.allocate_shared_memory(x_desc.dtype, [STAGES, BM, BK], x_desc.layout)
@@ -540,19 +611,24 @@ def hopper_pingpong_kernel(x_desc, w_desc, y_desc, bias_ptr, M, N, K,
     if BN % 3 == 0:
         gl.warp_specialize([
             (_mma_partition, (0, y_desc, bias_ptr, a_ring, b_ring, c0, full, empty, turn, c_free, M, N, K,
-                              BK, STAGES, C_TILES, GROUP_SIZE_M, HAS_BIAS, ACTIVATION, 1, 0, False, t_ring)),
+                              BK, STAGES, C_TILES, GROUP_SIZE_M, HAS_BIAS, ACTIVATION, SPLITS, 0, False, t_ring,
+                              SPLIT_K)),
             (_mma_partition, (1, y_desc, bias_ptr, a_ring, b_ring, c1, full, empty, turn, c_free, M, N, K,
-                              BK, STAGES, C_TILES, GROUP_SIZE_M, HAS_BIAS, ACTIVATION, 1, 0, False, t_ring)),
+                              BK, STAGES, C_TILES, GROUP_SIZE_M, HAS_BIAS, ACTIVATION, SPLITS, 0, False, t_ring,
+                              SPLIT_K)),
             (_load_partition, (x_desc, w_desc, a_ring, b_ring, full, empty, M, N, K, STAGES, GROUP_SIZE_M,
-                               1, False, t_ring)),
+                               SPLITS, False, t_ring, SPLIT_K)),
         ], [4, 1], [MMA_REGS, LOAD_REGS])
     else:
         gl.warp_specialize([
             (_mma_partition, (0, y_desc, bias_ptr, a_ring, b_ring, c0, full, empty, turn, c_free, M, N, K,
-                              BK, STAGES, C_TILES, GROUP_SIZE_M, HAS_BIAS, ACTIVATION)),
+                              BK, STAGES, C_TILES, GROUP_SIZE_M, HAS_BIAS, ACTIVATION, SPLITS, 0, False, None,
+                              SPLIT_K)),
             (_mma_partition, (1, y_desc, bias_ptr, a_ring, b_ring, c1, full, empty, turn, c_free, M, N, K,
-                              BK, STAGES, C_TILES, GROUP_SIZE_M, HAS_BIAS, ACTIVATION)),
-            (_load_partition, (x_desc, w_desc, a_ring, b_ring, full, empty, M, N, K, STAGES, GROUP_SIZE_M)),
+                              BK, STAGES, C_TILES, GROUP_SIZE_M, HAS_BIAS, ACTIVATION, SPLITS, 0, False, None,
+                              SPLIT_K)),
+            (_load_partition, (x_desc, w_desc, a_ring, b_ring, full, empty, M, N, K, STAGES, GROUP_SIZE_M,
+                               SPLITS, False, None, SPLIT_K)),
         ], [4, 1], [MMA_REGS, LOAD_REGS])
 
 
@@ -605,9 +681,10 @@ def check_operands(x2, w, bias, y, target, who: str):
     return M, N, K
 
 
-def launch_tma(kernel, plan, y_box, x2, w, bias, y, ce: dict, target, compile_only=False, w_box=None):
-    """Launch kernel(x_desc, w_desc, y_desc, bias_ptr, M, N, K, **ce) (this one, hopper_coop's): 2-D TMA boxes
-    x [BM, BK], w [w_box or BN, BK], y `y_box` (the staging tile); a persistent grid of min(tiles, SMs) CTAs."""
+def launch_tma(kernel, plan, y_box, x2, w, bias, y, ce: dict, target, compile_only=False, w_box=None, splits=1):
+    """Launch kernel(x_desc, w_desc, y_desc, bias_ptr, M, N, K, splits, **ce) (this one, hopper_coop's): 2-D TMA
+    boxes x [BM, BK], w [w_box or BN, BK], y `y_box` (the staging tile); a persistent grid of
+    min(splits x tiles, SMs) CTAs. `launch_dense` is the entry: it adds split-K's workspace and reduce."""
     from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
     M, K = x2.shape
@@ -618,27 +695,54 @@ def launch_tma(kernel, plan, y_box, x2, w, bias, y, ce: dict, target, compile_on
     wb = w_box or bn
     w_desc = TensorDescriptor.from_tensor(w, [wb, bk], shared_layout(wb, bk, t_in))
     y_desc = TensorDescriptor.from_tensor(y, list(y_box), shared_layout(*y_box, t_out))
-    num_tiles = -(-M // bm) * -(-N // bn)
-    grid = (max(1, min(num_tiles, target.num_cus)),)
-    args = (x_desc, w_desc, y_desc, bias if bias is not None else x2, M, N, K)
+    num_work = -(-M // bm) * -(-N // bn) * splits
+    grid = (max(1, min(num_work, target.num_cus)),)
+    args = (x_desc, w_desc, y_desc, bias if bias is not None else x2, M, N, K, splits)
     from ...ops import _launch  # the ops' launch cache (a lazy import: ops import this module)
 
     return _launch.launcher(kernel, grid, compile_only)(*args, **ce, num_warps=_CONSUMER_WARPS)
+
+
+def launch_dense(kernel, plan, y_box, x2, w, bias, y, activation, ce: dict, target, compile_only=False):
+    """One dense call of `kernel` (this one or hopper_coop's) planned as `plan`, `ce` its constexprs. Split-K
+    (plan.split_k > 1): the kernel stores fp32 partial tiles into a workspace of `split_count` slabs of
+    Mp = cdiv(M, BM) * BM rows (whole tiles: no tile crosses into the next slab), then the Triton tier's
+    split-K reduce sums the slabs in order (bitwise reproducible) and applies bias / activation / cast::
+
+        x, w ──► kernel: work id -> (split s, tile) ──► ws[s * Mp + m, n]  (fp32)
+                                                          │ splitk_reduce_kernel: ws[0] + ws[1] + ...
+                                                          ▼ + bias, act, cast
+                                                          y
+    """
+    if plan.split_k == 1:
+        return launch_tma(kernel, plan, y_box, x2, w, bias, y, ce, target, compile_only, w_box=plan.w_box)
+    import torch
+
+    from ...ops import _gemm  # the split-K reduce's launch (a lazy import: ops import this module)
+
+    M, K = x2.shape
+    N = w.shape[0]
+    splits = split_count(K, plan.BK, plan.split_k)
+    mp = -(-M // plan.BM) * plan.BM
+    ws = torch.empty((splits * mp, N), dtype=torch.float32, device=x2.device)
+    launch_tma(kernel, plan, y_box, x2, w, None, ws, ce, target, compile_only, w_box=plan.w_box, splits=splits)
+    _gemm.launch_reduce(ws, mp * N, splits, bias, y, activation, target, compile_only)
 
 
 def launch(x2, w, bias, y, activation, cfg, target, compile_only=False):
     """y = act(x2 @ w.T + bias) with the ping-pong kernel. x2 (M, K), w (N, K), bias (N,) or None, y (M, N).
 
     `cfg` keys: BLOCK_SIZE_M/N/K, GROUP_SIZE_M, num_warps (4), num_stages (upper bound); `backend`,
-    `persistent`, `tma` are accepted and ignored (always persistent, always TMA), NUM_KSPLIT must be 1.
+    `persistent`, `tma` are accepted and ignored (always persistent, always TMA); NUM_KSPLIT > 1 splits K
+    (`launch_dense`).
     `target`: a gemmkit.arch.Target (its num_cus sizes the persistent grid). Raises ValueError when
     `unsupported` says no or the config cannot be planned.
     """
     check_operands(x2, w, bias, y, target, "gluon ping-pong")
     plan = derive(cfg, target, x2.element_size(), y.element_size())
     ce = kernel_constexprs(plan, has_bias=bias is not None, activation=activation)
-    return launch_tma(hopper_pingpong_kernel, plan, y_box(plan), x2, w, bias, y, ce, target, compile_only,
-                      w_box=plan.w_box)
+    return launch_dense(hopper_pingpong_kernel, plan, y_box(plan), x2, w, bias, y, activation, ce, target,
+                        compile_only)
 
 
 # ----------------------------------------------------------------------------- static compile (gemmkit isa)
@@ -650,10 +754,12 @@ PRESETS = (
     {"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 256, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 8, "num_warps": 4,
      "num_stages": 4},
 )
-# The split tiles (dense kernel only: hopper_pingpong_batched.py compiles PRESETS above).
+# The split tiles and split-K (dense kernel only: hopper_pingpong_batched.py compiles PRESETS above).
 SPLIT_PRESETS = (
     {"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 192, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 8, "num_warps": 4,
      "num_stages": 6},
+    {"BLOCK_SIZE_M": 128, "BLOCK_SIZE_N": 128, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 8, "num_warps": 4,
+     "num_stages": 5, "NUM_KSPLIT": 3},  # fp32 partial tiles, one shared staging tile
 )
 
 
@@ -665,15 +771,16 @@ def tma_signature(plan, y_box, dtype: str, out_dtype: str, ce: dict, w_box=None)
     sig = {"x_desc": f"tensordesc<{dtype}[{bm}, {bk}],{shared_layout(bm, bk, dtype)!r}>",
            "w_desc": f"tensordesc<{dtype}[{bn}, {bk}],{shared_layout(bn, bk, dtype)!r}>",
            "y_desc": f"tensordesc<{out_dtype}[{y_box[0]}, {y_box[1]}],{shared_layout(*y_box, out_dtype)!r}>",
-           "bias_ptr": f"*{dtype}", "M": "i32", "N": "i32", "K": "i32"}
+           "bias_ptr": f"*{dtype}", "M": "i32", "N": "i32", "K": "i32", "SPLITS": "i32"}
     sig.update({k: "constexpr" for k in ce})
     return sig
 
 
 def static_spec(cfg: dict, target, *, dtype: str = "bf16", out_dtype: str | None = None, has_bias: bool = True,
                 activation: str = "gelu"):
-    """(kernel, signature, constexprs, divisible, options, plan) to compile the kernel for `target` on a CPU."""
-    out_dtype = out_dtype or dtype
+    """(kernel, signature, constexprs, divisible, options, plan) to compile the kernel for `target` on a CPU
+    (split-K: the kernel stores fp32 partial tiles, whatever the op's output dtype)."""
+    out_dtype = staged_dtype(cfg, out_dtype or dtype)
     plan = derive(cfg, target, 2, 4 if out_dtype == "fp32" else 2)
     ce = kernel_constexprs(plan, has_bias=has_bias, activation=activation)
     sig = tma_signature(plan, y_box(plan), dtype, out_dtype, ce, w_box=plan.w_box)
@@ -701,7 +808,7 @@ def unique_cases(cases, kernel_name: str, op: str):
     (tile config, path) compiled once: the Hopper Gluon kernels' isa_cases share this."""
     seen = set()
     for table, bucket, cfg, out in cases:
-        key = (tuple(sorted((k, cfg[k]) for k in CONFIG_KEYS if k in cfg)), out)
+        key = (tuple(sorted((k, cfg[k]) for k in CONFIG_KEYS if k in cfg)), cfg.get("NUM_KSPLIT", 1), out)
         if key in seen:
             continue
         seen.add(key)

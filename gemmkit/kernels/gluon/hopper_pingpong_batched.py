@@ -178,9 +178,13 @@ def _descriptor(t, block, dtype: str):
 
 
 def _no_split_tile(plan):
+    """The dense kernels' two extras that the batched ones do not build: split tiles and split-K."""
     if plan.BN_TAIL:
         raise ValueError(f"config: key 'BLOCK_SIZE_N' = {plan.BN}; the batched kernels take powers of two "
                          f"(split tiles {hc.SPLIT_N} are the dense Gluon kernels')")
+    if plan.split_k != 1:
+        raise ValueError(f"config: key 'NUM_KSPLIT' = {plan.split_k}; the batched kernels need 1 "
+                         "(split-K is the dense Gluon kernels')")
 
 
 def kernel_plan(cfg: dict, target, in_bytes: int, out_bytes: int, *, has_bias: bool, activation: str):

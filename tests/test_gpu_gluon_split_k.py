@@ -1,0 +1,137 @@
+"""Split-K in the dense Gluon kernels on the H200 (`pytest -m gpu tests/test_gpu_gluon_split_k.py`).
+
+hopper_pingpong.launch_dense: work ids over splits x tiles, each item one range of K steps, its fp32 partial
+tile stored into its split's slab of a workspace, then the split-K reduce (bias, activation, cast). Both
+layouts (ping-pong, cooperative), power-of-two and split tiles (96 / 192 columns), through the kernels'
+launchers and through gemm_a16w16. Reference: float64 on the CPU; outputs poisoned with NaN, every element
+checked (tests/_util.within_bound).
+"""
+import pytest
+import torch
+
+import gemmkit
+from gemmkit.reference import gemm_a16w16_ref
+
+from _util import check_a16w16 as check
+from _util import launch_dense, poisoned, randn, within_bound
+
+pytestmark = pytest.mark.gpu
+DEV = "cuda"
+
+PP = {"BLOCK_SIZE_M": 128, "BLOCK_SIZE_N": 128, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 8, "num_warps": 4, "num_stages": 5}
+CFGS = {
+    "pp128x128-k3": ("pp", {**PP, "NUM_KSPLIT": 3}),
+    "pp64x192-k2": ("pp", {**PP, "BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 192, "num_stages": 6, "NUM_KSPLIT": 2}),
+    "pp64x96-k4": ("pp", {**PP, "BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 96, "num_stages": 6, "NUM_KSPLIT": 4}),
+    "coop128x256-k2": ("coop", {**PP, "BLOCK_SIZE_N": 256, "num_warps": 8, "num_stages": 4, "NUM_KSPLIT": 2}),
+    "coop128x192-k3": ("coop", {**PP, "BLOCK_SIZE_N": 192, "num_warps": 8, "NUM_KSPLIT": 3}),
+    "coop128x96-k5": ("coop", {**PP, "BLOCK_SIZE_N": 96, "num_warps": 8, "num_stages": 6, "NUM_KSPLIT": 5}),
+}
+
+
+def _module(kind):
+    from gemmkit.kernels.gluon import hopper_coop, hopper_pingpong
+
+    return hopper_coop if kind == "coop" else hopper_pingpong
+
+
+def run(name, x, w, bias=None, act="none", out_dtype=None, cus=None):
+    kind, cfg = CFGS[name]
+    return launch_dense(_module(kind), x, w, bias, act, out_dtype, cfg, cus)
+
+
+# (M, N, K): M = 1 / 17 (one partial row), ragged M / N (the workspace slabs are whole tiles of rows), K not a
+# multiple of splits x BK (the last range runs past K into TMA's zero fill), K of one step (one split), a
+# DeepSeek kv_a_proj row.
+SHAPES = [(1, 264, 1000), (17, 1000, 520), (300, 392, 2056), (129, 136, 64), (1024, 576, 7168)]
+
+
+@pytest.mark.parametrize("name", list(CFGS))
+@pytest.mark.parametrize("M,N,K", SHAPES, ids=[f"{m}x{n}x{k}" for m, n, k in SHAPES])
+def test_shapes(M, N, K, name):
+    x, w = randn(M, K, dtype=torch.bfloat16, device=DEV), randn(N, K, dtype=torch.bfloat16, device=DEV)
+    check(run(name, x, w), x, w)
+
+
+@pytest.mark.parametrize("act,out_dtype", [("gelu", torch.bfloat16), ("silu", torch.float16), ("none", torch.float32)],
+                         ids=lambda v: str(v).replace("torch.", ""))
+@pytest.mark.parametrize("name", ["pp128x128-k3", "pp64x192-k2", "coop128x192-k3"])
+def test_bias_activation_out_dtype(act, out_dtype, name):
+    """Bias and activation are the reduce's (the kernel stores fp32 partials whatever the output dtype)."""
+    M, N, K = 300, 1032, 1544
+    x, w = randn(M, K, dtype=torch.bfloat16, device=DEV), randn(N, K, dtype=torch.bfloat16, device=DEV) / 8
+    b = randn(N, dtype=torch.bfloat16, device=DEV)
+    y = run(name, x, w, b, act, out_dtype)
+    assert y.dtype == out_dtype
+    check(y, x, w, b, act)
+
+
+@pytest.mark.parametrize("cus", [1, 3, 7])
+@pytest.mark.parametrize("name", ["pp128x128-k3", "pp64x96-k4", "coop128x256-k2", "coop128x192-k3"])
+def test_small_persistent_grids(cus, name):
+    """Many (split, tile) items per CTA: the ring wraps across items of different splits."""
+    M, N, K = 3 * 128 - 5, 4 * 192 - 8, 3000
+    x, w = randn(M, K, dtype=torch.bfloat16, device=DEV), randn(N, K, dtype=torch.bfloat16, device=DEV) / 4
+    b = randn(N, dtype=torch.bfloat16, device=DEV)
+    check(run(name, x, w, b, "gelu", cus=cus), x, w, b, "gelu")
+
+
+@pytest.mark.parametrize("name", ["pp128x128-k3", "coop128x192-k3"])
+def test_deterministic(name):
+    """The reduce sums the slabs in split order: bitwise identical run to run and on any grid."""
+    x, w = randn(700, 5000, dtype=torch.bfloat16, device=DEV), randn(1000, 5000, dtype=torch.bfloat16, device=DEV)
+    first = run(name, x, w)
+    check(first, x, w)
+    for cus in (None, 5, 1):
+        assert torch.equal(run(name, x, w, cus=cus), first)
+
+
+@pytest.mark.parametrize("name", ["pp64x192-k2", "coop128x96-k5"])
+def test_op_runs_gluon_split_k(name):
+    """gemm_a16w16 with a "backend": "gluon" split-K config: the Gluon kernel and the reduce, once each."""
+    from gemmkit.ops import _common as C
+
+    kind, cfg = CFGS[name]
+    kernel = _module(kind).KERNEL_NAME
+    M, N, K = 512, 576, 7168
+    x, w, b = (randn(M, K, dtype=torch.bfloat16, device=DEV), randn(N, K, dtype=torch.bfloat16, device=DEV),
+               randn(N, dtype=torch.bfloat16, device=DEV))
+    before = dict(C.LAUNCHES)
+    y = gemmkit.gemm_a16w16(x, w, b, activation="silu", out=poisoned((M, N), torch.bfloat16, DEV),
+                            config={**cfg, "backend": "gluon"})
+    torch.cuda.synchronize()
+    assert C.LAUNCHES[kernel] == before.get(kernel, 0) + 1
+    assert C.LAUNCHES["splitk_reduce_kernel"] == before.get("splitk_reduce_kernel", 0) + 1
+    assert C.LAUNCHES["gemm_kernel"] == before.get("gemm_kernel", 0)
+    ok, msg = within_bound(y, gemm_a16w16_ref(x, w, b, "silu"), torch.bfloat16)
+    assert ok, msg
+
+
+def test_op_split_k_in_a_cuda_graph():
+    """The workspace is allocated inside the capture (the graph's pool) and replays correctly."""
+    kind, cfg = CFGS["coop128x192-k3"]
+    M, N, K = 256, 576, 7168
+    x, w = randn(M, K, dtype=torch.bfloat16, device=DEV), randn(N, K, dtype=torch.bfloat16, device=DEV)
+    out = torch.empty(M, N, device=DEV, dtype=torch.bfloat16)
+    config = {**cfg, "backend": "gluon"}
+    gemmkit.gemm_a16w16(x, w, out=out, config=config)  # compile outside the capture
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        gemmkit.gemm_a16w16(x, w, out=out, config=config)
+    for _ in range(3):
+        x.copy_(randn(M, K, dtype=torch.bfloat16, device=DEV))
+        out.fill_(float("nan"))
+        g.replay()
+        torch.cuda.synchronize()
+        check(out, x, w)
+
+
+def test_split_count_leaves_no_empty_range():
+    """NUM_KSPLIT larger than the K steps: fewer, non-empty ranges (K = 128, BK 64: 2 steps, 5 asked -> 2)."""
+    from gemmkit.kernels.gluon import hopper_pingpong as hp
+
+    assert hp.split_count(128, 64, 5) == 2
+    x, w = randn(40, 128, dtype=torch.bfloat16, device=DEV), randn(264, 128, dtype=torch.bfloat16, device=DEV)
+    y = launch_dense(hp, x, w, None, "none", None, {**PP, "NUM_KSPLIT": 5}, None)
+    check(y, x, w)
