@@ -71,6 +71,9 @@ CANDIDATES = {
         ks(gluon(64, 192, 64, 6), 2), ks(gluon(64, 192, 64, 6), 3),
         ks(gluon(128, 128, 64, 5), 2), ks(gluon(64, 96, 64, 6), 2),
     ],
+    # round 2: every tile of the tuner's Gluon split-K space with the splits that fill one wave (tune.fill_splits:
+    # round 1's fixed 2 / 3 / 4 left 16 of 19 rows slower, mostly at 2 waves or at 6-40 items for 132 SMs)
+    "a16w16_splitk_fit": [SERVED, {"_gluon_split_k_space": True}],
     # round 3 (session 9): the ping-pong's split tiles (64 x 192, 64 x 96: a consumer owns a whole tile) on every
     # model row at M = 256 ... 4096
     "a16w16_split_pp": [
@@ -307,6 +310,10 @@ def main():
         # SERVED: the table's config for this shape, run as the op serves it (config=None)
         cands = [dict(_configs.select(bop.table_op(dtype), target.arch, M, N, K)[0], _served=True)
                  if c.get("_served") else c for c in base_cands]
+        if any(c.get("_gluon_split_k_space") for c in cands):  # the tuner's per-shape split-K candidates
+            from gemmkit.tune import gluon_split_k_space
+
+            cands = [c for c in cands if not c.get("_gluon_split_k_space")] + gluon_split_k_space(M, N, K, target)
         sets = [bop.make_inputs(M, N, K, dtype, dev, B) for _ in range(rotation_count(nbytes, target.l2_bytes))]
         tc = time.time()
         with AsyncCompileMode(ThreadPoolExecutor(16), ignore_errors=True):

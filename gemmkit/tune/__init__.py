@@ -76,7 +76,7 @@ def search_space(M: int, N: int, K: int, target, op: str = "a16w16") -> list:
     tmas = [True, False] if target.is_nvidia else [False]
     out, seen = [], set()
     if op == "a16w16" and target.arch == "sm_90" and M >= 256:
-        out += gluon_space(M) + gluon_split_k_space(M, N, target)
+        out += gluon_space(M) + gluon_split_k_space(M, N, K, target)
         seen.update(json.dumps(c, sort_keys=True) for c in out)
     for bm, bn, bk, warps, stages, group, p, tma, split in itertools.product(
             bms, bns, bks, [4, 8], [2, 3, 4, 5], groups, persist, tmas, splits):
@@ -145,21 +145,32 @@ def gluon_space(M: int = 256) -> list:
 
 GLUON_SPLIT_K_TILES = (("pp", 128, 128, 5), ("pp", 64, 192, 6), ("pp", 64, 96, 6), ("coop", 128, 192, 5),
                        ("coop", 128, 128, 6), ("coop", 128, 96, 6))  # (layout, BM, BN, num_stages)
+MAX_GLUON_SPLIT = 16
+MIN_SPLIT_STEPS = 4  # K steps a split range keeps at least (fewer: the partial tile's traffic outweighs it)
 
 
-def gluon_split_k_space(M: int, N: int, target) -> list:
+def fill_splits(tiles: int, k_steps: int, num_cus: int) -> list:
+    """Split counts that fill one wave of a persistent Gluon grid with (split, tile) items: the largest s with
+    tiles x s <= SMs, and s - 1, each >= 2, <= MAX_GLUON_SPLIT and leaving >= MIN_SPLIT_STEPS K steps a range.
+    One item per CTA: a ping-pong CTA given two runs them one after the other on its tensor cores, and a
+    second wave of partial tiles costs as much as the first (session 10, round 1: splits 2 / 3 for every
+    tile lost on 16 of 19 rows, the wave count being the reason on most)."""
+    top = min(num_cus // max(tiles, 1), MAX_GLUON_SPLIT, k_steps // MIN_SPLIT_STEPS)
+    return [s for s in (top, top - 1) if s >= 2]
+
+
+def gluon_split_k_space(M: int, N: int, K: int, target) -> list:
     """Split-K candidates for the dense Gluon kernels (hopper_pingpong.launch_dense: fp32 partial tiles, a
-    fixed-order reduce) where a tiling leaves the SMs short of work: few_tile_space's rule (tiles under
-    FEW_TILE_WAVES x SMs, splits 2 / 3 / 4 / 8 up to the first that fills those waves) on the Gluon tiles.
-        1024 x 576 (DeepSeek kv_a_proj):  coop 128 x 192 -> 8 x 3 = 24 tiles: splits 2, 3, 4, 8
-                                          pp 64 x 96 -> 16 x 6 = 96 tiles: split 2, 3
-    prune() drops ranges of < 2 K steps."""
+    fixed-order reduce) where a tiling leaves the SMs short of work: for each of GLUON_SPLIT_K_TILES, the
+    `fill_splits` of its tile count.
+        1024 x 576 x 7168 (DeepSeek kv_a_proj), 132 SMs:  coop 128 x 128 -> 8 x 5 = 40 tiles: splits 3, 2
+                                                          coop 128 x 192 -> 24 tiles: splits 5, 4
+        256 x 576 x 7168:                                 ping-pong 64 x 96 -> 24 tiles: splits 5, 4"""
     out = []
-    limit = FEW_TILE_WAVES * target.num_cus
-    for (layout, bm, bn, stages), split, group in itertools.product(GLUON_SPLIT_K_TILES, [2, 3, 4, 8], [8]):
+    for layout, bm, bn, stages in GLUON_SPLIT_K_TILES:
         tiles = -(-M // bm) * -(-N // bn)
-        if tiles < limit and tiles * (split // 2) < limit:
-            c = _cfg(bm, bn, 64, 8 if layout == "coop" else 4, stages, group, True, True, split)
+        for split in fill_splits(tiles, -(-K // 64), target.num_cus):
+            c = _cfg(bm, bn, 64, 8 if layout == "coop" else 4, stages, 8, True, True, split)
             c["backend"] = "gluon"
             out.append(c)
     return out
@@ -178,8 +189,8 @@ def prune(cands, M: int, N: int, K: int, target, in_bytes=2, out_bytes=2, acc_ti
 
             derive = (hopper_coop if hopper_pingpong.is_coop(c) else hopper_pingpong).derive
 
-            if c.get("NUM_KSPLIT", 1) > 1 and -(-K // c["BLOCK_SIZE_K"]) // c["NUM_KSPLIT"] < 2:
-                continue  # ranges of < 2 K steps: the partial-tile traffic outweighs the work
+            if c.get("NUM_KSPLIT", 1) > 1 and -(-K // c["BLOCK_SIZE_K"]) // c["NUM_KSPLIT"] < MIN_SPLIT_STEPS:
+                continue  # short ranges: the partial-tile traffic outweighs the work
             try:
                 derive(c, target, in_bytes, out_bytes)
                 # calls the Gluon kernel cannot take (non-TMA strides) run this config on the Triton
