@@ -26,9 +26,23 @@ def test_skinny_shape_offers_split_k_and_64_wide_tiles():
     assert {(64, 64, 2), (64, 64, 4), (128, 64, 4), (128, 128, 8), (64, 128, 4)} <= tilings
     assert (64, 64, 8) not in tilings  # 72 tiles x 4 already fill two waves: split 8 not offered
     for c in kept:
-        if c["NUM_KSPLIT"] > 1:
+        if c["NUM_KSPLIT"] > 1 and c.get("backend") != "gluon":  # the Gluon kernels are always persistent
             assert not c["persistent"]
             assert _tiles(c, M, N) < LIMIT and -(-K // c["BLOCK_SIZE_K"]) // c["NUM_KSPLIT"] >= 2
+
+
+def test_gluon_split_k_fills_one_wave():
+    """The Gluon split-K candidates (tune.gluon_split_k_space): splits s, s - 1 with tiles x s <= SMs, >= 4 K
+    steps a range; none where a tiling already fills the SMs (N = 7168 at M = 256: 2 x 56 tiles of 128 x 128)."""
+    from gemmkit.tune import fill_splits, gluon_split_k_space
+
+    assert fill_splits(40, 112, 132) == [3, 2] and fill_splits(6, 112, 132) == [16, 15]
+    assert fill_splits(6, 40, 132) == [10, 9] and fill_splits(66, 112, 132) == [2] and fill_splits(100, 112, 132) == []
+    kept = [c for c in _kept(1024, 576, 7168) if c.get("backend") == "gluon" and c["NUM_KSPLIT"] > 1]
+    assert {(c["num_warps"], c["BLOCK_SIZE_M"], c["BLOCK_SIZE_N"], c["NUM_KSPLIT"]) for c in kept} >= {
+        (8, 128, 128, 3), (8, 128, 192, 5), (4, 64, 192, 2)}
+    assert all(_tiles(c, 1024, 576) * c["NUM_KSPLIT"] <= H200.num_cus for c in kept)
+    assert gluon_split_k_space(256, 7168, 16384, H200) == []
 
 
 def test_large_m_skinny_n_gets_64_wide_rows_and_split_k():
