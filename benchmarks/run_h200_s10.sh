@@ -16,9 +16,9 @@ if has tests; then
 fi
 if has splitk; then
   SH=${SPLITK_SHAPES:-1x256x576x7168,1x512x576x7168,1x1024x576x7168,1x2048x576x7168,1x4096x576x7168,1x256x1536x7168,1x512x1536x7168,1x1024x1536x7168,1x2048x1536x7168,1x256x7168x2048,1x512x7168x2048,1x256x7168x16384,1x256x7168x18432,1x256x10240x8192,1x256x6144x4096,1x256x4096x7168,1x512x4096x7168,1x256x4096x14336,1x256x18432x16384}
-  timeout 560 python3 benchmarks/sweep_batched.py --op a16w16 --dtype bf16 --candidates a16w16_splitk --shapes $SH \
-    --passes ${PASSES:-3} --json "$OUT/a16w16_splitk_sweep.json" > "$OUT/a16w16_splitk_sweep.log" 2>&1
-  grep -E "^B=|vendor|ratio|rel err|Error|took" "$OUT/a16w16_splitk_sweep.log" | tail -250
+  timeout 560 python3 benchmarks/sweep_batched.py --op a16w16 --dtype bf16 --candidates ${CAND:-a16w16_splitk} --shapes $SH \
+    --passes ${PASSES:-3} --json "$OUT/${CAND:-a16w16_splitk}_sweep.json" > "$OUT/${CAND:-a16w16_splitk}_sweep.log" 2>&1
+  grep -E "^B=|vendor|ratio|rel err|Error|took" "$OUT/${CAND:-a16w16_splitk}_sweep.log" | tail -250
 fi
 if has bench; then
   timeout 560 python3 -m gemmkit bench --model all -m 256,512,1024,2048,4096 --cuda-graph \
