@@ -13,7 +13,7 @@ import gemmkit
 from gemmkit.reference import gemm_a16w16_ref
 
 from _util import check_a16w16 as check
-from _util import launch_dense, poisoned, randn, within_bound
+from _util import gpu_target, launch_dense, poisoned, randn, within_bound
 
 pytestmark = pytest.mark.gpu
 DEV = "cuda"
@@ -36,8 +36,26 @@ def _module(kind):
 
 
 def run(name, x, w, bias=None, act="none", out_dtype=None, cus=None):
+    """Through the kernel's `launch` (NUM_KSPLIT lowered to one wave by hopper_pingpong.fit_split_k)."""
     kind, cfg = CFGS[name]
     return launch_dense(_module(kind), x, w, bias, act, out_dtype, cfg, cus)
+
+
+def run_forced(name, x, w, bias=None, act="none", out_dtype=None, cus=None):
+    """hopper_pingpong.launch_dense with the config's NUM_KSPLIT as it is (no `fit_split_k`): on a grid of `cus`
+    CTAs each takes many (split, tile) items, so the ring wraps across items of different splits."""
+    from gemmkit.kernels.gluon import hopper_pingpong as hp
+
+    kind, cfg = CFGS[name]
+    mod, target = _module(kind), gpu_target(cus)
+    y = poisoned((x.shape[0], w.shape[0]), out_dtype or x.dtype, x.device)
+    plan = mod.derive(cfg, target, x.element_size(), y.element_size())
+    ce = mod.kernel_constexprs(plan, has_bias=bias is not None, activation=act)
+    y_box = (plan.BM_C, plan.epi_n) if kind == "coop" else hp.y_box(plan)
+    hp.launch_dense(mod.hopper_coop_kernel if kind == "coop" else hp.hopper_pingpong_kernel, plan, y_box, x, w, bias,
+                    y, act, ce, target)
+    torch.cuda.synchronize()
+    return y
 
 
 # (M, N, K): M = 1 / 17 (one partial row), ragged M / N (the workspace slabs are whole tiles of rows), K not a
@@ -73,17 +91,18 @@ def test_small_persistent_grids(cus, name):
     M, N, K = 3 * 128 - 5, 4 * 192 - 8, 3000
     x, w = randn(M, K, dtype=torch.bfloat16, device=DEV), randn(N, K, dtype=torch.bfloat16, device=DEV) / 4
     b = randn(N, dtype=torch.bfloat16, device=DEV)
-    check(run(name, x, w, b, "gelu", cus=cus), x, w, b, "gelu")
+    check(run_forced(name, x, w, b, "gelu", cus=cus), x, w, b, "gelu")
 
 
 @pytest.mark.parametrize("name", ["pp128x128-k3", "coop128x192-k3"])
 def test_deterministic(name):
     """The reduce sums the slabs in split order: bitwise identical run to run and on any grid."""
     x, w = randn(700, 5000, dtype=torch.bfloat16, device=DEV), randn(1000, 5000, dtype=torch.bfloat16, device=DEV)
-    first = run(name, x, w)
+    first = run_forced(name, x, w)
     check(first, x, w)
+    assert torch.equal(run(name, x, w), first)  # fit_split_k keeps NUM_KSPLIT here (36-48 tiles)
     for cus in (None, 5, 1):
-        assert torch.equal(run(name, x, w, cus=cus), first)
+        assert torch.equal(run_forced(name, x, w, cus=cus), first)
 
 
 @pytest.mark.parametrize("name", ["pp64x192-k2", "coop128x96-k5"])
@@ -134,4 +153,23 @@ def test_split_count_leaves_no_empty_range():
     assert hp.split_count(128, 64, 5) == 2
     x, w = randn(40, 128, dtype=torch.bfloat16, device=DEV), randn(264, 128, dtype=torch.bfloat16, device=DEV)
     y = launch_dense(hp, x, w, None, "none", None, {**PP, "NUM_KSPLIT": 5}, None)
+    check(y, x, w)
+
+
+def test_fit_split_k_keeps_one_wave():
+    """NUM_KSPLIT is an upper bound: splits x tiles <= SMs; 1 (no workspace, no reduce) where tiles fill the SMs."""
+    from gemmkit.kernels.gluon import hopper_pingpong as hp
+    from gemmkit.ops import _common as C
+
+    t = gpu_target()
+    cfg = {**PP, "BLOCK_SIZE_N": 96, "num_warps": 8, "num_stages": 6, "NUM_KSPLIT": 11}
+    assert hp.fit_split_k(cfg, 256, 576, t)["NUM_KSPLIT"] == min(11, t.num_cus // 12)
+    assert hp.fit_split_k(cfg, 300, 576, t)["NUM_KSPLIT"] == min(11, t.num_cus // 18)
+    assert hp.fit_split_k(cfg, 4096, 576, t)["NUM_KSPLIT"] == 1
+    M, N, K = 4096, 576, 1024
+    x, w = randn(M, K, dtype=torch.bfloat16, device=DEV), randn(N, K, dtype=torch.bfloat16, device=DEV)
+    before = dict(C.LAUNCHES)
+    y = gemmkit.gemm_a16w16(x, w, out=poisoned((M, N), torch.bfloat16, DEV), config={**cfg, "backend": "gluon"})
+    torch.cuda.synchronize()
+    assert C.LAUNCHES["splitk_reduce_kernel"] == before.get("splitk_reduce_kernel", 0)
     check(y, x, w)

@@ -401,13 +401,13 @@ def launch(x2, w, bias, y, activation, cfg, target, compile_only=False):
     """y = act(x2 @ w.T + bias) with the cooperative kernel. x2 (M, K), w (N, K), bias (N,) or None, y (M, N).
 
     `cfg` keys: BLOCK_SIZE_M (128 / 256), BLOCK_SIZE_N/K, GROUP_SIZE_M, num_warps (8), num_stages (upper
-    bound); `backend`, `persistent`, `tma` are accepted and ignored; NUM_KSPLIT > 1 splits K
-    (hopper_pingpong.launch_dense). `target`: a
+    bound); `backend`, `persistent`, `tma` are accepted and ignored; NUM_KSPLIT > 1 splits K into at most
+    that many ranges (hopper_pingpong.fit_split_k, launch_dense). `target`: a
     gemmkit.arch.Target (num_cus sizes the persistent grid). ValueError when `unsupported` says no or the
     config cannot be planned.
     """
     hp.check_operands(x2, w, bias, y, target, "gluon coop")
-    plan = derive(cfg, target, x2.element_size(), y.element_size())
+    plan = derive(hp.fit_split_k(cfg, x2.shape[0], w.shape[0], target), target, x2.element_size(), y.element_size())
     ce = kernel_constexprs(plan, has_bias=bias is not None, activation=activation)
     # the y box is a consumer's staging sub-tile (BM/2 x EPI_N), not the whole tile
     return hp.launch_dense(hopper_coop_kernel, plan, (plan.BM_C, plan.epi_n), x2, w, bias, y, activation, ce,

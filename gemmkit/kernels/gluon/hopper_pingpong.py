@@ -238,6 +238,18 @@ def split_count(K: int, BK: int, split_k: int) -> int:
     return -(-k_steps // -(-k_steps // split_k))
 
 
+def fit_split_k(cfg: dict, M: int, N: int, target) -> dict:
+    """The config a dense call runs: NUM_KSPLIT is an upper bound, lowered so that splits x tiles stay within
+    one wave of the SMs (one item a CTA: the tuner's `fill_splits` rule) and dropped to 1 where the tiles alone
+    fill it. A bucket tuned at M = 256 (128 x 96 tiles, 11 splits: 132 items) then runs 7 splits at M = 300
+    (18 tiles), not a second wave."""
+    split = cfg.get("NUM_KSPLIT", 1)
+    if split == 1:
+        return cfg
+    tiles = -(-M // cfg["BLOCK_SIZE_M"]) * -(-N // cfg["BLOCK_SIZE_N"])
+    return dict(cfg, NUM_KSPLIT=max(1, min(split, target.num_cus // tiles)))
+
+
 def derive(cfg: dict, target=None, in_bytes: int = 2, out_bytes: int = 2) -> Plan:
     """Everything the kernel and its launch need, from one config. ValueError names the key that cannot work.
 
@@ -705,7 +717,7 @@ def launch_tma(kernel, plan, y_box, x2, w, bias, y, ce: dict, target, compile_on
 
 def launch_dense(kernel, plan, y_box, x2, w, bias, y, activation, ce: dict, target, compile_only=False):
     """One dense call of `kernel` (this one or hopper_coop's) planned as `plan`, `ce` its constexprs. Split-K
-    (plan.split_k > 1): the kernel stores fp32 partial tiles into a workspace of `split_count` slabs of
+    (plan.split_k > 1, after `fit_split_k`): the kernel stores fp32 partial tiles into a workspace of `split_count` slabs of
     Mp = cdiv(M, BM) * BM rows (whole tiles: no tile crosses into the next slab), then the Triton tier's
     split-K reduce sums the slabs in order (bitwise reproducible) and applies bias / activation / cast::
 
@@ -734,12 +746,12 @@ def launch(x2, w, bias, y, activation, cfg, target, compile_only=False):
 
     `cfg` keys: BLOCK_SIZE_M/N/K, GROUP_SIZE_M, num_warps (4), num_stages (upper bound); `backend`,
     `persistent`, `tma` are accepted and ignored (always persistent, always TMA); NUM_KSPLIT > 1 splits K
-    (`launch_dense`).
+    into at most that many ranges (`fit_split_k`, `launch_dense`).
     `target`: a gemmkit.arch.Target (its num_cus sizes the persistent grid). Raises ValueError when
     `unsupported` says no or the config cannot be planned.
     """
     check_operands(x2, w, bias, y, target, "gluon ping-pong")
-    plan = derive(cfg, target, x2.element_size(), y.element_size())
+    plan = derive(fit_split_k(cfg, x2.shape[0], w.shape[0], target), target, x2.element_size(), y.element_size())
     ce = kernel_constexprs(plan, has_bias=bias is not None, activation=activation)
     return launch_dense(hopper_pingpong_kernel, plan, y_box(plan), x2, w, bias, y, activation, ce, target,
                         compile_only)
