@@ -92,7 +92,8 @@ Constraints:
     128 x 192: 96, ...).
   - num_warps == 8: the warps that compute one tile (2 consumer warpgroups of 4; the kernel adds the
     load warp). The same config on the Triton tier (the op's fallback) is an 8-warp kernel with the
-    same tile (a split tile: its power-of-two part). NUM_KSPLIT == 1. num_stages is an upper bound: the
+    same tile (a split tile: its power-of-two part). NUM_KSPLIT >= 1, an upper bound (split-K: the
+    ping-pong's `fit_split_k` / `launch_dense`, fp32 partial sub-tiles). num_stages is an upper bound: the
     ring gets num_stages stages, with the output staged in EPI_SPLIT = 1, 2 or 4 column sub-tiles (the
     fewest that let them fit; a split tile: 3), else the most stages (>= 2) beside 4 sub-tiles.
   - K >= 1 (the op handles K == 0); tiles < 2**31.

@@ -78,6 +78,21 @@ boxes per stage into b[s] (2T rows) and t[s] (T rows), and the epilogue stores t
 a BM x T staging tile per consumer (`store_split`; always two staging tiles). 64 x 192 fits the 132 SMs
 where 128 x 128 does not (Llama-3-8B qkv at M = 256: 128 tiles against 96). Dense kernel only.
 
+Split-K (NUM_KSPLIT > 1; dense kernels only, this one and hopper_coop.py; `launch_dense`): the work ids cover
+splits x tiles, split-major (`batched_tile_coords` with the split as the entry), and split s runs K steps
+[s q, (s + 1) q), q = cdiv(cdiv(K, BK), splits) for every split (equal, so a consumer's ring position is still
+local item x q; the last range may run past K into TMA's zero fill). Its fp32 partial tile goes to row
+(s * cdiv(M, BM) + pid_m) * BM of a workspace of whole-tile slabs; the Triton tier's split-K reduce then sums
+the slabs in order and applies bias / activation / cast (bitwise reproducible)::
+
+   work id  0 ...... T-1 | T ...... 2T-1 | ...        workspace (fp32)   ┌ slab 0: cdiv(M, BM) * BM rows ┐
+            split 0      | split 1       |                               ├ slab 1                        ┤ -> reduce -> y
+            K steps [0, q)  [q, 2q)   ...                                 └ ...                           ┘
+
+NUM_KSPLIT is an upper bound: `fit_split_k` keeps splits x tiles within one wave of the SMs (one item a CTA)
+and runs no split where the tiles alone fill them, so a bucket tuned at one M does not go to two waves at a
+larger M of the same bucket.
+
 Register split (setmaxnreg): see `derive`. Epilogue math is the Triton tier's
 (`bias_activation` in kernels/triton/_epilogue.py, a @triton.jit function that a
 @gluon.jit kernel can call in Triton 3.6), and so is the tile order.
@@ -97,7 +112,8 @@ Constraints:
     kernel only); BLOCK_SIZE_K a power of two in [16, 128]; accumulator BM * BN / 128 <= 128
     fp32 registers per thread (64 x 192: 96; 128 x 192 does not fit).
   - num_warps == 4 (warps per consumer warpgroup; the kernel adds the second
-    consumer and the load warp); NUM_KSPLIT == 1. num_stages is an upper bound:
+    consumer and the load warp). NUM_KSPLIT >= 1, an upper bound (`fit_split_k`; the dense kernel
+    only). num_stages is an upper bound:
     the ring gets num_stages stages beside two output tiles if they fit, else the
     most stages (>= 2, <= num_stages) beside one shared output tile.
   - K >= 1 (the op handles K == 0); M * N tiles < 2**31 (batched: B * tiles < 2**31).
