@@ -13,7 +13,7 @@ import gemmkit
 from gemmkit.reference import gemm_a16w16_ref
 
 from _util import check_a16w16 as check
-from _util import gpu_target, launch_dense, poisoned, randn, within_bound
+from _util import dense_sanitize_script, gpu_target, launch_dense, poisoned, randn, sanitize, within_bound
 
 pytestmark = pytest.mark.gpu
 DEV = "cuda"
@@ -100,7 +100,7 @@ def test_deterministic(name):
     x, w = randn(640, 5000, dtype=torch.bfloat16, device=DEV), randn(1000, 5000, dtype=torch.bfloat16, device=DEV)
     first = run_forced(name, x, w)
     check(first, x, w)
-    assert torch.equal(run(name, x, w), first)  # fit_split_k keeps 3 splits here (40 / 30 tiles, 132 SMs)
+    assert torch.equal(run(name, x, w, cus=132), first)  # fit_split_k keeps 3 splits (40 / 30 tiles, 132 CTAs)
     for cus in (None, 5, 1):
         assert torch.equal(run_forced(name, x, w, cus=cus), first)
 
@@ -163,9 +163,9 @@ def test_fit_split_k_keeps_one_wave():
 
     t = gpu_target()
     cfg = {**PP, "BLOCK_SIZE_N": 96, "num_warps": 8, "num_stages": 6, "NUM_KSPLIT": 11}
-    assert hp.fit_split_k(cfg, 256, 576, t)["NUM_KSPLIT"] == min(11, t.num_cus // 12)
-    assert hp.fit_split_k(cfg, 300, 576, t)["NUM_KSPLIT"] == min(11, t.num_cus // 18)
-    assert hp.fit_split_k(cfg, 4096, 576, t)["NUM_KSPLIT"] == 1
+    assert hp.fit_split_k(cfg, 256, 576, 7168, t)["NUM_KSPLIT"] == min(11, t.num_cus // 12)
+    assert hp.fit_split_k(cfg, 300, 576, 7168, t)["NUM_KSPLIT"] == min(11, t.num_cus // 18)
+    assert hp.fit_split_k(cfg, 4096, 576, 7168, t)["NUM_KSPLIT"] == 1
     M, N, K = 4096, 576, 1024
     x, w = randn(M, K, dtype=torch.bfloat16, device=DEV), randn(N, K, dtype=torch.bfloat16, device=DEV)
     before = dict(C.LAUNCHES)
@@ -173,3 +173,18 @@ def test_fit_split_k_keeps_one_wave():
     torch.cuda.synchronize()
     assert C.LAUNCHES["splitk_reduce_kernel"] == before.get("splitk_reduce_kernel", 0)
     check(y, x, w)
+
+
+# compute-sanitizer over split-K through the kernels' `launch` (fit_split_k keeps 2-3 splits on these grids:
+# 6-12 tiles on 12 / 24 CTAs), K ranges past K included (1000 = 16 steps of 64: 6 + 6 + 4)
+_SANITIZE = {"hopper_pingpong": [CFGS["pp128x128-k3"][1], {**CFGS["pp64x192-k2"][1], "NUM_KSPLIT": 3}],
+             "hopper_coop": [CFGS["coop128x192-k3"][1], CFGS["coop128x96-k5"][1]]}
+_SANITIZE_CASES = [(12, (256, 264, 1000)), (24, (200, 392, 1544))]
+
+
+@pytest.mark.parametrize("tool", ["synccheck", "memcheck"])
+@pytest.mark.parametrize("module", list(_SANITIZE))
+def test_compute_sanitizer(tool, module):
+    """No illegal barrier use and no bad accesses (the workspace slabs' TMA stores, the ring across splits)."""
+    out = sanitize(tool, dense_sanitize_script(module, _SANITIZE[module], _SANITIZE_CASES))
+    assert "ERROR SUMMARY: 0 errors" in out, out[-3000:]

@@ -177,3 +177,32 @@ def test_split_k_is_the_dense_bf16_kernels_only():
     for cfg in ({**BASE, "NUM_KSPLIT": 2}, {**BASE, "num_warps": 8, "NUM_KSPLIT": 2}):
         with pytest.raises(ValueError, match="NUM_KSPLIT"):
             hb.kernel_plan(cfg, H200, 2, 2, has_bias=False, activation="none")
+
+
+def test_fit_split_k_is_an_upper_bound():
+    """NUM_KSPLIT lowered to one wave of SMs and to the splits that start below K; 1 where nothing is left to
+    split (then the plain kernel runs: no workspace, no reduce)."""
+    cfg = {**BASE, "NUM_KSPLIT": 8}
+    assert hp.fit_split_k(cfg, 256, 1024, 7168, H200)["NUM_KSPLIT"] == 8  # 16 tiles: 8 fit 132 SMs
+    assert hp.fit_split_k(cfg, 512, 1024, 7168, H200)["NUM_KSPLIT"] == 4  # 32 tiles
+    assert hp.fit_split_k(cfg, 4096, 1024, 7168, H200)["NUM_KSPLIT"] == 1  # 256 tiles
+    assert hp.fit_split_k(cfg, 256, 1024, 320, H200)["NUM_KSPLIT"] == 5  # 5 K steps: 5 ranges of 1
+    assert hp.fit_split_k({**cfg, "NUM_KSPLIT": 4}, 256, 1024, 320, H200)["NUM_KSPLIT"] == 3  # 2 + 2 + 1
+    assert hp.fit_split_k(cfg, 256, 1024, 64, H200)["NUM_KSPLIT"] == 1  # one K step
+    assert hp.fit_split_k(BASE, 1, 1, 1, H200) is BASE
+    assert hp.one_wave_splits(12, 132) == 11 and hp.one_wave_splits(200, 132) == 0
+
+
+def test_split_k_needs_n_multiple_of_4_else_triton(monkeypatch):
+    """The fp32 workspace rows must be 16-byte TMA rows: N % 4 != 0 takes the Triton tier (not an assert)."""
+    import torch
+
+    from gemmkit.ops import _common as C
+    from gemmkit.ops.gemm_a16w16 import gluon_unsupported
+
+    monkeypatch.setattr(C, "interpreting", lambda: False)  # as on the GPU
+    x, w = torch.empty(256, 7168, dtype=torch.bfloat16), torch.empty(98, 7168, dtype=torch.bfloat16)
+    y = torch.empty(256, 104, dtype=torch.bfloat16)[:, :98]  # a padded out: TMA-compatible, N = 98
+    cfg = {**BASE, "backend": "gluon"}
+    assert "N % 4" in gluon_unsupported(x, w, y, {**cfg, "NUM_KSPLIT": 4}, H200)
+    assert gluon_unsupported(x, w, y, cfg, H200) is None  # no split: the Gluon kernel takes it

@@ -275,12 +275,14 @@ def reduce_plan(M, N, split_k, has_bias, activation, target):
                                               ACTIVATION=activation, num_warps=REDUCE_WARPS)
 
 
-def launch_reduce(ws, split_stride, split_k, bias, y, activation, target, compile_only=False):
+def launch_reduce(ws, split_stride, split_k, bias, y, activation, target, compile_only=False, grid=None, kwargs=None):
     """y = act(ws[0] + ... + ws[split_k - 1] + bias), the slabs `split_stride` elements apart in the fp32
-    workspace `ws` (rows of N), summed in that order: the split-K reduce of the Gluon kernels
-    (kernels/gluon/hopper_pingpong.launch_dense), whose slabs are padded to whole tiles of rows."""
+    workspace `ws` (rows of N), summed in that order: the split-K reduce of both tiers (`launch`: slabs of M
+    rows; kernels/gluon/hopper_pingpong.launch_dense: slabs padded to whole tiles of rows). `grid` / `kwargs`:
+    a cached `reduce_plan` (the Triton tier's Plan)."""
     M, N = y.shape
-    grid, kwargs = reduce_plan(M, N, split_k, bias is not None, activation, target)
+    if grid is None:
+        grid, kwargs = reduce_plan(M, N, split_k, bias is not None, activation, target)
     L.launcher(splitk_reduce_kernel, grid, compile_only)(
         ws, bias if bias is not None else y, y, M, N, split_stride, y.stride(0), y.stride(1), **kwargs)
     C.LAUNCHES["splitk_reduce_kernel"] += not compile_only
@@ -316,9 +318,8 @@ def launch(x2, w, bias, y, activation, cfg, target, scaling: Scaling = NO_SCALIN
             y.stride(0), y.stride(1), *scale_strides, **p.kwargs)
         C.LAUNCHES["gemm_kernel"] += not compile_only
     if p.split_k > 1:
-        L.launcher(splitk_reduce_kernel, p.reduce_grid, compile_only)(
-            part, bias_arg, y, M, N, M * N, y.stride(0), y.stride(1), **p.reduce_kwargs)
-        C.LAUNCHES["splitk_reduce_kernel"] += not compile_only
+        launch_reduce(part, M * N, p.split_k, bias, y, activation, target, compile_only, p.reduce_grid,
+                      p.reduce_kwargs)
 
 
 def matrix_operand(t):

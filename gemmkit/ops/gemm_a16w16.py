@@ -105,6 +105,8 @@ def gluon_unsupported(x2, w, y, cfg, target) -> str | None:
     kernels' through hopper_pingpong.launch_dense)."""
     if C.interpreting():
         return "the Triton interpreter does not run Gluon kernels"
+    if cfg.get("NUM_KSPLIT", 1) > 1 and w.shape[0] % 4:
+        return "Gluon split-K's fp32 workspace needs N % 4 == 0 (16-byte TMA rows)"
     from ..kernels.gluon import hopper_pingpong
 
     return hopper_pingpong.unsupported(x2, w, y, target)

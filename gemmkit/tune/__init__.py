@@ -154,8 +154,10 @@ def fill_splits(tiles: int, k_steps: int, num_cus: int) -> list:
     tiles x s <= SMs, and s - 1, each >= 2, <= MAX_GLUON_SPLIT and leaving >= MIN_SPLIT_STEPS K steps a range.
     One item per CTA: a ping-pong CTA given two runs them one after the other on its tensor cores, and a
     second wave of partial tiles costs as much as the first (session 10, round 1: splits 2 / 3 for every
-    tile lost on 16 of 19 rows, the wave count being the reason on most)."""
-    top = min(num_cus // max(tiles, 1), MAX_GLUON_SPLIT, k_steps // MIN_SPLIT_STEPS)
+    tile switched 3 of 19 rows; with these counts, 6 of 12)."""
+    from ..kernels.gluon.hopper_pingpong import one_wave_splits
+
+    top = min(one_wave_splits(tiles, num_cus), MAX_GLUON_SPLIT, k_steps // MIN_SPLIT_STEPS)
     return [s for s in (top, top - 1) if s >= 2]
 
 

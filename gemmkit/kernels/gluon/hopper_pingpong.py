@@ -168,7 +168,7 @@ def is_coop(cfg: dict) -> bool:
     the batched op (hopper_pingpong_batched.kernel_plan); the fp8 kernel's LAYOUTS use the same numbers."""
     return cfg.get("num_warps") == COOP_WARPS
 CONFIG_KEYS = ("BLOCK_SIZE_M", "BLOCK_SIZE_N", "BLOCK_SIZE_K", "GROUP_SIZE_M", "num_warps", "num_stages")
-_IGNORED_KEYS = ("backend", "persistent", "tma", "NUM_KSPLIT")  # always persistent + TMA; NUM_KSPLIT must be 1
+_IGNORED_KEYS = ("backend", "persistent", "tma", "NUM_KSPLIT")  # always persistent + TMA; NUM_KSPLIT: `check_config`
 
 
 @dataclass(frozen=True)
@@ -254,16 +254,24 @@ def split_count(K: int, BK: int, split_k: int) -> int:
     return -(-k_steps // -(-k_steps // split_k))
 
 
-def fit_split_k(cfg: dict, M: int, N: int, target) -> dict:
-    """The config a dense call runs: NUM_KSPLIT is an upper bound, lowered so that splits x tiles stay within
-    one wave of the SMs (one item a CTA: the tuner's `fill_splits` rule) and dropped to 1 where the tiles alone
-    fill it. A bucket tuned at M = 256 (128 x 96 tiles, 11 splits: 132 items) then runs 7 splits at M = 300
-    (18 tiles), not a second wave."""
+def one_wave_splits(tiles: int, num_cus: int) -> int:
+    """The most K splits of `tiles` tiles that stay within one wave of `num_cus` persistent CTAs (one (split,
+    tile) item a CTA): the rule of `fit_split_k` and of the tuner's `fill_splits`."""
+    return num_cus // max(tiles, 1)
+
+
+def fit_split_k(cfg: dict, M: int, N: int, K: int, target) -> dict:
+    """The config a dense call runs: NUM_KSPLIT is an upper bound, lowered to `one_wave_splits` and then to the
+    splits that start below K (`split_count`); 1 (no workspace, no reduce) where the tiles alone fill the SMs or
+    K has one step. A bucket tuned at M = 256 (128 x 96 tiles, 11 splits: 132 items) then runs 7 splits at
+    M = 300 (18 tiles), not a second wave. The split count, and so the fp32 summation order, depends on M and
+    on the device's SM count: bitwise reproducible for a given shape on a given GPU."""
     split = cfg.get("NUM_KSPLIT", 1)
     if split == 1:
         return cfg
     tiles = -(-M // cfg["BLOCK_SIZE_M"]) * -(-N // cfg["BLOCK_SIZE_N"])
-    return dict(cfg, NUM_KSPLIT=max(1, min(split, target.num_cus // tiles)))
+    split = min(split, one_wave_splits(tiles, target.num_cus))
+    return dict(cfg, NUM_KSPLIT=split_count(K, cfg["BLOCK_SIZE_K"], split) if split > 1 else 1)
 
 
 def derive(cfg: dict, target=None, in_bytes: int = 2, out_bytes: int = 2) -> Plan:
@@ -331,7 +339,7 @@ def constexprs(plan: Plan, *, has_bias: bool, activation: str) -> dict:
 def dense_constexprs(plan, *, has_bias: bool, activation: str) -> dict:
     """The dense kernels' constexprs beyond a kernel's `constexprs` (this one's and hopper_coop's): the tile
     width BN (the w box is BN / 3 rows for a split tile) and SPLIT_K (work ids over splits x tiles, partial
-    tiles stored to the fp32 workspace: `launch_tma`). The bias and activation of a split-K call are the
+    tiles stored to the fp32 workspace: `launch_dense`). The bias and activation of a split-K call are the
     reduce's, so its GEMM launch has neither."""
     split = plan.split_k > 1
     return {"BN": plan.BN, "SPLIT_K": split, "HAS_BIAS": has_bias and not split,
@@ -733,9 +741,10 @@ def launch_tma(kernel, plan, y_box, x2, w, bias, y, ce: dict, target, compile_on
 
 def launch_dense(kernel, plan, y_box, x2, w, bias, y, activation, ce: dict, target, compile_only=False):
     """One dense call of `kernel` (this one or hopper_coop's) planned as `plan`, `ce` its constexprs. Split-K
-    (plan.split_k > 1, after `fit_split_k`): the kernel stores fp32 partial tiles into a workspace of `split_count` slabs of
-    Mp = cdiv(M, BM) * BM rows (whole tiles: no tile crosses into the next slab), then the Triton tier's
-    split-K reduce sums the slabs in order (bitwise reproducible) and applies bias / activation / cast::
+    (plan.split_k > 1: `fit_split_k`'s count, each split starting below K): the kernel stores fp32 partial tiles
+    into a workspace of plan.split_k slabs of Mp = cdiv(M, BM) * BM rows (whole tiles: no tile crosses into the
+    next slab), then the Triton tier's split-K reduce sums the slabs in order (bitwise reproducible for a given
+    split count) and applies bias / activation / cast::
 
         x, w ──► kernel: work id -> (split s, tile) ──► ws[s * Mp + m, n]  (fp32)
                                                           │ splitk_reduce_kernel: ws[0] + ws[1] + ...
@@ -750,7 +759,12 @@ def launch_dense(kernel, plan, y_box, x2, w, bias, y, activation, ce: dict, targ
 
     M, K = x2.shape
     N = w.shape[0]
-    splits = split_count(K, plan.BK, plan.split_k)
+    if N % 4:
+        raise ValueError(f"gluon split-K: the fp32 workspace's rows (N = {N}) must be a multiple of 16 bytes "
+                         "(N % 4 == 0)")
+    splits = plan.split_k
+    if split_count(K, plan.BK, splits) != splits:
+        raise ValueError(f"gluon split-K: {splits} splits of K = {K} leave an empty range (fit_split_k first)")
     mp = -(-M // plan.BM) * plan.BM
     ws = torch.empty((splits * mp, N), dtype=torch.float32, device=x2.device)
     launch_tma(kernel, plan, y_box, x2, w, None, ws, ce, target, compile_only, w_box=plan.w_box, splits=splits)
@@ -767,7 +781,8 @@ def launch(x2, w, bias, y, activation, cfg, target, compile_only=False):
     `unsupported` says no or the config cannot be planned.
     """
     check_operands(x2, w, bias, y, target, "gluon ping-pong")
-    plan = derive(fit_split_k(cfg, x2.shape[0], w.shape[0], target), target, x2.element_size(), y.element_size())
+    plan = derive(fit_split_k(cfg, x2.shape[0], w.shape[0], x2.shape[1], target), target, x2.element_size(),
+                  y.element_size())
     ce = kernel_constexprs(plan, has_bias=bias is not None, activation=activation)
     return launch_dense(hopper_pingpong_kernel, plan, y_box(plan), x2, w, bias, y, activation, ce, target,
                         compile_only)
@@ -836,7 +851,9 @@ def unique_cases(cases, kernel_name: str, op: str):
     (tile config, path) compiled once: the Hopper Gluon kernels' isa_cases share this."""
     seen = set()
     for table, bucket, cfg, out in cases:
-        key = (tuple(sorted((k, cfg[k]) for k in CONFIG_KEYS if k in cfg)), cfg.get("NUM_KSPLIT", 1), out)
+        # the split count is a runtime argument: one compile for every NUM_KSPLIT > 1, and fp32 staging for any out
+        split = cfg.get("NUM_KSPLIT", 1) > 1
+        key = (tuple(sorted((k, cfg[k]) for k in CONFIG_KEYS if k in cfg)), split, "fp32" if split else out)
         if key in seen:
             continue
         seen.add(key)

@@ -1,6 +1,8 @@
 """Split-K reduction: y = epilogue(ws[0] + ws[1] + ... + ws[SPLIT_K - 1]), in that order.
 
-    ws (SPLIT_K, M, N) fp32, contiguous        y (M, N), any strides, output dtype
+    ws: SPLIT_K slabs of fp32 rows of N,      y (M, N), any strides, output dtype
+        split_stride elements apart (the Triton tier: (SPLIT_K, M, N) contiguous; the Gluon kernels: slabs
+        of whole tiles of rows, cdiv(M, BM) * BM; ops/_gemm.py launch_reduce)
     +---------+
     | ws[0]   |--+
     | ws[1]   |--+--> sum over s = 0..SPLIT_K-1 (static, fixed order: bitwise
@@ -13,7 +15,7 @@ summation order.
 
 Constraints:
   - SPLIT_K >= 2 (constexpr; the loop is unrolled).
-  - split_stride = M * N is a host integer (64-bit when large); M and N may be
+  - split_stride (>= M * N) is a host integer (64-bit when large); M and N may be
     specialised to constants (M == 1 in decode), so no tensor method is called on them.
   - BLOCK_M, BLOCK_N powers of two.
 """
