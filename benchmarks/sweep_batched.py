@@ -72,7 +72,7 @@ CANDIDATES = {
         ks(gluon(128, 128, 64, 5), 2), ks(gluon(64, 96, 64, 6), 2),
     ],
     # round 2: every tile of the tuner's Gluon split-K space with the splits that fill one wave (tune.fill_splits:
-    # round 1's fixed 2 / 3 / 4 left 16 of 19 rows slower, mostly at 2 waves or at 6-40 items for 132 SMs)
+    # round 1's fixed 2 / 3 / 4 switched 3 of 19 rows; at M = 256 they made 12-48 items for 132 SMs)
     "a16w16_splitk_fit": [SERVED, {"_gluon_split_k_space": True}],
     # round 3 (session 9): the ping-pong's split tiles (64 x 192, 64 x 96: a consumer owns a whole tile) on every
     # model row at M = 256 ... 4096
