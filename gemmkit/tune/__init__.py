@@ -143,6 +143,7 @@ def gluon_space(M: int = 256) -> list:
     return out
 
 
+GLUON_SPLIT_K_BK = 64  # the K step of every Gluon split-K candidate (its ranges are counted in these steps)
 GLUON_SPLIT_K_TILES = (("pp", 128, 128, 5), ("pp", 64, 192, 6), ("pp", 64, 96, 6), ("coop", 128, 192, 5),
                        ("coop", 128, 128, 6), ("coop", 128, 96, 6))  # (layout, BM, BN, num_stages)
 MAX_GLUON_SPLIT = 16
@@ -171,8 +172,8 @@ def gluon_split_k_space(M: int, N: int, K: int, target) -> list:
     out = []
     for layout, bm, bn, stages in GLUON_SPLIT_K_TILES:
         tiles = -(-M // bm) * -(-N // bn)
-        for split in fill_splits(tiles, -(-K // 64), target.num_cus):
-            c = _cfg(bm, bn, 64, 8 if layout == "coop" else 4, stages, 8, True, True, split)
+        for split in fill_splits(tiles, -(-K // GLUON_SPLIT_K_BK), target.num_cus):
+            c = _cfg(bm, bn, GLUON_SPLIT_K_BK, 8 if layout == "coop" else 4, stages, 8, True, True, split)
             c["backend"] = "gluon"
             out.append(c)
     return out
