@@ -112,7 +112,7 @@ def ring_probe_kernel(src_ptr, out_ptr, N: gl.constexpr, STEPS: gl.constexpr):
 def main():
     from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
-    from gemmkit.kernels.gluon import hopper_pingpong as hp
+    from gemmkit.kernels.gluon import hopper_host as hh
 
     mode = int(sys.argv[1])
     if mode == 5:
@@ -128,7 +128,7 @@ def main():
     src = torch.randn(N, device="cuda")
     out = torch.full((N,), float("nan"), device="cuda")
     t = torch.randn(64, 64, device="cuda", dtype=torch.float16)
-    t_desc = TensorDescriptor.from_tensor(t, [64, 64], hp.shared_layout(64, 64, "fp16"))
+    t_desc = TensorDescriptor.from_tensor(t, [64, 64], hh.shared_layout(64, 64, "fp16"))
     probe_kernel[(1,)](src, out, t_desc, N, mode, num_warps=4)
     torch.cuda.synchronize()
     ok = torch.equal(out, src)

@@ -35,7 +35,7 @@ def gluon(bm, bn, bk, stages, group=8):
 
 
 def ks(c, split):
-    """`c` with split-K (the dense Gluon kernels: hopper_pingpong.launch_dense, session 10)."""
+    """`c` with split-K (the dense Gluon kernels: hopper_host.launch_dense, session 10)."""
     return dict(c, NUM_KSPLIT=split)
 
 
@@ -171,6 +171,16 @@ CANDIDATES["a8w8"] = [
 CANDIDATES["a8w8_any"] = [
     fp8(128, 128, 128, 8, 6, 16),
     cfg(128, 128, 128, 8, 4, persistent=True, tma=True),  # A8W8.json "any" as it is
+]
+
+# gemm_a8w8_blockscale at M = 4096 (session 11): DeepSeek-V3 (2112, 7168) runs 32 x 17 = 544 tiles of 128 x 128 on
+# 132 SMs (4.12 waves: the fifth round is 12% full) and the 17th tile column is half empty; 128 x 64 tiles make
+# 32 x 33 = 1056 = 8 x 132, full rounds, at 1.5x the L2 -> shared bytes per FLOP and ~1.4x the shared-memory
+# traffic of the 128 x 128 tile (wgmma reads each consumer's a slice per n64 instruction). The other five rows
+# run 13+ waves of 128 x 128, where 128 x 64 should only lose.
+CANDIDATES["a8w8_blockscale_bn64"] = [
+    SERVED,
+    fp8(128, 64, 128, 8, 8), fp8(128, 64, 128, 8, 6), fp8(128, 64, 128, 8, 8, 16),
 ]
 
 # Round 1's split_cat list, kept as the record of what was tried; not run.

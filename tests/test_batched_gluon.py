@@ -13,6 +13,7 @@ import torch
 
 from _util import broken_promises, compile_sm90_cases
 from gemmkit import arch
+from gemmkit.kernels.gluon import hopper_host as hh
 from gemmkit.kernels.gluon import hopper_pingpong as hp
 from gemmkit.kernels.gluon import hopper_pingpong_batched as hb
 
@@ -37,7 +38,7 @@ def test_unsupported_names_the_reason():
 def test_layouts_of_the_3d_boxes_keep_the_2d_swizzle():
     """The load warp writes [1, rows, cols] boxes into 2-D ring slots: same swizzle, rank 3."""
     for rows, cols, dt in ((128, 64, "bf16"), (256, 64, "fp16"), (128, 128, "bf16"), (64, 256, "fp32")):
-        l2, l3 = hp.shared_layout(rows, cols, dt), hb._layout3(rows, cols, dt)
+        l2, l3 = hh.shared_layout(rows, cols, dt), hb._layout3(rows, cols, dt)
         assert (l3.swizzle_byte_width, l3.element_bitwidth, l3.rank) == (l2.swizzle_byte_width, l2.element_bitwidth, 3)
 
 
@@ -74,7 +75,7 @@ def test_isa_cases_cover_the_shipped_gluon_buckets():
     from gemmkit import configs
 
     table = json.loads(configs.table_path("batched_a16w16", "sm_90").read_text())
-    key = lambda c: tuple(sorted((k, c[k]) for k in hp.CONFIG_KEYS))  # noqa: E731 (equal configs compile once)
+    key = lambda c: tuple(sorted((k, c[k]) for k in hh.CONFIG_KEYS))  # noqa: E731 (equal configs compile once)
     shipped = {key(c) for c in table.values() if c.get("backend") == "gluon"}
     assert shipped and shipped <= {key(c["config"]) for c in cases + coop}
     spec = BG.isa_spec(cases[0])

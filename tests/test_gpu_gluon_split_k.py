@@ -1,6 +1,6 @@
 """Split-K in the dense Gluon kernels on the H200 (`pytest -m gpu tests/test_gpu_gluon_split_k.py`).
 
-hopper_pingpong.launch_dense: work ids over splits x tiles, each item one range of K steps, its fp32 partial
+hopper_host.launch_dense: work ids over splits x tiles, each item one range of K steps, its fp32 partial
 tile stored into its split's slab of a workspace, then the split-K reduce (bias, activation, cast). Both
 layouts (ping-pong, cooperative), power-of-two and split tiles (96 / 192 columns), through the kernels'
 launchers and through gemm_a16w16. Reference: float64 on the CPU; outputs poisoned with NaN, every element
@@ -36,14 +36,15 @@ def _module(kind):
 
 
 def run(name, x, w, bias=None, act="none", out_dtype=None, cus=None):
-    """Through the kernel's `launch` (NUM_KSPLIT lowered to one wave by hopper_pingpong.fit_split_k)."""
+    """Through the kernel's `launch` (NUM_KSPLIT lowered to one wave by hopper_host.fit_split_k)."""
     kind, cfg = CFGS[name]
     return launch_dense(_module(kind), x, w, bias, act, out_dtype, cfg, cus)
 
 
 def run_forced(name, x, w, bias=None, act="none", out_dtype=None, cus=None):
-    """hopper_pingpong.launch_dense with the config's NUM_KSPLIT as it is (no `fit_split_k`): on a grid of `cus`
+    """hopper_host.launch_dense with the config's NUM_KSPLIT as it is (no `fit_split_k`): on a grid of `cus`
     CTAs each takes many (split, tile) items, so the ring wraps across items of different splits."""
+    from gemmkit.kernels.gluon import hopper_host as hh
     from gemmkit.kernels.gluon import hopper_pingpong as hp
 
     kind, cfg = CFGS[name]
@@ -52,7 +53,7 @@ def run_forced(name, x, w, bias=None, act="none", out_dtype=None, cus=None):
     plan = mod.derive(cfg, target, x.element_size(), y.element_size())
     ce = mod.kernel_constexprs(plan, has_bias=bias is not None, activation=act)
     y_box = (plan.BM_C, plan.epi_n) if kind == "coop" else hp.y_box(plan)
-    hp.launch_dense(mod.hopper_coop_kernel if kind == "coop" else hp.hopper_pingpong_kernel, plan, y_box, x, w, bias,
+    hh.launch_dense(mod.hopper_coop_kernel if kind == "coop" else hp.hopper_pingpong_kernel, plan, y_box, x, w, bias,
                     y, act, ce, target)
     torch.cuda.synchronize()
     return y
@@ -148,9 +149,10 @@ def test_op_split_k_in_a_cuda_graph():
 
 def test_split_count_leaves_no_empty_range():
     """NUM_KSPLIT larger than the K steps: fewer, non-empty ranges (K = 128, BK 64: 2 steps, 5 asked -> 2)."""
+    from gemmkit.kernels.gluon import hopper_host as hh
     from gemmkit.kernels.gluon import hopper_pingpong as hp
 
-    assert hp.split_count(128, 64, 5) == 2
+    assert hh.split_count(128, 64, 5) == 2
     x, w = randn(40, 128, dtype=torch.bfloat16, device=DEV), randn(264, 128, dtype=torch.bfloat16, device=DEV)
     y = launch_dense(hp, x, w, None, "none", None, {**PP, "NUM_KSPLIT": 5}, None)
     check(y, x, w)
@@ -158,14 +160,14 @@ def test_split_count_leaves_no_empty_range():
 
 def test_fit_split_k_keeps_one_wave():
     """NUM_KSPLIT is an upper bound: splits x tiles <= SMs; 1 (no workspace, no reduce) where tiles fill the SMs."""
-    from gemmkit.kernels.gluon import hopper_pingpong as hp
+    from gemmkit.kernels.gluon import hopper_host as hh
     from gemmkit.ops import _common as C
 
     t = gpu_target()
     cfg = {**PP, "BLOCK_SIZE_N": 96, "num_warps": 8, "num_stages": 6, "NUM_KSPLIT": 11}
-    assert hp.fit_split_k(cfg, 256, 576, 7168, t)["NUM_KSPLIT"] == min(11, t.num_cus // 12)
-    assert hp.fit_split_k(cfg, 300, 576, 7168, t)["NUM_KSPLIT"] == min(11, t.num_cus // 18)
-    assert hp.fit_split_k(cfg, 4096, 576, 7168, t)["NUM_KSPLIT"] == 1
+    assert hh.fit_split_k(cfg, 256, 576, 7168, t)["NUM_KSPLIT"] == min(11, t.num_cus // 12)
+    assert hh.fit_split_k(cfg, 300, 576, 7168, t)["NUM_KSPLIT"] == min(11, t.num_cus // 18)
+    assert hh.fit_split_k(cfg, 4096, 576, 7168, t)["NUM_KSPLIT"] == 1
     M, N, K = 4096, 576, 1024
     x, w = randn(M, K, dtype=torch.bfloat16, device=DEV), randn(N, K, dtype=torch.bfloat16, device=DEV)
     before = dict(C.LAUNCHES)

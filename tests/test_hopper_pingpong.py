@@ -13,6 +13,7 @@ import pytest
 from _util import broken_promises, compile_sm90_cases
 from gemmkit import arch
 from gemmkit.isa.promises import evaluate
+from gemmkit.kernels.gluon import hopper_host as hh
 from gemmkit.kernels.gluon import hopper_pingpong as hp
 
 H200 = arch.get("sm_90")
@@ -164,8 +165,8 @@ def test_plan_of_split_k():
     ce = hp.kernel_constexprs(hp.derive(BASE, H200), has_bias=True, activation="gelu")
     assert (ce["SPLIT_K"], ce["HAS_BIAS"], ce["ACTIVATION"]) == (False, True, "gelu")
     # K steps 112 (7168 / 64): 3 ranges of 38 (the last runs 2 steps into the zero fill); 5 steps, 4 asked: 3 x 2
-    assert [hp.split_count(k, 64, s) for k, s in ((7168, 3), (320, 4), (64, 8), (7168, 2))] == [3, 3, 1, 2]
-    assert hp.staged_dtype({**BASE, "NUM_KSPLIT": 2}, "bf16") == "fp32" and hp.staged_dtype(BASE, "bf16") == "bf16"
+    assert [hh.split_count(k, 64, s) for k, s in ((7168, 3), (320, 4), (64, 8), (7168, 2))] == [3, 3, 1, 2]
+    assert hh.staged_dtype({**BASE, "NUM_KSPLIT": 2}, "bf16") == "fp32" and hh.staged_dtype(BASE, "bf16") == "bf16"
 
 
 def test_split_k_is_the_dense_bf16_kernels_only():
@@ -183,14 +184,14 @@ def test_fit_split_k_is_an_upper_bound():
     """NUM_KSPLIT lowered to one wave of SMs and to the splits that start below K; 1 where nothing is left to
     split (then the plain kernel runs: no workspace, no reduce)."""
     cfg = {**BASE, "NUM_KSPLIT": 8}
-    assert hp.fit_split_k(cfg, 256, 1024, 7168, H200)["NUM_KSPLIT"] == 8  # 16 tiles: 8 fit 132 SMs
-    assert hp.fit_split_k(cfg, 512, 1024, 7168, H200)["NUM_KSPLIT"] == 4  # 32 tiles
-    assert hp.fit_split_k(cfg, 4096, 1024, 7168, H200)["NUM_KSPLIT"] == 1  # 256 tiles
-    assert hp.fit_split_k(cfg, 256, 1024, 320, H200)["NUM_KSPLIT"] == 5  # 5 K steps: 5 ranges of 1
-    assert hp.fit_split_k({**cfg, "NUM_KSPLIT": 4}, 256, 1024, 320, H200)["NUM_KSPLIT"] == 3  # 2 + 2 + 1
-    assert hp.fit_split_k(cfg, 256, 1024, 64, H200)["NUM_KSPLIT"] == 1  # one K step
-    assert hp.fit_split_k(BASE, 1, 1, 1, H200) is BASE
-    assert hp.one_wave_splits(12, 132) == 11 and hp.one_wave_splits(200, 132) == 0
+    assert hh.fit_split_k(cfg, 256, 1024, 7168, H200)["NUM_KSPLIT"] == 8  # 16 tiles: 8 fit 132 SMs
+    assert hh.fit_split_k(cfg, 512, 1024, 7168, H200)["NUM_KSPLIT"] == 4  # 32 tiles
+    assert hh.fit_split_k(cfg, 4096, 1024, 7168, H200)["NUM_KSPLIT"] == 1  # 256 tiles
+    assert hh.fit_split_k(cfg, 256, 1024, 320, H200)["NUM_KSPLIT"] == 5  # 5 K steps: 5 ranges of 1
+    assert hh.fit_split_k({**cfg, "NUM_KSPLIT": 4}, 256, 1024, 320, H200)["NUM_KSPLIT"] == 3  # 2 + 2 + 1
+    assert hh.fit_split_k(cfg, 256, 1024, 64, H200)["NUM_KSPLIT"] == 1  # one K step
+    assert hh.fit_split_k(BASE, 1, 1, 1, H200) is BASE
+    assert hh.one_wave_splits(12, 132) == 11 and hh.one_wave_splits(200, 132) == 0
 
 
 def test_split_k_needs_n_multiple_of_4_else_triton(monkeypatch):

@@ -278,7 +278,7 @@ def reduce_plan(M, N, split_k, has_bias, activation, target):
 def launch_reduce(ws, split_stride, split_k, bias, y, activation, target, compile_only=False, grid=None, kwargs=None):
     """y = act(ws[0] + ... + ws[split_k - 1] + bias), the slabs `split_stride` elements apart in the fp32
     workspace `ws` (rows of N), summed in that order: the split-K reduce of both tiers (`launch`: slabs of M
-    rows; kernels/gluon/hopper_pingpong.launch_dense: slabs padded to whole tiles of rows). `grid` / `kwargs`:
+    rows; kernels/gluon/hopper_host.launch_dense: slabs padded to whole tiles of rows). `grid` / `kwargs`:
     a cached `reduce_plan` (the Triton tier's Plan)."""
     M, N = y.shape
     if grid is None:

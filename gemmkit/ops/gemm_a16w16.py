@@ -102,7 +102,7 @@ def gluon_unsupported(x2, w, y, cfg, target) -> str | None:
     The Triton kernels then run the same config (its tile sizes), as the TMA path falls back to
     the pointer kernel: Gluon does not run in the interpreter, needs sm_90, TMA-compatible
     tensors (kernels/gluon/hopper_pingpong.py `unsupported`). Split-K configs run on either (the Gluon
-    kernels' through hopper_pingpong.launch_dense)."""
+    kernels' through hopper_host.launch_dense)."""
     if C.interpreting():
         return "the Triton interpreter does not run Gluon kernels"
     if cfg.get("NUM_KSPLIT", 1) > 1 and w.shape[0] % 4:

@@ -156,14 +156,14 @@ def fill_splits(tiles: int, k_steps: int, num_cus: int) -> list:
     One item per CTA: a ping-pong CTA given two runs them one after the other on its tensor cores, and a
     second wave of partial tiles costs as much as the first (session 10, round 1: splits 2 / 3 for every
     tile switched 3 of 19 rows; with these counts, 6 of 12)."""
-    from ..kernels.gluon.hopper_pingpong import one_wave_splits
+    from ..kernels.gluon.hopper_host import one_wave_splits
 
     top = min(one_wave_splits(tiles, num_cus), MAX_GLUON_SPLIT, k_steps // MIN_SPLIT_STEPS)
     return [s for s in (top, top - 1) if s >= 2]
 
 
 def gluon_split_k_space(M: int, N: int, K: int, target) -> list:
-    """Split-K candidates for the dense Gluon kernels (hopper_pingpong.launch_dense: fp32 partial tiles, a
+    """Split-K candidates for the dense Gluon kernels (hopper_host.launch_dense: fp32 partial tiles, a
     fixed-order reduce) where a tiling leaves the SMs short of work: for each of GLUON_SPLIT_K_TILES, the
     `fill_splits` of its tile count.
         1024 x 576 x 7168 (DeepSeek kv_a_proj), 132 SMs:  coop 128 x 128 -> 8 x 5 = 40 tiles: splits 3, 2

@@ -93,7 +93,7 @@ Constraints:
   - num_warps == 8: the warps that compute one tile (2 consumer warpgroups of 4; the kernel adds the
     load warp). The same config on the Triton tier (the op's fallback) is an 8-warp kernel with the
     same tile (a split tile: its power-of-two part). NUM_KSPLIT >= 1, an upper bound (split-K: the
-    ping-pong's `fit_split_k` / `launch_dense`, fp32 partial sub-tiles). num_stages is an upper bound: the
+    `hopper_host.fit_split_k` / `launch_dense`, fp32 partial sub-tiles). num_stages is an upper bound: the
     ring gets num_stages stages, with the output staged in EPI_SPLIT = 1, 2 or 4 column sub-tiles (the
     fewest that let them fit; a split tile: 3), else the most stages (>= 2) beside 4 sub-tiles.
   - K >= 1 (the op handles K == 0); tiles < 2**31.
@@ -109,6 +109,7 @@ from triton.experimental.gluon.language.nvidia.hopper import (
 
 from ... import configs
 from ..triton._epilogue import ACTIVATIONS, bias_activation
+from . import hopper_host as hh
 from . import hopper_pingpong as hp
 
 KERNEL_NAME = "hopper_coop_kernel"
@@ -154,7 +155,7 @@ class Plan:
     swizzle_a: int
     swizzle_b: int
     swizzle_c: int
-    split_k: int = 1  # NUM_KSPLIT (hopper_pingpong.launch_dense: fp32 partial tiles, then a fixed-order reduce)
+    split_k: int = 1  # NUM_KSPLIT (hopper_host.launch_dense: fp32 partial tiles, then a fixed-order reduce)
 
 
 def derive(cfg: dict, target=None, in_bytes: int = 2, out_bytes: int = 2) -> Plan:
@@ -194,15 +195,15 @@ def derive(cfg: dict, target=None, in_bytes: int = 2, out_bytes: int = 2) -> Pla
     if cfg["num_warps"] != _TILE_WARPS:
         raise ValueError(f"config: key 'num_warps' = {cfg['num_warps']}; the {BACKEND} backend needs 8 "
                          "(two consumer warpgroups of 4 share a tile)")
-    consumer_view = {**cfg, "BLOCK_SIZE_M": bm // 2, "num_warps": hp._CONSUMER_WARPS}
+    consumer_view = {**cfg, "BLOCK_SIZE_M": bm // 2, "num_warps": hh.CONSUMER_WARPS}
     bm_c, bn, bk = hp.check_config(consumer_view, BACKEND, "the gluon cooperative kernel", "(wgmma rows)",
                                    split_ok=True, split_k_ok=True)
-    out_bytes = hp.split_k_out_bytes(cfg, out_bytes)
+    out_bytes = hh.split_k_out_bytes(cfg, out_bytes)
     bn_tail = hp.split_tail(bn)
     split_n = bn_tail > 0
     if not (hp._pow2(bk) and 16 <= bk <= 128):
         raise ValueError(f"config: key 'BLOCK_SIZE_K' = {bk}; expected a power of two in [16, 128]")
-    acc_regs = bm_c * bn // (32 * hp._CONSUMER_WARPS)
+    acc_regs = bm_c * bn // (32 * hh.CONSUMER_WARPS)
     if acc_regs > hp._MAX_ACC_REGS:
         raise ValueError(f"config: BLOCK_SIZE_M x BLOCK_SIZE_N = {bm} x {bn} needs {acc_regs} accumulator "
                          f"registers per consumer thread; the {BACKEND} backend allows {hp._MAX_ACC_REGS}")
@@ -403,16 +404,16 @@ def launch(x2, w, bias, y, activation, cfg, target, compile_only=False):
 
     `cfg` keys: BLOCK_SIZE_M (128 / 256), BLOCK_SIZE_N/K, GROUP_SIZE_M, num_warps (8), num_stages (upper
     bound); `backend`, `persistent`, `tma` are accepted and ignored; NUM_KSPLIT > 1 splits K into at most
-    that many ranges (hopper_pingpong.fit_split_k, launch_dense). `target`: a
+    that many ranges (hopper_host.fit_split_k, launch_dense). `target`: a
     gemmkit.arch.Target (num_cus sizes the persistent grid). ValueError when `unsupported` says no or the
     config cannot be planned.
     """
-    hp.check_operands(x2, w, bias, y, target, "gluon coop")
-    plan = derive(hp.fit_split_k(cfg, x2.shape[0], w.shape[0], x2.shape[1], target), target, x2.element_size(),
+    hh.check_operands(x2, w, bias, y, target, "gluon coop")
+    plan = derive(hh.fit_split_k(cfg, x2.shape[0], w.shape[0], x2.shape[1], target), target, x2.element_size(),
                   y.element_size())
     ce = kernel_constexprs(plan, has_bias=bias is not None, activation=activation)
     # the y box is a consumer's staging sub-tile (BM/2 x EPI_N), not the whole tile
-    return hp.launch_dense(hopper_coop_kernel, plan, (plan.BM_C, plan.epi_n), x2, w, bias, y, activation, ce,
+    return hh.launch_dense(hopper_coop_kernel, plan, (plan.BM_C, plan.epi_n), x2, w, bias, y, activation, ce,
                            target, compile_only)
 
 
@@ -441,17 +442,17 @@ SPLIT_PRESETS = (
 def static_spec(cfg: dict, target, *, dtype: str = "bf16", out_dtype: str | None = None, has_bias: bool = True,
                 activation: str = "gelu"):
     """(kernel, signature, constexprs, divisible, options, plan) to compile the kernel for `target` on a CPU
-    (split-K: fp32 partial tiles, hopper_pingpong.staged_dtype)."""
-    out_dtype = hp.staged_dtype(cfg, out_dtype or dtype)
+    (split-K: fp32 partial tiles, hopper_host.staged_dtype)."""
+    out_dtype = hh.staged_dtype(cfg, out_dtype or dtype)
     plan = derive(cfg, target, 2, 4 if out_dtype == "fp32" else 2)
     ce = kernel_constexprs(plan, has_bias=has_bias, activation=activation)
-    sig = hp.tma_signature(plan, (plan.BM_C, plan.epi_n), dtype, out_dtype, ce, w_box=plan.w_box)
-    return hopper_coop_kernel, sig, ce, ["bias_ptr"], {"num_warps": hp._CONSUMER_WARPS}, plan
+    sig = hh.tma_signature(plan, (plan.BM_C, plan.epi_n), dtype, out_dtype, ce, w_box=plan.w_box)
+    return hopper_coop_kernel, sig, ce, ["bias_ptr"], {"num_warps": hh.CONSUMER_WARPS}, plan
 
 
 def _shipped_coop_configs(arch: str):
     """(table, bucket, config) of every A16W16 table bucket of `arch` that picks this backend."""
-    return ((t, b, c) for t, b, c in hp._shipped_gluon_configs(arch) if t.startswith("A16W16") and hp.is_coop(c))
+    return ((t, b, c) for t, b, c in hh.shipped_gluon_configs(arch) if t.startswith("A16W16") and hp.is_coop(c))
 
 
 def isa_cases(archs, op: str = "hopper_coop"):
@@ -460,8 +461,8 @@ def isa_cases(archs, op: str = "hopper_coop"):
         return
     cases = [(t, b, c, "bf16") for t, b, c in _shipped_coop_configs("sm_90") if not t.startswith("A16W16_")]
     cases += [("-", f"preset{i}", c, o) for i, c in enumerate(PRESETS + SPLIT_PRESETS) for o in ("bf16", "fp32")]
-    yield from hp.unique_cases(cases, KERNEL_NAME, op)
+    yield from hh.unique_cases(cases, KERNEL_NAME, op)
 
 
 def isa_spec(case):
-    return hp.isa_spec_from(case, static_spec, PROMISES)
+    return hh.isa_spec_from(case, static_spec, PROMISES)

@@ -78,7 +78,7 @@ boxes per stage into b[s] (2T rows) and t[s] (T rows), and the epilogue stores t
 a BM x T staging tile per consumer (`store_split`; always two staging tiles). 64 x 192 fits the 132 SMs
 where 128 x 128 does not (Llama-3-8B qkv at M = 256: 128 tiles against 96). Dense kernel only.
 
-Split-K (NUM_KSPLIT > 1; dense kernels only, this one and hopper_coop.py; `launch_dense`): the work ids cover
+Split-K (NUM_KSPLIT > 1; dense kernels only, this one and hopper_coop.py; `hopper_host.launch_dense`): the work ids cover
 splits x tiles, split-major (`batched_tile_coords` with the split as the entry), and split s runs K steps
 [s q, (s + 1) q), q = cdiv(cdiv(K, BK), splits) for every split (equal, so a consumer's ring position is still
 local item x q; the last range may run past K into TMA's zero fill). Its fp32 partial tile goes to row
@@ -89,7 +89,7 @@ the slabs in order and applies bias / activation / cast (bitwise reproducible)::
             split 0      | split 1       |                               ├ slab 1                        ┤ -> reduce -> y
             K steps [0, q)  [q, 2q)   ...                                 └ ...                           ┘
 
-NUM_KSPLIT is an upper bound: `fit_split_k` keeps splits x tiles within one wave of the SMs (one item a CTA)
+NUM_KSPLIT is an upper bound: `hopper_host.fit_split_k` keeps splits x tiles within one wave of the SMs (one item a CTA)
 and runs no split where the tiles alone fill them, so a bucket tuned at one M does not go to two waves at a
 larger M of the same bucket.
 
@@ -112,7 +112,7 @@ Constraints:
     kernel only); BLOCK_SIZE_K a power of two in [16, 128]; accumulator BM * BN / 128 <= 128
     fp32 registers per thread (64 x 192: 96; 128 x 192 does not fit).
   - num_warps == 4 (warps per consumer warpgroup; the kernel adds the second
-    consumer and the load warp). NUM_KSPLIT >= 1, an upper bound (`fit_split_k`; the dense kernel
+    consumer and the load warp). NUM_KSPLIT >= 1, an upper bound (`hopper_host.fit_split_k`; the dense kernel
     only). num_stages is an upper bound:
     the ring gets num_stages stages beside two output tiles if they fit, else the
     most stages (>= 2, <= num_stages) beside one shared output tile.
@@ -122,7 +122,6 @@ Constraints:
 """
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 
 from triton.experimental import gluon
@@ -131,6 +130,7 @@ from triton.experimental.gluon.language.nvidia.hopper import (
     fence_async_shared, mbarrier, tma, warpgroup_mma, warpgroup_mma_init, warpgroup_mma_wait)
 
 from ...configs import SPLIT_N, split_tail  # noqa: F401  (split_tail: hopper_coop.py reads it here too)
+from . import hopper_host as hh
 from ..triton._epilogue import ACTIVATIONS, bias_activation
 from ..triton._schedule import batched_tile_coords, tile_coords
 
@@ -153,12 +153,11 @@ PROMISES = (
 # ----------------------------------------------------------------------------- the plan (one place)
 
 _REG_FILE = 65536  # 32-bit registers per SM
-_CONSUMER_WARPS = 4  # one warpgroup per consumer (wgmma is issued by 4 consecutive warps)
 _LOAD_WARPS = 1
 _LOAD_REGS = 24  # registers per thread of the load warpgroup (the minimum): scalars and descriptors only
 _BARRIER_SLACK = 1024  # mbarriers (8 B each) and alignment; compiled kernels use ~250 B
 _MAX_ACC_REGS = 128  # fp32 accumulator registers per consumer thread that leave room for the epilogue
-COOP_WARPS = 2 * _CONSUMER_WARPS  # a "backend": "gluon" config's num_warps: 4 = a warpgroup per tile (this
+COOP_WARPS = 2 * hh.CONSUMER_WARPS  # a "backend": "gluon" config's num_warps: 4 = a warpgroup per tile (this
 # kernel), 8 = two warpgroups on one tile (the cooperative layout: hopper_coop.py, hopper_pingpong_fp8.py)
 
 
@@ -167,8 +166,6 @@ def is_coop(cfg: dict) -> bool:
     gemm_a16w16's dispatch, the tuner (prune, pick_candidates, the batched space), the isa cases and
     the batched op (hopper_pingpong_batched.kernel_plan); the fp8 kernel's LAYOUTS use the same numbers."""
     return cfg.get("num_warps") == COOP_WARPS
-CONFIG_KEYS = ("BLOCK_SIZE_M", "BLOCK_SIZE_N", "BLOCK_SIZE_K", "GROUP_SIZE_M", "num_warps", "num_stages")
-_IGNORED_KEYS = ("backend", "persistent", "tma", "NUM_KSPLIT")  # always persistent + TMA; NUM_KSPLIT: `check_config`
 
 
 @dataclass(frozen=True)
@@ -210,14 +207,14 @@ def _pow2(v) -> bool:
 def check_config(cfg: dict, backend: str, kernel: str, bm_why: str, split_ok: bool = False,
                  split_k_ok: bool = False):
     """The checks every Hopper Gluon kernel's `derive` makes of a config (this one's and
-    hopper_pingpong_fp8's): every CONFIG_KEYS key present, no other key but the ignored ones, no
+    hopper_pingpong_fp8's): every hh.CONFIG_KEYS key present, no other key but the ignored ones, no
     split-K (unless `split_k_ok`: the dense bf16 kernels), BLOCK_SIZE_M 64 or 128, BLOCK_SIZE_N a power of
     two in [16, 256] (or, `split_ok`, a split tile), num_warps 4 (one consumer warpgroup), GROUP_SIZE_M >= 1. Returns (BM, BN, BK); BLOCK_SIZE_K
     is each kernel's own."""
-    for key in CONFIG_KEYS:
+    for key in hh.CONFIG_KEYS:
         if key not in cfg:
             raise ValueError(f"config: missing key {key!r} for the {backend} backend")
-    unknown = set(cfg) - set(CONFIG_KEYS) - set(_IGNORED_KEYS)
+    unknown = set(cfg) - set(hh.CONFIG_KEYS) - set(hh.IGNORED_KEYS)
     if unknown:
         raise ValueError(f"config: keys {sorted(unknown)} do not apply to {kernel}")
     if cfg.get("NUM_KSPLIT", 1) != 1 and not split_k_ok:
@@ -228,50 +225,12 @@ def check_config(cfg: dict, backend: str, kernel: str, bm_why: str, split_ok: bo
     if not ((_pow2(bn) and 16 <= bn <= 256) or (split_ok and bn in SPLIT_N)):
         raise ValueError(f"config: key 'BLOCK_SIZE_N' = {bn}; expected a power of two in [16, 256]"
                          + (f" (or a split tile {SPLIT_N})" if split_ok else ""))
-    if cfg["num_warps"] != _CONSUMER_WARPS:
+    if cfg["num_warps"] != hh.CONSUMER_WARPS:
         raise ValueError(f"config: key 'num_warps' = {cfg['num_warps']}; the {backend} backend needs 4 "
                          "(warps per consumer warpgroup)")
     if not (isinstance(cfg["GROUP_SIZE_M"], int) and cfg["GROUP_SIZE_M"] >= 1):
         raise ValueError(f"config: key 'GROUP_SIZE_M' = {cfg['GROUP_SIZE_M']!r}; expected an integer >= 1")
     return bm, bn, bk
-
-
-def split_k_out_bytes(cfg: dict, out_bytes: int) -> int:
-    """The bytes of a staged output element: the output's, or 4 under split-K (fp32 partial tiles)."""
-    return 4 if cfg.get("NUM_KSPLIT", 1) > 1 else out_bytes
-
-
-def staged_dtype(cfg: dict, out_dtype: str) -> str:
-    """`split_k_out_bytes` for the static compiles' dtype names: "fp32" under split-K, else out_dtype."""
-    return "fp32" if cfg.get("NUM_KSPLIT", 1) > 1 else out_dtype
-
-
-def split_count(K: int, BK: int, split_k: int) -> int:
-    """The splits a split-K launch runs for NUM_KSPLIT = split_k: ranges of q = cdiv(cdiv(K, BK), split_k)
-    K steps (`_split_steps`), as many as start below K: cdiv(cdiv(K, BK), q) (K steps 112, NUM_KSPLIT 3:
-    3 x 38; K steps 5, NUM_KSPLIT 4: 3 x 2)."""
-    k_steps = -(-K // BK)
-    return -(-k_steps // -(-k_steps // split_k))
-
-
-def one_wave_splits(tiles: int, num_cus: int) -> int:
-    """The most K splits of `tiles` tiles that stay within one wave of `num_cus` persistent CTAs (one (split,
-    tile) item a CTA): the rule of `fit_split_k` and of the tuner's `fill_splits`."""
-    return num_cus // max(tiles, 1)
-
-
-def fit_split_k(cfg: dict, M: int, N: int, K: int, target) -> dict:
-    """The config a dense call runs: NUM_KSPLIT is an upper bound, lowered to `one_wave_splits` and then to the
-    splits that start below K (`split_count`); 1 (no workspace, no reduce) where the tiles alone fill the SMs or
-    K has one step. A bucket tuned at M = 256 (128 x 96 tiles, 11 splits: 132 items) then runs 7 splits at
-    M = 300 (18 tiles), not a second wave. The split count, and so the fp32 summation order, depends on M and
-    on the device's SM count: bitwise reproducible for a given shape on a given GPU."""
-    split = cfg.get("NUM_KSPLIT", 1)
-    if split == 1:
-        return cfg
-    tiles = -(-M // cfg["BLOCK_SIZE_M"]) * -(-N // cfg["BLOCK_SIZE_N"])
-    split = min(split, one_wave_splits(tiles, target.num_cus))
-    return dict(cfg, NUM_KSPLIT=split_count(K, cfg["BLOCK_SIZE_K"], split) if split > 1 else 1)
 
 
 def derive(cfg: dict, target=None, in_bytes: int = 2, out_bytes: int = 2) -> Plan:
@@ -298,10 +257,10 @@ def derive(cfg: dict, target=None, in_bytes: int = 2, out_bytes: int = 2) -> Pla
     """
     bm, bn, bk = check_config(cfg, "gluon", "the gluon ping-pong kernel", "(wgmma rows)", split_ok=True,
                               split_k_ok=True)
-    out_bytes = split_k_out_bytes(cfg, out_bytes)
+    out_bytes = hh.split_k_out_bytes(cfg, out_bytes)
     if not (_pow2(bk) and 16 <= bk <= 128):
         raise ValueError(f"config: key 'BLOCK_SIZE_K' = {bk}; expected a power of two in [16, 128]")
-    acc_regs = bm * bn // (32 * _CONSUMER_WARPS)
+    acc_regs = bm * bn // (32 * hh.CONSUMER_WARPS)
     if acc_regs > _MAX_ACC_REGS:
         raise ValueError(f"config: BLOCK_SIZE_M x BLOCK_SIZE_N = {bm} x {bn} needs {acc_regs} accumulator "
                          f"registers per thread; the gluon backend allows {_MAX_ACC_REGS}")
@@ -316,7 +275,7 @@ def derive(cfg: dict, target=None, in_bytes: int = 2, out_bytes: int = 2) -> Pla
     if stages < 2:
         raise ValueError(f"config: {bm} x {bn} x {bk} leaves room for {fit} ring stage(s) beside the "
                          f"{epilogue_bytes}-byte output tile ({out_bytes}-byte output); the ring needs 2")
-    warps = 2 * _CONSUMER_WARPS + 4 * -(-_LOAD_WARPS // 4)
+    warps = 2 * hh.CONSUMER_WARPS + 4 * -(-_LOAD_WARPS // 4)
     regs_at_entry = _REG_FILE // (warps * 32) // 8 * 8
     mma_regs = (regs_at_entry * warps * 32 - _LOAD_REGS * 128) // (2 * 128) // 8 * 8
     return Plan(BM=bm, BN=bn, BK=bk, GROUP_SIZE_M=cfg["GROUP_SIZE_M"], stages=stages, stage_bytes=stage_bytes,
@@ -339,7 +298,7 @@ def constexprs(plan: Plan, *, has_bias: bool, activation: str) -> dict:
 def dense_constexprs(plan, *, has_bias: bool, activation: str) -> dict:
     """The dense kernels' constexprs beyond a kernel's `constexprs` (this one's and hopper_coop's): the tile
     width BN (the w box is BN / 3 rows for a split tile) and SPLIT_K (work ids over splits x tiles, partial
-    tiles stored to the fp32 workspace: `launch_dense`). The bias and activation of a split-K call are the
+    tiles stored to the fp32 workspace: `hopper_host.launch_dense`). The bias and activation of a split-K call are the
     reduce's, so its GEMM launch has neither."""
     split = plan.split_k > 1
     return {"BN": plan.BN, "SPLIT_K": split, "HAS_BIAS": has_bias and not split,
@@ -389,7 +348,7 @@ def _split_steps(K, BK: gl.constexpr, SPLITS, SPLIT_K: gl.constexpr):
     """K steps per work item: all of K, or (SPLIT_K) one of SPLITS equal ranges of cdiv(cdiv(K, BK), SPLITS)
     steps. Equal, so a consumer's ring position stays (local item) x (steps); the last range may run past
     K, where TMA zero-fills the boxes (adding zeros). The host makes every range start below K
-    (`split_count`)."""
+    (`hopper_host.split_count`)."""
     k_steps = gl.cdiv(K, BK)
     if SPLIT_K:
         k_steps = gl.cdiv(k_steps, SPLITS)
@@ -668,107 +627,9 @@ def hopper_pingpong_kernel(x_desc, w_desc, y_desc, bias_ptr, M, N, K, SPLITS,
         ], [4, 1], [MMA_REGS, LOAD_REGS])
 
 
-# ----------------------------------------------------------------------------- host side
+# ----------------------------------------------------------------------------- host side (shared: hopper_host.py)
 
-_GL_DTYPE = {"bf16": gl.bfloat16, "fp16": gl.float16, "fp32": gl.float32}
-_TORCH_NAME = {"torch.bfloat16": "bf16", "torch.float16": "fp16", "torch.float32": "fp32"}
-
-
-@functools.lru_cache(maxsize=None)
-def shared_layout(rows: int, cols: int, dtype: str):
-    """The NVMMA shared layout of a rows x cols TMA box / smem tile (128B swizzle for 64 bf16 columns)."""
-    return gl.NVMMASharedLayout.get_default_for([rows, cols], _GL_DTYPE[dtype])
-
-
-def _tma_ok(t) -> bool:
-    return (t.dim() == 2 and t.stride(1) == 1 and t.data_ptr() % 16 == 0 and
-            (t.stride(0) * t.element_size()) % 16 == 0 and t.shape[0] > 0 and t.shape[1] > 0)
-
-
-def unsupported(x2, w, y, target=None) -> str | None:
-    """Why this kernel cannot run these tensors (None: it can). The op falls back to the Triton tier then."""
-    import torch
-
-    if target is not None and target.arch != "sm_90":
-        return f"needs sm_90, not {target.arch}"
-    if x2.dtype not in (torch.bfloat16, torch.float16) or w.dtype != x2.dtype:
-        return f"needs bf16/fp16 x and w of one dtype, got {x2.dtype} and {w.dtype}"
-    if y.dtype not in (torch.bfloat16, torch.float16, torch.float32):
-        return f"needs a bf16, fp16 or fp32 output, got {y.dtype}"
-    for name, t in (("x", x2), ("w", w), ("y", y)):
-        if not _tma_ok(t):
-            return f"{name}: TMA needs a 2-D tensor, unit last stride, 16-byte aligned base and row stride"
-    return None
-
-
-def check_operands(x2, w, bias, y, target, who: str):
-    """(M, N, K) of y = act(x2 @ w.T + bias) once `unsupported` and the shapes agree, else ValueError
-    prefixed `who`: the launch checks of this kernel and hopper_coop's."""
-    why = unsupported(x2, w, y, target)
-    if why:
-        raise ValueError(f"{who}: {why}")
-    M, K = x2.shape
-    N = w.shape[0]
-    if w.shape[1] != K or tuple(y.shape) != (M, N) or (bias is not None and tuple(bias.shape) != (N,)):
-        raise ValueError(f"{who}: shapes x {tuple(x2.shape)}, w {tuple(w.shape)}, y {tuple(y.shape)}, "
-                         f"bias {None if bias is None else tuple(bias.shape)} do not fit y = x @ w.T + bias")
-    if K == 0:
-        raise ValueError(f"{who}: K == 0 (the empty sum) is the op's to handle")
-    return M, N, K
-
-
-def launch_tma(kernel, plan, y_box, x2, w, bias, y, ce: dict, target, compile_only=False, w_box=None, splits=1):
-    """Launch kernel(x_desc, w_desc, y_desc, bias_ptr, M, N, K, splits, **ce) (this one, hopper_coop's): 2-D TMA
-    boxes x [BM, BK], w [w_box or BN, BK], y `y_box` (the staging tile); a persistent grid of
-    min(splits x tiles, SMs) CTAs. `launch_dense` is the entry: it adds split-K's workspace and reduce."""
-    from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
-
-    M, K = x2.shape
-    N = w.shape[0]
-    t_in, t_out = _TORCH_NAME[str(x2.dtype)], _TORCH_NAME[str(y.dtype)]
-    bm, bn, bk = plan.BM, plan.BN, plan.BK
-    x_desc = TensorDescriptor.from_tensor(x2, [bm, bk], shared_layout(bm, bk, t_in))
-    wb = w_box or bn
-    w_desc = TensorDescriptor.from_tensor(w, [wb, bk], shared_layout(wb, bk, t_in))
-    y_desc = TensorDescriptor.from_tensor(y, list(y_box), shared_layout(*y_box, t_out))
-    num_work = -(-M // bm) * -(-N // bn) * splits
-    grid = (max(1, min(num_work, target.num_cus)),)
-    args = (x_desc, w_desc, y_desc, bias if bias is not None else x2, M, N, K, splits)
-    from ...ops import _launch  # the ops' launch cache (a lazy import: ops import this module)
-
-    return _launch.launcher(kernel, grid, compile_only)(*args, **ce, num_warps=_CONSUMER_WARPS)
-
-
-def launch_dense(kernel, plan, y_box, x2, w, bias, y, activation, ce: dict, target, compile_only=False):
-    """One dense call of `kernel` (this one or hopper_coop's) planned as `plan`, `ce` its constexprs. Split-K
-    (plan.split_k > 1: `fit_split_k`'s count, each split starting below K): the kernel stores fp32 partial tiles
-    into a workspace of plan.split_k slabs of Mp = cdiv(M, BM) * BM rows (whole tiles: no tile crosses into the
-    next slab), then the Triton tier's split-K reduce sums the slabs in order (bitwise reproducible for a given
-    split count) and applies bias / activation / cast::
-
-        x, w ──► kernel: work id -> (split s, tile) ──► ws[s * Mp + m, n]  (fp32)
-                                                          │ splitk_reduce_kernel: ws[0] + ws[1] + ...
-                                                          ▼ + bias, act, cast
-                                                          y
-    """
-    if plan.split_k == 1:
-        return launch_tma(kernel, plan, y_box, x2, w, bias, y, ce, target, compile_only, w_box=plan.w_box)
-    import torch
-
-    from ...ops import _gemm  # the split-K reduce's launch (a lazy import: ops import this module)
-
-    M, K = x2.shape
-    N = w.shape[0]
-    if N % 4:
-        raise ValueError(f"gluon split-K: the fp32 workspace's rows (N = {N}) must be a multiple of 16 bytes "
-                         "(N % 4 == 0)")
-    splits = plan.split_k
-    if split_count(K, plan.BK, splits) != splits:
-        raise ValueError(f"gluon split-K: {splits} splits of K = {K} leave an empty range (fit_split_k first)")
-    mp = -(-M // plan.BM) * plan.BM
-    ws = torch.empty((splits * mp, N), dtype=torch.float32, device=x2.device)
-    launch_tma(kernel, plan, y_box, x2, w, None, ws, ce, target, compile_only, w_box=plan.w_box, splits=splits)
-    _gemm.launch_reduce(ws, mp * N, splits, bias, y, activation, target, compile_only)
+unsupported = hh.dense_unsupported  # why this kernel cannot take a call (the op falls back to the Triton tier)
 
 
 def launch(x2, w, bias, y, activation, cfg, target, compile_only=False):
@@ -776,15 +637,15 @@ def launch(x2, w, bias, y, activation, cfg, target, compile_only=False):
 
     `cfg` keys: BLOCK_SIZE_M/N/K, GROUP_SIZE_M, num_warps (4), num_stages (upper bound); `backend`,
     `persistent`, `tma` are accepted and ignored (always persistent, always TMA); NUM_KSPLIT > 1 splits K
-    into at most that many ranges (`fit_split_k`, `launch_dense`).
+    into at most that many ranges (`hopper_host.fit_split_k`, `launch_dense`).
     `target`: a gemmkit.arch.Target (its num_cus sizes the persistent grid). Raises ValueError when
     `unsupported` says no or the config cannot be planned.
     """
-    check_operands(x2, w, bias, y, target, "gluon ping-pong")
-    plan = derive(fit_split_k(cfg, x2.shape[0], w.shape[0], x2.shape[1], target), target, x2.element_size(),
+    hh.check_operands(x2, w, bias, y, target, "gluon ping-pong")
+    plan = derive(hh.fit_split_k(cfg, x2.shape[0], w.shape[0], x2.shape[1], target), target, x2.element_size(),
                   y.element_size())
     ce = kernel_constexprs(plan, has_bias=bias is not None, activation=activation)
-    return launch_dense(hopper_pingpong_kernel, plan, y_box(plan), x2, w, bias, y, activation, ce, target,
+    return hh.launch_dense(hopper_pingpong_kernel, plan, y_box(plan), x2, w, bias, y, activation, ce, target,
                         compile_only)
 
 
@@ -806,59 +667,15 @@ SPLIT_PRESETS = (
 )
 
 
-def tma_signature(plan, y_box, dtype: str, out_dtype: str, ce: dict, w_box=None) -> dict:
-    """The static-compile signature of (x_desc, w_desc, y_desc, bias_ptr, M, N, K, **ce), the descriptors
-    `launch_tma` builds (x [BM, BK], w [w_box or BN, BK], y `y_box`); shared with hopper_coop.py."""
-    bm, bk = plan.BM, plan.BK
-    bn = w_box or plan.BN
-    sig = {"x_desc": f"tensordesc<{dtype}[{bm}, {bk}],{shared_layout(bm, bk, dtype)!r}>",
-           "w_desc": f"tensordesc<{dtype}[{bn}, {bk}],{shared_layout(bn, bk, dtype)!r}>",
-           "y_desc": f"tensordesc<{out_dtype}[{y_box[0]}, {y_box[1]}],{shared_layout(*y_box, out_dtype)!r}>",
-           "bias_ptr": f"*{dtype}", "M": "i32", "N": "i32", "K": "i32", "SPLITS": "i32"}
-    sig.update({k: "constexpr" for k in ce})
-    return sig
-
-
 def static_spec(cfg: dict, target, *, dtype: str = "bf16", out_dtype: str | None = None, has_bias: bool = True,
                 activation: str = "gelu"):
     """(kernel, signature, constexprs, divisible, options, plan) to compile the kernel for `target` on a CPU
     (split-K: the kernel stores fp32 partial tiles, whatever the op's output dtype)."""
-    out_dtype = staged_dtype(cfg, out_dtype or dtype)
+    out_dtype = hh.staged_dtype(cfg, out_dtype or dtype)
     plan = derive(cfg, target, 2, 4 if out_dtype == "fp32" else 2)
     ce = kernel_constexprs(plan, has_bias=has_bias, activation=activation)
-    sig = tma_signature(plan, y_box(plan), dtype, out_dtype, ce, w_box=plan.w_box)
-    return hopper_pingpong_kernel, sig, ce, ["bias_ptr"], {"num_warps": _CONSUMER_WARPS}, plan
-
-
-def _shipped_gluon_configs(arch: str):
-    """(table, bucket, config) of every `arch` table bucket that picks the gluon backend (any layout)."""
-    import json
-    from pathlib import Path
-
-    root = Path(__file__).resolve().parents[2] / "configs" / arch
-    for path in sorted(root.glob("*.json")) if root.exists() else ():
-        try:
-            table = json.loads(path.read_text())
-        except (OSError, ValueError):
-            continue  # the config loader reports broken tables
-        for bucket, cfg in table.items():
-            if isinstance(cfg, dict) and cfg.get("backend") == "gluon":
-                yield path.name, bucket, cfg  # both layouts: each kernel's isa_cases keeps its own
-
-
-def unique_cases(cases, kernel_name: str, op: str):
-    """`gemmkit isa` cases (sm_90) from (table, bucket, config, path suffix) tuples, each distinct
-    (tile config, path) compiled once: the Hopper Gluon kernels' isa_cases share this."""
-    seen = set()
-    for table, bucket, cfg, out in cases:
-        # the split count is a runtime argument: one compile for every NUM_KSPLIT > 1, and fp32 staging for any out
-        split = cfg.get("NUM_KSPLIT", 1) > 1
-        key = (tuple(sorted((k, cfg[k]) for k in CONFIG_KEYS if k in cfg)), split, "fp32" if split else out)
-        if key in seen:
-            continue
-        seen.add(key)
-        yield {"kernel": kernel_name, "op": op, "arch": "sm_90", "table": table, "bucket": bucket,
-               "config": dict(cfg), "path": f"gluon-{out}"}
+    sig = hh.tma_signature(plan, y_box(plan), dtype, out_dtype, ce, w_box=plan.w_box)
+    return hopper_pingpong_kernel, sig, ce, ["bias_ptr"], {"num_warps": hh.CONSUMER_WARPS}, plan
 
 
 def isa_cases(archs, op: str = "hopper_pingpong"):
@@ -867,23 +684,11 @@ def isa_cases(archs, op: str = "hopper_pingpong"):
     if "sm_90" not in archs:
         return
     # gemm_a16w16's tables (the batched and fp8 kernels compile their own tables' gluon buckets)
-    cases = [(t, b, c, "bf16") for t, b, c in _shipped_gluon_configs("sm_90")
+    cases = [(t, b, c, "bf16") for t, b, c in hh.shipped_gluon_configs("sm_90")
              if t.startswith("A16W16") and not is_coop(c)]
     cases += [("-", f"preset{i}", c, o) for i, c in enumerate(PRESETS + SPLIT_PRESETS) for o in ("bf16", "fp32")]
-    yield from unique_cases(cases, KERNEL_NAME, op)
-
-
-def isa_spec_from(case, static_spec, promises):
-    """`gemmkit isa`'s spec of a case ("gluon-<out dtype>" path) from a kernel's static_spec(cfg, target,
-    out_dtype=...) and promises: this module's, hopper_coop.py's and hopper_pingpong_batched.py's isa_spec."""
-    from ... import arch as _arch
-
-    target = _arch.ARCHS[case["arch"]]
-    out = case["path"].split("-", 1)[1] if case["path"].startswith("gluon-") else "bf16"
-    kernel, sig, ce, div, opts, plan = static_spec(case["config"], target, out_dtype=out)
-    return dict(kernel=kernel, signature=sig, constexprs=ce, divisible=div, options=opts, promises=promises,
-                block=(plan.BM, plan.BN, plan.BK), smem_bound=plan.smem_bytes)
+    yield from hh.unique_cases(cases, KERNEL_NAME, op)
 
 
 def isa_spec(case):
-    return isa_spec_from(case, static_spec, PROMISES)
+    return hh.isa_spec_from(case, static_spec, PROMISES)

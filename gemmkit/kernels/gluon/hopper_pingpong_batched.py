@@ -62,6 +62,7 @@ from triton.experimental.gluon.language.nvidia.hopper import mbarrier
 
 from ..triton.batched_gemm_tma import tma_compatible_3d
 from . import hopper_coop as hc
+from . import hopper_host as hh
 from . import hopper_pingpong as hp
 
 KERNEL_NAME = "hopper_pingpong_batched_kernel"
@@ -146,8 +147,8 @@ def hopper_coop_batched_kernel(x_desc, w_desc, y_desc, bias_ptr, B, M, N, K, str
 
 @functools.lru_cache(maxsize=None)
 def _layout3(rows: int, cols: int, dtype: str):
-    """The 3-D layout of a [1, rows, cols] box: the 2-D tile's (`hp.shared_layout`) swizzle, rank 3."""
-    l2 = hp.shared_layout(rows, cols, dtype)
+    """The 3-D layout of a [1, rows, cols] box: the 2-D tile's (`hh.shared_layout`) swizzle, rank 3."""
+    l2 = hh.shared_layout(rows, cols, dtype)
     return gl.NVMMASharedLayout(swizzle_byte_width=l2.swizzle_byte_width, element_bitwidth=l2.element_bitwidth,
                                 rank=3)
 
@@ -228,7 +229,7 @@ def launch(x, w, bias, y, activation, cfg, target, compile_only=False):
                          "(bias (N,) or (B, N), unit stride on N)")
     if K == 0:
         raise ValueError("gluon batched ping-pong: K == 0 (the empty sum) is the op's to handle")
-    t_in, t_out = hp._TORCH_NAME[str(x.dtype)], hp._TORCH_NAME[str(y.dtype)]
+    t_in, t_out = hh.TORCH_NAME[str(x.dtype)], hh.TORCH_NAME[str(y.dtype)]
     kernel, plan, y_box, ce = kernel_plan(cfg, target, x.element_size(), y.element_size(),
                                           has_bias=bias is not None, activation=activation)
     bm, bn, bk = plan.BM, plan.BN, plan.BK
@@ -240,7 +241,7 @@ def launch(x, w, bias, y, activation, cfg, target, compile_only=False):
     args = (x_desc, w_desc, y_desc, bias if bias is not None else x, B, M, N, K, stride_bb)
     from ...ops import _launch  # the ops' launch cache (a lazy import: ops import this module)
 
-    return _launch.launcher(kernel, grid, compile_only)(*args, **ce, num_warps=hp._CONSUMER_WARPS)
+    return _launch.launcher(kernel, grid, compile_only)(*args, **ce, num_warps=hh.CONSUMER_WARPS)
 
 
 # ----------------------------------------------------------------------------- static compile (gemmkit isa)
@@ -258,7 +259,7 @@ def static_spec(cfg: dict, target, *, dtype: str = "bf16", out_dtype: str | None
            "y_desc": f"tensordesc<{out_dtype}[1, {ym}, {yn}],{_layout3(ym, yn, out_dtype)!r}>",
            "bias_ptr": f"*{dtype}", "B": "i32", "M": "i32", "N": "i32", "K": "i32", "stride_bb": "i32"}
     sig.update({k: "constexpr" for k in ce})
-    return kernel, sig, ce, ["bias_ptr"], {"num_warps": hp._CONSUMER_WARPS}, plan
+    return kernel, sig, ce, ["bias_ptr"], {"num_warps": hh.CONSUMER_WARPS}, plan
 
 
 def isa_cases(archs, tables=("BATCHED_A16W16.json",), op: str = "batched_gemm"):
@@ -266,12 +267,12 @@ def isa_cases(archs, tables=("BATCHED_A16W16.json",), op: str = "batched_gemm"):
     PRESETS (bf16 and fp32 output), each compiled as its batched kernel (ping-pong or cooperative)."""
     if "sm_90" not in archs:
         return
-    shipped = [(t, b, c, "bf16") for t, b, c in hp._shipped_gluon_configs("sm_90") if t in tables]
+    shipped = [(t, b, c, "bf16") for t, b, c in hh.shipped_gluon_configs("sm_90") if t in tables]
     for kernel, presets, coop in ((KERNEL_NAME, hp.PRESETS, False), (COOP_KERNEL_NAME, hc.PRESETS, True)):
         cases = [c for c in shipped if hp.is_coop(c[2]) == coop]
         cases += [("-", f"preset{i}", c, o) for i, c in enumerate(presets) for o in ("bf16", "fp32")]
-        yield from hp.unique_cases(cases, kernel, op)
+        yield from hh.unique_cases(cases, kernel, op)
 
 
 def isa_spec(case):
-    return hp.isa_spec_from(case, static_spec, PROMISES)
+    return hh.isa_spec_from(case, static_spec, PROMISES)

@@ -147,6 +147,7 @@ from triton.experimental.gluon.language.nvidia.ampere import async_copy
 from triton.experimental.gluon.language.nvidia.hopper import fence_async_shared, mbarrier, tma
 
 from ..triton._schedule import tile_coords
+from . import hopper_host as hh
 from . import hopper_pingpong as hp
 from .hopper_fp8_mainloop import _coop_mainloop, _pingpong_mainloop
 from .hopper_pingpong import _ring_next
@@ -180,9 +181,9 @@ SLICE_M = 64  # rows of one wgmma chain (m64) and of the partial accumulator
 LOAD_THREADS = gl.constexpr(32)  # one load warp per ring (warp_specialize's 1s): its lanes all arrive on full[s]
 MAX_PROMOTE_K = 128  # fp8 products the tensor cores' adder may carry before an fp32 FADD
 _MAX_LIVE_ACC = 192  # acc + partial(s) fp32 registers per consumer thread (of 240: the rest for addresses)
-LAYOUTS = {hp._CONSUMER_WARPS: "pingpong", hp.COOP_WARPS: "coop"}  # num_warps (warps computing one output tile) -> layout
-CONFIG_KEYS = hp.CONFIG_KEYS
-_IGNORED_KEYS = hp._IGNORED_KEYS
+LAYOUTS = {hh.CONSUMER_WARPS: "pingpong", hp.COOP_WARPS: "coop"}  # num_warps (warps computing one output tile) -> layout
+CONFIG_KEYS = hh.CONFIG_KEYS
+_IGNORED_KEYS = hh.IGNORED_KEYS
 
 
 @dataclass(frozen=True)
@@ -253,7 +254,7 @@ def derive(cfg: dict, target=None, out_bytes: int = 2, block_shape=None) -> Plan
                          "warpgroup per tile) or 8 (cooperative: two warpgroups on one 128-row tile)")
     layout = LAYOUTS[nw]
     # The shared checks (hopper_pingpong.check_config) know num_warps 4, the warps of one consumer.
-    bm, bn, bk = hp.check_config({**cfg, "num_warps": hp._CONSUMER_WARPS}, "gluon fp8", "the gluon fp8 kernel",
+    bm, bn, bk = hp.check_config({**cfg, "num_warps": hh.CONSUMER_WARPS}, "gluon fp8", "the gluon fp8 kernel",
                                  "(m64 slices)")
     if bk not in (32, 64, 128):
         raise ValueError(f"config: key 'BLOCK_SIZE_K' = {bk}; the gluon fp8 backend needs 32, 64 or 128 "
@@ -263,7 +264,7 @@ def derive(cfg: dict, target=None, out_bytes: int = 2, block_shape=None) -> Plan
                          f"it needs 128, a 64-row half per consumer warpgroup")
     rows = bm if layout == "pingpong" else SLICE_M  # output rows one consumer computes per tile
     rings = 2 if layout == "pingpong" else 1
-    threads = 32 * hp._CONSUMER_WARPS
+    threads = 32 * hh.CONSUMER_WARPS
     partials = 1 if layout == "pingpong" else 2  # coop keeps one chain in flight while it promotes the other
     acc_regs, partial_regs = rows * bn // threads, partials * SLICE_M * bn // threads
     if acc_regs + partial_regs > _MAX_LIVE_ACC:
@@ -294,7 +295,7 @@ def derive(cfg: dict, target=None, out_bytes: int = 2, block_shape=None) -> Plan
     if stages < 2:
         raise ValueError(f"config: {bm} x {bn} x {bk} leaves room for {fit} stage(s) per ring beside the "
                          f"{epilogue_bytes}-byte output staging ({out_bytes}-byte output); each ring needs 2")
-    warps = 2 * hp._CONSUMER_WARPS + 4 * -(-rings // 4)  # the load warps (one per ring) pad one warpgroup
+    warps = 2 * hh.CONSUMER_WARPS + 4 * -(-rings // 4)  # the load warps (one per ring) pad one warpgroup
     regs_at_entry = hp._REG_FILE // (warps * 32) // 8 * 8
     mma_regs = (regs_at_entry * warps * 32 - hp._LOAD_REGS * 128) // (2 * 128) // 8 * 8
     return Plan(BM=bm, BN=bn, BK=bk, GROUP_SIZE_M=cfg["GROUP_SIZE_M"], promote_k=bk, slices=rows // SLICE_M,
@@ -534,7 +535,7 @@ def unsupported(x, w, y, x_scale=None, w_scale=None, target=None, block_shape=No
     if y.dtype not in (torch.bfloat16, torch.float16, torch.float32):
         return f"needs a bf16, fp16 or fp32 output, got {y.dtype}"
     for name, t in (("x", x), ("w", w), ("y", y)):
-        if not hp._tma_ok(t):
+        if not hh.tma_ok(t):
             return f"{name}: TMA needs a 2-D tensor, unit last stride, 16-byte aligned base and row stride"
     for name, s in (("x_scale", x_scale), ("w_scale", w_scale)):
         if s is None:
@@ -584,7 +585,7 @@ def launch(x, w, x_scale, w_scale, bias, y, cfg, target, compile_only=False, blo
     x_desc = TensorDescriptor.from_tensor(x, [bm, bk], fp8_layout(bm, bk))
     w_desc = TensorDescriptor.from_tensor(w, [bn, bk], fp8_layout(bn, bk))
     ym = plan.consumer_rows if plan.layout == "coop" else bm  # coop: each consumer stores its 64-row half
-    y_desc = TensorDescriptor.from_tensor(y, [ym, bn], hp.shared_layout(ym, bn, _OUT_NAME[str(y.dtype)]))
+    y_desc = TensorDescriptor.from_tensor(y, [ym, bn], hh.shared_layout(ym, bn, _OUT_NAME[str(y.dtype)]))
     ce = constexprs(plan, has_bias=bias is not None)
     num_tiles = -(-M // bm) * -(-N // bn)
     # A CTA per SM, fewer when the tiles are few: one tile on each of 128 SMs beats two on 64 (each
@@ -595,7 +596,7 @@ def launch(x, w, x_scale, w_scale, bias, y, cfg, target, compile_only=False, blo
     from ...ops import _launch  # the ops' launch cache (a lazy import: ops import this module)
 
     return _launch.launcher(hopper_pingpong_fp8_kernel, grid, compile_only)(*args, **ce,
-                                                                            num_warps=hp._CONSUMER_WARPS)
+                                                                            num_warps=hh.CONSUMER_WARPS)
 
 
 # ----------------------------------------------------------------------------- static compile (gemmkit isa)
@@ -618,13 +619,13 @@ def static_spec(cfg: dict, target, *, out_dtype: str = "bf16", has_bias: bool = 
     ym = plan.consumer_rows if plan.layout == "coop" else bm
     sig = {"x_desc": f"tensordesc<fp8e4nv[{bm}, {bk}],{fp8_layout(bm, bk)!r}>",
            "w_desc": f"tensordesc<fp8e4nv[{bn}, {bk}],{fp8_layout(bn, bk)!r}>",
-           "y_desc": f"tensordesc<{out_dtype}[{ym}, {bn}],{hp.shared_layout(ym, bn, out_dtype)!r}>",
+           "y_desc": f"tensordesc<{out_dtype}[{ym}, {bn}],{hh.shared_layout(ym, bn, out_dtype)!r}>",
            "xs_ptr": "*fp32", "ws_ptr": "*fp32", "bias_ptr": f"*{out_dtype}", "M": "i32", "N": "i32", "K": "i32",
            "stride_xsm": "i32", "stride_xsk": "i32", "stride_wsn": "i32", "stride_wsk": "i32"}
     ce = constexprs(plan, has_bias=has_bias)
     sig.update({k: "constexpr" for k in ce})
     return (hopper_pingpong_fp8_kernel, sig, ce, ["xs_ptr", "ws_ptr", "bias_ptr"],
-            {"num_warps": hp._CONSUMER_WARPS}, plan)
+            {"num_warps": hh.CONSUMER_WARPS}, plan)
 
 
 BLOCK_SHAPE = (128, 128)  # the block-scale mode's static cases: DeepSeek-V3's (and the op's default) blocks
@@ -634,8 +635,8 @@ def _shipped_configs(arch: str, blockscale: bool = False):
     """(table, bucket, config) of every A8W8 (blockscale: A8W8_BLOCKSCALE) table bucket of `arch` with
     "backend": "gluon"."""
     if blockscale:
-        return [(t, b, c) for t, b, c in hp._shipped_gluon_configs(arch) if t.startswith("A8W8_BLOCKSCALE")]
-    return [(t, b, c) for t, b, c in hp._shipped_gluon_configs(arch) if t.startswith("A8W8") and
+        return [(t, b, c) for t, b, c in hh.shipped_gluon_configs(arch) if t.startswith("A8W8_BLOCKSCALE")]
+    return [(t, b, c) for t, b, c in hh.shipped_gluon_configs(arch) if t.startswith("A8W8") and
             not t.startswith(("A8W8_INT8", "A8W8_BLOCKSCALE"))]
 
 
@@ -650,7 +651,7 @@ def isa_cases(archs, op: str = "hopper_pingpong_fp8"):
     cases += [("-", f"preset{i}", c, o) for i, c in enumerate(PRESETS) for o in ("bf16", "fp32")]
     # Block mode: the spill-free tiles, 64-row pingpong and coop (the pingpong 128 x 128 spills in block mode).
     cases += [("-", f"preset{i}", PRESETS[i], o) for i in (1, 2) for o in ("block-bf16", "block-fp32")]
-    yield from hp.unique_cases(cases, KERNEL_NAME, op)
+    yield from hh.unique_cases(cases, KERNEL_NAME, op)
 
 
 def isa_spec(case):

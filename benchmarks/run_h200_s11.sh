@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Session 11 device runs (H200). STAGE (space-separated, any order):
+#   alltests the whole gpu suite (the Hopper Gluon host side moved to kernels/gluon/hopper_host.py)
+#   bs64     benchmarks/sweep_batched.py --op a8w8_blockscale --candidates a8w8_blockscale_bn64: the cooperative
+#            128 x 64 block-scale tile against the table's config (SERVED) at M = 4096 on DeepSeek-V3's six
+#            dense (N, K) (BS_SHAPES overrides)
+# Usage (repo root): GEMMKIT_GIT_SHA=<sha> STAGE="alltests bs64" bash benchmarks/run_h200_s11.sh
+set -u
+. "$(dirname "$0")/h200_stage_env.sh"
+if has bs64; then
+  SH=${BS_SHAPES:-1x4096x2112x7168,1x4096x24576x1536,1x4096x32768x512,1x4096x7168x16384,1x4096x4096x7168,1x4096x7168x2048}
+  timeout 560 python3 benchmarks/sweep_batched.py --op a8w8_blockscale --dtype fp8 --candidates a8w8_blockscale_bn64 \
+    --shapes $SH --passes ${PASSES:-3} --json "$OUT/a8w8_blockscale_bn64_sweep.json" > "$OUT/a8w8_blockscale_bn64_sweep.log" 2>&1
+  grep -E "^B=|vendor|ratio|rel err|Error|took" "$OUT/a8w8_blockscale_bn64_sweep.log" | tail -80
+fi
+if has alltests; then
+  timeout 500 python3 -m pytest -m gpu -q -p no:cacheprovider -n 8 --timeout 300 tests 2>&1 \
+    | tee "$OUT/pytest_gpu_all.log" | tail -8
+fi
+ls -la "$OUT"

@@ -1,0 +1,234 @@
+"""The host side shared by the Hopper Gluon GEMM kernels (hopper_pingpong.py, hopper_coop.py, and pieces of
+hopper_pingpong_batched.py / hopper_pingpong_fp8.py): what a call may pass (dtypes, TMA rules, shapes), how
+a dense call is launched (TMA descriptors, the persistent grid, split-K's workspace and reduce), how many K
+splits a call runs, and the helpers of their static compiles (`gemmkit isa` signatures and cases).
+
+No device code here: each kernel file holds its plan (`derive`), partitions and kernel, and calls in::
+
+    op (ops/gemm_a16w16.py) ──► kernel.launch(x2, w, bias, y, activation, cfg, target)
+                                   │ check_operands            (dense_unsupported: sm_90, dtypes, TMA rules)
+                                   │ derive(fit_split_k(cfg))  (the kernel's plan; split count for this M)
+                                   ▼
+                                launch_dense ──► launch_tma (descriptors, grid = min(work, SMs))
+                                   │ split-K: fp32 workspace, then ops/_gemm.launch_reduce
+
+Constraints: see the kernel files; this module adds none of its own beyond split-K's N % 4 == 0
+(the workspace's fp32 rows must be 16-byte aligned for TMA).
+"""
+from __future__ import annotations
+
+import functools
+
+from triton.experimental.gluon import language as gl
+
+# A Gluon config's keys (the Hopper kernels' `check_config`; `unique_cases` compiles each distinct one once) and
+# the keys it may carry for the Triton tier's fallback, ignored here: always persistent and TMA; NUM_KSPLIT is
+# split-K (the dense kernels only: `fit_split_k`).
+CONFIG_KEYS = ("BLOCK_SIZE_M", "BLOCK_SIZE_N", "BLOCK_SIZE_K", "GROUP_SIZE_M", "num_warps", "num_stages")
+IGNORED_KEYS = ("backend", "persistent", "tma", "NUM_KSPLIT")
+# Warps of one consumer warpgroup (wgmma is issued by 4 consecutive warps): a config's num_warps for the
+# ping-pong, and every warp-specialized launch's num_warps (the default partition, consumer 0).
+CONSUMER_WARPS = 4
+
+
+# ----------------------------------------------------------------------------- operands
+
+GL_DTYPE = {"bf16": gl.bfloat16, "fp16": gl.float16, "fp32": gl.float32}
+TORCH_NAME = {"torch.bfloat16": "bf16", "torch.float16": "fp16", "torch.float32": "fp32"}
+
+
+@functools.lru_cache(maxsize=None)
+def shared_layout(rows: int, cols: int, dtype: str):
+    """The NVMMA shared layout of a rows x cols TMA box / smem tile (128B swizzle for 64 bf16 columns)."""
+    return gl.NVMMASharedLayout.get_default_for([rows, cols], GL_DTYPE[dtype])
+
+
+def tma_ok(t) -> bool:
+    return (t.dim() == 2 and t.stride(1) == 1 and t.data_ptr() % 16 == 0 and
+            (t.stride(0) * t.element_size()) % 16 == 0 and t.shape[0] > 0 and t.shape[1] > 0)
+
+
+def dense_unsupported(x2, w, y, target=None) -> str | None:
+    """Why this kernel cannot run these tensors (None: it can). The op falls back to the Triton tier then."""
+    import torch
+
+    if target is not None and target.arch != "sm_90":
+        return f"needs sm_90, not {target.arch}"
+    if x2.dtype not in (torch.bfloat16, torch.float16) or w.dtype != x2.dtype:
+        return f"needs bf16/fp16 x and w of one dtype, got {x2.dtype} and {w.dtype}"
+    if y.dtype not in (torch.bfloat16, torch.float16, torch.float32):
+        return f"needs a bf16, fp16 or fp32 output, got {y.dtype}"
+    for name, t in (("x", x2), ("w", w), ("y", y)):
+        if not tma_ok(t):
+            return f"{name}: TMA needs a 2-D tensor, unit last stride, 16-byte aligned base and row stride"
+    return None
+
+
+def check_operands(x2, w, bias, y, target, who: str):
+    """(M, N, K) of y = act(x2 @ w.T + bias) once `unsupported` and the shapes agree, else ValueError
+    prefixed `who`: the launch checks of this kernel and hopper_coop's."""
+    why = dense_unsupported(x2, w, y, target)
+    if why:
+        raise ValueError(f"{who}: {why}")
+    M, K = x2.shape
+    N = w.shape[0]
+    if w.shape[1] != K or tuple(y.shape) != (M, N) or (bias is not None and tuple(bias.shape) != (N,)):
+        raise ValueError(f"{who}: shapes x {tuple(x2.shape)}, w {tuple(w.shape)}, y {tuple(y.shape)}, "
+                         f"bias {None if bias is None else tuple(bias.shape)} do not fit y = x @ w.T + bias")
+    if K == 0:
+        raise ValueError(f"{who}: K == 0 (the empty sum) is the op's to handle")
+    return M, N, K
+
+
+# ----------------------------------------------------------------------------- split-K: how many splits a call runs
+
+def split_k_out_bytes(cfg: dict, out_bytes: int) -> int:
+    """The bytes of a staged output element: the output's, or 4 under split-K (fp32 partial tiles)."""
+    return 4 if cfg.get("NUM_KSPLIT", 1) > 1 else out_bytes
+
+
+def staged_dtype(cfg: dict, out_dtype: str) -> str:
+    """`split_k_out_bytes` for the static compiles' dtype names: "fp32" under split-K, else out_dtype."""
+    return "fp32" if cfg.get("NUM_KSPLIT", 1) > 1 else out_dtype
+
+
+def split_count(K: int, BK: int, split_k: int) -> int:
+    """The splits a split-K launch runs for NUM_KSPLIT = split_k: ranges of q = cdiv(cdiv(K, BK), split_k)
+    K steps (`_split_steps`), as many as start below K: cdiv(cdiv(K, BK), q) (K steps 112, NUM_KSPLIT 3:
+    3 x 38; K steps 5, NUM_KSPLIT 4: 3 x 2)."""
+    k_steps = -(-K // BK)
+    return -(-k_steps // -(-k_steps // split_k))
+
+
+def one_wave_splits(tiles: int, num_cus: int) -> int:
+    """The most K splits of `tiles` tiles that stay within one wave of `num_cus` persistent CTAs (one (split,
+    tile) item a CTA): the rule of `fit_split_k` and of the tuner's `fill_splits`."""
+    return num_cus // max(tiles, 1)
+
+
+def fit_split_k(cfg: dict, M: int, N: int, K: int, target) -> dict:
+    """The config a dense call runs: NUM_KSPLIT is an upper bound, lowered to `one_wave_splits` and then to the
+    splits that start below K (`split_count`); 1 (no workspace, no reduce) where the tiles alone fill the SMs or
+    K has one step. A bucket tuned at M = 256 (128 x 96 tiles, 11 splits: 132 items) then runs 7 splits at
+    M = 300 (18 tiles), not a second wave. The split count, and so the fp32 summation order, depends on M and
+    on the device's SM count: bitwise reproducible for a given shape on a given GPU."""
+    split = cfg.get("NUM_KSPLIT", 1)
+    if split == 1:
+        return cfg
+    tiles = -(-M // cfg["BLOCK_SIZE_M"]) * -(-N // cfg["BLOCK_SIZE_N"])
+    split = min(split, one_wave_splits(tiles, target.num_cus))
+    return dict(cfg, NUM_KSPLIT=split_count(K, cfg["BLOCK_SIZE_K"], split) if split > 1 else 1)
+
+
+# ----------------------------------------------------------------------------- launch
+
+def launch_tma(kernel, plan, y_box, x2, w, bias, y, ce: dict, target, compile_only=False, w_box=None, splits=1):
+    """Launch kernel(x_desc, w_desc, y_desc, bias_ptr, M, N, K, splits, **ce) (this one, hopper_coop's): 2-D TMA
+    boxes x [BM, BK], w [w_box or BN, BK], y `y_box` (the staging tile); a persistent grid of
+    min(splits x tiles, SMs) CTAs. `launch_dense` is the entry: it adds split-K's workspace and reduce."""
+    from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
+
+    M, K = x2.shape
+    N = w.shape[0]
+    t_in, t_out = TORCH_NAME[str(x2.dtype)], TORCH_NAME[str(y.dtype)]
+    bm, bn, bk = plan.BM, plan.BN, plan.BK
+    x_desc = TensorDescriptor.from_tensor(x2, [bm, bk], shared_layout(bm, bk, t_in))
+    wb = w_box or bn
+    w_desc = TensorDescriptor.from_tensor(w, [wb, bk], shared_layout(wb, bk, t_in))
+    y_desc = TensorDescriptor.from_tensor(y, list(y_box), shared_layout(*y_box, t_out))
+    num_work = -(-M // bm) * -(-N // bn) * splits
+    grid = (max(1, min(num_work, target.num_cus)),)
+    args = (x_desc, w_desc, y_desc, bias if bias is not None else x2, M, N, K, splits)
+    from ...ops import _launch  # the ops' launch cache (a lazy import: ops import this module)
+
+    return _launch.launcher(kernel, grid, compile_only)(*args, **ce, num_warps=CONSUMER_WARPS)
+
+
+def launch_dense(kernel, plan, y_box, x2, w, bias, y, activation, ce: dict, target, compile_only=False):
+    """One dense call of `kernel` (this one or hopper_coop's) planned as `plan`, `ce` its constexprs. Split-K
+    (plan.split_k > 1: `fit_split_k`'s count, each split starting below K): the kernel stores fp32 partial tiles
+    into a workspace of plan.split_k slabs of Mp = cdiv(M, BM) * BM rows (whole tiles: no tile crosses into the
+    next slab), then the Triton tier's split-K reduce sums the slabs in order (bitwise reproducible for a given
+    split count) and applies bias / activation / cast::
+
+        x, w ──► kernel: work id -> (split s, tile) ──► ws[s * Mp + m, n]  (fp32)
+                                                          │ splitk_reduce_kernel: ws[0] + ws[1] + ...
+                                                          ▼ + bias, act, cast
+                                                          y
+    """
+    if plan.split_k == 1:
+        return launch_tma(kernel, plan, y_box, x2, w, bias, y, ce, target, compile_only, w_box=plan.w_box)
+    import torch
+
+    from ...ops import _gemm  # the split-K reduce's launch (a lazy import: ops import this module)
+
+    M, K = x2.shape
+    N = w.shape[0]
+    if N % 4:
+        raise ValueError(f"gluon split-K: the fp32 workspace's rows (N = {N}) must be a multiple of 16 bytes "
+                         "(N % 4 == 0)")
+    splits = plan.split_k
+    if split_count(K, plan.BK, splits) != splits:
+        raise ValueError(f"gluon split-K: {splits} splits of K = {K} leave an empty range (fit_split_k first)")
+    mp = -(-M // plan.BM) * plan.BM
+    ws = torch.empty((splits * mp, N), dtype=torch.float32, device=x2.device)
+    launch_tma(kernel, plan, y_box, x2, w, None, ws, ce, target, compile_only, w_box=plan.w_box, splits=splits)
+    _gemm.launch_reduce(ws, mp * N, splits, bias, y, activation, target, compile_only)
+
+
+# ----------------------------------------------------------------------------- static compile (gemmkit isa)
+
+def tma_signature(plan, y_box, dtype: str, out_dtype: str, ce: dict, w_box=None) -> dict:
+    """The static-compile signature of (x_desc, w_desc, y_desc, bias_ptr, M, N, K, **ce), the descriptors
+    `launch_tma` builds (x [BM, BK], w [w_box or BN, BK], y `y_box`); shared with hopper_coop.py."""
+    bm, bk = plan.BM, plan.BK
+    bn = w_box or plan.BN
+    sig = {"x_desc": f"tensordesc<{dtype}[{bm}, {bk}],{shared_layout(bm, bk, dtype)!r}>",
+           "w_desc": f"tensordesc<{dtype}[{bn}, {bk}],{shared_layout(bn, bk, dtype)!r}>",
+           "y_desc": f"tensordesc<{out_dtype}[{y_box[0]}, {y_box[1]}],{shared_layout(*y_box, out_dtype)!r}>",
+           "bias_ptr": f"*{dtype}", "M": "i32", "N": "i32", "K": "i32", "SPLITS": "i32"}
+    sig.update({k: "constexpr" for k in ce})
+    return sig
+
+
+def shipped_gluon_configs(arch: str):
+    """(table, bucket, config) of every `arch` table bucket that picks the gluon backend (any layout)."""
+    import json
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2] / "configs" / arch
+    for path in sorted(root.glob("*.json")) if root.exists() else ():
+        try:
+            table = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue  # the config loader reports broken tables
+        for bucket, cfg in table.items():
+            if isinstance(cfg, dict) and cfg.get("backend") == "gluon":
+                yield path.name, bucket, cfg  # both layouts: each kernel's isa_cases keeps its own
+
+
+def unique_cases(cases, kernel_name: str, op: str):
+    """`gemmkit isa` cases (sm_90) from (table, bucket, config, path suffix) tuples, each distinct
+    (tile config, path) compiled once: the Hopper Gluon kernels' isa_cases share this."""
+    seen = set()
+    for table, bucket, cfg, out in cases:
+        # the split count is a runtime argument: one compile for every NUM_KSPLIT > 1, and fp32 staging for any out
+        split = cfg.get("NUM_KSPLIT", 1) > 1
+        key = (tuple(sorted((k, cfg[k]) for k in CONFIG_KEYS if k in cfg)), split, "fp32" if split else out)
+        if key in seen:
+            continue
+        seen.add(key)
+        yield {"kernel": kernel_name, "op": op, "arch": "sm_90", "table": table, "bucket": bucket,
+               "config": dict(cfg), "path": f"gluon-{out}"}
+
+
+def isa_spec_from(case, static_spec, promises):
+    """`gemmkit isa`'s spec of a case ("gluon-<out dtype>" path) from a kernel's static_spec(cfg, target,
+    out_dtype=...) and promises: this module's, hopper_coop.py's and hopper_pingpong_batched.py's isa_spec."""
+    from ... import arch as _arch
+
+    target = _arch.ARCHS[case["arch"]]
+    out = case["path"].split("-", 1)[1] if case["path"].startswith("gluon-") else "bf16"
+    kernel, sig, ce, div, opts, plan = static_spec(case["config"], target, out_dtype=out)
+    return dict(kernel=kernel, signature=sig, constexprs=ce, divisible=div, options=opts, promises=promises,
+                block=(plan.BM, plan.BN, plan.BK), smem_bound=plan.smem_bytes)
