@@ -6,9 +6,18 @@ parameter). Triton 3.6.0 (2026-11-22): num_ctas = 2 does not compile ("PassManag
 names ConvertTritonGPUToLLVM); the Gluon copy takes
 (tensor_desc, coord, barrier, result, pred): no multicast.
 
+Session 11 adds a Gluon kernel launched as a 2-CTA cluster (num_ctas = 2), its TMA copy into a shared buffer whose
+CGA layout either gives both CTAs the same box (`cga_layout=[[0, 0]]`: what a multicast would serve) or splits it
+between them (`[[64, 0]]`), each case in a child process (the compiler aborts the process on the second). Triton
+3.6.0 (2026-11-22): the broadcast layout compiles to one plain copy per CTA (no `.multicast::cluster`); the split
+layout aborts in LLVM ("Layout is expected to be surjective"). So neither tier can load one tile once for two
+CTAs, the traffic saving cuBLAS's 2-CTA-cluster kernels have (docs/PERF.md, session 8).
+
 Usage: python benchmarks/probe_num_ctas.py
 """
 import re
+import subprocess
+import sys
 
 import triton
 import triton.language as tl
@@ -48,7 +57,49 @@ def main():
 
     params = [p for p in inspect.signature(tma.async_copy_global_to_shared).parameters if not p.startswith("_")]
     print(f"gluon hopper tma.async_copy_global_to_shared{tuple(params)}")
+    for num_ctas, cga in ((1, []), (2, [[0, 0]]), (2, [[64, 0]])):
+        r = subprocess.run([sys.executable, __file__, "--gluon-case", str(num_ctas), repr(cga)], capture_output=True,
+                           text=True, timeout=600)
+        lines = (r.stdout.strip() or r.stderr.strip()).splitlines()
+        why = next((ln for ln in lines if "ERROR" in ln or "error" in ln), lines[-1] if lines else "no output")
+        print(f"gluon num_ctas={num_ctas} cga_layout={cga}: " + (r.stdout.strip() if r.returncode == 0 else
+                                                                  f"exit {r.returncode}: {why[:200]}"))
+
+
+def gluon_case(num_ctas: int, cga: list):
+    """One TMA copy of a 128 x 64 bf16 box into shared memory laid out with `cga`, read back, in a num_ctas
+    cluster; prints the TMA copy forms in the PTX."""
+    from triton.experimental import gluon
+    from triton.experimental.gluon import language as gl
+    from triton.experimental.gluon._runtime import GluonASTSource
+    from triton.experimental.gluon.language.nvidia.hopper import mbarrier, tma
+
+    @gluon.jit
+    def copy_box(a_desc, out_ptr, BM: gl.constexpr, BK: gl.constexpr, L: gl.constexpr):
+        smem = gl.allocate_shared_memory(gl.bfloat16, [BM, BK], a_desc.layout)
+        bar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
+        mbarrier.init(bar, count=1)
+        mbarrier.expect(bar, a_desc.block_type.nbytes)
+        tma.async_copy_global_to_shared(a_desc, [0, 0], bar, smem)
+        mbarrier.wait(bar, 0)
+        v = smem.load(L)
+        offs_m = gl.arange(0, BM, layout=gl.SliceLayout(1, L))
+        offs_k = gl.arange(0, BK, layout=gl.SliceLayout(0, L))
+        gl.store(out_ptr + offs_m[:, None] * BK + offs_k[None, :], v)
+
+    lay = gl.NVMMASharedLayout(128, 16, 2, cga_layout=cga)
+    sig = {"a_desc": f"tensordesc<bf16[128, 64],{lay!r}>", "out_ptr": "*bf16"}
+    ce = {"BM": 128, "BK": 64, "L": gl.BlockedLayout([1, 8], [4, 8], [4, 1], [1, 0], cga_layout=cga)}
+    k = triton.compile(GluonASTSource(copy_box, sig, ce), target=GPUTarget("cuda", 90, 32),
+                       options={"num_warps": 4, "num_ctas": num_ctas})
+    forms = sorted(set(re.findall(r"cp\.async\.bulk\.tensor[\w.:]*", k.asm["ptx"])))
+    print(f"compiles; TMA copies {forms}; multicast: {any('multicast' in f for f in forms)}")
 
 
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:2] == ["--gluon-case"]:
+        import ast
+
+        gluon_case(int(sys.argv[2]), ast.literal_eval(sys.argv[3]))
+    else:
+        main()
