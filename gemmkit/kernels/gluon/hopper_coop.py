@@ -274,10 +274,7 @@ def _coop_mma_partition(CONSUMER: gl.constexpr, y_desc, bias_ptr, a_ring, b_ring
     acc_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
                                                          instr_shape=[16, BN, 16])
     BY_ENTRY: gl.constexpr = BATCHED or SPLIT_K
-    num_pid_m = gl.cdiv(M, BM)
-    num_pid_n = gl.cdiv(N, BN)
-    num_work = hp._num_work(num_pid_m, num_pid_n, B, BY_ENTRY)
-    k_steps = hp._split_steps(K, a_ring.shape[2], B, SPLIT_K)
+    num_pid_m, num_pid_n, num_work, k_steps = hp._work_space(M, N, K, BM, BN, a_ring.shape[2], B, BATCHED, SPLIT_K)
     idx = 0
     phase = 0
     for work_id in range(gl.program_id(0), num_work, gl.num_programs(0)):
@@ -331,10 +328,8 @@ def _coop_split_mma_partition(CONSUMER: gl.constexpr, y_desc, bias_ptr, a_ring, 
     BN: gl.constexpr = 3 * t_ring.shape[1]
     BM: gl.constexpr = a_ring.shape[1]
     BM_C: gl.constexpr = c_smem.shape[0]
-    num_pid_m = gl.cdiv(M, BM)
-    num_pid_n = gl.cdiv(N, BN)
-    num_work = hp._num_work(num_pid_m, num_pid_n, SPLITS, SPLIT_K)
-    k_steps = hp._split_steps(K, a_ring.shape[2], SPLITS, SPLIT_K)
+    num_pid_m, num_pid_n, num_work, k_steps = hp._work_space(M, N, K, BM, BN, a_ring.shape[2], SPLITS, False,
+                                                              SPLIT_K)
     idx = 0
     phase = 0
     for work_id in range(gl.program_id(0), num_work, gl.num_programs(0)):

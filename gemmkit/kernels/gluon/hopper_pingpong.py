@@ -356,6 +356,20 @@ def _split_steps(K, BK: gl.constexpr, SPLITS, SPLIT_K: gl.constexpr):
 
 
 @gluon.jit
+def _work_space(M, N, K, BM: gl.constexpr, BN: gl.constexpr, BK: gl.constexpr, B, BATCHED: gl.constexpr,
+                SPLIT_K: gl.constexpr):
+    """What every partition of a launch iterates over, in one place: (num_pid_m, num_pid_n, num_work, k_steps)
+    with work ids over tiles, or over B x tiles when B counts batch entries (BATCHED) or K splits (SPLIT_K),
+    and the K steps of one work item (`_split_steps`). The load and consumer partitions of this kernel,
+    hopper_coop's and the batched kernels' call it, so their loops agree by construction."""
+    num_pid_m = gl.cdiv(M, BM)
+    num_pid_n = gl.cdiv(N, BN)
+    num_work = _num_work(num_pid_m, num_pid_n, B, BATCHED or SPLIT_K)
+    k_steps = _split_steps(K, BK, B, SPLIT_K)
+    return num_pid_m, num_pid_n, num_work, k_steps
+
+
+@gluon.jit
 def _out_row(b, pid_m, num_pid_m, BM: gl.constexpr, SPLIT_K: gl.constexpr):
     """A tile's first output row: pid_m * BM, or (SPLIT_K) that row in split b's slab of the fp32 workspace.
     The slabs are num_pid_m * BM rows (whole tiles): a tile's rows past M stay inside its own slab, which
@@ -400,10 +414,7 @@ def _load_partition(x_desc, w_desc, a_ring, b_ring, full, empty, M, N, K,
         BN: gl.constexpr = 3 * T
         W_BYTES: gl.constexpr = 3 * w_desc.block_type.nbytes
     BY_ENTRY: gl.constexpr = BATCHED or SPLIT_K
-    num_pid_m = gl.cdiv(M, BM)
-    num_pid_n = gl.cdiv(N, BN)
-    num_work = _num_work(num_pid_m, num_pid_n, B, BY_ENTRY)
-    k_steps = _split_steps(K, BK, B, SPLIT_K)
+    num_pid_m, num_pid_n, num_work, k_steps = _work_space(M, N, K, BM, BN, BK, B, BATCHED, SPLIT_K)
     idx = 0
     phase = 0
     for work_id in range(gl.program_id(0), num_work, gl.num_programs(0)):
@@ -511,11 +522,8 @@ def _mma_partition(CONSUMER: gl.constexpr, y_desc, bias_ptr, a_ring, b_ring, c_s
                                                              instr_shape=[16, BN, 16])
     else:  # a split tile: accumulators of 2T and T columns (`_split_mainloop`), c_smem one BM x T sub-tile
         BN: gl.constexpr = 3 * t_ring.shape[1]
-    num_pid_m = gl.cdiv(M, BM)
-    num_pid_n = gl.cdiv(N, BN)
     BY_ENTRY: gl.constexpr = BATCHED or SPLIT_K
-    num_work = _num_work(num_pid_m, num_pid_n, B, BY_ENTRY)
-    k_steps = _split_steps(K, BK, B, SPLIT_K)
+    num_pid_m, num_pid_n, num_work, k_steps = _work_space(M, N, K, BM, BN, BK, B, BATCHED, SPLIT_K)
     nprog = gl.num_programs(0)
     n = 0  # tiles this consumer has done
     for work_id in range(gl.program_id(0) + CONSUMER * nprog, num_work, 2 * nprog):
