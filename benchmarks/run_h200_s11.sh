@@ -4,6 +4,10 @@
 #   bs64     benchmarks/sweep_batched.py --op a8w8_blockscale --candidates a8w8_blockscale_bn64: the cooperative
 #            128 x 64 block-scale tile against the table's config (SERVED) at M = 4096 on DeepSeek-V3's six
 #            dense (N, K) (BS_SHAPES overrides)
+#   tests    the gpu tests of the kernels this session touched (_work_space in the dense / batched Gluon partitions,
+#            fp16 through split-K): test_gpu_gluon_split_k / _hopper_coop / _hopper_pingpong / _batched
+#   between  benchmarks/sweep_batched.py --op a16w16 --candidates a16w16_splitk_between: the split-K buckets at M
+#            between session 10's sweep rows, served (fit_split_k) against the bucket's config before session 10
 # Usage (repo root): GEMMKIT_GIT_SHA=<sha> STAGE="alltests bs64" bash benchmarks/run_h200_s11.sh
 set -u
 . "$(dirname "$0")/h200_stage_env.sh"
@@ -12,6 +16,17 @@ if has bs64; then
   timeout 560 python3 benchmarks/sweep_batched.py --op a8w8_blockscale --dtype fp8 --candidates a8w8_blockscale_bn64 \
     --shapes $SH --passes ${PASSES:-3} --json "$OUT/a8w8_blockscale_bn64_sweep.json" > "$OUT/a8w8_blockscale_bn64_sweep.log" 2>&1
   grep -E "^B=|vendor|ratio|rel err|Error|took" "$OUT/a8w8_blockscale_bn64_sweep.log" | tail -80
+fi
+if has tests; then
+  timeout 400 python3 -m pytest -m gpu -q -p no:cacheprovider -n 8 --timeout 300 tests/test_gpu_gluon_split_k.py \
+    tests/test_gpu_hopper_coop.py tests/test_gpu_hopper_pingpong.py tests/test_gpu_batched.py 2>&1 \
+    | tee "$OUT/pytest_s11.log" | tail -8
+fi
+if has between; then
+  SH=${BETWEEN_SHAPES:-1x300x576x7168,1x384x576x7168,1x480x576x7168,1x768x576x7168,1x1536x576x7168,1x384x1536x7168,1x768x1536x7168,1x384x4096x14336,1x480x4096x14336}
+  timeout 560 python3 benchmarks/sweep_batched.py --op a16w16 --dtype bf16 --candidates a16w16_splitk_between \
+    --shapes $SH --passes ${PASSES:-3} --json "$OUT/a16w16_splitk_between.json" > "$OUT/a16w16_splitk_between.log" 2>&1
+  grep -E "^B=|vendor|ratio|rel err|Error|took" "$OUT/a16w16_splitk_between.log" | tail -120
 fi
 if has alltests; then
   timeout 500 python3 -m pytest -m gpu -q -p no:cacheprovider -n 8 --timeout 300 tests 2>&1 \

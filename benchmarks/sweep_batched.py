@@ -183,6 +183,20 @@ CANDIDATES["a8w8_blockscale_bn64"] = [
     fp8(128, 64, 128, 8, 8), fp8(128, 64, 128, 8, 6), fp8(128, 64, 128, 8, 8, 16),
 ]
 
+# gemm_a16w16 (session 11): M between the rows session 10's split-K sweep measured. The six buckets it switched
+# serve a range of M (M_GEQ_256: 256-511), where `hopper_host.fit_split_k` lowers NUM_KSPLIT to keep one wave;
+# the served config (SERVED) against each bucket's config before session 10 (git 0317955^), same process.
+_OLD_TRITON = {"tma": True, "GROUP_SIZE_M": 8, "num_warps": 4}
+CANDIDATES["a16w16_splitk_between"] = [
+    SERVED,
+    dict(_OLD_TRITON, BLOCK_SIZE_M=128, BLOCK_SIZE_N=64, BLOCK_SIZE_K=64, num_stages=3, NUM_KSPLIT=8),  # kv_a 256-1023
+    dict(gluon(64, 96, 64, 6)),  # kv_a M_GEQ_1024
+    dict(_OLD_TRITON, BLOCK_SIZE_M=64, BLOCK_SIZE_N=128, BLOCK_SIZE_K=128, num_stages=4, NUM_KSPLIT=2),  # q_a 256
+    dict(_OLD_TRITON, BLOCK_SIZE_M=64, BLOCK_SIZE_N=128, BLOCK_SIZE_K=128, num_stages=4),  # q_a 512
+    dict(_OLD_TRITON, BLOCK_SIZE_M=128, BLOCK_SIZE_N=128, BLOCK_SIZE_K=64, num_warps=8, num_stages=5,
+         NUM_KSPLIT=2),  # 8B down 256
+]
+
 # Round 1's split_cat list, kept as the record of what was tried; not run.
 ROUND1_SPLIT_CAT = [
     cfg(16, bn, bk, warps, stages, tma=tma)
@@ -379,7 +393,7 @@ def main():
             desc = (f"{'served ' if c.get('_served') else ''}{'gluon ' if c.get('backend') == 'gluon' else ''}"
                     f"{'direct ' if c.get('_direct') else ''}"
                     f"{c['BLOCK_SIZE_M']}x{c['BLOCK_SIZE_N']}x{c['BLOCK_SIZE_K']} w{c['num_warps']} s{c['num_stages']} "
-                    f"g{c['GROUP_SIZE_M']}{' P' if c['persistent'] else ''}{' tma' if c['tma'] else ' ptr'}"
+                    f"g{c['GROUP_SIZE_M']}{' P' if c.get('persistent') else ''}{' tma' if c.get('tma') else ' ptr'}"
                     f"{' ks%d' % c['NUM_KSPLIT'] if c.get('NUM_KSPLIT', 1) > 1 else ''}")
             if "error" not in row and row.get("ms_all"):
                 row["ratios"] = [r / m for r, m in zip(row["ref_ms_all"], row["ms_all"])]

@@ -85,6 +85,20 @@ def test_bias_activation_out_dtype(act, out_dtype, name):
     check(y, x, w, b, act)
 
 
+@pytest.mark.parametrize("name", ["pp128x128-k3", "pp64x192-k2", "coop128x256-k2", "coop128x96-k5"])
+def test_fp16_inputs(name):
+    """fp16 x and w through split-K (the partials are fp32 whatever the input; the rest of this file runs bf16),
+    fp16 output with bias and gelu, and fp32 output without."""
+    M, N, K = 300, 392, 2056
+    x, w = randn(M, K, dtype=torch.float16, device=DEV), randn(N, K, dtype=torch.float16, device=DEV) / 8
+    b = randn(N, dtype=torch.float16, device=DEV)
+    y = run(name, x, w, b, "gelu")
+    assert y.dtype == torch.float16
+    check(y, x, w, b, "gelu")
+    y32 = run(name, x, w, None, "none", torch.float32)
+    check(y32, x, w)
+
+
 @pytest.mark.parametrize("cus", [1, 3, 7])
 @pytest.mark.parametrize("name", ["pp128x128-k3", "pp64x96-k4", "coop128x256-k2", "coop128x192-k3"])
 def test_small_persistent_grids(cus, name):
