@@ -101,7 +101,7 @@ def gluon_unsupported(x2, w, y, cfg, target) -> str | None:
     """Why a "backend": "gluon" config runs on the Triton tier for this call (None: it runs on Gluon).
     The Triton kernels then run the same config (its tile sizes), as the TMA path falls back to
     the pointer kernel: Gluon does not run in the interpreter, needs sm_90, TMA-compatible
-    tensors (kernels/gluon/hopper_pingpong.py `unsupported`). Split-K configs run on either (the Gluon
+    tensors (kernels/gluon/hopper_host.py `dense_unsupported`). Split-K configs run on either (the Gluon
     kernels' through hopper_host.launch_dense)."""
     if C.interpreting():
         return "the Triton interpreter does not run Gluon kernels"

@@ -119,7 +119,7 @@ BACKEND = "gluon cooperative"  # in messages; a "backend": "gluon" config with n
 # Checked by `gemmkit isa` / CI (gemmkit/isa/promises.py): the ping-pong's, same partitions and instructions.
 PROMISES = hp.PROMISES
 
-unsupported = hp.unsupported  # the same TMA / dtype / target rules
+unsupported = hh.dense_unsupported  # the same TMA / dtype / target rules
 
 # ----------------------------------------------------------------------------- the plan (one place)
 

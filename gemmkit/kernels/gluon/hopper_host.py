@@ -12,8 +12,12 @@ No device code here: each kernel file holds its plan (`derive`), partitions and 
                                 launch_dense ──► launch_tma (descriptors, grid = min(work, SMs))
                                    │ split-K: fp32 workspace, then ops/_gemm.launch_reduce
 
-Constraints: see the kernel files; this module adds none of its own beyond split-K's N % 4 == 0
-(the workspace's fp32 rows must be 16-byte aligned for TMA).
+It reaches into ops for two things, lazily (ops import the kernel files): the launch cache (ops/_launch.py)
+and the split-K reduce's launch (ops/_gemm.launch_reduce, the Triton tier's reduce kernel).
+
+Constraints (the kernels' own are in their files):
+  - split-K: N % 4 == 0 (the fp32 workspace's rows must be 16-byte aligned for TMA); every split's K range
+    starts below K (`fit_split_k` / `split_count`; `launch_dense` raises ValueError otherwise).
 """
 from __future__ import annotations
 
@@ -49,7 +53,8 @@ def tma_ok(t) -> bool:
 
 
 def dense_unsupported(x2, w, y, target=None) -> str | None:
-    """Why this kernel cannot run these tensors (None: it can). The op falls back to the Triton tier then."""
+    """Why the dense kernels (hopper_pingpong, hopper_coop) cannot run these tensors (None: they can); the op
+    falls back to the Triton tier then."""
     import torch
 
     if target is not None and target.arch != "sm_90":
@@ -65,8 +70,8 @@ def dense_unsupported(x2, w, y, target=None) -> str | None:
 
 
 def check_operands(x2, w, bias, y, target, who: str):
-    """(M, N, K) of y = act(x2 @ w.T + bias) once `unsupported` and the shapes agree, else ValueError
-    prefixed `who`: the launch checks of this kernel and hopper_coop's."""
+    """(M, N, K) of y = act(x2 @ w.T + bias) once `dense_unsupported` and the shapes agree, else ValueError
+    prefixed `who`: the launch checks of the dense kernels (hopper_pingpong, hopper_coop)."""
     why = dense_unsupported(x2, w, y, target)
     if why:
         raise ValueError(f"{who}: {why}")
@@ -94,7 +99,7 @@ def staged_dtype(cfg: dict, out_dtype: str) -> str:
 
 def split_count(K: int, BK: int, split_k: int) -> int:
     """The splits a split-K launch runs for NUM_KSPLIT = split_k: ranges of q = cdiv(cdiv(K, BK), split_k)
-    K steps (`_split_steps`), as many as start below K: cdiv(cdiv(K, BK), q) (K steps 112, NUM_KSPLIT 3:
+    K steps (hopper_pingpong `_split_steps`), as many as start below K: cdiv(cdiv(K, BK), q) (K steps 112, NUM_KSPLIT 3:
     3 x 38; K steps 5, NUM_KSPLIT 4: 3 x 2)."""
     k_steps = -(-K // BK)
     return -(-k_steps // -(-k_steps // split_k))
@@ -123,7 +128,7 @@ def fit_split_k(cfg: dict, M: int, N: int, K: int, target) -> dict:
 # ----------------------------------------------------------------------------- launch
 
 def launch_tma(kernel, plan, y_box, x2, w, bias, y, ce: dict, target, compile_only=False, w_box=None, splits=1):
-    """Launch kernel(x_desc, w_desc, y_desc, bias_ptr, M, N, K, splits, **ce) (this one, hopper_coop's): 2-D TMA
+    """Launch kernel(x_desc, w_desc, y_desc, bias_ptr, M, N, K, splits, **ce) (the dense kernels'): 2-D TMA
     boxes x [BM, BK], w [w_box or BN, BK], y `y_box` (the staging tile); a persistent grid of
     min(splits x tiles, SMs) CTAs. `launch_dense` is the entry: it adds split-K's workspace and reduce."""
     from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
@@ -145,7 +150,7 @@ def launch_tma(kernel, plan, y_box, x2, w, bias, y, ce: dict, target, compile_on
 
 
 def launch_dense(kernel, plan, y_box, x2, w, bias, y, activation, ce: dict, target, compile_only=False):
-    """One dense call of `kernel` (this one or hopper_coop's) planned as `plan`, `ce` its constexprs. Split-K
+    """One dense call of `kernel` (hopper_pingpong's or hopper_coop's) planned as `plan`, `ce` its constexprs. Split-K
     (plan.split_k > 1: `fit_split_k`'s count, each split starting below K): the kernel stores fp32 partial tiles
     into a workspace of plan.split_k slabs of Mp = cdiv(M, BM) * BM rows (whole tiles: no tile crosses into the
     next slab), then the Triton tier's split-K reduce sums the slabs in order (bitwise reproducible for a given
@@ -180,7 +185,7 @@ def launch_dense(kernel, plan, y_box, x2, w, bias, y, activation, ce: dict, targ
 
 def tma_signature(plan, y_box, dtype: str, out_dtype: str, ce: dict, w_box=None) -> dict:
     """The static-compile signature of (x_desc, w_desc, y_desc, bias_ptr, M, N, K, **ce), the descriptors
-    `launch_tma` builds (x [BM, BK], w [w_box or BN, BK], y `y_box`); shared with hopper_coop.py."""
+    `launch_tma` builds (x [BM, BK], w [w_box or BN, BK], y `y_box`): the dense kernels' static compiles."""
     bm, bk = plan.BM, plan.BK
     bn = w_box or plan.BN
     sig = {"x_desc": f"tensordesc<{dtype}[{bm}, {bk}],{shared_layout(bm, bk, dtype)!r}>",
@@ -224,7 +229,7 @@ def unique_cases(cases, kernel_name: str, op: str):
 
 def isa_spec_from(case, static_spec, promises):
     """`gemmkit isa`'s spec of a case ("gluon-<out dtype>" path) from a kernel's static_spec(cfg, target,
-    out_dtype=...) and promises: this module's, hopper_coop.py's and hopper_pingpong_batched.py's isa_spec."""
+    out_dtype=...) and promises: the isa_spec of hopper_pingpong.py, hopper_coop.py and hopper_pingpong_batched.py."""
     from ... import arch as _arch
 
     target = _arch.ARCHS[case["arch"]]

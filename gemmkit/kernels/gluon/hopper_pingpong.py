@@ -78,8 +78,8 @@ boxes per stage into b[s] (2T rows) and t[s] (T rows), and the epilogue stores t
 a BM x T staging tile per consumer (`store_split`; always two staging tiles). 64 x 192 fits the 132 SMs
 where 128 x 128 does not (Llama-3-8B qkv at M = 256: 128 tiles against 96). Dense kernel only.
 
-Split-K (NUM_KSPLIT > 1; dense kernels only, this one and hopper_coop.py; `hopper_host.launch_dense`): the work ids cover
-splits x tiles, split-major (`batched_tile_coords` with the split as the entry), and split s runs K steps
+Split-K (NUM_KSPLIT > 1; dense kernels only, this one and hopper_coop.py; `hopper_host.launch_dense`): the
+work ids cover splits x tiles, split-major (`batched_tile_coords` with the split as the entry), and split s runs K steps
 [s q, (s + 1) q), q = cdiv(cdiv(K, BK), splits) for every split (equal, so a consumer's ring position is still
 local item x q; the last range may run past K into TMA's zero fill). Its fp32 partial tile goes to row
 (s * cdiv(M, BM) + pid_m) * BM of a workspace of whole-tile slabs; the Triton tier's split-K reduce then sums
@@ -89,8 +89,8 @@ the slabs in order and applies bias / activation / cast (bitwise reproducible)::
             split 0      | split 1       |                               ├ slab 1                        ┤ -> reduce -> y
             K steps [0, q)  [q, 2q)   ...                                 └ ...                           ┘
 
-NUM_KSPLIT is an upper bound: `hopper_host.fit_split_k` keeps splits x tiles within one wave of the SMs (one item a CTA)
-and runs no split where the tiles alone fill them, so a bucket tuned at one M does not go to two waves at a
+NUM_KSPLIT is an upper bound: `hopper_host.fit_split_k` keeps splits x tiles within one wave of the SMs (one
+item a CTA) and runs no split where the tiles alone fill them, so a bucket tuned at one M does not go to two waves at a
 larger M of the same bucket.
 
 Register split (setmaxnreg): see `derive`. Epilogue math is the Triton tier's
@@ -112,8 +112,8 @@ Constraints:
     kernel only); BLOCK_SIZE_K a power of two in [16, 128]; accumulator BM * BN / 128 <= 128
     fp32 registers per thread (64 x 192: 96; 128 x 192 does not fit).
   - num_warps == 4 (warps per consumer warpgroup; the kernel adds the second
-    consumer and the load warp). NUM_KSPLIT >= 1, an upper bound (`hopper_host.fit_split_k`; the dense kernel
-    only). num_stages is an upper bound:
+    consumer and the load warp). NUM_KSPLIT >= 1, an upper bound (`hopper_host.fit_split_k`; the dense
+    kernel only). num_stages is an upper bound:
     the ring gets num_stages stages beside two output tiles if they fit, else the
     most stages (>= 2, <= num_stages) beside one shared output tile.
   - K >= 1 (the op handles K == 0); M * N tiles < 2**31 (batched: B * tiles < 2**31).
@@ -130,9 +130,9 @@ from triton.experimental.gluon.language.nvidia.hopper import (
     fence_async_shared, mbarrier, tma, warpgroup_mma, warpgroup_mma_init, warpgroup_mma_wait)
 
 from ...configs import SPLIT_N, split_tail  # noqa: F401  (split_tail: hopper_coop.py reads it here too)
-from . import hopper_host as hh
 from ..triton._epilogue import ACTIVATIONS, bias_activation
 from ..triton._schedule import batched_tile_coords, tile_coords
+from . import hopper_host as hh
 
 KERNEL_NAME = "hopper_pingpong_kernel"
 
@@ -522,7 +522,6 @@ def _mma_partition(CONSUMER: gl.constexpr, y_desc, bias_ptr, a_ring, b_ring, c_s
                                                              instr_shape=[16, BN, 16])
     else:  # a split tile: accumulators of 2T and T columns (`_split_mainloop`), c_smem one BM x T sub-tile
         BN: gl.constexpr = 3 * t_ring.shape[1]
-    BY_ENTRY: gl.constexpr = BATCHED or SPLIT_K
     num_pid_m, num_pid_n, num_work, k_steps = _work_space(M, N, K, BM, BN, BK, B, BATCHED, SPLIT_K)
     nprog = gl.num_programs(0)
     n = 0  # tiles this consumer has done

@@ -183,7 +183,6 @@ MAX_PROMOTE_K = 128  # fp8 products the tensor cores' adder may carry before an 
 _MAX_LIVE_ACC = 192  # acc + partial(s) fp32 registers per consumer thread (of 240: the rest for addresses)
 LAYOUTS = {hh.CONSUMER_WARPS: "pingpong", hp.COOP_WARPS: "coop"}  # num_warps (warps computing one output tile) -> layout
 CONFIG_KEYS = hh.CONFIG_KEYS
-_IGNORED_KEYS = hh.IGNORED_KEYS
 
 
 @dataclass(frozen=True)
@@ -514,9 +513,6 @@ def hopper_pingpong_fp8_kernel(x_desc, w_desc, y_desc, xs_ptr, ws_ptr, bias_ptr,
 
 # ----------------------------------------------------------------------------- host side
 
-_OUT_NAME = {"torch.bfloat16": "bf16", "torch.float16": "fp16", "torch.float32": "fp32"}
-
-
 @functools.lru_cache(maxsize=None)
 def fp8_layout(rows: int, cols: int):
     """NVMMA shared layout of an fp8 rows x cols TMA box (128-byte swizzle for 128 columns)."""
@@ -585,7 +581,7 @@ def launch(x, w, x_scale, w_scale, bias, y, cfg, target, compile_only=False, blo
     x_desc = TensorDescriptor.from_tensor(x, [bm, bk], fp8_layout(bm, bk))
     w_desc = TensorDescriptor.from_tensor(w, [bn, bk], fp8_layout(bn, bk))
     ym = plan.consumer_rows if plan.layout == "coop" else bm  # coop: each consumer stores its 64-row half
-    y_desc = TensorDescriptor.from_tensor(y, [ym, bn], hh.shared_layout(ym, bn, _OUT_NAME[str(y.dtype)]))
+    y_desc = TensorDescriptor.from_tensor(y, [ym, bn], hh.shared_layout(ym, bn, hh.TORCH_NAME[str(y.dtype)]))
     ce = constexprs(plan, has_bias=bias is not None)
     num_tiles = -(-M // bm) * -(-N // bn)
     # A CTA per SM, fewer when the tiles are few: one tile on each of 128 SMs beats two on 64 (each
