@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
 # Session 11 device runs (H200). STAGE (space-separated, any order):
+#   ncu      Nsight Compute, one launch each (benchmarks/ncu_once.py NCU_CASES; default: fp8 per-token, the table's
+#            cooperative config against torch._scaled_mm, and bf16 coop against cuBLAS, all at 8192^3)
 #   alltests the whole gpu suite (the Hopper Gluon host side moved to kernels/gluon/hopper_host.py)
 #   bs64     benchmarks/sweep_batched.py --op a8w8_blockscale --candidates a8w8_blockscale_bn64: the cooperative
 #            128 x 64 block-scale tile against the table's config (SERVED) at M = 4096 on DeepSeek-V3's six
@@ -27,6 +29,18 @@ if has between; then
   timeout 560 python3 benchmarks/sweep_batched.py --op a16w16 --dtype bf16 --candidates a16w16_splitk_between \
     --shapes $SH --passes ${PASSES:-3} --json "$OUT/a16w16_splitk_between.json" > "$OUT/a16w16_splitk_between.log" 2>&1
   grep -E "^B=|vendor|ratio|rel err|Error|took" "$OUT/a16w16_splitk_between.log" | tail -120
+fi
+if has ncu; then
+  mkdir -p "$OUT/ncu"
+  for c in ${NCU_CASES:-fp8-rowcol-table-8192 fp8-scaled-mm-8192 bf16-coop-8192 bf16-cublas-8192}; do
+    timeout 150 ncu --clock-control none --profile-from-start off --set full -f -o "$OUT/ncu/$c" \
+      python3 benchmarks/ncu_once.py $c > "$OUT/ncu/$c.run.txt" 2>&1
+    ncu -i "$OUT/ncu/$c.ncu-rep" --page details > "$OUT/ncu/$c.details.txt" 2>&1
+    echo "== $c"
+    grep -E "^  [a-zA-Z_].*\(|Duration|SM Frequency|DRAM Throughput|Compute \(SM\) Throughput|L2 Hit Rate|Registers Per|Grid Size|Issue Slots Busy" \
+      "$OUT/ncu/$c.details.txt" | head -14
+  done
+  rm -f "$OUT"/ncu/*.ncu-rep
 fi
 if has alltests; then
   timeout 500 python3 -m pytest -m gpu -q -p no:cacheprovider -n 8 --timeout 300 tests 2>&1 \
