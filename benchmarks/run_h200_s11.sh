@@ -2,6 +2,9 @@
 # Session 11 device runs (H200). STAGE (space-separated, any order):
 #   ncu      Nsight Compute, one launch each (benchmarks/ncu_once.py NCU_CASES; default: fp8 per-token, the table's
 #            cooperative config against torch._scaled_mm, and bf16 coop against cuBLAS, all at 8192^3)
+#   tail     gemmkit bench (fp8 per-token and bf16, CUDA graph) at M around 4096 / 8192 with N = K = 4096 / 8192:
+#            tile counts that leave the last round of the persistent grid partly empty, or fill it exactly,
+#            twice each (the ncu runs showed our SMs active as many cycles as cuBLAS's but idle longer)
 #   alltests the whole gpu suite (the Hopper Gluon host side moved to kernels/gluon/hopper_host.py)
 #   bs64     benchmarks/sweep_batched.py --op a8w8_blockscale --candidates a8w8_blockscale_bn64: the cooperative
 #            128 x 64 block-scale tile against the table's config (SERVED) at M = 4096 on DeepSeek-V3's six
@@ -41,6 +44,16 @@ if has ncu; then
       "$OUT/ncu/$c.details.txt" | head -14
   done
   rm -f "$OUT"/ncu/*.ncu-rep
+fi
+if has tail; then
+  S8="--shape 8064,8192,8192 --shape 8192,8192,8192 --shape 8320,8192,8192 --shape 8448,8192,8192"
+  S4="--shape 4096,4096,4096 --shape 4224,4096,4096"
+  for pass in 1 2; do
+    timeout 250 python3 -m gemmkit bench --op a8w8 --dtype fp8 --cuda-graph $S8 $S4 \
+      --json "$OUT/tail_fp8_pass$pass.json" 2>&1 | tee "$OUT/tail_fp8_pass$pass.log" | tail -8
+    timeout 250 python3 -m gemmkit bench --op a16w16 --cuda-graph $S8 $S4 \
+      --json "$OUT/tail_bf16_pass$pass.json" 2>&1 | tee "$OUT/tail_bf16_pass$pass.log" | tail -8
+  done
 fi
 if has alltests; then
   timeout 500 python3 -m pytest -m gpu -q -p no:cacheprovider -n 8 --timeout 300 tests 2>&1 \
