@@ -5,6 +5,8 @@
 #   tail     gemmkit bench (fp8 per-token and bf16, CUDA graph) at M around 4096 / 8192 with N = K = 4096 / 8192:
 #            tile counts that leave the last round of the persistent grid partly empty, or fill it exactly,
 #            twice each (the ncu runs showed our SMs active as many cycles as cuBLAS's but idle longer)
+#   ncuspread ncu, per-SM spread of active cycles (min / avg / max over the SMs) for the NCU_CASES above: are the
+#            extra idle cycles one slow SM (work imbalance) or all SMs late (start-up / drain)?
 #   alltests the whole gpu suite (the Hopper Gluon host side moved to kernels/gluon/hopper_host.py)
 #   bs64     benchmarks/sweep_batched.py --op a8w8_blockscale --candidates a8w8_blockscale_bn64: the cooperative
 #            128 x 64 block-scale tile against the table's config (SERVED) at M = 4096 on DeepSeek-V3's six
@@ -53,6 +55,14 @@ if has tail; then
       --json "$OUT/tail_fp8_pass$pass.json" 2>&1 | tee "$OUT/tail_fp8_pass$pass.log" | tail -8
     timeout 250 python3 -m gemmkit bench --op a16w16 --cuda-graph $S8 $S4 \
       --json "$OUT/tail_bf16_pass$pass.json" 2>&1 | tee "$OUT/tail_bf16_pass$pass.log" | tail -8
+  done
+fi
+if has ncuspread; then
+  for c in ${NCU_CASES:-fp8-rowcol-table-8192 fp8-scaled-mm-8192 bf16-coop-8192 bf16-cublas-8192}; do
+    echo "== $c"
+    timeout 150 ncu --clock-control none --profile-from-start off --csv --metrics \
+      sm__cycles_active.min,sm__cycles_active.avg,sm__cycles_active.max,sm__cycles_elapsed.max,gpc__cycles_elapsed.max \
+      python3 benchmarks/ncu_once.py $c 2>&1 | tee "$OUT/ncuspread_$c.csv" | grep -E "sm__|gpc__" | cut -d, -f12-16
   done
 fi
 if has alltests; then
