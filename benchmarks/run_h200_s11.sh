@@ -6,7 +6,8 @@
 #            tile counts that leave the last round of the persistent grid partly empty, or fill it exactly,
 #            twice each (the ncu runs showed our SMs active as many cycles as cuBLAS's but idle longer)
 #   ncuspread ncu, per-SM spread of active cycles (min / avg / max over the SMs) for the NCU_CASES above: are the
-#            extra idle cycles one slow SM (work imbalance) or all SMs late (start-up / drain)?
+#            extra idle cycles one slow SM (work imbalance) or all SMs late (start-up / drain)? NCU_EXTRA: more ncu
+#            options (e.g. --cache-control none), NCU_TAG: a file-name tag for them
 #   alltests the whole gpu suite (the Hopper Gluon host side moved to kernels/gluon/hopper_host.py)
 #   bs64     benchmarks/sweep_batched.py --op a8w8_blockscale --candidates a8w8_blockscale_bn64: the cooperative
 #            128 x 64 block-scale tile against the table's config (SERVED) at M = 4096 on DeepSeek-V3's six
@@ -60,9 +61,9 @@ fi
 if has ncuspread; then
   for c in ${NCU_CASES:-fp8-rowcol-table-8192 fp8-scaled-mm-8192 bf16-coop-8192 bf16-cublas-8192}; do
     echo "== $c"
-    timeout 150 ncu --clock-control none --profile-from-start off --csv --metrics \
+    timeout 150 ncu --clock-control none ${NCU_EXTRA:-} --profile-from-start off --csv --metrics \
       sm__cycles_active.min,sm__cycles_active.avg,sm__cycles_active.max,sm__cycles_elapsed.max,gpc__cycles_elapsed.max \
-      python3 benchmarks/ncu_once.py $c 2>&1 | tee "$OUT/ncuspread_$c.csv" | grep -E "sm__|gpc__" | cut -d, -f12-16
+      python3 benchmarks/ncu_once.py $c 2>&1 | tee "$OUT/ncuspread${NCU_TAG:-}_$c.csv" | grep -E "sm__|gpc__" | cut -d, -f12-16
   done
 fi
 if has alltests; then
