@@ -52,17 +52,26 @@ def tma_ok(t) -> bool:
             (t.stride(0) * t.element_size()) % 16 == 0 and t.shape[0] > 0 and t.shape[1] > 0)
 
 
-def dense_unsupported(x2, w, y, target=None) -> str | None:
-    """Why the dense kernels (hopper_pingpong, hopper_coop) cannot run these tensors (None: they can); the op
-    falls back to the Triton tier then."""
+def dtype_unsupported(x, w, y, target=None) -> str | None:
+    """The target and dtype rules of the 16-bit Hopper kernels, dense and batched (None: they hold): sm_90,
+    bf16 / fp16 x and w of one dtype, a bf16 / fp16 / fp32 output. Each kernel adds its TMA rules."""
     import torch
 
     if target is not None and target.arch != "sm_90":
         return f"needs sm_90, not {target.arch}"
-    if x2.dtype not in (torch.bfloat16, torch.float16) or w.dtype != x2.dtype:
-        return f"needs bf16/fp16 x and w of one dtype, got {x2.dtype} and {w.dtype}"
+    if x.dtype not in (torch.bfloat16, torch.float16) or w.dtype != x.dtype:
+        return f"needs bf16/fp16 x and w of one dtype, got {x.dtype} and {w.dtype}"
     if y.dtype not in (torch.bfloat16, torch.float16, torch.float32):
         return f"needs a bf16, fp16 or fp32 output, got {y.dtype}"
+    return None
+
+
+def dense_unsupported(x2, w, y, target=None) -> str | None:
+    """Why the dense kernels (hopper_pingpong, hopper_coop) cannot run these tensors (None: they can); the op
+    falls back to the Triton tier then."""
+    why = dtype_unsupported(x2, w, y, target)
+    if why:
+        return why
     for name, t in (("x", x2), ("w", w), ("y", y)):
         if not tma_ok(t):
             return f"{name}: TMA needs a 2-D tensor, unit last stride, 16-byte aligned base and row stride"

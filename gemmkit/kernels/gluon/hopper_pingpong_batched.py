@@ -155,14 +155,9 @@ def _layout3(rows: int, cols: int, dtype: str):
 
 def unsupported(x, w, y, target=None) -> str | None:
     """Why this kernel cannot run these tensors (None: it can). The op runs the Triton tier then."""
-    import torch
-
-    if target is not None and target.arch != "sm_90":
-        return f"needs sm_90, not {target.arch}"
-    if x.dtype not in (torch.bfloat16, torch.float16) or w.dtype != x.dtype:
-        return f"needs bf16/fp16 x and w of one dtype, got {x.dtype} and {w.dtype}"
-    if y.dtype not in (torch.bfloat16, torch.float16, torch.float32):
-        return f"needs a bf16, fp16 or fp32 output, got {y.dtype}"
+    why = hh.dtype_unsupported(x, w, y, target)
+    if why:
+        return why
     for name, t in (("x", x), ("w", w), ("y", y)):
         if not tma_compatible_3d(t):
             return (f"{name}: 3-D TMA needs unit last stride, a 16-byte aligned base, row and batch strides "
