@@ -8,6 +8,8 @@
 #   ncuspread ncu, per-SM spread of active cycles (min / avg / max over the SMs) for the NCU_CASES above: are the
 #            extra idle cycles one slow SM (work imbalance) or all SMs late (start-up / drain)? NCU_EXTRA: more ncu
 #            options (e.g. --cache-control none), NCU_TAG: a file-name tag for them
+#   tsplit   benchmarks/sweep_batched.py --candidates a16w16_triton_split_range: the Triton tier's split-K buckets
+#            (M_GEQ_64 / M_GEQ_128 with NUM_KSPLIT > 1) at their bottom and top M, served split vs halved / quartered
 #   alltests the whole gpu suite (the Hopper Gluon host side moved to kernels/gluon/hopper_host.py)
 #   bs64     benchmarks/sweep_batched.py --op a8w8_blockscale --candidates a8w8_blockscale_bn64: the cooperative
 #            128 x 64 block-scale tile against the table's config (SERVED) at M = 4096 on DeepSeek-V3's six
@@ -65,6 +67,12 @@ if has ncuspread; then
       sm__cycles_active.min,sm__cycles_active.avg,sm__cycles_active.max,sm__cycles_elapsed.max,gpc__cycles_elapsed.max \
       python3 benchmarks/ncu_once.py $c 2>&1 | tee "$OUT/ncuspread${NCU_TAG:-}_$c.csv" | grep -E "sm__|gpc__" | cut -d, -f12-16
   done
+fi
+if has tsplit; then
+  SH=${TSPLIT_SHAPES:-1x64x576x7168,1x255x576x7168,1x64x1536x7168,1x255x1536x7168,1x64x4096x14336,1x255x4096x14336,1x64x4096x7168,1x127x4096x7168,1x64x4096x4096,1x127x4096x4096,1x64x8192x28672,1x127x8192x28672,1x128x7168x18432,1x255x7168x18432,1x128x7168x16384,1x255x7168x16384,1x128x8192x29568,1x255x8192x29568,1x128x6144x4096,1x255x6144x4096}
+  timeout 560 python3 benchmarks/sweep_batched.py --op a16w16 --dtype bf16 --candidates a16w16_triton_split_range \
+    --shapes $SH --passes ${PASSES:-3} --json "$OUT/a16w16_triton_split_range.json" > "$OUT/a16w16_triton_split_range.log" 2>&1
+  grep -E "^B=|ratio|rel err|Error|took" "$OUT/a16w16_triton_split_range.log" | tail -90
 fi
 if has alltests; then
   timeout 500 python3 -m pytest -m gpu -q -p no:cacheprovider -n 8 --timeout 300 tests 2>&1 \

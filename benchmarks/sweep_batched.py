@@ -197,6 +197,11 @@ CANDIDATES["a16w16_splitk_between"] = [
          NUM_KSPLIT=2),  # 8B down 256
 ]
 
+# gemm_a16w16 (session 11): the Triton tier's split-K buckets run NUM_KSPLIT exactly, whatever M in the bucket. The
+# served config against itself with the split halved and quartered (`_served_split_div`) at the bottom and the top of
+# the ten M_GEQ_64 / M_GEQ_128 buckets that carry NUM_KSPLIT > 1: does the count tuned at the bottom hold at the top?
+CANDIDATES["a16w16_triton_split_range"] = [SERVED, {"_served_split_div": 2}, {"_served_split_div": 4}]
+
 # Round 1's split_cat list, kept as the record of what was tried; not run.
 ROUND1_SPLIT_CAT = [
     cfg(16, bn, bk, warps, stages, tma=tma)
@@ -332,8 +337,14 @@ def main():
     for B, M, N, K in map(parse_shape, args.shapes.split(",")):
         _f, nbytes = bop.work(M, N, K, dtype, B)
         # SERVED: the table's config for this shape, run as the op serves it (config=None)
-        cands = [dict(_configs.select(bop.table_op(dtype), target.arch, M, N, K)[0], _served=True)
-                 if c.get("_served") else c for c in base_cands]
+        served = _configs.select(bop.table_op(dtype), target.arch, M, N, K)[0]
+        cands = [dict(served, _served=True) if c.get("_served") else
+                 dict(served, NUM_KSPLIT=max(1, served.get("NUM_KSPLIT", 1) // c["_served_split_div"]))
+                 if "_served_split_div" in c else c for c in base_cands]
+        # a divided split equal to the served one (or to another candidate's) is not a second candidate
+        seen = set()
+        cands = [c for c in cands if not (key := (json.dumps({k: v for k, v in c.items() if k != "_served"},
+                                                             sort_keys=True))) in seen and not seen.add(key)]
         if any(c.get("_gluon_split_k_space") for c in cands):  # the tuner's per-shape split-K candidates
             from gemmkit.tune import gluon_split_k_space
 
