@@ -610,6 +610,8 @@ def hopper_pingpong_kernel(x_desc, w_desc, y_desc, bias_ptr, M, N, K, SPLITS,
     for i in gl.static_range(2):
         mbarrier.init(turn.index(i), count=1)  # the other consumer's arrive
     mbarrier.init(c_free, count=1)  # (C_TILES == 1) the last store's consumer, after store_wait
+    # Two calls that differ only in t_ring: Gluon 3.6's warp_specialize cannot take a variable holding None
+    # ("'NoneType' object has no attribute 'type'"), only the literal, so one call with t_ring does not compile.
     if BN % 3 == 0:
         gl.warp_specialize([
             (_mma_partition, (0, y_desc, bias_ptr, a_ring, b_ring, c0, full, empty, turn, c_free, M, N, K,
