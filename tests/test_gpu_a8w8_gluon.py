@@ -57,9 +57,9 @@ def inputs(M, N, K, bias_dtype=torch.bfloat16):
     return x, w, xs, ws, b
 
 
-def run(x, w, xs, ws, b, out_dtype=torch.bfloat16, cfg=CFGS["128x128x128s3"], cus=None):
+def run(x, w, xs, ws, b, out_dtype=torch.bfloat16, cfg=CFGS["128x128x128s3"], cus=None, tail=None):
     y = poisoned((x.shape[0], w.shape[0]), out_dtype, DEV)
-    _k().launch(x, w, xs, ws, b, y, cfg, _target(cus))
+    _k().launch(x, w, xs, ws, b, y, cfg, _target(cus), tail=tail)
     torch.cuda.synchronize()
     return y
 
@@ -129,14 +129,18 @@ def test_small_persistent_grids(cus, cfg):
 
 @pytest.mark.parametrize("cfg", ["128x128x128s3", "coop128x128x128s6"])
 def test_deterministic(cfg):
-    """Each element is one consumer's K-ordered sum: bitwise identical run to run, any grid, and the same
-    bits in both layouts (the same chains, promotions and epilogue arithmetic per element)."""
+    """Without a tail split each element is one consumer's K-ordered sum: bitwise identical run to run, any grid,
+    and the same bits in both layouts (the same chains, promotions and epilogue arithmetic per element). With
+    one (coop: 192 tiles on 132 SMs, 60 tail tiles split in 2), bitwise identical run to run on one grid."""
     x, w, xs, ws, b = inputs(1000, 3000, 3072)
-    first = run(x, w, xs, ws, b, cfg=CFGS[cfg])
+    first = run(x, w, xs, ws, b, cfg=CFGS[cfg], tail=False)
     check(first, x, w, xs, ws, b)
     for cus in (None, None, 5, 1):
-        assert torch.equal(run(x, w, xs, ws, b, cfg=CFGS[cfg], cus=cus), first)
+        assert torch.equal(run(x, w, xs, ws, b, cfg=CFGS[cfg], cus=cus, tail=False), first)
     assert torch.equal(run(x, w, xs, ws, b, cfg=CFGS["128x128x128s2"]), first)
+    tailed = run(x, w, xs, ws, b, cfg=CFGS[cfg])
+    check(tailed, x, w, xs, ws, b)
+    assert torch.equal(run(x, w, xs, ws, b, cfg=CFGS[cfg]), tailed)
 
 
 @pytest.mark.parametrize("cfg", ["128x128x128s3", "coop128x128x128s6"])
@@ -232,3 +236,33 @@ def test_unsupported_inputs_raise():
 
 def test_tol_is_the_shared_one():
     assert TOL[torch.bfloat16] == 2**-8  # the bound test_gpu_a8w8.py uses for fp8 with bf16 out
+
+
+# ----------------------------------------------------------------------------- tail split (coop)
+
+# (M, N, K, CTAs): tiles = cdiv(M, 128) * cdiv(N, 128) > CTAs with a partial last round; ragged M, N, K.
+TAIL_CASES = [(4096, 2112, 2048, None),  # 544 tiles on 132 SMs: 16 tail tiles, 8 splits of 2 steps
+              (1000, 3000, 3072, None),  # 192 tiles: 60 tail tiles, 2 splits
+              (300, 1000, 1040, 4),  # 24 tiles on 4 CTAs: 0 tail -> none; 3 x 8 = 24 % 4 = 0 (a control)
+              (300, 1032, 1040, 5),  # 27 tiles on 5 CTAs: 2 tail tiles, 2 splits of 5 / 4 steps
+              (129, 1000, 1008, 7),  # 16 tiles on 7 CTAs: 2 tail tiles, 3 splits of 3 steps (K % 128 = 112)
+              (17, 136, 304, 1)]  # 2 tiles on 1 CTA: 0 tail (tiles % CTAs == 0)
+
+
+@pytest.mark.parametrize("out_dtype,bias_dtype", [(torch.bfloat16, torch.bfloat16), (torch.float32, torch.float32),
+                                                  (torch.float16, None)], ids=["bf16", "fp32", "fp16-nobias"])
+@pytest.mark.parametrize("M,N,K,cus", TAIL_CASES, ids=[f"{m}x{n}x{k}-{c}" for m, n, k, c in TAIL_CASES])
+def test_tail_split(M, N, K, cus, out_dtype, bias_dtype, launches):
+    """The coop layout with its last round split along K (forced on: tail=True), every element against
+    float64, the reduce launched exactly when tail_plan splits; the partials carry the scales, the reduce the
+    bias."""
+    k = _k()
+    cfg = CFGS["coop128x128x128s6"]
+    x, w, xs, ws, b = inputs(M, N, K, bias_dtype)
+    t = _target(cus)
+    tail, splits = k.tail_plan(k.derive(cfg, t, 2), M, N, K, min(t.num_cus, -(-M // 128) * -(-N // 128)), True)
+    before = launches["tail_reduce_kernel"]
+    y = run(x, w, xs, ws, b, out_dtype, cfg=cfg, cus=cus, tail=True)
+    assert launches["tail_reduce_kernel"] == before + (tail > 0)
+    assert (tail > 0) == (M, N, K) not in [(300, 1000, 1040), (17, 136, 304)], (tail, splits)
+    check(y, x, w, xs, ws, b)

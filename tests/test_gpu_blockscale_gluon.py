@@ -58,9 +58,9 @@ def inputs(M, N, K, block=(128, 128)):
     return x, w, wide_scales(M, -(-K // bk)), wide_scales(-(-N // bn), -(-K // bk))
 
 
-def run(x, w, xs, ws, out_dtype=torch.bfloat16, cfg=CFGS["64x128x128s4"], cus=None, block=(128, 128)):
+def run(x, w, xs, ws, out_dtype=torch.bfloat16, cfg=CFGS["64x128x128s4"], cus=None, block=(128, 128), tail=None):
     y = poisoned((x.shape[0], w.shape[0]), out_dtype, DEV)
-    _k().launch(x, w, xs, ws, None, y, cfg, _target(cus), block_shape=block)
+    _k().launch(x, w, xs, ws, None, y, cfg, _target(cus), block_shape=block, tail=tail)
     torch.cuda.synchronize()
     return y
 
@@ -135,13 +135,17 @@ def test_other_block_shapes():
 
 
 def test_deterministic():
-    """Bitwise identical run to run, any grid, and in both layouts (the same chains and FFMAs per element)."""
+    """Without a tail split: bitwise identical run to run, any grid, and in both layouts (the same chains and
+    FFMAs per element). With one (coop, 5 CTAs: 2 tail tiles split in 2): identical run to run on that grid."""
     x, w, xs, ws = inputs(1000, 3000, 3072)
     first = run(x, w, xs, ws)
     check(first, x, w, xs, ws)
     for cus in (None, 5):
         assert torch.equal(run(x, w, xs, ws, cus=cus), first)
-        assert torch.equal(run(x, w, xs, ws, cus=cus, cfg=CFGS["coop128x128x128s5"]), first)
+        assert torch.equal(run(x, w, xs, ws, cus=cus, cfg=CFGS["coop128x128x128s5"], tail=False), first)
+    tailed = run(x, w, xs, ws, cus=5, cfg=CFGS["coop128x128x128s5"])
+    check(tailed, x, w, xs, ws)
+    assert torch.equal(run(x, w, xs, ws, cus=5, cfg=CFGS["coop128x128x128s5"]), tailed)
 
 
 @pytest.mark.parametrize("cfg", ["64x128x128s4", "coop128x128x128s5"])
@@ -222,7 +226,9 @@ layout = sys.argv[1]
 cfg = {"BLOCK_SIZE_M": 128 if layout == "coop" else 64, "BLOCK_SIZE_N": 128, "BLOCK_SIZE_K": 128,
        "GROUP_SIZE_M": 2, "num_warps": 8 if layout == "coop" else 4, "num_stages": 2}
 for mode in ("block", "rowcol"):
-    for cus, (M, N, K) in [(1, (129, 256, 128)), (2, (200, 264, 256)), (1, (300, 136, 384)), (2, (64, 512, 384))]:
+    # (4, 300 x 264 x 1024, coop): 9 tiles on 4 CTAs, the last one split 4 ways (tail=True: partials + reduce)
+    for cus, (M, N, K) in [(1, (129, 256, 128)), (2, (200, 264, 256)), (1, (300, 136, 384)), (2, (64, 512, 384)),
+                           (4, (300, 264, 1024))]:
         x = (torch.randn(M, K, device="cuda") * 4).to(fp8)
         w = (torch.randn(N, K, device="cuda") * 4).to(fp8)
         if mode == "block":
@@ -236,7 +242,7 @@ for mode in ("block", "rowcol"):
             xd, wd = x.double() * xs.double()[:, None], w.double() * ws.double()[:, None]
             kw = {}
         y = torch.full((M, N), float("nan"), device="cuda", dtype=torch.bfloat16)
-        launch(x, w, xs, ws, None, y, cfg, t.with_cus(cus), **kw)
+        launch(x, w, xs, ws, None, y, cfg, t.with_cus(cus), tail=True, **kw)
         torch.cuda.synchronize()
         ref = xd @ wd.T
         assert torch.isfinite(y).all() and ((y.double() - ref).norm() / ref.norm()).item() < 2**-7, (mode, M, N, K)
@@ -330,3 +336,46 @@ def test_racecheck_hazards_only_where_racecheck_cannot_see_the_order(layout):
             any(e[0] == mainloop and e[1] in read_lines for e in ends)
     bad = sorted(p for p in _race_pairs(out) if not allowed(p))
     assert not bad, f"hazards outside the dispatch and the scale slot: {bad[:8]}\n{out[-3000:]}"
+
+
+# ----------------------------------------------------------------------------- tail split (coop)
+
+# (M, N, K, CTAs, block): a partial last round after full ones; ragged M, N, K; BK < bk (64-wide steps, two a
+# scale block: a split may start mid-block); (256, 256) blocks (a w scale row spans two tiles).
+TAIL_CASES = [(4096, 2112, 7168, None, (128, 128)),  # the DeepSeek-V3 row: 16 tail tiles, 8 splits of 7 steps
+              (300, 1032, 1040, 5, (128, 128)),  # 27 tiles on 5 CTAs: 2 tail tiles, 2 splits
+              (129, 1000, 1008, 7, (128, 128)),  # 16 tiles on 7 CTAs: 2 tail tiles, 3 splits of 3 steps
+              (257, 520, 992, 4, (256, 256)),  # 15 tiles on 4 CTAs: 3 tail tiles (132 // 3 capped: 1 split: none)
+              (300, 1032, 1040, 5, "bk64")]
+
+
+@pytest.mark.parametrize("M,N,K,cus,block", TAIL_CASES, ids=[f"{m}x{n}x{k}-{c}-{b}" for m, n, k, c, b in TAIL_CASES])
+def test_tail_split(M, N, K, cus, block, launches):
+    """The coop layout with its last round split along K (tail=True), every element against float64 (a split
+    reads the w scale of its own K blocks: `_next_ws` from k0), the reduce launched exactly when tail_plan splits."""
+    k = _k()
+    cfg = CFGS["coop128x128x64s3"] if block == "bk64" else CFGS["coop128x128x128s5"]
+    block = (128, 128) if block == "bk64" else block
+    x, w, xs, ws = inputs(M, N, K, block)
+    t = _target(cus)
+    plan = k.derive(cfg, t, 2, block)
+    tail, splits = k.tail_plan(plan, M, N, K, min(t.num_cus, -(-M // 128) * -(-N // 128)), True)
+    before = launches["tail_reduce_kernel"]
+    y = run(x, w, xs, ws, cfg=cfg, cus=cus, block=block, tail=True)
+    assert launches["tail_reduce_kernel"] == before + (tail > 0)
+    assert (tail > 0) == (block != (256, 256)), (tail, splits)
+    check(y, x, w, xs, ws, block)
+
+
+def test_op_tail_split_on_the_deepseek_row(launches):
+    """gemm_a8w8_blockscale at M = 4096 on (2112, 7168) with its shipped table (coop 128 x 128) splits the last
+    round by the rule (tail=None): the kernel and one tail reduce run."""
+    import gemmkit
+
+    M, N, K = 4096, 2112, 7168
+    x, w, xs, ws = inputs(M, N, K)
+    before = launches["hopper_pingpong_fp8_kernel"], launches["tail_reduce_kernel"]
+    y = gemmkit.gemm_a8w8_blockscale(x, w, xs, ws, out=poisoned((M, N), torch.bfloat16, DEV))
+    torch.cuda.synchronize()
+    assert (launches["hopper_pingpong_fp8_kernel"], launches["tail_reduce_kernel"]) == (before[0] + 1, before[1] + 1)
+    check(y, x, w, xs, ws)

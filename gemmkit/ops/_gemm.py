@@ -23,7 +23,7 @@ import dataclasses
 import torch
 
 from ..kernels.triton._schedule import persistent_grid
-from ..kernels.triton._splitk_reduce import splitk_reduce_kernel
+from ..kernels.triton._splitk_reduce import splitk_reduce_kernel, tail_reduce_kernel
 from ..kernels.triton.gemm import gemm_kernel
 from ..kernels.triton.gemm_tma import gemm_tma_kernel
 from ..configs import split_tail
@@ -286,6 +286,23 @@ def launch_reduce(ws, split_stride, split_k, bias, y, activation, target, compil
     L.launcher(splitk_reduce_kernel, grid, compile_only)(
         ws, bias if bias is not None else y, y, M, N, split_stride, y.stride(0), y.stride(1), **kwargs)
     C.LAUNCHES["splitk_reduce_kernel"] += not compile_only
+
+
+# Tail reduce: ROWS rows of one tail tile a program (16 x 128 fp32 = 8 KiB per split: a 16-tile tail of 128-row
+# tiles is 128 programs, about one per SM).
+TAIL_REDUCE_ROWS = 16
+
+
+def launch_tail_reduce(part, first_tile, tail, splits, bm, bn, group_size_m, bias, y, compile_only=False):
+    """y's last `tail` tiles (ids first_tile.., in the kernels' grouped order) = the sum of their `splits` fp32
+    partial tiles in `part` (kernels/gluon/hopper_pingpong_fp8.py's coop tail split), in split order, + bias,
+    cast: kernels/triton/_splitk_reduce.tail_reduce_kernel."""
+    M, N = y.shape
+    rows = min(TAIL_REDUCE_ROWS, bm)
+    L.launcher(tail_reduce_kernel, (tail, bm // rows), compile_only)(
+        part, bias if bias is not None else y, y, M, N, y.stride(0), y.stride(1), first_tile, splits,
+        BM=bm, BN=bn, ROWS=rows, GROUP_SIZE_M=group_size_m, HAS_BIAS=bias is not None, num_warps=REDUCE_WARPS)
+    C.LAUNCHES["tail_reduce_kernel"] += not compile_only
 
 
 def launch(x2, w, bias, y, activation, cfg, target, scaling: Scaling = NO_SCALING, compile_only=False):

@@ -149,20 +149,21 @@ def _coop_step(a, b, s_slot, p_new, p_old, acc, s_old, wsc, prev_empty, ROW0: gl
 
 
 @gluon.jit
-def _next_ws(ws_tile, kk, k_steps, stride_wsk, BK: gl.constexpr, SCALE_BK: gl.constexpr, SCALE: gl.constexpr):
-    """(block) The w scale of K step kk + 1 (clamped to the last), loaded a step ahead; rowcol: 0, unused."""
+def _next_ws(ws_tile, k0, kk, k_steps, stride_wsk, BK: gl.constexpr, SCALE_BK: gl.constexpr, SCALE: gl.constexpr):
+    """(block) The w scale of the work item's K step kk + 1 (clamped to its last; step k0 + kk + 1 of the tile),
+    loaded a step ahead; rowcol: 0, unused."""
     if SCALE == "block":
-        return gl.load(ws_tile + (gl.minimum(kk + 1, k_steps - 1) * BK // SCALE_BK) * stride_wsk)
+        return gl.load(ws_tile + ((k0 + gl.minimum(kk + 1, k_steps - 1)) * BK // SCALE_BK) * stride_wsk)
     else:
         return 0.0
 
 
 @gluon.jit
-def _coop_mainloop(a_ring, b_ring, s_ring, full, empty, idx, phase, ws_tile, k_steps, stride_wsk,
+def _coop_mainloop(a_ring, b_ring, s_ring, full, empty, idx, phase, ws_tile, k0, k_steps, stride_wsk,
                    ROW0: gl.constexpr, BK: gl.constexpr, STAGES: gl.constexpr, SCALE: gl.constexpr,
                    SCALE_BK: gl.constexpr, acc_layout: gl.constexpr):
-    """A coop consumer's mainloop of one tile (its 64 rows), one chain in flight while the previous one is
-    promoted (two partials pA / pB, 64 + 64 registers beside the 64 of acc at BN = 128). K step k chains into
+    """A coop consumer's mainloop of one work item (its 64 rows of a tile, K steps k0 .. k0 + k_steps - 1: the
+    whole K, or a tail split's range), one chain in flight while the previous one is promoted (two partials pA / pB, 64 + 64 registers beside the 64 of acc at BN = 128). K step k chains into
     pA if k is even, pB if odd: the loop runs two steps a trip so the parity is static."""
     SM: gl.constexpr = 64
     BN: gl.constexpr = b_ring.shape[1]
@@ -170,10 +171,10 @@ def _coop_mainloop(a_ring, b_ring, s_ring, full, empty, idx, phase, ws_tile, k_s
     pA = gl.zeros((SM, BN), dtype=gl.float32, layout=acc_layout)
     pB = gl.zeros((SM, BN), dtype=gl.float32, layout=acc_layout)
     s_a = gl.zeros((SM,), dtype=gl.float32, layout=gl.SliceLayout(1, acc_layout))
-    ws_next = _next_ws(ws_tile, -1, k_steps, stride_wsk, BK, SCALE_BK, SCALE)
+    ws_next = _next_ws(ws_tile, k0, -1, k_steps, stride_wsk, BK, SCALE_BK, SCALE)
     # K step 0: nothing before it to promote
     wsc = ws_next
-    ws_next = _next_ws(ws_tile, 0, k_steps, stride_wsk, BK, SCALE_BK, SCALE)
+    ws_next = _next_ws(ws_tile, k0, 0, k_steps, stride_wsk, BK, SCALE_BK, SCALE)
     mbarrier.wait(full.index(idx), phase)
     acc, pA, pB, s_a = _coop_step(a_ring.index(idx), b_ring.index(idx).permute((1, 0)), s_ring.index(idx), pA, pB,
                                   acc, s_a, wsc, empty.index(idx), ROW0, SCALE, acc_layout, True)
@@ -181,14 +182,14 @@ def _coop_mainloop(a_ring, b_ring, s_ring, full, empty, idx, phase, ws_tile, k_s
     idx, phase = _ring_next(idx, phase, STAGES)
     for kk in range(1, k_steps - 1, 2):
         wsc = ws_next
-        ws_next = _next_ws(ws_tile, kk, k_steps, stride_wsk, BK, SCALE_BK, SCALE)
+        ws_next = _next_ws(ws_tile, k0, kk, k_steps, stride_wsk, BK, SCALE_BK, SCALE)
         mbarrier.wait(full.index(idx), phase)
         acc, pB, pA, s_b = _coop_step(a_ring.index(idx), b_ring.index(idx).permute((1, 0)), s_ring.index(idx), pB,
                                       pA, acc, s_a, wsc, empty.index(prev), ROW0, SCALE, acc_layout, False)
         prev = idx
         idx, phase = _ring_next(idx, phase, STAGES)
         wsc = ws_next
-        ws_next = _next_ws(ws_tile, kk + 1, k_steps, stride_wsk, BK, SCALE_BK, SCALE)
+        ws_next = _next_ws(ws_tile, k0, kk + 1, k_steps, stride_wsk, BK, SCALE_BK, SCALE)
         mbarrier.wait(full.index(idx), phase)
         acc, pA, pB, s_a = _coop_step(a_ring.index(idx), b_ring.index(idx).permute((1, 0)), s_ring.index(idx), pA,
                                       pB, acc, s_b, wsc, empty.index(prev), ROW0, SCALE, acc_layout, False)

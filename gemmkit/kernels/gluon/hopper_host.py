@@ -134,6 +134,27 @@ def fit_split_k(cfg: dict, M: int, N: int, K: int, target) -> dict:
     return dict(cfg, NUM_KSPLIT=split_count(K, cfg["BLOCK_SIZE_K"], split) if split > 1 else 1)
 
 
+def tail_split(tiles: int, ctas: int, k_steps: int, min_k_steps: int = 1) -> tuple[int, int]:
+    """(tail tiles R, splits S) of a persistent launch of `tiles` whole-K tiles on `ctas` CTAs: the R = tiles % ctas
+    tiles of the last, partial round run as S K-splits each (R * S <= ctas work items, one a CTA, S * R of the
+    round's CTAs busy instead of R), their fp32 partials summed by a reduce; (0, 1) where there is no partial
+    round after a full one (tiles <= ctas or tiles % ctas == 0), where fewer than 2 splits fit, or where K has
+    fewer than `min_k_steps` steps (a short tile's saved time does not pay for the partials and the reduce).
+    S is the count whose K ranges of q = cdiv(k_steps, S) steps all start below K (`split_count`).
+
+    DeepSeek-V3 (2112, 7168) at M = 4096, 128 x 128 tiles on 132 SMs: 544 tiles = 4 rounds + 16; R = 16, S = 8,
+    so the fifth round is 128 items of 7 K steps (1/8 of a tile) instead of 16 whole tiles."""
+    if tiles <= ctas or k_steps < max(min_k_steps, 2):
+        return 0, 1
+    tail = tiles % ctas
+    if tail == 0:
+        return 0, 1
+    splits = min(ctas // tail, k_steps)
+    if splits < 2:
+        return 0, 1
+    return tail, split_count(k_steps, 1, splits)
+
+
 # ----------------------------------------------------------------------------- launch
 
 def launch_tma(kernel, plan, y_box, x2, w, bias, y, ce: dict, target, compile_only=False, w_box=None, splits=1):

@@ -180,6 +180,9 @@ PROMISES = (
 SLICE_M = 64  # rows of one wgmma chain (m64) and of the partial accumulator
 LOAD_THREADS = gl.constexpr(32)  # one load warp per ring (warp_specialize's 1s): its lanes all arrive on full[s]
 MAX_PROMOTE_K = 128  # fp8 products the tensor cores' adder may carry before an fp32 FADD
+# The coop tail split's rule (`tail_plan`): K steps a tile needs before splitting the last round pays for the
+# partials and the reduce launch (a guess, to be set by measurement: docs/PERF.md "Session 12").
+MIN_TAIL_K_STEPS = 8
 _MAX_LIVE_ACC = 192  # acc + partial(s) fp32 registers per consumer thread (of 240: the rest for addresses)
 LAYOUTS = {hh.CONSUMER_WARPS: "pingpong", hp.COOP_WARPS: "coop"}  # num_warps (warps computing one output tile) -> layout
 CONFIG_KEYS = hh.CONFIG_KEYS
@@ -316,12 +319,34 @@ def constexprs(plan: Plan, *, has_bias: bool) -> dict:
 # ----------------------------------------------------------------------------- device code
 
 @gluon.jit
+def _work(w, num_tiles, TAIL, SPLITS, k_steps):
+    """(tile id, first K step, K steps, partial) of work item w (hopper_host.tail_split): items below
+    num_tiles - TAIL are whole tiles (partial -1: the epilogue stores y); the TAIL * SPLITS after them are the
+    K splits of the last TAIL tiles, item num_tiles - TAIL + j being split j % SPLITS of tail tile j // SPLITS,
+    whose fp32 partial goes to workspace tile j (coop only; TAIL = 0 otherwise)."""
+    first_tail = num_tiles - TAIL
+    tile_id = w
+    k0 = w * 0
+    nk = k_steps
+    part = w * 0 - 1
+    if w >= first_tail:
+        j = w - first_tail
+        q = gl.cdiv(k_steps, SPLITS)
+        tile_id = first_tail + j // SPLITS
+        k0 = (j % SPLITS) * q
+        nk = gl.minimum(q, k_steps - k0)
+        part = j
+    return tile_id, k0, nk, part
+
+
+@gluon.jit
 def _load_partition(RING: gl.constexpr, NRINGS: gl.constexpr, x_desc, w_desc, a_ring, b_ring, s_ring, full, empty,
-                    xs_ptr, M, N, K, stride_xsm, stride_xsk, STAGES: gl.constexpr, GROUP_SIZE_M: gl.constexpr,
-                    SCALE: gl.constexpr, SCALE_BK: gl.constexpr):
-    """1 warp: every K step of local tiles RING, RING + NRINGS, ... into ring RING (pingpong: NRINGS = 2,
-    consumer RING's tiles; coop: NRINGS = 1, every tile of the CTA, read by both consumers); (block) with
-    the step's BM x scales x_scale[m, kb] copied into s_ring by cp.async, which full[slot] also waits for."""
+                    xs_ptr, M, N, K, stride_xsm, stride_xsk, TAIL, SPLITS, STAGES: gl.constexpr,
+                    GROUP_SIZE_M: gl.constexpr, SCALE: gl.constexpr, SCALE_BK: gl.constexpr):
+    """1 warp: every K step of local work items RING, RING + NRINGS, ... into ring RING (pingpong: NRINGS = 2,
+    consumer RING's tiles; coop: NRINGS = 1, every work item of the CTA, read by both consumers; a tail split's
+    item is its K range of one tile, `_work`); (block) with the step's BM x scales x_scale[m, kb] copied into
+    s_ring by cp.async, which full[slot] also waits for."""
     BM: gl.constexpr = x_desc.block_type.shape[0]
     BK: gl.constexpr = x_desc.block_type.shape[1]
     BN: gl.constexpr = w_desc.block_type.shape[0]
@@ -333,13 +358,15 @@ def _load_partition(RING: gl.constexpr, NRINGS: gl.constexpr, x_desc, w_desc, a_
     nprog = gl.num_programs(0)
     idx = 0
     phase = 0
-    for tile_id in range(gl.program_id(0) + RING * nprog, num_pid_m * num_pid_n, NRINGS * nprog):
+    num_tiles = num_pid_m * num_pid_n
+    for w in range(gl.program_id(0) + RING * nprog, num_tiles + TAIL * (SPLITS - 1), NRINGS * nprog):
+        tile_id, k0, nk, part = _work(w, num_tiles, TAIL, SPLITS, k_steps)
         pid_m, pid_n = tile_coords(tile_id, num_pid_m, num_pid_n, GROUP_SIZE_M, 1)
         if SCALE == "block":
             # Row offsets clamped to M - 1 (rows past M are zero-filled by TMA: any scale gives 0).
             rows = pid_m * BM + gl.arange(0, BM, layout=s_layout)
             xs_off = gl.minimum(rows, M - 1) * stride_xsm
-        for kk in range(k_steps):
+        for kk in range(k0, k0 + nk):
             slot = RING * STAGES + idx
             mbarrier.wait(empty.index(slot), phase ^ 1)  # round 0 passes: fresh barrier
             bar = full.index(slot)
@@ -372,13 +399,53 @@ def _store_slice(c_smem, acc, ROW: gl.constexpr, xs_ptr, ws, bias, offs_m, M, HA
 
 
 @gluon.jit
+def _store_y(y_desc, c_smem, c_free, acc0, acc1, row, col, xs_ptr, ws, bias, offs_m, M, CONSUMER: gl.constexpr,
+             C_TILES: gl.constexpr, TWO: gl.constexpr, HAS_BIAS: gl.constexpr, SCALE: gl.constexpr):
+    """A work item's y tile (or coop half) at (row, col): the slices through the staging buffer, one TMA store.
+    The staging buffer is free once this consumer's previous store has read it (C_TILES 2) or the other
+    consumer's has (C_TILES 1: handed over by c_free, epilogues alternating)."""
+    SM: gl.constexpr = 64
+    if C_TILES == 2:
+        tma.store_wait(0)  # my previous tile's TMA store has read my c_smem
+    else:
+        mbarrier.wait(c_free, 1 - CONSUMER)  # the other consumer's last store has read the shared c
+    _store_slice(c_smem, acc0, 0, xs_ptr, ws, bias, offs_m, M, HAS_BIAS, SCALE)
+    if TWO:
+        _store_slice(c_smem, acc1, SM, xs_ptr, ws, bias, offs_m, M, HAS_BIAS, SCALE)
+    fence_async_shared()  # generic-proxy writes -> async-proxy (TMA) read
+    tma.async_copy_shared_to_global(y_desc, [row, col], c_smem)
+    if C_TILES == 1:
+        tma.store_wait(0)
+        mbarrier.arrive(c_free)
+
+
+@gluon.jit
+def _store_partial(part_ptr, acc, part, ROW0: gl.constexpr, BM: gl.constexpr, xs_ptr, ws, offs_m, M,
+                   SCALE: gl.constexpr):
+    """(coop, tail split) This consumer's 64 rows of a K split's fp32 partial, into workspace tile `part`
+    (rows part * BM + ROW0 ..): (rowcol) times x_scale[m] * w_scale[n] (linear, so the splits may be scaled
+    before tail_reduce_kernel sums them and adds the bias), (block) as promoted. Plain stores from the wgmma
+    layout (each thread 2 adjacent fp32: whole 32-byte sectors); only the last round's splits take this path."""
+    out = acc
+    if SCALE == "rowcol":
+        xs = gl.load(xs_ptr + offs_m, mask=offs_m < M, other=0.0)
+        out = acc * xs[:, None] * ws[None, :]
+    BN: gl.constexpr = acc.shape[1]
+    rows = part * BM + ROW0 + gl.arange(0, acc.shape[0], layout=gl.SliceLayout(1, acc.type.layout))
+    cols = gl.arange(0, BN, layout=gl.SliceLayout(0, acc.type.layout))
+    gl.store(part_ptr + rows[:, None] * BN + cols[None, :], out)
+
+
+@gluon.jit
 def _mma_partition(CONSUMER: gl.constexpr, LAYOUT: gl.constexpr, y_desc, xs_ptr, ws_ptr, bias_ptr, a_ring, b_ring,
-                   s_ring, c_smem, full, empty, c_free, M, N, K, stride_wsn, stride_wsk, BM: gl.constexpr,
-                   BK: gl.constexpr, STAGES: gl.constexpr, C_TILES: gl.constexpr, GROUP_SIZE_M: gl.constexpr,
-                   HAS_BIAS: gl.constexpr, SCALE: gl.constexpr, SCALE_BN: gl.constexpr, SCALE_BK: gl.constexpr):
+                   s_ring, c_smem, full, empty, c_free, M, N, K, stride_wsn, stride_wsk, part_ptr, TAIL, SPLITS,
+                   BM: gl.constexpr, BK: gl.constexpr, STAGES: gl.constexpr, C_TILES: gl.constexpr,
+                   GROUP_SIZE_M: gl.constexpr, HAS_BIAS: gl.constexpr, SCALE: gl.constexpr, SCALE_BN: gl.constexpr,
+                   SCALE_BK: gl.constexpr):
     """1 warpgroup: promoted mainloop, then the epilogue. pingpong: local tiles CONSUMER, CONSUMER + 2, ...,
-    all BM rows, from ring CONSUMER. coop: every local tile, rows 64 CONSUMER .. 64 CONSUMER + 63, from the
-    one ring (both consumers wait on each full[s] and arrive on each empty[s])."""
+    all BM rows, from ring CONSUMER. coop: every local work item (a tile, or a tail split's K range of one:
+    `_work`), rows 64 CONSUMER .. 64 CONSUMER + 63, from the one ring (both consumers wait on each full[s] and
+    arrive on each empty[s]); a tail split's epilogue stores its fp32 partial (`_store_partial`), not y."""
     BN: gl.constexpr = y_desc.block_type.shape[1]
     SM: gl.constexpr = 64  # SLICE_M
     if LAYOUT == "coop":
@@ -400,13 +467,15 @@ def _mma_partition(CONSUMER: gl.constexpr, LAYOUT: gl.constexpr, y_desc, xs_ptr,
     nprog = gl.num_programs(0)
     idx = 0
     phase = 0
-    for tile_id in range(gl.program_id(0) + RING * nprog, num_pid_m * num_pid_n, NRINGS * nprog):
+    num_tiles = num_pid_m * num_pid_n
+    for w in range(gl.program_id(0) + RING * nprog, num_tiles + TAIL * (SPLITS - 1), NRINGS * nprog):
+        tile_id, k0, nk, part = _work(w, num_tiles, TAIL, SPLITS, k_steps)
         pid_m, pid_n = tile_coords(tile_id, num_pid_m, num_pid_n, GROUP_SIZE_M, 1)
         ws_tile = ws_ptr  # rowcol: unused
         if SCALE == "block":  # the tile's w_scale row (BN | SCALE_BN)
             ws_tile = ws_ptr + (pid_n * BN // SCALE_BN) * stride_wsn
         if LAYOUT == "coop":
-            acc0, idx, phase = _coop_mainloop(a_ring, b_ring, s_ring, full, empty, idx, phase, ws_tile, k_steps,
+            acc0, idx, phase = _coop_mainloop(a_ring, b_ring, s_ring, full, empty, idx, phase, ws_tile, k0, nk,
                                               stride_wsk, ROW0, BK, STAGES, SCALE, SCALE_BK, acc_layout)
             acc1 = acc0
         else:
@@ -425,25 +494,22 @@ def _mma_partition(CONSUMER: gl.constexpr, LAYOUT: gl.constexpr, y_desc, xs_ptr,
         bias = ws
         if HAS_BIAS:
             bias = gl.load(bias_ptr + offs_n, mask=offs_n < N, other=0.0).to(gl.float32)
-        if C_TILES == 2:
-            tma.store_wait(0)  # my previous tile's TMA store has read my c_smem
-        else:
-            mbarrier.wait(c_free, 1 - CONSUMER)  # the other consumer's last store has read the shared c
-        _store_slice(c_smem, acc0, 0, xs_ptr, ws, bias, offs_m, M, HAS_BIAS, SCALE)
-        if TWO:
-            _store_slice(c_smem, acc1, SM, xs_ptr, ws, bias, offs_m, M, HAS_BIAS, SCALE)
-        fence_async_shared()  # generic-proxy writes -> async-proxy (TMA) read
-        tma.async_copy_shared_to_global(y_desc, [pid_m * BM + ROW0, pid_n * BN], c_smem)
-        if C_TILES == 1:
-            tma.store_wait(0)
-            mbarrier.arrive(c_free)
+        if LAYOUT == "coop":
+            if part >= 0:  # a tail split (`_work`): its partial goes to the workspace
+                _store_partial(part_ptr, acc0, part, ROW0, BM, xs_ptr, ws, offs_m, M, SCALE)
+            else:
+                _store_y(y_desc, c_smem, c_free, acc0, acc1, pid_m * BM + ROW0, pid_n * BN, xs_ptr, ws, bias,
+                         offs_m, M, CONSUMER, C_TILES, TWO, HAS_BIAS, SCALE)
+        else:  # (the host splits coop launches only)
+            _store_y(y_desc, c_smem, c_free, acc0, acc1, pid_m * BM + ROW0, pid_n * BN, xs_ptr, ws, bias, offs_m,
+                     M, CONSUMER, C_TILES, TWO, HAS_BIAS, SCALE)
     tma.store_wait(0)
 
 
 # TMA handles every M, N, K and the scale strides are plain offsets: one compile per config and mode.
-@gluon.jit(do_not_specialize=["M", "N", "K", "stride_xsm", "stride_xsk", "stride_wsn", "stride_wsk"])
+@gluon.jit(do_not_specialize=["M", "N", "K", "stride_xsm", "stride_xsk", "stride_wsn", "stride_wsk", "TAIL", "SPLITS"])
 def hopper_pingpong_fp8_kernel(x_desc, w_desc, y_desc, xs_ptr, ws_ptr, bias_ptr, M, N, K,
-                               stride_xsm, stride_xsk, stride_wsn, stride_wsk,
+                               stride_xsm, stride_xsk, stride_wsn, stride_wsk, part_ptr, TAIL, SPLITS,
                                STAGES: gl.constexpr, C_TILES: gl.constexpr, GROUP_SIZE_M: gl.constexpr,
                                HAS_BIAS: gl.constexpr, LAYOUT: gl.constexpr, SCALE: gl.constexpr,
                                SCALE_BN: gl.constexpr,
@@ -488,26 +554,27 @@ def hopper_pingpong_fp8_kernel(x_desc, w_desc, y_desc, xs_ptr, ws_ptr, bias_ptr,
     if LAYOUT == "coop":
         gl.warp_specialize([
             (_mma_partition, (0, LAYOUT, y_desc, xs_ptr, ws_ptr, bias_ptr, a_ring, b_ring, s_ring, c0, full, empty,
-                              c_free, M, N, K, stride_wsn, stride_wsk, BM, BK, STAGES, C_TILES, GROUP_SIZE_M,
-                              HAS_BIAS, SCALE, SCALE_BN, SCALE_BK)),
+                              c_free, M, N, K, stride_wsn, stride_wsk, part_ptr, TAIL, SPLITS, BM, BK, STAGES,
+                              C_TILES, GROUP_SIZE_M, HAS_BIAS, SCALE, SCALE_BN, SCALE_BK)),
             (_mma_partition, (1, LAYOUT, y_desc, xs_ptr, ws_ptr, bias_ptr, a_ring, b_ring, s_ring, c1, full, empty,
-                              c_free, M, N, K, stride_wsn, stride_wsk, BM, BK, STAGES, C_TILES, GROUP_SIZE_M,
-                              HAS_BIAS, SCALE, SCALE_BN, SCALE_BK)),
+                              c_free, M, N, K, stride_wsn, stride_wsk, part_ptr, TAIL, SPLITS, BM, BK, STAGES,
+                              C_TILES, GROUP_SIZE_M, HAS_BIAS, SCALE, SCALE_BN, SCALE_BK)),
             (_load_partition, (0, 1, x_desc, w_desc, a_ring, b_ring, s_ring, full, empty, xs_ptr, M, N, K,
-                               stride_xsm, stride_xsk, STAGES, GROUP_SIZE_M, SCALE, SCALE_BK)),
+                               stride_xsm, stride_xsk, TAIL, SPLITS, STAGES, GROUP_SIZE_M, SCALE, SCALE_BK)),
         ], [4, 1], [MMA_REGS, LOAD_REGS])
-    else:
+    else:  # no tail split (tail_plan): TAIL 0 and SPLITS 1 as constants (runtime ones break the pingpong
+        # compile in Triton 3.6: an assertion in ConvertTritonGPUToLLVM), no workspace
         gl.warp_specialize([
             (_mma_partition, (0, LAYOUT, y_desc, xs_ptr, ws_ptr, bias_ptr, a_ring, b_ring, s_ring, c0, full, empty,
-                              c_free, M, N, K, stride_wsn, stride_wsk, BM, BK, STAGES, C_TILES, GROUP_SIZE_M,
-                              HAS_BIAS, SCALE, SCALE_BN, SCALE_BK)),
+                              c_free, M, N, K, stride_wsn, stride_wsk, xs_ptr, 0, 1, BM, BK, STAGES,
+                              C_TILES, GROUP_SIZE_M, HAS_BIAS, SCALE, SCALE_BN, SCALE_BK)),
             (_mma_partition, (1, LAYOUT, y_desc, xs_ptr, ws_ptr, bias_ptr, a_ring, b_ring, s_ring, c1, full, empty,
-                              c_free, M, N, K, stride_wsn, stride_wsk, BM, BK, STAGES, C_TILES, GROUP_SIZE_M,
-                              HAS_BIAS, SCALE, SCALE_BN, SCALE_BK)),
+                              c_free, M, N, K, stride_wsn, stride_wsk, xs_ptr, 0, 1, BM, BK, STAGES,
+                              C_TILES, GROUP_SIZE_M, HAS_BIAS, SCALE, SCALE_BN, SCALE_BK)),
             (_load_partition, (0, 2, x_desc, w_desc, a_ring, b_ring, s_ring, full, empty, xs_ptr, M, N, K,
-                               stride_xsm, stride_xsk, STAGES, GROUP_SIZE_M, SCALE, SCALE_BK)),
+                               stride_xsm, stride_xsk, 0, 1, STAGES, GROUP_SIZE_M, SCALE, SCALE_BK)),
             (_load_partition, (1, 2, x_desc, w_desc, a_ring, b_ring, s_ring, full, empty, xs_ptr, M, N, K,
-                               stride_xsm, stride_xsk, STAGES, GROUP_SIZE_M, SCALE, SCALE_BK)),
+                               stride_xsm, stride_xsk, 0, 1, STAGES, GROUP_SIZE_M, SCALE, SCALE_BK)),
         ], [4, 1, 1], [MMA_REGS, LOAD_REGS, LOAD_REGS])
 
 
@@ -546,15 +613,27 @@ def unsupported(x, w, y, x_scale=None, w_scale=None, target=None, block_shape=No
     return None
 
 
-def launch(x, w, x_scale, w_scale, bias, y, cfg, target, compile_only=False, block_shape=None):
+def tail_plan(plan: Plan, M: int, N: int, K: int, ctas: int, tail=None) -> tuple[int, int]:
+    """(tail tiles, splits) of a launch (hopper_host.tail_split): coop layout only (a pingpong CTA runs two
+    tiles at once, and its shared output staging is handed over tile by tile); `tail` None applies the rule
+    (K of at least MIN_TAIL_K_STEPS steps), False never splits, True splits wherever tail_split can."""
+    if plan.layout != "coop" or tail is False:
+        return 0, 1
+    tiles = -(-M // plan.BM) * -(-N // plan.BN)
+    return hh.tail_split(tiles, ctas, -(-K // plan.BK), 1 if tail else MIN_TAIL_K_STEPS)
+
+
+def launch(x, w, x_scale, w_scale, bias, y, cfg, target, compile_only=False, block_shape=None, tail=None):
     """y = (x @ w.T) * x_scale[:, None] * w_scale[None, :] + bias with this kernel (block_shape None), or
     y = sum_kb (x[:, kb] @ w[:, kb].T) * x_scale[m, kb] * w_scale[n // SBN, kb] + bias (block_shape (SBN, SBK)).
 
     x (M, K), w (N, K) float8_e4m3fn; rowcol: x_scale (M,), w_scale (N,) contiguous fp32; block: x_scale
     (M, ceil(K / SBK)), w_scale (ceil(N / SBN), ceil(K / SBK)) fp32, any strides; bias (N,) contiguous or
-    None; y (M, N). `cfg`: BLOCK_SIZE_M/N/K, GROUP_SIZE_M, num_warps (4), num_stages (per ring, upper
+    None; y (M, N). `cfg`: BLOCK_SIZE_M/N/K, GROUP_SIZE_M, num_warps (4 or 8), num_stages (per ring, upper
     bound); `backend`, `persistent`, `tma` accepted and ignored; NUM_KSPLIT must be 1. `target`: a
     gemmkit.arch.Target (num_cus sizes the persistent grid). ValueError when `unsupported` says no.
+    `tail`: the coop layout's tail split (`tail_plan`; None: the rule). With one, the kernel stores the last
+    round's K-split partials into an fp32 workspace and `ops._gemm.launch_tail_reduce` sums them into y.
     """
     from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
@@ -587,12 +666,21 @@ def launch(x, w, x_scale, w_scale, bias, y, cfg, target, compile_only=False, blo
     # A CTA per SM, fewer when the tiles are few: one tile on each of 128 SMs beats two on 64 (each
     # consumer alone keeps the tensor cores busy between its promotions only part of the time).
     grid = (max(1, min(num_tiles, target.num_cus)),)
-    strides = (0, 0, 0, 0) if block_shape is None else (*x_scale.stride(), *w_scale.stride())
-    args = (x_desc, w_desc, y_desc, x_scale, w_scale, bias if bias is not None else x_scale, M, N, K, *strides)
-    from ...ops import _launch  # the ops' launch cache (a lazy import: ops import this module)
+    n_tail, splits = tail_plan(plan, M, N, K, grid[0], tail)
+    part = x_scale  # no tail split: unused
+    if n_tail:
+        import torch
 
-    return _launch.launcher(hopper_pingpong_fp8_kernel, grid, compile_only)(*args, **ce,
-                                                                            num_warps=hh.CONSUMER_WARPS)
+        part = torch.empty((n_tail * splits * bm, bn), dtype=torch.float32, device=x.device)
+    strides = (0, 0, 0, 0) if block_shape is None else (*x_scale.stride(), *w_scale.stride())
+    args = (x_desc, w_desc, y_desc, x_scale, w_scale, bias if bias is not None else x_scale, M, N, K, *strides,
+            part, n_tail, splits)
+    from ...ops import _gemm, _launch  # the launch cache, the tail reduce (lazy: ops import this module)
+
+    _launch.launcher(hopper_pingpong_fp8_kernel, grid, compile_only)(*args, **ce, num_warps=hh.CONSUMER_WARPS)
+    if n_tail:
+        _gemm.launch_tail_reduce(part, num_tiles - n_tail, n_tail, splits, bm, bn, plan.GROUP_SIZE_M, bias, y,
+                                 compile_only)
 
 
 # ----------------------------------------------------------------------------- static compile (gemmkit isa)
@@ -617,10 +705,11 @@ def static_spec(cfg: dict, target, *, out_dtype: str = "bf16", has_bias: bool = 
            "w_desc": f"tensordesc<fp8e4nv[{bn}, {bk}],{fp8_layout(bn, bk)!r}>",
            "y_desc": f"tensordesc<{out_dtype}[{ym}, {bn}],{hh.shared_layout(ym, bn, out_dtype)!r}>",
            "xs_ptr": "*fp32", "ws_ptr": "*fp32", "bias_ptr": f"*{out_dtype}", "M": "i32", "N": "i32", "K": "i32",
-           "stride_xsm": "i32", "stride_xsk": "i32", "stride_wsn": "i32", "stride_wsk": "i32"}
+           "stride_xsm": "i32", "stride_xsk": "i32", "stride_wsn": "i32", "stride_wsk": "i32",
+           "part_ptr": "*fp32", "TAIL": "i32", "SPLITS": "i32"}
     ce = constexprs(plan, has_bias=has_bias)
     sig.update({k: "constexpr" for k in ce})
-    return (hopper_pingpong_fp8_kernel, sig, ce, ["xs_ptr", "ws_ptr", "bias_ptr"],
+    return (hopper_pingpong_fp8_kernel, sig, ce, ["xs_ptr", "ws_ptr", "bias_ptr", "part_ptr"],
             {"num_warps": hh.CONSUMER_WARPS}, plan)
 
 

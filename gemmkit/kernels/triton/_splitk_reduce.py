@@ -13,7 +13,15 @@ One program per BLOCK_M x BLOCK_N block of y. The epilogue is the shared one
 (_epilogue.py), so a split-K result equals the unsplit one up to the fp32
 summation order.
 
+`tail_reduce_kernel` is the same sum for the tail split of a persistent Gluon kernel (hopper_host.tail_split:
+only the last, partial round's R tiles are split, S ways each): the workspace holds R * S whole BM x BN fp32
+tiles, partial j = r * S + s of tail tile r (tile id first_tile + r, in the kernel's tile order), and one
+program sums ROWS rows of one tail tile, splits in order, then bias and cast::
+
+    part[(r * S + s) * BM + i, j]  ──  sum over s = 0..S-1  ──► + bias ──► y[pid_m * BM + i, pid_n * BN + j]
+
 Constraints:
+  - tail_reduce_kernel: ROWS divides BM; BM, BN, ROWS powers of two; SPLITS >= 1 (a runtime loop, in order).
   - SPLIT_K >= 2 (constexpr; the loop is unrolled).
   - split_stride (>= M * N) is a host integer (64-bit when large); M and N may be
     specialised to constants (M == 1 in decode), so no tensor method is called on them.
@@ -23,6 +31,7 @@ import triton
 import triton.language as tl
 
 from ._epilogue import bias_activation, store_tile
+from ._schedule import tile_coords
 
 
 PROMISES = (
@@ -44,3 +53,20 @@ def splitk_reduce_kernel(ws_ptr, bias_ptr, y_ptr, M, N, split_stride, stride_ym,
         acc += tl.load(ptrs + s * split_stride.to(tl.int64), mask=mask, other=0.0)
     acc = bias_activation(acc, bias_ptr, offs_n, N, HAS_BIAS, ACTIVATION)
     store_tile(y_ptr, acc, offs_m, offs_n, M, N, stride_ym, stride_yn)
+
+
+@triton.jit
+def tail_reduce_kernel(part_ptr, bias_ptr, y_ptr, M, N, stride_ym, stride_yn, first_tile, SPLITS,
+                       BM: tl.constexpr, BN: tl.constexpr, ROWS: tl.constexpr, GROUP_SIZE_M: tl.constexpr,
+                       HAS_BIAS: tl.constexpr):
+    r = tl.program_id(0)  # tail tile r: partials r * SPLITS .. r * SPLITS + SPLITS - 1
+    pid_m, pid_n = tile_coords(first_tile + r, tl.cdiv(M, BM), tl.cdiv(N, BN), GROUP_SIZE_M, 1)
+    rows = tl.program_id(1) * ROWS + tl.arange(0, ROWS)
+    cols = tl.arange(0, BN)
+    ptrs = part_ptr + (r * SPLITS * BM + rows)[:, None].to(tl.int64) * BN + cols[None, :]
+    acc = tl.zeros((ROWS, BN), dtype=tl.float32)
+    for s in range(SPLITS):
+        acc += tl.load(ptrs + s * BM * BN)
+    offs_n = pid_n * BN + cols
+    acc = bias_activation(acc, bias_ptr, offs_n, N, HAS_BIAS, "none")
+    store_tile(y_ptr, acc, pid_m * BM + rows, offs_n, M, N, stride_ym, stride_yn)
