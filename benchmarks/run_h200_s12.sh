@@ -4,7 +4,8 @@
 #            their sanitizer runs included)
 #   ab       benchmarks/tail_split_ab.py: the tail split off / on / by the rule on the block-scale DeepSeek-V3 rows
 #            and the fp8 per-token squares and Llama-3-70B rows (AB_ARGS: e.g. --quick)
-#   bench    gemmkit bench --op a8w8_blockscale and --op a8w8 (CUDA graph): the tables as the op serves them
+#   bench    gemmkit bench --op a8w8_blockscale (DeepSeek-V3 rows) and --op a8w8 (squares, Llama-3-70B at M = 256 /
+#            1024 / 4096), CUDA graph: the tables as the op serves them (the tail split by its rule)
 #   alltests the whole gpu suite
 # Usage (repo root): GEMMKIT_GIT_SHA=<sha> STAGE="tests ab" bash benchmarks/run_h200_s12.sh
 set -u
@@ -22,6 +23,9 @@ if has bench; then
     for m in 64 128 4096; do DS="$DS --shape $m,$nk"; done; done
   timeout 280 python3 -m gemmkit bench --op a8w8_blockscale --cuda-graph $DS --json "$OUT/a8w8_blockscale.json" 2>&1 \
     | grep -v Warn | tail -22
+  SQ="--shape 4096,4096,4096 --shape 8192,8192,8192"
+  timeout 280 python3 -m gemmkit bench --op a8w8 --dtype fp8 --cuda-graph $SQ --model llama3-70b -m 256,1024,4096 \
+    --json "$OUT/a8w8.json" 2>&1 | grep -v Warn | tail -18
 fi
 if has alltests; then
   timeout 500 python3 -m pytest -m gpu -q -p no:cacheprovider -n 8 --timeout 300 tests 2>&1 \

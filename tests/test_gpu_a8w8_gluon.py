@@ -131,16 +131,16 @@ def test_small_persistent_grids(cus, cfg):
 def test_deterministic(cfg):
     """Without a tail split each element is one consumer's K-ordered sum: bitwise identical run to run, any grid,
     and the same bits in both layouts (the same chains, promotions and epilogue arithmetic per element). With
-    one (coop: 192 tiles on 132 SMs, 60 tail tiles split in 2), bitwise identical run to run on one grid."""
+    one (coop, forced: 192 tiles on 132 SMs, 60 tail tiles split in 2), bitwise identical run to run on one grid."""
     x, w, xs, ws, b = inputs(1000, 3000, 3072)
     first = run(x, w, xs, ws, b, cfg=CFGS[cfg], tail=False)
     check(first, x, w, xs, ws, b)
     for cus in (None, None, 5, 1):
         assert torch.equal(run(x, w, xs, ws, b, cfg=CFGS[cfg], cus=cus, tail=False), first)
     assert torch.equal(run(x, w, xs, ws, b, cfg=CFGS["128x128x128s2"]), first)
-    tailed = run(x, w, xs, ws, b, cfg=CFGS[cfg])
+    tailed = run(x, w, xs, ws, b, cfg=CFGS[cfg], tail=True)
     check(tailed, x, w, xs, ws, b)
-    assert torch.equal(run(x, w, xs, ws, b, cfg=CFGS[cfg]), tailed)
+    assert torch.equal(run(x, w, xs, ws, b, cfg=CFGS[cfg], tail=True), tailed)
 
 
 @pytest.mark.parametrize("cfg", ["128x128x128s3", "coop128x128x128s6"])
@@ -264,5 +264,5 @@ def test_tail_split(M, N, K, cus, out_dtype, bias_dtype, launches):
     before = launches["tail_reduce_kernel"]
     y = run(x, w, xs, ws, b, out_dtype, cfg=cfg, cus=cus, tail=True)
     assert launches["tail_reduce_kernel"] == before + (tail > 0)
-    assert (tail > 0) == (M, N, K) not in [(300, 1000, 1040), (17, 136, 304)], (tail, splits)
+    assert (tail > 0) == ((M, N, K) not in [(300, 1000, 1040), (17, 136, 304)]), (tail, splits)
     check(y, x, w, xs, ws, b)

@@ -136,16 +136,16 @@ def test_other_block_shapes():
 
 def test_deterministic():
     """Without a tail split: bitwise identical run to run, any grid, and in both layouts (the same chains and
-    FFMAs per element). With one (coop, 5 CTAs: 2 tail tiles split in 2): identical run to run on that grid."""
+    FFMAs per element). With one (coop, forced, 5 CTAs: 2 tail tiles split in 2): identical run to run on that grid."""
     x, w, xs, ws = inputs(1000, 3000, 3072)
     first = run(x, w, xs, ws)
     check(first, x, w, xs, ws)
     for cus in (None, 5):
         assert torch.equal(run(x, w, xs, ws, cus=cus), first)
         assert torch.equal(run(x, w, xs, ws, cus=cus, cfg=CFGS["coop128x128x128s5"], tail=False), first)
-    tailed = run(x, w, xs, ws, cus=5, cfg=CFGS["coop128x128x128s5"])
+    tailed = run(x, w, xs, ws, cus=5, cfg=CFGS["coop128x128x128s5"], tail=True)
     check(tailed, x, w, xs, ws)
-    assert torch.equal(run(x, w, xs, ws, cus=5, cfg=CFGS["coop128x128x128s5"]), tailed)
+    assert torch.equal(run(x, w, xs, ws, cus=5, cfg=CFGS["coop128x128x128s5"], tail=True), tailed)
 
 
 @pytest.mark.parametrize("cfg", ["64x128x128s4", "coop128x128x128s5"])

@@ -54,6 +54,9 @@ def test_tail_plan_coop_only():
     # K = 512: 4 steps, below the rule's MIN_TAIL_K_STEPS; forced, it splits
     assert k.tail_plan(coop, 4096, 2112, 512, 132) == (0, 1)
     assert k.tail_plan(coop, 4096, 2112, 512, 132, tail=True) == (16, 4)
+    # the measured threshold (MIN_TAIL_K_STEPS = 32): K = 2048 (16 steps) stays whole, K = 4096 (32) splits
+    assert k.tail_plan(coop, 4096, 2112, 2048, 132) == (0, 1)
+    assert k.tail_plan(coop, 4096, 2112, 4096, 132) == (16, 8)
     pingpong = k.derive({**cfg, "BLOCK_SIZE_M": 64, "num_warps": 4}, t, 2, (128, 128))
     assert k.tail_plan(pingpong, 4096, 2112, 7168, 132, tail=True) == (0, 1)
 

@@ -181,8 +181,9 @@ SLICE_M = 64  # rows of one wgmma chain (m64) and of the partial accumulator
 LOAD_THREADS = gl.constexpr(32)  # one load warp per ring (warp_specialize's 1s): its lanes all arrive on full[s]
 MAX_PROMOTE_K = 128  # fp8 products the tensor cores' adder may carry before an fp32 FADD
 # The coop tail split's rule (`tail_plan`): K steps a tile needs before splitting the last round pays for the
-# partials and the reduce launch (a guess, to be set by measurement: docs/PERF.md "Session 12").
-MIN_TAIL_K_STEPS = 8
+# partials and the reduce launch. Measured (docs/PERF.md "Session 12", tail_split_ab.json): 4, 12 and 16 steps
+# lost 0.3-3%, 56-128 steps gained 1-17% (one row of 64 steps, 1.2% of its time in the tail, -0.2%).
+MIN_TAIL_K_STEPS = 32
 _MAX_LIVE_ACC = 192  # acc + partial(s) fp32 registers per consumer thread (of 240: the rest for addresses)
 LAYOUTS = {hh.CONSUMER_WARPS: "pingpong", hp.COOP_WARPS: "coop"}  # num_warps (warps computing one output tile) -> layout
 CONFIG_KEYS = hh.CONFIG_KEYS
