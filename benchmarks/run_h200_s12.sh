@@ -6,6 +6,7 @@
 #            and the fp8 per-token squares and Llama-3-70B rows (AB_ARGS: e.g. --quick)
 #   bench    gemmkit bench --op a8w8_blockscale (DeepSeek-V3 rows) and --op a8w8 (squares, Llama-3-70B at M = 256 /
 #            1024 / 4096), CUDA graph: the tables as the op serves them (the tail split by its rule)
+#   prof     benchmarks/tail_profile.py: device time of the GEMM and of the tail reduce, tail off / on, four rows
 #   alltests the whole gpu suite
 # Usage (repo root): GEMMKIT_GIT_SHA=<sha> STAGE="tests ab" bash benchmarks/run_h200_s12.sh
 set -u
@@ -17,6 +18,11 @@ fi
 if has ab; then
   timeout 560 python3 benchmarks/tail_split_ab.py "$OUT/tail_split_ab.json" ${AB_ARGS:-} > "$OUT/tail_split_ab.log" 2>&1
   tail -45 "$OUT/tail_split_ab.log"
+fi
+if has prof; then
+  for row in "block 4096 2112 7168" "block 8192 2112 7168" "rowcol 256 10240 8192" "rowcol 8192 8192 8192"; do
+    timeout 120 python3 benchmarks/tail_profile.py $row 2>&1 | grep -v Warn | tail -2
+  done
 fi
 if has bench; then
   DS=""; for nk in 2112,7168 24576,1536 32768,512 7168,16384 4096,7168 7168,2048; do
