@@ -22,9 +22,10 @@ def test_tail_split_rule():
     assert hh.tail_split(136, 132, 7) == (4, 7)
     assert hh.tail_split(132 + 26, 132, 7) == (26, 4)
     assert hh.tail_split(138, 132, 5) == (6, 5)
-    assert hh.tail_split(137, 132, 9) == (5, 9)  # 132 // 5 = 26 splits wanted, 9 steps: 9 splits of 1
-    assert hh.tail_split(140, 132, 10) == (8, 10)
-    assert hh.tail_split(140, 132, 9) == (8, 9)
+    assert [_gemm_rows(128, t) for t in (16, 4, 66, 1)] == [4, 1, 32, 1]  # reduce programs >= 2 x 132
+    assert hh.tail_split(137, 132, 9) == (5, 5)  # 26 wanted, capped at 8: 2 steps each, so 5 start below K
+    assert hh.tail_split(140, 132, 7) == (8, 7)
+    assert hh.tail_split(4096, 132, 64) == (4, 8)  # fp8 8192³: 4 tail tiles, 8 splits (not 32) of 8 steps
     # no partial round after a full one, or too big a tail for 2 splits, or K too short
     assert hh.tail_split(132, 132, 56) == (0, 1)
     assert hh.tail_split(264, 132, 56) == (0, 1)
@@ -38,8 +39,15 @@ def test_tail_split_rule():
             tail, splits = hh.tail_split(tiles, 132, k_steps)
             if tail:
                 q = -(-k_steps // splits)
-                assert tiles > 132 and tail == tiles % 132 and tail * splits <= 132 and 2 <= splits <= k_steps
+                assert tiles > 132 and tail == tiles % 132 and tail * splits <= 132
+                assert 2 <= splits <= min(k_steps, hh.MAX_TAIL_SPLITS)
                 assert (splits - 1) * q < k_steps  # the last split starts below K
+
+
+def _gemm_rows(bm, tail):
+    from gemmkit.ops import _gemm
+
+    return _gemm.tail_reduce_rows(bm, tail, 2 * 132)
 
 
 def test_tail_plan_coop_only():
@@ -76,7 +84,7 @@ def test_tail_reduce(M, N, group, bias):
     part = torch.randn(tail * splits * BM, BN)
     b = torch.randn(N).to(torch.bfloat16) if bias else None
     y = poisoned((M, N), torch.bfloat16)
-    _gemm.launch_tail_reduce(part, first, tail, splits, BM, BN, group, b, y)
+    _gemm.launch_tail_reduce(part, first, tail, splits, BM, BN, group, b, y, arch.ARCHS["sm_90"])
 
     ref = torch.full((M, N), float("nan"), dtype=torch.float64)
     for r in range(tail):

@@ -288,19 +288,23 @@ def launch_reduce(ws, split_stride, split_k, bias, y, activation, target, compil
     C.LAUNCHES["splitk_reduce_kernel"] += not compile_only
 
 
-# Tail reduce: ROWS rows of one tail tile a program (16 x 128 fp32 = 8 KiB per split: a 16-tile tail of 128-row
-# tiles is 128 programs, about one per SM).
-TAIL_REDUCE_ROWS = 16
+def tail_reduce_rows(bm: int, tail: int, min_programs: int) -> int:
+    """Rows of a tail tile one reduce program sums: BM halved (down to 1) until tail * BM / rows programs reach
+    `min_programs` (the launch passes 2 x SMs): 4 tail tiles of 128 rows -> 2 rows, 256 programs."""
+    rows = bm
+    while rows > 1 and tail * (bm // rows) < min_programs:
+        rows //= 2
+    return rows
 
 
-def launch_tail_reduce(part, first_tile, tail, splits, bm, bn, group_size_m, bias, y, compile_only=False):
+def launch_tail_reduce(part, first_tile, tail, splits, bm, bn, group_size_m, bias, y, target, compile_only=False):
     """y's last `tail` tiles (ids first_tile.., in the kernels' grouped order) = the sum of their `splits` fp32
     partial tiles in `part` (kernels/gluon/hopper_pingpong_fp8.py's coop tail split), in split order, + bias,
-    cast: kernels/triton/_splitk_reduce.tail_reduce_kernel."""
+    cast: kernels/triton/_splitk_reduce.tail_reduce_kernel, `tail_reduce_rows` rows a program."""
     M, N = y.shape
-    rows = min(TAIL_REDUCE_ROWS, bm)
+    rows = tail_reduce_rows(bm, tail, 2 * target.num_cus)
     L.launcher(tail_reduce_kernel, (tail, bm // rows), compile_only)(
-        part, bias if bias is not None else y, y, M, N, y.stride(0), y.stride(1), first_tile, splits,
+        part, bias if bias is not None else y, y, M, N, y.stride(0), y.stride(1), first_tile, SPLITS=splits,
         BM=bm, BN=bn, ROWS=rows, GROUP_SIZE_M=group_size_m, HAS_BIAS=bias is not None, num_warps=REDUCE_WARPS)
     C.LAUNCHES["tail_reduce_kernel"] += not compile_only
 

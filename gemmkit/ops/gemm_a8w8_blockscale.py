@@ -151,8 +151,27 @@ def compile_for(x, w, x_scale, w_scale, config: dict, block_shape=(128, 128), ou
 # ----------------------------------------------------------------------------- static cases (gemmkit isa)
 
 def isa_cases(archs):
+    """Every bucket of every shipped table (fp8), plus (sm_90) the tail reduce of the Gluon coop kernel's tail
+    split as the DeepSeek-V3 (2112, 7168) row at M = 4096 runs it (8 splits, 4-row programs)."""
     yield from G.table_cases(OP, archs, dtypes=("fp8",))
+    if "sm_90" in archs:
+        yield {"kernel": "tail_reduce_kernel", "op": OP, "arch": "sm_90", "table": "-", "bucket": "-",
+               # BLOCK_M x BLOCK_N: one program's rows of a TILE_M x BLOCK_N tail tile (the report's reduce columns)
+               "config": {"SPLIT_K": 8, "BLOCK_M": 4, "BLOCK_N": 128, "TILE_M": 128, "num_warps": G.REDUCE_WARPS},
+               "path": "tail-reduce"}
 
 
 def isa_spec(case):
-    return G.table_spec(case, scale="block", scale_bn=128, scale_bk=128)
+    if case["path"] != "tail-reduce":
+        return G.table_spec(case, scale="block", scale_bn=128, scale_bk=128)
+    from ..kernels.triton import _splitk_reduce
+
+    c = case["config"]
+    sig = {"part_ptr": "*fp32", "bias_ptr": "*bf16", "y_ptr": "*bf16", "M": "i32", "N": "i32", "stride_ym": "i32",
+           "stride_yn": "constexpr", "first_tile": "i32"}
+    ce = dict(stride_yn=1, SPLITS=c["SPLIT_K"], BM=c["TILE_M"], BN=c["BLOCK_N"], ROWS=c["BLOCK_M"], GROUP_SIZE_M=8,
+              HAS_BIAS=False)
+    sig.update({k: "constexpr" for k in ce if k not in sig})
+    return dict(kernel=_splitk_reduce.tail_reduce_kernel, signature=sig, constexprs=ce,
+                divisible=["part_ptr", "bias_ptr", "y_ptr", "stride_ym"], options={"num_warps": c["num_warps"]},
+                promises=_splitk_reduce.PROMISES, block=None, smem_bound=0)

@@ -681,7 +681,7 @@ def launch(x, w, x_scale, w_scale, bias, y, cfg, target, compile_only=False, blo
     _launch.launcher(hopper_pingpong_fp8_kernel, grid, compile_only)(*args, **ce, num_warps=hh.CONSUMER_WARPS)
     if n_tail:
         _gemm.launch_tail_reduce(part, num_tiles - n_tail, n_tail, splits, bm, bn, plan.GROUP_SIZE_M, bias, y,
-                                 compile_only)
+                                 target, compile_only)
 
 
 # ----------------------------------------------------------------------------- static compile (gemmkit isa)

@@ -21,7 +21,9 @@ program sums ROWS rows of one tail tile, splits in order, then bias and cast::
     part[(r * S + s) * BM + i, j]  ──  sum over s = 0..S-1  ──► + bias ──► y[pid_m * BM + i, pid_n * BN + j]
 
 Constraints:
-  - tail_reduce_kernel: ROWS divides BM; BM, BN, ROWS powers of two; SPLITS >= 1 (a runtime loop, in order).
+  - tail_reduce_kernel: ROWS divides BM; BM, BN, ROWS powers of two; SPLITS >= 1 (constexpr: the loop is unrolled,
+    hopper_host.MAX_TAIL_SPLITS bounds the compiles; a runtime loop left one load in flight at a time: 10 us for
+    32 splits of 4 tiles).
   - SPLIT_K >= 2 (constexpr; the loop is unrolled).
   - split_stride (>= M * N) is a host integer (64-bit when large); M and N may be
     specialised to constants (M == 1 in decode), so no tensor method is called on them.
@@ -56,16 +58,16 @@ def splitk_reduce_kernel(ws_ptr, bias_ptr, y_ptr, M, N, split_stride, stride_ym,
 
 
 @triton.jit
-def tail_reduce_kernel(part_ptr, bias_ptr, y_ptr, M, N, stride_ym, stride_yn, first_tile, SPLITS,
-                       BM: tl.constexpr, BN: tl.constexpr, ROWS: tl.constexpr, GROUP_SIZE_M: tl.constexpr,
-                       HAS_BIAS: tl.constexpr):
+def tail_reduce_kernel(part_ptr, bias_ptr, y_ptr, M, N, stride_ym, stride_yn, first_tile,
+                       SPLITS: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, ROWS: tl.constexpr,
+                       GROUP_SIZE_M: tl.constexpr, HAS_BIAS: tl.constexpr):
     r = tl.program_id(0)  # tail tile r: partials r * SPLITS .. r * SPLITS + SPLITS - 1
     pid_m, pid_n = tile_coords(first_tile + r, tl.cdiv(M, BM), tl.cdiv(N, BN), GROUP_SIZE_M, 1)
     rows = tl.program_id(1) * ROWS + tl.arange(0, ROWS)
     cols = tl.arange(0, BN)
     ptrs = part_ptr + (r * SPLITS * BM + rows)[:, None].to(tl.int64) * BN + cols[None, :]
     acc = tl.zeros((ROWS, BN), dtype=tl.float32)
-    for s in range(SPLITS):
+    for s in tl.static_range(SPLITS):  # unrolled: every split's load in flight at once
         acc += tl.load(ptrs + s * BM * BN)
     offs_n = pid_n * BN + cols
     acc = bias_activation(acc, bias_ptr, offs_n, N, HAS_BIAS, "none")
