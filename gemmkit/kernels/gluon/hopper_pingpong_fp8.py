@@ -52,6 +52,16 @@ LAYOUT "coop" (num_warps 8, BLOCK_SIZE_M 128: DeepGEMM's cooperative layout): fo
   64 x BN staging buffer, one TMA store each); the tensor cores idle then, while the load
   warp already fills the ring with the next tile's first K steps.
 
+  Tail split (coop only; `tail_plan`, hopper_host.tail_split): where the tiles leave a partial last round
+  (R = tiles % CTAs of them) and K has >= MIN_TAIL_K_STEPS steps, those R tiles run as S K-splits each, so
+  R * S CTAs share the last round instead of R. The work items (`_work`) are the whole tiles first, then the
+  splits; a split's epilogue stores its fp32 partial into a workspace (`_store_partial`: rowcol already
+  scaled), and tail_reduce_kernel (kernels/triton/_splitk_reduce.py) sums each tail tile's splits in order::
+
+     work id  0 .. T-R-1: tile = id, K steps 0 .. k_steps-1  ──► epilogue ──► y (TMA)
+              T-R + j:     tile T-R + j // S, K steps of split j % S ──► part[j] (fp32) ──┐
+                                                              tail_reduce: sum_s part[r S + s] + bias ──► y
+
 Tile layout (one consumer's BM x BN tile; BM = 128 is two 64-row slices, one wgmma
 m64nBNk32 chain each; the partial accumulator p is one 64 x BN slice, reused)::
 
@@ -131,7 +141,10 @@ Constraints:
     rows BM, 1 partial; coop: rows 64, 2 partials, one chain in flight; so BN <= 128 in coop, as
     128 x 256 would need 128 + 256).
   - num_warps 4 (pingpong: a warpgroup per tile) or 8 (coop: two warpgroups on one tile,
-    BLOCK_SIZE_M == 128); NUM_KSPLIT == 1 (split-K runs on the Triton tier).
+    BLOCK_SIZE_M == 128); NUM_KSPLIT == 1 (split-K runs on the Triton tier; the coop tail split is derived,
+    not configured: TAIL * SPLITS <= CTAs, so each CTA runs at most one split, its last work item).
+  - The pingpong layout is compiled with TAIL 0 and SPLITS 1 as constants: passing them as runtime values to
+    its partitions aborts Triton 3.6's ConvertTritonGPUToLLVM (an index assertion), and it never splits.
     num_stages is the depth of *each* ring (pingpong two, coop one; upper bound: the most
     that fit beside the output staging, >= 2).
   - K >= 1 (the op handles K == 0); M * N tiles < 2**31.
