@@ -7,6 +7,8 @@
 #   bench    gemmkit bench --op a8w8_blockscale (DeepSeek-V3 rows) and --op a8w8 (squares, Llama-3-70B at M = 256 /
 #            1024 / 4096), CUDA graph: the tables as the op serves them (the tail split by its rule)
 #   prof     benchmarks/tail_profile.py: device time of the GEMM and of the tail reduce, tail off / on, four rows
+#   mid      benchmarks/sweep_batched.py --candidates a8w8_blockscale_mid: the block-scale tables' served config
+#            against the coop Gluon kernel at M = 256-2048 on DeepSeek-V3's six dense (N, K) (MID_SHAPES overrides)
 #   alltests the whole gpu suite
 # Usage (repo root): GEMMKIT_GIT_SHA=<sha> STAGE="tests ab" bash benchmarks/run_h200_s12.sh
 set -u
@@ -32,6 +34,13 @@ if has bench; then
   SQ="--shape 4096,4096,4096 --shape 8192,8192,8192"
   timeout 280 python3 -m gemmkit bench --op a8w8 --dtype fp8 --cuda-graph $SQ --model llama3-70b -m 256,1024,4096 \
     --json "$OUT/a8w8.json" 2>&1 | grep -v Warn | tail -18
+fi
+if has mid; then
+  SH=""; for nk in 2112x7168 24576x1536 32768x512 7168x16384 4096x7168 7168x2048; do
+    for m in 256 512 1024 2048; do SH="$SH${SH:+,}1x${m}x$nk"; done; done
+  timeout 560 python3 benchmarks/sweep_batched.py --op a8w8_blockscale --dtype fp8 --candidates a8w8_blockscale_mid \
+    --shapes ${MID_SHAPES:-$SH} --passes ${PASSES:-2} --json "$OUT/a8w8_blockscale_mid.json" > "$OUT/a8w8_blockscale_mid.log" 2>&1
+  grep -E "^B=|ratio|rel err|Error|took" "$OUT/a8w8_blockscale_mid.log" | tail -100
 fi
 if has alltests; then
   timeout 500 python3 -m pytest -m gpu -q -p no:cacheprovider -n 8 --timeout 300 tests 2>&1 \

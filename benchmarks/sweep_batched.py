@@ -183,6 +183,15 @@ CANDIDATES["a8w8_blockscale_bn64"] = [
     fp8(128, 64, 128, 8, 8), fp8(128, 64, 128, 8, 6), fp8(128, 64, 128, 8, 8, 16),
 ]
 
+# gemm_a8w8_blockscale between M = 128 and 4096 (session 12): DeepSeek-V3's shape files have buckets M_GEQ_64 (the
+# Triton tier, 64 x 64 / 16 x 64 tiles, split-K on some) and M_GEQ_4096 (the coop Gluon kernel), so M = 256-4095
+# runs the Triton tier. The coop kernel now splits a partial last round (hopper_host.tail_split), so few-round
+# M should suit it too: the served config against the coop 128 x 128 x 128 (group 8 and 16).
+CANDIDATES["a8w8_blockscale_mid"] = [
+    SERVED,
+    fp8(128, 128, 128, 8, 5), fp8(128, 128, 128, 8, 5, 16),
+]
+
 # gemm_a16w16 (session 11): M between the rows session 10's split-K sweep measured. The six buckets it switched
 # serve a range of M (M_GEQ_256: 256-511), where `hopper_host.fit_split_k` lowers NUM_KSPLIT to keep one wave;
 # the served config (SERVED) against each bucket's config before session 10 (git 0317955^), same process.
