@@ -28,7 +28,7 @@ if has prof; then
 fi
 if has bench; then
   DS=""; for nk in 2112,7168 24576,1536 32768,512 7168,16384 4096,7168 7168,2048; do
-    for m in 64 128 4096; do DS="$DS --shape $m,$nk"; done; done
+    for m in 64 128 256 512 1024 2048 4096; do DS="$DS --shape $m,$nk"; done; done
   timeout 280 python3 -m gemmkit bench --op a8w8_blockscale --cuda-graph $DS --json "$OUT/a8w8_blockscale.json" 2>&1 \
     | grep -v Warn | tail -22
   SQ="--shape 4096,4096,4096 --shape 8192,8192,8192"

@@ -192,11 +192,11 @@ def test_shape_errors():
 
 
 def test_op_tables_pick_gluon(launches):
-    """The sm_90 A8W8_BLOCKSCALE shape tables send DeepSeek-V3's (7168, 2048) at M = 4096 and M = 128 to
-    this kernel (config=None), and M = 17 to the Triton tier."""
+    """The sm_90 A8W8_BLOCKSCALE shape tables send DeepSeek-V3's (7168, 2048) at M = 4096, 1024 (M_GEQ_256, session
+    12) and 128 to this kernel (config=None), and M = 17 and 200 (the default table's `any`) to the Triton tier."""
     import gemmkit
 
-    for M, gluon in [(4096, True), (128, True), (17, False)]:
+    for M, gluon in [(4096, True), (1024, True), (128, True), (17, False), (200, False)]:
         x, w, xs, ws = inputs(M, 7168, 2048)
         before = launches["hopper_pingpong_fp8_kernel"]
         y = gemmkit.gemm_a8w8_blockscale(x, w, xs, ws, out=poisoned((M, 7168), torch.bfloat16, DEV))
