@@ -6,7 +6,7 @@ three ways, alternated over ROUNDS rounds with the vendor between them, CUDA-gra
 
   off    tail=False: every tile whole (the kernel before the tail split)
   on     tail=True: the last partial round split along K wherever tail_split can (2+ splits fit)
-  rule   tail=None: what the op runs (on where K has >= MIN_TAIL_K_STEPS steps)
+  rule   tail=None: what the op runs (on where K >= MIN_TAIL_K)
 
 block: gemm_a8w8_blockscale's DeepSeek-V3 rows (vendor: bf16 torch.matmul, issue 4's bar);
 rowcol: gemm_a8w8's squares and Llama-3-70B rows (vendor: torch._scaled_mm rowwise, fast accum off).
@@ -111,7 +111,7 @@ def main(path, quick=False):
            "date": datetime.date.today().isoformat(), "git_sha": os.environ.get("GEMMKIT_GIT_SHA") or git_sha(),
            "method": f"CUDA graph of one call per rotated input set (triton do_bench median), {ROUNDS} rounds, "
                      "variant order alternated, median of rounds; vendor timed in every round",
-           "min_tail_k_steps": k.MIN_TAIL_K_STEPS, "rows": []}
+           "min_tail_k": k.MIN_TAIL_K, "rows": []}
     rows = [("block", *r) for r in BLOCK_ROWS] + [("rowcol", *r) for r in ROWCOL_ROWS]
     if quick:
         rows = [("block", 4096, 2112, 7168), ("rowcol", 8192, 8192, 8192)]

@@ -11,6 +11,7 @@ import pytest
 import torch
 
 import gemmkit
+from gemmkit import arch
 from gemmkit.reference import expand_block_scales, gemm_a8w8_blockscale_ref, gemm_a8w8_ref
 
 from _util import TOL
@@ -52,8 +53,11 @@ def test_a8w8_shapes(M, N, K, dtype, launches):
     before, tail_before = sum(launches.values()), launches["tail_reduce_kernel"]
     gemmkit.gemm_a8w8(x, w, xs, ws, bias, out=out)
     torch.cuda.synchronize()
-    # one GEMM launch (plus the coop Gluon kernel's tail reduce where it splits its last round: 8192³)
-    assert sum(launches.values()) - (launches["tail_reduce_kernel"] - tail_before) == before + 1
+    # one GEMM launch, plus the coop Gluon kernel's tail reduce where it splits its last round (8192³ on 132 SMs)
+    tails = launches["tail_reduce_kernel"] - tail_before
+    assert sum(launches.values()) - tails == before + 1 and tails in (0, 1)
+    if (M, N, K, dtype) == (8192, 8192, 8192, FP8) and arch.current().num_cus == 132:
+        assert tails == 1
     err = rel(out, ref_a8w8(x, w, xs, ws, bias))
     assert err <= TOL[torch.bfloat16], f"rel err {err:.3g}"
 

@@ -138,9 +138,9 @@ def test_deterministic(cfg):
     for cus in (None, None, 5, 1):
         assert torch.equal(run(x, w, xs, ws, b, cfg=CFGS[cfg], cus=cus, tail=False), first)
     assert torch.equal(run(x, w, xs, ws, b, cfg=CFGS["128x128x128s2"]), first)
-    tailed = run(x, w, xs, ws, b, cfg=CFGS[cfg], tail=True)
+    tailed = run(x, w, xs, ws, b, cfg=CFGS[cfg], cus=132, tail=True)
     check(tailed, x, w, xs, ws, b)
-    assert torch.equal(run(x, w, xs, ws, b, cfg=CFGS[cfg], tail=True), tailed)
+    assert torch.equal(run(x, w, xs, ws, b, cfg=CFGS[cfg], cus=132, tail=True), tailed)
 
 
 @pytest.mark.parametrize("cfg", ["128x128x128s3", "coop128x128x128s6"])
@@ -241,11 +241,12 @@ def test_tol_is_the_shared_one():
 # ----------------------------------------------------------------------------- tail split (coop)
 
 # (M, N, K, CTAs): tiles = cdiv(M, 128) * cdiv(N, 128) > CTAs with a partial last round; ragged M, N, K.
-TAIL_CASES = [(4096, 2112, 2048, None),  # 544 tiles on 132 SMs: 16 tail tiles, 8 splits of 2 steps
-              (1000, 3000, 3072, None),  # 192 tiles: 60 tail tiles, 2 splits
+TAIL_CASES = [(4096, 2112, 2048, 132),  # 544 tiles on 132 SMs: 16 tail tiles, 8 splits of 2 steps
+              (1000, 3000, 3072, 132),  # 192 tiles: 60 tail tiles, 2 splits
+              (129, 1000, 384, 7),  # 16 tiles on 7 CTAs: 2 tail tiles, 3 splits of one step each
               (300, 1000, 1040, 4),  # 24 tiles on 4 CTAs: 0 tail -> none; 3 x 8 = 24 % 4 = 0 (a control)
               (300, 1032, 1040, 5),  # 27 tiles on 5 CTAs: 2 tail tiles, 2 splits of 5 / 4 steps
-              (129, 1000, 1008, 7),  # 16 tiles on 7 CTAs: 2 tail tiles, 3 splits of 3 steps (K % 128 = 112)
+              (129, 1000, 1008, 7),  # 16 tiles on 7 CTAs: 2 tail tiles, 3 splits of 3 / 3 / 2 steps (K % 128 = 112)
               (17, 136, 304, 1)]  # 2 tiles on 1 CTA: 0 tail (tiles % CTAs == 0)
 
 

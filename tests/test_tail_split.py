@@ -17,12 +17,12 @@ from _util import poisoned, within_bound
 def test_tail_split_rule():
     # DeepSeek-V3 (2112, 7168) at M = 4096, 128 x 128 tiles, 132 SMs: 4 rounds + 16 tiles; 8 splits of 7 steps.
     assert hh.tail_split(32 * 17, 132, 56, 8) == (16, 8)
-    # at most one split a K step; every split's K range starts below K (7 steps, 5 wanted: 2 steps each, so 4)
+    # at most one split a K step, at most MAX_TAIL_SPLITS
     assert hh.tail_split(133, 132, 7) == (1, 7)
     assert hh.tail_split(136, 132, 7) == (4, 7)
+    # every split's K range starts below K: 26 tail tiles, 5 splits wanted of 7 steps: 2 steps each, so 4 splits
     assert hh.tail_split(132 + 26, 132, 7) == (26, 4)
     assert hh.tail_split(138, 132, 5) == (6, 5)
-    assert [_gemm_rows(128, t) for t in (16, 4, 66, 1)] == [4, 1, 32, 1]  # reduce programs >= 2 x 132
     assert hh.tail_split(137, 132, 9) == (5, 5)  # 26 wanted, capped at 8: 2 steps each, so 5 start below K
     assert hh.tail_split(140, 132, 7) == (8, 7)
     assert hh.tail_split(4096, 132, 64) == (4, 8)  # fp8 8192³: 4 tail tiles, 8 splits (not 32) of 8 steps
@@ -44,10 +44,12 @@ def test_tail_split_rule():
                 assert (splits - 1) * q < k_steps  # the last split starts below K
 
 
-def _gemm_rows(bm, tail):
+def test_tail_reduce_rows():
+    """Rows of a tail tile a reduce program sums: halved until there are 2 x SMs programs (or 1 row)."""
     from gemmkit.ops import _gemm
 
-    return _gemm.tail_reduce_rows(bm, tail, 2 * 132)
+    assert [_gemm.tail_reduce_rows(128, t, 2 * 132) for t in (16, 4, 66, 1, 300)] == [4, 1, 32, 1, 128]
+    assert _gemm.tail_reduce_rows(64, 3, 4) == 32
 
 
 def test_tail_plan_coop_only():
@@ -59,19 +61,26 @@ def test_tail_plan_coop_only():
     coop = k.derive(cfg, t, 2, (128, 128))
     assert k.tail_plan(coop, 4096, 2112, 7168, 132) == (16, 8)
     assert k.tail_plan(coop, 4096, 2112, 7168, 132, tail=False) == (0, 1)
-    # K = 512: 4 steps, below the rule's MIN_TAIL_K_STEPS; forced, it splits
+    # K = 512, below the rule's MIN_TAIL_K; forced, it splits
     assert k.tail_plan(coop, 4096, 2112, 512, 132) == (0, 1)
     assert k.tail_plan(coop, 4096, 2112, 512, 132, tail=True) == (16, 4)
-    # the measured threshold (MIN_TAIL_K_STEPS = 32): K = 2048 (16 steps) stays whole, K = 4096 (32) splits
+    # the rule's threshold (MIN_TAIL_K = 4096, in K, not in steps): K = 2048 stays whole, K = 4096 splits; the
+    # same with 64-wide K steps
+    assert k.MIN_TAIL_K == 4096
     assert k.tail_plan(coop, 4096, 2112, 2048, 132) == (0, 1)
     assert k.tail_plan(coop, 4096, 2112, 4096, 132) == (16, 8)
+    coop64 = k.derive({**cfg, "BLOCK_SIZE_K": 64}, t, 2, (128, 128))
+    assert k.tail_plan(coop64, 4096, 2112, 2048, 132) == (0, 1)
+    assert k.tail_plan(coop64, 4096, 2112, 4096, 132) == (16, 8)
+    assert k.tail_plan(coop, 4096, 2112, 7168, 132, tail=0) == (0, 1)  # any false value: off
     pingpong = k.derive({**cfg, "BLOCK_SIZE_M": 64, "num_warps": 4}, t, 2, (128, 128))
     assert k.tail_plan(pingpong, 4096, 2112, 7168, 132, tail=True) == (0, 1)
 
 
 @pytest.mark.interpreter
+@pytest.mark.parametrize("cus", [132, 2], ids=["rows1", "rows32"])  # 1-row programs, and 32-row ones
 @pytest.mark.parametrize("M,N,group,bias", [(300, 520, 2, True), (257, 200, 8, False), (64, 1000, 1, True)])
-def test_tail_reduce(M, N, group, bias):
+def test_tail_reduce(M, N, group, bias, cus):
     """y's last `tail` tiles (in the grouped order) = the in-order sum of their splits + bias; every other
     element untouched (poisoned stays poisoned: the reduce writes only the tail tiles, clipped to M x N)."""
     from gemmkit.ops import _gemm
@@ -84,7 +93,7 @@ def test_tail_reduce(M, N, group, bias):
     part = torch.randn(tail * splits * BM, BN)
     b = torch.randn(N).to(torch.bfloat16) if bias else None
     y = poisoned((M, N), torch.bfloat16)
-    _gemm.launch_tail_reduce(part, first, tail, splits, BM, BN, group, b, y, arch.ARCHS["sm_90"])
+    _gemm.launch_tail_reduce(part, first, tail, splits, BM, BN, group, b, y, arch.ARCHS["sm_90"].with_cus(cus))
 
     ref = torch.full((M, N), float("nan"), dtype=torch.float64)
     for r in range(tail):

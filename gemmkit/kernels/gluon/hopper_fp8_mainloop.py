@@ -163,8 +163,9 @@ def _coop_mainloop(a_ring, b_ring, s_ring, full, empty, idx, phase, ws_tile, k0,
                    ROW0: gl.constexpr, BK: gl.constexpr, STAGES: gl.constexpr, SCALE: gl.constexpr,
                    SCALE_BK: gl.constexpr, acc_layout: gl.constexpr):
     """A coop consumer's mainloop of one work item (its 64 rows of a tile, K steps k0 .. k0 + k_steps - 1: the
-    whole K, or a tail split's range), one chain in flight while the previous one is promoted (two partials pA / pB, 64 + 64 registers beside the 64 of acc at BN = 128). K step k chains into
-    pA if k is even, pB if odd: the loop runs two steps a trip so the parity is static."""
+    whole K, or a tail split's range), one chain in flight while the previous one is promoted (two partials
+    pA / pB, 64 + 64 registers beside the 64 of acc at BN = 128). K step k chains into pA if k is even, pB if
+    odd: the loop runs two steps a trip so the parity is static."""
     SM: gl.constexpr = 64
     BN: gl.constexpr = b_ring.shape[1]
     acc = gl.zeros((SM, BN), dtype=gl.float32, layout=acc_layout)

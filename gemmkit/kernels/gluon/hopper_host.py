@@ -134,8 +134,9 @@ def fit_split_k(cfg: dict, M: int, N: int, K: int, target) -> dict:
     return dict(cfg, NUM_KSPLIT=split_count(K, cfg["BLOCK_SIZE_K"], split) if split > 1 else 1)
 
 
-# The most K splits of a tail tile: the reduce reads every split's partial (8 splits of 4 tail tiles at 8192³ cost
-# 2-3 us; 32 cost 10 us, for 3 us less of the GEMM: docs/PERF.md "Session 12").
+# The most K splits of a tail tile: the reduce reads every split's partial (fp8 8192³, 4 tail tiles: 32 splits
+# cost 10.1 us of reduce for 6.0 us less GEMM, with the reduce's split loop a runtime loop; 8 splits, unrolled,
+# 1.7 us for 7.1 us less: docs/PERF.md "Session 12", logs/session12/tail_profile.txt).
 MAX_TAIL_SPLITS = 8
 
 
@@ -143,9 +144,9 @@ def tail_split(tiles: int, ctas: int, k_steps: int, min_k_steps: int = 1) -> tup
     """(tail tiles R, splits S) of a persistent launch of `tiles` whole-K tiles on `ctas` CTAs: the R = tiles % ctas
     tiles of the last, partial round run as S K-splits each (R * S <= ctas work items, one a CTA, S * R of the
     round's CTAs busy instead of R; S <= MAX_TAIL_SPLITS), their fp32 partials summed by a reduce; (0, 1) where
-    there is no partial
-    round after a full one (tiles <= ctas or tiles % ctas == 0), where fewer than 2 splits fit, or where K has
-    fewer than `min_k_steps` steps (a short tile's saved time does not pay for the partials and the reduce).
+    there is no partial round after a full one (tiles <= ctas or tiles % ctas == 0), where fewer than 2 splits
+    fit, or where K has fewer than `min_k_steps` steps (a short tile's saved time does not pay for the partials
+    and the reduce).
     S is the count whose K ranges of q = cdiv(k_steps, S) steps all start below K (`split_count`).
 
     DeepSeek-V3 (2112, 7168) at M = 4096, 128 x 128 tiles on 132 SMs: 544 tiles = 4 rounds + 16; R = 16, S = 8,

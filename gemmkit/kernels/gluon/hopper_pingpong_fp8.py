@@ -33,11 +33,11 @@ LAYOUT "pingpong" (num_warps 4): five partitions per CTA (`gl.warp_specialize`; 
   load 1  (1 warp)   the same for consumer 1, ring 1
 
 LAYOUT "coop" (num_warps 8, BLOCK_SIZE_M 128: DeepGEMM's cooperative layout): four partitions, one
-128 x BN tile per CTA work item, one ring, both consumers on every tile:
+128 x BN tile (or a tail split's K range of one) per CTA work item, one ring, both consumers on every item:
 
-  mma 0   (4 warps)  every local tile (ids pid, pid + grid, ...), rows   0..63: acc 64 x BN + pA, pB 64 x BN
-  mma 1   (4 warps)  the same tiles, rows 64..127                       (128 x 128: 64 + 64 + 64 regs)
-  load    (1 warp)   TMA x[128, BK], w[BN, BK] (+ block scales) of every tile into the one ring
+  mma 0   (4 warps)  every local item (ids pid, pid + grid, ...), rows   0..63: acc 64 x BN + pA, pB 64 x BN
+  mma 1   (4 warps)  the same items, rows 64..127                       (128 x 128: 64 + 64 + 64 regs)
+  load    (1 warp)   TMA x[128, BK], w[BN, BK] (+ block scales) of every item into the one ring
                      ┌──────── ring slot s: a 128 x BK ─┬─ rows 0..63 ──► mma 0's chain ──► acc (mma 0)
                      │                                  └─ rows 64..127 ─► mma 1's chain ──► acc (mma 1)
                      └──────── b BN x BK (read by both), s 128 fp32 (block: each reads its 64)
@@ -50,10 +50,10 @@ LAYOUT "coop" (num_warps 8, BLOCK_SIZE_M 128: DeepGEMM's cooperative layout): fo
   the two consumers drift (each waits only for full[s]; a slot goes back once both arrived on empty[s]).
   The cost: both consumers run the epilogue at once, each storing its 64-row half (its own
   64 x BN staging buffer, one TMA store each); the tensor cores idle then, while the load
-  warp already fills the ring with the next tile's first K steps.
+  warp already fills the ring with the next work item's first K steps.
 
   Tail split (coop only; `tail_plan`, hopper_host.tail_split): where the tiles leave a partial last round
-  (R = tiles % CTAs of them) and K has >= MIN_TAIL_K_STEPS steps, those R tiles run as S K-splits each, so
+  (R = tiles % CTAs of them) and K >= MIN_TAIL_K, those R tiles run as S K-splits each, so
   R * S CTAs share the last round instead of R. The work items (`_work`) are the whole tiles first, then the
   splits; a split's epilogue stores its fp32 partial into a workspace (`_store_partial`: rowcol already
   scaled), and tail_reduce_kernel (kernels/triton/_splitk_reduce.py) sums each tail tile's splits in order::
@@ -143,10 +143,12 @@ Constraints:
   - num_warps 4 (pingpong: a warpgroup per tile) or 8 (coop: two warpgroups on one tile,
     BLOCK_SIZE_M == 128); NUM_KSPLIT == 1 (split-K runs on the Triton tier; the coop tail split is derived,
     not configured: TAIL * SPLITS <= CTAs, so each CTA runs at most one split, its last work item).
-  - The pingpong layout is compiled with TAIL 0 and SPLITS 1 as constants: passing them as runtime values to
-    its partitions aborts Triton 3.6's ConvertTritonGPUToLLVM (an index assertion), and it never splits.
     num_stages is the depth of *each* ring (pingpong two, coop one; upper bound: the most
     that fit beside the output staging, >= 2).
+  - The pingpong layout is compiled with TAIL 0 and SPLITS 1 as constants: passing them as runtime values to
+    its partitions aborts Triton 3.6's ConvertTritonGPUToLLVM (an index assertion), and it never splits.
+  - With a tail split the fp32 summation order of the tail tiles depends on M, N, K and the SM count (bitwise
+    reproducible for one shape on one GPU; not equal to the unsplit result): the op has no switch for it.
   - K >= 1 (the op handles K == 0); M * N tiles < 2**31.
 """
 from __future__ import annotations
@@ -193,10 +195,11 @@ PROMISES = (
 SLICE_M = 64  # rows of one wgmma chain (m64) and of the partial accumulator
 LOAD_THREADS = gl.constexpr(32)  # one load warp per ring (warp_specialize's 1s): its lanes all arrive on full[s]
 MAX_PROMOTE_K = 128  # fp8 products the tensor cores' adder may carry before an fp32 FADD
-# The coop tail split's rule (`tail_plan`): K steps a tile needs before splitting the last round pays for the
-# partials and the reduce launch. Measured (docs/PERF.md "Session 12", tail_split_ab.json): 4, 12 and 16 steps
-# lost 0.3-3%, 56-128 steps gained 1-17% (one row of 64 steps, 1.2% of its time in the tail, -0.2%).
-MIN_TAIL_K_STEPS = 32
+# The coop tail split's rule (`tail_plan`): the K a tile needs before splitting the last round pays for the
+# partials and the reduce launch. Measured at BK = 128 (docs/PERF.md "Session 12", tail_split_ab*.json): K = 512,
+# 1536 and 2048 (4-16 steps) lost or tied (0.969-1.002), K = 7168 and more gained where the tail round was more
+# than a few % of the time (+2-14%). Any threshold between 2048 and 7168 fits those rows; 4096 was not measured.
+MIN_TAIL_K = 4096
 _MAX_LIVE_ACC = 192  # acc + partial(s) fp32 registers per consumer thread (of 240: the rest for addresses)
 LAYOUTS = {hh.CONSUMER_WARPS: "pingpong", hp.COOP_WARPS: "coop"}  # num_warps (warps computing one output tile) -> layout
 CONFIG_KEYS = hh.CONFIG_KEYS
@@ -497,7 +500,7 @@ def _mma_partition(CONSUMER: gl.constexpr, LAYOUT: gl.constexpr, y_desc, xs_ptr,
                                                         k_steps, stride_wsk, RING, TWO, BK, STAGES, SCALE,
                                                         SCALE_BK, acc_layout)
         # Epilogue (pingpong: under the other consumer's mainloop; coop: both halves at once, while the load
-        # warp fills the ring with the next tile's K steps).
+        # warp fills the ring with the next work item's K steps).
         offs_m = pid_m * BM + ROW0 + gl.arange(0, SM, layout=gl.SliceLayout(1, acc_layout))
         offs_n = pid_n * BN + gl.arange(0, BN, layout=gl.SliceLayout(0, acc_layout))
         # (rowcol) w_scale and bias once for both slices (64 + 64 registers when loaded per slice: the
@@ -630,11 +633,11 @@ def unsupported(x, w, y, x_scale=None, w_scale=None, target=None, block_shape=No
 def tail_plan(plan: Plan, M: int, N: int, K: int, ctas: int, tail=None) -> tuple[int, int]:
     """(tail tiles, splits) of a launch (hopper_host.tail_split): coop layout only (a pingpong CTA runs two
     tiles at once, and its shared output staging is handed over tile by tile); `tail` None applies the rule
-    (K of at least MIN_TAIL_K_STEPS steps), False never splits, True splits wherever tail_split can."""
-    if plan.layout != "coop" or tail is False:
+    (K >= MIN_TAIL_K), a false value never splits, a true one splits wherever tail_split can."""
+    if plan.layout != "coop" or (tail is not None and not tail):
         return 0, 1
     tiles = -(-M // plan.BM) * -(-N // plan.BN)
-    return hh.tail_split(tiles, ctas, -(-K // plan.BK), 1 if tail else MIN_TAIL_K_STEPS)
+    return hh.tail_split(tiles, ctas, -(-K // plan.BK), 1 if tail else -(-MIN_TAIL_K // plan.BK))
 
 
 def launch(x, w, x_scale, w_scale, bias, y, cfg, target, compile_only=False, block_shape=None, tail=None):
@@ -682,7 +685,7 @@ def launch(x, w, x_scale, w_scale, bias, y, cfg, target, compile_only=False, blo
     grid = (max(1, min(num_tiles, target.num_cus)),)
     n_tail, splits = tail_plan(plan, M, N, K, grid[0], tail)
     part = x_scale  # no tail split: unused
-    if n_tail:
+    if n_tail and not compile_only:
         import torch
 
         part = torch.empty((n_tail * splits * bm, bn), dtype=torch.float32, device=x.device)
