@@ -384,3 +384,37 @@ def test_op_tail_split_on_the_deepseek_row(launches):
     torch.cuda.synchronize()
     assert (launches["hopper_pingpong_fp8_kernel"], launches["tail_reduce_kernel"]) == (before[0] + 1, before[1] + 1)
     check(y, x, w, xs, ws)
+
+
+@pytest.mark.parametrize("M", [4096, 1024])
+def test_op_tail_split_in_cuda_graph_and_compile(M, launches):
+    """The op's tail split (its fp32 workspace allocated inside the op, a second launch) captured in a CUDA graph
+    and replayed on new inputs, and under torch.compile(fullgraph=True): DeepSeek-V3 (2112, 7168) at M = 4096
+    (544 tiles: 16 x 8) and M = 1024 (136 tiles: 4 x 8), both split by the rule on 132 SMs."""
+    import gemmkit
+
+    N, K = 2112, 7168
+    x, w, xs, ws = inputs(M, N, K)
+    out = poisoned((M, N), torch.bfloat16, DEV)
+    gemmkit.gemm_a8w8_blockscale(x, w, xs, ws, out=out)  # compile outside the capture
+    torch.cuda.synchronize()
+    before = launches["tail_reduce_kernel"]
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        gemmkit.gemm_a8w8_blockscale(x, w, xs, ws, out=out)
+    if arch.current().num_cus == 132:
+        assert launches["tail_reduce_kernel"] == before + 1, "the captured call did not split its last round"
+    x2, _, xs2, _ = inputs(M, N, K)
+    x.copy_(x2)
+    xs.copy_(xs2)
+    out.fill_(float("nan"))
+    g.replay()
+    torch.cuda.synchronize()
+    check(out, x, w, xs, ws)
+
+    def f(x, w, xs, ws):
+        return gemmkit.gemm_a8w8_blockscale(x, w, xs, ws) * 2
+
+    y = torch.compile(f, fullgraph=True)(x, w, xs, ws)
+    torch.cuda.synchronize()
+    check(y / 2, x, w, xs, ws)
