@@ -1,8 +1,8 @@
 """The promoted mainloops of the FP8 Gluon kernel (hopper_pingpong_fp8.py): one consumer warpgroup's K loop
 over one output tile, wgmma chains from zero into a partial accumulator, each promoted into the fp32 tile.
 
-The kernel file owns the plan, the partitions, the epilogue and the launch; this file owns what one K step
-of a consumer does (`@gluon.jit` helpers, inlined into `_mma_partition`):
+The kernel file owns the partitions, the epilogue and the launch (its plan: hopper_fp8_plan.py); this file
+owns what one K step of a consumer does (`@gluon.jit` helpers, inlined into `_mma_partition`):
 
   _chain             one promotion interval: BK / 32 wgmma m64nBNk32 from zero into p, waited (wait(0))
   _promote           acc + p (rowcol, FADD) or acc + p * s[m] (block, FFMA), as inline PTX

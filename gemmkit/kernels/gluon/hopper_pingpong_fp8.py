@@ -122,7 +122,8 @@ Barriers (full: count 1, block 1 + 32; empty: 1, coop 2): full[r*S + s] / empty[
           parity j & 1 (consumer 0: 1, consumer 1: 0): epilogues alternate 0, 1, 0, ...
 
 The K loops of both layouts (chains, promotion, why max_num_imprecise_acc stays at the sm_90 default)
-live in hopper_fp8_mainloop.py; this file holds the plan, the partitions, the epilogue and the launch.
+live in hopper_fp8_mainloop.py, the plan (derive, constexprs, tail_plan) in hopper_fp8_plan.py; this file holds
+the partitions, the epilogue, the kernel and the launch.
 
 Constraints:
   - sm_90 only (wgmma, TMA, setmaxnreg); x and w float8_e4m3fn; y bf16, fp16 or fp32;
@@ -154,7 +155,6 @@ Constraints:
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
 
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
@@ -163,8 +163,10 @@ from triton.experimental.gluon.language.nvidia.hopper import fence_async_shared,
 
 from ..triton._schedule import tile_coords
 from . import hopper_host as hh
-from . import hopper_pingpong as hp
 from .hopper_fp8_mainloop import _coop_mainloop, _pingpong_mainloop
+# The plan lives in hopper_fp8_plan.py; its names are this module's API too (launch, static compiles, tests).
+from .hopper_fp8_plan import (CONFIG_KEYS, LAYOUTS, MAX_PROMOTE_K, MIN_TAIL_K, SLICE_M, Plan,  # noqa: F401
+                              constexprs, derive, tail_plan)
 from .hopper_pingpong import _ring_next
 
 KERNEL_NAME = "hopper_pingpong_fp8_kernel"
@@ -190,147 +192,9 @@ PROMISES = (
      "check": "cfg['num_warps'] != 8 or counts['GMMA_WAIT1'] > 0"},
 )
 
-# ----------------------------------------------------------------------------- the plan (one place)
+# ----------------------------------------------------------------------------- the plan (hopper_fp8_plan.py)
 
-SLICE_M = 64  # rows of one wgmma chain (m64) and of the partial accumulator
 LOAD_THREADS = gl.constexpr(32)  # one load warp per ring (warp_specialize's 1s): its lanes all arrive on full[s]
-MAX_PROMOTE_K = 128  # fp8 products the tensor cores' adder may carry before an fp32 FADD
-# The coop tail split's rule (`tail_plan`): the K a tile needs before splitting the last round pays for the
-# partials and the reduce launch. Measured at BK = 128 (docs/PERF.md "Session 12", tail_split_ab*.json): K = 512,
-# 1536 and 2048 (4-16 steps) lost or tied (0.969-1.002), K = 7168 and more gained where the tail round was more
-# than a few % of the time (+2-14%). Any threshold between 2048 and 7168 fits those rows; 4096 was not measured.
-MIN_TAIL_K = 4096
-_MAX_LIVE_ACC = 192  # acc + partial(s) fp32 registers per consumer thread (of 240: the rest for addresses)
-LAYOUTS = {hh.CONSUMER_WARPS: "pingpong", hp.COOP_WARPS: "coop"}  # num_warps (warps computing one output tile) -> layout
-CONFIG_KEYS = hh.CONFIG_KEYS
-
-
-@dataclass(frozen=True)
-class Plan:
-    BM: int
-    BN: int
-    BK: int
-    GROUP_SIZE_M: int
-    promote_k: int  # fp8 products per tensor-core chain before the fp32 FADD (= BK)
-    slices: int  # 64-row wgmma slices per consumer per tile (consumer_rows / 64)
-    stages: int  # depth of each ring (pingpong: two rings; coop: one)
-    stage_bytes: int  # one (a, b) ring slot
-    c_tiles: int  # output staging buffers: 2 (one per consumer) or 1 (shared, handed over by c_free);
-    #               each consumer_rows x BN (coop: a 64-row half each)
-    epilogue_bytes: int
-    smem_bytes: int  # upper bound on the kernel's shared memory
-    warps: int  # warps the CTA runs (partitions padded to warpgroups)
-    regs_at_entry: int
-    mma_regs: int  # per consumer thread after setmaxnreg
-    load_regs: int
-    acc_regs: int  # fp32 accumulator registers per consumer thread (consumer_rows * BN / 128)
-    partial_regs: int  # the 64 x BN partial accumulator(s): pingpong one, coop two (one in flight): 64 * BN / 128 each
-    swizzle_a: int
-    swizzle_b: int
-    swizzle_c: int
-    scale: str = "rowcol"  # "rowcol" (epilogue scales) | "block" (scaled promotion)
-    scale_bn: int = 1  # block: rows of w per w_scale row (SBN), a multiple of BN
-    scale_bk: int = 1  # block: K columns per scale column (SBK), a multiple of BK
-    scale_bytes: int = 0  # block: the x scales of one ring slot (BM fp32), part of stage_bytes
-    layout: str = "pingpong"  # "pingpong" (num_warps 4: a tile per consumer) | "coop" (8: one tile, two halves)
-    rings: int = 2  # pingpong: a ring (and a load warp) per consumer; coop: one, read by both consumers
-    consumer_rows: int = 128  # rows of the output one consumer computes per tile (pingpong: BM; coop: 64)
-
-
-def derive(cfg: dict, target=None, out_bytes: int = 2, block_shape=None) -> Plan:
-    """Everything the kernel and its launch need, from one config. ValueError names the key that cannot work.
-
-    Derivation (H200: 227 KiB shared memory per block, 64 K registers per SM; fp8 = 1 byte):
-      promote  every BK products (BK <= 128): each k step of a 64-row slice is one chain of
-               BK / 32 wgmma k32 from zero, then one FADD per accumulator register.
-      regs     acc BM * BN / 128 + partial 64 * BN / 128 per consumer thread (128 x 128: 128 + 64
-               = 192; 64 x 256 would need 256: refused). Warps: 4 + 4 + 1 + 1, the two load warps
-               share one padded warpgroup -> 12 warps, 384 threads, 168 registers at entry;
-               setmaxnreg: load warpgroup 24, consumers (168 * 384 - 24 * 128) / 256 = 240
-               (hopper_pingpong.derive's numbers: the same split).
-      ring     stage_bytes = (BM + BN) * BK (128 x 128 x 128: 32 KiB); two rings of `stages` each.
-               Two output tiles (one per consumer) when 2 * num_stages stages fit beside them, else
-               one shared tile and stages = min(num_stages, (smem - tile - slack) // (2 * stage_bytes)),
-               at least 2. 128 x 128 x 128, bf16 out: 2 tiles -> 2 stages a ring; 1 tile -> 3.
-      swizzle  128 B rows (BK = 128 fp8): 128-byte swizzle for a and b; y as hopper_pingpong.
-      scales   block_shape None: rowcol. (SBN, SBK): block; BK | SBK (no chain straddles two scale
-               blocks; BK < SBK promotes every step with the same scales) and BN | SBN (one w scale
-               per tile per K block); each ring slot also holds the step's BM fp32 x scales
-               (stage_bytes + 4 BM: 128 x 128 x 128 -> 33280 B, 2 stages a ring beside two bf16
-               output tiles, as 3 no longer fit beside one).
-      layout   num_warps 4 -> "pingpong" (above); num_warps 8 -> "coop" (BLOCK_SIZE_M must be 128):
-               one ring, one load warp (still 12 warps: 4 + 4 + 1 padded; the same 168 / 24 / 240
-               registers), consumer rows 64: acc 64 * BN / 128 + two partials 64 * BN / 128 (128 x 128:
-               64 + 2 x 64 = 192 of 240 with the in-flight chain's second partial, no spill; 128 x 256: 384, refused). Output
-               staging: two 64 x BN buffers (one per consumer, each its own TMA store), BM * BN *
-               out_bytes in all; stages = min(num_stages, (smem - staging - slack) // stage_bytes):
-               128 x 128 x 128 bf16 out: rowcol 6 (229376 + 1024 B), block 5 (33280 B a slot);
-               fp32 out: rowcol 5, block 4. Pingpong's shared-memory plan and SASS are unchanged.
-    """
-    nw = cfg.get("num_warps")
-    if nw not in LAYOUTS:
-        raise ValueError(f"config: key 'num_warps' = {nw!r}; the gluon fp8 backend needs 4 (ping-pong: a "
-                         "warpgroup per tile) or 8 (cooperative: two warpgroups on one 128-row tile)")
-    layout = LAYOUTS[nw]
-    # The shared checks (hopper_pingpong.check_config) know num_warps 4, the warps of one consumer.
-    bm, bn, bk = hp.check_config({**cfg, "num_warps": hh.CONSUMER_WARPS}, "gluon fp8", "the gluon fp8 kernel",
-                                 "(m64 slices)")
-    if bk not in (32, 64, 128):
-        raise ValueError(f"config: key 'BLOCK_SIZE_K' = {bk}; the gluon fp8 backend needs 32, 64 or 128 "
-                         f"(k32 wgmma, promotion at least every {MAX_PROMOTE_K} products)")
-    if layout == "coop" and bm != 2 * SLICE_M:
-        raise ValueError(f"config: key 'BLOCK_SIZE_M' = {bm} with num_warps 8 (the cooperative layout): "
-                         f"it needs 128, a 64-row half per consumer warpgroup")
-    rows = bm if layout == "pingpong" else SLICE_M  # output rows one consumer computes per tile
-    rings = 2 if layout == "pingpong" else 1
-    threads = 32 * hh.CONSUMER_WARPS
-    partials = 1 if layout == "pingpong" else 2  # coop keeps one chain in flight while it promotes the other
-    acc_regs, partial_regs = rows * bn // threads, partials * SLICE_M * bn // threads
-    if acc_regs + partial_regs > _MAX_LIVE_ACC:
-        raise ValueError(f"config: BLOCK_SIZE_M x BLOCK_SIZE_N = {bm} x {bn} ({layout}) needs {acc_regs} + "
-                         f"{partial_regs} accumulator registers per thread (fp32 tile + partials); the gluon fp8 "
-                         f"backend allows {_MAX_LIVE_ACC}")
-    smem = target.shared_mem_bytes if target is not None else 232448
-    scale, sbn, sbk, scale_bytes = "rowcol", 1, 1, 0
-    if block_shape is not None:
-        sbn, sbk = block_shape
-        if sbk % bk:
-            raise ValueError(f"config: key 'BLOCK_SIZE_K' = {bk} does not divide the scale block's K = {sbk} "
-                             "(a promotion would straddle two scale blocks)")
-        if sbn % bn:
-            raise ValueError(f"config: key 'BLOCK_SIZE_N' = {bn} does not divide the scale block's N = {sbn} "
-                             "(a tile's w scale would not be one scalar per K block)")
-        scale, scale_bytes = "block", 4 * bm
-    stage_bytes = (bm + bn) * bk + scale_bytes
-    buf_bytes = rows * bn * out_bytes  # one consumer's output staging buffer
-    ring_slots = rings * stage_bytes  # one slot in each ring
-    if layout == "coop":  # a 64-row half each: the two buffers are one tile's bytes
-        c_tiles = 2
-    else:
-        c_tiles = 2 if (smem - 2 * buf_bytes - hp._BARRIER_SLACK) // ring_slots >= cfg["num_stages"] else 1
-    epilogue_bytes = c_tiles * buf_bytes
-    fit = (smem - epilogue_bytes - hp._BARRIER_SLACK) // ring_slots
-    stages = min(cfg["num_stages"], fit)
-    if stages < 2:
-        raise ValueError(f"config: {bm} x {bn} x {bk} leaves room for {fit} stage(s) per ring beside the "
-                         f"{epilogue_bytes}-byte output staging ({out_bytes}-byte output); each ring needs 2")
-    warps = 2 * hh.CONSUMER_WARPS + 4 * -(-rings // 4)  # the load warps (one per ring) pad one warpgroup
-    regs_at_entry = hp._REG_FILE // (warps * 32) // 8 * 8
-    mma_regs = (regs_at_entry * warps * 32 - hp._LOAD_REGS * 128) // (2 * 128) // 8 * 8
-    return Plan(BM=bm, BN=bn, BK=bk, GROUP_SIZE_M=cfg["GROUP_SIZE_M"], promote_k=bk, slices=rows // SLICE_M,
-                stages=stages, stage_bytes=stage_bytes, c_tiles=c_tiles, epilogue_bytes=epilogue_bytes,
-                smem_bytes=rings * stages * stage_bytes + epilogue_bytes + hp._BARRIER_SLACK, warps=warps,
-                regs_at_entry=regs_at_entry, mma_regs=mma_regs, load_regs=hp._LOAD_REGS, acc_regs=acc_regs,
-                partial_regs=partial_regs, swizzle_a=hp._swizzle(bk), swizzle_b=hp._swizzle(bk),
-                swizzle_c=hp._swizzle(bn * out_bytes), scale=scale, scale_bn=sbn, scale_bk=sbk,
-                scale_bytes=scale_bytes, layout=layout, rings=rings, consumer_rows=rows)
-
-
-def constexprs(plan: Plan, *, has_bias: bool) -> dict:
-    """The kernel's constexpr arguments (one place for the launch and the static compile)."""
-    return dict(STAGES=plan.stages, C_TILES=plan.c_tiles, GROUP_SIZE_M=plan.GROUP_SIZE_M, HAS_BIAS=has_bias,
-                LAYOUT=plan.layout, SCALE=plan.scale, SCALE_BN=plan.scale_bn, SCALE_BK=plan.scale_bk,
-                MMA_REGS=plan.mma_regs, LOAD_REGS=plan.load_regs)
 
 
 # ----------------------------------------------------------------------------- device code
@@ -628,16 +492,6 @@ def unsupported(x, w, y, x_scale=None, w_scale=None, target=None, block_shape=No
             if sum((d - 1) * st for d, st in zip(s.shape, s.stride())) >= 2**31:
                 return f"{name}: spans 2**31 elements or more (the kernel's scale offsets are int32)"
     return None
-
-
-def tail_plan(plan: Plan, M: int, N: int, K: int, ctas: int, tail=None) -> tuple[int, int]:
-    """(tail tiles, splits) of a launch (hopper_host.tail_split): coop layout only (a pingpong CTA runs two
-    tiles at once, and its shared output staging is handed over tile by tile); `tail` None applies the rule
-    (K >= MIN_TAIL_K), a false value never splits, a true one splits wherever tail_split can."""
-    if plan.layout != "coop" or (tail is not None and not tail):
-        return 0, 1
-    tiles = -(-M // plan.BM) * -(-N // plan.BN)
-    return hh.tail_split(tiles, ctas, -(-K // plan.BK), 1 if tail else -(-MIN_TAIL_K // plan.BK))
 
 
 def launch(x, w, x_scale, w_scale, bias, y, cfg, target, compile_only=False, block_shape=None, tail=None):
