@@ -6,6 +6,7 @@ cut short by its time budget loses the last M, not the last model):
      num_stages, persistent or not, split-K, TMA or pointer loads, shaped by M
      (small M: short/narrow tiles and split-K; at 16 < M <= 64 BLOCK_SIZE_M 64 >= M, one
      tile row; large M: big tiles, persistence; sm_90 M >= 256: Gluon ping-pong configs too;
+     sm_90 fp8 (a8w8, a8w8_blockscale) M >= 64: the FP8 Gluon kernel's, `gluon_fp8_space`;
      a16w16 at M > 64 where a tiling leaves under 2 waves of tiles: split-K 2-8, 64-wide tiles);
   2. prune before compiling: shared memory (the op's own `smem_bytes` bound on
      the path the config would take), accumulator registers per thread, TMA box
@@ -78,6 +79,9 @@ def search_space(M: int, N: int, K: int, target, op: str = "a16w16") -> list:
     if op == "a16w16" and target.arch == "sm_90" and M >= 256:
         out += gluon_space(M) + gluon_split_k_space(M, N, K, target)
         seen.update(json.dumps(c, sort_keys=True) for c in out)
+    if op in ("a8w8", "a8w8_blockscale") and target.arch == "sm_90" and M >= 64:
+        out += gluon_fp8_space(M, op)
+        seen.update(json.dumps(c, sort_keys=True) for c in out)
     for bm, bn, bk, warps, stages, group, p, tma, split in itertools.product(
             bms, bns, bks, [4, 8], [2, 3, 4, 5], groups, persist, tmas, splits):
         c = _cfg(bm, bn, bk, warps, stages, group, p, tma, split)
@@ -143,6 +147,26 @@ def gluon_space(M: int = 256) -> list:
     return out
 
 
+def gluon_fp8_space(M: int, op: str = "a8w8") -> list:
+    """Candidates for the FP8 Gluon kernel (kernels/gluon/hopper_pingpong_fp8.py; gemm_a8w8 fp8 and
+    gemm_a8w8_blockscale on sm_90, M >= 64; the tuner drops them for int8). The ping-pong (num_warps 4): the
+    64 x 64 / 64 x 128 tiles the block-scale tables serve at M <= 128, and (per-token only: in block mode it
+    spills) 128 x 128 with 3 stages. From M = 128 the cooperative 128 x 128 x 128 (num_warps 8), 5 / 6 stages:
+    the config the A8W8 tables serve from M = 256 and the block-scale ones from M = 256 (session 12's sweep:
+    1.2-2.4x the Triton tier at M = 256-2048), with its tail split by the kernel's own rule."""
+    pp = [((64, 64), 6, g) for g in (4, 8)] + [((64, 128), 4, 8)]
+    if op == "a8w8" and M >= 128:
+        pp += [((128, 128), 3, 8), ((128, 128), 3, 16)]
+    coop = [((128, 128), s, g) for s in (5, 6) for g in (8, 16)] if M >= 128 else []
+    out = []
+    for warps, tiles in ((4, pp), (8, coop)):
+        for (bm, bn), stages, group in tiles:
+            c = _cfg(bm, bn, 128, warps, stages, group, False, False, 1)
+            c["backend"] = "gluon"
+            out.append(c)
+    return out
+
+
 GLUON_SPLIT_K_BK = 64  # the K step of every Gluon split-K candidate (its ranges are counted in these steps)
 GLUON_SPLIT_K_TILES = (("pp", 128, 128, 5), ("pp", 64, 192, 6), ("pp", 64, 96, 6), ("coop", 128, 192, 5),
                        ("coop", 128, 128, 6), ("coop", 128, 96, 6))  # (layout, BM, BN, num_stages)
@@ -188,9 +212,13 @@ def prune(cands, M: int, N: int, K: int, target, in_bytes=2, out_bytes=2, acc_ti
     keep = []
     for c in cands:
         if c.get("backend") == "gluon":
-            from ..kernels.gluon import hopper_coop, hopper_pingpong
+            from ..kernels.gluon import hopper_coop, hopper_pingpong, hopper_pingpong_fp8
 
-            derive = (hopper_coop if hopper_pingpong.is_coop(c) else hopper_pingpong).derive
+            if in_bytes == 1:  # the 8-bit ops' Gluon kernel (fp8; the tuner drops Gluon for int8)
+                def derive(c, target, in_bytes, out_bytes):
+                    return hopper_pingpong_fp8.derive(c, target, out_bytes)
+            else:
+                derive = (hopper_coop if hopper_pingpong.is_coop(c) else hopper_pingpong).derive
 
             if c.get("NUM_KSPLIT", 1) > 1 and -(-K // c["BLOCK_SIZE_K"]) // c["NUM_KSPLIT"] < MIN_SPLIT_STEPS:
                 continue  # short ranges: the partial-tile traffic outweighs the work
@@ -332,6 +360,8 @@ def tune_shapes(shapes, out_dir, *, max_candidates=40, rep_ms=40, seed=0, worker
         current, _ = _configs.select(table_op, target.arch, M, N, K)
         current = _configs.validate_config(current)
         space = bop.search_space(M, N, K, target) if bop.search_space else search_space(M, N, K, target, op)
+        if dtype_name == "int8":  # the FP8 Gluon kernel does not take int8: those configs would run the Triton tier
+            space = [c for c in space if c.get("backend", "triton") == "triton"]
         if backend != "all":  # e.g. "gluon": only that backend's candidates (and the current config)
             space = [c for c in space if c.get("backend", "triton") == backend]
         pruned = prune(space, M, N, K, target, in_bytes, 2, acc_tiles, batch)
