@@ -102,7 +102,7 @@ def test_backend_key_in_tables():
 
 def test_tuner_offers_gluon_candidates_on_sm90_only():
     """The tuner searches the Gluon backend for a16w16 on sm_90 at M >= 256, keeps only configs
-    its plan accepts, and offers none elsewhere."""
+    its plan accepts, and offers none elsewhere (the 8-bit ops get the FP8 kernel's instead)."""
     from gemmkit.tune import prune, search_space
 
     gl_all = [c for c in search_space(1024, 8192, 8192, H200, "a16w16") if c.get("backend") == "gluon"]
@@ -113,7 +113,9 @@ def test_tuner_offers_gluon_candidates_on_sm90_only():
     assert kept and all(hp.derive(c, H200) for c in kept)
     assert not [c for c in search_space(64, 8192, 8192, H200, "a16w16") if c.get("backend") == "gluon"]
     assert not [c for c in search_space(1024, 8192, 8192, arch.get("gfx942"), "a16w16") if c.get("backend")]
-    assert not [c for c in search_space(1024, 8192, 8192, H200, "a8w8") if c.get("backend")]
+    # a8w8's Gluon candidates are the FP8 kernel's (BLOCK_SIZE_K 128: tests/test_tune.py), none of this kernel's
+    fp8 = [c for c in search_space(1024, 8192, 8192, H200, "a8w8") if c.get("backend")]
+    assert fp8 and all(c["BLOCK_SIZE_K"] == 128 for c in fp8)
 
 
 def test_isa_cases_are_sm90_only():
