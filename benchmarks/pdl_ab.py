@@ -90,14 +90,14 @@ def main():
             copy_only = None
 
         def timed(fn, pdl):
-            os.environ["GEMMKIT_PDL"] = "1" if pdl else "0"
+            os.environ["GEMMKIT_PDL"] = str(int(pdl))
             return time_graph(fn, sets) * 1e3  # us
 
-        t = {"vendor": [], "off": [], "on": [], "copy": []}
+        t = {"vendor": [], "off": [], "on": [], "wait": [], "copy": []}
         error = None
         try:
             for p in range(args.passes):
-                order = [("vendor", vendor, False), ("off", ours, False), ("on", ours, True)]
+                order = [("vendor", vendor, 0), ("off", ours, 0), ("on", ours, 1), ("wait", ours, 2)]
                 if p % 2:
                     order = order[::-1]
                 for key, fn, pdl in order:
@@ -127,13 +127,15 @@ def main():
             row["on_over_off"] = med["off"] / med["on"]
             row["ratio_off"] = med["vendor"] / med["off"]
             row["ratio_on"] = med["vendor"] / med["on"]
+            row["ratio_wait"] = med["vendor"] / med["wait"]
             if "copy" in med:
                 c = med["copy"]
                 row["ratio_off_minus_copy"] = (med["vendor"] - c) / (med["off"] - c)
                 row["ratio_on_minus_copy"] = (med["vendor"] - c) / (med["on"] - c)
         results.append(row)
         print(f"{name:34s} vendor {med.get('vendor', 0):8.2f} off {med.get('off', 0):8.2f} on {med.get('on', 0):8.2f} "
-              f"us  ratio off {row.get('ratio_off', 0):.3f} on {row.get('ratio_on', 0):.3f}  "
+              f"wait {med.get('wait', 0):8.2f} us  ratio off {row.get('ratio_off', 0):.3f} on {row.get('ratio_on', 0):.3f} "
+              f"wait {row.get('ratio_wait', 0):.3f}  "
               f"ok={ok} rel={rel} {error or ''}", flush=True)
     meta = dict(device=torch.cuda.get_device_name(), date=time.strftime("%Y-%m-%d %H:%M:%S"),
                 torch=torch.__version__, triton=__import__("triton").__version__, git_sha=git_sha(),

@@ -161,7 +161,7 @@ def pdl_kwargs(target: _arch.Target) -> dict:
     """The launch keywords of a PDL kernel, both or neither: the kernel's PDL constexpr (its
     `griddepcontrol.wait` before any memory access) and Triton's `launch_pdl` launch attribute. A
     kernel launched with the attribute but without the wait could read its inputs early: never one alone."""
-    return {"PDL": True, "launch_pdl": True} if pdl_enabled(target) else {}
+    return {"PDL": int(os.environ.get("GEMMKIT_PDL", "1")), "launch_pdl": True} if pdl_enabled(target) else {}
 
 
 def tma_compatible(*tensors) -> bool:

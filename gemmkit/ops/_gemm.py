@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import dataclasses
 
+import os
+
 import torch
 
 from ..kernels.triton._schedule import persistent_grid
@@ -237,7 +239,7 @@ def plan(x2, w, y, has_bias, activation, cfg, target, scaling: Scaling = NO_SCAL
     key = (tuple(cfg.items()), target.arch, target.backend, target.num_cus, target.num_xcds, target.shared_mem_bytes,
            x2.shape, w.shape, x2.stride(), w.stride(), y.stride(), x2.dtype, y.dtype, has_bias, activation,
            scaling.mode, scaling.block_n, scaling.block_k, (x2.data_ptr() | w.data_ptr() | y.data_ptr()) & 15 == 0,
-           C.pdl_enabled(target))
+           C.pdl_enabled(target), os.environ.get("GEMMKIT_PDL"))
     p = _PLANS.get(key)
     if p is None:
         if len(_PLANS) >= MAX_PLANS:  # a server's ever-new M: start over rather than grow without bound

@@ -32,7 +32,8 @@ from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
 def dependent_launch_start(PDL: tl.constexpr):
     if PDL:
         gdc_wait()
-        gdc_launch_dependents()
+        if PDL == 1:
+            gdc_launch_dependents()
 
 
 # The Gluon kernels' twin (a @gluon.jit kernel cannot call a @triton.jit function in Triton 3.6): the same two
@@ -41,5 +42,6 @@ def dependent_launch_start(PDL: tl.constexpr):
 def gluon_dependent_launch_start(PDL: gl.constexpr):
     if PDL:
         gl.inline_asm_elementwise("griddepcontrol.wait; // $0", "=r", [], dtype=gl.int32, is_pure=False, pack=1)
+    if PDL == 1:
         gl.inline_asm_elementwise("griddepcontrol.launch_dependents; // $0", "=r", [], dtype=gl.int32,
                                   is_pure=False, pack=1)
