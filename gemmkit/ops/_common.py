@@ -150,20 +150,6 @@ def compiler_options(cfg: dict, target: _arch.Target) -> dict:
     return opts
 
 
-def pdl_enabled(target: _arch.Target) -> bool:
-    """Programmatic dependent launch for the kernels that take part (kernels/triton/_pdl.py): on NVIDIA
-    targets from sm_90, not in the interpreter, unless GEMMKIT_PDL=0 (read at every call)."""
-    return (target.is_nvidia and int(target.arch.split("_")[1]) >= 90 and not interpreting()
-            and os.environ.get("GEMMKIT_PDL", "1") != "0")
-
-
-def pdl_kwargs(target: _arch.Target) -> dict:
-    """The launch keywords of a PDL kernel, both or neither: the kernel's PDL constexpr (its
-    `griddepcontrol.wait` before any memory access) and Triton's `launch_pdl` launch attribute. A
-    kernel launched with the attribute but without the wait could read its inputs early: never one alone."""
-    return {"PDL": int(os.environ.get("GEMMKIT_PDL", "1")), "launch_pdl": True} if pdl_enabled(target) else {}
-
-
 def tma_compatible(*tensors) -> bool:
     """TMA's rules for a 2-D tensor: 16-byte aligned base, unit last stride, 16-byte aligned row stride."""
     for t in tensors:

@@ -20,8 +20,6 @@ from __future__ import annotations
 
 import dataclasses
 
-import os
-
 import torch
 
 from ..kernels.triton._schedule import persistent_grid
@@ -235,11 +233,10 @@ MAX_PLANS = 4096  # plans are ~1 KiB; one per distinct (config, shape, strides, 
 def plan(x2, w, y, has_bias, activation, cfg, target, scaling: Scaling = NO_SCALING) -> Plan:
     """The path (TMA or pointer), grid, constexprs and options of a launch, cached under a key that
     holds everything they depend on: the config, the target, shapes, strides, dtypes, the epilogue,
-    the scaling, whether every base pointer is 16-byte aligned (TMA's rule) and whether PDL is on."""
+    the scaling and whether every base pointer is 16-byte aligned (TMA's rule)."""
     key = (tuple(cfg.items()), target.arch, target.backend, target.num_cus, target.num_xcds, target.shared_mem_bytes,
            x2.shape, w.shape, x2.stride(), w.stride(), y.stride(), x2.dtype, y.dtype, has_bias, activation,
-           scaling.mode, scaling.block_n, scaling.block_k, (x2.data_ptr() | w.data_ptr() | y.data_ptr()) & 15 == 0,
-           C.pdl_enabled(target), os.environ.get("GEMMKIT_PDL"))
+           scaling.mode, scaling.block_n, scaling.block_k, (x2.data_ptr() | w.data_ptr() | y.data_ptr()) & 15 == 0)
     p = _PLANS.get(key)
     if p is None:
         if len(_PLANS) >= MAX_PLANS:  # a server's ever-new M: start over rather than grow without bound
@@ -267,7 +264,7 @@ def _make_plan(x2, w, y, has_bias, activation, cfg, target, scaling):
     num_work = cdiv(M, bm) * cdiv(N, bn) * split_k
     grid = (persistent_grid(num_work, target.num_cus, target.num_xcds) if cfg["persistent"] else num_work,)
     reduce_grid, reduce_kwargs = reduce_plan(M, N, split_k, has_bias, activation, target)
-    return Plan(tma=tma, kernel=kernel, grid=grid, kwargs={**ce, **C.compiler_options(cfg, target), **C.pdl_kwargs(target)}, blocks=blocks,
+    return Plan(tma=tma, kernel=kernel, grid=grid, kwargs={**ce, **C.compiler_options(cfg, target)}, blocks=blocks,
                 split_k=split_k, reduce_grid=reduce_grid, reduce_kwargs=reduce_kwargs)
 
 

@@ -203,7 +203,7 @@ def launch(x, w, bias, y, activation, cfg, target, scaling=G.NO_SCALING, compile
     rowcol = scaling.mode == "rowcol"
     xs, wsc = (scaling.x_scale, scaling.w_scale) if rowcol else (y, y)  # never read when SCALE == "none"
     scale_strides = (xs.stride(0), wsc.stride(0)) if rowcol else (0, 0)
-    opts = dict(C.compiler_options(cfg, target), **C.pdl_kwargs(target))
+    opts = C.compiler_options(cfg, target)
     common = dict(has_bias=has_bias, activation=activation, in_dtype=x.dtype, scale=scaling.mode)
     if choose_path(cfg, target, x, w, y) == "tma":
         ce = constexprs(cfg, target, tma=True, even_k=False, **common)

@@ -184,7 +184,7 @@ def launch_gated(x2, w, y, activation, cfg, target, compile_only=False):
     num_work = G.cdiv(M, bm) * G.cdiv(I, bn) * split_k
     # Split-K partials: (split, M, 2I) fp32, [g | u] per split, reduced in order by the gated reduce.
     part = torch.empty((split_k, M, 2 * I), dtype=torch.float32, device=x2.device) if split_k > 1 else y
-    opts = dict(C.compiler_options(cfg, target), **C.pdl_kwargs(target))
+    opts = C.compiler_options(cfg, target)
     grid = (persistent_grid(num_work, target.num_cus, target.num_xcds) if cfg["persistent"] else num_work,)
     if choose_path(cfg, target, x2, w, y) == "tma":
         from triton.tools.tensor_descriptor import TensorDescriptor

@@ -159,7 +159,7 @@ def _launch(x2, w, bias, y, c1, c2, S1, S2, cfg, target, scaling, compile_only=F
     scale_strides = (xs.stride(0), xs.stride(1), wsc.stride(0), wsc.stride(1)) if scaling.mode == "block" \
         else (0, 0, 0, 0)
     strides = (*y.stride(), *c1.stride(), *c2.stride())
-    opts = dict(C.compiler_options(cfg, target), **C.pdl_kwargs(target))
+    opts = C.compiler_options(cfg, target)
     common = dict(has_bias=has_bias, activation="none", in_dtype=x2.dtype, scale=scaling.mode,
                   scale_bn=scaling.block_n, scale_bk=scaling.block_k)
     split = split_constexprs(S1, S2, S3)

@@ -60,7 +60,6 @@ from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import mbarrier
 
-from ..triton._pdl import gluon_dependent_launch_start
 from ..triton.batched_gemm_tma import tma_compatible_3d
 from . import hopper_coop as hc
 from . import hopper_host as hh
@@ -87,8 +86,7 @@ def _smem2(desc, shape: gl.constexpr):
 def hopper_pingpong_batched_kernel(x_desc, w_desc, y_desc, bias_ptr, B, M, N, K, stride_bb,
                                    STAGES: gl.constexpr, C_TILES: gl.constexpr, GROUP_SIZE_M: gl.constexpr,
                                    HAS_BIAS: gl.constexpr, ACTIVATION: gl.constexpr, MMA_REGS: gl.constexpr,
-                                   LOAD_REGS: gl.constexpr, PDL: gl.constexpr = False):
-    gluon_dependent_launch_start(PDL)
+                                   LOAD_REGS: gl.constexpr):
     BM: gl.constexpr = x_desc.block_type.shape[1]
     BK: gl.constexpr = x_desc.block_type.shape[2]
     BN: gl.constexpr = w_desc.block_type.shape[1]
@@ -122,14 +120,12 @@ def hopper_pingpong_batched_kernel(x_desc, w_desc, y_desc, bias_ptr, B, M, N, K,
 @gluon.jit(do_not_specialize=["B", "M", "N", "K", "stride_bb"])
 def hopper_coop_batched_kernel(x_desc, w_desc, y_desc, bias_ptr, B, M, N, K, stride_bb,
                                STAGES: gl.constexpr, GROUP_SIZE_M: gl.constexpr, HAS_BIAS: gl.constexpr,
-                               ACTIVATION: gl.constexpr, MMA_REGS: gl.constexpr, LOAD_REGS: gl.constexpr,
-                               PDL: gl.constexpr = False):
+                               ACTIVATION: gl.constexpr, MMA_REGS: gl.constexpr, LOAD_REGS: gl.constexpr):
     """hopper_coop_kernel over B x tiles: both consumers share each tile (BM/2 rows each, one
     BM/2 x EPI_N staging tile each); the y box is a consumer's sub-tile [1, BM/2, EPI_N]."""
     BM: gl.constexpr = x_desc.block_type.shape[1]
     BK: gl.constexpr = x_desc.block_type.shape[2]
     BN: gl.constexpr = w_desc.block_type.shape[1]
-    gluon_dependent_launch_start(PDL)
     BM_C: gl.constexpr = y_desc.block_type.shape[1]
     EPI_N: gl.constexpr = y_desc.block_type.shape[2]
     a_ring = _smem2(x_desc, [STAGES, BM, BK])
@@ -240,10 +236,7 @@ def launch(x, w, bias, y, activation, cfg, target, compile_only=False):
     args = (x_desc, w_desc, y_desc, bias if bias is not None else x, B, M, N, K, stride_bb)
     from ...ops import _launch  # the ops' launch cache (a lazy import: ops import this module)
 
-    from ...ops import _common
-
-    return _launch.launcher(kernel, grid, compile_only)(*args, **ce, **_common.pdl_kwargs(target),
-                                                        num_warps=hh.CONSUMER_WARPS)
+    return _launch.launcher(kernel, grid, compile_only)(*args, **ce, num_warps=hh.CONSUMER_WARPS)
 
 
 # ----------------------------------------------------------------------------- static compile (gemmkit isa)

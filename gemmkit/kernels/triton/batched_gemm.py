@@ -44,7 +44,6 @@ import triton.language as tl
 
 from ._epilogue import epilogue, store_tile
 from ._mainloop import pointer_mainloop
-from ._pdl import dependent_launch_start
 from ._schedule import batched_tile_coords
 
 
@@ -90,9 +89,7 @@ def batched_gemm_kernel(x_ptr, w_ptr, xs_ptr, wsc_ptr, bias_ptr, y_ptr, B, M, N,
                         BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
                         GROUP_SIZE_M: tl.constexpr, NUM_XCDS: tl.constexpr, EVEN_K: tl.constexpr,
                         HAS_BIAS: tl.constexpr, ACTIVATION: tl.constexpr, PERSISTENT: tl.constexpr,
-                        SCALE: tl.constexpr, ACC_INT: tl.constexpr, PROMOTE_K: tl.constexpr,
-                        PDL: tl.constexpr = False):
-    dependent_launch_start(PDL)
+                        SCALE: tl.constexpr, ACC_INT: tl.constexpr, PROMOTE_K: tl.constexpr):
     num_work = B * tl.cdiv(M, BLOCK_M) * tl.cdiv(N, BLOCK_N)
     if PERSISTENT:
         for work_id in tl.range(tl.program_id(0), num_work, tl.num_programs(0)):

@@ -36,7 +36,6 @@ import triton.language as tl
 
 from ._epilogue import epilogue
 from ._mainloop import mma_step
-from ._pdl import dependent_launch_start
 from ._schedule import batched_tile_coords
 
 
@@ -60,9 +59,7 @@ def batched_gemm_tma_kernel(x_desc, w_desc, y_desc, xs_ptr, wsc_ptr, bias_ptr, B
                             BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
                             GROUP_SIZE_M: tl.constexpr, NUM_XCDS: tl.constexpr,
                             HAS_BIAS: tl.constexpr, ACTIVATION: tl.constexpr,
-                            SCALE: tl.constexpr, ACC_INT: tl.constexpr, PROMOTE_K: tl.constexpr,
-                            PDL: tl.constexpr = False):
-    dependent_launch_start(PDL)
+                            SCALE: tl.constexpr, ACC_INT: tl.constexpr, PROMOTE_K: tl.constexpr):
     num_pid_m = tl.cdiv(M, BLOCK_M)
     num_pid_n = tl.cdiv(N, BLOCK_N)
     num_work = B * num_pid_m * num_pid_n

@@ -57,7 +57,6 @@ import triton.language as tl
 
 from ._epilogue import apply_scales, epilogue, store_tile
 from ._mainloop import pointer_mainloop
-from ._pdl import dependent_launch_start
 from ._schedule import split_k_range, tile_coords
 
 
@@ -125,8 +124,7 @@ def gemm_kernel(x_ptr, w_ptr, xs_ptr, wsc_ptr, bias_ptr, y_ptr, part_ptr, M, N, 
                 GROUP_SIZE_M: tl.constexpr, NUM_XCDS: tl.constexpr, EVEN_K: tl.constexpr,
                 HAS_BIAS: tl.constexpr, ACTIVATION: tl.constexpr, PERSISTENT: tl.constexpr,
                 SPLIT_K: tl.constexpr, SCALE: tl.constexpr, SCALE_BN: tl.constexpr, SCALE_BK: tl.constexpr,
-                ACC_INT: tl.constexpr, PROMOTE_K: tl.constexpr, PDL: tl.constexpr = False):
-    dependent_launch_start(PDL)
+                ACC_INT: tl.constexpr, PROMOTE_K: tl.constexpr):
     if PERSISTENT:
         num_work = tl.cdiv(M, BLOCK_M) * tl.cdiv(N, BLOCK_N) * SPLIT_K
         for work_id in tl.range(tl.program_id(0), num_work, tl.num_programs(0)):

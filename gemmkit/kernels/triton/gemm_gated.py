@@ -64,7 +64,6 @@ import triton.language as tl
 
 from ._epilogue import activation, store_tile
 from ._mainloop import mma_step
-from ._pdl import dependent_launch_start
 from ._schedule import split_k_range, tile_coords
 
 # Checked by `gemmkit isa` / CI on every shipped config (expressions over gemmkit.isa.resources,
@@ -164,9 +163,7 @@ def gemm_gated_kernel(x_ptr, w_ptr, y_ptr, part_ptr, M, I, K,
                       stride_xm, stride_xk, stride_wn, stride_wk, stride_ym, stride_yn,
                       BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
                       GROUP_SIZE_M: tl.constexpr, NUM_XCDS: tl.constexpr, EVEN_K: tl.constexpr,
-                      ACTIVATION: tl.constexpr, PERSISTENT: tl.constexpr, SPLIT_K: tl.constexpr,
-                      PDL: tl.constexpr = False):
-    dependent_launch_start(PDL)
+                      ACTIVATION: tl.constexpr, PERSISTENT: tl.constexpr, SPLIT_K: tl.constexpr):
     if PERSISTENT:
         num_work = tl.cdiv(M, BLOCK_M) * tl.cdiv(I, BLOCK_N) * SPLIT_K
         for work_id in tl.range(tl.program_id(0), num_work, tl.num_programs(0)):
@@ -183,8 +180,7 @@ def gemm_gated_kernel(x_ptr, w_ptr, y_ptr, part_ptr, M, I, K,
 def gemm_gated_tma_kernel(x_desc, w_desc, y_desc, part_ptr, M, I, K,
                           BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
                           GROUP_SIZE_M: tl.constexpr, NUM_XCDS: tl.constexpr,
-                          ACTIVATION: tl.constexpr, SPLIT_K: tl.constexpr, PDL: tl.constexpr = False):
-    dependent_launch_start(PDL)
+                          ACTIVATION: tl.constexpr, SPLIT_K: tl.constexpr):
     num_pid_m = tl.cdiv(M, BLOCK_M)
     num_pid_n = tl.cdiv(I, BLOCK_N)
     num_tiles = num_pid_m * num_pid_n

@@ -58,7 +58,6 @@ import triton.language as tl
 
 from ._epilogue import epilogue
 from ._mainloop import mma_step, pointer_mainloop, scale_rows
-from ._pdl import dependent_launch_start
 from ._schedule import tile_coords
 
 
@@ -166,12 +165,10 @@ def gemm_split_cat_kernel(x_ptr, w_ptr, xs_ptr, wsc_ptr, bias_ptr, y_ptr, c1_ptr
                           HAS_BIAS: tl.constexpr, ACTIVATION: tl.constexpr, PERSISTENT: tl.constexpr,
                           SPLIT_K: tl.constexpr, SCALE: tl.constexpr, SCALE_BN: tl.constexpr, SCALE_BK: tl.constexpr,
                           ACC_INT: tl.constexpr, PROMOTE_K: tl.constexpr,
-                          S1: tl.constexpr, S2: tl.constexpr, S3: tl.constexpr, S3P: tl.constexpr,
-                          PDL: tl.constexpr = False):
+                          S1: tl.constexpr, S2: tl.constexpr, S3: tl.constexpr, S3P: tl.constexpr):
     """Pointer path (every target, the interpreter). Same arguments as gemm.py's gemm_kernel, plus y,
     c1, c2 (3-D strides) and S1, S2, S3 (S3P: S3 rounded up to a power of two)."""
     tl.static_assert(SPLIT_K == 1, "gemm_split_cat has no split-K path")
-    dependent_launch_start(PDL)
     if PERSISTENT:
         num_work = tl.cdiv(M, BLOCK_M) * tl.cdiv(N, BLOCK_N)
         for work_id in tl.range(tl.program_id(0), num_work, tl.num_programs(0)):
@@ -201,12 +198,11 @@ def gemm_split_cat_tma_kernel(x_desc, w_desc, c1_desc, c2_desc, xs_ptr, wsc_ptr,
                               SCALE: tl.constexpr, SCALE_BN: tl.constexpr, SCALE_BK: tl.constexpr,
                               ACC_INT: tl.constexpr, PROMOTE_K: tl.constexpr,
                               S1: tl.constexpr, S2: tl.constexpr, S3: tl.constexpr, S3P: tl.constexpr,
-                              STORE: tl.constexpr, PDL: tl.constexpr = False):
+                              STORE: tl.constexpr):
     """Hopper TMA-load path: gemm_tma.py's loop (x_desc [BLOCK_M, BLOCK_K], w_desc [BLOCK_N, BLOCK_K]);
     c1_desc / c2_desc: 2-D descriptors of c1 (M, D * (S1 + S3)) and c2 (M, D * S2) for the TMA
     stores (None when STORE == "pointer"); y always through pointers."""
     tl.static_assert(SPLIT_K == 1, "gemm_split_cat has no split-K path")
-    dependent_launch_start(PDL)
     S: tl.constexpr = S1 + S2
     num_pid_m = tl.cdiv(M, BLOCK_M)
     num_pid_n = tl.cdiv(N, BLOCK_N)

@@ -39,7 +39,6 @@ import triton.language as tl
 
 from ._epilogue import apply_scales, epilogue, store_tile
 from ._mainloop import mma_step, scale_rows
-from ._pdl import dependent_launch_start
 from ._schedule import split_k_range, tile_coords
 
 
@@ -65,8 +64,7 @@ def gemm_tma_kernel(x_desc, w_desc, y_desc, xs_ptr, wsc_ptr, bias_ptr, part_ptr,
                     GROUP_SIZE_M: tl.constexpr, NUM_XCDS: tl.constexpr,
                     HAS_BIAS: tl.constexpr, ACTIVATION: tl.constexpr, SPLIT_K: tl.constexpr,
                     SCALE: tl.constexpr, SCALE_BN: tl.constexpr, SCALE_BK: tl.constexpr,
-                    ACC_INT: tl.constexpr, PROMOTE_K: tl.constexpr, PDL: tl.constexpr = False):
-    dependent_launch_start(PDL)
+                    ACC_INT: tl.constexpr, PROMOTE_K: tl.constexpr):
     num_pid_m = tl.cdiv(M, BLOCK_M)
     num_pid_n = tl.cdiv(N, BLOCK_N)
     num_tiles = num_pid_m * num_pid_n
