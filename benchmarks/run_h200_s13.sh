@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Session 13 device runs (H200). STAGE (space-separated, any order):
+#   kscale   benchmarks/fp8_k_scaling.py: fp8 per-token time against K at M = N = 4096 / 8192, ours and _scaled_mm
+#   alltests the whole gpu suite
+# Usage (repo root): GEMMKIT_GIT_SHA=<sha> STAGE="kscale" bash benchmarks/run_h200_s13.sh
+# (Session 13's first runs, PDL on / off, used benchmarks/pdl_ab.py and this file's `pdl` stage at git 2f06cc3.)
+set -u
+. "$(dirname "$0")/h200_stage_env.sh"
+if has kscale; then
+  timeout 560 python3 benchmarks/fp8_k_scaling.py --json "$OUT/fp8_k_scaling.json" ${KS_ARGS:-} > "$OUT/fp8_k_scaling.log" 2>&1
+  grep -v Warn "$OUT/fp8_k_scaling.log" | tail -20
+fi
+if has alltests; then
+  timeout 500 python3 -m pytest -m gpu -q -p no:cacheprovider -n 8 --timeout 300 tests 2>&1 \
+    | tee "$OUT/pytest_gpu_all.log" | tail -8
+fi
