@@ -33,7 +33,10 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--json", required=True)
     ap.add_argument("--passes", type=int, default=3)
+    ap.add_argument("--sizes", default="4096,8192", help="which M = N series to run")
+    ap.add_argument("--no-check", action="store_true", help="time without checking (a probe that is wrong on purpose)")
     args = ap.parse_args()
+    sizes = {int(v) for v in args.sizes.split(",")}
 
     import torch
 
@@ -48,6 +51,8 @@ def main():
                         torch=torch.__version__, triton=__import__("triton").__version__, git_sha=git_sha(),
                         config=CONFIG, passes=args.passes), "series": []}
     for (M, N), klist in SERIES.items():
+        if M not in sizes:
+            continue
         pts = []
         for K in klist:
             torch.manual_seed(K)
@@ -57,7 +62,7 @@ def main():
             ref = op.reference(first).float()
             got = op.run(first, CONFIG).float()
             rel = ((got - ref).norm() / ref.norm()).item()
-            assert torch.isfinite(got).all() and rel < 2e-2, (M, N, K, rel)
+            assert args.no_check or (torch.isfinite(got).all() and rel < 2e-2), (M, N, K, rel)
             t = {"ours": [], "vendor": []}
             for p in range(args.passes):
                 order = [("vendor", lambda *i: op.vendor(i)), ("ours", lambda *i: op.run(i, CONFIG))]

@@ -10,6 +10,17 @@ if has kscale; then
   timeout 560 python3 benchmarks/fp8_k_scaling.py --json "$OUT/fp8_k_scaling.json" ${KS_ARGS:-} > "$OUT/fp8_k_scaling.log" 2>&1
   grep -v Warn "$OUT/fp8_k_scaling.log" | tail -20
 fi
+# probe: the fp8_k_scaling series under GEMMKIT_EPI_PROBE = 0-5, a probe patch of the FP8 kernel's coop epilogue that
+# was never committed (docs/PERF.md, session 13: 1 no scale loads, 2 scales loaded before the mainloop, 3 no
+# epilogue, 4 / 5 direct global stores); on committed code every probe value runs the shipped kernel.
+if has probe; then
+  for P in ${PROBES:-0 1 2 3 0}; do
+    NC=""; case $P in 1|3) NC=--no-check;; esac
+    GEMMKIT_EPI_PROBE=$P timeout 200 python3 benchmarks/fp8_k_scaling.py --json "$OUT/probe_$P.json" --sizes ${SIZES:-4096} \
+      --passes 3 $NC > "$OUT/probe_$P.log" 2>&1
+    echo "probe $P"; grep -v Warn "$OUT/probe_$P.log" | tail -8
+  done
+fi
 if has alltests; then
   timeout 500 python3 -m pytest -m gpu -q -p no:cacheprovider -n 8 --timeout 300 tests 2>&1 \
     | tee "$OUT/pytest_gpu_all.log" | tail -8
