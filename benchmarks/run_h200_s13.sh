@@ -21,6 +21,27 @@ if has probe; then
     echo "probe $P"; grep -v Warn "$OUT/probe_$P.log" | tail -8
   done
 fi
+if has fp8tests; then
+  timeout 500 python3 -m pytest -m gpu -q -p no:cacheprovider -n 8 --timeout 300 tests/test_gpu_a8w8_gluon.py \
+    tests/test_gpu_blockscale_gluon.py tests/test_gpu_a8w8.py 2>&1 | tee "$OUT/pytest_fp8.log" | tail -6
+fi
+if has xtile; then  # GEMMKIT_XTILE 0 (the old coop consumer) / 1 (rotated loop), separate processes, interleaved
+  for X in ${XS:-0 1 0 1}; do
+    GEMMKIT_XTILE=$X timeout 250 python3 benchmarks/fp8_k_scaling.py --json "$OUT/xtile_$X.json" --sizes ${SIZES:-4096,8192} \
+      --passes 2 > "$OUT/xtile_$X.log" 2>&1
+    echo "xtile $X"; grep -E "fit|K=  4096|K=  8192" "$OUT/xtile_$X.log" | tail -5
+  done
+fi
+if has fp8bench; then
+  for X in ${BXS:-1 0}; do
+    SQ="--shape 4096,4096,4096 --shape 8192,8192,8192"
+    GEMMKIT_XTILE=$X timeout 250 python3 -m gemmkit bench --op a8w8 --dtype fp8 --cuda-graph $SQ --model llama3-70b \
+      -m 256,1024,4096 --json "$OUT/a8w8_x$X.json" 2>&1 | grep -v Warn | tail -16
+    DS=""; for nk in 2112,7168 24576,1536 32768,512 7168,16384 4096,7168 7168,2048; do DS="$DS --shape 4096,$nk"; done
+    GEMMKIT_XTILE=$X timeout 200 python3 -m gemmkit bench --op a8w8_blockscale --cuda-graph $DS \
+      --json "$OUT/a8w8_blockscale_x$X.json" 2>&1 | grep -v Warn | tail -8
+  done
+fi
 if has alltests; then
   timeout 500 python3 -m pytest -m gpu -q -p no:cacheprovider -n 8 --timeout 300 tests 2>&1 \
     | tee "$OUT/pytest_gpu_all.log" | tail -8
