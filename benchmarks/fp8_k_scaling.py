@@ -1,9 +1,12 @@
 """Per-tile fixed cost of the FP8 per-token GEMM against torch._scaled_mm: time against K at fixed M, N.
 
-At fixed M and N every CTA runs the same number of tiles for any K, so time(K) = a + b * K. The slope b is the
-mainloop's cost per K; the intercept a is what every tile pays whatever its K (pipeline fill, epilogue, the
-scales, the store), plus the launch. Comparing the two kernels' a and b says whether the gap to the vendor
-is in the mainloop (b) or in the per-tile overhead (a) that a cross-tile overlap of the epilogue would hide.
+At fixed M and N our persistent kernel runs the same tiles on every CTA for any K, so time(K) = a + b * K. The
+slope b is the mainloop's cost per K; the intercept a is what the CTAs' sequence of tiles (~8 at 4096, ~32 at
+8192) pays whatever the K (pipeline fill, epilogues, scales, stores), plus the launch: `intercept_us_per_round`
+divides it by the rounds. Comparing a and b says whether a gap is in the mainloop (b) or in the per-tile
+overhead (a) that an overlap of the epilogue would hide. The vendor may pick another kernel per K, so its
+split into a and b is a description of its times, not of one kernel. Each fit carries its standard errors
+(from the residuals): intercepts differing by less than about twice those are not told apart.
 
 One config for every K (the default table's `any`, the config 4096^3 and 8192^3 run), CUDA-graph timing of
 rotated inputs (bench/timing.time_graph), passes interleaved with the vendor, median per point, every
@@ -22,11 +25,14 @@ SERIES = {(4096, 4096): (512, 1024, 2048, 4096, 8192, 16384), (8192, 8192): (102
 
 
 def fit(ks, ts):
-    """Least squares t = a + b k: (a, b)."""
+    """Least squares t = a + b k: (a, b, standard error of a, standard error of b)."""
     n = len(ks)
     mk, mt = sum(ks) / n, sum(ts) / n
-    b = sum((k - mk) * (t - mt) for k, t in zip(ks, ts)) / sum((k - mk) ** 2 for k in ks)
-    return mt - b * mk, b
+    sxx = sum((k - mk) ** 2 for k in ks)
+    b = sum((k - mk) * (t - mt) for k, t in zip(ks, ts)) / sxx
+    a = mt - b * mk
+    s2 = sum((t - a - b * k) ** 2 for k, t in zip(ks, ts)) / max(n - 2, 1)
+    return a, b, (s2 * (1 / n + mk * mk / sxx)) ** 0.5, (s2 / sxx) ** 0.5
 
 
 def main():
@@ -76,15 +82,16 @@ def main():
         ks = [p["K"] for p in pts]
         fits = {}
         for key in ("ours", "vendor"):
-            a, b = fit(ks, [p["median_us"][key] for p in pts])
-            fits[key] = dict(intercept_us=a, us_per_1k_K=b * 1e3)
-        tiles = -(-M // 128) * -(-N // 128)
+            a, b, sa, sb = fit(ks, [p["median_us"][key] for p in pts])
+            fits[key] = dict(intercept_us=a, us_per_1k_K=b * 1e3, intercept_se_us=sa, us_per_1k_K_se=sb * 1e3)
+        tiles = -(-M // CONFIG["BLOCK_SIZE_M"]) * -(-N // CONFIG["BLOCK_SIZE_N"])
         rounds = tiles / sms
         for key in fits:
             fits[key]["intercept_us_per_round"] = fits[key]["intercept_us"] / -(-tiles // sms)
-        print(f"M=N={M}: {tiles} tiles, {rounds:.2f} rounds; fit t = a + b K:  ours a {fits['ours']['intercept_us']:.2f} us "
-              f"b {fits['ours']['us_per_1k_K']:.3f} us/1k;  vendor a {fits['vendor']['intercept_us']:.2f} us "
-              f"b {fits['vendor']['us_per_1k_K']:.3f} us/1k", flush=True)
+        o, v = fits["ours"], fits["vendor"]
+        print(f"M=N={M}: {tiles} tiles, {rounds:.2f} rounds; fit t = a + b K:  ours a {o['intercept_us']:.2f} "
+              f"+- {o['intercept_se_us']:.2f} us b {o['us_per_1k_K']:.3f} us/1k;  vendor a {v['intercept_us']:.2f} "
+              f"+- {v['intercept_se_us']:.2f} us b {v['us_per_1k_K']:.3f} us/1k", flush=True)
         out["series"].append(dict(M=M, N=N, tiles=tiles, rounds=rounds, points=pts, fit=fits))
     with open(args.json, "w") as f:
         json.dump(out, f, indent=1)

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Session 13 device runs (H200). STAGE (space-separated, any order):
 #   kscale   benchmarks/fp8_k_scaling.py: fp8 per-token time against K at M = N = 4096 / 8192, ours and _scaled_mm
+#   probe / xtile / fp8bench  A/B of uncommitted patches of the FP8 coop consumer (see the comments at each stage)
+#   fp8tests the fp8 gpu tests
 #   alltests the whole gpu suite
 # Usage (repo root): GEMMKIT_GIT_SHA=<sha> STAGE="kscale" bash benchmarks/run_h200_s13.sh
 # (Session 13's first runs, PDL on / off, used benchmarks/pdl_ab.py and this file's `pdl` stage at git 2f06cc3.)
@@ -25,7 +27,9 @@ if has fp8tests; then
   timeout 500 python3 -m pytest -m gpu -q -p no:cacheprovider -n 8 --timeout 300 tests/test_gpu_a8w8_gluon.py \
     tests/test_gpu_blockscale_gluon.py tests/test_gpu_a8w8.py 2>&1 | tee "$OUT/pytest_fp8.log" | tail -6
 fi
-if has xtile; then  # GEMMKIT_XTILE 0 (the old coop consumer) / 1 (rotated loop), separate processes, interleaved
+# xtile / fp8bench: GEMMKIT_XTILE 0 (the shipped coop consumer) / 1 (the rotated loop), separate processes, alternating;
+# the switch exists only with logs/session13/coop_rotated_loop.patch applied (never committed; docs/PERF.md, session 13).
+if has xtile; then
   for X in ${XS:-0 1 0 1}; do
     GEMMKIT_XTILE=$X timeout 250 python3 benchmarks/fp8_k_scaling.py --json "$OUT/xtile_$X.json" --sizes ${SIZES:-4096,8192} \
       --passes 2 > "$OUT/xtile_$X.log" 2>&1
