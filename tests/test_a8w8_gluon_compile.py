@@ -59,15 +59,20 @@ COOP = {**BASE, "num_warps": 8, "num_stages": 6}
 def test_plan_of_the_coop_layout():
     """num_warps 8: one 128 x BN tile per CTA work item, one ring and one load warp, a 64-row half per
     consumer (acc 64 + two partials 64 + 64 registers at BN = 128: one chain in flight while the other is
-    promoted), two 64 x BN staging buffers (one tile's bytes)."""
+    promoted), two 64 x BN staging buffers (one tile's bytes); rowcol: two buffers of the epilogue's scales
+    (128 + 128 fp32 each), which still leave room for 6 slots."""
     p = k.derive(COOP, H200)
     assert (p.layout, p.rings, p.consumer_rows, p.slices) == ("coop", 1, 64, 1)
     assert (p.acc_regs, p.partial_regs, p.warps, p.regs_at_entry, p.mma_regs, p.load_regs) == (64, 128, 12, 168,
                                                                                                240, 24)
-    assert (p.stage_bytes, p.stages, p.c_tiles, p.epilogue_bytes) == (32768, 6, 2, 32768)
-    assert p.smem_bytes == 6 * 32768 + 32768 + 1024 <= H200.shared_mem_bytes
-    b = k.derive(COOP, H200, block_shape=(128, 128))  # + 128 fp32 scales a slot: 5 slots
+    assert (p.stage_bytes, p.stages, p.c_tiles, p.epilogue_bytes) == (32768, 6, 2, 32768 + 2 * 256 * 4)
+    assert p.smem_bytes == 6 * 32768 + 32768 + 2048 + 1024 == H200.shared_mem_bytes
+    # BN < 32: the load warp copies 32 w scales (one a lane) of which the consumers read BN
+    assert k.derive({**COOP, "BLOCK_SIZE_N": 16}, H200).epilogue_bytes == 2 * 64 * 16 * 2 + 2 * (128 + 32) * 4
+    b = k.derive(COOP, H200, block_shape=(128, 128))  # + 128 fp32 scales a slot: 5 slots; no staged vectors
     assert (b.layout, b.scale, b.stage_bytes, b.stages, b.scale_bytes) == ("coop", "block", 33280, 5, 512)
+    assert b.epilogue_bytes == 32768
+    assert k.derive(BASE, H200).epilogue_bytes % (128 * 128 * 2) == 0  # pingpong: staging only
     assert (b.load_regs, b.mma_regs) == (24, 240)
     assert b.smem_bytes <= H200.shared_mem_bytes
     assert (k.derive(COOP, H200, out_bytes=4).stages, k.derive(COOP, H200, 4, (128, 128)).stages) == (5, 4)

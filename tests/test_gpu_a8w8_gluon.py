@@ -34,7 +34,9 @@ CFGS = {"128x128x128s3": _cfg(128, 128, 128, 3),  # one shared output tile (c_fr
         "128x64x64s6": _cfg(128, 64, 64, 6),
         # coop (num_warps 8): one 128-row tile, a 64-row half per consumer, one ring read by both
         "coop128x128x128s6": _cfg(128, 128, 128, 6, warps=8),
-        "coop128x64x64s3": _cfg(128, 64, 64, 3, group=4, warps=8)}  # the ring wraps every 3 K steps
+        "coop128x64x64s3": _cfg(128, 64, 64, 3, group=4, warps=8),  # the ring wraps every 3 K steps
+        # BN < 32: the load warp stages 32 w scales a work item (one a lane), the consumers read 16
+        "coop128x16x128s4": _cfg(128, 16, 128, 4, warps=8)}
 TRITON_PROMOTED = {"BLOCK_SIZE_M": 128, "BLOCK_SIZE_N": 128, "BLOCK_SIZE_K": 128, "GROUP_SIZE_M": 8,
                    "num_warps": 8, "num_stages": 4, "tma": True, "persistent": True}
 
@@ -125,6 +127,17 @@ def test_small_persistent_grids(cus, cfg):
     M, N, K = 5 * 128 - 3, 7 * 128 + 8, 400
     x, w, xs, ws, b = inputs(M, N, K)
     check(run(x, w, xs, ws, b, cfg=CFGS[cfg], cus=cus), x, w, xs, ws, b)
+
+
+@pytest.mark.parametrize("cus", [1, 3])
+@pytest.mark.parametrize("K", [16, 128])
+def test_coop_one_step_work_items(cus, K):
+    """coop rowcol with one K step per work item and many items per CTA (1 CTA: 35): the load warp, free to run
+    six slots ahead, is held VECTOR_BUFFERS items ahead by the staged scale vectors (vempty); each item's
+    epilogue must read its own tile's x / w scales (they differ per row and column), after every wrap."""
+    M, N, K = 5 * 128 - 3, 7 * 128 + 8, K
+    x, w, xs, ws, b = inputs(M, N, K)
+    check(run(x, w, xs, ws, b, cfg=CFGS["coop128x128x128s6"], cus=cus), x, w, xs, ws, b)
 
 
 @pytest.mark.parametrize("cfg", ["128x128x128s3", "coop128x128x128s6"])

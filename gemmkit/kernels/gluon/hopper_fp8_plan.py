@@ -25,6 +25,8 @@ MAX_PROMOTE_K = 128  # fp8 products the tensor cores' adder may carry before an 
 # 1536 and 2048 (4-16 steps) lost or tied (0.969-1.002), K = 7168 and more gained where the tail round was more
 # than a few % of the time (+2-14%). Any threshold between 2048 and 7168 fits those rows; 4096 was not measured.
 MIN_TAIL_K = 4096
+# (coop rowcol) work items whose epilogue scales the load warp stages at once: the one in its epilogue, the next
+VECTOR_BUFFERS = 2
 _MAX_LIVE_ACC = 192  # acc + partial(s) fp32 registers per consumer thread (of 240: the rest for addresses)
 LAYOUTS = {hh.CONSUMER_WARPS: "pingpong", hp.COOP_WARPS: "coop"}  # num_warps (warps computing one output tile) -> layout
 CONFIG_KEYS = hh.CONFIG_KEYS
@@ -42,7 +44,7 @@ class Plan:
     stage_bytes: int  # one (a, b) ring slot
     c_tiles: int  # output staging buffers: 2 (one per consumer) or 1 (shared, handed over by c_free);
     #               each consumer_rows x BN (coop: a 64-row half each)
-    epilogue_bytes: int
+    epilogue_bytes: int  # output staging, plus (coop rowcol) the staged scale vectors (`vector_bytes`)
     smem_bytes: int  # upper bound on the kernel's shared memory
     warps: int  # warps the CTA runs (partitions padded to warpgroups)
     regs_at_entry: int
@@ -88,8 +90,10 @@ def derive(cfg: dict, target=None, out_bytes: int = 2, block_shape=None) -> Plan
                registers), consumer rows 64: acc 64 * BN / 128 + two partials 64 * BN / 128 (128 x 128:
                64 + 2 x 64 = 192 of 240 with the in-flight chain's second partial, no spill; 128 x 256: 384, refused). Output
                staging: two 64 x BN buffers (one per consumer, each its own TMA store), BM * BN *
-               out_bytes in all; stages = min(num_stages, (smem - staging - slack) // stage_bytes):
-               128 x 128 x 128 bf16 out: rowcol 6 (229376 + 1024 B), block 5 (33280 B a slot);
+               out_bytes in all; rowcol adds two buffers of the epilogue's scales (BM + max(BN, 32) fp32
+               each, staged by the load warp: `vector_bytes`, 2 KiB at 128 x 128); stages = min(num_stages,
+               (smem - staging - vectors - slack) // stage_bytes): 128 x 128 x 128 bf16 out: rowcol 6
+               (196608 + 32768 + 2048 + 1024 slack = 232448 B, the whole 227 KiB), block 5 (33280 B a slot);
                fp32 out: rowcol 5, block 4. Pingpong's shared-memory plan and SASS are unchanged.
     """
     nw = cfg.get("num_warps")
@@ -133,7 +137,7 @@ def derive(cfg: dict, target=None, out_bytes: int = 2, block_shape=None) -> Plan
         c_tiles = 2
     else:
         c_tiles = 2 if (smem - 2 * buf_bytes - hp._BARRIER_SLACK) // ring_slots >= cfg["num_stages"] else 1
-    epilogue_bytes = c_tiles * buf_bytes
+    epilogue_bytes = c_tiles * buf_bytes + vector_bytes(layout, scale, bm, bn)
     fit = (smem - epilogue_bytes - hp._BARRIER_SLACK) // ring_slots
     stages = min(cfg["num_stages"], fit)
     if stages < 2:
@@ -149,6 +153,15 @@ def derive(cfg: dict, target=None, out_bytes: int = 2, block_shape=None) -> Plan
                 partial_regs=partial_regs, swizzle_a=hp._swizzle(bk), swizzle_b=hp._swizzle(bk),
                 swizzle_c=hp._swizzle(bn * out_bytes), scale=scale, scale_bn=sbn, scale_bk=sbk,
                 scale_bytes=scale_bytes, layout=layout, rings=rings, consumer_rows=rows)
+
+
+def vector_bytes(layout: str, scale: str, bm: int, bn: int) -> int:
+    """Shared memory for the coop rowcol epilogue's staged scales: VECTOR_BUFFERS x (BM x scales + max(BN, 32)
+    w scales) fp32 (the kernel's v_smem); 0 for the other layouts and modes (they load them in the epilogue,
+    or apply block scales in the promotion)."""
+    if layout != "coop" or scale != "rowcol":
+        return 0
+    return VECTOR_BUFFERS * (bm + max(bn, 32)) * 4
 
 
 def constexprs(plan: Plan, *, has_bias: bool) -> dict:

@@ -165,8 +165,8 @@ from ..triton._schedule import tile_coords
 from . import hopper_host as hh
 from .hopper_fp8_mainloop import _coop_mainloop, _pingpong_mainloop
 # The plan lives in hopper_fp8_plan.py; its names are this module's API too (launch, static compiles, tests).
-from .hopper_fp8_plan import (CONFIG_KEYS, LAYOUTS, MAX_PROMOTE_K, MIN_TAIL_K, SLICE_M, Plan,  # noqa: F401
-                              constexprs, derive, tail_plan)
+from .hopper_fp8_plan import (CONFIG_KEYS, LAYOUTS, MAX_PROMOTE_K, MIN_TAIL_K, SLICE_M, VECTOR_BUFFERS,  # noqa: F401
+                              Plan, constexprs, derive, tail_plan)
 from .hopper_pingpong import _ring_next
 
 KERNEL_NAME = "hopper_pingpong_fp8_kernel"
@@ -195,6 +195,7 @@ PROMISES = (
 # ----------------------------------------------------------------------------- the plan (hopper_fp8_plan.py)
 
 LOAD_THREADS = gl.constexpr(32)  # one load warp per ring (warp_specialize's 1s): its lanes all arrive on full[s]
+NV_BUFFERS = gl.constexpr(VECTOR_BUFFERS)  # (coop rowcol) work items whose epilogue scales are staged at once
 
 
 # ----------------------------------------------------------------------------- device code
@@ -222,12 +223,14 @@ def _work(w, num_tiles, TAIL, SPLITS, k_steps):
 
 @gluon.jit
 def _load_partition(RING: gl.constexpr, NRINGS: gl.constexpr, x_desc, w_desc, a_ring, b_ring, s_ring, full, empty,
-                    xs_ptr, M, N, K, stride_xsm, stride_xsk, TAIL, SPLITS, STAGES: gl.constexpr,
-                    GROUP_SIZE_M: gl.constexpr, SCALE: gl.constexpr, SCALE_BK: gl.constexpr):
+                    vx_smem, vw_smem, vfull, vempty, xs_ptr, ws_ptr, M, N, K, stride_xsm, stride_xsk, TAIL, SPLITS,
+                    STAGES: gl.constexpr, GROUP_SIZE_M: gl.constexpr, SCALE: gl.constexpr, SCALE_BK: gl.constexpr,
+                    VEC: gl.constexpr):
     """1 warp: every K step of local work items RING, RING + NRINGS, ... into ring RING (pingpong: NRINGS = 2,
     consumer RING's tiles; coop: NRINGS = 1, every work item of the CTA, read by both consumers; a tail split's
     item is its K range of one tile, `_work`); (block) with the step's BM x scales x_scale[m, kb] copied into
-    s_ring by cp.async, which full[slot] also waits for."""
+    s_ring by cp.async, which full[slot] also waits for. (VEC: coop rowcol) before an item's K steps, its epilogue
+    scales into a vector buffer (`_stage_vectors`)."""
     BM: gl.constexpr = x_desc.block_type.shape[0]
     BK: gl.constexpr = x_desc.block_type.shape[1]
     BN: gl.constexpr = w_desc.block_type.shape[0]
@@ -240,9 +243,13 @@ def _load_partition(RING: gl.constexpr, NRINGS: gl.constexpr, x_desc, w_desc, a_
     idx = 0
     phase = 0
     num_tiles = num_pid_m * num_pid_n
+    item = 0  # local work items so far (VEC: which vector buffer, which phase)
     for w in range(gl.program_id(0) + RING * nprog, num_tiles + TAIL * (SPLITS - 1), NRINGS * nprog):
         tile_id, k0, nk, part = _work(w, num_tiles, TAIL, SPLITS, k_steps)
         pid_m, pid_n = tile_coords(tile_id, num_pid_m, num_pid_n, GROUP_SIZE_M, 1)
+        if VEC:
+            _stage_vectors(vx_smem, vw_smem, vfull, vempty, item, xs_ptr, ws_ptr, pid_m, pid_n, M, N, BM, BN)
+            item += 1
         if SCALE == "block":
             # Row offsets clamped to M - 1 (rows past M are zero-filled by TMA: any scale gives 0).
             rows = pid_m * BM + gl.arange(0, BM, layout=s_layout)
@@ -265,14 +272,33 @@ def _load_partition(RING: gl.constexpr, NRINGS: gl.constexpr, x_desc, w_desc, a_
 
 
 @gluon.jit
-def _store_slice(c_smem, acc, ROW: gl.constexpr, xs_ptr, ws, bias, offs_m, M, HAS_BIAS: gl.constexpr,
-                 SCALE: gl.constexpr):
+def _stage_vectors(vx_smem, vw_smem, vfull, vempty, item, xs_ptr, ws_ptr, pid_m, pid_n, M, N, BM: gl.constexpr,
+                   BN: gl.constexpr):
+    """(load warp, coop rowcol) Work item `item`'s epilogue scales into vector buffers item % NV: x_scale of the
+    tile's BM rows into vx_smem, w_scale of its columns into vw_smem (WSN = max(BN, 32) of them: whole 4-byte
+    copies on every lane), by cp.async, tracked by vfull (each lane's noinc arrival, made when its copies land: vfull counts 32).
+    Indices past M / N are clamped to the last (those rows and columns are clipped by the store)."""
+    NV: gl.constexpr = vx_smem.shape[0]
+    WSN: gl.constexpr = vw_smem.shape[1]
+    vs = item % NV
+    mbarrier.wait(vempty.index(vs), ((item // NV) & 1) ^ 1)  # both consumers read it NV items ago
+    rows = gl.minimum(pid_m * BM + gl.arange(0, BM, layout=gl.BlockedLayout([BM // 32], [32], [1], [0])), M - 1)
+    cols = gl.minimum(pid_n * BN + gl.arange(0, WSN, layout=gl.BlockedLayout([WSN // 32], [32], [1], [0])), N - 1)
+    async_copy.async_copy_global_to_shared(vx_smem.index(vs), xs_ptr + rows)
+    async_copy.async_copy_global_to_shared(vw_smem.index(vs), ws_ptr + cols)
+    async_copy.mbarrier_arrive(vfull.index(vs), increment_count=False)
+
+
+@gluon.jit
+def _store_slice(c_smem, acc, ROW: gl.constexpr, xs_ptr, xs, ws, bias, offs_m, M, HAS_BIAS: gl.constexpr,
+                 SCALE: gl.constexpr, VEC: gl.constexpr):
     """Epilogue of one 64-row slice into c_smem rows ROW..ROW+63: (rowcol) (acc * x_scale[m]) * w_scale[n],
     (block) acc as promoted, then + bias[n] in fp32 (the Triton tier's order: kernels/triton/_epilogue.py),
-    cast to y's dtype."""
+    cast to y's dtype. x_scale: `xs` as staged (VEC), else loaded here."""
     out = acc
     if SCALE == "rowcol":
-        xs = gl.load(xs_ptr + offs_m + ROW, mask=offs_m + ROW < M, other=0.0)
+        if not VEC:
+            xs = gl.load(xs_ptr + offs_m + ROW, mask=offs_m + ROW < M, other=0.0)
         out = acc * xs[:, None] * ws[None, :]
     if HAS_BIAS:
         out = out + bias[None, :]
@@ -280,8 +306,9 @@ def _store_slice(c_smem, acc, ROW: gl.constexpr, xs_ptr, ws, bias, offs_m, M, HA
 
 
 @gluon.jit
-def _store_y(y_desc, c_smem, c_free, acc0, acc1, row, col, xs_ptr, ws, bias, offs_m, M, CONSUMER: gl.constexpr,
-             C_TILES: gl.constexpr, TWO: gl.constexpr, HAS_BIAS: gl.constexpr, SCALE: gl.constexpr):
+def _store_y(y_desc, c_smem, c_free, acc0, acc1, row, col, xs_ptr, xs, ws, bias, offs_m, M, CONSUMER: gl.constexpr,
+             C_TILES: gl.constexpr, TWO: gl.constexpr, HAS_BIAS: gl.constexpr, SCALE: gl.constexpr,
+             VEC: gl.constexpr):
     """A work item's y tile (or coop half) at (row, col): the slices through the staging buffer, one TMA store.
     The staging buffer is free once this consumer's previous store has read it (C_TILES 2) or the other
     consumer's has (C_TILES 1: handed over by c_free, epilogues alternating)."""
@@ -290,9 +317,9 @@ def _store_y(y_desc, c_smem, c_free, acc0, acc1, row, col, xs_ptr, ws, bias, off
         tma.store_wait(0)  # my previous tile's TMA store has read my c_smem
     else:
         mbarrier.wait(c_free, 1 - CONSUMER)  # the other consumer's last store has read the shared c
-    _store_slice(c_smem, acc0, 0, xs_ptr, ws, bias, offs_m, M, HAS_BIAS, SCALE)
-    if TWO:
-        _store_slice(c_smem, acc1, SM, xs_ptr, ws, bias, offs_m, M, HAS_BIAS, SCALE)
+    _store_slice(c_smem, acc0, 0, xs_ptr, xs, ws, bias, offs_m, M, HAS_BIAS, SCALE, VEC)
+    if TWO:  # (pingpong: never VEC)
+        _store_slice(c_smem, acc1, SM, xs_ptr, xs, ws, bias, offs_m, M, HAS_BIAS, SCALE, VEC)
     fence_async_shared()  # generic-proxy writes -> async-proxy (TMA) read
     tma.async_copy_shared_to_global(y_desc, [row, col], c_smem)
     if C_TILES == 1:
@@ -301,15 +328,14 @@ def _store_y(y_desc, c_smem, c_free, acc0, acc1, row, col, xs_ptr, ws, bias, off
 
 
 @gluon.jit
-def _store_partial(part_ptr, acc, part, ROW0: gl.constexpr, BM: gl.constexpr, xs_ptr, ws, offs_m, M,
-                   SCALE: gl.constexpr):
+def _store_partial(part_ptr, acc, part, ROW0: gl.constexpr, BM: gl.constexpr, xs, ws, SCALE: gl.constexpr):
     """(coop, tail split) This consumer's 64 rows of a K split's fp32 partial, into workspace tile `part`
-    (rows part * BM + ROW0 ..): (rowcol) times x_scale[m] * w_scale[n] (linear, so the splits may be scaled
-    before tail_reduce_kernel sums them and adds the bias), (block) as promoted. Plain stores from the wgmma
-    layout (each thread 2 adjacent fp32: whole 32-byte sectors); only the last round's splits take this path."""
+    (rows part * BM + ROW0 ..): (rowcol) times x_scale[m] * w_scale[n] (`xs`, `ws`: the staged vectors; linear,
+    so the splits may be scaled before tail_reduce_kernel sums them and adds the bias), (block) as promoted.
+    Plain stores from the wgmma layout (each thread 2 adjacent fp32: whole 32-byte sectors); only the last
+    round's splits take this path."""
     out = acc
     if SCALE == "rowcol":
-        xs = gl.load(xs_ptr + offs_m, mask=offs_m < M, other=0.0)
         out = acc * xs[:, None] * ws[None, :]
     BN: gl.constexpr = acc.shape[1]
     rows = part * BM + ROW0 + gl.arange(0, acc.shape[0], layout=gl.SliceLayout(1, acc.type.layout))
@@ -319,14 +345,15 @@ def _store_partial(part_ptr, acc, part, ROW0: gl.constexpr, BM: gl.constexpr, xs
 
 @gluon.jit
 def _mma_partition(CONSUMER: gl.constexpr, LAYOUT: gl.constexpr, y_desc, xs_ptr, ws_ptr, bias_ptr, a_ring, b_ring,
-                   s_ring, c_smem, full, empty, c_free, M, N, K, stride_wsn, stride_wsk, part_ptr, TAIL, SPLITS,
+                   s_ring, c_smem, full, empty, c_free, vx_smem, vw_smem, vfull, vempty, M, N, K, stride_wsn, stride_wsk, part_ptr, TAIL, SPLITS,
                    BM: gl.constexpr, BK: gl.constexpr, STAGES: gl.constexpr, C_TILES: gl.constexpr,
                    GROUP_SIZE_M: gl.constexpr, HAS_BIAS: gl.constexpr, SCALE: gl.constexpr, SCALE_BN: gl.constexpr,
-                   SCALE_BK: gl.constexpr):
+                   SCALE_BK: gl.constexpr, VEC: gl.constexpr):
     """1 warpgroup: promoted mainloop, then the epilogue. pingpong: local tiles CONSUMER, CONSUMER + 2, ...,
     all BM rows, from ring CONSUMER. coop: every local work item (a tile, or a tail split's K range of one:
     `_work`), rows 64 CONSUMER .. 64 CONSUMER + 63, from the one ring (both consumers wait on each full[s] and
-    arrive on each empty[s]); a tail split's epilogue stores its fp32 partial (`_store_partial`), not y."""
+    arrive on each empty[s]); a tail split's epilogue stores its fp32 partial (`_store_partial`), not y. VEC (coop
+    rowcol): the epilogue's x / w scales come from the item's vector buffer, staged by the load warp."""
     BN: gl.constexpr = y_desc.block_type.shape[1]
     SM: gl.constexpr = 64  # SLICE_M
     if LAYOUT == "coop":
@@ -349,6 +376,7 @@ def _mma_partition(CONSUMER: gl.constexpr, LAYOUT: gl.constexpr, y_desc, xs_ptr,
     idx = 0
     phase = 0
     num_tiles = num_pid_m * num_pid_n
+    item = 0  # local work items so far (VEC: which vector buffer, which phase)
     for w in range(gl.program_id(0) + RING * nprog, num_tiles + TAIL * (SPLITS - 1), NRINGS * nprog):
         tile_id, k0, nk, part = _work(w, num_tiles, TAIL, SPLITS, k_steps)
         pid_m, pid_n = tile_coords(tile_id, num_pid_m, num_pid_n, GROUP_SIZE_M, 1)
@@ -370,20 +398,30 @@ def _mma_partition(CONSUMER: gl.constexpr, LAYOUT: gl.constexpr, y_desc, xs_ptr,
         # (rowcol) w_scale and bias once for both slices (64 + 64 registers when loaded per slice: the
         # Triton tier's `epilogue` twice spilled 160 bytes at 128 x 128).
         ws = offs_n.to(gl.float32)  # block: unused (the scales went into the promotion)
-        if SCALE == "rowcol":
+        xs = offs_m.to(gl.float32)  # (not VEC) loaded in _store_slice
+        if VEC:
+            # Staged by the load warp while the mainloop ran: a shared-memory read here, not a global load's
+            # latency after the last chain (docs/PERF.md, session 14). Both consumers read, then release it.
+            vs = item % vx_smem.shape[0]
+            mbarrier.wait(vfull.index(vs), (item // vx_smem.shape[0]) & 1)
+            xs = vx_smem.index(vs).slice(ROW0, SM).load(gl.SliceLayout(1, acc_layout))
+            ws = vw_smem.index(vs).slice(0, BN).load(gl.SliceLayout(0, acc_layout))
+            mbarrier.arrive(vempty.index(vs))
+            item += 1
+        elif SCALE == "rowcol":
             ws = gl.load(ws_ptr + offs_n, mask=offs_n < N, other=0.0)
         bias = ws
         if HAS_BIAS:
             bias = gl.load(bias_ptr + offs_n, mask=offs_n < N, other=0.0).to(gl.float32)
         if LAYOUT == "coop":
             if part >= 0:  # a tail split (`_work`): its partial goes to the workspace
-                _store_partial(part_ptr, acc0, part, ROW0, BM, xs_ptr, ws, offs_m, M, SCALE)
+                _store_partial(part_ptr, acc0, part, ROW0, BM, xs, ws, SCALE)
             else:
-                _store_y(y_desc, c_smem, c_free, acc0, acc1, pid_m * BM + ROW0, pid_n * BN, xs_ptr, ws, bias,
-                         offs_m, M, CONSUMER, C_TILES, TWO, HAS_BIAS, SCALE)
+                _store_y(y_desc, c_smem, c_free, acc0, acc1, pid_m * BM + ROW0, pid_n * BN, xs_ptr, xs, ws, bias,
+                         offs_m, M, CONSUMER, C_TILES, TWO, HAS_BIAS, SCALE, VEC)
         else:  # (the host splits coop launches only)
-            _store_y(y_desc, c_smem, c_free, acc0, acc1, pid_m * BM + ROW0, pid_n * BN, xs_ptr, ws, bias, offs_m,
-                     M, CONSUMER, C_TILES, TWO, HAS_BIAS, SCALE)
+            _store_y(y_desc, c_smem, c_free, acc0, acc1, pid_m * BM + ROW0, pid_n * BN, xs_ptr, xs, ws, bias,
+                     offs_m, M, CONSUMER, C_TILES, TWO, HAS_BIAS, SCALE, VEC)
     tma.store_wait(0)
 
 
@@ -422,6 +460,24 @@ def hopper_pingpong_fp8_kernel(x_desc, w_desc, y_desc, xs_ptr, ws_ptr, bias_ptr,
     full = gl.allocate_shared_memory(gl.int64, [NSLOTS, 1], mbarrier.MBarrierLayout())
     empty = gl.allocate_shared_memory(gl.int64, [NSLOTS, 1], mbarrier.MBarrierLayout())
     c_free = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
+    # (coop rowcol) the epilogue's scales of NV work items, staged by the load warp: BM x scales, then
+    # max(BN, 32) w scales each (hopper_fp8_plan.vector_bytes); vfull counts the load warp's 32 lanes, vempty
+    # both consumers. Elsewhere placeholders, never touched.
+    VEC: gl.constexpr = (LAYOUT == "coop") and (SCALE == "rowcol")
+    if VEC:
+        WSN: gl.constexpr = BN if BN >= 32 else 32
+        vx_smem = gl.allocate_shared_memory(gl.float32, [NV_BUFFERS, BM], s_layout)
+        vw_smem = gl.allocate_shared_memory(gl.float32, [NV_BUFFERS, WSN], s_layout)
+        vfull = gl.allocate_shared_memory(gl.int64, [NV_BUFFERS, 1], mbarrier.MBarrierLayout())
+        vempty = gl.allocate_shared_memory(gl.int64, [NV_BUFFERS, 1], mbarrier.MBarrierLayout())
+        for i in gl.static_range(NV_BUFFERS):
+            mbarrier.init(vfull.index(i), count=LOAD_THREADS)
+            mbarrier.init(vempty.index(i), count=2)
+    else:
+        vx_smem = s_ring
+        vw_smem = s_ring
+        vfull = full
+        vempty = empty
     if SCALE == "block":
         # the loader's expect-tx arrive (+ the TMA bytes), and one arrive per load-warp lane when that lane's
         # cp.async scale copies have landed (cp.async.mbarrier.arrive.noinc: counted here, never incremented)
@@ -435,27 +491,30 @@ def hopper_pingpong_fp8_kernel(x_desc, w_desc, y_desc, xs_ptr, ws_ptr, bias_ptr,
     if LAYOUT == "coop":
         gl.warp_specialize([
             (_mma_partition, (0, LAYOUT, y_desc, xs_ptr, ws_ptr, bias_ptr, a_ring, b_ring, s_ring, c0, full, empty,
-                              c_free, M, N, K, stride_wsn, stride_wsk, part_ptr, TAIL, SPLITS, BM, BK, STAGES,
-                              C_TILES, GROUP_SIZE_M, HAS_BIAS, SCALE, SCALE_BN, SCALE_BK)),
+                              c_free, vx_smem, vw_smem, vfull, vempty, M, N, K, stride_wsn, stride_wsk, part_ptr, TAIL, SPLITS,
+                              BM, BK, STAGES, C_TILES, GROUP_SIZE_M, HAS_BIAS, SCALE, SCALE_BN, SCALE_BK, VEC)),
             (_mma_partition, (1, LAYOUT, y_desc, xs_ptr, ws_ptr, bias_ptr, a_ring, b_ring, s_ring, c1, full, empty,
-                              c_free, M, N, K, stride_wsn, stride_wsk, part_ptr, TAIL, SPLITS, BM, BK, STAGES,
-                              C_TILES, GROUP_SIZE_M, HAS_BIAS, SCALE, SCALE_BN, SCALE_BK)),
-            (_load_partition, (0, 1, x_desc, w_desc, a_ring, b_ring, s_ring, full, empty, xs_ptr, M, N, K,
-                               stride_xsm, stride_xsk, TAIL, SPLITS, STAGES, GROUP_SIZE_M, SCALE, SCALE_BK)),
+                              c_free, vx_smem, vw_smem, vfull, vempty, M, N, K, stride_wsn, stride_wsk, part_ptr, TAIL, SPLITS,
+                              BM, BK, STAGES, C_TILES, GROUP_SIZE_M, HAS_BIAS, SCALE, SCALE_BN, SCALE_BK, VEC)),
+            (_load_partition, (0, 1, x_desc, w_desc, a_ring, b_ring, s_ring, full, empty, vx_smem, vw_smem, vfull, vempty,
+                               xs_ptr, ws_ptr, M, N, K, stride_xsm, stride_xsk, TAIL, SPLITS, STAGES, GROUP_SIZE_M,
+                               SCALE, SCALE_BK, VEC)),
         ], [4, 1], [MMA_REGS, LOAD_REGS])
     else:  # no tail split (tail_plan): TAIL 0 and SPLITS 1 as constants (runtime ones break the pingpong
         # compile in Triton 3.6: an assertion in ConvertTritonGPUToLLVM), no workspace
         gl.warp_specialize([
             (_mma_partition, (0, LAYOUT, y_desc, xs_ptr, ws_ptr, bias_ptr, a_ring, b_ring, s_ring, c0, full, empty,
-                              c_free, M, N, K, stride_wsn, stride_wsk, xs_ptr, 0, 1, BM, BK, STAGES,
-                              C_TILES, GROUP_SIZE_M, HAS_BIAS, SCALE, SCALE_BN, SCALE_BK)),
+                              c_free, vx_smem, vw_smem, vfull, vempty, M, N, K, stride_wsn, stride_wsk, xs_ptr, 0, 1, BM, BK,
+                              STAGES, C_TILES, GROUP_SIZE_M, HAS_BIAS, SCALE, SCALE_BN, SCALE_BK, VEC)),
             (_mma_partition, (1, LAYOUT, y_desc, xs_ptr, ws_ptr, bias_ptr, a_ring, b_ring, s_ring, c1, full, empty,
-                              c_free, M, N, K, stride_wsn, stride_wsk, xs_ptr, 0, 1, BM, BK, STAGES,
-                              C_TILES, GROUP_SIZE_M, HAS_BIAS, SCALE, SCALE_BN, SCALE_BK)),
-            (_load_partition, (0, 2, x_desc, w_desc, a_ring, b_ring, s_ring, full, empty, xs_ptr, M, N, K,
-                               stride_xsm, stride_xsk, 0, 1, STAGES, GROUP_SIZE_M, SCALE, SCALE_BK)),
-            (_load_partition, (1, 2, x_desc, w_desc, a_ring, b_ring, s_ring, full, empty, xs_ptr, M, N, K,
-                               stride_xsm, stride_xsk, 0, 1, STAGES, GROUP_SIZE_M, SCALE, SCALE_BK)),
+                              c_free, vx_smem, vw_smem, vfull, vempty, M, N, K, stride_wsn, stride_wsk, xs_ptr, 0, 1, BM, BK,
+                              STAGES, C_TILES, GROUP_SIZE_M, HAS_BIAS, SCALE, SCALE_BN, SCALE_BK, VEC)),
+            (_load_partition, (0, 2, x_desc, w_desc, a_ring, b_ring, s_ring, full, empty, vx_smem, vw_smem, vfull, vempty,
+                               xs_ptr, ws_ptr, M, N, K, stride_xsm, stride_xsk, 0, 1, STAGES, GROUP_SIZE_M, SCALE,
+                               SCALE_BK, VEC)),
+            (_load_partition, (1, 2, x_desc, w_desc, a_ring, b_ring, s_ring, full, empty, vx_smem, vw_smem, vfull, vempty,
+                               xs_ptr, ws_ptr, M, N, K, stride_xsm, stride_xsk, 0, 1, STAGES, GROUP_SIZE_M, SCALE,
+                               SCALE_BK, VEC)),
         ], [4, 1, 1], [MMA_REGS, LOAD_REGS, LOAD_REGS])
 
 

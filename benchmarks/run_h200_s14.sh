@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Session 14 device runs (H200). STAGE (space-separated, any order):
+#   fp8tests  the fp8 gpu tests (Gluon kernel both modes, the op)
+#   ab        benchmarks/fp8_kernel_ab.py: the FP8 kernel as committed against PREV (a copy of an earlier
+#             hopper_pingpong_fp8.py, default ./ab_prev_fp8.py), same process, with _scaled_mm
+#   bench     gemmkit bench --op a8w8 (squares, Llama-3-70B M >= 256) and --op a8w8_blockscale (DeepSeek-V3, M = 4096)
+#   alltests  the whole gpu suite
+# Usage (repo root): GEMMKIT_GIT_SHA=<sha> STAGE="fp8tests ab" bash benchmarks/run_h200_s14.sh
+set -u
+. "$(dirname "$0")/h200_stage_env.sh"
+if has fp8tests; then
+  timeout 500 python3 -m pytest -m gpu -q -p no:cacheprovider -n 8 --timeout 300 tests/test_gpu_a8w8_gluon.py \
+    tests/test_gpu_blockscale_gluon.py tests/test_gpu_a8w8.py 2>&1 | tee "$OUT/pytest_fp8.log" | tail -6
+fi
+if has ab; then
+  timeout 400 python3 benchmarks/fp8_kernel_ab.py --prev "${PREV:-ab_prev_fp8.py}" --json "$OUT/fp8_kernel_ab${AB_TAG:-}.json" \
+    --passes ${PASSES:-3} 2>&1 | grep -v Warn | tee "$OUT/fp8_kernel_ab${AB_TAG:-}.log" | tail -20
+fi
+if has bench; then
+  SQ="--shape 4096,4096,4096 --shape 8192,8192,8192"
+  timeout 250 python3 -m gemmkit bench --op a8w8 --dtype fp8 --cuda-graph $SQ --model llama3-70b -m 256,1024,4096 \
+    --json "$OUT/a8w8.json" 2>&1 | grep -v Warn | tail -16
+  DS=""; for nk in 2112,7168 24576,1536 32768,512 7168,16384 4096,7168 7168,2048; do DS="$DS --shape 4096,$nk"; done
+  timeout 200 python3 -m gemmkit bench --op a8w8_blockscale --cuda-graph $DS --json "$OUT/a8w8_blockscale.json" 2>&1 \
+    | grep -v Warn | tail -8
+fi
+if has alltests; then
+  timeout 500 python3 -m pytest -m gpu -q -p no:cacheprovider -n 8 --timeout 300 tests 2>&1 \
+    | tee "$OUT/pytest_gpu_all.log" | tail -8
+fi
