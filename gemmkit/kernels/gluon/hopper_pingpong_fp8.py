@@ -37,7 +37,8 @@ LAYOUT "coop" (num_warps 8, BLOCK_SIZE_M 128: DeepGEMM's cooperative layout): fo
 
   mma 0   (4 warps)  every local item (ids pid, pid + grid, ...), rows   0..63: acc 64 x BN + pA, pB 64 x BN
   mma 1   (4 warps)  the same items, rows 64..127                       (128 x 128: 64 + 64 + 64 regs)
-  load    (1 warp)   TMA x[128, BK], w[BN, BK] (+ block scales) of every item into the one ring
+  load    (1 warp)   TMA x[128, BK], w[BN, BK] (+ block scales) of every item into the one ring; (rowcol) before
+                     an item's K steps, its 128 x scales and BN w scales into vector buffer item % 2 (cp.async)
                      ┌──────── ring slot s: a 128 x BK ─┬─ rows 0..63 ──► mma 0's chain ──► acc (mma 0)
                      │                                  └─ rows 64..127 ─► mma 1's chain ──► acc (mma 1)
                      └──────── b BN x BK (read by both), s 128 fp32 (block: each reads its 64)
@@ -50,7 +51,10 @@ LAYOUT "coop" (num_warps 8, BLOCK_SIZE_M 128: DeepGEMM's cooperative layout): fo
   the two consumers drift (each waits only for full[s]; a slot goes back once both arrived on empty[s]).
   The cost: both consumers run the epilogue at once, each storing its 64-row half (its own
   64 x BN staging buffer, one TMA store each); the tensor cores idle then, while the load
-  warp already fills the ring with the next work item's first K steps.
+  warp already fills the ring with the next work item's first K steps. (rowcol) The epilogue's scales are
+  already in shared memory (staged by the load warp while the mainloop ran): the consumers read them (LDS)
+  instead of waiting an L2 round trip after the last chain (+1.5-2.4% at 4096^3 / 8192^3, +10-14% at
+  K = 512-1024: docs/PERF.md, session 14).
 
   Tail split (coop only; `tail_plan`, hopper_host.tail_split): where the tiles leave a partial last round
   (R = tiles % CTAs of them) and K >= MIN_TAIL_K, those R tiles run as S K-splits each, so
@@ -120,6 +124,10 @@ Barriers (full: count 1, block 1 + 32; empty: 1, coop 2): full[r*S + s] / empty[
           load r: wait parity ((g // S) & 1) ^ 1
    c_free (C_TILES = 1) consumer of local tile j arrives after its store_wait; tile j + 1's waits
           parity j & 1 (consumer 0: 1, consumer 1: 0): epilogues alternate 0, 1, 0, ...
+   vfull  (coop rowcol; count 32) load: cp.async of item i's scales into buffer v = i % 2, then each lane's
+          cp.async.mbarrier.arrive.noinc; mma 0 and mma 1, epilogue of item i: wait parity (i // 2) & 1
+   vempty (coop rowcol; count 2) mma 0 and mma 1: arrive once they have read buffer v; load, before item i's
+          copies: wait parity ((i // 2) & 1) ^ 1 (so the load warp runs at most 2 items ahead of the epilogues)
 
 The K loops of both layouts (chains, promotion, why max_num_imprecise_acc stays at the sm_90 default)
 live in hopper_fp8_mainloop.py, the plan (derive, constexprs, tail_plan) in hopper_fp8_plan.py; this file holds
