@@ -28,3 +28,18 @@ if has alltests; then
   timeout 500 python3 -m pytest -m gpu -q -p no:cacheprovider -n 8 --timeout 300 tests 2>&1 \
     | tee "$OUT/pytest_gpu_all.log" | tail -8
 fi
+# bsprobe: benchmarks/bs_probe.py under GEMMKIT_BS_PROBE = 0-4, a timing probe of the block-scale mainloop
+# (logs/session14/bs_probe.patch, never committed: 1 no w-scale load, 2 no x-scale cp.async, 3 FADD promotion,
+# 4 all three); processes alternate, each with its own Triton cache; on committed code every value runs the shipped
+# kernel.
+if has bsprobe; then
+  PATCH=benchmarks/results/h200/logs/session14/bs_probe.patch
+  if command -v git >/dev/null; then git apply "$PATCH"; else patch -p1 < "$PATCH"; fi || exit 1
+  i=0
+  for P in ${BSPROBES:-0 1 2 3 4 0}; do
+    i=$((i + 1)); RC=""; [ "$P" = 0 ] && RC=--rowcol
+    GEMMKIT_BS_PROBE=$P TRITON_CACHE_DIR=/tmp/tc_bs$P timeout 200 python3 benchmarks/bs_probe.py \
+      --json "$OUT/bs_probe_${i}_p$P.json" --passes 2 $RC 2>&1 | grep -v Warn | tail -6
+  done
+  if command -v git >/dev/null; then git apply -R "$PATCH"; else patch -R -p1 < "$PATCH"; fi
+fi
