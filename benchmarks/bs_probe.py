@@ -23,6 +23,7 @@ def main():
     ap.add_argument("--json", required=True)
     ap.add_argument("--passes", type=int, default=3)
     ap.add_argument("--rowcol", action="store_true")
+    ap.add_argument("--mmajor", action="store_true", help="also time x_scale M-major: a (KB, M) tensor, transposed")
     args = ap.parse_args()
     import torch
 
@@ -47,6 +48,12 @@ def main():
         sets = [first] + [op.make_inputs(M, N, K, "fp8", dev) for _ in range(rotation_count(nbytes, l2) - 1)]
         cfg, _ = C.resolve_config("A8W8_BLOCKSCALE", None, t, M, N, K)
         fns = {"block": lambda *i: op.run(i, None), "bf16": lambda *i: op.vendor(i)}
+        if args.mmajor:
+            msets = [(s[0], s[1], s[2].t().contiguous().t(), *s[3:]) for s in sets]
+            fns["block_mmajor"] = lambda *i: op.run(i, None)
+            if probe == 0:
+                got_m = op.run(msets[0], None)
+                assert torch.equal(got_m, op.run(first, None)), "M-major x_scale changed the result"
         if args.rowcol:
             xs1 = [torch.rand(M, device=dev) / 16 + 1e-3 for _ in sets]
             ws1 = [torch.rand(N, device=dev) / 16 + 1e-3 for _ in sets]
@@ -64,7 +71,8 @@ def main():
         for p in range(args.passes):
             keys = list(fns)
             for key in keys[p % len(keys):] + keys[:p % len(keys)]:
-                times[key].append(time_graph(fns[key], rsets if key == "rowcol" else sets) * 1e3)
+                use = {"rowcol": rsets if args.rowcol else None, "block_mmajor": msets if args.mmajor else None}.get(key)
+                times[key].append(time_graph(fns[key], use or sets) * 1e3)
         med = {key: statistics.median(v) for key, v in times.items()}
         tf = {key: 2 * M * N * K / v * 1e-6 for key, v in med.items()}
         out["rows"].append(dict(M=M, N=N, K=K, config=cfg, times_us=times, median_us=med, tflops=tf))
