@@ -184,7 +184,7 @@ def static_spec(kernel: str, target, *, x_dtype=torch.bfloat16, dtype=None, bloc
                "stride_xm": "i32", "stride_xk": "constexpr"}
     elif kernel == "quant_block_kernel":
         sig = {"x_ptr": f"*{tx}", "q_ptr": f"*{tq}", "scale_ptr": "*fp32", "M": "i32", "K": "i32",
-               "stride_xm": "i32", "stride_xk": "constexpr", "stride_sm": "i32"}
+               "stride_xm": "i32", "stride_xk": "constexpr", "stride_sm": "i32", "stride_sk": "i32"}
     elif kernel == "mxfp4_quant_kernel":
         sig = {"x_ptr": f"*{tx}", "q_ptr": "*u8", "s_ptr": "*u8", "M": "i32", "K": "i32",
                "stride_xm": "i32", "stride_xk": "constexpr"}
@@ -219,17 +219,30 @@ def _rowwise_impl(x, dtype):
     return q, scale
 
 
+def _block_scale_empty(M, Kd, block, like):
+    """The scale tensor of quantize_fp8_blockwise: (ceil(M/bm), ceil(K/bk)) fp32. Token groups (bm = 1) are
+    M-major (strides (1, M): a (KB, M) tensor, transposed), the layout torch._scaled_mm's blockwise mode and
+    DeepGEMM take, in which the 128 scales of one K block of a 128-row tile are contiguous: the FP8 Gluon
+    kernel's load warp then reads 4 lines a K step instead of 128 (+4-13% at M = 4096, docs/PERF.md, session
+    14). Weight blocks (128, 128) stay row-major (the kernel reads one per tile per K step)."""
+    rows, cols = _cdiv(M, block[0]), _cdiv(Kd, block[1])
+    if block[0] == 1:
+        return like.new_empty((cols, rows), dtype=torch.float32).t()
+    return like.new_empty((rows, cols), dtype=torch.float32)
+
+
 def _block_impl(x, block, dtype):
     M, Kd = x.shape
     gm, bk = block
     q = torch.empty((M, Kd), dtype=dtype, device=x.device)
-    scale = torch.empty((_cdiv(M, gm), _cdiv(Kd, bk)), dtype=torch.float32, device=x.device)
+    scale = _block_scale_empty(M, Kd, block, x)
     if q.numel() == 0:
         return q, scale
     _check_runnable(x, dtype)
     grid, ce, opts = launch_params("quant_block_kernel", M, Kd, dtype=dtype, block=block)
     x = _operand(x)
-    L.launch(K.quant_block_kernel, grid, x, q, scale, M, Kd, x.stride(0), x.stride(1), scale.stride(0), **ce, **opts)
+    L.launch(K.quant_block_kernel, grid, x, q, scale, M, Kd, x.stride(0), x.stride(1), scale.stride(0), scale.stride(1),
+             **ce, **opts)
     C.LAUNCHES["quant_block_kernel"] += 1
     return q, scale
 
@@ -292,7 +305,7 @@ def _(x, block_m, block_k, dtype):
     _check_q_dtype(dtype, FP8_DTYPES)
     gm, bk = _check_block((block_m, block_k))
     M, Kd = x.shape
-    return x.new_empty(x.shape, dtype=dtype), x.new_empty((_cdiv(M, gm), _cdiv(Kd, bk)), dtype=torch.float32)
+    return x.new_empty(x.shape, dtype=dtype), _block_scale_empty(M, Kd, (gm, bk), x)
 
 
 @torch.library.custom_op("gemmkit::quantize_mxfp4", mutates_args=())
@@ -358,7 +371,8 @@ def quantize_int8_per_token(x):
 def quantize_fp8_blockwise(x, block=(1, 128), dtype=None):
     """(q, scale) with one fp32 scale per `block` of x (M, K):
 
-      block=(1, 128):   scale (M, ceil(K/128))              activations, gemm_a8w8_blockscale x_scale
+      block=(1, 128):   scale (M, ceil(K/128))              activations, gemm_a8w8_blockscale x_scale;
+                        M-major (strides (1, M)), the layout the FP8 kernel reads fastest (any strides work)
       block=(128, 128): scale (ceil(M/128), ceil(K/128))    weights (N, K), gemm_a8w8_blockscale w_scale
 
     q (M, K) fp8; x[i, k] ~= q[i, k] * scale[i // block[0], k // block[1]]. Ragged last blocks (M or K

@@ -384,6 +384,7 @@ def test_opcheck():
     torch.library.opcheck(torch.ops.gemmkit.quantize_rowwise.default, (x, E4M3))
     torch.library.opcheck(torch.ops.gemmkit.quantize_rowwise.default, (x, torch.int8))
     torch.library.opcheck(torch.ops.gemmkit.quantize_fp8_blockwise.default, (x, 128, 128, E4M3))
+    torch.library.opcheck(torch.ops.gemmkit.quantize_fp8_blockwise.default, (x, 1, 128, E4M3))  # M-major scale
     torch.library.opcheck(torch.ops.gemmkit.quantize_mxfp4.default, (x,))
     p, s = Q.quantize_mxfp4(x)
     torch.library.opcheck(torch.ops.gemmkit.dequantize_mxfp4.default, (p, s))
@@ -475,3 +476,15 @@ def test_static_compile_fnuz_gfx942_and_others(tmp_path):
         assert by[("gfx950", k, "*fp8e4nv")]["cvt"] == ["v_cvt_scalef32_pk_fp8_f32"], by[("gfx950", k, "*fp8e4nv")]
         assert by[("sm_90", k, "*fp8e4nv")]["cvt"] == ["cvt.rn.satfinite.e4m3x2.f32"]
     assert all(x["spill_bytes"] == 0 for x in rows if "spill_bytes" in x), rows
+
+
+def test_blockwise_scale_layouts():
+    """Token groups (1, 128): scale (M, KB) M-major, strides (1, M) (the FP8 kernel reads a K block's scales of a
+    tile as one line), the eager and compiled paths alike; weight blocks (128, 128): row-major."""
+    x = spread(33, 300, BF)
+    _q, s = Q.quantize_fp8_blockwise(x, (1, 128), E4M3)
+    assert s.shape == (33, 3) and s.stride() == (1, 33)
+    _q, s = torch.compile(lambda t: Q.quantize_fp8_blockwise(t, (1, 128), E4M3), fullgraph=True)(x)
+    assert s.shape == (33, 3) and s.stride() == (1, 33)
+    _q, s = Q.quantize_fp8_blockwise(x, (128, 128), E4M3)
+    assert s.shape == (1, 3) and s.stride() == (3, 1)

@@ -161,7 +161,8 @@ def _bs_inputs(M, N, K, dtype_name, device):
     kb, nb = -(-K // BLOCK[1]), -(-N // BLOCK[0])
     x = (torch.randn(M, K, device=device) * 4).to(f8)
     w = (torch.randn(N, K, device=device) * 4).to(f8)
-    xs = torch.rand(M, kb, device=device) / 16 + 1e-3
+    # x_scale M-major (strides (1, M)), as gemmkit.quant.quantize_fp8_blockwise(x, (1, 128)) returns it
+    xs = (torch.rand(kb, M, device=device) / 16 + 1e-3).t()
     ws = torch.rand(nb, kb, device=device) / 16 + 1e-3
     # bf16 copies of the same shape for the vendor bar (not part of the op's inputs)
     return x, w, xs, ws, torch.randn(M, K, device=device, dtype=torch.bfloat16), \

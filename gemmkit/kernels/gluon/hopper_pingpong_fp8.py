@@ -242,8 +242,10 @@ def _load_partition(RING: gl.constexpr, NRINGS: gl.constexpr, x_desc, w_desc, a_
     BM: gl.constexpr = x_desc.block_type.shape[0]
     BK: gl.constexpr = x_desc.block_type.shape[1]
     BN: gl.constexpr = w_desc.block_type.shape[0]
-    # (block) BM scales over the warp's 32 lanes, BM / 32 each.
-    s_layout: gl.constexpr = gl.BlockedLayout([BM // 32], [32], [1], [0])
+    # (block) BM scales over the warp's 32 lanes, BM / 32 each, lane l holding rows l, l + 32, ...: each cp.async
+    # instruction of the warp reads 32 consecutive rows, one 128-byte line when x_scale is M-major (the layout
+    # gemmkit.quant.quantize_fp8_blockwise returns; row-major costs a line per row, docs/PERF.md session 14).
+    s_layout: gl.constexpr = gl.BlockedLayout([1], [32], [1], [0])
     num_pid_m = gl.cdiv(M, BM)
     num_pid_n = gl.cdiv(N, BN)
     k_steps = gl.cdiv(K, BK)

@@ -127,7 +127,7 @@ def quant_rowwise_kernel(x_ptr, q_ptr, scale_ptr, M, K, stride_xm, stride_xk,
 
 
 @triton.jit
-def quant_block_kernel(x_ptr, q_ptr, scale_ptr, M, K, stride_xm, stride_xk, stride_sm,
+def quant_block_kernel(x_ptr, q_ptr, scale_ptr, M, K, stride_xm, stride_xk, stride_sm, stride_sk,
                        QMAX: tl.constexpr, GROUP_M: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_K: tl.constexpr):
     G: tl.constexpr = BLOCK_M // GROUP_M  # scale rows this tile owns
     pid_m = tl.program_id(0)
@@ -142,7 +142,7 @@ def quant_block_kernel(x_ptr, q_ptr, scale_ptr, M, K, stride_xm, stride_xk, stri
     nans = tl.max(tl.max(tl.reshape((x != x).to(tl.int32), (G, GROUP_M, BLOCK_K)), axis=2), axis=1)
     scale = _scale_from_amax(amax, nans > 0, QMAX)
     s_rows = pid_m * G + tl.arange(0, G)
-    tl.store(scale_ptr + s_rows * stride_sm + pid_k, scale, mask=s_rows < tl.cdiv(M, GROUP_M))
+    tl.store(scale_ptr + s_rows * stride_sm + pid_k * stride_sk, scale, mask=s_rows < tl.cdiv(M, GROUP_M))
     # Back to one scale per row of the tile, then quantize.
     row_scale = tl.reshape(tl.broadcast_to(scale[:, None], (G, GROUP_M)), (BLOCK_M,))
     q = _quantize(x, row_scale[:, None], QMAX, False)
