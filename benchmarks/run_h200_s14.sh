@@ -50,3 +50,13 @@ if has mmajor; then
     timeout 200 python3 benchmarks/bs_probe.py --json "$OUT/bs_mmajor_$i.json" --passes 3 --mmajor 2>&1 | grep -v Warn | tail -6
   done
 fi
+# bstests: the block-scale and quantizer gpu tests, then the block-scale bench (M-major x scales since session 14)
+if has bstests; then
+  timeout 400 python3 -m pytest -m gpu -q -p no:cacheprovider -n 8 --timeout 300 tests/test_gpu_blockscale_gluon.py \
+    tests/test_gpu_quant.py tests/test_gpu_split_cat.py tests/test_gpu_a8w8.py 2>&1 | tee "$OUT/pytest_bs.log" | tail -4
+  DS=""; for nk in 2112,7168 24576,1536 32768,512 7168,16384 4096,7168 7168,2048; do DS="$DS --shape 4096,$nk"; done
+  for i in 1 2; do
+    timeout 200 python3 -m gemmkit bench --op a8w8_blockscale --cuda-graph $DS --shape 64,7168,2048 --shape 128,4096,7168 \
+      --json "$OUT/a8w8_blockscale_$i.json" 2>&1 | grep -v Warn | tail -9
+  done
+fi
