@@ -37,6 +37,7 @@ def main():
     ap.add_argument("--json", required=True)
     ap.add_argument("--passes", type=int, default=3)
     ap.add_argument("--ms", default="256,1024,4096", help="M values of the Llama-3-70B rows")
+    ap.add_argument("--no-squares", action="store_true", help="only the Llama-3-70B rows")
     args = ap.parse_args()
 
     import torch
@@ -50,7 +51,7 @@ def main():
     op = bench_ops.get("a8w8")
     dev = torch.device("cuda")
     l2 = torch.cuda.get_device_properties(dev).L2_cache_size
-    rows = [(M, N, K) for M, N, K in SQUARES]
+    rows = [] if args.no_squares else [(M, N, K) for M, N, K in SQUARES]
     rows += [(m, n, k) for m in (int(v) for v in args.ms.split(",")) for n, k in LLAMA70B]
     out = {"meta": dict(device=torch.cuda.get_device_name(), date=time.strftime("%Y-%m-%d %H:%M:%S"),
                         torch=torch.__version__, triton=__import__("triton").__version__, git_sha=git_sha(),

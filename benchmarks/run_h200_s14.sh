@@ -14,7 +14,7 @@ if has fp8tests; then
 fi
 if has ab; then
   timeout 400 python3 benchmarks/fp8_kernel_ab.py --prev "${PREV:-ab_prev_fp8.py}" --json "$OUT/fp8_kernel_ab${AB_TAG:-}.json" \
-    --passes ${PASSES:-3} 2>&1 | grep -v Warn | tee "$OUT/fp8_kernel_ab${AB_TAG:-}.log" | tail -20
+    --passes ${PASSES:-3} ${AB_ARGS:-} 2>&1 | grep -v Warn | tee "$OUT/fp8_kernel_ab${AB_TAG:-}.log" | tail -20
 fi
 if has bench; then
   SQ="--shape 4096,4096,4096 --shape 8192,8192,8192"
