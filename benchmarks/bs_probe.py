@@ -23,11 +23,12 @@ def main():
     ap.add_argument("--json", required=True)
     ap.add_argument("--passes", type=int, default=3)
     ap.add_argument("--rowcol", action="store_true")
-    ap.add_argument("--mmajor", action="store_true", help="also time x_scale M-major: a (KB, M) tensor, transposed")
+    ap.add_argument("--mmajor", action="store_true", help="also time the inputs' x_scale made M-major (a (KB, M) "
+                    "tensor, transposed); since git a7339ad the bench's inputs are M-major already, so this compares "
+                    "M-major with itself: check out b3053c9 to rerun session 14's row-major / M-major comparison")
     args = ap.parse_args()
     import torch
 
-    import gemmkit
     from gemmkit import arch
     from gemmkit.bench import git_sha, ops as bench_ops
     from gemmkit.bench.timing import rotation_count, time_graph

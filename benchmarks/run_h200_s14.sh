@@ -43,8 +43,9 @@ if has bsprobe; then
   done
   if command -v git >/dev/null; then git apply -R "$PATCH"; else patch -R -p1 < "$PATCH"; fi
 fi
-# mmajor: benchmarks/bs_probe.py on the shipped kernel, x_scale row-major (the bench's) against M-major (a (KB, M)
-# tensor transposed: each K step's 128 scales contiguous)
+# mmajor: benchmarks/bs_probe.py on the shipped kernel, x_scale row-major (the bench's until a7339ad) against M-major
+# (a (KB, M) tensor transposed: each K step's 128 scales contiguous). At a7339ad and later the bench's x_scale is
+# M-major already and this stage compares it with itself: run it at b3053c9 to repeat session 14's comparison.
 if has mmajor; then
   for i in 1 2; do
     timeout 200 python3 benchmarks/bs_probe.py --json "$OUT/bs_mmajor_$i.json" --passes 3 --mmajor 2>&1 | grep -v Warn | tail -6

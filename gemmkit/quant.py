@@ -7,6 +7,7 @@ conventions; dequantized value = q * scale, scales fp32):
     quantize_fp8_per_channel(w)         -> q (N, K) fp8,  scale (1, N)                  gemm_a8w8 w_scale
     quantize_int8_per_token(x)          -> q (M, K) int8, scale (M, 1)
     quantize_fp8_blockwise(x, (1, 128))   -> q (M, K) fp8, scale (M, ceil(K/128))        blockscale x_scale
+                                             (M-major: strides (1, M), not contiguous; .contiguous() for row-major)
     quantize_fp8_blockwise(w, (128, 128)) -> q (N, K) fp8, scale (ceil(N/128), ceil(K/128)) blockscale w_scale
     quantize_mxfp4(x)                   -> packed (M, K/2) uint8, scales (M, K/32) uint8 (E8M0)
     dequantize_mxfp4(packed, scales)    -> (M, K) float32
@@ -183,8 +184,11 @@ def static_spec(kernel: str, target, *, x_dtype=torch.bfloat16, dtype=None, bloc
         sig = {"x_ptr": f"*{tx}", "q_ptr": f"*{tq}", "scale_ptr": "*fp32", "M": "i32", "K": "i32",
                "stride_xm": "i32", "stride_xk": "constexpr"}
     elif kernel == "quant_block_kernel":
+        # the scale's unit stride as the launch passes it (_block_scale_empty): (1, bk) M-major, (bm, bk) row-major
+        unit, other = ("stride_sm", "stride_sk") if block[0] == 1 else ("stride_sk", "stride_sm")
         sig = {"x_ptr": f"*{tx}", "q_ptr": f"*{tq}", "scale_ptr": "*fp32", "M": "i32", "K": "i32",
-               "stride_xm": "i32", "stride_xk": "constexpr", "stride_sm": "i32", "stride_sk": "i32"}
+               "stride_xm": "i32", "stride_xk": "constexpr", "stride_sm": "i32", "stride_sk": "i32",
+               unit: "constexpr", other: "i32"}
     elif kernel == "mxfp4_quant_kernel":
         sig = {"x_ptr": f"*{tx}", "q_ptr": "*u8", "s_ptr": "*u8", "M": "i32", "K": "i32",
                "stride_xm": "i32", "stride_xk": "constexpr"}
@@ -193,7 +197,8 @@ def static_spec(kernel: str, target, *, x_dtype=torch.bfloat16, dtype=None, bloc
                "stride_qm": "i32", "stride_qk": "constexpr", "stride_sm": "i32", "stride_sk": "constexpr"}
     ce = dict(ce, **{k: 1 for k, v in sig.items() if v == "constexpr"})  # unit inner strides
     sig.update({k: "constexpr" for k in ce if k not in sig})
-    divisible = [k for k, v in sig.items() if v.startswith("*") or k in ("K", "stride_xm", "stride_qm", "stride_sm")]
+    divisible = [k for k, v in sig.items()
+                 if v.startswith("*") or (v == "i32" and k in ("K", "stride_xm", "stride_qm", "stride_sm", "stride_sk"))]
     return getattr(K, kernel), sig, ce, divisible, opts
 
 

@@ -121,7 +121,7 @@ def test_bias_out_dtypes(out_dtype, bias_dtype, cfg):
 @pytest.mark.parametrize("cus", [1, 2, 3, 7])
 @pytest.mark.parametrize("cfg", ["128x128x128s3", "128x128x128s2", "coop128x128x128s6"])
 def test_small_persistent_grids(cus, cfg):
-    """Many tiles per CTA (1 CTA: 35 tiles, consumer 0 takes 18, consumer 1 17): both rings wrap many
+    """Many tiles per CTA (1 CTA: 5 x 8 = 40 tiles, 20 per consumer): both rings wrap many
     times, both consumers run every hand-off of c_free (one shared output tile) or not (two). coop: both
     consumers on all 35 tiles, the one ring's empty barriers take two arrivals each round."""
     M, N, K = 5 * 128 - 3, 7 * 128 + 8, 400
@@ -132,7 +132,7 @@ def test_small_persistent_grids(cus, cfg):
 @pytest.mark.parametrize("cus", [1, 3])
 @pytest.mark.parametrize("K", [16, 128])
 def test_coop_one_step_work_items(cus, K):
-    """coop rowcol with one K step per work item and many items per CTA (1 CTA: 35): the load warp, free to run
+    """coop rowcol with one K step per work item and many items per CTA (1 CTA: 40): the load warp, free to run
     six slots ahead, is held VECTOR_BUFFERS items ahead by the staged scale vectors (vempty); each item's
     epilogue must read its own tile's x / w scales (they differ per row and column), after every wrap."""
     M, N, K = 5 * 128 - 3, 7 * 128 + 8, K

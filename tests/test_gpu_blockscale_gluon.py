@@ -314,8 +314,8 @@ def test_racecheck_hazards_only_where_racecheck_cannot_see_the_order(layout):
       - (rowcol coop) the staged epilogue scales, the same pattern on another barrier pair: the load warp's cp.async
         into vx_smem / vw_smem (`_stage_vectors`, tracked by vfull's noinc arrivals) against the consumers' reads
         after a wait on vfull, the next write after a wait on vempty. Guarded by the outputs:
-        tests/test_gpu_a8w8_gluon.py test_coop_one_step_work_items (35 one-step items on one CTA, the two
-        buffers wrapping 17 times, per-row and per-column scales, every element checked)."""
+        tests/test_gpu_a8w8_gluon.py test_coop_one_step_work_items (40 one-step items on one CTA, each of the
+        two buffers used 20 times, per-row and per-column scales, every element checked)."""
     from _util import sanitize
 
     from gemmkit.kernels.gluon import hopper_fp8_mainloop as ml

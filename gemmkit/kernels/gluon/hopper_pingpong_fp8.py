@@ -82,7 +82,7 @@ Block scales (SCALE = "block"; K step kk of BK columns lies in scale block kb = 
 
    load r (1 warp), after empty[s]:                        ring slot s of ring r
      cp.async x_scale[m, kb], m in tile (BM / 32 4-byte ──► s_ring[s]: BM fp32 x scales  ┐ full[s] completes
-       copies a lane: a strided column)                    a_ring[s], b_ring[s] (TMA)  ┘ when both landed
+       copies a lane: one line an instruction if M-major)  a_ring[s], b_ring[s] (TMA)  ┘ when both landed
      cp.async.mbarrier.arrive.noinc full[s] (each lane: one of the 32 arrivals full[s] counts, made when that
        lane's copies land), then expect-tx
    mma r, K step kk: w = w_scale[nb, kb] (a register, loaded at step kk - 1; nb = pid_n * BN // SBN, BN | SBN)
@@ -91,8 +91,9 @@ Block scales (SCALE = "block"; K step kk of BK columns lies in scale block kb = 
    Why this way (measured: docs/kernels/hopper_pingpong_fp8.md "Block-scale mode", docs/PERF.md "Block
    scales, session 6"): cp.async keeps the load warp from ever waiting on the scales (an LDG + FMUL there
    waited one L2 latency a step), and reading the slot before issuing the chain puts the shared-memory
-   latency under the wgmma. Not TMA: the op's x_scale is (M, KB) row-major, so a tile's BM scales of one
-   kb are a strided column, which a TMA box cannot read. The pingpong 128 x 128 tile spills in block mode
+   latency under the wgmma. Not TMA: the op takes x_scale with any strides; row-major (M, KB) makes a tile's
+   BM scales of one kb a strided column, which a TMA box cannot read (and costs a 32-byte sector a row:
+   gemmkit.quant returns the M-major layout, in which they are one 512-byte run; docs/PERF.md, session 14). The pingpong 128 x 128 tile spills in block mode
    (ptxas splits the partials when the promotion is an FFMA): the spill-free block tiles are 64 x BN
    pingpong and the coop 128 x BN (a 64 x BN half per consumer).
 
@@ -269,7 +270,7 @@ def _load_partition(RING: gl.constexpr, NRINGS: gl.constexpr, x_desc, w_desc, a_
             mbarrier.wait(empty.index(slot), phase ^ 1)  # round 0 passes: fresh barrier
             bar = full.index(slot)
             if SCALE == "block":
-                # The step's x scales (a strided column: 4-byte cp.async per row), then this lane's arrival
+                # The step's x scales (4-byte cp.async per row; contiguous if x_scale is M-major), then this lane's arrival
                 # on full[slot], made when its copies have landed (noinc: full counts 1 + 32 arrivals in
                 # block mode): the slot completes only with its scales, and this warp never waits for them.
                 kb = kk * BK // SCALE_BK
