@@ -483,7 +483,7 @@ def hopper_pingpong_fp8_kernel(x_desc, w_desc, y_desc, xs_ptr, ws_ptr, bias_ptr,
         vempty = gl.allocate_shared_memory(gl.int64, [NV_BUFFERS, 1], mbarrier.MBarrierLayout())
         for i in gl.static_range(NV_BUFFERS):
             mbarrier.init(vfull.index(i), count=LOAD_THREADS)
-            mbarrier.init(vempty.index(i), count=2)
+            mbarrier.init(vempty.index(i), count=EMPTY_ARRIVALS)  # both consumers (VEC: coop)
     else:
         vx_smem = s_ring
         vw_smem = s_ring
