@@ -27,6 +27,7 @@ MAX_PROMOTE_K = 128  # fp8 products the tensor cores' adder may carry before an 
 MIN_TAIL_K = 4096
 # (coop rowcol) work items whose epilogue scales the load warp stages at once: the one in its epilogue, the next
 VECTOR_BUFFERS = 2
+_LOAD_LANES = 32  # lanes of the load warp (the kernel's LOAD_THREADS): it copies at least one w scale a lane
 _MAX_LIVE_ACC = 192  # acc + partial(s) fp32 registers per consumer thread (of 240: the rest for addresses)
 LAYOUTS = {hh.CONSUMER_WARPS: "pingpong", hp.COOP_WARPS: "coop"}  # num_warps (warps computing one output tile) -> layout
 CONFIG_KEYS = hh.CONFIG_KEYS
@@ -161,7 +162,7 @@ def vector_bytes(layout: str, scale: str, bm: int, bn: int) -> int:
     or apply block scales in the promotion)."""
     if layout != "coop" or scale != "rowcol":
         return 0
-    return VECTOR_BUFFERS * (bm + max(bn, 32)) * 4
+    return VECTOR_BUFFERS * (bm + max(bn, _LOAD_LANES)) * 4
 
 
 def constexprs(plan: Plan, *, has_bias: bool) -> dict:

@@ -476,7 +476,7 @@ def hopper_pingpong_fp8_kernel(x_desc, w_desc, y_desc, xs_ptr, ws_ptr, bias_ptr,
     # both consumers. Elsewhere placeholders, never touched.
     VEC: gl.constexpr = (LAYOUT == "coop") and (SCALE == "rowcol")
     if VEC:
-        WSN: gl.constexpr = BN if BN >= 32 else 32
+        WSN: gl.constexpr = BN if BN >= LOAD_THREADS else LOAD_THREADS  # a whole copy a lane (plan: vector_bytes)
         vx_smem = gl.allocate_shared_memory(gl.float32, [NV_BUFFERS, BM], s_layout)
         vw_smem = gl.allocate_shared_memory(gl.float32, [NV_BUFFERS, WSN], s_layout)
         vfull = gl.allocate_shared_memory(gl.int64, [NV_BUFFERS, 1], mbarrier.MBarrierLayout())
