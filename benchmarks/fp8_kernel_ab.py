@@ -3,31 +3,55 @@ with torch._scaled_mm timed beside them.
 
 The "prev" version is another copy of the kernel file (e.g. `git show <rev>:gemmkit/kernels/gluon/hopper_pingpong_fp8.py
 > prev.py`), imported as a sibling module of the package so its relative imports resolve to the current plan,
-mainloop and host code; the op (`gemm_a8w8` with the table's config) runs it by swapping the module's `launch`.
-Both versions must take the same constexprs (hopper_fp8_plan.constexprs). Each row: every output checked against
+mainloop and host code (both versions must then take the same constexprs, hopper_fp8_plan.constexprs); or a
+directory holding that revision's hopper_pingpong_fp8.py, hopper_fp8_mainloop.py and hopper_fp8_plan.py, imported
+together (the kernel's imports of the other two rewritten to the copies). The op (`--op a8w8`: gemm_a8w8,
+`a8w8_blockscale`: gemm_a8w8_blockscale on DeepSeek-V3's dense rows, M-major x scales as gemmkit.quant makes them;
+the table's config) runs it by swapping the module's `launch`. With `--cpasync` (block scales) a third side runs
+the new kernel with its scales copied by cp.async instead of TMA (launch(scale_tma=False)). Each row: every output checked against
 float64-free fp32 reference (rel. error), prev and new compared bit for bit, then `--passes` passes of CUDA-graph
 timing of rotated inputs (bench/timing.time_graph), the order of vendor / prev / new rotated between passes,
 median per side. Rows whose table config does not run the Gluon coop kernel time the same code twice (a control).
 
-Usage (repo root, GPU): PYTHONPATH=. python benchmarks/fp8_kernel_ab.py --prev prev.py --json OUT.json
+Usage (repo root, GPU): PYTHONPATH=. python benchmarks/fp8_kernel_ab.py --prev prev.py|prevdir --json OUT.json
+       [--op a8w8_blockscale --cpasync]
 """
 import argparse
+import functools
 import importlib.util
 import json
+import os
 import statistics
 import sys
 import time
 
 SQUARES = [(4096, 4096, 4096), (8192, 8192, 8192), (4096, 4096, 512), (4096, 4096, 1024), (4096, 4096, 2048)]
 LLAMA70B = [(10240, 8192), (8192, 8192), (57344, 8192), (8192, 28672)]
+DEEPSEEK = [(2112, 7168), (24576, 1536), (32768, 512), (7168, 16384), (4096, 7168), (7168, 2048)]
+_PARTS = ("hopper_fp8_plan", "hopper_fp8_mainloop", "hopper_pingpong_fp8")  # import order
 
 
-def load_prev(path):
-    name = "gemmkit.kernels.gluon._ab_prev_fp8"
+def _load(name, path, text=None):
     spec = importlib.util.spec_from_file_location(name, path)
     mod = importlib.util.module_from_spec(spec)
     sys.modules[name] = mod
-    spec.loader.exec_module(mod)
+    if text is None:
+        spec.loader.exec_module(mod)
+    else:
+        exec(compile(text, path, "exec"), mod.__dict__)
+    return mod
+
+
+def load_prev(path):
+    pkg = "gemmkit.kernels.gluon"
+    if not os.path.isdir(path):
+        return _load(f"{pkg}._ab_prev_fp8", path)
+    mod = None
+    for part in _PARTS:
+        text = open(os.path.join(path, part + ".py")).read()
+        for other in _PARTS[:-1]:
+            text = text.replace(f"from .{other} import", f"from ._abprev_{other} import")
+        mod = _load(f"{pkg}._abprev_{part}", os.path.join(path, part + ".py"), text)
     return mod
 
 
@@ -38,6 +62,9 @@ def main():
     ap.add_argument("--passes", type=int, default=3)
     ap.add_argument("--ms", default="256,1024,4096", help="M values of the Llama-3-70B rows")
     ap.add_argument("--no-squares", action="store_true", help="only the Llama-3-70B rows")
+    ap.add_argument("--op", default="a8w8", choices=("a8w8", "a8w8_blockscale"))
+    ap.add_argument("--bs-ms", default="4096", help="(a8w8_blockscale) M values of the DeepSeek-V3 rows")
+    ap.add_argument("--cpasync", action="store_true", help="(a8w8_blockscale) also the new kernel, scales by cp.async")
     args = ap.parse_args()
 
     import torch
@@ -48,14 +75,20 @@ def main():
 
     prev = load_prev(args.prev)
     launches = {"prev": prev.launch, "new": new.launch}
-    op = bench_ops.get("a8w8")
+    if args.cpasync:
+        launches["new_cpasync"] = functools.partial(new.launch, scale_tma=False)
+    op = bench_ops.get(args.op)
     dev = torch.device("cuda")
     l2 = torch.cuda.get_device_properties(dev).L2_cache_size
-    rows = [] if args.no_squares else [(M, N, K) for M, N, K in SQUARES]
-    rows += [(m, n, k) for m in (int(v) for v in args.ms.split(",")) for n, k in LLAMA70B]
+    if args.op == "a8w8":
+        rows = [] if args.no_squares else [(M, N, K) for M, N, K in SQUARES]
+        rows += [(m, n, k) for m in (int(v) for v in args.ms.split(",")) for n, k in LLAMA70B]
+    else:
+        rows = [(m, n, k) for m in (int(v) for v in args.bs_ms.split(",")) for n, k in DEEPSEEK]
     out = {"meta": dict(device=torch.cuda.get_device_name(), date=time.strftime("%Y-%m-%d %H:%M:%S"),
                         torch=torch.__version__, triton=__import__("triton").__version__, git_sha=git_sha(),
-                        prev=args.prev, passes=args.passes), "rows": []}
+                        prev=args.prev, passes=args.passes, op=args.op,
+                        vendor=op.vendor_name("fp8")), "rows": []}
 
     def run_with(which):
         def fn(*inp):
@@ -76,23 +109,29 @@ def main():
         rel = ((got["new"].float() - ref).norm() / ref.norm()).item()
         assert torch.isfinite(got["new"]).all() and rel < 2e-2, (M, N, K, rel)
         same = bool(torch.equal(got["new"], got["prev"]))
-        fns = {"vendor": lambda *i: op.vendor(i), "prev": run_with("prev"), "new": run_with("new")}
+        same_cp = bool(torch.equal(got["new"], got["new_cpasync"])) if args.cpasync else None
+        fns = {"vendor": lambda *i: op.vendor(i), **{k: run_with(k) for k in launches}}
         t = {k: [] for k in fns}
         keys = list(fns)
         for p in range(args.passes):
-            order = keys[p % 3:] + keys[:p % 3]
+            order = keys[p % len(keys):] + keys[:p % len(keys)]
             for key in order:
                 t[key].append(time_graph(fns[key], sets) * 1e3)
         med = {k: statistics.median(v) for k, v in t.items()}
         row = dict(M=M, N=N, K=K, times_us=t, median_us=med, rel_err=rel, bitwise_equal=same,
                    new_over_prev=med["prev"] / med["new"], ratio_new=med["vendor"] / med["new"],
-                   ratio_prev=med["vendor"] / med["prev"])
+                   ratio_prev=med["vendor"] / med["prev"],
+                   tflops={k: 2 * M * N * K / v * 1e-6 for k, v in med.items()})
+        if args.cpasync:
+            row.update(bitwise_equal_cpasync=same_cp, new_over_cpasync=med["new_cpasync"] / med["new"])
         out["rows"].append(row)
         print(f"{M:5d} x {N:5d} x {K:5d}  prev {med['prev']:9.2f}  new {med['new']:9.2f}  vendor {med['vendor']:9.2f} us"
               f"  new/prev {row['new_over_prev']:.3f}  ratio prev {row['ratio_prev']:.3f} new {row['ratio_new']:.3f}"
-              f"  equal {same}", flush=True)
+              f"  equal {same}" + (f"  new/cpasync {row['new_over_cpasync']:.3f} equal {same_cp}" if args.cpasync
+                                   else ""), flush=True)
     g = lambda key: statistics.geometric_mean([r[key] for r in out["rows"]])  # noqa: E731
-    out["geomean"] = {k: g(k) for k in ("new_over_prev", "ratio_new", "ratio_prev")}
+    out["geomean"] = {k: g(k) for k in ("new_over_prev", "ratio_new", "ratio_prev") +
+                      (("new_over_cpasync",) if args.cpasync else ())}
     print("geomean", {k: round(v, 4) for k, v in out["geomean"].items()})
     with open(args.json, "w") as f:
         json.dump(out, f, indent=1)

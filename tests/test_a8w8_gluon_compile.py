@@ -69,8 +69,8 @@ def test_plan_of_the_coop_layout():
     assert p.smem_bytes == 6 * 32768 + 32768 + 2048 + 1024 == H200.shared_mem_bytes
     # BN < 32: the load warp copies 32 w scales (one a lane) of which the consumers read BN
     assert k.derive({**COOP, "BLOCK_SIZE_N": 16}, H200).epilogue_bytes == 2 * 64 * 16 * 2 + 2 * (128 + 32) * 4
-    b = k.derive(COOP, H200, block_shape=(128, 128))  # + 128 fp32 scales a slot: 5 slots; no staged vectors
-    assert (b.layout, b.scale, b.stage_bytes, b.stages, b.scale_bytes) == ("coop", "block", 33280, 5, 512)
+    b = k.derive(COOP, H200, block_shape=(128, 128))  # + 128 + 32 fp32 scales a slot: 5 slots; no staged vectors
+    assert (b.layout, b.scale, b.stage_bytes, b.stages, b.scale_bytes) == ("coop", "block", 33408, 5, 640)
     assert b.epilogue_bytes == 32768
     assert k.derive(BASE, H200).epilogue_bytes % (128 * 128 * 2) == 0  # pingpong: staging only
     assert (b.load_regs, b.mma_regs) == (24, 240)
@@ -158,10 +158,13 @@ def test_shipped_a8w8_gluon_buckets_plan():
 # ----------------------------------------------------------------------------- block-scale mode
 
 def test_plan_of_the_block_mode():
-    """Block scales: each ring slot also holds the step's BM fp32 scales; BN | bn and BK | bk."""
+    """Block scales: each ring slot also holds the step's BM fp32 x scales and a 128-byte buffer holding its w
+    scale (a TMA destination starts on a 128-byte boundary); BN | bn and BK | bk. 64 x 128 x 128 with 4 stages a
+    ring: 8 slots of 24960 B leave room for one 64 x 128 bf16 staging tile, not two (24832 B slots before the w
+    scale moved into the slot, session 15)."""
     p = k.derive({**BASE, "BLOCK_SIZE_M": 64, "num_stages": 4}, H200, block_shape=(128, 128))
-    assert (p.scale, p.scale_bn, p.scale_bk, p.scale_bytes) == ("block", 128, 128, 256)
-    assert p.stage_bytes == (64 + 128) * 128 + 256 and (p.stages, p.c_tiles) == (4, 2)
+    assert (p.scale, p.scale_bn, p.scale_bk, p.scale_bytes) == ("block", 128, 128, 4 * (64 + 32))
+    assert p.stage_bytes == (64 + 128) * 128 + 384 and (p.stages, p.c_tiles) == (4, 1)
     assert p.smem_bytes <= H200.shared_mem_bytes
     assert k.derive(BASE, H200).scale == "rowcol"
     with pytest.raises(ValueError, match="BLOCK_SIZE_N"):

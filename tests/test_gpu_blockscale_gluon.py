@@ -52,15 +52,24 @@ def wide_scales(*shape):
     return (torch.rand(shape, device=DEV) + 0.5) * torch.exp2(e)
 
 
-def inputs(M, N, K, block=(128, 128)):
+def inputs(M, N, K, block=(128, 128), xs_layout="row"):
+    """x, w, x_scale, w_scale; x_scale row-major (M, KB) ("row": the load warp copies it by cp.async) or M-major
+    ("mmajor", strides (1, M) as gemmkit.quant makes it: by TMA)."""
     bn, bk = block
     x, w = q8(M, K, dtype=FP8, device=DEV), q8(N, K, dtype=FP8, device=DEV)
-    return x, w, wide_scales(M, -(-K // bk)), wide_scales(-(-N // bn), -(-K // bk))
+    xs = wide_scales(M, -(-K // bk))
+    if xs_layout == "mmajor":
+        xs = xs.T.contiguous().T
+    return x, w, xs, wide_scales(-(-N // bn), -(-K // bk))
 
 
-def run(x, w, xs, ws, out_dtype=torch.bfloat16, cfg=CFGS["64x128x128s4"], cus=None, block=(128, 128), tail=None):
+XS_LAYOUTS = ["row", "mmajor"]
+
+
+def run(x, w, xs, ws, out_dtype=torch.bfloat16, cfg=CFGS["64x128x128s4"], cus=None, block=(128, 128), tail=None,
+        scale_tma=None):
     y = poisoned((x.shape[0], w.shape[0]), out_dtype, DEV)
-    _k().launch(x, w, xs, ws, None, y, cfg, _target(cus), block_shape=block, tail=tail)
+    _k().launch(x, w, xs, ws, None, y, cfg, _target(cus), block_shape=block, tail=tail, scale_tma=scale_tma)
     torch.cuda.synchronize()
     return y
 
@@ -88,11 +97,72 @@ SHAPES = [(1, 264, 128), (17, 1000, 304), (4095, 1032, 784), (64, 8, 16), (129, 
           (256, 512, 4096)]
 
 
+@pytest.mark.parametrize("xs_layout", XS_LAYOUTS)
 @pytest.mark.parametrize("cfg", list(CFGS), ids=list(CFGS))
 @pytest.mark.parametrize("M,N,K", SHAPES, ids=[f"{m}x{n}x{k}" for m, n, k in SHAPES])
-def test_shapes(M, N, K, cfg):
-    x, w, xs, ws = inputs(M, N, K)
+def test_shapes(M, N, K, cfg, xs_layout):
+    """Every config and shape, the x scales copied by cp.async (row-major x_scale; M-major with M % 4 != 0) and by
+    TMA (M-major with M % 4 == 0; one K block in either layout)."""
+    x, w, xs, ws = inputs(M, N, K, xs_layout=xs_layout)
+    # TMA: M-major with M % 4 == 0 (each K block's box on a 16-byte boundary), or one K block in either layout
+    assert _k().scale_tma_ok(xs) == ((xs_layout == "mmajor" and M % 4 == 0) or xs.shape[1] == 1)
     check(run(x, w, xs, ws, cfg=CFGS[cfg]), x, w, xs, ws)
+
+
+def _nan_padded(M, KB, pad, offset=0):
+    """An M-major (M, KB) x_scale view whose storage has `pad` NaN elements after each column (stride (1, M +
+    pad)) and starts `offset` elements into its allocation: a TMA box of x scales that runs past row M reads NaN.
+    (M + pad) % 4 == 0 and offset % 4 == 0 keep every box on a 16-byte boundary (scale_tma_ok)."""
+    store = torch.full((offset + KB * (M + pad),), float("nan"), device=DEV)
+    view = store[offset:].view(KB, M + pad)[:, :M].T
+    view.copy_(wide_scales(M, KB))
+    return view
+
+
+@pytest.mark.parametrize("cfg", ["64x128x128s4", "coop128x128x128s5", "coop128x128x64s3"])
+@pytest.mark.parametrize("M,N,K", [(1, 264, 1024), (17, 1000, 304), (200, 640, 1152), (300, 2112, 1040),
+                                   (4095, 1032, 784)], ids=lambda v: str(v))
+def test_scale_tma_matches_cpasync(M, N, K, cfg):
+    """The two copies of the x scales read the same values: TMA (M-major x_scale, its storage NaN past each
+    column's M rows, which the box reads for the last row tile) and cp.async (scale_tma=False; and a row-major
+    copy) give bitwise equal outputs, right against float64: NaN read past row M (rows of y never stored) reaches
+    no output. w_scale (always a TMA box of 4) is a column slice with NaN in the skipped columns, which the box
+    reads beside the scale and _w_pick's select drops."""
+    k = _k()
+    x, w, _, ws = inputs(M, N, K)
+    xs = _nan_padded(M, ws.shape[1], 4 - M % 4)
+    ws_store = torch.full((ws.shape[0], 2 * ws.shape[1]), float("nan"), device=DEV)
+    ws_v = ws_store[:, ::2]
+    ws_v.copy_(ws)
+    assert k.scale_tma_ok(xs)
+    y = run(x, w, xs, ws_v, cfg=CFGS[cfg])
+    check(y, x, w, xs, ws_v)
+    assert torch.equal(y, run(x, w, xs, ws_v, cfg=CFGS[cfg], scale_tma=False))
+    assert torch.equal(y, run(x, w, xs.contiguous(), ws_v.contiguous(), cfg=CFGS[cfg]))  # row-major: cp.async
+
+
+def test_scale_tma_needs_aligned_m_major_scales():
+    """A TMA box must start on a 16-byte boundary: an M-major x_scale 4 bytes past one (base), or one whose K-block
+    stride is not a multiple of 4 elements (M = 201 dense), runs by cp.async, right, and scale_tma=True is refused;
+    a row-major x_scale (M > 1, KB > 1) is not one box a K step at all. A w_scale off one is copied."""
+    k = _k()
+    M, N, K = 200, 512, 1024
+    x, w, _, ws = inputs(M, N, K)
+    xs = _nan_padded(M, ws.shape[1], 4, offset=1)
+    assert xs.data_ptr() % 16 == 4 and not k.scale_tma_ok(xs)
+    assert not k.scale_tma_ok(xs.contiguous()) and k.scale_tma_ok(xs.T.contiguous().T)
+    check(run(x, w, xs, ws, cfg=CFGS["coop128x128x128s5"]), x, w, xs, ws)
+    with pytest.raises(ValueError, match="scale_tma"):
+        run(x, w, xs, ws, cfg=CFGS["coop128x128x128s5"], scale_tma=True)
+    x, w, xs, ws = inputs(201, N, K, xs_layout="mmajor")
+    assert xs.stride() == (1, 201) and not k.scale_tma_ok(xs)
+    check(run(x, w, xs, ws, cfg=CFGS["coop128x128x128s5"]), x, w, xs, ws)
+    # a w_scale 4 bytes past a 16-byte boundary: the launch copies it (its w scales always come by TMA)
+    ws_off = _nan_padded(*ws.shape, 4, offset=1)
+    ws_off.copy_(ws)
+    assert ws_off.data_ptr() % 16 == 4
+    for cfg in ("coop128x128x128s5", "64x128x128s4"):
+        check(run(x, w, xs.T.contiguous().T, ws_off, cfg=CFGS[cfg]), x, w, xs, ws)
 
 
 @pytest.mark.parametrize("cfg", ["64x128x128s4", "coop128x128x128s5"])
@@ -226,14 +296,16 @@ fp8 = torch.float8_e4m3fn
 layout = sys.argv[1]
 cfg = {"BLOCK_SIZE_M": 128 if layout == "coop" else 64, "BLOCK_SIZE_N": 128, "BLOCK_SIZE_K": 128,
        "GROUP_SIZE_M": 2, "num_warps": 8 if layout == "coop" else 4, "num_stages": 2}
-for mode in ("block", "rowcol"):
+for mode in ("block", "block-tma", "rowcol"):
     # (4, 300 x 264 x 1024, coop): 9 tiles on 4 CTAs, the last one split 4 ways (tail=True: partials + reduce)
     for cus, (M, N, K) in [(1, (129, 256, 128)), (2, (200, 264, 256)), (1, (300, 136, 384)), (2, (64, 512, 384)),
                            (4, (300, 264, 1024))]:
         x = (torch.randn(M, K, device="cuda") * 4).to(fp8)
         w = (torch.randn(N, K, device="cuda") * 4).to(fp8)
-        if mode == "block":
+        if mode.startswith("block"):
             xs = torch.rand(M, -(-K // 128), device="cuda") + 0.5
+            if mode == "block-tma":  # M-major: the load warp copies the scales by TMA
+                xs = xs.T.contiguous().T
             ws = torch.rand(-(-N // 128), -(-K // 128), device="cuda") + 0.5
             xd = x.double() * expand_block_scales(xs.double(), (1, 128), x.shape)
             wd = w.double() * expand_block_scales(ws.double(), (128, 128), w.shape)
@@ -254,7 +326,8 @@ print("sanitized run done")
 @pytest.mark.parametrize("tool", ["synccheck", "memcheck"])
 @pytest.mark.parametrize("layout", ["coop", "pingpong"])
 def test_compute_sanitizer(tool, layout):
-    """No illegal barrier use (synccheck) and no bad access (memcheck), both scale modes, k_steps 1-3."""
+    """No illegal barrier use (synccheck) and no bad access (memcheck), both scale modes (block scales copied by
+    cp.async and by TMA), k_steps 1-3."""
     from _util import sanitize
 
     out = sanitize(tool, _SANITIZE_FP8, layout)
@@ -300,7 +373,7 @@ def test_racecheck_hazards_only_where_racecheck_cannot_see_the_order(layout):
     allowed here and nothing else:
       - Triton 3.6's warp-specialize dispatch (as for the BF16 ping-pong, tests/test_gpu_hopper_pingpong.py):
         accesses attributed to the kernel's `def`, its `gl.warp_specialize` lines or the `if` choosing one;
-      - the scale slot: the load warp's cp.async writes (hopper_pingpong_fp8.py) against the consumers' reads
+      - the x-scale slots (s_ring): the load warp's cp.async writes (hopper_pingpong_fp8.py) against the consumers' reads
         of the slot (hopper_fp8_mainloop.py). Those reads follow a wait on full[s], whose phase needs every
         load lane's cp.async.mbarrier.arrive.noinc (fired when that lane's copies have completed), and the
         next write into the slot follows a wait on empty[s] (the consumers' warpgroup bar.sync, then one
@@ -327,9 +400,9 @@ def test_racecheck_hazards_only_where_racecheck_cannot_see_the_order(layout):
     src, first = inspect.getsourcelines(k.hopper_pingpong_fp8_kernel.fn)
     dispatch = {first + i for i, line in enumerate(src)
                 if line.lstrip().startswith(("def ", "gl.warp_specialize(", "if LAYOUT =="))}
-    copy_lines = _lines_with(k, "async_copy.async_copy_global_to_shared(s_ring")
-    read_lines = _lines_with(ml, ".load(gl.SliceLayout(1, acc_layout)) * wsc")
-    assert len(copy_lines) == 1 and len(read_lines) >= 3, (copy_lines, read_lines)
+    copy_lines = _lines_with(k, "async_copy.async_copy_global_to_shared(s_ring")  # (TMA copies: unseen by racecheck)
+    read_lines = _lines_with(ml, "s_slot.slice(ROW0, 64).load(row_layout)")
+    assert len(copy_lines) == 1 and len(read_lines) == 1, (copy_lines, read_lines)
     vec_copies = _lines_with(k, "async_copy.async_copy_global_to_shared(vx_smem") | \
         _lines_with(k, "async_copy.async_copy_global_to_shared(vw_smem")
     vec_reads = {i for i in _lines_with(k, "_smem.index(vs)") if i not in vec_copies}
@@ -363,14 +436,16 @@ TAIL_CASES = [(4096, 2112, 7168, 132, (128, 128)),  # the DeepSeek-V3 row: 16 ta
               (300, 1032, 1040, 5, "bk64")]
 
 
+@pytest.mark.parametrize("xs_layout", XS_LAYOUTS)
 @pytest.mark.parametrize("M,N,K,cus,block", TAIL_CASES, ids=[f"{m}x{n}x{k}-{c}-{b}" for m, n, k, c, b in TAIL_CASES])
-def test_tail_split(M, N, K, cus, block, launches):
-    """The coop layout with its last round split along K (tail=True), every element against float64 (a split
-    reads the w scale of its own K blocks: `_next_ws` from k0), the reduce launched exactly when tail_plan splits."""
+def test_tail_split(M, N, K, cus, block, xs_layout, launches):
+    """The coop layout with its last round split along K (tail=True), every element against float64 (a split's
+    load warp copies the scales of its own K blocks, from k0), the reduce launched exactly when tail_plan splits;
+    the scales by cp.async (row-major x_scale) and by TMA (M-major)."""
     k = _k()
     cfg = CFGS["coop128x128x64s3"] if block == "bk64" else CFGS["coop128x128x128s5"]
     block = (128, 128) if block == "bk64" else block
-    x, w, xs, ws = inputs(M, N, K, block)
+    x, w, xs, ws = inputs(M, N, K, block, xs_layout)
     t = _target(cus)
     plan = k.derive(cfg, t, 2, block)
     tail, splits = k.tail_plan(plan, M, N, K, min(t.num_cus, -(-M // 128) * -(-N // 128)), True)

@@ -8,7 +8,9 @@ owns what one K step of a consumer does (`@gluon.jit` helpers, inlined into `_mm
   _promote           acc + p (rowcol, FADD) or acc + p * s[m] (block, FFMA), as inline PTX
   _pingpong_mainloop num_warps 4: BM rows (one or two 64-row slices), every chain waited at once
   _coop_mainloop     num_warps 8: a 64-row half, one chain always in flight (two partials, wait(1))
-  _coop_step, _next_ws  one K step of it; (block) the tile's w scale, loaded a step ahead
+  _coop_step         one K step of it
+  _slot_scales       (block) a step's scales s[m] = x_scale[m, kb] * w_scale[nb, kb], both read from the ring slot
+  _w_pick            (block) where the w scale sits among the 4 fp32 its TMA box copied into the slot
 
 Promotion: the tensor cores' fp8 adder has reduced precision, so a chain sums at most BK <= 128 = PROMOTE_K
 products (use_acc=False: from zero) before the fp32 FADD / FFMA adds it into acc (cuBLAS's precise mode,
@@ -18,7 +20,7 @@ and a wgmma wait *inside* each warpgroup_mma, the Triton tier's schedule whose s
 
 Pingpong K step (one consumer; the other consumer's wgmma runs under this one's wait + FADDs)::
 
-   wait full[s] │ (block) s_q = LDS x_scale slot * w │ chain rows 0..63 → p │ wait(0) │ acc0 += p (* s_0)
+   wait full[s] │ (block) s_q = LDS x scales * LDS w scale │ chain rows 0..63 → p │ wait(0) │ acc0 += p (* s_0)
                 │ (BM 128) chain rows 64..127 → p │ wait(0) │ acc1 += p (* s_1) │ arrive empty[s]
 
 Coop K steps (one consumer, its 64-row half; registers at BN = 128: acc 64 + pA 64 + pB 64 = 192)::
@@ -81,7 +83,7 @@ def _promote(acc, p, s, SCALE: gl.constexpr):
 
 
 @gluon.jit
-def _pingpong_mainloop(a_ring, b_ring, s_ring, full, empty, idx, phase, ws_tile, k_steps, stride_wsk,
+def _pingpong_mainloop(a_ring, b_ring, s_ring, w_ring, full, empty, idx, phase, k_steps, ws_row, stride_wsk,
                        RING: gl.constexpr, TWO: gl.constexpr, BK: gl.constexpr, STAGES: gl.constexpr,
                        SCALE: gl.constexpr, SCALE_BK: gl.constexpr, acc_layout: gl.constexpr):
     """A pingpong consumer's mainloop of one tile from ring RING: rows 0..63 into acc0 and (TWO: BM = 128)
@@ -94,24 +96,18 @@ def _pingpong_mainloop(a_ring, b_ring, s_ring, full, empty, idx, phase, ws_tile,
     # The partial, overwritten by each chain. Per tile, not carried across tiles: dead in the
     # epilogue, whose scales and bias need its registers (carried: 160 bytes of spills).
     p = gl.zeros((SM, BN), dtype=gl.float32, layout=acc_layout)
-    if SCALE == "block":
-        # The tile's w_scale row (BN | SCALE_BN): one scalar a K step, the same address in every thread,
-        # loaded one step ahead (register prefetch: the load has a whole step to land).
-        ws_next = gl.load(ws_tile)
     for kk in range(k_steps):
         slot = RING * STAGES + idx
-        if SCALE == "block":
-            wsc = ws_next
-            ws_next = gl.load(ws_tile + (gl.minimum(kk + 1, k_steps - 1) * BK // SCALE_BK) * stride_wsk)
         mbarrier.wait(full.index(slot), phase)
         a = a_ring.index(slot)
         b = b_ring.index(slot).permute((1, 0))
         if SCALE == "block":
-            # s[m] = x_scale[m, kb] * w_scale[nb, kb] for this thread's rows, read from the slot *before* the
-            # chain is issued: the shared-memory load's latency runs under the wgmma, not after its wait.
-            s0 = s_ring.index(slot).slice(ROW0, SM).load(gl.SliceLayout(1, acc_layout)) * wsc
+            # s[m] = x_scale[m, kb] * w_scale[nb, kb] for this thread's rows, both read from the slot *before* the
+            # chain is issued: the shared-memory loads' latency runs under the wgmma, not after its wait.
+            j = _w_pick(ws_row, kk, stride_wsk, BK, SCALE_BK)
+            s0 = _slot_scales(s_ring.index(slot), w_ring.index(slot), j, ROW0, acc_layout)
             if TWO:
-                s1 = s_ring.index(slot).slice(SM, SM).load(gl.SliceLayout(1, acc_layout)) * wsc
+                s1 = _slot_scales(s_ring.index(slot), w_ring.index(slot), j, SM, acc_layout)
         p = _chain(a.slice(ROW0, SM), b, p)
         # Promotion of rows ROW0..ROW0+63 (the other consumer's wgmma runs meanwhile).
         if SCALE == "block":
@@ -130,17 +126,36 @@ def _pingpong_mainloop(a_ring, b_ring, s_ring, full, empty, idx, phase, ws_tile,
 
 
 @gluon.jit
-def _coop_step(a, b, s_slot, p_new, p_old, acc, s_old, wsc, prev_empty, ROW0: gl.constexpr, SCALE: gl.constexpr,
-               acc_layout: gl.constexpr, FIRST: gl.constexpr):
+def _w_pick(ws_row, kstep, stride_wsk, BK: gl.constexpr, SCALE_BK: gl.constexpr):
+    """(block) Which of the 4 fp32 at the head of a slot's w-scale buffer is K step kstep's w scale (element
+    ws_row + kb * stride_wsk of w_scale): its TMA box starts at that offset rounded down to 4 elements (a box must
+    start on a 16-byte boundary), so the offset's low two bits."""
+    return (ws_row + (kstep * BK // SCALE_BK) * stride_wsk) & 3
+
+
+@gluon.jit
+def _slot_scales(s_slot, w_slot, j, ROW0: gl.constexpr, acc_layout: gl.constexpr):
+    """(block) s[m] = x_scale[m, kb] * w_scale[nb, kb] of rows ROW0 .. ROW0 + 63, from a ring slot: the x scales
+    (s_slot, BM fp32) and the tile's w scale (element j of the 4 at the head of w_slot: every thread reads the 4,
+    one broadcast LDS, and keeps one), both staged by the load warp."""
+    row_layout: gl.constexpr = gl.SliceLayout(1, acc_layout)
+    w4_layout: gl.constexpr = gl.BlockedLayout([4], [32], [4], [0])  # each thread all 4
+    w4 = w_slot.slice(0, 4).load(w4_layout)
+    w = gl.sum(gl.where(gl.arange(0, 4, layout=w4_layout) == j, w4, 0.0), axis=0)
+    return s_slot.slice(ROW0, 64).load(row_layout) * w
+
+
+@gluon.jit
+def _coop_step(a, b, s_slot, w_slot, j, p_new, p_old, acc, s_old, prev_empty, ROW0: gl.constexpr,
+               SCALE: gl.constexpr, acc_layout: gl.constexpr, FIRST: gl.constexpr):
     """One K step of a coop consumer with a chain always in flight: (block) this step's scales from the slot,
     the chain into p_new, wait(1) (the previous step's chain, in p_old, is done; this one runs on), then the
     previous step's promotion and the release of its slot."""
-    SM: gl.constexpr = 64
     if SCALE == "block":
-        s_new = s_slot.slice(ROW0, SM).load(gl.SliceLayout(1, acc_layout)) * wsc
+        s_new = _slot_scales(s_slot, w_slot, j, ROW0, acc_layout)
     else:
         s_new = s_old
-    p_new = warpgroup_mma(a.slice(ROW0, SM), b, p_new, use_acc=False, is_async=True)
+    p_new = warpgroup_mma(a.slice(ROW0, 64), b, p_new, use_acc=False, is_async=True)
     p_new, p_old = warpgroup_mma_wait(1, deps=(p_new, p_old))
     if not FIRST:
         acc = _promote(acc, p_old, s_old, SCALE)
@@ -149,17 +164,7 @@ def _coop_step(a, b, s_slot, p_new, p_old, acc, s_old, wsc, prev_empty, ROW0: gl
 
 
 @gluon.jit
-def _next_ws(ws_tile, k0, kk, k_steps, stride_wsk, BK: gl.constexpr, SCALE_BK: gl.constexpr, SCALE: gl.constexpr):
-    """(block) The w scale of the work item's K step kk + 1 (clamped to its last; step k0 + kk + 1 of the tile),
-    loaded a step ahead; rowcol: 0, unused."""
-    if SCALE == "block":
-        return gl.load(ws_tile + ((k0 + gl.minimum(kk + 1, k_steps - 1)) * BK // SCALE_BK) * stride_wsk)
-    else:
-        return 0.0
-
-
-@gluon.jit
-def _coop_mainloop(a_ring, b_ring, s_ring, full, empty, idx, phase, ws_tile, k0, k_steps, stride_wsk,
+def _coop_mainloop(a_ring, b_ring, s_ring, w_ring, full, empty, idx, phase, k0, k_steps, ws_row, stride_wsk,
                    ROW0: gl.constexpr, BK: gl.constexpr, STAGES: gl.constexpr, SCALE: gl.constexpr,
                    SCALE_BK: gl.constexpr, acc_layout: gl.constexpr):
     """A coop consumer's mainloop of one work item (its 64 rows of a tile, K steps k0 .. k0 + k_steps - 1: the
@@ -172,35 +177,35 @@ def _coop_mainloop(a_ring, b_ring, s_ring, full, empty, idx, phase, ws_tile, k0,
     pA = gl.zeros((SM, BN), dtype=gl.float32, layout=acc_layout)
     pB = gl.zeros((SM, BN), dtype=gl.float32, layout=acc_layout)
     s_a = gl.zeros((SM,), dtype=gl.float32, layout=gl.SliceLayout(1, acc_layout))
-    ws_next = _next_ws(ws_tile, k0, -1, k_steps, stride_wsk, BK, SCALE_BK, SCALE)
     # K step 0: nothing before it to promote
-    wsc = ws_next
-    ws_next = _next_ws(ws_tile, k0, 0, k_steps, stride_wsk, BK, SCALE_BK, SCALE)
     mbarrier.wait(full.index(idx), phase)
-    acc, pA, pB, s_a = _coop_step(a_ring.index(idx), b_ring.index(idx).permute((1, 0)), s_ring.index(idx), pA, pB,
-                                  acc, s_a, wsc, empty.index(idx), ROW0, SCALE, acc_layout, True)
+    j = _w_pick(ws_row, k0, stride_wsk, BK, SCALE_BK)
+    acc, pA, pB, s_a = _coop_step(a_ring.index(idx), b_ring.index(idx).permute((1, 0)), s_ring.index(idx),
+                                  w_ring.index(idx), j, pA, pB, acc, s_a, empty.index(idx), ROW0, SCALE, acc_layout,
+                                  True)
     prev = idx
     idx, phase = _ring_next(idx, phase, STAGES)
     for kk in range(1, k_steps - 1, 2):
-        wsc = ws_next
-        ws_next = _next_ws(ws_tile, k0, kk, k_steps, stride_wsk, BK, SCALE_BK, SCALE)
         mbarrier.wait(full.index(idx), phase)
-        acc, pB, pA, s_b = _coop_step(a_ring.index(idx), b_ring.index(idx).permute((1, 0)), s_ring.index(idx), pB,
-                                      pA, acc, s_a, wsc, empty.index(prev), ROW0, SCALE, acc_layout, False)
+        j = _w_pick(ws_row, k0 + kk, stride_wsk, BK, SCALE_BK)
+        acc, pB, pA, s_b = _coop_step(a_ring.index(idx), b_ring.index(idx).permute((1, 0)), s_ring.index(idx),
+                                      w_ring.index(idx), j, pB, pA, acc, s_a, empty.index(prev), ROW0, SCALE,
+                                      acc_layout, False)
         prev = idx
         idx, phase = _ring_next(idx, phase, STAGES)
-        wsc = ws_next
-        ws_next = _next_ws(ws_tile, k0, kk + 1, k_steps, stride_wsk, BK, SCALE_BK, SCALE)
         mbarrier.wait(full.index(idx), phase)
-        acc, pA, pB, s_a = _coop_step(a_ring.index(idx), b_ring.index(idx).permute((1, 0)), s_ring.index(idx), pA,
-                                      pB, acc, s_b, wsc, empty.index(prev), ROW0, SCALE, acc_layout, False)
+        j = _w_pick(ws_row, k0 + kk + 1, stride_wsk, BK, SCALE_BK)
+        acc, pA, pB, s_a = _coop_step(a_ring.index(idx), b_ring.index(idx).permute((1, 0)), s_ring.index(idx),
+                                      w_ring.index(idx), j, pA, pB, acc, s_b, empty.index(prev), ROW0, SCALE,
+                                      acc_layout, False)
         prev = idx
         idx, phase = _ring_next(idx, phase, STAGES)
     if k_steps % 2 == 0:  # the last step (odd) chains into pB
-        wsc = ws_next
         mbarrier.wait(full.index(idx), phase)
-        acc, pB, pA, s_b = _coop_step(a_ring.index(idx), b_ring.index(idx).permute((1, 0)), s_ring.index(idx), pB,
-                                      pA, acc, s_a, wsc, empty.index(prev), ROW0, SCALE, acc_layout, False)
+        j = _w_pick(ws_row, k0 + k_steps - 1, stride_wsk, BK, SCALE_BK)
+        acc, pB, pA, s_b = _coop_step(a_ring.index(idx), b_ring.index(idx).permute((1, 0)), s_ring.index(idx),
+                                      w_ring.index(idx), j, pB, pA, acc, s_a, empty.index(prev), ROW0, SCALE,
+                                      acc_layout, False)
         pB = warpgroup_mma_wait(0, deps=(pB,))
         acc = _promote(acc, pB, s_b, SCALE)
         mbarrier.arrive(empty.index(idx))

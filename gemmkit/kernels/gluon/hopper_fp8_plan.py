@@ -28,6 +28,12 @@ MIN_TAIL_K = 4096
 # (coop rowcol) work items whose epilogue scales the load warp stages at once: the one in its epilogue, the next
 VECTOR_BUFFERS = 2
 _LOAD_LANES = 32  # lanes of the load warp (the kernel's LOAD_THREADS): it copies at least one w scale a lane
+# (block) a ring slot's w-scale buffer: 128 bytes, as a TMA destination in shared memory must start on a 128-byte
+# boundary, of which a 16-byte TMA box (the least a box moves) fills the first WS_BOX_FLOATS, from the w scale's
+# offset rounded down to 4 elements, since a box must also start on a 16-byte boundary in global memory (session 15,
+# benchmarks/tma_box_probe.py: an unaligned box faults, "illegal instruction"; a 16-byte slot, "misaligned address").
+W_SLOT_FLOATS = 32
+WS_BOX_FLOATS = 4
 _MAX_LIVE_ACC = 192  # acc + partial(s) fp32 registers per consumer thread (of 240: the rest for addresses)
 LAYOUTS = {hh.CONSUMER_WARPS: "pingpong", hp.COOP_WARPS: "coop"}  # num_warps (warps computing one output tile) -> layout
 CONFIG_KEYS = hh.CONFIG_KEYS
@@ -59,7 +65,7 @@ class Plan:
     scale: str = "rowcol"  # "rowcol" (epilogue scales) | "block" (scaled promotion)
     scale_bn: int = 1  # block: rows of w per w_scale row (SBN), a multiple of BN
     scale_bk: int = 1  # block: K columns per scale column (SBK), a multiple of BK
-    scale_bytes: int = 0  # block: the x scales of one ring slot (BM fp32), part of stage_bytes
+    scale_bytes: int = 0  # block: the scales of one ring slot (BM + W_SLOT_FLOATS fp32), part of stage_bytes
     layout: str = "pingpong"  # "pingpong" (num_warps 4: a tile per consumer) | "coop" (8: one tile, two halves)
     rings: int = 2  # pingpong: a ring (and a load warp) per consumer; coop: one, read by both consumers
     consumer_rows: int = 128  # rows of the output one consumer computes per tile (pingpong: BM; coop: 64)
@@ -83,9 +89,9 @@ def derive(cfg: dict, target=None, out_bytes: int = 2, block_shape=None) -> Plan
       swizzle  128 B rows (BK = 128 fp8): 128-byte swizzle for a and b; y as hopper_pingpong.
       scales   block_shape None: rowcol. (SBN, SBK): block; BK | SBK (no chain straddles two scale
                blocks; BK < SBK promotes every step with the same scales) and BN | SBN (one w scale
-               per tile per K block); each ring slot also holds the step's BM fp32 x scales
-               (stage_bytes + 4 BM: 128 x 128 x 128 -> 33280 B, 2 stages a ring beside two bf16
-               output tiles, as 3 no longer fit beside one).
+               per tile per K block); each ring slot also holds the step's BM fp32 x scales and a
+               W_SLOT_FLOATS = 32 buffer holding its w scale (stage_bytes + 4 (BM + 32): 128 x 128 x 128
+               -> 33408 B, 2 stages a ring beside two bf16 output tiles, as 3 no longer fit beside one).
       layout   num_warps 4 -> "pingpong" (above); num_warps 8 -> "coop" (BLOCK_SIZE_M must be 128):
                one ring, one load warp (still 12 warps: 4 + 4 + 1 padded; the same 168 / 24 / 240
                registers), consumer rows 64: acc 64 * BN / 128 + two partials 64 * BN / 128 (128 x 128:
@@ -94,7 +100,7 @@ def derive(cfg: dict, target=None, out_bytes: int = 2, block_shape=None) -> Plan
                out_bytes in all; rowcol adds two buffers of the epilogue's scales (BM + max(BN, 32) fp32
                each, staged by the load warp: `vector_bytes`, 2 KiB at 128 x 128); stages = min(num_stages,
                (smem - staging - vectors - slack) // stage_bytes): 128 x 128 x 128 bf16 out: rowcol 6
-               (196608 + 32768 + 2048 + 1024 slack = 232448 B, the whole 227 KiB), block 5 (33280 B a slot);
+               (196608 + 32768 + 2048 + 1024 slack = 232448 B, the whole 227 KiB), block 5 (33408 B a slot);
                fp32 out: rowcol 5, block 4. Pingpong's shared-memory plan and SASS are unchanged.
     """
     nw = cfg.get("num_warps")
@@ -130,7 +136,7 @@ def derive(cfg: dict, target=None, out_bytes: int = 2, block_shape=None) -> Plan
         if sbn % bn:
             raise ValueError(f"config: key 'BLOCK_SIZE_N' = {bn} does not divide the scale block's N = {sbn} "
                              "(a tile's w scale would not be one scalar per K block)")
-        scale, scale_bytes = "block", 4 * bm
+        scale, scale_bytes = "block", 4 * (bm + W_SLOT_FLOATS)
     stage_bytes = (bm + bn) * bk + scale_bytes
     buf_bytes = rows * bn * out_bytes  # one consumer's output staging buffer
     ring_slots = rings * stage_bytes  # one slot in each ring
@@ -165,11 +171,13 @@ def vector_bytes(layout: str, scale: str, bm: int, bn: int) -> int:
     return VECTOR_BUFFERS * (bm + max(bn, _LOAD_LANES)) * 4
 
 
-def constexprs(plan: Plan, *, has_bias: bool) -> dict:
-    """The kernel's constexpr arguments (one place for the launch and the static compile)."""
+def constexprs(plan: Plan, *, has_bias: bool, scale_tma: bool = False) -> dict:
+    """The kernel's constexpr arguments (one place for the launch and the static compile). scale_tma (block
+    mode): the load warp copies the scales by TMA (the launch decides from the scale tensors: `scale_tma_ok`)."""
     return dict(STAGES=plan.stages, C_TILES=plan.c_tiles, GROUP_SIZE_M=plan.GROUP_SIZE_M, HAS_BIAS=has_bias,
                 LAYOUT=plan.layout, SCALE=plan.scale, SCALE_BN=plan.scale_bn, SCALE_BK=plan.scale_bk,
-                MMA_REGS=plan.mma_regs, LOAD_REGS=plan.load_regs)
+                SCALE_TMA=bool(scale_tma and plan.scale == "block"), MMA_REGS=plan.mma_regs,
+                LOAD_REGS=plan.load_regs)
 
 
 def tail_plan(plan: Plan, M: int, N: int, K: int, ctas: int, tail=None) -> tuple[int, int]:

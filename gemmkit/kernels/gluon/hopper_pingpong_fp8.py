@@ -80,21 +80,27 @@ m64nBNk32 chain each; the partial accumulator p is one 64 x BN slice, reused)::
 
 Block scales (SCALE = "block"; K step kk of BK columns lies in scale block kb = kk * BK // SBK)::
 
-   load r (1 warp), after empty[s]:                        ring slot s of ring r
-     cp.async x_scale[m, kb], m in tile (BM / 32 4-byte ──► s_ring[s]: BM fp32 x scales  ┐ full[s] completes
-       copies a lane: one line an instruction if M-major)  a_ring[s], b_ring[s] (TMA)  ┘ when both landed
-     cp.async.mbarrier.arrive.noinc full[s] (each lane: one of the 32 arrivals full[s] counts, made when that
-       lane's copies land), then expect-tx
-   mma r, K step kk: w = w_scale[nb, kb] (a register, loaded at step kk - 1; nb = pid_n * BN // SBN, BN | SBN)
-     wait full[s] │ s_q = s_ring[s][64q .. 64q + 63] * w (LDS) │ chain q │ wait │ acc_q += p * s_q[:, None] (FFMA)
+   load r (1 warp), after empty[s]:                              ring slot s of ring r
+     expect-tx (a, b and the scale boxes), then TMA a[s], b[s]      ┐
+     TMA w_scale.flat[o & ~3 .. +3], o = offset of w_scale[nb, kb]  ├─► w_ring[s]: 4 fp32 holding the w scale ┐ full[s]
+     SCALE_TMA (M-major x_scale, 16-byte aligned boxes):            │                                         │ completes
+       TMA x_scale.flat[kb * stride + m0 .. + BM]  ──────────────────┴─► s_ring[s]: BM fp32 x scales          │ when all
+     else: cp.async x_scale[m, kb] (BM / 32 4-byte copies a lane) ──► s_ring[s], then each lane's            │ landed
+       cp.async.mbarrier.arrive.noinc full[s] (32 of the 33 arrivals full[s] counts then) ───────────────────┘
+   mma r, K step kk (nb = pid_n * BN // SBN, BN | SBN):
+     wait full[s] │ w = w_ring[s][o & 3] (LDS.128, select) │ s_q = s_ring[s][64q .. 64q + 63] * w (LDS) │
+     chain q │ wait │ acc_q += p * s_q[:, None] (FFMA)
 
-   Why this way (measured: docs/kernels/hopper_pingpong_fp8.md "Block-scale mode", docs/PERF.md "Block
-   scales, session 6"): cp.async keeps the load warp from ever waiting on the scales (an LDG + FMUL there
-   waited one L2 latency a step), and reading the slot before issuing the chain puts the shared-memory
-   latency under the wgmma. Not TMA: the op takes x_scale with any strides; row-major (M, KB) makes a tile's
-   BM scales of one kb a strided column, which a TMA box cannot read (and costs a 32-byte sector a row:
-   gemmkit.quant returns the M-major layout, in which they are one 512-byte run; docs/PERF.md, session 14). The pingpong 128 x 128 tile spills in block mode
-   (ptxas splits the partials when the promotion is an FFMA): the spill-free block tiles are 64 x BN
+   Why this way (docs/kernels/hopper_pingpong_fp8.md "Block-scale mode", docs/PERF.md sessions 6, 14, 15): the
+   load warp never waits on a scale (copies land on full[s] with the operands), and the consumers load nothing
+   from global memory in the mainloop (a w-scale LDG one step ahead stalled the chain's issue: +1-7% at M = 128
+   without it, session 15); reading the slot before issuing the chain puts the shared-memory latency under the
+   wgmma. TMA where it can: a box must start on a 16-byte boundary in global memory and land on a 128-byte
+   boundary in shared memory (benchmarks/tma_box_probe.py), so the x scales go by TMA only when M-major with a
+   K-block stride of a multiple of 4 (`scale_tma_ok`; the op takes any strides: row-major (M, KB) makes a tile's
+   BM scales of one kb a strided column, 32 bytes a row, docs/PERF.md session 14), and the w scale's box starts
+   at its offset rounded down to 4 elements (`_w_pick` keeps the one). The pingpong 128 x 128 tile spills in
+   block mode (ptxas splits the partials when the promotion is an FFMA): the spill-free block tiles are 64 x BN
    pingpong and the coop 128 x BN (a 64 x BN half per consumer).
 
 Phase timeline of one K step in consumer c (BK = 128; "wg" = 4 wgmma k32 issued async,
@@ -113,12 +119,12 @@ use_acc=False so each chain starts from zero; "wait" = warpgroup_mma_wait(0))::
    The two consumers drift freely; only the epilogues of a shared output tile (C_TILES = 1)
    alternate, handed over by c_free (as in hopper_pingpong.py).
 
-Barriers (full: count 1, block 1 + 32; empty: 1, coop 2): full[r*S + s] / empty[r*S + s] of ring r, slot s
+Barriers (full: count 1, block with cp.async x scales 1 + 32; empty: 1, coop 2): full[r*S + s] / empty[r*S + s] of ring r, slot s
 (coop: r = 0, one ring; both consumers wait on full[s] with the same parity, both arrive on empty[s]):
-   full   load r: (block: BM / 32 cp.async + cp.async.mbarrier.arrive.noinc per lane: 32 of full[s]'s 33
-          arrivals, each made when that lane's copies land; the incrementing form raised the pending count
-          past the barrier's count, "Barrier overflow" under compute-sanitizer synccheck, session 7)
-          expect-tx (the 33rd arrival) + 2 TMA;
+   full   load r: (block without SCALE_TMA: BM / 32 cp.async + cp.async.mbarrier.arrive.noinc per lane: 32 of
+          full[s]'s 33 arrivals, each made when that lane's copies land; the incrementing form raised the pending
+          count past the barrier's count, "Barrier overflow" under compute-sanitizer synccheck, session 7)
+          expect-tx (the last arrival) + 2 TMA (block: + the w scale's box, SCALE_TMA: + the x scales' box);
           mma r (coop: mma 0 and mma 1): wait parity (g // S) & 1 (g = its ring step count)
    empty  mma r: arrive once its slices' wgmmas read slot s (coop: 2 arrivals, one per consumer, each one
           K step late: after wait(1) and the promotion, so a coop consumer holds two slots at a time);
@@ -139,7 +145,10 @@ Constraints:
     bias (N,) contiguous (any float dtype).
   - rowcol: x_scale (M,) and w_scale (N,) contiguous fp32. block: x_scale (M, ceil(K / SBK)),
     w_scale (ceil(N / SBN), ceil(K / SBK)) fp32, any strides, each spanning < 2**31 elements
-    (int32 offsets); BLOCK_SIZE_K divides SBK and BLOCK_SIZE_N divides SBN.
+    (int32 offsets); BLOCK_SIZE_K divides SBK and BLOCK_SIZE_N divides SBN. The scales' TMA boxes
+    (1-D views of their storage) start on 16-byte boundaries: the x scales' only where `scale_tma_ok`
+    (else cp.async), the w scale's from its offset rounded down to 4 (a w_scale whose base is not
+    16-byte aligned is copied by the launch); each lands in a 128-byte aligned shared buffer.
   - TMA rules: x, w, y 2-D, unit last stride, 16-byte aligned base and row stride
     (K % 16 == 0; N % 8 == 0 for a 16-bit y, N % 4 for fp32). M, N, K need not be multiples
     of the tile: TMA zero-fills out-of-bounds loads (zeros add nothing) and clips stores.
@@ -175,7 +184,7 @@ from . import hopper_host as hh
 from .hopper_fp8_mainloop import _coop_mainloop, _pingpong_mainloop
 # The plan lives in hopper_fp8_plan.py; its names are this module's API too (launch, static compiles, tests).
 from .hopper_fp8_plan import (CONFIG_KEYS, LAYOUTS, MAX_PROMOTE_K, MIN_TAIL_K, SLICE_M, VECTOR_BUFFERS,  # noqa: F401
-                              Plan, constexprs, derive, tail_plan)
+                              W_SLOT_FLOATS, WS_BOX_FLOATS, Plan, constexprs, derive, tail_plan)
 from .hopper_pingpong import _ring_next
 
 KERNEL_NAME = "hopper_pingpong_fp8_kernel"
@@ -205,6 +214,8 @@ PROMISES = (
 
 LOAD_THREADS = gl.constexpr(32)  # one load warp per ring (warp_specialize's 1s): its lanes all arrive on full[s]
 NV_BUFFERS = gl.constexpr(VECTOR_BUFFERS)  # (coop rowcol) work items whose epilogue scales are staged at once
+W_SLOT = gl.constexpr(W_SLOT_FLOATS)  # (block) fp32 of a slot's w-scale buffer (128 bytes: a TMA destination)
+WS_BOX = gl.constexpr(WS_BOX_FLOATS)  # (block) of which the w scale's TMA box fills the first 4
 
 
 # ----------------------------------------------------------------------------- device code
@@ -231,15 +242,18 @@ def _work(w, num_tiles, TAIL, SPLITS, k_steps):
 
 
 @gluon.jit
-def _load_partition(RING: gl.constexpr, NRINGS: gl.constexpr, x_desc, w_desc, a_ring, b_ring, s_ring, full, empty,
-                    vx_smem, vw_smem, vfull, vempty, xs_ptr, ws_ptr, M, N, K, stride_xsm, stride_xsk, TAIL, SPLITS,
-                    STAGES: gl.constexpr, GROUP_SIZE_M: gl.constexpr, SCALE: gl.constexpr, SCALE_BK: gl.constexpr,
+def _load_partition(RING: gl.constexpr, NRINGS: gl.constexpr, x_desc, w_desc, xs_desc, ws_desc, a_ring, b_ring,
+                    s_ring, w_ring, full, empty, vx_smem, vw_smem, vfull, vempty, xs_ptr, ws_ptr, M, N, K, stride_xsm,
+                    stride_xsk, stride_wsn, stride_wsk, TAIL, SPLITS, STAGES: gl.constexpr, GROUP_SIZE_M: gl.constexpr,
+                    SCALE: gl.constexpr, SCALE_BN: gl.constexpr, SCALE_BK: gl.constexpr, SCALE_TMA: gl.constexpr,
                     VEC: gl.constexpr):
     """1 warp: every K step of local work items RING, RING + NRINGS, ... into ring RING (pingpong: NRINGS = 2,
     consumer RING's tiles; coop: NRINGS = 1, every work item of the CTA, read by both consumers; a tail split's
-    item is its K range of one tile, `_work`); (block) with the step's BM x scales x_scale[m, kb] copied into
-    s_ring by cp.async, which full[slot] also waits for. (VEC: coop rowcol) before an item's K steps, its epilogue
-    scales into a vector buffer (`_stage_vectors`)."""
+    item is its K range of one tile, `_work`); (block) with the step's scales, which full[slot] also waits for:
+    BM x scales x_scale[m, kb] into s_ring[slot] (SCALE_TMA: a 1-D TMA box; else cp.async) and the tile's
+    w_scale[nb, kb] into w_ring[slot] (a 1-D TMA box of 4 from its offset rounded down to 4 elements,
+    hopper_fp8_mainloop._w_pick). (VEC: coop rowcol) before an item's K steps, its epilogue scales into a vector
+    buffer (`_stage_vectors`)."""
     BM: gl.constexpr = x_desc.block_type.shape[0]
     BK: gl.constexpr = x_desc.block_type.shape[1]
     BN: gl.constexpr = w_desc.block_type.shape[0]
@@ -247,6 +261,13 @@ def _load_partition(RING: gl.constexpr, NRINGS: gl.constexpr, x_desc, w_desc, a_
     # instruction of the warp reads 32 consecutive rows, one 128-byte line when x_scale is M-major (the layout
     # gemmkit.quant.quantize_fp8_blockwise returns; row-major costs a line per row, docs/PERF.md session 14).
     s_layout: gl.constexpr = gl.BlockedLayout([1], [32], [1], [0])
+    if SCALE == "block" and SCALE_TMA:  # a, b and the two scale boxes
+        NBYTES: gl.constexpr = (x_desc.block_type.nbytes + w_desc.block_type.nbytes + xs_desc.block_type.nbytes +
+                                ws_desc.block_type.nbytes)
+    elif SCALE == "block":  # a, b and the w scale's box (the x scales by cp.async)
+        NBYTES: gl.constexpr = x_desc.block_type.nbytes + w_desc.block_type.nbytes + ws_desc.block_type.nbytes
+    else:
+        NBYTES: gl.constexpr = x_desc.block_type.nbytes + w_desc.block_type.nbytes
     num_pid_m = gl.cdiv(M, BM)
     num_pid_n = gl.cdiv(N, BN)
     k_steps = gl.cdiv(K, BK)
@@ -262,23 +283,34 @@ def _load_partition(RING: gl.constexpr, NRINGS: gl.constexpr, x_desc, w_desc, a_
             _stage_vectors(vx_smem, vw_smem, vfull, vempty, item, xs_ptr, ws_ptr, pid_m, pid_n, M, N, BM, BN)
             item += 1
         if SCALE == "block":
-            # Row offsets clamped to M - 1 (rows past M are zero-filled by TMA: any scale gives 0).
-            rows = pid_m * BM + gl.arange(0, BM, layout=s_layout)
-            xs_off = gl.minimum(rows, M - 1) * stride_xsm
+            # The tile's first x scale and its w scale row in K block 0 (TMA: 1-D coordinates; the x box starts on
+            # a multiple of 4 elements by scale_tma_ok and runs on past row M into what follows the column, or is
+            # zero-filled past the tensor: those rows of x are zero-filled and those rows of y never stored);
+            # cp.async: each lane's rows of x (clamped to M - 1).
+            xs0 = pid_m * BM * stride_xsm
+            ws0 = (pid_n * BN // SCALE_BN) * stride_wsn
+            xs_off = gl.minimum(pid_m * BM + gl.arange(0, BM, layout=s_layout), M - 1) * stride_xsm
         for kk in range(k0, k0 + nk):
             slot = RING * STAGES + idx
             mbarrier.wait(empty.index(slot), phase ^ 1)  # round 0 passes: fresh barrier
             bar = full.index(slot)
             if SCALE == "block":
-                # The step's x scales (4-byte cp.async per row; contiguous if x_scale is M-major), then this lane's arrival
-                # on full[slot], made when its copies have landed (noinc: full counts 1 + 32 arrivals in
-                # block mode): the slot completes only with its scales, and this warp never waits for them.
                 kb = kk * BK // SCALE_BK
-                async_copy.async_copy_global_to_shared(s_ring.index(slot), xs_ptr + (xs_off + kb * stride_xsk))
-                async_copy.mbarrier_arrive(bar, increment_count=False)
-            mbarrier.expect(bar, x_desc.block_type.nbytes + w_desc.block_type.nbytes)
+                if not SCALE_TMA:
+                    # The step's x scales by cp.async (a 4-byte copy per row, a line an instruction if x_scale is
+                    # M-major), then this lane's arrival on full[slot], made when its copies have landed (noinc:
+                    # full counts 1 + 32 arrivals then): the slot completes only with its scales, and this warp
+                    # never waits for them.
+                    async_copy.async_copy_global_to_shared(s_ring.index(slot), xs_ptr + (xs_off + kb * stride_xsk))
+                    async_copy.mbarrier_arrive(bar, increment_count=False)
+            mbarrier.expect(bar, NBYTES)
             tma.async_copy_global_to_shared(x_desc, [pid_m * BM, kk * BK], bar, a_ring.index(slot))
             tma.async_copy_global_to_shared(w_desc, [pid_n * BN, kk * BK], bar, b_ring.index(slot))
+            if SCALE == "block":  # 4 fp32 holding the w scale; (SCALE_TMA) BM x scales (512 bytes at BM = 128)
+                tma.async_copy_global_to_shared(ws_desc, [(ws0 + kb * stride_wsk) // WS_BOX * WS_BOX], bar,
+                                                w_ring.index(slot).slice(0, WS_BOX))
+                if SCALE_TMA:
+                    tma.async_copy_global_to_shared(xs_desc, [xs0 + kb * stride_xsk], bar, s_ring.index(slot))
             idx, phase = _ring_next(idx, phase, STAGES)
 
 
@@ -356,10 +388,10 @@ def _store_partial(part_ptr, acc, part, ROW0: gl.constexpr, BM: gl.constexpr, xs
 
 @gluon.jit
 def _mma_partition(CONSUMER: gl.constexpr, LAYOUT: gl.constexpr, y_desc, xs_ptr, ws_ptr, bias_ptr, a_ring, b_ring,
-                   s_ring, c_smem, full, empty, c_free, vx_smem, vw_smem, vfull, vempty, M, N, K, stride_wsn, stride_wsk, part_ptr, TAIL, SPLITS,
-                   BM: gl.constexpr, BK: gl.constexpr, STAGES: gl.constexpr, C_TILES: gl.constexpr,
-                   GROUP_SIZE_M: gl.constexpr, HAS_BIAS: gl.constexpr, SCALE: gl.constexpr, SCALE_BN: gl.constexpr,
-                   SCALE_BK: gl.constexpr, VEC: gl.constexpr):
+                   s_ring, w_ring, c_smem, full, empty, c_free, vx_smem, vw_smem, vfull, vempty, M, N, K, stride_wsn,
+                   stride_wsk, part_ptr, TAIL, SPLITS, BM: gl.constexpr, BK: gl.constexpr, STAGES: gl.constexpr,
+                   C_TILES: gl.constexpr, GROUP_SIZE_M: gl.constexpr, HAS_BIAS: gl.constexpr, SCALE: gl.constexpr,
+                   SCALE_BN: gl.constexpr, SCALE_BK: gl.constexpr, VEC: gl.constexpr):
     """1 warpgroup: promoted mainloop, then the epilogue. pingpong: local tiles CONSUMER, CONSUMER + 2, ...,
     all BM rows, from ring CONSUMER. coop: every local work item (a tile, or a tail split's K range of one:
     `_work`), rows 64 CONSUMER .. 64 CONSUMER + 63, from the one ring (both consumers wait on each full[s] and
@@ -391,16 +423,14 @@ def _mma_partition(CONSUMER: gl.constexpr, LAYOUT: gl.constexpr, y_desc, xs_ptr,
     for w in range(gl.program_id(0) + RING * nprog, num_tiles + TAIL * (SPLITS - 1), NRINGS * nprog):
         tile_id, k0, nk, part = _work(w, num_tiles, TAIL, SPLITS, k_steps)
         pid_m, pid_n = tile_coords(tile_id, num_pid_m, num_pid_n, GROUP_SIZE_M, 1)
-        ws_tile = ws_ptr  # rowcol: unused
-        if SCALE == "block":  # the tile's w_scale row (BN | SCALE_BN)
-            ws_tile = ws_ptr + (pid_n * BN // SCALE_BN) * stride_wsn
+        ws_row = (pid_n * BN // SCALE_BN) * stride_wsn  # (block) where the slot's w scale sits: _w_pick
         if LAYOUT == "coop":
-            acc0, idx, phase = _coop_mainloop(a_ring, b_ring, s_ring, full, empty, idx, phase, ws_tile, k0, nk,
+            acc0, idx, phase = _coop_mainloop(a_ring, b_ring, s_ring, w_ring, full, empty, idx, phase, k0, nk, ws_row,
                                               stride_wsk, ROW0, BK, STAGES, SCALE, SCALE_BK, acc_layout)
             acc1 = acc0
         else:
-            acc0, acc1, idx, phase = _pingpong_mainloop(a_ring, b_ring, s_ring, full, empty, idx, phase, ws_tile,
-                                                        k_steps, stride_wsk, RING, TWO, BK, STAGES, SCALE,
+            acc0, acc1, idx, phase = _pingpong_mainloop(a_ring, b_ring, s_ring, w_ring, full, empty, idx, phase,
+                                                        k_steps, ws_row, stride_wsk, RING, TWO, BK, STAGES, SCALE,
                                                         SCALE_BK, acc_layout)
         # Epilogue (pingpong: under the other consumer's mainloop; coop: both halves at once, while the load
         # warp fills the ring with the next work item's K steps).
@@ -438,12 +468,12 @@ def _mma_partition(CONSUMER: gl.constexpr, LAYOUT: gl.constexpr, y_desc, xs_ptr,
 
 # TMA handles every M, N, K and the scale strides are plain offsets: one compile per config and mode.
 @gluon.jit(do_not_specialize=["M", "N", "K", "stride_xsm", "stride_xsk", "stride_wsn", "stride_wsk", "TAIL", "SPLITS"])
-def hopper_pingpong_fp8_kernel(x_desc, w_desc, y_desc, xs_ptr, ws_ptr, bias_ptr, M, N, K,
+def hopper_pingpong_fp8_kernel(x_desc, w_desc, y_desc, xs_desc, ws_desc, xs_ptr, ws_ptr, bias_ptr, M, N, K,
                                stride_xsm, stride_xsk, stride_wsn, stride_wsk, part_ptr, TAIL, SPLITS,
                                STAGES: gl.constexpr, C_TILES: gl.constexpr, GROUP_SIZE_M: gl.constexpr,
                                HAS_BIAS: gl.constexpr, LAYOUT: gl.constexpr, SCALE: gl.constexpr,
-                               SCALE_BN: gl.constexpr,
-                               SCALE_BK: gl.constexpr, MMA_REGS: gl.constexpr, LOAD_REGS: gl.constexpr):
+                               SCALE_BN: gl.constexpr, SCALE_BK: gl.constexpr, SCALE_TMA: gl.constexpr,
+                               MMA_REGS: gl.constexpr, LOAD_REGS: gl.constexpr):
     BM: gl.constexpr = x_desc.block_type.shape[0]
     BK: gl.constexpr = x_desc.block_type.shape[1]
     BN: gl.constexpr = w_desc.block_type.shape[0]
@@ -456,12 +486,19 @@ def hopper_pingpong_fp8_kernel(x_desc, w_desc, y_desc, xs_ptr, ws_ptr, bias_ptr,
     NSLOTS: gl.constexpr = NRINGS * STAGES
     a_ring = gl.allocate_shared_memory(x_desc.dtype, [NSLOTS, BM, BK], x_desc.layout)  # ring r: slots r*S ..
     b_ring = gl.allocate_shared_memory(w_desc.dtype, [NSLOTS, BN, BK], w_desc.layout)
-    # (block) the x scales of each slot: BM fp32, copied by cp.async (a 1-element placeholder in rowcol).
+    # (block) the scales of each slot: BM fp32 x scales (s_ring; SCALE_TMA: a TMA box, else cp.async) and 128
+    # bytes holding the tile's w scale (w_ring, a TMA box; 128 bytes: a TMA destination starts on a 128-byte
+    # boundary), the TMA ones in the layout of their 1-D boxes (unswizzled); 1-element placeholders in rowcol.
     s_layout: gl.constexpr = gl.SwizzledSharedLayout(vec=1, per_phase=1, max_phase=1, order=[0])
     if SCALE == "block":
-        s_ring = gl.allocate_shared_memory(gl.float32, [NSLOTS, BM], s_layout)
+        if SCALE_TMA:
+            s_ring = gl.allocate_shared_memory(gl.float32, [NSLOTS, BM], xs_desc.layout)
+        else:
+            s_ring = gl.allocate_shared_memory(gl.float32, [NSLOTS, BM], s_layout)
+        w_ring = gl.allocate_shared_memory(gl.float32, [NSLOTS, W_SLOT], ws_desc.layout)
     else:
         s_ring = gl.allocate_shared_memory(gl.float32, [NSLOTS, 1], s_layout)
+        w_ring = s_ring
     # Output staging, one y box each (pingpong: BM x BN; coop: 64 x BN, a half per consumer).
     c0 = gl.allocate_shared_memory(y_desc.dtype, y_desc.block_type.shape, y_desc.layout)
     if C_TILES == 2:
@@ -489,43 +526,48 @@ def hopper_pingpong_fp8_kernel(x_desc, w_desc, y_desc, xs_ptr, ws_ptr, bias_ptr,
         vw_smem = s_ring
         vfull = full
         vempty = empty
-    if SCALE == "block":
+    if SCALE == "block" and not SCALE_TMA:
         # the loader's expect-tx arrive (+ the TMA bytes), and one arrive per load-warp lane when that lane's
-        # cp.async scale copies have landed (cp.async.mbarrier.arrive.noinc: counted here, never incremented)
+        # cp.async x-scale copies have landed (cp.async.mbarrier.arrive.noinc: counted here, never incremented)
         FULL_ARRIVALS: gl.constexpr = 1 + LOAD_THREADS
     else:
-        FULL_ARRIVALS: gl.constexpr = 1  # the loader's expect-tx arrive (+ the TMA bytes)
+        FULL_ARRIVALS: gl.constexpr = 1  # the loader's expect-tx arrive (+ the TMA bytes, SCALE_TMA's scales too)
     for i in gl.static_range(NSLOTS):
         mbarrier.init(full.index(i), count=FULL_ARRIVALS)
         mbarrier.init(empty.index(i), count=EMPTY_ARRIVALS)
     mbarrier.init(c_free, count=1)  # (C_TILES == 1) the last store's consumer, after store_wait
     if LAYOUT == "coop":
         gl.warp_specialize([
-            (_mma_partition, (0, LAYOUT, y_desc, xs_ptr, ws_ptr, bias_ptr, a_ring, b_ring, s_ring, c0, full, empty,
-                              c_free, vx_smem, vw_smem, vfull, vempty, M, N, K, stride_wsn, stride_wsk, part_ptr, TAIL, SPLITS,
-                              BM, BK, STAGES, C_TILES, GROUP_SIZE_M, HAS_BIAS, SCALE, SCALE_BN, SCALE_BK, VEC)),
-            (_mma_partition, (1, LAYOUT, y_desc, xs_ptr, ws_ptr, bias_ptr, a_ring, b_ring, s_ring, c1, full, empty,
-                              c_free, vx_smem, vw_smem, vfull, vempty, M, N, K, stride_wsn, stride_wsk, part_ptr, TAIL, SPLITS,
-                              BM, BK, STAGES, C_TILES, GROUP_SIZE_M, HAS_BIAS, SCALE, SCALE_BN, SCALE_BK, VEC)),
-            (_load_partition, (0, 1, x_desc, w_desc, a_ring, b_ring, s_ring, full, empty, vx_smem, vw_smem, vfull, vempty,
-                               xs_ptr, ws_ptr, M, N, K, stride_xsm, stride_xsk, TAIL, SPLITS, STAGES, GROUP_SIZE_M,
-                               SCALE, SCALE_BK, VEC)),
+            (_mma_partition, (0, LAYOUT, y_desc, xs_ptr, ws_ptr, bias_ptr, a_ring, b_ring, s_ring, w_ring, c0, full,
+                              empty, c_free, vx_smem, vw_smem, vfull, vempty, M, N, K, stride_wsn, stride_wsk,
+                              part_ptr, TAIL, SPLITS, BM, BK, STAGES, C_TILES, GROUP_SIZE_M, HAS_BIAS, SCALE, SCALE_BN,
+                              SCALE_BK, VEC)),
+            (_mma_partition, (1, LAYOUT, y_desc, xs_ptr, ws_ptr, bias_ptr, a_ring, b_ring, s_ring, w_ring, c1, full,
+                              empty, c_free, vx_smem, vw_smem, vfull, vempty, M, N, K, stride_wsn, stride_wsk,
+                              part_ptr, TAIL, SPLITS, BM, BK, STAGES, C_TILES, GROUP_SIZE_M, HAS_BIAS, SCALE, SCALE_BN,
+                              SCALE_BK, VEC)),
+            (_load_partition, (0, 1, x_desc, w_desc, xs_desc, ws_desc, a_ring, b_ring, s_ring, w_ring, full, empty,
+                               vx_smem, vw_smem, vfull, vempty, xs_ptr, ws_ptr, M, N, K, stride_xsm, stride_xsk,
+                               stride_wsn, stride_wsk, TAIL, SPLITS, STAGES, GROUP_SIZE_M, SCALE, SCALE_BN, SCALE_BK,
+                               SCALE_TMA, VEC)),
         ], [4, 1], [MMA_REGS, LOAD_REGS])
     else:  # no tail split (tail_plan): TAIL 0 and SPLITS 1 as constants (runtime ones break the pingpong
         # compile in Triton 3.6: an assertion in ConvertTritonGPUToLLVM), no workspace
         gl.warp_specialize([
-            (_mma_partition, (0, LAYOUT, y_desc, xs_ptr, ws_ptr, bias_ptr, a_ring, b_ring, s_ring, c0, full, empty,
-                              c_free, vx_smem, vw_smem, vfull, vempty, M, N, K, stride_wsn, stride_wsk, xs_ptr, 0, 1, BM, BK,
-                              STAGES, C_TILES, GROUP_SIZE_M, HAS_BIAS, SCALE, SCALE_BN, SCALE_BK, VEC)),
-            (_mma_partition, (1, LAYOUT, y_desc, xs_ptr, ws_ptr, bias_ptr, a_ring, b_ring, s_ring, c1, full, empty,
-                              c_free, vx_smem, vw_smem, vfull, vempty, M, N, K, stride_wsn, stride_wsk, xs_ptr, 0, 1, BM, BK,
-                              STAGES, C_TILES, GROUP_SIZE_M, HAS_BIAS, SCALE, SCALE_BN, SCALE_BK, VEC)),
-            (_load_partition, (0, 2, x_desc, w_desc, a_ring, b_ring, s_ring, full, empty, vx_smem, vw_smem, vfull, vempty,
-                               xs_ptr, ws_ptr, M, N, K, stride_xsm, stride_xsk, 0, 1, STAGES, GROUP_SIZE_M, SCALE,
-                               SCALE_BK, VEC)),
-            (_load_partition, (1, 2, x_desc, w_desc, a_ring, b_ring, s_ring, full, empty, vx_smem, vw_smem, vfull, vempty,
-                               xs_ptr, ws_ptr, M, N, K, stride_xsm, stride_xsk, 0, 1, STAGES, GROUP_SIZE_M, SCALE,
-                               SCALE_BK, VEC)),
+            (_mma_partition, (0, LAYOUT, y_desc, xs_ptr, ws_ptr, bias_ptr, a_ring, b_ring, s_ring, w_ring, c0, full,
+                              empty, c_free, vx_smem, vw_smem, vfull, vempty, M, N, K, stride_wsn, stride_wsk, xs_ptr,
+                              0, 1, BM, BK, STAGES, C_TILES, GROUP_SIZE_M, HAS_BIAS, SCALE, SCALE_BN, SCALE_BK, VEC)),
+            (_mma_partition, (1, LAYOUT, y_desc, xs_ptr, ws_ptr, bias_ptr, a_ring, b_ring, s_ring, w_ring, c1, full,
+                              empty, c_free, vx_smem, vw_smem, vfull, vempty, M, N, K, stride_wsn, stride_wsk, xs_ptr,
+                              0, 1, BM, BK, STAGES, C_TILES, GROUP_SIZE_M, HAS_BIAS, SCALE, SCALE_BN, SCALE_BK, VEC)),
+            (_load_partition, (0, 2, x_desc, w_desc, xs_desc, ws_desc, a_ring, b_ring, s_ring, w_ring, full, empty,
+                               vx_smem, vw_smem, vfull, vempty, xs_ptr, ws_ptr, M, N, K, stride_xsm, stride_xsk,
+                               stride_wsn, stride_wsk, 0, 1, STAGES, GROUP_SIZE_M, SCALE, SCALE_BN, SCALE_BK,
+                               SCALE_TMA, VEC)),
+            (_load_partition, (1, 2, x_desc, w_desc, xs_desc, ws_desc, a_ring, b_ring, s_ring, w_ring, full, empty,
+                               vx_smem, vw_smem, vfull, vempty, xs_ptr, ws_ptr, M, N, K, stride_xsm, stride_xsk,
+                               stride_wsn, stride_wsk, 0, 1, STAGES, GROUP_SIZE_M, SCALE, SCALE_BN, SCALE_BK,
+                               SCALE_TMA, VEC)),
         ], [4, 1, 1], [MMA_REGS, LOAD_REGS, LOAD_REGS])
 
 
@@ -564,7 +606,32 @@ def unsupported(x, w, y, x_scale=None, w_scale=None, target=None, block_shape=No
     return None
 
 
-def launch(x, w, x_scale, w_scale, bias, y, cfg, target, compile_only=False, block_shape=None, tail=None):
+@functools.lru_cache(maxsize=None)
+def scale_layout():
+    """The shared layout of the block scales' 1-D TMA boxes (fp32, unswizzled)."""
+    return gl.NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth=32, rank=1)
+
+
+def _flat(s):
+    """A 1-D view of a scale tensor's storage, from its first element to its last (TMA coordinates are offsets)."""
+    return s.as_strided((1 + sum((d - 1) * st for d, st in zip(s.shape, s.stride())),), (1,))
+
+
+def scale_tma_ok(x_scale) -> bool:
+    """Whether the load warp can copy the x scales by TMA, one 1-D box of BM a K step: they must be consecutive in
+    memory (M-major, stride (1, *): the layout gemmkit.quant and torch._scaled_mm use; or M == 1) and every box
+    must start on a 16-byte boundary (on the H200 an unaligned box faults, "illegal instruction":
+    benchmarks/tma_box_probe.py), so a 16-byte aligned base and a K-block stride of a multiple of 4 elements
+    (M % 4 == 0 when dense; or one K block). Otherwise cp.async (any strides; row-major x_scale costs a line a
+    row, docs/PERF.md session 14). (The w scale always comes by TMA: `launch` copies a w_scale whose base is off a
+    16-byte boundary.)"""
+    m, kb = x_scale.shape
+    return ((x_scale.stride(0) == 1 or m == 1) and (x_scale.stride(1) % 4 == 0 or kb == 1) and
+            x_scale.data_ptr() % 16 == 0)
+
+
+def launch(x, w, x_scale, w_scale, bias, y, cfg, target, compile_only=False, block_shape=None, tail=None,
+           scale_tma=None):
     """y = (x @ w.T) * x_scale[:, None] * w_scale[None, :] + bias with this kernel (block_shape None), or
     y = sum_kb (x[:, kb] @ w[:, kb].T) * x_scale[m, kb] * w_scale[n // SBN, kb] + bias (block_shape (SBN, SBK)).
 
@@ -575,6 +642,7 @@ def launch(x, w, x_scale, w_scale, bias, y, cfg, target, compile_only=False, blo
     gemmkit.arch.Target (num_cus sizes the persistent grid). ValueError when `unsupported` says no.
     `tail`: the coop layout's tail split (`tail_plan`; None: the rule). With one, the kernel stores the last
     round's K-split partials into an fp32 workspace and `ops._gemm.launch_tail_reduce` sums them into y.
+    `scale_tma` (block): None copies the x scales by TMA where `scale_tma_ok`, False by cp.async (tests, A/B).
     """
     from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
@@ -602,7 +670,17 @@ def launch(x, w, x_scale, w_scale, bias, y, cfg, target, compile_only=False, blo
     w_desc = TensorDescriptor.from_tensor(w, [bn, bk], fp8_layout(bn, bk))
     ym = plan.consumer_rows if plan.layout == "coop" else bm  # coop: each consumer stores its 64-row half
     y_desc = TensorDescriptor.from_tensor(y, [ym, bn], hh.shared_layout(ym, bn, hh.TORCH_NAME[str(y.dtype)]))
-    ce = constexprs(plan, has_bias=bias is not None)
+    use_tma = block_shape is not None and scale_tma is not False and scale_tma_ok(x_scale)
+    if scale_tma and not use_tma:
+        raise ValueError("gluon fp8 ping-pong: scale_tma=True needs block x scales that scale_tma_ok accepts")
+    xs_desc = ws_desc = x_desc  # placeholders (unused) where no scale comes by TMA
+    if use_tma:
+        xs_desc = TensorDescriptor.from_tensor(_flat(x_scale), [bm], scale_layout())
+    if block_shape is not None:
+        if w_scale.data_ptr() % 16:  # a TMA base must be 16-byte aligned: a fresh copy (a few KiB) is
+            w_scale = w_scale.clone()
+        ws_desc = TensorDescriptor.from_tensor(_flat(w_scale), [WS_BOX_FLOATS], scale_layout())
+    ce = constexprs(plan, has_bias=bias is not None, scale_tma=use_tma)
     num_tiles = -(-M // bm) * -(-N // bn)
     # A CTA per SM, fewer when the tiles are few: one tile on each of 128 SMs beats two on 64 (each
     # consumer alone keeps the tensor cores busy between its promotions only part of the time).
@@ -614,8 +692,8 @@ def launch(x, w, x_scale, w_scale, bias, y, cfg, target, compile_only=False, blo
 
         part = torch.empty((n_tail * splits * bm, bn), dtype=torch.float32, device=x.device)
     strides = (0, 0, 0, 0) if block_shape is None else (*x_scale.stride(), *w_scale.stride())
-    args = (x_desc, w_desc, y_desc, x_scale, w_scale, bias if bias is not None else x_scale, M, N, K, *strides,
-            part, n_tail, splits)
+    args = (x_desc, w_desc, y_desc, xs_desc, ws_desc, x_scale, w_scale, bias if bias is not None else x_scale, M, N, K,
+            *strides, part, n_tail, splits)
     from ...ops import _gemm, _launch  # the launch cache, the tail reduce (lazy: ops import this module)
 
     _launch.launcher(hopper_pingpong_fp8_kernel, grid, compile_only)(*args, **ce, num_warps=hh.CONSUMER_WARPS)
@@ -637,18 +715,26 @@ PRESETS = (
 )
 
 
-def static_spec(cfg: dict, target, *, out_dtype: str = "bf16", has_bias: bool = True, block_shape=None):
-    """(kernel, signature, constexprs, divisible, options, plan) to compile the kernel for `target` on a CPU."""
+def static_spec(cfg: dict, target, *, out_dtype: str = "bf16", has_bias: bool = True, block_shape=None,
+                scale_tma: bool = True):
+    """(kernel, signature, constexprs, divisible, options, plan) to compile the kernel for `target` on a CPU.
+    Block mode: scale_tma True compiles the TMA copy of the x scales (the fast path, M-major x scales), False the
+    cp.async one."""
     plan = derive(cfg, target, 4 if out_dtype == "fp32" else 2, block_shape)
     bm, bn, bk = plan.BM, plan.BN, plan.BK
     ym = plan.consumer_rows if plan.layout == "coop" else bm
+    use_tma = scale_tma and plan.scale == "block"
     sig = {"x_desc": f"tensordesc<fp8e4nv[{bm}, {bk}],{fp8_layout(bm, bk)!r}>",
            "w_desc": f"tensordesc<fp8e4nv[{bn}, {bk}],{fp8_layout(bn, bk)!r}>",
            "y_desc": f"tensordesc<{out_dtype}[{ym}, {bn}],{hh.shared_layout(ym, bn, out_dtype)!r}>",
+           "xs_desc": f"tensordesc<fp32[{bm}],{scale_layout()!r}>" if use_tma else
+                      f"tensordesc<fp8e4nv[{bm}, {bk}],{fp8_layout(bm, bk)!r}>",
+           "ws_desc": f"tensordesc<fp32[{WS_BOX_FLOATS}],{scale_layout()!r}>" if plan.scale == "block" else
+                      f"tensordesc<fp8e4nv[{bm}, {bk}],{fp8_layout(bm, bk)!r}>",
            "xs_ptr": "*fp32", "ws_ptr": "*fp32", "bias_ptr": f"*{out_dtype}", "M": "i32", "N": "i32", "K": "i32",
            "stride_xsm": "i32", "stride_xsk": "i32", "stride_wsn": "i32", "stride_wsk": "i32",
            "part_ptr": "*fp32", "TAIL": "i32", "SPLITS": "i32"}
-    ce = constexprs(plan, has_bias=has_bias)
+    ce = constexprs(plan, has_bias=has_bias, scale_tma=use_tma)
     sig.update({k: "constexpr" for k in ce})
     return (hopper_pingpong_fp8_kernel, sig, ce, ["xs_ptr", "ws_ptr", "bias_ptr", "part_ptr"],
             {"num_warps": hh.CONSUMER_WARPS}, plan)
