@@ -5,7 +5,8 @@
 #             x scales are M-major, and by cp.async: --cpasync) against PREV (a directory holding an earlier
 #             revision's hopper_pingpong_fp8.py, hopper_fp8_mainloop.py and hopper_fp8_plan.py; default ./ab_prev),
 #             bf16 torch.matmul timed beside them; AB_MS the M values (default 128,4096)
-#   bench     gemmkit bench --op a8w8_blockscale (DeepSeek-V3, M = 4096, 64, 128) and --op a8w8 (squares, 70B)
+#   bench     gemmkit bench --op a8w8_blockscale (DeepSeek-V3 at M = 64, 128, 4096; a second pass at 4096) and
+#             --op a8w8 (squares, Llama-3-70B at M >= 256)
 #   alltests  the whole gpu suite
 # Usage (repo root): GEMMKIT_GIT_SHA=<sha> STAGE="bstests ab" bash benchmarks/run_h200_s15.sh
 set -u
@@ -20,11 +21,14 @@ if has ab; then
     | tee "$OUT/bs_kernel_ab${AB_TAG:-}.log" | tail -16
 fi
 if has bench; then
-  DS=""; for nk in 2112,7168 24576,1536 32768,512 7168,16384 4096,7168 7168,2048; do DS="$DS --shape 4096,$nk"; done
-  for i in 1 2; do
-    timeout 200 python3 -m gemmkit bench --op a8w8_blockscale --cuda-graph $DS --json "$OUT/a8w8_blockscale_$i.json" \
-      2>&1 | grep -v Warn | tail -8
+  DS=""; ALL=""
+  for nk in 2112,7168 24576,1536 32768,512 7168,16384 4096,7168 7168,2048; do
+    DS="$DS --shape 4096,$nk"; ALL="$ALL --shape 64,$nk --shape 128,$nk --shape 4096,$nk"
   done
+  timeout 200 python3 -m gemmkit bench --op a8w8_blockscale --cuda-graph $ALL --json "$OUT/a8w8_blockscale.json" \
+    2>&1 | grep -v Warn | tail -20
+  timeout 120 python3 -m gemmkit bench --op a8w8_blockscale --cuda-graph $DS --json "$OUT/a8w8_blockscale_2.json" \
+    2>&1 | grep -v Warn | tail -8
   SQ="--shape 4096,4096,4096 --shape 8192,8192,8192"
   timeout 250 python3 -m gemmkit bench --op a8w8 --dtype fp8 --cuda-graph $SQ --model llama3-70b -m 256,1024,4096 \
     --json "$OUT/a8w8.json" 2>&1 | grep -v Warn | tail -16
