@@ -278,10 +278,11 @@ def test_op_tables_pick_gluon(launches):
 
 # ----------------------------------------------------------------------------- compute-sanitizer
 #
-# The block mode's full[s] barrier completes on two kinds of arrivals: the load warp's expect-tx arrive (with
-# the TMA bytes of x and w) and one per load-warp lane when its cp.async copies of the slot's x scales have
-# landed (`cp.async.mbarrier.arrive.noinc`; count 1 + 32), which the consumers read from shared memory right
-# after their full wait. (The first run of these tests found the incrementing arrive on a count-1 barrier:
+# The block mode's full[s] barrier completes, where the x scales come by cp.async (row-major x_scale here), on
+# two kinds of arrivals: the load warp's expect-tx arrive (with the TMA bytes of x, w and the w scale's box) and
+# one per load-warp lane when its cp.async copies of the slot's x scales have landed
+# (`cp.async.mbarrier.arrive.noinc`; count 1 + 32); where they come by TMA ("block-tma": M-major), on the
+# expect-tx arrive alone (count 1). The consumers read the slot from shared memory right after their full wait. (The first run of these tests found the incrementing arrive on a count-1 barrier:
 # synccheck "Barrier overflow".) K = 128 / 256 / 384 is
 # k_steps 1 / 2 / 3 (ring wraps, the coop layout's peeled step, its two-a-trip loop and its tail), on 1-2
 # persistent CTAs with several tiles each; rowcol runs the same loop without scale copies.
@@ -433,6 +434,7 @@ TAIL_CASES = [(4096, 2112, 7168, 132, (128, 128)),  # the DeepSeek-V3 row: 16 ta
               (129, 1000, 384, 7, (128, 128)),  # 3 splits of one step each (k0 = 1, 2)
               (129, 1000, 1136, 7, (256, 256)),  # split 1 starts at step 3, inside a 256-wide scale block
               (257, 520, 992, 4, (256, 256)),  # 15 tiles on 4 CTAs: 3 tail tiles, 4 // 3 = 1 split: none
+              (512, 512, 1136, 7, (256, 256)),  # M % 4 == 0 (TMA x scales): 2 tail tiles, 3 splits from k0 = 0, 3, 6
               (300, 1032, 1040, 5, "bk64")]
 
 
@@ -441,7 +443,8 @@ TAIL_CASES = [(4096, 2112, 7168, 132, (128, 128)),  # the DeepSeek-V3 row: 16 ta
 def test_tail_split(M, N, K, cus, block, xs_layout, launches):
     """The coop layout with its last round split along K (tail=True), every element against float64 (a split's
     load warp copies the scales of its own K blocks, from k0), the reduce launched exactly when tail_plan splits;
-    the scales by cp.async (row-major x_scale) and by TMA (M-major)."""
+    the x scales by cp.async (row-major x_scale) and by TMA (M-major, on the rows with M % 4 == 0: 4096, 300, 512;
+    M = 129 / 257 take cp.async either way)."""
     k = _k()
     cfg = CFGS["coop128x128x64s3"] if block == "bk64" else CFGS["coop128x128x128s5"]
     block = (128, 128) if block == "bk64" else block

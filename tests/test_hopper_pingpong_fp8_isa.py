@@ -82,6 +82,26 @@ print(json.dumps(logs))
 """
 
 
+def test_block_scale_copy_paths_in_sass():
+    """Block mode, both ways the load warp copies the x scales (SCALE_TMA: gemmkit.quant's M-major scales; cp.async:
+    row-major or unaligned ones), coop and 64-row pingpong: every promise kept, the coop chain in flight, the x
+    scales by UTMALDG or LDGSTS (the w scale always by UTMALDG), and no global load (PTX ld.global) anywhere: the
+    consumers read both scales from the slot (a block kernel has no bias and no epilogue scales)."""
+    coop, pingpong = COOP_CASES[1]["config"], PINGPONG_CASES[1]["config"]
+    cases = [_case(c, p) for c in (coop, pingpong) for p in ("gluon-block-bf16", "gluon-block-cpasync-bf16")]
+    for case, res in zip(cases, compile_sm90_cases(k, cases, ptx_counts={"LD_GLOBAL": "ld.global"})):
+        where = f"{case['config']['num_warps']} warps {case['path']}"
+        assert not broken_promises(res), f"{where}: " + "; ".join(broken_promises(res))
+        c = res["metrics"]["counts"]
+        rings = 1 if case["config"]["num_warps"] == 8 else 2
+        tma_x = "cpasync" not in case["path"]
+        # per ring: a, b, the w scale's box (+ the x scales' box)
+        assert c["UTMALDG"] == rings * (3 + tma_x), (where, c["UTMALDG"])
+        assert (c["LDGSTS"] > 0) == (not tma_x), (where, c["LDGSTS"])
+        assert res["metrics"]["LD_GLOBAL"] == 0, (where, res["metrics"]["LD_GLOBAL"])
+        assert c["GMMA_WAIT1"] == (8 if rings == 1 else 0), (where, c["GMMA_WAIT1"])
+
+
 @pytest.mark.parametrize("case", COOP_CASES, ids=["rowcol", "block"])
 def test_ptxas_does_not_serialize_the_coop_chain(case):
     env = dict(os.environ, TRITON_INTERPRET="0")

@@ -57,7 +57,10 @@ from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import mbarrier, warpgroup_mma, warpgroup_mma_wait
 
+from .hopper_fp8_plan import WS_BOX_FLOATS
 from .hopper_pingpong import _ring_next
+
+WS_BOX = gl.constexpr(WS_BOX_FLOATS)  # (block) fp32 the w scale's TMA box copies into the head of its slot buffer
 
 
 @gluon.jit
@@ -104,7 +107,7 @@ def _pingpong_mainloop(a_ring, b_ring, s_ring, w_ring, full, empty, idx, phase, 
         if SCALE == "block":
             # s[m] = x_scale[m, kb] * w_scale[nb, kb] for this thread's rows, both read from the slot *before* the
             # chain is issued: the shared-memory loads' latency runs under the wgmma, not after its wait.
-            j = _w_pick(ws_row, kk, stride_wsk, BK, SCALE_BK)
+            j = _w_pick(ws_row, kk, stride_wsk, BK, SCALE_BK)  # kk: the tile's K step (pingpong never splits K)
             s0 = _slot_scales(s_ring.index(slot), w_ring.index(slot), j, ROW0, acc_layout)
             if TWO:
                 s1 = _slot_scales(s_ring.index(slot), w_ring.index(slot), j, SM, acc_layout)
@@ -129,19 +132,20 @@ def _pingpong_mainloop(a_ring, b_ring, s_ring, w_ring, full, empty, idx, phase, 
 def _w_pick(ws_row, kstep, stride_wsk, BK: gl.constexpr, SCALE_BK: gl.constexpr):
     """(block) Which of the 4 fp32 at the head of a slot's w-scale buffer is K step kstep's w scale (element
     ws_row + kb * stride_wsk of w_scale): its TMA box starts at that offset rounded down to 4 elements (a box must
-    start on a 16-byte boundary), so the offset's low two bits."""
-    return (ws_row + (kstep * BK // SCALE_BK) * stride_wsk) & 3
+    start on a 16-byte boundary), so the offset modulo WS_BOX (a power of two). kstep: the tile's K step (the load
+    warp's kk)."""
+    return (ws_row + (kstep * BK // SCALE_BK) * stride_wsk) & (WS_BOX - 1)
 
 
 @gluon.jit
 def _slot_scales(s_slot, w_slot, j, ROW0: gl.constexpr, acc_layout: gl.constexpr):
     """(block) s[m] = x_scale[m, kb] * w_scale[nb, kb] of rows ROW0 .. ROW0 + 63, from a ring slot: the x scales
-    (s_slot, BM fp32) and the tile's w scale (element j of the 4 at the head of w_slot: every thread reads the 4,
-    one broadcast LDS, and keeps one), both staged by the load warp."""
+    (s_slot, BM fp32) and the tile's w scale (element j of the WS_BOX at the head of w_slot: every thread reads
+    them, one broadcast LDS, and keeps one), both staged by the load warp."""
     row_layout: gl.constexpr = gl.SliceLayout(1, acc_layout)
-    w4_layout: gl.constexpr = gl.BlockedLayout([4], [32], [4], [0])  # each thread all 4
-    w4 = w_slot.slice(0, 4).load(w4_layout)
-    w = gl.sum(gl.where(gl.arange(0, 4, layout=w4_layout) == j, w4, 0.0), axis=0)
+    box_layout: gl.constexpr = gl.BlockedLayout([WS_BOX], [32], [4], [0])  # each thread the whole box
+    box = w_slot.slice(0, WS_BOX).load(box_layout)
+    w = gl.sum(gl.where(gl.arange(0, WS_BOX, layout=box_layout) == j, box, 0.0), axis=0)
     return s_slot.slice(ROW0, 64).load(row_layout) * w
 
 

@@ -41,7 +41,7 @@ LAYOUT "coop" (num_warps 8, BLOCK_SIZE_M 128: DeepGEMM's cooperative layout): fo
                      an item's K steps, its 128 x scales and BN w scales into vector buffer item % 2 (cp.async)
                      ┌──────── ring slot s: a 128 x BK ─┬─ rows 0..63 ──► mma 0's chain ──► acc (mma 0)
                      │                                  └─ rows 64..127 ─► mma 1's chain ──► acc (mma 1)
-                     └──────── b BN x BK (read by both), s 128 fp32 (block: each reads its 64)
+                     └──────── b BN x BK (read by both), (block) s 128 fp32 (each reads its 64) and w's scale
 
   Why: a 64-row tile per consumer (the spill-free pingpong tile in block mode) reads its own w
   tile: (BM + BN) / (2 BM BN) bytes of L2 per FLOP, 11.7 TB/s at 1000 TFLOP/s for 64 x 128;
@@ -677,8 +677,8 @@ def launch(x, w, x_scale, w_scale, bias, y, cfg, target, compile_only=False, blo
     if use_tma:
         xs_desc = TensorDescriptor.from_tensor(_flat(x_scale), [bm], scale_layout())
     if block_shape is not None:
-        if w_scale.data_ptr() % 16:  # a TMA base must be 16-byte aligned: a fresh copy (a few KiB) is
-            w_scale = w_scale.clone()
+        if w_scale.data_ptr() % 16:  # a TMA base must be 16-byte aligned: copy it (a few KiB; strides below
+            w_scale = w_scale.clone()  # and ws_ptr are the copy's)
         ws_desc = TensorDescriptor.from_tensor(_flat(w_scale), [WS_BOX_FLOATS], scale_layout())
     ce = constexprs(plan, has_bias=bias is not None, scale_tma=use_tma)
     num_tiles = -(-M // bm) * -(-N // bn)
@@ -770,9 +770,12 @@ def isa_spec(case):
     from ... import arch as _arch
 
     target = _arch.ARCHS[case["arch"]]
+    # path gluon-[block-[cpasync-]]<out dtype>: block scales, copied by TMA (what gemmkit.quant's scales take) or,
+    # with "cpasync", the x scales by cp.async (row-major or unaligned x_scale; not in isa_cases, tested directly)
     out = case["path"].split("-", 1)[1] if case["path"].startswith("gluon-") else "bf16"
     block = out.startswith("block-")
     kernel, sig, ce, div, opts, plan = static_spec(case["config"], target, out_dtype=out.split("-")[-1],
-                                                   has_bias=not block, block_shape=BLOCK_SHAPE if block else None)
+                                                   has_bias=not block, block_shape=BLOCK_SHAPE if block else None,
+                                                   scale_tma="cpasync" not in out)
     return dict(kernel=kernel, signature=sig, constexprs=ce, divisible=div, options=opts, promises=PROMISES,
                 block=(plan.BM, plan.BN, plan.BK), smem_bound=plan.smem_bytes)
