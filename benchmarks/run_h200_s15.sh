@@ -4,7 +4,9 @@
 #   ab        benchmarks/fp8_kernel_ab.py --op a8w8_blockscale: the kernel as committed (scales by TMA where the
 #             x scales are M-major, and by cp.async: --cpasync) against PREV (a directory holding an earlier
 #             revision's hopper_pingpong_fp8.py, hopper_fp8_mainloop.py and hopper_fp8_plan.py; default ./ab_prev),
-#             bf16 torch.matmul timed beside them; AB_MS the M values (default 128,4096)
+#             bf16 torch.matmul timed beside them; AB_MS the M values (default 128,4096). Make PREV with
+#             mkdir ab_prev; for f in hopper_fp8_plan hopper_fp8_mainloop hopper_pingpong_fp8; do
+#               git show REV:gemmkit/kernels/gluon/$f.py > ab_prev/$f.py; done   (session 15: REV = 48331d5)
 #   bench     gemmkit bench --op a8w8_blockscale (DeepSeek-V3 at M = 64, 128, 4096; a second pass at 4096) and
 #             --op a8w8 (squares, Llama-3-70B at M >= 256)
 #   alltests  the whole gpu suite
