@@ -32,8 +32,8 @@ _LOAD_LANES = 32  # lanes of the load warp (the kernel's LOAD_THREADS): it copie
 # boundary, of which a 16-byte TMA box (the least a box moves) fills the first WS_BOX_FLOATS, from the w scale's
 # offset rounded down to 4 elements, since a box must also start on a 16-byte boundary in global memory (session 15,
 # benchmarks/tma_box_probe.py: an unaligned box faults, "illegal instruction"; a 16-byte slot, "misaligned address").
-W_SLOT_FLOATS = 32
-WS_BOX_FLOATS = 4
+W_SLOT_FLOATS = hh.TMA_SMEM_ALIGN // 4  # fp32
+WS_BOX_FLOATS = hh.TMA_ALIGN // 4
 _MAX_LIVE_ACC = 192  # acc + partial(s) fp32 registers per consumer thread (of 240: the rest for addresses)
 LAYOUTS = {hh.CONSUMER_WARPS: "pingpong", hp.COOP_WARPS: "coop"}  # num_warps (warps computing one output tile) -> layout
 CONFIG_KEYS = hh.CONFIG_KEYS

@@ -47,9 +47,16 @@ def shared_layout(rows: int, cols: int, dtype: str):
     return gl.NVMMASharedLayout.get_default_for([rows, cols], GL_DTYPE[dtype])
 
 
+# TMA's alignment rules on sm_90: a tensor's base, its row strides and (measured on the H200, session 15:
+# benchmarks/tma_box_probe.py) every box's start in global memory on TMA_ALIGN bytes; a box's destination in shared
+# memory on TMA_SMEM_ALIGN bytes (else the kernel faults).
+TMA_ALIGN = 16
+TMA_SMEM_ALIGN = 128
+
+
 def tma_ok(t) -> bool:
-    return (t.dim() == 2 and t.stride(1) == 1 and t.data_ptr() % 16 == 0 and
-            (t.stride(0) * t.element_size()) % 16 == 0 and t.shape[0] > 0 and t.shape[1] > 0)
+    return (t.dim() == 2 and t.stride(1) == 1 and t.data_ptr() % TMA_ALIGN == 0 and
+            (t.stride(0) * t.element_size()) % TMA_ALIGN == 0 and t.shape[0] > 0 and t.shape[1] > 0)
 
 
 def dtype_unsupported(x, w, y, target=None) -> str | None:

@@ -626,8 +626,8 @@ def scale_tma_ok(x_scale) -> bool:
     row, docs/PERF.md session 14). (The w scale always comes by TMA: `launch` copies a w_scale whose base is off a
     16-byte boundary.)"""
     m, kb = x_scale.shape
-    return ((x_scale.stride(0) == 1 or m == 1) and (x_scale.stride(1) % 4 == 0 or kb == 1) and
-            x_scale.data_ptr() % 16 == 0)
+    return ((x_scale.stride(0) == 1 or m == 1) and (x_scale.stride(1) * 4 % hh.TMA_ALIGN == 0 or kb == 1) and
+            x_scale.data_ptr() % hh.TMA_ALIGN == 0)
 
 
 def launch(x, w, x_scale, w_scale, bias, y, cfg, target, compile_only=False, block_shape=None, tail=None,
@@ -677,7 +677,7 @@ def launch(x, w, x_scale, w_scale, bias, y, cfg, target, compile_only=False, blo
     if use_tma:
         xs_desc = TensorDescriptor.from_tensor(_flat(x_scale), [bm], scale_layout())
     if block_shape is not None:
-        if w_scale.data_ptr() % 16:  # a TMA base must be 16-byte aligned: copy it (a few KiB; strides below
+        if w_scale.data_ptr() % hh.TMA_ALIGN:  # a TMA base must be 16-byte aligned: copy it (a few KiB; strides below
             w_scale = w_scale.clone()  # and ws_ptr are the copy's)
         ws_desc = TensorDescriptor.from_tensor(_flat(w_scale), [WS_BOX_FLOATS], scale_layout())
     ce = constexprs(plan, has_bias=bias is not None, scale_tma=use_tma)
