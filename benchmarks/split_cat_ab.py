@@ -18,7 +18,6 @@ Every output of ours is checked against torch's (bit for bit in y's part, rel. e
 Usage (repo root, GPU): PYTHONPATH=. python benchmarks/split_cat_ab.py --json OUT.json [--passes 5]
 """
 import argparse
-import importlib
 import json
 import statistics
 import time
@@ -30,8 +29,7 @@ import gemmkit
 from gemmkit.bench import git_sha
 from gemmkit.bench.timing import rotation_count, time_graph
 from gemmkit.ops import _common as C
-
-SC = importlib.import_module("gemmkit.ops.gemm_split_cat")  # the module (gemmkit.ops re-exports the function's name)
+from gemmkit.ops import gemm_split_cat as SC
 
 N, K, D, S1, S2, S3 = 32768, 512, 128, 128, 128, 64
 MS = [1, 4, 16, 64]
