@@ -162,19 +162,6 @@ def test_tma_kernel_compiles_for_sm90_with_and_without_y():
     assert res == [True] * len(cases), [(c, x) for c, x in zip(cases, res) if x is not True]
 
 
-def test_y_early_rule_and_both_paths_tested():
-    """The TMA kernel's y copy: loaded before the mainloop (Y_EARLY) where a tile holds at most one head
-    start and the block fits the per-thread budget, else copied after the tile. The interpreter cases of
-    test_split_cat run both: (1, 64, 4, 16, 16, 8, "tma") early, (40, 72, 7, 8, 4, 5, "tma") late."""
-    from gemmkit.ops.gemm_split_cat import y_early
-
-    assert y_early(CFG["tma"], 16, 16, 8) and not y_early(CFG["tma"], 8, 4, 5)
-    assert not y_early(CFG["tma"], 16, 16, 0)  # nothing to copy
-    small = {"BLOCK_SIZE_M": 16, "BLOCK_SIZE_N": 64, "num_warps": 4}  # kv_b_proj's M <= 15 bucket
-    big = {"BLOCK_SIZE_M": 128, "BLOCK_SIZE_N": 256, "num_warps": 8}  # its M >= 4096 bucket: 32 y elements a thread
-    assert y_early(small, 128, 128, 64) and not y_early(big, 128, 128, 64)
-
-
 def test_split_cat_empty_dims():
     w, y = randn(64, 32, dtype=torch.bfloat16), randn(0, 2, 8, dtype=torch.bfloat16)
     c1, c2 = gemmkit.gemm_split_cat(randn(0, 32, dtype=torch.bfloat16), w, y, 16, 16)

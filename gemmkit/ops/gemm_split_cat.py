@@ -140,17 +140,6 @@ def split_constexprs(S1, S2, S3):
     return dict(S1=S1, S2=S2, S3=S3, S3P=G.next_pow2(max(S3, 1)))
 
 
-Y_EARLY_ELEMS_PER_THREAD = 16  # y elements a thread may hold across the mainloop (8 registers of bf16)
-
-
-def y_early(cfg, S1, S2, S3) -> bool:
-    """Whether the TMA kernel loads its y block before the mainloop (kernel docstring): a tile holds at most
-    one head start (BLOCK_N <= S1 + S2) and the BLOCK_M x S3P block is small enough to stay in registers."""
-    s3p = split_constexprs(S1, S2, S3)["S3P"]
-    return (S3 > 0 and cfg["BLOCK_SIZE_N"] <= S1 + S2
-            and cfg["BLOCK_SIZE_M"] * s3p <= Y_EARLY_ELEMS_PER_THREAD * 32 * cfg["num_warps"])
-
-
 def _launch(x2, w, bias, y, c1, c2, S1, S2, cfg, target, scaling, compile_only=False):
     M, K = x2.shape
     N = w.shape[0]
@@ -189,8 +178,7 @@ def _launch(x2, w, bias, y, c1, c2, S1, S2, cfg, target, scaling, compile_only=F
         box_n = bn if store == "tma_part" else S1
         descs = (None, None) if store == "pointer" else \
             (TensorDescriptor.from_tensor(_as_2d(c1), [bm, box_n]), TensorDescriptor.from_tensor(_as_2d(c2), [bm, box_n]))
-        ce = dict(G.constexprs(cfg, target, tma=True, even_k=False, **common), **split, STORE=store,
-                  Y_EARLY=y_early(cfg, S1, S2, S3))
+        ce = dict(G.constexprs(cfg, target, tma=True, even_k=False, **common), **split, STORE=store)
         grid = (persistent_grid(num_tiles, target.num_cus, target.num_xcds) if cfg["persistent"] else num_tiles,)
         kernel = gemm_split_cat_tma_kernel
         L.launcher(kernel, grid, compile_only)(
@@ -426,7 +414,6 @@ def static_spec(cfg, target, *, dtype=torch.bfloat16, out_dtype=torch.bfloat16, 
     if tma:
         store = cfg.get("STORE", "pointer")
         ce["STORE"] = store
-        ce["Y_EARLY"] = y_early(cfg, S1, S2, S3)
         box_n = bn if store == "tma_part" else S1
         out_desc = f"tensordesc<{t_out}[{bm}, {box_n}]>" if store != "pointer" else "constexpr"
         sig = {"x_desc": f"tensordesc<{t_in}[{bm}, {bk}]>", "w_desc": f"tensordesc<{t_in}[{bn}, {bk}]>",

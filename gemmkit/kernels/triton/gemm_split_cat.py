@@ -28,11 +28,7 @@ copies y[rows of its M tile, d, :] into c1[.., d, S1:]. Every head's column 0 is
 one N tile and every row in one M tile, so each element of c1 and c2 is written exactly once
 (tests poison the outputs with NaN). The pointer kernel copies before its mainloop (after it,
 the copy's registers pushed the fp8 block-scale 128 x 128 x 128 / 8-warp config from 0 to 40
-bytes of spills on sm_90, static compile). The TMA kernel, where Y_EARLY (a tile holds at most one
-head start and the y block is <= Y_EARLY_ELEMS_PER_THREAD elements a thread: the op's `y_early`),
-loads the y block before its mainloop and stores it after the tile's store: the load's latency hides
-under the mainloop's instead of trailing the tile (at M = 1, a quarter of the programs would end one
-global round trip late). Otherwise it copies after its TMA store, which it overlaps.
+bytes of spills on sm_90, static compile); the TMA kernel after its TMA store, which it overlaps.
 
 Stores:
   STORE = "pointer"   masked scatter of the tile (two masked stores: c1 part and c2 part);
@@ -110,55 +106,23 @@ def split_cat_store(c1_ptr, c2_ptr, out, offs_m, offs_n, M, N,
 
 
 @triton.jit
-def _y_head_ptrs(base, off_m, d, col0, M, stride_m, stride_d, stride_s, ok,
-                 BLOCK_M: tl.constexpr, S3: tl.constexpr, S3P: tl.constexpr):
-    """Pointers and mask of [rows of the M tile, head d, columns col0 .. col0 + S3) of y (col0 = 0) or c1
-    (col0 = S1); `ok` (scalar) masks the whole block off. Row offsets are rebuilt from the scalar off_m so
-    that nothing of them stays live across the mainloop."""
-    offs_m = off_m + tl.arange(0, BLOCK_M)
-    offs_s = tl.arange(0, S3P)
-    ptrs = base + offs_m[:, None].to(tl.int64) * stride_m + d * stride_d + (col0 + offs_s[None, :]) * stride_s
-    return ptrs, (offs_m[:, None] < M) & (offs_s[None, :] < S3) & ok
-
-
-@triton.jit
 def copy_y_heads(y_ptr, c1_ptr, off_m, n_lo, n_hi, M, stride_ym, stride_yd, stride_ys,
                  stride_c1m, stride_c1d, stride_c1s, BLOCK_M: tl.constexpr,
                  S1: tl.constexpr, S2: tl.constexpr, S3: tl.constexpr, S3P: tl.constexpr):
     """c1[rows, d, S1:] = y[rows, d, :] for the rows [off_m, off_m + BLOCK_M) of this tile and the heads d
     whose first column d * (S1 + S2) lies in its columns [n_lo, n_hi): 0 or 1 heads when
-    BLOCK_N <= S1 + S2, else up to BLOCK_N / (S1 + S2)."""
+    BLOCK_N <= S1 + S2, else up to BLOCK_N / (S1 + S2). Row offsets are rebuilt here from the scalar
+    off_m (not taken from the caller's vectors) so that nothing of it stays live across the mainloop."""
     if S3 > 0:
         S: tl.constexpr = S1 + S2
         for d in range(tl.cdiv(n_lo, S), tl.cdiv(n_hi, S)):
-            src, mask = _y_head_ptrs(y_ptr, off_m, d, 0, M, stride_ym, stride_yd, stride_ys, True, BLOCK_M, S3, S3P)
-            dst, mask = _y_head_ptrs(c1_ptr, off_m, d, S1, M, stride_c1m, stride_c1d, stride_c1s, True,
-                                     BLOCK_M, S3, S3P)
-            tl.store(dst, tl.load(src, mask=mask).to(c1_ptr.dtype.element_ty), mask=mask)
-
-
-@triton.jit
-def load_y_head(y_ptr, off_m, n_lo, n_hi, M, stride_ym, stride_yd, stride_ys, BLOCK_M: tl.constexpr,
-                S1: tl.constexpr, S2: tl.constexpr, S3: tl.constexpr, S3P: tl.constexpr):
-    """The first half of copy_y_heads for tiles of at most one head start (BLOCK_N <= S1 + S2): y[rows, d, :]
-    of the head d = ceil(n_lo / S) whose first column lies in [n_lo, n_hi), all masked off when none does.
-    Issued before the mainloop, so that its latency hides under the mainloop's loads (Y_EARLY)."""
-    S: tl.constexpr = S1 + S2
-    d = tl.cdiv(n_lo, S)
-    src, mask = _y_head_ptrs(y_ptr, off_m, d, 0, M, stride_ym, stride_yd, stride_ys, d * S < n_hi,
-                             BLOCK_M, S3, S3P)
-    return tl.load(src, mask=mask)
-
-
-@triton.jit
-def store_y_head(c1_ptr, v, off_m, n_lo, n_hi, M, stride_c1m, stride_c1d, stride_c1s, BLOCK_M: tl.constexpr,
-                 S1: tl.constexpr, S2: tl.constexpr, S3: tl.constexpr, S3P: tl.constexpr):
-    """The second half: c1[rows, d, S1:] = v, for load_y_head's v (same head, same mask)."""
-    S: tl.constexpr = S1 + S2
-    d = tl.cdiv(n_lo, S)
-    dst, mask = _y_head_ptrs(c1_ptr, off_m, d, S1, M, stride_c1m, stride_c1d, stride_c1s, d * S < n_hi,
-                             BLOCK_M, S3, S3P)
-    tl.store(dst, v.to(c1_ptr.dtype.element_ty), mask=mask)
+            offs_m = off_m + tl.arange(0, BLOCK_M)
+            offs_s = tl.arange(0, S3P)
+            rows = offs_m[:, None].to(tl.int64)
+            mask = (offs_m[:, None] < M) & (offs_s[None, :] < S3)
+            v = tl.load(y_ptr + rows * stride_ym + d * stride_yd + offs_s[None, :] * stride_ys, mask=mask)
+            tl.store(c1_ptr + rows * stride_c1m + d * stride_c1d + (S1 + offs_s[None, :]) * stride_c1s,
+                     v.to(c1_ptr.dtype.element_ty), mask=mask)
 
 
 @triton.jit
@@ -234,11 +198,10 @@ def gemm_split_cat_tma_kernel(x_desc, w_desc, c1_desc, c2_desc, xs_ptr, wsc_ptr,
                               SCALE: tl.constexpr, SCALE_BN: tl.constexpr, SCALE_BK: tl.constexpr,
                               ACC_INT: tl.constexpr, PROMOTE_K: tl.constexpr,
                               S1: tl.constexpr, S2: tl.constexpr, S3: tl.constexpr, S3P: tl.constexpr,
-                              STORE: tl.constexpr, Y_EARLY: tl.constexpr):
+                              STORE: tl.constexpr):
     """Hopper TMA-load path: gemm_tma.py's loop (x_desc [BLOCK_M, BLOCK_K], w_desc [BLOCK_N, BLOCK_K]);
     c1_desc / c2_desc: 2-D descriptors of c1 (M, D * (S1 + S3)) and c2 (M, D * S2) for the TMA
-    stores (None when STORE == "pointer"); y always through pointers, loaded before the mainloop and
-    stored after the tile when Y_EARLY (the op's `y_early`), else copied after the tile."""
+    stores (None when STORE == "pointer"); y always through pointers."""
     tl.static_assert(SPLIT_K == 1, "gemm_split_cat has no split-K path")
     S: tl.constexpr = S1 + S2
     num_pid_m = tl.cdiv(M, BLOCK_M)
@@ -255,10 +218,6 @@ def gemm_split_cat_tma_kernel(x_desc, w_desc, c1_desc, c2_desc, xs_ptr, wsc_ptr,
         off_n = pid_n * BLOCK_N
         offs_m = off_m + tl.arange(0, BLOCK_M)
         offs_n = off_n + tl.arange(0, BLOCK_N)
-        n_hi = tl.minimum(off_n + BLOCK_N, N)
-        if Y_EARLY:  # at most one head starts in this tile: its y block's latency hides under the mainloop
-            y_head = load_y_head(y_ptr, off_m, off_n, n_hi, M, stride_ym, stride_yd, stride_ys, BLOCK_M,
-                                 S1, S2, S3, S3P)
         xs_rows, ws_rows = scale_rows(xs_ptr, wsc_ptr, offs_m, offs_n, stride_xsm, stride_wsn, SCALE_BN)
         acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.int32 if ACC_INT else tl.float32)
         for ki in range(k_tiles):
@@ -282,9 +241,5 @@ def gemm_split_cat_tma_kernel(x_desc, w_desc, c1_desc, c2_desc, xs_ptr, wsc_ptr,
             tl.static_assert(STORE == "pointer", "unknown STORE")
             split_cat_store(c1_ptr, c2_ptr, out, offs_m, offs_n, M, N, stride_c1m, stride_c1d, stride_c1s,
                             stride_c2m, stride_c2d, stride_c2s, S1, S2)
-        if Y_EARLY:
-            store_y_head(c1_ptr, y_head, off_m, off_n, n_hi, M, stride_c1m, stride_c1d, stride_c1s, BLOCK_M,
-                         S1, S2, S3, S3P)
-        else:
-            copy_y_heads(y_ptr, c1_ptr, off_m, off_n, n_hi, M, stride_ym, stride_yd, stride_ys,
-                         stride_c1m, stride_c1d, stride_c1s, BLOCK_M, S1, S2, S3, S3P)
+        copy_y_heads(y_ptr, c1_ptr, off_m, off_n, tl.minimum(off_n + BLOCK_N, N), M,
+                     stride_ym, stride_yd, stride_ys, stride_c1m, stride_c1d, stride_c1s, BLOCK_M, S1, S2, S3, S3P)
