@@ -12,6 +12,10 @@ inside. Cases (H200 shapes the docs discuss):
   fp8-rowcol-table-8192  gemm_a8w8 (per-token x per-channel) with its table config, 8192^3
   fp8-scaled-mm-8192  torch._scaled_mm rowwise, fast accum off, 8192^3 (cuBLAS runs the same 128 x 128 x 128
                       cooperative tile, 6 stages: benchmarks/vendor_kernels.py)
+  fp8-rowcol-down     gemm_a8w8 (per-token x per-channel) with its table config, Llama-3-70B down at M = 4096
+                      (4096 x 8192 x 28672: the long-K row session 14's staged epilogue scales lost ~3% on)
+  fp8-rowcol-down-old the same through the kernel of the directory --before names (fp8_kernel_ab.load_prev: that
+                      revision's hopper_fp8_plan / hopper_fp8_mainloop / hopper_pingpong_fp8)
   bmm-8x1024-cublas   torch.bmm bf16, B = 8, M = N = K = 1024 (issue 5's batched bar: 0.94-0.95x there)
   bmm-8x1024-gemmkit  batched_gemm_a16w16, the table config, same shape
   splitcat-m1-gemmkit gemm_split_cat, kv_b_proj (N = 32768, K = 512) at M = 1, the table config
@@ -53,6 +57,18 @@ def case_fn(name, before=None):
             return lambda: gemmkit.gemm_a8w8(x, w, xs, ws)
         return lambda: torch._scaled_mm(x, w.T, scale_a=xs, scale_b=ws, out_dtype=torch.bfloat16,
                                         use_fast_accum=False)
+    if name.startswith("fp8-rowcol-down"):
+        from gemmkit.bench.ops import get
+        from gemmkit.kernels.gluon import hopper_pingpong_fp8 as new
+
+        x, w, xs, ws = get("a8w8").inputs(4096, 8192, 28672, "fp8", torch.device("cuda"))[:4]
+        if name.endswith("-old"):
+            import fp8_kernel_ab
+
+            if not before:
+                raise SystemExit("fp8-rowcol-down-old needs --before DIR (fp8_kernel_ab.load_prev)")
+            new.launch = fp8_kernel_ab.load_prev(before).launch  # this process runs the old kernel only
+        return lambda: gemmkit.gemm_a8w8(x, w, xs, ws)
     if name.startswith("bmm-8x1024"):
         x = torch.randn(8, 1024, 1024, device="cuda", dtype=torch.bfloat16)
         w = torch.randn(8, 1024, 1024, device="cuda", dtype=torch.bfloat16)

@@ -2,6 +2,9 @@
 # Session 16 device runs (H200). STAGE (space-separated, any order):
 #   swap      benchmarks/swap_ab_probe.py: the Gluon kernels with the operands swapped (weight rows in the wgmma's M)
 #             against cuBLAS and the tables at M = 1 ... 64 (kv_b_proj / split_cat and three decode shapes)
+#   ncu       Nsight Compute, one launch each (benchmarks/ncu_once.py): fp8 per-token on Llama-3-70B down at M = 4096,
+#             the kernel as committed and session 13's (PREV, default ./ab_prev13: git show d16d15c:... of the three
+#             FP8 kernel files, as run_h200_s15.sh's "ab" stage), --set full; details pages under $OUT/ncu
 #   alltests  the whole gpu suite
 # Usage (repo root): GEMMKIT_GIT_SHA=<sha> STAGE="swap" bash benchmarks/run_h200_s16.sh
 set -u
@@ -9,6 +12,16 @@ set -u
 if has swap; then
   timeout 540 python3 benchmarks/swap_ab_probe.py --json "$OUT/swap_ab_probe${TAG:-}.json" --passes ${PASSES:-3} \
     2>&1 | grep -v Warn | tee "$OUT/swap_ab_probe${TAG:-}.log" | tail -150
+fi
+if has ncu; then
+  mkdir -p "$OUT/ncu"
+  for c in fp8-rowcol-down fp8-rowcol-down-old; do
+    timeout 200 ncu --clock-control none --profile-from-start off --set full -f -o "$OUT/ncu/$c" \
+      python3 benchmarks/ncu_once.py $c --before "${PREV:-ab_prev13}" > "$OUT/ncu/$c.run.txt" 2>&1
+    ncu -i "$OUT/ncu/$c.ncu-rep" --page details > "$OUT/ncu/$c.details.txt" 2>&1
+    grep -E "Duration|SM Frequency|Elapsed Cycles|SM Active Cycles|Compute \(SM\) Throughput|Memory Throughput" \
+      "$OUT/ncu/$c.details.txt" | head -8
+  done
 fi
 if has alltests; then
   timeout 500 python3 -m pytest -m gpu -q -p no:cacheprovider -n 8 --timeout 300 tests 2>&1 \
