@@ -195,6 +195,18 @@ CANDIDATES["a8w8_blockscale_mid"] = [
 # gemm_a16w16 (session 11): M between the rows session 10's split-K sweep measured. The six buckets it switched
 # serve a range of M (M_GEQ_256: 256-511), where `hopper_host.fit_split_k` lowers NUM_KSPLIT to keep one wave;
 # the served config (SERVED) against each bucket's config before session 10 (git 0317955^), same process.
+# Session 16: the two M = 4096 block-scale rows short of issue 4's bars, (7168, 16384) at 1.592x bf16 (bar 1.6x) and
+# (7168, 2048) at 999 TFLOP/s / 1.526x: the ring depth the 33408-byte slot of session 15 allows (5; the table's
+# (7168, 16384) bucket says 4), the tile order's group, and the ping-pong layout (whole 64 x 128 tiles a consumer:
+# one consumer's epilogue under the other's mainloop, for 1.5x the smem bytes a FLOP of the 128 x 128 coop tile).
+# Run with --shapes 1x4096x7168x16384,1x4096x7168x2048.
+CANDIDATES["a8w8_blockscale_s16"] = [
+    SERVED,
+    fp8(128, 128, 128, 8, 5), fp8(128, 128, 128, 8, 4, 16), fp8(128, 128, 128, 8, 5, 16), fp8(128, 128, 128, 8, 5, 32),
+    fp8(128, 128, 128, 8, 5, 4),
+    fp8(64, 128, 128, 4, 6), fp8(64, 128, 128, 4, 4), fp8(64, 128, 128, 4, 6, 16),
+]
+
 _OLD_TRITON = {"tma": True, "GROUP_SIZE_M": 8, "num_warps": 4}
 CANDIDATES["a16w16_splitk_between"] = [
     SERVED,
