@@ -5,7 +5,8 @@
 #   ncu       Nsight Compute, one launch each (benchmarks/ncu_once.py): fp8 per-token on Llama-3-70B down at M = 4096,
 #             the kernel as committed and session 13's (PREV, default ./ab_prev13: git show d16d15c:... of the three
 #             FP8 kernel files, as run_h200_s15.sh's "ab" stage), --set full; details pages under $OUT/ncu
-#   bssweep   benchmarks/sweep_batched.py --candidates a8w8_blockscale_s16 on the two block-scale rows short of the bars
+#   bssweep   benchmarks/sweep_batched.py --candidates a8w8_blockscale_s16 (BS_CANDS) on the two block-scale rows short
+#             of the bars
 #   alltests  the whole gpu suite
 # Usage (repo root): GEMMKIT_GIT_SHA=<sha> STAGE="swap" bash benchmarks/run_h200_s16.sh
 set -u
@@ -25,9 +26,9 @@ if has ncu; then
   done
 fi
 if has bssweep; then
-  timeout 400 python3 benchmarks/sweep_batched.py --op a8w8_blockscale --dtype fp8 --candidates a8w8_blockscale_s16 \
-    --shapes 1x4096x7168x16384,1x4096x7168x2048 --passes ${PASSES:-3} --json "$OUT/bs_sweep_s16.json" 2>&1 \
-    | grep -v Warn | tee "$OUT/bs_sweep_s16.log" | tail -40
+  timeout 400 python3 benchmarks/sweep_batched.py --op a8w8_blockscale --dtype fp8 --candidates ${BS_CANDS:-a8w8_blockscale_s16} \
+    --shapes 1x4096x7168x16384,1x4096x7168x2048 --passes ${PASSES:-3} --json "$OUT/bs_sweep_s16${TAG:-}.json" 2>&1 \
+    | grep -v Warn | tee "$OUT/bs_sweep_s16${TAG:-}.log" | tail -40
 fi
 if has alltests; then
   timeout 500 python3 -m pytest -m gpu -q -p no:cacheprovider -n 8 --timeout 300 tests 2>&1 \
