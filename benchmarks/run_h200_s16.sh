@@ -7,6 +7,9 @@
 #             FP8 kernel files, as run_h200_s15.sh's "ab" stage), --set full; details pages under $OUT/ncu
 #   bssweep   benchmarks/sweep_batched.py --candidates a8w8_blockscale_s16 (BS_CANDS) on the two block-scale rows short
 #             of the bars
+#   a8sweep   benchmarks/sweep_batched.py --candidates a8w8_s16: fp8 per-token, the squares and Llama-3-70B at M >= 256
+#   bench     run_h200_s15.sh's bench stage (block scale on DeepSeek-V3 at M = 64 / 128 / 4096 + a second M = 4096 pass;
+#             fp8 per-token on the squares and Llama-3-70B at M >= 256)
 #   alltests  the whole gpu suite
 # Usage (repo root): GEMMKIT_GIT_SHA=<sha> STAGE="swap" bash benchmarks/run_h200_s16.sh
 set -u
@@ -29,6 +32,16 @@ if has bssweep; then
   timeout 400 python3 benchmarks/sweep_batched.py --op a8w8_blockscale --dtype fp8 --candidates ${BS_CANDS:-a8w8_blockscale_s16} \
     --shapes 1x4096x7168x16384,1x4096x7168x2048 --passes ${PASSES:-3} --json "$OUT/bs_sweep_s16${TAG:-}.json" 2>&1 \
     | grep -v Warn | tee "$OUT/bs_sweep_s16${TAG:-}.log" | tail -40
+fi
+if has a8sweep; then
+  SH=1x4096x4096x4096,1x8192x8192x8192
+  for m in 256 1024 4096; do for nk in 10240x8192 8192x8192 57344x8192 8192x28672; do SH="$SH,1x${m}x${nk}"; done; done
+  timeout 540 python3 benchmarks/sweep_batched.py --op a8w8 --dtype fp8 --candidates a8w8_s16 --shapes "$SH" \
+    --passes ${PASSES:-3} --json "$OUT/a8w8_sweep_s16${TAG:-}.json" 2>&1 | grep -v Warn \
+    | tee "$OUT/a8w8_sweep_s16${TAG:-}.log" | tail -200
+fi
+if has bench; then
+  STAGE=bench bash "$(dirname "$0")/run_h200_s15.sh"
 fi
 if has alltests; then
   timeout 500 python3 -m pytest -m gpu -q -p no:cacheprovider -n 8 --timeout 300 tests 2>&1 \
