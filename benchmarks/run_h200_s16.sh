@@ -10,6 +10,7 @@
 #   a8sweep   benchmarks/sweep_batched.py --candidates a8w8_s16: fp8 per-token, the squares and Llama-3-70B at M >= 256
 #   bench     run_h200_s15.sh's bench stage (block scale on DeepSeek-V3 at M = 64 / 128 / 4096 + a second M = 4096 pass;
 #             fp8 per-token on the squares and Llama-3-70B at M >= 256)
+#   bspasses  gemmkit bench --op a8w8_blockscale --cuda-graph on the six DeepSeek-V3 rows at M = 4096, NPASS passes (5)
 #   alltests  the whole gpu suite
 # Usage (repo root): GEMMKIT_GIT_SHA=<sha> STAGE="swap" bash benchmarks/run_h200_s16.sh
 set -u
@@ -42,6 +43,13 @@ if has a8sweep; then
 fi
 if has bench; then
   STAGE=bench bash "$(dirname "$0")/run_h200_s15.sh"
+fi
+if has bspasses; then
+  DS=""; for nk in 2112,7168 24576,1536 32768,512 7168,16384 4096,7168 7168,2048; do DS="$DS --shape 4096,$nk"; done
+  for p in $(seq 1 ${NPASS:-5}); do
+    timeout 150 python3 -m gemmkit bench --op a8w8_blockscale --cuda-graph $DS --json "$OUT/a8w8_blockscale_pass$p.json" \
+      2>&1 | grep -v Warn | tail -8
+  done
 fi
 if has alltests; then
   timeout 500 python3 -m pytest -m gpu -q -p no:cacheprovider -n 8 --timeout 300 tests 2>&1 \
