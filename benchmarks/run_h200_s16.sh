@@ -11,6 +11,9 @@
 #   bench     run_h200_s15.sh's bench stage (block scale on DeepSeek-V3 at M = 64 / 128 / 4096 + a second M = 4096 pass;
 #             fp8 per-token on the squares and Llama-3-70B at M >= 256)
 #   bspasses  gemmkit bench --op a8w8_blockscale --cuda-graph on the six DeepSeek-V3 rows at M = 4096, NPASS passes (5)
+#   swaptests the swap-AB gpu tests and the ping-pong's / split-K's (tests/test_gpu_gluon_swap_ab.py, ...)
+#   swapsweep benchmarks/sweep_batched.py --candidates a16w16_swap: swap-AB against the tables at M = 1, 16, 32, 64
+#             on Llama-3-8B / -70B and DeepSeek-V3 layers (SWAP_MS, SWAP_NK to narrow)
 #   alltests  the whole gpu suite
 # Usage (repo root): GEMMKIT_GIT_SHA=<sha> STAGE="swap" bash benchmarks/run_h200_s16.sh
 set -u
@@ -50,6 +53,19 @@ if has bspasses; then
     timeout 150 python3 -m gemmkit bench --op a8w8_blockscale --cuda-graph $DS --json "$OUT/a8w8_blockscale_pass$p.json" \
       2>&1 | grep -v Warn | tail -8
   done
+fi
+if has swaptests; then
+  timeout 400 python3 -m pytest -m gpu -q -p no:cacheprovider -n 8 --timeout 300 tests/test_gpu_gluon_swap_ab.py \
+    tests/test_gpu_hopper_pingpong.py tests/test_gpu_gluon_split_k.py 2>&1 | tee "$OUT/pytest_swap.log" | tail -8
+fi
+if has swapsweep; then
+  SH=""
+  for m in ${SWAP_MS:-1 16 32 64}; do
+    for nk in ${SWAP_NK:-6144x4096 4096x4096 28672x4096 4096x14336 10240x8192 8192x8192 57344x8192 8192x28672 24576x1536 7168x16384 2112x7168 4096x7168}; do
+      SH="$SH${SH:+,}1x${m}x${nk}"; done; done
+  timeout 560 python3 benchmarks/sweep_batched.py --op a16w16 --dtype bf16 --candidates a16w16_swap --shapes "$SH" \
+    --passes ${PASSES:-3} --json "$OUT/swap_sweep${TAG:-}.json" 2>&1 | grep -v Warn | tee "$OUT/swap_sweep${TAG:-}.log" \
+    | tail -70
 fi
 if has alltests; then
   timeout 500 python3 -m pytest -m gpu -q -p no:cacheprovider -n 8 --timeout 300 tests 2>&1 \

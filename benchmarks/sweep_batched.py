@@ -217,6 +217,19 @@ CANDIDATES["a8w8_blockscale_s16b"] = [
 # were tuned (session 8) before the epilogue scales were staged (session 14): the same list as "a8w8", and group 32.
 CANDIDATES["a8w8_s16"] = [SERVED] + CANDIDATES["a8w8"] + [fp8(128, 128, 128, 8, 6, 32)]
 
+# Session 16: swap-AB (the Gluon ping-pong's transposed tile, "swap_ab": true; BLOCK_SIZE_M = tokens, BLOCK_SIZE_N =
+# weight rows) against the tables at decode sizes (M = 1 ... 64) on the model layers. swap_ab_probe.py measured the
+# swapped kernel 4-8% faster than the table on Llama-3-8B down at every M <= 64, 0-4% elsewhere, and slower on
+# kv_b_proj (K = 512).
+def swap(bm, bn, bk, stages, group=1):
+    return dict(gluon(bm, bn, bk, stages, group), swap_ab=True)
+
+
+CANDIDATES["a16w16_swap"] = [
+    SERVED,
+    swap(16, 64, 128, 8), swap(16, 128, 128, 6), swap(32, 64, 128, 8), swap(64, 64, 128, 8), swap(64, 128, 64, 8),
+]
+
 _OLD_TRITON = {"tma": True, "GROUP_SIZE_M": 8, "num_warps": 4}
 CANDIDATES["a16w16_splitk_between"] = [
     SERVED,

@@ -209,3 +209,63 @@ def test_split_k_needs_n_multiple_of_4_else_triton(monkeypatch):
     cfg = {**BASE, "backend": "gluon"}
     assert "N % 4" in gluon_unsupported(x, w, y, {**cfg, "NUM_KSPLIT": 4}, H200)
     assert gluon_unsupported(x, w, y, cfg, H200) is None  # no split: the Gluon kernel takes it
+
+
+SWAP = {"BLOCK_SIZE_M": 16, "BLOCK_SIZE_N": 64, "BLOCK_SIZE_K": 128, "GROUP_SIZE_M": 1, "num_warps": 4,
+        "num_stages": 8, "swap_ab": True}
+
+
+def test_plan_of_the_transposed_tile():
+    """swap_ab: the config names y's 16 x 64 tile; the kernel's tile is its transpose (64 weight rows as the wgmma's
+    M, 16 tokens as its N), the y box and staging tile 16 x 64, the kernel told SWAP."""
+    p = hp.derive(SWAP, H200)
+    assert (p.BM, p.BN, p.BK, p.swap, p.w_box, p.acc_regs) == (64, 16, 128, True, 16, 8)
+    assert hp.y_box(p) == (16, 64) and p.swizzle_c == 128  # the staging tile's rows: 64 bf16 = 128 B
+    assert p.stage_bytes == (64 + 16) * 128 * 2 and p.stages == 8
+    assert hp.kernel_constexprs(p, has_bias=True, activation="gelu")["SWAP"] is True
+    assert hp.kernel_constexprs(hp.derive(BASE, H200), has_bias=True, activation="gelu")["SWAP"] is False
+    assert not hp.derive(BASE, H200).swap
+
+
+@pytest.mark.parametrize("change,match", [
+    ({"backend": "triton"}, "backend"),
+    ({"num_warps": 8}, "num_warps 4"),
+    ({"BLOCK_SIZE_N": 256}, "BLOCK_SIZE_N 64 or 128"),
+    ({"NUM_KSPLIT": 2}, "NUM_KSPLIT 1"),
+])
+def test_swap_ab_config_rules(change, match):
+    """The config loader names what a swap_ab config lacks; the Gluon kernels without a transposed tile refuse it."""
+    from gemmkit import configs
+
+    configs.validate_config({**SWAP, "backend": "gluon"}, backend="cuda")
+    with pytest.raises(configs.ConfigError, match=match):
+        configs.validate_config({**SWAP, "backend": "gluon", **change}, backend="cuda")
+    with pytest.raises(configs.ConfigError, match="not supported on hip"):
+        configs.validate_config({**SWAP, "backend": "gluon"}, backend="hip")
+
+
+def test_swap_ab_is_the_dense_ping_pong_only():
+    from gemmkit.kernels.gluon import hopper_coop as hc
+    from gemmkit.kernels.gluon import hopper_fp8_plan as fp
+    from gemmkit.kernels.gluon import hopper_pingpong_batched as hb
+
+    with pytest.raises(ValueError, match="swap_ab"):
+        hb.kernel_plan(SWAP, H200, 2, 2, has_bias=False, activation="none")
+    with pytest.raises(ValueError, match="swap_ab"):
+        hc.derive({**SWAP, "BLOCK_SIZE_M": 128, "BLOCK_SIZE_N": 128, "num_warps": 8}, H200)
+    with pytest.raises(ValueError, match="swap_ab"):
+        fp.derive({**SWAP, "BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 128}, H200, 2)
+    with pytest.raises(ValueError, match="split-K"):
+        hp.derive({**SWAP, "NUM_KSPLIT": 2}, H200)
+    with pytest.raises(ValueError, match="BLOCK_SIZE_M"):  # the weight-row tile must be a wgmma M: 64 or 128
+        hp.derive({**SWAP, "BLOCK_SIZE_N": 32}, H200)
+
+
+def test_static_compile_of_the_transposed_tile():
+    """bias + gelu, bf16 and fp32 out: HGMMA, TMA loads and the transposed TMA store, no spills."""
+    cases = [dict(kernel=hp.KERNEL_NAME, op="a16w16", arch="sm_90", table="-", bucket="t", config=SWAP, path=p)
+             for p in ("gluon-bf16", "gluon-fp32")]
+    for case, res in zip(cases, compile_sm90_cases(hp, cases)):
+        broken = broken_promises(res)
+        assert not broken, f"{case['path']}: " + "; ".join(broken)
+        assert res["metrics"]["counts"]["UTMASTG"] > 0 and res["metrics"]["spill_bytes"] == 0

@@ -85,6 +85,11 @@ KEYS = {
     "backend": (False, lambda v: v in ("triton", "gluon"), "'triton' or 'gluon'", ("cuda", "hip")),
     "NUM_KSPLIT": (False, _int_in(1, 64), "an integer in [1, 64] (split-K: partial sums reduced in a fixed order)",
                    ("cuda", "hip")),
+    # Swap-AB (the Gluon ping-pong only, decode sizes): the kernel computes the BLOCK_SIZE_M x BLOCK_SIZE_N tile of y
+    # transposed, weight rows as the wgmma's M (BLOCK_SIZE_N: 64 or 128) and tokens as its N (BLOCK_SIZE_M: a power
+    # of two in [16, 256]), and stores it transposed (kernels/gluon/hopper_pingpong.py, "Swap-AB"). The tile's
+    # meaning does not change, so the Triton tier's fallback runs the same BLOCK_SIZE_M x BLOCK_SIZE_N tile unswapped.
+    "swap_ab": (False, _is_bool, "true or false (the Gluon ping-pong's transposed tile: decode sizes)", ("cuda",)),
 }
 DEFAULTS = {"persistent": False, "tma": False, "NUM_KSPLIT": 1}
 COMPILER_OPTIONS = {"num_warps", "num_stages", "waves_per_eu", "matrix_instr_nonkdim", "kpack"}
@@ -110,6 +115,14 @@ def validate_config(cfg, *, backend: str | None = None, where: str = "config") -
     if cfg["BLOCK_SIZE_N"] in SPLIT_N and cfg.get("backend") != "gluon":
         raise ConfigError(f"{where}: key 'BLOCK_SIZE_N' = {cfg['BLOCK_SIZE_N']} is a split tile of the Gluon "
                           "kernels (two accumulators): it needs \"backend\": \"gluon\"")
+    if cfg.get("swap_ab"):
+        why = [w for w, bad in (("\"backend\": \"gluon\"", cfg.get("backend") != "gluon"),
+                                ("num_warps 4 (the ping-pong)", cfg["num_warps"] != 4),
+                                ("BLOCK_SIZE_N 64 or 128 (the wgmma's M)", cfg["BLOCK_SIZE_N"] not in (64, 128)),
+                                ("NUM_KSPLIT 1", cfg.get("NUM_KSPLIT", 1) != 1)) if bad]
+        if why:
+            raise ConfigError(f"{where}: key 'swap_ab' = true (the Gluon ping-pong's transposed tile) needs "
+                              + ", ".join(why))
     return {**DEFAULTS, **cfg}
 
 

@@ -29,7 +29,9 @@ from triton.experimental.gluon import language as gl
 # the keys it may carry for the Triton tier's fallback, ignored here: always persistent and TMA; NUM_KSPLIT is
 # split-K (the dense kernels only: `fit_split_k`).
 CONFIG_KEYS = ("BLOCK_SIZE_M", "BLOCK_SIZE_N", "BLOCK_SIZE_K", "GROUP_SIZE_M", "num_warps", "num_stages")
-IGNORED_KEYS = ("backend", "persistent", "tma", "NUM_KSPLIT")
+IGNORED_KEYS = ("backend", "persistent", "tma", "NUM_KSPLIT", "swap_ab")
+# (NUM_KSPLIT and swap_ab are read by the kernels that take them: split-K by the dense kernels, swap_ab by the
+# ping-pong; `hopper_pingpong.check_config` refuses them elsewhere.)
 # Warps of one consumer warpgroup (wgmma is issued by 4 consecutive warps): a config's num_warps for the
 # ping-pong, and every warp-specialized launch's num_warps (the default partition, consumer 0).
 CONSUMER_WARPS = 4
@@ -263,7 +265,8 @@ def unique_cases(cases, kernel_name: str, op: str):
     for table, bucket, cfg, out in cases:
         # the split count is a runtime argument: one compile for every NUM_KSPLIT > 1, and fp32 staging for any out
         split = cfg.get("NUM_KSPLIT", 1) > 1
-        key = (tuple(sorted((k, cfg[k]) for k in CONFIG_KEYS if k in cfg)), split, "fp32" if split else out)
+        key = (tuple(sorted((k, cfg[k]) for k in CONFIG_KEYS if k in cfg)), split, bool(cfg.get("swap_ab")),
+               "fp32" if split else out)
         if key in seen:
             continue
         seen.add(key)

@@ -190,6 +190,7 @@ class Plan:
     BN_TAIL: int = 0  # a split tile (BN 96 / 192 = 3 T, see `split_tail`): T; 0 for a power-of-two BN
     w_box: int = 0  # rows of the w TMA box: BN, or T for a split tile
     split_k: int = 1  # NUM_KSPLIT: K split into this many ranges, fp32 partial tiles, then a fixed-order reduce
+    swap: bool = False  # swap_ab: BM x BN is y's BN x BM tile transposed (BM weight rows, BN tokens; "Swap-AB")
 
 
 def _swizzle(inner_bytes: int) -> int:
@@ -205,7 +206,7 @@ def _pow2(v) -> bool:
 
 
 def check_config(cfg: dict, backend: str, kernel: str, bm_why: str, split_ok: bool = False,
-                 split_k_ok: bool = False):
+                 split_k_ok: bool = False, swap_ok: bool = False):
     """The checks every Hopper Gluon kernel's `derive` makes of a config (this one's and
     hopper_pingpong_fp8's): every hh.CONFIG_KEYS key present, no other key but the ignored ones, no
     split-K (unless `split_k_ok`: the dense bf16 kernels), BLOCK_SIZE_M 64 or 128, BLOCK_SIZE_N a power of
@@ -219,6 +220,8 @@ def check_config(cfg: dict, backend: str, kernel: str, bm_why: str, split_ok: bo
         raise ValueError(f"config: keys {sorted(unknown)} do not apply to {kernel}")
     if cfg.get("NUM_KSPLIT", 1) != 1 and not split_k_ok:
         raise ValueError(f"config: key 'NUM_KSPLIT' = {cfg['NUM_KSPLIT']}; {kernel} needs 1")
+    if cfg.get("swap_ab") and not swap_ok:
+        raise ValueError(f"config: key 'swap_ab' = true; {kernel} has no transposed tile (the ping-pong has)")
     bm, bn, bk = cfg["BLOCK_SIZE_M"], cfg["BLOCK_SIZE_N"], cfg["BLOCK_SIZE_K"]
     if bm not in (64, 128):
         raise ValueError(f"config: key 'BLOCK_SIZE_M' = {bm}; the {backend} backend needs 64 or 128 {bm_why}")
@@ -255,8 +258,15 @@ def derive(cfg: dict, target=None, in_bytes: int = 2, out_bytes: int = 2) -> Pla
       swizzle  the largest of 128/64/32 bytes dividing a tile row (BK * 2 = 128 B: 128-byte
                swizzle, conflict-free for TMA writes and wgmma reads).
     """
-    bm, bn, bk = check_config(cfg, "gluon", "the gluon ping-pong kernel", "(wgmma rows)", split_ok=True,
-                              split_k_ok=True)
+    swap = bool(cfg.get("swap_ab"))
+    if swap:  # the config names y's tile (tokens x weight rows); the kernel's is its transpose ("Swap-AB")
+        if cfg.get("NUM_KSPLIT", 1) != 1:
+            raise ValueError(f"config: key 'NUM_KSPLIT' = {cfg['NUM_KSPLIT']} with 'swap_ab'; the transposed tile "
+                             "has no split-K")
+        cfg = {**cfg, "BLOCK_SIZE_M": cfg["BLOCK_SIZE_N"], "BLOCK_SIZE_N": cfg["BLOCK_SIZE_M"]}
+    bm, bn, bk = check_config(cfg, "gluon", "the gluon ping-pong kernel",
+                              "(wgmma rows; with 'swap_ab': BLOCK_SIZE_N)" if swap else "(wgmma rows)",
+                              split_ok=not swap, split_k_ok=True, swap_ok=True)
     out_bytes = hh.split_k_out_bytes(cfg, out_bytes)
     if not (_pow2(bk) and 16 <= bk <= 128):
         raise ValueError(f"config: key 'BLOCK_SIZE_K' = {bk}; expected a power of two in [16, 128]")
@@ -283,8 +293,8 @@ def derive(cfg: dict, target=None, in_bytes: int = 2, out_bytes: int = 2) -> Pla
                 smem_bytes=stages * stage_bytes + epilogue_bytes + _BARRIER_SLACK,
                 warps=warps, regs_at_entry=regs_at_entry, mma_regs=mma_regs, load_regs=_LOAD_REGS,
                 acc_regs=acc_regs, swizzle_a=_swizzle(bk * in_bytes), swizzle_b=_swizzle(bk * in_bytes),
-                swizzle_c=_swizzle((tail or bn) * out_bytes), BN_TAIL=tail, w_box=tail or bn,
-                split_k=cfg.get("NUM_KSPLIT", 1))
+                swizzle_c=_swizzle((bm if swap else tail or bn) * out_bytes), BN_TAIL=tail, w_box=tail or bn,
+                split_k=cfg.get("NUM_KSPLIT", 1), swap=swap)
 
 
 def constexprs(plan: Plan, *, has_bias: bool, activation: str) -> dict:
@@ -306,13 +316,16 @@ def dense_constexprs(plan, *, has_bias: bool, activation: str) -> dict:
 
 
 def kernel_constexprs(plan: Plan, *, has_bias: bool, activation: str) -> dict:
-    """hopper_pingpong_kernel's: `constexprs` and `dense_constexprs`."""
+    """hopper_pingpong_kernel's: `constexprs`, `dense_constexprs` and SWAP (the transposed tile)."""
     return {**constexprs(plan, has_bias=has_bias, activation=activation),
-            **dense_constexprs(plan, has_bias=has_bias, activation=activation)}
+            **dense_constexprs(plan, has_bias=has_bias, activation=activation), "SWAP": plan.swap}
 
 
 def y_box(plan: Plan) -> tuple:
-    """The y TMA box = a consumer's staging tile: the whole BM x BN tile, or BM x T for a split tile."""
+    """The y TMA box = a consumer's staging tile: the whole BM x BN tile, BM x T for a split tile, or (swap) the
+    tile transposed, BN tokens x BM weight rows."""
+    if plan.swap:
+        return (plan.BN, plan.BM)
     return (plan.BM, plan.BN_TAIL or plan.BN)
 
 
@@ -506,17 +519,21 @@ def store_split(y_desc, c_smem, acc, acc_t, bias_ptr, row, col, N, HAS_BIAS: gl.
 def _mma_partition(CONSUMER: gl.constexpr, y_desc, bias_ptr, a_ring, b_ring, c_smem, full, empty, turn, c_free,
                    M, N, K, BK: gl.constexpr, STAGES: gl.constexpr, C_TILES: gl.constexpr,
                    GROUP_SIZE_M: gl.constexpr, HAS_BIAS: gl.constexpr, ACTIVATION: gl.constexpr,
-                   B=1, stride_bb=0, BATCHED: gl.constexpr = False, t_ring=None, SPLIT_K: gl.constexpr = False):
+                   B=1, stride_bb=0, BATCHED: gl.constexpr = False, t_ring=None, SPLIT_K: gl.constexpr = False,
+                   SWAP: gl.constexpr = False):
     """1 warpgroup: local tiles CONSUMER, CONSUMER + 2, ...: mainloop on its turn, then the epilogue.
     BATCHED: bias row b (bias_ptr + b * stride_bb; stride 0 shares one row) and a 3-D TMA store
     [b, m, n] through a 3-D view of the 2-D output tile.
     t_ring (a split tile, dense only: `_split_mainloop`, `store_split`): c_smem is one BM x T sub-tile per
     consumer (C_TILES 2).
     SPLIT_K (dense only; B = the number of splits): work ids over splits x tiles, each item one K range
-    (`_split_steps`), its fp32 partial tile stored in its split's slab of the workspace (`_out_row`)."""
-    BM: gl.constexpr = c_smem.shape[0]
+    (`_split_steps`), its fp32 partial tile stored in its split's slab of the workspace (`_out_row`).
+    SWAP (dense only; "Swap-AB"): the tile is y's transposed (BM weight rows x BN tokens: x_desc holds w, w_desc
+    x); the epilogue permutes the accumulator (a layout change, no data moves), adds the bias along its
+    columns (the weight rows, M of this launch) and stores it through c_smem (BN x BM) at y[tokens, rows]."""
+    BM: gl.constexpr = a_ring.shape[1]
     if t_ring is None:
-        BN: gl.constexpr = c_smem.shape[1]
+        BN: gl.constexpr = b_ring.shape[1]
         # wgmma accumulator: 4 warps stacked along M, instruction m16 x BN x k16 per warp.
         acc_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
                                                              instr_shape=[16, BN, 16])
@@ -558,11 +575,17 @@ def _mma_partition(CONSUMER: gl.constexpr, y_desc, bias_ptr, a_ring, b_ring, c_s
             # Epilogue (runs under the other consumer's mainloop).
             if BATCHED:  # the tile's coordinates, not live across the mainloop (a batched gelu epilogue spilled)
                 b, pid_m, pid_n = _work_tile(work_id, num_work, num_pid_m, num_pid_n, GROUP_SIZE_M, BATCHED)
-            offs_n = pid_n * BN + gl.arange(0, BN, layout=gl.SliceLayout(0, acc_layout))
-            if BATCHED:
-                out = bias_activation(acc, bias_ptr + b.to(gl.int64) * stride_bb, offs_n, N, HAS_BIAS, ACTIVATION)
+            if SWAP:  # y's tile is the accumulator transposed: BN tokens x BM weight rows, the bias per weight row
+                out_t = acc.permute((1, 0))
+                offs_w = pid_m * BM + gl.arange(0, BM, layout=gl.SliceLayout(0, out_t.type.layout))
+                out = bias_activation(out_t, bias_ptr, offs_w, M, HAS_BIAS, ACTIVATION)
             else:
-                out = bias_activation(acc, bias_ptr, offs_n, N, HAS_BIAS, ACTIVATION)
+                offs_n = pid_n * BN + gl.arange(0, BN, layout=gl.SliceLayout(0, acc_layout))
+                if BATCHED:
+                    out = bias_activation(acc, bias_ptr + b.to(gl.int64) * stride_bb, offs_n, N, HAS_BIAS,
+                                          ACTIVATION)
+                else:
+                    out = bias_activation(acc, bias_ptr, offs_n, N, HAS_BIAS, ACTIVATION)
             if C_TILES == 2:
                 tma.store_wait(0)  # my previous tile's TMA store has read my c_smem
             else:
@@ -571,6 +594,8 @@ def _mma_partition(CONSUMER: gl.constexpr, y_desc, bias_ptr, a_ring, b_ring, c_s
             fence_async_shared()  # generic-proxy writes -> async-proxy (TMA) read
             if BATCHED:
                 tma.async_copy_shared_to_global(y_desc, [b, pid_m * BM, pid_n * BN], c_smem.reshape([1, BM, BN]))
+            elif SWAP:
+                tma.async_copy_shared_to_global(y_desc, [pid_n * BN, pid_m * BM], c_smem)
             else:
                 tma.async_copy_shared_to_global(y_desc, [_out_row(b, pid_m, num_pid_m, BM, SPLIT_K), pid_n * BN], c_smem)
             if C_TILES == 1:
@@ -584,7 +609,7 @@ def _mma_partition(CONSUMER: gl.constexpr, y_desc, bias_ptr, a_ring, b_ring, c_s
 def hopper_pingpong_kernel(x_desc, w_desc, y_desc, bias_ptr, M, N, K, SPLITS,
                            STAGES: gl.constexpr, C_TILES: gl.constexpr, GROUP_SIZE_M: gl.constexpr,
                            HAS_BIAS: gl.constexpr, ACTIVATION: gl.constexpr, MMA_REGS: gl.constexpr,
-                           LOAD_REGS: gl.constexpr, BN: gl.constexpr, SPLIT_K: gl.constexpr):
+                           LOAD_REGS: gl.constexpr, BN: gl.constexpr, SPLIT_K: gl.constexpr, SWAP: gl.constexpr):
     BM: gl.constexpr = x_desc.block_type.shape[0]
     BK: gl.constexpr = x_desc.block_type.shape[1]
     a_ring = gl.allocate_shared_memory(x_desc.dtype, [STAGES, BM, BK], x_desc.layout)
@@ -627,10 +652,10 @@ def hopper_pingpong_kernel(x_desc, w_desc, y_desc, bias_ptr, M, N, K, SPLITS,
         gl.warp_specialize([
             (_mma_partition, (0, y_desc, bias_ptr, a_ring, b_ring, c0, full, empty, turn, c_free, M, N, K,
                               BK, STAGES, C_TILES, GROUP_SIZE_M, HAS_BIAS, ACTIVATION, SPLITS, 0, False, None,
-                              SPLIT_K)),
+                              SPLIT_K, SWAP)),
             (_mma_partition, (1, y_desc, bias_ptr, a_ring, b_ring, c1, full, empty, turn, c_free, M, N, K,
                               BK, STAGES, C_TILES, GROUP_SIZE_M, HAS_BIAS, ACTIVATION, SPLITS, 0, False, None,
-                              SPLIT_K)),
+                              SPLIT_K, SWAP)),
             (_load_partition, (x_desc, w_desc, a_ring, b_ring, full, empty, M, N, K, STAGES, GROUP_SIZE_M,
                                SPLITS, False, None, SPLIT_K)),
         ], [4, 1], [MMA_REGS, LOAD_REGS])
@@ -654,6 +679,9 @@ def launch(x2, w, bias, y, activation, cfg, target, compile_only=False):
     plan = derive(hh.fit_split_k(cfg, x2.shape[0], w.shape[0], x2.shape[1], target), target, x2.element_size(),
                   y.element_size())
     ce = kernel_constexprs(plan, has_bias=bias is not None, activation=activation)
+    if plan.swap:  # the kernel's "x" is w (BM-row boxes), its "w" is x (BN-row boxes); y's box is BN x BM
+        return hh.launch_tma(hopper_pingpong_kernel, plan, y_box(plan), w, x2, bias, y, ce, target, compile_only,
+                             w_box=plan.w_box)
     return hh.launch_dense(hopper_pingpong_kernel, plan, y_box(plan), x2, w, bias, y, activation, ce, target,
                         compile_only)
 
@@ -667,12 +695,14 @@ PRESETS = (
     {"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 256, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 8, "num_warps": 4,
      "num_stages": 4},
 )
-# The split tiles and split-K (dense kernel only: hopper_pingpong_batched.py compiles PRESETS above).
+# The split tiles, split-K and the transposed tile (dense kernel only: hopper_pingpong_batched.py compiles PRESETS above).
 SPLIT_PRESETS = (
     {"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 192, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 8, "num_warps": 4,
      "num_stages": 6},
     {"BLOCK_SIZE_M": 128, "BLOCK_SIZE_N": 128, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 8, "num_warps": 4,
      "num_stages": 5, "NUM_KSPLIT": 3},  # fp32 partial tiles, one shared staging tile
+    {"BLOCK_SIZE_M": 16, "BLOCK_SIZE_N": 64, "BLOCK_SIZE_K": 128, "GROUP_SIZE_M": 1, "num_warps": 4,
+     "num_stages": 8, "swap_ab": True},  # decode: 64 weight rows x 16 tokens a tile, transposed store
 )
 
 

@@ -174,7 +174,11 @@ def _descriptor(t, block, dtype: str):
 
 
 def _no_split_tile(plan):
-    """The dense kernels' two extras that the batched ones do not build: split tiles and split-K."""
+    """The dense kernels' three extras that the batched ones do not build: split tiles, split-K and the
+    ping-pong's transposed tile (swap_ab; the coop plan refuses it itself)."""
+    if getattr(plan, "swap", False):
+        raise ValueError("config: key 'swap_ab' = true; the batched kernels have no transposed tile (the dense "
+                         "ping-pong has)")
     if plan.BN_TAIL:
         raise ValueError(f"config: key 'BLOCK_SIZE_N' = {plan.BN}; the batched kernels take powers of two "
                          f"(split tiles {hc.SPLIT_N} are the dense Gluon kernels')")
