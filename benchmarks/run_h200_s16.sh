@@ -63,7 +63,7 @@ if has swapsweep; then
   for m in ${SWAP_MS:-1 16 32 64}; do
     for nk in ${SWAP_NK:-6144x4096 4096x4096 28672x4096 4096x14336 10240x8192 8192x8192 57344x8192 8192x28672 24576x1536 7168x16384 2112x7168 4096x7168}; do
       SH="$SH${SH:+,}1x${m}x${nk}"; done; done
-  timeout 560 python3 benchmarks/sweep_batched.py --op a16w16 --dtype bf16 --candidates a16w16_swap --shapes "$SH" \
+  timeout 560 python3 benchmarks/sweep_batched.py --op a16w16 --dtype bf16 --candidates ${SWAP_CANDS:-a16w16_swap} --shapes "$SH" \
     --passes ${PASSES:-3} --json "$OUT/swap_sweep${TAG:-}.json" 2>&1 | grep -v Warn | tee "$OUT/swap_sweep${TAG:-}.log" \
     | tail -70
 fi

@@ -229,6 +229,9 @@ CANDIDATES["a16w16_swap"] = [
     SERVED,
     swap(16, 64, 128, 8), swap(16, 128, 128, 6), swap(32, 64, 128, 8), swap(64, 64, 128, 8), swap(64, 128, 64, 8),
 ]
+# The buckets' other ends (M = 15, 31, 63: the tables' M_GEQ_1 / 16 / 32 buckets), after the first sweep's winners.
+CANDIDATES["a16w16_swap_ends"] = [SERVED, swap(16, 64, 128, 8), swap(32, 64, 128, 8), swap(64, 64, 128, 8),
+                                  swap(16, 128, 128, 6)]
 
 _OLD_TRITON = {"tma": True, "GROUP_SIZE_M": 8, "num_warps": 4}
 CANDIDATES["a16w16_splitk_between"] = [
