@@ -14,6 +14,8 @@
 #   swaptests the swap-AB gpu tests and the ping-pong's / split-K's (tests/test_gpu_gluon_swap_ab.py, ...)
 #   swapsweep benchmarks/sweep_batched.py --candidates a16w16_swap: swap-AB against the tables at M = 1, 16, 32, 64
 #             on Llama-3-8B / -70B and DeepSeek-V3 layers (SWAP_MS, SWAP_NK to narrow)
+#   decode    gemmkit bench --op a16w16 --cuda-graph at M = 1, 16, 32, 64 on the five models of a16w16_decode_graph.json
+#   ffn       gemmkit bench --op ffn_gated --cuda-graph on Llama-3-8B / -70B at M = 1 ... 256 (issue 5's bar rows)
 #   alltests  the whole gpu suite
 # Usage (repo root): GEMMKIT_GIT_SHA=<sha> STAGE="swap" bash benchmarks/run_h200_s16.sh
 set -u
@@ -66,6 +68,18 @@ if has swapsweep; then
   timeout 560 python3 benchmarks/sweep_batched.py --op a16w16 --dtype bf16 --candidates ${SWAP_CANDS:-a16w16_swap} --shapes "$SH" \
     --passes ${PASSES:-3} --json "$OUT/swap_sweep${TAG:-}.json" 2>&1 | grep -v Warn | tee "$OUT/swap_sweep${TAG:-}.log" \
     | tail -70
+fi
+if has decode; then
+  for m in deepseek-v3 llama3-405b llama3-70b llama3-8b qwen2.5-72b; do
+    timeout 200 python3 -m gemmkit bench --op a16w16 --cuda-graph --model $m -m 1,16,32,64 \
+      --json "$OUT/a16w16_decode_$m.json" 2>&1 | grep -v Warn | tail -30
+  done
+fi
+if has ffn; then
+  for m in llama3-8b llama3-70b; do
+    timeout 200 python3 -m gemmkit bench --op ffn_gated --cuda-graph --model $m -m 1,2,4,8,16,32,64,128,256 \
+      --json "$OUT/ffn_gated_$m.json" 2>&1 | grep -v Warn | tail -12
+  done
 fi
 if has alltests; then
   timeout 500 python3 -m pytest -m gpu -q -p no:cacheprovider -n 8 --timeout 300 tests 2>&1 \

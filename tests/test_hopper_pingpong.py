@@ -101,8 +101,8 @@ def test_backend_key_in_tables():
 
 
 def test_tuner_offers_gluon_candidates_on_sm90_only():
-    """The tuner searches the Gluon backend for a16w16 on sm_90 at M >= 256, keeps only configs
-    its plan accepts, and offers none elsewhere (the 8-bit ops get the FP8 kernel's instead)."""
+    """The tuner searches the Gluon backend for a16w16 on sm_90 at M >= 256 and (the transposed tile) M <= 64,
+    keeps only configs its plan accepts, and offers none elsewhere (the 8-bit ops get the FP8 kernel's instead)."""
     from gemmkit.tune import prune, search_space
 
     gl_all = [c for c in search_space(1024, 8192, 8192, H200, "a16w16") if c.get("backend") == "gluon"]
@@ -111,8 +111,16 @@ def test_tuner_offers_gluon_candidates_on_sm90_only():
     assert all(c["num_warps"] in (4, 8) for c in gl_all)
     kept = [c for c in prune(g, 1024, 8192, 8192, H200) if c.get("backend") == "gluon"]
     assert kept and all(hp.derive(c, H200) for c in kept)
-    assert not [c for c in search_space(64, 8192, 8192, H200, "a16w16") if c.get("backend") == "gluon"]
+    # M <= 64: the transposed tile only (gluon_swap_space), token tiles up to the first that holds M
+    small = [c for c in search_space(64, 8192, 8192, H200, "a16w16") if c.get("backend") == "gluon"]
+    assert small and all(c.get("swap_ab") and c["num_warps"] == 4 for c in small)
+    assert {c["BLOCK_SIZE_M"] for c in small} == {16, 32, 64}
+    assert {c["BLOCK_SIZE_M"] for c in search_space(1, 8192, 8192, H200, "a16w16") if c.get("swap_ab")} == {16}
+    kept = prune(small, 64, 8192, 8192, H200)
+    assert kept and all(hp.derive(c, H200).swap for c in kept)
+    assert not [c for c in search_space(128, 8192, 8192, H200, "a16w16") if c.get("backend") == "gluon"]
     assert not [c for c in search_space(1024, 8192, 8192, arch.get("gfx942"), "a16w16") if c.get("backend")]
+    assert not [c for c in search_space(16, 8192, 8192, arch.get("gfx942"), "a16w16") if c.get("backend")]
     # a8w8's Gluon candidates are the FP8 kernel's (BLOCK_SIZE_K 128: tests/test_tune.py), none of this kernel's
     fp8 = [c for c in search_space(1024, 8192, 8192, H200, "a8w8") if c.get("backend")]
     assert fp8 and all(c["BLOCK_SIZE_K"] == 128 for c in fp8)

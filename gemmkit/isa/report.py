@@ -130,7 +130,8 @@ def collect(op: str = "a16w16", archs=None, use_cache: bool = True) -> list:
 def _blocks(cfg):
     if "BLOCK_SIZE_M" in cfg:
         return f"{cfg['BLOCK_SIZE_M']}x{cfg['BLOCK_SIZE_N']}x{cfg['BLOCK_SIZE_K']}/{cfg['num_warps']}/{cfg['num_stages']}" + \
-            (f"/s{cfg['NUM_KSPLIT']}" if cfg.get("NUM_KSPLIT", 1) > 1 else "")
+            (f"/s{cfg['NUM_KSPLIT']}" if cfg.get("NUM_KSPLIT", 1) > 1 else "") + \
+            ("/swap" if cfg.get("swap_ab") and cfg.get("backend") == "gluon" else "")
     return f"{cfg['BLOCK_M']}x{cfg['BLOCK_N']}/{cfg['num_warps']}/split{cfg['SPLIT_K']}"
 
 
@@ -206,7 +207,9 @@ def write_markdown(rows, path):
         "spill = scratch (AMD) or stack + local bytes (sm_90); occ = waves per SIMD from registers "
         "and LDS (AMD) or resident warps per SM (sm_90); mma = v_mfma count (AMD) or, in the SASS "
         "(sm_90), wgmma / mma.sync counts (HGMMA + QGMMA (fp8) + IGMMA (int8) / HMMA + IMMA). "
-        "A `[fp8]` / `[int8]` after the bucket names the operand type compiled (default bf16).",
+        "A `[fp8]` / `[int8]` after the bucket names the operand type compiled (default bf16). Blocks: "
+        "BLOCK_SIZE_M x N x K / num_warps / num_stages, then `/s<n>` for split-K and `/swap` for the Gluon "
+        "ping-pong's transposed tile (its Triton fallback rows, same tile, have no mark).",
         "",
         "Findings the promises do not (yet) cover: the Triton-tier kernels use `global_load` on "
         "gfx942/gfx950, not buffer loads or direct-to-LDS loads, and Triton 3.6's block ping-pong "

@@ -6,6 +6,7 @@ cut short by its time budget loses the last M, not the last model):
      num_stages, persistent or not, split-K, TMA or pointer loads, shaped by M
      (small M: short/narrow tiles and split-K; at 16 < M <= 64 BLOCK_SIZE_M 64 >= M, one
      tile row; large M: big tiles, persistence; sm_90 M >= 256: Gluon ping-pong configs too;
+     sm_90 a16w16 M <= 64: the ping-pong's transposed tile, `gluon_swap_space`;
      sm_90 fp8 (a8w8, a8w8_blockscale) M >= 64: the FP8 Gluon kernel's, `gluon_fp8_space`;
      a16w16 at M > 64 where a tiling leaves under 2 waves of tiles: split-K 2-8, 64-wide tiles);
   2. prune before compiling: shared memory (the op's own `smem_bytes` bound on
@@ -79,6 +80,9 @@ def search_space(M: int, N: int, K: int, target, op: str = "a16w16") -> list:
     if op == "a16w16" and target.arch == "sm_90" and M >= 256:
         out += gluon_space(M) + gluon_split_k_space(M, N, K, target)
         seen.update(json.dumps(c, sort_keys=True) for c in out)
+    if op == "a16w16" and target.arch == "sm_90" and M <= 64:
+        out += gluon_swap_space(M)
+        seen.update(json.dumps(c, sort_keys=True) for c in out)
     if op in ("a8w8", "a8w8_blockscale") and target.arch == "sm_90" and M >= 64:
         out += gluon_fp8_space(M, op)
         seen.update(json.dumps(c, sort_keys=True) for c in out)
@@ -143,6 +147,21 @@ def gluon_space(M: int = 256) -> list:
     for ((bm, bn), stages), group in itertools.product(coop, [8, 16]):
         c = _cfg(bm, bn, 64, 8, stages, group, True, True, 1)
         c["backend"] = "gluon"
+        out.append(c)
+    return out
+
+
+def gluon_swap_space(M: int) -> list:
+    """Candidates for the Gluon ping-pong's transposed tile at decode sizes (gemm_a16w16, sm_90, M <= 64; "swap_ab":
+    weight rows as the wgmma's M, tokens as its N): token tiles (BLOCK_SIZE_M) of 16 up to the first that holds M,
+    64 or 128 weight rows (BLOCK_SIZE_N), 64- or 128-wide K steps, deep rings (num_stages an upper bound: the
+    plan keeps what fits). Session 16's sweeps: 16 x 64 x 128 / 8 stages won most rows at M <= 16, 32 x 64 and
+    64 x 64 above (docs/PERF.md)."""
+    out = []
+    tokens = [t for t in (16, 32, 64) if t == 16 or t // 2 < M]  # 16, and each tile whose half is short of M
+    for t, bn, bk, stages in itertools.product(tokens, [64, 128], [64, 128], [6, 8]):
+        c = _cfg(t, bn, bk, 4, stages, 1, True, True, 1)
+        c.update(backend="gluon", swap_ab=True)
         out.append(c)
     return out
 

@@ -89,6 +89,21 @@ the slabs in order and applies bias / activation / cast (bitwise reproducible)::
             split 0      | split 1       |                               ├ slab 1                        ┤ -> reduce -> y
             K steps [0, q)  [q, 2q)   ...                                 └ ...                           ┘
 
+Swap-AB (config key "swap_ab", dense kernel only; SWAP): at decode sizes a token tile of 16-64 rows wastes most of
+a wgmma's m64, and cuBLAS runs its M = 1 GEMMs with the weight as the wgmma's M (nvjet ..._256x8_...). The config
+still names y's BLOCK_SIZE_M (tokens) x BLOCK_SIZE_N (weight rows) tile; `derive` plans the kernel's tile as its
+transpose, BM = BLOCK_SIZE_N weight rows (64 / 128) x BN = BLOCK_SIZE_M tokens, and `launch` passes w as the
+kernel's x and x as its w (their boxes: BM x BK of w, BN x BK of x, token rows past M zero-filled). The partitions
+run unchanged; the epilogue permutes the accumulator (a layout change, no data moves), adds the bias along its
+columns (the weight rows) and stores the BN x BM tile at y[tokens, weight rows] (TMA clips token rows past M)::
+
+   kernel tile (BM w rows x BN tokens)         y (M tokens, N)
+   acc = w[rows] @ x[tokens]^T  ──permute──►   c_smem (BN x BM) ──TMA──► y[pid_n BN .., pid_m BM ..]
+
+Measured on the H200 (docs/PERF.md, session 16): faster than the tables' unswapped tiles on most model layers
+at M <= 64 (up to 1.7x where few weight tiles starved the SMs), 1-5% slower on the widest rows (N >= 10240),
+whose tables keep their tiles.
+
 NUM_KSPLIT is an upper bound: `hopper_host.fit_split_k` keeps splits x tiles within one wave of the SMs (one
 item a CTA) and runs no split where the tiles alone fill them, so a bucket tuned at one M does not go to two waves at a
 larger M of the same bucket.
@@ -117,6 +132,9 @@ Constraints:
     the ring gets num_stages stages beside two output tiles if they fit, else the
     most stages (>= 2, <= num_stages) beside one shared output tile.
   - K >= 1 (the op handles K == 0); M * N tiles < 2**31 (batched: B * tiles < 2**31).
+  - swap_ab (dense kernel only): BLOCK_SIZE_N (the weight rows) 64 or 128, BLOCK_SIZE_M (tokens) a power of two
+    in [16, 256] within the accumulator budget, NUM_KSPLIT 1, no split tile; the TMA rules as above (x is then
+    the kernel's w operand: any M >= 1).
   - Batched (hopper_pingpong_batched.py): the same, with x, w, y 3-D under TMA's rules
     (batch stride a multiple of 16 bytes, entries not overlapping: no stride-0 batch).
 """
