@@ -232,6 +232,9 @@ CANDIDATES["a16w16_swap"] = [
 # The buckets' other ends (M = 15, 31, 63: the tables' M_GEQ_1 / 16 / 32 buckets), after the first sweep's winners.
 CANDIDATES["a16w16_swap_ends"] = [SERVED, swap(16, 64, 128, 8), swap(32, 64, 128, 8), swap(64, 64, 128, 8),
                                   swap(16, 128, 128, 6)]
+# Round 3: the M_GEQ_32 / M_GEQ_64 buckets at both ends (32 / 63, 64 / 127) where the decode bench still trails.
+CANDIDATES["a16w16_swap_mid"] = [SERVED, swap(32, 64, 128, 8), swap(64, 64, 128, 6), swap(64, 128, 64, 8),
+                                 swap(16, 64, 128, 8), swap(128, 64, 64, 8)]
 
 _OLD_TRITON = {"tma": True, "GROUP_SIZE_M": 8, "num_warps": 4}
 CANDIDATES["a16w16_splitk_between"] = [
