@@ -25,6 +25,8 @@ CFGS = {
     "t16w64k128": SW,
     "t32w128k64": {**SW, "BLOCK_SIZE_M": 32, "BLOCK_SIZE_N": 128, "BLOCK_SIZE_K": 64, "num_stages": 6},
     "t64w128k128-g4": {**SW, "BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 128, "num_stages": 6, "GROUP_SIZE_M": 4},
+    "t64w128k64": {**SW, "BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 128, "BLOCK_SIZE_K": 64},  # a shipped bucket's tile
+    "t64w64k128": {**SW, "BLOCK_SIZE_M": 64, "num_stages": 6},  # the default table's M <= 64 bucket
 }
 
 # (M, N, K): one token, a partial token tile, exactly one, one past it, several tiles; weight rows not a multiple
