@@ -192,9 +192,6 @@ CANDIDATES["a8w8_blockscale_mid"] = [
     fp8(128, 128, 128, 8, 5), fp8(128, 128, 128, 8, 5, 16),
 ]
 
-# gemm_a16w16 (session 11): M between the rows session 10's split-K sweep measured. The six buckets it switched
-# serve a range of M (M_GEQ_256: 256-511), where `hopper_host.fit_split_k` lowers NUM_KSPLIT to keep one wave;
-# the served config (SERVED) against each bucket's config before session 10 (git 0317955^), same process.
 # Session 16: the two M = 4096 block-scale rows short of issue 4's bars, (7168, 16384) at 1.592x bf16 (bar 1.6x) and
 # (7168, 2048) at 999 TFLOP/s / 1.526x: the ring depth the 33408-byte slot of session 15 allows (5; the table's
 # (7168, 16384) bucket says 4), the tile order's group, and the ping-pong layout (whole 64 x 128 tiles a consumer:
@@ -232,10 +229,16 @@ CANDIDATES["a16w16_swap"] = [
 # The buckets' other ends (M = 15, 31, 63: the tables' M_GEQ_1 / 16 / 32 buckets), after the first sweep's winners.
 CANDIDATES["a16w16_swap_ends"] = [SERVED, swap(16, 64, 128, 8), swap(32, 64, 128, 8), swap(64, 64, 128, 8),
                                   swap(16, 128, 128, 6)]
+# The default table as shipped (swap-AB: 16 x 64 x 128 / 8 at M <= 16, 64 x 64 x 128 / 6 at 17-64; round 2 measured
+# the latter with 8 stages, which plans 6 with one shared staging tile) against its buckets before (git 8805d30).
+CANDIDATES["a16w16_default_ab"] = [SERVED, cfg(16, 64, 256, 4, 3), cfg(64, 64, 128, 4, 4)]
 # Round 3: the M_GEQ_32 / M_GEQ_64 buckets at both ends (32 / 63, 64 / 127) where the decode bench still trails.
 CANDIDATES["a16w16_swap_mid"] = [SERVED, swap(32, 64, 128, 8), swap(64, 64, 128, 6), swap(64, 128, 64, 8),
                                  swap(16, 64, 128, 8), swap(128, 64, 64, 8)]
 
+# gemm_a16w16 (session 11): M between the rows session 10's split-K sweep measured. The six buckets it switched
+# serve a range of M (M_GEQ_256: 256-511), where `hopper_host.fit_split_k` lowers NUM_KSPLIT to keep one wave;
+# the served config (SERVED) against each bucket's config before session 10 (git 0317955^), same process.
 _OLD_TRITON = {"tma": True, "GROUP_SIZE_M": 8, "num_warps": 4}
 CANDIDATES["a16w16_splitk_between"] = [
     SERVED,

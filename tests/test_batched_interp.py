@@ -250,6 +250,7 @@ def _args16(B=2, M=8, N=16, K=64):
     ("activation", ValueError, r"^activation: expected None or one of"),
     ("split_k", ValueError, r"^config: key 'NUM_KSPLIT' = 2; the batched GEMMs take 1"),
     ("cutlass", ValueError, r"^config: key 'backend' = 'cutlass'; expected 'triton' or 'gluon'"),
+    ("swap_ab", ValueError, r"^config: key 'swap_ab' = true; the batched GEMMs have no transposed tile"),
     ("bad_config", ValueError, r"^config: unknown key 'BLOCK_M'"),
     ("requires_grad", NotImplementedError, r"^x: requires grad"),
 ])
@@ -282,6 +283,9 @@ def test_a16w16_errors(case, exc, match):
         kw["config"] = dict(SMALL, NUM_KSPLIT=2)
     elif case == "cutlass":
         kw["config"] = dict(SMALL, backend="cutlass")
+    elif case == "swap_ab":  # refused on every path, not only where the Gluon kernel would run
+        kw["config"] = {"BLOCK_SIZE_M": 16, "BLOCK_SIZE_N": 64, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 1, "num_warps": 4,
+                        "num_stages": 2, "backend": "gluon", "swap_ab": True}
     elif case == "bad_config":
         kw["config"] = {"BLOCK_M": 64}
     elif case == "requires_grad":

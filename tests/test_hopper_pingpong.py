@@ -265,8 +265,13 @@ def test_swap_ab_is_the_dense_ping_pong_only():
         fp.derive({**SWAP, "BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 128}, H200, 2)
     with pytest.raises(ValueError, match="split-K"):
         hp.derive({**SWAP, "NUM_KSPLIT": 2}, H200)
-    with pytest.raises(ValueError, match="BLOCK_SIZE_M"):  # the weight-row tile must be a wgmma M: 64 or 128
+    # errors name the config's keys (y's tile), not the kernel's transposed ones
+    with pytest.raises(ValueError, match="'BLOCK_SIZE_N' = 32 with 'swap_ab'; the weight rows"):
         hp.derive({**SWAP, "BLOCK_SIZE_N": 32}, H200)
+    with pytest.raises(ValueError, match="'BLOCK_SIZE_M' = 512 with 'swap_ab'"):
+        hp.derive({**SWAP, "BLOCK_SIZE_M": 512}, H200)
+    with pytest.raises(ValueError, match="256 x 128 with 'swap_ab' needs 256 accumulator"):
+        hp.derive({**SWAP, "BLOCK_SIZE_M": 256, "BLOCK_SIZE_N": 128}, H200)
 
 
 def test_static_compile_of_the_transposed_tile():

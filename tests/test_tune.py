@@ -13,9 +13,13 @@ H200 = arch.get("sm_90")
 
 
 def test_small_m_offers_grouped_order_only():
-    """At M <= 64 the bucket also serves larger M, where GROUP_SIZE_M 1 re-reads w per tile row."""
+    """At M <= 64 the bucket also serves larger M, where GROUP_SIZE_M 1 re-reads w per tile row. The swapped tile
+    (swap_ab) is the exception: its GROUP_SIZE_M groups weight tiles, and 1 runs each weight tile's token tiles back
+    to back (tune.gluon_swap_space)."""
     for M in (1, 16, 64):
-        assert {c["GROUP_SIZE_M"] for c in search_space(M, 8192, 8192, H200)} == {8}
+        space = search_space(M, 8192, 8192, H200)
+        assert {c["GROUP_SIZE_M"] for c in space if not c.get("swap_ab")} == {8}
+        assert {c["GROUP_SIZE_M"] for c in space if c.get("swap_ab")} == {1}
 
 
 def test_prune_counts_batched_tiles():
@@ -211,7 +215,8 @@ def test_cli_tables_from_merges_onto_the_shipped_tables(tmp_path):
     shipped = configs.table_path("a16w16", "sm_90", 8192, 8192)
     text = shipped.read_text()
     rows = [dict(_row(32, cur, 1.0), op="a16w16", dtype="bf16"),
-            dict(_row(32, {**cur, "BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 64}, 0.8), op="a16w16", dtype="bf16")]
+            dict(_row(32, {"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 64, "BLOCK_SIZE_K": 128, "GROUP_SIZE_M": 8, "num_warps": 4,
+                           "num_stages": 4, "tma": True}, 0.8), op="a16w16", dtype="bf16")]
     prog = tmp_path / "p.jsonl"
     prog.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
     assert main(["tune", "--tables-from", str(prog), "--out", str(tmp_path)]) == 0

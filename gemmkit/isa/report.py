@@ -127,11 +127,12 @@ def collect(op: str = "a16w16", archs=None, use_cache: bool = True) -> list:
         return list(pool.map(analyze, cases, [use_cache] * len(cases), chunksize=4))
 
 
-def _blocks(cfg):
+def _blocks(cfg, kernel=""):
+    """A config's label; `/swap` only on the Gluon ping-pong's own rows (its Triton fallback runs the tile unswapped)."""
     if "BLOCK_SIZE_M" in cfg:
         return f"{cfg['BLOCK_SIZE_M']}x{cfg['BLOCK_SIZE_N']}x{cfg['BLOCK_SIZE_K']}/{cfg['num_warps']}/{cfg['num_stages']}" + \
             (f"/s{cfg['NUM_KSPLIT']}" if cfg.get("NUM_KSPLIT", 1) > 1 else "") + \
-            ("/swap" if cfg.get("swap_ab") and cfg.get("backend") == "gluon" else "")
+            ("/swap" if cfg.get("swap_ab") and kernel == "hopper_pingpong_kernel" else "")
     return f"{cfg['BLOCK_M']}x{cfg['BLOCK_N']}/{cfg['num_warps']}/split{cfg['SPLIT_K']}"
 
 
@@ -154,13 +155,13 @@ def format_rows(rows, markdown=False):
     for r in rows:
         where = f"{r['table']}:{r['bucket']}" + (f" [{r['dtype']}]" if r.get("dtype", "bf16") != "bf16" else "")
         if not r["ok"]:
-            cells = [r["arch"], r["kernel"], where, _blocks(r["config"]), "", "", "", "", "", "", "",
+            cells = [r["arch"], r["kernel"], where, _blocks(r["config"], r["kernel"]), "", "", "", "", "", "", "",
                      "COMPILE FAILED: " + r["error"].splitlines()[0][:80]]
         else:
             bad = [c for c in r["promises"] if not c["ok"]]
             verdict = f"{len(r['promises'])} ok" if not bad else "BROKEN: " + "; ".join(
                 f"{c['promise']} ({c['detail']})" for c in bad)
-            cells = [r["arch"], r["kernel"], where, _blocks(r["config"]), str(r["vgpr"]), str(r["agpr"]), str(r["sgpr"]),
+            cells = [r["arch"], r["kernel"], where, _blocks(r["config"], r["kernel"]), str(r["vgpr"]), str(r["agpr"]), str(r["sgpr"]),
                      str(r["spill_bytes"]), str(r["lds_bytes"]), str(r["occupancy"]), _mma(r), verdict]
         if markdown:
             lines.append("| " + " | ".join(cells) + " |")

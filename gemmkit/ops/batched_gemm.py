@@ -92,6 +92,9 @@ def _check_config(config_str: str, gluon: bool = False):
     if cfg.get("BLOCK_SIZE_N") in SPLIT_N:
         raise ValueError(f"config: key 'BLOCK_SIZE_N' = {cfg['BLOCK_SIZE_N']}; the batched GEMMs take powers of two "
                          "(split tiles are the dense Gluon kernels')")
+    if cfg.get("swap_ab"):
+        raise ValueError("config: key 'swap_ab' = true; the batched GEMMs have no transposed tile (the dense Gluon "
+                         "ping-pong has)")
     if cfg.get("backend", "triton") not in (("triton", "gluon") if gluon else ("triton",)):
         raise ValueError(f"config: key 'backend' = {cfg['backend']!r}; " +
                          ("batched_gemm_a16w16 runs 'triton' or 'gluon'" if gluon else

@@ -154,9 +154,12 @@ def gluon_space(M: int = 256) -> list:
 def gluon_swap_space(M: int) -> list:
     """Candidates for the Gluon ping-pong's transposed tile at decode sizes (gemm_a16w16, sm_90, M <= 64; "swap_ab":
     weight rows as the wgmma's M, tokens as its N): token tiles (BLOCK_SIZE_M) of 16 up to the first that holds M,
-    64 or 128 weight rows (BLOCK_SIZE_N), 64- or 128-wide K steps, deep rings (num_stages an upper bound: the
-    plan keeps what fits). Session 16's sweeps: 16 x 64 x 128 / 8 stages won most rows at M <= 16, 32 x 64 and
-    64 x 64 above (docs/PERF.md)."""
+    64 or 128 weight rows (BLOCK_SIZE_N), 64- or 128-wide K steps, rings of 6 or 8 (an upper bound for the Gluon
+    plan, but `prune` also drops what the Triton fallback of the same tile cannot fit: 64 x 64 x 128 / 8, for one).
+    GROUP_SIZE_M 1: it groups weight tiles here, and each weight tile's token tiles then run back to back (the
+    unswapped small-M rule, group 8, is about re-reading w across token-tile rows, which this order avoids).
+    Session 16's sweeps: 16 x 64 x 128 / 8 stages won most rows at M <= 16, 32 x 64 and 64 x 64 above
+    (docs/PERF.md)."""
     out = []
     tokens = [t for t in (16, 32, 64) if t == 16 or t // 2 < M]  # 16, and each tile whose half is short of M
     for t, bn, bk, stages in itertools.product(tokens, [64, 128], [64, 128], [6, 8]):

@@ -11,6 +11,7 @@ No device code here: each kernel file holds its plan (`derive`), partitions and 
                                    ▼
                                 launch_dense ──► launch_tma (descriptors, grid = min(work, SMs))
                                    │ split-K: fp32 workspace, then ops/_gemm.launch_reduce
+                                   (the ping-pong's swap_ab calls launch_tma itself, w and x swapped)
 
 It reaches into ops for two things, lazily (ops import the kernel files): the launch cache (ops/_launch.py)
 and the split-K reduce's launch (ops/_gemm.launch_reduce, the Triton tier's reduce kernel).

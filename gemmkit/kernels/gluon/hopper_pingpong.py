@@ -100,9 +100,12 @@ columns (the weight rows) and stores the BN x BM tile at y[tokens, weight rows] 
    kernel tile (BM w rows x BN tokens)         y (M tokens, N)
    acc = w[rows] @ x[tokens]^T  ──permute──►   c_smem (BN x BM) ──TMA──► y[pid_n BN .., pid_m BM ..]
 
+GROUP_SIZE_M then groups the kernel's rows, the weight tiles (1 in the shipped buckets: each weight tile's token
+tiles run back to back, so the weight is read once and the small x from L2).
+
 Measured on the H200 (docs/PERF.md, session 16): faster than the tables' unswapped tiles on most model layers
-at M <= 64 (up to 1.7x where few weight tiles starved the SMs), 1-5% slower on the widest rows (N >= 10240),
-whose tables keep their tiles.
+at M <= 64 (up to 1.7x where few weight tiles starved the SMs), 1-5% slower at M < 64 on the widest rows
+(N >= 10240), whose tables keep their tiles there.
 
 NUM_KSPLIT is an upper bound: `hopper_host.fit_split_k` keeps splits x tiles within one wave of the SMs (one
 item a CTA) and runs no split where the tiles alone fill them, so a bucket tuned at one M does not go to two waves at a
@@ -227,7 +230,8 @@ def check_config(cfg: dict, backend: str, kernel: str, bm_why: str, split_ok: bo
                  split_k_ok: bool = False, swap_ok: bool = False):
     """The checks every Hopper Gluon kernel's `derive` makes of a config (this one's and
     hopper_pingpong_fp8's): every hh.CONFIG_KEYS key present, no other key but the ignored ones, no
-    split-K (unless `split_k_ok`: the dense bf16 kernels), BLOCK_SIZE_M 64 or 128, BLOCK_SIZE_N a power of
+    split-K (unless `split_k_ok`: the dense bf16 kernels), no swap_ab (unless `swap_ok`: this kernel, whose
+    `derive` passes the kernel's tile, already transposed), BLOCK_SIZE_M 64 or 128, BLOCK_SIZE_N a power of
     two in [16, 256] (or, `split_ok`, a split tile), num_warps 4 (one consumer warpgroup), GROUP_SIZE_M >= 1. Returns (BM, BN, BK); BLOCK_SIZE_K
     is each kernel's own."""
     for key in hh.CONFIG_KEYS:
@@ -278,13 +282,23 @@ def derive(cfg: dict, target=None, in_bytes: int = 2, out_bytes: int = 2) -> Pla
     """
     swap = bool(cfg.get("swap_ab"))
     if swap:  # the config names y's tile (tokens x weight rows); the kernel's is its transpose ("Swap-AB")
+        tokens, rows = cfg.get("BLOCK_SIZE_M"), cfg.get("BLOCK_SIZE_N")
         if cfg.get("NUM_KSPLIT", 1) != 1:
             raise ValueError(f"config: key 'NUM_KSPLIT' = {cfg['NUM_KSPLIT']} with 'swap_ab'; the transposed tile "
                              "has no split-K")
-        cfg = {**cfg, "BLOCK_SIZE_M": cfg["BLOCK_SIZE_N"], "BLOCK_SIZE_N": cfg["BLOCK_SIZE_M"]}
-    bm, bn, bk = check_config(cfg, "gluon", "the gluon ping-pong kernel",
-                              "(wgmma rows; with 'swap_ab': BLOCK_SIZE_N)" if swap else "(wgmma rows)",
-                              split_ok=not swap, split_k_ok=True, swap_ok=True)
+        if rows not in (64, 128):
+            raise ValueError(f"config: key 'BLOCK_SIZE_N' = {rows} with 'swap_ab'; the weight rows are the wgmma's "
+                             "M: 64 or 128")
+        if not (_pow2(tokens) and 16 <= tokens <= 256):
+            raise ValueError(f"config: key 'BLOCK_SIZE_M' = {tokens} with 'swap_ab'; the tokens are the wgmma's N: "
+                             "a power of two in [16, 256]")
+        if tokens * rows // (32 * hh.CONSUMER_WARPS) > _MAX_ACC_REGS:
+            raise ValueError(f"config: BLOCK_SIZE_M x BLOCK_SIZE_N = {tokens} x {rows} with 'swap_ab' needs "
+                             f"{tokens * rows // (32 * hh.CONSUMER_WARPS)} accumulator registers per thread; the "
+                             f"gluon backend allows {_MAX_ACC_REGS}")
+        cfg = {**cfg, "BLOCK_SIZE_M": rows, "BLOCK_SIZE_N": tokens}  # the kernel's tile from here on
+    bm, bn, bk = check_config(cfg, "gluon", "the gluon ping-pong kernel", "(wgmma rows)", split_ok=not swap,
+                              split_k_ok=True, swap_ok=True)
     out_bytes = hh.split_k_out_bytes(cfg, out_bytes)
     if not (_pow2(bk) and 16 <= bk <= 128):
         raise ValueError(f"config: key 'BLOCK_SIZE_K' = {bk}; expected a power of two in [16, 128]")
@@ -689,7 +703,8 @@ def launch(x2, w, bias, y, activation, cfg, target, compile_only=False):
 
     `cfg` keys: BLOCK_SIZE_M/N/K, GROUP_SIZE_M, num_warps (4), num_stages (upper bound); `backend`,
     `persistent`, `tma` are accepted and ignored (always persistent, always TMA); NUM_KSPLIT > 1 splits K
-    into at most that many ranges (`hopper_host.fit_split_k`, `launch_dense`).
+    into at most that many ranges (`hopper_host.fit_split_k`, `launch_dense`); swap_ab computes y's tile
+    transposed (the module docstring's "Swap-AB": w and x swap roles, `hopper_host.launch_tma` directly).
     `target`: a gemmkit.arch.Target (its num_cus sizes the persistent grid). Raises ValueError when
     `unsupported` says no or the config cannot be planned.
     """
