@@ -118,6 +118,26 @@ def launch_dense(kernel_module, x, w, bias, act, out_dtype, cfg, cus):
     return y
 
 
+def check_a16w16_graph_replays(M, N, K, config, replays=3):
+    """gemm_a16w16(x, w, out=out, config=config) captured once in a CUDA graph (compiled outside the capture),
+    then replayed on fresh x with the output poisoned before each replay, every replay checked (GPU tests)."""
+    import gemmkit
+
+    x, w = randn(M, K, dtype=torch.bfloat16, device="cuda"), randn(N, K, dtype=torch.bfloat16, device="cuda")
+    out = torch.empty(M, N, device="cuda", dtype=torch.bfloat16)
+    gemmkit.gemm_a16w16(x, w, out=out, config=config)
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        gemmkit.gemm_a16w16(x, w, out=out, config=config)
+    for _ in range(replays):
+        x.copy_(randn(M, K, dtype=torch.bfloat16, device="cuda"))
+        out.fill_(float("nan"))
+        g.replay()
+        torch.cuda.synchronize()
+        check_a16w16(out, x, w)
+
+
 def check_a16w16(y, x, w, bias=None, act="none"):
     """y within the norm-wise bound of the float64 reference act(x @ w.T + bias)."""
     from gemmkit.reference import gemm_a16w16_ref

@@ -13,7 +13,8 @@ import gemmkit
 from gemmkit.reference import gemm_a16w16_ref
 
 from _util import check_a16w16 as check
-from _util import dense_sanitize_script, gpu_target, launch_dense, poisoned, randn, sanitize, within_bound
+from _util import (check_a16w16_graph_replays, dense_sanitize_script, gpu_target, launch_dense, poisoned, randn,
+                   sanitize, within_bound)
 
 pytestmark = pytest.mark.gpu
 DEV = "cuda"
@@ -147,21 +148,7 @@ def test_op_runs_gluon_split_k(name):
 def test_op_split_k_in_a_cuda_graph():
     """The workspace is allocated inside the capture (the graph's pool) and replays correctly."""
     kind, cfg = CFGS["coop128x192-k3"]
-    M, N, K = 256, 576, 7168
-    x, w = randn(M, K, dtype=torch.bfloat16, device=DEV), randn(N, K, dtype=torch.bfloat16, device=DEV)
-    out = torch.empty(M, N, device=DEV, dtype=torch.bfloat16)
-    config = {**cfg, "backend": "gluon"}
-    gemmkit.gemm_a16w16(x, w, out=out, config=config)  # compile outside the capture
-    torch.cuda.synchronize()
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        gemmkit.gemm_a16w16(x, w, out=out, config=config)
-    for _ in range(3):
-        x.copy_(randn(M, K, dtype=torch.bfloat16, device=DEV))
-        out.fill_(float("nan"))
-        g.replay()
-        torch.cuda.synchronize()
-        check(out, x, w)
+    check_a16w16_graph_replays(256, 576, 7168, {**cfg, "backend": "gluon"})
 
 
 def test_split_count_leaves_no_empty_range():

@@ -14,7 +14,7 @@ import gemmkit
 from gemmkit.reference import gemm_a16w16_ref
 
 from _util import check_a16w16 as check
-from _util import dense_sanitize_script, launch_dense, poisoned, randn, sanitize, within_bound
+from _util import check_a16w16_graph_replays, dense_sanitize_script, launch_dense, poisoned, randn, sanitize, within_bound
 
 pytestmark = pytest.mark.gpu
 DEV = "cuda"
@@ -103,21 +103,7 @@ def test_op_runs_the_swapped_kernel_and_its_fallback():
 
 
 def test_op_in_a_cuda_graph():
-    M, N, K = 3, 1024, 4096
-    x, w = randn(M, K, dtype=torch.bfloat16, device=DEV), randn(N, K, dtype=torch.bfloat16, device=DEV)
-    out = torch.empty(M, N, device=DEV, dtype=torch.bfloat16)
-    cfg = {**SW, "backend": "gluon"}
-    gemmkit.gemm_a16w16(x, w, out=out, config=cfg)  # compile outside the capture
-    torch.cuda.synchronize()
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        gemmkit.gemm_a16w16(x, w, out=out, config=cfg)
-    for _ in range(3):
-        x.copy_(randn(M, K, dtype=torch.bfloat16, device=DEV))
-        out.fill_(float("nan"))
-        g.replay()
-        torch.cuda.synchronize()
-        check(out, x, w)
+    check_a16w16_graph_replays(3, 1024, 4096, {**SW, "backend": "gluon"})
 
 
 @pytest.mark.parametrize("tool", ["synccheck", "memcheck"])
