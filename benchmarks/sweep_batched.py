@@ -214,6 +214,15 @@ CANDIDATES["a8w8_blockscale_s16b"] = [
 # were tuned (session 8) before the epilogue scales were staged (session 14): the same list as "a8w8", and group 32.
 CANDIDATES["a8w8_s16"] = [SERVED] + CANDIDATES["a8w8"] + [fp8(128, 128, 128, 8, 6, 32)]
 
+# Session 17: the coop 256 x 128 tile (num_warps 8, BLOCK_SIZE_M 256: a 128-row half per consumer, one partial, each
+# chain waited while the other consumer's wgmma runs): the shared 128 x BK w tile serves 256 rows, so 25% fewer
+# L2 -> shared bytes a FLOP than the 128 x 128 tile (cuBLAS's fp8 tile; its promotion needs a second full-size
+# accumulator, so it cannot run 256 x 128). Per-token rows and the block-scale rows of issue 4's bars.
+CANDIDATES["a8w8_s17"] = [SERVED, fp8(256, 128, 128, 8, 3, 8), fp8(256, 128, 128, 8, 3, 16),
+                          fp8(256, 128, 128, 8, 3, 32), fp8(256, 128, 64, 8, 6, 16)]
+CANDIDATES["a8w8_blockscale_s17"] = [SERVED, fp8(256, 128, 128, 8, 3, 8), fp8(256, 128, 128, 8, 3, 16),
+                                     fp8(256, 128, 64, 8, 6, 16)]
+
 # Session 16: swap-AB (the Gluon ping-pong's transposed tile, "swap_ab": true; BLOCK_SIZE_M = tokens, BLOCK_SIZE_N =
 # weight rows) against the tables at decode sizes (M = 1 ... 64) on the model layers. swap_ab_probe.py measured the
 # swapped kernel 4-8% faster than the table on Llama-3-8B down at every M <= 64, 0-4% elsewhere, and slower on

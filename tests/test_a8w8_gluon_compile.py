@@ -42,7 +42,9 @@ def test_plan_of_the_default_tile():
     ({"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 256}, "accumulator registers"),  # 128 + 128
     ({"num_warps": 16}, "num_warps"),
     ({"num_warps": 2}, "num_warps"),
-    ({"num_warps": 8, "BLOCK_SIZE_M": 64}, "BLOCK_SIZE_M"),  # coop: two 64-row halves
+    ({"num_warps": 8, "BLOCK_SIZE_M": 64}, "BLOCK_SIZE_M"),  # coop: two 64- or 128-row halves
+    ({"num_warps": 8, "BLOCK_SIZE_M": 512}, "BLOCK_SIZE_M"),
+    ({"num_warps": 8, "BLOCK_SIZE_M": 256, "BLOCK_SIZE_N": 256}, "accumulator registers"),  # 256 + 128
     ({"num_warps": 8, "BLOCK_SIZE_N": 256}, "accumulator registers"),  # coop 64 x 256 acc + partial: 256
     ({"NUM_KSPLIT": 2}, "NUM_KSPLIT"),
     ({"waves_per_eu": 2}, "do not apply"),
@@ -73,6 +75,23 @@ def test_plan_of_the_coop_layout():
     assert (b.layout, b.scale, b.stage_bytes, b.stages, b.scale_bytes) == ("coop", "block", 33408, 5, 640)
     assert b.epilogue_bytes == 32768
     assert k.derive(BASE, H200).epilogue_bytes % (128 * 128 * 2) == 0  # pingpong: staging only
+
+
+def test_plan_of_the_coop_256_tile():
+    """num_warps 8, BLOCK_SIZE_M 256: a 128-row half per consumer (two slices: acc 128 + one partial 64 registers,
+    each chain waited), one 256 x BK a beside the shared BN x BK w a slot (48 KiB at BK = 128: 3 slots beside two
+    128 x 128 bf16 staging buffers and the staged scales); fp32 out: one shared 64 KiB buffer (c_free), so that 3
+    slots still fit; block scales: 256 + 32 fp32 more a slot."""
+    c = {**COOP, "BLOCK_SIZE_M": 256, "num_stages": 4}
+    p = k.derive(c, H200)
+    assert (p.layout, p.rings, p.consumer_rows, p.slices, p.acc_regs, p.partial_regs) == ("coop", 1, 128, 2, 128, 64)
+    assert (p.stage_bytes, p.stages, p.c_tiles, p.epilogue_bytes) == (49152, 3, 2, 2 * 32768 + 2 * 384 * 4)
+    assert p.smem_bytes <= H200.shared_mem_bytes
+    p32 = k.derive(c, H200, out_bytes=4)
+    assert (p32.stages, p32.c_tiles, p32.epilogue_bytes) == (3, 1, 65536 + 2 * 384 * 4)
+    b = k.derive(c, H200, block_shape=(128, 128))
+    assert (b.scale, b.stage_bytes, b.stages, b.c_tiles) == ("block", 49152 + 4 * (256 + 32), 3, 2)
+    assert k.tail_plan(p, 4096, 2112, 2048, 132, True) == (272 % 132, 8)  # 16 x 17 = 272 tiles of 256 x 128
     assert (b.load_regs, b.mma_regs) == (24, 240)
     assert b.smem_bytes <= H200.shared_mem_bytes
     assert (k.derive(COOP, H200, out_bytes=4).stages, k.derive(COOP, H200, 4, (128, 128)).stages) == (5, 4)

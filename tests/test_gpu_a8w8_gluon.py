@@ -36,7 +36,10 @@ CFGS = {"128x128x128s3": _cfg(128, 128, 128, 3),  # one shared output tile (c_fr
         "coop128x128x128s6": _cfg(128, 128, 128, 6, warps=8),
         "coop128x64x64s3": _cfg(128, 64, 64, 3, group=4, warps=8),  # the ring wraps every 3 K steps
         # BN < 32: the load warp stages 32 w scales a work item (one a lane), the consumers read 16
-        "coop128x16x128s4": _cfg(128, 16, 128, 4, warps=8)}
+        "coop128x16x128s4": _cfg(128, 16, 128, 4, warps=8),
+        # coop 256: a 128-row half (two slices, one partial, each chain waited) per consumer, one 256-row a a slot
+        "coop256x128x128s3": _cfg(256, 128, 128, 3, group=16, warps=8),
+        "coop256x64x64s4": _cfg(256, 64, 64, 4, group=4, warps=8)}  # the ring wraps every 4 K steps
 TRITON_PROMOTED = {"BLOCK_SIZE_M": 128, "BLOCK_SIZE_N": 128, "BLOCK_SIZE_K": 128, "GROUP_SIZE_M": 8,
                    "num_warps": 8, "num_stages": 4, "tma": True, "persistent": True}
 
@@ -109,7 +112,7 @@ BF, F16, F32 = torch.bfloat16, torch.float16, torch.float32
 OUT_BIAS = [(BF, None), (BF, BF), (BF, F32), (F16, F16), (F16, None), (F32, F32), (F32, BF)]
 
 
-@pytest.mark.parametrize("cfg", ["128x128x128s3", "coop128x128x128s6"])
+@pytest.mark.parametrize("cfg", ["128x128x128s3", "coop128x128x128s6", "coop256x128x128s3"])
 @pytest.mark.parametrize("out_dtype,bias_dtype", OUT_BIAS, ids=[f"{o}-{b}" for o, b in OUT_BIAS])
 def test_bias_out_dtypes(out_dtype, bias_dtype, cfg):
     x, w, xs, ws, b = inputs(300, 1024, 1040, bias_dtype)
@@ -119,7 +122,7 @@ def test_bias_out_dtypes(out_dtype, bias_dtype, cfg):
 
 
 @pytest.mark.parametrize("cus", [1, 2, 3, 7])
-@pytest.mark.parametrize("cfg", ["128x128x128s3", "128x128x128s2", "coop128x128x128s6"])
+@pytest.mark.parametrize("cfg", ["128x128x128s3", "128x128x128s2", "coop128x128x128s6", "coop256x128x128s3"])
 def test_small_persistent_grids(cus, cfg):
     """Many tiles per CTA (1 CTA: 5 x 8 = 40 tiles, 20 per consumer): both rings wrap many
     times, both consumers run every hand-off of c_free (one shared output tile) or not (two). coop: both
@@ -140,7 +143,7 @@ def test_coop_one_step_work_items(cus, K):
     check(run(x, w, xs, ws, b, cfg=CFGS["coop128x128x128s6"], cus=cus), x, w, xs, ws, b)
 
 
-@pytest.mark.parametrize("cfg", ["128x128x128s3", "coop128x128x128s6"])
+@pytest.mark.parametrize("cfg", ["128x128x128s3", "coop128x128x128s6", "coop256x128x128s3"])
 def test_deterministic(cfg):
     """Without a tail split each element is one consumer's K-ordered sum: bitwise identical run to run, any grid,
     and the same bits in both layouts (the same chains, promotions and epilogue arithmetic per element). With
@@ -156,7 +159,7 @@ def test_deterministic(cfg):
     assert torch.equal(run(x, w, xs, ws, b, cfg=CFGS[cfg], cus=132, tail=True), tailed)
 
 
-@pytest.mark.parametrize("cfg", ["128x128x128s3", "coop128x128x128s6"])
+@pytest.mark.parametrize("cfg", ["128x128x128s3", "coop128x128x128s6", "coop256x128x128s3"])
 def test_precision_matches_the_promoted_triton_kernel(cfg):
     """fp32 out, K = 16384: error against float64 equals the Triton tier's promoted kernel's (promotion
     every 128 products), far under Triton's unpromoted default (2.05e-3 at 8192^3)."""
@@ -174,7 +177,7 @@ def test_precision_matches_the_promoted_triton_kernel(cfg):
     assert e_g <= 1.05 * e_t + 1e-7 and e_g < 4e-4, (e_g, e_t)
 
 
-@pytest.mark.parametrize("cfg", ["128x128x128s3", "coop128x128x128s6"])
+@pytest.mark.parametrize("cfg", ["128x128x128s3", "coop128x128x128s6", "coop256x128x128s3"])
 @pytest.mark.parametrize("scale_shape", ["2d", "1d"])
 @pytest.mark.parametrize("M,N,K", [(1000, 4096, 1024), (256, 576, 7168), (129, 104, 64), (1, 8192, 1024)])
 def test_op_backend_gluon(M, N, K, scale_shape, cfg, launches):
@@ -279,4 +282,28 @@ def test_tail_split(M, N, K, cus, out_dtype, bias_dtype, launches):
     y = run(x, w, xs, ws, b, out_dtype, cfg=cfg, cus=cus, tail=True)
     assert launches["tail_reduce_kernel"] == before + (tail > 0)
     assert (tail > 0) == ((M, N, K) not in [(300, 1000, 1040), (17, 136, 304)]), (tail, splits)
+    check(y, x, w, xs, ws, b)
+
+
+# (M, N, K, CTAs) for the coop 256 tile: cdiv(M, 256) * cdiv(N, 128) tiles with a partial last round.
+TAIL_CASES_256 = [(4096, 2112, 2048, 132),  # 272 tiles on 132 SMs: 8 tail tiles, 8 splits of 2 steps
+                  (300, 1032, 1040, 4),  # 18 tiles on 4 CTAs: 2 tail tiles, 2 splits (M = 300: the second half ragged)
+                  (257, 1000, 1008, 3)]  # 16 tiles on 3 CTAs: 1 tail tile, 3 splits (K % 128 = 112)
+
+
+@pytest.mark.parametrize("out_dtype,bias_dtype", [(torch.bfloat16, torch.bfloat16), (torch.float32, torch.float32)],
+                         ids=["bf16", "fp32"])
+@pytest.mark.parametrize("M,N,K,cus", TAIL_CASES_256, ids=[f"{m}x{n}x{k}-{c}" for m, n, k, c in TAIL_CASES_256])
+def test_tail_split_coop256(M, N, K, cus, out_dtype, bias_dtype, launches):
+    """The coop 256 tile's tail split: each consumer stores both 64-row slices of its half as partials (with their
+    own staged x scales); every element against float64, the reduce launched exactly when tail_plan splits."""
+    k = _k()
+    cfg = CFGS["coop256x128x128s3"]
+    x, w, xs, ws, b = inputs(M, N, K, bias_dtype)
+    t = _target(cus)
+    tail, splits = k.tail_plan(k.derive(cfg, t, 2), M, N, K, min(t.num_cus, -(-M // 256) * -(-N // 128)), True)
+    assert tail > 0 and splits > 1, (tail, splits)
+    before = launches["tail_reduce_kernel"]
+    y = run(x, w, xs, ws, b, out_dtype, cfg=cfg, cus=cus, tail=True)
+    assert launches["tail_reduce_kernel"] == before + 1
     check(y, x, w, xs, ws, b)

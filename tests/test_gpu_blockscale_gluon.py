@@ -29,10 +29,12 @@ def _cfg(bm, bn, bk, stages, group=8, warps=4):
 CFGS = {"64x128x128s4": _cfg(64, 128, 128, 4),
         "64x64x128s6": _cfg(64, 64, 128, 6, group=4),
         "64x128x64s6": _cfg(64, 128, 64, 6),  # BK < bk: two promotions per scale block
-        "128x128x128s2": _cfg(128, 128, 128, 2),  # pingpong: spills in block mode (docstring), still correct
+        "128x128x128s2": _cfg(128, 128, 128, 2),  # pingpong 128-row tile: two slices, one partial
         # coop (num_warps 8): one 128-row tile, a 64-row half (and its 64 scales) per consumer, one ring
         "coop128x128x128s5": _cfg(128, 128, 128, 5, warps=8),
-        "coop128x128x64s3": _cfg(128, 128, 64, 3, group=16, warps=8)}  # BK < bk; the ring wraps every 3 steps
+        "coop128x128x64s3": _cfg(128, 128, 64, 3, group=16, warps=8),  # BK < bk; the ring wraps every 3 steps
+        # coop 256: a 128-row half (two slices and their scales, one partial) per consumer
+        "coop256x128x128s3": _cfg(256, 128, 128, 3, group=16, warps=8)}
 
 
 def _k():
@@ -119,7 +121,7 @@ def _nan_padded(M, KB, pad, offset=0):
     return view
 
 
-@pytest.mark.parametrize("cfg", ["64x128x128s4", "coop128x128x128s5", "coop128x128x64s3"])
+@pytest.mark.parametrize("cfg", ["64x128x128s4", "coop128x128x128s5", "coop128x128x64s3", "coop256x128x128s3"])
 @pytest.mark.parametrize("M,N,K", [(1, 264, 1024), (17, 1000, 304), (200, 640, 1152), (300, 2112, 1040),
                                    (4095, 1032, 784)], ids=lambda v: str(v))
 def test_scale_tma_matches_cpasync(M, N, K, cfg):
@@ -165,7 +167,7 @@ def test_scale_tma_needs_aligned_m_major_scales():
         check(run(x, w, xs.T.contiguous().T, ws_off, cfg=CFGS[cfg]), x, w, xs, ws)
 
 
-@pytest.mark.parametrize("cfg", ["64x128x128s4", "coop128x128x128s5"])
+@pytest.mark.parametrize("cfg", ["64x128x128s4", "coop128x128x128s5", "coop256x128x128s3"])
 @pytest.mark.parametrize("out_dtype", [torch.bfloat16, torch.float16, torch.float32])
 def test_out_dtypes(out_dtype, cfg):
     x, w, xs, ws = inputs(300, 1024, 1040)
@@ -187,7 +189,7 @@ def test_strided_scales(cfg):
     check(run(x, w, xs_t, ws_v, cfg=CFGS[cfg]), x, w, xs_t, ws_v)
 
 
-@pytest.mark.parametrize("cfg", ["64x128x128s4", "coop128x128x128s5"])
+@pytest.mark.parametrize("cfg", ["64x128x128s4", "coop128x128x128s5", "coop256x128x128s3"])
 @pytest.mark.parametrize("cus", [1, 3])
 def test_small_persistent_grids(cus, cfg):
     """Many tiles per CTA: the rings (and their scale slots) wrap many times."""
@@ -218,7 +220,7 @@ def test_deterministic():
     assert torch.equal(run(x, w, xs, ws, cus=5, cfg=CFGS["coop128x128x128s5"], tail=True), tailed)
 
 
-@pytest.mark.parametrize("cfg", ["64x128x128s4", "coop128x128x128s5"])
+@pytest.mark.parametrize("cfg", ["64x128x128s4", "coop128x128x128s5", "coop256x128x128s3"])
 @pytest.mark.parametrize("M,N,K", [(4096, 2112, 7168), (64, 7168, 2048), (1, 24576, 1536), (17, 136, 304)])
 def test_op_backend_gluon(M, N, K, cfg, launches):
     """gemm_a8w8_blockscale with a "backend": "gluon" config (either layout) runs this kernel (LAUNCHES)."""
@@ -458,6 +460,23 @@ def test_tail_split(M, N, K, cus, block, xs_layout, launches):
     assert (tail > 0) == ((M, N, K) != (257, 520, 992)), (tail, splits)
     check(y, x, w, xs, ws, block)
 
+
+@pytest.mark.parametrize("xs_layout", XS_LAYOUTS)
+@pytest.mark.parametrize("M,N,K,cus", [(4096, 2112, 2048, 132), (300, 1032, 1040, 4), (257, 1000, 1008, 3)])
+def test_tail_split_coop256(M, N, K, cus, xs_layout, launches):
+    """The coop 256 tile's tail split in block mode: each consumer promotes its two slices with their own x scales
+    (K blocks from the split's k0) and stores both as partials; every element against float64."""
+    k = _k()
+    cfg = CFGS["coop256x128x128s3"]
+    x, w, xs, ws = inputs(M, N, K, (128, 128), xs_layout)
+    t = _target(cus)
+    tail, splits = k.tail_plan(k.derive(cfg, t, 2, (128, 128)), M, N, K, min(t.num_cus, -(-M // 256) * -(-N // 128)),
+                               True)
+    assert tail > 0 and splits > 1, (tail, splits)
+    before = launches["tail_reduce_kernel"]
+    y = run(x, w, xs, ws, cfg=cfg, cus=cus, tail=True)
+    assert launches["tail_reduce_kernel"] == before + 1
+    check(y, x, w, xs, ws)
 
 def test_op_tail_split_on_the_deepseek_row(launches):
     """gemm_a8w8_blockscale at M = 4096 on (2112, 7168) with its shipped table (coop 128 x 128) splits the last

@@ -86,20 +86,21 @@ def _promote(acc, p, s, SCALE: gl.constexpr):
 
 
 @gluon.jit
-def _pingpong_mainloop(a_ring, b_ring, s_ring, w_ring, full, empty, idx, phase, k_steps, ws_row, stride_wsk,
-                       RING: gl.constexpr, TWO: gl.constexpr, BK: gl.constexpr, STAGES: gl.constexpr,
-                       SCALE: gl.constexpr, SCALE_BK: gl.constexpr, acc_layout: gl.constexpr):
-    """A pingpong consumer's mainloop of one tile from ring RING: rows 0..63 into acc0 and (TWO: BM = 128)
-    rows 64..127 into acc1, each chain waited at once and promoted (the other consumer's wgmma runs meanwhile)."""
+def _pingpong_mainloop(a_ring, b_ring, s_ring, w_ring, full, empty, idx, phase, k0, k_steps, ws_row, stride_wsk,
+                       RING: gl.constexpr, ROW0: gl.constexpr, TWO: gl.constexpr, BK: gl.constexpr,
+                       STAGES: gl.constexpr, SCALE: gl.constexpr, SCALE_BK: gl.constexpr, acc_layout: gl.constexpr):
+    """A consumer's mainloop of one work item (K steps k0 .. k0 + k_steps - 1) from ring RING, each chain waited
+    at once and promoted while the other consumer's wgmma runs: rows ROW0..ROW0+63 of the slot's a into acc0
+    and (TWO) rows ROW0+64..ROW0+127 into acc1. pingpong: ROW0 0 (a BM-row tile a ring); coop 256: the
+    consumer's 128-row half of the one ring's 256-row a (ROW0 0 or 128)."""
     SM: gl.constexpr = 64
-    ROW0: gl.constexpr = 0
     BN: gl.constexpr = b_ring.shape[1]
     acc0 = gl.zeros((SM, BN), dtype=gl.float32, layout=acc_layout)
     acc1 = gl.zeros((SM, BN), dtype=gl.float32, layout=acc_layout)
     # The partial, overwritten by each chain. Per tile, not carried across tiles: dead in the
     # epilogue, whose scales and bias need its registers (carried: 160 bytes of spills).
     p = gl.zeros((SM, BN), dtype=gl.float32, layout=acc_layout)
-    for kk in range(k_steps):
+    for kk in range(k0, k0 + k_steps):
         slot = RING * STAGES + idx
         mbarrier.wait(full.index(slot), phase)
         a = a_ring.index(slot)
@@ -107,23 +108,23 @@ def _pingpong_mainloop(a_ring, b_ring, s_ring, w_ring, full, empty, idx, phase, 
         if SCALE == "block":
             # s[m] = x_scale[m, kb] * w_scale[nb, kb] for this thread's rows, both read from the slot *before* the
             # chain is issued: the shared-memory loads' latency runs under the wgmma, not after its wait.
-            j = _w_pick(ws_row, kk, stride_wsk, BK, SCALE_BK)  # kk: the tile's K step (pingpong never splits K)
+            j = _w_pick(ws_row, kk, stride_wsk, BK, SCALE_BK)  # kk: the tile's K step
             s0 = _slot_scales(s_ring.index(slot), w_ring.index(slot), j, ROW0, acc_layout)
             if TWO:
-                s1 = _slot_scales(s_ring.index(slot), w_ring.index(slot), j, SM, acc_layout)
+                s1 = _slot_scales(s_ring.index(slot), w_ring.index(slot), j, ROW0 + SM, acc_layout)
         p = _chain(a.slice(ROW0, SM), b, p)
         # Promotion of rows ROW0..ROW0+63 (the other consumer's wgmma runs meanwhile).
         if SCALE == "block":
-            acc0 = acc0 + p * s0[:, None]
+            acc0 = _promote(acc0, p, s0, SCALE)
         else:
             acc0 = acc0 + p
         if TWO:
-            p = _chain(a.slice(SM, SM), b, p)
-            if SCALE == "block":  # rows 64..127
-                acc1 = acc1 + p * s1[:, None]
+            p = _chain(a.slice(ROW0 + SM, SM), b, p)
+            if SCALE == "block":  # rows ROW0+64..ROW0+127
+                acc1 = _promote(acc1, p, s1, SCALE)
             else:
                 acc1 = acc1 + p
-        mbarrier.arrive(empty.index(slot))  # my chains and scale loads have read the slot
+        mbarrier.arrive(empty.index(slot))  # my chains and scale loads have read the slot (coop: one of 2)
         idx, phase = _ring_next(idx, phase, STAGES)
     return acc0, acc1, idx, phase
 

@@ -108,19 +108,22 @@ def derive(cfg: dict, target=None, out_bytes: int = 2, block_shape=None) -> Plan
         raise ValueError(f"config: key 'num_warps' = {nw!r}; the gluon fp8 backend needs 4 (ping-pong: a "
                          "warpgroup per tile) or 8 (cooperative: two warpgroups on one 128-row tile)")
     layout = LAYOUTS[nw]
-    # The shared checks (hopper_pingpong.check_config) know num_warps 4, the warps of one consumer.
-    bm, bn, bk = hp.check_config({**cfg, "num_warps": hh.CONSUMER_WARPS}, "gluon fp8", "the gluon fp8 kernel",
-                                 "(m64 slices)")
+    bm = cfg.get("BLOCK_SIZE_M")
+    if layout == "coop" and bm not in (2 * SLICE_M, 4 * SLICE_M):
+        raise ValueError(f"config: key 'BLOCK_SIZE_M' = {bm} with num_warps 8 (the cooperative layout): "
+                         f"it needs 128 (a 64-row half per consumer warpgroup) or 256 (a 128-row half)")
+    rows = bm if layout == "pingpong" else bm // 2  # output rows one consumer computes per tile
+    # The shared checks (hopper_pingpong.check_config) know num_warps 4 and the rows of one consumer.
+    _, bn, bk = hp.check_config({**cfg, "num_warps": hh.CONSUMER_WARPS, "BLOCK_SIZE_M": rows}, "gluon fp8",
+                                "the gluon fp8 kernel", "(m64 slices)")
     if bk not in (32, 64, 128):
         raise ValueError(f"config: key 'BLOCK_SIZE_K' = {bk}; the gluon fp8 backend needs 32, 64 or 128 "
                          f"(k32 wgmma, promotion at least every {MAX_PROMOTE_K} products)")
-    if layout == "coop" and bm != 2 * SLICE_M:
-        raise ValueError(f"config: key 'BLOCK_SIZE_M' = {bm} with num_warps 8 (the cooperative layout): "
-                         f"it needs 128, a 64-row half per consumer warpgroup")
-    rows = bm if layout == "pingpong" else SLICE_M  # output rows one consumer computes per tile
     rings = 2 if layout == "pingpong" else 1
     threads = 32 * hh.CONSUMER_WARPS
-    partials = 1 if layout == "pingpong" else 2  # coop keeps one chain in flight while it promotes the other
+    # coop 128: each consumer keeps one chain in flight while it promotes the other (two partials); pingpong and
+    # coop 256 (128 rows a consumer): one partial, each chain waited, the other consumer's wgmma runs meanwhile
+    partials = 2 if rows == SLICE_M and layout == "coop" else 1
     acc_regs, partial_regs = rows * bn // threads, partials * SLICE_M * bn // threads
     if acc_regs + partial_regs > _MAX_LIVE_ACC:
         raise ValueError(f"config: BLOCK_SIZE_M x BLOCK_SIZE_N = {bm} x {bn} ({layout}) needs {acc_regs} + "
@@ -140,8 +143,9 @@ def derive(cfg: dict, target=None, out_bytes: int = 2, block_shape=None) -> Plan
     stage_bytes = (bm + bn) * bk + scale_bytes
     buf_bytes = rows * bn * out_bytes  # one consumer's output staging buffer
     ring_slots = rings * stage_bytes  # one slot in each ring
-    if layout == "coop":  # a 64-row half each: the two buffers are one tile's bytes
-        c_tiles = 2
+    if layout == "coop":  # a half each: two buffers (one tile's bytes), or one shared where two leave < 2 stages
+        c_tiles = 2 if (smem - 2 * buf_bytes - vector_bytes(layout, scale, bm, bn) - hp._BARRIER_SLACK
+                        ) // ring_slots >= 2 else 1
     else:
         c_tiles = 2 if (smem - 2 * buf_bytes - hp._BARRIER_SLACK) // ring_slots >= cfg["num_stages"] else 1
     epilogue_bytes = c_tiles * buf_bytes + vector_bytes(layout, scale, bm, bn)

@@ -349,7 +349,7 @@ def _store_slice(c_smem, acc, ROW: gl.constexpr, xs_ptr, xs, ws, bias, offs_m, M
 
 
 @gluon.jit
-def _store_y(y_desc, c_smem, c_free, acc0, acc1, row, col, xs_ptr, xs, ws, bias, offs_m, M, CONSUMER: gl.constexpr,
+def _store_y(y_desc, c_smem, c_free, acc0, acc1, row, col, xs_ptr, xs, xs1, ws, bias, offs_m, M, CONSUMER: gl.constexpr,
              C_TILES: gl.constexpr, TWO: gl.constexpr, HAS_BIAS: gl.constexpr, SCALE: gl.constexpr,
              VEC: gl.constexpr):
     """A work item's y tile (or coop half) at (row, col): the slices through the staging buffer, one TMA store.
@@ -361,8 +361,8 @@ def _store_y(y_desc, c_smem, c_free, acc0, acc1, row, col, xs_ptr, xs, ws, bias,
     else:
         mbarrier.wait(c_free, 1 - CONSUMER)  # the other consumer's last store has read the shared c
     _store_slice(c_smem, acc0, 0, xs_ptr, xs, ws, bias, offs_m, M, HAS_BIAS, SCALE, VEC)
-    if TWO:  # (pingpong: never VEC)
-        _store_slice(c_smem, acc1, SM, xs_ptr, xs, ws, bias, offs_m, M, HAS_BIAS, SCALE, VEC)
+    if TWO:  # rows 64..127 of the buffer (VEC: coop 256, their staged x scales xs1)
+        _store_slice(c_smem, acc1, SM, xs_ptr, xs1, ws, bias, offs_m, M, HAS_BIAS, SCALE, VEC)
     fence_async_shared()  # generic-proxy writes -> async-proxy (TMA) read
     tma.async_copy_shared_to_global(y_desc, [row, col], c_smem)
     if C_TILES == 1:
@@ -402,8 +402,8 @@ def _mma_partition(CONSUMER: gl.constexpr, LAYOUT: gl.constexpr, y_desc, xs_ptr,
     if LAYOUT == "coop":
         RING: gl.constexpr = 0
         NRINGS: gl.constexpr = 1
-        ROW0: gl.constexpr = SM * CONSUMER  # this consumer's half of the tile
-        TWO: gl.constexpr = False
+        ROW0: gl.constexpr = (BM // 2) * CONSUMER  # this consumer's half of the tile
+        TWO: gl.constexpr = BM == 4 * SM  # coop 256: a 128-row half, two slices
     else:
         RING: gl.constexpr = CONSUMER
         NRINGS: gl.constexpr = 2
@@ -424,14 +424,14 @@ def _mma_partition(CONSUMER: gl.constexpr, LAYOUT: gl.constexpr, y_desc, xs_ptr,
         tile_id, k0, nk, part = _work(w, num_tiles, TAIL, SPLITS, k_steps)
         pid_m, pid_n = tile_coords(tile_id, num_pid_m, num_pid_n, GROUP_SIZE_M, 1)
         ws_row = (pid_n * BN // SCALE_BN) * stride_wsn  # (block) where the slot's w scale sits: _w_pick
-        if LAYOUT == "coop":
+        if LAYOUT == "coop" and not TWO:
             acc0, idx, phase = _coop_mainloop(a_ring, b_ring, s_ring, w_ring, full, empty, idx, phase, k0, nk, ws_row,
                                               stride_wsk, ROW0, BK, STAGES, SCALE, SCALE_BK, acc_layout)
             acc1 = acc0
-        else:
+        else:  # pingpong, coop 256
             acc0, acc1, idx, phase = _pingpong_mainloop(a_ring, b_ring, s_ring, w_ring, full, empty, idx, phase,
-                                                        k_steps, ws_row, stride_wsk, RING, TWO, BK, STAGES, SCALE,
-                                                        SCALE_BK, acc_layout)
+                                                        k0, nk, ws_row, stride_wsk, RING, ROW0, TWO, BK, STAGES,
+                                                        SCALE, SCALE_BK, acc_layout)
         # Epilogue (pingpong: under the other consumer's mainloop; coop: both halves at once, while the load
         # warp fills the ring with the next work item's K steps).
         offs_m = pid_m * BM + ROW0 + gl.arange(0, SM, layout=gl.SliceLayout(1, acc_layout))
@@ -440,12 +440,15 @@ def _mma_partition(CONSUMER: gl.constexpr, LAYOUT: gl.constexpr, y_desc, xs_ptr,
         # Triton tier's `epilogue` twice spilled 160 bytes at 128 x 128).
         ws = offs_n.to(gl.float32)  # block: unused (the scales went into the promotion)
         xs = offs_m.to(gl.float32)  # (not VEC) loaded in _store_slice
+        xs1 = xs
         if VEC:
             # Staged by the load warp while the mainloop ran: a shared-memory read here, not a global load's
             # latency after the last chain (docs/PERF.md, session 14). Both consumers read, then release it.
             vs = item % vx_smem.shape[0]
             mbarrier.wait(vfull.index(vs), (item // vx_smem.shape[0]) & 1)
             xs = vx_smem.index(vs).slice(ROW0, SM).load(gl.SliceLayout(1, acc_layout))
+            if TWO:  # coop 256: the second slice's rows
+                xs1 = vx_smem.index(vs).slice(ROW0 + SM, SM).load(gl.SliceLayout(1, acc_layout))
             ws = vw_smem.index(vs).slice(0, BN).load(gl.SliceLayout(0, acc_layout))
             mbarrier.arrive(vempty.index(vs))
             item += 1
@@ -457,11 +460,13 @@ def _mma_partition(CONSUMER: gl.constexpr, LAYOUT: gl.constexpr, y_desc, xs_ptr,
         if LAYOUT == "coop":
             if part >= 0:  # a tail split (`_work`): its partial goes to the workspace
                 _store_partial(part_ptr, acc0, part, ROW0, BM, xs, ws, SCALE)
+                if TWO:
+                    _store_partial(part_ptr, acc1, part, ROW0 + SM, BM, xs1, ws, SCALE)
             else:
-                _store_y(y_desc, c_smem, c_free, acc0, acc1, pid_m * BM + ROW0, pid_n * BN, xs_ptr, xs, ws, bias,
-                         offs_m, M, CONSUMER, C_TILES, TWO, HAS_BIAS, SCALE, VEC)
+                _store_y(y_desc, c_smem, c_free, acc0, acc1, pid_m * BM + ROW0, pid_n * BN, xs_ptr, xs, xs1, ws,
+                         bias, offs_m, M, CONSUMER, C_TILES, TWO, HAS_BIAS, SCALE, VEC)
         else:  # (the host splits coop launches only)
-            _store_y(y_desc, c_smem, c_free, acc0, acc1, pid_m * BM + ROW0, pid_n * BN, xs_ptr, xs, ws, bias,
+            _store_y(y_desc, c_smem, c_free, acc0, acc1, pid_m * BM + ROW0, pid_n * BN, xs_ptr, xs, xs1, ws, bias,
                      offs_m, M, CONSUMER, C_TILES, TWO, HAS_BIAS, SCALE, VEC)
     tma.store_wait(0)
 
