@@ -3,7 +3,8 @@
 #   tests256  the FP8 Gluon kernel's gpu tests (per-token and block scale; the coop 256 tile is new in both)
 #   a8sweep   benchmarks/sweep_batched.py --candidates a8w8_s17: the coop 256 x 128 tile against the tables, fp8
 #             per-token on the squares and Llama-3-70B at M >= 256
-#   bssweep   benchmarks/sweep_batched.py --candidates a8w8_blockscale_s17 on DeepSeek-V3's six rows at M = 4096
+#   bssweep   benchmarks/sweep_batched.py --candidates a8w8_blockscale_s17 (BS_CANDS) on DeepSeek-V3's six rows (BS_NK) at
+#             M = 4096 (BS_MS)
 #   bsab      benchmarks/fp8_kernel_ab.py --op a8w8_blockscale at M = 128 (the 64-row pingpong tables, whose block
 #             promotion became inline PTX) against the kernel files of PREV (default ./ab_prev16)
 #   a8bench   gemmkit bench --op a8w8 --dtype fp8 --cuda-graph, the squares and Llama-3-70B at M >= 256, NPASS passes
@@ -20,13 +21,14 @@ if has a8sweep; then
   SH=1x4096x4096x4096,1x8192x8192x8192
   for m in ${A8_MS:-256 1024 4096}; do for nk in 10240x8192 8192x8192 57344x8192 8192x28672; do SH="$SH,1x${m}x${nk}"; done; done
   timeout 560 python3 benchmarks/sweep_batched.py --op a8w8 --dtype fp8 --candidates ${A8_CANDS:-a8w8_s17} --shapes "$SH" \
-    --passes ${PASSES:-2} --json "$OUT/a8w8_sweep_s17${TAG:-}.json" 2>&1 | grep -v Warn \
+    --passes ${PASSES:-2} --rep-ms ${REP_MS:-30} --json "$OUT/a8w8_sweep_s17${TAG:-}.json" 2>&1 | grep -v Warn \
     | tee "$OUT/a8w8_sweep_s17${TAG:-}.log" | tail -120
 fi
 if has bssweep; then
-  SH=""; for nk in 2112x7168 24576x1536 32768x512 7168x16384 4096x7168 7168x2048; do SH="$SH${SH:+,}1x4096x$nk"; done
+  SH=""; for nk in ${BS_NK:-2112x7168 24576x1536 32768x512 7168x16384 4096x7168 7168x2048}; do
+    for m in ${BS_MS:-4096}; do SH="$SH${SH:+,}1x${m}x$nk"; done; done
   timeout 500 python3 benchmarks/sweep_batched.py --op a8w8_blockscale --dtype fp8 --candidates ${BS_CANDS:-a8w8_blockscale_s17} \
-    --shapes "$SH" --passes ${PASSES:-2} --json "$OUT/bs_sweep_s17${TAG:-}.json" 2>&1 \
+    --shapes "$SH" --passes ${PASSES:-2} --rep-ms ${REP_MS:-30} --json "$OUT/bs_sweep_s17${TAG:-}.json" 2>&1 \
     | grep -v Warn | tee "$OUT/bs_sweep_s17${TAG:-}.log" | tail -60
 fi
 if has bsab; then

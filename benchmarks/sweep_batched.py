@@ -222,6 +222,11 @@ CANDIDATES["a8w8_s17"] = [SERVED, fp8(256, 128, 128, 8, 3, 8), fp8(256, 128, 128
                           fp8(256, 128, 128, 8, 3, 32), fp8(256, 128, 64, 8, 6, 16)]
 CANDIDATES["a8w8_blockscale_s17"] = [SERVED, fp8(256, 128, 128, 8, 3, 8), fp8(256, 128, 128, 8, 3, 16),
                                      fp8(256, 128, 64, 8, 6, 16)]
+# Round 1 (`bs_sweep_s17.json`, `a8w8_sweep_s17.json`): 256 x 128 x 128 won on the short-K block rows ((24576, 1536)
+# +3.8%, (32768, 512) +2.9%, (7168, 2048) +1.3-3.1% against the served tile's time) and lost 6-9% on K >= 7168; on
+# per-token it won 4096^3 (+6%) and lost or tied elsewhere. The confirmation: those rows, longer timing, more passes.
+CANDIDATES["a8w8_blockscale_s17b"] = [SERVED, fp8(256, 128, 128, 8, 3, 8), fp8(256, 128, 128, 8, 3, 16)]
+CANDIDATES["a8w8_s17b"] = CANDIDATES["a8w8_blockscale_s17b"]
 
 # Session 16: swap-AB (the Gluon ping-pong's transposed tile, "swap_ab": true; BLOCK_SIZE_M = tokens, BLOCK_SIZE_N =
 # weight rows) against the tables at decode sizes (M = 1 ... 64) on the model layers. swap_ab_probe.py measured the

@@ -79,12 +79,19 @@ def smem_bytes(cfg: dict, target, in_bytes: int, out_bytes: int, tma: bool) -> i
     return stages * stage + epilogue + scratch
 
 
-def triton_tile(cfg: dict) -> dict:
-    """The config the Triton tier runs for `cfg`: itself, but a split tile (BLOCK_SIZE_N 96 / 192, which only
-    the dense Gluon kernels build, from two accumulators: configs.split_tail) runs its power-of-two part
-    (2T: 64 / 128) when a call falls back from Gluon (ops/gemm_a16w16.py `gluon_unsupported`)."""
+def triton_tile(cfg: dict, fp8: bool = False) -> dict:
+    """The config the Triton tier runs for `cfg` when a call falls back from Gluon: itself, but
+    - a split tile (BLOCK_SIZE_N 96 / 192, which only the dense Gluon kernels build, from two accumulators:
+      configs.split_tail) runs its power-of-two part (2T: 64 / 128) (ops/gemm_a16w16.py `gluon_unsupported`);
+    - (fp8 operands, promoted on sm_90) the Gluon FP8 kernel's cooperative 256-row tile (num_warps 8: a 128-row
+      half per consumer, one 64-row partial reused over its slices) runs 128 rows: the Triton tier's promotion
+      keeps a second accumulator of the whole tile, and 256 x 128 spills (592 bytes at BLOCK_SIZE_K 128)."""
     tail = split_tail(cfg["BLOCK_SIZE_N"])
-    return dict(cfg, BLOCK_SIZE_N=2 * tail) if tail else cfg
+    if tail:
+        cfg = dict(cfg, BLOCK_SIZE_N=2 * tail)
+    if fp8 and cfg.get("backend") == "gluon" and cfg["num_warps"] == 8 and cfg["BLOCK_SIZE_M"] == 256:
+        cfg = dict(cfg, BLOCK_SIZE_M=128)
+    return cfg
 
 
 def check_feasible(cfg: dict, target, in_bytes: int = 2, out_bytes: int = 2, tma: bool = False):
@@ -241,7 +248,8 @@ def plan(x2, w, y, has_bias, activation, cfg, target, scaling: Scaling = NO_SCAL
     if p is None:
         if len(_PLANS) >= MAX_PLANS:  # a server's ever-new M: start over rather than grow without bound
             _PLANS.clear()
-        p = _PLANS[key] = _make_plan(x2, w, y, has_bias, activation, triton_tile(cfg), target, scaling)
+        p = _PLANS[key] = _make_plan(x2, w, y, has_bias, activation, triton_tile(cfg, x2.dtype in FP8_DTYPES), target,
+                                     scaling)
     return p
 
 
@@ -371,10 +379,10 @@ def table_cases(op: str, archs, dtypes=("bf16",)):
         arch = path.parent.name
         if arch not in archs:
             continue
-        for bucket, cfg in json.loads(path.read_text()).items():
-            cfg = triton_tile(_configs.validate_config(cfg, backend=_arch.ARCHS[arch].backend,
-                                                       where=f"{path}:{bucket}"))
+        for bucket, shipped in json.loads(path.read_text()).items():
+            shipped = _configs.validate_config(shipped, backend=_arch.ARCHS[arch].backend, where=f"{path}:{bucket}")
             for dt in dtypes:
+                cfg = triton_tile(shipped, fp8=dt == "fp8")
                 for p in (["tma", "pointer"] if cfg.get("tma") and _tma_fits(cfg, _arch.ARCHS[arch], dt) else
                           ["pointer"]):
                     yield {"kernel": "gemm_tma_kernel" if p == "tma" else "gemm_kernel", "op": op, "arch": arch,

@@ -6,8 +6,10 @@ owns what one K step of a consumer does (`@gluon.jit` helpers, inlined into `_mm
 
   _chain             one promotion interval: BK / 32 wgmma m64nBNk32 from zero into p, waited (wait(0))
   _promote           acc + p (rowcol, FADD) or acc + p * s[m] (block, FFMA), as inline PTX
-  _pingpong_mainloop num_warps 4: BM rows (one or two 64-row slices), every chain waited at once
-  _coop_mainloop     num_warps 8: a 64-row half, one chain always in flight (two partials, wait(1))
+  _pingpong_mainloop num_warps 4: BM rows (one or two 64-row slices), every chain waited at once;
+                     also the coop 256 tile's consumer (its 128-row half of the one ring's a, ROW0 0 / 128)
+  _coop_mainloop     num_warps 8, BLOCK_SIZE_M 128: a 64-row half, one chain always in flight (two partials,
+                     wait(1))
   _coop_step         one K step of it
   _slot_scales       (block) a step's scales s[m] = x_scale[m, kb] * w_scale[nb, kb], both read from the ring slot
   _w_pick            (block) where the w scale sits among the 4 fp32 its TMA box copied into the slot
@@ -18,10 +20,11 @@ CUTLASS's promotion interval of 4 k32 MMAs). max_num_imprecise_acc stays at the 
 compiler adds no promotion of its own) on purpose: BK there would make the compiler add a second partial
 and a wgmma wait *inside* each warpgroup_mma, the Triton tier's schedule whose stall this kernel hides.
 
-Pingpong K step (one consumer; the other consumer's wgmma runs under this one's wait + FADDs)::
+Pingpong K step (one consumer; the other consumer's wgmma runs under this one's wait + FADDs; coop 256: rows
+ROW0 + ..., and empty[s] counts both consumers)::
 
    wait full[s] │ (block) s_q = LDS x scales * LDS w scale │ chain rows 0..63 → p │ wait(0) │ acc0 += p (* s_0)
-                │ (BM 128) chain rows 64..127 → p │ wait(0) │ acc1 += p (* s_1) │ arrive empty[s]
+                │ (two slices) chain rows 64..127 → p │ wait(0) │ acc1 += p (* s_1) │ arrive empty[s]
 
 Coop K steps (one consumer, its 64-row half; registers at BN = 128: acc 64 + pA 64 + pB 64 = 192)::
 

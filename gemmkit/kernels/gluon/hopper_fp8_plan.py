@@ -7,7 +7,7 @@ Host code only; the kernel file re-exports these names (its API: `hopper_pingpon
   (M, N, K, SMs) + Plan ──► tail_plan ──► (tail tiles, splits): the launch's TAIL / SPLITS, workspace, reduce
 
 Constraints: those of hopper_pingpong_fp8.py (its docstring), checked here with a ValueError naming the config
-key: BLOCK_SIZE_M 64 / 128 (coop: 128), BLOCK_SIZE_N a power of two in [16, 256], BLOCK_SIZE_K 32 / 64 / 128
+key: BLOCK_SIZE_M 64 / 128 (coop: 128 / 256), BLOCK_SIZE_N a power of two in [16, 256], BLOCK_SIZE_K 32 / 64 / 128
 dividing the scale block's K, BLOCK_SIZE_N dividing its N, at most 192 live accumulator registers per consumer
 thread, at least 2 ring stages beside the output staging; num_warps 4 (pingpong) or 8 (coop).
 """
@@ -102,6 +102,10 @@ def derive(cfg: dict, target=None, out_bytes: int = 2, block_shape=None) -> Plan
                (smem - staging - vectors - slack) // stage_bytes): 128 x 128 x 128 bf16 out: rowcol 6
                (196608 + 32768 + 2048 + 1024 slack = 232448 B, the whole 227 KiB), block 5 (33408 B a slot);
                fp32 out: rowcol 5, block 4. Pingpong's shared-memory plan and SASS are unchanged.
+               BLOCK_SIZE_M 256 (coop 256): consumer rows 128, one partial (acc 128 + 64 = 192 at BN = 128);
+               a 48 KiB slot (256 + 128) x 128 (block: + 4 (256 + 32)); two 128 x BN staging buffers, or one shared
+               (c_free) where two leave fewer than 2 slots (fp32 out); rowcol vectors 2 x (256 + 128) fp32:
+               bf16 out 3 slots (3 x 49152 + 65536 + 3072 + 1024 = 217088 B), fp32 out 3 (one 64 KiB buffer).
     """
     nw = cfg.get("num_warps")
     if nw not in LAYOUTS:

@@ -32,7 +32,7 @@ LAYOUT "pingpong" (num_warps 4): five partitions per CTA (`gl.warp_specialize`; 
   load 0  (1 warp)   TMA x[BM, BK], w[BN, BK] of consumer 0's tiles into ring 0
   load 1  (1 warp)   the same for consumer 1, ring 1
 
-LAYOUT "coop" (num_warps 8, BLOCK_SIZE_M 128: DeepGEMM's cooperative layout): four partitions, one
+LAYOUT "coop" (num_warps 8, BLOCK_SIZE_M 128: DeepGEMM's cooperative layout; 256: below): four partitions, one
 128 x BN tile (or a tail split's K range of one) per CTA work item, one ring, both consumers on every item:
 
   mma 0   (4 warps)  every local item (ids pid, pid + grid, ...), rows   0..63: acc 64 x BN + pA, pB 64 x BN
@@ -55,6 +55,22 @@ LAYOUT "coop" (num_warps 8, BLOCK_SIZE_M 128: DeepGEMM's cooperative layout): fo
   already in shared memory (staged by the load warp while the mainloop ran): the consumers read them (LDS)
   instead of waiting an L2 round trip after the last chain (+1.5-2.4% at 4096^3 / 8192^3, +10-14% at
   K = 512-1024: docs/PERF.md, session 14).
+
+LAYOUT "coop", BLOCK_SIZE_M 256 (the coop 256 tile): the same partitions, a 256 x BN item, a 128-row half per
+consumer (two 64-row slices), run by the pingpong mainloop from the one ring (one partial, each chain waited, the
+other consumer's wgmma under the wait and the FADDs: hopper_fp8_mainloop._pingpong_mainloop, ROW0 = 128 c)::
+
+   ring slot s: a 256 x BK ─┬─ rows   0..127 ─► mma 0: slice 0 → p → acc0, slice 1 → p → acc1 (128 + 64 regs)
+                            └─ rows 128..255 ─► mma 1: the same
+                b BN x BK, read by both (each slice's chain reads it)
+
+  Why: the b tile serves 256 rows, (BM + BN) / (2 BM BN) = 5.9 bytes of L2 a kFLOP at 256 x 128 against 7.8, and
+  a tile boundary (drain, epilogue, refill) comes every 256 rows, half as often. The cost: no chain stays in
+  flight while a consumer promotes, so the two consumers must interleave to keep the tensor cores fed; and a
+  48 KiB slot leaves 3 of them (two 128 x BN staging buffers; one shared, c_free, for an fp32 y). Measured
+  (docs/PERF.md session 17): +3-8% on block-scale rows with K <= 2048 at M >= 4096, -6-9% at K >= 7168, per-token
+  no gain; the tables use it where it won. cuBLAS / CUTLASS's promotion keeps a second accumulator of the whole
+  tile (2 x 128 registers at 256 x 128 a consumer pair), so their fp8 tile stops at 128 x 128.
 
   Tail split (coop only; `tail_plan`, hopper_host.tail_split): where the tiles leave a partial last round
   (R = tiles % CTAs of them) and K >= MIN_TAIL_K, those R tiles run as S K-splits each, so
@@ -100,8 +116,8 @@ Block scales (SCALE = "block"; K step kk of BK columns lies in scale block kb = 
    K-block stride of a multiple of 4 (`scale_tma_ok`; the op takes any strides: row-major (M, KB) makes a tile's
    BM scales of one kb a strided column, 32 bytes a row, docs/PERF.md session 14), and the w scale's box starts
    at its offset rounded down to 4 elements (`_w_pick` keeps the one). The pingpong 128 x 128 tile spills in
-   block mode (ptxas splits the partials when the promotion is an FFMA): the spill-free block tiles are 64 x BN
-   pingpong and the coop 128 x BN (a 64 x BN half per consumer).
+   block mode unless the promotion is the inline-PTX FFMA (`_promote`; as a plain expression ptxas split the
+   partials: 324 bytes of spills, session 17), which every mainloop now uses.
 
 Phase timeline of one K step in consumer c (BK = 128; "wg" = 4 wgmma k32 issued async,
 use_acc=False so each chain starts from zero; "wait" = warpgroup_mma_wait(0))::
@@ -154,13 +170,12 @@ Constraints:
     of the tile: TMA zero-fills out-of-bounds loads (zeros add nothing) and clips stores.
     Block: a ragged last K block (K % SBK != 0) is zero-filled past K; its scale column
     covers what is there.
-  - BLOCK_SIZE_M in {64, 128} (64-row wgmma slices); BLOCK_SIZE_N a power of two in
-    [16, 256]; BLOCK_SIZE_K in {32, 64, 128} (k32 wgmma; <= 128 is the promotion interval);
+  - BLOCK_SIZE_M in {64, 128} (pingpong) or {128, 256} (coop) (64-row wgmma slices); BLOCK_SIZE_N a power of two
+    in [16, 256]; BLOCK_SIZE_K in {32, 64, 128} (k32 wgmma; <= 128 is the promotion interval);
     (rows + 64 * partials) * BN / 128 <= 192 live accumulator registers per consumer thread (pingpong:
-    rows BM, 1 partial; coop: rows 64, 2 partials, one chain in flight; so BN <= 128 in coop, as
-    128 x 256 would need 128 + 256).
-  - num_warps 4 (pingpong: a warpgroup per tile) or 8 (coop: two warpgroups on one tile,
-    BLOCK_SIZE_M == 128); NUM_KSPLIT == 1 (split-K runs on the Triton tier; the coop tail split is derived,
+    rows BM, 1 partial; coop 128: rows 64, 2 partials, one chain in flight; coop 256: rows 128, 1 partial; so
+    BN <= 128 in coop, as 128 x 256 would need 128 + 256).
+  - num_warps 4 (pingpong: a warpgroup per tile) or 8 (coop: two warpgroups on one tile, a half each); NUM_KSPLIT == 1 (split-K runs on the Triton tier; the coop tail split is derived,
     not configured: TAIL * SPLITS <= CTAs, so each CTA runs at most one split, its last work item).
     num_stages is the depth of *each* ring (pingpong two, coop one; upper bound: the most
     that fit beside the output staging, >= 2).
@@ -205,9 +220,9 @@ PROMISES = (
     {"promise": "TMA store (UTMASTG) of the output tile", "check": "counts['UTMASTG'] > 0"},
     # The coop mainloop's speed rests on ptxas keeping wait(1) (hopper_fp8_mainloop.py). Conditional inside the
     # check, not by "when": every case keeps the same number of promises (pingpong: trivially kept).
-    {"promise": "coop (num_warps 8): a wgmma chain stays in flight while the previous one is promoted "
-                "(ptxas kept wait(1), did not serialize the wgmma)",
-     "check": "cfg['num_warps'] != 8 or counts['GMMA_WAIT1'] > 0"},
+    {"promise": "coop 128 (num_warps 8, BLOCK_SIZE_M 128): a wgmma chain stays in flight while the previous one is "
+                "promoted (ptxas kept wait(1), did not serialize the wgmma)",
+     "check": "cfg['num_warps'] != 8 or cfg['BLOCK_SIZE_M'] != 128 or counts['GMMA_WAIT1'] > 0"},
 )
 
 # ----------------------------------------------------------------------------- the plan (hopper_fp8_plan.py)
@@ -717,6 +732,9 @@ PRESETS = (
     # coop (num_warps 8): one 128 x 128 tile, a 64-row half per consumer, one ring (6 slots: 5 in block mode)
     {"BLOCK_SIZE_M": 128, "BLOCK_SIZE_N": 128, "BLOCK_SIZE_K": 128, "GROUP_SIZE_M": 8, "num_warps": 8,
      "num_stages": 6},
+    # coop 256: a 128-row half per consumer, 3 slots of 48 KiB (fp32 out: one shared staging buffer)
+    {"BLOCK_SIZE_M": 256, "BLOCK_SIZE_N": 128, "BLOCK_SIZE_K": 128, "GROUP_SIZE_M": 16, "num_warps": 8,
+     "num_stages": 3},
 )
 
 
@@ -760,14 +778,14 @@ def _shipped_configs(arch: str, blockscale: bool = False):
 def isa_cases(archs, op: str = "hopper_pingpong_fp8"):
     """Static cases for sm_90: every shipped A8W8 bucket with backend "gluon" (path gluon-bf16) and every
     A8W8_BLOCKSCALE one (gluon-block-bf16: block scales (128, 128), no bias, as gemm_a8w8_blockscale runs
-    it), plus PRESETS (bf16 and fp32 out) and the spill-free ones (64-row pingpong, coop) in block mode."""
+    it), plus PRESETS (bf16 and fp32 out), in both modes."""
     if "sm_90" not in archs:
         return
     cases = [(t, b, c, "bf16") for t, b, c in _shipped_configs("sm_90")]
     cases += [(t, b, c, "block-bf16") for t, b, c in _shipped_configs("sm_90", blockscale=True)]
     cases += [("-", f"preset{i}", c, o) for i, c in enumerate(PRESETS) for o in ("bf16", "fp32")]
-    # Block mode: the spill-free tiles, 64-row pingpong and coop (the pingpong 128 x 128 spills in block mode).
-    cases += [("-", f"preset{i}", PRESETS[i], o) for i in (1, 2) for o in ("block-bf16", "block-fp32")]
+    # Block mode: every preset (the pingpong 128 x 128 spilled in block mode before its promotion became inline PTX).
+    cases += [("-", f"preset{i}", PRESETS[i], o) for i in range(len(PRESETS)) for o in ("block-bf16", "block-fp32")]
     yield from hh.unique_cases(cases, KERNEL_NAME, op)
 
 
