@@ -297,8 +297,8 @@ from gemmkit.reference import expand_block_scales
 t = arch.current()
 fp8 = torch.float8_e4m3fn
 layout = sys.argv[1]
-cfg = {"BLOCK_SIZE_M": 128 if layout == "coop" else 64, "BLOCK_SIZE_N": 128, "BLOCK_SIZE_K": 128,
-       "GROUP_SIZE_M": 2, "num_warps": 8 if layout == "coop" else 4, "num_stages": 2}
+cfg = {"BLOCK_SIZE_M": {"coop": 128, "coop256": 256}.get(layout, 64), "BLOCK_SIZE_N": 128, "BLOCK_SIZE_K": 128,
+       "GROUP_SIZE_M": 2, "num_warps": 8 if layout.startswith("coop") else 4, "num_stages": 2}
 for mode in ("block", "block-tma", "rowcol"):
     # (4, 300 x 264 x 1024, coop): 9 tiles on 4 CTAs, the last one split 4 ways (tail=True: partials + reduce)
     for cus, (M, N, K) in [(1, (129, 256, 128)), (2, (200, 264, 256)), (1, (300, 136, 384)), (2, (64, 512, 384)),
@@ -327,7 +327,7 @@ print("sanitized run done")
 
 
 @pytest.mark.parametrize("tool", ["synccheck", "memcheck"])
-@pytest.mark.parametrize("layout", ["coop", "pingpong"])
+@pytest.mark.parametrize("layout", ["coop", "coop256", "pingpong"])
 def test_compute_sanitizer(tool, layout):
     """No illegal barrier use (synccheck) and no bad access (memcheck), both scale modes (block scales copied by
     cp.async and by TMA), k_steps 1-3."""
@@ -369,7 +369,7 @@ def _lines_with(path_module, needle):
     return {i + 1 for i, line in enumerate(src) if needle in line}
 
 
-@pytest.mark.parametrize("layout", ["coop", "pingpong"])
+@pytest.mark.parametrize("layout", ["coop", "coop256", "pingpong"])
 def test_racecheck_hazards_only_where_racecheck_cannot_see_the_order(layout):
     """racecheck (CUDA 13.0) sees only generic-proxy shared-memory accesses (not TMA or wgmma): here the
     scale slots (cp.async, LDS), the output staging stores and the mbarriers. It reports two kinds, both
@@ -408,8 +408,8 @@ def test_racecheck_hazards_only_where_racecheck_cannot_see_the_order(layout):
     assert len(copy_lines) == 1 and len(read_lines) == 1, (copy_lines, read_lines)
     vec_copies = _lines_with(k, "async_copy.async_copy_global_to_shared(vx_smem") | \
         _lines_with(k, "async_copy.async_copy_global_to_shared(vw_smem")
-    vec_reads = {i for i in _lines_with(k, "_smem.index(vs)") if i not in vec_copies}
-    assert len(vec_copies) == 2 and len(vec_reads) == 2, (vec_copies, vec_reads)
+    vec_reads = {i for i in _lines_with(k, "_smem.index(vs)") if i not in vec_copies}  # xs, (coop 256) xs1, ws
+    assert len(vec_copies) == 2 and len(vec_reads) == 3, (vec_copies, vec_reads)
     out = sanitize("racecheck", _SANITIZE_FP8, layout)
     assert "RACECHECK SUMMARY" in out, out[-4000:]
 
