@@ -49,13 +49,18 @@ def test_shapes(M, N, K, dtype, launches):
     gemmkit.gemm_a16w16(x, w, out=out)
     torch.cuda.synchronize()
     ran = {k for k in launches if launches[k] != before.get(k, 0)}
-    # TMA exactly when the table's config asks for it and the alignment allows it; the
-    # split-K reduce kernel exactly when the config splits K.
+    # The Gluon kernel where the table's config is "backend": "gluon" (the default table's swapped decode buckets,
+    # session 16) and TMA's alignment allows it; else TMA exactly when the config asks for it and the alignment
+    # allows it; the split-K reduce kernel exactly when the config splits K.
     from gemmkit import configs
+    from gemmkit.kernels.gluon import hopper_coop, hopper_pingpong
 
     cfg = configs.select("a16w16", "sm_90", M, N, K)[0]
     aligned = K % 8 == 0 and N % 8 == 0
-    want = {"gemm_tma_kernel" if cfg["tma"] and aligned else "gemm_kernel"}
+    if cfg.get("backend") == "gluon" and aligned:
+        want = {hopper_coop.KERNEL_NAME if hopper_pingpong.is_coop(cfg) else hopper_pingpong.KERNEL_NAME}
+    else:
+        want = {"gemm_tma_kernel" if cfg["tma"] and aligned else "gemm_kernel"}
     if cfg["NUM_KSPLIT"] > 1:
         want.add("splitk_reduce_kernel")
     assert ran == want
