@@ -75,6 +75,12 @@ def test_plan_of_the_coop_layout():
     assert (b.layout, b.scale, b.stage_bytes, b.stages, b.scale_bytes) == ("coop", "block", 33408, 5, 640)
     assert b.epilogue_bytes == 32768
     assert k.derive(BASE, H200).epilogue_bytes % (128 * 128 * 2) == 0  # pingpong: staging only
+    assert (b.load_regs, b.mma_regs) == (24, 240)
+    assert b.smem_bytes <= H200.shared_mem_bytes
+    assert (k.derive(COOP, H200, out_bytes=4).stages, k.derive(COOP, H200, 4, (128, 128)).stages) == (5, 4)
+    assert k.derive({**COOP, "BLOCK_SIZE_K": 64, "num_stages": 8}, H200).stages == 8
+    assert k.derive(BASE, H200).layout == "pingpong" and k.derive(BASE, H200).rings == 2
+    assert k.constexprs(p, has_bias=False)["LAYOUT"] == "coop"
 
 
 def test_plan_of_the_coop_256_tile():
@@ -92,12 +98,18 @@ def test_plan_of_the_coop_256_tile():
     b = k.derive(c, H200, block_shape=(128, 128))
     assert (b.scale, b.stage_bytes, b.stages, b.c_tiles) == ("block", 49152 + 4 * (256 + 32), 3, 2)
     assert k.tail_plan(p, 4096, 2112, 2048, 132, True) == (272 % 132, 8)  # 16 x 17 = 272 tiles of 256 x 128
-    assert (b.load_regs, b.mma_regs) == (24, 240)
-    assert b.smem_bytes <= H200.shared_mem_bytes
-    assert (k.derive(COOP, H200, out_bytes=4).stages, k.derive(COOP, H200, 4, (128, 128)).stages) == (5, 4)
-    assert k.derive({**COOP, "BLOCK_SIZE_K": 64, "num_stages": 8}, H200).stages == 8
-    assert k.derive(BASE, H200).layout == "pingpong" and k.derive(BASE, H200).rings == 2
-    assert k.constexprs(p, has_bias=False)["LAYOUT"] == "coop"
+    assert (b.load_regs, b.mma_regs, p.regs_at_entry) == (24, 240, 168) and b.smem_bytes <= H200.shared_mem_bytes
+
+
+def test_triton_fallback_of_the_coop_256_tile():
+    """The Triton tier runs a 256-row Gluon fp8 coop config at 128 rows (its promotion would spill at 256 x 128);
+    bf16 configs and the 128-row tile are its own."""
+    from gemmkit.ops._gemm import triton_tile
+
+    c = {**COOP, "BLOCK_SIZE_M": 256, "num_stages": 3, "backend": "gluon"}
+    assert triton_tile(c, fp8=True) == {**c, "BLOCK_SIZE_M": 128}
+    assert triton_tile(c) == c and triton_tile({**c, "BLOCK_SIZE_M": 128}, fp8=True)["BLOCK_SIZE_M"] == 128
+    assert triton_tile({**c, "num_warps": 4}, fp8=True)["BLOCK_SIZE_M"] == 256  # not the coop kernel's
 
 
 def test_table_keys_are_accepted():

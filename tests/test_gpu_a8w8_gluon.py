@@ -146,17 +146,19 @@ def test_coop_one_step_work_items(cus, K):
 @pytest.mark.parametrize("cfg", ["128x128x128s3", "coop128x128x128s6", "coop256x128x128s3"])
 def test_deterministic(cfg):
     """Without a tail split each element is one consumer's K-ordered sum: bitwise identical run to run, any grid,
-    and the same bits in both layouts (the same chains, promotions and epilogue arithmetic per element). With
-    one (coop, forced: 192 tiles on 132 SMs, 60 tail tiles split in 2), bitwise identical run to run on one grid."""
+    and the same bits in every layout (the same chains, promotions and epilogue arithmetic per element). With
+    one (coop, forced: 128-row tiles, 192 tiles on 132 SMs, 60 tail tiles split in 2; 256-row tiles, 96 tiles on 40
+    CTAs, 16 tail tiles split in 2), bitwise identical run to run on one grid."""
     x, w, xs, ws, b = inputs(1000, 3000, 3072)
     first = run(x, w, xs, ws, b, cfg=CFGS[cfg], tail=False)
     check(first, x, w, xs, ws, b)
     for cus in (None, None, 5, 1):
         assert torch.equal(run(x, w, xs, ws, b, cfg=CFGS[cfg], cus=cus, tail=False), first)
     assert torch.equal(run(x, w, xs, ws, b, cfg=CFGS["128x128x128s2"]), first)
-    tailed = run(x, w, xs, ws, b, cfg=CFGS[cfg], cus=132, tail=True)
+    cus = 40 if CFGS[cfg]["BLOCK_SIZE_M"] == 256 else 132
+    tailed = run(x, w, xs, ws, b, cfg=CFGS[cfg], cus=cus, tail=True)
     check(tailed, x, w, xs, ws, b)
-    assert torch.equal(run(x, w, xs, ws, b, cfg=CFGS[cfg], cus=132, tail=True), tailed)
+    assert torch.equal(run(x, w, xs, ws, b, cfg=CFGS[cfg], cus=cus, tail=True), tailed)
 
 
 @pytest.mark.parametrize("cfg", ["128x128x128s3", "coop128x128x128s6", "coop256x128x128s3"])

@@ -3,8 +3,9 @@ kernel of kernels/gluon/hopper_pingpong_fp8.py (sm_90, float8_e4m3fn, fp32 accum
 every BLOCK_SIZE_K <= 128 products): per-token x per-channel scales (SCALE = "rowcol", gemm_a8w8)
 or DeepSeek-V3 block scales applied in each promotion (SCALE = "block", gemm_a8w8_blockscale).
 The config's num_warps picks the kernel's layout: 4 = ping-pong (a tile per consumer warpgroup),
-8 = cooperative (one 128 x BN tile, a 64-row half per consumer warpgroup); the Triton fallback runs
-the same config (for num_warps 8, the Triton tier's own 128 x 128 / 8-warp shape).
+8 = cooperative (one 128 x BN or 256 x BN tile, a half per consumer warpgroup); the Triton fallback runs
+the same config (for num_warps 8, the Triton tier's own 8-warp shape), but a 256-row fp8 tile at 128 rows
+(`_gemm.triton_tile`: the Triton tier's promotion would spill there).
 
 Where that kernel cannot take the call, the op's Triton tier runs the same config (its tile
 sizes), as gemm_a16w16 does for its Gluon bf16 kernel (`gluon_unsupported` says why):

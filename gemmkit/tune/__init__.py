@@ -172,14 +172,17 @@ def gluon_swap_space(M: int) -> list:
 def gluon_fp8_space(M: int, op: str = "a8w8") -> list:
     """Candidates for the FP8 Gluon kernel (kernels/gluon/hopper_pingpong_fp8.py; gemm_a8w8 fp8 and
     gemm_a8w8_blockscale on sm_90, M >= 64; the tuner drops them for int8). The ping-pong (num_warps 4): the
-    64 x 64 / 64 x 128 tiles the block-scale tables serve at M <= 128, and (per-token only: in block mode it
-    spills) 128 x 128 with 3 stages. From M = 128 the cooperative 128 x 128 x 128 (num_warps 8), 5 / 6 stages:
-    the config the A8W8 tables serve from M = 256 and the block-scale ones from M = 256 (session 12's sweep:
-    1.2-2.4x the Triton tier at M = 256-2048), with its tail split by the kernel's own rule."""
+    64 x 64 / 64 x 128 tiles the block-scale tables serve at M <= 128, and (per-token only: in block mode it spilled
+    until session 17 and has not been timed since) 128 x 128 with 3 stages. From M = 128 the cooperative
+    128 x 128 x 128 (num_warps 8), 5 / 6 stages: the config the A8W8 tables serve from M = 256 and the block-scale
+    ones from M = 256 (session 12's sweep: 1.2-2.4x the Triton tier at M = 256-2048), with its tail split by the
+    kernel's own rule. From M = 1024 the cooperative 256 x 128 x 128, 3 stages (session 17: +3-8% on block-scale
+    rows with K <= 2048, -6-9% at K >= 7168; the tables serve it on three DeepSeek-V3 rows)."""
     pp = [((64, 64), 6, g) for g in (4, 8)] + [((64, 128), 4, 8)]
     if op == "a8w8" and M >= 128:
         pp += [((128, 128), 3, 8), ((128, 128), 3, 16)]
     coop = [((128, 128), s, g) for s in (5, 6) for g in (8, 16)] if M >= 128 else []
+    coop += [((256, 128), 3, g) for g in (8, 16)] if M >= 1024 else []
     out = []
     for warps, tiles in ((4, pp), (8, coop)):
         for (bm, bn), stages, group in tiles:

@@ -50,7 +50,7 @@ class Plan:
     stages: int  # depth of each ring (pingpong: two rings; coop: one)
     stage_bytes: int  # one (a, b) ring slot
     c_tiles: int  # output staging buffers: 2 (one per consumer) or 1 (shared, handed over by c_free);
-    #               each consumer_rows x BN (coop: a 64-row half each)
+    #               each consumer_rows x BN (coop: a half each, 64 or 128 rows)
     epilogue_bytes: int  # output staging, plus (coop rowcol) the staged scale vectors (`vector_bytes`)
     smem_bytes: int  # upper bound on the kernel's shared memory
     warps: int  # warps the CTA runs (partitions padded to warpgroups)
@@ -58,7 +58,8 @@ class Plan:
     mma_regs: int  # per consumer thread after setmaxnreg
     load_regs: int
     acc_regs: int  # fp32 accumulator registers per consumer thread (consumer_rows * BN / 128)
-    partial_regs: int  # the 64 x BN partial accumulator(s): pingpong one, coop two (one in flight): 64 * BN / 128 each
+    partial_regs: int  # the 64 x BN partial accumulator(s): pingpong and coop 256 one, coop 128 two (one in flight):
+    #                    64 * BN / 128 each
     swizzle_a: int
     swizzle_b: int
     swizzle_c: int
@@ -68,7 +69,7 @@ class Plan:
     scale_bytes: int = 0  # block: the scales of one ring slot (BM + W_SLOT_FLOATS fp32), part of stage_bytes
     layout: str = "pingpong"  # "pingpong" (num_warps 4: a tile per consumer) | "coop" (8: one tile, two halves)
     rings: int = 2  # pingpong: a ring (and a load warp) per consumer; coop: one, read by both consumers
-    consumer_rows: int = 128  # rows of the output one consumer computes per tile (pingpong: BM; coop: 64)
+    consumer_rows: int = 128  # rows of the output one consumer computes per tile (pingpong: BM; coop: BM / 2)
 
 
 def derive(cfg: dict, target=None, out_bytes: int = 2, block_shape=None) -> Plan:
@@ -92,7 +93,7 @@ def derive(cfg: dict, target=None, out_bytes: int = 2, block_shape=None) -> Plan
                per tile per K block); each ring slot also holds the step's BM fp32 x scales and a
                W_SLOT_FLOATS = 32 buffer holding its w scale (stage_bytes + 4 (BM + 32): 128 x 128 x 128
                -> 33408 B, 2 stages a ring beside two bf16 output tiles, as 3 no longer fit beside one).
-      layout   num_warps 4 -> "pingpong" (above); num_warps 8 -> "coop" (BLOCK_SIZE_M must be 128):
+      layout   num_warps 4 -> "pingpong" (above); num_warps 8 -> "coop" (BLOCK_SIZE_M 128; 256 at the end):
                one ring, one load warp (still 12 warps: 4 + 4 + 1 padded; the same 168 / 24 / 240
                registers), consumer rows 64: acc 64 * BN / 128 + two partials 64 * BN / 128 (128 x 128:
                64 + 2 x 64 = 192 of 240 with the in-flight chain's second partial, no spill; 128 x 256: 384, refused). Output
@@ -110,16 +111,17 @@ def derive(cfg: dict, target=None, out_bytes: int = 2, block_shape=None) -> Plan
     nw = cfg.get("num_warps")
     if nw not in LAYOUTS:
         raise ValueError(f"config: key 'num_warps' = {nw!r}; the gluon fp8 backend needs 4 (ping-pong: a "
-                         "warpgroup per tile) or 8 (cooperative: two warpgroups on one 128-row tile)")
+                         "warpgroup per tile) or 8 (cooperative: two warpgroups on one 128- or 256-row tile)")
     layout = LAYOUTS[nw]
     bm = cfg.get("BLOCK_SIZE_M")
-    if layout == "coop" and bm not in (2 * SLICE_M, 4 * SLICE_M):
+    if layout == "coop" and bm is not None and bm not in (2 * SLICE_M, 4 * SLICE_M):
         raise ValueError(f"config: key 'BLOCK_SIZE_M' = {bm} with num_warps 8 (the cooperative layout): "
                          f"it needs 128 (a 64-row half per consumer warpgroup) or 256 (a 128-row half)")
-    rows = bm if layout == "pingpong" else bm // 2  # output rows one consumer computes per tile
-    # The shared checks (hopper_pingpong.check_config) know num_warps 4 and the rows of one consumer.
-    _, bn, bk = hp.check_config({**cfg, "num_warps": hh.CONSUMER_WARPS, "BLOCK_SIZE_M": rows}, "gluon fp8",
-                                "the gluon fp8 kernel", "(m64 slices)")
+    rows = bm if layout == "pingpong" or bm is None else bm // 2  # output rows one consumer computes per tile
+    # The shared checks (hopper_pingpong.check_config) know num_warps 4 and the rows of one consumer (a missing
+    # BLOCK_SIZE_M stays missing: its error names the key).
+    _, bn, bk = hp.check_config({**cfg, "num_warps": hh.CONSUMER_WARPS, **({} if bm is None else {"BLOCK_SIZE_M": rows})},
+                                "gluon fp8", "the gluon fp8 kernel", "(m64 slices)")
     if bk not in (32, 64, 128):
         raise ValueError(f"config: key 'BLOCK_SIZE_K' = {bk}; the gluon fp8 backend needs 32, 64 or 128 "
                          f"(k32 wgmma, promotion at least every {MAX_PROMOTE_K} products)")

@@ -43,7 +43,7 @@ LAYOUT "coop" (num_warps 8, BLOCK_SIZE_M 128: DeepGEMM's cooperative layout; 256
                      │                                  └─ rows 64..127 ─► mma 1's chain ──► acc (mma 1)
                      └──────── b BN x BK (read by both), (block) s 128 fp32 (each reads its 64) and w's scale
 
-  Why: a 64-row tile per consumer (the spill-free pingpong tile in block mode) reads its own w
+  Why: a 64-row tile per consumer (the pingpong's smallest) reads its own w
   tile: (BM + BN) / (2 BM BN) bytes of L2 per FLOP, 11.7 TB/s at 1000 TFLOP/s for 64 x 128;
   the shared 128 x BN tile reads 7.8 (128 x 128), with no spill by construction (acc and
   two partials are 64 x BN each: 192 registers at BN = 128). Each consumer keeps one chain in flight
@@ -387,8 +387,8 @@ def _store_y(y_desc, c_smem, c_free, acc0, acc1, row, col, xs_ptr, xs, xs1, ws, 
 
 @gluon.jit
 def _store_partial(part_ptr, acc, part, ROW0: gl.constexpr, BM: gl.constexpr, xs, ws, SCALE: gl.constexpr):
-    """(coop, tail split) This consumer's 64 rows of a K split's fp32 partial, into workspace tile `part`
-    (rows part * BM + ROW0 ..): (rowcol) times x_scale[m] * w_scale[n] (`xs`, `ws`: the staged vectors; linear,
+    """(coop, tail split) 64 of this consumer's rows (a slice at ROW0) of a K split's fp32 partial, into workspace
+    tile `part` (rows part * BM + ROW0 ..): (rowcol) times x_scale[m] * w_scale[n] (`xs`, `ws`: the staged vectors; linear,
     so the splits may be scaled before tail_reduce_kernel sums them and adds the bias), (block) as promoted.
     Plain stores from the wgmma layout (each thread 2 adjacent fp32: whole 32-byte sectors); only the last
     round's splits take this path."""
@@ -409,7 +409,8 @@ def _mma_partition(CONSUMER: gl.constexpr, LAYOUT: gl.constexpr, y_desc, xs_ptr,
                    SCALE_BN: gl.constexpr, SCALE_BK: gl.constexpr, VEC: gl.constexpr):
     """1 warpgroup: promoted mainloop, then the epilogue. pingpong: local tiles CONSUMER, CONSUMER + 2, ...,
     all BM rows, from ring CONSUMER. coop: every local work item (a tile, or a tail split's K range of one:
-    `_work`), rows 64 CONSUMER .. 64 CONSUMER + 63, from the one ring (both consumers wait on each full[s] and
+    `_work`), its half of the rows (coop 128: 64 CONSUMER .. + 63; coop 256: 128 CONSUMER .. + 127, two slices),
+    from the one ring (both consumers wait on each full[s] and
     arrive on each empty[s]); a tail split's epilogue stores its fp32 partial (`_store_partial`), not y. VEC (coop
     rowcol): the epilogue's x / w scales come from the item's vector buffer, staged by the load warp."""
     BN: gl.constexpr = y_desc.block_type.shape[1]
@@ -499,7 +500,7 @@ def hopper_pingpong_fp8_kernel(x_desc, w_desc, y_desc, xs_desc, ws_desc, xs_ptr,
     BN: gl.constexpr = w_desc.block_type.shape[0]
     if LAYOUT == "coop":
         NRINGS: gl.constexpr = 1
-        EMPTY_ARRIVALS: gl.constexpr = 2  # both consumers read every slot (each its 64-row half of a)
+        EMPTY_ARRIVALS: gl.constexpr = 2  # both consumers read every slot (each its half of a)
     else:
         NRINGS: gl.constexpr = 2
         EMPTY_ARRIVALS: gl.constexpr = 1  # the ring's one consumer
@@ -519,7 +520,7 @@ def hopper_pingpong_fp8_kernel(x_desc, w_desc, y_desc, xs_desc, ws_desc, xs_ptr,
     else:
         s_ring = gl.allocate_shared_memory(gl.float32, [NSLOTS, 1], s_layout)
         w_ring = s_ring
-    # Output staging, one y box each (pingpong: BM x BN; coop: 64 x BN, a half per consumer).
+    # Output staging, one y box each (pingpong: BM x BN; coop: BM / 2 x BN, a half per consumer).
     c0 = gl.allocate_shared_memory(y_desc.dtype, y_desc.block_type.shape, y_desc.layout)
     if C_TILES == 2:
         c1 = gl.allocate_shared_memory(y_desc.dtype, y_desc.block_type.shape, y_desc.layout)
@@ -688,7 +689,7 @@ def launch(x, w, x_scale, w_scale, bias, y, cfg, target, compile_only=False, blo
     bm, bn, bk = plan.BM, plan.BN, plan.BK
     x_desc = TensorDescriptor.from_tensor(x, [bm, bk], fp8_layout(bm, bk))
     w_desc = TensorDescriptor.from_tensor(w, [bn, bk], fp8_layout(bn, bk))
-    ym = plan.consumer_rows if plan.layout == "coop" else bm  # coop: each consumer stores its 64-row half
+    ym = plan.consumer_rows if plan.layout == "coop" else bm  # coop: each consumer stores its half
     y_desc = TensorDescriptor.from_tensor(y, [ym, bn], hh.shared_layout(ym, bn, hh.TORCH_NAME[str(y.dtype)]))
     use_tma = block_shape is not None and scale_tma is not False and scale_tma_ok(x_scale)
     if scale_tma and not use_tma:
