@@ -6,3 +6,6 @@ has() { case " ${STAGE:-} " in *" $1 "*) return 0;; esac; return 1; }
 { nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv
   python3 -c 'import torch, triton; print("torch", torch.__version__, "triton", triton.__version__, "cuda", torch.version.cuda)'
   date -u; echo "STAGE: ${STAGE:-} sha: ${GEMMKIT_GIT_SHA:-}"; } 2>&1 | tee "$OUT/env.txt"
+# gpu_tests LOG [pytest args...]: the gpu-marked tests (8 workers, 300 s a test, 500 s in all), output to $OUT/LOG.
+gpu_tests() { local log=$1; shift
+  timeout 500 python3 -m pytest -m gpu -q -p no:cacheprovider -n 8 --timeout 300 "$@" 2>&1 | tee "$OUT/$log" | tail -12; }

@@ -14,8 +14,7 @@
 set -u
 . "$(dirname "$0")/h200_stage_env.sh"
 if has tests256; then
-  timeout 500 python3 -m pytest -m gpu -q -p no:cacheprovider -n 8 --timeout 300 tests/test_gpu_a8w8_gluon.py \
-    tests/test_gpu_blockscale_gluon.py 2>&1 | tee "$OUT/pytest_fp8.log" | tail -12
+  gpu_tests pytest_fp8.log tests/test_gpu_a8w8_gluon.py tests/test_gpu_blockscale_gluon.py
 fi
 if has a8sweep; then
   SH=1x4096x4096x4096,1x8192x8192x8192
@@ -45,6 +44,5 @@ if has bspasses; then
   STAGE=bspasses bash "$(dirname "$0")/run_h200_s16.sh"
 fi
 if has alltests; then
-  timeout 500 python3 -m pytest -m gpu -q -p no:cacheprovider -n 8 --timeout 300 tests 2>&1 \
-    | tee "$OUT/pytest_gpu_all.log" | tail -8
+  gpu_tests pytest_gpu_all.log tests
 fi
