@@ -117,7 +117,8 @@ Block scales (SCALE = "block"; K step kk of BK columns lies in scale block kb = 
    BM scales of one kb a strided column, 32 bytes a row, docs/PERF.md session 14), and the w scale's box starts
    at its offset rounded down to 4 elements (`_w_pick` keeps the one). The pingpong 128 x 128 tile spills in
    block mode unless the promotion is the inline-PTX FFMA (`_promote`; as a plain expression ptxas split the
-   partials: 324 bytes of spills, session 17), which every mainloop now uses.
+   partials: 324 bytes of spills, session 17), which every block-mode promotion now uses (the pingpong's rowcol
+   FADD stays a plain expression: its SASS compiles clean and is unchanged).
 
 Phase timeline of one K step in consumer c (BK = 128; "wg" = 4 wgmma k32 issued async,
 use_acc=False so each chain starts from zero; "wait" = warpgroup_mma_wait(0))::
