@@ -144,12 +144,14 @@ def _w_pick(ws_row, kstep, stride_wsk, BK: gl.constexpr, SCALE_BK: gl.constexpr)
 @gluon.jit
 def _slot_scales(s_slot, w_slot, j, ROW0: gl.constexpr, acc_layout: gl.constexpr):
     """(block) s[m] = x_scale[m, kb] * w_scale[nb, kb] of rows ROW0 .. ROW0 + 63, from a ring slot: the x scales
-    (s_slot, BM fp32) and the tile's w scale (element j of the WS_BOX at the head of w_slot: every thread reads
-    them, one broadcast LDS, and keeps one), both staged by the load warp."""
+    (s_slot, BM fp32) and the tile's w scale (element j of the WS_BOX at the head of w_slot), both staged by the
+    load warp. The w scale is one broadcast LDS from a uniform address (every thread the same element): read as the
+    whole box and selected (LDS.128, 4 FSEL, 3 FADD), its dependent chain sat between the chain's wgmma, where ptxas
+    puts this product (session 18)."""
     row_layout: gl.constexpr = gl.SliceLayout(1, acc_layout)
-    box_layout: gl.constexpr = gl.BlockedLayout([WS_BOX], [32], [4], [0])  # each thread the whole box
-    box = w_slot.slice(0, WS_BOX).load(box_layout)
-    w = gl.sum(gl.where(gl.arange(0, WS_BOX, layout=box_layout) == j, box, 0.0), axis=0)
+    one_layout: gl.constexpr = gl.BlockedLayout([1], [32], [4], [0])  # every thread the one element
+    col: gl.constexpr = gl.SwizzledSharedLayout(vec=1, per_phase=1, max_phase=1, order=[0])
+    w = gl.sum(w_slot._reinterpret(gl.float32, [w_slot.shape[0], 1], col).index(j).load(one_layout), axis=0)
     return s_slot.slice(ROW0, 64).load(row_layout) * w
 
 

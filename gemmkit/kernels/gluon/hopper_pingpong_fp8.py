@@ -104,7 +104,7 @@ Block scales (SCALE = "block"; K step kk of BK columns lies in scale block kb = 
      else: cp.async x_scale[m, kb] (BM / 32 4-byte copies a lane) ──► s_ring[s], then each lane's            │ landed
        cp.async.mbarrier.arrive.noinc full[s] (32 of the 33 arrivals full[s] counts then) ───────────────────┘
    mma r, K step kk (nb = pid_n * BN // SBN, BN | SBN):
-     wait full[s] │ w = w_ring[s][o & 3] (LDS.128, select) │ s_q = s_ring[s][64q .. 64q + 63] * w (LDS) │
+     wait full[s] │ w = w_ring[s][o & 3] (one broadcast LDS) │ s_q = s_ring[s][64q .. 64q + 63] * w (LDS) │
      chain q │ wait │ acc_q += p * s_q[:, None] (FFMA)
 
    Why this way (docs/kernels/hopper_pingpong_fp8.md "Block-scale mode", docs/PERF.md sessions 6, 14, 15): the

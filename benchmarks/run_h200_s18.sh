@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Session 18 device runs (H200). STAGE (space-separated, any order):
+#   tests     the FP8 Gluon kernel's gpu tests (per-token and block scale; the coop 128 tile with 6 slots beside one
+#             shared staging buffer is new in both: block bf16 out at num_stages 6, and fp32 out of the rowcol tables)
+#   ncu       Nsight Compute, one launch each (benchmarks/ncu_once.py, --set full) of the block-scale coop tile at 5 and
+#             6 slots and the same tile in rowcol mode, 4096 x 4096 x 7168: details pages and the most-stalled SASS
+#             (benchmarks/ncu_top.py) under $OUT/ncu
+#   bssweep   benchmarks/sweep_batched.py --candidates a8w8_blockscale_s18 (BS_CANDS) on DeepSeek-V3's six rows (BS_NK)
+#             at M = 4096 (BS_MS)
+#   bsab      benchmarks/fp8_kernel_ab.py --op a8w8_blockscale at M = BS_AB_MS (default 4096,128) against the kernel
+#             files of PREV (default ./ab_prev17: session 17's), PASSES (3) passes
+#   a8bench   run_h200_s17.sh's a8bench (fp8 per-token bench, NPASS passes)
+#   bspasses  run_h200_s16.sh's bspasses (block scale on the six DeepSeek-V3 rows at M = 4096, NPASS passes)
+#   alltests  the whole gpu suite
+# Usage (repo root): GEMMKIT_GIT_SHA=<sha> STAGE="tests ncu" bash benchmarks/run_h200_s18.sh
+set -u
+. "$(dirname "$0")/h200_stage_env.sh"
+if has tests; then
+  gpu_tests pytest_fp8.log tests/test_gpu_a8w8_gluon.py tests/test_gpu_blockscale_gluon.py
+fi
+if has ncu; then
+  mkdir -p "$OUT/ncu" /tmp/ncu_s18
+  for c in ${NCU_CASES:-fp8-block-coop fp8-block-coop-s6 fp8-rowcol-coop}; do
+    timeout 240 ncu --clock-control none --profile-from-start off --set full -f -o "/tmp/ncu_s18/$c" \
+      python3 benchmarks/ncu_once.py $c > "$OUT/ncu/$c.run.txt" 2>&1
+    ncu -i "/tmp/ncu_s18/$c.ncu-rep" --page details > "$OUT/ncu/$c.details.txt" 2>&1
+    ncu -i "/tmp/ncu_s18/$c.ncu-rep" --page source --csv --print-source sass 2>/dev/null \
+      | python3 benchmarks/ncu_top.py 45 > "$OUT/ncu/$c.top.txt" 2>&1
+    echo "== $c"; grep -E "^ +(Duration|SM Frequency|Elapsed Cycles|Compute \(SM\) Throughput|Memory Throughput)" \
+      "$OUT/ncu/$c.details.txt" | head -6; head -14 "$OUT/ncu/$c.top.txt"
+  done
+fi
+if has bssweep; then
+  SH=""; for nk in ${BS_NK:-2112x7168 24576x1536 32768x512 7168x16384 4096x7168 7168x2048}; do
+    for m in ${BS_MS:-4096}; do SH="$SH${SH:+,}1x${m}x$nk"; done; done
+  timeout 500 python3 benchmarks/sweep_batched.py --op a8w8_blockscale --dtype fp8 --candidates ${BS_CANDS:-a8w8_blockscale_s18} \
+    --shapes "$SH" --passes ${PASSES:-3} --rep-ms ${REP_MS:-30} --json "$OUT/bs_sweep_s18${TAG:-}.json" 2>&1 \
+    | grep -v Warn | tee "$OUT/bs_sweep_s18${TAG:-}.log" | tail -60
+fi
+if has bsab; then
+  timeout 500 python3 benchmarks/fp8_kernel_ab.py --op a8w8_blockscale --prev "${PREV:-ab_prev17}" \
+    --bs-ms ${BS_AB_MS:-4096,128} --passes ${PASSES:-3} --json "$OUT/bs_ab${TAG:-}.json" 2>&1 | grep -v Warn | tail -24
+fi
+if has a8bench; then
+  STAGE=a8bench bash "$(dirname "$0")/run_h200_s17.sh"
+fi
+if has bspasses; then
+  STAGE=bspasses bash "$(dirname "$0")/run_h200_s16.sh"
+fi
+if has alltests; then
+  gpu_tests pytest_gpu_all.log tests
+fi
