@@ -231,7 +231,7 @@ CANDIDATES["a8w8_s17b"] = CANDIDATES["a8w8_blockscale_s17b"]
 # Session 18: the block-scale coop 128 tile with 6 slots (one 64 x 128 staging buffer shared by the two consumers,
 # their epilogues alternating on c_free) against the served 5 slots beside two buffers; session 16 measured +2.3-6%
 # from the fourth slot to the fifth on (7168, 16384). Measured with hopper_fp8_plan.derive trading the second buffer
-# for the sixth slot (logs/session18/ctiles_rule.patch, `bs_sweep_s18.json`: no gain at K >= 7168, -4-7% at short K);
+# for the sixth slot (logs/session18/ctiles_rule.patch, `bs_sweep_s18.json`: no gain at K >= 7168, -3-10% at short K);
 # that rule was not kept, so without the patch the num_stages 6 candidates run 5 slots.
 CANDIDATES["a8w8_blockscale_s18"] = [SERVED, fp8(128, 128, 128, 8, 6, 16), fp8(128, 128, 128, 8, 6, 8),
                                      fp8(128, 128, 128, 8, 5, 16)]

@@ -129,7 +129,7 @@ def test_scale_tma_matches_cpasync(M, N, K, cfg):
     column's M rows, which the box reads for the last row tile) and cp.async (scale_tma=False; and a row-major
     copy) give bitwise equal outputs, right against float64: NaN read past row M (rows of y never stored) reaches
     no output. w_scale (always a TMA box of 4) is a column slice with NaN in the skipped columns, which the box
-    reads beside the scale and _w_pick's select drops."""
+    copies beside the scale; the consumers read only the scale's element (_w_pick's j)."""
     k = _k()
     x, w, _, ws = inputs(M, N, K)
     xs = _nan_padded(M, ws.shape[1], 4 - M % 4)
