@@ -24,11 +24,7 @@ if has a8sweep; then
     | tee "$OUT/a8w8_sweep_s17${TAG:-}.log" | tail -120
 fi
 if has bssweep; then
-  SH=""; for nk in ${BS_NK:-2112x7168 24576x1536 32768x512 7168x16384 4096x7168 7168x2048}; do
-    for m in ${BS_MS:-4096}; do SH="$SH${SH:+,}1x${m}x$nk"; done; done
-  timeout 500 python3 benchmarks/sweep_batched.py --op a8w8_blockscale --dtype fp8 --candidates ${BS_CANDS:-a8w8_blockscale_s17} \
-    --shapes "$SH" --passes ${PASSES:-2} --rep-ms ${REP_MS:-30} --json "$OUT/bs_sweep_s17${TAG:-}.json" 2>&1 \
-    | grep -v Warn | tee "$OUT/bs_sweep_s17${TAG:-}.log" | tail -60
+  bs_sweep bs_sweep_s17 "${BS_CANDS:-a8w8_blockscale_s17}" 2
 fi
 if has bsab; then
   timeout 400 python3 benchmarks/fp8_kernel_ab.py --op a8w8_blockscale --prev "${PREV:-ab_prev16}" --bs-ms 128 \
