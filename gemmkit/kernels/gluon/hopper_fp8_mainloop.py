@@ -53,6 +53,9 @@ Constraints:
     (C7514, only 0x0 waits left; seen in block mode, session 7). tests/test_hopper_pingpong_fp8_isa.py
     checks the SASS and the ptxas log.
   - k_steps >= 1 (the op handles K == 0).
+  - (block) The w scale's one-element read indexes the slot's w buffer viewed as a column through Gluon's
+    `_reinterpret` (a private method in Triton 3.6): a Triton upgrade may rename it; the block-scale gpu tests
+    (NaN beside the scale in its TMA box) fail if the read picks the wrong element.
 """
 from __future__ import annotations
 
