@@ -5,7 +5,10 @@ The "prev" version is another copy of the kernel file (e.g. `git show <rev>:gemm
 > prev.py`), imported as a sibling module of the package so its relative imports resolve to the current plan,
 mainloop and host code (both versions must then take the same constexprs, hopper_fp8_plan.constexprs); or a
 directory holding that revision's hopper_pingpong_fp8.py, hopper_fp8_mainloop.py and hopper_fp8_plan.py, imported
-together (the kernel's imports of the other two rewritten to the copies). The op (`--op a8w8`: gemm_a8w8,
+together (the kernel's imports of the other two rewritten to the copies).
+With `--sustain-ms T` each side of each row also runs back to back for T ms (its CUDA graph replayed, no L2 flush
+between calls) while `nvidia-smi -lms 20` samples the SM clock and the board power: whether a faster schedule runs
+at a lower clock under the power limit (the fp8 kernels run at ~1.4 GHz of the H200's 1.98, docs/PERF.md). The op (`--op a8w8`: gemm_a8w8,
 `a8w8_blockscale`: gemm_a8w8_blockscale on DeepSeek-V3's dense rows, M-major x scales as gemmkit.quant makes them;
 the table's config) runs it by swapping the module's `launch`. With `--cpasync` (block scales) a third side runs
 the new kernel with its scales copied by cp.async instead of TMA (launch(scale_tma=False)). Each row: every output checked against
@@ -14,7 +17,7 @@ timing of rotated inputs (bench/timing.time_graph), the order of vendor / prev /
 median per side. Rows whose table config does not run the Gluon coop kernel time the same code twice (a control).
 
 Usage (repo root, GPU): PYTHONPATH=. python benchmarks/fp8_kernel_ab.py --prev prev.py|prevdir --json OUT.json
-       [--op a8w8_blockscale --cpasync]
+       [--op a8w8_blockscale --cpasync] [--sustain-ms 1500]
 """
 import argparse
 import functools
@@ -55,6 +58,70 @@ def load_prev(path):
     return mod
 
 
+class Smi:
+    """nvidia-smi sampling the SM clock (MHz) and board power (W) every 20 ms into a file, read back per window."""
+
+    def __init__(self, path):
+        import subprocess
+
+        self.path = path
+        self.f = open(path, "w")
+        self.p = subprocess.Popen(["nvidia-smi", "--query-gpu=timestamp,clocks.sm,power.draw",
+                                   "--format=csv,noheader,nounits", "-lms", "20"], stdout=self.f)
+
+    def window(self, t0, t1):
+        """(median SM MHz, median W, samples) of the samples taken between wall times t0 and t1."""
+        import datetime
+
+        clk, pw = [], []
+        self.f.flush()
+        for line in open(self.path):
+            parts = [v.strip() for v in line.split(",")]
+            try:
+                ts = datetime.datetime.strptime(parts[0], "%Y/%m/%d %H:%M:%S.%f").timestamp()
+                c, w = float(parts[1]), float(parts[2])
+            except (ValueError, IndexError):
+                continue
+            if t0 <= ts <= t1:
+                clk.append(c)
+                pw.append(w)
+        if not clk:
+            return None, None, 0
+        return statistics.median(clk), statistics.median(pw), len(clk)
+
+    def close(self):
+        self.p.terminate()
+        self.f.close()
+
+
+def sustain(fn, sets, ms, smi):
+    """ms per call of fn replayed back to back for ~ms milliseconds (a CUDA graph of one call per input set, no L2
+    flush), with the median SM clock and power of the second half of that time (the first half lets them settle)."""
+    import torch
+
+    for args in sets:
+        fn(*args)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        for args in sets:
+            fn(*args)
+    a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    a.record()
+    g.replay()
+    b.record()
+    torch.cuda.synchronize()
+    reps = max(2, int(ms / max(a.elapsed_time(b), 1e-3)))
+    t0 = time.time()
+    a.record()
+    for _ in range(reps):
+        g.replay()
+    b.record()
+    torch.cuda.synchronize()
+    t1 = time.time()
+    clk, pw, n = smi.window(t0 + (t1 - t0) / 2, t1)
+    return dict(ms_per_call=a.elapsed_time(b) / (reps * len(sets)), sm_mhz=clk, watts=pw, samples=n)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--prev", required=True, help="the other version of hopper_pingpong_fp8.py")
@@ -65,6 +132,11 @@ def main():
     ap.add_argument("--op", default="a8w8", choices=("a8w8", "a8w8_blockscale"))
     ap.add_argument("--bs-ms", default="4096", help="(a8w8_blockscale) M values of the DeepSeek-V3 rows")
     ap.add_argument("--cpasync", action="store_true", help="(a8w8_blockscale) also the new kernel, scales by cp.async")
+    ap.add_argument("--sustain-ms", type=float, default=0, help="also run each side back to back this long, "
+                    "sampling the SM clock and power (nvidia-smi)")
+    ap.add_argument("--rows", default="", help="only these rows, MxNxK comma-separated")
+    ap.add_argument("--new-config", default="", help="JSON merged into the table config of the new side only (a "
+                    "config A/B: --prev a copy of the current kernel files)")
     args = ap.parse_args()
 
     import torch
@@ -85,21 +157,35 @@ def main():
         rows += [(m, n, k) for m in (int(v) for v in args.ms.split(",")) for n, k in LLAMA70B]
     else:
         rows = [(m, n, k) for m in (int(v) for v in args.bs_ms.split(",")) for n, k in DEEPSEEK]
+    if args.rows:
+        keep = {tuple(int(v) for v in r.split("x")) for r in args.rows.split(",")}
+        rows = [r for r in rows if r in keep]
+    smi = Smi(args.json + ".smi.csv") if args.sustain_ms else None
     out = {"meta": dict(device=torch.cuda.get_device_name(), date=time.strftime("%Y-%m-%d %H:%M:%S"),
                         torch=torch.__version__, triton=__import__("triton").__version__, git_sha=git_sha(),
                         prev=args.prev, passes=args.passes, op=args.op,
                         vendor=op.vendor_name("fp8")), "rows": []}
 
+    override = json.loads(args.new_config) if args.new_config else None
+    shape = {}  # the row being run (its table config is the base of --new-config)
+
     def run_with(which):
         def fn(*inp):
             new.launch = launches[which]
+            cfg = None
+            if override and which != "prev":
+                from gemmkit import configs
+
+                cfg = {**configs.select(args.op, "sm_90", *shape["mnk"])[0], **override}
             try:
-                return op.run(inp, None)
+                return op.run(inp, cfg)
             finally:
                 new.launch = launches["new"]
         return fn
 
+    out["meta"]["new_config"] = override
     for M, N, K in rows:
+        shape["mnk"] = (M, N, K)
         torch.manual_seed(M + N + K)
         first = op.make_inputs(M, N, K, "fp8", dev)
         nbytes = sum(t.numel() * t.element_size() for t in first)
@@ -124,6 +210,10 @@ def main():
                    tflops={k: 2 * M * N * K / v * 1e-6 for k, v in med.items()})
         if args.cpasync:
             row.update(bitwise_equal_cpasync=same_cp, new_over_cpasync=med["new_cpasync"] / med["new"])
+        if smi:
+            row["sustained"] = {k: sustain(fns[k], sets, args.sustain_ms, smi) for k in keys}
+            print("   sustained: " + "  ".join(f"{k} {v['ms_per_call'] * 1e3:.2f} us {v['sm_mhz']} MHz {v['watts']} W"
+                                           for k, v in row["sustained"].items()), flush=True)
         out["rows"].append(row)
         print(f"{M:5d} x {N:5d} x {K:5d}  prev {med['prev']:9.2f}  new {med['new']:9.2f}  vendor {med['vendor']:9.2f} us"
               f"  new/prev {row['new_over_prev']:.3f}  ratio prev {row['ratio_prev']:.3f} new {row['ratio_new']:.3f}"
@@ -133,6 +223,8 @@ def main():
     out["geomean"] = {k: g(k) for k in ("new_over_prev", "ratio_new", "ratio_prev") +
                       (("new_over_cpasync",) if args.cpasync else ())}
     print("geomean", {k: round(v, 4) for k, v in out["geomean"].items()})
+    if smi:
+        smi.close()
     with open(args.json, "w") as f:
         json.dump(out, f, indent=1)
 

@@ -198,6 +198,16 @@ def test_small_persistent_grids(cus, cfg):
     check(run(x, w, xs, ws, cus=cus, cfg=CFGS[cfg]), x, w, xs, ws)
 
 
+@pytest.mark.parametrize("cus", [1, 3])
+@pytest.mark.parametrize("K", [128, 256, 384, 512, 640])
+def test_coop_k_steps_many_items(K, cus):
+    """coop 128 with block scales: 1-5 K steps (= scale blocks) a work item, many items per CTA (1 CTA: 40), the
+    5-slot ring wrapping at every offset; each chain's scales read from its own slot."""
+    M, N = 5 * 128 - 3, 7 * 128 + 8
+    x, w, xs, ws = inputs(M, N, K)
+    check(run(x, w, xs, ws, cus=cus, cfg=CFGS["coop128x128x128s5"]), x, w, xs, ws)
+
+
 def test_other_block_shapes():
     """(256, 256) and (128, 64) blocks: BLOCK_SIZE_N | bn and BLOCK_SIZE_K | bk (the launcher's rule)."""
     for block, cfg in [((256, 256), CFGS["64x128x128s4"]), ((128, 64), CFGS["64x128x64s6"]),
