@@ -59,44 +59,51 @@ def load_prev(path):
 
 
 class Smi:
-    """nvidia-smi sampling the SM clock (MHz) and board power (W) every 20 ms into a file, read back per window."""
+    """nvidia-smi sampling the SM clock (MHz), board power (W; on Hopper `power.draw` is a ~1 s average), the power
+    limit (W) and the temperature (C) every 20 ms into a file, read back per window. Its values change about every
+    100 ms, so `samples` counts repeats."""
+
+    FIELDS = ("sm_mhz", "watts", "power_limit_w", "temp_c")
 
     def __init__(self, path):
         import subprocess
 
         self.path = path
         self.f = open(path, "w")
-        self.p = subprocess.Popen(["nvidia-smi", "--query-gpu=timestamp,clocks.sm,power.draw",
-                                   "--format=csv,noheader,nounits", "-lms", "20"], stdout=self.f)
+        query = "--query-gpu=timestamp,clocks.sm,power.draw,power.limit,temperature.gpu"
+        self.p = subprocess.Popen(["nvidia-smi", query, "--format=csv,noheader,nounits", "-lms", "20"], stdout=self.f,
+                                  stderr=subprocess.DEVNULL)
 
     def window(self, t0, t1):
-        """(median SM MHz, median W, samples) of the samples taken between wall times t0 and t1."""
+        """{field: median} of the samples taken between wall times t0 and t1, and `samples`."""
         import datetime
 
-        clk, pw = [], []
+        vals = {k: [] for k in self.FIELDS}
         self.f.flush()
         for line in open(self.path):
             parts = [v.strip() for v in line.split(",")]
             try:
                 ts = datetime.datetime.strptime(parts[0], "%Y/%m/%d %H:%M:%S.%f").timestamp()
-                c, w = float(parts[1]), float(parts[2])
+                row = [float(v) for v in parts[1:1 + len(self.FIELDS)]]
             except (ValueError, IndexError):
                 continue
-            if t0 <= ts <= t1:
-                clk.append(c)
-                pw.append(w)
-        if not clk:
-            return None, None, 0
-        return statistics.median(clk), statistics.median(pw), len(clk)
+            if t0 <= ts <= t1 and len(row) == len(self.FIELDS):
+                for k, v in zip(self.FIELDS, row):
+                    vals[k].append(v)
+        out = {k: (statistics.median(v) if v else None) for k, v in vals.items()}
+        out["samples"] = len(vals["sm_mhz"])
+        return out
 
     def close(self):
         self.p.terminate()
+        self.p.wait()
         self.f.close()
 
 
 def sustain(fn, sets, ms, smi):
     """ms per call of fn replayed back to back for ~ms milliseconds (a CUDA graph of one call per input set, no L2
-    flush), with the median SM clock and power of the second half of that time (the first half lets them settle)."""
+    flush), with the medians of the second half of that time (the first half lets the clock and power settle;
+    `power.draw` averages over ~1 s, so ms should be >= 1000)."""
     import torch
 
     for args in sets:
@@ -118,8 +125,7 @@ def sustain(fn, sets, ms, smi):
     b.record()
     torch.cuda.synchronize()
     t1 = time.time()
-    clk, pw, n = smi.window(t0 + (t1 - t0) / 2, t1)
-    return dict(ms_per_call=a.elapsed_time(b) / (reps * len(sets)), sm_mhz=clk, watts=pw, samples=n)
+    return dict(ms_per_call=a.elapsed_time(b) / (reps * len(sets)), **smi.window(t0 + (t1 - t0) / 2, t1))
 
 
 def main():
@@ -160,6 +166,8 @@ def main():
     if args.rows:
         keep = {tuple(int(v) for v in r.split("x")) for r in args.rows.split(",")}
         rows = [r for r in rows if r in keep]
+        if not rows:
+            raise SystemExit(f"--rows {args.rows}: none of this op's rows")
     smi = Smi(args.json + ".smi.csv") if args.sustain_ms else None
     out = {"meta": dict(device=torch.cuda.get_device_name(), date=time.strftime("%Y-%m-%d %H:%M:%S"),
                         torch=torch.__version__, triton=__import__("triton").__version__, git_sha=git_sha(),
@@ -183,48 +191,57 @@ def main():
                 new.launch = launches["new"]
         return fn
 
-    out["meta"]["new_config"] = override
-    for M, N, K in rows:
-        shape["mnk"] = (M, N, K)
-        torch.manual_seed(M + N + K)
-        first = op.make_inputs(M, N, K, "fp8", dev)
-        nbytes = sum(t.numel() * t.element_size() for t in first)
-        sets = [first] + [op.make_inputs(M, N, K, "fp8", dev) for _ in range(rotation_count(nbytes, l2) - 1)]
-        ref = op.reference(first).float()
-        got = {k: run_with(k)(*first) for k in launches}
-        rel = ((got["new"].float() - ref).norm() / ref.norm()).item()
-        assert torch.isfinite(got["new"]).all() and rel < 2e-2, (M, N, K, rel)
-        same = bool(torch.equal(got["new"], got["prev"]))
-        same_cp = bool(torch.equal(got["new"], got["new_cpasync"])) if args.cpasync else None
-        fns = {"vendor": lambda *i: op.vendor(i), **{k: run_with(k) for k in launches}}
-        t = {k: [] for k in fns}
-        keys = list(fns)
-        for p in range(args.passes):
-            order = keys[p % len(keys):] + keys[:p % len(keys)]
-            for key in order:
-                t[key].append(time_graph(fns[key], sets) * 1e3)
-        med = {k: statistics.median(v) for k, v in t.items()}
-        row = dict(M=M, N=N, K=K, times_us=t, median_us=med, rel_err=rel, bitwise_equal=same,
-                   new_over_prev=med["prev"] / med["new"], ratio_new=med["vendor"] / med["new"],
-                   ratio_prev=med["vendor"] / med["prev"],
-                   tflops={k: 2 * M * N * K / v * 1e-6 for k, v in med.items()})
-        if args.cpasync:
-            row.update(bitwise_equal_cpasync=same_cp, new_over_cpasync=med["new_cpasync"] / med["new"])
+    try:
+        out["meta"].update(new_config=override, sustain_ms=args.sustain_ms, rows_filter=args.rows or None)
+        for M, N, K in rows:
+            shape["mnk"] = (M, N, K)
+            torch.manual_seed(M + N + K)
+            first = op.make_inputs(M, N, K, "fp8", dev)
+            nbytes = sum(t.numel() * t.element_size() for t in first)
+            sets = [first] + [op.make_inputs(M, N, K, "fp8", dev) for _ in range(rotation_count(nbytes, l2) - 1)]
+            ref = op.reference(first).float()
+            got = {k: run_with(k)(*first) for k in launches}
+            rel = ((got["new"].float() - ref).norm() / ref.norm()).item()
+            rel_prev = ((got["prev"].float() - ref).norm() / ref.norm()).item()
+            assert torch.isfinite(got["new"]).all() and rel < 2e-2, (M, N, K, rel)
+            assert torch.isfinite(got["prev"]).all() and rel_prev < 2e-2, (M, N, K, rel_prev)
+            # (--new-config: two configs, e.g. another tail split, need not agree bit for bit: not compared)
+            same = None if override else bool(torch.equal(got["new"], got["prev"]))
+            same_cp = bool(torch.equal(got["new"], got["new_cpasync"])) if args.cpasync else None
+            fns = {"vendor": lambda *i: op.vendor(i), **{k: run_with(k) for k in launches}}
+            t = {k: [] for k in fns}
+            keys = list(fns)
+            for p in range(args.passes):
+                order = keys[p % len(keys):] + keys[:p % len(keys)]
+                for key in order:
+                    t[key].append(time_graph(fns[key], sets) * 1e3)
+            med = {k: statistics.median(v) for k, v in t.items()}
+            row = dict(M=M, N=N, K=K, times_us=t, median_us=med, rel_err=rel, rel_err_prev=rel_prev,
+                       bitwise_equal=same,
+                       new_over_prev=med["prev"] / med["new"], ratio_new=med["vendor"] / med["new"],
+                       ratio_prev=med["vendor"] / med["prev"],
+                       tflops={k: 2 * M * N * K / v * 1e-6 for k, v in med.items()})
+            if args.cpasync:
+                row.update(bitwise_equal_cpasync=same_cp, new_over_cpasync=med["new_cpasync"] / med["new"])
+            if smi:
+                order = keys[len(out["rows"]) % len(keys):] + keys[:len(out["rows"]) % len(keys)]  # rotated by row
+                row["sustained"] = {k: sustain(fns[k], sets, args.sustain_ms, smi) for k in order}
+                row["sustained_order"] = order
+                print("   sustained: " + "  ".join(f"{k} {v['ms_per_call'] * 1e3:.2f} us {v['sm_mhz']} MHz "
+                                               f"{v['watts']} W {v['temp_c']} C" for k, v in row["sustained"].items()),
+                      flush=True)
+            out["rows"].append(row)
+            print(f"{M:5d} x {N:5d} x {K:5d}  prev {med['prev']:9.2f}  new {med['new']:9.2f}  vendor {med['vendor']:9.2f} us"
+                  f"  new/prev {row['new_over_prev']:.3f}  ratio prev {row['ratio_prev']:.3f} new {row['ratio_new']:.3f}"
+                  f"  equal {same}" + (f"  new/cpasync {row['new_over_cpasync']:.3f} equal {same_cp}" if args.cpasync
+                                       else ""), flush=True)
+        g = lambda key: statistics.geometric_mean([r[key] for r in out["rows"]])  # noqa: E731
+        out["geomean"] = {k: g(k) for k in ("new_over_prev", "ratio_new", "ratio_prev") +
+                          (("new_over_cpasync",) if args.cpasync else ())}
+        print("geomean", {k: round(v, 4) for k, v in out["geomean"].items()})
+    finally:
         if smi:
-            row["sustained"] = {k: sustain(fns[k], sets, args.sustain_ms, smi) for k in keys}
-            print("   sustained: " + "  ".join(f"{k} {v['ms_per_call'] * 1e3:.2f} us {v['sm_mhz']} MHz {v['watts']} W"
-                                           for k, v in row["sustained"].items()), flush=True)
-        out["rows"].append(row)
-        print(f"{M:5d} x {N:5d} x {K:5d}  prev {med['prev']:9.2f}  new {med['new']:9.2f}  vendor {med['vendor']:9.2f} us"
-              f"  new/prev {row['new_over_prev']:.3f}  ratio prev {row['ratio_prev']:.3f} new {row['ratio_new']:.3f}"
-              f"  equal {same}" + (f"  new/cpasync {row['new_over_cpasync']:.3f} equal {same_cp}" if args.cpasync
-                                   else ""), flush=True)
-    g = lambda key: statistics.geometric_mean([r[key] for r in out["rows"]])  # noqa: E731
-    out["geomean"] = {k: g(k) for k in ("new_over_prev", "ratio_new", "ratio_prev") +
-                      (("new_over_cpasync",) if args.cpasync else ())}
-    print("geomean", {k: round(v, 4) for k, v in out["geomean"].items()})
-    if smi:
-        smi.close()
+            smi.close()
     with open(args.json, "w") as f:
         json.dump(out, f, indent=1)
 

@@ -148,7 +148,8 @@ def test_coop_one_step_work_items(cus, K):
 @pytest.mark.parametrize("K", [128, 256, 384, 512, 640])
 def test_coop_k_steps_many_items(K, bias_dtype, cus):
     """coop 128 with 1-5 K steps a work item (odd and even counts end the mainloop in different partials), with and
-    without a bias, many items per CTA (1 CTA: 40), the 6-slot ring wrapping at every offset."""
+    without a bias, many items per CTA (1 CTA: 40), the 6-slot ring wrapping at different offsets across the K
+    values."""
     M, N = 5 * 128 - 3, 7 * 128 + 8
     x, w, xs, ws, b = inputs(M, N, K, bias_dtype)
     check(run(x, w, xs, ws, b, cfg=CFGS["coop128x128x128s6"], cus=cus), x, w, xs, ws, b)

@@ -202,7 +202,7 @@ def test_small_persistent_grids(cus, cfg):
 @pytest.mark.parametrize("K", [128, 256, 384, 512, 640])
 def test_coop_k_steps_many_items(K, cus):
     """coop 128 with block scales: 1-5 K steps (= scale blocks) a work item, many items per CTA (1 CTA: 40), the
-    5-slot ring wrapping at every offset; each chain's scales read from its own slot."""
+    5-slot ring wrapping at different offsets across the K values; each chain's scales read from its own slot."""
     M, N = 5 * 128 - 3, 7 * 128 + 8
     x, w, xs, ws = inputs(M, N, K)
     check(run(x, w, xs, ws, cus=cus, cfg=CFGS["coop128x128x128s5"]), x, w, xs, ws)
