@@ -5,10 +5,7 @@
 #             files of PREV (default ./ab_prev19: main before the rotated coop loop), PASSES (3) passes; SUSTAIN (ms,
 #             default 0: off) adds the back-to-back run with the SM clock and power sampled, ROWS (MxNxK,...) a subset,
 #             NEWCFG (JSON) a config A/B: merged into the new side's table config (PREV then a copy of main's files)
-#   bsab      the same for gemm_a8w8_blockscale, DeepSeek-V3's six rows at M = BS_AB_MS (4096,128)
-#   a8bench   run_h200_s17.sh's a8bench (fp8 per-token bench, NPASS passes)
-#   bspasses  run_h200_s16.sh's bspasses (block scale on the six DeepSeek-V3 rows at M = 4096, NPASS passes)
-#   alltests  the whole gpu suite
+# (Block-scale A/B, benches, the whole gpu suite: run_h200_s18.sh's stages bsab, bsbench, a8bench, bspasses, alltests.)
 # Usage (repo root): GEMMKIT_GIT_SHA=<sha> STAGE="tests a8ab" bash benchmarks/run_h200_s19.sh
 # (PREV is gitignored, /ab_prev*/: recreate it with `git show <sha>:gemmkit/kernels/gluon/<file>` of the kernel's
 # three files, hopper_fp8_plan.py, hopper_fp8_mainloop.py and hopper_pingpong_fp8.py, and carry it.)
@@ -22,17 +19,4 @@ if has a8ab; then
     --ms ${AB_MS:-256,1024,4096} --passes ${PASSES:-3} --sustain-ms ${SUSTAIN:-0} ${ROWS:+--rows $ROWS} \
     ${NEWCFG:+--new-config "$NEWCFG"} \
     --json "$OUT/a8_ab${TAG:-}.json" 2>&1 | grep -v Warn | tail -40
-fi
-if has bsab; then
-  timeout ${AB_TIMEOUT:-500} python3 benchmarks/fp8_kernel_ab.py --op a8w8_blockscale --prev "${PREV:-ab_prev19}" \
-    --bs-ms ${BS_AB_MS:-4096,128} --passes ${PASSES:-3} --json "$OUT/bs_ab${TAG:-}.json" 2>&1 | grep -v Warn | tail -24
-fi
-if has a8bench; then
-  STAGE=a8bench bash "$(dirname "$0")/run_h200_s17.sh"
-fi
-if has bspasses; then
-  STAGE=bspasses bash "$(dirname "$0")/run_h200_s16.sh"
-fi
-if has alltests; then
-  gpu_tests pytest_gpu_all.log tests
 fi
