@@ -106,12 +106,9 @@ def sustain(fn, sets, ms, smi):
     `power.draw` averages over ~1 s, so ms should be >= 1000)."""
     import torch
 
-    for args in sets:
-        fn(*args)
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        for args in sets:
-            fn(*args)
+    from gemmkit.bench.timing import capture_graph
+
+    g = capture_graph(fn, sets)
     a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     a.record()
     g.replay()

@@ -27,13 +27,11 @@ def time_rotated(fn, input_sets, warmup_ms=25, rep_ms=100) -> float:
     return do_bench(call, warmup=warmup_ms, rep=rep_ms, return_mode="median")
 
 
-def time_graph(fn, input_sets, warmup_ms=25, rep_ms=100) -> float:
-    """Median milliseconds per fn(*inputs) call, replayed from one CUDA graph that holds one
-    call per input set (launch overhead out of the number; inputs still rotated)."""
+def capture_graph(fn, input_sets):
+    """One CUDA graph holding one fn(*inputs) call per input set (compiled and warmed up outside the capture)."""
     import torch
-    from triton.testing import do_bench
 
-    for args in input_sets:  # compile and warm up outside the capture
+    for args in input_sets:
         fn(*args)
     torch.cuda.synchronize()
     graph = torch.cuda.CUDAGraph()
@@ -41,4 +39,13 @@ def time_graph(fn, input_sets, warmup_ms=25, rep_ms=100) -> float:
         for args in input_sets:
             fn(*args)
     torch.cuda.synchronize()
+    return graph
+
+
+def time_graph(fn, input_sets, warmup_ms=25, rep_ms=100) -> float:
+    """Median milliseconds per fn(*inputs) call, replayed from one CUDA graph that holds one
+    call per input set (launch overhead out of the number; inputs still rotated)."""
+    from triton.testing import do_bench
+
+    graph = capture_graph(fn, input_sets)
     return do_bench(graph.replay, warmup=warmup_ms, rep=rep_ms, return_mode="median") / len(input_sets)
