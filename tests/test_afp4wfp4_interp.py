@@ -1,18 +1,12 @@
 """gemm_afp4wfp4 (OCP MXFP4) in the Triton interpreter, against float64, plus its static compiles.
 
-Interpreter patch (this module only). Triton 3.6's interpreter cannot run tl.dot_scaled at all:
-its builder has no `create_dot_scaled`, and before that `TritonSemantic.dot_scaled` reads
-`lhs_format.value` from what the interpreter passes as a plain str (AttributeError). The fixture
-below adds both pieces, modelling the op as Triton documents it, with Triton's own MX helpers
-(triton.tools.mxfp, the reference Triton's tests use for dot_scaled) doing the decoding:
-  lhs (M, K/2) uint8: two E2M1 codes per byte, packed along K, first element in the LOW bits;
-  rhs (K/2, N) uint8: the same, packed along K (dim 0); scales (M, K/32) and (N, K/32) E8M0;
-  acc + (decode(lhs) * 2^(lhs_scale - 127)) @ (decode(rhs) * 2^(rhs_scale - 127)), fp32 out.
-So on the CPU these tests check everything of the kernel but the MMA instruction: the packed
-byte and scale addressing per K step, strides, the K-tail masks (a wrong fill value, e.g. the
-E8M0 NaN byte, shows up as NaN), split-K, persistence, the schedule and the store. The real
-tl.dot_scaled (and the nibble order on the hardware) is checked by tests/test_gpu_afp4wfp4.py on
-the H200 (emulated path) and by the gfx950 static compile below (native scaled MFMA).
+On the CPU, tl.dot_scaled runs as gemmkit's interpreter models it (gemmkit/kernels/_interpreter.py:
+Triton 3.6's interpreter has none): e2m1 x e2m1 packed along K, E8M0 scales per 32. So these tests
+check everything of the kernel but the MMA instruction: the packed byte and scale addressing per K
+step, strides, the K-tail masks (a wrong fill value, e.g. the E8M0 NaN byte, shows up as NaN),
+split-K, persistence, the schedule and the store. The real tl.dot_scaled (and the nibble order on
+the hardware) is checked by tests/test_gpu_afp4wfp4.py on the GPU (emulated path) and by the gfx950
+static compile below (native scaled MFMA).
 
 References: gemmkit.quant.dequantize_mxfp4_ref (a decoder independent of triton.tools.mxfp) and a
 float64 matmul. E2M1 values times powers of two are exact in fp32 and in float64, so the error is
@@ -36,53 +30,6 @@ from _util import poisoned, randn, within_bound
 pytestmark = pytest.mark.interpreter
 SMALL = {"BLOCK_SIZE_M": 16, "BLOCK_SIZE_N": 32, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 2, "num_warps": 4,
          "num_stages": 2}
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _interpreter_dot_scaled():
-    import numpy as np
-    import triton.language as tl
-    from triton.language.semantic import TritonSemantic
-    from triton.runtime import interpreter
-    from triton.tools.mxfp import MXFP4Tensor, MXScaleTensor
-
-    builder_cls = interpreter.InterpreterBuilder
-    original_semantic = TritonSemantic.dot_scaled
-
-    def dot_scaled(self, lhs, lhs_scale, lhs_format, rhs, rhs_scale, rhs_format, *args):
-        if isinstance(self.builder, builder_cls):  # the interpreter passes the formats as plain str
-            lhs_format = lhs_format if isinstance(lhs_format, tl.constexpr) else tl.constexpr(lhs_format)
-            rhs_format = rhs_format if isinstance(rhs_format, tl.constexpr) else tl.constexpr(rhs_format)
-        return original_semantic(self, lhs, lhs_scale, lhs_format, rhs, rhs_scale, rhs_format, *args)
-
-    def decode(packed, dim, scales):
-        """float32 values of E2M1 codes packed along `dim`, times their E8M0 scales (K/32 per row / column)."""
-        t = torch.from_numpy(np.ascontiguousarray(packed))
-        shape = list(t.shape)
-        shape[dim] *= 2
-        codes = MXFP4Tensor(size=tuple(shape))
-        codes.data = codes.unpack_packed_tensor(t, dim, shape)
-        s = MXScaleTensor(size=tuple(scales.shape))
-        s.data = torch.from_numpy(np.ascontiguousarray(scales))
-        per_elem = s.to(torch.float32).repeat_interleave(32, dim=1)  # (rows, K)
-        return codes.to(torch.float32) * (per_elem if dim == 1 else per_elem.T)
-
-    def create_dot_scaled(self, lhs, lhs_scale, lhs_format, rhs, rhs_scale, rhs_format, fast_math, lhs_k_pack,
-                          rhs_k_pack, acc):
-        from triton._C.libtriton import ir
-
-        assert lhs_format == rhs_format == ir.ScaleDotElemTypeTY.E2M1 and lhs_k_pack and rhs_k_pack, \
-            "the test patch models e2m1 x e2m1 packed along K only"
-        a = decode(lhs.data, 1, lhs_scale.data)  # (M, K)
-        b = decode(rhs.data, 0, rhs_scale.data)  # (K, N)
-        prod = (a.double() @ b.double()).float().numpy()
-        return interpreter.TensorHandle((prod + acc.data).astype(np.float32), tl.float32)
-
-    TritonSemantic.dot_scaled = dot_scaled
-    builder_cls.create_dot_scaled = create_dot_scaled
-    yield
-    TritonSemantic.dot_scaled = original_semantic
-    del builder_cls.create_dot_scaled
 
 
 def mx(rows, K, kind="quantized"):
@@ -286,16 +233,6 @@ def test_errors(case, exc, match, monkeypatch):
         monkeypatch.setenv("GEMMKIT_INTERPRET_ARCH", "gfx942")
     with pytest.raises(exc, match=match):
         gemmkit.gemm_afp4wfp4(xq, wq, xs, ws, **kw)
-
-
-def test_interpreter_without_dot_scaled_says_so(monkeypatch):
-    """Outside this module's patch the op names the missing piece instead of a deep InterpreterError."""
-    from triton.runtime import interpreter
-
-    monkeypatch.delattr(interpreter.InterpreterBuilder, "create_dot_scaled")
-    xq, xs, wq, ws = _args()
-    with pytest.raises(ValueError, match=r"^x: Triton 3.6's interpreter has no tl.dot_scaled"):
-        gemmkit.gemm_afp4wfp4(xq, wq, xs, ws)
 
 
 # ----------------------------------------------------------------------------- torch integration
