@@ -148,8 +148,10 @@ def _cdiv(a, b):
     return (a + b - 1) // b
 
 
-def launch_params(kernel: str, M: int, K: int, *, dtype=None, block=(128, 128)):
+def launch_params(kernel: str, M: int, K: int, *, dtype=None, block=(128, 128), int64_offsets=False):
     """(grid, constexprs, options) of one launch: the one place the launcher and `static_spec` read.
+    `int64_offsets`: the call's tensors span 2**31 elements or more (ops/_common.int64_offsets; INT64_OFFSETS
+    of kernels/triton/_offsets.py).
 
     quant_rowwise_kernel   4 rows per program, K in chunks of up to 1024 (two passes)
     quant_block_kernel     (1, 128): 32 rows x 128 per program; (128, 128): one 128 x 128 block
@@ -157,16 +159,18 @@ def launch_params(kernel: str, M: int, K: int, *, dtype=None, block=(128, 128)):
     """
     if kernel == "quant_rowwise_kernel":
         bm, bk = 4, min(1024, max(16, _pow2(K)))
-        ce = dict(QMAX=_QMAX[dtype], IS_INT=dtype == torch.int8, BLOCK_M=bm, BLOCK_K=bk)
+        ce = dict(QMAX=_QMAX[dtype], IS_INT=dtype == torch.int8, BLOCK_M=bm, BLOCK_K=bk,
+                  INT64_OFFSETS=bool(int64_offsets))
         return (_cdiv(M, bm),), ce, {"num_warps": 4}
     if kernel == "quant_block_kernel":
         gm, bk = block
         bm = max(gm, 32)
-        ce = dict(QMAX=_QMAX[dtype], GROUP_M=gm, BLOCK_M=bm, BLOCK_K=bk)
+        ce = dict(QMAX=_QMAX[dtype], GROUP_M=gm, BLOCK_M=bm, BLOCK_K=bk, INT64_OFFSETS=bool(int64_offsets))
         return (_cdiv(M, bm), _cdiv(K, bk)), ce, {"num_warps": 8 if bm * bk >= 128 * 128 else 4}
     if kernel in ("mxfp4_quant_kernel", "mxfp4_dequant_kernel"):
         bm, bk = 16, min(128, max(MXFP4_GROUP, _pow2(K)))
-        return (_cdiv(M, bm), _cdiv(K, bk)), dict(BLOCK_M=bm, BLOCK_K=bk), {"num_warps": 4}
+        return (_cdiv(M, bm), _cdiv(K, bk)), dict(BLOCK_M=bm, BLOCK_K=bk, INT64_OFFSETS=bool(int64_offsets)), \
+            {"num_warps": 4}
     raise ValueError(f"kernel: expected one of {', '.join(KERNELS)}, got {kernel!r}")
 
 
@@ -204,12 +208,6 @@ def static_spec(kernel: str, target, *, x_dtype=torch.bfloat16, dtype=None, bloc
 
 # ----------------------------------------------------------------------------- implementations
 
-def _operand(t):
-    """t itself, unless a column offset (k * stride(1), computed in int32 by the kernels; row offsets
-    are int64) could overflow: then a contiguous copy."""
-    return t if t.stride(1) * t.shape[1] < 2**31 else t.contiguous()
-
-
 def _rowwise_impl(x, dtype):
     M, Kd = x.shape
     q = torch.empty((M, Kd), dtype=dtype, device=x.device)
@@ -217,8 +215,7 @@ def _rowwise_impl(x, dtype):
     if M == 0:
         return q, scale
     _check_runnable(x, dtype)
-    grid, ce, opts = launch_params("quant_rowwise_kernel", M, Kd, dtype=dtype)
-    x = _operand(x)
+    grid, ce, opts = launch_params("quant_rowwise_kernel", M, Kd, dtype=dtype, int64_offsets=C.int64_offsets(x, q))
     L.launch(K.quant_rowwise_kernel, grid, x, q, scale, M, Kd, x.stride(0), x.stride(1), **ce, **opts)
     C.LAUNCHES["quant_rowwise_kernel"] += 1
     return q, scale
@@ -244,8 +241,8 @@ def _block_impl(x, block, dtype):
     if q.numel() == 0:
         return q, scale
     _check_runnable(x, dtype)
-    grid, ce, opts = launch_params("quant_block_kernel", M, Kd, dtype=dtype, block=block)
-    x = _operand(x)
+    grid, ce, opts = launch_params("quant_block_kernel", M, Kd, dtype=dtype, block=block,
+                                   int64_offsets=C.int64_offsets(x, q, scale))
     L.launch(K.quant_block_kernel, grid, x, q, scale, M, Kd, x.stride(0), x.stride(1), scale.stride(0), scale.stride(1),
              **ce, **opts)
     C.LAUNCHES["quant_block_kernel"] += 1
@@ -259,8 +256,7 @@ def _mxfp4_quant_impl(x):
     if packed.numel() == 0:
         return packed, scales
     C.check_device_supported(x)
-    grid, ce, opts = launch_params("mxfp4_quant_kernel", M, Kd)
-    x = _operand(x)
+    grid, ce, opts = launch_params("mxfp4_quant_kernel", M, Kd, int64_offsets=C.int64_offsets(x, packed, scales))
     L.launch(K.mxfp4_quant_kernel, grid, x, packed, scales, M, Kd, x.stride(0), x.stride(1), **ce, **opts)
     C.LAUNCHES["mxfp4_quant_kernel"] += 1
     return packed, scales
@@ -272,8 +268,7 @@ def _mxfp4_dequant_impl(packed, scales):
     if y.numel() == 0:
         return y
     C.check_device_supported(packed, "packed")
-    grid, ce, opts = launch_params("mxfp4_dequant_kernel", M, Kd)
-    packed, scales = _operand(packed), _operand(scales)
+    grid, ce, opts = launch_params("mxfp4_dequant_kernel", M, Kd, int64_offsets=C.int64_offsets(packed, scales, y))
     L.launch(K.mxfp4_dequant_kernel, grid, packed, scales, y, M, Kd, packed.stride(0), packed.stride(1),
                                  scales.stride(0), scales.stride(1), **ce, **opts)
     C.LAUNCHES["mxfp4_dequant_kernel"] += 1
@@ -427,8 +422,8 @@ def _scale_ref(amax, qmax):
 
 def _quantize_ref(xf, scale, dtype):
     qmax = _QMAX[dtype]
-    v = torch.clamp(xf / scale, -qmax, qmax)
-    v = torch.where(torch.isnan(v), torch.zeros_like(v), v)
+    v = xf / scale
+    v = torch.clamp(torch.where(torch.isnan(v), torch.zeros_like(v), v), -qmax, qmax)
     return torch.round(v).to(dtype) if dtype == torch.int8 else v.to(dtype)
 
 
@@ -509,7 +504,7 @@ def dequantize_mxfp4_ref(packed, scales):
     values = torch.tensor(_E2M1_VALUES, dtype=torch.float32, device=packed.device)[codes]
     b = scales.to(torch.float64)
     scale = torch.where(b == 255, torch.full_like(b, float("nan")), torch.exp2(b - 127)).float()
-    return (values.reshape(M, -1, MXFP4_GROUP) * scale[..., None]).reshape(M, Kd)
+    return (values.reshape(M, Kd // MXFP4_GROUP, MXFP4_GROUP) * scale[..., None]).reshape(M, Kd)
 
 
 def dequantize_ref(q, scale, block=None):

@@ -32,7 +32,7 @@ def activation_ref(v: torch.Tensor, activation: str | None) -> torch.Tensor:
 def gemm_a16w16_ref(x, w, bias=None, activation=None) -> torch.Tensor:
     """act(x @ w.T + bias) in float64 on the CPU, shape (..., N)."""
     x64 = x.detach().to("cpu", torch.float64)
-    y = x64.reshape(-1, x.shape[-1]) @ w.detach().to("cpu", torch.float64).T
+    y = x64.reshape(x.shape[:-1].numel(), x.shape[-1]) @ w.detach().to("cpu", torch.float64).T
     if bias is not None:
         y = y + bias.detach().to("cpu", torch.float64)
     return activation_ref(y, activation).reshape(tuple(x.shape[:-1]) + (w.shape[0],))

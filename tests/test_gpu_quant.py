@@ -63,6 +63,30 @@ def test_zero_rows_and_blocks():
         assert torch.isfinite(s.float()).all()
 
 
+# (row slice, column slice) of q that a NaN at x[4, 150] poisons, per quantizer (mxfp4: packed bytes of its group).
+NAN_REGION = {"fp8_block_1x128": (slice(4, 5), slice(128, 256)), "fp8_block_128x128": (slice(0, 128), slice(128, 256)),
+              "mxfp4": (slice(4, 5), slice(64, 80))}
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32], ids=["bf16", "fp32"])
+@pytest.mark.parametrize("name", QUANTIZERS)
+def test_nan_poisons_only_its_row_or_block(name, dtype):
+    """A NaN: its row / block gets a NaN scale (mxfp4: byte 255) and q = 0 (bit pattern 0), with the GPUs' min / max,
+    which drop NaN (a NaN reaching the clamp would come out as -QMAX: fp8 -448, int8 -127); every other element
+    bitwise equal to the reference."""
+    x = spread(200, 384, dtype)
+    x[4, 150] = float("nan")
+    q, s = QUANTIZERS[name][0](x)
+    qr, sr = QUANTIZERS[name][1](x)
+    assert_bitwise(s, sr, "scale")
+    assert_bitwise(q, qr, "q")
+    region = NAN_REGION.get(name, (slice(4, 5), slice(None)))
+    assert (q[region].contiguous().view(torch.uint8) == 0).all(), f"{name}: q of the NaN's row / block is not 0"
+    s_flat = s.flatten()
+    bad = (s_flat == 255) if name == "mxfp4" else torch.isnan(s_flat)
+    assert int(bad.sum()) == 1, f"{name}: {int(bad.sum())} NaN scales (expected the NaN's own one)"
+
+
 @pytest.mark.parametrize("M,N,K", [(1, 4096, 4096), (257, 1000, 2048), (4096, 4096, 7168)])
 def test_quantize_then_gemm(M, N, K):
     """quantize_fp8_per_token / per_channel -> gemm_a8w8 and quantize_fp8_blockwise -> the

@@ -14,6 +14,7 @@ import torch
 
 from .. import arch as _arch
 from .. import configs as _configs
+from ..kernels import _interpreter
 
 # Kernel launches per kernel name. Tests read it to prove a result came from a
 # Triton kernel (in the interpreter on CPU) and not from a torch fallback.
@@ -22,16 +23,20 @@ LAUNCHES: collections.Counter = collections.Counter()
 FLOAT16_DTYPES = (torch.bfloat16, torch.float16)
 FP8_E4M3_DTYPES = (torch.float8_e4m3fn, torch.float8_e4m3fnuz)
 OUT_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
+_PLAIN = (torch.Tensor, torch.nn.Parameter)  # real tensors (not fake, functional or other subclasses)
 
 
 def interpreting() -> bool:
-    """True when Triton runs kernels in its CPU interpreter (TRITON_INTERPRET=1)."""
-    return os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
+    """True when gemmkit's kernels run in Triton's CPU interpreter (TRITON_INTERPRET=1 was set when
+    gemmkit was imported: kernels/_interpreter.py)."""
+    return _interpreter.active()
 
 
 def check_tensor(name, t, *, dtypes=None, ndim=None, min_ndim=None):
     if not isinstance(t, torch.Tensor):
         raise TypeError(f"{name}: expected a torch.Tensor, got {type(t).__name__}")
+    if t.layout != torch.strided:
+        raise TypeError(f"{name}: expected a dense (strided) tensor, got layout {t.layout} (call .to_dense())")
     if dtypes is not None and t.dtype not in dtypes:
         raise TypeError(f"{name}: expected dtype {' or '.join(map(str, dtypes))}, got {t.dtype}")
     if ndim is not None and t.dim() != ndim:
@@ -59,6 +64,32 @@ def check_no_overlap(name, t):
                          f"{tuple(t.stride())} for shape {tuple(t.shape)} (an expand()ed view?)")
 
 
+def _address_range(t):
+    """[first byte, one past the last byte) that `t`'s elements occupy (strides are never negative in torch)."""
+    extent = sum((size - 1) * stride for size, stride in zip(t.shape, t.stride()))
+    start = t.data_ptr()
+    return start, start + (extent + 1) * t.element_size()
+
+
+def check_out_disjoint(out_name, out, **inputs):
+    """An output that shares memory with an input is overwritten while the kernel still reads it (tiles
+    race each other): refuse it. Conservative: two tensors whose address ranges intersect are refused
+    even if their elements interleave without touching (a column slice beside another). Checked on
+    real tensors only (fake tensors under torch.compile have no memory; the custom op checks again)."""
+    if out is None or torch.compiler.is_compiling() or type(out) not in _PLAIN or out.device.type == "meta" \
+            or out.numel() == 0:
+        return
+    lo, hi = _address_range(out)
+    for name, t in inputs.items():
+        if t is None or type(t) not in _PLAIN or t.device != out.device or t.numel() == 0:
+            continue
+        t_lo, t_hi = _address_range(t)
+        if t_lo < hi and lo < t_hi:
+            raise ValueError(f"{out_name}: expected memory no other argument uses, but it overlaps {name} (bytes "
+                             f"[{lo:#x}, {hi:#x}) and [{t_lo:#x}, {t_hi:#x})): the kernel's stores to {out_name} would "
+                             f"race with its accesses to {name}; pass a separate output tensor")
+
+
 def fp8_dtype(target) -> torch.dtype:
     """The FP8 (E4M3) torch dtype `target`'s matrix units take (gemmkit.arch.Target.fp8_e4m3)."""
     return getattr(torch, target.fp8_e4m3)
@@ -67,9 +98,6 @@ def fp8_dtype(target) -> torch.dtype:
 def check_out_dtype(out_dtype):
     if out_dtype not in OUT_DTYPES:
         raise TypeError(f"out_dtype: expected one of {', '.join(map(str, OUT_DTYPES))}, got {out_dtype}")
-
-
-_PLAIN = (torch.Tensor, torch.nn.Parameter)
 
 
 def eager_call(*tensors) -> bool:
@@ -94,11 +122,10 @@ def check_device_supported(t, name="x"):
     if t.device.type == "cuda":
         return
     if t.device.type == "cpu":
-        if interpreting():
+        why = _interpreter.cpu_unavailable_reason()
+        if why is None:
             return
-        raise ValueError(
-            f"{name}: CPU tensors run only in the Triton interpreter (set TRITON_INTERPRET=1 before "
-            "importing gemmkit); gemmkit has no torch fallback")
+        raise ValueError(f"{name}: {why}")
     raise ValueError(f"{name}: expected a CUDA/HIP tensor, got device {t.device}")
 
 
@@ -158,3 +185,25 @@ def tma_compatible(*tensors) -> bool:
         if (t.stride(0) * t.element_size()) % 16 or t.shape[0] == 0 or t.shape[1] == 0:
             return False
     return True
+
+
+INT32_SPAN = 2**31  # element offsets below this fit the kernels' int32 offset arithmetic
+
+
+def int64_offsets(*tensors) -> bool:
+    """The INT64_OFFSETS constexpr of a launch (kernels/triton/_offsets.py): True when any tensor's largest
+    element offset, sum over dims of (size - 1) * stride, reaches 2**31, so an offset the kernels compute
+    in int32 (column index x column stride, a K step x its stride) could wrap. None, empty tensors and
+    anything without strides (a TMA descriptor) are skipped. Pass every tensor a kernel addresses by pointer
+    (operands, output, scales, bias, workspaces); `torch.empty(..., device="meta")` stands for a workspace
+    not yet allocated."""
+    for t in tensors:
+        if not isinstance(t, torch.Tensor):
+            continue
+        shape, stride = t.shape, t.stride()
+        if 0 in shape:
+            continue
+        # sum((n - 1) * s) = sum(n * s) - sum(s); torch strides are never negative
+        if sum([n * s for n, s in zip(shape, stride)]) - sum(stride) >= INT32_SPAN:
+            return True
+    return False

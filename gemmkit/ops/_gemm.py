@@ -141,16 +141,19 @@ def pointer_config(cfg: dict, scale: str) -> dict:
 # ----------------------------------------------------------------------------- what a launch specialises
 
 def constexprs(cfg: dict, target, *, tma: bool, has_bias: bool, activation: str, even_k: bool,
-               in_dtype=torch.bfloat16, scale: str = "none", scale_bn: int = 1, scale_bk: int = 1) -> dict:
+               in_dtype=torch.bfloat16, scale: str = "none", scale_bn: int = 1, scale_bk: int = 1,
+               int64_offsets: bool = False) -> dict:
     """The kernel's constexpr arguments, from the config, the target and the operands
-    (one place for the launch and the static compile)."""
+    (one place for the launch and the static compile). `int64_offsets`: the call's tensors span 2**31
+    elements or more (_common.int64_offsets; kernels/triton/_offsets.py)."""
     c = dict(BLOCK_M=cfg["BLOCK_SIZE_M"], BLOCK_N=cfg["BLOCK_SIZE_N"], BLOCK_K=cfg["BLOCK_SIZE_K"],
              GROUP_SIZE_M=cfg["GROUP_SIZE_M"], NUM_XCDS=target.num_xcds,
              HAS_BIAS=has_bias, ACTIVATION=activation, SPLIT_K=cfg["NUM_KSPLIT"],
              SCALE=scale, SCALE_BN=scale_bn, SCALE_BK=scale_bk,
              ACC_INT=in_dtype == torch.int8,
              # fp8 on sm_90: promote the wgmma partial sums to fp32 every K block of <= 128 (_mainloop.py).
-             PROMOTE_K=min(cfg["BLOCK_SIZE_K"], 128) if in_dtype in FP8_DTYPES else 0)
+             PROMOTE_K=min(cfg["BLOCK_SIZE_K"], 128) if in_dtype in FP8_DTYPES else 0,
+             INT64_OFFSETS=bool(int64_offsets))
     if not tma:
         c.update(EVEN_K=even_k, PERSISTENT=bool(cfg["persistent"]))
     return c
@@ -158,16 +161,17 @@ def constexprs(cfg: dict, target, *, tma: bool, has_bias: bool, activation: str,
 
 def static_spec(cfg: dict, target, *, dtype=torch.bfloat16, out_dtype=None, tma: bool | None = None,
                 has_bias: bool = True, activation: str = "none", even_k: bool = True, scale: str = "none",
-                scale_bn: int = 1, scale_bk: int = 1):
+                scale_bn: int = 1, scale_bk: int = 1, int64_offsets: bool = False):
     """(kernel, signature, constexprs, divisible, options) to compile a GEMM for `target` without a GPU.
 
     Describes the common aligned case as the JIT would specialise it: unit
-    stride on K constexpr, pointers and row strides divisible by 16 (`divisible`).
+    stride on K constexpr, pointers and row strides divisible by 16 (`divisible`); `int64_offsets`
+    compiles the variant a call with a span of 2**31 elements or more runs.
     """
     out_dtype = out_dtype or (dtype if dtype in C.FLOAT16_DTYPES else torch.bfloat16)
     tma = bool(cfg.get("tma")) and target.is_nvidia if tma is None else tma
     ce = constexprs(cfg, target, tma=tma, has_bias=has_bias, activation=activation, even_k=even_k,
-                    in_dtype=dtype, scale=scale, scale_bn=scale_bn, scale_bk=scale_bk)
+                    in_dtype=dtype, scale=scale, scale_bn=scale_bn, scale_bk=scale_bk, int64_offsets=int64_offsets)
     t_in, t_out = TL_DTYPE[dtype], TL_DTYPE[out_dtype]
     t_bias = t_in if dtype in C.FLOAT16_DTYPES else "bf16"
     scale_strides = {"stride_xsm": "i32", "stride_xsk": "i32", "stride_wsn": "i32", "stride_wsk": "i32"}
@@ -213,7 +217,8 @@ def reduce_static_spec(target, *, split_k: int = 4, dtype=torch.bfloat16, activa
     bm, bn = reduce_tile(2**20, 2**20)
     sig = {"ws_ptr": "*fp32", "bias_ptr": f"*{t}", "y_ptr": f"*{t}", "M": "i32", "N": "i32", "split_stride": "i32",
            "stride_ym": "i32", "stride_yn": "constexpr"}
-    ce = dict(stride_yn=1, SPLIT_K=split_k, BLOCK_M=bm, BLOCK_N=bn, HAS_BIAS=True, ACTIVATION=activation)
+    ce = dict(stride_yn=1, SPLIT_K=split_k, BLOCK_M=bm, BLOCK_N=bn, HAS_BIAS=True, ACTIVATION=activation,
+              INT64_OFFSETS=False)
     sig.update({k: "constexpr" for k in ce if k not in sig})
     return splitk_reduce_kernel, sig, ce, ["ws_ptr", "bias_ptr", "y_ptr", "stride_ym"], {"num_warps": REDUCE_WARPS}
 
@@ -240,10 +245,12 @@ MAX_PLANS = 4096  # plans are ~1 KiB; one per distinct (config, shape, strides, 
 def plan(x2, w, y, has_bias, activation, cfg, target, scaling: Scaling = NO_SCALING) -> Plan:
     """The path (TMA or pointer), grid, constexprs and options of a launch, cached under a key that
     holds everything they depend on: the config, the target, shapes, strides, dtypes, the epilogue,
-    the scaling and whether every base pointer is 16-byte aligned (TMA's rule)."""
+    the scaling (block scales: their strides too, for INT64_OFFSETS) and whether every base pointer is 16-byte
+    aligned (TMA's rule)."""
     key = (tuple(cfg.items()), target.arch, target.backend, target.num_cus, target.num_xcds, target.shared_mem_bytes,
            x2.shape, w.shape, x2.stride(), w.stride(), y.stride(), x2.dtype, y.dtype, has_bias, activation,
-           scaling.mode, scaling.block_n, scaling.block_k, (x2.data_ptr() | w.data_ptr() | y.data_ptr()) & 15 == 0)
+           scaling.mode, scaling.block_n, scaling.block_k, (x2.data_ptr() | w.data_ptr() | y.data_ptr()) & 15 == 0,
+           (scaling.x_scale.stride(), scaling.w_scale.stride()) if scaling.mode == "block" else None)
     p = _PLANS.get(key)
     if p is None:
         if len(_PLANS) >= MAX_PLANS:  # a server's ever-new M: start over rather than grow without bound
@@ -258,8 +265,12 @@ def _make_plan(x2, w, y, has_bias, activation, cfg, target, scaling):
     N = w.shape[0]
     bm, bn, bk = cfg["BLOCK_SIZE_M"], cfg["BLOCK_SIZE_N"], cfg["BLOCK_SIZE_K"]
     split_k = cfg["NUM_KSPLIT"]
+    # Every tensor the kernels address by pointer; the split-K workspace as `launch` allocates it. Bias and the
+    # rowcol scales are contiguous vectors of N / M elements.
+    part = torch.empty((split_k, M, N), dtype=torch.float32, device="meta") if split_k > 1 else None
+    wide = C.int64_offsets(x2, w, y, part, *((scaling.x_scale, scaling.w_scale) if scaling.mode == "block" else ()))
     common = dict(has_bias=has_bias, activation=activation, in_dtype=x2.dtype, scale=scaling.mode,
-                  scale_bn=scaling.block_n, scale_bk=scaling.block_k)
+                  scale_bn=scaling.block_n, scale_bk=scaling.block_k, int64_offsets=wide)
     tma = choose_path(cfg, target, x2, w, y) == "tma"
     if tma:
         ce = constexprs(cfg, target, tma=True, even_k=False, **common)
@@ -271,16 +282,17 @@ def _make_plan(x2, w, y, has_bias, activation, cfg, target, scaling):
     # One program per work id (tile x split), or a persistent grid of one program per CU.
     num_work = cdiv(M, bm) * cdiv(N, bn) * split_k
     grid = (persistent_grid(num_work, target.num_cus, target.num_xcds) if cfg["persistent"] else num_work,)
-    reduce_grid, reduce_kwargs = reduce_plan(M, N, split_k, has_bias, activation, target)
+    reduce_grid, reduce_kwargs = reduce_plan(M, N, split_k, has_bias, activation, target, wide)
     return Plan(tma=tma, kernel=kernel, grid=grid, kwargs={**ce, **C.compiler_options(cfg, target)}, blocks=blocks,
                 split_k=split_k, reduce_grid=reduce_grid, reduce_kwargs=reduce_kwargs)
 
 
-def reduce_plan(M, N, split_k, has_bias, activation, target):
+def reduce_plan(M, N, split_k, has_bias, activation, target, int64_offsets=False):
     """(grid, constexprs and options) of the split-K reduce of an M x N output (`reduce_tile`)."""
     rbm, rbn = reduce_tile(M, N, 2 * target.num_cus)
     return (cdiv(M, rbm), cdiv(N, rbn)), dict(SPLIT_K=split_k, BLOCK_M=rbm, BLOCK_N=rbn, HAS_BIAS=has_bias,
-                                              ACTIVATION=activation, num_warps=REDUCE_WARPS)
+                                              ACTIVATION=activation, INT64_OFFSETS=bool(int64_offsets),
+                                              num_warps=REDUCE_WARPS)
 
 
 def launch_reduce(ws, split_stride, split_k, bias, y, activation, target, compile_only=False, grid=None, kwargs=None):
@@ -290,7 +302,7 @@ def launch_reduce(ws, split_stride, split_k, bias, y, activation, target, compil
     a cached `reduce_plan` (the Triton tier's Plan)."""
     M, N = y.shape
     if grid is None:
-        grid, kwargs = reduce_plan(M, N, split_k, bias is not None, activation, target)
+        grid, kwargs = reduce_plan(M, N, split_k, bias is not None, activation, target, C.int64_offsets(ws, y))
     L.launcher(splitk_reduce_kernel, grid, compile_only)(
         ws, bias if bias is not None else y, y, M, N, split_stride, y.stride(0), y.stride(1), **kwargs)
     C.LAUNCHES["splitk_reduce_kernel"] += not compile_only
@@ -313,7 +325,8 @@ def launch_tail_reduce(part, first_tile, tail, splits, bm, bn, group_size_m, bia
     rows = tail_reduce_rows(bm, tail, 2 * target.num_cus)
     L.launcher(tail_reduce_kernel, (tail, bm // rows), compile_only)(
         part, bias if bias is not None else y, y, M, N, y.stride(0), y.stride(1), first_tile, SPLITS=splits,
-        BM=bm, BN=bn, ROWS=rows, GROUP_SIZE_M=group_size_m, HAS_BIAS=bias is not None, num_warps=REDUCE_WARPS)
+        BM=bm, BN=bn, ROWS=rows, GROUP_SIZE_M=group_size_m, HAS_BIAS=bias is not None,
+        INT64_OFFSETS=C.int64_offsets(part, y), num_warps=REDUCE_WARPS)
     C.LAUNCHES["tail_reduce_kernel"] += not compile_only
 
 

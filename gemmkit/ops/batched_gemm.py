@@ -107,6 +107,7 @@ def _check_a16w16(x, w, bias, activation, out_dtype, out=None):
     _normalize_activation(activation)
     _check_out(out, B, M, N, out_dtype)
     C.check_same_device(x=x, w=w, bias=bias, out=out)
+    C.check_out_disjoint("out", out, x=x, w=w, bias=bias)
     return B, M, N, K
 
 
@@ -121,6 +122,7 @@ def _check_a8w8(x, w, x_scale, w_scale, bias, out_dtype, out=None):
     _check_bias(bias, B, N, BIAS_DTYPES_A8W8)
     _check_out(out, B, M, N, out_dtype)
     C.check_same_device(x=x, w=w, x_scale=x_scale, w_scale=w_scale, bias=bias, out=out)
+    C.check_out_disjoint("out", out, x=x, w=w, x_scale=x_scale, w_scale=w_scale, bias=bias)
     return B, M, N, K
 
 
@@ -139,11 +141,13 @@ def choose_path(cfg, target, x, w, y) -> str:
     return "pointer"
 
 
-def constexprs(cfg, target, *, tma, has_bias, activation, even_k, in_dtype, scale):
-    """The dense kernels' constexprs (ops/_gemm.constexprs: ACC_INT, PROMOTE_K, ...) minus split-K / block scale."""
+def constexprs(cfg, target, *, tma, has_bias, activation, even_k, in_dtype, scale, int64_offsets=False):
+    """The dense kernels' constexprs (ops/_gemm.constexprs: ACC_INT, PROMOTE_K, INT64_OFFSETS, ...) minus split-K /
+    block scale; the TMA kernel has no int32 offset product, so no INT64_OFFSETS either
+    (kernels/triton/batched_gemm_tma.py)."""
     ce = G.constexprs(cfg, target, tma=tma, has_bias=has_bias, activation=activation, even_k=even_k,
-                      in_dtype=in_dtype, scale=scale)
-    for key in _DENSE_ONLY:
+                      in_dtype=in_dtype, scale=scale, int64_offsets=int64_offsets)
+    for key in _DENSE_ONLY + (("INT64_OFFSETS",) if tma else ()):
         ce.pop(key)
     return ce
 
@@ -217,7 +221,8 @@ def launch(x, w, bias, y, activation, cfg, target, scaling=G.NO_SCALING, compile
         C.LAUNCHES["batched_gemm_tma_kernel"] += not compile_only
     else:
         x, w = _operand(x), _operand(w)
-        ce = constexprs(cfg, target, tma=False, even_k=K % bk == 0, **common)
+        ce = constexprs(cfg, target, tma=False, even_k=K % bk == 0,
+                        int64_offsets=C.int64_offsets(x, w, y, bias, *((xs, wsc) if rowcol else ())), **common)
         kernel = batched_gemm_kernel
         L.launcher(kernel, grid, compile_only)(
             x, w, xs, wsc, bias_arg, y, B, M, N, K, *x.stride(), *w.stride(), *y.stride(), *scale_strides,
@@ -240,6 +245,7 @@ def _rows(s, B, L):
 def _run_a16w16(x, w, bias, activation, config, y, compile_only=False):
     B, M, K = x.shape
     N = w.shape[1]
+    C.check_device_supported(x)  # first: a CPU call without the interpreter raises, empty or not
     if B == 0 or M == 0 or N == 0:
         return
     if K == 0:  # the empty sum: act(0 + bias) in every row
@@ -249,7 +255,6 @@ def _run_a16w16(x, w, bias, activation, config, y, compile_only=False):
         y.copy_(activation_ref(row, activation).expand(B, M, N) if row.dim() == 1 else
                 activation_ref(row, activation)[:, None, :].expand(B, M, N))
         return
-    C.check_device_supported(x)
     target = C.target_for(x.device)
     cfg, _source = C.resolve_config(OP_A16W16, config, target, M, N, K)
     launch(x, w, _bias_arg(bias), y, activation, cfg, target, compile_only=compile_only)
@@ -330,13 +335,13 @@ def compile_for_a16w16(x, w, config: dict, bias=None, out_dtype=None):
 def _run_a8w8(x, w, x_scale, w_scale, bias, config, y, compile_only=False):
     B, M, K = x.shape
     N = w.shape[1]
+    C.check_device_supported(x)  # first: a CPU call without the interpreter raises, empty or not
     if B == 0 or M == 0 or N == 0:
         return
     if K == 0:  # the empty sum, scaled: bias (or zeros) in every row
         row = bias.float() if bias is not None else torch.zeros(N, device=x.device)
         y.copy_(row.expand(B, M, N) if row.dim() == 1 else row[:, None, :].expand(B, M, N))
         return
-    C.check_device_supported(x)
     target = C.target_for(x.device)
     check_fp8_flavour(x, target)
     cfg, _source = C.resolve_config(TABLE_OP_A8W8["int8" if x.dtype == torch.int8 else "fp8"], config, target,
@@ -433,13 +438,14 @@ def isa_cases(archs):
         yield from hopper_pingpong_batched.isa_cases(archs, op=ISA_OP)
 
 
-def static_spec(cfg, target, *, dtype=torch.bfloat16, tma=None, has_bias=True, scale="none"):
+def static_spec(cfg, target, *, dtype=torch.bfloat16, tma=None, has_bias=True, scale="none", int64_offsets=False):
     """(kernel, signature, constexprs, divisible, options) of a batched launch as the JIT specialises
-    the common aligned case: unit stride on K and N, pointers and row / batch strides divisible by 16."""
+    the common aligned case: unit stride on K and N, pointers and row / batch strides divisible by 16
+    (`int64_offsets`: the pointer kernel's variant for a call whose tensors span 2**31 elements or more)."""
     out_dtype = dtype if dtype in C.FLOAT16_DTYPES else torch.bfloat16
     tma = bool(cfg.get("tma")) and target.is_nvidia if tma is None else tma
     ce = constexprs(cfg, target, tma=tma, has_bias=has_bias, activation="none", even_k=True, in_dtype=dtype,
-                    scale=scale)
+                    scale=scale, int64_offsets=int64_offsets)
     t_in, t_out = G.TL_DTYPE[dtype], G.TL_DTYPE[out_dtype]
     t_bias = t_in if dtype in C.FLOAT16_DTYPES else "bf16"
     bm, bn, bk = cfg["BLOCK_SIZE_M"], cfg["BLOCK_SIZE_N"], cfg["BLOCK_SIZE_K"]

@@ -62,8 +62,9 @@ def _check_out(out, want_shape, out_dtype):
         raise ValueError(f"out: expected shape {want_shape}, got {tuple(out.shape)}")
     if out.dtype != out_dtype:
         raise TypeError(f"out: expected dtype {out_dtype} (out_dtype), got {out.dtype}")
+    C.check_no_overlap("out", out)
     try:
-        out.view(-1, want_shape[-1])
+        out.view(out.shape[:-1].numel(), want_shape[-1])  # not -1: ambiguous for an empty out
     except RuntimeError:
         raise ValueError(f"out: expected a tensor viewable as (M, {want_shape[-1]}), got strides {out.stride()}") from None
 
@@ -87,6 +88,7 @@ def _check_gated(x, w_gate_up, activation, out_dtype, out=None):
     C.check_out_dtype(out_dtype)
     _check_out(out, tuple(x.shape[:-1]) + (I,), out_dtype)
     C.check_same_device(x=x, w_gate_up=w_gate_up, out=out)
+    C.check_out_disjoint("out", out, x=x, w_gate_up=w_gate_up)
     return I, K
 
 
@@ -102,6 +104,7 @@ def _check_ffn(x, w_gate_up, w_down, activation, out_dtype, out=None):
     C.check_out_dtype(out_dtype)
     _check_out(out, tuple(x.shape), out_dtype)
     C.check_same_device(x=x, w_gate_up=w_gate_up, w_down=w_down, out=out)
+    C.check_out_disjoint("out", out, x=x, w_gate_up=w_gate_up, w_down=w_down)
     return I, K
 
 
@@ -163,12 +166,15 @@ def choose_path(cfg, target, x2, w, y) -> str:
     return "pointer"
 
 
-def constexprs(cfg: dict, target, *, tma: bool, activation: str, even_k: bool) -> dict:
+def constexprs(cfg: dict, target, *, tma: bool, activation: str, even_k: bool, int64_offsets: bool = False) -> dict:
+    """The gated kernels' constexprs (one place for the launch and the static compile). `int64_offsets`
+    (pointer kernel): the call's tensors span 2**31 elements or more (_common.int64_offsets); the TMA
+    kernel has no int32 offset product and takes none."""
     c = dict(BLOCK_M=cfg["BLOCK_SIZE_M"], BLOCK_N=cfg["BLOCK_SIZE_N"], BLOCK_K=cfg["BLOCK_SIZE_K"],
              GROUP_SIZE_M=cfg["GROUP_SIZE_M"], NUM_XCDS=target.num_xcds, ACTIVATION=activation,
              SPLIT_K=cfg["NUM_KSPLIT"])
     if not tma:
-        c.update(EVEN_K=even_k, PERSISTENT=bool(cfg["persistent"]))
+        c.update(EVEN_K=even_k, PERSISTENT=bool(cfg["persistent"]), INT64_OFFSETS=bool(int64_offsets))
     return c
 
 
@@ -196,7 +202,8 @@ def launch_gated(x2, w, y, activation, cfg, target, compile_only=False):
             TensorDescriptor.from_tensor(y, [bm, bn]), part, M, I, K, **ce, **opts)
         C.LAUNCHES["gemm_gated_tma_kernel"] += not compile_only
     else:
-        ce = constexprs(cfg, target, tma=False, activation=activation, even_k=K % bk == 0)
+        ce = constexprs(cfg, target, tma=False, activation=activation, even_k=K % bk == 0,
+                        int64_offsets=C.int64_offsets(x2, w, y, part if split_k > 1 else None))
         kernel = gemm_gated_kernel
         L.launcher(kernel, grid, compile_only)(
             x2, w, y, part, M, I, K, x2.stride(0), x2.stride(1), w.stride(0), w.stride(1), y.stride(0), y.stride(1),
@@ -208,7 +215,7 @@ def launch_gated(x2, w, y, activation, cfg, target, compile_only=False):
         kernel = gated_splitk_reduce_kernel
         L.launcher(kernel, rgrid, compile_only)(
             part, y, M, I, M * 2 * I, y.stride(0), y.stride(1), SPLIT_K=split_k, BLOCK_M=rbm, BLOCK_N=rbn,
-            ACTIVATION=activation, num_warps=G.REDUCE_WARPS)
+            ACTIVATION=activation, INT64_OFFSETS=C.int64_offsets(part, y), num_warps=G.REDUCE_WARPS)
         C.LAUNCHES["gated_splitk_reduce_kernel"] += not compile_only
 
 
@@ -223,12 +230,12 @@ def reduce_tile(M: int, I: int):
 def _gated_2d(x, w_gate_up, activation, config, h2, compile_only=False):
     """h2 (M, I) = act(x Wg.T) * (x Wu.T) for x flattened to (M, K)."""
     M, (I, K) = h2.shape[0], (w_gate_up.shape[0] // 2, w_gate_up.shape[1])
+    C.check_device_supported(x)  # first: a CPU call without the interpreter raises, empty or not
     if M == 0 or I == 0:
         return
     if K == 0:  # empty sums: act(0) * 0 = 0
         h2.zero_()
         return
-    C.check_device_supported(x)
     target = C.target_for(x.device)
     cfg, _source = C.resolve_config(OP, config, target, M, I, K)
     launch_gated(G.matrix_operand(x.reshape(M, K)), G.matrix_operand(w_gate_up), h2, activation, cfg, target,
@@ -245,6 +252,7 @@ def _run_ffn(x, w_gate_up, w_down, activation, config, y_full, compile_only=Fals
     I, K = w_gate_up.shape[0] // 2, w_gate_up.shape[1]
     M = x.shape[:-1].numel()
     y = y_full.view(M, K)
+    C.check_device_supported(x)  # first: a CPU call without the interpreter raises, empty or not
     if M == 0 or K == 0:
         return
     if I == 0:  # h is (M, 0): the down projection's sums are empty
@@ -419,7 +427,7 @@ def reduce_static_spec(target, *, split_k: int = 4, dtype=torch.bfloat16, activa
     bm, bn = reduce_tile(2**20, 2**20)
     sig = {"ws_ptr": "*fp32", "y_ptr": f"*{t}", "M": "i32", "I": "i32", "split_stride": "i32",
            "stride_ym": "i32", "stride_yn": "constexpr"}
-    ce = dict(stride_yn=1, SPLIT_K=split_k, BLOCK_M=bm, BLOCK_N=bn, ACTIVATION=activation)
+    ce = dict(stride_yn=1, SPLIT_K=split_k, BLOCK_M=bm, BLOCK_N=bn, ACTIVATION=activation, INT64_OFFSETS=False)
     sig.update({k: "constexpr" for k in ce if k not in sig})
     return gated_splitk_reduce_kernel, sig, ce, ["ws_ptr", "y_ptr", "stride_ym"], {"num_warps": G.REDUCE_WARPS}
 

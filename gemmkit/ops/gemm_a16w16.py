@@ -61,6 +61,7 @@ def _check_inputs(x, w, bias, activation, out_dtype, out=None):
             raise TypeError(f"out: expected dtype {out_dtype} (out_dtype), got {out.dtype}")
         C.check_no_overlap("out", out)
     C.check_same_device(x=x, w=w, bias=bias, out=out)
+    C.check_out_disjoint("out", out, x=x, w=w, bias=bias)
     return N, K
 
 
@@ -70,13 +71,13 @@ def _run(x, w, bias, activation, out_dtype, config, y_full, compile_only=False):
     N, K = w.shape
     M = x.shape[:-1].numel()
     y = y_full.view(M, N) if y_full.dim() != 2 else y_full
+    C.check_device_supported(x)  # first: a CPU call without the interpreter raises, empty or not
     if M == 0 or N == 0:
         return
     if K == 0:  # the empty sum: act(0 + bias) in every row
         row = bias.float() if bias is not None else torch.zeros(N, device=x.device)
         y.copy_(_torch_activation(row, activation).expand(M, N))
         return
-    C.check_device_supported(x)
     target = C.target_for(x.device)
     cfg, _source = C.resolve_config(OP, config, target, M, N, K)
     launch(G.matrix_operand(x.reshape(M, K)), G.matrix_operand(w), bias.contiguous() if bias is not None else None,
@@ -129,7 +130,7 @@ def _torch_activation(v, activation):
 
 def _out_view_ok(out, N):
     try:
-        out.view(-1, N)
+        out.view(out.shape[:-1].numel(), N)  # not view(-1, N): -1 is ambiguous for an empty out
         return True
     except RuntimeError:
         return False

@@ -93,6 +93,7 @@ def _check_inputs(x, w, x_scale, w_scale, bias, out_dtype, out=None):
     C.check_out_dtype(out_dtype)
     _check_out(out, M, N, out_dtype)
     C.check_same_device(x=x, w=w, x_scale=x_scale, w_scale=w_scale, bias=bias, out=out)
+    C.check_out_disjoint("out", out, x=x, w=w, x_scale=x_scale, w_scale=w_scale, bias=bias)
     return M, N, K
 
 
@@ -101,12 +102,12 @@ def _check_inputs(x, w, x_scale, w_scale, bias, out_dtype, out=None):
 def _run(x, w, x_scale, w_scale, bias, config, y, compile_only=False):
     M, K = x.shape
     N = w.shape[0]
+    C.check_device_supported(x)  # first: a CPU call without the interpreter raises, empty or not
     if M == 0 or N == 0:
         return
     if K == 0:  # the empty sum, scaled: bias (or zeros) in every row
         y.copy_((bias.float() if bias is not None else torch.zeros(N, device=x.device)).expand(M, N))
         return
-    C.check_device_supported(x)
     target = C.target_for(x.device)
     check_fp8_flavour(x, target)
     cfg, _source = C.resolve_config(TABLE_OP["int8" if x.dtype == torch.int8 else "fp8"], config, target, M, N, K)

@@ -56,18 +56,19 @@ def _check_inputs(x, w, x_scale, w_scale, block_n, block_k, out_dtype, out=None)
     C.check_out_dtype(out_dtype)
     _check_out(out, M, N, out_dtype)
     C.check_same_device(x=x, w=w, x_scale=x_scale, w_scale=w_scale, out=out)
+    C.check_out_disjoint("out", out, x=x, w=w, x_scale=x_scale, w_scale=w_scale)
     return M, N, K
 
 
 def _run(x, w, x_scale, w_scale, block_n, block_k, config, y, compile_only=False):
     M, K = x.shape
     N = w.shape[0]
+    C.check_device_supported(x)  # first: a CPU call without the interpreter raises, empty or not
     if M == 0 or N == 0:
         return
     if K == 0:
         y.zero_()
         return
-    C.check_device_supported(x)
     target = C.target_for(x.device)
     check_fp8_flavour(x, target)
     cfg, _source = C.resolve_config(OP, config, target, M, N, K)
@@ -181,7 +182,7 @@ def isa_spec(case):
     sig = {"part_ptr": "*fp32", "bias_ptr": "*bf16", "y_ptr": "*bf16", "M": "i32", "N": "i32", "stride_ym": "i32",
            "stride_yn": "constexpr", "first_tile": "i32"}
     ce = dict(stride_yn=1, SPLITS=c["SPLIT_K"], BM=c["TILE_M"], BN=c["BLOCK_N"], ROWS=c["BLOCK_M"], GROUP_SIZE_M=8,
-              HAS_BIAS=False)
+              HAS_BIAS=False, INT64_OFFSETS=False)
     sig.update({k: "constexpr" for k in ce if k not in sig})
     return dict(kernel=_splitk_reduce.tail_reduce_kernel, signature=sig, constexprs=ce,
                 divisible=["part_ptr", "bias_ptr", "y_ptr", "stride_ym"], options={"num_warps": c["num_warps"]},

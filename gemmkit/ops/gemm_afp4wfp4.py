@@ -19,8 +19,8 @@ Targets (Triton 3.6):
                     bf16 wgmma / mma.sync; correct, at bf16 tensor-core speed at best
   gfx942 (MI300X)   not supported: Triton 3.6 fails to lower tl.dot_scaled with e2m1
                     operands for gfx942 ("Unsupported DotScaleOp"); the op raises ValueError
-  CPU interpreter   Triton 3.6's interpreter has no tl.dot_scaled; the tests add one
-                    (tests/test_afp4wfp4_interp.py says how), plain calls raise ValueError
+  CPU interpreter   Triton 3.6's interpreter has no tl.dot_scaled: gemmkit models it there
+                    (kernels/_interpreter.py: e2m1 x e2m1, E8M0 per 32, exact in fp32)
 """
 from __future__ import annotations
 
@@ -64,6 +64,7 @@ def _check_inputs(x, w, x_scale, w_scale, out_dtype, out=None):
     C.check_out_dtype(out_dtype)
     _check_out(out, M, N, out_dtype)
     C.check_same_device(x=x, w=w, x_scale=x_scale, w_scale=w_scale, out=out)
+    C.check_out_disjoint("out", out, x=x, w=w, x_scale=x_scale, w_scale=w_scale)
     return M, N, K
 
 
@@ -71,12 +72,6 @@ def _check_target(target, device):
     if target.arch in UNSUPPORTED_ARCHS:
         raise ValueError(f"x: gemm_afp4wfp4 does not run on {target.name} ({target.arch}): "
                          f"{UNSUPPORTED_ARCHS[target.arch]}")
-    if device.type == "cpu":
-        from triton.runtime import interpreter
-
-        if not hasattr(interpreter.InterpreterBuilder, "create_dot_scaled"):
-            raise ValueError("x: Triton 3.6's interpreter has no tl.dot_scaled, so gemm_afp4wfp4 cannot run on "
-                             "the CPU (tests/test_afp4wfp4_interp.py adds one to test the kernel)")
 
 
 def smem_bytes(cfg: dict, target) -> int:
@@ -114,11 +109,12 @@ def check_config(cfg: dict, target):
 
 # ----------------------------------------------------------------------------- launch
 
-def constexprs(cfg: dict, target, *, even_k: bool) -> dict:
-    """The kernel's constexprs from the config and the target (one place: launch and static compile)."""
+def constexprs(cfg: dict, target, *, even_k: bool, int64_offsets: bool = False) -> dict:
+    """The kernel's constexprs from the config and the target (one place: launch and static compile).
+    `int64_offsets`: the call's tensors span 2**31 elements or more (_common.int64_offsets)."""
     return dict(BLOCK_M=cfg["BLOCK_SIZE_M"], BLOCK_N=cfg["BLOCK_SIZE_N"], BLOCK_K=cfg["BLOCK_SIZE_K"],
                 GROUP_SIZE_M=cfg["GROUP_SIZE_M"], NUM_XCDS=target.num_xcds, EVEN_K=even_k,
-                PERSISTENT=bool(cfg["persistent"]), SPLIT_K=cfg["NUM_KSPLIT"])
+                PERSISTENT=bool(cfg["persistent"]), SPLIT_K=cfg["NUM_KSPLIT"], INT64_OFFSETS=bool(int64_offsets))
 
 
 def _launch(x, w, xs, ws, y, cfg, target, compile_only=False):
@@ -128,7 +124,8 @@ def _launch(x, w, xs, ws, y, cfg, target, compile_only=False):
     num_work = G.cdiv(M, bm) * G.cdiv(N, bn) * split_k
     grid = (persistent_grid(num_work, target.num_cus, target.num_xcds) if cfg["persistent"] else num_work,)
     part = torch.empty((split_k, M, N), dtype=torch.float32, device=x.device) if split_k > 1 else y
-    ce = constexprs(cfg, target, even_k=K % bk == 0)
+    ce = constexprs(cfg, target, even_k=K % bk == 0,
+                    int64_offsets=C.int64_offsets(x, w, xs, ws, y, part if split_k > 1 else None))
     kernel = gemm_afp4wfp4_kernel
     L.launcher(kernel, grid, compile_only)(
         x, w, xs, ws, y, part, M, N, K, x.stride(0), x.stride(1), w.stride(0), w.stride(1), y.stride(0), y.stride(1),
@@ -140,29 +137,23 @@ def _launch(x, w, xs, ws, y, cfg, target, compile_only=False):
         reduce = splitk_reduce_kernel
         L.launcher(reduce, rgrid, compile_only)(
             part, y, y, M, N, M * N, y.stride(0), y.stride(1), SPLIT_K=split_k, BLOCK_M=rbm, BLOCK_N=rbn,
-            HAS_BIAS=False, ACTIVATION="none", num_warps=G.REDUCE_WARPS)
+            HAS_BIAS=False, ACTIVATION="none", INT64_OFFSETS=C.int64_offsets(part, y), num_warps=G.REDUCE_WARPS)
         C.LAUNCHES["splitk_reduce_kernel"] += not compile_only
-
-
-def _operand(t):
-    """Packed bytes and scales are read with any strides; only a column offset that could overflow
-    int32 (k * stride(1)) gets a contiguous copy."""
-    return t if t.stride(1) * t.shape[1] < 2**31 else t.contiguous()
 
 
 def _run(x, w, x_scale, w_scale, config, y, compile_only=False):
     M, N, K = x.shape[0], w.shape[0], 2 * x.shape[1]
+    C.check_device_supported(x)  # first: a CPU call without the interpreter raises, empty or not
     if M == 0 or N == 0:
         return
     if K == 0:  # the empty sum
         y.zero_()
         return
-    C.check_device_supported(x)
     target = C.target_for(x.device)
     _check_target(target, x.device)
     cfg, _source = C.resolve_config(OP, config, target, M, N, K)
     check_config(cfg, target)
-    _launch(_operand(x), _operand(w), _operand(x_scale), _operand(w_scale), y, cfg, target, compile_only)
+    _launch(x, w, x_scale, w_scale, y, cfg, target, compile_only)
 
 
 @torch.library.custom_op("gemmkit::gemm_afp4wfp4", mutates_args=())

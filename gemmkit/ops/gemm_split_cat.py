@@ -71,6 +71,8 @@ def _check_split_cat(M, N, y, S1, S2, out_dtype, out):
             raise ValueError(f"{name}: expected shape {want}, got {tuple(t.shape)}")
         if t.dtype != out_dtype:
             raise TypeError(f"{name}: expected dtype {out_dtype} (out_dtype), got {t.dtype}")
+        C.check_no_overlap(name, t)
+    C.check_out_disjoint("out[1]", out[1], **{"out[0]": out[0]})
     return D, S3
 
 
@@ -80,6 +82,8 @@ def _check_inputs16(x, w, y, S1, S2, bias, out_dtype, out=None):
     D, S3 = _check_split_cat(x.shape[0], N, y, S1, S2, out_dtype, out)
     outs = {} if out is None else {"out[0]": out[0], "out[1]": out[1]}
     C.check_same_device(x=x, w=w, y=y, bias=bias, **outs)
+    for name, t in outs.items():
+        C.check_out_disjoint(name, t, x=x, w=w, y=y, bias=bias)
     return x.shape[0], N, K, D, S3
 
 
@@ -87,7 +91,9 @@ def _check_inputs8(x, w, x_scale, w_scale, y, S1, S2, block_n, block_k, out_dtyp
     M, N, K = _bs_check_inputs(x, w, x_scale, w_scale, block_n, block_k, out_dtype)
     D, S3 = _check_split_cat(M, N, y, S1, S2, out_dtype, out)
     outs = {} if out is None else {"out[0]": out[0], "out[1]": out[1]}
-    C.check_same_device(x=x, w=w, y=y, **outs)
+    C.check_same_device(x=x, w=w, x_scale=x_scale, w_scale=w_scale, y=y, **outs)
+    for name, t in outs.items():
+        C.check_out_disjoint(name, t, x=x, w=w, x_scale=x_scale, w_scale=w_scale, y=y)
     return M, N, K, D, S3
 
 
@@ -160,8 +166,9 @@ def _launch(x2, w, bias, y, c1, c2, S1, S2, cfg, target, scaling, compile_only=F
         else (0, 0, 0, 0)
     strides = (*y.stride(), *c1.stride(), *c2.stride())
     opts = C.compiler_options(cfg, target)
+    wide = C.int64_offsets(x2, w, y, c1, c2, bias, *((xs, wsc) if scaling.mode == "block" else ()))
     common = dict(has_bias=has_bias, activation="none", in_dtype=x2.dtype, scale=scaling.mode,
-                  scale_bn=scaling.block_n, scale_bk=scaling.block_k)
+                  scale_bn=scaling.block_n, scale_bk=scaling.block_k, int64_offsets=wide)
     split = split_constexprs(S1, S2, S3)
     in_bytes, out_bytes = x2.element_size(), c1.element_size()
     tma = False
@@ -210,12 +217,12 @@ def _run(x, w, bias, y, S1, S2, config, c1, c2, table_op, scaling=G.NO_SCALING, 
          compile_only=False):
     M, K = x.shape
     N = w.shape[0]
+    C.check_device_supported(x)  # first: a CPU call without the interpreter raises, empty or not
     if M == 0 or N == 0:
         return
     if K == 0:
         _empty_k(y, bias, c1, c2, S1, M, y.shape[1])
         return
-    C.check_device_supported(x)
     target = C.target_for(x.device)
     if check_fp8:
         check_fp8_flavour(x, target)

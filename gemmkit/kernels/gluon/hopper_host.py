@@ -19,6 +19,11 @@ and the split-K reduce's launch (ops/_gemm.launch_reduce, the Triton tier's redu
 Constraints (the kernels' own are in their files):
   - split-K: N % 4 == 0 (the fp32 workspace's rows must be 16-byte aligned for TMA); every split's K range
     starts below K (`fit_split_k` / `split_count`; `launch_dense` raises ValueError otherwise).
+  - Tensors spanning 2**31 elements or more need nothing here: x, w, y and the split-K workspace go through TMA
+    descriptors (64-bit strides, int32 coordinates per dim: every dim < 2**31), the bias by an index below N (the
+    batched kernels add an int64 batch offset), and the split-K reduce (the Triton tier's) sets its own
+    INT64_OFFSETS (ops/_gemm.launch_reduce). A transposed or column-major operand fails `tma_ok` and runs on the
+    Triton tier. (The FP8 kernel's block scales are read with int32 offsets: hopper_pingpong_fp8.unsupported.)
 """
 from __future__ import annotations
 

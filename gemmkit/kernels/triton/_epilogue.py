@@ -23,9 +23,13 @@ Constraints:
   - ACTIVATION is a constexpr string from ACTIVATIONS; anything else is a compile error.
   - bias is a contiguous (N,) vector (any float dtype; added in fp32).
   - SCALE == "rowcol": x_scale a contiguous (M,) and w_scale a contiguous (N,) fp32 vector.
+  - store_tile: row offsets int64; column offsets (offs_n * stride_yn) int32 unless INT64_OFFSETS
+    (_offsets.py; the host sets it when a span reaches 2**31 elements).
 """
 import triton
 import triton.language as tl
+
+from ._offsets import wide
 
 ACTIVATIONS = ("none", "relu", "gelu", "gelu_tanh", "silu")
 
@@ -100,8 +104,8 @@ def epilogue(acc, xs_ptr, wsc_ptr, bias_ptr, offs_m, offs_n, M, N,
 
 
 @triton.jit
-def store_tile(y_ptr, acc, offs_m, offs_n, M, N, stride_ym, stride_yn):
+def store_tile(y_ptr, acc, offs_m, offs_n, M, N, stride_ym, stride_yn, INT64_OFFSETS: tl.constexpr = False):
     """Masked pointer store of an epilogue-processed tile, cast to y's element type."""
-    ptrs = y_ptr + offs_m[:, None].to(tl.int64) * stride_ym + offs_n[None, :] * stride_yn
+    ptrs = y_ptr + offs_m[:, None].to(tl.int64) * stride_ym + wide(offs_n, INT64_OFFSETS)[None, :] * stride_yn
     mask = (offs_m[:, None] < M) & (offs_n[None, :] < N)
     tl.store(ptrs, acc.to(y_ptr.dtype.element_ty), mask=mask)

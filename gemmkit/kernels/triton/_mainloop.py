@@ -27,9 +27,14 @@ Constraints:
   - BLOCK_K divides SCALE_BK (SCALE == "block"): a K step never straddles two scale blocks.
   - Scale rows are read with the caller's row indices (wrapped mod M / N in the
     pointer kernel, masked in the TMA kernel), so edge tiles never read out of bounds.
+  - Row offsets are int64; column offsets (offs_k * stride_xk, kb * stride_xsk) and the K step's
+    pointer increment are int32 unless INT64_OFFSETS (_offsets.py; the host sets it when a span
+    reaches 2**31 elements).
 """
 import triton
 import triton.language as tl
+
+from ._offsets import wide
 
 
 @triton.jit
@@ -42,12 +47,13 @@ def scale_rows(xs_ptr, wsc_ptr, rows_x, rows_w, stride_xsm, stride_wsn, SCALE_BN
 
 @triton.jit
 def mma_step(acc, a, b, k_offset, xs_rows, ws_rows, mask_x, mask_w, stride_xsk, stride_wsk,
-             SCALE: tl.constexpr, SCALE_BK: tl.constexpr, PROMOTE_K: tl.constexpr):
+             SCALE: tl.constexpr, SCALE_BK: tl.constexpr, PROMOTE_K: tl.constexpr,
+             INT64_OFFSETS: tl.constexpr = False):
     """acc after one K step at K offset `k_offset` (see the module docstring). `xs_rows` /
     `ws_rows`: scale_rows() of the tile; `mask_x` / `mask_w`: which tile rows / columns exist."""
     if SCALE == "block":
         part = tl.dot(a, b.T, max_num_imprecise_acc=PROMOTE_K)
-        kb = k_offset // SCALE_BK
+        kb = wide(k_offset // SCALE_BK, INT64_OFFSETS)
         xs = tl.load(xs_rows + kb * stride_xsk, mask=mask_x, other=0.0)
         ws = tl.load(ws_rows + kb * stride_wsk, mask=mask_w, other=0.0)
         acc += part * xs[:, None] * ws[None, :]
@@ -61,14 +67,14 @@ def pointer_mainloop(x_ptr, w_ptr, xs_ptr, wsc_ptr, rows_x, rows_w, mask_x, mask
                      stride_xm, stride_xk, stride_wn, stride_wk, stride_xsm, stride_xsk, stride_wsn, stride_wsk,
                      BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, EVEN_K: tl.constexpr,
                      SCALE: tl.constexpr, SCALE_BN: tl.constexpr, SCALE_BK: tl.constexpr,
-                     ACC_INT: tl.constexpr, PROMOTE_K: tl.constexpr):
+                     ACC_INT: tl.constexpr, PROMOTE_K: tl.constexpr, INT64_OFFSETS: tl.constexpr):
     """acc[BLOCK_M, BLOCK_N] = sum over K steps [k_first, k_first + k_steps) of x[rows_x] @ w[rows_w].T.
 
     rows_x (BLOCK_M,) / rows_w (BLOCK_N,): row indices into x and w, all in bounds (callers wrap
     edge rows, e.g. offs_m % M, or map tile columns to any rows they like: the gated GEMM reads
     gate and up rows into one tile); mask_x / mask_w say which of them are real rows (for the
-    block scales). K tail masked unless EVEN_K. Row offsets are int64."""
-    offs_k = k_first * BLOCK_K + tl.arange(0, BLOCK_K)
+    block scales). K tail masked unless EVEN_K. Row offsets are int64, the others as INT64_OFFSETS says."""
+    offs_k = wide(k_first * BLOCK_K + tl.arange(0, BLOCK_K), INT64_OFFSETS)
     x_ptrs = x_ptr + rows_x[:, None].to(tl.int64) * stride_xm + offs_k[None, :] * stride_xk
     w_ptrs = w_ptr + rows_w[:, None].to(tl.int64) * stride_wn + offs_k[None, :] * stride_wk
     xs_rows, ws_rows = scale_rows(xs_ptr, wsc_ptr, rows_x, rows_w, stride_xsm, stride_wsn, SCALE_BN)
@@ -82,7 +88,7 @@ def pointer_mainloop(x_ptr, w_ptr, xs_ptr, wsc_ptr, rows_x, rows_w, mask_x, mask
             a = tl.load(x_ptrs, mask=tl.arange(0, BLOCK_K)[None, :] < k_left, other=0.0)
             b = tl.load(w_ptrs, mask=tl.arange(0, BLOCK_K)[None, :] < k_left, other=0.0)
         acc = mma_step(acc, a, b, (k_first + k) * BLOCK_K, xs_rows, ws_rows, mask_x, mask_w,
-                       stride_xsk, stride_wsk, SCALE, SCALE_BK, PROMOTE_K)
-        x_ptrs += BLOCK_K * stride_xk
-        w_ptrs += BLOCK_K * stride_wk
+                       stride_xsk, stride_wsk, SCALE, SCALE_BK, PROMOTE_K, INT64_OFFSETS)
+        x_ptrs += wide(BLOCK_K, INT64_OFFSETS) * stride_xk
+        w_ptrs += wide(BLOCK_K, INT64_OFFSETS) * stride_wk
     return acc

@@ -28,6 +28,8 @@ Constraints:
   - split_stride (>= M * N) is a host integer (64-bit when large); M and N may be
     specialised to constants (M == 1 in decode), so no tensor method is called on them.
   - BLOCK_M, BLOCK_N powers of two.
+  - Offsets: workspace and y rows int64; y's column offsets (offs_n * stride_yn) int32 unless INT64_OFFSETS
+    (_offsets.py; set by the host when a span reaches 2**31 elements).
 """
 import triton
 import triton.language as tl
@@ -45,7 +47,7 @@ PROMISES = (
 @triton.jit
 def splitk_reduce_kernel(ws_ptr, bias_ptr, y_ptr, M, N, split_stride, stride_ym, stride_yn,
                          SPLIT_K: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-                         HAS_BIAS: tl.constexpr, ACTIVATION: tl.constexpr):
+                         HAS_BIAS: tl.constexpr, ACTIVATION: tl.constexpr, INT64_OFFSETS: tl.constexpr):
     offs_m = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_n = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
     mask = (offs_m[:, None] < M) & (offs_n[None, :] < N)
@@ -54,13 +56,13 @@ def splitk_reduce_kernel(ws_ptr, bias_ptr, y_ptr, M, N, split_stride, stride_ym,
     for s in tl.static_range(SPLIT_K):
         acc += tl.load(ptrs + s * split_stride.to(tl.int64), mask=mask, other=0.0)
     acc = bias_activation(acc, bias_ptr, offs_n, N, HAS_BIAS, ACTIVATION)
-    store_tile(y_ptr, acc, offs_m, offs_n, M, N, stride_ym, stride_yn)
+    store_tile(y_ptr, acc, offs_m, offs_n, M, N, stride_ym, stride_yn, INT64_OFFSETS)
 
 
 @triton.jit
 def tail_reduce_kernel(part_ptr, bias_ptr, y_ptr, M, N, stride_ym, stride_yn, first_tile,
                        SPLITS: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, ROWS: tl.constexpr,
-                       GROUP_SIZE_M: tl.constexpr, HAS_BIAS: tl.constexpr):
+                       GROUP_SIZE_M: tl.constexpr, HAS_BIAS: tl.constexpr, INT64_OFFSETS: tl.constexpr):
     r = tl.program_id(0)  # tail tile r: partials r * SPLITS .. r * SPLITS + SPLITS - 1
     pid_m, pid_n = tile_coords(first_tile + r, tl.cdiv(M, BM), tl.cdiv(N, BN), GROUP_SIZE_M, 1)
     rows = tl.program_id(1) * ROWS + tl.arange(0, ROWS)
@@ -71,4 +73,4 @@ def tail_reduce_kernel(part_ptr, bias_ptr, y_ptr, M, N, stride_ym, stride_yn, fi
         acc += tl.load(ptrs + s * BM * BN)
     offs_n = pid_n * BN + cols
     acc = bias_activation(acc, bias_ptr, offs_n, N, HAS_BIAS, "none")
-    store_tile(y_ptr, acc, pid_m * BM + rows, offs_n, M, N, stride_ym, stride_yn)
+    store_tile(y_ptr, acc, pid_m * BM + rows, offs_n, M, N, stride_ym, stride_yn, INT64_OFFSETS)

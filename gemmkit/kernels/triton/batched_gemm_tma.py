@@ -30,6 +30,9 @@ Constraints:
   - Shared memory: num_stages * (BLOCK_M + BLOCK_N) * BLOCK_K * element bytes + the output
     staging tile, within the target's 227 KiB (ops/_gemm.smem_bytes).
   - No split-K.
+  - Offsets: TMA coordinates int32 per dim (B, M, N, K < 2**31; the descriptors' strides are 64-bit);
+    the pointer reads (scales, bias) are an int64 batch offset plus a unit-stride index, so this
+    kernel has no int32 offset product to widen and takes no INT64_OFFSETS (_offsets.py).
 """
 import triton
 import triton.language as tl

@@ -46,8 +46,10 @@ Constraints:
     (stride 1 on K is specialised by Triton and is the fast case); y any strides.
   - BLOCK_M, BLOCK_N, BLOCK_K powers of two >= 16 (tl.dot's minimum; int8/fp8 want BLOCK_K >= 32).
   - K tail masked unless EVEN_K (K % BLOCK_K == 0); M and N edges wrap on
-    load and mask on store. Row offsets into x, w, y are int64 (no overflow
-    for tensors above 2**31 elements).
+    load and mask on store.
+  - Offsets: rows of x, w, y (and the split-K slab) int64; column offsets, K steps and block-scale
+    columns int32 unless INT64_OFFSETS, which the host sets when any tensor of the call spans
+    2**31 elements or more (_offsets.py, ops/_common.int64_offsets). M, N, K < 2**31.
   - M, N, K >= 1 (the ops handle empty shapes and K == 0 without a launch).
   - SPLIT_K > 1 needs part: a contiguous fp32 (SPLIT_K, M, N) buffer; y is then untouched.
   - SCALE == "block": BLOCK_K divides SCALE_BK (see _mainloop.py).
@@ -88,7 +90,7 @@ def _gemm_tile(work_id, x_ptr, w_ptr, xs_ptr, wsc_ptr, bias_ptr, y_ptr, part_ptr
                GROUP_SIZE_M: tl.constexpr, NUM_XCDS: tl.constexpr, EVEN_K: tl.constexpr,
                HAS_BIAS: tl.constexpr, ACTIVATION: tl.constexpr, SPLIT_K: tl.constexpr,
                SCALE: tl.constexpr, SCALE_BN: tl.constexpr, SCALE_BK: tl.constexpr,
-               ACC_INT: tl.constexpr, PROMOTE_K: tl.constexpr):
+               ACC_INT: tl.constexpr, PROMOTE_K: tl.constexpr, INT64_OFFSETS: tl.constexpr):
     num_pid_m = tl.cdiv(M, BLOCK_M)
     num_pid_n = tl.cdiv(N, BLOCK_N)
     num_tiles = num_pid_m * num_pid_n
@@ -106,11 +108,12 @@ def _gemm_tile(work_id, x_ptr, w_ptr, xs_ptr, wsc_ptr, bias_ptr, y_ptr, part_ptr
     rows_w = offs_n % N
     acc = pointer_mainloop(x_ptr, w_ptr, xs_ptr, wsc_ptr, rows_x, rows_w, rows_x < M, rows_w < N, k_first, k_steps, K,
                            stride_xm, stride_xk, stride_wn, stride_wk, stride_xsm, stride_xsk, stride_wsn, stride_wsk,
-                           BLOCK_M, BLOCK_N, BLOCK_K, EVEN_K, SCALE, SCALE_BN, SCALE_BK, ACC_INT, PROMOTE_K)
+                           BLOCK_M, BLOCK_N, BLOCK_K, EVEN_K, SCALE, SCALE_BN, SCALE_BK, ACC_INT, PROMOTE_K,
+                           INT64_OFFSETS)
 
     if SPLIT_K == 1:
         out = epilogue(acc, xs_ptr, wsc_ptr, bias_ptr, offs_m, offs_n, M, N, SCALE, HAS_BIAS, ACTIVATION)
-        store_tile(y_ptr, out, offs_m, offs_n, M, N, stride_ym, stride_yn)
+        store_tile(y_ptr, out, offs_m, offs_n, M, N, stride_ym, stride_yn, INT64_OFFSETS)
     else:  # scaled fp32 partial sum; _splitk_reduce.py adds the splits in order, then bias and activation
         part = apply_scales(acc, xs_ptr, wsc_ptr, offs_m, offs_n, M, N, SCALE)
         store_tile(part_ptr + split.to(tl.int64) * M * N, part, offs_m, offs_n, M, N, N, 1)
@@ -124,7 +127,7 @@ def gemm_kernel(x_ptr, w_ptr, xs_ptr, wsc_ptr, bias_ptr, y_ptr, part_ptr, M, N, 
                 GROUP_SIZE_M: tl.constexpr, NUM_XCDS: tl.constexpr, EVEN_K: tl.constexpr,
                 HAS_BIAS: tl.constexpr, ACTIVATION: tl.constexpr, PERSISTENT: tl.constexpr,
                 SPLIT_K: tl.constexpr, SCALE: tl.constexpr, SCALE_BN: tl.constexpr, SCALE_BK: tl.constexpr,
-                ACC_INT: tl.constexpr, PROMOTE_K: tl.constexpr):
+                ACC_INT: tl.constexpr, PROMOTE_K: tl.constexpr, INT64_OFFSETS: tl.constexpr):
     if PERSISTENT:
         num_work = tl.cdiv(M, BLOCK_M) * tl.cdiv(N, BLOCK_N) * SPLIT_K
         for work_id in tl.range(tl.program_id(0), num_work, tl.num_programs(0)):
@@ -132,10 +135,10 @@ def gemm_kernel(x_ptr, w_ptr, xs_ptr, wsc_ptr, bias_ptr, y_ptr, part_ptr, M, N, 
                        stride_xm, stride_xk, stride_wn, stride_wk, stride_ym, stride_yn,
                        stride_xsm, stride_xsk, stride_wsn, stride_wsk,
                        BLOCK_M, BLOCK_N, BLOCK_K, GROUP_SIZE_M, NUM_XCDS, EVEN_K, HAS_BIAS, ACTIVATION, SPLIT_K,
-                       SCALE, SCALE_BN, SCALE_BK, ACC_INT, PROMOTE_K)
+                       SCALE, SCALE_BN, SCALE_BK, ACC_INT, PROMOTE_K, INT64_OFFSETS)
     else:
         _gemm_tile(tl.program_id(0), x_ptr, w_ptr, xs_ptr, wsc_ptr, bias_ptr, y_ptr, part_ptr, M, N, K,
                    stride_xm, stride_xk, stride_wn, stride_wk, stride_ym, stride_yn,
                    stride_xsm, stride_xsk, stride_wsn, stride_wsk,
                    BLOCK_M, BLOCK_N, BLOCK_K, GROUP_SIZE_M, NUM_XCDS, EVEN_K, HAS_BIAS, ACTIVATION, SPLIT_K,
-                   SCALE, SCALE_BN, SCALE_BK, ACC_INT, PROMOTE_K)
+                   SCALE, SCALE_BN, SCALE_BK, ACC_INT, PROMOTE_K, INT64_OFFSETS)

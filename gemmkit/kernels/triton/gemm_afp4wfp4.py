@@ -53,7 +53,9 @@ Constraints:
     (two +0 codes) and masked scales as 127 (2^0), so the tail adds exact zeros
     (never 0 * NaN from the E8M0 NaN byte 255).
   - Any row strides; the K strides of x, w, xs, ws are the stride_*k arguments
-    (1 is the fast case Triton specialises). Row offsets are int64.
+    (1 is the fast case Triton specialises). Row offsets are int64; column offsets and K steps
+    int32 unless INT64_OFFSETS (_offsets.py; the host sets it when a span reaches 2**31 elements).
+    M, N, K < 2**31.
   - A scale byte of 255 (E8M0 NaN) makes its 32 products NaN, as the format says.
   - M, N, K >= 1 (the op handles empty shapes and K == 0 without a launch).
   - Emulated targets (sm_90): Triton upcasts the scaled operands to bf16 before the MMA (its
@@ -64,6 +66,7 @@ import triton
 import triton.language as tl
 
 from ._epilogue import epilogue, store_tile
+from ._offsets import wide
 from ._schedule import split_k_range, tile_coords
 
 # E8M0 scale groups: one scale per MX_GROUP elements along K (OCP MX v1.0).
@@ -92,13 +95,14 @@ PROMISES = (
 @triton.jit
 def mxfp4_mainloop(x_ptr, w_ptr, xs_ptr, ws_ptr, rows_x, rows_w, k_first, k_steps, K,
                    stride_xm, stride_xk, stride_wn, stride_wk, stride_xsm, stride_xsk, stride_wsn, stride_wsk,
-                   BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, EVEN_K: tl.constexpr):
+                   BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, EVEN_K: tl.constexpr,
+                   INT64_OFFSETS: tl.constexpr):
     """acc[BLOCK_M, BLOCK_N] = sum over K steps [k_first, k_first + k_steps) of the MXFP4 product of
     x[rows_x] and w[rows_w] (row indices all in bounds; the caller wraps edge rows)."""
     BK_BYTES: tl.constexpr = BLOCK_K // 2
     BK_SCALES: tl.constexpr = BLOCK_K // MX_GROUP
-    offs_b = k_first * BK_BYTES + tl.arange(0, BK_BYTES)  # packed byte columns of this program's first step
-    offs_s = k_first * BK_SCALES + tl.arange(0, BK_SCALES)  # scale columns
+    offs_b = wide(k_first * BK_BYTES + tl.arange(0, BK_BYTES), INT64_OFFSETS)  # packed byte columns, first step
+    offs_s = wide(k_first * BK_SCALES + tl.arange(0, BK_SCALES), INT64_OFFSETS)  # scale columns
     x_ptrs = x_ptr + rows_x[:, None].to(tl.int64) * stride_xm + offs_b[None, :] * stride_xk
     w_ptrs = w_ptr + rows_w[:, None].to(tl.int64) * stride_wn + offs_b[None, :] * stride_wk
     xs_ptrs = xs_ptr + rows_x[:, None].to(tl.int64) * stride_xsm + offs_s[None, :] * stride_xsk
@@ -119,10 +123,10 @@ def mxfp4_mainloop(x_ptr, w_ptr, xs_ptr, ws_ptr, rows_x, rows_w, k_first, k_step
             sa = tl.load(xs_ptrs, mask=in_s, other=127)
             sb = tl.load(ws_ptrs, mask=in_s, other=127)
         acc = tl.dot_scaled(a, sa, "e2m1", b.T, sb, "e2m1", acc)
-        x_ptrs += BK_BYTES * stride_xk
-        w_ptrs += BK_BYTES * stride_wk
-        xs_ptrs += BK_SCALES * stride_xsk
-        ws_ptrs += BK_SCALES * stride_wsk
+        x_ptrs += wide(BK_BYTES, INT64_OFFSETS) * stride_xk
+        w_ptrs += wide(BK_BYTES, INT64_OFFSETS) * stride_wk
+        xs_ptrs += wide(BK_SCALES, INT64_OFFSETS) * stride_xsk
+        ws_ptrs += wide(BK_SCALES, INT64_OFFSETS) * stride_wsk
     return acc
 
 
@@ -132,7 +136,7 @@ def _afp4wfp4_tile(work_id, x_ptr, w_ptr, xs_ptr, ws_ptr, y_ptr, part_ptr, M, N,
                    stride_xsm, stride_xsk, stride_wsn, stride_wsk,
                    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
                    GROUP_SIZE_M: tl.constexpr, NUM_XCDS: tl.constexpr, EVEN_K: tl.constexpr,
-                   SPLIT_K: tl.constexpr):
+                   SPLIT_K: tl.constexpr, INT64_OFFSETS: tl.constexpr):
     num_pid_m = tl.cdiv(M, BLOCK_M)
     num_pid_n = tl.cdiv(N, BLOCK_N)
     num_tiles = num_pid_m * num_pid_n
@@ -145,10 +149,10 @@ def _afp4wfp4_tile(work_id, x_ptr, w_ptr, xs_ptr, ws_ptr, y_ptr, part_ptr, M, N,
     # Edge tiles re-read valid rows (wrapped, as in gemm.py); the masked store discards them.
     acc = mxfp4_mainloop(x_ptr, w_ptr, xs_ptr, ws_ptr, offs_m % M, offs_n % N, k_first, k_steps, K,
                          stride_xm, stride_xk, stride_wn, stride_wk, stride_xsm, stride_xsk, stride_wsn, stride_wsk,
-                         BLOCK_M, BLOCK_N, BLOCK_K, EVEN_K)
+                         BLOCK_M, BLOCK_N, BLOCK_K, EVEN_K, INT64_OFFSETS)
     if SPLIT_K == 1:
         out = epilogue(acc, xs_ptr, ws_ptr, y_ptr, offs_m, offs_n, M, N, "none", False, "none")
-        store_tile(y_ptr, out, offs_m, offs_n, M, N, stride_ym, stride_yn)
+        store_tile(y_ptr, out, offs_m, offs_n, M, N, stride_ym, stride_yn, INT64_OFFSETS)
     else:  # fp32 partial sum; _splitk_reduce.py adds the splits in order
         store_tile(part_ptr + split.to(tl.int64) * M * N, acc, offs_m, offs_n, M, N, N, 1)
 
@@ -159,16 +163,16 @@ def gemm_afp4wfp4_kernel(x_ptr, w_ptr, xs_ptr, ws_ptr, y_ptr, part_ptr, M, N, K,
                          stride_xsm, stride_xsk, stride_wsn, stride_wsk,
                          BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
                          GROUP_SIZE_M: tl.constexpr, NUM_XCDS: tl.constexpr, EVEN_K: tl.constexpr,
-                         PERSISTENT: tl.constexpr, SPLIT_K: tl.constexpr):
+                         PERSISTENT: tl.constexpr, SPLIT_K: tl.constexpr, INT64_OFFSETS: tl.constexpr):
     if PERSISTENT:
         num_work = tl.cdiv(M, BLOCK_M) * tl.cdiv(N, BLOCK_N) * SPLIT_K
         for work_id in tl.range(tl.program_id(0), num_work, tl.num_programs(0)):
             _afp4wfp4_tile(work_id, x_ptr, w_ptr, xs_ptr, ws_ptr, y_ptr, part_ptr, M, N, K,
                            stride_xm, stride_xk, stride_wn, stride_wk, stride_ym, stride_yn,
                            stride_xsm, stride_xsk, stride_wsn, stride_wsk,
-                           BLOCK_M, BLOCK_N, BLOCK_K, GROUP_SIZE_M, NUM_XCDS, EVEN_K, SPLIT_K)
+                           BLOCK_M, BLOCK_N, BLOCK_K, GROUP_SIZE_M, NUM_XCDS, EVEN_K, SPLIT_K, INT64_OFFSETS)
     else:
         _afp4wfp4_tile(tl.program_id(0), x_ptr, w_ptr, xs_ptr, ws_ptr, y_ptr, part_ptr, M, N, K,
                        stride_xm, stride_xk, stride_wn, stride_wk, stride_ym, stride_yn,
                        stride_xsm, stride_xsk, stride_wsn, stride_wsk,
-                       BLOCK_M, BLOCK_N, BLOCK_K, GROUP_SIZE_M, NUM_XCDS, EVEN_K, SPLIT_K)
+                       BLOCK_M, BLOCK_N, BLOCK_K, GROUP_SIZE_M, NUM_XCDS, EVEN_K, SPLIT_K, INT64_OFFSETS)

@@ -54,7 +54,10 @@ Constraints:
   - Two BLOCK_M x BLOCK_N fp32 accumulators live per program (twice the registers of the
     dense GEMM at the same BLOCK_N).
   - K tail masked unless EVEN_K (pointer); TMA zero-fills it. M and I edges wrap on load and
-    mask on store (pointer); row offsets are int64.
+    mask on store (pointer).
+  - Offsets: rows int64; column offsets and K steps int32 unless INT64_OFFSETS (_offsets.py; the host
+    sets it when a span reaches 2**31 elements; the TMA kernel's pointer stores are workspace rows and
+    unit-stride columns, so it takes none). M, I, K < 2**31.
   - ACTIVATION one of "silu", "gelu", "gelu_tanh", "relu" (the shared _epilogue.activation).
   - SPLIT_K > 1 needs part: a contiguous fp32 (SPLIT_K, M, 2I) buffer; h is then written by
     the reduce kernel.
@@ -64,6 +67,7 @@ import triton.language as tl
 
 from ._epilogue import activation, store_tile
 from ._mainloop import mma_step
+from ._offsets import wide
 from ._schedule import split_k_range, tile_coords
 
 # Checked by `gemmkit isa` / CI on every shipped config (expressions over gemmkit.isa.resources,
@@ -105,10 +109,11 @@ REDUCE_PROMISES = (
 
 @triton.jit
 def _store_gated(acc_g, acc_u, y_ptr, part_ptr, split, offs_m, offs_n, M, I, stride_ym, stride_yn,
-                 ACTIVATION: tl.constexpr, SPLIT_K: tl.constexpr):
+                 ACTIVATION: tl.constexpr, SPLIT_K: tl.constexpr, INT64_OFFSETS: tl.constexpr = False):
     """The finished tile: h = act(g) * u into y, or (split-K) the raw partials into part[split]."""
     if SPLIT_K == 1:
-        store_tile(y_ptr, activation(acc_g, ACTIVATION) * acc_u, offs_m, offs_n, M, I, stride_ym, stride_yn)
+        store_tile(y_ptr, activation(acc_g, ACTIVATION) * acc_u, offs_m, offs_n, M, I, stride_ym, stride_yn,
+                   INT64_OFFSETS)
     else:  # part[split] = [g | u], (M, 2I) fp32; the reduce applies the nonlinearity after the sum
         base = part_ptr + split.to(tl.int64) * M * (2 * I)
         store_tile(base, acc_g, offs_m, offs_n, M, I, 2 * I, 1)
@@ -120,7 +125,7 @@ def _gated_tile(work_id, x_ptr, w_ptr, y_ptr, part_ptr, M, I, K,
                 stride_xm, stride_xk, stride_wn, stride_wk, stride_ym, stride_yn,
                 BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
                 GROUP_SIZE_M: tl.constexpr, NUM_XCDS: tl.constexpr, EVEN_K: tl.constexpr,
-                ACTIVATION: tl.constexpr, SPLIT_K: tl.constexpr):
+                ACTIVATION: tl.constexpr, SPLIT_K: tl.constexpr, INT64_OFFSETS: tl.constexpr):
     num_pid_m = tl.cdiv(M, BLOCK_M)
     num_pid_n = tl.cdiv(I, BLOCK_N)
     num_tiles = num_pid_m * num_pid_n
@@ -133,7 +138,7 @@ def _gated_tile(work_id, x_ptr, w_ptr, y_ptr, part_ptr, M, I, K,
     # Row indices wrapped, not masked (see gemm.py): x rows, gate rows n, up rows I + n.
     rows_x = offs_m % M
     rows_g = offs_n % I
-    offs_k = k_first * BLOCK_K + tl.arange(0, BLOCK_K)
+    offs_k = wide(k_first * BLOCK_K + tl.arange(0, BLOCK_K), INT64_OFFSETS)
     x_ptrs = x_ptr + rows_x[:, None].to(tl.int64) * stride_xm + offs_k[None, :] * stride_xk
     g_ptrs = w_ptr + rows_g[:, None].to(tl.int64) * stride_wn + offs_k[None, :] * stride_wk
     u_ptrs = w_ptr + (rows_g + I)[:, None].to(tl.int64) * stride_wn + offs_k[None, :] * stride_wk
@@ -151,11 +156,11 @@ def _gated_tile(work_id, x_ptr, w_ptr, y_ptr, part_ptr, M, I, K,
             b_u = tl.load(u_ptrs, mask=k_mask, other=0.0)
         acc_g = mma_step(acc_g, a, b_g, 0, a, a, a, a, 0, 0, "none", 1, 0)
         acc_u = mma_step(acc_u, a, b_u, 0, a, a, a, a, 0, 0, "none", 1, 0)
-        x_ptrs += BLOCK_K * stride_xk
-        g_ptrs += BLOCK_K * stride_wk
-        u_ptrs += BLOCK_K * stride_wk
+        x_ptrs += wide(BLOCK_K, INT64_OFFSETS) * stride_xk
+        g_ptrs += wide(BLOCK_K, INT64_OFFSETS) * stride_wk
+        u_ptrs += wide(BLOCK_K, INT64_OFFSETS) * stride_wk
     _store_gated(acc_g, acc_u, y_ptr, part_ptr, split, offs_m, offs_n, M, I, stride_ym, stride_yn,
-                 ACTIVATION, SPLIT_K)
+                 ACTIVATION, SPLIT_K, INT64_OFFSETS)
 
 
 @triton.jit
@@ -163,17 +168,20 @@ def gemm_gated_kernel(x_ptr, w_ptr, y_ptr, part_ptr, M, I, K,
                       stride_xm, stride_xk, stride_wn, stride_wk, stride_ym, stride_yn,
                       BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
                       GROUP_SIZE_M: tl.constexpr, NUM_XCDS: tl.constexpr, EVEN_K: tl.constexpr,
-                      ACTIVATION: tl.constexpr, PERSISTENT: tl.constexpr, SPLIT_K: tl.constexpr):
+                      ACTIVATION: tl.constexpr, PERSISTENT: tl.constexpr, SPLIT_K: tl.constexpr,
+                      INT64_OFFSETS: tl.constexpr):
     if PERSISTENT:
         num_work = tl.cdiv(M, BLOCK_M) * tl.cdiv(I, BLOCK_N) * SPLIT_K
         for work_id in tl.range(tl.program_id(0), num_work, tl.num_programs(0)):
             _gated_tile(work_id, x_ptr, w_ptr, y_ptr, part_ptr, M, I, K,
                         stride_xm, stride_xk, stride_wn, stride_wk, stride_ym, stride_yn,
-                        BLOCK_M, BLOCK_N, BLOCK_K, GROUP_SIZE_M, NUM_XCDS, EVEN_K, ACTIVATION, SPLIT_K)
+                        BLOCK_M, BLOCK_N, BLOCK_K, GROUP_SIZE_M, NUM_XCDS, EVEN_K, ACTIVATION, SPLIT_K,
+                        INT64_OFFSETS)
     else:
         _gated_tile(tl.program_id(0), x_ptr, w_ptr, y_ptr, part_ptr, M, I, K,
                     stride_xm, stride_xk, stride_wn, stride_wk, stride_ym, stride_yn,
-                    BLOCK_M, BLOCK_N, BLOCK_K, GROUP_SIZE_M, NUM_XCDS, EVEN_K, ACTIVATION, SPLIT_K)
+                    BLOCK_M, BLOCK_N, BLOCK_K, GROUP_SIZE_M, NUM_XCDS, EVEN_K, ACTIVATION, SPLIT_K,
+                    INT64_OFFSETS)
 
 
 @triton.jit
@@ -211,7 +219,7 @@ def gemm_gated_tma_kernel(x_desc, w_desc, y_desc, part_ptr, M, I, K,
 @triton.jit
 def gated_splitk_reduce_kernel(ws_ptr, y_ptr, M, I, split_stride, stride_ym, stride_yn,
                                SPLIT_K: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-                               ACTIVATION: tl.constexpr):
+                               ACTIVATION: tl.constexpr, INT64_OFFSETS: tl.constexpr):
     """h = act(sum_s g_s) * (sum_s u_s) from ws (SPLIT_K, M, 2I) fp32 = [g | u] per split, added
     in the fixed order s = 0, 1, ... (the gated twin of _splitk_reduce.py)."""
     offs_m = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
@@ -223,4 +231,4 @@ def gated_splitk_reduce_kernel(ws_ptr, y_ptr, M, I, split_stride, stride_ym, str
     for s in tl.static_range(SPLIT_K):
         g += tl.load(ptrs + s * split_stride.to(tl.int64), mask=mask, other=0.0)
         u += tl.load(ptrs + s * split_stride.to(tl.int64) + I, mask=mask, other=0.0)
-    store_tile(y_ptr, activation(g, ACTIVATION) * u, offs_m, offs_n, M, I, stride_ym, stride_yn)
+    store_tile(y_ptr, activation(g, ACTIVATION) * u, offs_m, offs_n, M, I, stride_ym, stride_yn, INT64_OFFSETS)

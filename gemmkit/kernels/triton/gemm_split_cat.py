@@ -51,13 +51,16 @@ Constraints:
   - x (M, K), w (N, K) any strides (pointer kernel); c1, c2, y any strides (pointer stores).
   - TMA kernel: sm_90, x and w TMA-aligned (see gemm_tma.py); "tma_*" stores need c1 / c2
     viewable as 2-D with TMA-aligned strides (checked by the op).
-  - Row offsets are int64; column offsets within a row (d * stride_d + s) int32.
+  - Row offsets are int64; column offsets within a row (d * stride_d + s * stride_s, K steps,
+    block-scale columns) int32 unless INT64_OFFSETS (_offsets.py; the host sets it when a span
+    reaches 2**31 elements). M, N, K < 2**31.
 """
 import triton
 import triton.language as tl
 
 from ._epilogue import epilogue
 from ._mainloop import mma_step, pointer_mainloop, scale_rows
+from ._offsets import wide
 from ._schedule import tile_coords
 
 
@@ -90,25 +93,28 @@ TMA_PROMISES = _COMMON + (
 @triton.jit
 def split_cat_store(c1_ptr, c2_ptr, out, offs_m, offs_n, M, N,
                     stride_c1m, stride_c1d, stride_c1s, stride_c2m, stride_c2d, stride_c2s,
-                    S1: tl.constexpr, S2: tl.constexpr):
+                    S1: tl.constexpr, S2: tl.constexpr, INT64_OFFSETS: tl.constexpr):
     """Pointer store of an epilogue-processed tile: column n -> c1[m, d, s] (s < S1) or c2[m, d, s - S1]."""
     S: tl.constexpr = S1 + S2
     d = offs_n // S
     s = offs_n % S
+    dw = wide(d, INT64_OFFSETS)
+    sw = wide(s, INT64_OFFSETS)
     rows = offs_m[:, None].to(tl.int64)
     ok = (offs_m[:, None] < M) & (offs_n[None, :] < N)
     if S1 > 0:
-        p1 = c1_ptr + rows * stride_c1m + (d * stride_c1d + s * stride_c1s)[None, :]
+        p1 = c1_ptr + rows * stride_c1m + (dw * stride_c1d + sw * stride_c1s)[None, :]
         tl.store(p1, out.to(c1_ptr.dtype.element_ty), mask=ok & (s < S1)[None, :])
     if S2 > 0:
-        p2 = c2_ptr + rows * stride_c2m + (d * stride_c2d + (s - S1) * stride_c2s)[None, :]
+        p2 = c2_ptr + rows * stride_c2m + (dw * stride_c2d + (sw - S1) * stride_c2s)[None, :]
         tl.store(p2, out.to(c2_ptr.dtype.element_ty), mask=ok & (s >= S1)[None, :])
 
 
 @triton.jit
 def copy_y_heads(y_ptr, c1_ptr, off_m, n_lo, n_hi, M, stride_ym, stride_yd, stride_ys,
                  stride_c1m, stride_c1d, stride_c1s, BLOCK_M: tl.constexpr,
-                 S1: tl.constexpr, S2: tl.constexpr, S3: tl.constexpr, S3P: tl.constexpr):
+                 S1: tl.constexpr, S2: tl.constexpr, S3: tl.constexpr, S3P: tl.constexpr,
+                 INT64_OFFSETS: tl.constexpr):
     """c1[rows, d, S1:] = y[rows, d, :] for the rows [off_m, off_m + BLOCK_M) of this tile and the heads d
     whose first column d * (S1 + S2) lies in its columns [n_lo, n_hi): 0 or 1 heads when
     BLOCK_N <= S1 + S2, else up to BLOCK_N / (S1 + S2). Row offsets are rebuilt here from the scalar
@@ -120,8 +126,10 @@ def copy_y_heads(y_ptr, c1_ptr, off_m, n_lo, n_hi, M, stride_ym, stride_yd, stri
             offs_s = tl.arange(0, S3P)
             rows = offs_m[:, None].to(tl.int64)
             mask = (offs_m[:, None] < M) & (offs_s[None, :] < S3)
-            v = tl.load(y_ptr + rows * stride_ym + d * stride_yd + offs_s[None, :] * stride_ys, mask=mask)
-            tl.store(c1_ptr + rows * stride_c1m + d * stride_c1d + (S1 + offs_s[None, :]) * stride_c1s,
+            dw = wide(d, INT64_OFFSETS)
+            cols = wide(offs_s, INT64_OFFSETS)[None, :]
+            v = tl.load(y_ptr + rows * stride_ym + dw * stride_yd + cols * stride_ys, mask=mask)
+            tl.store(c1_ptr + rows * stride_c1m + dw * stride_c1d + (S1 + cols) * stride_c1s,
                      v.to(c1_ptr.dtype.element_ty), mask=mask)
 
 
@@ -135,7 +143,8 @@ def _split_cat_tile(work_id, x_ptr, w_ptr, xs_ptr, wsc_ptr, bias_ptr, y_ptr, c1_
                     HAS_BIAS: tl.constexpr, ACTIVATION: tl.constexpr,
                     SCALE: tl.constexpr, SCALE_BN: tl.constexpr, SCALE_BK: tl.constexpr,
                     ACC_INT: tl.constexpr, PROMOTE_K: tl.constexpr,
-                    S1: tl.constexpr, S2: tl.constexpr, S3: tl.constexpr, S3P: tl.constexpr):
+                    S1: tl.constexpr, S2: tl.constexpr, S3: tl.constexpr, S3P: tl.constexpr,
+                    INT64_OFFSETS: tl.constexpr):
     num_pid_m = tl.cdiv(M, BLOCK_M)
     num_pid_n = tl.cdiv(N, BLOCK_N)
     pid_m, pid_n = tile_coords(work_id, num_pid_m, num_pid_n, GROUP_SIZE_M, NUM_XCDS)
@@ -143,16 +152,18 @@ def _split_cat_tile(work_id, x_ptr, w_ptr, xs_ptr, wsc_ptr, bias_ptr, y_ptr, c1_
     offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     # y first: its copy has nothing to do with the GEMM, and done here none of it is live across the mainloop.
     copy_y_heads(y_ptr, c1_ptr, pid_m * BLOCK_M, pid_n * BLOCK_N, tl.minimum(pid_n * BLOCK_N + BLOCK_N, N), M,
-                 stride_ym, stride_yd, stride_ys, stride_c1m, stride_c1d, stride_c1s, BLOCK_M, S1, S2, S3, S3P)
+                 stride_ym, stride_yd, stride_ys, stride_c1m, stride_c1d, stride_c1s, BLOCK_M, S1, S2, S3, S3P,
+                 INT64_OFFSETS)
     rows_x = offs_m % M  # wrapped edge rows, as gemm.py
     rows_w = offs_n % N
     acc = pointer_mainloop(x_ptr, w_ptr, xs_ptr, wsc_ptr, rows_x, rows_w, rows_x < M, rows_w < N, 0,
                            tl.cdiv(K, BLOCK_K), K, stride_xm, stride_xk, stride_wn, stride_wk,
                            stride_xsm, stride_xsk, stride_wsn, stride_wsk,
-                           BLOCK_M, BLOCK_N, BLOCK_K, EVEN_K, SCALE, SCALE_BN, SCALE_BK, ACC_INT, PROMOTE_K)
+                           BLOCK_M, BLOCK_N, BLOCK_K, EVEN_K, SCALE, SCALE_BN, SCALE_BK, ACC_INT, PROMOTE_K,
+                           INT64_OFFSETS)
     out = epilogue(acc, xs_ptr, wsc_ptr, bias_ptr, offs_m, offs_n, M, N, SCALE, HAS_BIAS, ACTIVATION)
     split_cat_store(c1_ptr, c2_ptr, out, offs_m, offs_n, M, N, stride_c1m, stride_c1d, stride_c1s,
-                    stride_c2m, stride_c2d, stride_c2s, S1, S2)
+                    stride_c2m, stride_c2d, stride_c2s, S1, S2, INT64_OFFSETS)
 
 
 @triton.jit
@@ -165,7 +176,8 @@ def gemm_split_cat_kernel(x_ptr, w_ptr, xs_ptr, wsc_ptr, bias_ptr, y_ptr, c1_ptr
                           HAS_BIAS: tl.constexpr, ACTIVATION: tl.constexpr, PERSISTENT: tl.constexpr,
                           SPLIT_K: tl.constexpr, SCALE: tl.constexpr, SCALE_BN: tl.constexpr, SCALE_BK: tl.constexpr,
                           ACC_INT: tl.constexpr, PROMOTE_K: tl.constexpr,
-                          S1: tl.constexpr, S2: tl.constexpr, S3: tl.constexpr, S3P: tl.constexpr):
+                          S1: tl.constexpr, S2: tl.constexpr, S3: tl.constexpr, S3P: tl.constexpr,
+                          INT64_OFFSETS: tl.constexpr):
     """Pointer path (every target, the interpreter). Same arguments as gemm.py's gemm_kernel, plus y,
     c1, c2 (3-D strides) and S1, S2, S3 (S3P: S3 rounded up to a power of two)."""
     tl.static_assert(SPLIT_K == 1, "gemm_split_cat has no split-K path")
@@ -177,14 +189,14 @@ def gemm_split_cat_kernel(x_ptr, w_ptr, xs_ptr, wsc_ptr, bias_ptr, y_ptr, c1_ptr
                             stride_ym, stride_yd, stride_ys, stride_c1m, stride_c1d, stride_c1s,
                             stride_c2m, stride_c2d, stride_c2s, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_SIZE_M, NUM_XCDS,
                             EVEN_K, HAS_BIAS, ACTIVATION, SCALE, SCALE_BN, SCALE_BK, ACC_INT, PROMOTE_K,
-                            S1, S2, S3, S3P)
+                            S1, S2, S3, S3P, INT64_OFFSETS)
     else:
         _split_cat_tile(tl.program_id(0), x_ptr, w_ptr, xs_ptr, wsc_ptr, bias_ptr, y_ptr, c1_ptr, c2_ptr, M, N, K,
                         stride_xm, stride_xk, stride_wn, stride_wk, stride_xsm, stride_xsk, stride_wsn, stride_wsk,
                         stride_ym, stride_yd, stride_ys, stride_c1m, stride_c1d, stride_c1s,
                         stride_c2m, stride_c2d, stride_c2s, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_SIZE_M, NUM_XCDS,
                         EVEN_K, HAS_BIAS, ACTIVATION, SCALE, SCALE_BN, SCALE_BK, ACC_INT, PROMOTE_K,
-                        S1, S2, S3, S3P)
+                        S1, S2, S3, S3P, INT64_OFFSETS)
 
 
 @triton.jit
@@ -198,7 +210,7 @@ def gemm_split_cat_tma_kernel(x_desc, w_desc, c1_desc, c2_desc, xs_ptr, wsc_ptr,
                               SCALE: tl.constexpr, SCALE_BN: tl.constexpr, SCALE_BK: tl.constexpr,
                               ACC_INT: tl.constexpr, PROMOTE_K: tl.constexpr,
                               S1: tl.constexpr, S2: tl.constexpr, S3: tl.constexpr, S3P: tl.constexpr,
-                              STORE: tl.constexpr):
+                              STORE: tl.constexpr, INT64_OFFSETS: tl.constexpr):
     """Hopper TMA-load path: gemm_tma.py's loop (x_desc [BLOCK_M, BLOCK_K], w_desc [BLOCK_N, BLOCK_K]);
     c1_desc / c2_desc: 2-D descriptors of c1 (M, D * (S1 + S3)) and c2 (M, D * S2) for the TMA
     stores (None when STORE == "pointer"); y always through pointers."""
@@ -224,7 +236,7 @@ def gemm_split_cat_tma_kernel(x_desc, w_desc, c1_desc, c2_desc, xs_ptr, wsc_ptr,
             a = x_desc.load([off_m, ki * BLOCK_K])
             b = w_desc.load([off_n, ki * BLOCK_K])
             acc = mma_step(acc, a, b, ki * BLOCK_K, xs_rows, ws_rows, offs_m < M, offs_n < N,
-                           stride_xsk, stride_wsk, SCALE, SCALE_BK, PROMOTE_K)
+                           stride_xsk, stride_wsk, SCALE, SCALE_BK, PROMOTE_K, INT64_OFFSETS)
         out = epilogue(acc, xs_ptr, wsc_ptr, bias_ptr, offs_m, offs_n, M, N, SCALE, HAS_BIAS, ACTIVATION)
         if STORE == "tma_part":  # the tile is inside one head and one part
             d = off_n // S
@@ -240,6 +252,7 @@ def gemm_split_cat_tma_kernel(x_desc, w_desc, c1_desc, c2_desc, xs_ptr, wsc_ptr,
         else:
             tl.static_assert(STORE == "pointer", "unknown STORE")
             split_cat_store(c1_ptr, c2_ptr, out, offs_m, offs_n, M, N, stride_c1m, stride_c1d, stride_c1s,
-                            stride_c2m, stride_c2d, stride_c2s, S1, S2)
+                            stride_c2m, stride_c2d, stride_c2s, S1, S2, INT64_OFFSETS)
         copy_y_heads(y_ptr, c1_ptr, off_m, off_n, tl.minimum(off_n + BLOCK_N, N), M,
-                     stride_ym, stride_yd, stride_ys, stride_c1m, stride_c1d, stride_c1s, BLOCK_M, S1, S2, S3, S3P)
+                     stride_ym, stride_yd, stride_ys, stride_c1m, stride_c1d, stride_c1s, BLOCK_M, S1, S2, S3, S3P,
+                     INT64_OFFSETS)

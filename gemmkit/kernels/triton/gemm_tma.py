@@ -31,6 +31,10 @@ Constraints:
     16 bytes (K % 8 == 0 for 16-bit x and w, K % 16 for 8-bit; N % 8 == 0 for
     a bf16/fp16 y, N % 4 for fp32).
   - BLOCK_M, BLOCK_N, BLOCK_K powers of two >= 16, at most 256 elements per TMA box dim.
+  - Offsets: TMA coordinates are int32 per dim (M, N, K < 2**31; the descriptors' strides are
+    64-bit); the pointer reads and stores (block-scale columns kb * stride, the split-K slab) are
+    int64 in rows and int32 in columns unless INT64_OFFSETS (_offsets.py; set by the host when a
+    span reaches 2**31 elements).
   - Shared memory: num_stages * (BLOCK_M + BLOCK_N) * BLOCK_K * element bytes + the
     BLOCK_M x BLOCK_N output staging tile, within the target's 227 KiB.
 """
@@ -64,7 +68,7 @@ def gemm_tma_kernel(x_desc, w_desc, y_desc, xs_ptr, wsc_ptr, bias_ptr, part_ptr,
                     GROUP_SIZE_M: tl.constexpr, NUM_XCDS: tl.constexpr,
                     HAS_BIAS: tl.constexpr, ACTIVATION: tl.constexpr, SPLIT_K: tl.constexpr,
                     SCALE: tl.constexpr, SCALE_BN: tl.constexpr, SCALE_BK: tl.constexpr,
-                    ACC_INT: tl.constexpr, PROMOTE_K: tl.constexpr):
+                    ACC_INT: tl.constexpr, PROMOTE_K: tl.constexpr, INT64_OFFSETS: tl.constexpr):
     num_pid_m = tl.cdiv(M, BLOCK_M)
     num_pid_n = tl.cdiv(N, BLOCK_N)
     num_tiles = num_pid_m * num_pid_n
@@ -83,7 +87,7 @@ def gemm_tma_kernel(x_desc, w_desc, y_desc, xs_ptr, wsc_ptr, bias_ptr, part_ptr,
             a = x_desc.load([off_m, (k_first + ki) * BLOCK_K])
             b = w_desc.load([off_n, (k_first + ki) * BLOCK_K])
             acc = mma_step(acc, a, b, (k_first + ki) * BLOCK_K, xs_rows, ws_rows, offs_m < M, offs_n < N,
-                           stride_xsk, stride_wsk, SCALE, SCALE_BK, PROMOTE_K)
+                           stride_xsk, stride_wsk, SCALE, SCALE_BK, PROMOTE_K, INT64_OFFSETS)
         if SPLIT_K == 1:
             out = epilogue(acc, xs_ptr, wsc_ptr, bias_ptr, offs_m, offs_n, M, N, SCALE, HAS_BIAS, ACTIVATION)
             y_desc.store([off_m, off_n], out.to(y_desc.dtype))

@@ -52,9 +52,15 @@ Constraints:
   - q's dtype comes from q_ptr: fp8e4nv (e4m3fn, sm_90 / gfx950), fp8e4b8 (e4m3fnuz, gfx942) or int8
     (IS_INT). QMAX is the format's largest finite value (448, 240, 127).
   - dequantized values below fp32's normal range (scale byte 0) may flush to zero on GPUs.
+  - Offsets: rows int64; column offsets (cols * stride_xk, a scale column's offset) int32 unless
+    INT64_OFFSETS (_offsets.py; the host sets it when a span reaches 2**31 elements). M, K < 2**31.
+  - NaN: `_quantize` selects 0 for NaN quotients before the clamp, so the rule holds whether
+    minimum / maximum drop NaN (GPUs) or propagate it (the interpreter's numpy).
 """
 import triton
 import triton.language as tl
+
+from ._offsets import wide
 
 # Floor on amax (fp32): an all-zero row/block gets scale AMAX_FLOOR / QMAX, finite and positive.
 AMAX_FLOOR = tl.constexpr(1e-10)
@@ -90,10 +96,13 @@ def _round_half_even(v):
 
 @triton.jit
 def _quantize(x, scale, QMAX: tl.constexpr, IS_INT: tl.constexpr):
-    """q = clamp(x / scale, -QMAX, QMAX) as fp32 values of the target grid (NaN -> 0); scale broadcast."""
+    """q = clamp(x / scale, -QMAX, QMAX) as fp32 values of the target grid (NaN -> 0); scale broadcast.
+
+    NaN becomes 0 before the clamp: GPUs' maximum(NaN, -QMAX) is -QMAX (maxNum drops NaN), so a NaN
+    left to the clamp would quantize to -QMAX there."""
     v = tl.math.div_rn(x, tl.broadcast_to(scale, x.shape))
-    v = tl.minimum(tl.maximum(v, -QMAX), QMAX)
     v = tl.where(v != v, 0.0, v)
+    v = tl.minimum(tl.maximum(v, -QMAX), QMAX)
     if IS_INT:
         v = _round_half_even(v)
     return v
@@ -101,7 +110,8 @@ def _quantize(x, scale, QMAX: tl.constexpr, IS_INT: tl.constexpr):
 
 @triton.jit
 def quant_rowwise_kernel(x_ptr, q_ptr, scale_ptr, M, K, stride_xm, stride_xk,
-                         QMAX: tl.constexpr, IS_INT: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_K: tl.constexpr):
+                         QMAX: tl.constexpr, IS_INT: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_K: tl.constexpr,
+                         INT64_OFFSETS: tl.constexpr):
     rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
     row_ok = rows < M
     x_rows = x_ptr + rows[:, None].to(tl.int64) * stride_xm
@@ -112,7 +122,7 @@ def quant_rowwise_kernel(x_ptr, q_ptr, scale_ptr, M, K, stride_xm, stride_xk,
     for k0 in range(0, K, BLOCK_K):
         cols = k0 + tl.arange(0, BLOCK_K)
         mask = row_ok[:, None] & (cols[None, :] < K)
-        x = tl.load(x_rows + cols[None, :] * stride_xk, mask=mask, other=0.0).to(tl.float32)
+        x = tl.load(x_rows + wide(cols, INT64_OFFSETS)[None, :] * stride_xk, mask=mask, other=0.0).to(tl.float32)
         amax = tl.maximum(amax, tl.max(tl.abs(x), axis=1))
         nans = tl.maximum(nans, tl.max((x != x).to(tl.int32), axis=1))
     scale = _scale_from_amax(amax, nans > 0, QMAX)
@@ -121,28 +131,30 @@ def quant_rowwise_kernel(x_ptr, q_ptr, scale_ptr, M, K, stride_xm, stride_xk,
     for k0 in range(0, K, BLOCK_K):
         cols = k0 + tl.arange(0, BLOCK_K)
         mask = row_ok[:, None] & (cols[None, :] < K)
-        x = tl.load(x_rows + cols[None, :] * stride_xk, mask=mask, other=0.0).to(tl.float32)
+        x = tl.load(x_rows + wide(cols, INT64_OFFSETS)[None, :] * stride_xk, mask=mask, other=0.0).to(tl.float32)
         q = _quantize(x, scale[:, None], QMAX, IS_INT)
         tl.store(q_rows + cols[None, :], q.to(q_ptr.dtype.element_ty), mask=mask)
 
 
 @triton.jit
 def quant_block_kernel(x_ptr, q_ptr, scale_ptr, M, K, stride_xm, stride_xk, stride_sm, stride_sk,
-                       QMAX: tl.constexpr, GROUP_M: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_K: tl.constexpr):
+                       QMAX: tl.constexpr, GROUP_M: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_K: tl.constexpr,
+                       INT64_OFFSETS: tl.constexpr):
     G: tl.constexpr = BLOCK_M // GROUP_M  # scale rows this tile owns
     pid_m = tl.program_id(0)
     pid_k = tl.program_id(1)
     rows = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     cols = pid_k * BLOCK_K + tl.arange(0, BLOCK_K)
     mask = (rows[:, None] < M) & (cols[None, :] < K)
-    x = tl.load(x_ptr + rows[:, None].to(tl.int64) * stride_xm + cols[None, :] * stride_xk,
+    x = tl.load(x_ptr + rows[:, None].to(tl.int64) * stride_xm + wide(cols, INT64_OFFSETS)[None, :] * stride_xk,
                 mask=mask, other=0.0).to(tl.float32)
     # amax per GROUP_M x BLOCK_K block: view the tile as (G, GROUP_M, BLOCK_K).
     amax = tl.max(tl.max(tl.reshape(tl.abs(x), (G, GROUP_M, BLOCK_K)), axis=2), axis=1)
     nans = tl.max(tl.max(tl.reshape((x != x).to(tl.int32), (G, GROUP_M, BLOCK_K)), axis=2), axis=1)
     scale = _scale_from_amax(amax, nans > 0, QMAX)
     s_rows = pid_m * G + tl.arange(0, G)
-    tl.store(scale_ptr + s_rows * stride_sm + pid_k * stride_sk, scale, mask=s_rows < tl.cdiv(M, GROUP_M))
+    tl.store(scale_ptr + wide(s_rows, INT64_OFFSETS) * stride_sm + wide(pid_k, INT64_OFFSETS) * stride_sk, scale,
+             mask=s_rows < tl.cdiv(M, GROUP_M))
     # Back to one scale per row of the tile, then quantize.
     row_scale = tl.reshape(tl.broadcast_to(scale[:, None], (G, GROUP_M)), (BLOCK_M,))
     q = _quantize(x, row_scale[:, None], QMAX, False)
@@ -176,12 +188,12 @@ def _e2m1_value(code):
 
 @triton.jit
 def mxfp4_quant_kernel(x_ptr, q_ptr, s_ptr, M, K, stride_xm, stride_xk,
-                       BLOCK_M: tl.constexpr, BLOCK_K: tl.constexpr):
+                       BLOCK_M: tl.constexpr, BLOCK_K: tl.constexpr, INT64_OFFSETS: tl.constexpr):
     G: tl.constexpr = BLOCK_K // 32  # scale groups per tile
     rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
     cols = tl.program_id(1) * BLOCK_K + tl.arange(0, BLOCK_K)
     mask = (rows[:, None] < M) & (cols[None, :] < K)
-    x = tl.load(x_ptr + rows[:, None].to(tl.int64) * stride_xm + cols[None, :] * stride_xk,
+    x = tl.load(x_ptr + rows[:, None].to(tl.int64) * stride_xm + wide(cols, INT64_OFFSETS)[None, :] * stride_xk,
                 mask=mask, other=0.0).to(tl.float32)
     xg = tl.reshape(x, (BLOCK_M, G, 32))
     amax = tl.minimum(tl.max(tl.abs(xg), axis=2), FLT_MAX)  # inf -> the largest finite amax
@@ -206,17 +218,17 @@ def mxfp4_quant_kernel(x_ptr, q_ptr, s_ptr, M, K, stride_xm, stride_xk,
 
 @triton.jit
 def mxfp4_dequant_kernel(q_ptr, s_ptr, y_ptr, M, K, stride_qm, stride_qk, stride_sm, stride_sk,
-                         BLOCK_M: tl.constexpr, BLOCK_K: tl.constexpr):
+                         BLOCK_M: tl.constexpr, BLOCK_K: tl.constexpr, INT64_OFFSETS: tl.constexpr):
     G: tl.constexpr = BLOCK_K // 32
     rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
     row_ok = rows[:, None] < M
     pcols = tl.program_id(1) * (BLOCK_K // 2) + tl.arange(0, BLOCK_K // 2)
-    packed = tl.load(q_ptr + rows[:, None].to(tl.int64) * stride_qm + pcols[None, :] * stride_qk,
+    packed = tl.load(q_ptr + rows[:, None].to(tl.int64) * stride_qm + wide(pcols, INT64_OFFSETS)[None, :] * stride_qk,
                      mask=row_ok & (pcols[None, :] < K // 2), other=0).to(tl.int32)
     # (lo, hi) of byte i are elements 2i, 2i + 1: join puts them side by side in that order.
     code = tl.reshape(tl.join(packed & 0xF, packed >> 4), (BLOCK_M, BLOCK_K))
     scols = tl.program_id(1) * G + tl.arange(0, G)
-    b = tl.load(s_ptr + rows[:, None].to(tl.int64) * stride_sm + scols[None, :] * stride_sk,
+    b = tl.load(s_ptr + rows[:, None].to(tl.int64) * stride_sm + wide(scols, INT64_OFFSETS)[None, :] * stride_sk,
                 mask=row_ok & (scols[None, :] < K // 32), other=127).to(tl.int32)
     # E8M0 -> fp32: 2^(b - 127) is the fp32 with exponent field b (b >= 1); b = 0 is the subnormal
     # 2^-127 (0x00400000); b = 255 is NaN.
