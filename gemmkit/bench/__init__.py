@@ -6,11 +6,13 @@ import json
 import os
 import subprocess
 import sys
+import time
+from pathlib import Path
 
 from .suite import default_suite, parse_shape
 from .timing import rotation_count, time_graph, time_rotated
 
-__all__ = ["run_gpu", "run_cpu_check", "git_sha"]
+__all__ = ["run_gpu", "run_cpu_check", "default_report_path", "git_sha"]
 
 
 def git_sha() -> str:
@@ -113,19 +115,85 @@ def run_gpu(shapes, dtype_name="bf16", json_path=None, check=True, warmup_ms=25,
     return result
 
 
-def run_cpu_check():
+def _stage(text):
+    """A progress line: stderr, flushed (stdout keeps the results and the summary)."""
+    print(text, file=sys.stderr, flush=True)
+
+
+def _elapsed(t0):
+    s = int(time.monotonic() - t0)
+    return f"{s // 60}m{s % 60:02d}s"
+
+
+def default_report_path():
+    """Where the no-GPU check writes its full static compile table (beside the compile cache)."""
+    from gemmkit.isa.report import _cache_dir
+
+    return _cache_dir().parent / "bench_cpu_report.txt"
+
+
+def run_cpu_check(verbose=False, op="all", archs=None, report_path=None):
     """No GPU: a small interpreter check in a subprocess (the interpreter must be on before
-    Triton decorates the kernels), then the static compile summary for the three targets."""
-    print("No GPU found: `gemmkit bench` needs a CUDA GPU to time kernels.")
-    print("Running instead: (1) an interpreter check of gemm_a16w16, (2) the static compile summary.\n")
+    Triton decorates the kernels), then the static compile of `op`'s kernels x shipped configs
+    ('all': every kernel) for `archs` (default: sm_90, gfx942, gfx950). Progress on stderr;
+    on stdout the interpreter check's rows and a short summary; the full static table goes to
+    `report_path` (default: `default_report_path()`) and, with `verbose`, to stdout too.
+    Returns the exit code: 0 when both checks pass."""
+    from gemmkit import arch as _arch
+    from gemmkit.isa.report import Progress, _cache_dir, collect, summary_lines, table_text
+
+    from .cpu_check import CASES
+
+    archs = list(archs or _arch.ARCHS)
+    report_path = Path(report_path) if report_path else default_report_path()
+    print("No GPU found: `gemmkit bench` times kernels on a CUDA GPU, and torch sees none on this machine.")
+    print(f"Checking on the CPU instead: (1) gemm_a16w16 in the Triton interpreter, (2) {op} kernels x shipped "
+          f"configs compiled for {', '.join(archs)} and checked against the promises their files declare. "
+          f"Progress goes to stderr; a first run compiles for minutes (cached after, in {_cache_dir()}).\n",
+          flush=True)
+
+    t0 = time.monotonic()
+    _stage(f"[1/2] interpreter check: gemm_a16w16 on {len(CASES)} small shapes (bf16 / fp16, TRITON_INTERPRET=1, "
+           "in a fresh process) ...")
     env = dict(os.environ, TRITON_INTERPRET="1")
     code = "from gemmkit.bench.cpu_check import main; main()"
-    rc = subprocess.run([sys.executable, "-c", code], env=env).returncode
-    print()
-    from gemmkit.isa.report import print_summary
+    verdict = "interpreter check: FAILED (no verdict: see the errors above)"
+    with subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE, text=True) as child:
+        for line in child.stdout:  # its rows, as they come
+            print(line, end="", flush=True)
+            if line.startswith("interpreter check:"):
+                verdict = line.strip()
+    interp_ok = child.returncode == 0
+    _stage(f"[1/2] interpreter check: {'ok' if interp_ok else 'FAILED'} [{_elapsed(t0)}]")
 
-    ok = print_summary("all")
-    return 0 if rc == 0 and ok else 1
+    t1 = time.monotonic()
+    rows = collect(op, archs, progress=Progress("[2/2] static compile"))
+    static_ok = all(r["ok"] and r["promises_ok"] for r in rows)
+    _stage(f"[2/2] static compile: {'ok' if static_ok else 'FAILED'} [{_elapsed(t1)}]")
+
+    table = table_text(rows, op, archs)
+    try:
+        report_path.parent.mkdir(parents=True, exist_ok=True)
+        report_path.write_text(table + "\n")
+        where = str(report_path)
+    except OSError as e:
+        where = f"not written ({e}); `gemmkit bench --verbose` prints it"
+    if verbose:
+        print()
+        print(table)
+    print()
+    print(f"Summary [{_elapsed(t0)}]")
+    print(verdict)
+    for line in summary_lines(rows, archs):
+        print(line)
+    print(f"full table (registers, spills, LDS/smem, occupancy, MMA counts, each promise): {where}")
+    print("  also: `gemmkit bench --verbose` prints it; `gemmkit isa [--op OP] [--arch ARCH] [--json PATH]` "
+          "(cached compiles: seconds); docs/ISA.md")
+    print("next: the tests, as CI runs them (interpreter + static compiles): python -m pytest")
+    print("      docs: README.md (API, what runs where), docs/DESIGN.md, docs/kernels/, docs/PERF.md (H200 numbers)")
+    print("      on a machine with a CUDA GPU (H100/H200): `gemmkit bench` times gemm_a16w16 against torch.matmul "
+          "(cuBLAS); --op, --shape, --model, --json: `gemmkit bench --help`", flush=True)
+    return 0 if interp_ok and static_ok else 1
 
 
 def parse_shapes(shape_args):

@@ -25,7 +25,8 @@ import json
 import re
 from pathlib import Path
 
-__all__ = ["select", "load_table", "validate_config", "table_path", "ConfigError", "CONFIG_DIR", "KEYS"]
+__all__ = ["select", "load_table", "validate_config", "table_path", "table_ops", "table_archs", "ConfigError",
+           "CONFIG_DIR", "KEYS"]
 
 CONFIG_DIR = Path(__file__).resolve().parent
 _BUCKET = re.compile(r"^M_(LEQ|GEQ)_(\d+)$")
@@ -204,3 +205,15 @@ def shipped_tables(op: str | None = None):
     for p in sorted(CONFIG_DIR.glob("*/*.json")):
         if op is None or p.stem.split("-")[0] == op.upper():
             yield p
+
+
+def table_ops(arch: str | None = None) -> list:
+    """The ops with a default table `<arch>/<OP>.json` (on `arch`, or on any arch), sorted: what
+    `select` can look up (e.g. `gemmkit configs --op`)."""
+    pattern = f"{arch}/*.json" if arch else "*/*.json"
+    return sorted({p.stem.lower() for p in CONFIG_DIR.glob(pattern) if "-" not in p.stem})
+
+
+def table_archs(op: str) -> list:
+    """The archs that ship a default table for `op`, sorted."""
+    return sorted(p.parent.name for p in CONFIG_DIR.glob(f"*/{op.upper()}.json"))

@@ -13,6 +13,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import sys
+import time
 from pathlib import Path
 
 from .. import arch as _arch
@@ -98,33 +100,122 @@ def analyze(case: dict, use_cache: bool = True) -> dict:
     return row
 
 
-def collect(op: str = "a16w16", archs=None, use_cache: bool = True) -> list:
+def collect(op: str = "a16w16", archs=None, use_cache: bool = True, progress=None) -> list:
     """Report rows for every case of `op` ('all': every op), compiled in parallel.
 
     Static compiles need Triton's JIT objects, which an interpreter process
     (TRITON_INTERPRET=1, as the CPU tests run) does not have: then the work runs
     in a fresh process without it.
+
+    `progress` (optional, e.g. `Progress()`): `progress.start({arch: cases})` once, then
+    `progress.step(row)` as each case finishes (row: at least arch, kernel, ok, promises_ok).
     """
     import subprocess
     import sys
 
     if os.environ.get("TRITON_INTERPRET", "0") not in ("", "0"):
         env = dict(os.environ, TRITON_INTERPRET="0")
-        code = (f"import json; from gemmkit.isa.report import collect; "
-                f"print(json.dumps(collect({op!r}, {archs!r}, {use_cache!r})))")
-        r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
-        if r.returncode != 0:
-            raise RuntimeError(f"static compile subprocess failed:\n{r.stderr[-4000:]}")
-        return json.loads(r.stdout.strip().splitlines()[-1])
+        code = (f"import json; from gemmkit.isa.report import collect, _ForwardProgress; "
+                f"print(json.dumps(collect({op!r}, {archs!r}, {use_cache!r}, "
+                f"progress={'_ForwardProgress()' if progress else 'None'})))")
+        import tempfile
+
+        with tempfile.TemporaryFile("w+") as out:  # a file: the rows are large, progress streams on stderr
+            proc = subprocess.Popen([sys.executable, "-c", code], env=env, stdout=out, stderr=subprocess.PIPE,
+                                    text=True)
+            err = []
+            for line in proc.stderr:
+                if progress is not None and line.startswith(_PROGRESS_MARK):
+                    kind, arg = json.loads(line[len(_PROGRESS_MARK):])
+                    getattr(progress, kind)(arg)
+                else:
+                    err.append(line)
+            rc = proc.wait()
+            out.seek(0)
+            stdout = out.read()
+        if rc != 0:
+            raise RuntimeError(f"static compile subprocess failed:\n{''.join(err)[-4000:]}")
+        return json.loads(stdout.strip().splitlines()[-1])
     from concurrent.futures import ProcessPoolExecutor
 
     ops = OPS if op == "all" else (op,)
     cases = [c for o in ops for c in static_cases(o, archs)]
+    # Compiled target by target (the rows keep the cases' order), so progress can say when a target is done.
+    rank = {a: i for i, a in enumerate(_arch.ARCHS)}
+    order = sorted(range(len(cases)), key=lambda i: rank.get(cases[i]["arch"], len(rank)))
+    if progress is not None:
+        totals = {}
+        for i in order:
+            totals[cases[i]["arch"]] = totals.get(cases[i]["arch"], 0) + 1
+        progress.start(totals)
     workers = max(1, min(len(cases), os.cpu_count() or 1))
+    rows = [None] * len(cases)
+
+    def done(i, row):
+        rows[i] = row
+        if progress is not None:
+            progress.step(row)
+
     if workers == 1:
-        return [analyze(c, use_cache) for c in cases]
+        for i in order:
+            done(i, analyze(cases[i], use_cache))
+        return rows
     with ProcessPoolExecutor(workers) as pool:  # compiles are CPU-bound and independent
-        return list(pool.map(analyze, cases, [use_cache] * len(cases), chunksize=4))
+        for i, row in zip(order, pool.map(analyze, [cases[i] for i in order], [use_cache] * len(cases),
+                                          chunksize=4)):
+            done(i, row)
+    return rows
+
+
+_PROGRESS_MARK = "@gemmkit-isa-progress "
+
+
+class _ForwardProgress:
+    """In the fresh process `collect` starts: progress events as marked lines on stderr, for the parent."""
+
+    def start(self, totals):
+        print(_PROGRESS_MARK + json.dumps(["start", totals]), file=sys.stderr, flush=True)
+
+    def step(self, row):
+        keep = {k: row.get(k) for k in ("arch", "kernel", "op", "ok", "promises_ok")}
+        print(_PROGRESS_MARK + json.dumps(["step", keep]), file=sys.stderr, flush=True)
+
+
+class Progress:
+    """Progress lines while `collect` compiles (stderr by default, flushed): the cases per target at the
+    start, a line every `every_s` seconds, and one as each target is done."""
+
+    def __init__(self, title: str = "static compile", stream=None, every_s: float = 10.0, indent: str = "  "):
+        self.title, self.stream, self.every_s, self.indent = title, stream, every_s, indent
+
+    def _say(self, text, indent=True):
+        print((self.indent if indent else "") + text, file=self.stream or sys.stderr, flush=True)
+
+    def _elapsed(self):
+        s = int(time.monotonic() - self.t0)
+        return f"{s // 60}m{s % 60:02d}s"
+
+    def start(self, totals):
+        n = sum(totals.values())
+        if self.title:
+            self._say(f"{self.title}: {n} case{'s' if n != 1 else ''} (kernel x shipped config x target: "
+                      + ", ".join(f"{a} {k}" for a, k in totals.items())
+                      + f") on {max(1, min(n, os.cpu_count() or 1))} processes ...", indent=False)
+        self.totals, self.done, self.bad = dict(totals), {a: 0 for a in totals}, {a: 0 for a in totals}
+        self.t0 = self.last = time.monotonic()
+
+    def step(self, row):
+        a = row["arch"]
+        self.done[a] += 1
+        self.bad[a] += not (row["ok"] and row["promises_ok"])
+        now = time.monotonic()
+        if self.done[a] == self.totals[a]:
+            bad = f", {self.bad[a]} with a failed compile or a broken promise" if self.bad[a] else ""
+            self._say(f"{a}: {self.done[a]}/{self.totals[a]} done{bad} [{self._elapsed()}]")
+            self.last = now
+        elif now - self.last >= self.every_s:
+            self._say(f"{a}: {self.done[a]}/{self.totals[a]} [{self._elapsed()}]")
+            self.last = now
 
 
 def _blocks(cfg, kernel=""):
@@ -171,21 +262,79 @@ def format_rows(rows, markdown=False):
     return "\n".join(lines)
 
 
-def print_summary(op: str = "a16w16", archs=None, json_path=None, markdown_path=None) -> bool:
-    rows = collect(op, archs)
-    print(f"static compile of {op} kernels x shipped configs on {', '.join(archs or _arch.ARCHS)} "
-          "(Triton compiles for targets it has no GPU for); occ = waves/SIMD (AMD), resident warps/SM (sm_90); "
-          "mma = v_mfma (AMD), wgmma/mma.sync (sm_90: HGMMA+QGMMA+IGMMA / HMMA+IMMA)")
-    print(format_rows(rows))
+TABLE_NOTE = ("occ = waves/SIMD (AMD), resident warps/SM (sm_90); mma = v_mfma (AMD), wgmma/mma.sync "
+              "(sm_90: HGMMA+QGMMA+IGMMA / HMMA+IMMA)")
+
+
+def table_text(rows, op: str = "all", archs=None) -> str:
+    """The full report as text: a header, one line per kernel x config x target, the verdict."""
+    return "\n".join([
+        f"static compile of {op} kernels x shipped configs on {', '.join(archs or _arch.ARCHS)} "
+        f"(Triton compiles for targets it has no GPU for); {TABLE_NOTE}",
+        format_rows(rows), verdict_line(rows)])
+
+
+def verdict_line(rows) -> str:
     ok = all(r["ok"] and r["promises_ok"] for r in rows)
     n_promises = sum(len(r["promises"]) for r in rows)
-    print(f"static compile: {'ok' if ok else 'FAILED'} ({len(rows)} kernel x config x target cases, "
-          f"{n_promises} promises checked)")
+    return (f"static compile: {'ok' if ok else 'FAILED'} ({len(rows)} kernel x config x target cases, "
+            f"{n_promises} promises checked)")
+
+
+def summary_lines(rows, archs=None, max_problems: int = 10) -> list:
+    """A few lines for people: the verdict, a row per target (kernels, cases compiled and failed, cases
+    that spill, promises kept), then each failed compile or broken promise (the first `max_problems`)."""
+    lines = [verdict_line(rows),
+             f"{'target':7s} {'kernels':>7s} {'compiled':>8s} {'failed':>6s} {'spills':>6s} {'promises kept':>13s} "
+             f"{'broken':>6s}"]
+    for arch in archs or _arch.ARCHS:
+        rs = [r for r in rows if r["arch"] == arch]
+        if not rs:
+            continue
+        compiled = [r for r in rs if r["ok"]]
+        checks = [c for r in compiled for c in r["promises"]]
+        kept = sum(c["ok"] for c in checks)
+        lines.append(f"{arch:7s} {len({r['kernel'] for r in rs}):7d} {len(compiled):8d} {len(rs) - len(compiled):6d} "
+                     f"{sum(r.get('spill_bytes', 0) > 0 for r in compiled):6d} {f'{kept}/{len(checks)}':>13s} "
+                     f"{len(checks) - kept:6d}")
+    lines.append("(kernels: distinct kernel functions; compiled / failed: kernel x shipped config cases; "
+                 "spills: cases that spill registers)")
+    problems = []
+    for r in rows:
+        where = f"{r['arch']} {r['kernel']} {r['table']}:{r['bucket']} {_blocks(r['config'], r['kernel'])}" \
+            if r["config"] else f"{r['arch']} {r['kernel']} {r['table']}:{r['bucket']}"
+        if not r["ok"]:
+            problems.append(f"  {where}: COMPILE FAILED: {r['error'].splitlines()[0][:160]}")
+        problems += [f"  {where}: BROKEN {c['promise']} ({c['detail']})" for c in r["promises"] if not c["ok"]]
+    if problems:
+        lines.append(f"failed compiles and broken promises ({len(problems)}"
+                     + (f", the first {max_problems}" if len(problems) > max_problems else "") + "):")
+        lines += problems[:max_problems]
+    return lines
+
+
+def _writable(path) -> None:
+    """Make `path`'s folder and check that `path` can be written, so that a typo'd path fails now and not
+    after minutes of compiling (OSError otherwise). Creates no file."""
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    if p.is_dir() or not os.access(p if p.exists() else p.parent, os.W_OK):
+        raise PermissionError(13, "not a writable file", str(p))
+
+
+def print_summary(op: str = "a16w16", archs=None, json_path=None, markdown_path=None, progress=None) -> bool:
+    """`gemmkit isa`: the full table on stdout (progress, if given, while it compiles); True when every
+    case compiled and kept its promises."""
+    for path in (json_path, markdown_path):
+        if path:
+            _writable(path)
+    rows = collect(op, archs, progress=progress)
+    print(table_text(rows, op, archs))
     if json_path:
         Path(json_path).write_text(json.dumps(rows, indent=1) + "\n")
     if markdown_path:
         write_markdown(rows, markdown_path)
-    return ok
+    return all(r["ok"] and r["promises_ok"] for r in rows)
 
 
 def write_markdown(rows, path):
