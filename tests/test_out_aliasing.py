@@ -141,3 +141,48 @@ def test_sparse_weight_is_named():
     w = randn(8, 16, dtype=BF).to_sparse()
     with pytest.raises(TypeError, match=r"^w: expected a dense \(strided\) tensor, got layout torch.sparse_coo"):
         gemmkit.gemm_a16w16(x, w)
+
+
+def test_interleaved_outputs_of_one_buffer_run(launches):
+    """c1 = buf[..., :S1 + S3] and c2 = buf[..., S1 + S3:] interleave row by row in one allocation without
+    sharing a byte: allowed (the address ranges intersect, the elements do not), and right."""
+    M, D, S1, S2, S3, K = 5, 2, 8, 8, 4, 32
+    x, w, y = randn(M, K, dtype=BF), randn(D * (S1 + S2), K, dtype=BF), randn(M, D, S3, dtype=BF)
+    buf = torch.full((M, D, S1 + S3 + S2), float("nan"), dtype=BF)
+    c1, c2 = gemmkit.gemm_split_cat(x, w, y, S1, S2, out=(buf[..., :S1 + S3], buf[..., S1 + S3:]))
+    c = (x.double() @ w.double().T).view(M, D, S1 + S2)
+    ok1, msg1 = within_bound(c1[..., :S1], c[..., :S1], BF)
+    ok2, msg2 = within_bound(c2, c[..., S1:], BF)
+    assert ok1 and ok2, (msg1, msg2)
+    assert torch.equal(c1[..., S1:], y)
+
+
+def test_share_bytes_is_exact_on_random_views():
+    """share_bytes against brute force (the byte sets of both views) on random strided views of one buffer:
+    dtypes of 1, 2 and 4 bytes, strides 0..40, storage offsets."""
+    import itertools
+    import random
+
+    from gemmkit.ops._common import share_bytes
+
+    def byte_set(t):
+        e, out = t.element_size(), set()
+        for idx in itertools.product(*[range(n) for n in t.shape]):
+            start = t.data_ptr() + sum(i * s for i, s in zip(idx, t.stride())) * e
+            out.update(range(start, start + e))
+        return out
+
+    rng = random.Random(torch.seed())
+    buf = torch.empty(4096, dtype=torch.uint8)
+
+    def view():
+        dtype = rng.choice([torch.uint8, torch.bfloat16, torch.float32])
+        e = torch.empty(0, dtype=dtype).element_size()
+        shape = [rng.randint(1, 5) for _ in range(rng.randint(1, 3))]
+        stride = [rng.choice([0, 1, 2, 3, 5, 7, 8, 16, 40]) for _ in shape]
+        span = sum((n - 1) * s for n, s in zip(shape, stride)) + 1
+        return buf.view(dtype).as_strided(shape, stride, rng.randint(0, min(4096 // e - span, 60)))
+
+    for _ in range(500):
+        a, b = view(), view()
+        assert share_bytes(a, b) == bool(byte_set(a) & byte_set(b)), (a.shape, a.stride(), a.dtype, b.shape, b.stride())

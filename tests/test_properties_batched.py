@@ -60,7 +60,7 @@ def reference(x, w, bias, act, xs=None, ws=None):
         sc = f64(xs).reshape(B, M, 1) * f64(ws).reshape(B, 1, N)
         y, S = y * sc, S * sc.abs()
     if bias is not None:
-        b = f64(bias).reshape(-1 if bias.dim() == 2 else 1, 1, N) if B else f64(bias)
+        b = f64(bias).reshape(bias.shape[0] if bias.dim() == 2 else 1, 1, N)  # (B or 1, 1, N); no -1: B or N may be 0
         y, S = y + b, S + b.abs()
     return activation_ref(y, act), S
 
