@@ -6,9 +6,9 @@ process and on the same rotated inputs: cuBLAS, before, after, and again in reve
 ratios use the mean of the two measurements of each, so a drift in clock over the shape's
 measurements affects both configs alike. Prints one line per shape and the geometric means.
 """
+import argparse
 import json
 import math
-import sys
 
 import torch
 
@@ -57,4 +57,9 @@ def main(path, out_path, rep_ms=60):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2])
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("ab", help='AB.json: {"shapes": {"M,N,K": {"before": config, "after": config}}}')
+    ap.add_argument("out", help="the result JSON (device, torch, triton, git_sha, date, per-shape rows)")
+    ap.add_argument("--rep-ms", type=int, default=60, help="CUDA-graph replay time per measurement (ms)")
+    args = ap.parse_args()
+    main(args.ab, args.out, args.rep_ms)

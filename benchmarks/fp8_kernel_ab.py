@@ -126,7 +126,7 @@ def sustain(fn, sets, ms, smi):
 
 
 def main():
-    ap = argparse.ArgumentParser()
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--prev", required=True, help="the other version of hopper_pingpong_fp8.py")
     ap.add_argument("--json", required=True)
     ap.add_argument("--passes", type=int, default=3)

@@ -13,10 +13,10 @@ inside. Cases (H200 shapes the docs discuss):
   fp8-scaled-mm-8192  torch._scaled_mm rowwise, fast accum off, 8192^3 (cuBLAS runs the same 128 x 128 x 128
                       cooperative tile, 6 stages: benchmarks/vendor_kernels.py)
   fp8-rowcol-down     gemm_a8w8 (per-token x per-channel) with its table config, Llama-3-70B down at M = 4096
-                      (4096 x 8192 x 28672: the long-K row session 14's staged epilogue scales lost ~3% on)
+                      (4096 x 8192 x 28672: the long-K row where the staged epilogue scales measured ~3% slower in graph replay)
   fp8-rowcol-down-old the same through the kernel of the directory --before names (fp8_kernel_ab.load_prev: that
                       revision's hopper_fp8_plan / hopper_fp8_mainloop / hopper_pingpong_fp8)
-  bmm-8x1024-cublas   torch.bmm bf16, B = 8, M = N = K = 1024 (issue 5's batched bar: 0.94-0.95x there)
+  bmm-8x1024-cublas   torch.bmm bf16, B = 8, M = N = K = 1024 (gemmkit ran 0.94-0.95x torch.bmm there)
   bmm-8x1024-gemmkit  batched_gemm_a16w16, the table config, same shape
   splitcat-m1-gemmkit gemm_split_cat, kv_b_proj (N = 32768, K = 512) at M = 1, the table config
   matmul-m1-kvb       torch.matmul bf16 at the same M, N, K (cuBLAS's M = 1 kernel)
@@ -24,6 +24,8 @@ inside. Cases (H200 shapes the docs discuss):
 Usage on the GPU:
   ncu --clock-control none --profile-from-start off --set full -o REPORT python3 benchmarks/ncu_once.py CASE [--before PATH]
 """
+import argparse
+import importlib.util
 import os
 import sys
 
@@ -38,6 +40,21 @@ COOP_BF16 = {"BLOCK_SIZE_M": 128, "BLOCK_SIZE_N": 256, "BLOCK_SIZE_K": 64, "GROU
 COOP_FP8 = {"BLOCK_SIZE_M": 128, "BLOCK_SIZE_N": 128, "BLOCK_SIZE_K": 128, "GROUP_SIZE_M": 16, "num_warps": 8,
             "num_stages": 5, "backend": "gluon"}
 FP8_SHAPE = (4096, 4096, 7168)
+
+
+CASES = ("bf16-coop-8192", "bf16-cublas-8192", "fp8-block-coop", "fp8-block-coop-old", "fp8-rowcol-coop",
+         "fp8-scaled-mm", "fp8-rowcol-table-8192", "fp8-scaled-mm-8192", "fp8-rowcol-down", "fp8-rowcol-down-old",
+         "bmm-8x1024-cublas", "bmm-8x1024-gemmkit", "splitcat-m1-gemmkit", "matmul-m1-kvb")
+
+
+def _load_before(path):
+    """The kernel module at `path` as gemmkit.kernels.gluon.<stem> (its relative imports resolve)."""
+    name = "gemmkit.kernels.gluon." + os.path.splitext(os.path.basename(path))[0]
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+    return mod
 
 
 def _fp8_block_inputs(M, N, K):
@@ -94,11 +111,9 @@ def case_fn(name, before=None):
         y = torch.empty(M, N, device="cuda", dtype=torch.bfloat16)
         if name == "fp8-block-coop":
             return lambda: gemmkit.gemm_a8w8_blockscale(x, w, xs, ws, config=COOP_FP8, out=y)
-        import blockscale_coop
-
         if not before:
             raise SystemExit("fp8-block-coop-old needs --before PATH (a copy of hopper_pingpong_fp8.py before a change)")
-        mod = blockscale_coop._load_before(before)
+        mod = _load_before(before)
         target = C.target_for(torch.device("cuda"))
         return lambda: mod.launch(x, w, xs, ws, None, y, COOP_FP8, target, block_shape=(128, 128))
     from gemmkit.bench.ops import get
@@ -110,9 +125,13 @@ def case_fn(name, before=None):
 
 
 def main():
-    name = sys.argv[1]
-    before = sys.argv[sys.argv.index("--before") + 1] if "--before" in sys.argv else None
-    fn = case_fn(name, before)
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("case", choices=CASES, metavar="CASE", help="one of the cases listed above")
+    ap.add_argument("--before", help="the older kernel: a hopper_pingpong_fp8.py copy (fp8-block-coop-old) or a "
+                                     "directory of that revision's kernel files (fp8-rowcol-down-old)")
+    args = ap.parse_args()
+    name = args.case
+    fn = case_fn(name, args.before)
     for _ in range(3):
         fn()
     torch.cuda.synchronize()

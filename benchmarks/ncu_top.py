@@ -1,11 +1,14 @@
 """Summarize `ncu -i REPORT --page source --csv --print-source sass` (stdin): the SASS instructions with the most
 warp-stall samples, and the samples summed per stall-reason column. Usage: ... | python3 benchmarks/ncu_top.py [N]"""
+import argparse
 import csv
 import sys
 
 
 def main():
-    n = int(sys.argv[1]) if len(sys.argv) > 1 else 40
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("n", nargs="?", type=int, default=40, help="how many instructions to list (default 40)")
+    n = ap.parse_args().n
     rows = list(csv.reader(sys.stdin))
     head = next((i for i, r in enumerate(rows) if any("Source" in c for c in r)), None)
     if head is None:

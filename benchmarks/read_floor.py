@@ -61,7 +61,7 @@ def main():
     from gemmkit.bench.timing import rotation_count, time_graph
     from gemmkit.ops import _common as C
 
-    ap = argparse.ArgumentParser()
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--json")
     ap.add_argument("--rep-ms", type=int, default=50)
     args = ap.parse_args()

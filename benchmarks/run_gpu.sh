@@ -9,6 +9,20 @@
 #   large      the >= 2**31-element operand tests (tests/test_large_offsets.py, ~4 GiB weights) -> large.log
 #   overhead   host time per eager call against torch (benchmarks/overhead.py) -> overhead.txt
 #   bench      gemm_a16w16 against cuBLAS, CUDA-graph replay (gemmkit bench) -> a16w16_graph.json
+#   a16w16     the model sweeps of benchmarks/results/<gpu>/: every layer of every model at M = 1-64 and
+#              M = 256-4096, plus the 4096^3 / 8192^3 / 16384^3 squares -> a16w16_decode_graph.json,
+#              a16w16_models_geq256_graph.json (+ .log each)
+#   fp8        gemm_a8w8 fp8 and int8, gemm_a8w8_blockscale, each its op's default rows; FP8_PASSES=N (default 1)
+#              passes, each its own process -> a8w8.json, a8w8_int8.json, a8w8_blockscale.json, passes/*_passN.json
+#   family     afp4wfp4, batched (B = 8 and 64), a16w16_gated and ffn_gated (Llama-3 8B / 70B), split_cat (bf16
+#              and fp8 block scale) -> one JSON per op and model (the committed files merge some of them)
+#   floor      the memory floor of the decode rows (benchmarks/read_floor.py) -> read_floor.json
+#   vendor     which kernels cuBLAS launches on the weak rows (benchmarks/vendor_kernels.py) -> vendor_kernels.json
+#   ncu        one launch per NCU_CASES case under Nsight Compute (benchmarks/ncu_once.py; default
+#              "fp8-rowcol-table-8192 fp8-scaled-mm-8192") -> ncu_CASE.ncu-rep, ncu_CASE.details.txt
+#
+# The CUDA-graph stages take minutes each (a16w16 the longest): on a machine with a per-command limit, run
+# them one per call. STAGE_TIMEOUT (default 540 s) bounds each command.
 #
 # Output goes to $OUT (the device tool's folder) or ./gpu_out. Each stage's log ends with its summary.
 set -u
@@ -28,8 +42,51 @@ if has env; then
 fi
 # shellcheck disable=SC2046
 has tests && pytest_gpu tests.log $(workers) --ignore=tests/test_gpu_sanitizer.py --ignore=tests/test_large_offsets.py
-has sanitize && pytest_gpu sanitize.log tests/test_gpu_sanitizer.py
+# shellcheck disable=SC2046
+has sanitize && pytest_gpu sanitize.log $(workers) tests/test_gpu_sanitizer.py
 has large && pytest_gpu large.log tests/test_large_offsets.py
 has overhead && python3 benchmarks/overhead.py 2>&1 | tee "$OUT/overhead.txt" | tail -20
 has bench && python3 -m gemmkit bench --cuda-graph --json "$OUT/a16w16_graph.json" 2>&1 | tee "$OUT/bench.log" | tail -20
+
+# gb NAME [gemmkit bench options]: one CUDA-graph bench into $OUT/NAME.json, its output in $OUT/NAME.log
+gb() { local name=$1; shift; mkdir -p "$(dirname "$OUT/$name")"
+  timeout "${STAGE_TIMEOUT:-540}" python3 -m gemmkit bench --cuda-graph --json "$OUT/$name.json" "$@" 2>&1 \
+    | tee "$OUT/$name.log" | tail -8; }
+if has a16w16; then
+  gb a16w16_decode_graph --model all -m 1,16,32,64
+  gb a16w16_models_geq256_graph --model all -m 256,512,1024,2048,4096 \
+     --shape 4096,4096,4096 --shape 8192,8192,8192 --shape 16384,16384,16384
+fi
+if has fp8; then
+  for p in $(seq 1 "${FP8_PASSES:-1}"); do
+    sfx=; [ "${FP8_PASSES:-1}" -gt 1 ] && sfx=passes/ && tag=_pass$p || tag=
+    gb "${sfx}a8w8$tag" --op a8w8 --dtype fp8
+    gb "${sfx}a8w8_blockscale$tag" --op a8w8_blockscale
+  done
+  gb a8w8_int8 --op a8w8 --dtype int8
+fi
+if has family; then
+  gb afp4wfp4 --op afp4wfp4
+  gb batched_a16w16_b8 --op batched_a16w16 --batch 8 --shape 512,512,512 --shape 1024,1024,1024 --shape 2048,2048,2048
+  gb batched_a16w16_b64 --op batched_a16w16 --batch 64 --shape 512,512,512 --shape 1024,1024,1024 --shape 2048,2048,2048
+  gb batched_a8w8 --op batched_a8w8 --batch 8 --shape 1024,1024,1024 --shape 2048,2048,2048
+  for m in llama3-8b llama3-70b; do  # --model takes one model (or all)
+    gb "a16w16_gated_$m" --op a16w16_gated --model "$m" -m 1,16,64,256,1024,4096,8192
+    gb "ffn_gated_${m}_graph" --op ffn_gated --model "$m" -m 1,2,4,8,16,32,64,128,256
+    gb "ffn_gated_large_$m" --op ffn_gated --model "$m" -m 1024,2048,4096,8192
+  done
+  gb split_cat --op split_cat --model deepseek-v3 -m 1,16,64,128,512,1024,4096,8192,16384
+  gb split_cat_blockscale --op a8w8_blockscale_split_cat --model deepseek-v3 -m 1,16,64,128,512,1024,4096,8192,16384
+fi
+has floor && python3 benchmarks/read_floor.py --json "$OUT/read_floor.json" 2>&1 | tee "$OUT/read_floor.log" | tail -12
+has vendor && python3 benchmarks/vendor_kernels.py --json "$OUT/vendor_kernels.json" 2>&1 | tee "$OUT/vendor_kernels.log" | tail -12
+if has ncu; then
+  for c in ${NCU_CASES:-fp8-rowcol-table-8192 fp8-scaled-mm-8192}; do
+    timeout "${STAGE_TIMEOUT:-540}" ncu --clock-control none --profile-from-start off --set full -f -o "$OUT/ncu_$c" \
+      python3 benchmarks/ncu_once.py "$c" 2>&1 | tail -3
+    ncu -i "$OUT/ncu_$c.ncu-rep" --page details > "$OUT/ncu_$c.details.txt" 2>&1
+    ncu -i "$OUT/ncu_$c.ncu-rep" --page source --csv --print-source sass 2>/dev/null | python3 benchmarks/ncu_top.py 30 \
+      > "$OUT/ncu_$c.top.txt" 2>&1
+  done
+fi
 exit 0

@@ -36,7 +36,7 @@ def decide(rows):
 def main():
     from gemmkit import configs
 
-    ap = argparse.ArgumentParser()
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("sweep")
     ap.add_argument("--op", default="a16w16")
     ap.add_argument("--arch", default="sm_90")

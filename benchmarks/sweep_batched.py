@@ -388,7 +388,7 @@ def main():
     from gemmkit.bench.timing import rotation_count, time_graph
     from gemmkit.ops import _common as C
 
-    ap = argparse.ArgumentParser()
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--op", default="batched_a16w16")
     ap.add_argument("--dtype", default=None)
     ap.add_argument("--shapes", default="8x512,64x512,8x1024,64x1024,8x2048,64x2048")
@@ -519,7 +519,8 @@ def main():
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"device": torch.cuda.get_device_name(), "torch": torch.__version__,
-                       "triton": triton.__version__, "git_sha": git_sha(), "op": args.op, "dtype": dtype,
+                       "triton": triton.__version__, "git_sha": git_sha(),
+                       "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "op": args.op, "dtype": dtype,
                        "method": "CUDA-graph replay, do_bench median, inputs rotated past 4x L2",
                        "rows": rows, "best_per_M": best}, f, indent=1)
 
