@@ -225,8 +225,8 @@ def _block_scale_empty(M, Kd, block, like):
     """The scale tensor of quantize_fp8_blockwise: (ceil(M/bm), ceil(K/bk)) fp32. Token groups (bm = 1) are
     M-major (strides (1, M): a (KB, M) tensor, transposed), the layout torch._scaled_mm's blockwise mode and
     DeepGEMM take, in which the 128 scales of one K block of a 128-row tile are contiguous: the FP8 Gluon
-    kernel's load warp then reads 4 lines a K step instead of 128 (+4-13% at M = 4096, docs/PERF.md, session
-    14), as one TMA box where M % 4 == 0 (session 15). Weight blocks (128, 128) stay row-major (the kernel reads one per tile per K step)."""
+    kernel's load warp then reads 4 lines a K step instead of 128 (+4-13% at M = 4096, docs/PERF.md),
+    as one TMA box where M % 4 == 0. Weight blocks (128, 128) stay row-major (the kernel reads one per tile per K step)."""
     rows, cols = _cdiv(M, block[0]), _cdiv(Kd, block[1])
     if block[0] == 1:
         return like.new_empty((cols, rows), dtype=torch.float32).t()

@@ -203,7 +203,7 @@ def reduce_tile(M: int, N: int, min_programs: int = 0):
     """(BLOCK_M, BLOCK_N) of the reduce. `min_programs` (the launch passes 2 x SMs): where the full
     tiles leave fewer programs than that, BLOCK_M halves (down to 8): a few-tile output (512 x 576:
     16 x 5 = 80 programs of 32 x 128, each summing 8 x 16 KiB) is latency-bound on a few SMs
-    (issue 3: 5 us of a 19 us split-8 op on the H200)."""
+    (5 us of a 19 us split-8 op on the H200)."""
     bm, bn = min(REDUCE_BM, next_pow2(M)), min(REDUCE_BN, next_pow2(N))
     while bm > 8 and cdiv(M, bm) * cdiv(N, bn) < min_programs:
         bm //= 2

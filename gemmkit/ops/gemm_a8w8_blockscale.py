@@ -121,7 +121,7 @@ def gemm_a8w8_blockscale(x, w, x_scale, w_scale, *, block_shape=(128, 128), out_
         fastest is M-major (strides (1, M), as quantize_fp8_blockwise(x, (1, bk)) and torch._scaled_mm use it):
         a K block's scales of a tile are then contiguous, and with M % 4 == 0 (a K-block stride of 16 bytes) and a
         16-byte aligned base the sm_90 Gluon kernel copies them by TMA (otherwise by cp.async: up to ~5% slower at
-        M = 4096 for M-major scales; row-major ones ran 6-12% below M-major in session 14: docs/PERF.md).
+        M = 4096 for M-major scales; row-major ones ran 6-12% below M-major: docs/PERF.md).
       w_scale: (ceil(N / bn), ceil(K / bk)) float32: the bn x bk block (i, j) of w by w_scale[i, j].
       block_shape: (bn, bk), default (128, 128); bk a power of two >= 32.
       out_dtype: bf16, fp16 or fp32; None (default): out's dtype if `out` is given, else bf16.

@@ -106,7 +106,7 @@ FEW_TILE_WAVES = 2  # "few tiles": a candidate's output tiles fill under this ma
 
 
 def few_tile_space(M: int, N: int, K: int, target, groups=(8,), persist=(False, True), tmas=(True, False)) -> list:
-    """Extra a16w16 candidates at M > 64 for tilings that leave the SMs short of work (issue 3: the
+    """Extra a16w16 candidates at M > 64 for tilings that leave the SMs short of work (the
     skinny N = 576 / 1536 layers, M = 256 / 512 on N <= 10240): split-K 2 / 4 / 8 (the two-pass
     deterministic path: fp32 partials, then _splitk_reduce.py in fixed order), BLOCK_SIZE_N 64 and
     BLOCK_SIZE_M 64 at any M. Only tilings whose tile count is under FEW_TILE_WAVES x SMs (before
@@ -135,7 +135,7 @@ def gluon_space(M: int = 256) -> list:
     kernels/gluon/hopper_pingpong.py): the tiles its register budget allows, with the split tiles 64 x 192 and
     64 x 96 (128 + 64 and 64 + 32 columns, for rows a power-of-two width leaves SMs idle), ring depths, group
     sizes. The cooperative kernel (num_warps 8, kernels/gluon/hopper_coop.py: two consumers share one tile):
-    its split tile 128 x 192 and 128 x 128 with 6 stages (session 9's sweeps: that one won 9 rows at M = 256 -
+    its split tile 128 x 192 and 128 x 128 with 6 stages (the sweeps: that one won 9 rows at M = 256 -
     2048), and at M >= 1024 its 128 x 256 / 256 x 128 tiles."""
     out = []
     for (bm, bn), stages, group in itertools.product([(128, 128), (64, 256), (64, 192), (64, 96)], [4, 5, 6], [8, 16]):
@@ -158,7 +158,7 @@ def gluon_swap_space(M: int) -> list:
     plan, but `prune` also drops what the Triton fallback of the same tile cannot fit: 64 x 64 x 128 / 8, for one).
     GROUP_SIZE_M 1: it groups weight tiles here, and each weight tile's token tiles then run back to back (the
     unswapped small-M rule, group 8, is about re-reading w across token-tile rows, which this order avoids).
-    Session 16's sweeps: 16 x 64 x 128 / 8 stages won most rows at M <= 16, 32 x 64 and 64 x 64 above
+    Measured in sweeps: 16 x 64 x 128 / 8 stages won most rows at M <= 16, 32 x 64 and 64 x 64 above
     (docs/PERF.md)."""
     out = []
     tokens = [t for t in (16, 32, 64) if t == 16 or t // 2 < M]  # 16, and each tile whose half is short of M
@@ -172,11 +172,11 @@ def gluon_swap_space(M: int) -> list:
 def gluon_fp8_space(M: int, op: str = "a8w8") -> list:
     """Candidates for the FP8 Gluon kernel (kernels/gluon/hopper_pingpong_fp8.py; gemm_a8w8 fp8 and
     gemm_a8w8_blockscale on sm_90, M >= 64; the tuner drops them for int8). The ping-pong (num_warps 4): the
-    64 x 64 / 64 x 128 tiles the block-scale tables serve at M <= 128, and (per-token only: in block mode it spilled
-    until session 17 and has not been timed since) 128 x 128 with 3 stages. From M = 128 the cooperative
+    64 x 64 / 64 x 128 tiles the block-scale tables serve at M <= 128, and (per-token only: in block mode it once spilled
+    and has not been timed since) 128 x 128 with 3 stages. From M = 128 the cooperative
     128 x 128 x 128 (num_warps 8), 5 / 6 stages: the config the A8W8 tables serve from M = 256 and the block-scale
-    ones from M = 256 (session 12's sweep: 1.2-2.4x the Triton tier at M = 256-2048), with its tail split by the
-    kernel's own rule. From M = 1024 the cooperative 256 x 128 x 128, 3 stages (session 17: +3-8% on block-scale
+    ones from M = 256 (a sweep: 1.2-2.4x the Triton tier at M = 256-2048), with its tail split by the
+    kernel's own rule. From M = 1024 the cooperative 256 x 128 x 128, 3 stages (+3-8% on block-scale
     rows with K <= 2048, -6-9% at K >= 7168; the tables serve it on three DeepSeek-V3 rows)."""
     pp = [((64, 64), 6, g) for g in (4, 8)] + [((64, 128), 4, 8)]
     if op == "a8w8" and M >= 128:
@@ -203,7 +203,7 @@ def fill_splits(tiles: int, k_steps: int, num_cus: int) -> list:
     """Split counts that fill one wave of a persistent Gluon grid with (split, tile) items: the largest s with
     tiles x s <= SMs, and s - 1, each >= 2, <= MAX_GLUON_SPLIT and leaving >= MIN_SPLIT_STEPS K steps a range.
     One item per CTA: a ping-pong CTA given two runs them one after the other on its tensor cores, and a
-    second wave of partial tiles costs as much as the first (session 10, round 1: splits 2 / 3 for every
+    second wave of partial tiles costs as much as the first (measured: splits 2 / 3 for every
     tile switched 3 of 19 rows; with these counts, 6 of 12)."""
     from ..kernels.gluon.hopper_host import one_wave_splits
 

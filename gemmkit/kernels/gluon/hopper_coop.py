@@ -69,7 +69,7 @@ T rows and the loader puts 3 of them per stage, rows [0, 2T) into b[s] and [2T, 
                   acc_t += a[s][rows of c] @ t[s]^T    (BM/2 x T)     ┘ wait(2) retires the previous step's
    epilogue:      acc -> 2 sub-tiles of T columns, acc_t -> 1: 3 TMA stores of BM/2 x T through c0 / c1
 
-Why: cuBLAS picks 192-wide tiles where a power-of-two width leaves SMs idle (docs/PERF.md, session 8):
+Why: cuBLAS picks 192-wide tiles where a power-of-two width leaves SMs idle (docs/PERF.md):
 Llama-3-8B qkv at M = 512 (N = 6144) is 128 tiles of 128 x 192 for 132 SMs, against 192 of 128 x 128
 (1.45 waves) or 96 of 128 x 256; DeepSeek's N = 576 is 3 x 192. The Triton tier cannot build these tiles:
 a call that falls back from Gluon runs the power-of-two part, 2T (ops/_gemm.py `triton_tile`).
@@ -128,7 +128,7 @@ _EPI_SPLITS = (1, 2, 4)  # output sub-tiles per consumer tile, fewest first
 # Split tiles: widths that are not powers of two, built from two power-of-two accumulators (2 BN / 3 and
 # BN / 3 columns), for rows whose tile count a power-of-two width wastes (DeepSeek N = 576 = 3 x 192,
 # Llama-3-8B qkv N = 6144 at M = 512: 128 tiles of 128 x 192 for 132 SMs, against 96 or 192 of 128 x 256 /
-# 128 x 128). cuBLAS picks such widths there (docs/PERF.md, session 8). Dense kernel only.
+# 128 x 128). cuBLAS picks such widths there (docs/PERF.md). Dense kernel only.
 SPLIT_N = configs.SPLIT_N  # (96, 192); the config tables accept them for the dense Gluon kernels only
 
 

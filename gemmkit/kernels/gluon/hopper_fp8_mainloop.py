@@ -50,7 +50,7 @@ Constraints:
     K step k goes back after step k + 1's wait(1), so the ring needs >= 2 slots (derive: stages >= 2).
   - The promotion must stay inline PTX with side effects (is_pure=False): as a plain expression LLVM sinks
     it below the next chain's wgmma into the same partial registers, and ptxas then serializes every wgmma
-    (C7514, only 0x0 waits left; seen in block mode, session 7). tests/test_hopper_pingpong_fp8_isa.py
+    (C7514, only 0x0 waits left; seen in block mode). tests/test_hopper_pingpong_fp8_isa.py
     checks the SASS and the ptxas log.
   - k_steps >= 1 (the op handles K == 0).
   - (block) The w scale's one-element read indexes the slot's w buffer viewed as a column through Gluon's
@@ -150,7 +150,7 @@ def _slot_scales(s_slot, w_slot, j, ROW0: gl.constexpr, acc_layout: gl.constexpr
     (s_slot, BM fp32) and the tile's w scale (element j of the WS_BOX at the head of w_slot), both staged by the
     load warp. The w scale is one broadcast LDS from a uniform address (every thread the same element): read as the
     whole box and selected (LDS.128, 4 FSEL, 3 FADD), its dependent chain sat between the chain's wgmma, where ptxas
-    puts this product (session 18)."""
+    puts this product."""
     row_layout: gl.constexpr = gl.SliceLayout(1, acc_layout)
     one_layout: gl.constexpr = gl.BlockedLayout([1], [32], [4], [0])  # every thread the one element
     col: gl.constexpr = gl.SwizzledSharedLayout(vec=1, per_phase=1, max_phase=1, order=[0])

@@ -21,7 +21,7 @@ from . import hopper_pingpong as hp
 SLICE_M = 64  # rows of one wgmma chain (m64) and of the partial accumulator
 MAX_PROMOTE_K = 128  # fp8 products the tensor cores' adder may carry before an fp32 FADD
 # The coop tail split's rule (`tail_plan`): the K a tile needs before splitting the last round pays for the
-# partials and the reduce launch. Measured at BK = 128 (docs/PERF.md "Session 12", tail_split_ab*.json): K = 512,
+# partials and the reduce launch. Measured at BK = 128 (same-process A/B, docs/PERF.md decision log): K = 512,
 # 1536 and 2048 (4-16 steps) lost or tied (0.969-1.002), K = 7168 and more gained where the tail round was more
 # than a few % of the time (+2-14%). Any threshold between 2048 and 7168 fits those rows; 4096 was not measured.
 MIN_TAIL_K = 4096
@@ -30,8 +30,8 @@ VECTOR_BUFFERS = 2
 _LOAD_LANES = 32  # lanes of the load warp (the kernel's LOAD_THREADS): it copies at least one w scale a lane
 # (block) a ring slot's w-scale buffer: 128 bytes, as a TMA destination in shared memory must start on a 128-byte
 # boundary, of which a 16-byte TMA box (the least a box moves) fills the first WS_BOX_FLOATS, from the w scale's
-# offset rounded down to 4 elements, since a box must also start on a 16-byte boundary in global memory (session 15,
-# benchmarks/tma_box_probe.py: an unaligned box faults, "illegal instruction"; a 16-byte slot, "misaligned address").
+# offset rounded down to 4 elements, since a box must also start on a 16-byte boundary in global memory (measured
+# with a probe kernel: an unaligned box faults, "illegal instruction"; a 16-byte slot, "misaligned address").
 W_SLOT_FLOATS = hh.TMA_SMEM_ALIGN // 4  # fp32
 WS_BOX_FLOATS = hh.TMA_ALIGN // 4
 _MAX_LIVE_ACC = 192  # acc + partial(s) fp32 registers per consumer thread (of 240: the rest for addresses)

@@ -55,8 +55,8 @@ def shared_layout(rows: int, cols: int, dtype: str):
     return gl.NVMMASharedLayout.get_default_for([rows, cols], GL_DTYPE[dtype])
 
 
-# TMA's alignment rules on sm_90: a tensor's base, its row strides and (measured on the H200, session 15:
-# benchmarks/tma_box_probe.py) every box's start in global memory on TMA_ALIGN bytes; a box's destination in shared
+# TMA's alignment rules on sm_90: a tensor's base, its row strides and (measured on the H200 with
+# a probe kernel: an unaligned box start faults) every box's start in global memory on TMA_ALIGN bytes; a box's destination in shared
 # memory on TMA_SMEM_ALIGN bytes (else the kernel faults).
 TMA_ALIGN = 16
 TMA_SMEM_ALIGN = 128
@@ -151,7 +151,7 @@ def fit_split_k(cfg: dict, M: int, N: int, K: int, target) -> dict:
 
 # The most K splits of a tail tile: the reduce reads every split's partial (fp8 8192³, 4 tail tiles: 32 splits
 # cost 10.1 us of reduce for 6.0 us less GEMM, with the reduce's split loop a runtime loop; 8 splits, unrolled,
-# 1.7 us for 7.1 us less: docs/PERF.md "Session 12", logs/session12/tail_profile.txt).
+# 1.7 us for 7.1 us less: measured with an nsys profile of the tail split, docs/PERF.md decision log).
 MAX_TAIL_SPLITS = 8
 
 

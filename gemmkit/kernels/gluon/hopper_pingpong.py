@@ -103,7 +103,7 @@ columns (the weight rows) and stores the BN x BM tile at y[tokens, weight rows] 
 GROUP_SIZE_M then groups the kernel's rows, the weight tiles (1 in the shipped buckets: each weight tile's token
 tiles run back to back, so the weight is read once and the small x from L2).
 
-Measured on the H200 (docs/PERF.md, session 16): faster than the tables' unswapped tiles on most model layers
+Measured on the H200 (docs/PERF.md): faster than the tables' unswapped tiles on most model layers
 at M <= 64 (up to 1.7x where few weight tiles starved the SMs), 1-5% slower at M < 64 on the widest rows
 (N >= 10240), whose tables keep their tiles there.
 

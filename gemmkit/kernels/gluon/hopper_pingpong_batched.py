@@ -9,7 +9,7 @@ num_warps as gemm_a16w16 picks them (hopper_pingpong.is_coop):
 What is batched, and nothing else, is here and in the dense partitions' `BATCHED` branches
 (compiled away in the dense kernels: their SASS is byte-identical to the kernels before batching,
 checked by tests/test_hopper_pingpong.py, and for the cooperative kernel by comparing the SASS of
-every isa case before and after, session 7):
+every isa case before and after):
 
   work space   B x tiles_m x tiles_n work ids, batch-major, grouped order inside an entry
                (`batched_tile_coords` of kernels/triton/_schedule.py, as the Triton tier's batched

@@ -54,7 +54,7 @@ LAYOUT "coop" (num_warps 8, BLOCK_SIZE_M 128: DeepGEMM's cooperative layout; 256
   warp already fills the ring with the next work item's first K steps. (rowcol) The epilogue's scales are
   already in shared memory (staged by the load warp while the mainloop ran): the consumers read them (LDS)
   instead of waiting an L2 round trip after the last chain (+1.5-2.4% at 4096^3 / 8192^3, +10-14% at
-  K = 512-1024: docs/PERF.md, session 14).
+  K = 512-1024: docs/PERF.md).
 
 LAYOUT "coop", BLOCK_SIZE_M 256 (the coop 256 tile): the same partitions, a 256 x BN item, a 128-row half per
 consumer (two 64-row slices), run by the pingpong mainloop from the one ring (one partial, each chain waited, the
@@ -68,7 +68,7 @@ other consumer's wgmma under the wait and the FADDs: hopper_fp8_mainloop._pingpo
   a tile boundary (drain, epilogue, refill) comes every 256 rows, half as often. The cost: no chain stays in
   flight while a consumer promotes, so the two consumers must interleave to keep the tensor cores fed; and a
   48 KiB slot leaves 3 of them (two 128 x BN staging buffers; one shared, c_free, for an fp32 y). Measured
-  (docs/PERF.md session 17): +3-8% on block-scale rows with K <= 2048 at M >= 4096, -6-9% at K >= 7168, per-token
+  (docs/PERF.md): +3-8% on block-scale rows with K <= 2048 at M >= 4096, -6-9% at K >= 7168, per-token
   no gain; the tables use it where it won. cuBLAS / CUTLASS's promotion keeps a second accumulator of the whole
   tile (2 x 128 registers at 256 x 128 a consumer pair), so their fp8 tile stops at 128 x 128.
 
@@ -110,14 +110,14 @@ Block scales (SCALE = "block"; K step kk of BK columns lies in scale block kb = 
    Why this way (docs/kernels/hopper_pingpong_fp8.md "Block-scale mode", docs/PERF.md sessions 6, 14, 15): the
    load warp never waits on a scale (copies land on full[s] with the operands), and the consumers load nothing
    from global memory in the mainloop (a w-scale LDG one step ahead stalled the chain's issue: +1-7% at M = 128
-   without it, session 15); reading the slot before issuing the chain puts the shared-memory latency under the
+   without it); reading the slot before issuing the chain puts the shared-memory latency under the
    wgmma. TMA where it can: a box must start on a 16-byte boundary in global memory and land on a 128-byte
-   boundary in shared memory (benchmarks/tma_box_probe.py), so the x scales go by TMA only when M-major with a
+   boundary in shared memory (measured with a probe kernel), so the x scales go by TMA only when M-major with a
    K-block stride of a multiple of 4 (`scale_tma_ok`; the op takes any strides: row-major (M, KB) makes a tile's
-   BM scales of one kb a strided column, 32 bytes a row, docs/PERF.md session 14), and the w scale's box starts
+   BM scales of one kb a strided column, 32 bytes a row, docs/PERF.md), and the w scale's box starts
    at its offset rounded down to 4 elements (`_w_pick` keeps the one). The pingpong 128 x 128 tile spills in
    block mode unless the promotion is the inline-PTX FFMA (`_promote`; as a plain expression ptxas split the
-   partials: 324 bytes of spills, session 17), which every block-mode promotion now uses (the pingpong's rowcol
+   partials: 324 bytes of spills), which every block-mode promotion now uses (the pingpong's rowcol
    FADD stays a plain expression: its SASS compiles clean and is unchanged).
 
 Phase timeline of one K step in consumer c (BK = 128; "wg" = 4 wgmma k32 issued async,
@@ -140,7 +140,7 @@ Barriers (full: count 1, block with cp.async x scales 1 + 32; empty: 1, coop 2):
 (coop: r = 0, one ring; both consumers wait on full[s] with the same parity, both arrive on empty[s]):
    full   load r: (block without SCALE_TMA: BM / 32 cp.async + cp.async.mbarrier.arrive.noinc per lane: 32 of
           full[s]'s 33 arrivals, each made when that lane's copies land; the incrementing form raised the pending
-          count past the barrier's count, "Barrier overflow" under compute-sanitizer synccheck, session 7)
+          count past the barrier's count, "Barrier overflow" under compute-sanitizer synccheck)
           expect-tx (the last arrival) + 2 TMA (block: + the w scale's box, SCALE_TMA: + the x scales' box);
           mma r (coop: mma 0 and mma 1): wait parity (g // S) & 1 (g = its ring step count)
    empty  mma r: arrive once its slices' wgmmas read slot s (coop: 2 arrivals, one per consumer, each one
@@ -275,7 +275,7 @@ def _load_partition(RING: gl.constexpr, NRINGS: gl.constexpr, x_desc, w_desc, xs
     BN: gl.constexpr = w_desc.block_type.shape[0]
     # (block) BM scales over the warp's 32 lanes, BM / 32 each, lane l holding rows l, l + 32, ...: each cp.async
     # instruction of the warp reads 32 consecutive rows, one 128-byte line when x_scale is M-major (the layout
-    # gemmkit.quant.quantize_fp8_blockwise returns; row-major costs a line per row, docs/PERF.md session 14).
+    # gemmkit.quant.quantize_fp8_blockwise returns; row-major costs a line per row, docs/PERF.md).
     s_layout: gl.constexpr = gl.BlockedLayout([1], [32], [1], [0])
     if SCALE == "block" and SCALE_TMA:  # a, b and the two scale boxes
         NBYTES: gl.constexpr = (x_desc.block_type.nbytes + w_desc.block_type.nbytes + xs_desc.block_type.nbytes +
@@ -460,7 +460,7 @@ def _mma_partition(CONSUMER: gl.constexpr, LAYOUT: gl.constexpr, y_desc, xs_ptr,
         xs1 = xs
         if VEC:
             # Staged by the load warp while the mainloop ran: a shared-memory read here, not a global load's
-            # latency after the last chain (docs/PERF.md, session 14). Both consumers read, then release it.
+            # latency after the last chain (docs/PERF.md). Both consumers read, then release it.
             vs = item % vx_smem.shape[0]
             mbarrier.wait(vfull.index(vs), (item // vx_smem.shape[0]) & 1)
             xs = vx_smem.index(vs).slice(ROW0, SM).load(gl.SliceLayout(1, acc_layout))
@@ -642,10 +642,10 @@ def _flat(s):
 def scale_tma_ok(x_scale) -> bool:
     """Whether the load warp can copy the x scales by TMA, one 1-D box of BM a K step: they must be consecutive in
     memory (M-major, stride (1, *): the layout gemmkit.quant and torch._scaled_mm use; or M == 1) and every box
-    must start on a 16-byte boundary (on the H200 an unaligned box faults, "illegal instruction":
-    benchmarks/tma_box_probe.py), so a 16-byte aligned base and a K-block stride of a multiple of 4 elements
+    must start on a 16-byte boundary (on the H200 an unaligned box faults, "illegal instruction",
+    measured with a probe kernel), so a 16-byte aligned base and a K-block stride of a multiple of 4 elements
     (M % 4 == 0 when dense; or one K block). Otherwise cp.async (any strides; row-major x_scale costs a line a
-    row, docs/PERF.md session 14). (The w scale always comes by TMA: `launch` copies a w_scale whose base is off a
+    row, docs/PERF.md). (The w scale always comes by TMA: `launch` copies a w_scale whose base is off a
     16-byte boundary.)"""
     m, kb = x_scale.shape
     return ((x_scale.stride(0) == 1 or m == 1) and (x_scale.stride(1) * 4 % hh.TMA_ALIGN == 0 or kb == 1) and
