@@ -5,8 +5,8 @@
 #
 #   env        GPU, driver, clocks, power limit, torch / Triton / CUDA versions, date, git sha -> env.txt
 #   tests      every gpu-marked test (pytest -m gpu), in parallel workers where pytest-xdist is there -> tests.log
-#   sanitize   compute-sanitizer memcheck over every kernel family (tests/test_gpu_sanitizer.py) -> sanitize.log
-#   large      the >= 2**31-element operand tests (tests/test_large_offsets.py, ~4 GiB weights) -> large.log
+#   sanitize   compute-sanitizer memcheck over every kernel family (tests/kernels/test_sanitizer.py) -> sanitize.log
+#   large      the >= 2**31-element operand tests (tests/kernels/test_large_offsets.py, ~4 GiB weights) -> large.log
 #   overhead   host time per eager call against torch (benchmarks/overhead.py) -> overhead.txt
 #   bench      gemm_a16w16 against cuBLAS, CUDA-graph replay (gemmkit bench) -> a16w16_graph.json
 #   a16w16     the model sweeps of benchmarks/results/<gpu>/: every layer of every model at M = 1-64 and
@@ -41,10 +41,10 @@ if has env; then
   } 2>&1 | tee "$OUT/env.txt"
 fi
 # shellcheck disable=SC2046
-has tests && pytest_gpu tests.log $(workers) --ignore=tests/test_gpu_sanitizer.py --ignore=tests/test_large_offsets.py
+has tests && pytest_gpu tests.log $(workers) --ignore=tests/kernels/test_sanitizer.py --ignore=tests/kernels/test_large_offsets.py
 # shellcheck disable=SC2046
-has sanitize && pytest_gpu sanitize.log $(workers) tests/test_gpu_sanitizer.py
-has large && pytest_gpu large.log tests/test_large_offsets.py
+has sanitize && pytest_gpu sanitize.log $(workers) tests/kernels/test_sanitizer.py
+has large && pytest_gpu large.log tests/kernels/test_large_offsets.py
 has overhead && python3 benchmarks/overhead.py 2>&1 | tee "$OUT/overhead.txt" | tail -20
 has bench && python3 -m gemmkit bench --cuda-graph --json "$OUT/a16w16_graph.json" 2>&1 | tee "$OUT/bench.log" | tail -20
 

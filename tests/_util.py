@@ -6,6 +6,9 @@ import sys
 
 import torch
 
+# The repository root (tests/_util.py sits one level below it): cwd / PYTHONPATH of subprocesses.
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
 # Norm-wise bound on ||out - ref|| / ||ref|| against the float64 reference.
 # The inputs are exact in float64, accumulation is fp32 (error ~K * 2**-24,
 # negligible at test sizes), so the error is the final rounding to out_dtype:
@@ -185,8 +188,7 @@ def sanitize(tool, script, *args, timeout=600):
     its output; the script must print "sanitized run done" at its end (asserted, with the exit status)."""
     exe = _sanitizer_exe()
     assert exe, "compute-sanitizer not found (it is on the H200 image)"
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    env = dict(os.environ, PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
     r = subprocess.run([exe, "--tool", tool, sys.executable, "-c", script, *args],
                        capture_output=True, text=True, env=env, timeout=timeout)
     out = r.stdout + r.stderr

@@ -1,4 +1,4 @@
-"""Test setup: the Triton interpreter on CPU machines, markers, fixtures.
+"""Test setup: the Triton interpreter on CPU machines, markers, fixtures, tests/ on sys.path.
 
 On a machine without a GPU the tests run every Triton kernel in Triton's CPU
 interpreter. TRITON_INTERPRET must be set before any @triton.jit decorator
@@ -13,8 +13,13 @@ is imported with the interpreter on (gemmkit/kernels/_interpreter.py), so the CP
 run what a user gets.
 """
 import os
+import sys
 
 import torch
+
+# Tests live in tests/ops/, tests/kernels/, tests/tools/ and tests/properties/; their shared helpers
+# (tests/_util.py) are imported as `from _util import ...` from every folder.
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 if not torch.cuda.is_available():
     os.environ.setdefault("TRITON_INTERPRET", "1")
@@ -29,9 +34,9 @@ def pytest_collection_modifyitems(config, items):
     skip_gpu = pytest.mark.skip(reason="needs a CUDA GPU (run `pytest -m gpu` on the H200)")
     skip_interp = pytest.mark.skip(reason="interpreter test: run with TRITON_INTERPRET=1")
     for item in items:
-        if "gpu" in item.keywords and not torch.cuda.is_available():
+        if item.get_closest_marker("gpu") is not None and not torch.cuda.is_available():
             item.add_marker(skip_gpu)
-        if "interpreter" in item.keywords and not INTERPRETING:
+        if item.get_closest_marker("interpreter") is not None and not INTERPRETING:
             item.add_marker(skip_interp)
 
 

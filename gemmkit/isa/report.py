@@ -350,7 +350,7 @@ def write_markdown(rows, path):
         f"shipped config compiled on a CPU for its target with Triton {triton.__version__}, read for "
         "registers, spills, shared memory / LDS, occupancy and instruction counts, and checked "
         "against the promises each kernel file declares (`PROMISES`). The same check runs in CI "
-        "(tests/test_isa.py). No AMD hardware has run these kernels: the AMD rows are compiled "
+        "(tests/tools/test_isa.py). No AMD hardware has run these kernels: the AMD rows are compiled "
         "code only.",
         "",
         "Columns: vgpr/agpr/sgpr are AMD register counts (sm_90: vgpr = registers per thread); "

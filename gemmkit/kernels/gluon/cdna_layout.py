@@ -3,7 +3,7 @@
 Everything here is derived from the target and the tile, and is what the kernel hands to Gluon
 as layouts; the functions that evaluate those layouts element by element (`load_rows`,
 `lds_offset`, `mfma_*_fragment`, `wave_tile`) let a CPU test run the whole tile through
-NumPy and compare with a plain matmul (tests/test_cdna_pingpong.py).
+NumPy and compare with a plain matmul (tests/kernels/test_cdna_pingpong.py).
 
     block 256 x 256, 8 waves as a 2 x 4 grid (warp_id_m = wave // 4, warp_id_n = wave % 4),
     each wave 128 x 64 of C; MFMA 16x16x32 bf16 on gfx950, 16x16x16 on gfx942.

@@ -50,7 +50,7 @@ Constraints:
     K step k goes back after step k + 1's wait(1), so the ring needs >= 2 slots (derive: stages >= 2).
   - The promotion must stay inline PTX with side effects (is_pure=False): as a plain expression LLVM sinks
     it below the next chain's wgmma into the same partial registers, and ptxas then serializes every wgmma
-    (C7514, only 0x0 waits left; seen in block mode). tests/test_hopper_pingpong_fp8_isa.py
+    (C7514, only 0x0 waits left; seen in block mode). tests/kernels/test_hopper_pingpong_fp8_isa.py
     checks the SASS and the ptxas log.
   - k_steps >= 1 (the op handles K == 0).
   - (block) The w scale's one-element read indexes the slot's w buffer viewed as a column through Gluon's

@@ -8,7 +8,7 @@ num_warps as gemm_a16w16 picks them (hopper_pingpong.is_coop):
                every BM x BN tile, BM/2 rows each; empty[s] counts 2) and plan `derive`
 What is batched, and nothing else, is here and in the dense partitions' `BATCHED` branches
 (compiled away in the dense kernels: their SASS is byte-identical to the kernels before batching,
-checked by tests/test_hopper_pingpong.py, and for the cooperative kernel by comparing the SASS of
+checked by tests/kernels/test_hopper_pingpong.py, and for the cooperative kernel by comparing the SASS of
 every isa case before and after):
 
   work space   B x tiles_m x tiles_n work ids, batch-major, grouped order inside an entry

@@ -222,7 +222,7 @@ def gemm_split_cat_tma_kernel(x_desc, w_desc, c1_desc, c2_desc, xs_ptr, wsc_ptr,
     k_tiles = tl.cdiv(K, BLOCK_K)
     # Flattened (the next tile's loads under this epilogue) unless S3 == 0 with the "tma_part" store: then
     # the loop body ends in the store's if / else, which Triton 3.6's TritonGPUFuseNestedLoops rejects on
-    # sm_90 ("'scf.if' op region control flow edge ..."; static compile, tests/test_split_cat_interp.py).
+    # sm_90 ("'scf.if' op region control flow edge ..."; static compile, tests/ops/test_split_cat.py).
     FLATTEN: tl.constexpr = S3 > 0 or STORE != "tma_part"
     for work_id in tl.range(tl.program_id(0), num_tiles, tl.num_programs(0), flatten=FLATTEN):
         pid_m, pid_n = tile_coords(work_id, num_pid_m, num_pid_n, GROUP_SIZE_M, NUM_XCDS)

@@ -1,0 +1,115 @@
+"""Swap-AB in the Gluon ping-pong on the H200 (`pytest -m gpu tests/kernels/test_gluon_swap_ab.py`).
+
+A "swap_ab": true config names y's BLOCK_SIZE_M x BLOCK_SIZE_N tile as every config does; the kernel computes it
+transposed (weight rows as the wgmma's M, tokens as its N), adds the bias per weight row and stores the tile
+transposed (kernels/gluon/hopper_pingpong.py, "Swap-AB"). Through the kernel's `launch` and through gemm_a16w16:
+token counts below, at and above the token tile (several token tiles), ragged weight rows, K tails, bias /
+activation / output dtypes, fp16, small persistent grids (many tiles a CTA, both consumers), a CUDA graph, the
+Triton fallback of the same config. Reference: float64 on the CPU; outputs poisoned with NaN, every element checked.
+"""
+import pytest
+import torch
+
+import gemmkit
+from gemmkit.reference import gemm_a16w16_ref
+
+from _util import check_a16w16 as check
+from _util import check_a16w16_graph_replays, dense_sanitize_script, launch_dense, poisoned, randn, sanitize, within_bound
+
+pytestmark = pytest.mark.gpu
+DEV = "cuda"
+
+SW = {"BLOCK_SIZE_M": 16, "BLOCK_SIZE_N": 64, "BLOCK_SIZE_K": 128, "GROUP_SIZE_M": 1, "num_warps": 4,
+      "num_stages": 8, "swap_ab": True}
+CFGS = {
+    "t16w64k128": SW,
+    "t32w128k64": {**SW, "BLOCK_SIZE_M": 32, "BLOCK_SIZE_N": 128, "BLOCK_SIZE_K": 64, "num_stages": 6},
+    "t64w128k128-g4": {**SW, "BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 128, "num_stages": 6, "GROUP_SIZE_M": 4},
+    "t64w128k64": {**SW, "BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 128, "BLOCK_SIZE_K": 64},  # a shipped bucket's tile
+    "t64w64k128": {**SW, "BLOCK_SIZE_M": 64, "num_stages": 6},  # the default table's M <= 64 bucket
+}
+
+# (M, N, K): one token, a partial token tile, exactly one, one past it, several tiles; weight rows not a multiple
+# of the tile (264, 1000); K with a tail step (200, 1000) and of one step (64); a decode-sized long-K row.
+SHAPES = [(1, 4096, 1024), (7, 264, 200), (16, 1000, 520), (17, 392, 1000), (100, 136, 64), (300, 1024, 2056),
+          (64, 4096, 14336)]
+
+
+def run(name, x, w, bias=None, act="none", out_dtype=None, cus=None):
+    from gemmkit.kernels.gluon import hopper_pingpong
+
+    return launch_dense(hopper_pingpong, x, w, bias, act, out_dtype, CFGS[name], cus)
+
+
+@pytest.mark.parametrize("name", list(CFGS))
+@pytest.mark.parametrize("M,N,K", SHAPES, ids=[f"{m}x{n}x{k}" for m, n, k in SHAPES])
+def test_shapes(M, N, K, name):
+    x, w = randn(M, K, dtype=torch.bfloat16, device=DEV), randn(N, K, dtype=torch.bfloat16, device=DEV)
+    check(run(name, x, w), x, w)
+
+
+@pytest.mark.parametrize("act,out_dtype", [("gelu", torch.bfloat16), ("silu", torch.float16), ("none", torch.float32)],
+                         ids=["gelu-bf16", "silu-fp16", "none-fp32"])
+@pytest.mark.parametrize("name", ["t16w64k128", "t32w128k64"])
+def test_bias_activation_out_dtype(act, out_dtype, name):
+    """The bias goes along the accumulator's rows (weight rows): a transposed bias would fail here."""
+    M, N, K = 33, 392, 520
+    x, w = randn(M, K, dtype=torch.bfloat16, device=DEV), randn(N, K, dtype=torch.bfloat16, device=DEV)
+    b = randn(N, dtype=torch.bfloat16, device=DEV) * 4
+    y = run(name, x, w, b, act, out_dtype)
+    assert y.dtype == out_dtype
+    check(y, x, w, b, act)
+
+
+def test_fp16_inputs():
+    M, N, K = 20, 1000, 1000
+    x, w = randn(M, K, dtype=torch.float16, device=DEV), randn(N, K, dtype=torch.float16, device=DEV)
+    b = randn(N, dtype=torch.float16, device=DEV)
+    check(run("t16w64k128", x, w, b, "gelu"), x, w, b, "gelu")
+
+
+@pytest.mark.parametrize("cus", [1, 3, 7])
+@pytest.mark.parametrize("name", ["t16w64k128", "t64w128k128-g4"])
+def test_small_persistent_grids(cus, name):
+    """Many tiles a CTA: the two consumers alternate over tiles of both token tiles and many weight tiles."""
+    M, N, K = 100, 1000, 1000
+    x, w = randn(M, K, dtype=torch.bfloat16, device=DEV), randn(N, K, dtype=torch.bfloat16, device=DEV)
+    b = randn(N, dtype=torch.bfloat16, device=DEV)
+    check(run(name, x, w, b, "silu", cus=cus), x, w, b, "silu")
+
+
+def test_op_runs_the_swapped_kernel_and_its_fallback():
+    """gemm_a16w16 with the config: the Gluon ping-pong once; with K % 8 != 0 (rows not 16-byte aligned: no TMA) the
+    Triton tier runs the same BLOCK_SIZE_M x BLOCK_SIZE_N tile unswapped, and both are right."""
+    from gemmkit.ops import _common as C
+
+    M, N, K = 5, 4096, 2048
+    x, w, b = (randn(M, K, dtype=torch.bfloat16, device=DEV), randn(N, K, dtype=torch.bfloat16, device=DEV),
+               randn(N, dtype=torch.bfloat16, device=DEV))
+    cfg = {**SW, "backend": "gluon"}
+    before = dict(C.LAUNCHES)
+    y = gemmkit.gemm_a16w16(x, w, b, activation="gelu", out=poisoned((M, N), torch.bfloat16, DEV), config=cfg)
+    torch.cuda.synchronize()
+    assert C.LAUNCHES["hopper_pingpong_kernel"] == before.get("hopper_pingpong_kernel", 0) + 1
+    ok, msg = within_bound(y, gemm_a16w16_ref(x, w, b, "gelu"), torch.bfloat16)
+    assert ok, msg
+    x, w = randn(M, K - 4, dtype=torch.bfloat16, device=DEV), randn(N, K - 4, dtype=torch.bfloat16, device=DEV)
+    before = dict(C.LAUNCHES)
+    y = gemmkit.gemm_a16w16(x, w, b, activation="gelu", config=cfg)
+    torch.cuda.synchronize()
+    assert C.LAUNCHES["hopper_pingpong_kernel"] == before.get("hopper_pingpong_kernel", 0)
+    ok, msg = within_bound(y, gemm_a16w16_ref(x, w, b, "gelu"), torch.bfloat16)
+    assert ok, msg
+
+
+def test_op_in_a_cuda_graph():
+    check_a16w16_graph_replays(3, 1024, 4096, {**SW, "backend": "gluon"})
+
+
+@pytest.mark.parametrize("tool", ["synccheck", "memcheck"])
+def test_compute_sanitizer(tool):
+    """No illegal barrier use, no bad accesses: the transposed store's clipped token rows, ragged weight rows."""
+    script = dense_sanitize_script("hopper_pingpong", [CFGS["t16w64k128"], CFGS["t32w128k64"]],
+                                   [(3, (7, 264, 1000)), (12, (40, 392, 520))])
+    out = sanitize(tool, script)
+    assert "ERROR SUMMARY: 0 errors" in out, out[-3000:]

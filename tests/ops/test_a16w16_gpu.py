@@ -1,0 +1,201 @@
+"""gemm_a16w16 on the GPU (run on the H200: `pytest -m gpu`).
+
+Reference: torch in float32 on the same inputs (TF32 off). Bound on
+||y - ref|| / ||ref||: the inputs are exact in fp32 and both sides accumulate
+in fp32, so the difference is dominated by rounding y to its 16-bit dtype,
+at most half an ulp per element: 2**-9 (bf16), 2**-12 (fp16). We allow 2x
+(tests/_util.TOL), plus fp32 summation-order noise (~sqrt(K) * 2**-24, < 1e-5).
+"""
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+import torch
+
+import gemmkit
+from gemmkit.reference import activation_ref
+
+from _util import ROOT, TOL
+
+pytestmark = pytest.mark.gpu
+DEV = "cuda"
+
+
+def ref_fp32(x, w, bias=None, act=None):
+    y = x.float().reshape(-1, x.shape[-1]) @ w.float().T
+    if bias is not None:
+        y = y + bias.float()
+    return activation_ref(y, act).reshape(*x.shape[:-1], w.shape[0])
+
+
+def rel(y, ref):
+    assert torch.isfinite(y).all(), "non-finite output (unwritten element?)"
+    return ((y.float() - ref).norm() / ref.norm()).item()
+
+
+SHAPES = [(8192, 8192, 8192), (4095, 4097, 1000), (1, 8192, 8192), (16, 10240, 8192), (128, 57344, 8192),
+          (1024, 8192, 28672), (17, 31, 40), (333, 1000, 777), (2048, 2048, 2048), (64, 4096, 4096)]
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=["bf16", "fp16"])
+@pytest.mark.parametrize("M,N,K", SHAPES, ids=[f"{m}x{n}x{k}" for m, n, k in SHAPES])
+def test_shapes(M, N, K, dtype, launches):
+    x = torch.randn(M, K, device=DEV, dtype=dtype)
+    w = torch.randn(N, K, device=DEV, dtype=dtype)
+    out = torch.full((M, N), float("nan"), device=DEV, dtype=dtype)
+    before = dict(launches)
+    gemmkit.gemm_a16w16(x, w, out=out)
+    torch.cuda.synchronize()
+    ran = {k for k in launches if launches[k] != before.get(k, 0)}
+    # The Gluon kernel where the table's config is "backend": "gluon" (the default table's swapped decode buckets,
+    # session 16) and TMA's alignment allows it; else TMA exactly when the config asks for it and the alignment
+    # allows it; the split-K reduce kernel exactly when the config splits K.
+    from gemmkit import configs
+    from gemmkit.kernels.gluon import hopper_coop, hopper_pingpong
+
+    cfg = configs.select("a16w16", "sm_90", M, N, K)[0]
+    aligned = K % 8 == 0 and N % 8 == 0
+    if cfg.get("backend") == "gluon" and aligned:
+        want = {hopper_coop.KERNEL_NAME if hopper_pingpong.is_coop(cfg) else hopper_pingpong.KERNEL_NAME}
+    else:
+        want = {"gemm_tma_kernel" if cfg["tma"] and aligned else "gemm_kernel"}
+    if cfg["NUM_KSPLIT"] > 1:
+        want.add("splitk_reduce_kernel")
+    assert ran == want
+    assert rel(out, ref_fp32(x, w)) <= TOL[dtype]
+
+
+@pytest.mark.parametrize("act", [None, "relu", "gelu", "gelu_tanh", "silu"], ids=str)
+@pytest.mark.parametrize("M,N,K", [(300, 1024, 512), (77, 1001, 96)], ids=["tma", "pointer"])
+def test_bias_activation(M, N, K, act):
+    dtype = torch.bfloat16
+    x, w = torch.randn(M, K, device=DEV, dtype=dtype), torch.randn(N, K, device=DEV, dtype=dtype) / 8
+    b = torch.randn(N, device=DEV, dtype=dtype)
+    for out_dtype in (torch.bfloat16, torch.float32):
+        y = gemmkit.gemm_a16w16(x, w, b, activation=act, out_dtype=out_dtype)
+        assert y.dtype == out_dtype
+        assert rel(y, ref_fp32(x, w, b, act)) <= TOL[out_dtype] + 1e-5
+
+
+def test_strided_and_batched_inputs():
+    dtype = torch.bfloat16
+    K, N = 512, 384
+    w_t = torch.randn(K, N, device=DEV, dtype=dtype).t()  # transposed weight
+    x3 = torch.randn(4, 33, K, device=DEV, dtype=dtype)
+    x_cm = torch.randn(K, 70, device=DEV, dtype=dtype).t()
+    for x, w in [(x3, w_t), (x_cm, w_t), (x3[:, ::2], torch.randn(N, 2 * K, device=DEV, dtype=dtype)[:, ::2])]:
+        y = gemmkit.gemm_a16w16(x, w)
+        assert rel(y, ref_fp32(x, w)) <= TOL[dtype]
+
+
+def test_every_shipped_sm90_config():
+    """One shape in every bucket of the sm_90 table, with the table's own config."""
+    from gemmkit import configs
+
+    table = configs.load_table(str(configs.table_path("a16w16", "sm_90")))
+    ms = [b for b, _, _ in table["leq"]] + [b for b, _, _ in table["geq"]] + [3000]
+    for M in ms:
+        x = torch.randn(M, 1536, device=DEV, dtype=torch.bfloat16)
+        w = torch.randn(2048, 1536, device=DEV, dtype=torch.bfloat16)
+        assert rel(gemmkit.gemm_a16w16(x, w), ref_fp32(x, w)) <= TOL[torch.bfloat16], M
+
+
+def test_torch_compile_fullgraph():
+    dtype = torch.bfloat16
+    x, w = torch.randn(64, 256, device=DEV, dtype=dtype), torch.randn(512, 256, device=DEV, dtype=dtype)
+    b = torch.randn(512, device=DEV, dtype=dtype)
+
+    def f(x, w, b):
+        return gemmkit.gemm_a16w16(x * 2, w, b, activation="silu") + 1
+
+    y = torch.compile(f, fullgraph=True)(x, w, b)
+    assert rel(y, ref_fp32(x * 2, w, b, "silu") + 1) <= 2 * TOL[dtype]
+
+
+def test_opcheck_cuda():
+    x, w = torch.randn(33, 64, device=DEV, dtype=torch.bfloat16), torch.randn(48, 64, device=DEV, dtype=torch.bfloat16)
+    torch.library.opcheck(torch.ops.gemmkit.gemm_a16w16.default, (x, w, None, "gelu", torch.bfloat16, ""))
+    out = torch.empty(33, 48, device=DEV, dtype=torch.bfloat16)
+    torch.library.opcheck(torch.ops.gemmkit.gemm_a16w16_out.default, (x, w, None, "none", "", out))
+
+
+def test_cuda_graph_replay():
+    dtype = torch.bfloat16
+    x = torch.randn(16, 4096, device=DEV, dtype=dtype)
+    w = torch.randn(8192, 4096, device=DEV, dtype=dtype)
+    out = torch.empty(16, 8192, device=DEV, dtype=dtype)
+    gemmkit.gemm_a16w16(x, w, out=out)  # warm up: compile outside the capture
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        gemmkit.gemm_a16w16(x, w, out=out)
+    for _ in range(3):
+        x.copy_(torch.randn_like(x))
+        out.fill_(float("nan"))
+        g.replay()
+        torch.cuda.synchronize()
+        assert rel(out, ref_fp32(x, w)) <= TOL[dtype]
+
+
+_SANITIZE_SCRIPT = """
+import torch, gemmkit
+for M, N, K, act in [(4095, 4097, 1000, "gelu"), (17, 8192, 512, None), (512, 1024, 256, "silu"), (3, 33, 7, "relu")]:
+    x = torch.randn(M, K, device="cuda", dtype=torch.bfloat16)
+    w = torch.randn(N, K, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(N, device="cuda", dtype=torch.bfloat16)
+    gemmkit.gemm_a16w16(x, w, b, activation=act)
+torch.cuda.synchronize()
+print("sanitized run done")
+"""
+
+
+def _sanitizer():
+    found = shutil.which("compute-sanitizer")
+    for cand in ("/usr/local/cuda/bin/compute-sanitizer", "/opt/nvidia/compute-sanitizer/compute-sanitizer"):
+        if not found and os.path.exists(cand):
+            found = cand
+    return found
+
+
+def test_compute_sanitizer_memcheck():
+    tool = _sanitizer()
+    assert tool, "compute-sanitizer not found (it is on the H200 image)"
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    r = subprocess.run([tool, "--tool", "memcheck", "--error-exitcode", "3", sys.executable, "-c", _SANITIZE_SCRIPT],
+                       capture_output=True, text=True, env=env, timeout=900)
+    assert r.returncode == 0 and "sanitized run done" in r.stdout, r.stdout[-3000:] + r.stderr[-3000:]
+    assert "ERROR SUMMARY: 0 errors" in r.stdout + r.stderr
+
+
+@pytest.mark.parametrize("M", [1, 16])
+@pytest.mark.parametrize("tma", [True, False], ids=["tma", "pointer"])
+def test_split_k_deterministic(tma, M):
+    """Split-K reduces in a fixed order: bitwise identical results run to run (M = 1 is
+    specialised to a constant by Triton: the reduce kernel must compile for it)."""
+    dtype = torch.bfloat16
+    x = torch.randn(M, 8192, device=DEV, dtype=dtype)
+    w = torch.randn(8192, 8192, device=DEV, dtype=dtype)
+    b = torch.randn(8192, device=DEV, dtype=dtype)
+    cfg = {"BLOCK_SIZE_M": 16, "BLOCK_SIZE_N": 64, "BLOCK_SIZE_K": 128, "GROUP_SIZE_M": 1, "num_warps": 4,
+           "num_stages": 4, "NUM_KSPLIT": 4, "tma": tma}
+    first = gemmkit.gemm_a16w16(x, w, b, activation="gelu", config=cfg)
+    assert rel(first, ref_fp32(x, w, b, "gelu")) <= TOL[dtype]
+    for _ in range(5):
+        assert torch.equal(gemmkit.gemm_a16w16(x, w, b, activation="gelu", config=cfg), first)
+
+
+def test_tuner_smoke(tmp_path):
+    """`gemmkit tune` end to end on one small shape: candidates time, a valid table is written."""
+    from gemmkit import configs
+    from gemmkit.tune import tune_shapes, write_tables
+
+    best = tune_shapes([("smoke", 16, 1024, 512)], tmp_path, max_candidates=4, rep_ms=5, log=lambda *a: None)
+    assert (16, 1024, 512) in best
+    (path,) = write_tables(best, tmp_path, "sm_90")
+    assert [m for m, _, _ in configs.load_table(str(path))["geq"]] == [16]
+    # resumable: a second run measures nothing new
+    lines = (tmp_path / "tune_progress.jsonl").read_text().splitlines()
+    tune_shapes([("smoke", 16, 1024, 512)], tmp_path, max_candidates=4, rep_ms=5, log=lambda *a: None)
+    assert (tmp_path / "tune_progress.jsonl").read_text().splitlines() == lines

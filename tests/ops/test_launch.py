@@ -1,0 +1,252 @@
+"""The launch cache (gemmkit/ops/_launch.py).
+
+On the CPU: its key is at least as fine as Triton's specialisation. A cached compiled kernel may only
+be reused for arguments Triton itself would have given the same compiled kernel: so two arguments
+that Triton's `native_specialize_impl` tells apart must get different keys. Checked over the values
+that matter (ints around 1, multiples of 16 and the i32 / i64 boundary; tensors of each dtype,
+aligned and not; descriptors of different blocks).
+
+On the GPU (gpu-marked, the last section): a cached launch computes exactly what Triton's own launch
+computes, a new specialisation compiles instead of reusing, and a launch hook (a profiler) sends
+every launch back through Triton."""
+import itertools
+
+import pytest
+import torch
+from triton._C.libtriton import native_specialize_impl
+from triton.backends.compiler import GPUTarget
+from triton.compiler.compiler import make_backend
+from triton.tools.tensor_descriptor import TensorDescriptor
+
+import gemmkit
+from gemmkit.kernels.triton.gemm import gemm_kernel
+from gemmkit.ops import _launch
+
+# The backends Triton's binder specialises with on the targets gemmkit ships (CUDA adds nothing to
+# BaseBackend's marks; HIP adds "S": a tensor whose storage fits 2 GiB, for 32-bit buffer offsets).
+BACKENDS = {"cuda": make_backend(GPUTarget("cuda", 90, 32)), "hip": make_backend(GPUTarget("hip", "gfx942", 64))}
+
+
+INTS = [0, 1, 2, 15, 16, 17, 32, 4095, 4096, 2**31 - 16, 2**31 - 1, 2**31, 2**32, -1, -16, -(2**31), -(2**31) - 1]
+
+
+def _tensors():
+    base = torch.empty(4096, dtype=torch.uint8)
+    out = []
+    for dtype in (torch.bfloat16, torch.float16, torch.float32, torch.int8, torch.float8_e4m3fn, torch.uint8):
+        for offset_bytes in (0, 4, 16):  # 16-byte aligned, not, aligned again
+            t = base[offset_bytes:offset_bytes + 64 * dtype.itemsize].view(dtype)
+            out.append(t)
+    # A view into a storage over 2 GiB (never touched: the pages are not allocated): HIP's "S" is off.
+    big = torch.empty(2**31 + 256, dtype=torch.uint8)
+    out += [big[128:128 + 128].view(torch.bfloat16), big[132:132 + 128].view(torch.bfloat16)]
+    return out
+
+
+def _descs():
+    x = torch.empty(64, 64, dtype=torch.bfloat16)
+    h = torch.empty(64, 64, dtype=torch.float16)
+    return [TensorDescriptor.from_tensor(x, [16, 32]), TensorDescriptor.from_tensor(x, [32, 32]),
+            TensorDescriptor.from_tensor(h, [16, 32])]
+
+
+VALUES = INTS + _tensors() + _descs() + [None, True, False, 0.5]
+
+
+@pytest.mark.parametrize("backend", list(BACKENDS), ids=list(BACKENDS))
+def test_key_separates_what_triton_separates(backend):
+    be = BACKENDS[backend]
+    spec = _launch.make_spec(be)
+
+    def triton_spec(a):
+        return native_specialize_impl(be, a, False, True, True)
+
+    for a, b in itertools.combinations(VALUES, 2):
+        if triton_spec(a) != triton_spec(b):
+            assert spec(a) != spec(b), (a, b, triton_spec(a), triton_spec(b))
+
+
+def test_hip_keys_buffer_op_eligibility():
+    """The case a BaseBackend-only key would miss: same dtype and alignment, storage over 2 GiB or not."""
+    spec = _launch.make_spec(BACKENDS["hip"])
+    big = torch.empty(2**31 + 256, dtype=torch.uint8)[128:256].view(torch.bfloat16)
+    small = torch.empty(64, dtype=torch.bfloat16)
+    assert spec(big) != spec(small)
+
+
+@pytest.mark.parametrize("v", INTS)
+def test_int_spec_matches_triton_classes(v):
+    """Equal to 1 (constexpr), divisible by 16, fits in i32: Triton's three int classes (CUDA's fast path)."""
+    kind, div = native_specialize_impl(BACKENDS["cuda"], v, False, True, True)
+    one, d16, i32 = _launch.make_spec(BACKENDS["cuda"])(v)
+    assert (kind == "constexpr") == one
+    if kind != "constexpr":
+        assert (div == "D") == d16
+        assert (kind == "i32") == i32, (v, kind)
+
+
+def test_keyword_values_are_keyed_with_their_types():
+    """True == 1 == 1.0 as dict keys; Triton compiles a constexpr True, 1 and 1.0 apart."""
+    spec = _launch.make_spec(BACKENDS["cuda"])
+    keys = {_launch.cache_key(object, 0, spec, (1, 16), kw) for kw in ({"F": True}, {"F": 1}, {"F": 1.0})}
+    assert len(keys) == 3
+    assert len({_launch.cache_key(object, 0, spec, (1, 16), {"F": 1}) for _ in range(2)}) == 1
+
+
+def test_interpreted_kernels_take_tritons_path():
+    """A kernel that is not a compiled JIT function (the interpreter's) is never cached."""
+    class NotAJitFunction:
+        pass
+
+    assert _launch._runtime_params(NotAJitFunction()) == -1
+
+
+# ----------------------------------------------------------------------------- on the GPU (gpu-marked: `pytest -m gpu`)
+
+DEV = "cuda"
+PTR = {"BLOCK_SIZE_M": 16, "BLOCK_SIZE_N": 64, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 1, "num_warps": 4,
+       "num_stages": 3}
+TMA = dict(PTR, tma=True)
+SPLIT = dict(PTR, NUM_KSPLIT=3)
+
+
+def _tritons_path(fn):
+    real = _launch.launch
+    _launch.launch = lambda kernel, grid, *a, **k: kernel[grid](*a, **k)
+    try:
+        return fn()
+    finally:
+        _launch.launch = real
+
+
+@pytest.mark.gpu
+def test_runtime_params_stop_at_the_first_constexpr():
+    n = _launch._runtime_params(gemm_kernel)
+    assert n > 0
+    assert not any(p.is_constexpr for p in gemm_kernel.params[:n])
+    assert gemm_kernel.params[n].is_constexpr
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("cfg", [PTR, TMA, SPLIT], ids=["pointer", "tma", "splitk"])
+def test_cached_launch_is_bitwise_tritons(cfg):
+    x = torch.randn(37, 320, device=DEV, dtype=torch.bfloat16)
+    w = torch.randn(200, 320, device=DEV, dtype=torch.bfloat16)
+    b = torch.randn(200, device=DEV, dtype=torch.bfloat16)
+    want = _tritons_path(lambda: gemmkit.gemm_a16w16(x, w, b, activation="gelu", config=cfg))
+    gemmkit.gemm_a16w16(x, w, b, activation="gelu", config=cfg)  # fills the cache
+    hits = _launch.STATS["hits"]
+    for _ in range(3):  # fresh inputs each time: a cached launch must read the new pointers
+        x.normal_()
+        w.normal_()
+        want = _tritons_path(lambda: gemmkit.gemm_a16w16(x, w, b, activation="gelu", config=cfg))
+        out = torch.full_like(want, float("nan"))
+        gemmkit.gemm_a16w16(x, w, b, activation="gelu", config=cfg, out=out)
+        torch.cuda.synchronize()
+        assert torch.equal(out, want)
+    assert _launch.STATS["hits"] > hits, "the cache was never used"
+
+
+@pytest.mark.gpu
+def test_new_specialisations_compile():
+    """M == 1 (an int Triton turns into a constexpr), a misaligned pointer, a row stride that is not a
+    multiple of 16: each is a different compiled kernel, never a reuse of the aligned one."""
+    w = torch.randn(96, 64, device=DEV, dtype=torch.bfloat16)
+    for M in (32, 1, 2):
+        x = torch.randn(M, 64, device=DEV, dtype=torch.bfloat16)
+        ref = x.float() @ w.float().T
+        y = gemmkit.gemm_a16w16(x, w, config=PTR)
+        torch.testing.assert_close(y.float(), ref, rtol=2**-7, atol=1e-2)
+    big = torch.randn(5, 64 + 8, device=DEV, dtype=torch.bfloat16)
+    for x in (big[:, 1:65], big[:, 8:72], torch.randn(5, 64, device=DEV, dtype=torch.bfloat16)):
+        y = gemmkit.gemm_a16w16(x, w, config=PTR)
+        torch.testing.assert_close(y.float(), x.float() @ w.float().T, rtol=2**-7, atol=1e-2)
+    keys = {k[2] for k in _launch._CACHE if k[0] == id(gemm_kernel)}
+    aligned = [k for k in keys if k[0] == (torch.bfloat16, True)]
+    unaligned = [k for k in keys if k[0] == (torch.bfloat16, False)]
+    assert aligned and unaligned, keys
+
+
+@pytest.mark.gpu
+def test_launch_hook_takes_tritons_path():
+    from triton import knobs
+
+    x = torch.randn(16, 64, device=DEV, dtype=torch.bfloat16)
+    w = torch.randn(64, 64, device=DEV, dtype=torch.bfloat16)
+    gemmkit.gemm_a16w16(x, w, config=PTR)
+    seen = []
+
+    def hook(metadata):
+        seen.append(metadata)
+
+    knobs.runtime.launch_enter_hook.add(hook)  # Triton 3.6: a HookChain (proton adds its hooks so)
+    try:
+        slow = _launch.STATS["slow"]
+        gemmkit.gemm_a16w16(x, w, config=PTR)
+        assert _launch.STATS["slow"] == slow + 1
+        assert seen, "the hook did not see the launch"
+    finally:
+        knobs.runtime.launch_enter_hook.remove(hook)
+
+
+@pytest.mark.gpu
+def test_cuda_graph_capture_replays_cached_launches():
+    x = torch.randn(16, 256, device=DEV, dtype=torch.bfloat16)
+    w = torch.randn(512, 256, device=DEV, dtype=torch.bfloat16)
+    out = torch.empty(16, 512, device=DEV, dtype=torch.bfloat16)
+    for cfg in (PTR, SPLIT):
+        gemmkit.gemm_a16w16(x, w, config=cfg, out=out)  # compiled and cached before capture
+        torch.cuda.synchronize()
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            gemmkit.gemm_a16w16(x, w, config=cfg, out=out)
+        x.normal_()
+        out.fill_(float("nan"))
+        g.replay()
+        torch.cuda.synchronize()
+        torch.testing.assert_close(out.float(), x.float() @ w.float().T, rtol=2**-7, atol=2e-2)
+
+
+def _op_calls():
+    dev, bf, f8 = DEV, torch.bfloat16, torch.float8_e4m3fn
+    x = torch.randn(64, 256, device=dev, dtype=bf)
+    w = torch.randn(256, 256, device=dev, dtype=bf)
+    gluon = {"backend": "gluon", "BLOCK_SIZE_M": 128, "BLOCK_SIZE_N": 128, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 8,
+             "num_warps": 4, "num_stages": 4}
+    x8, w8 = x.to(f8), w.to(f8)
+    xs, ws = torch.rand(64, 1, device=dev) + 0.5, torch.rand(1, 256, device=dev) + 0.5
+    xb, wb = torch.rand(64, 2, device=dev) + 0.5, torch.rand(2, 2, device=dev) + 0.5
+    xb3, wb3 = torch.randn(4, 64, 256, device=dev, dtype=bf), torch.randn(4, 256, 256, device=dev, dtype=bf)
+    wgu, wd = torch.randn(512, 256, device=dev, dtype=bf), torch.randn(256, 256, device=dev, dtype=bf)
+    ysc = torch.randn(64, 2, 32, device=dev, dtype=bf)
+    return {
+        "a16w16 pointer": lambda: gemmkit.gemm_a16w16(x, w, config=PTR),
+        "a16w16 tma": lambda: gemmkit.gemm_a16w16(x, w, config=TMA),
+        "a16w16 split-K": lambda: gemmkit.gemm_a16w16(x, w, config=SPLIT),
+        "a16w16 gluon": lambda: gemmkit.gemm_a16w16(x, w, config=gluon),
+        "a8w8 fp8 gluon": lambda: gemmkit.gemm_a8w8(x8, w8, xs, ws, config=dict(gluon, BLOCK_SIZE_K=128)),
+        "a8w8 fp8 triton": lambda: gemmkit.gemm_a8w8(x8, w8, xs, ws, config=dict(TMA, BLOCK_SIZE_K=128)),
+        "a8w8_blockscale": lambda: gemmkit.gemm_a8w8_blockscale(x8, w8, xb, wb),
+        "quantize_fp8_per_token": lambda: gemmkit.quant.quantize_fp8_per_token(x),
+        "batched a16w16": lambda: gemmkit.batched_gemm_a16w16(xb3, wb3),
+        "ffn_gated": lambda: gemmkit.ffn_gated(x, wgu, wd),
+        "split_cat": lambda: gemmkit.gemm_split_cat(x, w, ysc, 64, 64),
+    }
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", [
+    "a16w16 pointer", "a16w16 tma", "a16w16 split-K", "a16w16 gluon", "a8w8 fp8 gluon", "a8w8 fp8 triton",
+    "a8w8_blockscale", "quantize_fp8_per_token", "batched a16w16", "ffn_gated", "split_cat"])
+def test_every_op_launches_through_the_cache(name):
+    """After one call, a repeated call of every op takes the cached path for all its launches (no
+    kernel of ours falls back to Triton's launch path by the way it is called)."""
+    fn = _op_calls()[name]
+    fn()
+    torch.cuda.synchronize()
+    before = dict(_launch.STATS)
+    fn()
+    torch.cuda.synchronize()
+    assert _launch.STATS["slow"] == before["slow"], f"{name}: a launch took Triton's path"
+    assert _launch.STATS["misses"] == before["misses"], f"{name}: a repeated call missed the cache"
+    assert _launch.STATS["hits"] > before["hits"]
