@@ -35,12 +35,12 @@ def gluon(bm, bn, bk, stages, group=8):
 
 
 def ks(c, split):
-    """`c` with split-K (the dense Gluon kernels: hopper_host.launch_dense, session 10)."""
+    """`c` with split-K (the dense Gluon kernels: hopper_host.launch_dense)."""
     return dict(c, NUM_KSPLIT=split)
 
 
 def coop(bm, bn, bk, stages, group=8, direct=False):
-    """A Gluon cooperative config (num_warps 8: two consumer warpgroups share each tile; session 7).
+    """A Gluon cooperative config (num_warps 8: two consumer warpgroups share each tile).
     direct=True: launched through kernels/gluon/hopper_pingpong_batched.launch itself, past the op's
     one-wave rule (ops/batched_gemm.gluon_unsupported), to measure whether that rule holds for it."""
     c = dict(cfg(bm, bn, bk, 8, stages, group, persistent=True, tma=True), backend="gluon")
@@ -50,9 +50,9 @@ def coop(bm, bn, bk, stages, group=8, direct=False):
 SERVED = {"_served": True}  # a candidate that stands for the shipped table's config of each shape (config=None)
 
 CANDIDATES = {
-    # gemm_a16w16 (session 9): the cooperative kernel's split tiles (128 x 192 = 128 + 64 columns; 128 x 96)
+    # gemm_a16w16: the cooperative kernel's split tiles (128 x 192 = 128 + 64 columns; 128 x 96)
     # against the table's config on the M >= 256 rows where a power-of-two width leaves SMs idle
-    # (docs/PERF.md, session 8: cuBLAS runs 192- and 168-wide tiles there)
+    # (docs/PERF.md: cuBLAS runs 192- and 168-wide tiles there)
     "a16w16_split": [
         SERVED,
         coop(128, 192, 64, 4),
@@ -61,7 +61,7 @@ CANDIDATES = {
         coop(128, 96, 64, 6),
         coop(128, 128, 64, 6),
     ],
-    # session 10: split-K in the dense Gluon kernels (fp32 partial tiles, a fixed-order reduce) against the table's
+    # split-K in the dense Gluon kernels (fp32 partial tiles, a fixed-order reduce) against the table's
     # config on the rows where every tiling leaves SMs idle (DeepSeek N = 576 / 1536, N = 7168 at M = 256 / 512)
     "a16w16_splitk": [
         SERVED,
@@ -71,10 +71,10 @@ CANDIDATES = {
         ks(gluon(64, 192, 64, 6), 2), ks(gluon(64, 192, 64, 6), 3),
         ks(gluon(128, 128, 64, 5), 2), ks(gluon(64, 96, 64, 6), 2),
     ],
-    # round 2: every tile of the tuner's Gluon split-K space with the splits that fill one wave (tune.fill_splits:
-    # round 1's fixed 2 / 3 / 4 switched 3 of 19 rows; at M = 256 they made 12-48 items for 132 SMs)
+    # every tile of the tuner's Gluon split-K space with the splits that fill one wave (tune.fill_splits:
+    # fixed splits 2 / 3 / 4 switched 3 of 19 rows; at M = 256 they made 12-48 items for 132 SMs)
     "a16w16_splitk_fit": [SERVED, {"_gluon_split_k_space": True}],
-    # round 3 (session 9): the ping-pong's split tiles (64 x 192, 64 x 96: a consumer owns a whole tile) on every
+    # the ping-pong's split tiles (64 x 192, 64 x 96: a consumer owns a whole tile) on every
     # model row at M = 256 ... 4096
     "a16w16_split_pp": [
         SERVED,
@@ -83,7 +83,7 @@ CANDIDATES = {
         gluon(64, 192, 64, 6, group=16),
         gluon(64, 96, 64, 6),
     ],
-    # round 2 (session 9): round 1's winners on every model row at M = 256 ... 4096
+    # the split-tile winners on every model row at M = 256 ... 4096
     "a16w16_split_all": [
         SERVED,
         coop(128, 192, 64, 5),
@@ -92,7 +92,7 @@ CANDIDATES = {
         coop(128, 128, 64, 6),
     ],
     "batched_a16w16": [
-        # round 4 (session 7): the cooperative layout's batched form against round 3's winners
+        # the cooperative layout's batched form against the ping-pong split tiles' winners
         coop(128, 256, 64, 3),
         coop(128, 256, 64, 4),
         coop(128, 256, 64, 3, group=16),
@@ -154,7 +154,7 @@ def fp8(bm, bn, bk, warps, stages, group=8):
     return dict(cfg(bm, bn, bk, warps, stages, group, persistent=False, tma=False), backend="gluon")
 
 
-# gemm_a8w8 fp8 per-token x per-channel (session 8): the A8W8 tables at 4096^3 / 8192^3 and the Llama-3-70B rows
+# gemm_a8w8 fp8 per-token x per-channel: the A8W8 tables at 4096^3 / 8192^3 and the Llama-3-70B rows
 # run the ping-pong (num_warps 4: each consumer its own 128 x 128 tile, 2-3 stages a ring); cuBLAS's kernel
 # there is the cooperative 128 x 128 x 128 tile with a 6-deep ring (vendor_kernels.json), which our kernel has
 # (num_warps 8: session 6 built it for the block-scale op, with one chain in flight) but these tables never tried.
@@ -173,7 +173,7 @@ CANDIDATES["a8w8_any"] = [
     cfg(128, 128, 128, 8, 4, persistent=True, tma=True),  # A8W8.json "any" as it is
 ]
 
-# gemm_a8w8_blockscale at M = 4096 (session 11): DeepSeek-V3 (2112, 7168) runs 32 x 17 = 544 tiles of 128 x 128 on
+# gemm_a8w8_blockscale at M = 4096: DeepSeek-V3 (2112, 7168) runs 32 x 17 = 544 tiles of 128 x 128 on
 # 132 SMs (4.12 waves: the fifth round is 12% full) and the 17th tile column is half empty; 128 x 64 tiles make
 # 32 x 33 = 1056 = 8 x 132, full rounds, at 1.5x the L2 -> shared bytes per FLOP and ~1.4x the shared-memory
 # traffic of the 128 x 128 tile (wgmma reads each consumer's a slice per n64 instruction). The other five rows
@@ -183,7 +183,7 @@ CANDIDATES["a8w8_blockscale_bn64"] = [
     fp8(128, 64, 128, 8, 8), fp8(128, 64, 128, 8, 6), fp8(128, 64, 128, 8, 8, 16),
 ]
 
-# gemm_a8w8_blockscale between M = 128 and 4096 (session 12): DeepSeek-V3's shape files have buckets M_GEQ_64 (the
+# gemm_a8w8_blockscale between M = 128 and 4096: DeepSeek-V3's shape files have buckets M_GEQ_64 (the
 # Triton tier, 64 x 64 / 16 x 64 tiles, split-K on some) and M_GEQ_4096 (the coop Gluon kernel), so M = 256-4095
 # runs the Triton tier. The coop kernel now splits a partial last round (hopper_host.tail_split), so few-round
 # M should suit it too: the served config against the coop 128 x 128 x 128 (group 8 and 16).
@@ -192,7 +192,7 @@ CANDIDATES["a8w8_blockscale_mid"] = [
     fp8(128, 128, 128, 8, 5), fp8(128, 128, 128, 8, 5, 16),
 ]
 
-# Session 16: the two M = 4096 block-scale rows short of issue 4's bars, (7168, 16384) at 1.592x bf16 (bar 1.6x) and
+# the two M = 4096 block-scale rows short of issue 4's bars, (7168, 16384) at 1.592x bf16 (bar 1.6x) and
 # (7168, 2048) at 999 TFLOP/s / 1.526x: the ring depth the 33408-byte slot of session 15 allows (5; the table's
 # (7168, 16384) bucket says 4), the tile order's group, and the ping-pong layout (whole 64 x 128 tiles a consumer:
 # one consumer's epilogue under the other's mainloop, for 1.5x the smem bytes a FLOP of the 128 x 128 coop tile).
@@ -210,11 +210,11 @@ CANDIDATES["a8w8_blockscale_s16b"] = [
     SERVED, fp8(128, 128, 128, 8, 5), fp8(128, 128, 128, 8, 5, 16), fp8(128, 128, 128, 8, 5, 4),
 ]
 
-# Session 16: the per-token rows of issue 4's bar (4096^3, 8192^3, Llama-3-70B at M >= 256) against the tables, which
-# were tuned (session 8) before the epilogue scales were staged (session 14): the same list as "a8w8", and group 32.
+# the per-token rows of issue 4's bar (4096^3, 8192^3, Llama-3-70B at M >= 256) against the tables, which
+# were tuned before the epilogue scales were staged: the same list as "a8w8", and group 32.
 CANDIDATES["a8w8_s16"] = [SERVED] + CANDIDATES["a8w8"] + [fp8(128, 128, 128, 8, 6, 32)]
 
-# Session 17: the coop 256 x 128 tile (num_warps 8, BLOCK_SIZE_M 256: a 128-row half per consumer, one partial, each
+# the coop 256 x 128 tile (num_warps 8, BLOCK_SIZE_M 256: a 128-row half per consumer, one partial, each
 # chain waited while the other consumer's wgmma runs): the shared 128 x BK w tile serves 256 rows, so 25% fewer
 # L2 -> shared bytes a FLOP than the 128 x 128 tile (cuBLAS's fp8 tile; its promotion needs a second full-size
 # accumulator, so it cannot run 256 x 128). Per-token rows and the block-scale rows of issue 4's bars.
@@ -228,7 +228,7 @@ CANDIDATES["a8w8_blockscale_s17"] = [SERVED, fp8(256, 128, 128, 8, 3, 8), fp8(25
 CANDIDATES["a8w8_blockscale_s17b"] = [SERVED, fp8(256, 128, 128, 8, 3, 8), fp8(256, 128, 128, 8, 3, 16)]
 CANDIDATES["a8w8_s17b"] = CANDIDATES["a8w8_blockscale_s17b"]
 
-# Session 18: the block-scale coop 128 tile with 6 slots (one 64 x 128 staging buffer shared by the two consumers,
+# the block-scale coop 128 tile with 6 slots (one 64 x 128 staging buffer shared by the two consumers,
 # their epilogues alternating on c_free) against the served 5 slots beside two buffers; session 16 measured +2.3-6%
 # from the fourth slot to the fifth on (7168, 16384). Measured with hopper_fp8_plan.derive trading the second buffer
 # for the sixth slot (logs/session18/ctiles_rule.patch, `bs_sweep_s18.json`: no gain at K >= 7168, -3-10% at short K);
@@ -236,7 +236,7 @@ CANDIDATES["a8w8_s17b"] = CANDIDATES["a8w8_blockscale_s17b"]
 CANDIDATES["a8w8_blockscale_s18"] = [SERVED, fp8(128, 128, 128, 8, 6, 16), fp8(128, 128, 128, 8, 6, 8),
                                      fp8(128, 128, 128, 8, 5, 16)]
 
-# Session 16: swap-AB (the Gluon ping-pong's transposed tile, "swap_ab": true; BLOCK_SIZE_M = tokens, BLOCK_SIZE_N =
+# swap-AB (the Gluon ping-pong's transposed tile, "swap_ab": true; BLOCK_SIZE_M = tokens, BLOCK_SIZE_N =
 # weight rows) against the tables at decode sizes (M = 1 ... 64) on the model layers. swap_ab_probe.py measured the
 # swapped kernel 4-8% faster than the table on Llama-3-8B down at every M <= 64, 0-4% elsewhere, and slower on
 # kv_b_proj (K = 512).
@@ -258,7 +258,7 @@ CANDIDATES["a16w16_default_ab"] = [SERVED, cfg(16, 64, 256, 4, 3), cfg(64, 64, 1
 CANDIDATES["a16w16_swap_mid"] = [SERVED, swap(32, 64, 128, 8), swap(64, 64, 128, 6), swap(64, 128, 64, 8),
                                  swap(16, 64, 128, 8), swap(128, 64, 64, 8)]
 
-# gemm_a16w16 (session 11): M between the rows session 10's split-K sweep measured. The six buckets it switched
+# gemm_a16w16: M between the rows session 10's split-K sweep measured. The six buckets it switched
 # serve a range of M (M_GEQ_256: 256-511), where `hopper_host.fit_split_k` lowers NUM_KSPLIT to keep one wave;
 # the served config (SERVED) against each bucket's config before session 10 (git 0317955^), same process.
 _OLD_TRITON = {"tma": True, "GROUP_SIZE_M": 8, "num_warps": 4}
@@ -272,7 +272,7 @@ CANDIDATES["a16w16_splitk_between"] = [
          NUM_KSPLIT=2),  # 8B down 256
 ]
 
-# gemm_a16w16 (session 11): the Triton tier's split-K buckets run NUM_KSPLIT exactly, whatever M in the bucket. The
+# gemm_a16w16: the Triton tier's split-K buckets run NUM_KSPLIT exactly, whatever M in the bucket. The
 # served config against itself with the split halved and quartered (`_served_split_div`) at the bottom and the top of
 # the ten M_GEQ_64 / M_GEQ_128 buckets that carry NUM_KSPLIT > 1: does the count tuned at the bottom hold at the top?
 CANDIDATES["a16w16_triton_split_range"] = [SERVED, {"_served_split_div": 2}, {"_served_split_div": 4}]
