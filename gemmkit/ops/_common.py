@@ -64,11 +64,16 @@ def check_no_overlap(name, t):
                          f"{tuple(t.stride())} for shape {tuple(t.shape)} (an expand()ed view?)")
 
 
+def last_offset(t) -> int:
+    """The largest element offset of a non-empty `t`: sum over dims of (size - 1) * stride (torch strides are
+    never negative). Its address span (`_address_range`) and its offset width (`int64_offsets`) follow."""
+    return sum((size - 1) * stride for size, stride in zip(t.shape, t.stride()))
+
+
 def _address_range(t):
-    """[first byte, one past the last byte) that `t`'s elements occupy (strides are never negative in torch)."""
-    extent = sum((size - 1) * stride for size, stride in zip(t.shape, t.stride()))
+    """[first byte, one past the last byte) that `t`'s elements occupy."""
     start = t.data_ptr()
-    return start, start + (extent + 1) * t.element_size()
+    return start, start + (last_offset(t) + 1) * t.element_size()
 
 
 def share_bytes(a, b, budget: int = 10_000) -> bool:
@@ -245,10 +250,6 @@ def int64_offsets(*tensors) -> bool:
     for t in tensors:
         if not isinstance(t, torch.Tensor):
             continue
-        shape, stride = t.shape, t.stride()
-        if 0 in shape:
-            continue
-        # sum((n - 1) * s) = sum(n * s) - sum(s); torch strides are never negative
-        if sum([n * s for n, s in zip(shape, stride)]) - sum(stride) >= INT32_SPAN:
+        if t.numel() and last_offset(t) >= INT32_SPAN:
             return True
     return False

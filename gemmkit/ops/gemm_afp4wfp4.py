@@ -68,7 +68,7 @@ def _check_inputs(x, w, x_scale, w_scale, out_dtype, out=None):
     return M, N, K
 
 
-def _check_target(target, device):
+def _check_target(target):
     if target.arch in UNSUPPORTED_ARCHS:
         raise ValueError(f"x: gemm_afp4wfp4 does not run on {target.name} ({target.arch}): "
                          f"{UNSUPPORTED_ARCHS[target.arch]}")
@@ -150,7 +150,7 @@ def _run(x, w, x_scale, w_scale, config, y, compile_only=False):
         y.zero_()
         return
     target = C.target_for(x.device)
-    _check_target(target, x.device)
+    _check_target(target)
     cfg, _source = C.resolve_config(OP, config, target, M, N, K)
     check_config(cfg, target)
     _launch(x, w, x_scale, w_scale, y, cfg, target, compile_only)
