@@ -2,7 +2,7 @@
 problem whose GPU time is negligible, for every op beside its torch counterpart, then a
 cProfile of gemm_a16w16's eager path.
 
-Each row runs twice: with gemmkit's launch cache (ops/_launch.py, the default) and with it
+Each row runs twice: with gemmkit's launch cache (launcher.py, the default) and with it
 bypassed (every launch through Triton's `kernel[grid](...)`), so the saving is measured in
 the same process.
 Usage: PYTHONPATH=. python benchmarks/overhead.py [--json PATH]"""
@@ -15,7 +15,7 @@ import time
 import torch
 
 import gemmkit
-from gemmkit.ops import _launch
+from gemmkit import launcher as _launch
 
 
 def per_call_us(fn, n=2000):

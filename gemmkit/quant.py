@@ -46,7 +46,7 @@ import torch
 
 from .kernels.triton import quant as K
 from .ops import _common as C
-from .ops import _launch as L
+from . import launcher as L
 
 __all__ = [
     "quantize_fp8_per_token", "quantize_fp8_per_channel", "quantize_int8_per_token", "quantize_fp8_blockwise",
@@ -217,7 +217,6 @@ def _rowwise_impl(x, dtype):
     _check_runnable(x, dtype)
     grid, ce, opts = launch_params("quant_rowwise_kernel", M, Kd, dtype=dtype, int64_offsets=C.int64_offsets(x, q))
     L.launch(K.quant_rowwise_kernel, grid, x, q, scale, M, Kd, x.stride(0), x.stride(1), **ce, **opts)
-    C.LAUNCHES["quant_rowwise_kernel"] += 1
     return q, scale
 
 
@@ -245,7 +244,6 @@ def _block_impl(x, block, dtype):
                                    int64_offsets=C.int64_offsets(x, q, scale))
     L.launch(K.quant_block_kernel, grid, x, q, scale, M, Kd, x.stride(0), x.stride(1), scale.stride(0), scale.stride(1),
              **ce, **opts)
-    C.LAUNCHES["quant_block_kernel"] += 1
     return q, scale
 
 
@@ -258,7 +256,6 @@ def _mxfp4_quant_impl(x):
     C.check_device_supported(x)
     grid, ce, opts = launch_params("mxfp4_quant_kernel", M, Kd, int64_offsets=C.int64_offsets(x, packed, scales))
     L.launch(K.mxfp4_quant_kernel, grid, x, packed, scales, M, Kd, x.stride(0), x.stride(1), **ce, **opts)
-    C.LAUNCHES["mxfp4_quant_kernel"] += 1
     return packed, scales
 
 
@@ -271,7 +268,6 @@ def _mxfp4_dequant_impl(packed, scales):
     grid, ce, opts = launch_params("mxfp4_dequant_kernel", M, Kd, int64_offsets=C.int64_offsets(packed, scales, y))
     L.launch(K.mxfp4_dequant_kernel, grid, packed, scales, y, M, Kd, packed.stride(0), packed.stride(1),
                                  scales.stride(0), scales.stride(1), **ce, **opts)
-    C.LAUNCHES["mxfp4_dequant_kernel"] += 1
     return y
 
 

@@ -51,7 +51,7 @@ def _is_bool(v):
 
 
 # BLOCK_SIZE_N values that are not powers of two: the dense Gluon kernels build them from two accumulators
-# (kernels/gluon/hopper_pingpong.py split_tail); no Triton tile can take them (ops/_gemm.py triton_tile).
+# (kernels/gluon/hopper_pingpong.py split_tail); no Triton tile can take them (kernels/triton/dense.py triton_tile).
 SPLIT_N = (96, 192)
 
 

@@ -5,7 +5,7 @@ or DeepSeek-V3 block scales applied in each promotion (SCALE = "block", gemm_a8w
 The config's num_warps picks the kernel's layout: 4 = ping-pong (a tile per consumer warpgroup),
 8 = cooperative (one 128 x BN or 256 x BN tile, a half per consumer warpgroup); the Triton fallback runs
 the same config (for num_warps 8, the Triton tier's own 8-warp shape), but a 256-row fp8 tile at 128 rows
-(`_gemm.triton_tile`: the Triton tier's promotion would spill there).
+(`dense.triton_tile`: the Triton tier's promotion would spill there).
 
 Where that kernel cannot take the call, the op's Triton tier runs the same config (its tile
 sizes), as gemm_a16w16 does for its Gluon bf16 kernel (`gluon_unsupported` says why):
@@ -49,5 +49,4 @@ def try_launch(x, w, scaling, bias, y, cfg, target, compile_only=False) -> bool:
 
     k.launch(x, w, scaling.x_scale, scaling.w_scale, bias, y, cfg, target, compile_only=compile_only,
              block_shape=_block_shape(scaling))
-    C.LAUNCHES[k.KERNEL_NAME] += not compile_only
     return True

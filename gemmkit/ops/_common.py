@@ -5,7 +5,6 @@ one form: `<argument>: expected <what>, got <what>`.
 """
 from __future__ import annotations
 
-import collections
 import functools
 import json
 import os
@@ -15,13 +14,11 @@ import torch
 from .. import arch as _arch
 from .. import configs as _configs
 from ..kernels import _interpreter
+# Tensor rules the kernels' host code shares, re-exported for the ops' checks.
+from ..kernels._host import (FLOAT16_DTYPES, FP8_E4M3_DTYPES, compiler_options, fp8_dtype,  # noqa: F401
+                             int64_offsets, last_offset, tma_compatible)
+from ..launcher import LAUNCHES  # noqa: F401  (launches per kernel name: tests read C.LAUNCHES)
 
-# Kernel launches per kernel name. Tests read it to prove a result came from a
-# Triton kernel (in the interpreter on CPU) and not from a torch fallback.
-LAUNCHES: collections.Counter = collections.Counter()
-
-FLOAT16_DTYPES = (torch.bfloat16, torch.float16)
-FP8_E4M3_DTYPES = (torch.float8_e4m3fn, torch.float8_e4m3fnuz)
 OUT_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
 _PLAIN = (torch.Tensor, torch.nn.Parameter)  # real tensors (not fake, functional or other subclasses)
 
@@ -62,12 +59,6 @@ def check_no_overlap(name, t):
     if torch._debug_has_internal_overlap(t) == 1:
         raise ValueError(f"{name}: expected a tensor whose elements do not overlap in memory, got strides "
                          f"{tuple(t.stride())} for shape {tuple(t.shape)} (an expand()ed view?)")
-
-
-def last_offset(t) -> int:
-    """The largest element offset of a non-empty `t`: sum over dims of (size - 1) * stride (torch strides are
-    never negative). Its address span (`_address_range`) and its offset width (`int64_offsets`) follow."""
-    return sum((size - 1) * stride for size, stride in zip(t.shape, t.stride()))
 
 
 def _address_range(t):
@@ -138,11 +129,6 @@ def check_out_disjoint(out_name, out, **inputs):
             raise ValueError(f"{out_name}: expected memory no other argument uses, but it overlaps {name} (bytes "
                              f"[{lo:#x}, {hi:#x}) and [{t_lo:#x}, {t_hi:#x})): the kernel's stores to {out_name} would "
                              f"race with its accesses to {name}; pass a separate output tensor")
-
-
-def fp8_dtype(target) -> torch.dtype:
-    """The FP8 (E4M3) torch dtype `target`'s matrix units take (gemmkit.arch.Target.fp8_e4m3)."""
-    return getattr(torch, target.fp8_e4m3)
 
 
 def check_out_dtype(out_dtype):
@@ -217,39 +203,3 @@ def resolve_config(op: str, config_str: str, target: _arch.Target, M: int, N: in
     return _configs.select(op, target.arch, M, N, K)
 
 
-def compiler_options(cfg: dict, target: _arch.Target) -> dict:
-    """Launch keyword arguments for the compiler, per backend (AMD-only keys only on hip)."""
-    opts = {"num_warps": cfg["num_warps"], "num_stages": cfg["num_stages"]}
-    if target.is_amd:
-        for key in ("waves_per_eu", "matrix_instr_nonkdim", "kpack"):
-            if key in cfg:
-                opts[key] = cfg[key]
-    return opts
-
-
-def tma_compatible(*tensors) -> bool:
-    """TMA's rules for a 2-D tensor: 16-byte aligned base, unit last stride, 16-byte aligned row stride."""
-    for t in tensors:
-        if t.dim() != 2 or t.stride(1) != 1 or t.data_ptr() % 16:
-            return False
-        if (t.stride(0) * t.element_size()) % 16 or t.shape[0] == 0 or t.shape[1] == 0:
-            return False
-    return True
-
-
-INT32_SPAN = 2**31  # element offsets below this fit the kernels' int32 offset arithmetic
-
-
-def int64_offsets(*tensors) -> bool:
-    """The INT64_OFFSETS constexpr of a launch (kernels/triton/_offsets.py): True when any tensor's largest
-    element offset, sum over dims of (size - 1) * stride, reaches 2**31, so an offset the kernels compute
-    in int32 (column index x column stride, a K step x its stride) could wrap. None, empty tensors and
-    anything without strides (a TMA descriptor) are skipped. Pass every tensor a kernel addresses by pointer
-    (operands, output, scales, bias, workspaces); `torch.empty(..., device="meta")` stands for a workspace
-    not yet allocated."""
-    for t in tensors:
-        if not isinstance(t, torch.Tensor):
-            continue
-        if t.numel() and last_offset(t) >= INT32_SPAN:
-            return True
-    return False

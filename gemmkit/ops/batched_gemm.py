@@ -8,7 +8,7 @@ Custom ops with fakes (as gemm_a16w16 / gemm_a8w8):
   gemmkit::batched_gemm_a16w16   gemmkit::batched_gemm_a16w16_out
   gemmkit::batched_gemm_a8w8     gemmkit::batched_gemm_a8w8_out
 
-Path per call (same config either way), as for the dense ops (ops/_gemm.py, gemm_a16w16.py):
+Path per call (same config either way), as for the dense ops (kernels/triton/dense.py, gemm_a16w16.py):
   Gluon           batched_gemm_a16w16 with a "backend": "gluon" config (sm_90 tables, where it
                   wins): the ping-pong (num_warps 4) or cooperative (num_warps 8) batched kernel,
                   when `gluon_unsupported` says it can run: sm_90, x, w, y meet TMA's rules as
@@ -35,9 +35,9 @@ from ..kernels.triton.batched_gemm import batched_gemm_kernel
 from ..kernels.triton.batched_gemm_tma import batched_gemm_tma_kernel, tma_compatible_3d
 from ..configs import SPLIT_N
 from . import _common as C
-from . import _launch as L
+from .. import launcher as L
 from .gemm_a16w16 import _normalize_activation  # one home for the activation argument
-from . import _gemm as G
+from ..kernels.triton import dense as G
 from .gemm_a8w8 import INT8_MAX_K, check_fp8_flavour, resolve_out_dtype
 
 OP_A16W16 = "batched_a16w16"
@@ -129,7 +129,7 @@ def _check_a8w8(x, w, x_scale, w_scale, bias, out_dtype, out=None):
 # ----------------------------------------------------------------------------- path and launch
 
 def choose_path(cfg, target, x, w, y) -> str:
-    """"tma" or "pointer" (ValueError if the config fits neither), as ops/_gemm.choose_path for 3-D operands."""
+    """"tma" or "pointer" (ValueError if the config fits neither), as kernels/triton/dense.choose_path for 3-D operands."""
     in_bytes, out_bytes = x.element_size(), y.element_size()
     if cfg["tma"] and target.is_nvidia and all(tma_compatible_3d(t) for t in (x, w, y)):
         try:
@@ -142,7 +142,7 @@ def choose_path(cfg, target, x, w, y) -> str:
 
 
 def constexprs(cfg, target, *, tma, has_bias, activation, even_k, in_dtype, scale, int64_offsets=False):
-    """The dense kernels' constexprs (ops/_gemm.constexprs: ACC_INT, PROMOTE_K, INT64_OFFSETS, ...) minus split-K /
+    """The dense kernels' constexprs (kernels/triton/dense.constexprs: ACC_INT, PROMOTE_K, INT64_OFFSETS, ...) minus split-K /
     block scale; the TMA kernel has no int32 offset product, so no INT64_OFFSETS either
     (kernels/triton/batched_gemm_tma.py)."""
     ce = G.constexprs(cfg, target, tma=tma, has_bias=has_bias, activation=activation, even_k=even_k,
@@ -196,7 +196,6 @@ def launch(x, w, bias, y, activation, cfg, target, scaling=G.NO_SCALING, compile
         from ..kernels.gluon import hopper_pingpong_batched
 
         hopper_pingpong_batched.launch(x, w, bias, y, activation, cfg, target, compile_only=compile_only)
-        C.LAUNCHES[hopper_pingpong_batched.kernel_name(cfg)] += not compile_only
         return
     B, M, K = x.shape
     N = w.shape[1]
@@ -218,7 +217,6 @@ def launch(x, w, bias, y, activation, cfg, target, scaling=G.NO_SCALING, compile
         L.launcher(kernel, grid, compile_only)(
             _descriptor(x, [bm, bk]), _descriptor(w, [bn, bk]), _descriptor(y, [bm, bn]), xs, wsc, bias_arg,
             B, M, N, K, *scale_strides, stride_bb, **ce, **opts)
-        C.LAUNCHES["batched_gemm_tma_kernel"] += not compile_only
     else:
         x, w = _operand(x), _operand(w)
         ce = constexprs(cfg, target, tma=False, even_k=K % bk == 0,
@@ -227,7 +225,6 @@ def launch(x, w, bias, y, activation, cfg, target, scaling=G.NO_SCALING, compile
         L.launcher(kernel, grid, compile_only)(
             x, w, xs, wsc, bias_arg, y, B, M, N, K, *x.stride(), *w.stride(), *y.stride(), *scale_strides,
             stride_bb, **ce, **opts)
-        C.LAUNCHES["batched_gemm_kernel"] += not compile_only
 
 
 def _bias_arg(bias):

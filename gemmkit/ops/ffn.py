@@ -11,7 +11,7 @@
 How: the gated GEMM (kernels/triton/gemm_gated.py) computes gate and up for the same I
 columns in one tile and applies act(g) * u in its epilogue, so the only intermediate is
 h (M, I), in x's dtype (as the torch sequence holds it); the down projection is
-gemm_a16w16's kernel (ops/_gemm.launch) with the A16W16 tables. At small M both GEMMs
+gemm_a16w16's kernel (kernels/triton/dense.launch) with the A16W16 tables. At small M both GEMMs
 take split-K configs from their tables (the gated one reduces gate and up partials
 before the nonlinearity: gated_splitk_reduce_kernel).
 
@@ -31,8 +31,8 @@ from .. import configs as _configs
 from ..kernels.triton._schedule import persistent_grid
 from ..kernels.triton.gemm_gated import gated_splitk_reduce_kernel, gemm_gated_kernel, gemm_gated_tma_kernel
 from . import _common as C
-from . import _launch as L
-from . import _gemm as G
+from .. import launcher as L
+from ..kernels.triton import dense as G
 
 OP = "a16w16_gated"
 DOWN_OP = "a16w16"
@@ -133,7 +133,7 @@ def _split_ffn_config(config_str):
 # ----------------------------------------------------------------------------- feasibility and launch
 
 def smem_bytes(cfg: dict, target, in_bytes: int, out_bytes: int, tma: bool) -> int:
-    """Shared memory bound of a gated config: the dense bound (ops/_gemm.smem_bytes) of a tile with
+    """Shared memory bound of a gated config: the dense bound (kernels/triton/dense.smem_bytes) of a tile with
     2 * BLOCK_SIZE_N w rows per K step (gate + up), whose TMA output staging tile is only
     BLOCK_M x BLOCK_N (h), not BLOCK_M x 2 * BLOCK_N."""
     dense = G.smem_bytes(dict(cfg, BLOCK_SIZE_N=2 * cfg["BLOCK_SIZE_N"]), target, in_bytes, out_bytes, tma)
@@ -200,7 +200,6 @@ def launch_gated(x2, w, y, activation, cfg, target, compile_only=False):
         L.launcher(kernel, grid, compile_only)(
             TensorDescriptor.from_tensor(x2, [bm, bk]), TensorDescriptor.from_tensor(w, [bn, bk]),
             TensorDescriptor.from_tensor(y, [bm, bn]), part, M, I, K, **ce, **opts)
-        C.LAUNCHES["gemm_gated_tma_kernel"] += not compile_only
     else:
         ce = constexprs(cfg, target, tma=False, activation=activation, even_k=K % bk == 0,
                         int64_offsets=C.int64_offsets(x2, w, y, part if split_k > 1 else None))
@@ -208,7 +207,6 @@ def launch_gated(x2, w, y, activation, cfg, target, compile_only=False):
         L.launcher(kernel, grid, compile_only)(
             x2, w, y, part, M, I, K, x2.stride(0), x2.stride(1), w.stride(0), w.stride(1), y.stride(0), y.stride(1),
             **ce, **opts)
-        C.LAUNCHES["gemm_gated_kernel"] += not compile_only
     if split_k > 1:
         rbm, rbn = reduce_tile(M, I)
         rgrid = (G.cdiv(M, rbm), G.cdiv(I, rbn))
@@ -216,12 +214,11 @@ def launch_gated(x2, w, y, activation, cfg, target, compile_only=False):
         L.launcher(kernel, rgrid, compile_only)(
             part, y, M, I, M * 2 * I, y.stride(0), y.stride(1), SPLIT_K=split_k, BLOCK_M=rbm, BLOCK_N=rbn,
             ACTIVATION=activation, INT64_OFFSETS=C.int64_offsets(part, y), num_warps=G.REDUCE_WARPS)
-        C.LAUNCHES["gated_splitk_reduce_kernel"] += not compile_only
 
 
 def reduce_tile(M: int, I: int):
     """The gated reduce's (BLOCK_M, BLOCK_N): it holds two fp32 tiles (g and u) and loads 2 x SPLIT_K,
-    so half the dense reduce's columns (ops/_gemm.reduce_tile) for the same registers per thread
+    so half the dense reduce's columns (kernels/triton/dense.reduce_tile) for the same registers per thread
     (32 x 128 spilled 8 bytes on sm_90 in the static compile; 32 x 64 does not)."""
     bm, bn = G.reduce_tile(M, I)
     return bm, max(1, bn // 2)

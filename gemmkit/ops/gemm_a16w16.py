@@ -7,7 +7,7 @@ custom ops (each with a fake for torch.compile):
   gemmkit::gemm_a16w16_out  writes into `out` (declared mutated), returns nothing
 
 The kernels, their path choice (TMA or pointer) and launch are shared by
-every GEMM op: ops/_gemm.py. A config with "backend": "gluon" (sm_90 tables, where it
+every GEMM op: kernels/triton/dense.py. A config with "backend": "gluon" (sm_90 tables, where it
 wins) runs the Gluon ping-pong kernel instead (kernels/gluon/hopper_pingpong.py), and
 the Triton tier with the same tile sizes when that kernel cannot take the call
 (`gluon_unsupported`).
@@ -19,9 +19,9 @@ import torch
 from .. import configs as _configs
 from ..kernels.triton._epilogue import ACTIVATIONS
 from . import _common as C
-from . import _gemm as G
+from ..kernels.triton import dense as G
 # The kernel-facing pieces, re-exported where the tuner and tests have always found them.
-from ._gemm import check_feasible, smem_bytes, static_spec  # noqa: F401
+from ..kernels.triton.dense import check_feasible, smem_bytes, static_spec  # noqa: F401
 
 OP = "a16w16"
 
@@ -93,7 +93,6 @@ def launch(x2, w2, bias, y, activation, cfg, target, compile_only=False):
 
         kernel = hopper_coop if hopper_pingpong.is_coop(cfg) else hopper_pingpong
         kernel.launch(x2, w2, bias, y, activation, cfg, target, compile_only=compile_only)
-        C.LAUNCHES[kernel.KERNEL_NAME] += not compile_only
         return
     G.launch(x2, w2, bias, y, activation, cfg, target, compile_only=compile_only)
 

@@ -5,7 +5,7 @@
     acc = x @ w.T            int32 (int8: exact) or fp32 (fp8, promoted every K block; _mainloop.py)
     y   = acc * x_scale[:, None] * w_scale[None, :] + bias      in fp32, then cast to out_dtype
 
-The same dense kernels as gemm_a16w16 (ops/_gemm.py, SCALE = "rowcol"): the
+The same dense kernels as gemm_a16w16 (kernels/triton/dense.py, SCALE = "rowcol"): the
 scales are a change to the epilogue only. Two custom ops with fakes:
 
   gemmkit::gemm_a8w8      functional
@@ -21,7 +21,7 @@ import torch
 
 from . import _a8w8_gluon
 from . import _common as C
-from . import _gemm as G
+from ..kernels.triton import dense as G
 
 OP = "a8w8"
 # Config tables per operand type: fp8 (A8W8.json) promotes its accumulator (two fp32 tiles live,

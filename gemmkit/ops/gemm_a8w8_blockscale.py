@@ -25,7 +25,7 @@ import torch
 
 from . import _a8w8_gluon
 from . import _common as C
-from . import _gemm as G
+from ..kernels.triton import dense as G
 from .gemm_a8w8 import _check_out, check_8bit_pair, check_fp8_flavour, resolve_out_dtype
 
 OP = "a8w8_blockscale"

@@ -31,8 +31,8 @@ from ..kernels.triton._schedule import persistent_grid
 from ..kernels.triton._splitk_reduce import splitk_reduce_kernel
 from ..kernels.triton.gemm_afp4wfp4 import PROMISES, gemm_afp4wfp4_kernel
 from . import _common as C
-from . import _launch as L
-from . import _gemm as G
+from .. import launcher as L
+from ..kernels.triton import dense as G
 from .gemm_a8w8 import _check_out, resolve_out_dtype
 
 OP = "afp4wfp4"
@@ -130,7 +130,6 @@ def _launch(x, w, xs, ws, y, cfg, target, compile_only=False):
     L.launcher(kernel, grid, compile_only)(
         x, w, xs, ws, y, part, M, N, K, x.stride(0), x.stride(1), w.stride(0), w.stride(1), y.stride(0), y.stride(1),
         xs.stride(0), xs.stride(1), ws.stride(0), ws.stride(1), **ce, **C.compiler_options(cfg, target))
-    C.LAUNCHES["gemm_afp4wfp4_kernel"] += not compile_only
     if split_k > 1:
         rbm, rbn = G.reduce_tile(M, N)
         rgrid = (G.cdiv(M, rbm), G.cdiv(N, rbn))
@@ -138,7 +137,6 @@ def _launch(x, w, xs, ws, y, cfg, target, compile_only=False):
         L.launcher(reduce, rgrid, compile_only)(
             part, y, y, M, N, M * N, y.stride(0), y.stride(1), SPLIT_K=split_k, BLOCK_M=rbm, BLOCK_N=rbn,
             HAS_BIAS=False, ACTIVATION="none", INT64_OFFSETS=C.int64_offsets(part, y), num_warps=G.REDUCE_WARPS)
-        C.LAUNCHES["splitk_reduce_kernel"] += not compile_only
 
 
 def _run(x, w, x_scale, w_scale, config, y, compile_only=False):

@@ -15,7 +15,7 @@ Four torch.library custom ops with fakes (functional + `_out` for each public op
   gemmkit::gemm_a8w8_blockscale_split_cat, gemmkit::gemm_a8w8_blockscale_split_cat_out
 
 Validation reuses the dense ops' (gemm_a16w16 / gemm_a8w8_blockscale `_check_inputs`), the
-constexprs and feasibility checks are ops/_gemm.py's; only the split-cat arguments are new here.
+constexprs and feasibility checks are kernels/triton/dense.py's; only the split-cat arguments are new here.
 No split-K (N is wide for the shapes this op is for): a config with NUM_KSPLIT > 1 is a ValueError.
 """
 from __future__ import annotations
@@ -26,8 +26,8 @@ import torch
 from ..kernels.triton._schedule import persistent_grid
 from ..kernels.triton.gemm_split_cat import gemm_split_cat_kernel, gemm_split_cat_tma_kernel
 from . import _common as C
-from . import _launch as L
-from . import _gemm as G
+from .. import launcher as L
+from ..kernels.triton import dense as G
 # (module attributes of gemmkit.ops are the public functions, so import the pieces by name)
 from .gemm_a8w8_blockscale import _block_shape as _bs_block_shape
 from .gemm_a8w8_blockscale import _check_inputs as _bs_check_inputs
@@ -137,7 +137,7 @@ def tma_store_mode(block_n: int, S1: int, S2: int, c1, c2) -> str:
 
 
 def smem_bound(cfg, target, in_bytes, out_bytes, tma):
-    """Shared memory bound of the split-cat kernels: the dense kernels' (ops/_gemm.smem_bytes), whose
+    """Shared memory bound of the split-cat kernels: the dense kernels' (kernels/triton/dense.smem_bytes), whose
     output staging tile covers the TMA stores and the pointer stores' layout conversion alike."""
     return G.smem_bytes(cfg, target, in_bytes, out_bytes, tma)
 
@@ -191,7 +191,6 @@ def _launch(x2, w, bias, y, c1, c2, S1, S2, cfg, target, scaling, compile_only=F
         L.launcher(kernel, grid, compile_only)(
             TensorDescriptor.from_tensor(x2, [bm, bk]), TensorDescriptor.from_tensor(w, [bn, bk]), *descs,
             xs, wsc, bias_arg, y, c1, c2, M, N, K, *scale_strides, *strides, **ce, **opts)
-        C.LAUNCHES["gemm_split_cat_tma_kernel"] += not compile_only
     else:
         G.check_feasible(cfg, target, in_bytes, out_bytes, tma=False)
         cfg = G.pointer_config(cfg, scaling.mode)
@@ -201,7 +200,6 @@ def _launch(x2, w, bias, y, c1, c2, S1, S2, cfg, target, scaling, compile_only=F
         L.launcher(kernel, grid, compile_only)(
             x2, w, xs, wsc, bias_arg, y, c1, c2, M, N, K, x2.stride(0), x2.stride(1), w.stride(0), w.stride(1),
             *scale_strides, *strides, **ce, **opts)
-        C.LAUNCHES["gemm_split_cat_kernel"] += not compile_only
 
 
 def _empty_k(y, bias, c1, c2, S1, M, D):

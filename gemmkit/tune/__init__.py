@@ -232,7 +232,7 @@ def prune(cands, M: int, N: int, K: int, target, in_bytes=2, out_bytes=2, acc_ti
     """Drop configs that cannot run or cannot be good, before anything is compiled.
     `acc_tiles`: accumulator tiles live at once (2 when fp8 partial sums are promoted or
     block scales applied per step, see kernels/triton/_mainloop.py)."""
-    from ..ops._gemm import check_feasible
+    from ..kernels.triton.dense import check_feasible
 
     keep = []
     for c in cands:

@@ -87,7 +87,7 @@ def fallback_fits(cfg: dict, arch: str, in_bytes: int = 2, out_bytes: int = 2) -
     if cfg.get("backend") != "gluon":
         return True
     from .. import arch as _arch
-    from ..ops._gemm import check_feasible
+    from ..kernels.triton.dense import check_feasible
 
     try:
         check_feasible(_configs.validate_config(dict(cfg)), _arch.get(arch), in_bytes, out_bytes, tma=False)

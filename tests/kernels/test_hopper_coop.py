@@ -73,7 +73,7 @@ def test_plan_of_the_split_tiles():
 def test_split_tiles_are_the_dense_gluon_kernels_only():
     from gemmkit import configs
     from gemmkit.kernels.gluon import hopper_pingpong_batched as hb
-    from gemmkit.ops import _gemm as G
+    from gemmkit.kernels.triton import dense as G
 
     cfg = {**BASE, "BLOCK_SIZE_N": 192, "backend": "gluon"}
     assert configs.validate_config(cfg, backend="cuda")["BLOCK_SIZE_N"] == 192
@@ -133,7 +133,7 @@ def test_table_keys_and_backend():
 @pytest.mark.parametrize("bn", [256, 192])
 def test_op_dispatch_falls_back_where_gluon_cannot_run(bn):
     """On the CPU (interpreter) a cooperative gluon config runs the Triton tier with the same 8-warp tile
-    (a split tile: its power-of-two part, ops/_gemm.py triton_tile)."""
+    (a split tile: its power-of-two part, kernels/triton/dense.py triton_tile)."""
     import torch
 
     import gemmkit
@@ -209,7 +209,7 @@ def test_tuner_merge_checks_the_coop_fallback_too():
 def test_isa_compiles_only_the_triton_path_the_fallback_can_take():
     """A 4-stage 128 x 256 cooperative bucket with "tma": true: the Triton TMA kernel's ring would not fit
     (choose_path takes the pointer kernel), so the static report compiles the pointer kernel alone."""
-    from gemmkit.ops import _gemm as G
+    from gemmkit.kernels.triton import dense as G
 
     cfg = {**BASE, "backend": "gluon", "persistent": True, "tma": True, "NUM_KSPLIT": 1}
     assert not G._tma_fits(cfg, H200, "bf16")
@@ -335,7 +335,7 @@ def test_op_backend_gluon_num_warps_8(M, N, K, cfg):
 @pytest.mark.parametrize("cfg", ["128x256x64-s4", "128x192x64-s5"])
 def test_op_backend_gluon_num_warps_8_falls_back_to_triton(cfg):
     """K % 8 != 0 (no TMA): the same config runs on the Triton tier (an 8-warp 128 x 256 tile; a split tile's
-    power-of-two part, 128 x 128, ops/_gemm.py triton_tile), correct."""
+    power-of-two part, 128 x 128, kernels/triton/dense.py triton_tile), correct."""
     import gemmkit
     from gemmkit.ops import _common as C
 

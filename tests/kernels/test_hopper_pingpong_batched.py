@@ -46,7 +46,7 @@ def test_op_dispatch_rules(monkeypatch):
     """batched_gemm_a16w16 accepts "backend": "gluon" (the interpreter runs it on the Triton tier);
     batched_gemm_a8w8 refuses it; AMD tables refuse it (configs.validate_config)."""
     from gemmkit import configs
-    from gemmkit.ops import _gemm as G
+    from gemmkit.kernels.triton import dense as G
     from gemmkit.ops import batched_gemm as BG
 
     BG._check_config(json.dumps(dict(BASE, backend="gluon")), gluon=True)

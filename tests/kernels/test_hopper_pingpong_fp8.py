@@ -117,7 +117,7 @@ def test_plan_of_the_coop_256_tile():
 def test_triton_fallback_of_the_coop_256_tile():
     """The Triton tier runs a 256-row Gluon fp8 coop config at 128 rows (its promotion would spill at 256 x 128);
     bf16 configs and the 128-row tile are its own."""
-    from gemmkit.ops._gemm import triton_tile
+    from gemmkit.kernels.triton.dense import triton_tile
 
     c = {**COOP, "BLOCK_SIZE_M": 256, "num_stages": 3, "backend": "gluon"}
     assert triton_tile(c, fp8=True) == {**c, "BLOCK_SIZE_M": 128}
@@ -150,7 +150,8 @@ def test_promises_can_fail():
 def test_interpreter_runs_the_triton_tier():
     """A "backend": "gluon" config in the interpreter: gluon_unsupported says why, the Triton tier runs."""
     import gemmkit
-    from gemmkit.ops import _a8w8_gluon, _common, _gemm
+    from gemmkit.ops import _a8w8_gluon, _common
+    from gemmkit.kernels.triton import dense as _gemm
     from gemmkit.reference import gemm_a8w8_ref
 
     from _util import poisoned, q8, scales, within_bound
@@ -219,7 +220,8 @@ def test_plan_of_the_block_mode():
 
 def test_blockscale_fallback_reasons():
     """gemm_a8w8_blockscale's "backend": "gluon" runs on the Triton tier where the blocks do not hold whole tiles."""
-    from gemmkit.ops import _a8w8_gluon, _gemm
+    from gemmkit.ops import _a8w8_gluon
+    from gemmkit.kernels.triton import dense as _gemm
 
     x, w = torch.empty(64, 256, dtype=torch.float8_e4m3fn), torch.empty(128, 256, dtype=torch.float8_e4m3fn)
     cfg = {**BASE, "backend": "gluon"}

@@ -1,5 +1,5 @@
 """The coop FP8 kernel's tail split (kernels/gluon/hopper_host.tail_split, hopper_pingpong_fp8.tail_plan) and its
-reduce (kernels/triton/_splitk_reduce.tail_reduce_kernel, ops/_gemm.launch_tail_reduce), on the CPU.
+reduce (kernels/triton/_splitk_reduce.tail_reduce_kernel, kernels/triton/dense.launch_tail_reduce), on the CPU.
 
 The rule is pure host arithmetic; the reduce is a Triton kernel, run here in the interpreter against torch on a
 workspace laid out as the Gluon kernel writes it (partial j = r * S + s of tail tile r, whole BM x BN fp32 tiles).
@@ -47,7 +47,7 @@ def test_tail_split_rule():
 
 def test_tail_reduce_rows():
     """Rows of a tail tile a reduce program sums: halved until there are 2 x SMs programs (or 1 row)."""
-    from gemmkit.ops import _gemm
+    from gemmkit.kernels.triton import dense as _gemm
 
     assert [_gemm.tail_reduce_rows(128, t, 2 * 132) for t in (16, 4, 66, 1, 300)] == [4, 1, 32, 1, 128]
     assert _gemm.tail_reduce_rows(64, 3, 4) == 32
@@ -84,7 +84,7 @@ def test_tail_plan_coop_only():
 def test_tail_reduce(M, N, group, bias, cus):
     """y's last `tail` tiles (in the grouped order) = the in-order sum of their splits + bias; every other
     element untouched (poisoned stays poisoned: the reduce writes only the tail tiles, clipped to M x N)."""
-    from gemmkit.ops import _gemm
+    from gemmkit.kernels.triton import dense as _gemm
 
     BM, BN = 64, 128
     pm, pn = -(-M // BM), -(-N // BN)

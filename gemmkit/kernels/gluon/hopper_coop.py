@@ -72,7 +72,7 @@ T rows and the loader puts 3 of them per stage, rows [0, 2T) into b[s] and [2T, 
 Why: cuBLAS picks 192-wide tiles where a power-of-two width leaves SMs idle (docs/PERF.md):
 Llama-3-8B qkv at M = 512 (N = 6144) is 128 tiles of 128 x 192 for 132 SMs, against 192 of 128 x 128
 (1.45 waves) or 96 of 128 x 256; DeepSeek's N = 576 is 3 x 192. The Triton tier cannot build these tiles:
-a call that falls back from Gluon runs the power-of-two part, 2T (ops/_gemm.py `triton_tile`).
+a call that falls back from Gluon runs the power-of-two part, 2T (kernels/triton/dense.py `triton_tile`).
 
 Registers (setmaxnreg): the ping-pong's split, same partitions (see `derive`): 240 per consumer
 thread, 24 for the load warpgroup; the accumulator is BM/2 * BN / 128 fp32 registers (128 at 128 x 256).

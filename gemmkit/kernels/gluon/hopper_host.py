@@ -10,11 +10,11 @@ No device code here: each kernel file holds its plan (`derive`), partitions and 
                                    │ derive(fit_split_k(cfg))  (the kernel's plan; split count for this M)
                                    ▼
                                 launch_dense ──► launch_tma (descriptors, grid = min(work, SMs))
-                                   │ split-K: fp32 workspace, then ops/_gemm.launch_reduce
+                                   │ split-K: fp32 workspace, then kernels/triton/dense.launch_reduce
                                    (the ping-pong's swap_ab calls launch_tma itself, w and x swapped)
 
-It reaches into ops for two things, lazily (ops import the kernel files): the launch cache (ops/_launch.py)
-and the split-K reduce's launch (ops/_gemm.launch_reduce, the Triton tier's reduce kernel).
+Below it: the launcher (gemmkit/launcher.py) and the Triton tier's split-K reduce (kernels/triton/dense.py
+`launch_reduce`); nothing here imports from ops/.
 
 Constraints (the kernels' own are in their files):
   - split-K: N % 4 == 0 (the fp32 workspace's rows must be 16-byte aligned for TMA); every split's K range
@@ -22,7 +22,7 @@ Constraints (the kernels' own are in their files):
   - Tensors spanning 2**31 elements or more need nothing here: x, w, y and the split-K workspace go through TMA
     descriptors (64-bit strides, int32 coordinates per dim: every dim < 2**31), the bias by an index below N (the
     batched kernels add an int64 batch offset), and the split-K reduce (the Triton tier's) sets its own
-    INT64_OFFSETS (ops/_gemm.launch_reduce). A transposed or column-major operand fails `tma_ok` and runs on the
+    INT64_OFFSETS (kernels/triton/dense.launch_reduce). A transposed or column-major operand fails `tma_ok` and runs on the
     Triton tier. (The FP8 kernel's block scales are read with int32 offsets: hopper_pingpong_fp8.unsupported.)
 """
 from __future__ import annotations
@@ -30,6 +30,9 @@ from __future__ import annotations
 import functools
 
 from triton.experimental.gluon import language as gl
+
+from ... import launcher
+from ..triton import dense
 
 # A Gluon config's keys (the Hopper kernels' `check_config`; `unique_cases` compiles each distinct one once) and
 # the keys it may carry for the Triton tier's fallback, ignored here: always persistent and TMA; NUM_KSPLIT is
@@ -196,9 +199,8 @@ def launch_tma(kernel, plan, y_box, x2, w, bias, y, ce: dict, target, compile_on
     num_work = -(-M // bm) * -(-N // bn) * splits
     grid = (max(1, min(num_work, target.num_cus)),)
     args = (x_desc, w_desc, y_desc, bias if bias is not None else x2, M, N, K, splits)
-    from ...ops import _launch  # the ops' launch cache (a lazy import: ops import this module)
-
-    return _launch.launcher(kernel, grid, compile_only)(*args, **ce, num_warps=CONSUMER_WARPS)
+    
+    return launcher.launcher(kernel, grid, compile_only)(*args, **ce, num_warps=CONSUMER_WARPS)
 
 
 def launch_dense(kernel, plan, y_box, x2, w, bias, y, activation, ce: dict, target, compile_only=False):
@@ -217,7 +219,6 @@ def launch_dense(kernel, plan, y_box, x2, w, bias, y, activation, ce: dict, targ
         return launch_tma(kernel, plan, y_box, x2, w, bias, y, ce, target, compile_only, w_box=plan.w_box)
     import torch
 
-    from ...ops import _gemm  # the split-K reduce's launch (a lazy import: ops import this module)
 
     M, K = x2.shape
     N = w.shape[0]
@@ -230,7 +231,7 @@ def launch_dense(kernel, plan, y_box, x2, w, bias, y, activation, ce: dict, targ
     mp = -(-M // plan.BM) * plan.BM
     ws = torch.empty((splits * mp, N), dtype=torch.float32, device=x2.device)
     launch_tma(kernel, plan, y_box, x2, w, None, ws, ce, target, compile_only, w_box=plan.w_box, splits=splits)
-    _gemm.launch_reduce(ws, mp * N, splits, bias, y, activation, target, compile_only)
+    dense.launch_reduce(ws, mp * N, splits, bias, y, activation, target, compile_only)
 
 
 # ----------------------------------------------------------------------------- static compile (gemmkit isa)

@@ -60,6 +60,7 @@ from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import mbarrier
 
+from ... import launcher
 from ..triton.batched_gemm_tma import tma_compatible_3d
 from . import hopper_coop as hc
 from . import hopper_host as hh
@@ -238,9 +239,7 @@ def launch(x, w, bias, y, activation, cfg, target, compile_only=False):
     grid = (max(1, min(num_work, target.num_cus)),)
     stride_bb = bias.stride(0) if bias is not None and bias.dim() == 2 else 0
     args = (x_desc, w_desc, y_desc, bias if bias is not None else x, B, M, N, K, stride_bb)
-    from ...ops import _launch  # the ops' launch cache (a lazy import: ops import this module)
-
-    return _launch.launcher(kernel, grid, compile_only)(*args, **ce, num_warps=hh.CONSUMER_WARPS)
+    return launcher.launcher(kernel, grid, compile_only)(*args, **ce, num_warps=hh.CONSUMER_WARPS)
 
 
 # ----------------------------------------------------------------------------- static compile (gemmkit isa)

@@ -195,6 +195,8 @@ from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.ampere import async_copy
 from triton.experimental.gluon.language.nvidia.hopper import fence_async_shared, mbarrier, tma
 
+from ... import launcher
+from ..triton import dense
 from ..triton._schedule import tile_coords
 from . import hopper_host as hh
 from .hopper_fp8_mainloop import _coop_mainloop, _pingpong_mainloop
@@ -663,7 +665,7 @@ def launch(x, w, x_scale, w_scale, bias, y, cfg, target, compile_only=False, blo
     bound); `backend`, `persistent`, `tma` accepted and ignored; NUM_KSPLIT must be 1. `target`: a
     gemmkit.arch.Target (num_cus sizes the persistent grid). ValueError when `unsupported` says no.
     `tail`: the coop layout's tail split (`tail_plan`; None: the rule). With one, the kernel stores the last
-    round's K-split partials into an fp32 workspace and `ops._gemm.launch_tail_reduce` sums them into y.
+    round's K-split partials into an fp32 workspace and `kernels.triton.dense.launch_tail_reduce` sums them into y.
     `scale_tma` (block): None copies the x scales by TMA where `scale_tma_ok`, False by cp.async (tests, A/B).
     """
     from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
@@ -716,11 +718,9 @@ def launch(x, w, x_scale, w_scale, bias, y, cfg, target, compile_only=False, blo
     strides = (0, 0, 0, 0) if block_shape is None else (*x_scale.stride(), *w_scale.stride())
     args = (x_desc, w_desc, y_desc, xs_desc, ws_desc, x_scale, w_scale, bias if bias is not None else x_scale, M, N, K,
             *strides, part, n_tail, splits)
-    from ...ops import _gemm, _launch  # the launch cache, the tail reduce (lazy: ops import this module)
-
-    _launch.launcher(hopper_pingpong_fp8_kernel, grid, compile_only)(*args, **ce, num_warps=hh.CONSUMER_WARPS)
+    launcher.launcher(hopper_pingpong_fp8_kernel, grid, compile_only)(*args, **ce, num_warps=hh.CONSUMER_WARPS)
     if n_tail:
-        _gemm.launch_tail_reduce(part, num_tiles - n_tail, n_tail, splits, bm, bn, plan.GROUP_SIZE_M, bias, y,
+        dense.launch_tail_reduce(part, num_tiles - n_tail, n_tail, splits, bm, bn, plan.GROUP_SIZE_M, bias, y,
                                  target, compile_only)
 
 

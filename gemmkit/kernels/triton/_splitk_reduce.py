@@ -2,7 +2,7 @@
 
     ws: SPLIT_K slabs of fp32 rows of N,      y (M, N), any strides, output dtype
         split_stride elements apart (the Triton tier: (SPLIT_K, M, N) contiguous; the Gluon kernels: slabs
-        of whole tiles of rows, cdiv(M, BM) * BM; ops/_gemm.py launch_reduce)
+        of whole tiles of rows, cdiv(M, BM) * BM; kernels/triton/dense.py launch_reduce)
     +---------+
     | ws[0]   |--+
     | ws[1]   |--+--> sum over s = 0..SPLIT_K-1 (static, fixed order: bitwise

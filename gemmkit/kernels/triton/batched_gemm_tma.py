@@ -28,7 +28,7 @@ Constraints:
     batch stride >= rows x row stride (no broadcast or interleaved batch dims), no empty dim.
   - BLOCK_M, BLOCK_N, BLOCK_K powers of two >= 16, at most 256 per TMA box dim.
   - Shared memory: num_stages * (BLOCK_M + BLOCK_N) * BLOCK_K * element bytes + the output
-    staging tile, within the target's 227 KiB (ops/_gemm.smem_bytes).
+    staging tile, within the target's 227 KiB (kernels/triton/dense.smem_bytes).
   - No split-K.
   - Offsets: TMA coordinates int32 per dim (B, M, N, K < 2**31; the descriptors' strides are 64-bit);
     the pointer reads (scales, bias) are an int64 batch offset plus a unit-stride index, so this

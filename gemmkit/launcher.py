@@ -1,4 +1,8 @@
-"""Launching compiled kernels with little host time: one home for `kernel[grid](...)` in the ops.
+"""Launching compiled kernels with little host time: the one home of `kernel[grid](...)` in gemmkit.
+
+Every kernel launch of the library goes through `launch` (or `launcher`): it counts launches per
+kernel (`LAUNCHES`, how tests prove a result came from a kernel), shows each launch to a call
+plan being recorded (`callplan.py`), and finds the compiled kernel from a key of its own.
 
 `JITFunction.run` (what `kernel[grid](*args, **kwargs)` calls) binds every argument,
 specialises each one (dtype, 16-byte alignment, ints equal to 1), builds a string key,
@@ -30,19 +34,37 @@ global values a kernel reads. `clear()` empties it.
 """
 from __future__ import annotations
 
+import collections
 import functools
+import threading
 
 import torch
 
 _TENSOR_TYPES = (torch.Tensor, torch.nn.Parameter)
 _I32_MIN, _I32_MAX = -(2**31), 2**31 - 1
 
-# (id(kernel), device, positional specs, keyword items) -> (launcher, function, metadata, later parameters)
+# (id(kernel), device, positional specs, keyword items) -> (launcher, function, metadata, later parameters, device)
 _CACHE: dict = {}
 # id(kernel) -> (kernel, number of leading parameters that are not constexpr). Keyed by id: a JITFunction
 # hashes through its source's cache key (microseconds); holding the kernel keeps its id from being reused.
 _RUNTIME_PARAMS: dict = {}
 STATS = {"hits": 0, "misses": 0, "slow": 0}
+# Launches per kernel name (`kernel_name`), counted here for every launch (not for compile-only warm-ups).
+LAUNCHES: collections.Counter = collections.Counter()
+
+
+class _ThreadState(threading.local):
+    recording: list | None = None  # callplan.record: each launch of this thread's call, in order
+    in_launch: bool = False  # inside a kernel launch (callplan's guard lets the interpreter's own torch ops through)
+
+
+STATE = _ThreadState()
+
+
+def kernel_name(kernel) -> str:
+    """The name launches are counted under: the kernel function's."""
+    name = getattr(kernel, "__name__", None)
+    return name if isinstance(name, str) else kernel.fn.__name__
 
 
 def clear():
@@ -55,6 +77,8 @@ def launcher(kernel, grid, compile_only: bool = False):
     """`kernel[grid]` (fast when repeated), or `kernel.warmup` on `grid` when only compiling
     (the tuner's parallel warm-up). Call the result with the kernel's arguments."""
     if compile_only:
+        if STATE.recording is not None:
+            STATE.recording.append(None)  # not a launch a call plan can repeat
         return functools.partial(kernel.warmup, grid=grid)
     return functools.partial(launch, kernel, grid)
 
@@ -132,33 +156,68 @@ def cache_key(kernel, device, spec, args, kwargs) -> tuple:
 
 def launch(kernel, grid, *args, **kwargs):
     """kernel[grid](*args, **kwargs), with the compiled kernel looked up from our own key."""
+    LAUNCHES[kernel_name(kernel)] += 1
+    STATE.in_launch = True
+    try:
+        entry = _launch(kernel, grid, args, kwargs)
+    finally:
+        STATE.in_launch = False
+    if STATE.recording is not None:
+        STATE.recording.append((kernel, grid, args, kwargs, entry))
+
+
+def _launch(kernel, grid, args, kwargs):
+    """Launch; return the cache entry (run, function, metadata, later parameters, device) that can repeat
+    it with other tensors of the same specialisation, or None where it took Triton's path."""
     # Every runtime argument by position, every constexpr by keyword: else (and in the interpreter) Triton's path.
     if len(args) != _runtime_params(kernel):
         STATS["slow"] += 1
-        return kernel[grid](*args, **kwargs)
+        kernel[grid](*args, **kwargs)
+        return None
     runtime, current_device, current_stream, spec = _runtime()
-    if _hooked(runtime.launch_enter_hook) or _hooked(runtime.launch_exit_hook):
+    if hooked(runtime):
         STATS["slow"] += 1
-        return kernel[grid](*args, **kwargs)
+        kernel[grid](*args, **kwargs)
+        return None
     device = current_device()
     key = cache_key(kernel, device, spec, args, kwargs)
     try:
         hit = _CACHE.get(key)
     except TypeError:  # an unhashable keyword value: Triton's path
         STATS["slow"] += 1
-        return kernel[grid](*args, **kwargs)
+        kernel[grid](*args, **kwargs)
+        return None
     if hit is None:
         STATS["misses"] += 1
         compiled = kernel[grid](*args, **kwargs)
         # Every later parameter is a constexpr (_runtime_params), passed by keyword or defaulted. The
         # launcher skips constexpr slots, but takes them, as JITFunction.run passes every parameter.
         tail = tuple(kwargs[p.name] if p.name in kwargs else p.default for p in kernel.params[len(args):])
-        _CACHE[key] = (compiled.run, compiled.function, compiled.packed_metadata, tail)
-        return compiled
+        hit = _CACHE[key] = (compiled.run, compiled.function, compiled.packed_metadata, tail, device)
+        return hit
     STATS["hits"] += 1
-    run, function, metadata, tail = hit
+    run, function, metadata, tail, _ = hit
     g = (*grid, 1, 1)
     run(g[0], g[1], g[2], current_stream(device), function, metadata, None, None, None, *args, *tail)
+    return hit
+
+
+def hooked(runtime=None) -> bool:
+    """A launch hook is set (profilers such as proton add one): launches then take Triton's path."""
+    runtime = runtime or _runtime()[0]
+    return _hooked(runtime.launch_enter_hook) or _hooked(runtime.launch_exit_hook)
+
+
+def run_entry(entry, grid, args):
+    """Repeat a launch from its cache entry (`_launch`'s answer) with `args` of the same specialisation, on the
+    current stream; False (nothing launched) where the current device is not the entry's or a hook is set."""
+    runtime, current_device, current_stream, _ = _runtime()
+    run, function, metadata, tail, device = entry
+    if current_device() != device or hooked(runtime):
+        return False
+    g = (*grid, 1, 1)
+    run(g[0], g[1], g[2], current_stream(device), function, metadata, None, None, None, *args, *tail)
+    return True
 
 
 def tma_descriptor(t, block_shape):

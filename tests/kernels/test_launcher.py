@@ -1,4 +1,4 @@
-"""The launch cache (gemmkit/ops/_launch.py).
+"""The launch cache (gemmkit/launcher.py).
 
 On the CPU: its key is at least as fine as Triton's specialisation. A cached compiled kernel may only
 be reused for arguments Triton itself would have given the same compiled kernel: so two arguments
@@ -20,7 +20,7 @@ from triton.tools.tensor_descriptor import TensorDescriptor
 
 import gemmkit
 from gemmkit.kernels.triton.gemm import gemm_kernel
-from gemmkit.ops import _launch
+from gemmkit import launcher as _launch
 
 # The backends Triton's binder specialises with on the targets gemmkit ships (CUDA adds nothing to
 # BaseBackend's marks; HIP adds "S": a tensor whose storage fits 2 GiB, for 32-bit buffer offsets).

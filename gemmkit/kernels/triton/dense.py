@@ -22,20 +22,17 @@ import dataclasses
 
 import torch
 
-from ..kernels.triton._schedule import persistent_grid
-from ..kernels.triton._splitk_reduce import splitk_reduce_kernel, tail_reduce_kernel
-from ..kernels.triton.gemm import gemm_kernel
-from ..kernels.triton.gemm_tma import gemm_tma_kernel
-from ..configs import split_tail
-from . import _common as C
-from . import _launch as L
+from ... import launcher as L
+from ...configs import split_tail
+from .. import _host as C
+from .._host import FP8_DTYPES, TL_DTYPE, cdiv, next_pow2  # noqa: F401  (the ops and tests find them here)
+from ._schedule import persistent_grid
+from ._splitk_reduce import splitk_reduce_kernel, tail_reduce_kernel
+from .gemm import gemm_kernel
+from .gemm_tma import gemm_tma_kernel
 
 TMA_MAX_BOX = 256  # elements per TMA box dimension
 
-FP8_DTYPES = (torch.float8_e4m3fn, torch.float8_e4m3fnuz, torch.float8_e5m2, torch.float8_e5m2fnuz)
-TL_DTYPE = {torch.bfloat16: "bf16", torch.float16: "fp16", torch.float32: "fp32", torch.int8: "i8",
-            torch.float8_e4m3fn: "fp8e4nv", torch.float8_e4m3fnuz: "fp8e4b8", torch.float8_e5m2: "fp8e5",
-            torch.float8_e5m2fnuz: "fp8e5b16"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -48,14 +45,6 @@ class Scaling:
 
 
 NO_SCALING = Scaling()
-
-
-def cdiv(a, b):
-    return (a + b - 1) // b
-
-
-def next_pow2(n):
-    return 1 << (max(1, n) - 1).bit_length()
 
 
 # ----------------------------------------------------------------------------- feasibility and path
@@ -305,7 +294,6 @@ def launch_reduce(ws, split_stride, split_k, bias, y, activation, target, compil
         grid, kwargs = reduce_plan(M, N, split_k, bias is not None, activation, target, C.int64_offsets(ws, y))
     L.launcher(splitk_reduce_kernel, grid, compile_only)(
         ws, bias if bias is not None else y, y, M, N, split_stride, y.stride(0), y.stride(1), **kwargs)
-    C.LAUNCHES["splitk_reduce_kernel"] += not compile_only
 
 
 def tail_reduce_rows(bm: int, tail: int, min_programs: int) -> int:
@@ -327,7 +315,6 @@ def launch_tail_reduce(part, first_tile, tail, splits, bm, bn, group_size_m, bia
         part, bias if bias is not None else y, y, M, N, y.stride(0), y.stride(1), first_tile, SPLITS=splits,
         BM=bm, BN=bn, ROWS=rows, GROUP_SIZE_M=group_size_m, HAS_BIAS=bias is not None,
         INT64_OFFSETS=C.int64_offsets(part, y), num_warps=REDUCE_WARPS)
-    C.LAUNCHES["tail_reduce_kernel"] += not compile_only
 
 
 def launch(x2, w, bias, y, activation, cfg, target, scaling: Scaling = NO_SCALING, compile_only=False):
@@ -353,12 +340,10 @@ def launch(x2, w, bias, y, activation, cfg, target, scaling: Scaling = NO_SCALIN
         L.launcher(p.kernel, p.grid, compile_only)(
             L.tma_descriptor(x2, bx), L.tma_descriptor(w, bw), L.tma_descriptor(y, by), xs, wsc, bias_arg, part,
             M, N, K, *scale_strides, **p.kwargs)
-        C.LAUNCHES["gemm_tma_kernel"] += not compile_only
     else:
         L.launcher(p.kernel, p.grid, compile_only)(
             x2, w, xs, wsc, bias_arg, y, part, M, N, K, x2.stride(0), x2.stride(1), w.stride(0), w.stride(1),
             y.stride(0), y.stride(1), *scale_strides, **p.kwargs)
-        C.LAUNCHES["gemm_kernel"] += not compile_only
     if p.split_k > 1:
         launch_reduce(part, M * N, p.split_k, bias, y, activation, target, compile_only, p.reduce_grid,
                       p.reduce_kwargs)
@@ -385,8 +370,8 @@ def table_cases(op: str, archs, dtypes=("bf16",)):
     cooperative bucket)."""
     import json
 
-    from .. import arch as _arch
-    from .. import configs as _configs
+    from ... import arch as _arch
+    from ... import configs as _configs
 
     for path in _configs.shipped_tables(op):
         arch = path.parent.name
@@ -413,9 +398,9 @@ def _tma_fits(cfg: dict, target, dtype: str) -> bool:
 
 def table_spec(case, *, scale="none", scale_bn=1, scale_bk=1):
     """isa_spec for a table case: the GEMM kernel as the op launches it for `case["dtype"]` operands."""
-    from .. import arch as _arch
-    from ..kernels.triton import gemm as k_ptr
-    from ..kernels.triton import gemm_tma as k_tma
+    from ... import arch as _arch
+    from . import gemm as k_ptr
+    from . import gemm_tma as k_tma
 
     target = _arch.ARCHS[case["arch"]]
     cfg, tma = case["config"], case["path"] == "tma"

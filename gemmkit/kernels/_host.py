@@ -1,0 +1,73 @@
+"""Host-side rules every kernel's host code shares: operand dtypes, TMA's tensor rules, 32- or 64-bit
+offsets, compiler options per target. No device code, no torch.library, nothing from ops/.
+
+(ops/_common.py re-exports these for the ops' argument checks.)
+"""
+from __future__ import annotations
+
+import torch
+
+FLOAT16_DTYPES = (torch.bfloat16, torch.float16)
+FP8_E4M3_DTYPES = (torch.float8_e4m3fn, torch.float8_e4m3fnuz)
+FP8_DTYPES = (torch.float8_e4m3fn, torch.float8_e4m3fnuz, torch.float8_e5m2, torch.float8_e5m2fnuz)
+# torch dtype -> Triton's signature name (static compiles)
+TL_DTYPE = {torch.bfloat16: "bf16", torch.float16: "fp16", torch.float32: "fp32", torch.int8: "i8",
+            torch.float8_e4m3fn: "fp8e4nv", torch.float8_e4m3fnuz: "fp8e4b8", torch.float8_e5m2: "fp8e5",
+            torch.float8_e5m2fnuz: "fp8e5b16"}
+
+
+def cdiv(a, b):
+    return (a + b - 1) // b
+
+
+def next_pow2(n):
+    return 1 << (max(1, n) - 1).bit_length()
+
+
+def fp8_dtype(target) -> torch.dtype:
+    """The FP8 (E4M3) torch dtype `target`'s matrix units take (gemmkit.arch.Target.fp8_e4m3)."""
+    return getattr(torch, target.fp8_e4m3)
+
+
+def tma_compatible(*tensors) -> bool:
+    """TMA's rules for a 2-D tensor: 16-byte aligned base, unit last stride, 16-byte aligned row stride."""
+    for t in tensors:
+        if t.dim() != 2 or t.stride(1) != 1 or t.data_ptr() % 16:
+            return False
+        if (t.stride(0) * t.element_size()) % 16 or t.shape[0] == 0 or t.shape[1] == 0:
+            return False
+    return True
+
+
+def last_offset(t) -> int:
+    """The largest element offset of a non-empty `t`: sum over dims of (size - 1) * stride (torch strides are
+    never negative). Its address span (ops/_common `_address_range`) and its offset width (`int64_offsets`) follow."""
+    return sum((size - 1) * stride for size, stride in zip(t.shape, t.stride()))
+
+
+INT32_SPAN = 2**31  # element offsets below this fit the kernels' int32 offset arithmetic
+
+
+def int64_offsets(*tensors) -> bool:
+    """The INT64_OFFSETS constexpr of a launch (kernels/triton/_offsets.py): True when any tensor's largest
+    element offset, sum over dims of (size - 1) * stride, reaches 2**31, so an offset the kernels compute
+    in int32 (column index x column stride, a K step x its stride) could wrap. None, empty tensors and
+    anything without strides (a TMA descriptor) are skipped. Pass every tensor a kernel addresses by pointer
+    (operands, output, scales, bias, workspaces); `torch.empty(..., device="meta")` stands for a workspace
+    not yet allocated."""
+    for t in tensors:
+        if not isinstance(t, torch.Tensor):
+            continue
+        if t.numel() and last_offset(t) >= INT32_SPAN:
+            return True
+    return False
+
+
+def compiler_options(cfg: dict, target) -> dict:
+    """Launch keyword arguments for the compiler, per backend (AMD-only keys only on hip)."""
+    opts = {"num_warps": cfg["num_warps"], "num_stages": cfg["num_stages"]}
+    if target.is_amd:
+        for key in ("waves_per_eu", "matrix_instr_nonkdim", "kpack"):
+            if key in cfg:
+                opts[key] = cfg[key]
+    return opts
