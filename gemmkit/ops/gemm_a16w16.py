@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import torch
 
-from .. import configs as _configs
+from .. import callplan as CP
 from ..kernels.triton._epilogue import ACTIVATIONS
 from . import _common as C
 from ..kernels.triton import dense as G
@@ -142,9 +142,16 @@ def _new_output(x, N, out_dtype):
 @torch.library.custom_op("gemmkit::gemm_a16w16", mutates_args=())
 def _gemm_a16w16_op(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None, activation: str,
                     out_dtype: torch.dtype, config: str) -> torch.Tensor:
+    key = CP.key(OP, (x, w, bias, None), activation, out_dtype, config)
+    plan = CP.lookup(key)
+    if plan is not None and plan is not CP.UNREPEATABLE:
+        y = _new_output(x, w.shape[0], out_dtype)
+        plan.replay((x, w, bias, y))
+        return y
     N, _K = _check_inputs(x, w, bias, activation, out_dtype)
     y = _new_output(x, N, out_dtype)
-    _run(x, w, bias, activation, out_dtype, config, y)
+    with CP.record(key if plan is None else None, (x, w, bias, y)):
+        _run(x, w, bias, activation, out_dtype, config, y)
     return y
 
 
@@ -157,8 +164,15 @@ def _(x, w, bias, activation, out_dtype, config):
 @torch.library.custom_op("gemmkit::gemm_a16w16_out", mutates_args=("out",))
 def _gemm_a16w16_out_op(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None, activation: str,
                         config: str, out: torch.Tensor) -> None:
+    key = CP.key(OP, (x, w, bias, out), activation, out.dtype, config)
+    plan = CP.lookup(key)
+    if plan is not None and plan is not CP.UNREPEATABLE:
+        C.check_out_disjoint("out", out, x=x, w=w, bias=bias)
+        plan.replay((x, w, bias, out))
+        return
     _check_inputs(x, w, bias, activation, out.dtype, out)
-    _run(x, w, bias, activation, out.dtype, config, out)
+    with CP.record(key if plan is None else None, (x, w, bias, out)):
+        _run(x, w, bias, activation, out.dtype, config, out)
 
 
 @_gemm_a16w16_out_op.register_fake
@@ -182,6 +196,17 @@ def gemm_a16w16(x, w, bias=None, *, activation=None, out_dtype=None, out=None, c
     Returns (..., N) of out_dtype. M or N == 0 gives an empty result; K == 0 gives act(bias) (or zeros).
     No backward yet: inputs that require grad (with grad mode on) raise NotImplementedError.
     """
+    # A signature seen before repeats its launches on these tensors (callplan.py): every check that depends
+    # only on the signature passed on its first call; the address-dependent one (out= overlap) runs here.
+    key = CP.key(OP, (x, w, bias, out), activation, out_dtype, config)
+    plan = CP.lookup(key)
+    if plan is not None and plan is not CP.UNREPEATABLE:
+        if out is None:
+            out = _new_output(x, w.shape[0], out_dtype or x.dtype)
+        else:
+            C.check_out_disjoint("out", out, x=x, w=w, bias=bias)
+        plan.replay((x, w, bias, out))
+        return out
     activation = _normalize_activation(activation)
     if out_dtype is None:
         out_dtype = getattr(x, "dtype", None)
@@ -194,7 +219,8 @@ def gemm_a16w16(x, w, bias=None, *, activation=None, out_dtype=None, out=None, c
         # Plain tensors outside torch.compile: skip the dispatcher's round trip (tens of
         # microseconds a call, as much as a decode-sized GEMM takes). Same checks, same kernel.
         y = out if out is not None else _new_output(x, w.shape[0], out_dtype)
-        _run(x, w, bias, activation, out_dtype, cfg, y)
+        with CP.record(key if plan is None else None, (x, w, bias, y)):
+            _run(x, w, bias, activation, out_dtype, cfg, y)
         return y
     if out is not None:
         torch.ops.gemmkit.gemm_a16w16_out(x, w, bias, activation, cfg, out)
