@@ -83,6 +83,17 @@ def lookup(key):
         return None
 
 
+def repeatable(plan) -> bool:
+    """`lookup`'s answer is a plan to replay (not None: record one, nor UNREPEATABLE: run the full path)."""
+    return plan is not None and plan is not UNREPEATABLE
+
+
+def record_key(key, plan):
+    """The key `record` should keep a plan under after `lookup` answered `plan`: `key` where there was none,
+    None (record nothing) for an UNREPEATABLE signature."""
+    return key if plan is None else None
+
+
 # ----------------------------------------------------------------------------- record
 
 class _Guard(TorchDispatchMode):

@@ -1,10 +1,8 @@
 """gemm_a16w16: y = act(x @ w.T + bias) for bf16 / fp16, the nn.Linear convention.
 
-Public entry `gemm_a16w16` validates, then calls one of two torch.library
-custom ops (each with a fake for torch.compile):
-
-  gemmkit::gemm_a16w16      functional, returns a new tensor
-  gemmkit::gemm_a16w16_out  writes into `out` (declared mutated), returns nothing
+The public entry `gemm_a16w16` and its custom ops (gemmkit::gemm_a16w16, returning a new tensor, and
+gemmkit::gemm_a16w16_out, writing `out`), each with a fake for torch.compile, come from one `Op`
+(ops/_registry.py: checks once per call signature, call plans, the eager path without the dispatcher).
 
 The kernels, their path choice (TMA or pointer) and launch are shared by
 every GEMM op: kernels/triton/dense.py. A config with "backend": "gluon" (sm_90 tables, where it
@@ -16,9 +14,9 @@ from __future__ import annotations
 
 import torch
 
-from .. import callplan as CP
 from ..kernels.triton._epilogue import ACTIVATIONS
 from . import _common as C
+from ._registry import Op
 from ..kernels.triton import dense as G
 # The kernel-facing pieces, re-exported where the tuner and tests have always found them.
 from ..kernels.triton.dense import check_feasible, smem_bytes, static_spec  # noqa: F401
@@ -139,45 +137,20 @@ def _new_output(x, N, out_dtype):
     return torch.empty(tuple(x.shape[:-1]) + (N,), dtype=out_dtype, device=x.device)
 
 
-@torch.library.custom_op("gemmkit::gemm_a16w16", mutates_args=())
-def _gemm_a16w16_op(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None, activation: str,
-                    out_dtype: torch.dtype, config: str) -> torch.Tensor:
-    key = CP.key(OP, (x, w, bias, None), activation, out_dtype, config)
-    plan = CP.lookup(key)
-    if plan is not None and plan is not CP.UNREPEATABLE:
-        y = _new_output(x, w.shape[0], out_dtype)
-        plan.replay((x, w, bias, y))
-        return y
-    N, _K = _check_inputs(x, w, bias, activation, out_dtype)
-    y = _new_output(x, N, out_dtype)
-    with CP.record(key if plan is None else None, (x, w, bias, y)):
-        _run(x, w, bias, activation, out_dtype, config, y)
-    return y
+def _check(x, w, bias, activation, *, out_dtype, out):
+    """The op's checks (Op: eager, custom op and fake alike); the output's shape."""
+    N, _K = _check_inputs(x, w, bias, activation, out_dtype, out)
+    if out is not None and not _out_view_ok(out, N):
+        raise ValueError(f"out: expected a tensor viewable as (M, {N}), got strides {out.stride()}")
+    return tuple(x.shape[:-1]) + (N,)
 
 
-@_gemm_a16w16_op.register_fake
-def _(x, w, bias, activation, out_dtype, config):
-    N, _K = _check_inputs(x, w, bias, activation, out_dtype)
-    return x.new_empty(tuple(x.shape[:-1]) + (N,), dtype=out_dtype)
+def _execute(x, w, bias, activation, *, config, y):
+    _run(x, w, bias, activation, y.dtype, config, y)
 
 
-@torch.library.custom_op("gemmkit::gemm_a16w16_out", mutates_args=("out",))
-def _gemm_a16w16_out_op(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None, activation: str,
-                        config: str, out: torch.Tensor) -> None:
-    key = CP.key(OP, (x, w, bias, out), activation, out.dtype, config)
-    plan = CP.lookup(key)
-    if plan is not None and plan is not CP.UNREPEATABLE:
-        C.check_out_disjoint("out", out, x=x, w=w, bias=bias)
-        plan.replay((x, w, bias, out))
-        return
-    _check_inputs(x, w, bias, activation, out.dtype, out)
-    with CP.record(key if plan is None else None, (x, w, bias, out)):
-        _run(x, w, bias, activation, out.dtype, config, out)
-
-
-@_gemm_a16w16_out_op.register_fake
-def _(x, w, bias, activation, config, out):
-    _check_inputs(x, w, bias, activation, out.dtype, out)
+GEMM_A16W16 = Op("gemm_a16w16", "Tensor x, Tensor w, Tensor? bias, str activation", 3, _check, _execute,
+                 default_out_dtype=lambda x, out: getattr(x, "dtype", None))
 
 
 def gemm_a16w16(x, w, bias=None, *, activation=None, out_dtype=None, out=None, config=None):
@@ -196,36 +169,8 @@ def gemm_a16w16(x, w, bias=None, *, activation=None, out_dtype=None, out=None, c
     Returns (..., N) of out_dtype. M or N == 0 gives an empty result; K == 0 gives act(bias) (or zeros).
     No backward yet: inputs that require grad (with grad mode on) raise NotImplementedError.
     """
-    # A signature seen before repeats its launches on these tensors (callplan.py): every check that depends
-    # only on the signature passed on its first call; the address-dependent one (out= overlap) runs here.
-    key = CP.key(OP, (x, w, bias, out), activation, out_dtype, config)
-    plan = CP.lookup(key)
-    if plan is not None and plan is not CP.UNREPEATABLE:
-        if out is None:
-            out = _new_output(x, w.shape[0], out_dtype or x.dtype)
-        else:
-            C.check_out_disjoint("out", out, x=x, w=w, bias=bias)
-        plan.replay((x, w, bias, out))
-        return out
-    activation = _normalize_activation(activation)
-    if out_dtype is None:
-        out_dtype = getattr(x, "dtype", None)
-    _check_inputs(x, w, bias, activation, out_dtype, out)
-    C.check_no_grad("gemm_a16w16", x=x, w=w, bias=bias)
-    cfg = C.config_to_str(config)
-    if out is not None and not _out_view_ok(out, w.shape[0]):
-        raise ValueError(f"out: expected a tensor viewable as (M, {w.shape[0]}), got strides {out.stride()}")
-    if C.eager_call(x, w, bias, out):
-        # Plain tensors outside torch.compile: skip the dispatcher's round trip (tens of
-        # microseconds a call, as much as a decode-sized GEMM takes). Same checks, same kernel.
-        y = out if out is not None else _new_output(x, w.shape[0], out_dtype)
-        with CP.record(key if plan is None else None, (x, w, bias, y)):
-            _run(x, w, bias, activation, out_dtype, cfg, y)
-        return y
-    if out is not None:
-        torch.ops.gemmkit.gemm_a16w16_out(x, w, bias, activation, cfg, out)
-        return out
-    return torch.ops.gemmkit.gemm_a16w16(x, w, bias, activation, out_dtype, cfg)
+    return GEMM_A16W16.call(x, w, bias, _normalize_activation(activation), out_dtype=out_dtype, out=out,
+                            config=config)
 
 
 # ----------------------------------------------------------------------------- static cases (gemmkit isa)
