@@ -21,6 +21,7 @@ import torch
 
 from . import _a8w8_gluon
 from . import _common as C
+from ._registry import Op
 from ..kernels.triton import dense as G
 
 OP = "a8w8"
@@ -120,31 +121,17 @@ def _run(x, w, x_scale, w_scale, bias, config, y, compile_only=False):
              "none", cfg, target, scaling, compile_only=compile_only)
 
 
-@torch.library.custom_op("gemmkit::gemm_a8w8", mutates_args=())
-def _gemm_a8w8_op(x: torch.Tensor, w: torch.Tensor, x_scale: torch.Tensor, w_scale: torch.Tensor,
-                  bias: torch.Tensor | None, out_dtype: torch.dtype, config: str) -> torch.Tensor:
-    M, N, _K = _check_inputs(x, w, x_scale, w_scale, bias, out_dtype)
-    y = torch.empty((M, N), dtype=out_dtype, device=x.device)
+def _check(x, w, x_scale, w_scale, bias, *, out_dtype, out):
+    M, N, _K = _check_inputs(x, w, x_scale, w_scale, bias, out_dtype, out)
+    return M, N
+
+
+def _execute(x, w, x_scale, w_scale, bias, *, config, y):
     _run(x, w, x_scale, w_scale, bias, config, y)
-    return y
 
 
-@_gemm_a8w8_op.register_fake
-def _(x, w, x_scale, w_scale, bias, out_dtype, config):
-    M, N, _K = _check_inputs(x, w, x_scale, w_scale, bias, out_dtype)
-    return x.new_empty((M, N), dtype=out_dtype)
-
-
-@torch.library.custom_op("gemmkit::gemm_a8w8_out", mutates_args=("out",))
-def _gemm_a8w8_out_op(x: torch.Tensor, w: torch.Tensor, x_scale: torch.Tensor, w_scale: torch.Tensor,
-                      bias: torch.Tensor | None, config: str, out: torch.Tensor) -> None:
-    _check_inputs(x, w, x_scale, w_scale, bias, out.dtype, out)
-    _run(x, w, x_scale, w_scale, bias, config, out)
-
-
-@_gemm_a8w8_out_op.register_fake
-def _(x, w, x_scale, w_scale, bias, config, out):
-    _check_inputs(x, w, x_scale, w_scale, bias, out.dtype, out)
+GEMM_A8W8 = Op("gemm_a8w8", "Tensor x, Tensor w, Tensor x_scale, Tensor w_scale, Tensor? bias", 5, _check, _execute,
+               default_out_dtype=lambda x, out: resolve_out_dtype(None, out))
 
 
 def gemm_a8w8(x, w, x_scale, w_scale, bias=None, *, out_dtype=None, out=None, config=None):
@@ -165,18 +152,7 @@ def gemm_a8w8(x, w, x_scale, w_scale, bias=None, *, out_dtype=None, out=None, co
     reduced-precision accumulator every K block; see kernels/triton/_mainloop.py).
     Returns (M, N) of out_dtype. M or N == 0: empty; K == 0: bias (or zeros) in every row.
     """
-    out_dtype = resolve_out_dtype(out_dtype, out)
-    _check_inputs(x, w, x_scale, w_scale, bias, out_dtype, out)
-    C.check_no_grad("gemm_a8w8", x_scale=x_scale, w_scale=w_scale, bias=bias)
-    cfg = C.config_to_str(config)
-    if C.eager_call(x, w, x_scale, w_scale, bias, out):
-        y = out if out is not None else torch.empty((x.shape[0], w.shape[0]), dtype=out_dtype, device=x.device)
-        _run(x, w, x_scale, w_scale, bias, cfg, y)
-        return y
-    if out is not None:
-        torch.ops.gemmkit.gemm_a8w8_out(x, w, x_scale, w_scale, bias, cfg, out)
-        return out
-    return torch.ops.gemmkit.gemm_a8w8(x, w, x_scale, w_scale, bias, out_dtype, cfg)
+    return GEMM_A8W8.call(x, w, x_scale, w_scale, bias, out_dtype=out_dtype, out=out, config=config)
 
 
 def compile_for(x, w, x_scale, w_scale, config: dict, bias=None, out_dtype=torch.bfloat16):

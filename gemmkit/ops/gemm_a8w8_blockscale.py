@@ -25,6 +25,7 @@ import torch
 
 from . import _a8w8_gluon
 from . import _common as C
+from ._registry import Op
 from ..kernels.triton import dense as G
 from .gemm_a8w8 import _check_out, check_8bit_pair, check_fp8_flavour, resolve_out_dtype
 
@@ -82,31 +83,18 @@ def _run(x, w, x_scale, w_scale, block_n, block_k, config, y, compile_only=False
              compile_only=compile_only)
 
 
-@torch.library.custom_op("gemmkit::gemm_a8w8_blockscale", mutates_args=())
-def _blockscale_op(x: torch.Tensor, w: torch.Tensor, x_scale: torch.Tensor, w_scale: torch.Tensor,
-                   block_n: int, block_k: int, out_dtype: torch.dtype, config: str) -> torch.Tensor:
-    M, N, _K = _check_inputs(x, w, x_scale, w_scale, block_n, block_k, out_dtype)
-    y = torch.empty((M, N), dtype=out_dtype, device=x.device)
+def _check(x, w, x_scale, w_scale, block_n, block_k, *, out_dtype, out):
+    M, N, _K = _check_inputs(x, w, x_scale, w_scale, block_n, block_k, out_dtype, out)
+    return M, N
+
+
+def _execute(x, w, x_scale, w_scale, block_n, block_k, *, config, y):
     _run(x, w, x_scale, w_scale, block_n, block_k, config, y)
-    return y
 
 
-@_blockscale_op.register_fake
-def _(x, w, x_scale, w_scale, block_n, block_k, out_dtype, config):
-    M, N, _K = _check_inputs(x, w, x_scale, w_scale, block_n, block_k, out_dtype)
-    return x.new_empty((M, N), dtype=out_dtype)
-
-
-@torch.library.custom_op("gemmkit::gemm_a8w8_blockscale_out", mutates_args=("out",))
-def _blockscale_out_op(x: torch.Tensor, w: torch.Tensor, x_scale: torch.Tensor, w_scale: torch.Tensor,
-                       block_n: int, block_k: int, config: str, out: torch.Tensor) -> None:
-    _check_inputs(x, w, x_scale, w_scale, block_n, block_k, out.dtype, out)
-    _run(x, w, x_scale, w_scale, block_n, block_k, config, out)
-
-
-@_blockscale_out_op.register_fake
-def _(x, w, x_scale, w_scale, block_n, block_k, config, out):
-    _check_inputs(x, w, x_scale, w_scale, block_n, block_k, out.dtype, out)
+GEMM_A8W8_BLOCKSCALE = Op("gemm_a8w8_blockscale",
+                          "Tensor x, Tensor w, Tensor x_scale, Tensor w_scale, int block_n, int block_k", 4, _check,
+                          _execute, default_out_dtype=lambda x, out: resolve_out_dtype(None, out))
 
 
 def gemm_a8w8_blockscale(x, w, x_scale, w_scale, *, block_shape=(128, 128), out_dtype=None, out=None,
@@ -131,18 +119,7 @@ def gemm_a8w8_blockscale(x, w, x_scale, w_scale, *, block_shape=(128, 128), out_
     Returns (M, N) of out_dtype; K need not be a multiple of bk. M or N == 0: empty; K == 0: zeros.
     """
     bn, bk = _block_shape(block_shape)
-    out_dtype = resolve_out_dtype(out_dtype, out)
-    _check_inputs(x, w, x_scale, w_scale, bn, bk, out_dtype, out)
-    C.check_no_grad("gemm_a8w8_blockscale", x_scale=x_scale, w_scale=w_scale)
-    cfg = C.config_to_str(config)
-    if C.eager_call(x, w, x_scale, w_scale, out):
-        y = out if out is not None else torch.empty((x.shape[0], w.shape[0]), dtype=out_dtype, device=x.device)
-        _run(x, w, x_scale, w_scale, bn, bk, cfg, y)
-        return y
-    if out is not None:
-        torch.ops.gemmkit.gemm_a8w8_blockscale_out(x, w, x_scale, w_scale, bn, bk, cfg, out)
-        return out
-    return torch.ops.gemmkit.gemm_a8w8_blockscale(x, w, x_scale, w_scale, bn, bk, out_dtype, cfg)
+    return GEMM_A8W8_BLOCKSCALE.call(x, w, x_scale, w_scale, bn, bk, out_dtype=out_dtype, out=out, config=config)
 
 
 def compile_for(x, w, x_scale, w_scale, config: dict, block_shape=(128, 128), out_dtype=torch.bfloat16):
