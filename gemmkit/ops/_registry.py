@@ -28,12 +28,18 @@ LIB = torch.library.Library("gemmkit", "FRAGMENT")
 class Op:
     """A registered op: `call` for the public function, `torch.ops.gemmkit.<name>` and `<name>_out`."""
 
-    def __init__(self, name: str, params: str, n_tensors: int, check, run, default_out_dtype):
+    def __init__(self, name: str, params: str, n_tensors: int, check, run, default_out_dtype, *,
+                 output_shape=None, config_to_str=C.config_to_str):
         """`params`: the schema's arguments before out_dtype / config (e.g. "Tensor x, Tensor w, Tensor? bias,
         str activation"); the first `n_tensors` are the call plan's inputs (None allowed).
-        `default_out_dtype(x, out)`: the output dtype of a call with out_dtype=None."""
+        `default_out_dtype(x, out)`: the output dtype of a call with out_dtype=None. `output_shape(*args)`:
+        the output's shape (default: y = x @ w.T's, x.shape[:-1] + (w.shape[0],)); it runs on replayed calls,
+        whose signature passed `check`. `config_to_str`: the public `config=` as the custom ops' string."""
         self.name, self.n, self.check, self.run = name, n_tensors, check, run
         self.default_out_dtype = default_out_dtype
+        self.config_to_str = config_to_str
+        if output_shape is not None:
+            self.output_shape = output_shape
         self.tensor_names = [p.split()[-1] for p in params.split(",")][:n_tensors]
         LIB.define(f"{name}({params}, ScalarType out_dtype, str config) -> Tensor")
         LIB.define(f"{name}_out({params}, str config, Tensor(a!) out) -> ()")
@@ -60,7 +66,7 @@ class Op:
             return y
         self.check(*args, out_dtype=out_dtype, out=out)
         C.check_no_grad(self.name, **self._named(args))
-        cfg = C.config_to_str(config)
+        cfg = self.config_to_str(config)
         if C.eager_call(*args[:self.n], out):
             # Plain tensors outside torch.compile: no dispatcher round trip. Same checks, same kernels.
             y = out if out is not None else self._new(args, out_dtype)

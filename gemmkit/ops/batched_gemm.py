@@ -35,6 +35,7 @@ from ..kernels.triton.batched_gemm import batched_gemm_kernel
 from ..kernels.triton.batched_gemm_tma import batched_gemm_tma_kernel, tma_compatible_3d
 from ..configs import SPLIT_N
 from . import _common as C
+from ._registry import Op
 from .. import launcher as L
 from .gemm_a16w16 import _normalize_activation  # one home for the activation argument
 from ..kernels.triton import dense as G
@@ -257,31 +258,23 @@ def _run_a16w16(x, w, bias, activation, config, y, compile_only=False):
     launch(x, w, _bias_arg(bias), y, activation, cfg, target, compile_only=compile_only)
 
 
-@torch.library.custom_op("gemmkit::batched_gemm_a16w16", mutates_args=())
-def _batched_a16w16_op(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None, activation: str,
-                       out_dtype: torch.dtype, config: str) -> torch.Tensor:
-    B, M, N, _K = _check_a16w16(x, w, bias, activation, out_dtype)
-    y = torch.empty((B, M, N), dtype=out_dtype, device=x.device)
+def _batched_shape(x, w, *args):
+    return x.shape[0], x.shape[1], w.shape[1]
+
+
+def _check_a16w16_op(x, w, bias, activation, *, out_dtype, out):
+    _check_a16w16(x, w, bias, activation, out_dtype, out)
+    return _batched_shape(x, w)
+
+
+def _execute_a16w16(x, w, bias, activation, *, config, y):
+    _check_config(config, gluon=True)
     _run_a16w16(x, w, bias, activation, config, y)
-    return y
 
 
-@_batched_a16w16_op.register_fake
-def _(x, w, bias, activation, out_dtype, config):
-    B, M, N, _K = _check_a16w16(x, w, bias, activation, out_dtype)
-    return x.new_empty((B, M, N), dtype=out_dtype)
-
-
-@torch.library.custom_op("gemmkit::batched_gemm_a16w16_out", mutates_args=("out",))
-def _batched_a16w16_out_op(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None, activation: str,
-                           config: str, out: torch.Tensor) -> None:
-    _check_a16w16(x, w, bias, activation, out.dtype, out)
-    _run_a16w16(x, w, bias, activation, config, out)
-
-
-@_batched_a16w16_out_op.register_fake
-def _(x, w, bias, activation, config, out):
-    _check_a16w16(x, w, bias, activation, out.dtype, out)
+BATCHED_A16W16 = Op("batched_gemm_a16w16", "Tensor x, Tensor w, Tensor? bias, str activation", 3, _check_a16w16_op,
+                    _execute_a16w16, default_out_dtype=lambda x, out: out.dtype if isinstance(out, torch.Tensor)
+                    else getattr(x, "dtype", None), output_shape=_batched_shape)
 
 
 def batched_gemm_a16w16(x, w, bias=None, *, activation=None, out_dtype=None, out=None, config=None):
@@ -300,22 +293,8 @@ def batched_gemm_a16w16(x, w, bias=None, *, activation=None, out_dtype=None, out
     Returns (B, M, N). B, M or N == 0: empty; K == 0: act(bias) (or zeros) in every row.
     No backward yet: inputs that require grad (with grad mode on) raise NotImplementedError.
     """
-    activation = _normalize_activation(activation)
-    if out_dtype is None:
-        out_dtype = out.dtype if isinstance(out, torch.Tensor) else getattr(x, "dtype", None)
-    _check_a16w16(x, w, bias, activation, out_dtype, out)
-    C.check_no_grad("batched_gemm_a16w16", x=x, w=w, bias=bias)
-    cfg = C.config_to_str(config)
-    _check_config(cfg, gluon=True)
-    if C.eager_call(x, w, bias, out):
-        y = out if out is not None else torch.empty((x.shape[0], x.shape[1], w.shape[1]), dtype=out_dtype,
-                                                    device=x.device)
-        _run_a16w16(x, w, bias, activation, cfg, y)
-        return y
-    if out is not None:
-        torch.ops.gemmkit.batched_gemm_a16w16_out(x, w, bias, activation, cfg, out)
-        return out
-    return torch.ops.gemmkit.batched_gemm_a16w16(x, w, bias, activation, out_dtype, cfg)
+    return BATCHED_A16W16.call(x, w, bias, _normalize_activation(activation), out_dtype=out_dtype, out=out,
+                               config=config)
 
 
 def compile_for_a16w16(x, w, config: dict, bias=None, out_dtype=None):
@@ -347,31 +326,19 @@ def _run_a8w8(x, w, x_scale, w_scale, bias, config, y, compile_only=False):
     launch(x, w, _bias_arg(bias), y, "none", cfg, target, scaling, compile_only=compile_only)
 
 
-@torch.library.custom_op("gemmkit::batched_gemm_a8w8", mutates_args=())
-def _batched_a8w8_op(x: torch.Tensor, w: torch.Tensor, x_scale: torch.Tensor, w_scale: torch.Tensor,
-                     bias: torch.Tensor | None, out_dtype: torch.dtype, config: str) -> torch.Tensor:
-    B, M, N, _K = _check_a8w8(x, w, x_scale, w_scale, bias, out_dtype)
-    y = torch.empty((B, M, N), dtype=out_dtype, device=x.device)
+def _check_a8w8_op(x, w, x_scale, w_scale, bias, *, out_dtype, out):
+    _check_a8w8(x, w, x_scale, w_scale, bias, out_dtype, out)
+    return _batched_shape(x, w)
+
+
+def _execute_a8w8(x, w, x_scale, w_scale, bias, *, config, y):
+    _check_config(config)
     _run_a8w8(x, w, x_scale, w_scale, bias, config, y)
-    return y
 
 
-@_batched_a8w8_op.register_fake
-def _(x, w, x_scale, w_scale, bias, out_dtype, config):
-    B, M, N, _K = _check_a8w8(x, w, x_scale, w_scale, bias, out_dtype)
-    return x.new_empty((B, M, N), dtype=out_dtype)
-
-
-@torch.library.custom_op("gemmkit::batched_gemm_a8w8_out", mutates_args=("out",))
-def _batched_a8w8_out_op(x: torch.Tensor, w: torch.Tensor, x_scale: torch.Tensor, w_scale: torch.Tensor,
-                         bias: torch.Tensor | None, config: str, out: torch.Tensor) -> None:
-    _check_a8w8(x, w, x_scale, w_scale, bias, out.dtype, out)
-    _run_a8w8(x, w, x_scale, w_scale, bias, config, out)
-
-
-@_batched_a8w8_out_op.register_fake
-def _(x, w, x_scale, w_scale, bias, config, out):
-    _check_a8w8(x, w, x_scale, w_scale, bias, out.dtype, out)
+BATCHED_A8W8 = Op("batched_gemm_a8w8", "Tensor x, Tensor w, Tensor x_scale, Tensor w_scale, Tensor? bias", 5,
+                  _check_a8w8_op, _execute_a8w8, default_out_dtype=lambda x, out: resolve_out_dtype(None, out),
+                  output_shape=_batched_shape)
 
 
 def batched_gemm_a8w8(x, w, x_scale, w_scale, bias=None, *, out_dtype=None, out=None, config=None):
@@ -393,20 +360,7 @@ def batched_gemm_a8w8(x, w, x_scale, w_scale, bias=None, *, out_dtype=None, out=
     reduced-precision accumulator every K block (kernels/triton/_mainloop.py), as gemm_a8w8.
     Returns (B, M, N). B, M or N == 0: empty; K == 0: bias (or zeros) in every row.
     """
-    out_dtype = resolve_out_dtype(out_dtype, out)
-    _check_a8w8(x, w, x_scale, w_scale, bias, out_dtype, out)
-    C.check_no_grad("batched_gemm_a8w8", x_scale=x_scale, w_scale=w_scale, bias=bias)
-    cfg = C.config_to_str(config)
-    _check_config(cfg)
-    if C.eager_call(x, w, x_scale, w_scale, bias, out):
-        y = out if out is not None else torch.empty((x.shape[0], x.shape[1], w.shape[1]), dtype=out_dtype,
-                                                    device=x.device)
-        _run_a8w8(x, w, x_scale, w_scale, bias, cfg, y)
-        return y
-    if out is not None:
-        torch.ops.gemmkit.batched_gemm_a8w8_out(x, w, x_scale, w_scale, bias, cfg, out)
-        return out
-    return torch.ops.gemmkit.batched_gemm_a8w8(x, w, x_scale, w_scale, bias, out_dtype, cfg)
+    return BATCHED_A8W8.call(x, w, x_scale, w_scale, bias, out_dtype=out_dtype, out=out, config=config)
 
 
 def compile_for_a8w8(x, w, x_scale, w_scale, config: dict, bias=None, out_dtype=torch.bfloat16):

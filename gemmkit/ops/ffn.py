@@ -31,6 +31,7 @@ from .. import configs as _configs
 from ..kernels.triton._schedule import persistent_grid
 from ..kernels.triton.gemm_gated import gated_splitk_reduce_kernel, gemm_gated_kernel, gemm_gated_tma_kernel
 from . import _common as C
+from ._registry import Op
 from .. import launcher as L
 from ..kernels.triton import dense as G
 
@@ -268,57 +269,34 @@ def _run_ffn(x, w_gate_up, w_down, activation, config, y_full, compile_only=Fals
 
 # ----------------------------------------------------------------------------- custom ops
 
-@torch.library.custom_op("gemmkit::gemm_a16w16_gated", mutates_args=())
-def _gated_op(x: torch.Tensor, w_gate_up: torch.Tensor, activation: str, out_dtype: torch.dtype,
-              config: str) -> torch.Tensor:
-    I, _K = _check_gated(x, w_gate_up, activation, out_dtype)
-    y = torch.empty(tuple(x.shape[:-1]) + (I,), dtype=out_dtype, device=x.device)
+def _check_gated_op(x, w_gate_up, activation, *, out_dtype, out):
+    I, _K = _check_gated(x, w_gate_up, activation, out_dtype, out)
+    return tuple(x.shape[:-1]) + (I,)
+
+
+def _execute_gated(x, w_gate_up, activation, *, config, y):
     _run_gated(x, w_gate_up, activation, config, y)
-    return y
 
 
-@_gated_op.register_fake
-def _(x, w_gate_up, activation, out_dtype, config):
-    I, _K = _check_gated(x, w_gate_up, activation, out_dtype)
-    return x.new_empty(tuple(x.shape[:-1]) + (I,), dtype=out_dtype)
+def _check_ffn_op(x, w_gate_up, w_down, activation, *, out_dtype, out):
+    _check_ffn(x, w_gate_up, w_down, activation, out_dtype, out)
+    return tuple(x.shape)
 
 
-@torch.library.custom_op("gemmkit::gemm_a16w16_gated_out", mutates_args=("out",))
-def _gated_out_op(x: torch.Tensor, w_gate_up: torch.Tensor, activation: str, config: str, out: torch.Tensor) -> None:
-    _check_gated(x, w_gate_up, activation, out.dtype, out)
-    _run_gated(x, w_gate_up, activation, config, out)
-
-
-@_gated_out_op.register_fake
-def _(x, w_gate_up, activation, config, out):
-    _check_gated(x, w_gate_up, activation, out.dtype, out)
-
-
-@torch.library.custom_op("gemmkit::ffn_gated", mutates_args=())
-def _ffn_op(x: torch.Tensor, w_gate_up: torch.Tensor, w_down: torch.Tensor, activation: str,
-            out_dtype: torch.dtype, config: str) -> torch.Tensor:
-    _check_ffn(x, w_gate_up, w_down, activation, out_dtype)
-    y = torch.empty(tuple(x.shape), dtype=out_dtype, device=x.device)
+def _execute_ffn(x, w_gate_up, w_down, activation, *, config, y):
     _run_ffn(x, w_gate_up, w_down, activation, config, y)
-    return y
 
 
-@_ffn_op.register_fake
-def _(x, w_gate_up, w_down, activation, out_dtype, config):
-    _check_ffn(x, w_gate_up, w_down, activation, out_dtype)
-    return x.new_empty(tuple(x.shape), dtype=out_dtype)
+def _default_out_dtype(x, out):
+    return resolve_out_dtype(None, x, out)
 
 
-@torch.library.custom_op("gemmkit::ffn_gated_out", mutates_args=("out",))
-def _ffn_out_op(x: torch.Tensor, w_gate_up: torch.Tensor, w_down: torch.Tensor, activation: str, config: str,
-                out: torch.Tensor) -> None:
-    _check_ffn(x, w_gate_up, w_down, activation, out.dtype, out)
-    _run_ffn(x, w_gate_up, w_down, activation, config, out)
-
-
-@_ffn_out_op.register_fake
-def _(x, w_gate_up, w_down, activation, config, out):
-    _check_ffn(x, w_gate_up, w_down, activation, out.dtype, out)
+GATED = Op("gemm_a16w16_gated", "Tensor x, Tensor w_gate_up, str activation", 2, _check_gated_op, _execute_gated,
+           default_out_dtype=_default_out_dtype,
+           output_shape=lambda x, w_gate_up, activation: tuple(x.shape[:-1]) + (w_gate_up.shape[0] // 2,))
+FFN = Op("ffn_gated", "Tensor x, Tensor w_gate_up, Tensor w_down, str activation", 3, _check_ffn_op, _execute_ffn,
+         default_out_dtype=_default_out_dtype, output_shape=lambda x, *args: tuple(x.shape),
+         config_to_str=lambda config: ffn_config_to_str(config))
 
 
 # ----------------------------------------------------------------------------- public entries
@@ -338,19 +316,7 @@ def gemm_a16w16_gated(x, w_gate_up, *, activation="silu", out_dtype=None, out=No
     Returns (..., I). No (M, 2I) intermediate is written. M or I == 0: empty; K == 0: zeros.
     No backward: inputs that require grad (grad mode on) raise NotImplementedError.
     """
-    out_dtype = resolve_out_dtype(out_dtype, x, out)
-    _check_gated(x, w_gate_up, activation, out_dtype, out)
-    C.check_no_grad("gemm_a16w16_gated", x=x, w_gate_up=w_gate_up)
-    cfg = C.config_to_str(config)
-    if C.eager_call(x, w_gate_up, out):  # plain tensors outside torch.compile: skip the dispatcher
-        y = out if out is not None else torch.empty(tuple(x.shape[:-1]) + (w_gate_up.shape[0] // 2,),
-                                                    dtype=out_dtype, device=x.device)
-        _run_gated(x, w_gate_up, activation, cfg, y)
-        return y
-    if out is not None:
-        torch.ops.gemmkit.gemm_a16w16_gated_out(x, w_gate_up, activation, cfg, out)
-        return out
-    return torch.ops.gemmkit.gemm_a16w16_gated(x, w_gate_up, activation, out_dtype, cfg)
+    return GATED.call(x, w_gate_up, activation, out_dtype=out_dtype, out=out, config=config)
 
 
 def ffn_gated(x, w_gate_up, w_down, *, activation="silu", out_dtype=None, out=None, config=None):
@@ -370,18 +336,7 @@ def ffn_gated(x, w_gate_up, w_down, *, activation="silu", out_dtype=None, out=No
     Two kernels (plus a split-K reduce each where the table splits): the gated GEMM writes h,
     gemm_a16w16's kernel computes y = h @ w_down.T. M or K == 0: empty; I == 0: zeros.
     """
-    out_dtype = resolve_out_dtype(out_dtype, x, out)
-    _check_ffn(x, w_gate_up, w_down, activation, out_dtype, out)
-    C.check_no_grad("ffn_gated", x=x, w_gate_up=w_gate_up, w_down=w_down)
-    cfg = ffn_config_to_str(config)
-    if C.eager_call(x, w_gate_up, w_down, out):
-        y = out if out is not None else torch.empty(tuple(x.shape), dtype=out_dtype, device=x.device)
-        _run_ffn(x, w_gate_up, w_down, activation, cfg, y)
-        return y
-    if out is not None:
-        torch.ops.gemmkit.ffn_gated_out(x, w_gate_up, w_down, activation, cfg, out)
-        return out
-    return torch.ops.gemmkit.ffn_gated(x, w_gate_up, w_down, activation, out_dtype, cfg)
+    return FFN.call(x, w_gate_up, w_down, activation, out_dtype=out_dtype, out=out, config=config)
 
 
 def compile_for(x, w_gate_up, config: dict, activation="silu", out_dtype=None):
