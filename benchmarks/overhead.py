@@ -1,10 +1,9 @@
-"""Host overhead per call (microseconds): wall time of many back-to-back calls on a tiny
-problem whose GPU time is negligible, for every op beside its torch counterpart, then a
-cProfile of gemm_a16w16's eager path.
+"""Host time per eager call (microseconds), gemmkit against the torch call it replaces, in one process.
 
-Each row runs twice: with gemmkit's launch cache (launcher.py, the default) and with it
-bypassed (every launch through Triton's `kernel[grid](...)`), so the saving is measured in
-the same process.
+Each pair runs many back-to-back calls on a tiny problem whose GPU time is negligible (the wall time is the
+host's), best of three rounds. Rows: `name, gemmkit_us, torch_us, ratio` (gemmkit over torch), plus the
+first call of a new signature after compilation (a new M: checks, dispatch and plan, recorded once:
+gemmkit/callplan.py), then a cProfile of gemm_a16w16's repeated call.
 Usage: PYTHONPATH=. python benchmarks/overhead.py [--json PATH]"""
 import argparse
 import cProfile
@@ -15,7 +14,7 @@ import time
 import torch
 
 import gemmkit
-from gemmkit import launcher as _launch
+from gemmkit import callplan
 
 
 def per_call_us(fn, n=2000):
@@ -53,23 +52,48 @@ def rows():
     wsc = torch.randn(256, 256, device=dev, dtype=bf)
     ysc = torch.randn(1, 2, 32, device=dev, dtype=bf)
     xb3, wb3 = torch.randn(4, 16, 256, device=dev, dtype=bf), torch.randn(4, 256, 256, device=dev, dtype=bf)
-    yield "torch.matmul(x, w.T)", lambda: torch.matmul(x, w.T)
-    yield "gemm_a16w16 (table config)", lambda: gemmkit.gemm_a16w16(x, w)
-    yield "gemm_a16w16(out=)", lambda: gemmkit.gemm_a16w16(x, w, out=out)
-    yield "gemm_a16w16(config=pointer)", lambda: gemmkit.gemm_a16w16(x, w, config=ptr_cfg)
-    yield "gemm_a16w16(config=tma)", lambda: gemmkit.gemm_a16w16(x, w, config=tma_cfg)
-    yield "gemm_a16w16(config=split-K 2)", lambda: gemmkit.gemm_a16w16(x, w, config=splitk_cfg)
-    yield "torch.ops.gemmkit.gemm_a16w16", lambda: torch.ops.gemmkit.gemm_a16w16(x, w, None, "none", bf, "")
-    yield "torch._scaled_mm rowwise", lambda: torch._scaled_mm(x8, w8.T, xs, ws, out_dtype=bf)
-    yield "gemm_a8w8 fp8", lambda: gemmkit.gemm_a8w8(x8, w8, xs, ws)
-    yield "gemm_a8w8_blockscale", lambda: gemmkit.gemm_a8w8_blockscale(x8, w8, xb, wb)
-    yield "quantize_fp8_per_token", lambda: gemmkit.quant.quantize_fp8_per_token(x_blk)
-    yield "torch sequence (mm, silu*mul, mm)", lambda: torch.matmul(
-        torch.nn.functional.silu(x @ wgu[:256].T) * (x @ wgu[256:].T), wd.T)
-    yield "ffn_gated", lambda: gemmkit.ffn_gated(x, wgu, wd)
-    yield "gemm_split_cat", lambda: gemmkit.gemm_split_cat(x, wsc, ysc, 64, 64)
-    yield "torch.bmm (4 x 16 x 256 x 256)", lambda: torch.bmm(xb3, wb3.transpose(1, 2))
-    yield "batched_gemm_a16w16", lambda: gemmkit.batched_gemm_a16w16(xb3, wb3)
+    mm = lambda: torch.matmul(x, w.T)  # noqa: E731
+    scaled = lambda: torch._scaled_mm(x8, w8.T, xs, ws, out_dtype=bf)  # noqa: E731
+    bmm = lambda: torch.bmm(xb3, wb3.transpose(1, 2))  # noqa: E731
+    D, S1, S2 = 2, 64, 64
+
+    def split_cat_torch():
+        c = torch.matmul(x, wsc.T).view(1, D, S1 + S2)
+        return torch.cat([c[..., :S1], ysc], -1), c[..., S1:]
+
+    # name, gemmkit call, torch name, torch call
+    yield "gemm_a16w16 (table config)", lambda: gemmkit.gemm_a16w16(x, w), "torch.matmul", mm
+    yield "gemm_a16w16(out=)", lambda: gemmkit.gemm_a16w16(x, w, out=out), "torch.matmul", mm
+    yield "gemm_a16w16(config=pointer)", lambda: gemmkit.gemm_a16w16(x, w, config=ptr_cfg), "torch.matmul", mm
+    yield "gemm_a16w16(config=tma)", lambda: gemmkit.gemm_a16w16(x, w, config=tma_cfg), "torch.matmul", mm
+    yield "gemm_a16w16(config=split-K 2)", lambda: gemmkit.gemm_a16w16(x, w, config=splitk_cfg), "torch.matmul", mm
+    yield ("torch.ops.gemmkit.gemm_a16w16", lambda: torch.ops.gemmkit.gemm_a16w16(x, w, None, "none", bf, ""),
+           "torch.matmul", mm)
+    yield "gemm_a8w8 fp8", lambda: gemmkit.gemm_a8w8(x8, w8, xs, ws), "torch._scaled_mm rowwise", scaled
+    yield ("gemm_a8w8_blockscale", lambda: gemmkit.gemm_a8w8_blockscale(x8, w8, xb, wb), "torch._scaled_mm rowwise",
+           scaled)
+    yield ("quantize_fp8_per_token", lambda: gemmkit.quant.quantize_fp8_per_token(x_blk),
+           "torch amax, div, cast", lambda: (x_blk / (x_blk.abs().amax(-1, keepdim=True) / 448)).to(f8))
+    yield ("ffn_gated", lambda: gemmkit.ffn_gated(x, wgu, wd), "torch mm, silu*mul, mm",
+           lambda: torch.matmul(torch.nn.functional.silu(x @ wgu[:256].T) * (x @ wgu[256:].T), wd.T))
+    yield ("gemm_split_cat", lambda: gemmkit.gemm_split_cat(x, wsc, ysc, S1, S2), "torch mm, view, cat",
+           split_cat_torch)
+    yield "batched_gemm_a16w16", lambda: gemmkit.batched_gemm_a16w16(xb3, wb3), "torch.bmm", bmm
+
+
+def first_call_us(n=20):
+    """A new signature's first call after its kernel is compiled: M = 17, 19, 21, ... (one table bucket, one
+    Triton specialisation), each timed once, median."""
+    w = torch.randn(256, 256, device="cuda", dtype=torch.bfloat16)
+    gemmkit.gemm_a16w16(torch.randn(15, 256, device="cuda", dtype=torch.bfloat16), w)  # compile
+    times = []
+    for i in range(n):
+        x = torch.randn(17 + 2 * i, 256, device="cuda", dtype=torch.bfloat16)
+        torch.cuda.synchronize()
+        t = time.perf_counter()
+        gemmkit.gemm_a16w16(x, w)
+        times.append((time.perf_counter() - t) * 1e6)
+    return sorted(times)[n // 2]
 
 
 def main():
@@ -77,21 +101,20 @@ def main():
     ap.add_argument("--json")
     args = ap.parse_args()
     table = []
-    for name, fn in rows():
+    for name, fn, torch_name, torch_fn in rows():
         try:
-            fast = per_call_us(fn)
-            real = _launch.launch
-            _launch.launch = lambda kernel, grid, *a, **k: kernel[grid](*a, **k)  # Triton's own path
-            try:
-                slow = per_call_us(fn)
-            finally:
-                _launch.launch = real
+            ours, theirs = per_call_us(fn), per_call_us(torch_fn)
         except Exception as e:  # noqa: BLE001 - report the row, keep measuring the others
-            print(f"{name:40s} failed: {type(e).__name__}: {e}")
+            print(f"{name:36s} failed: {type(e).__name__}: {e}")
             continue
-        table.append({"call": name, "us_per_call": fast, "us_per_call_without_launch_cache": slow})
-        print(f"{name:40s} {fast:7.1f} us/call   (without the launch cache {slow:7.1f})")
-    print("launch cache:", _launch.STATS)
+        table.append({"name": name, "gemmkit_us": round(ours, 2), "torch": torch_name, "torch_us": round(theirs, 2),
+                      "ratio": round(ours / theirs, 3)})
+        print(f"{name:36s} {ours:7.1f} us   {torch_name:26s} {theirs:7.1f} us   {ours / theirs:5.2f}x")
+    first = first_call_us()
+    table.append({"name": "gemm_a16w16 first call of a new signature", "gemmkit_us": round(first, 1),
+                  "torch": None, "torch_us": None, "ratio": None})
+    print(f"{'first call of a new signature':36s} {first:7.1f} us")
+    print("call plans:", callplan.STATS)
     x = torch.randn(1, 256, device="cuda", dtype=torch.bfloat16)
     w = torch.randn(256, 256, device="cuda", dtype=torch.bfloat16)
     gemmkit.gemm_a16w16(x, w)
@@ -112,8 +135,8 @@ def main():
         env = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "triton": triton.__version__,
                "date": datetime.date.today().isoformat(), "git_sha": git_sha()}
         with open(args.json, "w") as f:
-            json.dump({**env, "method": "best of 3 rounds of 2000 back-to-back calls, wall time / call",
-                       "rows": table}, f, indent=1)
+            json.dump({**env, "method": "best of 3 rounds of 2000 back-to-back calls, wall time / call; "
+                       "ratio = gemmkit_us / torch_us", "rows": table}, f, indent=1)
 
 
 if __name__ == "__main__":

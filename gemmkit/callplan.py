@@ -172,7 +172,7 @@ def _build(launches, guard, inputs, counts):
         steps.append((kernel, grid, kwargs, entry, template, tuple(dynamic)))
     workspaces = tuple((i, tuple(sources[i].shape), sources[i].stride(), sources[i].dtype, sources[i].device)
                        for i in sorted(resolve.used) if i >= len(inputs))
-    return CallPlan(tuple(steps), workspaces, len(sources), counts)
+    return CallPlan(tuple(steps), workspaces, len(sources), tuple(counts.items()))
 
 
 _AMBIGUOUS = object()
@@ -249,6 +249,6 @@ class CallPlan:
                     kernel[grid](*args, **kwargs)
                 finally:
                     launcher.STATE.in_launch = False
-        if self.counts:
-            launcher.LAUNCHES.update(self.counts)
+        for name, n in self.counts:
+            launcher.LAUNCHES[name] += n
         STATS["replays"] += 1

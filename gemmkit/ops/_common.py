@@ -183,6 +183,14 @@ def target_for(device: torch.device) -> _arch.Target:
     return _cuda_target(device.index if device.index is not None else torch.cuda.current_device())
 
 
+def target_key(t):
+    """What a call plan's key needs besides the tensors' devices (callplan.py): a CPU call's target comes from
+    GEMMKIT_INTERPRET_ARCH / GEMMKIT_NUM_CUS (`target_for`), read again on every call; a GPU's from its device."""
+    if getattr(getattr(t, "device", None), "type", None) != "cpu":
+        return None
+    return os.environ.get("GEMMKIT_INTERPRET_ARCH"), os.environ.get("GEMMKIT_NUM_CUS")
+
+
 def config_to_str(config) -> str:
     """Configs cross the custom-op boundary as canonical JSON strings ('' = use the table)."""
     if config is None:

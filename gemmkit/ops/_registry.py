@@ -54,7 +54,7 @@ class Op:
 
     def call(self, *args, out_dtype=None, out=None, config=None):
         """The public op after its own defaults: `args` in schema order."""
-        key = CP.key(self.name, args[:self.n] + (out,), *args[self.n:], out_dtype, config)
+        key = CP.key(self.name, args[:self.n] + (out,), *args[self.n:], out_dtype, config, C.target_key(args[0]))
         plan = CP.lookup(key)
         if out_dtype is None:
             out_dtype = self.default_out_dtype(args[0], out)
@@ -82,7 +82,7 @@ class Op:
 
     def _functional(self, *a):
         args, out_dtype, config = a[:-2], a[-2], a[-1]
-        key = CP.key(self.name, args[:self.n] + (None,), *args[self.n:], out_dtype, config)
+        key = CP.key(self.name, args[:self.n] + (None,), *args[self.n:], out_dtype, config, C.target_key(args[0]))
         plan = CP.lookup(key)
         if CP.repeatable(plan):
             y = self._new(args, out_dtype)
@@ -96,7 +96,7 @@ class Op:
 
     def _out_variant(self, *a):
         args, config, out = a[:-2], a[-2], a[-1]
-        key = CP.key(self.name, args[:self.n] + (out,), *args[self.n:], out.dtype, config)
+        key = CP.key(self.name, args[:self.n] + (out,), *args[self.n:], out.dtype, config, C.target_key(args[0]))
         plan = CP.lookup(key)
         if CP.repeatable(plan):
             self._check_out_disjoint(args, out)

@@ -1,0 +1,588 @@
+"""Call plans (gemmkit/callplan.py) in the Triton interpreter: a signature's first call records its launches,
+later calls of the signature replay them on their own tensors. Each test checks that a replay computes what
+the full path computes (against the float64 reference, every element, into NaN-poisoned outputs), that new
+signatures record new plans, and that what a plan must not skip (the out= overlap check, grad checks, raising
+calls, unrepeatable torch work) is not skipped."""
+import ast
+import io
+import json
+import pathlib
+import re
+import tokenize
+
+import pytest
+import torch
+from _util import TOL, poisoned, randn, within_bound
+
+import gemmkit
+from gemmkit import callplan as CP
+from gemmkit import launcher
+from gemmkit.ops.gemm_a16w16 import gemm_a16w16
+from gemmkit.reference import gemm_a16w16_ref
+
+pytestmark = pytest.mark.interpreter
+
+BF16, FP16 = torch.bfloat16, torch.float16
+M, N, K = 24, 40, 48
+
+SPLITK_CFG = {"BLOCK_SIZE_M": 16, "BLOCK_SIZE_N": 32, "BLOCK_SIZE_K": 16, "GROUP_SIZE_M": 2, "num_warps": 4,
+              "num_stages": 2, "NUM_KSPLIT": 3}
+TMA_CFG = {"BLOCK_SIZE_M": 16, "BLOCK_SIZE_N": 32, "BLOCK_SIZE_K": 32, "GROUP_SIZE_M": 2, "num_warps": 4,
+           "num_stages": 2, "tma": True}
+CONFIGS = {
+    "table": None,
+    "splitk": SPLITK_CFG,  # a workspace the call allocates, and a second kernel (the reduce)
+    "tma": TMA_CFG,  # TMA descriptors rebuilt over each call's tensors
+    "tma_splitk": {**TMA_CFG, "NUM_KSPLIT": 2, "BLOCK_SIZE_K": 16},
+    "persistent": {**TMA_CFG, "tma": False, "persistent": True},
+}
+
+
+@pytest.fixture(autouse=True)
+def _fresh_plans():
+    CP.clear()
+    yield
+    CP.clear()
+
+
+def _plans_of(x, w, bias=None, out=None):
+    """{key: plan} of the plans kept for calls with these tensors' signature (callplan.key's
+    (op, signature, arguments), found by the signature: the op's name and how it spells its other
+    arguments are its own business)."""
+    sig = CP.signature(x, w, bias, out)
+    return {k: v for k, v in CP._PLANS.items() if k[1] == sig and "a16w16" in k[0]}
+
+
+def _plan_of(x, w, bias=None, out=None):
+    """The one plan kept for this signature (None if none)."""
+    plans = _plans_of(x, w, bias, out)
+    assert len(plans) <= 1, list(plans)
+    return next(iter(plans.values()), None)
+
+
+def _added(snapshot):
+    return {k: v for k, v in CP._PLANS.items() if k not in snapshot}
+
+
+def _check(y, x, w, bias, act, out_dtype):
+    """Norm-wise within bound of the float64 reference (no NaN left from the poison), and every element
+    within its own bound: the rounding to out_dtype plus a small share of the element's magnitude scale."""
+    ref = gemm_a16w16_ref(x, w, bias, act)
+    assert y.shape == ref.shape and y.dtype == out_dtype
+    ok, msg = within_bound(y, ref, out_dtype)
+    assert ok, msg
+    y64 = y.detach().to(torch.float64)
+    x64 = x.detach().to(torch.float64).reshape(-1, x.shape[-1])
+    scale = (x64.abs() @ w.detach().to(torch.float64).abs().T).reshape(ref.shape)
+    if bias is not None:
+        scale = scale + bias.detach().to(torch.float64).abs()
+    elem_bound = 2 * TOL[out_dtype] * ref.abs() + 2.0**-12 * scale + 1e-30
+    bad = (y64 - ref).abs() > elem_bound
+    assert not bad.any(), f"{int(bad.sum())} elements out of bound, first at {bad.nonzero()[0].tolist()}"
+
+
+def _delta(before):
+    return {k: v - before.get(k, 0) for k, v in launcher.LAUNCHES.items() if v != before.get(k, 0)}
+
+
+def _inputs(m=M, n=N, k=K, dtype=BF16, bias=True):
+    return randn(m, k, dtype=dtype), randn(n, k, dtype=dtype), (randn(n, dtype=dtype) if bias else None)
+
+
+# ----------------------------------------------------------------------------- 1. a repeated signature replays
+
+@pytest.mark.parametrize("with_out", [True, False], ids=["out", "no_out"])
+@pytest.mark.parametrize("cfg_name", list(CONFIGS))
+def test_repeated_signature_replays(cfg_name, with_out):
+    cfg = CONFIGS[cfg_name]
+    act = "silu"
+    deltas, results = [], []
+    for call in range(3):
+        x, w, b = _inputs()
+        out = poisoned((M, N), BF16) if with_out else None
+        stats = dict(CP.STATS)
+        before = dict(launcher.LAUNCHES)
+        y = gemm_a16w16(x, w, b, activation=act, out=out, config=cfg)
+        deltas.append(_delta(before))
+        if with_out:
+            assert y is out
+        _check(y, x, w, b, act, BF16)
+        results.append(y.clone())
+        plan = _plan_of(x, w, b, out)
+        assert plan is not None and plan is not CP.UNREPEATABLE, f"call {call}: no plan under the call's key"
+        if call == 0:
+            assert CP.STATS["recorded"] == stats["recorded"] + 1 and CP.STATS["replays"] == stats["replays"]
+        else:
+            assert CP.STATS["replays"] == stats["replays"] + 1, f"call {call} did not replay"
+            assert CP.STATS["recorded"] == stats["recorded"]
+    assert deltas[0], "the recorded call launched no kernel"
+    if cfg_name.endswith("splitk") or cfg_name == "splitk":
+        assert deltas[0].get("splitk_reduce_kernel") == 1, deltas[0]
+    if cfg_name.startswith("tma"):
+        assert deltas[0].get("gemm_tma_kernel") == 1, deltas[0]
+    assert deltas[1] == deltas[0] and deltas[2] == deltas[0], deltas
+    assert len(CP._PLANS) == 1
+    assert not torch.equal(results[0], results[1]), "a replay returned the recorded call's result"
+
+
+def test_replay_launches_kernels_with_the_new_tensors(monkeypatch):
+    """A replay really runs the recorded kernels on the new pointers: count the interpreter's launches."""
+    x, w, b = _inputs()
+    gemm_a16w16(x, w, b)
+    plan = _plan_of(x, w, b)
+    assert isinstance(plan, CP.CallPlan)
+    calls = []
+    kernel = plan.steps[0][0]
+    orig = type(kernel).__getitem__
+
+    def spy(self, grid):
+        run = orig(self, grid)
+
+        def wrapped(*args, **kwargs):
+            # tensors, and the tensors under TMA descriptors
+            calls.append([getattr(a, "base", a) for a in args
+                          if isinstance(getattr(a, "base", a), torch.Tensor)])
+            return run(*args, **kwargs)
+        return wrapped
+    monkeypatch.setattr(type(kernel), "__getitem__", spy)
+    x2, w2, b2 = _inputs()
+    y2 = gemm_a16w16(x2, w2, b2)
+    assert len(calls) == len(plan.steps)
+    ptrs = {t.untyped_storage().data_ptr() for t in calls[0]}
+    for t in (x2, w2, b2, y2):
+        assert t.untyped_storage().data_ptr() in ptrs
+    for t in (x, w, b):
+        assert t.untyped_storage().data_ptr() not in ptrs
+    _check(y2, x2, w2, b2, None, BF16)
+
+
+# ----------------------------------------------------------------------------- 2. new signatures, new plans
+
+def _variants():
+    """(name, x, w, bias, kwargs) of calls that each differ from the base call in one part of the signature."""
+    def base():
+        return _inputs()
+    out = []
+    x, w, b = base()
+    out.append(("base", x, w, b, {"activation": "gelu"}))
+    x, w, b = _inputs(m=M + 1)
+    out.append(("M", x, w, b, {"activation": "gelu"}))
+    x, w, b = base()
+    out.append(("x_transposed", randn(K, M, dtype=BF16).t(), w, b, {"activation": "gelu"}))
+    x, w, b = _inputs(dtype=FP16)
+    out.append(("fp16", x, w, b, {"activation": "gelu"}))
+    x, w, _ = base()
+    out.append(("no_bias", x, w, None, {"activation": "gelu"}))
+    x, w, b = base()
+    out.append(("relu", x, w, b, {"activation": "relu"}))
+    x, w, b = base()
+    out.append(("out", x, w, b, {"activation": "gelu", "out": poisoned((M, N), BF16)}))
+    x, w, b = base()
+    out.append(("out_dtype", x, w, b, {"activation": "gelu", "out_dtype": torch.float32}))
+    x, w, b = base()
+    out.append(("x_3d", randn(4, 6, K, dtype=BF16), w, b, {"activation": "gelu"}))
+    x, w, b = base()
+    out.append(("config", x, w, b, {"activation": "gelu", "config": SPLITK_CFG}))
+    return out
+
+
+def test_new_signature_records_new_plan():
+    keys = set()
+    for name, x, w, b, kw in _variants():
+        snapshot, recorded = dict(CP._PLANS), CP.STATS["recorded"]
+        y = gemm_a16w16(x, w, b, **kw)
+        added = _added(snapshot)
+        assert len(added) == 1, f"{name}: {len(added)} new plans (want 1)"
+        (key, plan), = added.items()
+        assert key[1] == CP.signature(x, w, b, kw.get("out")), name
+        assert isinstance(plan, CP.CallPlan), name
+        keys.add(key)
+        assert CP.STATS["recorded"] == recorded + 1, name
+        _check(y, x, w, b, kw.get("activation"), kw.get("out_dtype") or x.dtype)
+    assert set(CP._PLANS) == keys
+    # Every variant again with new tensors: each replays its own plan, correctly.
+    for name, x, w, b, kw in _variants():
+        replays = CP.STATS["replays"]
+        if "out" in kw:
+            kw["out"] = poisoned(kw["out"].shape, kw["out"].dtype)
+        y = gemm_a16w16(x, w, b, **kw)
+        assert CP.STATS["replays"] == replays + 1, f"{name}: did not replay"
+        _check(y, x, w, b, kw.get("activation"), kw.get("out_dtype") or x.dtype)
+    assert set(CP._PLANS) == keys
+
+
+def test_alignment_is_part_of_the_signature():
+    """An x whose base is not 16-byte aligned (same shape, strides, dtype) is a different signature."""
+    buf = randn(M * K + 8, dtype=BF16)
+    xa, xu = buf[:M * K].view(M, K), buf[1:1 + M * K].view(M, K)
+    _, w, b = _inputs()
+    assert xa.data_ptr() % 16 == 0 and xu.data_ptr() % 16 != 0
+    _check(gemm_a16w16(xa, w, b), xa, w, b, None, BF16)
+    _check(gemm_a16w16(xu, w, b), xu, w, b, None, BF16)
+    assert CP.signature(xa, w, b, None) != CP.signature(xu, w, b, None)
+    assert isinstance(_plan_of(xa, w, b), CP.CallPlan) and isinstance(_plan_of(xu, w, b), CP.CallPlan)
+    assert len(CP._PLANS) == 2
+
+
+# ----------------------------------------------------------------------------- 3. views of the inputs on replay
+
+def test_replay_3d_x():
+    B, S = 3, 8
+    for call in range(3):
+        x, w, b = randn(B, S, K, dtype=BF16), randn(N, K, dtype=BF16), randn(N, dtype=BF16)
+        out = poisoned((B, S, N), BF16)
+        replays = CP.STATS["replays"]
+        y = gemm_a16w16(x, w, b, activation="relu", out=out)
+        assert y is out
+        _check(y, x, w, b, "relu", BF16)
+        assert CP.STATS["replays"] == replays + (call > 0)
+    assert isinstance(_plan_of(x, w, b, out), CP.CallPlan) and len(CP._PLANS) == 1
+
+
+def test_replay_x_sliced_from_a_bigger_buffer():
+    """x = buf[:, off:off+K]: on replay the op's views must follow the new buffer (and the new offset)."""
+    _, w, b = _inputs()
+    bufs = [(randn(M, K + 32, dtype=BF16), 8), (randn(M, K + 32, dtype=BF16), 8), (randn(M, K + 32, dtype=BF16), 16),
+            (randn(M, K + 32, dtype=BF16), 24)]
+    for i, (buf, off) in enumerate(bufs):
+        x = buf[:, off:off + K]
+        assert x.data_ptr() % 16 == 0
+        replays = CP.STATS["replays"]
+        y = gemm_a16w16(x, w, b, out=poisoned((M, N), BF16))
+        _check(y, x, w, b, None, BF16)
+        assert CP.STATS["replays"] == replays + (i > 0)
+    assert len(CP._PLANS) == 1
+
+
+def test_replay_3d_x_sliced_from_a_bigger_buffer():
+    """A 3-D slice the op reshapes to (M, K) in place: a view of a different shape (the as_strided path)."""
+    B, S = 2, 12
+    _, w, b = _inputs()
+    for i, off in enumerate((8, 16, 8, 0)):
+        buf = randn(B, S, K + 24, dtype=BF16)
+        x = buf[:, :, off:off + K]
+        replays = CP.STATS["replays"]
+        y = gemm_a16w16(x, w, b, activation="gelu_tanh", out=poisoned((B, S, N), BF16))
+        _check(y, x, w, b, "gelu_tanh", BF16)
+        assert CP.STATS["replays"] == replays + (i > 0)
+    assert len(CP._PLANS) == 1
+    assert isinstance(next(iter(CP._PLANS.values())), CP.CallPlan)
+
+
+def test_replay_w_transposed_view():
+    for call in range(2):
+        x, b = randn(M, K, dtype=FP16), randn(N, dtype=FP16)
+        w = randn(K, N, dtype=FP16).t()
+        y = gemm_a16w16(x, w, b, activation="silu")
+        _check(y, x, w, b, "silu", FP16)
+    assert CP.STATS["replays"] >= 1 and len(CP._PLANS) == 1
+
+
+# ----------------------------------------------------------------------------- 4. out= overlap on a replayed signature
+
+def test_out_overlap_refused_on_replay():
+    W = 64  # a row of the buffers: room for K = 48 and N = 40
+    bufa, bufb = randn(M, W, dtype=BF16), poisoned((M, W), BF16)
+    _, w, b = _inputs()
+    x, out = bufa[:, :K], bufb[:, :N]
+    y = gemm_a16w16(x, w, b, out=out)
+    _check(y, x, w, b, None, BF16)
+    assert isinstance(_plan_of(x, w, b, out), CP.CallPlan)
+    # The same signature, out overlapping x.
+    big = randn(M, W, dtype=BF16)
+    x2, out2 = big[:, :K], big[:, :N]
+    assert CP.signature(x2, w, b, out2) == CP.signature(x, w, b, out)
+    saved = big.clone()
+    replays = CP.STATS["replays"]
+    with pytest.raises(ValueError, match="overlaps"):
+        gemm_a16w16(x2, w, b, out=out2)
+    assert torch.equal(big, saved), "a kernel ran on the overlapping call"
+    assert CP.STATS["replays"] == replays
+    # Overlapping w and bias too.
+    bigw = randn(N, W, dtype=BF16)
+    with pytest.raises(ValueError, match="overlaps"):
+        gemm_a16w16(randn(M, W, dtype=BF16)[:, :K], bigw[:, :K], b, out=bigw[:M, :N])
+    # And the custom out op, after its own recording.
+    out3 = poisoned((M, W), BF16)[:, :N]
+    torch.ops.gemmkit.gemm_a16w16_out(x, w, b, "none", "", out3)
+    _check(out3, x, w, b, None, BF16)
+    with pytest.raises(ValueError, match="overlaps"):
+        torch.ops.gemmkit.gemm_a16w16_out(x2, w, b, "none", "", out2)
+    assert torch.equal(big, saved)
+    # A disjoint out with the same signature still replays, correctly.
+    bufc = poisoned((M, W), BF16)
+    y = gemm_a16w16(x2, w, b, out=bufc[:, :N])
+    _check(y, x2, w, b, None, BF16)
+
+
+# ----------------------------------------------------------------------------- 5. unrepeatable paths
+
+@pytest.mark.parametrize("with_out", [False, True], ids=["no_out", "out"])
+def test_k0_is_unrepeatable(with_out):
+    unrep = CP.STATS["unrepeatable"]
+    for call in range(3):
+        x, w, b = randn(5, 0, dtype=BF16), randn(7, 0, dtype=BF16), randn(7, dtype=BF16)
+        out = poisoned((5, 7), torch.float32) if with_out else None
+        replays = CP.STATS["replays"]
+        y = gemm_a16w16(x, w, b, activation="silu", out_dtype=torch.float32, out=out)
+        assert CP.STATS["replays"] == replays
+        ref = gemm_a16w16_ref(x, w, b, "silu")
+        ok, msg = within_bound(y, ref, torch.float32)
+        assert ok, msg
+        torch.testing.assert_close(y, torch.nn.functional.silu(b.float()).expand(5, 7))
+        assert _plan_of(x, w, b, out) is CP.UNREPEATABLE, _plan_of(x, w, b, out)
+    assert CP.STATS["unrepeatable"] == unrep + 1, "an UNREPEATABLE signature was recorded again"
+    # K == 0 without bias: zeros, every call.
+    for call in range(2):
+        x, w = randn(3, 0, dtype=BF16), randn(6, 0, dtype=BF16)
+        out = poisoned((3, 6), BF16)
+        y = gemm_a16w16(x, w, out=out)
+        assert torch.equal(y, torch.zeros(3, 6, dtype=BF16))
+    assert _plan_of(x, w, None, out) is CP.UNREPEATABLE
+
+
+def test_copied_operand_is_unrepeatable():
+    """x with no unit stride is copied by the op (torch work a replay would skip): unrepeatable, and correct."""
+    for call in range(2):
+        x = randn(M, 2 * K, dtype=BF16)[:, ::2]
+        _, w, b = _inputs()
+        _check(gemm_a16w16(x, w, b, out=poisoned((M, N), BF16)), x, w, b, None, BF16)
+    assert list(CP._PLANS.values()) == [CP.UNREPEATABLE]
+
+
+def test_empty_m_replays():
+    for call in range(2):
+        x, w = randn(0, K, dtype=BF16), randn(N, K, dtype=BF16)
+        y = gemm_a16w16(x, w)
+        assert y.shape == (0, N)
+
+
+# ----------------------------------------------------------------------------- 6. aliased inputs
+
+def test_aliased_x_and_w():
+    S = 32
+    a = randn(S, S, dtype=BF16)
+    _check(gemm_a16w16(a, a, out=None), a, a, None, None, BF16)
+    assert _plan_of(a, a) is None, "a plan recorded from aliased inputs"
+    # The same signature, distinct tensors: must not read x for w.
+    x, w = randn(S, S, dtype=BF16), randn(S, S, dtype=BF16)
+    assert CP.signature(x, w, None, None) == CP.signature(a, a, None, None)
+    _check(gemm_a16w16(x, w), x, w, None, None, BF16)
+    assert isinstance(_plan_of(x, w), CP.CallPlan)
+    # Replays: distinct again, then aliased again.
+    x, w = randn(S, S, dtype=BF16), randn(S, S, dtype=BF16)
+    replays = CP.STATS["replays"]
+    _check(gemm_a16w16(x, w), x, w, None, None, BF16)
+    a = randn(S, S, dtype=BF16)
+    _check(gemm_a16w16(a, a), a, a, None, None, BF16)
+    assert CP.STATS["replays"] == replays + 2
+
+
+def test_aliased_x_and_w_views_of_one_buffer():
+    """x and w distinct views of one storage: the recording cannot tell them apart; later distinct calls correct."""
+    buf = randn(2 * N, K, dtype=BF16)
+    x, w = buf[:M], buf[N:]
+    _check(gemm_a16w16(x, w), x, w, None, None, BF16)
+    assert _plan_of(x, w) is None
+    for call in range(2):
+        x2, w2 = randn(M, K, dtype=BF16), randn(N, K, dtype=BF16)
+        assert CP.signature(x2, w2, None, None) == CP.signature(x, w, None, None)
+        _check(gemm_a16w16(x2, w2), x2, w2, None, None, BF16)
+    assert isinstance(_plan_of(x, w), CP.CallPlan)
+    # The aliased shape again, new buffer.
+    buf3 = randn(2 * N, K, dtype=BF16)
+    _check(gemm_a16w16(buf3[:M], buf3[N:]), buf3[:M], buf3[N:], None, None, BF16)
+
+
+# ----------------------------------------------------------------------------- 7. calls that raise
+
+def test_raising_call_stores_no_plan():
+    x, w, _ = _inputs()
+    bad_bias = randn(N, dtype=FP16)
+    for _ in range(2):
+        with pytest.raises(TypeError, match="bias"):
+            gemm_a16w16(x, w, bad_bias)
+        assert len(CP._PLANS) == 0
+    assert launcher.STATE.recording is None
+    # A config that fails inside the recorded body (shared memory): no plan, the same error again.
+    huge = {"BLOCK_SIZE_M": 256, "BLOCK_SIZE_N": 256, "BLOCK_SIZE_K": 256, "GROUP_SIZE_M": 1, "num_warps": 8,
+            "num_stages": 8}
+    for _ in range(2):
+        with pytest.raises(ValueError, match="shared memory"):
+            gemm_a16w16(x, w, config=huge)
+        assert len(CP._PLANS) == 0
+        assert launcher.STATE.recording is None
+    # Shape errors: twice.
+    for _ in range(2):
+        with pytest.raises(ValueError):
+            gemm_a16w16(x, randn(N, K + 1, dtype=BF16))
+        with pytest.raises(ValueError, match="out"):
+            gemm_a16w16(x, w, out=poisoned((M, N + 1), BF16))
+    assert len(CP._PLANS) == 0
+    # The good call afterwards records and is correct.
+    b = randn(N, dtype=BF16)
+    _check(gemm_a16w16(x, w, b), x, w, b, None, BF16)
+    assert len(CP._PLANS) == 1
+
+
+def test_bad_argument_after_a_plan_still_raises():
+    """A recorded signature with an argument the key sees but does not check (a bad activation) raises."""
+    x, w, b = _inputs()
+    gemm_a16w16(x, w, b, activation="relu")
+    for _ in range(2):
+        with pytest.raises(ValueError, match="activation"):
+            gemm_a16w16(x, w, b, activation="tanh")
+    with pytest.raises(TypeError, match="bias"):
+        gemm_a16w16(x, w, b.to(FP16), activation="relu")
+
+
+# ----------------------------------------------------------------------------- 8. grad mode
+
+def test_grad_mode_checked_on_a_recorded_signature():
+    x, w, b = _inputs()
+    x.requires_grad_(True)
+    with torch.no_grad():
+        y = gemm_a16w16(x, w, b)
+        _check(y, x, w, b, None, BF16)
+        y = gemm_a16w16(x, w, b)  # replay under no_grad
+        _check(y, x, w, b, None, BF16)
+    assert CP.STATS["replays"] >= 1 and len(CP._PLANS) == 1
+    for _ in range(2):
+        with pytest.raises(NotImplementedError, match="requires grad"):
+            gemm_a16w16(x, w, b)
+    # requires_grad on w or bias, recorded under inference_mode, then grad mode on.
+    with torch.inference_mode():
+        gemm_a16w16(x.detach(), w, b)
+    w.requires_grad_(True)
+    with torch.no_grad():
+        gemm_a16w16(x.detach(), w, b)
+        gemm_a16w16(x.detach(), w, b)
+    with pytest.raises(NotImplementedError, match="requires grad"):
+        gemm_a16w16(x.detach(), w, b)
+    # Recorded with grad on and nothing requiring grad; then x requires grad (grad on): raises.
+    CP.clear()
+    x2, w2, b2 = _inputs()
+    gemm_a16w16(x2, w2, b2)
+    gemm_a16w16(x2, w2, b2)
+    with pytest.raises(NotImplementedError, match="requires grad"):
+        gemm_a16w16(x2.clone().requires_grad_(True), w2, b2)
+
+
+# ----------------------------------------------------------------------------- 9. the custom ops
+
+def test_custom_op_replays():
+    for call in range(3):
+        x, w, b = _inputs()
+        replays = CP.STATS["replays"]
+        before = dict(launcher.LAUNCHES)
+        y = torch.ops.gemmkit.gemm_a16w16(x, w, b, "silu", BF16, "")
+        d = _delta(before)
+        if call == 0:
+            first = d
+        assert d == first and d
+        _check(y, x, w, b, "silu", BF16)
+        assert CP.STATS["replays"] == replays + (call > 0)
+    assert isinstance(_plan_of(x, w, b), CP.CallPlan) and len(CP._PLANS) == 1
+    # out_dtype fp32 and a config string: another signature.
+    cfg = json.dumps(SPLITK_CFG, sort_keys=True)
+    for call in range(2):
+        x, w, b = _inputs()
+        y = torch.ops.gemmkit.gemm_a16w16(x, w, b, "gelu", torch.float32, cfg)
+        _check(y, x, w, b, "gelu", torch.float32)
+    assert len(CP._PLANS) == 2
+
+
+def test_custom_out_op_replays():
+    for call in range(3):
+        x, w, b = _inputs(dtype=FP16)
+        out = poisoned((M, N), FP16)
+        replays = CP.STATS["replays"]
+        torch.ops.gemmkit.gemm_a16w16_out(x, w, b, "relu", "", out)
+        _check(out, x, w, b, "relu", FP16)
+        assert CP.STATS["replays"] == replays + (call > 0)
+
+
+def test_public_and_custom_ops_interleaved():
+    """The public op and the custom op on one signature (their keys may coincide): each stays correct."""
+    for call in range(2):
+        x, w, b = _inputs()
+        _check(gemm_a16w16(x, w, b, activation="none", out_dtype=BF16, config=None), x, w, b, None, BF16)
+        x, w, b = _inputs()
+        _check(torch.ops.gemmkit.gemm_a16w16(x, w, b, "none", BF16, ""), x, w, b, None, BF16)
+        x, w, b = _inputs()
+        out = poisoned((M, N), BF16)
+        torch.ops.gemmkit.gemm_a16w16_out(x, w, b, "none", "", out)
+        _check(out, x, w, b, None, BF16)
+        x, w, b = _inputs()
+        out = poisoned((M, N), BF16)
+        _check(gemm_a16w16(x, w, b, activation="none", out=out), x, w, b, None, BF16)
+
+
+def test_plan_cache_bound(monkeypatch):
+    """MAX_PLANS: the table starts over rather than grow; calls stay correct across the reset."""
+    monkeypatch.setattr(CP, "MAX_PLANS", 3)
+    for m in (1, 2, 3, 4, 2):
+        x, w, b = _inputs(m=m, n=16, k=16)
+        _check(gemm_a16w16(x, w, b), x, w, b, None, BF16)
+        assert len(CP._PLANS) <= 3
+
+
+def test_clear_forgets_plans_recorded_under_other_settings(monkeypatch):
+    """The key does not see GEMMKIT_INTERPRET_ARCH / GEMMKIT_NUM_CUS (callplan.py: as Triton's caches do not);
+    after clear() a call records under the settings of its time (gfx942: the 8-XCD remap)."""
+    cfg = {"BLOCK_SIZE_M": 16, "BLOCK_SIZE_N": 16, "BLOCK_SIZE_K": 32, "GROUP_SIZE_M": 3, "num_warps": 4,
+           "num_stages": 2, "persistent": True}
+    monkeypatch.setenv("GEMMKIT_NUM_CUS", "3")
+    x, w, b = _inputs()
+    _check(gemm_a16w16(x, w, b, config=cfg), x, w, b, None, BF16)
+    assert _plan_of(x, w, b).steps[0][2]["NUM_XCDS"] == 1
+    monkeypatch.setenv("GEMMKIT_INTERPRET_ARCH", "gfx942")
+    CP.clear()
+    x, w, b = _inputs()
+    _check(gemm_a16w16(x, w, b, config=cfg), x, w, b, None, BF16)
+    assert _plan_of(x, w, b).steps[0][2]["NUM_XCDS"] == 8
+    x, w, b = _inputs()
+    replays = CP.STATS["replays"]
+    _check(gemm_a16w16(x, w, b, config=cfg), x, w, b, None, BF16)
+    assert CP.STATS["replays"] == replays + 1
+
+
+# ----------------------------------------------------------------------------- 10. every launch goes through launcher
+
+_ALLOWED = {"launcher.py", "callplan.py"}
+_LAUNCH_RE = re.compile(r"\w\s*\[[^\[\]\n]*\]\s*\(")  # name[...](  : a Triton launch, `kernel[grid](`
+
+
+def _code_only(src):
+    """The source with comments and strings (docstrings) blanked, so prose naming kernel[grid](...) is skipped."""
+    out = []
+    for tok in tokenize.generate_tokens(io.StringIO(src).readline):
+        if tok.type in (tokenize.COMMENT, tokenize.STRING) or tok.type == getattr(tokenize, "FSTRING_MIDDLE", -1):
+            continue
+        out.append(tok)
+    lines = [""] * (src.count("\n") + 2)
+    for tok in out:
+        (r, c) = tok.start
+        if tok.type in (tokenize.NEWLINE, tokenize.NL):
+            continue
+        line = lines[r - 1]
+        lines[r - 1] = line + " " * max(0, c - len(line)) + tok.string
+    return "\n".join(lines)
+
+
+def test_only_launcher_launches_kernels():
+    root = pathlib.Path(gemmkit.__file__).parent
+    regex_hits, ast_hits = {}, {}
+    for path in sorted(root.rglob("*.py")):
+        src = path.read_text()
+        rel = str(path.relative_to(root))
+        for n, line in enumerate(_code_only(src).splitlines(), 1):
+            if _LAUNCH_RE.search(line):
+                regex_hits.setdefault(rel, []).append(n)
+        for node in ast.walk(ast.parse(src)):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Subscript):
+                ast_hits.setdefault(rel, []).append(node.lineno)
+    assert set(regex_hits) == _ALLOWED, {f: v for f, v in regex_hits.items() if f not in _ALLOWED} or regex_hits
+    assert set(ast_hits) == _ALLOWED, {f: v for f, v in ast_hits.items() if f not in _ALLOWED} or ast_hits
+    assert {f: sorted(v) for f, v in regex_hits.items()} == {f: sorted(v) for f, v in ast_hits.items()}
+    assert len(regex_hits["launcher.py"]) >= 4 and len(regex_hits["callplan.py"]) == 1
