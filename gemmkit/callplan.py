@@ -21,6 +21,10 @@ path. While recording, a torch dispatch mode watches the torch ops the path runs
 allocations and views are fine; any other op (a copy, a fill, a conversion: work a replay would skip) makes
 the signature unrepeatable too. So a replay does exactly what the recorded call did, or there is no replay.
 
+This holds because every kernel launch in gemmkit goes through the launcher (tests/kernels/test_callplan.py
+scans the sources for any other `kernel[grid](...)`): a launch the recorder cannot see would be missing from
+the plan. GEMMKIT_CALL_PLANS=0 (or `ENABLED = False`) turns plans off.
+
 Not in a plan, done by the op on every call: the checks that read addresses (`out=` overlapping an input),
 allocating the output. Not seen by the key, as in Triton's own caches: config tables or environment
 variables changed after a signature's first call (`clear()` forgets every plan).
@@ -28,12 +32,15 @@ variables changed after a signature's first call (`clear()` forgets every plan).
 from __future__ import annotations
 
 import contextlib
+import os
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from . import launcher
 
+# False: every call takes the full path (GEMMKIT_CALL_PLANS=0 at import, or set at run time), e.g. to compare.
+ENABLED = os.environ.get("GEMMKIT_CALL_PLANS", "1") != "0"
 _PLAIN = (torch.Tensor, torch.nn.Parameter)
 _CONSTANT_TYPES = (int, float, bool, str, type(None), torch.dtype)
 UNREPEATABLE = "unrepeatable"  # a signature whose calls keep the full path
@@ -64,7 +71,7 @@ def key(op: str, tensors, *arguments):
     """A call's key: the op, its tensors' `signature` and its other arguments (hashable: a config dict goes in
     as its sorted items); None (no plan) under torch.compile's tracing or when a tensor is not a plain dense
     tensor."""
-    if torch.compiler.is_compiling():
+    if not ENABLED or torch.compiler.is_compiling():
         return None
     sig = signature(*tensors)
     if sig is None:

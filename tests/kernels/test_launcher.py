@@ -111,12 +111,17 @@ SPLIT = dict(PTR, NUM_KSPLIT=3)
 
 
 def _tritons_path(fn):
+    """fn() with every launch through Triton's `kernel[grid](...)` (no call plans: they launch from the cache)."""
+    from gemmkit import callplan
+
     real = _launch.launch
     _launch.launch = lambda kernel, grid, *a, **k: kernel[grid](*a, **k)
+    callplan.ENABLED = False
     try:
         return fn()
     finally:
         _launch.launch = real
+        callplan.ENABLED = True
 
 
 @pytest.mark.gpu
@@ -133,9 +138,11 @@ def test_cached_launch_is_bitwise_tritons(cfg):
     x = torch.randn(37, 320, device=DEV, dtype=torch.bfloat16)
     w = torch.randn(200, 320, device=DEV, dtype=torch.bfloat16)
     b = torch.randn(200, device=DEV, dtype=torch.bfloat16)
+    from gemmkit import callplan
+
     want = _tritons_path(lambda: gemmkit.gemm_a16w16(x, w, b, activation="gelu", config=cfg))
     gemmkit.gemm_a16w16(x, w, b, activation="gelu", config=cfg)  # fills the cache
-    hits = _launch.STATS["hits"]
+    hits, replays = _launch.STATS["hits"], callplan.STATS["replays"]
     for _ in range(3):  # fresh inputs each time: a cached launch must read the new pointers
         x.normal_()
         w.normal_()
@@ -144,7 +151,9 @@ def test_cached_launch_is_bitwise_tritons(cfg):
         gemmkit.gemm_a16w16(x, w, b, activation="gelu", config=cfg, out=out)
         torch.cuda.synchronize()
         assert torch.equal(out, want)
+    # the first out= call records a plan (through the launch cache), the next two replay it
     assert _launch.STATS["hits"] > hits, "the cache was never used"
+    assert callplan.STATS["replays"] >= replays + 2, "the call plan was never replayed"
 
 
 @pytest.mark.gpu
@@ -181,10 +190,12 @@ def test_launch_hook_takes_tritons_path():
 
     knobs.runtime.launch_enter_hook.add(hook)  # Triton 3.6: a HookChain (proton adds its hooks so)
     try:
-        slow = _launch.STATS["slow"]
-        gemmkit.gemm_a16w16(x, w, config=PTR)
-        assert _launch.STATS["slow"] == slow + 1
+        gemmkit.gemm_a16w16(x, w, config=PTR)  # a replayed call plan: Triton's path while a hook is set
         assert seen, "the hook did not see the launch"
+        slow = _launch.STATS["slow"]
+        gemmkit.gemm_a16w16(x, w, config=PTR, activation="relu")  # a new signature: the launcher's slow path
+        assert _launch.STATS["slow"] == slow + 1
+        assert len(seen) == 2
     finally:
         knobs.runtime.launch_enter_hook.remove(hook)
 
@@ -239,14 +250,19 @@ def _op_calls():
     "a16w16 pointer", "a16w16 tma", "a16w16 split-K", "a16w16 gluon", "a8w8 fp8 gluon", "a8w8 fp8 triton",
     "a8w8_blockscale", "quantize_fp8_per_token", "batched a16w16", "ffn_gated", "split_cat"])
 def test_every_op_launches_through_the_cache(name):
-    """After one call, a repeated call of every op takes the cached path for all its launches (no
-    kernel of ours falls back to Triton's launch path by the way it is called)."""
+    """After one call, a repeated call of every op replays its call plan (gemmkit/callplan.py) or, where it has
+    none (quantize), takes the launch cache's path for all its launches: no kernel of ours falls back to
+    Triton's launch path by the way it is called."""
+    from gemmkit import callplan
+
     fn = _op_calls()[name]
     fn()
     torch.cuda.synchronize()
-    before = dict(_launch.STATS)
+    before, replays = dict(_launch.STATS), callplan.STATS["replays"]
     fn()
     torch.cuda.synchronize()
     assert _launch.STATS["slow"] == before["slow"], f"{name}: a launch took Triton's path"
     assert _launch.STATS["misses"] == before["misses"], f"{name}: a repeated call missed the cache"
-    assert _launch.STATS["hits"] > before["hits"]
+    assert callplan.STATS["replays"] == replays + 1 or _launch.STATS["hits"] > before["hits"]
+    if name != "quantize_fp8_per_token":
+        assert callplan.STATS["replays"] == replays + 1, f"{name}: no call plan replayed"
