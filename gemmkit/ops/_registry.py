@@ -12,8 +12,8 @@ eager path, and its call plans.
 An op gives `Op` its schema's own arguments (`params`, the leading ones tensors), `check(*args, out_dtype, out)`
 (raises on bad input, returns the output's shape) and `run(*args, config, y)` (the full path into y). The
 custom ops are defined with `torch.library.Library` and implemented for every backend
-(CompositeExplicitAutograd): a dispatcher round trip of a few microseconds, where `torch.library.custom_op`'s
-Python wrappers cost ~30 us a call. The fakes run `check` on fake tensors (torch.compile, meta tensors).
+(CompositeExplicitAutograd): torch.ops.gemmkit.gemm_a16w16 costs ~12 us more than the eager call on the H200's
+host (47.1 against 34.7 us), where `torch.library.custom_op`'s Python wrappers cost ~28 us (docs/PERF.md). The fakes run `check` on fake tensors (torch.compile, meta tensors).
 """
 from __future__ import annotations
 
