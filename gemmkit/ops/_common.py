@@ -15,7 +15,7 @@ from .. import arch as _arch
 from .. import configs as _configs
 from ..kernels import _interpreter
 # Tensor rules the kernels' host code shares, re-exported for the ops' checks.
-from ..kernels._host import (FLOAT16_DTYPES, FP8_E4M3_DTYPES, compiler_options, fp8_dtype,  # noqa: F401
+from ..kernels._host import (FLOAT16_DTYPES, FP8_E4M3_DTYPES, INT32_SPAN, compiler_options, fp8_dtype,  # noqa: F401
                              int64_offsets, last_offset, tma_compatible)
 from ..launcher import LAUNCHES  # noqa: F401  (launches per kernel name: tests read C.LAUNCHES)
 
