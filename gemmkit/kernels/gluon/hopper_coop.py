@@ -16,7 +16,7 @@ consumers run their epilogues (the load warp keeps filling the ring with the nex
 
 Partitions per CTA (`gl.warp_specialize`; persistent: one CTA per SM):
 
-  load   (1 warp)    TMA x[BM, BK] and w[BN, BK] boxes into the ring: hopper_pingpong._load_partition, as is
+  load   (1 warp)    TMA x[BM, BK] and w[BN, BK] boxes into the ring: hopper_parts.load_partition, as is
   mma 0  (4 warps)   consumer warpgroup 0: rows 0 .. BM/2 - 1 of every tile of this CTA
   mma 1  (4 warps)   consumer warpgroup 1: rows BM/2 .. BM - 1 of every tile of this CTA
 
@@ -100,8 +100,6 @@ Constraints:
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import (
@@ -111,6 +109,10 @@ from ... import configs
 from ..triton._epilogue import ACTIVATIONS, bias_activation
 from . import hopper_host as hh
 from . import hopper_pingpong as hp
+from . import hopper_plan as hplan
+from .hopper_parts import (load_partition, out_row, ring_next, ring_prev, split_mainloop, store_split, store_subtile,
+                           work_space, work_tile)
+from .hopper_plan import CoopPlan
 
 KERNEL_NAME = "hopper_coop_kernel"
 BACKEND = "gluon cooperative"  # in messages; a "backend": "gluon" config with num_warps 8 selects this kernel
@@ -121,9 +123,9 @@ PROMISES = hp.PROMISES
 
 unsupported = hh.dense_unsupported  # the same TMA / dtype / target rules
 
-# ----------------------------------------------------------------------------- the plan (one place)
+# ----------------------------------------------------------------------------- the plan (hopper_plan.py builds it)
 
-_TILE_WARPS = hp.COOP_WARPS  # config num_warps: the warps computing one tile
+_TILE_WARPS = hplan.COOP_WARPS  # config num_warps: the warps computing one tile
 _EPI_SPLITS = (1, 2, 4)  # output sub-tiles per consumer tile, fewest first
 # Split tiles: widths that are not powers of two, built from two power-of-two accumulators (2 BN / 3 and
 # BN / 3 columns), for rows whose tile count a power-of-two width wastes (DeepSeek N = 576 = 3 x 192,
@@ -132,33 +134,7 @@ _EPI_SPLITS = (1, 2, 4)  # output sub-tiles per consumer tile, fewest first
 SPLIT_N = configs.SPLIT_N  # (96, 192); the config tables accept them for the dense Gluon kernels only
 
 
-@dataclass(frozen=True)
-class Plan:
-    BM: int  # tile rows (both consumers)
-    BN: int
-    BK: int
-    BM_C: int  # rows per consumer = BM / 2
-    BN_TAIL: int  # 0: one BM_C x BN accumulator; BN / 3 for a split tile (96, 192): BN - BN_TAIL and BN_TAIL columns
-    w_box: int  # rows of the w TMA box: BN, or BN / 3 (a split tile's stage holds 3 boxes)
-    GROUP_SIZE_M: int
-    stages: int  # ring depth actually used
-    stage_bytes: int  # one (a, b) ring slot
-    epi_split: int  # column sub-tiles of a consumer's output tile (1, 2 or 4)
-    epi_n: int  # columns of one sub-tile = BN / epi_split
-    epilogue_bytes: int  # 2 staging tiles (one per consumer), BM_C x epi_n x out_bytes each
-    smem_bytes: int  # upper bound on the kernel's shared memory
-    warps: int  # warps the CTA runs (partitions padded to warpgroups)
-    regs_at_entry: int
-    mma_regs: int
-    load_regs: int
-    acc_regs: int  # fp32 accumulator registers per consumer thread
-    swizzle_a: int
-    swizzle_b: int
-    swizzle_c: int
-    split_k: int = 1  # NUM_KSPLIT (hopper_host.launch_dense: fp32 partial tiles, then a fixed-order reduce)
-
-
-def derive(cfg: dict, target=None, in_bytes: int = 2, out_bytes: int = 2) -> Plan:
+def derive(cfg: dict, target=None, in_bytes: int = 2, out_bytes: int = 2) -> CoopPlan:
     """Everything the kernel and its launch need, from one config. ValueError names the key that cannot work.
 
     Derivation (H200 numbers: 227 KiB = 232448 B of shared memory per block, 64 K registers per SM):
@@ -166,7 +142,7 @@ def derive(cfg: dict, target=None, in_bytes: int = 2, out_bytes: int = 2) -> Pla
                m64nBNk16, BM_C / 64 of them per k16 slice, on its half of the x box (an smem slice at
                row c * BM_C, a multiple of the 8-row swizzle atom); accumulator BM_C * BN fp32 over 128
                threads = BM_C * BN / 128 registers (128 x 256: 128 regs, as one ping-pong 128 x 128 tile).
-               The per-consumer checks are the ping-pong's (`check_config` on the consumer's
+               The per-consumer checks are the ping-pong's (hopper_plan.py `check_config` on the consumer's
                BM_C x BN, 4-warp view of the config).
       traffic  (BM + BN) * BK * in_bytes L2 -> smem bytes per 2 * BM * BN * BK FLOPs: 128 x 256:
                0.0117 B/FLOP, against 0.0156 for the ping-pong's 128 x 128 (and 0.0195 for 64 x 256).
@@ -182,8 +158,10 @@ def derive(cfg: dict, target=None, in_bytes: int = 2, out_bytes: int = 2) -> Pla
                stores 3 sub-tiles of T = BN / 3 columns (EPI_SPLIT 3): 128 x 192 x 64 bf16: stage 40 KiB,
                5 stages + 2 x 8 KiB = 217 KiB (fp32 out: 4 stages).
       warps    4 (consumer 0, the default partition) + 4 (consumer 1) + 1 (load), padded to 12.
-      regs     as the ping-pong: 168 at entry (64 K / 384), setmaxnreg 240 per consumer, 24 for loads.
-      swizzle  the largest of 128/64/32 bytes dividing a tile row (BK * 2 = 128 B: 128-byte swizzle).
+      regs     as the ping-pong: 168 at entry (64 K / 384), setmaxnreg 240 per consumer, 24 for loads
+               (hopper_plan.py `register_split`; the ring fit and the staging choice: `budget`).
+      swizzle  the largest of 128/64/32 bytes dividing a tile row (BK * 2 = 128 B: 128-byte swizzle;
+               hopper_plan.py `swizzle`).
     """
     for key in ("BLOCK_SIZE_M", "num_warps"):
         if key not in cfg:
@@ -196,43 +174,25 @@ def derive(cfg: dict, target=None, in_bytes: int = 2, out_bytes: int = 2) -> Pla
         raise ValueError(f"config: key 'num_warps' = {cfg['num_warps']}; the {BACKEND} backend needs 8 "
                          "(two consumer warpgroups of 4 share a tile)")
     consumer_view = {**cfg, "BLOCK_SIZE_M": bm // 2, "num_warps": hh.CONSUMER_WARPS}
-    bm_c, bn, bk = hp.check_config(consumer_view, BACKEND, "the gluon cooperative kernel", "(wgmma rows)",
-                                   split_ok=True, split_k_ok=True)
+    bm_c, bn, bk = hplan.check_config(consumer_view, BACKEND, "the gluon cooperative kernel", "(wgmma rows)",
+                                      split_ok=True, split_k_ok=True)
     out_bytes = hh.split_k_out_bytes(cfg, out_bytes)
-    bn_tail = hp.split_tail(bn)
-    split_n = bn_tail > 0
-    if not (hp._pow2(bk) and 16 <= bk <= 128):
-        raise ValueError(f"config: key 'BLOCK_SIZE_K' = {bk}; expected a power of two in [16, 128]")
-    acc_regs = bm_c * bn // (32 * hh.CONSUMER_WARPS)
-    if acc_regs > hp._MAX_ACC_REGS:
-        raise ValueError(f"config: BLOCK_SIZE_M x BLOCK_SIZE_N = {bm} x {bn} needs {acc_regs} accumulator "
-                         f"registers per consumer thread; the {BACKEND} backend allows {hp._MAX_ACC_REGS}")
-    smem = target.shared_mem_bytes if target is not None else 232448
-    stage_bytes = (bm + bn) * bk * in_bytes
+    bn_tail = hplan.split_tail(bn)
+    hplan.check_block_k(bk)
+    acc_regs = hplan.acc_regs(bm_c, bn)
+    hplan.check_acc_regs(acc_regs, bm, bn, BACKEND, per="consumer thread")
     # a split tile stores BN_TAIL-wide sub-tiles: its two accumulators' columns are multiples of BN_TAIL
-    splits = [3] if split_n else [s for s in _EPI_SPLITS if bn // s >= 16]
-    split = next((s for s in splits
-                  if (smem - 2 * bm_c * (bn // s) * out_bytes - hp._BARRIER_SLACK) // stage_bytes >= cfg["num_stages"]),
-                 splits[-1])
-    epi_n = bn // split
-    epilogue_bytes = 2 * bm_c * epi_n * out_bytes
-    fit = (smem - epilogue_bytes - hp._BARRIER_SLACK) // stage_bytes
-    stages = min(cfg["num_stages"], fit)
-    if stages < 2:
-        raise ValueError(f"config: {bm} x {bn} x {bk} leaves room for {fit} ring stage(s) beside the "
-                         f"{epilogue_bytes}-byte output staging ({out_bytes}-byte output); the ring needs 2")
-    warps = _TILE_WARPS + 4 * -(-hp._LOAD_WARPS // 4)
-    regs_at_entry = hp._REG_FILE // (warps * 32) // 8 * 8
-    mma_regs = (regs_at_entry * warps * 32 - hp._LOAD_REGS * 128) // (2 * 128) // 8 * 8
-    return Plan(BM=bm, BN=bn, BK=bk, BM_C=bm_c, BN_TAIL=bn_tail, w_box=bn_tail or bn, GROUP_SIZE_M=cfg["GROUP_SIZE_M"], stages=stages,
-                stage_bytes=stage_bytes, epi_split=split, epi_n=epi_n, epilogue_bytes=epilogue_bytes,
-                smem_bytes=stages * stage_bytes + epilogue_bytes + hp._BARRIER_SLACK, warps=warps,
-                regs_at_entry=regs_at_entry, mma_regs=mma_regs, load_regs=hp._LOAD_REGS, acc_regs=acc_regs,
-                swizzle_a=hp._swizzle(bk * in_bytes), swizzle_b=hp._swizzle(bk * in_bytes),
-                swizzle_c=hp._swizzle(epi_n * out_bytes), split_k=cfg.get("NUM_KSPLIT", 1))
+    splits = [3] if bn_tail else [s for s in _EPI_SPLITS if bn // s >= 16]
+    b = hplan.budget(target, (bm, bn, bk), stage_bytes=(bm + bn) * bk * in_bytes, num_stages=cfg["num_stages"],
+                     staging=[(s, 2 * bm_c * (bn // s) * out_bytes) for s in splits], out_bytes=out_bytes)
+    epi_n = bn // b.staging
+    return CoopPlan(BM=bm, BN=bn, BK=bk, GROUP_SIZE_M=cfg["GROUP_SIZE_M"], **b.fields(), acc_regs=acc_regs,
+                    swizzle_a=hplan.swizzle(bk * in_bytes), swizzle_b=hplan.swizzle(bk * in_bytes),
+                    swizzle_c=hplan.swizzle(epi_n * out_bytes), BM_C=bm_c, BN_TAIL=bn_tail, w_box=bn_tail or bn,
+                    epi_split=b.staging, epi_n=epi_n, split_k=cfg.get("NUM_KSPLIT", 1))
 
 
-def constexprs(plan: Plan, *, has_bias: bool, activation: str) -> dict:
+def constexprs(plan: CoopPlan, *, has_bias: bool, activation: str) -> dict:
     """The kernel's constexpr arguments (one place for the launch and the static compile)."""
     if activation not in ACTIVATIONS:
         raise ValueError(f"activation: expected one of {ACTIVATIONS}, got {activation!r}")
@@ -240,7 +200,7 @@ def constexprs(plan: Plan, *, has_bias: bool, activation: str) -> dict:
                 MMA_REGS=plan.mma_regs, LOAD_REGS=plan.load_regs)
 
 
-def kernel_constexprs(plan: Plan, *, has_bias: bool, activation: str) -> dict:
+def kernel_constexprs(plan: CoopPlan, *, has_bias: bool, activation: str) -> dict:
     """hopper_coop_kernel's: `constexprs` and hopper_pingpong.dense_constexprs (BN, SPLIT_K)."""
     return {**constexprs(plan, has_bias=has_bias, activation=activation),
             **hp.dense_constexprs(plan, has_bias=has_bias, activation=activation)}
@@ -256,15 +216,15 @@ def _halves(v, ROWS: gl.constexpr, COLS: gl.constexpr):
 
 
 @gluon.jit
-def _coop_mma_partition(CONSUMER: gl.constexpr, y_desc, bias_ptr, a_ring, b_ring, c_smem, full, empty,
-                        M, N, K, STAGES: gl.constexpr, GROUP_SIZE_M: gl.constexpr, HAS_BIAS: gl.constexpr,
-                        ACTIVATION: gl.constexpr, B=1, stride_bb=0, BATCHED: gl.constexpr = False,
-                        SPLIT_K: gl.constexpr = False):
+def coop_mma_partition(CONSUMER: gl.constexpr, y_desc, bias_ptr, a_ring, b_ring, c_smem, full, empty,
+                       M, N, K, STAGES: gl.constexpr, GROUP_SIZE_M: gl.constexpr, HAS_BIAS: gl.constexpr,
+                       ACTIVATION: gl.constexpr, B=1, stride_bb=0, BATCHED: gl.constexpr = False,
+                       SPLIT_K: gl.constexpr = False):
     """1 warpgroup: rows CONSUMER * BM/2 ... of every tile of this CTA: mainloop, then the epilogue.
     BATCHED (hopper_pingpong_batched.py): work ids over B x tiles, bias row b (bias_ptr + b * stride_bb)
     and 3-D TMA stores [b, m, n]; compiled away in the dense kernel.
     SPLIT_K (dense only, B = the number of splits): work ids over splits x tiles, one K range each, the fp32
-    partial tile stored in its split's workspace slab (hopper_pingpong `_split_steps`, `_out_row`)."""
+    partial tile stored in its split's workspace slab (hopper_parts `split_steps`, `out_row`)."""
     BM: gl.constexpr = a_ring.shape[1]
     BN: gl.constexpr = b_ring.shape[1]
     BM_C: gl.constexpr = c_smem.shape[0]
@@ -274,7 +234,7 @@ def _coop_mma_partition(CONSUMER: gl.constexpr, y_desc, bias_ptr, a_ring, b_ring
     acc_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
                                                          instr_shape=[16, BN, 16])
     BY_ENTRY: gl.constexpr = BATCHED or SPLIT_K
-    num_pid_m, num_pid_n, num_work, k_steps = hp._work_space(M, N, K, BM, BN, a_ring.shape[2], B, BATCHED, SPLIT_K)
+    num_pid_m, num_pid_n, num_work, k_steps = work_space(M, N, K, BM, BN, a_ring.shape[2], B, BATCHED, SPLIT_K)
     idx = 0
     phase = 0
     for work_id in range(gl.program_id(0), num_work, gl.num_programs(0)):
@@ -285,35 +245,35 @@ def _coop_mma_partition(CONSUMER: gl.constexpr, y_desc, bias_ptr, a_ring, b_ring
             acc = warpgroup_mma(a, b_ring.index(idx).permute((1, 0)), acc, is_async=True)
             # One wgmma group in flight: the previous step's has finished reading its slot.
             warpgroup_mma_wait(1, deps=(acc,))
-            mbarrier.arrive(empty.index(hp._ring_prev(idx, STAGES)), pred=kk > 0)
-            idx, phase = hp._ring_next(idx, phase, STAGES)
+            mbarrier.arrive(empty.index(ring_prev(idx, STAGES)), pred=kk > 0)
+            idx, phase = ring_next(idx, phase, STAGES)
         acc = warpgroup_mma_wait(0, deps=(acc,))
-        mbarrier.arrive(empty.index(hp._ring_prev(idx, STAGES)))  # the tile's last slot
+        mbarrier.arrive(empty.index(ring_prev(idx, STAGES)))  # the tile's last slot
         # Epilogue (the load warp is already filling the ring with the next tile). The tile's
         # coordinates are computed here, not live across the mainloop.
-        b, pid_m, pid_n = hp._work_tile(work_id, num_work, num_pid_m, num_pid_n, GROUP_SIZE_M, BY_ENTRY)
+        b, pid_m, pid_n = work_tile(work_id, num_work, num_pid_m, num_pid_n, GROUP_SIZE_M, BY_ENTRY)
         offs_n = pid_n * BN + gl.arange(0, BN, layout=gl.SliceLayout(0, acc_layout))
         if BATCHED:
             bias_row = bias_ptr + b.to(gl.int64) * stride_bb
         else:
             bias_row = bias_ptr
         out = bias_activation(acc, bias_row, offs_n, N, HAS_BIAS, ACTIVATION).to(y_desc.dtype)
-        row = hp._out_row(b, pid_m, num_pid_m, BM, SPLIT_K) + CONSUMER * BM_C
+        row = out_row(b, pid_m, num_pid_m, BM, SPLIT_K) + CONSUMER * BM_C
         col = pid_n * BN
         if EPI_SPLIT == 1:
-            hp.store_subtile(y_desc, c_smem, out, b, row, col, BATCHED)
+            store_subtile(y_desc, c_smem, out, b, row, col, BATCHED)
         elif EPI_SPLIT == 2:
             lo, hi = _halves(out, BM_C, BN)
-            hp.store_subtile(y_desc, c_smem, lo, b, row, col, BATCHED)
-            hp.store_subtile(y_desc, c_smem, hi, b, row, col + EPI_N, BATCHED)
+            store_subtile(y_desc, c_smem, lo, b, row, col, BATCHED)
+            store_subtile(y_desc, c_smem, hi, b, row, col + EPI_N, BATCHED)
         else:
             lo, hi = _halves(out, BM_C, BN)
             q0, q1 = _halves(lo, BM_C, BN // 2)
-            hp.store_subtile(y_desc, c_smem, q0, b, row, col, BATCHED)
-            hp.store_subtile(y_desc, c_smem, q1, b, row, col + EPI_N, BATCHED)
+            store_subtile(y_desc, c_smem, q0, b, row, col, BATCHED)
+            store_subtile(y_desc, c_smem, q1, b, row, col + EPI_N, BATCHED)
             q2, q3 = _halves(hi, BM_C, BN // 2)
-            hp.store_subtile(y_desc, c_smem, q2, b, row, col + 2 * EPI_N, BATCHED)
-            hp.store_subtile(y_desc, c_smem, q3, b, row, col + 3 * EPI_N, BATCHED)
+            store_subtile(y_desc, c_smem, q2, b, row, col + 2 * EPI_N, BATCHED)
+            store_subtile(y_desc, c_smem, q3, b, row, col + 3 * EPI_N, BATCHED)
     tma.store_wait(0)
 
 
@@ -321,25 +281,24 @@ def _coop_mma_partition(CONSUMER: gl.constexpr, y_desc, bias_ptr, a_ring, b_ring
 def _coop_split_mma_partition(CONSUMER: gl.constexpr, y_desc, bias_ptr, a_ring, b_ring, t_ring, c_smem, full, empty,
                               M, N, K, STAGES: gl.constexpr, GROUP_SIZE_M: gl.constexpr, HAS_BIAS: gl.constexpr,
                               ACTIVATION: gl.constexpr, SPLITS=1, SPLIT_K: gl.constexpr = False):
-    """`_coop_mma_partition` for a split tile, BN = 3 * T columns (T = EPI_N: 96 -> 32, 192 -> 64): the
+    """`coop_mma_partition` for a split tile, BN = 3 * T columns (T = EPI_N: 96 -> 32, 192 -> 64): the
     ping-pong's split mainloop on this consumer's rows of the x box (two accumulators, 2T and T columns) and
-    its split epilogue (three T-wide sub-tiles): hopper_pingpong._split_mainloop / store_split. Dense only;
-    SPLIT_K as `_coop_mma_partition`'s."""
+    its split epilogue (three T-wide sub-tiles): hopper_parts.split_mainloop / store_split. Dense only;
+    SPLIT_K as `coop_mma_partition`'s."""
     BN: gl.constexpr = 3 * t_ring.shape[1]
     BM: gl.constexpr = a_ring.shape[1]
     BM_C: gl.constexpr = c_smem.shape[0]
-    num_pid_m, num_pid_n, num_work, k_steps = hp._work_space(M, N, K, BM, BN, a_ring.shape[2], SPLITS, False,
-                                                              SPLIT_K)
+    num_pid_m, num_pid_n, num_work, k_steps = work_space(M, N, K, BM, BN, a_ring.shape[2], SPLITS, False, SPLIT_K)
     idx = 0
     phase = 0
     for work_id in range(gl.program_id(0), num_work, gl.num_programs(0)):
-        acc, acc_t, idx, phase = hp._split_mainloop(a_ring, b_ring, t_ring, full, empty, idx, phase, k_steps,
-                                                    STAGES, CONSUMER * BM_C, BM_C)
+        acc, acc_t, idx, phase = split_mainloop(a_ring, b_ring, t_ring, full, empty, idx, phase, k_steps,
+                                                STAGES, CONSUMER * BM_C, BM_C)
         acc, acc_t = warpgroup_mma_wait(0, deps=(acc, acc_t))
-        mbarrier.arrive(empty.index(hp._ring_prev(idx, STAGES)))  # the tile's last slot
-        b, pid_m, pid_n = hp._work_tile(work_id, num_work, num_pid_m, num_pid_n, GROUP_SIZE_M, SPLIT_K)
-        hp.store_split(y_desc, c_smem, acc, acc_t, bias_ptr, hp._out_row(b, pid_m, num_pid_m, BM, SPLIT_K)
-                       + CONSUMER * BM_C, pid_n * BN, N, HAS_BIAS, ACTIVATION)
+        mbarrier.arrive(empty.index(ring_prev(idx, STAGES)))  # the tile's last slot
+        b, pid_m, pid_n = work_tile(work_id, num_work, num_pid_m, num_pid_n, GROUP_SIZE_M, SPLIT_K)
+        store_split(y_desc, c_smem, acc, acc_t, bias_ptr, out_row(b, pid_m, num_pid_m, BM, SPLIT_K)
+                    + CONSUMER * BM_C, pid_n * BN, N, HAS_BIAS, ACTIVATION)
     tma.store_wait(0)
 
 
@@ -377,18 +336,18 @@ def hopper_coop_kernel(x_desc, w_desc, y_desc, bias_ptr, M, N, K, SPLITS,
                                          STAGES, GROUP_SIZE_M, HAS_BIAS, ACTIVATION, SPLITS, SPLIT_K)),
             (_coop_split_mma_partition, (1, y_desc, bias_ptr, a_ring, b_ring, t_ring, c1, full, empty, M, N, K,
                                          STAGES, GROUP_SIZE_M, HAS_BIAS, ACTIVATION, SPLITS, SPLIT_K)),
-            (hp._load_partition, (x_desc, w_desc, a_ring, b_ring, full, empty, M, N, K, STAGES, GROUP_SIZE_M,
-                                  SPLITS, False, t_ring, SPLIT_K)),
+            (load_partition, (x_desc, w_desc, a_ring, b_ring, full, empty, M, N, K, STAGES, GROUP_SIZE_M,
+                              SPLITS, False, t_ring, SPLIT_K)),
         ], [4, 1], [MMA_REGS, LOAD_REGS])
     else:
         b_ring = gl.allocate_shared_memory(w_desc.dtype, [STAGES, BN, BK], w_desc.layout)
         gl.warp_specialize([
-            (_coop_mma_partition, (0, y_desc, bias_ptr, a_ring, b_ring, c0, full, empty, M, N, K,
-                                   STAGES, GROUP_SIZE_M, HAS_BIAS, ACTIVATION, SPLITS, 0, False, SPLIT_K)),
-            (_coop_mma_partition, (1, y_desc, bias_ptr, a_ring, b_ring, c1, full, empty, M, N, K,
-                                   STAGES, GROUP_SIZE_M, HAS_BIAS, ACTIVATION, SPLITS, 0, False, SPLIT_K)),
-            (hp._load_partition, (x_desc, w_desc, a_ring, b_ring, full, empty, M, N, K, STAGES, GROUP_SIZE_M,
-                                  SPLITS, False, None, SPLIT_K)),
+            (coop_mma_partition, (0, y_desc, bias_ptr, a_ring, b_ring, c0, full, empty, M, N, K,
+                                  STAGES, GROUP_SIZE_M, HAS_BIAS, ACTIVATION, SPLITS, 0, False, SPLIT_K)),
+            (coop_mma_partition, (1, y_desc, bias_ptr, a_ring, b_ring, c1, full, empty, M, N, K,
+                                  STAGES, GROUP_SIZE_M, HAS_BIAS, ACTIVATION, SPLITS, 0, False, SPLIT_K)),
+            (load_partition, (x_desc, w_desc, a_ring, b_ring, full, empty, M, N, K, STAGES, GROUP_SIZE_M,
+                              SPLITS, False, None, SPLIT_K)),
         ], [4, 1], [MMA_REGS, LOAD_REGS])
 
 

@@ -64,7 +64,7 @@ from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import mbarrier, warpgroup_mma, warpgroup_mma_wait
 
 from .hopper_fp8_plan import WS_BOX_FLOATS
-from .hopper_pingpong import _ring_next
+from .hopper_parts import ring_next
 
 WS_BOX = gl.constexpr(WS_BOX_FLOATS)  # (block) fp32 the w scale's TMA box copies into the head of its slot buffer
 
@@ -131,7 +131,7 @@ def _pingpong_mainloop(a_ring, b_ring, s_ring, w_ring, full, empty, idx, phase, 
             else:
                 acc1 = acc1 + p
         mbarrier.arrive(empty.index(slot))  # my chains and scale loads have read the slot (coop: one of 2)
-        idx, phase = _ring_next(idx, phase, STAGES)
+        idx, phase = ring_next(idx, phase, STAGES)
     return acc0, acc1, idx, phase
 
 
@@ -197,7 +197,7 @@ def _coop_mainloop(a_ring, b_ring, s_ring, w_ring, full, empty, idx, phase, k0, 
                                   w_ring.index(idx), j, pA, pB, acc, s_a, empty.index(idx), ROW0, SCALE, acc_layout,
                                   True)
     prev = idx
-    idx, phase = _ring_next(idx, phase, STAGES)
+    idx, phase = ring_next(idx, phase, STAGES)
     for kk in range(1, k_steps - 1, 2):
         mbarrier.wait(full.index(idx), phase)
         j = _w_pick(ws_row, k0 + kk, stride_wsk, BK, SCALE_BK)
@@ -205,14 +205,14 @@ def _coop_mainloop(a_ring, b_ring, s_ring, w_ring, full, empty, idx, phase, k0, 
                                       w_ring.index(idx), j, pB, pA, acc, s_a, empty.index(prev), ROW0, SCALE,
                                       acc_layout, False)
         prev = idx
-        idx, phase = _ring_next(idx, phase, STAGES)
+        idx, phase = ring_next(idx, phase, STAGES)
         mbarrier.wait(full.index(idx), phase)
         j = _w_pick(ws_row, k0 + kk + 1, stride_wsk, BK, SCALE_BK)
         acc, pA, pB, s_a = _coop_step(a_ring.index(idx), b_ring.index(idx).permute((1, 0)), s_ring.index(idx),
                                       w_ring.index(idx), j, pA, pB, acc, s_b, empty.index(prev), ROW0, SCALE,
                                       acc_layout, False)
         prev = idx
-        idx, phase = _ring_next(idx, phase, STAGES)
+        idx, phase = ring_next(idx, phase, STAGES)
     if k_steps % 2 == 0:  # the last step (odd) chains into pB
         mbarrier.wait(full.index(idx), phase)
         j = _w_pick(ws_row, k0 + k_steps - 1, stride_wsk, BK, SCALE_BK)
@@ -222,7 +222,7 @@ def _coop_mainloop(a_ring, b_ring, s_ring, w_ring, full, empty, idx, phase, k0, 
         pB = warpgroup_mma_wait(0, deps=(pB,))
         acc = _promote(acc, pB, s_b, SCALE)
         mbarrier.arrive(empty.index(idx))
-        idx, phase = _ring_next(idx, phase, STAGES)
+        idx, phase = ring_next(idx, phase, STAGES)
     else:
         pA = warpgroup_mma_wait(0, deps=(pA,))
         acc = _promote(acc, pA, s_a, SCALE)

@@ -1,10 +1,11 @@
 """The plan of the FP8 Gluon kernel (hopper_pingpong_fp8.py): everything its launch and static compiles derive
-from one config (`derive` -> Plan: tiles, layout, ring depth, output staging, registers, swizzles, scale mode),
+from one config (`derive` -> Fp8Plan: tiles, layout, ring depth, output staging, registers, swizzles, scale mode),
 the constexpr arguments (`constexprs`), and the coop layout's tail split (`tail_plan`, hopper_host.tail_split).
 Host code only; the kernel file re-exports these names (its API: `hopper_pingpong_fp8.derive`, ...).
 
-  config ──► derive ──► Plan ──► constexprs ──► hopper_pingpong_fp8_kernel[grid](...)
-  (M, N, K, SMs) + Plan ──► tail_plan ──► (tail tiles, splits): the launch's TAIL / SPLITS, workspace, reduce
+  config ──► derive ──► Fp8Plan ──► constexprs ──► hopper_pingpong_fp8_kernel[grid](...)
+               │ hopper_plan.py: check_config, budget (ring fit, staging, registers), swizzle
+  (M, N, K, SMs) + Fp8Plan ──► tail_plan ──► (tail tiles, splits): the launch's TAIL / SPLITS, workspace, reduce
 
 Constraints: those of hopper_pingpong_fp8.py (its docstring), checked here with a ValueError naming the config
 key: BLOCK_SIZE_M 64 / 128 (coop: 128 / 256), BLOCK_SIZE_N a power of two in [16, 256], BLOCK_SIZE_K 32 / 64 / 128
@@ -13,10 +14,9 @@ thread, at least 2 ring stages beside the output staging; num_warps 4 (pingpong)
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from . import hopper_host as hh
-from . import hopper_pingpong as hp
+from . import hopper_plan as hplan
+from .hopper_plan import Fp8Plan
 
 SLICE_M = 64  # rows of one wgmma chain (m64) and of the partial accumulator
 MAX_PROMOTE_K = 128  # fp8 products the tensor cores' adder may carry before an fp32 FADD
@@ -35,44 +35,11 @@ _LOAD_LANES = 32  # lanes of the load warp (the kernel's LOAD_THREADS): it copie
 W_SLOT_FLOATS = hh.TMA_SMEM_ALIGN // 4  # fp32
 WS_BOX_FLOATS = hh.TMA_ALIGN // 4
 _MAX_LIVE_ACC = 192  # acc + partial(s) fp32 registers per consumer thread (of 240: the rest for addresses)
-LAYOUTS = {hh.CONSUMER_WARPS: "pingpong", hp.COOP_WARPS: "coop"}  # num_warps (warps computing one output tile) -> layout
+LAYOUTS = {hh.CONSUMER_WARPS: "pingpong", hplan.COOP_WARPS: "coop"}  # num_warps (warps computing one output tile) -> layout
 CONFIG_KEYS = hh.CONFIG_KEYS
 
 
-@dataclass(frozen=True)
-class Plan:
-    BM: int
-    BN: int
-    BK: int
-    GROUP_SIZE_M: int
-    promote_k: int  # fp8 products per tensor-core chain before the fp32 FADD (= BK)
-    slices: int  # 64-row wgmma slices per consumer per tile (consumer_rows / 64)
-    stages: int  # depth of each ring (pingpong: two rings; coop: one)
-    stage_bytes: int  # one (a, b) ring slot
-    c_tiles: int  # output staging buffers: 2 (one per consumer) or 1 (shared, handed over by c_free);
-    #               each consumer_rows x BN (coop: a half each, 64 or 128 rows)
-    epilogue_bytes: int  # output staging, plus (coop rowcol) the staged scale vectors (`vector_bytes`)
-    smem_bytes: int  # upper bound on the kernel's shared memory
-    warps: int  # warps the CTA runs (partitions padded to warpgroups)
-    regs_at_entry: int
-    mma_regs: int  # per consumer thread after setmaxnreg
-    load_regs: int
-    acc_regs: int  # fp32 accumulator registers per consumer thread (consumer_rows * BN / 128)
-    partial_regs: int  # the 64 x BN partial accumulator(s): pingpong and coop 256 one, coop 128 two (one in flight):
-    #                    64 * BN / 128 each
-    swizzle_a: int
-    swizzle_b: int
-    swizzle_c: int
-    scale: str = "rowcol"  # "rowcol" (epilogue scales) | "block" (scaled promotion)
-    scale_bn: int = 1  # block: rows of w per w_scale row (SBN), a multiple of BN
-    scale_bk: int = 1  # block: K columns per scale column (SBK), a multiple of BK
-    scale_bytes: int = 0  # block: the scales of one ring slot (BM + W_SLOT_FLOATS fp32), part of stage_bytes
-    layout: str = "pingpong"  # "pingpong" (num_warps 4: a tile per consumer) | "coop" (8: one tile, two halves)
-    rings: int = 2  # pingpong: a ring (and a load warp) per consumer; coop: one, read by both consumers
-    consumer_rows: int = 128  # rows of the output one consumer computes per tile (pingpong: BM; coop: BM / 2)
-
-
-def derive(cfg: dict, target=None, out_bytes: int = 2, block_shape=None) -> Plan:
+def derive(cfg: dict, target=None, out_bytes: int = 2, block_shape=None) -> Fp8Plan:
     """Everything the kernel and its launch need, from one config. ValueError names the key that cannot work.
 
     Derivation (H200: 227 KiB shared memory per block, 64 K registers per SM; fp8 = 1 byte):
@@ -82,12 +49,12 @@ def derive(cfg: dict, target=None, out_bytes: int = 2, block_shape=None) -> Plan
                = 192; 64 x 256 would need 256: refused). Warps: 4 + 4 + 1 + 1, the two load warps
                share one padded warpgroup -> 12 warps, 384 threads, 168 registers at entry;
                setmaxnreg: load warpgroup 24, consumers (168 * 384 - 24 * 128) / 256 = 240
-               (hopper_pingpong.derive's numbers: the same split).
+               (hopper_plan.register_split: the ping-pong's numbers, the same split).
       ring     stage_bytes = (BM + BN) * BK (128 x 128 x 128: 32 KiB); two rings of `stages` each.
                Two output tiles (one per consumer) when 2 * num_stages stages fit beside them, else
                one shared tile and stages = min(num_stages, (smem - tile - slack) // (2 * stage_bytes)),
                at least 2. 128 x 128 x 128, bf16 out: 2 tiles -> 2 stages a ring; 1 tile -> 3.
-      swizzle  128 B rows (BK = 128 fp8): 128-byte swizzle for a and b; y as hopper_pingpong.
+      swizzle  128 B rows (BK = 128 fp8): 128-byte swizzle for a and b; y as the ping-pong (hopper_plan.swizzle).
       scales   block_shape None: rowcol. (SBN, SBK): block; BK | SBK (no chain straddles two scale
                blocks; BK < SBK promotes every step with the same scales) and BN | SBN (one w scale
                per tile per K block); each ring slot also holds the step's BM fp32 x scales and a
@@ -118,24 +85,21 @@ def derive(cfg: dict, target=None, out_bytes: int = 2, block_shape=None) -> Plan
         raise ValueError(f"config: key 'BLOCK_SIZE_M' = {bm} with num_warps 8 (the cooperative layout): "
                          f"it needs 128 (a 64-row half per consumer warpgroup) or 256 (a 128-row half)")
     rows = bm if layout == "pingpong" or bm is None else bm // 2  # output rows one consumer computes per tile
-    # The shared checks (hopper_pingpong.check_config) know num_warps 4 and the rows of one consumer (a missing
+    # The shared checks (hopper_plan.check_config) know num_warps 4 and the rows of one consumer (a missing
     # BLOCK_SIZE_M stays missing: its error names the key).
-    _, bn, bk = hp.check_config({**cfg, "num_warps": hh.CONSUMER_WARPS, **({} if bm is None else {"BLOCK_SIZE_M": rows})},
-                                "gluon fp8", "the gluon fp8 kernel", "(m64 slices)")
+    _, bn, bk = hplan.check_config({**cfg, "num_warps": hh.CONSUMER_WARPS,
+                                    **({} if bm is None else {"BLOCK_SIZE_M": rows})},
+                                   "gluon fp8", "the gluon fp8 kernel", "(m64 slices)")
     if bk not in (32, 64, 128):
         raise ValueError(f"config: key 'BLOCK_SIZE_K' = {bk}; the gluon fp8 backend needs 32, 64 or 128 "
                          f"(k32 wgmma, promotion at least every {MAX_PROMOTE_K} products)")
     rings = 2 if layout == "pingpong" else 1
-    threads = 32 * hh.CONSUMER_WARPS
     # coop 128: each consumer keeps one chain in flight while it promotes the other (two partials); pingpong and
     # coop 256 (128 rows a consumer): one partial, each chain waited, the other consumer's wgmma runs meanwhile
     partials = 2 if rows == SLICE_M and layout == "coop" else 1
-    acc_regs, partial_regs = rows * bn // threads, partials * SLICE_M * bn // threads
-    if acc_regs + partial_regs > _MAX_LIVE_ACC:
-        raise ValueError(f"config: BLOCK_SIZE_M x BLOCK_SIZE_N = {bm} x {bn} ({layout}) needs {acc_regs} + "
-                         f"{partial_regs} accumulator registers per thread (fp32 tile + partials); the gluon fp8 "
-                         f"backend allows {_MAX_LIVE_ACC}")
-    smem = target.shared_mem_bytes if target is not None else 232448
+    acc_regs, partial_regs = hplan.acc_regs(rows, bn), partials * hplan.acc_regs(SLICE_M, bn)
+    hplan.check_acc_regs(acc_regs + partial_regs, bm, bn, "gluon fp8", limit=_MAX_LIVE_ACC,
+                         count=f"{acc_regs} + {partial_regs}", note=f" ({layout})", why=" (fp32 tile + partials)")
     scale, sbn, sbk, scale_bytes = "rowcol", 1, 1, 0
     if block_shape is not None:
         sbn, sbk = block_shape
@@ -146,30 +110,18 @@ def derive(cfg: dict, target=None, out_bytes: int = 2, block_shape=None) -> Plan
             raise ValueError(f"config: key 'BLOCK_SIZE_N' = {bn} does not divide the scale block's N = {sbn} "
                              "(a tile's w scale would not be one scalar per K block)")
         scale, scale_bytes = "block", 4 * (bm + W_SLOT_FLOATS)
-    stage_bytes = (bm + bn) * bk + scale_bytes
     buf_bytes = rows * bn * out_bytes  # one consumer's output staging buffer
-    ring_slots = rings * stage_bytes  # one slot in each ring
-    if layout == "coop":  # a half each: two buffers (one tile's bytes), or one shared where two leave < 2 stages
-        c_tiles = 2 if (smem - 2 * buf_bytes - vector_bytes(layout, scale, bm, bn) - hp._BARRIER_SLACK
-                        ) // ring_slots >= 2 else 1
-    else:
-        c_tiles = 2 if (smem - 2 * buf_bytes - hp._BARRIER_SLACK) // ring_slots >= cfg["num_stages"] else 1
-    epilogue_bytes = c_tiles * buf_bytes + vector_bytes(layout, scale, bm, bn)
-    fit = (smem - epilogue_bytes - hp._BARRIER_SLACK) // ring_slots
-    stages = min(cfg["num_stages"], fit)
-    if stages < 2:
-        raise ValueError(f"config: {bm} x {bn} x {bk} leaves room for {fit} stage(s) per ring beside the "
-                         f"{epilogue_bytes}-byte output staging ({out_bytes}-byte output); each ring needs 2")
-    warps = 2 * hh.CONSUMER_WARPS + 4 * -(-rings // 4)  # the load warps (one per ring) pad one warpgroup
-    regs_at_entry = hp._REG_FILE // (warps * 32) // 8 * 8
-    mma_regs = (regs_at_entry * warps * 32 - hp._LOAD_REGS * 128) // (2 * 128) // 8 * 8
-    return Plan(BM=bm, BN=bn, BK=bk, GROUP_SIZE_M=cfg["GROUP_SIZE_M"], promote_k=bk, slices=rows // SLICE_M,
-                stages=stages, stage_bytes=stage_bytes, c_tiles=c_tiles, epilogue_bytes=epilogue_bytes,
-                smem_bytes=rings * stages * stage_bytes + epilogue_bytes + hp._BARRIER_SLACK, warps=warps,
-                regs_at_entry=regs_at_entry, mma_regs=mma_regs, load_regs=hp._LOAD_REGS, acc_regs=acc_regs,
-                partial_regs=partial_regs, swizzle_a=hp._swizzle(bk), swizzle_b=hp._swizzle(bk),
-                swizzle_c=hp._swizzle(bn * out_bytes), scale=scale, scale_bn=sbn, scale_bk=sbk,
-                scale_bytes=scale_bytes, layout=layout, rings=rings, consumer_rows=rows)
+    vec = vector_bytes(layout, scale, bm, bn)
+    # coop: a half each: two buffers (one tile's bytes), or one shared where two leave < 2 stages;
+    # pingpong: two buffers where num_stages stages a ring fit beside them, else one shared
+    b = hplan.budget(target, (bm, bn, bk), stage_bytes=(bm + bn) * bk + scale_bytes, num_stages=cfg["num_stages"],
+                     staging=[(2, 2 * buf_bytes + vec), (1, buf_bytes + vec)], want=2 if layout == "coop" else None,
+                     rings=rings, load_warps=rings, out_bytes=out_bytes, each_ring=True)
+    return Fp8Plan(BM=bm, BN=bn, BK=bk, GROUP_SIZE_M=cfg["GROUP_SIZE_M"], **b.fields(), acc_regs=acc_regs,
+                   swizzle_a=hplan.swizzle(bk), swizzle_b=hplan.swizzle(bk), swizzle_c=hplan.swizzle(bn * out_bytes),
+                   promote_k=bk, slices=rows // SLICE_M, c_tiles=b.staging, partial_regs=partial_regs, scale=scale,
+                   scale_bn=sbn, scale_bk=sbk, scale_bytes=scale_bytes, layout=layout, rings=rings,
+                   consumer_rows=rows)
 
 
 def vector_bytes(layout: str, scale: str, bm: int, bn: int) -> int:
@@ -181,7 +133,7 @@ def vector_bytes(layout: str, scale: str, bm: int, bn: int) -> int:
     return VECTOR_BUFFERS * (bm + max(bn, _LOAD_LANES)) * 4
 
 
-def constexprs(plan: Plan, *, has_bias: bool, scale_tma: bool = False) -> dict:
+def constexprs(plan: Fp8Plan, *, has_bias: bool, scale_tma: bool = False) -> dict:
     """The kernel's constexpr arguments (one place for the launch and the static compile). scale_tma (block
     mode): the load warp copies the scales by TMA (the launch decides from the scale tensors: `scale_tma_ok`)."""
     return dict(STAGES=plan.stages, C_TILES=plan.c_tiles, GROUP_SIZE_M=plan.GROUP_SIZE_M, HAS_BIAS=has_bias,
@@ -190,7 +142,7 @@ def constexprs(plan: Plan, *, has_bias: bool, scale_tma: bool = False) -> dict:
                 LOAD_REGS=plan.load_regs)
 
 
-def tail_plan(plan: Plan, M: int, N: int, K: int, ctas: int, tail=None) -> tuple[int, int]:
+def tail_plan(plan: Fp8Plan, M: int, N: int, K: int, ctas: int, tail=None) -> tuple[int, int]:
     """(tail tiles, splits) of a launch (hopper_host.tail_split): coop layout only (a pingpong CTA runs two
     tiles at once, and its shared output staging is handed over tile by tile); `tail` None applies the rule
     (K >= MIN_TAIL_K), a false value never splits, a true one splits wherever tail_split can."""

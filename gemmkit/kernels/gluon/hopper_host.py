@@ -40,7 +40,7 @@ from ..triton import dense
 CONFIG_KEYS = ("BLOCK_SIZE_M", "BLOCK_SIZE_N", "BLOCK_SIZE_K", "GROUP_SIZE_M", "num_warps", "num_stages")
 IGNORED_KEYS = ("backend", "persistent", "tma", "NUM_KSPLIT", "swap_ab")
 # (NUM_KSPLIT and swap_ab are read by the kernels that take them: split-K by the dense kernels, swap_ab by the
-# ping-pong; `hopper_pingpong.check_config` refuses them elsewhere.)
+# ping-pong; `hopper_plan.check_config` refuses them elsewhere.)
 # Warps of one consumer warpgroup (wgmma is issued by 4 consecutive warps): a config's num_warps for the
 # ping-pong, and every warp-specialized launch's num_warps (the default partition, consumer 0).
 CONSUMER_WARPS = 4
@@ -126,7 +126,7 @@ def staged_dtype(cfg: dict, out_dtype: str) -> str:
 
 def split_count(K: int, BK: int, split_k: int) -> int:
     """The splits a split-K launch runs for NUM_KSPLIT = split_k: ranges of q = cdiv(cdiv(K, BK), split_k)
-    K steps (hopper_pingpong `_split_steps`), as many as start below K: cdiv(cdiv(K, BK), q) (K steps 112, NUM_KSPLIT 3:
+    K steps (hopper_parts `split_steps`), as many as start below K: cdiv(cdiv(K, BK), q) (K steps 112, NUM_KSPLIT 3:
     3 x 38; K steps 5, NUM_KSPLIT 4: 3 x 2)."""
     k_steps = -(-K // BK)
     return -(-k_steps // -(-k_steps // split_k))

@@ -73,9 +73,9 @@ never two phases behind the consumer that waits on it.
 Split tiles (BLOCK_SIZE_N 192 or 96 = 3 T; 64 x 192, 64 x 96 and 128 x 96 fit the accumulator budget; shared
 with hopper_coop.py, whose docstring
 draws them): register and shared-memory tensors and TMA boxes are powers of two, so the consumer keeps two
-accumulators (BM x 2T and BM x T, `_split_mainloop`: two wgmma per K step), the loader puts three T-row w
+accumulators (BM x 2T and BM x T, hopper_parts.py `split_mainloop`: two wgmma per K step), the loader puts three T-row w
 boxes per stage into b[s] (2T rows) and t[s] (T rows), and the epilogue stores three BM x T sub-tiles through
-a BM x T staging tile per consumer (`store_split`; always two staging tiles). 64 x 192 fits the 132 SMs
+a BM x T staging tile per consumer (hopper_parts.py `store_split`; always two staging tiles). 64 x 192 fits the 132 SMs
 where 128 x 128 does not (Llama-3-8B qkv at M = 256: 128 tiles against 96). Dense kernel only.
 
 Split-K (NUM_KSPLIT > 1; dense kernels only, this one and hopper_coop.py; `hopper_host.launch_dense`): the
@@ -111,9 +111,12 @@ NUM_KSPLIT is an upper bound: `hopper_host.fit_split_k` keeps splits x tiles wit
 item a CTA) and runs no split where the tiles alone fill them, so a bucket tuned at one M does not go to two waves at a
 larger M of the same bucket.
 
-Register split (setmaxnreg): see `derive`. Epilogue math is the Triton tier's
+Register split (setmaxnreg): see `derive` and hopper_plan.py `register_split`. Epilogue math is the Triton tier's
 (`bias_activation` in kernels/triton/_epilogue.py, a @triton.jit function that a
 @gluon.jit kernel can call in Triton 3.6), and so is the tile order.
+
+The load warp (`load_partition`), the ring counters, the tile order and the split tile's mainloop and stores are
+hopper_parts.py's (shared with hopper_coop.py and the batched kernels); the plan arithmetic is hopper_plan.py's.
 
 The partitions serve both kernels: `BATCHED` is a constexpr, so the dense kernel compiles
 to the same SASS as before batching existed (compared byte for byte on sm_90, Triton 3.6).
@@ -143,17 +146,18 @@ Constraints:
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import (
     fence_async_shared, mbarrier, tma, warpgroup_mma, warpgroup_mma_init, warpgroup_mma_wait)
 
-from ...configs import SPLIT_N, split_tail  # noqa: F401  (split_tail: hopper_coop.py reads it here too)
 from ..triton._epilogue import ACTIVATIONS, bias_activation
-from ..triton._schedule import batched_tile_coords, tile_coords
 from . import hopper_host as hh
+from . import hopper_plan as hplan
+# is_coop: the plan builder's (hopper_plan.py); the op, the tuner and the tests read it here
+from .hopper_plan import PingPongPlan, check_config, is_coop  # noqa: F401
+from .hopper_parts import (load_partition, out_row, ring_next, ring_prev, split_mainloop, store_split, work_space,
+                           work_tile)
 
 KERNEL_NAME = "hopper_pingpong_kernel"
 
@@ -171,95 +175,12 @@ PROMISES = (
     {"promise": "TMA store (UTMASTG) of the output tile", "check": "counts['UTMASTG'] > 0"},
 )
 
-# ----------------------------------------------------------------------------- the plan (one place)
+# ----------------------------------------------------------------------------- the plan (hopper_plan.py builds it)
 
-_REG_FILE = 65536  # 32-bit registers per SM
-_LOAD_WARPS = 1
-_LOAD_REGS = 24  # registers per thread of the load warpgroup (the minimum): scalars and descriptors only
-_BARRIER_SLACK = 1024  # mbarriers (8 B each) and alignment; compiled kernels use ~250 B
-_MAX_ACC_REGS = 128  # fp32 accumulator registers per consumer thread that leave room for the epilogue
-COOP_WARPS = 2 * hh.CONSUMER_WARPS  # a "backend": "gluon" config's num_warps: 4 = a warpgroup per tile (this
-# kernel), 8 = two warpgroups on one tile (the cooperative layout: hopper_coop.py, hopper_pingpong_fp8.py)
-
-
-def is_coop(cfg: dict) -> bool:
-    """Whether a "backend": "gluon" config asks for the cooperative layout (num_warps 8): the rule of
-    gemm_a16w16's dispatch, the tuner (prune, pick_candidates, the batched space), the isa cases and
-    the batched op (hopper_pingpong_batched.kernel_plan); the fp8 kernel's LAYOUTS use the same numbers."""
-    return cfg.get("num_warps") == COOP_WARPS
-
-
-@dataclass(frozen=True)
-class Plan:
-    BM: int
-    BN: int
-    BK: int
-    GROUP_SIZE_M: int
-    stages: int  # ring depth actually used
-    stage_bytes: int  # one (a, b) ring slot
-    c_tiles: int  # output staging tiles: 2 (one per consumer) or 1 (shared, handed over by c_free)
-    epilogue_bytes: int  # c_tiles * BM * BN * out_bytes
-    smem_bytes: int  # upper bound on the kernel's shared memory
-    warps: int  # warps the CTA runs (partitions padded to warpgroups)
-    regs_at_entry: int  # per thread, the kernel's .maxnreg
-    mma_regs: int  # per consumer thread after setmaxnreg
-    load_regs: int  # per load-warpgroup thread after setmaxnreg
-    acc_regs: int  # fp32 accumulator registers per consumer thread
-    swizzle_a: int  # NVMMA shared-layout swizzle bytes of the a / b ring slots and the y staging tile
-    swizzle_b: int
-    swizzle_c: int
-    BN_TAIL: int = 0  # a split tile (BN 96 / 192 = 3 T, see `split_tail`): T; 0 for a power-of-two BN
-    w_box: int = 0  # rows of the w TMA box: BN, or T for a split tile
-    split_k: int = 1  # NUM_KSPLIT: K split into this many ranges, fp32 partial tiles, then a fixed-order reduce
-    swap: bool = False  # swap_ab: BM x BN is y's BN x BM tile transposed (BM weight rows, BN tokens; "Swap-AB")
-
-
-def _swizzle(inner_bytes: int) -> int:
-    """NVMMASharedLayout.get_default_for's choice for a tile whose contiguous row is inner_bytes."""
-    for sw in (128, 64, 32):
-        if inner_bytes >= sw and inner_bytes % sw == 0:
-            return sw
-    return 0
-
-
-def _pow2(v) -> bool:
-    return isinstance(v, int) and v > 0 and v & (v - 1) == 0
-
-
-def check_config(cfg: dict, backend: str, kernel: str, bm_why: str, split_ok: bool = False,
-                 split_k_ok: bool = False, swap_ok: bool = False):
-    """The checks every Hopper Gluon kernel's `derive` makes of a config (this one's and
-    hopper_pingpong_fp8's): every hh.CONFIG_KEYS key present, no other key but the ignored ones, no
-    split-K (unless `split_k_ok`: the dense bf16 kernels), no swap_ab (unless `swap_ok`: this kernel, whose
-    `derive` passes the kernel's tile, already transposed), BLOCK_SIZE_M 64 or 128, BLOCK_SIZE_N a power of
-    two in [16, 256] (or, `split_ok`, a split tile), num_warps 4 (one consumer warpgroup), GROUP_SIZE_M >= 1. Returns (BM, BN, BK); BLOCK_SIZE_K
-    is each kernel's own."""
-    for key in hh.CONFIG_KEYS:
-        if key not in cfg:
-            raise ValueError(f"config: missing key {key!r} for the {backend} backend")
-    unknown = set(cfg) - set(hh.CONFIG_KEYS) - set(hh.IGNORED_KEYS)
-    if unknown:
-        raise ValueError(f"config: keys {sorted(unknown)} do not apply to {kernel}")
-    if cfg.get("NUM_KSPLIT", 1) != 1 and not split_k_ok:
-        raise ValueError(f"config: key 'NUM_KSPLIT' = {cfg['NUM_KSPLIT']}; {kernel} needs 1")
-    if cfg.get("swap_ab") and not swap_ok:
-        raise ValueError(f"config: key 'swap_ab' = true; {kernel} has no transposed tile (the ping-pong has)")
-    bm, bn, bk = cfg["BLOCK_SIZE_M"], cfg["BLOCK_SIZE_N"], cfg["BLOCK_SIZE_K"]
-    if bm not in (64, 128):
-        raise ValueError(f"config: key 'BLOCK_SIZE_M' = {bm}; the {backend} backend needs 64 or 128 {bm_why}")
-    if not ((_pow2(bn) and 16 <= bn <= 256) or (split_ok and bn in SPLIT_N)):
-        raise ValueError(f"config: key 'BLOCK_SIZE_N' = {bn}; expected a power of two in [16, 256]"
-                         + (f" (or a split tile {SPLIT_N})" if split_ok else ""))
-    if cfg["num_warps"] != hh.CONSUMER_WARPS:
-        raise ValueError(f"config: key 'num_warps' = {cfg['num_warps']}; the {backend} backend needs 4 "
-                         "(warps per consumer warpgroup)")
-    if not (isinstance(cfg["GROUP_SIZE_M"], int) and cfg["GROUP_SIZE_M"] >= 1):
-        raise ValueError(f"config: key 'GROUP_SIZE_M' = {cfg['GROUP_SIZE_M']!r}; expected an integer >= 1")
-    return bm, bn, bk
-
-
-def derive(cfg: dict, target=None, in_bytes: int = 2, out_bytes: int = 2) -> Plan:
+def derive(cfg: dict, target=None, in_bytes: int = 2, out_bytes: int = 2) -> PingPongPlan:
     """Everything the kernel and its launch need, from one config. ValueError names the key that cannot work.
+    The ring fit, registers and swizzles are hopper_plan.py's (`budget`, `register_split`, `swizzle`); what is
+    this kernel's:
 
     Derivation (H200 numbers: 227 KiB of shared memory per block, 64 K registers per SM):
       tile     BM x BN per consumer; one warpgroup issues wgmma m64nBNk16, BM / 64 of them per
@@ -270,15 +191,11 @@ def derive(cfg: dict, target=None, in_bytes: int = 2, out_bytes: int = 2) -> Pla
                consumer) when num_stages stages fit beside them, else one shared tile and
                stages = min(num_stages, (smem - tile - slack) // stage_bytes), at least 2.
                128 x 128 x 64 bf16 out: num_stages <= 5 -> 2 tiles; 6 -> 1 tile, 6 stages.
-               fp32 out: 3 stages beside 2 tiles, 4 beside 1.
-      warps    4 (consumer 0, the default partition) + 4 (consumer 1) + 1 (load), each
-               partition padded to a warpgroup for register allocation: 12 warps, 384 threads.
-      regs     at entry: 65536 / 384 = 170 -> 168 (multiple of 8) per thread, the kernel's cap;
-               setmaxnreg then gives the load warpgroup 24 (the minimum; its code needs < 24) and
-               each consumer (168 * 384 - 24 * 128) / 256 = 240. (CUTLASS's ping-pong uses 40 / 232;
-               with 232 the default partition spilled 4 bytes under a gelu epilogue, with 240 none.)
-      swizzle  the largest of 128/64/32 bytes dividing a tile row (BK * 2 = 128 B: 128-byte
-               swizzle, conflict-free for TMA writes and wgmma reads).
+               fp32 out: 3 stages beside 2 tiles, 4 beside 1. A split tile stages one BM x T sub-tile
+               per consumer, always two of them.
+      warps    4 + 4 + 1 (load) padded to 12; regs 168 at entry, setmaxnreg 240 per consumer, 24 for
+               the load warpgroup (`hopper_plan.register_split`).
+      swizzle  a / b: BK * in_bytes rows; y: the staging tile's row (BM for the transposed tile).
     """
     swap = bool(cfg.get("swap_ab"))
     if swap:  # the config names y's tile (tokens x weight rows); the kernel's is its transpose ("Swap-AB")
@@ -289,47 +206,31 @@ def derive(cfg: dict, target=None, in_bytes: int = 2, out_bytes: int = 2) -> Pla
         if rows not in (64, 128):
             raise ValueError(f"config: key 'BLOCK_SIZE_N' = {rows} with 'swap_ab'; the weight rows are the wgmma's "
                              "M: 64 or 128")
-        if not (_pow2(tokens) and 16 <= tokens <= 256):
+        if not (hplan.pow2(tokens) and 16 <= tokens <= 256):
             raise ValueError(f"config: key 'BLOCK_SIZE_M' = {tokens} with 'swap_ab'; the tokens are the wgmma's N: "
                              "a power of two in [16, 256]")
-        if tokens * rows // (32 * hh.CONSUMER_WARPS) > _MAX_ACC_REGS:
-            raise ValueError(f"config: BLOCK_SIZE_M x BLOCK_SIZE_N = {tokens} x {rows} with 'swap_ab' needs "
-                             f"{tokens * rows // (32 * hh.CONSUMER_WARPS)} accumulator registers per thread; the "
-                             f"gluon backend allows {_MAX_ACC_REGS}")
+        hplan.check_acc_regs(hplan.acc_regs(tokens, rows), tokens, rows, "gluon", note=" with 'swap_ab'")
         cfg = {**cfg, "BLOCK_SIZE_M": rows, "BLOCK_SIZE_N": tokens}  # the kernel's tile from here on
     bm, bn, bk = check_config(cfg, "gluon", "the gluon ping-pong kernel", "(wgmma rows)", split_ok=not swap,
                               split_k_ok=True, swap_ok=True)
     out_bytes = hh.split_k_out_bytes(cfg, out_bytes)
-    if not (_pow2(bk) and 16 <= bk <= 128):
-        raise ValueError(f"config: key 'BLOCK_SIZE_K' = {bk}; expected a power of two in [16, 128]")
-    acc_regs = bm * bn // (32 * hh.CONSUMER_WARPS)
-    if acc_regs > _MAX_ACC_REGS:
-        raise ValueError(f"config: BLOCK_SIZE_M x BLOCK_SIZE_N = {bm} x {bn} needs {acc_regs} accumulator "
-                         f"registers per thread; the gluon backend allows {_MAX_ACC_REGS}")
-    smem = target.shared_mem_bytes if target is not None else 232448
-    stage_bytes = (bm + bn) * bk * in_bytes
-    tail = split_tail(bn)
+    hplan.check_block_k(bk)
+    acc_regs = hplan.acc_regs(bm, bn)
+    hplan.check_acc_regs(acc_regs, bm, bn, "gluon")
+    tail = hplan.split_tail(bn)
     tile_bytes = bm * (tail or bn) * out_bytes  # a split tile stages one BM x T sub-tile at a time
-    c_tiles = 2 if tail or (smem - 2 * tile_bytes - _BARRIER_SLACK) // stage_bytes >= cfg["num_stages"] else 1
-    epilogue_bytes = c_tiles * tile_bytes
-    fit = (smem - epilogue_bytes - _BARRIER_SLACK) // stage_bytes
-    stages = min(cfg["num_stages"], fit)
-    if stages < 2:
-        raise ValueError(f"config: {bm} x {bn} x {bk} leaves room for {fit} ring stage(s) beside the "
-                         f"{epilogue_bytes}-byte output tile ({out_bytes}-byte output); the ring needs 2")
-    warps = 2 * hh.CONSUMER_WARPS + 4 * -(-_LOAD_WARPS // 4)
-    regs_at_entry = _REG_FILE // (warps * 32) // 8 * 8
-    mma_regs = (regs_at_entry * warps * 32 - _LOAD_REGS * 128) // (2 * 128) // 8 * 8
-    return Plan(BM=bm, BN=bn, BK=bk, GROUP_SIZE_M=cfg["GROUP_SIZE_M"], stages=stages, stage_bytes=stage_bytes,
-                c_tiles=c_tiles, epilogue_bytes=epilogue_bytes,
-                smem_bytes=stages * stage_bytes + epilogue_bytes + _BARRIER_SLACK,
-                warps=warps, regs_at_entry=regs_at_entry, mma_regs=mma_regs, load_regs=_LOAD_REGS,
-                acc_regs=acc_regs, swizzle_a=_swizzle(bk * in_bytes), swizzle_b=_swizzle(bk * in_bytes),
-                swizzle_c=_swizzle((bm if swap else tail or bn) * out_bytes), BN_TAIL=tail, w_box=tail or bn,
-                split_k=cfg.get("NUM_KSPLIT", 1), swap=swap)
+    # c_tiles: two staging tiles (one per consumer) if num_stages fit beside them (a split tile: always), else one
+    staging = [(2, 2 * tile_bytes)] if tail else [(2, 2 * tile_bytes), (1, tile_bytes)]
+    b = hplan.budget(target, (bm, bn, bk), stage_bytes=(bm + bn) * bk * in_bytes, num_stages=cfg["num_stages"],
+                     staging=staging, out_bytes=out_bytes, staging_name="output tile")
+    return PingPongPlan(BM=bm, BN=bn, BK=bk, GROUP_SIZE_M=cfg["GROUP_SIZE_M"], **b.fields(), c_tiles=b.staging,
+                        acc_regs=acc_regs, swizzle_a=hplan.swizzle(bk * in_bytes),
+                        swizzle_b=hplan.swizzle(bk * in_bytes),
+                        swizzle_c=hplan.swizzle((bm if swap else tail or bn) * out_bytes), BN_TAIL=tail,
+                        w_box=tail or bn, split_k=cfg.get("NUM_KSPLIT", 1), swap=swap)
 
 
-def constexprs(plan: Plan, *, has_bias: bool, activation: str) -> dict:
+def constexprs(plan: PingPongPlan, *, has_bias: bool, activation: str) -> dict:
     """The kernel's constexpr arguments (one place for the launch and the static compile)."""
     if activation not in ACTIVATIONS:
         raise ValueError(f"activation: expected one of {ACTIVATIONS}, got {activation!r}")
@@ -347,13 +248,13 @@ def dense_constexprs(plan, *, has_bias: bool, activation: str) -> dict:
             "ACTIVATION": "none" if split else activation}
 
 
-def kernel_constexprs(plan: Plan, *, has_bias: bool, activation: str) -> dict:
+def kernel_constexprs(plan: PingPongPlan, *, has_bias: bool, activation: str) -> dict:
     """hopper_pingpong_kernel's: `constexprs`, `dense_constexprs` and SWAP (the transposed tile)."""
     return {**constexprs(plan, has_bias=has_bias, activation=activation),
             **dense_constexprs(plan, has_bias=has_bias, activation=activation), "SWAP": plan.swap}
 
 
-def y_box(plan: Plan) -> tuple:
+def y_box(plan: PingPongPlan) -> tuple:
     """The y TMA box = a consumer's staging tile: the whole BM x BN tile, BM x T for a split tile, or (swap) the
     tile transposed, BN tokens x BM weight rows."""
     if plan.swap:
@@ -361,205 +262,21 @@ def y_box(plan: Plan) -> tuple:
     return (plan.BM, plan.BN_TAIL or plan.BN)
 
 
-# ----------------------------------------------------------------------------- device code
+# ----------------------------------------------------------------------------- device code (+ hopper_parts.py)
 
 @gluon.jit
-def _ring_next(idx, phase, STAGES: gl.constexpr):
-    """Advance a (slot, phase) counter of the ring by one step."""
-    idx += 1
-    wrap = idx == STAGES
-    return gl.where(wrap, 0, idx), gl.where(wrap, phase ^ 1, phase)
-
-
-@gluon.jit
-def _ring_prev(idx, STAGES: gl.constexpr):
-    """The slot one step before `idx`. Computed, not remembered: a Python name that aliases a loop
-    variable at loop entry (`prev = idx`) is not loop-carried in Triton 3.6's frontend (its dry run
-    compares values by identity), and such a `prev` silently stays the tile's first slot."""
-    return gl.where(idx == 0, STAGES - 1, idx - 1)
-
-
-@gluon.jit
-def _num_work(num_pid_m, num_pid_n, B, BY_ENTRY: gl.constexpr):
-    """Work ids of a launch: tiles, or B x tiles (BY_ENTRY: batch entries, or K splits with B = SPLITS)."""
-    if BY_ENTRY:
-        return B * num_pid_m * num_pid_n
-    else:
-        return num_pid_m * num_pid_n
-
-
-@gluon.jit
-def _split_steps(K, BK: gl.constexpr, SPLITS, SPLIT_K: gl.constexpr):
-    """K steps per work item: all of K, or (SPLIT_K) one of SPLITS equal ranges of cdiv(cdiv(K, BK), SPLITS)
-    steps. Equal, so a consumer's ring position stays (local item) x (steps); the last range may run past
-    K, where TMA zero-fills the boxes (adding zeros). The host makes every range start below K
-    (`hopper_host.split_count`)."""
-    k_steps = gl.cdiv(K, BK)
-    if SPLIT_K:
-        k_steps = gl.cdiv(k_steps, SPLITS)
-    return k_steps
-
-
-@gluon.jit
-def _work_space(M, N, K, BM: gl.constexpr, BN: gl.constexpr, BK: gl.constexpr, B, BATCHED: gl.constexpr,
-                SPLIT_K: gl.constexpr):
-    """What every partition of a launch iterates over, in one place: (num_pid_m, num_pid_n, num_work, k_steps)
-    with work ids over tiles, or over B x tiles when B counts batch entries (BATCHED) or K splits (SPLIT_K),
-    and the K steps of one work item (`_split_steps`). The load and consumer partitions of this kernel,
-    hopper_coop's and the batched kernels' call it, so their loops agree by construction."""
-    num_pid_m = gl.cdiv(M, BM)
-    num_pid_n = gl.cdiv(N, BN)
-    num_work = _num_work(num_pid_m, num_pid_n, B, BATCHED or SPLIT_K)
-    k_steps = _split_steps(K, BK, B, SPLIT_K)
-    return num_pid_m, num_pid_n, num_work, k_steps
-
-
-@gluon.jit
-def _out_row(b, pid_m, num_pid_m, BM: gl.constexpr, SPLIT_K: gl.constexpr):
-    """A tile's first output row: pid_m * BM, or (SPLIT_K) that row in split b's slab of the fp32 workspace.
-    The slabs are num_pid_m * BM rows (whole tiles): a tile's rows past M stay inside its own slab, which
-    TMA's clipping at the workspace's last row alone would not ensure."""
-    if SPLIT_K:
-        return (b * num_pid_m + pid_m) * BM
-    else:
-        return pid_m * BM
-
-
-@gluon.jit
-def _work_tile(work_id, num_work, num_pid_m, num_pid_n, GROUP_SIZE_M: gl.constexpr, BATCHED: gl.constexpr):
-    """Work id -> (batch entry, pid_m, pid_n), the Triton tier's order (kernels/triton/_schedule.py): grouped
-    tiles (`tile_coords`), batch-major over B x tiles when BATCHED (`batched_tile_coords`); entry 0 if not."""
-    if BATCHED:
-        b, pid_m, pid_n = batched_tile_coords(work_id, num_work, num_pid_m, num_pid_n, GROUP_SIZE_M, 1)
-    else:
-        pid_m, pid_n = tile_coords(work_id, num_pid_m, num_pid_n, GROUP_SIZE_M, 1)
-        b = 0
-    return b, pid_m, pid_n
-
-
-@gluon.jit
-def _load_partition(x_desc, w_desc, a_ring, b_ring, full, empty, M, N, K,
-                    STAGES: gl.constexpr, GROUP_SIZE_M: gl.constexpr, B=1, BATCHED: gl.constexpr = False,
-                    t_ring=None, SPLIT_K: gl.constexpr = False):
-    """1 warp: for every K step of every tile of this CTA, wait for the slot, then TMA x and w into it.
-    BATCHED: 3-D descriptors (B, rows, K) with boxes [1, rows, BK], written through a 3-D view of the
-    2-D ring slot (same bytes, same swizzle: the consumers read the slot as before).
-    t_ring (a split tile, this kernel's or hopper_coop.py's, 2-D only): a tile of BN = 3 T columns keeps w rows
-    [0, 2T) in b_ring and [2T, 3T) in t_ring (shared-memory shapes are powers of two); the w box is T rows,
-    3 per step, and full[s] expects x's box + 3 w boxes.
-    SPLIT_K (dense only): B is the number of K splits; work id -> (split b, tile) as the batched order, and
-    split b loads K steps [b * k_steps, (b + 1) * k_steps) (`_split_steps`)."""
-    BM: gl.constexpr = a_ring.shape[1]
-    BK: gl.constexpr = a_ring.shape[2]
-    if t_ring is None:
-        BN: gl.constexpr = b_ring.shape[1]
-        W_BYTES: gl.constexpr = w_desc.block_type.nbytes
-    else:
-        T: gl.constexpr = t_ring.shape[1]
-        BN: gl.constexpr = 3 * T
-        W_BYTES: gl.constexpr = 3 * w_desc.block_type.nbytes
-    BY_ENTRY: gl.constexpr = BATCHED or SPLIT_K
-    num_pid_m, num_pid_n, num_work, k_steps = _work_space(M, N, K, BM, BN, BK, B, BATCHED, SPLIT_K)
-    idx = 0
-    phase = 0
-    for work_id in range(gl.program_id(0), num_work, gl.num_programs(0)):
-        b, pid_m, pid_n = _work_tile(work_id, num_work, num_pid_m, num_pid_n, GROUP_SIZE_M, BY_ENTRY)
-        if SPLIT_K:
-            k0 = b * k_steps
-        else:
-            k0 = 0
-        for kk in range(k0, k0 + k_steps):
-            mbarrier.wait(empty.index(idx), phase ^ 1)  # round 0 passes: fresh barrier
-            bar = full.index(idx)
-            mbarrier.expect(bar, x_desc.block_type.nbytes + W_BYTES)
-            if BATCHED:
-                tma.async_copy_global_to_shared(x_desc, [b, pid_m * BM, kk * BK], bar,
-                                                a_ring.index(idx).reshape([1, BM, BK]))
-                tma.async_copy_global_to_shared(w_desc, [b, pid_n * BN, kk * BK], bar,
-                                                b_ring.index(idx).reshape([1, BN, BK]))
-            elif t_ring is None:
-                tma.async_copy_global_to_shared(x_desc, [pid_m * BM, kk * BK], bar, a_ring.index(idx))
-                tma.async_copy_global_to_shared(w_desc, [pid_n * BN, kk * BK], bar, b_ring.index(idx))
-            else:
-                tma.async_copy_global_to_shared(x_desc, [pid_m * BM, kk * BK], bar, a_ring.index(idx))
-                tma.async_copy_global_to_shared(w_desc, [pid_n * BN, kk * BK], bar, b_ring.index(idx).slice(0, T))
-                tma.async_copy_global_to_shared(w_desc, [pid_n * BN + T, kk * BK], bar, b_ring.index(idx).slice(T, T))
-                tma.async_copy_global_to_shared(w_desc, [pid_n * BN + 2 * T, kk * BK], bar, t_ring.index(idx))
-            idx, phase = _ring_next(idx, phase, STAGES)
-
-
-@gluon.jit
-def _split_mainloop(a_ring, b_ring, t_ring, full, empty, idx, phase, k_steps, STAGES: gl.constexpr,
-                    A_ROW0: gl.constexpr, BM: gl.constexpr):
-    """A split tile's mainloop (this kernel's and hopper_coop.py's), from ring slot (idx, phase): per K step
-    two wgmma on rows [A_ROW0, A_ROW0 + BM) of the a slot (the ping-pong: all of it; a cooperative consumer:
-    its half), one with the 2T-row b slot, one with the T-row t slot (loaded by `_load_partition`'s t_ring
-    path). Returns the two accumulators, the last step's wgmma still in flight (the caller waits, then
-    releases that slot), and the ring position after the tile."""
-    T: gl.constexpr = t_ring.shape[1]
-    acc_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
-                                                         instr_shape=[16, 2 * T, 16])
-    tail_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
-                                                          instr_shape=[16, T, 16])
-    acc = warpgroup_mma_init(gl.zeros((BM, 2 * T), dtype=gl.float32, layout=acc_layout))
-    acc_t = warpgroup_mma_init(gl.zeros((BM, T), dtype=gl.float32, layout=tail_layout))
-    for kk in range(k_steps):
-        mbarrier.wait(full.index(idx), phase)
-        a = a_ring.index(idx).slice(A_ROW0, BM)
-        acc = warpgroup_mma(a, b_ring.index(idx).permute((1, 0)), acc, is_async=True)
-        acc_t = warpgroup_mma(a, t_ring.index(idx).permute((1, 0)), acc_t, is_async=True)
-        # two wgmma groups per step: with this step's two in flight, the previous step's are done
-        warpgroup_mma_wait(2, deps=(acc, acc_t))
-        mbarrier.arrive(empty.index(_ring_prev(idx, STAGES)), pred=kk > 0)
-        idx, phase = _ring_next(idx, phase, STAGES)
-    return acc, acc_t, idx, phase
-
-
-@gluon.jit
-def store_subtile(y_desc, c_smem, v, b, row, col, BATCHED: gl.constexpr):
-    """One output sub-tile (hopper_coop.py's sub-tiled epilogue, `store_split`): wait until the last TMA store
-    has read the staging tile, write it, store it (BATCHED: at [b, row, col] of a 3-D y through a 3-D view of
-    the staging tile, same bytes)."""
-    tma.store_wait(0)
-    c_smem.store(v)
-    fence_async_shared()  # generic-proxy writes -> async-proxy (TMA) read
-    if BATCHED:
-        tma.async_copy_shared_to_global(y_desc, [b, row, col], c_smem.reshape([1, c_smem.shape[0], c_smem.shape[1]]))
-    else:
-        tma.async_copy_shared_to_global(y_desc, [row, col], c_smem)
-
-
-@gluon.jit
-def store_split(y_desc, c_smem, acc, acc_t, bias_ptr, row, col, N, HAS_BIAS: gl.constexpr, ACTIVATION: gl.constexpr):
-    """A split tile's epilogue (this kernel's and hopper_coop.py's): bias / activation / cast on each
-    accumulator with its own columns, then 3 TMA stores of BM x T sub-tiles through c_smem (BM x T), each
-    after the previous store has read it. acc: columns [col, col + 2T) (stored as two halves: a register
-    split, nothing moves), acc_t: [col + 2T, col + 3T)."""
-    BM: gl.constexpr = c_smem.shape[0]
-    T: gl.constexpr = c_smem.shape[1]
-    offs = col + gl.arange(0, 2 * T, layout=gl.SliceLayout(0, acc.type.layout))
-    out = bias_activation(acc, bias_ptr, offs, N, HAS_BIAS, ACTIVATION).to(y_desc.dtype)
-    lo, hi = out.reshape([BM, 2, T]).permute((0, 2, 1)).split()
-    offs_t = col + 2 * T + gl.arange(0, T, layout=gl.SliceLayout(0, acc_t.type.layout))
-    out_t = bias_activation(acc_t, bias_ptr, offs_t, N, HAS_BIAS, ACTIVATION).to(y_desc.dtype)
-    store_subtile(y_desc, c_smem, lo, 0, row, col, False)
-    store_subtile(y_desc, c_smem, hi, 0, row, col + T, False)
-    store_subtile(y_desc, c_smem, out_t, 0, row, col + 2 * T, False)
-
-
-@gluon.jit
-def _mma_partition(CONSUMER: gl.constexpr, y_desc, bias_ptr, a_ring, b_ring, c_smem, full, empty, turn, c_free,
-                   M, N, K, BK: gl.constexpr, STAGES: gl.constexpr, C_TILES: gl.constexpr,
-                   GROUP_SIZE_M: gl.constexpr, HAS_BIAS: gl.constexpr, ACTIVATION: gl.constexpr,
-                   B=1, stride_bb=0, BATCHED: gl.constexpr = False, t_ring=None, SPLIT_K: gl.constexpr = False,
-                   SWAP: gl.constexpr = False):
+def mma_partition(CONSUMER: gl.constexpr, y_desc, bias_ptr, a_ring, b_ring, c_smem, full, empty, turn, c_free,
+                  M, N, K, BK: gl.constexpr, STAGES: gl.constexpr, C_TILES: gl.constexpr,
+                  GROUP_SIZE_M: gl.constexpr, HAS_BIAS: gl.constexpr, ACTIVATION: gl.constexpr,
+                  B=1, stride_bb=0, BATCHED: gl.constexpr = False, t_ring=None, SPLIT_K: gl.constexpr = False,
+                  SWAP: gl.constexpr = False):
     """1 warpgroup: local tiles CONSUMER, CONSUMER + 2, ...: mainloop on its turn, then the epilogue.
     BATCHED: bias row b (bias_ptr + b * stride_bb; stride 0 shares one row) and a 3-D TMA store
     [b, m, n] through a 3-D view of the 2-D output tile.
-    t_ring (a split tile, dense only: `_split_mainloop`, `store_split`): c_smem is one BM x T sub-tile per
+    t_ring (a split tile, dense only: `split_mainloop`, `store_split`): c_smem is one BM x T sub-tile per
     consumer (C_TILES 2).
     SPLIT_K (dense only; B = the number of splits): work ids over splits x tiles, each item one K range
-    (`_split_steps`), its fp32 partial tile stored in its split's slab of the workspace (`_out_row`).
+    (hopper_parts `split_steps`), its fp32 partial tile stored in its split's slab of the workspace (`out_row`).
     SWAP (dense only; "Swap-AB"): the tile is y's transposed (BM weight rows x BN tokens: x_desc holds w, w_desc
     x); the epilogue permutes the accumulator (a layout change, no data moves), adds the bias along its
     columns (the weight rows, M of this launch) and stores it through c_smem (BN x BM) at y[tokens, rows]."""
@@ -569,14 +286,14 @@ def _mma_partition(CONSUMER: gl.constexpr, y_desc, bias_ptr, a_ring, b_ring, c_s
         # wgmma accumulator: 4 warps stacked along M, instruction m16 x BN x k16 per warp.
         acc_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
                                                              instr_shape=[16, BN, 16])
-    else:  # a split tile: accumulators of 2T and T columns (`_split_mainloop`), c_smem one BM x T sub-tile
+    else:  # a split tile: accumulators of 2T and T columns (`split_mainloop`), c_smem one BM x T sub-tile
         BN: gl.constexpr = 3 * t_ring.shape[1]
-    num_pid_m, num_pid_n, num_work, k_steps = _work_space(M, N, K, BM, BN, BK, B, BATCHED, SPLIT_K)
+    num_pid_m, num_pid_n, num_work, k_steps = work_space(M, N, K, BM, BN, BK, B, BATCHED, SPLIT_K)
     nprog = gl.num_programs(0)
     n = 0  # tiles this consumer has done
     for work_id in range(gl.program_id(0) + CONSUMER * nprog, num_work, 2 * nprog):
         if not BATCHED:
-            b, pid_m, pid_n = _work_tile(work_id, num_work, num_pid_m, num_pid_n, GROUP_SIZE_M, SPLIT_K)
+            b, pid_m, pid_n = work_tile(work_id, num_work, num_pid_m, num_pid_n, GROUP_SIZE_M, SPLIT_K)
         # Explicit phase counter: local tile j = 2n + CONSUMER starts at ring step j * k_steps.
         step = (2 * n + CONSUMER) * k_steps
         idx = step % STAGES
@@ -584,12 +301,12 @@ def _mma_partition(CONSUMER: gl.constexpr, y_desc, bias_ptr, a_ring, b_ring, c_s
         # My turn on the tensor cores (consumer 0's first wait passes on the fresh barrier).
         mbarrier.wait(turn.index(CONSUMER), (n & 1) ^ (1 - CONSUMER))
         if t_ring is not None:
-            acc, acc_t, idx, phase = _split_mainloop(a_ring, b_ring, t_ring, full, empty, idx, phase, k_steps,
-                                                     STAGES, 0, BM)
+            acc, acc_t, idx, phase = split_mainloop(a_ring, b_ring, t_ring, full, empty, idx, phase, k_steps,
+                                                    STAGES, 0, BM)
             mbarrier.arrive(turn.index(1 - CONSUMER))  # every wgmma issued: hand over the tensor cores
             acc, acc_t = warpgroup_mma_wait(0, deps=(acc, acc_t))
-            mbarrier.arrive(empty.index(_ring_prev(idx, STAGES)))  # the tile's last slot
-            store_split(y_desc, c_smem, acc, acc_t, bias_ptr, _out_row(b, pid_m, num_pid_m, BM, SPLIT_K), pid_n * BN,
+            mbarrier.arrive(empty.index(ring_prev(idx, STAGES)))  # the tile's last slot
+            store_split(y_desc, c_smem, acc, acc_t, bias_ptr, out_row(b, pid_m, num_pid_m, BM, SPLIT_K), pid_n * BN,
                         N, HAS_BIAS, ACTIVATION)
         else:
             acc = warpgroup_mma_init(gl.zeros((BM, BN), dtype=gl.float32, layout=acc_layout))
@@ -598,15 +315,15 @@ def _mma_partition(CONSUMER: gl.constexpr, y_desc, bias_ptr, a_ring, b_ring, c_s
                 acc = warpgroup_mma(a_ring.index(idx), b_ring.index(idx).permute((1, 0)), acc, is_async=True)
                 # One wgmma group in flight: the previous step's has finished reading its slot.
                 warpgroup_mma_wait(1, deps=(acc,))
-                mbarrier.arrive(empty.index(_ring_prev(idx, STAGES)), pred=kk > 0)
-                idx, phase = _ring_next(idx, phase, STAGES)
+                mbarrier.arrive(empty.index(ring_prev(idx, STAGES)), pred=kk > 0)
+                idx, phase = ring_next(idx, phase, STAGES)
             # Every wgmma of this tile is issued: hand the tensor cores to the other consumer.
             mbarrier.arrive(turn.index(1 - CONSUMER))
             acc = warpgroup_mma_wait(0, deps=(acc,))
-            mbarrier.arrive(empty.index(_ring_prev(idx, STAGES)))  # the tile's last slot
+            mbarrier.arrive(empty.index(ring_prev(idx, STAGES)))  # the tile's last slot
             # Epilogue (runs under the other consumer's mainloop).
             if BATCHED:  # the tile's coordinates, not live across the mainloop (a batched gelu epilogue spilled)
-                b, pid_m, pid_n = _work_tile(work_id, num_work, num_pid_m, num_pid_n, GROUP_SIZE_M, BATCHED)
+                b, pid_m, pid_n = work_tile(work_id, num_work, num_pid_m, num_pid_n, GROUP_SIZE_M, BATCHED)
             if SWAP:  # y's tile is the accumulator transposed: BN tokens x BM weight rows, the bias per weight row
                 out_t = acc.permute((1, 0))
                 offs_w = pid_m * BM + gl.arange(0, BM, layout=gl.SliceLayout(0, out_t.type.layout))
@@ -629,7 +346,7 @@ def _mma_partition(CONSUMER: gl.constexpr, y_desc, bias_ptr, a_ring, b_ring, c_s
             elif SWAP:
                 tma.async_copy_shared_to_global(y_desc, [pid_n * BN, pid_m * BM], c_smem)
             else:
-                tma.async_copy_shared_to_global(y_desc, [_out_row(b, pid_m, num_pid_m, BM, SPLIT_K), pid_n * BN], c_smem)
+                tma.async_copy_shared_to_global(y_desc, [out_row(b, pid_m, num_pid_m, BM, SPLIT_K), pid_n * BN], c_smem)
             if C_TILES == 1:
                 tma.store_wait(0)
                 mbarrier.arrive(c_free)
@@ -671,25 +388,25 @@ def hopper_pingpong_kernel(x_desc, w_desc, y_desc, bias_ptr, M, N, K, SPLITS,
     # ("'NoneType' object has no attribute 'type'"), only the literal, so one call with t_ring does not compile.
     if BN % 3 == 0:
         gl.warp_specialize([
-            (_mma_partition, (0, y_desc, bias_ptr, a_ring, b_ring, c0, full, empty, turn, c_free, M, N, K,
-                              BK, STAGES, C_TILES, GROUP_SIZE_M, HAS_BIAS, ACTIVATION, SPLITS, 0, False, t_ring,
-                              SPLIT_K)),
-            (_mma_partition, (1, y_desc, bias_ptr, a_ring, b_ring, c1, full, empty, turn, c_free, M, N, K,
-                              BK, STAGES, C_TILES, GROUP_SIZE_M, HAS_BIAS, ACTIVATION, SPLITS, 0, False, t_ring,
-                              SPLIT_K)),
-            (_load_partition, (x_desc, w_desc, a_ring, b_ring, full, empty, M, N, K, STAGES, GROUP_SIZE_M,
-                               SPLITS, False, t_ring, SPLIT_K)),
+            (mma_partition, (0, y_desc, bias_ptr, a_ring, b_ring, c0, full, empty, turn, c_free, M, N, K,
+                             BK, STAGES, C_TILES, GROUP_SIZE_M, HAS_BIAS, ACTIVATION, SPLITS, 0, False, t_ring,
+                             SPLIT_K)),
+            (mma_partition, (1, y_desc, bias_ptr, a_ring, b_ring, c1, full, empty, turn, c_free, M, N, K,
+                             BK, STAGES, C_TILES, GROUP_SIZE_M, HAS_BIAS, ACTIVATION, SPLITS, 0, False, t_ring,
+                             SPLIT_K)),
+            (load_partition, (x_desc, w_desc, a_ring, b_ring, full, empty, M, N, K, STAGES, GROUP_SIZE_M,
+                              SPLITS, False, t_ring, SPLIT_K)),
         ], [4, 1], [MMA_REGS, LOAD_REGS])
     else:
         gl.warp_specialize([
-            (_mma_partition, (0, y_desc, bias_ptr, a_ring, b_ring, c0, full, empty, turn, c_free, M, N, K,
-                              BK, STAGES, C_TILES, GROUP_SIZE_M, HAS_BIAS, ACTIVATION, SPLITS, 0, False, None,
-                              SPLIT_K, SWAP)),
-            (_mma_partition, (1, y_desc, bias_ptr, a_ring, b_ring, c1, full, empty, turn, c_free, M, N, K,
-                              BK, STAGES, C_TILES, GROUP_SIZE_M, HAS_BIAS, ACTIVATION, SPLITS, 0, False, None,
-                              SPLIT_K, SWAP)),
-            (_load_partition, (x_desc, w_desc, a_ring, b_ring, full, empty, M, N, K, STAGES, GROUP_SIZE_M,
-                               SPLITS, False, None, SPLIT_K)),
+            (mma_partition, (0, y_desc, bias_ptr, a_ring, b_ring, c0, full, empty, turn, c_free, M, N, K,
+                             BK, STAGES, C_TILES, GROUP_SIZE_M, HAS_BIAS, ACTIVATION, SPLITS, 0, False, None,
+                             SPLIT_K, SWAP)),
+            (mma_partition, (1, y_desc, bias_ptr, a_ring, b_ring, c1, full, empty, turn, c_free, M, N, K,
+                             BK, STAGES, C_TILES, GROUP_SIZE_M, HAS_BIAS, ACTIVATION, SPLITS, 0, False, None,
+                             SPLIT_K, SWAP)),
+            (load_partition, (x_desc, w_desc, a_ring, b_ring, full, empty, M, N, K, STAGES, GROUP_SIZE_M,
+                              SPLITS, False, None, SPLIT_K)),
         ], [4, 1], [MMA_REGS, LOAD_REGS])
 
 

@@ -2,10 +2,11 @@
 
 Two kernels, the dense Gluon kernels with the batch as one more coordinate, picked by the config's
 num_warps as gemm_a16w16 picks them (hopper_pingpong.is_coop):
-  num_warps 4  hopper_pingpong_batched_kernel: hopper_pingpong.py's partitions (load warp, two consumer
-               warpgroups taking turns on the tensor cores, S-stage mbarrier ring) and plan `derive`
-  num_warps 8  hopper_coop_batched_kernel: hopper_coop.py's partitions (two consumer warpgroups sharing
-               every BM x BN tile, BM/2 rows each; empty[s] counts 2) and plan `derive`
+  num_warps 4  hopper_pingpong_batched_kernel: hopper_pingpong.py's `mma_partition` (two consumer warpgroups
+               taking turns on the tensor cores, S-stage mbarrier ring) and plan `derive`
+  num_warps 8  hopper_coop_batched_kernel: hopper_coop.py's `coop_mma_partition` (two consumer warpgroups
+               sharing every BM x BN tile, BM/2 rows each; empty[s] counts 2) and plan `derive`
+  both         the load warp of hopper_parts.py (`load_partition`); the plans are built by hopper_plan.py
 What is batched, and nothing else, is here and in the dense partitions' `BATCHED` branches
 (compiled away in the dense kernels: their SASS is byte-identical to the kernels before batching,
 checked by tests/kernels/test_hopper_pingpong.py, and for the cooperative kernel by comparing the SASS of
@@ -49,7 +50,7 @@ Constraints:
   - TMA rules for x, w, y as 3-D tensors (`tma_compatible_3d`): 16-byte aligned base, unit last stride, row
     and batch strides multiples of 16 bytes (K % 8 == 0; N % 8 == 0 for a 16-bit y, N % 4 for fp32),
     rows not overlapping, entries outermost and not overlapping: a broadcast (stride-0) or interleaved
-    batch dim takes the Triton tier (ops/batched_gemm.py `gluon_unsupported`).
+    batch dim takes the Triton tier (ops/dispatch.batched says why).
   - bias (N,) or (B, N) with unit stride on N; B x tiles < 2**31 (int32 work ids); bias offsets int64.
 """
 from __future__ import annotations
@@ -65,6 +66,7 @@ from ..triton.batched_gemm_tma import tma_compatible_3d
 from . import hopper_coop as hc
 from . import hopper_host as hh
 from . import hopper_pingpong as hp
+from .hopper_parts import load_partition
 
 KERNEL_NAME = "hopper_pingpong_batched_kernel"
 COOP_KERNEL_NAME = "hopper_coop_batched_kernel"
@@ -109,12 +111,11 @@ def hopper_pingpong_batched_kernel(x_desc, w_desc, y_desc, bias_ptr, B, M, N, K,
         mbarrier.init(turn.index(i), count=1)  # the other consumer's arrive
     mbarrier.init(c_free, count=1)  # (C_TILES == 1) the last store's consumer, after store_wait
     gl.warp_specialize([
-        (hp._mma_partition, (0, y_desc, bias_ptr, a_ring, b_ring, c0, full, empty, turn, c_free, M, N, K,
-                             BK, STAGES, C_TILES, GROUP_SIZE_M, HAS_BIAS, ACTIVATION, B, stride_bb, True)),
-        (hp._mma_partition, (1, y_desc, bias_ptr, a_ring, b_ring, c1, full, empty, turn, c_free, M, N, K,
-                             BK, STAGES, C_TILES, GROUP_SIZE_M, HAS_BIAS, ACTIVATION, B, stride_bb, True)),
-        (hp._load_partition, (x_desc, w_desc, a_ring, b_ring, full, empty, M, N, K, STAGES, GROUP_SIZE_M,
-                              B, True)),
+        (hp.mma_partition, (0, y_desc, bias_ptr, a_ring, b_ring, c0, full, empty, turn, c_free, M, N, K,
+                            BK, STAGES, C_TILES, GROUP_SIZE_M, HAS_BIAS, ACTIVATION, B, stride_bb, True)),
+        (hp.mma_partition, (1, y_desc, bias_ptr, a_ring, b_ring, c1, full, empty, turn, c_free, M, N, K,
+                            BK, STAGES, C_TILES, GROUP_SIZE_M, HAS_BIAS, ACTIVATION, B, stride_bb, True)),
+        (load_partition, (x_desc, w_desc, a_ring, b_ring, full, empty, M, N, K, STAGES, GROUP_SIZE_M, B, True)),
     ], [4, 1], [MMA_REGS, LOAD_REGS])
 
 
@@ -135,12 +136,11 @@ def hopper_coop_batched_kernel(x_desc, w_desc, y_desc, bias_ptr, B, M, N, K, str
     c1 = _smem2(y_desc, [BM_C, EPI_N])
     full, empty = hc.ring_barriers(STAGES)  # full: the loader's expect-tx arrive; empty: both consumers
     gl.warp_specialize([
-        (hc._coop_mma_partition, (0, y_desc, bias_ptr, a_ring, b_ring, c0, full, empty, M, N, K,
-                                  STAGES, GROUP_SIZE_M, HAS_BIAS, ACTIVATION, B, stride_bb, True)),
-        (hc._coop_mma_partition, (1, y_desc, bias_ptr, a_ring, b_ring, c1, full, empty, M, N, K,
-                                  STAGES, GROUP_SIZE_M, HAS_BIAS, ACTIVATION, B, stride_bb, True)),
-        (hp._load_partition, (x_desc, w_desc, a_ring, b_ring, full, empty, M, N, K, STAGES, GROUP_SIZE_M,
-                              B, True)),
+        (hc.coop_mma_partition, (0, y_desc, bias_ptr, a_ring, b_ring, c0, full, empty, M, N, K,
+                                 STAGES, GROUP_SIZE_M, HAS_BIAS, ACTIVATION, B, stride_bb, True)),
+        (hc.coop_mma_partition, (1, y_desc, bias_ptr, a_ring, b_ring, c1, full, empty, M, N, K,
+                                 STAGES, GROUP_SIZE_M, HAS_BIAS, ACTIVATION, B, stride_bb, True)),
+        (load_partition, (x_desc, w_desc, a_ring, b_ring, full, empty, M, N, K, STAGES, GROUP_SIZE_M, B, True)),
     ], [4, 1], [MMA_REGS, LOAD_REGS])
 
 

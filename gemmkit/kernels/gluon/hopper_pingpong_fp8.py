@@ -16,11 +16,11 @@ hopper_fp8_mainloop.py). The modes differ only there and in the epilogue: rowcol
 w_scale[n // SBN, kb] (an FFMA for the FADD), and its epilogue applies no scale. BK | SBK (a chain
 never straddles two scale blocks) and BN | SBN (one w scale per tile per K block, as DeepGEMM).
 
-Why not the BF16 ping-pong's schedule (hopper_pingpong.py: its plan, ring counters and tile order
-are imported): promotion waits for the wgmma group, and the tensor cores idle meanwhile. So both
-consumer warpgroups run their mainloops *at the same time* (pingpong: each on its own tile, with its
-own load warp and ring; no turn barrier, every full / empty barrier has one waiter and one arriver):
-while one waits and promotes, the other's wgmma keeps the tensor cores busy.
+Why not the BF16 ping-pong's schedule (hopper_pingpong.py; its plan builder, hopper_plan.py, and ring
+counters, hopper_parts.py, are shared): promotion waits for the wgmma group, and the tensor cores idle
+meanwhile. So both consumer warpgroups run their mainloops *at the same time* (pingpong: each on its own
+tile, with its own load warp and ring; no turn barrier, every full / empty barrier has one waiter and one
+arriver): while one waits and promotes, the other's wgmma keeps the tensor cores busy.
 
 Two layouts of the same partitions, chosen by the config's num_warps (the warps that compute
 one output tile, as in the Triton tier):
@@ -202,8 +202,8 @@ from . import hopper_host as hh
 from .hopper_fp8_mainloop import _coop_mainloop, _pingpong_mainloop
 # The plan lives in hopper_fp8_plan.py; its names are this module's API too (launch, static compiles, tests).
 from .hopper_fp8_plan import (CONFIG_KEYS, LAYOUTS, MAX_PROMOTE_K, MIN_TAIL_K, SLICE_M, VECTOR_BUFFERS,  # noqa: F401
-                              W_SLOT_FLOATS, WS_BOX_FLOATS, Plan, constexprs, derive, tail_plan)
-from .hopper_pingpong import _ring_next
+                              W_SLOT_FLOATS, WS_BOX_FLOATS, Fp8Plan, constexprs, derive, tail_plan)
+from .hopper_parts import ring_next
 
 KERNEL_NAME = "hopper_pingpong_fp8_kernel"
 
@@ -329,7 +329,7 @@ def _load_partition(RING: gl.constexpr, NRINGS: gl.constexpr, x_desc, w_desc, xs
                                                 w_ring.index(slot).slice(0, WS_BOX))
                 if SCALE_TMA:
                     tma.async_copy_global_to_shared(xs_desc, [xs0 + kb * stride_xsk], bar, s_ring.index(slot))
-            idx, phase = _ring_next(idx, phase, STAGES)
+            idx, phase = ring_next(idx, phase, STAGES)
 
 
 @gluon.jit

@@ -1,0 +1,227 @@
+"""The device parts shared by the Hopper (sm_90) Gluon GEMM kernels: ring counters, the work space and tile
+order, the TMA load partition, the split tile's mainloop and the sub-tiled stores (`@gluon.jit` helpers,
+inlined where they are called; no kernel here).
+
+Used by hopper_pingpong.py (its consumer partition), hopper_coop.py (its two consumer partitions),
+hopper_pingpong_batched.py (both kernels' load warp) and hopper_fp8_mainloop.py / hopper_pingpong_fp8.py
+(`ring_next`), so every kernel steps its ring and orders its tiles the same way::
+
+   load_partition (1 warp) ──TMA──► ring slot s = (a[s], b[s] [, t[s]])  ── full[s] ──► consumer mainloop
+        ▲                                                                                   │
+        └──────────────────────────────── empty[s] ◄────────────────────────────────────────┘
+   every partition: work_space (tiles, or B x tiles: batch entries / K splits) ──► work_tile (b, pid_m, pid_n)
+                    ring_next (slot, phase) after each K step; ring_prev: the slot a consumer releases
+   epilogue:        store_subtile (one TMA store through a staging tile), store_split (a split tile: 3 of them)
+
+Ring counters: step g of a CTA (over all its work items) sits in slot g % S with phase (g // S) & 1; `ring_next`
+advances (slot, phase) by one step, so no partition divides. A fresh mbarrier counts as having completed the
+phase before phase 0: the loader's first wait on empty[s] (parity phase ^ 1) passes at once.
+
+Split tile (BN = 3 T, 96 / 192: hopper_pingpong.py's docstring, hopper_coop.py's draws it)::
+
+   ring slot s:  a[s]: BM x BK | b[s]: 2T x BK (two w boxes) | t[s]: T x BK (one w box)   full[s] expects all 4
+   mainloop:     acc += a[s][rows] @ b[s]^T (BM x 2T), acc_t += a[s][rows] @ t[s]^T (BM x T); wait(2)
+   epilogue:     acc -> two T-column halves, acc_t -> one: 3 TMA stores of BM x T through one staging tile
+
+Constraints:
+  - sm_90 (TMA, wgmma, mbarriers); the ring's slots are 2-D NVMMA-swizzled shared memory (the batched
+    kernels' 3-D boxes are written through 3-D views of them).
+  - Work ids < 2**31 (int32: tiles, or B x tiles); tile order is the Triton tier's (kernels/triton/_schedule.py).
+  - SPLIT_K: every split's K range starts below K (the host: hopper_host.split_count); the ranges are equal,
+    the last one may run past K into TMA's zero fill.
+  - A split tile is 2-D only (the dense kernels), T a power of two (32 or 64).
+"""
+from __future__ import annotations
+
+from triton.experimental import gluon
+from triton.experimental.gluon import language as gl
+from triton.experimental.gluon.language.nvidia.hopper import (
+    fence_async_shared, mbarrier, tma, warpgroup_mma, warpgroup_mma_init, warpgroup_mma_wait)
+
+from ..triton._epilogue import bias_activation
+from ..triton._schedule import batched_tile_coords, tile_coords
+
+
+@gluon.jit
+def ring_next(idx, phase, STAGES: gl.constexpr):
+    """Advance a (slot, phase) counter of the ring by one step."""
+    idx += 1
+    wrap = idx == STAGES
+    return gl.where(wrap, 0, idx), gl.where(wrap, phase ^ 1, phase)
+
+
+@gluon.jit
+def ring_prev(idx, STAGES: gl.constexpr):
+    """The slot one step before `idx`. Computed, not remembered: a Python name that aliases a loop
+    variable at loop entry (`prev = idx`) is not loop-carried in Triton 3.6's frontend (its dry run
+    compares values by identity), and such a `prev` silently stays the tile's first slot."""
+    return gl.where(idx == 0, STAGES - 1, idx - 1)
+
+
+@gluon.jit
+def count_work(num_pid_m, num_pid_n, B, BY_ENTRY: gl.constexpr):
+    """Work ids of a launch: tiles, or B x tiles (BY_ENTRY: batch entries, or K splits with B = SPLITS)."""
+    if BY_ENTRY:
+        return B * num_pid_m * num_pid_n
+    else:
+        return num_pid_m * num_pid_n
+
+
+@gluon.jit
+def split_steps(K, BK: gl.constexpr, SPLITS, SPLIT_K: gl.constexpr):
+    """K steps per work item: all of K, or (SPLIT_K) one of SPLITS equal ranges of cdiv(cdiv(K, BK), SPLITS)
+    steps. Equal, so a consumer's ring position stays (local item) x (steps); the last range may run past
+    K, where TMA zero-fills the boxes (adding zeros). The host makes every range start below K
+    (`hopper_host.split_count`)."""
+    k_steps = gl.cdiv(K, BK)
+    if SPLIT_K:
+        k_steps = gl.cdiv(k_steps, SPLITS)
+    return k_steps
+
+
+@gluon.jit
+def work_space(M, N, K, BM: gl.constexpr, BN: gl.constexpr, BK: gl.constexpr, B, BATCHED: gl.constexpr,
+                SPLIT_K: gl.constexpr):
+    """What every partition of a launch iterates over, in one place: (num_pid_m, num_pid_n, num_work, k_steps)
+    with work ids over tiles, or over B x tiles when B counts batch entries (BATCHED) or K splits (SPLIT_K),
+    and the K steps of one work item (`split_steps`). The load and consumer partitions of the ping-pong,
+    the cooperative and the batched kernels call it, so their loops agree by construction."""
+    num_pid_m = gl.cdiv(M, BM)
+    num_pid_n = gl.cdiv(N, BN)
+    num_work = count_work(num_pid_m, num_pid_n, B, BATCHED or SPLIT_K)
+    k_steps = split_steps(K, BK, B, SPLIT_K)
+    return num_pid_m, num_pid_n, num_work, k_steps
+
+
+@gluon.jit
+def out_row(b, pid_m, num_pid_m, BM: gl.constexpr, SPLIT_K: gl.constexpr):
+    """A tile's first output row: pid_m * BM, or (SPLIT_K) that row in split b's slab of the fp32 workspace.
+    The slabs are num_pid_m * BM rows (whole tiles): a tile's rows past M stay inside its own slab, which
+    TMA's clipping at the workspace's last row alone would not ensure."""
+    if SPLIT_K:
+        return (b * num_pid_m + pid_m) * BM
+    else:
+        return pid_m * BM
+
+
+@gluon.jit
+def work_tile(work_id, num_work, num_pid_m, num_pid_n, GROUP_SIZE_M: gl.constexpr, BATCHED: gl.constexpr):
+    """Work id -> (batch entry, pid_m, pid_n), the Triton tier's order (kernels/triton/_schedule.py): grouped
+    tiles (`tile_coords`), batch-major over B x tiles when BATCHED (`batched_tile_coords`); entry 0 if not."""
+    if BATCHED:
+        b, pid_m, pid_n = batched_tile_coords(work_id, num_work, num_pid_m, num_pid_n, GROUP_SIZE_M, 1)
+    else:
+        pid_m, pid_n = tile_coords(work_id, num_pid_m, num_pid_n, GROUP_SIZE_M, 1)
+        b = 0
+    return b, pid_m, pid_n
+
+
+@gluon.jit
+def load_partition(x_desc, w_desc, a_ring, b_ring, full, empty, M, N, K,
+                    STAGES: gl.constexpr, GROUP_SIZE_M: gl.constexpr, B=1, BATCHED: gl.constexpr = False,
+                    t_ring=None, SPLIT_K: gl.constexpr = False):
+    """1 warp: for every K step of every tile of this CTA, wait for the slot, then TMA x and w into it.
+    BATCHED: 3-D descriptors (B, rows, K) with boxes [1, rows, BK], written through a 3-D view of the
+    2-D ring slot (same bytes, same swizzle: the consumers read the slot as before).
+    t_ring (a split tile, the ping-pong's or hopper_coop.py's, 2-D only): a tile of BN = 3 T columns keeps w rows
+    [0, 2T) in b_ring and [2T, 3T) in t_ring (shared-memory shapes are powers of two); the w box is T rows,
+    3 per step, and full[s] expects x's box + 3 w boxes.
+    SPLIT_K (dense only): B is the number of K splits; work id -> (split b, tile) as the batched order, and
+    split b loads K steps [b * k_steps, (b + 1) * k_steps) (`split_steps`)."""
+    BM: gl.constexpr = a_ring.shape[1]
+    BK: gl.constexpr = a_ring.shape[2]
+    if t_ring is None:
+        BN: gl.constexpr = b_ring.shape[1]
+        W_BYTES: gl.constexpr = w_desc.block_type.nbytes
+    else:
+        T: gl.constexpr = t_ring.shape[1]
+        BN: gl.constexpr = 3 * T
+        W_BYTES: gl.constexpr = 3 * w_desc.block_type.nbytes
+    BY_ENTRY: gl.constexpr = BATCHED or SPLIT_K
+    num_pid_m, num_pid_n, num_work, k_steps = work_space(M, N, K, BM, BN, BK, B, BATCHED, SPLIT_K)
+    idx = 0
+    phase = 0
+    for work_id in range(gl.program_id(0), num_work, gl.num_programs(0)):
+        b, pid_m, pid_n = work_tile(work_id, num_work, num_pid_m, num_pid_n, GROUP_SIZE_M, BY_ENTRY)
+        if SPLIT_K:
+            k0 = b * k_steps
+        else:
+            k0 = 0
+        for kk in range(k0, k0 + k_steps):
+            mbarrier.wait(empty.index(idx), phase ^ 1)  # round 0 passes: fresh barrier
+            bar = full.index(idx)
+            mbarrier.expect(bar, x_desc.block_type.nbytes + W_BYTES)
+            if BATCHED:
+                tma.async_copy_global_to_shared(x_desc, [b, pid_m * BM, kk * BK], bar,
+                                                a_ring.index(idx).reshape([1, BM, BK]))
+                tma.async_copy_global_to_shared(w_desc, [b, pid_n * BN, kk * BK], bar,
+                                                b_ring.index(idx).reshape([1, BN, BK]))
+            elif t_ring is None:
+                tma.async_copy_global_to_shared(x_desc, [pid_m * BM, kk * BK], bar, a_ring.index(idx))
+                tma.async_copy_global_to_shared(w_desc, [pid_n * BN, kk * BK], bar, b_ring.index(idx))
+            else:
+                tma.async_copy_global_to_shared(x_desc, [pid_m * BM, kk * BK], bar, a_ring.index(idx))
+                tma.async_copy_global_to_shared(w_desc, [pid_n * BN, kk * BK], bar, b_ring.index(idx).slice(0, T))
+                tma.async_copy_global_to_shared(w_desc, [pid_n * BN + T, kk * BK], bar, b_ring.index(idx).slice(T, T))
+                tma.async_copy_global_to_shared(w_desc, [pid_n * BN + 2 * T, kk * BK], bar, t_ring.index(idx))
+            idx, phase = ring_next(idx, phase, STAGES)
+
+
+@gluon.jit
+def split_mainloop(a_ring, b_ring, t_ring, full, empty, idx, phase, k_steps, STAGES: gl.constexpr,
+                    A_ROW0: gl.constexpr, BM: gl.constexpr):
+    """A split tile's mainloop (hopper_pingpong.py's and hopper_coop.py's), from ring slot (idx, phase): per K step
+    two wgmma on rows [A_ROW0, A_ROW0 + BM) of the a slot (the ping-pong: all of it; a cooperative consumer:
+    its half), one with the 2T-row b slot, one with the T-row t slot (loaded by `load_partition`'s t_ring
+    path). Returns the two accumulators, the last step's wgmma still in flight (the caller waits, then
+    releases that slot), and the ring position after the tile."""
+    T: gl.constexpr = t_ring.shape[1]
+    acc_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
+                                                         instr_shape=[16, 2 * T, 16])
+    tail_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
+                                                          instr_shape=[16, T, 16])
+    acc = warpgroup_mma_init(gl.zeros((BM, 2 * T), dtype=gl.float32, layout=acc_layout))
+    acc_t = warpgroup_mma_init(gl.zeros((BM, T), dtype=gl.float32, layout=tail_layout))
+    for kk in range(k_steps):
+        mbarrier.wait(full.index(idx), phase)
+        a = a_ring.index(idx).slice(A_ROW0, BM)
+        acc = warpgroup_mma(a, b_ring.index(idx).permute((1, 0)), acc, is_async=True)
+        acc_t = warpgroup_mma(a, t_ring.index(idx).permute((1, 0)), acc_t, is_async=True)
+        # two wgmma groups per step: with this step's two in flight, the previous step's are done
+        warpgroup_mma_wait(2, deps=(acc, acc_t))
+        mbarrier.arrive(empty.index(ring_prev(idx, STAGES)), pred=kk > 0)
+        idx, phase = ring_next(idx, phase, STAGES)
+    return acc, acc_t, idx, phase
+
+
+@gluon.jit
+def store_subtile(y_desc, c_smem, v, b, row, col, BATCHED: gl.constexpr):
+    """One output sub-tile (hopper_coop.py's sub-tiled epilogue, `store_split`): wait until the last TMA store
+    has read the staging tile, write it, store it (BATCHED: at [b, row, col] of a 3-D y through a 3-D view of
+    the staging tile, same bytes)."""
+    tma.store_wait(0)
+    c_smem.store(v)
+    fence_async_shared()  # generic-proxy writes -> async-proxy (TMA) read
+    if BATCHED:
+        tma.async_copy_shared_to_global(y_desc, [b, row, col], c_smem.reshape([1, c_smem.shape[0], c_smem.shape[1]]))
+    else:
+        tma.async_copy_shared_to_global(y_desc, [row, col], c_smem)
+
+
+@gluon.jit
+def store_split(y_desc, c_smem, acc, acc_t, bias_ptr, row, col, N, HAS_BIAS: gl.constexpr, ACTIVATION: gl.constexpr):
+    """A split tile's epilogue (hopper_pingpong.py's and hopper_coop.py's): bias / activation / cast on each
+    accumulator with its own columns, then 3 TMA stores of BM x T sub-tiles through c_smem (BM x T), each
+    after the previous store has read it. acc: columns [col, col + 2T) (stored as two halves: a register
+    split, nothing moves), acc_t: [col + 2T, col + 3T)."""
+    BM: gl.constexpr = c_smem.shape[0]
+    T: gl.constexpr = c_smem.shape[1]
+    offs = col + gl.arange(0, 2 * T, layout=gl.SliceLayout(0, acc.type.layout))
+    out = bias_activation(acc, bias_ptr, offs, N, HAS_BIAS, ACTIVATION).to(y_desc.dtype)
+    lo, hi = out.reshape([BM, 2, T]).permute((0, 2, 1)).split()
+    offs_t = col + 2 * T + gl.arange(0, T, layout=gl.SliceLayout(0, acc_t.type.layout))
+    out_t = bias_activation(acc_t, bias_ptr, offs_t, N, HAS_BIAS, ACTIVATION).to(y_desc.dtype)
+    store_subtile(y_desc, c_smem, lo, 0, row, col, False)
+    store_subtile(y_desc, c_smem, hi, 0, row, col + T, False)
+    store_subtile(y_desc, c_smem, out_t, 0, row, col + 2 * T, False)
+
