@@ -1,5 +1,5 @@
-"""One helper for every single-output op: its two custom ops (functional and `_out`, each with a fake), its
-eager path, and its call plans.
+"""One helper for every op with `out=`: its two custom ops (functional and `_out`, each with a fake), its eager path,
+and its call plans.
 
     gemmkit.<op>(...) ─► op-specific argument defaults ─► Op.call(*args, out_dtype=, out=, config=)
                                                              │ a known signature: replay its plan (callplan.py)
@@ -9,11 +9,19 @@ eager path, and its call plans.
     torch.ops.gemmkit.<op>(*args, out_dtype, config)       -> Tensor      the same plan / check / run
     torch.ops.gemmkit.<op>_out(*args, config, Tensor(a!) out) -> ()
 
-An op gives `Op` its schema's own arguments (`params`, the leading ones tensors), `check(*args, out_dtype, out)`
-(raises on bad input, returns the output's shape) and `run(*args, config, y)` (the full path into y). The
-custom ops are defined with `torch.library.Library` and implemented for every backend
+An op gives `Op` its schema's own arguments (`params`; the tensors among them, in order, are the call plan's
+inputs), `check(*args, out_dtype, out)` (raises on bad input, returns the output's shape) and `run(*args, config,
+y)` (the full path into y). An op of several outputs (gemm_split_cat: c1, c2) names them (`outputs`): its
+functional op returns a tuple, its `_out` op takes one out tensor per output, the public `out=` is a tuple (or
+list) of them, `check` returns a tuple of shapes and `run` gets the tuple of outputs as `y`; every output has
+out_dtype. The custom ops are defined with `torch.library.Library` and implemented for every backend
 (CompositeExplicitAutograd): torch.ops.gemmkit.gemm_a16w16 costs ~12 us more than the eager call on the H200's
-host (47.1 against 34.7 us), where `torch.library.custom_op`'s Python wrappers cost ~28 us (docs/PERF.md). The fakes run `check` on fake tensors (torch.compile, meta tensors).
+host (47.1 against 34.7 us), where `torch.library.custom_op`'s Python wrappers cost ~28 us (docs/PERF.md). The
+fakes run `check` on fake tensors (torch.compile, meta tensors).
+
+Ops that were first registered with `torch.library.custom_op` (split-cat, gemm_afp4wfp4) keep the schemas it gave
+them (`legacy_schema`: alias sets named by argument position, the pt2_compliant tag), so their names, arguments
+and returns read as they always have.
 """
 from __future__ import annotations
 
@@ -28,21 +36,40 @@ LIB = torch.library.Library("gemmkit", "FRAGMENT")
 class Op:
     """A registered op: `call` for the public function, `torch.ops.gemmkit.<name>` and `<name>_out`."""
 
-    def __init__(self, name: str, params: str, n_tensors: int, check, run, default_out_dtype, *,
-                 output_shape=None, config_to_str=C.config_to_str):
+    def __init__(self, name: str, params: str, n_tensors: int | None, check, run, default_out_dtype, *,
+                 output_shape=None, config_to_str=C.config_to_str, outputs=("out",), grad_checked=None,
+                 legacy_schema: bool = False):
         """`params`: the schema's arguments before out_dtype / config (e.g. "Tensor x, Tensor w, Tensor? bias,
-        str activation"); the first `n_tensors` are the call plan's inputs (None allowed).
-        `default_out_dtype(x, out)`: the output dtype of a call with out_dtype=None. `output_shape(*args)`:
-        the output's shape (default: y = x @ w.T's, x.shape[:-1] + (w.shape[0],)); it runs on replayed calls,
-        whose signature passed `check`. `config_to_str`: the public `config=` as the custom ops' string."""
-        self.name, self.n, self.check, self.run = name, n_tensors, check, run
+        str activation"); its tensors (`n_tensors` of them, None: count them) are the call plan's inputs (None
+        allowed). `default_out_dtype(x, out)`: the output dtype of a call with out_dtype=None. `output_shape(*args)`:
+        the output's shape (a tuple of shapes for several outputs; default: y = x @ w.T's, x.shape[:-1] +
+        (w.shape[0],)); it runs on replayed calls, whose signature passed `check`. `config_to_str`: the public
+        `config=` as the custom ops' string. `outputs`: the `_out` op's output names, one per output.
+        `grad_checked`: the tensors whose requires_grad the call refuses (default: every tensor argument).
+        `legacy_schema`: the schema `torch.library.custom_op` would write (see the module docstring)."""
+        self.name, self.check, self.run = name, check, run
         self.default_out_dtype = default_out_dtype
         self.config_to_str = config_to_str
         if output_shape is not None:
             self.output_shape = output_shape
-        self.tensor_names = [p.split()[-1] for p in params.split(",")][:n_tensors]
-        LIB.define(f"{name}({params}, ScalarType out_dtype, str config) -> Tensor")
-        LIB.define(f"{name}_out({params}, str config, Tensor(a!) out) -> ()")
+        decls = [p.split() for p in params.split(",")]
+        self.tensor_pos = tuple(i for i, d in enumerate(decls) if d[0].startswith("Tensor"))
+        if n_tensors is not None and n_tensors != len(self.tensor_pos):
+            raise ValueError(f"Op {name}: n_tensors = {n_tensors}, but params has {len(self.tensor_pos)} tensors")
+        self.other_pos = tuple(i for i in range(len(decls)) if i not in self.tensor_pos)
+        self.n = len(self.tensor_pos)
+        self.tensor_names = [decls[i][-1] for i in self.tensor_pos]
+        self.grad_checked = tuple(grad_checked) if grad_checked is not None else tuple(self.tensor_names)
+        self.outputs = tuple(outputs)
+        self.k = len(self.outputs)
+        self.out_names = ("out",) if self.k == 1 else tuple(f"out[{i}]" for i in range(self.k))
+        returns = "Tensor" if self.k == 1 else "(" + ", ".join(["Tensor"] * self.k) + ")"
+        first_out = len(decls) + 1  # the _out op's arguments: params, config, then the outputs
+        outs = ", ".join(f"Tensor(a{first_out + j if legacy_schema else ''}!) {o}" if legacy_schema or self.k == 1
+                         else f"Tensor({chr(ord('a') + j)}!) {o}" for j, o in enumerate(self.outputs))
+        tags = (torch.Tag.pt2_compliant_tag,) if legacy_schema else ()
+        LIB.define(f"{name}({params}, ScalarType out_dtype, str config) -> {returns}", tags=tags)
+        LIB.define(f"{name}_out({params}, str config, {outs}) -> ()", tags=tags)
         LIB.impl(name, self._functional, "CompositeExplicitAutograd")
         LIB.impl(f"{name}_out", self._out_variant, "CompositeExplicitAutograd")
         torch.library.register_fake(f"gemmkit::{name}", self._fake, lib=LIB)
@@ -54,77 +81,111 @@ class Op:
 
     def call(self, *args, out_dtype=None, out=None, config=None):
         """The public op after its own defaults: `args` in schema order."""
-        key = CP.key(self.name, args[:self.n] + (out,), *args[self.n:], out_dtype, config, C.target_key(args[0]))
+        outs = self._outs(out)
+        key = None if outs is None else self._key(args, outs, out_dtype, config)
         plan = CP.lookup(key)
         if out_dtype is None:
             out_dtype = self.default_out_dtype(args[0], out)
         if CP.repeatable(plan):
-            y = out if out is not None else self._new(args, out_dtype)
+            ys = outs if out is not None else self._new(args, out_dtype)
             if out is not None:
-                self._check_out_disjoint(args, out)
-            plan.replay(args[:self.n] + (y,))
-            return y
+                self._check_out_disjoint(args, ys)
+            plan.replay(self._tensors(args) + ys)
+            return self._result(ys)
         self.check(*args, out_dtype=out_dtype, out=out)
-        C.check_no_grad(self.name, **self._named(args))
+        C.check_no_grad(self.name, **{n: t for n, t in self._named(args).items() if n in self.grad_checked})
         cfg = self.config_to_str(config)
-        if C.eager_call(*args[:self.n], out):
+        if C.eager_call(*self._tensors(args), *outs):
             # Plain tensors outside torch.compile: no dispatcher round trip. Same checks, same kernels.
-            y = out if out is not None else self._new(args, out_dtype)
-            with CP.record(CP.record_key(key, plan), args[:self.n] + (y,)):
-                self.run(*args, config=cfg, y=y)
-            return y
+            ys = outs if out is not None else self._new(args, out_dtype)
+            with CP.record(CP.record_key(key, plan), self._tensors(args) + ys):
+                self.run(*args, config=cfg, y=self._result(ys))
+            return self._result(ys)
         if out is not None:
-            self.out_variant(*args, cfg, out)
-            return out
+            self.out_variant(*args, cfg, *outs)
+            return self._result(outs)
         return self.functional(*args, out_dtype, cfg)
 
     # ------------------------------------------------------------------ the custom ops
 
     def _functional(self, *a):
         args, out_dtype, config = a[:-2], a[-2], a[-1]
-        key = CP.key(self.name, args[:self.n] + (None,), *args[self.n:], out_dtype, config, C.target_key(args[0]))
+        key = self._key(args, (None,) * self.k, out_dtype, config)
         plan = CP.lookup(key)
         if CP.repeatable(plan):
-            y = self._new(args, out_dtype)
-            plan.replay(args[:self.n] + (y,))
-            return y
-        shape = self.check(*args, out_dtype=out_dtype, out=None)
-        y = torch.empty(shape, dtype=out_dtype, device=args[0].device)
-        with CP.record(CP.record_key(key, plan), args[:self.n] + (y,)):
-            self.run(*args, config=config, y=y)
-        return y
+            ys = self._new(args, out_dtype)
+            plan.replay(self._tensors(args) + ys)
+            return self._result(ys)
+        shapes = self._shapes(self.check(*args, out_dtype=out_dtype, out=None))
+        ys = tuple(torch.empty(s, dtype=out_dtype, device=args[0].device) for s in shapes)
+        with CP.record(CP.record_key(key, plan), self._tensors(args) + ys):
+            self.run(*args, config=config, y=self._result(ys))
+        return self._result(ys)
 
     def _out_variant(self, *a):
-        args, config, out = a[:-2], a[-2], a[-1]
-        key = CP.key(self.name, args[:self.n] + (out,), *args[self.n:], out.dtype, config, C.target_key(args[0]))
+        args, config, outs = a[:-1 - self.k], a[-1 - self.k], tuple(a[-self.k:])
+        key = self._key(args, outs, outs[0].dtype, config)
         plan = CP.lookup(key)
         if CP.repeatable(plan):
-            self._check_out_disjoint(args, out)
-            plan.replay(args[:self.n] + (out,))
+            self._check_out_disjoint(args, outs)
+            plan.replay(self._tensors(args) + outs)
             return
-        self.check(*args, out_dtype=out.dtype, out=out)
-        with CP.record(CP.record_key(key, plan), args[:self.n] + (out,)):
-            self.run(*args, config=config, y=out)
+        self.check(*args, out_dtype=outs[0].dtype, out=self._result(outs))
+        with CP.record(CP.record_key(key, plan), self._tensors(args) + outs):
+            self.run(*args, config=config, y=self._result(outs))
 
     def _fake(self, *a):
         args, out_dtype = a[:-2], a[-2]
-        return args[0].new_empty(self.check(*args, out_dtype=out_dtype, out=None), dtype=out_dtype)
+        shapes = self._shapes(self.check(*args, out_dtype=out_dtype, out=None))
+        return self._result(tuple(args[0].new_empty(s, dtype=out_dtype) for s in shapes))
 
     def _fake_out(self, *a):
-        args, out = a[:-2], a[-1]
-        self.check(*args, out_dtype=out.dtype, out=out)
+        args, outs = a[:-1 - self.k], tuple(a[-self.k:])
+        self.check(*args, out_dtype=outs[0].dtype, out=self._result(outs))
 
     # ------------------------------------------------------------------ helpers
 
+    def _key(self, args, outs, out_dtype, config):
+        """The call plan key (callplan.key): the tensor arguments and the outputs, then the other arguments."""
+        return CP.key(self.name, self._tensors(args) + outs, *(args[i] for i in self.other_pos), out_dtype, config,
+                      C.target_key(args[0]))
+
+    def _tensors(self, args):
+        return tuple(args[i] for i in self.tensor_pos)
+
+    def _outs(self, out):
+        """The public `out=` as a tuple of one entry per output (None entries: allocate them); None for an `out=`
+        that is not `outputs` tensors (no plan: the checks say what is wrong with it)."""
+        if self.k == 1:
+            return (out,)
+        if out is None:
+            return (None,) * self.k
+        if isinstance(out, (tuple, list)) and len(out) == self.k and all(isinstance(t, torch.Tensor) for t in out):
+            return tuple(out)
+        return None
+
+    def _result(self, ys):
+        return ys[0] if self.k == 1 else tuple(ys)
+
+    def _shapes(self, shape):
+        return (shape,) if self.k == 1 else tuple(shape)
+
     def _new(self, args, out_dtype):
-        """A replayed call's output (its shape is the recorded call's: `check` passed on this signature)."""
-        return torch.empty(self.output_shape(*args), dtype=out_dtype, device=args[0].device)
+        """A replayed call's outputs (their shapes are the recorded call's: `check` passed on this signature)."""
+        return tuple(torch.empty(s, dtype=out_dtype, device=args[0].device)
+                     for s in self._shapes(self.output_shape(*args)))
 
     def output_shape(self, *args):
         return tuple(args[0].shape[:-1]) + (args[1].shape[0],)  # y = x @ w.T; ops of other shapes override
 
     def _named(self, args):
-        return dict(zip(self.tensor_names, args[:self.n]))
+        return dict(zip(self.tensor_names, self._tensors(args)))
 
-    def _check_out_disjoint(self, args, out):
-        C.check_out_disjoint("out", out, **self._named(args))
+    def _check_out_disjoint(self, args, outs):
+        """A replayed call's address-dependent checks: the outputs against each other, then against the inputs."""
+        for j in range(1, self.k):
+            for i in range(j):
+                C.check_out_disjoint(self.out_names[j], outs[j], **{self.out_names[i]: outs[i]})
+        named = self._named(args)
+        for name, t in zip(self.out_names, outs):
+            C.check_out_disjoint(name, t, **named)

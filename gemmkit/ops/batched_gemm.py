@@ -8,19 +8,20 @@ Custom ops with fakes (as gemm_a16w16 / gemm_a8w8):
   gemmkit::batched_gemm_a16w16   gemmkit::batched_gemm_a16w16_out
   gemmkit::batched_gemm_a8w8     gemmkit::batched_gemm_a8w8_out
 
-Path per call (same config either way), as for the dense ops (kernels/triton/dense.py, gemm_a16w16.py):
+Kernel per call (same config either way; ops/dispatch.batched decides and says why):
   Gluon           batched_gemm_a16w16 with a "backend": "gluon" config (sm_90 tables, where it
                   wins): the ping-pong (num_warps 4) or cooperative (num_warps 8) batched kernel,
-                  when `gluon_unsupported` says it can run: sm_90, x, w, y meet TMA's rules as
-                  3-D tensors (kernels/gluon/hopper_pingpong_batched.py); else the Triton tier below
-                  runs the same config (its tiles, "tma", "persistent")
+                  when it can take the call: sm_90, more than one wave of tiles, x, w, y meet TMA's
+                  rules as 3-D tensors (kernels/gluon/hopper_pingpong_batched.py); else the Triton
+                  tier below runs the same config (its tiles, "tma", "persistent")
   TMA kernel      sm_90, config "tma": true, and x, w, y meet TMA's rules as 3-D tensors
                   (kernels/triton/batched_gemm_tma.py)
   pointer kernel  everything else: AMD, odd K / N, broadcast or interleaved batch strides,
                   the interpreter (kernels/triton/batched_gemm.py)
+The Triton tier's host code (`tma_unsupported`, `constexprs`, grid, launch, static specs) is
+kernels/triton/batched.py; this file validates, resolves the config and allocates.
 
-Reused from the dense ops: `constexprs` (ACC_INT, PROMOTE_K, ...), `check_feasible` /
-`smem_bytes`, compiler options, `persistent_grid`, 8-bit validation helpers. Tables:
+Reused from the dense ops: 8-bit validation helpers (gemm_a8w8.py). Tables:
 `BATCHED_A16W16.json`, `BATCHED_A8W8.json` (fp8), `BATCHED_A8W8_INT8.json`, looked up by
 the per-entry M (the tile shape follows the matrices, not the batch count).
 """
@@ -30,15 +31,15 @@ import json
 
 import torch
 
-from ..kernels.triton._schedule import persistent_grid
-from ..kernels.triton.batched_gemm import batched_gemm_kernel
-from ..kernels.triton.batched_gemm_tma import batched_gemm_tma_kernel, tma_compatible_3d
 from ..configs import SPLIT_N
 from . import _common as C
+from . import dispatch as D
 from ._registry import Op
-from .. import launcher as L
 from .gemm_a16w16 import _normalize_activation  # one home for the activation argument
+from ..kernels.triton import batched as H
 from ..kernels.triton import dense as G
+# The Triton tier's host code (kernels/triton/batched.py), re-exported where callers have always found it.
+from ..kernels.triton.batched import constexprs, static_spec, tma_compatible_3d  # noqa: F401
 from .gemm_a8w8 import INT8_MAX_K, check_fp8_flavour, resolve_out_dtype
 
 OP_A16W16 = "batched_a16w16"
@@ -46,7 +47,6 @@ OP_A8W8 = "batched_a8w8"
 ISA_OP = "batched_gemm"  # `gemmkit isa --op batched_gemm`: both ops' tables (one provider, gemmkit/isa/report.py)
 TABLE_OP_A8W8 = {"fp8": "batched_a8w8", "int8": "batched_a8w8_int8"}
 BIAS_DTYPES_A8W8 = (torch.bfloat16, torch.float16, torch.float32)
-_DENSE_ONLY = ("SPLIT_K", "SCALE_BN", "SCALE_BK")  # dense-kernel constexprs the batched kernels do not take
 
 
 # ----------------------------------------------------------------------------- validation
@@ -129,103 +129,18 @@ def _check_a8w8(x, w, x_scale, w_scale, bias, out_dtype, out=None):
 
 # ----------------------------------------------------------------------------- path and launch
 
-def choose_path(cfg, target, x, w, y) -> str:
-    """"tma" or "pointer" (ValueError if the config fits neither), as kernels/triton/dense.choose_path for 3-D operands."""
-    in_bytes, out_bytes = x.element_size(), y.element_size()
-    if cfg["tma"] and target.is_nvidia and all(tma_compatible_3d(t) for t in (x, w, y)):
-        try:
-            G.check_feasible(cfg, target, in_bytes, out_bytes, tma=True)
-            return "tma"
-        except ValueError:
-            pass
-    G.check_feasible(cfg, target, in_bytes, out_bytes, tma=False)
-    return "pointer"
-
-
-def constexprs(cfg, target, *, tma, has_bias, activation, even_k, in_dtype, scale, int64_offsets=False):
-    """The dense kernels' constexprs (kernels/triton/dense.constexprs: ACC_INT, PROMOTE_K, INT64_OFFSETS, ...) minus split-K /
-    block scale; the TMA kernel has no int32 offset product, so no INT64_OFFSETS either
-    (kernels/triton/batched_gemm_tma.py)."""
-    ce = G.constexprs(cfg, target, tma=tma, has_bias=has_bias, activation=activation, even_k=even_k,
-                      in_dtype=in_dtype, scale=scale, int64_offsets=int64_offsets)
-    for key in _DENSE_ONLY + (("INT64_OFFSETS",) if tma else ()):
-        ce.pop(key)
-    return ce
-
-
-def _descriptor(t, block):
-    from triton.tools.tensor_descriptor import TensorDescriptor
-
-    B, R, Cn = t.shape
-    stride_b = t.stride(0) if B > 1 else R * t.stride(1)  # a size-1 dim's stride is arbitrary in torch
-    return TensorDescriptor(t, [B, R, Cn], [stride_b, t.stride(1), 1], [1, *block])
-
-
-def _operand(t):
-    """A 3-D operand the pointer kernel reads well: unit stride on K or on the rows, else a copy."""
-    return t if t.stride(2) == 1 or t.stride(1) == 1 else t.contiguous()
-
-
-def gluon_unsupported(x, w, y, cfg, target, scaling=G.NO_SCALING) -> str | None:
-    """Why a "backend": "gluon" config runs on the Triton tier for this call (None: it runs on Gluon).
-    The Triton kernels then run the same config (its tiles, and its "tma" / "persistent" keys), as
-    gemm_a16w16's `gluon_unsupported`: Gluon does not run in the interpreter, has no 8-bit batched
-    kernel, needs more than one wave of tiles to gain anything (measured), and needs sm_90 and x, w, y
-    that meet TMA's rules as 3-D tensors (a broadcast, stride-0 or interleaved batch dim, K % 8 != 0,
-    an unaligned base or row: kernels/gluon/hopper_pingpong_batched.py `unsupported`)."""
-    if C.interpreting():
-        return "the Triton interpreter does not run Gluon kernels"
-    if scaling.mode != "none":
-        return "the Gluon batched kernel is 16-bit only (batched_gemm_a8w8 runs the Triton tier)"
-    B, M, N = y.shape
-    work = B * G.cdiv(M, cfg["BLOCK_SIZE_M"]) * G.cdiv(N, cfg["BLOCK_SIZE_N"])
-    if target is not None and work <= target.num_cus:
-        # One wave: every CTA has at most one tile, so nothing runs under an epilogue (ping-pong: the
-        # second consumer idles); the Triton kernel with the same tiles starts sooner (H200, 8 x 512^3, 128 tiles:
-        # Gluon 0.84-0.92x torch.bmm over 8 configs, Triton 128x128x64 0.94x; docs/kernels/batched_gemm.md).
-        return f"one wave of work ({work} tiles for {target.num_cus} SMs): nothing to overlap"
-    from ..kernels.gluon import hopper_pingpong_batched
-
-    return hopper_pingpong_batched.unsupported(x, w, y, target)
-
-
 def launch(x, w, bias, y, activation, cfg, target, scaling=G.NO_SCALING, compile_only=False):
     """x (B, M, K), w (B, N, K), y (B, M, N); bias (B, N) / (N,) with unit stride on N, or None;
     scaling "none" or "rowcol" with x_scale (B, M) and w_scale (B, N), unit stride on M / N.
-    A "backend": "gluon" config runs the Gluon batched ping-pong where `gluon_unsupported` allows."""
-    if cfg.get("backend") == "gluon" and gluon_unsupported(x, w, y, cfg, target, scaling) is None:
+    The kernel ops/dispatch.batched chooses: the Gluon batched ping-pong for a "backend": "gluon" config where
+    it can take the call, anything else the Triton tier (kernels/triton/batched.launch)."""
+    choice = D.batched(cfg, target, x, w, y, scaling)
+    if choice.path == "gluon":
         from ..kernels.gluon import hopper_pingpong_batched
 
         hopper_pingpong_batched.launch(x, w, bias, y, activation, cfg, target, compile_only=compile_only)
         return
-    B, M, K = x.shape
-    N = w.shape[1]
-    bm, bn, bk = cfg["BLOCK_SIZE_M"], cfg["BLOCK_SIZE_N"], cfg["BLOCK_SIZE_K"]
-    if cfg["NUM_KSPLIT"] != 1:
-        raise ValueError("config: key 'NUM_KSPLIT' must be 1 for the batched GEMMs (no split-K)")
-    num_work = B * G.cdiv(M, bm) * G.cdiv(N, bn)
-    grid = (persistent_grid(num_work, target.num_cus, target.num_xcds) if cfg["persistent"] else num_work,)
-    has_bias = bias is not None
-    bias_arg, stride_bb = (bias, bias.stride(0) if bias.dim() == 2 else 0) if has_bias else (y, 0)
-    rowcol = scaling.mode == "rowcol"
-    xs, wsc = (scaling.x_scale, scaling.w_scale) if rowcol else (y, y)  # never read when SCALE == "none"
-    scale_strides = (xs.stride(0), wsc.stride(0)) if rowcol else (0, 0)
-    opts = C.compiler_options(cfg, target)
-    common = dict(has_bias=has_bias, activation=activation, in_dtype=x.dtype, scale=scaling.mode)
-    if choose_path(cfg, target, x, w, y) == "tma":
-        ce = constexprs(cfg, target, tma=True, even_k=False, **common)
-        kernel = batched_gemm_tma_kernel
-        L.launcher(kernel, grid, compile_only)(
-            _descriptor(x, [bm, bk]), _descriptor(w, [bn, bk]), _descriptor(y, [bm, bn]), xs, wsc, bias_arg,
-            B, M, N, K, *scale_strides, stride_bb, **ce, **opts)
-    else:
-        x, w = _operand(x), _operand(w)
-        ce = constexprs(cfg, target, tma=False, even_k=K % bk == 0,
-                        int64_offsets=C.int64_offsets(x, w, y, bias, *((xs, wsc) if rowcol else ())), **common)
-        kernel = batched_gemm_kernel
-        L.launcher(kernel, grid, compile_only)(
-            x, w, xs, wsc, bias_arg, y, B, M, N, K, *x.stride(), *w.stride(), *y.stride(), *scale_strides,
-            stride_bb, **ce, **opts)
+    H.launch(x, w, bias, y, activation, cfg, target, scaling, compile_only=compile_only, tma=choice.path == "tma")
 
 
 def _bias_arg(bias):
@@ -380,62 +295,16 @@ def isa_cases(archs):
     "backend": "gluon" buckets (sm_90) also the Gluon batched ping-pong (with the dense presets, bf16
     and fp32 output: kernels/gluon/hopper_pingpong_batched.py `isa_cases`)."""
     for table_op, dtype in ((OP_A16W16, "bf16"), (TABLE_OP_A8W8["fp8"], "fp8"), (TABLE_OP_A8W8["int8"], "int8")):
-        for case in G.table_cases(table_op, archs, dtypes=(dtype,)):
-            kernel = "batched_gemm_tma_kernel" if case["path"] == "tma" else "batched_gemm_kernel"
-            yield dict(case, kernel=kernel, op=ISA_OP)
+        yield from H.table_cases(table_op, archs, dtype, ISA_OP)
     if "sm_90" in archs:
         from ..kernels.gluon import hopper_pingpong_batched
 
         yield from hopper_pingpong_batched.isa_cases(archs, op=ISA_OP)
 
 
-def static_spec(cfg, target, *, dtype=torch.bfloat16, tma=None, has_bias=True, scale="none", int64_offsets=False):
-    """(kernel, signature, constexprs, divisible, options) of a batched launch as the JIT specialises
-    the common aligned case: unit stride on K and N, pointers and row / batch strides divisible by 16
-    (`int64_offsets`: the pointer kernel's variant for a call whose tensors span 2**31 elements or more)."""
-    out_dtype = dtype if dtype in C.FLOAT16_DTYPES else torch.bfloat16
-    tma = bool(cfg.get("tma")) and target.is_nvidia if tma is None else tma
-    ce = constexprs(cfg, target, tma=tma, has_bias=has_bias, activation="none", even_k=True, in_dtype=dtype,
-                    scale=scale, int64_offsets=int64_offsets)
-    t_in, t_out = G.TL_DTYPE[dtype], G.TL_DTYPE[out_dtype]
-    t_bias = t_in if dtype in C.FLOAT16_DTYPES else "bf16"
-    bm, bn, bk = cfg["BLOCK_SIZE_M"], cfg["BLOCK_SIZE_N"], cfg["BLOCK_SIZE_K"]
-    batch_strides = {"stride_xsb": "i32", "stride_wsb": "i32", "stride_bb": "i32"}
-    if tma:
-        sig = {"x_desc": f"tensordesc<{t_in}[1, {bm}, {bk}]>", "w_desc": f"tensordesc<{t_in}[1, {bn}, {bk}]>",
-               "y_desc": f"tensordesc<{t_out}[1, {bm}, {bn}]>", "xs_ptr": "*fp32", "wsc_ptr": "*fp32",
-               "bias_ptr": f"*{t_bias}", "B": "i32", "M": "i32", "N": "i32", "K": "i32", **batch_strides}
-        kernel = batched_gemm_tma_kernel
-    else:
-        sig = {"x_ptr": f"*{t_in}", "w_ptr": f"*{t_in}", "xs_ptr": "*fp32", "wsc_ptr": "*fp32",
-               "bias_ptr": f"*{t_bias}", "y_ptr": f"*{t_out}", "B": "i32", "M": "i32", "N": "i32", "K": "i32",
-               "stride_xb": "i32", "stride_xm": "i32", "stride_xk": "constexpr",
-               "stride_wb": "i32", "stride_wn": "i32", "stride_wk": "constexpr",
-               "stride_yb": "i32", "stride_ym": "i32", "stride_yn": "constexpr", **batch_strides}
-        ce.update(stride_xk=1, stride_wk=1, stride_yn=1)
-        kernel = batched_gemm_kernel
-    sig.update({k: "constexpr" for k in ce if k not in sig})
-    divisible = [k for k, v in sig.items() if v.startswith("*") or
-                 k in ("stride_xb", "stride_xm", "stride_wb", "stride_wn", "stride_yb", "stride_ym")]
-    return kernel, sig, ce, divisible, C.compiler_options(cfg, target)
-
-
 def isa_spec(case):
-    from .. import arch as _arch
-    from ..kernels.triton import batched_gemm as k_ptr
-
     if case["path"].startswith("gluon-"):
         from ..kernels.gluon import hopper_pingpong_batched
 
         return hopper_pingpong_batched.isa_spec(case)
-    from ..kernels.triton import batched_gemm_tma as k_tma
-
-    target = _arch.ARCHS[case["arch"]]
-    cfg, tma = case["config"], case["path"] == "tma"
-    dtype = G._case_dtype(case["dtype"], target)
-    scale = "none" if case["dtype"] == "bf16" else "rowcol"
-    kernel, sig, ce, div, opts = static_spec(cfg, target, dtype=dtype, tma=tma, scale=scale)
-    return dict(kernel=kernel, signature=sig, constexprs=ce, divisible=div, options=opts,
-                promises=(k_tma if tma else k_ptr).PROMISES,
-                block=(cfg["BLOCK_SIZE_M"], cfg["BLOCK_SIZE_N"], cfg["BLOCK_SIZE_K"]),
-                smem_bound=G.smem_bytes(cfg, target, dtype.itemsize, 2, tma))
+    return H.table_spec(case)

@@ -8,7 +8,9 @@
 
 gemmkit.quant.quantize_mxfp4 makes these operands (and dequantize_mxfp4 undoes them).
 One Triton kernel (kernels/triton/gemm_afp4wfp4.py, tl.dot_scaled per K step) and
-the shared split-K reduce. Two custom ops with fakes:
+the shared split-K reduce; their host code (target and config checks, constexprs, grid, launch,
+static spec) is kernels/triton/fp4.py. Two custom ops with fakes, from one `Op` (ops/_registry.py: checks once
+per call signature, call plans, the eager path without the dispatcher):
 
   gemmkit::gemm_afp4wfp4      functional
   gemmkit::gemm_afp4wfp4_out  writes into `out`
@@ -27,19 +29,15 @@ from __future__ import annotations
 
 import torch
 
-from ..kernels.triton._schedule import persistent_grid
-from ..kernels.triton._splitk_reduce import splitk_reduce_kernel
-from ..kernels.triton.gemm_afp4wfp4 import PROMISES, gemm_afp4wfp4_kernel
 from . import _common as C
-from .. import launcher as L
-from ..kernels.triton import dense as G
+from ._registry import Op
+from ..kernels.triton import fp4 as H
+# The kernel's host code (kernels/triton/fp4.py), re-exported where the tuner and tests have always found it.
+from ..kernels.triton.fp4 import (MIN_BLOCK_K, MX_GROUP, UNSUPPORTED_ARCHS, check_config,  # noqa: F401
+                                  constexprs, smem_bytes, static_spec)
 from .gemm_a8w8 import _check_out, resolve_out_dtype
 
 OP = "afp4wfp4"
-MX_GROUP = 32  # elements per E8M0 scale
-MIN_BLOCK_K = 64  # tl.dot_scaled's minimum K per step (32 packed bytes, 2 scales per row)
-UNSUPPORTED_ARCHS = {"gfx942": "Triton 3.6 cannot lower tl.dot_scaled with e2m1 operands for gfx942 "
-                               "(\"Unsupported DotScaleOp found when converting TritonGPU to LLVM\")"}
 
 
 # ----------------------------------------------------------------------------- validation
@@ -68,76 +66,7 @@ def _check_inputs(x, w, x_scale, w_scale, out_dtype, out=None):
     return M, N, K
 
 
-def _check_target(target):
-    if target.arch in UNSUPPORTED_ARCHS:
-        raise ValueError(f"x: gemm_afp4wfp4 does not run on {target.name} ({target.arch}): "
-                         f"{UNSUPPORTED_ARCHS[target.arch]}")
-
-
-def smem_bytes(cfg: dict, target) -> int:
-    """Upper bound on the shared memory (LDS) one program needs, per K step in flight:
-    packed x and w tiles ((BM + BN) * BK / 2 bytes) and their scale tiles ((BM + BN) * BK / 32).
-
-    NVIDIA (emulated): num_stages such steps, plus the w tile upcast to bf16 (BN * BK * 2) that
-    the wgmma reads from shared memory, plus 1 KiB of layout-conversion scratch. AMD: the stream
-    pipeliner keeps num_stages - 1 steps in LDS (gfx950 128x128x128, 2 stages: exactly one step,
-    17408 bytes). Read off compiled kernels (Triton 3.6); `gemmkit isa` checks the bound on every
-    shipped config."""
-    bm, bn, bk = cfg["BLOCK_SIZE_M"], cfg["BLOCK_SIZE_N"], cfg["BLOCK_SIZE_K"]
-    step = (bm + bn) * bk // 2 + (bm + bn) * bk // MX_GROUP
-    if target.is_nvidia:
-        return cfg["num_stages"] * step + bn * bk * 2 + 1024
-    return max(1, cfg["num_stages"] - 1) * step
-
-
-def check_config(cfg: dict, target):
-    """ValueError (naming the key) for a config this kernel cannot run on `target`."""
-    if cfg.get("tma"):
-        raise ValueError("config: key 'tma' = true, but gemm_afp4wfp4 has no TMA path (pointer kernel only)")
-    if cfg.get("backend", "triton") != "triton":
-        raise ValueError(f"config: key 'backend' = {cfg['backend']!r}, but gemm_afp4wfp4 has only the Triton kernel")
-    if cfg["BLOCK_SIZE_K"] < MIN_BLOCK_K:
-        raise ValueError(f"config: key 'BLOCK_SIZE_K' = {cfg['BLOCK_SIZE_K']}; gemm_afp4wfp4 needs >= {MIN_BLOCK_K} "
-                         "(tl.dot_scaled's minimum K step)")
-    need = smem_bytes(cfg, target)
-    if need > target.shared_mem_bytes:
-        raise ValueError(
-            f"config: BLOCK_SIZE_M/N/K = {cfg['BLOCK_SIZE_M']}/{cfg['BLOCK_SIZE_N']}/{cfg['BLOCK_SIZE_K']} with "
-            f"num_stages = {cfg['num_stages']} needs {need} bytes of shared memory; {target.name} ({target.arch}) "
-            f"allows {target.shared_mem_bytes} per block")
-
-
-# ----------------------------------------------------------------------------- launch
-
-def constexprs(cfg: dict, target, *, even_k: bool, int64_offsets: bool = False) -> dict:
-    """The kernel's constexprs from the config and the target (one place: launch and static compile).
-    `int64_offsets`: the call's tensors span 2**31 elements or more (_common.int64_offsets)."""
-    return dict(BLOCK_M=cfg["BLOCK_SIZE_M"], BLOCK_N=cfg["BLOCK_SIZE_N"], BLOCK_K=cfg["BLOCK_SIZE_K"],
-                GROUP_SIZE_M=cfg["GROUP_SIZE_M"], NUM_XCDS=target.num_xcds, EVEN_K=even_k,
-                PERSISTENT=bool(cfg["persistent"]), SPLIT_K=cfg["NUM_KSPLIT"], INT64_OFFSETS=bool(int64_offsets))
-
-
-def _launch(x, w, xs, ws, y, cfg, target, compile_only=False):
-    M, N, K = x.shape[0], w.shape[0], 2 * x.shape[1]
-    bm, bn, bk = cfg["BLOCK_SIZE_M"], cfg["BLOCK_SIZE_N"], cfg["BLOCK_SIZE_K"]
-    split_k = cfg["NUM_KSPLIT"]
-    num_work = G.cdiv(M, bm) * G.cdiv(N, bn) * split_k
-    grid = (persistent_grid(num_work, target.num_cus, target.num_xcds) if cfg["persistent"] else num_work,)
-    part = torch.empty((split_k, M, N), dtype=torch.float32, device=x.device) if split_k > 1 else y
-    ce = constexprs(cfg, target, even_k=K % bk == 0,
-                    int64_offsets=C.int64_offsets(x, w, xs, ws, y, part if split_k > 1 else None))
-    kernel = gemm_afp4wfp4_kernel
-    L.launcher(kernel, grid, compile_only)(
-        x, w, xs, ws, y, part, M, N, K, x.stride(0), x.stride(1), w.stride(0), w.stride(1), y.stride(0), y.stride(1),
-        xs.stride(0), xs.stride(1), ws.stride(0), ws.stride(1), **ce, **C.compiler_options(cfg, target))
-    if split_k > 1:
-        rbm, rbn = G.reduce_tile(M, N)
-        rgrid = (G.cdiv(M, rbm), G.cdiv(N, rbn))
-        reduce = splitk_reduce_kernel
-        L.launcher(reduce, rgrid, compile_only)(
-            part, y, y, M, N, M * N, y.stride(0), y.stride(1), SPLIT_K=split_k, BLOCK_M=rbm, BLOCK_N=rbn,
-            HAS_BIAS=False, ACTIVATION="none", INT64_OFFSETS=C.int64_offsets(part, y), num_warps=G.REDUCE_WARPS)
-
+# ----------------------------------------------------------------------------- implementation
 
 def _run(x, w, x_scale, w_scale, config, y, compile_only=False):
     M, N, K = x.shape[0], w.shape[0], 2 * x.shape[1]
@@ -148,37 +77,24 @@ def _run(x, w, x_scale, w_scale, config, y, compile_only=False):
         y.zero_()
         return
     target = C.target_for(x.device)
-    _check_target(target)
+    H.check_target(target)
     cfg, _source = C.resolve_config(OP, config, target, M, N, K)
     check_config(cfg, target)
-    _launch(x, w, x_scale, w_scale, y, cfg, target, compile_only)
+    H.launch(x, w, x_scale, w_scale, y, cfg, target, compile_only)
 
 
-@torch.library.custom_op("gemmkit::gemm_afp4wfp4", mutates_args=())
-def _gemm_afp4wfp4_op(x: torch.Tensor, w: torch.Tensor, x_scale: torch.Tensor, w_scale: torch.Tensor,
-                      out_dtype: torch.dtype, config: str) -> torch.Tensor:
-    M, N, _K = _check_inputs(x, w, x_scale, w_scale, out_dtype)
-    y = torch.empty((M, N), dtype=out_dtype, device=x.device)
+def _check(x, w, x_scale, w_scale, *, out_dtype, out):
+    """The op's checks (Op: eager, custom ops and fakes alike); the output's shape."""
+    M, N, _K = _check_inputs(x, w, x_scale, w_scale, out_dtype, out)
+    return M, N
+
+
+def _execute(x, w, x_scale, w_scale, *, config, y):
     _run(x, w, x_scale, w_scale, config, y)
-    return y
 
 
-@_gemm_afp4wfp4_op.register_fake
-def _(x, w, x_scale, w_scale, out_dtype, config):
-    M, N, _K = _check_inputs(x, w, x_scale, w_scale, out_dtype)
-    return x.new_empty((M, N), dtype=out_dtype)
-
-
-@torch.library.custom_op("gemmkit::gemm_afp4wfp4_out", mutates_args=("out",))
-def _gemm_afp4wfp4_out_op(x: torch.Tensor, w: torch.Tensor, x_scale: torch.Tensor, w_scale: torch.Tensor,
-                          config: str, out: torch.Tensor) -> None:
-    _check_inputs(x, w, x_scale, w_scale, out.dtype, out)
-    _run(x, w, x_scale, w_scale, config, out)
-
-
-@_gemm_afp4wfp4_out_op.register_fake
-def _(x, w, x_scale, w_scale, config, out):
-    _check_inputs(x, w, x_scale, w_scale, out.dtype, out)
+GEMM_AFP4WFP4 = Op("gemm_afp4wfp4", "Tensor x, Tensor w, Tensor x_scale, Tensor w_scale", 4, _check, _execute,
+                   default_out_dtype=lambda x, out: resolve_out_dtype(None, out), legacy_schema=True)
 
 
 def gemm_afp4wfp4(x, w, x_scale, w_scale, *, out_dtype=None, out=None, config=None):
@@ -198,17 +114,7 @@ def gemm_afp4wfp4(x, w, x_scale, w_scale, *, out_dtype=None, out=None, config=No
     sm_90 (decoded to bf16, then bf16 tensor cores); not available on gfx942 (ValueError).
     Returns (M, N) of out_dtype. M or N == 0: empty; K == 0: zeros.
     """
-    out_dtype = resolve_out_dtype(out_dtype, out)
-    _check_inputs(x, w, x_scale, w_scale, out_dtype, out)
-    cfg = C.config_to_str(config)
-    if C.eager_call(x, w, x_scale, w_scale, out):
-        y = out if out is not None else torch.empty((x.shape[0], w.shape[0]), dtype=out_dtype, device=x.device)
-        _run(x, w, x_scale, w_scale, cfg, y)
-        return y
-    if out is not None:
-        torch.ops.gemmkit.gemm_afp4wfp4_out(x, w, x_scale, w_scale, cfg, out)
-        return out
-    return torch.ops.gemmkit.gemm_afp4wfp4(x, w, x_scale, w_scale, out_dtype, cfg)
+    return GEMM_AFP4WFP4.call(x, w, x_scale, w_scale, out_dtype=out_dtype, out=out, config=config)
 
 
 def compile_for(x, w, x_scale, w_scale, config: dict, out_dtype=torch.bfloat16):
@@ -220,35 +126,10 @@ def compile_for(x, w, x_scale, w_scale, config: dict, out_dtype=torch.bfloat16):
 
 # ----------------------------------------------------------------------------- static cases (gemmkit isa)
 
-def static_spec(cfg: dict, target, *, out_dtype=torch.bfloat16, even_k: bool = True):
-    """(kernel, signature, constexprs, divisible, options) to compile the kernel for `target` without a
-    GPU, as the JIT specialises the aligned contiguous case (unit K strides, 16-divisible rows)."""
-    ce = constexprs(cfg, target, even_k=even_k)
-    t_out = G.TL_DTYPE[out_dtype]
-    sig = {"x_ptr": "*u8", "w_ptr": "*u8", "xs_ptr": "*u8", "ws_ptr": "*u8", "y_ptr": f"*{t_out}", "part_ptr": "*fp32",
-           "M": "i32", "N": "i32", "K": "i32",
-           "stride_xm": "i32", "stride_xk": "constexpr", "stride_wn": "i32", "stride_wk": "constexpr",
-           "stride_ym": "i32", "stride_yn": "constexpr",
-           "stride_xsm": "i32", "stride_xsk": "constexpr", "stride_wsn": "i32", "stride_wsk": "constexpr"}
-    ce.update(stride_xk=1, stride_wk=1, stride_yn=1, stride_xsk=1, stride_wsk=1)
-    sig.update({k: "constexpr" for k in ce if k not in sig})
-    divisible = [k for k, v in sig.items()
-                 if v.startswith("*") or k in ("stride_xm", "stride_wn", "stride_ym", "stride_xsm", "stride_wsn")]
-    return gemm_afp4wfp4_kernel, sig, ce, divisible, C.compiler_options(cfg, target)
-
-
 def isa_cases(archs):
     """Every bucket of every shipped AFP4WFP4 table (sm_90, gfx950; gfx942 has none: see UNSUPPORTED_ARCHS)."""
-    for case in G.table_cases(OP, archs, dtypes=("fp4",)):
-        yield dict(case, kernel="gemm_afp4wfp4_kernel")
+    yield from H.table_cases(OP, archs)
 
 
 def isa_spec(case):
-    from .. import arch as _arch
-
-    target = _arch.ARCHS[case["arch"]]
-    cfg = case["config"]
-    kernel, sig, ce, div, opts = static_spec(cfg, target)
-    return dict(kernel=kernel, signature=sig, constexprs=ce, divisible=div, options=opts, promises=PROMISES,
-                block=(cfg["BLOCK_SIZE_M"], cfg["BLOCK_SIZE_N"], cfg["BLOCK_SIZE_K"]),
-                smem_bound=smem_bytes(cfg, target))
+    return H.table_spec(case)

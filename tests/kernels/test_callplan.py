@@ -586,3 +586,254 @@ def test_only_launcher_launches_kernels():
     assert set(ast_hits) == _ALLOWED, {f: v for f, v in ast_hits.items() if f not in _ALLOWED} or ast_hits
     assert {f: sorted(v) for f, v in regex_hits.items()} == {f: sorted(v) for f, v in ast_hits.items()}
     assert len(regex_hits["launcher.py"]) >= 4 and len(regex_hits["callplan.py"]) == 1
+
+
+# ----------------------------------------------------------------------------- 11. layers: kernels/ never imports ops/
+
+def test_kernels_do_not_import_ops():
+    """docs/DESIGN.md's layers: data flows down, so nothing under gemmkit/kernels/ imports gemmkit/ops/ (the host
+    modules of kernels/triton/ included: the ops call them, never the other way)."""
+    root = pathlib.Path(gemmkit.__file__).parent
+    hits = []
+    for path in sorted((root / "kernels").rglob("*.py")):
+        rel = path.relative_to(root)
+        package = ["gemmkit", *rel.parent.parts]
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = package[:len(package) - node.level + 1] if node.level else []
+                mod = ".".join(base + ([node.module] if node.module else []))
+                names = [mod] + [f"{mod}.{a.name}" for a in node.names]
+            else:
+                continue
+            if any(n == "gemmkit.ops" or n.startswith("gemmkit.ops.") for n in names):
+                hits.append(f"{rel}:{node.lineno}")
+    assert not hits, hits
+    assert (root / "kernels" / "triton" / "batched.py").exists()  # the scan sees the host modules
+
+
+# ----------------------------------------------------------------------------- 12. the ops of several outputs and afp4wfp4 on Op
+
+SC_BASE = {"BLOCK_SIZE_M": 16, "BLOCK_SIZE_N": 32, "BLOCK_SIZE_K": 32, "GROUP_SIZE_M": 2, "num_warps": 4,
+           "num_stages": 2}
+SC_CONFIGS = {"pointer": SC_BASE, "tma": {**SC_BASE, "tma": True}, "tma_persistent": {**SC_BASE, "tma": True,
+                                                                                      "persistent": True}}
+SC_M, SC_K, SC_D, SC_S1, SC_S2, SC_S3 = 20, 48, 3, 16, 16, 8
+
+
+def _full_path(monkeypatch, fn, *args, **kwargs):
+    """fn(*args, **kwargs) with call plans off: the full path (checks, dispatch, launches), recorded nowhere."""
+    with monkeypatch.context() as m:
+        m.setattr(CP, "ENABLED", False)
+        return fn(*args, **kwargs)
+
+
+def _sc_inputs(dtype=BF16):
+    N = SC_D * (SC_S1 + SC_S2)
+    return (randn(SC_M, SC_K, dtype=dtype), randn(N, SC_K, dtype=dtype),
+            randn(SC_M, 1, SC_S3, dtype=dtype).expand(SC_M, SC_D, SC_S3), randn(N, dtype=dtype))
+
+
+def _sc_outs(dtype=BF16):
+    return poisoned((SC_M, SC_D, SC_S1 + SC_S3), dtype), poisoned((SC_M, SC_D, SC_S2), dtype)
+
+
+def _sc_check(c1, c2, x, w, y, b):
+    """(c1, c2) against the float64 reference: c = x @ w.T + b split per head, y copied into c1."""
+    c = (x.double() @ w.double().T + (b.double() if b is not None else 0)).view(SC_M, SC_D, -1)
+    assert torch.equal(c1[..., SC_S1:], y.to(c1.dtype))
+    for got, want in ((c1[..., :SC_S1], c[..., :SC_S1]), (c2, c[..., SC_S1:])):
+        ok, msg = within_bound(got, want, got.dtype)
+        assert ok, msg
+
+
+@pytest.mark.parametrize("with_out", [True, False], ids=["out", "no_out"])
+@pytest.mark.parametrize("cfg_name", list(SC_CONFIGS))
+def test_split_cat_replays(cfg_name, with_out, monkeypatch):
+    """gemm_split_cat (two outputs, through Op): the second and third call of a signature replay the first's
+    launches on their own fresh tensors, without recording again, and equal the full path on the same inputs."""
+    cfg = SC_CONFIGS[cfg_name]
+    deltas = []
+    for call in range(3):
+        x, w, y, b = _sc_inputs()
+        out = _sc_outs() if with_out else None
+        stats, before = dict(CP.STATS), dict(launcher.LAUNCHES)
+        c1, c2 = gemmkit.gemm_split_cat(x, w, y, SC_S1, SC_S2, b, out=out, config=cfg)
+        deltas.append(_delta(before))
+        if with_out:
+            assert c1 is out[0] and c2 is out[1]
+        _sc_check(c1, c2, x, w, y, b)
+        f1, f2 = _full_path(monkeypatch, gemmkit.gemm_split_cat, x, w, y, SC_S1, SC_S2, b, config=cfg)
+        assert torch.equal(c1, f1) and torch.equal(c2, f2)
+        if call == 0:
+            assert CP.STATS["recorded"] == stats["recorded"] + 1 and CP.STATS["replays"] == stats["replays"]
+        else:
+            assert CP.STATS["replays"] == stats["replays"] + 1, f"call {call} did not replay"
+            assert CP.STATS["recorded"] == stats["recorded"]
+    kernel = "gemm_split_cat_tma_kernel" if cfg.get("tma") else "gemm_split_cat_kernel"
+    assert deltas[0] == {kernel: 1}, deltas[0]
+    assert deltas[1] == deltas[0] and deltas[2] == deltas[0], deltas
+    assert len(CP._PLANS) == 1 and isinstance(next(iter(CP._PLANS.values())), CP.CallPlan)
+
+
+def test_split_cat_custom_ops_replay(monkeypatch):
+    for call in range(3):
+        x, w, y, b = _sc_inputs(FP16)
+        replays, before = CP.STATS["replays"], dict(launcher.LAUNCHES)
+        c1, c2 = torch.ops.gemmkit.gemm_split_cat(x, w, y, SC_S1, SC_S2, b, FP16, "")
+        d = _delta(before)
+        if call == 0:
+            first = d
+        assert d == first and sum(d.values()) == 1 and set(d) <= {"gemm_split_cat_kernel", "gemm_split_cat_tma_kernel"}
+        _sc_check(c1, c2, x, w, y, b)
+        o1, o2 = _sc_outs(FP16)
+        torch.ops.gemmkit.gemm_split_cat_out(x, w, y, SC_S1, SC_S2, b, "", o1, o2)
+        assert torch.equal(o1, c1) and torch.equal(o2, c2)
+        f1, f2 = _full_path(monkeypatch, gemmkit.gemm_split_cat, x, w, y, SC_S1, SC_S2, b)
+        assert torch.equal(c1, f1) and torch.equal(c2, f2)
+        assert CP.STATS["replays"] == replays + 2 * (call > 0)
+    assert len(CP._PLANS) == 2
+
+
+def test_split_cat_out_overlap_refused_on_replay():
+    """The address checks of a replayed two-output signature: out[1] against out[0], each against the inputs."""
+    P = SC_D * (SC_S1 + SC_S3)  # c1's columns in a row of the (M, W) buffers; c2's follow
+    W = P + SC_D * SC_S2
+
+    def pair(buf1, buf2):  # c1 from buf1, c2 from buf2 (the same buffer: side by side, disjoint)
+        return buf1[:, :P].view(SC_M, SC_D, SC_S1 + SC_S3), buf2[:, P:].view(SC_M, SC_D, SC_S2)
+
+    x, w, y, b = _sc_inputs()
+    c1, c2 = pair(poisoned((SC_M, W), BF16), poisoned((SC_M, W), BF16))
+    gemmkit.gemm_split_cat(x, w, y, SC_S1, SC_S2, b, out=(c1, c2))
+    _sc_check(c1, c2, x, w, y, b)
+    assert isinstance(next(iter(CP._PLANS.values())), CP.CallPlan)
+    replays = CP.STATS["replays"]
+    # The same signature, c2 overlapping c1: refused, nothing written.
+    big = poisoned((SC_M, W), BF16)
+    o1 = big[:, :P].view(SC_M, SC_D, SC_S1 + SC_S3)
+    o2 = big[:, 8:8 + SC_D * SC_S2].view(SC_M, SC_D, SC_S2)
+    with pytest.raises(ValueError, match=r"out\[1\].*overlaps out\[0\]"):
+        gemmkit.gemm_split_cat(x, w, y, SC_S1, SC_S2, b, out=(o1, o2))
+    assert torch.isnan(big).all()
+    # The same signature, c1 overlapping x.
+    bufx = randn(SC_M, W, dtype=BF16)
+    x2 = bufx.view(-1)[:SC_M * SC_K].view(SC_M, SC_K)
+    p1, p2 = pair(bufx, poisoned((SC_M, W), BF16))
+    saved = bufx.clone()
+    with pytest.raises(ValueError, match=r"out\[0\].*overlaps x"):
+        gemmkit.gemm_split_cat(x2, w, y, SC_S1, SC_S2, b, out=(p1, p2))
+    assert torch.equal(bufx, saved) and torch.isnan(p2).all()
+    assert CP.STATS["replays"] == replays
+    # Disjoint outputs of the same signature replay, correctly.
+    x3, w3, y3, b3 = _sc_inputs()
+    d1, d2 = pair(poisoned((SC_M, W), BF16), poisoned((SC_M, W), BF16))
+    gemmkit.gemm_split_cat(x3, w3, y3, SC_S1, SC_S2, b3, out=(d1, d2))
+    assert CP.STATS["replays"] == replays + 1
+    _sc_check(d1, d2, x3, w3, y3, b3)
+    # c1 and c2 side by side in one buffer (no byte shared): the same signature, so a replay, correct (the
+    # replay hands each launch its own output; only a recording cannot tell outputs in one storage apart).
+    e1, e2 = pair(*(2 * [poisoned((SC_M, W), BF16)]))
+    gemmkit.gemm_split_cat(x3, w3, y3, SC_S1, SC_S2, b3, out=(e1, e2))
+    assert CP.STATS["replays"] == replays + 2
+    _sc_check(e1, e2, x3, w3, y3, b3)
+    # Recorded from such a pair (CP.clear(): no plan yet), the signature records nothing and stays correct.
+    CP.clear()
+    for _ in range(2):
+        e1, e2 = pair(*(2 * [poisoned((SC_M, W), BF16)]))
+        gemmkit.gemm_split_cat(x3, w3, y3, SC_S1, SC_S2, b3, out=(e1, e2))
+        _sc_check(e1, e2, x3, w3, y3, b3)
+    assert CP.STATS["replays"] == replays + 2 and not CP._PLANS
+
+
+def test_blockscale_split_cat_replays(monkeypatch):
+    from _util import q8, scales
+
+    from gemmkit.reference import gemm_a8w8_blockscale_ref
+
+    M, K, D, S1, S2, S3 = 9, 256, 2, 32, 32, 16
+    N = D * (S1 + S2)
+    cfg = {**SC_BASE, "BLOCK_SIZE_N": 64, "BLOCK_SIZE_K": 128, "tma": True}
+    deltas = []
+    for call in range(3):
+        x, w = q8(M, K, dtype=torch.float8_e4m3fn), q8(N, K, dtype=torch.float8_e4m3fn)
+        xs, ws = scales(M, 2), scales(1, 2)
+        y = randn(M, 1, S3, dtype=torch.float32).expand(M, D, S3)
+        out = (poisoned((M, D, S1 + S3), torch.float32), poisoned((M, D, S2), torch.float32)) if call != 1 else None
+        stats, before = dict(CP.STATS), dict(launcher.LAUNCHES)
+        c1, c2 = gemmkit.gemm_a8w8_blockscale_split_cat(x, w, xs, ws, y, S1, S2, out=out, out_dtype=torch.float32,
+                                                        config=cfg)
+        deltas.append(_delta(before))
+        c = gemm_a8w8_blockscale_ref(x, w, xs, ws).view(M, D, -1)
+        assert torch.equal(c1[..., S1:], y)
+        ok, msg = within_bound(torch.cat([c1[..., :S1].reshape(-1), c2.reshape(-1)]),
+                               torch.cat([c[..., :S1].reshape(-1), c[..., S1:].reshape(-1)]), torch.float32)
+        assert ok, msg
+        f1, f2 = _full_path(monkeypatch, gemmkit.gemm_a8w8_blockscale_split_cat,
+            x, w, xs, ws, y, S1, S2, out_dtype=torch.float32, config=cfg)
+        assert torch.equal(c1, f1) and torch.equal(c2, f2)
+        # calls 0 and 2 share a signature (out=), call 1 records its own (fresh outputs)
+        assert CP.STATS["replays"] == stats["replays"] + (call == 2)
+        assert CP.STATS["recorded"] == stats["recorded"] + (call < 2)
+    assert deltas[0] == {"gemm_split_cat_tma_kernel": 1} and deltas[1] == deltas[0] == deltas[2], deltas
+    assert len(CP._PLANS) == 2
+
+
+AFP4_CFG = {"BLOCK_SIZE_M": 16, "BLOCK_SIZE_N": 32, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 2, "num_warps": 4,
+            "num_stages": 2}
+
+
+def _afp4_inputs(M=17, N=40, K=128):
+    import gemmkit.quant as Q
+
+    xq, xs = Q.quantize_mxfp4(randn(M, K, dtype=torch.float32) * 3)
+    wq, ws = Q.quantize_mxfp4(randn(N, K, dtype=torch.float32) * 3)
+    return xq, wq, xs, ws
+
+
+def _afp4_check(y, xq, wq, xs, ws):
+    import gemmkit.quant as Q
+
+    ref = Q.dequantize_mxfp4_ref(xq, xs).double() @ Q.dequantize_mxfp4_ref(wq, ws).double().T
+    ok, msg = within_bound(y, ref, y.dtype)
+    assert ok, msg
+
+
+@pytest.mark.parametrize("with_out", [True, False], ids=["out", "no_out"])
+@pytest.mark.parametrize("split_k", [1, 2])
+def test_afp4wfp4_replays(split_k, with_out, monkeypatch):
+    """gemm_afp4wfp4 (through Op): repeated signatures replay, split-K's workspace and reduce included."""
+    cfg = {**AFP4_CFG, "NUM_KSPLIT": split_k}
+    deltas = []
+    for call in range(3):
+        xq, wq, xs, ws = _afp4_inputs()
+        out = poisoned((17, 40), torch.float32) if with_out else None
+        stats, before = dict(CP.STATS), dict(launcher.LAUNCHES)
+        y = gemmkit.gemm_afp4wfp4(xq, wq, xs, ws, out=out, out_dtype=torch.float32, config=cfg)
+        deltas.append(_delta(before))
+        if with_out:
+            assert y is out
+        _afp4_check(y, xq, wq, xs, ws)
+        full = _full_path(monkeypatch, gemmkit.gemm_afp4wfp4, xq, wq, xs, ws, out_dtype=torch.float32,
+                                                                     config=cfg)
+        assert torch.equal(y, full)
+        assert CP.STATS["replays"] == stats["replays"] + (call > 0)
+        assert CP.STATS["recorded"] == stats["recorded"] + (call == 0)
+    want = {"gemm_afp4wfp4_kernel": 1, **({"splitk_reduce_kernel": 1} if split_k > 1 else {})}
+    assert deltas[0] == want and deltas[1] == deltas[0] == deltas[2], deltas
+    assert len(CP._PLANS) == 1 and isinstance(next(iter(CP._PLANS.values())), CP.CallPlan)
+
+
+def test_afp4wfp4_custom_ops_replay(monkeypatch):
+    for call in range(2):
+        xq, wq, xs, ws = _afp4_inputs(8, 32, 64)
+        replays = CP.STATS["replays"]
+        y = torch.ops.gemmkit.gemm_afp4wfp4(xq, wq, xs, ws, BF16, "")
+        out = poisoned((8, 32), BF16)
+        torch.ops.gemmkit.gemm_afp4wfp4_out(xq, wq, xs, ws, "", out)
+        assert torch.equal(out, y)
+        _afp4_check(y, xq, wq, xs, ws)
+        assert torch.equal(y, _full_path(monkeypatch, gemmkit.gemm_afp4wfp4, xq, wq, xs, ws))
+        assert CP.STATS["replays"] == replays + 2 * call
+    assert len(CP._PLANS) == 2
