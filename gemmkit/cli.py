@@ -171,9 +171,19 @@ def _cmd_configs(args):
               "(N = I, the intermediate size; K = hidden):")
     elif args.op != answers[0][1]:
         print(f"{args.op} looks up the {answers[0][1]} table:")
+    from .ops import dispatch
+
     for what, table_op, M, N, K, cfg, source in answers:
         print(f"{what + ': ' if what else ''}gemm_{table_op} M={M} N={N} K={K} on {arch}: {source}")
         print(json.dumps(cfg, indent=1, sort_keys=True))
+        try:
+            choice = dispatch.for_shape(table_op, cfg, _arch.ARCHS[arch], M, N, K, B=args.B)
+        except ValueError as e:  # a config that fits no kernel of this target
+            print(f"kernel: none ({e})")
+            continue
+        print("for contiguous operands at 16-byte aligned addresses on a GPU (other strides may pass over more "
+              "kernels):")
+        print(choice.explain())
     return 0
 
 
@@ -288,6 +298,8 @@ def build_parser():
     c.add_argument("-M", type=_int_at_least(1), required=True, help="rows of x (tokens), >= 1")
     c.add_argument("-N", type=_int_at_least(1), required=True, help="rows of w (output features), >= 1")
     c.add_argument("-K", type=_int_at_least(1), required=True, help="the reduction size, >= 1")
+    c.add_argument("-B", type=_int_at_least(1), default=1,
+                   help="batch entries (batched ops: the Gluon batched kernel needs more than one wave of tiles)")
     c.add_argument("--arch", choices=["sm_90", "gfx942", "gfx950"], help="default: the current GPU, else sm_90")
     c.set_defaults(fn=_cmd_configs)
 

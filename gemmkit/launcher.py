@@ -70,6 +70,7 @@ def kernel_name(kernel) -> str:
 def clear():
     _CACHE.clear()
     _RUNTIME_PARAMS.clear()
+    _TMA_MAPS.clear()
     _runtime.cache_clear()
 
 
@@ -193,7 +194,8 @@ def _launch(kernel, grid, args, kwargs):
         # Every later parameter is a constexpr (_runtime_params), passed by keyword or defaulted. The
         # launcher skips constexpr slots, but takes them, as JITFunction.run passes every parameter.
         tail = tuple(kwargs[p.name] if p.name in kwargs else p.default for p in kernel.params[len(args):])
-        hit = _CACHE[key] = (compiled.run, compiled.function, compiled.packed_metadata, tail, device)
+        hit = _CACHE[key] = (_descriptor_caching(compiled.run) or compiled.run, compiled.function,
+                             compiled.packed_metadata, tail, device)
         return hit
     STATS["hits"] += 1
     run, function, metadata, tail, _ = hit
@@ -218,6 +220,70 @@ def run_entry(entry, grid, args):
     g = (*grid, 1, 1)
     run(g[0], g[1], g[2], current_stream(device), function, metadata, None, None, None, *args, *tail)
     return True
+
+
+# ----------------------------------------------------------------------------- host TMA descriptors
+#
+# A kernel that takes host TMA descriptors (Triton's TensorDescriptor, Gluon's) gets, from Triton 3.6's CUDA
+# launcher, each one re-encoded on every launch (`make_tensordesc_arg`: cuTensorMapEncodeTiled through
+# `fill_tma_descriptor`, ~1-2 us of host time each; a dense GEMM passes three). The encoded CUtensorMap is a pure
+# function of the tensor's address, shape and strides and of the compiled kernel's descriptor metadata (box,
+# swizzle, element type), so `_descriptor_caching` wraps a compiled kernel's launcher to encode each distinct
+# (metadata, address, shape, strides) once and pass the cached map afterwards. A map holds an address, not a
+# tensor: a freed and reused address gets the same (correct) map; nothing is kept alive. Where the launcher is not
+# laid out as in Triton 3.6 (other versions, AMD, scratch buffers, descriptors lowered to plain pointers), the
+# compiled kernel's own launcher runs unchanged.
+
+MAX_TMA_MAPS = 4096  # encoded maps kept (128 bytes each); the cache starts over when full
+_TMA_MAPS: dict = {}
+TMA_STATS = {"encoded": 0, "reused": 0}
+
+
+def _descriptor_caching(run):
+    """A launcher equivalent to `run` (a compiled kernel's CudaLauncher) that reuses encoded TMA descriptors, or
+    None where `run` takes no host descriptors or is not laid out as Triton 3.6's."""
+    inner = getattr(run, "launch", None)
+    code, closure = getattr(inner, "__code__", None), getattr(inner, "__closure__", None)
+    if code is None or not closure or getattr(run, "global_scratch_size", 1) or getattr(run, "profile_scratch_size", 1):
+        return None
+    cells = dict(zip(code.co_freevars, (c.cell_contents for c in closure)))
+    raw, indices, metas = cells.get("launcher"), cells.get("tensordesc_indices"), cells.get("tensordesc_meta")
+    if not callable(raw) or not isinstance(indices, set) or not metas or any(m is None for m in metas):
+        return None
+    try:
+        from triton.backends.nvidia.driver import _BASE_ARGS_FORMAT_LEN, make_tensordesc_arg
+    except ImportError:
+        return None
+    if _BASE_ARGS_FORMAT_LEN != 13:  # grid x3, stream, function, cooperative, pdl, 2 scratch, metadata, 3 hook slots
+        return None
+    order = sorted(indices)  # parameter positions of the descriptors, in order; each has its metadata
+    meta_at = {i: m for i, m in zip(order, metas)}
+    cooperative, pdl = run.launch_cooperative_grid, run.launch_pdl
+
+    def expand(i, d):
+        meta = meta_at[i]
+        key = (id(meta), d.base.data_ptr(), tuple(d.shape), tuple(d.strides), d.padding)
+        hit = _TMA_MAPS.get(key)
+        if hit is None:
+            if len(_TMA_MAPS) >= MAX_TMA_MAPS:
+                _TMA_MAPS.clear()
+            hit = _TMA_MAPS[key] = (meta, make_tensordesc_arg(d, meta))  # meta held: its id stays unique
+            TMA_STATS["encoded"] += 1
+        else:
+            TMA_STATS["reused"] += 1
+        return hit[1]
+
+    def launch_cached(gx, gy, gz, stream, function, metadata, launch_metadata, enter_hook, exit_hook, *params):
+        args = [gx, gy, gz, stream, function, cooperative, pdl, None, None, metadata, launch_metadata, enter_hook,
+                exit_hook]
+        for i, a in enumerate(params):
+            if i in meta_at:
+                args.extend(expand(i, a))
+            else:
+                args.append(a)
+        raw(*args)
+
+    return launch_cached
 
 
 def tma_descriptor(t, block_shape):

@@ -39,6 +39,32 @@ def tma_compatible(*tensors) -> bool:
     return True
 
 
+TMA_RULE_2D = "TMA needs a 2-D tensor, unit last stride, 16-byte aligned base and row stride"
+
+
+def tma_reason(cfg: dict, target, tensors: dict, fits, compatible=tma_compatible, rule: str = TMA_RULE_2D):
+    """Why a Triton TMA kernel cannot take a call (None: it can), checked in this order: the config asks for it
+    ("tma": true), the target has it, each named tensor meets `compatible` (else "<name>: <rule>"), and `fits()`
+    (the kernel's shared-memory fit: None or why not). Every Triton-tier host module's `tma_unsupported`."""
+    if not cfg.get("tma"):
+        return 'the config has "tma": false'
+    if not target.is_nvidia:
+        return f"TMA needs an NVIDIA sm_90 target, not {target.arch}"
+    for name, t in tensors.items():
+        if not compatible(t):
+            return f"{name}: {rule}"
+    return fits()
+
+
+def fit_reason(check, *args, **kwargs) -> str | None:
+    """`check(*args, **kwargs)` (a feasibility check that raises ValueError) as a reason: None, or its message."""
+    try:
+        check(*args, **kwargs)
+    except ValueError as e:
+        return str(e).removeprefix("config: ")
+    return None
+
+
 def last_offset(t) -> int:
     """The largest element offset of a non-empty `t`: sum over dims of (size - 1) * stride (torch strides are
     never negative). Its address span (ops/_common `_address_range`) and its offset width (`int64_offsets`) follow."""

@@ -4,11 +4,10 @@ The public entry `gemm_a16w16` and its custom ops (gemmkit::gemm_a16w16, returni
 gemmkit::gemm_a16w16_out, writing `out`), each with a fake for torch.compile, come from one `Op`
 (ops/_registry.py: checks once per call signature, call plans, the eager path without the dispatcher).
 
-The kernels, their path choice (TMA or pointer) and launch are shared by
-every GEMM op: kernels/triton/dense.py. A config with "backend": "gluon" (sm_90 tables, where it
-wins) runs the Gluon ping-pong kernel instead (kernels/gluon/hopper_pingpong.py), and
-the Triton tier with the same tile sizes when that kernel cannot take the call
-(`gluon_unsupported`).
+Which kernel serves a call is ops/dispatch.py's rule, shared by every dense GEMM op: a config with
+"backend": "gluon" (sm_90 tables, where it wins) runs the Gluon ping-pong or cooperative kernel
+(kernels/gluon/hopper_pingpong.py, hopper_coop.py), and the Triton tier (kernels/triton/dense.py) with
+the same tile sizes when that kernel cannot take the call.
 """
 from __future__ import annotations
 
@@ -16,6 +15,7 @@ import torch
 
 from ..kernels.triton._epilogue import ACTIVATIONS
 from . import _common as C
+from . import dispatch as D
 from ._registry import Op
 from ..kernels.triton import dense as G
 # The kernel-facing pieces, re-exported where the tuner and tests have always found them.
@@ -78,36 +78,15 @@ def _run(x, w, bias, activation, out_dtype, config, y_full, compile_only=False):
         return
     target = C.target_for(x.device)
     cfg, _source = C.resolve_config(OP, config, target, M, N, K)
-    launch(G.matrix_operand(x.reshape(M, K)), G.matrix_operand(w), bias.contiguous() if bias is not None else None,
+    launch(x.reshape(M, K), w, bias.contiguous() if bias is not None else None,
            y, activation, cfg, target, compile_only=compile_only)
 
 
 def launch(x2, w2, bias, y, activation, cfg, target, compile_only=False):
-    """gemm_a16w16's kernels for one call on 2-D operands (also ffn_gated's down projection): the
-    Gluon ping-pong for a "backend": "gluon" config (the cooperative kernel if its num_warps is 8:
-    hopper_pingpong.is_coop) where it can run, else the Triton tier."""
-    if cfg.get("backend") == "gluon" and gluon_unsupported(x2, w2, y, cfg, target) is None:
-        from ..kernels.gluon import hopper_coop, hopper_pingpong
-
-        kernel = hopper_coop if hopper_pingpong.is_coop(cfg) else hopper_pingpong
-        kernel.launch(x2, w2, bias, y, activation, cfg, target, compile_only=compile_only)
-        return
-    G.launch(x2, w2, bias, y, activation, cfg, target, compile_only=compile_only)
-
-
-def gluon_unsupported(x2, w, y, cfg, target) -> str | None:
-    """Why a "backend": "gluon" config runs on the Triton tier for this call (None: it runs on Gluon).
-    The Triton kernels then run the same config (its tile sizes), as the TMA path falls back to
-    the pointer kernel: Gluon does not run in the interpreter, needs sm_90, TMA-compatible
-    tensors (kernels/gluon/hopper_host.py `dense_unsupported`). Split-K configs run on either (the Gluon
-    kernels' through hopper_host.launch_dense)."""
-    if C.interpreting():
-        return "the Triton interpreter does not run Gluon kernels"
-    if cfg.get("NUM_KSPLIT", 1) > 1 and w.shape[0] % 4:
-        return "Gluon split-K's fp32 workspace needs N % 4 == 0 (16-byte TMA rows)"
-    from ..kernels.gluon import hopper_pingpong
-
-    return hopper_pingpong.unsupported(x2, w, y, target)
+    """gemm_a16w16's kernels for one call on 2-D operands (also ffn_gated's down projection): the kernel
+    ops/dispatch.py chooses for the config and these tensors."""
+    x2, w2 = G.matrix_operand(x2), G.matrix_operand(w2)
+    D.launch_dense(D.dense(cfg, target, x2, w2, y), x2, w2, bias, y, activation, target, compile_only=compile_only)
 
 
 def compile_for(x, w, config: dict, bias=None, activation=None, out_dtype=None):

@@ -6,7 +6,9 @@
     y   = acc * x_scale[:, None] * w_scale[None, :] + bias      in fp32, then cast to out_dtype
 
 The same dense kernels as gemm_a16w16 (kernels/triton/dense.py, SCALE = "rowcol"): the
-scales are a change to the epilogue only. Two custom ops with fakes:
+scales are a change to the epilogue only. ops/dispatch.py chooses the kernel: a "backend": "gluon"
+config (fp8 on sm_90) runs kernels/gluon/hopper_pingpong_fp8.py where it can take the call, else the
+Triton tier runs the same config. Two custom ops with fakes:
 
   gemmkit::gemm_a8w8      functional
   gemmkit::gemm_a8w8_out  writes into `out`
@@ -19,8 +21,8 @@ from __future__ import annotations
 
 import torch
 
-from . import _a8w8_gluon
 from . import _common as C
+from . import dispatch as D
 from ._registry import Op
 from ..kernels.triton import dense as G
 
@@ -113,12 +115,9 @@ def _run(x, w, x_scale, w_scale, bias, config, y, compile_only=False):
     check_fp8_flavour(x, target)
     cfg, _source = C.resolve_config(TABLE_OP["int8" if x.dtype == torch.int8 else "fp8"], config, target, M, N, K)
     scaling = G.Scaling("rowcol", x_scale.reshape(M).contiguous(), w_scale.reshape(N).contiguous())
-    # "backend": "gluon" (fp8 on sm_90): the Gluon kernel where it can run, else the Triton tier below.
-    if _a8w8_gluon.try_launch(x, w, scaling, bias.contiguous() if bias is not None else None, y, cfg, target,
-                              compile_only):
-        return
-    G.launch(G.matrix_operand(x), G.matrix_operand(w), bias.contiguous() if bias is not None else None, y,
-             "none", cfg, target, scaling, compile_only=compile_only)
+    x2, w2 = G.matrix_operand(x), G.matrix_operand(w)
+    D.launch_dense(D.dense(cfg, target, x2, w2, y, scaling), x2, w2, bias.contiguous() if bias is not None else None,
+                   y, "none", target, scaling, compile_only=compile_only)
 
 
 def _check(x, w, x_scale, w_scale, bias, *, out_dtype, out):

@@ -23,8 +23,8 @@ from __future__ import annotations
 
 import torch
 
-from . import _a8w8_gluon
 from . import _common as C
+from . import dispatch as D
 from ._registry import Op
 from ..kernels.triton import dense as G
 from .gemm_a8w8 import _check_out, check_8bit_pair, check_fp8_flavour, resolve_out_dtype
@@ -76,11 +76,9 @@ def _run(x, w, x_scale, w_scale, block_n, block_k, config, y, compile_only=False
     # Derived: a K step never straddles two scale blocks.
     cfg["BLOCK_SIZE_K"] = min(cfg["BLOCK_SIZE_K"], block_k)
     scaling = G.Scaling("block", x_scale, w_scale, block_n, block_k)
-    # "backend": "gluon" (fp8 on sm_90): the Gluon kernel where it can run, else the Triton tier below.
-    if _a8w8_gluon.try_launch(x, w, scaling, None, y, cfg, target, compile_only):
-        return
-    G.launch(G.matrix_operand(x), G.matrix_operand(w), None, y, "none", cfg, target, scaling,
-             compile_only=compile_only)
+    x2, w2 = G.matrix_operand(x), G.matrix_operand(w)
+    D.launch_dense(D.dense(cfg, target, x2, w2, y, scaling), x2, w2, None, y, "none", target, scaling,
+                   compile_only=compile_only)
 
 
 def _check(x, w, x_scale, w_scale, block_n, block_k, *, out_dtype, out):

@@ -43,6 +43,7 @@ from pathlib import Path
 
 from .. import arch as _arch
 from .. import configs as _configs
+from ..ops import dispatch
 from .merge import _strip, merge_tables, rows_by_shape, same_config, serving
 
 __all__ = ["search_space", "few_tile_space", "prune", "tune_shapes", "write_tables", "pick_candidates", "order_m_major",
@@ -236,21 +237,22 @@ def prune(cands, M: int, N: int, K: int, target, in_bytes=2, out_bytes=2, acc_ti
 
     keep = []
     for c in cands:
-        if c.get("backend") == "gluon":
+        kernel = dispatch.gluon_dense_kernel(c, fp8=in_bytes == 1)  # the 8-bit ops' Gluon kernel is fp8's
+        if kernel is not None:
             from ..kernels.gluon import hopper_coop, hopper_pingpong, hopper_pingpong_fp8
 
-            if in_bytes == 1:  # the 8-bit ops' Gluon kernel (fp8; the tuner drops Gluon for int8)
+            if kernel == dispatch.GLUON_FP8:  # (the tuner drops Gluon for int8)
                 def derive(c, target, in_bytes, out_bytes):
                     return hopper_pingpong_fp8.derive(c, target, out_bytes)
             else:
-                derive = (hopper_coop if hopper_pingpong.is_coop(c) else hopper_pingpong).derive
+                derive = (hopper_coop if kernel == dispatch.GLUON_COOP else hopper_pingpong).derive
 
             if c.get("NUM_KSPLIT", 1) > 1 and -(-K // c["BLOCK_SIZE_K"]) // c["NUM_KSPLIT"] < MIN_SPLIT_STEPS:
                 continue  # short ranges: the partial-tile traffic outweighs the work
             try:
                 derive(c, target, in_bytes, out_bytes)
                 # calls the Gluon kernel cannot take (non-TMA strides) run this config on the Triton
-                # pointer kernel (ops/gemm_a16w16.py gluon_unsupported): it must fit there too
+                # pointer kernel (ops/dispatch.py): it must fit there too
                 check_feasible(c, target, in_bytes, out_bytes, tma=False)
             except ValueError:
                 continue
@@ -296,12 +298,6 @@ def neighbours(table_op: str, arch: str, M: int, N: int, K: int, base_dir=None) 
     return [_configs.validate_config(dict(c)) for c in out]
 
 
-def _is_coop(c: dict) -> bool:
-    from ..kernels.gluon.hopper_pingpong import is_coop
-
-    return is_coop(c)
-
-
 def pick_candidates(space: list, pruned: list, M: int, max_candidates: int, seed: int = 0, extra=()) -> list:
     """Up to `max_candidates` of each kernel family from `pruned` (Triton; Gluon ping-pong; Gluon
     cooperative, num_warps 8), in the order of `space` shuffled by a seed of M alone (the layers tuned
@@ -313,8 +309,8 @@ def pick_candidates(space: list, pruned: list, M: int, max_candidates: int, seed
     ranked = sorted(pruned, key=lambda c: rank.get(json.dumps(c, sort_keys=True), len(rank)))
     out, per_backend = [], {}
     for c in ranked:
-        b = c.get("backend", "triton")
-        b += "/coop" if b == "gluon" and _is_coop(c) else ""
+        b = dispatch.preferred_kernel(c)  # one family per Gluon kernel layout; the Triton tier's TMA and pointer
+        b = b if b in dispatch.GLUON_KERNELS else "triton"  # kernels share one
         if per_backend.get(b, 0) < max_candidates:
             per_backend[b] = per_backend.get(b, 0) + 1
             out.append(c)

@@ -82,7 +82,7 @@ def rows_by_shape(progress_rows, arch: str = "sm_90") -> dict:
 
 def fallback_fits(cfg: dict, arch: str, in_bytes: int = 2, out_bytes: int = 2) -> bool:
     """A "backend": "gluon" config (either layout) also runs on the Triton pointer kernel, with the same tiles, for
-    calls the Gluon kernel cannot take (ops/gemm_a16w16.py `gluon_unsupported`): its shared memory
+    calls the Gluon kernel cannot take (ops/dispatch.py): its shared memory
     must fit there too (64x256x64 with 6 stages fits the ping-pong's plan, not the pointer kernel's)."""
     if cfg.get("backend") != "gluon":
         return True

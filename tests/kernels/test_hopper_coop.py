@@ -208,12 +208,13 @@ def test_tuner_merge_checks_the_coop_fallback_too():
 
 def test_isa_compiles_only_the_triton_path_the_fallback_can_take():
     """A 4-stage 128 x 256 cooperative bucket with "tma": true: the Triton TMA kernel's ring would not fit
-    (choose_path takes the pointer kernel), so the static report compiles the pointer kernel alone."""
+    (ops/dispatch.py takes the pointer kernel), so the static report compiles the pointer kernel alone."""
     from gemmkit.kernels.triton import dense as G
+    from gemmkit.ops import dispatch as D
 
     cfg = {**BASE, "backend": "gluon", "persistent": True, "tma": True, "NUM_KSPLIT": 1}
-    assert not G._tma_fits(cfg, H200, "bf16")
-    assert G._tma_fits({**cfg, "num_stages": 3}, H200, "bf16")
+    assert [k for k, _ in D.kernels_for(cfg, H200)] == [D.GLUON_COOP, D.TRITON_POINTER]
+    assert G.triton_kernels({**cfg, "num_stages": 3}, H200) == [D.TRITON_TMA, D.TRITON_POINTER]
     # a shipped 4-stage 128 x 256 bucket with "tma": true compiles the pointer kernel alone
     paths = {c["path"] for c in G.table_cases("a16w16", ["sm_90"])
              if c["table"] == "A16W16-N=4096-K=4096.json" and c["bucket"] == "M_GEQ_1024"}

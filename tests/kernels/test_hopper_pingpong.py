@@ -26,6 +26,7 @@ from gemmkit import arch
 from gemmkit.isa.promises import evaluate
 from gemmkit.kernels.gluon import hopper_host as hh
 from gemmkit.kernels.gluon import hopper_pingpong as hp
+from gemmkit.kernels.gluon import hopper_plan as hplan
 from gemmkit.reference import gemm_a16w16_ref
 
 H200 = arch.get("sm_90")
@@ -72,7 +73,7 @@ def test_plan_of_the_split_tile():
     with pytest.raises(ValueError, match="accumulator"):  # 128 x 192: 192 registers a thread
         hp.derive({**BASE, "BLOCK_SIZE_N": 192}, H200)
     with pytest.raises(ValueError, match="BLOCK_SIZE_N"):  # the fp8 kernels' check: powers of two only
-        hp.check_config({**BASE, "BLOCK_SIZE_N": 192}, "gluon", "k", "")
+        hplan.check_config({**BASE, "BLOCK_SIZE_N": 192}, "gluon", "k", "")
 
 
 @pytest.mark.parametrize("change,match", [
@@ -196,7 +197,7 @@ def test_split_k_is_the_dense_bf16_kernels_only():
     from gemmkit.kernels.gluon import hopper_pingpong_batched as hb
 
     with pytest.raises(ValueError, match="NUM_KSPLIT"):
-        hp.check_config({**BASE, "NUM_KSPLIT": 2}, "gluon fp8", "the gluon fp8 kernel", "")
+        hplan.check_config({**BASE, "NUM_KSPLIT": 2}, "gluon fp8", "the gluon fp8 kernel", "")
     for cfg in ({**BASE, "NUM_KSPLIT": 2}, {**BASE, "num_warps": 8, "NUM_KSPLIT": 2}):
         with pytest.raises(ValueError, match="NUM_KSPLIT"):
             hb.kernel_plan(cfg, H200, 2, 2, has_bias=False, activation="none")
@@ -216,19 +217,21 @@ def test_fit_split_k_is_an_upper_bound():
     assert hh.one_wave_splits(12, 132) == 11 and hh.one_wave_splits(200, 132) == 0
 
 
-def test_split_k_needs_n_multiple_of_4_else_triton(monkeypatch):
+def test_split_k_needs_n_multiple_of_4_else_triton():
     """The fp32 workspace rows must be 16-byte TMA rows: N % 4 != 0 takes the Triton tier (not an assert)."""
     import torch
 
-    from gemmkit.ops import _common as C
-    from gemmkit.ops.gemm_a16w16 import gluon_unsupported
+    from gemmkit.ops import dispatch as D
 
-    monkeypatch.setattr(C, "interpreting", lambda: False)  # as on the GPU
-    x, w = torch.empty(256, 7168, dtype=torch.bfloat16), torch.empty(98, 7168, dtype=torch.bfloat16)
-    y = torch.empty(256, 104, dtype=torch.bfloat16)[:, :98]  # a padded out: TMA-compatible, N = 98
+    def meta(shape, stride=None):  # a GPU call's tensors (ops/dispatch.py: meta tensors are not the interpreter)
+        return torch.empty_strided(shape, stride or (shape[1], 1), dtype=torch.bfloat16, device="meta")
+
+    x, w = meta((256, 7168)), meta((98, 7168))
+    y = meta((256, 98), (104, 1))  # a padded out: TMA-compatible, N = 98
     cfg = {**BASE, "backend": "gluon"}
-    assert "N % 4" in gluon_unsupported(x, w, y, {**cfg, "NUM_KSPLIT": 4}, H200)
-    assert gluon_unsupported(x, w, y, cfg, H200) is None  # no split: the Gluon kernel takes it
+    choice = D.dense({**cfg, "NUM_KSPLIT": 4}, H200, x, w, y)
+    assert choice.kernel != D.GLUON_BF16 and "N % 4" in dict(choice.passed_over)[D.GLUON_BF16]
+    assert D.dense(cfg, H200, x, w, y).kernel == D.GLUON_BF16  # no split: the Gluon kernel takes it
 
 
 SWAP = {"BLOCK_SIZE_M": 16, "BLOCK_SIZE_N": 64, "BLOCK_SIZE_K": 128, "GROUP_SIZE_M": 1, "num_warps": 4,

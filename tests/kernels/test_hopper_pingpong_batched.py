@@ -54,12 +54,19 @@ def test_op_dispatch_rules(monkeypatch):
         BG._check_config(json.dumps(dict(BASE, backend="gluon")))
     with pytest.raises(configs.ConfigError, match="AMD targets run 'triton'"):
         configs.validate_config(dict(BASE, backend="gluon"), backend="hip")
-    monkeypatch.setattr(BG.C, "interpreting", lambda: False)  # as on the H200
-    x = torch.empty(133, 8, 64, dtype=torch.bfloat16)  # 133 tiles: more than one wave on 132 SMs
-    assert BG.gluon_unsupported(x, x, x, BASE, H200) is None
-    assert "16-bit only" in BG.gluon_unsupported(x, x, x, BASE, H200, G.Scaling("rowcol", x, x))
-    assert BG.gluon_unsupported(x, x[:1].expand(133, 8, 64), x, BASE, H200).startswith("w: 3-D TMA")
-    assert BG.gluon_unsupported(x[:132], x[:132], x[:132], BASE, H200).startswith("one wave of work (132 tiles")
+    from gemmkit.ops import dispatch as D
+
+    def why_not(x, w, y, scaling=G.NO_SCALING):  # ops/dispatch.py's reason for passing over the Gluon kernel
+        choice = D.batched(dict(BASE, NUM_KSPLIT=1, tma=True, backend="gluon"), H200, x, w, y, scaling)
+        gluon = D.GLUON_BATCHED_COOP if BASE["num_warps"] == 8 else D.GLUON_BATCHED
+        assert (choice.kernel == gluon) == (not choice.passed_over)
+        return dict(choice.passed_over).get(gluon)
+
+    x = torch.empty(133, 8, 64, dtype=torch.bfloat16, device="meta")  # 133 tiles: more than one wave on 132 SMs
+    assert why_not(x, x, x) is None
+    assert "16-bit only" in why_not(x, x, x, G.Scaling("rowcol", x, x))
+    assert why_not(x, x[:1].expand(133, 8, 64), x).startswith("w: 3-D TMA")
+    assert why_not(x[:132], x[:132], x[:132]).startswith("one wave of work (132 tiles")
 
 
 def test_isa_cases_cover_the_shipped_gluon_buckets():

@@ -148,9 +148,10 @@ def test_promises_can_fail():
 
 
 def test_interpreter_runs_the_triton_tier():
-    """A "backend": "gluon" config in the interpreter: gluon_unsupported says why, the Triton tier runs."""
+    """A "backend": "gluon" config in the interpreter: ops/dispatch.py says why, the Triton tier runs."""
     import gemmkit
-    from gemmkit.ops import _a8w8_gluon, _common
+    from gemmkit.ops import _common
+    from gemmkit.ops import dispatch as D
     from gemmkit.kernels.triton import dense as _gemm
     from gemmkit.reference import gemm_a8w8_ref
 
@@ -163,7 +164,7 @@ def test_interpreter_runs_the_triton_tier():
     xs, ws = scales(M, 1), scales(1, N)
     cfg = {**BASE, "BLOCK_SIZE_M": 64, "BLOCK_SIZE_K": 64, "backend": "gluon"}
     sc = _gemm.Scaling("rowcol", xs.reshape(M), ws.reshape(N))
-    assert "interpreter" in _a8w8_gluon.gluon_unsupported(x, w, sc, torch.empty(M, N), cfg, H200)
+    assert "interpreter" in dict(D.dense(cfg, H200, x, w, torch.empty(M, N), sc).passed_over)[D.GLUON_FP8]
     y = gemmkit.gemm_a8w8(x, w, xs, ws, out=poisoned((M, N), torch.bfloat16), config=cfg)
     ok, msg = within_bound(y, gemm_a8w8_ref(x, w, xs, ws), torch.bfloat16)
     assert ok, msg
@@ -220,14 +221,17 @@ def test_plan_of_the_block_mode():
 
 def test_blockscale_fallback_reasons():
     """gemm_a8w8_blockscale's "backend": "gluon" runs on the Triton tier where the blocks do not hold whole tiles."""
-    from gemmkit.ops import _a8w8_gluon
+    from gemmkit.ops import dispatch as D
     from gemmkit.kernels.triton import dense as _gemm
 
-    x, w = torch.empty(64, 256, dtype=torch.float8_e4m3fn), torch.empty(128, 256, dtype=torch.float8_e4m3fn)
+    def meta(*shape, dtype=torch.float8_e4m3fn):  # a GPU call's tensors
+        return torch.empty(shape, dtype=dtype, device="meta")
+
     cfg = {**BASE, "backend": "gluon"}
-    sc = _gemm.Scaling("block", torch.empty(64, 4), torch.empty(2, 4), 64, 128)
-    why = _a8w8_gluon.gluon_unsupported(x, w, sc, torch.empty(64, 128), cfg, H200)
-    assert why is not None and ("interpreter" in why or "block_shape" in why)
+    f32 = torch.float32
+    sc = _gemm.Scaling("block", meta(64, 4, dtype=f32), meta(2, 4, dtype=f32), 64, 128)
+    choice = D.dense(cfg, H200, meta(64, 256), meta(128, 256), meta(64, 128, dtype=torch.bfloat16), sc)
+    assert "block_shape (64, 128)" in dict(choice.passed_over)[D.GLUON_FP8] and choice.kernel != D.GLUON_FP8
 
 
 def test_shipped_blockscale_gluon_buckets_plan_and_compile_cases():

@@ -101,6 +101,64 @@ def test_interpreted_kernels_take_tritons_path():
     assert _launch._runtime_params(NotAJitFunction()) == -1
 
 
+class _FakeDescriptor:
+    def __init__(self, ptr, shape, strides):
+        self.base = type("Base", (), {"data_ptr": lambda _self: ptr})()
+        self.shape, self.strides, self.padding = shape, strides, "zero"
+
+
+def test_descriptor_cache_passes_what_tritons_launcher_passes(monkeypatch):
+    """A launcher laid out as Triton 3.6's CudaLauncher (wrap_handle_tensordesc around the C launcher): the caching
+    wrapper hands the C launcher the same arguments, encodes a (metadata, address, shape, strides) once, and
+    encodes again for a new address or shape."""
+    import triton.backends.nvidia.driver as nv
+
+    encoded = []
+
+    def fake_encode(d, meta):  # stands for cuTensorMapEncodeTiled: a fresh object per encoding
+        encoded.append((d.base.data_ptr(), meta["n"]))
+        return [("map", d.base.data_ptr(), meta["n"], object()), *d.shape, *d.strides]
+
+    monkeypatch.setattr(nv, "make_tensordesc_arg", fake_encode)
+    calls = []
+    signature = {0: "tensordesc<bf16[16, 16]>", 1: "i32", 2: "tensordesc<bf16[16, 16]>", 3: "constexpr"}
+    metas = [{"n": 0}, {"n": 1}]
+
+    class FakeRun:
+        launch = staticmethod(nv.wrap_handle_tensordesc(lambda *a: calls.append(a), signature, metas))
+        global_scratch_size = profile_scratch_size = 0
+        launch_cooperative_grid, launch_pdl = False, True
+
+    run = _launch._descriptor_caching(FakeRun())
+    assert run is not None
+    a, b = _FakeDescriptor(4096, (32, 64), (64, 1)), _FakeDescriptor(8192, (64, 64), (64, 1))
+    run(2, 1, 1, "stream", "fn", "meta", None, None, None, a, 7, b, None)
+    direct = FakeRun.launch(2, 1, 1, "stream", "fn", False, True, None, None, "meta", None, None, None, a, 7, b, None)
+    assert direct is None and len(calls) == 2
+    strip = lambda args: [x[:3] if isinstance(x, tuple) else x for x in args]  # noqa: E731  (maps compare by content)
+    assert strip(calls[0]) == strip(calls[1])
+    n = len(encoded)
+    run(4, 1, 1, "stream", "fn", "meta", None, None, None, a, 9, b, None)  # same tensors: no new encoding
+    assert len(encoded) == n and calls[-1][13] is calls[0][13] and calls[-1][13 + 5] == 9
+    run(4, 1, 1, "stream", "fn", "meta", None, None, None, _FakeDescriptor(12288, (32, 64), (64, 1)), 9, b, None)
+    assert encoded[n:] == [(12288, 0)]  # a new address: encoded again
+    run(4, 1, 1, "stream", "fn", "meta", None, None, None, _FakeDescriptor(4096, (16, 64), (64, 1)), 9, b, None)
+    assert encoded[n + 1:] == [(4096, 0)]  # a new shape at an old address: encoded again
+
+
+def test_descriptor_cache_declines_other_launchers():
+    class NoDescriptors:
+        launch = staticmethod(lambda *a: None)
+        global_scratch_size = profile_scratch_size = 0
+
+    class Scratch(NoDescriptors):
+        global_scratch_size = 128
+
+    assert _launch._descriptor_caching(NoDescriptors()) is None
+    assert _launch._descriptor_caching(Scratch()) is None
+    assert _launch._descriptor_caching(object()) is None
+
+
 # ----------------------------------------------------------------------------- on the GPU (gpu-marked: `pytest -m gpu`)
 
 DEV = "cuda"
@@ -266,3 +324,32 @@ def test_every_op_launches_through_the_cache(name):
     assert callplan.STATS["replays"] == replays + 1 or _launch.STATS["hits"] > before["hits"]
     if name != "quantize_fp8_per_token":
         assert callplan.STATS["replays"] == replays + 1, f"{name}: no call plan replayed"
+
+
+GLUON_CFG = {"BLOCK_SIZE_M": 128, "BLOCK_SIZE_N": 128, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 8, "num_warps": 4,
+             "num_stages": 3, "backend": "gluon"}
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("cfg", [TMA, GLUON_CFG], ids=["triton_tma", "gluon"])
+def test_tma_descriptors_are_encoded_once_per_tensor(cfg):
+    """Host TMA descriptors (launcher._descriptor_caching): a repeated (address, shape, strides) reuses its encoded
+    map, a new output buffer gets its own, and every result is Triton's own launch's, bit for bit."""
+    x = torch.randn(256, 512, device=DEV, dtype=torch.bfloat16)
+    w = torch.randn(384, 512, device=DEV, dtype=torch.bfloat16)
+    want = _tritons_path(lambda: gemmkit.gemm_a16w16(x, w, config=cfg))
+    outs = [torch.full_like(want, float("nan")) for _ in range(3)]  # alive together: three addresses
+    for _ in range(2):  # compile (Triton's launch), then the cache's own launch encodes x's, w's and y's maps
+        gemmkit.gemm_a16w16(x, w, config=cfg, out=outs[0])
+    encoded, reused = _launch.TMA_STATS["encoded"], _launch.TMA_STATS["reused"]
+    for out in outs[1:]:
+        gemmkit.gemm_a16w16(x, w, config=cfg, out=out)
+    assert _launch.TMA_STATS["encoded"] == encoded + 2, "a new output address must be encoded (and only it)"
+    assert _launch.TMA_STATS["reused"] >= reused + 4, "x's and w's maps were not reused"
+    gemmkit.gemm_a16w16(x, w, config=cfg, out=outs[0])
+    assert _launch.TMA_STATS["encoded"] == encoded + 2
+    x.normal_()  # new contents at the same address: the map (an address) still serves
+    want2 = _tritons_path(lambda: gemmkit.gemm_a16w16(x, w, config=cfg))
+    gemmkit.gemm_a16w16(x, w, config=cfg, out=outs[1])
+    torch.cuda.synchronize()
+    assert all(torch.equal(o, want) for o in (outs[0], outs[2])) and torch.equal(outs[1], want2)

@@ -11,7 +11,9 @@ import pytest
 import torch
 
 import gemmkit
+from gemmkit import arch, configs
 from gemmkit.ops import batched_gemm as BG
+from gemmkit.ops import dispatch as D
 from gemmkit.reference import gemm_a8w8_ref, gemm_a16w16_ref
 
 from _util import poisoned, q8, randn, scales, within_bound
@@ -155,8 +157,9 @@ def test_a16w16_gluon_config_runs_the_triton_tier_here(layout, launches):
     assert launches[kernel] == before.get(kernel, 0) + 1
     assert launches["hopper_pingpong_batched_kernel"] == before.get("hopper_pingpong_batched_kernel", 0)
     check_entries(y, ref16(x, w), torch.bfloat16)
-    assert BG.gluon_unsupported(x, w, y, dict(SMALL, backend="gluon"), None) == \
-        "the Triton interpreter does not run Gluon kernels"
+    choice = D.batched(configs.validate_config(dict(SMALL, backend="gluon", tma=True)), arch.get("sm_90"), x, w, y)
+    assert choice.passed_over[0] == (D.GLUON_BATCHED, "the Triton interpreter does not run Gluon kernels")
+    assert choice.kernel == kernel
 
 
 def test_a16w16_empty_dims():

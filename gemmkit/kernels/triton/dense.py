@@ -71,7 +71,7 @@ def smem_bytes(cfg: dict, target, in_bytes: int, out_bytes: int, tma: bool) -> i
 def triton_tile(cfg: dict, fp8: bool = False) -> dict:
     """The config the Triton tier runs for `cfg` when a call falls back from Gluon: itself, but
     - a split tile (BLOCK_SIZE_N 96 / 192, which only the dense Gluon kernels build, from two accumulators:
-      configs.split_tail) runs its power-of-two part (2T: 64 / 128) (ops/gemm_a16w16.py `gluon_unsupported`);
+      configs.split_tail) runs its power-of-two part (2T: 64 / 128) (ops/dispatch.py);
     - (fp8 operands, promoted on sm_90) the Gluon FP8 kernel's cooperative 256-row tile (num_warps 8: a 128-row
       half per consumer, one 64-row partial reused over its slices) runs 128 rows: the Triton tier's promotion
       keeps a second accumulator of the whole tile, and 256 x 128 spills (592 bytes at BLOCK_SIZE_K 128)."""
@@ -100,22 +100,19 @@ def check_feasible(cfg: dict, target, in_bytes: int = 2, out_bytes: int = 2, tma
             f"{target.name} ({target.arch}) allows {target.shared_mem_bytes} per block")
 
 
-def choose_path(cfg: dict, target, x2, w, y) -> str:
-    """"tma" or "pointer" for this call; ValueError if the config fits neither.
+def tma_fit_unsupported(cfg: dict, target, in_bytes: int, out_bytes: int) -> str | None:
+    """Why the TMA kernel cannot run `cfg` (its `triton_tile`) on `target` whatever the tensors (None: it can)."""
+    if not cfg.get("tma"):
+        return 'the config has "tma": false'
+    return C.fit_reason(check_feasible, cfg, target, in_bytes, out_bytes, tma=True)
 
-    TMA when the config asks for it, the target has it, the tensors meet its
-    alignment rules and the output staging tile fits (an fp32 output doubles
-    it); otherwise the pointer kernel with the same tiles.
-    """
-    in_bytes, out_bytes = x2.element_size(), y.element_size()
-    if cfg["tma"] and target.is_nvidia and C.tma_compatible(x2, w, y):
-        try:
-            check_feasible(cfg, target, in_bytes, out_bytes, tma=True)
-            return "tma"
-        except ValueError:
-            pass
-    check_feasible(cfg, target, in_bytes, out_bytes, tma=False)
-    return "pointer"
+
+def tma_unsupported(cfg: dict, target, x2, w, y) -> str | None:
+    """Why the TMA kernel cannot take this call (None: it can): the config asks for it, the target has it,
+    x, w and y meet TMA's rules and the output staging tile fits (an fp32 output doubles it). The pointer kernel
+    runs the same tiles otherwise (ops/dispatch.py orders the kernels)."""
+    return C.tma_reason(cfg, target, {"x": x2, "w": w, "y": y},
+                        lambda: tma_fit_unsupported(cfg, target, x2.element_size(), y.element_size()))
 
 
 def pointer_config(cfg: dict, scale: str) -> dict:
@@ -231,7 +228,7 @@ _PLANS: dict = {}
 MAX_PLANS = 4096  # plans are ~1 KiB; one per distinct (config, shape, strides, dtypes, epilogue) in use
 
 
-def plan(x2, w, y, has_bias, activation, cfg, target, scaling: Scaling = NO_SCALING) -> Plan:
+def plan(x2, w, y, has_bias, activation, cfg, target, scaling: Scaling = NO_SCALING, tma: bool = False) -> Plan:
     """The path (TMA or pointer), grid, constexprs and options of a launch, cached under a key that
     holds everything they depend on: the config, the target, shapes, strides, dtypes, the epilogue,
     the scaling (block scales: their strides too, for INT64_OFFSETS) and whether every base pointer is 16-byte
@@ -239,17 +236,17 @@ def plan(x2, w, y, has_bias, activation, cfg, target, scaling: Scaling = NO_SCAL
     key = (tuple(cfg.items()), target.arch, target.backend, target.num_cus, target.num_xcds, target.shared_mem_bytes,
            x2.shape, w.shape, x2.stride(), w.stride(), y.stride(), x2.dtype, y.dtype, has_bias, activation,
            scaling.mode, scaling.block_n, scaling.block_k, (x2.data_ptr() | w.data_ptr() | y.data_ptr()) & 15 == 0,
-           (scaling.x_scale.stride(), scaling.w_scale.stride()) if scaling.mode == "block" else None)
+           (scaling.x_scale.stride(), scaling.w_scale.stride()) if scaling.mode == "block" else None, tma)
     p = _PLANS.get(key)
     if p is None:
         if len(_PLANS) >= MAX_PLANS:  # a server's ever-new M: start over rather than grow without bound
             _PLANS.clear()
         p = _PLANS[key] = _make_plan(x2, w, y, has_bias, activation, triton_tile(cfg, x2.dtype in FP8_DTYPES), target,
-                                     scaling)
+                                     scaling, tma)
     return p
 
 
-def _make_plan(x2, w, y, has_bias, activation, cfg, target, scaling):
+def _make_plan(x2, w, y, has_bias, activation, cfg, target, scaling, tma):
     M, K = x2.shape
     N = w.shape[0]
     bm, bn, bk = cfg["BLOCK_SIZE_M"], cfg["BLOCK_SIZE_N"], cfg["BLOCK_SIZE_K"]
@@ -260,7 +257,6 @@ def _make_plan(x2, w, y, has_bias, activation, cfg, target, scaling):
     wide = C.int64_offsets(x2, w, y, part, *((scaling.x_scale, scaling.w_scale) if scaling.mode == "block" else ()))
     common = dict(has_bias=has_bias, activation=activation, in_dtype=x2.dtype, scale=scaling.mode,
                   scale_bn=scaling.block_n, scale_bk=scaling.block_k, int64_offsets=wide)
-    tma = choose_path(cfg, target, x2, w, y) == "tma"
     if tma:
         ce = constexprs(cfg, target, tma=True, even_k=False, **common)
         kernel, blocks = gemm_tma_kernel, ([bm, bk], [bn, bk], [bm, bn])
@@ -317,15 +313,17 @@ def launch_tail_reduce(part, first_tile, tail, splits, bm, bn, group_size_m, bia
         INT64_OFFSETS=C.int64_offsets(part, y), num_warps=REDUCE_WARPS)
 
 
-def launch(x2, w, bias, y, activation, cfg, target, scaling: Scaling = NO_SCALING, compile_only=False):
+def launch(x2, w, bias, y, activation, cfg, target, scaling: Scaling = NO_SCALING, compile_only=False, *,
+           tma: bool):
     """Launch (or, with compile_only, just compile: the tuner's parallel warm-up) the GEMM for one call.
 
-    x2 (M, K), w (N, K), y (M, N) 2-D views; bias (N,) contiguous or None; scales as `scaling` says.
+    x2 (M, K), w (N, K), y (M, N) 2-D views; bias (N,) contiguous or None; scales as `scaling` says;
+    `tma`: the TMA kernel (ops/dispatch.py decided that `tma_unsupported` allows it) or the pointer kernel.
     """
     M, K = x2.shape
     N = w.shape[0]
     has_bias = bias is not None
-    p = plan(x2, w, y, has_bias, activation, cfg, target, scaling)
+    p = plan(x2, w, y, has_bias, activation, cfg, target, scaling, tma)
     bias_arg = bias if has_bias else y  # never read when HAS_BIAS is False
     xs = scaling.x_scale if scaling.x_scale is not None else y  # never read when SCALE == "none"
     wsc = scaling.w_scale if scaling.w_scale is not None else y
@@ -362,12 +360,19 @@ def _case_dtype(name, target):
     return {"bf16": torch.bfloat16, "fp16": torch.float16, "int8": torch.int8}.get(name) or C.fp8_dtype(target)
 
 
+def triton_kernels(cfg: dict, target, in_bytes: int = 2, out_bytes: int = 2) -> list:
+    """["gemm_tma_kernel", "gemm_kernel"] or ["gemm_kernel"]: the Triton-tier kernels that can serve `cfg` (its
+    `triton_tile`) on `target` for some call, in dispatch order (ops/dispatch.py): the TMA kernel where the config
+    asks for it and its shared memory fits (the pointer kernel takes the calls TMA cannot), then the pointer kernel."""
+    tma = target.is_nvidia and tma_fit_unsupported(cfg, target, in_bytes, out_bytes) is None
+    return ["gemm_tma_kernel", "gemm_kernel"] if tma else ["gemm_kernel"]
+
+
 def table_cases(op: str, archs, dtypes=("bf16",)):
-    """Every bucket of every shipped table of `op` for its arch, per operand dtype; configs with
-    "tma": true compile both the TMA kernel and the pointer kernel the op falls back to, or the
-    pointer kernel alone where the TMA kernel's shared memory would not fit (`choose_path` takes
-    the pointer kernel for such a config: e.g. the Triton fallback of a 4-stage 128 x 256 Gluon
-    cooperative bucket)."""
+    """Every bucket of every shipped table of `op` for its arch, per operand dtype, once per Triton-tier kernel
+    that can serve it (`triton_kernels`: the TMA kernel and the pointer kernel the op falls back to, or the
+    pointer kernel alone where the TMA kernel's shared memory would not fit: e.g. the Triton fallback of a
+    4-stage 128 x 256 Gluon cooperative bucket). The Gluon kernels' cases: kernels/gluon/hopper_*.isa_cases."""
     import json
 
     from ... import arch as _arch
@@ -381,19 +386,10 @@ def table_cases(op: str, archs, dtypes=("bf16",)):
             shipped = _configs.validate_config(shipped, backend=_arch.ARCHS[arch].backend, where=f"{path}:{bucket}")
             for dt in dtypes:
                 cfg = triton_tile(shipped, fp8=dt == "fp8")
-                for p in (["tma", "pointer"] if cfg.get("tma") and _tma_fits(cfg, _arch.ARCHS[arch], dt) else
-                          ["pointer"]):
-                    yield {"kernel": "gemm_tma_kernel" if p == "tma" else "gemm_kernel", "op": op, "arch": arch,
-                           "table": path.name, "bucket": bucket, "config": cfg, "path": p, "dtype": dt}
-
-
-def _tma_fits(cfg: dict, target, dtype: str) -> bool:
-    """Whether `choose_path` can take the TMA kernel for this config (bf16 output, TMA-compatible tensors)."""
-    try:
-        check_feasible(cfg, target, 1 if dtype in ("fp8", "int8", "fp4") else 2, 2, tma=True)
-    except ValueError:
-        return False
-    return True
+                in_bytes = 1 if dt in ("fp8", "int8", "fp4") else 2
+                for kernel in triton_kernels(cfg, _arch.ARCHS[arch], in_bytes):
+                    yield {"kernel": kernel, "op": op, "arch": arch, "table": path.name, "bucket": bucket,
+                           "config": cfg, "path": "tma" if kernel == "gemm_tma_kernel" else "pointer", "dtype": dt}
 
 
 def table_spec(case, *, scale="none", scale_bn=1, scale_bk=1):

@@ -1,0 +1,292 @@
+"""The dispatch rule: which kernel serves a call, and why each kernel ahead of it cannot.
+
+A config names a tile and a tier ("backend"); the call's operands and the target decide which kernel of
+that tier can run it. The kernels are tried in one order, and the first that can take the call serves it:
+
+  dense GEMMs (gemm_a16w16 and ffn_gated's down projection, gemm_a8w8, gemm_a8w8_blockscale)
+
+    "backend": "gluon"  ─► hopper_pingpong_kernel      bf16 / fp16, num_warps 4 (a tile per consumer warpgroup)
+                           hopper_coop_kernel          bf16 / fp16, num_warps 8 (two warpgroups on one tile)
+                           hopper_pingpong_fp8_kernel  fp8 e4m3fn, per-token x per-channel or block scales
+                              │ cannot take the call (interpreter, not sm_90, TMA rules, split-K, ...)
+                              ▼ the same config on the Triton tier (dense.triton_tile: its power-of-two tile)
+    any config          ─► gemm_tma_kernel   "tma": true, sm_90, TMA-compatible x / w / y, its staging fits
+                           gemm_kernel       always (a config that cannot fit here is the caller's ValueError)
+                           + splitk_reduce_kernel after either Triton kernel when NUM_KSPLIT > 1
+
+`dense` returns a `Choice`: the kernel, the config it runs, and (kernel, why) for each kernel passed over.
+The ops launch `Choice.kernel`; `gemmkit configs` prints `Choice.explain()` for a shape; the tuner groups its
+candidates by `preferred_kernel(cfg)`; `gemmkit isa` compiles `kernels_for(cfg)` for each shipped bucket.
+The decision depends only on the call signature, so a call plan (callplan.py) makes it once per signature.
+
+Each kernel's own facts (which dtypes, strides and targets it takes) stay in its host code
+(`kernels/gluon/hopper_host.dense_unsupported`, `hopper_pingpong_fp8.unsupported`,
+`kernels/triton/dense.tma_unsupported`); this file holds the order and the config-level rules.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+from ..kernels import _host as H
+from ..kernels.triton import dense as G
+from . import _common as C
+
+GLUON_BF16 = "hopper_pingpong_kernel"
+GLUON_COOP = "hopper_coop_kernel"
+GLUON_FP8 = "hopper_pingpong_fp8_kernel"
+TRITON_TMA = "gemm_tma_kernel"
+TRITON_POINTER = "gemm_kernel"
+GLUON_KERNELS = (GLUON_BF16, GLUON_COOP, GLUON_FP8)
+
+
+@dataclasses.dataclass(frozen=True)
+class Choice:
+    kernel: str  # the kernel that serves the call (its @jit function's name, as launcher.LAUNCHES counts it)
+    config: dict  # the config that kernel runs (a Gluon config's Triton fallback runs dense.triton_tile of it)
+    passed_over: tuple = ()  # ((kernel, why), ...): the kernels ahead of it in the order, and why each cannot
+
+    @property
+    def path(self) -> str:
+        """The Triton tier's path ("tma" / "pointer"), or "gluon"."""
+        return "gluon" if self.kernel in GLUON_KERNELS else "tma" if self.kernel in TMA_KERNELS else "pointer"
+
+    def explain(self) -> str:
+        lines = [f"kernel: {self.kernel}" + (" (+ its split-K reduce)" if self._reduces() else "")]
+        lines += [f"  not {k}: {why}" for k, why in self.passed_over]
+        return "\n".join(lines)
+
+    def _reduces(self) -> bool:
+        return self.config.get("NUM_KSPLIT", 1) > 1
+
+
+def gluon_dense_kernel(cfg: dict, fp8: bool) -> str | None:
+    """The Gluon kernel a config asks for (None: a Triton config); `fp8`: 8-bit operands (int8 too: the fp8 kernel
+    then says it takes fp8 only). num_warps 8 is the cooperative layout (hopper_pingpong.is_coop); the fp8
+    kernel takes both layouts."""
+    if cfg.get("backend") != "gluon":
+        return None
+    if fp8:
+        return GLUON_FP8
+    from ..kernels.gluon import hopper_pingpong
+
+    return GLUON_COOP if hopper_pingpong.is_coop(cfg) else GLUON_BF16
+
+
+def preferred_kernel(cfg: dict, fp8: bool = False) -> str:
+    """The kernel a config is written for: what serves a call whose operands every kernel takes (contiguous,
+    16-byte aligned, on an sm_90 GPU for the TMA and Gluon kernels). The tuner's kernel families."""
+    return gluon_dense_kernel(cfg, fp8) or (TRITON_TMA if cfg.get("tma") else TRITON_POINTER)
+
+
+def kernels_for(cfg: dict, target, in_bytes: int = 2, out_bytes: int = 2) -> list:
+    """[(kernel, config)]: every kernel that can serve `cfg` on `target` for some call, in the dispatch
+    order (the preferred one, then each fallback), with the config it runs there: what `gemmkit isa`
+    compiles for a shipped bucket (dense.triton_kernels: the Triton TMA kernel where its shared memory fits)."""
+    fp8 = in_bytes == 1
+    out = []
+    gluon = gluon_dense_kernel(cfg, fp8) if target.is_nvidia else None
+    if gluon:
+        out.append((gluon, cfg))
+    tile = G.triton_tile(cfg, fp8)
+    return out + [(kernel, tile) for kernel in G.triton_kernels(tile, target, in_bytes, out_bytes)]
+
+
+def dense(cfg: dict, target, x2, w, y, scaling=G.NO_SCALING) -> Choice:
+    """The kernel that serves y = x2 @ w.T (2-D operands as the op launches them) with `cfg` on `target`."""
+    fp8 = x2.dtype in H.FP8_DTYPES
+    passed = []
+    gluon = gluon_dense_kernel(cfg, x2.element_size() == 1)  # 8-bit: the fp8 kernel (which declines int8)
+    if gluon:
+        why = _gluon_dense_unsupported(gluon, cfg, target, x2, w, y, scaling)
+        if why is None:
+            return Choice(gluon, cfg)
+        passed.append((gluon, why))
+    tile = G.triton_tile(cfg, fp8)
+    if target.is_nvidia:
+        why = G.tma_unsupported(tile, target, x2, w, y)
+        if why is None:
+            return Choice(TRITON_TMA, tile, tuple(passed))
+        passed.append((TRITON_TMA, why))
+    G.check_feasible(tile, target, x2.element_size(), y.element_size(), tma=False)
+    return Choice(TRITON_POINTER, tile, tuple(passed))
+
+
+def _gluon_dense_unsupported(kernel, cfg, target, x2, w, y, scaling) -> str | None:
+    if _interpreting(x2):
+        return "the Triton interpreter does not run Gluon kernels"
+    if kernel != GLUON_FP8:
+        if scaling.mode != "none":
+            return f"the bf16 / fp16 Gluon kernels take no scales, got {scaling.mode!r} scaling"
+        if cfg.get("NUM_KSPLIT", 1) > 1 and w.shape[0] % 4:
+            return "Gluon split-K's fp32 workspace needs N % 4 == 0 (16-byte TMA rows)"
+        from ..kernels.gluon import hopper_host
+
+        return hopper_host.dense_unsupported(x2, w, y, target)
+    if cfg.get("NUM_KSPLIT", 1) != 1:
+        return "split-K configs run on the Triton tier"
+    if scaling.mode not in ("rowcol", "block"):
+        return f"the gluon fp8 kernel takes per-token x per-channel or block scales, not {scaling.mode!r}"
+    block_shape = None
+    if scaling.mode == "block":
+        if scaling.block_n % cfg["BLOCK_SIZE_N"] or scaling.block_k % cfg["BLOCK_SIZE_K"]:
+            return (f"block_shape ({scaling.block_n}, {scaling.block_k}): the gluon kernel needs BLOCK_SIZE_N "
+                    f"({cfg['BLOCK_SIZE_N']}) to divide bn and BLOCK_SIZE_K ({cfg['BLOCK_SIZE_K']}) to divide bk")
+        block_shape = (scaling.block_n, scaling.block_k)
+    from ..kernels.gluon import hopper_pingpong_fp8
+
+    return hopper_pingpong_fp8.unsupported(x2, w, y, scaling.x_scale, scaling.w_scale, target, block_shape)
+
+
+def _interpreting(t) -> bool:
+    """A CPU tensor runs in Triton's interpreter (ops/_common.check_device_supported raises otherwise), and so
+    does any call while TRITON_INTERPRET is on; "meta" tensors (`gemmkit configs`) stand for a GPU call."""
+    return t.device.type == "cpu" or (t.device.type != "meta" and C.interpreting())
+
+
+# ----------------------------------------------------------------------------- the other op families
+
+GLUON_BATCHED = "hopper_pingpong_batched_kernel"
+GLUON_BATCHED_COOP = "hopper_coop_batched_kernel"
+BATCHED_TMA, BATCHED_POINTER = "batched_gemm_tma_kernel", "batched_gemm_kernel"
+GATED_TMA, GATED_POINTER = "gemm_gated_tma_kernel", "gemm_gated_kernel"
+SPLIT_CAT_TMA, SPLIT_CAT_POINTER = "gemm_split_cat_tma_kernel", "gemm_split_cat_kernel"
+AFP4 = "gemm_afp4wfp4_kernel"
+GLUON_KERNELS += (GLUON_BATCHED, GLUON_BATCHED_COOP)
+TMA_KERNELS = (TRITON_TMA, BATCHED_TMA, GATED_TMA, SPLIT_CAT_TMA)
+
+
+def _triton_tier(cfg, target, passed, tma_kernel, tma_why, pointer_kernel, pointer_check) -> Choice:
+    """The Triton tier's choice: its TMA kernel where `tma_why()` finds no reason (asked only on NVIDIA targets:
+    AMD has one Triton kernel per op), else its pointer kernel once `pointer_check()` (ValueError) passes."""
+    if target.is_nvidia:
+        why = tma_why()
+        if why is None:
+            return Choice(tma_kernel, cfg, tuple(passed))
+        passed.append((tma_kernel, why))
+    pointer_check()
+    return Choice(pointer_kernel, cfg, tuple(passed))
+
+
+def batched(cfg: dict, target, x, w, y, scaling=G.NO_SCALING) -> Choice:
+    """batched_gemm_a16w16 / _a8w8 on 3-D x (B, M, K), w (B, N, K), y (B, M, N): the Gluon batched ping-pong
+    (or its cooperative layout, num_warps 8) for a "backend": "gluon" config where it can take the call, else
+    the Triton tier with the same config."""
+    from ..kernels.triton import batched as TB
+
+    passed = []
+    if cfg.get("backend") == "gluon":
+        from ..kernels.gluon import hopper_pingpong
+
+        kernel = GLUON_BATCHED_COOP if hopper_pingpong.is_coop(cfg) else GLUON_BATCHED
+        why = _gluon_batched_unsupported(cfg, target, x, w, y, scaling)
+        if why is None:
+            return Choice(kernel, cfg)
+        passed.append((kernel, why))
+    if cfg["NUM_KSPLIT"] != 1:
+        raise ValueError("config: key 'NUM_KSPLIT' must be 1 for the batched GEMMs (no split-K)")
+    return _triton_tier(cfg, target, passed, BATCHED_TMA, lambda: TB.tma_unsupported(cfg, target, x, w, y),
+                        BATCHED_POINTER,
+                        lambda: G.check_feasible(cfg, target, x.element_size(), y.element_size(), tma=False))
+
+
+def _gluon_batched_unsupported(cfg, target, x, w, y, scaling) -> str | None:
+    """The Gluon batched kernel's reasons: Gluon does not run in the interpreter, has no 8-bit batched kernel, needs
+    more than one wave of tiles to gain anything (measured), and needs sm_90 and x, w, y that meet TMA's rules as
+    3-D tensors (a broadcast, stride-0 or interleaved batch dim, K % 8 != 0, an unaligned base or row:
+    kernels/gluon/hopper_pingpong_batched.py `unsupported`)."""
+    if _interpreting(x):
+        return "the Triton interpreter does not run Gluon kernels"
+    if scaling.mode != "none":
+        return "the Gluon batched kernel is 16-bit only (batched_gemm_a8w8 runs the Triton tier)"
+    B, M, N = y.shape
+    work = B * H.cdiv(M, cfg["BLOCK_SIZE_M"]) * H.cdiv(N, cfg["BLOCK_SIZE_N"])
+    if work <= target.num_cus:
+        # One wave: every CTA has at most one tile, so nothing runs under an epilogue (ping-pong: the
+        # second consumer idles); the Triton kernel with the same tiles starts sooner (H200, 8 x 512^3, 128 tiles:
+        # Gluon 0.84-0.92x torch.bmm over 8 configs, Triton 128x128x64 0.94x; docs/kernels/batched_gemm.md).
+        return f"one wave of work ({work} tiles for {target.num_cus} SMs): nothing to overlap"
+    from ..kernels.gluon import hopper_pingpong_batched
+
+    return hopper_pingpong_batched.unsupported(x, w, y, target)
+
+
+def gated(cfg: dict, target, x2, w, y) -> Choice:
+    """gemm_a16w16_gated and ffn_gated's first GEMM (x2 (M, K), w (2I, K), h (M, I)): the Triton tier only."""
+    from ..kernels.triton import gated as TG
+
+    if cfg.get("backend", "triton") != "triton":
+        raise ValueError(f"config: key 'backend' = {cfg['backend']!r}; the gated GEMM runs on the Triton tier "
+                         "only (expected 'triton')")
+    in_bytes, out_bytes = x2.element_size(), y.element_size()
+    return _triton_tier(cfg, target, [], GATED_TMA, lambda: TG.tma_unsupported(cfg, target, x2, w, y), GATED_POINTER,
+                        lambda: TG.check_feasible(cfg, target, in_bytes, out_bytes, tma=False))
+
+
+def split_cat(cfg: dict, target, x2, w, c1) -> Choice:
+    """gemm_split_cat and gemm_a8w8_blockscale_split_cat: the Triton tier only, without split-K."""
+    from ..kernels.triton import split_cat as TS
+
+    if cfg["NUM_KSPLIT"] != 1:
+        raise ValueError(f"config: key 'NUM_KSPLIT' = {cfg['NUM_KSPLIT']}; the split-cat GEMMs have no split-K "
+                         "path (expected 1)")
+    if cfg.get("backend", "triton") != "triton":
+        raise ValueError(f"config: key 'backend' = {cfg['backend']!r}; the split-cat GEMMs run on the Triton tier "
+                         "only (expected 'triton')")
+    return _triton_tier(cfg, target, [], SPLIT_CAT_TMA, lambda: TS.tma_unsupported(cfg, target, x2, w, c1),
+                        SPLIT_CAT_POINTER,
+                        lambda: G.check_feasible(cfg, target, x2.element_size(), c1.element_size(), tma=False))
+
+
+def launch_dense(choice: Choice, x2, w, bias, y, activation, target, scaling=G.NO_SCALING, compile_only=False):
+    """Launch the kernel `choice` names for a dense GEMM (x2, w, y 2-D, as `dense` saw them: dense.matrix_operand
+    first; bias (N,) contiguous or None)."""
+    if choice.kernel == GLUON_FP8:
+        from ..kernels.gluon import hopper_pingpong_fp8
+
+        block_shape = (scaling.block_n, scaling.block_k) if scaling.mode == "block" else None
+        hopper_pingpong_fp8.launch(x2, w, scaling.x_scale, scaling.w_scale, bias, y, choice.config, target,
+                                   compile_only=compile_only, block_shape=block_shape)
+    elif choice.kernel in (GLUON_BF16, GLUON_COOP):
+        from ..kernels.gluon import hopper_coop, hopper_pingpong
+
+        kernel = hopper_coop if choice.kernel == GLUON_COOP else hopper_pingpong
+        kernel.launch(x2, w, bias, y, activation, choice.config, target, compile_only=compile_only)
+    else:
+        G.launch(x2, w, bias, y, activation, choice.config, target, scaling,
+                 compile_only=compile_only, tma=choice.kernel == TRITON_TMA)
+
+
+def for_shape(table_op: str, cfg: dict, target, M: int, N: int, K: int, B: int = 1) -> Choice:
+    """The Choice for an (M, N, K) call (B entries for the batched ops) of a table op on a GPU of `target` with
+    contiguous operands at 16-byte aligned addresses (meta tensors stand for them): what `gemmkit configs`
+    prints. ValueError for a config no kernel of the target can run."""
+    import torch
+
+    def meta(*shape, dtype, stride=None):
+        return torch.empty_strided(shape, stride or torch.empty(shape, device="meta").stride(), dtype=dtype,
+                                   device="meta")
+
+    f32, bf16 = torch.float32, torch.bfloat16
+    eight_bit = torch.int8 if table_op.endswith("_int8") else H.fp8_dtype(target)
+    dtype = eight_bit if table_op.startswith(("a8w8", "batched_a8w8")) else bf16
+    if table_op == "afp4wfp4":
+        return Choice(AFP4, cfg)
+    if table_op.startswith("batched_"):
+        x, w, y = meta(B, M, K, dtype=dtype), meta(B, N, K, dtype=dtype), meta(B, M, N, dtype=bf16)
+        scaling = G.NO_SCALING if dtype == bf16 else G.Scaling("rowcol", meta(B, M, dtype=f32), meta(B, N, dtype=f32))
+        return batched(cfg, target, x, w, y, scaling)
+    x, w, y = meta(M, K, dtype=dtype), meta(N, K, dtype=dtype), meta(M, N, dtype=bf16)
+    if table_op == "a16w16_gated":  # w holds the gate and up rows: (2N, K); N is the intermediate size
+        return gated(cfg, target, x, meta(2 * N, K, dtype=dtype), y)
+    if "blockscale" in table_op:  # block_shape (128, 128), x_scale M-major as gemmkit.quant writes it
+        kb = H.cdiv(K, 128)
+        scaling = G.Scaling("block", meta(M, kb, dtype=f32, stride=(1, M)), meta(H.cdiv(N, 128), kb, dtype=f32),
+                            128, 128)
+        cfg = dict(cfg, BLOCK_SIZE_K=min(cfg["BLOCK_SIZE_K"], 128))  # as the op caps it: a step in one K block
+    elif dtype != bf16:
+        scaling = G.Scaling("rowcol", meta(M, dtype=f32), meta(N, dtype=f32))
+    else:
+        scaling = G.NO_SCALING
+    if table_op.endswith("split_cat"):  # c1 stands for the outputs (their dtype); their layout picks only the store
+        return split_cat(cfg, target, x, w, y)
+    return dense(cfg, target, x, w, y, scaling)

@@ -1,0 +1,227 @@
+"""The dispatch rule (gemmkit/ops/dispatch.py): which kernel serves a call and why each kernel ahead of it cannot.
+
+The rule is checked on meta tensors (a GPU call's shapes, strides and dtypes, no data) for every kernel it can
+choose; the ops are checked to launch what the rule says (interpreter calls, counted by launcher.LAUNCHES); the
+isa cases, the tuner's kernel families and `gemmkit configs` are checked to follow the same rule."""
+import json
+
+import pytest
+import torch
+from _util import check_a16w16, poisoned, randn
+
+from gemmkit import arch, configs, launcher
+from gemmkit.cli import main as cli_main
+from gemmkit.kernels.triton import dense as G
+from gemmkit.ops import dispatch as D
+from gemmkit.ops.gemm_a16w16 import gemm_a16w16
+
+H200, MI300 = arch.get("sm_90"), arch.get("gfx942")
+BF16, FP8 = torch.bfloat16, torch.float8_e4m3fn
+TILE = {"BLOCK_SIZE_M": 128, "BLOCK_SIZE_N": 128, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 8, "num_warps": 4,
+        "num_stages": 3, "NUM_KSPLIT": 1, "tma": True, "persistent": False}
+GLUON = dict(TILE, backend="gluon")
+COOP = dict(GLUON, num_warps=8)
+
+
+def meta(*shape, dtype=BF16, stride=None):
+    stride = stride or torch.empty(shape, device="meta").stride()
+    return torch.empty_strided(shape, stride, dtype=dtype, device="meta")
+
+
+def dense_meta(M, N, K, dtype=BF16, y_cols=None):
+    """x, w, y of an (M, N, K) call; y_cols: y's row stride (a view of a wider buffer)."""
+    return (meta(M, K, dtype=dtype), meta(N, K, dtype=dtype),
+            meta(M, N, stride=(y_cols, 1) if y_cols else None))
+
+
+@pytest.mark.parametrize("cfg, kernel", [(GLUON, D.GLUON_BF16), (COOP, D.GLUON_COOP), (TILE, D.TRITON_TMA),
+                                         (dict(TILE, tma=False), D.TRITON_POINTER)])
+def test_aligned_call_gets_the_kernel_its_config_names(cfg, kernel):
+    choice = D.dense(cfg, H200, *dense_meta(256, 512, 1024))
+    assert choice.kernel == kernel == D.preferred_kernel(cfg)
+    assert choice.passed_over == (() if kernel != D.TRITON_POINTER else
+                                  ((D.TRITON_TMA, 'the config has "tma": false'),))
+
+
+def test_unaligned_output_passes_over_gluon_and_tma_and_says_why():
+    choice = D.dense(GLUON, H200, *dense_meta(256, 500, 1024))  # y rows of 1000 bytes: not 16-byte multiples
+    assert choice.kernel == D.TRITON_POINTER and choice.path == "pointer"
+    assert [k for k, _ in choice.passed_over] == [D.GLUON_BF16, D.TRITON_TMA]
+    assert all(why.startswith("y: TMA needs") for _, why in choice.passed_over)
+    # the same N in a y that is a view of wider, aligned rows: TMA's rules hold again
+    assert D.dense(GLUON, H200, *dense_meta(256, 500, 1024, y_cols=512)).kernel == D.GLUON_BF16
+
+
+def test_gluon_split_k_needs_n_multiple_of_4_but_the_triton_tier_takes_it():
+    cfg = dict(GLUON, NUM_KSPLIT=4)
+    x, w, y = dense_meta(64, 4098, 8192, y_cols=4104)
+    choice = D.dense(cfg, H200, x, w, y)
+    assert choice.passed_over[0] == (D.GLUON_BF16, "Gluon split-K's fp32 workspace needs N % 4 == 0 (16-byte TMA rows)")
+    assert choice.kernel == D.TRITON_TMA
+    assert "split-K reduce" in choice.explain()
+    assert D.dense(cfg, H200, *dense_meta(64, 4096, 8192)).kernel == D.GLUON_BF16
+
+
+def test_a_gluon_split_tile_falls_back_to_its_power_of_two_part():
+    cfg = dict(GLUON, BLOCK_SIZE_N=192)
+    choice = D.dense(cfg, H200, *dense_meta(256, 512, 1024))
+    assert choice.kernel == D.GLUON_BF16 and choice.config["BLOCK_SIZE_N"] == 192
+    unaligned_w = meta(512, 1000, stride=(1001, 1))  # 2002-byte rows: neither Gluon nor TMA
+    choice = D.dense(cfg, H200, meta(256, 1000), unaligned_w, meta(256, 512))
+    assert choice.kernel == D.TRITON_POINTER and choice.config["BLOCK_SIZE_N"] == 128
+
+
+def test_amd_target_runs_the_pointer_kernel_and_lists_no_tma():
+    choice = D.dense(dict(TILE, tma=False), MI300, *dense_meta(256, 512, 1024))
+    assert choice.kernel == D.TRITON_POINTER and choice.passed_over == ()
+    choice = D.dense(dict(GLUON, tma=False), MI300, *dense_meta(256, 512, 1024))
+    assert choice.passed_over == ((D.GLUON_BF16, "needs sm_90, not gfx942"),)
+
+
+def test_fp8_gluon_kernel_and_its_scale_rules():
+    x, w, y = dense_meta(256, 512, 1024, dtype=FP8)
+    rowcol = G.Scaling("rowcol", meta(256, dtype=torch.float32), meta(512, dtype=torch.float32))
+    assert D.dense(GLUON, H200, x, w, y, rowcol).kernel == D.GLUON_FP8
+    assert D.dense(COOP, H200, x, w, y, rowcol).kernel == D.GLUON_FP8
+    block = G.Scaling("block", meta(256, 8, dtype=torch.float32, stride=(1, 256)), meta(4, 8, dtype=torch.float32),
+                      128, 128)
+    assert D.dense(GLUON, H200, x, w, y, block).kernel == D.GLUON_FP8
+    odd = G.Scaling("block", block.x_scale, meta(8, 8, dtype=torch.float32), 64, 128)  # bn 64 < BLOCK_SIZE_N 128
+    choice = D.dense(GLUON, H200, x, w, y, odd)
+    assert choice.kernel == D.TRITON_TMA and "BLOCK_SIZE_N (128) to divide bn" in choice.passed_over[0][1]
+    split = D.dense(dict(GLUON, NUM_KSPLIT=2), H200, x, w, y, rowcol)
+    assert split.passed_over[0] == (D.GLUON_FP8, "split-K configs run on the Triton tier")
+
+
+def test_int8_never_runs_the_fp8_kernel():
+    x, w, y = dense_meta(256, 512, 1024, dtype=torch.int8)
+    rowcol = G.Scaling("rowcol", meta(256, dtype=torch.float32), meta(512, dtype=torch.float32))
+    choice = D.dense(GLUON, H200, x, w, y, rowcol)
+    assert choice.kernel == D.TRITON_TMA and "float8_e4m3fn" in choice.passed_over[0][1]
+
+
+def test_a_config_that_fits_no_kernel_is_a_value_error():
+    huge = dict(TILE, BLOCK_SIZE_M=256, BLOCK_SIZE_N=256, BLOCK_SIZE_K=128, num_stages=6)
+    with pytest.raises(ValueError, match="shared memory"):
+        D.dense(huge, H200, *dense_meta(256, 512, 1024))
+
+
+def test_cpu_calls_pass_over_gluon_for_the_interpreter():
+    x, w, y = torch.empty(32, 64, dtype=BF16), torch.empty(48, 64, dtype=BF16), torch.empty(32, 48, dtype=BF16)
+    choice = D.dense(GLUON, H200, x, w, y)
+    assert choice.passed_over[0] == (D.GLUON_BF16, "the Triton interpreter does not run Gluon kernels")
+
+
+# ----------------------------------------------------------------------------- the op launches what the rule says
+
+SMALL = {"BLOCK_SIZE_M": 16, "BLOCK_SIZE_N": 32, "BLOCK_SIZE_K": 32, "GROUP_SIZE_M": 2, "num_warps": 4,
+         "num_stages": 2, "NUM_KSPLIT": 1, "tma": True, "persistent": False}
+
+
+@pytest.mark.interpreter
+@pytest.mark.parametrize("case", ["aligned", "y_unaligned", "x_transposed", "gluon", "pointer_config"])
+def test_op_launches_the_kernel_the_rule_chooses(case):
+    M, N, K = 24, 40, 64
+    x, w = randn(M, K, dtype=BF16), randn(N, K, dtype=BF16)
+    cfg = dict(SMALL, backend="gluon") if case == "gluon" else dict(SMALL, tma=case != "pointer_config")
+    if case == "x_transposed":
+        x = randn(K, M, dtype=BF16).t()
+    y = poisoned((M, N + (8 if case != "y_unaligned" else 3)), dtype=BF16)[:, :N]  # rows of 96 or 86 bytes
+    choice = D.dense(configs.validate_config(dict(cfg)), H200, G.matrix_operand(x), w, y)
+    before = launcher.LAUNCHES.copy()
+    gemm_a16w16(x, w, out=y, config=cfg)
+    launched = {k for k, v in (launcher.LAUNCHES - before).items() if v}
+    assert launched == {choice.kernel}
+    check_a16w16(y, x, w)
+
+
+# ----------------------------------------------------------------------------- tools follow the same rule
+
+def test_isa_table_cases_are_the_rules_triton_kernels():
+    for path in configs.shipped_tables("a16w16"):
+        target = arch.ARCHS[path.parent.name]
+        table = json.loads(path.read_text())
+        cases = [c for c in G.table_cases("a16w16", [target.arch]) if c["table"] == path.name]
+        for bucket, cfg in table.items():
+            cfg = configs.validate_config(dict(cfg), backend=target.backend)
+            want = [k for k, _ in D.kernels_for(cfg, target) if k not in D.GLUON_KERNELS]
+            assert [c["kernel"] for c in cases if c["bucket"] == bucket] == want, (path.name, bucket)
+
+
+def test_tuner_families_follow_the_rule():
+    from gemmkit.tune import pick_candidates
+
+    cands = [dict(TILE, BLOCK_SIZE_K=bk) for bk in (32, 64, 128)] + [dict(GLUON, BLOCK_SIZE_K=bk) for bk in (32, 64)] \
+        + [dict(COOP, BLOCK_SIZE_K=64), dict(TILE, tma=False)]
+    picked = pick_candidates(cands, cands, M=64, max_candidates=1)
+    assert sorted(D.preferred_kernel(c) for c in picked) == sorted([D.GLUON_BF16, D.GLUON_COOP, D.TRITON_TMA]) or \
+        sorted(D.preferred_kernel(c) for c in picked) == sorted([D.GLUON_BF16, D.GLUON_COOP, D.TRITON_POINTER])
+
+
+def test_cli_configs_prints_the_kernel_and_why_others_cannot(capsys):
+    assert cli_main(["configs", "--op", "a16w16", "-M", "17", "-N", "4100", "-K", "4096", "--arch", "sm_90"]) == 0
+    out = capsys.readouterr().out
+    cfg, source = configs.select("a16w16", "sm_90", 17, 4100, 4096)
+    choice = D.for_shape("a16w16", cfg, H200, 17, 4100, 4096)
+    assert choice.explain() in out
+    assert "kernel: " in out and ("not " in out) == bool(choice.passed_over)
+    assert cli_main(["configs", "--op", "a8w8_blockscale", "-M", "64", "-N", "4096", "-K", "7168", "--arch",
+                     "sm_90"]) == 0
+    assert "kernel: " in capsys.readouterr().out
+
+
+# ----------------------------------------------------------------------------- batched, gated, split-cat
+
+def test_batched_rule():
+    x, w, y = meta(8, 256, 512), meta(8, 384, 512), meta(8, 256, 384)  # 8 x 2 x 3 = 48 tiles: one wave
+    choice = D.batched(GLUON, H200, x, w, y)
+    assert choice.kernel == D.BATCHED_TMA and choice.passed_over[0][1].startswith("one wave of work (48 tiles")
+    x, w, y = meta(64, 256, 512), meta(64, 384, 512), meta(64, 256, 384)  # 384 tiles
+    assert D.batched(GLUON, H200, x, w, y).kernel == D.GLUON_BATCHED
+    assert D.batched(COOP, H200, x, w, y).kernel == D.GLUON_BATCHED_COOP
+    broadcast_w = meta(1, 384, 512).expand(64, 384, 512)
+    choice = D.batched(GLUON, H200, x, broadcast_w, y)
+    assert choice.kernel == D.BATCHED_POINTER and [k for k, _ in choice.passed_over] == [D.GLUON_BATCHED,
+                                                                                       D.BATCHED_TMA]
+    assert all(why.startswith("w: 3-D TMA") for _, why in choice.passed_over)
+    with pytest.raises(ValueError, match="NUM_KSPLIT"):
+        D.batched(dict(TILE, NUM_KSPLIT=2), H200, x, w, y)
+
+
+def test_gated_and_split_cat_rules():
+    x, w, h = meta(64, 512), meta(2 * 256, 512), meta(64, 256)
+    assert D.gated(TILE, H200, x, w, h).kernel == D.GATED_TMA
+    assert D.gated(dict(TILE, BLOCK_SIZE_M=64, num_stages=2), MI300, x, w, h).kernel == D.GATED_POINTER
+    with pytest.raises(ValueError, match="shared memory for the gated tile"):  # fits no kernel there
+        D.gated(TILE, MI300, x, w, h)
+    assert D.gated(TILE, H200, x, w, meta(64, 250, stride=(250, 1))).passed_over[0][1].startswith("y: TMA needs")
+    with pytest.raises(ValueError, match="the gated GEMM runs on the Triton tier only"):
+        D.gated(GLUON, H200, x, w, h)
+    c1 = meta(64, 256)
+    assert D.split_cat(TILE, H200, x, meta(256, 512), c1).kernel == D.SPLIT_CAT_TMA
+    assert D.split_cat(dict(TILE, tma=False), H200, x, meta(256, 512), c1).passed_over == \
+        ((D.SPLIT_CAT_TMA, 'the config has "tma": false'),)
+    with pytest.raises(ValueError, match="no split-K"):
+        D.split_cat(dict(TILE, NUM_KSPLIT=2), H200, x, meta(256, 512), c1)
+    with pytest.raises(ValueError, match="the split-cat GEMMs run on the Triton tier only"):
+        D.split_cat(GLUON, H200, x, meta(256, 512), c1)
+
+
+@pytest.mark.interpreter
+@pytest.mark.parametrize("layout", ["aligned", "w_broadcast"])
+def test_batched_op_launches_the_kernel_the_rule_chooses(layout):
+    import gemmkit
+
+    B, M, N, K = 3, 20, 40, 64
+    x, w = randn(B, M, K, dtype=BF16), randn(B, N, K, dtype=BF16)
+    if layout == "w_broadcast":
+        w = randn(1, N, K, dtype=BF16).expand(B, N, K)
+    cfg = dict(SMALL, backend="gluon")
+    y = poisoned((B, M, N), dtype=BF16)
+    choice = D.batched(configs.validate_config(dict(cfg)), H200, x, w, y)
+    before = launcher.LAUNCHES.copy()
+    gemmkit.batched_gemm_a16w16(x, w, out=y, config=cfg)
+    assert {k for k, v in (launcher.LAUNCHES - before).items() if v} == {choice.kernel}
+    assert choice.kernel == (D.BATCHED_TMA if layout == "aligned" else D.BATCHED_POINTER)
+    for b in range(B):
+        check_a16w16(y[b], x[b], w[b])
