@@ -145,7 +145,10 @@ def _runtime():
     from triton.runtime.driver import driver
 
     active = driver.active
-    return (knobs.runtime, active.get_current_device, active.get_current_stream,
+    current_device = active.get_current_device
+    if current_device is torch.cuda.current_device:  # the same answer without its lazy-init checks (~0.5 us):
+        current_device = torch._C._cuda_getDevice  # a launch that reaches here has initialised CUDA
+    return (knobs.runtime, current_device, active.get_current_stream,
             make_spec(make_backend(active.get_current_target())))
 
 
@@ -239,6 +242,20 @@ _TMA_MAPS: dict = {}
 TMA_STATS = {"encoded": 0, "reused": 0}
 
 
+def _encode(meta, d, make_tensordesc_arg):
+    """The kept encoding of descriptor `d` for a kernel's descriptor metadata `meta`, else Triton's own (kept)."""
+    key = (id(meta), d.base.data_ptr(), tuple(d.shape), tuple(d.strides), d.padding)
+    hit = _TMA_MAPS.get(key)
+    if hit is not None:
+        TMA_STATS["reused"] += 1
+        return hit
+    if len(_TMA_MAPS) >= MAX_TMA_MAPS:
+        _TMA_MAPS.clear()
+    hit = _TMA_MAPS[key] = (meta, make_tensordesc_arg(d, meta))  # meta held: its id stays unique while kept
+    TMA_STATS["encoded"] += 1
+    return hit
+
+
 def _descriptor_caching(run):
     """A launcher equivalent to `run` (a compiled kernel's CudaLauncher) that reuses encoded TMA descriptors, or
     None where `run` takes no host descriptors or is not laid out as Triton 3.6's."""
@@ -257,30 +274,25 @@ def _descriptor_caching(run):
     if _BASE_ARGS_FORMAT_LEN != 13:  # grid x3, stream, function, cooperative, pdl, 2 scratch, metadata, 3 hook slots
         return None
     order = sorted(indices)  # parameter positions of the descriptors, in order; each has its metadata
-    meta_at = {i: m for i, m in zip(order, metas)}
+    metas_at = tuple(zip(order, metas))
     cooperative, pdl = run.launch_cooperative_grid, run.launch_pdl
-
-    def expand(i, d):
-        meta = meta_at[i]
-        key = (id(meta), d.base.data_ptr(), tuple(d.shape), tuple(d.strides), d.padding)
-        hit = _TMA_MAPS.get(key)
-        if hit is None:
-            if len(_TMA_MAPS) >= MAX_TMA_MAPS:
-                _TMA_MAPS.clear()
-            hit = _TMA_MAPS[key] = (meta, make_tensordesc_arg(d, meta))  # meta held: its id stays unique
-            TMA_STATS["encoded"] += 1
-        else:
-            TMA_STATS["reused"] += 1
-        return hit[1]
 
     def launch_cached(gx, gy, gz, stream, function, metadata, launch_metadata, enter_hook, exit_hook, *params):
         args = [gx, gy, gz, stream, function, cooperative, pdl, None, None, metadata, launch_metadata, enter_hook,
                 exit_hook]
-        for i, a in enumerate(params):
-            if i in meta_at:
-                args.extend(expand(i, a))
-            else:
-                args.append(a)
+        start = 0
+        for i, meta in metas_at:  # the parameters between descriptors as slices; each descriptor expanded
+            args += params[start:i]
+            d = params[i]
+            key = (id(meta), d.base.data_ptr(), d.shape, d.strides, d.padding)
+            try:
+                hit = _TMA_MAPS[key]
+                TMA_STATS["reused"] += 1
+            except (KeyError, TypeError):  # TypeError: a shape or strides given as a list
+                hit = _encode(meta, d, make_tensordesc_arg)
+            args += hit[1]
+            start = i + 1
+        args += params[start:]
         raw(*args)
 
     return launch_cached

@@ -82,7 +82,8 @@ class Op:
     def call(self, *args, out_dtype=None, out=None, config=None):
         """The public op after its own defaults: `args` in schema order."""
         outs = self._outs(out)
-        key = None if outs is None else self._key(args, outs, out_dtype, config)
+        tensors = self._tensors(args)
+        key = None if outs is None else self._key(args, outs, out_dtype, config, tensors)
         plan = CP.lookup(key)
         if out_dtype is None:
             out_dtype = self.default_out_dtype(args[0], out)
@@ -90,7 +91,7 @@ class Op:
             ys = outs if out is not None else self._new(args, out_dtype)
             if out is not None:
                 self._check_out_disjoint(args, ys)
-            plan.replay(self._tensors(args) + ys)
+            plan.replay(tensors + ys)
             return self._result(ys)
         self.check(*args, out_dtype=out_dtype, out=out)
         C.check_no_grad(self.name, **{n: t for n, t in self._named(args).items() if n in self.grad_checked})
@@ -145,9 +146,9 @@ class Op:
 
     # ------------------------------------------------------------------ helpers
 
-    def _key(self, args, outs, out_dtype, config):
+    def _key(self, args, outs, out_dtype, config, tensors=None):
         """The call plan key (callplan.key): the tensor arguments and the outputs, then the other arguments."""
-        return CP.key(self.name, self._tensors(args) + outs, *(args[i] for i in self.other_pos), out_dtype, config,
+        return CP.key(self.name, (tensors or self._tensors(args)) + outs, *(args[i] for i in self.other_pos), out_dtype, config,
                       C.target_key(args[0]))
 
     def _tensors(self, args):

@@ -144,6 +144,9 @@ def test_descriptor_cache_passes_what_tritons_launcher_passes(monkeypatch):
     assert encoded[n:] == [(12288, 0)]  # a new address: encoded again
     run(4, 1, 1, "stream", "fn", "meta", None, None, None, _FakeDescriptor(4096, (16, 64), (64, 1)), 9, b, None)
     assert encoded[n + 1:] == [(4096, 0)]  # a new shape at an old address: encoded again
+    listed = _FakeDescriptor(4096, [16, 64], [64, 1])  # shape and strides as lists: the same map
+    run(4, 1, 1, "stream", "fn", "meta", None, None, None, listed, 9, b, None)
+    assert len(encoded) == n + 2
 
 
 def test_descriptor_cache_declines_other_launchers():
