@@ -49,10 +49,10 @@ class BenchOp:
     min_bytes: Callable | None = None  # (M, N, K, dtype_name, batch) -> int
     model_rows: Callable | None = None  # (names, m_values or None) -> [(label, M, N, K)]
     batched: bool = False  # inputs(...) takes batch=B
-    # Tuner hooks: live fp32 accumulator tiles of one program (register pruning), and the
-    # candidate configs (default: tune.search_space; an op whose kernel lacks a path filters it).
+    # Tuner hook: live fp32 accumulator tiles of one program (register pruning). The op's candidate
+    # configs are the tuner's own (gemmkit/tune/space.py OP_SPACES, keyed by `name`): bench imports nothing
+    # from tune (the layers point one way: tune uses bench's timing and op descriptions).
     acc_tiles: Callable = lambda dtype_name, target: 1  # (dtype name, target) -> int
-    search_space: Callable | None = None  # (M, N, K, target) -> [config]
 
     def make_inputs(self, M, N, K, dtype_name, device, batch=1):
         if self.batched:
@@ -242,42 +242,7 @@ def _fp4_min_bytes(M, N, K, dtype_name, batch):
     return ((M + N) * (K // 2 + K // 32) + M * N * 2) * batch
 
 
-def _fp4_search_space(M, N, K, target):
-    """The tuner's space without what this kernel lacks (no TMA path, K steps >= 64), and only
-    configs that fit its own shared-memory bound (ops/gemm_afp4wfp4.py smem_bytes)."""
-    from ..ops.gemm_afp4wfp4 import check_config
-    from ..tune import search_space
-
-    keep = []
-    for c in search_space(M, N, K, target, "afp4wfp4"):
-        c = dict(c, BLOCK_SIZE_K=max(c["BLOCK_SIZE_K"], 64) * 2)  # 4-bit: twice the elements per step
-        if c.get("tma") or c.get("backend", "triton") != "triton":
-            continue
-        try:
-            check_config(c, target)
-        except ValueError:
-            continue
-        if c not in keep:
-            keep.append(c)
-    return keep
-
-
 # ----------------------------------------------------------------------------- batched_a16w16, batched_a8w8
-
-def _batched_search_space(op):
-    """The dense tuner space of `op`, less what the batched kernels do not run: split-K, split tiles
-    (BLOCK_SIZE_N 96 / 192: the dense Gluon kernels'), and Gluon except for a16w16 (search_space offers its
-    Gluon candidates, ping-pong and cooperative, on sm_90 only, at M >= 256; the batched op runs both layouts
-    on kernels/gluon/hopper_pingpong_batched.py)."""
-    def space(M, N, K, target):
-        from ..configs import SPLIT_N
-        from ..tune import search_space
-
-        return [c for c in search_space(M, N, K, target, op)
-                if c["NUM_KSPLIT"] == 1 and c["BLOCK_SIZE_N"] not in SPLIT_N
-                and (op == "a16w16" or c.get("backend", "triton") == "triton")]
-    return space
-
 
 def _batched_a16w16_inputs(M, N, K, dtype_name, device, batch=1):
     torch = _torch()
@@ -426,24 +391,6 @@ def _gated_model_rows(names, m_values=None):
     return rows
 
 
-def _gated_search_space(M, N, K, target):
-    """tune.search_space's Triton-tier configs, keeping those whose gated tile (2 x BLOCK_SIZE_N w rows) fits
-    the shared memory on the path each would take (the dense pruning counts BLOCK_SIZE_N rows)."""
-    from ..ops.ffn import check_feasible
-    from ..tune import search_space
-
-    keep = []
-    for c in search_space(M, N, K, target):
-        if c.get("backend", "triton") != "triton":  # the gated GEMM is a Triton-tier kernel (ops/ffn.py rejects others)
-            continue
-        try:
-            check_feasible(c, target, 2, 2, tma=c["tma"])
-        except ValueError:
-            continue
-        keep.append(c)
-    return keep
-
-
 # ----------------------------------------------------------------------------- split_cat, a8w8_blockscale_split_cat
 
 # DeepSeek-V3 MLA kv_b_proj: each of D heads has S1 = qk_nope 128 rows of w (-> c1, the key, with the
@@ -558,17 +505,6 @@ def _split_cat_model_rows(names, m_values=None):
     return [("deepseek-v3 kv_b_proj", m, n, k) for m in (m_values or default_m)]
 
 
-def _split_cat_search_space(op):
-    """The dense tuner space of `op` without split-K and without Gluon candidates (the split-cat kernels
-    have no split-K path and run on the Triton tier: ops/gemm_split_cat.py rejects other backends)."""
-    def space(M, N, K, target):
-        from ..tune import search_space
-
-        return [c for c in search_space(M, N, K, target, op)
-                if c["NUM_KSPLIT"] == 1 and c.get("backend", "triton") == "triton"]
-    return space
-
-
 BENCH_OPS = {
     "a16w16": BenchOp(
         name="a16w16", dtypes=("bf16", "fp16"), table_op=lambda d: "a16w16", inputs=_a16w16_inputs,
@@ -594,7 +530,7 @@ BENCH_OPS = {
         vendor=_fp4_vendor, vendor_name=lambda d: "dequantize_mxfp4 -> bf16, torch.matmul (cuBLAS)",
         reference=_fp4_reference, operand_bytes=lambda d: 0.5, compile_for=_fp4_compile, peak_key=lambda d: "fp4",
         shape_doc="y (M, N) = mxfp4 x (M, K) @ mxfp4 w (N, K).T; x, w packed (., K/2) uint8 + E8M0 scales (., K/32)",
-        min_bytes=_fp4_min_bytes, search_space=_fp4_search_space),
+        min_bytes=_fp4_min_bytes),
     "batched_a16w16": BenchOp(
         name="batched_a16w16", dtypes=("bf16", "fp16"), table_op=lambda d: "batched_a16w16",
         inputs=_batched_a16w16_inputs, run=_batched_a16w16_run,
@@ -603,7 +539,7 @@ BENCH_OPS = {
         reference=lambda inp: inp[0].float() @ inp[1].float().transpose(1, 2), operand_bytes=lambda d: 2,
         compile_for=_batched_a16w16_compile, peak_key=lambda d: d,
         out_dtype=lambda d: {"bf16": _torch().bfloat16, "fp16": _torch().float16}[d],
-        shape_doc=BATCHED_SHAPE_DOC, batched=True, search_space=_batched_search_space("a16w16")),
+        shape_doc=BATCHED_SHAPE_DOC, batched=True),
     "batched_a8w8": BenchOp(
         name="batched_a8w8", dtypes=("fp8", "int8"),
         table_op=lambda d: "batched_a8w8_int8" if d == "int8" else "batched_a8w8",
@@ -611,7 +547,7 @@ BENCH_OPS = {
         vendor_name=lambda d: ("torch._int_mm per batch entry + torch scaling" if d == "int8"
                                else "torch._scaled_mm rowwise per batch entry (cuBLASLt, use_fast_accum=False)"),
         reference=_batched_a8w8_reference, operand_bytes=lambda d: 1, compile_for=_batched_a8w8_compile,
-        peak_key=lambda d: d, shape_doc=BATCHED_SHAPE_DOC, batched=True, search_space=_batched_search_space("a8w8"),
+        peak_key=lambda d: d, shape_doc=BATCHED_SHAPE_DOC, batched=True,
         acc_tiles=lambda d, target: 2 if d == "fp8" and target.is_nvidia else 1),
     "ffn_gated": BenchOp(
         name="ffn_gated", dtypes=("bf16", "fp16"), table_op=lambda d: "a16w16_gated",
@@ -622,7 +558,7 @@ BENCH_OPS = {
         shape_doc=GATED_SHAPE_DOC, flops=lambda M, N, K, b: 6.0 * M * N * K,
         # each weight read once, x read, y written (h is an intermediate: not counted)
         min_bytes=lambda M, N, K, d, b: (M * K + 3 * N * K + M * K) * 2,
-        model_rows=_gated_model_rows, acc_tiles=lambda d, target: 2, search_space=_gated_search_space),
+        model_rows=_gated_model_rows, acc_tiles=lambda d, target: 2),
     "a16w16_gated": BenchOp(
         name="a16w16_gated", dtypes=("bf16", "fp16"), table_op=lambda d: "a16w16_gated",
         inputs=lambda M, N, K, d, dev: _gated_inputs(M, N, K, d, dev, down=False), run=_gated_run,
@@ -631,7 +567,7 @@ BENCH_OPS = {
         out_dtype=lambda d: {"bf16": _torch().bfloat16, "fp16": _torch().float16}[d],
         shape_doc=GATED_GEMM_SHAPE_DOC, flops=lambda M, N, K, b: 4.0 * M * N * K,
         min_bytes=lambda M, N, K, d, b: (M * K + 2 * N * K + M * N) * 2,
-        model_rows=_gated_model_rows, acc_tiles=lambda d, target: 2, search_space=_gated_search_space),
+        model_rows=_gated_model_rows, acc_tiles=lambda d, target: 2),
     "split_cat": BenchOp(
         name="split_cat", dtypes=("bf16", "fp16"), table_op=lambda d: "a16w16_split_cat",
         inputs=_split_cat_inputs, run=_split_cat_run, vendor=lambda inp: _split_cat_torch(*inp),
@@ -639,16 +575,14 @@ BENCH_OPS = {
         reference=lambda inp: _split_cat_flat_ref(inp[0].float() @ inp[1].float().T, inp[2]),
         operand_bytes=lambda d: 2, compile_for=_split_cat_compile, peak_key=lambda d: d,
         out_dtype=lambda d: {"bf16": _torch().bfloat16, "fp16": _torch().float16}[d],
-        shape_doc=SPLIT_CAT_SHAPE_DOC, min_bytes=_split_cat_min_bytes(2), model_rows=_split_cat_model_rows,
-        search_space=_split_cat_search_space("a16w16")),
+        shape_doc=SPLIT_CAT_SHAPE_DOC, min_bytes=_split_cat_min_bytes(2), model_rows=_split_cat_model_rows),
     "a8w8_blockscale_split_cat": BenchOp(
         name="a8w8_blockscale_split_cat", dtypes=("fp8",), table_op=lambda d: "a8w8_blockscale_split_cat",
         inputs=_bs_split_cat_inputs, run=_bs_split_cat_run, vendor=lambda inp: _split_cat_torch(inp[4], inp[5], inp[6]),
         vendor_name=lambda d: "torch.matmul bf16 (cuBLAS) same shape, view, torch.cat([c[..., :S1], y]); c2 a view",
         reference=lambda inp: _split_cat_flat_ref(_bs_reference(inp), inp[6]), operand_bytes=lambda d: 1,
         compile_for=_bs_split_cat_compile, peak_key=lambda d: "fp8", shape_doc=SPLIT_CAT_SHAPE_DOC,
-        min_bytes=_split_cat_min_bytes(1), model_rows=_split_cat_model_rows,
-        search_space=_split_cat_search_space("a8w8_blockscale"), acc_tiles=lambda d, target: 2),
+        min_bytes=_split_cat_min_bytes(1), model_rows=_split_cat_model_rows, acc_tiles=lambda d, target: 2),
 }
 
 

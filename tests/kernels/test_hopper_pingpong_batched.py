@@ -95,9 +95,9 @@ def test_isa_cases_cover_the_shipped_gluon_buckets():
 
 
 def test_tuner_offers_gluon_candidates_for_batched_a16w16_on_sm90_only():
-    from gemmkit.bench.ops import get
+    from gemmkit.tune import op_space
 
-    space = get("batched_a16w16").search_space
+    space = op_space("batched_a16w16")
     g = [c for c in space(1024, 1024, 1024, H200) if c.get("backend") == "gluon"]
     from gemmkit.kernels.gluon import hopper_coop as hc
 
@@ -105,7 +105,7 @@ def test_tuner_offers_gluon_candidates_for_batched_a16w16_on_sm90_only():
     assert pp and coop  # both layouts have a batched form
     assert all(hp.derive(c, H200) for c in pp) and all(hc.derive(c, H200) for c in coop)
     assert not [c for c in space(1024, 1024, 1024, arch.get("gfx942")) if c.get("backend") == "gluon"]
-    assert not [c for c in get("batched_a8w8").search_space(1024, 1024, 1024, H200) if c.get("backend") == "gluon"]
+    assert not [c for c in op_space("batched_a8w8")(1024, 1024, 1024, H200) if c.get("backend") == "gluon"]
 
 
 def test_static_compile_sm90_keeps_promises():

@@ -252,8 +252,10 @@ def test_bench_hooks(op, dtype):
     assert ok, msg
     v1, v2 = bop.vendor(inp)
     assert v1.shape == (M, 2, 192) and v2.shape == (M, 2, 128)
-    assert [c["NUM_KSPLIT"] for c in bop.search_space(M, N, K, gemmkit.arch.get("sm_90"))].count(1) > 0
-    assert all(c["NUM_KSPLIT"] == 1 for c in bop.search_space(M, N, K, gemmkit.arch.get("sm_90")))
+    from gemmkit.tune import op_space
+
+    assert [c["NUM_KSPLIT"] for c in op_space(op)(M, N, K, gemmkit.arch.get("sm_90"))].count(1) > 0
+    assert all(c["NUM_KSPLIT"] == 1 for c in op_space(op)(M, N, K, gemmkit.arch.get("sm_90")))
 
 
 # ----------------------------------------------------------------------------- validation

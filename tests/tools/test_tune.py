@@ -280,12 +280,11 @@ def test_triton_tier_op_spaces_offer_no_gluon_configs(op, M):
     """The gated and split-cat GEMMs run on the Triton tier only (ops/ffn.py, ops/gemm_split_cat.py raise on
     another backend); their tuner spaces must not offer the dense op's Gluon candidates (sm_90, M >= 256),
     which would only fail when timed."""
-    from gemmkit.bench.ops import get
-    from gemmkit.tune import search_space
+    from gemmkit.tune import op_space, search_space
 
     H200 = gemmkit.arch.get("sm_90")
     assert [c for c in search_space(M, 32768, 512, H200) if c.get("backend") == "gluon"] or M < 256  # what is filtered
-    space = get(op).search_space(M, 32768, 512, H200)
+    space = op_space(op)(M, 32768, 512, H200)
     assert space and all(c.get("backend", "triton") == "triton" for c in space)
 
 
