@@ -224,6 +224,8 @@ def _blocks(cfg, kernel=""):
         return f"{cfg['BLOCK_SIZE_M']}x{cfg['BLOCK_SIZE_N']}x{cfg['BLOCK_SIZE_K']}/{cfg['num_warps']}/{cfg['num_stages']}" + \
             (f"/s{cfg['NUM_KSPLIT']}" if cfg.get("NUM_KSPLIT", 1) > 1 else "") + \
             ("/swap" if cfg.get("swap_ab") and kernel == "hopper_pingpong_kernel" else "")
+    if "BLOCK_R" in cfg:  # the operand copy (kernels/triton/pad.py): rows x columns a program
+        return f"{cfg['BLOCK_R']}x{cfg['BLOCK_K']}/{cfg['num_warps']}"
     return f"{cfg['BLOCK_M']}x{cfg['BLOCK_N']}/{cfg['num_warps']}/split{cfg['SPLIT_K']}"
 
 

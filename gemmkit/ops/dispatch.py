@@ -44,6 +44,7 @@ class Choice:
     kernel: str  # the kernel that serves the call (its @jit function's name, as launcher.LAUNCHES counts it)
     config: dict  # the config that kernel runs (a Gluon config's Triton fallback runs dense.triton_tile of it)
     passed_over: tuple = ()  # ((kernel, why), ...): the kernels ahead of it in the order, and why each cannot
+    pad_k: int = 0  # > 0: x and w are first copied to rows of pad_k elements (kernels/triton/pad.py), zeros after K
 
     @property
     def path(self) -> str:
@@ -52,7 +53,9 @@ class Choice:
 
     def explain(self) -> str:
         lines = [f"kernel: {self.kernel}" + (" (+ its split-K reduce)" if self._reduces() else "")]
-        lines += [f"  not {k}: {why}" for k, why in self.passed_over]
+        if self.pad_k:
+            lines.append(f"  on copies of x and w with rows of {self.pad_k} elements (pad_rows_kernel; zeros after K)")
+        lines += [f"  not {k}{' on the operands as given' if self.pad_k else ''}: {why}" for k, why in self.passed_over]
         return "\n".join(lines)
 
     def _reduces(self) -> bool:
@@ -91,13 +94,15 @@ def kernels_for(cfg: dict, target, in_bytes: int = 2, out_bytes: int = 2) -> lis
     return out + [(kernel, tile) for kernel in G.triton_kernels(tile, target, in_bytes, out_bytes)]
 
 
-def dense(cfg: dict, target, x2, w, y, scaling=G.NO_SCALING) -> Choice:
-    """The kernel that serves y = x2 @ w.T (2-D operands as the op launches them) with `cfg` on `target`."""
+def dense(cfg: dict, target, x2, w, y, scaling=G.NO_SCALING, interpreting: bool | None = None) -> Choice:
+    """The kernel that serves y = x2 @ w.T (2-D operands as the op launches them) with `cfg` on `target`.
+    `interpreting`: the call runs in Triton's interpreter (default: `_interpreting(x2)`)."""
     fp8 = x2.dtype in H.FP8_DTYPES
+    interpreting = _interpreting(x2) if interpreting is None else interpreting
     passed = []
     gluon = gluon_dense_kernel(cfg, x2.element_size() == 1)  # 8-bit: the fp8 kernel (which declines int8)
     if gluon:
-        why = _gluon_dense_unsupported(gluon, cfg, target, x2, w, y, scaling)
+        why = _gluon_dense_unsupported(gluon, cfg, target, x2, w, y, scaling, interpreting)
         if why is None:
             return Choice(gluon, cfg)
         passed.append((gluon, why))
@@ -107,12 +112,46 @@ def dense(cfg: dict, target, x2, w, y, scaling=G.NO_SCALING) -> Choice:
         if why is None:
             return Choice(TRITON_TMA, tile, tuple(passed))
         passed.append((TRITON_TMA, why))
+        padded = _padded(cfg, target, x2, w, y, scaling, passed, interpreting)
+        if padded is not None:
+            return padded
     G.check_feasible(tile, target, x2.element_size(), y.element_size(), tma=False)
     return Choice(TRITON_POINTER, tile, tuple(passed))
 
 
-def _gluon_dense_unsupported(kernel, cfg, target, x2, w, y, scaling) -> str | None:
-    if _interpreting(x2):
+# x and w rows copied to 16-byte multiples (kernels/triton/pad.py) at every M: the copy reads and writes w once more,
+# but the pointer kernel on rows at 2-byte alignment is slower still, even where it only streams w. H200, bf16
+# 4096 x 4095 w, CUDA graphs: M = 16 48.1 -> 31.8 us, M = 64 257 -> 35 us, M = 4096 3431 -> 217 us (docs/PERF.md,
+# "Unaligned K").
+
+
+def _row_misaligned(t) -> bool:
+    """Unit stride along K, but rows (or the base) off TMA's 16-byte rule: what a copy fixes. (A transposed
+    operand, unit stride along its rows, is the pointer kernel's own case and is left as it is.)"""
+    return t.stride(-1) == 1 and not H.tma_compatible(t)
+
+
+def _padded(cfg, target, x2, w, y, scaling, passed, interpreting) -> Choice | None:
+    """The kernel that serves the call on padded copies of x and w, where a copy is what stands between the call
+    and a TMA kernel: y meets TMA's rules, and x or w only breaks them by its rows."""
+    M, K = x2.shape
+    if not H.tma_compatible(y) or not (_row_misaligned(x2) or _row_misaligned(w)) or \
+            not all(t.stride(-1) == 1 or H.tma_compatible(t) for t in (x2, w)):
+        return None
+    import torch
+
+    from ..kernels.triton import pad
+
+    KP = pad.padded_k(K, x2.element_size())
+    stand_in = tuple(torch.empty((rows, KP), dtype=x2.dtype, device="meta") for rows in (M, w.shape[0]))
+    inner = dense(cfg, target, *stand_in, y, scaling, interpreting)
+    if inner.path == "pointer":
+        return None
+    return Choice(inner.kernel, inner.config, tuple(passed), pad_k=KP)
+
+
+def _gluon_dense_unsupported(kernel, cfg, target, x2, w, y, scaling, interpreting) -> str | None:
+    if interpreting:
         return "the Triton interpreter does not run Gluon kernels"
     if kernel != GLUON_FP8:
         if scaling.mode != "none":
@@ -239,7 +278,11 @@ def split_cat(cfg: dict, target, x2, w, c1) -> Choice:
 
 def launch_dense(choice: Choice, x2, w, bias, y, activation, target, scaling=G.NO_SCALING, compile_only=False):
     """Launch the kernel `choice` names for a dense GEMM (x2, w, y 2-D, as `dense` saw them: dense.matrix_operand
-    first; bias (N,) contiguous or None)."""
+    first; bias (N,) contiguous or None), on padded copies of x2 and w where `choice.pad_k` says so."""
+    if choice.pad_k:
+        from ..kernels.triton import pad
+
+        x2, w = pad.pad_rows(x2, choice.pad_k, compile_only), pad.pad_rows(w, choice.pad_k, compile_only)
     if choice.kernel == GLUON_FP8:
         from ..kernels.gluon import hopper_pingpong_fp8
 

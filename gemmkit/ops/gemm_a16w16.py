@@ -155,16 +155,29 @@ def gemm_a16w16(x, w, bias=None, *, activation=None, out_dtype=None, out=None, c
 # ----------------------------------------------------------------------------- static cases (gemmkit isa)
 
 def isa_cases(archs):
-    """Every bucket of every shipped table (gemm kernels, bf16), plus the split-K reduce once per target."""
+    """Every bucket of every shipped table (gemm kernels, bf16), plus the split-K reduce once per target and the
+    operand copy of unaligned K (kernels/triton/pad.py) for sm_90."""
     yield from G.table_cases(OP, archs)
     rbm, rbn = G.reduce_tile(2**20, 2**20)
     for arch in archs:
         yield {"kernel": "splitk_reduce_kernel", "op": OP, "arch": arch, "table": "-", "bucket": "-",
                "config": {"SPLIT_K": 4, "BLOCK_M": rbm, "BLOCK_N": rbn, "num_warps": G.REDUCE_WARPS},
                "path": "reduce"}
+    if "sm_90" in archs:  # the copy of operands whose rows TMA cannot address (ops/dispatch.py: TMA targets only)
+        from ..kernels.triton import pad
+
+        for dtype in ("bf16", "fp8e4nv"):
+            yield {"kernel": "pad_rows_kernel", "op": OP, "arch": "sm_90", "table": "-", "bucket": dtype,
+                   "config": {"BLOCK_R": pad.BLOCK_R, "BLOCK_K": pad.BLOCK_K, "num_warps": pad.WARPS}, "path": "pad"}
 
 
 def isa_spec(case):
+    if case["path"] == "pad":
+        from ..kernels.triton import pad
+
+        kernel, sig, ce, div, opts = pad.static_spec(case["bucket"])
+        return dict(kernel=kernel, signature=sig, constexprs=ce, divisible=div, options=opts, promises=pad.PROMISES,
+                    block=None, smem_bound=0)
     if case["path"] != "reduce":
         return G.table_spec(case)
     from .. import arch as _arch

@@ -79,8 +79,8 @@ def test_small_persistent_grids(cus, name):
 
 
 def test_op_runs_the_swapped_kernel_and_its_fallback():
-    """gemm_a16w16 with the config: the Gluon ping-pong once; with K % 8 != 0 (rows not 16-byte aligned: no TMA) the
-    Triton tier runs the same BLOCK_SIZE_M x BLOCK_SIZE_N tile unswapped, and both are right."""
+    """gemm_a16w16 with the config: the Gluon ping-pong once; with an output whose rows are not 16-byte multiples (no
+    TMA store) the Triton tier runs the same BLOCK_SIZE_M x BLOCK_SIZE_N tile unswapped, and both are right."""
     from gemmkit.ops import _common as C
 
     M, N, K = 5, 4096, 2048
@@ -93,9 +93,9 @@ def test_op_runs_the_swapped_kernel_and_its_fallback():
     assert C.LAUNCHES["hopper_pingpong_kernel"] == before.get("hopper_pingpong_kernel", 0) + 1
     ok, msg = within_bound(y, gemm_a16w16_ref(x, w, b, "gelu"), torch.bfloat16)
     assert ok, msg
-    x, w = randn(M, K - 4, dtype=torch.bfloat16, device=DEV), randn(N, K - 4, dtype=torch.bfloat16, device=DEV)
     before = dict(C.LAUNCHES)
-    y = gemmkit.gemm_a16w16(x, w, b, activation="gelu", config=cfg)
+    y = gemmkit.gemm_a16w16(x, w, b, activation="gelu", config=cfg,
+                            out=poisoned((M, N + 1), torch.bfloat16, DEV)[:, :N])  # rows of 2 (N + 1) bytes
     torch.cuda.synchronize()
     assert C.LAUNCHES["hopper_pingpong_kernel"] == before.get("hopper_pingpong_kernel", 0)
     ok, msg = within_bound(y, gemm_a16w16_ref(x, w, b, "gelu"), torch.bfloat16)

@@ -93,9 +93,9 @@ def test_split_tiles_are_the_dense_gluon_kernels_only():
     x = torch.randn(2, 8, 64, dtype=torch.bfloat16)
     with pytest.raises(ValueError, match="batched GEMMs take powers of two"):
         gemmkit.batched_gemm_a16w16(x, x, config=cfg)
-    from gemmkit.bench.ops import get
     from gemmkit.configs import SPLIT_N
-    space = get("batched_a16w16").search_space(512, 8192, 8192, H200)
+    from gemmkit.tune import op_space
+    space = op_space("batched_a16w16")(512, 8192, 8192, H200)
     assert space and not [c for c in space if c["BLOCK_SIZE_N"] in SPLIT_N]
     # the Triton tier (the op's fallback) runs the power-of-two part; its feasibility is that tile's
     assert G.triton_tile(cfg)["BLOCK_SIZE_N"] == 128 and G.triton_tile({**cfg, "BLOCK_SIZE_N": 96})["BLOCK_SIZE_N"] == 64
@@ -335,15 +335,17 @@ def test_op_backend_gluon_num_warps_8(M, N, K, cfg):
 @pytest.mark.gpu
 @pytest.mark.parametrize("cfg", ["128x256x64-s4", "128x192x64-s5"])
 def test_op_backend_gluon_num_warps_8_falls_back_to_triton(cfg):
-    """K % 8 != 0 (no TMA): the same config runs on the Triton tier (an 8-warp 128 x 256 tile; a split tile's
-    power-of-two part, 128 x 128, kernels/triton/dense.py triton_tile), correct."""
+    """An output whose rows are not 16-byte multiples (no TMA store; no copy of x and w can help): the same config
+    runs on the Triton tier (an 8-warp 128 x 256 tile; a split tile's power-of-two part, 128 x 128,
+    kernels/triton/dense.py triton_tile), correct."""
     import gemmkit
     from gemmkit.ops import _common as C
 
     M, N, K = 300, 392, 1001
     x, w = randn(M, K, dtype=torch.float16, device=DEV), randn(N, K, dtype=torch.float16, device=DEV)
     before = dict(C.LAUNCHES)
-    y = gemmkit.gemm_a16w16(x, w, out=poisoned((M, N), torch.float16, DEV), config={**CFGS[cfg], "backend": "gluon"})
+    out = poisoned((M, N + 1), torch.float16, DEV)[:, :N]  # rows of 2 (N + 1) bytes
+    y = gemmkit.gemm_a16w16(x, w, out=out, config={**CFGS[cfg], "backend": "gluon"})
     torch.cuda.synchronize()
     assert C.LAUNCHES["hopper_coop_kernel"] == before.get("hopper_coop_kernel", 0)
     assert C.LAUNCHES["gemm_kernel"] == before.get("gemm_kernel", 0) + 1

@@ -409,8 +409,9 @@ def test_op_backend_gluon(M, N, K, cfg):
 @pytest.mark.gpu
 @pytest.mark.parametrize("cfg", ["128x128x64", "64x192x64"])
 def test_op_backend_gluon_falls_back_to_triton(cfg):
-    """K % 8 != 0 (no TMA): the same config runs on the Triton tier, still correct (a split tile: its
-    power-of-two part, 64 x 128). Split-K runs on Gluon (tests/kernels/test_gluon_split_k.py)."""
+    """An output whose rows are not 16-byte multiples (no TMA store; no copy of x and w can help): the same config
+    runs on the Triton tier, still correct (a split tile: its power-of-two part, 64 x 128). Split-K runs on Gluon
+    (tests/kernels/test_gluon_split_k.py). K % 8 != 0 as well: the Triton kernel reads x and w as given."""
     import gemmkit
     from gemmkit.ops import _common as C
 
@@ -418,8 +419,8 @@ def test_op_backend_gluon_falls_back_to_triton(cfg):
     for (M, N, K), extra in [((300, 392, 1001), {}), ((16, 512, 4100), {"NUM_KSPLIT": 4})]:
         x, w = randn(M, K, dtype=dtype, device=DEV), randn(N, K, dtype=dtype, device=DEV)
         before = dict(C.LAUNCHES)
-        y = gemmkit.gemm_a16w16(x, w, out=poisoned((M, N), dtype, DEV),
-                                config={**CFGS[cfg], "backend": "gluon", **extra})
+        out = poisoned((M, N + 1), dtype, DEV)[:, :N]  # rows of 2 (N + 1) bytes
+        y = gemmkit.gemm_a16w16(x, w, out=out, config={**CFGS[cfg], "backend": "gluon", **extra})
         torch.cuda.synchronize()
         assert C.LAUNCHES["hopper_pingpong_kernel"] == before.get("hopper_pingpong_kernel", 0)
         assert C.LAUNCHES["gemm_kernel"] == before.get("gemm_kernel", 0) + 1

@@ -7,7 +7,7 @@ import torch
 import gemmkit
 from gemmkit.reference import gemm_a16w16_ref
 
-from _util import poisoned, randn, within_bound
+from _util import gemm_launches, poisoned, randn, within_bound
 
 pytestmark = pytest.mark.interpreter
 
@@ -30,10 +30,10 @@ def test_shapes(M, N, K, dtype, launches):
     x, w = randn(M, K, dtype=dtype), randn(N, K, dtype=dtype)
     for bias, act in itertools.product((None, randn(N, dtype=dtype)), ACTS):
         out = poisoned((M, N), dtype)
-        before = sum(launches.values())
+        before = gemm_launches(launches)
         y = gemmkit.gemm_a16w16(x, w, bias, activation=act, out=out)
         assert y is out
-        assert sum(launches.values()) == before + 1, "the Triton kernel did not run"
+        assert gemm_launches(launches) == before + 1, "the Triton kernel did not run"
         _check(y, x, w, bias, act, dtype)
 
 
@@ -97,15 +97,25 @@ def test_tma_path(launches):
 
 
 def test_tma_falls_back_when_unaligned(launches):
-    """K = 41 breaks TMA's 16-byte stride rule: the pointer kernel runs instead, still correct."""
+    """K = 41 breaks TMA's 16-byte row rule: x and w are copied to rows of 48 (ops/dispatch.py, kernels/triton/pad.py)
+    and the TMA kernel runs on the copies; an output whose rows break the rule (no copy helps there) takes the
+    pointer kernel. Both correct."""
     dtype = torch.float16
     cfg = {"BLOCK_SIZE_M": 16, "BLOCK_SIZE_N": 32, "BLOCK_SIZE_K": 32, "GROUP_SIZE_M": 1,
            "num_warps": 4, "num_stages": 2, "tma": True}
     x, w = randn(9, 41, dtype=dtype), randn(24, 41, dtype=dtype)
     before = dict(launches)
     y = gemmkit.gemm_a16w16(x, w, config=cfg)
+    assert launches["pad_rows_kernel"] == before.get("pad_rows_kernel", 0) + 2
+    assert launches["gemm_tma_kernel"] == before.get("gemm_tma_kernel", 0) + 1
+    assert launches["gemm_kernel"] == before.get("gemm_kernel", 0)
+    _check(y, x, w, None, None, dtype)
+    out = poisoned((9, 25), dtype)[:, :24]  # rows of 50 bytes
+    before = dict(launches)
+    y = gemmkit.gemm_a16w16(x, w, config=cfg, out=out)
     assert launches["gemm_kernel"] == before.get("gemm_kernel", 0) + 1
     assert launches["gemm_tma_kernel"] == before.get("gemm_tma_kernel", 0)
+    assert launches["pad_rows_kernel"] == before.get("pad_rows_kernel", 0)
     _check(y, x, w, None, None, dtype)
 
 

@@ -49,18 +49,21 @@ def test_shapes(M, N, K, dtype, launches):
     gemmkit.gemm_a16w16(x, w, out=out)
     torch.cuda.synchronize()
     ran = {k for k in launches if launches[k] != before.get(k, 0)}
-    # The Gluon kernel where the table's config is "backend": "gluon" (the default table's swapped decode buckets,
-    # session 16) and TMA's alignment allows it; else TMA exactly when the config asks for it and the alignment
-    # allows it; the split-K reduce kernel exactly when the config splits K.
+    # The Gluon kernel where the table's config is "backend": "gluon" and y's rows allow TMA; else TMA exactly when
+    # the config asks for it and y's rows allow it; x and w copied to 16-byte rows first (pad_rows_kernel, twice)
+    # where K % 8 != 0 and one of those runs; the split-K reduce kernel exactly when the config splits K.
     from gemmkit import configs
     from gemmkit.kernels.gluon import hopper_coop, hopper_pingpong
 
     cfg = configs.select("a16w16", "sm_90", M, N, K)[0]
-    aligned = K % 8 == 0 and N % 8 == 0
-    if cfg.get("backend") == "gluon" and aligned:
+    y_rows_ok = N % 8 == 0
+    if cfg.get("backend") == "gluon" and y_rows_ok:
         want = {hopper_coop.KERNEL_NAME if hopper_pingpong.is_coop(cfg) else hopper_pingpong.KERNEL_NAME}
     else:
-        want = {"gemm_tma_kernel" if cfg["tma"] and aligned else "gemm_kernel"}
+        want = {"gemm_tma_kernel" if cfg["tma"] and y_rows_ok else "gemm_kernel"}
+    if K % 8 and want != {"gemm_kernel"}:
+        want.add("pad_rows_kernel")
+        assert launches["pad_rows_kernel"] == before.get("pad_rows_kernel", 0) + 2
     if cfg["NUM_KSPLIT"] > 1:
         want.add("splitk_reduce_kernel")
     assert ran == want
@@ -141,7 +144,8 @@ def test_cuda_graph_replay():
 
 _SANITIZE_SCRIPT = """
 import torch, gemmkit
-for M, N, K, act in [(4095, 4097, 1000, "gelu"), (17, 8192, 512, None), (512, 1024, 256, "silu"), (3, 33, 7, "relu")]:
+for M, N, K, act in [(4095, 4097, 1000, "gelu"), (17, 8192, 512, None), (512, 1024, 256, "silu"), (3, 33, 7, "relu"),
+                   (300, 1024, 1001, "relu")]:  # the last: K % 8 != 0, x and w copied to 16-byte rows first
     x = torch.randn(M, K, device="cuda", dtype=torch.bfloat16)
     w = torch.randn(N, K, device="cuda", dtype=torch.bfloat16)
     b = torch.randn(N, device="cuda", dtype=torch.bfloat16)

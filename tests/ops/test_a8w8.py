@@ -14,7 +14,7 @@ import torch
 import gemmkit
 from gemmkit.reference import gemm_a8w8_blockscale_ref, gemm_a8w8_ref
 
-from _util import poisoned, q8, randn, scales, within_bound
+from _util import gemm_launches, poisoned, q8, randn, scales, within_bound
 
 pytestmark = pytest.mark.interpreter
 FP8 = torch.float8_e4m3fn
@@ -30,9 +30,9 @@ def test_a8w8_shapes(M, N, K, dtype, launches):
     xs, ws = scales(M, 1), scales(1, N)
     for bias in (None, randn(N, dtype=torch.bfloat16)):
         out = poisoned((M, N), torch.bfloat16)
-        before = sum(launches.values())
+        before = gemm_launches(launches)
         y = gemmkit.gemm_a8w8(x, w, xs, ws, bias, out=out)
-        assert y is out and sum(launches.values()) == before + 1, "the Triton kernel did not run"
+        assert y is out and gemm_launches(launches) == before + 1, "the Triton kernel did not run"
         ok, msg = within_bound(y, gemm_a8w8_ref(x, w, xs, ws, bias), torch.bfloat16)
         assert ok, msg
 
@@ -127,10 +127,10 @@ def test_blockscale(M, N, K, block, cfg, launches):
     x, w = q8(M, K, dtype=FP8), q8(N, K, dtype=FP8)
     xs, ws = scales(M, -(-K // bk)), scales(-(-N // bn), -(-K // bk))
     out = poisoned((M, N), torch.float32)
-    before = sum(launches.values())
+    before = gemm_launches(launches)
     y = gemmkit.gemm_a8w8_blockscale(x, w, xs, ws, block_shape=block, out=out, out_dtype=torch.float32, config=cfg)
     split = (cfg or {}).get("NUM_KSPLIT", 1) > 1  # split-K adds the reduce launch
-    assert y is out and sum(launches.values()) == before + 1 + split
+    assert y is out and gemm_launches(launches) == before + 1 + split
     ok, msg = within_bound(y, gemm_a8w8_blockscale_ref(x, w, xs, ws, block), torch.float32)
     assert ok, msg
 
@@ -272,8 +272,8 @@ def test_opcheck_and_compile(launches):
     def f(x, w, xs, ws):
         return gemmkit.gemm_a8w8(x, w, xs * 2, ws, out_dtype=torch.float32) + 1
 
-    before = sum(launches.values())
+    before = gemm_launches(launches)
     y = torch.compile(f, fullgraph=True, backend="aot_eager")(x, w, xs, ws)
-    assert sum(launches.values()) > before
+    assert gemm_launches(launches) > before
     ok, msg = within_bound(y - 1, gemm_a8w8_ref(x, w, xs * 2, ws), torch.float32)
     assert ok, msg

@@ -66,8 +66,8 @@ def test_a_gluon_split_tile_falls_back_to_its_power_of_two_part():
     cfg = dict(GLUON, BLOCK_SIZE_N=192)
     choice = D.dense(cfg, H200, *dense_meta(256, 512, 1024))
     assert choice.kernel == D.GLUON_BF16 and choice.config["BLOCK_SIZE_N"] == 192
-    unaligned_w = meta(512, 1000, stride=(1001, 1))  # 2002-byte rows: neither Gluon nor TMA
-    choice = D.dense(cfg, H200, meta(256, 1000), unaligned_w, meta(256, 512))
+    unaligned_y = meta(256, 512, stride=(513, 1))  # 1026-byte rows: neither Gluon nor TMA (a copy of x, w cannot help)
+    choice = D.dense(cfg, H200, meta(256, 1000), meta(512, 1000), unaligned_y)
     assert choice.kernel == D.TRITON_POINTER and choice.config["BLOCK_SIZE_N"] == 128
 
 
@@ -225,3 +225,62 @@ def test_batched_op_launches_the_kernel_the_rule_chooses(layout):
     assert choice.kernel == (D.BATCHED_TMA if layout == "aligned" else D.BATCHED_POINTER)
     for b in range(B):
         check_a16w16(y[b], x[b], w[b])
+
+
+# ----------------------------------------------------------------------------- unaligned K: padded copies
+
+@pytest.mark.parametrize("M", [1, 16, 4096])
+def test_unaligned_k_pads_at_every_m(M):
+    K = 4095  # rows of 8190 bytes: no TMA on the operands as given
+    choice = D.dense(GLUON, H200, *dense_meta(M, 4096, K))
+    assert choice.pad_k == 4096 and choice.kernel == D.GLUON_BF16
+    assert "rows of 4096 elements" in choice.explain()
+    fp8 = D.dense(GLUON, H200, *dense_meta(M, 4096, 7000, dtype=FP8),
+                  G.Scaling("rowcol", meta(M, dtype=torch.float32), meta(4096, dtype=torch.float32)))
+    assert fp8.pad_k == 7008 and fp8.kernel == D.GLUON_FP8  # fp8 rows: multiples of 16 elements
+    assert D.dense(GLUON, H200, *dense_meta(M, 4096, 4096)).pad_k == 0  # aligned: no copy
+
+
+def test_no_padding_where_it_cannot_help():
+    x, w = meta(256, 4095), meta(512, 4095)
+    assert D.dense(GLUON, H200, x, w, meta(256, 500)).pad_k == 0  # y breaks TMA's rules too: no TMA kernel either way
+    transposed = meta(4095, 512).t()  # w (512, 4095) with unit stride along N: the pointer kernel's own layout
+    assert D.dense(GLUON, H200, x, transposed, meta(256, 512)).pad_k == 0
+    assert D.dense(dict(TILE, tma=False), H200, x, w, meta(256, 512)).pad_k == 0  # no TMA kernel asked for
+    assert D.dense(GLUON, MI300, x, w, meta(256, 512)).pad_k == 0  # AMD: no TMA
+
+
+@pytest.mark.interpreter
+@pytest.mark.parametrize("op", ["a16w16", "a8w8", "a8w8_blockscale"])
+def test_unaligned_k_runs_on_padded_copies_and_replays(op):
+    """An odd K: the op copies x and w (pad_rows_kernel) and runs the TMA kernel on the copies;
+    the call plan's replay does the same on new inputs; every element within the float64 reference's bound."""
+    import gemmkit
+    from _util import q8, scales, within_bound
+    from gemmkit.reference import gemm_a8w8_blockscale_ref, gemm_a8w8_ref
+
+    from gemmkit import callplan
+
+    M, N = 24, 48
+    K = 75  # rows of 150 (bf16) or 75 (fp8) bytes: off 16-byte multiples
+    replays = callplan.STATS["replays"]
+    for _ in range(2):  # record, then replay
+        before = launcher.LAUNCHES.copy()
+        if op == "a16w16":
+            x, w = randn(M, K, dtype=BF16), randn(N, K, dtype=BF16)
+            y = gemm_a16w16(x, w, out=poisoned((M, N), BF16), config=SMALL)
+            ref = x.double() @ w.double().t()
+        elif op == "a8w8":
+            x, w, xs, ws = q8(M, K, dtype=FP8), q8(N, K, dtype=FP8), scales(M, 1), scales(1, N)
+            y = gemmkit.gemm_a8w8(x, w, xs, ws, out=poisoned((M, N), BF16), config=SMALL)
+            ref = gemm_a8w8_ref(x, w, xs, ws)
+        else:
+            x, w = q8(M, K, dtype=FP8), q8(N, K, dtype=FP8)
+            xs, ws = scales(M, 1).expand(M, 1).contiguous(), scales(1, 1)
+            y = gemmkit.gemm_a8w8_blockscale(x, w, xs, ws, out=poisoned((M, N), BF16), config=SMALL)
+            ref = gemm_a8w8_blockscale_ref(x, w, xs, ws)
+        launched = launcher.LAUNCHES - before
+        assert launched["pad_rows_kernel"] == 2 and launched["gemm_tma_kernel"] == 1, launched
+        ok, msg = within_bound(y, ref, BF16)
+        assert ok, msg
+    assert callplan.STATS["replays"] == replays + 1, "the padded call's plan was not replayed"

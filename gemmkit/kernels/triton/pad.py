@@ -1,0 +1,80 @@
+"""Row padding: a copy of an operand whose rows TMA can address, for K that leaves rows off 16-byte multiples.
+
+TMA (and so every sm_90 TMA and Gluon GEMM kernel here) needs each row of x and w to start on a 16-byte boundary:
+K * element bytes a multiple of 16 (K % 8 == 0 for bf16, K % 16 == 0 for fp8). Any other K runs the Triton pointer
+kernel, whose loads of rows at 2-byte alignment cannot be vectorised: 41 TFLOP/s at 4096 x 4096 x 4095 bf16 on the
+H200, 24x slower than K = 4096. A copy to rows of KP elements (K rounded up to the next 16 bytes, zeros after K)
+costs one read and one write of the operand and lets the fast kernels run; the zeros add nothing to the sums.
+
+    src (R, K), any strides                dst (R, KP) contiguous, KP * bytes % 16 == 0
+    ┌─────────────────────┐               ┌─────────────────────┬───┐
+    │ row r: K elements   │  ── copy ──►  │ row r: K elements   │ 0 │
+    └─────────────────────┘               └─────────────────────┴───┘
+    one program per BLOCK_R x BLOCK_K block of dst
+
+ops/dispatch.py decides when a call copies (`Choice.pad_k`): when x or w breaks TMA's rules only by its rows and
+y meets them, at any M (measured on the H200: the copy wins from M = 16, 1.5x, to M = 4096, 16x; docs/PERF.md).
+
+Constraints:
+  - dst contiguous (R, KP), KP >= K; src any strides (int64 offsets throughout: R * stride may pass 2**31);
+  - elements of 1, 2 or 4 bytes, copied as integers of that width (every float format's zero is zero bits);
+  - BLOCK_R, BLOCK_K powers of two.
+"""
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+
+from ... import launcher as L
+from .._host import cdiv
+
+BLOCK_R, BLOCK_K, WARPS = 32, 128, 4  # a 32 x 128 block: 8 KiB of bf16 a program, 16-byte vectors on dst
+TMA_ROW_BYTES = 16  # a TMA row stride is a multiple of this (kernels/_host.tma_compatible)
+
+PROMISES = (
+    {"promise": "no spills", "check": "spill_bytes == 0"},
+)
+
+
+@triton.jit
+def pad_rows_kernel(src_ptr, dst_ptr, R, K, KP, stride_sr, stride_sk,
+                    BLOCK_R: tl.constexpr, BLOCK_K: tl.constexpr, BITS: tl.constexpr):
+    # A copy moves bits: the elements as integers of their width (every float format's zero is zero bits).
+    src = src_ptr.to(tl.pointer_type(BITS), bitcast=True)
+    dst = dst_ptr.to(tl.pointer_type(BITS), bitcast=True)
+    offs_r = (tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)).to(tl.int64)
+    offs_k = (tl.program_id(1) * BLOCK_K + tl.arange(0, BLOCK_K)).to(tl.int64)
+    rows, cols = offs_r[:, None], offs_k[None, :]
+    v = tl.load(src + rows * stride_sr + cols * stride_sk, mask=(rows < R) & (cols < K), other=0)
+    tl.store(dst + rows * KP + cols, v, mask=(rows < R) & (cols < KP))
+
+
+def padded_k(K: int, element_size: int) -> int:
+    """K rounded up so that a row of K elements is a multiple of 16 bytes (TMA's row-stride rule)."""
+    per = max(1, TMA_ROW_BYTES // element_size)
+    return cdiv(K, per) * per
+
+
+def pad_rows(t: torch.Tensor, KP: int, compile_only: bool = False) -> torch.Tensor:
+    """A new contiguous (R, KP) copy of the 2-D `t` (R, K), zeros after column K."""
+    R, K = t.shape
+    dst = torch.empty((R, KP), dtype=t.dtype, device=t.device)
+    L.launcher(pad_rows_kernel, (cdiv(R, BLOCK_R), cdiv(KP, BLOCK_K)), compile_only)(
+        t, dst, R, K, KP, t.stride(0), t.stride(1), BLOCK_R=BLOCK_R, BLOCK_K=BLOCK_K,
+        BITS=_BITS[t.element_size()], num_warps=WARPS)
+    return dst
+
+
+_BITS = {1: tl.int8, 2: tl.int16, 4: tl.int32}
+
+
+def static_spec(dtype: str = "bf16"):
+    """(kernel, signature, constexprs, divisible, options) of the copy as `pad_rows` launches it for a `dtype`
+    operand with unit stride along K (what ops/dispatch.py copies), for the static compiles of `gemmkit isa`."""
+    width = {"bf16": 2, "fp16": 2, "fp8e4nv": 1}[dtype]
+    sig = {"src_ptr": f"*{dtype}", "dst_ptr": f"*{dtype}", "R": "i32", "K": "i32", "KP": "i32", "stride_sr": "i32",
+           "stride_sk": "constexpr"}
+    ce = dict(stride_sk=1, BLOCK_R=BLOCK_R, BLOCK_K=BLOCK_K, BITS=_BITS[width])
+    sig.update({k: "constexpr" for k in ce if k not in sig})
+    return pad_rows_kernel, sig, ce, ["src_ptr", "dst_ptr", "KP"], {"num_warps": WARPS}
