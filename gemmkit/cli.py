@@ -163,7 +163,7 @@ def _cmd_configs(args):
             return _fail("configs", f"no {table_op} config table for {arch} ({table_op} has tables for "
                                     f"{', '.join(have) or 'no arch'}; see the README's support table)")
         try:
-            answers.append((what, table_op, M, N, K, *_configs.select(table_op, arch, M, N, K)))
+            answers.append((what, table_op, M, N, K, *_configs.serve(table_op, _arch.ARCHS[arch], M, N, K)))
         except _configs.ConfigError as e:  # a broken table file: say which, no traceback
             return _fail("configs", str(e))
     if len(answers) > 1:

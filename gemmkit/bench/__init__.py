@@ -68,7 +68,7 @@ def run_gpu(shapes, dtype_name="bf16", json_path=None, check=True, warmup_ms=25,
         sets = [bop.make_inputs(M, N, K, dtype_name, dev, batch) for _ in range(n_sets)]
         override = (configs or {}).get((M, N, K))
         cfg, source = (override, "bench override") if override else \
-            _configs.select(bop.table_op(dtype_name), target.arch, M, N, K)
+            _configs.serve(bop.table_op(dtype_name), target, M, N, K)
         err = None
         if check:
             ref = bop.reference(sets[0])

@@ -25,7 +25,7 @@ import json
 import re
 from pathlib import Path
 
-__all__ = ["select", "load_table", "validate_config", "table_path", "table_ops", "table_archs", "ConfigError",
+__all__ = ["select", "serve", "load_table", "validate_config", "table_path", "table_ops", "table_archs", "ConfigError",
            "CONFIG_DIR", "KEYS"]
 
 CONFIG_DIR = Path(__file__).resolve().parent
@@ -164,6 +164,23 @@ def select(op: str, arch: str, M: int, N: int, K: int):
     """(config, source) for a shape; `source` names the file and bucket it came from."""
     cfg, source = _select_cached(op, arch, M, N, K)
     return dict(cfg), source
+
+
+def serve(op: str, target, M: int, N: int, K: int):
+    """(config, source) a call without `config=` runs on `target` (a gemmkit.arch.Target): a shape file's bucket as
+    it is, else the default table's bucket fitted to the shape by the config model (configs/model.py; `source`
+    then says what the model changed and why)."""
+    from . import model
+
+    cfg, source = select(op, target.arch, M, N, K)
+    if op in model.FITTED_OPS and not _SHAPE_FILE.search(source):
+        cfg, notes = model.fit(cfg, M, N, K, target.num_cus)
+        if notes:
+            source += ", fitted: " + "; ".join(notes)
+    return cfg, source
+
+
+_SHAPE_FILE = re.compile(r"-N=\d+-K=\d+\.json:")
 
 
 @functools.lru_cache(maxsize=4096)

@@ -205,9 +205,10 @@ def _parse_config(config_str: str, backend: str) -> dict:
 
 
 def resolve_config(op: str, config_str: str, target: _arch.Target, M: int, N: int, K: int):
-    """(config, source): the `config=` override if given, else the table's choice for the shape."""
+    """(config, source): the `config=` override if given, else the table's choice for the shape (configs.serve:
+    a shape file's bucket, or the default bucket fitted to the shape)."""
     if config_str:
         return dict(_parse_config(config_str, target.backend)), "config= argument"
-    return _configs.select(op, target.arch, M, N, K)
+    return _configs.serve(op, target, M, N, K)
 
 

@@ -204,7 +204,7 @@ def tune_shapes(shapes, out_dir, *, max_candidates=40, rep_ms=40, seed=0, worker
             log(f"time budget ({budget_s:.0f} s) spent: {len(left)} shapes not tuned: "
                 + ", ".join(f"{lb} {m}x{n}x{k}" for lb, m, n, k in left))
             break
-        current, _ = _configs.select(table_op, target.arch, M, N, K)
+        current, _ = _configs.serve(table_op, target, M, N, K)
         current = _configs.validate_config(current)
         space = op_space(op)(M, N, K, target)
         if dtype_name == "int8":  # the FP8 Gluon kernel does not take int8: those configs would run the Triton tier

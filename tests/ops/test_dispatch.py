@@ -161,7 +161,7 @@ def test_tuner_families_follow_the_rule():
 def test_cli_configs_prints_the_kernel_and_why_others_cannot(capsys):
     assert cli_main(["configs", "--op", "a16w16", "-M", "17", "-N", "4100", "-K", "4096", "--arch", "sm_90"]) == 0
     out = capsys.readouterr().out
-    cfg, source = configs.select("a16w16", "sm_90", 17, 4100, 4096)
+    cfg, source = configs.serve("a16w16", H200, 17, 4100, 4096)
     choice = D.for_shape("a16w16", cfg, H200, 17, 4100, 4096)
     assert choice.explain() in out
     assert "kernel: " in out and ("not " in out) == bool(choice.passed_over)

@@ -314,9 +314,15 @@ def shipped_configs(op: str, arch: str = "sm_90"):
 
 def served_tile(op, arch, M, N, K, config=None):
     """(BLOCK_SIZE_M, BLOCK_SIZE_N, BLOCK_SIZE_K) of the config that serves the shape (config= if given)."""
+    import os
+
+    from gemmkit import arch as _arch
     from gemmkit import configs
 
-    cfg = config if config is not None else configs.select(op, arch, max(M, 1), max(N, 1), max(K, 1))[0]
+    target = _arch.ARCHS[arch]
+    if os.environ.get("GEMMKIT_NUM_CUS"):  # the interpreter's target (ops/_common.target_for)
+        target = target.with_cus(int(os.environ["GEMMKIT_NUM_CUS"]))
+    cfg = config if config is not None else configs.serve(op, target, max(M, 1), max(N, 1), max(K, 1))[0]
     return cfg["BLOCK_SIZE_M"], cfg["BLOCK_SIZE_N"], cfg["BLOCK_SIZE_K"]
 
 

@@ -12,6 +12,7 @@ import pytest
 import torch
 
 from _util import ROOT
+from gemmkit import arch as gemmkit_arch
 from gemmkit import configs
 from gemmkit.cli import main as cli_main
 
@@ -19,6 +20,7 @@ NO_GPU = pytest.mark.skipif(torch.cuda.is_available(), reason="the no-GPU behavi
 # Every op with a default config table `<arch>/<OP>.json`, read from the directory (not from gemmkit).
 TABLE_OPS = sorted({p.stem.lower() for p in configs.CONFIG_DIR.glob("*/*.json") if "-" not in p.stem})
 ARCHS = ["sm_90", "gfx942", "gfx950"]
+ARCH_TARGETS = {a: gemmkit_arch.ARCHS[a] for a in ARCHS}  # `gemmkit configs --arch` answers for these targets
 
 
 def _cli(capsys, *argv):
@@ -136,7 +138,7 @@ def test_configs_every_table_op(capsys, op, arch):
     rc, out, err = _cli(capsys, "configs", "--op", op, "-M", 100, "-N", 4096, "-K", 4096, "--arch", arch)
     if configs.table_path(op, arch).exists():
         assert rc == 0, err
-        cfg, source = configs.select(op, arch, 100, 4096, 4096)
+        cfg, source = configs.serve(op, ARCH_TARGETS[arch], 100, 4096, 4096)
         assert source in out and json.JSONDecoder().raw_decode(out[out.index("{"):])[0] == cfg
         # and the kernel that serves the shape (ops/dispatch.py)
         assert "\nkernel: " in out
@@ -151,15 +153,15 @@ def test_configs_ffn_gated_shows_both_gemms(capsys):
     M, I, K = 64, 14336, 4096
     rc, out, err = _cli(capsys, "configs", "--op", "ffn_gated", "-M", M, "-N", I, "-K", K, "--arch", "sm_90")
     assert rc == 0, err
-    assert configs.select("a16w16_gated", "sm_90", M, I, K)[1] in out
-    assert configs.select("a16w16", "sm_90", M, K, I)[1] in out
+    assert configs.serve("a16w16_gated", ARCH_TARGETS["sm_90"], M, I, K)[1] in out
+    assert configs.serve("a16w16", ARCH_TARGETS["sm_90"], M, K, I)[1] in out
     assert "gate/up" in out and "down" in out
 
 
 def test_configs_split_cat_uses_its_table(capsys):
     rc, out, err = _cli(capsys, "configs", "--op", "split_cat", "-M", 16, "-N", 32768, "-K", 512, "--arch", "gfx950")
     assert rc == 0, err
-    cfg, source = configs.select("a16w16_split_cat", "gfx950", 16, 32768, 512)
+    cfg, source = configs.serve("a16w16_split_cat", ARCH_TARGETS["gfx950"], 16, 32768, 512)
     assert source in out and json.JSONDecoder().raw_decode(out[out.index("{"):])[0] == cfg
 
 

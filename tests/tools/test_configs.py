@@ -130,4 +130,6 @@ def test_cli_configs(capsys, N, K, source):
     out = capsys.readouterr().out
     assert source in out
     cfg = json.JSONDecoder().raw_decode(out[out.index("{"):])[0]  # then the kernel that serves it (test_dispatch.py)
-    assert cfg == configs.select("a16w16", "sm_90", 100, N, K)[0]
+    from gemmkit import arch as _arch
+
+    assert cfg == configs.serve("a16w16", _arch.ARCHS["sm_90"], 100, N, K)[0]  # the bucket, fitted (test_config_model)

@@ -1,0 +1,82 @@
+"""The config model: a default-table bucket fitted to the shape it serves.
+
+A default table (`<OP>.json`) buckets by M alone; its configs were measured on square-ish layers. On a shape unlike
+those, a bucket's tile can leave most SMs idle: GPT-OSS's router (N = 128, K = 2880) at M = 1024 got a 256 x 128
+tile, 4 tiles for 132 SMs (0.27x cuBLAS). `fit` keeps the bucket's kernel choices (stages, K step, TMA, grouping)
+and fits its tile to the shape's waves, in three steps:
+
+    bucket config ──► narrow N / M: halve BLOCK_SIZE_N (M) while half of it still covers N (M)
+                  ──► few tiles (under FEW_TILES of the SMs): split K first, NUM_KSPLIT = min(SMs // tiles,
+                      K steps // MIN_SPLIT_STEPS, MAX_SPLIT); while tiles x splits still fall short (K too short
+                      to split further), halve the larger of BLOCK_SIZE_M / BLOCK_SIZE_N (not below MIN_TILE)
+                      and split again
+                  ──► num_warps 4 once the tile is under 128 x 128 (two warpgroups on a small tile starve each wgmma)
+
+Why split before shrinking (H200, bf16, against cuBLAS, docs/PERF.md "The config model"): a big tile keeps its
+wgmma and its reuse; on 4096 x 256 x 16384 a 128 x 256 tile split 4 ways ran 0.90x where 64 x 128 tiles ran 0.47x,
+and on 256 x 2880 x 4096 64 x 256 split 2 ran 0.67x against 0.57x. Where K is too short to split enough (GPT-OSS's
+router, K = 2880, at M = 128), smaller tiles are the rest of the way: 64 x 64 split 5 ran 1.15x against 0.93x.
+
+Shape files (`<OP>-N=<N>-K=<K>.json`) are measured for their shape and are served as they are; so is a `config=`
+argument. Gluon buckets (the default tables' decode buckets, swap-AB) are served as they are: their kernels have
+their own tile rules (kernels/gluon/hopper_plan.py) and their split-K is fitted by the kernel (hopper_host.fit_split_k).
+
+Constraints:
+  - power-of-two tiles only (a split tile, BLOCK_SIZE_N 96 / 192, is served as it is);
+  - a fitted config is a smaller tile (or more K splits) of a valid one: it fits the shared memory the bucket fit;
+  - the result depends on (M, N, K) and the target's SM count only: one config per shape and device.
+"""
+from __future__ import annotations
+
+MIN_TILE = 64  # the smallest BLOCK_SIZE_M / BLOCK_SIZE_N the fitting goes to (a wgmma's M is 64)
+FEW_TILES = 0.5  # "few tiles": fewer output tiles than this share of the SMs
+MIN_SPLIT_STEPS = 4  # K steps a split range keeps at least (fewer: the partial tile's traffic outweighs it)
+MAX_SPLIT = 16
+SMALL_TILE = 128 * 128  # under this many outputs a tile takes 4 warps (one warpgroup), as the tuner prunes
+
+# The table ops whose default buckets the model fits: their Triton kernels take any power-of-two tile and split-K.
+FITTED_OPS = ("a16w16", "a8w8", "a8w8_int8")
+
+
+def _pow2(v: int) -> bool:
+    return v > 0 and v & (v - 1) == 0
+
+
+def fit(cfg: dict, M: int, N: int, K: int, num_cus: int, min_tile: int = MIN_TILE) -> tuple[dict, list]:
+    """(config, notes): `cfg` fitted to an (M, N, K) call on `num_cus` SMs / CUs, and what changed (empty: nothing).
+    `min_tile`: the smallest tile side the few-tiles step shrinks to (a tile below it splits K instead)."""
+    if cfg.get("backend") == "gluon" or not (_pow2(cfg["BLOCK_SIZE_M"]) and _pow2(cfg["BLOCK_SIZE_N"])):
+        return cfg, []
+    c = dict(cfg)
+    notes = []
+    for key, size in (("BLOCK_SIZE_N", N), ("BLOCK_SIZE_M", M)):
+        while c[key] > MIN_TILE and c[key] // 2 >= size:
+            c[key] //= 2
+    if (c["BLOCK_SIZE_M"], c["BLOCK_SIZE_N"]) != (cfg["BLOCK_SIZE_M"], cfg["BLOCK_SIZE_N"]):
+        notes.append(f"narrow {'N' if c['BLOCK_SIZE_N'] != cfg['BLOCK_SIZE_N'] else 'M'}")
+
+    def tiles():
+        return -(-M // c["BLOCK_SIZE_M"]) * -(-N // c["BLOCK_SIZE_N"])
+
+    def splits():  # K splits that bring few tiles up to a wave, as far as K's steps allow (1: no split)
+        if tiles() >= FEW_TILES * num_cus or c.get("NUM_KSPLIT", 1) != 1:
+            return c.get("NUM_KSPLIT", 1)
+        return max(1, min(num_cus // tiles(), -(-K // c["BLOCK_SIZE_K"]) // MIN_SPLIT_STEPS, MAX_SPLIT))
+
+    before, split = tiles(), splits()
+    while tiles() * split < FEW_TILES * num_cus and max(c["BLOCK_SIZE_M"], c["BLOCK_SIZE_N"]) > min_tile:
+        key = "BLOCK_SIZE_M" if c["BLOCK_SIZE_M"] >= c["BLOCK_SIZE_N"] else "BLOCK_SIZE_N"
+        c[key] //= 2
+        split = splits()
+    if split != c.get("NUM_KSPLIT", 1):
+        c["NUM_KSPLIT"] = split
+        notes.append(f"{before} tiles for {num_cus} SMs: K split {split} ways" +
+                     (f" over {tiles()} smaller tiles" if tiles() != before else ""))
+    elif tiles() != before:
+        notes.append(f"{before} tiles for {num_cus} SMs: {tiles()} smaller tiles")
+    if c["num_warps"] == 8 and c["BLOCK_SIZE_M"] * c["BLOCK_SIZE_N"] < SMALL_TILE:
+        c["num_warps"] = 4
+    if notes:
+        notes.insert(0, f"tile {cfg['BLOCK_SIZE_M']} x {cfg['BLOCK_SIZE_N']} -> {c['BLOCK_SIZE_M']} x "
+                        f"{c['BLOCK_SIZE_N']}" + (f", split {c['NUM_KSPLIT']}" if c.get("NUM_KSPLIT", 1) > 1 else ""))
+    return c, notes

@@ -1,0 +1,80 @@
+"""The config model (gemmkit/configs/model.py): a default-table bucket fitted to the shape it serves. The fitted
+configs the rule gives on the shapes it was measured on (docs/PERF.md, "The config model"), what it leaves alone,
+that every fitted config is a valid config that fits the target, and that a call runs the fitted config."""
+import pytest
+import torch
+from _util import check_a16w16, poisoned, randn
+
+import gemmkit
+from gemmkit import arch, configs, launcher
+from gemmkit.configs import model
+from gemmkit.kernels.triton import dense as G
+
+H200 = arch.get("sm_90")
+
+
+def tile(cfg):
+    return cfg["BLOCK_SIZE_M"], cfg["BLOCK_SIZE_N"], cfg.get("NUM_KSPLIT", 1), cfg["num_warps"]
+
+
+@pytest.mark.parametrize("M, N, K, want", [
+    (128, 128, 2880, (64, 64, 5, 4)),  # GPT-OSS router: K too short to split enough, so smaller tiles too
+    (256, 128, 2880, (64, 64, 11, 4)),
+    (1024, 128, 2880, (128, 128, 11, 8)),
+    (4096, 128, 2880, (128, 128, 4, 8)),  # narrow N: 256 -> 128, then 32 tiles split 4 ways
+    (256, 2880, 4096, (64, 256, 2, 4)),  # split before shrinking: a big tile keeps its reuse
+    (4096, 256, 16384, (128, 256, 4, 8)),
+])
+def test_fitted_configs_on_the_measured_shapes(M, N, K, want):
+    cfg, source = configs.serve("a16w16", H200, M, N, K)
+    assert tile(cfg) == want
+    assert "A16W16.json" in source and ", fitted: " in source and f"{H200.num_cus} SMs" in source
+
+
+@pytest.mark.parametrize("M, N, K", [(4096, 4096, 4096), (4000, 4000, 4000), (1, 128, 2880), (16, 4096, 4096)])
+def test_left_alone(M, N, K):
+    """Shape files, Gluon buckets (decode) and shapes with enough tiles are served as they are."""
+    assert configs.serve("a16w16", H200, M, N, K) == configs.select("a16w16", "sm_90", M, N, K)
+
+
+def test_the_sm_count_decides():
+    """The same shape on fewer SMs needs no fitting (an H100 PCIe has 114, a small target 16)."""
+    assert tile(configs.serve("a16w16", H200.with_cus(16), 1024, 2880, 4096)[0]) == \
+        tile(configs.select("a16w16", "sm_90", 1024, 2880, 4096)[0])
+    assert ", fitted" in configs.serve("a16w16", H200, 256, 2880, 4096)[1]
+
+
+@pytest.mark.parametrize("op", model.FITTED_OPS)
+@pytest.mark.parametrize("arch_name", ["sm_90", "gfx942", "gfx950"])
+def test_every_fitted_config_is_valid_and_fits(op, arch_name):
+    target = arch.ARCHS[arch_name]
+    if not configs.table_path(op, arch_name).exists():
+        pytest.skip(f"no {op} table for {arch_name}")
+    in_bytes = 1 if op.startswith("a8w8") else 2
+    fitted = 0
+    for M in (1, 7, 64, 128, 256, 777, 1024, 4096):
+        for N in (64, 128, 256, 1000, 2880, 8192):
+            for K in (256, 2880, 16384):
+                cfg, source = configs.serve(op, target, M, N, K)
+                fitted += ", fitted" in source
+                assert configs.validate_config(dict(cfg), backend=target.backend) == configs.validate_config(
+                    dict(cfg), backend=target.backend)
+                G.check_feasible(cfg, target, in_bytes, 2, tma=False)
+                if cfg.get("NUM_KSPLIT", 1) > 1:
+                    assert -(-K // cfg["BLOCK_SIZE_K"]) // cfg["NUM_KSPLIT"] >= model.MIN_SPLIT_STEPS
+    assert fitted > 0
+
+
+@pytest.mark.interpreter
+def test_a_call_runs_the_fitted_config(monkeypatch):
+    """On a 64-SM target (GEMMKIT_NUM_CUS) M = 200, N = 40 fits the M <= 256 bucket (64 x 256) to 64 x 64 split 2:
+    the call launches the split-K reduce, and is right."""
+    monkeypatch.setenv("GEMMKIT_NUM_CUS", "64")
+    M, N, K = 200, 40, 512
+    cfg, source = configs.serve("a16w16", H200.with_cus(64), M, N, K)
+    assert tile(cfg)[:3] == (64, 64, 2), source
+    x, w = randn(M, K, dtype=torch.bfloat16), randn(N, K, dtype=torch.bfloat16)
+    before = launcher.LAUNCHES.copy()
+    y = gemmkit.gemm_a16w16(x, w, out=poisoned((M, N + 8), torch.bfloat16)[:, :N])
+    assert (launcher.LAUNCHES - before)["splitk_reduce_kernel"] == 1
+    check_a16w16(y, x, w)
