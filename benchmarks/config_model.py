@@ -4,6 +4,12 @@ inputs rotated past the L2, each mode twice (the better round). Layers of models
 Mistral-Large-2) and odd sizes. Rows the model leaves alone time the same config twice: the noise floor.
 
     PYTHONPATH=. python3 benchmarks/config_model.py benchmarks/results/<gpu>/config_model.json"""
+import argparse
+
+ARGS = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+ARGS.add_argument("json", nargs="?", help="write the rows (stamped: device, date, versions, git sha) to this path")
+ARGS = ARGS.parse_args()
+
 import datetime
 import json
 import os
@@ -19,12 +25,10 @@ from gemmkit import arch, callplan, configs  # noqa: E402
 from gemmkit.bench.timing import rotation_count, time_graph  # noqa: E402
 from gemmkit.configs import model  # noqa: E402
 
-LAYERS = {  # (N, K) of nn.Linear weights, from the models' published configs
-    "gpt-oss-120b": {"qkv_proj": (5120, 2880), "o_proj": (2880, 4096), "router": (128, 2880),
-                     "expert_gate_up": (5760, 2880), "expert_down": (2880, 2880)},
-    "mistral-large-2": {"qkv_proj": (14336, 12288), "o_proj": (12288, 12288), "gate_up_proj": (57344, 12288),
-                        "down_proj": (12288, 28672)},
-}
+UNTUNED_MODELS = ("gpt-oss-120b", "mistral-large-2")  # in gemmkit/bench/model_configs.json; no table was tuned on them
+with open("gemmkit/bench/model_configs.json") as f:
+    _MODELS = json.load(f)["models"]
+LAYERS = {m: _MODELS[m]["layers"] for m in UNTUNED_MODELS}  # (N, K) of each nn.Linear weight
 M_VALUES = (128, 256, 1024, 4096)
 ODD = [("odd", 3000, 5000, 7000), ("odd", 1000, 3000, 2000), ("odd", 777, 1536, 8000), ("odd", 4096, 256, 16384)]
 
@@ -60,6 +64,6 @@ out = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "trit
        "date": datetime.date.today().isoformat(), "git_sha": sha,
        "method": "CUDA-graph replay, inputs rotated past the L2, each gemmkit mode twice (better round); "
                  "ratio = vendor_us / gemmkit_us (torch.matmul)", "rows": rows}
-if len(sys.argv) > 1:
-    with open(sys.argv[1], "w") as f:
+if ARGS.json:
+    with open(ARGS.json, "w") as f:
         json.dump(out, f, indent=1)

@@ -4,6 +4,12 @@ vendor in the same process; CUDA-graph replay, inputs rotated past the L2, each 
 aligned 4096^3 control rows (both modes do the same there: the noise floor).
 
     PYTHONPATH=. python3 benchmarks/unaligned_k.py benchmarks/results/<gpu>/unaligned_k.json"""
+import argparse
+
+ARGS = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+ARGS.add_argument("json", nargs="?", help="write the rows (stamped: device, date, versions, git sha) to this path")
+ARGS = ARGS.parse_args()
+
 import json
 import sys
 
@@ -71,6 +77,6 @@ out = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "trit
        "method": "CUDA-graph replay, inputs rotated past the L2, each mode twice (better round); pad_us: the copy "
                  "to 16-byte rows + the TMA / Gluon kernel, nopad_us: the Triton pointer kernel",
        "rows": rows}
-if len(sys.argv) > 1:
-    with open(sys.argv[1], "w") as f:
+if ARGS.json:
+    with open(ARGS.json, "w") as f:
         json.dump(out, f, indent=1)
