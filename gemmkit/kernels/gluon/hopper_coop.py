@@ -80,6 +80,11 @@ Epilogue math is the Triton tier's (`bias_activation`, kernels/triton/_epilogue.
 BM/2 x BN accumulator; the cast result is then split in registers (reshape / permute / split: no data
 moves) into EPI_SPLIT column sub-tiles, each stored through the consumer's staging tile.
 
+Arguments: the partitions take hopper_bundles.py's named bundles (Gluon aggregates), built once in the kernel:
+coop_mma_partition(CONSUMER, descs, ring, epi, sched) (a split tile: `_coop_split_mma_partition`, same
+arguments, ring.t the T-row w ring) and hopper_parts.load_partition(descs, ring, sched); epi is the consumer's
+(its staging tile c0 / c1, the bias), the ring's empty[s] counts 2 (`ring_barriers`).
+
 Constraints:
   - sm_90 only (wgmma, TMA, setmaxnreg); bf16 or fp16 x and w, same dtype; y bf16, fp16 or fp32.
   - TMA rules as the ping-pong's (`unsupported`): 2-D, unit last stride, 16-byte aligned base and row
@@ -110,6 +115,7 @@ from ..triton._epilogue import ACTIVATIONS, bias_activation
 from . import hopper_host as hh
 from . import hopper_pingpong as hp
 from . import hopper_plan as hplan
+from .hopper_bundles import Descs, Epilogue, Ring, Schedule
 from .hopper_parts import (load_partition, out_row, ring_next, ring_prev, split_mainloop, store_split, store_subtile,
                            work_space, work_tile)
 from .hopper_plan import CoopPlan
@@ -216,17 +222,28 @@ def _halves(v, ROWS: gl.constexpr, COLS: gl.constexpr):
 
 
 @gluon.jit
-def coop_mma_partition(CONSUMER: gl.constexpr, y_desc, bias_ptr, a_ring, b_ring, c_smem, full, empty,
-                       M, N, K, STAGES: gl.constexpr, GROUP_SIZE_M: gl.constexpr, HAS_BIAS: gl.constexpr,
-                       ACTIVATION: gl.constexpr, B=1, stride_bb=0, BATCHED: gl.constexpr = False,
-                       SPLIT_K: gl.constexpr = False):
-    """1 warpgroup: rows CONSUMER * BM/2 ... of every tile of this CTA: mainloop, then the epilogue.
-    BATCHED (hopper_pingpong_batched.py): work ids over B x tiles, bias row b (bias_ptr + b * stride_bb)
+def coop_mma_partition(CONSUMER: gl.constexpr, descs, ring, epi, sched):
+    """1 warpgroup: rows CONSUMER * BM/2 ... of every tile of this CTA: mainloop, then the epilogue (bundles:
+    hopper_bundles.py; epi holds this consumer's BM/2 x EPI_N staging tile).
+    BATCHED (hopper_pingpong_batched.py): work ids over B x tiles, bias row b (epi.bias + b * epi.stride_bb)
     and 3-D TMA stores [b, m, n]; compiled away in the dense kernel.
-    SPLIT_K (dense only, B = the number of splits): work ids over splits x tiles, one K range each, the fp32
-    partial tile stored in its split's workspace slab (hopper_parts `split_steps`, `out_row`)."""
-    BM: gl.constexpr = a_ring.shape[1]
-    BN: gl.constexpr = b_ring.shape[1]
+    SPLIT_K (dense only, sched.B = the number of splits): work ids over splits x tiles, one K range each, the
+    fp32 partial tile stored in its split's workspace slab (hopper_parts `split_steps`, `out_row`)."""
+    y_desc = descs.y
+    a_ring = ring.a
+    b_ring = ring.b
+    full = ring.full
+    empty = ring.empty
+    c_smem = epi.c
+    bias_ptr = epi.bias
+    STAGES: gl.constexpr = ring.STAGES
+    GROUP_SIZE_M: gl.constexpr = sched.GROUP_SIZE_M
+    HAS_BIAS: gl.constexpr = epi.HAS_BIAS
+    ACTIVATION: gl.constexpr = epi.ACTIVATION
+    BATCHED: gl.constexpr = sched.BATCHED
+    SPLIT_K: gl.constexpr = sched.SPLIT_K
+    BM: gl.constexpr = ring.BM
+    BN: gl.constexpr = ring.BN
     BM_C: gl.constexpr = c_smem.shape[0]
     EPI_N: gl.constexpr = c_smem.shape[1]
     EPI_SPLIT: gl.constexpr = BN // EPI_N
@@ -234,7 +251,8 @@ def coop_mma_partition(CONSUMER: gl.constexpr, y_desc, bias_ptr, a_ring, b_ring,
     acc_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
                                                          instr_shape=[16, BN, 16])
     BY_ENTRY: gl.constexpr = BATCHED or SPLIT_K
-    num_pid_m, num_pid_n, num_work, k_steps = work_space(M, N, K, BM, BN, a_ring.shape[2], B, BATCHED, SPLIT_K)
+    num_pid_m, num_pid_n, num_work, k_steps = work_space(sched.M, sched.N, sched.K, BM, BN, ring.BK, sched.B,
+                                                         BATCHED, SPLIT_K)
     idx = 0
     phase = 0
     for work_id in range(gl.program_id(0), num_work, gl.num_programs(0)):
@@ -254,10 +272,10 @@ def coop_mma_partition(CONSUMER: gl.constexpr, y_desc, bias_ptr, a_ring, b_ring,
         b, pid_m, pid_n = work_tile(work_id, num_work, num_pid_m, num_pid_n, GROUP_SIZE_M, BY_ENTRY)
         offs_n = pid_n * BN + gl.arange(0, BN, layout=gl.SliceLayout(0, acc_layout))
         if BATCHED:
-            bias_row = bias_ptr + b.to(gl.int64) * stride_bb
+            bias_row = bias_ptr + b.to(gl.int64) * epi.stride_bb
         else:
             bias_row = bias_ptr
-        out = bias_activation(acc, bias_row, offs_n, N, HAS_BIAS, ACTIVATION).to(y_desc.dtype)
+        out = bias_activation(acc, bias_row, offs_n, sched.N, HAS_BIAS, ACTIVATION).to(y_desc.dtype)
         row = out_row(b, pid_m, num_pid_m, BM, SPLIT_K) + CONSUMER * BM_C
         col = pid_n * BN
         if EPI_SPLIT == 1:
@@ -278,27 +296,26 @@ def coop_mma_partition(CONSUMER: gl.constexpr, y_desc, bias_ptr, a_ring, b_ring,
 
 
 @gluon.jit
-def _coop_split_mma_partition(CONSUMER: gl.constexpr, y_desc, bias_ptr, a_ring, b_ring, t_ring, c_smem, full, empty,
-                              M, N, K, STAGES: gl.constexpr, GROUP_SIZE_M: gl.constexpr, HAS_BIAS: gl.constexpr,
-                              ACTIVATION: gl.constexpr, SPLITS=1, SPLIT_K: gl.constexpr = False):
-    """`coop_mma_partition` for a split tile, BN = 3 * T columns (T = EPI_N: 96 -> 32, 192 -> 64): the
-    ping-pong's split mainloop on this consumer's rows of the x box (two accumulators, 2T and T columns) and
-    its split epilogue (three T-wide sub-tiles): hopper_parts.split_mainloop / store_split. Dense only;
-    SPLIT_K as `coop_mma_partition`'s."""
-    BN: gl.constexpr = 3 * t_ring.shape[1]
-    BM: gl.constexpr = a_ring.shape[1]
-    BM_C: gl.constexpr = c_smem.shape[0]
-    num_pid_m, num_pid_n, num_work, k_steps = work_space(M, N, K, BM, BN, a_ring.shape[2], SPLITS, False, SPLIT_K)
+def _coop_split_mma_partition(CONSUMER: gl.constexpr, descs, ring, epi, sched):
+    """`coop_mma_partition` for a split tile, BN = 3 * T columns (T = EPI_N: 96 -> 32, 192 -> 64; ring.t holds
+    w rows [2T, 3T)): the ping-pong's split mainloop on this consumer's rows of the x box (two accumulators, 2T
+    and T columns) and its split epilogue (three T-wide sub-tiles): hopper_parts.split_mainloop / store_split.
+    Dense only; SPLIT_K as `coop_mma_partition`'s."""
+    SPLIT_K: gl.constexpr = sched.SPLIT_K
+    BN: gl.constexpr = ring.BN
+    BM: gl.constexpr = ring.BM
+    BM_C: gl.constexpr = epi.c.shape[0]
+    num_pid_m, num_pid_n, num_work, k_steps = work_space(sched.M, sched.N, sched.K, BM, BN, ring.BK, sched.B, False,
+                                                         SPLIT_K)
     idx = 0
     phase = 0
     for work_id in range(gl.program_id(0), num_work, gl.num_programs(0)):
-        acc, acc_t, idx, phase = split_mainloop(a_ring, b_ring, t_ring, full, empty, idx, phase, k_steps,
-                                                STAGES, CONSUMER * BM_C, BM_C)
+        acc, acc_t, idx, phase = split_mainloop(ring, idx, phase, k_steps, CONSUMER * BM_C, BM_C)
         acc, acc_t = warpgroup_mma_wait(0, deps=(acc, acc_t))
-        mbarrier.arrive(empty.index(ring_prev(idx, STAGES)))  # the tile's last slot
-        b, pid_m, pid_n = work_tile(work_id, num_work, num_pid_m, num_pid_n, GROUP_SIZE_M, SPLIT_K)
-        store_split(y_desc, c_smem, acc, acc_t, bias_ptr, out_row(b, pid_m, num_pid_m, BM, SPLIT_K)
-                    + CONSUMER * BM_C, pid_n * BN, N, HAS_BIAS, ACTIVATION)
+        mbarrier.arrive(ring.empty.index(ring_prev(idx, ring.STAGES)))  # the tile's last slot
+        b, pid_m, pid_n = work_tile(work_id, num_work, num_pid_m, num_pid_n, sched.GROUP_SIZE_M, SPLIT_K)
+        store_split(descs.y, epi, acc, acc_t, out_row(b, pid_m, num_pid_m, BM, SPLIT_K) + CONSUMER * BM_C,
+                    pid_n * BN, sched.N)
     tma.store_wait(0)
 
 
@@ -327,27 +344,27 @@ def hopper_coop_kernel(x_desc, w_desc, y_desc, bias_ptr, M, N, K, SPLITS,
     c0 = gl.allocate_shared_memory(y_desc.dtype, [BM_C, EPI_N], y_desc.layout)
     c1 = gl.allocate_shared_memory(y_desc.dtype, [BM_C, EPI_N], y_desc.layout)
     full, empty = ring_barriers(STAGES)
+    descs = Descs(x_desc, w_desc, y_desc)
+    sched = Schedule(M, N, K, SPLITS, GROUP_SIZE_M, SPLIT_K=SPLIT_K)
+    epi0 = Epilogue(c0, bias_ptr, 0, HAS_BIAS, ACTIVATION)
+    epi1 = Epilogue(c1, bias_ptr, 0, HAS_BIAS, ACTIVATION)
     if BN % 3 == 0:  # a split tile (96 / 192; a power of two is never a multiple of 3): two w rings, two accumulators
         T: gl.constexpr = BN // 3  # = the w box's rows
         b_ring = gl.allocate_shared_memory(w_desc.dtype, [STAGES, 2 * T, BK], w_desc.layout)
         t_ring = gl.allocate_shared_memory(w_desc.dtype, [STAGES, T, BK], w_desc.layout)
+        ring = Ring(a_ring, b_ring, t_ring, full, empty)
         gl.warp_specialize([
-            (_coop_split_mma_partition, (0, y_desc, bias_ptr, a_ring, b_ring, t_ring, c0, full, empty, M, N, K,
-                                         STAGES, GROUP_SIZE_M, HAS_BIAS, ACTIVATION, SPLITS, SPLIT_K)),
-            (_coop_split_mma_partition, (1, y_desc, bias_ptr, a_ring, b_ring, t_ring, c1, full, empty, M, N, K,
-                                         STAGES, GROUP_SIZE_M, HAS_BIAS, ACTIVATION, SPLITS, SPLIT_K)),
-            (load_partition, (x_desc, w_desc, a_ring, b_ring, full, empty, M, N, K, STAGES, GROUP_SIZE_M,
-                              SPLITS, False, t_ring, SPLIT_K)),
+            (_coop_split_mma_partition, (0, descs, ring, epi0, sched)),
+            (_coop_split_mma_partition, (1, descs, ring, epi1, sched)),
+            (load_partition, (descs, ring, sched)),
         ], [4, 1], [MMA_REGS, LOAD_REGS])
     else:
         b_ring = gl.allocate_shared_memory(w_desc.dtype, [STAGES, BN, BK], w_desc.layout)
+        ring = Ring(a_ring, b_ring, None, full, empty)
         gl.warp_specialize([
-            (coop_mma_partition, (0, y_desc, bias_ptr, a_ring, b_ring, c0, full, empty, M, N, K,
-                                  STAGES, GROUP_SIZE_M, HAS_BIAS, ACTIVATION, SPLITS, 0, False, SPLIT_K)),
-            (coop_mma_partition, (1, y_desc, bias_ptr, a_ring, b_ring, c1, full, empty, M, N, K,
-                                  STAGES, GROUP_SIZE_M, HAS_BIAS, ACTIVATION, SPLITS, 0, False, SPLIT_K)),
-            (load_partition, (x_desc, w_desc, a_ring, b_ring, full, empty, M, N, K, STAGES, GROUP_SIZE_M,
-                              SPLITS, False, None, SPLIT_K)),
+            (coop_mma_partition, (0, descs, ring, epi0, sched)),
+            (coop_mma_partition, (1, descs, ring, epi1, sched)),
+            (load_partition, (descs, ring, sched)),
         ], [4, 1], [MMA_REGS, LOAD_REGS])
 
 

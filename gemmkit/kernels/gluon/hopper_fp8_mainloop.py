@@ -1,14 +1,15 @@
 """The promoted mainloops of the FP8 Gluon kernel (hopper_pingpong_fp8.py): one consumer warpgroup's K loop
 over one output tile, wgmma chains from zero into a partial accumulator, each promoted into the fp32 tile.
 
-The kernel file owns the partitions, the epilogue and the launch (its plan: hopper_fp8_plan.py); this file
-owns what one K step of a consumer does (`@gluon.jit` helpers, inlined into `_mma_partition`):
+The kernel file owns the consumer partition, the kernel and the launch (its plan: hopper_fp8_plan.py; the load
+partition and the epilogue's stores: hopper_fp8_parts.py); this file owns what one K step of a consumer does
+(`@gluon.jit` helpers, inlined into the kernel file's `_mma_partition`, which calls the two mainloops):
 
   _chain             one promotion interval: BK / 32 wgmma m64nBNk32 from zero into p, waited (wait(0))
   _promote           acc + p (rowcol, FADD) or acc + p * s[m] (block, FFMA), as inline PTX
-  _pingpong_mainloop num_warps 4: BM rows (one or two 64-row slices), every chain waited at once;
+  pingpong_mainloop  num_warps 4: BM rows (one or two 64-row slices), every chain waited at once;
                      also the coop 256 tile's consumer (its 128-row half of the one ring's a, ROW0 0 / 128)
-  _coop_mainloop     num_warps 8, BLOCK_SIZE_M 128: a 64-row half, one chain always in flight (two partials,
+  coop_mainloop      num_warps 8, BLOCK_SIZE_M 128: a 64-row half, one chain always in flight (two partials,
                      wait(1))
   _coop_step         one K step of it
   _slot_scales       (block) a step's scales s[m] = x_scale[m, kb] * w_scale[nb, kb], both read from the ring slot
@@ -92,7 +93,7 @@ def _promote(acc, p, s, SCALE: gl.constexpr):
 
 
 @gluon.jit
-def _pingpong_mainloop(a_ring, b_ring, s_ring, w_ring, full, empty, idx, phase, k0, k_steps, ws_row, stride_wsk,
+def pingpong_mainloop(a_ring, b_ring, s_ring, w_ring, full, empty, idx, phase, k0, k_steps, ws_row, stride_wsk,
                        RING: gl.constexpr, ROW0: gl.constexpr, TWO: gl.constexpr, BK: gl.constexpr,
                        STAGES: gl.constexpr, SCALE: gl.constexpr, SCALE_BK: gl.constexpr, acc_layout: gl.constexpr):
     """A consumer's mainloop of one work item (K steps k0 .. k0 + k_steps - 1) from ring RING, each chain waited
@@ -177,7 +178,7 @@ def _coop_step(a, b, s_slot, w_slot, j, p_new, p_old, acc, s_old, prev_empty, RO
 
 
 @gluon.jit
-def _coop_mainloop(a_ring, b_ring, s_ring, w_ring, full, empty, idx, phase, k0, k_steps, ws_row, stride_wsk,
+def coop_mainloop(a_ring, b_ring, s_ring, w_ring, full, empty, idx, phase, k0, k_steps, ws_row, stride_wsk,
                    ROW0: gl.constexpr, BK: gl.constexpr, STAGES: gl.constexpr, SCALE: gl.constexpr,
                    SCALE_BK: gl.constexpr, acc_layout: gl.constexpr):
     """A coop consumer's mainloop of one work item (its 64 rows of a tile, K steps k0 .. k0 + k_steps - 1: the

@@ -1,18 +1,29 @@
 """The plan of the FP8 Gluon kernel (hopper_pingpong_fp8.py): everything its launch and static compiles derive
 from one config (`derive` -> Fp8Plan: tiles, layout, ring depth, output staging, registers, swizzles, scale mode),
-the constexpr arguments (`constexprs`), and the coop layout's tail split (`tail_plan`, hopper_host.tail_split).
-Host code only; the kernel file re-exports these names (its API: `hopper_pingpong_fp8.derive`, ...).
+the constexpr arguments (`constexprs`), and the coop layout's tail split (`tail_plan`, hopper_host.tail_split);
+and what they derive from a call's tensors: whether the kernel can take them (`unsupported`), whether the x scales
+can go by TMA (`scale_tma_ok`), the scales' 1-D TMA views (`flat_storage`) and the boxes' shared layouts
+(`fp8_layout`, `scale_layout`). Host code only; the kernel file re-exports these names (its API:
+`hopper_pingpong_fp8.derive`, `.unsupported`, ...).
 
   config ──► derive ──► Fp8Plan ──► constexprs ──► hopper_pingpong_fp8_kernel[grid](...)
                │ hopper_plan.py: check_config, budget (ring fit, staging, registers), swizzle
   (M, N, K, SMs) + Fp8Plan ──► tail_plan ──► (tail tiles, splits): the launch's TAIL / SPLITS, workspace, reduce
+  (x, w, y, scales) ──► unsupported ──► None, or why (ops/dispatch.py: the Triton tier runs the call)
+  x_scale (block) ──► scale_tma_ok ──► the load warp copies the x scales by TMA, or by cp.async
 
 Constraints: those of hopper_pingpong_fp8.py (its docstring), checked here with a ValueError naming the config
 key: BLOCK_SIZE_M 64 / 128 (coop: 128 / 256), BLOCK_SIZE_N a power of two in [16, 256], BLOCK_SIZE_K 32 / 64 / 128
 dividing the scale block's K, BLOCK_SIZE_N dividing its N, at most 192 live accumulator registers per consumer
-thread, at least 2 ring stages beside the output staging; num_warps 4 (pingpong) or 8 (coop).
+thread, at least 2 ring stages beside the output staging; num_warps 4 (pingpong) or 8 (coop). A call's tensors:
+`unsupported` says which it cannot take (sm_90, fp8 e4m3fn x / w, a 16-bit or fp32 y, TMA-able x / w / y, contiguous
+fp32 rowcol scales, 2-D fp32 block scales spanning < 2**31 elements); the launch checks the shapes.
 """
 from __future__ import annotations
+
+import functools
+
+from triton.experimental.gluon import language as gl
 
 from . import hopper_host as hh
 from . import hopper_plan as hplan
@@ -27,7 +38,7 @@ MAX_PROMOTE_K = 128  # fp8 products the tensor cores' adder may carry before an 
 MIN_TAIL_K = 4096
 # (coop rowcol) work items whose epilogue scales the load warp stages at once: the one in its epilogue, the next
 VECTOR_BUFFERS = 2
-_LOAD_LANES = 32  # lanes of the load warp (the kernel's LOAD_THREADS): it copies at least one w scale a lane
+_LOAD_LANES = 32  # lanes of the load warp (hopper_fp8_parts.LOAD_THREADS): it copies at least one w scale a lane
 # (block) a ring slot's w-scale buffer: 128 bytes, as a TMA destination in shared memory must start on a 128-byte
 # boundary, of which a 16-byte TMA box (the least a box moves) fills the first WS_BOX_FLOATS, from the w scale's
 # offset rounded down to 4 elements, since a box must also start on a 16-byte boundary in global memory (measured
@@ -150,3 +161,62 @@ def tail_plan(plan: Fp8Plan, M: int, N: int, K: int, ctas: int, tail=None) -> tu
         return 0, 1
     tiles = -(-M // plan.BM) * -(-N // plan.BN)
     return hh.tail_split(tiles, ctas, -(-K // plan.BK), 1 if tail else -(-MIN_TAIL_K // plan.BK))
+
+
+# ----------------------------------------------------------------------------- what a call may pass; TMA layouts
+
+@functools.lru_cache(maxsize=None)
+def fp8_layout(rows: int, cols: int):
+    """NVMMA shared layout of an fp8 rows x cols TMA box (128-byte swizzle for 128 columns)."""
+    return gl.NVMMASharedLayout.get_default_for([rows, cols], gl.float8e4nv)
+
+
+def unsupported(x, w, y, x_scale=None, w_scale=None, target=None, block_shape=None) -> str | None:
+    """Why this kernel cannot run these tensors (None: it can). The op falls back to the Triton tier then.
+    block_shape None: per-token / per-channel scales; (SBN, SBK): block scales."""
+    import torch
+
+    if target is not None and target.arch != "sm_90":
+        return f"needs sm_90, not {target.arch}"
+    if x.dtype != torch.float8_e4m3fn or w.dtype != torch.float8_e4m3fn:
+        return f"needs float8_e4m3fn x and w, got {x.dtype} and {w.dtype}"
+    if y.dtype not in (torch.bfloat16, torch.float16, torch.float32):
+        return f"needs a bf16, fp16 or fp32 output, got {y.dtype}"
+    for name, t in (("x", x), ("w", w), ("y", y)):
+        if not hh.tma_ok(t):
+            return f"{name}: TMA needs a 2-D tensor, unit last stride, 16-byte aligned base and row stride"
+    for name, s in (("x_scale", x_scale), ("w_scale", w_scale)):
+        if s is None:
+            continue
+        if block_shape is None and (s.dtype != torch.float32 or s.dim() != 1 or s.stride(0) != 1):
+            return f"{name}: needs a contiguous 1-D fp32 vector"
+        if block_shape is not None:
+            if s.dtype != torch.float32 or s.dim() != 2:
+                return f"{name}: block scales need a 2-D fp32 tensor"
+            if sum((d - 1) * st for d, st in zip(s.shape, s.stride())) >= 2**31:
+                return f"{name}: spans 2**31 elements or more (the kernel's scale offsets are int32)"
+    return None
+
+
+@functools.lru_cache(maxsize=None)
+def scale_layout():
+    """The shared layout of the block scales' 1-D TMA boxes (fp32, unswizzled)."""
+    return gl.NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth=32, rank=1)
+
+
+def flat_storage(s):
+    """A 1-D view of a scale tensor's storage, from its first element to its last (TMA coordinates are offsets)."""
+    return s.as_strided((1 + sum((d - 1) * st for d, st in zip(s.shape, s.stride())),), (1,))
+
+
+def scale_tma_ok(x_scale) -> bool:
+    """Whether the load warp can copy the x scales by TMA, one 1-D box of BM a K step: they must be consecutive in
+    memory (M-major, stride (1, *): the layout gemmkit.quant and torch._scaled_mm use; or M == 1) and every box
+    must start on a 16-byte boundary (on the H200 an unaligned box faults, "illegal instruction",
+    measured with a probe kernel), so a 16-byte aligned base and a K-block stride of a multiple of 4 elements
+    (M % 4 == 0 when dense; or one K block). Otherwise cp.async (any strides; row-major x_scale costs a line a
+    row, docs/PERF.md). (The w scale always comes by TMA: `launch` copies a w_scale whose base is off a
+    16-byte boundary.)"""
+    m, kb = x_scale.shape
+    return ((x_scale.stride(0) == 1 or m == 1) and (x_scale.stride(1) * 4 % hh.TMA_ALIGN == 0 or kb == 1) and
+            x_scale.data_ptr() % hh.TMA_ALIGN == 0)

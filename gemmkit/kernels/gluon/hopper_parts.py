@@ -3,7 +3,7 @@ order, the TMA load partition, the split tile's mainloop and the sub-tiled store
 inlined where they are called; no kernel here).
 
 Used by hopper_pingpong.py (its consumer partition), hopper_coop.py (its two consumer partitions),
-hopper_pingpong_batched.py (both kernels' load warp) and hopper_fp8_mainloop.py / hopper_pingpong_fp8.py
+hopper_pingpong_batched.py (both kernels' load warp) and hopper_fp8_mainloop.py / hopper_fp8_parts.py
 (`ring_next`), so every kernel steps its ring and orders its tiles the same way::
 
    load_partition (1 warp) ──TMA──► ring slot s = (a[s], b[s] [, t[s]])  ── full[s] ──► consumer mainloop
@@ -12,6 +12,8 @@ hopper_pingpong_batched.py (both kernels' load warp) and hopper_fp8_mainloop.py 
    every partition: work_space (tiles, or B x tiles: batch entries / K splits) ──► work_tile (b, pid_m, pid_n)
                     ring_next (slot, phase) after each K step; ring_prev: the slot a consumer releases
    epilogue:        store_subtile (one TMA store through a staging tile), store_split (a split tile: 3 of them)
+   arguments:       hopper_bundles.py's bundles: load_partition(descs, ring, sched), split_mainloop(ring, ...),
+                    store_split(y_desc, epi, ...); the consumer partitions are the kernel files'
 
 Ring counters: step g of a CTA (over all its work items) sits in slot g % S with phase (g // S) & 1; `ring_next`
 advances (slot, phase) by one step, so no partition divides. A fresh mbarrier counts as having completed the
@@ -29,7 +31,8 @@ Constraints:
   - Work ids < 2**31 (int32: tiles, or B x tiles); tile order is the Triton tier's (kernels/triton/_schedule.py).
   - SPLIT_K: every split's K range starts below K (the host: hopper_host.split_count); the ranges are equal,
     the last one may run past K into TMA's zero fill.
-  - A split tile is 2-D only (the dense kernels), T a power of two (32 or 64).
+  - A split tile is 2-D only (the dense kernels), T a power of two (32 or 64); ring.t is None (a constexpr
+    field of the `Ring`) for every other tile.
 """
 from __future__ import annotations
 
@@ -117,32 +120,41 @@ def work_tile(work_id, num_work, num_pid_m, num_pid_n, GROUP_SIZE_M: gl.constexp
 
 
 @gluon.jit
-def load_partition(x_desc, w_desc, a_ring, b_ring, full, empty, M, N, K,
-                    STAGES: gl.constexpr, GROUP_SIZE_M: gl.constexpr, B=1, BATCHED: gl.constexpr = False,
-                    t_ring=None, SPLIT_K: gl.constexpr = False):
-    """1 warp: for every K step of every tile of this CTA, wait for the slot, then TMA x and w into it.
+def load_partition(descs, ring, sched):
+    """1 warp: for every K step of every tile of this CTA, wait for the slot, then TMA x and w into it
+    (bundles: hopper_bundles.py `Descs`, `Ring`, `Schedule`).
     BATCHED: 3-D descriptors (B, rows, K) with boxes [1, rows, BK], written through a 3-D view of the
     2-D ring slot (same bytes, same swizzle: the consumers read the slot as before).
-    t_ring (a split tile, the ping-pong's or hopper_coop.py's, 2-D only): a tile of BN = 3 T columns keeps w rows
-    [0, 2T) in b_ring and [2T, 3T) in t_ring (shared-memory shapes are powers of two); the w box is T rows,
+    ring.t (a split tile, the ping-pong's or hopper_coop.py's, 2-D only): a tile of BN = 3 T columns keeps w rows
+    [0, 2T) in ring.b and [2T, 3T) in ring.t (shared-memory shapes are powers of two); the w box is T rows,
     3 per step, and full[s] expects x's box + 3 w boxes.
     SPLIT_K (dense only): B is the number of K splits; work id -> (split b, tile) as the batched order, and
     split b loads K steps [b * k_steps, (b + 1) * k_steps) (`split_steps`)."""
-    BM: gl.constexpr = a_ring.shape[1]
-    BK: gl.constexpr = a_ring.shape[2]
+    x_desc = descs.x
+    w_desc = descs.w
+    a_ring = ring.a
+    b_ring = ring.b
+    t_ring = ring.t
+    full = ring.full
+    empty = ring.empty
+    STAGES: gl.constexpr = ring.STAGES
+    BM: gl.constexpr = ring.BM
+    BK: gl.constexpr = ring.BK
+    BN: gl.constexpr = ring.BN
+    BATCHED: gl.constexpr = sched.BATCHED
+    SPLIT_K: gl.constexpr = sched.SPLIT_K
     if t_ring is None:
-        BN: gl.constexpr = b_ring.shape[1]
         W_BYTES: gl.constexpr = w_desc.block_type.nbytes
     else:
         T: gl.constexpr = t_ring.shape[1]
-        BN: gl.constexpr = 3 * T
         W_BYTES: gl.constexpr = 3 * w_desc.block_type.nbytes
     BY_ENTRY: gl.constexpr = BATCHED or SPLIT_K
-    num_pid_m, num_pid_n, num_work, k_steps = work_space(M, N, K, BM, BN, BK, B, BATCHED, SPLIT_K)
+    num_pid_m, num_pid_n, num_work, k_steps = work_space(sched.M, sched.N, sched.K, BM, BN, BK, sched.B, BATCHED,
+                                                         SPLIT_K)
     idx = 0
     phase = 0
     for work_id in range(gl.program_id(0), num_work, gl.num_programs(0)):
-        b, pid_m, pid_n = work_tile(work_id, num_work, num_pid_m, num_pid_n, GROUP_SIZE_M, BY_ENTRY)
+        b, pid_m, pid_n = work_tile(work_id, num_work, num_pid_m, num_pid_n, sched.GROUP_SIZE_M, BY_ENTRY)
         if SPLIT_K:
             k0 = b * k_steps
         else:
@@ -168,13 +180,18 @@ def load_partition(x_desc, w_desc, a_ring, b_ring, full, empty, M, N, K,
 
 
 @gluon.jit
-def split_mainloop(a_ring, b_ring, t_ring, full, empty, idx, phase, k_steps, STAGES: gl.constexpr,
-                    A_ROW0: gl.constexpr, BM: gl.constexpr):
+def split_mainloop(ring, idx, phase, k_steps, A_ROW0: gl.constexpr, BM: gl.constexpr):
     """A split tile's mainloop (hopper_pingpong.py's and hopper_coop.py's), from ring slot (idx, phase): per K step
     two wgmma on rows [A_ROW0, A_ROW0 + BM) of the a slot (the ping-pong: all of it; a cooperative consumer:
-    its half), one with the 2T-row b slot, one with the T-row t slot (loaded by `load_partition`'s t_ring
-    path). Returns the two accumulators, the last step's wgmma still in flight (the caller waits, then
+    its half), one with the 2T-row b slot, one with the T-row t slot of the `Ring` (loaded by `load_partition`'s
+    ring.t path). Returns the two accumulators, the last step's wgmma still in flight (the caller waits, then
     releases that slot), and the ring position after the tile."""
+    a_ring = ring.a
+    b_ring = ring.b
+    t_ring = ring.t
+    full = ring.full
+    empty = ring.empty
+    STAGES: gl.constexpr = ring.STAGES
     T: gl.constexpr = t_ring.shape[1]
     acc_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
                                                          instr_shape=[16, 2 * T, 16])
@@ -209,11 +226,15 @@ def store_subtile(y_desc, c_smem, v, b, row, col, BATCHED: gl.constexpr):
 
 
 @gluon.jit
-def store_split(y_desc, c_smem, acc, acc_t, bias_ptr, row, col, N, HAS_BIAS: gl.constexpr, ACTIVATION: gl.constexpr):
+def store_split(y_desc, epi, acc, acc_t, row, col, N):
     """A split tile's epilogue (hopper_pingpong.py's and hopper_coop.py's): bias / activation / cast on each
-    accumulator with its own columns, then 3 TMA stores of BM x T sub-tiles through c_smem (BM x T), each
-    after the previous store has read it. acc: columns [col, col + 2T) (stored as two halves: a register
-    split, nothing moves), acc_t: [col + 2T, col + 3T)."""
+    accumulator with its own columns, then 3 TMA stores of BM x T sub-tiles through the `Epilogue`'s staging
+    tile c (BM x T), each after the previous store has read it. acc: columns [col, col + 2T) (stored as two
+    halves: a register split, nothing moves), acc_t: [col + 2T, col + 3T)."""
+    c_smem = epi.c
+    bias_ptr = epi.bias
+    HAS_BIAS: gl.constexpr = epi.HAS_BIAS
+    ACTIVATION: gl.constexpr = epi.ACTIVATION
     BM: gl.constexpr = c_smem.shape[0]
     T: gl.constexpr = c_smem.shape[1]
     offs = col + gl.arange(0, 2 * T, layout=gl.SliceLayout(0, acc.type.layout))

@@ -117,6 +117,11 @@ Register split (setmaxnreg): see `derive` and hopper_plan.py `register_split`. E
 
 The load warp (`load_partition`), the ring counters, the tile order and the split tile's mainloop and stores are
 hopper_parts.py's (shared with hopper_coop.py and the batched kernels); the plan arithmetic is hopper_plan.py's.
+The partitions take named bundles (Gluon aggregates, hopper_bundles.py), built once in the kernel::
+
+   mma_partition(CONSUMER, descs, ring, epi, handoff, sched)     load_partition(descs, ring, sched)
+   descs: x, w, y | ring: a, b, t (split tile, else None), full, empty | epi: c (c0 / c1), bias, stride_bb
+   handoff: turn, c_free, C_TILES | sched: M, N, K, B (splits / batch entries), GROUP_SIZE_M, BATCHED, SPLIT_K, SWAP
 
 The partitions serve both kernels: `BATCHED` is a constexpr, so the dense kernel compiles
 to the same SASS as before batching existed (compared byte for byte on sm_90, Triton 3.6).
@@ -156,6 +161,7 @@ from . import hopper_host as hh
 from . import hopper_plan as hplan
 # is_coop: the plan builder's (hopper_plan.py); the op, the tuner and the tests read it here
 from .hopper_plan import PingPongPlan, check_config, is_coop  # noqa: F401
+from .hopper_bundles import Descs, Epilogue, Handoff, Ring, Schedule
 from .hopper_parts import (load_partition, out_row, ring_next, ring_prev, split_mainloop, store_split, work_space,
                            work_tile)
 
@@ -265,30 +271,46 @@ def y_box(plan: PingPongPlan) -> tuple:
 # ----------------------------------------------------------------------------- device code (+ hopper_parts.py)
 
 @gluon.jit
-def mma_partition(CONSUMER: gl.constexpr, y_desc, bias_ptr, a_ring, b_ring, c_smem, full, empty, turn, c_free,
-                  M, N, K, BK: gl.constexpr, STAGES: gl.constexpr, C_TILES: gl.constexpr,
-                  GROUP_SIZE_M: gl.constexpr, HAS_BIAS: gl.constexpr, ACTIVATION: gl.constexpr,
-                  B=1, stride_bb=0, BATCHED: gl.constexpr = False, t_ring=None, SPLIT_K: gl.constexpr = False,
-                  SWAP: gl.constexpr = False):
-    """1 warpgroup: local tiles CONSUMER, CONSUMER + 2, ...: mainloop on its turn, then the epilogue.
-    BATCHED: bias row b (bias_ptr + b * stride_bb; stride 0 shares one row) and a 3-D TMA store
+def mma_partition(CONSUMER: gl.constexpr, descs, ring, epi, handoff, sched):
+    """1 warpgroup: local tiles CONSUMER, CONSUMER + 2, ...: mainloop on its turn, then the epilogue (bundles:
+    hopper_bundles.py; epi holds this consumer's staging tile, handoff the turn / c_free mbarriers).
+    BATCHED: bias row b (epi.bias + b * epi.stride_bb; stride 0 shares one row) and a 3-D TMA store
     [b, m, n] through a 3-D view of the 2-D output tile.
-    t_ring (a split tile, dense only: `split_mainloop`, `store_split`): c_smem is one BM x T sub-tile per
+    ring.t (a split tile, dense only: `split_mainloop`, `store_split`): epi.c is one BM x T sub-tile per
     consumer (C_TILES 2).
-    SPLIT_K (dense only; B = the number of splits): work ids over splits x tiles, each item one K range
+    SPLIT_K (dense only; sched.B = the number of splits): work ids over splits x tiles, each item one K range
     (hopper_parts `split_steps`), its fp32 partial tile stored in its split's slab of the workspace (`out_row`).
-    SWAP (dense only; "Swap-AB"): the tile is y's transposed (BM weight rows x BN tokens: x_desc holds w, w_desc
-    x); the epilogue permutes the accumulator (a layout change, no data moves), adds the bias along its
-    columns (the weight rows, M of this launch) and stores it through c_smem (BN x BM) at y[tokens, rows]."""
-    BM: gl.constexpr = a_ring.shape[1]
-    if t_ring is None:
-        BN: gl.constexpr = b_ring.shape[1]
+    SWAP (dense only; "Swap-AB"): the tile is y's transposed (BM weight rows x BN tokens: descs.x holds w,
+    descs.w x); the epilogue permutes the accumulator (a layout change, no data moves), adds the bias along its
+    columns (the weight rows, M of this launch) and stores it through epi.c (BN x BM) at y[tokens, rows]."""
+    y_desc = descs.y
+    a_ring = ring.a
+    b_ring = ring.b
+    full = ring.full
+    empty = ring.empty
+    c_smem = epi.c
+    bias_ptr = epi.bias
+    turn = handoff.turn
+    c_free = handoff.c_free
+    M = sched.M
+    N = sched.N
+    STAGES: gl.constexpr = ring.STAGES
+    BM: gl.constexpr = ring.BM
+    BN: gl.constexpr = ring.BN
+    C_TILES: gl.constexpr = handoff.C_TILES
+    GROUP_SIZE_M: gl.constexpr = sched.GROUP_SIZE_M
+    HAS_BIAS: gl.constexpr = epi.HAS_BIAS
+    ACTIVATION: gl.constexpr = epi.ACTIVATION
+    BATCHED: gl.constexpr = sched.BATCHED
+    SPLIT_K: gl.constexpr = sched.SPLIT_K
+    SWAP: gl.constexpr = sched.SWAP
+    if ring.t is None:
         # wgmma accumulator: 4 warps stacked along M, instruction m16 x BN x k16 per warp.
         acc_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
                                                              instr_shape=[16, BN, 16])
-    else:  # a split tile: accumulators of 2T and T columns (`split_mainloop`), c_smem one BM x T sub-tile
-        BN: gl.constexpr = 3 * t_ring.shape[1]
-    num_pid_m, num_pid_n, num_work, k_steps = work_space(M, N, K, BM, BN, BK, B, BATCHED, SPLIT_K)
+    # (a split tile: accumulators of 2T and T columns, `split_mainloop`; epi.c one BM x T sub-tile)
+    num_pid_m, num_pid_n, num_work, k_steps = work_space(M, N, sched.K, BM, BN, ring.BK, sched.B, BATCHED,
+                                                         SPLIT_K)
     nprog = gl.num_programs(0)
     n = 0  # tiles this consumer has done
     for work_id in range(gl.program_id(0) + CONSUMER * nprog, num_work, 2 * nprog):
@@ -300,14 +322,12 @@ def mma_partition(CONSUMER: gl.constexpr, y_desc, bias_ptr, a_ring, b_ring, c_sm
         phase = (step // STAGES) & 1
         # My turn on the tensor cores (consumer 0's first wait passes on the fresh barrier).
         mbarrier.wait(turn.index(CONSUMER), (n & 1) ^ (1 - CONSUMER))
-        if t_ring is not None:
-            acc, acc_t, idx, phase = split_mainloop(a_ring, b_ring, t_ring, full, empty, idx, phase, k_steps,
-                                                    STAGES, 0, BM)
+        if ring.t is not None:
+            acc, acc_t, idx, phase = split_mainloop(ring, idx, phase, k_steps, 0, BM)
             mbarrier.arrive(turn.index(1 - CONSUMER))  # every wgmma issued: hand over the tensor cores
             acc, acc_t = warpgroup_mma_wait(0, deps=(acc, acc_t))
             mbarrier.arrive(empty.index(ring_prev(idx, STAGES)))  # the tile's last slot
-            store_split(y_desc, c_smem, acc, acc_t, bias_ptr, out_row(b, pid_m, num_pid_m, BM, SPLIT_K), pid_n * BN,
-                        N, HAS_BIAS, ACTIVATION)
+            store_split(y_desc, epi, acc, acc_t, out_row(b, pid_m, num_pid_m, BM, SPLIT_K), pid_n * BN, N)
         else:
             acc = warpgroup_mma_init(gl.zeros((BM, BN), dtype=gl.float32, layout=acc_layout))
             for kk in range(k_steps):
@@ -331,7 +351,7 @@ def mma_partition(CONSUMER: gl.constexpr, y_desc, bias_ptr, a_ring, b_ring, c_sm
             else:
                 offs_n = pid_n * BN + gl.arange(0, BN, layout=gl.SliceLayout(0, acc_layout))
                 if BATCHED:
-                    out = bias_activation(acc, bias_ptr + b.to(gl.int64) * stride_bb, offs_n, N, HAS_BIAS,
+                    out = bias_activation(acc, bias_ptr + b.to(gl.int64) * epi.stride_bb, offs_n, N, HAS_BIAS,
                                           ACTIVATION)
                 else:
                     out = bias_activation(acc, bias_ptr, offs_n, N, HAS_BIAS, ACTIVATION)
@@ -384,30 +404,17 @@ def hopper_pingpong_kernel(x_desc, w_desc, y_desc, bias_ptr, M, N, K, SPLITS,
     for i in gl.static_range(2):
         mbarrier.init(turn.index(i), count=1)  # the other consumer's arrive
     mbarrier.init(c_free, count=1)  # (C_TILES == 1) the last store's consumer, after store_wait
-    # Two calls that differ only in t_ring: Gluon 3.6's warp_specialize cannot take a variable holding None
-    # ("'NoneType' object has no attribute 'type'"), only the literal, so one call with t_ring does not compile.
-    if BN % 3 == 0:
-        gl.warp_specialize([
-            (mma_partition, (0, y_desc, bias_ptr, a_ring, b_ring, c0, full, empty, turn, c_free, M, N, K,
-                             BK, STAGES, C_TILES, GROUP_SIZE_M, HAS_BIAS, ACTIVATION, SPLITS, 0, False, t_ring,
-                             SPLIT_K)),
-            (mma_partition, (1, y_desc, bias_ptr, a_ring, b_ring, c1, full, empty, turn, c_free, M, N, K,
-                             BK, STAGES, C_TILES, GROUP_SIZE_M, HAS_BIAS, ACTIVATION, SPLITS, 0, False, t_ring,
-                             SPLIT_K)),
-            (load_partition, (x_desc, w_desc, a_ring, b_ring, full, empty, M, N, K, STAGES, GROUP_SIZE_M,
-                              SPLITS, False, t_ring, SPLIT_K)),
-        ], [4, 1], [MMA_REGS, LOAD_REGS])
-    else:
-        gl.warp_specialize([
-            (mma_partition, (0, y_desc, bias_ptr, a_ring, b_ring, c0, full, empty, turn, c_free, M, N, K,
-                             BK, STAGES, C_TILES, GROUP_SIZE_M, HAS_BIAS, ACTIVATION, SPLITS, 0, False, None,
-                             SPLIT_K, SWAP)),
-            (mma_partition, (1, y_desc, bias_ptr, a_ring, b_ring, c1, full, empty, turn, c_free, M, N, K,
-                             BK, STAGES, C_TILES, GROUP_SIZE_M, HAS_BIAS, ACTIVATION, SPLITS, 0, False, None,
-                             SPLIT_K, SWAP)),
-            (load_partition, (x_desc, w_desc, a_ring, b_ring, full, empty, M, N, K, STAGES, GROUP_SIZE_M,
-                              SPLITS, False, None, SPLIT_K)),
-        ], [4, 1], [MMA_REGS, LOAD_REGS])
+    descs = Descs(x_desc, w_desc, y_desc)
+    ring = Ring(a_ring, b_ring, t_ring, full, empty)  # t_ring None: a constexpr field of the bundle
+    handoff = Handoff(turn, c_free, C_TILES)
+    sched = Schedule(M, N, K, SPLITS, GROUP_SIZE_M, SPLIT_K=SPLIT_K, SWAP=SWAP)
+    epi0 = Epilogue(c0, bias_ptr, 0, HAS_BIAS, ACTIVATION)
+    epi1 = Epilogue(c1, bias_ptr, 0, HAS_BIAS, ACTIVATION)
+    gl.warp_specialize([
+        (mma_partition, (0, descs, ring, epi0, handoff, sched)),
+        (mma_partition, (1, descs, ring, epi1, handoff, sched)),
+        (load_partition, (descs, ring, sched)),
+    ], [4, 1], [MMA_REGS, LOAD_REGS])
 
 
 # ----------------------------------------------------------------------------- host side (shared: hopper_host.py)

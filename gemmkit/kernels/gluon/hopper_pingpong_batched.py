@@ -22,6 +22,8 @@ every isa case before and after):
                slot, the consumer stores through a 3-D view of its 2-D output tile (same bytes, same
                NVMMA swizzle), so wgmma and the whole consumer mainloop are the dense kernel's
   bias         bias_ptr + b * stride_bb: a (B, N) bias (one row per entry) or a (N,) one (stride 0)
+  bundles      the dense kernels' (hopper_bundles.py): Schedule(..., B, BATCHED=True), Epilogue(c, bias_ptr,
+               stride_bb, ...), a Ring without a split tile (t None)
 
 Work ids and boxes (T = tiles of one entry = ceil(M / BM) * ceil(N / BN))::
 
@@ -66,6 +68,7 @@ from ..triton.batched_gemm_tma import tma_compatible_3d
 from . import hopper_coop as hc
 from . import hopper_host as hh
 from . import hopper_pingpong as hp
+from .hopper_bundles import Descs, Epilogue, Handoff, Ring, Schedule
 from .hopper_parts import load_partition
 
 KERNEL_NAME = "hopper_pingpong_batched_kernel"
@@ -110,12 +113,16 @@ def hopper_pingpong_batched_kernel(x_desc, w_desc, y_desc, bias_ptr, B, M, N, K,
     for i in gl.static_range(2):
         mbarrier.init(turn.index(i), count=1)  # the other consumer's arrive
     mbarrier.init(c_free, count=1)  # (C_TILES == 1) the last store's consumer, after store_wait
+    descs = Descs(x_desc, w_desc, y_desc)
+    ring = Ring(a_ring, b_ring, None, full, empty)
+    sched = Schedule(M, N, K, B, GROUP_SIZE_M, BATCHED=True)
+    handoff = Handoff(turn, c_free, C_TILES)
+    epi0 = Epilogue(c0, bias_ptr, stride_bb, HAS_BIAS, ACTIVATION)
+    epi1 = Epilogue(c1, bias_ptr, stride_bb, HAS_BIAS, ACTIVATION)
     gl.warp_specialize([
-        (hp.mma_partition, (0, y_desc, bias_ptr, a_ring, b_ring, c0, full, empty, turn, c_free, M, N, K,
-                            BK, STAGES, C_TILES, GROUP_SIZE_M, HAS_BIAS, ACTIVATION, B, stride_bb, True)),
-        (hp.mma_partition, (1, y_desc, bias_ptr, a_ring, b_ring, c1, full, empty, turn, c_free, M, N, K,
-                            BK, STAGES, C_TILES, GROUP_SIZE_M, HAS_BIAS, ACTIVATION, B, stride_bb, True)),
-        (load_partition, (x_desc, w_desc, a_ring, b_ring, full, empty, M, N, K, STAGES, GROUP_SIZE_M, B, True)),
+        (hp.mma_partition, (0, descs, ring, epi0, handoff, sched)),
+        (hp.mma_partition, (1, descs, ring, epi1, handoff, sched)),
+        (load_partition, (descs, ring, sched)),
     ], [4, 1], [MMA_REGS, LOAD_REGS])
 
 
@@ -135,12 +142,13 @@ def hopper_coop_batched_kernel(x_desc, w_desc, y_desc, bias_ptr, B, M, N, K, str
     c0 = _smem2(y_desc, [BM_C, EPI_N])
     c1 = _smem2(y_desc, [BM_C, EPI_N])
     full, empty = hc.ring_barriers(STAGES)  # full: the loader's expect-tx arrive; empty: both consumers
+    descs = Descs(x_desc, w_desc, y_desc)
+    ring = Ring(a_ring, b_ring, None, full, empty)
+    sched = Schedule(M, N, K, B, GROUP_SIZE_M, BATCHED=True)
     gl.warp_specialize([
-        (hc.coop_mma_partition, (0, y_desc, bias_ptr, a_ring, b_ring, c0, full, empty, M, N, K,
-                                 STAGES, GROUP_SIZE_M, HAS_BIAS, ACTIVATION, B, stride_bb, True)),
-        (hc.coop_mma_partition, (1, y_desc, bias_ptr, a_ring, b_ring, c1, full, empty, M, N, K,
-                                 STAGES, GROUP_SIZE_M, HAS_BIAS, ACTIVATION, B, stride_bb, True)),
-        (load_partition, (x_desc, w_desc, a_ring, b_ring, full, empty, M, N, K, STAGES, GROUP_SIZE_M, B, True)),
+        (hc.coop_mma_partition, (0, descs, ring, Epilogue(c0, bias_ptr, stride_bb, HAS_BIAS, ACTIVATION), sched)),
+        (hc.coop_mma_partition, (1, descs, ring, Epilogue(c1, bias_ptr, stride_bb, HAS_BIAS, ACTIVATION), sched)),
+        (load_partition, (descs, ring, sched)),
     ], [4, 1], [MMA_REGS, LOAD_REGS])
 
 

@@ -58,7 +58,7 @@ LAYOUT "coop" (num_warps 8, BLOCK_SIZE_M 128: DeepGEMM's cooperative layout; 256
 
 LAYOUT "coop", BLOCK_SIZE_M 256 (the coop 256 tile): the same partitions, a 256 x BN item, a 128-row half per
 consumer (two 64-row slices), run by the pingpong mainloop from the one ring (one partial, each chain waited, the
-other consumer's wgmma under the wait and the FADDs: hopper_fp8_mainloop._pingpong_mainloop, ROW0 = 128 c)::
+other consumer's wgmma under the wait and the FADDs: hopper_fp8_mainloop.pingpong_mainloop, ROW0 = 128 c)::
 
    ring slot s: a 256 x BK ─┬─ rows   0..127 ─► mma 0: slice 0 → p → acc0, slice 1 → p → acc1 (128 + 64 regs)
                             └─ rows 128..255 ─► mma 1: the same
@@ -74,13 +74,10 @@ other consumer's wgmma under the wait and the FADDs: hopper_fp8_mainloop._pingpo
 
   Tail split (coop only; `tail_plan`, hopper_host.tail_split): where the tiles leave a partial last round
   (R = tiles % CTAs of them) and K >= MIN_TAIL_K, those R tiles run as S K-splits each, so
-  R * S CTAs share the last round instead of R. The work items (`_work`) are the whole tiles first, then the
-  splits; a split's epilogue stores its fp32 partial into a workspace (`_store_partial`: rowcol already
-  scaled), and tail_reduce_kernel (kernels/triton/_splitk_reduce.py) sums each tail tile's splits in order::
-
-     work id  0 .. T-R-1: tile = id, K steps 0 .. k_steps-1  ──► epilogue ──► y (TMA)
-              T-R + j:     tile T-R + j // S, K steps of split j % S ──► part[j] (fp32) ──┐
-                                                              tail_reduce: sum_s part[r S + s] + bias ──► y
+  R * S CTAs share the last round instead of R. The work items (hopper_fp8_parts.work_item, its diagram) are the
+  whole tiles first, then the splits; a split's epilogue stores its fp32 partial into a workspace (`store_partial`:
+  rowcol already scaled), and tail_reduce_kernel (kernels/triton/_splitk_reduce.py) sums each tail tile's splits
+  in order.
 
 Tile layout (one consumer's BM x BN tile; BM = 128 is two 64-row slices, one wgmma
 m64nBNk32 chain each; the partial accumulator p is one 64 x BN slice, reused)::
@@ -94,31 +91,13 @@ m64nBNk32 chain each; the partial accumulator p is one 64 x BN slice, reused)::
           b = w[BN, BK]ᵀ ─┘     registers per consumer thread: acc0 + acc1 + p
                                 = (BM + 64) * BN / 128 (128 x 128: 192 of the 240 setmaxnreg gives)
 
-Block scales (SCALE = "block"; K step kk of BK columns lies in scale block kb = kk * BK // SBK)::
-
-   load r (1 warp), after empty[s]:                              ring slot s of ring r
-     expect-tx (a, b and the scale boxes), then TMA a[s], b[s]      ┐
-     TMA w_scale.flat[o & ~3 .. +3], o = offset of w_scale[nb, kb]  ├─► w_ring[s]: 4 fp32 holding the w scale ┐ full[s]
-     SCALE_TMA (M-major x_scale, 16-byte aligned boxes):            │                                         │ completes
-       TMA x_scale.flat[kb * stride + m0 .. + BM]  ──────────────────┴─► s_ring[s]: BM fp32 x scales          │ when all
-     else: cp.async x_scale[m, kb] (BM / 32 4-byte copies a lane) ──► s_ring[s], then each lane's            │ landed
-       cp.async.mbarrier.arrive.noinc full[s] (32 of the 33 arrivals full[s] counts then) ───────────────────┘
-   mma r, K step kk (nb = pid_n * BN // SBN, BN | SBN):
-     wait full[s] │ w = w_ring[s][o & 3] (one broadcast LDS) │ s_q = s_ring[s][64q .. 64q + 63] * w (LDS) │
-     chain q │ wait │ acc_q += p * s_q[:, None] (FFMA)
-
-   Why this way (docs/kernels/hopper_pingpong_fp8.md "Block-scale mode", docs/PERF.md sessions 6, 14, 15): the
-   load warp never waits on a scale (copies land on full[s] with the operands), and the consumers load nothing
-   from global memory in the mainloop (a w-scale LDG one step ahead stalled the chain's issue: +1-7% at M = 128
-   without it); reading the slot before issuing the chain puts the shared-memory latency under the
-   wgmma. TMA where it can: a box must start on a 16-byte boundary in global memory and land on a 128-byte
-   boundary in shared memory (measured with a probe kernel), so the x scales go by TMA only when M-major with a
-   K-block stride of a multiple of 4 (`scale_tma_ok`; the op takes any strides: row-major (M, KB) makes a tile's
-   BM scales of one kb a strided column, 32 bytes a row, docs/PERF.md), and the w scale's box starts
-   at its offset rounded down to 4 elements (`_w_pick` keeps the one). The pingpong 128 x 128 tile spills in
-   block mode unless the promotion is the inline-PTX FFMA (`_promote`; as a plain expression ptxas split the
-   partials: 324 bytes of spills), which every block-mode promotion now uses (the pingpong's rowcol
-   FADD stays a plain expression: its SASS compiles clean and is unchanged).
+Block scales (SCALE = "block"; K step kk of BK columns lies in scale block kb = kk * BK // SBK): the load warp
+copies each step's scales into the ring slot beside its operands (w scale: a TMA box; x scales: a TMA box where
+`scale_tma_ok`, else cp.async), landing on full[s]; the consumers read them from the slot and promote
+`acc += p * s` (diagram and why: hopper_fp8_parts.py). The pingpong 128 x 128 tile spills in block mode unless
+the promotion is the inline-PTX FFMA (hopper_fp8_mainloop._promote; as a plain expression ptxas split the
+partials: 324 bytes of spills), which every block-mode promotion now uses (the pingpong's rowcol FADD stays a
+plain expression: its SASS compiles clean and is unchanged).
 
 Phase timeline of one K step in consumer c (BK = 128; "wg" = 4 wgmma k32 issued async,
 use_acc=False so each chain starts from zero; "wait" = warpgroup_mma_wait(0))::
@@ -154,8 +133,10 @@ Barriers (full: count 1, block with cp.async x scales 1 + 32; empty: 1, coop 2):
           copies: wait parity ((i // 2) & 1) ^ 1 (so the load warp runs at most 2 items ahead of the epilogues)
 
 The K loops of both layouts (chains, promotion, why max_num_imprecise_acc stays at the sm_90 default)
-live in hopper_fp8_mainloop.py, the plan (derive, constexprs, tail_plan) in hopper_fp8_plan.py; this file holds
-the partitions, the epilogue, the kernel and the launch.
+live in hopper_fp8_mainloop.py, the plan (derive, constexprs, tail_plan) in hopper_fp8_plan.py, the parts the
+partitions compose (work items, the load partition with its scale staging, the epilogue's stores) in
+hopper_fp8_parts.py; this file holds the consumer partition, the kernel (shared memory, barriers, partitions),
+the launch and the static-compile cases.
 
 Constraints:
   - sm_90 only (wgmma, TMA, setmaxnreg); x and w float8_e4m3fn; y bf16, fp16 or fp32;
@@ -188,22 +169,20 @@ Constraints:
 """
 from __future__ import annotations
 
-import functools
-
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
-from triton.experimental.gluon.language.nvidia.ampere import async_copy
-from triton.experimental.gluon.language.nvidia.hopper import fence_async_shared, mbarrier, tma
+from triton.experimental.gluon.language.nvidia.hopper import mbarrier, tma
 
 from ... import launcher
 from ..triton import dense
 from ..triton._schedule import tile_coords
 from . import hopper_host as hh
-from .hopper_fp8_mainloop import _coop_mainloop, _pingpong_mainloop
+from .hopper_fp8_mainloop import coop_mainloop, pingpong_mainloop
+from .hopper_fp8_parts import LOAD_THREADS, NV_BUFFERS, W_SLOT, load_partition, store_partial, store_y, work_item
 # The plan lives in hopper_fp8_plan.py; its names are this module's API too (launch, static compiles, tests).
 from .hopper_fp8_plan import (CONFIG_KEYS, LAYOUTS, MAX_PROMOTE_K, MIN_TAIL_K, SLICE_M, VECTOR_BUFFERS,  # noqa: F401
-                              W_SLOT_FLOATS, WS_BOX_FLOATS, Fp8Plan, constexprs, derive, tail_plan)
-from .hopper_parts import ring_next
+                              W_SLOT_FLOATS, WS_BOX_FLOATS, Fp8Plan, constexprs, derive, flat_storage, fp8_layout,
+                              scale_layout, scale_tma_ok, tail_plan, unsupported)
 
 KERNEL_NAME = "hopper_pingpong_fp8_kernel"
 
@@ -228,181 +207,8 @@ PROMISES = (
      "check": "cfg['num_warps'] != 8 or cfg['BLOCK_SIZE_M'] != 128 or counts['GMMA_WAIT1'] > 0"},
 )
 
-# ----------------------------------------------------------------------------- the plan (hopper_fp8_plan.py)
 
-LOAD_THREADS = gl.constexpr(32)  # one load warp per ring (warp_specialize's 1s): its lanes all arrive on full[s]
-NV_BUFFERS = gl.constexpr(VECTOR_BUFFERS)  # (coop rowcol) work items whose epilogue scales are staged at once
-W_SLOT = gl.constexpr(W_SLOT_FLOATS)  # (block) fp32 of a slot's w-scale buffer (128 bytes: a TMA destination)
-WS_BOX = gl.constexpr(WS_BOX_FLOATS)  # (block) of which the w scale's TMA box fills the first 4
-
-
-# ----------------------------------------------------------------------------- device code
-
-@gluon.jit
-def _work(w, num_tiles, TAIL, SPLITS, k_steps):
-    """(tile id, first K step, K steps, partial) of work item w (hopper_host.tail_split): items below
-    num_tiles - TAIL are whole tiles (partial -1: the epilogue stores y); the TAIL * SPLITS after them are the
-    K splits of the last TAIL tiles, item num_tiles - TAIL + j being split j % SPLITS of tail tile j // SPLITS,
-    whose fp32 partial goes to workspace tile j (coop only; TAIL = 0 otherwise)."""
-    first_tail = num_tiles - TAIL
-    tile_id = w
-    k0 = w * 0
-    nk = k_steps
-    part = w * 0 - 1
-    if w >= first_tail:
-        j = w - first_tail
-        q = gl.cdiv(k_steps, SPLITS)
-        tile_id = first_tail + j // SPLITS
-        k0 = (j % SPLITS) * q
-        nk = gl.minimum(q, k_steps - k0)
-        part = j
-    return tile_id, k0, nk, part
-
-
-@gluon.jit
-def _load_partition(RING: gl.constexpr, NRINGS: gl.constexpr, x_desc, w_desc, xs_desc, ws_desc, a_ring, b_ring,
-                    s_ring, w_ring, full, empty, vx_smem, vw_smem, vfull, vempty, xs_ptr, ws_ptr, M, N, K, stride_xsm,
-                    stride_xsk, stride_wsn, stride_wsk, TAIL, SPLITS, STAGES: gl.constexpr, GROUP_SIZE_M: gl.constexpr,
-                    SCALE: gl.constexpr, SCALE_BN: gl.constexpr, SCALE_BK: gl.constexpr, SCALE_TMA: gl.constexpr,
-                    VEC: gl.constexpr):
-    """1 warp: every K step of local work items RING, RING + NRINGS, ... into ring RING (pingpong: NRINGS = 2,
-    consumer RING's tiles; coop: NRINGS = 1, every work item of the CTA, read by both consumers; a tail split's
-    item is its K range of one tile, `_work`); (block) with the step's scales, which full[slot] also waits for:
-    BM x scales x_scale[m, kb] into s_ring[slot] (SCALE_TMA: a 1-D TMA box; else cp.async) and the tile's
-    w_scale[nb, kb] into w_ring[slot] (a 1-D TMA box of 4 from its offset rounded down to 4 elements,
-    hopper_fp8_mainloop._w_pick). (VEC: coop rowcol) before an item's K steps, its epilogue scales into a vector
-    buffer (`_stage_vectors`)."""
-    BM: gl.constexpr = x_desc.block_type.shape[0]
-    BK: gl.constexpr = x_desc.block_type.shape[1]
-    BN: gl.constexpr = w_desc.block_type.shape[0]
-    # (block) BM scales over the warp's 32 lanes, BM / 32 each, lane l holding rows l, l + 32, ...: each cp.async
-    # instruction of the warp reads 32 consecutive rows, one 128-byte line when x_scale is M-major (the layout
-    # gemmkit.quant.quantize_fp8_blockwise returns; row-major costs a line per row, docs/PERF.md).
-    s_layout: gl.constexpr = gl.BlockedLayout([1], [32], [1], [0])
-    if SCALE == "block" and SCALE_TMA:  # a, b and the two scale boxes
-        NBYTES: gl.constexpr = (x_desc.block_type.nbytes + w_desc.block_type.nbytes + xs_desc.block_type.nbytes +
-                                ws_desc.block_type.nbytes)
-    elif SCALE == "block":  # a, b and the w scale's box (the x scales by cp.async)
-        NBYTES: gl.constexpr = x_desc.block_type.nbytes + w_desc.block_type.nbytes + ws_desc.block_type.nbytes
-    else:
-        NBYTES: gl.constexpr = x_desc.block_type.nbytes + w_desc.block_type.nbytes
-    num_pid_m = gl.cdiv(M, BM)
-    num_pid_n = gl.cdiv(N, BN)
-    k_steps = gl.cdiv(K, BK)
-    nprog = gl.num_programs(0)
-    idx = 0
-    phase = 0
-    num_tiles = num_pid_m * num_pid_n
-    item = 0  # local work items so far (VEC: which vector buffer, which phase)
-    for w in range(gl.program_id(0) + RING * nprog, num_tiles + TAIL * (SPLITS - 1), NRINGS * nprog):
-        tile_id, k0, nk, part = _work(w, num_tiles, TAIL, SPLITS, k_steps)
-        pid_m, pid_n = tile_coords(tile_id, num_pid_m, num_pid_n, GROUP_SIZE_M, 1)
-        if VEC:
-            _stage_vectors(vx_smem, vw_smem, vfull, vempty, item, xs_ptr, ws_ptr, pid_m, pid_n, M, N, BM, BN)
-            item += 1
-        if SCALE == "block":
-            # The tile's first x scale and its w scale row in K block 0 (TMA: 1-D coordinates; the x box starts on
-            # a multiple of 4 elements by scale_tma_ok and runs on past row M into what follows the column, or is
-            # zero-filled past the tensor: those rows of x are zero-filled and those rows of y never stored);
-            # cp.async: each lane's rows of x (clamped to M - 1).
-            xs0 = pid_m * BM * stride_xsm
-            ws0 = (pid_n * BN // SCALE_BN) * stride_wsn
-            xs_off = gl.minimum(pid_m * BM + gl.arange(0, BM, layout=s_layout), M - 1) * stride_xsm
-        for kk in range(k0, k0 + nk):
-            slot = RING * STAGES + idx
-            mbarrier.wait(empty.index(slot), phase ^ 1)  # round 0 passes: fresh barrier
-            bar = full.index(slot)
-            if SCALE == "block":
-                kb = kk * BK // SCALE_BK
-                if not SCALE_TMA:
-                    # The step's x scales by cp.async (a 4-byte copy per row, a line an instruction if x_scale is
-                    # M-major), then this lane's arrival on full[slot], made when its copies have landed (noinc:
-                    # full counts 1 + 32 arrivals then): the slot completes only with its scales, and this warp
-                    # never waits for them.
-                    async_copy.async_copy_global_to_shared(s_ring.index(slot), xs_ptr + (xs_off + kb * stride_xsk))
-                    async_copy.mbarrier_arrive(bar, increment_count=False)
-            mbarrier.expect(bar, NBYTES)
-            tma.async_copy_global_to_shared(x_desc, [pid_m * BM, kk * BK], bar, a_ring.index(slot))
-            tma.async_copy_global_to_shared(w_desc, [pid_n * BN, kk * BK], bar, b_ring.index(slot))
-            if SCALE == "block":  # 4 fp32 holding the w scale; (SCALE_TMA) BM x scales (512 bytes at BM = 128)
-                tma.async_copy_global_to_shared(ws_desc, [(ws0 + kb * stride_wsk) // WS_BOX * WS_BOX], bar,
-                                                w_ring.index(slot).slice(0, WS_BOX))
-                if SCALE_TMA:
-                    tma.async_copy_global_to_shared(xs_desc, [xs0 + kb * stride_xsk], bar, s_ring.index(slot))
-            idx, phase = ring_next(idx, phase, STAGES)
-
-
-@gluon.jit
-def _stage_vectors(vx_smem, vw_smem, vfull, vempty, item, xs_ptr, ws_ptr, pid_m, pid_n, M, N, BM: gl.constexpr,
-                   BN: gl.constexpr):
-    """(load warp, coop rowcol) Work item `item`'s epilogue scales into vector buffers item % NV: x_scale of the
-    tile's BM rows into vx_smem, w_scale of its columns into vw_smem (WSN = max(BN, 32) of them: whole 4-byte
-    copies on every lane), by cp.async, tracked by vfull (each lane's noinc arrival, made when its copies land: vfull counts 32).
-    Indices past M / N are clamped to the last (those rows and columns are clipped by the store)."""
-    NV: gl.constexpr = vx_smem.shape[0]
-    WSN: gl.constexpr = vw_smem.shape[1]
-    vs = item % NV
-    mbarrier.wait(vempty.index(vs), ((item // NV) & 1) ^ 1)  # both consumers read it NV items ago
-    rows = gl.minimum(pid_m * BM + gl.arange(0, BM, layout=gl.BlockedLayout([BM // 32], [32], [1], [0])), M - 1)
-    cols = gl.minimum(pid_n * BN + gl.arange(0, WSN, layout=gl.BlockedLayout([WSN // 32], [32], [1], [0])), N - 1)
-    async_copy.async_copy_global_to_shared(vx_smem.index(vs), xs_ptr + rows)
-    async_copy.async_copy_global_to_shared(vw_smem.index(vs), ws_ptr + cols)
-    async_copy.mbarrier_arrive(vfull.index(vs), increment_count=False)
-
-
-@gluon.jit
-def _store_slice(c_smem, acc, ROW: gl.constexpr, xs_ptr, xs, ws, bias, offs_m, M, HAS_BIAS: gl.constexpr,
-                 SCALE: gl.constexpr, VEC: gl.constexpr):
-    """Epilogue of one 64-row slice into c_smem rows ROW..ROW+63: (rowcol) (acc * x_scale[m]) * w_scale[n],
-    (block) acc as promoted, then + bias[n] in fp32 (the Triton tier's order: kernels/triton/_epilogue.py),
-    cast to y's dtype. x_scale: `xs` as staged (VEC), else loaded here."""
-    out = acc
-    if SCALE == "rowcol":
-        if not VEC:
-            xs = gl.load(xs_ptr + offs_m + ROW, mask=offs_m + ROW < M, other=0.0)
-        out = acc * xs[:, None] * ws[None, :]
-    if HAS_BIAS:
-        out = out + bias[None, :]
-    c_smem.slice(ROW, acc.shape[0]).store(out.to(c_smem.dtype))
-
-
-@gluon.jit
-def _store_y(y_desc, c_smem, c_free, acc0, acc1, row, col, xs_ptr, xs, xs1, ws, bias, offs_m, M, CONSUMER: gl.constexpr,
-             C_TILES: gl.constexpr, TWO: gl.constexpr, HAS_BIAS: gl.constexpr, SCALE: gl.constexpr,
-             VEC: gl.constexpr):
-    """A work item's y tile (or coop half) at (row, col): the slices through the staging buffer, one TMA store.
-    The staging buffer is free once this consumer's previous store has read it (C_TILES 2) or the other
-    consumer's has (C_TILES 1: handed over by c_free, epilogues alternating)."""
-    SM: gl.constexpr = 64
-    if C_TILES == 2:
-        tma.store_wait(0)  # my previous tile's TMA store has read my c_smem
-    else:
-        mbarrier.wait(c_free, 1 - CONSUMER)  # the other consumer's last store has read the shared c
-    _store_slice(c_smem, acc0, 0, xs_ptr, xs, ws, bias, offs_m, M, HAS_BIAS, SCALE, VEC)
-    if TWO:  # rows 64..127 of the buffer (VEC: coop 256, their staged x scales xs1)
-        _store_slice(c_smem, acc1, SM, xs_ptr, xs1, ws, bias, offs_m, M, HAS_BIAS, SCALE, VEC)
-    fence_async_shared()  # generic-proxy writes -> async-proxy (TMA) read
-    tma.async_copy_shared_to_global(y_desc, [row, col], c_smem)
-    if C_TILES == 1:
-        tma.store_wait(0)
-        mbarrier.arrive(c_free)
-
-
-@gluon.jit
-def _store_partial(part_ptr, acc, part, ROW0: gl.constexpr, BM: gl.constexpr, xs, ws, SCALE: gl.constexpr):
-    """(coop, tail split) 64 of this consumer's rows (a slice at ROW0) of a K split's fp32 partial, into workspace
-    tile `part` (rows part * BM + ROW0 ..): (rowcol) times x_scale[m] * w_scale[n] (`xs`, `ws`: the staged vectors; linear,
-    so the splits may be scaled before tail_reduce_kernel sums them and adds the bias), (block) as promoted.
-    Plain stores from the wgmma layout (each thread 2 adjacent fp32: whole 32-byte sectors); only the last
-    round's splits take this path."""
-    out = acc
-    if SCALE == "rowcol":
-        out = acc * xs[:, None] * ws[None, :]
-    BN: gl.constexpr = acc.shape[1]
-    rows = part * BM + ROW0 + gl.arange(0, acc.shape[0], layout=gl.SliceLayout(1, acc.type.layout))
-    cols = gl.arange(0, BN, layout=gl.SliceLayout(0, acc.type.layout))
-    gl.store(part_ptr + rows[:, None] * BN + cols[None, :], out)
-
+# ----------------------------------------------------------------------------- device code (parts: hopper_fp8_parts.py)
 
 @gluon.jit
 def _mma_partition(CONSUMER: gl.constexpr, LAYOUT: gl.constexpr, y_desc, xs_ptr, ws_ptr, bias_ptr, a_ring, b_ring,
@@ -412,9 +218,9 @@ def _mma_partition(CONSUMER: gl.constexpr, LAYOUT: gl.constexpr, y_desc, xs_ptr,
                    SCALE_BN: gl.constexpr, SCALE_BK: gl.constexpr, VEC: gl.constexpr):
     """1 warpgroup: promoted mainloop, then the epilogue. pingpong: local tiles CONSUMER, CONSUMER + 2, ...,
     all BM rows, from ring CONSUMER. coop: every local work item (a tile, or a tail split's K range of one:
-    `_work`), its half of the rows (coop 128: 64 CONSUMER .. + 63; coop 256: 128 CONSUMER .. + 127, two slices),
+    `work_item`), its half of the rows (coop 128: 64 CONSUMER .. + 63; coop 256: 128 CONSUMER .. + 127, two slices),
     from the one ring (both consumers wait on each full[s] and
-    arrive on each empty[s]); a tail split's epilogue stores its fp32 partial (`_store_partial`), not y. VEC (coop
+    arrive on each empty[s]); a tail split's epilogue stores its fp32 partial (`store_partial`), not y. VEC (coop
     rowcol): the epilogue's x / w scales come from the item's vector buffer, staged by the load warp."""
     BN: gl.constexpr = y_desc.block_type.shape[1]
     SM: gl.constexpr = 64  # SLICE_M
@@ -440,15 +246,15 @@ def _mma_partition(CONSUMER: gl.constexpr, LAYOUT: gl.constexpr, y_desc, xs_ptr,
     num_tiles = num_pid_m * num_pid_n
     item = 0  # local work items so far (VEC: which vector buffer, which phase)
     for w in range(gl.program_id(0) + RING * nprog, num_tiles + TAIL * (SPLITS - 1), NRINGS * nprog):
-        tile_id, k0, nk, part = _work(w, num_tiles, TAIL, SPLITS, k_steps)
+        tile_id, k0, nk, part = work_item(w, num_tiles, TAIL, SPLITS, k_steps)
         pid_m, pid_n = tile_coords(tile_id, num_pid_m, num_pid_n, GROUP_SIZE_M, 1)
         ws_row = (pid_n * BN // SCALE_BN) * stride_wsn  # (block) where the slot's w scale sits: _w_pick
         if LAYOUT == "coop" and not TWO:
-            acc0, idx, phase = _coop_mainloop(a_ring, b_ring, s_ring, w_ring, full, empty, idx, phase, k0, nk, ws_row,
+            acc0, idx, phase = coop_mainloop(a_ring, b_ring, s_ring, w_ring, full, empty, idx, phase, k0, nk, ws_row,
                                               stride_wsk, ROW0, BK, STAGES, SCALE, SCALE_BK, acc_layout)
             acc1 = acc0
         else:  # pingpong, coop 256
-            acc0, acc1, idx, phase = _pingpong_mainloop(a_ring, b_ring, s_ring, w_ring, full, empty, idx, phase,
+            acc0, acc1, idx, phase = pingpong_mainloop(a_ring, b_ring, s_ring, w_ring, full, empty, idx, phase,
                                                         k0, nk, ws_row, stride_wsk, RING, ROW0, TWO, BK, STAGES,
                                                         SCALE, SCALE_BK, acc_layout)
         # Epilogue (pingpong: under the other consumer's mainloop; coop: both halves at once, while the load
@@ -458,7 +264,7 @@ def _mma_partition(CONSUMER: gl.constexpr, LAYOUT: gl.constexpr, y_desc, xs_ptr,
         # (rowcol) w_scale and bias once for both slices (64 + 64 registers when loaded per slice: the
         # Triton tier's `epilogue` twice spilled 160 bytes at 128 x 128).
         ws = offs_n.to(gl.float32)  # block: unused (the scales went into the promotion)
-        xs = offs_m.to(gl.float32)  # (not VEC) loaded in _store_slice
+        xs = offs_m.to(gl.float32)  # (not VEC) loaded in hopper_fp8_parts._store_slice
         xs1 = xs
         if VEC:
             # Staged by the load warp while the mainloop ran: a shared-memory read here, not a global load's
@@ -477,15 +283,15 @@ def _mma_partition(CONSUMER: gl.constexpr, LAYOUT: gl.constexpr, y_desc, xs_ptr,
         if HAS_BIAS:
             bias = gl.load(bias_ptr + offs_n, mask=offs_n < N, other=0.0).to(gl.float32)
         if LAYOUT == "coop":
-            if part >= 0:  # a tail split (`_work`): its partial goes to the workspace
-                _store_partial(part_ptr, acc0, part, ROW0, BM, xs, ws, SCALE)
+            if part >= 0:  # a tail split (`work_item`): its partial goes to the workspace
+                store_partial(part_ptr, acc0, part, ROW0, BM, xs, ws, SCALE)
                 if TWO:
-                    _store_partial(part_ptr, acc1, part, ROW0 + SM, BM, xs1, ws, SCALE)
+                    store_partial(part_ptr, acc1, part, ROW0 + SM, BM, xs1, ws, SCALE)
             else:
-                _store_y(y_desc, c_smem, c_free, acc0, acc1, pid_m * BM + ROW0, pid_n * BN, xs_ptr, xs, xs1, ws,
+                store_y(y_desc, c_smem, c_free, acc0, acc1, pid_m * BM + ROW0, pid_n * BN, xs_ptr, xs, xs1, ws,
                          bias, offs_m, M, CONSUMER, C_TILES, TWO, HAS_BIAS, SCALE, VEC)
         else:  # (the host splits coop launches only)
-            _store_y(y_desc, c_smem, c_free, acc0, acc1, pid_m * BM + ROW0, pid_n * BN, xs_ptr, xs, xs1, ws, bias,
+            store_y(y_desc, c_smem, c_free, acc0, acc1, pid_m * BM + ROW0, pid_n * BN, xs_ptr, xs, xs1, ws, bias,
                      offs_m, M, CONSUMER, C_TILES, TWO, HAS_BIAS, SCALE, VEC)
     tma.store_wait(0)
 
@@ -570,7 +376,7 @@ def hopper_pingpong_fp8_kernel(x_desc, w_desc, y_desc, xs_desc, ws_desc, xs_ptr,
                               empty, c_free, vx_smem, vw_smem, vfull, vempty, M, N, K, stride_wsn, stride_wsk,
                               part_ptr, TAIL, SPLITS, BM, BK, STAGES, C_TILES, GROUP_SIZE_M, HAS_BIAS, SCALE, SCALE_BN,
                               SCALE_BK, VEC)),
-            (_load_partition, (0, 1, x_desc, w_desc, xs_desc, ws_desc, a_ring, b_ring, s_ring, w_ring, full, empty,
+            (load_partition, (0, 1, x_desc, w_desc, xs_desc, ws_desc, a_ring, b_ring, s_ring, w_ring, full, empty,
                                vx_smem, vw_smem, vfull, vempty, xs_ptr, ws_ptr, M, N, K, stride_xsm, stride_xsk,
                                stride_wsn, stride_wsk, TAIL, SPLITS, STAGES, GROUP_SIZE_M, SCALE, SCALE_BN, SCALE_BK,
                                SCALE_TMA, VEC)),
@@ -584,11 +390,11 @@ def hopper_pingpong_fp8_kernel(x_desc, w_desc, y_desc, xs_desc, ws_desc, xs_ptr,
             (_mma_partition, (1, LAYOUT, y_desc, xs_ptr, ws_ptr, bias_ptr, a_ring, b_ring, s_ring, w_ring, c1, full,
                               empty, c_free, vx_smem, vw_smem, vfull, vempty, M, N, K, stride_wsn, stride_wsk, xs_ptr,
                               0, 1, BM, BK, STAGES, C_TILES, GROUP_SIZE_M, HAS_BIAS, SCALE, SCALE_BN, SCALE_BK, VEC)),
-            (_load_partition, (0, 2, x_desc, w_desc, xs_desc, ws_desc, a_ring, b_ring, s_ring, w_ring, full, empty,
+            (load_partition, (0, 2, x_desc, w_desc, xs_desc, ws_desc, a_ring, b_ring, s_ring, w_ring, full, empty,
                                vx_smem, vw_smem, vfull, vempty, xs_ptr, ws_ptr, M, N, K, stride_xsm, stride_xsk,
                                stride_wsn, stride_wsk, 0, 1, STAGES, GROUP_SIZE_M, SCALE, SCALE_BN, SCALE_BK,
                                SCALE_TMA, VEC)),
-            (_load_partition, (1, 2, x_desc, w_desc, xs_desc, ws_desc, a_ring, b_ring, s_ring, w_ring, full, empty,
+            (load_partition, (1, 2, x_desc, w_desc, xs_desc, ws_desc, a_ring, b_ring, s_ring, w_ring, full, empty,
                                vx_smem, vw_smem, vfull, vempty, xs_ptr, ws_ptr, M, N, K, stride_xsm, stride_xsk,
                                stride_wsn, stride_wsk, 0, 1, STAGES, GROUP_SIZE_M, SCALE, SCALE_BN, SCALE_BK,
                                SCALE_TMA, VEC)),
@@ -596,63 +402,6 @@ def hopper_pingpong_fp8_kernel(x_desc, w_desc, y_desc, xs_desc, ws_desc, xs_ptr,
 
 
 # ----------------------------------------------------------------------------- host side
-
-@functools.lru_cache(maxsize=None)
-def fp8_layout(rows: int, cols: int):
-    """NVMMA shared layout of an fp8 rows x cols TMA box (128-byte swizzle for 128 columns)."""
-    return gl.NVMMASharedLayout.get_default_for([rows, cols], gl.float8e4nv)
-
-
-def unsupported(x, w, y, x_scale=None, w_scale=None, target=None, block_shape=None) -> str | None:
-    """Why this kernel cannot run these tensors (None: it can). The op falls back to the Triton tier then.
-    block_shape None: per-token / per-channel scales; (SBN, SBK): block scales."""
-    import torch
-
-    if target is not None and target.arch != "sm_90":
-        return f"needs sm_90, not {target.arch}"
-    if x.dtype != torch.float8_e4m3fn or w.dtype != torch.float8_e4m3fn:
-        return f"needs float8_e4m3fn x and w, got {x.dtype} and {w.dtype}"
-    if y.dtype not in (torch.bfloat16, torch.float16, torch.float32):
-        return f"needs a bf16, fp16 or fp32 output, got {y.dtype}"
-    for name, t in (("x", x), ("w", w), ("y", y)):
-        if not hh.tma_ok(t):
-            return f"{name}: TMA needs a 2-D tensor, unit last stride, 16-byte aligned base and row stride"
-    for name, s in (("x_scale", x_scale), ("w_scale", w_scale)):
-        if s is None:
-            continue
-        if block_shape is None and (s.dtype != torch.float32 or s.dim() != 1 or s.stride(0) != 1):
-            return f"{name}: needs a contiguous 1-D fp32 vector"
-        if block_shape is not None:
-            if s.dtype != torch.float32 or s.dim() != 2:
-                return f"{name}: block scales need a 2-D fp32 tensor"
-            if sum((d - 1) * st for d, st in zip(s.shape, s.stride())) >= 2**31:
-                return f"{name}: spans 2**31 elements or more (the kernel's scale offsets are int32)"
-    return None
-
-
-@functools.lru_cache(maxsize=None)
-def scale_layout():
-    """The shared layout of the block scales' 1-D TMA boxes (fp32, unswizzled)."""
-    return gl.NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth=32, rank=1)
-
-
-def _flat(s):
-    """A 1-D view of a scale tensor's storage, from its first element to its last (TMA coordinates are offsets)."""
-    return s.as_strided((1 + sum((d - 1) * st for d, st in zip(s.shape, s.stride())),), (1,))
-
-
-def scale_tma_ok(x_scale) -> bool:
-    """Whether the load warp can copy the x scales by TMA, one 1-D box of BM a K step: they must be consecutive in
-    memory (M-major, stride (1, *): the layout gemmkit.quant and torch._scaled_mm use; or M == 1) and every box
-    must start on a 16-byte boundary (on the H200 an unaligned box faults, "illegal instruction",
-    measured with a probe kernel), so a 16-byte aligned base and a K-block stride of a multiple of 4 elements
-    (M % 4 == 0 when dense; or one K block). Otherwise cp.async (any strides; row-major x_scale costs a line a
-    row, docs/PERF.md). (The w scale always comes by TMA: `launch` copies a w_scale whose base is off a
-    16-byte boundary.)"""
-    m, kb = x_scale.shape
-    return ((x_scale.stride(0) == 1 or m == 1) and (x_scale.stride(1) * 4 % hh.TMA_ALIGN == 0 or kb == 1) and
-            x_scale.data_ptr() % hh.TMA_ALIGN == 0)
-
 
 def launch(x, w, x_scale, w_scale, bias, y, cfg, target, compile_only=False, block_shape=None, tail=None,
            scale_tma=None):
@@ -699,11 +448,11 @@ def launch(x, w, x_scale, w_scale, bias, y, cfg, target, compile_only=False, blo
         raise ValueError("gluon fp8 ping-pong: scale_tma=True needs block x scales that scale_tma_ok accepts")
     xs_desc = ws_desc = x_desc  # placeholders (unused) where no scale comes by TMA
     if use_tma:
-        xs_desc = TensorDescriptor.from_tensor(_flat(x_scale), [bm], scale_layout())
+        xs_desc = TensorDescriptor.from_tensor(flat_storage(x_scale), [bm], scale_layout())
     if block_shape is not None:
         if w_scale.data_ptr() % hh.TMA_ALIGN:  # a TMA base must be 16-byte aligned: copy it (a few KiB; strides below
             w_scale = w_scale.clone()  # and ws_ptr are the copy's)
-        ws_desc = TensorDescriptor.from_tensor(_flat(w_scale), [WS_BOX_FLOATS], scale_layout())
+        ws_desc = TensorDescriptor.from_tensor(flat_storage(w_scale), [WS_BOX_FLOATS], scale_layout())
     ce = constexprs(plan, has_bias=bias is not None, scale_tma=use_tma)
     num_tiles = -(-M // bm) * -(-N // bn)
     # A CTA per SM, fewer when the tiles are few: one tile on each of 128 SMs beats two on 64 (each

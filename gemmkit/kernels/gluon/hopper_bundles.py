@@ -1,0 +1,132 @@
+"""The named bundles that the Hopper (sm_90) Gluon GEMM partitions take (Gluon aggregates): a partition is
+called with a few of them, not with two dozen positional values. Used by hopper_parts.py (the load partition,
+the split tile's mainloop and stores), hopper_pingpong.py, hopper_coop.py and hopper_pingpong_batched.py::
+
+   Descs     x, w, y            the TMA descriptors (2-D, or 3-D with a unit batch box dim: the batched kernels)
+   Ring      a, b, t, full, empty   the S-stage shared-memory ring and its mbarriers; t: a split tile's third
+                                w slot ring (BN = 3 T), None otherwise. Derived: STAGES, BM, BK, BN
+   Epilogue  c, bias, stride_bb one consumer's staging tile, the bias pointer (x's when HAS_BIAS is off) and
+                                batch row stride (0: one row), HAS_BIAS, ACTIVATION
+   Handoff   turn, c_free       the ping-pong's consumer hand-off mbarriers, C_TILES
+   Schedule  M, N, K, B         the problem and its work space: B = batch entries (BATCHED), K splits (SPLIT_K)
+                                or unused; GROUP_SIZE_M, BATCHED, SPLIT_K, SWAP
+
+A bundle is a compile-time grouping only: it flattens into the same IR values as its fields passed one by
+one (the kernels' SASS is byte-identical to the positional form, sm_90, Triton 3.6), and a field that is a
+Python value (None, a literal 0, a flag) is a constexpr.
+
+Constraints:
+  - Field values are checked against the annotations when a bundle is built, so this module must not use
+    `from __future__ import annotations` (string annotations would fail the check).
+  - Scalars (M, N, K, B, stride_bb) may be run-time i32 values or constexprs (a literal, or a value the
+    launch specialized); everything else named in upper case is a constexpr.
+"""
+from triton.experimental import gluon
+from triton.experimental.gluon import language as gl
+from triton.experimental.gluon.language.nvidia.hopper import tma
+
+# Gluon's aggregate decorator: Triton 3.6 does not export it (gluon's own float2.py imports the private
+# `triton.language.core._aggregate`); look for a public name first so a newer Triton uses that one.
+aggregate = getattr(gl, "aggregate", None)
+if aggregate is None:
+    from triton.language.core import _aggregate as aggregate
+
+_SMEM = gl.shared_memory_descriptor
+_SCALAR = gl.tensor | gl.constexpr
+
+
+@gluon.constexpr_function  # a JIT callable: the bundles' __init__ may reference no plain Python function
+def _cx(v):
+    """A field value: IR values as they are, a Python value (None, an int, a flag) as a constexpr."""
+    return v if isinstance(v, (gl.tensor, _SMEM, tma.tensor_descriptor, gl.constexpr)) else gl.constexpr(v)
+
+
+@aggregate
+class Descs:
+    x: tma.tensor_descriptor
+    w: tma.tensor_descriptor
+    y: tma.tensor_descriptor
+
+    @gluon.constexpr_function
+    def __init__(self, x, w, y):
+        self.x = x
+        self.w = w
+        self.y = y
+
+
+@aggregate
+class Ring:
+    a: _SMEM
+    b: _SMEM
+    t: _SMEM | gl.constexpr
+    full: _SMEM
+    empty: _SMEM
+    STAGES: gl.constexpr
+    BM: gl.constexpr
+    BK: gl.constexpr
+    BN: gl.constexpr
+
+    @gluon.constexpr_function
+    def __init__(self, a, b, t, full, empty):
+        self.a = a
+        self.b = b
+        self.t = _cx(t)
+        self.full = full
+        self.empty = empty
+        self.STAGES = gl.constexpr(a.shape[0])
+        self.BM = gl.constexpr(a.shape[1])
+        self.BK = gl.constexpr(a.shape[2])
+        self.BN = gl.constexpr(b.shape[1] if t is None else 3 * t.shape[1])
+
+
+@aggregate
+class Epilogue:
+    c: _SMEM
+    bias: gl.tensor
+    stride_bb: _SCALAR
+    HAS_BIAS: gl.constexpr
+    ACTIVATION: gl.constexpr
+
+    @gluon.constexpr_function
+    def __init__(self, c, bias, stride_bb, HAS_BIAS, ACTIVATION):
+        self.c = c
+        self.bias = bias
+        self.stride_bb = _cx(stride_bb)
+        self.HAS_BIAS = gl.constexpr(HAS_BIAS)
+        self.ACTIVATION = gl.constexpr(ACTIVATION)
+
+
+@aggregate
+class Handoff:
+    turn: _SMEM
+    c_free: _SMEM
+    C_TILES: gl.constexpr
+
+    @gluon.constexpr_function
+    def __init__(self, turn, c_free, C_TILES):
+        self.turn = turn
+        self.c_free = c_free
+        self.C_TILES = gl.constexpr(C_TILES)
+
+
+@aggregate
+class Schedule:
+    M: _SCALAR
+    N: _SCALAR
+    K: _SCALAR
+    B: _SCALAR
+    GROUP_SIZE_M: gl.constexpr
+    BATCHED: gl.constexpr
+    SPLIT_K: gl.constexpr
+    SWAP: gl.constexpr
+
+    @gluon.constexpr_function
+    def __init__(self, M, N, K, B, GROUP_SIZE_M, BATCHED=False, SPLIT_K=False, SWAP=False):
+        self.M = _cx(M)
+        self.N = _cx(N)
+        self.K = _cx(K)
+        self.B = _cx(B)
+        self.GROUP_SIZE_M = gl.constexpr(GROUP_SIZE_M)
+        self.BATCHED = gl.constexpr(BATCHED)
+        self.SPLIT_K = gl.constexpr(SPLIT_K)
+        self.SWAP = gl.constexpr(SWAP)
