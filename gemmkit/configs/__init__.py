@@ -25,7 +25,7 @@ import json
 import re
 from pathlib import Path
 
-__all__ = ["select", "serve", "load_table", "validate_config", "table_path", "table_ops", "table_archs", "ConfigError",
+__all__ = ["select", "serve", "tuned", "load_table", "validate_config", "table_path", "table_ops", "table_archs", "ConfigError",
            "CONFIG_DIR", "KEYS"]
 
 CONFIG_DIR = Path(__file__).resolve().parent
@@ -181,6 +181,12 @@ def serve(op: str, target, M: int, N: int, K: int):
 
 
 _SHAPE_FILE = re.compile(r"-N=\d+-K=\d+\.json:")
+
+
+def tuned(source: str) -> bool:
+    """Whether a `select` / `serve` source names a shape file: a bucket measured for this (N, K) (the bench rows'
+    `tuned`; a default bucket, fitted or not, and a `config=` argument are not)."""
+    return bool(_SHAPE_FILE.search(source))
 
 
 @functools.lru_cache(maxsize=4096)

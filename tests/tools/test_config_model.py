@@ -78,3 +78,11 @@ def test_a_call_runs_the_fitted_config(monkeypatch):
     y = gemmkit.gemm_a16w16(x, w, out=poisoned((M, N + 8), torch.bfloat16)[:, :N])
     assert (launcher.LAUNCHES - before)["splitk_reduce_kernel"] == 1
     check_a16w16(y, x, w)
+
+
+def test_tuned_names_shape_files_only():
+    """The bench rows' `tuned`: a shape file's bucket, not a default bucket (fitted or not) nor a config= argument."""
+    assert configs.tuned(configs.serve("a16w16", H200, 4096, 4096, 4096)[1])
+    assert not configs.tuned(configs.serve("a16w16", H200, 1024, 128, 2880)[1])  # fitted default bucket
+    assert not configs.tuned(configs.serve("a16w16", H200, 4000, 4000, 4000)[1])
+    assert not configs.tuned("config= argument") and not configs.tuned("bench override")
