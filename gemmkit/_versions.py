@@ -5,7 +5,9 @@ Triton's Gluon API moves between releases (3.9 removed the TMA copy names and
 otherwise be a CompilationError deep inside the first call that picks a Gluon kernel. So an
 unsupported Triton is refused at import with one message that says what to install.
 pyproject.toml declares the same range; `GEMMKIT_ALLOW_UNSUPPORTED_TRITON=1` turns the
-refusal into a warning (for trying a new release, at your own risk).
+refusal into a warning (for trying a new release, at your own risk). Within or outside the range, a Gluon
+kernel that fails to compile does not fail the call: it runs the Triton tier with one warning naming the
+kernel and the Triton version (ops/dispatch.py `run_gluon`).
 
   Triton   torch that pins it   status
   3.6.x    2.11                 developed and measured on (H100 / H200)

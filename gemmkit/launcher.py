@@ -160,12 +160,12 @@ def cache_key(kernel, device, spec, args, kwargs) -> tuple:
 
 def launch(kernel, grid, *args, **kwargs):
     """kernel[grid](*args, **kwargs), with the compiled kernel looked up from our own key."""
-    LAUNCHES[kernel_name(kernel)] += 1
     STATE.in_launch = True
     try:
         entry = _launch(kernel, grid, args, kwargs)
     finally:
         STATE.in_launch = False
+    LAUNCHES[kernel_name(kernel)] += 1  # counted once launched (a kernel that failed to compile did not run)
     if STATE.recording is not None:
         STATE.recording.append((kernel, grid, args, kwargs, entry))
 

@@ -138,7 +138,9 @@ def launch(x, w, bias, y, activation, cfg, target, scaling=G.NO_SCALING, compile
     if choice.path == "gluon":
         from ..kernels.gluon import hopper_pingpong_batched
 
-        hopper_pingpong_batched.launch(x, w, bias, y, activation, cfg, target, compile_only=compile_only)
+        D.run_gluon(choice, lambda: hopper_pingpong_batched.launch(x, w, bias, y, activation, cfg, target,
+                                                                   compile_only=compile_only),
+                    lambda: launch(x, w, bias, y, activation, cfg, target, scaling, compile_only))
         return
     H.launch(x, w, bias, y, activation, cfg, target, scaling, compile_only=compile_only, tma=choice.path == "tma")
 

@@ -102,7 +102,7 @@ def dense(cfg: dict, target, x2, w, y, scaling=G.NO_SCALING, interpreting: bool 
     passed = []
     gluon = gluon_dense_kernel(cfg, x2.element_size() == 1)  # 8-bit: the fp8 kernel (which declines int8)
     if gluon:
-        why = _gluon_dense_unsupported(gluon, cfg, target, x2, w, y, scaling, interpreting)
+        why = failed_gluon(gluon, cfg) or _gluon_dense_unsupported(gluon, cfg, target, x2, w, y, scaling, interpreting)
         if why is None:
             return Choice(gluon, cfg)
         passed.append((gluon, why))
@@ -217,7 +217,7 @@ def batched(cfg: dict, target, x, w, y, scaling=G.NO_SCALING) -> Choice:
         from ..kernels.gluon import hopper_pingpong
 
         kernel = GLUON_BATCHED_COOP if hopper_pingpong.is_coop(cfg) else GLUON_BATCHED
-        why = _gluon_batched_unsupported(cfg, target, x, w, y, scaling)
+        why = failed_gluon(kernel, cfg) or _gluon_batched_unsupported(cfg, target, x, w, y, scaling)
         if why is None:
             return Choice(kernel, cfg)
         passed.append((kernel, why))
@@ -276,6 +276,64 @@ def split_cat(cfg: dict, target, x2, w, c1) -> Choice:
                         lambda: G.check_feasible(cfg, target, x2.element_size(), c1.element_size(), tma=False))
 
 
+def _launch_gluon_dense(choice, x2, w, bias, y, activation, target, scaling, compile_only):
+    if choice.kernel == GLUON_FP8:
+        from ..kernels.gluon import hopper_pingpong_fp8
+
+        block_shape = (scaling.block_n, scaling.block_k) if scaling.mode == "block" else None
+        hopper_pingpong_fp8.launch(x2, w, scaling.x_scale, scaling.w_scale, bias, y, choice.config, target,
+                                   compile_only=compile_only, block_shape=block_shape)
+    else:
+        from ..kernels.gluon import hopper_coop, hopper_pingpong
+
+        kernel = hopper_coop if choice.kernel == GLUON_COOP else hopper_pingpong
+        kernel.launch(x2, w, bias, y, activation, choice.config, target, compile_only=compile_only)
+
+
+# ----------------------------------------------------------------------------- Gluon kernels that do not compile
+#
+# Gluon's API and the compiler move between Triton releases (3.9 removed the TMA copy names every Hopper Gluon kernel
+# here uses). A Gluon kernel that fails to compile for a config must not fail the user's call: the call runs the
+# Triton tier with the same config, one warning names the kernel and the Triton version, and the rule passes the
+# kernel over for that config from then on (`failed_gluon`; `gemmkit configs` says so in this process).
+
+_GLUON_FAILED: dict = {}  # (kernel, config items) -> why
+
+
+def _config_key(kernel: str, cfg: dict):
+    return kernel, tuple(sorted(cfg.items()))
+
+
+def failed_gluon(kernel: str, cfg: dict) -> str | None:
+    """Why the Gluon `kernel` is passed over for `cfg`: it failed to compile in this process (None: it did not)."""
+    return _GLUON_FAILED.get(_config_key(kernel, cfg))
+
+
+def _compile_errors() -> tuple:
+    from triton.compiler.errors import CompilationError
+    from triton.runtime.errors import OutOfResources, PTXASError
+
+    return CompilationError, OutOfResources, PTXASError
+
+
+def run_gluon(choice: Choice, launch, fallback):
+    """launch() (a Gluon kernel's); where it fails to compile, remember the failure, warn once, and run fallback()
+    (the Triton tier: the rule now passes the kernel over for this config)."""
+    try:
+        launch()
+    except _compile_errors() as e:
+        import warnings
+
+        import triton
+
+        first = (str(e).strip().splitlines() or [""])[-1][:200]
+        why = f"failed to compile with Triton {triton.__version__} ({type(e).__name__}: {first})"
+        _GLUON_FAILED[_config_key(choice.kernel, choice.config)] = why
+        warnings.warn(f"gemmkit: the Gluon kernel {choice.kernel} {why}; this config runs on the Triton tier instead",
+                      RuntimeWarning, stacklevel=3)
+        fallback()
+
+
 def launch_dense(choice: Choice, x2, w, bias, y, activation, target, scaling=G.NO_SCALING, compile_only=False):
     """Launch the kernel `choice` names for a dense GEMM (x2, w, y 2-D, as `dense` saw them: dense.matrix_operand
     first; bias (N,) contiguous or None), on padded copies of x2 and w where `choice.pad_k` says so."""
@@ -283,17 +341,12 @@ def launch_dense(choice: Choice, x2, w, bias, y, activation, target, scaling=G.N
         from ..kernels.triton import pad
 
         x2, w = pad.pad_rows(x2, choice.pad_k, compile_only), pad.pad_rows(w, choice.pad_k, compile_only)
-    if choice.kernel == GLUON_FP8:
-        from ..kernels.gluon import hopper_pingpong_fp8
-
-        block_shape = (scaling.block_n, scaling.block_k) if scaling.mode == "block" else None
-        hopper_pingpong_fp8.launch(x2, w, scaling.x_scale, scaling.w_scale, bias, y, choice.config, target,
-                                   compile_only=compile_only, block_shape=block_shape)
-    elif choice.kernel in (GLUON_BF16, GLUON_COOP):
-        from ..kernels.gluon import hopper_coop, hopper_pingpong
-
-        kernel = hopper_coop if choice.kernel == GLUON_COOP else hopper_pingpong
-        kernel.launch(x2, w, bias, y, activation, choice.config, target, compile_only=compile_only)
+    if choice.path == "gluon":
+        def fallback():  # the kernel is now a failed one: the rule passes it over
+            launch_dense(dense(choice.config, target, x2, w, y, scaling), x2, w, bias, y, activation, target, scaling,
+                         compile_only)
+        run_gluon(choice, lambda: _launch_gluon_dense(choice, x2, w, bias, y, activation, target, scaling,
+                                                      compile_only), fallback)
     else:
         G.launch(x2, w, bias, y, activation, choice.config, target, scaling,
                  compile_only=compile_only, tma=choice.kernel == TRITON_TMA)

@@ -284,3 +284,46 @@ def test_unaligned_k_runs_on_padded_copies_and_replays(op):
         ok, msg = within_bound(y, ref, BF16)
         assert ok, msg
     assert callplan.STATS["replays"] == replays + 1, "the padded call's plan was not replayed"
+
+
+# ----------------------------------------------------------------------------- a Gluon kernel that fails to compile
+
+@pytest.mark.interpreter
+def test_a_gluon_kernel_that_fails_to_compile_falls_back_once_with_a_warning(monkeypatch):
+    """A Triton release whose Gluon API moved (3.9 removed the TMA copy names) fails the Gluon kernel's compile: the
+    call runs the Triton tier with the same config, one RuntimeWarning names the kernel and the Triton version, the
+    rule passes the kernel over for that config from then on, and the result is right."""
+    import warnings
+
+    import triton
+    from triton.runtime.errors import OutOfResources
+
+    from gemmkit.kernels.gluon import hopper_pingpong
+
+    tried = []
+
+    def fails(*a, **k):
+        tried.append(1)
+        raise OutOfResources(300000, 232448, "shared memory")
+
+    monkeypatch.setattr(hopper_pingpong, "launch", fails)
+    monkeypatch.setattr(D, "_GLUON_FAILED", {})
+    cfg = configs.validate_config(dict(SMALL, backend="gluon"))
+    M, N, K = 24, 40, 64
+    x, w = randn(M, K, dtype=BF16), randn(N, K, dtype=BF16)
+    for call in range(2):
+        y = poisoned((M, N), BF16)
+        before = launcher.LAUNCHES.copy()
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            # the first call: the rule's choice on a GPU (the interpreter would pass Gluon over); then the rule's own
+            choice = D.Choice(D.GLUON_BF16, cfg) if call == 0 else D.dense(cfg, H200, x, w, y, interpreting=False)
+            D.launch_dense(choice, x, w, None, y, "none", H200)
+        assert {k for k, v in (launcher.LAUNCHES - before).items() if v} == {D.TRITON_TMA}
+        check_a16w16(y, x, w)
+        msgs = [str(c.message) for c in caught if issubclass(c.category, RuntimeWarning)]
+        if call == 0:
+            assert len(msgs) == 1 and D.GLUON_BF16 in msgs[0] and triton.__version__ in msgs[0], msgs
+        assert len(tried) == 1  # the second call does not try the kernel again
+    why = dict(D.dense(cfg, H200, *dense_meta(256, 512, 1024)).passed_over)[D.GLUON_BF16]
+    assert why.startswith(f"failed to compile with Triton {triton.__version__}") and "OutOfResources" in why
