@@ -1,7 +1,7 @@
 """The Triton releases gemmkit runs on, checked once at `import gemmkit`.
 
-Triton's Gluon API moves between releases (3.9 removed the TMA copy names and
-`_reinterpret` every Hopper Gluon kernel here uses), and the first sign of a mismatch would
+Triton's Gluon API moves between releases (3.7 removed `gl.thread_barrier`; 3.9 removed the TMA / cp.async
+copy names and `_reinterpret`: kernels/gluon/_compat.py resolves those at import), and the first sign of a mismatch would
 otherwise be a CompilationError deep inside the first call that picks a Gluon kernel. So an
 unsupported Triton is refused at import with one message that says what to install.
 pyproject.toml declares the same range; `GEMMKIT_ALLOW_UNSUPPORTED_TRITON=1` turns the
@@ -13,7 +13,9 @@ kernel and the Triton version (ops/dispatch.py `run_gluon`).
   3.6.x    2.11                 developed and measured on (H100 / H200)
   3.7.x    2.12, 2.13           compiles; some fused epilogues spill
   3.8.x    2.14                 compiles; some fused epilogues spill
-  >= 3.9   -                    Hopper Gluon kernels do not compile: refused
+  3.9.x    -                    Gluon kernels compile (through kernels/gluon/_compat.py), but many spill
+                                 (pingpong / coop / batched fused epilogues, gfx950's cdna_pingpong): refused
+  >= 3.10  -                    not tried: refused
 """
 from __future__ import annotations
 

@@ -418,11 +418,11 @@ def test_racecheck_hazards_only_where_racecheck_cannot_see_the_order(layout):
     dispatch = {first + i for i, line in enumerate(src)
                 if line.lstrip().startswith(("def ", "gl.warp_specialize(", "if LAYOUT =="))}
     # the cp.async x-scale copy (the TMA copies are unseen by racecheck)
-    copy_lines = _lines_with(parts, "async_copy.async_copy_global_to_shared(s_ring")
+    copy_lines = _lines_with(parts, "cp_async_load(s_ring")
     read_lines = _lines_with(ml, "s_slot.slice(ROW0, 64).load(row_layout)")
     assert len(copy_lines) == 1 and len(read_lines) == 1, (copy_lines, read_lines)
-    vec_copies = _lines_with(parts, "async_copy.async_copy_global_to_shared(vx_smem") | \
-        _lines_with(parts, "async_copy.async_copy_global_to_shared(vw_smem")
+    vec_copies = _lines_with(parts, "cp_async_load(vx_smem") | \
+        _lines_with(parts, "cp_async_load(vw_smem")
     vec_reads = _lines_with(k, "_smem.index(vs)")  # xs, (coop 256) xs1, ws
     assert len(vec_copies) == 2 and len(vec_reads) == 3, (vec_copies, vec_reads)
     out = sanitize("racecheck", _SANITIZE_FP8, layout)

@@ -29,8 +29,8 @@ Constraints:
 - M % 256 == 0, N % 256 == 0, K % (2 * BK) == 0 (no masking: the loop runs whole stage pairs).
 - A, B, C row-major with unit last stride; K and N multiples of 16 elements (direct-to-LDS needs
   16-byte vectors; the static compile declares that divisibility).
-- Barriers are `gl.thread_barrier()` (s_barrier with fences: LLVM drains the wave's counters
-  before it, at least as strong as the schedule's waits); the stagger and re-align are a raw
+- Barriers are `_compat.barrier()` (gl.thread_barrier, Triton >= 3.7 gl.barrier: s_barrier with
+  fences: LLVM drains the wave's counters before it, at least as strong as the schedule's waits); the stagger and re-align are a raw
   `s_barrier` behind a branch on warp_id_m, in inline assembly, because Gluon 3.6 has no
   per-wave-group barrier. LDS -> register waits (lgkmcnt) are the compiler's, from data flow.
 - Compiled only: no AMD GPU has run this kernel.
@@ -46,6 +46,7 @@ from triton.runtime.jit import constexpr_function
 from ...schedule import library as _library
 from ...schedule.model import Barrier, Load, Mma, Read, WaitLgkm, WaitVm
 from . import cdna_layout as L
+from ._compat import barrier
 
 SCHEDULE = "cdna-pingpong"
 # kernel op codes: (LOAD, stage) (WAIT, vmcnt) (BARRIER, 0) (GROUP_BARRIER, group) (COMPUTE, stage)
@@ -119,7 +120,7 @@ def _run(OPS: gl.constexpr, a_s, b_s, a_ptr, b_ptr, offs_a, offs_b, k_off, acc,
         elif OPS[i][0] == 1:  # WAIT vmcnt
             async_copy.wait_group(OPS[i][1])
         elif OPS[i][0] == 2:  # BARRIER
-            gl.thread_barrier()
+            barrier()
         elif OPS[i][0] == 3:  # GROUP_BARRIER
             _group_barrier(OPS[i][1], NUM_WARPS)
         else:  # COMPUTE stage: LDS -> registers -> MFMA

@@ -55,8 +55,8 @@ Constraints:
     checks the SASS and the ptxas log.
   - k_steps >= 1 (the op handles K == 0).
   - (block) The w scale's one-element read indexes the slot's w buffer viewed as a column through Gluon's
-    `_reinterpret` (a private method in Triton 3.6): a Triton upgrade may rename it; the block-scale gpu tests
-    (NaN beside the scale in its TMA box) fail if the read picks the wrong element.
+    `reinterpret` (_compat.py: the private `_reinterpret` up to Triton 3.8, `reinterpret` from 3.9); the
+    block-scale gpu tests (NaN beside the scale in its TMA box) fail if the read picks the wrong element.
 """
 from __future__ import annotations
 
@@ -64,6 +64,7 @@ from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import mbarrier, warpgroup_mma, warpgroup_mma_wait
 
+from ._compat import reinterpret
 from .hopper_fp8_plan import WS_BOX_FLOATS
 from .hopper_parts import ring_next
 
@@ -155,7 +156,8 @@ def _slot_scales(s_slot, w_slot, j, ROW0: gl.constexpr, acc_layout: gl.constexpr
     row_layout: gl.constexpr = gl.SliceLayout(1, acc_layout)
     one_layout: gl.constexpr = gl.BlockedLayout([1], [32], [4], [0])  # every thread the one element
     col: gl.constexpr = gl.SwizzledSharedLayout(vec=1, per_phase=1, max_phase=1, order=[0])
-    w = gl.sum(w_slot._reinterpret(gl.float32, [w_slot.shape[0], 1], col).index(j).load(one_layout), axis=0)
+    col_shape: gl.constexpr = [w_slot.shape[0], 1]
+    w = gl.sum(reinterpret(w_slot, gl.float32, col_shape, col).index(j).load(one_layout), axis=0)
     return s_slot.slice(ROW0, 64).load(row_layout) * w
 
 

@@ -75,6 +75,7 @@ from triton.experimental.gluon.language.nvidia.ampere import async_copy
 from triton.experimental.gluon.language.nvidia.hopper import fence_async_shared, mbarrier, tma
 
 from ..triton._schedule import tile_coords
+from ._compat import cp_async_load, tma_load, tma_store
 from .hopper_fp8_plan import VECTOR_BUFFERS, W_SLOT_FLOATS, WS_BOX_FLOATS
 from .hopper_parts import ring_next
 
@@ -165,16 +166,15 @@ def load_partition(RING: gl.constexpr, NRINGS: gl.constexpr, x_desc, w_desc, xs_
                     # M-major), then this lane's arrival on full[slot], made when its copies have landed (noinc:
                     # full counts 1 + 32 arrivals then): the slot completes only with its scales, and this warp
                     # never waits for them.
-                    async_copy.async_copy_global_to_shared(s_ring.index(slot), xs_ptr + (xs_off + kb * stride_xsk))
+                    cp_async_load(s_ring.index(slot), xs_ptr + (xs_off + kb * stride_xsk))
                     async_copy.mbarrier_arrive(bar, increment_count=False)
             mbarrier.expect(bar, NBYTES)
-            tma.async_copy_global_to_shared(x_desc, [pid_m * BM, kk * BK], bar, a_ring.index(slot))
-            tma.async_copy_global_to_shared(w_desc, [pid_n * BN, kk * BK], bar, b_ring.index(slot))
+            tma_load(x_desc, [pid_m * BM, kk * BK], bar, a_ring.index(slot))
+            tma_load(w_desc, [pid_n * BN, kk * BK], bar, b_ring.index(slot))
             if SCALE == "block":  # 4 fp32 holding the w scale; (SCALE_TMA) BM x scales (512 bytes at BM = 128)
-                tma.async_copy_global_to_shared(ws_desc, [(ws0 + kb * stride_wsk) // WS_BOX * WS_BOX], bar,
-                                                w_ring.index(slot).slice(0, WS_BOX))
+                tma_load(ws_desc, [(ws0 + kb * stride_wsk) // WS_BOX * WS_BOX], bar, w_ring.index(slot).slice(0, WS_BOX))
                 if SCALE_TMA:
-                    tma.async_copy_global_to_shared(xs_desc, [xs0 + kb * stride_xsk], bar, s_ring.index(slot))
+                    tma_load(xs_desc, [xs0 + kb * stride_xsk], bar, s_ring.index(slot))
             idx, phase = ring_next(idx, phase, STAGES)
 
 
@@ -191,8 +191,8 @@ def _stage_vectors(vx_smem, vw_smem, vfull, vempty, item, xs_ptr, ws_ptr, pid_m,
     mbarrier.wait(vempty.index(vs), ((item // NV) & 1) ^ 1)  # both consumers read it NV items ago
     rows = gl.minimum(pid_m * BM + gl.arange(0, BM, layout=gl.BlockedLayout([BM // 32], [32], [1], [0])), M - 1)
     cols = gl.minimum(pid_n * BN + gl.arange(0, WSN, layout=gl.BlockedLayout([WSN // 32], [32], [1], [0])), N - 1)
-    async_copy.async_copy_global_to_shared(vx_smem.index(vs), xs_ptr + rows)
-    async_copy.async_copy_global_to_shared(vw_smem.index(vs), ws_ptr + cols)
+    cp_async_load(vx_smem.index(vs), xs_ptr + rows)
+    cp_async_load(vw_smem.index(vs), ws_ptr + cols)
     async_copy.mbarrier_arrive(vfull.index(vs), increment_count=False)
 
 
@@ -228,7 +228,7 @@ def store_y(y_desc, c_smem, c_free, acc0, acc1, row, col, xs_ptr, xs, xs1, ws, b
     if TWO:  # rows 64..127 of the buffer (VEC: coop 256, their staged x scales xs1)
         _store_slice(c_smem, acc1, SM, xs_ptr, xs1, ws, bias, offs_m, M, HAS_BIAS, SCALE, VEC)
     fence_async_shared()  # generic-proxy writes -> async-proxy (TMA) read
-    tma.async_copy_shared_to_global(y_desc, [row, col], c_smem)
+    tma_store(y_desc, [row, col], c_smem)
     if C_TILES == 1:
         tma.store_wait(0)
         mbarrier.arrive(c_free)

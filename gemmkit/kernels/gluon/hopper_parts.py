@@ -43,6 +43,7 @@ from triton.experimental.gluon.language.nvidia.hopper import (
 
 from ..triton._epilogue import bias_activation
 from ..triton._schedule import batched_tile_coords, tile_coords
+from ._compat import tma_load, tma_store
 
 
 @gluon.jit
@@ -164,18 +165,16 @@ def load_partition(descs, ring, sched):
             bar = full.index(idx)
             mbarrier.expect(bar, x_desc.block_type.nbytes + W_BYTES)
             if BATCHED:
-                tma.async_copy_global_to_shared(x_desc, [b, pid_m * BM, kk * BK], bar,
-                                                a_ring.index(idx).reshape([1, BM, BK]))
-                tma.async_copy_global_to_shared(w_desc, [b, pid_n * BN, kk * BK], bar,
-                                                b_ring.index(idx).reshape([1, BN, BK]))
+                tma_load(x_desc, [b, pid_m * BM, kk * BK], bar, a_ring.index(idx).reshape([1, BM, BK]))
+                tma_load(w_desc, [b, pid_n * BN, kk * BK], bar, b_ring.index(idx).reshape([1, BN, BK]))
             elif t_ring is None:
-                tma.async_copy_global_to_shared(x_desc, [pid_m * BM, kk * BK], bar, a_ring.index(idx))
-                tma.async_copy_global_to_shared(w_desc, [pid_n * BN, kk * BK], bar, b_ring.index(idx))
+                tma_load(x_desc, [pid_m * BM, kk * BK], bar, a_ring.index(idx))
+                tma_load(w_desc, [pid_n * BN, kk * BK], bar, b_ring.index(idx))
             else:
-                tma.async_copy_global_to_shared(x_desc, [pid_m * BM, kk * BK], bar, a_ring.index(idx))
-                tma.async_copy_global_to_shared(w_desc, [pid_n * BN, kk * BK], bar, b_ring.index(idx).slice(0, T))
-                tma.async_copy_global_to_shared(w_desc, [pid_n * BN + T, kk * BK], bar, b_ring.index(idx).slice(T, T))
-                tma.async_copy_global_to_shared(w_desc, [pid_n * BN + 2 * T, kk * BK], bar, t_ring.index(idx))
+                tma_load(x_desc, [pid_m * BM, kk * BK], bar, a_ring.index(idx))
+                tma_load(w_desc, [pid_n * BN, kk * BK], bar, b_ring.index(idx).slice(0, T))
+                tma_load(w_desc, [pid_n * BN + T, kk * BK], bar, b_ring.index(idx).slice(T, T))
+                tma_load(w_desc, [pid_n * BN + 2 * T, kk * BK], bar, t_ring.index(idx))
             idx, phase = ring_next(idx, phase, STAGES)
 
 
@@ -220,9 +219,9 @@ def store_subtile(y_desc, c_smem, v, b, row, col, BATCHED: gl.constexpr):
     c_smem.store(v)
     fence_async_shared()  # generic-proxy writes -> async-proxy (TMA) read
     if BATCHED:
-        tma.async_copy_shared_to_global(y_desc, [b, row, col], c_smem.reshape([1, c_smem.shape[0], c_smem.shape[1]]))
+        tma_store(y_desc, [b, row, col], c_smem.reshape([1, c_smem.shape[0], c_smem.shape[1]]))
     else:
-        tma.async_copy_shared_to_global(y_desc, [row, col], c_smem)
+        tma_store(y_desc, [row, col], c_smem)
 
 
 @gluon.jit

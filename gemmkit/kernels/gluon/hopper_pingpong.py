@@ -159,6 +159,7 @@ from triton.experimental.gluon.language.nvidia.hopper import (
 from ..triton._epilogue import ACTIVATIONS, bias_activation
 from . import hopper_host as hh
 from . import hopper_plan as hplan
+from ._compat import tma_store
 # is_coop: the plan builder's (hopper_plan.py); the op, the tuner and the tests read it here
 from .hopper_plan import PingPongPlan, check_config, is_coop  # noqa: F401
 from .hopper_bundles import Descs, Epilogue, Handoff, Ring, Schedule
@@ -362,11 +363,11 @@ def mma_partition(CONSUMER: gl.constexpr, descs, ring, epi, handoff, sched):
             c_smem.store(out.to(y_desc.dtype))
             fence_async_shared()  # generic-proxy writes -> async-proxy (TMA) read
             if BATCHED:
-                tma.async_copy_shared_to_global(y_desc, [b, pid_m * BM, pid_n * BN], c_smem.reshape([1, BM, BN]))
+                tma_store(y_desc, [b, pid_m * BM, pid_n * BN], c_smem.reshape([1, BM, BN]))
             elif SWAP:
-                tma.async_copy_shared_to_global(y_desc, [pid_n * BN, pid_m * BM], c_smem)
+                tma_store(y_desc, [pid_n * BN, pid_m * BM], c_smem)
             else:
-                tma.async_copy_shared_to_global(y_desc, [out_row(b, pid_m, num_pid_m, BM, SPLIT_K), pid_n * BN], c_smem)
+                tma_store(y_desc, [out_row(b, pid_m, num_pid_m, BM, SPLIT_K), pid_n * BN], c_smem)
             if C_TILES == 1:
                 tma.store_wait(0)
                 mbarrier.arrive(c_free)
