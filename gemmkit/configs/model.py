@@ -32,7 +32,7 @@ MIN_TILE = 64  # the smallest BLOCK_SIZE_M / BLOCK_SIZE_N the fitting goes to (a
 FEW_TILES = 0.5  # "few tiles": fewer output tiles than this share of the SMs
 MIN_SPLIT_STEPS = 4  # K steps a split range keeps at least (fewer: the partial tile's traffic outweighs it)
 MAX_SPLIT = 16
-SMALL_TILE = 128 * 128  # under this many outputs a tile takes 4 warps (one warpgroup), as the tuner prunes
+SMALL_TILE = 128 * 128  # under this many outputs a tile takes 4 warps (one warpgroup); the tuner prunes by it too
 
 # The table ops whose default buckets the model fits: their Triton kernels take any power-of-two tile and split-K.
 FITTED_OPS = ("a16w16", "a8w8", "a8w8_int8")

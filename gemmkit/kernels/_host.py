@@ -29,12 +29,15 @@ def fp8_dtype(target) -> torch.dtype:
     return getattr(torch, target.fp8_e4m3)
 
 
+TMA_ALIGN = 16  # bytes: a TMA tensor's base and row strides are multiples of this (sm_90)
+
+
 def tma_compatible(*tensors) -> bool:
     """TMA's rules for a 2-D tensor: 16-byte aligned base, unit last stride, 16-byte aligned row stride."""
     for t in tensors:
-        if t.dim() != 2 or t.stride(1) != 1 or t.data_ptr() % 16:
+        if t.dim() != 2 or t.stride(1) != 1 or t.data_ptr() % TMA_ALIGN:
             return False
-        if (t.stride(0) * t.element_size()) % 16 or t.shape[0] == 0 or t.shape[1] == 0:
+        if (t.stride(0) * t.element_size()) % TMA_ALIGN or t.shape[0] == 0 or t.shape[1] == 0:
             return False
     return True
 

@@ -43,6 +43,7 @@ from pathlib import Path
 
 from .. import arch as _arch
 from .. import configs as _configs
+from ..configs.model import SMALL_TILE  # two warpgroups on a smaller tile starve each wgmma
 from ..ops import dispatch
 from .merge import _strip, merge_tables, rows_by_shape, same_config, serving
 from .space import (FEW_TILE_WAVES, GLUON_SPLIT_K_BK, GLUON_SPLIT_K_TILES, MAX_GLUON_SPLIT,  # noqa: F401 (re-exported)
@@ -88,7 +89,7 @@ def prune(cands, M: int, N: int, K: int, target, in_bytes=2, out_bytes=2, acc_ti
         acc_regs = c["BLOCK_SIZE_M"] * c["BLOCK_SIZE_N"] // threads * acc_tiles
         if acc_regs > MAX_ACC_REGS or acc_regs < 4:
             continue
-        if c["BLOCK_SIZE_M"] >= 64 and c["num_warps"] == 8 and c["BLOCK_SIZE_M"] * c["BLOCK_SIZE_N"] < 128 * 128:
+        if c["BLOCK_SIZE_M"] >= 64 and c["num_warps"] == 8 and c["BLOCK_SIZE_M"] * c["BLOCK_SIZE_N"] < SMALL_TILE:
             continue  # two warpgroups on a small tile: each wgmma too short
         k_steps = -(-K // c["BLOCK_SIZE_K"])
         if c["NUM_KSPLIT"] > 1 and k_steps // c["NUM_KSPLIT"] < 2:

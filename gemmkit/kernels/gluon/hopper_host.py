@@ -61,7 +61,7 @@ def shared_layout(rows: int, cols: int, dtype: str):
 # TMA's alignment rules on sm_90: a tensor's base, its row strides and (measured on the H200 with
 # a probe kernel: an unaligned box start faults) every box's start in global memory on TMA_ALIGN bytes; a box's destination in shared
 # memory on TMA_SMEM_ALIGN bytes (else the kernel faults).
-TMA_ALIGN = 16
+from .._host import TMA_ALIGN  # noqa: E402  (the one number; tma_compatible applies it too)
 TMA_SMEM_ALIGN = 128
 
 

@@ -27,10 +27,9 @@ import triton
 import triton.language as tl
 
 from ... import launcher as L
-from .._host import cdiv
+from .._host import TMA_ALIGN, cdiv
 
 BLOCK_R, BLOCK_K, WARPS = 32, 128, 4  # a 32 x 128 block: 8 KiB of bf16 a program, 16-byte vectors on dst
-TMA_ROW_BYTES = 16  # a TMA row stride is a multiple of this (kernels/_host.tma_compatible)
 
 PROMISES = (
     {"promise": "no spills", "check": "spill_bytes == 0"},
@@ -52,7 +51,7 @@ def pad_rows_kernel(src_ptr, dst_ptr, R, K, KP, stride_sr, stride_sk,
 
 def padded_k(K: int, element_size: int) -> int:
     """K rounded up so that a row of K elements is a multiple of 16 bytes (TMA's row-stride rule)."""
-    per = max(1, TMA_ROW_BYTES // element_size)
+    per = max(1, TMA_ALIGN // element_size)
     return cdiv(K, per) * per
 
 
