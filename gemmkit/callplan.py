@@ -6,7 +6,7 @@ The first call of a signature runs the op's full path under `record`, which sees
 (through gemmkit/launcher.py) and every allocation; later calls of the signature `replay` the launches with
 their own tensors and nothing else::
 
-    op(x, w, ...) ─► key = (op, signature(x, w, ...), other arguments)
+    op(x, w, ...) ─► key = (op, signature(x, w, ...), other arguments, config)
                        │ lookup(key) hit ───────────────► plan.replay((x, w, ..., y)):
                        │                                   fresh workspaces, each launch's tensors and TMA
                        │                                   descriptors rebuilt on this call's pointers,
@@ -32,6 +32,7 @@ variables changed after a signature's first call (`clear()` forgets every plan).
 from __future__ import annotations
 
 import contextlib
+import operator
 import os
 
 import torch
@@ -67,16 +68,16 @@ def signature(*tensors):
     return tuple(sig)
 
 
-def key(op: str, tensors, *arguments):
-    """A call's key: the op, its tensors' `signature` and its other arguments (hashable: a config dict goes in
-    as its sorted items); None (no plan) under torch.compile's tracing or when a tensor is not a plain dense
-    tensor."""
+def key(op: str, tensors, arguments: tuple, config=None):
+    """A call's key: the op, its tensors' `signature`, its other arguments (a tuple of hashables) and its config
+    (None, a string, or a dict: as its sorted items); None (no plan) under torch.compile's tracing or when a
+    tensor is not a plain dense tensor."""
     if not ENABLED or torch.compiler.is_compiling():
         return None
     sig = signature(*tensors)
     if sig is None:
         return None
-    return op, sig, tuple(tuple(sorted(a.items())) if type(a) is dict else a for a in arguments)
+    return op, sig, arguments, tuple(sorted(config.items())) if type(config) is dict else config
 
 
 def lookup(key):
@@ -128,10 +129,11 @@ class _Guard(TorchDispatchMode):
 
 
 @contextlib.contextmanager
-def record(key, inputs):
+def record(key, inputs, fresh: int = 0):
     """Run the body (the op's full path) and keep a plan of its launches under `key`, with `inputs` the call's
-    tensors (None allowed) in the order `replay` gets them. A body that raises keeps nothing. A key of None
-    (or a recording already under way: this call's launches belong to it) just runs the body."""
+    tensors (None allowed) in the order `replay` gets them, the last `fresh` of them outputs the op allocated for
+    this call (fresh contiguous tensors: the plan's replays allocate their own). A body that raises keeps nothing.
+    A key of None (or a recording already under way: this call's launches belong to it) just runs the body."""
     if key is None or launcher.STATE.recording is not None or torch.compiler.is_compiling():
         yield
         return
@@ -144,7 +146,7 @@ def record(key, inputs):
     finally:
         launcher.STATE.recording = None
     counts = {k: v - counts.get(k, 0) for k, v in launcher.LAUNCHES.items() if v != counts.get(k, 0)}
-    plan = _build(launches, guard, inputs, counts)
+    plan = _build(launches, guard, inputs, fresh, counts)
     if plan is None:  # inputs that alias each other: decide again on the next call
         return
     if len(_PLANS) >= MAX_PLANS:
@@ -156,7 +158,7 @@ def record(key, inputs):
     STATS["recorded" if plan is not UNREPEATABLE else "unrepeatable"] += 1
 
 
-def _build(launches, guard, inputs, counts):
+def _build(launches, guard, inputs, fresh, counts):
     if guard.foreign is not None or any(step is None for step in launches):
         return UNREPEATABLE
     sources = [t for t in inputs] + guard.allocations  # slot i < len(inputs): an input, else a workspace
@@ -169,25 +171,28 @@ def _build(launches, guard, inputs, counts):
         for pos, a in enumerate(args):
             if isinstance(a, _CONSTANT_TYPES):
                 continue
-            getter = resolve(a)
-            if getter is None:
+            spec = resolve(a)
+            if spec is None:
                 return UNREPEATABLE
-            if getter is _AMBIGUOUS:
+            if spec is _AMBIGUOUS:
                 return None
             template[pos] = None
-            dynamic.append((pos, getter))
-        steps.append((kernel, grid, kwargs, entry, template, tuple(dynamic)))
+            dynamic.append((pos, spec))
+        steps.append(Step(kernel, grid, kwargs, entry, template, tuple(dynamic)))
+    n_inputs = len(inputs) - fresh
+    outputs = tuple((tuple(t.shape), t.dtype, t.device) for t in inputs[n_inputs:])
     workspaces = tuple((i, tuple(sources[i].shape), sources[i].stride(), sources[i].dtype, sources[i].device)
                        for i in sorted(resolve.used) if i >= len(inputs))
-    return CallPlan(tuple(steps), workspaces, len(sources), tuple(counts.items()))
+    return CallPlan(tuple(steps), n_inputs, outputs, workspaces, len(sources), tuple(counts.items()))
 
 
 _AMBIGUOUS = object()
 
 
 class _Resolver:
-    """Maps a launch argument of the recorded call to a function of the replayed call's sources (inputs, then
-    workspaces): the source itself, a view of it, or a TMA descriptor over one of those."""
+    """Maps a launch argument of the recorded call to where a replay finds it among its sources (inputs, then
+    workspaces), as a spec: ("source", i); ("view", i, shape, strides, offset from the source's); or
+    ("descriptor", tensor spec, class, fields): a TMA descriptor over one of those, its other fields as recorded."""
 
     def __init__(self, sources):
         self.sources = sources
@@ -198,17 +203,10 @@ class _Resolver:
             return self._tensor(a)
         base = getattr(a, "base", None)
         if isinstance(base, torch.Tensor) and type(a).__name__ == "TensorDescriptor":
-            get = self._tensor(base)
-            if get is None or get is _AMBIGUOUS:
-                return get
-            cls, fields = type(a), {k: v for k, v in vars(a).items() if k != "base"}
-
-            def descriptor(src, get=get, cls=cls, fields=fields):
-                d = object.__new__(cls)
-                d.__dict__.update(fields)
-                d.base = get(src)
-                return d
-            return descriptor
+            spec = self._tensor(base)
+            if spec is None or spec is _AMBIGUOUS:
+                return spec
+            return ("descriptor", spec, type(a), {k: v for k, v in vars(a).items() if k != "base"})
         return None
 
     def _tensor(self, t):
@@ -225,37 +223,182 @@ class _Resolver:
             return None
         self.used.add(i)
         if t.shape == s.shape and t.stride() == s.stride() and t.storage_offset() == s.storage_offset():
-            return lambda src, i=i: src[i]
-        shape, stride, delta = tuple(t.shape), t.stride(), t.storage_offset() - s.storage_offset()
-        return lambda src, i=i: src[i].as_strided(shape, stride, src[i].storage_offset() + delta)
+            return ("source", i)
+        return ("view", i, tuple(t.shape), t.stride(), t.storage_offset() - s.storage_offset())
+
+
+def _getter(spec):
+    """A spec (`_Resolver`) as a function of a replay's sources."""
+    kind = spec[0]
+    if kind == "source":
+        return operator.itemgetter(spec[1])
+    if kind == "view":
+        _, i, shape, stride, delta = spec
+        return lambda src: src[i].as_strided(shape, stride, src[i].storage_offset() + delta)
+    _, inner, cls, fields = spec
+    get = _getter(inner)
+    return lambda src: _descriptor(cls, fields, get(src))
+
+
+def _descriptor(cls, fields, base):
+    d = object.__new__(cls)
+    d.__dict__.update(fields)
+    d.base = base
+    return d
+
+
+class Step:
+    """One recorded launch: the kernel, grid, constexprs and launch-cache entry, and its runtime arguments as a
+    template (None where a replay fills in a tensor: no tensor of the recorded call is kept) with the specs of
+    those slots."""
+
+    __slots__ = ("kernel", "grid", "kwargs", "entry", "template", "specs", "getters")
+
+    def __init__(self, kernel, grid, kwargs, entry, template, specs):
+        self.kernel, self.grid, self.kwargs, self.entry = kernel, grid, kwargs, entry
+        self.template, self.specs = template, specs
+        self.getters = tuple((pos, _getter(spec)) for pos, spec in specs)
 
 
 # ----------------------------------------------------------------------------- replay
 
 class CallPlan:
-    """The launches of one call signature: per launch the kernel, grid, constexprs, compiled entry, and its
-    arguments as a template whose tensor slots are filled from each call's sources."""
+    """The launches of one call signature, repeated on each call's tensors.
 
-    __slots__ = ("steps", "workspaces", "n_sources", "counts")
+    `replay(inputs)` takes the call's tensors as `record` got them, minus the fresh outputs, allocates those and
+    the workspaces, launches, and returns the fresh outputs. Where every launch's compiled kernel has a launcher
+    laid out as Triton 3.6's (launcher.direct), the plan runs a Python function generated for it (`source`, at its
+    first replay: a signature called once never pays for it): straight-line code that unpacks the tensors,
+    allocates, encodes a TMA descriptor only for an address it has not seen in that slot, and calls each C
+    launcher with every argument the signature fixes written in as a constant. Otherwise, or when the current
+    device is not the recorded one or a launch hook is set, the generic replay fills each launch's template and
+    repeats it through the launcher's cache."""
 
-    def __init__(self, steps, workspaces, n_sources, counts):
-        self.steps, self.workspaces, self.n_sources, self.counts = steps, workspaces, n_sources, counts
+    __slots__ = ("steps", "n_inputs", "outputs", "workspaces", "n_sources", "counts", "fast", "source", "generated")
+
+    def __init__(self, steps, n_inputs, outputs, workspaces, n_sources, counts):
+        self.steps, self.n_inputs, self.outputs, self.workspaces = steps, n_inputs, outputs, workspaces
+        self.n_sources, self.counts = n_sources, counts
+        self.fast = self.source = None
+        self.generated = False  # _generate tried (at the first replay)
 
     def replay(self, inputs):
-        """The recorded call's launches on `inputs` (the same signature, in `record`'s order)."""
-        src = list(inputs) + [None] * (self.n_sources - len(inputs))
+        """The recorded call's launches on `inputs` (the same signature, in `record`'s order, without the fresh
+        outputs); returns the fresh outputs (a tuple, empty if none)."""
+        if self.fast is not None:
+            ys = self.fast(inputs)
+            if ys is not None:
+                return ys
+        ys = tuple(torch.empty(shape, dtype=dtype, device=device) for shape, dtype, device in self.outputs)
+        src = list(inputs) + list(ys) + [None] * (self.n_sources - len(inputs) - len(ys))
         for i, shape, stride, dtype, device in self.workspaces:
             src[i] = torch.empty_strided(shape, stride, dtype=dtype, device=device)
-        for kernel, grid, kwargs, entry, template, dynamic in self.steps:
-            args = template.copy()
-            for pos, get in dynamic:
+        launched = []
+        for step in self.steps:
+            args = step.template.copy()
+            for pos, get in step.getters:
                 args[pos] = get(src)
-            if entry is None or not launcher.run_entry(entry, grid, args):
+            launched.append(args)
+            if step.entry is None or not launcher.run_entry(step.entry, step.grid, args):
                 launcher.STATE.in_launch = True
                 try:
-                    kernel[grid](*args, **kwargs)
+                    step.kernel[step.grid](*args, **step.kwargs)
                 finally:
                     launcher.STATE.in_launch = False
         for name, n in self.counts:
             launcher.LAUNCHES[name] += n
         STATS["replays"] += 1
+        if not self.generated:
+            self.generated = True
+            self.fast, self.source = _generate(self, launched)
+        return ys
+
+
+MAX_DESCRIPTOR_MAPS = 256  # encoded TMA maps kept per descriptor slot of a plan (one per address seen)
+
+
+def _generate(plan, launched):
+    """(function, its source) of `plan`'s straight-line replay (`CallPlan`), or (None, None) where a launch has no
+    `launcher.direct` form. `launched`: each launch's runtime arguments in a replay (read here, not kept: a
+    descriptor's encoding there fixes the shape and strides its slot passes)."""
+    directs = [launcher.direct(step.entry) for step in plan.steps]
+    if not directs or any(d is None for d in directs):
+        return None, None
+    if any(spec[0] == "descriptor" and pos not in d.descriptors  # a descriptor lowered to plain arguments
+           for step, d in zip(plan.steps, directs) for pos, spec in step.specs):
+        return None, None
+    runtime, current_device, current_stream = launcher.current_runtime()
+    ns = {"_device": current_device, "_stream": current_stream, "_rt": runtime, "_hooked": launcher._hooked,
+          "_empty": torch.empty, "_empty_strided": torch.empty_strided, "_LAUNCHES": launcher.LAUNCHES,
+          "_STATS": STATS}
+
+    def const(v):
+        if v is None or type(v) in (int, bool):
+            return repr(v)
+        name = f"_c{len(ns)}"
+        ns[name] = v
+        return name
+
+    n_in = plan.n_inputs
+    names = [f"s{i}" for i in range(plan.n_sources)]
+    lines = ["def replay(src):", f"    {', '.join(names[:n_in])}{',' if n_in else ''} = src" if n_in else "    pass"]
+    devices = sorted({d.device for d in directs})
+    lines.append(f"    if {' or '.join(f'_device() != {dev}' for dev in devices)} or _hooked(_rt.launch_enter_hook) "
+                 "or _hooked(_rt.launch_exit_hook):")
+    lines.append("        return None")
+    for j, (shape, dtype, device) in enumerate(plan.outputs):
+        lines.append(f"    {names[n_in + j]} = _empty({shape!r}, dtype={const(dtype)}, device={const(device)})")
+    for i, shape, stride, dtype, device in plan.workspaces:
+        lines.append(f"    {names[i]} = _empty_strided({shape!r}, {stride!r}, dtype={const(dtype)}, "
+                     f"device={const(device)})")
+    for dev in devices:
+        lines.append(f"    stream{dev} = _stream({dev})")
+
+    def tensor(spec):
+        if spec[0] == "source":
+            return names[spec[1]]
+        _, i, shape, stride, delta = spec
+        return f"{names[i]}.as_strided({shape!r}, {stride!r}, {names[i]}.storage_offset() + {delta})"
+
+    for k, (step, d, args) in enumerate(zip(plan.steps, directs, launched)):
+        specs = dict(step.specs)
+        params = []
+        for pos, a in enumerate(args):
+            spec = specs.get(pos)
+            if spec is None:
+                params.append(const(a))
+            elif spec[0] != "descriptor":
+                params.append(tensor(spec))
+            else:
+                _, inner, cls, fields = spec
+                meta = d.descriptors[pos]
+                expanded = d.expand(a, meta)  # this replay's map; shape and strides are fixed by the signature
+                maps = {a.base.data_ptr(): expanded[0]}
+
+                def encode(t, cls=cls, fields=fields, meta=meta, maps=maps, expand=d.expand):
+                    if len(maps) >= MAX_DESCRIPTOR_MAPS:
+                        maps.clear()
+                    m = maps[t.data_ptr()] = expand(_descriptor(cls, fields, t), meta)[0]
+                    launcher.TMA_STATS["encoded"] += 1
+                    return m
+                ns[f"_maps{k}_{pos}"], ns[f"_encode{k}_{pos}"] = maps, encode
+                t, m = f"t{k}_{pos}", f"m{k}_{pos}"
+                lines.append(f"    {t} = {tensor(inner)}")
+                lines.append(f"    {m} = _maps{k}_{pos}.get({t}.data_ptr())")
+                lines.append(f"    if {m} is None:")
+                lines.append(f"        {m} = _encode{k}_{pos}({t})")
+                params.append(", ".join([m] + [const(v) for v in expanded[1:]]))
+        ns[f"_raw{k}"] = d.raw
+        grid = (*step.grid, 1, 1)[:3]
+        head = ", ".join(const(v) for v in d.head)
+        tail = "".join(f", {const(v)}" for v in d.tail)
+        lines.append(f"    _raw{k}({grid[0]}, {grid[1]}, {grid[2]}, stream{d.device}, {head}"
+                     f"{''.join(', ' + p for p in params)}{tail})  # {launcher.kernel_name(step.kernel)}")
+    for name, n in plan.counts:
+        lines.append(f"    _LAUNCHES[{name!r}] += {n}")
+    lines.append("    _STATS['replays'] += 1")
+    outs = names[n_in:n_in + len(plan.outputs)]
+    lines.append(f"    return ({''.join(o + ', ' for o in outs)})")
+    source = "\n".join(lines) + "\n"
+    exec(compile(source, f"<gemmkit call plan {id(plan):x}>", "exec"), ns)
+    return ns["replay"], source

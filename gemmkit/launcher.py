@@ -43,7 +43,8 @@ import torch
 _TENSOR_TYPES = (torch.Tensor, torch.nn.Parameter)
 _I32_MIN, _I32_MAX = -(2**31), 2**31 - 1
 
-# (id(kernel), device, positional specs, keyword items) -> (launcher, function, metadata, later parameters, device)
+# (id(kernel), device, positional specs, keyword items) -> (launcher, function, metadata, later parameters, device,
+# the compiled kernel's own launcher)
 _CACHE: dict = {}
 # id(kernel) -> (kernel, number of leading parameters that are not constexpr). Keyed by id: a JITFunction
 # hashes through its source's cache key (microseconds); holding the kernel keeps its id from being reused.
@@ -171,7 +172,8 @@ def launch(kernel, grid, *args, **kwargs):
 
 
 def _launch(kernel, grid, args, kwargs):
-    """Launch; return the cache entry (run, function, metadata, later parameters, device) that can repeat
+    """Launch; return the cache entry (run, function, metadata, later parameters, device, the compiled kernel's own
+    launcher) that can repeat
     it with other tensors of the same specialisation, or None where it took Triton's path."""
     # Every runtime argument by position, every constexpr by keyword: else (and in the interpreter) Triton's path.
     if len(args) != _runtime_params(kernel):
@@ -198,10 +200,10 @@ def _launch(kernel, grid, args, kwargs):
         # launcher skips constexpr slots, but takes them, as JITFunction.run passes every parameter.
         tail = tuple(kwargs[p.name] if p.name in kwargs else p.default for p in kernel.params[len(args):])
         hit = _CACHE[key] = (_descriptor_caching(compiled.run) or compiled.run, compiled.function,
-                             compiled.packed_metadata, tail, device)
+                             compiled.packed_metadata, tail, device, compiled.run)
         return hit
     STATS["hits"] += 1
-    run, function, metadata, tail, _ = hit
+    run, function, metadata, tail, _, _ = hit
     g = (*grid, 1, 1)
     run(g[0], g[1], g[2], current_stream(device), function, metadata, None, None, None, *args, *tail)
     return hit
@@ -217,7 +219,7 @@ def run_entry(entry, grid, args):
     """Repeat a launch from its cache entry (`_launch`'s answer) with `args` of the same specialisation, on the
     current stream; False (nothing launched) where the current device is not the entry's or a hook is set."""
     runtime, current_device, current_stream, _ = _runtime()
-    run, function, metadata, tail, device = entry
+    run, function, metadata, tail, device, _ = entry
     if current_device() != device or hooked(runtime):
         return False
     g = (*grid, 1, 1)
@@ -256,25 +258,42 @@ def _encode(meta, d, make_tensordesc_arg):
     return hit
 
 
-def _descriptor_caching(run):
-    """A launcher equivalent to `run` (a compiled kernel's CudaLauncher) that reuses encoded TMA descriptors, or
-    None where `run` takes no host descriptors or is not laid out as Triton 3.6's."""
+def _unwrap(run):
+    """(C launcher, ((parameter position, descriptor metadata), ...)) of a compiled kernel's launcher that is
+    Triton 3.6's CudaLauncher (HIP's, and other versions' layouts, answer None) without scratch buffers (the positions of its host TMA descriptors, in order; none
+    for a kernel without them), else None."""
+    try:
+        from triton.backends.nvidia.driver import _BASE_ARGS_FORMAT_LEN, CudaLauncher
+    except ImportError:
+        return None
+    if not isinstance(run, CudaLauncher) or run.global_scratch_size or run.profile_scratch_size:
+        return None
+    if _BASE_ARGS_FORMAT_LEN != 13:  # grid x3, stream, function, cooperative, pdl, 2 scratch, metadata, 3 hook slots
+        return None
     inner = getattr(run, "launch", None)
     code, closure = getattr(inner, "__code__", None), getattr(inner, "__closure__", None)
-    if code is None or not closure or getattr(run, "global_scratch_size", 1) or getattr(run, "profile_scratch_size", 1):
+    if code is None:  # no descriptors: Triton 3.6 keeps the C launcher itself
+        return (inner, ()) if type(inner).__name__ == "builtin_function_or_method" else None
+    if not closure:
         return None
     cells = dict(zip(code.co_freevars, (c.cell_contents for c in closure)))
     raw, indices, metas = cells.get("launcher"), cells.get("tensordesc_indices"), cells.get("tensordesc_meta")
     if not callable(raw) or not isinstance(indices, set) or not metas or any(m is None for m in metas):
         return None
+    return raw, tuple(zip(sorted(indices), metas))  # each descriptor position with its metadata, in order
+
+
+def _descriptor_caching(run):
+    """A launcher equivalent to `run` (a compiled kernel's CudaLauncher) that reuses encoded TMA descriptors, or
+    None where `run` takes no host descriptors or is not laid out as Triton 3.6's."""
+    unwrapped = _unwrap(run)
+    if unwrapped is None or not unwrapped[1]:
+        return None
     try:
-        from triton.backends.nvidia.driver import _BASE_ARGS_FORMAT_LEN, make_tensordesc_arg
+        from triton.backends.nvidia.driver import make_tensordesc_arg
     except ImportError:
         return None
-    if _BASE_ARGS_FORMAT_LEN != 13:  # grid x3, stream, function, cooperative, pdl, 2 scratch, metadata, 3 hook slots
-        return None
-    order = sorted(indices)  # parameter positions of the descriptors, in order; each has its metadata
-    metas_at = tuple(zip(order, metas))
+    raw, metas_at = unwrapped
     cooperative, pdl = run.launch_cooperative_grid, run.launch_pdl
 
     def launch_cached(gx, gy, gz, stream, function, metadata, launch_metadata, enter_hook, exit_hook, *params):
@@ -296,6 +315,44 @@ def _descriptor_caching(run):
         raw(*args)
 
     return launch_cached
+
+
+class Direct:
+    """A cached launch as a call plan's generated replay calls it (callplan.py): the C launcher `raw`, called as
+    raw(gx, gy, gz, stream, *head, *parameters) with `head` = (function, cooperative, pdl, no scratch x2, metadata,
+    no launch metadata, no hooks x2) and the parameters the runtime arguments then the constexpr `tail`, each host
+    TMA descriptor (at the positions of `descriptors`, with its metadata) expanded by `expand(d, meta)` into its
+    encoded map, shape and strides."""
+
+    __slots__ = ("raw", "head", "tail", "device", "descriptors")
+
+    def __init__(self, raw, head, tail, device, descriptors):
+        self.raw, self.head, self.tail, self.device, self.descriptors = raw, head, tail, device, descriptors
+
+    @staticmethod
+    def expand(d, meta):
+        from triton.backends.nvidia.driver import make_tensordesc_arg
+
+        return make_tensordesc_arg(d, meta)
+
+
+def direct(entry):
+    """The `Direct` form of a cache entry (`_launch`'s answer), or None where its compiled kernel's launcher is not
+    laid out as Triton 3.6's CUDA launcher (the plan then repeats it with `run_entry`)."""
+    if entry is None:
+        return None
+    _, function, metadata, tail, device, run = entry
+    unwrapped = _unwrap(run)
+    if unwrapped is None:
+        return None
+    raw, metas_at = unwrapped
+    head = (function, run.launch_cooperative_grid, run.launch_pdl, None, None, metadata, None, None, None)
+    return Direct(raw, head, tail, device, dict(metas_at))
+
+
+def current_runtime():
+    """(knobs.runtime, current-device function, current-stream function) of the active driver (`_runtime`)."""
+    return _runtime()[:3]
 
 
 def tma_descriptor(t, block_shape):

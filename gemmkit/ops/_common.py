@@ -186,7 +186,7 @@ def target_for(device: torch.device) -> _arch.Target:
 def target_key(t):
     """What a call plan's key needs besides the tensors' devices (callplan.py): a CPU call's target comes from
     GEMMKIT_INTERPRET_ARCH / GEMMKIT_NUM_CUS (`target_for`), read again on every call; a GPU's from its device."""
-    if getattr(getattr(t, "device", None), "type", None) != "cpu":
+    if not getattr(t, "is_cpu", False):
         return None
     return os.environ.get("GEMMKIT_INTERPRET_ARCH"), os.environ.get("GEMMKIT_NUM_CUS")
 

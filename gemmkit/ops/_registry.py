@@ -58,10 +58,12 @@ class Op:
             raise ValueError(f"Op {name}: n_tensors = {n_tensors}, but params has {len(self.tensor_pos)} tensors")
         self.other_pos = tuple(i for i in range(len(decls)) if i not in self.tensor_pos)
         self.n = len(self.tensor_pos)
+        self._tensors, self._others = _picker(self.tensor_pos), _picker(self.other_pos)
         self.tensor_names = [decls[i][-1] for i in self.tensor_pos]
         self.grad_checked = tuple(grad_checked) if grad_checked is not None else tuple(self.tensor_names)
         self.outputs = tuple(outputs)
         self.k = len(self.outputs)
+        self._no_outs = (None,) * self.k
         self.out_names = ("out",) if self.k == 1 else tuple(f"out[{i}]" for i in range(self.k))
         returns = "Tensor" if self.k == 1 else "(" + ", ".join(["Tensor"] * self.k) + ")"
         first_out = len(decls) + 1  # the _out op's arguments: params, config, then the outputs
@@ -81,25 +83,26 @@ class Op:
 
     def call(self, *args, out_dtype=None, out=None, config=None):
         """The public op after its own defaults: `args` in schema order."""
-        outs = self._outs(out)
         tensors = self._tensors(args)
+        outs = self._no_outs if out is None else self._outs(out)
         key = None if outs is None else self._key(args, outs, out_dtype, config, tensors)
         plan = CP.lookup(key)
+        if CP.repeatable(plan):
+            if out is None:
+                ys = plan.replay(tensors)
+                return ys[0] if self.k == 1 else ys
+            self._check_out_disjoint(args, outs)
+            plan.replay(tensors + outs)
+            return self._result(outs)
         if out_dtype is None:
             out_dtype = self.default_out_dtype(args[0], out)
-        if CP.repeatable(plan):
-            ys = outs if out is not None else self._new(args, out_dtype)
-            if out is not None:
-                self._check_out_disjoint(args, ys)
-            plan.replay(tensors + ys)
-            return self._result(ys)
         self.check(*args, out_dtype=out_dtype, out=out)
         C.check_no_grad(self.name, **{n: t for n, t in self._named(args).items() if n in self.grad_checked})
         cfg = self.config_to_str(config)
-        if C.eager_call(*self._tensors(args), *outs):
+        if C.eager_call(*tensors, *outs):
             # Plain tensors outside torch.compile: no dispatcher round trip. Same checks, same kernels.
             ys = outs if out is not None else self._new(args, out_dtype)
-            with CP.record(CP.record_key(key, plan), self._tensors(args) + ys):
+            with CP.record(CP.record_key(key, plan), tensors + ys, fresh=0 if out is not None else self.k):
                 self.run(*args, config=cfg, y=self._result(ys))
             return self._result(ys)
         if out is not None:
@@ -111,28 +114,28 @@ class Op:
 
     def _functional(self, *a):
         args, out_dtype, config = a[:-2], a[-2], a[-1]
-        key = self._key(args, (None,) * self.k, out_dtype, config)
+        tensors = self._tensors(args)
+        key = self._key(args, self._no_outs, out_dtype, config, tensors)
         plan = CP.lookup(key)
         if CP.repeatable(plan):
-            ys = self._new(args, out_dtype)
-            plan.replay(self._tensors(args) + ys)
-            return self._result(ys)
+            return self._result(plan.replay(tensors))
         shapes = self._shapes(self.check(*args, out_dtype=out_dtype, out=None))
         ys = tuple(torch.empty(s, dtype=out_dtype, device=args[0].device) for s in shapes)
-        with CP.record(CP.record_key(key, plan), self._tensors(args) + ys):
+        with CP.record(CP.record_key(key, plan), tensors + ys, fresh=self.k):
             self.run(*args, config=config, y=self._result(ys))
         return self._result(ys)
 
     def _out_variant(self, *a):
         args, config, outs = a[:-1 - self.k], a[-1 - self.k], tuple(a[-self.k:])
-        key = self._key(args, outs, outs[0].dtype, config)
+        tensors = self._tensors(args)
+        key = self._key(args, outs, outs[0].dtype, config, tensors)
         plan = CP.lookup(key)
         if CP.repeatable(plan):
             self._check_out_disjoint(args, outs)
-            plan.replay(self._tensors(args) + outs)
+            plan.replay(tensors + outs)
             return
         self.check(*args, out_dtype=outs[0].dtype, out=self._result(outs))
-        with CP.record(CP.record_key(key, plan), self._tensors(args) + outs):
+        with CP.record(CP.record_key(key, plan), tensors + outs):
             self.run(*args, config=config, y=self._result(outs))
 
     def _fake(self, *a):
@@ -146,13 +149,9 @@ class Op:
 
     # ------------------------------------------------------------------ helpers
 
-    def _key(self, args, outs, out_dtype, config, tensors=None):
+    def _key(self, args, outs, out_dtype, config, tensors):
         """The call plan key (callplan.key): the tensor arguments and the outputs, then the other arguments."""
-        return CP.key(self.name, (tensors or self._tensors(args)) + outs, *(args[i] for i in self.other_pos), out_dtype, config,
-                      C.target_key(args[0]))
-
-    def _tensors(self, args):
-        return tuple(args[i] for i in self.tensor_pos)
+        return CP.key(self.name, tensors + outs, (*self._others(args), out_dtype, C.target_key(args[0])), config)
 
     def _outs(self, out):
         """The public `out=` as a tuple of one entry per output (None entries: allocate them); None for an `out=`
@@ -190,3 +189,8 @@ class Op:
         named = self._named(args)
         for name, t in zip(self.out_names, outs):
             C.check_out_disjoint(name, t, **named)
+
+
+def _picker(positions):
+    """args -> (args[i] for i in positions) as a tuple, written out (a call's hot path; torch.compile traces it)."""
+    return eval(f"lambda args: ({''.join(f'args[{i}], ' for i in positions)})")  # noqa: S307 - ints only

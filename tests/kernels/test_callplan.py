@@ -132,7 +132,7 @@ def test_replay_launches_kernels_with_the_new_tensors(monkeypatch):
     plan = _plan_of(x, w, b)
     assert isinstance(plan, CP.CallPlan)
     calls = []
-    kernel = plan.steps[0][0]
+    kernel = plan.steps[0].kernel
     orig = type(kernel).__getitem__
 
     def spy(self, grid):
@@ -184,6 +184,109 @@ def _variants():
     x, w, b = base()
     out.append(("config", x, w, b, {"activation": "gelu", "config": SPLITK_CFG}))
     return out
+
+
+def test_generated_replay_passes_what_the_generic_replay_passes(monkeypatch):
+    """The straight-line replay a plan generates (CallPlan.source) hands each C launcher exactly the arguments the
+    generic replay hands it through the launcher's cache: the same constants, the new call's tensors and views of
+    them, its own fresh output and workspace, each TMA descriptor encoded once per address. Fake CUDA launchers
+    (Triton 3.6's layout) stand for compiled kernels: nothing runs on a GPU here."""
+    import types
+
+    import triton.backends.nvidia.driver as nv
+    from triton.tools.tensor_descriptor import TensorDescriptor
+
+    encoded = []
+
+    def fake_encode(d, meta):  # stands for cuTensorMapEncodeTiled
+        encoded.append((d.base.data_ptr(), meta["n"]))
+        return [("map", d.base.data_ptr(), meta["n"]), *d.shape, *d.strides]
+
+    monkeypatch.setattr(nv, "make_tensordesc_arg", fake_encode)
+    runtime = types.SimpleNamespace(launch_enter_hook=None, launch_exit_hook=None)
+    monkeypatch.setattr(launcher, "_runtime", lambda: (runtime, lambda: 0, lambda dev: f"stream{dev}", None))
+    calls = []
+
+    def fake_run(n_params, descriptors):
+        signature = {i: ("tensordesc<bf16[8, 8]>" if i in descriptors else "i32") for i in range(n_params)}
+        metas = [{"n": i} for i in sorted(descriptors)]
+
+        class Run(nv.CudaLauncher):
+            launch = staticmethod(nv.wrap_handle_tensordesc(lambda *a: calls.append(a), signature, metas))
+            global_scratch_size = profile_scratch_size = 0
+            launch_cooperative_grid, launch_pdl = False, True
+
+            def __init__(self):
+                pass
+
+        run = Run()
+        return (launcher._descriptor_caching(run), f"fn{n_params}", "meta", ("TAIL", 3.5), 0, run)
+
+    def kernel(name):
+        return types.SimpleNamespace(__name__=name)
+
+    def desc(t):
+        return TensorDescriptor(t, list(t.shape), list(t.stride()), [8, 8])
+
+    x, w = randn(16, 32, dtype=BF16), randn(24, 32, dtype=BF16)
+    y = torch.empty(16, 24, dtype=BF16)
+    ws = torch.empty(2, 16, 24, dtype=torch.float32)  # a workspace the call allocated
+    launches = [
+        (kernel("k0"), (2, 3), [desc(x), 5, w, desc(w), y[:, 8:], 2.5, None, ws], {}, fake_run(8, {0, 3})),
+        (kernel("k1"), (4,), [ws, desc(y), 16], {}, fake_run(3, {1})),
+    ]
+    guard = types.SimpleNamespace(foreign=None, allocations=[ws])
+    plan = CP._build(launches, guard, (x, w, y), 1, {"k0": 1, "k1": 1})
+    assert plan.fast is None
+    plan.replay((x, w))  # the first replay: generic, then generates the straight-line one
+    assert plan.fast is not None, "the fake launchers have Triton 3.6's layout"
+    assert "TAIL" not in plan.source and "_raw0(2, 3, 1, stream0" in plan.source
+
+    x2, w2 = randn(16, 32, dtype=BF16), randn(24, 32, dtype=BF16)
+
+    def replay(fast):
+        saved = plan.fast
+        plan.fast = plan.fast if fast else None
+        del calls[:]
+        try:
+            (y2,) = plan.replay((x2, w2))
+        finally:
+            plan.fast = saved
+        return y2, list(calls)
+
+    def canon(args, y2, ws_ptr):
+        """Tensors by what they are (input / output / workspace storage, shape, strides, offset)."""
+        names = {x2.untyped_storage().data_ptr(): "x", w2.untyped_storage().data_ptr(): "w",
+                 y2.untyped_storage().data_ptr(): "y"}
+        out = []
+        for a in args:
+            if isinstance(a, torch.Tensor):
+                ptr = a.untyped_storage().data_ptr()
+                out.append((names.get(ptr, "ws" if ptr == ws_ptr else "?"), tuple(a.shape), a.stride(),
+                            a.storage_offset(), a.dtype))
+            elif isinstance(a, tuple) and a[:1] == ("map",):
+                out.append(("map", {x2.data_ptr(): "x", w2.data_ptr(): "w", y2.data_ptr(): "y"}.get(a[1]), a[2]))
+            else:
+                out.append(a)
+        return out
+
+    results = {}
+    for fast in (True, False):
+        y2, got = replay(fast)
+        assert y2.shape == y.shape and y2.dtype == y.dtype and y2.is_contiguous()
+        ws_ptr = got[1][13].untyped_storage().data_ptr()  # k1's first argument: the workspace
+        results[fast] = [canon(a, y2, ws_ptr) for a in got]
+    assert results[True] == results[False]
+    k0, k1 = results[True]
+    assert k0[:13] == [2, 3, 1, "stream0", "fn8", False, True, None, None, "meta", None, None, None]
+    assert k0[13] == ("map", "x", 0) and k0[13 + 5:13 + 7] == [5, ("w", (24, 32), (32, 1), 0, BF16)]
+    assert ("y", (16, 16), (24, 1), 8, BF16) in k0 and k0[-2:] == ["TAIL", 3.5]
+    assert k0[-3] == ("ws", (2, 16, 24), (384, 24, 1), 0, torch.float32) and k1[14] == ("map", "y", 1)
+    n = len(encoded)
+    replay(True)
+    assert len(encoded) == n + 1  # the same inputs again: only the fresh output's descriptor is new
+    runtime.launch_enter_hook = lambda *a: None  # a launch hook (a profiler): the generic replay, Triton's launch
+    assert plan.fast((x2, w2)) is None
 
 
 def test_new_signature_records_new_plan():
@@ -535,12 +638,12 @@ def test_clear_forgets_plans_recorded_under_other_settings(monkeypatch):
     monkeypatch.setenv("GEMMKIT_NUM_CUS", "3")
     x, w, b = _inputs()
     _check(gemm_a16w16(x, w, b, config=cfg), x, w, b, None, BF16)
-    assert _plan_of(x, w, b).steps[0][2]["NUM_XCDS"] == 1
+    assert _plan_of(x, w, b).steps[0].kwargs["NUM_XCDS"] == 1
     monkeypatch.setenv("GEMMKIT_INTERPRET_ARCH", "gfx942")
     CP.clear()
     x, w, b = _inputs()
     _check(gemm_a16w16(x, w, b, config=cfg), x, w, b, None, BF16)
-    assert _plan_of(x, w, b).steps[0][2]["NUM_XCDS"] == 8
+    assert _plan_of(x, w, b).steps[0].kwargs["NUM_XCDS"] == 8
     x, w, b = _inputs()
     replays = CP.STATS["replays"]
     _check(gemm_a16w16(x, w, b, config=cfg), x, w, b, None, BF16)
