@@ -8,7 +8,7 @@ the same process), how to check a result, and which table the tuner writes.
     a16w16            bf16, fp16    torch.matmul(x, w.T)                       (cuBLAS)
     a8w8              fp8, int8     fp8:  torch._scaled_mm, rowwise scales     (cuBLASLt, fast accum off)
                                     int8: torch._int_mm, then the scaling in torch
-    a8w8_blockscale   fp8           torch.matmul in bf16 on the same shape (the issue's bar)
+    a8w8_blockscale   fp8           torch._scaled_mm block-scaled (cuBLASLt 1x128 / 128x128 scales)
     batched_a16w16    bf16, fp16    torch.bmm(x, w.transpose(1, 2))            (cuBLAS batched)
     batched_a8w8      fp8, int8     a loop over B of the a8w8 references (torch._scaled_mm / torch._int_mm)
     ffn_gated         bf16, fp16    torch.matmul(x, w_gate_up.T), chunk, F.silu(g) * u, torch.matmul(h, w_down.T)
@@ -16,7 +16,7 @@ the same process), how to check a result, and which table the tuner writes.
     afp4wfp4          fp4           dequantize_mxfp4 (x and w) to bf16, then torch.matmul (no MXFP4
                                     matmul in torch on Hopper; gemmkit's sm_90 kernel is emulated too)
     split_cat         bf16, fp16    torch.matmul, view (M, D, S1 + S2), torch.cat([c[..., :S1], y], -1); c2 a view
-    a8w8_blockscale_split_cat  fp8  the same with a bf16 torch.matmul of the same shape
+    a8w8_blockscale_split_cat  fp8  the same with the block-scaled torch._scaled_mm of a8w8_blockscale
 """
 from __future__ import annotations
 
@@ -164,9 +164,11 @@ def _bs_inputs(M, N, K, dtype_name, device):
     # x_scale M-major (strides (1, M)), as gemmkit.quant.quantize_fp8_blockwise(x, (1, 128)) returns it
     xs = (torch.rand(kb, M, device=device) / 16 + 1e-3).t()
     ws = torch.rand(nb, kb, device=device) / 16 + 1e-3
-    # bf16 copies of the same shape for the vendor bar (not part of the op's inputs)
-    return x, w, xs, ws, torch.randn(M, K, device=device, dtype=torch.bfloat16), \
-        torch.randn(N, K, device=device, dtype=torch.bfloat16)
+    # the vendor's weight scales, prepared once as a user would at load time (not timed): cuBLASLt's 128 x 128
+    # layout, (L4, nb) with strides (1, L4), L4 = kb rounded up to a multiple of 4 (zero scales in the padding)
+    l4 = -(-kb // 4) * 4
+    ws_vendor = torch.nn.functional.pad(ws, (0, l4 - kb)).t()
+    return x, w, xs, ws, ws_vendor, _blockwise_pads_m(x, w, xs, ws_vendor)
 
 
 def _bs_run(inp, config, out=None):
@@ -175,9 +177,40 @@ def _bs_run(inp, config, out=None):
     return gemmkit.gemm_a8w8_blockscale(*inp[:4], block_shape=BLOCK, config=config, out=out)
 
 
-def _bs_vendor(inp):
+def _blockwise_scaled_mm(x, w, xs, ws_vendor, pad_m=False):
+    """cuBLASLt's block-scaled fp8 GEMM through torch._scaled_mm (torch >= 2.9, CUDA 12.9+, sm_90): activations
+    1 x 128 ((M, kb) fp32, strides (1, M)), weights 128 x 128 (`_bs_inputs`' layout), fast accumulation off (it
+    refuses it). `pad_m`: this torch / cuBLAS takes only M % 4 == 0, so x and its scales are padded here, per call,
+    as a user's code would (`_blockwise_pads_m`)."""
     torch = _torch()
-    return torch.matmul(inp[4], inp[5].T)
+    M = x.shape[0]
+    if not pad_m:
+        return torch._scaled_mm(x, w.t(), xs, ws_vendor, out_dtype=torch.bfloat16, use_fast_accum=False)
+    mp = -(-M // 4) * 4
+    xp = torch.empty(mp, x.shape[1], device=x.device, dtype=x.dtype)
+    xp[:M] = x
+    xp[M:].view(torch.uint8).zero_()
+    xsp = torch.ones(xs.shape[1], mp, device=x.device).t()  # (mp, kb), strides (1, mp)
+    xsp[:M] = xs
+    y = torch._scaled_mm(xp, w.t(), xsp, ws_vendor, out_dtype=torch.bfloat16, use_fast_accum=False)
+    return y[:M]
+
+
+def _blockwise_pads_m(x, w, xs, ws_vendor):
+    """Whether cuBLASLt's block-scaled GEMM needs M padded to a multiple of 4 on this shape: tried once, untimed
+    (an exception inside a timed CUDA graph capture would spoil it). A shape it takes neither way fails when timed
+    (the row records the vendor's error)."""
+    if x.shape[0] % 4 == 0 or x.device.type != "cuda":
+        return False
+    try:
+        _blockwise_scaled_mm(x, w, xs, ws_vendor)
+        return False
+    except RuntimeError:
+        return True
+
+
+def _bs_vendor(inp):
+    return _blockwise_scaled_mm(*inp[:3], inp[4], pad_m=inp[5])
 
 
 def _bs_reference(inp):
@@ -438,10 +471,14 @@ def _split_cat_run(inp, config, out=None):
 
 def _split_cat_torch(x, w, y):
     """What a user writes in torch: matmul, view per head, cat the first part with y; c2 stays a view."""
-    torch = _torch()
-    M, D = x.shape[0], y.shape[1]
-    c = torch.matmul(x, w.T).view(M, D, -1)
-    return torch.cat([c[..., :SPLIT_CAT[0]], y], dim=-1), c[..., SPLIT_CAT[0]:]
+    return _split_cat_of(_torch().matmul(x, w.T), y)
+
+
+def _split_cat_of(c, y):
+    """(c1, c2) of the GEMM's result c (M, N): view per head, cat the first part with y; c2 a view."""
+    M, D = c.shape[0], y.shape[1]
+    c = c.view(M, D, -1)
+    return _torch().cat([c[..., :SPLIT_CAT[0]], y], dim=-1), c[..., SPLIT_CAT[0]:]
 
 
 def _split_cat_flat_ref(c, y):
@@ -462,14 +499,14 @@ def _split_cat_compile(inp, config):
 
 
 def _bs_split_cat_inputs(M, N, K, dtype_name, device):
-    # fp8 operands and scales, bf16 copies of x and w for the vendor bar (as _bs_inputs), then y (bf16)
+    # fp8 operands and scales, the vendor's weight scales and M padding (as _bs_inputs), then y (bf16)
     return _bs_inputs(M, N, K, dtype_name, device) + (_split_cat_y(M, N, _torch().bfloat16, device),)
 
 
 def _bs_split_cat_run(inp, config, out=None):
     import gemmkit
 
-    x, w, xs, ws, _x16, _w16, y = inp
+    x, w, xs, ws, _ws_vendor, _pad_m, y = inp
     buf, c1, c2 = _split_cat_outs(x.shape[0], w.shape[0], y, y.dtype, out)
     gemmkit.gemm_a8w8_blockscale_split_cat(x, w, xs, ws, y, SPLIT_CAT[0], SPLIT_CAT[1], block_shape=BLOCK,
                                            out=(c1, c2), config=config)
@@ -479,7 +516,7 @@ def _bs_split_cat_run(inp, config, out=None):
 def _bs_split_cat_compile(inp, config):
     from ..ops.gemm_split_cat import compile_for_blockscale
 
-    x, w, xs, ws, _x16, _w16, y = inp
+    x, w, xs, ws, _ws_vendor, _pad_m, y = inp
     _buf, c1, c2 = _split_cat_outs(x.shape[0], w.shape[0], y, y.dtype, None)
     compile_for_blockscale(x, w, xs, ws, y, SPLIT_CAT[0], SPLIT_CAT[1], config, block_shape=BLOCK, out=(c1, c2))
 
@@ -522,7 +559,8 @@ BENCH_OPS = {
         acc_tiles=lambda d, target: 2 if d == "fp8" and target.is_nvidia else 1),
     "a8w8_blockscale": BenchOp(
         name="a8w8_blockscale", dtypes=("fp8",), table_op=lambda d: "a8w8_blockscale", inputs=_bs_inputs,
-        run=_bs_run, vendor=_bs_vendor, vendor_name=lambda d: "torch.matmul bf16 (cuBLAS), same shape",
+        run=_bs_run, vendor=_bs_vendor,
+        vendor_name=lambda d: "torch._scaled_mm block-scaled 1x128 / 128x128 (cuBLASLt, use_fast_accum=False)",
         reference=_bs_reference, operand_bytes=lambda d: 1, compile_for=_bs_compile, peak_key=lambda d: "fp8",
         acc_tiles=lambda d, target: 2),  # the per-step scaled product beside the sum, on every target
     "afp4wfp4": BenchOp(
@@ -578,8 +616,9 @@ BENCH_OPS = {
         shape_doc=SPLIT_CAT_SHAPE_DOC, min_bytes=_split_cat_min_bytes(2), model_rows=_split_cat_model_rows),
     "a8w8_blockscale_split_cat": BenchOp(
         name="a8w8_blockscale_split_cat", dtypes=("fp8",), table_op=lambda d: "a8w8_blockscale_split_cat",
-        inputs=_bs_split_cat_inputs, run=_bs_split_cat_run, vendor=lambda inp: _split_cat_torch(inp[4], inp[5], inp[6]),
-        vendor_name=lambda d: "torch.matmul bf16 (cuBLAS) same shape, view, torch.cat([c[..., :S1], y]); c2 a view",
+        inputs=_bs_split_cat_inputs, run=_bs_split_cat_run,
+        vendor=lambda inp: _split_cat_of(_bs_vendor(inp), inp[6]),
+        vendor_name=lambda d: "torch._scaled_mm block-scaled (cuBLASLt), view, torch.cat([c[..., :S1], y]); c2 a view",
         reference=lambda inp: _split_cat_flat_ref(_bs_reference(inp), inp[6]), operand_bytes=lambda d: 1,
         compile_for=_bs_split_cat_compile, peak_key=lambda d: "fp8", shape_doc=SPLIT_CAT_SHAPE_DOC,
         min_bytes=_split_cat_min_bytes(1), model_rows=_split_cat_model_rows, acc_tiles=lambda d, target: 2),

@@ -239,7 +239,8 @@ def test_custom_ops_and_fakes():
 @pytest.mark.parametrize("op,dtype", [("split_cat", "bf16"), ("a8w8_blockscale_split_cat", "fp8")])
 def test_bench_hooks(op, dtype):
     """The bench/tune hooks on a small kv_b_proj-like shape (D = 2 heads of 128 + 128, K = 128): the op writes
-    the flat c1 | c2 buffer the check compares, and the vendor side is torch's matmul + cat."""
+    the flat c1 | c2 buffer the check compares, and the vendor side is torch's GEMM (cuBLASLt's block-scaled one
+    for fp8, GPU only) + cat."""
     from gemmkit.bench.ops import get
 
     bop = get(op)
@@ -250,7 +251,12 @@ def test_bench_hooks(op, dtype):
     assert bop.run(inp, None, out=out) is out
     ok, msg = within_bound(out, ref, torch.bfloat16)
     assert ok, msg
-    v1, v2 = bop.vendor(inp)
+    if dtype == "fp8":  # the vendor is cuBLASLt's block-scaled GEMM (GPU only): its split / cat on the reference
+        from gemmkit.bench.ops import _bs_reference, _split_cat_of
+
+        v1, v2 = _split_cat_of(_bs_reference(inp[:6]).to(torch.bfloat16), inp[6])
+    else:
+        v1, v2 = bop.vendor(inp)
     assert v1.shape == (M, 2, 192) and v2.shape == (M, 2, 128)
     from gemmkit.tune import op_space
 
