@@ -34,8 +34,10 @@ MIN_SPLIT_STEPS = 4  # K steps a split range keeps at least (fewer: the partial 
 MAX_SPLIT = 16
 SMALL_TILE = 128 * 128  # under this many outputs a tile takes 4 warps (one warpgroup); the tuner prunes by it too
 
-# The table ops whose default buckets the model fits: their Triton kernels take any power-of-two tile and split-K.
-FITTED_OPS = ("a16w16", "a8w8", "a8w8_int8")
+# The table ops whose default buckets the model fits: their Triton kernels take any power-of-two tile and split-K
+# (block-scale: the fitting keeps BLOCK_SIZE_K, the scale block, and only halves tiles, so a tile still covers
+# whole or half scale blocks).
+FITTED_OPS = ("a16w16", "a8w8", "a8w8_int8", "a8w8_blockscale")
 
 
 def _pow2(v: int) -> bool:

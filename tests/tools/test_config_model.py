@@ -79,6 +79,29 @@ def test_a_call_runs_the_fitted_config(monkeypatch):
     check_a16w16(y, x, w)
 
 
+@pytest.mark.interpreter
+def test_a_blockscale_call_runs_the_fitted_config(monkeypatch):
+    """Block scales (1 x 128 / 128 x 128) on a 64-SM target: M = 16, N = 256, K = 1024 fits the M <= 16 bucket
+    (16 x 64, 4 tiles) to a K split 2 ways (K's 8 steps allow no more): the split partials are scaled per K block
+    and summed by the reduce, and the result is right."""
+    from _util import q8, scales, within_bound
+
+    from gemmkit.reference import gemm_a8w8_blockscale_ref
+
+    monkeypatch.setenv("GEMMKIT_NUM_CUS", "64")
+    M, N, K = 16, 256, 1024
+    cfg, source = configs.serve("a8w8_blockscale", H200.with_cus(64), M, N, K)
+    assert cfg.get("NUM_KSPLIT") == 2 and ", fitted: " in source, source
+    f8 = torch.float8_e4m3fn
+    x, w = q8(M, K, dtype=f8), q8(N, K, dtype=f8)
+    xs, ws = scales(K // 128, M).t(), scales(N // 128, K // 128)
+    before = launcher.LAUNCHES.copy()
+    y = gemmkit.gemm_a8w8_blockscale(x, w, xs, ws, out_dtype=torch.float32, out=poisoned((M, N), torch.float32))
+    assert (launcher.LAUNCHES - before)["splitk_reduce_kernel"] == 1
+    ok, msg = within_bound(y, gemm_a8w8_blockscale_ref(x, w, xs, ws), torch.float32)
+    assert ok, msg
+
+
 def test_tuned_names_shape_files_only():
     """The bench rows' `tuned`: a shape file's bucket, not a default bucket (fitted or not) nor a config= argument."""
     assert configs.tuned(configs.serve("a16w16", H200, 4096, 4096, 4096)[1])
