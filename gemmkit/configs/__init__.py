@@ -174,10 +174,26 @@ def serve(op: str, target, M: int, N: int, K: int):
 
     cfg, source = select(op, target.arch, M, N, K)
     if op in model.FITTED_OPS and not _SHAPE_FILE.search(source):
-        cfg, notes = model.fit(cfg, M, N, K, target.num_cus)
+        large = _large_bucket(op, target.arch)
+        chosen, notes = model.choose(op, cfg, large, M, N, K, target.num_cus)
+        if chosen is large and chosen is not cfg:
+            source += f" -> {_large_key(op, target.arch)}"
+        cfg = dict(chosen)
         if notes:
             source += ", fitted: " + "; ".join(notes)
     return cfg, source
+
+
+def _large_bucket(op: str, arch: str):
+    """The default table's bucket for the largest M (the config model's kernel choice, configs/model.py)."""
+    path = table_path(op, arch)
+    hit = _match(load_table(str(path)), path, 1 << 62)
+    return hit[0] if hit else None
+
+
+def _large_key(op: str, arch: str) -> str:
+    path = table_path(op, arch)
+    return _match(load_table(str(path)), path, 1 << 62)[1].split(":")[-1]
 
 
 _SHAPE_FILE = re.compile(r"-N=\d+-K=\d+\.json:")

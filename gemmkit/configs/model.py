@@ -39,14 +39,40 @@ SMALL_TILE = 128 * 128  # under this many outputs a tile takes 4 warps (one warp
 # whole or half scale blocks).
 FITTED_OPS = ("a16w16", "a8w8", "a8w8_int8", "a8w8_blockscale")
 
+# What the model knows of one op beyond the shared rule, each measured (H200, docs/PERF.md "The config model"):
+#   ctas_per_sm  the K split aims for this many CTAs per SM (not one wave) wherever the tiles fall short of it.
+#                Block scales: each K step's scale product sits on the consumer's critical path (~52 cycles a step,
+#                ncu), so a second CTA per SM hides it: 64 x 8192 x 8192 ran 0.69x cuBLAS on 64 tiles, 0.97x split 2.
+#   wide_waves   at 64 < M <= 128 a Triton bucket gives way to the table's large-M Gluon bucket where that bucket's
+#                tiles fill at least this many waves (the Gluon kernel's two consumer warpgroups then win over a
+#                small tile: 128 x 36864 x 7168 ran 0.71x with 64 x 128 tiles, 1.03x with the Gluon 128 x 128).
+OP_RULES = {"a8w8_blockscale": {"ctas_per_sm": 2, "wide_waves": 2}}
+
+
+def choose(op: str, cfg: dict, large: dict | None, M: int, N: int, K: int, num_cus: int) -> tuple[dict, list]:
+    """(config, notes) for a default-table bucket `cfg` serving (M, N, K) on `num_cus` SMs: the table's large-M
+    bucket `large` where the op's `wide_waves` rule takes it, else `cfg` fitted (`fit`)."""
+    rules = OP_RULES.get(op, {})
+    waves = rules.get("wide_waves")
+    if waves and large is not None and large.get("backend") == "gluon" and cfg.get("backend") != "gluon" \
+            and 64 < M <= 128:
+        n_tiles = -(-M // large["BLOCK_SIZE_M"]) * -(-N // large["BLOCK_SIZE_N"])
+        if n_tiles >= waves * num_cus:
+            return large, [f"wide N: {n_tiles} tiles of the large-M bucket's Gluon {large['BLOCK_SIZE_M']} x "
+                           f"{large['BLOCK_SIZE_N']} fill {n_tiles / num_cus:.1f} waves"]
+    return fit(cfg, M, N, K, num_cus, ctas_per_sm=rules.get("ctas_per_sm"))
+
 
 def _pow2(v: int) -> bool:
     return v > 0 and v & (v - 1) == 0
 
 
-def fit(cfg: dict, M: int, N: int, K: int, num_cus: int, min_tile: int = MIN_TILE) -> tuple[dict, list]:
+def fit(cfg: dict, M: int, N: int, K: int, num_cus: int, min_tile: int = MIN_TILE,
+        ctas_per_sm: int | None = None) -> tuple[dict, list]:
     """(config, notes): `cfg` fitted to an (M, N, K) call on `num_cus` SMs / CUs, and what changed (empty: nothing).
-    `min_tile`: the smallest tile side the few-tiles step shrinks to (a tile below it splits K instead)."""
+    `min_tile`: the smallest tile side the few-tiles step shrinks to (a tile below it splits K instead).
+    `ctas_per_sm`: split K wherever the tiles are fewer than this many per SM, up to that many (default: split
+    only few tiles, up to one wave; `OP_RULES`)."""
     if cfg.get("backend") == "gluon" or not (_pow2(cfg["BLOCK_SIZE_M"]) and _pow2(cfg["BLOCK_SIZE_N"])):
         return cfg, []
     c = dict(cfg)
@@ -60,10 +86,12 @@ def fit(cfg: dict, M: int, N: int, K: int, num_cus: int, min_tile: int = MIN_TIL
     def tiles():
         return -(-M // c["BLOCK_SIZE_M"]) * -(-N // c["BLOCK_SIZE_N"])
 
-    def splits():  # K splits that bring few tiles up to a wave, as far as K's steps allow (1: no split)
-        if tiles() >= FEW_TILES * num_cus or c.get("NUM_KSPLIT", 1) != 1:
+    threshold, goal = (FEW_TILES * num_cus, num_cus) if ctas_per_sm is None else (ctas_per_sm * num_cus,) * 2
+
+    def splits():  # K splits that bring the tiles up to the goal (a wave), as far as K's steps allow (1: no split)
+        if tiles() >= threshold or c.get("NUM_KSPLIT", 1) != 1:
             return c.get("NUM_KSPLIT", 1)
-        return max(1, min(num_cus // tiles(), -(-K // c["BLOCK_SIZE_K"]) // MIN_SPLIT_STEPS, MAX_SPLIT))
+        return max(1, min(goal // tiles(), -(-K // c["BLOCK_SIZE_K"]) // MIN_SPLIT_STEPS, MAX_SPLIT))
 
     before, split = tiles(), splits()
     while tiles() * split < FEW_TILES * num_cus and max(c["BLOCK_SIZE_M"], c["BLOCK_SIZE_N"]) > min_tile:
@@ -72,7 +100,8 @@ def fit(cfg: dict, M: int, N: int, K: int, num_cus: int, min_tile: int = MIN_TIL
         split = splits()
     if split != c.get("NUM_KSPLIT", 1):
         c["NUM_KSPLIT"] = split
-        notes.append(f"{before} tiles for {num_cus} SMs: K split {split} ways" +
+        notes.append(f"{before} tiles for {num_cus} SMs{'' if ctas_per_sm is None else f' ({ctas_per_sm} CTAs an SM)'}: "
+                     f"K split {split} ways" +
                      (f" over {tiles()} smaller tiles" if tiles() != before else ""))
     elif tiles() != before:
         notes.append(f"{before} tiles for {num_cus} SMs: {tiles()} smaller tiles")

@@ -31,6 +31,29 @@ def test_fitted_configs_on_the_measured_shapes(M, N, K, want):
     assert "A16W16.json" in source and ", fitted: " in source and f"{H200.num_cus} SMs" in source
 
 
+@pytest.mark.parametrize("M, N, K, want", [
+    (16, 8192, 8192, (16, 64, 2, 4)),  # 128 tiles: a second CTA per SM hides the scale product's latency
+    (128, 8192, 28672, (64, 128, 2, 4)),
+    (64, 7168, 18432, (64, 64, 2, 4)),
+    (128, 576, 7168, (64, 128, 14, 4)),  # 10 tiles: split as far as K's 56 steps allow (4 a split)
+])
+def test_blockscale_aims_for_two_ctas_an_sm(M, N, K, want):
+    cfg, source = configs.serve("a8w8_blockscale", H200, M, N, K)
+    assert tile(cfg) == want and "(2 CTAs an SM)" in source, source
+
+
+def test_blockscale_wide_n_takes_the_gluon_bucket():
+    """At 64 < M <= 128, N wide enough for two waves of the large-M bucket's Gluon 128 x 128 tiles (N = 36864: 288
+    tiles on 132 SMs) runs that bucket; N = 8192 (64 tiles) keeps the Triton tier, and M <= 64 always does."""
+    cfg, source = configs.serve("a8w8_blockscale", H200, 128, 36864, 7168)
+    assert cfg == configs.select("a8w8_blockscale", "sm_90", 4096, 36864, 7168)[0] and cfg["backend"] == "gluon"
+    assert "-> any" in source and "wide N: 288 tiles" in source
+    assert configs.serve("a8w8_blockscale", H200, 128, 8192, 7168)[0].get("backend") != "gluon"
+    assert configs.serve("a8w8_blockscale", H200, 64, 36864, 7168)[0].get("backend") != "gluon"
+    assert configs.serve("a16w16", H200, 128, 36864, 7168)[0] == model.fit(
+        configs.select("a16w16", "sm_90", 128, 36864, 7168)[0], 128, 36864, 7168, H200.num_cus)[0]  # blockscale's rule
+
+
 @pytest.mark.parametrize("M, N, K", [(4096, 4096, 4096), (4000, 4000, 4000), (1, 128, 2880), (16, 4096, 4096)])
 def test_left_alone(M, N, K):
     """Shape files, Gluon buckets (decode) and shapes with enough tiles are served as they are."""
