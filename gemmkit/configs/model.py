@@ -42,7 +42,9 @@ FITTED_OPS = ("a16w16", "a8w8", "a8w8_int8", "a8w8_blockscale")
 # What the model knows of one op beyond the shared rule, each measured (H200, docs/PERF.md "The config model"):
 #   ctas_per_sm  the K split aims for this many CTAs per SM (not one wave) wherever the tiles fall short of it.
 #                Block scales: each K step's scale product sits on the consumer's critical path (~52 cycles a step,
-#                ncu), so a second CTA per SM hides it: 64 x 8192 x 8192 ran 0.69x cuBLAS on 64 tiles, 0.97x split 2.
+#                ncu), so a second CTA per SM hides it: 64 x 8192 x 8192 ran 0.69x cuBLAS on 64 tiles, 0.97x split 2;
+#                the split is the nearest count to the goal (160 tiles on 132 SMs split 2 ways: 1.2 waves idle half
+#                the second).
 #   wide_waves   at 64 < M <= 128 a Triton bucket gives way to the table's large-M Gluon bucket where that bucket's
 #                tiles fill at least this many waves (the Gluon kernel's two consumer warpgroups then win over a
 #                small tile: 128 x 36864 x 7168 ran 0.71x with 64 x 128 tiles, 1.03x with the Gluon 128 x 128).
@@ -91,7 +93,9 @@ def fit(cfg: dict, M: int, N: int, K: int, num_cus: int, min_tile: int = MIN_TIL
     def splits():  # K splits that bring the tiles up to the goal (a wave), as far as K's steps allow (1: no split)
         if tiles() >= threshold or c.get("NUM_KSPLIT", 1) != 1:
             return c.get("NUM_KSPLIT", 1)
-        return max(1, min(goal // tiles(), -(-K // c["BLOCK_SIZE_K"]) // MIN_SPLIT_STEPS, MAX_SPLIT))
+        # one wave: as many splits as fit in it; several CTAs an SM: the split count nearest that goal
+        per_tile = goal // tiles() if ctas_per_sm is None else round(goal / tiles())
+        return max(1, min(per_tile, -(-K // c["BLOCK_SIZE_K"]) // MIN_SPLIT_STEPS, MAX_SPLIT))
 
     before, split = tiles(), splits()
     while tiles() * split < FEW_TILES * num_cus and max(c["BLOCK_SIZE_M"], c["BLOCK_SIZE_N"]) > min_tile:
