@@ -175,7 +175,7 @@ def serve(op: str, target, M: int, N: int, K: int):
     cfg, source = select(op, target.arch, M, N, K)
     if op in model.FITTED_OPS and not _SHAPE_FILE.search(source):
         large = _large_bucket(op, target.arch)
-        chosen, notes = model.choose(op, cfg, large, M, N, K, target.num_cus)
+        chosen, notes = model.choose(op, cfg, large, M, N, K, target.num_cus, target.shared_mem_bytes)
         if chosen is large and chosen is not cfg:
             source += f" -> {_large_key(op, target.arch)}"
         cfg = dict(chosen)

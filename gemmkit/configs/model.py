@@ -43,17 +43,21 @@ FITTED_OPS = ("a16w16", "a8w8", "a8w8_int8", "a8w8_blockscale")
 #   ctas_per_sm  the K split aims for this many CTAs per SM (not one wave) wherever the tiles fall short of it.
 #                Block scales: each K step's scale product sits on the consumer's critical path (~52 cycles a step,
 #                ncu), so a second CTA per SM hides it: 64 x 8192 x 8192 ran 0.69x cuBLAS on 64 tiles, 0.97x split 2;
-#                the split is the nearest count to the goal (160 tiles on 132 SMs split 2 ways: 1.2 waves idle half
-#                the second).
+#                the split is the count nearest the goal, but no more CTAs than the SMs hold at once (their operand
+#                rings in shared memory; `operand_bytes` sizes them): 160 tiles of 64 x 128 (98 KB, 2 an SM) on 132
+#                SMs ran 0.67x unsplit and 0.57x split 2 (320 CTAs for 264 places), where 160 tiles of 16 x 64 (40
+#                KB, 5 an SM) went 0.79x -> 0.96x split 2.
 #   wide_waves   at 64 < M <= 128 a Triton bucket gives way to the table's large-M Gluon bucket where that bucket's
 #                tiles fill at least this many waves (the Gluon kernel's two consumer warpgroups then win over a
 #                small tile: 128 x 36864 x 7168 ran 0.71x with 64 x 128 tiles, 1.03x with the Gluon 128 x 128).
-OP_RULES = {"a8w8_blockscale": {"ctas_per_sm": 2, "wide_waves": 2}}
+#                fp8 per-token likewise: 128 x 10240 x 8192 ran 0.58x with 64 x 128 tiles, 0.82x with the Gluon tile.
+OP_RULES = {"a8w8_blockscale": {"ctas_per_sm": 2, "wide_waves": 2, "operand_bytes": 1}, "a8w8": {"wide_waves": 2}}
 
 
-def choose(op: str, cfg: dict, large: dict | None, M: int, N: int, K: int, num_cus: int) -> tuple[dict, list]:
-    """(config, notes) for a default-table bucket `cfg` serving (M, N, K) on `num_cus` SMs: the table's large-M
-    bucket `large` where the op's `wide_waves` rule takes it, else `cfg` fitted (`fit`)."""
+def choose(op: str, cfg: dict, large: dict | None, M: int, N: int, K: int, num_cus: int,
+           shared_mem: int) -> tuple[dict, list]:
+    """(config, notes) for a default-table bucket `cfg` serving (M, N, K) on `num_cus` SMs of `shared_mem` bytes
+    each: the table's large-M bucket `large` where the op's `wide_waves` rule takes it, else `cfg` fitted (`fit`)."""
     rules = OP_RULES.get(op, {})
     waves = rules.get("wide_waves")
     if waves and large is not None and large.get("backend") == "gluon" and cfg.get("backend") != "gluon" \
@@ -62,7 +66,11 @@ def choose(op: str, cfg: dict, large: dict | None, M: int, N: int, K: int, num_c
         if n_tiles >= waves * num_cus:
             return large, [f"wide N: {n_tiles} tiles of the large-M bucket's Gluon {large['BLOCK_SIZE_M']} x "
                            f"{large['BLOCK_SIZE_N']} fill {n_tiles / num_cus:.1f} waves"]
-    return fit(cfg, M, N, K, num_cus, ctas_per_sm=rules.get("ctas_per_sm"))
+    resident = None
+    if "operand_bytes" in rules:  # CTAs an SM holds at once: its shared memory over one CTA's operand ring
+        ring = cfg["num_stages"] * (cfg["BLOCK_SIZE_M"] + cfg["BLOCK_SIZE_N"]) * cfg["BLOCK_SIZE_K"] * rules["operand_bytes"]
+        resident = max(1, shared_mem // ring)
+    return fit(cfg, M, N, K, num_cus, ctas_per_sm=rules.get("ctas_per_sm"), resident=resident)
 
 
 def _pow2(v: int) -> bool:
@@ -70,11 +78,11 @@ def _pow2(v: int) -> bool:
 
 
 def fit(cfg: dict, M: int, N: int, K: int, num_cus: int, min_tile: int = MIN_TILE,
-        ctas_per_sm: int | None = None) -> tuple[dict, list]:
+        ctas_per_sm: int | None = None, resident: int | None = None) -> tuple[dict, list]:
     """(config, notes): `cfg` fitted to an (M, N, K) call on `num_cus` SMs / CUs, and what changed (empty: nothing).
     `min_tile`: the smallest tile side the few-tiles step shrinks to (a tile below it splits K instead).
-    `ctas_per_sm`: split K wherever the tiles are fewer than this many per SM, up to that many (default: split
-    only few tiles, up to one wave; `OP_RULES`)."""
+    `ctas_per_sm`: split K wherever the tiles are fewer than this many per SM, to the split count nearest that
+    many but no more CTAs than `resident` an SM (default: split only few tiles, up to one wave; `OP_RULES`)."""
     if cfg.get("backend") == "gluon" or not (_pow2(cfg["BLOCK_SIZE_M"]) and _pow2(cfg["BLOCK_SIZE_N"])):
         return cfg, []
     c = dict(cfg)
@@ -95,6 +103,8 @@ def fit(cfg: dict, M: int, N: int, K: int, num_cus: int, min_tile: int = MIN_TIL
             return c.get("NUM_KSPLIT", 1)
         # one wave: as many splits as fit in it; several CTAs an SM: the split count nearest that goal
         per_tile = goal // tiles() if ctas_per_sm is None else round(goal / tiles())
+        if resident is not None:
+            per_tile = min(per_tile, resident * num_cus // tiles())
         return max(1, min(per_tile, -(-K // c["BLOCK_SIZE_K"]) // MIN_SPLIT_STEPS, MAX_SPLIT))
 
     before, split = tiles(), splits()

@@ -42,6 +42,14 @@ def test_blockscale_aims_for_two_ctas_an_sm(M, N, K, want):
     assert tile(cfg) == want and "(2 CTAs an SM)" in source, source
 
 
+def test_blockscale_split_stays_within_the_ctas_an_sm_holds():
+    """160 tiles of 64 x 128 (a 98 KB operand ring: 2 CTAs an SM, 264 places): split 2 would make 320 CTAs, so no
+    split; the same 160 tiles of 16 x 64 (40 KB: 5 an SM) split 2 ways."""
+    cfg, source = configs.serve("a8w8_blockscale", H200, 128, 10240, 8192)
+    assert tile(cfg) == (64, 128, 1, 4) and ", fitted" not in source
+    assert tile(configs.serve("a8w8_blockscale", H200, 16, 10240, 8192)[0]) == (16, 64, 2, 4)
+
+
 def test_blockscale_wide_n_takes_the_gluon_bucket():
     """At 64 < M <= 128, N wide enough for two waves of the large-M bucket's Gluon 128 x 128 tiles (N = 36864: 288
     tiles on 132 SMs) runs that bucket; N = 8192 (64 tiles) keeps the Triton tier, and M <= 64 always does."""
