@@ -1,5 +1,5 @@
 """The config model (gemmkit/configs/model.py) on shapes no table was tuned for: gemm_a16w16 with the default
-bucket fitted to the shape, and as the bucket is, against torch.matmul in the same process; CUDA-graph replay,
+bucket chosen and fitted for the shape (model.choose), and as the bucket is, against torch.matmul in the same process; CUDA-graph replay,
 inputs rotated past the L2, each mode twice (the better round). Layers of models the tables never saw (GPT-OSS-120B,
 Mistral-Large-2) and odd sizes. Rows the model leaves alone time the same config twice: the noise floor.
 
@@ -35,7 +35,7 @@ ODD = [("odd", 3000, 5000, 7000), ("odd", 1000, 3000, 2000), ("odd", 777, 1536, 
 dev = "cuda"
 target = arch.get("sm_90").with_cus(torch.cuda.get_device_properties(0).multi_processor_count)
 L2 = torch.cuda.get_device_properties(0).L2_cache_size
-real_fit = model.fit
+real_choose = model.choose
 rows = []
 shapes = [(f"{m} {layer}", M, n, k) for m, layers in LAYERS.items() for layer, (n, k) in layers.items()
           for M in M_VALUES] + ODD
@@ -46,11 +46,16 @@ for label, M, N, K in shapes:
             for _ in range(rotation_count((M + N) * K * 2, L2))]
     res = {}
     for mode in ("model", "bucket", "vendor", "model2", "bucket2"):
-        model.fit = real_fit if mode.startswith("model") else (lambda cfg, *a: (cfg, []))
+        model.choose = real_choose if mode.startswith("model") else (lambda op, cfg, *a: (cfg, []))
         callplan.clear()
         fn = (lambda x, w: torch.matmul(x, w.t())) if mode == "vendor" else (lambda x, w: gemmkit.gemm_a16w16(x, w))
+        if mode in ("model", "bucket"):  # each served config's result, against fp32, before it is timed
+            x, w = sets[0]
+            ref = x.float() @ w.float().t()
+            err = ((fn(x, w).float() - ref).norm() / ref.norm()).item()
+            assert err < 1e-2, (label, M, N, K, mode, err)
         res[mode] = time_graph(fn, sets) * 1e3
-    model.fit = real_fit
+    model.choose = real_choose
     us_model, us_bucket = min(res["model"], res["model2"]), min(res["bucket"], res["bucket2"])
     row = dict(label=label, M=M, N=N, K=K, fitted=changed, source=source, model_us=round(us_model, 2),
                bucket_us=round(us_bucket, 2), vendor_us=round(res["vendor"], 2),

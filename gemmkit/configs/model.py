@@ -1,4 +1,4 @@
-"""The config model: a default-table bucket fitted to the shape it serves.
+"""The config model: a default-table bucket fitted to the shape it serves (`choose`: the kernel, then `fit`: the tile).
 
 A default table (`<OP>.json`) buckets by M alone; its configs were measured on square-ish layers. On a shape unlike
 those, a bucket's tile can leave most SMs idle: GPT-OSS's router (N = 128, K = 2880) at M = 1024 got a 256 x 128
@@ -17,9 +17,13 @@ wgmma and its reuse; on 4096 x 256 x 16384 a 128 x 256 tile split 4 ways ran 0.9
 and on 256 x 2880 x 4096 64 x 256 split 2 ran 0.67x against 0.57x. Where K is too short to split enough (GPT-OSS's
 router, K = 2880, at M = 128), smaller tiles are the rest of the way: 64 x 64 split 5 ran 1.15x against 0.93x.
 
+Before fitting, `choose` applies what is known of one op's kernels (`OP_RULES`, each rule with its measurement):
+which of the table's kernels serves a shape unlike the bucket's (a cooperative Gluon tile or the ping-pong by wave
+efficiency; the large-M Gluon bucket for a wide N at 64 < M <= 128), and how many CTAs an SM the K split aims for.
+
 Shape files (`<OP>-N=<N>-K=<K>.json`) are measured for their shape and are served as they are; so is a `config=`
-argument. Gluon buckets (the default tables' decode buckets, swap-AB) are served as they are: their kernels have
-their own tile rules (kernels/gluon/hopper_plan.py) and their split-K is fitted by the kernel (hopper_host.fit_split_k).
+argument. Gluon buckets are not fitted (only `choose`'s rules touch them): their kernels have their own tile rules
+(kernels/gluon/hopper_plan.py) and their split-K is fitted by the kernel (hopper_host.fit_split_k).
 
 Constraints:
   - power-of-two tiles only (a split tile, BLOCK_SIZE_N 96 / 192, is served as it is);
@@ -51,14 +55,45 @@ FITTED_OPS = ("a16w16", "a8w8", "a8w8_int8", "a8w8_blockscale")
 #                tiles fill at least this many waves (the Gluon kernel's two consumer warpgroups then win over a
 #                small tile: 128 x 36864 x 7168 ran 0.71x with 64 x 128 tiles, 1.03x with the Gluon 128 x 128).
 #                fp8 per-token likewise: 128 x 10240 x 8192 ran 0.58x with 64 x 128 tiles, 0.82x with the Gluon tile.
-OP_RULES = {"a8w8_blockscale": {"ctas_per_sm": 2, "wide_waves": 2, "operand_bytes": 1}, "a8w8": {"wide_waves": 2}}
+#   gluon_waves  a cooperative Gluon bucket (two consumer warpgroups on a 128 x 256 tile) gives way to the ping-pong
+#                on 128 x 128 (its tile split in N: four warps a consumer, six stages) where that tile count fills
+#                its waves better by GLUON_WAVE_MARGIN (tiles over waves x SMs; N <= 128 leaves half the larger tile
+#                empty, so the ping-pong), and to the Triton tier, fitted, where even 128 x 128 tiles are few.
+#                bf16, 40 untuned rows (config_model.json): 1024 x 5120 x 2880 (320 vs 160 tiles on 132 SMs) 0.65x
+#                on the old Triton bucket, 0.88x ping-pong; GPT-OSS's router at M = 256 / 1024 (2 / 8 tiles) 1.10x /
+#                0.81x on the fitted Triton tier, 0.46x / 0.52x on the ping-pong; 4096 x 57344 x 12288 (99% vs 100%)
+#                0.91x ping-pong, 1.04x coop.
+OP_RULES = {"a8w8_blockscale": {"ctas_per_sm": 2, "wide_waves": 2, "operand_bytes": 1}, "a8w8": {"wide_waves": 2},
+            "a16w16": {"gluon_waves": True}}
+
+
+GLUON_WAVE_MARGIN = 1.1  # how much better the ping-pong's waves must be filled to give up the cooperative tile
+
+
+def wave_efficiency(tiles: int, num_cus: int) -> float:
+    """The share of the SM-slots a persistent grid's waves keep busy: tiles over (waves x SMs)."""
+    return tiles / (-(-tiles // num_cus) * num_cus)
 
 
 def choose(op: str, cfg: dict, large: dict | None, M: int, N: int, K: int, num_cus: int,
            shared_mem: int) -> tuple[dict, list]:
     """(config, notes) for a default-table bucket `cfg` serving (M, N, K) on `num_cus` SMs of `shared_mem` bytes
-    each: the table's large-M bucket `large` where the op's `wide_waves` rule takes it, else `cfg` fitted (`fit`)."""
+    each: for a cooperative Gluon bucket, it or the ping-pong by the op's `gluon_waves` rule; the table's large-M
+    bucket `large` where the op's `wide_waves` rule takes it; else `cfg` fitted (`fit`)."""
     rules = OP_RULES.get(op, {})
+    if rules.get("gluon_waves") and cfg.get("backend") == "gluon" and cfg["num_warps"] == 8 \
+            and cfg["BLOCK_SIZE_N"] == 256 and not cfg.get("swap_ab") and cfg.get("NUM_KSPLIT", 1) == 1:
+        bm = cfg["BLOCK_SIZE_M"]
+        coop, pp = (-(-M // bm) * -(-N // bn) for bn in (256, 128))
+        if pp < FEW_TILES * num_cus:  # few tiles even for the ping-pong: the Triton tier's split and smaller tiles
+            tile, notes = fit({k: v for k, v in cfg.items() if k != "backend"}, M, N, K, num_cus)
+            return tile, [f"{pp} tiles of {bm} x 128 for {num_cus} SMs: the Triton tier"] + notes
+        eff_coop, eff_pp = wave_efficiency(coop, num_cus), wave_efficiency(pp, num_cus)
+        if pp == coop or eff_pp > GLUON_WAVE_MARGIN * eff_coop:  # pp == coop: N <= 128, half the coop tile empty
+            return dict(cfg, BLOCK_SIZE_N=128, num_warps=4, num_stages=6), [
+                f"{coop} tiles of {bm} x 256 fill {eff_coop:.0%} of their waves, {pp} of {bm} x 128 {eff_pp:.0%}: "
+                "the ping-pong"]
+        return cfg, []
     waves = rules.get("wide_waves")
     if waves and large is not None and large.get("backend") == "gluon" and cfg.get("backend") != "gluon" \
             and 64 < M <= 128:

@@ -22,7 +22,8 @@ def tile(cfg):
     (256, 128, 2880, (64, 64, 11, 4)),
     (1024, 128, 2880, (128, 128, 11, 8)),
     (4096, 128, 2880, (128, 128, 4, 8)),  # narrow N: 256 -> 128, then 32 tiles split 4 ways
-    (256, 2880, 4096, (64, 256, 2, 4)),  # split before shrinking: a big tile keeps its reuse
+    (256, 2880, 4096, (128, 256, 5, 8)),  # split before shrinking (from the M <= 256 bucket's 128 x 256 tile since
+    # that bucket is the cooperative Gluon kernel's: 0.63x, where the old 64 x 256 bucket split 2 ran 0.67x)
     (4096, 256, 16384, (128, 256, 4, 8)),
 ])
 def test_fitted_configs_on_the_measured_shapes(M, N, K, want):
@@ -60,6 +61,23 @@ def test_blockscale_wide_n_takes_the_gluon_bucket():
     assert configs.serve("a8w8_blockscale", H200, 64, 36864, 7168)[0].get("backend") != "gluon"
     assert configs.serve("a16w16", H200, 128, 36864, 7168)[0] == model.fit(
         configs.select("a16w16", "sm_90", 128, 36864, 7168)[0], 128, 36864, 7168, H200.num_cus)[0]  # blockscale's rule
+
+
+@pytest.mark.parametrize("M, N, K, kernel", [
+    (1024, 5120, 2880, "ping-pong"),  # 320 tiles of 128 x 128 fill 81% of 3 waves; 160 of 128 x 256 61% of 2
+    (2048, 5120, 2880, "ping-pong"),
+    (777, 1536, 8000, "ping-pong"),
+    (1024, 2880, 4096, "coop"),  # 96 tiles of 128 x 256 (73%) against 184 of 128 x 128 (70%): the larger tile
+    (4096, 57344, 12288, "coop"),  # 99% against 100%: within the margin
+    (1024, 128, 2880, "triton"),  # 8 tiles even of 128 x 128: the Triton tier's split-K
+])
+def test_a16w16_gluon_kernel_by_wave_efficiency(M, N, K, kernel):
+    cfg, source = configs.serve("a16w16", H200, M, N, K)
+    got = "triton" if cfg.get("backend") != "gluon" else ("coop" if cfg["num_warps"] == 8 else "ping-pong")
+    assert got == kernel, source
+    if kernel == "ping-pong":
+        assert (cfg["BLOCK_SIZE_N"], cfg["num_stages"]) == (128, 6) and "the ping-pong" in source
+    G.check_feasible(cfg, H200, 2, 2, tma=True)  # the Triton tier can still take it (a failed Gluon compile)
 
 
 @pytest.mark.parametrize("M, N, K", [(4096, 4096, 4096), (4000, 4000, 4000), (1, 128, 2880), (16, 4096, 4096)])
