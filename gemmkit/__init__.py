@@ -13,6 +13,8 @@ from .ops import (batched_gemm_a8w8, batched_gemm_a16w16, ffn_gated, gemm_a8w8, 
 
 _interpreter.install()  # CPU processes (TRITON_INTERPRET=1): the interpreter computes what GPUs compute
 
+from . import nn  # noqa: E402, F401  (gemmkit.nn: nn.Linear replacements on the ops, convert())
+
 __version__ = "0.1.0"
 __all__ = ["gemm_a16w16", "gemm_a8w8", "gemm_a8w8_blockscale", "gemm_afp4wfp4", "batched_gemm_a16w16",
            "batched_gemm_a8w8", "gemm_a16w16_gated", "ffn_gated", "gemm_split_cat",
