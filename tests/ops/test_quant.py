@@ -455,11 +455,13 @@ _STATIC = """
 import json, re, sys, torch
 from gemmkit import arch, quant
 from gemmkit.isa import compile_static, resources
+DECODE = {"shape": (1, 14336)}  # the rowwise kernel's decode launch: one row per program, the row in one 16384 tile
 cases = {"gfx942": [("quant_rowwise_kernel", {}), ("quant_rowwise_kernel", {"dtype": torch.int8}),
+                    ("quant_rowwise_kernel", DECODE),
                     ("quant_block_kernel", {"block": (1, 128)}), ("quant_block_kernel", {"block": (128, 128)})],
-         "gfx950": [("quant_rowwise_kernel", {}), ("quant_block_kernel", {"block": (128, 128)}),
+         "gfx950": [("quant_rowwise_kernel", {}), ("quant_rowwise_kernel", DECODE), ("quant_block_kernel", {"block": (128, 128)}),
                     ("mxfp4_quant_kernel", {}), ("mxfp4_dequant_kernel", {})],
-         "sm_90": [("quant_rowwise_kernel", {}), ("quant_block_kernel", {"block": (1, 128)}),
+         "sm_90": [("quant_rowwise_kernel", {}), ("quant_rowwise_kernel", DECODE), ("quant_block_kernel", {"block": (1, 128)}),
                    ("mxfp4_quant_kernel", {}), ("mxfp4_dequant_kernel", {})]}[sys.argv[1]]
 t = arch.ARCHS[sys.argv[1]]
 out = []
@@ -467,10 +469,9 @@ for name, kw in cases:
     kernel, sig, ce, div, opts = quant.static_spec(name, t, **kw)
     c = compile_static(kernel, sig, ce, t, opts, div)
     asm = c.asm["amdgcn"] if t.is_amd else c.asm["ptx"]
-    row = {"arch": t.arch, "kernel": name, "q": sig.get("q_ptr"),
+    row = {"arch": t.arch, "kernel": name, "q": sig.get("q_ptr"), "decode": kw is DECODE,
            "cvt": sorted(set(re.findall(r"v_cvt_\\w*pk_fp8_f32|cvt\\.rn\\.satfinite\\.e4m3x2\\.f32", asm)))}
-    if t.is_amd:
-        row["spill_bytes"] = resources(c, t)["spill_bytes"]
+    row["spill_bytes"] = resources(c, t)["spill_bytes"]
     out.append(row)
 print(json.dumps(out))
 """
@@ -491,13 +492,15 @@ def test_static_compile_fnuz_gfx942_and_others(tmp_path):
         r = subprocess.run([sys.executable, "-c", _STATIC, target], env=env, capture_output=True, text=True)
         assert r.returncode == 0, f"{target}: " + r.stderr[-3000:]
         rows += json.loads(r.stdout.strip().splitlines()[-1])
-    by = {(x["arch"], x["kernel"], x["q"]): x for x in rows}
+    by = {(x["arch"], x["kernel"], x["q"]): x for x in rows if not x["decode"]}
+    decode = [x for x in rows if x["decode"]]
+    assert len(decode) == 3 and all(x["cvt"] for x in decode), decode  # the decode launch compiles on each target
     for key in [("gfx942", "quant_rowwise_kernel", "*fp8e4b8"), ("gfx942", "quant_block_kernel", "*fp8e4b8")]:
         assert by[key]["cvt"] == ["v_cvt_pk_fp8_f32"], by[key]
     for k in ("quant_rowwise_kernel", "quant_block_kernel"):
         assert by[("gfx950", k, "*fp8e4nv")]["cvt"] == ["v_cvt_scalef32_pk_fp8_f32"], by[("gfx950", k, "*fp8e4nv")]
         assert by[("sm_90", k, "*fp8e4nv")]["cvt"] == ["cvt.rn.satfinite.e4m3x2.f32"]
-    assert all(x["spill_bytes"] == 0 for x in rows if "spill_bytes" in x), rows
+    assert all(x["spill_bytes"] == 0 for x in rows), rows
 
 
 def test_blockwise_scale_layouts():

@@ -27,7 +27,7 @@ multiply is exact). Byte i of a row holds element 2i in its low nibble and eleme
 high nibble (what tl.dot_scaled's "e2m1" and triton.tools.mxfp.MXFP4Tensor expect). A group with
 a NaN gets scale byte 0xFF (E8M0's NaN) and codes 0; an inf saturates to +-6 at the largest scale.
 
-    quant_rowwise_kernel: BLOCK_M rows per program, two passes over K
+    quant_rowwise_kernel: BLOCK_M rows per program (1 for a decode-sized M), two passes over K
               k0        k0 + BLOCK_K
         +-----+---------+-------------------+
         |     | x tile  |   ...             |  pass 1: amax = max |x| over the whole row -> scale
