@@ -414,6 +414,35 @@ def merged(path, result):
     return {**result, "conversion": conversion, "rows": rows, "earlier_runs": earlier}
 
 
+def plot(result, path):
+    """Speedup over the torch bf16 model under CUDA graphs, one panel per model: a bar per scheme for each phase x
+    batch (the eager rows are host-bound and noisy on a shared host: not drawn)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = [r for r in result["rows"] if r.get("mode") == "graph" and r["scheme"] != "torch_bf16"]
+    models = sorted({r["model"] for r in rows})
+    schemes = [s for s in SCHEMES if s != "torch_bf16" and any(r["scheme"] == s for r in rows)]
+    fig, axes = plt.subplots(len(models), 1, figsize=(11, 3.2 * len(models)), squeeze=False)
+    for ax, model in zip(axes[:, 0], models):
+        cases = sorted({(r["phase"], r["batch"]) for r in rows if r["model"] == model}, key=lambda c: (c[0] != "prefill", c[1]))
+        width = 0.8 / len(schemes)
+        for i, scheme in enumerate(schemes):
+            got = {(r["phase"], r["batch"]): r["speedup"] for r in rows if r["model"] == model and r["scheme"] == scheme}
+            ax.bar([c + i * width for c in range(len(cases))], [got.get(c, 0) for c in cases], width, label=scheme)
+        ax.axhline(1.0, color="black", linewidth=0.8)
+        ax.set_xticks([c + 0.4 - width / 2 for c in range(len(cases))])
+        ax.set_xticklabels([f"{p} x{b}" for p, b in cases])
+        ax.set_ylabel("x torch bf16 (graph)")
+        ax.set_title(f"{model} ({result.get('device', '')}, {result.get('date', '')}, git {result.get('git_sha', '')})")
+    axes[0, 0].legend(fontsize=7, ncol=3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    print(f"wrote {path}")
+
+
 def default_json(device):
     name = torch.cuda.get_device_name(device).lower()
     gpu = next((g for g in ("h200", "h100", "mi355x", "mi300x") if g in name), name.replace(" ", "_"))
@@ -438,6 +467,8 @@ def parse(argv=None):
     p.add_argument("--append", action="store_true", help="merge into an existing --json file (rows of the same model, "
                                                          "scheme, phase, batch, seq and mode are replaced)")
     p.add_argument("--dry-run", action="store_true", help="CPU: tiny configs in Triton's interpreter, eager only")
+    p.add_argument("--plot", default=None, help="PNG: the graph-mode speedups of the written (or --plot-only) results")
+    p.add_argument("--plot-only", default=None, metavar="JSON", help="draw --plot from this results file; run nothing")
     args = p.parse_args(argv)
     if args.schemes.split(",")[0] != "torch_bf16":
         p.error("--schemes: torch_bf16 (the baseline) must come first")
@@ -452,6 +483,10 @@ def parse(argv=None):
 
 def main(argv=None):
     args = parse(argv)
+    if args.plot_only:
+        with open(args.plot_only) as f:
+            plot(json.load(f), args.plot or os.path.splitext(args.plot_only)[0] + ".png")
+        return None
     if args.dry_run:
         os.environ.setdefault("TRITON_INTERPRET", "1")  # before gemmkit is imported (Triton decides at decoration)
         device = torch.device("cpu")
@@ -481,6 +516,8 @@ def main(argv=None):
         with open(path, "w") as f:
             json.dump(result, f, indent=1)
         print(f"wrote {path}")
+    if args.plot:
+        plot(result, args.plot)
     return result
 
 
