@@ -15,8 +15,9 @@ y)` (the full path into y). An op of several outputs (gemm_split_cat: c1, c2) na
 functional op returns a tuple, its `_out` op takes one out tensor per output, the public `out=` is a tuple (or
 list) of them, `check` returns a tuple of shapes and `run` gets the tuple of outputs as `y`; every output has
 out_dtype. The custom ops are defined with `torch.library.Library` and implemented for every backend
-(CompositeExplicitAutograd): torch.ops.gemmkit.gemm_a16w16 costs ~12 us more than the eager call on the H200's
-host (47.1 against 34.7 us), where `torch.library.custom_op`'s Python wrappers cost ~28 us (docs/PERF.md). The
+(CompositeExplicitAutograd): torch.ops.gemmkit.gemm_a16w16 costs ~2.5 us more than the eager call on the H200's
+host (13.3 against 10.8 us, both replaying a call plan), where `torch.library.custom_op`'s Python wrappers cost
+~28 us (docs/PERF.md). The
 fakes run `check` on fake tensors (torch.compile, meta tensors).
 
 Ops that were first registered with `torch.library.custom_op` (split-cat, gemm_afp4wfp4) keep the schemas it gave
