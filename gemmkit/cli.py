@@ -184,6 +184,10 @@ def _cmd_configs(args):
         print("for contiguous operands at 16-byte aligned addresses on a GPU (other strides may pass over more "
               "kernels):")
         print(choice.explain())
+        if choice.path == "gluon":  # the installed Triton's register budget, per fused epilogue (Triton >= 3.7)
+            scale = "block" if "blockscale" in table_op else "rowcol" if choice.kernel == dispatch.GLUON_FP8 else "none"
+            for epilogue, why in dispatch.epilogues_elsewhere(choice.kernel, choice.config, scale=scale):
+                print(f"  with a {epilogue} epilogue: the Triton tier ({why.split(':')[0]}: kernels/_budgets.py)")
     return 0
 
 
@@ -344,7 +348,8 @@ def build_parser():
                    help="the op or kernel whose static cases to compile, or 'all' (default)")
     i.add_argument("--arch", default="all", choices=["all", "sm_90", "gfx942", "gfx950"])
     i.add_argument("--json", help="write the rows (kernel, op, config, arch, vgpr, agpr, sgpr, spill_bytes, "
-                                  "lds_bytes, occupancy, counts, promises, promises_ok) to this path")
+                                  "lds_bytes, occupancy, counts, promises, promises_ok; budget / skipped where the "
+                                  "installed Triton's budget rules apply: kernels/_budgets.py) to this path")
     i.add_argument("--markdown", help="write the report as markdown (docs/ISA.md)")
     i.set_defaults(fn=_cmd_isa)
 

@@ -6,7 +6,13 @@ op falls back to), plus the op's auxiliary kernels (the split-K reduce) once per
 target. Compiles run in parallel processes and are cached on disk by (kernel
 source hash, the full compile spec: signature, constexprs, options; config,
 path, target, Triton version, analysis version): `GEMMKIT_CACHE_DIR`
-(default ~/.cache/gemmkit), subfolder isa/.
+(default ~/.cache/gemmkit), subfolder isa/; cases that differ only by the table
+and bucket they came from compile once.
+
+Under a Triton release with budget rules (kernels/_budgets.py) a case is compiled
+as the dispatch runs it there, and its row says what the rules changed (`budget`:
+the epilogues sent to the Triton tier, other compile options or tile); a Gluon
+case whose every epilogue goes to the Triton tier is not compiled (`skipped`).
 """
 from __future__ import annotations
 
@@ -61,6 +67,25 @@ def _spec(case):
             s.get("block"), s.get("smem_bound", 0))
 
 
+def budget_note(case, spec: dict) -> str:
+    """What the installed Triton's budget (kernels/_budgets.py) changes in this case: the epilogues the dispatch
+    sends to the Triton tier instead (a Gluon case's `budget`), the compile options it sets (a Triton-tier case:
+    `triton_options`) or the K step it shortens (`triton_config`). "" on Triton 3.6 and wherever no rule applies."""
+    from ..kernels import _budgets
+
+    notes = [spec["budget"]] if spec.get("budget") else []
+    kernel, cfg = spec["kernel"], case["config"]
+    if not getattr(kernel, "is_gluon", lambda: False)() and "BLOCK_SIZE_M" in cfg:
+        target = _arch.ARCHS[case["arch"]]
+        changed = dict(_budgets.triton_options(cfg, target))
+        tile = _budgets.triton_config(case["kernel"], cfg, target)
+        changed.update({k: v for k, v in tile.items() if cfg.get(k) != v})
+        if changed:
+            notes.append(f"{_budgets.version_name()}: compiled with "
+                         + ", ".join(f"{k} {v}" for k, v in sorted(changed.items())) + " (kernels/_budgets.py)")
+    return "; ".join(notes)
+
+
 def _cache_dir() -> Path:
     return Path(os.environ.get("GEMMKIT_CACHE_DIR", Path.home() / ".cache" / "gemmkit")) / "isa"
 
@@ -78,7 +103,16 @@ def analyze(case: dict, use_cache: bool = True) -> dict:
     """Compile one case and return its report row (cached)."""
     row = dict(case)
     try:
-        kernel, sig, ce, div, opts, promises, block, bound = _spec(case)
+        spec = _provider(case["op"]).isa_spec(case)
+        kernel, sig, ce, div, opts, promises = (spec[k] for k in ("kernel", "signature", "constexprs", "divisible",
+                                                                  "options", "promises"))
+        block, bound = spec.get("block"), spec.get("smem_bound", 0)
+        if spec.get("skip"):  # the dispatch never sends this case's kernel a call under the installed Triton
+            row.update(ok=True, promises_ok=True, promises=[], skipped=spec["skip"])
+            return row
+        note = budget_note(case, spec)
+        if note:
+            row["budget"] = note
         key = _cache_key(case, kernel, sig, ce, div, opts)
         cached = _cache_dir() / f"{key}.json"
         if use_cache and cached.exists():
@@ -148,23 +182,38 @@ def collect(op: str = "a16w16", archs=None, use_cache: bool = True, progress=Non
         for i in order:
             totals[cases[i]["arch"]] = totals.get(cases[i]["arch"], 0) + 1
         progress.start(totals)
-    workers = max(1, min(len(cases), os.cpu_count() or 1))
+    # Cases that differ only by their table and bucket (a config several tables ship) compile once: the first
+    # of them is analyzed, the others get its row with their own table and bucket.
+    first, same = {}, {}
+    for i in order:
+        first.setdefault(_compile_key(cases[i]), i)
+        same.setdefault(first[_compile_key(cases[i])], []).append(i)
+    unique = [i for i in order if first[_compile_key(cases[i])] == i]
+    workers = max(1, min(len(unique), os.cpu_count() or 1))
     rows = [None] * len(cases)
 
     def done(i, row):
-        rows[i] = row
-        if progress is not None:
-            progress.step(row)
+        for j in same[i]:
+            rows[j] = row if j == i else dict(row, **{k: cases[j][k] for k in ("table", "bucket")})
+            if progress is not None:
+                progress.step(rows[j])
 
     if workers == 1:
-        for i in order:
+        for i in unique:
             done(i, analyze(cases[i], use_cache))
         return rows
     with ProcessPoolExecutor(workers) as pool:  # compiles are CPU-bound and independent
-        for i, row in zip(order, pool.map(analyze, [cases[i] for i in order], [use_cache] * len(cases),
-                                          chunksize=4)):
+        for i, row in zip(unique, pool.map(analyze, [cases[i] for i in unique], [use_cache] * len(unique),
+                                           chunksize=4)):
             done(i, row)
     return rows
+
+
+def _compile_key(case) -> str:
+    """What a table case's compile depends on: all of it but the table and bucket it came from (a case of no table,
+    "-", may name its variant in `bucket`: the operand copy's dtype)."""
+    drop = ("table", "bucket") if case["table"] != "-" else ()
+    return json.dumps({k: v for k, v in case.items() if k not in drop}, sort_keys=True, default=str)
 
 
 _PROGRESS_MARK = "@gemmkit-isa-progress "
@@ -250,10 +299,15 @@ def format_rows(rows, markdown=False):
         if not r["ok"]:
             cells = [r["arch"], r["kernel"], where, _blocks(r["config"], r["kernel"]), "", "", "", "", "", "", "",
                      "COMPILE FAILED: " + r["error"].splitlines()[0][:80]]
+        elif r.get("skipped"):
+            cells = [r["arch"], r["kernel"], where, _blocks(r["config"], r["kernel"]), "", "", "", "", "", "", "",
+                     "SKIPPED by the dispatch: " + r["skipped"]]
         else:
             bad = [c for c in r["promises"] if not c["ok"]]
             verdict = f"{len(r['promises'])} ok" if not bad else "BROKEN: " + "; ".join(
                 f"{c['promise']} ({c['detail']})" for c in bad)
+            if r.get("budget"):
+                verdict += f" [budget: {r['budget']}]"
             cells = [r["arch"], r["kernel"], where, _blocks(r["config"], r["kernel"]), str(r["vgpr"]), str(r["agpr"]), str(r["sgpr"]),
                      str(r["spill_bytes"]), str(r["lds_bytes"]), str(r["occupancy"]), _mma(r), verdict]
         if markdown:
@@ -279,8 +333,10 @@ def table_text(rows, op: str = "all", archs=None) -> str:
 def verdict_line(rows) -> str:
     ok = all(r["ok"] and r["promises_ok"] for r in rows)
     n_promises = sum(len(r["promises"]) for r in rows)
+    skipped = sum(bool(r.get("skipped")) for r in rows)
     return (f"static compile: {'ok' if ok else 'FAILED'} ({len(rows)} kernel x config x target cases, "
-            f"{n_promises} promises checked)")
+            f"{n_promises} promises checked" + (f", {skipped} skipped: the dispatch sends them no call under this "
+                                                "Triton" if skipped else "") + ")")
 
 
 def summary_lines(rows, archs=None, max_problems: int = 10) -> list:
@@ -293,14 +349,23 @@ def summary_lines(rows, archs=None, max_problems: int = 10) -> list:
         rs = [r for r in rows if r["arch"] == arch]
         if not rs:
             continue
-        compiled = [r for r in rs if r["ok"]]
+        compiled = [r for r in rs if r["ok"] and not r.get("skipped")]
         checks = [c for r in compiled for c in r["promises"]]
         kept = sum(c["ok"] for c in checks)
-        lines.append(f"{arch:7s} {len({r['kernel'] for r in rs}):7d} {len(compiled):8d} {len(rs) - len(compiled):6d} "
+        failed = sum(not r["ok"] for r in rs)
+        lines.append(f"{arch:7s} {len({r['kernel'] for r in rs}):7d} {len(compiled):8d} {failed:6d} "
                      f"{sum(r.get('spill_bytes', 0) > 0 for r in compiled):6d} {f'{kept}/{len(checks)}':>13s} "
                      f"{len(checks) - kept:6d}")
     lines.append("(kernels: distinct kernel functions; compiled / failed: kernel x shipped config cases; "
                  "spills: cases that spill registers)")
+    budget = [r for r in rows if r.get("budget")]
+    if budget:
+        from ..kernels import _budgets
+
+        passed = sum("Triton tier" in r["budget"] for r in budget)
+        lines.append(f"{_budgets.version_name()} budget (kernels/_budgets.py): {len(budget)} cases; {passed} Gluon "
+                     "cases whose heaviest epilogues the dispatch sends to the Triton tier (compiled with the "
+                     f"heaviest it still sends them), {len(budget) - passed} compiled with changed options or tile")
     problems = []
     for r in rows:
         where = f"{r['arch']} {r['kernel']} {r['table']}:{r['bucket']} {_blocks(r['config'], r['kernel'])}" \

@@ -93,10 +93,15 @@ def int64_offsets(*tensors) -> bool:
 
 
 def compiler_options(cfg: dict, target) -> dict:
-    """Launch keyword arguments for the compiler, per backend (AMD-only keys only on hip)."""
+    """Launch keyword arguments for the compiler, per backend (AMD-only keys only on hip), with the installed
+    Triton's budget rules applied (kernels/_budgets.triton_options: maxnreg for sm_90 mma.sync tiles, one stage
+    for gfx950 full-accumulator tiles, from Triton 3.7 on; nothing on 3.6)."""
+    from . import _budgets
+
     opts = {"num_warps": cfg["num_warps"], "num_stages": cfg["num_stages"]}
     if target.is_amd:
         for key in ("waves_per_eu", "matrix_instr_nonkdim", "kpack"):
             if key in cfg:
                 opts[key] = cfg[key]
+    opts.update(_budgets.triton_options(cfg, target))
     return opts

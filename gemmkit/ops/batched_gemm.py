@@ -134,7 +134,7 @@ def launch(x, w, bias, y, activation, cfg, target, scaling=G.NO_SCALING, compile
     scaling "none" or "rowcol" with x_scale (B, M) and w_scale (B, N), unit stride on M / N.
     The kernel ops/dispatch.batched chooses: the Gluon batched ping-pong for a "backend": "gluon" config where
     it can take the call, anything else the Triton tier (kernels/triton/batched.launch)."""
-    choice = D.batched(cfg, target, x, w, y, scaling)
+    choice = D.batched(cfg, target, x, w, y, scaling, epilogue=D.Epilogue(bias is not None, activation))
     if choice.path == "gluon":
         from ..kernels.gluon import hopper_pingpong_batched
 

@@ -21,12 +21,15 @@ The decision depends only on the call signature, so a call plan (callplan.py) ma
 
 Each kernel's own facts (which dtypes, strides and targets it takes) stay in its host code
 (`kernels/gluon/hopper_host.dense_unsupported`, `hopper_pingpong_fp8.unsupported`,
-`kernels/triton/dense.tma_unsupported`); this file holds the order and the config-level rules.
+`kernels/triton/dense.tma_unsupported`); this file holds the order and the config-level rules. What the installed
+Triton's compiler cannot fit (a Gluon kernel that spills with a call's fused epilogue on that release) is
+kernels/_budgets.py's table: the rule asks it last, with the call's `Epilogue` (bias or not, activation).
 """
 from __future__ import annotations
 
 import dataclasses
 
+from ..kernels import _budgets
 from ..kernels import _host as H
 from ..kernels.triton import dense as G
 from . import _common as C
@@ -37,6 +40,39 @@ GLUON_FP8 = "hopper_pingpong_fp8_kernel"
 TRITON_TMA = "gemm_tma_kernel"
 TRITON_POINTER = "gemm_kernel"
 GLUON_KERNELS = (GLUON_BF16, GLUON_COOP, GLUON_FP8)
+
+
+@dataclasses.dataclass(frozen=True)
+class Epilogue:
+    """What a call fuses after the GEMM: a bias (or not) and an activation (kernels/triton/_epilogue.ACTIVATIONS).
+    The rule asks kernels/_budgets.py whether a Gluon kernel fits it in its registers under the installed Triton."""
+    has_bias: bool = False
+    activation: str = "none"
+
+
+NO_EPILOGUE = Epilogue()
+
+
+def _out_name(y) -> str:
+    return H.TL_DTYPE[y.dtype]
+
+
+def _budget_unsupported(kernel: str, cfg: dict, y, epilogue: Epilogue, scaling=G.NO_SCALING) -> str | None:
+    return _budgets.gluon_epilogue_unsupported(kernel, cfg, _out_name(y), epilogue.has_bias, epilogue.activation,
+                                               scaling.mode)
+
+
+def epilogues_elsewhere(kernel: str, cfg: dict, out: str = "bf16", scale: str = "none") -> list:
+    """[(epilogue, why)]: the fused epilogues for which the installed Triton's budget (kernels/_budgets.py) passes
+    the Gluon `kernel` over with `cfg` (the Triton tier runs those calls); [] on Triton 3.6. `gemmkit configs`."""
+    fp8 = kernel == GLUON_FP8
+    order = ((True, "none"), (False, "none")) if fp8 else _budgets.EPILOGUE_ORDER
+    out_list = []
+    for has_bias, act in order:
+        why = _budgets.gluon_epilogue_unsupported(kernel, cfg, out, has_bias, act, scale)
+        if why:
+            out_list.append((_budgets.epilogue_name(has_bias, act), why))
+    return out_list
 
 
 @dataclasses.dataclass(frozen=True)
@@ -94,15 +130,18 @@ def kernels_for(cfg: dict, target, in_bytes: int = 2, out_bytes: int = 2) -> lis
     return out + [(kernel, tile) for kernel in G.triton_kernels(tile, target, in_bytes, out_bytes)]
 
 
-def dense(cfg: dict, target, x2, w, y, scaling=G.NO_SCALING, interpreting: bool | None = None) -> Choice:
-    """The kernel that serves y = x2 @ w.T (2-D operands as the op launches them) with `cfg` on `target`.
-    `interpreting`: the call runs in Triton's interpreter (default: `_interpreting(x2)`)."""
+def dense(cfg: dict, target, x2, w, y, scaling=G.NO_SCALING, interpreting: bool | None = None,
+          epilogue: Epilogue = NO_EPILOGUE) -> Choice:
+    """The kernel that serves act(x2 @ w.T + bias) (2-D operands as the op launches them; `epilogue`: the bias and
+    activation) with `cfg` on `target`. `interpreting`: the call runs in Triton's interpreter (default:
+    `_interpreting(x2)`)."""
     fp8 = x2.dtype in H.FP8_DTYPES
     interpreting = _interpreting(x2) if interpreting is None else interpreting
     passed = []
     gluon = gluon_dense_kernel(cfg, x2.element_size() == 1)  # 8-bit: the fp8 kernel (which declines int8)
     if gluon:
-        why = failed_gluon(gluon, cfg) or _gluon_dense_unsupported(gluon, cfg, target, x2, w, y, scaling, interpreting)
+        why = (failed_gluon(gluon, cfg) or _gluon_dense_unsupported(gluon, cfg, target, x2, w, y, scaling, interpreting)
+               or _budget_unsupported(gluon, cfg, y, epilogue, scaling))
         if why is None:
             return Choice(gluon, cfg)
         passed.append((gluon, why))
@@ -112,7 +151,7 @@ def dense(cfg: dict, target, x2, w, y, scaling=G.NO_SCALING, interpreting: bool 
         if why is None:
             return Choice(TRITON_TMA, tile, tuple(passed))
         passed.append((TRITON_TMA, why))
-        padded = _padded(cfg, target, x2, w, y, scaling, passed, interpreting)
+        padded = _padded(cfg, target, x2, w, y, scaling, passed, interpreting, epilogue)
         if padded is not None:
             return padded
     G.check_feasible(tile, target, x2.element_size(), y.element_size(), tma=False)
@@ -131,7 +170,7 @@ def _row_misaligned(t) -> bool:
     return t.stride(-1) == 1 and not H.tma_compatible(t)
 
 
-def _padded(cfg, target, x2, w, y, scaling, passed, interpreting) -> Choice | None:
+def _padded(cfg, target, x2, w, y, scaling, passed, interpreting, epilogue) -> Choice | None:
     """The kernel that serves the call on padded copies of x and w, where a copy is what stands between the call
     and a TMA kernel: y meets TMA's rules, and x or w only breaks them by its rows."""
     M, K = x2.shape
@@ -144,7 +183,7 @@ def _padded(cfg, target, x2, w, y, scaling, passed, interpreting) -> Choice | No
 
     KP = pad.padded_k(K, x2.element_size())
     stand_in = tuple(torch.empty((rows, KP), dtype=x2.dtype, device="meta") for rows in (M, w.shape[0]))
-    inner = dense(cfg, target, *stand_in, y, scaling, interpreting)
+    inner = dense(cfg, target, *stand_in, y, scaling, interpreting, epilogue)
     if inner.path == "pointer":
         return None
     return Choice(inner.kernel, inner.config, tuple(passed), pad_k=KP)
@@ -206,10 +245,10 @@ def _triton_tier(cfg, target, passed, tma_kernel, tma_why, pointer_kernel, point
     return Choice(pointer_kernel, cfg, tuple(passed))
 
 
-def batched(cfg: dict, target, x, w, y, scaling=G.NO_SCALING) -> Choice:
-    """batched_gemm_a16w16 / _a8w8 on 3-D x (B, M, K), w (B, N, K), y (B, M, N): the Gluon batched ping-pong
-    (or its cooperative layout, num_warps 8) for a "backend": "gluon" config where it can take the call, else
-    the Triton tier with the same config."""
+def batched(cfg: dict, target, x, w, y, scaling=G.NO_SCALING, epilogue: Epilogue = NO_EPILOGUE) -> Choice:
+    """batched_gemm_a16w16 / _a8w8 on 3-D x (B, M, K), w (B, N, K), y (B, M, N) (`epilogue`: the bias and
+    activation): the Gluon batched ping-pong (or its cooperative layout, num_warps 8) for a "backend": "gluon"
+    config where it can take the call, else the Triton tier with the same config."""
     from ..kernels.triton import batched as TB
 
     passed = []
@@ -217,7 +256,8 @@ def batched(cfg: dict, target, x, w, y, scaling=G.NO_SCALING) -> Choice:
         from ..kernels.gluon import hopper_pingpong
 
         kernel = GLUON_BATCHED_COOP if hopper_pingpong.is_coop(cfg) else GLUON_BATCHED
-        why = failed_gluon(kernel, cfg) or _gluon_batched_unsupported(cfg, target, x, w, y, scaling)
+        why = (failed_gluon(kernel, cfg) or _gluon_batched_unsupported(cfg, target, x, w, y, scaling)
+               or _budget_unsupported(kernel, cfg, y, epilogue))
         if why is None:
             return Choice(kernel, cfg)
         passed.append((kernel, why))
@@ -343,8 +383,8 @@ def launch_dense(choice: Choice, x2, w, bias, y, activation, target, scaling=G.N
         x2, w = pad.pad_rows(x2, choice.pad_k, compile_only), pad.pad_rows(w, choice.pad_k, compile_only)
     if choice.path == "gluon":
         def fallback():  # the kernel is now a failed one: the rule passes it over
-            launch_dense(dense(choice.config, target, x2, w, y, scaling), x2, w, bias, y, activation, target, scaling,
-                         compile_only)
+            again = dense(choice.config, target, x2, w, y, scaling, epilogue=Epilogue(bias is not None, activation))
+            launch_dense(again, x2, w, bias, y, activation, target, scaling, compile_only)
         run_gluon(choice, lambda: _launch_gluon_dense(choice, x2, w, bias, y, activation, target, scaling,
                                                       compile_only), fallback)
     else:

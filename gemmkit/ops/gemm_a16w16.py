@@ -86,7 +86,8 @@ def launch(x2, w2, bias, y, activation, cfg, target, compile_only=False):
     """gemm_a16w16's kernels for one call on 2-D operands (also ffn_gated's down projection): the kernel
     ops/dispatch.py chooses for the config and these tensors."""
     x2, w2 = G.matrix_operand(x2), G.matrix_operand(w2)
-    D.launch_dense(D.dense(cfg, target, x2, w2, y), x2, w2, bias, y, activation, target, compile_only=compile_only)
+    choice = D.dense(cfg, target, x2, w2, y, epilogue=D.Epilogue(bias is not None, activation))
+    D.launch_dense(choice, x2, w2, bias, y, activation, target, compile_only=compile_only)
 
 
 def compile_for(x, w, config: dict, bias=None, activation=None, out_dtype=None):

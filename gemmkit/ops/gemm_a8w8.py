@@ -116,8 +116,9 @@ def _run(x, w, x_scale, w_scale, bias, config, y, compile_only=False):
     cfg, _source = C.resolve_config(TABLE_OP["int8" if x.dtype == torch.int8 else "fp8"], config, target, M, N, K)
     scaling = G.Scaling("rowcol", x_scale.reshape(M).contiguous(), w_scale.reshape(N).contiguous())
     x2, w2 = G.matrix_operand(x), G.matrix_operand(w)
-    D.launch_dense(D.dense(cfg, target, x2, w2, y, scaling), x2, w2, bias.contiguous() if bias is not None else None,
-                   y, "none", target, scaling, compile_only=compile_only)
+    choice = D.dense(cfg, target, x2, w2, y, scaling, epilogue=D.Epilogue(bias is not None))
+    D.launch_dense(choice, x2, w2, bias.contiguous() if bias is not None else None, y, "none", target, scaling,
+                   compile_only=compile_only)
 
 
 def _check(x, w, x_scale, w_scale, bias, *, out_dtype, out):

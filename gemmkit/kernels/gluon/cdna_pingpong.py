@@ -33,6 +33,9 @@ Constraints:
   fences: LLVM drains the wave's counters before it, at least as strong as the schedule's waits); the stagger and re-align are a raw
   `s_barrier` behind a branch on warp_id_m, in inline assembly, because Gluon 3.6 has no
   per-wave-group barrier. LDS -> register waits (lgkmcnt) are the compiler's, from data flow.
+- gfx950 from Triton 3.7: a compute stage reads its K tile from LDS in two halves (K_HALVES 2,
+  kernels/_budgets.cdna_k_halves): whole, the operands and the 128-register accumulator spilled
+  (84-188 bytes); the MFMA count, the schedule and the LDS are the same.
 - Compiled only: no AMD GPU has run this kernel.
 """
 from __future__ import annotations
@@ -45,6 +48,7 @@ from triton.runtime.jit import constexpr_function
 
 from ...schedule import library as _library
 from ...schedule.model import Barrier, Load, Mma, Read, WaitLgkm, WaitVm
+from .. import _budgets
 from . import cdna_layout as L
 from ._compat import barrier
 
@@ -109,8 +113,11 @@ def _group_barrier(GROUP: gl.constexpr, NUM_WARPS: gl.constexpr):
 
 @gluon.jit
 def _run(OPS: gl.constexpr, a_s, b_s, a_ptr, b_ptr, offs_a, offs_b, k_off, acc,
-         BK: gl.constexpr, DOT_A: gl.constexpr, DOT_B: gl.constexpr, NUM_WARPS: gl.constexpr):
-    """Issue one phase of the schedule, op by op (unrolled at compile time)."""
+         BK: gl.constexpr, DOT_A: gl.constexpr, DOT_B: gl.constexpr, NUM_WARPS: gl.constexpr,
+         K_HALVES: gl.constexpr):
+    """Issue one phase of the schedule, op by op (unrolled at compile time). A compute op reads its stage from LDS
+    whole (K_HALVES 1) or in two K halves, each read right before its MFMAs (K_HALVES 2: half the operand
+    registers live at a time; kernels/_budgets.cdna_k_halves)."""
     for i in gl.static_range(len(OPS)):
         if OPS[i][0] == 0:  # LOAD stage: the next K tile of A and B, global -> LDS
             async_copy.buffer_load_to_shared(a_s.index(OPS[i][1]), a_ptr, offs_a + k_off)
@@ -124,9 +131,15 @@ def _run(OPS: gl.constexpr, a_s, b_s, a_ptr, b_ptr, offs_a, offs_b, k_off, acc,
         elif OPS[i][0] == 3:  # GROUP_BARRIER
             _group_barrier(OPS[i][1], NUM_WARPS)
         else:  # COMPUTE stage: LDS -> registers -> MFMA
-            a = a_s.index(OPS[i][1]).load(DOT_A)
-            b = b_s.index(OPS[i][1]).permute([1, 0]).load(DOT_B)
-            acc = cdna3.mfma(a, b, acc)
+            if K_HALVES == 1:
+                a = a_s.index(OPS[i][1]).load(DOT_A)
+                b = b_s.index(OPS[i][1]).permute([1, 0]).load(DOT_B)
+                acc = cdna3.mfma(a, b, acc)
+            else:
+                for h in gl.static_range(K_HALVES):
+                    a = a_s.index(OPS[i][1]).slice(h * (BK // K_HALVES), BK // K_HALVES, 1).load(DOT_A)
+                    b = b_s.index(OPS[i][1]).slice(h * (BK // K_HALVES), BK // K_HALVES, 1).permute([1, 0]).load(DOT_B)
+                    acc = cdna3.mfma(a, b, acc)
     return k_off, acc
 
 
@@ -135,7 +148,8 @@ def cdna_pingpong_kernel(a_ptr, b_ptr, c_ptr, M, N, K,
                          BM: gl.constexpr, BN: gl.constexpr, BK: gl.constexpr,
                          MFMA_VERSION: gl.constexpr, MFMA_K: gl.constexpr, VEC: gl.constexpr, LOAD_VEC: gl.constexpr,
                          PER_PHASE: gl.constexpr, MAX_PHASE: gl.constexpr, LOAD_ROWS: gl.constexpr,
-                         PROLOGUE: gl.constexpr, BODY: gl.constexpr, LAST: gl.constexpr, EPILOGUE: gl.constexpr):
+                         PROLOGUE: gl.constexpr, BODY: gl.constexpr, LAST: gl.constexpr, EPILOGUE: gl.constexpr,
+                         K_HALVES: gl.constexpr):
     NUM_WARPS: gl.constexpr = 8
     mfma: gl.constexpr = gl.amd.AMDMFMALayout(version=MFMA_VERSION, instr_shape=[16, 16, MFMA_K], transposed=True,
                                               warps_per_cta=[2, 4])
@@ -156,11 +170,14 @@ def cdna_pingpong_kernel(a_ptr, b_ptr, c_ptr, M, N, K,
     acc = gl.zeros([BM, BN], gl.float32, mfma)
 
     k_off = 0
-    k_off, acc = _run(PROLOGUE, a_s, b_s, a_ptr, b_ptr, offs_a, offs_b, k_off, acc, BK, DOT_A, DOT_B, NUM_WARPS)
+    k_off, acc = _run(PROLOGUE, a_s, b_s, a_ptr, b_ptr, offs_a, offs_b, k_off, acc, BK, DOT_A, DOT_B, NUM_WARPS,
+                      K_HALVES)
     for _ in range(0, K // (2 * BK) - 1):
-        k_off, acc = _run(BODY, a_s, b_s, a_ptr, b_ptr, offs_a, offs_b, k_off, acc, BK, DOT_A, DOT_B, NUM_WARPS)
-    k_off, acc = _run(LAST, a_s, b_s, a_ptr, b_ptr, offs_a, offs_b, k_off, acc, BK, DOT_A, DOT_B, NUM_WARPS)
-    k_off, acc = _run(EPILOGUE, a_s, b_s, a_ptr, b_ptr, offs_a, offs_b, k_off, acc, BK, DOT_A, DOT_B, NUM_WARPS)
+        k_off, acc = _run(BODY, a_s, b_s, a_ptr, b_ptr, offs_a, offs_b, k_off, acc, BK, DOT_A, DOT_B, NUM_WARPS,
+                          K_HALVES)
+    k_off, acc = _run(LAST, a_s, b_s, a_ptr, b_ptr, offs_a, offs_b, k_off, acc, BK, DOT_A, DOT_B, NUM_WARPS, K_HALVES)
+    k_off, acc = _run(EPILOGUE, a_s, b_s, a_ptr, b_ptr, offs_a, offs_b, k_off, acc, BK, DOT_A, DOT_B, NUM_WARPS,
+                      K_HALVES)
 
     rcm = gl.arange(0, BM, layout=gl.SliceLayout(1, mfma))
     rcn = gl.arange(0, BN, layout=gl.SliceLayout(0, mfma))
@@ -169,11 +186,13 @@ def cdna_pingpong_kernel(a_ptr, b_ptr, c_ptr, M, N, K,
 
 
 def constexprs(target) -> dict:
-    """Everything the kernel is specialised on, from the target (cdna_layout.tile_config) and the schedule."""
+    """Everything the kernel is specialised on, from the target (cdna_layout.tile_config), the schedule and the
+    installed Triton's register budget (K_HALVES: kernels/_budgets.cdna_k_halves)."""
     cfg = L.tile_config(target)
     return dict(BM=cfg.BM, BN=cfg.BN, BK=cfg.BK, MFMA_VERSION=cfg.mfma_version, MFMA_K=cfg.mfma[2], VEC=cfg.vec,
                 LOAD_VEC=cfg.load_vec,
-                PER_PHASE=cfg.per_phase, MAX_PHASE=cfg.max_phase, LOAD_ROWS=L.load_threads(cfg)[0], **kernel_ops())
+                PER_PHASE=cfg.per_phase, MAX_PHASE=cfg.max_phase, LOAD_ROWS=L.load_threads(cfg)[0], **kernel_ops(),
+                K_HALVES=_budgets.cdna_k_halves(target))
 
 
 # ---- static compile (gemmkit isa) ---------------------------------------------------------------

@@ -283,11 +283,33 @@ def unique_cases(cases, kernel_name: str, op: str):
 
 def isa_spec_from(case, static_spec, promises):
     """`gemmkit isa`'s spec of a case ("gluon-<out dtype>" path) from a kernel's static_spec(cfg, target,
-    out_dtype=...) and promises: the isa_spec of hopper_pingpong.py, hopper_coop.py and hopper_pingpong_batched.py."""
+    out_dtype=..., has_bias=..., activation=...) and promises: the isa_spec of hopper_pingpong.py, hopper_coop.py
+    and hopper_pingpong_batched.py. The epilogue compiled is bias + gelu (the heaviest), unless the installed
+    Triton's budget sends that one to the Triton tier (kernels/_budgets.isa_epilogue): then the heaviest the
+    dispatch still sends here, and `budget` names the ones it passes over."""
     from ... import arch as _arch
+    from .. import _budgets
 
     target = _arch.ARCHS[case["arch"]]
     out = case["path"].split("-", 1)[1] if case["path"].startswith("gluon-") else "bf16"
-    kernel, sig, ce, div, opts, plan = static_spec(case["config"], target, out_dtype=out)
+    epilogue, passed = _budgets.isa_epilogue(case["kernel"], case["config"], out)
+    has_bias, activation = epilogue or (False, "none")
+    kernel, sig, ce, div, opts, plan = static_spec(case["config"], target, out_dtype=out, has_bias=has_bias,
+                                                   activation=activation)
     return dict(kernel=kernel, signature=sig, constexprs=ce, divisible=div, options=opts, promises=promises,
-                block=(plan.BM, plan.BN, plan.BK), smem_bound=plan.smem_bytes)
+                block=(plan.BM, plan.BN, plan.BK), smem_bound=plan.smem_bytes,
+                **budget_note(passed, epilogue))
+
+
+def budget_note(passed, epilogue) -> dict:
+    """The `budget` / `skip` entries of a Gluon case's isa spec whose heaviest epilogues (`passed`) the dispatch sends
+    to the Triton tier under the installed Triton (kernels/_budgets.isa_epilogue); `epilogue` None: it sends every
+    one there, so nothing of this case ever runs: `gemmkit isa` skips it."""
+    if not passed:
+        return {}
+    from .. import _budgets
+
+    where = f"{_budgets.version_name()}: {', '.join(passed)} -> Triton tier (kernels/_budgets.py)"
+    if epilogue is None:
+        return {"skip": where}
+    return {"budget": f"{where}; compiled with {_budgets.epilogue_name(*epilogue)}"}

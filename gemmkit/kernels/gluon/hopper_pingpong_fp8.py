@@ -174,6 +174,7 @@ from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import mbarrier, tma
 
 from ... import launcher
+from .. import _budgets
 from ..triton import dense
 from ..triton._schedule import tile_coords
 from . import hopper_host as hh
@@ -548,8 +549,12 @@ def isa_spec(case):
     # with "cpasync", the x scales by cp.async (row-major or unaligned x_scale; not in isa_cases, tested directly)
     out = case["path"].split("-", 1)[1] if case["path"].startswith("gluon-") else "bf16"
     block = out.startswith("block-")
+    # rowcol: with a bias, unless the installed Triton's budget sends those calls to the Triton tier
+    epilogue, passed = _budgets.isa_epilogue(KERNEL_NAME, case["config"], out.split("-")[-1],
+                                             default=(not block, "none"), scale="block" if block else "rowcol")
     kernel, sig, ce, div, opts, plan = static_spec(case["config"], target, out_dtype=out.split("-")[-1],
-                                                   has_bias=not block, block_shape=BLOCK_SHAPE if block else None,
+                                                   has_bias=(epilogue or (False,))[0],
+                                                   block_shape=BLOCK_SHAPE if block else None,
                                                    scale_tma="cpasync" not in out)
     return dict(kernel=kernel, signature=sig, constexprs=ce, divisible=div, options=opts, promises=PROMISES,
-                block=(plan.BM, plan.BN, plan.BK), smem_bound=plan.smem_bytes)
+                block=(plan.BM, plan.BN, plan.BK), smem_bound=plan.smem_bytes, **hh.budget_note(passed, epilogue))

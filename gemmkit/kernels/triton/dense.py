@@ -24,6 +24,7 @@ import torch
 
 from ... import launcher as L
 from ...configs import split_tail
+from .. import _budgets
 from .. import _host as C
 from .._host import FP8_DTYPES, TL_DTYPE, cdiv, next_pow2  # noqa: F401  (the ops and tests find them here)
 from ._schedule import persistent_grid
@@ -55,17 +56,20 @@ def smem_bytes(cfg: dict, target, in_bytes: int, out_bytes: int, tma: bool) -> i
     NVIDIA: the pipeliner keeps `num_stages` (x, w) tile pairs in shared memory;
     the TMA path also stages the output tile for its TMA store. AMD: the stream
     pipeliner keeps num_stages - 1 pairs in LDS (the newest K step waits in
-    registers). Read off compiled kernels (Triton 3.6); the static-compile test
-    checks that the bound holds for every shipped config.
+    registers; gfx950 from Triton 3.8: num_stages, loaded straight into LDS). Read off
+    compiled kernels (Triton 3.6; what later releases change: kernels/_budgets.py, whose
+    `amd_lds_bytes` and `tma_slack` this uses); the static-compile test checks that the
+    bound holds for every shipped config.
     """
     stage = (cfg["BLOCK_SIZE_M"] + cfg["BLOCK_SIZE_N"]) * cfg["BLOCK_SIZE_K"] * in_bytes
-    stages = cfg["num_stages"] if target.is_nvidia else max(1, cfg["num_stages"] - 1)
+    if target.is_amd:
+        return _budgets.amd_lds_bytes(_budgets.num_stages(cfg, target), stage, target)
     # TMA: the output staging tile, plus ~0.5 KiB of mbarriers and alignment seen in compiled kernels.
-    epilogue = cfg["BLOCK_SIZE_M"] * cfg["BLOCK_SIZE_N"] * out_bytes + 1024 if tma else 0
+    epilogue = cfg["BLOCK_SIZE_M"] * cfg["BLOCK_SIZE_N"] * out_bytes + _budgets.tma_slack(cfg, out_bytes) if tma else 0
     # Pointer path on NVIDIA: up to 1 KiB of layout-conversion scratch (block scales moved into
     # the wgmma accumulator layout), seen in compiled kernels.
-    scratch = 1024 if target.is_nvidia and not tma else 0
-    return stages * stage + epilogue + scratch
+    scratch = 1024 if not tma else 0
+    return cfg["num_stages"] * stage + epilogue + scratch
 
 
 def triton_tile(cfg: dict, fp8: bool = False) -> dict:

@@ -27,11 +27,14 @@ from __future__ import annotations
 import torch
 
 from ... import launcher as L
+from .. import _budgets
 from .. import _host as C
 from . import dense as G
 from ._schedule import persistent_grid
 from ._splitk_reduce import splitk_reduce_kernel
 from .gemm_afp4wfp4 import PROMISES, gemm_afp4wfp4_kernel
+
+KERNEL_NAME = "gemm_afp4wfp4_kernel"
 
 MX_GROUP = 32  # elements per E8M0 scale
 MIN_BLOCK_K = 64  # tl.dot_scaled's minimum K per step (32 packed bytes, 2 scales per row)
@@ -55,13 +58,13 @@ def smem_bytes(cfg: dict, target) -> int:
     NVIDIA (emulated): num_stages such steps, plus the w tile upcast to bf16 (BN * BK * 2) that
     the wgmma reads from shared memory, plus 1 KiB of layout-conversion scratch. AMD: the stream
     pipeliner keeps num_stages - 1 steps in LDS (gfx950 128x128x128, 2 stages: exactly one step,
-    17408 bytes). Read off compiled kernels (Triton 3.6); `gemmkit isa` checks the bound on every
-    shipped config."""
+    17408 bytes; from Triton 3.8 num_stages: kernels/_budgets.amd_lds_bytes). Read off compiled kernels
+    (Triton 3.6); `gemmkit isa` checks the bound on every shipped config."""
     bm, bn, bk = cfg["BLOCK_SIZE_M"], cfg["BLOCK_SIZE_N"], cfg["BLOCK_SIZE_K"]
     step = (bm + bn) * bk // 2 + (bm + bn) * bk // MX_GROUP
     if target.is_nvidia:
         return cfg["num_stages"] * step + bn * bk * 2 + 1024
-    return max(1, cfg["num_stages"] - 1) * step
+    return _budgets.amd_lds_bytes(_budgets.num_stages(cfg, target), step, target)
 
 
 def check_config(cfg: dict, target):
@@ -93,7 +96,9 @@ def constexprs(cfg: dict, target, *, even_k: bool, int64_offsets: bool = False) 
 
 def launch(x, w, xs, ws, y, cfg, target, compile_only=False):
     """y = x @ w.T for packed MXFP4 x (M, K/2), w (N, K/2) and their E8M0 scales xs (M, K/32), ws (N, K/32);
-    `cfg` already passed `check_config`."""
+    `cfg` already passed `check_config` (the installed Triton's budget may shorten its K step:
+    kernels/_budgets.triton_config)."""
+    cfg = _budgets.triton_config(KERNEL_NAME, cfg, target)
     M, N, K = x.shape[0], w.shape[0], 2 * x.shape[1]
     bm, bn, bk = cfg["BLOCK_SIZE_M"], cfg["BLOCK_SIZE_N"], cfg["BLOCK_SIZE_K"]
     split_k = cfg["NUM_KSPLIT"]
@@ -119,7 +124,9 @@ def launch(x, w, xs, ws, y, cfg, target, compile_only=False):
 
 def static_spec(cfg: dict, target, *, out_dtype=torch.bfloat16, even_k: bool = True):
     """(kernel, signature, constexprs, divisible, options) to compile the kernel for `target` without a
-    GPU, as the JIT specialises the aligned contiguous case (unit K strides, 16-divisible rows)."""
+    GPU, as the JIT specialises the aligned contiguous case (unit K strides, 16-divisible rows), with the
+    config `launch` runs (kernels/_budgets.triton_config)."""
+    cfg = _budgets.triton_config(KERNEL_NAME, cfg, target)
     ce = constexprs(cfg, target, even_k=even_k)
     t_out = G.TL_DTYPE[out_dtype]
     sig = {"x_ptr": "*u8", "w_ptr": "*u8", "xs_ptr": "*u8", "ws_ptr": "*u8", "y_ptr": f"*{t_out}", "part_ptr": "*fp32",
@@ -137,7 +144,7 @@ def static_spec(cfg: dict, target, *, out_dtype=torch.bfloat16, even_k: bool = T
 def table_cases(op: str, archs):
     """Every bucket of every shipped `op` table (sm_90, gfx950; gfx942 has none: see UNSUPPORTED_ARCHS)."""
     for case in G.table_cases(op, archs, dtypes=("fp4",)):
-        yield dict(case, kernel="gemm_afp4wfp4_kernel")
+        yield dict(case, kernel=KERNEL_NAME)
 
 
 def table_spec(case):
@@ -145,7 +152,7 @@ def table_spec(case):
     from ... import arch as _arch
 
     target = _arch.ARCHS[case["arch"]]
-    cfg = case["config"]
+    cfg = _budgets.triton_config(KERNEL_NAME, case["config"], target)
     kernel, sig, ce, div, opts = static_spec(cfg, target)
     return dict(kernel=kernel, signature=sig, constexprs=ce, divisible=div, options=opts, promises=PROMISES,
                 block=(cfg["BLOCK_SIZE_M"], cfg["BLOCK_SIZE_N"], cfg["BLOCK_SIZE_K"]),
