@@ -7,11 +7,11 @@ The first call of a signature runs the op's full path under `record`, which sees
 their own tensors and nothing else::
 
     op(x, w, ...) ─► key = (op, signature(x, w, ...), other arguments, config)
-                       │ lookup(key) hit ───────────────► plan.replay((x, w, ..., y)):
-                       │                                   fresh workspaces, each launch's tensors and TMA
-                       │                                   descriptors rebuilt on this call's pointers,
-                       │                                   the compiled kernels called directly
-                       │ miss: with record(key, inputs):
+                       │ lookup(key) hit ───────────────► plan.replay((x, w, ...[, out])) -> fresh outputs:
+                       │                                   fresh outputs and workspaces, each launch's tensors
+                       │                                   and TMA maps on this call's pointers, the C launchers
+                       │                                   called by code generated for the signature
+                       │ miss: with record(key, inputs, fresh=outputs it allocated):
                        ▼       the op's full path (checks, dispatch, launches), seen by the recorder
 
 A launch argument is stored as a constant (ints, floats, None, strings: fixed by the signature), one of the
