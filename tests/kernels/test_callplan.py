@@ -243,6 +243,7 @@ def test_generated_replay_passes_what_the_generic_replay_passes(monkeypatch):
     assert "TAIL" not in plan.source and "_raw0(2, 3, 1, stream0" in plan.source
 
     x2, w2 = randn(16, 32, dtype=BF16), randn(24, 32, dtype=BF16)
+    alive = []  # every output stays allocated, so no new one reuses an address whose descriptor is cached
 
     def replay(fast):
         saved = plan.fast
@@ -252,6 +253,7 @@ def test_generated_replay_passes_what_the_generic_replay_passes(monkeypatch):
             (y2,) = plan.replay((x2, w2))
         finally:
             plan.fast = saved
+        alive.append(y2)
         return y2, list(calls)
 
     def canon(args, y2, ws_ptr):
