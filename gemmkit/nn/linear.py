@@ -168,6 +168,12 @@ class Linear(torch.nn.Linear):
             return _A16W16Function.apply(x, self.weight, self.bias)
         return gemm_a16w16(x, self.weight, self.bias)
 
+    def _gemm(self, x2, out_dtype, bias, out=None):
+        """y (M, N) = x2 @ W.T (+ bias), no autograd, into `out` when given: the quantized layers' interface
+        (_QuantLinear._gemm), which gemmkit.nn.parallel calls on its shards. x2 has the layer's dtype, so out_dtype
+        is x2's."""
+        return gemm_a16w16(x2, self.weight.detach(), None if bias is None else bias.detach(), out=out)
+
     def split_cat(self, x, y, S1, S2):
         """gemm_split_cat(x, W, y, S1, S2, bias) (DeepSeek MLA's kv_b projection; gemmkit.nn.fused). Inference-only."""
         from ..ops import gemm_split_cat
@@ -226,7 +232,7 @@ class _QuantLinear(torch.nn.Module):
         if x.dtype not in OUT_DTYPES:
             raise TypeError(f"x: expected bf16, fp16 or fp32 (quantized per call; the output has x's dtype), "
                             f"got {x.dtype}")
-        return self._gemm(x2, x.dtype).reshape(shape)
+        return self._gemm(x2, x.dtype, self.bias).reshape(shape)
 
     def _apply(self, fn, recurse=True):
         """Device moves apply; dtype casts (model.to(torch.bfloat16), .half(), ...) leave the quantized weight, its
@@ -246,8 +252,15 @@ class _QuantLinear(torch.nn.Module):
                                 "before gemmkit.nn.convert")
         super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
 
-    def _add_bias(self, y):
-        return y if self.bias is None else y.add_(self.bias)
+    def _gemm(self, x2, out_dtype, bias, out=None):
+        """y (M, N) = x2 (M, K) @ W.T (+ bias), x2 quantized as the scheme does it; into `out` when given (a (M, N)
+        tensor of out_dtype: gemmkit.nn.parallel writes row chunks of one output). `bias` is explicit so the
+        tensor-parallel layers can add theirs on one rank only."""
+        raise NotImplementedError
+
+    @staticmethod
+    def _add_bias(y, bias):
+        return y if bias is None else y.add_(bias)
 
     def extra_repr(self):
         return (f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}, "
@@ -291,9 +304,9 @@ class Fp8Linear(_QuantLinear):
         m._set(wq, ws, linear.bias)
         return m
 
-    def _gemm(self, x2, out_dtype):
+    def _gemm(self, x2, out_dtype, bias, out=None):
         xq, xs = quant.quantize_fp8_per_token(x2, dtype=self.weight.dtype)
-        return gemm_a8w8(xq, self.weight, xs, self.weight_scale, self.bias, out_dtype=out_dtype)
+        return gemm_a8w8(xq, self.weight, xs, self.weight_scale, bias, out_dtype=out_dtype, out=out)
 
 
 class Int8Linear(_QuantLinear):
@@ -322,9 +335,9 @@ class Int8Linear(_QuantLinear):
         m._set(wq, ws.view(1, -1), linear.bias)
         return m
 
-    def _gemm(self, x2, out_dtype):
+    def _gemm(self, x2, out_dtype, bias, out=None):
         xq, xs = quant.quantize_int8_per_token(x2)
-        return gemm_a8w8(xq, self.weight, xs, self.weight_scale, self.bias, out_dtype=out_dtype)
+        return gemm_a8w8(xq, self.weight, xs, self.weight_scale, bias, out_dtype=out_dtype, out=out)
 
 
 class Fp8BlockLinear(_QuantLinear):
@@ -357,10 +370,11 @@ class Fp8BlockLinear(_QuantLinear):
     def quantize_input(self, x2):
         return quant.quantize_fp8_blockwise(x2, (1, BLOCK[1]), dtype=self.weight.dtype)
 
-    def _gemm(self, x2, out_dtype):
+    def _gemm(self, x2, out_dtype, bias, out=None):
         xq, xs = self.quantize_input(x2)
-        y = gemm_a8w8_blockscale(xq, self.weight, xs, self.weight_scale, block_shape=BLOCK, out_dtype=out_dtype)
-        return self._add_bias(y)
+        y = gemm_a8w8_blockscale(xq, self.weight, xs, self.weight_scale, block_shape=BLOCK, out_dtype=out_dtype,
+                                 out=out)
+        return self._add_bias(y, bias)
 
     def split_cat(self, x, y, S1, S2):
         """gemm_a8w8_blockscale_split_cat on x quantized per 1 x 128 (DeepSeek MLA's kv_b; gemmkit.nn.fused)."""
@@ -422,9 +436,10 @@ class MXFP4Linear(_QuantLinear):
         m._set(wq, ws, linear.bias)
         return m
 
-    def _gemm(self, x2, out_dtype):
+    def _gemm(self, x2, out_dtype, bias, out=None):
         xq, xs = quant.quantize_mxfp4(x2)
-        return self._add_bias(gemm_afp4wfp4(xq, self.weight, xs, self.weight_scale, out_dtype=out_dtype))
+        return self._add_bias(gemm_afp4wfp4(xq, self.weight, xs, self.weight_scale, out_dtype=out_dtype, out=out),
+                              bias)
 
 
 # ----------------------------------------------------------------------------- schemes
