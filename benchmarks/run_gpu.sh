@@ -18,6 +18,9 @@
 #              and fp8 block scale) -> one JSON per op and model (the committed files merge some of them)
 #   floor      the memory floor of the decode rows (benchmarks/read_floor.py) -> read_floor.json
 #   vendor     which kernels cuBLAS launches on the weak rows (benchmarks/vendor_kernels.py) -> vendor_kernels.json
+#   tp         2 GPUs (nvidia-h100-x2 / h200-x2): the tensor-parallel tests (tests/nn/test_parallel_gpu.py) -> tp_tests.log,
+#              then benchmarks/tp.py under torchrun (Llama-3-70B MLP / qkv / o_proj, TP_M, default 1,16,64,1024,4096,8192;
+#              TP_DTYPES, default bf16,fp8,fp8_block) -> tp.json, tp.log
 #   ncu        one launch per NCU_CASES case under Nsight Compute (benchmarks/ncu_once.py; default
 #              "fp8-rowcol-table-8192 fp8-scaled-mm-8192") -> ncu_CASE.ncu-rep, ncu_CASE.details.txt
 #
@@ -80,6 +83,12 @@ if has family; then
 fi
 has floor && python3 benchmarks/read_floor.py --json "$OUT/read_floor.json" 2>&1 | tee "$OUT/read_floor.log" | tail -12
 has vendor && python3 benchmarks/vendor_kernels.py --json "$OUT/vendor_kernels.json" 2>&1 | tee "$OUT/vendor_kernels.log" | tail -12
+if has tp; then
+  export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1  # NVLink multicast stays off
+  pytest_gpu tp_tests.log tests/nn/test_parallel_gpu.py
+  timeout "${STAGE_TIMEOUT:-540}" torchrun --nproc-per-node 2 benchmarks/tp.py --M "${TP_M:-1,16,64,1024,4096,8192}" \
+    --dtypes "${TP_DTYPES:-bf16,fp8,fp8_block}" --json "$OUT/tp.json" 2>&1 | tee "$OUT/tp.log" | tail -30
+fi
 if has ncu; then
   for c in ${NCU_CASES:-fp8-rowcol-table-8192 fp8-scaled-mm-8192}; do
     timeout "${STAGE_TIMEOUT:-540}" ncu --clock-control none --profile-from-start off --set full -f -o "$OUT/ncu_$c" \
