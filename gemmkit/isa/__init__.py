@@ -7,7 +7,10 @@
     the assembler's own comments and metadata; occupancy in waves per SIMD
     computed from registers and LDS for the target (`amd_occupancy`); counts of
     the instructions the designs talk about (v_mfma, direct-to-LDS buffer loads,
-    ds_read_b128, s_barrier, s_setprio, s_waitcnt, ...).
+    ds_read_b128, s_barrier, s_setprio, s_waitcnt, ...); from the TTGIR,
+    `lds_unswizzled`: LDS buffers read into registers that have no swizzle
+    (a `swizzled_shared` encoding with maxPhase = 1: rows at a 128-byte pitch
+    then all fall in the same banks).
   sm_90: registers, stack/local bytes (spills) and shared memory from
     `cuobjdump --dump-resource-usage` on the cubin, and instruction counts from
     its SASS (HGMMA, QGMMA, HMMA, UTMALDG, LDGSTS, LDL/STL, BAR, GMMA_WAIT1). cuobjdump
@@ -61,7 +64,7 @@ _AMD_MMA = re.compile(r"^\s*v_mfma_\w*?_(\d+)x(\d+)x(\d+)", re.M)
 _SM90_GMMA = re.compile(r"\b[HQI]GMMA\.(\d+)x(\d+)x(\d+)")
 _SM90_HMMA = re.compile(r"\b[HI]MMA\.(\d{2})(\d)(\d{1,2})\b")  # HMMA.16816 = m16 n8 k16, HMMA.1688 = m16 n8 k8
 # Bump when the analysis (what `resources` reads) changes: it is part of the report cache key.
-ANALYSIS_VERSION = 5
+ANALYSIS_VERSION = 6
 
 
 def compile_static(kernel, signature: dict, constexprs: dict, target, options: dict, divisible=()):
@@ -130,6 +133,16 @@ def mma_k_steps(asm: str, target, block: tuple, num_warps: int) -> float:
     return hmma / (per_step / num_warps)
 
 
+_IDENTITY_SWIZZLE = re.compile(r"^(#shared\w*) = #ttg\.swizzled_shared<\{vec = \d+, perPhase = \d+, maxPhase = 1,", re.M)
+
+
+def lds_unswizzled(ttgir: str) -> int:
+    """`ttg.local_load`s (LDS -> registers) from a buffer whose shared encoding has no swizzle (maxPhase = 1)."""
+    names = set(_IDENTITY_SWIZZLE.findall(ttgir))
+    return sum(1 for line in ttgir.splitlines() if "ttg.local_load" in line
+               and any(re.search(re.escape(n) + r"\b", line) for n in names))
+
+
 def resources(compiled, target, block: tuple | None = None) -> dict:
     """Registers, spills, shared memory, occupancy and instruction counts of a compiled kernel."""
     md = compiled.metadata
@@ -137,6 +150,7 @@ def resources(compiled, target, block: tuple | None = None) -> dict:
     if target.is_amd:
         asm = compiled.asm["amdgcn"]
         counts = {k: len(re.findall(p, asm, re.M)) for k, p in AMD_COUNTS.items()}
+        counts["lds_unswizzled"] = lds_unswizzled(compiled.asm.get("ttgir", ""))
         vgpr_total = _amd_field(asm, "TotalNumVgprs")
         out.update(vgpr=_amd_field(asm, "NumVgprs"), agpr=_amd_field(asm, "NumAgprs"),
                    sgpr=_amd_field(asm, "TotalNumSgprs"), vgpr_total=vgpr_total,

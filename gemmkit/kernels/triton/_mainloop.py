@@ -2,7 +2,8 @@
 the pointer kernels' whole K loop over a tile (`pointer_mainloop`, shared by every pointer
 kernel: gemm.py and the variants that only change which rows they read or where they store).
 
-    a (BLOCK_M x BLOCK_K), b (BLOCK_N x BLOCK_K)  -- loaded by the caller (pointers or TMA)
+    a (BLOCK_M x BLOCK_K), b (BLOCK_N x BLOCK_K)  -- loaded by the caller (pointers or TMA);
+                                                     B_KN: b is (BLOCK_K x BLOCK_N), b.T below reads b
          |
          v
     SCALE == "none" / "rowcol":  acc = a @ b.T + acc          (one accumulator for the whole K;
@@ -13,6 +14,15 @@ kernel: gemm.py and the variants that only change which rows they read or where 
                                  it joins the fp32 accumulator (DeepSeek-V3 block scaling)
 
 Accumulator dtype: fp32, or int32 for int8 operands (exact integer sums).
+
+W tile orientation (W_KN, AMD): the pointer mainloop reads w's tile either as rows of w (BLOCK_N x BLOCK_K, then
+b.T in the dot) or straight as its transpose (BLOCK_K x BLOCK_N: the same bytes, K still the contiguous axis). Triton
+3.6 on gfx942 gives the first form's LDS buffer no swizzle (`swizzled_shared<{vec = 1, perPhase = 1, maxPhase = 1}>`,
+read through a `tt.trans`): the 16 lanes of an MFMA operand read rows n = 0..15 at one K offset, 128 bytes apart at
+BLOCK_K = 128 fp8 (64 bf16), all in the same two of the 32 four-byte LDS banks, a 16-way conflict on every B read.
+The second form gets A's swizzle (vec 8 fp8 / 4 bf16, maxPhase 16, order [0, 1]). gfx950 swizzles both forms alike
+(the same instructions either way); sm_90 keeps the first form (its measured code). The host sets W_KN = target is
+AMD (dense.constexprs); `gemmkit isa` checks no dot operand of an AMD pointer kernel sits in an unswizzled buffer.
 
 FP8 precision (sm_90): Hopper's fp8 wgmma adds its products into an
 accumulator with fewer mantissa bits than fp32, and Triton's sm_90 default
@@ -48,17 +58,20 @@ def scale_rows(xs_ptr, wsc_ptr, rows_x, rows_w, stride_xsm, stride_wsn, SCALE_BN
 @triton.jit
 def mma_step(acc, a, b, k_offset, xs_rows, ws_rows, mask_x, mask_w, stride_xsk, stride_wsk,
              SCALE: tl.constexpr, SCALE_BK: tl.constexpr, PROMOTE_K: tl.constexpr,
-             INT64_OFFSETS: tl.constexpr = False):
+             INT64_OFFSETS: tl.constexpr = False, B_KN: tl.constexpr = False):
     """acc after one K step at K offset `k_offset` (see the module docstring). `xs_rows` /
-    `ws_rows`: scale_rows() of the tile; `mask_x` / `mask_w`: which tile rows / columns exist."""
+    `ws_rows`: scale_rows() of the tile; `mask_x` / `mask_w`: which tile rows / columns exist;
+    B_KN: b is already (BLOCK_K, BLOCK_N)."""
+    if not B_KN:
+        b = b.T
     if SCALE == "block":
-        part = tl.dot(a, b.T, max_num_imprecise_acc=PROMOTE_K)
+        part = tl.dot(a, b, max_num_imprecise_acc=PROMOTE_K)
         kb = wide(k_offset // SCALE_BK, INT64_OFFSETS)
         xs = tl.load(xs_rows + kb * stride_xsk, mask=mask_x, other=0.0)
         ws = tl.load(ws_rows + kb * stride_wsk, mask=mask_w, other=0.0)
         acc += part * xs[:, None] * ws[None, :]
     else:
-        acc = tl.dot(a, b.T, acc, max_num_imprecise_acc=PROMOTE_K, out_dtype=acc.dtype)
+        acc = tl.dot(a, b, acc, max_num_imprecise_acc=PROMOTE_K, out_dtype=acc.dtype)
     return acc
 
 
@@ -67,16 +80,21 @@ def pointer_mainloop(x_ptr, w_ptr, xs_ptr, wsc_ptr, rows_x, rows_w, mask_x, mask
                      stride_xm, stride_xk, stride_wn, stride_wk, stride_xsm, stride_xsk, stride_wsn, stride_wsk,
                      BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, EVEN_K: tl.constexpr,
                      SCALE: tl.constexpr, SCALE_BN: tl.constexpr, SCALE_BK: tl.constexpr,
-                     ACC_INT: tl.constexpr, PROMOTE_K: tl.constexpr, INT64_OFFSETS: tl.constexpr):
+                     ACC_INT: tl.constexpr, PROMOTE_K: tl.constexpr, INT64_OFFSETS: tl.constexpr,
+                     W_KN: tl.constexpr = False):
     """acc[BLOCK_M, BLOCK_N] = sum over K steps [k_first, k_first + k_steps) of x[rows_x] @ w[rows_w].T.
 
     rows_x (BLOCK_M,) / rows_w (BLOCK_N,): row indices into x and w, all in bounds (callers wrap
     edge rows, e.g. offs_m % M, or map tile columns to any rows they like: the gated GEMM reads
     gate and up rows into one tile); mask_x / mask_w say which of them are real rows (for the
-    block scales). K tail masked unless EVEN_K. Row offsets are int64, the others as INT64_OFFSETS says."""
+    block scales). K tail masked unless EVEN_K. Row offsets are int64, the others as INT64_OFFSETS says.
+    W_KN: w's tile is read as (BLOCK_K, BLOCK_N) (the module docstring says why)."""
     offs_k = wide(k_first * BLOCK_K + tl.arange(0, BLOCK_K), INT64_OFFSETS)
     x_ptrs = x_ptr + rows_x[:, None].to(tl.int64) * stride_xm + offs_k[None, :] * stride_xk
-    w_ptrs = w_ptr + rows_w[:, None].to(tl.int64) * stride_wn + offs_k[None, :] * stride_wk
+    if W_KN:
+        w_ptrs = w_ptr + rows_w[None, :].to(tl.int64) * stride_wn + offs_k[:, None] * stride_wk
+    else:
+        w_ptrs = w_ptr + rows_w[:, None].to(tl.int64) * stride_wn + offs_k[None, :] * stride_wk
     xs_rows, ws_rows = scale_rows(xs_ptr, wsc_ptr, rows_x, rows_w, stride_xsm, stride_wsn, SCALE_BN)
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.int32 if ACC_INT else tl.float32)
     for k in range(0, k_steps):
@@ -86,9 +104,12 @@ def pointer_mainloop(x_ptr, w_ptr, xs_ptr, wsc_ptr, rows_x, rows_w, mask_x, mask
         else:
             k_left = K - (k_first + k) * BLOCK_K
             a = tl.load(x_ptrs, mask=tl.arange(0, BLOCK_K)[None, :] < k_left, other=0.0)
-            b = tl.load(w_ptrs, mask=tl.arange(0, BLOCK_K)[None, :] < k_left, other=0.0)
+            if W_KN:
+                b = tl.load(w_ptrs, mask=tl.arange(0, BLOCK_K)[:, None] < k_left, other=0.0)
+            else:
+                b = tl.load(w_ptrs, mask=tl.arange(0, BLOCK_K)[None, :] < k_left, other=0.0)
         acc = mma_step(acc, a, b, (k_first + k) * BLOCK_K, xs_rows, ws_rows, mask_x, mask_w,
-                       stride_xsk, stride_wsk, SCALE, SCALE_BK, PROMOTE_K, INT64_OFFSETS)
+                       stride_xsk, stride_wsk, SCALE, SCALE_BK, PROMOTE_K, INT64_OFFSETS, W_KN)
         x_ptrs += wide(BLOCK_K, INT64_OFFSETS) * stride_xk
         w_ptrs += wide(BLOCK_K, INT64_OFFSETS) * stride_wk
     return acc

@@ -61,7 +61,8 @@ def _batched_tile(work_id, num_work, x_ptr, w_ptr, xs_ptr, wsc_ptr, bias_ptr, y_
                   BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
                   GROUP_SIZE_M: tl.constexpr, NUM_XCDS: tl.constexpr, EVEN_K: tl.constexpr,
                   HAS_BIAS: tl.constexpr, ACTIVATION: tl.constexpr, SCALE: tl.constexpr,
-                  ACC_INT: tl.constexpr, PROMOTE_K: tl.constexpr, INT64_OFFSETS: tl.constexpr):
+                  ACC_INT: tl.constexpr, PROMOTE_K: tl.constexpr, INT64_OFFSETS: tl.constexpr,
+                  W_KN: tl.constexpr):
     num_pid_m = tl.cdiv(M, BLOCK_M)
     num_pid_n = tl.cdiv(N, BLOCK_N)
     b, pid_m, pid_n = batched_tile_coords(work_id, num_work, num_pid_m, num_pid_n, GROUP_SIZE_M, NUM_XCDS)
@@ -79,7 +80,7 @@ def _batched_tile(work_id, num_work, x_ptr, w_ptr, xs_ptr, wsc_ptr, bias_ptr, y_
     rows_w = offs_n % N
     acc = pointer_mainloop(x_ptr, w_ptr, xs_ptr, wsc_ptr, rows_x, rows_w, rows_x < M, rows_w < N,
                            0, tl.cdiv(K, BLOCK_K), K, stride_xm, stride_xk, stride_wn, stride_wk, 0, 0, 0, 0,
-                           BLOCK_M, BLOCK_N, BLOCK_K, EVEN_K, SCALE, 1, 1, ACC_INT, PROMOTE_K, INT64_OFFSETS)
+                           BLOCK_M, BLOCK_N, BLOCK_K, EVEN_K, SCALE, 1, 1, ACC_INT, PROMOTE_K, INT64_OFFSETS, W_KN)
     out = epilogue(acc, xs_ptr, wsc_ptr, bias_ptr, offs_m, offs_n, M, N, SCALE, HAS_BIAS, ACTIVATION)
     store_tile(y_ptr, out, offs_m, offs_n, M, N, stride_ym, stride_yn, INT64_OFFSETS)
 
@@ -92,7 +93,7 @@ def batched_gemm_kernel(x_ptr, w_ptr, xs_ptr, wsc_ptr, bias_ptr, y_ptr, B, M, N,
                         GROUP_SIZE_M: tl.constexpr, NUM_XCDS: tl.constexpr, EVEN_K: tl.constexpr,
                         HAS_BIAS: tl.constexpr, ACTIVATION: tl.constexpr, PERSISTENT: tl.constexpr,
                         SCALE: tl.constexpr, ACC_INT: tl.constexpr, PROMOTE_K: tl.constexpr,
-                        INT64_OFFSETS: tl.constexpr):
+                        INT64_OFFSETS: tl.constexpr, W_KN: tl.constexpr):
     num_work = B * tl.cdiv(M, BLOCK_M) * tl.cdiv(N, BLOCK_N)
     if PERSISTENT:
         for work_id in tl.range(tl.program_id(0), num_work, tl.num_programs(0)):
@@ -100,10 +101,10 @@ def batched_gemm_kernel(x_ptr, w_ptr, xs_ptr, wsc_ptr, bias_ptr, y_ptr, B, M, N,
                           stride_xb, stride_xm, stride_xk, stride_wb, stride_wn, stride_wk,
                           stride_yb, stride_ym, stride_yn, stride_xsb, stride_wsb, stride_bb,
                           BLOCK_M, BLOCK_N, BLOCK_K, GROUP_SIZE_M, NUM_XCDS, EVEN_K, HAS_BIAS, ACTIVATION,
-                          SCALE, ACC_INT, PROMOTE_K, INT64_OFFSETS)
+                          SCALE, ACC_INT, PROMOTE_K, INT64_OFFSETS, W_KN)
     else:
         _batched_tile(tl.program_id(0), num_work, x_ptr, w_ptr, xs_ptr, wsc_ptr, bias_ptr, y_ptr, M, N, K,
                       stride_xb, stride_xm, stride_xk, stride_wb, stride_wn, stride_wk,
                       stride_yb, stride_ym, stride_yn, stride_xsb, stride_wsb, stride_bb,
                       BLOCK_M, BLOCK_N, BLOCK_K, GROUP_SIZE_M, NUM_XCDS, EVEN_K, HAS_BIAS, ACTIVATION,
-                      SCALE, ACC_INT, PROMOTE_K, INT64_OFFSETS)
+                      SCALE, ACC_INT, PROMOTE_K, INT64_OFFSETS, W_KN)

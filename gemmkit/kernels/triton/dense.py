@@ -145,7 +145,9 @@ def constexprs(cfg: dict, target, *, tma: bool, has_bias: bool, activation: str,
              PROMOTE_K=min(cfg["BLOCK_SIZE_K"], 128) if in_dtype in FP8_DTYPES else 0,
              INT64_OFFSETS=bool(int64_offsets))
     if not tma:
-        c.update(EVEN_K=even_k, PERSISTENT=bool(cfg["persistent"]))
+        # W_KN: the pointer mainloop reads w's tile as (BLOCK_K, BLOCK_N) on AMD, where it then gets a swizzled LDS
+        # buffer on gfx942 (kernels/triton/_mainloop.py says why); sm_90 keeps (BLOCK_N, BLOCK_K).
+        c.update(EVEN_K=even_k, PERSISTENT=bool(cfg["persistent"]), W_KN=bool(target.is_amd))
     return c
 
 

@@ -79,7 +79,8 @@ def constexprs(cfg: dict, target, *, tma: bool, activation: str, even_k: bool, i
              GROUP_SIZE_M=cfg["GROUP_SIZE_M"], NUM_XCDS=target.num_xcds, ACTIVATION=activation,
              SPLIT_K=cfg["NUM_KSPLIT"])
     if not tma:
-        c.update(EVEN_K=even_k, PERSISTENT=bool(cfg["persistent"]), INT64_OFFSETS=bool(int64_offsets))
+        c.update(EVEN_K=even_k, PERSISTENT=bool(cfg["persistent"]), INT64_OFFSETS=bool(int64_offsets),
+                 W_KN=bool(target.is_amd))  # w's tiles read (BLOCK_K, BLOCK_N) on AMD: kernels/triton/_mainloop.py
     return c
 
 

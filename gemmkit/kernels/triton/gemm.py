@@ -79,6 +79,8 @@ PROMISES = (
     {"promise": "MFMA present", "arch": "amd", "check": "counts['v_mfma'] > 0"},
     {"promise": "waves_per_eu honoured", "arch": "amd", "when": "cfg.get('waves_per_eu', 0) > 0",
      "check": "occupancy >= cfg['waves_per_eu']"},
+    {"promise": "dot operands read from swizzled LDS buffers (W_KN, _mainloop.py)", "arch": "amd",
+     "check": "counts['lds_unswizzled'] == 0"},
 )
 
 
@@ -90,7 +92,7 @@ def _gemm_tile(work_id, x_ptr, w_ptr, xs_ptr, wsc_ptr, bias_ptr, y_ptr, part_ptr
                GROUP_SIZE_M: tl.constexpr, NUM_XCDS: tl.constexpr, EVEN_K: tl.constexpr,
                HAS_BIAS: tl.constexpr, ACTIVATION: tl.constexpr, SPLIT_K: tl.constexpr,
                SCALE: tl.constexpr, SCALE_BN: tl.constexpr, SCALE_BK: tl.constexpr,
-               ACC_INT: tl.constexpr, PROMOTE_K: tl.constexpr, INT64_OFFSETS: tl.constexpr):
+               ACC_INT: tl.constexpr, PROMOTE_K: tl.constexpr, INT64_OFFSETS: tl.constexpr, W_KN: tl.constexpr):
     num_pid_m = tl.cdiv(M, BLOCK_M)
     num_pid_n = tl.cdiv(N, BLOCK_N)
     num_tiles = num_pid_m * num_pid_n
@@ -109,7 +111,7 @@ def _gemm_tile(work_id, x_ptr, w_ptr, xs_ptr, wsc_ptr, bias_ptr, y_ptr, part_ptr
     acc = pointer_mainloop(x_ptr, w_ptr, xs_ptr, wsc_ptr, rows_x, rows_w, rows_x < M, rows_w < N, k_first, k_steps, K,
                            stride_xm, stride_xk, stride_wn, stride_wk, stride_xsm, stride_xsk, stride_wsn, stride_wsk,
                            BLOCK_M, BLOCK_N, BLOCK_K, EVEN_K, SCALE, SCALE_BN, SCALE_BK, ACC_INT, PROMOTE_K,
-                           INT64_OFFSETS)
+                           INT64_OFFSETS, W_KN)
 
     if SPLIT_K == 1:
         out = epilogue(acc, xs_ptr, wsc_ptr, bias_ptr, offs_m, offs_n, M, N, SCALE, HAS_BIAS, ACTIVATION)
@@ -127,7 +129,7 @@ def gemm_kernel(x_ptr, w_ptr, xs_ptr, wsc_ptr, bias_ptr, y_ptr, part_ptr, M, N, 
                 GROUP_SIZE_M: tl.constexpr, NUM_XCDS: tl.constexpr, EVEN_K: tl.constexpr,
                 HAS_BIAS: tl.constexpr, ACTIVATION: tl.constexpr, PERSISTENT: tl.constexpr,
                 SPLIT_K: tl.constexpr, SCALE: tl.constexpr, SCALE_BN: tl.constexpr, SCALE_BK: tl.constexpr,
-                ACC_INT: tl.constexpr, PROMOTE_K: tl.constexpr, INT64_OFFSETS: tl.constexpr):
+                ACC_INT: tl.constexpr, PROMOTE_K: tl.constexpr, INT64_OFFSETS: tl.constexpr, W_KN: tl.constexpr):
     if PERSISTENT:
         num_work = tl.cdiv(M, BLOCK_M) * tl.cdiv(N, BLOCK_N) * SPLIT_K
         for work_id in tl.range(tl.program_id(0), num_work, tl.num_programs(0)):
@@ -135,10 +137,10 @@ def gemm_kernel(x_ptr, w_ptr, xs_ptr, wsc_ptr, bias_ptr, y_ptr, part_ptr, M, N, 
                        stride_xm, stride_xk, stride_wn, stride_wk, stride_ym, stride_yn,
                        stride_xsm, stride_xsk, stride_wsn, stride_wsk,
                        BLOCK_M, BLOCK_N, BLOCK_K, GROUP_SIZE_M, NUM_XCDS, EVEN_K, HAS_BIAS, ACTIVATION, SPLIT_K,
-                       SCALE, SCALE_BN, SCALE_BK, ACC_INT, PROMOTE_K, INT64_OFFSETS)
+                       SCALE, SCALE_BN, SCALE_BK, ACC_INT, PROMOTE_K, INT64_OFFSETS, W_KN)
     else:
         _gemm_tile(tl.program_id(0), x_ptr, w_ptr, xs_ptr, wsc_ptr, bias_ptr, y_ptr, part_ptr, M, N, K,
                    stride_xm, stride_xk, stride_wn, stride_wk, stride_ym, stride_yn,
                    stride_xsm, stride_xsk, stride_wsn, stride_wsk,
                    BLOCK_M, BLOCK_N, BLOCK_K, GROUP_SIZE_M, NUM_XCDS, EVEN_K, HAS_BIAS, ACTIVATION, SPLIT_K,
-                   SCALE, SCALE_BN, SCALE_BK, ACC_INT, PROMOTE_K, INT64_OFFSETS)
+                   SCALE, SCALE_BN, SCALE_BK, ACC_INT, PROMOTE_K, INT64_OFFSETS, W_KN)

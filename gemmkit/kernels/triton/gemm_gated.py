@@ -87,6 +87,8 @@ PROMISES = (
     {"promise": "MFMA present", "arch": "amd", "check": "counts['v_mfma'] > 0"},
     {"promise": "waves_per_eu honoured", "arch": "amd", "when": "cfg.get('waves_per_eu', 0) > 0",
      "check": "occupancy >= cfg['waves_per_eu']"},
+    {"promise": "dot operands read from swizzled LDS buffers (W_KN, _mainloop.py)", "arch": "amd",
+     "check": "counts['lds_unswizzled'] == 0"},
 )
 
 TMA_PROMISES = (
@@ -125,7 +127,8 @@ def _gated_tile(work_id, x_ptr, w_ptr, y_ptr, part_ptr, M, I, K,
                 stride_xm, stride_xk, stride_wn, stride_wk, stride_ym, stride_yn,
                 BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
                 GROUP_SIZE_M: tl.constexpr, NUM_XCDS: tl.constexpr, EVEN_K: tl.constexpr,
-                ACTIVATION: tl.constexpr, SPLIT_K: tl.constexpr, INT64_OFFSETS: tl.constexpr):
+                ACTIVATION: tl.constexpr, SPLIT_K: tl.constexpr, INT64_OFFSETS: tl.constexpr,
+                W_KN: tl.constexpr):
     num_pid_m = tl.cdiv(M, BLOCK_M)
     num_pid_n = tl.cdiv(I, BLOCK_N)
     num_tiles = num_pid_m * num_pid_n
@@ -140,8 +143,12 @@ def _gated_tile(work_id, x_ptr, w_ptr, y_ptr, part_ptr, M, I, K,
     rows_g = offs_n % I
     offs_k = wide(k_first * BLOCK_K + tl.arange(0, BLOCK_K), INT64_OFFSETS)
     x_ptrs = x_ptr + rows_x[:, None].to(tl.int64) * stride_xm + offs_k[None, :] * stride_xk
-    g_ptrs = w_ptr + rows_g[:, None].to(tl.int64) * stride_wn + offs_k[None, :] * stride_wk
-    u_ptrs = w_ptr + (rows_g + I)[:, None].to(tl.int64) * stride_wn + offs_k[None, :] * stride_wk
+    if W_KN:  # w's tiles as (BLOCK_K, BLOCK_N): a swizzled LDS buffer on gfx942 (_mainloop.py)
+        g_ptrs = w_ptr + rows_g[None, :].to(tl.int64) * stride_wn + offs_k[:, None] * stride_wk
+        u_ptrs = w_ptr + (rows_g + I)[None, :].to(tl.int64) * stride_wn + offs_k[:, None] * stride_wk
+    else:
+        g_ptrs = w_ptr + rows_g[:, None].to(tl.int64) * stride_wn + offs_k[None, :] * stride_wk
+        u_ptrs = w_ptr + (rows_g + I)[:, None].to(tl.int64) * stride_wn + offs_k[None, :] * stride_wk
     acc_g = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     acc_u = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     for k in range(0, k_steps):
@@ -152,10 +159,14 @@ def _gated_tile(work_id, x_ptr, w_ptr, y_ptr, part_ptr, M, I, K,
         else:
             k_mask = tl.arange(0, BLOCK_K)[None, :] < K - (k_first + k) * BLOCK_K
             a = tl.load(x_ptrs, mask=k_mask, other=0.0)
-            b_g = tl.load(g_ptrs, mask=k_mask, other=0.0)
-            b_u = tl.load(u_ptrs, mask=k_mask, other=0.0)
-        acc_g = mma_step(acc_g, a, b_g, 0, a, a, a, a, 0, 0, "none", 1, 0)
-        acc_u = mma_step(acc_u, a, b_u, 0, a, a, a, a, 0, 0, "none", 1, 0)
+            if W_KN:
+                w_mask = tl.arange(0, BLOCK_K)[:, None] < K - (k_first + k) * BLOCK_K
+            else:
+                w_mask = k_mask
+            b_g = tl.load(g_ptrs, mask=w_mask, other=0.0)
+            b_u = tl.load(u_ptrs, mask=w_mask, other=0.0)
+        acc_g = mma_step(acc_g, a, b_g, 0, a, a, a, a, 0, 0, "none", 1, 0, False, W_KN)
+        acc_u = mma_step(acc_u, a, b_u, 0, a, a, a, a, 0, 0, "none", 1, 0, False, W_KN)
         x_ptrs += wide(BLOCK_K, INT64_OFFSETS) * stride_xk
         g_ptrs += wide(BLOCK_K, INT64_OFFSETS) * stride_wk
         u_ptrs += wide(BLOCK_K, INT64_OFFSETS) * stride_wk
@@ -169,19 +180,19 @@ def gemm_gated_kernel(x_ptr, w_ptr, y_ptr, part_ptr, M, I, K,
                       BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
                       GROUP_SIZE_M: tl.constexpr, NUM_XCDS: tl.constexpr, EVEN_K: tl.constexpr,
                       ACTIVATION: tl.constexpr, PERSISTENT: tl.constexpr, SPLIT_K: tl.constexpr,
-                      INT64_OFFSETS: tl.constexpr):
+                      INT64_OFFSETS: tl.constexpr, W_KN: tl.constexpr):
     if PERSISTENT:
         num_work = tl.cdiv(M, BLOCK_M) * tl.cdiv(I, BLOCK_N) * SPLIT_K
         for work_id in tl.range(tl.program_id(0), num_work, tl.num_programs(0)):
             _gated_tile(work_id, x_ptr, w_ptr, y_ptr, part_ptr, M, I, K,
                         stride_xm, stride_xk, stride_wn, stride_wk, stride_ym, stride_yn,
                         BLOCK_M, BLOCK_N, BLOCK_K, GROUP_SIZE_M, NUM_XCDS, EVEN_K, ACTIVATION, SPLIT_K,
-                        INT64_OFFSETS)
+                        INT64_OFFSETS, W_KN)
     else:
         _gated_tile(tl.program_id(0), x_ptr, w_ptr, y_ptr, part_ptr, M, I, K,
                     stride_xm, stride_xk, stride_wn, stride_wk, stride_ym, stride_yn,
                     BLOCK_M, BLOCK_N, BLOCK_K, GROUP_SIZE_M, NUM_XCDS, EVEN_K, ACTIVATION, SPLIT_K,
-                    INT64_OFFSETS)
+                    INT64_OFFSETS, W_KN)
 
 
 @triton.jit

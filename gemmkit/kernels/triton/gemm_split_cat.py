@@ -82,6 +82,8 @@ PROMISES = _COMMON + (
     {"promise": "MFMA present", "arch": "amd", "check": "counts['v_mfma'] > 0"},
     {"promise": "waves_per_eu honoured", "arch": "amd", "when": "cfg.get('waves_per_eu', 0) > 0",
      "check": "occupancy >= cfg['waves_per_eu']"},
+    {"promise": "dot operands read from swizzled LDS buffers (W_KN, _mainloop.py)", "arch": "amd",
+     "check": "counts['lds_unswizzled'] == 0"},
 )
 TMA_PROMISES = _COMMON + (
     {"promise": "TMA loads (UTMALDG)", "check": "counts['UTMALDG'] > 0"},
@@ -144,7 +146,7 @@ def _split_cat_tile(work_id, x_ptr, w_ptr, xs_ptr, wsc_ptr, bias_ptr, y_ptr, c1_
                     SCALE: tl.constexpr, SCALE_BN: tl.constexpr, SCALE_BK: tl.constexpr,
                     ACC_INT: tl.constexpr, PROMOTE_K: tl.constexpr,
                     S1: tl.constexpr, S2: tl.constexpr, S3: tl.constexpr, S3P: tl.constexpr,
-                    INT64_OFFSETS: tl.constexpr):
+                    INT64_OFFSETS: tl.constexpr, W_KN: tl.constexpr):
     num_pid_m = tl.cdiv(M, BLOCK_M)
     num_pid_n = tl.cdiv(N, BLOCK_N)
     pid_m, pid_n = tile_coords(work_id, num_pid_m, num_pid_n, GROUP_SIZE_M, NUM_XCDS)
@@ -160,7 +162,7 @@ def _split_cat_tile(work_id, x_ptr, w_ptr, xs_ptr, wsc_ptr, bias_ptr, y_ptr, c1_
                            tl.cdiv(K, BLOCK_K), K, stride_xm, stride_xk, stride_wn, stride_wk,
                            stride_xsm, stride_xsk, stride_wsn, stride_wsk,
                            BLOCK_M, BLOCK_N, BLOCK_K, EVEN_K, SCALE, SCALE_BN, SCALE_BK, ACC_INT, PROMOTE_K,
-                           INT64_OFFSETS)
+                           INT64_OFFSETS, W_KN)
     out = epilogue(acc, xs_ptr, wsc_ptr, bias_ptr, offs_m, offs_n, M, N, SCALE, HAS_BIAS, ACTIVATION)
     split_cat_store(c1_ptr, c2_ptr, out, offs_m, offs_n, M, N, stride_c1m, stride_c1d, stride_c1s,
                     stride_c2m, stride_c2d, stride_c2s, S1, S2, INT64_OFFSETS)
@@ -177,7 +179,7 @@ def gemm_split_cat_kernel(x_ptr, w_ptr, xs_ptr, wsc_ptr, bias_ptr, y_ptr, c1_ptr
                           SPLIT_K: tl.constexpr, SCALE: tl.constexpr, SCALE_BN: tl.constexpr, SCALE_BK: tl.constexpr,
                           ACC_INT: tl.constexpr, PROMOTE_K: tl.constexpr,
                           S1: tl.constexpr, S2: tl.constexpr, S3: tl.constexpr, S3P: tl.constexpr,
-                          INT64_OFFSETS: tl.constexpr):
+                          INT64_OFFSETS: tl.constexpr, W_KN: tl.constexpr):
     """Pointer path (every target, the interpreter). Same arguments as gemm.py's gemm_kernel, plus y,
     c1, c2 (3-D strides) and S1, S2, S3 (S3P: S3 rounded up to a power of two)."""
     tl.static_assert(SPLIT_K == 1, "gemm_split_cat has no split-K path")
@@ -189,14 +191,14 @@ def gemm_split_cat_kernel(x_ptr, w_ptr, xs_ptr, wsc_ptr, bias_ptr, y_ptr, c1_ptr
                             stride_ym, stride_yd, stride_ys, stride_c1m, stride_c1d, stride_c1s,
                             stride_c2m, stride_c2d, stride_c2s, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_SIZE_M, NUM_XCDS,
                             EVEN_K, HAS_BIAS, ACTIVATION, SCALE, SCALE_BN, SCALE_BK, ACC_INT, PROMOTE_K,
-                            S1, S2, S3, S3P, INT64_OFFSETS)
+                            S1, S2, S3, S3P, INT64_OFFSETS, W_KN)
     else:
         _split_cat_tile(tl.program_id(0), x_ptr, w_ptr, xs_ptr, wsc_ptr, bias_ptr, y_ptr, c1_ptr, c2_ptr, M, N, K,
                         stride_xm, stride_xk, stride_wn, stride_wk, stride_xsm, stride_xsk, stride_wsn, stride_wsk,
                         stride_ym, stride_yd, stride_ys, stride_c1m, stride_c1d, stride_c1s,
                         stride_c2m, stride_c2d, stride_c2s, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_SIZE_M, NUM_XCDS,
                         EVEN_K, HAS_BIAS, ACTIVATION, SCALE, SCALE_BN, SCALE_BK, ACC_INT, PROMOTE_K,
-                        S1, S2, S3, S3P, INT64_OFFSETS)
+                        S1, S2, S3, S3P, INT64_OFFSETS, W_KN)
 
 
 @triton.jit
