@@ -271,3 +271,30 @@ def graph_replay(rank, world, device, scheme):
 
 
 CASES["graph_replay"] = graph_replay
+
+
+def compiled(rank, world, device, scheme):
+    """torch.compile (dynamo; the eager backend on CPUs, inductor on GPUs) of the tensor-parallel MLP and row layer,
+    chunked: the same output as the eager call on the same input."""
+    from gemmkit.nn import parallel as P
+
+    K, I = 128, 256
+    mlp = torch.nn.Module()
+    mlp.gate_proj, mlp.up_proj = _linear(K, I, False, 31, device), _linear(K, I, False, 32, device)
+    mlp.down_proj = _linear(I, K, False, 33, device)
+    lin = _linear(K, K, True, 34, device)
+    x = _rand(40, K, seed=9, dtype=BF16, device=device)
+    backend = "inductor" if device.type == "cuda" else "eager"
+    for m, inp in ((P.ParallelGatedMLP.from_mlp(mlp, scheme, activation="silu", chunks=2), x),
+                   (P.RowParallelLinear.from_linear(lin, scheme, chunks=2), x[:, rank * K // world:(rank + 1) * K // world]),
+                   (P.ColumnParallelLinear.from_linear(lin, scheme, output="gathered", chunks=2), x)):
+        with torch.no_grad():
+            want = m(inp)
+            got = torch.compile(m, backend=backend)(inp)
+        if backend == "eager":  # dynamo alone runs the same kernels: the same bits
+            assert torch.equal(got, want), f"{type(m).__name__} {scheme}: compiled differs (max {(got - want).abs().max()})"
+        else:  # inductor may fuse the torch elementwise ops (act * mul) with one rounding fewer
+            assert _rel(got, want) <= 4 * TOL[BF16], f"{type(m).__name__} {scheme}: compiled rel {_rel(got, want):.3g}"
+
+
+CASES["compiled"] = compiled

@@ -59,3 +59,10 @@ def test_without_a_process_group_says_so():
         P.ColumnParallelLinear(64, 64)
     with pytest.raises(RuntimeError, match="init_process_group"):
         P.RowParallelLinear.from_linear(torch.nn.Linear(64, 64).to(torch.bfloat16))
+
+
+@pytest.mark.interpreter
+@pytest.mark.parametrize("scheme", SCHEMES)
+def test_torch_compile_matches_eager_on_two_ranks(scheme):
+    """torch.compile (dynamo with the eager backend: no C++ compiler on the CPU runners) of each chunked layer."""
+    spawn("compiled", scheme=scheme)

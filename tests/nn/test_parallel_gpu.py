@@ -25,3 +25,8 @@ def test_gated_mlp_nccl(scheme):
 @pytest.mark.parametrize("scheme", SCHEMES)
 def test_graph_replay_equals_eager_nccl(scheme):
     spawn("graph_replay", backend="nccl", scheme=scheme)
+
+
+@pytest.mark.parametrize("scheme", SCHEMES)
+def test_torch_compile_inductor_matches_eager_nccl(scheme):
+    spawn("compiled", backend="nccl", scheme=scheme)
