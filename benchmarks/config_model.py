@@ -1,74 +1,137 @@
-"""The config model (gemmkit/configs/model.py) on shapes no table was tuned for: gemm_a16w16 with the default
-bucket chosen and fitted for the shape (model.choose), and as the bucket is, against torch.matmul in the same process; CUDA-graph replay,
-inputs rotated past the L2, each mode twice (the better round). Layers of models the tables never saw (GPT-OSS-120B,
-Mistral-Large-2) and odd sizes. Rows the model leaves alone time the same config twice: the noise floor.
+"""The config model (gemmkit/configs/model.py) on shapes no table was tuned for, against the vendor in the same process.
 
-    PYTHONPATH=. python3 benchmarks/config_model.py benchmarks/results/<gpu>/config_model.json"""
+Each row times gemmkit with the default bucket chosen and fitted for the shape (model.choose + fit: what a call
+gets), the same bucket as the table has it (model.choose off: what the tables alone would give), and the op's vendor
+(torch.matmul / torch._scaled_mm rowwise / cuBLASLt's block-scaled GEMM: gemmkit/bench/ops.py). CUDA-graph replay,
+inputs rotated past the L2, each gemmkit mode twice (the better round; rows the model leaves alone time the same
+config twice: the noise floor). Every served result is checked against fp32 before it is timed.
+
+Shapes: every layer of the held-out model families (gemmkit/bench/model_configs.json entries marked "untuned": no
+table or rule was fitted on them) at M = 128, 256, 1024, 4096, plus odd sizes. Each row carries its roofline
+efficiency: the time the shape needs at the target's dense peak or HBM bandwidth, whichever is longer, over the
+measured time (1.0: at the roofline).
+
+    PYTHONPATH=. python3 benchmarks/config_model.py [--op a16w16|a8w8|a8w8_blockscale] [--models NAME,...]
+        [-m 128,256,1024,4096] [--no-odd] [JSON]      (JSON: benchmarks/results/<gpu>/config_model[_<op>].json)
+"""
 import argparse
 
-ARGS = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-ARGS.add_argument("json", nargs="?", help="write the rows (stamped: device, date, versions, git sha) to this path")
-ARGS = ARGS.parse_args()
-
-import datetime
-import json
-import os
-import subprocess
-import sys
-
-import torch
-import triton
-
-sys.path.insert(0, ".")
-import gemmkit  # noqa: E402
-from gemmkit import arch, callplan, configs  # noqa: E402
-from gemmkit.bench.timing import rotation_count, time_graph  # noqa: E402
-from gemmkit.configs import model  # noqa: E402
-
-UNTUNED_MODELS = ("gpt-oss-120b", "mistral-large-2")  # in gemmkit/bench/model_configs.json; no table was tuned on them
-with open("gemmkit/bench/model_configs.json") as f:
-    _MODELS = json.load(f)["models"]
-LAYERS = {m: _MODELS[m]["layers"] for m in UNTUNED_MODELS}  # (N, K) of each nn.Linear weight
-M_VALUES = (128, 256, 1024, 4096)
 ODD = [("odd", 3000, 5000, 7000), ("odd", 1000, 3000, 2000), ("odd", 777, 1536, 8000), ("odd", 4096, 256, 16384)]
+DTYPES = {"a16w16": "bf16", "a8w8": "fp8", "a8w8_blockscale": "fp8"}
 
-dev = "cuda"
-target = arch.get("sm_90").with_cus(torch.cuda.get_device_properties(0).multi_processor_count)
-L2 = torch.cuda.get_device_properties(0).L2_cache_size
-real_choose = model.choose
-rows = []
-shapes = [(f"{m} {layer}", M, n, k) for m, layers in LAYERS.items() for layer, (n, k) in layers.items()
-          for M in M_VALUES] + ODD
-for label, M, N, K in shapes:
-    fitted, source = configs.serve("a16w16", target, M, N, K)
-    changed = "fitted" in source
-    sets = [(torch.randn(M, K, device=dev, dtype=torch.bfloat16), torch.randn(N, K, device=dev, dtype=torch.bfloat16))
-            for _ in range(rotation_count((M + N) * K * 2, L2))]
-    res = {}
-    for mode in ("model", "bucket", "vendor", "model2", "bucket2"):
-        model.choose = real_choose if mode.startswith("model") else (lambda op, cfg, *a: (cfg, []))
-        callplan.clear()
-        fn = (lambda x, w: torch.matmul(x, w.t())) if mode == "vendor" else (lambda x, w: gemmkit.gemm_a16w16(x, w))
-        if mode in ("model", "bucket"):  # each served config's result, against fp32, before it is timed
-            x, w = sets[0]
-            ref = x.float() @ w.float().t()
-            err = ((fn(x, w).float() - ref).norm() / ref.norm()).item()
-            assert err < 1e-2, (label, M, N, K, mode, err)
-        res[mode] = time_graph(fn, sets) * 1e3
-    model.choose = real_choose
-    us_model, us_bucket = min(res["model"], res["model2"]), min(res["bucket"], res["bucket2"])
-    row = dict(label=label, M=M, N=N, K=K, fitted=changed, source=source, model_us=round(us_model, 2),
-               bucket_us=round(us_bucket, 2), vendor_us=round(res["vendor"], 2),
-               ratio_model=round(res["vendor"] / us_model, 3), ratio_bucket=round(res["vendor"] / us_bucket, 3))
-    rows.append(row)
-    print(json.dumps(row), flush=True)
 
-sha = os.environ.get("GEMMKIT_GIT_SHA") or subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
-                                                          text=True).stdout.strip() or "unknown"
-out = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "triton": triton.__version__,
-       "date": datetime.date.today().isoformat(), "git_sha": sha,
-       "method": "CUDA-graph replay, inputs rotated past the L2, each gemmkit mode twice (better round); "
-                 "ratio = vendor_us / gemmkit_us (torch.matmul)", "rows": rows}
-if ARGS.json:
-    with open(ARGS.json, "w") as f:
-        json.dump(out, f, indent=1)
+def parse(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("json", nargs="?", help="write the rows (stamped: device, date, versions, git sha) to this path")
+    p.add_argument("--op", default="a16w16", choices=tuple(DTYPES))
+    p.add_argument("--models", default="untuned", help="comma list of model_configs.json names, or 'untuned' (the "
+                                                         "entries marked untuned)")
+    p.add_argument("-m", default="128,256,1024,4096", help="M values")
+    p.add_argument("--no-odd", action="store_true", help="leave out the odd sizes")
+    return p.parse_args(argv)
+
+
+def held_out_models():
+    """The model_configs.json entries no table or config-model rule was fitted on."""
+    import json
+    import os
+
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "gemmkit", "bench", "model_configs.json")
+    with open(path) as f:
+        models = json.load(f)["models"]
+    return {name: m["layers"] for name, m in models.items() if m.get("untuned")}
+
+
+def shapes(args):
+    """(label, M, N, K) rows: every layer of each chosen model at every M, then the odd sizes."""
+    untuned = held_out_models()
+    if args.models == "untuned":
+        layers = untuned
+    else:
+        from gemmkit.bench.suite import model_suite
+
+        names = args.models.split(",")
+        return [r for r in model_suite(names, [int(m) for m in args.m.split(",")])] + ([] if args.no_odd else ODD)
+    rows = [(f"{model} {layer}", M, n, k) for model, ls in layers.items() for layer, (n, k) in ls.items()
+            for M in (int(m) for m in args.m.split(","))]
+    return rows + ([] if args.no_odd else ODD)
+
+
+def roofline_us(target, M, N, K, dtype_name, op):
+    """The shortest time the shape can take on `target`: its flops at the dense peak or its minimum bytes at the HBM
+    bandwidth, whichever is longer (microseconds)."""
+    flops, nbytes = op.work(M, N, K, dtype_name)
+    return max(flops / (target.peak_tflops[op.peak_key(dtype_name)] * 1e12), nbytes / (target.hbm_gbps * 1e9)) * 1e6
+
+
+def main(argv=None):
+    args = parse(argv)
+    import datetime
+    import json
+    import math
+    import sys
+
+    import torch
+    import triton
+
+    sys.path.insert(0, ".")
+    import gemmkit  # noqa: F401
+    from gemmkit import arch, callplan, configs
+    from gemmkit.bench import git_sha
+    from gemmkit.bench import ops as bench_ops
+    from gemmkit.bench.timing import rotation_count, time_graph
+    from gemmkit.configs import model
+
+    op, dtype_name = bench_ops.get(args.op), DTYPES[args.op]
+    table_op = op.table_op(dtype_name)
+    target = arch.current(0)
+    L2 = torch.cuda.get_device_properties(0).L2_cache_size
+    real_choose = model.choose
+    rows = []
+    for label, M, N, K in shapes(args):
+        _fitted, source = configs.serve(table_op, target, M, N, K)
+        per_set = (M + N) * K * op.operand_bytes(dtype_name)
+        sets = [op.make_inputs(M, N, K, dtype_name, "cuda") for _ in range(rotation_count(per_set, L2))]
+        res, errors = {}, {}
+        for mode in ("model", "bucket", "vendor", "model2", "bucket2"):
+            model.choose = real_choose if mode.startswith("model") else (lambda o, cfg, *a, **k: (cfg, []))
+            callplan.clear()
+            fn = (lambda *inp: op.vendor(inp)) if mode == "vendor" else (lambda *inp: op.run(inp, None))
+            if mode in ("model", "bucket", "vendor"):  # each served result against fp32, before it is timed
+                ref = op.reference(sets[0]).float()
+                errors[mode] = ((fn(*sets[0]).float() - ref).norm() / ref.norm().clamp_min(1e-30)).item()
+                assert errors[mode] < 5e-2, (label, M, N, K, mode, errors[mode])
+            res[mode] = time_graph(fn, sets) * 1e3
+        model.choose = real_choose
+        us_model, us_bucket = min(res["model"], res["model2"]), min(res["bucket"], res["bucket2"])
+        floor = roofline_us(target, M, N, K, dtype_name, op)
+        row = dict(label=label, M=M, N=N, K=K, fitted="fitted" in source, source=source,
+                   model_us=round(us_model, 2), bucket_us=round(us_bucket, 2), vendor_us=round(res["vendor"], 2),
+                   ratio_model=round(res["vendor"] / us_model, 3), ratio_bucket=round(res["vendor"] / us_bucket, 3),
+                   roofline_model=round(floor / us_model, 3), roofline_vendor=round(floor / res["vendor"], 3),
+                   rel_err_model=float(f"{errors['model']:.3g}"), rel_err_vendor=float(f"{errors['vendor']:.3g}"))
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+
+    def geo(key):
+        return round(math.exp(sum(math.log(r[key]) for r in rows) / len(rows)), 3)
+
+    worst = min(rows, key=lambda r: r["ratio_model"])
+    summary = dict(rows=len(rows), geomean_model=geo("ratio_model"), geomean_bucket=geo("ratio_bucket"),
+                   under_090=sum(r["ratio_model"] < 0.9 for r in rows), worst=dict(
+                       (k, worst[k]) for k in ("label", "M", "N", "K", "ratio_model", "roofline_model")),
+                   geomean_roofline_model=geo("roofline_model"), geomean_roofline_vendor=geo("roofline_vendor"))
+    print(json.dumps(summary))
+    out = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "triton": triton.__version__,
+           "date": datetime.date.today().isoformat(), "git_sha": git_sha(), "op": args.op, "dtype": dtype_name,
+           "models": args.models if args.models != "untuned" else sorted(held_out_models()),
+           "method": "CUDA-graph replay, inputs rotated past the L2, each gemmkit mode twice (better round); ratio = "
+                     f"vendor_us / gemmkit_us ({op.vendor_name(dtype_name)}); roofline = max(flops / dense peak, "
+                     "minimum bytes / HBM bandwidth) / measured time", "summary": summary, "rows": rows}
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(out, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

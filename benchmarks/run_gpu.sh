@@ -18,6 +18,9 @@
 #              and fp8 block scale) -> one JSON per op and model (the committed files merge some of them)
 #   floor      the memory floor of the decode rows (benchmarks/read_floor.py) -> read_floor.json
 #   vendor     which kernels cuBLAS launches on the weak rows (benchmarks/vendor_kernels.py) -> vendor_kernels.json
+#   heldout    the config model on the held-out model families (benchmarks/config_model.py: model_configs.json entries
+#              marked untuned, M = 128-4096, odd sizes) for HELDOUT_OPS (default a16w16 a8w8 a8w8_blockscale)
+#              -> config_model_OP.json (+ .log)
 #   tp         2 GPUs (nvidia-h100-x2 / h200-x2): the tensor-parallel tests (tests/nn/test_parallel_gpu.py) -> tp_tests.log,
 #              then benchmarks/tp.py under torchrun (Llama-3-70B MLP / qkv / o_proj, TP_M, default 1,16,64,1024,4096,8192;
 #              TP_DTYPES, default bf16,fp8,fp8_block) -> tp.json, tp.log
@@ -83,6 +86,12 @@ if has family; then
 fi
 has floor && python3 benchmarks/read_floor.py --json "$OUT/read_floor.json" 2>&1 | tee "$OUT/read_floor.log" | tail -12
 has vendor && python3 benchmarks/vendor_kernels.py --json "$OUT/vendor_kernels.json" 2>&1 | tee "$OUT/vendor_kernels.log" | tail -12
+if has heldout; then
+  for op in ${HELDOUT_OPS:-a16w16 a8w8 a8w8_blockscale}; do
+    timeout "${STAGE_TIMEOUT:-540}" python3 benchmarks/config_model.py --op "$op" "$OUT/config_model_$op.json" 2>&1 \
+      | tee "$OUT/config_model_$op.log" | tail -3
+  done
+fi
 if has tp; then
   export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1  # NVLink multicast stays off
   pytest_gpu tp_tests.log tests/nn/test_parallel_gpu.py
