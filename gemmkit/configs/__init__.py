@@ -82,7 +82,8 @@ KEYS = {
     # ping-pong kernel (kernels/gluon/hopper_pingpong.py), which reads BLOCK_SIZE_M/N/K,
     # GROUP_SIZE_M, num_warps and num_stages and falls back to Triton where it cannot run; num_warps 8
     # (two warpgroups on one tile) selects the cooperative layout (kernels/gluon/hopper_coop.py; fp8:
-    # hopper_pingpong_fp8.py), 4 the ping-pong (hopper_pingpong.is_coop).
+    # hopper_pingpong_fp8.py), 4 the ping-pong (hopper_pingpong.is_coop). On gfx942 / gfx950 (16-bit only) it names
+    # the CDNA ping-pong (kernels/gluon/cdna_pingpong.py), whose tile is the target's (cdna_layout.tile_config).
     "backend": (False, lambda v: v in ("triton", "gluon"), "'triton' or 'gluon'", ("cuda", "hip")),
     "NUM_KSPLIT": (False, _int_in(1, 64), "an integer in [1, 64] (split-K: partial sums reduced in a fixed order)",
                    ("cuda", "hip")),
@@ -108,8 +109,6 @@ def validate_config(cfg, *, backend: str | None = None, where: str = "config") -
             raise ConfigError(f"{where}: key {key!r} = {value!r}; expected {expected}")
         if backend is not None and backend not in backends and value not in (False, 0):
             raise ConfigError(f"{where}: key {key!r} is not supported on {backend} targets")
-        if key == "backend" and value == "gluon" and backend == "hip":
-            raise ConfigError(f"{where}: key 'backend' = 'gluon' is the Hopper kernel; AMD targets run 'triton'")
     for key, (required, *_rest) in KEYS.items():
         if required and key not in cfg:
             raise ConfigError(f"{where}: missing key {key!r}")
@@ -175,7 +174,8 @@ def serve(op: str, target, M: int, N: int, K: int):
     cfg, source = select(op, target.arch, M, N, K)
     if op in model.FITTED_OPS and not _SHAPE_FILE.search(source):
         large = _large_bucket(op, target.arch)
-        chosen, notes = model.choose(op, cfg, large, M, N, K, target.num_cus, target.shared_mem_bytes)
+        chosen, notes = model.choose(op, cfg, large, M, N, K, target.num_cus, target.shared_mem_bytes,
+                                     amd=target.is_amd)
         if chosen is large and chosen is not cfg:
             source += f" -> {_large_key(op, target.arch)}"
         cfg = dict(chosen)

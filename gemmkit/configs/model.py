@@ -63,8 +63,12 @@ FITTED_OPS = ("a16w16", "a8w8", "a8w8_int8", "a8w8_blockscale")
 #                on the old Triton bucket, 0.88x ping-pong; GPT-OSS's router at M = 256 / 1024 (2 / 8 tiles) 1.10x /
 #                0.81x on the fitted Triton tier, 0.46x / 0.52x on the ping-pong; 4096 x 57344 x 12288 (99% vs 100%)
 #                0.91x ping-pong, 1.04x coop.
+#   cdna_tiles   (gfx942 / gfx950) a "backend": "gluon" bucket names the CDNA ping-pong, one fixed 256 x 256 tile a
+#                program and no split-K: where those tiles are few (under FEW_TILES of the CUs) the bucket runs on the
+#                Triton tier, fitted (its split K and smaller tiles), as it did before the kernel had a launcher.
+#                Unmeasured (no AMD GPU here): the same rule as the sm_90 Gluon buckets' few-tiles step.
 OP_RULES = {"a8w8_blockscale": {"ctas_per_sm": 2, "wide_waves": 2, "operand_bytes": 1}, "a8w8": {"wide_waves": 2},
-            "a16w16": {"gluon_waves": True}}
+            "a16w16": {"gluon_waves": True, "cdna_tiles": True}}
 
 
 GLUON_WAVE_MARGIN = 1.1  # how much better the ping-pong's waves must be filled to give up the cooperative tile
@@ -76,11 +80,21 @@ def wave_efficiency(tiles: int, num_cus: int) -> float:
 
 
 def choose(op: str, cfg: dict, large: dict | None, M: int, N: int, K: int, num_cus: int,
-           shared_mem: int) -> tuple[dict, list]:
+           shared_mem: int, amd: bool = False) -> tuple[dict, list]:
     """(config, notes) for a default-table bucket `cfg` serving (M, N, K) on `num_cus` SMs of `shared_mem` bytes
-    each: for a cooperative Gluon bucket, it or the ping-pong by the op's `gluon_waves` rule; the table's large-M
+    each (`amd`: a gfx942 / gfx950 target): for a cooperative Gluon bucket, it or the ping-pong by the op's
+    `gluon_waves` rule; for a CDNA Gluon bucket, it or the Triton tier by `cdna_tiles`; the table's large-M
     bucket `large` where the op's `wide_waves` rule takes it; else `cfg` fitted (`fit`)."""
     rules = OP_RULES.get(op, {})
+    if amd and cfg.get("backend") == "gluon":
+        if not rules.get("cdna_tiles"):
+            return cfg, []
+        tiles = -(-M // cfg["BLOCK_SIZE_M"]) * -(-N // cfg["BLOCK_SIZE_N"])
+        if tiles < FEW_TILES * num_cus:
+            tile, notes = fit({k: v for k, v in cfg.items() if k != "backend"}, M, N, K, num_cus)
+            return tile, [f"{tiles} tiles of {cfg['BLOCK_SIZE_M']} x {cfg['BLOCK_SIZE_N']} for {num_cus} CUs: "
+                          "the Triton tier"] + notes
+        return cfg, []
     if rules.get("gluon_waves") and cfg.get("backend") == "gluon" and cfg["num_warps"] == 8 \
             and cfg["BLOCK_SIZE_N"] == 256 and not cfg.get("swap_ab") and cfg.get("NUM_KSPLIT", 1) == 1:
         bm = cfg["BLOCK_SIZE_M"]

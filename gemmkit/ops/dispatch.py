@@ -8,7 +8,9 @@ that tier can run it. The kernels are tried in one order, and the first that can
     "backend": "gluon"  ─► hopper_pingpong_kernel      bf16 / fp16, num_warps 4 (a tile per consumer warpgroup)
                            hopper_coop_kernel          bf16 / fp16, num_warps 8 (two warpgroups on one tile)
                            hopper_pingpong_fp8_kernel  fp8 e4m3fn, per-token x per-channel or block scales
-                              │ cannot take the call (interpreter, not sm_90, TMA rules, split-K, ...)
+                           cdna_pingpong_kernel        gfx942 / gfx950: bf16 / fp16, the target's 256 x 256 tile
+                              │ cannot take the call (interpreter, another target, TMA / buffer rules, split-K,
+                              │ an epilogue that spills, ...)
                               ▼ the same config on the Triton tier (dense.triton_tile: its power-of-two tile)
     any config          ─► gemm_tma_kernel   "tma": true, sm_90, TMA-compatible x / w / y, its staging fits
                            gemm_kernel       always (a config that cannot fit here is the caller's ValueError)
@@ -20,7 +22,7 @@ candidates by `preferred_kernel(cfg)`; `gemmkit isa` compiles `kernels_for(cfg)`
 The decision depends only on the call signature, so a call plan (callplan.py) makes it once per signature.
 
 Each kernel's own facts (which dtypes, strides and targets it takes) stay in its host code
-(`kernels/gluon/hopper_host.dense_unsupported`, `hopper_pingpong_fp8.unsupported`,
+(`kernels/gluon/hopper_host.dense_unsupported`, `hopper_pingpong_fp8.unsupported`, `cdna_host.unsupported`,
 `kernels/triton/dense.tma_unsupported`); this file holds the order and the config-level rules. What the installed
 Triton's compiler cannot fit (a Gluon kernel that spills with a call's fused epilogue on that release) is
 kernels/_budgets.py's table: the rule asks it last, with the call's `Epilogue` (bias or not, activation).
@@ -37,9 +39,10 @@ from . import _common as C
 GLUON_BF16 = "hopper_pingpong_kernel"
 GLUON_COOP = "hopper_coop_kernel"
 GLUON_FP8 = "hopper_pingpong_fp8_kernel"
+GLUON_CDNA = "cdna_pingpong_kernel"
 TRITON_TMA = "gemm_tma_kernel"
 TRITON_POINTER = "gemm_kernel"
-GLUON_KERNELS = (GLUON_BF16, GLUON_COOP, GLUON_FP8)
+GLUON_KERNELS = (GLUON_BF16, GLUON_COOP, GLUON_FP8, GLUON_CDNA)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -98,12 +101,14 @@ class Choice:
         return self.config.get("NUM_KSPLIT", 1) > 1
 
 
-def gluon_dense_kernel(cfg: dict, fp8: bool) -> str | None:
+def gluon_dense_kernel(cfg: dict, fp8: bool, target=None) -> str | None:
     """The Gluon kernel a config asks for (None: a Triton config); `fp8`: 8-bit operands (int8 too: the fp8 kernel
     then says it takes fp8 only). num_warps 8 is the cooperative layout (hopper_pingpong.is_coop); the fp8
-    kernel takes both layouts."""
+    kernel takes both layouts. On an AMD `target`: the CDNA ping-pong (16-bit only: 8-bit calls get None)."""
     if cfg.get("backend") != "gluon":
         return None
+    if target is not None and target.is_amd:
+        return None if fp8 else GLUON_CDNA
     if fp8:
         return GLUON_FP8
     from ..kernels.gluon import hopper_pingpong
@@ -123,7 +128,7 @@ def kernels_for(cfg: dict, target, in_bytes: int = 2, out_bytes: int = 2) -> lis
     compiles for a shipped bucket (dense.triton_kernels: the Triton TMA kernel where its shared memory fits)."""
     fp8 = in_bytes == 1
     out = []
-    gluon = gluon_dense_kernel(cfg, fp8) if target.is_nvidia else None
+    gluon = gluon_dense_kernel(cfg, fp8, target)
     if gluon:
         out.append((gluon, cfg))
     tile = G.triton_tile(cfg, fp8)
@@ -138,9 +143,10 @@ def dense(cfg: dict, target, x2, w, y, scaling=G.NO_SCALING, interpreting: bool 
     fp8 = x2.dtype in H.FP8_DTYPES
     interpreting = _interpreting(x2) if interpreting is None else interpreting
     passed = []
-    gluon = gluon_dense_kernel(cfg, x2.element_size() == 1)  # 8-bit: the fp8 kernel (which declines int8)
+    gluon = gluon_dense_kernel(cfg, x2.element_size() == 1, target)  # 8-bit: the fp8 kernel (which declines int8)
     if gluon:
-        why = (failed_gluon(gluon, cfg) or _gluon_dense_unsupported(gluon, cfg, target, x2, w, y, scaling, interpreting)
+        why = (failed_gluon(gluon, cfg)
+               or _gluon_dense_unsupported(gluon, cfg, target, x2, w, y, scaling, interpreting, epilogue)
                or _budget_unsupported(gluon, cfg, y, epilogue, scaling))
         if why is None:
             return Choice(gluon, cfg)
@@ -189,9 +195,15 @@ def _padded(cfg, target, x2, w, y, scaling, passed, interpreting, epilogue) -> C
     return Choice(inner.kernel, inner.config, tuple(passed), pad_k=KP)
 
 
-def _gluon_dense_unsupported(kernel, cfg, target, x2, w, y, scaling, interpreting) -> str | None:
+def _gluon_dense_unsupported(kernel, cfg, target, x2, w, y, scaling, interpreting, epilogue=NO_EPILOGUE) -> str | None:
     if interpreting:
         return "the Triton interpreter does not run Gluon kernels"
+    if kernel == GLUON_CDNA:
+        if scaling.mode != "none":
+            return f"the CDNA ping-pong takes no scales, got {scaling.mode!r} scaling"
+        from ..kernels.gluon import cdna_host
+
+        return cdna_host.unsupported(cfg, x2, w, y, None, epilogue.activation, target, has_bias=epilogue.has_bias)
     if kernel != GLUON_FP8:
         if scaling.mode != "none":
             return f"the bf16 / fp16 Gluon kernels take no scales, got {scaling.mode!r} scaling"
@@ -317,7 +329,11 @@ def split_cat(cfg: dict, target, x2, w, c1) -> Choice:
 
 
 def _launch_gluon_dense(choice, x2, w, bias, y, activation, target, scaling, compile_only):
-    if choice.kernel == GLUON_FP8:
+    if choice.kernel == GLUON_CDNA:
+        from ..kernels.gluon import cdna_host
+
+        cdna_host.launch(x2, w, bias, y, activation, choice.config, target, compile_only=compile_only)
+    elif choice.kernel == GLUON_FP8:
         from ..kernels.gluon import hopper_pingpong_fp8
 
         block_shape = (scaling.block_n, scaling.block_k) if scaling.mode == "block" else None

@@ -6,7 +6,8 @@ gemmkit::gemm_a16w16_out, writing `out`), each with a fake for torch.compile, co
 
 Which kernel serves a call is ops/dispatch.py's rule, shared by every dense GEMM op: a config with
 "backend": "gluon" (sm_90 tables, where it wins) runs the Gluon ping-pong or cooperative kernel
-(kernels/gluon/hopper_pingpong.py, hopper_coop.py), and the Triton tier (kernels/triton/dense.py) with
+(kernels/gluon/hopper_pingpong.py, hopper_coop.py), on gfx942 / gfx950 the CDNA ping-pong (kernels/gluon/
+cdna_pingpong.py, never run on AMD hardware), and the Triton tier (kernels/triton/dense.py) with
 the same tile sizes when that kernel cannot take the call.
 """
 from __future__ import annotations

@@ -85,13 +85,86 @@ def test_k_halves_would_be_wrong_on_gfx942():
     assert not CM.check(t, A, B, CM.Mutation(constexprs=lambda ce: {**ce, "K_HALVES": 2}))[0]
 
 
+# edge tiles along M and N, K not a multiple of 2 * BK (+16: the 16-element rows the host requires), one K tile
+EDGE_SHAPES = [(300, 256, 0, 16), (256, 272, 1, 0), (300, 528, 1, 16), (16, 16, 0, 16), (520, 272, 2, 48)]
+
+
 @pytest.mark.parametrize("a", TARGETS)
-def test_partial_tiles_are_outside_the_kernel(a):
-    """No masking (Constraints: M, N % 256 == 0): a ragged edge tile reads and writes out of range."""
+@pytest.mark.parametrize("shape", EDGE_SHAPES, ids=lambda s: "x".join(map(str, s)))
+def test_edge_tiles_and_k_tails(a, shape):
+    """The variants cdna_host.variant picks for shapes off the tile: rows past M / N load as 0 (out of the buffer's
+    range), K past the last whole stage pair loads as 0 (masked), the edge tiles' stores are masked."""
     t = arch.ARCHS[a]
-    A, B = _operands(300, 256, 2 * L.tile_config(t).BK)
-    _, rep = CM.run(t, A, B)
-    assert any("load A" in e for e in rep.errors) and any("store C" in e for e in rep.errors)
+    M, N, pairs, extra = shape
+    A, B = _operands(M, N, 2 * L.tile_config(t).BK * pairs + extra, seed=sum(shape))
+    ok, detail = CM.check(t, A, B)
+    assert ok, detail
+
+
+@pytest.mark.parametrize("a", TARGETS)
+@pytest.mark.parametrize("act", ["relu", "gelu", "silu"])
+def test_bias_and_activation_through_the_shared_epilogue(a, act):
+    t = arch.ARCHS[a]
+    A, B = _operands(300, 272, 2 * L.tile_config(t).BK + 16)
+    bias = np.random.default_rng(3).integers(-8, 9, 272).astype(np.float32)
+    ok, detail = CM.check(t, A, B, bias=bias, activation=act)
+    assert ok, detail
+
+
+@pytest.mark.parametrize("a", TARGETS)
+@pytest.mark.parametrize("dtype, out", [("fp16", "fp16"), ("fp16", "fp32"), ("bf16", "fp32")])
+def test_fp16_operands_and_other_outputs(a, dtype, out):
+    t = arch.ARCHS[a]
+    A, B = _operands(256, 300, 4 * L.tile_config(t).BK)
+    bias = np.arange(300, dtype=np.float32) % 7 - 3
+    ok, detail = CM.check(t, A, B, bias=bias, activation="relu", dtype=dtype, out=out)
+    assert ok, detail
+
+
+def _edge_case(a):
+    t = arch.ARCHS[a]
+    return (t, *_operands(300, 272, 2 * L.tile_config(t).BK + 16))
+
+
+def _edge_fails(a, mutation, **kw):
+    t, A, B = _edge_case(a)
+    ok, detail = CM.check(t, A, B, mutation, **kw)
+    assert not ok, "the mutation went unnoticed"
+    return detail
+
+
+@pytest.mark.parametrize("a", TARGETS)
+def test_mutation_edge_rows_not_sent_out_of_range(a):
+    """Rows past M read as ordinary offsets: past the tensor but inside the buffer's range (a neighbour's memory)."""
+    detail = _edge_fails(a, CM.Mutation(source=lambda n, s: s.replace("gl.where(rows_a < M, rows_a * K, ROW_OOB)",
+                                                                      "(rows_a * K)")))
+    assert "inside the buffer's range" in detail
+
+
+@pytest.mark.parametrize("a", TARGETS)
+def test_mutation_edge_store_unmasked(a):
+    _edge_fails(a, CM.Mutation(source=lambda n, s: s.replace(", mask=(rcm < M)[:, None] & (rcn < N)[None, :])", ")")))
+
+
+@pytest.mark.parametrize("a", TARGETS)
+def test_mutation_k_tail_unmasked(a):
+    """The K tail's columns past K read the next row (in range): wrong sums."""
+    _edge_fails(a, CM.Mutation(constexprs=lambda ce: {**ce, "MASK_K": False}))
+
+
+@pytest.mark.parametrize("a", TARGETS)
+def test_mutation_bias_by_row(a):
+    bias = np.arange(272, dtype=np.float32) % 5
+    _edge_fails(a, CM.Mutation(source=lambda n, s: s.replace("bias_activation(acc, bias_ptr, rcn,",
+                                                             "bias_activation(acc, bias_ptr, rcm,")), bias=bias)
+
+
+@pytest.mark.parametrize("a", TARGETS)
+def test_mutation_activation_before_bias(a):
+    """The shared epilogue's own order, mutated (activation, then bias): relu of negative sums plus a bias differs."""
+    bias = np.arange(272, dtype=np.float32) % 5 - 2
+    _edge_fails(a, CM.Mutation(source=lambda n, s: s.replace("return activation(acc, ACTIVATION)", "return acc")
+                               if n == "bias_activation" else s), bias=bias, activation="relu")
 
 
 # ---- mutations: each must make the check fail
@@ -138,7 +211,8 @@ def test_mutation_k_tile_shifted_by_one(a):
     _fails(a, CM.Mutation(source=lambda n, s: s.replace("k_off = 0", "k_off = BK")
                           if n == "cdna_pingpong_kernel" else s))
     # one loop iteration too few (the last two K tiles are never loaded)
-    _fails(a, CM.Mutation(source=lambda n, s: s.replace("K // (2 * BK) - 1", "K // (2 * BK) - 2")
+    _fails(a, CM.Mutation(source=lambda n, s: s.replace("(K + 2 * BK - 1) // (2 * BK) - 1",
+                                                        "(K + 2 * BK - 1) // (2 * BK) - 2")
                           if n == "cdna_pingpong_kernel" else s))
 
 

@@ -101,12 +101,19 @@ def isa_rows():
     from gemmkit.isa.report import collect
 
     rows = collect("cdna_pingpong")
-    return {r["arch"]: r for r in rows}
+    return rows
 
 
 @pytest.mark.parametrize("a", TARGETS)
 def test_compiled_code_keeps_its_promises(isa_rows, a):
-    r = isa_rows[a]
+    """The kernel as written, and (gfx950) its A16W16 Gluon bucket: edge tiles, a K tail, bias + gelu."""
+    rows = [r for r in isa_rows if r["arch"] == a]
+    assert len(rows) == (2 if a == "gfx950" else 1)
+    for r in rows:
+        _keeps_promises(r, a)
+
+
+def _keeps_promises(r, a):
     assert r["ok"], r.get("error")
     broken = [f"{c['promise']}: {c['detail']}" for c in r["promises"] if not c["ok"]]
     assert not broken

@@ -60,7 +60,8 @@ def test_bench_without_gpu():
 
 @NO_GPU
 def test_bench_cpu_check_small_case(tmp_path):
-    """The no-GPU check on one small static case (cdna_pingpong on gfx950): progress per stage and target,
+    """The no-GPU check on a small static op (cdna_pingpong on gfx950: the kernel as written and its A16W16
+    bucket's variant): progress per stage and target,
     the summary's counts, the full table in the report file and, with verbose, on stdout."""
     code = ("import sys; from gemmkit.bench import run_cpu_check; "
             f"sys.exit(run_cpu_check(op='cdna_pingpong', archs=['gfx950'], verbose=True, "
@@ -69,11 +70,11 @@ def test_bench_cpu_check_small_case(tmp_path):
     r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     err, out = r.stderr, r.stdout
-    assert "[1/2] interpreter check" in err and "[2/2] static compile: 1 case" in err
-    assert "gfx950: 1/1 done" in err
+    assert "[1/2] interpreter check" in err and "[2/2] static compile: 2 cases" in err
+    assert "gfx950: 2/2 done" in err
     assert "interpreter check: ok" in out and "static compile: ok" in out
     row = [ln for ln in out.splitlines() if ln.startswith("gfx950 ")][-1].split()  # the summary (after the table)
-    assert row[1:4] == ["1", "1", "0"]  # kernels, cases compiled, failed
+    assert row[1:4] == ["1", "2", "0"]  # kernels, cases compiled, failed
     assert "cdna_pingpong_kernel" in out  # verbose: the full table on stdout
     assert "cdna_pingpong_kernel" in (tmp_path / "report.txt").read_text()
     assert str(tmp_path / "report.txt") in out

@@ -22,6 +22,13 @@ WAVE = 64
 ELEM_BYTES = 2  # bf16
 VEC_BYTES = 16  # one direct-to-LDS load / one ds_read_b128 per lane
 LDS_BANKS, BANK_BYTES = 64, 4
+# Buffer ops (the kernel's global loads and stores) address a tensor through a resource whose range Triton sets to
+# num_records = 2**31 - 2 bytes (BufferEmitter::createResourceDescriptor), with a 32-bit byte offset per lane,
+# compared unsigned: a byte offset in [2**31 - 2, 2**32) is out of range, so a load returns 0 and a store is
+# dropped. An operand's span must therefore stay below BUFFER_BYTES (the host checks it). ROW_OOB, the element
+# offset the kernel gives a row past M or N, is 2**31 bytes in: out of range, and so is ROW_OOB + any k < 2**30.
+BUFFER_BYTES = 2**31 - 2
+ROW_OOB = 2**31 // ELEM_BYTES
 
 
 @dataclass(frozen=True)

@@ -14,11 +14,19 @@ the Gluon primitives they call replaced by NumPy semantics over per-wave state:
     async_copy.buffer_load_to_shared                      every lane's vector: global offset (the kernel's
                                                           `offs + k_off`, in the layout `ld`) -> its LDS slot;
                                                           one instruction must fill one contiguous LDS range;
-                                                          writes land at wait_group (NaN until then)
+                                                          a mask must be one value per vector; a masked or
+                                                          out-of-range lane (32-bit byte offset at or past
+                                                          cdna_layout.BUFFER_BYTES) writes 0; writes land at
+                                                          wait_group (NaN until then)
     shared .index / .slice / .permute / .load(DOT_x)      LDS -> the registers of every wave and lane
     cdna3.mfma                                            the ISA's v_mfma_f32_16x16x{32,16}_bf16 on register
                                                           chunks (transposed layouts: operands swapped), fp32
-    cdna3.buffer_store(acc.to(bf16))                      every register to its C offset, rounded to bf16
+    bias_activation (kernels/triton/_epilogue.py)         its own source, with `tl` as NumPy fp32, on the
+                                                          accumulator's logical tile; the bias indexed by the
+                                                          kernel's column offsets
+    cdna3.buffer_store(out.to(dtype), mask)               every register to its C offset, rounded to C's dtype;
+                                                          masked / out-of-range lanes dropped; an element
+                                                          written twice is an error
     barriers                                              no-ops: every wave steps in program order; that this
                                                           order is the only one that matters is the race
                                                           checker's result (gemmkit/schedule), not the model's
@@ -27,8 +35,9 @@ So the op lists walked (PROLOGUE, BODY, LAST, EPILOGUE) are `constexprs(target)`
 kernel's expressions, and the register <-> element maps are what the compiler builds from the kernel's
 layouts. What the model adds is hardware: the MFMA's operand and result placement (lane l, element j of A is
 A[l % 16][(l // 16) * kw + j]; result register i of lane l is D[(l // 16) * 4 + i][l % 16]), direct-to-LDS
-writing a contiguous range per instruction, buffer ops raising on out-of-range offsets (where hardware would
-read or write a neighbour's memory).
+writing a contiguous range per instruction, buffer ops returning 0 / dropping stores past the resource's range
+and reporting an offset inside the range but outside the tensor (where hardware would read or write a
+neighbour's memory). `run` compiles the variant cdna_host.variant picks for the shape (EDGE, MASK_K).
 
 `run(target, A, B, mutate=...)` returns C and a report; `mutate` injects faults (tests/kernels/test_cdna_model.py).
 """
@@ -104,6 +113,18 @@ def swizzled_offsets(smem, rows: int, cols: int) -> np.ndarray:
     return r * cols + ((c // smem.vec) ^ phase) * smem.vec + c % smem.vec
 
 
+def round_to(x, dtype: str) -> np.ndarray:
+    """float32 -> the nearest value of `dtype` ("bf16", "fp16", "fp32"), returned as float32."""
+    if dtype == "bf16":
+        return to_bf16(x)
+    if dtype == "fp16":
+        return np.asarray(x, np.float32).astype(np.float16).astype(np.float32)
+    return np.asarray(x, np.float32)
+
+
+_GL_NAME = {"bf16": _gl.bfloat16, "fp16": _gl.float16, "fp32": _gl.float32}
+
+
 def to_bf16(x) -> np.ndarray:
     """float32 -> nearest bf16 (ties to even), returned as float32."""
     b = np.asarray(x, np.float32).view(np.uint32).astype(np.uint64)
@@ -141,8 +162,13 @@ class _Tagged(np.ndarray):
 
 
 class _Ptr:
-    def __init__(self, name, data):
+    def __init__(self, name, data, dtype="bf16"):
         self.name, self.data = name, data
+        self.dtype = type("PointerType", (), {"element_ty": _GL_NAME[dtype]})()
+        self.elem_bytes = 4 if dtype == "fp32" else 2
+
+    def __add__(self, offs):
+        return (self, np.asarray(offs))
 
 
 class _Regs:
@@ -152,8 +178,8 @@ class _Regs:
         self.vals, self.layout, self.shape = vals, layout, tuple(shape)
 
     def to(self, dtype):
-        return _Regs(to_bf16(self.vals) if dtype == _gl.bfloat16 else self.vals.astype(np.float32),
-                     self.layout, self.shape)
+        name = next(n for n, d in _GL_NAME.items() if d == dtype)
+        return _Regs(round_to(self.vals, name), self.layout, self.shape)
 
 
 class _Smem:
@@ -191,18 +217,21 @@ class _LdsBuf:
 
 
 class Model:
-    def __init__(self, target, mutate: Mutation | None = None):
+    def __init__(self, target, mutate: Mutation | None = None, *, has_bias=False, activation="none", edge=False,
+                 mask_k=False):
         self.target = target
         self.mutate = mutate or Mutation()
         self.cfg = L.tile_config(target)
-        self.ce = K.constexprs(target)
+        self.ce = K.constexprs(target, has_bias, activation, edge, mask_k)
         if self.mutate.constexprs:
             self.ce = self.mutate.constexprs(dict(self.ce))
         self.report = Report()
         self.pending = []  # commit groups of LDS writes not yet landed: [[(buf, offsets, values)], ...]
         self.open = []
         self.pid = (0, 0)
+        self.written = None
         self._ns = self._namespace()
+        self._epilogue = self._epilogue_namespace()
 
     # -- the maps the primitives use
     def table(self, layout, shape):
@@ -235,23 +264,47 @@ class Model:
         b = _LdsBuf(self, tuple(shape), layout)
         return _Smem(b, b.offs, layout)
 
-    def _global(self, ptr, offs, what):
-        offs = np.asarray(offs)
-        bad = (offs < 0) | (offs >= ptr.data.size)
+    def _global(self, ptr, offs, what, mask=None):
+        """(offsets, off): a buffer op's element offsets as the hardware takes them: a masked lane's offset becomes
+        out of range (Triton's lowering: byte offset 2**31), the byte offset is 32 bits, and one at or past the
+        resource's range (cdna_layout.BUFFER_BYTES) reads 0 / writes nothing (`off`). An offset inside the range
+        but outside the tensor would read or write a neighbour's memory: an error of the kernel."""
+        offs = np.asarray(offs, np.int64)
+        byte = (offs * ptr.elem_bytes) & 0xFFFFFFFF
+        if mask is not None:
+            byte = np.where(mask, byte, 2**31)
+        off = byte >= L.BUFFER_BYTES
+        bad = ~off & (byte // ptr.elem_bytes >= ptr.data.size)
         if bad.any():
             self.report.errors.append(f"program {self.pid}: {what} {ptr.name}: {int(bad.sum())} offsets outside "
-                                      f"0..{ptr.data.size - 1}")
-        return np.where(bad, 0, offs), bad
+                                      f"0..{ptr.data.size - 1} but inside the buffer's range")
+        skip = off | bad
+        return np.where(skip, 0, byte // ptr.elem_bytes), skip
 
-    def _buffer_load_to_shared(self, dest, ptr, offs):
+    def _vector_mask(self, mask, offs, idx, vec, what):
+        """The mask at every (wave, lane, register), checked to be one value per `vec`-element vector (one buffer
+        instruction takes one predicate per lane)."""
+        if mask is None:
+            return None
+        m = np.broadcast_to(np.asarray(mask, bool), np.asarray(offs).shape)[idx]
+        w, ln, r = m.shape
+        v = m.reshape(w, ln, r // vec, vec)
+        if (v != v[..., :1]).any():
+            self.report.errors.append(f"program {self.pid}: {what}: a mask splits a {vec}-element vector")
+        return m
+
+    def _buffer_load_to_shared(self, dest, ptr, offs, mask=None, other=None):
         lay = offs.layout
         t = self.table(lay, offs.shape)  # [W, L, R, 2]
         idx = tuple(np.moveaxis(t, -1, 0))
-        g, bad = self._global(ptr, np.asarray(offs)[idx], "load")
-        vals = np.where(bad, np.nan, ptr.data[g]).astype(np.float32)
+        vec = int(lay.size_per_thread[-1])
+        if other is not None:
+            raise ModelError("buffer_load_to_shared with `other`: the kernel relies on 0 for masked lanes")
+        m = self._vector_mask(mask, offs, idx, vec, f"load {ptr.name}")
+        g, off = self._global(ptr, np.asarray(offs)[idx], "load", m)
+        vals = np.where(off, 0.0, ptr.data[g]).astype(np.float32)  # out of range: the hardware writes 0
         phys = self.mutate_smem("write", dest.offs, dest.buf)[idx]
         # one instruction = one vector of `vec` registers in every lane: a contiguous LDS range
-        vec = int(lay.size_per_thread[-1])
         w, ln, r = phys.shape
         inst = phys.reshape(w, ln, r // vec, vec).transpose(0, 2, 1, 3).reshape(w, r // vec, ln * vec)
         lo, hi = inst.min(-1), inst.max(-1)
@@ -310,12 +363,32 @@ class Model:
                     out[w, :, c * 4 + i] += d[(lane // 16) * 4 + i, lane % 16]
         return _Regs(out, lay, acc.shape)
 
-    def _buffer_store(self, val: _Regs, ptr, offs):
-        t = self.table(val.layout, offs.shape)
-        g, bad = self._global(ptr, np.asarray(offs)[tuple(np.moveaxis(t, -1, 0))], "store")
+    def _buffer_store(self, val: _Regs, ptr, offs, mask=None):
+        t = self.table(val.layout, np.shape(offs))
+        idx = tuple(np.moveaxis(t, -1, 0))
+        m = None if mask is None else np.broadcast_to(np.asarray(mask, bool), np.shape(offs))[idx]
+        g, skip = self._global(ptr, np.asarray(offs)[idx], "store", m)
         v = val.vals
-        ptr.data[g[~bad]] = v[~bad]
-        self.report.stores += int((~bad).sum())
+        if (self.written[g[~skip]]).any():
+            self.report.errors.append(f"program {self.pid}: store {ptr.name}: an element written twice")
+        self.written[g[~skip]] = True
+        ptr.data[g[~skip]] = v[~skip]
+        self.report.stores += int((~skip).sum())
+
+    def _where(self, cond, a, b):
+        out = np.where(cond, a, b).view(_Tagged)
+        out.layout = getattr(cond, "layout", None)
+        return out
+
+    def _bias_activation(self, acc: _Regs, bias_ptr, offs_n, N, HAS_BIAS, ACTIVATION):
+        """kernels/triton/_epilogue.bias_activation, its own source run on the accumulator's logical tile (the
+        elementwise math is the same in any layout; the bias's index is the kernel's `offs_n`)."""
+        t = self.table(acc.layout, acc.shape)
+        idx = tuple(np.moveaxis(t, -1, 0))
+        tile = np.full(acc.shape, np.nan, np.float32)
+        tile[idx] = acc.vals
+        out = self._epilogue["bias_activation"](tile, bias_ptr, np.asarray(offs_n), N, HAS_BIAS, ACTIVATION)
+        return _Regs(np.asarray(out, np.float32)[idx], acc.layout, acc.shape)
 
     # -- the kernel's own code, executed
     def _namespace(self):
@@ -326,6 +399,7 @@ class Model:
                 return getattr(_gl, name)
             constexpr = _gl.constexpr
             static_range = staticmethod(range)
+            where = staticmethod(m._where)
             arange = staticmethod(m._arange)
             zeros = staticmethod(m._zeros)
             allocate_shared_memory = staticmethod(m._alloc)
@@ -344,9 +418,53 @@ class Model:
             buffer_store = staticmethod(m._buffer_store)
 
         ns = {"gl": GL(), "async_copy": AsyncCopy(), "cdna3": CDNA3(), "barrier": lambda: None,
-              "_group_barrier": lambda group, num_warps: None}
+              "_group_barrier": lambda group, num_warps: None, "bias_activation": m._bias_activation}
         for name in ("_run", "cdna_pingpong_kernel"):
             exec(compile(self._source(name), f"<cdna_pingpong.{name} (model)>", "exec"), ns)
+        return ns
+
+    def _epilogue_namespace(self):
+        """kernels/triton/_epilogue.py's bias_activation and activation, their own source, with `tl` as NumPy (fp32)."""
+        from ..triton import _epilogue as E
+
+        def load(p, mask=None, other=None):
+            ptr, offs = p
+            g, skip = self._global(ptr, offs, "load", mask)
+            return np.where(skip, np.float32(0.0 if other is None else other), ptr.data[g]).astype(np.float32)
+
+        class TL:
+            constexpr = _gl.constexpr
+            float32 = np.float32
+            maximum = staticmethod(np.maximum)
+            exp = staticmethod(np.exp)
+            abs = staticmethod(np.abs)
+            where = staticmethod(np.where)
+
+            @staticmethod
+            def load(p, mask=None, other=None):
+                return load(p, mask, other)
+
+            @staticmethod
+            def static_assert(cond, msg=""):
+                if not cond:
+                    raise ModelError(msg)
+
+        class F32(np.ndarray):  # `.to(tl.float32)` on a loaded vector
+            def to(self, dtype):
+                return np.asarray(self, np.float32)
+
+        tl = TL()
+        orig_load = TL.load
+        TL.load = staticmethod(lambda p, mask=None, other=None: orig_load(p, mask, other).view(F32))
+        ns = {"tl": tl}
+        for fn in (E._sigmoid, E._erfc_abs, E.activation, E.bias_activation):
+            src = textwrap.dedent(inspect.getsource(fn.fn))
+            if self.mutate.source:
+                src = self.mutate.source(fn.fn.__name__, src)
+            tree = ast.parse(src)
+            tree.body[0].decorator_list = []
+            exec(compile(ast.Module(body=[tree.body[0]], type_ignores=[]), f"<_epilogue.{fn.fn.__name__} (model)>",
+                         "exec"), ns)
         return ns
 
     def _source(self, name):
@@ -358,34 +476,61 @@ class Model:
         fn.decorator_list = []
         return ast.Module(body=[fn], type_ignores=[])
 
-    def run(self, A, B):
-        A = to_bf16(np.asarray(A, np.float32))
-        B = to_bf16(np.asarray(B, np.float32))
+    def run(self, A, B, bias=None, dtype="bf16", out="bf16"):
+        A = round_to(np.asarray(A, np.float32), dtype)
+        B = round_to(np.asarray(B, np.float32), dtype)
         (M, Kd), (N, _) = A.shape, B.shape
-        a, b = _Ptr("A", A.ravel().copy()), _Ptr("B", B.ravel().copy())
-        c = _Ptr("C", np.full(M * N, np.nan, np.float32))
+        a, b = _Ptr("A", A.ravel().copy(), dtype), _Ptr("B", B.ravel().copy(), dtype)
+        c = _Ptr("C", np.full(M * N, np.nan, np.float32), out)
+        bp = _Ptr("bias", round_to(np.asarray(bias, np.float32), dtype).copy(), dtype) if bias is not None else a
+        self.written = np.zeros(M * N, bool)
         kern = self._ns["cdna_pingpong_kernel"]
         ce = self.ce
-        for pm in range(math.ceil(M / ce["BM"])):
-            for pn in range(math.ceil(N / ce["BN"])):
+        grid = (math.ceil(M / ce["BM"]), math.ceil(N / ce["BN"]))  # cdna_host.grid's rule
+        for pm in range(grid[0]):
+            for pn in range(grid[1]):
                 self.pid = (pm, pn)
                 self.pending, self.open = [], []
-                kern(a, b, c, M, N, Kd, **ce)
+                kern(a, b, c, bp, M, N, Kd, **ce)
                 self.report.programs += 1
         return c.data.reshape(M, N), self.report
 
 
-def run(target, A, B, mutate: Mutation | None = None):
-    """C = the kernel's output for A (M, K), B (N, K) on `target` (arch.Target), and the model's Report."""
-    return Model(target, mutate).run(A, B)
+def run(target, A, B, mutate: Mutation | None = None, *, bias=None, activation="none", dtype="bf16", out="bf16"):
+    """C = the kernel's output for A (M, K), B (N, K) (and a bias (N,), an activation) on `target` (arch.Target), in
+    the variant the host compiles for that shape (cdna_host.variant), and the model's Report."""
+    from . import cdna_host as H
+
+    edge, mask_k = H.variant(A.shape[0], B.shape[0], A.shape[1], target)
+    return Model(target, mutate, has_bias=bias is not None, activation=activation, edge=edge,
+                 mask_k=mask_k).run(A, B, bias, dtype, out)
 
 
-def check(target, A, B, mutate: Mutation | None = None):
-    """(ok, detail): the model's C equals bf16(A @ B.T) element for element (inputs whose fp32 sums are exact,
-    e.g. small integers, make the order of accumulation immaterial) and the run raised no errors."""
-    C, rep = run(target, A, B, mutate)
-    ref = to_bf16((to_bf16(A).astype(np.float64) @ to_bf16(B).astype(np.float64).T).astype(np.float32))
-    bad = ~(C == ref)
+def reference(A, B, bias=None, activation="none", dtype="bf16", out="bf16"):
+    """act(A @ B.T + bias) in float64 on the operands rounded to `dtype`, rounded to `out`."""
+    from ...reference import activation_ref
+
+    import torch
+
+    a, b = (round_to(np.asarray(t, np.float32), dtype).astype(np.float64) for t in (A, B))
+    r = a @ b.T
+    if bias is not None:
+        r = r + round_to(np.asarray(bias, np.float32), dtype).astype(np.float64)[None, :]
+    r = activation_ref(torch.from_numpy(r), activation).numpy()
+    return round_to(r.astype(np.float32), out)
+
+
+def check(target, A, B, mutate: Mutation | None = None, *, bias=None, activation="none", dtype="bf16", out="bf16"):
+    """(ok, detail): the model's C equals `reference` element for element (inputs whose fp32 sums are exact, e.g.
+    small integers, make the order of accumulation immaterial; with gelu / gelu_tanh / silu, within 2 units of
+    `out`'s last place: the model's fp32 exp is not the GPU's) and the run raised no errors."""
+    C, rep = run(target, A, B, mutate, bias=bias, activation=activation, dtype=dtype, out=out)
+    ref = reference(A, B, bias, activation, dtype, out)
+    if activation in ("none", "relu"):
+        bad = ~(C == ref)
+    else:
+        ulp = {"bf16": 2.0**-7, "fp16": 2.0**-10, "fp32": 2.0**-20}[out]
+        bad = ~(np.abs(C - ref) <= 2 * ulp * np.abs(ref) + 1e-6)
     if rep.errors or bad.any():
         return False, f"{int(bad.sum())} of {C.size} elements differ; errors: {rep.errors[:3]}"
     return True, f"{rep.programs} programs, {rep.mfma} mfma, {rep.loads} direct-to-LDS loads"

@@ -1,7 +1,8 @@
-"""CDNA 8-wave ping-pong BF16 GEMM in Gluon (gfx950, gfx942): C = A @ B.T, fp32 accumulate, bf16 out.
+"""CDNA 8-wave ping-pong GEMM in Gluon (gfx950, gfx942): C = act(A @ B.T + bias), bf16 / fp16 in, fp32
+accumulate, bf16 / fp16 / fp32 out (gemm_a16w16's "backend": "gluon" buckets on AMD; host side: cdna_host.py).
 
 A is (M, K), B is (N, K) (the weight layout of `nn.Linear`), C is (M, N). One program per 256 x 256
-tile of C; 8 waves in two groups of four; A and B go from global memory straight into LDS
+tile of C (the grid covers C; edge tiles are partial); 8 waves in two groups of four; A and B go from global memory straight into LDS
 (cdna4 `buffer_load_to_shared`, no registers), two LDS stages, and the groups run one sync
 interval apart (the stagger) so one group's MFMAs overlap the other's loads.
 
@@ -24,11 +25,23 @@ and the compiled one are the same list.
     G1: load s0 | wait | bar | bar* | bar:              | bar: load s1    | bar: compute s0 | bar: compute s1 ...
         (* the stagger: G1's extra barrier; G0 pays it back with one at the end)
 
+Edges, in two compile-time variants the host picks per call (cdna_host.variant; whole-tile calls compile neither):
+    EDGE    (M or N not a multiple of 256) a row of A past M / of B past N starts at ROW_OOB, an offset past the
+            buffer's range: its loads return 0 with no per-load mask; an edge tile's store is masked, behind a
+            branch on the tile (a mask computed before it was interleaved with the last MFMAs and spilled)
+    MASK_K  (K not a multiple of 2 * BK) the loads mask columns past K (0 in LDS); the loop runs cdiv(K, 2 BK)
+            stage pairs, the last one partly or wholly zeros
+Epilogue: bias and activation are the Triton tier's `bias_activation` (kernels/triton/_epilogue.py), then the cast.
+
 Constraints:
-- gfx950 or gfx942 (tile_config raises otherwise); num_warps = 8; bf16 in, bf16 out.
-- M % 256 == 0, N % 256 == 0, K % (2 * BK) == 0 (no masking: the loop runs whole stage pairs).
-- A, B, C row-major with unit last stride; K and N multiples of 16 elements (direct-to-LDS needs
-  16-byte vectors; the static compile declares that divisibility).
+- gfx950 or gfx942 (tile_config raises otherwise); num_warps = 8; bf16 / fp16 A and B of one dtype (and bias),
+  C bf16 / fp16 / fp32.
+- A, B, C row-major with rows of exactly K / K / N elements; K and N multiples of 16 elements (direct-to-LDS needs
+  16-byte vectors; the static compile declares that divisibility); every tensor's span below 2**31 - 2 bytes
+  (buffer ops: cdna_layout.BUFFER_BYTES); the host checks all of it (cdna_host.operands_unsupported).
+- The fused epilogues and variants that compile with 0 spills are cdna_host.SPILL_FREE (Triton 3.6): on gfx950
+  every epilogue with a bias, no activation without one, at edge tiles and K tails; on gfx942 whole tiles only
+  (M, N % 256, K % 64), with no activation or relu (it starts at 254 VGPRs).
 - Barriers are `_compat.barrier()` (gl.thread_barrier, Triton >= 3.7 gl.barrier: s_barrier with
   fences: LLVM drains the wave's counters before it, at least as strong as the schedule's waits); the stagger and re-align are a raw
   `s_barrier` behind a branch on warp_id_m, in inline assembly, because Gluon 3.6 has no
@@ -36,7 +49,7 @@ Constraints:
 - gfx950 from Triton 3.7: a compute stage reads its K tile from LDS in two halves (K_HALVES 2,
   kernels/_budgets.cdna_k_halves): whole, the operands and the 128-register accumulator spilled
   (84-188 bytes); the MFMA count, the schedule and the LDS are the same.
-- Compiled only: no AMD GPU has run this kernel.
+- Compiled and run in the NumPy model (cdna_model.py) only: no AMD GPU has run this kernel.
 """
 from __future__ import annotations
 
@@ -49,7 +62,9 @@ from triton.runtime.jit import constexpr_function
 from ...schedule import library as _library
 from ...schedule.model import Barrier, Load, Mma, Read, WaitLgkm, WaitVm
 from .. import _budgets
+from . import cdna_host as H
 from . import cdna_layout as L
+from ..triton._epilogue import ACTIVATIONS, bias_activation
 from ._compat import barrier
 
 SCHEDULE = "cdna-pingpong"
@@ -112,16 +127,22 @@ def _group_barrier(GROUP: gl.constexpr, NUM_WARPS: gl.constexpr):
 
 
 @gluon.jit
-def _run(OPS: gl.constexpr, a_s, b_s, a_ptr, b_ptr, offs_a, offs_b, k_off, acc,
+def _run(OPS: gl.constexpr, a_s, b_s, a_ptr, b_ptr, offs_a, offs_b, ks, K, k_off, acc,
          BK: gl.constexpr, DOT_A: gl.constexpr, DOT_B: gl.constexpr, NUM_WARPS: gl.constexpr,
-         K_HALVES: gl.constexpr):
-    """Issue one phase of the schedule, op by op (unrolled at compile time). A compute op reads its stage from LDS
-    whole (K_HALVES 1) or in two K halves, each read right before its MFMAs (K_HALVES 2: half the operand
-    registers live at a time; kernels/_budgets.cdna_k_halves)."""
+         MASK_K: gl.constexpr, K_HALVES: gl.constexpr):
+    """Issue one phase of the schedule, op by op (unrolled at compile time). A load masks rows past M (A) / N (B)
+    and columns past K: the buffer load turns a masked lane's offset out of range, and the hardware writes 0 to
+    its LDS slot. A compute op reads its stage from LDS whole (K_HALVES 1) or in two K halves, each read right
+    before its MFMAs (K_HALVES 2: half the operand registers live at a time; kernels/_budgets.cdna_k_halves)."""
     for i in gl.static_range(len(OPS)):
         if OPS[i][0] == 0:  # LOAD stage: the next K tile of A and B, global -> LDS
-            async_copy.buffer_load_to_shared(a_s.index(OPS[i][1]), a_ptr, offs_a + k_off)
-            async_copy.buffer_load_to_shared(b_s.index(OPS[i][1]), b_ptr, offs_b + k_off)
+            if MASK_K:  # the last stage pair reaches past K: its columns past K load as 0
+                in_k = (k_off + ks) < K
+                async_copy.buffer_load_to_shared(a_s.index(OPS[i][1]), a_ptr, offs_a + k_off, mask=in_k[None, :])
+                async_copy.buffer_load_to_shared(b_s.index(OPS[i][1]), b_ptr, offs_b + k_off, mask=in_k[None, :])
+            else:
+                async_copy.buffer_load_to_shared(a_s.index(OPS[i][1]), a_ptr, offs_a + k_off)
+                async_copy.buffer_load_to_shared(b_s.index(OPS[i][1]), b_ptr, offs_b + k_off)
             async_copy.commit_group()
             k_off += BK
         elif OPS[i][0] == 1:  # WAIT vmcnt
@@ -143,13 +164,16 @@ def _run(OPS: gl.constexpr, a_s, b_s, a_ptr, b_ptr, offs_a, offs_b, k_off, acc,
     return k_off, acc
 
 
-@gluon.jit
-def cdna_pingpong_kernel(a_ptr, b_ptr, c_ptr, M, N, K,
+# M is not specialised (a launch compiles what the static compile does: N and K are 16-element multiples and
+# the pointers 16-byte aligned by the host's rules, cdna_host.DIVISIBLE; the bias's alignment is not promised)
+@gluon.jit(do_not_specialize=["M"], do_not_specialize_on_alignment=["bias_ptr"])
+def cdna_pingpong_kernel(a_ptr, b_ptr, c_ptr, bias_ptr, M, N, K,
                          BM: gl.constexpr, BN: gl.constexpr, BK: gl.constexpr,
                          MFMA_VERSION: gl.constexpr, MFMA_K: gl.constexpr, VEC: gl.constexpr, LOAD_VEC: gl.constexpr,
                          PER_PHASE: gl.constexpr, MAX_PHASE: gl.constexpr, LOAD_ROWS: gl.constexpr,
                          PROLOGUE: gl.constexpr, BODY: gl.constexpr, LAST: gl.constexpr, EPILOGUE: gl.constexpr,
-                         K_HALVES: gl.constexpr):
+                         ROW_OOB: gl.constexpr, EDGE: gl.constexpr, MASK_K: gl.constexpr, HAS_BIAS: gl.constexpr,
+                         ACTIVATION: gl.constexpr, K_HALVES: gl.constexpr):
     NUM_WARPS: gl.constexpr = 8
     mfma: gl.constexpr = gl.amd.AMDMFMALayout(version=MFMA_VERSION, instr_shape=[16, 16, MFMA_K], transposed=True,
                                               warps_per_cta=[2, 4])
@@ -158,47 +182,70 @@ def cdna_pingpong_kernel(a_ptr, b_ptr, c_ptr, M, N, K,
     # global -> LDS: 16 bytes per lane, one wave instruction = LOAD_ROWS x BK (1 KiB)
     ld: gl.constexpr = gl.BlockedLayout([1, LOAD_VEC], [LOAD_ROWS, BK // LOAD_VEC], [NUM_WARPS, 1], [1, 0])
     smem: gl.constexpr = gl.SwizzledSharedLayout(VEC, PER_PHASE, MAX_PHASE, [1, 0])
-    a_s = gl.allocate_shared_memory(gl.bfloat16, [2, BM, BK], smem)
-    b_s = gl.allocate_shared_memory(gl.bfloat16, [2, BN, BK], smem)
+    a_s = gl.allocate_shared_memory(a_ptr.dtype.element_ty, [2, BM, BK], smem)
+    b_s = gl.allocate_shared_memory(b_ptr.dtype.element_ty, [2, BN, BK], smem)
 
     pid_m = gl.program_id(0)
     pid_n = gl.program_id(1)
     rows = gl.arange(0, BM, layout=gl.SliceLayout(1, ld))
     ks = gl.arange(0, BK, layout=gl.SliceLayout(0, ld))
-    offs_a = (pid_m * BM + rows)[:, None] * K + ks[None, :]
-    offs_b = (pid_n * BN + rows)[:, None] * K + ks[None, :]
+    rows_a = pid_m * BM + rows
+    rows_b = pid_n * BN + rows
+    if EDGE:  # a row past M (A) or N (B) starts at ROW_OOB, an element offset past the buffer's range
+        # (cdna_layout.ROW_OOB): every load of it returns 0, and the loop needs no mask (per-load masks spilled)
+        offs_a = gl.where(rows_a < M, rows_a * K, ROW_OOB)[:, None] + ks[None, :]
+        offs_b = gl.where(rows_b < N, rows_b * K, ROW_OOB)[:, None] + ks[None, :]
+    else:
+        offs_a = rows_a[:, None] * K + ks[None, :]
+        offs_b = rows_b[:, None] * K + ks[None, :]
     acc = gl.zeros([BM, BN], gl.float32, mfma)
 
     k_off = 0
-    k_off, acc = _run(PROLOGUE, a_s, b_s, a_ptr, b_ptr, offs_a, offs_b, k_off, acc, BK, DOT_A, DOT_B, NUM_WARPS,
-                      K_HALVES)
-    for _ in range(0, K // (2 * BK) - 1):
-        k_off, acc = _run(BODY, a_s, b_s, a_ptr, b_ptr, offs_a, offs_b, k_off, acc, BK, DOT_A, DOT_B, NUM_WARPS,
-                          K_HALVES)
-    k_off, acc = _run(LAST, a_s, b_s, a_ptr, b_ptr, offs_a, offs_b, k_off, acc, BK, DOT_A, DOT_B, NUM_WARPS, K_HALVES)
-    k_off, acc = _run(EPILOGUE, a_s, b_s, a_ptr, b_ptr, offs_a, offs_b, k_off, acc, BK, DOT_A, DOT_B, NUM_WARPS,
-                      K_HALVES)
+    k_off, acc = _run(PROLOGUE, a_s, b_s, a_ptr, b_ptr, offs_a, offs_b, ks, K, k_off, acc, BK, DOT_A,
+                      DOT_B, NUM_WARPS, MASK_K, K_HALVES)
+    # K tiles in stage pairs; the last pair's tiles past K (K % (2 * BK) != 0) load as zeros
+    for _ in range(0, (K + 2 * BK - 1) // (2 * BK) - 1):
+        k_off, acc = _run(BODY, a_s, b_s, a_ptr, b_ptr, offs_a, offs_b, ks, K, k_off, acc, BK, DOT_A,
+                          DOT_B, NUM_WARPS, MASK_K, K_HALVES)
+    k_off, acc = _run(LAST, a_s, b_s, a_ptr, b_ptr, offs_a, offs_b, ks, K, k_off, acc, BK, DOT_A, DOT_B,
+                      NUM_WARPS, MASK_K, K_HALVES)
+    k_off, acc = _run(EPILOGUE, a_s, b_s, a_ptr, b_ptr, offs_a, offs_b, ks, K, k_off, acc, BK, DOT_A,
+                      DOT_B, NUM_WARPS, MASK_K, K_HALVES)
 
-    rcm = gl.arange(0, BM, layout=gl.SliceLayout(1, mfma))
-    rcn = gl.arange(0, BN, layout=gl.SliceLayout(0, mfma))
-    offs_c = (pid_m * BM + rcm)[:, None] * N + (pid_n * BN + rcn)[None, :]
-    cdna3.buffer_store(acc.to(gl.bfloat16), c_ptr, offs_c)
+    # the epilogue: bias and activation (kernels/triton/_epilogue.py, the Triton tier's), cast, masked store
+    rcm = pid_m * BM + gl.arange(0, BM, layout=gl.SliceLayout(1, mfma))
+    rcn = pid_n * BN + gl.arange(0, BN, layout=gl.SliceLayout(0, mfma))
+    # bias and activation: the Triton tier's epilogue (kernels/triton/_epilogue.py), then the cast
+    out = bias_activation(acc, bias_ptr, rcn, N, HAS_BIAS, ACTIVATION).to(c_ptr.dtype.element_ty)
+    offs_c = rcm[:, None] * N + rcn[None, :]
+    # The store's mask only where the tile has an edge, behind a branch: computed before it, the compiler
+    # interleaved the mask with the last MFMAs and spilled (52-100 bytes, Triton 3.6).
+    if EDGE:
+        if ((pid_m + 1) * BM <= M) & ((pid_n + 1) * BN <= N):
+            cdna3.buffer_store(out, c_ptr, offs_c)
+        else:  # rows past M and columns past N are not written (a masked lane's offset is out of range)
+            cdna3.buffer_store(out, c_ptr, offs_c, mask=(rcm < M)[:, None] & (rcn < N)[None, :])
+    else:
+        cdna3.buffer_store(out, c_ptr, offs_c)
 
 
-def constexprs(target) -> dict:
-    """Everything the kernel is specialised on, from the target (cdna_layout.tile_config), the schedule and the
-    installed Triton's register budget (K_HALVES: kernels/_budgets.cdna_k_halves)."""
+def constexprs(target, has_bias: bool = False, activation: str = "none", edge: bool = False,
+               mask_k: bool = False) -> dict:
+    """Everything the kernel is specialised on, from the target (cdna_layout.tile_config), the schedule, the call
+    (mask_k: K is not a multiple of 2 * BK; the fused epilogue: bias or not, activation) and the installed Triton's
+    register budget (K_HALVES: kernels/_budgets.cdna_k_halves)."""
+    if activation not in ACTIVATIONS:
+        raise ValueError(f"activation: expected one of {ACTIVATIONS}, got {activation!r}")
     cfg = L.tile_config(target)
     return dict(BM=cfg.BM, BN=cfg.BN, BK=cfg.BK, MFMA_VERSION=cfg.mfma_version, MFMA_K=cfg.mfma[2], VEC=cfg.vec,
                 LOAD_VEC=cfg.load_vec,
                 PER_PHASE=cfg.per_phase, MAX_PHASE=cfg.max_phase, LOAD_ROWS=L.load_threads(cfg)[0], **kernel_ops(),
+                ROW_OOB=L.ROW_OOB, EDGE=bool(edge), MASK_K=bool(mask_k), HAS_BIAS=bool(has_bias), ACTIVATION=activation,
                 K_HALVES=_budgets.cdna_k_halves(target))
 
 
 # ---- static compile (gemmkit isa) ---------------------------------------------------------------
 
-SIGNATURE = {"a_ptr": "*bf16", "b_ptr": "*bf16", "c_ptr": "*bf16", "M": "i32", "N": "i32", "K": "i32"}
-DIVISIBLE = ("a_ptr", "b_ptr", "c_ptr", "N", "K")
 PROMISES = (
     {"promise": "no spills", "check": "spill_bytes == 0"},
     {"promise": "LDS within the target", "check": "lds_bytes <= target.shared_mem_bytes"},
@@ -214,22 +261,53 @@ PROMISES = (
 )
 
 
+def heaviest_epilogue(arch: str, edge: bool, mask_k: bool, out: str = "bf16"):
+    """(has_bias, activation): the first of _budgets.EPILOGUE_ORDER (most arithmetic first) that cdna_host.SPILL_FREE
+    lets this variant run, or None (the variant takes no epilogue on `arch`)."""
+    ok = H.SPILL_FREE.get((arch, edge, mask_k, out), {})
+    return next(((b, a) for b, a in _budgets.EPILOGUE_ORDER if a in ok.get(b, ())), None)
+
+
+def widest_variant(arch: str):
+    """(EDGE, MASK_K) of the most general calls the kernel takes on `arch` with some epilogue (gfx950: edge tiles
+    and K % (2 * BK) != 0; gfx942: whole tiles only, SPILL_FREE)."""
+    return next(v for v in ((True, True), (True, False), (False, True), (False, False))
+                if heaviest_epilogue(arch, *v) is not None)
+
+
 def isa_cases(archs):
+    """The kernel as written (whole tiles, no epilogue), once per target; then each gfx942 / gfx950 A16W16 bucket that
+    names the Gluon backend, compiled as the dispatch would run its most general calls: the widest variant the
+    target takes with the heaviest epilogue SPILL_FREE lets it run."""
+    import json
+
+    from ... import arch as _arch
+    from ... import configs as _configs
+
     ops = kernel_ops()
     for arch in archs:
-        if arch not in ("gfx942", "gfx950"):
+        if arch not in H.TARGETS:
             continue
-        from ... import arch as _arch
-
         cfg = L.tile_config(_arch.ARCHS[arch])
         loads_per_op = 2 * (cfg.BM * cfg.BK * L.ELEM_BYTES) // (L.NUM_WARPS * L.WAVE * cfg.load_vec * L.ELEM_BYTES)
         n_loads = sum(op[0] == LOAD for part in ops.values() for op in part)
-        config = {"BLOCK_SIZE_M": cfg.BM, "BLOCK_SIZE_N": cfg.BN, "BLOCK_SIZE_K": cfg.BK, "num_warps": 8,
-                  "num_stages": 2, "schedule": SCHEDULE, "barriers": barriers_in_code(ops),
-                  "computes": computes_in_code(ops), "mfma": computes_in_code(ops) * L.mfma_per_wave_per_k_tile(cfg),
-                  "lds_loads": n_loads * loads_per_op}
-        yield {"kernel": "cdna_pingpong_kernel", "op": "cdna_pingpong", "arch": arch, "table": "-",
-               "bucket": SCHEDULE, "config": config, "path": "gluon"}
+        base = {"BLOCK_SIZE_M": cfg.BM, "BLOCK_SIZE_N": cfg.BN, "BLOCK_SIZE_K": cfg.BK, "num_warps": 8,
+                "num_stages": 2, "schedule": SCHEDULE, "barriers": barriers_in_code(ops),
+                "computes": computes_in_code(ops), "mfma": computes_in_code(ops) * L.mfma_per_wave_per_k_tile(cfg),
+                "lds_loads": n_loads * loads_per_op}
+        yield {"kernel": H.KERNEL, "op": "cdna_pingpong", "arch": arch, "table": "-", "bucket": SCHEDULE,
+               "config": dict(base, edge=False, mask_k=False, has_bias=False, activation="none", out="bf16"),
+               "path": "gluon"}
+        path = _configs.table_path("a16w16", arch)
+        if not path.exists():
+            continue
+        edge, mask_k = widest_variant(arch)
+        has_bias, act = heaviest_epilogue(arch, edge, mask_k)
+        for bucket, shipped in json.loads(path.read_text()).items():
+            if shipped.get("backend") == "gluon":
+                yield {"kernel": H.KERNEL, "op": "cdna_pingpong", "arch": arch, "table": path.name, "bucket": bucket,
+                       "config": dict(base, edge=edge, mask_k=mask_k, has_bias=has_bias, activation=act, out="bf16"),
+                       "path": "gluon"}
 
 
 def isa_spec(case):
@@ -237,7 +315,8 @@ def isa_spec(case):
 
     target = _arch.ARCHS[case["arch"]]
     cfg = L.tile_config(target)
-    ce = constexprs(target)
-    return dict(kernel=cdna_pingpong_kernel, signature={**SIGNATURE, **{k: "constexpr" for k in ce}}, constexprs=ce,
-                divisible=DIVISIBLE, options={"num_warps": 8}, promises=PROMISES,
+    c = case["config"]
+    ce = constexprs(target, c["has_bias"], c["activation"], c["edge"], c["mask_k"])
+    return dict(kernel=cdna_pingpong_kernel, signature=H.signature("bf16", c["out"], ce), constexprs=ce,
+                divisible=H.DIVISIBLE, options={"num_warps": H.NUM_WARPS}, promises=PROMISES,
                 block=(cfg.BM, cfg.BN, cfg.BK), smem_bound=cfg.lds_bytes)
