@@ -21,8 +21,9 @@ b.T in the dot) or straight as its transpose (BLOCK_K x BLOCK_N: the same bytes,
 read through a `tt.trans`): the 16 lanes of an MFMA operand read rows n = 0..15 at one K offset, 128 bytes apart at
 BLOCK_K = 128 fp8 (64 bf16), all in the same two of the 32 four-byte LDS banks, a 16-way conflict on every B read.
 The second form gets A's swizzle (vec 8 fp8 / 4 bf16, maxPhase 16, order [0, 1]). gfx950 swizzles both forms alike
-(the same instructions either way); sm_90 keeps the first form (its measured code). The host sets W_KN = target is
-AMD (dense.constexprs); `gemmkit isa` checks no dot operand of an AMD pointer kernel sits in an unswizzled buffer.
+(the same instructions either way under 3.6; 3.8 allocates the second form more LDS there), and sm_90 keeps its
+measured code: both keep the first form. The host sets W_KN on gfx942 (dense.W_KN_ARCHS); `gemmkit isa` checks that
+no dot operand of an AMD pointer kernel sits in an unswizzled buffer.
 
 FP8 precision (sm_90): Hopper's fp8 wgmma adds its products into an
 accumulator with fewer mantissa bits than fp32, and Triton's sm_90 default

@@ -130,6 +130,17 @@ def pointer_config(cfg: dict, scale: str) -> dict:
 
 # ----------------------------------------------------------------------------- what a launch specialises
 
+# Where the pointer mainloop reads w's tile as (BLOCK_K, BLOCK_N) (W_KN): gfx942, whose transposed (BLOCK_N, BLOCK_K)
+# tile Triton left in an unswizzled LDS buffer (kernels/triton/_mainloop.py says why). gfx950 swizzles both forms
+# alike under 3.6, and 3.8 allocates the (BLOCK_K, BLOCK_N) form's direct-to-LDS buffer larger there (over the LDS
+# bound of its tables' tiles): it keeps (BLOCK_N, BLOCK_K), as sm_90 does (its measured code).
+W_KN_ARCHS = ("gfx942",)
+
+
+def w_kn(target) -> bool:
+    return target.arch in W_KN_ARCHS
+
+
 def constexprs(cfg: dict, target, *, tma: bool, has_bias: bool, activation: str, even_k: bool,
                in_dtype=torch.bfloat16, scale: str = "none", scale_bn: int = 1, scale_bk: int = 1,
                int64_offsets: bool = False) -> dict:
@@ -145,9 +156,7 @@ def constexprs(cfg: dict, target, *, tma: bool, has_bias: bool, activation: str,
              PROMOTE_K=min(cfg["BLOCK_SIZE_K"], 128) if in_dtype in FP8_DTYPES else 0,
              INT64_OFFSETS=bool(int64_offsets))
     if not tma:
-        # W_KN: the pointer mainloop reads w's tile as (BLOCK_K, BLOCK_N) on AMD, where it then gets a swizzled LDS
-        # buffer on gfx942 (kernels/triton/_mainloop.py says why); sm_90 keeps (BLOCK_N, BLOCK_K).
-        c.update(EVEN_K=even_k, PERSISTENT=bool(cfg["persistent"]), W_KN=bool(target.is_amd))
+        c.update(EVEN_K=even_k, PERSISTENT=bool(cfg["persistent"]), W_KN=w_kn(target))
     return c
 
 

@@ -80,7 +80,7 @@ def constexprs(cfg: dict, target, *, tma: bool, activation: str, even_k: bool, i
              SPLIT_K=cfg["NUM_KSPLIT"])
     if not tma:
         c.update(EVEN_K=even_k, PERSISTENT=bool(cfg["persistent"]), INT64_OFFSETS=bool(int64_offsets),
-                 W_KN=bool(target.is_amd))  # w's tiles read (BLOCK_K, BLOCK_N) on AMD: kernels/triton/_mainloop.py
+                 W_KN=G.w_kn(target))  # w's tiles read (BLOCK_K, BLOCK_N) on gfx942: kernels/triton/_mainloop.py
     return c
 
 
