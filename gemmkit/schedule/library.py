@@ -301,6 +301,87 @@ def two_counter(tiles: int = 4, fixed: bool = False, prologue_wait: bool | None 
                     ("; prologue vmcnt(0), leader waits before it signals" if fixed else ""))
 
 
+# ---- 003 §10.2: the 4-wave interleave, and §13: the quadrant schedule
+
+def four_wave(tiles: int = 4, publish_wait: bool = True) -> Schedule:
+    """003 §10.2 as we read it (the seed describes the alternative and lists no steps): one wave per SIMD and no
+    ping-pong (every wave runs one program, no stagger; each wave 128 x 128 of C), the next K tile's loads issued
+    among this tile's quadrant MFMAs (the fine-grained interleave) into the other stage, and one barrier per K tile,
+    after vmcnt(0): it publishes the next tile and tells the other waves that this stage's reads have retired (the
+    loads that overwrite it are issued one tile later).
+
+    publish_wait=False waits after the barrier instead (the interleave's temptation: the barrier then publishes
+    loads still in flight): the next tile's reads race with the other waves' loads."""
+    if tiles < 2:
+        raise ValueError(f"tiles: the 4-wave interleave takes a count >= 2, got {tiles}")
+    st = _all_load(0, 0, "prologue") + [WaitVm(n=0, note="prologue"), Barrier(note="prologue")]
+    for t in range(tiles):
+        s, note = t % 2, f"k{t}"
+        nxt = _all_load(1 - s, t + 1, f"{note} (next tile's loads)") if t + 1 < tiles else []
+        for step in compute_stage(s, t, f"As[{s}][g]", note):
+            st.append(step)
+            if isinstance(step, Mma) and nxt:
+                st.append(nxt.pop(0))
+        wait, bar = WaitVm(n=0, note=f"{note} publish"), Barrier(note=f"{note} publish")
+        st += [wait, bar] if publish_wait else [bar, wait]
+    return Schedule("4-wave" + ("" if publish_wait else "-late-wait"), tuple(_own_a(st)), tiles=tiles,
+                    about="003 §10.2 (our reading): one program for every wave, the next tile's loads among the "
+                          "MFMAs, vmcnt(0) + one barrier per K tile" + ("" if publish_wait else
+                                                                         "; the vmcnt(0) after the barrier"))
+
+
+def _own_load(s: int, tile: int, note: str, which: str = "AB") -> list:
+    """003 §13.8: each group loads its own A half (g) and its own B half (h), 4 loads a wave per 128 x 64 half."""
+    out = []
+    for g in BOTH:
+        if "A" in which:
+            out.append(Load(buf=f"As[{s}][{g}]", tile=tile, ops=4, who=(g,), note=note))
+        if "B" in which:
+            out.append(Load(buf=f"Bs[{s}][{g}]", tile=tile, ops=4, who=(g,), note=note))
+    return out
+
+
+def _diagonal(s: int, tile: int, cross: bool, note: str) -> list:
+    """A diagonal of 003 §13.3: group g multiplies its own A half by B half g (diagonal 1: Q0 / Q3) or by the other
+    group's B half (diagonal 2: Q1 / Q2); 4 waves a 128 x 128 quadrant, each 64 x 64."""
+    out = []
+    for g in BOTH:
+        h = 1 - g if cross else g
+        q = {(0, 0): "Q0", (0, 1): "Q1", (1, 0): "Q2", (1, 1): "Q3"}[(g, h)]
+        out += [Read(buf=f"Bs[{s}][{h}]", tile=tile, ops=B_OPS, dst="b", who=(g,), note=note),
+                Read(buf=f"As[{s}][{g}]", tile=tile, ops=A_OPS, dst="a", who=(g,), note=note),
+                WaitLgkm(n=0, who=(g,), note=note),
+                Mma(uses=("a", "b"), acc=q, count=QUAD_MFMA, who=(g,), note=note)]
+    return out
+
+
+def quadrant(tiles: int = 4) -> Schedule:
+    """003 §13.8 (phase 3): the quadrant schedule. Prologue: each group loads its own A and B halves of stage 0,
+    vmcnt(0), barrier, G1's stagger barrier. Per two K tiles, six barrier-separated steps: (1) both stage-1 halves
+    loaded, vmcnt(0); (2) diagonal 1 on stage 0 (own A x own B); (3) diagonal 2 on stage 0 (own A x the other
+    group's B); (4) diagonal 1 on stage 1, then the next stage-0 A loads, no wait; (5) diagonal 2 on stage 1; (6)
+    unless last, the next stage-0 B loads, vmcnt(0). G0's re-align barrier at the end."""
+    if tiles < 2 or tiles % 2:
+        raise ValueError(f"tiles: the quadrant schedule takes an even count >= 2, got {tiles}")
+    st = _own_load(0, 0, "prologue") + [WaitVm(n=0, note="prologue"), Barrier(note="prologue"),
+                                        Barrier(who=G1, note="stagger")]
+    for it in range(tiles // 2):
+        k0, k1, last = 2 * it, 2 * it + 1, it == tiles // 2 - 1
+        st += [Barrier(note="step 1")] + _own_load(1, k1, "step 1: load stage 1") + [WaitVm(n=0, note="step 1")]
+        st += [Barrier(note="step 2")] + _diagonal(0, k0, False, "step 2: diagonal 1, stage 0")
+        st += [Barrier(note="step 3")] + _diagonal(0, k0, True, "step 3: diagonal 2, stage 0")
+        st += [Barrier(note="step 4")] + _diagonal(1, k1, False, "step 4: diagonal 1, stage 1")
+        if not last:
+            st += _own_load(0, k0 + 2, "step 4: stage-0 A loads, no wait", "A")
+        st += [Barrier(note="step 5")] + _diagonal(1, k1, True, "step 5: diagonal 2, stage 1")
+        if not last:
+            st += [Barrier(note="step 6")] + _own_load(0, k0 + 2, "step 6: stage-0 B loads", "B") + \
+                [WaitVm(n=0, note="step 6")]
+    st.append(Barrier(who=G0, note="re-align"))
+    return Schedule("quadrant", tuple(st), tiles=tiles,
+                    about="003 §13.8: own A x own B, then own A x the other group's B, six barriers per two K tiles")
+
+
 # name -> (builder(tiles), tile counts the check runs, what the seeds say, what the checker says).
 # Where the two differ, the docstring of the builder says why (and docs/kernels/cdna_pingpong.md).
 SCHEDULES = {
@@ -314,6 +395,9 @@ SCHEDULES = {
                                         (4, 6, 8), None, True),
     "two-counter": (two_counter, (2, 4, 6), True, False),
     "two-counter-fixed": (lambda tiles=4: two_counter(tiles, fixed=True), (2, 4, 6), None, True),
+    "4-wave": (four_wave, (2, 4, 6), None, True),
+    "4-wave-late-wait": (lambda tiles=4: four_wave(tiles, publish_wait=False), (2, 4, 6), None, False),
+    "quadrant": (quadrant, (2, 4, 6), None, True),
 }
 
 

@@ -227,3 +227,44 @@ def test_timeline_rows_pair_barriers():
     text = timeline(get("simplified", 2))
     assert "| !!" not in text and text.count("compute stage 0") >= 2
     assert "| !!" in timeline(get("two-counter", 2))
+
+
+# ---- 003 §10.2 (4-wave interleave) and §13 (quadrants) --------------------------------------------
+
+@pytest.mark.parametrize("tiles", [2, 4, 6])
+def test_four_wave_late_wait_races_at_every_next_tile_read(tiles):
+    """The barrier before the vmcnt(0) publishes loads still in flight: every K tile after the first reads a stage
+    another wave may still be loading."""
+    r = check(get("4-wave-late-wait", tiles))
+    assert {(h.kind, type(h.step), h.step.note) for h in r.hazards} == \
+        {("read-before-write", Read, f"k{t}") for t in range(1, tiles)}
+
+
+def test_four_wave_waits_and_barriers_each_matter():
+    """Every wait and barrier of the 4-wave interleave is needed, but the last tile's publish (nothing follows)."""
+    s = get("4-wave", 4)
+    last = "k3 publish"
+    for i, st, m in _mutants(s, (WaitVm, WaitLgkm, Barrier), lambda st: None):
+        assert check(m).ok == (st.note == last), f"dropping {st.text()} [{st.note}]"
+
+
+def test_quadrant_steps_each_matter_or_are_covered():
+    """The quadrant schedule (003 §13.8): dropping step 1's vmcnt(0), an lgkm wait, step 6's barrier or step 4's
+    (where step 4 issues the next A loads: not in the last iteration) races; the prologue's and step 6's vmcnt(0),
+    the barriers of steps 2, 3 and 5 (and, in the first iteration only, the prologue's and step 1's, which order
+    the same thing twice) are each covered by the schedule's other waits: each alone can go, not all together."""
+    s = get("quadrant", 4)
+    first_step1 = next(i for i, st in enumerate(s.steps) if st.kind == "barrier" and st.note == "step 1")
+    covered = {i for i, st in enumerate(s.steps)
+               if (st.kind, st.note) in {("wait_vm", "prologue"), ("wait_vm", "step 6"), ("barrier", "step 2"),
+                                         ("barrier", "step 3"), ("barrier", "step 5"), ("barrier", "prologue")}
+               and len(st.who) == 2} | {first_step1}
+    covered.add(max(i for i, st in enumerate(s.steps) if st.kind == "barrier" and st.note == "step 4"))
+    for i, st, m in _mutants(s, (WaitVm, WaitLgkm, Barrier), lambda st: None):
+        r = check(m)
+        if st.kind == "barrier" and len(st.who) == 1:  # the stagger or the re-align: one left unpaired
+            assert r.kinds() == {"unpaired-barrier"}, (i, st.note)
+        else:
+            assert r.ok == (i in covered), f"dropping {st.text()} [{st.note}] at {i}: {sorted(r.kinds())}"
+    lean = tuple(st for i, st in enumerate(s.steps) if i not in covered)
+    assert not check(s.replace(steps=lean)).ok
