@@ -19,7 +19,7 @@ Constraints (the kernel's own are in its file):
   - every tensor's byte span below cdna_layout.BUFFER_BYTES (buffer ops: 32-bit byte offsets, Triton's range);
   - the config's tile is the kernel's (cdna_layout.tile_config: 256 x 256 x BK, 8 warps), no split-K;
   - the fused epilogue is one the installed Triton compiles without spilling for the call's variant
-    (`SPILL_FREE`, measured with Triton 3.6: a 256 x 256 accumulator over 8 waves leaves no room for some).
+    (`spill_free()`, measured per release: a 256 x 256 accumulator over 8 waves leaves no room for some).
 """
 from __future__ import annotations
 
@@ -34,31 +34,109 @@ OUT_DTYPES = ("bf16", "fp16", "fp32")
 OUT_BYTES = {"bf16": 2, "fp16": 2, "fp32": 4}
 DIVISIBLE = ("a_ptr", "b_ptr", "c_ptr", "N", "K")  # 16-element / 16-byte facts the host guarantees (`unsupported`)
 
-# The fused epilogues (has_bias, activation) the kernel compiles with 0 spills, per (arch, EDGE, MASK_K, out dtype),
-# for bf16 and fp16 operands alike (both measured; an epilogue is listed only where both are spill-free). Measured
-# with Triton 3.6.0 by tests/data/measure_cdna_pingpong.py (every arch x operand x output x bias x activation x
-# variant: 480 static compiles). The accumulator is 128 fp32 registers of a lane's 256 (8 waves, 2 a SIMD); what
-# fits beside it is the compiler's call, not a strict order of epilogue weight. A call outside this table runs on
-# the Triton tier (ops/dispatch.py says why). Other Triton releases: unmeasured; gemmkit isa checks each gfx950 /
-# gfx942 Gluon bucket's heaviest listed epilogue on the installed one.
-# key: (arch, EDGE, MASK_K, out dtype) -> {has_bias: activations}; gfx942 with EDGE or MASK_K: nothing fits.
-SPILL_FREE = {
-    ('gfx942', False, False, 'bf16'): {False: ('none', 'relu'), True: ('none', 'relu')},
-    ('gfx942', False, False, 'fp16'): {False: ('none', 'relu'), True: ('relu',)},
-    ('gfx942', False, False, 'fp32'): {False: ('none', 'relu', 'gelu'), True: ('relu', 'gelu')},
-    ('gfx950', False, False, 'bf16'): {False: ('none', 'relu'), True: ('none', 'relu')},
-    ('gfx950', False, False, 'fp16'): {False: ('none', 'relu'), True: ('none', 'relu')},
-    ('gfx950', False, False, 'fp32'): {False: ('none',), True: ('none', 'relu', 'gelu')},
-    ('gfx950', False, True, 'bf16'): {False: ('none', 'relu', 'silu'), True: ('none', 'relu')},
-    ('gfx950', False, True, 'fp16'): {False: ('none', 'relu', 'silu'), True: ('none', 'relu')},
-    ('gfx950', False, True, 'fp32'): {False: ('none',), True: ('none', 'relu', 'gelu')},
-    ('gfx950', True, False, 'bf16'): {False: ('none',), True: ('none', 'relu', 'gelu', 'gelu_tanh', 'silu')},
-    ('gfx950', True, False, 'fp16'): {False: ('none',), True: ('none', 'relu', 'gelu', 'gelu_tanh', 'silu')},
-    ('gfx950', True, False, 'fp32'): {False: ('none',), True: ('relu',)},
-    ('gfx950', True, True, 'bf16'): {False: ('none',), True: ('none', 'relu', 'gelu', 'gelu_tanh', 'silu')},
-    ('gfx950', True, True, 'fp16'): {False: ('none',), True: ('none', 'relu', 'gelu', 'gelu_tanh', 'silu')},
-    ('gfx950', True, True, 'fp32'): {False: ('none',), True: ('none', 'relu')},
+# The fused epilogues (has_bias, activation) the kernel compiles with 0 spills, per Triton release and (arch, EDGE,
+# MASK_K, out dtype), for bf16 and fp16 operands alike (both measured; an epilogue is listed only where both are
+# spill-free). Measured by tests/data/measure_cdna_pingpong.py (every arch x operand x output x bias x activation x
+# variant: 480 static compiles a release; tests/data/cdna_pingpong_spills-<release>.json). The accumulator is 128
+# fp32 registers of a lane's 256 (8 waves, 2 a SIMD); what fits beside it is the compiler's call, not an order of
+# epilogue weight, and it moves between releases (3.7 reads gfx950's K tiles in halves, kernels/_budgets
+# CDNA_K_HALVES; 3.8 and 3.9 fail to compile the EDGE variant at all: LLVM translation, `unrealized_conversion_cast`). A
+# call outside its release's table runs on the Triton tier (ops/dispatch.py says why); a release newer than the
+# newest measured gets the newest's table (kernels/_budgets' convention), `gemmkit isa` compiles each gfx950 / gfx942
+# Gluon bucket's widest variant with its heaviest listed epilogue on the installed one.
+# key: (arch, EDGE, MASK_K, out dtype) -> {has_bias: activations}; a variant missing takes no epilogue at all.
+SPILL_FREE_BY_RELEASE = {
+    (3, 6): {
+        ('gfx942', False, False, 'bf16'): {False: ('none', 'relu'), True: ('none', 'relu')},
+        ('gfx942', False, False, 'fp16'): {False: ('none', 'relu'), True: ('relu',)},
+        ('gfx942', False, False, 'fp32'): {False: ('none', 'relu', 'gelu'), True: ('relu', 'gelu')},
+        ('gfx950', False, False, 'bf16'): {False: ('none', 'relu'), True: ('none', 'relu')},
+        ('gfx950', False, False, 'fp16'): {False: ('none', 'relu'), True: ('none', 'relu')},
+        ('gfx950', False, False, 'fp32'): {False: ('none',), True: ('none', 'relu', 'gelu')},
+        ('gfx950', False, True, 'bf16'): {False: ('none', 'relu', 'silu'), True: ('none', 'relu')},
+        ('gfx950', False, True, 'fp16'): {False: ('none', 'relu', 'silu'), True: ('none', 'relu')},
+        ('gfx950', False, True, 'fp32'): {False: ('none',), True: ('none', 'relu', 'gelu')},
+        ('gfx950', True, False, 'bf16'): {False: ('none',), True: ('none', 'relu', 'gelu', 'gelu_tanh', 'silu')},
+        ('gfx950', True, False, 'fp16'): {False: ('none',), True: ('none', 'relu', 'gelu', 'gelu_tanh', 'silu')},
+        ('gfx950', True, False, 'fp32'): {False: ('none',), True: ('relu',)},
+        ('gfx950', True, True, 'bf16'): {False: ('none',), True: ('none', 'relu', 'gelu', 'gelu_tanh', 'silu')},
+        ('gfx950', True, True, 'fp16'): {False: ('none',), True: ('none', 'relu', 'gelu', 'gelu_tanh', 'silu')},
+        ('gfx950', True, True, 'fp32'): {False: ('none',), True: ('none', 'relu')},
+    },
+    (3, 7): {
+        ('gfx942', False, False, 'bf16'): {False: ('none', 'relu'), True: ('none', 'relu', 'gelu', 'gelu_tanh', 'silu')},
+        ('gfx942', False, False, 'fp16'): {False: ('none', 'relu', 'gelu'), True: ('none', 'relu', 'gelu', 'gelu_tanh', 'silu')},
+        ('gfx942', False, False, 'fp32'): {False: ('none', 'relu'), True: ('none', 'relu')},
+        ('gfx942', False, True, 'bf16'): {False: ('none', 'relu'), True: ('none', 'relu', 'gelu', 'gelu_tanh', 'silu')},
+        ('gfx942', False, True, 'fp16'): {False: ('none', 'relu', 'gelu'), True: ('none', 'relu', 'gelu', 'gelu_tanh', 'silu')},
+        ('gfx942', False, True, 'fp32'): {False: ('none', 'relu'), True: ('none', 'relu')},
+        ('gfx942', True, False, 'bf16'): {False: ('none', 'relu', 'gelu'), True: ('none', 'relu', 'gelu', 'gelu_tanh', 'silu')},
+        ('gfx942', True, False, 'fp16'): {False: ('none', 'relu', 'gelu'), True: ('none', 'relu', 'gelu', 'gelu_tanh', 'silu')},
+        ('gfx942', True, False, 'fp32'): {False: ('none', 'relu'), True: ('relu',)},
+        ('gfx942', True, True, 'bf16'): {False: ('none', 'relu', 'gelu'), True: ('none', 'relu', 'gelu', 'gelu_tanh', 'silu')},
+        ('gfx942', True, True, 'fp16'): {False: ('none', 'relu', 'gelu'), True: ('none', 'relu', 'gelu', 'gelu_tanh', 'silu')},
+        ('gfx942', True, True, 'fp32'): {False: ('none',), True: ('relu',)},
+        ('gfx950', False, False, 'bf16'): {False: ('none', 'relu'), True: ('none', 'relu', 'gelu', 'gelu_tanh', 'silu')},
+        ('gfx950', False, False, 'fp16'): {False: ('none', 'relu'), True: ('none', 'relu', 'gelu', 'gelu_tanh', 'silu')},
+        ('gfx950', False, False, 'fp32'): {False: ('none', 'relu'), True: ('relu',)},
+        ('gfx950', False, True, 'bf16'): {False: ('none', 'relu'), True: ('none', 'relu', 'gelu', 'gelu_tanh', 'silu')},
+        ('gfx950', False, True, 'fp16'): {False: ('none', 'relu'), True: ('none', 'relu', 'gelu', 'gelu_tanh', 'silu')},
+        ('gfx950', False, True, 'fp32'): {False: ('relu',), True: ('relu',)},
+        ('gfx950', True, False, 'bf16'): {False: ('none', 'relu'), True: ('gelu', 'gelu_tanh', 'silu')},
+        ('gfx950', True, False, 'fp16'): {False: ('none', 'relu'), True: ('gelu', 'gelu_tanh', 'silu')},
+        ('gfx950', True, False, 'fp32'): {False: ('none', 'relu')},
+        ('gfx950', True, True, 'bf16'): {False: ('none', 'relu'), True: ('gelu', 'gelu_tanh', 'silu')},
+        ('gfx950', True, True, 'fp16'): {False: ('none', 'relu'), True: ('gelu', 'gelu_tanh', 'silu')},
+        ('gfx950', True, True, 'fp32'): {False: ('relu',)},
+    },
+    (3, 8): {
+        ('gfx942', False, False, 'bf16'): {False: ('none', 'relu')},
+        ('gfx942', False, False, 'fp16'): {False: ('relu', 'gelu')},
+        ('gfx942', False, False, 'fp32'): {False: ('none', 'relu', 'gelu', 'silu')},
+        ('gfx942', False, True, 'bf16'): {False: ('gelu_tanh', 'silu')},
+        ('gfx942', False, True, 'fp16'): {False: ('gelu_tanh', 'silu')},
+        ('gfx942', False, True, 'fp32'): {False: ('gelu_tanh', 'silu')},
+        ('gfx950', False, False, 'bf16'): {False: ('none', 'relu', 'gelu', 'gelu_tanh', 'silu'), True: ('none', 'relu', 'gelu', 'gelu_tanh', 'silu')},
+        ('gfx950', False, False, 'fp16'): {False: ('none', 'relu', 'gelu', 'gelu_tanh', 'silu'), True: ('none', 'relu', 'gelu', 'gelu_tanh', 'silu')},
+        ('gfx950', False, False, 'fp32'): {False: ('none', 'relu', 'gelu', 'gelu_tanh', 'silu'), True: ('none', 'relu', 'gelu', 'gelu_tanh', 'silu')},
+        ('gfx950', False, True, 'bf16'): {False: ('none', 'relu', 'gelu', 'gelu_tanh', 'silu'), True: ('none', 'relu', 'gelu', 'gelu_tanh', 'silu')},
+        ('gfx950', False, True, 'fp16'): {False: ('none', 'relu', 'gelu', 'gelu_tanh', 'silu'), True: ('none', 'relu', 'gelu', 'gelu_tanh', 'silu')},
+        ('gfx950', False, True, 'fp32'): {False: ('none', 'relu', 'gelu', 'gelu_tanh', 'silu'), True: ('none', 'relu', 'gelu', 'gelu_tanh', 'silu')},
+    },
+    (3, 9): {
+        ('gfx942', False, False, 'bf16'): {False: ('none', 'relu', 'gelu_tanh', 'silu')},
+        ('gfx942', False, False, 'fp16'): {False: ('none', 'relu', 'gelu', 'gelu_tanh', 'silu')},
+        ('gfx942', False, False, 'fp32'): {False: ('none', 'relu', 'gelu', 'gelu_tanh', 'silu')},
+        ('gfx942', False, True, 'bf16'): {False: ('relu', 'silu')},
+        ('gfx942', False, True, 'fp16'): {False: ('relu', 'gelu_tanh', 'silu')},
+        ('gfx942', False, True, 'fp32'): {False: ('gelu_tanh',)},
+        ('gfx950', False, False, 'bf16'): {False: ('none', 'relu', 'gelu', 'gelu_tanh', 'silu'), True: ('none', 'relu', 'gelu', 'gelu_tanh', 'silu')},
+        ('gfx950', False, False, 'fp16'): {False: ('none', 'relu', 'gelu', 'gelu_tanh', 'silu'), True: ('none', 'relu', 'gelu', 'gelu_tanh', 'silu')},
+        ('gfx950', False, False, 'fp32'): {False: ('none', 'relu', 'gelu', 'gelu_tanh', 'silu'), True: ('none', 'relu', 'gelu', 'gelu_tanh', 'silu')},
+        ('gfx950', False, True, 'bf16'): {False: ('none', 'relu', 'gelu', 'gelu_tanh', 'silu'), True: ('none', 'relu', 'gelu', 'gelu_tanh', 'silu')},
+        ('gfx950', False, True, 'fp16'): {False: ('none', 'relu', 'gelu', 'gelu_tanh', 'silu'), True: ('none', 'relu', 'gelu', 'gelu_tanh', 'silu')},
+        ('gfx950', False, True, 'fp32'): {False: ('none', 'relu', 'gelu', 'gelu_tanh', 'silu'), True: ('none', 'relu', 'gelu', 'gelu_tanh', 'silu')},
+    },
 }
+
+
+def spill_free(version=None) -> dict:
+    """The spill-free table of `version` ((major, minor); default: the installed Triton, as kernels/_budgets reads
+    it), or of the newest measured release at or below it (3.6's for anything older)."""
+    from .. import _budgets
+
+    v = _budgets._v(version)
+    known = [r for r in SPILL_FREE_BY_RELEASE if r <= v] or [min(SPILL_FREE_BY_RELEASE)]
+    return SPILL_FREE_BY_RELEASE[max(known)]
+
+
+def spill_free_release(version=None) -> str:
+    """"Triton 3.7": the release whose measurement `spill_free(version)` is."""
+    from .. import _budgets
+
+    v = _budgets._v(version)
+    known = [r for r in SPILL_FREE_BY_RELEASE if r <= v] or [min(SPILL_FREE_BY_RELEASE)]
+    return _budgets.version_name(max(known))
 
 
 def tile(target) -> tuple:
@@ -76,14 +154,15 @@ def variant(M: int, N: int, K: int, target) -> tuple[bool, bool]:
 
 def epilogue_unsupported(target, in_dtype: str, out_dtype: str, has_bias: bool, activation: str, edge: bool,
                          mask_k: bool) -> str | None:
-    """Why this epilogue cannot run in this variant on `target` (None: it can): `SPILL_FREE`."""
-    ok = SPILL_FREE.get((target.arch, edge, mask_k, out_dtype), {})
+    """Why this epilogue cannot run in this variant on `target` (None: it can): the installed release's
+    `spill_free` table."""
+    ok = spill_free().get((target.arch, edge, mask_k, out_dtype), {})
     if activation in ok.get(bool(has_bias), ()):
         return None
     what = ("bias + " if has_bias else "") + activation + f", {out_dtype} out"
     where = ", ".join(n for n, on in (("edge tiles", edge), ("K % (2 * BK) != 0", mask_k)) if on) or "whole tiles"
-    return (f"the epilogue ({what}) spills on {target.arch} ({where}; measured with Triton 3.6, "
-            "kernels/gluon/cdna_host.SPILL_FREE)")
+    return (f"the epilogue ({what}) spills or does not compile on {target.arch} ({where}; measured with "
+            f"{spill_free_release()}, kernels/gluon/cdna_host.SPILL_FREE_BY_RELEASE)")
 
 
 def config_unsupported(cfg: dict, target) -> str | None:

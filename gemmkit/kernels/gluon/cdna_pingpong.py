@@ -39,7 +39,7 @@ Constraints:
 - A, B, C row-major with rows of exactly K / K / N elements; K and N multiples of 16 elements (direct-to-LDS needs
   16-byte vectors; the static compile declares that divisibility); every tensor's span below 2**31 - 2 bytes
   (buffer ops: cdna_layout.BUFFER_BYTES); the host checks all of it (cdna_host.operands_unsupported).
-- The fused epilogues and variants that compile with 0 spills are cdna_host.SPILL_FREE (Triton 3.6): on gfx950
+- The fused epilogues and variants that compile with 0 spills are cdna_host.spill_free() per release; on 3.6: on gfx950
   every epilogue with a bias, no activation without one, at edge tiles and K tails; on gfx942 whole tiles only
   (M, N % 256, K % 64), with no activation or relu (it starts at 254 VGPRs).
 - Barriers are `_compat.barrier()` (gl.thread_barrier, Triton >= 3.7 gl.barrier: s_barrier with
@@ -261,24 +261,24 @@ PROMISES = (
 )
 
 
-def heaviest_epilogue(arch: str, edge: bool, mask_k: bool, out: str = "bf16"):
-    """(has_bias, activation): the first of _budgets.EPILOGUE_ORDER (most arithmetic first) that cdna_host.SPILL_FREE
-    lets this variant run, or None (the variant takes no epilogue on `arch`)."""
-    ok = H.SPILL_FREE.get((arch, edge, mask_k, out), {})
+def heaviest_epilogue(arch: str, edge: bool, mask_k: bool, out: str = "bf16", version=None):
+    """(has_bias, activation): the first of _budgets.EPILOGUE_ORDER (most arithmetic first) that the release's
+    cdna_host.spill_free table lets this variant run, or None (the variant takes no epilogue on `arch`)."""
+    ok = H.spill_free(version).get((arch, edge, mask_k, out), {})
     return next(((b, a) for b, a in _budgets.EPILOGUE_ORDER if a in ok.get(b, ())), None)
 
 
-def widest_variant(arch: str):
+def widest_variant(arch: str, version=None):
     """(EDGE, MASK_K) of the most general calls the kernel takes on `arch` with some epilogue (gfx950: edge tiles
-    and K % (2 * BK) != 0; gfx942: whole tiles only, SPILL_FREE)."""
+    and K % (2 * BK) != 0; gfx942 on 3.6: whole tiles only; the release's spill_free table)."""
     return next(v for v in ((True, True), (True, False), (False, True), (False, False))
-                if heaviest_epilogue(arch, *v) is not None)
+                if heaviest_epilogue(arch, *v, version=version) is not None)
 
 
 def isa_cases(archs):
     """The kernel as written (whole tiles, no epilogue), once per target; then each gfx942 / gfx950 A16W16 bucket that
     names the Gluon backend, compiled as the dispatch would run its most general calls: the widest variant the
-    target takes with the heaviest epilogue SPILL_FREE lets it run."""
+    target takes with the heaviest epilogue its release's spill_free table lets it run."""
     import json
 
     from ... import arch as _arch
