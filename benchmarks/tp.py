@@ -277,7 +277,8 @@ def main(argv=None):
             with open(path, "w") as f:
                 json.dump(result, f, indent=1)
             print(f"wrote {path}")
-    dist.destroy_process_group()
+    dist.barrier()  # both ranks tear down together (rank 1 destroying gloo's group while rank 0 still wrote the
+    dist.destroy_process_group()  # results aborted it once: "terminate called without an active exception")
 
 
 if __name__ == "__main__":

