@@ -104,11 +104,12 @@ class Choice:
 def gluon_dense_kernel(cfg: dict, fp8: bool, target=None) -> str | None:
     """The Gluon kernel a config asks for (None: a Triton config); `fp8`: 8-bit operands (int8 too: the fp8 kernel
     then says it takes fp8 only). num_warps 8 is the cooperative layout (hopper_pingpong.is_coop); the fp8
-    kernel takes both layouts. On an AMD `target`: the CDNA ping-pong (16-bit only: 8-bit calls get None)."""
+    kernel takes both layouts. On an AMD `target`: the CDNA ping-pong (16-bit only: an 8-bit call passes it over
+    with that reason)."""
     if cfg.get("backend") != "gluon":
         return None
-    if target is not None and target.is_amd:
-        return None if fp8 else GLUON_CDNA
+    if target is not None and target.is_amd:  # 8-bit calls: the kernel's reasons say it takes no scales
+        return GLUON_CDNA
     if fp8:
         return GLUON_FP8
     from ..kernels.gluon import hopper_pingpong

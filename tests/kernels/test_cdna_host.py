@@ -117,7 +117,8 @@ def test_dispatch_reasons_strides_spills_split_k_tile_fp8():
     from gemmkit.kernels.triton import dense as G
     x8, w8 = meta(4096, 4096, dtype=fp8), meta(4096, 4096, dtype=fp8)
     scaling = G.Scaling("rowcol", meta(4096, dtype=torch.float32), meta(4096, dtype=torch.float32))
-    assert D.dense(cfg_for(GFX950), GFX950, x8, w8, y, scaling).passed_over == ()  # 16-bit only: no Gluon try
+    c8 = D.dense(cfg_for(GFX950), GFX950, x8, w8, y, scaling)  # 16-bit only: passed over, and it says so
+    assert c8.kernel == D.TRITON_POINTER and "takes no scales" in dict(c8.passed_over)[D.GLUON_CDNA]
 
 
 def test_buffer_span_rule():
@@ -170,3 +171,4 @@ def test_isa_cases_cover_the_gluon_buckets():
     assert shipped and {(c["arch"], c["bucket"]) for c in cases if c["table"] != "-"} == set(shipped)
     c950 = next(c for c in cases if c["arch"] == "gfx950" and c["table"] != "-")["config"]
     assert (c950["edge"], c950["mask_k"], c950["has_bias"], c950["activation"]) == (True, True, True, "gelu")
+

@@ -126,8 +126,8 @@ def test_table_keys_and_backend():
     assert hc.derive({**BASE, "backend": "gluon", "persistent": True, "tma": True}, H200).stages == 4
     assert hp.is_coop(BASE) and not hp.is_coop({**BASE, "num_warps": 4})  # num_warps picks the layout
     assert configs.validate_config({**BASE, "backend": "gluon"}, backend="cuda")["backend"] == "gluon"
-    with pytest.raises(configs.ConfigError, match="AMD targets run 'triton'"):
-        configs.validate_config({**BASE, "backend": "gluon"}, backend="hip")
+    # AMD tables may name "gluon" too: the CDNA ping-pong (ops/dispatch.py), or the Triton tier with the reason
+    assert configs.validate_config({**BASE, "backend": "gluon"}, backend="hip")["backend"] == "gluon"
 
 
 @pytest.mark.parametrize("bn", [256, 192])

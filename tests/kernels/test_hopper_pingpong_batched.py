@@ -44,7 +44,7 @@ def test_layouts_of_the_3d_boxes_keep_the_2d_swizzle():
 
 def test_op_dispatch_rules(monkeypatch):
     """batched_gemm_a16w16 accepts "backend": "gluon" (the interpreter runs it on the Triton tier);
-    batched_gemm_a8w8 refuses it; AMD tables refuse it (configs.validate_config)."""
+    batched_gemm_a8w8 refuses it; on AMD the Gluon batched kernel is passed over with its reason."""
     from gemmkit import configs
     from gemmkit.kernels.triton import dense as G
     from gemmkit.ops import batched_gemm as BG
@@ -52,9 +52,12 @@ def test_op_dispatch_rules(monkeypatch):
     BG._check_config(json.dumps(dict(BASE, backend="gluon")), gluon=True)
     with pytest.raises(ValueError, match="batched_gemm_a8w8 has only the 'triton' kernels"):
         BG._check_config(json.dumps(dict(BASE, backend="gluon")))
-    with pytest.raises(configs.ConfigError, match="AMD targets run 'triton'"):
-        configs.validate_config(dict(BASE, backend="gluon"), backend="hip")
     from gemmkit.ops import dispatch as D
+
+    configs.validate_config(dict(BASE, backend="gluon"), backend="hip")  # AMD tables may name it ...
+    xa = torch.empty(400, 8, 64, dtype=torch.bfloat16, device="meta")
+    amd = D.batched(dict(BASE, NUM_KSPLIT=1, backend="gluon"), arch.ARCHS["gfx950"], xa, xa, xa, G.NO_SCALING)
+    assert amd.kernel == "batched_gemm_kernel" and "needs sm_90, not gfx950" in amd.passed_over[0][1]  # ... and say why
 
     def why_not(x, w, y, scaling=G.NO_SCALING):  # ops/dispatch.py's reason for passing over the Gluon kernel
         choice = D.batched(dict(BASE, NUM_KSPLIT=1, tma=True, backend="gluon"), H200, x, w, y, scaling)
