@@ -54,8 +54,14 @@ def spawn(case, world=2, backend="gloo", timeout=900, **kwargs):
 
 
 def _rank_main(rank, world, backend, init_file, case, kwargs, errors):
+    """One rank: the case, then a hard exit. Its checks are done (or reported) before it exits; a normal interpreter
+    exit sometimes aborted after them in the Triton 3.9 interpreter runs ("terminate called without an active
+    exception", a C++ thread still joinable at static destruction), which would fail a case that passed."""
+    import sys
+
     import torch.distributed as dist
 
+    status = 0
     try:
         device = torch.device("cpu")
         if backend == "nccl":
@@ -71,7 +77,12 @@ def _rank_main(rank, world, backend, init_file, case, kwargs, errors):
             dist.destroy_process_group()
     except BaseException:  # noqa: BLE001  (reported to the parent, which fails the test)
         errors.put(f"rank {rank}: {traceback.format_exc()}")
-        raise SystemExit(1)
+        status = 1
+    errors.close()
+    errors.join_thread()  # the report is in the pipe before the hard exit
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(status)
 
 
 # ----------------------------------------------------------------------------- helpers
