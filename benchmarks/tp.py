@@ -167,16 +167,9 @@ def timed(fn, x, iters, cuda):
                 fn(x)
                 ts.append((time.perf_counter() - t) * 1e3)
             return statistics.median(ts)
-        s = torch.cuda.Stream()
-        s.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(s):
-            for _ in range(3):
-                fn(x)
-        torch.cuda.current_stream().wait_stream(s)
-        torch.cuda.synchronize()
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
-            fn(x)
+        from gemmkit.bench.timing import capture_graph
+
+        graph = capture_graph(fn, [(x,)])  # warmed up (compiled, NCCL communicators made) outside the capture
         for _ in range(3):
             graph.replay()
         torch.cuda.synchronize()
