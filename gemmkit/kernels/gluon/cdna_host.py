@@ -120,23 +120,25 @@ SPILL_FREE_BY_RELEASE = {
 }
 
 
-def spill_free(version=None) -> dict:
-    """The spill-free table of `version` ((major, minor); default: the installed Triton, as kernels/_budgets reads
-    it), or of the newest measured release at or below it (3.6's for anything older)."""
+def _measured_release(version=None) -> tuple:
+    """The measured release `version` ((major, minor); default: the installed Triton, as kernels/_budgets reads it)
+    takes its table from: the newest measured at or below it (the first measured for anything older)."""
     from .. import _budgets
 
     v = _budgets._v(version)
-    known = [r for r in SPILL_FREE_BY_RELEASE if r <= v] or [min(SPILL_FREE_BY_RELEASE)]
-    return SPILL_FREE_BY_RELEASE[max(known)]
+    return max([r for r in SPILL_FREE_BY_RELEASE if r <= v] or [min(SPILL_FREE_BY_RELEASE)])
+
+
+def spill_free(version=None) -> dict:
+    """The spill-free table of `version` (`_measured_release`)."""
+    return SPILL_FREE_BY_RELEASE[_measured_release(version)]
 
 
 def spill_free_release(version=None) -> str:
     """"Triton 3.7": the release whose measurement `spill_free(version)` is."""
     from .. import _budgets
 
-    v = _budgets._v(version)
-    known = [r for r in SPILL_FREE_BY_RELEASE if r <= v] or [min(SPILL_FREE_BY_RELEASE)]
-    return _budgets.version_name(max(known))
+    return _budgets.version_name(_measured_release(version))
 
 
 def tile(target) -> tuple:
