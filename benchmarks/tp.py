@@ -195,6 +195,30 @@ def rel_err(a, b):
     return ((a - b).norm() / b.norm().clamp_min(1e-30)).item()
 
 
+def write(args, rows, world, device, cuda):
+    """The result file (rank 0), rewritten after every block so that a run cut short keeps what it measured."""
+    import triton
+
+    from gemmkit.bench import git_sha
+
+    name = torch.cuda.get_device_name(device) if cuda else "cpu (smoke: gloo, interpreter)"
+    result = {"device": f"{world} x {name}", "date": datetime.date.today().isoformat(), "torch": torch.__version__,
+              "triton": triton.__version__, "cuda": torch.version.cuda,
+              "nccl": ".".join(map(str, torch.cuda.nccl.version())) if cuda else None, "git_sha": git_sha(),
+              "method": __doc__.split("Timing: ")[1].split("Rows")[0].strip(), "config": vars(args),
+              "rows": rows}
+    path = args.json
+    if path is None and cuda:
+        low = name.lower()
+        gpu = next((g for g in ("h200", "h100") if g in low), low.replace(" ", "_"))
+        path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", f"{gpu}x{world}", "tp.json")
+    if path:
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        with open(path, "w") as f:
+            json.dump(result, f, indent=1)
+    return path
+
+
 def main(argv=None):
     args = parse(argv)
     cuda = not args.smoke
@@ -211,11 +235,9 @@ def main(argv=None):
         device = torch.device("cpu")
         dist.init_process_group("gloo")
     import gemmkit  # noqa: F401  (after TRITON_INTERPRET)
-    from gemmkit.bench import git_sha
-
     rank, world = dist.get_rank(), dist.get_world_size()
     dims = SMOKE if args.smoke else dict(HIDDEN=HIDDEN, INTER=INTER, QKV=(HEADS + 2 * KV_HEADS) * HEAD_DIM)
-    rows = []
+    rows, path = [], None
     for scheme in args.dtypes.split(","):
         for block in args.blocks.split(","):
             one, tps, torch_seq, K = build(block, scheme, dims, device)
@@ -251,25 +273,10 @@ def main(argv=None):
                               f"{one_ms / ms:5.2f}" + (f"  vs torch {torch_ms / ms:5.2f}" if torch_ms and
                                                        mode != "torch_seq" else ""), flush=True)
             del one, tps, torch_seq
-    if rank == 0:
-        import triton
-
-        name = torch.cuda.get_device_name(device) if cuda else "cpu (smoke: gloo, interpreter)"
-        result = {"device": f"{world} x {name}", "date": datetime.date.today().isoformat(), "torch": torch.__version__,
-                  "triton": triton.__version__, "cuda": torch.version.cuda,
-                  "nccl": ".".join(map(str, torch.cuda.nccl.version())) if cuda else None, "git_sha": git_sha(),
-                  "method": __doc__.split("Timing: ")[1].split("Rows")[0].strip(), "config": vars(args),
-                  "rows": rows}
-        path = args.json
-        if path is None and cuda:
-            low = name.lower()
-            gpu = next((g for g in ("h200", "h100") if g in low), low.replace(" ", "_"))
-            path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", f"{gpu}x{world}", "tp.json")
-        if path:
-            os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-            with open(path, "w") as f:
-                json.dump(result, f, indent=1)
-            print(f"wrote {path}")
+            if rank == 0:
+                path = write(args, rows, world, device, cuda)
+    if rank == 0 and path:
+        print(f"wrote {path}")
     dist.barrier()  # both ranks tear down together
     dist.destroy_process_group()
     if args.smoke:  # CPU ranks in Triton's interpreter: a normal exit sometimes aborted after all the work was done
