@@ -7,10 +7,13 @@ Megatron-LM's and vLLM's layout; p ranks in the process group, this one is r:
                                                                             └──output="gathered"──► all-gather: y (..., N)
     RowParallelLinear      W (N, K) split by columns: rank r holds W[:, r*K/p : (r+1)*K/p]; the whole bias
         x_r (..., K/p) ──► y_r = x_r @ W_r.T (+ b on rank 0 only) ──reduce="all_reduce"──► y = sum_r y_r (..., N)
-                                                                     └──reduce="reduce_scatter"──► y[r*B/p : (r+1)*B/p]
-                                                                        (B = x's first dimension)
+                                                                     ├──reduce="reduce_scatter"──► y[r*B/p : (r+1)*B/p]
+                                                                     │  (B = x's first dimension)
+                                                                     └──reduce=None──► y_r: the caller reduces (e.g.
+                                                                        with its residual add, as vLLM's
+                                                                        reduce_results=False)
     ParallelGatedMLP       gate / up column-parallel, down row-parallel, one collective:
-        x (..., K) ──► y_r = down_r(act(gate_r(x)) * up_r(x)) ──all-reduce (or reduce-scatter)──► y (..., K)
+        x (..., K) ──► y_r = down_r(act(gate_r(x)) * up_r(x)) ──all-reduce (reduce-scatter, None)──► y (..., K)
         bf16 / fp16: one ffn_gated call a chunk (this rank's I/p gate rows, then its I/p up rows, fused as ffn_gated
         takes them); fp8 / int8: gate_up GEMM, act * mul in torch, the down GEMM (activations quantized per call).
 
@@ -50,7 +53,7 @@ ALIGN_ROWS = 128  # chunk boundaries on whole 128-row tiles where the rows allow
 TAIL_ROWS = 512  # "auto" chunks: the last (exposed) collective covers at least this many rows
 MAX_CHUNKS = 6
 OUTPUTS = ("sharded", "gathered")
-REDUCTIONS = ("all_reduce", "reduce_scatter")
+REDUCTIONS = ("all_reduce", "reduce_scatter", None)  # None: no collective, this rank's partial sum
 
 
 # ----------------------------------------------------------------------------- process group and chunks
@@ -202,14 +205,16 @@ class _Parallel(torch.nn.Module):
 
     def _reduced(self, x2, lead, N, dtype, partial, reduce):
         """sum over ranks of partial(rows, out) (each writes its (rows, N) product): all-reduced, (M, N) on every
-        rank, or reduce-scattered, rank r keeping rows r * M/p .. of the sum; chunk by chunk either way."""
+        rank, or reduce-scattered, rank r keeping rows r * M/p .. of the sum; chunk by chunk either way. reduce=None:
+        this rank's partial product (M, N), chunk by chunk, no collective."""
         M = x2.shape[0]
-        if reduce == "all_reduce":
+        if reduce in ("all_reduce", None):
             y = torch.empty(M, N, dtype=dtype, device=x2.device)
             pending = []
             for a, b in chunk_rows(M, self.chunks):
                 partial(x2[a:b], y[a:b])
-                pending.append(_all_reduce(y[a:b], self.group))
+                if reduce is not None:
+                    pending.append(_all_reduce(y[a:b], self.group))
             for work in pending:
                 work.wait()
             return y.view(*lead, N)
@@ -282,7 +287,8 @@ class RowParallelLinear(_Parallel):
     """y = x @ W.T + b with W's columns split over the group: x comes split along K (input_is_parallel=True: (...,
     K/p), e.g. a ColumnParallelLinear's sharded output) or whole ((..., K): this rank reads its K/p columns in place);
     the partial products are all-reduced (or reduce-scattered over x's first dimension), chunk by chunk behind the
-    GEMM. The bias is added once, in rank 0's GEMM."""
+    GEMM; reduce=None returns this rank's partial product for the caller to reduce. The bias is added once, in rank
+    0's GEMM."""
 
     def __init__(self, in_features, out_features, bias=True, *, scheme="bf16", group=None, reduce="all_reduce",
                  input_is_parallel=True, chunks="auto", device=None, dtype=None):
@@ -329,7 +335,8 @@ class RowParallelLinear(_Parallel):
 class ParallelGatedMLP(_Parallel):
     """y = down(act(gate(x)) * up(x)) (Llama's MLP, no biases) with gate / up column-parallel and down
     row-parallel: each rank computes its I/p slice of the intermediate and its partial product of y, then one
-    all-reduce (or reduce-scatter over x's first dimension), chunk by chunk behind the GEMMs."""
+    all-reduce (or reduce-scatter over x's first dimension; None: this rank's partial product), chunk by chunk behind
+    the GEMMs."""
 
     def __init__(self, hidden_size, intermediate_size, *, scheme="bf16", activation="silu", group=None,
                  reduce="all_reduce", chunks="auto", device=None, dtype=None):

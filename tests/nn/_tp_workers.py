@@ -104,7 +104,7 @@ def _sum64(t):
     """sum over ranks, in float64 (the reference's collective), on the CPU."""
     import torch.distributed as dist
 
-    t = t.detach().to(device=_DEVICE[0], dtype=torch.float64).contiguous()
+    t = t.detach().to(device=_DEVICE[0], dtype=torch.float64).clone()  # a copy: the caller's t stays this rank's
     dist.all_reduce(t)
     return t.cpu()
 
@@ -173,6 +173,12 @@ def linear_layers(rank, world, device, scheme, chunk_list=(1, 3)):
                     bound = _sum64(partial.norm().reshape(1)).item() + ref.norm().item() + 1
                 _check(f"row all_reduce whole={whole} {tag}", y, ref, bound, factor=2)
                 _close_to_single(f"row all_reduce whole={whole} {tag}", y, y1, scheme, exact)
+            row = P.RowParallelLinear.from_linear(lin, scheme, chunks=chunks, reduce=None)
+            with torch.no_grad():  # no collective: rank r's partial product, the bias on rank 0's alone
+                y = row(x[..., rank * k:(rank + 1) * k])
+            mine = partial + (lin.bias.double().cpu() if rank == 0 else 0)
+            _check(f"row reduce=None {tag}", y, mine, mine.norm().item() + 1, factor=2)
+            _close_to_single(f"row reduce=None {tag} summed", _sum64(y), y1, scheme, exact)
             if len(shape) == 3:  # reduce-scatter over x's first dimension (2 = world)
                 row = P.RowParallelLinear.from_linear(lin, scheme, chunks=chunks, reduce="reduce_scatter")
                 with torch.no_grad():
@@ -221,7 +227,7 @@ def gated_mlp(rank, world, device, scheme, chunk_list=(1, 3)):
             h = gu1(x)
             y1 = d1(torch.nn.functional.silu(h[..., :I]) * h[..., I:])
     for chunks in chunk_list:
-        for reduce in ("all_reduce", "reduce_scatter"):
+        for reduce in ("all_reduce", "reduce_scatter", None):
             tag = f"{scheme} mlp {reduce} chunks={chunks}"
             m = P.ParallelGatedMLP.from_mlp(mlp, scheme, activation="silu", reduce=reduce, chunks=chunks)
             with torch.no_grad():
@@ -236,6 +242,10 @@ def gated_mlp(rank, world, device, scheme, chunk_list=(1, 3)):
                 partial = linear_ref(m.down, torch.nn.functional.silu(hg[..., :i]) * hg[..., i:])
             ref = _sum64(partial)
             bound = _sum64(partial.norm().reshape(1)).item() + ref.norm().item() + 1
+            if reduce is None:  # this rank's partial product, and the caller's sum of them is the MLP
+                _check(tag, y, partial, partial.norm().item() + 1, factor=2 if scheme == "bf16" else 8)
+                _close_to_single(f"{tag} summed", _sum64(y), y1, scheme, scheme == "bf16")
+                continue
             one = y1
             if reduce == "reduce_scatter":
                 b = x.shape[0] // world

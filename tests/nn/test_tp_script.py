@@ -21,7 +21,9 @@ def test_tp_smoke_writes_every_mode(tmp_path):
     result = json.loads(out.read_text())
     assert result["device"].startswith("2 x cpu") and result["git_sha"]
     rows = result["rows"]
-    assert len(rows) == 2 * 3 * 4  # dtypes x blocks x modes
+    assert len(rows) == 2 * (3 * 4 + 2 * 3)  # dtypes x (blocks x modes + the blocks that reduce x decomposition)
+    assert {r["mode"] for r in rows if r["label"].endswith("qkv")} == {"one_gpu", "torch_seq", "sequential",
+                                                                        "overlapped"}
     for r in rows:
         assert "error" not in r, r
         assert set(r) >= {"label", "M", "dtype", "mode", "ms", "one_gpu_ms", "scaling"}, r
