@@ -25,8 +25,14 @@ collective with async_op=True, which NCCL runs on its own stream once that GEMM 
                                                                                                       is exposed
 Chunks halve (M/2, M/4, ..., the last two equal; multiples of ALIGN_ROWS) so that the exposed collective is the
 smallest; "auto" halves while the tail keeps >= TAIL_ROWS rows, at most MAX_CHUNKS chunks, so M < 2 * TAIL_ROWS is
-one chunk (decode: what is left is the collective's latency, and chunks only add launches). chunks=1 is the
-sequential version; every rank must pass the same chunks (they take the same M).
+one chunk (decode: what is left is the collective's latency, and chunks only add launches). chunks=1, the default,
+is the sequential version; every rank must pass the same chunks (they take the same M).
+
+Measured (2 x H200, NVLink, NCCL 2.28, benchmarks/results/h200x2/tp.json): the overlap does not pay there, so it is
+opt-in. A Llama-3-70B MLP at M = 8192 in fp8: this rank's GEMMs 5.41 ms, the all-reduce alone 0.51 ms, sequential
+5.74 ms, chunked and overlapped 6.74 ms: run beside a GEMM, NCCL's 24 resident CTAs keep that many SMs from the
+persistent kernels, whose CTAs have fixed tile lists, so the GEMM's last tiles wait for the collective (and reserving
+SMs for NCCL costs the GEMM more than the collective takes; docs/PERF.md, "Tensor parallel").
 
 Numerics: a column-parallel output is the single-device output's columns (each shard is quantized on its own: with
 shard boundaries on multiples of 128 the fp8 per-channel and 128 x 128-block scales are the single-device ones).
@@ -245,7 +251,7 @@ class ColumnParallelLinear(_Parallel):
     "gathered" (all N, all-gathered chunk by chunk behind the GEMM)."""
 
     def __init__(self, in_features, out_features, bias=True, *, scheme="bf16", group=None, output="sharded",
-                 chunks="auto", device=None, dtype=None):
+                 chunks=1, device=None, dtype=None):
         super().__init__()
         self._setup(group, chunks, in_features, out_features, scheme)
         self.output = _check_choice("output", output, OUTPUTS)
@@ -253,7 +259,7 @@ class ColumnParallelLinear(_Parallel):
         self.local = _local_new(scheme, in_features, n, bias, device, dtype, fan_in=in_features)
 
     @classmethod
-    def from_linear(cls, linear, scheme="bf16", *, group=None, output="sharded", chunks="auto"):
+    def from_linear(cls, linear, scheme="bf16", *, group=None, output="sharded", chunks=1):
         """This rank's shard of a full nn.Linear (every rank passes the same one)."""
         N, K = linear.weight.shape
         m = cls.__new__(cls)
@@ -291,7 +297,7 @@ class RowParallelLinear(_Parallel):
     0's GEMM."""
 
     def __init__(self, in_features, out_features, bias=True, *, scheme="bf16", group=None, reduce="all_reduce",
-                 input_is_parallel=True, chunks="auto", device=None, dtype=None):
+                 input_is_parallel=True, chunks=1, device=None, dtype=None):
         super().__init__()
         self._setup(group, chunks, in_features, out_features, scheme)
         self.reduce = _check_choice("reduce", reduce, REDUCTIONS)
@@ -301,7 +307,7 @@ class RowParallelLinear(_Parallel):
 
     @classmethod
     def from_linear(cls, linear, scheme="bf16", *, group=None, reduce="all_reduce", input_is_parallel=True,
-                    chunks="auto"):
+                    chunks=1):
         """This rank's shard of a full nn.Linear (every rank passes the same one)."""
         N, K = linear.weight.shape
         m = cls.__new__(cls)
@@ -339,7 +345,7 @@ class ParallelGatedMLP(_Parallel):
     the GEMMs."""
 
     def __init__(self, hidden_size, intermediate_size, *, scheme="bf16", activation="silu", group=None,
-                 reduce="all_reduce", chunks="auto", device=None, dtype=None):
+                 reduce="all_reduce", chunks=1, device=None, dtype=None):
         super().__init__()
         self._init_common(hidden_size, intermediate_size, scheme, activation, group, reduce, chunks)
         i, K = self.local_intermediate, hidden_size
@@ -363,7 +369,7 @@ class ParallelGatedMLP(_Parallel):
         self.w_down = torch.nn.Parameter(down.weight.detach(), requires_grad=False)
 
     @classmethod
-    def from_mlp(cls, mlp, scheme="bf16", *, activation=None, group=None, reduce="all_reduce", chunks="auto"):
+    def from_mlp(cls, mlp, scheme="bf16", *, activation=None, group=None, reduce="all_reduce", chunks=1):
         """This rank's shard of a full MLP: a gemmkit.nn.GatedMLP, or a module with gate_proj / up_proj / down_proj
         (torch.nn.Linear, no bias; `activation` names its act_fn: silu, gelu, gelu_tanh or relu). Every rank passes
         the same one."""
