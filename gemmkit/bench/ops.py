@@ -105,7 +105,7 @@ def _a16w16_compile(inp, config):
 def _fp8_dtype(device):
     from ..ops import _common as C
 
-    return C.fp8_dtype(C.target_for(device))
+    return C.fp8_dtype(C.target_for(_torch().device(device)))  # "cuda" or a torch.device
 
 
 def _a8w8_inputs(M, N, K, dtype_name, device):
