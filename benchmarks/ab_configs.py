@@ -1,10 +1,14 @@
-"""Same-process A/B of two configs per shape, against cuBLAS: `python benchmarks/ab_configs.py AB.json OUT.json`.
+"""Same-process A/B of configs per shape, against the op's vendor: `python benchmarks/ab_configs.py AB.json OUT.json`.
 
-AB.json: {"shapes": {"M,N,K": {"before": config, "after": config}}}. For each shape, in one
-process and on the same rotated inputs: cuBLAS, before, after, and again in reverse order
-(after, before, cuBLAS), each timed by CUDA-graph replay (gemmkit/bench/timing.py); the
-ratios use the mean of the two measurements of each, so a drift in clock over the shape's
-measurements affects both configs alike. Prints one line per shape and the geometric means.
+AB.json: {"op": "a16w16" (default; any `gemmkit bench --op` name of a dense op: a8w8, a8w8_blockscale, ...),
+          "dtype": the op's dtype name (default: its first),
+          "shapes": {"M,N,K": {"before": config, "after": config, ...}}}
+Each shape names two or more configs; a config of null is what the op serves without one (tables + config model).
+For each shape, in one process and on the same rotated inputs: the vendor (gemmkit/bench/ops.py: torch.matmul,
+torch._scaled_mm, ...) and every config, then again in reverse order, each timed by CUDA-graph replay
+(gemmkit/bench/timing.py); the ratios use the mean of the two measurements of each, so a drift in clock over the
+shape's measurements affects every config alike. Every config's result is checked against fp32 first. Prints one
+line per shape (vendor_ms / config_ms per config; speedup of each over the first) and the geometric means.
 """
 import argparse
 import json
@@ -13,52 +17,63 @@ import math
 import torch
 
 import gemmkit
+from gemmkit.bench import ops as bench_ops
 from gemmkit.bench.timing import rotation_count, time_graph
 from gemmkit.ops import _common as C
 
 
 def main(path, out_path, rep_ms=60):
-    spec = json.load(open(path))["shapes"]
+    spec = json.load(open(path))
+    op = bench_ops.get(spec.get("op", "a16w16"))
+    dtype_name = spec.get("dtype", op.dtypes[0])
     target = C.target_for(torch.device("cuda"))
     rows = []
-    for key, cfgs in spec.items():
+    for key, cfgs in spec["shapes"].items():
         M, N, K = map(int, key.split(","))
-        n = rotation_count((M * K + N * K + M * N) * 2, target.l2_bytes)
-        sets = [(torch.randn(M, K, device="cuda", dtype=torch.bfloat16),
-                 torch.randn(N, K, device="cuda", dtype=torch.bfloat16)) for _ in range(n)]
-        x, w = sets[0]
-        ref = x.float() @ w.float().T
-        fns = {"cublas": lambda x, w: torch.matmul(x, w.T)}
-        for name in ("before", "after"):
-            y = gemmkit.gemm_a16w16(x, w, config=cfgs[name])
-            err = ((y.float() - ref).norm() / ref.norm()).item()
-            assert err < 2**-8, (key, name, err)
-            fns[name] = (lambda c: (lambda x, w: gemmkit.gemm_a16w16(x, w, config=c)))(cfgs[name])
+        names = list(cfgs)
+        n = rotation_count((M + N) * K * op.operand_bytes(dtype_name), target.l2_bytes)
+        sets = [op.make_inputs(M, N, K, dtype_name, "cuda") for _ in range(n)]
+        ref = op.reference(sets[0]).float()
+        fns = {"vendor": lambda *inp: op.vendor(inp)}
+        refused = {}
+        for name in list(names):
+            fn = (lambda c: (lambda *inp: op.run(inp, c)))(cfgs[name])
+            try:
+                err = ((fn(*sets[0]).float() - ref).norm() / ref.norm()).item()
+            except (ValueError, RuntimeError) as e:  # a config this shape or kernel refuses: said, not timed
+                refused[name] = f"{type(e).__name__}: {str(e)[:200]}"
+                names.remove(name)
+                continue
+            assert err < 2e-2, (key, name, err)
+            fns[name] = fn
         ms = {k: [] for k in fns}
-        for order in (("cublas", "before", "after"), ("after", "before", "cublas")):
-            for k in order:
+        order = ["vendor", *names]
+        for o in (order, order[::-1]):
+            for k in o:
                 ms[k].append(time_graph(fns[k], sets, 10, rep_ms))
         m = {k: sum(v) / len(v) for k, v in ms.items()}
-        row = {"M": M, "N": N, "K": K, "ms": ms, "ratio_before": m["cublas"] / m["before"],
-               "ratio_after": m["cublas"] / m["after"], "speedup": m["before"] / m["after"],
-               "before": cfgs["before"], "after": cfgs["after"]}
+        row = {"M": M, "N": N, "K": K, "ms": ms, "configs": cfgs,
+               "ratio": {k: m["vendor"] / m[k] for k in names},
+               "speedup": {k: m[names[0]] / m[k] for k in names[1:]}, "refused": refused}
         rows.append(row)
-        print(f"{M:6d} {N:6d} {K:6d}  before {row['ratio_before']:.3f}  after {row['ratio_after']:.3f}  "
-              f"speedup {row['speedup']:.3f}", flush=True)
+        print(f"{M:6d} {N:6d} {K:6d}  " + "  ".join(f"{k} {row['ratio'][k]:.3f}" for k in names)
+              + "".join(f"  {k} refused ({v[:80]})" for k, v in refused.items()), flush=True)
         del sets, ref
         torch.cuda.empty_cache()
     g = lambda v: math.exp(sum(map(math.log, v)) / len(v))  # noqa: E731
-    summary = {k: g([r[k] for r in rows]) for k in ("ratio_before", "ratio_after", "speedup")}
+    names = sorted({k for r in rows for k in r["ratio"]})
+    summary = {f"ratio_{k}": g([r["ratio"][k] for r in rows if k in r["ratio"]]) for k in names}
     print("geomean", {k: round(v, 3) for k, v in summary.items()})
     json.dump({"device": torch.cuda.get_device_name(), "torch": torch.__version__,
                "triton": __import__("triton").__version__, "git_sha": gemmkit.bench.git_sha(),
-               "date": __import__("datetime").date.today().isoformat(), "summary": summary, "rows": rows},
+               "date": __import__("datetime").date.today().isoformat(), "op": op.name, "dtype": dtype_name,
+               "vendor": op.vendor_name(dtype_name), "summary": summary, "rows": rows},
               open(out_path, "w"), indent=1)
 
 
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("ab", help='AB.json: {"shapes": {"M,N,K": {"before": config, "after": config}}}')
+    ap.add_argument("ab", help='AB.json: {"op": ..., "shapes": {"M,N,K": {"before": config, "after": config}}}')
     ap.add_argument("out", help="the result JSON (device, torch, triton, git_sha, date, per-shape rows)")
     ap.add_argument("--rep-ms", type=int, default=60, help="CUDA-graph replay time per measurement (ms)")
     args = ap.parse_args()
