@@ -19,7 +19,8 @@ router, K = 2880, at M = 128), smaller tiles are the rest of the way: 64 x 64 sp
 
 Before fitting, `choose` applies what is known of one op's kernels (`OP_RULES`, each rule with its measurement):
 which of the table's kernels serves a shape unlike the bucket's (a cooperative Gluon tile or the ping-pong by wave
-efficiency; the large-M Gluon bucket for a wide N at 64 < M <= 128), and how many CTAs an SM the K split aims for.
+efficiency; at 64 < M <= 128 in fp8, the large-M Gluon bucket or the Gluon ping-pong by the share of SMs their tiles
+fill), and how many CTAs an SM the K split aims for.
 
 Shape files (`<OP>-N=<N>-K=<K>.json`) are measured for their shape and are served as they are; so is a `config=`
 argument. Gluon buckets are not fitted (only `choose`'s rules touch them): their kernels have their own tile rules
@@ -51,10 +52,17 @@ FITTED_OPS = ("a16w16", "a8w8", "a8w8_int8", "a8w8_blockscale")
 #                rings in shared memory; `operand_bytes` sizes them): 160 tiles of 64 x 128 (98 KB, 2 an SM) on 132
 #                SMs ran 0.67x unsplit and 0.57x split 2 (320 CTAs for 264 places), where 160 tiles of 16 x 64 (40
 #                KB, 5 an SM) went 0.79x -> 0.96x split 2.
-#   wide_waves   at 64 < M <= 128 a Triton bucket gives way to the table's large-M Gluon bucket where that bucket's
-#                tiles fill at least this many waves (the Gluon kernel's two consumer warpgroups then win over a
-#                small tile: 128 x 36864 x 7168 ran 0.71x with 64 x 128 tiles, 1.03x with the Gluon 128 x 128).
-#                fp8 per-token likewise: 128 x 10240 x 8192 ran 0.58x with 64 x 128 tiles, 0.82x with the Gluon tile.
+#   wide_share   at 64 < M <= 128 a Triton bucket gives way to the table's large-M Gluon bucket (the cooperative
+#                128 x 128) where that bucket's tiles reach this share of the SMs, and else to the Gluon ping-pong on
+#                64 x 64 tiles (`SMALL_PINGPONG`, derived from that bucket) where those tiles are not few (FEW_TILES);
+#                fewer still: the Triton bucket, fitted. At M = 128 the weights' stream is the time (memory-bound), and
+#                both Gluon kernels keep more of it in flight than the Triton tier's 64 x 64 / 64 x 128 tiles
+#                (benchmarks/ab/*_m128.json, H200, against torch._scaled_mm / cuBLASLt's block-scaled GEMM):
+#                per-token N = 10240-14336, K = 5120-28672 (80-112 coop tiles): Triton 0.63-0.70x, ping-pong
+#                0.73-0.82x, coop 0.96-0.99x; N = 8192 / 5120 (64 / 40 coop tiles): Triton 1.01 / 1.02x, coop
+#                0.99x, ping-pong 1.08 / 1.16x. Block scales the same way: coop 0.92-0.97x (Triton 0.67-0.69x) at
+#                80-112 tiles, ping-pong 1.13-1.16x (Triton 0.79x, coop 0.94x) at 60-64. The share lies between
+#                the 64 and 80 tiles measured (0.48 and 0.61 of 132 SMs).
 #   gluon_waves  a cooperative Gluon bucket (two consumer warpgroups on a 128 x 256 tile) gives way to the ping-pong
 #                on 128 x 128 (its tile split in N: four warps a consumer, six stages) where that tile count fills
 #                its waves better by GLUON_WAVE_MARGIN (tiles over waves x SMs; N <= 128 leaves half the larger tile
@@ -67,11 +75,14 @@ FITTED_OPS = ("a16w16", "a8w8", "a8w8_int8", "a8w8_blockscale")
 #                program and no split-K: where those tiles are few (under FEW_TILES of the CUs) the bucket runs on the
 #                Triton tier, fitted (its split K and smaller tiles), as it did before the kernel had a launcher.
 #                Unmeasured (no AMD GPU here): the same rule as the sm_90 Gluon buckets' few-tiles step.
-OP_RULES = {"a8w8_blockscale": {"ctas_per_sm": 2, "wide_waves": 2, "operand_bytes": 1}, "a8w8": {"wide_waves": 2},
+OP_RULES = {"a8w8_blockscale": {"ctas_per_sm": 2, "wide_share": 0.6, "operand_bytes": 1}, "a8w8": {"wide_share": 0.6},
             "a16w16": {"gluon_waves": True, "cdna_tiles": True}}
 
 
 GLUON_WAVE_MARGIN = 1.1  # how much better the ping-pong's waves must be filled to give up the cooperative tile
+# The Gluon ping-pong tile of `wide_share` (what the tuned fp8 block-scale tables run at M <= 128, e.g.
+# A8W8_BLOCKSCALE-N=7168-K=16384.json), applied over the large-M Gluon bucket's other keys.
+SMALL_PINGPONG = {"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 64, "GROUP_SIZE_M": 4, "num_warps": 4, "num_stages": 6}
 
 
 def wave_efficiency(tiles: int, num_cus: int) -> float:
@@ -108,13 +119,20 @@ def choose(op: str, cfg: dict, large: dict | None, M: int, N: int, K: int, num_c
                 f"{coop} tiles of {bm} x 256 fill {eff_coop:.0%} of their waves, {pp} of {bm} x 128 {eff_pp:.0%}: "
                 "the ping-pong"]
         return cfg, []
-    waves = rules.get("wide_waves")
-    if waves and large is not None and large.get("backend") == "gluon" and cfg.get("backend") != "gluon" \
+    share = rules.get("wide_share")
+    if share and large is not None and large.get("backend") == "gluon" and cfg.get("backend") != "gluon" \
             and 64 < M <= 128:
-        n_tiles = -(-M // large["BLOCK_SIZE_M"]) * -(-N // large["BLOCK_SIZE_N"])
-        if n_tiles >= waves * num_cus:
-            return large, [f"wide N: {n_tiles} tiles of the large-M bucket's Gluon {large['BLOCK_SIZE_M']} x "
-                           f"{large['BLOCK_SIZE_N']} fill {n_tiles / num_cus:.1f} waves"]
+        bm, bn = large["BLOCK_SIZE_M"], large["BLOCK_SIZE_N"]
+        n_tiles = -(-M // bm) * -(-N // bn)
+        if n_tiles >= share * num_cus:
+            return large, [f"wide N: {n_tiles} tiles of the large-M bucket's Gluon {bm} x {bn} fill "
+                           f"{n_tiles / num_cus:.1f} waves"]
+        pm, pn = SMALL_PINGPONG["BLOCK_SIZE_M"], SMALL_PINGPONG["BLOCK_SIZE_N"]
+        pp = -(-M // pm) * -(-N // pn)
+        if pp >= FEW_TILES * num_cus:
+            return dict(large, **SMALL_PINGPONG), [
+                f"{n_tiles} tiles of the large-M bucket's Gluon {bm} x {bn} for {num_cus} SMs (under "
+                f"{share:.0%}), {pp} of {pm} x {pn}: the Gluon ping-pong"]
     resident = None
     if "operand_bytes" in rules:  # CTAs an SM holds at once: its shared memory over one CTA's operand ring
         ring = cfg["num_stages"] * (cfg["BLOCK_SIZE_M"] + cfg["BLOCK_SIZE_N"]) * cfg["BLOCK_SIZE_K"] * rules["operand_bytes"]
