@@ -62,7 +62,10 @@ FITTED_OPS = ("a16w16", "a8w8", "a8w8_int8", "a8w8_blockscale")
 #                0.73-0.82x, coop 0.96-0.99x; N = 8192 / 5120 (64 / 40 coop tiles): Triton 1.01 / 1.02x, coop
 #                0.99x, ping-pong 1.08 / 1.16x. Block scales the same way: coop 0.92-0.97x (Triton 0.67-0.69x) at
 #                80-112 tiles, ping-pong 1.13-1.16x (Triton 0.79x, coop 0.94x) at 60-64. The share lies between
-#                the 64 and 80 tiles measured (0.48 and 0.61 of 132 SMs).
+#                the 64 and 80 tiles measured (0.48 and 0.61 of 132 SMs). bf16 has no Gluon large-M bucket: its
+#                `wide_config` is the ping-pong the cooperative buckets give way to (`gluon_waves`), taken at the same
+#                share, with no 64 x 64 step (benchmarks/ab/bf16_m128_256.json, against cuBLAS: 80 / 96 tiles
+#                0.75 / 0.82x -> 0.94 / 0.93x; 64 tiles and fewer lost, 0.99 -> 0.88x, 0.79 -> 0.58x). sm_90 only.
 #   gluon_waves  a cooperative Gluon bucket (two consumer warpgroups on a 128 x 256 tile) gives way to the ping-pong
 #                on 128 x 128 (its tile split in N: four warps a consumer, six stages) where that tile count fills
 #                its waves better by GLUON_WAVE_MARGIN (tiles over waves x SMs; N <= 128 leaves half the larger tile
@@ -76,7 +79,9 @@ FITTED_OPS = ("a16w16", "a8w8", "a8w8_int8", "a8w8_blockscale")
 #                Triton tier, fitted (its split K and smaller tiles), as it did before the kernel had a launcher.
 #                Unmeasured (no AMD GPU here): the same rule as the sm_90 Gluon buckets' few-tiles step.
 OP_RULES = {"a8w8_blockscale": {"ctas_per_sm": 2, "wide_share": 0.6, "operand_bytes": 1}, "a8w8": {"wide_share": 0.6},
-            "a16w16": {"gluon_waves": True, "cdna_tiles": True}}
+            "a16w16": {"gluon_waves": True, "cdna_tiles": True, "wide_share": 0.6, "wide_config": {
+                "BLOCK_SIZE_M": 128, "BLOCK_SIZE_N": 128, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 8, "num_warps": 4,
+                "num_stages": 6, "tma": True, "persistent": True, "backend": "gluon"}}}
 
 
 GLUON_WAVE_MARGIN = 1.1  # how much better the ping-pong's waves must be filled to give up the cooperative tile
@@ -119,17 +124,19 @@ def choose(op: str, cfg: dict, large: dict | None, M: int, N: int, K: int, num_c
                 f"{coop} tiles of {bm} x 256 fill {eff_coop:.0%} of their waves, {pp} of {bm} x 128 {eff_pp:.0%}: "
                 "the ping-pong"]
         return cfg, []
-    share = rules.get("wide_share")
-    if share and large is not None and large.get("backend") == "gluon" and cfg.get("backend") != "gluon" \
-            and 64 < M <= 128:
-        bm, bn = large["BLOCK_SIZE_M"], large["BLOCK_SIZE_N"]
+    share, own = rules.get("wide_share"), rules.get("wide_config")
+    wide = own or (large if large is not None and large.get("backend") == "gluon" else None)
+    if share and wide is not None and not amd and cfg.get("backend") != "gluon" and 64 < M <= 128:
+        bm, bn = wide["BLOCK_SIZE_M"], wide["BLOCK_SIZE_N"]
         n_tiles = -(-M // bm) * -(-N // bn)
         if n_tiles >= share * num_cus:
-            return large, [f"wide N: {n_tiles} tiles of the large-M bucket's Gluon {bm} x {bn} fill "
-                           f"{n_tiles / num_cus:.1f} waves"]
+            return (dict(own), [f"wide N: {n_tiles} tiles of the Gluon ping-pong's {bm} x {bn} fill "
+                                f"{n_tiles / num_cus:.1f} waves"]) if own else \
+                (large, [f"wide N: {n_tiles} tiles of the large-M bucket's Gluon {bm} x {bn} fill "
+                         f"{n_tiles / num_cus:.1f} waves"])
         pm, pn = SMALL_PINGPONG["BLOCK_SIZE_M"], SMALL_PINGPONG["BLOCK_SIZE_N"]
         pp = -(-M // pm) * -(-N // pn)
-        if pp >= FEW_TILES * num_cus:
+        if not own and pp >= FEW_TILES * num_cus:
             return dict(large, **SMALL_PINGPONG), [
                 f"{n_tiles} tiles of the large-M bucket's Gluon {bm} x {bn} for {num_cus} SMs (under "
                 f"{share:.0%}), {pp} of {pm} x {pn}: the Gluon ping-pong"]
