@@ -124,7 +124,7 @@ def test_shipped_tables_valid(arch):
 
 
 @pytest.mark.parametrize("N,K,source", [(1000, 3000, "sm_90/A16W16.json:M_LEQ_128"),
-                                         (8192, 8192, "sm_90/A16W16-N=8192-K=8192.json:M_GEQ_64")])
+                                         (8192, 8192, "sm_90/A16W16-N=8192-K=8192.json:M_GEQ_128")])  # rounds up
 def test_cli_configs(capsys, N, K, source):
     assert cli_main(["configs", "--op", "a16w16", "-M", "100", "-N", str(N), "-K", str(K), "--arch", "sm_90"]) == 0
     out = capsys.readouterr().out
@@ -133,3 +133,12 @@ def test_cli_configs(capsys, N, K, source):
     from gemmkit import arch as _arch
 
     assert cfg == configs.serve("a16w16", _arch.ARCHS["sm_90"], 100, N, K)[0]  # the bucket, fitted (test_config_model)
+
+
+@pytest.mark.parametrize("M, key", [(64, "M_GEQ_64"), (65, "M_GEQ_128"), (80, "M_GEQ_128"), (128, "M_GEQ_128"),
+                                    (129, "M_GEQ_256"), (300, "M_GEQ_256"), (3000, "M_GEQ_2048"), (10, "M_GEQ_1")])
+def test_a_shape_file_rounds_m_up_to_the_bucket_whose_tiles_cover_it(M, key):
+    """Between two measured M, the upper bucket serves where the lower one's tile would add a row of tiles it was not
+    measured with and the upper one's tiles cover M as they covered its own (A16W16-N=8192-K=8192: M_GEQ_64 is one
+    64-row tile, M_GEQ_128 two; 129 takes M_GEQ_256's two 128-row tiles, 300 stays: three tiles, M_GEQ_512 has four)."""
+    assert configs.select("a16w16", "sm_90", M, 8192, 8192)[1] == f"sm_90/A16W16-N=8192-K=8192.json:{key}"
