@@ -12,7 +12,8 @@ efficiency: the time the shape needs at the target's dense peak or HBM bandwidth
 measured time (1.0: at the roofline).
 
     PYTHONPATH=. python3 benchmarks/config_model.py [--op a16w16|a8w8|a8w8_blockscale] [--models NAME,...]
-        [-m 128,256,1024,4096] [--no-odd] [JSON]      (JSON: benchmarks/results/<gpu>/config_model[_<op>].json)
+        [-m 128,256,1024,4096] [--no-odd] [JSON]      (JSON: benchmarks/results/<gpu>/config_model_<op>.json;
+                                                          the tuned families at -m 80,128,200: config_model_tuned_<op>.json)
 """
 import argparse
 

@@ -20,7 +20,8 @@
 #   vendor     which kernels cuBLAS launches on the weak rows (benchmarks/vendor_kernels.py) -> vendor_kernels.json
 #   heldout    the config model on the held-out model families (benchmarks/config_model.py: model_configs.json entries
 #              marked untuned, M = 128-4096, odd sizes) for HELDOUT_OPS (default a16w16 a8w8 a8w8_blockscale)
-#              -> config_model_OP.json (+ .log)
+#              -> config_model_OP.json (+ .log); then the tuned families at M between their tables' buckets
+#              (80, 128, 200) -> config_model_tuned_OP.json
 #   tp         2 GPUs (nvidia-h100-x2 / h200-x2): the tensor-parallel tests (tests/nn/test_parallel_gpu.py) -> tp_tests.log,
 #              then benchmarks/tp.py under torchrun (Llama-3-70B MLP / qkv / o_proj, TP_M, default 1,16,64,1024,4096,8192;
 #              TP_DTYPES, default bf16,fp8,fp8_block) -> tp.json, tp.log
@@ -90,6 +91,9 @@ if has heldout; then
   for op in ${HELDOUT_OPS:-a16w16 a8w8 a8w8_blockscale}; do
     timeout "${STAGE_TIMEOUT:-540}" python3 benchmarks/config_model.py --op "$op" "$OUT/config_model_$op.json" 2>&1 \
       | tee "$OUT/config_model_$op.log" | tail -3
+    timeout "${STAGE_TIMEOUT:-540}" python3 benchmarks/config_model.py --op "$op" -m 80,128,200 --no-odd \
+      --models llama3-8b,llama3-70b,llama3-405b,qwen2.5-72b,mixtral-8x7b,deepseek-v3 \
+      "$OUT/config_model_tuned_$op.json" 2>&1 | tee "$OUT/config_model_tuned_$op.log" | tail -3
   done
 fi
 if has tp; then

@@ -70,7 +70,7 @@ FITTED_OPS = ("a16w16", "a8w8", "a8w8_int8", "a8w8_blockscale")
 #                on 128 x 128 (its tile split in N: four warps a consumer, six stages) where that tile count fills
 #                its waves better by GLUON_WAVE_MARGIN (tiles over waves x SMs; N <= 128 leaves half the larger tile
 #                empty, so the ping-pong), and to the Triton tier, fitted, where even 128 x 128 tiles are few.
-#                bf16, 40 untuned rows (config_model.json): 1024 x 5120 x 2880 (320 vs 160 tiles on 132 SMs) 0.65x
+#                bf16, 40 untuned rows (config_model.json, git history): 1024 x 5120 x 2880 (320 vs 160 tiles on 132 SMs) 0.65x
 #                on the old Triton bucket, 0.88x ping-pong; GPT-OSS's router at M = 256 / 1024 (2 / 8 tiles) 1.10x /
 #                0.81x on the fitted Triton tier, 0.46x / 0.52x on the ping-pong; 4096 x 57344 x 12288 (99% vs 100%)
 #                0.91x ping-pong, 1.04x coop.
