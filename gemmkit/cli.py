@@ -85,7 +85,7 @@ def _check_op_args(args, bop):
 # bench options that time kernels on a GPU, in the parser's order: (dest, how the user wrote it)
 GPU_OPTIONS = [("op", "--op"), ("dtype", "--dtype"), ("shape", "--shape"), ("model", "--model"), ("m", "-m"),
                ("plot", "--plot"), ("json", "--json"), ("rep_ms", "--rep-ms"), ("cuda_graph", "--cuda-graph"),
-               ("no_check", "--no-check"), ("batch", "--batch")]
+               ("no_check", "--no-check"), ("batch", "--batch"), ("roofline", "--roofline")]
 
 
 def _cmd_bench(args):
@@ -107,6 +107,9 @@ def _cmd_bench(args):
     bad = _check_op_args(args, bop)
     if bad:
         return _fail("bench", bad)
+    if args.roofline and not args.cuda_graph:
+        return _fail("bench", "--roofline: needs --cuda-graph (the floor's peaks are CUDA-graph replay times, and "
+                              "eager rows would hold the host's launch time against it)")
     shapes = bench.parse_shapes(args.shape) if args.shape or not args.model else []
     if args.model:  # --shape and --model together: both sets of rows
         try:
@@ -116,7 +119,7 @@ def _cmd_bench(args):
     dtype = args.dtype or bop.dtypes[0]
     result = bench.run_gpu(shapes, dtype_name=dtype, json_path=args.json, op=args.op,
                            check=not args.no_check, rep_ms=args.rep_ms or 100, cuda_graph=args.cuda_graph,
-                           batch=args.batch or 1)
+                           batch=args.batch or 1, roofline=args.roofline)
     if args.plot:
         from .bench.plot import plot_results
 
@@ -290,6 +293,10 @@ def build_parser():
                    help="time CUDA graph replays (kernel time without Python/launch overhead), both sides")
     b.add_argument("--no-check", action="store_true", help="skip the correctness check per shape")
     b.add_argument("--batch", type=_int_at_least(1), help="batched ops: the batch count B (default 1)")
+    b.add_argument("--roofline", action="store_true",
+                   help="with --cuda-graph: measure the dense peak, read bandwidth and minimum kernel time first, then "
+                        "give each row its floor max(flops / peak, bytes / bandwidth, minimum kernel) and the "
+                        "efficiency floor / time of gemmkit and the vendor")
     b.add_argument("--verbose", "-v", action="store_true",
                    help="no GPU: print the full static compile table too (a GPU run prints every row anyway)")
     b.set_defaults(fn=_cmd_bench)

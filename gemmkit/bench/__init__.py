@@ -42,9 +42,10 @@ VENDOR_MAX_ERR = 0.05  # a vendor result further than this (norm-wise) from the 
 
 
 def run_gpu(shapes, dtype_name="bf16", json_path=None, check=True, warmup_ms=25, rep_ms=100, configs=None,
-            cuda_graph=False, op="a16w16", batch=1):
+            cuda_graph=False, op="a16w16", batch=1, roofline=False):
     """Time gemmkit's `op` against what a user would call in torch (bench/ops.py) for each
-    (label, M, N, K); print a table; return the result dict (DESIGN.md format)."""
+    (label, M, N, K); print a table; return the result dict (DESIGN.md format). `roofline`: measure the peaks
+    first (bench/roofline.py) and give each row its floor and both sides' efficiency against it."""
     import torch
     import triton
 
@@ -63,8 +64,15 @@ def run_gpu(shapes, dtype_name="bf16", json_path=None, check=True, warmup_ms=25,
     print(f"# {torch.cuda.get_device_name()} ({target.arch}, {target.num_cus} SMs/CUs), torch {torch.__version__}, "
           f"triton {triton.__version__}, gemm_{op} {dtype_name}, y = x @ w.T, vendor: {vendor_name}, "
           f"timing: {'CUDA graph replay' if cuda_graph else 'eager calls'}")
+    peaks = None
+    if roofline:
+        from . import roofline as _roofline
+
+        peaks = _roofline.measure(bop, dtype_name, dev, warmup_ms, rep_ms, batch)
+        print(f"# roofline (measured now): dense {peaks.dense_tflops:.0f} TF/s ({peaks.dense_source}, "
+              f"{_roofline.SQUARE}^3), read {peaks.read_gbps:.0f} GB/s, minimum kernel {peaks.min_ms * 1e3:.1f} us")
     header = f"{'shape':28s} {'M':>6s} {'N':>6s} {'K':>6s} {'gemmkit TF/s':>12s} {'vendor TF/s':>11s} {'ratio':>6s} {'GB/s':>7s}  err"
-    print(header)
+    print(header + ("  eff gemmkit / vendor" if peaks else ""))
     for label, M, N, K in shapes:
         flops, nbytes = bop.work(M, N, K, dtype_name, batch)
         n_sets = rotation_count(nbytes, target.l2_bytes)
@@ -105,10 +113,15 @@ def run_gpu(shapes, dtype_name="bf16", json_path=None, check=True, warmup_ms=25,
                "timing": "cuda_graph" if cuda_graph else "eager"}
         if ref_error:
             row["ref_error"] = ref_error
+        if peaks:
+            floor = peaks.floor_ms(flops, nbytes)
+            row.update(floor_ms=floor, efficiency=floor / ms, ref_efficiency=floor / ref_ms if ref_ms else None)
         rows.append(row)
         ref_txt = f"{row['ref_tflops']:11.1f} {row['ratio']:6.3f}" if ref_ms else f"{'n/a':>11s} {'n/a':>6s}"
+        eff_txt = "" if not peaks else f"  {row['efficiency']:.2f} / " + (
+            f"{row['ref_efficiency']:.2f}" if ref_ms else "n/a")
         print(f"{label:28s} {M:6d} {N:6d} {K:6d} {row['tflops']:12.1f} {ref_txt} "
-              f"{row['gbps']:7.0f}  {err if err is None else f'{err:.1e}'}", flush=True)
+              f"{row['gbps']:7.0f}  {err if err is None else f'{err:.1e}'}{eff_txt}", flush=True)
         del sets
         torch.cuda.empty_cache()
     result = {"device": torch.cuda.get_device_name(), "arch": target.arch, "num_sms": target.num_cus,
@@ -119,6 +132,16 @@ def run_gpu(shapes, dtype_name="bf16", json_path=None, check=True, warmup_ms=25,
               + ("; one CUDA graph replayed (one call per input set), time per call" if cuda_graph else
                  "; eager calls (Python and launch overhead included, for both sides)"),
               "rows": rows}
+    if peaks:
+        import dataclasses
+
+        from . import roofline as _roofline
+
+        result["roofline"] = {**dataclasses.asdict(peaks), "square": _roofline.SQUARE,
+                              "read_bytes": _roofline.READ_BYTES,
+                              "method": "floor_ms = max(flops / dense, bytes / read, min kernel); efficiency = "
+                                        "floor_ms / ms (gemmkit) and floor_ms / ref_ms (vendor); peaks measured in "
+                                        "this run by CUDA-graph replay (bench/roofline.py)"}
     if json_path:
         os.makedirs(os.path.dirname(os.path.abspath(json_path)), exist_ok=True)
         with open(json_path, "w") as f:

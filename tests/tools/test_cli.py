@@ -181,6 +181,7 @@ def test_configs_rejects_nonpositive_sizes(capsys, dim, value):
     (["--op", "a8w8"], "--op"), (["--shape", "128,256,512"], "--shape"), (["--json", "r.json"], "--json"),
     (["--model", "llama3-8b", "-m", "1,16"], "--model, -m"),
     (["--cuda-graph", "--no-check"], "--cuda-graph, --no-check"),
+    (["--cuda-graph", "--roofline"], "--cuda-graph, --roofline"),
     (["--dtype", "fp16", "--rep-ms", "5", "--batch", "2", "--plot", "p.png"], "--dtype, --plot, --rep-ms, --batch")])
 def test_bench_refuses_gpu_options_without_gpu(capsys, monkeypatch, argv, named):
     """Without a GPU the timing options are refused up front (exit 2, one line that says why), not ignored."""
