@@ -70,6 +70,7 @@ def measure(bop, dtype_name: str, device, warmup_ms: int = 25, rep_ms: int = 100
     """The three peaks for `bop` (gemmkit.bench.ops) in `dtype_name` on `device`, timed with time_graph."""
     import torch
 
+    from .. import launcher
     from .timing import time_graph
 
     stream_read, one_store = _kernels()
@@ -93,7 +94,7 @@ def measure(bop, dtype_name: str, device, warmup_ms: int = 25, rep_ms: int = 100
         grid = (out.numel(),)
 
         def read(s, o=out, c=chunk, b=block, w=warps):
-            stream_read[grid](s, o, n, CHUNK=c, BLOCK=b, num_warps=w)
+            launcher.launch(stream_read, grid, s, o, n, CHUNK=c, BLOCK=b, num_warps=w)
 
         ms = time_graph(read, [(src,)], warmup_ms, rep_ms)
         if abs(out.sum().item() - n) > 1e-3 * n:  # every element read once (ones: the sum is n)
@@ -102,7 +103,7 @@ def measure(bop, dtype_name: str, device, warmup_ms: int = 25, rep_ms: int = 100
     del src
     # the minimum kernel time: one program storing one value
     flag = torch.zeros(1, dtype=torch.float32, device=device)
-    min_ms = time_graph(lambda t: one_store[(1,)](t), [(flag,)], warmup_ms, rep_ms)
+    min_ms = time_graph(lambda t: launcher.launch(one_store, (1,), t), [(flag,)], warmup_ms, rep_ms)
     torch.cuda.empty_cache()
     return Peaks(dense_tflops=flops / best / 1e9, dense_source=source, read_gbps=READ_BYTES / read_ms / 1e6,
                  min_ms=min_ms)

@@ -3,6 +3,7 @@ the interpreter (the timing itself needs a GPU: the CPU checks what it can)."""
 import pytest
 import torch
 
+from gemmkit import launcher
 from gemmkit.bench import roofline as R
 
 PEAKS = R.Peaks(dense_tflops=800.0, dense_source="vendor", read_gbps=4000.0, min_ms=0.004)
@@ -24,11 +25,11 @@ def test_stream_read_reads_every_element_once(n, chunk, block):
     stream_read, one_store = R._kernels()
     src = torch.randn(n).to(torch.bfloat16)
     out = torch.full((-(-n // chunk),), float("nan"))
-    stream_read[(out.numel(),)](src, out, n, CHUNK=chunk, BLOCK=block)
+    launcher.launch(stream_read, (out.numel(),), src, out, n, CHUNK=chunk, BLOCK=block)
     want = src.float().view(-1)
     for p in range(out.numel()):
         assert out[p].item() == pytest.approx(want[p * chunk:(p + 1) * chunk].double().sum().item(), rel=1e-5,
                                               abs=1e-3)
     flag = torch.zeros(1)
-    one_store[(1,)](flag)
+    launcher.launch(one_store, (1,), flag)
     assert flag.item() == 1.0
