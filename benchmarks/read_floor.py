@@ -21,23 +21,10 @@ import json
 import time
 
 import triton
-import triton.language as tl
 
-
-@triton.jit
-def _stream_read(src, out, n, CHUNK: tl.constexpr, BLOCK: tl.constexpr):
-    """Program p sums src[p * CHUNK : (p + 1) * CHUNK] (bf16 as fp32) into out[p]: loads only."""
-    pid = tl.program_id(0)
-    base = pid.to(tl.int64) * CHUNK
-    acc = tl.zeros([BLOCK], dtype=tl.float32)
-    for i in tl.range(0, CHUNK, BLOCK):
-        offs = base + i + tl.arange(0, BLOCK)
-        acc += tl.load(src + offs, mask=offs < n, other=0.0).to(tl.float32)
-    tl.store(out + pid, tl.sum(acc, 0))
-
+from gemmkit.bench.roofline import stream_read  # the read `gemmkit bench --roofline` measures too
 
 READ_SETTINGS = [(8192, 1024, 4), (16384, 2048, 4), (32768, 2048, 8), (65536, 4096, 8), (16384, 1024, 4),
-                 # session 8: smaller programs (session 7's best was the smallest chunk it tried)
                  (4096, 512, 4), (4096, 1024, 4), (2048, 512, 2), (8192, 1024, 2), (8192, 512, 4)]
 # (CHUNK elements per program, BLOCK per load step, num_warps)
 
@@ -83,7 +70,7 @@ def main():
             out = torch.empty(progs, device=dev, dtype=torch.float32)
 
             def fn(w, chunk=chunk, block=block, warps=warps, out=out, progs=progs):
-                _stream_read[(progs,)](w, out, n, CHUNK=chunk, BLOCK=block, num_warps=warps)
+                stream_read[(progs,)](w, out, n, CHUNK=chunk, BLOCK=block, num_warps=warps)
             ms = time_graph(fn, sets, 10, args.rep_ms)
             per[f"chunk{chunk}_block{block}_w{warps}"] = ms
             # (None: a size that is not a whole number of chunks is not checked; every size here is)

@@ -18,6 +18,9 @@ from __future__ import annotations
 
 import dataclasses
 
+import triton
+import triton.language as tl
+
 SQUARE = 8192  # M = N = K of the peak's GEMM
 READ_BYTES = 1 << 30  # the streaming read's buffer (>= 20x any Hopper / CDNA L2)
 
@@ -39,26 +42,23 @@ def floor_ms(flops: float, nbytes: float, peaks: Peaks) -> float:
     return max(flops / (peaks.dense_tflops * 1e9), nbytes / (peaks.read_gbps * 1e6), peaks.min_ms)
 
 
-def _kernels():
-    import triton
-    import triton.language as tl
+@triton.jit
+def stream_read(src, out, n, CHUNK: tl.constexpr, BLOCK: tl.constexpr):
+    """Program p sums src[p * CHUNK : (p + 1) * CHUNK] (bf16 as fp32) into out[p]: loads only (also
+    benchmarks/read_floor.py's read)."""
+    pid = tl.program_id(0)
+    base = pid.to(tl.int64) * CHUNK
+    acc = tl.zeros([BLOCK], dtype=tl.float32)
+    for i in tl.range(0, CHUNK, BLOCK):
+        offs = base + i + tl.arange(0, BLOCK)
+        acc += tl.load(src + offs, mask=offs < n, other=0.0).to(tl.float32)
+    tl.store(out + pid, tl.sum(acc, 0))
 
-    @triton.jit
-    def stream_read(src, out, n, CHUNK: tl.constexpr, BLOCK: tl.constexpr):
-        """Program p sums src[p * CHUNK : (p + 1) * CHUNK] (bf16 as fp32) into out[p]: loads only."""
-        pid = tl.program_id(0)
-        base = pid.to(tl.int64) * CHUNK
-        acc = tl.zeros([BLOCK], dtype=tl.float32)
-        for i in tl.range(0, CHUNK, BLOCK):
-            offs = base + i + tl.arange(0, BLOCK)
-            acc += tl.load(src + offs, mask=offs < n, other=0.0).to(tl.float32)
-        tl.store(out + pid, tl.sum(acc, 0))
 
-    @triton.jit
-    def one_store(out):
-        tl.store(out, 1.0)
-
-    return stream_read, one_store
+@triton.jit
+def one_store(out):
+    """The smallest kernel: one program, one store (the minimum kernel time)."""
+    tl.store(out, 1.0)
 
 
 # (CHUNK elements a program, BLOCK a load step, num_warps): the best of benchmarks/read_floor.py's settings on the
@@ -73,7 +73,6 @@ def measure(bop, dtype_name: str, device, warmup_ms: int = 25, rep_ms: int = 100
     from .. import launcher
     from .timing import time_graph
 
-    stream_read, one_store = _kernels()
     # dense: a square GEMM of this op, both sides, the faster one
     S = SQUARE
     flops, _ = bop.work(S, S, S, dtype_name, batch)

@@ -22,14 +22,13 @@ def test_floor_is_the_binding_limit(flops, nbytes, want):
 @pytest.mark.interpreter
 @pytest.mark.parametrize("n, chunk, block", [(10_000, 4096, 512), (8192, 8192, 1024), (1, 4096, 1024)])
 def test_stream_read_reads_every_element_once(n, chunk, block):
-    stream_read, one_store = R._kernels()
     src = torch.randn(n).to(torch.bfloat16)
     out = torch.full((-(-n // chunk),), float("nan"))
-    launcher.launch(stream_read, (out.numel(),), src, out, n, CHUNK=chunk, BLOCK=block)
+    launcher.launch(R.stream_read, (out.numel(),), src, out, n, CHUNK=chunk, BLOCK=block)
     want = src.float().view(-1)
     for p in range(out.numel()):
         assert out[p].item() == pytest.approx(want[p * chunk:(p + 1) * chunk].double().sum().item(), rel=1e-5,
                                               abs=1e-3)
     flag = torch.zeros(1)
-    launcher.launch(one_store, (1,), flag)
+    launcher.launch(R.one_store, (1,), flag)
     assert flag.item() == 1.0
