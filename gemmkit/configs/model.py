@@ -57,14 +57,14 @@ FITTED_OPS = ("a16w16", "a8w8", "a8w8_int8", "a8w8_blockscale")
 #                64 x 64 tiles (`SMALL_PINGPONG`, derived from that bucket) where those tiles are not few (FEW_TILES);
 #                fewer still: the Triton bucket, fitted. At M = 128 the weights' stream is the time (memory-bound), and
 #                both Gluon kernels keep more of it in flight than the Triton tier's 64 x 64 / 64 x 128 tiles
-#                (benchmarks/ab/*_m128.json, H200, against torch._scaled_mm / cuBLASLt's block-scaled GEMM):
+#                (benchmarks/results/h200/ab/, H200, against torch._scaled_mm / cuBLASLt's block-scaled GEMM):
 #                per-token N = 10240-14336, K = 5120-28672 (80-112 coop tiles): Triton 0.63-0.70x, ping-pong
 #                0.73-0.82x, coop 0.96-0.99x; N = 8192 / 5120 (64 / 40 coop tiles): Triton 1.01 / 1.02x, coop
 #                0.99x, ping-pong 1.08 / 1.16x. Block scales the same way: coop 0.92-0.97x (Triton 0.67-0.69x) at
 #                80-112 tiles, ping-pong 1.13-1.16x (Triton 0.79x, coop 0.94x) at 60-64. The share lies between
 #                the 64 and 80 tiles measured (0.48 and 0.61 of 132 SMs). bf16 has no Gluon large-M bucket: its
 #                `wide_config` is the ping-pong the cooperative buckets give way to (`gluon_waves`), taken at the same
-#                share, with no 64 x 64 step (benchmarks/ab/bf16_m128_256.json, against cuBLAS: 80 / 96 tiles
+#                share, with no 64 x 64 step (ab/bf16_m128_256.json, against cuBLAS: 80 / 96 tiles
 #                0.75 / 0.82x -> 0.94 / 0.93x; 64 tiles and fewer lost, 0.99 -> 0.88x, 0.79 -> 0.58x). sm_90 only.
 #   gluon_waves  a cooperative Gluon bucket (two consumer warpgroups on a 128 x 256 tile) gives way to the ping-pong
 #                on 128 x 128 (its tile split in N: four warps a consumer, six stages) where that tile count fills

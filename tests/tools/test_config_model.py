@@ -75,6 +75,15 @@ def test_fp8_at_m_128_takes_a_gluon_kernel_by_the_share_of_sms(op, M, N, K, kern
         assert tile(cfg) == (64, 64, 1, 4) and cfg["num_stages"] == 6 and "the Gluon ping-pong" in source
 
 
+def test_a16w16_wide_config_is_the_ping_pong_the_coop_buckets_give_way_to():
+    """bf16's wide_config is written out (A16W16.json has no Gluon large-M bucket to derive it from at the call):
+    it must stay the gluon_waves rule's ping-pong of the default table's cooperative buckets."""
+    coop = configs.select("a16w16", "sm_90", 256, 1000, 3000)[0]
+    assert coop["backend"] == "gluon" and coop["num_warps"] == 8 and coop["BLOCK_SIZE_N"] == 256
+    want = dict(coop, BLOCK_SIZE_N=128, num_warps=4, num_stages=6)  # as choose's gluon_waves branch derives it
+    assert configs.validate_config(dict(model.OP_RULES["a16w16"]["wide_config"])) == want
+
+
 @pytest.mark.parametrize("M, N, K, gluon", [
     (128, 10240, 5120, True),  # 80 tiles of 128 x 128 (measured: 0.75 -> 0.94x cuBLAS)
     (100, 51200, 5120, True),
