@@ -132,7 +132,7 @@ class _Guard(TorchDispatchMode):
 def record(key, inputs, fresh: int = 0):
     """Run the body (the op's full path) and keep a plan of its launches under `key`, with `inputs` the call's
     tensors (None allowed) in the order `replay` gets them, the last `fresh` of them outputs the op allocated for
-    this call (fresh contiguous tensors: the plan's replays allocate their own). A body that raises keeps nothing.
+    this call (fresh tensors: the plan's replays allocate their own, of the same shapes and strides). A body that raises keeps nothing.
     A key of None (or a recording already under way: this call's launches belong to it) just runs the body."""
     if key is None or launcher.STATE.recording is not None or torch.compiler.is_compiling():
         yield
@@ -180,7 +180,8 @@ def _build(launches, guard, inputs, fresh, counts):
             dynamic.append((pos, spec))
         steps.append(Step(kernel, grid, kwargs, entry, template, tuple(dynamic)))
     n_inputs = len(inputs) - fresh
-    outputs = tuple((tuple(t.shape), t.dtype, t.device) for t in inputs[n_inputs:])
+    outputs = tuple((tuple(t.shape), None if t.is_contiguous() else t.stride(), t.dtype, t.device)
+                    for t in inputs[n_inputs:])  # strides kept where an op allocates a strided output
     workspaces = tuple((i, tuple(sources[i].shape), sources[i].stride(), sources[i].dtype, sources[i].device)
                        for i in sorted(resolve.used) if i >= len(inputs))
     return CallPlan(tuple(steps), n_inputs, outputs, workspaces, len(sources), tuple(counts.items()))
@@ -289,7 +290,9 @@ class CallPlan:
             ys = self.fast(inputs)
             if ys is not None:
                 return ys
-        ys = tuple(torch.empty(shape, dtype=dtype, device=device) for shape, dtype, device in self.outputs)
+        ys = tuple(torch.empty(shape, dtype=dtype, device=device) if stride is None else
+                   torch.empty_strided(shape, stride, dtype=dtype, device=device)
+                   for shape, stride, dtype, device in self.outputs)
         src = list(inputs) + list(ys) + [None] * (self.n_sources - len(inputs) - len(ys))
         for i, shape, stride, dtype, device in self.workspaces:
             src[i] = torch.empty_strided(shape, stride, dtype=dtype, device=device)
@@ -346,8 +349,10 @@ def _generate(plan, launched):
     lines.append(f"    if {' or '.join(f'_device() != {dev}' for dev in devices)} or _hooked(_rt.launch_enter_hook) "
                  "or _hooked(_rt.launch_exit_hook):")
     lines.append("        return None")
-    for j, (shape, dtype, device) in enumerate(plan.outputs):
-        lines.append(f"    {names[n_in + j]} = _empty({shape!r}, dtype={const(dtype)}, device={const(device)})")
+    for j, (shape, stride, dtype, device) in enumerate(plan.outputs):
+        lines.append(f"    {names[n_in + j]} = _empty({shape!r}, dtype={const(dtype)}, device={const(device)})"
+                     if stride is None else f"    {names[n_in + j]} = _empty_strided({shape!r}, {stride!r}, "
+                                            f"dtype={const(dtype)}, device={const(device)})")
     for i, shape, stride, dtype, device in plan.workspaces:
         lines.append(f"    {names[i]} = _empty_strided({shape!r}, {stride!r}, dtype={const(dtype)}, "
                      f"device={const(device)})")

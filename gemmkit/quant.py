@@ -35,10 +35,12 @@ nearest even, saturating at +-6. Nibble order: byte i of a row packs element 2i 
 triton.tools.mxfp.MXFP4Tensor.to_packed_tensor expect. Negative values that round to zero keep
 their sign (code 0x8).
 
-Every quantizer is a torch.library custom op with a fake, so it works under
-torch.compile(fullgraph=True); plain eager calls skip the dispatcher (as the GEMMs do). They are
-not differentiable: inputs are detached. Inputs are 2-D bf16 / fp16 / fp32 with any strides;
-outputs are contiguous. The kernels are in gemmkit/kernels/triton/quant.py.
+Every quantizer is an `Op` (gemmkit/ops/_registry.py, as the GEMMs): a torch.library custom op and its
+`_out` form (torch.ops.gemmkit.quantize_rowwise[_out], quantize_fp8_blockwise[_out], quantize_mxfp4[_out],
+dequantize_mxfp4[_out]) with fakes, so it works under torch.compile(fullgraph=True); plain eager calls skip
+the dispatcher and a repeated signature replays its call plan. They are not differentiable: inputs are
+detached. Inputs are 2-D bf16 / fp16 / fp32 with any strides; outputs are contiguous (the (1, 128) block
+scale: M-major), or the caller's (`out=`). The kernels are in gemmkit/kernels/triton/quant.py.
 """
 from __future__ import annotations
 
@@ -47,6 +49,7 @@ import torch
 from .kernels.triton import quant as K
 from .ops import _common as C
 from . import launcher as L
+from .ops._registry import Op
 
 __all__ = [
     "quantize_fp8_per_token", "quantize_fp8_per_channel", "quantize_int8_per_token", "quantize_fp8_blockwise",
@@ -218,18 +221,6 @@ def static_spec(kernel: str, target, *, x_dtype=torch.bfloat16, dtype=None, bloc
 
 # ----------------------------------------------------------------------------- implementations
 
-def _rowwise_impl(x, dtype):
-    M, Kd = x.shape
-    q = torch.empty((M, Kd), dtype=dtype, device=x.device)
-    scale = torch.empty((M, 1), dtype=torch.float32, device=x.device)
-    if M == 0:
-        return q, scale
-    _check_runnable(x, dtype)
-    grid, ce, opts = launch_params("quant_rowwise_kernel", M, Kd, dtype=dtype, int64_offsets=C.int64_offsets(x, q))
-    L.launch(K.quant_rowwise_kernel, grid, x, q, scale, M, Kd, x.stride(0), x.stride(1), **ce, **opts)
-    return q, scale
-
-
 def _block_scale_empty(M, Kd, block, like):
     """The scale tensor of quantize_fp8_blockwise: (ceil(M/bm), ceil(K/bk)) fp32. Token groups (bm = 1) are
     M-major (strides (1, M): a (KB, M) tensor, transposed), the layout torch._scaled_mm's blockwise mode and
@@ -242,120 +233,149 @@ def _block_scale_empty(M, Kd, block, like):
     return like.new_empty((rows, cols), dtype=torch.float32)
 
 
-def _block_impl(x, block, dtype):
+# ----------------------------------------------------------------------------- the ops (ops/_registry.Op, plain)
+# Each op: `check(*args, out_dtype, out)` -> the outputs' shapes (out: the caller's tuple, or None), `run(*args,
+# config, y)` -> the kernel into the outputs y. Op gives each a functional and an `_out` custom op with fakes, the
+# eager path past the dispatcher, and call plans (a repeated signature replays its launch).
+
+def _check_outs(out, shapes, dtypes, contiguous, **inputs):
+    """The caller's outputs: each of its shape and dtype, not overlapping itself, contiguous where the kernel
+    writes row-major (`contiguous`, one flag an output), on the inputs' device, sharing no memory with the inputs or
+    each other."""
+    if out is None:
+        return
+    if not isinstance(out, (tuple, list)) or len(out) != len(shapes):
+        raise TypeError(f"out: expected a tuple of {len(shapes)} tensors, got {type(out).__name__}")
+    for j, (t, shape, dtype, flat) in enumerate(zip(out, shapes, dtypes, contiguous)):
+        name = f"out[{j}]"
+        C.check_tensor(name, t)
+        if tuple(t.shape) != tuple(shape):
+            raise ValueError(f"{name}: expected shape {tuple(shape)}, got {tuple(t.shape)}")
+        if t.dtype != dtype:
+            raise TypeError(f"{name}: expected dtype {dtype}, got {t.dtype}")
+        if flat and not t.is_contiguous():
+            raise ValueError(f"{name}: expected a contiguous tensor (the kernel writes it row-major), got strides "
+                             f"{tuple(t.stride())}")
+        C.check_no_overlap(name, t)
+    named = {f"out[{j}]": t for j, t in enumerate(out)}
+    C.check_same_device(**inputs, **named)
+    for j, t in enumerate(out):
+        C.check_out_disjoint(f"out[{j}]", t, **inputs, **{f"out[{i}]": out[i] for i in range(j)})
+
+
+def _rowwise_check(x, dtype, out_dtype=None, out=None):
+    _check_x("x", x)
+    _check_q_dtype(dtype, tuple(_QMAX))
+    shapes = (tuple(x.shape), (x.shape[0], 1))
+    _check_outs(out, shapes, (dtype, torch.float32), (True, True), x=x)
+    return shapes
+
+
+def _rowwise_run(x, dtype, config, y):
+    q, scale = y
     M, Kd = x.shape
-    gm, bk = block
-    q = torch.empty((M, Kd), dtype=dtype, device=x.device)
-    scale = _block_scale_empty(M, Kd, block, x)
-    if q.numel() == 0:
-        return q, scale
+    if M == 0:
+        return
     _check_runnable(x, dtype)
-    grid, ce, opts = launch_params("quant_block_kernel", M, Kd, dtype=dtype, block=block,
-                                   int64_offsets=C.int64_offsets(x, q, scale))
-    L.launch(K.quant_block_kernel, grid, x, q, scale, M, Kd, x.stride(0), x.stride(1), scale.stride(0), scale.stride(1),
-             **ce, **opts)
-    return q, scale
+    grid, ce, opts = launch_params("quant_rowwise_kernel", M, Kd, dtype=dtype, int64_offsets=C.int64_offsets(x, q))
+    L.launch(K.quant_rowwise_kernel, grid, x, q, scale, M, Kd, x.stride(0), x.stride(1), **ce, **opts)
 
 
-def _mxfp4_quant_impl(x):
-    M, Kd = x.shape
-    packed = torch.empty((M, Kd // 2), dtype=torch.uint8, device=x.device)
-    scales = torch.empty((M, Kd // MXFP4_GROUP), dtype=torch.uint8, device=x.device)
-    if packed.numel() == 0:
-        return packed, scales
-    C.check_device_supported(x)
-    grid, ce, opts = launch_params("mxfp4_quant_kernel", M, Kd, int64_offsets=C.int64_offsets(x, packed, scales))
-    L.launch(K.mxfp4_quant_kernel, grid, x, packed, scales, M, Kd, x.stride(0), x.stride(1), **ce, **opts)
-    return packed, scales
-
-
-def _mxfp4_dequant_impl(packed, scales):
-    M, Kd = packed.shape[0], packed.shape[1] * 2
-    y = torch.empty((M, Kd), dtype=torch.float32, device=packed.device)
-    if y.numel() == 0:
-        return y
-    C.check_device_supported(packed, "packed")
-    grid, ce, opts = launch_params("mxfp4_dequant_kernel", M, Kd, int64_offsets=C.int64_offsets(packed, scales, y))
-    L.launch(K.mxfp4_dequant_kernel, grid, packed, scales, y, M, Kd, packed.stride(0), packed.stride(1),
-                                 scales.stride(0), scales.stride(1), **ce, **opts)
-    return y
-
-
-# ----------------------------------------------------------------------------- custom ops (+ fakes)
-
-@torch.library.custom_op("gemmkit::quantize_rowwise", mutates_args=())
-def _quantize_rowwise_op(x: torch.Tensor, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
-    _check_x("x", x)
-    _check_q_dtype(dtype, tuple(_QMAX))
-    return _rowwise_impl(x, dtype)
-
-
-@_quantize_rowwise_op.register_fake
-def _(x, dtype):
-    _check_x("x", x)
-    _check_q_dtype(dtype, tuple(_QMAX))
-    return x.new_empty(x.shape, dtype=dtype), x.new_empty((x.shape[0], 1), dtype=torch.float32)
-
-
-@torch.library.custom_op("gemmkit::quantize_fp8_blockwise", mutates_args=())
-def _quantize_blockwise_op(x: torch.Tensor, block_m: int, block_k: int,
-                           dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
-    _check_x("x", x)
-    _check_q_dtype(dtype, FP8_DTYPES)
-    return _block_impl(x, _check_block((block_m, block_k)), dtype)
-
-
-@_quantize_blockwise_op.register_fake
-def _(x, block_m, block_k, dtype):
+def _block_check(x, block_m, block_k, dtype, out_dtype=None, out=None):
     _check_x("x", x)
     _check_q_dtype(dtype, FP8_DTYPES)
     gm, bk = _check_block((block_m, block_k))
     M, Kd = x.shape
-    return x.new_empty(x.shape, dtype=dtype), _block_scale_empty(M, Kd, (gm, bk), x)
+    shapes = ((M, Kd), (_cdiv(M, gm), _cdiv(Kd, bk)))
+    _check_outs(out, shapes, (dtype, torch.float32), (True, False), x=x)  # the scale: any strides (the kernel's)
+    return shapes
 
 
-@torch.library.custom_op("gemmkit::quantize_mxfp4", mutates_args=())
-def _quantize_mxfp4_op(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    _check_mxfp4_x(x)
-    return _mxfp4_quant_impl(x)
+def _block_outputs(args, shapes, dtypes, like):
+    x, gm, bk = args[0], args[1], args[2]
+    return like.new_empty(shapes[0], dtype=dtypes[0]), _block_scale_empty(x.shape[0], x.shape[1], (gm, bk), like)
 
 
-@_quantize_mxfp4_op.register_fake
-def _(x):
+def _block_run(x, block_m, block_k, dtype, config, y):
+    q, scale = y
+    M, Kd = x.shape
+    if q.numel() == 0:
+        return
+    _check_runnable(x, dtype)
+    grid, ce, opts = launch_params("quant_block_kernel", M, Kd, dtype=dtype, block=(block_m, block_k),
+                                   int64_offsets=C.int64_offsets(x, q, scale))
+    L.launch(K.quant_block_kernel, grid, x, q, scale, M, Kd, x.stride(0), x.stride(1), scale.stride(0), scale.stride(1),
+             **ce, **opts)
+
+
+def _mxfp4_check(x, out_dtype=None, out=None):
     _check_mxfp4_x(x)
     M, Kd = x.shape
-    return x.new_empty((M, Kd // 2), dtype=torch.uint8), x.new_empty((M, Kd // MXFP4_GROUP), dtype=torch.uint8)
+    shapes = ((M, Kd // 2), (M, Kd // MXFP4_GROUP))
+    _check_outs(out, shapes, (torch.uint8, torch.uint8), (True, True), x=x)
+    return shapes
 
 
-@torch.library.custom_op("gemmkit::dequantize_mxfp4", mutates_args=())
-def _dequantize_mxfp4_op(packed: torch.Tensor, scales: torch.Tensor) -> torch.Tensor:
-    _check_mxfp4_packed(packed, scales)
-    return _mxfp4_dequant_impl(packed, scales)
+def _mxfp4_run(x, config, y):
+    packed, scales = y
+    M, Kd = x.shape
+    if packed.numel() == 0:
+        return
+    C.check_device_supported(x)
+    grid, ce, opts = launch_params("mxfp4_quant_kernel", M, Kd, int64_offsets=C.int64_offsets(x, packed, scales))
+    L.launch(K.mxfp4_quant_kernel, grid, x, packed, scales, M, Kd, x.stride(0), x.stride(1), **ce, **opts)
 
 
-@_dequantize_mxfp4_op.register_fake
-def _(packed, scales):
+def _dequant_check(packed, scales, out_dtype=None, out=None):
     M, Kd = _check_mxfp4_packed(packed, scales)
-    return packed.new_empty((M, Kd), dtype=torch.float32)
+    _check_outs(None if out is None else (out,), ((M, Kd),), (torch.float32,), (True,), packed=packed, scales=scales)
+    return (M, Kd)
+
+
+def _dequant_run(packed, scales, config, y):
+    M, Kd = packed.shape[0], packed.shape[1] * 2
+    if y.numel() == 0:
+        return
+    C.check_device_supported(packed, "packed")
+    grid, ce, opts = launch_params("mxfp4_dequant_kernel", M, Kd, int64_offsets=C.int64_offsets(packed, scales, y))
+    L.launch(K.mxfp4_dequant_kernel, grid, packed, scales, y, M, Kd, packed.stride(0), packed.stride(1),
+             scales.stride(0), scales.stride(1), **ce, **opts)
+
+
+_QUANT = dict(plain=True, legacy_schema=True, grad_checked=(), default_out_dtype=None)
+QUANTIZE_ROWWISE = Op("quantize_rowwise", "Tensor x, ScalarType dtype", 1, _rowwise_check, _rowwise_run,
+                      outputs=("q", "scale"), out_dtypes=lambda x, dtype, out_dtype: (dtype, torch.float32),
+                      output_shape=lambda x, dtype: (tuple(x.shape), (x.shape[0], 1)), **_QUANT)
+QUANTIZE_BLOCKWISE = Op("quantize_fp8_blockwise", "Tensor x, int block_m, int block_k, ScalarType dtype", 1,
+                        _block_check, _block_run, outputs=("q", "scale"),
+                        out_dtypes=lambda x, gm, bk, dtype, out_dtype: (dtype, torch.float32),
+                        output_shape=lambda x, gm, bk, dtype: (tuple(x.shape), (_cdiv(x.shape[0], gm),
+                                                                                _cdiv(x.shape[1], bk))),
+                        new_outputs=_block_outputs, **_QUANT)
+QUANTIZE_MXFP4 = Op("quantize_mxfp4", "Tensor x", 1, _mxfp4_check, _mxfp4_run, outputs=("packed", "scales"),
+                    out_dtypes=lambda x, out_dtype: (torch.uint8, torch.uint8),
+                    output_shape=lambda x: ((x.shape[0], x.shape[1] // 2), (x.shape[0], x.shape[1] // MXFP4_GROUP)),
+                    **_QUANT)
+DEQUANTIZE_MXFP4 = Op("dequantize_mxfp4", "Tensor packed, Tensor scales", 2, _dequant_check, _dequant_run,
+                      out_dtypes=lambda packed, scales, out_dtype: (torch.float32,),
+                      output_shape=lambda packed, scales: (packed.shape[0], packed.shape[1] * 2), **_QUANT)
 
 
 # ----------------------------------------------------------------------------- public API
 
-def _rowwise(x, dtype):
-    x = x.detach()
-    if C.eager_call(x):
-        return _rowwise_impl(x, dtype)
-    return torch.ops.gemmkit.quantize_rowwise(x, dtype)
+def _rowwise(x, dtype, out=None):
+    return QUANTIZE_ROWWISE.call(x.detach(), dtype, out=out)
 
 
-def quantize_fp8_per_token(x, dtype=None):
+def quantize_fp8_per_token(x, dtype=None, *, out=None):
     """(q, scale): q (M, K) fp8 and scale (M, 1) fp32 with x ~= q * scale, one scale per row (token).
 
     x: (M, K) bf16 / fp16 / fp32, any strides. dtype: None (the target's fp8), torch.float8_e4m3fn
-    or torch.float8_e4m3fnuz. The `x_scale` layout of gemm_a8w8.
+    or torch.float8_e4m3fnuz. The `x_scale` layout of gemm_a8w8. out: None or a pair (q, scale) of those shapes
+    and dtypes, contiguous, written in place and returned.
     """
     _check_x("x", x)
-    return _rowwise(x, _resolve_fp8(dtype, x))
+    return _rowwise(x, _resolve_fp8(dtype, x), out)
 
 
 def quantize_fp8_per_channel(w, dtype=None):
@@ -367,14 +387,15 @@ def quantize_fp8_per_channel(w, dtype=None):
     return q, scale.view(1, w.shape[0])
 
 
-def quantize_int8_per_token(x):
+def quantize_int8_per_token(x, *, out=None):
     """(q, scale): q (M, K) int8 in [-127, 127] (symmetric, round half to even) and scale (M, 1) fp32
-    with x ~= q * scale. Use it for int8 weights too: scale.view(1, N) is the per-channel layout."""
+    with x ~= q * scale. Use it for int8 weights too: scale.view(1, N) is the per-channel layout. out: as
+    quantize_fp8_per_token's."""
     _check_x("x", x)
-    return _rowwise(x, torch.int8)
+    return _rowwise(x, torch.int8, out)
 
 
-def quantize_fp8_blockwise(x, block=(1, 128), dtype=None):
+def quantize_fp8_blockwise(x, block=(1, 128), dtype=None, *, out=None):
     """(q, scale) with one fp32 scale per `block` of x (M, K):
 
       block=(1, 128):   scale (M, ceil(K/128))              activations, gemm_a8w8_blockscale x_scale;
@@ -382,38 +403,31 @@ def quantize_fp8_blockwise(x, block=(1, 128), dtype=None):
       block=(128, 128): scale (ceil(M/128), ceil(K/128))    weights (N, K), gemm_a8w8_blockscale w_scale
 
     q (M, K) fp8; x[i, k] ~= q[i, k] * scale[i // block[0], k // block[1]]. Ragged last blocks (M or K
-    not multiples) take their amax over the elements that exist. dtype as in quantize_fp8_per_token.
+    not multiples) take their amax over the elements that exist. dtype as in quantize_fp8_per_token. out: None or
+    a pair (q, scale) of those shapes and dtypes (q contiguous, scale of any strides), written in place and returned.
     """
     _check_x("x", x)
     gm, bk = _check_block(block)
-    dtype = _resolve_fp8(dtype, x)
-    x = x.detach()
-    if C.eager_call(x):
-        return _block_impl(x, (gm, bk), dtype)
-    return torch.ops.gemmkit.quantize_fp8_blockwise(x, gm, bk, dtype)
+    return QUANTIZE_BLOCKWISE.call(x.detach(), gm, bk, _resolve_fp8(dtype, x), out=out)
 
 
-def quantize_mxfp4(x):
+def quantize_mxfp4(x, *, out=None):
     """(packed, scales): OCP MXFP4 of x (M, K), K % 32 == 0.
 
     packed (M, K/2) uint8: byte i holds element 2i in bits 0-3 and element 2i + 1 in bits 4-7 (E2M1
     codes: sign bit 3, exponent bits 2-1, mantissa bit 0). scales (M, K/32) uint8 E8M0: the scale of
-    elements 32j .. 32j + 31 is 2^(scales[:, j] - 127). The layout tl.dot_scaled takes for "e2m1".
+    elements 32j .. 32j + 31 is 2^(scales[:, j] - 127). The layout tl.dot_scaled takes for "e2m1". out: None or a
+    contiguous pair (packed, scales) of those shapes, written in place and returned.
     """
     _check_mxfp4_x(x)
-    x = x.detach()
-    if C.eager_call(x):
-        return _mxfp4_quant_impl(x)
-    return torch.ops.gemmkit.quantize_mxfp4(x)
+    return QUANTIZE_MXFP4.call(x.detach(), out=out)
 
 
-def dequantize_mxfp4(packed, scales):
+def dequantize_mxfp4(packed, scales, *, out=None):
     """(M, K) float32 from quantize_mxfp4's (packed (M, K/2), scales (M, K/32)); exact (every E2M1 value
-    times a power of two is an fp32, down to fp32's normal range)."""
-    M, _K = _check_mxfp4_packed(packed, scales)
-    if C.eager_call(packed, scales):
-        return _mxfp4_dequant_impl(packed, scales)
-    return torch.ops.gemmkit.dequantize_mxfp4(packed, scales)
+    times a power of two is an fp32, down to fp32's normal range). out: None or a contiguous (M, K) float32."""
+    _check_mxfp4_packed(packed, scales)
+    return DEQUANTIZE_MXFP4.call(packed, scales, out=out)
 
 
 # ----------------------------------------------------------------------------- torch references

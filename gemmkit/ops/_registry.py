@@ -20,9 +20,14 @@ host (13.3 against 10.8 us, both replaying a call plan), where `torch.library.cu
 ~28 us (docs/PERF.md). The
 fakes run `check` on fake tensors (torch.compile, meta tensors).
 
-Ops that were first registered with `torch.library.custom_op` (split-cat, gemm_afp4wfp4) keep the schemas it gave
-them (`legacy_schema`: alias sets named by argument position, the pt2_compliant tag), so their names, arguments
-and returns read as they always have.
+Ops that were first registered with `torch.library.custom_op` (split-cat, gemm_afp4wfp4, the quantizers) keep the
+schemas it gave them (`legacy_schema`: alias sets named by argument position, the pt2_compliant tag), so their names,
+arguments and returns read as they always have.
+
+An op without a dtype or config of its own (`plain`: the quantizers in gemmkit/quant.py) has neither in its schemas
+(`name(params) -> ...`, `name_out(params, outs...) -> ()`); its outputs' dtypes come from its arguments
+(`out_dtypes`), and `new_outputs` may give them other strides than row-major (a block-scale quantizer's M-major
+scale; call plans replay those strides).
 """
 from __future__ import annotations
 
@@ -39,7 +44,7 @@ class Op:
 
     def __init__(self, name: str, params: str, n_tensors: int | None, check, run, default_out_dtype, *,
                  output_shape=None, config_to_str=C.config_to_str, outputs=("out",), grad_checked=None,
-                 legacy_schema: bool = False):
+                 legacy_schema: bool = False, plain: bool = False, out_dtypes=None, new_outputs=None):
         """`params`: the schema's arguments before out_dtype / config (e.g. "Tensor x, Tensor w, Tensor? bias,
         str activation"); its tensors (`n_tensors` of them, None: count them) are the call plan's inputs (None
         allowed). `default_out_dtype(x, out)`: the output dtype of a call with out_dtype=None. `output_shape(*args)`:
@@ -47,8 +52,14 @@ class Op:
         (w.shape[0],)); it runs on replayed calls, whose signature passed `check`. `config_to_str`: the public
         `config=` as the custom ops' string. `outputs`: the `_out` op's output names, one per output.
         `grad_checked`: the tensors whose requires_grad the call refuses (default: every tensor argument).
-        `legacy_schema`: the schema `torch.library.custom_op` would write (see the module docstring)."""
+        `legacy_schema`: the schema `torch.library.custom_op` would write (see the module docstring). `plain`: no
+        out_dtype / config arguments (default_out_dtype unused: None). `out_dtypes(*args, out_dtype)`: a dtype per
+        output (default: out_dtype for each). `new_outputs(args, shapes, dtypes, like)`: the fresh outputs (default:
+        like.new_empty(shape, dtype) each)."""
         self.name, self.check, self.run = name, check, run
+        self.plain = plain
+        self.out_dtypes = out_dtypes or (lambda *args, out_dtype: (out_dtype,) * self.k)
+        self.new_outputs = new_outputs
         self.default_out_dtype = default_out_dtype
         self.config_to_str = config_to_str
         if output_shape is not None:
@@ -67,12 +78,13 @@ class Op:
         self._no_outs = (None,) * self.k
         self.out_names = ("out",) if self.k == 1 else tuple(f"out[{i}]" for i in range(self.k))
         returns = "Tensor" if self.k == 1 else "(" + ", ".join(["Tensor"] * self.k) + ")"
-        first_out = len(decls) + 1  # the _out op's arguments: params, config, then the outputs
+        first_out = len(decls) + (0 if plain else 1)  # the _out op's arguments: params, config, then the outputs
         outs = ", ".join(f"Tensor(a{first_out + j if legacy_schema else ''}!) {o}" if legacy_schema or self.k == 1
                          else f"Tensor({chr(ord('a') + j)}!) {o}" for j, o in enumerate(self.outputs))
         tags = (torch.Tag.pt2_compliant_tag,) if legacy_schema else ()
-        LIB.define(f"{name}({params}, ScalarType out_dtype, str config) -> {returns}", tags=tags)
-        LIB.define(f"{name}_out({params}, str config, {outs}) -> ()", tags=tags)
+        tail, out_tail = ("", "") if plain else (", ScalarType out_dtype, str config", ", str config")
+        LIB.define(f"{name}({params}{tail}) -> {returns}", tags=tags)
+        LIB.define(f"{name}_out({params}{out_tail}, {outs}) -> ()", tags=tags)
         LIB.impl(name, self._functional, "CompositeExplicitAutograd")
         LIB.impl(f"{name}_out", self._out_variant, "CompositeExplicitAutograd")
         torch.library.register_fake(f"gemmkit::{name}", self._fake, lib=LIB)
@@ -95,7 +107,7 @@ class Op:
             self._check_out_disjoint(args, outs)
             plan.replay(tensors + outs)
             return self._result(outs)
-        if out_dtype is None:
+        if out_dtype is None and not self.plain:
             out_dtype = self.default_out_dtype(args[0], out)
         self.check(*args, out_dtype=out_dtype, out=out)
         C.check_no_grad(self.name, **{n: t for n, t in self._named(args).items() if n in self.grad_checked})
@@ -107,27 +119,36 @@ class Op:
                 self.run(*args, config=cfg, y=self._result(ys))
             return self._result(ys)
         if out is not None:
-            self.out_variant(*args, cfg, *outs)
+            self.out_variant(*args, *outs) if self.plain else self.out_variant(*args, cfg, *outs)
             return self._result(outs)
-        return self.functional(*args, out_dtype, cfg)
+        return self.functional(*args) if self.plain else self.functional(*args, out_dtype, cfg)
 
     # ------------------------------------------------------------------ the custom ops
 
+    def _split(self, a):
+        """A functional op's arguments -> (args, out_dtype, config)."""
+        return (a, None, "") if self.plain else (a[:-2], a[-2], a[-1])
+
+    def _split_out(self, a):
+        """An `_out` op's arguments -> (args, config, outs)."""
+        k = self.k
+        return (a[:-k], "", tuple(a[-k:])) if self.plain else (a[:-1 - k], a[-1 - k], tuple(a[-k:]))
+
     def _functional(self, *a):
-        args, out_dtype, config = a[:-2], a[-2], a[-1]
+        args, out_dtype, config = self._split(a)
         tensors = self._tensors(args)
         key = self._key(args, self._no_outs, out_dtype, config, tensors)
         plan = CP.lookup(key)
         if CP.repeatable(plan):
             return self._result(plan.replay(tensors))
         shapes = self._shapes(self.check(*args, out_dtype=out_dtype, out=None))
-        ys = tuple(torch.empty(s, dtype=out_dtype, device=args[0].device) for s in shapes)
+        ys = self._empty(args, out_dtype, shapes)
         with CP.record(CP.record_key(key, plan), tensors + ys, fresh=self.k):
             self.run(*args, config=config, y=self._result(ys))
         return self._result(ys)
 
     def _out_variant(self, *a):
-        args, config, outs = a[:-1 - self.k], a[-1 - self.k], tuple(a[-self.k:])
+        args, config, outs = self._split_out(a)
         tensors = self._tensors(args)
         key = self._key(args, outs, outs[0].dtype, config, tensors)
         plan = CP.lookup(key)
@@ -135,20 +156,31 @@ class Op:
             self._check_out_disjoint(args, outs)
             plan.replay(tensors + outs)
             return
-        self.check(*args, out_dtype=outs[0].dtype, out=self._result(outs))
+        self.check(*args, out_dtype=self._out_dtype(outs), out=self._result(outs))
         with CP.record(CP.record_key(key, plan), tensors + outs):
             self.run(*args, config=config, y=self._result(outs))
 
     def _fake(self, *a):
-        args, out_dtype = a[:-2], a[-2]
+        args, out_dtype, _ = self._split(a)
         shapes = self._shapes(self.check(*args, out_dtype=out_dtype, out=None))
-        return self._result(tuple(args[0].new_empty(s, dtype=out_dtype) for s in shapes))
+        return self._result(self._empty(args, out_dtype, shapes))
 
     def _fake_out(self, *a):
-        args, outs = a[:-1 - self.k], tuple(a[-self.k:])
-        self.check(*args, out_dtype=outs[0].dtype, out=self._result(outs))
+        args, _, outs = self._split_out(a)
+        self.check(*args, out_dtype=self._out_dtype(outs), out=self._result(outs))
 
     # ------------------------------------------------------------------ helpers
+
+    def _out_dtype(self, outs):
+        """The out_dtype an `_out` call's check gets: its first output's (a plain op has none)."""
+        return None if self.plain else outs[0].dtype
+
+    def _empty(self, args, out_dtype, shapes):
+        """Fresh outputs of `shapes` (a tuple, one per output) on args[0]'s device (fake tensors too)."""
+        dtypes = self.out_dtypes(*args, out_dtype=out_dtype)
+        if self.new_outputs is not None:
+            return tuple(self.new_outputs(args, shapes, dtypes, args[0]))
+        return tuple(args[0].new_empty(s, dtype=d) for s, d in zip(shapes, dtypes))
 
     def _key(self, args, outs, out_dtype, config, tensors):
         """The call plan key (callplan.key): the tensor arguments and the outputs, then the other arguments."""
@@ -173,8 +205,7 @@ class Op:
 
     def _new(self, args, out_dtype):
         """A replayed call's outputs (their shapes are the recorded call's: `check` passed on this signature)."""
-        return tuple(torch.empty(s, dtype=out_dtype, device=args[0].device)
-                     for s in self._shapes(self.output_shape(*args)))
+        return self._empty(args, out_dtype, self._shapes(self.output_shape(*args)))
 
     def output_shape(self, *args):
         return tuple(args[0].shape[:-1]) + (args[1].shape[0],)  # y = x @ w.T; ops of other shapes override

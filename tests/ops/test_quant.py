@@ -513,3 +513,87 @@ def test_blockwise_scale_layouts():
     assert s.shape == (33, 3) and s.stride() == (1, 33)
     _q, s = Q.quantize_fp8_blockwise(x, (128, 128), E4M3)
     assert s.shape == (1, 3) and s.stride() == (3, 1)
+
+
+# ----------------------------------------------------------------------------- out= and call plans (ops/_registry.Op)
+
+OUT_CALLS = {  # name -> (call(x, out), the outputs' (shape, dtype) for x (M, K))
+    "fp8_per_token": (lambda x, out: Q.quantize_fp8_per_token(x, E4M3, out=out),
+                      lambda M, K: [((M, K), E4M3), ((M, 1), F32)]),
+    "int8_per_token": (lambda x, out: Q.quantize_int8_per_token(x, out=out),
+                       lambda M, K: [((M, K), torch.int8), ((M, 1), F32)]),
+    "fp8_block_1x128": (lambda x, out: Q.quantize_fp8_blockwise(x, (1, 128), E4M3, out=out),
+                        lambda M, K: [((M, K), E4M3), ((M, -(-K // 128)), F32)]),
+    "fp8_block_128x128": (lambda x, out: Q.quantize_fp8_blockwise(x, (128, 128), E4M3, out=out),
+                          lambda M, K: [((M, K), E4M3), ((-(-M // 128), -(-K // 128)), F32)]),
+    "mxfp4": (lambda x, out: Q.quantize_mxfp4(x, out=out),
+              lambda M, K: [((M, K // 2), torch.uint8), ((M, K // 32), torch.uint8)]),
+}
+
+
+def _poisoned(shape, dtype):
+    t = torch.empty(shape, dtype=dtype)
+    t.view(torch.uint8).fill_(0xFF)  # NaN bits for fp32 / fp8, 255 for uint8, -1 for int8
+    return t
+
+
+@pytest.mark.parametrize("name", OUT_CALLS)
+def test_out_writes_in_place_what_a_fresh_call_returns(name):
+    call, outs_of = OUT_CALLS[name]
+    M, K = 37, 288
+    x = spread(M, K, BF, seed=3)
+    fresh = call(x, None)
+    out = tuple(_poisoned(s, d) for s, d in outs_of(M, K))
+    got = call(x, out)
+    assert all(g is o for g, o in zip(got, out))
+    for g, f, what in zip(got, fresh, ("q", "scale")):
+        assert_bitwise(g, f.contiguous(), what)
+    if name == "fp8_block_1x128":  # a row-major scale out= is taken as given (the kernel takes its strides)
+        assert fresh[1].stride() == (1, M) and out[1].stride() == (out[1].shape[1], 1)
+
+
+def test_dequantize_out_and_the_custom_out_ops():
+    x = spread(5, 64, F32, seed=4)
+    p, s = Q.quantize_mxfp4(x)
+    y = _poisoned((5, 64), F32)
+    assert Q.dequantize_mxfp4(p, s, out=y) is y
+    assert_bitwise(y, Q.dequantize_mxfp4_ref(p, s), "dequantized")
+    q, sc = _poisoned((5, 64), E4M3), _poisoned((5, 1), F32)
+    torch.ops.gemmkit.quantize_rowwise_out(x, E4M3, q, sc)
+    qr, sr = Q.quantize_fp8_per_token_ref(x, E4M3)
+    assert_bitwise(q, qr, "q")
+    assert_bitwise(sc, sr, "scale")
+
+
+@pytest.mark.parametrize("bad, exc, msg", [
+    (lambda M, K: (torch.empty(M, K + 1, dtype=E4M3), torch.empty(M, 1)), ValueError, "out[0]: expected shape"),
+    (lambda M, K: (torch.empty(M, K, dtype=E4M3), torch.empty(M, 1, dtype=F16)), TypeError, "out[1]: expected dtype"),
+    (lambda M, K: (torch.empty(K, M, dtype=E4M3).t(), torch.empty(M, 1)), ValueError, "out[0]: expected a contiguous"),
+    (lambda M, K: (torch.empty(M, K, dtype=E4M3), torch.empty(1, 1).expand(M, 1)), ValueError, "out[1]: expected a"),
+])
+def test_out_refusals(bad, exc, msg):
+    x = spread(6, 96, BF, seed=5)
+    with pytest.raises(exc, match=msg.replace("[", r"\[").replace("]", r"\]")):
+        Q.quantize_fp8_per_token(x, E4M3, out=bad(6, 96))
+
+
+def test_out_may_not_alias_the_input():
+    x = spread(4, 64, F32, seed=6)
+    with pytest.raises(ValueError, match="overlaps x"):
+        Q.quantize_fp8_per_token(x, E4M3, out=(x.view(-1).view(torch.uint8)[:256].view(4, 64).view(E4M3),
+                                               torch.empty(4, 1)))
+
+
+def test_a_repeated_quantizer_call_replays_its_plan_and_keeps_the_m_major_scale():
+    from gemmkit import callplan as CP
+
+    CP.clear()
+    x1, x2 = spread(40, 256, BF, seed=7), spread(40, 256, BF, seed=8)
+    q1, s1 = Q.quantize_fp8_blockwise(x1, (1, 128), E4M3)
+    before = CP.STATS["replays"]
+    q2, s2 = Q.quantize_fp8_blockwise(x2, (1, 128), E4M3)
+    assert CP.STATS["replays"] == before + 1, "the second call of one signature did not replay its plan"
+    assert s2.stride() == s1.stride() == (1, 40)
+    qr, sr = Q.quantize_fp8_blockwise_ref(x2, (1, 128), E4M3)
+    assert_bitwise(s2, sr, "scale")
+    assert_bitwise(q2, qr, "q")
