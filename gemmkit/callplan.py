@@ -180,11 +180,21 @@ def _build(launches, guard, inputs, fresh, counts):
             dynamic.append((pos, spec))
         steps.append(Step(kernel, grid, kwargs, entry, template, tuple(dynamic)))
     n_inputs = len(inputs) - fresh
-    outputs = tuple((tuple(t.shape), None if t.is_contiguous() else t.stride(), t.dtype, t.device)
-                    for t in inputs[n_inputs:])  # strides kept where an op allocates a strided output
+    outputs = tuple((tuple(t.shape), None if t.stride() == _row_major(t.shape) else t.stride(), t.dtype, t.device)
+                    for t in inputs[n_inputs:])  # strides kept where an op allocates other than torch.empty's
     workspaces = tuple((i, tuple(sources[i].shape), sources[i].stride(), sources[i].dtype, sources[i].device)
                        for i in sorted(resolve.used) if i >= len(inputs))
     return CallPlan(tuple(steps), n_inputs, outputs, workspaces, len(sources), tuple(counts.items()))
+
+
+def _row_major(shape):
+    """torch.empty(shape)'s strides (a size-1 dimension's too: (M, 1) -> (1, 1), where an M-major (M, 1) view has
+    (1, M); is_contiguous() calls both contiguous)."""
+    strides, step = [], 1
+    for d in reversed(shape):
+        strides.append(step)
+        step *= max(d, 1)
+    return tuple(reversed(strides))
 
 
 _AMBIGUOUS = object()

@@ -594,6 +594,9 @@ def test_a_repeated_quantizer_call_replays_its_plan_and_keeps_the_m_major_scale(
     q2, s2 = Q.quantize_fp8_blockwise(x2, (1, 128), E4M3)
     assert CP.STATS["replays"] == before + 1, "the second call of one signature did not replay its plan"
     assert s2.stride() == s1.stride() == (1, 40)
+    x3 = spread(40, 100, BF, seed=9)  # one K block: an (M, 1) scale, M-major strides (1, M), not torch.empty's (1, 1)
+    for _ in range(2):
+        assert Q.quantize_fp8_blockwise(x3, (1, 128), E4M3)[1].stride() == (1, 40)
     qr, sr = Q.quantize_fp8_blockwise_ref(x2, (1, 128), E4M3)
     assert_bitwise(s2, sr, "scale")
     assert_bitwise(q2, qr, "q")
