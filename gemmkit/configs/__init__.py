@@ -184,6 +184,22 @@ def serve(op: str, target, M: int, N: int, K: int):
     return cfg, source
 
 
+def model_configs(op: str, arch: str) -> list:
+    """(name, config) of the configs the config model writes that no table ships (configs/model.py: bf16's
+    `wide_config`; fp8's 64 x 64 Gluon ping-pong over the large-M bucket), so that `gemmkit isa` compiles them."""
+    from . import model
+
+    rules = model.OP_RULES.get(op, {})
+    if not arch.startswith("sm_") or not rules.get("wide_share") or not table_path(op, arch).exists():
+        return []
+    if rules.get("wide_config"):
+        return [("model:wide_config", validate_config(dict(rules["wide_config"]), backend="cuda"))]
+    large = _large_bucket(op, arch)
+    if large is None or large.get("backend") != "gluon":
+        return []
+    return [("model:small_pingpong", dict(large, **model.SMALL_PINGPONG))]
+
+
 def _large_bucket(op: str, arch: str):
     """The default table's bucket for the largest M (the config model's kernel choice, configs/model.py)."""
     path = table_path(op, arch)

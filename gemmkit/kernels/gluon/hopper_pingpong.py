@@ -156,6 +156,7 @@ from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import (
     fence_async_shared, mbarrier, tma, warpgroup_mma, warpgroup_mma_init, warpgroup_mma_wait)
 
+from ... import configs
 from ..triton._epilogue import ACTIVATIONS, bias_activation
 from . import hopper_host as hh
 from . import hopper_plan as hplan
@@ -483,6 +484,8 @@ def isa_cases(archs, op: str = "hopper_pingpong"):
     # gemm_a16w16's tables (the batched and fp8 kernels compile their own tables' gluon buckets)
     cases = [(t, b, c, "bf16") for t, b, c in hh.shipped_gluon_configs("sm_90")
              if t.startswith("A16W16") and not is_coop(c)]
+    cases += [("A16W16.json", name, c, "bf16") for name, c in configs.model_configs("a16w16", "sm_90")]  # the
+    # config model's own tile (the ping-pong 128 x 128 at 64 < M <= 128)
     cases += [("-", f"preset{i}", c, o) for i, c in enumerate(PRESETS + SPLIT_PRESETS) for o in ("bf16", "fp32")]
     yield from hh.unique_cases(cases, KERNEL_NAME, op)
 

@@ -173,7 +173,7 @@ from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import mbarrier, tma
 
-from ... import launcher
+from ... import configs, launcher
 from .. import _budgets
 from ..triton import dense
 from ..triton._schedule import tile_coords
@@ -535,6 +535,10 @@ def isa_cases(archs, op: str = "hopper_pingpong_fp8"):
         return
     cases = [(t, b, c, "bf16") for t, b, c in _shipped_configs("sm_90")]
     cases += [(t, b, c, "block-bf16") for t, b, c in _shipped_configs("sm_90", blockscale=True)]
+    # the config model's own tiles (configs.model_configs: the 64 x 64 ping-pong at 64 < M <= 128)
+    cases += [(f"{op_.upper()}.json", name, c, mode) for op_, mode in (("a8w8", "bf16"), ("a8w8_blockscale",
+                                                                                      "block-bf16"))
+              for name, c in configs.model_configs(op_, "sm_90")]
     cases += [("-", f"preset{i}", c, o) for i, c in enumerate(PRESETS) for o in ("bf16", "fp32")]
     # Block mode: every preset (the pingpong 128 x 128 spilled in block mode before its promotion became inline PTX).
     cases += [("-", f"preset{i}", PRESETS[i], o) for i in range(len(PRESETS)) for o in ("block-bf16", "block-fp32")]
