@@ -4,6 +4,9 @@ AB.json: {"op": "a16w16" (default; any `gemmkit bench --op` name of a dense op: 
           "dtype": the op's dtype name (default: its first),
           "shapes": {"M,N,K": {"before": config, "after": config, ...}}}
 Each shape names two or more configs; a config of null is what the op serves without one (tables + config model).
+A config (or {} for the served one) with "_pad_m": false runs with ops/dispatch.py's row padding of x turned off
+(dispatch.PAD_M): the copy of x to whole TMA boxes of rows, against the same config with it. Call plans are off in
+this script (each capture takes the full path, so each config's own dispatch is what the graph holds).
 For each shape, in one process and on the same rotated inputs: the vendor (gemmkit/bench/ops.py: torch.matmul,
 torch._scaled_mm, ...) and every config, then again in reverse order, each timed by CUDA-graph replay
 (gemmkit/bench/timing.py); the ratios use the mean of the two measurements of each, so a drift in clock over the
@@ -19,10 +22,28 @@ import torch
 import gemmkit
 from gemmkit.bench import ops as bench_ops
 from gemmkit.bench.timing import rotation_count, time_graph
+from gemmkit import callplan
 from gemmkit.ops import _common as C
+from gemmkit.ops import dispatch as D
+
+
+def _runner(op, cfg):
+    """The call of `cfg` (None / {} with only "_pad_m": what the op serves), with dispatch.PAD_M as the config says."""
+    cfg = dict(cfg) if cfg else {}
+    pad = cfg.pop("_pad_m", True)
+    cfg = cfg or None
+
+    def run(*inp):
+        saved, D.PAD_M = D.PAD_M, pad
+        try:
+            return op.run(inp, cfg)
+        finally:
+            D.PAD_M = saved
+    return run
 
 
 def main(path, out_path, rep_ms=60):
+    callplan.ENABLED = False
     spec = json.load(open(path))
     op = bench_ops.get(spec.get("op", "a16w16"))
     dtype_name = spec.get("dtype", op.dtypes[0])
@@ -37,7 +58,7 @@ def main(path, out_path, rep_ms=60):
         fns = {"vendor": lambda *inp: op.vendor(inp)}
         refused = {}
         for name in list(names):
-            fn = (lambda c: (lambda *inp: op.run(inp, c)))(cfgs[name])
+            fn = _runner(op, cfgs[name])
             try:
                 err = ((fn(*sets[0]).float() - ref).norm() / ref.norm()).item()
             except (ValueError, RuntimeError) as e:  # a config this shape or kernel refuses: said, not timed

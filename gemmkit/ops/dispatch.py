@@ -30,6 +30,7 @@ kernels/_budgets.py's table: the rule asks it last, with the call's `Epilogue` (
 from __future__ import annotations
 
 import dataclasses
+import os
 
 from ..kernels import _budgets
 from ..kernels import _host as H
@@ -84,6 +85,7 @@ class Choice:
     config: dict  # the config that kernel runs (a Gluon config's Triton fallback runs dense.triton_tile of it)
     passed_over: tuple = ()  # ((kernel, why), ...): the kernels ahead of it in the order, and why each cannot
     pad_k: int = 0  # > 0: x and w are first copied to rows of pad_k elements (kernels/triton/pad.py), zeros after K
+    pad_m: int = 0  # > 0: x is first copied to pad_m rows, zeros after M (whole TMA boxes of rows: `pad_m`)
 
     @property
     def path(self) -> str:
@@ -94,6 +96,9 @@ class Choice:
         lines = [f"kernel: {self.kernel}" + (" (+ its split-K reduce)" if self._reduces() else "")]
         if self.pad_k:
             lines.append(f"  on copies of x and w with rows of {self.pad_k} elements (pad_rows_kernel; zeros after K)")
+        if self.pad_m:
+            lines.append(f"  on a copy of x of {self.pad_m} rows (pad_rows_kernel; zeros after M): whole TMA boxes of "
+                         "rows, which load faster than boxes reaching past M")
         lines += [f"  not {k}{' on the operands as given' if self.pad_k else ''}: {why}" for k, why in self.passed_over]
         return "\n".join(lines)
 
@@ -150,13 +155,13 @@ def dense(cfg: dict, target, x2, w, y, scaling=G.NO_SCALING, interpreting: bool 
                or _gluon_dense_unsupported(gluon, cfg, target, x2, w, y, scaling, interpreting, epilogue)
                or _budget_unsupported(gluon, cfg, y, epilogue, scaling))
         if why is None:
-            return Choice(gluon, cfg)
+            return _rows_padded(Choice(gluon, cfg), x2, w)
         passed.append((gluon, why))
     tile = G.triton_tile(cfg, fp8)
     if target.is_nvidia:
         why = G.tma_unsupported(tile, target, x2, w, y)
         if why is None:
-            return Choice(TRITON_TMA, tile, tuple(passed))
+            return _rows_padded(Choice(TRITON_TMA, tile, tuple(passed)), x2, w)
         passed.append((TRITON_TMA, why))
         padded = _padded(cfg, target, x2, w, y, scaling, passed, interpreting, epilogue)
         if padded is not None:
@@ -193,7 +198,36 @@ def _padded(cfg, target, x2, w, y, scaling, passed, interpreting, epilogue) -> C
     inner = dense(cfg, target, *stand_in, y, scaling, interpreting, epilogue)
     if inner.path == "pointer":
         return None
-    return Choice(inner.kernel, inner.config, tuple(passed), pad_k=KP)
+    return Choice(inner.kernel, inner.config, tuple(passed), pad_k=KP, pad_m=inner.pad_m)
+
+
+# x copied to whole TMA boxes of rows (kernels/triton/pad.py) where a TMA kernel's last row of tiles would load boxes
+# reaching past M and the copy is small beside w. The rows past M load slowly (the hardware's out-of-bounds fill):
+# H200, fp8 8192 x 28672, one 64 x 64 ping-pong config: M = 64 67.8 us, M = 65 143 us, M = 128 78 us; bf16 8192 x
+# 8192, 128-row tiles: M = 160 80 us, M = 256 54 us (benchmarks/results/h200/ab/fp8_m_sweep.json, bf16_m200.json).
+# The copy reads and writes x once (a few microseconds where x is at most 1 / PAD_M_SHARE of w's bytes).
+# GEMMKIT_PAD_M=0 (or PAD_M = False) turns it off, e.g. to compare.
+PAD_M = os.environ.get("GEMMKIT_PAD_M", "1") != "0"
+PAD_M_SHARE = 8
+ROW_BOX_KERNELS = (GLUON_BF16, GLUON_COOP, GLUON_FP8, TRITON_TMA)  # x loaded in TMA boxes of BLOCK_SIZE_M rows
+
+
+def pad_m(kernel: str, cfg: dict, M: int, N: int, K: int, x_bytes: int, w_bytes: int) -> int:
+    """The rows x is copied to before `kernel` runs `cfg` on an (M, N, K) call (0: x as it is): M rounded up to
+    whole BLOCK_SIZE_M boxes (the tokens' tile, swap-AB's too), where M is not already and the copy of x (x_bytes
+    an element) is at most 1 / PAD_M_SHARE of w's bytes."""
+    if not PAD_M or kernel not in ROW_BOX_KERNELS:
+        return 0
+    mp = H.cdiv(M, cfg["BLOCK_SIZE_M"]) * cfg["BLOCK_SIZE_M"]
+    if mp == M or mp * K * x_bytes * PAD_M_SHARE > N * K * w_bytes:
+        return 0
+    return mp
+
+
+def _rows_padded(choice: Choice, x2, w) -> Choice:
+    rows = pad_m(choice.kernel, choice.config, x2.shape[0], w.shape[0], x2.shape[1], x2.element_size(),
+                 w.element_size())
+    return dataclasses.replace(choice, pad_m=rows) if rows else choice
 
 
 def _gluon_dense_unsupported(kernel, cfg, target, x2, w, y, scaling, interpreting, epilogue=NO_EPILOGUE) -> str | None:
@@ -393,11 +427,14 @@ def run_gluon(choice: Choice, launch, fallback):
 
 def launch_dense(choice: Choice, x2, w, bias, y, activation, target, scaling=G.NO_SCALING, compile_only=False):
     """Launch the kernel `choice` names for a dense GEMM (x2, w, y 2-D, as `dense` saw them: dense.matrix_operand
-    first; bias (N,) contiguous or None), on padded copies of x2 and w where `choice.pad_k` says so."""
-    if choice.pad_k:
+    first; bias (N,) contiguous or None), on padded copies of x2 (and w) where `choice.pad_k` / `pad_m` say so: the
+    kernels take an x of more rows than y's, and y's bounds drop the rows past M."""
+    if choice.pad_k or choice.pad_m:
         from ..kernels.triton import pad
 
-        x2, w = pad.pad_rows(x2, choice.pad_k, compile_only), pad.pad_rows(w, choice.pad_k, compile_only)
+        x2 = pad.pad_rows(x2, choice.pad_k or x2.shape[1], compile_only, RP=choice.pad_m or None)
+        if choice.pad_k:
+            w = pad.pad_rows(w, choice.pad_k, compile_only)
     if choice.path == "gluon":
         def fallback():  # the kernel is now a failed one: the rule passes it over
             again = dense(choice.config, target, x2, w, y, scaling, epilogue=Epilogue(bias is not None, activation))

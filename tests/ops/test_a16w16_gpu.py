@@ -16,6 +16,7 @@ import torch
 
 import gemmkit
 from gemmkit.reference import activation_ref
+from gemmkit.ops import dispatch as D
 
 from _util import ROOT, TOL
 
@@ -66,6 +67,9 @@ def test_shapes(M, N, K, dtype, launches):
     if K % 8 and want != {"gemm_kernel"}:
         want.add("pad_rows_kernel")
         assert launches["pad_rows_kernel"] == before.get("pad_rows_kernel", 0) + 2
+    elif M % cfg["BLOCK_SIZE_M"] and want & set(D.ROW_BOX_KERNELS) and \
+            D.pad_m(next(iter(want)), cfg, M, N, K, 2, 2):  # x copied to whole boxes of rows (dispatch.pad_m)
+        want.add("pad_rows_kernel")
     if cfg["NUM_KSPLIT"] > 1:
         want.add("splitk_reduce_kernel")
     assert ran == want
@@ -205,3 +209,39 @@ def test_tuner_smoke(tmp_path):
     lines = (tmp_path / "tune_progress.jsonl").read_text().splitlines()
     tune_shapes([("smoke", 16, 1024, 512)], tmp_path, max_candidates=4, rep_ms=5, log=lambda *a: None)
     assert (tmp_path / "tune_progress.jsonl").read_text().splitlines() == lines
+
+
+# x copied to whole TMA boxes of rows (ops/dispatch.py pad_m) for each bf16 Gluon kernel: the ping-pong, its swap-AB
+# (the tokens are the boxes' rows), split-K (fp32 slabs of whole tiles), the cooperative 128- and 256-row tiles.
+ROW_PAD_CONFIGS = {
+    "pingpong": {"BLOCK_SIZE_M": 128, "BLOCK_SIZE_N": 128, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 8, "num_warps": 4,
+                 "num_stages": 6, "backend": "gluon"},
+    "swap_ab": {"BLOCK_SIZE_M": 32, "BLOCK_SIZE_N": 64, "BLOCK_SIZE_K": 128, "GROUP_SIZE_M": 1, "num_warps": 4,
+                "num_stages": 8, "backend": "gluon", "swap_ab": True},
+    "pingpong_split": {"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 192, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 8,
+                       "num_warps": 4, "num_stages": 6, "NUM_KSPLIT": 4, "backend": "gluon"},
+    "coop_128": {"BLOCK_SIZE_M": 128, "BLOCK_SIZE_N": 256, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 8, "num_warps": 8,
+                 "num_stages": 4, "backend": "gluon"},
+    "coop_256": {"BLOCK_SIZE_M": 256, "BLOCK_SIZE_N": 128, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 8, "num_warps": 8,
+                 "num_stages": 4, "backend": "gluon"},
+}
+
+
+@pytest.mark.parametrize("name", list(ROW_PAD_CONFIGS))
+@pytest.mark.parametrize("M", [5, 80, 200])
+def test_row_padded_x(M, name, launches):
+    N, K = 8192, 2048
+    cfg = ROW_PAD_CONFIGS[name]
+    kernel = D.GLUON_COOP if cfg["num_warps"] == 8 else D.GLUON_BF16
+    if not D.pad_m(kernel, cfg, M, N, K, 2, 2):
+        pytest.skip(f"M = {M} fills whole {cfg['BLOCK_SIZE_M']}-row boxes: no copy")
+    x, w = torch.randn(M, K, device=DEV, dtype=torch.bfloat16), torch.randn(N, K, device=DEV, dtype=torch.bfloat16)
+    bias = torch.randn(N, device=DEV, dtype=torch.bfloat16)
+    out = torch.full((M, N), float("nan"), device=DEV, dtype=torch.bfloat16)
+    before = dict(launches)
+    gemmkit.gemm_a16w16(x, w, bias, activation="silu", out=out, config=cfg)
+    torch.cuda.synchronize()
+    assert launches["pad_rows_kernel"] == before.get("pad_rows_kernel", 0) + 1
+    assert launches[kernel] == before.get(kernel, 0) + 1
+    assert rel(out, ref_fp32(x, w, bias, "silu")) <= TOL[torch.bfloat16]
+

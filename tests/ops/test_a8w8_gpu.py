@@ -50,12 +50,13 @@ def test_a8w8_shapes(M, N, K, dtype, launches):
     xs, ws = torch.rand(M, 1, device=DEV) / 64 + 1e-3, torch.rand(1, N, device=DEV) / 64 + 1e-3
     bias = torch.randn(N, device=DEV, dtype=torch.bfloat16)
     out = torch.full((M, N), float("nan"), device=DEV, dtype=torch.bfloat16)
-    before, tail_before = sum(launches.values()), launches["tail_reduce_kernel"]
+    before, tail_before, pad_before = sum(launches.values()), launches["tail_reduce_kernel"], launches["pad_rows_kernel"]
     gemmkit.gemm_a8w8(x, w, xs, ws, bias, out=out)
     torch.cuda.synchronize()
-    # one GEMM launch, plus the coop Gluon kernel's tail reduce where it splits its last round (8192³ on 132 SMs)
-    tails = launches["tail_reduce_kernel"] - tail_before
-    assert sum(launches.values()) - tails == before + 1 and tails in (0, 1)
+    # one GEMM launch, plus the coop Gluon kernel's tail reduce where it splits its last round (8192³ on 132 SMs), plus
+    # at most one copy of x (to whole TMA boxes of rows, or K to 16-byte rows: ops/dispatch.py)
+    tails, pads = launches["tail_reduce_kernel"] - tail_before, launches["pad_rows_kernel"] - pad_before
+    assert sum(launches.values()) - tails - pads == before + 1 and tails in (0, 1) and pads in (0, 1)
     if (M, N, K, dtype) == (8192, 8192, 8192, FP8) and arch.current().num_cus == 132:
         assert tails == 1
     err = rel(out, ref_a8w8(x, w, xs, ws, bias))
@@ -139,3 +140,43 @@ def test_cuda_graph_capture():
     g.replay()
     torch.cuda.synchronize()
     assert rel(out, gemm_a8w8_ref(x, w, xs, ws)) <= TOL[torch.bfloat16]
+
+
+# x copied to whole TMA boxes of rows (ops/dispatch.py pad_m): each Gluon layout and mode on an M that leaves its last
+# row of tiles mostly past M, the copy's zero rows computed and dropped; every element checked against the reference.
+ROW_PAD_CONFIGS = {
+    "pingpong_64": {"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 64, "BLOCK_SIZE_K": 128, "GROUP_SIZE_M": 4, "num_warps": 4,
+                    "num_stages": 6, "backend": "gluon"},
+    "coop_128": {"BLOCK_SIZE_M": 128, "BLOCK_SIZE_N": 128, "BLOCK_SIZE_K": 128, "GROUP_SIZE_M": 16, "num_warps": 8,
+                 "num_stages": 6, "backend": "gluon"},
+    "triton_64": {"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 64, "BLOCK_SIZE_K": 128, "GROUP_SIZE_M": 8, "num_warps": 4,
+                  "num_stages": 4, "tma": True},
+}
+
+
+@pytest.mark.parametrize("block", [False, True], ids=["rowcol", "block"])
+@pytest.mark.parametrize("name", list(ROW_PAD_CONFIGS))
+@pytest.mark.parametrize("M", [17, 80, 200])
+def test_row_padded_x(M, name, block, launches):
+    from gemmkit.ops import dispatch as D
+
+    N, K = 4096, 1024
+    cfg = ROW_PAD_CONFIGS[name]
+    assert D.pad_m(D.TRITON_TMA if name == "triton_64" else D.GLUON_FP8, cfg, M, N, K, 1, 1), "no copy: the test misses"
+    x, w = q8(M, K, dtype=FP8), q8(N, K, dtype=FP8)
+    out = torch.full((M, N), float("nan"), device=DEV, dtype=torch.bfloat16)
+    before = launches["pad_rows_kernel"]
+    if block:
+        xs = (torch.rand(K // 128, M, device=DEV) / 64 + 1e-3).t()  # M-major
+        ws = torch.rand(N // 128, K // 128, device=DEV) / 64 + 1e-3
+        gemmkit.gemm_a8w8_blockscale(x, w, xs, ws, out=out, config=cfg)
+        ref = gemm_a8w8_blockscale_ref(x.cpu(), w.cpu(), xs.cpu(), ws.cpu())
+    else:
+        xs, ws = torch.rand(M, 1, device=DEV) / 64 + 1e-3, torch.rand(1, N, device=DEV) / 64 + 1e-3
+        bias = torch.randn(N, device=DEV, dtype=torch.bfloat16)
+        gemmkit.gemm_a8w8(x, w, xs, ws, bias, out=out, config=cfg)
+        ref = gemm_a8w8_ref(x.cpu(), w.cpu(), xs.cpu(), ws.cpu(), bias.cpu())
+    torch.cuda.synchronize()
+    assert launches["pad_rows_kernel"] == before + 1
+    assert rel(out, ref) <= TOL[torch.bfloat16]
+

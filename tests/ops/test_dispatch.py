@@ -288,6 +288,92 @@ def test_unaligned_k_runs_on_padded_copies_and_replays(op):
     assert callplan.STATS["replays"] == replays + 1, "the padded call's plan was not replayed"
 
 
+# ----------------------------------------------------------------------------- x copied to whole boxes of rows
+
+PP64 = dict(GLUON, BLOCK_SIZE_M=64, BLOCK_SIZE_N=64, BLOCK_SIZE_K=128)
+
+
+def _fp8_rowcol(M, N):
+    return G.Scaling("rowcol", meta(M, dtype=torch.float32), meta(N, dtype=torch.float32))
+
+
+@pytest.mark.parametrize("M, want", [(64, 0), (65, 128), (80, 128), (127, 128), (128, 0), (129, 192)])
+def test_x_is_padded_to_whole_row_boxes_where_a_tma_kernel_would_load_past_m(M, want):
+    """A TMA kernel's last row of tiles loads x boxes of BLOCK_SIZE_M rows: where they would reach past M (slow on the
+    H200), the rule copies x to whole boxes first, if the copy is small beside w."""
+    fp8 = D.dense(PP64, H200, *dense_meta(M, 8192, 28672, dtype=FP8), _fp8_rowcol(M, 8192))
+    assert fp8.kernel == D.GLUON_FP8 and fp8.pad_m == want
+    bf16 = D.dense(dict(GLUON, BLOCK_SIZE_M=128), H200, *dense_meta(M, 8192, 8192))
+    assert bf16.pad_m == (-(-M // 128) * 128 if M % 128 else 0)
+    if want:
+        assert f"a copy of x of {want} rows" in fp8.explain()
+
+
+def test_no_row_padding_where_x_is_large_beside_w_or_nothing_loads_boxes():
+    assert D.dense(PP64, H200, *dense_meta(80, 256, 4096, dtype=FP8), _fp8_rowcol(80, 256)).pad_m == 0  # x ~ w
+    assert D.dense(dict(TILE, tma=False), H200, *dense_meta(80, 8192, 8192)).pad_m == 0  # the pointer kernel
+    assert D.dense(GLUON, MI300, *dense_meta(80, 8192, 8192)).pad_m == 0  # AMD: no TMA boxes
+    tma = D.dense(TILE, H200, *dense_meta(80, 8192, 8192))
+    assert tma.kernel == D.TRITON_TMA and tma.pad_m == 128
+    unaligned = D.dense(GLUON, H200, *dense_meta(80, 8192, 8191))  # both copies: K to 16-byte rows, M to boxes
+    assert unaligned.pad_k == 8192 and unaligned.pad_m == 128
+
+
+def test_row_padding_can_be_turned_off(monkeypatch):
+    monkeypatch.setattr(D, "PAD_M", False)
+    assert D.dense(dict(GLUON, BLOCK_SIZE_M=128), H200, *dense_meta(80, 8192, 8192)).pad_m == 0
+
+
+@pytest.mark.interpreter
+@pytest.mark.parametrize("op, K", [("a16w16", 64), ("a16w16", 75), ("a8w8", 64), ("a8w8_blockscale", 256)])
+def test_row_padded_x_gives_every_element_and_replays(op, K):
+    """M = 20 of 16-row tiles, w wide enough that the copy pays: x is copied to 32 rows (pad_rows_kernel; with K =
+    75 that copy also pads its rows, and w is copied too), the TMA kernel computes 32 rows and y's 20 are stored;
+    every element within the float64 reference's bound, the per-row scales read for the 20 rows only, and the call
+    plan's replay does the same on new inputs."""
+    import gemmkit
+    from _util import q8, scales, within_bound
+    from gemmkit.reference import gemm_a8w8_blockscale_ref, gemm_a8w8_ref
+
+    from gemmkit import callplan
+
+    M, N = 20, 512
+    replays = callplan.STATS["replays"]
+    for _ in range(2):  # record, then replay
+        before = launcher.LAUNCHES.copy()
+        if op == "a16w16":
+            x, w = randn(M, K, dtype=BF16), randn(N, K, dtype=BF16)
+            y = gemm_a16w16(x, w, out=poisoned((M, N), BF16), config=SMALL)
+            ref = x.double() @ w.double().t()
+        elif op == "a8w8":
+            x, w, xs, ws = q8(M, K, dtype=FP8), q8(N, K, dtype=FP8), scales(M, 1), scales(1, N)
+            y = gemmkit.gemm_a8w8(x, w, xs, ws, out=poisoned((M, N), BF16), config=SMALL)
+            ref = gemm_a8w8_ref(x, w, xs, ws)
+        else:
+            x, w = q8(M, K, dtype=FP8), q8(N, K, dtype=FP8)
+            xs = scales(M, K // 128).t().contiguous().t()  # M-major, as gemmkit.quant writes them
+            ws = scales(N // 128, K // 128)
+            y = gemmkit.gemm_a8w8_blockscale(x, w, xs, ws, out=poisoned((M, N), BF16), config=SMALL)
+            ref = gemm_a8w8_blockscale_ref(x, w, xs, ws)
+        launched = launcher.LAUNCHES - before
+        assert launched["pad_rows_kernel"] == (2 if K % 8 else 1) and launched["gemm_tma_kernel"] == 1, launched
+        ok, msg = within_bound(y, ref, BF16)
+        assert ok, msg
+    assert callplan.STATS["replays"] == replays + 1, "the padded call's plan was not replayed"
+
+
+@pytest.mark.interpreter
+def test_pad_rows_zero_fills_rows_and_columns():
+    from gemmkit.kernels.triton import pad
+
+    t = randn(5, 40, dtype=BF16)[:, :37]  # rows of a wider buffer
+    out = pad.pad_rows(t, 48, RP=16)
+    assert out.shape == (16, 48) and out.is_contiguous()
+    assert torch.equal(out[:5, :37], t) and not out[5:].any() and not out[:, 37:].any()
+    with pytest.raises(ValueError, match="cannot hold"):
+        pad.pad_rows(t, 48, RP=4)
+
+
 # ----------------------------------------------------------------------------- a Gluon kernel that fails to compile
 
 @pytest.mark.interpreter

@@ -102,9 +102,10 @@ def check_operands(x2, w, bias, y, target, who: str):
     why = dense_unsupported(x2, w, y, target)
     if why:
         raise ValueError(f"{who}: {why}")
-    M, K = x2.shape
+    M, K = y.shape[0], x2.shape[1]  # x2 may hold rows past y's (ops/dispatch.py's pad_m: computed, then dropped)
     N = w.shape[0]
-    if w.shape[1] != K or tuple(y.shape) != (M, N) or (bias is not None and tuple(bias.shape) != (N,)):
+    if w.shape[1] != K or x2.shape[0] < M or tuple(y.shape) != (M, N) or \
+            (bias is not None and tuple(bias.shape) != (N,)):
         raise ValueError(f"{who}: shapes x {tuple(x2.shape)}, w {tuple(w.shape)}, y {tuple(y.shape)}, "
                          f"bias {None if bias is None else tuple(bias.shape)} do not fit y = x @ w.T + bias")
     if K == 0:

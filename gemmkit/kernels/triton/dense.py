@@ -249,7 +249,7 @@ def plan(x2, w, y, has_bias, activation, cfg, target, scaling: Scaling = NO_SCAL
     the scaling (block scales: their strides too, for INT64_OFFSETS) and whether every base pointer is 16-byte
     aligned (TMA's rule)."""
     key = (tuple(cfg.items()), target.arch, target.backend, target.num_cus, target.num_xcds, target.shared_mem_bytes,
-           x2.shape, w.shape, x2.stride(), w.stride(), y.stride(), x2.dtype, y.dtype, has_bias, activation,
+           x2.shape, w.shape, y.shape, x2.stride(), w.stride(), y.stride(), x2.dtype, y.dtype, has_bias, activation,
            scaling.mode, scaling.block_n, scaling.block_k, (x2.data_ptr() | w.data_ptr() | y.data_ptr()) & 15 == 0,
            (scaling.x_scale.stride(), scaling.w_scale.stride()) if scaling.mode == "block" else None, tma)
     p = _PLANS.get(key)
@@ -262,7 +262,7 @@ def plan(x2, w, y, has_bias, activation, cfg, target, scaling: Scaling = NO_SCAL
 
 
 def _make_plan(x2, w, y, has_bias, activation, cfg, target, scaling, tma):
-    M, K = x2.shape
+    M, K = y.shape[0], x2.shape[1]
     N = w.shape[0]
     bm, bn, bk = cfg["BLOCK_SIZE_M"], cfg["BLOCK_SIZE_N"], cfg["BLOCK_SIZE_K"]
     split_k = cfg["NUM_KSPLIT"]
@@ -335,7 +335,7 @@ def launch(x2, w, bias, y, activation, cfg, target, scaling: Scaling = NO_SCALIN
     x2 (M, K), w (N, K), y (M, N) 2-D views; bias (N,) contiguous or None; scales as `scaling` says;
     `tma`: the TMA kernel (ops/dispatch.py decided that `tma_unsupported` allows it) or the pointer kernel.
     """
-    M, K = x2.shape
+    M, K = y.shape[0], x2.shape[1]  # x2 may hold rows past y's (ops/dispatch.py's pad_m: computed, then dropped)
     N = w.shape[0]
     has_bias = bias is not None
     p = plan(x2, w, y, has_bias, activation, cfg, target, scaling, tma)

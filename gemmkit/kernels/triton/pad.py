@@ -1,4 +1,5 @@
-"""Row padding: a copy of an operand whose rows TMA can address, for K that leaves rows off 16-byte multiples.
+"""Padding copies: an operand TMA can address, for K that leaves rows off 16-byte multiples (`pad_k`), and x with
+whole boxes of rows past M (`pad_m`).
 
 TMA (and so every sm_90 TMA and Gluon GEMM kernel here) needs each row of x and w to start on a 16-byte boundary:
 K * element bytes a multiple of 16 (K % 8 == 0 for bf16, K % 16 == 0 for fp8). Any other K runs the Triton pointer
@@ -6,17 +7,28 @@ kernel, whose loads of rows at 2-byte alignment cannot be vectorised: 41 TFLOP/s
 H200, 24x slower than K = 4096. A copy to rows of KP elements (K rounded up to the next 16 bytes, zeros after K)
 costs one read and one write of the operand and lets the fast kernels run; the zeros add nothing to the sums.
 
-    src (R, K), any strides                dst (R, KP) contiguous, KP * bytes % 16 == 0
+TMA boxes that reach past a tensor's last row are slow: the hardware fills the rows out of bounds with zeros, and
+on the H200 a box with rows past M loads far slower than one of real rows. The same fp8 ping-pong config on
+8192 x 28672 weights ran 67.8 us at M = 64 (one row of 64-row tiles), 143 us at M = 65 (a second row of tiles,
+63 of its 64 rows past M) and 78 us at M = 128 (both rows real); bf16 8192 x 8192 with 128-row tiles ran 80 us at
+M = 160 and 54 us at M = 256 (benchmarks/results/h200/ab/fp8_m_sweep.json, bf16_m200.json). Where x is small
+beside w, a copy of x to whole boxes of rows (zeros after M) costs a few microseconds and loads at full speed.
+
+    src (R, K), any strides                dst (RP, KP) contiguous, KP * bytes % 16 == 0, RP >= R
     ┌─────────────────────┐               ┌─────────────────────┬───┐
     │ row r: K elements   │  ── copy ──►  │ row r: K elements   │ 0 │
-    └─────────────────────┘               └─────────────────────┴───┘
+    └─────────────────────┘               ├─────────────────────┴───┤
+                                          │ rows R .. RP - 1: 0      │
+                                          └─────────────────────────┘
     one program per BLOCK_R x BLOCK_K block of dst
 
-ops/dispatch.py decides when a call copies (`Choice.pad_k`): when x or w breaks TMA's rules only by its rows and
-y meets them, at any M (measured on the H200: the copy wins from M = 16, 1.5x, to M = 4096, 16x; docs/PERF.md).
+ops/dispatch.py decides when a call copies: `Choice.pad_k` when x or w breaks TMA's rules only by its rows and y
+meets them, at any M (measured on the H200: the copy wins from M = 16, 1.5x, to M = 4096, 16x; docs/PERF.md);
+`Choice.pad_m` when a TMA kernel's x boxes would reach past M and the copy of x is small beside w (`dispatch.pad_m`).
+The kernels then compute the zero rows too; y's descriptor (M rows) drops them at the store.
 
 Constraints:
-  - dst contiguous (R, KP), KP >= K; src any strides (int64 offsets throughout: R * stride may pass 2**31);
+  - dst contiguous (RP, KP), RP >= R, KP >= K; src any strides (int64 offsets throughout: R * stride may pass 2**31);
   - elements of 1, 2 or 4 bytes, copied as integers of that width (every float format's zero is zero bits);
   - BLOCK_R, BLOCK_K powers of two.
 """
@@ -37,7 +49,7 @@ PROMISES = (
 
 
 @triton.jit
-def pad_rows_kernel(src_ptr, dst_ptr, R, K, KP, stride_sr, stride_sk,
+def pad_rows_kernel(src_ptr, dst_ptr, R, K, RP, KP, stride_sr, stride_sk,
                     BLOCK_R: tl.constexpr, BLOCK_K: tl.constexpr, BITS: tl.constexpr):
     # A copy moves bits: the elements as integers of their width (every float format's zero is zero bits).
     src = src_ptr.to(tl.pointer_type(BITS), bitcast=True)
@@ -46,7 +58,7 @@ def pad_rows_kernel(src_ptr, dst_ptr, R, K, KP, stride_sr, stride_sk,
     offs_k = (tl.program_id(1) * BLOCK_K + tl.arange(0, BLOCK_K)).to(tl.int64)
     rows, cols = offs_r[:, None], offs_k[None, :]
     v = tl.load(src + rows * stride_sr + cols * stride_sk, mask=(rows < R) & (cols < K), other=0)
-    tl.store(dst + rows * KP + cols, v, mask=(rows < R) & (cols < KP))
+    tl.store(dst + rows * KP + cols, v, mask=(rows < RP) & (cols < KP))
 
 
 def padded_k(K: int, element_size: int) -> int:
@@ -55,12 +67,15 @@ def padded_k(K: int, element_size: int) -> int:
     return cdiv(K, per) * per
 
 
-def pad_rows(t: torch.Tensor, KP: int, compile_only: bool = False) -> torch.Tensor:
-    """A new contiguous (R, KP) copy of the 2-D `t` (R, K), zeros after column K."""
+def pad_rows(t: torch.Tensor, KP: int, compile_only: bool = False, RP: int | None = None) -> torch.Tensor:
+    """A new contiguous (RP, KP) copy of the 2-D `t` (R, K) (RP None: R rows), zeros after column K and row R."""
     R, K = t.shape
-    dst = torch.empty((R, KP), dtype=t.dtype, device=t.device)
-    L.launcher(pad_rows_kernel, (cdiv(R, BLOCK_R), cdiv(KP, BLOCK_K)), compile_only)(
-        t, dst, R, K, KP, t.stride(0), t.stride(1), BLOCK_R=BLOCK_R, BLOCK_K=BLOCK_K,
+    RP = R if RP is None else RP
+    if RP < R or KP < K:
+        raise ValueError(f"pad_rows: ({RP}, {KP}) cannot hold ({R}, {K})")
+    dst = torch.empty((RP, KP), dtype=t.dtype, device=t.device)
+    L.launcher(pad_rows_kernel, (cdiv(RP, BLOCK_R), cdiv(KP, BLOCK_K)), compile_only)(
+        t, dst, R, K, RP, KP, t.stride(0), t.stride(1), BLOCK_R=BLOCK_R, BLOCK_K=BLOCK_K,
         BITS=_BITS[t.element_size()], num_warps=WARPS)
     return dst
 
@@ -72,7 +87,8 @@ def static_spec(dtype: str = "bf16"):
     """(kernel, signature, constexprs, divisible, options) of the copy as `pad_rows` launches it for a `dtype`
     operand with unit stride along K (what ops/dispatch.py copies), for the static compiles of `gemmkit isa`."""
     width = {"bf16": 2, "fp16": 2, "fp8e4nv": 1}[dtype]
-    sig = {"src_ptr": f"*{dtype}", "dst_ptr": f"*{dtype}", "R": "i32", "K": "i32", "KP": "i32", "stride_sr": "i32",
+    sig = {"src_ptr": f"*{dtype}", "dst_ptr": f"*{dtype}", "R": "i32", "K": "i32", "RP": "i32", "KP": "i32",
+           "stride_sr": "i32",
            "stride_sk": "constexpr"}
     ce = dict(stride_sk=1, BLOCK_R=BLOCK_R, BLOCK_K=BLOCK_K, BITS=_BITS[width])
     sig.update({k: "constexpr" for k in ce if k not in sig})
