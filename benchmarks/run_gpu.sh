@@ -22,6 +22,10 @@
 #              marked untuned, M = 128-4096, odd sizes) for HELDOUT_OPS (default a16w16 a8w8 a8w8_blockscale)
 #              -> config_model_OP.json (+ .log); then the tuned families at M between their tables' buckets
 #              (80, 128, 200) -> config_model_tuned_OP.json
+#   models     issue 32's suites: every layer of every model (tuned families and held-out ones) at M = 1-8192 plus odd
+#              sizes, with the roofline (gemmkit bench --roofline), for MODELS_OPS (default a16w16 a8w8 a8w8_blockscale
+#              a8w8_int8), in two processes an op (M <= 128 with the odd sizes, M >= 256) -> models/OP_small.json,
+#              models/OP_large.json; benchmarks/models_merge.py makes benchmarks/results/<gpu>/OP_models.json of them
 #   tp         2 GPUs (nvidia-h100-x2 / h200-x2): the tensor-parallel tests (tests/nn/test_parallel_gpu.py) -> tp_tests.log,
 #              then benchmarks/tp.py under torchrun (Llama-3-70B MLP / qkv / o_proj, TP_M, default 1,16,64,1024,4096,8192;
 #              TP_DTYPES, default bf16,fp8,fp8_block) -> tp.json, tp.log
@@ -94,6 +98,17 @@ if has heldout; then
     timeout "${STAGE_TIMEOUT:-540}" python3 benchmarks/config_model.py --op "$op" -m 80,128,200 --no-odd \
       --models llama3-8b,llama3-70b,llama3-405b,qwen2.5-72b,mixtral-8x7b,deepseek-v3 \
       "$OUT/config_model_tuned_$op.json" 2>&1 | tee "$OUT/config_model_tuned_$op.log" | tail -3
+  done
+fi
+if has models; then
+  odd="--shape 17,5120,5120 --shape 1,4096,4095 --shape 4095,4096,4096 --shape 4096,4096,4095 --shape 3000,5000,7000 \
+       --shape 1000,3000,2000 --shape 777,1536,8000 --shape 4096,256,16384"
+  for op in ${MODELS_OPS:-a16w16 a8w8 a8w8_blockscale a8w8_int8}; do
+    case $op in a8w8) args="--op a8w8 --dtype fp8";; a8w8_int8) args="--op a8w8 --dtype int8";; *) args="--op $op";; esac
+    # shellcheck disable=SC2086
+    gb "models/${op}_small" $args --roofline --rep-ms "${MODELS_REP_MS:-50}" --model all -m 1,16,32,64,128 $odd
+    # shellcheck disable=SC2086
+    gb "models/${op}_large" $args --roofline --rep-ms "${MODELS_REP_MS:-50}" --model all -m 256,512,1024,2048,4096,8192
   done
 fi
 if has tp; then

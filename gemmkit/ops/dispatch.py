@@ -205,18 +205,26 @@ def _padded(cfg, target, x2, w, y, scaling, passed, interpreting, epilogue) -> C
 # reaching past M and the copy is small beside w. The rows past M load slowly (the hardware's out-of-bounds fill):
 # H200, fp8 8192 x 28672, one 64 x 64 ping-pong config: M = 64 67.8 us, M = 65 143 us, M = 128 78 us; bf16 8192 x
 # 8192, 128-row tiles: M = 160 80 us, M = 256 54 us (benchmarks/results/h200/ab/fp8_m_sweep.json, bf16_m200.json).
-# The copy reads and writes x once (a few microseconds where x is at most 1 / PAD_M_SHARE of w's bytes).
+# The copy reads and writes x once (a few microseconds where x is at most 1 / PAD_M_SHARE of w's bytes). Where that
+# fixed cost is a large part of the call it loses: same process, H200 (ab/{fp8,bf16,blockscale}_pad_m.json), copy
+# against none: fp8 on 8192 x 8192 / 8192 x 28672 / 7168 x 16384 at M = 65-96 0.62-0.79x -> 1.01-1.27x vendor,
+# M = 17 / 33 0.95-1.33 -> 1.14-1.44x; bf16 M = 160 / 200 on 75 MB-1.7 GB weights 0.45-0.80 -> 0.72-0.85x; but at
+# M = 1 / 8 (one decode tile; its boxes load past M at any M) 1.3-1.8 -> 1.2-1.6x, and on weights of 16-32 MB
+# (4096 x 4096, 7168 x 2048) 0.96-1.18 -> 0.78-1.03x. Hence the two floors, PAD_M_MIN_ROWS and PAD_M_MIN_W_BYTES.
 # GEMMKIT_PAD_M=0 (or PAD_M = False) turns it off, e.g. to compare.
 PAD_M = os.environ.get("GEMMKIT_PAD_M", "1") != "0"
 PAD_M_SHARE = 8
+PAD_M_MIN_ROWS = 16  # M up to this: no copy
+PAD_M_MIN_W_BYTES = 48 << 20  # w under this: no copy
 ROW_BOX_KERNELS = (GLUON_BF16, GLUON_COOP, GLUON_FP8, TRITON_TMA)  # x loaded in TMA boxes of BLOCK_SIZE_M rows
 
 
 def pad_m(kernel: str, cfg: dict, M: int, N: int, K: int, x_bytes: int, w_bytes: int) -> int:
     """The rows x is copied to before `kernel` runs `cfg` on an (M, N, K) call (0: x as it is): M rounded up to
-    whole BLOCK_SIZE_M boxes (the tokens' tile, swap-AB's too), where M is not already and the copy of x (x_bytes
-    an element) is at most 1 / PAD_M_SHARE of w's bytes."""
-    if not PAD_M or kernel not in ROW_BOX_KERNELS:
+    whole BLOCK_SIZE_M boxes (the tokens' tile, swap-AB's too), where M is not already, M > PAD_M_MIN_ROWS, w (w_bytes
+    an element) holds at least PAD_M_MIN_W_BYTES and the copy of x (x_bytes an element) at most 1 / PAD_M_SHARE of
+    w's bytes."""
+    if not PAD_M or kernel not in ROW_BOX_KERNELS or M <= PAD_M_MIN_ROWS or N * K * w_bytes < PAD_M_MIN_W_BYTES:
         return 0
     mp = H.cdiv(M, cfg["BLOCK_SIZE_M"]) * cfg["BLOCK_SIZE_M"]
     if mp == M or mp * K * x_bytes * PAD_M_SHARE > N * K * w_bytes:
