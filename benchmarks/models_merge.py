@@ -77,7 +77,8 @@ def plot(result, path):
               [r["ref_efficiency"] for r in result["rows"] if r["ref_efficiency"]], s=5, c="gray", marker="x",
               label="vendor")
     for ax, title, line in ((a, "vendor time / gemmkit time", 0.9), (b, "roofline efficiency (floor / time)", 0.6)):
-        ax.set_xscale("log", base=2)
+        if ax.collections and any(len(c.get_offsets()) for c in ax.collections):
+            ax.set_xscale("log", base=2)
         ax.axhline(line, color="red", lw=0.8, ls="--")
         ax.set_xlabel("M")
         ax.set_title(title)
