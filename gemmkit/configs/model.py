@@ -62,7 +62,12 @@ FITTED_OPS = ("a16w16", "a8w8", "a8w8_int8", "a8w8_blockscale")
 #                0.73-0.82x, coop 0.96-0.99x; N = 8192 / 5120 (64 / 40 coop tiles): Triton 1.01 / 1.02x, coop
 #                0.99x, ping-pong 1.08 / 1.16x. Block scales the same way: coop 0.92-0.97x (Triton 0.67-0.69x) at
 #                80-112 tiles, ping-pong 1.13-1.16x (Triton 0.79x, coop 0.94x) at 60-64. The share lies between
-#                the 64 and 80 tiles measured (0.48 and 0.61 of 132 SMs). bf16 has no Gluon large-M bucket: its
+#                the 64 and 80 tiles measured (0.48 and 0.61 of 132 SMs). At 128 < M <= 256 the large-M bucket
+#                serves, and gives way to the same ping-pong under the same share (ab/{fp8,blockscale}_m256.json,
+#                M = 256, 13 / 6 layers: 64 coop tiles or fewer, ping-pong 1.12-1.33x per-token / 1.21-1.55x block
+#                scale against the coop's 0.96-1.06x), but only while the ping-pong's tiles take one round of its
+#                consumers (PINGPONG_ROUND): 72-80 coop tiles, 288-320 of 64 x 64 on 264 consumers, ran 0.76-0.85x
+#                against the coop's 0.96-1.02x. bf16 has no Gluon large-M bucket: its
 #                `wide_config` is the ping-pong the cooperative buckets give way to (`gluon_waves`), taken at the same
 #                share, with no 64 x 64 step (ab/bf16_m128_256.json, against cuBLAS: 80 / 96 tiles
 #                0.75 / 0.82x -> 0.94 / 0.93x; 64 tiles and fewer lost, 0.99 -> 0.88x, 0.79 -> 0.58x). sm_90 only.
@@ -88,6 +93,8 @@ GLUON_WAVE_MARGIN = 1.1  # how much better the ping-pong's waves must be filled 
 # The Gluon ping-pong tile of `wide_share` (what the tuned fp8 block-scale tables run at M <= 128, e.g.
 # A8W8_BLOCKSCALE-N=7168-K=16384.json), applied over the large-M Gluon bucket's other keys.
 SMALL_PINGPONG = {"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 64, "GROUP_SIZE_M": 4, "num_warps": 4, "num_stages": 6}
+SMALL_PINGPONG_MAX_M = 256  # the largest M the large-M Gluon bucket gives way to it at
+PINGPONG_ROUND = 2  # ping-pong tiles an SM takes in one round (one a consumer): more, and the coop serves
 
 
 def wave_efficiency(tiles: int, num_cus: int) -> float:
@@ -126,20 +133,32 @@ def choose(op: str, cfg: dict, large: dict | None, M: int, N: int, K: int, num_c
         return cfg, []
     share, own = rules.get("wide_share"), rules.get("wide_config")
     wide = own or (large if large is not None and large.get("backend") == "gluon" else None)
-    if share and wide is not None and not amd and cfg.get("backend") != "gluon" and 64 < M <= 128:
+    # 64 < M <= 128: a Triton bucket gives way to a Gluon kernel; 128 < M <= 256 (no `own`): the large-M Gluon bucket
+    # itself, where its tiles are few, to the ping-pong on 64 x 64 (`wide_share` in OP_RULES)
+    small_triton = cfg.get("backend") != "gluon" and 64 < M <= 128
+    small_gluon = own is None and large is not None and cfg == large and 128 < M <= SMALL_PINGPONG_MAX_M
+    if share and wide is not None and not amd and (small_triton or small_gluon):
         bm, bn = wide["BLOCK_SIZE_M"], wide["BLOCK_SIZE_N"]
         n_tiles = -(-M // bm) * -(-N // bn)
         if n_tiles >= share * num_cus:
+            if small_gluon:
+                return cfg, []
             return (dict(own), [f"wide N: {n_tiles} tiles of the Gluon ping-pong's {bm} x {bn} fill "
                                 f"{n_tiles / num_cus:.1f} waves"]) if own else \
                 (large, [f"wide N: {n_tiles} tiles of the large-M bucket's Gluon {bm} x {bn} fill "
                          f"{n_tiles / num_cus:.1f} waves"])
         pm, pn = SMALL_PINGPONG["BLOCK_SIZE_M"], SMALL_PINGPONG["BLOCK_SIZE_N"]
         pp = -(-M // pm) * -(-N // pn)
-        if not own and pp >= FEW_TILES * num_cus:
+        if not own and FEW_TILES * num_cus <= pp <= PINGPONG_ROUND * num_cus:
             return dict(large, **SMALL_PINGPONG), [
                 f"{n_tiles} tiles of the large-M bucket's Gluon {bm} x {bn} for {num_cus} SMs (under "
                 f"{share:.0%}), {pp} of {pm} x {pn}: the Gluon ping-pong"]
+        if not own and pp > PINGPONG_ROUND * num_cus:  # a second round of ping-pong tiles: the coop, one round
+            return (cfg, []) if small_gluon else (large, [
+                f"{n_tiles} tiles of the large-M bucket's Gluon {bm} x {bn}; {pp} of {pm} x {pn} would take a "
+                "second round on the ping-pong's consumers"])
+        if small_gluon:
+            return cfg, []
     resident = None
     if "operand_bytes" in rules:  # CTAs an SM holds at once: its shared memory over one CTA's operand ring
         ring = cfg["num_stages"] * (cfg["BLOCK_SIZE_M"] + cfg["BLOCK_SIZE_N"]) * cfg["BLOCK_SIZE_K"] * rules["operand_bytes"]
