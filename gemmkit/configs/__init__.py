@@ -186,14 +186,20 @@ def serve(op: str, target, M: int, N: int, K: int):
 
 def model_configs(op: str, arch: str) -> list:
     """(name, config) of the configs the config model writes that no table ships (configs/model.py: bf16's
-    `wide_config`; fp8's 64 x 64 Gluon ping-pong over the large-M bucket), so that `gemmkit isa` compiles them."""
+    `wide_config` and `narrow_pingpong`; fp8's 64 x 64 Gluon ping-pong over the large-M bucket), so that `gemmkit isa`
+    compiles them."""
     from . import model
 
     rules = model.OP_RULES.get(op, {})
     if not arch.startswith("sm_") or not rules.get("wide_share") or not table_path(op, arch).exists():
         return []
     if rules.get("wide_config"):
-        return [("model:wide_config", validate_config(dict(rules["wide_config"]), backend="cuda"))]
+        out = [("model:wide_config", validate_config(dict(rules["wide_config"]), backend="cuda"))]
+        base = select(op, arch, model.NARROW_MAX_M, 1, 1)[0]  # the default table's bucket narrow_pingpong replaces
+        if rules.get("narrow_pingpong") and base.get("backend") == "gluon":
+            out.append(("model:narrow_pingpong", validate_config(dict(base, **rules["narrow_pingpong"]),
+                                                                  backend="cuda")))
+        return out
     large = _large_bucket(op, arch)
     if large is None or large.get("backend") != "gluon":
         return []

@@ -79,17 +79,27 @@ FITTED_OPS = ("a16w16", "a8w8", "a8w8_int8", "a8w8_blockscale")
 #                on the old Triton bucket, 0.88x ping-pong; GPT-OSS's router at M = 256 / 1024 (2 / 8 tiles) 1.10x /
 #                0.81x on the fitted Triton tier, 0.46x / 0.52x on the ping-pong; 4096 x 57344 x 12288 (99% vs 100%)
 #                0.91x ping-pong, 1.04x coop.
+#   narrow_pingpong  before `gluon_waves`, at 128 < M <= NARROW_MAX_M and N >= NARROW_MIN_N: where the cooperative
+#                bucket's 128 x 256 tiles are fewer than the SMs, the ping-pong on 64 x 192 tiles with K split up to 4
+#                ways (hopper_host.fit_split_k takes what fills the SMs), the tile the tuned M_GEQ_256 buckets run
+#                (e.g. A16W16-N=16384-K=53248.json). Held-out layers (ab/bf16_m256_512.json, 17 rows at M = 256 / 512,
+#                40-96 coop tiles, against cuBLAS): served (coop, or the 128 x 128 ping-pong / Triton tier by
+#                gluon_waves) 0.585-0.866x, geomean 0.735; 64 x 192 split 4 0.733-0.977x, geomean 0.859 (split 1
+#                0.849, the 128 x 128 ping-pong split 2 0.743, the coop split 2 0.700).
 #   cdna_tiles   (gfx942 / gfx950) a "backend": "gluon" bucket names the CDNA ping-pong, one fixed 256 x 256 tile a
 #                program and no split-K: where those tiles are few (under FEW_TILES of the CUs) the bucket runs on the
 #                Triton tier, fitted (its split K and smaller tiles), as it did before the kernel had a launcher.
 #                Unmeasured (no AMD GPU here): the same rule as the sm_90 Gluon buckets' few-tiles step.
 OP_RULES = {"a8w8_blockscale": {"ctas_per_sm": 2, "wide_share": 0.6, "operand_bytes": 1}, "a8w8": {"wide_share": 0.6},
-            "a16w16": {"gluon_waves": True, "cdna_tiles": True, "wide_share": 0.6, "wide_config": {
+            "a16w16": {"gluon_waves": True, "cdna_tiles": True, "wide_share": 0.6, "narrow_pingpong": {
+                "BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 192, "num_warps": 4, "num_stages": 6, "NUM_KSPLIT": 4},
+                "wide_config": {
                 "BLOCK_SIZE_M": 128, "BLOCK_SIZE_N": 128, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 8, "num_warps": 4,
                 "num_stages": 6, "tma": True, "persistent": True, "backend": "gluon"}}}
 
 
 GLUON_WAVE_MARGIN = 1.1  # how much better the ping-pong's waves must be filled to give up the cooperative tile
+NARROW_MAX_M, NARROW_MIN_N = 512, 2048  # where `narrow_pingpong` was measured (M = 256 / 512, N = 2880-12288)
 # The Gluon ping-pong tile of `wide_share` (what the tuned fp8 block-scale tables run at M <= 128, e.g.
 # A8W8_BLOCKSCALE-N=7168-K=16384.json), applied over the large-M Gluon bucket's other keys.
 SMALL_PINGPONG = {"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 64, "GROUP_SIZE_M": 4, "num_warps": 4, "num_stages": 6}
@@ -122,6 +132,12 @@ def choose(op: str, cfg: dict, large: dict | None, M: int, N: int, K: int, num_c
             and cfg["BLOCK_SIZE_N"] == 256 and not cfg.get("swap_ab") and cfg.get("NUM_KSPLIT", 1) == 1:
         bm = cfg["BLOCK_SIZE_M"]
         coop, pp = (-(-M // bm) * -(-N // bn) for bn in (256, 128))
+        narrow = rules.get("narrow_pingpong")
+        if narrow and 128 < M <= NARROW_MAX_M and N >= NARROW_MIN_N and coop < num_cus:
+            split = max(1, min(narrow["NUM_KSPLIT"], -(-K // cfg["BLOCK_SIZE_K"]) // MIN_SPLIT_STEPS))
+            return dict(cfg, **dict(narrow, NUM_KSPLIT=split)), [
+                f"{coop} tiles of {bm} x 256 for {num_cus} SMs at M = {M}: the ping-pong's "
+                f"{narrow['BLOCK_SIZE_M']} x {narrow['BLOCK_SIZE_N']}, K split up to {split}"]
         if pp < FEW_TILES * num_cus:  # few tiles even for the ping-pong: the Triton tier's split and smaller tiles
             tile, notes = fit({k: v for k, v in cfg.items() if k != "backend"}, M, N, K, num_cus)
             return tile, [f"{pp} tiles of {bm} x 128 for {num_cus} SMs: the Triton tier"] + notes

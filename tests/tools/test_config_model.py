@@ -22,8 +22,7 @@ def tile(cfg):
     (256, 128, 2880, (64, 64, 11, 4)),
     (1024, 128, 2880, (128, 128, 11, 8)),
     (4096, 128, 2880, (128, 128, 4, 8)),  # narrow N: 256 -> 128, then 32 tiles split 4 ways
-    (256, 2880, 4096, (128, 256, 5, 8)),  # split before shrinking (from the M <= 256 bucket's 128 x 256 tile since
-    # that bucket is the cooperative Gluon kernel's: 0.63x, where the old 64 x 256 bucket split 2 ran 0.67x)
+    (1024, 1000, 7168, (128, 256, 4, 8)),  # split before shrinking (from the M <= 1024 bucket's 128 x 256 tile)
     (4096, 256, 16384, (128, 256, 4, 8)),
 ])
 def test_fitted_configs_on_the_measured_shapes(M, N, K, want):
@@ -203,3 +202,24 @@ def test_tuned_names_shape_files_only():
     assert not configs.tuned(configs.serve("a16w16", H200, 1024, 128, 2880)[1])  # fitted default bucket
     assert not configs.tuned(configs.serve("a16w16", H200, 4000, 4000, 4000)[1])
     assert not configs.tuned("config= argument") and not configs.tuned("bench override")
+
+
+@pytest.mark.parametrize("M, N, K, narrow", [
+    (256, 5120, 5120, True),  # 40 coop tiles (measured: served 0.81x, 64 x 192 split 4 0.89x)
+    (512, 4608, 36864, True),  # 72 (0.65 -> 0.75x)
+    (256, 12288, 12288, True),  # 96 (0.80 -> 0.90x)
+    (200, 2880, 2880, True),
+    (256, 2880, 4096, True),  # 24 coop tiles (served by the Triton tier split 5: 0.63x; 64 x 192 split 4 0.77x)
+    (512, 8192, 8192, False),  # 128 coop tiles: not fewer than the SMs
+    (1024, 5120, 8192, False),  # M > 512: not measured
+    (128, 5120, 5120, False),  # M <= 128: the M_LEQ_128 bucket's rules
+    (256, 1024, 4096, False),  # N < 2048
+])
+def test_a16w16_few_coop_tiles_take_the_64_x_192_ping_pong(M, N, K, narrow):
+    cfg, source = configs.serve("a16w16", H200, M, N, K)
+    got = (cfg["BLOCK_SIZE_M"], cfg["BLOCK_SIZE_N"], cfg["num_warps"], cfg.get("NUM_KSPLIT"))
+    assert (got == (64, 192, 4, 4)) == narrow, source
+    if narrow:
+        assert "the ping-pong's 64 x 192" in source and cfg.get("backend") == "gluon"
+    assert "64 x 192" not in configs.serve("a16w16", arch.ARCHS["gfx942"], M, N, K)[1]
+
