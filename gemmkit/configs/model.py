@@ -19,8 +19,9 @@ router, K = 2880, at M = 128), smaller tiles are the rest of the way: 64 x 64 sp
 
 Before fitting, `choose` applies what is known of one op's kernels (`OP_RULES`, each rule with its measurement):
 which of the table's kernels serves a shape unlike the bucket's (a cooperative Gluon tile or the ping-pong by wave
-efficiency; at 64 < M <= 128 in fp8, the large-M Gluon bucket or the Gluon ping-pong by the share of SMs their tiles
-fill), and how many CTAs an SM the K split aims for.
+efficiency, bf16's 64 x 192 ping-pong with split-K at 128 < M <= 512 where the cooperative tiles are few; at
+64 < M <= 256 in fp8, the large-M Gluon bucket or the Gluon ping-pong by the share of SMs their tiles fill), and how
+many CTAs an SM the K split aims for.
 
 Shape files (`<OP>-N=<N>-K=<K>.json`) are measured for their shape and are served as they are; so is a `config=`
 argument. Gluon buckets are not fitted (only `choose`'s rules touch them): their kernels have their own tile rules

@@ -67,6 +67,7 @@ def test_blockscale_split_stays_within_the_ctas_an_sm_holds():
     (256, 2880, 2880, "ping-pong"),
     (200, 4096, 14336, "ping-pong"),
     (256, 4608, 4096, "coop"),  # 288 tiles of 64 x 64: a second round (measured: ping-pong 0.77x, coop 0.97x)
+    (128, 9216, 8192, "coop"),  # 72 coop tiles, under 0.6 of the SMs, but 288 of 64 x 64: the same round cap
     (256, 5120, 5120, "coop"),
     (256, 8192, 8192, "coop"),  # 128 coop tiles: not few
     (256, 1024, 4096, "coop"),  # 64 of 64 x 64: few for the ping-pong too, and the coop is the bucket

@@ -535,7 +535,7 @@ def isa_cases(archs, op: str = "hopper_pingpong_fp8"):
         return
     cases = [(t, b, c, "bf16") for t, b, c in _shipped_configs("sm_90")]
     cases += [(t, b, c, "block-bf16") for t, b, c in _shipped_configs("sm_90", blockscale=True)]
-    # the config model's own tiles (configs.model_configs: the 64 x 64 ping-pong at 64 < M <= 128)
+    # the config model's own tiles (configs.model_configs: the 64 x 64 ping-pong at 64 < M <= 256)
     cases += [(f"{op_.upper()}.json", name, c, mode) for op_, mode in (("a8w8", "bf16"), ("a8w8_blockscale",
                                                                                       "block-bf16"))
               for name, c in configs.model_configs(op_, "sm_90")]
