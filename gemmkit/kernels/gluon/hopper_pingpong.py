@@ -132,7 +132,9 @@ Constraints:
   - sm_90 only (wgmma, TMA, setmaxnreg); bf16 or fp16 x and w, same dtype; y bf16, fp16 or fp32.
   - TMA rules: x, w, y 2-D, unit last stride, 16-byte aligned base and row stride
     (K % 8 == 0, N % 8 == 0 for a 16-bit y, N % 4 for fp32). M, N, K need not be
-    multiples of the tile: TMA zero-fills out-of-bounds loads and clips stores.
+    multiples of the tile: TMA zero-fills out-of-bounds loads and clips stores. x may hold more rows than y (the
+    dispatch's copy to whole boxes of rows, ops/dispatch.py pad_m: boxes past M load slowly): they are computed and
+    clipped.
   - BLOCK_SIZE_M in {64, 128} (one wgmma warpgroup covers 64-row slices);
     BLOCK_SIZE_N a power of two in [16, 256], or a split tile 96 / 192 (`configs.split_tail`; the dense
     kernel only); BLOCK_SIZE_K a power of two in [16, 128]; accumulator BM * BN / 128 <= 128

@@ -149,7 +149,8 @@ Constraints:
     16-byte aligned is copied by the launch); each lands in a 128-byte aligned shared buffer.
   - TMA rules: x, w, y 2-D, unit last stride, 16-byte aligned base and row stride
     (K % 16 == 0; N % 8 == 0 for a 16-bit y, N % 4 for fp32). M, N, K need not be multiples
-    of the tile: TMA zero-fills out-of-bounds loads (zeros add nothing) and clips stores.
+    of the tile: TMA zero-fills out-of-bounds loads (zeros add nothing) and clips stores. x may hold more rows than
+    y (ops/dispatch.py pad_m): M is y's, the scales are read for y's rows, the extra rows are computed and clipped.
     Block: a ragged last K block (K % SBK != 0) is zero-filled past K; its scale column
     covers what is there.
   - BLOCK_SIZE_M in {64, 128} (pingpong) or {128, 256} (coop) (64-row wgmma slices); BLOCK_SIZE_N a power of two

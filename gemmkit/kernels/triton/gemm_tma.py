@@ -4,7 +4,8 @@ Same ops, math (SCALE = "none" | "rowcol" | "block", _mainloop.py), schedule
 and epilogue as gemm.py; only the data movement
 differs: the copy engine (TMA) moves x and w tiles into shared memory and the
 output tile back out, so the kernel computes no addresses and masks nothing
-(TMA zero-fills out-of-bounds reads and clips out-of-bounds writes).
+(TMA zero-fills out-of-bounds reads and clips out-of-bounds writes). x's descriptor may hold more rows than M
+(ops/dispatch.py pad_m: zero rows to whole boxes, since boxes past the last row load slowly); M is y's.
 
     x_desc [BLOCK_M, BLOCK_K] --TMA--> smem --+
                                               +--> wgmma --> acc (fp32 / int32, registers)
