@@ -252,14 +252,33 @@ def test_no_padding_where_it_cannot_help():
     assert D.dense(GLUON, MI300, x, w, meta(256, 512)).pad_k == 0  # AMD: no TMA
 
 
+def _call(op, M, N, K, block_k=None):
+    """One call of `op` on fresh (M, N, K) operands with the SMALL config into a poisoned output: (y, float64
+    reference). Block scales: one K block of block_k (default: all of K), x's scales M-major."""
+    import gemmkit
+    from _util import q8, scales
+    from gemmkit.reference import gemm_a8w8_blockscale_ref, gemm_a8w8_ref
+
+    if op == "a16w16":
+        x, w = randn(M, K, dtype=BF16), randn(N, K, dtype=BF16)
+        return gemm_a16w16(x, w, out=poisoned((M, N), BF16), config=SMALL), x.double() @ w.double().t()
+    x, w = q8(M, K, dtype=FP8), q8(N, K, dtype=FP8)
+    if op == "a8w8":
+        xs, ws = scales(M, 1), scales(1, N)
+        return gemmkit.gemm_a8w8(x, w, xs, ws, out=poisoned((M, N), BF16), config=SMALL), gemm_a8w8_ref(x, w, xs, ws)
+    kb = -(-K // (block_k or K))
+    xs, ws = scales(M, kb).t().contiguous().t(), scales(-(-N // (block_k or N)), kb)
+    y = gemmkit.gemm_a8w8_blockscale(x, w, xs, ws, out=poisoned((M, N), BF16), config=SMALL,
+                                     **({"block_shape": (block_k, block_k)} if block_k else {}))
+    return y, gemm_a8w8_blockscale_ref(x, w, xs, ws, **({"block_shape": (block_k, block_k)} if block_k else {}))
+
+
 @pytest.mark.interpreter
 @pytest.mark.parametrize("op", ["a16w16", "a8w8", "a8w8_blockscale"])
 def test_unaligned_k_runs_on_padded_copies_and_replays(op):
     """An odd K: the op copies x and w (pad_rows_kernel) and runs the TMA kernel on the copies;
     the call plan's replay does the same on new inputs; every element within the float64 reference's bound."""
-    import gemmkit
-    from _util import q8, scales, within_bound
-    from gemmkit.reference import gemm_a8w8_blockscale_ref, gemm_a8w8_ref
+    from _util import within_bound
 
     from gemmkit import callplan
 
@@ -268,19 +287,7 @@ def test_unaligned_k_runs_on_padded_copies_and_replays(op):
     replays = callplan.STATS["replays"]
     for _ in range(2):  # record, then replay
         before = launcher.LAUNCHES.copy()
-        if op == "a16w16":
-            x, w = randn(M, K, dtype=BF16), randn(N, K, dtype=BF16)
-            y = gemm_a16w16(x, w, out=poisoned((M, N), BF16), config=SMALL)
-            ref = x.double() @ w.double().t()
-        elif op == "a8w8":
-            x, w, xs, ws = q8(M, K, dtype=FP8), q8(N, K, dtype=FP8), scales(M, 1), scales(1, N)
-            y = gemmkit.gemm_a8w8(x, w, xs, ws, out=poisoned((M, N), BF16), config=SMALL)
-            ref = gemm_a8w8_ref(x, w, xs, ws)
-        else:
-            x, w = q8(M, K, dtype=FP8), q8(N, K, dtype=FP8)
-            xs, ws = scales(M, 1).expand(M, 1).contiguous(), scales(1, 1)
-            y = gemmkit.gemm_a8w8_blockscale(x, w, xs, ws, out=poisoned((M, N), BF16), config=SMALL)
-            ref = gemm_a8w8_blockscale_ref(x, w, xs, ws)
+        y, ref = _call(op, M, N, K)
         launched = launcher.LAUNCHES - before
         assert launched["pad_rows_kernel"] == 2 and launched["gemm_tma_kernel"] == 1, launched
         ok, msg = within_bound(y, ref, BF16)
@@ -334,9 +341,7 @@ def test_row_padded_x_gives_every_element_and_replays(op, K, monkeypatch):
     reference's bound, the per-row scales read for the 20 rows only, and the call plan's replay does the same on new
     inputs. (The size floor, PAD_M_MIN_W_BYTES, is lowered to an interpreter-sized w: the copy's mechanics are what
     this checks; the GPU tests run it at the floor's sizes.)"""
-    import gemmkit
-    from _util import q8, scales, within_bound
-    from gemmkit.reference import gemm_a8w8_blockscale_ref, gemm_a8w8_ref
+    from _util import within_bound
 
     from gemmkit import callplan
 
@@ -346,20 +351,7 @@ def test_row_padded_x_gives_every_element_and_replays(op, K, monkeypatch):
     replays = callplan.STATS["replays"]
     for _ in range(2):  # record, then replay
         before = launcher.LAUNCHES.copy()
-        if op == "a16w16":
-            x, w = randn(M, K, dtype=BF16), randn(N, K, dtype=BF16)
-            y = gemm_a16w16(x, w, out=poisoned((M, N), BF16), config=SMALL)
-            ref = x.double() @ w.double().t()
-        elif op == "a8w8":
-            x, w, xs, ws = q8(M, K, dtype=FP8), q8(N, K, dtype=FP8), scales(M, 1), scales(1, N)
-            y = gemmkit.gemm_a8w8(x, w, xs, ws, out=poisoned((M, N), BF16), config=SMALL)
-            ref = gemm_a8w8_ref(x, w, xs, ws)
-        else:
-            x, w = q8(M, K, dtype=FP8), q8(N, K, dtype=FP8)
-            xs = scales(M, K // 128).t().contiguous().t()  # M-major, as gemmkit.quant writes them
-            ws = scales(N // 128, K // 128)
-            y = gemmkit.gemm_a8w8_blockscale(x, w, xs, ws, out=poisoned((M, N), BF16), config=SMALL)
-            ref = gemm_a8w8_blockscale_ref(x, w, xs, ws)
+        y, ref = _call(op, M, N, K, block_k=128 if op == "a8w8_blockscale" else None)
         launched = launcher.LAUNCHES - before
         assert launched["pad_rows_kernel"] == (2 if K % 8 else 1) and launched["gemm_tma_kernel"] == 1, launched
         ok, msg = within_bound(y, ref, BF16)
