@@ -208,7 +208,8 @@ def _padded(cfg, target, x2, w, y, scaling, passed, interpreting, epilogue) -> C
 # The copy reads and writes x once (a few microseconds where x is at most 1 / PAD_M_SHARE of w's bytes). Where that
 # fixed cost is a large part of the call it loses: same process, H200 (ab/{fp8,bf16,blockscale}_pad_m.json), copy
 # against none: fp8 on 8192 x 8192 / 8192 x 28672 / 7168 x 16384 at M = 65-96 0.62-0.79x -> 1.01-1.27x vendor,
-# M = 17 / 33 0.95-1.33 -> 1.14-1.44x; bf16 M = 160 / 200 on 75 MB-1.7 GB weights 0.45-0.80 -> 0.72-0.85x; but at
+# M = 17 / 33 0.95-1.33 -> 1.14-1.44x; bf16 M = 160 / 200 on 75 MB-1.7 GB weights 0.45-0.80 -> 0.72-0.85x, M = 33 / 80
+# 0.77-0.92 -> 0.90-0.96x (M = 17 on 8192 x 8192 lost: 1.00 -> 0.95x, one row kept above the floor); but at
 # M = 1 / 8 (one decode tile; its boxes load past M at any M) 1.3-1.8 -> 1.2-1.6x, and on weights of 16-32 MB
 # (4096 x 4096, 7168 x 2048) 0.96-1.18 -> 0.78-1.03x. Hence the two floors, PAD_M_MIN_ROWS and PAD_M_MIN_W_BYTES.
 # GEMMKIT_PAD_M=0 (or PAD_M = False) turns it off, e.g. to compare.
