@@ -1,6 +1,7 @@
 """Helpers shared by the tests: fresh inputs, poisoned outputs, tolerances, sm_90 static compiles."""
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -27,6 +28,15 @@ def gemm_launches(launches) -> int:
     """Launches counted in `launches` (launcher.LAUNCHES) other than the operand copies an unaligned K takes first
     (kernels/triton/pad.py: ops/dispatch.py copies x and w whose rows TMA cannot address)."""
     return sum(v for k, v in launches.items() if k != "pad_rows_kernel")
+
+
+def gluon_or_fallback(gluon: str, cfg: dict, has_bias: bool, activation: str, triton: str, out_dtype: str = "bf16"):
+    """The kernel a call with the "backend": "gluon" `cfg` and this fused epilogue launches under the installed
+    Triton: `gluon`, or `triton` (the Triton tier, same config) where kernels/_budgets.py passes the Gluon kernel
+    over for the epilogue (Triton >= 3.7: full-accumulator tiles spill under some gelu / silu epilogues)."""
+    from gemmkit.kernels import _budgets
+
+    return triton if _budgets.gluon_epilogue_unsupported(gluon, cfg, out_dtype, has_bias, activation) else gluon
 
 
 def poisoned(shape, dtype, device="cpu"):
@@ -187,6 +197,46 @@ for cfg in {list(configs)!r}:
         assert ((y.float() - ref).norm() / ref.norm()).item() < 2**-8
 print("sanitized run done")
 """
+
+
+# Triton >= 3.8 loads every kernel by first asking the driver for oversized shared memory
+# (cuFuncSetAttribute(CU_FUNC_ATTRIBUTE_SHARED_MEMORY_MODE), backends/nvidia/driver.c load_binary) and, where the
+# driver refuses it (580 drivers: CUDA_ERROR_INVALID_VALUE), sets the dynamic shared memory the older way. The refused
+# probe is an API error to compute-sanitizer, one per kernel loaded, under a Python frame of Triton's loader.
+_LOADER_PROBE = ("CUDA_ERROR_INVALID_VALUE", "cuFuncSetAttribute")
+_LOADER_FRAMES = ("loadBinary", "_init_handles")
+
+
+def sanitizer_errors(out: str) -> list:
+    """The error records of a compute-sanitizer report `out` other than Triton's loader probe (above), each as its
+    text; raises AssertionError where the report has no ERROR SUMMARY or its count is not the records found."""
+    records, cur = [], None
+    for line in out.splitlines():
+        if not line.startswith("========="):
+            cur = None
+            continue
+        body = line[len("========="):]
+        if not body.strip():
+            cur = None
+        elif body.startswith("  "):  # a record's detail (backtrace frames)
+            if cur is not None:
+                cur.append(body.strip())
+        elif not body.strip().startswith(("COMPUTE-SANITIZER", "ERROR SUMMARY", "LEAK SUMMARY")):
+            cur = [body.strip()]
+            records.append(cur)
+    summary = re.findall(r"ERROR SUMMARY: (\d+) error", out)
+    assert summary, "no ERROR SUMMARY in the report:\n" + out[-3000:]
+    assert int(summary[-1]) == len(records), f"ERROR SUMMARY {summary[-1]} but {len(records)} records:\n{out[-4000:]}"
+
+    def probe(rec):
+        return all(k in rec[0] for k in _LOADER_PROBE) and any(f in r for r in rec[1:] for f in _LOADER_FRAMES)
+    return ["\n".join(r) for r in records if not probe(r)]
+
+
+def assert_sanitizer_clean(out: str):
+    """No error in a compute-sanitizer report but Triton's loader probe (`sanitizer_errors`)."""
+    errors = sanitizer_errors(out)
+    assert not errors, f"{len(errors)} errors:\n" + "\n\n".join(errors)[:4000]
 
 
 def sanitize(tool, script, *args, timeout=600):

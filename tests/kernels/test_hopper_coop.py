@@ -18,7 +18,8 @@ import torch
 
 from _util import broken_promises, compile_sm90_cases
 from _util import check_a16w16 as check
-from _util import dense_sanitize_script, gpu_target, launch_dense, poisoned, randn, sanitize, within_bound
+from _util import (assert_sanitizer_clean, dense_sanitize_script, gluon_or_fallback, gpu_target, launch_dense, poisoned,
+                   randn, sanitize, within_bound)
 from gemmkit import arch
 from gemmkit.isa.promises import evaluate
 from gemmkit.kernels.gluon import hopper_coop as hc
@@ -317,17 +318,20 @@ def test_deterministic(cfg):
 @pytest.mark.parametrize("cfg", ["128x256x64-s4", "128x192x64-s5"])
 @pytest.mark.parametrize("M,N,K", [(1000, 4096, 1024), (256, 576, 7168)])
 def test_op_backend_gluon_num_warps_8(M, N, K, cfg):
-    """gemm_a16w16 with a "backend": "gluon", num_warps 8 config runs this kernel (LAUNCHES) and is correct."""
+    """gemm_a16w16 with a "backend": "gluon", num_warps 8 config runs this kernel (LAUNCHES) and is correct (on a
+    Triton release whose budget passes the kernel over for bias + gelu, kernels/_budgets.py: the Triton tier)."""
     import gemmkit
     from gemmkit.ops import _common as C
 
     x, w, bias = (randn(M, K, dtype=torch.bfloat16, device=DEV), randn(N, K, dtype=torch.bfloat16, device=DEV),
                   randn(N, dtype=torch.bfloat16, device=DEV))
-    before = C.LAUNCHES["hopper_coop_kernel"]
+    kernel = gluon_or_fallback("hopper_coop_kernel", CFGS[cfg], True, "gelu", "gemm_tma_kernel")
+    before = dict(C.LAUNCHES)
     y = gemmkit.gemm_a16w16(x, w, bias, activation="gelu", out=poisoned((M, N), torch.bfloat16, DEV),
                             config={**CFGS[cfg], "backend": "gluon"})
     torch.cuda.synchronize()
-    assert C.LAUNCHES["hopper_coop_kernel"] == before + 1
+    assert C.LAUNCHES[kernel] == before.get(kernel, 0) + 1
+    assert sum(C.LAUNCHES.values()) == sum(before.values()) + 1
     ok, msg = within_bound(y, gemm_a16w16_ref(x, w, bias, "gelu"), torch.bfloat16)
     assert ok, msg
 
@@ -377,4 +381,4 @@ def test_compute_sanitizer(tool):
     """No illegal barrier use (synccheck) and no bad accesses (memcheck): 1-3 persistent CTAs, several tiles
     each (the shared ring wraps across tiles), the 128 x 256 tile and the split tiles 128 x 192 / 128 x 96."""
     out = sanitize(tool, dense_sanitize_script("hopper_coop", _SANITIZE_CFGS, _SANITIZE_CASES))
-    assert "ERROR SUMMARY: 0 errors" in out, out[-4000:]
+    assert_sanitizer_clean(out)

@@ -21,7 +21,8 @@ import torch
 
 from _util import broken_promises, compile_sm90_cases
 from _util import check_a16w16 as check
-from _util import dense_sanitize_script, gpu_target, launch_dense, poisoned, randn, sanitize, within_bound
+from _util import (assert_sanitizer_clean, dense_sanitize_script, gluon_or_fallback, gpu_target, launch_dense, poisoned,
+                   randn, sanitize, within_bound)
 from gemmkit import arch
 from gemmkit.isa.promises import evaluate
 from gemmkit.kernels.gluon import hopper_host as hh
@@ -389,18 +390,21 @@ def test_large_square_against_cublas():
 @pytest.mark.parametrize("cfg", ["128x128x64", "64x192x64"])
 @pytest.mark.parametrize("M,N,K", [(1000, 4096, 1024), (256, 576, 7168), (129, 104, 64)])
 def test_op_backend_gluon(M, N, K, cfg):
-    """gemm_a16w16 with a "backend": "gluon" config runs this kernel (LAUNCHES) and is correct."""
+    """gemm_a16w16 with a "backend": "gluon" config runs this kernel (LAUNCHES) and is correct (on a Triton release
+    whose budget passes the kernel over for bias + gelu, kernels/_budgets.py: the Triton tier)."""
     import gemmkit
     from gemmkit.ops import _common as C
 
     dtype = torch.bfloat16
     x, w, bias = randn(M, K, dtype=dtype, device=DEV), randn(N, K, dtype=dtype, device=DEV), \
         randn(N, dtype=dtype, device=DEV)
-    before = C.LAUNCHES["hopper_pingpong_kernel"]
+    kernel = gluon_or_fallback("hopper_pingpong_kernel", CFGS[cfg], True, "gelu", "gemm_tma_kernel")
+    before = dict(C.LAUNCHES)
     y = gemmkit.gemm_a16w16(x, w, bias, activation="gelu", out=poisoned((M, N), dtype, DEV),
                             config={**CFGS[cfg], "backend": "gluon"})
     torch.cuda.synchronize()
-    assert C.LAUNCHES["hopper_pingpong_kernel"] == before + 1
+    assert C.LAUNCHES[kernel] == before.get(kernel, 0) + 1
+    assert sum(C.LAUNCHES.values()) == sum(before.values()) + 1
     ok, msg = within_bound(y, gemm_a16w16_ref(x, w, bias, "gelu"), dtype)
     assert ok, msg
 
@@ -462,7 +466,7 @@ def test_compute_sanitizer(tool, cases):
     """No illegal barrier use (synccheck) and no bad accesses (memcheck), 1-3 persistent CTAs with
     several hand-offs each, with two output tiles, with one shared tile and with a split tile (64 x 192)."""
     out = _sanitize(tool, cases)
-    assert "ERROR SUMMARY: 0 errors" in out, out[-4000:]
+    assert_sanitizer_clean(out)
 
 
 @pytest.mark.gpu

@@ -354,7 +354,11 @@ GLUON_CFG = {"BLOCK_SIZE_M": 128, "BLOCK_SIZE_N": 128, "BLOCK_SIZE_K": 64, "GROU
 def test_tma_descriptors_are_encoded_once_per_tensor(cfg):
     """Host TMA descriptors (launcher._descriptor_caching, and a call plan's generated replay, which keeps its own
     maps per descriptor slot): a repeated (address, shape, strides) reuses its encoded map, a new output buffer gets
-    its own, and every result is Triton's own launch's, bit for bit."""
+    its own, and every result is Triton's own launch's, bit for bit. On Triton >= 3.7 (its launcher is not laid out
+    as 3.6's: launcher._unwrap) Triton's launcher encodes every map itself: none is encoded here, same results."""
+    from gemmkit.kernels._budgets import installed
+
+    cached = installed() < (3, 7)
     x = torch.randn(256, 512, device=DEV, dtype=torch.bfloat16)
     w = torch.randn(384, 512, device=DEV, dtype=torch.bfloat16)
     want = _tritons_path(lambda: gemmkit.gemm_a16w16(x, w, config=cfg))
@@ -364,9 +368,10 @@ def test_tma_descriptors_are_encoded_once_per_tensor(cfg):
     encoded = _launch.TMA_STATS["encoded"]
     for out in outs[1:]:
         gemmkit.gemm_a16w16(x, w, config=cfg, out=out)
-    assert _launch.TMA_STATS["encoded"] == encoded + 2, "a new output address must be encoded (and only it)"
+    new = 2 if cached else 0
+    assert _launch.TMA_STATS["encoded"] == encoded + new, "a new output address must be encoded (and only it)"
     gemmkit.gemm_a16w16(x, w, config=cfg, out=outs[0])
-    assert _launch.TMA_STATS["encoded"] == encoded + 2
+    assert _launch.TMA_STATS["encoded"] == encoded + new
     x.normal_()  # new contents at the same address: the map (an address) still serves
     want2 = _tritons_path(lambda: gemmkit.gemm_a16w16(x, w, config=cfg))
     gemmkit.gemm_a16w16(x, w, config=cfg, out=outs[1])

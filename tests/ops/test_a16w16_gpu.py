@@ -18,7 +18,7 @@ import gemmkit
 from gemmkit.reference import activation_ref
 from gemmkit.ops import dispatch as D
 
-from _util import ROOT, TOL
+from _util import ROOT, TOL, assert_sanitizer_clean
 
 pytestmark = pytest.mark.gpu
 DEV = "cuda"
@@ -173,10 +173,10 @@ def test_compute_sanitizer_memcheck():
     tool = _sanitizer()
     assert tool, "compute-sanitizer not found (it is on the H200 image)"
     env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    r = subprocess.run([tool, "--tool", "memcheck", "--error-exitcode", "3", sys.executable, "-c", _SANITIZE_SCRIPT],
+    r = subprocess.run([tool, "--tool", "memcheck", sys.executable, "-c", _SANITIZE_SCRIPT],
                        capture_output=True, text=True, env=env, timeout=900)
     assert r.returncode == 0 and "sanitized run done" in r.stdout, r.stdout[-3000:] + r.stderr[-3000:]
-    assert "ERROR SUMMARY: 0 errors" in r.stdout + r.stderr
+    assert_sanitizer_clean(r.stdout + r.stderr)
 
 
 @pytest.mark.parametrize("M", [1, 16])

@@ -213,7 +213,12 @@ def test_tuned_names_shape_files_only():
     (256, 2880, 4096, True),  # 24 coop tiles (served by the Triton tier split 5: 0.63x; 64 x 192 split 4 0.77x)
     (512, 8192, 8192, False),  # 128 coop tiles: not fewer than the SMs
     (1024, 5120, 8192, False),  # M > 512: not measured
-    (128, 5120, 5120, False),  # M <= 128: the M_LEQ_128 bucket's rules
+    # 64 < M <= 128, the Triton bucket's shapes: where K >= 64 x the tile rows (the four splits' partials small)
+    (128, 4608, 36864, True),  # measured: 0.79 -> 0.97x
+    (80, 5120, 8192, True),  # 0.88 -> 0.93x (M = 80: 128 tile rows, the same K bound)
+    (128, 5120, 5120, False),  # K < 8192: the split lost (0.84 -> 0.81x)
+    (128, 4608, 4096, False),
+    (128, 10240, 5120, False),  # 80 tiles of 128 x 128: the wide ping-pong (wide_share)
     (256, 1024, 4096, False),  # N < 2048
 ])
 def test_a16w16_few_coop_tiles_take_the_64_x_192_ping_pong(M, N, K, narrow):
