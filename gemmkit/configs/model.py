@@ -86,7 +86,13 @@ FITTED_OPS = ("a16w16", "a8w8", "a8w8_int8", "a8w8_blockscale")
 #                (e.g. A16W16-N=16384-K=53248.json). Held-out layers (ab/bf16_m256_512.json, 17 rows at M = 256 / 512,
 #                40-96 coop tiles, against cuBLAS): served (coop, or the 128 x 128 ping-pong / Triton tier by
 #                gluon_waves) 0.585-0.866x, geomean 0.735; 64 x 192 split 4 0.733-0.977x, geomean 0.859 (split 1
-#                0.849, the 128 x 128 ping-pong split 2 0.743, the coop split 2 0.700).
+#                0.849, the 128 x 128 ping-pong split 2 0.743, the coop split 2 0.700). At 64 < M <= 128, where the
+#                Triton bucket keeps the shape (the wide ping-pong's tiles under `wide_share`), the same tile where K
+#                is long: K >= NARROW_K_PER_ROW x the tile rows M covers, so that four splits' fp32 partial tiles
+#                (written and read: 4 x 2 x rows x N x 4 bytes) stay within a quarter of the weights' stream (N x K x 2
+#                bytes). ab/bf16_m128_narrow.json (13 held-out rows at M = 80 / 128, against cuBLAS): K = 8192-36864,
+#                the Triton 64 x 128 bucket 0.79-0.88x, 64 x 192 split 4 0.86-0.99x; K <= 5120 it lost (0.81 vs 0.84x
+#                at 128 x 5120 x 5120, 0.73-0.82 vs 0.80-0.86x at K = 2880-4096), as the partials' traffic predicts.
 #   cdna_tiles   (gfx942 / gfx950) a "backend": "gluon" bucket names the CDNA ping-pong, one fixed 256 x 256 tile a
 #                program and no split-K: where those tiles are few (under FEW_TILES of the CUs) the bucket runs on the
 #                Triton tier, fitted (its split K and smaller tiles), as it did before the kernel had a launcher.
@@ -101,6 +107,7 @@ OP_RULES = {"a8w8_blockscale": {"ctas_per_sm": 2, "wide_share": 0.6, "operand_by
 
 GLUON_WAVE_MARGIN = 1.1  # how much better the ping-pong's waves must be filled to give up the cooperative tile
 NARROW_MAX_M, NARROW_MIN_N = 512, 2048  # where `narrow_pingpong` was measured (M = 256 / 512, N = 2880-12288)
+NARROW_K_PER_ROW = 64  # at 64 < M <= 128: K per tile row that `narrow_pingpong` needs (its split's partials, above)
 # The Gluon ping-pong tile of `wide_share` (what the tuned fp8 block-scale tables run at M <= 128, e.g.
 # A8W8_BLOCKSCALE-N=7168-K=16384.json), applied over the large-M Gluon bucket's other keys.
 SMALL_PINGPONG = {"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 64, "GROUP_SIZE_M": 4, "num_warps": 4, "num_stages": 6}
@@ -164,6 +171,15 @@ def choose(op: str, cfg: dict, large: dict | None, M: int, N: int, K: int, num_c
                                 f"{n_tiles / num_cus:.1f} waves"]) if own else \
                 (large, [f"wide N: {n_tiles} tiles of the large-M bucket's Gluon {bm} x {bn} fill "
                          f"{n_tiles / num_cus:.1f} waves"])
+        narrow = rules.get("narrow_pingpong")
+        if own and narrow and small_triton and N >= NARROW_MIN_N:
+            rows = -(-M // narrow["BLOCK_SIZE_M"]) * narrow["BLOCK_SIZE_M"]
+            if K >= NARROW_K_PER_ROW * rows:
+                split = max(1, min(narrow["NUM_KSPLIT"], -(-K // own["BLOCK_SIZE_K"]) // MIN_SPLIT_STEPS))
+                return dict(own, **dict(narrow, NUM_KSPLIT=split)), [
+                    f"{n_tiles} tiles of the Gluon ping-pong's {bm} x {bn} (under {share:.0%} of {num_cus} SMs), "
+                    f"K = {K} >= {NARROW_K_PER_ROW} x {rows} rows: the ping-pong's {narrow['BLOCK_SIZE_M']} x "
+                    f"{narrow['BLOCK_SIZE_N']}, K split up to {split}"]
         pm, pn = SMALL_PINGPONG["BLOCK_SIZE_M"], SMALL_PINGPONG["BLOCK_SIZE_N"]
         pp = -(-M // pm) * -(-N // pn)
         if not own and FEW_TILES * num_cus <= pp <= PINGPONG_ROUND * num_cus:
