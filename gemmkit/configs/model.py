@@ -52,7 +52,9 @@ FITTED_OPS = ("a16w16", "a8w8", "a8w8_int8", "a8w8_blockscale")
 #                the split is the count nearest the goal, but no more CTAs than the SMs hold at once (their operand
 #                rings in shared memory; `operand_bytes` sizes them): 160 tiles of 64 x 128 (98 KB, 2 an SM) on 132
 #                SMs ran 0.67x unsplit and 0.57x split 2 (320 CTAs for 264 places), where 160 tiles of 16 x 64 (40
-#                KB, 5 an SM) went 0.79x -> 0.96x split 2.
+#                KB, 5 an SM) went 0.79x -> 0.96x split 2. Below the goal a tile count splits at least 2 ways (where
+#                the SMs hold the CTAs): 192 tiles of 64 x 64 (3 an SM) at M = 64, N = 12288, K = 12288 / 28672 ran
+#                0.81 / 0.77x unsplit, 0.95 / 0.97x split 2 (ab/blockscale_decode.json, against cuBLASLt).
 #   wide_share   at 64 < M <= 128 a Triton bucket gives way to the table's large-M Gluon bucket (the cooperative
 #                128 x 128) where that bucket's tiles reach this share of the SMs, and else to the Gluon ping-pong on
 #                64 x 64 tiles (`SMALL_PINGPONG`, derived from that bucket) where those tiles are not few (FEW_TILES);
@@ -227,8 +229,9 @@ def fit(cfg: dict, M: int, N: int, K: int, num_cus: int, min_tile: int = MIN_TIL
     def splits():  # K splits that bring the tiles up to the goal (a wave), as far as K's steps allow (1: no split)
         if tiles() >= threshold or c.get("NUM_KSPLIT", 1) != 1:
             return c.get("NUM_KSPLIT", 1)
-        # one wave: as many splits as fit in it; several CTAs an SM: the split count nearest that goal
-        per_tile = goal // tiles() if ctas_per_sm is None else round(goal / tiles())
+        # one wave: as many splits as fit in it; several CTAs an SM: the split count nearest that goal, but at least 2
+        # (192 tiles for a goal of 264 round to 1: 60 SMs would hold two CTAs and 72 one)
+        per_tile = goal // tiles() if ctas_per_sm is None else max(2, round(goal / tiles()))
         if resident is not None:
             per_tile = min(per_tile, resident * num_cus // tiles())
         return max(1, min(per_tile, -(-K // c["BLOCK_SIZE_K"]) // MIN_SPLIT_STEPS, MAX_SPLIT))

@@ -35,6 +35,7 @@ def test_fitted_configs_on_the_measured_shapes(M, N, K, want):
     (16, 8192, 8192, (16, 64, 2, 4)),  # 128 tiles: a second CTA per SM hides the scale product's latency
     (64, 8192, 28672, (64, 64, 2, 4)),
     (64, 7168, 18432, (64, 64, 2, 4)),
+    (64, 12288, 28672, (64, 64, 2, 4)),  # 192 tiles: round(264 / 192) is 1, but a count under the goal splits 2 ways
     (128, 576, 7168, (64, 128, 14, 4)),  # 10 tiles: split as far as K's 56 steps allow (4 a split)
 ])
 def test_blockscale_aims_for_two_ctas_an_sm(M, N, K, want):
