@@ -30,13 +30,24 @@ def gemm_launches(launches) -> int:
     return sum(v for k, v in launches.items() if k != "pad_rows_kernel")
 
 
-def gluon_or_fallback(gluon: str, cfg: dict, has_bias: bool, activation: str, triton: str, out_dtype: str = "bf16"):
-    """The kernel a call with the "backend": "gluon" `cfg` and this fused epilogue launches under the installed
-    Triton: `gluon`, or `triton` (the Triton tier, same config) where kernels/_budgets.py passes the Gluon kernel
-    over for the epilogue (Triton >= 3.7: full-accumulator tiles spill under some gelu / silu epilogues)."""
+TRITON_TIER = ("gemm_kernel", "gemm_tma_kernel", "batched_gemm_kernel", "batched_gemm_tma_kernel")
+
+
+def assert_gluon_or_fallback(launches, before: dict, gluon: str, cfg: dict, has_bias: bool, activation: str,
+                             out_dtype: str = "bf16"):
+    """One launch since `before` (a copy of launcher.LAUNCHES): of `gluon`, or, where the installed Triton's budget
+    (kernels/_budgets.py) passes that kernel over for this fused epilogue with `cfg` (Triton >= 3.7: full-accumulator
+    tiles spill under some gelu / silu epilogues), of a Triton-tier kernel (the same config; TMA or pointer as
+    ops/dispatch.py's own rules take it)."""
     from gemmkit.kernels import _budgets
 
-    return triton if _budgets.gluon_epilogue_unsupported(gluon, cfg, out_dtype, has_bias, activation) else gluon
+    launched = {k: v - before.get(k, 0) for k, v in launches.items() if v != before.get(k, 0)}
+    why = _budgets.gluon_epilogue_unsupported(gluon, cfg, out_dtype, has_bias, activation)
+    if why is None:
+        assert launched == {gluon: 1}, launched
+    else:
+        assert len(launched) == 1 and next(iter(launched)) in TRITON_TIER and sum(launched.values()) == 1, \
+            (why, launched)
 
 
 def poisoned(shape, dtype, device="cpu"):
