@@ -36,8 +36,21 @@
 # them one per call. STAGE_TIMEOUT (default 540 s) bounds each command.
 #
 # Output goes to $OUT (the device tool's folder) or ./gpu_out. Each stage's log ends with its summary.
+#
+# TRITON_PIECES=DIR runs every stage under the Triton release benchmarks/triton_pieces.sh wrote to DIR (its two pieces
+# carried to this machine, p1 in an earlier call): joined, checked, unpacked under /tmp, first on PYTHONPATH.
 set -u
 OUT=${OUT:-./gpu_out}; mkdir -p "$OUT"
+if [ -n "${TRITON_PIECES:-}" ]; then
+  site=/tmp/triton-site-$(basename "$TRITON_PIECES")
+  if [ ! -d "$site/triton" ]; then
+    cat "$TRITON_PIECES"/p1/part00 "$TRITON_PIECES"/p2/part01 > /tmp/triton-pieces.tar.xz || exit 1
+    [ "$(sha256sum < /tmp/triton-pieces.tar.xz | cut -d' ' -f1)" = "$(cat "$TRITON_PIECES"/p2/sha256)" ] \
+      || { echo "TRITON_PIECES: sha256 mismatch (a piece missing or stale)"; exit 1; }
+    mkdir -p "$site" && tar -xJf /tmp/triton-pieces.tar.xz -C "$site" || exit 1
+  fi
+  export PYTHONPATH=$site${PYTHONPATH:+:$PYTHONPATH}
+fi
 export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
 STAGES=${*:-env tests}
 has() { case " $STAGES " in *" $1 "*) return 0;; esac; return 1; }
