@@ -43,6 +43,7 @@ GLUON_FP8 = "hopper_pingpong_fp8_kernel"
 GLUON_CDNA = "cdna_pingpong_kernel"
 TRITON_TMA = "gemm_tma_kernel"
 TRITON_POINTER = "gemm_kernel"
+GATED_TMA, GATED_POINTER = "gemm_gated_tma_kernel", "gemm_gated_kernel"
 GLUON_KERNELS = (GLUON_BF16, GLUON_COOP, GLUON_FP8, GLUON_CDNA)
 
 
@@ -217,7 +218,9 @@ PAD_M = os.environ.get("GEMMKIT_PAD_M", "1") != "0"
 PAD_M_SHARE = 8
 PAD_M_MIN_ROWS = 16  # M up to this: no copy
 PAD_M_MIN_W_BYTES = 48 << 20  # w under this: no copy
-ROW_BOX_KERNELS = (GLUON_BF16, GLUON_COOP, GLUON_FP8, TRITON_TMA)  # x loaded in TMA boxes of BLOCK_SIZE_M rows
+# x loaded in TMA boxes of BLOCK_SIZE_M rows (the dense kernels and the gated GEMM's; the gated one by the same rule,
+# its w the gate and up rows: not measured with and without the copy)
+ROW_BOX_KERNELS = (GLUON_BF16, GLUON_COOP, GLUON_FP8, TRITON_TMA, GATED_TMA)
 
 
 def pad_m(kernel: str, cfg: dict, M: int, N: int, K: int, x_bytes: int, w_bytes: int) -> int:
@@ -282,7 +285,6 @@ def _interpreting(t) -> bool:
 GLUON_BATCHED = "hopper_pingpong_batched_kernel"
 GLUON_BATCHED_COOP = "hopper_coop_batched_kernel"
 BATCHED_TMA, BATCHED_POINTER = "batched_gemm_tma_kernel", "batched_gemm_kernel"
-GATED_TMA, GATED_POINTER = "gemm_gated_tma_kernel", "gemm_gated_kernel"
 SPLIT_CAT_TMA, SPLIT_CAT_POINTER = "gemm_split_cat_tma_kernel", "gemm_split_cat_kernel"
 AFP4 = "gemm_afp4wfp4_kernel"
 GLUON_KERNELS += (GLUON_BATCHED, GLUON_BATCHED_COOP)
@@ -346,15 +348,17 @@ def _gluon_batched_unsupported(cfg, target, x, w, y, scaling) -> str | None:
 
 
 def gated(cfg: dict, target, x2, w, y) -> Choice:
-    """gemm_a16w16_gated and ffn_gated's first GEMM (x2 (M, K), w (2I, K), h (M, I)): the Triton tier only."""
+    """gemm_a16w16_gated and ffn_gated's first GEMM (x2 (M, K), w (2I, K), h (M, I)): the Triton tier only (its TMA
+    kernel on a copy of x of whole boxes of rows where `pad_m` says so)."""
     from ..kernels.triton import gated as TG
 
     if cfg.get("backend", "triton") != "triton":
         raise ValueError(f"config: key 'backend' = {cfg['backend']!r}; the gated GEMM runs on the Triton tier "
                          "only (expected 'triton')")
     in_bytes, out_bytes = x2.element_size(), y.element_size()
-    return _triton_tier(cfg, target, [], GATED_TMA, lambda: TG.tma_unsupported(cfg, target, x2, w, y), GATED_POINTER,
-                        lambda: TG.check_feasible(cfg, target, in_bytes, out_bytes, tma=False))
+    choice = _triton_tier(cfg, target, [], GATED_TMA, lambda: TG.tma_unsupported(cfg, target, x2, w, y),
+                          GATED_POINTER, lambda: TG.check_feasible(cfg, target, in_bytes, out_bytes, tma=False))
+    return _rows_padded(choice, x2, w) if choice.kernel == GATED_TMA else choice
 
 
 def split_cat(cfg: dict, target, x2, w, c1) -> Choice:

@@ -139,8 +139,13 @@ def _split_ffn_config(config_str):
 
 def launch_gated(x2, w, y, activation, cfg, target, compile_only=False):
     """The gated GEMM for one call: x2 (M, K), w (2I, K), y (M, I) 2-D views, on the kernel ops/dispatch.gated
-    chooses (the Triton tier's only: kernels/triton/gated.launch)."""
+    chooses (the Triton tier's only: kernels/triton/gated.launch), on a copy of x2 of whole boxes of rows where
+    `choice.pad_m` says so (the kernel takes an x of more rows than y's; y's bounds drop the rows past M)."""
     choice = D.gated(cfg, target, x2, w, y)
+    if choice.pad_m:
+        from ..kernels.triton import pad
+
+        x2 = pad.pad_rows(x2, x2.shape[1], compile_only, RP=choice.pad_m)
     H.launch(x2, w, y, activation, cfg, target, compile_only=compile_only, tma=choice.path == "tma")
 
 

@@ -190,6 +190,46 @@ def test_batched_rule():
         D.batched(dict(TILE, NUM_KSPLIT=2), H200, x, w, y)
 
 
+def test_gated_rows_padded_like_dense():
+    """The gated GEMM's TMA kernel loads x in boxes of BLOCK_SIZE_M rows like the dense ones: x copied to whole boxes
+    by the same rule (w = the gate and up rows: its bytes count), never on the pointer kernel or an AMD target."""
+    tile = dict(TILE, BLOCK_SIZE_M=64)
+    I, K = 28672, 8192  # Llama-3-70B: w 2 x 28672 x 8192 bf16, 940 MB
+    assert D.gated(tile, H200, meta(80, K), meta(2 * I, K), meta(80, I)).pad_m == 128
+    assert D.gated(tile, H200, meta(128, K), meta(2 * I, K), meta(128, I)).pad_m == 0  # whole boxes already
+    assert D.gated(tile, H200, meta(12, K), meta(2 * I, K), meta(12, I)).pad_m == 0  # M <= PAD_M_MIN_ROWS
+    assert D.gated(tile, H200, meta(80, 4096), meta(2 * 2048, 4096), meta(80, 2048)).pad_m == 0  # w 32 MB
+    assert D.gated(dict(tile, tma=False), H200, meta(80, K), meta(2 * I, K), meta(80, I)).pad_m == 0
+    assert D.gated(dict(tile, num_stages=2), MI300, meta(80, K), meta(2 * I, K), meta(80, I)).pad_m == 0
+
+
+@pytest.mark.interpreter
+def test_gated_row_padded_x_gives_every_element_and_replays(launches, monkeypatch):
+    """M = 20 of 16-row tiles through ffn_gated: x copied to 32 rows before the gated TMA kernel, h's 20 rows stored,
+    the down projection on h as it is; every element within the float64 reference's bound, and the replayed call plan
+    does the same (the size floor lowered to an interpreter-sized w, as for the dense test above)."""
+    import gemmkit
+    from _util import within_bound
+    from gemmkit import callplan
+    from test_ffn import ffn_ref
+
+    monkeypatch.setattr(D, "PAD_M_MIN_W_BYTES", 0)
+    callplan.clear()
+    M, I, K = 20, 256, 64
+    cfg = {"BLOCK_SIZE_M": 16, "BLOCK_SIZE_N": 32, "BLOCK_SIZE_K": 32, "GROUP_SIZE_M": 1, "num_warps": 4,
+           "num_stages": 2, "tma": True}
+    replays = callplan.STATS["replays"]
+    for _ in range(2):  # record, then replay
+        x, wg, wd = randn(M, K, dtype=BF16), randn(2 * I, K, dtype=BF16), randn(K, I, dtype=BF16)
+        before = launches.copy()
+        y = gemmkit.ffn_gated(x, wg, wd, config=cfg)  # the down projection: its table
+        launched = launches - before
+        assert launched["pad_rows_kernel"] == 1 and launched["gemm_gated_tma_kernel"] == 1, launched
+        ok, msg = within_bound(y, ffn_ref(x, wg, wd), BF16)
+        assert ok, msg
+    assert callplan.STATS["replays"] == replays + 1, "the padded call's plan was not replayed"
+
+
 def test_gated_and_split_cat_rules():
     x, w, h = meta(64, 512), meta(2 * 256, 512), meta(64, 256)
     assert D.gated(TILE, H200, x, w, h).kernel == D.GATED_TMA

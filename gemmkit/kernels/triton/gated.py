@@ -96,8 +96,9 @@ def reduce_tile(M: int, I: int):
 
 def launch(x2, w, y, activation, cfg, target, compile_only=False, *, tma: bool):
     """The gated GEMM for one call: x2 (M, K), w (2I, K), y (M, I) 2-D views; `tma`: the TMA kernel
-    (ops/dispatch.py: `tma_unsupported` allows it) or the pointer kernel."""
-    M, K = x2.shape
+    (ops/dispatch.py: `tma_unsupported` allows it) or the pointer kernel. M is y's: the TMA kernel may take an x2 of
+    more rows (a copy in whole boxes of rows, zeros after M: ops/dispatch.py pad_m)."""
+    M, K = y.shape[0], x2.shape[1]
     I = w.shape[0] // 2
     bm, bn, bk = cfg["BLOCK_SIZE_M"], cfg["BLOCK_SIZE_N"], cfg["BLOCK_SIZE_K"]
     split_k = cfg["NUM_KSPLIT"]
