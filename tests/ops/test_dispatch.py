@@ -204,10 +204,12 @@ def test_gated_rows_padded_like_dense():
 
 
 @pytest.mark.interpreter
-def test_gated_row_padded_x_gives_every_element_and_replays(launches, monkeypatch):
-    """M = 20 of 16-row tiles through ffn_gated: x copied to 32 rows before the gated TMA kernel, h's 20 rows stored,
-    the down projection on h as it is; every element within the float64 reference's bound, and the replayed call plan
-    does the same (the size floor lowered to an interpreter-sized w, as for the dense test above)."""
+@pytest.mark.parametrize("split", [1, 3])
+def test_gated_row_padded_x_gives_every_element_and_replays(split, launches, monkeypatch):
+    """M = 20 of 16-row tiles through ffn_gated: x copied to 32 rows before the gated TMA kernel, h's 20 rows stored
+    (split 3: the partials' 20 rows, reduced), the down projection on h as it is; every element within the float64
+    reference's bound, and the replayed call plan does the same (the size floor lowered to an interpreter-sized w, as
+    for the dense test above)."""
     import gemmkit
     from _util import within_bound
     from gemmkit import callplan
@@ -217,7 +219,7 @@ def test_gated_row_padded_x_gives_every_element_and_replays(launches, monkeypatc
     callplan.clear()
     M, I, K = 20, 256, 64
     cfg = {"BLOCK_SIZE_M": 16, "BLOCK_SIZE_N": 32, "BLOCK_SIZE_K": 32, "GROUP_SIZE_M": 1, "num_warps": 4,
-           "num_stages": 2, "tma": True}
+           "num_stages": 2, "tma": True, "NUM_KSPLIT": split}
     replays = callplan.STATS["replays"]
     for _ in range(2):  # record, then replay
         x, wg, wd = randn(M, K, dtype=BF16), randn(2 * I, K, dtype=BF16), randn(K, I, dtype=BF16)
