@@ -90,9 +90,9 @@ FITTED_OPS = ("a16w16", "a8w8", "a8w8_int8", "a8w8_blockscale")
 #                gluon_waves) 0.585-0.866x, geomean 0.735; 64 x 192 split 4 0.733-0.977x, geomean 0.859 (split 1
 #                0.849, the 128 x 128 ping-pong split 2 0.743, the coop split 2 0.700). At 64 < M <= 128, where the
 #                Triton bucket keeps the shape (the wide ping-pong's tiles under `wide_share`), the same tile where K
-#                is long: K >= NARROW_K_PER_ROW x the tile rows M covers, so that four splits' fp32 partial tiles
-#                (written and read: 4 x 2 x rows x N x 4 bytes) stay within a quarter of the weights' stream (N x K x 2
-#                bytes). ab/bf16_m128_narrow.json (13 held-out rows at M = 80 / 128, against cuBLAS): K = 8192-36864,
+#                is long: where its splits' fp32 partial tiles (written and read: splits x 2 x rows x N x 4 bytes,
+#                rows = M in whole tiles) are at most 1 / NARROW_PARTIAL_SHARE of the weights' stream (N x K x 2
+#                bytes): with 4 splits, K >= 64 x rows. ab/bf16_m128_narrow.json (13 held-out rows at M = 80 / 128, against cuBLAS): K = 8192-36864,
 #                the Triton 64 x 128 bucket 0.79-0.88x, 64 x 192 split 4 0.86-0.99x; K <= 5120 it lost (0.81 vs 0.84x
 #                at 128 x 5120 x 5120, 0.73-0.82 vs 0.80-0.86x at K = 2880-4096), as the partials' traffic predicts.
 #   cdna_tiles   (gfx942 / gfx950) a "backend": "gluon" bucket names the CDNA ping-pong, one fixed 256 x 256 tile a
@@ -109,7 +109,7 @@ OP_RULES = {"a8w8_blockscale": {"ctas_per_sm": 2, "wide_share": 0.6, "operand_by
 
 GLUON_WAVE_MARGIN = 1.1  # how much better the ping-pong's waves must be filled to give up the cooperative tile
 NARROW_MAX_M, NARROW_MIN_N = 512, 2048  # where `narrow_pingpong` was measured (M = 256 / 512, N = 2880-12288)
-NARROW_K_PER_ROW = 64  # at 64 < M <= 128: K per tile row that `narrow_pingpong` needs (its split's partials, above)
+NARROW_PARTIAL_SHARE = 4  # at 64 < M <= 128: `narrow_pingpong`'s split partials at most 1 / this of w's bytes
 # The Gluon ping-pong tile of `wide_share` (what the tuned fp8 block-scale tables run at M <= 128, e.g.
 # A8W8_BLOCKSCALE-N=7168-K=16384.json), applied over the large-M Gluon bucket's other keys.
 SMALL_PINGPONG = {"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 64, "GROUP_SIZE_M": 4, "num_warps": 4, "num_stages": 6}
@@ -176,12 +176,13 @@ def choose(op: str, cfg: dict, large: dict | None, M: int, N: int, K: int, num_c
         narrow = rules.get("narrow_pingpong")
         if own and narrow and small_triton and N >= NARROW_MIN_N:
             rows = -(-M // narrow["BLOCK_SIZE_M"]) * narrow["BLOCK_SIZE_M"]
-            if K >= NARROW_K_PER_ROW * rows:
-                split = max(1, min(narrow["NUM_KSPLIT"], -(-K // own["BLOCK_SIZE_K"]) // MIN_SPLIT_STEPS))
+            split = max(1, min(narrow["NUM_KSPLIT"], -(-K // own["BLOCK_SIZE_K"]) // MIN_SPLIT_STEPS))
+            partial_bytes, w_bytes = split * 2 * rows * N * 4, N * K * 2  # fp32 partials written and read; bf16 w
+            if split > 1 and partial_bytes * NARROW_PARTIAL_SHARE <= w_bytes:
                 return dict(own, **dict(narrow, NUM_KSPLIT=split)), [
                     f"{n_tiles} tiles of the Gluon ping-pong's {bm} x {bn} (under {share:.0%} of {num_cus} SMs), "
-                    f"K = {K} >= {NARROW_K_PER_ROW} x {rows} rows: the ping-pong's {narrow['BLOCK_SIZE_M']} x "
-                    f"{narrow['BLOCK_SIZE_N']}, K split up to {split}"]
+                    f"K = {K}: the ping-pong's {narrow['BLOCK_SIZE_M']} x {narrow['BLOCK_SIZE_N']}, K split up to "
+                    f"{split} (its partials {partial_bytes / w_bytes:.0%} of w's bytes)"]
         pm, pn = SMALL_PINGPONG["BLOCK_SIZE_M"], SMALL_PINGPONG["BLOCK_SIZE_N"]
         pp = -(-M // pm) * -(-N // pn)
         if not own and FEW_TILES * num_cus <= pp <= PINGPONG_ROUND * num_cus:
