@@ -30,9 +30,6 @@ def gemm_launches(launches) -> int:
     return sum(v for k, v in launches.items() if k != "pad_rows_kernel")
 
 
-TRITON_TIER = ("gemm_kernel", "gemm_tma_kernel", "batched_gemm_kernel", "batched_gemm_tma_kernel")
-
-
 def assert_gluon_or_fallback(launches, before: dict, gluon: str, cfg: dict, has_bias: bool, activation: str,
                              out_dtype: str = "bf16"):
     """One launch since `before` (a copy of launcher.LAUNCHES): of `gluon`, or, where the installed Triton's budget
@@ -40,13 +37,15 @@ def assert_gluon_or_fallback(launches, before: dict, gluon: str, cfg: dict, has_
     tiles spill under some gelu / silu epilogues), of a Triton-tier kernel (the same config; TMA or pointer as
     ops/dispatch.py's own rules take it)."""
     from gemmkit.kernels import _budgets
+    from gemmkit.ops import dispatch as D
 
+    triton_tier = (D.TRITON_POINTER, D.TRITON_TMA, D.BATCHED_POINTER, D.BATCHED_TMA)
     launched = {k: v - before.get(k, 0) for k, v in launches.items() if v != before.get(k, 0)}
     why = _budgets.gluon_epilogue_unsupported(gluon, cfg, out_dtype, has_bias, activation)
     if why is None:
         assert launched == {gluon: 1}, launched
     else:
-        assert len(launched) == 1 and next(iter(launched)) in TRITON_TIER and sum(launched.values()) == 1, \
+        assert len(launched) == 1 and next(iter(launched)) in triton_tier and sum(launched.values()) == 1, \
             (why, launched)
 
 
