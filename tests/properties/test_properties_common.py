@@ -27,7 +27,8 @@ activation) and round it once to out_dtype. With S the float64 sum of magnitudes
 sum (u = 2**-24; 2**-22 on GPUs, allowing the tensor cores' truncating accumulation), each further fp32
 op (scale, bias, activation) adds a few u * S, and an activation with |act'| <= L_ACT carries the error
 through. Then |out - ref| <= U_OUT * (|ref| + e) + e + SUB_OUT, with U_OUT the largest relative rounding
-error of out_dtype (2**-8 bf16, 2**-11 fp16, 2**-24 fp32) and SUB_OUT half its smallest subnormal.
+error of out_dtype (2**-8 bf16, 2**-11 fp16, 2**-24 fp32) and SUB_OUT the size a result may flush to zero below
+(tests/_util.py UNDERFLOW: half fp16's smallest subnormal; fp32's smallest normal for bf16 and fp32).
 On top, the norm bound of tests/_util.py (`within_bound`, the project's convention) must hold too.
 """
 from __future__ import annotations
