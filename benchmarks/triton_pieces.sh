@@ -5,7 +5,7 @@
 #   bash benchmarks/triton_pieces.sh VERSION [PYTHON_VERSION]      (here, with network; default Python 3.12)
 #
 # Downloads the manylinux x86-64 wheel, drops what no gemmkit run needs (the CUPTI libraries of Triton's profiler,
-# ptxas for Blackwell) and libtriton's debug symbols (3.8.0: 248 MB wheel -> 57 MB), and writes
+# the ptxas that sm_90 does not use) and libtriton's debug symbols (3.8.0: 248 MB wheel -> 57 MB), and writes
 # .whl/triton-VERSION/p1/part00 and p2/part01 (.whl/ is git-ignored). On the GPU machine, in two consecutive calls
 # while it stays warm (an ignored path carried once stays there): carry .whl/triton-VERSION/p1 in the first, p2 in
 # the second, and start the second with TRITON_PIECES=.whl/triton-VERSION: benchmarks/run_gpu.sh then joins the
@@ -21,7 +21,11 @@ python3 -m pip download -q --no-deps --only-binary=:all: --python-version "$PY" 
   --platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 -d "$tmp" "triton==$V"
 mkdir "$tmp/site"
 (cd "$tmp/site" && unzip -q "$tmp"/triton-*.whl)
-rm -rf "$tmp"/site/triton/backends/nvidia/lib/cupti* "$tmp"/site/triton/backends/nvidia/bin/ptxas-blackwell
+# sm_90 compiles with one of the two ptxas a wheel bundles: "ptxas" up to 3.8, "ptxas-blackwell" from 3.9 (its
+# backends/nvidia/compiler.py get_ptxas sends every arch >= 90 there); keep that one.
+nv="$tmp"/site/triton/backends/nvidia
+if grep -q "arch < 90" "$nv"/compiler.py; then drop=ptxas; else drop=ptxas-blackwell; fi
+rm -rf "$nv"/lib/cupti* "$nv/bin/$drop"
 strip --strip-unneeded "$tmp"/site/triton/_C/*.so
 tar -C "$tmp/site" -cf - . | xz -T0 -6 > "$tmp/triton.tar.xz"
 rm -rf "$out"; mkdir -p "$out/p1" "$out/p2"

@@ -31,17 +31,17 @@ def gemm_launches(launches) -> int:
 
 
 def assert_gluon_or_fallback(launches, before: dict, gluon: str, cfg: dict, has_bias: bool, activation: str,
-                             out_dtype: str = "bf16"):
+                             out_dtype: str = "bf16", scale: str = "none"):
     """One launch since `before` (a copy of launcher.LAUNCHES): of `gluon`, or, where the installed Triton's budget
     (kernels/_budgets.py) passes that kernel over for this fused epilogue with `cfg` (Triton >= 3.7: full-accumulator
-    tiles spill under some gelu / silu epilogues), of a Triton-tier kernel (the same config; TMA or pointer as
-    ops/dispatch.py's own rules take it)."""
+    tiles spill under some gelu / silu epilogues; >= 3.9: the fp8 kernel's cooperative layout, `scale` "rowcol"), of a
+    Triton-tier kernel (the same config; TMA or pointer as ops/dispatch.py's own rules take it)."""
     from gemmkit.kernels import _budgets
     from gemmkit.ops import dispatch as D
 
     triton_tier = (D.TRITON_POINTER, D.TRITON_TMA, D.BATCHED_POINTER, D.BATCHED_TMA)
     launched = {k: v - before.get(k, 0) for k, v in launches.items() if v != before.get(k, 0)}
-    why = _budgets.gluon_epilogue_unsupported(gluon, cfg, out_dtype, has_bias, activation)
+    why = _budgets.gluon_epilogue_unsupported(gluon, cfg, out_dtype, has_bias, activation, scale)
     if why is None:
         assert launched == {gluon: 1}, launched
     else:
