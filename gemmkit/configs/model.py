@@ -19,7 +19,7 @@ router, K = 2880, at M = 128), smaller tiles are the rest of the way: 64 x 64 sp
 
 Before fitting, `choose` applies what is known of one op's kernels (`OP_RULES`, each rule with its measurement):
 which of the table's kernels serves a shape unlike the bucket's (a cooperative Gluon tile or the ping-pong by wave
-efficiency, bf16's 64 x 192 ping-pong with split-K at 128 < M <= 512 where the cooperative tiles are few; at
+efficiency, bf16's 64 x 192 ping-pong (split-K at 128 < M <= 512) where its waves are the fullest; at
 64 < M <= 256 in fp8, the large-M Gluon bucket or the Gluon ping-pong by the share of SMs their tiles fill), and how
 many CTAs an SM the K split aims for.
 
@@ -82,13 +82,23 @@ FITTED_OPS = ("a16w16", "a8w8", "a8w8_int8", "a8w8_blockscale")
 #                on the old Triton bucket, 0.88x ping-pong; GPT-OSS's router at M = 256 / 1024 (2 / 8 tiles) 1.10x /
 #                0.81x on the fitted Triton tier, 0.46x / 0.52x on the ping-pong; 4096 x 57344 x 12288 (99% vs 100%)
 #                0.91x ping-pong, 1.04x coop.
-#   narrow_pingpong  before `gluon_waves`, at 128 < M <= NARROW_MAX_M and N >= NARROW_MIN_N: where the cooperative
-#                bucket's 128 x 256 tiles are fewer than the SMs, the ping-pong on 64 x 192 tiles with K split up to 4
-#                ways (hopper_host.fit_split_k takes what fills the SMs), the tile the tuned M_GEQ_256 buckets run
-#                (e.g. A16W16-N=16384-K=53248.json). Held-out layers (ab/bf16_m256_512.json, 17 rows at M = 256 / 512,
-#                40-96 coop tiles, against cuBLAS): served (coop, or the 128 x 128 ping-pong / Triton tier by
-#                gluon_waves) 0.585-0.866x, geomean 0.735; 64 x 192 split 4 0.733-0.977x, geomean 0.859 (split 1
-#                0.849, the 128 x 128 ping-pong split 2 0.743, the coop split 2 0.700). At 64 < M <= 128, where the
+#   narrow_pingpong  a third tile for `gluon_waves`: the ping-pong on 64 x 192 tiles, at 128 < M <= NARROW_MAX_M
+#                and N >= NARROW_MIN_N with K split up to 4 ways (hopper_host.fit_split_k keeps the splits to one
+#                wave), above NARROW_MAX_M unsplit where K >= NARROW_MIN_K and the 128 x 128 tiles are not few (few:
+#                the Triton tier's split, below); where its waves (tiles x
+#                the splits the kernel keeps) are filled better by GLUON_WAVE_MARGIN than both the coop's and the
+#                128 x 128 ping-pong's: the tile the tuned M_GEQ_256 buckets run (e.g. A16W16-N=16384-K=53248.json).
+#                Held-out layers (ab/bf16_m256_512.json, 17 rows at M = 256 / 512, 40-96 coop tiles, against cuBLAS):
+#                served (coop, or the 128 x 128 ping-pong / Triton tier by gluon_waves) 0.585-0.866x, geomean 0.735;
+#                64 x 192 split 4 0.733-0.977x, geomean 0.859 (split 1 0.849, the 128 x 128 ping-pong split 2 0.743,
+#                the coop split 2 0.700). By waves, not by "fewer coop tiles than SMs" (the rule's first form), since
+#                ab/bf16_m128_256_few_tiles.json and ab/bf16_m512_1024_waves.json (H200, 26 held-out rows at
+#                M = 256-3000): where 64 x 192 fills fewer waves than 128 x 128 (256 x 7680 / 8192: 160-172 tiles,
+#                one split, 61-65%; 120-128 of 128 x 128, 91-97%) the 128 x 128 ping-pong ran 0.98-0.99x against
+#                0.70-0.72x, the coop 0.93-0.96x against 0.79-0.84x at 256 x 14336 and 512 x 7680; above M = 512,
+#                where 64 x 192 fills 79-97% and the others 55-87%: 0.85-0.97x against 0.70-0.87x (1024 x 4608 /
+#                2880, 2048 x 4608, 777 x 1536), and where it does not (1024 x 5120, 3000 x 5000) it lost, up to
+#                0.47x. At 64 < M <= 128, where the
 #                Triton bucket keeps the shape (the wide ping-pong's tiles under `wide_share`), the same tile where K
 #                is long: where its splits' fp32 partial tiles (written and read: splits x 2 x rows x N x 4 bytes,
 #                rows = M in whole tiles) are at most 1 / NARROW_PARTIAL_SHARE of the weights' stream (N x K x 2
@@ -108,7 +118,8 @@ OP_RULES = {"a8w8_blockscale": {"ctas_per_sm": 2, "wide_share": 0.6, "operand_by
 
 
 GLUON_WAVE_MARGIN = 1.1  # how much better the ping-pong's waves must be filled to give up the cooperative tile
-NARROW_MAX_M, NARROW_MIN_N = 512, 2048  # where `narrow_pingpong` was measured (M = 256 / 512, N = 2880-12288)
+NARROW_MAX_M, NARROW_MIN_N = 512, 2048  # where `narrow_pingpong`'s split was measured (M = 256 / 512, N = 2880-12288)
+NARROW_MIN_K = 4096  # above NARROW_MAX_M the 64 x 192 tile needs K this long (1000 x 3000 x 2000 lost: 0.78 vs 0.83x)
 NARROW_PARTIAL_SHARE = 4  # at 64 < M <= 128: `narrow_pingpong`'s split partials at most 1 / this of w's bytes
 # The Gluon ping-pong tile of `wide_share` (what the tuned fp8 block-scale tables run at M <= 128, e.g.
 # A8W8_BLOCKSCALE-N=7168-K=16384.json), applied over the large-M Gluon bucket's other keys.
@@ -142,16 +153,24 @@ def choose(op: str, cfg: dict, large: dict | None, M: int, N: int, K: int, num_c
             and cfg["BLOCK_SIZE_N"] == 256 and not cfg.get("swap_ab") and cfg.get("NUM_KSPLIT", 1) == 1:
         bm = cfg["BLOCK_SIZE_M"]
         coop, pp = (-(-M // bm) * -(-N // bn) for bn in (256, 128))
-        narrow = rules.get("narrow_pingpong")
-        if narrow and 128 < M <= NARROW_MAX_M and N >= NARROW_MIN_N and coop < num_cus:
-            split = max(1, min(narrow["NUM_KSPLIT"], -(-K // cfg["BLOCK_SIZE_K"]) // MIN_SPLIT_STEPS))
-            return dict(cfg, **dict(narrow, NUM_KSPLIT=split)), [
-                f"{coop} tiles of {bm} x 256 for {num_cus} SMs at M = {M}: the ping-pong's "
-                f"{narrow['BLOCK_SIZE_M']} x {narrow['BLOCK_SIZE_N']}, K split up to {split}"]
+        eff_coop, eff_pp = wave_efficiency(coop, num_cus), wave_efficiency(pp, num_cus)
+        narrow, eff_narrow = rules.get("narrow_pingpong"), 0.0
+        if narrow and (128 < M <= NARROW_MAX_M and N >= NARROW_MIN_N
+                       or M > NARROW_MAX_M and K >= NARROW_MIN_K and pp >= FEW_TILES * num_cus):
+            nm, nn = narrow["BLOCK_SIZE_M"], narrow["BLOCK_SIZE_N"]
+            n_tiles = -(-M // nm) * -(-N // nn)
+            split = 1 if M > NARROW_MAX_M else \
+                max(1, min(narrow["NUM_KSPLIT"], -(-K // cfg["BLOCK_SIZE_K"]) // MIN_SPLIT_STEPS))
+            # the kernel keeps the splits to one wave (hopper_host.fit_split_k)
+            eff_narrow = wave_efficiency(n_tiles * max(1, min(split, num_cus // n_tiles)), num_cus)
+            if eff_narrow > GLUON_WAVE_MARGIN * max(eff_coop, eff_pp):
+                return dict(cfg, **dict(narrow, NUM_KSPLIT=split)), [
+                    f"{coop} tiles of {bm} x 256 fill {eff_coop:.0%} of their waves, {pp} of {bm} x 128 "
+                    f"{eff_pp:.0%}, {n_tiles} of {nm} x {nn} (K split up to {split}) {eff_narrow:.0%}: the ping-pong's "
+                    f"{nm} x {nn}"]
         if pp < FEW_TILES * num_cus:  # few tiles even for the ping-pong: the Triton tier's split and smaller tiles
             tile, notes = fit({k: v for k, v in cfg.items() if k != "backend"}, M, N, K, num_cus)
             return tile, [f"{pp} tiles of {bm} x 128 for {num_cus} SMs: the Triton tier"] + notes
-        eff_coop, eff_pp = wave_efficiency(coop, num_cus), wave_efficiency(pp, num_cus)
         if pp == coop or eff_pp > GLUON_WAVE_MARGIN * eff_coop:  # pp == coop: N <= 128, half the coop tile empty
             return dict(cfg, BLOCK_SIZE_N=128, num_warps=4, num_stages=6), [
                 f"{coop} tiles of {bm} x 256 fill {eff_coop:.0%} of their waves, {pp} of {bm} x 128 {eff_pp:.0%}: "

@@ -113,17 +113,29 @@ def test_a16w16_at_m_128_takes_the_ping_pong_for_a_wide_n(M, N, K, gluon):
 @pytest.mark.parametrize("M, N, K, kernel", [
     (1024, 5120, 2880, "ping-pong"),  # 320 tiles of 128 x 128 fill 81% of 3 waves; 160 of 128 x 256 61% of 2
     (2048, 5120, 2880, "ping-pong"),
-    (777, 1536, 8000, "ping-pong"),
-    (1024, 2880, 4096, "coop"),  # 96 tiles of 128 x 256 (73%) against 184 of 128 x 128 (70%): the larger tile
+    # 104 tiles of 64 x 192 (79%) against 84 of 128 x 128 (64%), 42 of 128 x 256: ab/bf16_m512_1024_waves.json,
+    # 0.85x cuBLAS against the 128 x 128 ping-pong's 0.71x
+    (777, 1536, 8000, "64x192"),
+    (1024, 2880, 4096, "64x192"),  # 240 of 64 x 192 (91%) against 96 of 128 x 256 (73%): 0.97x against 0.85x
+    (1024, 4608, 36864, "64x192"),  # 384 (97%) against 288 of 128 x 128 (73%): 0.91x against 0.76x
+    (1000, 3000, 2000, "coop"),  # 64 x 192 fills 97%, but K is short (NARROW_MIN_K): it lost, 0.78x against 0.83x
+    (3000, 5000, 7000, "coop"),  # 96% against 91%: within the margin (64 x 192 ran 0.47x)
+    (256, 7680, 5120, "ping-pong"),  # 120 of 128 x 128 (91%) against 160 of 64 x 192, unsplit (61%): 0.99x vs 0.70x
+    (256, 14336, 12288, "coop"),  # 112 of 128 x 256 (85%) against 300 of 64 x 192 (76%): 0.93x against 0.79x
+    (256, 2880, 2880, "64x192"),  # 60 of 64 x 192 split 2 (91%) against 46 of 128 x 128 split 2 (70%)
     (4096, 57344, 12288, "coop"),  # 99% against 100%: within the margin
     (1024, 128, 2880, "triton"),  # 8 tiles even of 128 x 128: the Triton tier's split-K
 ])
 def test_a16w16_gluon_kernel_by_wave_efficiency(M, N, K, kernel):
     cfg, source = configs.serve("a16w16", H200, M, N, K)
-    got = "triton" if cfg.get("backend") != "gluon" else ("coop" if cfg["num_warps"] == 8 else "ping-pong")
+    got = "triton" if cfg.get("backend") != "gluon" else ("coop" if cfg["num_warps"] == 8 else
+                                                          "64x192" if cfg["BLOCK_SIZE_N"] == 192 else "ping-pong")
     assert got == kernel, source
     if kernel == "ping-pong":
         assert (cfg["BLOCK_SIZE_N"], cfg["num_stages"]) == (128, 6) and "the ping-pong" in source
+    if kernel == "64x192":
+        assert (cfg["BLOCK_SIZE_M"], cfg["num_stages"]) == (64, 6) and "the ping-pong's 64 x 192" in source
+        assert cfg["NUM_KSPLIT"] == (1 if M > model.NARROW_MAX_M else 4)
     G.check_feasible(cfg, H200, 2, 2, tma=True)  # the Triton tier can still take it (a failed Gluon compile)
 
 
