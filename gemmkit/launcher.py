@@ -31,6 +31,11 @@ nothing alive; it is bounded by the number of distinct specialisations, as Trito
 Not seen by the key (as in Triton's own cache after the first compile): changes to
 `triton.knobs` after a kernel was first launched (debug, instrumentation modes) and
 global values a kernel reads. `clear()` empties it.
+
+Every launch (and compile-only warm-up) also asks for the compiler options in `COMPILE_OPTIONS` unless the caller
+passed them: fused multiply-adds (`enable_fp_fusion`), the default of Triton 3.6-3.9 that 3.9 warns will turn off in
+3.10; the epilogues, the dequantization and the tests' error bounds were measured with it (gemmkit/isa compiles with
+the same options). A user's TRITON_FORCE_DISABLE_FP_FUSION still wins, as in Triton.
 """
 from __future__ import annotations
 
@@ -52,6 +57,8 @@ _RUNTIME_PARAMS: dict = {}
 STATS = {"hits": 0, "misses": 0, "slow": 0}
 # Launches per kernel name (`kernel_name`), counted here for every launch (not for compile-only warm-ups).
 LAUNCHES: collections.Counter = collections.Counter()
+# Compiler options every gemmkit kernel is built with (see the docstring); a launch's own keyword wins.
+COMPILE_OPTIONS = {"enable_fp_fusion": True}
 
 
 class _ThreadState(threading.local):
@@ -81,7 +88,7 @@ def launcher(kernel, grid, compile_only: bool = False):
     if compile_only:
         if STATE.recording is not None:
             STATE.recording.append(None)  # not a launch a call plan can repeat
-        return functools.partial(kernel.warmup, grid=grid)
+        return functools.partial(kernel.warmup, grid=grid, **COMPILE_OPTIONS)
     return functools.partial(launch, kernel, grid)
 
 
@@ -161,6 +168,8 @@ def cache_key(kernel, device, spec, args, kwargs) -> tuple:
 
 def launch(kernel, grid, *args, **kwargs):
     """kernel[grid](*args, **kwargs), with the compiled kernel looked up from our own key."""
+    if "enable_fp_fusion" not in kwargs:  # COMPILE_OPTIONS (one key: cheaper than merging dicts on every call)
+        kwargs["enable_fp_fusion"] = COMPILE_OPTIONS["enable_fp_fusion"]
     STATE.in_launch = True
     try:
         entry = _launch(kernel, grid, args, kwargs)

@@ -79,7 +79,9 @@ def compile_static(kernel, signature: dict, constexprs: dict, target, options: d
     else:
         Source = ASTSource
     src = Source(kernel, signature, constexprs, attrs=attrs)
-    return triton.compile(src, target=target.gpu_target(), options=options)
+    from ..launcher import COMPILE_OPTIONS  # the options every launch compiles with
+
+    return triton.compile(src, target=target.gpu_target(), options={**COMPILE_OPTIONS, **options})
 
 
 def _amd_field(asm: str, name: str) -> int:
