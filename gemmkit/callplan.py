@@ -407,8 +407,11 @@ def _generate(plan, launched):
         grid = (*step.grid, 1, 1)[:3]
         head = ", ".join(const(v) for v in d.head)
         tail = "".join(f", {const(v)}" for v in d.tail)
-        lines.append(f"    _raw{k}({grid[0]}, {grid[1]}, {grid[2]}, stream{d.device}, {head}"
-                     f"{''.join(', ' + p for p in params)}{tail})  # {launcher.kernel_name(step.kernel)}")
+        body = f"{''.join(', ' + p for p in params)}{tail}"
+        if d.packed:  # the parameters as one list (launcher.py's "packed" layout, Triton 3.7+)
+            body = f", [{body[2:]}]"
+        lines.append(f"    _raw{k}({grid[0]}, {grid[1]}, {grid[2]}, stream{d.device}, {head}{body})"
+                     f"  # {launcher.kernel_name(step.kernel)}")
     for name, n in plan.counts:
         lines.append(f"    _LAUNCHES[{name!r}] += {n}")
     lines.append("    _STATS['replays'] += 1")

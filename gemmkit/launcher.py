@@ -238,22 +238,31 @@ def run_entry(entry, grid, args):
 
 # ----------------------------------------------------------------------------- host TMA descriptors
 #
-# A kernel that takes host TMA descriptors (Triton's TensorDescriptor, Gluon's) gets, from Triton 3.6's CUDA
-# launcher, each one re-encoded on every launch (`make_tensordesc_arg`: cuTensorMapEncodeTiled through
-# `fill_tma_descriptor`, ~1-2 us of host time each; a dense GEMM passes three). The encoded CUtensorMap is a pure
-# function of the tensor's address, shape and strides and of the compiled kernel's descriptor metadata (box,
-# swizzle, element type), so `_descriptor_caching` wraps a compiled kernel's launcher to encode each distinct
-# (metadata, address, shape, strides) once and pass the cached map afterwards. A map holds an address, not a
-# tensor: a freed and reused address gets the same (correct) map; nothing is kept alive. Where the launcher is not
-# laid out as in Triton 3.6 (other versions, AMD, scratch buffers, descriptors lowered to plain pointers), the
-# compiled kernel's own launcher runs unchanged.
+# A kernel that takes host TMA descriptors (Triton's TensorDescriptor, Gluon's) gets, from Triton's CUDA launcher,
+# each one re-encoded on every launch (`make_tensordesc_arg`: cuTensorMapEncodeTiled through `fill_tma_descriptor`,
+# ~1-2 us of host time each; a dense GEMM passes three). The encoded CUtensorMap is a pure function of the tensor's
+# address, shape and strides and of the compiled kernel's descriptor metadata (box, swizzle, element type), so
+# `_descriptor_caching` wraps a compiled kernel's launcher to encode each distinct (metadata, address, shape,
+# strides) once and pass the cached map afterwards. A map holds an address, not a tensor: a freed and reused address
+# gets the same (correct) map; nothing is kept alive. The C launcher is called the way the compiled kernel's own
+# launcher (`CudaLauncher`) calls it, in one of the two layouts Triton has had:
+#
+#   "flat"    (3.6)       raw(gx, gy, gz, stream, function, cooperative, pdl, scratch x2, metadata, launch metadata,
+#                         hooks x2, *parameters)
+#   "packed"  (3.7-3.9)   raw(gx, gy, gz, stream, function, cooperative, pdl, metadata, launch metadata, hooks x2,
+#                         scratch x2, argument annotations, kernel signature, [parameters])
+#
+# with each descriptor parameter expanded into (map, *shape, *strides) and the constexpr parameters passed too (the C
+# launcher skips them). Where the launcher is laid out otherwise (AMD, scratch buffers, Triton 3.8+'s GSan, nested
+# descriptors, descriptors lowered to plain pointers, another release's layout), the compiled kernel's own launcher
+# runs unchanged: only the host time differs.
 
 MAX_TMA_MAPS = 4096  # encoded maps kept (128 bytes each); the cache starts over when full
 _TMA_MAPS: dict = {}
 TMA_STATS = {"encoded": 0, "reused": 0}
 
 
-def _encode(meta, d, make_tensordesc_arg):
+def _encode(meta, d, expand):
     """The kept encoding of descriptor `d` for a kernel's descriptor metadata `meta`, else Triton's own (kept)."""
     key = (id(meta), d.base.data_ptr(), tuple(d.shape), tuple(d.strides), d.padding)
     hit = _TMA_MAPS.get(key)
@@ -262,101 +271,148 @@ def _encode(meta, d, make_tensordesc_arg):
         return hit
     if len(_TMA_MAPS) >= MAX_TMA_MAPS:
         _TMA_MAPS.clear()
-    hit = _TMA_MAPS[key] = (meta, make_tensordesc_arg(d, meta))  # meta held: its id stays unique while kept
+    hit = _TMA_MAPS[key] = (meta, expand(d, meta))  # meta held: its id stays unique while kept
     TMA_STATS["encoded"] += 1
     return hit
 
 
-def _unwrap(run):
-    """(C launcher, ((parameter position, descriptor metadata), ...)) of a compiled kernel's launcher that is
-    Triton 3.6's CudaLauncher (HIP's, and other versions' layouts, answer None) without scratch buffers (the positions of its host TMA descriptors, in order; none
-    for a kernel without them), else None."""
-    try:
-        from triton.backends.nvidia.driver import _BASE_ARGS_FORMAT_LEN, CudaLauncher
-    except ImportError:
-        return None
-    if not isinstance(run, CudaLauncher) or run.global_scratch_size or run.profile_scratch_size:
-        return None
-    if _BASE_ARGS_FORMAT_LEN != 13:  # grid x3, stream, function, cooperative, pdl, 2 scratch, metadata, 3 hook slots
-        return None
-    inner = getattr(run, "launch", None)
+@functools.lru_cache(maxsize=1)
+def _expander():
+    """expand(d, meta) -> [map, *shape, *strides]: Triton's make_tensordesc_arg (3.8+ adds a third parameter, the
+    launch's other arguments, which the CUDA backend does not read)."""
+    import inspect
+
+    from triton.backends.nvidia.driver import make_tensordesc_arg
+
+    if len(inspect.signature(make_tensordesc_arg).parameters) == 2:
+        return make_tensordesc_arg
+    return lambda d, meta: make_tensordesc_arg(d, meta, None)
+
+
+def _descriptor_positions(inner):
+    """((parameter position, descriptor metadata), ...) of a CudaLauncher's descriptor wrapper `inner` (the closure
+    Triton builds around the C launcher), and the C launcher; None for a wrapper this does not know (nested
+    descriptors, missing metadata)."""
     code, closure = getattr(inner, "__code__", None), getattr(inner, "__closure__", None)
-    if code is None:  # no descriptors: Triton 3.6 keeps the C launcher itself
-        return (inner, ()) if type(inner).__name__ == "builtin_function_or_method" else None
-    if not closure:
+    if code is None or not closure:
         return None
     cells = dict(zip(code.co_freevars, (c.cell_contents for c in closure)))
-    raw, indices, metas = cells.get("launcher"), cells.get("tensordesc_indices"), cells.get("tensordesc_meta")
-    if not callable(raw) or not isinstance(indices, set) or not metas or any(m is None for m in metas):
+    raw, metas = cells.get("launcher"), cells.get("tensordesc_meta")
+    if "tensordesc_indices" in cells:  # 3.6, 3.7: a set of top-level positions
+        indices = cells["tensordesc_indices"]
+        if not isinstance(indices, set):
+            return None
+    elif isinstance(cells.get("relevant_paths"), dict):  # 3.8+: a tree of paths; top-level descriptors are leaves
+        paths = cells["relevant_paths"]
+        if any(sub for sub in paths.values()):
+            return None
+        indices = set(paths)
+    else:
+        return None
+    if not callable(raw) or not metas or len(metas) != len(indices) or any(m is None for m in metas):
         return None
     return raw, tuple(zip(sorted(indices), metas))  # each descriptor position with its metadata, in order
 
 
+def _unwrap(run):
+    """(C launcher, ((parameter position, descriptor metadata), ...), layout "flat" / "packed") of a compiled kernel's
+    launcher that is Triton's CudaLauncher in a layout this module knows, without scratch buffers (the positions of
+    its host TMA descriptors, in order; none for a kernel without them), else None."""
+    try:
+        from triton.backends.nvidia import driver
+    except ImportError:
+        return None
+    if not isinstance(run, driver.CudaLauncher) or run.global_scratch_size or run.profile_scratch_size \
+            or getattr(run, "gsan_enabled", False):
+        return None
+    base = getattr(driver, "_BASE_ARGS_FORMAT_LEN", None)
+    if base == 13:  # grid x3, stream, function, cooperative, pdl, 2 scratch, metadata, 3 hook slots
+        layout = "flat"
+    elif base is None and hasattr(run, "arg_annotations") and hasattr(run, "kernel_signature"):
+        layout = "packed"
+    else:
+        return None
+    inner = getattr(run, "launch", None)
+    if type(inner).__name__ == "builtin_function_or_method":  # no descriptors: Triton keeps the C launcher itself
+        return inner, (), layout
+    found = _descriptor_positions(inner)
+    return None if found is None else (*found, layout)
+
+
 def _descriptor_caching(run):
     """A launcher equivalent to `run` (a compiled kernel's CudaLauncher) that reuses encoded TMA descriptors, or
-    None where `run` takes no host descriptors or is not laid out as Triton 3.6's."""
+    None where `run` takes no host descriptors or is not laid out as this module knows."""
     unwrapped = _unwrap(run)
     if unwrapped is None or not unwrapped[1]:
         return None
-    try:
-        from triton.backends.nvidia.driver import make_tensordesc_arg
-    except ImportError:
-        return None
-    raw, metas_at = unwrapped
+    raw, metas_at, layout = unwrapped
+    expand = _expander()
     cooperative, pdl = run.launch_cooperative_grid, run.launch_pdl
+    annotations, kernel_signature = getattr(run, "arg_annotations", None), getattr(run, "kernel_signature", None)
 
-    def launch_cached(gx, gy, gz, stream, function, metadata, launch_metadata, enter_hook, exit_hook, *params):
-        args = [gx, gy, gz, stream, function, cooperative, pdl, None, None, metadata, launch_metadata, enter_hook,
-                exit_hook]
-        start = 0
+    def expanded(params):
+        out, start = [], 0
         for i, meta in metas_at:  # the parameters between descriptors as slices; each descriptor expanded
-            args += params[start:i]
+            out += params[start:i]
             d = params[i]
             key = (id(meta), d.base.data_ptr(), d.shape, d.strides, d.padding)
             try:
                 hit = _TMA_MAPS[key]
                 TMA_STATS["reused"] += 1
             except (KeyError, TypeError):  # TypeError: a shape or strides given as a list
-                hit = _encode(meta, d, make_tensordesc_arg)
-            args += hit[1]
+                hit = _encode(meta, d, expand)
+            out += hit[1]
             start = i + 1
-        args += params[start:]
-        raw(*args)
+        out += params[start:]
+        return out
+
+    if layout == "flat":
+        def launch_cached(gx, gy, gz, stream, function, metadata, launch_metadata, enter_hook, exit_hook, *params):
+            raw(gx, gy, gz, stream, function, cooperative, pdl, None, None, metadata, launch_metadata, enter_hook,
+                exit_hook, *expanded(params))
+    else:
+        def launch_cached(gx, gy, gz, stream, function, metadata, launch_metadata, enter_hook, exit_hook, *params):
+            raw(gx, gy, gz, stream, function, cooperative, pdl, metadata, launch_metadata, enter_hook, exit_hook, None,
+                None, annotations, kernel_signature, expanded(params))
 
     return launch_cached
 
 
 class Direct:
     """A cached launch as a call plan's generated replay calls it (callplan.py): the C launcher `raw`, called as
-    raw(gx, gy, gz, stream, *head, *parameters) with `head` = (function, cooperative, pdl, no scratch x2, metadata,
-    no launch metadata, no hooks x2) and the parameters the runtime arguments then the constexpr `tail`, each host
+    raw(gx, gy, gz, stream, *head, *parameters) ("flat" layout) or raw(gx, gy, gz, stream, *head, [parameters])
+    ("packed", `packed` True), `head` the layout's arguments between the stream and the parameters (see above: no
+    scratch, no launch metadata, no hooks), the parameters the runtime arguments then the constexpr `tail`, each host
     TMA descriptor (at the positions of `descriptors`, with its metadata) expanded by `expand(d, meta)` into its
     encoded map, shape and strides."""
 
-    __slots__ = ("raw", "head", "tail", "device", "descriptors")
+    __slots__ = ("raw", "head", "tail", "device", "descriptors", "packed")
 
-    def __init__(self, raw, head, tail, device, descriptors):
+    def __init__(self, raw, head, tail, device, descriptors, packed=False):
         self.raw, self.head, self.tail, self.device, self.descriptors = raw, head, tail, device, descriptors
+        self.packed = packed
 
     @staticmethod
     def expand(d, meta):
-        from triton.backends.nvidia.driver import make_tensordesc_arg
-
-        return make_tensordesc_arg(d, meta)
+        return _expander()(d, meta)
 
 
 def direct(entry):
     """The `Direct` form of a cache entry (`_launch`'s answer), or None where its compiled kernel's launcher is not
-    laid out as Triton 3.6's CUDA launcher (the plan then repeats it with `run_entry`)."""
+    laid out as a CUDA launcher this module knows (the plan then repeats it with `run_entry`)."""
     if entry is None:
         return None
     _, function, metadata, tail, device, run = entry
     unwrapped = _unwrap(run)
     if unwrapped is None:
         return None
-    raw, metas_at = unwrapped
-    head = (function, run.launch_cooperative_grid, run.launch_pdl, None, None, metadata, None, None, None)
-    return Direct(raw, head, tail, device, dict(metas_at))
+    raw, metas_at, layout = unwrapped
+    if layout == "flat":
+        head = (function, run.launch_cooperative_grid, run.launch_pdl, None, None, metadata, None, None, None)
+    else:
+        head = (function, run.launch_cooperative_grid, run.launch_pdl, metadata, None, None, None, None, None,
+                run.arg_annotations, run.kernel_signature)
+    return Direct(raw, head, tail, device, dict(metas_at), packed=layout == "packed")
 
 
 def current_runtime():

@@ -125,7 +125,7 @@ def test_cpu_without_interpreter_raises_for_every_shape():
     assert r.stdout.count("ERR x: CPU tensors run only in the Triton interpreter") == 5, r.stdout
 
 
-@pytest.mark.parametrize("version,ok", [("3.6.0", True), ("3.7.1", True), ("3.8.0+git12ab", True), ("3.9.0", False),
+@pytest.mark.parametrize("version,ok", [("3.6.0", True), ("3.7.1", True), ("3.8.0+git12ab", True), ("3.9.0", True),
                                         ("3.10.0rc1", False), ("3.5.1", False), ("4.0.0", False)])
 def test_triton_version_range(version, ok):
     from gemmkit import _versions
@@ -136,24 +136,24 @@ def test_triton_version_range(version, ok):
 def test_unsupported_triton_is_refused_at_import():
     r = run_python("""
         import triton
-        triton.__version__ = "3.9.0"
+        triton.__version__ = "3.10.0"
         try:
             import gemmkit
             print("IMPORTED")
         except ImportError as e:
             print("ERR", e)
         """, None)
-    assert "ERR gemmkit supports Triton 3.6 to 3.8.x, but Triton 3.9.0 is installed" in r.stdout, r.stdout + r.stderr
+    assert "ERR gemmkit supports Triton 3.6 to 3.9.x, but Triton 3.10.0 is installed" in r.stdout, r.stdout + r.stderr
     r = run_python("""
         import os, warnings, triton
-        triton.__version__ = "3.9.0"
+        triton.__version__ = "3.10.0"
         os.environ["GEMMKIT_ALLOW_UNSUPPORTED_TRITON"] = "1"
         with warnings.catch_warnings(record=True) as w:
             warnings.simplefilter("always")
             import gemmkit
-        print("IMPORTED", [str(x.message)[:40] for x in w if "Triton 3.9.0" in str(x.message)])
+        print("IMPORTED", [str(x.message)[:40] for x in w if "Triton 3.10.0" in str(x.message)])
         """, None)
-    assert "IMPORTED ['gemmkit supports Triton 3.6 to 3.8.x, bu']" in r.stdout, r.stdout + r.stderr
+    assert "IMPORTED ['gemmkit supports Triton 3.6 to 3.9.x, bu']" in r.stdout, r.stdout + r.stderr
 
 
 def test_declared_versions_match_the_import_check():

@@ -152,6 +152,69 @@ def test_descriptor_cache_passes_what_tritons_launcher_passes(monkeypatch):
     assert len(encoded) == n + 2
 
 
+def _wrapper_37(launcher, indices, metas):
+    """The closure Triton 3.7's wrap_handle_tensordesc builds around the C launcher (its free variables)."""
+    tensordesc_indices, tensordesc_meta = set(indices), metas
+
+    def inner(*args):
+        return launcher, tensordesc_indices, tensordesc_meta
+
+    return inner
+
+
+def _wrapper_38(launcher, indices, metas, nested=False):
+    """The closure of Triton 3.8+'s wrap_handle_tensordesc_impl: descriptor paths as a tree."""
+    relevant_paths = {i: ({1: {}} if nested else {}) for i in indices}
+    tensordesc_meta, signature = metas, ()
+
+    def inner(*args):
+        return launcher, relevant_paths, tensordesc_meta, signature
+
+    return inner
+
+
+@pytest.mark.parametrize("wrap", [_wrapper_37, _wrapper_38])
+def test_descriptor_cache_packed_layout(monkeypatch, wrap):
+    """Triton 3.7+'s CudaLauncher calls the C launcher with the parameters as one list after the argument annotations
+    and the kernel signature (launcher.py, "packed"): the caching wrapper and a call plan's direct form do the same,
+    each descriptor expanded (map, shape, strides) at its position, a map encoded once per tensor."""
+    import triton.backends.nvidia.driver as nv
+
+    monkeypatch.delattr(nv, "_BASE_ARGS_FORMAT_LEN", raising=False)  # absent from 3.7 on
+    encoded = []
+
+    def fake_expand(d, meta):
+        encoded.append(d.base.data_ptr())
+        return [("map", d.base.data_ptr(), meta["n"]), *d.shape, *d.strides]
+
+    monkeypatch.setattr(_launch, "_expander", lambda: fake_expand)
+    calls, metas = [], [{"n": 0}, {"n": 1}]
+
+    class FakeRun(nv.CudaLauncher):
+        launch = staticmethod(wrap(lambda *a: calls.append(a), [0, 2], metas))
+        global_scratch_size = profile_scratch_size = 0
+        launch_cooperative_grid, launch_pdl = False, True
+        arg_annotations, kernel_signature = "annotations", "signature"
+
+        def __init__(self):
+            pass
+
+    run = _launch._descriptor_caching(FakeRun())
+    a, b = _FakeDescriptor(4096, (32, 64), (64, 1)), _FakeDescriptor(8192, (64, 16), (16, 1))
+    run(2, 1, 1, "stream", "fn", "meta", None, None, None, a, 7, b, None)
+    run(3, 1, 1, "stream", "fn", "meta", None, None, None, a, 9, b, None)
+    assert calls[0][:15] == (2, 1, 1, "stream", "fn", False, True, "meta", None, None, None, None, None,
+                             "annotations", "signature") and len(calls[0]) == 16
+    assert calls[0][15] == [("map", 4096, 0), 32, 64, 64, 1, 7, ("map", 8192, 1), 64, 16, 16, 1, None]
+    assert calls[1][15][5] == 9 and encoded == [4096, 8192]  # the second launch reused both maps
+    d = _launch.direct((None, "fn", "meta", (None,), 0, FakeRun()))
+    assert d.packed and d.descriptors == {0: metas[0], 2: metas[1]}
+    assert d.head == ("fn", False, True, "meta", None, None, None, None, None, "annotations", "signature")
+    if wrap is _wrapper_38:  # a descriptor inside a tuple argument: Triton's own launcher
+        FakeRun.launch = staticmethod(_wrapper_38(lambda *a: None, [0], [{"n": 0}], nested=True))
+        assert _launch._unwrap(FakeRun()) is None and _launch._descriptor_caching(FakeRun()) is None
+
+
 def test_descriptor_cache_declines_other_launchers():
     """No descriptors, scratch buffers, or a launcher that is not CUDA's (HIP's C launcher takes other arguments):
     the compiled kernel's own launcher runs, and call plans get no direct form."""
@@ -354,13 +417,8 @@ GLUON_CFG = {"BLOCK_SIZE_M": 128, "BLOCK_SIZE_N": 128, "BLOCK_SIZE_K": 64, "GROU
 def test_tma_descriptors_are_encoded_once_per_tensor(cfg):
     """Host TMA descriptors (launcher._descriptor_caching, and a call plan's generated replay, which keeps its own
     maps per descriptor slot): a repeated (address, shape, strides) reuses its encoded map, a new output buffer gets
-    its own, and every result is Triton's own launch's, bit for bit. On Triton >= 3.7 (its launcher is not laid out
-    as 3.6's: launcher._unwrap) Triton's launcher encodes every map itself: none is encoded here, same results."""
-    import triton
-
-    from gemmkit._versions import parse
-
-    cached = parse(triton.__version__) < (3, 7)
+    its own, and every result is Triton's own launch's, bit for bit (Triton 3.6's launcher layout and 3.7+'s:
+    launcher._unwrap knows both)."""
     x = torch.randn(256, 512, device=DEV, dtype=torch.bfloat16)
     w = torch.randn(384, 512, device=DEV, dtype=torch.bfloat16)
     want = _tritons_path(lambda: gemmkit.gemm_a16w16(x, w, config=cfg))
@@ -370,7 +428,7 @@ def test_tma_descriptors_are_encoded_once_per_tensor(cfg):
     encoded = _launch.TMA_STATS["encoded"]
     for out in outs[1:]:
         gemmkit.gemm_a16w16(x, w, config=cfg, out=out)
-    new = 2 if cached else 0
+    new = 2  # y's map for each of the two new outputs
     assert _launch.TMA_STATS["encoded"] == encoded + new, "a new output address must be encoded (and only it)"
     gemmkit.gemm_a16w16(x, w, config=cfg, out=outs[0])
     assert _launch.TMA_STATS["encoded"] == encoded + new
