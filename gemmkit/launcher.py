@@ -276,15 +276,13 @@ def _encode(meta, d, expand):
     return hit
 
 
-@functools.lru_cache(maxsize=1)
 def _expander():
     """expand(d, meta) -> [map, *shape, *strides]: Triton's make_tensordesc_arg (3.8+ adds a third parameter, the
-    launch's other arguments, which the CUDA backend does not read)."""
-    import inspect
-
+    launch's other arguments, which the CUDA backend does not read). Looked up on each call (the module's current
+    function: tests replace it), not cached."""
     from triton.backends.nvidia.driver import make_tensordesc_arg
 
-    if len(inspect.signature(make_tensordesc_arg).parameters) == 2:
+    if getattr(getattr(make_tensordesc_arg, "__code__", None), "co_argcount", 2) == 2:
         return make_tensordesc_arg
     return lambda d, meta: make_tensordesc_arg(d, meta, None)
 
