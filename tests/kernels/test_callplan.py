@@ -190,7 +190,8 @@ def test_generated_replay_passes_what_the_generic_replay_passes(monkeypatch):
     """The straight-line replay a plan generates (CallPlan.source) hands each C launcher exactly the arguments the
     generic replay hands it through the launcher's cache: the same constants, the new call's tensors and views of
     them, its own fresh output and workspace, each TMA descriptor encoded once per address. Fake CUDA launchers
-    (Triton 3.6's layout) stand for compiled kernels: nothing runs on a GPU here."""
+    (the installed Triton's descriptor wrapper: 3.6's layout, or 3.7+'s with the parameters as one list) stand for
+    compiled kernels: nothing runs on a GPU here."""
     import types
 
     import triton.backends.nvidia.driver as nv
@@ -198,7 +199,7 @@ def test_generated_replay_passes_what_the_generic_replay_passes(monkeypatch):
 
     encoded = []
 
-    def fake_encode(d, meta):  # stands for cuTensorMapEncodeTiled
+    def fake_encode(d, meta, _=None):  # stands for cuTensorMapEncodeTiled (3.8+ passes a third argument)
         encoded.append((d.base.data_ptr(), meta["n"]))
         return [("map", d.base.data_ptr(), meta["n"]), *d.shape, *d.strides]
 
@@ -215,6 +216,7 @@ def test_generated_replay_passes_what_the_generic_replay_passes(monkeypatch):
             launch = staticmethod(nv.wrap_handle_tensordesc(lambda *a: calls.append(a), signature, metas))
             global_scratch_size = profile_scratch_size = 0
             launch_cooperative_grid, launch_pdl = False, True
+            arg_annotations, kernel_signature = "annotations", "signature"  # read in 3.7+'s layout
 
             def __init__(self):
                 pass
@@ -239,7 +241,7 @@ def test_generated_replay_passes_what_the_generic_replay_passes(monkeypatch):
     plan = CP._build(launches, guard, (x, w, y), 1, {"k0": 1, "k1": 1})
     assert plan.fast is None
     plan.replay((x, w))  # the first replay: generic, then generates the straight-line one
-    assert plan.fast is not None, "the fake launchers have Triton 3.6's layout"
+    assert plan.fast is not None, "the fake launchers have a layout launcher.py knows"
     assert "TAIL" not in plan.source and "_raw0(2, 3, 1, stream0" in plan.source
 
     x2, w2 = randn(16, 32, dtype=BF16), randn(24, 32, dtype=BF16)
@@ -272,18 +274,26 @@ def test_generated_replay_passes_what_the_generic_replay_passes(monkeypatch):
                 out.append(a)
         return out
 
+    packed = "_BASE_ARGS_FORMAT_LEN" not in vars(nv)  # Triton 3.7+: launcher.py's "packed" layout
+
+    def split(call):
+        """(the arguments before the kernel's parameters, the parameters) of one C-launcher call."""
+        return (list(call[:15]), list(call[15])) if packed else (list(call[:13]), list(call[13:]))
+
     results = {}
     for fast in (True, False):
         y2, got = replay(fast)
         assert y2.shape == y.shape and y2.dtype == y.dtype and y2.is_contiguous()
-        ws_ptr = got[1][13].untyped_storage().data_ptr()  # k1's first argument: the workspace
-        results[fast] = [canon(a, y2, ws_ptr) for a in got]
+        ws_ptr = split(got[1])[1][0].untyped_storage().data_ptr()  # k1's first argument: the workspace
+        results[fast] = [(head, canon(params, y2, ws_ptr)) for head, params in map(split, got)]
     assert results[True] == results[False]
-    k0, k1 = results[True]
-    assert k0[:13] == [2, 3, 1, "stream0", "fn8", False, True, None, None, "meta", None, None, None]
-    assert k0[13] == ("map", "x", 0) and k0[13 + 5:13 + 7] == [5, ("w", (24, 32), (32, 1), 0, BF16)]
+    (h0, k0), (_h1, k1) = results[True]
+    assert h0 == ([2, 3, 1, "stream0", "fn8", False, True, "meta", None, None, None, None, None, "annotations",
+                   "signature"] if packed else [2, 3, 1, "stream0", "fn8", False, True, None, None, "meta", None, None,
+                                                None])
+    assert k0[0] == ("map", "x", 0) and k0[5:7] == [5, ("w", (24, 32), (32, 1), 0, BF16)]
     assert ("y", (16, 16), (24, 1), 8, BF16) in k0 and k0[-2:] == ["TAIL", 3.5]
-    assert k0[-3] == ("ws", (2, 16, 24), (384, 24, 1), 0, torch.float32) and k1[14] == ("map", "y", 1)
+    assert k0[-3] == ("ws", (2, 16, 24), (384, 24, 1), 0, torch.float32) and k1[1] == ("map", "y", 1)
     n = len(encoded)
     replay(True)
     assert len(encoded) == n + 1  # the same inputs again: only the fresh output's descriptor is new
