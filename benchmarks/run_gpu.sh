@@ -4,7 +4,8 @@
 #   bash benchmarks/run_gpu.sh [stage ...]        (no stage: env tests)
 #
 #   env        GPU, driver, clocks, power limit, torch / Triton / CUDA versions, date, git sha -> env.txt
-#   tests      every gpu-marked test (pytest -m gpu), in parallel workers where pytest-xdist is there -> tests.log
+#   tests      every gpu-marked test (pytest -m gpu), in parallel workers where pytest-xdist is there -> tests.log;
+#              GPU_TESTS="path[::name] ..." runs only those (a cold compile cache makes the whole suite ~6-7 minutes)
 #   sanitize   compute-sanitizer memcheck over every kernel family (tests/kernels/test_sanitizer.py) -> sanitize.log
 #   large      the >= 2**31-element operand tests (tests/kernels/test_large_offsets.py, ~4 GiB weights) -> large.log
 #   overhead   host time per eager call against torch (benchmarks/overhead.py) -> overhead.txt
@@ -65,7 +66,7 @@ if has env; then
   } 2>&1 | tee "$OUT/env.txt"
 fi
 # shellcheck disable=SC2046
-has tests && pytest_gpu tests.log $(workers) --ignore=tests/kernels/test_sanitizer.py --ignore=tests/kernels/test_large_offsets.py
+has tests && pytest_gpu tests.log $(workers) ${GPU_TESTS:---ignore=tests/kernels/test_sanitizer.py --ignore=tests/kernels/test_large_offsets.py}
 # shellcheck disable=SC2046
 has sanitize && pytest_gpu sanitize.log $(workers) tests/kernels/test_sanitizer.py
 has large && pytest_gpu large.log tests/kernels/test_large_offsets.py

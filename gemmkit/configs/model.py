@@ -154,7 +154,7 @@ def choose(op: str, cfg: dict, large: dict | None, M: int, N: int, K: int, num_c
         bm = cfg["BLOCK_SIZE_M"]
         coop, pp = (-(-M // bm) * -(-N // bn) for bn in (256, 128))
         eff_coop, eff_pp = wave_efficiency(coop, num_cus), wave_efficiency(pp, num_cus)
-        narrow, eff_narrow = rules.get("narrow_pingpong"), 0.0
+        narrow = rules.get("narrow_pingpong")
         if narrow and (128 < M <= NARROW_MAX_M and N >= NARROW_MIN_N
                        or M > NARROW_MAX_M and K >= NARROW_MIN_K and pp >= FEW_TILES * num_cus):
             nm, nn = narrow["BLOCK_SIZE_M"], narrow["BLOCK_SIZE_N"]
