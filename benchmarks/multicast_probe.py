@@ -17,6 +17,11 @@ everything else equal:
    refill it: CTA 0 waits empty (both CTAs done with the slot it multicasts into), every CTA expects its x box +
    the whole w box on its own ready[s], loads its x box; CTA 0 issues the multicast w load.
 
+The same two ways, warp-specialized ("_ws" tiles: `ws_probe_kernel`): a 1-warp load partition and the 4-warp
+consumer, as gemmkit's Hopper kernels are built. Each CTA's loader waits for its own consumer to free a slot
+(empty_local, for its x box); CTA 0's also waits for both CTAs' consumers (empty_cluster, a two-CTA mbarrier in CTA 0:
+the wait is CTA 0's only) before the multicast w load refills the slot in both.
+
 Beside them in the same process: cuBLAS (torch.matmul) and what gemmkit serves (gemm_a16w16), all timed by
 CUDA-graph replay over inputs rotated past the L2 (gemmkit/bench/timing.py). Each kernel's result is checked
 against torch first (every element, fp32 reference of the bf16 inputs).
@@ -111,7 +116,83 @@ def probe_kernel(x_desc, w_desc, y_desc, K, ACC: gl.constexpr, STAGES: gl.conste
         gl.barrier(cluster=True)  # before 3.9 nothing keeps a CTA alive while its peer may still arrive on it
 
 
-def launcher(BM, BN, BK, STAGES, num_warps, ctas, GROUP_M=8):
+@gluon.jit
+def _ws_load(x_desc, w_desc, a_ring, b_ring, ready, empty_local, empty_cluster, off_m, off_n, num_k,
+             STAGES: gl.constexpr, CTAS: gl.constexpr):
+    BK: gl.constexpr = x_desc.block_type.shape[1]
+    tx: gl.constexpr = x_desc.nbytes_per_cta + w_desc.nbytes_per_cta
+    for k in range(num_k):
+        s = k % STAGES
+        free = ((k // STAGES) & 1) ^ 1  # a fresh barrier has completed the phase before 0: the first pass is free
+        mbarrier.wait(empty_local.index(s), free)
+        if CTAS == 2:
+            mbarrier.wait(empty_cluster.index(s), free)  # CTA 0 only: both CTAs' consumers are done with slot s
+        mbarrier.expect(ready.index(s), tx)
+        tma_load(x_desc, [off_m, k * BK], ready.index(s), a_ring.index(s))
+        tma_load(w_desc, [off_n, k * BK], ready.index(s), b_ring.index(s), multicast=CTAS == 2)
+
+
+@gluon.jit
+def _ws_mma(y_desc, a_ring, b_ring, ready, empty_local, empty_cluster, off_m, off_n, num_k,
+            ACC: gl.constexpr, STAGES: gl.constexpr, CTAS: gl.constexpr):
+    CBM: gl.constexpr = y_desc.block_type.shape[0]
+    BN: gl.constexpr = y_desc.block_type.shape[1]
+    acc = gl.zeros([CBM, BN], gl.float32, ACC)
+    for k in range(num_k):
+        s = k % STAGES
+        mbarrier.wait(ready.index(s), (k // STAGES) & 1)
+        acc = warpgroup_mma(a_ring.index(s), b_ring.index(s).permute((1, 0)), acc, is_async=True)
+        acc, _, _ = warpgroup_mma_wait(1, deps=[acc, a_ring.index(s), b_ring.index(s)])
+        if k > 0:  # step k - 1's wgmma is done: its slot is free
+            p = (k - 1) % STAGES
+            mbarrier.arrive(empty_local.index(p))
+            if CTAS == 2:
+                mbarrier.arrive(empty_cluster.index(p))  # CTA 1's arrival lands on CTA 0's barrier
+    acc = warpgroup_mma_wait(0, deps=[acc])
+    c_smem = gl.allocate_shared_memory(y_desc.dtype, y_desc.block_type.shape, y_desc.layout)
+    c_smem.store(acc.to(y_desc.dtype))
+    fence_async_shared()
+    tma_store(y_desc, [off_m, off_n], c_smem)
+    tma.store_wait(0)
+
+
+@gluon.jit
+def ws_probe_kernel(x_desc, w_desc, y_desc, K, ACC: gl.constexpr, STAGES: gl.constexpr, GROUP_M: gl.constexpr,
+                    EXIT_SYNC: gl.constexpr):
+    CTAS: gl.constexpr = gl.num_ctas()
+    CBM: gl.constexpr = x_desc.block_type.shape[0]
+    BK: gl.constexpr = x_desc.block_type.shape[1]
+    BN: gl.constexpr = w_desc.block_type.shape[0]
+    M = y_desc.shape[0]
+    N = y_desc.shape[1]
+    pid = gl.program_id(0)
+    num_m = gl.cdiv(M, CBM)
+    num_n = gl.cdiv(N, BN)
+    width = GROUP_M * num_n
+    first_m = (pid // width) * GROUP_M
+    rows = gl.minimum(num_m - first_m, GROUP_M)
+    off_m = (first_m + (pid % width) % rows) * CBM
+    off_n = ((pid % width) // rows) * BN
+    a_ring = gl.allocate_shared_memory(x_desc.dtype, [STAGES, CBM, BK], x_desc.layout)
+    b_ring = gl.allocate_shared_memory(w_desc.dtype, [STAGES, BN, BK], w_desc.layout)
+    ready = mbarrier.allocate_mbarrier(batch=STAGES)
+    empty_local = mbarrier.allocate_mbarrier(batch=STAGES)
+    empty_cluster = mbarrier.allocate_mbarrier(batch=STAGES, two_ctas=CTAS == 2)
+    for j in gl.static_range(STAGES):
+        mbarrier.init(ready.index(j), count=1)
+        mbarrier.init(empty_local.index(j), count=1)
+        mbarrier.init(empty_cluster.index(j), count=1)
+    num_k = gl.cdiv(K, BK)
+    gl.warp_specialize([
+        (_ws_mma, (y_desc, a_ring, b_ring, ready, empty_local, empty_cluster, off_m, off_n, num_k, ACC, STAGES, CTAS)),
+        (_ws_load, (x_desc, w_desc, a_ring, b_ring, ready, empty_local, empty_cluster, off_m, off_n, num_k, STAGES,
+                    CTAS)),
+    ], [1], [24])
+    if EXIT_SYNC:
+        gl.barrier(cluster=True)
+
+
+def launcher(BM, BN, BK, STAGES, num_warps, ctas, GROUP_M=8, ws=False):
     """A function (x, w, y) -> None running the probe with this tile on `ctas` CTAs per cluster."""
     from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
@@ -128,14 +209,16 @@ def launcher(BM, BN, BK, STAGES, num_warps, ctas, GROUP_M=8):
         wd = TensorDescriptor.from_tensor(w, [BN, BK], lb)
         yd = TensorDescriptor.from_tensor(y, [ctas * BM, BN], lc)
         grid = (triton.cdiv(y.shape[0], ctas * BM) * triton.cdiv(y.shape[1], BN),)
-        probe_kernel[grid](xd, wd, yd, x.shape[1], acc, STAGES, GROUP_M, ctas == 2 and TRITON < (3, 9),
-                           num_warps=num_warps, num_ctas=ctas)
+        (ws_probe_kernel if ws else probe_kernel)[grid](xd, wd, yd, x.shape[1], acc, STAGES, GROUP_M,
+                                                        ctas == 2 and TRITON < (3, 9), num_warps=num_warps,
+                                                        num_ctas=ctas)
     return run
 
 
-TILES = {  # name: (BM per CTA, BN, BK, stages, warps)
-    "128x256": (128, 256, 64, 4, 8),
-    "128x128": (128, 128, 64, 5, 4),
+TILES = {  # name: (BM per CTA, BN, BK, stages, warps, warp-specialized)
+    "128x256": (128, 256, 64, 4, 8, False),
+    "128x128": (128, 128, 64, 5, 4, False),
+    "128x128_ws": (128, 128, 64, 4, 4, True),
 }
 SHAPES = [(4096, 4096, 4096), (8192, 8192, 8192), (8192, 28672, 8192), (4000, 4096, 4096)]
 
@@ -161,9 +244,9 @@ def main():
         ref = x.float() @ w.float().T
         runs = {"cublas": lambda x, w, y: torch.matmul(x, w.T, out=y),
                 "gemmkit": lambda x, w, y: gemmkit.gemm_a16w16(x, w, out=y)}
-        for name, (BM, BN, BK, S, nw) in TILES.items():
+        for name, (BM, BN, BK, S, nw, ws) in TILES.items():
             for ctas in (1, 2):
-                runs[f"{name}_{'cluster' if ctas == 2 else 'single'}"] = launcher(BM, BN, BK, S, nw, ctas)
+                runs[f"{name}_{'cluster' if ctas == 2 else 'single'}"] = launcher(BM, BN, BK, S, nw, ctas, ws=ws)
         row = {"M": M, "N": N, "K": K}
         for name, fn in runs.items():
             y = torch.full((M, N), float("nan"), device="cuda", dtype=torch.bfloat16)
