@@ -51,8 +51,19 @@ from triton.experimental.gluon.language.nvidia.hopper import (
 
 from gemmkit.bench.timing import rotation_count, time_graph
 from gemmkit.kernels.gluon._compat import tma_load, tma_store
+from gemmkit.kernels.triton._schedule import tile_coords
 
 TRITON = tuple(int(v) for v in triton.__version__.split(".")[:2])
+
+
+@gluon.jit
+def _store_tile(acc, y_desc, off_m, off_n):
+    """The fp32 accumulator cast to y's dtype, staged in shared memory, TMA-stored at (off_m, off_n)."""
+    c_smem = gl.allocate_shared_memory(y_desc.dtype, y_desc.block_type.shape, y_desc.layout)
+    c_smem.store(acc.to(y_desc.dtype))
+    fence_async_shared()
+    tma_store(y_desc, [off_m, off_n], c_smem)
+    tma.store_wait(0)
 
 
 @gluon.jit
@@ -65,14 +76,11 @@ def probe_kernel(x_desc, w_desc, y_desc, K, ACC: gl.constexpr, STAGES: gl.conste
     M = y_desc.shape[0]
     N = y_desc.shape[1]
     # grouped order over cluster tiles (GROUP_M row tiles share their w columns in L2)
-    pid = gl.program_id(0)  # the cluster's index: the grid counts clusters
-    num_m = gl.cdiv(M, CBM)
-    num_n = gl.cdiv(N, BN)
-    width = GROUP_M * num_n
-    first_m = (pid // width) * GROUP_M
-    rows = gl.minimum(num_m - first_m, GROUP_M)
-    off_m = (first_m + (pid % width) % rows) * CBM  # cluster coordinates: the compiler adds CTA rank x BM
-    off_n = ((pid % width) // rows) * BN
+    # the cluster's index (the grid counts clusters), in the kernels' grouped order (kernels/triton/_schedule.py);
+    # cluster coordinates: the compiler adds CTA rank x BM to x's and y's rows
+    pid_m, pid_n = tile_coords(gl.program_id(0), gl.cdiv(M, CBM), gl.cdiv(N, BN), GROUP_M, 1)
+    off_m = pid_m * CBM
+    off_n = pid_n * BN
 
     a_ring = gl.allocate_shared_memory(x_desc.dtype, [STAGES, CBM, BK], x_desc.layout)
     b_ring = gl.allocate_shared_memory(w_desc.dtype, [STAGES, BN, BK], w_desc.layout)
@@ -106,12 +114,7 @@ def probe_kernel(x_desc, w_desc, y_desc, K, ACC: gl.constexpr, STAGES: gl.conste
             tma_load(x_desc, [off_m, kn * BK], ready.index(sn), a_ring.index(sn))
             tma_load(w_desc, [off_n, kn * BK], ready.index(sn), b_ring.index(sn), multicast=CTAS == 2)
     acc = warpgroup_mma_wait(0, deps=[acc])
-
-    c_smem = gl.allocate_shared_memory(y_desc.dtype, y_desc.block_type.shape, y_desc.layout)
-    c_smem.store(acc.to(y_desc.dtype))
-    fence_async_shared()
-    tma_store(y_desc, [off_m, off_n], c_smem)
-    tma.store_wait(0)
+    _store_tile(acc, y_desc, off_m, off_n)
     if EXIT_SYNC:
         gl.barrier(cluster=True)  # before 3.9 nothing keeps a CTA alive while its peer may still arrive on it
 
@@ -149,11 +152,7 @@ def _ws_mma(y_desc, a_ring, b_ring, ready, empty_local, empty_cluster, off_m, of
             if CTAS == 2:
                 mbarrier.arrive(empty_cluster.index(p))  # CTA 1's arrival lands on CTA 0's barrier
     acc = warpgroup_mma_wait(0, deps=[acc])
-    c_smem = gl.allocate_shared_memory(y_desc.dtype, y_desc.block_type.shape, y_desc.layout)
-    c_smem.store(acc.to(y_desc.dtype))
-    fence_async_shared()
-    tma_store(y_desc, [off_m, off_n], c_smem)
-    tma.store_wait(0)
+    _store_tile(acc, y_desc, off_m, off_n)
 
 
 @gluon.jit
@@ -165,14 +164,11 @@ def ws_probe_kernel(x_desc, w_desc, y_desc, K, ACC: gl.constexpr, STAGES: gl.con
     BN: gl.constexpr = w_desc.block_type.shape[0]
     M = y_desc.shape[0]
     N = y_desc.shape[1]
-    pid = gl.program_id(0)
-    num_m = gl.cdiv(M, CBM)
-    num_n = gl.cdiv(N, BN)
-    width = GROUP_M * num_n
-    first_m = (pid // width) * GROUP_M
-    rows = gl.minimum(num_m - first_m, GROUP_M)
-    off_m = (first_m + (pid % width) % rows) * CBM
-    off_n = ((pid % width) // rows) * BN
+    # the cluster's index (the grid counts clusters), in the kernels' grouped order (kernels/triton/_schedule.py);
+    # cluster coordinates: the compiler adds CTA rank x BM to x's and y's rows
+    pid_m, pid_n = tile_coords(gl.program_id(0), gl.cdiv(M, CBM), gl.cdiv(N, BN), GROUP_M, 1)
+    off_m = pid_m * CBM
+    off_n = pid_n * BN
     a_ring = gl.allocate_shared_memory(x_desc.dtype, [STAGES, CBM, BK], x_desc.layout)
     b_ring = gl.allocate_shared_memory(w_desc.dtype, [STAGES, BN, BK], w_desc.layout)
     ready = mbarrier.allocate_mbarrier(batch=STAGES)
