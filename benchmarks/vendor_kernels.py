@@ -9,7 +9,7 @@ at B = 8 / 64, M = N = K = 512 / 1024 / 2048; kv_b_proj at M = 1; the squares; t
 rows; DeepSeek N = 576 / 1536; `torch._scaled_mm` rowwise), each for the vendor and for gemmkit's table
 config.
 
-Usage (repo root, on the GPU): PYTHONPATH=. python benchmarks/vendor_kernels.py --json OUT.json
+Usage (repo root, on the GPU): PYTHONPATH=. python benchmarks/vendor_kernels.py --json OUT.json [--mm M,N,K ...]
 """
 import argparse
 import json
@@ -18,8 +18,9 @@ import tempfile
 import time
 
 
-def cases(torch, gemmkit):
-    """[(label, who, fn, served)]: served = (config, its table source) for gemmkit's rows, None for the vendor's."""
+def cases(torch, gemmkit, shapes=None):
+    """[(label, who, fn, served)]: served = (config, its table source) for gemmkit's rows, None for the vendor's.
+    `shapes`: [(M, N, K)] bf16 GEMMs to look at instead of the default cases."""
     from gemmkit import configs
     from gemmkit.ops import _common as C
 
@@ -44,6 +45,10 @@ def cases(torch, gemmkit):
         out.append((label, "vendor", lambda: torch.bmm(x, w.transpose(1, 2)), None))
         out.append((label, "gemmkit", lambda: gemmkit.batched_gemm_a16w16(x, w), served("batched_a16w16", S, S, S)))
 
+    if shapes:
+        for M, N, K in shapes:
+            mm(f"{M}x{N}x{K}", M, N, K)
+        return out
     for B in (8, 64):
         for S in (512, 1024, 2048):
             bmm(B, S)
@@ -101,12 +106,14 @@ def main():
 
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--json")
+    ap.add_argument("--mm", nargs="+", metavar="M,N,K", help="bf16 GEMM shapes to look at instead of the default cases")
     args = ap.parse_args()
+    shapes = [tuple(map(int, s.split(","))) for s in args.mm] if args.mm else None
     res = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "triton": triton.__version__,
            "cuda": torch.version.cuda,
            "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "git_sha": git_sha(),
            "method": __doc__.split("Usage")[0].strip(), "cases": []}
-    for label, who, fn, cfg in cases(torch, gemmkit):
+    for label, who, fn, cfg in cases(torch, gemmkit, shapes):
         try:
             ks = kernels_of(torch, fn)
         except Exception as e:  # one case failing must not hide the others
