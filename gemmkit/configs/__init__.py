@@ -186,7 +186,7 @@ def serve(op: str, target, M: int, N: int, K: int):
 
 def model_configs(op: str, arch: str) -> list:
     """(name, config) of the configs the config model writes that no table ships (configs/model.py: bf16's
-    `wide_config` and `narrow_pingpong`; fp8's 64 x 64 Gluon ping-pong over the large-M bucket), so that `gemmkit isa`
+    `wide_config`, `one_wave`'s tiles and `narrow_pingpong`; fp8's 64 x 64 Gluon ping-pong over the large-M bucket), so that `gemmkit isa`
     compiles them."""
     from . import model
 
@@ -195,6 +195,8 @@ def model_configs(op: str, arch: str) -> list:
         return []
     if rules.get("wide_config"):
         out = [("model:wide_config", validate_config(dict(rules["wide_config"]), backend="cuda"))]
+        out += [(f"model:one_wave_{c['BLOCK_SIZE_M']}x{c['BLOCK_SIZE_N']}{'_swap' if c.get('swap_ab') else ''}",
+                 validate_config(dict(c), backend="cuda")) for c in rules.get("one_wave", ())]
         base = select(op, arch, model.NARROW_MAX_M, 1, 1)[0]  # the default table's bucket narrow_pingpong replaces
         if rules.get("narrow_pingpong") and base.get("backend") == "gluon":
             out.append(("model:narrow_pingpong", validate_config(dict(base, **rules["narrow_pingpong"]),

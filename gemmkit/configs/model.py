@@ -109,8 +109,31 @@ FITTED_OPS = ("a16w16", "a8w8", "a8w8_int8", "a8w8_blockscale")
 #                program and no split-K: where those tiles are few (under FEW_TILES of the CUs) the bucket runs on the
 #                Triton tier, fitted (its split K and smaller tiles), as it did before the kernel had a launcher.
 #                Unmeasured (no AMD GPU here): the same rule as the sm_90 Gluon buckets' few-tiles step.
+#   one_wave     bf16 at 64 < M <= ONE_WAVE_MAX_M: before the rules above, the tile of this menu whose tiles come
+#                nearest one wave without passing it (the most tiles <= SMs, at least ONE_WAVE_FILL of them), each
+#                a Gluon ping-pong with a deep ring and no split: where a tile of 64 tokens fills one wave, the
+#                weights stream through every SM once and nothing is reduced. What cuBLAS runs there
+#                (benchmarks/results/h200/vendor_kernels_m128.json: 64 tokens x 64-112 weight rows, 96-128 CTAs, 10-13
+#                stages, no split-K). Only where the last 64-row box of x is at least half full: the swap tile with
+#                a box loading mostly past M ran 0.65 / 0.84x at M = 80 where M = 112 / 128 ran 0.94-1.09x (the
+#                others not measured there). The menu, in order: the swap-AB 64 x 64 (weight rows in the wgmma's M;
+#                tokens 64, at M <= 128), the 64 x 96 split tile (K step 128, 5 stages) and the 64 x 128 (8 stages). ab/bf16_m128_grid.json and ab/bf16_one_wave.json
+#                (H200, against cuBLAS, 30 rows at M = 80-256): the swap 64 x 64 where 90-128 tiles 0.94-1.09x
+#                against the served 0.80-0.99x; the 64 x 96 on 96-128 tiles 0.85-0.95x against 0.73-0.87x (M = 256,
+#                N = 2880: 0.87 vs 0.73x); the 64 x 128 on 112 tiles 0.93x against 0.76x (7168 x 2048); the same
+#                64 x 128 tile with 6 stages 0.78-0.87x (the ring's depth is most of it). Not taken where
+#                `narrow_pingpong`'s split partials are under 1 / NARROW_LONG_SHARE of the weights (K >= 16384 at
+#                M = 128): 128 x 4608 x 36864 ran 0.97x split, 0.91x on one wave of 64 x 96 (fewer bytes into each
+#                SM: a 64 x 192 tile's x rows are half of a 64 x 96's for the same weights).
 OP_RULES = {"a8w8_blockscale": {"ctas_per_sm": 2, "wide_share": 0.6, "operand_bytes": 1}, "a8w8": {"wide_share": 0.6},
-            "a16w16": {"gluon_waves": True, "cdna_tiles": True, "wide_share": 0.6, "narrow_pingpong": {
+            "a16w16": {"gluon_waves": True, "cdna_tiles": True, "wide_share": 0.6, "one_wave": (
+                {"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 64, "BLOCK_SIZE_K": 128, "GROUP_SIZE_M": 1, "num_warps": 4,
+                 "num_stages": 6, "tma": True, "persistent": True, "backend": "gluon", "swap_ab": True, "NUM_KSPLIT": 1},
+                {"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 96, "BLOCK_SIZE_K": 128, "GROUP_SIZE_M": 8, "num_warps": 4,
+                 "num_stages": 5, "tma": True, "persistent": True, "backend": "gluon", "NUM_KSPLIT": 1},
+                {"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 128, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 8, "num_warps": 4,
+                 "num_stages": 8, "tma": True, "persistent": True, "backend": "gluon", "NUM_KSPLIT": 1}),
+                "narrow_pingpong": {
                 "BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 192, "num_warps": 4, "num_stages": 6, "NUM_KSPLIT": 4},
                 "wide_config": {
                 "BLOCK_SIZE_M": 128, "BLOCK_SIZE_N": 128, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 8, "num_warps": 4,
@@ -121,6 +144,9 @@ GLUON_WAVE_MARGIN = 1.1  # how much better the ping-pong's waves must be filled 
 NARROW_MAX_M, NARROW_MIN_N = 512, 2048  # where `narrow_pingpong`'s split was measured (M = 256 / 512, N = 2880-12288)
 NARROW_MIN_K = 4096  # above NARROW_MAX_M the 64 x 192 tile needs K this long (1000 x 3000 x 2000 lost: 0.78 vs 0.83x)
 NARROW_PARTIAL_SHARE = 4  # at 64 < M <= 128: `narrow_pingpong`'s split partials at most 1 / this of w's bytes
+NARROW_LONG_SHARE = 8  # ... and at most 1 / this: the split goes before `one_wave`
+ONE_WAVE_MAX_M, ONE_WAVE_SWAP_MAX_M = 256, 128  # `one_wave`: up to this M; its swap-AB tile up to this M
+ONE_WAVE_FILL = 0.6  # `one_wave`: the least share of the SMs a tile's count fills
 # The Gluon ping-pong tile of `wide_share` (what the tuned fp8 block-scale tables run at M <= 128, e.g.
 # A8W8_BLOCKSCALE-N=7168-K=16384.json), applied over the large-M Gluon bucket's other keys.
 SMALL_PINGPONG = {"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 64, "GROUP_SIZE_M": 4, "num_warps": 4, "num_stages": 6}
@@ -131,6 +157,27 @@ PINGPONG_ROUND = 2  # ping-pong tiles an SM takes in one round (one a consumer):
 def wave_efficiency(tiles: int, num_cus: int) -> float:
     """The share of the SM-slots a persistent grid's waves keep busy: tiles over (waves x SMs)."""
     return tiles / (-(-tiles // num_cus) * num_cus)
+
+
+def one_wave(menu, M: int, N: int, num_cus: int) -> tuple[dict | None, int]:
+    """(tile, its tile count) of `menu` (OP_RULES' `one_wave`) with the most tiles within one wave of `num_cus` SMs and
+    at least ONE_WAVE_FILL of them, the first such on a tie; (None, 0) where none."""
+    best, best_tiles = None, 0
+    for c in menu:
+        bm = c["BLOCK_SIZE_M"]
+        if c.get("swap_ab") and M > ONE_WAVE_SWAP_MAX_M or 0 < M % bm < bm // 2:
+            continue
+        tiles = -(-M // bm) * -(-N // c["BLOCK_SIZE_N"])
+        if ONE_WAVE_FILL * num_cus <= tiles <= num_cus and tiles > best_tiles:
+            best, best_tiles = c, tiles
+    return best, best_tiles
+
+
+def _narrow_split(narrow: dict, own: dict, M: int, N: int, K: int) -> tuple[int, float]:
+    """(K splits, their fp32 partials' bytes over the weights') of `narrow_pingpong` at 64 < M <= 128."""
+    rows = -(-M // narrow["BLOCK_SIZE_M"]) * narrow["BLOCK_SIZE_M"]
+    split = max(1, min(narrow["NUM_KSPLIT"], -(-K // own["BLOCK_SIZE_K"]) // MIN_SPLIT_STEPS))
+    return split, split * 2 * rows * N * 4 / (N * K * 2)  # fp32 partials written and read; bf16 w
 
 
 def choose(op: str, cfg: dict, large: dict | None, M: int, N: int, K: int, num_cus: int,
@@ -152,6 +199,10 @@ def choose(op: str, cfg: dict, large: dict | None, M: int, N: int, K: int, num_c
     if rules.get("gluon_waves") and cfg.get("backend") == "gluon" and cfg["num_warps"] == 8 \
             and cfg["BLOCK_SIZE_N"] == 256 and not cfg.get("swap_ab") and cfg.get("NUM_KSPLIT", 1) == 1:
         bm = cfg["BLOCK_SIZE_M"]
+        if rules.get("one_wave") and M <= ONE_WAVE_MAX_M:
+            tile, tiles = one_wave(rules["one_wave"], M, N, num_cus)
+            if tile is not None:
+                return dict(tile), [_one_wave_note(tile, tiles, num_cus)]
         coop, pp = (-(-M // bm) * -(-N // bn) for bn in (256, 128))
         eff_coop, eff_pp = wave_efficiency(coop, num_cus), wave_efficiency(pp, num_cus)
         narrow = rules.get("narrow_pingpong")
@@ -183,6 +234,12 @@ def choose(op: str, cfg: dict, large: dict | None, M: int, N: int, K: int, num_c
     small_triton = cfg.get("backend") != "gluon" and 64 < M <= 128
     small_gluon = own is None and large is not None and cfg == large and 128 < M <= SMALL_PINGPONG_MAX_M
     if share and wide is not None and not amd and (small_triton or small_gluon):
+        narrow = rules.get("narrow_pingpong")
+        if own and small_triton and rules.get("one_wave"):
+            split, share_w = _narrow_split(narrow, own, M, N, K) if narrow else (1, 1.0)
+            tile, tiles = one_wave(rules["one_wave"], M, N, num_cus)
+            if tile is not None and not (N >= NARROW_MIN_N and split > 1 and share_w * NARROW_LONG_SHARE <= 1):
+                return dict(tile), [_one_wave_note(tile, tiles, num_cus)]
         bm, bn = wide["BLOCK_SIZE_M"], wide["BLOCK_SIZE_N"]
         n_tiles = -(-M // bm) * -(-N // bn)
         if n_tiles >= share * num_cus:
@@ -192,16 +249,13 @@ def choose(op: str, cfg: dict, large: dict | None, M: int, N: int, K: int, num_c
                                 f"{n_tiles / num_cus:.1f} waves"]) if own else \
                 (large, [f"wide N: {n_tiles} tiles of the large-M bucket's Gluon {bm} x {bn} fill "
                          f"{n_tiles / num_cus:.1f} waves"])
-        narrow = rules.get("narrow_pingpong")
         if own and narrow and small_triton and N >= NARROW_MIN_N:
-            rows = -(-M // narrow["BLOCK_SIZE_M"]) * narrow["BLOCK_SIZE_M"]
-            split = max(1, min(narrow["NUM_KSPLIT"], -(-K // own["BLOCK_SIZE_K"]) // MIN_SPLIT_STEPS))
-            partial_bytes, w_bytes = split * 2 * rows * N * 4, N * K * 2  # fp32 partials written and read; bf16 w
-            if split > 1 and partial_bytes * NARROW_PARTIAL_SHARE <= w_bytes:
+            split, share_w = _narrow_split(narrow, own, M, N, K)
+            if split > 1 and share_w * NARROW_PARTIAL_SHARE <= 1:
                 return dict(own, **dict(narrow, NUM_KSPLIT=split)), [
                     f"{n_tiles} tiles of the Gluon ping-pong's {bm} x {bn} (under {share:.0%} of {num_cus} SMs), "
                     f"K = {K}: the ping-pong's {narrow['BLOCK_SIZE_M']} x {narrow['BLOCK_SIZE_N']}, K split up to "
-                    f"{split} (its partials {partial_bytes / w_bytes:.0%} of w's bytes)"]
+                    f"{split} (its partials {share_w:.0%} of w's bytes)"]
         pm, pn = SMALL_PINGPONG["BLOCK_SIZE_M"], SMALL_PINGPONG["BLOCK_SIZE_N"]
         pp = -(-M // pm) * -(-N // pn)
         if not own and FEW_TILES * num_cus <= pp <= PINGPONG_ROUND * num_cus:
@@ -219,6 +273,12 @@ def choose(op: str, cfg: dict, large: dict | None, M: int, N: int, K: int, num_c
         ring = cfg["num_stages"] * (cfg["BLOCK_SIZE_M"] + cfg["BLOCK_SIZE_N"]) * cfg["BLOCK_SIZE_K"] * rules["operand_bytes"]
         resident = max(1, shared_mem // ring)
     return fit(cfg, M, N, K, num_cus, ctas_per_sm=rules.get("ctas_per_sm"), resident=resident)
+
+
+def _one_wave_note(tile: dict, tiles: int, num_cus: int) -> str:
+    kind = "the swap-AB ping-pong's" if tile.get("swap_ab") else "the ping-pong's"
+    return (f"one wave: {tiles} tiles of {kind} {tile['BLOCK_SIZE_M']} x {tile['BLOCK_SIZE_N']} for {num_cus} SMs, "
+            f"{tile['num_stages']} stages, no split")
 
 
 def _pow2(v: int) -> bool:

@@ -122,14 +122,15 @@ def test_a16w16_at_m_128_takes_the_ping_pong_for_a_wide_n(M, N, K, gluon):
     (3000, 5000, 7000, "coop"),  # 96% against 91%: within the margin (64 x 192 ran 0.47x)
     (256, 7680, 5120, "ping-pong"),  # 120 of 128 x 128 (91%) against 160 of 64 x 192, unsplit (61%): 0.99x vs 0.70x
     (256, 14336, 12288, "coop"),  # 112 of 128 x 256 (85%) against 300 of 64 x 192 (76%): 0.93x against 0.79x
-    (256, 2880, 2880, "64x192"),  # 60 of 64 x 192 split 2 (91%) against 46 of 128 x 128 split 2 (70%)
+    (256, 2880, 2880, "64x96"),  # one wave of 64 x 96 (120 tiles, `one_wave`) before 64 x 192 split 2: 0.87 vs 0.73x
     (4096, 57344, 12288, "coop"),  # 99% against 100%: within the margin
     (1024, 128, 2880, "triton"),  # 8 tiles even of 128 x 128: the Triton tier's split-K
 ])
 def test_a16w16_gluon_kernel_by_wave_efficiency(M, N, K, kernel):
     cfg, source = configs.serve("a16w16", H200, M, N, K)
     got = "triton" if cfg.get("backend") != "gluon" else ("coop" if cfg["num_warps"] == 8 else
-                                                          "64x192" if cfg["BLOCK_SIZE_N"] == 192 else "ping-pong")
+                                                          "64x192" if cfg["BLOCK_SIZE_N"] == 192 else
+                                                          "64x96" if cfg["BLOCK_SIZE_N"] == 96 else "ping-pong")
     assert got == kernel, source
     if kernel == "ping-pong":
         assert (cfg["BLOCK_SIZE_N"], cfg["num_stages"]) == (128, 6) and "the ping-pong" in source
@@ -222,13 +223,13 @@ def test_tuned_names_shape_files_only():
     (256, 5120, 5120, True),  # 40 coop tiles (measured: served 0.81x, 64 x 192 split 4 0.89x)
     (512, 4608, 36864, True),  # 72 (0.65 -> 0.75x)
     (256, 12288, 12288, True),  # 96 (0.80 -> 0.90x)
-    (200, 2880, 2880, True),
-    (256, 2880, 4096, True),  # 24 coop tiles (served by the Triton tier split 5: 0.63x; 64 x 192 split 4 0.77x)
+    (200, 2880, 2880, True),  # the last 64-row box holds 8 rows: no `one_wave`
+    (256, 2880, 4096, False),  # 24 coop tiles; 64 x 192 split 4 0.77x, one wave of 64 x 96 0.87x
     (512, 8192, 8192, False),  # 128 coop tiles: not fewer than the SMs
     (1024, 5120, 8192, False),  # M > 512: not measured
     # 64 < M <= 128, the Triton bucket's shapes: where K >= 64 x the tile rows (the four splits' partials small)
     (128, 4608, 36864, True),  # measured: 0.79 -> 0.97x
-    (80, 5120, 8192, True),  # 0.88 -> 0.93x (M = 80: 128 tile rows, the same K bound)
+    (80, 5120, 8192, True),  # 0.88 -> 0.93x (M = 80: 128 tile rows, the same K bound; one_wave: a box past M)
     (128, 5120, 5120, False),  # K < 8192: the split lost (0.84 -> 0.81x)
     (128, 4608, 4096, False),
     (128, 10240, 5120, False),  # 80 tiles of 128 x 128: the wide ping-pong (wide_share)
@@ -242,3 +243,34 @@ def test_a16w16_few_coop_tiles_take_the_64_x_192_ping_pong(M, N, K, narrow):
         assert "the ping-pong's 64 x 192" in source and cfg.get("backend") == "gluon"
     assert "64 x 192" not in configs.serve("a16w16", arch.ARCHS["gfx942"], M, N, K)[1]
 
+
+
+# ab/bf16_m128_grid.json, ab/bf16_one_wave.json (H200, against cuBLAS): the tile that comes nearest one wave
+@pytest.mark.parametrize("M, N, K, want", [
+    (128, 2880, 2880, (64, 64, True, 90)),  # swap-AB 64 x 64: 0.95x against the served Triton 64 x 128's 0.80x
+    (128, 3072, 3072, (64, 64, True, 96)),  # 0.96x against 0.82x
+    (112, 2880, 2880, (64, 64, True, 90)),  # the last box 48 of 64 rows: 0.94x against 0.81x
+    (128, 4608, 4096, (64, 96, False, 96)),  # 144 swap tiles would be two waves: 64 x 96, 0.90x against 0.84x
+    (128, 5120, 8192, (64, 96, False, 108)),  # before the 64 x 192 split (partials 25% of w): 0.93x against 0.87x
+    (128, 7168, 2048, (64, 128, False, 112)),  # 64 x 96 would be 150 tiles: 64 x 128, 8 stages, 0.93x against 0.76x
+    (256, 2880, 4096, (64, 96, False, 120)),  # 0.87x against 0.77x
+])
+def test_a16w16_one_wave_tile(M, N, K, want):
+    bm, bn, swap, tiles = want
+    # the default table's buckets (the shape files of tuned layers are served as measured)
+    cfg, notes = model.choose("a16w16", configs.select("a16w16", "sm_90", M, 1, 1)[0], None, M, N, K, 132, 232448)
+    assert (cfg["BLOCK_SIZE_M"], cfg["BLOCK_SIZE_N"], bool(cfg.get("swap_ab")), cfg.get("NUM_KSPLIT", 1)) == \
+        (bm, bn, swap, 1), notes
+    assert f"one wave: {tiles} tiles" in notes[0]
+
+
+@pytest.mark.parametrize("M, N, K", [
+    (80, 4096, 4096),  # the last 64-row box a quarter full: the swap tile ran 0.65x (the served 0.84x)
+    (80, 2880, 2880),
+    (128, 1536, 7168),  # 48 swap tiles, under ONE_WAVE_FILL of the SMs
+    (128, 4608, 36864),  # the 64 x 192 split's partials 6% of w: it goes first (0.97x against 0.91x)
+    (128, 18432, 16384),  # no tile of the menu within one wave
+])
+def test_a16w16_one_wave_not_taken(M, N, K):
+    cfg, notes = model.choose("a16w16", configs.select("a16w16", "sm_90", M, 1, 1)[0], None, M, N, K, 132, 232448)
+    assert not cfg.get("swap_ab") and not any("one wave" in n for n in notes), notes
