@@ -125,6 +125,13 @@ FITTED_OPS = ("a16w16", "a8w8", "a8w8_int8", "a8w8_blockscale")
 #                `narrow_pingpong`'s split partials are under 1 / NARROW_LONG_SHARE of the weights (K >= 16384 at
 #                M = 128): 128 x 4608 x 36864 ran 0.97x split, 0.91x on one wave of 64 x 96 (fewer bytes into each
 #                SM: a 64 x 192 tile's x rows are half of a 64 x 96's for the same weights).
+#   narrow_n     bf16, N within one tile column (N <= its BLOCK_SIZE_N), on the Triton tier's path (few tiles): this
+#                64-row tile with a deeper ring (K step 128, 4 stages) instead of the bucket's 128 rows, split K to
+#                one wave (`fit`), where its tiles and splits fill at least FEW_TILES of the SMs (the bucket's own fit
+#                otherwise: at M <= 512 it shrinks to 64 rows itself and splits further with its K step of 64).
+#                GPT-OSS's router (N = 128, K = 2880), ab/bf16_router.json (H200, against cuBLAS): M = 1024 / 2048 /
+#                4096 split 4 / 4 / 2: 0.93 / 0.85 / 0.79x against the served 128 x 128 split 11 / 8 / 4's 0.80 /
+#                0.68 / 0.62x (the same CTA counts at 2048 / 4096: the ring's depth, as at M = 128 under `one_wave`).
 OP_RULES = {"a8w8_blockscale": {"ctas_per_sm": 2, "wide_share": 0.6, "operand_bytes": 1}, "a8w8": {"wide_share": 0.6},
             "a16w16": {"gluon_waves": True, "cdna_tiles": True, "wide_share": 0.6, "one_wave": (
                 {"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 64, "BLOCK_SIZE_K": 128, "GROUP_SIZE_M": 1, "num_warps": 4,
@@ -133,6 +140,8 @@ OP_RULES = {"a8w8_blockscale": {"ctas_per_sm": 2, "wide_share": 0.6, "operand_by
                  "num_stages": 5, "tma": True, "persistent": True, "backend": "gluon", "NUM_KSPLIT": 1},
                 {"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 128, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 8, "num_warps": 4,
                  "num_stages": 8, "tma": True, "persistent": True, "backend": "gluon", "NUM_KSPLIT": 1}),
+                "narrow_n": {"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 128, "BLOCK_SIZE_K": 128, "GROUP_SIZE_M": 8,
+                             "num_warps": 4, "num_stages": 4, "tma": True, "persistent": False, "NUM_KSPLIT": 1},
                 "narrow_pingpong": {
                 "BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 192, "num_warps": 4, "num_stages": 6, "NUM_KSPLIT": 4},
                 "wide_config": {
@@ -187,6 +196,15 @@ def choose(op: str, cfg: dict, large: dict | None, M: int, N: int, K: int, num_c
     `gluon_waves` rule; for a CDNA Gluon bucket, it or the Triton tier by `cdna_tiles`; the table's large-M
     bucket `large` where the op's `wide_waves` rule takes it; else `cfg` fitted (`fit`)."""
     rules = OP_RULES.get(op, {})
+    narrow_n = rules.get("narrow_n")
+    if narrow_n and not amd and N <= narrow_n["BLOCK_SIZE_N"]:
+        tiles = -(-M // narrow_n["BLOCK_SIZE_M"])
+        split = 1 if tiles >= FEW_TILES * num_cus else \
+            max(1, min(num_cus // tiles, -(-K // narrow_n["BLOCK_SIZE_K"]) // MIN_SPLIT_STEPS, MAX_SPLIT))
+        if tiles * split >= FEW_TILES * num_cus:
+            tile, notes = fit(dict(narrow_n), M, N, K, num_cus)
+            return tile, [f"N = {N}, one tile column: the Triton tier's {narrow_n['BLOCK_SIZE_M']} x "
+                          f"{narrow_n['BLOCK_SIZE_N']} x {narrow_n['BLOCK_SIZE_K']}, {narrow_n['num_stages']} stages"] + notes
     if amd and cfg.get("backend") == "gluon":
         if not rules.get("cdna_tiles"):
             return cfg, []
