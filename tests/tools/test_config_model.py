@@ -20,15 +20,17 @@ def tile(cfg):
 @pytest.mark.parametrize("M, N, K, want", [
     (128, 128, 2880, (64, 64, 5, 4)),  # GPT-OSS router: K too short to split enough, so smaller tiles too
     (256, 128, 2880, (64, 64, 11, 4)),
-    (1024, 128, 2880, (128, 128, 11, 8)),
-    (4096, 128, 2880, (128, 128, 4, 8)),  # narrow N: 256 -> 128, then 32 tiles split 4 ways
+    # N in one tile column (`narrow_n`, ab/bf16_router_rule.json): 64-row tiles, K step 128, split to one wave
+    (1024, 128, 2880, (64, 128, 5, 4)),  # 1.01x against 128 x 128 split 11's 0.81x
+    (4096, 128, 2880, (64, 128, 2, 4)),  # 0.79x against 128 x 128 split 4's 0.62x
+    (8192, 128, 2880, (64, 128, 1, 4)),  # 0.93x against 128 x 128 split 2's 0.65x
     (1024, 1000, 7168, (128, 256, 4, 8)),  # split before shrinking (from the M <= 1024 bucket's 128 x 256 tile)
     (4096, 256, 16384, (128, 256, 4, 8)),
 ])
 def test_fitted_configs_on_the_measured_shapes(M, N, K, want):
     cfg, source = configs.serve("a16w16", H200, M, N, K)
     assert tile(cfg) == want
-    assert "A16W16.json" in source and ", fitted: " in source and f"{H200.num_cus} SMs" in source
+    assert "A16W16.json" in source and ", fitted: " in source and (f"{H200.num_cus} SMs" in source or N <= 128)
 
 
 @pytest.mark.parametrize("M, N, K, want", [
