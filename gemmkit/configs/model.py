@@ -18,7 +18,9 @@ and on 256 x 2880 x 4096 64 x 256 split 2 ran 0.67x against 0.57x. Where K is to
 router, K = 2880, at M = 128), smaller tiles are the rest of the way: 64 x 64 split 5 ran 1.15x against 0.93x.
 
 Before fitting, `choose` applies what is known of one op's kernels (`OP_RULES`, each rule with its measurement):
-which of the table's kernels serves a shape unlike the bucket's (a cooperative Gluon tile or the ping-pong by wave
+which of the table's kernels serves a shape unlike the bucket's (bf16 first: at 64 < M <= 256 the tile of a small menu
+that comes nearest one wave of the SMs, deep ring, no split; N in one tile column the Triton tier's 64-row tile split
+to one wave; then a cooperative Gluon tile or the ping-pong by wave
 efficiency, bf16's 64 x 192 ping-pong (split-K at 128 < M <= 512) where its waves are the fullest; at
 64 < M <= 256 in fp8, the large-M Gluon bucket or the Gluon ping-pong by the share of SMs their tiles fill), and how
 many CTAs an SM the K split aims for.
@@ -192,7 +194,9 @@ def _narrow_split(narrow: dict, own: dict, M: int, N: int, K: int) -> tuple[int,
 def choose(op: str, cfg: dict, large: dict | None, M: int, N: int, K: int, num_cus: int,
            shared_mem: int, amd: bool = False) -> tuple[dict, list]:
     """(config, notes) for a default-table bucket `cfg` serving (M, N, K) on `num_cus` SMs of `shared_mem` bytes
-    each (`amd`: a gfx942 / gfx950 target): for a cooperative Gluon bucket, it or the ping-pong by the op's
+    each (`amd`: a gfx942 / gfx950 target): the op's `narrow_n` tile where N is one tile column and its tiles and
+    splits fill half the SMs; the `one_wave` tile where one comes near one wave; for a cooperative Gluon bucket, it or
+    the ping-pong by the op's
     `gluon_waves` rule; for a CDNA Gluon bucket, it or the Triton tier by `cdna_tiles`; the table's large-M
     bucket `large` where the op's `wide_waves` rule takes it; else `cfg` fitted (`fit`)."""
     rules = OP_RULES.get(op, {})
