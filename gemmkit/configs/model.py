@@ -18,7 +18,7 @@ and on 256 x 2880 x 4096 64 x 256 split 2 ran 0.67x against 0.57x. Where K is to
 router, K = 2880, at M = 128), smaller tiles are the rest of the way: 64 x 64 split 5 ran 1.15x against 0.93x.
 
 Before fitting, `choose` applies what is known of one op's kernels (`OP_RULES`, each rule with its measurement):
-which of the table's kernels serves a shape unlike the bucket's (bf16 first: at 64 < M <= 256 the tile of a small menu
+which of the table's kernels serves a shape unlike the bucket's (bf16 first: at 64 <= M <= 256 the tile of a small menu
 that comes nearest one wave of the SMs, deep ring, no split; N in one tile column the Triton tier's 64-row tile split
 to one wave; then a cooperative Gluon tile or the ping-pong by wave
 efficiency, bf16's 64 x 192 ping-pong (split-K at 128 < M <= 512) where its waves are the fullest; at
@@ -111,7 +111,8 @@ FITTED_OPS = ("a16w16", "a8w8", "a8w8_int8", "a8w8_blockscale")
 #                program and no split-K: where those tiles are few (under FEW_TILES of the CUs) the bucket runs on the
 #                Triton tier, fitted (its split K and smaller tiles), as it did before the kernel had a launcher.
 #                Unmeasured (no AMD GPU here): the same rule as the sm_90 Gluon buckets' few-tiles step.
-#   one_wave     bf16 at 64 < M <= ONE_WAVE_MAX_M: before the rules above, the tile of this menu whose tiles come
+#   one_wave     bf16 at ONE_WAVE_MIN_M <= M <= ONE_WAVE_MAX_M: before the rules above (and the M <= 64 decode
+#                bucket at M = 64), the tile of this menu whose tiles come
 #                nearest one wave without passing it (the most tiles <= SMs, at least ONE_WAVE_FILL of them), each
 #                a Gluon ping-pong with a deep ring and no split: where a tile of 64 tokens fills one wave, the
 #                weights stream through every SM once and nothing is reduced. What cuBLAS runs there
@@ -126,7 +127,9 @@ FITTED_OPS = ("a16w16", "a8w8", "a8w8_int8", "a8w8_blockscale")
 #                64 x 128 tile with 6 stages 0.78-0.87x (the ring's depth is most of it). Not taken where
 #                `narrow_pingpong`'s split partials are under 1 / NARROW_LONG_SHARE of the weights (K >= 16384 at
 #                M = 128): 128 x 4608 x 36864 ran 0.97x split, 0.91x on one wave of 64 x 96 (fewer bytes into each
-#                SM: a 64 x 192 tile's x rows are half of a 64 x 96's for the same weights).
+#                SM: a 64 x 192 tile's x rows are half of a 64 x 96's for the same weights). At M = 64 on 10240-14336
+#                columns (ab/bf16_one_wave_more.json) 64 x 96 / 64 x 128 ran 0.97-1.06x against the swap-AB decode
+#                bucket's 0.81-0.90x (M < 64 not measured: a 64-token tile there loads past M).
 #   narrow_n     bf16, N within one tile column (N <= its BLOCK_SIZE_N), on the Triton tier's path (few tiles): this
 #                64-row tile with a deeper ring (K step 128, 4 stages) instead of the bucket's 128 rows, split K to
 #                one wave (`fit`), where its tiles and splits fill at least FEW_TILES of the SMs (the bucket's own fit
@@ -156,7 +159,7 @@ NARROW_MAX_M, NARROW_MIN_N = 512, 2048  # where `narrow_pingpong`'s split was me
 NARROW_MIN_K = 4096  # above NARROW_MAX_M the 64 x 192 tile needs K this long (1000 x 3000 x 2000 lost: 0.78 vs 0.83x)
 NARROW_PARTIAL_SHARE = 4  # at 64 < M <= 128: `narrow_pingpong`'s split partials at most 1 / this of w's bytes
 NARROW_LONG_SHARE = 8  # ... and at most 1 / this: the split goes before `one_wave`
-ONE_WAVE_MAX_M, ONE_WAVE_SWAP_MAX_M = 256, 128  # `one_wave`: up to this M; its swap-AB tile up to this M
+ONE_WAVE_MIN_M, ONE_WAVE_MAX_M, ONE_WAVE_SWAP_MAX_M = 64, 256, 128  # `one_wave`'s M range; its swap-AB tile up to this M
 ONE_WAVE_FILL = 0.6  # `one_wave`: the least share of the SMs a tile's count fills
 # The Gluon ping-pong tile of `wide_share` (what the tuned fp8 block-scale tables run at M <= 128, e.g.
 # A8W8_BLOCKSCALE-N=7168-K=16384.json), applied over the large-M Gluon bucket's other keys.
@@ -209,6 +212,17 @@ def choose(op: str, cfg: dict, large: dict | None, M: int, N: int, K: int, num_c
             tile, notes = fit(dict(narrow_n), M, N, K, num_cus)
             return tile, [f"N = {N}, one tile column: the Triton tier's {narrow_n['BLOCK_SIZE_M']} x "
                           f"{narrow_n['BLOCK_SIZE_N']} x {narrow_n['BLOCK_SIZE_K']}, {narrow_n['num_stages']} stages"] + notes
+    menu, narrow = rules.get("one_wave"), rules.get("narrow_pingpong")
+    if menu and not amd and ONE_WAVE_MIN_M <= M <= ONE_WAVE_MAX_M:
+        # the narrow split goes first where its partials are a small share of the weights (64 < M <= 128, where
+        # the Triton bucket would give way to it)
+        long_k = False
+        if narrow and 64 < M <= 128 and N >= NARROW_MIN_N and rules.get("wide_config"):
+            split, share_w = _narrow_split(narrow, rules["wide_config"], M, N, K)
+            long_k = split > 1 and share_w * NARROW_LONG_SHARE <= 1
+        tile, tiles = (None, 0) if long_k else one_wave(menu, M, N, num_cus)
+        if tile is not None:
+            return dict(tile), [_one_wave_note(tile, tiles, num_cus)]
     if amd and cfg.get("backend") == "gluon":
         if not rules.get("cdna_tiles"):
             return cfg, []
@@ -221,10 +235,6 @@ def choose(op: str, cfg: dict, large: dict | None, M: int, N: int, K: int, num_c
     if rules.get("gluon_waves") and cfg.get("backend") == "gluon" and cfg["num_warps"] == 8 \
             and cfg["BLOCK_SIZE_N"] == 256 and not cfg.get("swap_ab") and cfg.get("NUM_KSPLIT", 1) == 1:
         bm = cfg["BLOCK_SIZE_M"]
-        if rules.get("one_wave") and M <= ONE_WAVE_MAX_M:
-            tile, tiles = one_wave(rules["one_wave"], M, N, num_cus)
-            if tile is not None:
-                return dict(tile), [_one_wave_note(tile, tiles, num_cus)]
         coop, pp = (-(-M // bm) * -(-N // bn) for bn in (256, 128))
         eff_coop, eff_pp = wave_efficiency(coop, num_cus), wave_efficiency(pp, num_cus)
         narrow = rules.get("narrow_pingpong")
@@ -257,11 +267,6 @@ def choose(op: str, cfg: dict, large: dict | None, M: int, N: int, K: int, num_c
     small_gluon = own is None and large is not None and cfg == large and 128 < M <= SMALL_PINGPONG_MAX_M
     if share and wide is not None and not amd and (small_triton or small_gluon):
         narrow = rules.get("narrow_pingpong")
-        if own and small_triton and rules.get("one_wave"):
-            split, share_w = _narrow_split(narrow, own, M, N, K) if narrow else (1, 1.0)
-            tile, tiles = one_wave(rules["one_wave"], M, N, num_cus)
-            if tile is not None and not (N >= NARROW_MIN_N and split > 1 and share_w * NARROW_LONG_SHARE <= 1):
-                return dict(tile), [_one_wave_note(tile, tiles, num_cus)]
         bm, bn = wide["BLOCK_SIZE_M"], wide["BLOCK_SIZE_N"]
         n_tiles = -(-M // bm) * -(-N // bn)
         if n_tiles >= share * num_cus:

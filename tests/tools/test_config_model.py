@@ -256,6 +256,9 @@ def test_a16w16_few_coop_tiles_take_the_64_x_192_ping_pong(M, N, K, narrow):
     (128, 5120, 8192, (64, 96, False, 108)),  # before the 64 x 192 split (partials 25% of w): 0.93x against 0.87x
     (128, 7168, 2048, (64, 128, False, 112)),  # 64 x 96 would be 150 tiles: 64 x 128, 8 stages, 0.93x against 0.76x
     (256, 2880, 4096, (64, 96, False, 120)),  # 0.87x against 0.77x
+    # M = 64, over the swap-AB decode bucket (ab/bf16_one_wave_more.json)
+    (64, 10240, 5120, (64, 96, False, 107)),  # 0.97x against 0.81x
+    (64, 14336, 12288, (64, 128, False, 112)),  # 64 x 96 would be 150 tiles: 0.97x against 0.90x
 ])
 def test_a16w16_one_wave_tile(M, N, K, want):
     bm, bn, swap, tiles = want
@@ -272,7 +275,11 @@ def test_a16w16_one_wave_tile(M, N, K, want):
     (128, 1536, 7168),  # 48 swap tiles, under ONE_WAVE_FILL of the SMs
     (128, 4608, 36864),  # the 64 x 192 split's partials 6% of w: it goes first (0.97x against 0.91x)
     (128, 18432, 16384),  # no tile of the menu within one wave
+    (32, 10240, 5120),  # M < 64: a 64-token tile would load past M (not measured)
+    (64, 2880, 2880),  # 45 swap tiles: under ONE_WAVE_FILL of the SMs
 ])
 def test_a16w16_one_wave_not_taken(M, N, K):
-    cfg, notes = model.choose("a16w16", configs.select("a16w16", "sm_90", M, 1, 1)[0], None, M, N, K, 132, 232448)
-    assert not cfg.get("swap_ab") and not any("one wave" in n for n in notes), notes
+    bucket = configs.select("a16w16", "sm_90", M, 1, 1)[0]
+    cfg, notes = model.choose("a16w16", bucket, None, M, N, K, 132, 232448)
+    assert not any("one wave" in n for n in notes), notes
+    assert cfg == bucket if M <= 64 else not cfg.get("swap_ab")  # the decode bucket as it is; else no swap tile
