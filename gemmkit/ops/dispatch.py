@@ -15,6 +15,9 @@ that tier can run it. The kernels are tried in one order, and the first that can
     any config          ─► gemm_tma_kernel   "tma": true, sm_90, TMA-compatible x / w / y, its staging fits
                            gemm_kernel       always (a config that cannot fit here is the caller's ValueError)
                            + splitk_reduce_kernel after either Triton kernel when NUM_KSPLIT > 1
+    x / w rows off 16-byte multiples (K % 8 != 0 in bf16), where a TMA kernel would otherwise serve:
+                           gemm_rows_kernel  bf16 / fp16, no scales, M <= gemm_rows.MAX_M: w read where it lies
+                           else the config's kernel on padded copies of x and w (kernels/triton/pad.py)
 
 `dense` returns a `Choice`: the kernel, the config it runs, and (kernel, why) for each kernel passed over.
 The ops launch `Choice.kernel`; `gemmkit configs` prints `Choice.explain()` for a shape; the tuner groups its
@@ -44,6 +47,7 @@ GLUON_CDNA = "cdna_pingpong_kernel"
 TRITON_TMA = "gemm_tma_kernel"
 TRITON_POINTER = "gemm_kernel"
 GATED_TMA, GATED_POINTER = "gemm_gated_tma_kernel", "gemm_gated_kernel"
+TRITON_ROWS = "gemm_rows_kernel"
 GLUON_KERNELS = (GLUON_BF16, GLUON_COOP, GLUON_FP8, GLUON_CDNA)
 
 
@@ -164,6 +168,9 @@ def dense(cfg: dict, target, x2, w, y, scaling=G.NO_SCALING, interpreting: bool 
         if why is None:
             return _rows_padded(Choice(TRITON_TMA, tile, tuple(passed)), x2, w)
         passed.append((TRITON_TMA, why))
+        rows = _rows_kernel(tile, target, x2, w, scaling, passed)
+        if rows is not None:
+            return rows
         padded = _padded(cfg, target, x2, w, y, scaling, passed, interpreting, epilogue)
         if padded is not None:
             return padded
@@ -171,10 +178,13 @@ def dense(cfg: dict, target, x2, w, y, scaling=G.NO_SCALING, interpreting: bool 
     return Choice(TRITON_POINTER, tile, tuple(passed))
 
 
-# x and w rows copied to 16-byte multiples (kernels/triton/pad.py) at every M: the copy reads and writes w once more,
-# but the pointer kernel on rows at 2-byte alignment is slower still, even where it only streams w. H200, bf16
-# 4096 x 4095 w, CUDA graphs: M = 16 48.1 -> 31.8 us, M = 64 257 -> 35 us, M = 4096 3431 -> 217 us (docs/PERF.md,
-# "Unaligned K").
+# x and w rows copied to 16-byte multiples (kernels/triton/pad.py): the copy reads and writes w once more, but the
+# pointer kernel on rows at 2-byte alignment is slower still, even where it only streams w. H200, bf16 4096 x 4095 w,
+# CUDA graphs: M = 16 48.1 -> 31.8 us, M = 64 257 -> 35 us, M = 4096 3431 -> 217 us (docs/PERF.md, "Unaligned K").
+# At a few tokens the copy is most of the call: there gemm_rows_kernel reads w once where it lies, in 16-byte
+# vectors (kernels/triton/gemm_rows.py; measured in docs/PERF.md, "Unaligned K"). GEMMKIT_ROWS_KERNEL=0 (or
+# ROWS_KERNEL = False) turns it off, e.g. to compare.
+ROWS_KERNEL = os.environ.get("GEMMKIT_ROWS_KERNEL", "1") != "0"
 
 
 def _row_misaligned(t) -> bool:
@@ -200,6 +210,21 @@ def _padded(cfg, target, x2, w, y, scaling, passed, interpreting, epilogue) -> C
     if inner.path == "pointer":
         return None
     return Choice(inner.kernel, inner.config, tuple(passed), pad_k=KP, pad_m=inner.pad_m)
+
+
+def _rows_kernel(tile, target, x2, w, scaling, passed) -> Choice | None:
+    """gemm_rows_kernel for a call whose config asks for TMA but whose w rows TMA cannot address, where the kernel
+    takes it: 16-bit operands without scales, M within its tile (x and y any strides). Not for x's rows alone
+    (the copy of x is small) nor for a config that asks for the pointer kernel."""
+    from ..kernels.triton import gemm_rows
+
+    if not ROWS_KERNEL or not tile.get("tma") or x2.element_size() != 2 or scaling.mode != "none" or \
+            not _row_misaligned(w) or gemm_rows.unsupported(x2, w) is not None:
+        return None
+    M, K = x2.shape
+    t = gemm_rows.tile(M, w.shape[0], K, w.element_size(), target.num_cus)
+    cfg = dict(BLOCK_SIZE_M=t["BLOCK_M"], BLOCK_SIZE_N=t["BLOCK_N"], BLOCK_SIZE_K=t["BLOCK_K"], NUM_KSPLIT=t["SPLIT_K"])
+    return Choice(TRITON_ROWS, cfg, tuple(passed))
 
 
 # x copied to whole TMA boxes of rows (kernels/triton/pad.py) where a TMA kernel's last row of tiles would load boxes
@@ -454,6 +479,10 @@ def launch_dense(choice: Choice, x2, w, bias, y, activation, target, scaling=G.N
             launch_dense(again, x2, w, bias, y, activation, target, scaling, compile_only)
         run_gluon(choice, lambda: _launch_gluon_dense(choice, x2, w, bias, y, activation, target, scaling,
                                                       compile_only), fallback)
+    elif choice.kernel == TRITON_ROWS:
+        from ..kernels.triton import gemm_rows
+
+        gemm_rows.launch(x2, w, bias, y, activation, target, compile_only)
     else:
         G.launch(x2, w, bias, y, activation, choice.config, target, scaling,
                  compile_only=compile_only, tma=choice.kernel == TRITON_TMA)

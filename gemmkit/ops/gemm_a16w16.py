@@ -157,8 +157,9 @@ def gemm_a16w16(x, w, bias=None, *, activation=None, out_dtype=None, out=None, c
 # ----------------------------------------------------------------------------- static cases (gemmkit isa)
 
 def isa_cases(archs):
-    """Every bucket of every shipped table (gemm kernels, bf16), plus the split-K reduce once per target and the
-    operand copy of unaligned K (kernels/triton/pad.py) for sm_90."""
+    """Every bucket of every shipped table (gemm kernels, bf16), plus the split-K reduce once per target, and for
+    sm_90 the operand copy of unaligned K (kernels/triton/pad.py) and the kernel that reads such rows where they
+    lie at a few tokens (kernels/triton/gemm_rows.py: its two M tiles, split and not)."""
     yield from G.table_cases(OP, archs)
     rbm, rbn = G.reduce_tile(2**20, 2**20)
     for arch in archs:
@@ -171,6 +172,13 @@ def isa_cases(archs):
         for dtype in ("bf16", "fp8e4nv"):
             yield {"kernel": "pad_rows_kernel", "op": OP, "arch": "sm_90", "table": "-", "bucket": dtype,
                    "config": {"BLOCK_R": pad.BLOCK_R, "BLOCK_K": pad.BLOCK_K, "num_warps": pad.WARPS}, "path": "pad"}
+        from ..kernels.triton import gemm_rows
+
+        for bm in (16, 32):
+            for split in (1, 3):
+                yield {"kernel": "gemm_rows_kernel", "op": OP, "arch": "sm_90", "table": "-", "bucket": "bf16",
+                       "config": {"BLOCK_M": bm, "BLOCK_N": gemm_rows.BLOCK_N, "num_warps": gemm_rows.WARPS,
+                                  "SPLIT_K": split}, "path": "rows"}
 
 
 def isa_spec(case):
@@ -180,6 +188,13 @@ def isa_spec(case):
         kernel, sig, ce, div, opts = pad.static_spec(case["bucket"])
         return dict(kernel=kernel, signature=sig, constexprs=ce, divisible=div, options=opts, promises=pad.PROMISES,
                     block=None, smem_bound=0)
+    if case["path"] == "rows":
+        from ..kernels.triton import gemm_rows
+
+        kernel, sig, ce, div, opts = gemm_rows.static_spec(case["bucket"], case["config"]["BLOCK_M"],
+                                                           case["config"]["SPLIT_K"])
+        return dict(kernel=kernel, signature=sig, constexprs=ce, divisible=div, options=opts,
+                    promises=gemm_rows.PROMISES, block=None, smem_bound=0)
     if case["path"] != "reduce":
         return G.table_spec(case)
     from .. import arch as _arch

@@ -97,26 +97,33 @@ def test_tma_path(launches):
 
 
 def test_tma_falls_back_when_unaligned(launches):
-    """K = 41 breaks TMA's 16-byte row rule: x and w are copied to rows of 48 (ops/dispatch.py, kernels/triton/pad.py)
-    and the TMA kernel runs on the copies; an output whose rows break the rule (no copy helps there) takes the
-    pointer kernel. Both correct."""
+    """K = 41 breaks TMA's 16-byte row rule: at M = 40 x and w are copied to rows of 48 (ops/dispatch.py,
+    kernels/triton/pad.py) and the TMA kernel runs on the copies; an output whose rows break the rule (no copy helps
+    there) takes the pointer kernel. At M = 9 (<= gemm_rows.MAX_M) w is read where it lies (gemm_rows_kernel), into
+    either output. All correct."""
     dtype = torch.float16
     cfg = {"BLOCK_SIZE_M": 16, "BLOCK_SIZE_N": 32, "BLOCK_SIZE_K": 32, "GROUP_SIZE_M": 1,
            "num_warps": 4, "num_stages": 2, "tma": True}
-    x, w = randn(9, 41, dtype=dtype), randn(24, 41, dtype=dtype)
+    x, w = randn(40, 41, dtype=dtype), randn(24, 41, dtype=dtype)
     before = dict(launches)
     y = gemmkit.gemm_a16w16(x, w, config=cfg)
     assert launches["pad_rows_kernel"] == before.get("pad_rows_kernel", 0) + 2
     assert launches["gemm_tma_kernel"] == before.get("gemm_tma_kernel", 0) + 1
     assert launches["gemm_kernel"] == before.get("gemm_kernel", 0)
     _check(y, x, w, None, None, dtype)
-    out = poisoned((9, 25), dtype)[:, :24]  # rows of 50 bytes
+    out = poisoned((40, 25), dtype)[:, :24]  # rows of 50 bytes
     before = dict(launches)
     y = gemmkit.gemm_a16w16(x, w, config=cfg, out=out)
     assert launches["gemm_kernel"] == before.get("gemm_kernel", 0) + 1
     assert launches["gemm_tma_kernel"] == before.get("gemm_tma_kernel", 0)
     assert launches["pad_rows_kernel"] == before.get("pad_rows_kernel", 0)
     _check(y, x, w, None, None, dtype)
+    for out in (None, poisoned((9, 25), dtype)[:, :24]):
+        before = dict(launches)
+        y = gemmkit.gemm_a16w16(x[:9], w, config=cfg, out=out)
+        assert launches["gemm_rows_kernel"] == before.get("gemm_rows_kernel", 0) + 1
+        assert launches["pad_rows_kernel"] == before.get("pad_rows_kernel", 0)
+        _check(y, x[:9], w, None, None, dtype)
 
 
 def test_gluon_backend_config_runs_triton_in_the_interpreter(launches):

@@ -37,7 +37,8 @@ def rel(y, ref):
 
 
 SHAPES = [(8192, 8192, 8192), (4095, 4097, 1000), (1, 8192, 8192), (16, 10240, 8192), (128, 57344, 8192),
-          (1024, 8192, 28672), (17, 31, 40), (333, 1000, 777), (2048, 2048, 2048), (64, 4096, 4096)]
+          (1024, 8192, 28672), (17, 31, 40), (333, 1000, 777), (2048, 2048, 2048), (64, 4096, 4096),
+          (1, 4096, 4095), (17, 5000, 7001), (32, 333, 129)]  # the last three: w read where it lies (gemm_rows.py)
 
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=["bf16", "fp16"])
@@ -58,7 +59,16 @@ def test_shapes(M, N, K, dtype, launches):
 
     from gemmkit.ops import _common as C
 
-    cfg = configs.serve("a16w16", C.target_for(x.device), M, N, K)[0]  # the default buckets fitted (configs/model.py)
+    target = C.target_for(x.device)
+    cfg = configs.serve("a16w16", target, M, N, K)[0]  # the default buckets fitted (configs/model.py)
+    from gemmkit.kernels.triton import gemm_rows
+
+    if K % 8 and M <= gemm_rows.MAX_M and cfg.get("tma"):  # a few tokens: w read where it lies, no copy
+        want = {"gemm_rows_kernel"} | ({"splitk_reduce_kernel"} if
+                                       gemm_rows.tile(M, N, K, 2, target.num_cus)["SPLIT_K"] > 1 else set())
+        assert ran == want
+        assert rel(out, ref_fp32(x, w)) <= TOL[dtype]
+        return
     y_rows_ok = N % 8 == 0
     if cfg.get("backend") == "gluon" and y_rows_ok:
         want = {hopper_coop.KERNEL_NAME if hopper_pingpong.is_coop(cfg) else hopper_pingpong.KERNEL_NAME}

@@ -273,12 +273,16 @@ def test_batched_op_launches_the_kernel_the_rule_chooses(layout):
 
 # ----------------------------------------------------------------------------- unaligned K: padded copies
 
-@pytest.mark.parametrize("M", [1, 16, 4096])
-def test_unaligned_k_pads_at_every_m(M):
+@pytest.mark.parametrize("M", [1, 16, 32, 33, 4096])
+def test_unaligned_k_pads_or_reads_rows_where_they_lie(M):
     K = 4095  # rows of 8190 bytes: no TMA on the operands as given
     choice = D.dense(GLUON, H200, *dense_meta(M, 4096, K))
-    assert choice.pad_k == 4096 and choice.kernel == D.GLUON_BF16
-    assert "rows of 4096 elements" in choice.explain()
+    if M <= 32:  # a few tokens: w read where it lies (kernels/triton/gemm_rows.py), no copy
+        assert choice.kernel == D.TRITON_ROWS and choice.pad_k == 0 and choice.path == "pointer"
+        assert "gemm_rows_kernel" in choice.explain()
+    else:
+        assert choice.pad_k == 4096 and choice.kernel == D.GLUON_BF16
+        assert "rows of 4096 elements" in choice.explain()
     fp8 = D.dense(GLUON, H200, *dense_meta(M, 4096, 7000, dtype=FP8),
                   G.Scaling("rowcol", meta(M, dtype=torch.float32), meta(4096, dtype=torch.float32)))
     assert fp8.pad_k == 7008 and fp8.kernel == D.GLUON_FP8  # fp8 rows: multiples of 16 elements
@@ -292,6 +296,20 @@ def test_no_padding_where_it_cannot_help():
     assert D.dense(GLUON, H200, x, transposed, meta(256, 512)).pad_k == 0
     assert D.dense(dict(TILE, tma=False), H200, x, w, meta(256, 512)).pad_k == 0  # no TMA kernel asked for
     assert D.dense(GLUON, MI300, x, w, meta(256, 512)).pad_k == 0  # AMD: no TMA
+
+
+def test_rows_kernel_only_where_it_takes_the_call(monkeypatch):
+    x, w, y = dense_meta(8, 512, 4095)
+    assert D.dense(GLUON, H200, x, w, y).kernel == D.TRITON_ROWS
+    assert D.dense(GLUON, H200, x, meta(512, 4097)[:, :4095], y).kernel == D.TRITON_ROWS  # a view, rows of 4097
+    x8, w8 = meta(8, 4095, dtype=FP8), meta(512, 4095, dtype=FP8)
+    fp8 = D.dense(GLUON, H200, x8, w8, y, G.Scaling("rowcol", meta(8, dtype=torch.float32),
+                                                    meta(512, dtype=torch.float32)))
+    assert fp8.pad_k == 4096 and fp8.kernel == D.GLUON_FP8  # 8-bit calls: the copy (the kernel takes 16-bit only)
+    aligned_w = D.dense(GLUON, H200, x, meta(512, 4095, stride=(4096, 1)), y)
+    assert aligned_w.kernel == D.GLUON_BF16 and aligned_w.pad_k == 4096  # only x's rows off: its copy is small
+    monkeypatch.setattr(D, "ROWS_KERNEL", False)
+    assert D.dense(GLUON, H200, x, w, y).pad_k == 4096  # turned off: the copy
 
 
 def _call(op, M, N, K, block_k=None):
@@ -324,7 +342,7 @@ def test_unaligned_k_runs_on_padded_copies_and_replays(op):
 
     from gemmkit import callplan
 
-    M, N = 24, 48
+    M, N = 48, 48  # above gemm_rows.MAX_M: bf16 copies too
     K = 75  # rows of 150 (bf16) or 75 (fp8) bytes: off 16-byte multiples
     replays = callplan.STATS["replays"]
     for _ in range(2):  # record, then replay
@@ -388,6 +406,7 @@ def test_row_padded_x_gives_every_element_and_replays(op, K, monkeypatch):
     from gemmkit import callplan
 
     monkeypatch.setattr(D, "PAD_M_MIN_W_BYTES", 0)
+    monkeypatch.setattr(D, "ROWS_KERNEL", False)  # bf16 K = 75 at M = 20 reads w in place otherwise (gemm_rows.py)
     callplan.clear()
     M, N = 20, 512
     replays = callplan.STATS["replays"]

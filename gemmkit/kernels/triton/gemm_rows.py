@@ -1,0 +1,196 @@
+"""Dense GEMM on weight rows TMA cannot address, for few tokens: y = epilogue(x @ w.T), w read where it lies.
+
+Where K * element bytes is not a multiple of 16, w's rows start off 16-byte boundaries and neither TMA nor a
+vectorised pointer load can read them as rows (kernels/triton/pad.py). At many tokens a copy of w to padded rows
+pays for itself; at a few, the copy (one more read and write of w) is most of the call. This kernel reads w once,
+in 16-byte vectors, from where it lies:
+
+  The rows of one residue class r = n mod VEC (VEC = 16 // element bytes) all start s_r = (r * stride_wn) mod VEC
+  elements past a 16-byte boundary (n * stride_wn mod VEC depends on n mod VEC only). One program takes BLOCK_N
+  rows of one class and reads each from the boundary s_r elements before its start: column j of chunk c is
+  k = c * BLOCK_K + j - s_r in every row of the program, so one x tile (shifted by s_r) serves them all, and the
+  tile goes through tl.dot like any other.
+
+    w (N, K) row-major, rows r, r + VEC, r + 2 VEC, ... of one class (BLOCK_N of them a program)
+      flat: ..prev row|<- s_r ->|row n: K elements .......................|next row..
+                      ^ 16-byte boundary: chunk 0 starts here (C = cdiv(K + s_r, BLOCK_K) chunks a row)
+      chunks 1 .. C-2: whole 16-byte vectors, no mask (they start and end inside the row)
+      chunks 0 and C-1: masked to 0 <= k < K (the previous row's tail; the row's end, and w's for the last row)
+    x tile: x[m, c * BLOCK_K + j - s_r], masked to 0 <= k < K (a few rows: scalar loads)
+    acc[BLOCK_M, BLOCK_N] = sum over chunks (mma_step) -> epilogue (scales, bias, activation) -> y[m, n]
+                                                             (y's columns n of one program are VEC apart)
+
+Work ids: (split, M tile, row block, class), the class fastest (neighbouring programs read neighbouring rows).
+Split-K (SPLIT_K > 1): split s takes the chunks `split_k_range` gives it and stores its fp32 partial tile to
+part[s]; `_splitk_reduce.py` adds the splits in order, then bias and activation (bitwise reproducible).
+
+Constraints:
+  - w unit stride along K and a 16-byte aligned base (the host checks: dispatch runs the copy otherwise);
+    x any strides; y any strides; bias contiguous (N,).
+  - 16-bit operands (bf16 / fp16) of one dtype, no scales (SCALE "none": the epilogue's other modes are wired
+    but not exercised; fp8 / int8 calls with such K take the copy, ops/dispatch.py).
+  - BLOCK_M, BLOCK_N, BLOCK_K powers of two >= 16, BLOCK_K a multiple of VEC; M, N, K >= 1, < 2**31;
+    int64 row offsets (N * stride_wn may pass 2**31), int32 columns.
+  - SPLIT_K > 1 needs part: a contiguous fp32 (SPLIT_K, M, N) buffer; y is then untouched.
+"""
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+
+from ... import launcher as L
+from .. import _host as H
+from ._epilogue import apply_scales, epilogue, store_tile
+from ._mainloop import mma_step
+from ._schedule import split_k_range
+
+PROMISES = (
+    {"promise": "no spills", "check": "spill_bytes == 0"},
+    {"promise": "shared memory within the target", "check": "lds_bytes <= target.shared_mem_bytes"},
+    {"promise": "no local-memory traffic", "arch": "sm_90", "check": "counts['LDL'] + counts['STL'] == 0"},
+    # the point of the kernel: w's chunks arrive in 16-byte cp.async copies (a 2-byte one per element otherwise)
+    {"promise": "w read in 16-byte cp.async copies", "arch": "sm_90", "check": "counts['LDGSTS128'] > 0"},
+)
+
+WARPS, STAGES = 4, 4
+BLOCK_N = 32  # weight rows a program (of one residue class)
+CHUNK_BYTES = 512  # bytes of a row one K step reads (BLOCK_K elements)
+MAX_M = 32  # the most tokens the op runs here (ops/dispatch.py; a 64-row tile spills); above, the copy
+
+
+@triton.jit
+def _masked_chunk(acc, c, s, K, x_rows, w_ptr, w_rows, mask_x, mask_w, stride_xk,
+                  BLOCK_K: tl.constexpr, SCALE: tl.constexpr, PROMOTE_K: tl.constexpr):
+    """acc + chunk c's product, its columns masked to 0 <= k < K (no byte of another row, nor past w, is read)."""
+    cols = tl.arange(0, BLOCK_K)
+    k = c * BLOCK_K + cols - s  # K < 2**31: int32 columns; the row offsets (w_rows, x_rows) are int64
+    inside = ((k >= 0) & (k < K))[None, :]
+    a = tl.load(x_rows + k[None, :] * stride_xk, mask=inside, other=0.0)
+    b = tl.load(w_ptr + w_rows[:, None] + (k + s)[None, :], mask=inside, other=0.0)
+    return mma_step(acc, a, b, 0, x_rows, x_rows, mask_x, mask_w, 0, 0, SCALE, 1, PROMOTE_K)
+
+
+@triton.jit
+def gemm_rows_kernel(x_ptr, w_ptr, xs_ptr, wsc_ptr, bias_ptr, y_ptr, part_ptr, M, N, K,
+                     stride_xm, stride_xk, stride_wn, stride_ym, stride_yn,
+                     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, VEC: tl.constexpr,
+                     HAS_BIAS: tl.constexpr, ACTIVATION: tl.constexpr, SPLIT_K: tl.constexpr,
+                     SCALE: tl.constexpr, ACC_INT: tl.constexpr, PROMOTE_K: tl.constexpr):
+    work = tl.program_id(0)
+    r = work % VEC  # the class: rows n = r + VEC * i
+    work //= VEC
+    class_rows = tl.cdiv(N, VEC)  # rows of class 0 (the others have as many or one fewer)
+    blocks = tl.cdiv(class_rows, BLOCK_N)
+    block = work % blocks
+    work //= blocks
+    m_tiles = tl.cdiv(M, BLOCK_M)
+    pid_m = work % m_tiles
+    split = work // m_tiles
+    if r < N:  # N < VEC leaves classes without rows
+        s = (r * stride_wn) % VEC  # elements from the 16-byte boundary before each row's start
+        chunks = tl.cdiv(K + s, BLOCK_K)
+        c_first, c_steps = split_k_range(split, chunks, SPLIT_K)
+
+        offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+        offs_n = r + VEC * (block * BLOCK_N + tl.arange(0, BLOCK_N))
+        rows_x = offs_m % M
+        rows_w = tl.where(offs_n < N, offs_n, r)  # past N: re-read row r (same class, in bounds); store masks them
+        # each row's chunk 0 starts on a 16-byte boundary: s elements before the row
+        w_rows = tl.multiple_of(rows_w.to(tl.int64) * stride_wn - s, VEC)
+        x_rows = x_ptr + rows_x.to(tl.int64)[:, None] * stride_xm
+        cols = tl.arange(0, BLOCK_K)
+        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.int32 if ACC_INT else tl.float32)
+        c_end = c_first + c_steps
+        # chunks 1 .. C-2 end inside every row and start after its first element: whole vectors, no mask
+        for c in range(tl.maximum(c_first, 1), tl.minimum(c_end, chunks - 1)):
+            k = c * BLOCK_K + cols - s
+            a = tl.load(x_rows + k[None, :] * stride_xk)
+            b = tl.load(w_ptr + w_rows[:, None] + (c * BLOCK_K + cols)[None, :])
+            acc = mma_step(acc, a, b, 0, x_rows, x_rows, rows_x < M, rows_w < N, 0, 0, SCALE, 1, PROMOTE_K)
+        # chunk 0 (its first s columns are the previous row's tail) and chunk C-1 (its last columns pass the row,
+        # and w's end for the last row): masked to 0 <= k < K, where this split holds them
+        if (c_steps > 0) & (c_first == 0):
+            acc = _masked_chunk(acc, 0, s, K, x_rows, w_ptr, w_rows, rows_x < M, rows_w < N, stride_xk,
+                                BLOCK_K, SCALE, PROMOTE_K)
+        if (c_steps > 0) & (c_end == chunks) & (chunks > 1):
+            acc = _masked_chunk(acc, chunks - 1, s, K, x_rows, w_ptr, w_rows, rows_x < M, rows_w < N, stride_xk,
+                                BLOCK_K, SCALE, PROMOTE_K)
+
+        if SPLIT_K == 1:
+            out = epilogue(acc, xs_ptr, wsc_ptr, bias_ptr, offs_m, offs_n, M, N, SCALE, HAS_BIAS, ACTIVATION)
+            store_tile(y_ptr, out, offs_m, offs_n, M, N, stride_ym, stride_yn, True)
+        else:  # scaled fp32 partial sum; _splitk_reduce.py adds the splits in order, then bias and activation
+            part = apply_scales(acc, xs_ptr, wsc_ptr, offs_m, offs_n, M, N, SCALE)
+            store_tile(part_ptr + split.to(tl.int64) * M * N, part, offs_m, offs_n, M, N, N, 1, True)
+
+
+def vec(element_size: int) -> int:
+    """Elements in 16 bytes: the residue classes of rows, and the vector a load moves."""
+    return H.TMA_ALIGN // element_size
+
+
+def tile(M: int, N: int, K: int, element_size: int, num_cus: int) -> dict:
+    """(BLOCK_M, BLOCK_N, BLOCK_K, SPLIT_K) of a call: the tokens in one M tile (up to MAX_M), 32 rows a program,
+    512-byte row chunks; K split until the programs reach two an SM (the weight stream needs many loads in flight:
+    one program holds STAGES chunks), each split keeping at least 4 chunks."""
+    bm = min(MAX_M, max(16, triton.next_power_of_2(M)))
+    bn = BLOCK_N
+    bk = CHUNK_BYTES // element_size
+    v = vec(element_size)
+    programs = v * H.cdiv(H.cdiv(N, v), bn) * H.cdiv(M, bm)
+    chunks = H.cdiv(K + v - 1, bk)
+    split = max(1, min(H.cdiv(2 * num_cus, programs), chunks // 4))
+    return dict(BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, SPLIT_K=split)
+
+
+def unsupported(x2, w) -> str | None:
+    """Why this kernel cannot take the call (None: it can)."""
+    if w.stride(1) != 1:
+        return "w's rows are not contiguous along K"
+    if w.data_ptr() % H.TMA_ALIGN:
+        return "w's base is not 16-byte aligned"
+    if x2.shape[0] > MAX_M:
+        return f"M = {x2.shape[0]} > {MAX_M}"
+    return None
+
+
+def launch(x2, w, bias, y, activation, target, compile_only=False):
+    """y = act(x2 @ w.T + bias) (x2 (M, K), w (N, K), y (M, N) 2-D views of one 16-bit dtype), then the split-K
+    reduce where the tile splits K."""
+    from . import dense as G
+
+    M, K = x2.shape
+    N = w.shape[0]
+    t = tile(M, N, K, w.element_size(), target.num_cus)
+    v = vec(w.element_size())
+    split = t["SPLIT_K"]
+    grid = (v * H.cdiv(H.cdiv(N, v), t["BLOCK_N"]) * H.cdiv(M, t["BLOCK_M"]) * split,)
+    part = torch.empty((split, M, N), dtype=torch.float32, device=x2.device) if split > 1 else y
+    L.launcher(gemm_rows_kernel, grid, compile_only)(
+        x2, w, y, y, bias if bias is not None else y, y, part, M, N, K, x2.stride(0), x2.stride(1), w.stride(0),
+        y.stride(0), y.stride(1), **constexprs(t, v, bias is not None, activation), num_warps=WARPS,
+        num_stages=STAGES)
+    if split > 1:
+        G.launch_reduce(part, M * N, split, bias, y, activation, target, compile_only)
+
+
+def constexprs(t: dict, v: int, has_bias: bool, activation: str) -> dict:
+    return dict(BLOCK_M=t["BLOCK_M"], BLOCK_N=t["BLOCK_N"], BLOCK_K=t["BLOCK_K"], VEC=v, HAS_BIAS=has_bias,
+                ACTIVATION=activation, SPLIT_K=t["SPLIT_K"], SCALE="none", ACC_INT=False, PROMOTE_K=0)
+
+
+def static_spec(dtype: str = "bf16", block_m: int = 16, split_k: int = 2, activation: str = "none"):
+    """(kernel, signature, constexprs, divisible, options) as `launch` compiles it for a `dtype` call (M up to
+    block_m) with w's base and y 16-byte aligned, x's rows contiguous (`gemmkit isa`)."""
+    v = vec(2)
+    t = dict(BLOCK_M=block_m, BLOCK_N=BLOCK_N, BLOCK_K=CHUNK_BYTES // 2, SPLIT_K=split_k)
+    ce = dict(constexprs(t, v, False, activation), stride_xk=1, stride_yn=1)  # the contiguous case Triton specialises
+    sig = {"x_ptr": f"*{dtype}", "w_ptr": f"*{dtype}", "xs_ptr": f"*{dtype}", "wsc_ptr": f"*{dtype}",
+           "bias_ptr": f"*{dtype}", "y_ptr": f"*{dtype}", "part_ptr": "*fp32", "M": "i32", "N": "i32", "K": "i32",
+           "stride_xm": "i32", "stride_xk": "constexpr", "stride_wn": "i32", "stride_ym": "i32",
+           "stride_yn": "constexpr"}
+    sig.update({k: "constexpr" for k in ce if k not in sig})
+    # the bases 16-byte aligned, y's rows too; x's and w's rows not (K % 8 != 0: why this kernel runs)
+    divisible = [k for k, t_ in sig.items() if t_.startswith("*")] + ["stride_ym"]
+    return gemm_rows_kernel, sig, ce, divisible, {"num_warps": WARPS, "num_stages": STAGES}

@@ -1,0 +1,79 @@
+"""kernels/triton/gemm_rows.py: a few tokens against weight rows TMA cannot address (K % 8 != 0 in bf16), w read
+where it lies. Through the op a user calls (gemm_a16w16), in the interpreter: every element against the float64
+reference, into poisoned outputs; the kernel the dispatch says (no operand copy); the row classes, the masked
+first and last chunks, split-K, a strided w whose gaps hold inf, a transposed x, and the call plan's replay."""
+import pytest
+import torch
+from _util import poisoned, randn, within_bound
+
+from gemmkit import callplan, launcher
+from gemmkit.kernels.triton import gemm_rows as R
+from gemmkit.ops.gemm_a16w16 import gemm_a16w16
+
+pytestmark = pytest.mark.interpreter
+BF16 = torch.bfloat16
+
+
+def _act(y, activation):
+    f = {"none": lambda t: t, "gelu": torch.nn.functional.gelu, "silu": torch.nn.functional.silu}[activation]
+    return f(y)
+
+
+def _check(x, w, bias=None, activation="none", dtype=BF16):
+    M, N = x.shape[0], w.shape[0]
+    before = launcher.LAUNCHES.copy()
+    y = gemm_a16w16(x, w, bias, activation=activation, out=poisoned((M, N), dtype))
+    launched = launcher.LAUNCHES - before
+    assert launched["gemm_rows_kernel"] == 1 and "pad_rows_kernel" not in launched, launched
+    ref = x.double() @ w.double().t()
+    if bias is not None:
+        ref = ref + bias.double()
+    ok, msg = within_bound(y, _act(ref, activation), dtype)
+    assert ok, msg
+    return launched
+
+
+@pytest.mark.parametrize("M, N, K", [
+    (1, 40, 75),  # K odd: all eight row classes, each its own offset from 16-byte boundaries
+    (17, 70, 1030),  # K % 8 == 6: classes pairwise alike; a 32-token tile; N not a multiple of 8
+    (32, 9, 5),  # one chunk: the first and last chunk are the same
+    (3, 5, 37),  # N < 8: classes without rows
+    (5, 200, 2055),  # K split 2 ways (9 chunks), the reduce after
+])
+def test_rows_kernel_matches_float64(M, N, K):
+    launched = _check(randn(M, K, dtype=BF16), randn(N, K, dtype=BF16))
+    if R.tile(M, N, K, 2, 132)["SPLIT_K"] > 1:
+        assert launched["splitk_reduce_kernel"] == 1
+
+
+@pytest.mark.parametrize("activation", ["gelu", "silu"])
+def test_rows_kernel_bias_activation_fp16(activation):
+    x, w = randn(4, 299, dtype=torch.float16), randn(48, 299, dtype=torch.float16)
+    _check(x, w, bias=randn(48, dtype=torch.float16), activation=activation, dtype=torch.float16)
+
+
+def test_rows_kernel_reads_no_byte_outside_the_rows():
+    """w a view of rows of 78 elements (156 bytes, off 16-byte multiples), K = 75: the three elements after each row
+    hold inf. The masked first and last chunks must not bring them in (inf x 0 would be NaN); x transposed."""
+    N, K = 64, 75
+    full = randn(N, K + 3, dtype=BF16)
+    full[:, K:] = float("inf")
+    w = full[:, :K]
+    x = randn(K, 6, dtype=BF16).t()  # unit stride along M
+    _check(x, w)
+
+
+def test_rows_kernel_replays():
+    x, w = randn(2, 301, dtype=BF16), randn(96, 301, dtype=BF16)
+    replays = callplan.STATS["replays"]
+    for _ in range(2):
+        _check(randn(2, 301, dtype=BF16), w)
+    assert callplan.STATS["replays"] == replays + 1, "the call's plan was not replayed"
+    _check(x, w)
+
+
+def test_tile_splits_to_two_programs_an_sm():
+    t = R.tile(1, 4096, 4095, 2, 132)  # 8 classes x 16 blocks of 32 rows = 128 programs: split 3 (17 chunks)
+    assert (t["BLOCK_M"], t["BLOCK_N"], t["BLOCK_K"], t["SPLIT_K"]) == (16, 32, 256, 3)
+    assert R.tile(32, 4096, 4095, 2, 132)["BLOCK_M"] == 32
+    assert R.tile(1, 40, 75, 2, 132)["SPLIT_K"] == 1  # one chunk a split at least 4: K too short to split
