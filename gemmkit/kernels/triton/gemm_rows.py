@@ -56,7 +56,8 @@ PROMISES = (
 WARPS, STAGES = 4, 4
 BLOCK_N = 32  # weight rows a program (of one residue class)
 CHUNK_BYTES = 512  # bytes of a row one K step reads (BLOCK_K elements)
-MAX_M = 32  # the most tokens the op runs here (ops/dispatch.py; a 64-row tile spills); above, the copy
+PROGRAMS_PER_SM = 2  # the K split's goal
+MAX_M = 16  # the most tokens the op runs here (ops/dispatch.py): at 32 the copy and the TMA kernel won (A/B)
 
 
 @triton.jit
@@ -140,7 +141,7 @@ def tile(M: int, N: int, K: int, element_size: int, num_cus: int) -> dict:
     v = vec(element_size)
     programs = v * H.cdiv(H.cdiv(N, v), bn) * H.cdiv(M, bm)
     chunks = H.cdiv(K + v - 1, bk)
-    split = max(1, min(H.cdiv(2 * num_cus, programs), chunks // 4))
+    split = max(1, min(H.cdiv(PROGRAMS_PER_SM * num_cus, programs), chunks // 4))
     return dict(BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, SPLIT_K=split)
 
 
