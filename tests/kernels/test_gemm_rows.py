@@ -35,8 +35,8 @@ def _check(x, w, bias=None, activation="none", dtype=BF16):
 
 @pytest.mark.parametrize("M, N, K", [
     (1, 40, 75),  # K odd: all eight row classes, each its own offset from 16-byte boundaries
-    (17, 70, 1030),  # K % 8 == 6: classes pairwise alike; a 32-token tile; N not a multiple of 8
-    (32, 9, 5),  # one chunk: the first and last chunk are the same
+    (16, 70, 1030),  # K % 8 == 6: classes pairwise alike; N not a multiple of 8
+    (12, 9, 5),  # one chunk: the first and last chunk are the same
     (3, 5, 37),  # N < 8: classes without rows
     (5, 200, 2055),  # K split 2 ways (9 chunks), the reduce after
 ])
@@ -75,5 +75,5 @@ def test_rows_kernel_replays():
 def test_tile_splits_to_two_programs_an_sm():
     t = R.tile(1, 4096, 4095, 2, 132)  # 8 classes x 16 blocks of 32 rows = 128 programs: split 3 (17 chunks)
     assert (t["BLOCK_M"], t["BLOCK_N"], t["BLOCK_K"], t["SPLIT_K"]) == (16, 32, 256, 3)
-    assert R.tile(32, 4096, 4095, 2, 132)["BLOCK_M"] == 32
+    assert R.tile(R.MAX_M, 4096, 4095, 2, 132)["BLOCK_M"] == 16
     assert R.tile(1, 40, 75, 2, 132)["SPLIT_K"] == 1  # one chunk a split at least 4: K too short to split

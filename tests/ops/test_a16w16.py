@@ -99,7 +99,7 @@ def test_tma_path(launches):
 def test_tma_falls_back_when_unaligned(launches):
     """K = 41 breaks TMA's 16-byte row rule: at M = 40 x and w are copied to rows of 48 (ops/dispatch.py,
     kernels/triton/pad.py) and the TMA kernel runs on the copies; an output whose rows break the rule (no copy helps
-    there) takes the pointer kernel. At M = 9 (<= gemm_rows.MAX_M) w is read where it lies (gemm_rows_kernel), into
+    there) takes the pointer kernel. At M = 9 (<= gemm_rows.MAX_M, 16) w is read where it lies (gemm_rows_kernel), into
     either output. All correct."""
     dtype = torch.float16
     cfg = {"BLOCK_SIZE_M": 16, "BLOCK_SIZE_N": 32, "BLOCK_SIZE_K": 32, "GROUP_SIZE_M": 1,
