@@ -167,6 +167,17 @@ for M, N, K, act in [(4095, 4097, 1000, "gelu"), (17, 8192, 512, None), (512, 10
     w = torch.randn(N, K, device="cuda", dtype=torch.bfloat16)
     b = torch.randn(N, device="cuda", dtype=torch.bfloat16)
     gemmkit.gemm_a16w16(x, w, b, activation=act)
+# K % 8 != 0 at a few tokens: w read where it lies (kernels/triton/gemm_rows.py), both forms of its edge chunks; w's
+# last row is the one whose last chunk could read past w
+from gemmkit import callplan
+from gemmkit.kernels.triton import gemm_rows
+callplan.ENABLED = False  # each call runs the form it asks for
+for edges in (False, True):
+    gemm_rows.EDGES_IN_LOOP = edges
+    for M, N, K in [(1, 4096, 4095), (9, 333, 129), (3, 5, 37), (16, 40, 75)]:
+        x = torch.randn(M, K, device="cuda", dtype=torch.bfloat16)
+        w = torch.randn(N, K, device="cuda", dtype=torch.bfloat16)
+        gemmkit.gemm_a16w16(x, w)
 torch.cuda.synchronize()
 print("sanitized run done")
 """
