@@ -172,9 +172,11 @@ def isa_cases(archs):
         for dtype in ("bf16", "fp8e4nv"):
             yield {"kernel": "pad_rows_kernel", "op": OP, "arch": "sm_90", "table": "-", "bucket": dtype,
                    "config": {"BLOCK_R": pad.BLOCK_R, "BLOCK_K": pad.BLOCK_K, "num_warps": pad.WARPS}, "path": "pad"}
+        from .. import arch as _arch
         from ..kernels.triton import gemm_rows
 
-        for bm in sorted({gemm_rows.tile(M, 4096, 4095, 2, 132)["BLOCK_M"] for M in (1, gemm_rows.MAX_M)}):
+        sm90 = _arch.ARCHS["sm_90"]  # the M tiles the dispatch can ask for (M <= MAX_M), on the target's SMs
+        for bm in sorted({gemm_rows.tile(M, 4096, 4095, 2, sm90.num_cus)["BLOCK_M"] for M in (1, gemm_rows.MAX_M)}):
             for split in (1, 3):
                 yield {"kernel": "gemm_rows_kernel", "op": OP, "arch": "sm_90", "table": "-", "bucket": "bf16",
                        "config": {"BLOCK_M": bm, "BLOCK_N": gemm_rows.BLOCK_N, "num_warps": gemm_rows.WARPS,
