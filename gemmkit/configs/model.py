@@ -57,6 +57,13 @@ FITTED_OPS = ("a16w16", "a8w8", "a8w8_int8", "a8w8_blockscale")
 #                KB, 5 an SM) went 0.79x -> 0.96x split 2. Below the goal a tile count splits at least 2 ways (where
 #                the SMs hold the CTAs): 192 tiles of 64 x 64 (3 an SM) at M = 64, N = 12288, K = 12288 / 28672 ran
 #                0.81 / 0.77x unsplit, 0.95 / 0.97x split 2 (ab/blockscale_decode.json, against cuBLASLt).
+#   unsplit_stages  where `fit` leaves a Triton bucket's K unsplit at M <= UNSPLIT_MAX_M, its ring this deep (the
+#                tiles are many: the weights' stream is the time, and two to three deeper rings an SM keep more of it in
+#                flight than three to five shallow ones). ab/blockscale_ring_depth.json (H200, against cuBLASLt's
+#                block-scaled GEMM): 16 x 64 / 64 x 64, 4 -> 6 stages, 0.81-0.91 -> 0.88-1.10x on 5 unsplit rows at
+#                M = 1-64 (N = 28672-59136), 0.878 -> 0.876x on the sixth (64 x 14336 x 12288); 8 stages lost
+#                everywhere (0.49-1.05x: one 128 KB ring an SM). Where the split serves (10240 x 5120 at M = 32 / 64,
+#                0.86-0.88x) 6 stages unsplit ran 0.71-0.75x; 6 stages split not measured, so split tiles keep theirs. sm_90 only.
 #   wide_share   at 64 < M <= 128 a Triton bucket gives way to the table's large-M Gluon bucket (the cooperative
 #                128 x 128) where that bucket's tiles reach this share of the SMs, and else to the Gluon ping-pong on
 #                64 x 64 tiles (`SMALL_PINGPONG`, derived from that bucket) where those tiles are not few (FEW_TILES);
@@ -137,7 +144,8 @@ FITTED_OPS = ("a16w16", "a8w8", "a8w8_int8", "a8w8_blockscale")
 #                GPT-OSS's router (N = 128, K = 2880), ab/bf16_router.json (H200, against cuBLAS): M = 1024 / 2048 /
 #                4096 split 4 / 4 / 2: 0.93 / 0.85 / 0.79x against the served 128 x 128 split 11 / 8 / 4's 0.80 /
 #                0.68 / 0.62x (the same CTA counts at 2048 / 4096: the ring's depth, as at M = 128 under `one_wave`).
-OP_RULES = {"a8w8_blockscale": {"ctas_per_sm": 2, "wide_share": 0.6, "operand_bytes": 1}, "a8w8": {"wide_share": 0.6},
+OP_RULES = {"a8w8_blockscale": {"ctas_per_sm": 2, "wide_share": 0.6, "operand_bytes": 1, "unsplit_stages": 6},
+            "a8w8": {"wide_share": 0.6},
             "a16w16": {"gluon_waves": True, "cdna_tiles": True, "wide_share": 0.6, "one_wave": (
                 {"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 64, "BLOCK_SIZE_K": 128, "GROUP_SIZE_M": 1, "num_warps": 4,
                  "num_stages": 6, "tma": True, "persistent": True, "backend": "gluon", "swap_ab": True, "NUM_KSPLIT": 1},
@@ -166,6 +174,7 @@ ONE_WAVE_FILL = 0.6  # `one_wave`: the least share of the SMs a tile's count fil
 SMALL_PINGPONG = {"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 64, "GROUP_SIZE_M": 4, "num_warps": 4, "num_stages": 6}
 SMALL_PINGPONG_MAX_M = 256  # the largest M the large-M Gluon bucket gives way to it at
 PINGPONG_ROUND = 2  # ping-pong tiles an SM takes in one round (one a consumer): more, and the coop serves
+UNSPLIT_MAX_M = 64  # `unsplit_stages`: the largest M it was measured at (the decode buckets)
 
 
 def wave_efficiency(tiles: int, num_cus: int) -> float:
@@ -299,7 +308,13 @@ def choose(op: str, cfg: dict, large: dict | None, M: int, N: int, K: int, num_c
     if "operand_bytes" in rules:  # CTAs an SM holds at once: its shared memory over one CTA's operand ring
         ring = cfg["num_stages"] * (cfg["BLOCK_SIZE_M"] + cfg["BLOCK_SIZE_N"]) * cfg["BLOCK_SIZE_K"] * rules["operand_bytes"]
         resident = max(1, shared_mem // ring)
-    return fit(cfg, M, N, K, num_cus, ctas_per_sm=rules.get("ctas_per_sm"), resident=resident)
+    tile, notes = fit(cfg, M, N, K, num_cus, ctas_per_sm=rules.get("ctas_per_sm"), resident=resident)
+    deep = rules.get("unsplit_stages")
+    if deep and not amd and M <= UNSPLIT_MAX_M and tile.get("backend") != "gluon" and tile.get("NUM_KSPLIT", 1) == 1 \
+            and tile["num_stages"] < deep:
+        tile = dict(tile, num_stages=deep)
+        notes = notes + [f"K unsplit: a {deep}-stage ring"]
+    return tile, notes
 
 
 def _one_wave_note(tile: dict, tiles: int, num_cus: int) -> str:

@@ -56,6 +56,26 @@ def test_blockscale_split_stays_within_the_ctas_an_sm_holds():
     assert tile(configs.serve("a8w8_blockscale", H200, 16, 10240, 8192)[0]) == (16, 64, 2, 4)
 
 
+@pytest.mark.parametrize("M, N, K, stages, split", [
+    (1, 59136, 8192, 6, 1),  # unsplit: the deeper ring (ab/blockscale_ring_depth.json: 0.91 -> 1.10x)
+    (16, 57344, 12288, 6, 1),
+    (64, 28672, 4096, 6, 1),
+    (64, 10240, 5120, 4, 2),  # split: the bucket's ring (6 stages split not measured)
+    (16, 8192, 8192, 4, 2),
+])
+def test_blockscale_unsplit_decode_tiles_take_a_deeper_ring(M, N, K, stages, split):
+    cfg, source = configs.serve("a8w8_blockscale", H200, M, N, K)
+    assert (cfg["num_stages"], cfg.get("NUM_KSPLIT", 1)) == (stages, split), source
+    assert ("6-stage ring" in source) == (stages == 6)
+    # the ring still fits the SM's shared memory
+    assert stages * (cfg["BLOCK_SIZE_M"] + cfg["BLOCK_SIZE_N"]) * cfg["BLOCK_SIZE_K"] <= H200.shared_mem_bytes
+
+
+def test_blockscale_deeper_ring_is_sm90_only():
+    cfg, _ = configs.serve("a8w8_blockscale", arch.get("gfx942"), 1, 59136, 8192)
+    assert cfg["num_stages"] != model.OP_RULES["a8w8_blockscale"]["unsplit_stages"]
+
+
 @pytest.mark.parametrize("op", ["a8w8", "a8w8_blockscale"])
 @pytest.mark.parametrize("M, N, K, kernel", [
     (128, 36864, 7168, "coop"),  # 288 tiles of 128 x 128: over two waves
