@@ -60,10 +60,19 @@ FITTED_OPS = ("a16w16", "a8w8", "a8w8_int8", "a8w8_blockscale")
 #   unsplit_stages  where `fit` leaves a Triton bucket's K unsplit at M <= UNSPLIT_MAX_M, its ring this deep (the
 #                tiles are many: the weights' stream is the time, and two to three deeper rings an SM keep more of it in
 #                flight than three to five shallow ones). ab/blockscale_ring_depth.json (H200, against cuBLASLt's
-#                block-scaled GEMM): 16 x 64 / 64 x 64, 4 -> 6 stages, 0.81-0.91 -> 0.88-1.10x on 5 unsplit rows at
-#                M = 1-64 (N = 28672-59136), 0.878 -> 0.876x on the sixth (64 x 14336 x 12288); 8 stages lost
-#                everywhere (0.49-1.05x: one 128 KB ring an SM). Where the split serves (10240 x 5120 at M = 32 / 64,
-#                0.86-0.88x) 6 stages unsplit ran 0.71-0.75x; 6 stages split not measured, so split tiles keep theirs. sm_90 only.
+#                block-scaled GEMM): 16 x 64, 4 -> 6 stages, 0.81-0.91 -> 0.95-1.10x on 3 unsplit rows at M = 1 / 16
+#                (N = 57344-59136); 8 stages lost everywhere (0.49-1.05x: fewer rings an SM). Split tiles keep 4
+#                stages: ab/blockscale_decode_split_ring.json, split 2 at 6 stages 0.93-1.00x against 0.96-1.02x
+#                (M = 16) and 0.68-0.96x against 0.87-0.96x (M = 32 / 64). At 17 <= M <= 64 the 64 x 64 tile at 6
+#                stages gained less (0.83-0.88 -> 0.88-0.89x) and `decode_pingpong` serves those shapes. sm_90 only.
+#   decode_pingpong  at DECODE_PINGPONG_MIN_M <= M <= 64 a Triton bucket gives way to the Gluon ping-pong on 64 x 64
+#                tiles (`SMALL_PINGPONG` over the large-M Gluon bucket's other keys) where those tiles are not few
+#                (FEW_TILES of the SMs; the Triton bucket splits K where they are). ab/fp8_decode_kernels.json and
+#                ab/blockscale_decode_split_ring.json (H200, M = 32 / 64, N = 8192-51200): per-token 0.67-1.08x ->
+#                1.00-1.43x on 12 rows (kv_b 32768 x 512: 0.67 -> 1.00-1.04x), a tie on 8192 x 28672 (1.61 / 1.45x
+#                both); block scale 0.87-0.96x -> 0.95-1.18x on 8 rows (10240 x 5120 against its split 2). The
+#                persistent grid streams the weights without a CTA's prologue per tile. sm_90 only; M = 17-31 and
+#                66-127 tiles not measured (the suites' rows are).
 #   wide_share   at 64 < M <= 128 a Triton bucket gives way to the table's large-M Gluon bucket (the cooperative
 #                128 x 128) where that bucket's tiles reach this share of the SMs, and else to the Gluon ping-pong on
 #                64 x 64 tiles (`SMALL_PINGPONG`, derived from that bucket) where those tiles are not few (FEW_TILES);
@@ -144,8 +153,9 @@ FITTED_OPS = ("a16w16", "a8w8", "a8w8_int8", "a8w8_blockscale")
 #                GPT-OSS's router (N = 128, K = 2880), ab/bf16_router.json (H200, against cuBLAS): M = 1024 / 2048 /
 #                4096 split 4 / 4 / 2: 0.93 / 0.85 / 0.79x against the served 128 x 128 split 11 / 8 / 4's 0.80 /
 #                0.68 / 0.62x (the same CTA counts at 2048 / 4096: the ring's depth, as at M = 128 under `one_wave`).
-OP_RULES = {"a8w8_blockscale": {"ctas_per_sm": 2, "wide_share": 0.6, "operand_bytes": 1, "unsplit_stages": 6},
-            "a8w8": {"wide_share": 0.6},
+OP_RULES = {"a8w8_blockscale": {"ctas_per_sm": 2, "wide_share": 0.6, "operand_bytes": 1, "unsplit_stages": 6,
+                                "decode_pingpong": True},
+            "a8w8": {"wide_share": 0.6, "decode_pingpong": True},
             "a16w16": {"gluon_waves": True, "cdna_tiles": True, "wide_share": 0.6, "one_wave": (
                 {"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 64, "BLOCK_SIZE_K": 128, "GROUP_SIZE_M": 1, "num_warps": 4,
                  "num_stages": 6, "tma": True, "persistent": True, "backend": "gluon", "swap_ab": True, "NUM_KSPLIT": 1},
@@ -174,7 +184,8 @@ ONE_WAVE_FILL = 0.6  # `one_wave`: the least share of the SMs a tile's count fil
 SMALL_PINGPONG = {"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 64, "GROUP_SIZE_M": 4, "num_warps": 4, "num_stages": 6}
 SMALL_PINGPONG_MAX_M = 256  # the largest M the large-M Gluon bucket gives way to it at
 PINGPONG_ROUND = 2  # ping-pong tiles an SM takes in one round (one a consumer): more, and the coop serves
-UNSPLIT_MAX_M = 64  # `unsplit_stages`: the largest M it was measured at (the decode buckets)
+DECODE_PINGPONG_MIN_M = 17  # `decode_pingpong`: from the M_LEQ_64 buckets' first M (at M <= 16 the 16-row Triton tile)
+UNSPLIT_MAX_M = 16  # `unsplit_stages`: the M_LEQ_16 bucket (at 17-64 the unsplit tiles are `decode_pingpong`'s)
 
 
 def wave_efficiency(tiles: int, num_cus: int) -> float:
@@ -268,6 +279,12 @@ def choose(op: str, cfg: dict, large: dict | None, M: int, N: int, K: int, num_c
                 f"{coop} tiles of {bm} x 256 fill {eff_coop:.0%} of their waves, {pp} of {bm} x 128 {eff_pp:.0%}: "
                 "the ping-pong"]
         return cfg, []
+    if rules.get("decode_pingpong") and not amd and DECODE_PINGPONG_MIN_M <= M <= 64 and cfg.get("backend") != "gluon" \
+            and large is not None and large.get("backend") == "gluon":
+        pm, pn = SMALL_PINGPONG["BLOCK_SIZE_M"], SMALL_PINGPONG["BLOCK_SIZE_N"]
+        pp = -(-M // pm) * -(-N // pn)
+        if pp >= FEW_TILES * num_cus:
+            return dict(large, **SMALL_PINGPONG), [f"M = {M}: {pp} tiles of the Gluon ping-pong's {pm} x {pn}"]
     share, own = rules.get("wide_share"), rules.get("wide_config")
     wide = own or (large if large is not None and large.get("backend") == "gluon" else None)
     # 64 < M <= 128: a Triton bucket gives way to a Gluon kernel; 128 < M <= 256 (no `own`): the large-M Gluon bucket

@@ -35,14 +35,33 @@ def test_fitted_configs_on_the_measured_shapes(M, N, K, want):
 
 @pytest.mark.parametrize("M, N, K, want", [
     (16, 8192, 8192, (16, 64, 2, 4)),  # 128 tiles: a second CTA per SM hides the scale product's latency
-    (64, 8192, 28672, (64, 64, 2, 4)),
-    (64, 7168, 18432, (64, 64, 2, 4)),
-    (64, 12288, 28672, (64, 64, 2, 4)),  # 192 tiles: round(264 / 192) is 1, but a count under the goal splits 2 ways
+    (16, 7168, 18432, (16, 64, 2, 4)),
+    (16, 12288, 28672, (16, 64, 2, 4)),  # 192 tiles: round(264 / 192) is 1, but a count under the goal splits 2 ways
+    (64, 4096, 4096, (64, 64, 4, 4)),  # 64 tiles: few for the ping-pong (`decode_pingpong`), the Triton tile split
     (128, 576, 7168, (64, 128, 14, 4)),  # 10 tiles: split as far as K's 56 steps allow (4 a split)
 ])
 def test_blockscale_aims_for_two_ctas_an_sm(M, N, K, want):
     cfg, source = configs.serve("a8w8_blockscale", H200, M, N, K)
     assert tile(cfg) == want and "(2 CTAs an SM)" in source, source
+
+
+@pytest.mark.parametrize("op", ["a8w8", "a8w8_blockscale"])
+@pytest.mark.parametrize("M, N, K, gluon", [
+    (32, 28672, 4096, True),  # ab/fp8_decode_kernels.json: 1.00 -> 1.22x; block scale 0.89 -> 1.04x
+    (64, 10240, 5120, True),  # block scale 0.87x split 2 -> 1.04x
+    (64, 8192, 28672, True),
+    (17, 5120, 5120, True),  # 80 tiles: not few
+    (64, 4096, 4096, False),  # 64 tiles: few, the Triton tile splits K
+    (32, 576, 7168, False),
+    (16, 59136, 8192, False),  # M <= 16: the 16-row Triton tile
+])
+def test_fp8_decode_takes_the_ping_pong_where_its_tiles_are_not_few(op, M, N, K, gluon):
+    cfg, source = configs.serve(op, H200, M, N, K)
+    assert (cfg.get("backend") == "gluon") == gluon, source
+    if gluon:
+        assert tile(cfg) == (64, 64, 1, 4) and cfg["num_stages"] == model.SMALL_PINGPONG["num_stages"]
+        assert "Gluon ping-pong's 64 x 64" in source
+    assert configs.serve(op, arch.get("gfx942"), M, N, K)[0].get("backend") != "gluon"  # sm_90 only
 
 
 def test_blockscale_split_stays_within_the_ctas_an_sm_holds():
@@ -59,8 +78,8 @@ def test_blockscale_split_stays_within_the_ctas_an_sm_holds():
 @pytest.mark.parametrize("M, N, K, stages, split", [
     (1, 59136, 8192, 6, 1),  # unsplit: the deeper ring (ab/blockscale_ring_depth.json: 0.91 -> 1.10x)
     (16, 57344, 12288, 6, 1),
-    (64, 28672, 4096, 6, 1),
-    (64, 10240, 5120, 4, 2),  # split: the bucket's ring (6 stages split not measured)
+    (16, 28672, 4096, 6, 1),
+    (16, 10240, 8192, 4, 2),  # split: the bucket's ring (ab/blockscale_decode_split_ring.json: 6 stages lost)
     (16, 8192, 8192, 4, 2),
 ])
 def test_blockscale_unsplit_decode_tiles_take_a_deeper_ring(M, N, K, stages, split):
@@ -85,7 +104,8 @@ def test_blockscale_deeper_ring_is_sm90_only():
     (128, 5120, 17920, "ping-pong"),
     (128, 2880, 2880, "ping-pong"),  # 23 coop tiles, 90 of 64 x 64
     (128, 1536, 7168, "triton"),  # 48 tiles of 64 x 64: few, the Triton tier's split
-    (64, 36864, 7168, "triton"),  # M <= 64: the Triton tier always
+    (64, 36864, 7168, "ping-pong"),  # M <= 64: the ping-pong where its tiles are not few (`decode_pingpong`)
+    (64, 4096, 6144, "triton"),  # ... and the Triton tier's split where they are
     (256, 4096, 4096, "ping-pong"),  # 64 coop tiles, 256 of 64 x 64 (measured: ping-pong 1.15x / 1.21x, coop 0.96 / 1.00)
     (256, 2880, 2880, "ping-pong"),
     (200, 4096, 14336, "ping-pong"),
@@ -103,7 +123,7 @@ def test_fp8_at_m_128_takes_a_gluon_kernel_by_the_share_of_sms(op, M, N, K, kern
     if kernel == "coop":
         assert cfg == configs.select(op, "sm_90", 4096, N, K)[0] and ("-> any" in source or M > 128)
     if kernel == "ping-pong":
-        assert tile(cfg) == (64, 64, 1, 4) and cfg["num_stages"] == 6 and "the Gluon ping-pong" in source
+        assert tile(cfg) == (64, 64, 1, 4) and cfg["num_stages"] == 6 and "Gluon ping-pong" in source
 
 
 def test_a16w16_wide_config_is_the_ping_pong_the_coop_buckets_give_way_to():
