@@ -57,14 +57,17 @@ FITTED_OPS = ("a16w16", "a8w8", "a8w8_int8", "a8w8_blockscale")
 #                KB, 5 an SM) went 0.79x -> 0.96x split 2. Below the goal a tile count splits at least 2 ways (where
 #                the SMs hold the CTAs): 192 tiles of 64 x 64 (3 an SM) at M = 64, N = 12288, K = 12288 / 28672 ran
 #                0.81 / 0.77x unsplit, 0.95 / 0.97x split 2 (ab/blockscale_decode.json, against cuBLASLt).
-#   unsplit_stages  where `fit` leaves a Triton bucket's K unsplit at M <= UNSPLIT_MAX_M, its ring this deep (the
-#                tiles are many: the weights' stream is the time, and two to three deeper rings an SM keep more of it in
-#                flight than three to five shallow ones). ab/blockscale_ring_depth.json (H200, against cuBLASLt's
-#                block-scaled GEMM): 16 x 64, 4 -> 6 stages, 0.81-0.91 -> 0.95-1.10x on 3 unsplit rows at M = 1 / 16
-#                (N = 57344-59136); 8 stages lost everywhere (0.49-1.05x: fewer rings an SM). Split tiles keep 4
-#                stages: ab/blockscale_decode_split_ring.json, split 2 at 6 stages 0.93-1.00x against 0.96-1.02x
-#                (M = 16) and 0.68-0.96x against 0.87-0.96x (M = 32 / 64). At 17 <= M <= 64 the 64 x 64 tile at 6
-#                stages gained less (0.83-0.88 -> 0.88-0.89x) and `decode_pingpong` serves those shapes. sm_90 only.
+#   unsplit_stages  where `fit` leaves a Triton bucket's K unsplit at M <= UNSPLIT_MAX_M, its ring this deep where
+#                that fills the CTAs the SMs hold at once (their shared memory over one ring) better by
+#                GLUON_WAVE_MARGIN and K >= UNSPLIT_MIN_K: a 16 x 64 tile's 40 KB ring at 4 stages, five an SM (660
+#                places on 132 SMs), 60 KB at 6, three (396). Block scale, H200, against cuBLASLt's block-scaled GEMM:
+#                ab/blockscale_ring_depth.json, 4 -> 6 stages 0.81-0.91 -> 0.95-1.10x at N = 57344-59136 (896-924
+#                tiles: 2 waves of 660 filled 68-70%, 3 of 396 75-78%); the suite (a8w8_blockscale_models.json, the
+#                rule's first form, every unsplit tile) then showed the waves decide: 560-576 tiles (one wave of 660,
+#                two of 396) 1.20-1.31 -> 0.87-1.00x, 448 1.04-1.27 -> 1.01-1.18x; and K: 51200 x 5120 (the waves of
+#                57344's) 0.95-1.06 -> 0.89-1.01x, 73728 x 4608 mixed. 8 stages lost everywhere (0.49-1.05x). Split
+#                tiles keep 4 stages (ab/blockscale_decode_split_ring.json: split 2 at 6 stages 0.93-1.00x against
+#                0.96-1.02x at M = 16). At 17 <= M <= 64 `decode_pingpong` serves these shapes. sm_90 only.
 #   decode_pingpong  at DECODE_PINGPONG_MIN_M <= M <= 64 a Triton bucket gives way to the Gluon ping-pong on 64 x 64
 #                tiles (`SMALL_PINGPONG` over the large-M Gluon bucket's other keys) where those tiles are not few
 #                (FEW_TILES of the SMs; the Triton bucket splits K where they are). ab/fp8_decode_kernels.json and
@@ -186,6 +189,7 @@ SMALL_PINGPONG_MAX_M = 256  # the largest M the large-M Gluon bucket gives way t
 PINGPONG_ROUND = 2  # ping-pong tiles an SM takes in one round (one a consumer): more, and the coop serves
 DECODE_PINGPONG_MIN_M = 17  # `decode_pingpong`: from the M_LEQ_64 buckets' first M (at M <= 16 the 16-row Triton tile)
 UNSPLIT_MAX_M = 16  # `unsplit_stages`: the M_LEQ_16 bucket (at 17-64 the unsplit tiles are `decode_pingpong`'s)
+UNSPLIT_MIN_K = 7168  # ... and K at least this (K <= 5120 lost with the same waves: see OP_RULES)
 
 
 def wave_efficiency(tiles: int, num_cus: int) -> float:
@@ -327,10 +331,17 @@ def choose(op: str, cfg: dict, large: dict | None, M: int, N: int, K: int, num_c
         resident = max(1, shared_mem // ring)
     tile, notes = fit(cfg, M, N, K, num_cus, ctas_per_sm=rules.get("ctas_per_sm"), resident=resident)
     deep = rules.get("unsplit_stages")
-    if deep and not amd and M <= UNSPLIT_MAX_M and tile.get("backend") != "gluon" and tile.get("NUM_KSPLIT", 1) == 1 \
-            and tile["num_stages"] < deep:
-        tile = dict(tile, num_stages=deep)
-        notes = notes + [f"K unsplit: a {deep}-stage ring"]
+    if deep and not amd and M <= UNSPLIT_MAX_M and K >= UNSPLIT_MIN_K and tile.get("backend") != "gluon" \
+            and tile.get("NUM_KSPLIT", 1) == 1 and tile["num_stages"] < deep:
+        tiles = -(-M // tile["BLOCK_SIZE_M"]) * -(-N // tile["BLOCK_SIZE_N"])
+        fill = {}
+        for stages in (tile["num_stages"], deep):
+            ring = stages * (tile["BLOCK_SIZE_M"] + tile["BLOCK_SIZE_N"]) * tile["BLOCK_SIZE_K"] * rules["operand_bytes"]
+            fill[stages] = wave_efficiency(tiles, max(1, shared_mem // ring) * num_cus)
+        if fill[deep] > GLUON_WAVE_MARGIN * fill[tile["num_stages"]]:
+            notes = notes + [f"K unsplit: {tiles} tiles fill {fill[deep]:.0%} of the CTAs the SMs hold at {deep} "
+                             f"stages, {fill[tile['num_stages']]:.0%} at {tile['num_stages']}: a {deep}-stage ring"]
+            tile = dict(tile, num_stages=deep)
     return tile, notes
 
 

@@ -76,13 +76,16 @@ def test_blockscale_split_stays_within_the_ctas_an_sm_holds():
 
 
 @pytest.mark.parametrize("M, N, K, stages, split", [
-    (1, 59136, 8192, 6, 1),  # unsplit: the deeper ring (ab/blockscale_ring_depth.json: 0.91 -> 1.10x)
+    (1, 59136, 8192, 6, 1),  # 924 tiles: 3 waves of 396 fill 78%, 2 of 660 70% (ab/blockscale_ring_depth.json)
     (16, 57344, 12288, 6, 1),
-    (16, 28672, 4096, 6, 1),
+    (16, 18432, 16384, 6, 1),  # 288 tiles: 73% against 44%
+    (1, 36864, 7168, 4, 1),  # 576 tiles: one wave of 660 at 4 stages (the suite: 1.31x at 4, 0.87x at 6)
+    (1, 51200, 5120, 4, 1),  # the waves of 57344's, but K <= 5120 lost
+    (1, 106496, 16384, 4, 1),  # 1664 tiles: 84% either way
     (16, 10240, 8192, 4, 2),  # split: the bucket's ring (ab/blockscale_decode_split_ring.json: 6 stages lost)
     (16, 8192, 8192, 4, 2),
 ])
-def test_blockscale_unsplit_decode_tiles_take_a_deeper_ring(M, N, K, stages, split):
+def test_blockscale_unsplit_decode_tiles_take_a_deeper_ring_where_it_fills_the_sms(M, N, K, stages, split):
     cfg, source = configs.serve("a8w8_blockscale", H200, M, N, K)
     assert (cfg["num_stages"], cfg.get("NUM_KSPLIT", 1)) == (stages, split), source
     assert ("6-stage ring" in source) == (stages == 6)
