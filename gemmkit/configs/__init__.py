@@ -50,23 +50,28 @@ def _is_bool(v):
     return isinstance(v, bool)
 
 
-# BLOCK_SIZE_N values that are not powers of two: the dense Gluon kernels build them from two accumulators
-# (kernels/gluon/hopper_pingpong.py split_tail); no Triton tile can take them (kernels/triton/dense.py triton_tile).
-SPLIT_N = (96, 192)
+# BLOCK_SIZE_N values that are not powers of two: the dense Gluon kernels build them from two accumulators of
+# power-of-two widths A + B (kernels/gluon/hopper_pingpong.py, "Split tiles"; `split_tail`); no Triton tile can take
+# them (kernels/triton/dense.py triton_tile). The widths a tile count near whole waves needs (cuBLAS runs 80-, 144-,
+# 168-wide tiles on those layers: benchmarks/results/h200/vendor_kernels_bf16_weak.json). The ping-pong builds every
+# one; the cooperative kernel the 3 T ones (48 / 96 / 192: A = 2 B).
+SPLIT_N = (48, 80, 96, 144, 160, 192)
+COOP_SPLIT_N = (48, 96, 192)
 
 
 def split_tail(bn: int) -> int:
-    """T of a split tile BN = 3 T (96 / 192), built from two power-of-two accumulators of 2T and T columns
-    (register and shared-memory tensors, and TMA boxes, are powers of two); 0 for any other BN. The one
-    definition of the split: the Gluon kernels' plans and the Triton fallback (2T columns) read it."""
-    return bn // 3 if bn in SPLIT_N else 0
+    """B of a split tile BN = A + B (A the largest power of two below BN, B = BN - A a smaller one: 96 = 64 + 32,
+    144 = 128 + 16), built from two accumulators of A and B columns (register and shared-memory tensors, and TMA
+    boxes, are powers of two); 0 for any other BN. The one definition of the split: the Gluon kernels' plans and
+    the Triton fallback (A columns) read it."""
+    return bn - (1 << (bn.bit_length() - 1)) if bn in SPLIT_N else 0
 
 # key -> (required, check, what is expected, which backends accept it)
 KEYS = {
     "BLOCK_SIZE_M": (True, lambda v: _pow2(v) and v >= 16, "a power of two >= 16", ("cuda", "hip")),
-    # 96 / 192: the Gluon kernels' split tiles (checked below: "backend" "gluon")
+    # SPLIT_N (48, 80, 96, 144, 160, 192): the Gluon kernels' split tiles (checked below: "backend" "gluon")
     "BLOCK_SIZE_N": (True, lambda v: (_pow2(v) and v >= 16) or v in SPLIT_N,
-                     "a power of two >= 16 (or 96 / 192 with \"backend\": \"gluon\")", ("cuda", "hip")),
+                     f"a power of two >= 16 (or one of {SPLIT_N} with \"backend\": \"gluon\")", ("cuda", "hip")),
     "BLOCK_SIZE_K": (True, lambda v: _pow2(v) and v >= 16, "a power of two >= 16", ("cuda", "hip")),
     "GROUP_SIZE_M": (True, _int_in(1), "an integer >= 1", ("cuda", "hip")),
     "num_warps": (True, lambda v: v in (1, 2, 4, 8, 16) and not isinstance(v, bool), "one of 1, 2, 4, 8, 16", ("cuda", "hip")),

@@ -23,11 +23,13 @@ from _util import broken_promises, compile_sm90_cases
 from _util import check_a16w16 as check
 from _util import (assert_gluon_or_fallback, assert_sanitizer_clean, dense_sanitize_script, gpu_target, launch_dense,
                    poisoned, randn, sanitize, within_bound)
-from gemmkit import arch
+from gemmkit import arch, configs
 from gemmkit.isa.promises import evaluate
+from gemmkit.kernels.gluon import hopper_coop as hc
 from gemmkit.kernels.gluon import hopper_host as hh
 from gemmkit.kernels.gluon import hopper_pingpong as hp
 from gemmkit.kernels.gluon import hopper_plan as hplan
+from gemmkit.kernels.triton.dense import triton_tile
 from gemmkit.reference import gemm_a16w16_ref
 
 H200 = arch.get("sm_90")
@@ -75,6 +77,38 @@ def test_plan_of_the_split_tile():
         hp.derive({**BASE, "BLOCK_SIZE_N": 192}, H200)
     with pytest.raises(ValueError, match="BLOCK_SIZE_N"):  # the fp8 kernels' check: powers of two only
         hplan.check_config({**BASE, "BLOCK_SIZE_N": 192}, "gluon", "k", "")
+
+
+@pytest.mark.parametrize("bn, tail", [(48, 16), (80, 16), (96, 32), (144, 16), (160, 32), (192, 64)])
+def test_plan_of_the_split_tiles_a_plus_b(bn, tail):
+    """BN = A + B (two powers of two, A = 2, 4 or 8 B): w boxes of B rows (A / B + 1 a stage), one BM x B staging
+    sub-tile per consumer; the Triton fallback runs A columns; the cooperative kernel builds only A = 2 B."""
+    assert configs.split_tail(bn) == tail and configs.split_tail(bn - tail) == 0
+    p = hp.derive({**BASE, "BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": bn, "num_stages": 6}, H200)
+    assert (p.BN, p.BN_TAIL, p.w_box, p.acc_regs, p.c_tiles) == (bn, tail, tail, 64 * bn // 128, 2)
+    assert p.epilogue_bytes == 2 * 64 * tail * 2 and hp.y_box(p) == (64, tail)
+    assert configs.validate_config({**BASE, "BLOCK_SIZE_N": bn, "backend": "gluon"})["BLOCK_SIZE_N"] == bn
+    assert triton_tile({**BASE, "BLOCK_SIZE_N": bn, "backend": "gluon"})["BLOCK_SIZE_N"] == bn - tail
+    coop = {**BASE, "BLOCK_SIZE_N": bn, "num_warps": 8, "num_stages": 4}
+    if bn == 3 * tail:
+        assert hc.derive(coop, H200).BN_TAIL == tail
+    else:
+        with pytest.raises(ValueError, match="cooperative kernel's split tiles"):
+            hc.derive(coop, H200)
+
+
+def test_split_tile_compiles_for_each_ratio():
+    """A = 2, 4 and 8 B (96, 160, 144): HGMMA, A / B + 2 TMA loads a stage (x, A / B w boxes, the tail box),
+    A / B + 1 sub-tile stores, no spills."""
+    cases = [dict(kernel=hp.KERNEL_NAME, op="a16w16", arch="sm_90", table="-", bucket="t",
+                  config={**BASE, "BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": bn, "num_stages": 6}, path="gluon-bf16")
+             for bn in (160, 144)]
+    for case, res in zip(cases, compile_sm90_cases(hp, cases)):
+        assert not broken_promises(res), case["config"]
+        bn = case["config"]["BLOCK_SIZE_N"]
+        ratio = (bn - configs.split_tail(bn)) // configs.split_tail(bn)
+        m = res["metrics"]
+        assert m["counts"]["UTMALDG"] >= ratio + 2 and m["counts"]["UTMASTG"] >= ratio + 1, m["counts"]
 
 
 @pytest.mark.parametrize("change,match", [

@@ -178,6 +178,13 @@ for edges in (False, True):
         x = torch.randn(M, K, device="cuda", dtype=torch.bfloat16)
         w = torch.randn(N, K, device="cuda", dtype=torch.bfloat16)
         gemmkit.gemm_a16w16(x, w)
+# the ping-pong's split tiles A + B (configs.SPLIT_N), A = 2, 4, 8 B, N not a multiple of the tile
+for bn in (96, 144, 160, 80):
+    cfg = {"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": bn, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 8, "num_warps": 4,
+           "num_stages": 6, "backend": "gluon"}
+    x = torch.randn(130, 512, device="cuda", dtype=torch.bfloat16)
+    w = torch.randn(1000, 512, device="cuda", dtype=torch.bfloat16)
+    gemmkit.gemm_a16w16(x, w, config=cfg)
 torch.cuda.synchronize()
 print("sanitized run done")
 """
@@ -231,6 +238,26 @@ def test_tuner_smoke(tmp_path):
     lines = (tmp_path / "tune_progress.jsonl").read_text().splitlines()
     tune_shapes([("smoke", 16, 1024, 512)], tmp_path, max_candidates=4, rep_ms=5, log=lambda *a: None)
     assert (tmp_path / "tune_progress.jsonl").read_text().splitlines() == lines
+
+
+@pytest.mark.parametrize("bn", [48, 80, 96, 144, 160, 192])
+@pytest.mark.parametrize("M, N, K, split", [(200, 4648, 1000, 1), (512, 4608, 4096, 1), (256, 5160, 8192, 4)])
+def test_pingpong_split_tiles(M, N, K, split, bn, launches):
+    """The ping-pong's split tiles BN = A + B (configs.SPLIT_N) with bias + gelu (unsplit) or split-K: every element
+    of a NaN-poisoned output written and right; N not a multiple of the tile (TMA clips the last tile's columns)."""
+    from gemmkit import configs
+
+    cfg = {"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": bn, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 8, "num_warps": 4,
+           "num_stages": 6, "backend": "gluon", "NUM_KSPLIT": split}
+    assert configs.split_tail(bn)
+    x, w = torch.randn(M, K, device=DEV, dtype=torch.bfloat16), torch.randn(N, K, device=DEV, dtype=torch.bfloat16)
+    bias = torch.randn(N, device=DEV, dtype=torch.bfloat16)
+    out = torch.full((M, N), float("nan"), device=DEV, dtype=torch.bfloat16)
+    before = launches.get(D.GLUON_BF16, 0)
+    gemmkit.gemm_a16w16(x, w, bias, activation="gelu", out=out, config=cfg)
+    torch.cuda.synchronize()
+    assert launches[D.GLUON_BF16] == before + 1
+    assert rel(out, ref_fp32(x, w, bias, "gelu")) <= TOL[torch.bfloat16]
 
 
 # x copied to whole TMA boxes of rows (ops/dispatch.py pad_m) for each bf16 Gluon kernel: the ping-pong, its swap-AB

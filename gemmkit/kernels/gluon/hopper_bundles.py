@@ -3,8 +3,9 @@ called with a few of them, not with two dozen positional values. Used by hopper_
 the split tile's mainloop and stores), hopper_pingpong.py, hopper_coop.py and hopper_pingpong_batched.py::
 
    Descs     x, w, y            the TMA descriptors (2-D, or 3-D with a unit batch box dim: the batched kernels)
-   Ring      a, b, t, full, empty   the S-stage shared-memory ring and its mbarriers; t: a split tile's third
-                                w slot ring (BN = 3 T), None otherwise. Derived: STAGES, BM, BK, BN
+   Ring      a, b, t, full, empty   the S-stage shared-memory ring and its mbarriers; t: a split tile's tail
+                                w slot ring (BN = A + B: b holds A rows, t B), None otherwise. Derived: STAGES,
+                                BM, BK, BN
    Epilogue  c, bias, stride_bb one consumer's staging tile, the bias pointer (x's when HAS_BIAS is off) and
                                 batch row stride (0: one row), HAS_BIAS, ACTIVATION
    Handoff   turn, c_free       the ping-pong's consumer hand-off mbarriers, C_TILES
@@ -76,7 +77,7 @@ class Ring:
         self.STAGES = gl.constexpr(a.shape[0])
         self.BM = gl.constexpr(a.shape[1])
         self.BK = gl.constexpr(a.shape[2])
-        self.BN = gl.constexpr(b.shape[1] if t is None else 3 * t.shape[1])
+        self.BN = gl.constexpr(b.shape[1] if t is None else b.shape[1] + t.shape[1])
 
 
 @aggregate

@@ -11,7 +11,7 @@ hopper_pingpong_batched.py (both kernels' load warp) and hopper_fp8_mainloop.py 
         └──────────────────────────────── empty[s] ◄────────────────────────────────────────┘
    every partition: work_space (tiles, or B x tiles: batch entries / K splits) ──► work_tile (b, pid_m, pid_n)
                     ring_next (slot, phase) after each K step; ring_prev: the slot a consumer releases
-   epilogue:        store_subtile (one TMA store through a staging tile), store_split (a split tile: 3 of them)
+   epilogue:        store_subtile (one TMA store through a staging tile), store_split (a split tile: A / B + 1 of them)
    arguments:       hopper_bundles.py's bundles: load_partition(descs, ring, sched), split_mainloop(ring, ...),
                     store_split(y_desc, epi, ...); the consumer partitions are the kernel files'
 
@@ -19,11 +19,13 @@ Ring counters: step g of a CTA (over all its work items) sits in slot g % S with
 advances (slot, phase) by one step, so no partition divides. A fresh mbarrier counts as having completed the
 phase before phase 0: the loader's first wait on empty[s] (parity phase ^ 1) passes at once.
 
-Split tile (BN = 3 T, 96 / 192: hopper_pingpong.py's docstring, hopper_coop.py's draws it)::
+Split tile (BN = A + B, two powers of two, A = 2, 4 or 8 B: 48 / 96 / 192 = 3 B, 80 = 64 + 16, 144 = 128 + 16,
+160 = 128 + 32; hopper_pingpong.py's docstring, hopper_coop.py's draws the 3 B ones)::
 
-   ring slot s:  a[s]: BM x BK | b[s]: 2T x BK (two w boxes) | t[s]: T x BK (one w box)   full[s] expects all 4
-   mainloop:     acc += a[s][rows] @ b[s]^T (BM x 2T), acc_t += a[s][rows] @ t[s]^T (BM x T); wait(2)
-   epilogue:     acc -> two T-column halves, acc_t -> one: 3 TMA stores of BM x T through one staging tile
+   ring slot s:  a[s]: BM x BK | b[s]: A x BK (A / B w boxes) | t[s]: B x BK (one w box)   full[s] expects them all
+   mainloop:     acc += a[s][rows] @ b[s]^T (BM x A), acc_t += a[s][rows] @ t[s]^T (BM x B); wait(2)
+   epilogue:     acc -> A / B pieces of B columns, acc_t -> one: A / B + 1 TMA stores of BM x B through one
+                 staging tile
 
 Constraints:
   - sm_90 (TMA, wgmma, mbarriers); the ring's slots are 2-D NVMMA-swizzled shared memory (the batched
@@ -31,8 +33,8 @@ Constraints:
   - Work ids < 2**31 (int32: tiles, or B x tiles); tile order is the Triton tier's (kernels/triton/_schedule.py).
   - SPLIT_K: every split's K range starts below K (the host: hopper_host.split_count); the ranges are equal,
     the last one may run past K into TMA's zero fill.
-  - A split tile is 2-D only (the dense kernels), T a power of two (32 or 64); ring.t is None (a constexpr
-    field of the `Ring`) for every other tile.
+  - A split tile is 2-D only (the dense kernels), B a power of two >= 16 and A = 2, 4 or 8 B (configs.SPLIT_N);
+    ring.t is None (a constexpr field of the `Ring`) for every other tile.
 """
 from __future__ import annotations
 
@@ -126,9 +128,9 @@ def load_partition(descs, ring, sched):
     (bundles: hopper_bundles.py `Descs`, `Ring`, `Schedule`).
     BATCHED: 3-D descriptors (B, rows, K) with boxes [1, rows, BK], written through a 3-D view of the
     2-D ring slot (same bytes, same swizzle: the consumers read the slot as before).
-    ring.t (a split tile, the ping-pong's or hopper_coop.py's, 2-D only): a tile of BN = 3 T columns keeps w rows
-    [0, 2T) in ring.b and [2T, 3T) in ring.t (shared-memory shapes are powers of two); the w box is T rows,
-    3 per step, and full[s] expects x's box + 3 w boxes.
+    ring.t (a split tile, the ping-pong's or hopper_coop.py's, 2-D only): a tile of BN = A + B columns keeps w rows
+    [0, A) in ring.b and [A, A + B) in ring.t (shared-memory shapes are powers of two); the w box is B rows,
+    A / B + 1 per step, and full[s] expects x's box + those w boxes.
     SPLIT_K (dense only): B is the number of K splits; work id -> (split b, tile) as the batched order, and
     split b loads K steps [b * k_steps, (b + 1) * k_steps) (`split_steps`)."""
     x_desc = descs.x
@@ -147,8 +149,9 @@ def load_partition(descs, ring, sched):
     if t_ring is None:
         W_BYTES: gl.constexpr = w_desc.block_type.nbytes
     else:
-        T: gl.constexpr = t_ring.shape[1]
-        W_BYTES: gl.constexpr = 3 * w_desc.block_type.nbytes
+        T: gl.constexpr = t_ring.shape[1]  # B, the w box's rows
+        BOXES: gl.constexpr = b_ring.shape[1] // T  # A / B boxes into ring.b
+        W_BYTES: gl.constexpr = (BOXES + 1) * w_desc.block_type.nbytes
     BY_ENTRY: gl.constexpr = BATCHED or SPLIT_K
     num_pid_m, num_pid_n, num_work, k_steps = work_space(sched.M, sched.N, sched.K, BM, BN, BK, sched.B, BATCHED,
                                                          SPLIT_K)
@@ -172,9 +175,9 @@ def load_partition(descs, ring, sched):
                 tma_load(w_desc, [pid_n * BN, kk * BK], bar, b_ring.index(idx))
             else:
                 tma_load(x_desc, [pid_m * BM, kk * BK], bar, a_ring.index(idx))
-                tma_load(w_desc, [pid_n * BN, kk * BK], bar, b_ring.index(idx).slice(0, T))
-                tma_load(w_desc, [pid_n * BN + T, kk * BK], bar, b_ring.index(idx).slice(T, T))
-                tma_load(w_desc, [pid_n * BN + 2 * T, kk * BK], bar, t_ring.index(idx))
+                for i in gl.static_range(BOXES):
+                    tma_load(w_desc, [pid_n * BN + i * T, kk * BK], bar, b_ring.index(idx).slice(i * T, T))
+                tma_load(w_desc, [pid_n * BN + BOXES * T, kk * BK], bar, t_ring.index(idx))
             idx, phase = ring_next(idx, phase, STAGES)
 
 
@@ -182,9 +185,9 @@ def load_partition(descs, ring, sched):
 def split_mainloop(ring, idx, phase, k_steps, A_ROW0: gl.constexpr, BM: gl.constexpr):
     """A split tile's mainloop (hopper_pingpong.py's and hopper_coop.py's), from ring slot (idx, phase): per K step
     two wgmma on rows [A_ROW0, A_ROW0 + BM) of the a slot (the ping-pong: all of it; a cooperative consumer:
-    its half), one with the 2T-row b slot, one with the T-row t slot of the `Ring` (loaded by `load_partition`'s
-    ring.t path). Returns the two accumulators, the last step's wgmma still in flight (the caller waits, then
-    releases that slot), and the ring position after the tile."""
+    its half), one with the A-row b slot, one with the B-row t slot of the `Ring` (loaded by `load_partition`'s
+    ring.t path). Returns the two accumulators (BM x A, BM x B), the last step's wgmma still in flight (the caller
+    waits, then releases that slot), and the ring position after the tile."""
     a_ring = ring.a
     b_ring = ring.b
     t_ring = ring.t
@@ -192,11 +195,12 @@ def split_mainloop(ring, idx, phase, k_steps, A_ROW0: gl.constexpr, BM: gl.const
     empty = ring.empty
     STAGES: gl.constexpr = ring.STAGES
     T: gl.constexpr = t_ring.shape[1]
+    A: gl.constexpr = b_ring.shape[1]
     acc_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
-                                                         instr_shape=[16, 2 * T, 16])
+                                                         instr_shape=[16, A, 16])
     tail_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
                                                           instr_shape=[16, T, 16])
-    acc = warpgroup_mma_init(gl.zeros((BM, 2 * T), dtype=gl.float32, layout=acc_layout))
+    acc = warpgroup_mma_init(gl.zeros((BM, A), dtype=gl.float32, layout=acc_layout))
     acc_t = warpgroup_mma_init(gl.zeros((BM, T), dtype=gl.float32, layout=tail_layout))
     for kk in range(k_steps):
         mbarrier.wait(full.index(idx), phase)
@@ -225,23 +229,44 @@ def store_subtile(y_desc, c_smem, v, b, row, col, BATCHED: gl.constexpr):
 
 
 @gluon.jit
+def _halves(v):
+    """(columns [0, W / 2), columns [W / 2, W)) of a BM x W register tensor: a register split, nothing moves."""
+    BM: gl.constexpr = v.shape[0]
+    W: gl.constexpr = v.shape[1]
+    return v.reshape([BM, 2, W // 2]).permute((0, 2, 1)).split()
+
+
+@gluon.jit
 def store_split(y_desc, epi, acc, acc_t, row, col, N):
     """A split tile's epilogue (hopper_pingpong.py's and hopper_coop.py's): bias / activation / cast on each
-    accumulator with its own columns, then 3 TMA stores of BM x T sub-tiles through the `Epilogue`'s staging
-    tile c (BM x T), each after the previous store has read it. acc: columns [col, col + 2T) (stored as two
-    halves: a register split, nothing moves), acc_t: [col + 2T, col + 3T)."""
+    accumulator with its own columns, then A / B + 1 TMA stores of BM x B sub-tiles through the `Epilogue`'s
+    staging tile c (BM x B), each after the previous store has read it. acc: columns [col, col + A) (stored as
+    A / B pieces of B columns, A / B in 2, 4, 8: register splits, nothing moves), acc_t: [col + A, col + A + B)."""
     c_smem = epi.c
     bias_ptr = epi.bias
     HAS_BIAS: gl.constexpr = epi.HAS_BIAS
     ACTIVATION: gl.constexpr = epi.ACTIVATION
-    BM: gl.constexpr = c_smem.shape[0]
     T: gl.constexpr = c_smem.shape[1]
-    offs = col + gl.arange(0, 2 * T, layout=gl.SliceLayout(0, acc.type.layout))
+    A: gl.constexpr = acc.shape[1]
+    gl.static_assert(A == 2 * T or A == 4 * T or A == 8 * T, "a split tile's A is 2, 4 or 8 times its B")
+    offs = col + gl.arange(0, A, layout=gl.SliceLayout(0, acc.type.layout))
     out = bias_activation(acc, bias_ptr, offs, N, HAS_BIAS, ACTIVATION).to(y_desc.dtype)
-    lo, hi = out.reshape([BM, 2, T]).permute((0, 2, 1)).split()
-    offs_t = col + 2 * T + gl.arange(0, T, layout=gl.SliceLayout(0, acc_t.type.layout))
+    offs_t = col + A + gl.arange(0, T, layout=gl.SliceLayout(0, acc_t.type.layout))
     out_t = bias_activation(acc_t, bias_ptr, offs_t, N, HAS_BIAS, ACTIVATION).to(y_desc.dtype)
-    store_subtile(y_desc, c_smem, lo, 0, row, col, False)
-    store_subtile(y_desc, c_smem, hi, 0, row, col + T, False)
-    store_subtile(y_desc, c_smem, out_t, 0, row, col + 2 * T, False)
-
+    lo, hi = _halves(out)
+    if A == 2 * T:
+        store_subtile(y_desc, c_smem, lo, 0, row, col, False)
+        store_subtile(y_desc, c_smem, hi, 0, row, col + T, False)
+    elif A == 4 * T:
+        for h in gl.static_range(2):
+            q0, q1 = _halves(lo if h == 0 else hi)
+            store_subtile(y_desc, c_smem, q0, 0, row, col + 2 * h * T, False)
+            store_subtile(y_desc, c_smem, q1, 0, row, col + (2 * h + 1) * T, False)
+    else:
+        for h in gl.static_range(2):
+            q0, q1 = _halves(lo if h == 0 else hi)
+            for q in gl.static_range(2):
+                e0, e1 = _halves(q0 if q == 0 else q1)
+                store_subtile(y_desc, c_smem, e0, 0, row, col + (4 * h + 2 * q) * T, False)
+                store_subtile(y_desc, c_smem, e1, 0, row, col + (4 * h + 2 * q + 1) * T, False)
+    store_subtile(y_desc, c_smem, out_t, 0, row, col + A, False)

@@ -54,7 +54,7 @@ Phase timeline (one CTA, k = K steps per tile; "mma t" = all k wgmmas of tile t,
 Barriers and their phase counters (all mbarriers, count 1; "step" g = j * k + kk,
 the CTA-local K-step index over local tile j, shared by all three partitions):
 
-   full[s]   stage s holds step g, s = g % S      load: expect-tx + 2 TMA (split tile: 4); mma: wait parity (g // S) & 1
+   full[s]   stage s holds step g, s = g % S      load: expect-tx + 2 TMA (split tile: A / B + 2); mma: wait parity (g // S) & 1
    empty[s]  stage s may be refilled              mma: arrive after wgmma;    load: wait parity ((g // S) & 1) ^ 1
    turn[c]   consumer c may issue its mainloop    other consumer: arrive;     c, its n-th tile:
                                                   wait parity (n & 1) ^ 1 (c = 0) or n & 1 (c = 1)
@@ -70,13 +70,15 @@ most one phase away. The turn order makes a consumer start a tile only after the
 other consumer has waited on every full[s] of the previous tile, so full[s] is
 never two phases behind the consumer that waits on it.
 
-Split tiles (BLOCK_SIZE_N 192 or 96 = 3 T; 64 x 192, 64 x 96 and 128 x 96 fit the accumulator budget; shared
-with hopper_coop.py, whose docstring
-draws them): register and shared-memory tensors and TMA boxes are powers of two, so the consumer keeps two
-accumulators (BM x 2T and BM x T, hopper_parts.py `split_mainloop`: two wgmma per K step), the loader puts three T-row w
-boxes per stage into b[s] (2T rows) and t[s] (T rows), and the epilogue stores three BM x T sub-tiles through
-a BM x T staging tile per consumer (hopper_parts.py `store_split`; always two staging tiles). 64 x 192 fits the 132 SMs
-where 128 x 128 does not (Llama-3-8B qkv at M = 256: 128 tiles against 96). Dense kernel only.
+Split tiles (BLOCK_SIZE_N = A + B, two powers of two with A = 2, 4 or 8 B: configs.SPLIT_N, 48 / 80 / 96 / 144 /
+160 / 192; the 3 B ones shared with hopper_coop.py, whose docstring draws them): register and shared-memory tensors
+and TMA boxes are powers of two, so the consumer keeps two accumulators (BM x A and BM x B, hopper_parts.py
+`split_mainloop`: two wgmma per K step), the loader puts A / B + 1 B-row w boxes per stage into b[s] (A rows) and
+t[s] (B rows), and the epilogue stores A / B + 1 BM x B sub-tiles through a BM x B staging tile per consumer
+(hopper_parts.py `store_split`; always two staging tiles). They let a tile count come near whole rounds of the
+consumers where a power-of-two width cannot: 64 x 192 fits the 132 SMs where 128 x 128 does not (Llama-3-8B qkv at
+M = 256: 128 tiles against 96); 4608 columns at M = 512 are 256 tiles of 64 x 144 (one round of 264 consumers)
+where 64 x 192 makes 192 and 64 x 128 288 (cuBLAS runs 144 x 128 there, one wave of 128 CTAs). Dense kernel only.
 
 Split-K (NUM_KSPLIT > 1; dense kernels only, this one and hopper_coop.py; `hopper_host.launch_dense`): the
 work ids cover splits x tiles, split-major (`batched_tile_coords` with the split as the entry), and split s runs K steps
@@ -136,7 +138,7 @@ Constraints:
     dispatch's copy to whole boxes of rows, ops/dispatch.py pad_m: boxes past M load slowly): they are computed and
     clipped.
   - BLOCK_SIZE_M in {64, 128} (one wgmma warpgroup covers 64-row slices);
-    BLOCK_SIZE_N a power of two in [16, 256], or a split tile 96 / 192 (`configs.split_tail`; the dense
+    BLOCK_SIZE_N a power of two in [16, 256], or a split tile of configs.SPLIT_N (`configs.split_tail`; the dense
     kernel only); BLOCK_SIZE_K a power of two in [16, 128]; accumulator BM * BN / 128 <= 128
     fp32 registers per thread (64 x 192: 96; 128 x 192 does not fit).
   - num_warps == 4 (warps per consumer warpgroup; the kernel adds the second
@@ -250,7 +252,7 @@ def constexprs(plan: PingPongPlan, *, has_bias: bool, activation: str) -> dict:
 
 def dense_constexprs(plan, *, has_bias: bool, activation: str) -> dict:
     """The dense kernels' constexprs beyond a kernel's `constexprs` (this one's and hopper_coop's): the tile
-    width BN (the w box is BN / 3 rows for a split tile) and SPLIT_K (work ids over splits x tiles, partial
+    width BN (the w box is B rows for a split tile BN = A + B) and SPLIT_K (work ids over splits x tiles, partial
     tiles stored to the fp32 workspace: `hopper_host.launch_dense`). The bias and activation of a split-K call are the
     reduce's, so its GEMM launch has neither."""
     split = plan.split_k > 1
@@ -312,7 +314,7 @@ def mma_partition(CONSUMER: gl.constexpr, descs, ring, epi, handoff, sched):
         # wgmma accumulator: 4 warps stacked along M, instruction m16 x BN x k16 per warp.
         acc_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
                                                              instr_shape=[16, BN, 16])
-    # (a split tile: accumulators of 2T and T columns, `split_mainloop`; epi.c one BM x T sub-tile)
+    # (a split tile: accumulators of A and B columns, `split_mainloop`; epi.c one BM x B sub-tile)
     num_pid_m, num_pid_n, num_work, k_steps = work_space(M, N, sched.K, BM, BN, ring.BK, sched.B, BATCHED,
                                                          SPLIT_K)
     nprog = gl.num_programs(0)
@@ -386,10 +388,11 @@ def hopper_pingpong_kernel(x_desc, w_desc, y_desc, bias_ptr, M, N, K, SPLITS,
     BM: gl.constexpr = x_desc.block_type.shape[0]
     BK: gl.constexpr = x_desc.block_type.shape[1]
     a_ring = gl.allocate_shared_memory(x_desc.dtype, [STAGES, BM, BK], x_desc.layout)
-    if BN % 3 == 0:  # a split tile (96 / 192): w rows [0, 2T) in b_ring, [2T, 3T) in t_ring; c0 / c1 BM x T
-        T: gl.constexpr = BN // 3
-        b_ring = gl.allocate_shared_memory(w_desc.dtype, [STAGES, 2 * T, BK], w_desc.layout)
-        t_ring = gl.allocate_shared_memory(w_desc.dtype, [STAGES, T, BK], w_desc.layout)
+    W_ROWS: gl.constexpr = w_desc.block_type.shape[0]
+    if W_ROWS != BN:  # a split tile BN = A + B (the w box is B rows): w rows [0, A) in b_ring, [A, BN) in t_ring;
+        # c0 / c1 BM x B
+        b_ring = gl.allocate_shared_memory(w_desc.dtype, [STAGES, BN - W_ROWS, BK], w_desc.layout)
+        t_ring = gl.allocate_shared_memory(w_desc.dtype, [STAGES, W_ROWS, BK], w_desc.layout)
     else:
         b_ring = gl.allocate_shared_memory(w_desc.dtype, [STAGES, BN, BK], w_desc.layout)
         t_ring = None

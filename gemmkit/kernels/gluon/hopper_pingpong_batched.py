@@ -190,7 +190,7 @@ def _no_split_tile(plan):
                          "ping-pong has)")
     if plan.BN_TAIL:
         raise ValueError(f"config: key 'BLOCK_SIZE_N' = {plan.BN}; the batched kernels take powers of two "
-                         f"(split tiles {hc.SPLIT_N} are the dense Gluon kernels')")
+                         f"(split tiles {hc.configs.SPLIT_N} are the dense Gluon kernels')")
     if plan.split_k != 1:
         raise ValueError(f"config: key 'NUM_KSPLIT' = {plan.split_k}; the batched kernels need 1 "
                          "(split-K is the dense Gluon kernels')")
