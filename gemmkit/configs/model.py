@@ -126,6 +126,17 @@ FITTED_OPS = ("a16w16", "a8w8", "a8w8_int8", "a8w8_blockscale")
 #                bytes): with 4 splits, K >= 64 x rows. ab/bf16_m128_narrow.json (13 held-out rows at M = 80 / 128, against cuBLAS): K = 8192-36864,
 #                the Triton 64 x 128 bucket 0.79-0.88x, 64 x 192 split 4 0.86-0.99x; K <= 5120 it lost (0.81 vs 0.84x
 #                at 128 x 5120 x 5120, 0.73-0.82 vs 0.80-0.86x at K = 2880-4096), as the partials' traffic predicts.
+#   split_widths  bf16 at SPLIT_WIDTH_MIN_M <= M <= SPLIT_WIDTH_MAX_M, in `gluon_waves`' choice: the ping-pong's 64-row
+#                split tiles A + B of these widths (configs.SPLIT_N; 160 = 128 + 32, 144 = 128 + 16), unsplit, where
+#                one fills the rounds of the 2 x SMs consumers to at least SPLIT_WIDTH_FILL and better by
+#                GLUON_WAVE_MARGIN than the coop's, the 128 x 128 ping-pong's and the 64 x 192's waves (the best
+#                of the three). What cuBLAS does there: 144 / 168-wide tiles, one wave of 116-128 CTAs
+#                (results/h200/vendor_kernels_bf16_weak.json). ab/bf16_split_widths.json (H200, against cuBLAS):
+#                64 x 160 on 256-512 tiles 0.80-0.88 -> 0.83-0.95x (5120 / 10240 columns at M = 256-1024), 64 x 144
+#                on 4608 columns at M = 512 0.74-0.77 -> 0.81-0.86x; lost where its tiles fill half a round (M = 256
+#                on 4608 / 5120: 116-128 tiles, one a CTA) and at M = 3000 (0.43 against the coop's 0.79x). The
+#                narrow-tail widths (48, 80: B = 16 on A = 32 / 64) lost everywhere (0.40-0.74x against 0.80-0.92x),
+#                so they are not in the menu.
 #   cdna_tiles   (gfx942 / gfx950) a "backend": "gluon" bucket names the CDNA ping-pong, one fixed 256 x 256 tile a
 #                program and no split-K: where those tiles are few (under FEW_TILES of the CUs) the bucket runs on the
 #                Triton tier, fitted (its split K and smaller tiles), as it did before the kernel had a launcher.
@@ -168,6 +179,7 @@ OP_RULES = {"a8w8_blockscale": {"ctas_per_sm": 2, "wide_share": 0.6, "operand_by
                  "num_stages": 8, "tma": True, "persistent": True, "backend": "gluon", "NUM_KSPLIT": 1}),
                 "narrow_n": {"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 128, "BLOCK_SIZE_K": 128, "GROUP_SIZE_M": 8,
                              "num_warps": 4, "num_stages": 4, "tma": True, "persistent": False, "NUM_KSPLIT": 1},
+                "split_widths": (160, 144),
                 "narrow_pingpong": {
                 "BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 192, "num_warps": 4, "num_stages": 6, "NUM_KSPLIT": 4},
                 "wide_config": {
@@ -182,6 +194,8 @@ NARROW_PARTIAL_SHARE = 4  # at 64 < M <= 128: `narrow_pingpong`'s split partials
 NARROW_LONG_SHARE = 8  # ... and at most 1 / this: the split goes before `one_wave`
 ONE_WAVE_MIN_M, ONE_WAVE_MAX_M, ONE_WAVE_SWAP_MAX_M = 64, 256, 128  # `one_wave`'s M range; its swap-AB tile up to this M
 ONE_WAVE_FILL = 0.6  # `one_wave`: the least share of the SMs a tile's count fills
+SPLIT_WIDTH_MIN_M, SPLIT_WIDTH_MAX_M = 256, 1024  # `split_widths`: the M range it was measured on
+SPLIT_WIDTH_FILL = 0.9  # `split_widths`: the least share of the consumers' rounds its tiles fill
 # The Gluon ping-pong tile of `wide_share` (what the tuned fp8 block-scale tables run at M <= 128, e.g.
 # A8W8_BLOCKSCALE-N=7168-K=16384.json), applied over the large-M Gluon bucket's other keys.
 SMALL_PINGPONG = {"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 64, "GROUP_SIZE_M": 4, "num_warps": 4, "num_stages": 6}
@@ -262,14 +276,28 @@ def choose(op: str, cfg: dict, large: dict | None, M: int, N: int, K: int, num_c
         coop, pp = (-(-M // bm) * -(-N // bn) for bn in (256, 128))
         eff_coop, eff_pp = wave_efficiency(coop, num_cus), wave_efficiency(pp, num_cus)
         narrow = rules.get("narrow_pingpong")
-        if narrow and (128 < M <= NARROW_MAX_M and N >= NARROW_MIN_N
-                       or M > NARROW_MAX_M and K >= NARROW_MIN_K and pp >= FEW_TILES * num_cus):
+        narrow_ok = narrow and (128 < M <= NARROW_MAX_M and N >= NARROW_MIN_N
+                                or M > NARROW_MAX_M and K >= NARROW_MIN_K and pp >= FEW_TILES * num_cus)
+        eff_narrow = 0.0
+        if narrow_ok:
             nm, nn = narrow["BLOCK_SIZE_M"], narrow["BLOCK_SIZE_N"]
             n_tiles = -(-M // nm) * -(-N // nn)
             split = 1 if M > NARROW_MAX_M else \
                 max(1, min(narrow["NUM_KSPLIT"], -(-K // cfg["BLOCK_SIZE_K"]) // MIN_SPLIT_STEPS))
             # the kernel keeps the splits to one wave (hopper_host.fit_split_k)
             eff_narrow = wave_efficiency(n_tiles * max(1, min(split, num_cus // n_tiles)), num_cus)
+        widths = rules.get("split_widths")
+        if widths and SPLIT_WIDTH_MIN_M <= M <= SPLIT_WIDTH_MAX_M:
+            fills = [(wave_efficiency(-(-M // 64) * -(-N // w), 2 * num_cus), w) for w in widths]
+            fill, w = max(fills)  # the best fill, the wider tile on a tie
+            best = max(eff_coop, eff_pp, eff_narrow)
+            if fill >= SPLIT_WIDTH_FILL and fill > GLUON_WAVE_MARGIN * best:
+                tiles = -(-M // 64) * -(-N // w)
+                return dict(cfg, BLOCK_SIZE_M=64, BLOCK_SIZE_N=w, num_warps=4, num_stages=8, NUM_KSPLIT=1), [
+                    f"{coop} tiles of {bm} x 256, {pp} of {bm} x 128 and the 64 x 192's fill at best {best:.0%} of "
+                    f"their waves, {tiles} of 64 x {w} {fill:.0%} of the ping-pong's {2 * num_cus} consumers: the "
+                    f"ping-pong's 64 x {w} split tile"]
+        if narrow_ok:
             if eff_narrow > GLUON_WAVE_MARGIN * max(eff_coop, eff_pp):
                 return dict(cfg, **dict(narrow, NUM_KSPLIT=split)), [
                     f"{coop} tiles of {bm} x 256 fill {eff_coop:.0%} of their waves, {pp} of {bm} x 128 "

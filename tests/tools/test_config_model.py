@@ -156,8 +156,8 @@ def test_a16w16_at_m_128_takes_the_ping_pong_for_a_wide_n(M, N, K, gluon):
 
 
 @pytest.mark.parametrize("M, N, K, kernel", [
-    (1024, 5120, 2880, "ping-pong"),  # 320 tiles of 128 x 128 fill 81% of 3 waves; 160 of 128 x 256 61% of 2
-    (2048, 5120, 2880, "ping-pong"),
+    (1024, 5120, 2880, "64x160"),  # 512 of 64 x 160 fill 97% of 2 rounds (`split_widths`); 320 of 128 x 128 81%
+    (2048, 5120, 2880, "ping-pong"),  # 320 tiles of 128 x 128 fill 81% of 3 waves; 160 of 128 x 256 61% of 2
     # 104 tiles of 64 x 192 (79%) against 84 of 128 x 128 (64%), 42 of 128 x 256: ab/bf16_m512_1024_waves.json,
     # 0.85x cuBLAS against the 128 x 128 ping-pong's 0.71x
     (777, 1536, 8000, "64x192"),
@@ -175,7 +175,8 @@ def test_a16w16_gluon_kernel_by_wave_efficiency(M, N, K, kernel):
     cfg, source = configs.serve("a16w16", H200, M, N, K)
     got = "triton" if cfg.get("backend") != "gluon" else ("coop" if cfg["num_warps"] == 8 else
                                                           "64x192" if cfg["BLOCK_SIZE_N"] == 192 else
-                                                          "64x96" if cfg["BLOCK_SIZE_N"] == 96 else "ping-pong")
+                                                          "64x96" if cfg["BLOCK_SIZE_N"] == 96 else
+                                                          "64x160" if cfg["BLOCK_SIZE_N"] == 160 else "ping-pong")
     assert got == kernel, source
     if kernel == "ping-pong":
         assert (cfg["BLOCK_SIZE_N"], cfg["num_stages"]) == (128, 6) and "the ping-pong" in source
@@ -266,7 +267,7 @@ def test_tuned_names_shape_files_only():
 
 @pytest.mark.parametrize("M, N, K, narrow", [
     (256, 5120, 5120, True),  # 40 coop tiles (measured: served 0.81x, 64 x 192 split 4 0.89x)
-    (512, 4608, 36864, True),  # 72 (0.65 -> 0.75x)
+    (512, 4608, 36864, False),  # 72 (0.65 -> 0.75x); 256 of 64 x 144 fill a round (`split_widths`: 0.74 -> 0.81x)
     (256, 12288, 12288, True),  # 96 (0.80 -> 0.90x)
     (200, 2880, 2880, True),  # the last 64-row box holds 8 rows: no `one_wave`
     (256, 2880, 4096, False),  # 24 coop tiles; 64 x 192 split 4 0.77x, one wave of 64 x 96 0.87x
@@ -326,3 +327,24 @@ def test_a16w16_one_wave_not_taken(M, N, K):
     cfg, notes = model.choose("a16w16", bucket, None, M, N, K, 132, 232448)
     assert not any("one wave" in n for n in notes), notes
     assert cfg == bucket if M <= 64 else not cfg.get("swap_ab")  # the decode bucket as it is; else no swap tile
+
+
+@pytest.mark.parametrize("M, N, K, width", [
+    (512, 4608, 4096, 144),  # 256 tiles: one round of 264 consumers (ab/bf16_split_widths.json: 0.77 -> 0.86x)
+    (512, 5120, 5120, 160),  # 0.86 -> 0.92x
+    (1024, 5120, 8192, 160),  # 512 tiles, two rounds: 0.80 -> 0.83x
+    (256, 10240, 5120, 160),  # 0.85 -> 0.92x
+    (256, 4608, 4096, None),  # 128 / 116 tiles: half a round (lost)
+    (3000, 5000, 7000, None),  # M > 1024 (lost: 0.43 against 0.79x)
+    (2048, 4608, 4096, None),
+    (1000, 3000, 2000, None),  # no width fills 90% of a round
+])
+def test_a16w16_split_width_where_it_fills_the_consumers_rounds(M, N, K, width):
+    cfg, source = configs.serve("a16w16", H200, M, N, K)
+    if width is None:
+        assert cfg["BLOCK_SIZE_N"] not in model.OP_RULES["a16w16"]["split_widths"], source
+        return
+    assert (cfg["BLOCK_SIZE_M"], cfg["BLOCK_SIZE_N"], cfg.get("NUM_KSPLIT", 1), cfg["num_warps"]) == (64, width, 1, 4)
+    assert cfg["backend"] == "gluon" and configs.split_tail(width) and f"64 x {width} split tile" in source
+    configs.validate_config(cfg, backend="cuda")
+    assert configs.serve("a16w16", arch.get("gfx942"), M, N, K)[0]["BLOCK_SIZE_N"] != width  # sm_90 only
