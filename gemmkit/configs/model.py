@@ -132,9 +132,11 @@ FITTED_OPS = ("a16w16", "a8w8", "a8w8_int8", "a8w8_blockscale")
 #                GLUON_WAVE_MARGIN than the coop's, the 128 x 128 ping-pong's and the 64 x 192's waves (the best
 #                of the three). What cuBLAS does there: 144 / 168-wide tiles, one wave of 116-128 CTAs
 #                (results/h200/vendor_kernels_bf16_weak.json). ab/bf16_split_widths.json (H200, against cuBLAS):
-#                64 x 160 on 256-512 tiles 0.80-0.88 -> 0.83-0.95x (5120 / 10240 columns at M = 256-1024), 64 x 144
-#                on 4608 columns at M = 512 0.74-0.77 -> 0.81-0.86x; lost where its tiles fill half a round (M = 256
-#                on 4608 / 5120: 116-128 tiles, one a CTA) and at M = 3000 (0.43 against the coop's 0.79x). The
+#                64 x 160 on 256-512 tiles 0.81-0.88 -> 0.84-0.95x (5120 / 10240 columns at M = 256-512), 64 x 144
+#                on 4608 columns at M = 512 0.74-0.77 -> 0.81-0.86x; the a16w16 suite then: 9 rows at M = 256-512
+#                0.76-0.89 -> 0.85-0.94x, but 5 at M = 1024 (512 tiles, two rounds) 0.86-0.89 -> 0.84-0.88x where the
+#                A/B had +4% (the 128 x 128 ping-pong's 81% fill is enough there): M <= 512. Lost where its tiles fill
+#                half a round (M = 256 on 4608 / 5120: 116-128 tiles, one a CTA) and at M = 3000 (0.43 / 0.79x). The
 #                narrow-tail widths (48, 80: B = 16 on A = 32 / 64) lost everywhere (0.40-0.74x against 0.80-0.92x),
 #                so they are not in the menu.
 #   cdna_tiles   (gfx942 / gfx950) a "backend": "gluon" bucket names the CDNA ping-pong, one fixed 256 x 256 tile a
@@ -194,7 +196,7 @@ NARROW_PARTIAL_SHARE = 4  # at 64 < M <= 128: `narrow_pingpong`'s split partials
 NARROW_LONG_SHARE = 8  # ... and at most 1 / this: the split goes before `one_wave`
 ONE_WAVE_MIN_M, ONE_WAVE_MAX_M, ONE_WAVE_SWAP_MAX_M = 64, 256, 128  # `one_wave`'s M range; its swap-AB tile up to this M
 ONE_WAVE_FILL = 0.6  # `one_wave`: the least share of the SMs a tile's count fills
-SPLIT_WIDTH_MIN_M, SPLIT_WIDTH_MAX_M = 256, 1024  # `split_widths`: the M range it was measured on
+SPLIT_WIDTH_MIN_M, SPLIT_WIDTH_MAX_M = 256, 512  # `split_widths`: where it won (M = 1024: mixed, see OP_RULES)
 SPLIT_WIDTH_FILL = 0.9  # `split_widths`: the least share of the consumers' rounds its tiles fill
 # The Gluon ping-pong tile of `wide_share` (what the tuned fp8 block-scale tables run at M <= 128, e.g.
 # A8W8_BLOCKSCALE-N=7168-K=16384.json), applied over the large-M Gluon bucket's other keys.

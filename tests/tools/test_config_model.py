@@ -156,8 +156,9 @@ def test_a16w16_at_m_128_takes_the_ping_pong_for_a_wide_n(M, N, K, gluon):
 
 
 @pytest.mark.parametrize("M, N, K, kernel", [
-    (1024, 5120, 2880, "64x160"),  # 512 of 64 x 160 fill 97% of 2 rounds (`split_widths`); 320 of 128 x 128 81%
-    (2048, 5120, 2880, "ping-pong"),  # 320 tiles of 128 x 128 fill 81% of 3 waves; 160 of 128 x 256 61% of 2
+    (512, 5120, 2880, "64x160"),  # 256 of 64 x 160 fill 97% of a round (`split_widths`); 160 of 128 x 128 61%
+    (1024, 5120, 2880, "ping-pong"),  # 320 tiles of 128 x 128 fill 81% of 3 waves; 160 of 128 x 256 61% of 2
+    (2048, 5120, 2880, "ping-pong"),
     # 104 tiles of 64 x 192 (79%) against 84 of 128 x 128 (64%), 42 of 128 x 256: ab/bf16_m512_1024_waves.json,
     # 0.85x cuBLAS against the 128 x 128 ping-pong's 0.71x
     (777, 1536, 8000, "64x192"),
@@ -332,7 +333,7 @@ def test_a16w16_one_wave_not_taken(M, N, K):
 @pytest.mark.parametrize("M, N, K, width", [
     (512, 4608, 4096, 144),  # 256 tiles: one round of 264 consumers (ab/bf16_split_widths.json: 0.77 -> 0.86x)
     (512, 5120, 5120, 160),  # 0.86 -> 0.92x
-    (1024, 5120, 8192, 160),  # 512 tiles, two rounds: 0.80 -> 0.83x
+    (1024, 5120, 8192, None),  # 512 tiles, two rounds: +4% in the A/B, -1 to -6% in the suite (M <= 512)
     (256, 10240, 5120, 160),  # 0.85 -> 0.92x
     (256, 4608, 4096, None),  # 128 / 116 tiles: half a round (lost)
     (3000, 5000, 7000, None),  # M > 1024 (lost: 0.43 against 0.79x)
