@@ -191,7 +191,7 @@ def serve(op: str, target, M: int, N: int, K: int):
 
 def model_configs(op: str, arch: str) -> list:
     """(name, config) of the configs the config model writes that no table ships (configs/model.py: bf16's
-    `wide_config`, `one_wave`'s tiles and `narrow_pingpong`; fp8's 64 x 64 Gluon ping-pong over the large-M bucket), so that `gemmkit isa`
+    `wide_config`, `one_wave`'s tiles, `narrow_pingpong` and `split_widths`; fp8's 64 x 64 Gluon ping-pong over the large-M bucket), so that `gemmkit isa`
     compiles them."""
     from . import model
 
@@ -206,6 +206,9 @@ def model_configs(op: str, arch: str) -> list:
         if rules.get("narrow_pingpong") and base.get("backend") == "gluon":
             out.append(("model:narrow_pingpong", validate_config(dict(base, **rules["narrow_pingpong"]),
                                                                   backend="cuda")))
+        if base.get("backend") == "gluon":
+            out += [(f"model:split_width_{w}", validate_config(model.split_width_config(base, w), backend="cuda"))
+                    for w in rules.get("split_widths", ())]
         return out
     large = _large_bucket(op, arch)
     if large is None or large.get("backend") != "gluon":

@@ -227,6 +227,12 @@ def one_wave(menu, M: int, N: int, num_cus: int) -> tuple[dict | None, int]:
     return best, best_tiles
 
 
+def split_width_config(cfg: dict, width: int) -> dict:
+    """The `split_widths` tile over a Gluon bucket `cfg`: the ping-pong's 64 x `width` split tile, unsplit, the ring
+    as deep as the shared memory allows (8 stages at most; what ab/bf16_split_widths.json ran)."""
+    return dict(cfg, BLOCK_SIZE_M=64, BLOCK_SIZE_N=width, num_warps=4, num_stages=8, NUM_KSPLIT=1)
+
+
 def _narrow_split(narrow: dict, own: dict, M: int, N: int, K: int) -> tuple[int, float]:
     """(K splits, their fp32 partials' bytes over the weights') of `narrow_pingpong` at 64 < M <= 128."""
     rows = -(-M // narrow["BLOCK_SIZE_M"]) * narrow["BLOCK_SIZE_M"]
@@ -295,7 +301,7 @@ def choose(op: str, cfg: dict, large: dict | None, M: int, N: int, K: int, num_c
             best = max(eff_coop, eff_pp, eff_narrow)
             if fill >= SPLIT_WIDTH_FILL and fill > GLUON_WAVE_MARGIN * best:
                 tiles = -(-M // 64) * -(-N // w)
-                return dict(cfg, BLOCK_SIZE_M=64, BLOCK_SIZE_N=w, num_warps=4, num_stages=8, NUM_KSPLIT=1), [
+                return split_width_config(cfg, w), [
                     f"{coop} tiles of {bm} x 256, {pp} of {bm} x 128 and the 64 x 192's fill at best {best:.0%} of "
                     f"their waves, {tiles} of 64 x {w} {fill:.0%} of the ping-pong's {2 * num_cus} consumers: the "
                     f"ping-pong's 64 x {w} split tile"]
