@@ -128,17 +128,18 @@ FITTED_OPS = ("a16w16", "a8w8", "a8w8_int8", "a8w8_blockscale")
 #                at 128 x 5120 x 5120, 0.73-0.82 vs 0.80-0.86x at K = 2880-4096), as the partials' traffic predicts.
 #   split_widths  bf16 at SPLIT_WIDTH_MIN_M <= M <= SPLIT_WIDTH_MAX_M, in `gluon_waves`' choice: the ping-pong's 64-row
 #                split tiles A + B of these widths (configs.SPLIT_N; 160 = 128 + 32, 144 = 128 + 16), unsplit, where
-#                one fills the rounds of the 2 x SMs consumers to at least SPLIT_WIDTH_FILL and better by
-#                GLUON_WAVE_MARGIN than the coop's, the 128 x 128 ping-pong's and the 64 x 192's waves (the best
-#                of the three). What cuBLAS does there: 144 / 168-wide tiles, one wave of 116-128 CTAs
-#                (results/h200/vendor_kernels_bf16_weak.json). ab/bf16_split_widths.json (H200, against cuBLAS):
-#                64 x 160 on 256-512 tiles 0.81-0.88 -> 0.84-0.95x (5120 / 10240 columns at M = 256-512), 64 x 144
-#                on 4608 columns at M = 512 0.74-0.77 -> 0.81-0.86x; the a16w16 suite then: 9 rows at M = 256-512
-#                0.76-0.89 -> 0.85-0.94x, but 5 at M = 1024 (512 tiles, two rounds) 0.86-0.89 -> 0.84-0.88x where the
-#                A/B had +4% (the 128 x 128 ping-pong's 81% fill is enough there): M <= 512. Lost where its tiles fill
-#                half a round (M = 256 on 4608 / 5120: 116-128 tiles, one a CTA) and at M = 3000 (0.43 / 0.79x). The
-#                narrow-tail widths (48, 80: B = 16 on A = 32 / 64) lost everywhere (0.40-0.74x against 0.80-0.92x),
-#                so they are not in the menu.
+#                one fills its waves (tiles over waves x SMs) to at least SPLIT_WIDTH_FILL and better by
+#                GLUON_WAVE_MARGIN than the coop's, the 128 x 128 ping-pong's and the 64 x 192's (the best of the
+#                three). What cuBLAS does there: 144 / 168 / 80-wide tiles, one wave of 116-128 CTAs
+#                (results/h200/vendor_kernels_bf16_weak.json). ab/bf16_split_widths.json and ab/bf16_m128_256_grid2.json
+#                (H200, against cuBLAS): 64 x 160 on 116-128 tiles (M = 256, 4608 / 5120 columns: one wave, a tile a
+#                CTA) 0.84-0.93 -> 0.88-1.00x, on 256 tiles (M = 256 / 512, 5120 / 10240 columns) 0.81-0.88 ->
+#                0.84-0.95x; 64 x 144 on 4608 columns at M = 512 0.74-0.77 -> 0.81-0.86x. At M = 1024 (5 rows, 512
+#                tiles) the a16w16 suite had 0.86-0.89 -> 0.84-0.88x where the A/B had +4%: M <= 512. Lost at
+#                M = 3000 (0.43 against the coop's 0.79x), at 256 x 7168 / 14336 (180 / 360 tiles filling 68% / 91%
+#                of their waves: 0.72 / 0.89x against 0.89 / 0.94x; the margin keeps both). The narrow-tail widths
+#                (48, 80: B = 16 on A = 32 / 64) and 128-row split tiles (128 x 80 / 96) lost everywhere (0.40-0.85x
+#                against 0.80-0.93x), so they are not in the menu.
 #   cdna_tiles   (gfx942 / gfx950) a "backend": "gluon" bucket names the CDNA ping-pong, one fixed 256 x 256 tile a
 #                program and no split-K: where those tiles are few (under FEW_TILES of the CUs) the bucket runs on the
 #                Triton tier, fitted (its split K and smaller tiles), as it did before the kernel had a launcher.
@@ -197,7 +198,7 @@ NARROW_LONG_SHARE = 8  # ... and at most 1 / this: the split goes before `one_wa
 ONE_WAVE_MIN_M, ONE_WAVE_MAX_M, ONE_WAVE_SWAP_MAX_M = 64, 256, 128  # `one_wave`'s M range; its swap-AB tile up to this M
 ONE_WAVE_FILL = 0.6  # `one_wave`: the least share of the SMs a tile's count fills
 SPLIT_WIDTH_MIN_M, SPLIT_WIDTH_MAX_M = 256, 512  # `split_widths`: where it won (M = 1024: mixed, see OP_RULES)
-SPLIT_WIDTH_FILL = 0.9  # `split_widths`: the least share of the consumers' rounds its tiles fill
+SPLIT_WIDTH_FILL = 0.85  # `split_widths`: the least share of its waves (tiles over waves x SMs) its tiles fill
 # The Gluon ping-pong tile of `wide_share` (what the tuned fp8 block-scale tables run at M <= 128, e.g.
 # A8W8_BLOCKSCALE-N=7168-K=16384.json), applied over the large-M Gluon bucket's other keys.
 SMALL_PINGPONG = {"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 64, "GROUP_SIZE_M": 4, "num_warps": 4, "num_stages": 6}
@@ -296,15 +297,14 @@ def choose(op: str, cfg: dict, large: dict | None, M: int, N: int, K: int, num_c
             eff_narrow = wave_efficiency(n_tiles * max(1, min(split, num_cus // n_tiles)), num_cus)
         widths = rules.get("split_widths")
         if widths and SPLIT_WIDTH_MIN_M <= M <= SPLIT_WIDTH_MAX_M:
-            fills = [(wave_efficiency(-(-M // 64) * -(-N // w), 2 * num_cus), w) for w in widths]
+            fills = [(wave_efficiency(-(-M // 64) * -(-N // w), num_cus), w) for w in widths]
             fill, w = max(fills)  # the best fill, the wider tile on a tie
             best = max(eff_coop, eff_pp, eff_narrow)
             if fill >= SPLIT_WIDTH_FILL and fill > GLUON_WAVE_MARGIN * best:
                 tiles = -(-M // 64) * -(-N // w)
                 return split_width_config(cfg, w), [
                     f"{coop} tiles of {bm} x 256, {pp} of {bm} x 128 and the 64 x 192's fill at best {best:.0%} of "
-                    f"their waves, {tiles} of 64 x {w} {fill:.0%} of the ping-pong's {2 * num_cus} consumers: the "
-                    f"ping-pong's 64 x {w} split tile"]
+                    f"their waves, {tiles} of 64 x {w} {fill:.0%}: the ping-pong's 64 x {w} split tile"]
         if narrow_ok:
             if eff_narrow > GLUON_WAVE_MARGIN * max(eff_coop, eff_pp):
                 return dict(cfg, **dict(narrow, NUM_KSPLIT=split)), [

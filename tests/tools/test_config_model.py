@@ -267,7 +267,8 @@ def test_tuned_names_shape_files_only():
 
 
 @pytest.mark.parametrize("M, N, K, narrow", [
-    (256, 5120, 5120, True),  # 40 coop tiles (measured: served 0.81x, 64 x 192 split 4 0.89x)
+    (256, 5120, 5120, False),  # 40 coop tiles (64 x 192 split 4 0.89x against the coop's 0.81x); 128 of 64 x 160
+    # fill one wave (`split_widths`: ab/bf16_m128_256_grid2.json 0.89 -> 0.96x)
     (512, 4608, 36864, False),  # 72 (0.65 -> 0.75x); 256 of 64 x 144 fill a round (`split_widths`: 0.74 -> 0.81x)
     (256, 12288, 12288, True),  # 96 (0.80 -> 0.90x)
     (200, 2880, 2880, True),  # the last 64-row box holds 8 rows: no `one_wave`
@@ -335,12 +336,13 @@ def test_a16w16_one_wave_not_taken(M, N, K):
     (512, 5120, 5120, 160),  # 0.86 -> 0.92x
     (1024, 5120, 8192, None),  # 512 tiles, two rounds: +4% in the A/B, -1 to -6% in the suite (M <= 512)
     (256, 10240, 5120, 160),  # 0.85 -> 0.92x
-    (256, 4608, 4096, None),  # 128 / 116 tiles: half a round (lost)
+    (256, 4608, 4096, 144),  # 128 tiles, one wave (64 x 160's 116: 0.84 -> 0.91x, ab/bf16_m128_256_grid2.json)
+    (256, 7168, 4096, None),  # 180 of 64 x 160: 68% of two waves
     (3000, 5000, 7000, None),  # M > 1024 (lost: 0.43 against 0.79x)
     (2048, 4608, 4096, None),
     (1000, 3000, 2000, None),  # no width fills 90% of a round
 ])
-def test_a16w16_split_width_where_it_fills_the_consumers_rounds(M, N, K, width):
+def test_a16w16_split_width_where_it_fills_its_waves(M, N, K, width):
     cfg, source = configs.serve("a16w16", H200, M, N, K)
     if width is None:
         assert cfg["BLOCK_SIZE_N"] not in model.OP_RULES["a16w16"]["split_widths"], source
