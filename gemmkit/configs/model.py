@@ -297,11 +297,12 @@ def choose(op: str, cfg: dict, large: dict | None, M: int, N: int, K: int, num_c
             eff_narrow = wave_efficiency(n_tiles * max(1, min(split, num_cus // n_tiles)), num_cus)
         widths = rules.get("split_widths")
         if widths and SPLIT_WIDTH_MIN_M <= M <= SPLIT_WIDTH_MAX_M:
-            fills = [(wave_efficiency(-(-M // 64) * -(-N // w), num_cus), w) for w in widths]
-            fill, w = max(fills)  # the best fill, the wider tile on a tie
+            def width_tiles(w):
+                return -(-M // split_width_config(cfg, w)["BLOCK_SIZE_M"]) * -(-N // w)
+            fill, w = max((wave_efficiency(width_tiles(w), num_cus), w) for w in widths)  # the wider on a tie
             best = max(eff_coop, eff_pp, eff_narrow)
             if fill >= SPLIT_WIDTH_FILL and fill > GLUON_WAVE_MARGIN * best:
-                tiles = -(-M // 64) * -(-N // w)
+                tiles = width_tiles(w)
                 return split_width_config(cfg, w), [
                     f"{coop} tiles of {bm} x 256, {pp} of {bm} x 128 and the 64 x 192's fill at best {best:.0%} of "
                     f"their waves, {tiles} of 64 x {w} {fill:.0%}: the ping-pong's 64 x {w} split tile"]

@@ -90,7 +90,7 @@ def test_plan_of_the_split_tiles_a_plus_b(bn, tail):
     assert configs.validate_config({**BASE, "BLOCK_SIZE_N": bn, "backend": "gluon"})["BLOCK_SIZE_N"] == bn
     assert triton_tile({**BASE, "BLOCK_SIZE_N": bn, "backend": "gluon"})["BLOCK_SIZE_N"] == bn - tail
     coop = {**BASE, "BLOCK_SIZE_N": bn, "num_warps": 8, "num_stages": 4}
-    if bn == 3 * tail:
+    if bn in configs.COOP_SPLIT_N:
         assert hc.derive(coop, H200).BN_TAIL == tail
     else:
         with pytest.raises(ValueError, match="cooperative kernel's split tiles"):

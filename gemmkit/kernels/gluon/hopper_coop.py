@@ -138,7 +138,7 @@ _EPI_SPLITS = (1, 2, 4)  # output sub-tiles per consumer tile, fewest first
 # BN / 3 columns), for rows whose tile count a power-of-two width wastes (DeepSeek N = 576 = 3 x 192,
 # Llama-3-8B qkv N = 6144 at M = 512: 128 tiles of 128 x 192 for 132 SMs, against 96 or 192 of 128 x 256 /
 # 128 x 128). cuBLAS picks such widths there (docs/PERF.md). Dense kernel only.
-SPLIT_N = configs.COOP_SPLIT_N  # (48, 96, 192): the split tiles this kernel builds (configs.SPLIT_N: the ping-pong's)
+SPLIT_N = configs.COOP_SPLIT_N  # (96, 192): the split tiles this kernel builds (configs.SPLIT_N: the ping-pong's)
 
 
 def derive(cfg: dict, target=None, in_bytes: int = 2, out_bytes: int = 2) -> CoopPlan:
@@ -185,7 +185,7 @@ def derive(cfg: dict, target=None, in_bytes: int = 2, out_bytes: int = 2) -> Coo
                                       split_ok=True, split_k_ok=True)
     out_bytes = hh.split_k_out_bytes(cfg, out_bytes)
     bn_tail = hplan.split_tail(bn)
-    if bn_tail and bn != 3 * bn_tail:
+    if bn_tail and bn not in configs.COOP_SPLIT_N:
         raise ValueError(f"config: key 'BLOCK_SIZE_N' = {bn}; the cooperative kernel's split tiles are "
                          f"{configs.COOP_SPLIT_N} (A = 2 B: its sub-tiled epilogue), the ping-pong builds the others")
     hplan.check_block_k(bk)
