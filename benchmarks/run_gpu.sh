@@ -34,7 +34,9 @@
 #              "fp8-rowcol-table-8192 fp8-scaled-mm-8192") -> ncu_CASE.ncu-rep, ncu_CASE.details.txt
 #
 # The CUDA-graph stages take minutes each (a16w16 the longest): on a machine with a per-command limit, run
-# them one per call. STAGE_TIMEOUT (default 540 s) bounds each command.
+# them one per call. STAGE_TIMEOUT (default 540 s) bounds each command. The device tool brings back at most 8 files a
+# call: `models` writes 4 an op (two JSON, two logs), so MODELS_OPS names at most two ops a call (with nothing else
+# in $OUT), or the rest is lost.
 #
 # Output goes to $OUT (the device tool's folder) or ./gpu_out. Each stage's log ends with its summary.
 #
