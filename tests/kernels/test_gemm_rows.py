@@ -14,15 +14,6 @@ pytestmark = pytest.mark.interpreter
 BF16 = torch.bfloat16
 
 
-@pytest.fixture(autouse=True, params=[False, True], ids=["edges_masked", "edges_in_loop"])
-def edges(request, monkeypatch):
-    """Both forms of the first / last chunk (gemm_rows.EDGES_IN_LOOP: the measured default, and the form
-    benchmarks/rows_sweep.py measures against it); call plans cleared so each call runs the form it asks for."""
-    monkeypatch.setattr(R, "EDGES_IN_LOOP", request.param)
-    callplan.clear()
-    return request.param
-
-
 def _act(y, activation):
     f = {"none": lambda t: t, "gelu": torch.nn.functional.gelu, "silu": torch.nn.functional.silu}[activation]
     return f(y)
@@ -63,7 +54,7 @@ def test_rows_kernel_bias_activation_fp16(activation):
 
 def test_rows_kernel_reads_no_byte_outside_the_rows():
     """w a view of rows of 78 elements (156 bytes, off 16-byte multiples), K = 75: the three elements after each row
-    hold inf. Neither form of the first and last chunks may let them into the sums (inf x 0 would be NaN), and the
+    hold inf. The masked first and last chunks must not let them into the sums (inf x 0 would be NaN), and the
     last row's last chunk must not read past w's storage; x transposed."""
     N, K = 64, 75
     full = randn(N, K + 3, dtype=BF16)

@@ -167,17 +167,12 @@ for M, N, K, act in [(4095, 4097, 1000, "gelu"), (17, 8192, 512, None), (512, 10
     w = torch.randn(N, K, device="cuda", dtype=torch.bfloat16)
     b = torch.randn(N, device="cuda", dtype=torch.bfloat16)
     gemmkit.gemm_a16w16(x, w, b, activation=act)
-# K % 8 != 0 at a few tokens: w read where it lies (kernels/triton/gemm_rows.py), both forms of its edge chunks; w's
-# last row is the one whose last chunk could read past w
-from gemmkit import callplan
-from gemmkit.kernels.triton import gemm_rows
-callplan.ENABLED = False  # each call runs the form it asks for
-for edges in (False, True):
-    gemm_rows.EDGES_IN_LOOP = edges
-    for M, N, K in [(1, 4096, 4095), (9, 333, 129), (3, 5, 37), (16, 40, 75)]:
-        x = torch.randn(M, K, device="cuda", dtype=torch.bfloat16)
-        w = torch.randn(N, K, device="cuda", dtype=torch.bfloat16)
-        gemmkit.gemm_a16w16(x, w)
+# K % 8 != 0 at a few tokens: w read where it lies (kernels/triton/gemm_rows.py); w's last row is the one whose last
+# chunk could read past w
+for M, N, K in [(1, 4096, 4095), (9, 333, 129), (3, 5, 37), (16, 40, 75)]:
+    x = torch.randn(M, K, device="cuda", dtype=torch.bfloat16)
+    w = torch.randn(N, K, device="cuda", dtype=torch.bfloat16)
+    gemmkit.gemm_a16w16(x, w)
 # the ping-pong's split tiles A + B (configs.SPLIT_N), A = 2, 4, 8 B, N not a multiple of the tile
 for bn in (96, 144, 160, 80):
     cfg = {"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": bn, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 8, "num_warps": 4,

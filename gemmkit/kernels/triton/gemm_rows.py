@@ -57,11 +57,6 @@ WARPS, STAGES = 4, 4
 BLOCK_N = 32  # weight rows a program (of one residue class)
 CHUNK_BYTES = 512  # bytes of a row one K step reads (BLOCK_K elements)
 PROGRAMS_PER_SM = 2  # the K split's goal
-# False (measured, docs/PERF.md "Unaligned K"): the first and last chunk of each row are masked loads outside the
-# pipelined loop. True (benchmarks/rows_sweep.py measures it against False): every chunk in the loop as whole vectors,
-# the columns outside 0 <= k < K (the neighbouring rows' elements, in bounds) zeroed after the load; only the program
-# holding w's last row keeps its last chunk masked (it would read past w).
-EDGES_IN_LOOP = False
 MAX_M = 16  # the most tokens the op runs here (ops/dispatch.py): at 32 the copy and the TMA kernel won (A/B)
 
 
@@ -82,8 +77,7 @@ def gemm_rows_kernel(x_ptr, w_ptr, xs_ptr, wsc_ptr, bias_ptr, y_ptr, part_ptr, M
                      stride_xm, stride_xk, stride_wn, stride_ym, stride_yn,
                      BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, VEC: tl.constexpr,
                      HAS_BIAS: tl.constexpr, ACTIVATION: tl.constexpr, SPLIT_K: tl.constexpr,
-                     SCALE: tl.constexpr, ACC_INT: tl.constexpr, PROMOTE_K: tl.constexpr,
-                     EDGES_IN_LOOP: tl.constexpr = False):
+                     SCALE: tl.constexpr, ACC_INT: tl.constexpr, PROMOTE_K: tl.constexpr):
     work = tl.program_id(0)
     r = work % VEC  # the class: rows n = r + VEC * i
     work //= VEC
@@ -109,35 +103,20 @@ def gemm_rows_kernel(x_ptr, w_ptr, xs_ptr, wsc_ptr, bias_ptr, y_ptr, part_ptr, M
         cols = tl.arange(0, BLOCK_K)
         acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.int32 if ACC_INT else tl.float32)
         c_end = c_first + c_steps
-        if EDGES_IN_LOOP:
-            # w's last row (class (N-1) % VEC, its last block) is the one whose last chunk would read past w
-            last_row = (r == (N - 1) % VEC) & (block == ((N - 1) // VEC) // BLOCK_N)
-            c_loop = tl.where(last_row & (c_end == chunks), chunks - 1, c_end)
-            for c in range(c_first, c_loop):
-                k = c * BLOCK_K + cols - s
-                inside = ((k >= 0) & (k < K))[None, :]
-                a = tl.load(x_rows + k[None, :] * stride_xk, mask=inside, other=0.0)
-                b = tl.load(w_ptr + w_rows[:, None] + (c * BLOCK_K + cols)[None, :])
-                b = tl.where(inside, b, tl.zeros_like(b))  # the neighbouring rows' elements (inf x 0 would be NaN)
-                acc = mma_step(acc, a, b, 0, x_rows, x_rows, rows_x < M, rows_w < N, 0, 0, SCALE, 1, PROMOTE_K)
-            if (c_steps > 0) & (c_loop < c_end):
-                acc = _masked_chunk(acc, chunks - 1, s, K, x_rows, w_ptr, w_rows, rows_x < M, rows_w < N,
-                                    stride_xk, BLOCK_K, SCALE, PROMOTE_K)
-        else:
-            # chunks 1 .. C-2 end inside every row and start after its first element: whole vectors, no mask
-            for c in range(tl.maximum(c_first, 1), tl.minimum(c_end, chunks - 1)):
-                k = c * BLOCK_K + cols - s
-                a = tl.load(x_rows + k[None, :] * stride_xk)
-                b = tl.load(w_ptr + w_rows[:, None] + (c * BLOCK_K + cols)[None, :])
-                acc = mma_step(acc, a, b, 0, x_rows, x_rows, rows_x < M, rows_w < N, 0, 0, SCALE, 1, PROMOTE_K)
-            # chunk 0 (its first s columns are the previous row's tail) and chunk C-1 (its last columns pass the
-            # row, and w's end for the last row): masked to 0 <= k < K, where this split holds them
-            if (c_steps > 0) & (c_first == 0):
-                acc = _masked_chunk(acc, 0, s, K, x_rows, w_ptr, w_rows, rows_x < M, rows_w < N, stride_xk,
-                                    BLOCK_K, SCALE, PROMOTE_K)
-            if (c_steps > 0) & (c_end == chunks) & (chunks > 1):
-                acc = _masked_chunk(acc, chunks - 1, s, K, x_rows, w_ptr, w_rows, rows_x < M, rows_w < N,
-                                    stride_xk, BLOCK_K, SCALE, PROMOTE_K)
+        # chunks 1 .. C-2 end inside every row and start after its first element: whole vectors, no mask
+        for c in range(tl.maximum(c_first, 1), tl.minimum(c_end, chunks - 1)):
+            k = c * BLOCK_K + cols - s
+            a = tl.load(x_rows + k[None, :] * stride_xk)
+            b = tl.load(w_ptr + w_rows[:, None] + (c * BLOCK_K + cols)[None, :])
+            acc = mma_step(acc, a, b, 0, x_rows, x_rows, rows_x < M, rows_w < N, 0, 0, SCALE, 1, PROMOTE_K)
+        # chunk 0 (its first s columns are the previous row's tail) and chunk C-1 (its last columns pass the
+        # row, and w's end for the last row): masked to 0 <= k < K, where this split holds them
+        if (c_steps > 0) & (c_first == 0):
+            acc = _masked_chunk(acc, 0, s, K, x_rows, w_ptr, w_rows, rows_x < M, rows_w < N, stride_xk,
+                                BLOCK_K, SCALE, PROMOTE_K)
+        if (c_steps > 0) & (c_end == chunks) & (chunks > 1):
+            acc = _masked_chunk(acc, chunks - 1, s, K, x_rows, w_ptr, w_rows, rows_x < M, rows_w < N,
+                                stride_xk, BLOCK_K, SCALE, PROMOTE_K)
 
         if SPLIT_K == 1:
             out = epilogue(acc, xs_ptr, wsc_ptr, bias_ptr, offs_m, offs_n, M, N, SCALE, HAS_BIAS, ACTIVATION)
@@ -199,8 +178,7 @@ def launch(x2, w, bias, y, activation, target, compile_only=False):
 
 def constexprs(t: dict, v: int, has_bias: bool, activation: str) -> dict:
     return dict(BLOCK_M=t["BLOCK_M"], BLOCK_N=t["BLOCK_N"], BLOCK_K=t["BLOCK_K"], VEC=v, HAS_BIAS=has_bias,
-                ACTIVATION=activation, SPLIT_K=t["SPLIT_K"], SCALE="none", ACC_INT=False, PROMOTE_K=0,
-                EDGES_IN_LOOP=EDGES_IN_LOOP)
+                ACTIVATION=activation, SPLIT_K=t["SPLIT_K"], SCALE="none", ACC_INT=False, PROMOTE_K=0)
 
 
 def static_spec(dtype: str = "bf16", block_m: int = 16, split_k: int = 2, activation: str = "none"):
