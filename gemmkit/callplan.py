@@ -111,15 +111,16 @@ class _Guard(TorchDispatchMode):
     ALLOCATIONS = (torch.ops.aten.empty.memory_format, torch.ops.aten.empty_strided.default)
     HARMLESS = (torch.ops.aten._debug_has_internal_overlap.default,)  # reads metadata only
 
-    def __init__(self):
+    def __init__(self, launches):
         super().__init__()
+        self.launches = launches  # the recording this guard watches (launcher.STATE.recording while it is on)
         self.allocations = []  # (tensor, shape, strides, dtype, device)
         self.foreign = None  # the first op a replay would skip
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         out = func(*args, **(kwargs or {}))
-        if launcher.STATE.in_launch:  # the interpreter's own work inside a launch
-            return out
+        if launcher.STATE.in_launch or launcher.STATE.recording is not self.launches:
+            return out  # the interpreter's own work inside a launch; work of no recording or another's (`suspended`)
         if func in self.ALLOCATIONS:
             if out.device.type != "meta":
                 self.allocations.append(out)
@@ -139,7 +140,7 @@ def record(key, inputs, fresh: int = 0):
         return
     launcher.STATE.recording = launches = []
     counts = dict(launcher.LAUNCHES)
-    guard = _Guard()
+    guard = _Guard(launches)
     try:
         with guard:
             yield
@@ -156,6 +157,22 @@ def record(key, inputs, fresh: int = 0):
     except TypeError:
         return
     STATS["recorded" if plan is not UNREPEATABLE else "unrepeatable"] += 1
+
+
+@contextlib.contextmanager
+def suspended():
+    """Run the body as no part of the call being recorded, if any (a shape tuned on its first call,
+    tune/online.py: its launches and torch ops belong to no plan): no recording, the guard looks away, and the
+    launch counts come back as they were (the tuner's launches are not the call's)."""
+    state = launcher.STATE
+    saved, counts = state.recording, dict(launcher.LAUNCHES)
+    state.recording = None  # the recording's guard looks away while it is not the one under way
+    try:
+        yield
+    finally:
+        state.recording = saved
+        launcher.LAUNCHES.clear()
+        launcher.LAUNCHES.update(counts)
 
 
 def _build(launches, guard, inputs, fresh, counts):

@@ -12,7 +12,9 @@ import os
 import torch
 
 from .. import arch as _arch
+from .. import callplan
 from .. import configs as _configs
+from ..configs import usercache
 from ..kernels import _interpreter
 # Tensor rules the kernels' host code shares, re-exported for the ops' checks.
 from ..kernels._host import (FLOAT16_DTYPES, FP8_E4M3_DTYPES, INT32_SPAN, compiler_options, fp8_dtype,  # noqa: F401
@@ -204,11 +206,49 @@ def _parse_config(config_str: str, backend: str) -> dict:
     return _configs.validate_config(json.loads(config_str), backend=backend, where="config")
 
 
-def resolve_config(op: str, config_str: str, target: _arch.Target, M: int, N: int, K: int):
+def resolve_config(op: str, config_str: str, target: _arch.Target, M: int, N: int, K: int, tune_as=None):
     """(config, source): the `config=` override if given, else the table's choice for the shape (configs.serve:
-    a shape file's bucket, or the default bucket fitted to the shape)."""
+    a shape file's bucket, or the default bucket fitted to the shape), or where no shape file serves it and
+    GEMMKIT_TUNE is not off, the tuning cache's (configs/usercache.py). `tune_as`: (op, dtype name, device) of a
+    dense op's call, the names its entries go under (None: an op the cache does not serve)."""
     if config_str:
         return dict(_parse_config(config_str, target.backend)), "config= argument"
-    return _configs.serve(op, target, M, N, K)
+    cfg, source = _configs.serve(op, target, M, N, K)
+    if tune_as is None or _configs.tuned(source):
+        return cfg, source
+    mode = usercache.mode()
+    if mode == "off":
+        return cfg, source
+    name, dtype, device = tune_as
+    where = (name, dtype, target.arch, device_name(device), M, N, K)
+    hit = usercache.lookup(*where)
+    if hit is None and mode == "on" and may_tune(device) and usercache.tuner() is not None:
+        with callplan.suspended():
+            usercache.tuner()(name, dtype, device, target, M, N, K)
+        hit = usercache.lookup(*where)
+    if hit is None:
+        return cfg, source
+    if hit is usercache.KEEP:
+        return cfg, source + f"; kept by the tuning cache ({usercache.entry_key(*where[:2], M, N, K)})"
+    return hit
+
+
+def device_name(device: torch.device) -> str:
+    """The device kind a tuning cache file belongs to: torch's name of a GPU; 'interpreter' on the CPU."""
+    if device.type == "cpu":
+        return "interpreter"
+    return _gpu_name(device.index if device.index is not None else torch.cuda.current_device())
+
+
+@functools.lru_cache(maxsize=None)
+def _gpu_name(index):
+    return torch.cuda.get_device_name(index)
+
+
+def may_tune(device: torch.device) -> bool:
+    """Whether a call may stop to tune its shape: on a GPU, in eager code (not while a CUDA graph is captured,
+    where nothing may be timed, nor while torch.compile traces)."""
+    return (device.type == "cuda" and not torch.compiler.is_compiling()
+            and not torch.cuda.is_current_stream_capturing())
 
 

@@ -78,7 +78,8 @@ def _run(x, w, bias, activation, out_dtype, config, y_full, compile_only=False):
         y.copy_(_torch_activation(row, activation).expand(M, N))
         return
     target = C.target_for(x.device)
-    cfg, _source = C.resolve_config(OP, config, target, M, N, K)
+    dtype = "bf16" if x.dtype == torch.bfloat16 else "fp16"
+    cfg, _source = C.resolve_config(OP, config, target, M, N, K, tune_as=("a16w16", dtype, x.device))
     launch(x.reshape(M, K), w, bias.contiguous() if bias is not None else None,
            y, activation, cfg, target, compile_only=compile_only)
 

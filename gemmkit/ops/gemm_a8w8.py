@@ -113,7 +113,8 @@ def _run(x, w, x_scale, w_scale, bias, config, y, compile_only=False):
         return
     target = C.target_for(x.device)
     check_fp8_flavour(x, target)
-    cfg, _source = C.resolve_config(TABLE_OP["int8" if x.dtype == torch.int8 else "fp8"], config, target, M, N, K)
+    kind = "int8" if x.dtype == torch.int8 else "fp8"
+    cfg, _source = C.resolve_config(TABLE_OP[kind], config, target, M, N, K, tune_as=("a8w8", kind, x.device))
     scaling = G.Scaling("rowcol", x_scale.reshape(M).contiguous(), w_scale.reshape(N).contiguous())
     x2, w2 = G.matrix_operand(x), G.matrix_operand(w)
     choice = D.dense(cfg, target, x2, w2, y, scaling, epilogue=D.Epilogue(bias is not None))

@@ -72,7 +72,7 @@ def _run(x, w, x_scale, w_scale, block_n, block_k, config, y, compile_only=False
         return
     target = C.target_for(x.device)
     check_fp8_flavour(x, target)
-    cfg, _source = C.resolve_config(OP, config, target, M, N, K)
+    cfg, _source = C.resolve_config(OP, config, target, M, N, K, tune_as=("a8w8_blockscale", "fp8", x.device))
     # Derived: a K step never straddles two scale blocks.
     cfg["BLOCK_SIZE_K"] = min(cfg["BLOCK_SIZE_K"], block_k)
     scaling = G.Scaling("block", x_scale, w_scale, block_n, block_k)

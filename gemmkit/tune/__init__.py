@@ -51,7 +51,7 @@ from .space import (FEW_TILE_WAVES, GLUON_SPLIT_K_BK, GLUON_SPLIT_K_TILES, MAX_G
                     gluon_split_k_space, gluon_swap_space, op_space, search_space)
 
 __all__ = ["search_space", "few_tile_space", "op_space", "prune", "tune_shapes", "write_tables", "pick_candidates",
-           "order_m_major", "merge_tables"]
+           "order_m_major", "merge_tables", "measure"]
 
 MAX_ACC_REGS = 128  # fp32 accumulator registers per thread we allow (of 255); more spills or starves the pipeline
 
@@ -172,6 +172,28 @@ def _load_progress(path: Path) -> dict:
     return done
 
 
+MAX_REL_ERR = 2**-8  # a candidate's result against the fp32 reference, ||y - ref|| / ||ref||: more drops it
+
+
+def measure(bop, sets, ref, ref_norm, c, rep_ms) -> dict:
+    """{"rel_err", "ms"} of one candidate config on the input sets (its result checked against `ref` first, then
+    timed by CUDA-graph replay over the sets), or {"error": why} where it fails or computes wrongly."""
+    from ..bench.timing import time_graph
+
+    row = {}
+    try:
+        y = bop.run(sets[0], c)
+        err = ((y.float() - ref).norm().item() / ref_norm) if ref_norm else 0.0
+        row["rel_err"] = err
+        if not err <= MAX_REL_ERR:
+            row["error"] = f"wrong result: rel err {err:.3g}"
+        else:
+            row["ms"] = time_graph(lambda *inp: bop.run(inp, c), sets, 10, rep_ms)
+    except Exception as e:
+        row["error"] = f"{type(e).__name__}: {str(e)[:300]}"
+    return row
+
+
 def tune_shapes(shapes, out_dir, *, max_candidates=40, rep_ms=40, seed=0, workers=None, dtype_name=None,
                 log=print, op="a16w16", batch=1, backend="all", budget_s=None):
     """Tune each (label, M, N, K) for `op` (bench/ops.py); returns {(M, N, K): best row}.
@@ -241,17 +263,8 @@ def tune_shapes(shapes, out_dir, *, max_candidates=40, rep_ms=40, seed=0, worker
                 for c in todo:
                     row = {"label": label, "op": op, "dtype": dtype_name, "M": M, "N": N, "K": K,
                            **({"B": batch} if batch != 1 else {}), "config": c,
-                           "ref_ms": ref_ms, "is_current": same_config(c, current)}
-                    try:
-                        y = bop.run(sets[0], c)
-                        err = ((y.float() - ref).norm().item() / ref_norm) if ref_norm else 0.0
-                        row["rel_err"] = err
-                        if not err <= 2**-8:
-                            row["error"] = f"wrong result: rel err {err:.3g}"
-                        else:
-                            row["ms"] = time_graph(lambda *inp, c=c: bop.run(inp, c), sets, 10, rep_ms)
-                    except Exception as e:
-                        row["error"] = f"{type(e).__name__}: {str(e)[:300]}"
+                           "ref_ms": ref_ms, "is_current": same_config(c, current),
+                           **measure(bop, sets, ref, ref_norm, c, rep_ms)}
                     f.write(json.dumps(row) + "\n")
                     f.flush()
                     rows.append(row)
@@ -283,7 +296,7 @@ def best_from_progress(path, op="a16w16", dtype=None) -> dict:
     for r in _load_progress(Path(path)).values():
         if r.get("op", "a16w16") != op or (dtype and r.get("dtype", "bf16") != dtype):
             continue
-        if "ms" in r and r.get("rel_err", 1.0) <= 2**-8:
+        if "ms" in r and r.get("rel_err", 1.0) <= MAX_REL_ERR:
             k = (r["M"], r["N"], r["K"])
             if k not in best or r["ms"] < best[k]["ms"]:
                 best[k] = r

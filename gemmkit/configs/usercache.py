@@ -1,0 +1,184 @@
+"""The tuning cache: configs measured on the user's own device for shapes no table serves (opt-in).
+
+    GEMMKIT_TUNE=off      (default) the shipped tables and the config model, nothing else
+    GEMMKIT_TUNE=cached   also the configs tuned earlier on this device, read from the store below; never tunes
+    GEMMKIT_TUNE=on       as cached, and a shape the store lacks is tuned on its first call (gemmkit/tune/online.py),
+                          within GEMMKIT_TUNE_BUDGET_S seconds (default 30), then stored
+    gemmkit.set_tuning(mode, budget_s=None) sets both at run time (None: back to the environment).
+
+What is tuned: the dense ops (gemm_a16w16, gemm_a8w8, gemm_a8w8_blockscale) on shapes whose config comes from a
+default table (`configs.tuned(source)` false: no shape file measured this (N, K)). Shapes with a shape file keep
+it. Calls with `config=` keep it. A call is tuned on a CUDA device only, never while a CUDA graph is captured or
+torch.compile traces (those calls take the tables' config and tune nothing); a later eager call of the shape tunes.
+
+One store file per device kind and compiler (a config measured under another Triton, or on another GPU, is not
+this one's measurement):
+
+    <GEMMKIT_CACHE_DIR or ~/.cache/gemmkit>/tuned/<arch>/<device name>-triton<version>.json
+    {"format": 1, "device": "NVIDIA H200", "arch": "sm_90", "triton": "3.6.0",
+     "entries": {"a16w16 bf16 M=256 N=2880 K=5120": {"config": {...} or null, "ms": .., "served_ms": ..,
+                                                     "served": "<what the tables served>", "timed": 14, ...}}}
+
+An entry's M is the call's M rounded up to a power of two (`m_bucket`): a server's ever-changing M tunes at most
+one shape per power of two, and a call at M runs the config tuned at its bucket's M. "config": null records
+that nothing beat the tables' config by the tuner's margin: the call keeps the tables' choice at its own M.
+
+The store is read once per process and file (later writes by other processes are seen by the next process);
+an entry is written by reading the file again, adding it and replacing the file whole (os.replace), so two
+processes tuning at once lose no file, at worst one of their entries. A file that is not such a store raises
+ConfigError naming it (delete it to start over).
+
+Layers: this module stores and finds entries; the tuner (tune/online.py, above ops/) registers itself here with
+`set_tuner`, so that ops/ can call it without importing upward.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import threading
+import time
+from pathlib import Path
+
+from . import ConfigError, validate_config
+
+__all__ = ["mode", "budget_s", "set_mode", "m_bucket", "store_path", "lookup", "record", "KEEP", "set_tuner",
+           "tuner", "entry_key", "entries"]
+
+MODES = ("off", "cached", "on")
+DEFAULT_BUDGET_S = 30.0
+FORMAT = 1
+KEEP = "keep"  # lookup's answer for an entry that kept the tables' config
+_OVERRIDE = {"mode": None, "budget_s": None}
+_STORES: dict = {}  # path -> {"entries": {...}} as this process knows it
+_LOCK = threading.RLock()
+_TUNER = None
+
+
+def mode() -> str:
+    """The tuning mode in force: set_mode's, else GEMMKIT_TUNE's (off, cached, on)."""
+    m = _OVERRIDE["mode"] or os.environ.get("GEMMKIT_TUNE", "off").strip().lower() or "off"
+    if m not in MODES:
+        raise ConfigError(f"GEMMKIT_TUNE: expected one of {', '.join(MODES)}, got {m!r}")
+    return m
+
+
+def budget_s() -> float:
+    """Seconds one shape's tuning may take: set_mode's, else GEMMKIT_TUNE_BUDGET_S's, else 30."""
+    if _OVERRIDE["budget_s"] is not None:
+        return _OVERRIDE["budget_s"]
+    raw = os.environ.get("GEMMKIT_TUNE_BUDGET_S")
+    if raw is None:
+        return DEFAULT_BUDGET_S
+    try:
+        v = float(raw)
+    except ValueError:
+        v = -1.0
+    if not v > 0:
+        raise ConfigError(f"GEMMKIT_TUNE_BUDGET_S: expected a positive number of seconds, got {raw!r}")
+    return v
+
+
+def set_mode(m: str | None, budget: float | None = None):
+    """Set the mode (and budget) for this process; None: back to the environment's."""
+    if m is not None and m not in MODES:
+        raise ValueError(f"mode: expected one of {', '.join(MODES)} or None, got {m!r}")
+    if budget is not None and not (isinstance(budget, (int, float)) and budget > 0):
+        raise ValueError(f"budget_s: expected a positive number of seconds or None, got {budget!r}")
+    _OVERRIDE["mode"], _OVERRIDE["budget_s"] = m, (float(budget) if budget is not None else None)
+
+
+def m_bucket(M: int) -> int:
+    """The M an entry is tuned at and stored under: M rounded up to a power of two."""
+    return 1 << max(0, M - 1).bit_length()
+
+
+def cache_root() -> Path:
+    return Path(os.environ.get("GEMMKIT_CACHE_DIR") or Path.home() / ".cache" / "gemmkit") / "tuned"
+
+
+def store_path(arch: str, device: str) -> Path:
+    """The store file of one device kind (its name as torch gives it) under the installed Triton."""
+    import triton
+
+    slug = re.sub(r"[^A-Za-z0-9.]+", "_", device).strip("_") or "device"
+    return cache_root() / arch / f"{slug}-triton{triton.__version__}.json"
+
+
+def entry_key(op: str, dtype: str, M: int, N: int, K: int) -> str:
+    return f"{op} {dtype} M={m_bucket(M)} N={N} K={K}"
+
+
+def _read(path: Path) -> dict:
+    if not path.exists():
+        return {}
+    try:
+        raw = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError) as e:
+        raise ConfigError(f"{path}: not a gemmkit tuning cache ({e}); delete it to start over") from None
+    if not isinstance(raw, dict) or raw.get("format") != FORMAT or not isinstance(raw.get("entries"), dict):
+        raise ConfigError(f"{path}: not a gemmkit tuning cache of format {FORMAT}; delete it to start over")
+    backend = "cuda" if path.parent.name.startswith("sm_") else "hip"
+    for key, e in raw["entries"].items():
+        if not isinstance(e, dict) or "config" not in e:
+            raise ConfigError(f"{path}: entry {key!r} has no 'config'; delete the file to start over")
+        if e["config"] is not None:
+            e["config"] = validate_config(e["config"], backend=backend, where=f"{path}: entry {key!r}")
+    return raw["entries"]
+
+
+def entries(path: Path) -> dict:
+    """The entries of a store file as this process knows them (read once)."""
+    with _LOCK:
+        if path not in _STORES:
+            _STORES[path] = _read(path)
+        return _STORES[path]
+
+
+def lookup(op: str, dtype: str, arch: str, device: str, M: int, N: int, K: int):
+    """(config, source) stored for the shape's bucket, KEEP where the tables' config was kept, None where the store
+    has no entry."""
+    path = store_path(arch, device)
+    key = entry_key(op, dtype, M, N, K)
+    e = entries(path).get(key)
+    if e is None:
+        return None
+    if e["config"] is None:
+        return KEEP
+    return dict(e["config"]), f"tuning cache {path}: {key}"
+
+
+def record(op: str, dtype: str, arch: str, device: str, M: int, N: int, K: int, config, **facts) -> Path:
+    """Store one entry (config None: the tables' config kept) with the measurements behind it; returns the file."""
+    path = store_path(arch, device)
+    key = entry_key(op, dtype, M, N, K)
+    entry = {"config": None if config is None else dict(config), **facts,
+             "tuned_at": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+    with _LOCK:
+        import triton
+
+        on_disk = _read(path)
+        on_disk[key] = entry
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+        tmp.write_text(json.dumps({"format": FORMAT, "device": device, "arch": arch, "triton": triton.__version__,
+                                   "entries": on_disk}, indent=1, sort_keys=True) + "\n")
+        os.replace(tmp, path)
+        _STORES[path] = _read(path)
+    return path
+
+
+def forget():
+    """Drop what this process read of the store files (the next lookup reads them again)."""
+    with _LOCK:
+        _STORES.clear()
+
+
+def set_tuner(fn):
+    """Register the function that tunes a shape on its first call (tune/online.py)."""
+    global _TUNER
+    _TUNER = fn
+
+
+def tuner():
+    return _TUNER
