@@ -28,14 +28,16 @@ def time_rotated(fn, input_sets, warmup_ms=25, rep_ms=100) -> float:
 
 
 def capture_graph(fn, input_sets):
-    """One CUDA graph holding one fn(*inputs) call per input set (compiled and warmed up outside the capture)."""
+    """One CUDA graph holding one fn(*inputs) call per input set (compiled and warmed up outside the capture).
+    Captured in thread-local error mode: the tuning cache (tune/online.py) captures inside a user's process, whose
+    other threads may call into CUDA meanwhile (allocations there would fail a global-mode capture)."""
     import torch
 
     for args in input_sets:
         fn(*args)
     torch.cuda.synchronize()
     graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
+    with torch.cuda.graph(graph, capture_error_mode="thread_local"):
         for args in input_sets:
             fn(*args)
     torch.cuda.synchronize()
