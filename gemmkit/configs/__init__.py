@@ -53,10 +53,9 @@ def _is_bool(v):
 # BLOCK_SIZE_N values that are not powers of two: the dense Gluon kernels build them from two accumulators of
 # power-of-two widths A + B (kernels/gluon/hopper_pingpong.py, "Split tiles"; `split_tail`); no Triton tile can take
 # them (kernels/triton/dense.py triton_tile). The widths a tile count near whole waves needs (cuBLAS runs 80-, 144-,
-# 168-wide tiles on those layers: benchmarks/results/h200/vendor_kernels_bf16_weak.json). The ping-pong builds every
-# one; the cooperative kernel 96 / 192 (A = 2 B, the widths its tests and tables run).
+# 168-wide tiles on those layers: benchmarks/results/h200/vendor_kernels_bf16_weak.json). The ping-pong and the
+# cooperative kernel build every one (the cooperative within its accumulator budget: BM / 2 x BN per consumer).
 SPLIT_N = (48, 80, 96, 144, 160, 192)
-COOP_SPLIT_N = (96, 192)
 
 
 def split_tail(bn: int) -> int:

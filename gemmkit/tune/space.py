@@ -228,7 +228,7 @@ def fp4_space(M, N, K, target):
 
 def batched_space(op):
     """The dense tuner space of `op`, less what the batched kernels do not run: split-K, split tiles
-    (BLOCK_SIZE_N 96 / 192: the dense Gluon kernels'), and Gluon except for a16w16 (search_space offers its
+    (BLOCK_SIZE_N in configs.SPLIT_N: the dense Gluon kernels'), and Gluon except for a16w16 (search_space offers its
     Gluon candidates, ping-pong and cooperative, on sm_90 only, at M >= 256; the batched op runs both layouts
     on kernels/gluon/hopper_pingpong_batched.py)."""
     def space(M, N, K, target):

@@ -20,7 +20,7 @@ from _util import broken_promises, compile_sm90_cases
 from _util import check_a16w16 as check
 from _util import (assert_gluon_or_fallback, assert_sanitizer_clean, dense_sanitize_script, gpu_target, launch_dense,
                    poisoned, randn, sanitize, within_bound)
-from gemmkit import arch
+from gemmkit import arch, configs
 from gemmkit.isa.promises import evaluate
 from gemmkit.kernels.gluon import hopper_coop as hc
 from gemmkit.kernels.gluon import hopper_pingpong as hp
@@ -69,6 +69,23 @@ def test_plan_of_the_split_tiles():
     p = hc.derive({**BASE, "BLOCK_SIZE_N": 96, "num_stages": 6}, H200)
     assert (p.BN, p.BN_TAIL, p.w_box, p.acc_regs, p.stages, p.epi_n) == (96, 32, 32, 48, 6, 32)
     assert hc.derive(BASE, H200).BN_TAIL == 0 and hc.derive(BASE, H200).w_box == 256
+
+
+@pytest.mark.parametrize("bm, bn, tail", [(128, 48, 16), (128, 80, 16), (128, 144, 16), (128, 160, 32),
+                                          (256, 48, 16), (256, 80, 16), (256, 96, 32)])
+def test_plan_of_the_split_tiles_a_plus_b(bm, bn, tail):
+    """BN = A + B with A = 2, 4 or 8 B: w boxes of B rows, the output in A / B + 1 sub-tiles of B columns per
+    consumer; at 256 rows (128 a consumer) only the widths within 128 accumulator registers."""
+    p = hc.derive({**BASE, "BLOCK_SIZE_M": bm, "BLOCK_SIZE_N": bn, "num_stages": 6}, H200)
+    assert (p.BN, p.BN_TAIL, p.w_box, p.epi_split, p.epi_n) == (bn, tail, tail, bn // tail, tail)
+    assert p.acc_regs == bm // 2 * bn // 128 and p.epilogue_bytes == 2 * (bm // 2) * tail * 2
+    assert p.smem_bytes <= H200.shared_mem_bytes
+
+
+@pytest.mark.parametrize("bn", [144, 160, 192])
+def test_split_tiles_past_the_accumulator_budget_at_256_rows(bn):
+    with pytest.raises(ValueError, match="accumulator"):
+        hc.derive({**BASE, "BLOCK_SIZE_M": 256, "BLOCK_SIZE_N": bn}, H200)
 
 
 def test_split_tiles_are_the_dense_gluon_kernels_only():
@@ -183,11 +200,19 @@ def test_static_compile_sm90_keeps_promises():
                   config={**BASE, "BLOCK_SIZE_M": 256, "BLOCK_SIZE_N": 128}, path="gluon-fp32"),
              dict(kernel=hc.KERNEL_NAME, op="hopper_coop", arch="sm_90", table="-", bucket="t",
                   config={**BASE, "BLOCK_SIZE_N": 192, "num_stages": 5}, path="gluon-bf16")]
+    # the split tiles A = 4 B and 8 B (160 = 128 + 32, 144 = 128 + 16), and 80 = 64 + 16 at 256 rows
+    cases += [dict(kernel=hc.KERNEL_NAME, op="hopper_coop", arch="sm_90", table="-", bucket="t",
+                   config={**BASE, "BLOCK_SIZE_M": bm, "BLOCK_SIZE_N": bn, "num_stages": 6}, path="gluon-bf16")
+              for bm, bn in ((128, 160), (128, 144), (256, 80))]
     for case, res in zip(cases, compile_sm90_cases(hc, cases)):
         broken = broken_promises(res)
         assert not broken, f"{case['config']} {case['path']}: " + "; ".join(broken)
         m = res["metrics"]
         assert m["counts"]["HGMMA"] > 0 and m["counts"]["UTMASTG"] > 0 and m["spill_bytes"] == 0
+        bn = case["config"]["BLOCK_SIZE_N"]
+        tail = configs.split_tail(bn)
+        if tail:  # x, A / B w boxes and the tail box a stage; A / B + 1 sub-tile stores a consumer
+            assert m["counts"]["UTMALDG"] >= bn // tail + 1 and m["counts"]["UTMASTG"] >= bn // tail, m["counts"]
 
 
 def test_promises_are_the_pingpongs():

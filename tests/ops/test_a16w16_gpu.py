@@ -180,6 +180,7 @@ for bn in (96, 144, 160, 80):
     x = torch.randn(130, 512, device="cuda", dtype=torch.bfloat16)
     w = torch.randn(1000, 512, device="cuda", dtype=torch.bfloat16)
     gemmkit.gemm_a16w16(x, w, config=cfg)
+    gemmkit.gemm_a16w16(x, w, config=dict(cfg, BLOCK_SIZE_M=128, num_warps=8))  # the cooperative kernel's
 torch.cuda.synchronize()
 print("sanitized run done")
 """
@@ -253,6 +254,28 @@ def test_pingpong_split_tiles(M, N, K, split, bn, launches):
     torch.cuda.synchronize()
     assert launches[D.GLUON_BF16] == before + 1
     assert rel(out, ref_fp32(x, w, bias, "gelu")) <= TOL[torch.bfloat16]
+
+
+@pytest.mark.parametrize("bm, bn", [(128, 48), (128, 80), (128, 96), (128, 144), (128, 160), (128, 192), (256, 80),
+                                    (256, 96)])
+@pytest.mark.parametrize("M, N, K, split", [(200, 4648, 1000, 1), (1000, 3000, 2000, 1), (256, 5160, 8192, 4)])
+def test_coop_split_tiles(M, N, K, split, bm, bn, launches):
+    """The cooperative kernel's split tiles BN = A + B (two consumers, each BM / 2 rows of both accumulators) with
+    bias + gelu or split-K: every element of a NaN-poisoned output written and right; N not a multiple of the tile."""
+    from gemmkit import configs
+
+    cfg = {"BLOCK_SIZE_M": bm, "BLOCK_SIZE_N": bn, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 8, "num_warps": 8,
+           "num_stages": 6, "backend": "gluon", "NUM_KSPLIT": split}
+    assert configs.split_tail(bn)
+    x, w = torch.randn(M, K, device=DEV, dtype=torch.bfloat16), torch.randn(N, K, device=DEV, dtype=torch.bfloat16)
+    bias = torch.randn(N, device=DEV, dtype=torch.bfloat16)
+    act = "gelu" if split == 1 else "none"
+    out = torch.full((M, N), float("nan"), device=DEV, dtype=torch.bfloat16)
+    before = launches.get(D.GLUON_COOP, 0)
+    gemmkit.gemm_a16w16(x, w, bias, activation=act, out=out, config=cfg)
+    torch.cuda.synchronize()
+    assert launches[D.GLUON_COOP] == before + 1
+    assert rel(out, ref_fp32(x, w, bias, act)) <= TOL[torch.bfloat16]
 
 
 # x copied to whole TMA boxes of rows (ops/dispatch.py pad_m) for each bf16 Gluon kernel: the ping-pong, its swap-AB

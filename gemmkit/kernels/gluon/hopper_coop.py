@@ -92,8 +92,9 @@ Constraints:
     the tile: TMA zero-fills out-of-bounds loads and clips stores (a consumer's rows past M are clipped). x may hold
     more rows than y (ops/dispatch.py pad_m: boxes past M load slowly): they are computed and clipped.
   - BLOCK_SIZE_M in {128, 256} (BM/2 rows per consumer, 64 or 128: wgmma's m64 slices); BLOCK_SIZE_N a
-    power of two in [16, 256], or a split tile 96 / 192 (SPLIT_N: 128 x 192, 128 x 96 or 256 x 96 within the
-    accumulator budget; the dense kernel only: the batched kernel rejects it); BLOCK_SIZE_K a power of two in
+    power of two in [16, 256], or a split tile A + B of configs.SPLIT_N (48, 80, 96, 144, 160, 192 at BM 128;
+    48, 80, 96 at BM 256: the accumulator budget; the dense kernel only: the batched kernel rejects it);
+    BLOCK_SIZE_K a power of two in
     [16, 128]; accumulator BM/2 * BN / 128 <= 128 fp32 registers per consumer thread (128 x 256, 256 x 128,
     128 x 192: 96, ...).
   - num_warps == 8: the warps that compute one tile (2 consumer warpgroups of 4; the kernel adds the
@@ -101,7 +102,7 @@ Constraints:
     same tile (a split tile: its power-of-two part). NUM_KSPLIT >= 1, an upper bound (split-K: the
     `hopper_host.fit_split_k` / `launch_dense`, fp32 partial sub-tiles). num_stages is an upper bound: the
     ring gets num_stages stages, with the output staged in EPI_SPLIT = 1, 2 or 4 column sub-tiles (the
-    fewest that let them fit; a split tile: 3), else the most stages (>= 2) beside 4 sub-tiles.
+    fewest that let them fit; a split tile: A / B + 1 of B columns), else the most stages (>= 2) beside 4 sub-tiles.
   - K >= 1 (the op handles K == 0); tiles < 2**31.
 """
 from __future__ import annotations
@@ -134,11 +135,12 @@ unsupported = hh.dense_unsupported  # the same TMA / dtype / target rules
 
 _TILE_WARPS = hplan.COOP_WARPS  # config num_warps: the warps computing one tile
 _EPI_SPLITS = (1, 2, 4)  # output sub-tiles per consumer tile, fewest first
-# Split tiles: widths that are not powers of two, built from two power-of-two accumulators (2 BN / 3 and
-# BN / 3 columns), for rows whose tile count a power-of-two width wastes (DeepSeek N = 576 = 3 x 192,
-# Llama-3-8B qkv N = 6144 at M = 512: 128 tiles of 128 x 192 for 132 SMs, against 96 or 192 of 128 x 256 /
-# 128 x 128). cuBLAS picks such widths there (docs/PERF.md). Dense kernel only.
-SPLIT_N = configs.COOP_SPLIT_N  # (96, 192): the split tiles this kernel builds (configs.SPLIT_N: the ping-pong's)
+# Split tiles: widths that are not powers of two, BN = A + B built from two power-of-two accumulators (A = 2, 4
+# or 8 B: configs.SPLIT_N, `split_tail`), for rows whose tile count a power-of-two width wastes (DeepSeek N = 576 =
+# 3 x 192, Llama-3-8B qkv N = 6144 at M = 512: 128 tiles of 128 x 192 for 132 SMs, against 96 or 192 of 128 x 256
+# / 128 x 128; 3000 x 5000: 24 x 35 = 840 tiles of 128 x 144, 6.4 waves, where 128 x 128 gives 960, 7.3 waves).
+# cuBLAS picks such widths there (docs/PERF.md). Dense kernel only.
+SPLIT_N = configs.SPLIT_N
 
 
 def derive(cfg: dict, target=None, in_bytes: int = 2, out_bytes: int = 2) -> CoopPlan:
@@ -162,8 +164,9 @@ def derive(cfg: dict, target=None, in_bytes: int = 2, out_bytes: int = 2) -> Coo
                EPI_SPLIT 4. A sub-tiled store waits for its previous TMA store to read the staging tile
                (store_wait(0)) before writing the next sub-tile: a short exposed wait per sub-tile.
                No 4-split fits num_stages: the most stages (>= 2) beside 4 sub-tiles. A split tile
-               stores 3 sub-tiles of T = BN / 3 columns (EPI_SPLIT 3): 128 x 192 x 64 bf16: stage 40 KiB,
-               5 stages + 2 x 8 KiB = 217 KiB (fp32 out: 4 stages).
+               BN = A + B stores A / B + 1 sub-tiles of B columns (EPI_SPLIT = BN / B): 128 x 192 x 64 bf16:
+               3 of 64, stage 40 KiB, 5 stages + 2 x 8 KiB = 217 KiB (fp32 out: 4 stages); 128 x 144 x 64:
+               9 of 16, stage 34 KiB, 6 stages + 2 x 2 KiB.
       warps    4 (consumer 0, the default partition) + 4 (consumer 1) + 1 (load), padded to 12.
       regs     as the ping-pong: 168 at entry (64 K / 384), setmaxnreg 240 per consumer, 24 for loads
                (hopper_plan.py `register_split`; the ring fit and the staging choice: `budget`).
@@ -185,14 +188,11 @@ def derive(cfg: dict, target=None, in_bytes: int = 2, out_bytes: int = 2) -> Coo
                                       split_ok=True, split_k_ok=True)
     out_bytes = hh.split_k_out_bytes(cfg, out_bytes)
     bn_tail = hplan.split_tail(bn)
-    if bn_tail and bn not in configs.COOP_SPLIT_N:
-        raise ValueError(f"config: key 'BLOCK_SIZE_N' = {bn}; the cooperative kernel's split tiles are "
-                         f"{configs.COOP_SPLIT_N} (A = 2 B: its sub-tiled epilogue), the ping-pong builds the others")
     hplan.check_block_k(bk)
     acc_regs = hplan.acc_regs(bm_c, bn)
     hplan.check_acc_regs(acc_regs, bm, bn, BACKEND, per="consumer thread")
-    # a split tile stores BN_TAIL-wide sub-tiles: its two accumulators' columns are multiples of BN_TAIL
-    splits = [3] if bn_tail else [s for s in _EPI_SPLITS if bn // s >= 16]
+    # a split tile A + B stores B-wide sub-tiles, A / B + 1 of them (hopper_parts.store_split)
+    splits = [bn // bn_tail] if bn_tail else [s for s in _EPI_SPLITS if bn // s >= 16]
     b = hplan.budget(target, (bm, bn, bk), stage_bytes=(bm + bn) * bk * in_bytes, num_stages=cfg["num_stages"],
                      staging=[(s, 2 * bm_c * (bn // s) * out_bytes) for s in splits], out_bytes=out_bytes)
     epi_n = bn // b.staging
@@ -301,10 +301,10 @@ def coop_mma_partition(CONSUMER: gl.constexpr, descs, ring, epi, sched):
 
 @gluon.jit
 def _coop_split_mma_partition(CONSUMER: gl.constexpr, descs, ring, epi, sched):
-    """`coop_mma_partition` for a split tile, BN = 3 * T columns (T = EPI_N: 96 -> 32, 192 -> 64; ring.t holds
-    w rows [2T, 3T)): the ping-pong's split mainloop on this consumer's rows of the x box (two accumulators, 2T
-    and T columns) and its split epilogue (three T-wide sub-tiles): hopper_parts.split_mainloop / store_split.
-    Dense only; SPLIT_K as `coop_mma_partition`'s."""
+    """`coop_mma_partition` for a split tile, BN = A + B columns (B = EPI_N: 96 -> 64 + 32, 144 -> 128 + 16;
+    ring.b holds w rows [0, A), ring.t [A, BN)): the ping-pong's split mainloop on this consumer's rows of the x
+    box (two accumulators, A and B columns) and its split epilogue (A / B + 1 sub-tiles of B columns):
+    hopper_parts.split_mainloop / store_split. Dense only; SPLIT_K as `coop_mma_partition`'s."""
     SPLIT_K: gl.constexpr = sched.SPLIT_K
     BN: gl.constexpr = ring.BN
     BM: gl.constexpr = ring.BM
@@ -352,10 +352,10 @@ def hopper_coop_kernel(x_desc, w_desc, y_desc, bias_ptr, M, N, K, SPLITS,
     sched = Schedule(M, N, K, SPLITS, GROUP_SIZE_M, SPLIT_K=SPLIT_K)
     epi0 = Epilogue(c0, bias_ptr, 0, HAS_BIAS, ACTIVATION)
     epi1 = Epilogue(c1, bias_ptr, 0, HAS_BIAS, ACTIVATION)
-    if BN % 3 == 0:  # a split tile (96 / 192; a power of two is never a multiple of 3): two w rings, two accumulators
-        T: gl.constexpr = BN // 3  # = the w box's rows
-        b_ring = gl.allocate_shared_memory(w_desc.dtype, [STAGES, 2 * T, BK], w_desc.layout)
-        t_ring = gl.allocate_shared_memory(w_desc.dtype, [STAGES, T, BK], w_desc.layout)
+    W_ROWS: gl.constexpr = w_desc.block_type.shape[0]
+    if W_ROWS != BN:  # a split tile BN = A + B (the w box is B rows): w rows [0, A) in b_ring, [A, BN) in t_ring;
+        b_ring = gl.allocate_shared_memory(w_desc.dtype, [STAGES, BN - W_ROWS, BK], w_desc.layout)  # two accumulators
+        t_ring = gl.allocate_shared_memory(w_desc.dtype, [STAGES, W_ROWS, BK], w_desc.layout)
         ring = Ring(a_ring, b_ring, t_ring, full, empty)
         gl.warp_specialize([
             (_coop_split_mma_partition, (0, descs, ring, epi0, sched)),
@@ -411,6 +411,10 @@ SPLIT_PRESETS = (
      "num_stages": 6},
     {"BLOCK_SIZE_M": 128, "BLOCK_SIZE_N": 192, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 8, "num_warps": 8,
      "num_stages": 5, "NUM_KSPLIT": 3},  # split-K: fp32 partial sub-tiles (4 stages)
+    {"BLOCK_SIZE_M": 128, "BLOCK_SIZE_N": 144, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 8, "num_warps": 8,
+     "num_stages": 6},  # A = 8 B: 9 sub-tiles of 16 columns
+    {"BLOCK_SIZE_M": 128, "BLOCK_SIZE_N": 160, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 8, "num_warps": 8,
+     "num_stages": 6},  # A = 4 B: 5 sub-tiles of 32 columns
 )
 
 

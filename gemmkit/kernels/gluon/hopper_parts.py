@@ -20,7 +20,7 @@ advances (slot, phase) by one step, so no partition divides. A fresh mbarrier co
 phase before phase 0: the loader's first wait on empty[s] (parity phase ^ 1) passes at once.
 
 Split tile (BN = A + B, two powers of two, A = 2, 4 or 8 B: 48 / 96 / 192 = 3 B, 80 = 64 + 16, 144 = 128 + 16,
-160 = 128 + 32; hopper_pingpong.py's docstring, hopper_coop.py's draws the 3 B ones)::
+160 = 128 + 32; hopper_pingpong.py's docstring; hopper_coop.py runs it on each consumer's half of the x box)::
 
    ring slot s:  a[s]: BM x BK | b[s]: A x BK (A / B w boxes) | t[s]: B x BK (one w box)   full[s] expects them all
    mainloop:     acc += a[s][rows] @ b[s]^T (BM x A), acc_t += a[s][rows] @ t[s]^T (BM x B); wait(2)

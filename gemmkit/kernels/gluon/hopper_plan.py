@@ -79,8 +79,8 @@ class HopperPlan:
 class PingPongPlan(HopperPlan):
     """hopper_pingpong.py (and its batched form): a whole BM x BN tile per consumer warpgroup."""
     c_tiles: int = 2  # output staging tiles: 2 (one per consumer) or 1 (shared, handed over by c_free)
-    BN_TAIL: int = 0  # a split tile (BN 96 / 192 = 3 T, see `split_tail`): T; 0 for a power-of-two BN
-    w_box: int = 0  # rows of the w TMA box: BN, or T for a split tile
+    BN_TAIL: int = 0  # a split tile BN = A + B (configs.SPLIT_N, `split_tail`): B; 0 for a power-of-two BN
+    w_box: int = 0  # rows of the w TMA box: BN, or B for a split tile
     split_k: int = 1  # NUM_KSPLIT: K split into this many ranges, fp32 partial tiles, then a fixed-order reduce
     swap: bool = False  # swap_ab: BM x BN is y's BN x BM tile transposed (BM weight rows, BN tokens; "Swap-AB")
 
