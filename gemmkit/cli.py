@@ -194,12 +194,47 @@ def _cmd_configs(args):
     return 0
 
 
+def _tuning_cache(clear: bool) -> int:
+    """`gemmkit tune --cache` / `--clear-cache`: the store files of configs/usercache.py on this machine."""
+    from . import configs as _configs
+    from .configs import usercache
+
+    root = usercache.cache_root()
+    files = sorted(root.glob("*/*.json")) if root.is_dir() else []
+    if clear:
+        for f in files:
+            f.unlink()
+        print(f"removed {len(files)} tuning cache file(s) under {root}")
+        return 0
+    if not files:
+        print(f"no tuning cache under {root} (GEMMKIT_TUNE=on tunes shapes no table serves on their first call)")
+        return 0
+    for f in files:
+        try:
+            entries = usercache.read_file(f)
+        except _configs.ConfigError as e:
+            return _fail("tune", str(e))
+        print(f"{f}: {len(entries)} entr{'y' if len(entries) == 1 else 'ies'}")
+        for key, e in sorted(entries.items()):
+            c = e["config"]
+            what = ("the tables' config kept" if c is None else
+                    f"{c['BLOCK_SIZE_M']}x{c['BLOCK_SIZE_N']}x{c['BLOCK_SIZE_K']}/{c['num_warps']}/{c['num_stages']}"
+                    + (f"/s{c['NUM_KSPLIT']}" if c.get("NUM_KSPLIT", 1) > 1 else "")
+                    + f" {c.get('backend', 'triton')}")
+            gain = (f", {e['served_ms'] / e['ms']:.2f}x the tables' config" if c is not None and e.get("ms")
+                    and e.get("served_ms") else "")
+            print(f"  {key}: {what}{gain} ({e.get('timed', '?')} configs timed, {e.get('tuned_at', '?')})")
+    return 0
+
+
 def _cmd_tune(args):
     import os
 
     from .bench.ops import get as get_op
     from .tune import main as tune_main
 
+    if args.cache or args.clear_cache:
+        return _tuning_cache(args.clear_cache)
     bop = get_op(args.op)
     bad = _check_op_args(args, bop)
     if bad:
@@ -325,6 +360,10 @@ def build_parser():
     g.add_argument("--model", choices=_models(), metavar="MODEL",
                    help="a model of gemmkit/bench/model_configs.json, or 'all': " + ", ".join(_models()))
     g.add_argument("--suite", choices=["default", "squares"])
+    g.add_argument("--cache", action="store_true",
+                   help="no GPU needed: list the tuning cache's entries on this machine (GEMMKIT_TUNE: shapes tuned "
+                        "on their first call, under $GEMMKIT_CACHE_DIR/tuned or ~/.cache/gemmkit/tuned)")
+    g.add_argument("--clear-cache", action="store_true", help="delete the tuning cache's files on this machine")
     t.add_argument("-m", "--m", dest="m", type=_m_list,
                    help="with --model: comma-separated M values, tuned in this order (default: the file's "
                         "m_values, every M the issue lists)")

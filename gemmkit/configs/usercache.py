@@ -43,7 +43,7 @@ from pathlib import Path
 from . import ConfigError, validate_config
 
 __all__ = ["mode", "budget_s", "set_mode", "m_bucket", "store_path", "lookup", "record", "KEEP", "set_tuner",
-           "tuner", "entry_key", "entries"]
+           "tuner", "entry_key", "entries", "read_file", "cache_root", "forget"]
 
 MODES = ("off", "cached", "on")
 DEFAULT_BUDGET_S = 30.0
@@ -109,7 +109,9 @@ def entry_key(op: str, dtype: str, M: int, N: int, K: int) -> str:
     return f"{op} {dtype} M={m_bucket(M)} N={N} K={K}"
 
 
-def _read(path: Path) -> dict:
+def read_file(path: Path) -> dict:
+    """A store file's entries (key -> entry, configs validated); {} where there is none. ConfigError names a file that
+    is not a store."""
     if not path.exists():
         return {}
     try:
@@ -131,7 +133,7 @@ def entries(path: Path) -> dict:
     """The entries of a store file as this process knows them (read once)."""
     with _LOCK:
         if path not in _STORES:
-            _STORES[path] = _read(path)
+            _STORES[path] = read_file(path)
         return _STORES[path]
 
 
@@ -157,14 +159,14 @@ def record(op: str, dtype: str, arch: str, device: str, M: int, N: int, K: int, 
     with _LOCK:
         import triton
 
-        on_disk = _read(path)
+        on_disk = read_file(path)
         on_disk[key] = entry
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
         tmp.write_text(json.dumps({"format": FORMAT, "device": device, "arch": arch, "triton": triton.__version__,
                                    "entries": on_disk}, indent=1, sort_keys=True) + "\n")
         os.replace(tmp, path)
-        _STORES[path] = _read(path)
+        _STORES[path] = read_file(path)
     return path
 
 

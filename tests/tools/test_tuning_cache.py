@@ -221,3 +221,33 @@ def test_suspended_work_is_no_part_of_the_plan(launches):
     y2 = torch.full_like(y, float("nan"))
     assert kernels_of(launches, lambda: plan.replay((x, w, y2))) == {"gemm_tma_kernel": 1}
     assert torch.equal(y2, y)
+
+
+def test_cli_lists_and_clears_the_cache(store, capsys):
+    from gemmkit.cli import main as cli_main
+
+    def cli(*argv):
+        rc = cli_main(list(argv))
+        out, err = capsys.readouterr()
+        return rc, out, err
+
+    rc, out, _ = cli("tune", "--cache")
+    assert rc == 0 and out.startswith("no tuning cache under")
+    cfg = {**pointer_config("a16w16", 17, 48, 64), "NUM_KSPLIT": 2}
+    usercache.record("a16w16", "bf16", "sm_90", "NVIDIA H200", 200, 3000, 2000, cfg, ms=0.1, served_ms=0.125,
+                     timed=14)
+    usercache.record("a8w8", "fp8", "sm_90", "NVIDIA H200", 20, 3000, 2000, None, ms=0.1, served_ms=0.1, timed=9)
+    rc, out, _ = cli("tune", "--cache")
+    lines = out.splitlines()
+    assert rc == 0 and lines[0].endswith("NVIDIA_H200-triton" + __import__("triton").__version__ + ".json: 2 entries")
+    c = cfg
+    assert lines[1].startswith(f"  a16w16 bf16 M=256 N=3000 K=2000: {c['BLOCK_SIZE_M']}x{c['BLOCK_SIZE_N']}x"
+                               f"{c['BLOCK_SIZE_K']}/{c['num_warps']}/{c['num_stages']}/s2 triton, 1.25x the tables' "
+                               "config (14 configs timed, ")
+    assert lines[2].startswith("  a8w8 fp8 M=32 N=3000 K=2000: the tables' config kept (9 configs timed, ")
+    rc, out, _ = cli("tune", "--clear-cache")
+    assert rc == 0 and out.startswith("removed 1 tuning cache file(s)")
+    assert not list((store / "tuned").glob("*/*.json"))
+    (store / "tuned" / "sm_90" / "x.json").write_text("[]")
+    rc, _, err = cli("tune", "--cache")
+    assert rc == 2 and "x.json: not a gemmkit tuning cache" in err
