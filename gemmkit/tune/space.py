@@ -102,13 +102,14 @@ def few_tile_space(M: int, N: int, K: int, target, groups=(8,), persist=(False, 
 
 def gluon_space(M: int = 256) -> list:
     """Candidates for the Gluon backend of gemm_a16w16 (sm_90, M >= 256). The ping-pong (num_warps 4,
-    kernels/gluon/hopper_pingpong.py): the tiles its register budget allows, with the split tiles 64 x 192 and
-    64 x 96 (128 + 64 and 64 + 32 columns, for rows a power-of-two width leaves SMs idle), ring depths, group
-    sizes. The cooperative kernel (num_warps 8, kernels/gluon/hopper_coop.py: two consumers share one tile):
+    kernels/gluon/hopper_pingpong.py): the tiles its register budget allows, with the split tiles 64 x 192,
+    64 x 160, 64 x 144 and 64 x 96 (128 + 64, 128 + 32, 128 + 16 and 64 + 32 columns, for rows a power-of-two width
+    leaves SMs idle: the 144 / 160 ones won 4-18% at M = 256-512, docs/PERF.md), ring depths, group sizes. The cooperative kernel (num_warps 8, kernels/gluon/hopper_coop.py: two consumers share one tile):
     its split tile 128 x 192 and 128 x 128 with 6 stages (the sweeps: that one won 9 rows at M = 256 -
     2048), and at M >= 1024 its 128 x 256 / 256 x 128 tiles."""
     out = []
-    for (bm, bn), stages, group in itertools.product([(128, 128), (64, 256), (64, 192), (64, 96)], [4, 5, 6], [8, 16]):
+    for (bm, bn), stages, group in itertools.product([(128, 128), (64, 256), (64, 192), (64, 160), (64, 144), (64, 96)],
+                                                   [4, 5, 6], [8, 16]):
         c = _cfg(bm, bn, 64, 4, stages, group, True, True, 1)
         c["backend"] = "gluon"
         out.append(c)
