@@ -3,7 +3,7 @@
     GEMMKIT_TUNE=off      (default) the shipped tables and the config model, nothing else
     GEMMKIT_TUNE=cached   also the configs tuned earlier on this device, read from the store below; never tunes
     GEMMKIT_TUNE=on       as cached, and a shape the store lacks is tuned on its first call (gemmkit/tune/online.py),
-                          within GEMMKIT_TUNE_BUDGET_S seconds (default 30), then stored
+                          within GEMMKIT_TUNE_BUDGET_S seconds (default 30), then stored (1 / true: on; 0 / false: off)
     gemmkit.set_tuning(mode, budget_s=None) sets both at run time (None: back to the environment).
 
 What is tuned: the dense ops (gemm_a16w16, gemm_a8w8, gemm_a8w8_blockscale) on shapes whose config comes from a
@@ -55,11 +55,19 @@ _LOCK = threading.RLock()
 _TUNER = None
 
 
+_ALIASES = {"": "off", "0": "off", "false": "off", "1": "on", "true": "on"}  # the usual spellings of a switch
+
+
 def mode() -> str:
-    """The tuning mode in force: set_mode's, else GEMMKIT_TUNE's (off, cached, on)."""
-    m = _OVERRIDE["mode"] or os.environ.get("GEMMKIT_TUNE", "off").strip().lower() or "off"
+    """The tuning mode in force: set_mode's, else GEMMKIT_TUNE's (off, cached, on; 1 / true and 0 / false mean on
+    and off)."""
+    if _OVERRIDE["mode"]:
+        return _OVERRIDE["mode"]
+    raw = os.environ.get("GEMMKIT_TUNE", "off")
+    m = raw.strip().lower()
+    m = _ALIASES.get(m, m)
     if m not in MODES:
-        raise ConfigError(f"GEMMKIT_TUNE: expected one of {', '.join(MODES)}, got {m!r}")
+        raise ConfigError(f"GEMMKIT_TUNE: expected one of {', '.join(MODES)} (or 1 / 0), got {raw!r}")
     return m
 
 

@@ -60,8 +60,12 @@ def test_modes_and_budget(monkeypatch):
     assert usercache.mode() == "on" and usercache.budget_s() == 3.0
     gemmkit.set_tuning(None)
     assert usercache.mode() == "cached"
+    for raw, m in (("1", "on"), ("TRUE", "on"), ("0", "off"), ("false", "off"), ("", "off"), (" On ", "on")):
+        monkeypatch.setenv("GEMMKIT_TUNE", raw)
+        assert usercache.mode() == m
     monkeypatch.setenv("GEMMKIT_TUNE", "yes")
-    with pytest.raises(configs.ConfigError, match="GEMMKIT_TUNE: expected one of off, cached, on, got 'yes'"):
+    with pytest.raises(configs.ConfigError, match=r"GEMMKIT_TUNE: expected one of off, cached, on \(or 1 / 0\), "
+                                                  "got 'yes'"):
         usercache.mode()
     monkeypatch.setenv("GEMMKIT_TUNE_BUDGET_S", "0")
     with pytest.raises(configs.ConfigError, match="GEMMKIT_TUNE_BUDGET_S: expected a positive number"):
