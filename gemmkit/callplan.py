@@ -31,6 +31,7 @@ variables changed after a signature's first call (`clear()` forgets every plan).
 """
 from __future__ import annotations
 
+import collections
 import contextlib
 import operator
 import os
@@ -139,14 +140,14 @@ def record(key, inputs, fresh: int = 0):
         yield
         return
     launcher.STATE.recording = launches = []
-    counts = dict(launcher.LAUNCHES)
     guard = _Guard(launches)
     try:
         with guard:
             yield
     finally:
         launcher.STATE.recording = None
-    counts = {k: v - counts.get(k, 0) for k, v in launcher.LAUNCHES.items() if v != counts.get(k, 0)}
+    # the launches a replay counts: this recording's own (not other threads', nor a tuner's under `suspended`)
+    counts = collections.Counter(launcher.kernel_name(step[0]) for step in launches if step is not None)
     plan = _build(launches, guard, inputs, fresh, counts)
     if plan is None:  # inputs that alias each other: decide again on the next call
         return
@@ -162,17 +163,15 @@ def record(key, inputs, fresh: int = 0):
 @contextlib.contextmanager
 def suspended():
     """Run the body as no part of the call being recorded, if any (a shape tuned on its first call,
-    tune/online.py: its launches and torch ops belong to no plan): no recording, the guard looks away, and the
-    launch counts come back as they were (the tuner's launches are not the call's)."""
+    tune/online.py: its launches and torch ops belong to no plan): no recording, and the recording's guard looks
+    away. (Its launches are counted in launcher.LAUNCHES, as every launch is; a plan counts its recording's own.)"""
     state = launcher.STATE
-    saved, counts = state.recording, dict(launcher.LAUNCHES)
+    saved = state.recording
     state.recording = None  # the recording's guard looks away while it is not the one under way
     try:
         yield
     finally:
         state.recording = saved
-        launcher.LAUNCHES.clear()
-        launcher.LAUNCHES.update(counts)
 
 
 def _build(launches, guard, inputs, fresh, counts):

@@ -27,17 +27,25 @@ def time_rotated(fn, input_sets, warmup_ms=25, rep_ms=100) -> float:
     return do_bench(call, warmup=warmup_ms, rep=rep_ms, return_mode="median")
 
 
+_CAPTURE_STREAMS: dict = {}  # device index -> the stream capture_graph captures on
+
+
 def capture_graph(fn, input_sets):
-    """One CUDA graph holding one fn(*inputs) call per input set (compiled and warmed up outside the capture).
-    Captured in thread-local error mode: the tuning cache (tune/online.py) captures inside a user's process, whose
-    other threads may call into CUDA meanwhile (allocations there would fail a global-mode capture)."""
+    """One CUDA graph holding one fn(*inputs) call per input set (compiled and warmed up outside the capture), on
+    the current device. The tuning cache (tune/online.py) captures inside a user's process: on a stream of this
+    module's own for the current device (torch's default capture stream belongs to the device current at the
+    process's first capture, and to any capture of the user's), in thread-local error mode (other threads may call
+    into CUDA meanwhile; allocations there would fail a global-mode capture)."""
     import torch
 
     for args in input_sets:
         fn(*args)
     torch.cuda.synchronize()
+    device = torch.cuda.current_device()
+    if device not in _CAPTURE_STREAMS:
+        _CAPTURE_STREAMS[device] = torch.cuda.Stream(device)
     graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph, capture_error_mode="thread_local"):
+    with torch.cuda.graph(graph, stream=_CAPTURE_STREAMS[device], capture_error_mode="thread_local"):
         for args in input_sets:
             fn(*args)
     torch.cuda.synchronize()

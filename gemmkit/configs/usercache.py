@@ -9,7 +9,10 @@
 What is tuned: the dense ops (gemm_a16w16, gemm_a8w8, gemm_a8w8_blockscale) on shapes whose config comes from a
 default table (`configs.tuned(source)` false: no shape file measured this (N, K)). Shapes with a shape file keep
 it. Calls with `config=` keep it. A call is tuned on a CUDA device only, never while a CUDA graph is captured or
-torch.compile traces (those calls take the tables' config and tune nothing); a later eager call of the shape tunes.
+torch.compile traces (those calls take the tables' config and tune nothing; a call plan recorded then keeps that
+config for its signature: a later eager call of the shape with another signature, or after gemmkit.set_tuning,
+which forgets the plans, tunes). An entry is measured without bias or activation, with the op's default output dtype
+(bf16) and block shape: calls of other variants run the same config (ops/dispatch.py fits it to the call).
 
 One store file per device kind and compiler (a config measured under another Triton, or on another GPU, is not
 this one's measurement):
@@ -25,8 +28,9 @@ that nothing beat the tables' config by the tuner's margin: the call keeps the t
 
 The store is read once per process and file (later writes by other processes are seen by the next process);
 an entry is written by reading the file again, adding it and replacing the file whole (os.replace), so two
-processes tuning at once lose no file, at worst one of their entries. A file that is not such a store raises
-ConfigError naming it (delete it to start over).
+processes tuning at once lose no file, at worst one of their entries. A file that is not such a store, or an entry
+this gemmkit cannot run (another version sharing the directory), is ignored with a warning (`gemmkit tune --cache`
+names it); an unwritable directory keeps the entries in the process, with a warning.
 
 Layers: this module stores and finds entries; the tuner (tune/online.py, above ops/) registers itself here with
 `set_tuner`, so that ops/ can call it without importing upward.
@@ -38,6 +42,7 @@ import os
 import re
 import threading
 import time
+import warnings
 from pathlib import Path
 
 from . import ConfigError, validate_config
@@ -117,31 +122,60 @@ def entry_key(op: str, dtype: str, M: int, N: int, K: int) -> str:
     return f"{op} {dtype} M={m_bucket(M)} N={N} K={K}"
 
 
-def read_file(path: Path) -> dict:
-    """A store file's entries (key -> entry, configs validated); {} where there is none. ConfigError names a file that
-    is not a store."""
+def read_file(path: Path, strict: bool = True) -> dict:
+    """A store file's entries (key -> entry, configs validated); {} where there is none. strict (`gemmkit tune
+    --cache`): ConfigError names a file that is not a store, or an entry this gemmkit cannot run. Not strict (the
+    calls' lookups, `record`): such a file counts as empty and such entries as absent, with one warning a file (a
+    store written by another gemmkit sharing the cache directory must not fail the calls: the shapes tune again)."""
     if not path.exists():
         return {}
+    problems = []
     try:
         raw = json.loads(path.read_text())
     except (OSError, json.JSONDecodeError) as e:
-        raise ConfigError(f"{path}: not a gemmkit tuning cache ({e}); delete it to start over") from None
-    if not isinstance(raw, dict) or raw.get("format") != FORMAT or not isinstance(raw.get("entries"), dict):
-        raise ConfigError(f"{path}: not a gemmkit tuning cache of format {FORMAT}; delete it to start over")
+        raw, why = None, f"not a gemmkit tuning cache ({e})"
+    else:
+        why = None if (isinstance(raw, dict) and raw.get("format") == FORMAT and isinstance(raw.get("entries"), dict)) \
+            else f"not a gemmkit tuning cache of format {FORMAT}"
+    if why:
+        if strict:
+            raise ConfigError(f"{path}: {why}; delete it to start over")
+        _warn_once(path, f"{path}: {why}: ignored (its shapes tune again, and the file is replaced)")
+        return {}
     backend = "cuda" if path.parent.name.startswith("sm_") else "hip"
+    out = {}
     for key, e in raw["entries"].items():
-        if not isinstance(e, dict) or "config" not in e:
-            raise ConfigError(f"{path}: entry {key!r} has no 'config'; delete the file to start over")
-        if e["config"] is not None:
-            e["config"] = validate_config(e["config"], backend=backend, where=f"{path}: entry {key!r}")
-    return raw["entries"]
+        try:
+            if not isinstance(e, dict) or "config" not in e:
+                raise ConfigError(f"{path}: entry {key!r} has no 'config'")
+            if e["config"] is not None:
+                e["config"] = validate_config(e["config"], backend=backend, where=f"{path}: entry {key!r}")
+        except ConfigError as err:
+            if strict:
+                raise ConfigError(f"{err}; delete the file to start over") from None
+            problems.append(key)
+            continue
+        out[key] = e
+    if problems:
+        _warn_once(path, f"{path}: {len(problems)} entr{'y' if len(problems) == 1 else 'ies'} this gemmkit cannot "
+                         f"run ignored ({', '.join(problems[:3])}{', ...' if len(problems) > 3 else ''})")
+    return out
+
+
+_WARNED: set = set()
+
+
+def _warn_once(path: Path, message: str):
+    if (path, message) not in _WARNED:  # once a process per file and problem
+        _WARNED.add((path, message))
+        warnings.warn("gemmkit tuning cache: " + message, RuntimeWarning, stacklevel=3)
 
 
 def entries(path: Path) -> dict:
     """The entries of a store file as this process knows them (read once)."""
     with _LOCK:
         if path not in _STORES:
-            _STORES[path] = read_file(path)
+            _STORES[path] = read_file(path, strict=False)
         return _STORES[path]
 
 
@@ -159,22 +193,29 @@ def lookup(op: str, dtype: str, arch: str, device: str, M: int, N: int, K: int):
 
 
 def record(op: str, dtype: str, arch: str, device: str, M: int, N: int, K: int, config, **facts) -> Path:
-    """Store one entry (config None: the tables' config kept) with the measurements behind it; returns the file."""
+    """Store one entry (config None: the tables' config kept) with the measurements behind it; returns the file.
+    The entry serves this process even where the file cannot be written (a warning says so)."""
     path = store_path(arch, device)
     key = entry_key(op, dtype, M, N, K)
-    entry = {"config": None if config is None else dict(config), **facts,
-             "tuned_at": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+    backend = "cuda" if arch.startswith("sm_") else "hip"
+    entry = {"config": None if config is None else validate_config(dict(config), backend=backend,
+                                                                      where=f"tuning cache entry {key!r}"),
+             **facts, "tuned_at": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
     with _LOCK:
         import triton
 
-        on_disk = read_file(path)
+        on_disk = read_file(path, strict=False)
         on_disk[key] = entry
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-        tmp.write_text(json.dumps({"format": FORMAT, "device": device, "arch": arch, "triton": triton.__version__,
-                                   "entries": on_disk}, indent=1, sort_keys=True) + "\n")
-        os.replace(tmp, path)
-        _STORES[path] = read_file(path)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+            tmp.write_text(json.dumps({"format": FORMAT, "device": device, "arch": arch,
+                                       "triton": triton.__version__, "entries": on_disk},
+                                      indent=1, sort_keys=True) + "\n")
+            os.replace(tmp, path)
+        except OSError as e:
+            _warn_once(path, f"{path}: not written ({e}); this process keeps its entries")
+        entries(path)[key] = entry
     return path
 
 

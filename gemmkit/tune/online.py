@@ -10,11 +10,12 @@ configs/usercache.py.
                quarter of the free memory holds the sets (else fewer sets)
             3. every candidate compiled in parallel (Triton's AsyncCompileMode); then each checked against the
                fp32 reference and timed (CUDA-graph replay, REP_MS), the tables' config first, until the
-               budget (GEMMKIT_TUNE_BUDGET_S, default 30 s) is spent
-            4. the store gets the fastest where it beats the tables' config by MIN_GAIN, else a record that the
-               tables' config stays; the call and every later one (this process and the next) run what is stored
-      a failure (no memory for the operands, nothing ran): a warning, the tables' config, no entry; this process
-      does not try that shape again
+               budget (GEMMKIT_TUNE_BUDGET_S, default 30 s, from the end of the compiles) is spent and one
+               candidate besides the tables' config ran
+            4. `decide`: the store gets the fastest where it beats the tables' config by MIN_GAIN, else a record that
+               the tables' config stays; the call and every later one (this process and the next) run what is stored
+      a failure (no memory for the operands, the tables' config or every other candidate failed): a warning, the
+      tables' config, no entry; this process does not try that shape again
 
 One shape tunes at a time (a lock): a second thread's call of the same shape waits and finds the entry.
 The first call of a shape takes up to the budget plus the compiles of its candidates; calls of shapes the store
@@ -34,7 +35,7 @@ from ..configs import usercache
 from .merge import same_config
 from .space import op_space
 
-__all__ = ["set_tuning", "tune_call", "install", "MAX_PER_FAMILY", "MIN_GAIN", "REP_MS"]
+__all__ = ["set_tuning", "tune_call", "install", "decide", "MAX_PER_FAMILY", "MIN_GAIN", "REP_MS"]
 
 MAX_PER_FAMILY = 6  # candidates per kernel family beside the tables' config: about 20 compiles, 10-30 s on 16 cores
 MIN_GAIN = 0.03  # a winner must beat the tables' config by 3% (the timing noise of a 20 ms rep is 1-2%)
@@ -94,7 +95,6 @@ def _tune(op, dtype, device, target, M, N, K, name):
     from . import measure, pick_candidates, prune
 
     t0 = time.monotonic()
-    deadline = t0 + usercache.budget_s()
     bop = get_op(op)
     table_op = bop.table_op(dtype)
     served, source = _configs.serve(table_op, target, M, N, K)
@@ -106,12 +106,13 @@ def _tune(op, dtype, device, target, M, N, K, name):
                    bop.acc_tiles(dtype, target))
     cands = [served] + [c for c in pick_candidates(space, pruned, M, MAX_PER_FAMILY) if not same_config(c, served)]
     _flops, nbytes = bop.work(M, N, K, dtype)
+    ref_bytes = 4 * (M * K + N * K + M * N)  # the fp32 reference and the fp32 operands it is computed from
     with torch.cuda.device(device), torch.no_grad():
         free, _total = torch.cuda.mem_get_info(device)
-        room = int(free * MEMORY_SHARE // max(int(nbytes), 1))
+        room = int((free * MEMORY_SHARE - ref_bytes) // max(int(nbytes), 1))
         if room < 1:
-            raise MemoryError(f"one operand set ({nbytes / 2**20:.0f} MiB) exceeds {MEMORY_SHARE:.0%} of the free "
-                              f"device memory ({free / 2**20:.0f} MiB)")
+            raise MemoryError(f"one operand set and its fp32 reference ({(nbytes + ref_bytes) / 2**20:.0f} MiB) "
+                              f"exceed {MEMORY_SHARE:.0%} of the free device memory ({free / 2**20:.0f} MiB)")
         sets = [bop.make_inputs(M, N, K, dtype, device) for _ in range(min(room, rotation_count(nbytes, target.l2_bytes)))]
         ref = bop.reference(sets[0])
         ref_norm = ref.norm().item()
@@ -121,25 +122,34 @@ def _tune(op, dtype, device, target, M, N, K, name):
                     bop.compile_for(sets[0], c)
                 except Exception:  # measured (and dropped) below
                     pass
+        deadline = time.monotonic() + usercache.budget_s()  # the budget is the timing's: compiles come first
         rows = []
         for c in cands:
-            if rows and time.monotonic() > deadline:
+            if sum("ms" in r for _, r in rows) >= 2 and time.monotonic() > deadline:  # a comparison made
                 break
             rows.append((c, measure(bop, sets, ref, ref_norm, c, REP_MS)))
         del sets, ref
-    ok = [(c, r) for c, r in rows if "ms" in r]
-    if not ok:
-        raise RuntimeError(f"no candidate ran ({rows[0][1].get('error', '?') if rows else 'none timed'})")
-    best, best_row = min(ok, key=lambda cr: cr[1]["ms"])
-    served_row = rows[0][1]
-    served_ms = served_row.get("ms")
-    keep = served_ms is not None and not best_row["ms"] < served_ms * (1 - MIN_GAIN)
+    choice, facts = decide(rows)
     from .. import __version__
 
-    path = usercache.record(op, dtype, target.arch, _device_name(device), M, N, K, None if keep else best,
-                            ms=best_row["ms"], served_ms=served_ms, served=source,
-                            served_error=served_row.get("error"), timed=len(ok), candidates=len(cands),
-                            seconds=round(time.monotonic() - t0, 1), gemmkit=__version__)
+    path = usercache.record(op, dtype, target.arch, _device_name(device), M, N, K, choice, served=source,
+                            candidates=len(cands), seconds=round(time.monotonic() - t0, 1), gemmkit=__version__,
+                            **facts)
     log.info("gemmkit: tuned %s in %.0f s (%d of %d candidates timed): %s -> %s", name, time.monotonic() - t0,
-             len(rows), len(cands), "the tables' config kept" if keep else
-             f"{(served_ms or float('nan')) / best_row['ms']:.2f}x the tables' config", path)
+             len(rows), len(cands), "the tables' config kept" if choice is None else
+             f"{facts['served_ms'] / facts['ms']:.2f}x the tables' config", path)
+
+
+def decide(rows):
+    """(config to store, or None where the tables' config stays; the facts an entry keeps) from the measured rows,
+    [(config, measure's row)] with the tables' config first. ValueError where nothing decides: the tables' config
+    failed, or no other candidate ran (an entry then would claim a comparison that was not made)."""
+    if not rows or "ms" not in rows[0][1]:
+        raise ValueError("the tables' config did not run: " + (rows[0][1].get("error", "?") if rows else "no row"))
+    served_ms = rows[0][1]["ms"]
+    ok = [(c, r) for c, r in rows if "ms" in r]
+    if len(ok) < 2:
+        raise ValueError(f"no candidate beside the tables' config ran ({len(rows) - 1} tried)")
+    best, best_row = min(ok, key=lambda cr: cr[1]["ms"])
+    keep = not best_row["ms"] < served_ms * (1 - MIN_GAIN)
+    return (None if keep else dict(best)), {"ms": best_row["ms"], "served_ms": served_ms, "timed": len(ok)}

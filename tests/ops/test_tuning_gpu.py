@@ -66,7 +66,7 @@ def test_a16w16_first_call_tunes_then_serves():
     e = entries()
     assert list(e) == ["a16w16 bf16 M=256 N=3000 K=2000"]
     entry = e["a16w16 bf16 M=256 N=3000 K=2000"]
-    assert entry["timed"] >= 1 and entry["served_ms"] > 0 and entry["ms"] <= entry["served_ms"]
+    assert entry["timed"] >= 2 and entry["served_ms"] > 0 and entry["ms"] <= entry["served_ms"]  # a comparison made
     assert first <= BUDGET_S + COMPILE_ALLOWANCE_S
     # the call runs what the store holds: the entry's config, or the tables' where it was kept
     cfg, source = C.resolve_config("a16w16", "", C.target_for(DEV), M, N, K, tune_as=("a16w16", "bf16", DEV))

@@ -101,17 +101,52 @@ def test_store_round_trip(store):
         assert usercache.lookup(*other) is None
 
 
-def test_broken_store_says_which_file(store):
+def test_broken_store_is_ignored_with_a_warning(store):
+    """A file that is not a store, or an entry this gemmkit cannot run (another version sharing the directory),
+    never fails a call: ignored with a warning (`gemmkit tune --cache` names it: test_cli_...), replaced on record."""
     path = usercache.store_path("sm_90", "interpreter")
     path.parent.mkdir(parents=True)
     path.write_text("{not json")
-    with pytest.raises(configs.ConfigError, match="not a gemmkit tuning cache .*delete it to start over"):
-        usercache.lookup("a16w16", "bf16", "sm_90", "interpreter", 17, 48, 64)
+    with pytest.warns(RuntimeWarning, match="not a gemmkit tuning cache"):
+        assert usercache.lookup("a16w16", "bf16", "sm_90", "interpreter", 17, 48, 64) is None
+    cfg = pointer_config("a16w16", 17, 48, 64)
+    usercache.record("a16w16", "bf16", "sm_90", "interpreter", 17, 48, 64, cfg)
+    assert json.loads(path.read_text())["format"] == 1  # replaced by a store
+    raw = json.loads(path.read_text())
+    raw["entries"]["a16w16 bf16 M=64 N=48 K=64"] = {"config": {"BLOCK_SIZE_M": 48}}  # not a power of two
+    path.write_text(json.dumps(raw))
     usercache.forget()
-    path.write_text(json.dumps({"format": 1, "entries": {"a16w16 bf16 M=32 N=48 K=64": {
-        "config": {"BLOCK_SIZE_M": 48}}}}))
-    with pytest.raises(configs.ConfigError, match="entry 'a16w16 bf16 M=32 N=48 K=64'"):
-        usercache.lookup("a16w16", "bf16", "sm_90", "interpreter", 17, 48, 64)
+    with pytest.warns(RuntimeWarning, match="1 entry this gemmkit cannot run ignored"):
+        assert usercache.lookup("a16w16", "bf16", "sm_90", "interpreter", 64, 48, 64) is None
+    assert usercache.lookup("a16w16", "bf16", "sm_90", "interpreter", 17, 48, 64)[0] == configs.validate_config(cfg)
+    with pytest.raises(configs.ConfigError, match="BLOCK_SIZE_M"):  # a config that cannot run is never written
+        usercache.record("a16w16", "bf16", "sm_90", "interpreter", 64, 48, 64, {**cfg, "BLOCK_SIZE_M": 48})
+
+
+def test_unwritable_store_keeps_the_entry_in_the_process(store, monkeypatch):
+    blocker = store / "file"
+    blocker.write_text("")
+    monkeypatch.setenv("GEMMKIT_CACHE_DIR", str(blocker))  # its "tuned" folder cannot be made
+    cfg = pointer_config("a16w16", 17, 48, 64)
+    with pytest.warns(RuntimeWarning, match="not written"):
+        usercache.record("a16w16", "bf16", "sm_90", "interpreter", 17, 48, 64, cfg)
+    assert usercache.lookup("a16w16", "bf16", "sm_90", "interpreter", 17, 48, 64)[0] == configs.validate_config(cfg)
+
+
+def test_decide():
+    """The tuner's decision on measured rows (the tables' config first): a winner only beyond MIN_GAIN; nothing
+    where no comparison was made."""
+    from gemmkit.tune.online import MIN_GAIN, decide
+
+    a, b, c = ({"BLOCK_SIZE_M": m} for m in (64, 128, 256))
+    assert decide([(a, {"ms": 1.0}), (b, {"ms": 0.9}), (c, {"error": "x"})]) == (b, {"ms": 0.9, "served_ms": 1.0,
+                                                                                      "timed": 2})
+    assert decide([(a, {"ms": 1.0}), (b, {"ms": 1.0 - MIN_GAIN / 2})])[0] is None  # within the margin: kept
+    assert decide([(a, {"ms": 1.0}), (b, {"ms": 1.2})])[0] is None
+    with pytest.raises(ValueError, match="the tables' config did not run: boom"):
+        decide([(a, {"error": "boom"}), (b, {"ms": 0.5})])
+    with pytest.raises(ValueError, match="no candidate beside the tables' config ran"):
+        decide([(a, {"ms": 1.0}), (b, {"error": "wrong result"})])
 
 
 @pytest.mark.interpreter
@@ -204,7 +239,8 @@ def test_on_does_not_tune_on_the_cpu(store, launches):
 
 @pytest.mark.interpreter
 def test_suspended_work_is_no_part_of_the_plan(launches):
-    """What the tuner runs inside a recorded call (callplan.suspended) is neither replayed nor counted."""
+    """What the tuner runs inside a recorded call (callplan.suspended) is no part of its plan: not replayed, not
+    counted by a replay."""
     x, w = randn(17, 64, dtype=torch.bfloat16), randn(48, 64, dtype=torch.bfloat16)
     x2, w2 = randn(9, 32, dtype=torch.bfloat16), randn(16, 32, dtype=torch.bfloat16)
     y = torch.empty(17, 48, dtype=torch.bfloat16)
@@ -219,9 +255,9 @@ def test_suspended_work_is_no_part_of_the_plan(launches):
                 torch.zeros(3).fill_(1.0)  # a torch op a replay would skip, were it the call's
                 ran["inner"] = True
 
-    assert kernels_of(launches, body) == {"gemm_tma_kernel": 1} and ran
+    assert kernels_of(launches, body) == {"gemm_tma_kernel": 1, "gemm_kernel": 1} and ran  # both ran
     plan = callplan.lookup(key)
-    assert callplan.repeatable(plan) and len(plan.steps) == 1
+    assert callplan.repeatable(plan) and len(plan.steps) == 1 and dict(plan.counts) == {"gemm_tma_kernel": 1}
     y2 = torch.full_like(y, float("nan"))
     assert kernels_of(launches, lambda: plan.replay((x, w, y2))) == {"gemm_tma_kernel": 1}
     assert torch.equal(y2, y)
