@@ -138,7 +138,7 @@ _EPI_SPLITS = (1, 2, 4)  # output sub-tiles per consumer tile, fewest first
 # Split tiles: widths that are not powers of two, BN = A + B built from two power-of-two accumulators (A = 2, 4
 # or 8 B: configs.SPLIT_N, `split_tail`), for rows whose tile count a power-of-two width wastes (DeepSeek N = 576 =
 # 3 x 192, Llama-3-8B qkv N = 6144 at M = 512: 128 tiles of 128 x 192 for 132 SMs, against 96 or 192 of 128 x 256
-# / 128 x 128; 3000 x 5000: 24 x 35 = 840 tiles of 128 x 144, 6.4 waves, where 128 x 128 gives 960, 7.3 waves).
+# / 128 x 128; M = 1024 on 5120 columns: 256 tiles of 128 x 160, 1.94 waves, where 128 x 128 gives 320, 2.4).
 # cuBLAS picks such widths there (docs/PERF.md). Dense kernel only.
 SPLIT_N = configs.SPLIT_N
 
