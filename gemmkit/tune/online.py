@@ -41,7 +41,6 @@ MAX_PER_FAMILY = 6  # candidates per kernel family beside the tables' config: ab
 MIN_GAIN = 0.03  # a winner must beat the tables' config by 3% (the timing noise of a 20 ms rep is 1-2%)
 REP_MS = 20  # timing per candidate (do_bench's rep) after a 10 ms warm-up
 MEMORY_SHARE = 0.25  # of the free device memory, at most, for the tuner's operand sets
-TUNED_OPS = ("a16w16", "a8w8", "a8w8_blockscale")  # bench/ops.py names of the ops that pass `tune_as`
 _LOCK = threading.Lock()
 _FAILED: set = set()
 log = logging.getLogger("gemmkit.tune")
@@ -116,7 +115,7 @@ def _tune(op, dtype, device, target, M, N, K, name):
         sets = [bop.make_inputs(M, N, K, dtype, device) for _ in range(min(room, rotation_count(nbytes, target.l2_bytes)))]
         ref = bop.reference(sets[0])
         ref_norm = ref.norm().item()
-        with AsyncCompileMode(ThreadPoolExecutor(os.cpu_count() or 4), ignore_errors=True):
+        with ThreadPoolExecutor(os.cpu_count() or 4) as pool, AsyncCompileMode(pool, ignore_errors=True):
             for c in cands:
                 try:
                     bop.compile_for(sets[0], c)
