@@ -140,6 +140,19 @@ FITTED_OPS = ("a16w16", "a8w8", "a8w8_int8", "a8w8_blockscale")
 #                of their waves: 0.72 / 0.89x against 0.89 / 0.94x; the margin keeps both). The narrow-tail widths
 #                (48, 80: B = 16 on A = 32 / 64) and 128-row split tiles (128 x 80 / 96) lost everywhere (0.40-0.85x
 #                against 0.80-0.93x), so they are not in the menu.
+#   coop_widths  bf16 at SPLIT_WIDTH_MAX_M < M <= COOP_WIDTH_MAX_M, in `gluon_waves`' choice: the cooperative kernel's
+#                128-row split tiles A + B of these widths (configs.SPLIT_N, each with the ring the A/B ran) where
+#                one takes at most COOP_WIDTH_WAVES waves and fills them (the shape's area over waves x SMs x the tile's
+#                area: a tile's columns past N count as empty) to at least SPLIT_WIDTH_FILL and better by
+#                GLUON_WAVE_MARGIN than the coop's, the 128 x 128 ping-pong's and the 64 x 192's tile counts. The
+#                wider on a tie. ab/bf16_coop_split_widths.json (H200, 10 held-out rows at M = 1000-4096, against
+#                cuBLAS): 1024 x 5120 (256 tiles of 128 x 160, two waves at 97%) 0.83-0.89 -> 0.92-0.95x; 1000 x 3000
+#                and 1024 x 2880 (120-128 tiles of 128 x 192, one wave) 0.80 / 0.82 -> 0.98 / 0.99x; 4096 x 576
+#                (128 of 128 x 144; 128 x 160 has as many tiles, 10% of their columns empty: 0.84x) 0.82 -> 0.89x.
+#                Lost where the widths' tiles take three waves or more, even fuller ones: 2048 x 5120 (512 of
+#                128 x 160) 0.92 against the ping-pong's 0.97x, 1024 x 7168 0.96 against the coop's 0.99x,
+#                3000 x 5000 x 7000 0.70 against 0.80x; and at 2048 x 2880 the 128 x 192 (two waves, 91%) ran 1.04
+#                against the ping-pong's 0.98x, within the margin of the ping-pong's 93% (kept).
 #   cdna_tiles   (gfx942 / gfx950) a "backend": "gluon" bucket names the CDNA ping-pong, one fixed 256 x 256 tile a
 #                program and no split-K: where those tiles are few (under FEW_TILES of the CUs) the bucket runs on the
 #                Triton tier, fitted (its split K and smaller tiles), as it did before the kernel had a launcher.
@@ -183,6 +196,7 @@ OP_RULES = {"a8w8_blockscale": {"ctas_per_sm": 2, "wide_share": 0.6, "operand_by
                 "narrow_n": {"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 128, "BLOCK_SIZE_K": 128, "GROUP_SIZE_M": 8,
                              "num_warps": 4, "num_stages": 4, "tma": True, "persistent": False, "NUM_KSPLIT": 1},
                 "split_widths": (160, 144),
+                "coop_widths": ((192, 5), (160, 6), (144, 6)),  # (BLOCK_SIZE_N, num_stages)
                 "narrow_pingpong": {
                 "BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 192, "num_warps": 4, "num_stages": 6, "NUM_KSPLIT": 4},
                 "wide_config": {
@@ -199,6 +213,7 @@ ONE_WAVE_MIN_M, ONE_WAVE_MAX_M, ONE_WAVE_SWAP_MAX_M = 64, 256, 128  # `one_wave`
 ONE_WAVE_FILL = 0.6  # `one_wave`: the least share of the SMs a tile's count fills
 SPLIT_WIDTH_MIN_M, SPLIT_WIDTH_MAX_M = 256, 512  # `split_widths`: where it won (M = 1024: mixed, see OP_RULES)
 SPLIT_WIDTH_FILL = 0.85  # `split_widths`: the least share of its waves (tiles over waves x SMs) its tiles fill
+COOP_WIDTH_MAX_M, COOP_WIDTH_WAVES = 4096, 2  # `coop_widths`: measured to M = 4096; lost from three waves
 # The Gluon ping-pong tile of `wide_share` (what the tuned fp8 block-scale tables run at M <= 128, e.g.
 # A8W8_BLOCKSCALE-N=7168-K=16384.json), applied over the large-M Gluon bucket's other keys.
 SMALL_PINGPONG = {"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 64, "GROUP_SIZE_M": 4, "num_warps": 4, "num_stages": 6}
@@ -212,6 +227,18 @@ UNSPLIT_MIN_K = 7168  # ... and K at least this (K <= 5120 lost with the same wa
 def wave_efficiency(tiles: int, num_cus: int) -> float:
     """The share of the SM-slots a persistent grid's waves keep busy: tiles over (waves x SMs)."""
     return tiles / (-(-tiles // num_cus) * num_cus)
+
+
+def area_fill(M: int, N: int, bm: int, bn: int, num_cus: int) -> float:
+    """The share of the SM-slots of a persistent grid's waves of bm x bn tiles that the (M, N) output fills: unlike
+    `wave_efficiency`, a tile's rows and columns past M and N count as empty."""
+    tiles = -(-M // bm) * -(-N // bn)
+    return M * N / (-(-tiles // num_cus) * num_cus * bm * bn)
+
+
+def coop_width_config(cfg: dict, width: int, stages: int) -> dict:
+    """The `coop_widths` tile over a cooperative Gluon bucket `cfg` (128 x 256): the same kernel on 128 x `width`."""
+    return dict(cfg, BLOCK_SIZE_N=width, num_stages=stages, NUM_KSPLIT=1)
 
 
 def one_wave(menu, M: int, N: int, num_cus: int) -> tuple[dict | None, int]:
@@ -306,6 +333,18 @@ def choose(op: str, cfg: dict, large: dict | None, M: int, N: int, K: int, num_c
                 return split_width_config(cfg, w), [
                     f"{coop} tiles of {bm} x 256, {pp} of {bm} x 128 and the 64 x 192's fill at best {best:.0%} of "
                     f"their waves, {tiles} of 64 x {w} {fill:.0%}: the ping-pong's 64 x {w} split tile"]
+        coop_widths = rules.get("coop_widths")
+        if coop_widths and bm == 128 and SPLIT_WIDTH_MAX_M < M <= COOP_WIDTH_MAX_M:
+            fits = [(area_fill(M, N, bm, w, num_cus), w, s) for w, s in coop_widths
+                    if -(-M // bm) * -(-N // w) <= COOP_WIDTH_WAVES * num_cus]
+            best = max(eff_coop, eff_pp, eff_narrow)
+            if fits:
+                fill, w, stages = max(fits)  # the wider on a tie
+                if fill >= SPLIT_WIDTH_FILL and fill > GLUON_WAVE_MARGIN * best:
+                    tiles = -(-M // bm) * -(-N // w)
+                    return coop_width_config(cfg, w, stages), [
+                        f"{coop} tiles of {bm} x 256, {pp} of {bm} x 128 and the 64 x 192's fill at best {best:.0%} of "
+                        f"their waves, {tiles} of {bm} x {w} {fill:.0%} of theirs: the cooperative {bm} x {w} split tile"]
         if narrow_ok:
             if eff_narrow > GLUON_WAVE_MARGIN * max(eff_coop, eff_pp):
                 return dict(cfg, **dict(narrow, NUM_KSPLIT=split)), [

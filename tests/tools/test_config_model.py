@@ -159,8 +159,9 @@ def test_a16w16_at_m_128_takes_the_ping_pong_for_a_wide_n(M, N, K, gluon):
 
 @pytest.mark.parametrize("M, N, K, kernel", [
     (512, 5120, 2880, "64x160"),  # 256 of 64 x 160 fill 97% of a round (`split_widths`); 160 of 128 x 128 61%
-    (1024, 5120, 2880, "ping-pong"),  # 320 tiles of 128 x 128 fill 81% of 3 waves; 160 of 128 x 256 61% of 2
-    (2048, 5120, 2880, "ping-pong"),
+    # 320 tiles of 128 x 128 fill 81% of 3 waves, 160 of 128 x 256 61% of 2: 256 of the coop's 128 x 160 97%
+    (1024, 5120, 2880, "coop"),
+    (2048, 5120, 2880, "ping-pong"),  # 512 of 128 x 160 take four waves (`coop_widths`: lost there)
     # 104 tiles of 64 x 192 (79%) against 84 of 128 x 128 (64%), 42 of 128 x 256: ab/bf16_m512_1024_waves.json,
     # 0.85x cuBLAS against the 128 x 128 ping-pong's 0.71x
     (777, 1536, 8000, "64x192"),
@@ -336,7 +337,7 @@ def test_a16w16_one_wave_not_taken(M, N, K):
 @pytest.mark.parametrize("M, N, K, width", [
     (512, 4608, 4096, 144),  # 256 tiles: one round of 264 consumers (ab/bf16_split_widths.json: 0.77 -> 0.86x)
     (512, 5120, 5120, 160),  # 0.86 -> 0.92x
-    (1024, 5120, 8192, None),  # 512 tiles, two rounds: +4% in the A/B, -1 to -6% in the suite (M <= 512)
+    (1024, 5120, 8192, None),  # 512 tiles, two rounds (+4% A/B, -1 to -6% suite); the coop 128 x 160 serves
     (256, 10240, 5120, 160),  # 0.85 -> 0.92x
     (256, 4608, 4096, 144),  # 128 tiles, one wave (64 x 160's 116: 0.84 -> 0.91x, ab/bf16_m128_256_grid2.json)
     (256, 7168, 4096, None),  # 180 of 64 x 160: 68% of two waves
@@ -347,9 +348,42 @@ def test_a16w16_one_wave_not_taken(M, N, K):
 def test_a16w16_split_width_where_it_fills_its_waves(M, N, K, width):
     cfg, source = configs.serve("a16w16", H200, M, N, K)
     if width is None:
-        assert cfg["BLOCK_SIZE_N"] not in model.OP_RULES["a16w16"]["split_widths"], source
+        assert cfg["BLOCK_SIZE_M"] != 64 or cfg["BLOCK_SIZE_N"] not in model.OP_RULES["a16w16"]["split_widths"], source
         return
     assert (cfg["BLOCK_SIZE_M"], cfg["BLOCK_SIZE_N"], cfg.get("NUM_KSPLIT", 1), cfg["num_warps"]) == (64, width, 1, 4)
     assert cfg["backend"] == "gluon" and configs.split_tail(width) and f"64 x {width} split tile" in source
     configs.validate_config(cfg, backend="cuda")
     assert configs.serve("a16w16", arch.get("gfx942"), M, N, K)[0]["BLOCK_SIZE_N"] != width  # sm_90 only
+
+
+@pytest.mark.parametrize("M, N, K, width", [
+    (1024, 5120, 5120, 160),  # 256 tiles, two waves at 97% (ab/bf16_coop_split_widths.json: 0.87 -> 0.95x)
+    (1000, 3000, 2000, 192),  # 128 tiles, one wave (0.80 -> 0.98x)
+    (1024, 2880, 2880, 192),  # 120 tiles, 91% (0.82 -> 0.99x)
+    (2048, 5120, 5120, None),  # 512 of 128 x 160: four waves (0.92 against the ping-pong's 0.97x)
+    (1024, 7168, 2048, None),  # a shape table serves it (and 360 tiles of 128 x 160 take three waves)
+    (2048, 2880, 2880, None),  # 128 x 192 fills 91%, within the margin of the ping-pong's 93%
+    (3000, 5000, 7000, None),  # 648 of 128 x 192: five waves (0.70 against the coop's 0.80x)
+    (1024, 2880, 4096, None),  # the 64 x 192 fills 91%: within the margin
+    (512, 5120, 5120, None),  # M <= SPLIT_WIDTH_MAX_M: the ping-pong's 64 x 160 (`split_widths`)
+    (8192, 5120, 128, None),  # M > COOP_WIDTH_MAX_M
+])
+def test_a16w16_coop_width_where_it_fills_two_waves(M, N, K, width):
+    cfg, source = configs.serve("a16w16", H200, M, N, K)
+    widths = dict(model.OP_RULES["a16w16"]["coop_widths"])
+    if width is None:
+        assert "cooperative 128 x" not in source and not (cfg["num_warps"] == 8 and cfg["BLOCK_SIZE_N"] in widths), source
+        return
+    assert (cfg["BLOCK_SIZE_M"], cfg["BLOCK_SIZE_N"], cfg["num_warps"], cfg["num_stages"], cfg["NUM_KSPLIT"]) == \
+        (128, width, 8, widths[width], 1), source
+    assert cfg["backend"] == "gluon" and f"the cooperative 128 x {width} split tile" in source
+    configs.validate_config(cfg, backend="cuda")
+    assert ("model:coop_width_%d" % width, cfg) in configs.model_configs("a16w16", "sm_90")  # `gemmkit isa` compiles it
+    assert configs.serve("a16w16", arch.get("gfx942"), M, N, K)[0]["BLOCK_SIZE_N"] != width  # sm_90 only
+
+
+def test_area_fill_counts_columns_past_n_as_empty():
+    # 4096 x 576: 128 tiles of 128 x 144 or of 128 x 160 (one wave each); the 160-wide leave 10% of theirs empty
+    assert model.area_fill(4096, 576, 128, 144, 132) == pytest.approx(4096 * 576 / (132 * 128 * 144))
+    assert model.area_fill(4096, 576, 128, 160, 132) < 0.9 * model.area_fill(4096, 576, 128, 144, 132)
+    assert model.area_fill(128, 128, 128, 128, 1) == 1.0
