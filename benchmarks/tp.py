@@ -16,6 +16,9 @@ Modes (one row each):
                  the same quantized weights, activations quantized by gemmkit.quant), then the NCCL collective
     sequential   gemmkit.nn.parallel, chunks=1: the GEMMs, then the collective
     overlapped   gemmkit.nn.parallel, chunks="auto": each chunk's collective behind the next chunk's GEMM
+  and, for the blocks with a collective, the same layers with transport="copy_engine" (the all-reduce by copy-engine
+  pulls from a symmetric-memory workspace, no SM held during the transfer):
+    ce_sequential  chunks=1;   ce_overlapped  chunks="auto";   ce_2  chunks=2
   and, for the blocks with a collective (mlp, o_proj), where the time goes:
     local        this rank's GEMMs alone (reduce=None, chunks=1): one_gpu_ms / 2 is the ideal
     local_chunked  the same cut into chunks="auto" (what chunking costs the GEMMs)
@@ -99,8 +102,13 @@ def _torch_gemm(layer, x2):
     return F.linear(x2, layer.weight) if isinstance(layer, Linear) else _fp8_torch_gemm(layer, x2)
 
 
+CE_CHUNKS = (1, "auto", 2)
+CE_MODES = {("ce", 1): "ce_sequential", ("ce", "auto"): "ce_overlapped", ("ce", 2): "ce_2"}
+
+
 def build(block, scheme, dims, device):
-    """(one_gpu(x), tp(chunks) -> fn(x), torch_seq(x), K) for one block."""
+    """(one_gpu(x), tps: {chunks or ("ce", chunks): fn(x)}, torch_seq(x), K) for one block."""
+    cuda = device.type == "cuda"
     from gemmkit import nn as gnn
     from gemmkit.nn import parallel as P
 
@@ -124,6 +132,8 @@ def build(block, scheme, dims, device):
                 h = gu1(x)
                 return d1(F.silu(h[:, :I]) * h[:, I:])
         tps = {c: P.ParallelGatedMLP.from_mlp(mlp, scheme, activation="silu", chunks=c) for c in (1, "auto")}
+        tps.update({("ce", c): P.ParallelGatedMLP.from_mlp(mlp, scheme, activation="silu", chunks=c,
+                                                          transport="copy_engine") for c in CE_CHUNKS if cuda})
         m, i = tps[1], I // P.rank_and_world()[1]
 
         def torch_seq(x):
@@ -145,6 +155,8 @@ def build(block, scheme, dims, device):
             return _torch_gemm(tps[1].local, x)
     else:
         tps = {c: P.RowParallelLinear.from_linear(lin, scheme, input_is_parallel=False, chunks=c) for c in (1, "auto")}
+        tps.update({("ce", c): P.RowParallelLinear.from_linear(lin, scheme, input_is_parallel=False, chunks=c,
+                                                              transport="copy_engine") for c in CE_CHUNKS if cuda})
         r, w = P.rank_and_world()
         k = H // w
 
@@ -280,6 +292,7 @@ def main(argv=None):
                 torch_ms = None
                 for mode, fn, err in (("one_gpu", one, 0.0), ("torch_seq", torch_seq, None),
                                       ("sequential", tps[1], errs[1]), ("overlapped", tps["auto"], errs["auto"]),
+                                      *((CE_MODES[c], tps[c], errs[c]) for c in tps if c in CE_MODES),
                                       *((k, f, None) for k, f in parts.items())):
                     try:
                         ms = one_ms if mode == "one_gpu" else slowest(timed(fn, x, iters, cuda), device)
@@ -288,7 +301,7 @@ def main(argv=None):
                         continue
                     torch_ms = ms if mode == "torch_seq" else torch_ms
                     row = {**base, "mode": mode, "ms": round(ms, 5), "scaling": round(one_ms / ms, 4)}
-                    if torch_ms and mode in ("sequential", "overlapped"):
+                    if torch_ms and mode in ("sequential", "overlapped", *CE_MODES.values()):
                         row["vs_torch_seq"] = round(torch_ms / ms, 4)
                     if err is not None:
                         row["rel_err"] = float(f"{err:.3g}")

@@ -28,6 +28,18 @@ smallest; "auto" halves while the tail keeps >= TAIL_ROWS rows, at most MAX_CHUN
 one chunk (decode: what is left is the collective's latency, and chunks only add launches). chunks=1, the default,
 is the sequential version; every rank must pass the same chunks (they take the same M).
 
+Transport of the all-reduce (`transport`, RowParallelLinear and ParallelGatedMLP with reduce="all_reduce"):
+    "nccl"         NCCL's all-reduce (its kernels hold SMs for the whole transfer)
+    "copy_engine"  the partial products are written by the GEMMs into a symmetric-memory workspace
+                   (torch.distributed._symmetric_memory, shared by every layer of the process on this device); per
+                   chunk, on a side stream: a barrier (every rank's chunk written), each peer's chunk pulled by the
+                   copy engines (cudaMemcpy over NVLink: no SM), the p partials summed in rank order into the output
+                   (one elementwise kernel, local memory); after the last chunk a barrier (every peer done reading
+                   this rank's workspace) before the next GEMM may write it. The sum is the same bits on every rank.
+                   NVLink traffic is (p - 1) x the output per rank: for p = 2 what a ring all-reduce moves. The
+                   workspace grows (a collective rendezvous) on an eager call; under a CUDA-graph capture a
+                   workspace too small for the call takes the "nccl" path (warm up with the largest M first).
+
 Measured (2 x H200, NVLink, NCCL 2.28, benchmarks/results/h200x2/tp.json): the overlap does not pay there, so it is
 opt-in. A Llama-3-70B MLP at M = 8192 in fp8: this rank's GEMMs 5.41 ms, the all-reduce alone 0.51 ms, sequential
 5.74 ms, chunked and overlapped 6.74 ms: run beside a GEMM, NCCL's 24 resident CTAs keep that many SMs from the
@@ -41,7 +53,8 @@ order (NCCL reduces in the output dtype, as Megatron and vLLM do): within roundi
 int8 per-token activations get one scale per token and shard of K (1 x 128 blocks: the single-device ones when K/p
 is a multiple of 128).
 
-Constraints: torch.distributed initialized (dist.init_process_group) before a layer is built; out_features (column),
+Constraints: transport="copy_engine" needs CUDA tensors, a process group whose ranks' GPUs reach each other's memory
+(one host: NVLink / PCIe peer access) and torch's symmetric memory, and reduce="all_reduce"; torch.distributed initialized (dist.init_process_group) before a layer is built; out_features (column),
 in_features (row) and the MLP's intermediate size divisible by p; reduce_scatter needs x's first dimension divisible
 by p; inference-only (an input that requires grad with grad mode on raises, as the quantized layers do); the
 state_dict holds this rank's shard (`local.*`, or the MLP's `w_gate_up` / `w_down` / `gate_up.*` / `down.*`). Build
@@ -60,6 +73,8 @@ TAIL_ROWS = 512  # "auto" chunks: the last (exposed) collective covers at least 
 MAX_CHUNKS = 6
 OUTPUTS = ("sharded", "gathered")
 REDUCTIONS = ("all_reduce", "reduce_scatter", None)  # None: no collective, this rank's partial sum
+TRANSPORTS = ("nccl", "copy_engine")  # the all-reduce's: NCCL's kernels, or copy-engine pulls (see the header)
+WORKSPACE_ROUND = 1 << 21  # the copy-engine workspace grows in whole 2 MiB (and at least doubles)
 
 
 # ----------------------------------------------------------------------------- process group and chunks
@@ -93,6 +108,50 @@ def _reduce_scatter(out, inp, group):
 
 def _all_reduce(t, group):
     return _dist().all_reduce(t, group=group, async_op=True)
+
+
+class _PeerSum:
+    """The copy-engine all-reduce's state for one (process group, device): the symmetric-memory workspace the GEMMs
+    write their partial products into, its handle (peer views, barriers), and the side stream the copies run on."""
+
+    def __init__(self, group, device):
+        self.group, self.device = group, device
+        self.rank, self.world = rank_and_world(group)
+        self.stream = torch.cuda.Stream(device)
+        self.buf = self.handle = None
+        self.outgrown = []  # earlier workspaces, kept: a CUDA graph captured on one still reads and signals it
+
+    def ready(self, nbytes):
+        """Whether the workspace holds `nbytes`; grows it where not (a collective: every rank asks for the same
+        sizes in the same order), except under a CUDA-graph capture."""
+        if self.buf is not None and self.buf.numel() >= nbytes:
+            return True
+        if torch.cuda.is_current_stream_capturing():
+            return False
+        import torch.distributed._symmetric_memory as symm_mem
+
+        old = 0 if self.buf is None else self.buf.numel()
+        size = -(-max(nbytes, 2 * old) // WORKSPACE_ROUND) * WORKSPACE_ROUND
+        group = self.group if self.group is not None else _dist().group.WORLD
+        if self.buf is not None:
+            self.outgrown.append((self.buf, self.handle))
+        self.buf = symm_mem.empty(size, dtype=torch.uint8, device=self.device)
+        self.handle = symm_mem.rendezvous(self.buf, group)
+        return True
+
+    def view(self, rank, M, N, dtype):
+        """Rank `rank`'s workspace as an (M, N) tensor of `dtype` (this rank's own: its local memory)."""
+        return self.handle.get_buffer(rank, (M, N), dtype, 0)
+
+
+_PEER_SUMS: dict = {}
+
+
+def _peer_sum(group, device):
+    key = (id(group), device)
+    if key not in _PEER_SUMS:
+        _PEER_SUMS[key] = _PeerSum(group, device)
+    return _PEER_SUMS[key]
 
 
 def check_chunks(chunks):
@@ -187,10 +246,17 @@ def _rows(module, x, K, what):
 class _Parallel(torch.nn.Module):
     """What the tensor-parallel modules share: the group, this rank, the chunking, and the two collectives' loops."""
 
-    def _setup(self, group, chunks, in_features, out_features, scheme):
+    def _setup(self, group, chunks, in_features, out_features, scheme, transport="nccl", reduce="all_reduce"):
         self.group = group
         self.rank, self.world = rank_and_world(group)
         self.chunks = check_chunks(chunks)
+        self.transport = _check_choice("transport", transport, TRANSPORTS)
+        if transport == "copy_engine":
+            if reduce != "all_reduce":
+                raise ValueError(f"transport='copy_engine' carries an all-reduce; reduce={reduce!r} takes 'nccl'")
+            if not torch.cuda.is_available() or _dist().get_backend(group) != "nccl":
+                raise ValueError("transport='copy_engine': needs CUDA GPUs and a process group of the NCCL backend "
+                                 f"(this one: {_dist().get_backend(group)}); use transport='nccl'")
         self.in_features, self.out_features, self.scheme = in_features, out_features, scheme
         check_scheme(scheme)
 
@@ -214,6 +280,10 @@ class _Parallel(torch.nn.Module):
         rank, or reduce-scattered, rank r keeping rows r * M/p .. of the sum; chunk by chunk either way. reduce=None:
         this rank's partial product (M, N), chunk by chunk, no collective."""
         M = x2.shape[0]
+        if reduce == "all_reduce" and self.transport == "copy_engine" and M * N:
+            y = self._peer_reduced(x2, N, dtype, partial)
+            if y is not None:
+                return y.view(*lead, N)
         if reduce in ("all_reduce", None):
             y = torch.empty(M, N, dtype=dtype, device=x2.device)
             pending = []
@@ -239,9 +309,46 @@ class _Parallel(torch.nn.Module):
             work.wait()
         return y.view(lead[0] // self.world, *lead[1:], N)
 
+    def _peer_reduced(self, x2, N, dtype, partial):
+        """The all-reduce over copy engines (the header's "copy_engine"); None where the workspace cannot take the
+        call (a CUDA-graph capture before an eager call of this size: the caller takes NCCL)."""
+        if x2.device.type != "cuda":
+            raise ValueError(f"x: transport='copy_engine' needs CUDA tensors, got {x2.device}")
+        M = x2.shape[0]
+        ps = _peer_sum(self.group, x2.device)
+        if not ps.ready(M * N * dtype.itemsize):
+            return None
+        mine, r = ps.view(ps.rank, M, N, dtype), ps.rank
+        peers = [ps.view(j, M, N, dtype) for j in range(ps.world)]
+        y = torch.empty(M, N, dtype=dtype, device=x2.device)
+        got = torch.empty(ps.world, M, N, dtype=dtype, device=x2.device) if ps.world > 2 else \
+            torch.empty(1, M, N, dtype=dtype, device=x2.device)
+        cur = torch.cuda.current_stream(x2.device)
+        for a, b in chunk_rows(M, self.chunks):
+            partial(x2[a:b], mine[a:b])
+            ps.stream.wait_stream(cur)
+            with torch.cuda.stream(ps.stream):
+                ps.handle.barrier(channel=0)  # every rank's chunk written
+                if ps.world == 2:
+                    got[0, a:b].copy_(peers[1 - r][a:b])  # the copy engine, over NVLink
+                    torch.add(mine[a:b], got[0, a:b], out=y[a:b])  # a + b == b + a: the same bits on both ranks
+                else:
+                    for j in range(ps.world):
+                        if j != r:
+                            got[j, a:b].copy_(peers[j][a:b])
+                    acc = torch.zeros(b - a, N, dtype=torch.float32, device=x2.device)
+                    for j in range(ps.world):  # rank order on every rank
+                        acc += (mine if j == r else got[j])[a:b]
+                    y[a:b].copy_(acc)
+        with torch.cuda.stream(ps.stream):
+            ps.handle.barrier(channel=0)  # every peer done reading this rank's workspace
+        cur.wait_stream(ps.stream)
+        return y
+
     def extra_repr(self):
         return (f"in_features={self.in_features}, out_features={self.out_features}, scheme={self.scheme}, "
-                f"rank={self.rank}/{self.world}, chunks={self.chunks}")
+                f"rank={self.rank}/{self.world}, chunks={self.chunks}"
+                + (f", transport={self.transport}" if self.transport != "nccl" else ""))
 
 
 # ----------------------------------------------------------------------------- the layers
@@ -297,23 +404,23 @@ class RowParallelLinear(_Parallel):
     0's GEMM."""
 
     def __init__(self, in_features, out_features, bias=True, *, scheme="bf16", group=None, reduce="all_reduce",
-                 input_is_parallel=True, chunks=1, device=None, dtype=None):
+                 input_is_parallel=True, chunks=1, transport="nccl", device=None, dtype=None):
         super().__init__()
-        self._setup(group, chunks, in_features, out_features, scheme)
         self.reduce = _check_choice("reduce", reduce, REDUCTIONS)
+        self._setup(group, chunks, in_features, out_features, scheme, transport, reduce)
         self.input_is_parallel = bool(input_is_parallel)
         k = _part("in_features", in_features, self.world)
         self.local = _local_new(scheme, k, out_features, bias, device, dtype, fan_in=in_features)
 
     @classmethod
     def from_linear(cls, linear, scheme="bf16", *, group=None, reduce="all_reduce", input_is_parallel=True,
-                    chunks=1):
+                    chunks=1, transport="nccl"):
         """This rank's shard of a full nn.Linear (every rank passes the same one)."""
         N, K = linear.weight.shape
         m = cls.__new__(cls)
         torch.nn.Module.__init__(m)
-        m._setup(group, chunks, K, N, scheme)
         m.reduce = _check_choice("reduce", reduce, REDUCTIONS)
+        m._setup(group, chunks, K, N, scheme, transport, reduce)
         m.input_is_parallel = bool(input_is_parallel)
         k = _part("in_features", K, m.world)
         m.local = _local_from(linear.weight[:, m.rank * k:(m.rank + 1) * k], linear.bias, scheme)
@@ -345,9 +452,9 @@ class ParallelGatedMLP(_Parallel):
     the GEMMs."""
 
     def __init__(self, hidden_size, intermediate_size, *, scheme="bf16", activation="silu", group=None,
-                 reduce="all_reduce", chunks=1, device=None, dtype=None):
+                 reduce="all_reduce", chunks=1, transport="nccl", device=None, dtype=None):
         super().__init__()
-        self._init_common(hidden_size, intermediate_size, scheme, activation, group, reduce, chunks)
+        self._init_common(hidden_size, intermediate_size, scheme, activation, group, reduce, chunks, transport)
         i, K = self.local_intermediate, hidden_size
         if check_scheme(scheme) is Linear:
             gate_up = _local_new(scheme, K, 2 * i, False, device, dtype, fan_in=K)
@@ -357,11 +464,11 @@ class ParallelGatedMLP(_Parallel):
             self.gate_up = _local_new(scheme, K, 2 * i, False, device, dtype, fan_in=K)
             self.down = _local_new(scheme, i, K, False, device, dtype, fan_in=intermediate_size)
 
-    def _init_common(self, K, intermediate_size, scheme, activation, group, reduce, chunks):
-        self._setup(group, chunks, K, K, scheme)
+    def _init_common(self, K, intermediate_size, scheme, activation, group, reduce, chunks, transport):
+        self.reduce = _check_choice("reduce", reduce, REDUCTIONS)
+        self._setup(group, chunks, K, K, scheme, transport, reduce)
         self.intermediate_size = intermediate_size
         self.activation = _check_choice("activation", activation, tuple(ACTIVATIONS))
-        self.reduce = _check_choice("reduce", reduce, REDUCTIONS)
         self.local_intermediate = _part("intermediate_size", intermediate_size, self.world)
 
     def _set_weights(self, gate_up, down):
@@ -369,7 +476,8 @@ class ParallelGatedMLP(_Parallel):
         self.w_down = torch.nn.Parameter(down.weight.detach(), requires_grad=False)
 
     @classmethod
-    def from_mlp(cls, mlp, scheme="bf16", *, activation=None, group=None, reduce="all_reduce", chunks=1):
+    def from_mlp(cls, mlp, scheme="bf16", *, activation=None, group=None, reduce="all_reduce", chunks=1,
+                 transport="nccl"):
         """This rank's shard of a full MLP: a gemmkit.nn.GatedMLP, or a module with gate_proj / up_proj / down_proj
         (torch.nn.Linear, no bias; `activation` names its act_fn: silu, gelu, gelu_tanh or relu). Every rank passes
         the same one."""
@@ -392,7 +500,7 @@ class ParallelGatedMLP(_Parallel):
                              "expected (I, K), (I, K), (K, I)")
         m = cls.__new__(cls)
         torch.nn.Module.__init__(m)
-        m._init_common(K, I, scheme, activation, group, reduce, chunks)
+        m._init_common(K, I, scheme, activation, group, reduce, chunks, transport)
         i, r = m.local_intermediate, m.rank
         rows = slice(r * i, (r + 1) * i)
         gate_up = _local_from(torch.cat([gate[rows], up[rows]]), None, scheme)
@@ -427,4 +535,4 @@ class ParallelGatedMLP(_Parallel):
 
 
 __all__ = ["ColumnParallelLinear", "RowParallelLinear", "ParallelGatedMLP", "chunk_rows", "rank_and_world",
-           "ALIGN_ROWS", "TAIL_ROWS", "MAX_CHUNKS"]
+           "ALIGN_ROWS", "TAIL_ROWS", "MAX_CHUNKS", "TRANSPORTS"]

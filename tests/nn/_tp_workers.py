@@ -196,6 +196,15 @@ def linear_layers(rank, world, device, scheme, chunk_list=(1, 3)):
             assert "reduce_scatter" in str(e)
         else:
             raise AssertionError(f"reduce_scatter took x of shape {tuple(bad.shape)} on {world} ranks")
+    for kwargs, what in (({"transport": "nvshmem"}, "transport"),
+                         ({"transport": "copy_engine", "reduce": "reduce_scatter"}, "all-reduce"),
+                         *((({"transport": "copy_engine"}, "NCCL"),) if device.type == "cpu" else ())):
+        try:
+            P.RowParallelLinear.from_linear(lin, scheme, **kwargs)
+        except ValueError as e:
+            assert what in str(e), str(e)
+        else:
+            raise AssertionError(f"RowParallelLinear took {kwargs} on {device}")
     try:
         P.ColumnParallelLinear.from_linear(_linear(K, N + 1, False, seed=3, device=device), scheme)
     except ValueError as e:
@@ -319,3 +328,71 @@ def compiled(rank, world, device, scheme):
 
 
 CASES["compiled"] = compiled
+
+
+def copy_engine(rank, world, device, scheme):
+    """transport="copy_engine" (symmetric-memory workspace, copy-engine pulls): the MLP and the row-parallel layer
+    (bias, whole or split input) at M = 1, 19, 300 and 2048, sequential and chunked, against the same layers on
+    NCCL's all-reduce (within rounding: the sum of the same two partials) and bit for bit the same on every rank; one
+    CUDA graph holding the chunked copy-engine MLP replays as eager runs; a capture whose M outgrows the workspace
+    takes NCCL (no rendezvous inside a capture) and is still right."""
+    import torch.distributed as dist
+
+    from gemmkit.nn import parallel as P
+
+    K, I = 1024, 2048
+    mlp = torch.nn.Module()
+    mlp.gate_proj, mlp.up_proj = _linear(K, I, False, 41, device), _linear(K, I, False, 42, device)
+    mlp.down_proj = _linear(I, K, False, 43, device)
+    lin = _linear(K, K, True, 44, device)
+
+    def same_on_every_rank(name, y):
+        ys = [torch.empty_like(y) for _ in range(world)]
+        dist.all_gather(ys, y.contiguous())
+        assert all(torch.equal(ys[0], t) for t in ys), f"{name}: the ranks' outputs differ"
+
+    for M in (1, 19, 300, 2048):
+        x = _rand(M, K, seed=50 + M, dtype=BF16, device=device)
+        for chunks in (1, 3, "auto"):
+            tag = f"{scheme} M={M} chunks={chunks}"
+            pairs = [(P.ParallelGatedMLP.from_mlp(mlp, scheme, activation="silu", chunks=chunks, transport=t), x)
+                     for t in P.TRANSPORTS]
+            pairs += [(P.RowParallelLinear.from_linear(lin, scheme, chunks=chunks, input_is_parallel=False,
+                                                       transport=t), x) for t in P.TRANSPORTS]
+            for (nccl, inp), (ce, _) in (pairs[0:2], pairs[2:4]):
+                assert ce.transport == "copy_engine" and "transport=copy_engine" in repr(ce)
+                with torch.no_grad():
+                    want, got = nccl(inp), ce(inp)
+                name = f"{type(ce).__name__} {tag}"
+                assert got.shape == want.shape and torch.isfinite(got.float()).all(), name
+                assert _rel(got, want) <= 2 * TOL[BF16], f"{name}: copy engine vs NCCL rel {_rel(got, want):.3g}"
+                same_on_every_rank(name, got)
+
+    M = 4096  # more rows than any call above: the workspace must grow, which a capture cannot
+    nccl = P.ParallelGatedMLP.from_mlp(mlp, scheme, activation="silu", chunks=4)
+    for warm in (False, True):
+        m = P.ParallelGatedMLP.from_mlp(mlp, scheme, activation="silu", chunks=4, transport="copy_engine")
+        x = _rand(M, K, seed=60, dtype=BF16, device=device)
+        with torch.no_grad():
+            stream = torch.cuda.Stream()
+            stream.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(stream):
+                nccl(x)  # the kernels of this M compiled and their plans made before the capture
+                if warm:
+                    m(x)  # and the workspace grown
+            torch.cuda.current_stream().wait_stream(stream)
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph):
+                y = m(x)
+            x.copy_(_rand(M, K, seed=61, dtype=BF16, device=device))
+            graph.replay()
+            torch.cuda.synchronize()
+            want, ref = m(x), nccl(x)
+        name = f"{scheme} graph replay (warm={warm})"
+        if warm:
+            assert torch.equal(y, want), f"{name}: differs from eager (max {(y - want).abs().max().item()})"
+        assert _rel(y, ref) <= 2 * TOL[BF16], f"{name}: rel {_rel(y, ref):.3g} against NCCL's"
+        same_on_every_rank(name, y)
+
+
+CASES["copy_engine"] = copy_engine

@@ -1,6 +1,7 @@
 """gemmkit.nn.parallel on 2 GPUs of one host over NCCL (NVLink multicast off): the cases of the CPU test
 (tests/nn/_tp_workers.py: float64 reference of the sharded computation, the single-device layer) with compiled
-kernels and NCCL's own stream, plus one CUDA graph holding the chunked collectives. Needs 2 GPUs: run on the
+kernels and NCCL's own stream, plus one CUDA graph holding the chunked collectives; the copy-engine all-reduce
+(symmetric memory) against NCCL's. Needs 2 GPUs: run on the
 nvidia-h100-x2 / nvidia-h200-x2 machine with `pytest -m gpu tests/nn/test_parallel_gpu.py`."""
 import pytest
 import torch
@@ -30,3 +31,8 @@ def test_graph_replay_equals_eager_nccl(scheme):
 @pytest.mark.parametrize("scheme", SCHEMES)
 def test_torch_compile_inductor_matches_eager_nccl(scheme):
     spawn("compiled", backend="nccl", scheme=scheme)
+
+
+@pytest.mark.parametrize("scheme", SCHEMES)
+def test_copy_engine_all_reduce_nccl(scheme):
+    spawn("copy_engine", backend="nccl", scheme=scheme)

@@ -435,10 +435,13 @@ def _shipped_coop_configs(arch: str):
 
 
 def isa_cases(archs, op: str = "hopper_coop"):
-    """Static cases for sm_90: every shipped A16W16 bucket with backend "gluon" and num_warps 8, plus PRESETS and SPLIT_PRESETS (bf16, fp32 out)."""
+    """Static cases for sm_90: every shipped A16W16 bucket with backend "gluon" and num_warps 8, the config model's
+    cooperative tiles, plus PRESETS and SPLIT_PRESETS (bf16, fp32 out)."""
     if "sm_90" not in archs:
         return
     cases = [(t, b, c, "bf16") for t, b, c in _shipped_coop_configs("sm_90") if not t.startswith("A16W16_")]
+    cases += [("A16W16.json", name, c, "bf16") for name, c in configs.model_configs("a16w16", "sm_90")
+              if c.get("num_warps") == _TILE_WARPS]  # the config model's cooperative tiles (`coop_widths`)
     cases += [("-", f"preset{i}", c, o) for i, c in enumerate(PRESETS + SPLIT_PRESETS) for o in ("bf16", "fp32")]
     yield from hh.unique_cases(cases, KERNEL_NAME, op)
 
