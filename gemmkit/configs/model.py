@@ -213,7 +213,8 @@ ONE_WAVE_MIN_M, ONE_WAVE_MAX_M, ONE_WAVE_SWAP_MAX_M = 64, 256, 128  # `one_wave`
 ONE_WAVE_FILL = 0.6  # `one_wave`: the least share of the SMs a tile's count fills
 SPLIT_WIDTH_MIN_M, SPLIT_WIDTH_MAX_M = 256, 512  # `split_widths`: where it won (M = 1024: mixed, see OP_RULES)
 SPLIT_WIDTH_FILL = 0.85  # `split_widths`: the least share of its waves (tiles over waves x SMs) its tiles fill
-COOP_WIDTH_MAX_M, COOP_WIDTH_WAVES = 4096, 2  # `coop_widths`: measured to M = 4096; lost from three waves
+COOP_WIDTH_MIN_M, COOP_WIDTH_MAX_M = 385, 4096  # `coop_widths`: four 128-row tiles and more, measured to 4096
+COOP_WIDTH_WAVES = 2  # `coop_widths`: lost from three waves
 # The Gluon ping-pong tile of `wide_share` (what the tuned fp8 block-scale tables run at M <= 128, e.g.
 # A8W8_BLOCKSCALE-N=7168-K=16384.json), applied over the large-M Gluon bucket's other keys.
 SMALL_PINGPONG = {"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 64, "GROUP_SIZE_M": 4, "num_warps": 4, "num_stages": 6}
@@ -322,6 +323,18 @@ def choose(op: str, cfg: dict, large: dict | None, M: int, N: int, K: int, num_c
                 max(1, min(narrow["NUM_KSPLIT"], -(-K // cfg["BLOCK_SIZE_K"]) // MIN_SPLIT_STEPS))
             # the kernel keeps the splits to one wave (hopper_host.fit_split_k)
             eff_narrow = wave_efficiency(n_tiles * max(1, min(split, num_cus // n_tiles)), num_cus)
+        coop_widths = rules.get("coop_widths")
+        if coop_widths and bm == 128 and COOP_WIDTH_MIN_M <= M <= COOP_WIDTH_MAX_M:
+            fits = [(area_fill(M, N, bm, w, num_cus), w, s) for w, s in coop_widths
+                    if -(-M // bm) * -(-N // w) <= COOP_WIDTH_WAVES * num_cus]
+            best = max(eff_coop, eff_pp, eff_narrow)
+            if fits:
+                fill, w, stages = max(fits)  # the wider on a tie
+                if fill >= SPLIT_WIDTH_FILL and fill > GLUON_WAVE_MARGIN * best:
+                    tiles = -(-M // bm) * -(-N // w)
+                    return coop_width_config(cfg, w, stages), [
+                        f"{coop} tiles of {bm} x 256, {pp} of {bm} x 128 and the 64 x 192's fill at best {best:.0%} of "
+                        f"their waves, {tiles} of {bm} x {w} {fill:.0%} of theirs: the cooperative {bm} x {w} split tile"]
         widths = rules.get("split_widths")
         if widths and SPLIT_WIDTH_MIN_M <= M <= SPLIT_WIDTH_MAX_M:
             def width_tiles(w):
@@ -333,18 +346,6 @@ def choose(op: str, cfg: dict, large: dict | None, M: int, N: int, K: int, num_c
                 return split_width_config(cfg, w), [
                     f"{coop} tiles of {bm} x 256, {pp} of {bm} x 128 and the 64 x 192's fill at best {best:.0%} of "
                     f"their waves, {tiles} of 64 x {w} {fill:.0%}: the ping-pong's 64 x {w} split tile"]
-        coop_widths = rules.get("coop_widths")
-        if coop_widths and bm == 128 and SPLIT_WIDTH_MAX_M < M <= COOP_WIDTH_MAX_M:
-            fits = [(area_fill(M, N, bm, w, num_cus), w, s) for w, s in coop_widths
-                    if -(-M // bm) * -(-N // w) <= COOP_WIDTH_WAVES * num_cus]
-            best = max(eff_coop, eff_pp, eff_narrow)
-            if fits:
-                fill, w, stages = max(fits)  # the wider on a tie
-                if fill >= SPLIT_WIDTH_FILL and fill > GLUON_WAVE_MARGIN * best:
-                    tiles = -(-M // bm) * -(-N // w)
-                    return coop_width_config(cfg, w, stages), [
-                        f"{coop} tiles of {bm} x 256, {pp} of {bm} x 128 and the 64 x 192's fill at best {best:.0%} of "
-                        f"their waves, {tiles} of {bm} x {w} {fill:.0%} of theirs: the cooperative {bm} x {w} split tile"]
         if narrow_ok:
             if eff_narrow > GLUON_WAVE_MARGIN * max(eff_coop, eff_pp):
                 return dict(cfg, **dict(narrow, NUM_KSPLIT=split)), [
