@@ -140,7 +140,8 @@ FITTED_OPS = ("a16w16", "a8w8", "a8w8_int8", "a8w8_blockscale")
 #                of their waves: 0.72 / 0.89x against 0.89 / 0.94x; the margin keeps both). The narrow-tail widths
 #                (48, 80: B = 16 on A = 32 / 64) and 128-row split tiles (128 x 80 / 96) lost everywhere (0.40-0.85x
 #                against 0.80-0.93x), so they are not in the menu.
-#   coop_widths  bf16 at SPLIT_WIDTH_MAX_M < M <= COOP_WIDTH_MAX_M, in `gluon_waves`' choice: the cooperative kernel's
+#   coop_widths  bf16 at COOP_WIDTH_MIN_M <= M <= COOP_WIDTH_MAX_M, in `gluon_waves`' choice (before `split_widths`,
+#                which it replaces where both fill their waves): the cooperative kernel's
 #                128-row split tiles A + B of these widths (configs.SPLIT_N, each with the ring the A/B ran) where
 #                one takes at most COOP_WIDTH_WAVES waves and fills them (the shape's area over waves x SMs x the tile's
 #                area: a tile's columns past N count as empty) to at least SPLIT_WIDTH_FILL and better by
@@ -152,7 +153,12 @@ FITTED_OPS = ("a16w16", "a8w8", "a8w8_int8", "a8w8_blockscale")
 #                Lost where the widths' tiles take three waves or more, even fuller ones: 2048 x 5120 (512 of
 #                128 x 160) 0.92 against the ping-pong's 0.97x, 1024 x 7168 0.96 against the coop's 0.99x,
 #                3000 x 5000 x 7000 0.70 against 0.80x; and at 2048 x 2880 the 128 x 192 (two waves, 91%) ran 1.04
-#                against the ping-pong's 0.98x, within the margin of the ping-pong's 93% (kept).
+#                against the ping-pong's 0.98x, within the margin of the ping-pong's 93% (kept). At M = 480 / 512
+#                (ab/bf16_coop_widths_small_m.json, then ab/bf16_coop_widths_m512.json: every suite row the rule
+#                changes there, 16) one wave of 128 tiles of 128 x 144 / 160 (two at 10240 columns) against the
+#                ping-pong's 64 x 144 / 160 on twice as many: 0.82-0.95 -> 0.86-1.00x, geomean 0.875 -> 0.916 (each
+#                w tile loaded once for 128 rows); at M = 384 (96 tiles, 73%) it lost, 0.78 against 0.94x. Left out,
+#                measured: 2048 x 4608 x 36864, three waves of 128 x 192, 1.01 against the served 0.92x.
 #   cdna_tiles   (gfx942 / gfx950) a "backend": "gluon" bucket names the CDNA ping-pong, one fixed 256 x 256 tile a
 #                program and no split-K: where those tiles are few (under FEW_TILES of the CUs) the bucket runs on the
 #                Triton tier, fitted (its split K and smaller tiles), as it did before the kernel had a launcher.

@@ -158,7 +158,7 @@ def test_a16w16_at_m_128_takes_the_ping_pong_for_a_wide_n(M, N, K, gluon):
 
 
 @pytest.mark.parametrize("M, N, K, kernel", [
-    (512, 5120, 2880, "64x160"),  # 256 of 64 x 160 fill 97% of a round (`split_widths`); 160 of 128 x 128 61%
+    (512, 5120, 2880, "coop"),  # 128 of the coop's 128 x 160 fill one wave 97% (`coop_widths`); 160 of 128 x 128 61%
     # 320 tiles of 128 x 128 fill 81% of 3 waves, 160 of 128 x 256 61% of 2: 256 of the coop's 128 x 160 97%
     (1024, 5120, 2880, "coop"),
     (2048, 5120, 2880, "ping-pong"),  # 512 of 128 x 160 take four waves (`coop_widths`: lost there)
@@ -335,8 +335,10 @@ def test_a16w16_one_wave_not_taken(M, N, K):
 
 
 @pytest.mark.parametrize("M, N, K, width", [
-    (512, 4608, 4096, 144),  # 256 tiles: one round of 264 consumers (ab/bf16_split_widths.json: 0.77 -> 0.86x)
-    (512, 5120, 5120, 160),  # 0.86 -> 0.92x
+    # 256 tiles: one round of 264 consumers (ab/bf16_split_widths.json: 0.77 -> 0.86x); now the coop's 128 x 144 /
+    # 160 there, one wave of 128 tiles (`coop_widths`, ab/bf16_coop_widths_m512.json: 0.87 / 0.92 -> 0.93 / 0.96x)
+    (512, 4608, 4096, None),
+    (512, 5120, 5120, None),
     (1024, 5120, 8192, None),  # 512 tiles, two rounds (+4% A/B, -1 to -6% suite); the coop 128 x 160 serves
     (256, 10240, 5120, 160),  # 0.85 -> 0.92x
     (256, 4608, 4096, 144),  # 128 tiles, one wave (64 x 160's 116: 0.84 -> 0.91x, ab/bf16_m128_256_grid2.json)
@@ -365,7 +367,10 @@ def test_a16w16_split_width_where_it_fills_its_waves(M, N, K, width):
     (2048, 2880, 2880, None),  # 128 x 192 fills 91%, within the margin of the ping-pong's 93%
     (3000, 5000, 7000, None),  # 648 of 128 x 192: five waves (0.70 against the coop's 0.80x)
     (1024, 2880, 4096, None),  # the 64 x 192 fills 91%: within the margin
-    (512, 5120, 5120, None),  # M <= SPLIT_WIDTH_MAX_M: the ping-pong's 64 x 160 (`split_widths`)
+    (512, 5120, 5120, 160),  # one wave of 128 tiles, ahead of the ping-pong's 64 x 160 (0.92 -> 0.96x)
+    (480, 4608, 36864, 144),  # 0.82 -> 0.87x (ab/bf16_coop_widths_m512.json)
+    (384, 4608, 4096, None),  # 96 tiles of 128 x 144 (73%; measured 0.78 against the served 0.94x)
+    (448, 4608, 4096, None),  # 128 tiles, but the last 128-row tile half empty: 85% of the area, under the bar
     (8192, 5120, 128, None),  # M > COOP_WIDTH_MAX_M
 ])
 def test_a16w16_coop_width_where_it_fills_two_waves(M, N, K, width):
