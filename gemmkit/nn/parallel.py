@@ -40,11 +40,14 @@ Transport of the all-reduce (`transport`, RowParallelLinear and ParallelGatedMLP
                    workspace grows (a collective rendezvous) on an eager call; under a CUDA-graph capture a
                    workspace too small for the call takes the "nccl" path (warm up with the largest M first).
 
-Measured (2 x H200, NVLink, NCCL 2.28, benchmarks/results/h200x2/tp.json): the overlap does not pay there, so it is
-opt-in. A Llama-3-70B MLP at M = 8192 in fp8: this rank's GEMMs 5.41 ms, the all-reduce alone 0.51 ms, sequential
-5.74 ms, chunked and overlapped 6.74 ms: run beside a GEMM, NCCL's 24 resident CTAs keep that many SMs from the
-persistent kernels, whose CTAs have fixed tile lists, so the GEMM's last tiles wait for the collective (and reserving
-SMs for NCCL costs the GEMM more than the collective takes; docs/PERF.md, "Tensor parallel").
+Measured (2 x H200, NVLink, NCCL 2.28, benchmarks/results/h200x2/tp.json; docs/PERF.md, "Tensor parallel"): over
+NCCL the overlap loses. A Llama-3-70B MLP at M = 8192 in fp8: this rank's GEMMs 5.87 ms, the all-reduce alone
+0.50 ms, sequential 5.86 ms, NCCL chunked 7.04 ms: run beside a GEMM, NCCL's 24 resident CTAs keep that many SMs from
+the persistent kernels, whose CTAs have fixed tile lists, so the GEMM's last tiles wait for the collective (and
+reserving SMs for NCCL costs the GEMM more than the collective takes). Over the copy engines the chunked MLP runs at
+the GEMMs' time (5.86-5.97 ms), and a row-parallel o_proj (8192 -> 8192), whose all-reduce is as long as its GEMM,
+16-20% faster than NCCL sequential at M = 4096 / 8192 with chunks=2; at decode (M <= 64) NCCL's all-reduce is 8-14 us
+shorter. Hence both opt-in: transport="nccl", chunks=1 by default.
 
 Numerics: a column-parallel output is the single-device output's columns (each shard is quantized on its own: with
 shard boundaries on multiples of 128 the fp8 per-channel and 128 x 128-block scales are the single-device ones).
@@ -54,7 +57,8 @@ int8 per-token activations get one scale per token and shard of K (1 x 128 block
 is a multiple of 128).
 
 Constraints: transport="copy_engine" needs CUDA tensors, a process group whose ranks' GPUs reach each other's memory
-(one host: NVLink / PCIe peer access) and torch's symmetric memory, and reduce="all_reduce"; torch.distributed initialized (dist.init_process_group) before a layer is built; out_features (column),
+(one host: NVLink / PCIe peer access) and torch's symmetric memory, and reduce="all_reduce"; it was run on 2 ranks
+only (p > 2 sums in float32 in rank order: CPU-reviewed, never run); torch.distributed initialized (dist.init_process_group) before a layer is built; out_features (column),
 in_features (row) and the MLP's intermediate size divisible by p; reduce_scatter needs x's first dimension divisible
 by p; inference-only (an input that requires grad with grad mode on raises, as the quantized layers do); the
 state_dict holds this rank's shard (`local.*`, or the MLP's `w_gate_up` / `w_down` / `gate_up.*` / `down.*`). Build
