@@ -12,6 +12,8 @@ Schemes (--schemes), each a deep copy of the bf16 model converted in place; lm_h
     gemmkit_bf16_fused    ... "bf16", fuse_mlp=True: gate/up/down in one ffn_gated call per layer
     gemmkit_fp8           ... "fp8": per-token dynamic activations x per-channel weights, gemm_a8w8
     gemmkit_fp8_block     ... "fp8_block": 1x128 activations x 128x128 weights, gemm_a8w8_blockscale
+    gemmkit_fp8_fused, gemmkit_fp8_block_fused   ... with fuse_mlp=True: QuantGatedMLP, the MLP's act * mul fused
+                          into the down projection's quantization (one pass over the gate_up output)
     torch_fp8_rowwise     TorchFp8Linear: torch._scaled_mm rowwise, activations quantized per token in torch ops
     torch_fp8_blockwise   TorchFp8Linear: torch._scaled_mm with 1x128 / 128x128 block scales (torch >= 2.9, CUDA
                           >= 12.9, sm_90), activations quantized per 1x128 in torch ops
@@ -77,10 +79,11 @@ MODELS = {
 # --dry-run: the same families at toy sizes (K multiples of 128 for torch's blockwise _scaled_mm)
 TINY = dict(hidden_size=128, intermediate_size=256, num_attention_heads=4, num_key_value_heads=2, num_hidden_layers=2,
             vocab_size=96, max_position_embeddings=128)
-SCHEMES = ["torch_bf16", "gemmkit_bf16", "gemmkit_bf16_fused", "gemmkit_fp8", "gemmkit_fp8_block",
-           "torch_fp8_rowwise", "torch_fp8_blockwise"]
+SCHEMES = ["torch_bf16", "gemmkit_bf16", "gemmkit_bf16_fused", "gemmkit_fp8", "gemmkit_fp8_fused", "gemmkit_fp8_block",
+           "gemmkit_fp8_block_fused", "torch_fp8_rowwise", "torch_fp8_blockwise"]
 GEMMKIT = {"gemmkit_bf16": ("bf16", False), "gemmkit_bf16_fused": ("bf16", True), "gemmkit_fp8": ("fp8", False),
-           "gemmkit_fp8_block": ("fp8_block", False)}
+           "gemmkit_fp8_fused": ("fp8", True), "gemmkit_fp8_block": ("fp8_block", False),
+           "gemmkit_fp8_block_fused": ("fp8_block", True)}
 FP8 = torch.float8_e4m3fn
 FP8_MAX = 448.0
 

@@ -123,14 +123,10 @@ def build(block, scheme, dims, device):
             one.w_gate_up = torch.nn.Parameter(torch.cat([mlp.gate_proj.weight, mlp.up_proj.weight]),
                                                requires_grad=False)
             one.w_down = mlp.down_proj.weight
-        else:
-            gu = _linear(H, 2 * I, device, 0)
-            gu.weight = torch.nn.Parameter(torch.cat([mlp.gate_proj.weight, mlp.up_proj.weight]), requires_grad=False)
-            gu1, d1 = gnn.from_linear(gu, scheme), gnn.from_linear(mlp.down_proj, scheme)
-
-            def one(x):
-                h = gu1(x)
-                return d1(F.silu(h[:, :I]) * h[:, I:])
+        else:  # the same fused act * mul + quantization as ParallelGatedMLP's shards
+            mlp.act_fn = torch.nn.SiLU()
+            mlp.forward = lambda t: mlp.down_proj(mlp.act_fn(mlp.gate_proj(t)) * mlp.up_proj(t))
+            one = gnn.QuantGatedMLP.from_mlp(mlp, scheme)
         tps = {c: P.ParallelGatedMLP.from_mlp(mlp, scheme, activation="silu", chunks=c) for c in (1, "auto")}
         tps.update({("ce", c): P.ParallelGatedMLP.from_mlp(mlp, scheme, activation="silu", chunks=c,
                                                           transport="copy_engine") for c in CE_CHUNKS if cuda})

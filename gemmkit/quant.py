@@ -10,6 +10,14 @@ conventions; dequantized value = q * scale, scales fp32):
                                              (M-major: strides (1, M), not contiguous; .contiguous() for row-major)
     quantize_fp8_blockwise(w, (128, 128)) -> q (N, K) fp8, scale (ceil(N/128), ceil(K/128)) blockscale w_scale
     quantize_mxfp4(x)                   -> packed (M, K/2) uint8, scales (M, K/32) uint8 (E8M0)
+
+  Gated forms, for the activation between a gated MLP's two GEMMs: h (M, 2I) = [gate | up] (the gate_up GEMM's
+  output, gate columns first), v = act(gate) * up computed in fp32 from h's values (one rounding: the quantization;
+  torch's `act(g) * u` rounds twice to h's dtype before it), quantized as above in the same pass over h:
+    quantize_fp8_per_token_gated(h, act)   -> q (M, I) fp8,  scale (M, 1)
+    quantize_int8_per_token_gated(h, act)  -> q (M, I) int8, scale (M, 1)
+    quantize_fp8_blockwise_gated(h, act)   -> q (M, I) fp8,  scale (M, ceil(I/128)), M-major (block (1, 128))
+  act: "silu", "gelu", "gelu_tanh" or "relu" (ffn_gated's, kernels/triton/_epilogue.py).
     dequantize_mxfp4(packed, scales)    -> (M, K) float32
 
 FP8 format: `dtype=None` is the current target's (`fp8_dtype_for`): float8_e4m3fn (max 448) on
@@ -54,6 +62,8 @@ from .ops._registry import Op
 __all__ = [
     "quantize_fp8_per_token", "quantize_fp8_per_channel", "quantize_int8_per_token", "quantize_fp8_blockwise",
     "quantize_mxfp4", "dequantize_mxfp4", "fp8_dtype_for",
+    "quantize_fp8_per_token_gated", "quantize_int8_per_token_gated", "quantize_fp8_blockwise_gated",
+    "quantize_gated_ref", "GATED_ACTIVATIONS",
     "quantize_fp8_per_token_ref", "quantize_fp8_per_channel_ref", "quantize_int8_per_token_ref",
     "quantize_fp8_blockwise_ref", "quantize_mxfp4_ref", "dequantize_mxfp4_ref", "dequantize_ref",
     "AMAX_FLOOR", "AMAX_CEIL", "MXFP4_GROUP",
@@ -67,6 +77,7 @@ IN_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
 FP8_DTYPES = (torch.float8_e4m3fn, torch.float8_e4m3fnuz)
 BLOCKS = ((1, 128), (128, 128))
 _QMAX = {torch.float8_e4m3fn: 448.0, torch.float8_e4m3fnuz: 240.0, torch.int8: 127.0}
+GATED_ACTIVATIONS = ("silu", "gelu", "gelu_tanh", "relu")  # the gated forms' act (the kernels' _epilogue names)
 _TL_DTYPE = {torch.bfloat16: "bf16", torch.float16: "fp16", torch.float32: "fp32",
              torch.float8_e4m3fn: "fp8e4nv", torch.float8_e4m3fnuz: "fp8e4b8", torch.int8: "i8", torch.uint8: "u8"}
 
@@ -151,7 +162,7 @@ def _cdiv(a, b):
     return (a + b - 1) // b
 
 
-def launch_params(kernel: str, M: int, K: int, *, dtype=None, block=(128, 128), int64_offsets=False):
+def launch_params(kernel: str, M: int, K: int, *, dtype=None, block=(128, 128), int64_offsets=False, gated=None):
     """(grid, constexprs, options) of one launch: the one place the launcher and `static_spec` read.
     `int64_offsets`: the call's tensors span 2**31 elements or more (ops/_common.int64_offsets; INT64_OFFSETS
     of kernels/triton/_offsets.py).
@@ -163,7 +174,9 @@ def launch_params(kernel: str, M: int, K: int, *, dtype=None, block=(128, 128), 
                            graphs, the block quantizer's 1.02x)
     quant_block_kernel     (1, 128): 32 rows x 128 per program; (128, 128): one 128 x 128 block
     mxfp4_*                16 rows x up to 128 elements (4 scale groups) per program
+    `gated`: None, or the activation of a gated form (GATED / ACTIVATION; K is then the output's columns, x has 2K)
     """
+    g = dict(GATED=gated is not None, ACTIVATION=gated or "none")
     if kernel == "quant_rowwise_kernel":
         if M <= ROW_PER_PROGRAM_M:
             bm, bk = 1, min(16384, max(16, _pow2(K)))
@@ -171,12 +184,12 @@ def launch_params(kernel: str, M: int, K: int, *, dtype=None, block=(128, 128), 
         else:
             bm, bk, warps = 4, min(1024, max(16, _pow2(K))), 4
         ce = dict(QMAX=_QMAX[dtype], IS_INT=dtype == torch.int8, BLOCK_M=bm, BLOCK_K=bk,
-                  INT64_OFFSETS=bool(int64_offsets))
+                  INT64_OFFSETS=bool(int64_offsets), **g)
         return (_cdiv(M, bm),), ce, {"num_warps": warps}
     if kernel == "quant_block_kernel":
         gm, bk = block
         bm = max(gm, 32)
-        ce = dict(QMAX=_QMAX[dtype], GROUP_M=gm, BLOCK_M=bm, BLOCK_K=bk, INT64_OFFSETS=bool(int64_offsets))
+        ce = dict(QMAX=_QMAX[dtype], GROUP_M=gm, BLOCK_M=bm, BLOCK_K=bk, INT64_OFFSETS=bool(int64_offsets), **g)
         return (_cdiv(M, bm), _cdiv(K, bk)), ce, {"num_warps": 8 if bm * bk >= 128 * 128 else 4}
     if kernel in ("mxfp4_quant_kernel", "mxfp4_dequant_kernel"):
         bm, bk = 16, min(128, max(MXFP4_GROUP, _pow2(K)))
@@ -189,13 +202,15 @@ KERNELS = ("quant_rowwise_kernel", "quant_block_kernel", "mxfp4_quant_kernel", "
 ROW_PER_PROGRAM_M = 256  # rowwise quantizer: up to this many rows, one row per program (`launch_params`)
 
 
-def static_spec(kernel: str, target, *, x_dtype=torch.bfloat16, dtype=None, block=(128, 128), shape=(4096, 4096)):
+def static_spec(kernel: str, target, *, x_dtype=torch.bfloat16, dtype=None, block=(128, 128), shape=(4096, 4096),
+                gated=None):
     """(kernel, signature, constexprs, divisible, options) to compile one quantizer for `target` on
     any machine (gemmkit.isa.compile_static), as the JIT specialises a contiguous launch on x of `shape` (M, K)
     (default a large one; the rowwise kernel's decode launch: M <= ROW_PER_PROGRAM_M).
-    `dtype`: the output format of the fp8/int8 kernels (default: the target's fp8)."""
+    `dtype`: the output format of the fp8/int8 kernels (default: the target's fp8); `gated`: a gated form's
+    activation (shape's K is then the output's columns)."""
     dtype = dtype or fp8_dtype_for(target)
-    _grid, ce, opts = launch_params(kernel, *shape, dtype=dtype, block=block)
+    _grid, ce, opts = launch_params(kernel, *shape, dtype=dtype, block=block, gated=gated)
     tx, tq = _TL_DTYPE[x_dtype], _TL_DTYPE[dtype]
     if kernel == "quant_rowwise_kernel":
         sig = {"x_ptr": f"*{tx}", "q_ptr": f"*{tq}", "scale_ptr": "*fp32", "M": "i32", "K": "i32",
@@ -342,6 +357,62 @@ def _dequant_run(packed, scales, config, y):
              scales.stride(0), scales.stride(1), **ce, **opts)
 
 
+def _check_gated(h, activation):
+    """h (M, 2I) of a gated form: its output's columns I."""
+    _check_x("h", h)
+    if activation not in GATED_ACTIVATIONS:
+        raise ValueError(f"activation: expected one of {GATED_ACTIVATIONS}, got {activation!r}")
+    if h.shape[1] % 2:
+        raise ValueError(f"h: expected [gate | up], an even number of columns (M, 2I), got shape {tuple(h.shape)}")
+    return h.shape[1] // 2
+
+
+def _rowwise_gated_check(h, activation, dtype, out_dtype=None, out=None):
+    I = _check_gated(h, activation)
+    _check_q_dtype(dtype, tuple(_QMAX))
+    shapes = ((h.shape[0], I), (h.shape[0], 1))
+    _check_outs(out, shapes, (dtype, torch.float32), (True, True), h=h)
+    return shapes
+
+
+def _rowwise_gated_run(h, activation, dtype, config, y):
+    q, scale = y
+    M, I = q.shape
+    if M == 0:
+        return
+    _check_runnable(h, dtype)
+    grid, ce, opts = launch_params("quant_rowwise_kernel", M, I, dtype=dtype, int64_offsets=C.int64_offsets(h, q),
+                                   gated=activation)
+    L.launch(K.quant_rowwise_kernel, grid, h, q, scale, M, I, h.stride(0), h.stride(1), **ce, **opts)
+
+
+def _block_gated_check(h, activation, block_k, dtype, out_dtype=None, out=None):
+    I = _check_gated(h, activation)
+    _check_q_dtype(dtype, FP8_DTYPES)
+    _check_block((1, block_k))
+    shapes = ((h.shape[0], I), (h.shape[0], _cdiv(I, block_k)))
+    _check_outs(out, shapes, (dtype, torch.float32), (True, False), h=h)
+    return shapes
+
+
+def _block_gated_outputs(args, shapes, dtypes, like):
+    h, bk = args[0], args[2]
+    M, I = shapes[0]
+    return like.new_empty(shapes[0], dtype=dtypes[0]), _block_scale_empty(M, I, (1, bk), like)
+
+
+def _block_gated_run(h, activation, block_k, dtype, config, y):
+    q, scale = y
+    M, I = q.shape
+    if q.numel() == 0:
+        return
+    _check_runnable(h, dtype)
+    grid, ce, opts = launch_params("quant_block_kernel", M, I, dtype=dtype, block=(1, block_k),
+                                   int64_offsets=C.int64_offsets(h, q, scale), gated=activation)
+    L.launch(K.quant_block_kernel, grid, h, q, scale, M, I, h.stride(0), h.stride(1), scale.stride(0),
+             scale.stride(1), **ce, **opts)
+
+
 _QUANT = dict(plain=True, legacy_schema=True, grad_checked=(), default_out_dtype=None)
 QUANTIZE_ROWWISE = Op("quantize_rowwise", "Tensor x, ScalarType dtype", 1, _rowwise_check, _rowwise_run,
                       outputs=("q", "scale"), out_dtypes=lambda x, dtype, out_dtype: (dtype, torch.float32),
@@ -356,6 +427,17 @@ QUANTIZE_MXFP4 = Op("quantize_mxfp4", "Tensor x", 1, _mxfp4_check, _mxfp4_run, o
                     out_dtypes=lambda x, out_dtype: (torch.uint8, torch.uint8),
                     output_shape=lambda x: ((x.shape[0], x.shape[1] // 2), (x.shape[0], x.shape[1] // MXFP4_GROUP)),
                     **_QUANT)
+QUANTIZE_ROWWISE_GATED = Op("quantize_rowwise_gated", "Tensor h, str activation, ScalarType dtype", 1,
+                            _rowwise_gated_check, _rowwise_gated_run, outputs=("q", "scale"),
+                            out_dtypes=lambda h, act, dtype, out_dtype: (dtype, torch.float32),
+                            output_shape=lambda h, act, dtype: ((h.shape[0], h.shape[1] // 2), (h.shape[0], 1)),
+                            **_QUANT)
+QUANTIZE_BLOCKWISE_GATED = Op("quantize_fp8_blockwise_gated", "Tensor h, str activation, int block_k, ScalarType dtype",
+                              1, _block_gated_check, _block_gated_run, outputs=("q", "scale"),
+                              out_dtypes=lambda h, act, bk, dtype, out_dtype: (dtype, torch.float32),
+                              output_shape=lambda h, act, bk, dtype: ((h.shape[0], h.shape[1] // 2),
+                                                                      (h.shape[0], _cdiv(h.shape[1] // 2, bk))),
+                              new_outputs=_block_gated_outputs, **_QUANT)
 DEQUANTIZE_MXFP4 = Op("dequantize_mxfp4", "Tensor packed, Tensor scales", 2, _dequant_check, _dequant_run,
                       out_dtypes=lambda packed, scales, out_dtype: (torch.float32,),
                       output_shape=lambda packed, scales: (packed.shape[0], packed.shape[1] * 2), **_QUANT)
@@ -409,6 +491,32 @@ def quantize_fp8_blockwise(x, block=(1, 128), dtype=None, *, out=None):
     _check_x("x", x)
     gm, bk = _check_block(block)
     return QUANTIZE_BLOCKWISE.call(x.detach(), gm, bk, _resolve_fp8(dtype, x), out=out)
+
+
+def quantize_fp8_per_token_gated(h, activation="silu", dtype=None, *, out=None):
+    """(q, scale): act(gate) * up of h = [gate | up] (M, 2I), quantized per token: q (M, I) fp8, scale (M, 1) fp32,
+    in one pass over h (the value computed in fp32 from h's, rounded once). The `x_scale` layout of gemm_a8w8: a
+    gated MLP's down projection input. activation: one of GATED_ACTIVATIONS; dtype and out as quantize_fp8_per_token's.
+    """
+    _check_x("h", h)
+    return QUANTIZE_ROWWISE_GATED.call(h.detach(), activation, _resolve_fp8(dtype, h), out=out)
+
+
+def quantize_int8_per_token_gated(h, activation="silu", *, out=None):
+    """quantize_fp8_per_token_gated's int8 form (q in [-127, 127], round half to even)."""
+    _check_x("h", h)
+    return QUANTIZE_ROWWISE_GATED.call(h.detach(), activation, torch.int8, out=out)
+
+
+def quantize_fp8_blockwise_gated(h, activation="silu", block=(1, 128), dtype=None, *, out=None):
+    """(q, scale): act(gate) * up of h = [gate | up] (M, 2I) quantized per (1, 128) block: q (M, I) fp8, scale
+    (M, ceil(I/128)) fp32, M-major as quantize_fp8_blockwise's (1, 128) scale; in one pass over h. The `x_scale`
+    layout of gemm_a8w8_blockscale. block: (1, 128) only (activations)."""
+    _check_x("h", h)
+    gm, bk = _check_block(block)
+    if gm != 1:
+        raise ValueError(f"block: the gated form quantizes activations, expected (1, 128), got {block!r}")
+    return QUANTIZE_BLOCKWISE_GATED.call(h.detach(), activation, bk, _resolve_fp8(dtype, h), out=out)
 
 
 def quantize_mxfp4(x, *, out=None):
@@ -525,6 +633,24 @@ def dequantize_mxfp4_ref(packed, scales):
     b = scales.to(torch.float64)
     scale = torch.where(b == 255, torch.full_like(b, float("nan")), torch.exp2(b - 127)).float()
     return (values.reshape(M, Kd // MXFP4_GROUP, MXFP4_GROUP) * scale[..., None]).reshape(M, Kd)
+
+
+def quantize_gated_ref(h, activation="silu", kind="fp8_per_token", dtype=torch.float8_e4m3fn):
+    """Torch reference of the gated forms: act(gate) * up in float64 from h's values, then rounded to fp32 (the
+    kernels compute it in fp32, so q may differ from theirs by one step where v sits on a rounding boundary) and
+    quantized by the reference of `kind`: "fp8_per_token", "int8_per_token" or "fp8_blockwise" ((1, 128))."""
+    from .reference import activation_ref
+
+    I = _check_gated(h, activation)
+    hd = h.detach().double()
+    v = (activation_ref(hd[:, :I], activation) * hd[:, I:]).float()
+    if kind == "fp8_per_token":
+        return _rowwise_ref(v, dtype)
+    if kind == "int8_per_token":
+        return _rowwise_ref(v, torch.int8)
+    if kind == "fp8_blockwise":
+        return quantize_fp8_blockwise_ref(v, (1, 128), dtype)
+    raise ValueError(f"kind: expected fp8_per_token, int8_per_token or fp8_blockwise, got {kind!r}")
 
 
 def dequantize_ref(q, scale, block=None):

@@ -5,8 +5,9 @@
 
 Steps, in this order, over the modules of `model` (the root itself is never replaced):
 
-  1. fuse_mlp=True (bf16 / fp16 only): each gated MLP (gate_proj / up_proj / down_proj / act_fn, checked on a probe:
-     gemmkit/nn/fused.py) whose three projections the filter accepts becomes one GatedMLP (ffn_gated).
+  1. fuse_mlp=True: each gated MLP (gate_proj / up_proj / down_proj / act_fn, checked on a probe:
+     gemmkit/nn/fused.py) whose three projections the filter accepts becomes one GatedMLP (ffn_gated; bf16 / fp16)
+     or QuantGatedMLP (fp8 / fp8_block / int8: the activation fused into the down projection's quantization).
   2. fuse_mla=True (bf16 / fp16 / fp8_block): each MLA attention with an `expand_kv` method whose kv_b_proj the
      filter accepts is probed now, before its kv_b_proj is replaced, and re-routed through gemm_split_cat in step 4.
   3. Every torch.nn.Linear (the exact class: a subclass may compute something else in its forward) that the filter
@@ -29,7 +30,7 @@ from . import fused as _fused
 from . import linear as _linear
 
 # Layers convert() produced: left alone if it runs again.
-GEMMKIT_LAYERS = (_linear.Linear, _linear._QuantLinear, _fused.GatedMLP)
+GEMMKIT_LAYERS = (_linear.Linear, _linear._QuantLinear, _fused.GatedMLP, _fused.QuantGatedMLP)
 
 
 @dataclasses.dataclass
@@ -76,7 +77,8 @@ def convert(model, scheme, filter=None, *, fuse_mlp=False, fuse_mla=False):  # n
       scheme: "bf16" / "fp16" (gemm_a16w16, trainable), "fp8" (per-token x per-channel), "fp8_block" (1x128 x
         128x128), "int8", "mxfp4" (emulated on Hopper): gemmkit/nn/linear.py.
       filter: optional callable(module, name) -> bool choosing the nn.Linear layers to convert (None: all).
-      fuse_mlp: gated MLPs into one ffn_gated call (bf16 / fp16; inference-only).
+      fuse_mlp: gated MLPs into one ffn_gated call (bf16 / fp16), or for fp8 / fp8_block / int8 into a
+        QuantGatedMLP (the activation fused into the down projection's quantization); inference-only.
       fuse_mla: MLA kv_b_proj + split + cat into gemm_split_cat (bf16 / fp16 / fp8_block; inference-only).
     """
     cls = _linear.check_scheme(scheme)
@@ -91,10 +93,13 @@ def convert(model, scheme, filter=None, *, fuse_mlp=False, fuse_mla=False):  # n
 
     with torch.no_grad():
         if fuse_mlp:
-            _fuse_mlps(model, dtype16, accept, report)
+            _fuse_mlps(model, scheme, dtype16, accept, report)
         mla = _probe_mla(model, scheme, accept, report) if fuse_mla else []
+        parts = {id(m) for f in model.modules() if isinstance(f, _fused.QuantGatedMLP) for m in f.modules() if m is not f}
         for module, where in _paths(model).values():
             name = where[0][2]
+            if id(module) in parts:  # a fused module's own layers (QuantGatedMLP's gate_up / down)
+                continue
             if isinstance(module, GEMMKIT_LAYERS):
                 if isinstance(module, (_linear.Linear, _linear._QuantLinear)):
                     report.skipped[name] = f"already a gemmkit layer ({type(module).__name__})"
@@ -127,17 +132,21 @@ def convert(model, scheme, filter=None, *, fuse_mlp=False, fuse_mla=False):  # n
     return report
 
 
-def _fuse_mlps(model, dtype16, accept, report):
+def _fuse_mlps(model, scheme, dtype16, accept, report):
     for module, where in _paths(model).values():
         if not all(hasattr(module, n) for n in ("gate_proj", "up_proj", "down_proj")):
             continue
         name = where[0][2]
-        if dtype16 is None:
-            report.skipped[name + " (fuse_mlp)"] = ("ffn_gated is bf16 / fp16 only: the projections are converted "
-                                                   "one by one")
-            continue
         if not all(accept(getattr(module, n), f"{name}.{n}") for n in ("gate_proj", "up_proj", "down_proj")):
             report.skipped[name + " (fuse_mlp)"] = "the filter declined one of gate_proj, up_proj, down_proj"
+            continue
+        if dtype16 is None:
+            act, why = _fused.QuantGatedMLP.why_not(module, scheme)
+            if why:
+                report.skipped[name + " (fuse_mlp)"] = why + ": the projections are converted one by one"
+                continue
+            _replace(where, _fused.QuantGatedMLP.from_mlp(module, scheme))
+            report.fused[name] = f"QuantGatedMLP ({scheme}, {act} fused into the down projection's quantization)"
             continue
         act, why = _fused.mlp_why_not(module, dtype16)
         if why:

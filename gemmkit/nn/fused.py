@@ -1,5 +1,6 @@
-"""Fused replacements for two module patterns of LLMs: the gated MLP (one ffn_gated call) and DeepSeek MLA's kv_b
-projection with its split / cat (gemm_split_cat). gemmkit.nn.convert(..., fuse_mlp=True / fuse_mla=True) uses them.
+"""Fused replacements for two module patterns of LLMs: the gated MLP (one ffn_gated call; for the fp8 / int8
+schemes the activation fused into the down projection's quantization) and DeepSeek MLA's kv_b projection with its
+split / cat (gemm_split_cat). gemmkit.nn.convert(..., fuse_mlp=True / fuse_mla=True) uses them.
 
 Gated MLP (Llama, Qwen2, Mistral, DeepSeek's dense layers, Gemma):
 
@@ -13,6 +14,15 @@ Gated MLP (Llama, Qwen2, Mistral, DeepSeek's dense layers, Gemma):
   a reason. GatedMLP's state_dict has `w_gate_up` (2I, K) and `w_down` (K, I); it also loads the unfused keys
   (`gate_proj.weight`, `up_proj.weight`, `down_proj.weight`), so an original checkpoint loads into a fused model.
   bf16 / fp16 only, inference-only (ffn_gated has no backward).
+
+  The quantized schemes (fp8, fp8_block, int8): QuantGatedMLP, the scheme's layers for [gate | up] (2I, K) and down
+  (K, I), and between them one gated quantizer instead of torch's act, mul and the down layer's quantizer:
+
+    h = gate_up(x) (M, 2I), x's dtype ─► quantize_*_gated(h, act): act(gate) * up in fp32, quantized ─► down GEMM
+
+  one read of h and one write of the quantized (M, I) where the unfused path reads h, writes and reads the (M, I)
+  product in x's dtype, and writes the quantized copy. The product is rounded once (the quantization), not twice.
+  The state_dict holds `gate_up.*` and `down.*` (quantized: an original checkpoint loads before converting).
 
 MLA kv_b (transformers' DeepseekV3Attention, which expands the latent KV in a method of its own):
 
@@ -154,6 +164,79 @@ class GatedMLP(torch.nn.Module):
         return (f"hidden_size={self.hidden_size}, intermediate_size={self.intermediate_size}, "
                 f"activation={self.activation}, dtype={self.w_down.dtype} (gemmkit.ffn_gated: gate/up + "
                 f"{self.activation}*mul + down)")
+
+
+class QuantGatedMLP(torch.nn.Module):
+    """y = down(act(gate(x)) * up(x)) on a quantized scheme's layers (fp8, fp8_block, int8): gate and up as one
+    layer of (2I, K) (gate rows first), the activation, its product with up and the quantization of that product
+    for down in one pass (gemmkit.quant's gated forms). Inference-only."""
+
+    def __init__(self, gate_up, down, activation):
+        super().__init__()
+        if activation not in ACTIVATIONS:
+            raise ValueError(f"activation: expected one of {tuple(ACTIVATIONS)}, got {activation!r}")
+        if type(gate_up) is not type(down) or gate_up.out_features != 2 * down.in_features or \
+                gate_up.in_features != down.out_features:
+            raise ValueError(f"gate_up {type(gate_up).__name__} ({gate_up.in_features} -> {gate_up.out_features}) and "
+                             f"down {type(down).__name__} ({down.in_features} -> {down.out_features}): expected one "
+                             "scheme's layers (K -> 2I) and (I -> K)")
+        self.gate_up, self.down, self.activation = gate_up, down, activation
+        self.hidden_size, self.intermediate_size = down.out_features, down.in_features
+
+    @staticmethod
+    def why_not(mlp, scheme):
+        """(activation, None) when `mlp` can become a QuantGatedMLP of `scheme`, else (None, reason)."""
+        from . import linear as L
+
+        cls = L.check_scheme(scheme)
+        if cls is L.Linear or getattr(cls, "quantize_gated", None) is L._QuantLinear.quantize_gated:
+            return None, f"scheme {scheme!r} has no gated quantizer (fp8, fp8_block and int8 do)"
+        w = getattr(getattr(mlp, "gate_proj", None), "weight", None)
+        if not isinstance(w, torch.Tensor) or w.dtype not in L.FLOAT_WEIGHTS:
+            return None, "gate_proj has no float weight to quantize"
+        act, why = mlp_why_not(mlp, w.dtype)
+        if why:
+            return None, why
+        for n in ("gate_proj", "up_proj", "down_proj"):
+            why = cls.why_not(getattr(mlp, n))
+            if why:
+                return None, f"{n}: {why}"
+        return act, None
+
+    @classmethod
+    def from_mlp(cls, mlp, scheme):
+        """The fused module of a gate_proj / up_proj / down_proj / act_fn MLP (checked on a probe, as GatedMLP's),
+        each weight quantized once by `scheme`'s layer."""
+        from . import linear as L
+
+        act, why = cls.why_not(mlp, scheme)
+        if why:
+            raise ValueError(f"mlp: cannot fuse into gemmkit.nn.QuantGatedMLP ({scheme}): {why}")
+        gate, up = mlp.gate_proj.weight, mlp.up_proj.weight
+        I, K = gate.shape
+        both = torch.nn.Linear(K, 2 * I, bias=False, device="meta")
+        both.weight = torch.nn.Parameter(torch.cat([gate, up]).detach(), requires_grad=False)
+        return cls(L.from_linear(both, scheme), L.from_linear(mlp.down_proj, scheme), act)
+
+    def forward(self, x):
+        if torch.is_grad_enabled() and isinstance(x, torch.Tensor) and x.requires_grad:
+            raise RuntimeError("x: requires grad, but gemmkit.nn.QuantGatedMLP is inference-only; run it under "
+                               "torch.no_grad()")
+        K = self.hidden_size
+        if not isinstance(x, torch.Tensor) or x.dim() < 1 or x.shape[-1] != K:
+            raise ValueError(f"x: expected a tensor (..., {K}) (hidden_size = {K}), got "
+                             f"{tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__}")
+        if x.dtype not in C.OUT_DTYPES:
+            raise TypeError(f"x: expected bf16, fp16 or fp32 (the output has x's dtype), got {x.dtype}")
+        x2 = x.reshape(-1, K)
+        h = self.gate_up._gemm(x2, x.dtype, None)
+        xq, xs = self.down.quantize_gated(h, self.activation)
+        return self.down._gemm_quantized(xq, xs, x.dtype, None).reshape(*x.shape[:-1], K)
+
+    def extra_repr(self):
+        return (f"hidden_size={self.hidden_size}, intermediate_size={self.intermediate_size}, "
+                f"activation={self.activation}, scheme={self.down.scheme} (gate_up GEMM, {self.activation}*mul fused "
+                "into the down projection's quantization, down GEMM)")
 
 
 # ----------------------------------------------------------------------------- MLA kv_b + split / cat

@@ -256,6 +256,20 @@ class _QuantLinear(torch.nn.Module):
         """y (M, N) = x2 (M, K) @ W.T (+ bias), x2 quantized as the scheme does it; into `out` when given (a (M, N)
         tensor of out_dtype: gemmkit.nn.parallel writes row chunks of one output). `bias` is explicit so the
         tensor-parallel layers can add theirs on one rank only."""
+        xq, xs = self.quantize_input(x2)
+        return self._gemm_quantized(xq, xs, out_dtype, bias, out)
+
+    def quantize_input(self, x2):
+        """(xq, xs): x2 (M, K) in this layer's activation format (the scheme's dynamic quantization)."""
+        raise NotImplementedError
+
+    def quantize_gated(self, h, activation):
+        """(xq, xs): act(gate) * up of a gated MLP's h = [gate | up] (M, 2K) in this layer's activation format, one
+        pass over h (gemmkit.quant's gated forms); None where the scheme has no gated form."""
+        return None
+
+    def _gemm_quantized(self, xq, xs, out_dtype, bias, out=None):
+        """y (M, N) = dequant(xq, xs) @ W.T (+ bias) for an input already in this layer's activation format."""
         raise NotImplementedError
 
     @staticmethod
@@ -304,8 +318,13 @@ class Fp8Linear(_QuantLinear):
         m._set(wq, ws, linear.bias)
         return m
 
-    def _gemm(self, x2, out_dtype, bias, out=None):
-        xq, xs = quant.quantize_fp8_per_token(x2, dtype=self.weight.dtype)
+    def quantize_input(self, x2):
+        return quant.quantize_fp8_per_token(x2, dtype=self.weight.dtype)
+
+    def quantize_gated(self, h, activation):
+        return quant.quantize_fp8_per_token_gated(h, activation, dtype=self.weight.dtype)
+
+    def _gemm_quantized(self, xq, xs, out_dtype, bias, out=None):
         return gemm_a8w8(xq, self.weight, xs, self.weight_scale, bias, out_dtype=out_dtype, out=out)
 
 
@@ -335,8 +354,13 @@ class Int8Linear(_QuantLinear):
         m._set(wq, ws.view(1, -1), linear.bias)
         return m
 
-    def _gemm(self, x2, out_dtype, bias, out=None):
-        xq, xs = quant.quantize_int8_per_token(x2)
+    def quantize_input(self, x2):
+        return quant.quantize_int8_per_token(x2)
+
+    def quantize_gated(self, h, activation):
+        return quant.quantize_int8_per_token_gated(h, activation)
+
+    def _gemm_quantized(self, xq, xs, out_dtype, bias, out=None):
         return gemm_a8w8(xq, self.weight, xs, self.weight_scale, bias, out_dtype=out_dtype, out=out)
 
 
@@ -370,8 +394,10 @@ class Fp8BlockLinear(_QuantLinear):
     def quantize_input(self, x2):
         return quant.quantize_fp8_blockwise(x2, (1, BLOCK[1]), dtype=self.weight.dtype)
 
-    def _gemm(self, x2, out_dtype, bias, out=None):
-        xq, xs = self.quantize_input(x2)
+    def quantize_gated(self, h, activation):
+        return quant.quantize_fp8_blockwise_gated(h, activation, (1, BLOCK[1]), dtype=self.weight.dtype)
+
+    def _gemm_quantized(self, xq, xs, out_dtype, bias, out=None):
         y = gemm_a8w8_blockscale(xq, self.weight, xs, self.weight_scale, block_shape=BLOCK, out_dtype=out_dtype,
                                  out=out)
         return self._add_bias(y, bias)

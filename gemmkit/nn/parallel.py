@@ -15,7 +15,8 @@ Megatron-LM's and vLLM's layout; p ranks in the process group, this one is r:
     ParallelGatedMLP       gate / up column-parallel, down row-parallel, one collective:
         x (..., K) ──► y_r = down_r(act(gate_r(x)) * up_r(x)) ──all-reduce (reduce-scatter, None)──► y (..., K)
         bf16 / fp16: one ffn_gated call a chunk (this rank's I/p gate rows, then its I/p up rows, fused as ffn_gated
-        takes them); fp8 / int8: gate_up GEMM, act * mul in torch, the down GEMM (activations quantized per call).
+        takes them); fp8 / int8: gate_up GEMM, act * mul fused into the down layer's activation quantization
+        (gemmkit.quant's gated forms, as gemmkit.nn.QuantGatedMLP), the down GEMM.
 
 Overlap (`chunks`): x's rows are cut into chunks; each chunk's GEMM is queued on the current stream, then its
 collective with async_op=True, which NCCL runs on its own stream once that GEMM is done, while the next GEMM computes:
@@ -529,7 +530,11 @@ class ParallelGatedMLP(_Parallel):
 
             def partial(rows, out):
                 h = self.gate_up._gemm(rows, dtype, None)
-                self.down._gemm(act(h[:, :i]) * h[:, i:], dtype, None, out=out)
+                q = self.down.quantize_gated(h, self.activation)  # act * mul and the quantization: one pass
+                if q is None:  # a scheme without a gated quantizer (mxfp4): torch's act * mul, then the layer's
+                    self.down._gemm(act(h[:, :i]) * h[:, i:], dtype, None, out=out)
+                else:
+                    self.down._gemm_quantized(*q, dtype, None, out=out)
 
         return self._reduced(x2, lead, self.out_features, dtype, partial, self.reduce)
 

@@ -1,8 +1,9 @@
 """gemmkit.nn.convert and the fused modules on small hand-built models, in the Triton interpreter.
 
 What convert replaces, skips (with its reason), leaves to the filter; shared modules; the gated-MLP fusion
-against float64 (h rounded to the dtype between the GEMMs, as ffn_gated holds it); a module that looks like an MLP
-but computes something else is not fused; GatedMLP loads an unfused checkpoint.
+against float64 (h rounded to the dtype between the GEMMs, as ffn_gated holds it), and the quantized schemes'
+QuantGatedMLP; a module that looks like an MLP but computes something else is not fused; GatedMLP loads an unfused
+checkpoint.
 """
 import pytest
 import torch
@@ -165,8 +166,54 @@ def test_fuse_mlp_leaves_what_is_not_a_gated_mlp():
     assert "forward is not down_proj(act_fn(gate_proj(x)) * up_proj(x))" in report.skipped["0 (fuse_mlp)"]
     assert "act_fn is none of ffn_gated's activations" in report.skipped["1 (fuse_mlp)"]
     assert isinstance(model[0].gate_proj, gnn.Linear)  # converted one by one instead
-    report = gnn.convert(torch.nn.Sequential(_init(MLP(64, 32)).to(BF16)), "fp8", fuse_mlp=True)
-    assert "ffn_gated is bf16 / fp16 only" in report.skipped["0 (fuse_mlp)"]
+    report = gnn.convert(torch.nn.Sequential(_init(MLP(64, 32)).to(BF16)), "mxfp4", fuse_mlp=True)
+    assert "has no gated quantizer" in report.skipped["0 (fuse_mlp)"]
+    report = gnn.convert(torch.nn.Sequential(_init(MLP(64, 32, swap=True)).to(BF16)), "fp8", fuse_mlp=True)
+    assert "forward is not down_proj" in report.skipped["0 (fuse_mlp)"]
+
+
+@pytest.mark.parametrize("scheme", ["fp8", "fp8_block", "int8"])
+def test_fuse_mlp_quantized_schemes(scheme, launches):
+    """fp8 / fp8_block / int8: QuantGatedMLP, one gated quantizer between the two GEMMs (no torch act / mul and no
+    quantizer of its own for down), against float64 of the layers' own quantized weights and the gated form's
+    quantized product, and close to the unfused converted MLP (the product rounded once instead of twice)."""
+    I = 160  # not a multiple of 128: the last (1, 128) block of the product is partial
+    mlp = _init(MLP(128, I)).to(BF16)
+    model = torch.nn.Sequential(mlp)
+    ref_model = torch.nn.Sequential(MLP(128, I).to(BF16))
+    ref_model.load_state_dict(model.state_dict())
+    gnn.convert(ref_model, scheme)
+    report = gnn.convert(model, scheme, fuse_mlp=True)
+    fused = model[0]
+    assert isinstance(fused, gnn.QuantGatedMLP) and fused.activation == "silu" and not report.converted
+    assert report.fused["0"].startswith(f"QuantGatedMLP ({scheme}, silu")
+    assert f"scheme={scheme}" in repr(fused) and type(fused.gate_up) is type(fused.down)
+    x = randn(2, 5, 128, dtype=BF16)
+    gated = "quant_rowwise_kernel" if scheme != "fp8_block" else "quant_block_kernel"
+    before = dict(launches)
+    with torch.no_grad():
+        y = fused(x)
+    assert launches[gated] - before.get(gated, 0) == 2  # gate_up's input, then the gated product
+    x2 = x.reshape(-1, 128)
+    with torch.no_grad():
+        h = fused.gate_up._gemm(x2, BF16, None)
+        xq, xs = fused.down.quantize_gated(h, "silu")
+        block = (1, 128) if scheme == "fp8_block" else None
+        want = quant.dequantize_ref(xq, xs, block).double() @ gnn.dequantize_weight(fused.down).double().T
+    ok, msg = within_bound(y.reshape(-1, 128), want, BF16)
+    assert ok, msg
+    with torch.no_grad():
+        y_unfused = ref_model(x)
+    rel = ((y.double() - y_unfused.double()).norm() / y_unfused.double().norm()).item()
+    assert rel < (0.02 if scheme == "int8" else 0.08), rel  # the two quantizations of the product differ by a step
+    with pytest.raises(RuntimeError, match="inference-only"):
+        fused(x.clone().requires_grad_())
+    sd = fused.state_dict()
+    assert {k.split(".")[0] for k in sd} == {"gate_up", "down"}
+    again = gnn.QuantGatedMLP.from_mlp(_init(MLP(128, I)).to(BF16), scheme)
+    again.load_state_dict(sd)
+    with torch.no_grad():
+        assert torch.equal(again(x), y)
 
 
 def test_gated_mlp_state_dict_and_unfused_checkpoint():

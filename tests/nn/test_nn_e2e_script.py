@@ -19,9 +19,9 @@ def test_e2e_dry_run():
     e2e = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(e2e)
     result = e2e.main(["--dry-run", "--models", "llama3-8b", "--layers", "1",
-                       "--schemes", "torch_bf16,gemmkit_fp8_block,torch_fp8_blockwise"])
+                       "--schemes", "torch_bf16,gemmkit_fp8_block,gemmkit_fp8_block_fused,torch_fp8_blockwise"])
     rows = {(r["scheme"], r["phase"], r["batch"]): r for r in result["rows"]}
-    assert len(rows) == 3 * 4 and all("error" not in r for r in result["rows"])  # 2 prefill + 2 decode cases each
+    assert len(rows) == 4 * 4 and all("error" not in r for r in result["rows"])  # 2 prefill + 2 decode cases each
     for key in ("device", "date", "torch", "triton", "transformers", "git_sha", "method"):
         assert result[key]
     for (scheme, phase, batch), r in rows.items():
@@ -34,3 +34,4 @@ def test_e2e_dry_run():
             torch_err = rows["torch_fp8_blockwise", phase, batch]["logits_rel_err"]
             assert abs(r["logits_rel_err"] - torch_err) <= 0.1 * torch_err
     assert result["conversion"]["llama3-8b"]["gemmkit_fp8_block"] == "7 converted, 0 fused"  # lm_head stays bf16
+    assert result["conversion"]["llama3-8b"]["gemmkit_fp8_block_fused"] == "4 converted, 1 fused"  # the MLP: one

@@ -463,13 +463,16 @@ cases = {"gfx942": [("quant_rowwise_kernel", {}), ("quant_rowwise_kernel", {"dty
                     ("mxfp4_quant_kernel", {}), ("mxfp4_dequant_kernel", {})],
          "sm_90": [("quant_rowwise_kernel", {}), ("quant_rowwise_kernel", DECODE), ("quant_block_kernel", {"block": (1, 128)}),
                    ("mxfp4_quant_kernel", {}), ("mxfp4_dequant_kernel", {})]}[sys.argv[1]]
+GATED = [("quant_block_kernel", {"block": (1, 128), "gated": "silu"}), ("quant_rowwise_kernel", {"gated": "gelu"}),
+         ("quant_rowwise_kernel", dict(DECODE, gated="silu"))]  # the gated forms (a gated MLP's activation)
+cases += [(n, kw) for n, kw in GATED if sys.argv[1] != "gfx950"]
 t = arch.ARCHS[sys.argv[1]]
 out = []
 for name, kw in cases:
     kernel, sig, ce, div, opts = quant.static_spec(name, t, **kw)
     c = compile_static(kernel, sig, ce, t, opts, div)
     asm = c.asm["amdgcn"] if t.is_amd else c.asm["ptx"]
-    row = {"arch": t.arch, "kernel": name, "q": sig.get("q_ptr"), "decode": kw is DECODE,
+    row = {"arch": t.arch, "kernel": name, "q": sig.get("q_ptr"), "decode": kw is DECODE, "gated": "gated" in kw,
            "cvt": sorted(set(re.findall(r"v_cvt_\\w*pk_fp8_f32|cvt\\.rn\\.satfinite\\.e4m3x2\\.f32", asm)))}
     row["spill_bytes"] = resources(c, t)["spill_bytes"]
     out.append(row)
@@ -492,8 +495,10 @@ def test_static_compile_fnuz_gfx942_and_others(tmp_path):
         r = subprocess.run([sys.executable, "-c", _STATIC, target], env=env, capture_output=True, text=True)
         assert r.returncode == 0, f"{target}: " + r.stderr[-3000:]
         rows += json.loads(r.stdout.strip().splitlines()[-1])
-    by = {(x["arch"], x["kernel"], x["q"]): x for x in rows if not x["decode"]}
+    by = {(x["arch"], x["kernel"], x["q"]): x for x in rows if not x["decode"] and not x["gated"]}
     decode = [x for x in rows if x["decode"]]
+    gated = [x for x in rows if x["gated"]]
+    assert len(gated) == 6 and all(x["cvt"] for x in gated), gated  # the gated forms compile, fp8 stores and all
     assert len(decode) == 3 and all(x["cvt"] for x in decode), decode  # the decode launch compiles on each target
     for key in [("gfx942", "quant_rowwise_kernel", "*fp8e4b8"), ("gfx942", "quant_block_kernel", "*fp8e4b8")]:
         assert by[key]["cvt"] == ["v_cvt_pk_fp8_f32"], by[key]

@@ -108,3 +108,58 @@ def test_quantize_then_gemm(M, N, K):
         (bw.double() * expand_block_scales(bsw, (128, 128), bw.shape).double()).T
     assert ((y.double() - deq).norm() / deq.norm()).item() < 2**-12
     assert ((y.double() - exact).norm() / exact.norm()).item() < 2**-4
+
+
+GATED = {"fp8_per_token": (lambda h, a: Q.quantize_fp8_per_token_gated(h, a, E4M3), None),
+         "int8_per_token": (lambda h, a: Q.quantize_int8_per_token_gated(h, a), None),
+         "fp8_blockwise": (lambda h, a: Q.quantize_fp8_blockwise_gated(h, a, (1, 128), E4M3), (1, 128))}
+
+
+@pytest.mark.parametrize("shape", [(1, 14336), (64, 7168), (300, 1000), (4097, 512)])
+@pytest.mark.parametrize("act", Q.GATED_ACTIVATIONS)
+@pytest.mark.parametrize("form", GATED)
+def test_gated_forms_vs_reference(form, act, shape):
+    """The compiled gated forms (act(gate) * up of h = [gate | up], quantized in one pass) against the reference
+    (the product in float64 from h's values): scales within one fp32 rounding, each element within the format's
+    rounding (tests/ops/test_quant_gated.py has the same bound in the interpreter)."""
+    from gemmkit.reference import activation_ref
+
+    M, I = shape
+    h = spread(M, 2 * I, torch.bfloat16)
+    call, block = GATED[form]
+    q, s = call(h, act)
+    qr, sr = Q.quantize_gated_ref(h, act, form, E4M3)
+    assert torch.allclose(s, sr, rtol=4e-7, atol=0)
+    hd = h.double()
+    v = activation_ref(hd[:, :I], act) * hd[:, I:]
+    deq = Q.dequantize_ref(q, s, block).double()
+    scale = Q.dequantize_ref(torch.ones_like(q, dtype=torch.float32), s, block).double()
+    rel = 0.0 if form == "int8_per_token" else 2.0**-4
+    bound = rel * v.abs() + (0.5 if form == "int8_per_token" else 2.0**-9) * scale + 1e-6 * v.abs() + 1e-30
+    assert ((deq - v).abs() <= bound).all(), f"{form} {act}: max |deq - v| {(deq - v).abs().max().item():.3g}"
+
+
+@pytest.mark.parametrize("scheme", ["fp8", "fp8_block"])
+def test_quant_gated_mlp_on_the_gpu(scheme):
+    """gemmkit.nn.QuantGatedMLP (Llama-3-8B's MLP shape) against float64 of its own quantized operands, and
+    within the fp8 rounding of the unfused converted MLP."""
+    from gemmkit import nn as gnn
+
+    K, I = 4096, 14336
+    mlp = torch.nn.Module()
+    mlp.gate_proj, mlp.up_proj = (torch.nn.Linear(K, I, bias=False, device=DEV, dtype=torch.bfloat16) for _ in "gu")
+    mlp.down_proj = torch.nn.Linear(I, K, bias=False, device=DEV, dtype=torch.bfloat16)
+    mlp.act_fn = torch.nn.SiLU()
+    mlp.forward = lambda t: mlp.down_proj(mlp.act_fn(mlp.gate_proj(t)) * mlp.up_proj(t))
+    fused = gnn.QuantGatedMLP.from_mlp(mlp, scheme)
+    x = torch.randn(2, 333, K, device=DEV, dtype=torch.bfloat16)
+    with torch.no_grad():
+        y = fused(x)
+        h = fused.gate_up._gemm(x.reshape(-1, K), torch.bfloat16, None)
+        xq, xs = fused.down.quantize_gated(h, "silu")
+        block = (1, 128) if scheme == "fp8_block" else None
+        want = Q.dequantize_ref(xq, xs, block).double() @ gnn.dequantize_weight(fused.down).double().T
+        rel = ((y.reshape(-1, K).double() - want).norm() / want.norm()).item()
+        assert rel < 2.0**-8, rel
+        ref = mlp(x).double()
+        assert ((y.double() - ref).norm() / ref.norm()).item() < 0.08

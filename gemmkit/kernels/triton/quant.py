@@ -6,6 +6,10 @@
                            and the host decides it. fp8 or int8 out.
     quant_block_kernel     one scale per GROUP_M x BLOCK_K block: (1, 128) token groups of
                            activations, (128, 128) tiles of weights (DeepSeek's layouts). fp8 out.
+                           Both take GATED: x is then a gated MLP's gate_up output h = [gate | up] (M, 2K), and
+                           what they quantize is act(gate) * up (ACTIVATION, kernels/triton/_epilogue.py's),
+                           computed in fp32 from h's values and rounded once, into q (M, K): the fp8 MLP's
+                           activation and its quantization in one pass over h.
     mxfp4_quant_kernel     OCP MXFP4: one E8M0 scale per 32 elements of a row, two E2M1 codes per byte.
     mxfp4_dequant_kernel   its inverse, to fp32.
 
@@ -46,7 +50,8 @@ a NaN gets scale byte 0xFF (E8M0's NaN) and codes 0; an inf saturates to +-6 at 
         byte:    |  b0   |  b1   | ... |   b15   |  b16 ...     b_i = code(e_2i) | code(e_2i+1) << 4
 
 Constraints:
-  - x: bf16, fp16 or fp32, any strides (2-D); q, scale and packed outputs are contiguous.
+  - x: bf16, fp16 or fp32, any strides (2-D); q, scale and packed outputs are contiguous. GATED: x has 2K
+    columns, gate in [0, K), up in [K, 2K) (one stride_xk for both); ACTIVATION one of _epilogue.ACTIVATIONS.
   - BLOCK_K a power of two; mxfp4 needs K % 32 == 0 and BLOCK_K % 32 == 0 (groups never straddle
     tiles); the block kernel needs BLOCK_M % GROUP_M == 0. Ragged last tiles are masked.
   - q's dtype comes from q_ptr: fp8e4nv (e4m3fn, sm_90 / gfx950), fp8e4b8 (e4m3fnuz, gfx942) or int8
@@ -60,6 +65,7 @@ Constraints:
 import triton
 import triton.language as tl
 
+from ._epilogue import activation
 from ._offsets import wide
 
 # Floor on amax (fp32): an all-zero row/block gets scale AMAX_FLOOR / QMAX, finite and positive.
@@ -109,9 +115,23 @@ def _quantize(x, scale, QMAX: tl.constexpr, IS_INT: tl.constexpr):
 
 
 @triton.jit
+def _load_input(x_rows, cols, mask, K, stride_xk, GATED: tl.constexpr, ACTIVATION: tl.constexpr,
+                INT64_OFFSETS: tl.constexpr):
+    """The values to quantize at (rows, cols), fp32: x's, or with GATED act(gate) * up of h = [gate | up] (the up
+    half K columns to the right). Masked lanes are 0 (act(0) * 0 = 0 for every activation)."""
+    ptrs = x_rows + wide(cols, INT64_OFFSETS)[None, :] * stride_xk
+    x = tl.load(ptrs, mask=mask, other=0.0).to(tl.float32)
+    if GATED:
+        up = tl.load(ptrs + wide(K, INT64_OFFSETS) * stride_xk, mask=mask, other=0.0).to(tl.float32)
+        x = activation(x, ACTIVATION) * up
+    return x
+
+
+@triton.jit
 def quant_rowwise_kernel(x_ptr, q_ptr, scale_ptr, M, K, stride_xm, stride_xk,
                          QMAX: tl.constexpr, IS_INT: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_K: tl.constexpr,
-                         INT64_OFFSETS: tl.constexpr):
+                         INT64_OFFSETS: tl.constexpr, GATED: tl.constexpr = False,
+                         ACTIVATION: tl.constexpr = "none"):
     rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
     row_ok = rows < M
     x_rows = x_ptr + rows[:, None].to(tl.int64) * stride_xm
@@ -122,7 +142,7 @@ def quant_rowwise_kernel(x_ptr, q_ptr, scale_ptr, M, K, stride_xm, stride_xk,
     for k0 in range(0, K, BLOCK_K):
         cols = k0 + tl.arange(0, BLOCK_K)
         mask = row_ok[:, None] & (cols[None, :] < K)
-        x = tl.load(x_rows + wide(cols, INT64_OFFSETS)[None, :] * stride_xk, mask=mask, other=0.0).to(tl.float32)
+        x = _load_input(x_rows, cols, mask, K, stride_xk, GATED, ACTIVATION, INT64_OFFSETS)
         amax = tl.maximum(amax, tl.max(tl.abs(x), axis=1))
         nans = tl.maximum(nans, tl.max((x != x).to(tl.int32), axis=1))
     scale = _scale_from_amax(amax, nans > 0, QMAX)
@@ -131,7 +151,7 @@ def quant_rowwise_kernel(x_ptr, q_ptr, scale_ptr, M, K, stride_xm, stride_xk,
     for k0 in range(0, K, BLOCK_K):
         cols = k0 + tl.arange(0, BLOCK_K)
         mask = row_ok[:, None] & (cols[None, :] < K)
-        x = tl.load(x_rows + wide(cols, INT64_OFFSETS)[None, :] * stride_xk, mask=mask, other=0.0).to(tl.float32)
+        x = _load_input(x_rows, cols, mask, K, stride_xk, GATED, ACTIVATION, INT64_OFFSETS)
         q = _quantize(x, scale[:, None], QMAX, IS_INT)
         tl.store(q_rows + cols[None, :], q.to(q_ptr.dtype.element_ty), mask=mask)
 
@@ -139,15 +159,15 @@ def quant_rowwise_kernel(x_ptr, q_ptr, scale_ptr, M, K, stride_xm, stride_xk,
 @triton.jit
 def quant_block_kernel(x_ptr, q_ptr, scale_ptr, M, K, stride_xm, stride_xk, stride_sm, stride_sk,
                        QMAX: tl.constexpr, GROUP_M: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_K: tl.constexpr,
-                       INT64_OFFSETS: tl.constexpr):
+                       INT64_OFFSETS: tl.constexpr, GATED: tl.constexpr = False, ACTIVATION: tl.constexpr = "none"):
     G: tl.constexpr = BLOCK_M // GROUP_M  # scale rows this tile owns
     pid_m = tl.program_id(0)
     pid_k = tl.program_id(1)
     rows = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     cols = pid_k * BLOCK_K + tl.arange(0, BLOCK_K)
     mask = (rows[:, None] < M) & (cols[None, :] < K)
-    x = tl.load(x_ptr + rows[:, None].to(tl.int64) * stride_xm + wide(cols, INT64_OFFSETS)[None, :] * stride_xk,
-                mask=mask, other=0.0).to(tl.float32)
+    x = _load_input(x_ptr + rows[:, None].to(tl.int64) * stride_xm, cols, mask, K, stride_xk, GATED, ACTIVATION,
+                    INT64_OFFSETS)
     # amax per GROUP_M x BLOCK_K block: view the tile as (G, GROUP_M, BLOCK_K).
     amax = tl.max(tl.max(tl.reshape(tl.abs(x), (G, GROUP_M, BLOCK_K)), axis=2), axis=1)
     nans = tl.max(tl.max(tl.reshape((x != x).to(tl.int32), (G, GROUP_M, BLOCK_K)), axis=2), axis=1)
