@@ -135,7 +135,9 @@ def test_gated_forms_vs_reference(form, act, shape):
     deq = Q.dequantize_ref(q, s, block).double()
     scale = Q.dequantize_ref(torch.ones_like(q, dtype=torch.float32), s, block).double()
     rel = 0.0 if form == "int8_per_token" else 2.0**-4
-    bound = rel * v.abs() + (0.5 if form == "int8_per_token" else 2.0**-9) * scale + 1e-6 * v.abs() + 1e-30
+    # + 1e-5 |v|: the GPU's exp (ex2.approx) inside gelu's erfc / silu's sigmoid moves v by a few 1e-6 relative,
+    # which moves an element sitting on a rounding boundary to the other side (3 of 48 cases at 1e-6)
+    bound = rel * v.abs() + (0.5 if form == "int8_per_token" else 2.0**-9) * scale + 1e-5 * v.abs() + 1e-30
     assert ((deq - v).abs() <= bound).all(), f"{form} {act}: max |deq - v| {(deq - v).abs().max().item():.3g}"
 
 
