@@ -46,7 +46,7 @@ def check_form(form, h, act):
     scale = Q.dequantize_ref(torch.ones_like(q, dtype=F32), s, block).double()  # each element's scale
     # the format's rounding: half a step at |v| (fp8 e4m3: 2^-4 relative, 2^-10 of the scale below its normals;
     # int8: half a unit of the scale), plus the fp32 product's own rounding
-    bound = rel * v.abs() + (2.0**-9 if rel else 0.5) * scale + 1e-5 * v.abs() + 1e-30
+    bound = rel * v.abs() + (2.0**-9 if rel else 0.5) * scale + 1e-4 * v.abs() + 1e-30  # (the GPU test's slack)
     err = (deq - v).abs()
     assert (err <= bound).all(), f"{form} {act}: |deq - v| {err.max():.3g} over its bound at {(err > bound).nonzero()[0]}"
     return q, s
