@@ -286,14 +286,31 @@ def _rowwise_check(x, dtype, out_dtype=None, out=None):
     return shapes
 
 
-def _rowwise_run(x, dtype, config, y):
-    q, scale = y
-    M, Kd = x.shape
+def _rowwise_launch(x, q, scale, dtype, gated=None):
+    """quant_rowwise_kernel over q (M, Kd): x's rows, or with `gated` act(gate) * up of x = [gate | up]."""
+    M, Kd = q.shape
     if M == 0:
         return
     _check_runnable(x, dtype)
-    grid, ce, opts = launch_params("quant_rowwise_kernel", M, Kd, dtype=dtype, int64_offsets=C.int64_offsets(x, q))
+    grid, ce, opts = launch_params("quant_rowwise_kernel", M, Kd, dtype=dtype, int64_offsets=C.int64_offsets(x, q),
+                                   gated=gated)
     L.launch(K.quant_rowwise_kernel, grid, x, q, scale, M, Kd, x.stride(0), x.stride(1), **ce, **opts)
+
+
+def _block_launch(x, q, scale, block, dtype, gated=None):
+    """quant_block_kernel over q (M, Kd) in `block`s: x's values, or with `gated` act(gate) * up of x = [gate | up]."""
+    M, Kd = q.shape
+    if q.numel() == 0:
+        return
+    _check_runnable(x, dtype)
+    grid, ce, opts = launch_params("quant_block_kernel", M, Kd, dtype=dtype, block=block,
+                                   int64_offsets=C.int64_offsets(x, q, scale), gated=gated)
+    L.launch(K.quant_block_kernel, grid, x, q, scale, M, Kd, x.stride(0), x.stride(1), scale.stride(0),
+             scale.stride(1), **ce, **opts)
+
+
+def _rowwise_run(x, dtype, config, y):
+    _rowwise_launch(x, *y, dtype)
 
 
 def _block_check(x, block_m, block_k, dtype, out_dtype=None, out=None):
@@ -312,15 +329,7 @@ def _block_outputs(args, shapes, dtypes, like):
 
 
 def _block_run(x, block_m, block_k, dtype, config, y):
-    q, scale = y
-    M, Kd = x.shape
-    if q.numel() == 0:
-        return
-    _check_runnable(x, dtype)
-    grid, ce, opts = launch_params("quant_block_kernel", M, Kd, dtype=dtype, block=(block_m, block_k),
-                                   int64_offsets=C.int64_offsets(x, q, scale))
-    L.launch(K.quant_block_kernel, grid, x, q, scale, M, Kd, x.stride(0), x.stride(1), scale.stride(0), scale.stride(1),
-             **ce, **opts)
+    _block_launch(x, *y, (block_m, block_k), dtype)
 
 
 def _mxfp4_check(x, out_dtype=None, out=None):
@@ -376,14 +385,7 @@ def _rowwise_gated_check(h, activation, dtype, out_dtype=None, out=None):
 
 
 def _rowwise_gated_run(h, activation, dtype, config, y):
-    q, scale = y
-    M, I = q.shape
-    if M == 0:
-        return
-    _check_runnable(h, dtype)
-    grid, ce, opts = launch_params("quant_rowwise_kernel", M, I, dtype=dtype, int64_offsets=C.int64_offsets(h, q),
-                                   gated=activation)
-    L.launch(K.quant_rowwise_kernel, grid, h, q, scale, M, I, h.stride(0), h.stride(1), **ce, **opts)
+    _rowwise_launch(h, *y, dtype, gated=activation)
 
 
 def _block_gated_check(h, activation, block_k, dtype, out_dtype=None, out=None):
@@ -402,15 +404,7 @@ def _block_gated_outputs(args, shapes, dtypes, like):
 
 
 def _block_gated_run(h, activation, block_k, dtype, config, y):
-    q, scale = y
-    M, I = q.shape
-    if q.numel() == 0:
-        return
-    _check_runnable(h, dtype)
-    grid, ce, opts = launch_params("quant_block_kernel", M, I, dtype=dtype, block=(1, block_k),
-                                   int64_offsets=C.int64_offsets(h, q, scale), gated=activation)
-    L.launch(K.quant_block_kernel, grid, h, q, scale, M, I, h.stride(0), h.stride(1), scale.stride(0),
-             scale.stride(1), **ce, **opts)
+    _block_launch(h, *y, (1, block_k), dtype, gated=activation)
 
 
 _QUANT = dict(plain=True, legacy_schema=True, grad_checked=(), default_out_dtype=None)
