@@ -96,7 +96,7 @@ def mlp_why_not(mlp, dtype):
         return None, f"shapes gate {tuple(gate.weight.shape)}, up {tuple(up.weight.shape)}, down " \
                      f"{tuple(down.weight.shape)}: expected (I, K), (I, K), (K, I)"
     if any(p.weight.dtype != dtype for p in parts):
-        return None, f"weights are not {dtype} (ffn_gated multiplies bf16 or fp16 as given)"
+        return None, f"weights are not all {dtype} (the fused MLP takes the three projections in one dtype)"
     try:
         C.check_device_supported(gate.weight, "weight")
     except ValueError as e:
