@@ -262,7 +262,7 @@ class Caller:
         return model(tok, position_ids=pos, use_cache=True, **{self.cache_kw: cache}).logits[:, -1]
 
 
-EAGER_ROUNDS = 3  # eager rows: the scheme's timing and the baseline's, alternated this many times (`interleaved_ms`)
+EAGER_ROUNDS = 5  # eager rows: the scheme's timing and the baseline's, alternated this many times (`interleaved_ms`)
 
 
 def time_ms(fn, iters, warmup, cuda):

@@ -23,9 +23,10 @@ Modes (one row each):
     local        this rank's GEMMs alone (reduce=None, chunks=1): one_gpu_ms / 2 is the ideal
     local_chunked  the same cut into chunks="auto" (what chunking costs the GEMMs)
     collective   the all-reduce alone, on the block's (M, hidden) bf16 output
-Timing: the call captured once in a CUDA graph (collectives included), replayed a fixed number of times with CUDA
-events around each replay (the same count on both ranks: the collectives pair them), median per rank, the slower
-rank's median reported. Every block's weights exceed the L2 (>= 50 MB a rank), so the inputs are not rotated.
+Timing: each mode's call captured once in a CUDA graph (collectives included); the modes of one (block, M) then
+take turns, 5 rounds each replaying every graph a fixed number of times with CUDA events around each replay (the
+same count on both ranks: the collectives pair them); median per rank, the slower rank's median reported. The
+rounds keep one_gpu and the TP modes on the same stretch of the card's clock (a long GEMM heats it). Every block's weights exceed the L2 (>= 50 MB a rank), so the inputs are not rotated.
 Rows (--json, default benchmarks/results/<gpu>x2/tp.json): label, M, dtype, mode, ms, one_gpu_ms, scaling
 (one_gpu_ms / ms; 2.0 is the ideal), vs_torch_seq (torch_seq ms / ms), rel_err (the TP output against one GPU's).
 """
@@ -186,34 +187,56 @@ def _decomposed(m, H, device):
 # ----------------------------------------------------------------------------- timing
 
 
-def timed(fn, x, iters, cuda):
-    """Median ms of fn(x): one CUDA graph replayed `iters` times (events around each replay) on a GPU; perf_counter
-    on the CPU. Both ranks make the same calls in the same order."""
-    with torch.no_grad():
-        if not cuda:
-            fn(x)
-            ts = []
-            for _ in range(iters):
-                dist.barrier()
-                t = time.perf_counter()
-                fn(x)
-                ts.append((time.perf_counter() - t) * 1e3)
-            return statistics.median(ts)
-        from gemmkit.bench.timing import capture_graph
+ROUNDS = 5  # the modes of one (block, M) are timed in this many alternating rounds (`timed_interleaved`)
 
-        graph = capture_graph(fn, [(x,)])  # warmed up (compiled, NCCL communicators made) outside the capture
-        for _ in range(3):
-            graph.replay()
-        torch.cuda.synchronize()
-        dist.barrier()
-        events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(iters)]
-        for a, b in events:
-            a.record()
-            graph.replay()
-            b.record()
-        torch.cuda.synchronize()
-        del graph
-        return statistics.median(a.elapsed_time(b) for a, b in events)
+
+def timed_interleaved(fns, x, iters, cuda, rounds=ROUNDS):
+    """{mode: median ms of fns[mode](x), or the exception its capture raised}. On a GPU each mode's call is
+    captured once in a CUDA graph, then the modes take turns: `rounds` rounds, each replaying every graph
+    iters / rounds times with CUDA events around each replay. A long GEMM heats the card and its clock falls:
+    alternating keeps one_gpu and the TP modes on the same stretch of the card's state, so their ratio is not the
+    order they ran in. perf_counter on the CPU. Both ranks make the same calls in the same order."""
+    rounds = min(rounds, iters)
+    per = iters // rounds
+    runs, out = {}, {}
+    with torch.no_grad():
+        for mode, fn in fns.items():
+            try:
+                if cuda:
+                    from gemmkit.bench.timing import capture_graph
+
+                    graph = capture_graph(fn, [(x,)])  # warmed up (compiled, communicators made) outside it
+                    for _ in range(3):
+                        graph.replay()
+                    runs[mode] = graph
+                else:
+                    fn(x)
+                    runs[mode] = (lambda f: lambda: f(x))(fn)
+            except Exception as e:  # noqa: BLE001  (a vendor refusal: recorded, the others go on)
+                out[mode] = e
+        times = {mode: [] for mode in runs}
+        for _ in range(rounds):
+            for mode, run in runs.items():
+                if cuda:
+                    torch.cuda.synchronize()
+                    dist.barrier()
+                    events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+                              for _ in range(per)]
+                    for a, b in events:
+                        a.record()
+                        run.replay()
+                        b.record()
+                    torch.cuda.synchronize()
+                    times[mode] += [a.elapsed_time(b) for a, b in events]
+                else:
+                    for _ in range(per):
+                        dist.barrier()
+                        t = time.perf_counter()
+                        run()
+                        times[mode].append((time.perf_counter() - t) * 1e3)
+        del runs
+    out.update({mode: statistics.median(ts) for mode, ts in times.items()})
+    return out
 
 
 def slowest(v, device):
@@ -282,20 +305,23 @@ def main(argv=None):
                                        y1 if block != "qkv" else y1[:, rank * (y1.shape[1] // world):
                                                                     (rank + 1) * (y1.shape[1] // world)])
                             for c, tp in tps.items()}
-                one_ms = slowest(timed(one, x, iters, cuda), device)
+                modes = {"one_gpu": (one, 0.0), "torch_seq": (torch_seq, None), "sequential": (tps[1], errs[1]),
+                         "overlapped": (tps["auto"], errs["auto"]),
+                         **{CE_MODES[c]: (tps[c], errs[c]) for c in tps if c in CE_MODES},
+                         **{k: (f, None) for k, f in parts.items()}}
+                got = timed_interleaved({mode: fn for mode, (fn, _) in modes.items()}, x, iters, cuda)
+                got = {mode: v if isinstance(v, Exception) else slowest(v, device) for mode, v in got.items()}
+                if isinstance(got["one_gpu"], Exception):
+                    raise got["one_gpu"]
+                one_ms = got["one_gpu"]
                 label = f"llama3-70b {block}"
                 base = dict(label=label, M=M, dtype=scheme, one_gpu_ms=round(one_ms, 5))
-                torch_ms = None
-                for mode, fn, err in (("one_gpu", one, 0.0), ("torch_seq", torch_seq, None),
-                                      ("sequential", tps[1], errs[1]), ("overlapped", tps["auto"], errs["auto"]),
-                                      *((CE_MODES[c], tps[c], errs[c]) for c in tps if c in CE_MODES),
-                                      *((k, f, None) for k, f in parts.items())):
-                    try:
-                        ms = one_ms if mode == "one_gpu" else slowest(timed(fn, x, iters, cuda), device)
-                    except Exception as e:  # noqa: BLE001  (a vendor refusal: recorded, the others go on)
-                        rows.append({**base, "mode": mode, "error": f"{type(e).__name__}: {str(e)[:200]}"})
+                torch_ms = None if isinstance(got["torch_seq"], Exception) else got["torch_seq"]
+                for mode, (_, err) in modes.items():
+                    ms = got[mode]
+                    if isinstance(ms, Exception):
+                        rows.append({**base, "mode": mode, "error": f"{type(ms).__name__}: {str(ms)[:200]}"})
                         continue
-                    torch_ms = ms if mode == "torch_seq" else torch_ms
                     row = {**base, "mode": mode, "ms": round(ms, 5), "scaling": round(one_ms / ms, 4)}
                     if torch_ms and mode in ("sequential", "overlapped", *CE_MODES.values()):
                         row["vs_torch_seq"] = round(torch_ms / ms, 4)
