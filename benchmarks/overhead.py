@@ -79,6 +79,16 @@ def rows():
     yield ("gemm_split_cat", lambda: gemmkit.gemm_split_cat(x, wsc, ysc, S1, S2), "torch mm, view, cat",
            split_cat_torch)
     yield "batched_gemm_a16w16", lambda: gemmkit.batched_gemm_a16w16(xb3, wb3), "torch.bmm", bmm
+    # what a converted model calls (gemmkit.nn.convert): a decode step's (batch, 1, hidden) input, with and
+    # without bias (Qwen2's q / k / v have one), against the torch.nn.Linear it replaced (weights without grad: no autograd on either side)
+    from gemmkit import nn as gnn
+
+    x3 = torch.randn(1, 1, 256, device=dev, dtype=bf)
+    for bias in (False, True):
+        lin = torch.nn.Linear(256, 256, bias=bias, device=dev, dtype=bf).requires_grad_(False)
+        mine = gnn.from_linear(lin, "bf16")
+        yield (f"gemmkit.nn.Linear (1 x 1 x 256{', bias' if bias else ''})", (lambda m: lambda: m(x3))(mine),
+               "torch.nn.Linear", (lambda m: lambda: m(x3))(lin))
 
 
 def first_call_us(n=20):

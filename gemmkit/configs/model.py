@@ -221,6 +221,7 @@ SPLIT_WIDTH_MIN_M, SPLIT_WIDTH_MAX_M = 256, 512  # `split_widths`: where it won 
 SPLIT_WIDTH_FILL = 0.85  # `split_widths`: the least share of its waves (tiles over waves x SMs) its tiles fill
 COOP_WIDTH_MIN_M, COOP_WIDTH_MAX_M = 385, 4096  # `coop_widths`: four 128-row tiles and more, measured to 4096
 COOP_WIDTH_WAVES = 2  # `coop_widths`: lost from three waves
+COOP_ROW_WAVES = 3  # `coop_widths` on one row of 128-row tiles (64 < M <= 128): won on three waves too
 # The Gluon ping-pong tile of `wide_share` (what the tuned fp8 block-scale tables run at M <= 128, e.g.
 # A8W8_BLOCKSCALE-N=7168-K=16384.json), applied over the large-M Gluon bucket's other keys.
 SMALL_PINGPONG = {"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 64, "GROUP_SIZE_M": 4, "num_warps": 4, "num_stages": 6}
@@ -246,6 +247,20 @@ def area_fill(M: int, N: int, bm: int, bn: int, num_cus: int) -> float:
 def coop_width_config(cfg: dict, width: int, stages: int) -> dict:
     """The `coop_widths` tile over a cooperative Gluon bucket `cfg` (128 x 256): the same kernel on 128 x `width`."""
     return dict(cfg, BLOCK_SIZE_N=width, num_stages=stages, NUM_KSPLIT=1)
+
+
+def coop_width_fit(widths, M: int, N: int, num_cus: int, max_waves: int, best: float):
+    """(width, stages, area fill, tiles) of the `coop_widths` tile (128 rows) that fills its waves best, where it
+    takes at most `max_waves` waves and fills them to SPLIT_WIDTH_FILL and by GLUON_WAVE_MARGIN over `best` (the
+    served tiles' fill); the wider on a tie. None where none does."""
+    rows = -(-M // 128)
+    fits = [(area_fill(M, N, 128, w, num_cus), w, s) for w, s in widths if rows * -(-N // w) <= max_waves * num_cus]
+    if not fits:
+        return None
+    fill, w, stages = max(fits)
+    if fill >= SPLIT_WIDTH_FILL and fill > GLUON_WAVE_MARGIN * best:
+        return w, stages, fill, rows * -(-N // w)
+    return None
 
 
 def one_wave(menu, M: int, N: int, num_cus: int) -> tuple[dict | None, int]:
@@ -331,16 +346,13 @@ def choose(op: str, cfg: dict, large: dict | None, M: int, N: int, K: int, num_c
             eff_narrow = wave_efficiency(n_tiles * max(1, min(split, num_cus // n_tiles)), num_cus)
         coop_widths = rules.get("coop_widths")
         if coop_widths and bm == 128 and COOP_WIDTH_MIN_M <= M <= COOP_WIDTH_MAX_M:
-            fits = [(area_fill(M, N, bm, w, num_cus), w, s) for w, s in coop_widths
-                    if -(-M // bm) * -(-N // w) <= COOP_WIDTH_WAVES * num_cus]
             best = max(eff_coop, eff_pp, eff_narrow)
-            if fits:
-                fill, w, stages = max(fits)  # the wider on a tie
-                if fill >= SPLIT_WIDTH_FILL and fill > GLUON_WAVE_MARGIN * best:
-                    tiles = -(-M // bm) * -(-N // w)
-                    return coop_width_config(cfg, w, stages), [
-                        f"{coop} tiles of {bm} x 256, {pp} of {bm} x 128 and the 64 x 192's fill at best {best:.0%} of "
-                        f"their waves, {tiles} of {bm} x {w} {fill:.0%} of theirs: the cooperative {bm} x {w} split tile"]
+            hit = coop_width_fit(coop_widths, M, N, num_cus, COOP_WIDTH_WAVES, best)
+            if hit:
+                w, stages, fill, tiles = hit
+                return coop_width_config(cfg, w, stages), [
+                    f"{coop} tiles of {bm} x 256, {pp} of {bm} x 128 and the 64 x 192's fill at best {best:.0%} of "
+                    f"their waves, {tiles} of {bm} x {w} {fill:.0%} of theirs: the cooperative {bm} x {w} split tile"]
         widths = rules.get("split_widths")
         if widths and SPLIT_WIDTH_MIN_M <= M <= SPLIT_WIDTH_MAX_M:
             def width_tiles(w):
@@ -382,6 +394,15 @@ def choose(op: str, cfg: dict, large: dict | None, M: int, N: int, K: int, num_c
         narrow = rules.get("narrow_pingpong")
         bm, bn = wide["BLOCK_SIZE_M"], wide["BLOCK_SIZE_N"]
         n_tiles = -(-M // bm) * -(-N // bn)
+        coop_widths = rules.get("coop_widths")
+        if coop_widths and own and small_triton and bm == 128:  # one row of 128-row tiles (`coop_widths`)
+            best = wave_efficiency(n_tiles, num_cus)
+            hit = coop_width_fit(coop_widths, M, N, num_cus, COOP_ROW_WAVES, best)
+            if hit:
+                w, stages, fill, tiles = hit
+                return coop_width_config(dict(own, num_warps=8), w, stages), [
+                    f"{n_tiles} tiles of the Gluon ping-pong's {bm} x {bn} fill {best:.0%} of their waves, {tiles} of "
+                    f"{bm} x {w} {fill:.0%} of theirs: the cooperative {bm} x {w} split tile"]
         if n_tiles >= share * num_cus:
             if small_gluon:
                 return cfg, []

@@ -14,9 +14,11 @@ Megatron-LM's and vLLM's layout; p ranks in the process group, this one is r:
                                                                         reduce_results=False)
     ParallelGatedMLP       gate / up column-parallel, down row-parallel, one collective:
         x (..., K) ──► y_r = down_r(act(gate_r(x)) * up_r(x)) ──all-reduce (reduce-scatter, None)──► y (..., K)
-        bf16 / fp16: one ffn_gated call a chunk (this rank's I/p gate rows, then its I/p up rows, fused as ffn_gated
+        bf16 / fp16: one ffn_gated call (this rank's I/p gate rows, then its I/p up rows, fused as ffn_gated
         takes them); fp8 / int8: gate_up GEMM, act * mul fused into the down layer's activation quantization
-        (gemmkit.quant's gated forms, as gemmkit.nn.QuantGatedMLP), the down GEMM.
+        (gemmkit.quant's gated forms, as gemmkit.nn.QuantGatedMLP), the down GEMM. Chunked (below), gate_up and
+        act * mul run once on every row and only the down GEMM is cut into chunks: only its output is reduced,
+        and each chunk of gate_up would stream the whole gate_up weight from memory again.
 
 Overlap (`chunks`): x's rows are cut into chunks; each chunk's GEMM is queued on the current stream, then its
 collective with async_op=True, which NCCL runs on its own stream once that GEMM is done, while the next GEMM computes:
@@ -246,6 +248,18 @@ def _rows(module, x, K, what):
         got = tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__
         raise ValueError(f"x: expected a tensor (..., {K}) ({what}), got {got}")
     return x.reshape(-1, K), tuple(x.shape[:-1])
+
+
+class _QuantRows:
+    """A quantized activation (q (M, K), its per-row scales (M, ...)) sliced by rows as one value: what the
+    chunked MLP hands `_Parallel._reduced` in place of x's rows."""
+
+    def __init__(self, q, scale):
+        self.q, self.scale = q, scale
+        self.shape, self.device = q.shape, q.device
+
+    def __getitem__(self, rows):
+        return _QuantRows(self.q[rows], self.scale[rows])
 
 
 class _Parallel(torch.nn.Module):
@@ -519,24 +533,48 @@ class ParallelGatedMLP(_Parallel):
     def forward(self, x):
         x2, lead = _rows(self, x, self.in_features, "hidden_size")
         dtype = x.dtype
-        if SCHEMES[self.scheme] is Linear:
-            if dtype != self.w_down.dtype:
-                raise TypeError(f"x: expected dtype {self.w_down.dtype} (the layer's; no casts), got {dtype}")
-
+        bf16 = SCHEMES[self.scheme] is Linear
+        if bf16 and dtype != self.w_down.dtype:
+            raise TypeError(f"x: expected dtype {self.w_down.dtype} (the layer's; no casts), got {dtype}")
+        if len(chunk_rows(x2.shape[0], self.chunks)) > 1:
+            # chunked: only the down projection feeds the collective, so gate_up runs once on every row (each
+            # chunk of it would stream the whole gate_up weight again) and the chunks cut the down GEMM
+            return self._reduced(*self._down_input(x2, dtype), lead, self.out_features, dtype,
+                                 lambda rows, out: self._down(rows, dtype, out), self.reduce)
+        if bf16:
             def partial(rows, out):
                 ffn_gated(rows, self.w_gate_up, self.w_down, activation=self.activation, out=out)
         else:
-            act, i = ACTIVATIONS[self.activation], self.local_intermediate
-
             def partial(rows, out):
-                h = self.gate_up._gemm(rows, dtype, None)
-                q = self.down.quantize_gated(h, self.activation)  # act * mul and the quantization: one pass
-                if q is None:  # a scheme without a gated quantizer (mxfp4): torch's act * mul, then the layer's
-                    self.down._gemm(act(h[:, :i]) * h[:, i:], dtype, None, out=out)
-                else:
-                    self.down._gemm_quantized(*q, dtype, None, out=out)
+                self._down(self._down_input(rows, dtype)[0], dtype, out)
 
         return self._reduced(x2, lead, self.out_features, dtype, partial, self.reduce)
+
+    def _down_input(self, x2, dtype):
+        """(the down projection's input for x2's rows, as one row-sliceable value,): bf16 / fp16 act(gate) * up
+        (gemm_a16w16_gated); quantized schemes the gate_up GEMM, then act * mul fused into the down layer's
+        activation quantization (one pass; torch's act * mul where the scheme has no gated form)."""
+        if SCHEMES[self.scheme] is Linear:
+            from ..ops import gemm_a16w16_gated
+
+            return (gemm_a16w16_gated(x2, self.w_gate_up, activation=self.activation),)
+        h = self.gate_up._gemm(x2, dtype, None)
+        q = self.down.quantize_gated(h, self.activation)
+        if q is None:  # a scheme without a gated quantizer (mxfp4)
+            i = self.local_intermediate
+            return (ACTIVATIONS[self.activation](h[:, :i]) * h[:, i:],)
+        return (_QuantRows(*q),)
+
+    def _down(self, rows, dtype, out):
+        """out = rows @ W_down.T for rows of `_down_input`'s value."""
+        if isinstance(rows, _QuantRows):
+            self.down._gemm_quantized(rows.q, rows.scale, dtype, None, out=out)
+        elif SCHEMES[self.scheme] is Linear:
+            from ..ops import gemm_a16w16
+
+            gemm_a16w16(rows, self.w_down, out=out)
+        else:
+            self.down._gemm(rows, dtype, None, out=out)
 
     def extra_repr(self):
         return (f"{super().extra_repr()}, intermediate_size={self.intermediate_size}, activation={self.activation}, "

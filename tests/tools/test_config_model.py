@@ -372,6 +372,12 @@ def test_a16w16_split_width_where_it_fills_its_waves(M, N, K, width):
     (384, 4608, 4096, None),  # 96 tiles of 128 x 144 (73%; measured 0.78 against the served 0.94x)
     (448, 4608, 4096, None),  # 128 tiles, but the last 128-row tile half empty: 85% of the area, under the bar
     (8192, 5120, 128, None),  # M > COOP_WIDTH_MAX_M
+    # one row of 128-row tiles (64 < M <= 128, up to COOP_ROW_WAVES), ab/bf16_m128_256_coop_widths.json
+    (128, 51200, 5120, 144),  # 356 tiles, three waves at 90%, against 400 of 128 x 128 at 76%: 0.88 -> 0.97x
+    (128, 35840, 5120, 144),  # 249 tiles, 94% against 71%: 0.85 -> 0.98x
+    (128, 14336, 5120, None),  # 100 tiles of 128 x 144: 75% of one wave, under the bar
+    (100, 51200, 5120, None),  # the tile's rows 78% full: 70% of the area
+    (128, 57344, 8192, None),  # 359 of 128 x 160 fill 90%, 448 of 128 x 128 85%: within the margin
 ])
 def test_a16w16_coop_width_where_it_fills_two_waves(M, N, K, width):
     cfg, source = configs.serve("a16w16", H200, M, N, K)
