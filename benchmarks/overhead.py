@@ -1,7 +1,8 @@
 """Host time per eager call (microseconds), gemmkit against the torch call it replaces, in one process.
 
-Each pair runs many back-to-back calls on a tiny problem whose GPU time is negligible (the wall time is the
-host's): three interleaved rounds per side, each the best of three runs of 1000 calls. Rows: `name, gemmkit_us, torch_us, ratio` (gemmkit over torch), plus the
+Each pair runs many back-to-back calls on a tiny problem: three interleaved rounds per side, each the best of
+three runs of 1000 calls (the wall time: the host's, or the GPU's where its kernels take longer); and the host's
+time alone (`host_us`: calls queued behind a GPU sleep, so none waits for the GPU). Rows: `name, gemmkit_us, torch_us, ratio` (gemmkit over torch), plus the
 first call of a new signature after compilation (a new M: checks, dispatch and plan, recorded once:
 gemmkit/callplan.py), then a cProfile of gemm_a16w16's repeated call.
 Usage: PYTHONPATH=. python benchmarks/overhead.py [--json PATH]"""
@@ -28,6 +29,23 @@ def per_call_us(fn, n=2000):
             fn()
         torch.cuda.synchronize()
         best = min(best, (time.perf_counter() - t) / n * 1e6)
+    return best
+
+
+def host_us(fn, n=200):
+    """The host's time per call alone: the calls queued behind a GPU sleep (torch.cuda._sleep) long enough that
+    none of them waits for the GPU, timed before it ends; best of five."""
+    for _ in range(20):
+        fn()
+    best = float("inf")
+    for _ in range(5):
+        torch.cuda.synchronize()
+        torch.cuda._sleep(100_000_000)  # ~50 ms at 2 GHz: longer than n calls' host time
+        t = time.perf_counter()
+        for _ in range(n):
+            fn()
+        best = min(best, (time.perf_counter() - t) / n * 1e6)
+        torch.cuda.synchronize()
     return best
 
 
@@ -89,6 +107,8 @@ def rows():
         mine = gnn.from_linear(lin, "bf16")
         yield (f"gemmkit.nn.Linear (1 x 1 x 256{', bias' if bias else ''})", (lambda m: lambda: m(x3))(mine),
                "torch.nn.Linear", (lambda m: lambda: m(x3))(lin))
+    yield "gemm_a16w16 (1 x 1 x 256)", lambda: gemmkit.gemm_a16w16(x3, w), "F.linear", \
+        lambda: torch.nn.functional.linear(x3, w)
 
 
 def first_call_us(n=20):
@@ -117,12 +137,15 @@ def main():
             ours, theirs = float("inf"), float("inf")
             for _ in range(3):
                 ours, theirs = min(ours, per_call_us(fn, 1000)), min(theirs, per_call_us(torch_fn, 1000))
+            host, torch_host = host_us(fn), host_us(torch_fn)
         except Exception as e:  # noqa: BLE001 - report the row, keep measuring the others
             print(f"{name:36s} failed: {type(e).__name__}: {e}")
             continue
         table.append({"name": name, "gemmkit_us": round(ours, 2), "torch": torch_name, "torch_us": round(theirs, 2),
-                      "ratio": round(ours / theirs, 3)})
-        print(f"{name:36s} {ours:7.1f} us   {torch_name:26s} {theirs:7.1f} us   {ours / theirs:5.2f}x")
+                      "ratio": round(ours / theirs, 3), "gemmkit_host_us": round(host, 2),
+                      "torch_host_us": round(torch_host, 2)})
+        print(f"{name:36s} {ours:7.1f} us   {torch_name:26s} {theirs:7.1f} us   {ours / theirs:5.2f}x"
+              f"   host alone {host:5.1f} / {torch_host:5.1f} us")
     first = first_call_us()
     table.append({"name": "gemm_a16w16 first call of a new signature", "gemmkit_us": round(first, 1),
                   "torch": None, "torch_us": None, "ratio": None})
@@ -137,6 +160,18 @@ def main():
         gemmkit.gemm_a16w16(x, w)
     prof.disable()
     torch.cuda.synchronize()
+    pstats.Stats(prof).sort_stats("tottime").print_stats(25)
+    lin = gemmkit.nn.from_linear(torch.nn.Linear(256, 256, device="cuda", dtype=torch.bfloat16).requires_grad_(False),
+                                 "bf16")
+    x3 = x.view(1, 1, 256)
+    lin(x3)
+    prof = cProfile.Profile()
+    prof.enable()
+    for _ in range(2000):
+        lin(x3)
+    prof.disable()
+    torch.cuda.synchronize()
+    print("gemmkit.nn.Linear on (1, 1, 256):")
     pstats.Stats(prof).sort_stats("tottime").print_stats(25)
     if args.json:
         import datetime
