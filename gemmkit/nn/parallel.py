@@ -561,8 +561,8 @@ class ParallelGatedMLP(_Parallel):
         h = self.gate_up._gemm(x2, dtype, None)
         q = self.down.quantize_gated(h, self.activation)
         if q is None:  # a scheme without a gated quantizer (mxfp4)
-            i = self.local_intermediate
-            return (ACTIVATIONS[self.activation](h[:, :i]) * h[:, i:],)
+            act, i = ACTIVATIONS[self.activation], self.local_intermediate
+            return (act(h[:, :i]) * h[:, i:],)
         return (_QuantRows(*q),)
 
     def _down(self, rows, dtype, out):
