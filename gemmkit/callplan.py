@@ -296,7 +296,8 @@ class CallPlan:
     the workspaces, launches, and returns the fresh outputs. Where every launch's compiled kernel has a launcher
     laid out as Triton 3.6's (launcher.direct), the plan runs a Python function generated for it (`source`, at its
     first replay: a signature called once never pays for it): straight-line code that unpacks the tensors,
-    allocates, encodes a TMA descriptor only for an address it has not seen in that slot, and calls each C
+    allocates, encodes a TMA descriptor only for an address it has not seen in that slot (a view of an input passed
+    as its address, an int, which the C launchers take for a pointer: no view made), and calls each C
     launcher with every argument the signature fixes written in as a constant. Otherwise, or when the current
     device is not the recorded one or a launch hook is set, the generic replay fills each launch's template and
     repeats it through the launcher's cache."""
@@ -391,6 +392,14 @@ def _generate(plan, launched):
         _, i, shape, stride, delta = spec
         return f"{names[i]}.as_strided({shape!r}, {stride!r}, {names[i]}.storage_offset() + {delta})"
 
+    def address(spec, itemsize):
+        """A pointer parameter as the C launcher also takes it, an int: a view's address without making the view
+        (its shape and strides are the launch's other parameters, fixed by the signature)."""
+        if spec[0] == "source":
+            return names[spec[1]]
+        _, i, _shape, _stride, delta = spec
+        return f"({names[i]}.data_ptr() + {delta * itemsize})"
+
     for k, (step, d, args) in enumerate(zip(plan.steps, directs, launched)):
         specs = dict(step.specs)
         params = []
@@ -399,7 +408,7 @@ def _generate(plan, launched):
             if spec is None:
                 params.append(const(a))
             elif spec[0] != "descriptor":
-                params.append(tensor(spec))
+                params.append(address(spec, a.element_size()))
             else:
                 _, inner, cls, fields = spec
                 meta = d.descriptors[pos]
@@ -413,11 +422,13 @@ def _generate(plan, launched):
                     launcher.TMA_STATS["encoded"] += 1
                     return m
                 ns[f"_maps{k}_{pos}"], ns[f"_encode{k}_{pos}"] = maps, encode
-                t, m = f"t{k}_{pos}", f"m{k}_{pos}"
-                lines.append(f"    {t} = {tensor(inner)}")
-                lines.append(f"    {m} = _maps{k}_{pos}.get({t}.data_ptr())")
+                p, m = f"p{k}_{pos}", f"m{k}_{pos}"
+                # the map of an address seen before: looked up by the address alone (no view made for it)
+                ptr = f"{names[inner[1]]}.data_ptr()" if inner[0] == "source" else address(inner, a.base.element_size())
+                lines.append(f"    {p} = {ptr}")
+                lines.append(f"    {m} = _maps{k}_{pos}.get({p})")
                 lines.append(f"    if {m} is None:")
-                lines.append(f"        {m} = _encode{k}_{pos}({t})")
+                lines.append(f"        {m} = _encode{k}_{pos}({tensor(inner)})")
                 params.append(", ".join([m] + [const(v) for v in expanded[1:]]))
         ns[f"_raw{k}"] = d.raw
         grid = (*step.grid, 1, 1)[:3]

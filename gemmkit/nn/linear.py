@@ -160,13 +160,14 @@ class Linear(torch.nn.Linear):
         return m
 
     def forward(self, x):
-        if not isinstance(x, torch.Tensor) or x.dtype != self.weight.dtype:
-            raise TypeError(f"x: expected dtype {self.weight.dtype} (the layer's; gemmkit.nn.Linear does not cast), "
+        # each read of a module attribute costs host time (a decode step's ~100 eager linears are host-bound): once
+        w, b = self.weight, self.bias
+        if not isinstance(x, torch.Tensor) or x.dtype != w.dtype:
+            raise TypeError(f"x: expected dtype {w.dtype} (the layer's; gemmkit.nn.Linear does not cast), "
                             f"got {getattr(x, 'dtype', type(x).__name__)}")
-        if torch.is_grad_enabled() and (x.requires_grad or self.weight.requires_grad
-                                        or (self.bias is not None and self.bias.requires_grad)):
-            return _A16W16Function.apply(x, self.weight, self.bias)
-        return gemm_a16w16(x, self.weight, self.bias)
+        if torch.is_grad_enabled() and (x.requires_grad or w.requires_grad or (b is not None and b.requires_grad)):
+            return _A16W16Function.apply(x, w, b)
+        return gemm_a16w16(x, w, b)
 
     def _gemm(self, x2, out_dtype, bias, out=None):
         """y (M, N) = x2 @ W.T (+ bias), no autograd, into `out` when given: the quantized layers' interface
