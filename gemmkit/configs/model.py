@@ -159,6 +159,13 @@ FITTED_OPS = ("a16w16", "a8w8", "a8w8_int8", "a8w8_blockscale")
 #                ping-pong's 64 x 144 / 160 on twice as many: 0.82-0.95 -> 0.86-1.00x, geomean 0.875 -> 0.916 (each
 #                w tile loaded once for 128 rows); at M = 384 (96 tiles, 73%) it lost, 0.78 against 0.94x. Left out,
 #                measured: 2048 x 4608 x 36864, three waves of 128 x 192, 1.01 against the served 0.92x.
+#                On one row of 128-row tiles (64 < M <= 128, where the Triton bucket gives way to `wide_config`) the
+#                same tiles up to COOP_ROW_WAVES waves, against `wide_config`'s 128 x 128 fill: the area fill keeps it
+#                to M >= ~109 (rows past M count as empty). ab/bf16_m128_256_coop_widths.json (H200, M = 128, four
+#                rows of 35840-51200 columns, or tables): 0.84-0.88 -> 0.97-0.98x, three waves (128 x 51200, 356
+#                tiles at 90%) too; held out (ab/bf16_coop_row_heldout.json): 120 x 35840 0.83 -> 0.95x,
+#                128 x 73728 x 4608 (three waves of 128 x 192) 0.94 -> 1.00x. At M = 256 (two rows of tiles) the same
+#                tiles lost (0.58-0.76 against 0.89-0.95x).
 #   cdna_tiles   (gfx942 / gfx950) a "backend": "gluon" bucket names the CDNA ping-pong, one fixed 256 x 256 tile a
 #                program and no split-K: where those tiles are few (under FEW_TILES of the CUs) the bucket runs on the
 #                Triton tier, fitted (its split K and smaller tiles), as it did before the kernel had a launcher.

@@ -44,13 +44,12 @@ Transport of the all-reduce (`transport`, RowParallelLinear and ParallelGatedMLP
                    workspace too small for the call takes the "nccl" path (warm up with the largest M first).
 
 Measured (2 x H200, NVLink, NCCL 2.28, benchmarks/results/h200x2/tp.json; docs/PERF.md, "Tensor parallel"): over
-NCCL the overlap loses. A Llama-3-70B MLP at M = 8192 in fp8: this rank's GEMMs 5.87 ms, the all-reduce alone
-0.50 ms, sequential 5.86 ms, NCCL chunked 7.04 ms: run beside a GEMM, NCCL's 24 resident CTAs keep that many SMs from
-the persistent kernels, whose CTAs have fixed tile lists, so the GEMM's last tiles wait for the collective (and
-reserving SMs for NCCL costs the GEMM more than the collective takes). Over the copy engines the chunked MLP runs at
-the GEMMs' time (5.86-5.97 ms), and a row-parallel o_proj (8192 -> 8192), whose all-reduce is as long as its GEMM,
-16-20% faster than NCCL sequential at M = 4096 / 8192 with chunks=2; at decode (M <= 64) NCCL's all-reduce is 8-14 us
-shorter. Hence both opt-in: transport="nccl", chunks=1 by default.
+NCCL the overlap loses little or nothing: run beside a GEMM, NCCL's resident CTAs keep that many SMs from the
+persistent kernels, whose CTAs have fixed tile lists, so the GEMM's last tiles wait for the collective. Over the copy
+engines the transfer holds no SM: a Llama-3-70B MLP at M = 4096 / 8192 chunked ("auto") runs at 1.85-1.94x one GPU
+(its GEMMs alone 1.94-1.98x; NCCL sequential 1.74-1.92x), and a row-parallel o_proj (8192 -> 8192), whose all-reduce
+is as long as its GEMM, 1.10-1.50x with chunks=2 where NCCL sequential gives 0.91-1.23x. At decode (M <= 64) NCCL's
+all-reduce is 8-14 us shorter. Both opt-in: transport="nccl", chunks=1 by default.
 
 Numerics: a column-parallel output is the single-device output's columns (each shard is quantized on its own: with
 shard boundaries on multiples of 128 the fp8 per-channel and 128 x 128-block scales are the single-device ones).
