@@ -239,8 +239,19 @@ def gated_mlp(rank, world, device, scheme, chunk_list=(1, 3)):
         for reduce in ("all_reduce", "reduce_scatter", None):
             tag = f"{scheme} mlp {reduce} chunks={chunks}"
             m = P.ParallelGatedMLP.from_mlp(mlp, scheme, activation="silu", reduce=reduce, chunks=chunks)
+            seen = []  # the rows gate_up ran on, call by call: chunked, once on every row (only down is cut)
+            down_input = m._down_input
+            m._down_input = lambda rows, dtype: seen.append(rows.shape[0]) or down_input(rows, dtype)
             with torch.no_grad():
                 y = m(x)
+            M = x.shape[0] * x.shape[1]
+            if len(P.chunk_rows(M, chunks)) > 1:
+                want = [M]
+            elif scheme == "bf16":  # one ffn_gated call
+                want = []
+            else:  # reduce_scatter: each rank's rows of the sum, one call each
+                want = [M // world] * world if reduce == "reduce_scatter" else [M]
+            assert seen == want, (tag, seen, want)
             i = I // world
             if scheme == "bf16":
                 h64 = activation_ref(x.double().cpu() @ m.w_gate_up[:i].double().cpu().T, "silu") * \
