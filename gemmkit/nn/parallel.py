@@ -70,7 +70,7 @@ from __future__ import annotations
 
 import torch
 
-from ..ops import ffn_gated
+from ..ops import ffn_gated, gemm_a16w16, gemm_a16w16_gated
 from .fused import ACTIVATIONS, GatedMLP
 from .linear import Linear, SCHEMES, check_scheme, from_linear
 
@@ -538,39 +538,35 @@ class ParallelGatedMLP(_Parallel):
         if len(chunk_rows(x2.shape[0], self.chunks)) > 1:
             # chunked: only the down projection feeds the collective, so gate_up runs once on every row (each
             # chunk of it would stream the whole gate_up weight again) and the chunks cut the down GEMM
-            return self._reduced(*self._down_input(x2, dtype), lead, self.out_features, dtype,
+            return self._reduced(self._down_input(x2, dtype), lead, self.out_features, dtype,
                                  lambda rows, out: self._down(rows, dtype, out), self.reduce)
         if bf16:
             def partial(rows, out):
                 ffn_gated(rows, self.w_gate_up, self.w_down, activation=self.activation, out=out)
         else:
             def partial(rows, out):
-                self._down(self._down_input(rows, dtype)[0], dtype, out)
+                self._down(self._down_input(rows, dtype), dtype, out)
 
         return self._reduced(x2, lead, self.out_features, dtype, partial, self.reduce)
 
     def _down_input(self, x2, dtype):
-        """(the down projection's input for x2's rows, as one row-sliceable value,): bf16 / fp16 act(gate) * up
+        """The down projection's input for x2's rows, one value sliced by rows: bf16 / fp16 act(gate) * up
         (gemm_a16w16_gated); quantized schemes the gate_up GEMM, then act * mul fused into the down layer's
-        activation quantization (one pass; torch's act * mul where the scheme has no gated form)."""
+        activation quantization (one pass, `_QuantRows`; torch's act * mul where the scheme has no gated form)."""
         if SCHEMES[self.scheme] is Linear:
-            from ..ops import gemm_a16w16_gated
-
-            return (gemm_a16w16_gated(x2, self.w_gate_up, activation=self.activation),)
+            return gemm_a16w16_gated(x2, self.w_gate_up, activation=self.activation)
         h = self.gate_up._gemm(x2, dtype, None)
         q = self.down.quantize_gated(h, self.activation)
         if q is None:  # a scheme without a gated quantizer (mxfp4)
             act, i = ACTIVATIONS[self.activation], self.local_intermediate
-            return (act(h[:, :i]) * h[:, i:],)
-        return (_QuantRows(*q),)
+            return act(h[:, :i]) * h[:, i:]
+        return _QuantRows(*q)
 
     def _down(self, rows, dtype, out):
         """out = rows @ W_down.T for rows of `_down_input`'s value."""
         if isinstance(rows, _QuantRows):
             self.down._gemm_quantized(rows.q, rows.scale, dtype, None, out=out)
         elif SCHEMES[self.scheme] is Linear:
-            from ..ops import gemm_a16w16
-
             gemm_a16w16(rows, self.w_down, out=out)
         else:
             self.down._gemm(rows, dtype, None, out=out)
