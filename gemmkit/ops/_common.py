@@ -64,8 +64,11 @@ def check_no_overlap(name, t):
 
 
 def _address_range(t):
-    """[first byte, one past the last byte) that `t`'s elements occupy."""
+    """[first byte, one past the last byte) that `t`'s elements occupy (a contiguous tensor: its nbytes, without
+    the walk over its strides: this runs on every replayed call with `out=`)."""
     start = t.data_ptr()
+    if t.is_contiguous():
+        return start, start + t.nbytes
     return start, start + (last_offset(t) + 1) * t.element_size()
 
 
