@@ -25,7 +25,9 @@ Modes (--modes): eager calls, and one CUDA graph of the call replayed (--modes e
 of --prefill-iters / --decode-iters calls after --warmup calls, with CUDA events around every call. An eager call is
 host-bound, and the host's state drifts over a run (the first H200 run had torch_bf16's eager decode step at 20.6 ms
 for Llama-3-8B and 12.5 ms for the like-sized Qwen2.5-7B): an eager row's baseline is the torch_bf16 model timed again
-beside it, the two alternated EAGER_ROUNDS times (medians of each), its first timing kept as baseline_ms_first.
+beside it, the two alternated EAGER_ROUNDS times (medians of each), its first timing kept as baseline_ms_first; the
+row also keeps each round's paired ratio (speedup_rounds) and their median (speedup_paired), which a drift of the
+host slower than one round does not move.
 
 Accuracy, per (model, scheme, phase, batch): the logits of an untimed eager call against the bf16 model's on the same
 tokens (prefill: every position; decode: the step), relative error ||l - l_bf16|| / ||l_bf16|| and top-1 agreement;
@@ -369,13 +371,14 @@ def case_call(caller, model, config, phase, s, ids, tok):
 
 
 def interleaved_ms(call, base_call, iters, warmup, cuda, rounds=EAGER_ROUNDS):
-    """(ms, base_ms): medians of `rounds` alternating timings of the scheme's call and the baseline's, each
-    `iters` calls; eager calls are host-bound, so the two share one stretch of the host's state."""
+    """(ms, base_ms, round_ratios): medians of `rounds` alternating timings of the scheme's call and the
+    baseline's, each `iters` calls, and each round's base / scheme ratio; eager calls are host-bound, so the two
+    share one stretch of the host's state (the paired ratios: a drift slower than a round cancels in each)."""
     mine, base = [], []
     for r in range(rounds):
         base.append(time_ms(base_call, iters, warmup if r == 0 else 1, cuda))
         mine.append(time_ms(call, iters, warmup if r == 0 else 1, cuda))
-    return statistics.median(mine), statistics.median(base)
+    return statistics.median(mine), statistics.median(base), [b / m for b, m in zip(base, mine)]
 
 
 def run_case(name, scheme, model, config, caller, phase, b, s, ids, tok, args, cuda, baseline, rows, base_model):
@@ -395,8 +398,10 @@ def run_case(name, scheme, model, config, caller, phase, b, s, ids, tok, args, c
         extra = {}
         if mode == "eager" and model is not base_model:  # the baseline re-timed beside it (`interleaved_ms`)
             base_call = case_call(caller, base_model, config, phase, s, ids, tok)
-            ms, same_window = interleaved_ms(call, base_call, iters, args.warmup, cuda)
+            ms, same_window, ratios = interleaved_ms(call, base_call, iters, args.warmup, cuda)
             extra["baseline_ms_first"] = baseline[(phase, b, mode)]  # the torch_bf16 row's own timing
+            extra["speedup_rounds"] = ratios  # each round's paired ratio
+            extra["speedup_paired"] = statistics.median(ratios)
             baseline_ms = same_window
         elif mode == "eager":
             ms = time_ms(call, iters, args.warmup, cuda)

@@ -28,6 +28,9 @@ def test_e2e_dry_run():
         assert r["tokens_per_s"] > 0 and math.isclose(r["speedup"], r["baseline_ms"] / r["ms"])
         # an eager row's baseline is the bf16 model re-timed beside it; the first timing is kept
         assert ("baseline_ms_first" in r) == (scheme != "torch_bf16")
+        if scheme != "torch_bf16":  # each alternated round's paired ratio, and their median
+            assert len(r["speedup_rounds"]) == e2e.EAGER_ROUNDS and all(v > 0 for v in r["speedup_rounds"])
+            assert r["speedup_paired"] == pytest.approx(sorted(r["speedup_rounds"])[e2e.EAGER_ROUNDS // 2], rel=1e-3)
         bound = 0.0 if scheme == "torch_bf16" else 0.15
         assert r["logits_rel_err"] <= bound, (scheme, phase, batch, r["logits_rel_err"])
         if scheme == "gemmkit_fp8_block":
