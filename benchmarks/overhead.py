@@ -2,9 +2,10 @@
 
 Each pair runs many back-to-back calls on a tiny problem: three interleaved rounds per side, each the best of
 three runs of 1000 calls (the wall time: the host's, or the GPU's where its kernels take longer); and the host's
-time alone (`host_us`: calls queued behind a GPU sleep, so none waits for the GPU). Rows: `name, gemmkit_us, torch_us, ratio` (gemmkit over torch), plus the
-first call of a new signature after compilation (a new M: checks, dispatch and plan, recorded once:
-gemmkit/callplan.py), then a cProfile of gemm_a16w16's repeated call.
+time alone (`host_us`: calls queued behind a GPU sleep, so none waits for the GPU). Rows: `name, gemmkit_us,
+torch_us, ratio` (gemmkit over torch), `gemmkit_host_us, torch_host_us`, plus the first call of a new signature after
+compilation (a new M: checks, dispatch and plan, recorded once: gemmkit/callplan.py), then a cProfile of
+gemm_a16w16's repeated call and of a converted model's gemmkit.nn.Linear on a decode step's (1, 1, K) input.
 Usage: PYTHONPATH=. python benchmarks/overhead.py [--json PATH]"""
 import argparse
 import cProfile
@@ -98,7 +99,8 @@ def rows():
            split_cat_torch)
     yield "batched_gemm_a16w16", lambda: gemmkit.batched_gemm_a16w16(xb3, wb3), "torch.bmm", bmm
     # what a converted model calls (gemmkit.nn.convert): a decode step's (batch, 1, hidden) input, with and
-    # without bias (Qwen2's q / k / v have one), against the torch.nn.Linear it replaced (weights without grad: no autograd on either side)
+    # without bias (Qwen2's q / k / v have one), against the torch.nn.Linear it replaced (weights without grad:
+    # no autograd on either side)
     from gemmkit import nn as gnn
 
     x3 = torch.randn(1, 1, 256, device=dev, dtype=bf)
@@ -109,6 +111,19 @@ def rows():
                "torch.nn.Linear", (lambda m: lambda: m(x3))(lin))
     yield "gemm_a16w16 (1 x 1 x 256)", lambda: gemmkit.gemm_a16w16(x3, w), "F.linear", \
         lambda: torch.nn.functional.linear(x3, w)
+
+
+def profile(title, fn, n=2000):
+    """A cProfile of n repeated calls of fn (after one), the 25 costliest functions by their own time."""
+    fn()
+    prof = cProfile.Profile()
+    prof.enable()
+    for _ in range(n):
+        fn()
+    prof.disable()
+    torch.cuda.synchronize()
+    print(f"{title}:")
+    pstats.Stats(prof).sort_stats("tottime").print_stats(25)
 
 
 def first_call_us(n=20):
@@ -153,26 +168,11 @@ def main():
     print("call plans:", callplan.STATS)
     x = torch.randn(1, 256, device="cuda", dtype=torch.bfloat16)
     w = torch.randn(256, 256, device="cuda", dtype=torch.bfloat16)
-    gemmkit.gemm_a16w16(x, w)
-    prof = cProfile.Profile()
-    prof.enable()
-    for _ in range(2000):
-        gemmkit.gemm_a16w16(x, w)
-    prof.disable()
-    torch.cuda.synchronize()
-    pstats.Stats(prof).sort_stats("tottime").print_stats(25)
+    profile("gemm_a16w16 on (1, 256)", lambda: gemmkit.gemm_a16w16(x, w))
     lin = gemmkit.nn.from_linear(torch.nn.Linear(256, 256, device="cuda", dtype=torch.bfloat16).requires_grad_(False),
                                  "bf16")
     x3 = x.view(1, 1, 256)
-    lin(x3)
-    prof = cProfile.Profile()
-    prof.enable()
-    for _ in range(2000):
-        lin(x3)
-    prof.disable()
-    torch.cuda.synchronize()
-    print("gemmkit.nn.Linear on (1, 1, 256):")
-    pstats.Stats(prof).sort_stats("tottime").print_stats(25)
+    profile("gemmkit.nn.Linear on (1, 1, 256)", lambda: lin(x3))
     if args.json:
         import datetime
 

@@ -24,9 +24,10 @@ Modes (one row each):
     local_chunked  the same cut into chunks="auto" (what chunking costs the GEMMs)
     collective   the all-reduce alone, on the block's (M, hidden) bf16 output
 Timing: each mode's call captured once in a CUDA graph (collectives included); the modes of one (block, M) then
-take turns, 5 rounds each replaying every graph a fixed number of times with CUDA events around each replay (the
-same count on both ranks: the collectives pair them); median per rank, the slower rank's median reported. The
-rounds keep one_gpu and the TP modes on the same stretch of the card's clock (a long GEMM heats it). Every block's weights exceed the L2 (>= 50 MB a rank), so the inputs are not rotated.
+take turns, ROUNDS (5) rounds each replaying every graph a fixed number of times with CUDA events around each
+replay (the same count on both ranks: the collectives pair them); median per rank, the slower rank's median
+reported. The rounds keep one_gpu and the TP modes on the same stretch of the card's clock (a long GEMM heats it).
+Every block's weights exceed the L2 (>= 50 MB a rank), so the inputs are not rotated.
 Rows (--json, default benchmarks/results/<gpu>x2/tp.json): label, M, dtype, mode, ms, one_gpu_ms, scaling
 (one_gpu_ms / ms; 2.0 is the ideal), vs_torch_seq (torch_seq ms / ms), rel_err (the TP output against one GPU's).
 """
