@@ -165,9 +165,10 @@ def _bs_inputs(M, N, K, dtype_name, device):
     xs = (torch.rand(kb, M, device=device) / 16 + 1e-3).t()
     ws = torch.rand(nb, kb, device=device) / 16 + 1e-3
     # the vendor's weight scales, prepared once as a user would at load time (not timed): cuBLASLt's 128 x 128
-    # layout, (L4, nb) with strides (1, L4), L4 = kb rounded up to a multiple of 4 (zero scales in the padding)
+    # layout, (kb, nb) with strides (1, L4), L4 = kb rounded up to a multiple of 4 (16-byte strides; torch checks
+    # the size is kb, so where K is no multiple of 512 the padded rows are left out of the view)
     l4 = -(-kb // 4) * 4
-    ws_vendor = torch.nn.functional.pad(ws, (0, l4 - kb)).t()
+    ws_vendor = torch.nn.functional.pad(ws, (0, l4 - kb)).t()[:kb]
     return x, w, xs, ws, ws_vendor, _blockwise_pads_m(x, w, xs, ws_vendor)
 
 
