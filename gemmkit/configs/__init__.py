@@ -190,7 +190,8 @@ def serve(op: str, target, M: int, N: int, K: int):
 
 def model_configs(op: str, arch: str) -> list:
     """(name, config) of the configs the config model writes that no table ships (configs/model.py: bf16's
-    `wide_config`, `one_wave`'s tiles, `narrow_pingpong`, `split_widths` and `coop_widths`; fp8's 64 x 64 Gluon ping-pong over the large-M bucket), so that `gemmkit isa`
+    `wide_config`, `one_wave`'s tiles, `narrow_pingpong`, `split_widths` and `coop_widths`; fp8's 64 x 64 Gluon
+    ping-pong over the large-M bucket and per-token fp8's `decode_wide` tile), so that `gemmkit isa`
     compiles them."""
     from . import model
 
@@ -213,10 +214,15 @@ def model_configs(op: str, arch: str) -> list:
             out += [(f"model:coop_width_{w}", validate_config(model.coop_width_config(coop, w, s), backend="cuda"))
                     for w, s in rules.get("coop_widths", ())]
         return out
+    out = []
+    base = select(op, arch, 1, 1, 1)[0]  # the M_LEQ_16 bucket `decode_wide` widens
+    if rules.get("decode_wide") and base.get("backend") != "gluon":
+        out.append(("model:decode_wide", validate_config(dict(base, BLOCK_SIZE_N=rules["decode_wide"]),
+                                                        backend="cuda")))
     large = _large_bucket(op, arch)
     if large is None or large.get("backend") != "gluon":
-        return []
-    return [("model:small_pingpong", dict(large, **model.SMALL_PINGPONG))]
+        return out
+    return out + [("model:small_pingpong", dict(large, **model.SMALL_PINGPONG))]
 
 
 def _large_bucket(op: str, arch: str):

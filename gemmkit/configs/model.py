@@ -196,9 +196,21 @@ FITTED_OPS = ("a16w16", "a8w8", "a8w8_int8", "a8w8_blockscale")
 #                GPT-OSS's router (N = 128, K = 2880), ab/bf16_router.json (H200, against cuBLAS): M = 1024 / 2048 /
 #                4096 split 4 / 4 / 2: 0.93 / 0.85 / 0.79x against the served 128 x 128 split 11 / 8 / 4's 0.80 /
 #                0.68 / 0.62x (the same CTA counts at 2048 / 4096: the ring's depth, as at M = 128 under `one_wave`).
+#   decode_wide  at M <= DECODE_WIDE_MAX_M (the weights' read is the time) a Triton bucket's tile widened to this many
+#                columns (fitted: K split up to a wave where its tiles are few) where that keeps more CTAs in flight:
+#                within one wave of the CTAs the SMs hold (`operand_bytes` sizes the rings), more CTAs than the
+#                bucket's own fitted tile; beyond it, waves filled to DECODE_WIDE_FILL. Per-token fp8, 16 x 64 -> 16 x
+#                128 (BK 256, 4 stages: a 144 KB ring by `operand_bytes`, one CTA an SM; the compiled kernel
+#                holds 112 KB of it in shared memory, docs/ISA.md), ab/fp8_decode_wide.json (H200, 45 layers of
+#                the suites at M = 1 and 16, against torch._scaled_mm): where the 16 x 64 tiles were 72-80 unsplit (one
+#                CTA on most SMs) and 16 x 128 split 3 made 108-120, +5-50% (4608 x 36864: 1.61 -> 2.41x); the TP
+#                shard's 28672 x 8192 / the 28672 x 4096 layer (224 tiles, 85% of two waves) +21% (1.23 -> 1.50x,
+#                ab/fp8_decode_tp_shard.json); the same CTA count split 2 instead of unsplit mixed (-8% at K = 2048 to
+#                +7%), and 280 / 288 tiles (71-73% of three waves) -5 / -9%: the rule leaves those. Over the 90 rows
+#                1.525 -> 1.587x geomean (every row: 1.595), the worst change -3.6% (73728 x 4608, 576 tiles).
 OP_RULES = {"a8w8_blockscale": {"ctas_per_sm": 2, "wide_share": 0.6, "operand_bytes": 1, "unsplit_stages": 6,
                                 "decode_pingpong": True},
-            "a8w8": {"wide_share": 0.6, "decode_pingpong": True},
+            "a8w8": {"wide_share": 0.6, "decode_pingpong": True, "decode_wide": 128, "operand_bytes": 1},
             "a16w16": {"gluon_waves": True, "cdna_tiles": True, "wide_share": 0.6, "one_wave": (
                 {"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 64, "BLOCK_SIZE_K": 128, "GROUP_SIZE_M": 1, "num_warps": 4,
                  "num_stages": 6, "tma": True, "persistent": True, "backend": "gluon", "swap_ab": True, "NUM_KSPLIT": 1},
@@ -237,6 +249,8 @@ PINGPONG_ROUND = 2  # ping-pong tiles an SM takes in one round (one a consumer):
 DECODE_PINGPONG_MIN_M = 17  # `decode_pingpong`: from the M_LEQ_64 buckets' first M (at M <= 16 the 16-row Triton tile)
 UNSPLIT_MAX_M = 16  # `unsplit_stages`: the M_LEQ_16 bucket (at 17-64 the unsplit tiles are `decode_pingpong`'s)
 UNSPLIT_MIN_K = 7168  # ... and K at least this (K <= 5120 lost with the same waves: see OP_RULES)
+DECODE_WIDE_MAX_M = 16  # `decode_wide`: the M_LEQ_16 bucket (at 17-64 `decode_pingpong`'s Gluon tiles)
+DECODE_WIDE_FILL = 0.8  # `decode_wide` beyond one wave: the least share of its waves its tiles fill
 
 
 def wave_efficiency(tiles: int, num_cus: int) -> float:
@@ -453,6 +467,19 @@ def choose(op: str, cfg: dict, large: dict | None, M: int, N: int, K: int, num_c
             notes = notes + [f"K unsplit: {tiles} tiles fill {fill[deep]:.0%} of the CTAs the SMs hold at {deep} "
                              f"stages, {fill[tile['num_stages']]:.0%} at {tile['num_stages']}: a {deep}-stage ring"]
             tile = dict(tile, num_stages=deep)
+    wide_n = rules.get("decode_wide")
+    if wide_n and not amd and M <= DECODE_WIDE_MAX_M and tile.get("backend") != "gluon" \
+            and cfg["BLOCK_SIZE_N"] < wide_n:
+        wide, wide_notes = fit(dict(cfg, BLOCK_SIZE_N=wide_n), M, N, K, num_cus)
+        ring = wide["num_stages"] * (wide["BLOCK_SIZE_M"] + wide_n) * wide["BLOCK_SIZE_K"] * rules["operand_bytes"]
+        slots = max(1, shared_mem // ring) * num_cus
+        ctas = [-(-M // c["BLOCK_SIZE_M"]) * -(-N // c["BLOCK_SIZE_N"]) * c.get("NUM_KSPLIT", 1) for c in (tile, wide)]
+        fill = wave_efficiency(ctas[1], slots)
+        if wide["BLOCK_SIZE_N"] == wide_n and (ctas[1] > ctas[0] if ctas[1] <= slots else fill >= DECODE_WIDE_FILL):
+            return wide, wide_notes + [
+                f"M = {M}: {ctas[1]} CTAs of {wide['BLOCK_SIZE_M']} x {wide_n} (" +
+                (f"{ctas[0]} of {tile['BLOCK_SIZE_M']} x {tile['BLOCK_SIZE_N']}" if ctas[1] <= slots else
+                 f"{fill:.0%} of their waves of {slots}") + "): the wide decode tile"]
     return tile, notes
 
 

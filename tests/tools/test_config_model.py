@@ -45,6 +45,34 @@ def test_blockscale_aims_for_two_ctas_an_sm(M, N, K, want):
     assert tile(cfg) == want and "(2 CTAs an SM)" in source, source
 
 
+@pytest.mark.parametrize("M, N, K, want", [
+    # ab/fp8_decode_wide.json (H200, against torch._scaled_mm): the wide decode tile where it keeps more in flight
+    (1, 4608, 36864, (16, 128, 3, 4)),  # 108 CTAs against 72 of 16 x 64 unsplit: 1.61 -> 2.41x
+    (16, 5120, 8192, (16, 128, 3, 4)),  # 120 against 80: 1.48 -> 1.76x
+    (1, 28672, 8192, (16, 128, 1, 4)),  # the TP shard: 224 tiles, 85% of two waves (ab/fp8_decode_tp_shard.json +21%)
+    (7, 57344, 8192, (16, 128, 1, 4)),  # 448 tiles, 85% of four waves
+    # ... and the 16 x 64 bucket where it does not
+    (1, 7168, 2048, (16, 64, 1, 4)),  # 112 CTAs either way (split 2 wide: 1.30 -> 1.20x)
+    (16, 36864, 7168, (16, 64, 1, 4)),  # 288 wide tiles fill 73% of three waves (1.51 -> 1.39x)
+    (16, 18432, 16384, (16, 64, 1, 4)),  # 144: 55% of two waves
+    (1, 576, 7168, (16, 64, 7, 4)),  # 5 wide tiles: the fitting narrows it back
+])
+def test_fp8_decode_widens_the_tile_where_more_ctas_stay_in_flight(M, N, K, want):
+    cfg, source = configs.serve("a8w8", H200, M, N, K)
+    assert tile(cfg) == want, source
+    assert ("the wide decode tile" in source) == (want[1] == 128), source
+    assert configs.validate_config(dict(cfg)) == cfg
+    ring = cfg["num_stages"] * (cfg["BLOCK_SIZE_M"] + cfg["BLOCK_SIZE_N"]) * cfg["BLOCK_SIZE_K"]
+    assert ring <= H200.shared_mem_bytes
+
+
+def test_decode_wide_is_only_per_token_fp8_and_only_at_m_16():
+    for op in ("a8w8_int8", "a8w8_blockscale"):
+        assert "wide decode" not in configs.serve(op, H200, 1, 4608, 36864)[1]
+    assert "wide decode" not in configs.serve("a8w8", H200, 17, 4608, 36864)[1]
+    assert "wide decode" not in configs.serve("a8w8", arch.get("gfx942"), 1, 4608, 36864)[1]
+
+
 @pytest.mark.parametrize("op", ["a8w8", "a8w8_blockscale"])
 @pytest.mark.parametrize("M, N, K, gluon", [
     (32, 28672, 4096, True),  # ab/fp8_decode_kernels.json: 1.00 -> 1.22x; block scale 0.89 -> 1.04x

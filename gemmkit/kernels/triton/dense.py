@@ -387,7 +387,8 @@ def table_cases(op: str, archs, dtypes=("bf16",)):
     """Every bucket of every shipped table of `op` for its arch, per operand dtype, once per Triton-tier kernel
     that can serve it (`triton_kernels`: the TMA kernel and the pointer kernel the op falls back to, or the
     pointer kernel alone where the TMA kernel's shared memory would not fit: e.g. the Triton fallback of a
-    4-stage 128 x 256 Gluon cooperative bucket). The Gluon kernels' cases: kernels/gluon/hopper_*.isa_cases."""
+    4-stage 128 x 256 Gluon cooperative bucket), and the config model's Triton tiles beside the default table
+    (configs.model_configs). The Gluon kernels' cases: kernels/gluon/hopper_*.isa_cases."""
     import json
 
     from ... import arch as _arch
@@ -397,7 +398,10 @@ def table_cases(op: str, archs, dtypes=("bf16",)):
         arch = path.parent.name
         if arch not in archs:
             continue
-        for bucket, shipped in json.loads(path.read_text()).items():
+        buckets = list(json.loads(path.read_text()).items())
+        if path == _configs.table_path(op, arch):  # the config model's Triton tiles no table ships (decode_wide)
+            buckets += [(name, c) for name, c in _configs.model_configs(op, arch) if c.get("backend") != "gluon"]
+        for bucket, shipped in buckets:
             shipped = _configs.validate_config(shipped, backend=_arch.ARCHS[arch].backend, where=f"{path}:{bucket}")
             for dt in dtypes:
                 cfg = triton_tile(shipped, fp8=dt == "fp8")
