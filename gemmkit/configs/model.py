@@ -197,7 +197,8 @@ FITTED_OPS = ("a16w16", "a8w8", "a8w8_int8", "a8w8_blockscale")
 #                4096 split 4 / 4 / 2: 0.93 / 0.85 / 0.79x against the served 128 x 128 split 11 / 8 / 4's 0.80 /
 #                0.68 / 0.62x (the same CTA counts at 2048 / 4096: the ring's depth, as at M = 128 under `one_wave`).
 #   decode_wide  at M <= DECODE_WIDE_MAX_M (the weights' read is the time) a Triton bucket's tile widened to this many
-#                columns (fitted: K split up to a wave where its tiles are few) where that keeps more CTAs in flight:
+#                columns (fitted as the bucket's tile is: K split where its tiles are few) where that keeps more CTAs
+#                in flight:
 #                within one wave of the CTAs the SMs hold (`operand_bytes` sizes the rings), more CTAs than the
 #                bucket's own fitted tile; beyond it, waves filled to DECODE_WIDE_FILL. Per-token fp8, 16 x 64 -> 16 x
 #                128 (BK 256, 4 stages: a 144 KB ring by `operand_bytes`, one CTA an SM; the compiled kernel
@@ -208,8 +209,13 @@ FITTED_OPS = ("a16w16", "a8w8", "a8w8_int8", "a8w8_blockscale")
 #                ab/fp8_decode_tp_shard.json); the same CTA count split 2 instead of unsplit mixed (-8% at K = 2048 to
 #                +7%), and 280 / 288 tiles (71-73% of three waves) -5 / -9%: the rule leaves those. Over the 90 rows
 #                1.525 -> 1.587x geomean (every row: 1.595), the worst change -3.6% (73728 x 4608, 576 tiles).
+#                Block scale, the same rule over its 16 x 64 x 128 bucket (the wide tile split by `ctas_per_sm` as the
+#                bucket's; 72 KB rings, three an SM), ab/blockscale_decode_wide.json (against cuBLASLt's block-scaled
+#                GEMM): the 16 rows it changes (4864-7168 columns with long K, DeepSeek's lm_head) 1.196 -> 1.252x,
+#                15 up (M = 16 rows 0.95-0.98 -> 1.05-1.08x), lm_head M = 1 -1%; where it leaves 16 x 64 (224-1152
+#                wide tiles within the three-a-SM slots) 16 x 128 unsplit ran -11% to +6%.
 OP_RULES = {"a8w8_blockscale": {"ctas_per_sm": 2, "wide_share": 0.6, "operand_bytes": 1, "unsplit_stages": 6,
-                                "decode_pingpong": True},
+                                "decode_pingpong": True, "decode_wide": 128},
             "a8w8": {"wide_share": 0.6, "decode_pingpong": True, "decode_wide": 128, "operand_bytes": 1},
             "a16w16": {"gluon_waves": True, "cdna_tiles": True, "wide_share": 0.6, "one_wave": (
                 {"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 64, "BLOCK_SIZE_K": 128, "GROUP_SIZE_M": 1, "num_warps": 4,
@@ -470,8 +476,10 @@ def choose(op: str, cfg: dict, large: dict | None, M: int, N: int, K: int, num_c
     wide_n = rules.get("decode_wide")
     if wide_n and not amd and M <= DECODE_WIDE_MAX_M and tile.get("backend") != "gluon" \
             and cfg["BLOCK_SIZE_N"] < wide_n:
-        wide, wide_notes = fit(dict(cfg, BLOCK_SIZE_N=wide_n), M, N, K, num_cus)
+        wide = dict(cfg, BLOCK_SIZE_N=wide_n)
         ring = wide["num_stages"] * (wide["BLOCK_SIZE_M"] + wide_n) * wide["BLOCK_SIZE_K"] * rules["operand_bytes"]
+        wide, wide_notes = fit(wide, M, N, K, num_cus, ctas_per_sm=rules.get("ctas_per_sm"),
+                               resident=max(1, shared_mem // ring))
         slots = max(1, shared_mem // ring) * num_cus
         ctas = [-(-M // c["BLOCK_SIZE_M"]) * -(-N // c["BLOCK_SIZE_N"]) * c.get("NUM_KSPLIT", 1) for c in (tile, wide)]
         fill = wave_efficiency(ctas[1], slots)

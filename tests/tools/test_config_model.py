@@ -35,7 +35,7 @@ def test_fitted_configs_on_the_measured_shapes(M, N, K, want):
 
 @pytest.mark.parametrize("M, N, K, want", [
     (16, 8192, 8192, (16, 64, 2, 4)),  # 128 tiles: a second CTA per SM hides the scale product's latency
-    (16, 7168, 18432, (16, 64, 2, 4)),
+    (16, 7168, 18432, (16, 128, 5, 4)),  # 56 wide tiles split 5 (`decode_wide`: 280 CTAs against 224 of 16 x 64)
     (16, 12288, 28672, (16, 64, 2, 4)),  # 192 tiles: round(264 / 192) is 1, but a count under the goal splits 2 ways
     (64, 4096, 4096, (64, 64, 4, 4)),  # 64 tiles: few for the ping-pong (`decode_pingpong`), the Triton tile split
     (128, 576, 7168, (64, 128, 14, 4)),  # 10 tiles: split as far as K's 56 steps allow (4 a split)
@@ -66,11 +66,26 @@ def test_fp8_decode_widens_the_tile_where_more_ctas_stay_in_flight(M, N, K, want
     assert ring <= H200.shared_mem_bytes
 
 
-def test_decode_wide_is_only_per_token_fp8_and_only_at_m_16():
-    for op in ("a8w8_int8", "a8w8_blockscale"):
-        assert "wide decode" not in configs.serve(op, H200, 1, 4608, 36864)[1]
-    assert "wide decode" not in configs.serve("a8w8", H200, 17, 4608, 36864)[1]
-    assert "wide decode" not in configs.serve("a8w8", arch.get("gfx942"), 1, 4608, 36864)[1]
+@pytest.mark.parametrize("M, N, K, want", [
+    # ab/blockscale_decode_wide.json (H200, against cuBLASLt's block-scaled GEMM): the wide tile split two CTAs an SM
+    (16, 7168, 18432, (16, 128, 5, 4)),  # 280 CTAs against 224 of 16 x 64 split 2: 0.95 -> 1.08x
+    (16, 5120, 25600, (16, 128, 7, 4)),  # 280 against 240 of 16 x 64 split 3: 0.95 -> 1.05x
+    (1, 28672, 8192, (16, 64, 1, 4)),  # 224 wide tiles within three an SM: left (16 x 128 unsplit +3%, 57344 -11%)
+    (16, 8192, 8192, (16, 64, 2, 4)),  # the two-CTA split as before (test_blockscale_aims_for_two_ctas_an_sm)
+])
+def test_blockscale_decode_widens_where_more_ctas_stay_in_flight(M, N, K, want):
+    cfg, source = configs.serve("a8w8_blockscale", H200, M, N, K)
+    assert tile(cfg) == want, source
+    assert ("the wide decode tile" in source) == (want[1] == 128), source
+    assert cfg["BLOCK_SIZE_K"] == 128  # the scale block
+
+
+def test_decode_wide_is_only_fp8_and_only_at_m_16():
+    assert "wide decode" not in configs.serve("a8w8_int8", H200, 1, 4608, 36864)[1]
+    for op in ("a8w8", "a8w8_blockscale"):
+        assert "wide decode" in configs.serve(op, H200, 16, 5120, 25600)[1]
+        assert "wide decode" not in configs.serve(op, H200, 17, 5120, 25600)[1]
+        assert "wide decode" not in configs.serve(op, arch.get("gfx942"), 1, 5120, 25600)[1]
 
 
 @pytest.mark.parametrize("op", ["a8w8", "a8w8_blockscale"])
