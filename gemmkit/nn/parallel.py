@@ -42,6 +42,9 @@ Transport of the all-reduce (`transport`, RowParallelLinear and ParallelGatedMLP
                    NVLink traffic is (p - 1) x the output per rank: for p = 2 what a ring all-reduce moves. The
                    workspace grows (a collective rendezvous) on an eager call; under a CUDA-graph capture a
                    workspace too small for the call takes the "nccl" path (warm up with the largest M first).
+                   On 2 ranks an output of at most ONE_SHOT_BYTES (decode) is summed instead by torch's one-shot
+                   all-reduce kernel over the same workspace (torch.ops.symm_mem: a barrier, the peer's partial read
+                   over NVLink and added, a barrier; one launch, SMs for microseconds; a + b, the same bits on both).
 
 Measured (2 x H200, NVLink, NCCL 2.28, benchmarks/results/h200x2/tp.json; docs/PERF.md, "Tensor parallel"): over
 NCCL the overlap loses little or nothing: run beside a GEMM, NCCL's resident CTAs keep that many SMs from the
@@ -81,6 +84,7 @@ OUTPUTS = ("sharded", "gathered")
 REDUCTIONS = ("all_reduce", "reduce_scatter", None)  # None: no collective, this rank's partial sum
 TRANSPORTS = ("nccl", "copy_engine")  # the all-reduce's: NCCL's kernels, or copy-engine pulls (see the header)
 WORKSPACE_ROUND = 1 << 21  # the copy-engine workspace grows in whole 2 MiB (and at least doubles)
+ONE_SHOT_BYTES = 1 << 20  # "copy_engine" on 2 ranks: an output this small takes torch's one-shot all-reduce kernel
 
 
 # ----------------------------------------------------------------------------- process group and chunks
@@ -124,7 +128,7 @@ class _PeerSum:
         self.group, self.device = group, device
         self.rank, self.world = rank_and_world(group)
         self.stream = torch.cuda.Stream(device)
-        self.buf = self.handle = None
+        self.buf = self.handle = self.group_name = None
         self.outgrown = []  # earlier workspaces, kept: a CUDA graph captured on one still reads and signals it
 
     def ready(self, nbytes):
@@ -143,6 +147,7 @@ class _PeerSum:
             self.outgrown.append((self.buf, self.handle))
         self.buf = symm_mem.empty(size, dtype=torch.uint8, device=self.device)
         self.handle = symm_mem.rendezvous(self.buf, group)
+        self.group_name = group.group_name
         return True
 
     def view(self, rank, M, N, dtype):
@@ -151,6 +156,13 @@ class _PeerSum:
 
 
 _PEER_SUMS: dict = {}
+
+
+def _one_shot():
+    """Whether this torch has the symmetric-memory one-shot all-reduce (torch.ops.symm_mem, torch >= 2.6)."""
+    import torch.distributed._symmetric_memory  # noqa: F401  (registers torch.ops.symm_mem)
+
+    return hasattr(torch.ops.symm_mem, "one_shot_all_reduce_out")
 
 
 def _peer_sum(group, device):
@@ -337,6 +349,14 @@ class _Parallel(torch.nn.Module):
         if not ps.ready(M * N * dtype.itemsize):
             return None
         mine, r = ps.view(ps.rank, M, N, dtype), ps.rank
+        if ps.world == 2 and M * N * dtype.itemsize <= ONE_SHOT_BYTES and _one_shot():
+            # a few rows (decode): one kernel reads the peer's partial over NVLink and adds (barriers inside), where
+            # the pull's barrier, copy and add would each pay a launch and a wait
+            partial(x2, mine)
+            y = torch.empty(M, N, dtype=dtype, device=x2.device)
+            local = ps.buf[:M * N * dtype.itemsize].view(dtype).view(M, N)  # `mine`, as the allocation's own view
+            torch.ops.symm_mem.one_shot_all_reduce_out(local, "sum", ps.group_name, out=y)
+            return y
         peers = [ps.view(j, M, N, dtype) for j in range(ps.world)]
         y = torch.empty(M, N, dtype=dtype, device=x2.device)
         got = torch.empty(ps.world, M, N, dtype=dtype, device=x2.device) if ps.world > 2 else \

@@ -345,8 +345,8 @@ def copy_engine(rank, world, device, scheme):
     """transport="copy_engine" (symmetric-memory workspace, copy-engine pulls): the MLP and the row-parallel layer
     (bias, whole or split input) at M = 1, 19, 300 and 2048, sequential and chunked, against the same layers on
     NCCL's all-reduce (within rounding: the sum of the same two partials) and bit for bit the same on every rank; one
-    CUDA graph holding the chunked copy-engine MLP replays as eager runs; a capture whose M outgrows the workspace
-    takes NCCL (no rendezvous inside a capture) and is still right."""
+    CUDA graph holding the chunked copy-engine MLP replays as eager runs, and one holding the one-shot path (M = 16);
+    a capture whose M outgrows the workspace takes NCCL (no rendezvous inside a capture) and is still right."""
     import torch.distributed as dist
 
     from gemmkit.nn import parallel as P
@@ -378,6 +378,21 @@ def copy_engine(rank, world, device, scheme):
                 assert got.shape == want.shape and torch.isfinite(got.float()).all(), name
                 assert _rel(got, want) <= 2 * TOL[BF16], f"{name}: copy engine vs NCCL rel {_rel(got, want):.3g}"
                 same_on_every_rank(name, got)
+
+    # a few rows (decode: the one-shot all-reduce kernel over the workspace) captured in a CUDA graph
+    m = P.ParallelGatedMLP.from_mlp(mlp, scheme, activation="silu", transport="copy_engine")
+    x = _rand(16, K, seed=70, dtype=BF16, device=device)
+    with torch.no_grad():
+        m(x)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            y = m(x)
+        x.copy_(_rand(16, K, seed=71, dtype=BF16, device=device))
+        graph.replay()
+        torch.cuda.synchronize()
+        want = m(x)
+    assert torch.equal(y, want), f"{scheme} one-shot graph replay differs from eager"
+    same_on_every_rank(f"{scheme} one-shot graph replay", y)
 
     M = 4096  # more rows than any call above: the workspace must grow, which a capture cannot
     nccl = P.ParallelGatedMLP.from_mlp(mlp, scheme, activation="silu", chunks=4)
