@@ -166,7 +166,8 @@ def _bs_inputs(M, N, K, dtype_name, device):
     ws = torch.rand(nb, kb, device=device) / 16 + 1e-3
     # the vendor's weight scales, prepared once as a user would at load time (not timed): cuBLASLt's 128 x 128
     # layout, (kb, nb) with strides (1, L4), L4 = kb rounded up to a multiple of 4 (16-byte strides; torch checks
-    # the size is kb, so where K is no multiple of 512 the padded rows are left out of the view)
+    # the size is kb, so where K is no multiple of 512 the padded rows are left out of the view: torch 2.11 takes
+    # that at N = 128 and refuses it at larger N, where no layout gives a right product: docs/PERF.md)
     l4 = -(-kb // 4) * 4
     ws_vendor = torch.nn.functional.pad(ws, (0, l4 - kb)).t()[:kb]
     return x, w, xs, ws, ws_vendor, _blockwise_pads_m(x, w, xs, ws_vendor)

@@ -198,9 +198,8 @@ FITTED_OPS = ("a16w16", "a8w8", "a8w8_int8", "a8w8_blockscale")
 #                0.68 / 0.62x (the same CTA counts at 2048 / 4096: the ring's depth, as at M = 128 under `one_wave`).
 #   decode_wide  at M <= DECODE_WIDE_MAX_M (the weights' read is the time) a Triton bucket's tile widened to this many
 #                columns (fitted as the bucket's tile is: K split where its tiles are few) where that keeps more CTAs
-#                in flight:
-#                within one wave of the CTAs the SMs hold (`operand_bytes` sizes the rings), more CTAs than the
-#                bucket's own fitted tile; beyond it, waves filled to DECODE_WIDE_FILL. Per-token fp8, 16 x 64 -> 16 x
+#                in flight: within one wave of the CTAs the SMs hold (`operand_bytes` sizes the rings), more CTAs
+#                than the bucket's own fitted tile; beyond it, waves filled to DECODE_WIDE_FILL. Per-token fp8, 16 x 64 -> 16 x
 #                128 (BK 256, 4 stages: a 144 KB ring by `operand_bytes`, one CTA an SM; the compiled kernel
 #                holds 112 KB of it in shared memory, docs/ISA.md), ab/fp8_decode_wide.json (H200, 45 layers of
 #                the suites at M = 1 and 16, against torch._scaled_mm): where the 16 x 64 tiles were 72-80 unsplit (one
