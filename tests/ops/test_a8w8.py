@@ -277,3 +277,29 @@ def test_opcheck_and_compile(launches):
     assert gemm_launches(launches) > before
     ok, msg = within_bound(y - 1, gemm_a8w8_ref(x, w, xs * 2, ws), torch.float32)
     assert ok, msg
+
+
+@pytest.mark.parametrize("op", ["a8w8", "a8w8_blockscale"])
+def test_decode_wide_tile_split(op, launches):
+    """The config model's wide decode tile as it serves it (configs.model_configs: 16 x 128 over the M_LEQ_16
+    bucket's BK and ring, TMA), K split 3 ways as at few tiles (4608 x 36864 at M = 1 runs split 3), against
+    float64."""
+    from gemmkit import configs
+
+    cfg = dict(dict(configs.model_configs(op, "sm_90"))["model:decode_wide"], NUM_KSPLIT=3)
+    assert (cfg["BLOCK_SIZE_M"], cfg["BLOCK_SIZE_N"]) == (16, 128)
+    M, N, K = 5, 256, 6 * cfg["BLOCK_SIZE_K"]
+    x, w = q8(M, K, dtype=FP8), q8(N, K, dtype=FP8)
+    out = poisoned((M, N), torch.bfloat16)
+    before = gemm_launches(launches)
+    if op == "a8w8":
+        xs, ws = scales(M, 1), scales(1, N)
+        y = gemmkit.gemm_a8w8(x, w, xs, ws, out=out, config=cfg)
+        ref = gemm_a8w8_ref(x, w, xs, ws)
+    else:
+        xs, ws = scales(M, K // 128), scales(N // 128, K // 128)
+        y = gemmkit.gemm_a8w8_blockscale(x, w, xs, ws, out=out, config=cfg)
+        ref = gemm_a8w8_blockscale_ref(x, w, xs, ws, (128, 128))
+    assert y is out and gemm_launches(launches) == before + 2  # the GEMM and the split's reduce
+    ok, msg = within_bound(y, ref, torch.bfloat16)
+    assert ok, msg
