@@ -323,7 +323,8 @@ def choose(op: str, cfg: dict, large: dict | None, M: int, N: int, K: int, num_c
     splits fill half the SMs; the `one_wave` tile where one comes near one wave; for a cooperative Gluon bucket, it or
     the ping-pong by the op's
     `gluon_waves` rule; for a CDNA Gluon bucket, it or the Triton tier by `cdna_tiles`; the table's large-M
-    bucket `large` where the op's `wide_waves` rule takes it; else `cfg` fitted (`fit`)."""
+    bucket `large` where the op's `wide_waves` rule takes it; else `cfg` fitted (`fit`), and at M <= 16 the op's
+    `decode_wide` tile, fitted the same way, where it keeps more CTAs in flight."""
     rules = OP_RULES.get(op, {})
     narrow_n = rules.get("narrow_n")
     if narrow_n and not amd and N <= narrow_n["BLOCK_SIZE_N"]:
