@@ -190,7 +190,7 @@ def serve(op: str, target, M: int, N: int, K: int):
 
 def model_configs(op: str, arch: str) -> list:
     """(name, config) of the configs the config model writes that no table ships (configs/model.py: bf16's
-    `wide_config`, `one_wave`'s tiles, `narrow_pingpong`, `split_widths` and `coop_widths`; fp8's 64 x 64 Gluon
+    `wide_config`, `one_wave`'s tiles, `narrow_pingpong`, `split_widths`, `coop_widths` and `swap_wide`; fp8's 64 x 64 Gluon
     ping-pong over the large-M bucket and fp8's `decode_wide` tile), so that `gemmkit isa`
     compiles them."""
     from . import model
@@ -209,6 +209,10 @@ def model_configs(op: str, arch: str) -> list:
         if base.get("backend") == "gluon":
             out += [(f"model:split_width_{w}", validate_config(model.split_width_config(base, w), backend="cuda"))
                     for w in rules.get("split_widths", ())]
+        out += [(f"model:swap_wide_{b['BLOCK_SIZE_M']}", validate_config(dict(b, BLOCK_SIZE_N=rules["swap_wide"]),
+                                                                         backend="cuda"))
+                for b in (select(op, arch, m, 1, 1)[0] for m in (1, model.SWAP_WIDE_MAX_M))
+                if rules.get("swap_wide") and b.get("backend") == "gluon" and b.get("swap_ab")]
         coop = select(op, arch, model.COOP_WIDTH_MAX_M, 1, 1)[0]  # a bucket coop_widths serves from
         if coop.get("backend") == "gluon" and coop["BLOCK_SIZE_M"] == 128:
             out += [(f"model:coop_width_{w}", validate_config(model.coop_width_config(coop, w, s), backend="cuda"))

@@ -88,6 +88,27 @@ def test_decode_wide_is_only_fp8_and_only_at_m_16():
         assert "wide decode" not in configs.serve(op, arch.get("gfx942"), 1, 5120, 25600)[1]
 
 
+@pytest.mark.parametrize("M, N, K, wide", [
+    # ab/bf16_decode_waves.json (H200, against cuBLAS): 64-row swap-AB tiles past one round of the SMs, 128-row in one
+    (1, 10240, 5120, True),  # 160 -> 80 tiles: 0.88 -> 0.97x
+    (32, 10240, 5120, True),  # 0.88 -> 1.00x
+    (16, 14336, 12288, True),  # 224 -> 112: 1.09 -> 1.13x
+    (8, 8704, 3072, True),  # 136 -> 68 (held out): 1.04 -> 1.17x
+    (16, 17408, 5120, False),  # 272 -> 136, a second round again: the wide tile lost 5%
+    (16, 8192, 4608, False),  # 128 tiles: one round already
+    (64, 10240, 5120, False),  # M = 64: `one_wave`'s menu
+])
+def test_bf16_decode_swap_tile_widens_into_one_round(M, N, K, wide):
+    bucket = configs.select("a16w16", "sm_90", M, N, K)[0]
+    assert M > 32 or bucket["swap_ab"] and bucket["BLOCK_SIZE_N"] == 64  # the default table's decode bucket
+    cfg, source = configs.serve("a16w16", H200, M, N, K)
+    assert ("the wide swap-AB tile" in source) == wide, source
+    if wide:
+        assert cfg == dict(bucket, BLOCK_SIZE_N=128)
+        assert configs.validate_config(dict(cfg)) == cfg
+    assert "wide swap-AB" not in configs.serve("a16w16", arch.get("gfx942"), M, N, K)[1]
+
+
 @pytest.mark.parametrize("op", ["a8w8", "a8w8_blockscale"])
 @pytest.mark.parametrize("M, N, K, gluon", [
     (32, 28672, 4096, True),  # ab/fp8_decode_kernels.json: 1.00 -> 1.22x; block scale 0.89 -> 1.04x
