@@ -211,7 +211,7 @@ def model_configs(op: str, arch: str) -> list:
                     for w in rules.get("split_widths", ())]
         out += [(f"model:swap_wide_{b['BLOCK_SIZE_M']}", validate_config(dict(b, BLOCK_SIZE_N=rules["swap_wide"]),
                                                                          backend="cuda"))
-                for b in (select(op, arch, m, 1, 1)[0] for m in (1, model.SWAP_WIDE_MAX_M))
+                for b in (select(op, arch, m, 1, 1)[0] for m in (1, 32, model.ONE_WAVE_MIN_M - 1))
                 if rules.get("swap_wide") and b.get("backend") == "gluon" and b.get("swap_ab")]
         coop = select(op, arch, model.COOP_WIDTH_MAX_M, 1, 1)[0]  # a bucket coop_widths serves from
         if coop.get("backend") == "gluon" and coop["BLOCK_SIZE_M"] == 128:

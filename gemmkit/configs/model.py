@@ -214,7 +214,7 @@ FITTED_OPS = ("a16w16", "a8w8", "a8w8_int8", "a8w8_blockscale")
 #                GEMM): the 16 rows it changes (4864-7168 columns with long K, DeepSeek's lm_head) 1.196 -> 1.252x,
 #                15 up (M = 16 rows 0.95-0.98 -> 1.05-1.08x), lm_head M = 1 -1%; where it leaves 16 x 64 (224-1152
 #                wide tiles within the three-a-SM slots) 16 x 128 unsplit ran -11% to +6%.
-#   swap_wide    at M <= SWAP_WIDE_MAX_M a Gluon swap-AB bucket (the weight rows are the kernel's tile rows; the
+#   swap_wide    at M < ONE_WAVE_MIN_M a Gluon swap-AB bucket (the weight rows are the kernel's tile rows; the
 #                persistent grid takes min(tiles, SMs) CTAs) widened to this many weight rows where its own tiles take
 #                more than one round of the SMs and the wide ones fit in one: the weights' read is the time, and a
 #                partial second round leaves most SMs idle while some read two tiles. bf16, 16 / 32 x 64 -> 16 / 32 x
@@ -223,7 +223,10 @@ FITTED_OPS = ("a16w16", "a8w8", "a8w8_int8", "a8w8_blockscale")
 #                tiles (12 suite rows, 10 held out: N = 8704-14336, K = 2048-28672) 0.965 -> 1.019x geomean, none
 #                down more than 0.3% (qwen3 qkv 10240 x 5120 0.88 -> 0.97-1.00x); 272 narrow tiles (136 wide: a
 #                second round again) -5%, which the rule leaves. The Triton tier's 16 x 128 (the tuned Llama table's
-#                tile) did as well on long K (12288 x 28672: 1.02 against 0.96x) and worse on short K.
+#                tile) did as well on long K (12288 x 28672: 1.02 against 0.96x) and worse on short K. At the M no
+#                suite has (ab/bf16_decode_waves_odd_m.json): M = 2 / 5 / 12 / 24 +3-14% as at 1 / 16 / 32; M = 40 /
+#                48 / 56 (the M_LEQ_64 bucket's 64 x 64, 4 stages at 128 rows) 0.76-0.93 -> 0.88-1.05x on 133-224
+#                tiles, 272 tiles -9% (left).
 OP_RULES = {"a8w8_blockscale": {"ctas_per_sm": 2, "wide_share": 0.6, "operand_bytes": 1, "unsplit_stages": 6,
                                 "decode_pingpong": True, "decode_wide": 128},
             "a8w8": {"wide_share": 0.6, "decode_pingpong": True, "decode_wide": 128, "operand_bytes": 1},
@@ -267,7 +270,6 @@ UNSPLIT_MAX_M = 16  # `unsplit_stages`: the M_LEQ_16 bucket (at 17-64 the unspli
 UNSPLIT_MIN_K = 7168  # ... and K at least this (K <= 5120 lost with the same waves: see OP_RULES)
 DECODE_WIDE_MAX_M = 16  # `decode_wide`: the M_LEQ_16 bucket (at 17-64 `decode_pingpong`'s Gluon tiles)
 DECODE_WIDE_FILL = 0.8  # `decode_wide` beyond one wave: the least share of its waves its tiles fill
-SWAP_WIDE_MAX_M = 32  # `swap_wide`: the M_LEQ_16 / M_LEQ_32 swap-AB buckets (M = 33-63 not measured; 64: `one_wave`)
 
 
 def wave_efficiency(tiles: int, num_cus: int) -> float:
@@ -336,7 +338,7 @@ def choose(op: str, cfg: dict, large: dict | None, M: int, N: int, K: int, num_c
     the ping-pong by the op's
     `gluon_waves` rule; for a CDNA Gluon bucket, it or the Triton tier by `cdna_tiles`; the table's large-M
     bucket `large` where the op's `wide_waves` rule takes it; else `cfg` fitted (`fit`), and at M <= 16 the op's
-    `decode_wide` tile, fitted the same way, where it keeps more CTAs in flight; at M <= 32 a Gluon swap-AB bucket
+    `decode_wide` tile, fitted the same way, where it keeps more CTAs in flight; at M < 64 a Gluon swap-AB bucket
     on the op's `swap_wide` weight rows where that brings its tiles into one round of the SMs."""
     rules = OP_RULES.get(op, {})
     narrow_n = rules.get("narrow_n")
@@ -470,7 +472,7 @@ def choose(op: str, cfg: dict, large: dict | None, M: int, N: int, K: int, num_c
         if small_gluon:
             return cfg, []
     swap_n = rules.get("swap_wide")
-    if swap_n and not amd and M <= SWAP_WIDE_MAX_M and cfg.get("backend") == "gluon" and cfg.get("swap_ab") \
+    if swap_n and not amd and M < ONE_WAVE_MIN_M and cfg.get("backend") == "gluon" and cfg.get("swap_ab") \
             and cfg["BLOCK_SIZE_N"] < swap_n:
         rows = -(-M // cfg["BLOCK_SIZE_M"])
         narrow_tiles, wide_tiles = rows * -(-N // cfg["BLOCK_SIZE_N"]), rows * -(-N // swap_n)

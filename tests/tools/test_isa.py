@@ -20,6 +20,8 @@ REQUIRED = {"kernel", "op", "config", "arch", "vgpr", "agpr", "sgpr", "spill_byt
 
 @pytest.fixture(scope="module")
 def rows(tmp_path_factory):
+    # one cold compile of every case (~5 minutes on 2 cores): the README's `pytest -n auto --dist loadfile` keeps this
+    # file on one worker, so it runs once
     mp = pytest.MonkeyPatch()
     mp.setenv("GEMMKIT_CACHE_DIR", str(tmp_path_factory.mktemp("isa_cache")))
     try:
