@@ -9,13 +9,14 @@
 #                                (gemmkit/kernels/_budgets.py: what the dispatch sends elsewhere is compiled as the
 #                                dispatch sends it, or skipped). The whole matrix, not a subset: ~5 minutes a release
 #                                on 2 cores, cold (measured: see the timing line below).
-#   the newest (last) release    the interpreter tests (`pytest -m interpreter`, ~800 tests, ~7 minutes), minus the
+#   the newest (last) release    the interpreter tests (`pytest -m interpreter`, ~800 tests, ~7 minutes in one
+#                                process; on pytest-xdist workers, one a core, as .ci/run's), minus the
 #                                two that assert Triton 3.6 facts (NEWEST_ONLY_36 below); they run under 3.6 in .ci/run.
 #
 # Exit status 1 if any release has a failed compile or a broken promise, or an interpreter test fails; every release
 # runs first. TRITONS="3.7.1 3.8.0" (environment) narrows it; GEMMKIT_CI_KEEP=DIR keeps the venvs and reports there.
-# Measured on the 2-core CPU machine (cold caches): ~1 min install + ~5 min isa a release, ~7 min interpreter tests:
-# ~25 minutes in all after .ci/run's ~11.
+# Measured on the 2-core CPU machine (cold caches): ~1 min install + ~5 min isa a release, ~7 min interpreter tests
+# in one process: ~25 minutes in all. .ci/run's suite: 23.5 min on 2 xdist workers here (38 min in one process).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 read -r -a TRITONS <<< "${TRITONS:-3.7.1 3.8.0 3.9.0}"
