@@ -190,9 +190,9 @@ def serve(op: str, target, M: int, N: int, K: int):
 
 def model_configs(op: str, arch: str) -> list:
     """(name, config) of the configs the config model writes that no table ships (configs/model.py: bf16's
-    `wide_config`, `one_wave`'s tiles, `narrow_pingpong`, `split_widths`, `coop_widths` and `swap_wide`; fp8's 64 x 64 Gluon
-    ping-pong over the large-M bucket and fp8's `decode_wide` tile), so that `gemmkit isa`
-    compiles them."""
+    `wide_config`, `one_wave`'s tiles, `narrow_pingpong`, `split_widths`, `coop_widths` and `swap_wide`; fp8's
+    64 x 64 Gluon ping-pong over the large-M bucket and fp8's `decode_wide` tile), so that `gemmkit isa` compiles
+    them."""
     from . import model
 
     rules = model.OP_RULES.get(op, {})

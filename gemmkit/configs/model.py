@@ -217,8 +217,8 @@ FITTED_OPS = ("a16w16", "a8w8", "a8w8_int8", "a8w8_blockscale")
 #   swap_wide    at M < ONE_WAVE_MIN_M a Gluon swap-AB bucket (the weight rows are the kernel's tile rows; the
 #                persistent grid takes min(tiles, SMs) CTAs) widened to this many weight rows where its own tiles take
 #                more than one round of the SMs and the wide ones fit in one: the weights' read is the time, and a
-#                partial second round leaves most SMs idle while some read two tiles. bf16, 16 / 32 x 64 -> 16 / 32 x
-#                128 (cuBLAS runs 128 x 16 tiles here: 80 CTAs at 10240 x 5120, benchmarks/vendor_kernels.py),
+#                partial second round leaves most SMs idle while some read two tiles. bf16, 16 / 32 / 64 tokens x 64
+#                -> x 128 (cuBLAS runs 128 x 16 tiles here: 80 CTAs at 10240 x 5120, benchmarks/vendor_kernels.py),
 #                ab/bf16_decode_waves.json (H200, against cuBLAS, M = 1 / 8 / 16 / 32): 22 rows of 133-224 narrow
 #                tiles (12 suite rows, 10 held out: N = 8704-14336, K = 2048-28672) 0.965 -> 1.019x geomean, none
 #                down more than 0.3% (qwen3 qkv 10240 x 5120 0.88 -> 0.97-1.00x); 272 narrow tiles (136 wide: a
@@ -254,6 +254,7 @@ NARROW_MIN_K = 4096  # above NARROW_MAX_M the 64 x 192 tile needs K this long (1
 NARROW_PARTIAL_SHARE = 4  # at 64 < M <= 128: `narrow_pingpong`'s split partials at most 1 / this of w's bytes
 NARROW_LONG_SHARE = 8  # ... and at most 1 / this: the split goes before `one_wave`
 ONE_WAVE_MIN_M, ONE_WAVE_MAX_M, ONE_WAVE_SWAP_MAX_M = 64, 256, 128  # `one_wave`'s M range; its swap-AB tile up to this M
+# (below ONE_WAVE_MIN_M the swap-AB decode buckets, which `swap_wide` widens)
 ONE_WAVE_FILL = 0.6  # `one_wave`: the least share of the SMs a tile's count fills
 SPLIT_WIDTH_MIN_M, SPLIT_WIDTH_MAX_M = 256, 512  # `split_widths`: where it won (M = 1024: mixed, see OP_RULES)
 SPLIT_WIDTH_FILL = 0.85  # `split_widths`: the least share of its waves (tiles over waves x SMs) its tiles fill
