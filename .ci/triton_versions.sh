@@ -35,8 +35,8 @@ for v in "${TRITONS[@]}"; do
   venv="$WORK/triton-$v"
   start=$SECONDS
   if [ ! -x "$venv/bin/python" ]; then
-    python3 -m venv "$venv" && "$venv/bin/pip" install -q -r "$WORK/requirements.txt" "triton==$v" pytest pytest-xdist hypothesis \
-      || { echo "Triton $v: install failed"; status=1; continue; }
+    python3 -m venv "$venv" && "$venv/bin/pip" install -q -r "$WORK/requirements.txt" "triton==$v" pytest pytest-xdist \
+      hypothesis || { echo "Triton $v: install failed"; status=1; continue; }
   fi
   installed=$((SECONDS - start))
   # a cache of this release's compiles only (the cache key holds the Triton version too)
@@ -58,7 +58,8 @@ newest="${TRITONS[${#TRITONS[@]}-1]}"
 deselect=()
 for t in "${NEWEST_ONLY_36[@]}"; do deselect+=(--deselect "$t"); done
 start=$SECONDS
-if "$WORK/triton-$newest/bin/python" -m pytest -m "interpreter and not gpu" -q -p no:cacheprovider -n auto --dist loadfile "${deselect[@]}"; then
+if "$WORK/triton-$newest/bin/python" -m pytest -m "interpreter and not gpu" -q -p no:cacheprovider -n auto \
+     --dist loadfile "${deselect[@]}"; then
   echo "Triton $newest: interpreter tests ok ($((SECONDS - start))s)"
 else
   echo "Triton $newest: interpreter tests FAILED ($((SECONDS - start))s)"; status=1

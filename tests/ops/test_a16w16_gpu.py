@@ -38,9 +38,10 @@ def rel(y, ref):
 
 SHAPES = [(8192, 8192, 8192), (4095, 4097, 1000), (1, 8192, 8192), (16, 10240, 8192), (128, 57344, 8192),
           (1024, 8192, 28672), (17, 31, 40), (333, 1000, 777), (2048, 2048, 2048), (64, 4096, 4096),
-          (1, 4096, 4095), (16, 5000, 7001), (9, 333, 129), (32, 333, 129),  # K % 8 != 0: w read where it lies
-          (1, 10240, 5120), (32, 10240, 5120), (8, 8704, 3072), (48, 10240, 5120)]  # the config model's wide swap-AB tile (`swap_wide`)
-# (K % 8 != 0: at M <= gemm_rows.MAX_M (16) w read where it lies, copied to 16-byte rows above)
+          (1, 4096, 4095), (16, 5000, 7001), (9, 333, 129), (32, 333, 129),
+          (1, 10240, 5120), (32, 10240, 5120), (8, 8704, 3072), (48, 10240, 5120)]
+# K % 8 != 0: at M <= gemm_rows.MAX_M (16) w read where it lies, copied to 16-byte rows above; the last four take the
+# config model's wide swap-AB tile (`swap_wide`)
 
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=["bf16", "fp16"])
