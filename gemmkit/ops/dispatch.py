@@ -238,11 +238,17 @@ def _rows_kernel(tile, target, x2, w, scaling, passed) -> Choice | None:
 # 0.77-0.92 -> 0.90-0.96x (M = 17 on 8192 x 8192 lost: 1.00 -> 0.95x, one row kept above the floor); but at
 # M = 1 / 8 (one decode tile; its boxes load past M at any M) 1.3-1.8 -> 1.2-1.6x, and on weights of 16-32 MB
 # (4096 x 4096, 7168 x 2048) 0.96-1.18 -> 0.78-1.03x. Hence the two floors, PAD_M_MIN_ROWS and PAD_M_MIN_W_BYTES.
+# The bf16 swap-AB decode calls (M < PAD_M_SWAP_MAX_M, the token tile 32 or 64 rows) lose to the copy where their
+# last token box is mostly full (ab/bf16_pad_m_decode.json, same process, copy -> none: M = 24 / 48 / 56 on 11 layers
+# +0-10%, M = 40 (5/8 full) -7% to +6%, M = 33 (1/2) -12% to +2%; held out, ab/bf16_pad_m_decode_heldout.json: six
+# other layers at M = 28 / 44 / 52 / 60 / 63, 30 rows 0.921 -> 0.979x cuBLAS, every row up 1-9%): there no copy
+# where the last box is at least PAD_M_SWAP_FULL full.
 # GEMMKIT_PAD_M=0 (or PAD_M = False) turns it off, e.g. to compare.
 PAD_M = os.environ.get("GEMMKIT_PAD_M", "1") != "0"
 PAD_M_SHARE = 8
 PAD_M_MIN_ROWS = 16  # M up to this: no copy
 PAD_M_MIN_W_BYTES = 48 << 20  # w under this: no copy
+PAD_M_SWAP_MAX_M, PAD_M_SWAP_FULL = 64, 2 / 3  # swap-AB at M below this: no copy where the last box is this full
 # x loaded in TMA boxes of BLOCK_SIZE_M rows (the dense kernels and the gated GEMM's; the gated one by the same rule,
 # its w the gate and up rows: not measured with and without the copy)
 ROW_BOX_KERNELS = (GLUON_BF16, GLUON_COOP, GLUON_FP8, TRITON_TMA, GATED_TMA)
@@ -252,11 +258,14 @@ def pad_m(kernel: str, cfg: dict, M: int, N: int, K: int, x_bytes: int, w_bytes:
     """The rows x is copied to before `kernel` runs `cfg` on an (M, N, K) call (0: x as it is): M rounded up to
     whole BLOCK_SIZE_M boxes (the tokens' tile, swap-AB's too), where M is not already, M > PAD_M_MIN_ROWS, w (w_bytes
     an element) holds at least PAD_M_MIN_W_BYTES and the copy of x (x_bytes an element) at most 1 / PAD_M_SHARE of
-    w's bytes."""
+    w's bytes; not for a swap-AB call at M < PAD_M_SWAP_MAX_M whose last box is PAD_M_SWAP_FULL full."""
     if not PAD_M or kernel not in ROW_BOX_KERNELS or M <= PAD_M_MIN_ROWS or N * K * w_bytes < PAD_M_MIN_W_BYTES:
         return 0
     mp = H.cdiv(M, cfg["BLOCK_SIZE_M"]) * cfg["BLOCK_SIZE_M"]
     if mp == M or mp * K * x_bytes * PAD_M_SHARE > N * K * w_bytes:
+        return 0
+    last = M - (mp - cfg["BLOCK_SIZE_M"])  # the rows of the last box that are x's
+    if cfg.get("swap_ab") and M < PAD_M_SWAP_MAX_M and last >= PAD_M_SWAP_FULL * cfg["BLOCK_SIZE_M"]:
         return 0
     return mp
 
