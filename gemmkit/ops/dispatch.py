@@ -258,7 +258,7 @@ def pad_m(kernel: str, cfg: dict, M: int, N: int, K: int, x_bytes: int, w_bytes:
     """The rows x is copied to before `kernel` runs `cfg` on an (M, N, K) call (0: x as it is): M rounded up to
     whole BLOCK_SIZE_M boxes (the tokens' tile, swap-AB's too), where M is not already, M > PAD_M_MIN_ROWS, w (w_bytes
     an element) holds at least PAD_M_MIN_W_BYTES and the copy of x (x_bytes an element) at most 1 / PAD_M_SHARE of
-    w's bytes; not for a swap-AB call at M < PAD_M_SWAP_MAX_M whose last box is PAD_M_SWAP_FULL full."""
+    w's bytes; not for a swap-AB call at M < PAD_M_SWAP_MAX_M whose last box is at least PAD_M_SWAP_FULL full."""
     if not PAD_M or kernel not in ROW_BOX_KERNELS or M <= PAD_M_MIN_ROWS or N * K * w_bytes < PAD_M_MIN_W_BYTES:
         return 0
     mp = H.cdiv(M, cfg["BLOCK_SIZE_M"]) * cfg["BLOCK_SIZE_M"]

@@ -388,14 +388,16 @@ def test_no_row_padding_where_x_is_large_beside_w_or_nothing_loads_boxes():
     assert unaligned.pad_k == 8192 and unaligned.pad_m == 128
 
 
-@pytest.mark.parametrize("M, bm, want", [(17, 32, 32), (21, 32, 32), (22, 32, 0), (24, 32, 0), (33, 64, 64), (40, 64, 64),
-                                          (43, 64, 0), (48, 64, 0), (63, 64, 0)])
+@pytest.mark.parametrize("M, bm, want", [(17, 32, 32), (21, 32, 32), (22, 32, 0), (24, 32, 0), (33, 64, 64),
+                                          (40, 64, 64), (43, 64, 0), (48, 64, 0), (63, 64, 0),
+                                          (120, 64, 128)])  # M >= 64: not measured, the copy as before
 def test_swap_ab_decode_calls_keep_x_where_the_last_box_is_mostly_full(M, bm, want):
     """ab/bf16_pad_m_decode(_heldout).json: the swap-AB decode tile loads its last token box as it is where x fills at
     least 2/3 of it (the copy's launch cost more), and from x copied to whole boxes where it is about half empty."""
     swap = dict(GLUON, BLOCK_SIZE_M=bm, BLOCK_SIZE_N=128, swap_ab=True)
     assert D.dense(swap, H200, *dense_meta(M, 10240, 5120)).pad_m == want
-    assert D.dense(dict(swap, swap_ab=False, BLOCK_SIZE_M=64), H200, *dense_meta(48, 10240, 5120)).pad_m == 64  # no swap
+    unswapped = dict(swap, swap_ab=False, BLOCK_SIZE_M=64)
+    assert D.dense(unswapped, H200, *dense_meta(48, 10240, 5120)).pad_m == 64
 
 
 def test_row_padding_can_be_turned_off(monkeypatch):
