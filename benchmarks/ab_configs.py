@@ -91,15 +91,21 @@ def main(path, out_path, rep_ms=60):
               + "".join(f"  {k} refused ({v[:80]})" for k, v in refused.items()), flush=True)
         del sets, ref
         torch.cuda.empty_cache()
+        _write(out_path, op, dtype_name, rows)  # after every shape: a run cut off by a time limit keeps its rows
+    print("geomean", {k: round(v, 3) for k, v in _write(out_path, op, dtype_name, rows).items()})
+
+
+def _write(out_path, op, dtype_name, rows):
+    """Write the result file (stamped); return its summary (geomean of each config's ratio)."""
     g = lambda v: math.exp(sum(map(math.log, v)) / len(v))  # noqa: E731
     names = sorted({k for r in rows for k in r.get("ratio", {})})
     summary = {f"ratio_{k}": g([r["ratio"][k] for r in rows if k in r.get("ratio", {})]) for k in names}
-    print("geomean", {k: round(v, 3) for k, v in summary.items()})
-    json.dump({"device": torch.cuda.get_device_name(), "torch": torch.__version__,
-               "triton": __import__("triton").__version__, "git_sha": gemmkit.bench.git_sha(),
-               "date": __import__("datetime").date.today().isoformat(), "op": op.name, "dtype": dtype_name,
-               "vendor": op.vendor_name(dtype_name), "summary": summary, "rows": rows},
-              open(out_path, "w"), indent=1)
+    with open(out_path, "w") as f:
+        json.dump({"device": torch.cuda.get_device_name(), "torch": torch.__version__,
+                   "triton": __import__("triton").__version__, "git_sha": gemmkit.bench.git_sha(),
+                   "date": __import__("datetime").date.today().isoformat(), "op": op.name, "dtype": dtype_name,
+                   "vendor": op.vendor_name(dtype_name), "summary": summary, "rows": rows}, f, indent=1)
+    return summary
 
 
 if __name__ == "__main__":

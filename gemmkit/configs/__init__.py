@@ -169,13 +169,21 @@ def select(op: str, arch: str, M: int, N: int, K: int):
     return dict(cfg), source
 
 
-def serve(op: str, target, M: int, N: int, K: int):
+def serve(op: str, target, M: int, N: int, K: int, *, shape_files: bool = True):
     """(config, source) a call without `config=` runs on `target` (a gemmkit.arch.Target): a shape file's bucket as
     it is, else the default table's bucket fitted to the shape by the config model (configs/model.py; `source`
-    then says what the model changed and why)."""
+    then says what the model changed and why). shape_files=False: what the config model serves with the shape
+    files set aside (`gemmkit configs` prints both; benchmarks/tables_vs_model.py times them)."""
     from . import model
 
-    cfg, source = select(op, target.arch, M, N, K)
+    if shape_files:
+        cfg, source = select(op, target.arch, M, N, K)
+    else:
+        path = table_path(op, target.arch)
+        hit = _match(load_table(str(path)), path, M)
+        if hit is None:
+            raise ConfigError(f"{path}: no bucket matches M={M} and there is no 'any' bucket")
+        cfg, source = dict(hit[0]), hit[1]
     if op in model.FITTED_OPS and not _SHAPE_FILE.search(source):
         large = _large_bucket(op, target.arch)
         chosen, notes = model.choose(op, cfg, large, M, N, K, target.num_cus, target.shared_mem_bytes,
