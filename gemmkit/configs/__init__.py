@@ -13,6 +13,10 @@ Lookup for a shape (M, N, K) on an arch:
   file (a tuned file covers the M range it was tuned for; the tuner writes
   `M_GEQ_<m>` buckets, so smaller M fall through). A default file that leaves
   a shape unmatched is an error.
+  A shape file's bucket may be the string "model" (MODEL): measured, the config
+  model's choice beat the tuned config over that M range, so the lookup goes on
+  in the default file and the model fits it (`serve`); such a call is not
+  `tuned`. benchmarks/tables_vs_model.py measures the two.
 
 Every file is validated when it is first loaded (unknown bucket or config key,
 missing key, impossible value: ValueError naming the file and the key) and
@@ -25,10 +29,11 @@ import json
 import re
 from pathlib import Path
 
-__all__ = ["select", "serve", "tuned", "load_table", "validate_config", "table_path", "table_ops", "table_archs", "ConfigError",
+__all__ = ["select", "serve", "tuned", "load_table", "bucket_configs", "MODEL", "validate_config", "table_path", "table_ops", "table_archs", "ConfigError",
            "CONFIG_DIR", "KEYS"]
 
 CONFIG_DIR = Path(__file__).resolve().parent
+MODEL = "model"  # a shape file's bucket that hands its M range to the config model (module docstring)
 _BUCKET = re.compile(r"^M_(LEQ|GEQ)_(\d+)$")
 
 
@@ -150,17 +155,38 @@ def load_table(path: str) -> dict:
     if not isinstance(raw, dict) or not raw:
         raise ConfigError(f"{p}: expected a non-empty JSON object of buckets")
     backend = _backend_of(p.parent.name)
+    shape_file = "-N=" in p.stem
     leq, geq, any_ = [], [], None
+
+    def check(cfg, where, model_ok=True):  # a config, or None for a shape file's MODEL bucket
+        if cfg == MODEL and shape_file and model_ok:
+            return None
+        if isinstance(cfg, str):
+            raise ConfigError(f"{where}: {cfg!r}: the only string a bucket takes is {MODEL!r}, in an M_LEQ / M_GEQ "
+                              "bucket of a shape file (<OP>-N=<N>-K=<K>.json: the config model serves that M range; "
+                              "without an 'any' bucket the lookup goes on in the default table anyway)")
+        return validate_config(cfg, backend=backend, where=where)
+
     for key, cfg in raw.items():
         where = f"{p}: bucket {key!r}"
         m = _BUCKET.match(key)
         if key == "any":
-            any_ = validate_config(cfg, backend=backend, where=where)
+            any_ = check(cfg, where, model_ok=False)
         elif m:
-            (leq if m.group(1) == "LEQ" else geq).append((int(m.group(2)), key, validate_config(cfg, backend=backend, where=where)))
+            (leq if m.group(1) == "LEQ" else geq).append((int(m.group(2)), key, check(cfg, where)))
         else:
             raise ConfigError(f"{p}: unknown bucket key {key!r}; expected 'M_LEQ_<int>', 'M_GEQ_<int>' or 'any'")
     return {"leq": sorted(leq), "geq": sorted(geq, reverse=True), "any": any_}
+
+
+def bucket_configs(table: dict):
+    """(key, config) of every bucket of a loaded table (`load_table`) that holds a config, in lookup order (a
+    shape file's MODEL buckets hold none)."""
+    for _, key, cfg in table["leq"] + table["geq"]:
+        if cfg is not None:
+            yield key, cfg
+    if table["any"] is not None:
+        yield "any", table["any"]
 
 
 def select(op: str, arch: str, M: int, N: int, K: int):
@@ -261,18 +287,21 @@ def tuned(source: str) -> bool:
 @functools.lru_cache(maxsize=4096)
 def _select_cached(op: str, arch: str, M: int, N: int, K: int):
     shape_path = table_path(op, arch, N, K)
+    deferred = ""
     if shape_path.exists():
         table = load_table(str(shape_path))
         hit = _round_up(table, shape_path, M) or _match(table, shape_path, M)
-        if hit is not None:
+        if hit is not None and hit[0] is not None:
             return hit
+        if hit is not None:  # a MODEL bucket: named in the source without ".json:" (not `tuned`)
+            deferred = f" ({hit[1].replace('.json:', ' ')}: {MODEL})"
     path = table_path(op, arch)
     if not path.exists():
         raise ConfigError(f"no config table for op {op!r} on arch {arch!r} (looked for {path})")
     hit = _match(load_table(str(path)), path, M)
     if hit is None:
         raise ConfigError(f"{path}: no bucket matches M={M} and there is no 'any' bucket")
-    return hit
+    return hit[0], hit[1] + deferred
 
 
 def _tiles(M: int, cfg: dict) -> int:
@@ -284,14 +313,15 @@ def _round_up(table: dict, path: Path, M: int):
     row of tiles its measurement never had and the upper bucket's tiles cover M as they covered its own M: M = 80
     runs the M_GEQ_128 bucket (one 128-row tile, or two of 64, as measured at 128), not M_GEQ_64's two 64-row tiles
     measured as one. H200, the tuned models' layers at M = 80 (benchmarks/results/h200/config_model_tuned_a16w16.json):
-    the lower bucket ran 0.43-0.94x cuBLAS, the same layers at M = 128 0.77-1.03x. None: no such bucket."""
+    the lower bucket ran 0.43-0.94x cuBLAS, the same layers at M = 128 0.77-1.03x. None: no such bucket; an upper
+    MODEL bucket comes back as (None, its source): the config model serves M."""
     geq = table["geq"]  # descending bounds
     for i, (lo, _key, cfg) in enumerate(geq):
         if M >= lo:
-            if i == 0 or M == lo or _tiles(M, cfg) == _tiles(lo, cfg):
+            if i == 0 or M == lo or cfg is None or _tiles(M, cfg) == _tiles(lo, cfg):
                 return None
             hi, key, up = geq[i - 1]
-            if _tiles(M, up) == _tiles(hi, up):
+            if up is None or _tiles(M, up) == _tiles(hi, up):  # up a MODEL bucket: the model serves M
                 return up, f"{path.relative_to(CONFIG_DIR)}:{key}"
             return None
     return None

@@ -37,7 +37,10 @@ _BUCKET = re.compile(r"^M_(LEQ|GEQ)_(\d+)$")
 
 
 def same_config(a: dict, b: dict) -> bool:
-    """Equal after defaults are filled in (the tuner's candidates spell every key; tables do not)."""
+    """Equal after defaults are filled in (the tuner's candidates spell every key; tables do not); a shape file's
+    MODEL bucket equals no config."""
+    if _configs.MODEL in (a, b):
+        return a == b
     return _configs.validate_config(dict(a)) == _configs.validate_config(dict(b))
 
 
@@ -152,6 +155,8 @@ def merge_tables(rows: dict, out_dir, arch: str, op: str = "a16w16", *, base_dir
         ds = []
         for M in sorted(per_m):
             hit = serving(raw, M)
+            if hit is not None and hit[1] == _configs.MODEL:  # the shape file hands this M to the config model
+                hit = None
             if hit is None:
                 hit = serving(default_raw, M)
                 hit = (f"{op.upper()}.json:{hit[0]}", hit[1]) if hit else None

@@ -50,7 +50,7 @@ def reps(op, limit=6):
         if p.parent.name != "sm_90":
             continue
         t = configs.load_table(str(p))
-        for _, _, cfg in t["leq"] + t["geq"] + ([(0, "any", t["any"])] if t["any"] else []):
+        for _, cfg in configs.bucket_configs(t):
             key = (cfg.get("backend", "triton"), cfg["num_warps"], bool(cfg.get("swap_ab")),
                    cfg.get("NUM_KSPLIT", 1) > 1, bool(cfg.get("tma")), bool(cfg.get("persistent")),
                    cfg["BLOCK_SIZE_N"] in SPLIT_N)

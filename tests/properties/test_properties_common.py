@@ -305,7 +305,7 @@ def shipped_configs(op: str, arch: str = "sm_90"):
         if p.parent.name != arch:
             continue
         t = configs.load_table(str(p))
-        for _, _, cfg in t["leq"] + t["geq"] + ([(0, "any", t["any"])] if t["any"] else []):
+        for _, cfg in configs.bucket_configs(t):
             key = tuple(sorted(cfg.items()))
             if key not in seen:
                 seen.add(key)
