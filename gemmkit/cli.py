@@ -179,6 +179,11 @@ def _cmd_configs(args):
     for what, table_op, M, N, K, cfg, source in answers:
         print(f"{what + ': ' if what else ''}gemm_{table_op} M={M} N={N} K={K} on {arch}: {source}")
         print(json.dumps(cfg, indent=1, sort_keys=True))
+        if _configs.tuned(source):  # what the shape file overrides (benchmarks/tables_vs_model.py measures both)
+            model_cfg, model_source = _configs.serve(table_op, _arch.ARCHS[arch], M, N, K, shape_files=False)
+            same = "the same config" if _configs.validate_config(dict(model_cfg)) == _configs.validate_config(
+                dict(cfg)) else json.dumps(model_cfg, sort_keys=True)
+            print(f"without the shape file, the config model: {model_source}: {same}")
         try:
             choice = dispatch.for_shape(table_op, cfg, _arch.ARCHS[arch], M, N, K, B=args.B)
         except ValueError as e:  # a config that fits no kernel of this target

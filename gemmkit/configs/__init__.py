@@ -313,12 +313,14 @@ def _round_up(table: dict, path: Path, M: int):
     row of tiles its measurement never had and the upper bucket's tiles cover M as they covered its own M: M = 80
     runs the M_GEQ_128 bucket (one 128-row tile, or two of 64, as measured at 128), not M_GEQ_64's two 64-row tiles
     measured as one. H200, the tuned models' layers at M = 80 (benchmarks/results/h200/config_model_tuned_a16w16.json):
-    the lower bucket ran 0.43-0.94x cuBLAS, the same layers at M = 128 0.77-1.03x. None: no such bucket; an upper
-    MODEL bucket comes back as (None, its source): the config model serves M."""
+    the lower bucket ran 0.43-0.94x cuBLAS, the same layers at M = 128 0.77-1.03x. None: no such bucket. Rounding
+    up into a MODEL bucket gives (None, its source): the model serves M (H200, `ab/tables_vs_model_after_bf16.json`:
+    25 such rows 1.07x the lower bucket's tile geomean, 0.90-1.46x); a MODEL bucket below a tuned one rounds up
+    as a config would (the model there lost: 160-224 x 10240 x 8192 0.78-0.92x the round-up's tile)."""
     geq = table["geq"]  # descending bounds
     for i, (lo, _key, cfg) in enumerate(geq):
         if M >= lo:
-            if i == 0 or M == lo or cfg is None or _tiles(M, cfg) == _tiles(lo, cfg):
+            if i == 0 or M == lo or (cfg is not None and _tiles(M, cfg) == _tiles(lo, cfg)):
                 return None
             hi, key, up = geq[i - 1]
             if up is None or _tiles(M, up) == _tiles(hi, up):  # up a MODEL bucket: the model serves M

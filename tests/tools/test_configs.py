@@ -142,3 +142,61 @@ def test_a_shape_file_rounds_m_up_to_the_bucket_whose_tiles_cover_it(M, key):
     measured with and the upper one's tiles cover M as they covered its own (A16W16-N=8192-K=8192: M_GEQ_64 is one
     64-row tile, M_GEQ_128 two; 129 takes M_GEQ_256's two 128-row tiles, 300 stays: three tiles, M_GEQ_512 has four)."""
     assert configs.select("a16w16", "sm_90", M, 8192, 8192)[1] == f"sm_90/A16W16-N=8192-K=8192.json:{key}"
+
+
+# ----------------------------------------------------------------------------- a shape file's MODEL buckets
+
+def test_a_model_bucket_hands_its_range_to_the_default_table_and_the_model(table_dir):
+    from gemmkit import arch as _arch
+
+    write(table_dir / "sm_90" / "A16W16.json", {"M_LEQ_64": tagged(16), "any": tagged(32)})
+    write(table_dir / "sm_90" / "A16W16-N=64-K=64.json",
+          {"M_GEQ_4096": tagged(128), "M_GEQ_1024": configs.MODEL, "M_GEQ_256": tagged(256)})
+    assert configs.select("a16w16", "sm_90", 256, 64, 64)[1] == "sm_90/A16W16-N=64-K=64.json:M_GEQ_256"
+    cfg, src = configs.select("a16w16", "sm_90", 2000, 64, 64)  # the MODEL bucket: the default table's bucket
+    assert cfg["BLOCK_SIZE_N"] == 32
+    assert src == "sm_90/A16W16.json:any (sm_90/A16W16-N=64-K=64 M_GEQ_1024: model)"
+    assert not configs.tuned(src)
+    assert configs.select("a16w16", "sm_90", 5000, 64, 64)[0]["BLOCK_SIZE_N"] == 128
+    served = configs.serve("a16w16", _arch.ARCHS["sm_90"], 2000, 64, 64)
+    assert served[0] == configs.serve("a16w16", _arch.ARCHS["sm_90"], 2000, 64, 64, shape_files=False)[0]
+    assert [k for k, _ in configs.bucket_configs(configs.load_table(str(table_dir / "sm_90" / "A16W16-N=64-K=64.json")))] \
+        == ["M_GEQ_4096", "M_GEQ_256"]
+
+
+@pytest.mark.parametrize("name, table", [
+    ("A16W16.json", {"M_LEQ_64": "model", "any": BASE}),  # the default table has no model to hand to
+    ("A16W16-N=64-K=64.json", {"any": "model"}),
+    ("A16W16-N=64-K=64.json", {"M_GEQ_1": "auto"}),
+])
+def test_model_bucket_only_in_a_shape_files_m_buckets(table_dir, name, table):
+    write(table_dir / "sm_90" / "A16W16.json", {"any": BASE})
+    write(table_dir / "sm_90" / name, table)
+    with pytest.raises(configs.ConfigError, match="the only string a bucket takes is 'model'"):
+        configs.select("a16w16", "sm_90", 1, 64, 64)
+
+
+def test_round_up_into_a_model_bucket_and_out_of_one(table_dir):
+    """Rounding up into a MODEL bucket hands M to the model; a MODEL bucket below a tuned one rounds up as a config
+    would (the upper bucket's 128-row tile covers 100 as it covers 128)."""
+    big = {**BASE, "BLOCK_SIZE_M": 128, "BLOCK_SIZE_N": 128}
+    write(table_dir / "sm_90" / "A16W16.json", {"any": tagged(32)})
+    write(table_dir / "sm_90" / "A16W16-N=64-K=64.json", {"M_GEQ_128": big, "M_GEQ_64": configs.MODEL,
+                                                           "M_GEQ_16": {**BASE, "BLOCK_SIZE_M": 16}})
+    assert configs.select("a16w16", "sm_90", 100, 64, 64)[1] == "sm_90/A16W16-N=64-K=64.json:M_GEQ_128"
+    assert configs.select("a16w16", "sm_90", 64, 64, 64)[1].endswith("(sm_90/A16W16-N=64-K=64 M_GEQ_64: model)")
+    assert configs.select("a16w16", "sm_90", 40, 64, 64)[1].endswith("(sm_90/A16W16-N=64-K=64 M_GEQ_64: model)")
+    assert configs.select("a16w16", "sm_90", 16, 64, 64)[1] == "sm_90/A16W16-N=64-K=64.json:M_GEQ_16"
+
+
+def test_the_tuner_merges_onto_a_model_bucket_as_onto_the_default_table(table_dir):
+    from gemmkit.tune import merge
+
+    assert merge.same_config(configs.MODEL, configs.MODEL) and not merge.same_config(configs.MODEL, BASE)
+    write(table_dir / "sm_90" / "A16W16.json", {"any": BASE})
+    write(table_dir / "sm_90" / "A16W16-N=64-K=64.json", {"M_GEQ_1": configs.MODEL})
+    win = {**BASE, "BLOCK_SIZE_N": 128}
+    rows = {(256, 64, 64): [{"config": win, "ms": 1.0}, {"config": BASE, "ms": 2.0}]}
+    merge.merge_tables(rows, table_dir, "sm_90", base_dir=table_dir, log=lambda *_: None)
+    raw = json.loads((table_dir / "sm_90" / "A16W16-N=64-K=64.json").read_text())
+    assert raw["M_GEQ_1"] == configs.MODEL and raw["M_GEQ_256"]["BLOCK_SIZE_N"] == 128
