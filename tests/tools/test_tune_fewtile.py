@@ -106,7 +106,7 @@ def _split_buckets():
         N, K = map(int, re.search(r"N=(\d+)-K=(\d+)", path.name).groups())
         for key, cfg in json.loads(path.read_text()).items():
             m = re.match(r"M_GEQ_(\d+)$", key)
-            if m and int(m.group(1)) >= 256 and cfg.get("NUM_KSPLIT", 1) > 1:
+            if m and int(m.group(1)) >= 256 and cfg != configs.MODEL and cfg.get("NUM_KSPLIT", 1) > 1:
                 out.append((int(m.group(1)), N, K, cfg))
     return out
 
