@@ -29,7 +29,7 @@ import json
 import re
 from pathlib import Path
 
-__all__ = ["select", "serve", "tuned", "load_table", "bucket_configs", "MODEL", "validate_config", "table_path", "table_ops", "table_archs", "ConfigError",
+__all__ = ["select", "serve", "fit", "tuned", "load_table", "bucket_configs", "MODEL", "validate_config", "table_path", "table_ops", "table_archs", "ConfigError",
            "CONFIG_DIR", "KEYS"]
 
 CONFIG_DIR = Path(__file__).resolve().parent
@@ -212,14 +212,24 @@ def serve(op: str, target, M: int, N: int, K: int, *, shape_files: bool = True):
         cfg, source = dict(hit[0]), hit[1]
     if op in model.FITTED_OPS and not _SHAPE_FILE.search(source):
         large = _large_bucket(op, target.arch)
-        chosen, notes = model.choose(op, cfg, large, M, N, K, target.num_cus, target.shared_mem_bytes,
-                                     amd=target.is_amd)
+        chosen, notes = fit(op, target, cfg, large, M, N, K)
         if chosen is large and chosen is not cfg:
             source += f" -> {_large_key(op, target.arch)}"
         cfg = dict(chosen)
         if notes:
             source += ", fitted: " + "; ".join(notes)
     return cfg, source
+
+
+def fit(op: str, target, cfg: dict, large: dict | None, M: int, N: int, K: int):
+    """(config, notes): a default table's bucket `cfg` for this shape as the config model serves it (`large`: that
+    table's bucket for the largest M; configs/model.py `choose`). The one call into the model: `serve`, and the
+    tuner's merge (tune/merge.py) on the tables it merges onto."""
+    from . import model
+
+    if op not in model.FITTED_OPS:
+        return cfg, []
+    return model.choose(op, cfg, large, M, N, K, target.num_cus, target.shared_mem_bytes, amd=target.is_amd)
 
 
 def model_configs(op: str, arch: str) -> list:

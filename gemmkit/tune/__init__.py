@@ -229,13 +229,16 @@ def tune_shapes(shapes, out_dir, *, max_candidates=40, rep_ms=40, seed=0, worker
             break
         current, _ = _configs.serve(table_op, target, M, N, K)
         current = _configs.validate_config(current)
+        # the config model's choice with the shape files set aside: the merge writes a table config only where it
+        # beats this one (tune/merge.py), else hands the M to the model
+        model_cfg = _configs.validate_config(_configs.serve(table_op, target, M, N, K, shape_files=False)[0])
         space = op_space(op)(M, N, K, target)
         if dtype_name == "int8":  # the FP8 Gluon kernel does not take int8: those configs would run the Triton tier
             space = [c for c in space if c.get("backend", "triton") == "triton"]
         if backend != "all":  # e.g. "gluon": only that backend's candidates (and the current config)
             space = [c for c in space if c.get("backend", "triton") == backend]
         pruned = prune(space, M, N, K, target, in_bytes, 2, acc_tiles, batch)
-        extra = [current] + [c for c in neighbours(table_op, target.arch, M, N, K)
+        extra = [current, model_cfg] + [c for c in neighbours(table_op, target.arch, M, N, K)
                              if backend == "all" or c.get("backend", "triton") == backend]
         cands = pick_candidates(space, pruned, M, max_candidates, seed, extra)
         todo = [c for c in cands if _key(M, N, K, c, op, dtype_name, batch) not in done]

@@ -14,7 +14,12 @@ base table serves at M:
     cur.ms / win.ms - 1 > min_gain ..................... write
     otherwise .......................................... keep   (a gain within timing noise)
 
-`write` is `M_GEQ_<M>` = win's config: a new bucket inserted beside the others, or the existing
+where a `write` becomes `model` if the config model's choice for the shape (the tuner always times it too:
+`configs.serve(..., shape_files=False)`) was measured within min_gain of win: the table then says "model"
+(`configs.MODEL`) for that M rather than a copy of the model's config, so the model's later rules reach it. Where
+no shape-file bucket serves M, cur is the model's config (the default table's bucket fitted, as a call gets it).
+
+`write` is `M_GEQ_<M>` = win's config (or "model"): a new bucket inserted beside the others, or the existing
 bucket of that name replaced (re-tuned). Buckets not tuned are kept as they are. Where a new
 bucket at a lower M would start serving a tuned M that decided `keep` with a config not measured
 there within min_gain of the best, that M gets its own bucket pinned to the config it kept.
@@ -109,9 +114,9 @@ def _row_of(rows, cfg):
     return hits[-1] if hits else None  # the latest measurement of that config
 
 
-def decide(M: int, rows: list, served, min_gain: float) -> dict:
+def decide(M: int, rows: list, served, min_gain: float, model_cfg: dict | None = None) -> dict:
     """One tuned shape's decision (see the module docstring). `served`: (source, config) the base
-    tables serve at M."""
+    tables serve at M; `model_cfg`: the config model's choice there (None: not known)."""
     win = min(rows, key=lambda r: r["ms"])
     source, cur_cfg = served
     cur = _row_of(rows, cur_cfg)
@@ -131,7 +136,24 @@ def decide(M: int, rows: list, served, min_gain: float) -> dict:
             d.update(action="write", why=f"{100 * d['gain']:+.1f}% > {100 * min_gain:.0f}%")
         else:
             d.update(action="keep", why=f"{100 * d['gain']:+.1f}% <= {100 * min_gain:.0f}% (noise)")
+    mrow = _row_of(rows, model_cfg) if model_cfg is not None and not same_config(model_cfg, cur_cfg) else None
+    if d["action"] == "write" and mrow is not None and mrow["ms"] <= win["ms"] * (1 + min_gain):
+        d.update(action="model", config=_configs.MODEL,
+                 why=d["why"] + f"; the config model's choice within {100 * (mrow['ms'] / win['ms'] - 1):.1f}% "
+                                f"of the best")
     return d
+
+
+def _model_choice(op: str, arch: str, default_raw: dict, M: int, N: int, K: int):
+    """The config model's choice at (M, N, K) on the default table `default_raw` (None: no table)."""
+    from .. import arch as _arch
+
+    hit, large = serving(default_raw, M), serving(default_raw, 1 << 62)
+    if hit is None:
+        return None
+    cfg = _configs.validate_config(dict(hit[1]))
+    big = _configs.validate_config(dict(large[1])) if large else None
+    return dict(_configs.fit(op, _arch.get(arch), cfg, big, M, N, K)[0])
 
 
 def merge_tables(rows: dict, out_dir, arch: str, op: str = "a16w16", *, base_dir=None, min_gain: float = 0.02,
@@ -153,19 +175,22 @@ def merge_tables(rows: dict, out_dir, arch: str, op: str = "a16w16", *, base_dir
         raw = json.loads(src.read_text()) if src.exists() else {}
         new = dict(raw)
         ds = []
-        for M in sorted(per_m):
-            hit = serving(raw, M)
-            if hit is not None and hit[1] == _configs.MODEL:  # the shape file hands this M to the config model
-                hit = None
-            if hit is None:
-                hit = serving(default_raw, M)
-                hit = (f"{op.upper()}.json:{hit[0]}", hit[1]) if hit else None
-            if hit is None:
+        models = {M: _model_choice(op, arch, default_raw, M, N, K) for M in per_m}
+
+        def served(table, M):  # (source, config) `table` (a raw shape file) serves at M; the model's where none
+            hit = serving(table, M)
+            if hit is not None and hit[1] != _configs.MODEL:
+                return hit
+            if models[M] is None:
                 raise ValueError(f"merge: no table serves M={M} N={N} K={K} for {op} on {arch}")
-            d = decide(M, per_m[M], hit, min_gain)
-            d["before"] = hit[1]
+            return f"{op.upper()}.json (the config model)", models[M]
+
+        for M in sorted(per_m):
+            hit = served(raw, M)
+            d = decide(M, per_m[M], hit, min_gain, models[M])
+            d["before"] = _configs.MODEL if hit[0].endswith("(the config model)") else hit[1]
             ds.append(d)
-            if d["action"] == "write":
+            if d["action"] in ("write", "model"):
                 key = f"M_GEQ_{M}"
                 d["bucket"] = ("replace " if key in raw else "add ") + key
                 new[key] = d["config"]
@@ -173,12 +198,14 @@ def merge_tables(rows: dict, out_dir, arch: str, op: str = "a16w16", *, base_dir
         # unless the config that would serve it now was measured there within min_gain of the best.
         for d in ds:
             if d["action"] == "keep":
-                now = serving(new, d["M"])
-                if now is not None and same_config(now[1], d["before"]):
+                now = served(new, d["M"])[1]
+                before = models[d["M"]] if d["before"] == _configs.MODEL else d["before"]
+                if same_config(now, before):
                     continue
-                row = _row_of(per_m[d["M"]], now[1]) if now is not None else None
+                row = _row_of(per_m[d["M"]], now)
                 if row is None or row["ms"] > d["win_ms"] * (1 + min_gain):
-                    new[f"M_GEQ_{d['M']}"] = _strip(_configs.validate_config(dict(d["before"])))
+                    new[f"M_GEQ_{d['M']}"] = (_configs.MODEL if d["before"] == _configs.MODEL
+                                              else _strip(_configs.validate_config(dict(d["before"]))))
                     d["bucket"] = f"pin M_GEQ_{d['M']}"
         for d in ds:
             d.pop("before")
@@ -188,7 +215,7 @@ def merge_tables(rows: dict, out_dir, arch: str, op: str = "a16w16", *, base_dir
         new = bucket_order(new)
         path = Path(out_dir) / arch / stem
         for d in ds:  # check the new table serves what we decided before writing anything
-            want = d["config"] if d["action"] == "write" else None
+            want = d["config"] if d["action"] in ("write", "model") else None
             got = serving(new, d["M"])
             if want is not None and (got is None or not same_config(got[1], want)):
                 raise ValueError(f"{path}: M={d['M']} would be served by {got and got[0]}, not the bucket being "

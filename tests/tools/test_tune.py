@@ -110,10 +110,15 @@ def _c(bm, bn=64, **kw):
             "num_stages": 4, "tma": True, **kw}
 
 
+# The default table's bucket: a tile no test's winner is, so that the config model's choice (fitted from it) is
+# never a winner unless a test times it (merge writes "model" where the model's choice is within noise of the best).
+DEFAULT = _c(128, 32, num_stages=2)
+
+
 def _table(base, raw, N=8192, K=8192, op="A16W16"):
     d = base / "sm_90"
     d.mkdir(parents=True, exist_ok=True)
-    (d / f"{op}.json").write_text(json.dumps({"any": _c(128, 128)}))  # the default table
+    (d / f"{op}.json").write_text(json.dumps({"any": DEFAULT}))  # the default table (the model fits it)
     p = d / f"{op}-N={N}-K={K}.json"
     p.write_text(json.dumps(raw, indent=1))
     return p
@@ -306,3 +311,54 @@ def test_fp8_ops_offer_the_fp8_gluon_kernel(op):
         assert op == "a8w8" or not any(c["num_warps"] == 4 and c["BLOCK_SIZE_M"] == 128 for c in gluon)
     assert not [c for c in search_space(16, 2112, 7168, H200, op) if c.get("backend") == "gluon"]
     assert not [c for c in search_space(1024, 2112, 7168, gemmkit.arch.get("gfx942"), op) if c.get("backend") == "gluon"]
+
+
+# ----------------------------------------------------------------------------- merging against the config model
+
+def _model(M, N=8192, K=8192):
+    """The config model's choice at M on the test's default table (what a call gets without a shape file)."""
+    from gemmkit.tune import merge
+
+    return merge._model_choice("a16w16", "sm_90", {"any": DEFAULT}, M, N, K)
+
+
+def test_merge_hands_an_m_to_the_model_where_its_choice_is_within_noise_of_the_best(tmp_path):
+    """The table's config 20% behind, the best a third config, the model's choice 1% behind that: the bucket says
+    "model" (not a copy of the model's config); with the model 10% behind the best, the best is written."""
+    p = _table(tmp_path, {"M_GEQ_1024": _c(128, 256), "M_GEQ_64": _c(64), "M_GEQ_1": _c(16)})
+    rows = [_row(256, _c(64), 1.2), _row(256, _c(64, 256), 1.0), _row(256, _model(256), 1.01)]
+    (written,), dec = _merge(tmp_path, rows)
+    raw = json.loads(p.read_text())
+    assert raw["M_GEQ_256"] == configs.MODEL and written == p
+    assert dec[(8192, 8192)][0]["action"] == "model"
+    configs.clear_cache()
+    configs.load_table(str(p))  # a valid shape file
+    p = _table(tmp_path, {"M_GEQ_1024": _c(128, 256), "M_GEQ_64": _c(64), "M_GEQ_1": _c(16)})
+    _merge(tmp_path, [_row(256, _c(64), 1.2), _row(256, _c(64, 256), 1.0), _row(256, _model(256), 1.1)])
+    assert json.loads(p.read_text())["M_GEQ_256"]["BLOCK_SIZE_N"] == 256
+
+
+def test_merge_compares_an_m_the_model_serves_with_the_models_config(tmp_path):
+    """No shape-file bucket serves M = 32 (or a "model" one does): the serving config is the model's choice, as a
+    call gets it; a winner within noise of it keeps the table as it is, one beyond it gets a bucket."""
+    for table in ({"M_GEQ_1024": _c(128, 256)}, {"M_GEQ_1024": _c(128, 256), "M_GEQ_1": configs.MODEL}):
+        p = _table(tmp_path, table)
+        text = p.read_text()
+        written, dec = _merge(tmp_path, [_row(32, _model(32), 1.0), _row(32, _c(32, 128), 0.99)])
+        assert written == [] and p.read_text() == text
+        assert dec[(8192, 8192)][0]["cur_ms"] == 1.0 and dec[(8192, 8192)][0]["action"] == "keep"
+        _merge(tmp_path, [_row(32, _model(32), 1.0), _row(32, _c(32, 128), 0.8)])
+        assert json.loads(p.read_text())["M_GEQ_32"]["BLOCK_SIZE_M"] == 32
+
+
+def test_merge_pins_the_model_for_a_kept_m_a_new_lower_bucket_would_take(tmp_path):
+    """256 and 512 served by the model (no shape-file bucket below 1024); 256 gets a bucket, 512 keeps the model,
+    which the new M_GEQ_256 would replace there with a config timed 20% behind: 512 gets a "model" bucket."""
+    p = _table(tmp_path, {"M_GEQ_1024": _c(128, 256)})
+    rows = [_row(256, _model(256), 1.0), _row(256, _c(64, 256), 0.7),
+            _row(512, _model(512), 0.5), _row(512, _c(64, 256), 0.6)]
+    _, dec = _merge(tmp_path, rows)
+    raw = json.loads(p.read_text())
+    assert raw["M_GEQ_256"]["BLOCK_SIZE_N"] == 256 and raw["M_GEQ_512"] == configs.MODEL
+    assert [(d["action"], d.get("bucket")) for d in dec[(8192, 8192)]] == [("write", "add M_GEQ_256"),
+                                                                          ("keep", "pin M_GEQ_512")]
