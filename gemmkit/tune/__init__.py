@@ -119,10 +119,11 @@ def neighbours(table_op: str, arch: str, M: int, N: int, K: int, base_dir=None) 
     hit = serving(raw, M)
     if hit:
         out.append(hit[1])
-    above = sorted((int(k[6:]), c) for k, c in raw.items() if k.startswith("M_GEQ_") and int(k[6:]) > M)
+    above = sorted(((int(k[6:]), c) for k, c in raw.items() if k.startswith("M_GEQ_") and int(k[6:]) > M),
+                   key=lambda kc: kc[0])
     if above:
         out.append(above[0][1])
-    return [_configs.validate_config(dict(c)) for c in out]
+    return [_configs.validate_config(dict(c)) for c in out if c != _configs.MODEL]  # "model": timed anyway
 
 
 def pick_candidates(space: list, pruned: list, M: int, max_candidates: int, seed: int = 0, extra=()) -> list:
