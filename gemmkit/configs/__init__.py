@@ -198,18 +198,21 @@ def select(op: str, arch: str, M: int, N: int, K: int):
 def serve(op: str, target, M: int, N: int, K: int, *, shape_files: bool = True):
     """(config, source) a call without `config=` runs on `target` (a gemmkit.arch.Target): a shape file's bucket as
     it is, else the default table's bucket fitted to the shape by the config model (configs/model.py; `source`
-    then says what the model changed and why). shape_files=False: what the config model serves with the shape
-    files set aside (`gemmkit configs` prints both; benchmarks/tables_vs_model.py times them)."""
+    then says what the model changed and why). A shape file's bucket past the one round of tiles it was measured
+    with hands M to the model as well (model.past_its_round, bf16). shape_files=False: what the config model serves
+    with the shape files set aside (`gemmkit configs` prints both; benchmarks/tables_vs_model.py times them)."""
     from . import model
 
-    if shape_files:
-        cfg, source = select(op, target.arch, M, N, K)
-    else:
+    cfg, source = select(op, target.arch, M, N, K)
+    bucket = _SHAPE_BUCKET.search(source)  # a shape file's M_GEQ bucket past the round of tiles it was measured with?
+    past = bucket is not None and model.past_its_round(op, cfg, int(bucket.group(1)), M, N, target.num_cus)
+    if not shape_files or past:
         path = table_path(op, target.arch)
         hit = _match(load_table(str(path)), path, M)
         if hit is None:
             raise ConfigError(f"{path}: no bucket matches M={M} and there is no 'any' bucket")
-        cfg, source = dict(hit[0]), hit[1]
+        cfg, source = dict(hit[0]), hit[1] + (f" ({bucket.group(0).replace('.json:', ' ')} past one round of "
+                                              f"its tiles: {MODEL})" if shape_files else "")
     if op in model.FITTED_OPS and not _SHAPE_FILE.search(source):
         large = _large_bucket(op, target.arch)
         chosen, notes = fit(op, target, cfg, large, M, N, K)
@@ -286,6 +289,7 @@ def _large_key(op: str, arch: str) -> str:
 
 
 _SHAPE_FILE = re.compile(r"-N=\d+-K=\d+\.json:")
+_SHAPE_BUCKET = re.compile(r"\S+-N=\d+-K=\d+\.json:M_GEQ_(\d+)$")  # a `select` source naming a shape file's M_GEQ bucket
 
 
 def tuned(source: str) -> bool:

@@ -230,7 +230,8 @@ FITTED_OPS = ("a16w16", "a8w8", "a8w8_int8", "a8w8_blockscale")
 OP_RULES = {"a8w8_blockscale": {"ctas_per_sm": 2, "wide_share": 0.6, "operand_bytes": 1, "unsplit_stages": 6,
                                 "decode_pingpong": True, "decode_wide": 128},
             "a8w8": {"wide_share": 0.6, "decode_pingpong": True, "decode_wide": 128, "operand_bytes": 1},
-            "a16w16": {"gluon_waves": True, "cdna_tiles": True, "wide_share": 0.6, "swap_wide": 128, "one_wave": (
+            "a16w16": {"gluon_waves": True, "cdna_tiles": True, "wide_share": 0.6, "swap_wide": 128,
+                       "one_round_buckets": True, "one_wave": (
                 {"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 64, "BLOCK_SIZE_K": 128, "GROUP_SIZE_M": 1, "num_warps": 4,
                  "num_stages": 6, "tma": True, "persistent": True, "backend": "gluon", "swap_ab": True, "NUM_KSPLIT": 1},
                 {"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 96, "BLOCK_SIZE_K": 128, "GROUP_SIZE_M": 8, "num_warps": 4,
@@ -271,6 +272,20 @@ UNSPLIT_MAX_M = 16  # `unsplit_stages`: the M_LEQ_16 bucket (at 17-64 the unspli
 UNSPLIT_MIN_K = 7168  # ... and K at least this (K <= 5120 lost with the same waves: see OP_RULES)
 DECODE_WIDE_MAX_M = 16  # `decode_wide`: the M_LEQ_16 bucket (at 17-64 `decode_pingpong`'s Gluon tiles)
 DECODE_WIDE_FILL = 0.8  # `decode_wide` beyond one wave: the least share of its waves its tiles fill
+
+
+def past_its_round(op: str, cfg: dict, bound: int, M: int, N: int, num_cus: int) -> bool:
+    """`one_round_buckets`: whether a shape file's unsplit bucket `cfg`, measured at M = `bound` < M with its tiles in
+    one round of the SMs, would take a second round at M (its tile was picked to fill the SMs at `bound`; a few rows
+    more leave a partial round: the config model serves M instead, configs.serve). Swap-AB and split-K tiles keep
+    their bucket: a split tile's second round is short, and the tuned split configs beat the model there (H200,
+    `ab/bf16_one_round_buckets.json`: 28 unsplit rows 0.666 -> 0.853x cuBLAS with the model, none behind by 3%; 22
+    split rows 0.966 -> 0.846x, 16 behind)."""
+    if not OP_RULES.get(op, {}).get("one_round_buckets") or cfg.get("swap_ab") or cfg.get("NUM_KSPLIT", 1) > 1:
+        return False
+    def tiles(m):
+        return -(-m // cfg["BLOCK_SIZE_M"]) * -(-N // cfg["BLOCK_SIZE_N"])
+    return bound < M and tiles(bound) <= num_cus < tiles(M)
 
 
 def wave_efficiency(tiles: int, num_cus: int) -> float:

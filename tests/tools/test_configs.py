@@ -200,3 +200,24 @@ def test_the_tuner_merges_onto_a_model_bucket_as_onto_the_default_table(table_di
     merge.merge_tables(rows, table_dir, "sm_90", base_dir=table_dir, log=lambda *_: None)
     raw = json.loads((table_dir / "sm_90" / "A16W16-N=64-K=64.json").read_text())
     assert raw["M_GEQ_1"] == configs.MODEL and raw["M_GEQ_256"]["BLOCK_SIZE_N"] == 128
+
+
+@pytest.mark.parametrize("extra, past", [({}, True), ({"NUM_KSPLIT": 4}, False),
+                                         ({"swap_ab": True, "backend": "gluon", "BLOCK_SIZE_N": 64}, False)])
+def test_a_bucket_past_its_round_of_tiles_hands_m_to_the_model(table_dir, extra, past):
+    """bf16: M_GEQ_256's 64 x 64 tiles on N = 8192 are 4 x 128 = 512 for 132 SMs at 256: not one round, so they
+    keep serving; M_GEQ_64's are 128 at 64 (one round) and 256 at M = 100 (a second): the model serves 100, unless
+    the bucket is split-K or swap-AB."""
+    from gemmkit import arch as _arch
+
+    H200 = _arch.ARCHS["sm_90"]
+    write(table_dir / "sm_90" / "A16W16.json", {"any": tagged(32)})
+    write(table_dir / "sm_90" / "A16W16-N=8192-K=64.json", {"M_GEQ_256": BASE, "M_GEQ_64": {**BASE, **extra}})
+    assert configs.serve("a16w16", H200, 64, 8192, 64)[1] == "sm_90/A16W16-N=8192-K=64.json:M_GEQ_64"
+    assert configs.serve("a16w16", H200, 300, 8192, 64)[1] == "sm_90/A16W16-N=8192-K=64.json:M_GEQ_256"
+    cfg, src = configs.serve("a16w16", H200, 100, 8192, 64)
+    assert configs.tuned(src) is not past
+    if past:
+        assert "(sm_90/A16W16-N=8192-K=64 M_GEQ_64 past one round of its tiles: model)" in src
+        assert cfg == configs.serve("a16w16", H200, 100, 8192, 64, shape_files=False)[0]
+    assert configs.select("a16w16", "sm_90", 100, 8192, 64)[1].endswith("M_GEQ_64")  # the tables as they are
