@@ -29,8 +29,8 @@ import json
 import re
 from pathlib import Path
 
-__all__ = ["select", "serve", "fit", "tuned", "load_table", "bucket_configs", "MODEL", "validate_config", "table_path", "table_ops", "table_archs", "ConfigError",
-           "CONFIG_DIR", "KEYS"]
+__all__ = ["select", "serve", "fit_bucket", "tuned", "load_table", "bucket_configs", "MODEL", "validate_config",
+           "table_path", "table_ops", "table_archs", "ConfigError", "CONFIG_DIR", "KEYS"]
 
 CONFIG_DIR = Path(__file__).resolve().parent
 MODEL = "model"  # a shape file's bucket that hands its M range to the config model (module docstring)
@@ -215,7 +215,7 @@ def serve(op: str, target, M: int, N: int, K: int, *, shape_files: bool = True):
                                               f"its tiles: {MODEL})" if shape_files else "")
     if op in model.FITTED_OPS and not _SHAPE_FILE.search(source):
         large = _large_bucket(op, target.arch)
-        chosen, notes = fit(op, target, cfg, large, M, N, K)
+        chosen, notes = fit_bucket(op, target, cfg, large, M, N, K)
         if chosen is large and chosen is not cfg:
             source += f" -> {_large_key(op, target.arch)}"
         cfg = dict(chosen)
@@ -224,10 +224,10 @@ def serve(op: str, target, M: int, N: int, K: int, *, shape_files: bool = True):
     return cfg, source
 
 
-def fit(op: str, target, cfg: dict, large: dict | None, M: int, N: int, K: int):
+def fit_bucket(op: str, target, cfg: dict, large: dict | None, M: int, N: int, K: int):
     """(config, notes): a default table's bucket `cfg` for this shape as the config model serves it (`large`: that
-    table's bucket for the largest M; configs/model.py `choose`). The one call into the model: `serve`, and the
-    tuner's merge (tune/merge.py) on the tables it merges onto."""
+    table's bucket for the largest M; configs/model.py `choose`, which `fit`s the tile). The one call into the model:
+    `serve`, and the tuner's merge (tune/merge.py) on the tables it merges onto."""
     from . import model
 
     if op not in model.FITTED_OPS:
@@ -289,7 +289,7 @@ def _large_key(op: str, arch: str) -> str:
 
 
 _SHAPE_FILE = re.compile(r"-N=\d+-K=\d+\.json:")
-_SHAPE_BUCKET = re.compile(r"\S+-N=\d+-K=\d+\.json:M_GEQ_(\d+)$")  # a `select` source naming a shape file's M_GEQ bucket
+_SHAPE_BUCKET = re.compile(r"\S+-N=\d+-K=\d+\.json:M_GEQ_(\d+)$")  # a `select` source: a shape file's M_GEQ bucket
 
 
 def tuned(source: str) -> bool:

@@ -283,6 +283,7 @@ def past_its_round(op: str, cfg: dict, bound: int, M: int, N: int, num_cus: int)
     split rows 0.966 -> 0.846x, 16 behind)."""
     if not OP_RULES.get(op, {}).get("one_round_buckets") or cfg.get("swap_ab") or cfg.get("NUM_KSPLIT", 1) > 1:
         return False
+
     def tiles(m):
         return -(-m // cfg["BLOCK_SIZE_M"]) * -(-N // cfg["BLOCK_SIZE_N"])
     return bound < M and tiles(bound) <= num_cus < tiles(M)

@@ -153,7 +153,7 @@ def _model_choice(op: str, arch: str, default_raw: dict, M: int, N: int, K: int)
         return None
     cfg = _configs.validate_config(dict(hit[1]))
     big = _configs.validate_config(dict(large[1])) if large else None
-    return dict(_configs.fit(op, _arch.get(arch), cfg, big, M, N, K)[0])
+    return dict(_configs.fit_bucket(op, _arch.get(arch), cfg, big, M, N, K)[0])
 
 
 def merge_tables(rows: dict, out_dir, arch: str, op: str = "a16w16", *, base_dir=None, min_gain: float = 0.02,
