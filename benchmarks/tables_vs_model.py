@@ -56,11 +56,10 @@ def main(argv=None):
     ap.add_argument("--parts", type=int, default=1)
     args = ap.parse_args(argv)
     found = rows(args.op, args.arch, [int(m) for m in args.m.split(",")])
-    dtype = {"a8w8": "fp8", "a8w8_blockscale": "fp8"}.get(args.op, "bf16")
     keys = list(found)
     for part in range(args.parts):
         mine = keys[part::args.parts]
-        spec = {"op": args.op, "dtype": dtype,
+        spec = {"op": args.op,  # ab_configs.py times the op's first dtype (bf16, fp8)
                 "shapes": {k: {"table": None, "model": found[k][2]} for k in mine},
                 "sources": {k: {"table": found[k][1], "model": found[k][3]} for k in mine}}
         with open(f"{args.prefix}.{part}.json", "w") as f:
