@@ -405,3 +405,64 @@ def test_compute_sanitizer(tool):
     each (the shared ring wraps across tiles), the 128 x 256 tile and the split tiles 128 x 192 / 128 x 96."""
     out = sanitize(tool, dense_sanitize_script("hopper_coop", _SANITIZE_CFGS, _SANITIZE_CASES))
     assert_sanitizer_clean(out)
+
+
+# Stream-K (hopper_streamk.py): shapes whose tiles leave a partial round, on 132 SMs and on small grids (many pieces
+# a tile, a CTA holding a whole tile's middle, several DP rounds first).
+SK_CFGS = {"128x256x64-s4-sk": {**CFG_S4, "stream_k": True}, "128x192x64-s5-sk": {**CFG_192, "stream_k": True},
+           "256x128x64-s4-sk": {**CFG_256, "stream_k": True}}
+SK_SHAPES = [(4095, 1032, 776), (1000, 4096, 1024), (300, 392, 2000), (129, 576, 7168), (17, 1000, 520)]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("cus", [None, 3, 7, 64])
+@pytest.mark.parametrize("cfg", list(SK_CFGS))
+@pytest.mark.parametrize("M,N,K", SK_SHAPES, ids=[f"{m}x{n}x{k}" for m, n, k in SK_SHAPES])
+def test_stream_k(M, N, K, cfg, cus):
+    from gemmkit.kernels.gluon import hopper_host as hh
+
+    c = SK_CFGS[cfg]
+    tiles = -(-M // c["BLOCK_SIZE_M"]) * -(-N // c["BLOCK_SIZE_N"])
+    runs_sk = hh.stream_k_tiles(tiles, cus or gpu_target().num_cus, -(-K // 64)) > 0
+    x, w = randn(M, K, dtype=torch.bfloat16, device=DEV), randn(N, K, dtype=torch.bfloat16, device=DEV) / 4
+    b = randn(N, dtype=torch.bfloat16, device=DEV)
+    first = run(x, w, b, "gelu", cfg=c, cus=cus)
+    check(first, x, w, b, "gelu")
+    if runs_sk:  # a fixed order of the pieces: bitwise the same again (and the flags were left zero)
+        assert torch.equal(run(x, w, b, "gelu", cfg=c, cus=cus), first)
+        flags = hh.stream_k_flags(x.device, 2 * (cus or gpu_target().num_cus))
+        assert int(flags.abs().sum()) == 0
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("out_dtype", [torch.float32, torch.float16])
+def test_stream_k_out_dtypes(out_dtype):
+    M, N, K = 1000, 4096, 1024
+    x, w = randn(M, K, dtype=torch.float16, device=DEV), randn(N, K, dtype=torch.float16, device=DEV) / 4
+    check(run(x, w, None, "none", out_dtype, cfg=SK_CFGS["128x256x64-s4-sk"]), x, w)
+
+
+@pytest.mark.gpu
+def test_stream_k_under_cuda_graph():
+    """Captured and replayed: the flags return to zero each launch, so replays agree with eager calls."""
+    import gemmkit
+
+    M, N, K = 4096, 576, 7168
+    x, w = randn(M, K, dtype=torch.bfloat16, device=DEV), randn(N, K, dtype=torch.bfloat16, device=DEV)
+    cfg = {**SK_CFGS["128x192x64-s5-sk"], "backend": "gluon"}
+    eager = gemmkit.gemm_a16w16(x, w, config=cfg)
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        gemmkit.gemm_a16w16(x, w, config=cfg)  # warm-up on the capture stream
+    torch.cuda.current_stream().wait_stream(s)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        y = gemmkit.gemm_a16w16(x, w, config=cfg)
+    for _ in range(3):
+        y.fill_(float("nan"))
+        g.replay()
+        torch.cuda.synchronize()
+        assert torch.equal(y, eager)
+    ok, msg = within_bound(eager, gemm_a16w16_ref(x, w, None, None), torch.bfloat16)
+    assert ok, msg
