@@ -101,10 +101,6 @@ KEYS = {
     # of two in [16, 256]), and stores it transposed (kernels/gluon/hopper_pingpong.py, "Swap-AB"). The tile's
     # meaning does not change, so the Triton tier's fallback runs the same BLOCK_SIZE_M x BLOCK_SIZE_N tile unswapped.
     "swap_ab": (False, _is_bool, "true or false (the Gluon ping-pong's transposed tile: decode sizes)", ("cuda",)),
-    # Stream-K (the Gluon cooperative kernel only: "backend": "gluon", num_warps 8, NUM_KSPLIT 1): where the tiles
-    # leave a partial last round on the SMs, the last tiles are spread over every SM by K steps, their pieces summed
-    # in the kernel (kernels/gluon/hopper_streamk.py). Other kernels (the Triton tier's fallback) ignore it.
-    "stream_k": (False, _is_bool, "true or false (the Gluon cooperative kernel's stream-K)", ("cuda",)),
 }
 DEFAULTS = {"persistent": False, "tma": False, "NUM_KSPLIT": 1}
 COMPILER_OPTIONS = {"num_warps", "num_stages", "waves_per_eu", "matrix_instr_nonkdim", "kpack"}
@@ -135,13 +131,6 @@ def validate_config(cfg, *, backend: str | None = None, where: str = "config") -
                                 ("NUM_KSPLIT 1", cfg.get("NUM_KSPLIT", 1) != 1)) if bad]
         if why:
             raise ConfigError(f"{where}: key 'swap_ab' = true (the Gluon ping-pong's transposed tile) needs "
-                              + ", ".join(why))
-    if cfg.get("stream_k"):
-        why = [w for w, bad in (("\"backend\": \"gluon\"", cfg.get("backend") != "gluon"),
-                                ("num_warps 8 (the cooperative kernel)", cfg["num_warps"] != 8),
-                                ("NUM_KSPLIT 1", cfg.get("NUM_KSPLIT", 1) != 1)) if bad]
-        if why:
-            raise ConfigError(f"{where}: key 'stream_k' = true (the Gluon cooperative kernel's stream-K) needs "
                               + ", ".join(why))
     return {**DEFAULTS, **cfg}
 

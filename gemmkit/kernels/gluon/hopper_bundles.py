@@ -9,11 +9,8 @@ the split tile's mainloop and stores), hopper_pingpong.py, hopper_coop.py and ho
    Epilogue  c, bias, stride_bb one consumer's staging tile, the bias pointer (x's when HAS_BIAS is off) and
                                 batch row stride (0: one row), HAS_BIAS, ACTIVATION
    Handoff   turn, c_free       the ping-pong's consumer hand-off mbarriers, C_TILES
-   Schedule  M, N, K, B         the problem and its work space: B = batch entries (BATCHED), K splits (SPLIT_K),
-                                stream-K tiles (STREAM_K, hopper_streamk.py) or unused; GROUP_SIZE_M, BATCHED,
-                                SPLIT_K, SWAP, STREAM_K
-   Fixup     ws, flags          stream-K's fp32 partial slots and their flags (hopper_streamk.py; unused pointers
-                                when STREAM_K is off)
+   Schedule  M, N, K, B         the problem and its work space: B = batch entries (BATCHED), K splits (SPLIT_K)
+                                or unused; GROUP_SIZE_M, BATCHED, SPLIT_K, SWAP
 
 A bundle is a compile-time grouping only: it flattens into the same IR values as its fields passed one by
 one (the kernels' SASS is byte-identical to the positional form, sm_90, Triton 3.6), and a field that is a
@@ -123,10 +120,9 @@ class Schedule:
     BATCHED: gl.constexpr
     SPLIT_K: gl.constexpr
     SWAP: gl.constexpr
-    STREAM_K: gl.constexpr
 
     @gluon.constexpr_function
-    def __init__(self, M, N, K, B, GROUP_SIZE_M, BATCHED=False, SPLIT_K=False, SWAP=False, STREAM_K=False):
+    def __init__(self, M, N, K, B, GROUP_SIZE_M, BATCHED=False, SPLIT_K=False, SWAP=False):
         self.M = _cx(M)
         self.N = _cx(N)
         self.K = _cx(K)
@@ -135,15 +131,3 @@ class Schedule:
         self.BATCHED = gl.constexpr(BATCHED)
         self.SPLIT_K = gl.constexpr(SPLIT_K)
         self.SWAP = gl.constexpr(SWAP)
-        self.STREAM_K = gl.constexpr(STREAM_K)
-
-
-@aggregate
-class Fixup:
-    ws: gl.tensor
-    flags: gl.tensor
-
-    @gluon.constexpr_function
-    def __init__(self, ws, flags):
-        self.ws = ws
-        self.flags = flags

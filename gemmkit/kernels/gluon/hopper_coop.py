@@ -117,12 +117,10 @@ from ..triton._epilogue import ACTIVATIONS, bias_activation
 from . import hopper_host as hh
 from . import hopper_pingpong as hp
 from . import hopper_plan as hplan
-from .hopper_bundles import Descs, Epilogue, Fixup, Ring, Schedule
+from .hopper_bundles import Descs, Epilogue, Ring, Schedule
 from .hopper_parts import (load_partition, out_row, ring_next, ring_prev, split_mainloop, store_split, store_subtile,
                            work_space, work_tile)
 from .hopper_plan import CoopPlan
-from .hopper_streamk import sk_acquire, sk_add, sk_item, sk_last_peer, sk_publish, sk_space, sk_store
-from ..triton._schedule import tile_coords
 
 KERNEL_NAME = "hopper_coop_kernel"
 BACKEND = "gluon cooperative"  # in messages; a "backend": "gluon" config with num_warps 8 selects this kernel
@@ -187,7 +185,7 @@ def derive(cfg: dict, target=None, in_bytes: int = 2, out_bytes: int = 2) -> Coo
                          "(two consumer warpgroups of 4 share a tile)")
     consumer_view = {**cfg, "BLOCK_SIZE_M": bm // 2, "num_warps": hh.CONSUMER_WARPS}
     bm_c, bn, bk = hplan.check_config(consumer_view, BACKEND, "the gluon cooperative kernel", "(wgmma rows)",
-                                      split_ok=True, split_k_ok=True, stream_k_ok=True)
+                                      split_ok=True, split_k_ok=True)
     out_bytes = hh.split_k_out_bytes(cfg, out_bytes)
     bn_tail = hplan.split_tail(bn)
     hplan.check_block_k(bk)
@@ -201,8 +199,7 @@ def derive(cfg: dict, target=None, in_bytes: int = 2, out_bytes: int = 2) -> Coo
     return CoopPlan(BM=bm, BN=bn, BK=bk, GROUP_SIZE_M=cfg["GROUP_SIZE_M"], **b.fields(), acc_regs=acc_regs,
                     swizzle_a=hplan.swizzle(bk * in_bytes), swizzle_b=hplan.swizzle(bk * in_bytes),
                     swizzle_c=hplan.swizzle(epi_n * out_bytes), BM_C=bm_c, BN_TAIL=bn_tail, w_box=bn_tail or bn,
-                    epi_split=b.staging, epi_n=epi_n, split_k=cfg.get("NUM_KSPLIT", 1),
-                    stream_k=bool(cfg.get("stream_k")))
+                    epi_split=b.staging, epi_n=epi_n, split_k=cfg.get("NUM_KSPLIT", 1))
 
 
 def constexprs(plan: CoopPlan, *, has_bias: bool, activation: str) -> dict:
@@ -213,11 +210,10 @@ def constexprs(plan: CoopPlan, *, has_bias: bool, activation: str) -> dict:
                 MMA_REGS=plan.mma_regs, LOAD_REGS=plan.load_regs)
 
 
-def kernel_constexprs(plan: CoopPlan, *, has_bias: bool, activation: str, stream_k: bool = False) -> dict:
-    """hopper_coop_kernel's: `constexprs`, hopper_pingpong.dense_constexprs (BN, SPLIT_K) and STREAM_K (the launch
-    runs stream-K: the plan allows it and `hopper_host.stream_k_tiles` finds tiles for it)."""
+def kernel_constexprs(plan: CoopPlan, *, has_bias: bool, activation: str) -> dict:
+    """hopper_coop_kernel's: `constexprs` and hopper_pingpong.dense_constexprs (BN, SPLIT_K)."""
     return {**constexprs(plan, has_bias=has_bias, activation=activation),
-            **hp.dense_constexprs(plan, has_bias=has_bias, activation=activation), "STREAM_K": stream_k}
+            **hp.dense_constexprs(plan, has_bias=has_bias, activation=activation)}
 
 
 # ----------------------------------------------------------------------------- device code
@@ -230,71 +226,31 @@ def _halves(v, ROWS: gl.constexpr, COLS: gl.constexpr):
 
 
 @gluon.jit
-def _coop_mainloop(CONSUMER: gl.constexpr, ring, idx, phase, k_steps, BM_C: gl.constexpr, acc_layout: gl.constexpr):
-    """k_steps wgmma steps of one tile on this consumer's rows of the x box, from ring slot (idx, phase): the
-    finished accumulator (every slot released) and the ring position after the tile."""
-    STAGES: gl.constexpr = ring.STAGES
-    acc = warpgroup_mma_init(gl.zeros((BM_C, ring.BN), dtype=gl.float32, layout=acc_layout))
-    for kk in range(k_steps):
-        mbarrier.wait(ring.full.index(idx), phase)
-        a = ring.a.index(idx).slice(CONSUMER * BM_C, BM_C)  # my rows of the x box
-        acc = warpgroup_mma(a, ring.b.index(idx).permute((1, 0)), acc, is_async=True)
-        # One wgmma group in flight: the previous step's has finished reading its slot.
-        warpgroup_mma_wait(1, deps=(acc,))
-        mbarrier.arrive(ring.empty.index(ring_prev(idx, STAGES)), pred=kk > 0)
-        idx, phase = ring_next(idx, phase, STAGES)
-    acc = warpgroup_mma_wait(0, deps=(acc,))
-    mbarrier.arrive(ring.empty.index(ring_prev(idx, STAGES)))  # the tile's last slot
-    return acc, idx, phase
-
-
-@gluon.jit
-def _coop_epilogue(y_desc, epi, acc, b, row, col, N, BATCHED: gl.constexpr):
-    """Bias / activation / cast of this consumer's BM/2 x BN accumulator, stored at (row, col) of y through its
-    staging tile in EPI_SPLIT column sub-tiles (the load warp is already filling the ring with the next tile)."""
-    c_smem = epi.c
-    BM_C: gl.constexpr = c_smem.shape[0]
-    EPI_N: gl.constexpr = c_smem.shape[1]
-    BN: gl.constexpr = acc.shape[1]
-    EPI_SPLIT: gl.constexpr = BN // EPI_N
-    offs_n = col + gl.arange(0, BN, layout=gl.SliceLayout(0, acc.type.layout))
-    if BATCHED:
-        bias_row = epi.bias + b.to(gl.int64) * epi.stride_bb
-    else:
-        bias_row = epi.bias
-    out = bias_activation(acc, bias_row, offs_n, N, epi.HAS_BIAS, epi.ACTIVATION).to(y_desc.dtype)
-    if EPI_SPLIT == 1:
-        store_subtile(y_desc, c_smem, out, b, row, col, BATCHED)
-    elif EPI_SPLIT == 2:
-        lo, hi = _halves(out, BM_C, BN)
-        store_subtile(y_desc, c_smem, lo, b, row, col, BATCHED)
-        store_subtile(y_desc, c_smem, hi, b, row, col + EPI_N, BATCHED)
-    else:
-        lo, hi = _halves(out, BM_C, BN)
-        q0, q1 = _halves(lo, BM_C, BN // 2)
-        store_subtile(y_desc, c_smem, q0, b, row, col, BATCHED)
-        store_subtile(y_desc, c_smem, q1, b, row, col + EPI_N, BATCHED)
-        q2, q3 = _halves(hi, BM_C, BN // 2)
-        store_subtile(y_desc, c_smem, q2, b, row, col + 2 * EPI_N, BATCHED)
-        store_subtile(y_desc, c_smem, q3, b, row, col + 3 * EPI_N, BATCHED)
-
-
-@gluon.jit
-def coop_mma_partition(CONSUMER: gl.constexpr, descs, ring, epi, sched, fix):
+def coop_mma_partition(CONSUMER: gl.constexpr, descs, ring, epi, sched):
     """1 warpgroup: rows CONSUMER * BM/2 ... of every tile of this CTA: mainloop, then the epilogue (bundles:
     hopper_bundles.py; epi holds this consumer's BM/2 x EPI_N staging tile).
     BATCHED (hopper_pingpong_batched.py): work ids over B x tiles, bias row b (epi.bias + b * epi.stride_bb)
     and 3-D TMA stores [b, m, n]; compiled away in the dense kernel.
     SPLIT_K (dense only, sched.B = the number of splits): work ids over splits x tiles, one K range each, the
-    fp32 partial tile stored in its split's workspace slab (hopper_parts `split_steps`, `out_row`).
-    STREAM_K (dense only, sched.B = the stream-K tiles): whole tiles, then this CTA's segments of the stream-K
-    steps; a piece after a tile's first is published to `fix` (this CTA's slot and flag), the first piece
-    adds the later ones before its epilogue (hopper_streamk.py)."""
-    BM: gl.constexpr = ring.BM
-    BN: gl.constexpr = ring.BN
-    BM_C: gl.constexpr = epi.c.shape[0]
+    fp32 partial tile stored in its split's workspace slab (hopper_parts `split_steps`, `out_row`)."""
+    y_desc = descs.y
+    a_ring = ring.a
+    b_ring = ring.b
+    full = ring.full
+    empty = ring.empty
+    c_smem = epi.c
+    bias_ptr = epi.bias
+    STAGES: gl.constexpr = ring.STAGES
+    GROUP_SIZE_M: gl.constexpr = sched.GROUP_SIZE_M
+    HAS_BIAS: gl.constexpr = epi.HAS_BIAS
+    ACTIVATION: gl.constexpr = epi.ACTIVATION
     BATCHED: gl.constexpr = sched.BATCHED
     SPLIT_K: gl.constexpr = sched.SPLIT_K
+    BM: gl.constexpr = ring.BM
+    BN: gl.constexpr = ring.BN
+    BM_C: gl.constexpr = c_smem.shape[0]
+    EPI_N: gl.constexpr = c_smem.shape[1]
+    EPI_SPLIT: gl.constexpr = BN // EPI_N
     # wgmma accumulator: 4 warps stacked along M, instruction m16 x BN x k16 per warp.
     acc_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
                                                          instr_shape=[16, BN, 16])
@@ -303,76 +259,67 @@ def coop_mma_partition(CONSUMER: gl.constexpr, descs, ring, epi, sched, fix):
                                                          BATCHED, SPLIT_K)
     idx = 0
     phase = 0
-    if sched.STREAM_K:
-        p = gl.program_id(0)
-        n_dp, n_items, dp_tiles, s0, s1 = sk_space(num_work, k_steps, sched.B)
-        for i in range(n_items):
-            tile, k0, k1 = sk_item(i, n_dp, dp_tiles, s0, s1, k_steps)
-            acc, idx, phase = _coop_mainloop(CONSUMER, ring, idx, phase, k1 - k0, BM_C, acc_layout)
-            if k0 > 0:  # a later piece of the tile: to this CTA's slot
-                sk_store(fix.ws, p, acc, CONSUMER * BM_C, 0, BM, BN)
-                sk_publish(fix.flags, 2 * p + CONSUMER)
-            else:
-                if k1 < k_steps:  # the tile's first piece: add the later ones, in K order
-                    for peer in range(p + 1, sk_last_peer(tile, dp_tiles, sched.B, k_steps) + 1):
-                        sk_acquire(fix.flags, 2 * peer + CONSUMER)
-                        acc = sk_add(acc, fix.ws, peer, CONSUMER * BM_C, 0, BM, BN)
-                pid_m, pid_n = tile_coords(tile, num_pid_m, num_pid_n, sched.GROUP_SIZE_M, 1)
-                _coop_epilogue(descs.y, epi, acc, 0, pid_m * BM + CONSUMER * BM_C, pid_n * BN, sched.N, False)
-    else:
-        for work_id in range(gl.program_id(0), num_work, gl.num_programs(0)):
-            acc, idx, phase = _coop_mainloop(CONSUMER, ring, idx, phase, k_steps, BM_C, acc_layout)
-            # The tile's coordinates are computed here, not live across the mainloop.
-            b, pid_m, pid_n = work_tile(work_id, num_work, num_pid_m, num_pid_n, sched.GROUP_SIZE_M, BY_ENTRY)
-            row = out_row(b, pid_m, num_pid_m, BM, SPLIT_K) + CONSUMER * BM_C
-            _coop_epilogue(descs.y, epi, acc, b, row, pid_n * BN, sched.N, BATCHED)
+    for work_id in range(gl.program_id(0), num_work, gl.num_programs(0)):
+        acc = warpgroup_mma_init(gl.zeros((BM_C, BN), dtype=gl.float32, layout=acc_layout))
+        for kk in range(k_steps):
+            mbarrier.wait(full.index(idx), phase)
+            a = a_ring.index(idx).slice(CONSUMER * BM_C, BM_C)  # my rows of the x box
+            acc = warpgroup_mma(a, b_ring.index(idx).permute((1, 0)), acc, is_async=True)
+            # One wgmma group in flight: the previous step's has finished reading its slot.
+            warpgroup_mma_wait(1, deps=(acc,))
+            mbarrier.arrive(empty.index(ring_prev(idx, STAGES)), pred=kk > 0)
+            idx, phase = ring_next(idx, phase, STAGES)
+        acc = warpgroup_mma_wait(0, deps=(acc,))
+        mbarrier.arrive(empty.index(ring_prev(idx, STAGES)))  # the tile's last slot
+        # Epilogue (the load warp is already filling the ring with the next tile). The tile's
+        # coordinates are computed here, not live across the mainloop.
+        b, pid_m, pid_n = work_tile(work_id, num_work, num_pid_m, num_pid_n, GROUP_SIZE_M, BY_ENTRY)
+        offs_n = pid_n * BN + gl.arange(0, BN, layout=gl.SliceLayout(0, acc_layout))
+        if BATCHED:
+            bias_row = bias_ptr + b.to(gl.int64) * epi.stride_bb
+        else:
+            bias_row = bias_ptr
+        out = bias_activation(acc, bias_row, offs_n, sched.N, HAS_BIAS, ACTIVATION).to(y_desc.dtype)
+        row = out_row(b, pid_m, num_pid_m, BM, SPLIT_K) + CONSUMER * BM_C
+        col = pid_n * BN
+        if EPI_SPLIT == 1:
+            store_subtile(y_desc, c_smem, out, b, row, col, BATCHED)
+        elif EPI_SPLIT == 2:
+            lo, hi = _halves(out, BM_C, BN)
+            store_subtile(y_desc, c_smem, lo, b, row, col, BATCHED)
+            store_subtile(y_desc, c_smem, hi, b, row, col + EPI_N, BATCHED)
+        else:
+            lo, hi = _halves(out, BM_C, BN)
+            q0, q1 = _halves(lo, BM_C, BN // 2)
+            store_subtile(y_desc, c_smem, q0, b, row, col, BATCHED)
+            store_subtile(y_desc, c_smem, q1, b, row, col + EPI_N, BATCHED)
+            q2, q3 = _halves(hi, BM_C, BN // 2)
+            store_subtile(y_desc, c_smem, q2, b, row, col + 2 * EPI_N, BATCHED)
+            store_subtile(y_desc, c_smem, q3, b, row, col + 3 * EPI_N, BATCHED)
     tma.store_wait(0)
 
 
 @gluon.jit
-def _coop_split_mma_partition(CONSUMER: gl.constexpr, descs, ring, epi, sched, fix):
+def _coop_split_mma_partition(CONSUMER: gl.constexpr, descs, ring, epi, sched):
     """`coop_mma_partition` for a split tile, BN = A + B columns (B = EPI_N: 96 -> 64 + 32, 144 -> 128 + 16;
     ring.b holds w rows [0, A), ring.t [A, BN)): the ping-pong's split mainloop on this consumer's rows of the x
     box (two accumulators, A and B columns) and its split epilogue (A / B + 1 sub-tiles of B columns):
-    hopper_parts.split_mainloop / store_split. Dense only; SPLIT_K and STREAM_K as `coop_mma_partition`'s (a
-    stream-K partial: both accumulators, columns [0, A) and [A, BN) of the slot)."""
+    hopper_parts.split_mainloop / store_split. Dense only; SPLIT_K as `coop_mma_partition`'s."""
     SPLIT_K: gl.constexpr = sched.SPLIT_K
     BN: gl.constexpr = ring.BN
     BM: gl.constexpr = ring.BM
     BM_C: gl.constexpr = epi.c.shape[0]
-    A: gl.constexpr = ring.b.shape[1]
     num_pid_m, num_pid_n, num_work, k_steps = work_space(sched.M, sched.N, sched.K, BM, BN, ring.BK, sched.B, False,
                                                          SPLIT_K)
     idx = 0
     phase = 0
-    if sched.STREAM_K:
-        p = gl.program_id(0)
-        n_dp, n_items, dp_tiles, s0, s1 = sk_space(num_work, k_steps, sched.B)
-        for i in range(n_items):
-            tile, k0, k1 = sk_item(i, n_dp, dp_tiles, s0, s1, k_steps)
-            acc, acc_t, idx, phase = split_mainloop(ring, idx, phase, k1 - k0, CONSUMER * BM_C, BM_C)
-            acc, acc_t = warpgroup_mma_wait(0, deps=(acc, acc_t))
-            mbarrier.arrive(ring.empty.index(ring_prev(idx, ring.STAGES)))  # the tile's last slot
-            if k0 > 0:
-                sk_store(fix.ws, p, acc, CONSUMER * BM_C, 0, BM, BN)
-                sk_store(fix.ws, p, acc_t, CONSUMER * BM_C, A, BM, BN)
-                sk_publish(fix.flags, 2 * p + CONSUMER)
-            else:
-                if k1 < k_steps:
-                    for peer in range(p + 1, sk_last_peer(tile, dp_tiles, sched.B, k_steps) + 1):
-                        sk_acquire(fix.flags, 2 * peer + CONSUMER)
-                        acc = sk_add(acc, fix.ws, peer, CONSUMER * BM_C, 0, BM, BN)
-                        acc_t = sk_add(acc_t, fix.ws, peer, CONSUMER * BM_C, A, BM, BN)
-                pid_m, pid_n = tile_coords(tile, num_pid_m, num_pid_n, sched.GROUP_SIZE_M, 1)
-                store_split(descs.y, epi, acc, acc_t, pid_m * BM + CONSUMER * BM_C, pid_n * BN, sched.N)
-    else:
-        for work_id in range(gl.program_id(0), num_work, gl.num_programs(0)):
-            acc, acc_t, idx, phase = split_mainloop(ring, idx, phase, k_steps, CONSUMER * BM_C, BM_C)
-            acc, acc_t = warpgroup_mma_wait(0, deps=(acc, acc_t))
-            mbarrier.arrive(ring.empty.index(ring_prev(idx, ring.STAGES)))  # the tile's last slot
-            b, pid_m, pid_n = work_tile(work_id, num_work, num_pid_m, num_pid_n, sched.GROUP_SIZE_M, SPLIT_K)
-            store_split(descs.y, epi, acc, acc_t, out_row(b, pid_m, num_pid_m, BM, SPLIT_K) + CONSUMER * BM_C,
-                        pid_n * BN, sched.N)
+    for work_id in range(gl.program_id(0), num_work, gl.num_programs(0)):
+        acc, acc_t, idx, phase = split_mainloop(ring, idx, phase, k_steps, CONSUMER * BM_C, BM_C)
+        acc, acc_t = warpgroup_mma_wait(0, deps=(acc, acc_t))
+        mbarrier.arrive(ring.empty.index(ring_prev(idx, ring.STAGES)))  # the tile's last slot
+        b, pid_m, pid_n = work_tile(work_id, num_work, num_pid_m, num_pid_n, sched.GROUP_SIZE_M, SPLIT_K)
+        store_split(descs.y, epi, acc, acc_t, out_row(b, pid_m, num_pid_m, BM, SPLIT_K) + CONSUMER * BM_C,
+                    pid_n * BN, sched.N)
     tma.store_wait(0)
 
 
@@ -389,10 +336,10 @@ def ring_barriers(STAGES: gl.constexpr):
 
 
 @gluon.jit(do_not_specialize=["M", "N", "K", "SPLITS"])  # TMA handles every M, N, K: one compile per config
-def hopper_coop_kernel(x_desc, w_desc, y_desc, bias_ptr, M, N, K, SPLITS, ws_ptr, flags_ptr,
+def hopper_coop_kernel(x_desc, w_desc, y_desc, bias_ptr, M, N, K, SPLITS,
                        STAGES: gl.constexpr, GROUP_SIZE_M: gl.constexpr, HAS_BIAS: gl.constexpr,
                        ACTIVATION: gl.constexpr, MMA_REGS: gl.constexpr, LOAD_REGS: gl.constexpr,
-                       BN: gl.constexpr, SPLIT_K: gl.constexpr, STREAM_K: gl.constexpr):
+                       BN: gl.constexpr, SPLIT_K: gl.constexpr):
     BM: gl.constexpr = x_desc.block_type.shape[0]
     BK: gl.constexpr = x_desc.block_type.shape[1]
     BM_C: gl.constexpr = y_desc.block_type.shape[0]
@@ -402,8 +349,7 @@ def hopper_coop_kernel(x_desc, w_desc, y_desc, bias_ptr, M, N, K, SPLITS, ws_ptr
     c1 = gl.allocate_shared_memory(y_desc.dtype, [BM_C, EPI_N], y_desc.layout)
     full, empty = ring_barriers(STAGES)
     descs = Descs(x_desc, w_desc, y_desc)
-    sched = Schedule(M, N, K, SPLITS, GROUP_SIZE_M, SPLIT_K=SPLIT_K, STREAM_K=STREAM_K)
-    fix = Fixup(ws_ptr, flags_ptr)
+    sched = Schedule(M, N, K, SPLITS, GROUP_SIZE_M, SPLIT_K=SPLIT_K)
     epi0 = Epilogue(c0, bias_ptr, 0, HAS_BIAS, ACTIVATION)
     epi1 = Epilogue(c1, bias_ptr, 0, HAS_BIAS, ACTIVATION)
     W_ROWS: gl.constexpr = w_desc.block_type.shape[0]
@@ -412,16 +358,16 @@ def hopper_coop_kernel(x_desc, w_desc, y_desc, bias_ptr, M, N, K, SPLITS, ws_ptr
         t_ring = gl.allocate_shared_memory(w_desc.dtype, [STAGES, W_ROWS, BK], w_desc.layout)
         ring = Ring(a_ring, b_ring, t_ring, full, empty)
         gl.warp_specialize([
-            (_coop_split_mma_partition, (0, descs, ring, epi0, sched, fix)),
-            (_coop_split_mma_partition, (1, descs, ring, epi1, sched, fix)),
+            (_coop_split_mma_partition, (0, descs, ring, epi0, sched)),
+            (_coop_split_mma_partition, (1, descs, ring, epi1, sched)),
             (load_partition, (descs, ring, sched)),
         ], [4, 1], [MMA_REGS, LOAD_REGS])
     else:
         b_ring = gl.allocate_shared_memory(w_desc.dtype, [STAGES, BN, BK], w_desc.layout)
         ring = Ring(a_ring, b_ring, None, full, empty)
         gl.warp_specialize([
-            (coop_mma_partition, (0, descs, ring, epi0, sched, fix)),
-            (coop_mma_partition, (1, descs, ring, epi1, sched, fix)),
+            (coop_mma_partition, (0, descs, ring, epi0, sched)),
+            (coop_mma_partition, (1, descs, ring, epi1, sched)),
             (load_partition, (descs, ring, sched)),
         ], [4, 1], [MMA_REGS, LOAD_REGS])
 
@@ -433,29 +379,17 @@ def launch(x2, w, bias, y, activation, cfg, target, compile_only=False):
 
     `cfg` keys: BLOCK_SIZE_M (128 / 256), BLOCK_SIZE_N/K, GROUP_SIZE_M, num_warps (8), num_stages (upper
     bound); `backend`, `persistent`, `tma` are accepted and ignored; NUM_KSPLIT > 1 splits K into at most
-    that many ranges (hopper_host.fit_split_k, launch_dense); "stream_k": true spreads a partial last round over
-    every SM by K steps where `hopper_host.stream_k_tiles` finds one (hopper_streamk.py: a grid of every SM, an
-    fp32 slot per CTA, the stream's flags). `target`: a gemmkit.arch.Target (num_cus sizes the persistent grid).
-    ValueError when `unsupported` says no or the config cannot be planned.
+    that many ranges (hopper_host.fit_split_k, launch_dense). `target`: a
+    gemmkit.arch.Target (num_cus sizes the persistent grid). ValueError when `unsupported` says no or the
+    config cannot be planned.
     """
     hh.check_operands(x2, w, bias, y, target, "gluon coop")
-    M, K = x2.shape  # the kernel's M: x2's rows (ops/dispatch.py pad_m may add some past y's)
-    N = w.shape[0]
-    plan = derive(hh.fit_split_k(cfg, M, N, K, target), target, x2.element_size(), y.element_size())
-    y_box = (plan.BM_C, plan.epi_n)  # a consumer's staging sub-tile (BM/2 x EPI_N), not the whole tile
-    sk = 0
-    if plan.stream_k and plan.split_k == 1:
-        sk = hh.stream_k_tiles(-(-M // plan.BM) * -(-N // plan.BN), target.num_cus, -(-K // plan.BK))
-    ce = kernel_constexprs(plan, has_bias=bias is not None, activation=activation, stream_k=sk > 0)
-    if sk:
-        import torch
-
-        ws = torch.empty((target.num_cus * plan.BM, plan.BN), dtype=torch.float32, device=x2.device)
-        flags = hh.stream_k_flags(x2.device, 2 * target.num_cus)
-        return hh.launch_tma(hopper_coop_kernel, plan, y_box, x2, w, bias, y, ce, target, compile_only,
-                             w_box=plan.w_box, splits=sk, extra=(ws, flags), ctas=target.num_cus)
-    return hh.launch_dense(hopper_coop_kernel, plan, y_box, x2, w, bias, y, activation, ce, target, compile_only,
-                           extra=(x2, x2))  # stream-K's pointers: unused
+    plan = derive(hh.fit_split_k(cfg, x2.shape[0], w.shape[0], x2.shape[1], target), target, x2.element_size(),
+                  y.element_size())
+    ce = kernel_constexprs(plan, has_bias=bias is not None, activation=activation)
+    # the y box is a consumer's staging sub-tile (BM/2 x EPI_N), not the whole tile
+    return hh.launch_dense(hopper_coop_kernel, plan, (plan.BM_C, plan.epi_n), x2, w, bias, y, activation, ce,
+                           target, compile_only)
 
 
 # ----------------------------------------------------------------------------- static compile (gemmkit isa)
@@ -482,13 +416,6 @@ SPLIT_PRESETS = (
     {"BLOCK_SIZE_M": 128, "BLOCK_SIZE_N": 160, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 8, "num_warps": 8,
      "num_stages": 6},  # A = 4 B: 5 sub-tiles of 32 columns
 )
-# Stream-K (hopper_streamk.py): both partitions' forms.
-STREAM_K_PRESETS = (
-    {"BLOCK_SIZE_M": 128, "BLOCK_SIZE_N": 256, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 8, "num_warps": 8,
-     "num_stages": 4, "stream_k": True},
-    {"BLOCK_SIZE_M": 128, "BLOCK_SIZE_N": 192, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 8, "num_warps": 8,
-     "num_stages": 5, "stream_k": True},
-)
 
 
 def static_spec(cfg: dict, target, *, dtype: str = "bf16", out_dtype: str | None = None, has_bias: bool = True,
@@ -497,10 +424,8 @@ def static_spec(cfg: dict, target, *, dtype: str = "bf16", out_dtype: str | None
     (split-K: fp32 partial tiles, hopper_host.staged_dtype)."""
     out_dtype = hh.staged_dtype(cfg, out_dtype or dtype)
     plan = derive(cfg, target, 2, 4 if out_dtype == "fp32" else 2)
-    sk = plan.stream_k and plan.split_k == 1  # compiled as a launch that finds stream-K tiles runs it
-    ce = kernel_constexprs(plan, has_bias=has_bias, activation=activation, stream_k=sk)
-    extra = {"ws_ptr": "*fp32", "flags_ptr": "*i32"} if sk else {"ws_ptr": f"*{dtype}", "flags_ptr": f"*{dtype}"}
-    sig = hh.tma_signature(plan, (plan.BM_C, plan.epi_n), dtype, out_dtype, ce, w_box=plan.w_box, extra=extra)
+    ce = kernel_constexprs(plan, has_bias=has_bias, activation=activation)
+    sig = hh.tma_signature(plan, (plan.BM_C, plan.epi_n), dtype, out_dtype, ce, w_box=plan.w_box)
     return hopper_coop_kernel, sig, ce, ["bias_ptr"], {"num_warps": hh.CONSUMER_WARPS}, plan
 
 
@@ -511,14 +436,13 @@ def _shipped_coop_configs(arch: str):
 
 def isa_cases(archs, op: str = "hopper_coop"):
     """Static cases for sm_90: every shipped A16W16 bucket with backend "gluon" and num_warps 8, the config model's
-    cooperative tiles, plus PRESETS, SPLIT_PRESETS and STREAM_K_PRESETS (bf16, fp32 out)."""
+    cooperative tiles, plus PRESETS and SPLIT_PRESETS (bf16, fp32 out)."""
     if "sm_90" not in archs:
         return
     cases = [(t, b, c, "bf16") for t, b, c in _shipped_coop_configs("sm_90") if not t.startswith("A16W16_")]
     cases += [("A16W16.json", name, c, "bf16") for name, c in configs.model_configs("a16w16", "sm_90")
               if c.get("num_warps") == _TILE_WARPS]  # the config model's cooperative tiles (`coop_widths`)
-    cases += [("-", f"preset{i}", c, o) for i, c in enumerate(PRESETS + SPLIT_PRESETS + STREAM_K_PRESETS)
-              for o in ("bf16", "fp32")]
+    cases += [("-", f"preset{i}", c, o) for i, c in enumerate(PRESETS + SPLIT_PRESETS) for o in ("bf16", "fp32")]
     yield from hh.unique_cases(cases, KERNEL_NAME, op)
 
 

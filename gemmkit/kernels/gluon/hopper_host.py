@@ -38,9 +38,9 @@ from ..triton import dense
 # the keys it may carry for the Triton tier's fallback, ignored here: always persistent and TMA; NUM_KSPLIT is
 # split-K (the dense kernels only: `fit_split_k`).
 CONFIG_KEYS = ("BLOCK_SIZE_M", "BLOCK_SIZE_N", "BLOCK_SIZE_K", "GROUP_SIZE_M", "num_warps", "num_stages")
-IGNORED_KEYS = ("backend", "persistent", "tma", "NUM_KSPLIT", "swap_ab", "stream_k")
-# (NUM_KSPLIT, swap_ab and stream_k are read by the kernels that take them: split-K by the dense kernels, swap_ab by
-# the ping-pong, stream_k by the cooperative kernel; `hopper_plan.check_config` refuses them elsewhere.)
+IGNORED_KEYS = ("backend", "persistent", "tma", "NUM_KSPLIT", "swap_ab")
+# (NUM_KSPLIT and swap_ab are read by the kernels that take them: split-K by the dense kernels, swap_ab by the
+# ping-pong; `hopper_plan.check_config` refuses them elsewhere.)
 # Warps of one consumer warpgroup (wgmma is issued by 4 consecutive warps): a config's num_warps for the
 # ping-pong, and every warp-specialized launch's num_warps (the default partition, consumer 0).
 CONSUMER_WARPS = 4
@@ -181,65 +181,11 @@ def tail_split(tiles: int, ctas: int, k_steps: int, min_k_steps: int = 1) -> tup
     return tail, split_count(k_steps, 1, splits)
 
 
-# ----------------------------------------------------------------------------- stream-K (hopper_streamk.py)
-
-# Below this many K steps a tile, stream-K's partials and waits cost more than the idle SMs it fills (a piece of a
-# few steps is mostly its fixup).
-STREAM_K_MIN_STEPS = 8
-
-
-def stream_k_tiles(tiles: int, ctas: int, k_steps: int) -> int:
-    """The tiles a stream-K launch of `tiles` whole-K tiles on `ctas` CTAs spreads over all CTAs by K steps (the
-    last ones in tile order; the others run whole, round robin): T % C + C where a partial round follows a full one,
-    all T where T < 2 C, 0 where the rounds are whole (T % C == 0), K has fewer than STREAM_K_MIN_STEPS steps, or
-    the steps are fewer than the CTAs. T = 480 on 132: 216 (two whole rounds, then 1.64 tiles' steps a CTA);
-    T = 96: 96 (0.73 of a tile a CTA)."""
-    if tiles % ctas == 0 or k_steps < STREAM_K_MIN_STEPS:
-        return 0
-    sk = tiles if tiles < 2 * ctas else tiles % ctas + ctas
-    return sk if sk * k_steps >= ctas else 0
-
-
-def stream_k_segments(p: int, ctas: int, tiles: int, k_steps: int, sk_tiles: int):
-    """CTA p's work as the kernel runs it (hopper_streamk.py `sk_space` / `sk_item`, the same arithmetic):
-    [(tile, k0, k1), ...], its whole tiles, then the segments of its range of the stream-K steps."""
-    dp_tiles = tiles - sk_tiles
-    out = [(t, 0, k_steps) for t in range(p, dp_tiles, ctas)]
-    steps = sk_tiles * k_steps
-    s0, s1 = p * steps // ctas, (p + 1) * steps // ctas
-    for t in range(s0 // k_steps, -(-s1 // k_steps)):
-        out.append((dp_tiles + t, max(s0 - t * k_steps, 0), min(s1 - t * k_steps, k_steps)))
-    return out
-
-
-def stream_k_last_peer(tile: int, ctas: int, tiles: int, k_steps: int, sk_tiles: int) -> int:
-    """The CTA whose stream-K range holds the last K step of stream-K tile `tile` (hopper_streamk `sk_last_peer`)."""
-    last = (tile - (tiles - sk_tiles) + 1) * k_steps - 1
-    return ((last + 1) * ctas - 1) // (sk_tiles * k_steps)
-
-
-_FLAGS: dict = {}
-
-
-def stream_k_flags(device, count: int):
-    """The stream-K flags of the current stream on `device`: `count` int32 zeros, kept (every launch leaves them
-    zero: hopper_streamk.py). One buffer a stream: launches on one stream run in order, so they never share flags
-    at once; grown when a launch needs more."""
-    import torch
-
-    key = (device.index, torch.cuda.current_stream(device).cuda_stream)
-    flags = _FLAGS.get(key)
-    if flags is None or flags.numel() < count:
-        flags = _FLAGS[key] = torch.zeros(count, dtype=torch.int32, device=device)
-    return flags
-
-
 # ----------------------------------------------------------------------------- launch
 
-def launch_tma(kernel, plan, y_box, x2, w, bias, y, ce: dict, target, compile_only=False, w_box=None, splits=1,
-               extra=(), ctas=None):
-    """Launch kernel(x_desc, w_desc, y_desc, bias_ptr, M, N, K, splits, *extra, **ce) (the dense kernels'): 2-D TMA
-    boxes x [BM, BK], w [w_box or BN, BK], y `y_box` (the staging tile); a persistent grid of `ctas`, or
+def launch_tma(kernel, plan, y_box, x2, w, bias, y, ce: dict, target, compile_only=False, w_box=None, splits=1):
+    """Launch kernel(x_desc, w_desc, y_desc, bias_ptr, M, N, K, splits, **ce) (the dense kernels'): 2-D TMA
+    boxes x [BM, BK], w [w_box or BN, BK], y `y_box` (the staging tile); a persistent grid of
     min(splits x tiles, SMs) CTAs. `launch_dense` is the entry: it adds split-K's workspace and reduce."""
     from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
@@ -252,13 +198,13 @@ def launch_tma(kernel, plan, y_box, x2, w, bias, y, ce: dict, target, compile_on
     w_desc = TensorDescriptor.from_tensor(w, [wb, bk], shared_layout(wb, bk, t_in))
     y_desc = TensorDescriptor.from_tensor(y, list(y_box), shared_layout(*y_box, t_out))
     num_work = -(-M // bm) * -(-N // bn) * splits
-    grid = (ctas or max(1, min(num_work, target.num_cus)),)
-    args = (x_desc, w_desc, y_desc, bias if bias is not None else x2, M, N, K, splits, *extra)
-
+    grid = (max(1, min(num_work, target.num_cus)),)
+    args = (x_desc, w_desc, y_desc, bias if bias is not None else x2, M, N, K, splits)
+    
     return launcher.launcher(kernel, grid, compile_only)(*args, **ce, num_warps=CONSUMER_WARPS)
 
 
-def launch_dense(kernel, plan, y_box, x2, w, bias, y, activation, ce: dict, target, compile_only=False, extra=()):
+def launch_dense(kernel, plan, y_box, x2, w, bias, y, activation, ce: dict, target, compile_only=False):
     """One dense call of `kernel` (hopper_pingpong's or hopper_coop's) planned as `plan`, `ce` its constexprs. Split-K
     (plan.split_k > 1: `fit_split_k`'s count, each split starting below K): the kernel stores fp32 partial tiles
     into a workspace of plan.split_k slabs of Mp = cdiv(M, BM) * BM rows (whole tiles: no tile crosses into the
@@ -269,11 +215,9 @@ def launch_dense(kernel, plan, y_box, x2, w, bias, y, activation, ce: dict, targ
                                                           │ splitk_reduce_kernel: ws[0] + ws[1] + ...
                                                           ▼ + bias, act, cast
                                                           y
-    `extra`: the kernel's arguments after `splits` (hopper_coop's stream-K pointers).
     """
     if plan.split_k == 1:
-        return launch_tma(kernel, plan, y_box, x2, w, bias, y, ce, target, compile_only, w_box=plan.w_box,
-                          extra=extra)
+        return launch_tma(kernel, plan, y_box, x2, w, bias, y, ce, target, compile_only, w_box=plan.w_box)
     import torch
 
 
@@ -287,23 +231,21 @@ def launch_dense(kernel, plan, y_box, x2, w, bias, y, activation, ce: dict, targ
         raise ValueError(f"gluon split-K: {splits} splits of K = {K} leave an empty range (fit_split_k first)")
     mp = -(-M // plan.BM) * plan.BM
     ws = torch.empty((splits * mp, N), dtype=torch.float32, device=x2.device)
-    launch_tma(kernel, plan, y_box, x2, w, None, ws, ce, target, compile_only, w_box=plan.w_box, splits=splits,
-               extra=extra)
+    launch_tma(kernel, plan, y_box, x2, w, None, ws, ce, target, compile_only, w_box=plan.w_box, splits=splits)
     dense.launch_reduce(ws, mp * N, splits, bias, y, activation, target, compile_only)
 
 
 # ----------------------------------------------------------------------------- static compile (gemmkit isa)
 
-def tma_signature(plan, y_box, dtype: str, out_dtype: str, ce: dict, w_box=None, extra=None) -> dict:
-    """The static-compile signature of (x_desc, w_desc, y_desc, bias_ptr, M, N, K, SPLITS, *extra, **ce), the
-    descriptors `launch_tma` builds (x [BM, BK], w [w_box or BN, BK], y `y_box`): the dense kernels' static
-    compiles. `extra`: {name: type} of the arguments after SPLITS."""
+def tma_signature(plan, y_box, dtype: str, out_dtype: str, ce: dict, w_box=None) -> dict:
+    """The static-compile signature of (x_desc, w_desc, y_desc, bias_ptr, M, N, K, **ce), the descriptors
+    `launch_tma` builds (x [BM, BK], w [w_box or BN, BK], y `y_box`): the dense kernels' static compiles."""
     bm, bk = plan.BM, plan.BK
     bn = w_box or plan.BN
     sig = {"x_desc": f"tensordesc<{dtype}[{bm}, {bk}],{shared_layout(bm, bk, dtype)!r}>",
            "w_desc": f"tensordesc<{dtype}[{bn}, {bk}],{shared_layout(bn, bk, dtype)!r}>",
            "y_desc": f"tensordesc<{out_dtype}[{y_box[0]}, {y_box[1]}],{shared_layout(*y_box, out_dtype)!r}>",
-           "bias_ptr": f"*{dtype}", "M": "i32", "N": "i32", "K": "i32", "SPLITS": "i32", **(extra or {})}
+           "bias_ptr": f"*{dtype}", "M": "i32", "N": "i32", "K": "i32", "SPLITS": "i32"}
     sig.update({k: "constexpr" for k in ce})
     return sig
 
@@ -332,7 +274,6 @@ def unique_cases(cases, kernel_name: str, op: str):
         # the split count is a runtime argument: one compile for every NUM_KSPLIT > 1, and fp32 staging for any out
         split = cfg.get("NUM_KSPLIT", 1) > 1
         key = (tuple(sorted((k, cfg[k]) for k in CONFIG_KEYS if k in cfg)), split, bool(cfg.get("swap_ab")),
-               bool(cfg.get("stream_k")),
                "fp32" if split else out)
         if key in seen:
             continue

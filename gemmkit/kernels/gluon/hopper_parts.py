@@ -46,7 +46,6 @@ from triton.experimental.gluon.language.nvidia.hopper import (
 from ..triton._epilogue import bias_activation
 from ..triton._schedule import batched_tile_coords, tile_coords
 from ._compat import tma_load, tma_store
-from .hopper_streamk import sk_item, sk_space
 
 
 @gluon.jit
@@ -133,12 +132,15 @@ def load_partition(descs, ring, sched):
     [0, A) in ring.b and [A, A + B) in ring.t (shared-memory shapes are powers of two); the w box is B rows,
     A / B + 1 per step, and full[s] expects x's box + those w boxes.
     SPLIT_K (dense only): B is the number of K splits; work id -> (split b, tile) as the batched order, and
-    split b loads K steps [b * k_steps, (b + 1) * k_steps) (`split_steps`).
-    STREAM_K (hopper_coop.py only): B is the number of stream-K tiles; this CTA's whole tiles, then the K steps
-    [k0, k1) of each segment of its stream-K range (hopper_streamk.py `sk_space`, `sk_item`)."""
+    split b loads K steps [b * k_steps, (b + 1) * k_steps) (`split_steps`)."""
+    x_desc = descs.x
     w_desc = descs.w
+    a_ring = ring.a
     b_ring = ring.b
     t_ring = ring.t
+    full = ring.full
+    empty = ring.empty
+    STAGES: gl.constexpr = ring.STAGES
     BM: gl.constexpr = ring.BM
     BK: gl.constexpr = ring.BK
     BN: gl.constexpr = ring.BN
@@ -155,53 +157,28 @@ def load_partition(descs, ring, sched):
                                                          SPLIT_K)
     idx = 0
     phase = 0
-    if sched.STREAM_K:  # whole DP tiles, then this CTA's range of the stream-K steps (hopper_streamk.py)
-        n_dp, n_items, dp_tiles, s0, s1 = sk_space(num_work, k_steps, sched.B)
-        for i in range(n_items):
-            tile, k0, k1 = sk_item(i, n_dp, dp_tiles, s0, s1, k_steps)
-            pid_m, pid_n = tile_coords(tile, num_pid_m, num_pid_n, sched.GROUP_SIZE_M, 1)
-            for kk in range(k0, k1):
-                idx, phase = _load_step(descs, ring, 0, pid_m, pid_n, kk, idx, phase, W_BYTES, False)
-    else:
-        for work_id in range(gl.program_id(0), num_work, gl.num_programs(0)):
-            b, pid_m, pid_n = work_tile(work_id, num_work, num_pid_m, num_pid_n, sched.GROUP_SIZE_M, BY_ENTRY)
-            if SPLIT_K:
-                k0 = b * k_steps
+    for work_id in range(gl.program_id(0), num_work, gl.num_programs(0)):
+        b, pid_m, pid_n = work_tile(work_id, num_work, num_pid_m, num_pid_n, sched.GROUP_SIZE_M, BY_ENTRY)
+        if SPLIT_K:
+            k0 = b * k_steps
+        else:
+            k0 = 0
+        for kk in range(k0, k0 + k_steps):
+            mbarrier.wait(empty.index(idx), phase ^ 1)  # round 0 passes: fresh barrier
+            bar = full.index(idx)
+            mbarrier.expect(bar, x_desc.block_type.nbytes + W_BYTES)
+            if BATCHED:
+                tma_load(x_desc, [b, pid_m * BM, kk * BK], bar, a_ring.index(idx).reshape([1, BM, BK]))
+                tma_load(w_desc, [b, pid_n * BN, kk * BK], bar, b_ring.index(idx).reshape([1, BN, BK]))
+            elif t_ring is None:
+                tma_load(x_desc, [pid_m * BM, kk * BK], bar, a_ring.index(idx))
+                tma_load(w_desc, [pid_n * BN, kk * BK], bar, b_ring.index(idx))
             else:
-                k0 = 0
-            for kk in range(k0, k0 + k_steps):
-                idx, phase = _load_step(descs, ring, b, pid_m, pid_n, kk, idx, phase, W_BYTES, BATCHED)
-
-
-@gluon.jit
-def _load_step(descs, ring, b, pid_m, pid_n, kk, idx, phase, W_BYTES: gl.constexpr, BATCHED: gl.constexpr):
-    """`load_partition`'s K step kk of tile (b, pid_m, pid_n): wait for slot idx, TMA x and w into it; the ring
-    position after it."""
-    x_desc = descs.x
-    w_desc = descs.w
-    a_ring = ring.a
-    b_ring = ring.b
-    t_ring = ring.t
-    BM: gl.constexpr = ring.BM
-    BK: gl.constexpr = ring.BK
-    BN: gl.constexpr = ring.BN
-    mbarrier.wait(ring.empty.index(idx), phase ^ 1)  # round 0 passes: fresh barrier
-    bar = ring.full.index(idx)
-    mbarrier.expect(bar, x_desc.block_type.nbytes + W_BYTES)
-    if BATCHED:
-        tma_load(x_desc, [b, pid_m * BM, kk * BK], bar, a_ring.index(idx).reshape([1, BM, BK]))
-        tma_load(w_desc, [b, pid_n * BN, kk * BK], bar, b_ring.index(idx).reshape([1, BN, BK]))
-    elif t_ring is None:
-        tma_load(x_desc, [pid_m * BM, kk * BK], bar, a_ring.index(idx))
-        tma_load(w_desc, [pid_n * BN, kk * BK], bar, b_ring.index(idx))
-    else:
-        T: gl.constexpr = t_ring.shape[1]  # B, the w box's rows
-        BOXES: gl.constexpr = b_ring.shape[1] // T  # A / B boxes into ring.b
-        tma_load(x_desc, [pid_m * BM, kk * BK], bar, a_ring.index(idx))
-        for i in gl.static_range(BOXES):
-            tma_load(w_desc, [pid_n * BN + i * T, kk * BK], bar, b_ring.index(idx).slice(i * T, T))
-        tma_load(w_desc, [pid_n * BN + BOXES * T, kk * BK], bar, t_ring.index(idx))
-    return ring_next(idx, phase, ring.STAGES)
+                tma_load(x_desc, [pid_m * BM, kk * BK], bar, a_ring.index(idx))
+                for i in gl.static_range(BOXES):
+                    tma_load(w_desc, [pid_n * BN + i * T, kk * BK], bar, b_ring.index(idx).slice(i * T, T))
+                tma_load(w_desc, [pid_n * BN + BOXES * T, kk * BK], bar, t_ring.index(idx))
+            idx, phase = ring_next(idx, phase, STAGES)
 
 
 @gluon.jit

@@ -68,7 +68,7 @@ from ..triton.batched_gemm_tma import tma_compatible_3d
 from . import hopper_coop as hc
 from . import hopper_host as hh
 from . import hopper_pingpong as hp
-from .hopper_bundles import Descs, Epilogue, Fixup, Handoff, Ring, Schedule
+from .hopper_bundles import Descs, Epilogue, Handoff, Ring, Schedule
 from .hopper_parts import load_partition
 
 KERNEL_NAME = "hopper_pingpong_batched_kernel"
@@ -145,12 +145,9 @@ def hopper_coop_batched_kernel(x_desc, w_desc, y_desc, bias_ptr, B, M, N, K, str
     descs = Descs(x_desc, w_desc, y_desc)
     ring = Ring(a_ring, b_ring, None, full, empty)
     sched = Schedule(M, N, K, B, GROUP_SIZE_M, BATCHED=True)
-    fix = Fixup(bias_ptr, bias_ptr)  # stream-K's pointers: unused (STREAM_K off)
     gl.warp_specialize([
-        (hc.coop_mma_partition, (0, descs, ring, Epilogue(c0, bias_ptr, stride_bb, HAS_BIAS, ACTIVATION), sched,
-                                 fix)),
-        (hc.coop_mma_partition, (1, descs, ring, Epilogue(c1, bias_ptr, stride_bb, HAS_BIAS, ACTIVATION), sched,
-                                 fix)),
+        (hc.coop_mma_partition, (0, descs, ring, Epilogue(c0, bias_ptr, stride_bb, HAS_BIAS, ACTIVATION), sched)),
+        (hc.coop_mma_partition, (1, descs, ring, Epilogue(c1, bias_ptr, stride_bb, HAS_BIAS, ACTIVATION), sched)),
         (load_partition, (descs, ring, sched)),
     ], [4, 1], [MMA_REGS, LOAD_REGS])
 
@@ -186,7 +183,7 @@ def _descriptor(t, block, dtype: str):
 
 
 def _no_split_tile(plan):
-    """The dense kernels' extras that the batched ones do not build: split tiles, split-K, stream-K and the
+    """The dense kernels' three extras that the batched ones do not build: split tiles, split-K and the
     ping-pong's transposed tile (swap_ab; the coop plan refuses it itself)."""
     if getattr(plan, "swap", False):
         raise ValueError("config: key 'swap_ab' = true; the batched kernels have no transposed tile (the dense "
@@ -197,9 +194,6 @@ def _no_split_tile(plan):
     if plan.split_k != 1:
         raise ValueError(f"config: key 'NUM_KSPLIT' = {plan.split_k}; the batched kernels need 1 "
                          "(split-K is the dense Gluon kernels')")
-    if getattr(plan, "stream_k", False):
-        raise ValueError("config: key 'stream_k' = true; the batched kernels have no stream-K (the dense "
-                         "cooperative kernel has)")
 
 
 def kernel_plan(cfg: dict, target, in_bytes: int, out_bytes: int, *, has_bias: bool, activation: str):

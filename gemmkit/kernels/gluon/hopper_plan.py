@@ -95,7 +95,6 @@ class CoopPlan(HopperPlan):
     epi_split: int = 1  # column sub-tiles of a consumer's output tile (1, 2 or 4; a split tile 3)
     epi_n: int = 0  # columns of one sub-tile = BN / epi_split
     split_k: int = 1  # NUM_KSPLIT (hopper_host.launch_dense: fp32 partial tiles, then a fixed-order reduce)
-    stream_k: bool = False  # "stream_k": a partial last round spread over every CTA by K steps (hopper_streamk.py)
 
 
 @dataclass(frozen=True)
@@ -124,12 +123,11 @@ def pow2(v) -> bool:
 
 
 def check_config(cfg: dict, backend: str, kernel: str, bm_why: str, split_ok: bool = False,
-                 split_k_ok: bool = False, swap_ok: bool = False, stream_k_ok: bool = False):
+                 split_k_ok: bool = False, swap_ok: bool = False):
     """The checks every Hopper Gluon kernel's `derive` makes of a config (the ping-pong's, the cooperative
     kernel's on its per-consumer view, the FP8 kernel's): every hh.CONFIG_KEYS key present, no other key but the
     ignored ones, no split-K (unless `split_k_ok`: the dense bf16 kernels), no swap_ab (unless `swap_ok`: the
-    ping-pong, whose `derive` passes the kernel's tile, already transposed), no stream_k (unless `stream_k_ok`: the
-    dense cooperative kernel; never with split-K), BLOCK_SIZE_M 64 or 128, BLOCK_SIZE_N
+    ping-pong, whose `derive` passes the kernel's tile, already transposed), BLOCK_SIZE_M 64 or 128, BLOCK_SIZE_N
     a power of two in [16, 256] (or, `split_ok`, a split tile), num_warps 4 (one consumer warpgroup),
     GROUP_SIZE_M >= 1. Returns (BM, BN, BK); BLOCK_SIZE_K is each kernel's own (`check_block_k`)."""
     for key in hh.CONFIG_KEYS:
@@ -142,10 +140,6 @@ def check_config(cfg: dict, backend: str, kernel: str, bm_why: str, split_ok: bo
         raise ValueError(f"config: key 'NUM_KSPLIT' = {cfg['NUM_KSPLIT']}; {kernel} needs 1")
     if cfg.get("swap_ab") and not swap_ok:
         raise ValueError(f"config: key 'swap_ab' = true; {kernel} has no transposed tile (the ping-pong has)")
-    if cfg.get("stream_k") and not stream_k_ok:
-        raise ValueError(f"config: key 'stream_k' = true; {kernel} has no stream-K (the cooperative kernel has)")
-    if cfg.get("stream_k") and cfg.get("NUM_KSPLIT", 1) != 1:
-        raise ValueError(f"config: key 'stream_k' = true with 'NUM_KSPLIT' = {cfg['NUM_KSPLIT']}: one or the other")
     bm, bn, bk = cfg["BLOCK_SIZE_M"], cfg["BLOCK_SIZE_N"], cfg["BLOCK_SIZE_K"]
     if bm not in (64, 128):
         raise ValueError(f"config: key 'BLOCK_SIZE_M' = {bm}; the {backend} backend needs 64 or 128 {bm_why}")
