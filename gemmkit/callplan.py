@@ -15,9 +15,8 @@ their own tensors and nothing else::
                        ▼       the op's full path (checks, dispatch, launches), seen by the recorder
 
 A launch argument is stored as a constant (ints, floats, None, strings: fixed by the signature), one of the
-call's inputs, a view of one (shape, strides, offset from it), a workspace the call allocated, a TMA
-descriptor over one of those, or a kept buffer (`keep`: one that outlives calls, such as the per-stream counters
-a kernel leaves zero; a replay asks its getter again, on the replay's stream). Anything else makes the signature unrepeatable, and its calls keep the full
+call's inputs, a view of one (shape, strides, offset from it), a workspace the call allocated, or a TMA
+descriptor over one of those. Anything else makes the signature unrepeatable, and its calls keep the full
 path. While recording, a torch dispatch mode watches the torch ops the path runs outside kernel launches:
 allocations and views are fine; any other op (a copy, a fill, a conversion: work a replay would skip) makes
 the signature unrepeatable too. So a replay does exactly what the recorded call did, or there is no replay.
@@ -50,13 +49,6 @@ UNREPEATABLE = "unrepeatable"  # a signature whose calls keep the full path
 MAX_PLANS = 4096  # one per signature in use; a server's ever-new M starts over rather than grow without bound
 _PLANS: dict = {}
 STATS = {"replays": 0, "recorded": 0, "unrepeatable": 0}
-KEPT: dict = {}  # storage address of a kept buffer -> the getter a replay calls for it (`keep`)
-
-
-def keep(buffer, getter):
-    """Register `buffer`, a tensor that outlives calls (its storage never freed), as one a replay gets by calling
-    `getter()` again instead of as a constant or a workspace: kernels/_host.zeroed_counters' per-stream buffers."""
-    KEPT[buffer.untyped_storage().data_ptr()] = getter
 
 
 def clear():
@@ -246,8 +238,6 @@ class _Resolver:
 
     def _tensor(self, t):
         storage = t.untyped_storage().data_ptr()
-        if storage in KEPT and t.storage_offset() == 0:
-            return ("kept", KEPT[storage])
         owners = [i for i, s in enumerate(self.sources)
                   if s is not None and s.device == t.device and s.untyped_storage().data_ptr() == storage]
         if not owners:
@@ -269,9 +259,6 @@ def _getter(spec):
     kind = spec[0]
     if kind == "source":
         return operator.itemgetter(spec[1])
-    if kind == "kept":
-        getter = spec[1]
-        return lambda src: getter()
     if kind == "view":
         _, i, shape, stride, delta = spec
         return lambda src: src[i].as_strided(shape, stride, src[i].storage_offset() + delta)
@@ -420,9 +407,6 @@ def _generate(plan, launched):
             spec = specs.get(pos)
             if spec is None:
                 params.append(const(a))
-            elif spec[0] == "kept":
-                ns[f"_kept{k}_{pos}"] = spec[1]
-                params.append(f"_kept{k}_{pos}()")
             elif spec[0] != "descriptor":
                 params.append(address(spec, a.element_size()))
             else:

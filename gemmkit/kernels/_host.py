@@ -105,30 +105,3 @@ def compiler_options(cfg: dict, target) -> dict:
                 opts[key] = cfg[key]
     opts.update(_budgets.triton_options(cfg, target))
     return opts
-
-
-_COUNTERS: dict = {}
-_RETIRED: list = []  # outgrown buffers, never freed: callplan.KEPT knows them by address
-MIN_COUNTERS = 1024
-
-
-def zeroed_counters(device, count: int):
-    """`count` int32 zeros on `device` for the current stream, kept between calls: a kernel that counts into them
-    (kernels/triton/gemm_tma.py's fused split-K reduce) leaves them zero when it ends. One buffer a stream:
-    launches on one stream run in order, so two launches never count into it at once; grown when a launch needs
-    more. A call plan replays the argument by calling this again (callplan.keep), on the replay's stream; the
-    allocation is no part of a recorded call (callplan.suspended). Allocated inside a CUDA-graph capture, the
-    zeroing is part of that graph."""
-    from .. import callplan
-
-    stream = torch.cuda.current_stream(device).cuda_stream if device.type == "cuda" else None  # None: the interpreter
-    key = (device.type, device.index, stream)
-    buf = _COUNTERS.get(key)
-    if buf is None or buf.numel() < count:
-        if buf is not None:
-            _RETIRED.append(buf)
-        size = max(count, MIN_COUNTERS)
-        with callplan.suspended():
-            buf = _COUNTERS[key] = torch.zeros(size, dtype=torch.int32, device=device)
-        callplan.keep(buf, lambda: zeroed_counters(device, size))
-    return buf

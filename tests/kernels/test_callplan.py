@@ -116,8 +116,8 @@ def test_repeated_signature_replays(cfg_name, with_out):
             assert CP.STATS["replays"] == stats["replays"] + 1, f"call {call} did not replay"
             assert CP.STATS["recorded"] == stats["recorded"]
     assert deltas[0], "the recorded call launched no kernel"
-    if cfg_name.endswith("splitk") or cfg_name == "splitk":  # the TMA kernel sums its splits itself (FUSED_REDUCE)
-        assert deltas[0].get("splitk_reduce_kernel", 0) == (0 if cfg_name.startswith("tma") else 1), deltas[0]
+    if cfg_name.endswith("splitk") or cfg_name == "splitk":
+        assert deltas[0].get("splitk_reduce_kernel") == 1, deltas[0]
     if cfg_name.startswith("tma"):
         assert deltas[0].get("gemm_tma_kernel") == 1, deltas[0]
     assert deltas[1] == deltas[0] and deltas[2] == deltas[0], deltas

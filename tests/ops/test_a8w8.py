@@ -63,7 +63,7 @@ def test_a8w8_split_k(dtype, tma, launches):
     xs, ws, bias = scales(M, 1), scales(1, N), randn(N, dtype=torch.bfloat16)
     before = launches["splitk_reduce_kernel"]
     y = gemmkit.gemm_a8w8(x, w, xs, ws, bias, out_dtype=torch.float32, config=dict(SMALL, NUM_KSPLIT=3, tma=tma))
-    assert launches["splitk_reduce_kernel"] == before + (0 if tma else 1)  # TMA: summed in the kernel
+    assert launches["splitk_reduce_kernel"] == before + 1
     ok, msg = within_bound(y, gemm_a8w8_ref(x, w, xs, ws, bias), torch.float32)
     assert ok, msg
 
@@ -129,8 +129,7 @@ def test_blockscale(M, N, K, block, cfg, launches):
     out = poisoned((M, N), torch.float32)
     before = gemm_launches(launches)
     y = gemmkit.gemm_a8w8_blockscale(x, w, xs, ws, block_shape=block, out=out, out_dtype=torch.float32, config=cfg)
-    # split-K adds the reduce launch (not on the TMA kernel: it sums its splits itself)
-    split = (cfg or {}).get("NUM_KSPLIT", 1) > 1 and not (cfg or {}).get("tma")
+    split = (cfg or {}).get("NUM_KSPLIT", 1) > 1  # split-K adds the reduce launch
     assert y is out and gemm_launches(launches) == before + 1 + split
     ok, msg = within_bound(y, gemm_a8w8_blockscale_ref(x, w, xs, ws, block), torch.float32)
     assert ok, msg
@@ -301,7 +300,6 @@ def test_decode_wide_tile_split(op, launches):
         xs, ws = scales(M, K // 128), scales(N // 128, K // 128)
         y = gemmkit.gemm_a8w8_blockscale(x, w, xs, ws, out=out, config=cfg)
         ref = gemm_a8w8_blockscale_ref(x, w, xs, ws, (128, 128))
-    # the GEMM (the TMA kernel sums its splits itself), or the GEMM and the split's reduce
-    assert y is out and gemm_launches(launches) == before + (1 if cfg.get("tma") else 2)
+    assert y is out and gemm_launches(launches) == before + 2  # the GEMM and the split's reduce
     ok, msg = within_bound(y, ref, torch.bfloat16)
     assert ok, msg

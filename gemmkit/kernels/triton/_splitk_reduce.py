@@ -45,25 +45,16 @@ PROMISES = (
 
 
 @triton.jit
-def sum_splits(ws_ptr, offs_m, offs_n, M, N, split_stride, SPLIT_K: tl.constexpr, CACHE: tl.constexpr):
-    """ws[0] + ws[1] + ... + ws[SPLIT_K - 1] at rows offs_m, columns offs_n (rows of N fp32, slabs split_stride
-    apart), from zero, in that order: the one sum of `splitk_reduce_kernel` and of the TMA kernel's fused reduce
-    (gemm_tma.py; CACHE ".cg": read through L2, the slabs were written by other CTAs of the same launch)."""
-    mask = (offs_m[:, None] < M) & (offs_n[None, :] < N)
-    ptrs = ws_ptr + offs_m[:, None].to(tl.int64) * N + offs_n[None, :]
-    acc = tl.zeros((offs_m.shape[0], offs_n.shape[0]), dtype=tl.float32)
-    for s in tl.static_range(SPLIT_K):
-        acc += tl.load(ptrs + s * split_stride.to(tl.int64), mask=mask, other=0.0, cache_modifier=CACHE)
-    return acc
-
-
-@triton.jit
 def splitk_reduce_kernel(ws_ptr, bias_ptr, y_ptr, M, N, split_stride, stride_ym, stride_yn,
                          SPLIT_K: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                          HAS_BIAS: tl.constexpr, ACTIVATION: tl.constexpr, INT64_OFFSETS: tl.constexpr):
     offs_m = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_n = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
-    acc = sum_splits(ws_ptr, offs_m, offs_n, M, N, split_stride, SPLIT_K, "")
+    mask = (offs_m[:, None] < M) & (offs_n[None, :] < N)
+    ptrs = ws_ptr + offs_m[:, None].to(tl.int64) * N + offs_n[None, :]
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for s in tl.static_range(SPLIT_K):
+        acc += tl.load(ptrs + s * split_stride.to(tl.int64), mask=mask, other=0.0)
     acc = bias_activation(acc, bias_ptr, offs_n, N, HAS_BIAS, ACTIVATION)
     store_tile(y_ptr, acc, offs_m, offs_n, M, N, stride_ym, stride_yn, INT64_OFFSETS)
 

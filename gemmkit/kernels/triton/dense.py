@@ -155,9 +155,7 @@ def constexprs(cfg: dict, target, *, tma: bool, has_bias: bool, activation: str,
              # fp8 on sm_90: promote the wgmma partial sums to fp32 every K block of <= 128 (_mainloop.py).
              PROMOTE_K=min(cfg["BLOCK_SIZE_K"], 128) if in_dtype in FP8_DTYPES else 0,
              INT64_OFFSETS=bool(int64_offsets))
-    if tma:
-        c.update(FUSED_REDUCE=cfg["NUM_KSPLIT"] > 1 and FUSED_SPLITK_REDUCE)
-    else:
+    if not tma:
         c.update(EVEN_K=even_k, PERSISTENT=bool(cfg["persistent"]), W_KN=w_kn(target))
     return c
 
@@ -182,8 +180,7 @@ def static_spec(cfg: dict, target, *, dtype=torch.bfloat16, out_dtype=None, tma:
         bm, bn, bk = cfg["BLOCK_SIZE_M"], cfg["BLOCK_SIZE_N"], cfg["BLOCK_SIZE_K"]
         sig = {"x_desc": f"tensordesc<{t_in}[{bm}, {bk}]>", "w_desc": f"tensordesc<{t_in}[{bn}, {bk}]>",
                "y_desc": f"tensordesc<{t_out}[{bm}, {bn}]>", "xs_ptr": "*fp32", "wsc_ptr": "*fp32",
-               "bias_ptr": f"*{t_bias}", "part_ptr": "*fp32", "count_ptr": "*i32" if ce["FUSED_REDUCE"] else "*fp32",
-               "M": "i32", "N": "i32", "K": "i32", **scale_strides}
+               "bias_ptr": f"*{t_bias}", "part_ptr": "*fp32", "M": "i32", "N": "i32", "K": "i32", **scale_strides}
         kernel = gemm_tma_kernel
     else:
         sig = {"x_ptr": f"*{t_in}", "w_ptr": f"*{t_in}", "xs_ptr": "*fp32", "wsc_ptr": "*fp32",
@@ -197,10 +194,6 @@ def static_spec(cfg: dict, target, *, dtype=torch.bfloat16, out_dtype=None, tma:
     divisible = [k for k, v in sig.items() if v.startswith("*") or k in ("stride_xm", "stride_wn", "stride_ym")]
     return kernel, sig, ce, divisible, C.compiler_options(cfg, target)
 
-
-# Split-K on the TMA kernel: its last split of each tile sums the partials (gemm_tma.py FUSED_REDUCE), no reduce
-# launch. benchmarks/ab_configs.py turns it off per config ("_fused_reduce": false) for the A/B.
-FUSED_SPLITK_REDUCE = True
 
 # Split-K reduce tile: 32 x 128 fp32 = 16 KiB per split, read by 4 warps (16 B per thread per row
 # chunk); shrunk to the problem for small M / N.
@@ -244,8 +237,6 @@ class Plan:
     split_k: int
     reduce_grid: tuple
     reduce_kwargs: dict
-    fused: bool = False  # split-K summed by the TMA kernel's last split (FUSED_REDUCE), no reduce launch
-    tiles: int = 0  # the output's tiles: the fused reduce's counters
 
 
 _PLANS: dict = {}
@@ -260,8 +251,7 @@ def plan(x2, w, y, has_bias, activation, cfg, target, scaling: Scaling = NO_SCAL
     key = (tuple(cfg.items()), target.arch, target.backend, target.num_cus, target.num_xcds, target.shared_mem_bytes,
            x2.shape, w.shape, y.shape, x2.stride(), w.stride(), y.stride(), x2.dtype, y.dtype, has_bias, activation,
            scaling.mode, scaling.block_n, scaling.block_k, (x2.data_ptr() | w.data_ptr() | y.data_ptr()) & 15 == 0,
-           (scaling.x_scale.stride(), scaling.w_scale.stride()) if scaling.mode == "block" else None, tma,
-           FUSED_SPLITK_REDUCE)
+           (scaling.x_scale.stride(), scaling.w_scale.stride()) if scaling.mode == "block" else None, tma)
     p = _PLANS.get(key)
     if p is None:
         if len(_PLANS) >= MAX_PLANS:  # a server's ever-new M: start over rather than grow without bound
@@ -294,8 +284,7 @@ def _make_plan(x2, w, y, has_bias, activation, cfg, target, scaling, tma):
     grid = (persistent_grid(num_work, target.num_cus, target.num_xcds) if cfg["persistent"] else num_work,)
     reduce_grid, reduce_kwargs = reduce_plan(M, N, split_k, has_bias, activation, target, wide)
     return Plan(tma=tma, kernel=kernel, grid=grid, kwargs={**ce, **C.compiler_options(cfg, target)}, blocks=blocks,
-                split_k=split_k, reduce_grid=reduce_grid, reduce_kwargs=reduce_kwargs,
-                fused=bool(ce.get("FUSED_REDUCE")), tiles=cdiv(M, bm) * cdiv(N, bn))
+                split_k=split_k, reduce_grid=reduce_grid, reduce_kwargs=reduce_kwargs)
 
 
 def reduce_plan(M, N, split_k, has_bias, activation, target, int64_offsets=False):
@@ -361,15 +350,14 @@ def launch(x2, w, bias, y, activation, cfg, target, scaling: Scaling = NO_SCALIN
     part = torch.empty((p.split_k, M, N), dtype=torch.float32, device=x2.device) if p.split_k > 1 else y
     if p.tma:
         bx, bw, by = p.blocks
-        count = C.zeroed_counters(x2.device, p.tiles) if p.fused else part  # unread unless fused
         L.launcher(p.kernel, p.grid, compile_only)(
             L.tma_descriptor(x2, bx), L.tma_descriptor(w, bw), L.tma_descriptor(y, by), xs, wsc, bias_arg, part,
-            count, M, N, K, *scale_strides, **p.kwargs)
+            M, N, K, *scale_strides, **p.kwargs)
     else:
         L.launcher(p.kernel, p.grid, compile_only)(
             x2, w, xs, wsc, bias_arg, y, part, M, N, K, x2.stride(0), x2.stride(1), w.stride(0), w.stride(1),
             y.stride(0), y.stride(1), *scale_strides, **p.kwargs)
-    if p.split_k > 1 and not p.fused:
+    if p.split_k > 1:
         launch_reduce(part, M * N, p.split_k, bias, y, activation, target, compile_only, p.reduce_grid,
                       p.reduce_kwargs)
 

@@ -21,18 +21,9 @@ with `flatten=True`, so the pipeliner overlaps the next tile's first loads
 with this tile's epilogue. Non-persistent launches use a grid of one program
 per tile and run the loop body once.
 
-Split-K (SPLIT_K > 1): work ids cover tiles x splits, each split stores an fp32
-partial to part (as in gemm.py). FUSED_REDUCE: the tile's last split to finish sums
-them here (no second kernel); else the reduce kernel does (_splitk_reduce.py)::
-
-    split s of tile t:  acc ──► part[s] ──► bar.sync ──► atomic_add(count[t], 1), acq_rel, gpu scope
-                                                           │ returns SPLIT_K - 1 (the last one):
-                                                           ▼
-                        part[0] + part[1] + ... (in split order, through L2) ──► epilogue ──► y;  count[t] = 0
-
-    The sum is `sum_splits`, the reduce kernel's, from zero in split order: the same bits as the two-kernel
-    path. The counters (one int32 a tile) are zero before the launch and again after it (the last split resets
-    its tile's): dense.py keeps one buffer a stream (_host.zeroed_counters). No CTA waits on another.
+Split-K (SPLIT_K > 1) works as in gemm.py: work ids cover
+tiles x splits, each split stores an fp32 partial to part, the reduce kernel
+adds them in a fixed order and runs the epilogue.
 
 Constraints:
   - sm_90 only (the op picks this path when the config says "tma": true).
@@ -41,7 +32,6 @@ Constraints:
     16 bytes (K % 8 == 0 for 16-bit x and w, K % 16 for 8-bit; N % 8 == 0 for
     a bf16/fp16 y, N % 4 for fp32).
   - BLOCK_M, BLOCK_N, BLOCK_K powers of two >= 16, at most 256 elements per TMA box dim.
-  - FUSED_REDUCE: count_ptr holds >= tiles int32 zeros, not shared with a launch running at the same time.
   - Offsets: TMA coordinates are int32 per dim (M, N, K < 2**31; the descriptors' strides are
     64-bit); the pointer reads and stores (block-scale columns kb * stride, the split-K slab) are
     int64 in rows and int32 in columns unless INT64_OFFSETS (_offsets.py; set by the host when a
@@ -55,7 +45,6 @@ import triton.language as tl
 from ._epilogue import apply_scales, epilogue, store_tile
 from ._mainloop import mma_step, scale_rows
 from ._schedule import split_k_range, tile_coords
-from ._splitk_reduce import sum_splits
 
 
 # Checked by `gemmkit isa` / CI on every shipped sm_90 config (see gemm.py).
@@ -74,22 +63,20 @@ PROMISES = (
 
 
 @triton.jit
-def gemm_tma_kernel(x_desc, w_desc, y_desc, xs_ptr, wsc_ptr, bias_ptr, part_ptr, count_ptr, M, N, K,
+def gemm_tma_kernel(x_desc, w_desc, y_desc, xs_ptr, wsc_ptr, bias_ptr, part_ptr, M, N, K,
                     stride_xsm, stride_xsk, stride_wsn, stride_wsk,
                     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
                     GROUP_SIZE_M: tl.constexpr, NUM_XCDS: tl.constexpr,
                     HAS_BIAS: tl.constexpr, ACTIVATION: tl.constexpr, SPLIT_K: tl.constexpr,
                     SCALE: tl.constexpr, SCALE_BN: tl.constexpr, SCALE_BK: tl.constexpr,
-                    ACC_INT: tl.constexpr, PROMOTE_K: tl.constexpr, INT64_OFFSETS: tl.constexpr,
-                    FUSED_REDUCE: tl.constexpr):
+                    ACC_INT: tl.constexpr, PROMOTE_K: tl.constexpr, INT64_OFFSETS: tl.constexpr):
     num_pid_m = tl.cdiv(M, BLOCK_M)
     num_pid_n = tl.cdiv(N, BLOCK_N)
     num_tiles = num_pid_m * num_pid_n
     k_tiles = tl.cdiv(K, BLOCK_K)
     for work_id in tl.range(tl.program_id(0), num_tiles * SPLIT_K, tl.num_programs(0), flatten=True):
         split = work_id // num_tiles
-        tile = work_id % num_tiles
-        pid_m, pid_n = tile_coords(tile, num_pid_m, num_pid_n, GROUP_SIZE_M, NUM_XCDS)
+        pid_m, pid_n = tile_coords(work_id % num_tiles, num_pid_m, num_pid_n, GROUP_SIZE_M, NUM_XCDS)
         k_first, k_steps = split_k_range(split, k_tiles, SPLIT_K)
         off_m = pid_m * BLOCK_M
         off_n = pid_n * BLOCK_N
@@ -105,15 +92,6 @@ def gemm_tma_kernel(x_desc, w_desc, y_desc, xs_ptr, wsc_ptr, bias_ptr, part_ptr,
         if SPLIT_K == 1:
             out = epilogue(acc, xs_ptr, wsc_ptr, bias_ptr, offs_m, offs_n, M, N, SCALE, HAS_BIAS, ACTIVATION)
             y_desc.store([off_m, off_n], out.to(y_desc.dtype))
-        else:  # scaled fp32 partial sum to part[split]; the last split (FUSED_REDUCE) or _splitk_reduce.py finishes
+        else:  # scaled fp32 partial sum to part[split]; _splitk_reduce.py finishes (see gemm.py)
             part = apply_scales(acc, xs_ptr, wsc_ptr, offs_m, offs_n, M, N, SCALE)
             store_tile(part_ptr + split.to(tl.int64) * M * N, part, offs_m, offs_n, M, N, N, 1)
-            if FUSED_REDUCE:
-                tl.debug_barrier()  # every thread's partial stored before the count (released with it)
-                arrived = tl.atomic_add(count_ptr + tile, 1, sem="acq_rel", scope="gpu")
-                if arrived == SPLIT_K - 1:
-                    total = sum_splits(part_ptr, offs_m, offs_n, M, N, M * N, SPLIT_K, ".cg")
-                    out = epilogue(total, xs_ptr, wsc_ptr, bias_ptr, offs_m, offs_n, M, N, "none", HAS_BIAS,
-                                   ACTIVATION)
-                    y_desc.store([off_m, off_n], out.to(y_desc.dtype))
-                    tl.atomic_xchg(count_ptr + tile, 0, sem="relaxed", scope="gpu")  # zero for the next launch
