@@ -199,7 +199,8 @@ def serve(op: str, target, M: int, N: int, K: int, *, shape_files: bool = True):
     """(config, source) a call without `config=` runs on `target` (a gemmkit.arch.Target): a shape file's bucket as
     it is, else the default table's bucket fitted to the shape by the config model (configs/model.py; `source`
     then says what the model changed and why). A shape file's bucket past the one round of tiles it was measured
-    with hands M to the model as well (model.past_its_round, bf16). shape_files=False: what the config model serves
+    with hands M to the model as well (model.past_its_round, bf16), and so does one whose launch fills its waves
+    poorly at M where the model's fills them (model.fills_better, bf16). shape_files=False: what the config model serves
     with the shape files set aside (`gemmkit configs` prints both; benchmarks/tables_vs_model.py times them)."""
     from . import model
 
@@ -221,6 +222,12 @@ def serve(op: str, target, M: int, N: int, K: int, *, shape_files: bool = True):
         cfg = dict(chosen)
         if notes:
             source += ", fitted: " + "; ".join(notes)
+    elif bucket is not None and model.OP_RULES.get(op, {}).get("fill_over_tables"):
+        fitted, fitted_source = serve(op, target, M, N, K, shape_files=False)
+        if model.fills_better(op, cfg, fitted, M, N, target.num_cus):
+            fill = model.launch_fill(cfg, M, N, target.num_cus)
+            return fitted, (f"{fitted_source} ({bucket.group(0).replace('.json:', ' ')} fills {fill:.0%} of its "
+                            f"waves at M = {M}: {MODEL})")
     return cfg, source
 
 

@@ -231,7 +231,7 @@ OP_RULES = {"a8w8_blockscale": {"ctas_per_sm": 2, "wide_share": 0.6, "operand_by
                                 "decode_pingpong": True, "decode_wide": 128},
             "a8w8": {"wide_share": 0.6, "decode_pingpong": True, "decode_wide": 128, "operand_bytes": 1},
             "a16w16": {"gluon_waves": True, "cdna_tiles": True, "wide_share": 0.6, "swap_wide": 128,
-                       "one_round_buckets": True, "one_wave": (
+                       "one_round_buckets": True, "fill_over_tables": True, "one_wave": (
                 {"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 64, "BLOCK_SIZE_K": 128, "GROUP_SIZE_M": 1, "num_warps": 4,
                  "num_stages": 6, "tma": True, "persistent": True, "backend": "gluon", "swap_ab": True, "NUM_KSPLIT": 1},
                 {"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 96, "BLOCK_SIZE_K": 128, "GROUP_SIZE_M": 8, "num_warps": 4,
@@ -287,6 +287,38 @@ def past_its_round(op: str, cfg: dict, bound: int, M: int, N: int, num_cus: int)
     def tiles(m):
         return -(-m // cfg["BLOCK_SIZE_M"]) * -(-N // cfg["BLOCK_SIZE_N"])
     return bound < M and tiles(bound) <= num_cus < tiles(M)
+
+
+# `fill_over_tables`: the config model's answer replaces a shape file's bucket at an M where the model's launch fills at
+# least FILL_OVER_TABLE of its waves and the bucket's less than FILL_TABLE_BELOW (`launch_fill`).
+FILL_OVER_TABLE, FILL_TABLE_BELOW = 0.9, 0.8
+
+
+def launch_fill(cfg: dict, M: int, N: int, num_cus: int) -> float:
+    """`area_fill` of a launch of `cfg` as the kernels run it: tiles x K splits work items (a Gluon config's splits
+    kept to one wave, as hopper_host.fit_split_k keeps them; the Triton tier's as given), rows and columns past M
+    and N empty."""
+    bm, bn = cfg["BLOCK_SIZE_M"], cfg["BLOCK_SIZE_N"]
+    tiles = -(-M // bm) * -(-N // bn)
+    split = cfg.get("NUM_KSPLIT", 1)
+    if split > 1 and cfg.get("backend") == "gluon":
+        split = max(1, min(split, num_cus // tiles))
+    return M * N * split / (-(-tiles * split // num_cus) * num_cus * bm * bn)
+
+
+def fills_better(op: str, table: dict, fitted: dict, M: int, N: int, num_cus: int) -> bool:
+    """`fill_over_tables`: whether the config model's answer `fitted` should serve M instead of a shape file's bucket
+    `table`: its launch fills at least FILL_OVER_TABLE of its waves where the bucket's fills less than
+    FILL_TABLE_BELOW (`launch_fill`; a bucket tuned at one M leaves partial waves at others, and the model fits
+    each M). Fitted on `ab/tables_vs_model_bf16.json` (H200: the 15 of 312 rows it picks 1.21x over the tables,
+    none behind), checked on 38 rows at other M (`ab/bf16_fill_over_tables.json`: 0.749 -> 0.869x cuBLAS, two
+    behind, 2-8%: both where the model's answer is its few-tile fallback, a Triton-tier split, against a tuned
+    split of the Gluon ping-pong at N = 1536: such an answer never replaces a bucket)."""
+    if not OP_RULES.get(op, {}).get("fill_over_tables"):
+        return False
+    if fitted.get("NUM_KSPLIT", 1) > 1 and fitted.get("backend") != "gluon":
+        return False
+    return launch_fill(fitted, M, N, num_cus) >= FILL_OVER_TABLE and launch_fill(table, M, N, num_cus) < FILL_TABLE_BELOW
 
 
 def wave_efficiency(tiles: int, num_cus: int) -> float:

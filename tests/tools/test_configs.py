@@ -221,3 +221,39 @@ def test_a_bucket_past_its_round_of_tiles_hands_m_to_the_model(table_dir, extra,
         assert "(sm_90/A16W16-N=8192-K=64 M_GEQ_64 past one round of its tiles: model)" in src
         assert cfg == configs.serve("a16w16", H200, 100, 8192, 64, shape_files=False)[0]
     assert configs.select("a16w16", "sm_90", 100, 8192, 64)[1].endswith("M_GEQ_64")  # the tables as they are
+
+
+def test_model_fills_better_than_a_shape_files_bucket():
+    """bf16 (model.fills_better): DeepSeek kv_a (576 x 7168) at M = 4096: the shape file's 128 x 192 tiles are 96 for
+    132 SMs (73%), the model's 128 x 144 are 128 (97%): the model serves (ab/bf16_fill_over_tables.json: 0.79 ->
+    0.87x cuBLAS); at M = 4200 the model's tiles take a second wave: the bucket serves. Where the model's answer is its
+    few-tile fallback (a Triton-tier split: q_a 1536 x 7168 at M = 384) the bucket keeps serving."""
+    from gemmkit import arch as _arch
+    from gemmkit.configs import model
+
+    H200 = _arch.ARCHS["sm_90"]
+    cfg, src = configs.serve("a16w16", H200, 4096, 576, 7168)
+    assert "(sm_90/A16W16-N=576-K=7168 M_GEQ_4096 fills 73% of its waves at M = 4096: model)" in src, src
+    assert not configs.tuned(src) and (cfg["BLOCK_SIZE_M"], cfg["BLOCK_SIZE_N"]) == (128, 144)
+    assert cfg == configs.serve("a16w16", H200, 4096, 576, 7168, shape_files=False)[0]
+    assert configs.serve("a16w16", H200, 4200, 576, 7168)[1] == "sm_90/A16W16-N=576-K=7168.json:M_GEQ_4096"
+    fitted = configs.serve("a16w16", H200, 384, 1536, 7168, shape_files=False)[0]
+    assert fitted["NUM_KSPLIT"] > 1 and fitted.get("backend") != "gluon"
+    assert configs.tuned(configs.serve("a16w16", H200, 384, 1536, 7168)[1])
+    # launch_fill: tiles x splits over whole waves, rows and columns past M and N empty
+    tile = {"BLOCK_SIZE_M": 128, "BLOCK_SIZE_N": 192}
+    assert model.launch_fill(tile, 4096, 576, 132) == 4096 * 576 / (132 * 128 * 192)
+    assert model.launch_fill({**tile, "NUM_KSPLIT": 2}, 4096, 576, 132) == 2 * 4096 * 576 / (2 * 132 * 128 * 192)
+    gluon = {**tile, "NUM_KSPLIT": 4, "backend": "gluon"}  # kept to one wave: 96 tiles, one split
+    assert model.launch_fill(gluon, 4096, 576, 132) == model.launch_fill(tile, 4096, 576, 132)
+    assert not model.fills_better("a8w8", tile, tile, 4096, 576, 132)  # bf16's rule only
+
+
+@pytest.mark.parametrize("fitted_fill, table_fill, takes", [(0.97, 0.73, True), (0.89, 0.5, False),
+                                                            (0.97, 0.8, False)])
+def test_fills_better_thresholds(fitted_fill, table_fill, takes, monkeypatch):
+    from gemmkit.configs import model
+
+    fills = {"fitted": fitted_fill, "table": table_fill}
+    monkeypatch.setattr(model, "launch_fill", lambda cfg, M, N, num_cus: fills[cfg["name"]])
+    assert model.fills_better("a16w16", {"name": "table"}, {"name": "fitted"}, 1, 1, 132) is takes
