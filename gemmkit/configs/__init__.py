@@ -200,7 +200,8 @@ def serve(op: str, target, M: int, N: int, K: int, *, shape_files: bool = True):
     it is, else the default table's bucket fitted to the shape by the config model (configs/model.py; `source`
     then says what the model changed and why). A shape file's bucket past the one round of tiles it was measured
     with hands M to the model as well (model.past_its_round, bf16), and so does one whose launch fills its waves
-    poorly at M where the model's fills them (model.fills_better, bf16). shape_files=False: what the config model serves
+    poorly at an M other than its own where the model's fills them (model.fills_better, bf16). shape_files=False:
+    what the config model serves
     with the shape files set aside (`gemmkit configs` prints both; benchmarks/tables_vs_model.py times them)."""
     from . import model
 
@@ -222,7 +223,8 @@ def serve(op: str, target, M: int, N: int, K: int, *, shape_files: bool = True):
         cfg = dict(chosen)
         if notes:
             source += ", fitted: " + "; ".join(notes)
-    elif bucket is not None and model.OP_RULES.get(op, {}).get("fill_over_tables"):
+    elif bucket is not None and int(bucket.group(1)) != M and model.OP_RULES.get(op, {}).get("fill_over_tables"):
+        # (at its own M a bucket was measured: the tuner times the model's choice there too, tune/merge.py)
         fitted, fitted_source = serve(op, target, M, N, K, shape_files=False)
         if model.fills_better(op, cfg, fitted, M, N, target.num_cus):
             fill = model.launch_fill(cfg, M, N, target.num_cus)

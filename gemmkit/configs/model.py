@@ -308,9 +308,9 @@ def launch_fill(cfg: dict, M: int, N: int, num_cus: int) -> float:
 
 def fills_better(op: str, table: dict, fitted: dict, M: int, N: int, num_cus: int) -> bool:
     """`fill_over_tables`: whether the config model's answer `fitted` should serve M instead of a shape file's bucket
-    `table`: its launch fills at least FILL_OVER_TABLE of its waves where the bucket's fills less than
-    FILL_TABLE_BELOW (`launch_fill`; a bucket tuned at one M leaves partial waves at others, and the model fits
-    each M). Fitted on `ab/tables_vs_model_bf16.json` (H200: the 15 of 312 rows it picks 1.21x over the tables,
+    `table` (configs.serve asks at an M other than the bucket's own, where it was measured): its launch fills at
+    least FILL_OVER_TABLE of its waves where the bucket's fills less than FILL_TABLE_BELOW (`launch_fill`; a bucket
+    tuned at one M leaves partial waves at others, and the model fits each M). Fitted on `ab/tables_vs_model_bf16.json` (H200: the 15 of 312 rows it picks 1.21x over the tables,
     none behind), checked on 38 rows at other M (`ab/bf16_fill_over_tables.json`: 0.749 -> 0.869x cuBLAS, two
     behind, 2-8%: both where the model's answer is its few-tile fallback, a Triton-tier split, against a tuned
     split of the Gluon ping-pong at N = 1536: such an answer never replaces a bucket)."""

@@ -224,19 +224,25 @@ def test_a_bucket_past_its_round_of_tiles_hands_m_to_the_model(table_dir, extra,
 
 
 def test_model_fills_better_than_a_shape_files_bucket():
-    """bf16 (model.fills_better): DeepSeek kv_a (576 x 7168) at M = 4096: the shape file's 128 x 192 tiles are 96 for
-    132 SMs (73%), the model's 128 x 144 are 128 (97%): the model serves (ab/bf16_fill_over_tables.json: 0.79 ->
-    0.87x cuBLAS); at M = 4200 the model's tiles take a second wave: the bucket serves. Where the model's answer is its
-    few-tile fallback (a Triton-tier split: q_a 1536 x 7168 at M = 384) the bucket keeps serving."""
+    """bf16 (model.fills_better): Llama-3-8B / DeepSeek (4096, 4096) at M = 2304: the M_GEQ_2048 bucket's 128 x 256
+    tiles are 18 x 16 = 288 for 132 SMs (73% of three waves), the model's 64 x 192 ping-pong 36 x 22 = 792 (six
+    waves, 97%): the model serves (ab/bf16_fill_over_tables.json: 0.74 -> 0.96x cuBLAS). At a bucket's own M (measured
+    there) the bucket serves. Where the model's answer is its few-tile fallback (a Triton-tier split: q_a
+    1536 x 7168 at M = 384) the bucket keeps serving too."""
     from gemmkit import arch as _arch
     from gemmkit.configs import model
 
     H200 = _arch.ARCHS["sm_90"]
-    cfg, src = configs.serve("a16w16", H200, 4096, 576, 7168)
-    assert "(sm_90/A16W16-N=576-K=7168 M_GEQ_4096 fills 73% of its waves at M = 4096: model)" in src, src
-    assert not configs.tuned(src) and (cfg["BLOCK_SIZE_M"], cfg["BLOCK_SIZE_N"]) == (128, 144)
-    assert cfg == configs.serve("a16w16", H200, 4096, 576, 7168, shape_files=False)[0]
-    assert configs.serve("a16w16", H200, 4200, 576, 7168)[1] == "sm_90/A16W16-N=576-K=7168.json:M_GEQ_4096"
+    cfg, src = configs.serve("a16w16", H200, 2304, 4096, 4096)
+    assert "(sm_90/A16W16-N=4096-K=4096 M_GEQ_2048 fills 73% of its waves at M = 2304: model)" in src, src
+    assert not configs.tuned(src) and (cfg["BLOCK_SIZE_M"], cfg["BLOCK_SIZE_N"]) == (64, 192)
+    assert cfg == configs.serve("a16w16", H200, 2304, 4096, 4096, shape_files=False)[0]
+    # Llama-3-70B o_proj (8192, 8192) at M = 16, its M_GEQ_16 bucket's own M: 32 x 64 tiles fill 48%, the model's
+    # 16 x 64 swap-AB 97%; the bucket was measured there, so it serves
+    table = configs.select("a16w16", "sm_90", 16, 8192, 8192)[0]
+    assert model.fills_better("a16w16", table, configs.serve("a16w16", H200, 16, 8192, 8192, shape_files=False)[0],
+                              16, 8192, H200.num_cus)
+    assert configs.serve("a16w16", H200, 16, 8192, 8192)[1] == "sm_90/A16W16-N=8192-K=8192.json:M_GEQ_16"
     fitted = configs.serve("a16w16", H200, 384, 1536, 7168, shape_files=False)[0]
     assert fitted["NUM_KSPLIT"] > 1 and fitted.get("backend") != "gluon"
     assert configs.tuned(configs.serve("a16w16", H200, 384, 1536, 7168)[1])
