@@ -289,8 +289,9 @@ def past_its_round(op: str, cfg: dict, bound: int, M: int, N: int, num_cus: int)
     return bound < M and tiles(bound) <= num_cus < tiles(M)
 
 
-# `fill_over_tables`: the config model's answer replaces a shape file's bucket at an M where the model's launch fills at
-# least FILL_OVER_TABLE of its waves and the bucket's less than FILL_TABLE_BELOW (`launch_fill`).
+# `fill_over_tables`: the config model's answer replaces a shape file's bucket at an M other than the bucket's own where
+# the model's launch fills at least FILL_OVER_TABLE of its waves and the bucket's less than FILL_TABLE_BELOW
+# (`fills_better`, `launch_fill`).
 FILL_OVER_TABLE, FILL_TABLE_BELOW = 0.9, 0.8
 
 
@@ -310,15 +311,17 @@ def fills_better(op: str, table: dict, fitted: dict, M: int, N: int, num_cus: in
     """`fill_over_tables`: whether the config model's answer `fitted` should serve M instead of a shape file's bucket
     `table` (configs.serve asks at an M other than the bucket's own, where it was measured): its launch fills at
     least FILL_OVER_TABLE of its waves where the bucket's fills less than FILL_TABLE_BELOW (`launch_fill`; a bucket
-    tuned at one M leaves partial waves at others, and the model fits each M). Fitted on `ab/tables_vs_model_bf16.json` (H200: the 15 of 312 rows it picks 1.21x over the tables,
-    none behind), checked on 38 rows at other M (`ab/bf16_fill_over_tables.json`: 0.749 -> 0.869x cuBLAS, two
-    behind, 2-8%: both where the model's answer is its few-tile fallback, a Triton-tier split, against a tuned
-    split of the Gluon ping-pong at N = 1536: such an answer never replaces a bucket)."""
+    tuned at one M leaves partial waves at others, and the model fits each M). Fitted on
+    `ab/tables_vs_model_bf16.json` (H200: the 15 of 312 rows it picks 1.21x over the tables, none behind), checked
+    on 38 rows at other M (`ab/bf16_fill_over_tables.json`: 0.749 -> 0.869x cuBLAS, two behind, 2-8%: both where
+    the model's answer is its few-tile fallback, a Triton-tier split, against a tuned split of the Gluon ping-pong
+    at N = 1536: such an answer never replaces a bucket)."""
     if not OP_RULES.get(op, {}).get("fill_over_tables"):
         return False
     if fitted.get("NUM_KSPLIT", 1) > 1 and fitted.get("backend") != "gluon":
         return False
-    return launch_fill(fitted, M, N, num_cus) >= FILL_OVER_TABLE and launch_fill(table, M, N, num_cus) < FILL_TABLE_BELOW
+    return (launch_fill(fitted, M, N, num_cus) >= FILL_OVER_TABLE
+            and launch_fill(table, M, N, num_cus) < FILL_TABLE_BELOW)
 
 
 def wave_efficiency(tiles: int, num_cus: int) -> float:
@@ -328,9 +331,8 @@ def wave_efficiency(tiles: int, num_cus: int) -> float:
 
 def area_fill(M: int, N: int, bm: int, bn: int, num_cus: int) -> float:
     """The share of the SM-slots of a persistent grid's waves of bm x bn tiles that the (M, N) output fills: unlike
-    `wave_efficiency`, a tile's rows and columns past M and N count as empty."""
-    tiles = -(-M // bm) * -(-N // bn)
-    return M * N / (-(-tiles // num_cus) * num_cus * bm * bn)
+    `wave_efficiency`, a tile's rows and columns past M and N count as empty (`launch_fill` of an unsplit tile)."""
+    return launch_fill({"BLOCK_SIZE_M": bm, "BLOCK_SIZE_N": bn}, M, N, num_cus)
 
 
 def coop_width_config(cfg: dict, width: int, stages: int) -> dict:
