@@ -201,8 +201,8 @@ def serve(op: str, target, M: int, N: int, K: int, *, shape_files: bool = True):
     then says what the model changed and why). A shape file's bucket past the one round of tiles it was measured
     with hands M to the model as well (model.past_its_round, bf16), and so does one whose launch fills its waves
     poorly at an M other than its own where the model's fills them (model.fills_better, bf16). shape_files=False:
-    what the config model serves
-    with the shape files set aside (`gemmkit configs` prints both; benchmarks/tables_vs_model.py times them)."""
+    what the config model serves with the shape files set aside (`gemmkit configs` prints both;
+    benchmarks/tables_vs_model.py times them)."""
     from . import model
 
     cfg, source = select(op, target.arch, M, N, K)

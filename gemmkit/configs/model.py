@@ -297,8 +297,8 @@ FILL_OVER_TABLE, FILL_TABLE_BELOW = 0.9, 0.8
 
 def launch_fill(cfg: dict, M: int, N: int, num_cus: int) -> float:
     """`area_fill` of a launch of `cfg` as the kernels run it: tiles x K splits work items (a Gluon config's splits
-    kept to one wave, as hopper_host.fit_split_k keeps them; the Triton tier's as given), rows and columns past M
-    and N empty."""
+    kept to one wave, as hopper_host.fit_split_k keeps them; the Triton tier's as given; the cap of one split a K
+    step is not counted: K is not an argument), rows and columns past M and N empty."""
     bm, bn = cfg["BLOCK_SIZE_M"], cfg["BLOCK_SIZE_N"]
     tiles = -(-M // bm) * -(-N // bn)
     split = cfg.get("NUM_KSPLIT", 1)
