@@ -18,9 +18,9 @@ and on 256 x 2880 x 4096 64 x 256 split 2 ran 0.67x against 0.57x. Where K is to
 router, K = 2880, at M = 128), smaller tiles are the rest of the way: 64 x 64 split 5 ran 1.15x against 0.93x.
 
 Before fitting, `choose` applies what is known of one op's kernels (`OP_RULES`, each rule with its measurement):
-which of the table's kernels serves a shape unlike the bucket's (bf16 first: at 64 <= M <= 256 the tile of a small menu
-that comes nearest one wave of the SMs, deep ring, no split; N in one tile column the Triton tier's 64-row tile split
-to one wave; then a cooperative Gluon tile or the ping-pong by wave
+which of the table's kernels serves a shape unlike the bucket's (bf16 first: at 64 <= M <= 256, and for N <= 256 at
+larger M, the tile of a small menu that comes nearest one wave of the SMs, deep ring, no split; N in one tile column
+the Triton tier's 64-row tile split to one wave; then a cooperative Gluon tile or the ping-pong by wave
 efficiency, bf16's 64 x 192 ping-pong (split-K at 128 < M <= 512) where its waves are the fullest, bf16's swap-AB
 decode tile on 128 weight rows where that takes its tiles into one round of the SMs; at
 64 < M <= 256 in fp8, the large-M Gluon bucket or the Gluon ping-pong by the share of SMs their tiles fill), and how
@@ -190,6 +190,22 @@ FITTED_OPS = ("a16w16", "a8w8", "a8w8_int8", "a8w8_blockscale")
 #                SM: a 64 x 192 tile's x rows are half of a 64 x 96's for the same weights). At M = 64 on 10240-14336
 #                columns (ab/bf16_one_wave_more.json) 64 x 96 / 64 x 128 ran 0.97-1.06x against the swap-AB decode
 #                bucket's 0.81-0.90x (M < 64 not measured: a 64-token tile there loads past M).
+#   narrow_wave  bf16, N <= NARROW_WAVE_MAX_N (routers: N = the experts) at M > ONE_WAVE_MAX_M, before every rule
+#                below: the tile of this menu of Gluon ping-pong tiles (64 x 64, 64 x 128, 128 x 128; deep rings, no
+#                split) whose tiles come nearest one wave without passing it, at least NARROW_WAVE_FILL of the SMs
+#                (`one_wave`'s choice over this menu): the tokens supply the tiles, each SM streams its x rows once and
+#                nothing is reduced. What cuBLAS runs there (vendor_kernels_decode.json: 4096 x 128 x 2880 on 128 CTAs
+#                of 64 x 64, 13 stages, no split). Only on whole column tiles (`_narrow_wave_fits`: N a multiple of
+#                the width, or N within one column of the narrowest width that holds it), and 64 x 64 only up to
+#                NARROW_WAVE_SQUARE_MAX_K. Fitted on ab/bf16_narrow_wave.json (H200, against cuBLAS, 40 rows: ten
+#                routers, N = 8-256, M = 1024-8192; the suite's GPT-OSS router and M x 256 x 16384 among them),
+#                shaped on ab/bf16_narrow_wave_heldout.json (148 rows of other K, odd M and N = 96 / 160 / 200, the
+#                rule's first form: N = 136-200 on a partial last column ran ~2x slower in both TMA kernels, ncu: the
+#                same DRAM bytes, the w box's rows past N; 64 x 64 lost 12-15% at K = 16384 to the Triton split;
+#                64 x 128 with K step 64 and 8 stages 0.853 against K step 128 and 4 stages' 0.838 over 55 rows),
+#                checked on ab/bf16_narrow_wave_final.json (every one of those rows the final rule changes, 126:
+#                0.782 -> 0.912x; the 111 of them outside the fitting A/B 0.778 -> 0.914x, three behind by 3-7%:
+#                2600 x 128 x 7168, 6000 x 32 x 2048, 6000 x 96 x 4096). sm_90 only.
 #   narrow_n     bf16, N within one tile column (N <= its BLOCK_SIZE_N), on the Triton tier's path (few tiles): this
 #                64-row tile with a deeper ring (K step 128, 4 stages) instead of the bucket's 128 rows, split K to
 #                one wave (`fit`), where its tiles and splits fill at least FEW_TILES of the SMs (the bucket's own fit
@@ -238,6 +254,13 @@ OP_RULES = {"a8w8_blockscale": {"ctas_per_sm": 2, "wide_share": 0.6, "operand_by
                  "num_stages": 5, "tma": True, "persistent": True, "backend": "gluon", "NUM_KSPLIT": 1},
                 {"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 128, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 8, "num_warps": 4,
                  "num_stages": 8, "tma": True, "persistent": True, "backend": "gluon", "NUM_KSPLIT": 1}),
+                "narrow_wave": (  # stages: what hopper_plan.budget fits (the first A/B's 64 x 64 asked 8)
+                {"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 64, "BLOCK_SIZE_K": 128, "GROUP_SIZE_M": 8, "num_warps": 4,
+                 "num_stages": 6, "tma": True, "persistent": True, "backend": "gluon", "NUM_KSPLIT": 1},
+                {"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 128, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 8, "num_warps": 4,
+                 "num_stages": 8, "tma": True, "persistent": True, "backend": "gluon", "NUM_KSPLIT": 1},
+                {"BLOCK_SIZE_M": 128, "BLOCK_SIZE_N": 128, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 8, "num_warps": 4,
+                 "num_stages": 6, "tma": True, "persistent": True, "backend": "gluon", "NUM_KSPLIT": 1}),
                 "narrow_n": {"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 128, "BLOCK_SIZE_K": 128, "GROUP_SIZE_M": 8,
                              "num_warps": 4, "num_stages": 4, "tma": True, "persistent": False, "NUM_KSPLIT": 1},
                 "split_widths": (160, 144),
@@ -272,6 +295,9 @@ UNSPLIT_MAX_M = 16  # `unsplit_stages`: the M_LEQ_16 bucket (at 17-64 the unspli
 UNSPLIT_MIN_K = 7168  # ... and K at least this (K <= 5120 lost with the same waves: see OP_RULES)
 DECODE_WIDE_MAX_M = 16  # `decode_wide`: the M_LEQ_16 bucket (at 17-64 `decode_pingpong`'s Gluon tiles)
 DECODE_WIDE_FILL = 0.8  # `decode_wide` beyond one wave: the least share of its waves its tiles fill
+NARROW_WAVE_MAX_N = 256  # `narrow_wave`: N at most this (a router's experts; measured N = 8-256)
+NARROW_WAVE_FILL = 0.6  # `narrow_wave`: the least share of the SMs its tiles fill
+NARROW_WAVE_SQUARE_MAX_K = 8192  # `narrow_wave`: the 64 x 64 tile up to this K (K = 12288 / 16384 lost to the split)
 
 
 def past_its_round(op: str, cfg: dict, bound: int, M: int, N: int, num_cus: int) -> bool:
@@ -354,16 +380,16 @@ def coop_width_fit(widths, M: int, N: int, num_cus: int, max_waves: int, best: f
     return None
 
 
-def one_wave(menu, M: int, N: int, num_cus: int) -> tuple[dict | None, int]:
-    """(tile, its tile count) of `menu` (OP_RULES' `one_wave`) with the most tiles within one wave of `num_cus` SMs and
-    at least ONE_WAVE_FILL of them, the first such on a tie; (None, 0) where none."""
+def one_wave(menu, M: int, N: int, num_cus: int, fill: float = ONE_WAVE_FILL) -> tuple[dict | None, int]:
+    """(tile, its tile count) of `menu` (OP_RULES' `one_wave` or `narrow_wave`) with the most tiles within one wave of
+    `num_cus` SMs and at least `fill` of them, the first such on a tie; (None, 0) where none."""
     best, best_tiles = None, 0
     for c in menu:
         bm = c["BLOCK_SIZE_M"]
         if c.get("swap_ab") and M > ONE_WAVE_SWAP_MAX_M or 0 < M % bm < bm // 2:
             continue
         tiles = -(-M // bm) * -(-N // c["BLOCK_SIZE_N"])
-        if ONE_WAVE_FILL * num_cus <= tiles <= num_cus and tiles > best_tiles:
+        if fill * num_cus <= tiles <= num_cus and tiles > best_tiles:
             best, best_tiles = c, tiles
     return best, best_tiles
 
@@ -384,14 +410,20 @@ def _narrow_split(narrow: dict, own: dict, M: int, N: int, K: int) -> tuple[int,
 def choose(op: str, cfg: dict, large: dict | None, M: int, N: int, K: int, num_cus: int,
            shared_mem: int, amd: bool = False) -> tuple[dict, list]:
     """(config, notes) for a default-table bucket `cfg` serving (M, N, K) on `num_cus` SMs of `shared_mem` bytes
-    each (`amd`: a gfx942 / gfx950 target): the op's `narrow_n` tile where N is one tile column and its tiles and
-    splits fill half the SMs; the `one_wave` tile where one comes near one wave; for a cooperative Gluon bucket, it or
+    each (`amd`: a gfx942 / gfx950 target): the op's `narrow_wave` tile where N is narrow and one wave of its tiles
+    comes near filling the SMs; the op's `narrow_n` tile where N is one tile column and its tiles and splits fill
+    half the SMs; the `one_wave` tile where one comes near one wave; for a cooperative Gluon bucket, it or
     the ping-pong by the op's
     `gluon_waves` rule; for a CDNA Gluon bucket, it or the Triton tier by `cdna_tiles`; the table's large-M
     bucket `large` where the op's `wide_waves` rule takes it; else `cfg` fitted (`fit`), and at M <= 16 the op's
     `decode_wide` tile, fitted the same way, where it keeps more CTAs in flight; at M < 64 a Gluon swap-AB bucket
     on the op's `swap_wide` weight rows where that brings its tiles into one round of the SMs."""
     rules = OP_RULES.get(op, {})
+    wave_menu = rules.get("narrow_wave")
+    if wave_menu and not amd and N <= NARROW_WAVE_MAX_N and M > ONE_WAVE_MAX_M:
+        tile, tiles = one_wave([c for c in wave_menu if _narrow_wave_fits(c, N, K)], M, N, num_cus, NARROW_WAVE_FILL)
+        if tile is not None:
+            return dict(tile), [f"N = {N}: " + _one_wave_note(tile, tiles, num_cus)]
     narrow_n = rules.get("narrow_n")
     if narrow_n and not amd and N <= narrow_n["BLOCK_SIZE_N"]:
         tiles = -(-M // narrow_n["BLOCK_SIZE_M"])
@@ -564,6 +596,18 @@ def choose(op: str, cfg: dict, large: dict | None, M: int, N: int, K: int, num_c
                 (f"{ctas[0]} of {tile['BLOCK_SIZE_M']} x {tile['BLOCK_SIZE_N']}" if ctas[1] <= slots else
                  f"{fill:.0%} of their waves of {slots}") + "): the wide decode tile"]
     return tile, notes
+
+
+def _narrow_wave_fits(tile: dict, N: int, K: int) -> bool:
+    """`narrow_wave`: whether a menu tile may serve N columns and K: N a multiple of its width, or N within one
+    column of the narrowest power-of-two width (at least MIN_TILE) that holds it; the 64 x 64 tile only up to
+    NARROW_WAVE_SQUARE_MAX_K. A last column tile partly past N costs both TMA kernels about twice the time of a
+    whole one (4096 x 160 x 4096 on 64 x 128 tiles: 34.8 us against 13.6 at N = 256, same tile count; ncu: the
+    same DRAM bytes; the w box's rows past N): such a shape keeps the model's other rules."""
+    bn = tile["BLOCK_SIZE_N"]
+    if tile["BLOCK_SIZE_M"] * bn == MIN_TILE * MIN_TILE and K > NARROW_WAVE_SQUARE_MAX_K:
+        return False
+    return N % bn == 0 or N < bn <= max(MIN_TILE, 1 << (N - 1).bit_length())
 
 
 def _one_wave_note(tile: dict, tiles: int, num_cus: int) -> str:

@@ -22,15 +22,49 @@ def tile(cfg):
     (256, 128, 2880, (64, 64, 11, 4)),
     # N in one tile column (`narrow_n`, ab/bf16_router_rule.json): 64-row tiles, K step 128, split to one wave
     (1024, 128, 2880, (64, 128, 5, 4)),  # 1.01x against 128 x 128 split 11's 0.81x
-    (4096, 128, 2880, (64, 128, 2, 4)),  # 0.79x against 128 x 128 split 4's 0.62x
-    (8192, 128, 2880, (64, 128, 1, 4)),  # 0.93x against 128 x 128 split 2's 0.65x
+    (2048, 128, 2880, (64, 128, 4, 4)),  # 64 tiles of 64 x 64: under `narrow_wave`'s share of the SMs
     (1024, 1000, 7168, (128, 256, 4, 8)),  # split before shrinking (from the M <= 1024 bucket's 128 x 256 tile)
-    (4096, 256, 16384, (128, 256, 4, 8)),
+    (1024, 256, 16384, (128, 256, 16, 8)),
 ])
 def test_fitted_configs_on_the_measured_shapes(M, N, K, want):
     cfg, source = configs.serve("a16w16", H200, M, N, K)
     assert tile(cfg) == want
     assert "A16W16.json" in source and ", fitted: " in source and (f"{H200.num_cus} SMs" in source or N <= 128)
+
+
+@pytest.mark.parametrize("M, N, K, want", [
+    # `narrow_wave` (ab/bf16_narrow_wave*.json, H200, against cuBLAS): one wave of Gluon ping-pong tiles, unsplit
+    (4096, 128, 2880, (64, 64, 1, 4)),  # GPT-OSS router: 0.79 -> 0.85x (the narrow_n split 2 before)
+    (8192, 128, 2880, (64, 128, 1, 4)),  # 0.94 -> 0.96x
+    (4096, 256, 16384, (64, 128, 1, 4)),  # 0.88 -> 0.90x
+    (8192, 256, 7168, (128, 128, 1, 4)),  # DeepSeek-V3's router (held out): 0.74 -> 0.93x
+    (1900, 256, 2880, (64, 64, 1, 4)),  # 120 tiles (held out): 0.63 -> 0.94x
+    (8192, 8, 4096, (64, 64, 1, 4)),  # Mixtral's router (held out): 0.65 -> 0.78x, N past 8 in the tile
+    (16384, 96, 4096, (128, 128, 1, 4)),  # N = 96 in one 128-wide column (held out): 0.73 -> 0.92x
+])
+def test_narrow_wave_serves_one_wave_of_pingpong_tiles(M, N, K, want):
+    cfg, source = configs.serve("a16w16", H200, M, N, K)
+    assert tile(cfg) == want and cfg["backend"] == "gluon" and "one wave" in source, source
+    assert model.launch_fill(cfg, M, N, H200.num_cus) <= 1.0
+
+
+@pytest.mark.parametrize("M, N, K, why", [
+    (4096, 160, 4096, "a last column tile partly past N (both TMA kernels ~2x slower: 0.86 -> 0.53x measured)"),
+    (4096, 200, 3072, "the same for N = 200"),
+    (3000, 96, 4096, "64 x 64 would leave half a column past N; 64 x 128's 47 tiles are few"),
+    (4096, 128, 16384, "64 x 64 at K > NARROW_WAVE_SQUARE_MAX_K (1.00 -> 0.85x measured)"),
+    (2048, 128, 2880, "64 tiles: under NARROW_WAVE_FILL of the SMs"),
+    (256, 128, 2880, "M within `one_wave`'s range"),
+    (4096, 512, 4096, "N past NARROW_WAVE_MAX_N"),
+])
+def test_narrow_wave_leaves(M, N, K, why):
+    _, source = configs.serve("a16w16", H200, M, N, K)
+    assert f"N = {N}: one wave" not in source, why
+
+
+def test_narrow_wave_is_sm90_only():
+    _, source = configs.serve("a16w16", arch.get("gfx942"), 4096, 128, 2880)
+    assert "one wave" not in source, source
 
 
 @pytest.mark.parametrize("M, N, K, want", [
