@@ -246,9 +246,9 @@ def fit_bucket(op: str, target, cfg: dict, large: dict | None, M: int, N: int, K
 
 def model_configs(op: str, arch: str) -> list:
     """(name, config) of the configs the config model writes that no table ships (configs/model.py: bf16's
-    `wide_config`, `one_wave`'s tiles, `narrow_pingpong`, `split_widths`, `coop_widths` and `swap_wide`; fp8's
-    64 x 64 Gluon ping-pong over the large-M bucket and fp8's `decode_wide` tile), so that `gemmkit isa` compiles
-    them."""
+    `wide_config`, `one_wave`'s and `narrow_wave`'s tiles, `narrow_pingpong`, `split_widths`, `coop_widths` and
+    `swap_wide`; fp8's 64 x 64 Gluon ping-pong over the large-M bucket and fp8's `decode_wide` tile), so that
+    `gemmkit isa` compiles them."""
     from . import model
 
     rules = model.OP_RULES.get(op, {})
@@ -258,6 +258,8 @@ def model_configs(op: str, arch: str) -> list:
         out = [("model:wide_config", validate_config(dict(rules["wide_config"]), backend="cuda"))]
         out += [(f"model:one_wave_{c['BLOCK_SIZE_M']}x{c['BLOCK_SIZE_N']}{'_swap' if c.get('swap_ab') else ''}",
                  validate_config(dict(c), backend="cuda")) for c in rules.get("one_wave", ())]
+        out += [(f"model:narrow_wave_{c['BLOCK_SIZE_M']}x{c['BLOCK_SIZE_N']}", validate_config(dict(c), backend="cuda"))
+                for c in rules.get("narrow_wave", ())]
         base = select(op, arch, model.NARROW_MAX_M, 1, 1)[0]  # the default table's bucket narrow_pingpong replaces
         if rules.get("narrow_pingpong") and base.get("backend") == "gluon":
             out.append(("model:narrow_pingpong", validate_config(dict(base, **rules["narrow_pingpong"]),

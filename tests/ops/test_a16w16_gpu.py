@@ -280,6 +280,30 @@ def test_coop_split_tiles(M, N, K, split, bm, bn, launches):
     assert rel(out, ref_fp32(x, w, bias, act)) <= TOL[torch.bfloat16]
 
 
+NARROW_WAVE = [(4000, 128, 2880), (8192, 8, 4096), (7800, 64, 4096), (4096, 256, 7168), (8000, 256, 4096),
+               (16384, 96, 4096), (1900, 256, 2880)]
+
+
+@pytest.mark.parametrize("M,N,K", NARROW_WAVE, ids=[f"{m}x{n}x{k}" for m, n, k in NARROW_WAVE])
+def test_narrow_wave_shapes(M, N, K, launches):
+    """The config model's `narrow_wave` tiles as served (no config=): one wave of ping-pong tiles on routers' narrow
+    N, with bias + silu; M off the tile (4000, 7800, 1900) and N past the tile's columns (8, 96) included; every
+    element of a NaN-poisoned output written and right."""
+    from gemmkit import configs
+    from gemmkit.ops import _common as C
+
+    cfg, source = configs.serve("a16w16", C.target_for(torch.device(DEV)), M, N, K)
+    assert f"N = {N}: one wave" in source and cfg["backend"] == "gluon", source
+    x, w = torch.randn(M, K, device=DEV, dtype=torch.bfloat16), torch.randn(N, K, device=DEV, dtype=torch.bfloat16)
+    bias = torch.randn(N, device=DEV, dtype=torch.bfloat16)
+    out = torch.full((M, N), float("nan"), device=DEV, dtype=torch.bfloat16)
+    before = launches.get(D.GLUON_BF16, 0)
+    gemmkit.gemm_a16w16(x, w, bias, activation="silu", out=out)
+    torch.cuda.synchronize()
+    assert launches[D.GLUON_BF16] == before + 1
+    assert rel(out, ref_fp32(x, w, bias, "silu")) <= TOL[torch.bfloat16]
+
+
 # x copied to whole TMA boxes of rows (ops/dispatch.py pad_m) for each bf16 Gluon kernel: the ping-pong, its swap-AB
 # (the tokens are the boxes' rows), split-K (fp32 slabs of whole tiles), the cooperative 128- and 256-row tiles.
 ROW_PAD_CONFIGS = {
