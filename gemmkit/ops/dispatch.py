@@ -91,6 +91,7 @@ class Choice:
     passed_over: tuple = ()  # ((kernel, why), ...): the kernels ahead of it in the order, and why each cannot
     pad_k: int = 0  # > 0: x and w are first copied to rows of pad_k elements (kernels/triton/pad.py), zeros after K
     pad_m: int = 0  # > 0: x is first copied to pad_m rows, zeros after M (whole TMA boxes of rows: `pad_m`)
+    pad_n: int = 0  # > 0: w is first copied to pad_n rows, zeros after N (whole TMA boxes of w's rows: `pad_n`)
 
     @property
     def path(self) -> str:
@@ -104,6 +105,9 @@ class Choice:
         if self.pad_m:
             lines.append(f"  on a copy of x of {self.pad_m} rows (pad_rows_kernel; zeros after M): whole TMA boxes of "
                          "rows, which load faster than boxes reaching past M")
+        if self.pad_n:
+            lines.append(f"  on a copy of w of {self.pad_n} rows (pad_rows_kernel; zeros after N): whole TMA boxes of "
+                         "w's rows, which load faster than boxes reaching past N")
         lines += [f"  not {k}{' on the operands as given' if self.pad_k else ''}: {why}" for k, why in self.passed_over]
         return "\n".join(lines)
 
@@ -209,7 +213,7 @@ def _padded(cfg, target, x2, w, y, scaling, passed, interpreting, epilogue) -> C
     inner = dense(cfg, target, *stand_in, y, scaling, interpreting, epilogue)
     if inner.path == "pointer":
         return None
-    return Choice(inner.kernel, inner.config, tuple(passed), pad_k=KP, pad_m=inner.pad_m)
+    return Choice(inner.kernel, inner.config, tuple(passed), pad_k=KP, pad_m=inner.pad_m, pad_n=inner.pad_n)
 
 
 def _rows_kernel(tile, target, x2, w, scaling, passed) -> Choice | None:
@@ -270,10 +274,33 @@ def pad_m(kernel: str, cfg: dict, M: int, N: int, K: int, x_bytes: int, w_bytes:
     return mp
 
 
+# w copied to whole TMA boxes of its rows (kernels/triton/pad.py), the same cure for the same cause on the other
+# operand: a tile whose w box reaches past N loads slowly. H200, bf16 4096 x N x 4096, 64 x 128 ping-pong tiles (128
+# of them at N = 160-256): 12.7 / 34.8 / 27.9 / 13.6 us at N = 128 / 160 / 192 / 256 (the Triton TMA kernel the same;
+# ncu: the same DRAM bytes); docs/PERF.md, "Narrow N, one wave". Where w is small beside x (routers: N <= 256 experts
+# against thousands of tokens) the copy costs a few microseconds. bf16 / fp16 only (no scales to pad), not the
+# swap-AB tile (there w is the tile's rows: its boxes are BLOCK_SIZE_M rows, never padded so far).
+PAD_N_KERNELS = (GLUON_BF16, GLUON_COOP, TRITON_TMA)
+
+
+def pad_n(kernel: str, cfg: dict, M: int, N: int, K: int, x_bytes: int, w_bytes: int) -> int:
+    """The rows w is copied to before `kernel` runs `cfg` on an (M, N, K) call (0: w as it is): N rounded up to
+    whole BLOCK_SIZE_N boxes, where N is not already, w is 16-bit and the copy of w (w_bytes an element) is at most
+    1 / PAD_M_SHARE of x's bytes (x_bytes an element), as `pad_m`'s copy of x is of w's."""
+    if not PAD_M or kernel not in PAD_N_KERNELS or w_bytes != 2 or cfg.get("swap_ab"):
+        return 0
+    np_ = H.cdiv(N, cfg["BLOCK_SIZE_N"]) * cfg["BLOCK_SIZE_N"]
+    if np_ == N or np_ * K * w_bytes * PAD_M_SHARE > M * K * x_bytes:
+        return 0
+    return np_
+
+
 def _rows_padded(choice: Choice, x2, w) -> Choice:
-    rows = pad_m(choice.kernel, choice.config, x2.shape[0], w.shape[0], x2.shape[1], x2.element_size(),
-                 w.element_size())
-    return dataclasses.replace(choice, pad_m=rows) if rows else choice
+    """`choice` with the copies of x (`pad_m`) and w (`pad_n`) to whole TMA boxes of rows that its call needs."""
+    M, K, N = x2.shape[0], x2.shape[1], w.shape[0]
+    rows = pad_m(choice.kernel, choice.config, M, N, K, x2.element_size(), w.element_size())
+    cols = pad_n(choice.kernel, choice.config, M, N, K, x2.element_size(), w.element_size())
+    return dataclasses.replace(choice, pad_m=rows, pad_n=cols) if rows or cols else choice
 
 
 def _gluon_dense_unsupported(kernel, cfg, target, x2, w, y, scaling, interpreting, epilogue=NO_EPILOGUE) -> str | None:
@@ -474,14 +501,16 @@ def run_gluon(choice: Choice, launch, fallback):
 
 def launch_dense(choice: Choice, x2, w, bias, y, activation, target, scaling=G.NO_SCALING, compile_only=False):
     """Launch the kernel `choice` names for a dense GEMM (x2, w, y 2-D, as `dense` saw them: dense.matrix_operand
-    first; bias (N,) contiguous or None), on padded copies of x2 (and w) where `choice.pad_k` / `pad_m` say so: the
-    kernels take an x of more rows than y's, and y's bounds drop the rows past M."""
-    if choice.pad_k or choice.pad_m:
+    first; bias (N,) contiguous or None), on padded copies of x2 and w where `choice.pad_k` / `pad_m` / `pad_n` say
+    so: the kernels take an x of more rows than y's and a w of more rows than y's columns, and y's bounds drop the
+    rows and columns past M and N."""
+    if choice.pad_k or choice.pad_m or choice.pad_n:
         from ..kernels.triton import pad
 
-        x2 = pad.pad_rows(x2, choice.pad_k or x2.shape[1], compile_only, RP=choice.pad_m or None)
-        if choice.pad_k:
-            w = pad.pad_rows(w, choice.pad_k, compile_only)
+        if choice.pad_k or choice.pad_m:
+            x2 = pad.pad_rows(x2, choice.pad_k or x2.shape[1], compile_only, RP=choice.pad_m or None)
+        if choice.pad_k or choice.pad_n:
+            w = pad.pad_rows(w, choice.pad_k or w.shape[1], compile_only, RP=choice.pad_n or None)
     if choice.path == "gluon":
         def fallback():  # the kernel is now a failed one: the rule passes it over
             again = dense(choice.config, target, x2, w, y, scaling, epilogue=Epilogue(bias is not None, activation))

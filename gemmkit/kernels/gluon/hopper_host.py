@@ -102,9 +102,9 @@ def check_operands(x2, w, bias, y, target, who: str):
     why = dense_unsupported(x2, w, y, target)
     if why:
         raise ValueError(f"{who}: {why}")
-    M, K = y.shape[0], x2.shape[1]  # x2 may hold rows past y's (ops/dispatch.py's pad_m: computed, then dropped)
-    N = w.shape[0]
-    if w.shape[1] != K or x2.shape[0] < M or tuple(y.shape) != (M, N) or \
+    # x2 may hold rows past y's, w rows past y's columns (ops/dispatch.py's pad_m / pad_n: computed, then dropped)
+    (M, N), K = y.shape, x2.shape[1]
+    if w.shape[1] != K or x2.shape[0] < M or w.shape[0] < N or \
             (bias is not None and tuple(bias.shape) != (N,)):
         raise ValueError(f"{who}: shapes x {tuple(x2.shape)}, w {tuple(w.shape)}, y {tuple(y.shape)}, "
                          f"bias {None if bias is None else tuple(bias.shape)} do not fit y = x @ w.T + bias")
@@ -190,7 +190,9 @@ def launch_tma(kernel, plan, y_box, x2, w, bias, y, ce: dict, target, compile_on
     from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
     M, K = x2.shape
-    N = w.shape[0]
+    # w may hold rows past y's columns (ops/dispatch.py's pad_n): the tiles, the bias and y's bounds are y's N. Swap-AB
+    # (the caller passes x as w): the kernel's N is the tokens, w's rows as given (x's rows past M: pad_m).
+    N = w.shape[0] if getattr(plan, "swap", False) else y.shape[1]
     t_in, t_out = TORCH_NAME[str(x2.dtype)], TORCH_NAME[str(y.dtype)]
     bm, bn, bk = plan.BM, plan.BN, plan.BK
     x_desc = TensorDescriptor.from_tensor(x2, [bm, bk], shared_layout(bm, bk, t_in))
@@ -222,7 +224,7 @@ def launch_dense(kernel, plan, y_box, x2, w, bias, y, activation, ce: dict, targ
 
 
     M, K = x2.shape
-    N = w.shape[0]
+    N = y.shape[1]
     if N % 4:
         raise ValueError(f"gluon split-K: the fp32 workspace's rows (N = {N}) must be a multiple of 16 bytes "
                          "(N % 4 == 0)")

@@ -440,7 +440,7 @@ def launch(x2, w, bias, y, activation, cfg, target, compile_only=False):
     `unsupported` says no or the config cannot be planned.
     """
     hh.check_operands(x2, w, bias, y, target, "gluon ping-pong")
-    plan = derive(hh.fit_split_k(cfg, x2.shape[0], w.shape[0], x2.shape[1], target), target, x2.element_size(),
+    plan = derive(hh.fit_split_k(cfg, x2.shape[0], y.shape[1], x2.shape[1], target), target, x2.element_size(),
                   y.element_size())
     ce = kernel_constexprs(plan, has_bias=bias is not None, activation=activation)
     if plan.swap:  # the kernel's "x" is w (BM-row boxes), its "w" is x (BN-row boxes); y's box is BN x BM

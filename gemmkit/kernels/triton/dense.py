@@ -262,8 +262,7 @@ def plan(x2, w, y, has_bias, activation, cfg, target, scaling: Scaling = NO_SCAL
 
 
 def _make_plan(x2, w, y, has_bias, activation, cfg, target, scaling, tma):
-    M, K = y.shape[0], x2.shape[1]
-    N = w.shape[0]
+    (M, N), K = y.shape, x2.shape[1]  # x2 / w may hold rows past M / N (ops/dispatch.py's pad_m / pad_n)
     bm, bn, bk = cfg["BLOCK_SIZE_M"], cfg["BLOCK_SIZE_N"], cfg["BLOCK_SIZE_K"]
     split_k = cfg["NUM_KSPLIT"]
     # Every tensor the kernels address by pointer; the split-K workspace as `launch` allocates it. Bias and the
@@ -335,8 +334,8 @@ def launch(x2, w, bias, y, activation, cfg, target, scaling: Scaling = NO_SCALIN
     x2 (M, K), w (N, K), y (M, N) 2-D views; bias (N,) contiguous or None; scales as `scaling` says;
     `tma`: the TMA kernel (ops/dispatch.py decided that `tma_unsupported` allows it) or the pointer kernel.
     """
-    M, K = y.shape[0], x2.shape[1]  # x2 may hold rows past y's (ops/dispatch.py's pad_m: computed, then dropped)
-    N = w.shape[0]
+    # x2 may hold rows past y's, w rows past y's columns (ops/dispatch.py's pad_m / pad_n: computed, then dropped)
+    (M, N), K = y.shape, x2.shape[1]
     has_bias = bias is not None
     p = plan(x2, w, y, has_bias, activation, cfg, target, scaling, tma)
     bias_arg = bias if has_bias else y  # never read when HAS_BIAS is False
