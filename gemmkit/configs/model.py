@@ -298,6 +298,7 @@ DECODE_WIDE_FILL = 0.8  # `decode_wide` beyond one wave: the least share of its 
 NARROW_WAVE_MAX_N = 256  # `narrow_wave`: N at most this (a router's experts; measured N = 8-256)
 NARROW_WAVE_FILL = 0.6  # `narrow_wave`: the least share of the SMs its tiles fill
 NARROW_WAVE_SQUARE_MAX_K = 8192  # `narrow_wave`: the 64 x 64 tile up to this K (K = 12288 / 16384 lost to the split)
+NARROW_WAVE_PAD_SHARE = 8  # `narrow_wave`: a partial last column where a copy of w is 1 / this of x (dispatch.pad_n)
 
 
 def past_its_round(op: str, cfg: dict, bound: int, M: int, N: int, num_cus: int) -> bool:
@@ -421,7 +422,8 @@ def choose(op: str, cfg: dict, large: dict | None, M: int, N: int, K: int, num_c
     rules = OP_RULES.get(op, {})
     wave_menu = rules.get("narrow_wave")
     if wave_menu and not amd and N <= NARROW_WAVE_MAX_N and M > ONE_WAVE_MAX_M:
-        tile, tiles = one_wave([c for c in wave_menu if _narrow_wave_fits(c, N, K)], M, N, num_cus, NARROW_WAVE_FILL)
+        tile, tiles = one_wave([c for c in wave_menu if _narrow_wave_fits(c, M, N, K)], M, N, num_cus,
+                               NARROW_WAVE_FILL)
         if tile is not None:
             return dict(tile), [f"N = {N}: " + _one_wave_note(tile, tiles, num_cus)]
     narrow_n = rules.get("narrow_n")
@@ -598,16 +600,18 @@ def choose(op: str, cfg: dict, large: dict | None, M: int, N: int, K: int, num_c
     return tile, notes
 
 
-def _narrow_wave_fits(tile: dict, N: int, K: int) -> bool:
-    """`narrow_wave`: whether a menu tile may serve N columns and K: N a multiple of its width, or N within one
-    column of the narrowest power-of-two width (at least MIN_TILE) that holds it; the 64 x 64 tile only up to
-    NARROW_WAVE_SQUARE_MAX_K. A last column tile partly past N costs both TMA kernels about twice the time of a
-    whole one (4096 x 160 x 4096 on 64 x 128 tiles: 34.8 us against 13.6 at N = 256, same tile count; ncu: the
-    same DRAM bytes; the w box's rows past N): such a shape keeps the model's other rules."""
+def _narrow_wave_fits(tile: dict, M: int, N: int, K: int) -> bool:
+    """`narrow_wave`: whether a menu tile may serve (M, N, K): N a multiple of its width, or w copied to whole
+    columns of tiles first, which ops/dispatch.py's `pad_n` does for these tiles where the copy is at most
+    1 / NARROW_WAVE_PAD_SHARE of x's bytes (the same rule; tests/ops/test_dispatch.py checks they agree); the 64 x 64
+    tile only up to NARROW_WAVE_SQUARE_MAX_K; N % 8 == 0 (y's rows in 16-byte multiples, as the Gluon kernels need
+    for a 16-bit y; other N run the pointer kernel, which the rule was not measured on). A last column tile partly
+    past N costs the TMA kernels about twice the time of a whole one (4096 x 160 x 4096 on 64 x 128 tiles: 31.5 us
+    against 13.9 at N = 256, same tile count): on w as given such a shape keeps the model's other rules."""
     bn = tile["BLOCK_SIZE_N"]
-    if tile["BLOCK_SIZE_M"] * bn == MIN_TILE * MIN_TILE and K > NARROW_WAVE_SQUARE_MAX_K:
+    if N % 8 or tile["BLOCK_SIZE_M"] * bn == MIN_TILE * MIN_TILE and K > NARROW_WAVE_SQUARE_MAX_K:
         return False
-    return N % bn == 0 or N < bn <= max(MIN_TILE, 1 << (N - 1).bit_length())
+    return N % bn == 0 or -(-N // bn) * bn * NARROW_WAVE_PAD_SHARE <= M
 
 
 def _one_wave_note(tile: dict, tiles: int, num_cus: int) -> str:

@@ -275,19 +275,26 @@ def pad_m(kernel: str, cfg: dict, M: int, N: int, K: int, x_bytes: int, w_bytes:
 
 
 # w copied to whole TMA boxes of its rows (kernels/triton/pad.py), the same cure for the same cause on the other
-# operand: a tile whose w box reaches past N loads slowly. H200, bf16 4096 x N x 4096, 64 x 128 ping-pong tiles (128
-# of them at N = 160-256): 12.7 / 34.8 / 27.9 / 13.6 us at N = 128 / 160 / 192 / 256 (the Triton TMA kernel the same;
-# ncu: the same DRAM bytes); docs/PERF.md, "Narrow N, one wave". Where w is small beside x (routers: N <= 256 experts
-# against thousands of tokens) the copy costs a few microseconds. bf16 / fp16 only (no scales to pad), not the
-# swap-AB tile (there w is the tile's rows: its boxes are BLOCK_SIZE_M rows, never padded so far).
-PAD_N_KERNELS = (GLUON_BF16, GLUON_COOP, TRITON_TMA)
+# operand: a tile whose w box reaches past N loads slowly. H200, bf16 4096 x N x 4096, the ping-pong's 64 x 128
+# (128 tiles at N = 160-256): kernel 31.5 us at N = 160, 26.1 at N = 200, against 13.9 at N = 256; on w copied to
+# 256 rows 15.8 / 13.6 us, plus the copy's 1.5 us (ncu: the same DRAM bytes either way). Only where it was measured
+# to pay (ab/bf16_pad_n.json, same process, H200): N <= PAD_N_MAX_N on the Gluon kernels' unsplit tiles (the config
+# model's `narrow_wave`, which counts on it: configs/model.py) with w at most 1 / PAD_M_SHARE of x's bytes: 4096 x
+# 160 x 4096 on 64 x 128 0.57 -> 0.91x cuBLAS, N = 136 / 200 / 240 at M = 2048-8192 0.46-0.78 -> 0.70-0.93x. Not on
+# the Triton tier's split tiles there (-3 to -16%: the copy's launch is a large part of a 6-20 us call), nor where w
+# is wide (one partial column of many: unmeasured). bf16 / fp16 only (no scales to pad), not the swap-AB tile (its
+# w boxes are BLOCK_SIZE_M rows).
+PAD_N_KERNELS = (GLUON_BF16, GLUON_COOP)
+PAD_N_MAX_N = 256
 
 
 def pad_n(kernel: str, cfg: dict, M: int, N: int, K: int, x_bytes: int, w_bytes: int) -> int:
     """The rows w is copied to before `kernel` runs `cfg` on an (M, N, K) call (0: w as it is): N rounded up to
-    whole BLOCK_SIZE_N boxes, where N is not already, w is 16-bit and the copy of w (w_bytes an element) is at most
-    1 / PAD_M_SHARE of x's bytes (x_bytes an element), as `pad_m`'s copy of x is of w's."""
-    if not PAD_M or kernel not in PAD_N_KERNELS or w_bytes != 2 or cfg.get("swap_ab"):
+    whole BLOCK_SIZE_N boxes, where N is not already, N <= PAD_N_MAX_N, the tile is unsplit, w is 16-bit and the copy
+    of w (w_bytes an element) is at most 1 / PAD_M_SHARE of x's bytes (x_bytes an element), as `pad_m`'s copy of x
+    is of w's."""
+    if not PAD_M or kernel not in PAD_N_KERNELS or w_bytes != 2 or cfg.get("swap_ab") or N > PAD_N_MAX_N or \
+            cfg.get("NUM_KSPLIT", 1) != 1:
         return 0
     np_ = H.cdiv(N, cfg["BLOCK_SIZE_N"]) * cfg["BLOCK_SIZE_N"]
     if np_ == N or np_ * K * w_bytes * PAD_M_SHARE > M * K * x_bytes:

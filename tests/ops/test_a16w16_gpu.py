@@ -281,14 +281,16 @@ def test_coop_split_tiles(M, N, K, split, bm, bn, launches):
 
 
 NARROW_WAVE = [(4000, 128, 2880), (8192, 8, 4096), (7800, 64, 4096), (4096, 256, 7168), (8000, 256, 4096),
-               (16384, 96, 4096), (1900, 256, 2880)]
+               (16384, 96, 4096), (1900, 256, 2880), (4096, 160, 4096), (2048, 200, 3072), (8192, 200, 3072),
+               (6000, 40, 2048)]  # the last five (and N = 8 / 96): w copied to whole columns first (dispatch.pad_n)
 
 
 @pytest.mark.parametrize("M,N,K", NARROW_WAVE, ids=[f"{m}x{n}x{k}" for m, n, k in NARROW_WAVE])
 def test_narrow_wave_shapes(M, N, K, launches):
     """The config model's `narrow_wave` tiles as served (no config=): one wave of ping-pong tiles on routers' narrow
-    N, with bias + silu; M off the tile (4000, 7800, 1900) and N past the tile's columns (8, 96) included; every
-    element of a NaN-poisoned output written and right."""
+    N, with bias + silu; M off the tile (4000, 7800, 1900, 6000) and N past the tile's columns (8, 96, 160, 200,
+    40: w copied to whole columns, the bias read for N only) included; every element of a NaN-poisoned output
+    written and right."""
     from gemmkit import configs
     from gemmkit.ops import _common as C
 
@@ -297,10 +299,13 @@ def test_narrow_wave_shapes(M, N, K, launches):
     x, w = torch.randn(M, K, device=DEV, dtype=torch.bfloat16), torch.randn(N, K, device=DEV, dtype=torch.bfloat16)
     bias = torch.randn(N, device=DEV, dtype=torch.bfloat16)
     out = torch.full((M, N), float("nan"), device=DEV, dtype=torch.bfloat16)
-    before = launches.get(D.GLUON_BF16, 0)
+    before = dict(launches)
     gemmkit.gemm_a16w16(x, w, bias, activation="silu", out=out)
     torch.cuda.synchronize()
-    assert launches[D.GLUON_BF16] == before + 1
+    assert launches[D.GLUON_BF16] == before.get(D.GLUON_BF16, 0) + 1
+    padded = D.pad_n(D.GLUON_BF16, cfg, M, N, K, 2, 2)
+    assert bool(padded) == bool(N % cfg["BLOCK_SIZE_N"])
+    assert launches.get("pad_rows_kernel", 0) == before.get("pad_rows_kernel", 0) + bool(padded)
     assert rel(out, ref_fp32(x, w, bias, "silu")) <= TOL[torch.bfloat16]
 
 

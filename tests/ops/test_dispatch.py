@@ -442,22 +442,23 @@ PP64X128 = dict(GLUON, BLOCK_SIZE_M=64, BLOCK_SIZE_N=128, BLOCK_SIZE_K=64, num_s
 
 @pytest.mark.parametrize("N, want", [(160, 256), (200, 256), (96, 128), (8, 128), (128, 0), (256, 0)])
 def test_w_is_padded_to_whole_row_boxes_where_its_last_box_would_load_past_n(N, want):
-    """A TMA kernel's last column of tiles loads w boxes of BLOCK_SIZE_N rows: where they would reach past N (slow on
-    the H200, as x's past M), w is copied to whole boxes first, where that copy is small beside x (routers)."""
-    for cfg, kernel in ((PP64X128, D.GLUON_BF16), (dict(COOP, BLOCK_SIZE_N=128), D.GLUON_COOP),
-                        (dict(TILE, BLOCK_SIZE_N=128), D.TRITON_TMA)):
+    """A Gluon kernel's last column of tiles loads w boxes of BLOCK_SIZE_N rows: where they would reach past N (slow
+    on the H200, as x's past M), w is copied to whole boxes first, where that copy is small beside x (routers)."""
+    for cfg, kernel in ((PP64X128, D.GLUON_BF16), (dict(COOP, BLOCK_SIZE_N=128), D.GLUON_COOP)):
         choice = D.dense(cfg, H200, *dense_meta(4096, N, 4096))
         assert choice.kernel == kernel and choice.pad_n == want, (kernel, choice)
         assert (f"a copy of w of {want} rows" in choice.explain()) == bool(want)
 
 
-def test_no_w_padding_where_w_is_large_beside_x_or_nothing_loads_its_boxes():
+def test_no_w_padding_where_it_was_not_measured_to_pay():
     assert D.dense(PP64X128, H200, *dense_meta(256, 160, 4096)).pad_n == 0  # the copy 1/2 of x's bytes, over 1/8
     assert D.dense(PP64X128, H200, *dense_meta(2048, 160, 4096)).pad_n == 256  # 1/8
-    assert D.dense(PP64X128, H200, *dense_meta(3000, 5000, 7000)).pad_n == 0  # w ~ x
+    assert D.dense(PP64X128, H200, *dense_meta(8192, 1000, 4096)).pad_n == 0  # N > PAD_N_MAX_N: one column of many
+    assert D.dense(dict(PP64X128, NUM_KSPLIT=2), H200, *dense_meta(4096, 160, 4096)).pad_n == 0  # split tiles
+    tma = D.dense(dict(TILE, BLOCK_SIZE_N=128), H200, *dense_meta(4096, 160, 4096))  # the Triton tier (lost there)
+    assert tma.kernel == D.TRITON_TMA and tma.pad_n == 0
     assert D.dense(PP64, H200, *dense_meta(4096, 160, 4096, dtype=FP8), _fp8_rowcol(4096, 160)).pad_n == 0  # scales
     assert D.dense(dict(PP64X128, swap_ab=True), H200, *dense_meta(4096, 160, 4096)).pad_n == 0  # w is the tile's rows
-    assert D.dense(dict(TILE, tma=False), H200, *dense_meta(4096, 160, 4096)).pad_n == 0  # the pointer kernel
     assert D.dense(GLUON, MI300, *dense_meta(4096, 160, 4096)).pad_n == 0  # AMD: no TMA boxes
 
 
@@ -466,33 +467,17 @@ def test_w_padding_turns_off_with_row_padding(monkeypatch):
     assert D.dense(PP64X128, H200, *dense_meta(4096, 160, 4096)).pad_n == 0
 
 
-@pytest.mark.interpreter
-@pytest.mark.parametrize("K", [64, 75])
-def test_row_padded_w_gives_every_element_and_replays(K):
-    """N = 40 of 32-column tiles at M = 512: w is copied to 64 rows (pad_rows_kernel; with K = 75 that copy also pads
-    its rows, and x is copied too), the TMA kernel computes 64 columns and y's 40 are stored, with the bias read for
-    the 40 only (bias + gelu); every element of a poisoned output within the float64 reference's bound, and the call
-    plan's replay does the same on new inputs."""
-    from _util import within_bound
+@pytest.mark.parametrize("M, N, K", [(4096, 160, 4096), (2048, 200, 3072), (8192, 200, 3072), (6000, 40, 2048),
+                                     (8192, 8, 4096), (3000, 160, 4096), (2048, 136, 4096)])
+def test_narrow_wave_partial_columns_are_the_ones_dispatch_pads(M, N, K):
+    """configs/model.py's `narrow_wave` serves a tile whose last column reaches past N only where ops/dispatch.py
+    copies w to whole boxes (`pad_n`): the two rules agree."""
+    from gemmkit.configs import model
 
-    import gemmkit
-    from gemmkit import callplan
-    from gemmkit.reference import activation_ref
-
-    cfg = dict(SMALL, BLOCK_SIZE_N=32)
-    M, N = 512, 40
-    assert D.dense(cfg, H200, *dense_meta(M, N, 64)).pad_n == 64
-    callplan.clear()
-    replays = callplan.STATS["replays"]
-    for _ in range(2):  # record, then replay
-        x, w, b = randn(M, K, dtype=BF16), randn(N, K, dtype=BF16), randn(N, dtype=BF16)
-        before = launcher.LAUNCHES.copy()
-        y = gemmkit.gemm_a16w16(x, w, b, activation="gelu", out=poisoned((M, N), BF16), config=cfg)
-        launched = launcher.LAUNCHES - before
-        assert launched["pad_rows_kernel"] == (2 if K % 8 else 1) and launched["gemm_tma_kernel"] == 1, launched
-        ok, msg = within_bound(y, activation_ref(x.double() @ w.double().t() + b.double(), "gelu"), BF16)
-        assert ok, msg
-    assert callplan.STATS["replays"] == replays + 1, "the padded call's plan was not replayed"
+    cfg, source = configs.serve("a16w16", H200, M, N, K)
+    assert "one wave" in source and N % cfg["BLOCK_SIZE_N"], source
+    assert D.dense(cfg, H200, *dense_meta(M, N, K)).pad_n == -(-N // cfg["BLOCK_SIZE_N"]) * cfg["BLOCK_SIZE_N"]
+    assert model.NARROW_WAVE_PAD_SHARE == D.PAD_M_SHARE and model.NARROW_WAVE_MAX_N <= D.PAD_N_MAX_N
 
 
 @pytest.mark.interpreter
