@@ -195,8 +195,8 @@ FITTED_OPS = ("a16w16", "a8w8", "a8w8_int8", "a8w8_blockscale")
 #                split) whose tiles come nearest one wave without passing it, at least NARROW_WAVE_FILL of the SMs
 #                (`one_wave`'s choice over this menu): the tokens supply the tiles, each SM streams its x rows once and
 #                nothing is reduced. What cuBLAS runs there (vendor_kernels_decode.json: 4096 x 128 x 2880 on 128 CTAs
-#                of 64 x 64, 13 stages, no split). Only on whole column tiles (`_narrow_wave_fits`: N a multiple of
-#                the width, or N within one column of the narrowest width that holds it), and 64 x 64 only up to
+#                of 64 x 64, 13 stages, no split). Only on whole column tiles, or where ops/dispatch.py's `pad_n`
+#                copies w to whole columns first (`_narrow_wave_fits`), and 64 x 64 only up to
 #                NARROW_WAVE_SQUARE_MAX_K. Fitted on ab/bf16_narrow_wave.json (H200, against cuBLAS, 40 rows: ten
 #                routers, N = 8-256, M = 1024-8192; the suite's GPT-OSS router and M x 256 x 16384 among them),
 #                shaped on ab/bf16_narrow_wave_heldout.json (148 rows of other K, odd M and N = 96 / 160 / 200, the
@@ -205,7 +205,9 @@ FITTED_OPS = ("a16w16", "a8w8", "a8w8_int8", "a8w8_blockscale")
 #                64 x 128 with K step 64 and 8 stages 0.853 against K step 128 and 4 stages' 0.838 over 55 rows),
 #                checked on ab/bf16_narrow_wave_final.json (every one of those rows the final rule changes, 126:
 #                0.782 -> 0.912x; the 111 of them outside the fitting A/B 0.778 -> 0.914x, three behind by 3-7%:
-#                2600 x 128 x 7168, 6000 x 32 x 2048, 6000 x 96 x 4096). sm_90 only.
+#                2600 x 128 x 7168, 6000 x 32 x 2048, 6000 x 96 x 4096). Partial last columns on w's copy:
+#                ab/bf16_pad_n.json (fitted), ab/bf16_pad_n_heldout.json (46 held-out rows, N = 8-248: 0.651 ->
+#                0.799x; docs/PERF.md "w copied to whole columns"). sm_90 only.
 #   narrow_n     bf16, N within one tile column (N <= its BLOCK_SIZE_N), on the Triton tier's path (few tiles): this
 #                64-row tile with a deeper ring (K step 128, 4 stages) instead of the bucket's 128 rows, split K to
 #                one wave (`fit`), where its tiles and splits fill at least FEW_TILES of the SMs (the bucket's own fit
