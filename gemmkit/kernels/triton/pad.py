@@ -1,5 +1,5 @@
-"""Padding copies: an operand TMA can address, for K that leaves rows off 16-byte multiples (`pad_k`), and x with
-whole boxes of rows past M (`pad_m`).
+"""Padding copies: an operand TMA can address, for K that leaves rows off 16-byte multiples (`pad_k`), x with
+whole boxes of rows past M (`pad_m`) and w with whole boxes of rows past N (`pad_n`).
 
 TMA (and so every sm_90 TMA and Gluon GEMM kernel here) needs each row of x and w to start on a 16-byte boundary:
 K * element bytes a multiple of 16 (K % 8 == 0 for bf16, K % 16 == 0 for fp8). Any other K runs the Triton pointer
@@ -24,8 +24,10 @@ beside w, a copy of x to whole boxes of rows (zeros after M) costs a few microse
 
 ops/dispatch.py decides when a call copies: `Choice.pad_k` when x or w breaks TMA's rules only by its rows and y
 meets them, at any M (measured on the H200: the copy wins from M = 16, 1.5x, to M = 4096, 16x; docs/PERF.md);
-`Choice.pad_m` when a TMA kernel's x boxes would reach past M and the copy of x is small beside w (`dispatch.pad_m`).
-The kernels then compute the zero rows too; y's descriptor (M rows) drops them at the store.
+`Choice.pad_m` when a TMA kernel's x boxes would reach past M and the copy of x is small beside w (`dispatch.pad_m`);
+`Choice.pad_n` when a Gluon kernel's w boxes would reach past a narrow N and the copy of w is small beside x
+(`dispatch.pad_n`). The kernels then compute the zero rows too; y's descriptor (M rows, N columns) drops them at the
+store.
 
 Constraints:
   - dst contiguous (RP, KP), RP >= R, KP >= K; src any strides (int64 offsets throughout: R * stride may pass 2**31);
