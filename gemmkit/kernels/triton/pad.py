@@ -25,7 +25,7 @@ beside w, a copy of x to whole boxes of rows (zeros after M) costs a few microse
 ops/dispatch.py decides when a call copies: `Choice.pad_k` when x or w breaks TMA's rules only by its rows and y
 meets them, at any M (measured on the H200: the copy wins from M = 16, 1.5x, to M = 4096, 16x; docs/PERF.md);
 `Choice.pad_m` when a TMA kernel's x boxes would reach past M and the copy of x is small beside w (`dispatch.pad_m`);
-`Choice.pad_n` when a Gluon kernel's w boxes would reach past a narrow N and the copy of w is small beside x
+`Choice.pad_n` when the Gluon ping-pong's w boxes would reach past a narrow N and the copy of w is small beside x
 (`dispatch.pad_n`). The kernels then compute the zero rows too; y's descriptor (M rows, N columns) drops them at the
 store.
 
