@@ -215,6 +215,8 @@ FITTED_OPS = ("a16w16", "a8w8", "a8w8_int8", "a8w8_blockscale")
 #                GPT-OSS's router (N = 128, K = 2880), ab/bf16_router.json (H200, against cuBLAS): M = 1024 / 2048 /
 #                4096 split 4 / 4 / 2: 0.93 / 0.85 / 0.79x against the served 128 x 128 split 11 / 8 / 4's 0.80 /
 #                0.68 / 0.62x (the same CTA counts at 2048 / 4096: the ring's depth, as at M = 128 under `one_wave`).
+#                Since `narrow_wave` (which goes first) it serves only where that rule finds no tile: the router at
+#                M = 1024 / 2048 (32 / 64 tiles of 64 x 64, under NARROW_WAVE_FILL), not at 4096 and above.
 #   decode_wide  at M <= DECODE_WIDE_MAX_M (the weights' read is the time) a Triton bucket's tile widened to this many
 #                columns (fitted as the bucket's tile is: K split where its tiles are few) where that keeps more CTAs
 #                in flight: within one wave of the CTAs the SMs hold (`operand_bytes` sizes the rings), more CTAs
