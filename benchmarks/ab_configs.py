@@ -5,7 +5,9 @@ AB.json: {"op": "a16w16" (default; any `gemmkit bench --op` name of a dense op: 
           "shapes": {"M,N,K": {"before": config, "after": config, ...}}}
 Each shape names two or more configs; a config of null is what the op serves without one (tables + config model).
 A config (or {} for the served one) with "_pad_m": false runs with ops/dispatch.py's row padding of x turned off
-(dispatch.PAD_M): the copy of x to whole TMA boxes of rows, against the same config with it; "_rows": false turns
+(dispatch.PAD_M): the copy of x to whole TMA boxes of rows, against the same config with it; "_shift": false loads
+the Gluon kernels' last tiles where they lie (kernels/_host.SHIFT_LAST_TILES: past M / N, or on the copy where
+dispatch makes one), not shifted back; "_rows": false turns
 dispatch.ROWS_KERNEL off (an unaligned K at a few tokens then copies x and w instead of reading w where it lies). Call plans are off in
 this script (each capture takes the full path, so each config's own dispatch is what the graph holds).
 For each shape, in one process and on the same rotated inputs: the vendor (gemmkit/bench/ops.py: torch.matmul,
@@ -26,23 +28,24 @@ from gemmkit.bench import ops as bench_ops
 from gemmkit.bench.timing import rotation_count, time_graph
 from gemmkit import callplan
 from gemmkit.ops import _common as C
+from gemmkit.kernels import _host as H
 from gemmkit.ops import dispatch as D
 
 
 def _runner(op, cfg):
-    """The call of `cfg` (None / {} with only "_pad_m" / "_rows": what the op serves), with dispatch.PAD_M and
-    dispatch.ROWS_KERNEL as the config says."""
+    """The call of `cfg` (None / {} with only "_pad_m" / "_rows" / "_shift": what the op serves), with
+    dispatch.PAD_M, dispatch.ROWS_KERNEL and kernels/_host.SHIFT_LAST_TILES as the config says."""
     cfg = dict(cfg) if cfg else {}
-    pad, rows = cfg.pop("_pad_m", True), cfg.pop("_rows", True)
+    pad, rows, shift = cfg.pop("_pad_m", True), cfg.pop("_rows", True), cfg.pop("_shift", True)
     cfg = cfg or None
 
     def run(*inp):
-        saved = D.PAD_M, D.ROWS_KERNEL
-        D.PAD_M, D.ROWS_KERNEL = pad, rows
+        saved = D.PAD_M, D.ROWS_KERNEL, H.SHIFT_LAST_TILES
+        D.PAD_M, D.ROWS_KERNEL, H.SHIFT_LAST_TILES = pad, rows, shift
         try:
             return op.run(inp, cfg)
         finally:
-            D.PAD_M, D.ROWS_KERNEL = saved
+            D.PAD_M, D.ROWS_KERNEL, H.SHIFT_LAST_TILES = saved
     return run
 
 

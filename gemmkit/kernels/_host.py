@@ -5,6 +5,8 @@ offsets, compiler options per target. No device code, no torch.library, nothing 
 """
 from __future__ import annotations
 
+import os
+
 import torch
 
 FLOAT16_DTYPES = (torch.bfloat16, torch.float16)
@@ -28,6 +30,13 @@ def fp8_dtype(target) -> torch.dtype:
     """The FP8 (E4M3) torch dtype `target`'s matrix units take (gemmkit.arch.Target.fp8_e4m3)."""
     return getattr(torch, target.fp8_e4m3)
 
+
+# The Hopper Gluon dense kernels start a last row / column of tiles that would reach past M / N one tile before it
+# ends (kernels/gluon/hopper_parts.py `tile_origin`: boxes past a tensor's end load about twice as slowly), and the
+# dispatch then copies x or w to whole boxes only where M or N is under one tile (ops/dispatch.py pad_m / pad_n).
+# GEMMKIT_SHIFT_TILES=0 (or SHIFT_LAST_TILES = False, read at each launch) loads those tiles where they lie, e.g. to
+# compare.
+SHIFT_LAST_TILES = os.environ.get("GEMMKIT_SHIFT_TILES", "1") != "0"
 
 TMA_ALIGN = 16  # bytes: a TMA tensor's base and row strides are multiples of this (sm_90)
 

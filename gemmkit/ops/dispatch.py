@@ -256,6 +256,9 @@ PAD_M_SWAP_MAX_M, PAD_M_SWAP_FULL = 64, 2 / 3  # swap-AB at M below this: no cop
 # x loaded in TMA boxes of BLOCK_SIZE_M rows (the dense kernels and the gated GEMM's; the gated one by the same rule,
 # its w the gate and up rows: not measured with and without the copy)
 ROW_BOX_KERNELS = (GLUON_BF16, GLUON_COOP, GLUON_FP8, TRITON_TMA, GATED_TMA)
+# Kernels whose last row and column of tiles start one tile before M / N (kernels/gluon/hopper_parts.py
+# `tile_origin`): every box they load lies inside x and w wherever M (N) holds at least one tile, so no copy there.
+SHIFTED_KERNELS = (GLUON_BF16, GLUON_COOP)
 
 
 def pad_m(kernel: str, cfg: dict, M: int, N: int, K: int, x_bytes: int, w_bytes: int) -> int:
@@ -263,7 +266,8 @@ def pad_m(kernel: str, cfg: dict, M: int, N: int, K: int, x_bytes: int, w_bytes:
     whole BLOCK_SIZE_M boxes (the tokens' tile, swap-AB's too), where M is not already, M > PAD_M_MIN_ROWS, w (w_bytes
     an element) holds at least PAD_M_MIN_W_BYTES and the copy of x (x_bytes an element) at most 1 / PAD_M_SHARE of
     w's bytes; not for a swap-AB call at M < PAD_M_SWAP_MAX_M whose last box is at least PAD_M_SWAP_FULL full."""
-    if not PAD_M or kernel not in ROW_BOX_KERNELS or M <= PAD_M_MIN_ROWS or N * K * w_bytes < PAD_M_MIN_W_BYTES:
+    if not PAD_M or kernel not in ROW_BOX_KERNELS or M <= PAD_M_MIN_ROWS or N * K * w_bytes < PAD_M_MIN_W_BYTES or \
+            (kernel in SHIFTED_KERNELS and H.SHIFT_LAST_TILES and M >= cfg["BLOCK_SIZE_M"]):
         return 0
     mp = H.cdiv(M, cfg["BLOCK_SIZE_M"]) * cfg["BLOCK_SIZE_M"]
     if mp == M or mp * K * x_bytes * PAD_M_SHARE > N * K * w_bytes:
@@ -294,7 +298,8 @@ def pad_n(kernel: str, cfg: dict, M: int, N: int, K: int, x_bytes: int, w_bytes:
     of w (w_bytes an element) is at most 1 / PAD_M_SHARE of x's bytes (x_bytes an element), as `pad_m`'s copy of x
     is of w's."""
     if not PAD_M or kernel not in PAD_N_KERNELS or w_bytes != 2 or cfg.get("swap_ab") or N > PAD_N_MAX_N or \
-            cfg.get("NUM_KSPLIT", 1) != 1:
+            cfg.get("NUM_KSPLIT", 1) != 1 or \
+            (kernel in SHIFTED_KERNELS and H.SHIFT_LAST_TILES and N >= cfg["BLOCK_SIZE_N"]):
         return 0
     np_ = H.cdiv(N, cfg["BLOCK_SIZE_N"]) * cfg["BLOCK_SIZE_N"]
     if np_ == N or np_ * K * w_bytes * PAD_M_SHARE > M * K * x_bytes:

@@ -303,8 +303,8 @@ def test_narrow_wave_shapes(M, N, K, launches):
     gemmkit.gemm_a16w16(x, w, bias, activation="silu", out=out)
     torch.cuda.synchronize()
     assert launches[D.GLUON_BF16] == before.get(D.GLUON_BF16, 0) + 1
-    padded = D.pad_n(D.GLUON_BF16, cfg, M, N, K, 2, 2)
-    assert bool(padded) == bool(N % cfg["BLOCK_SIZE_N"])
+    padded = D.pad_n(D.GLUON_BF16, cfg, M, N, K, 2, 2)  # N under one tile; past it the last column shifts back
+    assert bool(padded) == bool(N % cfg["BLOCK_SIZE_N"] and N < cfg["BLOCK_SIZE_N"])
     assert launches.get("pad_rows_kernel", 0) == before.get("pad_rows_kernel", 0) + bool(padded)
     assert rel(out, ref_fp32(x, w, bias, "silu")) <= TOL[torch.bfloat16]
 
@@ -325,8 +325,12 @@ ROW_PAD_CONFIGS = {
 }
 
 
-@pytest.mark.parametrize("name", list(ROW_PAD_CONFIGS))
-@pytest.mark.parametrize("M", [17, 80, 200])
+# M under one tile of rows (at or past one, the last row of tiles shifts back instead: test_shifted_last_tiles)
+ROW_PAD_CASES = [("pingpong", 17), ("pingpong", 80), ("swap_ab", 17), ("pingpong_split", 17), ("pingpong_split", 40),
+                 ("coop_128", 17), ("coop_128", 80), ("coop_256", 80), ("coop_256", 200)]
+
+
+@pytest.mark.parametrize("name,M", ROW_PAD_CASES, ids=[f"{n}-{m}" for n, m in ROW_PAD_CASES])
 def test_row_padded_x(M, name, launches):
     N, K = 8192, 4096
     cfg = ROW_PAD_CONFIGS[name]
@@ -342,3 +346,46 @@ def test_row_padded_x(M, name, launches):
     assert launches[kernel] == before.get(kernel, 0) + 1
     assert rel(out, ref_fp32(x, w, bias, "silu")) <= TOL[torch.bfloat16]
 
+
+
+# The last row and column of tiles shifted back to end at M / N (kernels/gluon/hopper_parts.py `tile_origin`), for
+# each bf16 Gluon kernel and tile kind: M and N off every tile and at least one tile each, so nothing is copied.
+SHIFT_CONFIGS = dict(ROW_PAD_CONFIGS,
+                     pingpong_64={"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 64, "BLOCK_SIZE_K": 128, "GROUP_SIZE_M": 8,
+                                  "num_warps": 4, "num_stages": 6, "backend": "gluon"},
+                     pingpong_192={"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 192, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 8,
+                                   "num_warps": 4, "num_stages": 6, "backend": "gluon"},
+                     coop_144={"BLOCK_SIZE_M": 128, "BLOCK_SIZE_N": 144, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 8,
+                               "num_warps": 8, "num_stages": 6, "backend": "gluon"},
+                     coop_split_k={"BLOCK_SIZE_M": 128, "BLOCK_SIZE_N": 128, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 8,
+                                   "num_warps": 8, "num_stages": 4, "backend": "gluon", "NUM_KSPLIT": 3})
+SHIFT_SHAPES = [(300, 1000, 1000), (1000, 2056, 4096)]  # last tiles of 8-104 rows / columns beside a whole one
+
+
+@pytest.mark.parametrize("name", list(SHIFT_CONFIGS))
+@pytest.mark.parametrize("M,N,K", SHIFT_SHAPES, ids=[f"{m}x{n}x{k}" for m, n, k in SHIFT_SHAPES])
+def test_shifted_last_tiles(M, N, K, name, launches):
+    """Every element of a NaN-poisoned output written and right (bias + silu); no copy of x or w; and bitwise the
+    result of the same config on zero-padded copies of x and w (whole tiles, so unshifted): the rows and columns a
+    shifted tile shares with its neighbour are computed twice and must come out the same both times."""
+    cfg = SHIFT_CONFIGS[name]
+    kernel = D.GLUON_COOP if cfg["num_warps"] == 8 else D.GLUON_BF16
+    assert not D.pad_m(kernel, cfg, M, N, K, 2, 2) and not D.pad_n(kernel, cfg, M, N, K, 2, 2)
+    x, w = torch.randn(M, K, device=DEV, dtype=torch.bfloat16), torch.randn(N, K, device=DEV, dtype=torch.bfloat16)
+    bias = torch.randn(N, device=DEV, dtype=torch.bfloat16)
+    out = torch.full((M, N), float("nan"), device=DEV, dtype=torch.bfloat16)
+    before = dict(launches)
+    gemmkit.gemm_a16w16(x, w, bias, activation="silu", out=out, config=cfg)
+    torch.cuda.synchronize()
+    assert launches[kernel] == before.get(kernel, 0) + 1
+    assert launches.get("pad_rows_kernel", 0) == before.get("pad_rows_kernel", 0)
+    assert rel(out, ref_fp32(x, w, bias, "silu")) <= TOL[torch.bfloat16]
+    # whole tiles of this config: the same tile count, so the same split count (hopper_host.fit_split_k)
+    bm, bn = cfg["BLOCK_SIZE_M"], cfg["BLOCK_SIZE_N"]  # y's tile (swap-AB's too)
+    mp, np_ = -(-M // bm) * bm, -(-N // bn) * bn
+    xp = torch.zeros(mp, K, device=DEV, dtype=x.dtype)
+    wp = torch.zeros(np_, K, device=DEV, dtype=w.dtype)
+    bp = torch.zeros(np_, device=DEV, dtype=bias.dtype)
+    xp[:M], wp[:N], bp[:N] = x, w, bias
+    whole = gemmkit.gemm_a16w16(xp, wp, bp, activation="silu", config=cfg)[:M, :N]
+    assert torch.equal(out, whole)

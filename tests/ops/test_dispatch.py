@@ -374,7 +374,7 @@ def test_x_is_padded_to_whole_row_boxes_where_a_tma_kernel_would_load_past_m(M, 
     fp8 = D.dense(PP64, H200, *dense_meta(M, 8192, 28672, dtype=FP8), _fp8_rowcol(M, 8192))
     assert fp8.kernel == D.GLUON_FP8 and fp8.pad_m == want
     bf16 = D.dense(dict(GLUON, BLOCK_SIZE_M=128), H200, *dense_meta(M, 8192, 8192))
-    assert bf16.pad_m == (-(-M // 128) * 128 if M % 128 else 0)
+    assert bf16.pad_m == (128 if M < 128 and M % 128 else 0)  # past one tile the last tiles shift back instead
     if want:
         assert f"a copy of x of {want} rows" in fp8.explain()
 
@@ -393,7 +393,7 @@ def test_no_row_padding_where_x_is_large_beside_w_or_nothing_loads_boxes():
 
 @pytest.mark.parametrize("M, bm, want", [(17, 32, 32), (21, 32, 32), (22, 32, 0), (24, 32, 0), (33, 64, 64),
                                           (40, 64, 64), (43, 64, 0), (48, 64, 0), (63, 64, 0),
-                                          (120, 64, 128)])  # M >= 64: not measured, the copy as before
+                                          (120, 64, 0)])  # M >= 64: the last token tile shifts back
 def test_swap_ab_decode_calls_keep_x_where_the_last_box_is_mostly_full(M, bm, want):
     """ab/bf16_pad_m_decode(_heldout).json: the swap-AB decode tile loads its last token box as it is where x fills at
     least 2/3 of it (the copy's launch cost more), and from x copied to whole boxes where it is about half empty."""
@@ -440,44 +440,47 @@ def test_row_padded_x_gives_every_element_and_replays(op, K, monkeypatch):
 PP64X128 = dict(GLUON, BLOCK_SIZE_M=64, BLOCK_SIZE_N=128, BLOCK_SIZE_K=64, num_stages=8)
 
 
-@pytest.mark.parametrize("N, want", [(160, 256), (200, 256), (96, 128), (8, 128), (128, 0), (256, 0)])
+@pytest.mark.parametrize("N, want", [(160, 0), (200, 0), (96, 128), (8, 128), (40, 128), (128, 0), (256, 0)])
 def test_w_is_padded_to_whole_row_boxes_where_its_last_box_would_load_past_n(N, want):
-    """A Gluon kernel's last column of tiles loads w boxes of BLOCK_SIZE_N rows: where they would reach past N (slow
-    on the H200, as x's past M), w is copied to whole boxes first, where that copy is small beside x (routers)."""
+    """A Gluon kernel's last column of tiles loads w boxes of BLOCK_SIZE_N rows: where N is under one box they would
+    reach past N (slow on the H200, as x's past M), so w is copied to a whole box first, where that copy is small
+    beside x (routers); at N past one box the last column shifts back to end at N (hopper_parts.tile_origin)."""
     choice = D.dense(PP64X128, H200, *dense_meta(4096, N, 4096))
     assert choice.kernel == D.GLUON_BF16 and choice.pad_n == want, choice
     assert (f"a copy of w of {want} rows" in choice.explain()) == bool(want)
 
 
 def test_no_w_padding_where_it_was_not_measured_to_pay():
-    assert D.dense(PP64X128, H200, *dense_meta(256, 160, 4096)).pad_n == 0  # the copy 1/2 of x's bytes, over 1/8
-    assert D.dense(PP64X128, H200, *dense_meta(2048, 160, 4096)).pad_n == 256  # 1/8
+    assert D.dense(PP64X128, H200, *dense_meta(512, 96, 4096)).pad_n == 0  # the copy 1/4 of x's bytes, over 1/8
+    assert D.dense(PP64X128, H200, *dense_meta(1024, 96, 4096)).pad_n == 128  # 1/8
+    assert D.dense(PP64X128, H200, *dense_meta(4096, 160, 4096)).pad_n == 0  # past one column: shifted, no copy
     assert D.dense(PP64X128, H200, *dense_meta(8192, 1000, 4096)).pad_n == 0  # N > PAD_N_MAX_N: one column of many
-    assert D.dense(dict(PP64X128, NUM_KSPLIT=2), H200, *dense_meta(4096, 160, 4096)).pad_n == 0  # split tiles
-    coop = D.dense(dict(COOP, BLOCK_SIZE_N=128), H200, *dense_meta(4096, 160, 4096))  # not measured on the coop
+    assert D.dense(dict(PP64X128, NUM_KSPLIT=2), H200, *dense_meta(4096, 96, 4096)).pad_n == 0  # split tiles
+    coop = D.dense(dict(COOP, BLOCK_SIZE_N=128), H200, *dense_meta(4096, 96, 4096))  # not measured on the coop
     assert coop.kernel == D.GLUON_COOP and coop.pad_n == 0
-    tma = D.dense(dict(TILE, BLOCK_SIZE_N=128), H200, *dense_meta(4096, 160, 4096))  # the Triton tier (lost there)
+    tma = D.dense(dict(TILE, BLOCK_SIZE_N=128), H200, *dense_meta(4096, 96, 4096))  # the Triton tier (lost there)
     assert tma.kernel == D.TRITON_TMA and tma.pad_n == 0
-    assert D.dense(PP64, H200, *dense_meta(4096, 160, 4096, dtype=FP8), _fp8_rowcol(4096, 160)).pad_n == 0  # scales
-    assert D.dense(dict(PP64X128, swap_ab=True), H200, *dense_meta(4096, 160, 4096)).pad_n == 0  # w is the tile's rows
-    assert D.dense(GLUON, MI300, *dense_meta(4096, 160, 4096)).pad_n == 0  # AMD: no TMA boxes
+    assert D.dense(PP64, H200, *dense_meta(4096, 40, 4096, dtype=FP8), _fp8_rowcol(4096, 40)).pad_n == 0  # scales
+    assert D.dense(dict(PP64X128, swap_ab=True), H200, *dense_meta(4096, 96, 4096)).pad_n == 0  # w is the tile's rows
+    assert D.dense(GLUON, MI300, *dense_meta(4096, 96, 4096)).pad_n == 0  # AMD: no TMA boxes
 
 
 def test_w_padding_turns_off_with_row_padding(monkeypatch):
     monkeypatch.setattr(D, "PAD_M", False)
-    assert D.dense(PP64X128, H200, *dense_meta(4096, 160, 4096)).pad_n == 0
+    assert D.dense(PP64X128, H200, *dense_meta(4096, 96, 4096)).pad_n == 0
 
 
 @pytest.mark.parametrize("M, N, K", [(4096, 160, 4096), (2048, 200, 3072), (8192, 200, 3072), (6000, 40, 2048),
                                      (8192, 8, 4096), (3000, 160, 4096), (2048, 136, 4096)])
 def test_narrow_wave_partial_columns_are_the_ones_dispatch_pads(M, N, K):
-    """configs/model.py's `narrow_wave` serves a tile whose last column reaches past N only where ops/dispatch.py
-    copies w to whole boxes (`pad_n`): the two rules agree."""
+    """configs/model.py's `narrow_wave` serves a tile whose last column reaches past N only where the kernel shifts
+    it back (N past one tile width) or ops/dispatch.py copies w to a whole box (`pad_n`): the two rules agree."""
     from gemmkit.configs import model
 
     cfg, source = configs.serve("a16w16", H200, M, N, K)
-    assert "one wave" in source and N % cfg["BLOCK_SIZE_N"], source
-    assert D.dense(cfg, H200, *dense_meta(M, N, K)).pad_n == -(-N // cfg["BLOCK_SIZE_N"]) * cfg["BLOCK_SIZE_N"]
+    bn = cfg["BLOCK_SIZE_N"]
+    assert "one wave" in source and N % bn, source
+    assert D.dense(cfg, H200, *dense_meta(M, N, K)).pad_n == (bn if N < bn else 0)
     assert model.NARROW_WAVE_PAD_SHARE == D.PAD_M_SHARE and model.NARROW_WAVE_MAX_N <= D.PAD_N_MAX_N
 
 

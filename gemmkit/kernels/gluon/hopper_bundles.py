@@ -10,7 +10,8 @@ the split tile's mainloop and stores), hopper_pingpong.py, hopper_coop.py and ho
                                 batch row stride (0: one row), HAS_BIAS, ACTIVATION
    Handoff   turn, c_free       the ping-pong's consumer hand-off mbarriers, C_TILES
    Schedule  M, N, K, B         the problem and its work space: B = batch entries (BATCHED), K splits (SPLIT_K)
-                                or unused; GROUP_SIZE_M, BATCHED, SPLIT_K, SWAP
+                                or unused; GROUP_SIZE_M, BATCHED, SPLIT_K, SWAP, SHIFT (last tiles shifted
+                                back: hopper_parts.tile_origin; the dense kernels)
 
 A bundle is a compile-time grouping only: it flattens into the same IR values as its fields passed one by
 one (the kernels' SASS is byte-identical to the positional form, sm_90, Triton 3.6), and a field that is a
@@ -120,9 +121,10 @@ class Schedule:
     BATCHED: gl.constexpr
     SPLIT_K: gl.constexpr
     SWAP: gl.constexpr
+    SHIFT: gl.constexpr
 
     @gluon.constexpr_function
-    def __init__(self, M, N, K, B, GROUP_SIZE_M, BATCHED=False, SPLIT_K=False, SWAP=False):
+    def __init__(self, M, N, K, B, GROUP_SIZE_M, BATCHED=False, SPLIT_K=False, SWAP=False, SHIFT=False):
         self.M = _cx(M)
         self.N = _cx(N)
         self.K = _cx(K)
@@ -131,3 +133,4 @@ class Schedule:
         self.BATCHED = gl.constexpr(BATCHED)
         self.SPLIT_K = gl.constexpr(SPLIT_K)
         self.SWAP = gl.constexpr(SWAP)
+        self.SHIFT = gl.constexpr(SHIFT)

@@ -119,7 +119,7 @@ from . import hopper_pingpong as hp
 from . import hopper_plan as hplan
 from .hopper_bundles import Descs, Epilogue, Ring, Schedule
 from .hopper_parts import (load_partition, out_row, ring_next, ring_prev, split_mainloop, store_split, store_subtile,
-                           work_space, work_tile)
+                           tile_origin, work_space, work_tile)
 from .hopper_plan import CoopPlan
 
 KERNEL_NAME = "hopper_coop_kernel"
@@ -274,14 +274,14 @@ def coop_mma_partition(CONSUMER: gl.constexpr, descs, ring, epi, sched):
         # Epilogue (the load warp is already filling the ring with the next tile). The tile's
         # coordinates are computed here, not live across the mainloop.
         b, pid_m, pid_n = work_tile(work_id, num_work, num_pid_m, num_pid_n, GROUP_SIZE_M, BY_ENTRY)
-        offs_n = pid_n * BN + gl.arange(0, BN, layout=gl.SliceLayout(0, acc_layout))
+        col = tile_origin(pid_n, sched.N, BN, sched.SHIFT)  # a last tile shifted back to end at M / N
+        offs_n = col + gl.arange(0, BN, layout=gl.SliceLayout(0, acc_layout))
         if BATCHED:
             bias_row = bias_ptr + b.to(gl.int64) * epi.stride_bb
         else:
             bias_row = bias_ptr
         out = bias_activation(acc, bias_row, offs_n, sched.N, HAS_BIAS, ACTIVATION).to(y_desc.dtype)
-        row = out_row(b, pid_m, num_pid_m, BM, SPLIT_K) + CONSUMER * BM_C
-        col = pid_n * BN
+        row = out_row(b, tile_origin(pid_m, sched.M, BM, sched.SHIFT), num_pid_m, BM, SPLIT_K) + CONSUMER * BM_C
         if EPI_SPLIT == 1:
             store_subtile(y_desc, c_smem, out, b, row, col, BATCHED)
         elif EPI_SPLIT == 2:
@@ -318,8 +318,8 @@ def _coop_split_mma_partition(CONSUMER: gl.constexpr, descs, ring, epi, sched):
         acc, acc_t = warpgroup_mma_wait(0, deps=(acc, acc_t))
         mbarrier.arrive(ring.empty.index(ring_prev(idx, ring.STAGES)))  # the tile's last slot
         b, pid_m, pid_n = work_tile(work_id, num_work, num_pid_m, num_pid_n, sched.GROUP_SIZE_M, SPLIT_K)
-        store_split(descs.y, epi, acc, acc_t, out_row(b, pid_m, num_pid_m, BM, SPLIT_K) + CONSUMER * BM_C,
-                    pid_n * BN, sched.N)
+        row = out_row(b, tile_origin(pid_m, sched.M, BM, sched.SHIFT), num_pid_m, BM, SPLIT_K) + CONSUMER * BM_C
+        store_split(descs.y, epi, acc, acc_t, row, tile_origin(pid_n, sched.N, BN, sched.SHIFT), sched.N)
     tma.store_wait(0)
 
 
@@ -339,7 +339,7 @@ def ring_barriers(STAGES: gl.constexpr):
 def hopper_coop_kernel(x_desc, w_desc, y_desc, bias_ptr, M, N, K, SPLITS,
                        STAGES: gl.constexpr, GROUP_SIZE_M: gl.constexpr, HAS_BIAS: gl.constexpr,
                        ACTIVATION: gl.constexpr, MMA_REGS: gl.constexpr, LOAD_REGS: gl.constexpr,
-                       BN: gl.constexpr, SPLIT_K: gl.constexpr):
+                       BN: gl.constexpr, SPLIT_K: gl.constexpr, SHIFT: gl.constexpr):
     BM: gl.constexpr = x_desc.block_type.shape[0]
     BK: gl.constexpr = x_desc.block_type.shape[1]
     BM_C: gl.constexpr = y_desc.block_type.shape[0]
@@ -349,7 +349,7 @@ def hopper_coop_kernel(x_desc, w_desc, y_desc, bias_ptr, M, N, K, SPLITS,
     c1 = gl.allocate_shared_memory(y_desc.dtype, [BM_C, EPI_N], y_desc.layout)
     full, empty = ring_barriers(STAGES)
     descs = Descs(x_desc, w_desc, y_desc)
-    sched = Schedule(M, N, K, SPLITS, GROUP_SIZE_M, SPLIT_K=SPLIT_K)
+    sched = Schedule(M, N, K, SPLITS, GROUP_SIZE_M, SPLIT_K=SPLIT_K, SHIFT=SHIFT)
     epi0 = Epilogue(c0, bias_ptr, 0, HAS_BIAS, ACTIVATION)
     epi1 = Epilogue(c1, bias_ptr, 0, HAS_BIAS, ACTIVATION)
     W_ROWS: gl.constexpr = w_desc.block_type.shape[0]

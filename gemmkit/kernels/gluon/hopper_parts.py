@@ -100,14 +100,28 @@ def work_space(M, N, K, BM: gl.constexpr, BN: gl.constexpr, BK: gl.constexpr, B,
 
 
 @gluon.jit
-def out_row(b, pid_m, num_pid_m, BM: gl.constexpr, SPLIT_K: gl.constexpr):
-    """A tile's first output row: pid_m * BM, or (SPLIT_K) that row in split b's slab of the fp32 workspace.
-    The slabs are num_pid_m * BM rows (whole tiles): a tile's rows past M stay inside its own slab, which
-    TMA's clipping at the workspace's last row alone would not ensure."""
-    if SPLIT_K:
-        return (b * num_pid_m + pid_m) * BM
+def tile_origin(pid, size, BLOCK: gl.constexpr, SHIFT: gl.constexpr):
+    """A tile's first row (column) along a dim of `size`: pid * BLOCK, but a last tile that would reach past
+    `size` starts at size - BLOCK instead, so its TMA boxes end at the tensor's end (a box reaching past it loads
+    about twice as slowly: the hardware's out-of-bounds fill, docs/PERF.md "Last tiles shifted back"); the rows
+    it shares with the tile before are computed again, the same values, and stored twice. 0 where size < BLOCK
+    (one tile, which must reach past the end). SHIFT off (the batched kernels; kernels/_host.SHIFT_LAST_TILES):
+    pid * BLOCK."""
+    if SHIFT:
+        return gl.maximum(gl.minimum(pid * BLOCK, size - BLOCK), 0)
     else:
-        return pid_m * BM
+        return pid * BLOCK
+
+
+@gluon.jit
+def out_row(b, row0, num_pid_m, BM: gl.constexpr, SPLIT_K: gl.constexpr):
+    """A tile's first output row: row0 (`tile_origin`), or (SPLIT_K) that row in split b's slab of the fp32
+    workspace. The slabs are num_pid_m * BM rows (whole tiles): a tile's rows past M stay inside its own slab,
+    which TMA's clipping at the workspace's last row alone would not ensure."""
+    if SPLIT_K:
+        return b * num_pid_m * BM + row0
+    else:
+        return row0
 
 
 @gluon.jit
@@ -163,21 +177,23 @@ def load_partition(descs, ring, sched):
             k0 = b * k_steps
         else:
             k0 = 0
+        row0 = tile_origin(pid_m, sched.M, BM, sched.SHIFT)
+        col0 = tile_origin(pid_n, sched.N, BN, sched.SHIFT)
         for kk in range(k0, k0 + k_steps):
             mbarrier.wait(empty.index(idx), phase ^ 1)  # round 0 passes: fresh barrier
             bar = full.index(idx)
             mbarrier.expect(bar, x_desc.block_type.nbytes + W_BYTES)
             if BATCHED:
-                tma_load(x_desc, [b, pid_m * BM, kk * BK], bar, a_ring.index(idx).reshape([1, BM, BK]))
-                tma_load(w_desc, [b, pid_n * BN, kk * BK], bar, b_ring.index(idx).reshape([1, BN, BK]))
+                tma_load(x_desc, [b, row0, kk * BK], bar, a_ring.index(idx).reshape([1, BM, BK]))
+                tma_load(w_desc, [b, col0, kk * BK], bar, b_ring.index(idx).reshape([1, BN, BK]))
             elif t_ring is None:
-                tma_load(x_desc, [pid_m * BM, kk * BK], bar, a_ring.index(idx))
-                tma_load(w_desc, [pid_n * BN, kk * BK], bar, b_ring.index(idx))
+                tma_load(x_desc, [row0, kk * BK], bar, a_ring.index(idx))
+                tma_load(w_desc, [col0, kk * BK], bar, b_ring.index(idx))
             else:
-                tma_load(x_desc, [pid_m * BM, kk * BK], bar, a_ring.index(idx))
+                tma_load(x_desc, [row0, kk * BK], bar, a_ring.index(idx))
                 for i in gl.static_range(BOXES):
-                    tma_load(w_desc, [pid_n * BN + i * T, kk * BK], bar, b_ring.index(idx).slice(i * T, T))
-                tma_load(w_desc, [pid_n * BN + BOXES * T, kk * BK], bar, t_ring.index(idx))
+                    tma_load(w_desc, [col0 + i * T, kk * BK], bar, b_ring.index(idx).slice(i * T, T))
+                tma_load(w_desc, [col0 + BOXES * T, kk * BK], bar, t_ring.index(idx))
             idx, phase = ring_next(idx, phase, STAGES)
 
 

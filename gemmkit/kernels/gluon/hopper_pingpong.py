@@ -161,6 +161,7 @@ from triton.experimental.gluon.language.nvidia.hopper import (
     fence_async_shared, mbarrier, tma, warpgroup_mma, warpgroup_mma_init, warpgroup_mma_wait)
 
 from ... import configs
+from .. import _host
 from ..triton._epilogue import ACTIVATIONS, bias_activation
 from . import hopper_host as hh
 from . import hopper_plan as hplan
@@ -168,8 +169,8 @@ from ._compat import tma_store
 # is_coop: the plan builder's (hopper_plan.py); the op, the tuner and the tests read it here
 from .hopper_plan import PingPongPlan, check_config, is_coop  # noqa: F401
 from .hopper_bundles import Descs, Epilogue, Handoff, Ring, Schedule
-from .hopper_parts import (load_partition, out_row, ring_next, ring_prev, split_mainloop, store_split, work_space,
-                           work_tile)
+from .hopper_parts import (load_partition, out_row, ring_next, ring_prev, split_mainloop, store_split, tile_origin,
+                           work_space, work_tile)
 
 KERNEL_NAME = "hopper_pingpong_kernel"
 
@@ -257,7 +258,7 @@ def dense_constexprs(plan, *, has_bias: bool, activation: str) -> dict:
     reduce's, so its GEMM launch has neither."""
     split = plan.split_k > 1
     return {"BN": plan.BN, "SPLIT_K": split, "HAS_BIAS": has_bias and not split,
-            "ACTIVATION": "none" if split else activation}
+            "ACTIVATION": "none" if split else activation, "SHIFT": _host.SHIFT_LAST_TILES}
 
 
 def kernel_constexprs(plan: PingPongPlan, *, has_bias: bool, activation: str) -> dict:
@@ -333,7 +334,9 @@ def mma_partition(CONSUMER: gl.constexpr, descs, ring, epi, handoff, sched):
             mbarrier.arrive(turn.index(1 - CONSUMER))  # every wgmma issued: hand over the tensor cores
             acc, acc_t = warpgroup_mma_wait(0, deps=(acc, acc_t))
             mbarrier.arrive(empty.index(ring_prev(idx, STAGES)))  # the tile's last slot
-            store_split(y_desc, epi, acc, acc_t, out_row(b, pid_m, num_pid_m, BM, SPLIT_K), pid_n * BN, N)
+            store_split(y_desc, epi, acc, acc_t,
+                        out_row(b, tile_origin(pid_m, M, BM, sched.SHIFT), num_pid_m, BM, SPLIT_K),
+                        tile_origin(pid_n, N, BN, sched.SHIFT), N)
         else:
             acc = warpgroup_mma_init(gl.zeros((BM, BN), dtype=gl.float32, layout=acc_layout))
             for kk in range(k_steps):
@@ -350,12 +353,14 @@ def mma_partition(CONSUMER: gl.constexpr, descs, ring, epi, handoff, sched):
             # Epilogue (runs under the other consumer's mainloop).
             if BATCHED:  # the tile's coordinates, not live across the mainloop (a batched gelu epilogue spilled)
                 b, pid_m, pid_n = work_tile(work_id, num_work, num_pid_m, num_pid_n, GROUP_SIZE_M, BATCHED)
+            row0 = tile_origin(pid_m, M, BM, sched.SHIFT)  # a last tile shifted back to end at M / N
+            col0 = tile_origin(pid_n, N, BN, sched.SHIFT)
             if SWAP:  # y's tile is the accumulator transposed: BN tokens x BM weight rows, the bias per weight row
                 out_t = acc.permute((1, 0))
-                offs_w = pid_m * BM + gl.arange(0, BM, layout=gl.SliceLayout(0, out_t.type.layout))
+                offs_w = row0 + gl.arange(0, BM, layout=gl.SliceLayout(0, out_t.type.layout))
                 out = bias_activation(out_t, bias_ptr, offs_w, M, HAS_BIAS, ACTIVATION)
             else:
-                offs_n = pid_n * BN + gl.arange(0, BN, layout=gl.SliceLayout(0, acc_layout))
+                offs_n = col0 + gl.arange(0, BN, layout=gl.SliceLayout(0, acc_layout))
                 if BATCHED:
                     out = bias_activation(acc, bias_ptr + b.to(gl.int64) * epi.stride_bb, offs_n, N, HAS_BIAS,
                                           ACTIVATION)
@@ -368,11 +373,11 @@ def mma_partition(CONSUMER: gl.constexpr, descs, ring, epi, handoff, sched):
             c_smem.store(out.to(y_desc.dtype))
             fence_async_shared()  # generic-proxy writes -> async-proxy (TMA) read
             if BATCHED:
-                tma_store(y_desc, [b, pid_m * BM, pid_n * BN], c_smem.reshape([1, BM, BN]))
+                tma_store(y_desc, [b, row0, col0], c_smem.reshape([1, BM, BN]))
             elif SWAP:
-                tma_store(y_desc, [pid_n * BN, pid_m * BM], c_smem)
+                tma_store(y_desc, [col0, row0], c_smem)
             else:
-                tma_store(y_desc, [out_row(b, pid_m, num_pid_m, BM, SPLIT_K), pid_n * BN], c_smem)
+                tma_store(y_desc, [out_row(b, row0, num_pid_m, BM, SPLIT_K), col0], c_smem)
             if C_TILES == 1:
                 tma.store_wait(0)
                 mbarrier.arrive(c_free)
@@ -384,7 +389,8 @@ def mma_partition(CONSUMER: gl.constexpr, descs, ring, epi, handoff, sched):
 def hopper_pingpong_kernel(x_desc, w_desc, y_desc, bias_ptr, M, N, K, SPLITS,
                            STAGES: gl.constexpr, C_TILES: gl.constexpr, GROUP_SIZE_M: gl.constexpr,
                            HAS_BIAS: gl.constexpr, ACTIVATION: gl.constexpr, MMA_REGS: gl.constexpr,
-                           LOAD_REGS: gl.constexpr, BN: gl.constexpr, SPLIT_K: gl.constexpr, SWAP: gl.constexpr):
+                           LOAD_REGS: gl.constexpr, BN: gl.constexpr, SPLIT_K: gl.constexpr, SHIFT: gl.constexpr,
+                           SWAP: gl.constexpr):
     BM: gl.constexpr = x_desc.block_type.shape[0]
     BK: gl.constexpr = x_desc.block_type.shape[1]
     a_ring = gl.allocate_shared_memory(x_desc.dtype, [STAGES, BM, BK], x_desc.layout)
@@ -414,7 +420,7 @@ def hopper_pingpong_kernel(x_desc, w_desc, y_desc, bias_ptr, M, N, K, SPLITS,
     descs = Descs(x_desc, w_desc, y_desc)
     ring = Ring(a_ring, b_ring, t_ring, full, empty)  # t_ring None: a constexpr field of the bundle
     handoff = Handoff(turn, c_free, C_TILES)
-    sched = Schedule(M, N, K, SPLITS, GROUP_SIZE_M, SPLIT_K=SPLIT_K, SWAP=SWAP)
+    sched = Schedule(M, N, K, SPLITS, GROUP_SIZE_M, SPLIT_K=SPLIT_K, SWAP=SWAP, SHIFT=SHIFT)
     epi0 = Epilogue(c0, bias_ptr, 0, HAS_BIAS, ACTIVATION)
     epi1 = Epilogue(c1, bias_ptr, 0, HAS_BIAS, ACTIVATION)
     gl.warp_specialize([
