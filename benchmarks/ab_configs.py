@@ -7,7 +7,8 @@ Each shape names two or more configs; a config of null is what the op serves wit
 A config (or {} for the served one) with "_pad_m": false runs with ops/dispatch.py's row padding of x turned off
 (dispatch.PAD_M): the copy of x to whole TMA boxes of rows, against the same config with it; "_shift": false loads
 the Gluon kernels' last tiles where they lie (kernels/_host.SHIFT_LAST_TILES: past M / N, or on the copy where
-dispatch makes one), not shifted back; "_rows": false turns
+dispatch makes one), not shifted back; "_pitch": false runs x and w at their own row pitch (dispatch.PITCH: no copy
+to a 128-byte pitch); "_rows": false turns
 dispatch.ROWS_KERNEL off (an unaligned K at a few tokens then copies x and w instead of reading w where it lies). Call plans are off in
 this script (each capture takes the full path, so each config's own dispatch is what the graph holds).
 For each shape, in one process and on the same rotated inputs: the vendor (gemmkit/bench/ops.py: torch.matmul,
@@ -33,19 +34,19 @@ from gemmkit.ops import dispatch as D
 
 
 def _runner(op, cfg):
-    """The call of `cfg` (None / {} with only "_pad_m" / "_rows" / "_shift": what the op serves), with
-    dispatch.PAD_M, dispatch.ROWS_KERNEL and kernels/_host.SHIFT_LAST_TILES as the config says."""
+    """The call of `cfg` (None / {} with only "_pad_m" / "_rows" / "_shift" / "_pitch": what the op serves), with
+    dispatch.PAD_M, dispatch.ROWS_KERNEL, kernels/_host.SHIFT_LAST_TILES and dispatch.PITCH as the config says."""
     cfg = dict(cfg) if cfg else {}
-    pad, rows, shift = cfg.pop("_pad_m", True), cfg.pop("_rows", True), cfg.pop("_shift", True)
+    pad, rows, shift, pitch = (cfg.pop(k, True) for k in ("_pad_m", "_rows", "_shift", "_pitch"))
     cfg = cfg or None
 
     def run(*inp):
-        saved = D.PAD_M, D.ROWS_KERNEL, H.SHIFT_LAST_TILES
-        D.PAD_M, D.ROWS_KERNEL, H.SHIFT_LAST_TILES = pad, rows, shift
+        saved = D.PAD_M, D.ROWS_KERNEL, H.SHIFT_LAST_TILES, D.PITCH
+        D.PAD_M, D.ROWS_KERNEL, H.SHIFT_LAST_TILES, D.PITCH = pad, rows, shift, pitch
         try:
             return op.run(inp, cfg)
         finally:
-            D.PAD_M, D.ROWS_KERNEL, H.SHIFT_LAST_TILES = saved
+            D.PAD_M, D.ROWS_KERNEL, H.SHIFT_LAST_TILES, D.PITCH = saved
     return run
 
 

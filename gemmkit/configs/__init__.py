@@ -220,7 +220,7 @@ def serve(op: str, target, M: int, N: int, K: int, *, shape_files: bool = True):
         chosen, notes = fit_bucket(op, target, cfg, large, M, N, K)
         if chosen is large and chosen is not cfg:
             source += f" -> {_large_key(op, target.arch)}"
-        cfg = dict(chosen)
+        cfg = {"NUM_KSPLIT": 1, **chosen}  # (a rule's menu tile may leave the default out; the Triton tier reads it)
         if notes:
             source += ", fitted: " + "; ".join(notes)
     elif bucket is not None and int(bucket.group(1)) != M and model.OP_RULES.get(op, {}).get("fill_over_tables"):

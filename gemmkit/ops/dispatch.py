@@ -92,6 +92,9 @@ class Choice:
     pad_k: int = 0  # > 0: x and w are first copied to rows of pad_k elements (kernels/triton/pad.py), zeros after K
     pad_m: int = 0  # > 0: x is first copied to pad_m rows, zeros after M (whole TMA boxes of rows: `pad_m`)
     pad_n: int = 0  # > 0: w is first copied to pad_n rows, zeros after N (whole TMA boxes of w's rows: `pad_n`)
+    pitch_x: int = 0  # > 0: x's copy (for `pitch` alone, or pad_m's) has rows of pitch_x elements (a 128-byte pitch)
+    pitch_w: int = 0  # > 0: w's copy (for `pitch` alone, or pad_n's) has rows of pitch_w elements
+    pitch_y: int = 0  # > 0: the kernel writes a workspace of rows of pitch_y elements, copied to y after (`pitch_y`)
 
     @property
     def path(self) -> str:
@@ -108,6 +111,13 @@ class Choice:
         if self.pad_n:
             lines.append(f"  on a copy of w of {self.pad_n} rows (pad_rows_kernel; zeros after N): whole TMA boxes of "
                          "w's rows, which load faster than boxes reaching past N")
+        if self.pitch_y:
+            lines.append(f"  into a workspace of rows of {self.pitch_y} elements (16-byte multiples, as TMA needs), "
+                         "then copied to y (copy_rows: pad_rows_kernel)")
+        for name, p in (("x", self.pitch_x), ("w", self.pitch_w)):
+            if p:
+                lines.append(f"  on a copy of {name} at a row pitch of {p} elements ({PITCH_BYTES} bytes' multiple): "
+                             "TMA box rows that straddle 128-byte lines load slowly (`pitch`)")
         lines += [f"  not {k}{' on the operands as given' if self.pad_k else ''}: {why}" for k, why in self.passed_over]
         return "\n".join(lines)
 
@@ -178,6 +188,9 @@ def dense(cfg: dict, target, x2, w, y, scaling=G.NO_SCALING, interpreting: bool 
         padded = _padded(cfg, target, x2, w, y, scaling, passed, interpreting, epilogue)
         if padded is not None:
             return padded
+        workspace = _y_workspace(cfg, target, x2, w, y, scaling, passed, interpreting, epilogue)
+        if workspace is not None:
+            return workspace
     G.check_feasible(tile, target, x2.element_size(), y.element_size(), tma=False)
     return Choice(TRITON_POINTER, tile, tuple(passed))
 
@@ -209,11 +222,41 @@ def _padded(cfg, target, x2, w, y, scaling, passed, interpreting, epilogue) -> C
     from ..kernels.triton import pad
 
     KP = pad.padded_k(K, x2.element_size())
+    if PITCH and (KP * x2.element_size()) % PITCH_SECTOR:  # rows off 32-byte sectors (`pitch`): whole 128-byte
+        KP = H.cdiv(K, PITCH_BYTES // x2.element_size()) * (PITCH_BYTES // x2.element_size())  # lines instead
     stand_in = tuple(torch.empty((rows, KP), dtype=x2.dtype, device="meta") for rows in (M, w.shape[0]))
     inner = dense(cfg, target, *stand_in, y, scaling, interpreting, epilogue)
     if inner.path == "pointer":
         return None
     return Choice(inner.kernel, inner.config, tuple(passed), pad_k=KP, pad_m=inner.pad_m, pad_n=inner.pad_n)
+
+
+# y computed into a workspace of 16-byte rows, then copied to y (kernels/triton/pad.py copy_rows), where y's rows
+# alone keep the call off the TMA kernels (N % 8 != 0 for a 16-bit y: vocabularies of 50257 or 32001 tokens, odd
+# widths): the pointer kernel served those at 0.16x cuBLAS (2500 x 2500 x 2500) and 0.21x (3000 x 777 x 5000) on the
+# H200 (ab/pitch.json). The copy reads and writes y once more. Taken where the stand-in call (y at that pitch) goes to
+# a Gluon bf16 kernel (where it was measured: ab/pitch_y.json); unsplit where split-K's fp32 rows would be off
+# 16 bytes too (hopper_host.launch_dense needs N % 4 == 0).
+PITCH_Y_KERNELS = (GLUON_BF16, GLUON_COOP)
+
+
+def _y_workspace(cfg, target, x2, w, y, scaling, passed, interpreting, epilogue) -> Choice | None:
+    """The kernel that serves the call into a workspace of y's shape at a 16-byte row pitch (`Choice.pitch_y`), where
+    y's rows alone are off TMA's rule and that call goes to a PITCH_Y_KERNELS kernel; None otherwise."""
+    if not PITCH or interpreting or y.stride(-1) != 1 or H.tma_compatible(y):
+        return None
+    import torch
+
+    M, N = y.shape
+    per = max(1, H.TMA_ALIGN // y.element_size())
+    np_ = H.cdiv(N, per) * per
+    stand_in = torch.empty((M, np_), dtype=y.dtype, device="meta")[:, :N]
+    if cfg.get("NUM_KSPLIT", 1) > 1 and (N * 4) % H.TMA_ALIGN:
+        cfg = dict(cfg, NUM_KSPLIT=1)
+    inner = dense(cfg, target, x2, w, stand_in, scaling, interpreting, epilogue)
+    if inner.kernel not in PITCH_Y_KERNELS:
+        return None
+    return dataclasses.replace(inner, passed_over=tuple(passed), pitch_y=np_)
 
 
 def _rows_kernel(tile, target, x2, w, scaling, passed) -> Choice | None:
@@ -307,12 +350,47 @@ def pad_n(kernel: str, cfg: dict, M: int, N: int, K: int, x_bytes: int, w_bytes:
     return np_
 
 
+# x and w copied to a row pitch of PITCH_BYTES (kernels/triton/pad.py; the kernel reads the first K elements of each
+# row) where their rows start off 32-byte sectors (16-bit: K % 16 != 0): TMA box rows that start mid-sector load far
+# more slowly. H200, bf16, the ping-pong's 128 x 128 (same process, benchmarks/results/h200/ab/pitch.json):
+# 1500 x 7000 x 3000 146.8 us, with x at a 128-byte pitch 116.2, w 105.6, both 100.9 (cuBLAS 93.6 either way);
+# 3000 x 5000 x 7000 on the cooperative 128 x 256 389.6 -> 322.5 with both. Rows on 32- or 64-byte multiples
+# (K = 3696 / 7392, Qwen2.5-72B's down_proj split 8 / 4 ways) cost little as they are: there the copies lost 1-7%
+# (ab/pitch_rule.json). A copy reads and writes its operand once, so each one is copied where it is at most the other's
+# bytes (both where equal): the weight of a GEMM with few tokens stays as it is. Measured on the Gluon bf16 kernels
+# only. GEMMKIT_PITCH=0 (or PITCH = False) turns it off, e.g. to compare.
+PITCH = os.environ.get("GEMMKIT_PITCH", "1") != "0"
+PITCH_BYTES = 128  # the copies' row pitch
+PITCH_SECTOR = 32  # rows whose stride is a multiple of this stay as they are
+PITCH_KERNELS = (GLUON_BF16, GLUON_COOP)
+
+
+def pitch(kernel: str, x2, w) -> tuple[int, int]:
+    """(x's, w's) copy pitch in elements (0: no copy at a new pitch): K rounded up to PITCH_BYTES, for an operand
+    whose row stride is off PITCH_SECTOR and that holds at most the other operand's bytes (so pad_m's copy of x and
+    pad_n's of w, each at most an eighth of the other operand, are made at this pitch too)."""
+    if not PITCH or kernel not in PITCH_KERNELS:
+        return 0, 0
+    K = x2.shape[1]
+    per = PITCH_BYTES // x2.element_size()
+    kp = H.cdiv(K, per) * per
+    xb, wb = x2.shape[0] * K * x2.element_size(), w.shape[0] * K * w.element_size()
+
+    def off(t):
+        return (t.stride(0) * t.element_size()) % PITCH_SECTOR != 0
+
+    return (kp if off(x2) and xb <= wb else 0), (kp if off(w) and wb <= xb else 0)
+
+
 def _rows_padded(choice: Choice, x2, w) -> Choice:
-    """`choice` with the copies of x (`pad_m`) and w (`pad_n`) to whole TMA boxes of rows that its call needs."""
+    """`choice` with the copies of x (`pad_m`) and w (`pad_n`) to whole TMA boxes of rows and to a 128-byte row
+    pitch (`pitch`) that its call needs."""
     M, K, N = x2.shape[0], x2.shape[1], w.shape[0]
     rows = pad_m(choice.kernel, choice.config, M, N, K, x2.element_size(), w.element_size())
     cols = pad_n(choice.kernel, choice.config, M, N, K, x2.element_size(), w.element_size())
-    return dataclasses.replace(choice, pad_m=rows, pad_n=cols) if rows or cols else choice
+    px, pw = pitch(choice.kernel, x2, w)
+    return dataclasses.replace(choice, pad_m=rows, pad_n=cols, pitch_x=px, pitch_w=pw) if rows or cols or px or pw \
+        else choice
 
 
 def _gluon_dense_unsupported(kernel, cfg, target, x2, w, y, scaling, interpreting, epilogue=NO_EPILOGUE) -> str | None:
@@ -515,14 +593,26 @@ def launch_dense(choice: Choice, x2, w, bias, y, activation, target, scaling=G.N
     """Launch the kernel `choice` names for a dense GEMM (x2, w, y 2-D, as `dense` saw them: dense.matrix_operand
     first; bias (N,) contiguous or None), on padded copies of x2 and w where `choice.pad_k` / `pad_m` / `pad_n` say
     so: the kernels take an x of more rows than y's and a w of more rows than y's columns, and y's bounds drop the
-    rows and columns past M and N."""
-    if choice.pad_k or choice.pad_m or choice.pad_n:
+    rows and columns past M and N; `choice.pitch_y`: into a workspace at a 16-byte row pitch, then copied to y."""
+    if choice.pitch_y:
+        import torch
+
         from ..kernels.triton import pad
 
-        if choice.pad_k or choice.pad_m:
-            x2 = pad.pad_rows(x2, choice.pad_k or x2.shape[1], compile_only, RP=choice.pad_m or None)
-        if choice.pad_k or choice.pad_n:
-            w = pad.pad_rows(w, choice.pad_k or w.shape[1], compile_only, RP=choice.pad_n or None)
+        ws = torch.empty((y.shape[0], choice.pitch_y), dtype=y.dtype, device=y.device)[:, :y.shape[1]]
+        launch_dense(dataclasses.replace(choice, pitch_y=0), x2, w, bias, ws, activation, target, scaling, compile_only)
+        pad.copy_rows(ws, y, compile_only)
+        return
+    if choice.pad_k or choice.pad_m or choice.pad_n or choice.pitch_x or choice.pitch_w:
+        from ..kernels.triton import pad
+
+        K = x2.shape[1]
+        if choice.pad_k or choice.pad_m or choice.pitch_x:  # (a pitch copy keeps K: the kernel reads [:, :K])
+            x2 = pad.pad_rows(x2, choice.pad_k or choice.pitch_x or K, compile_only, RP=choice.pad_m or None)
+            x2 = x2 if choice.pad_k else x2[:, :K]
+        if choice.pad_k or choice.pad_n or choice.pitch_w:
+            w = pad.pad_rows(w, choice.pad_k or choice.pitch_w or K, compile_only, RP=choice.pad_n or None)
+            w = w if choice.pad_k else w[:, :K]
     if choice.path == "gluon":
         def fallback():  # the kernel is now a failed one: the rule passes it over
             again = dense(choice.config, target, x2, w, y, scaling, epilogue=Epilogue(bias is not None, activation))

@@ -54,9 +54,8 @@ def test_shapes(M, N, K, dtype, launches):
     gemmkit.gemm_a16w16(x, w, out=out)
     torch.cuda.synchronize()
     ran = {k for k in launches if launches[k] != before.get(k, 0)}
-    # The Gluon kernel where the table's config is "backend": "gluon" and y's rows allow TMA; else TMA exactly when
-    # the config asks for it and y's rows allow it; x and w copied to 16-byte rows first (pad_rows_kernel, twice)
-    # where K % 8 != 0 and one of those runs; the split-K reduce kernel exactly when the config splits K.
+    # At a few tokens with K % 8 != 0 the rows kernel (w read where it lies); else the kernel the dispatch names below,
+    # the split-K reduce kernel exactly when its config splits K.
     from gemmkit import configs
     from gemmkit.kernels.gluon import hopper_coop, hopper_pingpong
 
@@ -72,18 +71,19 @@ def test_shapes(M, N, K, dtype, launches):
         assert ran == want
         assert rel(out, ref_fp32(x, w)) <= TOL[dtype]
         return
-    y_rows_ok = N % 8 == 0
-    if cfg.get("backend") == "gluon" and y_rows_ok:
-        want = {hopper_coop.KERNEL_NAME if hopper_pingpong.is_coop(cfg) else hopper_pingpong.KERNEL_NAME}
-    else:
-        want = {"gemm_tma_kernel" if cfg["tma"] and y_rows_ok else "gemm_kernel"}
-    if K % 8 and want != {"gemm_kernel"}:
+    # the kernel the dispatch names (the Gluon kernel for a "gluon" config, on copies where x / w rows or y's break
+    # TMA's rules: dispatch.pad_k / pitch / pitch_y; x to whole boxes of rows: pad_m), and one pad_rows_kernel per copy
+    choice = D.dense(cfg, target, x, w, out)
+    if cfg.get("backend") == "gluon" and (N * 2) % 16 == 0 and K % 8 == 0:
+        assert choice.kernel == (hopper_coop.KERNEL_NAME if hopper_pingpong.is_coop(cfg) else
+                                 hopper_pingpong.KERNEL_NAME)
+    want = {choice.kernel}
+    copies = 2 if choice.pad_k else bool(choice.pad_m or choice.pitch_x) + bool(choice.pad_n or choice.pitch_w)
+    copies += bool(choice.pitch_y)
+    if copies:
         want.add("pad_rows_kernel")
-        assert launches["pad_rows_kernel"] == before.get("pad_rows_kernel", 0) + 2
-    elif M % cfg["BLOCK_SIZE_M"] and want & set(D.ROW_BOX_KERNELS) and \
-            D.pad_m(next(iter(want)), cfg, M, N, K, 2, 2):  # x copied to whole boxes of rows (dispatch.pad_m)
-        want.add("pad_rows_kernel")
-    if cfg["NUM_KSPLIT"] > 1:
+        assert launches["pad_rows_kernel"] == before.get("pad_rows_kernel", 0) + copies
+    if choice.config.get("NUM_KSPLIT", 1) > 1:
         want.add("splitk_reduce_kernel")
     assert ran == want
     assert rel(out, ref_fp32(x, w)) <= TOL[dtype]
@@ -359,15 +359,17 @@ SHIFT_CONFIGS = dict(ROW_PAD_CONFIGS,
                                "num_warps": 8, "num_stages": 6, "backend": "gluon"},
                      coop_split_k={"BLOCK_SIZE_M": 128, "BLOCK_SIZE_N": 128, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 8,
                                    "num_warps": 8, "num_stages": 4, "backend": "gluon", "NUM_KSPLIT": 3})
-SHIFT_SHAPES = [(300, 1000, 1000), (1000, 2056, 4096)]  # last tiles of 8-104 rows / columns beside a whole one
+# last tiles of 8-104 rows / columns beside a whole one; K = 1000 / 2888 / 40: a last K step of 40 or 104 / 8 or 72
+# / 40 columns (TMA's zero fill; the 3-way split-K's last range runs past K)
+SHIFT_SHAPES = [(300, 1000, 1000), (1000, 2056, 4096), (640, 1024, 2888), (300, 1000, 40)]
 
 
 @pytest.mark.parametrize("name", list(SHIFT_CONFIGS))
 @pytest.mark.parametrize("M,N,K", SHIFT_SHAPES, ids=[f"{m}x{n}x{k}" for m, n, k in SHIFT_SHAPES])
 def test_shifted_last_tiles(M, N, K, name, launches):
     """Every element of a NaN-poisoned output written and right (bias + silu); no copy of x or w; and bitwise the
-    result of the same config on zero-padded copies of x and w (whole tiles, so unshifted): the rows and columns a
-    shifted tile shares with its neighbour are computed twice and must come out the same both times."""
+    result of the same config on zero-padded copies of x and w (whole tiles, so unshifted; K as it is): the rows
+    and columns a shifted tile shares with its neighbour are computed twice and must come out the same both times."""
     cfg = SHIFT_CONFIGS[name]
     kernel = D.GLUON_COOP if cfg["num_warps"] == 8 else D.GLUON_BF16
     assert not D.pad_m(kernel, cfg, M, N, K, 2, 2) and not D.pad_n(kernel, cfg, M, N, K, 2, 2)
@@ -378,7 +380,8 @@ def test_shifted_last_tiles(M, N, K, name, launches):
     gemmkit.gemm_a16w16(x, w, bias, activation="silu", out=out, config=cfg)
     torch.cuda.synchronize()
     assert launches[kernel] == before.get(kernel, 0) + 1
-    assert launches.get("pad_rows_kernel", 0) == before.get("pad_rows_kernel", 0)
+    copies = sum(map(bool, D.pitch(kernel, x, w)))  # K % 16 != 0: copies at a 128-byte row pitch only
+    assert launches.get("pad_rows_kernel", 0) == before.get("pad_rows_kernel", 0) + copies
     assert rel(out, ref_fp32(x, w, bias, "silu")) <= TOL[torch.bfloat16]
     # whole tiles of this config: the same tile count, so the same split count (hopper_host.fit_split_k)
     bm, bn = cfg["BLOCK_SIZE_M"], cfg["BLOCK_SIZE_N"]  # y's tile (swap-AB's too)
@@ -389,3 +392,32 @@ def test_shifted_last_tiles(M, N, K, name, launches):
     xp[:M], wp[:N], bp[:N] = x, w, bias
     whole = gemmkit.gemm_a16w16(xp, wp, bp, activation="silu", config=cfg)[:M, :N]
     assert torch.equal(out, whole)
+
+
+PITCH_SHAPES = [(1500, 704, 3000), (304, 304, 1000), (100, 2000, 2888), (2000, 96, 1000), (17, 4096, 3000)]
+
+
+@pytest.mark.parametrize("name", ["pingpong", "swap_ab", "pingpong_split", "coop_128", "coop_144"])
+@pytest.mark.parametrize("M,N,K", PITCH_SHAPES, ids=[f"{m}x{n}x{k}" for m, n, k in PITCH_SHAPES])
+def test_pitch_copies(M, N, K, name, launches, monkeypatch):
+    """x and / or w copied to a 128-byte row pitch (ops/dispatch.py `pitch`: K % 16 != 0, the operand no larger than
+    the other; with pad_n's copy at 2000 x 96 on the ping-pong): every element of a NaN-poisoned output written and right, one
+    pad_rows_kernel launch per copy, and bitwise the result on the operands as given (dispatch.PITCH off)."""
+    cfg = SHIFT_CONFIGS[name]
+    kernel = D.GLUON_COOP if cfg["num_warps"] == 8 else D.GLUON_BF16
+    x, w = torch.randn(M, K, device=DEV, dtype=torch.bfloat16), torch.randn(N, K, device=DEV, dtype=torch.bfloat16)
+    bias = torch.randn(N, device=DEV, dtype=torch.bfloat16)
+    px, pw = D.pitch(kernel, x, w)
+    assert px or pw, "no pitch copy: the test misses"
+    out = torch.full((M, N), float("nan"), device=DEV, dtype=torch.bfloat16)
+    before = dict(launches)
+    gemmkit.gemm_a16w16(x, w, bias, activation="silu", out=out, config=cfg)
+    torch.cuda.synchronize()
+    assert launches[kernel] == before.get(kernel, 0) + 1
+    assert launches["pad_rows_kernel"] == before.get("pad_rows_kernel", 0) + bool(px) + bool(pw)
+    assert rel(out, ref_fp32(x, w, bias, "silu")) <= TOL[torch.bfloat16]
+    from gemmkit import callplan
+
+    monkeypatch.setattr(callplan, "ENABLED", False)  # the full path (a plan would repeat the copies)
+    monkeypatch.setattr(D, "PITCH", False)
+    assert torch.equal(gemmkit.gemm_a16w16(x, w, bias, activation="silu", config=cfg), out)

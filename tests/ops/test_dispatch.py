@@ -43,11 +43,20 @@ def test_aligned_call_gets_the_kernel_its_config_names(cfg, kernel):
                                   ((D.TRITON_TMA, 'the config has "tma": false'),))
 
 
-def test_unaligned_output_passes_over_gluon_and_tma_and_says_why():
+def test_unaligned_output_passes_over_gluon_and_tma_and_says_why(monkeypatch):
     choice = D.dense(GLUON, H200, *dense_meta(256, 500, 1024))  # y rows of 1000 bytes: not 16-byte multiples
-    assert choice.kernel == D.TRITON_POINTER and choice.path == "pointer"
+    assert choice.kernel == D.GLUON_BF16 and choice.pitch_y == 504  # into a workspace of 1008-byte rows, copied
+    assert "into a workspace of rows of 504 elements" in choice.explain()
     assert [k for k, _ in choice.passed_over] == [D.GLUON_BF16, D.TRITON_TMA]
     assert all(why.startswith("y: TMA needs") for _, why in choice.passed_over)
+    split = D.dense(dict(GLUON, NUM_KSPLIT=4), H200, *dense_meta(256, 502, 1024))
+    assert split.pitch_y == 504 and split.config["NUM_KSPLIT"] == 1  # split-K's fp32 rows would be off 16 bytes
+    assert D.dense(dict(GLUON, NUM_KSPLIT=4), H200, *dense_meta(256, 500, 1024)).config["NUM_KSPLIT"] == 4
+    assert D.dense(dict(GLUON, NUM_KSPLIT=4), H200, *dense_meta(256, 504, 1024)).config["NUM_KSPLIT"] == 4
+    assert D.dense(TILE, H200, *dense_meta(256, 500, 1024)).kernel == D.TRITON_POINTER  # the Triton tier: as before
+    monkeypatch.setattr(D, "PITCH", False)
+    choice = D.dense(GLUON, H200, *dense_meta(256, 500, 1024))
+    assert choice.kernel == D.TRITON_POINTER and choice.path == "pointer" and not choice.pitch_y
     # the same N in a y that is a view of wider, aligned rows: TMA's rules hold again
     assert D.dense(GLUON, H200, *dense_meta(256, 500, 1024, y_cols=512)).kernel == D.GLUON_BF16
 
@@ -62,7 +71,8 @@ def test_gluon_split_k_needs_n_multiple_of_4_but_the_triton_tier_takes_it():
     assert D.dense(cfg, H200, *dense_meta(64, 4096, 8192)).kernel == D.GLUON_BF16
 
 
-def test_a_gluon_split_tile_falls_back_to_its_power_of_two_part():
+def test_a_gluon_split_tile_falls_back_to_its_power_of_two_part(monkeypatch):
+    monkeypatch.setattr(D, "PITCH", False)  # (else y's misaligned rows go to a workspace: the Gluon split tile)
     cfg = dict(GLUON, BLOCK_SIZE_N=192)
     choice = D.dense(cfg, H200, *dense_meta(256, 512, 1024))
     assert choice.kernel == D.GLUON_BF16 and choice.config["BLOCK_SIZE_N"] == 192
@@ -292,9 +302,13 @@ def test_unaligned_k_pads_or_reads_rows_where_they_lie(M):
     assert D.dense(GLUON, H200, *dense_meta(M, 4096, 4096)).pad_k == 0  # aligned: no copy
 
 
-def test_no_padding_where_it_cannot_help():
+def test_no_padding_where_it_cannot_help(monkeypatch):
     x, w = meta(256, 4095), meta(512, 4095)
-    assert D.dense(GLUON, H200, x, w, meta(256, 500)).pad_k == 0  # y breaks TMA's rules too: no TMA kernel either way
+    both = D.dense(GLUON, H200, x, w, meta(256, 500))  # y breaks TMA's rules too: copies of x and w, y's workspace
+    assert both.kernel == D.GLUON_BF16 and both.pad_k == 4096 and both.pitch_y == 504
+    monkeypatch.setattr(D, "PITCH", False)
+    assert D.dense(GLUON, H200, x, w, meta(256, 500)).pad_k == 0  # without the workspace no TMA kernel either way
+    monkeypatch.undo()
     transposed = meta(4095, 512).t()  # w (512, 4095) with unit stride along N: the pointer kernel's own layout
     assert D.dense(GLUON, H200, x, transposed, meta(256, 512)).pad_k == 0
     assert D.dense(dict(TILE, tma=False), H200, x, w, meta(256, 512)).pad_k == 0  # no TMA kernel asked for
@@ -537,3 +551,38 @@ def test_a_gluon_kernel_that_fails_to_compile_falls_back_once_with_a_warning(mon
         assert len(tried) == 1  # the second call does not try the kernel again
     why = dict(D.dense(cfg, H200, *dense_meta(256, 512, 1024)).passed_over)[D.GLUON_BF16]
     assert why.startswith(f"failed to compile with Triton {triton.__version__}") and "OutOfResources" in why
+
+
+# ----------------------------------------------------------------------------- x / w copied to a 128-byte row pitch
+
+@pytest.mark.parametrize("M, N, K, want", [
+    (1500, 7000, 3000, (3008, 0)),  # x's rows (6000 bytes) off 32-byte sectors, x smaller than w: x copied
+    (8000, 200, 3000, (0, 3008)),  # w the smaller one
+    (3000, 3000, 3000, (3008, 3008)),  # equal: both
+    (1024, 8192, 3696, (0, 0)),  # 7392-byte rows: on 32-byte sectors, as they are
+    (1024, 8192, 4096, (0, 0))])
+def test_operands_copied_to_a_128_byte_pitch_where_rows_start_mid_sector(M, N, K, want):
+    choice = D.dense(GLUON, H200, *dense_meta(M, N, K))
+    assert choice.kernel == D.GLUON_BF16 and (choice.pitch_x, choice.pitch_w) == want
+    assert ("row pitch of 3008" in choice.explain()) == any(want)
+    assert D.dense(COOP, H200, *dense_meta(M, N, K)).pitch_x == want[0]
+    assert D.dense(TILE, H200, *dense_meta(M, N, K)).pitch_x == 0  # the Triton tier: not measured
+
+
+def test_pitch_rides_on_the_row_copies_and_turns_off(monkeypatch):
+    monkeypatch.setattr(D, "PAD_M_MIN_W_BYTES", 0)
+    rows = D.dense(GLUON, H200, *dense_meta(80, 8192, 1000))  # x copied to 128 rows: at a 1024-element pitch
+    assert rows.pad_m == 128 and rows.pitch_x == 1024 and rows.pitch_w == 0  # (w larger: as it is)
+    unaligned = D.dense(GLUON, H200, *dense_meta(300, 512, 2500))  # K % 8 != 0: rows of 2560, not 2504 (off sectors)
+    assert unaligned.pad_k == 2560 and not unaligned.pitch_x
+    monkeypatch.setattr(D, "PITCH", False)
+    assert D.dense(GLUON, H200, *dense_meta(1500, 7000, 3000)).pitch_x == 0
+    assert D.dense(GLUON, H200, *dense_meta(300, 512, 2500)).pad_k == 2504
+
+
+def test_served_configs_name_their_split_count():
+    """Every config the model serves carries NUM_KSPLIT (the Triton tier reads it: a wide-N tile without it raised
+    KeyError on the pointer path, M = 128 x 50257 x 4096 with its y rows off 16 bytes)."""
+    for M in (1, 16, 64, 128, 256, 1024, 4096, 8192):
+        for N, K in ((50257, 4096), (777, 5000), (128, 2880), (4096, 4096)):
+            assert "NUM_KSPLIT" in configs.serve("a16w16", H200, M, N, K)[0], (M, N, K)

@@ -101,14 +101,15 @@ def work_space(M, N, K, BM: gl.constexpr, BN: gl.constexpr, BK: gl.constexpr, B,
 
 @gluon.jit
 def tile_origin(pid, size, BLOCK: gl.constexpr, SHIFT: gl.constexpr):
-    """A tile's first row (column) along a dim of `size`: pid * BLOCK, but a last tile that would reach past
-    `size` starts at size - BLOCK instead, so its TMA boxes end at the tensor's end (a box reaching past it loads
-    about twice as slowly: the hardware's out-of-bounds fill, docs/PERF.md "Last tiles shifted back"); the rows
-    it shares with the tile before are computed again, the same values, and stored twice. 0 where size < BLOCK
-    (one tile, which must reach past the end). SHIFT off (the batched kernels; kernels/_host.SHIFT_LAST_TILES):
-    pid * BLOCK."""
+    """A tile's first row (column) along a dim of `size`: pid * BLOCK, but a last tile that would reach past `size`
+    starts at size - BLOCK rounded up to a multiple of 8 instead, so its TMA boxes end at the tensor's end, or at
+    most 7 rows past it (a box reaching far past it loads about twice as slowly: the hardware's out-of-bounds
+    fill, docs/PERF.md "Last tiles shifted back"; 8: a box's start in global memory must lie on 16 bytes, and the
+    tile's origin is a column of y, or of the swap-AB tile's y); the rows it shares with the tile before are
+    computed again, the same values, and stored twice. 0 where size < BLOCK (one tile, which must reach past the
+    end). SHIFT off (the batched kernels; kernels/_host.SHIFT_LAST_TILES): pid * BLOCK."""
     if SHIFT:
-        return gl.maximum(gl.minimum(pid * BLOCK, size - BLOCK), 0)
+        return gl.maximum(gl.minimum(pid * BLOCK, gl.cdiv(size - BLOCK, 8) * 8), 0)
     else:
         return pid * BLOCK
 

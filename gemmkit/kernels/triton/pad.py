@@ -14,7 +14,7 @@ on the H200 a box with rows past M loads far slower than one of real rows. The s
 M = 160 and 54 us at M = 256 (benchmarks/results/h200/ab/fp8_m_sweep.json, bf16_m200.json). Where x is small
 beside w, a copy of x to whole boxes of rows (zeros after M) costs a few microseconds and loads at full speed.
 
-    src (R, K), any strides                dst (RP, KP) contiguous, KP * bytes % 16 == 0, RP >= R
+    src (R, K), any strides                dst (RP, KP), rows stride_dr apart (pad_rows: KP; copy_rows: any), RP >= R
     ┌─────────────────────┐               ┌─────────────────────┬───┐
     │ row r: K elements   │  ── copy ──►  │ row r: K elements   │ 0 │
     └─────────────────────┘               ├─────────────────────┴───┤
@@ -22,7 +22,8 @@ beside w, a copy of x to whole boxes of rows (zeros after M) costs a few microse
                                           └─────────────────────────┘
     one program per BLOCK_R x BLOCK_K block of dst
 
-ops/dispatch.py decides when a call copies: `Choice.pad_k` when x or w breaks TMA's rules only by its rows and y
+`copy_rows` (no padding) copies y out of the workspace a kernel wrote at a 16-byte row pitch where y's own rows are
+off it (N % 8 != 0 for a 16-bit y: `Choice.pitch_y`). ops/dispatch.py decides when a call copies: `Choice.pad_k` when x or w breaks TMA's rules only by its rows and y
 meets them, at any M (measured on the H200: the copy wins from M = 16, 1.5x, to M = 4096, 16x; docs/PERF.md);
 `Choice.pad_m` when a TMA kernel's x boxes would reach past M and the copy of x is small beside w (`dispatch.pad_m`);
 `Choice.pad_n` when the Gluon ping-pong's w boxes would reach past a narrow N and the copy of w is small beside x
@@ -30,7 +31,8 @@ meets them, at any M (measured on the H200: the copy wins from M = 16, 1.5x, to 
 store.
 
 Constraints:
-  - dst contiguous (RP, KP), RP >= R, KP >= K; src any strides (int64 offsets throughout: R * stride may pass 2**31);
+  - dst (RP, KP) with unit stride along its rows (pad_rows: contiguous; copy_rows: y's row stride), RP >= R,
+    KP >= K; src any strides (int64 offsets throughout: R * stride may pass 2**31);
   - elements of 1, 2 or 4 bytes, copied as integers of that width (every float format's zero is zero bits);
   - BLOCK_R, BLOCK_K powers of two.
 """
@@ -51,7 +53,7 @@ PROMISES = (
 
 
 @triton.jit
-def pad_rows_kernel(src_ptr, dst_ptr, R, K, RP, KP, stride_sr, stride_sk,
+def pad_rows_kernel(src_ptr, dst_ptr, R, K, RP, KP, stride_sr, stride_sk, stride_dr,
                     BLOCK_R: tl.constexpr, BLOCK_K: tl.constexpr, BITS: tl.constexpr):
     # A copy moves bits: the elements as integers of their width (every float format's zero is zero bits).
     src = src_ptr.to(tl.pointer_type(BITS), bitcast=True)
@@ -60,7 +62,7 @@ def pad_rows_kernel(src_ptr, dst_ptr, R, K, RP, KP, stride_sr, stride_sk,
     offs_k = (tl.program_id(1) * BLOCK_K + tl.arange(0, BLOCK_K)).to(tl.int64)
     rows, cols = offs_r[:, None], offs_k[None, :]
     v = tl.load(src + rows * stride_sr + cols * stride_sk, mask=(rows < R) & (cols < K), other=0)
-    tl.store(dst + rows * KP + cols, v, mask=(rows < RP) & (cols < KP))
+    tl.store(dst + rows * stride_dr + cols, v, mask=(rows < RP) & (cols < KP))
 
 
 def padded_k(K: int, element_size: int) -> int:
@@ -77,8 +79,21 @@ def pad_rows(t: torch.Tensor, KP: int, compile_only: bool = False, RP: int | Non
         raise ValueError(f"pad_rows: ({RP}, {KP}) cannot hold ({R}, {K})")
     dst = torch.empty((RP, KP), dtype=t.dtype, device=t.device)
     L.launcher(pad_rows_kernel, (cdiv(RP, BLOCK_R), cdiv(KP, BLOCK_K)), compile_only)(
-        t, dst, R, K, RP, KP, t.stride(0), t.stride(1), BLOCK_R=BLOCK_R, BLOCK_K=BLOCK_K,
+        t, dst, R, K, RP, KP, t.stride(0), t.stride(1), KP, BLOCK_R=BLOCK_R, BLOCK_K=BLOCK_K,
         BITS=_BITS[t.element_size()], num_warps=WARPS)
+    return dst
+
+
+def copy_rows(src: torch.Tensor, dst: torch.Tensor, compile_only: bool = False) -> torch.Tensor:
+    """dst[:] = src (2-D, one shape; dst with unit stride along its rows, any row stride): the copy of y out of the
+    workspace the kernel wrote at a 16-byte row pitch (ops/dispatch.py `Choice.pitch_y`)."""
+    R, K = src.shape
+    if tuple(dst.shape) != (R, K) or dst.stride(1) != 1 or dst.dtype != src.dtype:
+        raise ValueError(f"copy_rows: dst {tuple(dst.shape)} {dst.dtype} (stride {dst.stride()}) cannot take "
+                         f"src {tuple(src.shape)} {src.dtype}")
+    L.launcher(pad_rows_kernel, (cdiv(R, BLOCK_R), cdiv(K, BLOCK_K)), compile_only)(
+        src, dst, R, K, R, K, src.stride(0), src.stride(1), dst.stride(0), BLOCK_R=BLOCK_R, BLOCK_K=BLOCK_K,
+        BITS=_BITS[src.element_size()], num_warps=WARPS)
     return dst
 
 
@@ -91,7 +106,7 @@ def static_spec(dtype: str = "bf16"):
     width = {"bf16": 2, "fp16": 2, "fp8e4nv": 1}[dtype]
     sig = {"src_ptr": f"*{dtype}", "dst_ptr": f"*{dtype}", "R": "i32", "K": "i32", "RP": "i32", "KP": "i32",
            "stride_sr": "i32",
-           "stride_sk": "constexpr"}
+           "stride_sk": "constexpr", "stride_dr": "i32"}
     ce = dict(stride_sk=1, BLOCK_R=BLOCK_R, BLOCK_K=BLOCK_K, BITS=_BITS[width])
     sig.update({k: "constexpr" for k in ce if k not in sig})
-    return pad_rows_kernel, sig, ce, ["src_ptr", "dst_ptr", "KP"], {"num_warps": WARPS}
+    return pad_rows_kernel, sig, ce, ["src_ptr", "dst_ptr", "KP", "stride_dr"], {"num_warps": WARPS}
