@@ -233,21 +233,25 @@ def _padded(cfg, target, x2, w, y, scaling, passed, interpreting, epilogue) -> C
 
 # y computed into a workspace of 16-byte rows, then copied to y (kernels/triton/pad.py copy_rows), where y's rows
 # alone keep the call off the TMA kernels (N % 8 != 0 for a 16-bit y: vocabularies of 50257 or 32001 tokens, odd
-# widths): the pointer kernel served those at 0.16x cuBLAS (2500 x 2500 x 2500) and 0.21x (3000 x 777 x 5000) on the
-# H200 (ab/pitch.json). The copy reads and writes y once more. Taken where the stand-in call (y at that pitch) goes to
-# a Gluon bf16 kernel (where it was measured: ab/pitch_y.json); unsplit where split-K's fp32 rows would be off
-# 16 bytes too (hopper_host.launch_dense needs N % 4 == 0).
+# widths). The copy reads and writes y once more. H200, same process, against the pointer kernel that served them
+# (ab/pitch_y.json): 3000 x 777 x 5000 22x faster, 900 x 4500 x 2600 34x, 300 x 3001 x 3000 12x; 50257 x 4096 at
+# M = 1 / 16 / 128 / 1024 / 4096 +7% / +5% / +13% / +16% / +18%; 64 x 1001 x 1024 (65 M multiply-adds) -18%: hence
+# PITCH_Y_MIN_MACS. Taken where the stand-in call (y at that pitch) goes to a Gluon bf16 kernel (where it was
+# measured); unsplit where split-K's fp32 rows would be off 16 bytes too (hopper_host.launch_dense: N % 4 == 0).
 PITCH_Y_KERNELS = (GLUON_BF16, GLUON_COOP)
+PITCH_Y_MIN_MACS = 1 << 27  # M * N * K under this: the pointer kernel, the copy's launch is most of the call
 
 
 def _y_workspace(cfg, target, x2, w, y, scaling, passed, interpreting, epilogue) -> Choice | None:
     """The kernel that serves the call into a workspace of y's shape at a 16-byte row pitch (`Choice.pitch_y`), where
-    y's rows alone are off TMA's rule and that call goes to a PITCH_Y_KERNELS kernel; None otherwise."""
-    if not PITCH or interpreting or y.stride(-1) != 1 or H.tma_compatible(y):
+    y's rows alone are off TMA's rule, the call holds at least PITCH_Y_MIN_MACS multiply-adds and goes to a
+    PITCH_Y_KERNELS kernel; None otherwise."""
+    M, N = y.shape
+    if not PITCH or interpreting or y.stride(-1) != 1 or H.tma_compatible(y) or \
+            M * N * x2.shape[1] < PITCH_Y_MIN_MACS:
         return None
     import torch
 
-    M, N = y.shape
     per = max(1, H.TMA_ALIGN // y.element_size())
     np_ = H.cdiv(N, per) * per
     stand_in = torch.empty((M, np_), dtype=y.dtype, device="meta")[:, :N]
@@ -356,9 +360,10 @@ def pad_n(kernel: str, cfg: dict, M: int, N: int, K: int, x_bytes: int, w_bytes:
 # 1500 x 7000 x 3000 146.8 us, with x at a 128-byte pitch 116.2, w 105.6, both 100.9 (cuBLAS 93.6 either way);
 # 3000 x 5000 x 7000 on the cooperative 128 x 256 389.6 -> 322.5 with both. Rows on 32- or 64-byte multiples
 # (K = 3696 / 7392, Qwen2.5-72B's down_proj split 8 / 4 ways) cost little as they are: there the copies lost 1-7%
-# (ab/pitch_rule.json). A copy reads and writes its operand once, so each one is copied where it is at most the other's
-# bytes (both where equal): the weight of a GEMM with few tokens stays as it is. Measured on the Gluon bf16 kernels
-# only. GEMMKIT_PITCH=0 (or PITCH = False) turns it off, e.g. to compare.
+# (ab/pitch.json). A copy reads and writes its operand once, so each one is copied where it is at most the other's
+# bytes (both where equal): the weight of a GEMM with few tokens stays as it is; and x not at M <= PAD_M_MIN_ROWS (nor
+# w at N <= it), where the copy's launch is most of the call (1 / 16 x 4096 x 3000: -12% / -5%; 64 x 8192 x 5000: +20%,
+# ab/pitch_y.json). Measured on the Gluon bf16 kernels only. GEMMKIT_PITCH=0 (or PITCH = False) turns it off.
 PITCH = os.environ.get("GEMMKIT_PITCH", "1") != "0"
 PITCH_BYTES = 128  # the copies' row pitch
 PITCH_SECTOR = 32  # rows whose stride is a multiple of this stay as they are
@@ -367,8 +372,9 @@ PITCH_KERNELS = (GLUON_BF16, GLUON_COOP)
 
 def pitch(kernel: str, x2, w) -> tuple[int, int]:
     """(x's, w's) copy pitch in elements (0: no copy at a new pitch): K rounded up to PITCH_BYTES, for an operand
-    whose row stride is off PITCH_SECTOR and that holds at most the other operand's bytes (so pad_m's copy of x and
-    pad_n's of w, each at most an eighth of the other operand, are made at this pitch too)."""
+    whose row stride is off PITCH_SECTOR, that holds at most the other operand's bytes (so pad_m's copy of x and
+    pad_n's of w, each at most an eighth of the other operand, are made at this pitch too) and more than
+    PAD_M_MIN_ROWS rows."""
     if not PITCH or kernel not in PITCH_KERNELS:
         return 0, 0
     K = x2.shape[1]
@@ -379,7 +385,8 @@ def pitch(kernel: str, x2, w) -> tuple[int, int]:
     def off(t):
         return (t.stride(0) * t.element_size()) % PITCH_SECTOR != 0
 
-    return (kp if off(x2) and xb <= wb else 0), (kp if off(w) and wb <= xb else 0)
+    return (kp if off(x2) and xb <= wb and x2.shape[0] > PAD_M_MIN_ROWS else 0), \
+        (kp if off(w) and wb <= xb and w.shape[0] > PAD_M_MIN_ROWS else 0)
 
 
 def _rows_padded(choice: Choice, x2, w) -> Choice:

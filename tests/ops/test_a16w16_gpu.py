@@ -164,7 +164,9 @@ def test_cuda_graph_replay():
 _SANITIZE_SCRIPT = """
 import torch, gemmkit
 for M, N, K, act in [(4095, 4097, 1000, "gelu"), (17, 8192, 512, None), (512, 1024, 256, "silu"), (3, 33, 7, "relu"),
-                   (300, 1024, 1001, "relu")]:  # the last: K % 8 != 0, x and w copied to 16-byte rows first
+                   (300, 1024, 1001, "relu"), (300, 3001, 3000, None), (100, 2000, 2888, "gelu")]:
+    # (300, 1024, 1001): K % 8 != 0, x and w copied to 16-byte rows first; the last two: x copied to a 128-byte row
+    # pitch, y through a workspace of 16-byte rows (dispatch.pitch / pitch_y); 4095 x 4097: both, last tiles shifted
     x = torch.randn(M, K, device="cuda", dtype=torch.bfloat16)
     w = torch.randn(N, K, device="cuda", dtype=torch.bfloat16)
     b = torch.randn(N, device="cuda", dtype=torch.bfloat16)

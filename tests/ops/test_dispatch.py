@@ -44,18 +44,19 @@ def test_aligned_call_gets_the_kernel_its_config_names(cfg, kernel):
 
 
 def test_unaligned_output_passes_over_gluon_and_tma_and_says_why(monkeypatch):
-    choice = D.dense(GLUON, H200, *dense_meta(256, 500, 1024))  # y rows of 1000 bytes: not 16-byte multiples
+    choice = D.dense(GLUON, H200, *dense_meta(256, 500, 2048))  # y rows of 1000 bytes: not 16-byte multiples
     assert choice.kernel == D.GLUON_BF16 and choice.pitch_y == 504  # into a workspace of 1008-byte rows, copied
     assert "into a workspace of rows of 504 elements" in choice.explain()
     assert [k for k, _ in choice.passed_over] == [D.GLUON_BF16, D.TRITON_TMA]
     assert all(why.startswith("y: TMA needs") for _, why in choice.passed_over)
-    split = D.dense(dict(GLUON, NUM_KSPLIT=4), H200, *dense_meta(256, 502, 1024))
+    split = D.dense(dict(GLUON, NUM_KSPLIT=4), H200, *dense_meta(256, 502, 2048))
     assert split.pitch_y == 504 and split.config["NUM_KSPLIT"] == 1  # split-K's fp32 rows would be off 16 bytes
-    assert D.dense(dict(GLUON, NUM_KSPLIT=4), H200, *dense_meta(256, 500, 1024)).config["NUM_KSPLIT"] == 4
-    assert D.dense(dict(GLUON, NUM_KSPLIT=4), H200, *dense_meta(256, 504, 1024)).config["NUM_KSPLIT"] == 4
-    assert D.dense(TILE, H200, *dense_meta(256, 500, 1024)).kernel == D.TRITON_POINTER  # the Triton tier: as before
+    assert D.dense(dict(GLUON, NUM_KSPLIT=4), H200, *dense_meta(256, 500, 2048)).config["NUM_KSPLIT"] == 4
+    assert D.dense(dict(GLUON, NUM_KSPLIT=4), H200, *dense_meta(256, 504, 2048)).config["NUM_KSPLIT"] == 4
+    assert D.dense(TILE, H200, *dense_meta(256, 500, 2048)).kernel == D.TRITON_POINTER  # the Triton tier: as before
+    assert D.dense(GLUON, H200, *dense_meta(64, 1001, 1024)).kernel == D.TRITON_POINTER  # under PITCH_Y_MIN_MACS
     monkeypatch.setattr(D, "PITCH", False)
-    choice = D.dense(GLUON, H200, *dense_meta(256, 500, 1024))
+    choice = D.dense(GLUON, H200, *dense_meta(256, 500, 2048))
     assert choice.kernel == D.TRITON_POINTER and choice.path == "pointer" and not choice.pitch_y
     # the same N in a y that is a view of wider, aligned rows: TMA's rules hold again
     assert D.dense(GLUON, H200, *dense_meta(256, 500, 1024, y_cols=512)).kernel == D.GLUON_BF16
@@ -560,7 +561,9 @@ def test_a_gluon_kernel_that_fails_to_compile_falls_back_once_with_a_warning(mon
     (8000, 200, 3000, (0, 3008)),  # w the smaller one
     (3000, 3000, 3000, (3008, 3008)),  # equal: both
     (1024, 8192, 3696, (0, 0)),  # 7392-byte rows: on 32-byte sectors, as they are
-    (1024, 8192, 4096, (0, 0))])
+    (1024, 8192, 4096, (0, 0)),
+    (16, 4096, 3000, (0, 0)),  # M <= PAD_M_MIN_ROWS: the copy's launch is most of the call
+    (17, 4096, 3000, (3008, 0))])
 def test_operands_copied_to_a_128_byte_pitch_where_rows_start_mid_sector(M, N, K, want):
     choice = D.dense(GLUON, H200, *dense_meta(M, N, K))
     assert choice.kernel == D.GLUON_BF16 and (choice.pitch_x, choice.pitch_w) == want
