@@ -356,7 +356,7 @@ def pad_n(kernel: str, cfg: dict, M: int, N: int, K: int, x_bytes: int, w_bytes:
 
 # x and w copied to a row pitch of PITCH_BYTES (kernels/triton/pad.py; the kernel reads the first K elements of each
 # row) where their rows start off 32-byte sectors (16-bit: K % 16 != 0): TMA box rows that start mid-sector load far
-# more slowly. H200, bf16, the ping-pong's 128 x 128 (same process, benchmarks/results/h200/ab/pitch.json):
+# more slowly. H200, bf16, the ping-pong's 128 x 128 (same process, benchmarks/results/h200/ab/pitch_operands.json):
 # 1500 x 7000 x 3000 146.8 us, with x at a 128-byte pitch 116.2, w 105.6, both 100.9 (cuBLAS 93.6 either way);
 # 3000 x 5000 x 7000 on the cooperative 128 x 256 389.6 -> 322.5 with both. Rows on 32- or 64-byte multiples
 # (K = 3696 / 7392, Qwen2.5-72B's down_proj split 8 / 4 ways) cost little as they are: there the copies lost 1-7%
