@@ -10,6 +10,8 @@ hopper_pingpong_batched.py (both kernels' load warp) and hopper_fp8_mainloop.py 
         ▲                                                                                   │
         └──────────────────────────────── empty[s] ◄────────────────────────────────────────┘
    every partition: work_space (tiles, or B x tiles: batch entries / K splits) ──► work_tile (b, pid_m, pid_n)
+                    ──► tile_origin (first row / column: the last tile shifted back to end at M / N, the dense
+                    kernels; the batched ones pid * BLOCK)
                     ring_next (slot, phase) after each K step; ring_prev: the slot a consumer releases
    epilogue:        store_subtile (one TMA store through a staging tile), store_split (a split tile: A / B + 1 of them)
    arguments:       hopper_bundles.py's bundles: load_partition(descs, ring, sched), split_mainloop(ring, ...),
@@ -31,6 +33,8 @@ Constraints:
   - sm_90 (TMA, wgmma, mbarriers); the ring's slots are 2-D NVMMA-swizzled shared memory (the batched
     kernels' 3-D boxes are written through 3-D views of them).
   - Work ids < 2**31 (int32: tiles, or B x tiles); tile order is the Triton tier's (kernels/triton/_schedule.py).
+  - `tile_origin` (SHIFT): every tile dim (BLOCK_SIZE_M / N, split tiles too) a multiple of 8, so a shifted origin
+    (rounded up to 8) is one a TMA box may start at; the tiles that overlap a shifted one compute the same values.
   - SPLIT_K: every split's K range starts below K (the host: hopper_host.split_count); the ranges are equal,
     the last one may run past K into TMA's zero fill.
   - A split tile is 2-D only (the dense kernels), B a power of two >= 16 and A = 2, 4 or 8 B (configs.SPLIT_N);

@@ -134,9 +134,10 @@ Constraints:
   - sm_90 only (wgmma, TMA, setmaxnreg); bf16 or fp16 x and w, same dtype; y bf16, fp16 or fp32.
   - TMA rules: x, w, y 2-D, unit last stride, 16-byte aligned base and row stride
     (K % 8 == 0, N % 8 == 0 for a 16-bit y, N % 4 for fp32). M, N, K need not be
-    multiples of the tile: TMA zero-fills out-of-bounds loads and clips stores. x may hold more rows than y (the
-    dispatch's copy to whole boxes of rows, ops/dispatch.py pad_m: boxes past M load slowly): they are computed and
-    clipped.
+    multiples of the tile: where M (N) holds at least one tile, the last row (column) of tiles starts one tile
+    before M (N), rounded up to 8 (hopper_parts `tile_origin`: boxes past a tensor's end load slowly); under one
+    tile, and past K, TMA zero-fills the loads and clips the stores. x may hold more rows than y and w more than y's
+    columns (ops/dispatch.py pad_m / pad_n, under one tile): they are computed and clipped.
   - BLOCK_SIZE_M in {64, 128} (one wgmma warpgroup covers 64-row slices);
     BLOCK_SIZE_N a power of two in [16, 256], or a split tile of configs.SPLIT_N (`configs.split_tail`; the dense
     kernel only); BLOCK_SIZE_K a power of two in [16, 128]; accumulator BM * BN / 128 <= 128
