@@ -37,6 +37,11 @@ and every shared-memory excess measured there, and counts the measured cases a r
                               LDS, not num_stages - 1                  1/32 of a stage) instead of num_stages - 1
   TMA_STORE_SLACK   >= 3.8    sm_90 3-D TMA store (batched): up to     `tma_slack`: the TMA bound's slack grows by
                               BLOCK_N x out bytes more shared memory   a row of the output tile
+  SHIFT_FULL_ACC    >= 3.9    the Hopper Gluon dense kernels' shifted  `shift_ok`: those tiles load and store
+                              last tiles (hopper_parts.tile_origin)    where their last tiles lie, as before the
+                              spill 8-136 B with a bias + gelu_tanh    shift (kernels/_host.shift_last_tiles; the
+                              epilogue at full accumulators (128 x     dispatch then copies x / w as before:
+                              256 / 64 x 256 / 256 x 128 coop)         ops/dispatch.py SHIFTED_KERNELS)
 
 Every function takes `version` ((major, minor); default: the installed Triton, or 3.6 while GEMMKIT_BUDGETS_OFF
 is set: the compiler's own allocation, for measuring) so the rules can be asked about any release (the tests,
@@ -106,6 +111,15 @@ def version_name(version=None) -> str:
 
 
 # ----------------------------------------------------------------------------- Hopper Gluon epilogues
+
+def shift_ok(acc_regs: int, version=None) -> bool:
+    """Whether the Hopper Gluon dense kernels shift their last tiles back (hopper_parts.tile_origin) for a tile of
+    `acc_regs` fp32 accumulator registers a consumer thread (`consumer_acc_regs`) under `version`: not on 3.9 at a
+    full accumulator (SHIFT_FULL_ACC: `gemmkit isa` on 3.9.0, bias + gelu_tanh: the cooperative 128 x 256 136 B, the
+    ping-pong's 64 x 256 136 B, the cooperative 256 x 128 8 B; 3.6 and 3.7.1 0 B). The rule was measured with the
+    static cases, not with tests/data/measure_triton_budgets.py's epilogue sweep."""
+    return not (_v(version) >= (3, 9) and acc_regs >= FULL_ACC_REGS)
+
 
 def consumer_acc_regs(cfg: dict) -> int:
     """fp32 accumulator registers per consumer thread of a Hopper Gluon config: BM x BN over a warpgroup's 128

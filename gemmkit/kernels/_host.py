@@ -38,6 +38,14 @@ def fp8_dtype(target) -> torch.dtype:
 # compare.
 SHIFT_LAST_TILES = os.environ.get("GEMMKIT_SHIFT_TILES", "1") != "0"
 
+
+def shift_last_tiles(acc_regs: int) -> bool:
+    """Whether a Hopper Gluon dense tile of `acc_regs` accumulator registers a consumer thread shifts its last tiles
+    back: SHIFT_LAST_TILES, unless the installed Triton's register budget says no (kernels/_budgets.shift_ok)."""
+    from . import _budgets
+
+    return SHIFT_LAST_TILES and _budgets.shift_ok(acc_regs)
+
 TMA_ALIGN = 16  # bytes: a TMA tensor's base and row strides are multiples of this (sm_90)
 
 

@@ -308,13 +308,19 @@ ROW_BOX_KERNELS = (GLUON_BF16, GLUON_COOP, GLUON_FP8, TRITON_TMA, GATED_TMA)
 SHIFTED_KERNELS = (GLUON_BF16, GLUON_COOP)
 
 
+def _shifts(cfg: dict) -> bool:
+    """Whether a SHIFTED_KERNELS config shifts its last tiles (kernels/_host.shift_last_tiles: on, and the installed
+    Triton's register budget allows it for the tile)."""
+    return H.shift_last_tiles(_budgets.consumer_acc_regs(cfg))
+
+
 def pad_m(kernel: str, cfg: dict, M: int, N: int, K: int, x_bytes: int, w_bytes: int) -> int:
     """The rows x is copied to before `kernel` runs `cfg` on an (M, N, K) call (0: x as it is): M rounded up to
     whole BLOCK_SIZE_M boxes (the tokens' tile, swap-AB's too), where M is not already, M > PAD_M_MIN_ROWS, w (w_bytes
     an element) holds at least PAD_M_MIN_W_BYTES and the copy of x (x_bytes an element) at most 1 / PAD_M_SHARE of
     w's bytes; not for a swap-AB call at M < PAD_M_SWAP_MAX_M whose last box is at least PAD_M_SWAP_FULL full."""
     if not PAD_M or kernel not in ROW_BOX_KERNELS or M <= PAD_M_MIN_ROWS or N * K * w_bytes < PAD_M_MIN_W_BYTES or \
-            (kernel in SHIFTED_KERNELS and H.SHIFT_LAST_TILES and M >= cfg["BLOCK_SIZE_M"]):
+            (kernel in SHIFTED_KERNELS and _shifts(cfg) and M >= cfg["BLOCK_SIZE_M"]):
         return 0
     mp = H.cdiv(M, cfg["BLOCK_SIZE_M"]) * cfg["BLOCK_SIZE_M"]
     if mp == M or mp * K * x_bytes * PAD_M_SHARE > N * K * w_bytes:
@@ -346,7 +352,7 @@ def pad_n(kernel: str, cfg: dict, M: int, N: int, K: int, x_bytes: int, w_bytes:
     is of w's."""
     if not PAD_M or kernel not in PAD_N_KERNELS or w_bytes != 2 or cfg.get("swap_ab") or N > PAD_N_MAX_N or \
             cfg.get("NUM_KSPLIT", 1) != 1 or \
-            (kernel in SHIFTED_KERNELS and H.SHIFT_LAST_TILES and N >= cfg["BLOCK_SIZE_N"]):
+            (kernel in SHIFTED_KERNELS and _shifts(cfg) and N >= cfg["BLOCK_SIZE_N"]):
         return 0
     np_ = H.cdiv(N, cfg["BLOCK_SIZE_N"]) * cfg["BLOCK_SIZE_N"]
     if np_ == N or np_ * K * w_bytes * PAD_M_SHARE > M * K * x_bytes:

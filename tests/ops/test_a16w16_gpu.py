@@ -423,3 +423,21 @@ def test_pitch_copies(M, N, K, name, launches, monkeypatch):
     monkeypatch.setattr(callplan, "ENABLED", False)  # the full path (a plan would repeat the copies)
     monkeypatch.setattr(D, "PITCH", False)
     assert torch.equal(gemmkit.gemm_a16w16(x, w, bias, activation="silu", config=cfg), out)
+
+
+@pytest.mark.parametrize("M,N,K", [(1500, 704, 3000), (300, 3001, 3000), (4095, 4097, 1000)],
+                         ids=["pitch_w", "pitch_x_and_y", "pitch_x_y_shift"])
+def test_copies_replay(M, N, K):
+    """A call whose dispatch copies operands to a 128-byte pitch and / or writes y through a workspace: its call plan
+    (callplan.py: the copies' launches, the workspace views, the TMA maps over them) replays on fresh inputs with
+    every element right, and the second call is a replay."""
+    from gemmkit import callplan
+
+    for i in range(2):
+        replays = callplan.STATS["replays"]
+        x, w = torch.randn(M, K, device=DEV, dtype=torch.bfloat16), torch.randn(N, K, device=DEV, dtype=torch.bfloat16)
+        bias = torch.randn(N, device=DEV, dtype=torch.bfloat16)
+        y = gemmkit.gemm_a16w16(x, w, bias, activation="gelu")
+        torch.cuda.synchronize()
+        assert rel(y, ref_fp32(x, w, bias, "gelu")) <= TOL[torch.bfloat16]
+        assert callplan.STATS["replays"] == replays + i

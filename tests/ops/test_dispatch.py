@@ -589,3 +589,21 @@ def test_served_configs_name_their_split_count():
     for M in (1, 16, 64, 128, 256, 1024, 4096, 8192):
         for N, K in ((50257, 4096), (777, 5000), (128, 2880), (4096, 4096)):
             assert "NUM_KSPLIT" in configs.serve("a16w16", H200, M, N, K)[0], (M, N, K)
+
+
+def test_last_tiles_shift_where_the_register_budget_allows(monkeypatch):
+    """kernels/_budgets.shift_ok (SHIFT_FULL_ACC): on Triton 3.9 a full-accumulator tile keeps its last tiles where
+    they lie (the kernel's SHIFT constexpr off) and the dispatch copies x to whole boxes as before; a 96-register tile
+    shifts on every release."""
+    from gemmkit.kernels import _budgets
+    from gemmkit.kernels.gluon import hopper_pingpong as hp
+
+    full, split = dict(GLUON, BLOCK_SIZE_M=128, BLOCK_SIZE_N=128), dict(GLUON, BLOCK_SIZE_M=64, BLOCK_SIZE_N=192)
+    meta_200 = dense_meta(200, 8192, 8192)
+    for version, full_shifts in (((3, 6), True), ((3, 8), True), ((3, 9), False)):
+        monkeypatch.setattr(_budgets, "installed", lambda v=version: v)
+        ce = hp.dense_constexprs(hp.derive(full, H200), has_bias=False, activation="none")
+        assert ce["SHIFT"] is full_shifts
+        assert hp.dense_constexprs(hp.derive(split, H200), has_bias=False, activation="none")["SHIFT"] is True
+        assert D.dense(full, H200, *meta_200).pad_m == (0 if full_shifts else 256)  # M = 200: one tile and a part
+        assert D.dense(split, H200, *meta_200).pad_m == 0

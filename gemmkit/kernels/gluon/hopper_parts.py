@@ -111,7 +111,8 @@ def tile_origin(pid, size, BLOCK: gl.constexpr, SHIFT: gl.constexpr):
     fill, docs/PERF.md "Last tiles shifted back"; 8: a box's start in global memory must lie on 16 bytes, and the
     tile's origin is a column of y, or of the swap-AB tile's y); the rows it shares with the tile before are
     computed again, the same values, and stored twice. 0 where size < BLOCK (one tile, which must reach past the
-    end). SHIFT off (the batched kernels; kernels/_host.SHIFT_LAST_TILES): pid * BLOCK."""
+    end). SHIFT off (the batched kernels; kernels/_host.shift_last_tiles: switched off, or a full accumulator on
+    Triton 3.9, kernels/_budgets.shift_ok): pid * BLOCK."""
     if SHIFT:
         return gl.maximum(gl.minimum(pid * BLOCK, gl.cdiv(size - BLOCK, 8) * 8), 0)
     else:

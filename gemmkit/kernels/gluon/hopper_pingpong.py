@@ -259,7 +259,7 @@ def dense_constexprs(plan, *, has_bias: bool, activation: str) -> dict:
     reduce's, so its GEMM launch has neither."""
     split = plan.split_k > 1
     return {"BN": plan.BN, "SPLIT_K": split, "HAS_BIAS": has_bias and not split,
-            "ACTIVATION": "none" if split else activation, "SHIFT": _host.SHIFT_LAST_TILES}
+            "ACTIVATION": "none" if split else activation, "SHIFT": _host.shift_last_tiles(plan.acc_regs)}
 
 
 def kernel_constexprs(plan: PingPongPlan, *, has_bias: bool, activation: str) -> dict:
