@@ -252,9 +252,10 @@ def test_a16w16_wide_config_is_the_ping_pong_the_coop_buckets_give_way_to():
 def test_a16w16_at_m_128_takes_the_ping_pong_for_a_wide_n(M, N, K, gluon):
     cfg, source = configs.serve("a16w16", H200, M, N, K)
     if gluon:
-        assert cfg == model.OP_RULES["a16w16"]["wide_config"] and "the Gluon ping-pong's 128 x 128" in source
+        wide = {"NUM_KSPLIT": 1, **model.OP_RULES["a16w16"]["wide_config"]}  # (serve names the split count)
+        assert cfg == wide and "the Gluon ping-pong's 128 x 128" in source
     else:
-        assert "wide N" not in source and cfg != model.OP_RULES["a16w16"]["wide_config"]
+        assert "wide N" not in source and cfg != {"NUM_KSPLIT": 1, **model.OP_RULES["a16w16"]["wide_config"]}
     for amd in ("gfx942", "gfx950"):  # measured on sm_90 only
         assert "wide N" not in configs.serve("a16w16", arch.ARCHS[amd], M, N, K)[1]
 
