@@ -327,6 +327,19 @@ ROW_PAD_CONFIGS = {
 }
 
 
+def _silu_call(M, N, K, cfg, kernel, launches):
+    """One bias + silu call of `cfg` on fresh (M, N, K) operands into a NaN-poisoned output, checked to have launched
+    `kernel` once: (x, w, bias, out, the launch counts before it)."""
+    x, w = torch.randn(M, K, device=DEV, dtype=torch.bfloat16), torch.randn(N, K, device=DEV, dtype=torch.bfloat16)
+    bias = torch.randn(N, device=DEV, dtype=torch.bfloat16)
+    out = torch.full((M, N), float("nan"), device=DEV, dtype=torch.bfloat16)
+    before = dict(launches)
+    gemmkit.gemm_a16w16(x, w, bias, activation="silu", out=out, config=cfg)
+    torch.cuda.synchronize()
+    assert launches[kernel] == before.get(kernel, 0) + 1
+    return x, w, bias, out, before
+
+
 # M under one tile of rows (at or past one, the last row of tiles shifts back instead: test_shifted_last_tiles)
 ROW_PAD_CASES = [("pingpong", 17), ("pingpong", 80), ("swap_ab", 17), ("pingpong_split", 17), ("pingpong_split", 40),
                  ("coop_128", 17), ("coop_128", 80), ("coop_256", 80), ("coop_256", 200)]
@@ -338,14 +351,8 @@ def test_row_padded_x(M, name, launches):
     cfg = ROW_PAD_CONFIGS[name]
     kernel = D.GLUON_COOP if cfg["num_warps"] == 8 else D.GLUON_BF16
     assert D.pad_m(kernel, cfg, M, N, K, 2, 2), "no copy: the test misses"  # every M here leaves a partial box
-    x, w = torch.randn(M, K, device=DEV, dtype=torch.bfloat16), torch.randn(N, K, device=DEV, dtype=torch.bfloat16)
-    bias = torch.randn(N, device=DEV, dtype=torch.bfloat16)
-    out = torch.full((M, N), float("nan"), device=DEV, dtype=torch.bfloat16)
-    before = dict(launches)
-    gemmkit.gemm_a16w16(x, w, bias, activation="silu", out=out, config=cfg)
-    torch.cuda.synchronize()
+    x, w, bias, out, before = _silu_call(M, N, K, cfg, kernel, launches)
     assert launches["pad_rows_kernel"] == before.get("pad_rows_kernel", 0) + 1
-    assert launches[kernel] == before.get(kernel, 0) + 1
     assert rel(out, ref_fp32(x, w, bias, "silu")) <= TOL[torch.bfloat16]
 
 
@@ -375,13 +382,7 @@ def test_shifted_last_tiles(M, N, K, name, launches):
     cfg = SHIFT_CONFIGS[name]
     kernel = D.GLUON_COOP if cfg["num_warps"] == 8 else D.GLUON_BF16
     assert not D.pad_m(kernel, cfg, M, N, K, 2, 2) and not D.pad_n(kernel, cfg, M, N, K, 2, 2)
-    x, w = torch.randn(M, K, device=DEV, dtype=torch.bfloat16), torch.randn(N, K, device=DEV, dtype=torch.bfloat16)
-    bias = torch.randn(N, device=DEV, dtype=torch.bfloat16)
-    out = torch.full((M, N), float("nan"), device=DEV, dtype=torch.bfloat16)
-    before = dict(launches)
-    gemmkit.gemm_a16w16(x, w, bias, activation="silu", out=out, config=cfg)
-    torch.cuda.synchronize()
-    assert launches[kernel] == before.get(kernel, 0) + 1
+    x, w, bias, out, before = _silu_call(M, N, K, cfg, kernel, launches)
     copies = sum(map(bool, D.pitch(kernel, x, w)))  # K % 16 != 0: copies at a 128-byte row pitch only
     assert launches.get("pad_rows_kernel", 0) == before.get("pad_rows_kernel", 0) + copies
     assert rel(out, ref_fp32(x, w, bias, "silu")) <= TOL[torch.bfloat16]
@@ -407,15 +408,9 @@ def test_pitch_copies(M, N, K, name, launches, monkeypatch):
     pad_rows_kernel launch per copy, and bitwise the result on the operands as given (dispatch.PITCH off)."""
     cfg = SHIFT_CONFIGS[name]
     kernel = D.GLUON_COOP if cfg["num_warps"] == 8 else D.GLUON_BF16
-    x, w = torch.randn(M, K, device=DEV, dtype=torch.bfloat16), torch.randn(N, K, device=DEV, dtype=torch.bfloat16)
-    bias = torch.randn(N, device=DEV, dtype=torch.bfloat16)
+    x, w, bias, out, before = _silu_call(M, N, K, cfg, kernel, launches)
     px, pw = D.pitch(kernel, x, w)
     assert px or pw, "no pitch copy: the test misses"
-    out = torch.full((M, N), float("nan"), device=DEV, dtype=torch.bfloat16)
-    before = dict(launches)
-    gemmkit.gemm_a16w16(x, w, bias, activation="silu", out=out, config=cfg)
-    torch.cuda.synchronize()
-    assert launches[kernel] == before.get(kernel, 0) + 1
     assert launches["pad_rows_kernel"] == before.get("pad_rows_kernel", 0) + bool(px) + bool(pw)
     assert rel(out, ref_fp32(x, w, bias, "silu")) <= TOL[torch.bfloat16]
     from gemmkit import callplan
