@@ -46,6 +46,7 @@ def shift_last_tiles(acc_regs: int) -> bool:
 
     return SHIFT_LAST_TILES and _budgets.shift_ok(acc_regs)
 
+
 TMA_ALIGN = 16  # bytes: a TMA tensor's base and row strides are multiples of this (sm_90)
 
 

@@ -511,6 +511,22 @@ def test_pad_rows_zero_fills_rows_and_columns():
         pad.pad_rows(t, 48, RP=4)
 
 
+@pytest.mark.interpreter
+def test_copy_rows_copies_y_out_of_its_workspace():
+    """copy_rows (`Choice.pitch_y`): a workspace view of 16-byte rows into y, contiguous or a view of wider rows; every
+    element, nothing written past y's columns."""
+    from gemmkit.kernels.triton import pad
+
+    ws = randn(37, 48, dtype=BF16)[:, :45]  # y's 45 columns in rows of 48
+    y = torch.full((37, 45), float("nan"), dtype=BF16)
+    assert pad.copy_rows(ws, y) is y and torch.equal(y, ws)
+    wide = torch.full((37, 50), float("nan"), dtype=BF16)
+    pad.copy_rows(ws, wide[:, :45])
+    assert torch.equal(wide[:, :45], ws) and wide[:, 45:].isnan().all()
+    with pytest.raises(ValueError, match="cannot take"):
+        pad.copy_rows(ws, torch.empty(37, 44, dtype=BF16))
+
+
 # ----------------------------------------------------------------------------- a Gluon kernel that fails to compile
 
 @pytest.mark.interpreter
