@@ -605,11 +605,12 @@ def choose(op: str, cfg: dict, large: dict | None, M: int, N: int, K: int, num_c
 
 
 def _narrow_wave_fits(tile: dict, M: int, N: int, K: int) -> bool:
-    """`narrow_wave`: whether a menu tile may serve (M, N, K): N a multiple of its width, or at least one width
-    (the Gluon kernels shift the last column of tiles back to end at N: kernels/gluon/hopper_parts.py
-    `tile_origin`), or, N under one width, w copied to a whole column first, which ops/dispatch.py's `pad_n` does
-    for these tiles where the copy is at most 1 / NARROW_WAVE_PAD_SHARE of x's bytes (the same rule;
-    tests/ops/test_dispatch.py checks they agree); the 64 x 64 tile only up to NARROW_WAVE_SQUARE_MAX_K; N % 8 == 0
+    """`narrow_wave`: whether a menu tile may serve (M, N, K): N a multiple of its width, or a partial last column
+    where whole columns of w would be at most 1 / NARROW_WAVE_PAD_SHARE of x's bytes (the bound measured with
+    ops/dispatch.py's `pad_n` copy; kept since, so the rule serves the shapes it was measured on): under one width
+    `pad_n` copies w to a whole column (the same rule; tests/ops/test_dispatch.py checks they agree), past one the
+    Gluon kernels shift the last column back to end at N (kernels/gluon/hopper_parts.py `tile_origin`); the 64 x 64
+    tile only up to NARROW_WAVE_SQUARE_MAX_K; N % 8 == 0
     (y's rows in 16-byte multiples, as the Gluon kernels need for a 16-bit y; other N run the pointer kernel, which
     the rule was not measured on). A column tile reaching past N costs the TMA kernels about twice the time of a
     whole one (4096 x 160 x 4096 on 64 x 128 tiles: 31.5 us against 13.9 at N = 256, same tile count): on w as
@@ -617,7 +618,7 @@ def _narrow_wave_fits(tile: dict, M: int, N: int, K: int) -> bool:
     bn = tile["BLOCK_SIZE_N"]
     if N % 8 or tile["BLOCK_SIZE_M"] * bn == MIN_TILE * MIN_TILE and K > NARROW_WAVE_SQUARE_MAX_K:
         return False
-    return N % bn == 0 or N > bn or bn * NARROW_WAVE_PAD_SHARE <= M
+    return N % bn == 0 or -(-N // bn) * bn * NARROW_WAVE_PAD_SHARE <= M
 
 
 def _one_wave_note(tile: dict, tiles: int, num_cus: int) -> str:

@@ -117,7 +117,7 @@ class Choice:
         for name, p in (("x", self.pitch_x), ("w", self.pitch_w)):
             if p:
                 lines.append(f"  on a copy of {name} at a row pitch of {p} elements ({PITCH_BYTES} bytes' multiple): "
-                             "TMA box rows that straddle 128-byte lines load slowly (`pitch`)")
+                             f"TMA box rows that start off {PITCH_SECTOR}-byte sectors load slowly (`pitch`)")
         lines += [f"  not {k}{' on the operands as given' if self.pad_k else ''}: {why}" for k, why in self.passed_over]
         return "\n".join(lines)
 

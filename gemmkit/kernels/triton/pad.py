@@ -23,11 +23,13 @@ beside w, a copy of x to whole boxes of rows (zeros after M) costs a few microse
     one program per BLOCK_R x BLOCK_K block of dst
 
 `copy_rows` (no padding) copies y out of the workspace a kernel wrote at a 16-byte row pitch where y's own rows are
-off it (N % 8 != 0 for a 16-bit y: `Choice.pitch_y`). ops/dispatch.py decides when a call copies: `Choice.pad_k` when x or w breaks TMA's rules only by its rows and y
-meets them, at any M (measured on the H200: the copy wins from M = 16, 1.5x, to M = 4096, 16x; docs/PERF.md);
+off it (N % 8 != 0 for a 16-bit y: `Choice.pitch_y`). ops/dispatch.py decides when a call copies: `Choice.pad_k`
+when x or w breaks TMA's rules only by its rows and y meets them, at any M (measured on the H200: the copy wins
+from M = 16, 1.5x, to M = 4096, 16x; docs/PERF.md);
 `Choice.pad_m` when a TMA kernel's x boxes would reach past M and the copy of x is small beside w (`dispatch.pad_m`);
-`Choice.pad_n` when the Gluon ping-pong's w boxes would reach past a narrow N and the copy of w is small beside x
-(`dispatch.pad_n`). The kernels then compute the zero rows too; y's descriptor (M rows, N columns) drops them at the
+`Choice.pad_n` when the Gluon ping-pong's w boxes would reach past a narrow N under one tile and the copy of w is
+small beside x (`dispatch.pad_n`; past one tile the Gluon kernels shift their last tiles instead); copies at a
+128-byte row pitch where rows start off 32-byte sectors (`Choice.pitch_x` / `pitch_w`). The kernels then compute the zero rows too; y's descriptor (M rows, N columns) drops them at the
 store.
 
 Constraints:
