@@ -265,6 +265,11 @@ OP_RULES = {"a8w8_blockscale": {"ctas_per_sm": 2, "wide_share": 0.6, "operand_by
                  "num_stages": 8, "tma": True, "persistent": True, "backend": "gluon", "NUM_KSPLIT": 1},
                 {"BLOCK_SIZE_M": 128, "BLOCK_SIZE_N": 128, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 8, "num_warps": 4,
                  "num_stages": 6, "tma": True, "persistent": True, "backend": "gluon", "NUM_KSPLIT": 1}),
+                "few_tiles": (  # `few_tiles`: the one_wave / narrow_wave menus' 64 x 128 and 64 x 64, larger first
+                {"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 128, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 8, "num_warps": 4,
+                 "num_stages": 8, "tma": True, "persistent": True, "backend": "gluon", "NUM_KSPLIT": 1},
+                {"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 64, "BLOCK_SIZE_K": 128, "GROUP_SIZE_M": 8, "num_warps": 4,
+                 "num_stages": 6, "tma": True, "persistent": True, "backend": "gluon", "NUM_KSPLIT": 1}),
                 "narrow_n": {"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 128, "BLOCK_SIZE_K": 128, "GROUP_SIZE_M": 8,
                              "num_warps": 4, "num_stages": 4, "tma": True, "persistent": False, "NUM_KSPLIT": 1},
                 "split_widths": (160, 144),
@@ -303,6 +308,9 @@ NARROW_WAVE_MAX_N = 256  # `narrow_wave`: N at most this (a router's experts; me
 NARROW_WAVE_FILL = 0.6  # `narrow_wave`: the least share of the SMs its tiles fill
 NARROW_WAVE_SQUARE_MAX_K = 8192  # `narrow_wave`: the 64 x 64 tile up to this K (K = 12288 / 16384 lost to the split)
 NARROW_WAVE_PAD_SHARE = 8  # `narrow_wave`: a partial last column where a copy of w is 1 / this of x (dispatch.pad_n)
+FEW_TILES_FILL = 0.45  # `few_tiles`: the least share of the SMs its CTAs fill (won from 0.48: 1024 x 256 x 2048)
+FEW_TILES_SPLIT_K = 2048  # `few_tiles`: the least K a split range keeps (1024 lost: 1024 x 256 x 2048 64 x 64
+# unsplit 0.95x, split 2 0.85x; 300 x 1000 x 8192 64 x 128 split 3 1.01x against 0.66x unsplit)
 
 
 def past_its_round(op: str, cfg: dict, bound: int, M: int, N: int, num_cus: int) -> bool:
@@ -399,6 +407,28 @@ def one_wave(menu, M: int, N: int, num_cus: int, fill: float = ONE_WAVE_FILL) ->
     return best, best_tiles
 
 
+def few_tiles(menu, M: int, N: int, K: int, num_cus: int) -> tuple[dict | None, float]:
+    """(tile, its launch fill) of `few_tiles`' menu for a shape whose 128 x 128 tiles are under FEW_TILES of the
+    SMs: each menu tile split along K up to one wave of CTAs, every split range at least FEW_TILES_SPLIT_K long;
+    the smaller tile where its launch fills GLUON_WAVE_MARGIN more of its waves (`launch_fill`, rows and columns
+    past M and N empty); (None, fill) where that fill is under FEW_TILES_FILL (the Triton tier's split then serves:
+    its short split ranges still beat a few lone tiles, e.g. GPT-OSS's router 512 x 128 x 2880 split 11 0.96x)."""
+    best, best_fill = None, 0.0
+    for c in menu:
+        tiles = -(-M // c["BLOCK_SIZE_M"]) * -(-N // c["BLOCK_SIZE_N"])
+        cfg = dict(c, NUM_KSPLIT=max(1, min(num_cus // tiles, K // FEW_TILES_SPLIT_K, MAX_SPLIT)))
+        fill = launch_fill(cfg, M, N, num_cus)
+        if best is None or fill > GLUON_WAVE_MARGIN * best_fill:
+            best, best_fill = cfg, fill
+    return (best if best_fill >= FEW_TILES_FILL else None), best_fill
+
+
+def _few_tiles_note(tile: dict, fill: float, num_cus: int) -> str:
+    split = tile["NUM_KSPLIT"]
+    return (f"the ping-pong's {tile['BLOCK_SIZE_M']} x {tile['BLOCK_SIZE_N']}" +
+            (f", K split up to {split}" if split > 1 else "") + f": {fill:.0%} of {num_cus} SMs")
+
+
 def split_width_config(cfg: dict, width: int) -> dict:
     """The `split_widths` tile over a Gluon bucket `cfg`: the ping-pong's 64 x `width` split tile, unsplit, the ring
     as deep as the shared memory allows (8 stages at most; what ab/bf16_split_widths.json ran)."""
@@ -430,8 +460,12 @@ def choose(op: str, cfg: dict, large: dict | None, M: int, N: int, K: int, num_c
                                NARROW_WAVE_FILL)
         if tile is not None:
             return dict(tile), [f"N = {N}: " + _one_wave_note(tile, tiles, num_cus)]
-    narrow_n = rules.get("narrow_n")
+    narrow_n, few_menu = rules.get("narrow_n"), rules.get("few_tiles")
     if narrow_n and not amd and N <= narrow_n["BLOCK_SIZE_N"]:
+        if few_menu and M > ONE_WAVE_MAX_M:
+            tile, fill = few_tiles(few_menu, M, N, K, num_cus)
+            if tile is not None:
+                return dict(tile), [f"N = {N}, one tile column: " + _few_tiles_note(tile, fill, num_cus)]
         tiles = -(-M // narrow_n["BLOCK_SIZE_M"])
         split = 1 if tiles >= FEW_TILES * num_cus else \
             max(1, min(num_cus // tiles, -(-K // narrow_n["BLOCK_SIZE_K"]) // MIN_SPLIT_STEPS, MAX_SPLIT))
@@ -501,7 +535,12 @@ def choose(op: str, cfg: dict, large: dict | None, M: int, N: int, K: int, num_c
                     f"{coop} tiles of {bm} x 256 fill {eff_coop:.0%} of their waves, {pp} of {bm} x 128 "
                     f"{eff_pp:.0%}, {n_tiles} of {nm} x {nn} (K split up to {split}) {eff_narrow:.0%}: the ping-pong's "
                     f"{nm} x {nn}"]
-        if pp < FEW_TILES * num_cus:  # few tiles even for the ping-pong: the Triton tier's split and smaller tiles
+        if pp < FEW_TILES * num_cus and few_menu and M > ONE_WAVE_MAX_M:  # few tiles even for the ping-pong
+            tile, fill = few_tiles(few_menu, M, N, K, num_cus)
+            if tile is not None:
+                return dict(tile), [f"{pp} tiles of {bm} x 128 for {num_cus} SMs: " +
+                                    _few_tiles_note(tile, fill, num_cus)]
+        if pp < FEW_TILES * num_cus:  # (few_tiles fills too few SMs): the Triton tier's split and smaller tiles
             tile, notes = fit({k: v for k, v in cfg.items() if k != "backend"}, M, N, K, num_cus)
             return tile, [f"{pp} tiles of {bm} x 128 for {num_cus} SMs: the Triton tier"] + notes
         if pp == coop or eff_pp > GLUON_WAVE_MARGIN * eff_coop:  # pp == coop: N <= 128, half the coop tile empty

@@ -22,9 +22,13 @@ def tile(cfg):
     (256, 128, 2880, (64, 64, 11, 4)),
     # N in one tile column (`narrow_n`, ab/bf16_router_rule.json): 64-row tiles, K step 128, split to one wave
     (1024, 128, 2880, (64, 128, 5, 4)),  # 1.01x against 128 x 128 split 11's 0.81x
-    (2048, 128, 2880, (64, 128, 4, 4)),  # 64 tiles of 64 x 64: under `narrow_wave`'s share of the SMs
-    (1024, 1000, 7168, (128, 256, 4, 8)),  # split before shrinking (from the M <= 1024 bucket's 128 x 256 tile)
-    (1024, 256, 16384, (128, 256, 16, 8)),
+    # above M = 256, where 128 x 128 tiles are few, `few_tiles` (ab/bf16_few_tiles.json): the ping-pong's 64 x 128 or
+    # 64 x 64, split to one wave in ranges of FEW_TILES_SPLIT_K at least
+    (2048, 128, 2880, (64, 64, 1, 4)),  # 64 tiles of 64 x 64, 48% of the SMs: 0.91x, the Triton tier's split 0.85x
+    (1024, 1000, 7168, (64, 128, 1, 4)),  # 128 tiles (1000 x 1000 x 4000: 0.99x, the Triton split 0.50x)
+    (1024, 256, 16384, (64, 128, 4, 4)),  # 32 tiles split 4
+    (384, 384, 4096, (64, 64, 2, 4)),  # 64 x 128 would fill 27%, 64 x 64 split 2 55%
+    (512, 128, 2880, (64, 128, 11, 4)),  # 64 x 64 fills 12% of the SMs: the Triton tier's split (0.96x)
 ])
 def test_fitted_configs_on_the_measured_shapes(M, N, K, want):
     cfg, source = configs.serve("a16w16", H200, M, N, K)
