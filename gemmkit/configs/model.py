@@ -19,7 +19,9 @@ router, K = 2880, at M = 128), smaller tiles are the rest of the way: 64 x 64 sp
 
 Before fitting, `choose` applies what is known of one op's kernels (`OP_RULES`, each rule with its measurement):
 which of the table's kernels serves a shape unlike the bucket's (bf16 first: at 64 <= M <= 256, and for N <= 256 at
-larger M, the tile of a small menu that comes nearest one wave of the SMs, deep ring, no split; N in one tile column
+larger M, the tile of a small menu that comes nearest one wave of the SMs, deep ring, no split; above M = 256 where
+even 128 x 128 tiles are few, the ping-pong's 64 x 128 or 64 x 64 split to one wave in long K ranges (`few_tiles`;
+the Triton tier's split, which `fit` makes, only where those fill too few SMs); N in one tile column
 the Triton tier's 64-row tile split to one wave; then a cooperative Gluon tile or the ping-pong by wave
 efficiency, bf16's 64 x 192 ping-pong (split-K at 128 < M <= 512) where its waves are the fullest, bf16's swap-AB
 decode tile on 128 weight rows where that takes its tiles into one round of the SMs; at
@@ -308,6 +310,12 @@ NARROW_WAVE_MAX_N = 256  # `narrow_wave`: N at most this (a router's experts; me
 NARROW_WAVE_FILL = 0.6  # `narrow_wave`: the least share of the SMs its tiles fill
 NARROW_WAVE_SQUARE_MAX_K = 8192  # `narrow_wave`: the 64 x 64 tile up to this K (K = 12288 / 16384 lost to the split)
 NARROW_WAVE_PAD_SHARE = 8  # `narrow_wave`: a partial last column where a copy of w is 1 / this of x (dispatch.pad_n)
+# `few_tiles` (bf16, H200, against cuBLAS in the same process): above M = 256 where even 128 x 128 tiles are under
+# FEW_TILES of the SMs, the Triton tier's split (128 x 256 split 4-16) ran 0.63x geomean on 20 shapes (1000^3 0.31x),
+# the ping-pong's 64 x 128 split to one wave 0.86x, its 64 x 64 best where 64 x 128 tiles are too few
+# (ab/bf16_few_tiles.json); held out: 32 random shapes 0.84 -> 1.56x (odd N / K, where cuBLAS slows too; two lost
+# 3 / 8%: bf16_few_tiles_heldout.json), 11 aligned 0.74 -> 0.95x (one lost 5%, 1024 x 128 x 8192 on one tile
+# column: hence `narrow_n`'s exception in `choose`; bf16_few_tiles_verify.json).
 FEW_TILES_FILL = 0.45  # `few_tiles`: the least share of the SMs its CTAs fill (won from 0.48: 1024 x 256 x 2048)
 FEW_TILES_SPLIT_K = 2048  # `few_tiles`: the least K a split range keeps (1024 lost: 1024 x 256 x 2048 64 x 64
 # unsplit 0.95x, split 2 0.85x; 300 x 1000 x 8192 64 x 128 split 3 1.01x against 0.66x unsplit)
@@ -462,9 +470,12 @@ def choose(op: str, cfg: dict, large: dict | None, M: int, N: int, K: int, num_c
             return dict(tile), [f"N = {N}: " + _one_wave_note(tile, tiles, num_cus)]
     narrow_n, few_menu = rules.get("narrow_n"), rules.get("few_tiles")
     if narrow_n and not amd and N <= narrow_n["BLOCK_SIZE_N"]:
-        if few_menu and M > ONE_WAVE_MAX_M:
+        if few_menu and M > ONE_WAVE_MAX_M:  # unsplit, or where y's rows are off 16 bytes (the Triton tier
+            # then runs its pointer kernel: 1414 x 118 x 6483 0.07x, `few_tiles` split 2 1.12x); on one column the
+            # Triton tier's split held against `few_tiles`' (1024 x 128 x 8192 1.02 / 0.97x, 384 x 128 x 14652
+            # 0.89 / 0.86x: ab/bf16_few_tiles_verify.json, bf16_few_tiles_heldout.json)
             tile, fill = few_tiles(few_menu, M, N, K, num_cus)
-            if tile is not None:
+            if tile is not None and (tile["NUM_KSPLIT"] == 1 or N % 8):
                 return dict(tile), [f"N = {N}, one tile column: " + _few_tiles_note(tile, fill, num_cus)]
         tiles = -(-M // narrow_n["BLOCK_SIZE_M"])
         split = 1 if tiles >= FEW_TILES * num_cus else \

@@ -29,6 +29,8 @@ def tile(cfg):
     (1024, 256, 16384, (64, 128, 4, 4)),  # 32 tiles split 4
     (384, 384, 4096, (64, 64, 2, 4)),  # 64 x 128 would fill 27%, 64 x 64 split 2 55%
     (512, 128, 2880, (64, 128, 11, 4)),  # 64 x 64 fills 12% of the SMs: the Triton tier's split (0.96x)
+    (1024, 128, 8192, (64, 128, 8, 4)),  # one tile column: the Triton tier's split held (1.02x, `few_tiles`' 0.97x)
+    (1414, 118, 6483, (64, 64, 2, 4)),  # ... but not where N % 8 != 0 (its pointer kernel 0.07x, `few_tiles` 1.12x)
 ])
 def test_fitted_configs_on_the_measured_shapes(M, N, K, want):
     cfg, source = configs.serve("a16w16", H200, M, N, K)
