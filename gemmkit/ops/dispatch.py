@@ -369,11 +369,14 @@ def pad_n(kernel: str, cfg: dict, M: int, N: int, K: int, x_bytes: int, w_bytes:
 # (ab/pitch.json). A copy reads and writes its operand once, so each one is copied where it is at most the other's
 # bytes (both where equal): the weight of a GEMM with few tokens stays as it is; and x not at M <= PAD_M_MIN_ROWS (nor
 # w at N <= it), where the copy's launch is most of the call (1 / 16 x 4096 x 3000: -12% / -5%; 64 x 8192 x 5000: +20%,
-# ab/pitch_y.json). Measured on the Gluon bf16 kernels only. GEMMKIT_PITCH=0 (or PITCH = False) turns it off.
+# ab/pitch_y.json). The Triton tier's TMA kernel the same (its M_LEQ_128 bucket at M = 65-128, 32 shapes with
+# 16-bit K % 16 != 0: 0.80 -> 0.88x cuBLAS, x copied; two lost 2 / 6% on K < 1000: ab/pitch_triton_tier.json).
+# 16-bit operands only (the 8-bit kernels' calls were not measured).
+# GEMMKIT_PITCH=0 (or PITCH = False) turns it off.
 PITCH = os.environ.get("GEMMKIT_PITCH", "1") != "0"
 PITCH_BYTES = 128  # the copies' row pitch
 PITCH_SECTOR = 32  # rows whose stride is a multiple of this stay as they are
-PITCH_KERNELS = (GLUON_BF16, GLUON_COOP)
+PITCH_KERNELS = (GLUON_BF16, GLUON_COOP, TRITON_TMA)
 
 
 def pitch(kernel: str, x2, w) -> tuple[int, int]:
@@ -381,7 +384,7 @@ def pitch(kernel: str, x2, w) -> tuple[int, int]:
     whose row stride is off PITCH_SECTOR, that holds at most the other operand's bytes (so pad_m's copy of x and
     pad_n's of w, each at most an eighth of the other operand, are made at this pitch too) and more than
     PAD_M_MIN_ROWS rows."""
-    if not PITCH or kernel not in PITCH_KERNELS:
+    if not PITCH or kernel not in PITCH_KERNELS or x2.element_size() != 2:  # 8-bit operands: unmeasured
         return 0, 0
     K = x2.shape[1]
     per = PITCH_BYTES // x2.element_size()

@@ -403,14 +403,19 @@ def test_shifted_last_tiles(M, N, K, name, launches):
 PITCH_SHAPES = [(1500, 704, 3000), (304, 304, 1000), (100, 2000, 2888), (2000, 96, 1000), (17, 4096, 3000)]
 
 
-@pytest.mark.parametrize("name", ["pingpong", "swap_ab", "pingpong_split", "coop_128", "coop_144"])
+PITCH_CONFIGS = dict(SHIFT_CONFIGS, triton_tma={"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 128, "BLOCK_SIZE_K": 128,
+                                                "GROUP_SIZE_M": 8, "num_warps": 4, "num_stages": 4, "tma": True})
+
+
+@pytest.mark.parametrize("name", ["pingpong", "swap_ab", "pingpong_split", "coop_128", "coop_144", "triton_tma"])
 @pytest.mark.parametrize("M,N,K", PITCH_SHAPES, ids=[f"{m}x{n}x{k}" for m, n, k in PITCH_SHAPES])
 def test_pitch_copies(M, N, K, name, launches, monkeypatch):
     """x and / or w copied to a 128-byte row pitch (ops/dispatch.py `pitch`: K % 16 != 0, the operand no larger than
     the other; with pad_n's copy at 2000 x 96 on the ping-pong): every element of a NaN-poisoned output written and right, one
-    pad_rows_kernel launch per copy, and bitwise the result on the operands as given (dispatch.PITCH off)."""
-    cfg = SHIFT_CONFIGS[name]
-    kernel = D.GLUON_COOP if cfg["num_warps"] == 8 else D.GLUON_BF16
+    pad_rows_kernel launch per copy, and bitwise the result on the operands as given (dispatch.PITCH off); the Gluon
+    kernels and the Triton tier's TMA kernel (its M_LEQ_128 bucket's tile)."""
+    cfg = PITCH_CONFIGS[name]
+    kernel = D.TRITON_TMA if "backend" not in cfg else D.GLUON_COOP if cfg["num_warps"] == 8 else D.GLUON_BF16
     x, w, bias, out, before = _silu_call(M, N, K, cfg, kernel, launches)
     px, pw = D.pitch(kernel, x, w)
     assert px or pw, "no pitch copy: the test misses"
@@ -423,8 +428,8 @@ def test_pitch_copies(M, N, K, name, launches, monkeypatch):
     assert torch.equal(gemmkit.gemm_a16w16(x, w, bias, activation="silu", config=cfg), out)
 
 
-@pytest.mark.parametrize("M,N,K", [(1500, 704, 3000), (300, 3001, 3000), (4095, 4097, 1000)],
-                         ids=["pitch_w", "pitch_x_and_y", "pitch_x_y_shift"])
+@pytest.mark.parametrize("M,N,K", [(1500, 704, 3000), (300, 3001, 3000), (4095, 4097, 1000), (80, 5480, 7032)],
+                         ids=["pitch_w", "pitch_x_and_y", "pitch_x_y_shift", "triton_tma_pitch_x"])
 def test_copies_replay(M, N, K):
     """A call whose dispatch copies operands to a 128-byte pitch and / or writes y through a workspace: its call plan
     (callplan.py: the copies' launches, the workspace views, the TMA maps over them) replays on fresh inputs with
