@@ -546,11 +546,16 @@ def choose(op: str, cfg: dict, large: dict | None, M: int, N: int, K: int, num_c
                     f"{coop} tiles of {bm} x 256 fill {eff_coop:.0%} of their waves, {pp} of {bm} x 128 "
                     f"{eff_pp:.0%}, {n_tiles} of {nm} x {nn} (K split up to {split}) {eff_narrow:.0%}: the ping-pong's "
                     f"{nm} x {nn}"]
-        pp_fill = area_fill(M, N, bm, 128, num_cus)  # a last row / column mostly empty counts (300 x 2880: 69
-        # tiles, 40%: `few_tiles` 1.06x against 0.74x; at 56-66% it lost 10-35% bar one row: bf16_few_tiles_partial_wave.json)
-        if pp_fill < FEW_TILES and pp <= num_cus and few_menu and M > ONE_WAVE_MAX_M:  # few even for the ping-pong
-            tile, fill = few_tiles(few_menu, M, N, K, num_cus)
-            if tile is not None:
+        if few_menu and M > ONE_WAVE_MAX_M and pp <= num_cus:  # few tiles even for the ping-pong
+            # Under FEW_TILES of the SMs, any menu tile; from there, where a mostly empty last row / column leaves the
+            # 128 x 128 tiles' area under FEW_TILES of the SMs, the 64 x 128 only, and only where it fills
+            # GLUON_WAVE_MARGIN more (300 x 2880 x 2880, 69 tiles, 40%: 1.06x against 0.74x; held out, eight rows
+            # +7-52%, while 64 x 64 there lost up to 31%: bf16_few_tiles_partial_wave.json, bf16_few_tiles_area.json)
+            pp_fill = area_fill(M, N, bm, 128, num_cus)
+            few = pp < FEW_TILES * num_cus
+            tile, fill = few_tiles(few_menu if few else few_menu[:1], M, N, K, num_cus) if pp_fill < FEW_TILES \
+                else (None, 0.0)
+            if tile is not None and (few or fill > GLUON_WAVE_MARGIN * pp_fill):
                 return dict(tile), [f"{pp} tiles of {bm} x 128 fill {pp_fill:.0%} of {num_cus} SMs: " +
                                     _few_tiles_note(tile, fill, num_cus)]
         if pp < FEW_TILES * num_cus:  # (few_tiles fills too few SMs): the Triton tier's split and smaller tiles

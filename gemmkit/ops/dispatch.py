@@ -369,24 +369,30 @@ def pad_n(kernel: str, cfg: dict, M: int, N: int, K: int, x_bytes: int, w_bytes:
 # (ab/pitch.json). A copy reads and writes its operand once, so each one is copied where it is at most the other's
 # bytes (both where equal): the weight of a GEMM with few tokens stays as it is; and x not at M <= PAD_M_MIN_ROWS (nor
 # w at N <= it), where the copy's launch is most of the call (1 / 16 x 4096 x 3000: -12% / -5%; 64 x 8192 x 5000: +20%,
-# ab/pitch_y.json). The Triton tier's TMA kernel the same (its M_LEQ_128 bucket at M = 65-128, 32 shapes with
-# 16-bit K % 16 != 0: 0.80 -> 0.88x cuBLAS, x copied; two lost 2 / 6% on K < 1000: ab/pitch_triton_tier.json).
-# 16-bit operands only (the 8-bit kernels' calls were not measured).
+# ab/pitch_y.json). The Triton tier's TMA kernel (its M_LEQ_128 bucket, M = 65-128, x copied) only from
+# PITCH_TRITON_MIN_MACS multiply-adds: its copy's launch is a fixed cost and its gain grows with the column tiles
+# that re-read x (ab/pitch_triton_tier_k16.json, 24 shapes with K % 16 == 8: from 2^31 every row +2 to +24%, below it
+# -18 to +24%, 0.702 -> 0.709x over all; ab/pitch_triton_tier.json: the three such rows there, all below, -6 to
+# +10%; its other rows have K % 8 != 0, whose pad_k copies took the 128-byte pitch: 0.80 -> 0.88x). 16-bit operands
+# only (the 8-bit kernels' calls were not measured).
 # GEMMKIT_PITCH=0 (or PITCH = False) turns it off.
 PITCH = os.environ.get("GEMMKIT_PITCH", "1") != "0"
 PITCH_BYTES = 128  # the copies' row pitch
 PITCH_SECTOR = 32  # rows whose stride is a multiple of this stay as they are
 PITCH_KERNELS = (GLUON_BF16, GLUON_COOP, TRITON_TMA)
+PITCH_TRITON_MIN_MACS = 1 << 31
 
 
 def pitch(kernel: str, x2, w) -> tuple[int, int]:
     """(x's, w's) copy pitch in elements (0: no copy at a new pitch): K rounded up to PITCH_BYTES, for an operand
     whose row stride is off PITCH_SECTOR, that holds at most the other operand's bytes (so pad_m's copy of x and
     pad_n's of w, each at most an eighth of the other operand, are made at this pitch too) and more than
-    PAD_M_MIN_ROWS rows."""
+    PAD_M_MIN_ROWS rows; for the Triton tier's kernel only on calls of PITCH_TRITON_MIN_MACS or more."""
     if not PITCH or kernel not in PITCH_KERNELS or x2.element_size() != 2:  # 8-bit operands: unmeasured
         return 0, 0
     K = x2.shape[1]
+    if kernel == TRITON_TMA and x2.shape[0] * w.shape[0] * K < PITCH_TRITON_MIN_MACS:
+        return 0, 0
     per = PITCH_BYTES // x2.element_size()
     kp = H.cdiv(K, per) * per
     xb, wb = x2.shape[0] * K * x2.element_size(), w.shape[0] * K * w.element_size()

@@ -407,8 +407,13 @@ PITCH_CONFIGS = dict(SHIFT_CONFIGS, triton_tma={"BLOCK_SIZE_M": 64, "BLOCK_SIZE_
                                                 "GROUP_SIZE_M": 8, "num_warps": 4, "num_stages": 4, "tma": True})
 
 
-@pytest.mark.parametrize("name", ["pingpong", "swap_ab", "pingpong_split", "coop_128", "coop_144", "triton_tma"])
-@pytest.mark.parametrize("M,N,K", PITCH_SHAPES, ids=[f"{m}x{n}x{k}" for m, n, k in PITCH_SHAPES])
+# the Triton tier's kernel copies from D.PITCH_TRITON_MIN_MACS (2^31) multiply-adds
+PITCH_CASES = [(name, shape) for name in ("pingpong", "swap_ab", "pingpong_split", "coop_128", "coop_144")
+               for shape in PITCH_SHAPES] + [("triton_tma", s) for s in ((1500, 704, 3000), (100, 8000, 2888))]
+
+
+@pytest.mark.parametrize("name,M,N,K", [(n, *s) for n, s in PITCH_CASES],
+                         ids=[f"{n}-{s[0]}x{s[1]}x{s[2]}" for n, s in PITCH_CASES])
 def test_pitch_copies(M, N, K, name, launches, monkeypatch):
     """x and / or w copied to a 128-byte row pitch (ops/dispatch.py `pitch`: K % 16 != 0, the operand no larger than
     the other; with pad_n's copy at 2000 x 96 on the ping-pong): every element of a NaN-poisoned output written and right, one
