@@ -272,6 +272,15 @@ OP_RULES = {"a8w8_blockscale": {"ctas_per_sm": 2, "wide_share": 0.6, "operand_by
                  "num_stages": 8, "tma": True, "persistent": True, "backend": "gluon", "NUM_KSPLIT": 1},
                 {"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 64, "BLOCK_SIZE_K": 128, "GROUP_SIZE_M": 8, "num_warps": 4,
                  "num_stages": 6, "tma": True, "persistent": True, "backend": "gluon", "NUM_KSPLIT": 1}),
+                # `m128_tile`: at 64 < M <= 128, where the Triton tier's M_LEQ_128 bucket (64 x 128) would run
+                # unsplit: the Gluon ping-pong on the same tile, or its 128 x 128 (`wide_config`) where those are
+                # at least FEW_TILES of the SMs. H200 against cuBLAS: 22 held-out rows (M = 67-127, N = 4416-9664)
+                # 0.76 -> 0.85x on 64 x 128, each up 4-21%; 128 x 128 from 68 tiles 0.85-0.95x where 64 x 128 ran
+                # 0.68-0.82x, under 64 tiles it lost 10-25% (ab/bf16_m65_128_heldout.json; bf16_m65_128.json: 96 /
+                # 127 x 9216 x 3072 0.70 / 0.65 -> 0.88 / 0.82x)
+                "m128_tile": {"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 128, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 8,
+                              "num_warps": 4, "num_stages": 8, "tma": True, "persistent": True, "backend": "gluon",
+                              "NUM_KSPLIT": 1},
                 "narrow_n": {"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 128, "BLOCK_SIZE_K": 128, "GROUP_SIZE_M": 8,
                              "num_warps": 4, "num_stages": 4, "tma": True, "persistent": False, "NUM_KSPLIT": 1},
                 "split_widths": (160, 144),
@@ -605,6 +614,15 @@ def choose(op: str, cfg: dict, large: dict | None, M: int, N: int, K: int, num_c
                     f"{n_tiles} tiles of the Gluon ping-pong's {bm} x {bn} (under {share:.0%} of {num_cus} SMs), "
                     f"K = {K}: the ping-pong's {narrow['BLOCK_SIZE_M']} x {narrow['BLOCK_SIZE_N']}, K split up to "
                     f"{split} (its partials {share_w:.0%} of w's bytes)"]
+        m128 = rules.get("m128_tile")
+        if own and m128 and small_triton and fit(cfg, M, N, K, num_cus)[0].get("NUM_KSPLIT", 1) == 1:
+            # where the Triton tier would run its bucket's tile unsplit (`m128_tile`)
+            if n_tiles >= FEW_TILES * num_cus:
+                return dict(own), [f"{n_tiles} tiles of the Gluon ping-pong's {bm} x {bn} for {num_cus} SMs (half "
+                                   f"or more): the ping-pong's {bm} x {bn}"]
+            return dict(m128), [f"{n_tiles} tiles of the Gluon ping-pong's {bm} x {bn} (under half of {num_cus} "
+                                f"SMs): the ping-pong's {m128['BLOCK_SIZE_M']} x {m128['BLOCK_SIZE_N']}, "
+                                f"{m128['num_stages']} stages, unsplit"]
         pm, pn = SMALL_PINGPONG["BLOCK_SIZE_M"], SMALL_PINGPONG["BLOCK_SIZE_N"]
         pp = -(-M // pm) * -(-N // pn)
         if not own and FEW_TILES * num_cus <= pp <= PINGPONG_ROUND * num_cus:

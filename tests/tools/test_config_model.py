@@ -510,3 +510,19 @@ def test_area_fill_counts_columns_past_n_as_empty():
     assert model.area_fill(4096, 576, 128, 144, 132) == pytest.approx(4096 * 576 / (132 * 128 * 144))
     assert model.area_fill(4096, 576, 128, 160, 132) < 0.9 * model.area_fill(4096, 576, 128, 144, 132)
     assert model.area_fill(128, 128, 128, 128, 1) == 1.0
+
+
+@pytest.mark.parametrize("M, N, K, want", [
+    # `m128_tile`: where the Triton tier's M_LEQ_128 bucket would run unsplit, the Gluon ping-pong
+    (65, 5120, 5120, (64, 128, 1, 4)),  # 40 tiles of 128 x 128: the same 64 x 128 tile (0.74 -> 0.85x)
+    (96, 9216, 3072, (128, 128, 1, 4)),  # 72 tiles of 128 x 128, over half the SMs (0.70 -> 0.88x)
+    (80, 2880, 2880, (64, 128, 2, 4, None)),  # the Triton tier splits K: as it was
+    # `few_tiles` from a partial last row: 69 tiles of 128 x 128 fill 40% of the SMs (0.74 -> 1.06x)
+    (300, 2880, 2880, (64, 128, 1, 4)),
+    (651, 1632, 1936, (128, 128, 1, 4)),  # 78 tiles, 59%: the ping-pong's 128 x 128 (64 x 64 lost 31%)
+    (517, 2008, 1024, (128, 128, 1, 4)),  # 80 tiles fill 48%, but the 64 x 128 no better: 128 x 128 stays
+])
+def test_a16w16_gluon_over_the_triton_tier(M, N, K, want):
+    cfg, source = configs.serve("a16w16", H200, M, N, K)
+    backend = want[4] if len(want) > 4 else "gluon"
+    assert tile(cfg) == want[:4] and cfg.get("backend") == backend, source
