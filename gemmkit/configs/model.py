@@ -587,6 +587,19 @@ def choose(op: str, cfg: dict, large: dict | None, M: int, N: int, K: int, num_c
     # itself, where its tiles are few, to the ping-pong on 64 x 64 (`wide_share` in OP_RULES)
     small_triton = cfg.get("backend") != "gluon" and 64 < M <= 128
     small_gluon = own is None and large is not None and cfg == large and 128 < M <= SMALL_PINGPONG_MAX_M
+    if share and wide is not None and not amd and own is None and cfg == large and M > SMALL_PINGPONG_MAX_M:
+        # above M = 256 (fp8 / block scale, whose Gluon kernel does not split K): where the large-M bucket's tiles
+        # are under FEW_TILES of the SMs, the ping-pong on 64 x 64 while its tiles take one round of its consumers
+        # (`few_tiles` for bf16; ab/fp8_few_tiles.json, blockscale_few_tiles.json: 10 shapes each 0.93-1.08 ->
+        # 1.10-1.61x; at 69 tiles and more it lost, 300 x 2880 x 2880 0.97 -> 0.90x)
+        bm, bn = large["BLOCK_SIZE_M"], large["BLOCK_SIZE_N"]
+        n_tiles = -(-M // bm) * -(-N // bn)
+        pm, pn = SMALL_PINGPONG["BLOCK_SIZE_M"], SMALL_PINGPONG["BLOCK_SIZE_N"]
+        pp = -(-M // pm) * -(-N // pn)
+        if n_tiles < FEW_TILES * num_cus and pp <= PINGPONG_ROUND * num_cus:
+            return dict(large, **SMALL_PINGPONG), [
+                f"{n_tiles} tiles of the large-M bucket's Gluon {bm} x {bn} for {num_cus} SMs (under {FEW_TILES:.0%}), "
+                f"{pp} of {pm} x {pn}: the Gluon ping-pong"]
     if share and wide is not None and not amd and (small_triton or small_gluon):
         narrow = rules.get("narrow_pingpong")
         bm, bn = wide["BLOCK_SIZE_M"], wide["BLOCK_SIZE_N"]
