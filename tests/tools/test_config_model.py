@@ -526,3 +526,16 @@ def test_a16w16_gluon_over_the_triton_tier(M, N, K, want):
     cfg, source = configs.serve("a16w16", H200, M, N, K)
     backend = want[4] if len(want) > 4 else "gluon"
     assert tile(cfg) == want[:4] and cfg.get("backend") == backend, source
+
+
+@pytest.mark.parametrize("op", ["a8w8", "a8w8_blockscale"])
+@pytest.mark.parametrize("M, N, K, pingpong", [
+    (1024, 1024, 4096, True),  # 64 tiles of the large-M bucket's 128 x 128: the 64 x 64 ping-pong (0.95 -> 1.17x)
+    (4096, 128, 2880, True),  # GPT-OSS's router: 32 tiles (fp8 0.97 -> 1.16x, block scale 0.98 -> 1.28x)
+    (300, 2880, 2880, False),  # 69 tiles: the bucket (the ping-pong lost, 0.97 -> 0.90x)
+    (2048, 1024, 7168, False),  # 128 tiles: the bucket (0.95 against 0.76x)
+])
+def test_fp8_few_large_tiles_take_the_ping_pong_above_m_256(op, M, N, K, pingpong):
+    cfg, source = configs.serve(op, H200, M, N, K)
+    assert cfg.get("backend") == "gluon"
+    assert ((cfg["BLOCK_SIZE_M"], cfg["BLOCK_SIZE_N"], cfg["num_warps"]) == (64, 64, 4)) == pingpong, source
