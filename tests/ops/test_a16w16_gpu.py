@@ -40,11 +40,12 @@ SHAPES = [(8192, 8192, 8192), (4095, 4097, 1000), (1, 8192, 8192), (16, 10240, 8
           (1024, 8192, 28672), (17, 31, 40), (333, 1000, 777), (2048, 2048, 2048), (64, 4096, 4096),
           (1, 4096, 4095), (16, 5000, 7001), (9, 333, 129), (32, 333, 129),
           (1, 10240, 5120), (32, 10240, 5120), (8, 8704, 3072), (48, 10240, 5120),
-          (1000, 1000, 1000), (384, 384, 4096), (625, 230, 13164), (1414, 118, 6483), (5555, 4444, 3333)]
+          (1000, 1000, 1000), (384, 384, 4096), (625, 230, 13164), (1414, 118, 6483), (5555, 4444, 3333),
+          (65, 5120, 5120), (96, 9216, 3072)]
 # K % 8 != 0: at M <= gemm_rows.MAX_M (16) w read where it lies, copied to 16-byte rows above; (1, 10240, 5120) to
 # (48, 10240, 5120) take the config model's wide swap-AB tile (`swap_wide`); from (1000, 1000, 1000) `few_tiles`'
 # ping-pong tiles, split (384 x 384, with y's workspace and pitch copies at 625 x 230 x 13164, one tile column at
-# N = 118) or not, and the Gluon "any" bucket above M = 4096 (shifted, on pitch copies)
+# N = 118) or not, the Gluon "any" bucket above M = 4096 (shifted, on pitch copies); the last two `m128_tile`'s
 
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=["bf16", "fp16"])
