@@ -52,12 +52,19 @@ def test_a8w8_shapes(M, N, K, dtype, launches):
     bias = torch.randn(N, device=DEV, dtype=torch.bfloat16)
     out = torch.full((M, N), float("nan"), device=DEV, dtype=torch.bfloat16)
     before, tail_before, pad_before = sum(launches.values()), launches["tail_reduce_kernel"], launches["pad_rows_kernel"]
+    split_before = launches["splitk_reduce_kernel"]
     gemmkit.gemm_a8w8(x, w, xs, ws, bias, out=out)
     torch.cuda.synchronize()
     # one GEMM launch, plus the coop Gluon kernel's tail reduce where it splits its last round (8192³ on 132 SMs), plus
-    # at most one copy of x (to whole TMA boxes of rows, or K to 16-byte rows: ops/dispatch.py)
+    # at most one copy of x (to whole TMA boxes of rows, or K to 16-byte rows: ops/dispatch.py), plus the split-K
+    # reduce exactly where the served config splits K (int8's few tiles: the Triton tier)
     tails, pads = launches["tail_reduce_kernel"] - tail_before, launches["pad_rows_kernel"] - pad_before
-    assert sum(launches.values()) - tails - pads == before + 1 and tails in (0, 1) and pads in (0, 1)
+    splits = launches["splitk_reduce_kernel"] - split_before
+    from gemmkit import configs
+
+    table_op = "a8w8_int8" if dtype == torch.int8 else "a8w8"
+    assert splits == (configs.serve(table_op, arch.current(), M, N, K)[0].get("NUM_KSPLIT", 1) > 1)
+    assert sum(launches.values()) - tails - pads - splits == before + 1 and tails in (0, 1) and pads in (0, 1)
     if (M, N, K, dtype) == (8192, 8192, 8192, FP8) and arch.current().num_cus == 132:
         assert tails == 1
     err = rel(out, ref_a8w8(x, w, xs, ws, bias))
