@@ -39,6 +39,8 @@ Constraints:
 """
 from __future__ import annotations
 
+import dataclasses
+
 MIN_TILE = 64  # the smallest BLOCK_SIZE_M / BLOCK_SIZE_N the fitting goes to (a wgmma's M is 64)
 FEW_TILES = 0.5  # "few tiles": fewer output tiles than this share of the SMs
 MIN_SPLIT_STEPS = 4  # K steps a split range keeps at least (fewer: the partial tile's traffic outweighs it)
@@ -459,211 +461,302 @@ def _narrow_split(narrow: dict, own: dict, M: int, N: int, K: int) -> tuple[int,
     return split, split * 2 * rows * N * 4 / (N * K * 2)  # fp32 partials written and read; bf16 w
 
 
+@dataclasses.dataclass(frozen=True)
+class _Call:
+    """What `choose`'s rules see of one call: the op's rules (OP_RULES), the default table's bucket `cfg` for M and
+    its large-M bucket `large`, the shape, and the target (`num_cus` SMs / CUs of `shared_mem` bytes, `amd`)."""
+    rules: dict
+    cfg: dict
+    large: dict | None
+    M: int
+    N: int
+    K: int
+    num_cus: int
+    shared_mem: int
+    amd: bool
+
+
 def choose(op: str, cfg: dict, large: dict | None, M: int, N: int, K: int, num_cus: int,
            shared_mem: int, amd: bool = False) -> tuple[dict, list]:
     """(config, notes) for a default-table bucket `cfg` serving (M, N, K) on `num_cus` SMs of `shared_mem` bytes
-    each (`amd`: a gfx942 / gfx950 target): the op's `narrow_wave` tile where N is narrow and one wave of its tiles
-    comes near filling the SMs; the op's `narrow_n` tile where N is one tile column and its tiles and splits fill
-    half the SMs; the `one_wave` tile where one comes near one wave; for a cooperative Gluon bucket, it or
-    the ping-pong by the op's
-    `gluon_waves` rule; for a CDNA Gluon bucket, it or the Triton tier by `cdna_tiles`; the table's large-M
-    bucket `large` where the op's `wide_waves` rule takes it; else `cfg` fitted (`fit`), and at M <= 16 the op's
-    `decode_wide` tile, fitted the same way, where it keeps more CTAs in flight; at M < 64 a Gluon swap-AB bucket
-    on the op's `swap_wide` weight rows where that brings its tiles into one round of the SMs."""
-    rules = OP_RULES.get(op, {})
-    wave_menu = rules.get("narrow_wave")
-    if wave_menu and not amd and N <= NARROW_WAVE_MAX_N and M > ONE_WAVE_MAX_M:
-        tile, tiles = one_wave([c for c in wave_menu if _narrow_wave_fits(c, M, N, K)], M, N, num_cus,
+    each (`amd`: a gfx942 / gfx950 target): the first of RULES that answers (each a function of the call that
+    returns (config, notes), or None to pass), else `cfg` fitted (`_fitted`). RULES, in order: `narrow_wave`,
+    `narrow_n` (with `few_tiles` above M = 256), `one_wave`, the CDNA Gluon bucket's `cdna_tiles`, a cooperative
+    Gluon bucket's `gluon_waves` (coop / ping-pong / `coop_widths` / `split_widths` / `narrow_pingpong` /
+    `few_tiles` / the Triton tier), fp8's `decode_pingpong`, the large-M Gluon bucket's few tiles above M = 256,
+    `wide_share` at 64 < M <= 256 (with `m128_tile`), `swap_wide`. A rule that answers with `cfg` itself ends the
+    search with the bucket as it is."""
+    call = _Call(OP_RULES.get(op, {}), cfg, large, M, N, K, num_cus, shared_mem, amd)
+    for rule in RULES:
+        hit = rule(call)
+        if hit is not None:
+            return hit
+    return _fitted(call)
+
+
+def _rule_narrow_wave(c: _Call):
+    """`narrow_wave`: N <= NARROW_WAVE_MAX_N above M = ONE_WAVE_MAX_M, one wave of the menu's Gluon tiles."""
+    wave_menu = c.rules.get("narrow_wave")
+    if wave_menu and not c.amd and c.N <= NARROW_WAVE_MAX_N and c.M > ONE_WAVE_MAX_M:
+        tile, tiles = one_wave([t for t in wave_menu if _narrow_wave_fits(t, c.M, c.N, c.K)], c.M, c.N, c.num_cus,
                                NARROW_WAVE_FILL)
         if tile is not None:
-            return dict(tile), [f"N = {N}: " + _one_wave_note(tile, tiles, num_cus)]
-    narrow_n, few_menu = rules.get("narrow_n"), rules.get("few_tiles")
-    if narrow_n and not amd and N <= narrow_n["BLOCK_SIZE_N"]:
-        if few_menu and M > ONE_WAVE_MAX_M:  # unsplit, or where y's rows are off 16 bytes (the Triton tier
-            # then runs its pointer kernel: 1414 x 118 x 6483 0.07x, `few_tiles` split 2 1.12x); on one column the
-            # Triton tier's split held against `few_tiles`' (1024 x 128 x 8192 1.02 / 0.97x, 384 x 128 x 14652
-            # 0.89 / 0.86x: ab/bf16_few_tiles_verify.json, bf16_few_tiles_heldout.json)
-            tile, fill = few_tiles(few_menu, M, N, K, num_cus)
-            if tile is not None and (tile["NUM_KSPLIT"] == 1 or N % 8):
-                return dict(tile), [f"N = {N}, one tile column: " + _few_tiles_note(tile, fill, num_cus)]
-        tiles = -(-M // narrow_n["BLOCK_SIZE_M"])
-        split = 1 if tiles >= FEW_TILES * num_cus else \
-            max(1, min(num_cus // tiles, -(-K // narrow_n["BLOCK_SIZE_K"]) // MIN_SPLIT_STEPS, MAX_SPLIT))
-        if tiles * split >= FEW_TILES * num_cus:
-            tile, notes = fit(dict(narrow_n), M, N, K, num_cus)
-            return tile, [f"N = {N}, one tile column: the Triton tier's {narrow_n['BLOCK_SIZE_M']} x "
-                          f"{narrow_n['BLOCK_SIZE_N']} x {narrow_n['BLOCK_SIZE_K']}, {narrow_n['num_stages']} stages"] + notes
-    menu, narrow = rules.get("one_wave"), rules.get("narrow_pingpong")
-    if menu and not amd and ONE_WAVE_MIN_M <= M <= ONE_WAVE_MAX_M:
-        # the narrow split goes first where its partials are a small share of the weights (64 < M <= 128, where
-        # the Triton bucket would give way to it)
-        long_k = False
-        if narrow and 64 < M <= 128 and N >= NARROW_MIN_N and rules.get("wide_config"):
-            split, share_w = _narrow_split(narrow, rules["wide_config"], M, N, K)
-            long_k = split > 1 and share_w * NARROW_LONG_SHARE <= 1
-        tile, tiles = (None, 0) if long_k else one_wave(menu, M, N, num_cus)
-        if tile is not None:
-            return dict(tile), [_one_wave_note(tile, tiles, num_cus)]
-    if amd and cfg.get("backend") == "gluon":
-        if not rules.get("cdna_tiles"):
-            return cfg, []
-        tiles = -(-M // cfg["BLOCK_SIZE_M"]) * -(-N // cfg["BLOCK_SIZE_N"])
-        if tiles < FEW_TILES * num_cus:
-            tile, notes = fit({k: v for k, v in cfg.items() if k != "backend"}, M, N, K, num_cus)
-            return tile, [f"{tiles} tiles of {cfg['BLOCK_SIZE_M']} x {cfg['BLOCK_SIZE_N']} for {num_cus} CUs: "
-                          "the Triton tier"] + notes
+            return dict(tile), [f"N = {c.N}: " + _one_wave_note(tile, tiles, c.num_cus)]
+    return None
+
+
+def _rule_narrow_n(c: _Call):
+    """`narrow_n`: N in one tile column, the Triton tier's 64-row tile split to half the SMs; above M = 256
+    `few_tiles` first where it runs unsplit or y's rows are off 16 bytes."""
+    narrow_n, few_menu = c.rules.get("narrow_n"), c.rules.get("few_tiles")
+    if not narrow_n or c.amd or c.N > narrow_n["BLOCK_SIZE_N"]:
+        return None
+    M, N, K, num_cus = c.M, c.N, c.K, c.num_cus
+    if few_menu and M > ONE_WAVE_MAX_M:  # unsplit, or where y's rows are off 16 bytes (the Triton tier
+        # then runs its pointer kernel: 1414 x 118 x 6483 0.07x, `few_tiles` split 2 1.12x); on one column the
+        # Triton tier's split held against `few_tiles`' (1024 x 128 x 8192 1.02 / 0.97x, 384 x 128 x 14652
+        # 0.89 / 0.86x: ab/bf16_few_tiles_verify.json, bf16_few_tiles_heldout.json)
+        tile, fill = few_tiles(few_menu, M, N, K, num_cus)
+        if tile is not None and (tile["NUM_KSPLIT"] == 1 or N % 8):
+            return dict(tile), [f"N = {N}, one tile column: " + _few_tiles_note(tile, fill, num_cus)]
+    tiles = -(-M // narrow_n["BLOCK_SIZE_M"])
+    split = 1 if tiles >= FEW_TILES * num_cus else \
+        max(1, min(num_cus // tiles, -(-K // narrow_n["BLOCK_SIZE_K"]) // MIN_SPLIT_STEPS, MAX_SPLIT))
+    if tiles * split >= FEW_TILES * num_cus:
+        tile, notes = fit(dict(narrow_n), M, N, K, num_cus)
+        return tile, [f"N = {N}, one tile column: the Triton tier's {narrow_n['BLOCK_SIZE_M']} x "
+                      f"{narrow_n['BLOCK_SIZE_N']} x {narrow_n['BLOCK_SIZE_K']}, {narrow_n['num_stages']} stages"] + notes
+    return None
+
+
+def _rule_one_wave(c: _Call):
+    """`one_wave`: at ONE_WAVE_MIN_M <= M <= ONE_WAVE_MAX_M the menu tile nearest one wave, unless
+    `narrow_pingpong`'s split is due first (64 < M <= 128 on long K)."""
+    menu, narrow = c.rules.get("one_wave"), c.rules.get("narrow_pingpong")
+    if not menu or c.amd or not ONE_WAVE_MIN_M <= c.M <= ONE_WAVE_MAX_M:
+        return None
+    # the narrow split goes first where its partials are a small share of the weights (64 < M <= 128, where
+    # the Triton bucket would give way to it)
+    long_k = False
+    if narrow and 64 < c.M <= 128 and c.N >= NARROW_MIN_N and c.rules.get("wide_config"):
+        split, share_w = _narrow_split(narrow, c.rules["wide_config"], c.M, c.N, c.K)
+        long_k = split > 1 and share_w * NARROW_LONG_SHARE <= 1
+    tile, tiles = (None, 0) if long_k else one_wave(menu, c.M, c.N, c.num_cus)
+    if tile is not None:
+        return dict(tile), [_one_wave_note(tile, tiles, c.num_cus)]
+    return None
+
+
+def _rule_cdna(c: _Call):
+    """A CDNA Gluon bucket: as it is, or (`cdna_tiles`) the Triton tier fitted where its tiles are few."""
+    cfg = c.cfg
+    if not (c.amd and cfg.get("backend") == "gluon"):
+        return None
+    if not c.rules.get("cdna_tiles"):
         return cfg, []
-    if rules.get("gluon_waves") and cfg.get("backend") == "gluon" and cfg["num_warps"] == 8 \
-            and cfg["BLOCK_SIZE_N"] == 256 and not cfg.get("swap_ab") and cfg.get("NUM_KSPLIT", 1) == 1:
-        bm = cfg["BLOCK_SIZE_M"]
-        coop, pp = (-(-M // bm) * -(-N // bn) for bn in (256, 128))
-        eff_coop, eff_pp = wave_efficiency(coop, num_cus), wave_efficiency(pp, num_cus)
-        narrow = rules.get("narrow_pingpong")
-        narrow_ok = narrow and (128 < M <= NARROW_MAX_M and N >= NARROW_MIN_N
-                                or M > NARROW_MAX_M and K >= NARROW_MIN_K and pp >= FEW_TILES * num_cus)
-        eff_narrow = 0.0
-        if narrow_ok:
-            nm, nn = narrow["BLOCK_SIZE_M"], narrow["BLOCK_SIZE_N"]
-            n_tiles = -(-M // nm) * -(-N // nn)
-            split = 1 if M > NARROW_MAX_M else \
-                max(1, min(narrow["NUM_KSPLIT"], -(-K // cfg["BLOCK_SIZE_K"]) // MIN_SPLIT_STEPS))
-            # the kernel keeps the splits to one wave (hopper_host.fit_split_k)
-            eff_narrow = wave_efficiency(n_tiles * max(1, min(split, num_cus // n_tiles)), num_cus)
-        coop_widths = rules.get("coop_widths")
-        if coop_widths and bm == 128 and COOP_WIDTH_MIN_M <= M <= COOP_WIDTH_MAX_M:
-            best = max(eff_coop, eff_pp, eff_narrow)
-            hit = coop_width_fit(coop_widths, M, N, num_cus, COOP_WIDTH_WAVES, best)
-            if hit:
-                w, stages, fill, tiles = hit
-                return coop_width_config(cfg, w, stages), [
-                    f"{coop} tiles of {bm} x 256, {pp} of {bm} x 128 and the 64 x 192's fill at best {best:.0%} of "
-                    f"their waves, {tiles} of {bm} x {w} {fill:.0%} of theirs: the cooperative {bm} x {w} split tile"]
-        widths = rules.get("split_widths")
-        if widths and SPLIT_WIDTH_MIN_M <= M <= SPLIT_WIDTH_MAX_M:
-            def width_tiles(w):
-                return -(-M // split_width_config(cfg, w)["BLOCK_SIZE_M"]) * -(-N // w)
-            fill, w = max((wave_efficiency(width_tiles(w), num_cus), w) for w in widths)  # the wider on a tie
-            best = max(eff_coop, eff_pp, eff_narrow)
-            if fill >= SPLIT_WIDTH_FILL and fill > GLUON_WAVE_MARGIN * best:
-                tiles = width_tiles(w)
-                return split_width_config(cfg, w), [
-                    f"{coop} tiles of {bm} x 256, {pp} of {bm} x 128 and the 64 x 192's fill at best {best:.0%} of "
-                    f"their waves, {tiles} of 64 x {w} {fill:.0%}: the ping-pong's 64 x {w} split tile"]
-        if narrow_ok:
-            if eff_narrow > GLUON_WAVE_MARGIN * max(eff_coop, eff_pp):
-                return dict(cfg, **dict(narrow, NUM_KSPLIT=split)), [
-                    f"{coop} tiles of {bm} x 256 fill {eff_coop:.0%} of their waves, {pp} of {bm} x 128 "
-                    f"{eff_pp:.0%}, {n_tiles} of {nm} x {nn} (K split up to {split}) {eff_narrow:.0%}: the ping-pong's "
-                    f"{nm} x {nn}"]
-        if few_menu and M > ONE_WAVE_MAX_M and pp <= num_cus:  # few tiles even for the ping-pong
-            # Under FEW_TILES of the SMs, any menu tile; from there, where a mostly empty last row / column leaves the
-            # 128 x 128 tiles' area under FEW_TILES of the SMs, the 64 x 128 only, and only where it fills
-            # GLUON_WAVE_MARGIN more (300 x 2880 x 2880, 69 tiles, 40%: 1.06x against 0.74x; held out, eight rows
-            # +7-52%, while 64 x 64 there lost up to 31%: bf16_few_tiles_partial_wave.json, bf16_few_tiles_area.json)
-            pp_fill = area_fill(M, N, bm, 128, num_cus)
-            few = pp < FEW_TILES * num_cus
-            tile, fill = few_tiles(few_menu if few else few_menu[:1], M, N, K, num_cus) if pp_fill < FEW_TILES \
-                else (None, 0.0)
-            if tile is not None and (few or fill > GLUON_WAVE_MARGIN * pp_fill):
-                return dict(tile), [f"{pp} tiles of {bm} x 128 fill {pp_fill:.0%} of {num_cus} SMs: " +
-                                    _few_tiles_note(tile, fill, num_cus)]
-        if pp < FEW_TILES * num_cus:  # (few_tiles fills too few SMs): the Triton tier's split and smaller tiles
-            tile, notes = fit({k: v for k, v in cfg.items() if k != "backend"}, M, N, K, num_cus)
-            return tile, [f"{pp} tiles of {bm} x 128 for {num_cus} SMs: the Triton tier"] + notes
-        if pp == coop or eff_pp > GLUON_WAVE_MARGIN * eff_coop:  # pp == coop: N <= 128, half the coop tile empty
-            return dict(cfg, BLOCK_SIZE_N=128, num_warps=4, num_stages=6), [
-                f"{coop} tiles of {bm} x 256 fill {eff_coop:.0%} of their waves, {pp} of {bm} x 128 {eff_pp:.0%}: "
-                "the ping-pong"]
-        return cfg, []
-    if rules.get("decode_pingpong") and not amd and DECODE_PINGPONG_MIN_M <= M <= 64 and cfg.get("backend") != "gluon" \
-            and large is not None and large.get("backend") == "gluon":
-        pm, pn = SMALL_PINGPONG["BLOCK_SIZE_M"], SMALL_PINGPONG["BLOCK_SIZE_N"]
-        pp = -(-M // pm) * -(-N // pn)
-        if pp >= FEW_TILES * num_cus:
-            return dict(large, **SMALL_PINGPONG), [f"M = {M}: {pp} tiles of the Gluon ping-pong's {pm} x {pn}"]
+    tiles = -(-c.M // cfg["BLOCK_SIZE_M"]) * -(-c.N // cfg["BLOCK_SIZE_N"])
+    if tiles < FEW_TILES * c.num_cus:
+        tile, notes = fit({k: v for k, v in cfg.items() if k != "backend"}, c.M, c.N, c.K, c.num_cus)
+        return tile, [f"{tiles} tiles of {cfg['BLOCK_SIZE_M']} x {cfg['BLOCK_SIZE_N']} for {c.num_cus} CUs: "
+                      "the Triton tier"] + notes
+    return cfg, []
+
+
+def _rule_gluon_waves(c: _Call):
+    """`gluon_waves`: a cooperative Gluon bucket (128 x 256, 8 warps) against the ping-pong's tiles by the waves
+    they fill: `coop_widths`, `split_widths`, `narrow_pingpong`, `few_tiles`, the Triton tier where even those
+    are few, the ping-pong 128 x 128, else the bucket as it is."""
+    rules, cfg, M, N, K, num_cus = c.rules, c.cfg, c.M, c.N, c.K, c.num_cus
+    if not (rules.get("gluon_waves") and cfg.get("backend") == "gluon" and cfg["num_warps"] == 8
+            and cfg["BLOCK_SIZE_N"] == 256 and not cfg.get("swap_ab") and cfg.get("NUM_KSPLIT", 1) == 1):
+        return None
+    bm = cfg["BLOCK_SIZE_M"]
+    coop, pp = (-(-M // bm) * -(-N // bn) for bn in (256, 128))
+    eff_coop, eff_pp = wave_efficiency(coop, num_cus), wave_efficiency(pp, num_cus)
+    narrow = rules.get("narrow_pingpong")
+    narrow_ok = narrow and (128 < M <= NARROW_MAX_M and N >= NARROW_MIN_N
+                            or M > NARROW_MAX_M and K >= NARROW_MIN_K and pp >= FEW_TILES * num_cus)
+    eff_narrow = 0.0
+    if narrow_ok:
+        nm, nn = narrow["BLOCK_SIZE_M"], narrow["BLOCK_SIZE_N"]
+        n_tiles = -(-M // nm) * -(-N // nn)
+        split = 1 if M > NARROW_MAX_M else \
+            max(1, min(narrow["NUM_KSPLIT"], -(-K // cfg["BLOCK_SIZE_K"]) // MIN_SPLIT_STEPS))
+        # the kernel keeps the splits to one wave (hopper_host.fit_split_k)
+        eff_narrow = wave_efficiency(n_tiles * max(1, min(split, num_cus // n_tiles)), num_cus)
+    coop_widths = rules.get("coop_widths")
+    if coop_widths and bm == 128 and COOP_WIDTH_MIN_M <= M <= COOP_WIDTH_MAX_M:
+        best = max(eff_coop, eff_pp, eff_narrow)
+        hit = coop_width_fit(coop_widths, M, N, num_cus, COOP_WIDTH_WAVES, best)
+        if hit:
+            w, stages, fill, tiles = hit
+            return coop_width_config(cfg, w, stages), [
+                f"{coop} tiles of {bm} x 256, {pp} of {bm} x 128 and the 64 x 192's fill at best {best:.0%} of "
+                f"their waves, {tiles} of {bm} x {w} {fill:.0%} of theirs: the cooperative {bm} x {w} split tile"]
+    widths = rules.get("split_widths")
+    if widths and SPLIT_WIDTH_MIN_M <= M <= SPLIT_WIDTH_MAX_M:
+        def width_tiles(w):
+            return -(-M // split_width_config(cfg, w)["BLOCK_SIZE_M"]) * -(-N // w)
+        fill, w = max((wave_efficiency(width_tiles(w), num_cus), w) for w in widths)  # the wider on a tie
+        best = max(eff_coop, eff_pp, eff_narrow)
+        if fill >= SPLIT_WIDTH_FILL and fill > GLUON_WAVE_MARGIN * best:
+            tiles = width_tiles(w)
+            return split_width_config(cfg, w), [
+                f"{coop} tiles of {bm} x 256, {pp} of {bm} x 128 and the 64 x 192's fill at best {best:.0%} of "
+                f"their waves, {tiles} of 64 x {w} {fill:.0%}: the ping-pong's 64 x {w} split tile"]
+    if narrow_ok and eff_narrow > GLUON_WAVE_MARGIN * max(eff_coop, eff_pp):
+        return dict(cfg, **dict(narrow, NUM_KSPLIT=split)), [
+            f"{coop} tiles of {bm} x 256 fill {eff_coop:.0%} of their waves, {pp} of {bm} x 128 "
+            f"{eff_pp:.0%}, {n_tiles} of {nm} x {nn} (K split up to {split}) {eff_narrow:.0%}: the ping-pong's "
+            f"{nm} x {nn}"]
+    few_menu = rules.get("few_tiles")
+    if few_menu and M > ONE_WAVE_MAX_M and pp <= num_cus:  # few tiles even for the ping-pong
+        # Under FEW_TILES of the SMs, any menu tile; from there, where a mostly empty last row / column leaves the
+        # 128 x 128 tiles' area under FEW_TILES of the SMs, the 64 x 128 only, and only where it fills
+        # GLUON_WAVE_MARGIN more (300 x 2880 x 2880, 69 tiles, 40%: 1.06x against 0.74x; held out, eight rows
+        # +7-52%, while 64 x 64 there lost up to 31%: bf16_few_tiles_partial_wave.json, bf16_few_tiles_area.json)
+        pp_fill = area_fill(M, N, bm, 128, num_cus)
+        few = pp < FEW_TILES * num_cus
+        tile, fill = few_tiles(few_menu if few else few_menu[:1], M, N, K, num_cus) if pp_fill < FEW_TILES \
+            else (None, 0.0)
+        if tile is not None and (few or fill > GLUON_WAVE_MARGIN * pp_fill):
+            return dict(tile), [f"{pp} tiles of {bm} x 128 fill {pp_fill:.0%} of {num_cus} SMs: " +
+                                _few_tiles_note(tile, fill, num_cus)]
+    if pp < FEW_TILES * num_cus:  # (few_tiles fills too few SMs): the Triton tier's split and smaller tiles
+        tile, notes = fit({k: v for k, v in cfg.items() if k != "backend"}, M, N, K, num_cus)
+        return tile, [f"{pp} tiles of {bm} x 128 for {num_cus} SMs: the Triton tier"] + notes
+    if pp == coop or eff_pp > GLUON_WAVE_MARGIN * eff_coop:  # pp == coop: N <= 128, half the coop tile empty
+        return dict(cfg, BLOCK_SIZE_N=128, num_warps=4, num_stages=6), [
+            f"{coop} tiles of {bm} x 256 fill {eff_coop:.0%} of their waves, {pp} of {bm} x 128 {eff_pp:.0%}: "
+            "the ping-pong"]
+    return cfg, []
+
+
+def _rule_decode_pingpong(c: _Call):
+    """`decode_pingpong` (fp8): at DECODE_PINGPONG_MIN_M <= M <= 64 the large-M bucket's Gluon ping-pong on
+    64 x 64 where its tiles are not few."""
+    if not (c.rules.get("decode_pingpong") and not c.amd and DECODE_PINGPONG_MIN_M <= c.M <= 64
+            and c.cfg.get("backend") != "gluon" and c.large is not None and c.large.get("backend") == "gluon"):
+        return None
+    pm, pn = SMALL_PINGPONG["BLOCK_SIZE_M"], SMALL_PINGPONG["BLOCK_SIZE_N"]
+    pp = -(-c.M // pm) * -(-c.N // pn)
+    if pp >= FEW_TILES * c.num_cus:
+        return dict(c.large, **SMALL_PINGPONG), [f"M = {c.M}: {pp} tiles of the Gluon ping-pong's {pm} x {pn}"]
+    return None
+
+
+def _rule_large_few_tiles(c: _Call):
+    """Above M = SMALL_PINGPONG_MAX_M (fp8 / block scale, whose Gluon kernel does not split K): where the large-M
+    bucket's tiles are under FEW_TILES of the SMs, the ping-pong on 64 x 64 while its tiles take one round of its
+    consumers (`few_tiles` for bf16; ab/fp8_few_tiles.json, blockscale_few_tiles.json: 10 shapes each 0.93-1.08 ->
+    1.10-1.61x; at 69 tiles and more it lost, 300 x 2880 x 2880 0.97 -> 0.90x)."""
+    large = c.large
+    if not (c.rules.get("wide_share") and c.rules.get("wide_config") is None and large is not None
+            and large.get("backend") == "gluon" and not c.amd and c.cfg == large and c.M > SMALL_PINGPONG_MAX_M):
+        return None
+    bm, bn = large["BLOCK_SIZE_M"], large["BLOCK_SIZE_N"]
+    n_tiles = -(-c.M // bm) * -(-c.N // bn)
+    pm, pn = SMALL_PINGPONG["BLOCK_SIZE_M"], SMALL_PINGPONG["BLOCK_SIZE_N"]
+    pp = -(-c.M // pm) * -(-c.N // pn)
+    if n_tiles < FEW_TILES * c.num_cus and pp <= PINGPONG_ROUND * c.num_cus:
+        return dict(large, **SMALL_PINGPONG), [
+            f"{n_tiles} tiles of the large-M bucket's Gluon {bm} x {bn} for {c.num_cus} SMs (under {FEW_TILES:.0%}), "
+            f"{pp} of {pm} x {pn}: the Gluon ping-pong"]
+    return None
+
+
+def _rule_wide_share(c: _Call):
+    """`wide_share`: 64 < M <= 128, a Triton bucket gives way to a Gluon kernel (bf16's `wide_config` and its
+    `coop_widths` / `narrow_pingpong` / `m128_tile`; fp8's large-M bucket); 128 < M <= 256 (no `wide_config`): the
+    large-M Gluon bucket itself, where its tiles are few, to the ping-pong on 64 x 64."""
+    rules, cfg, large, M, N, K, num_cus = c.rules, c.cfg, c.large, c.M, c.N, c.K, c.num_cus
     share, own = rules.get("wide_share"), rules.get("wide_config")
     wide = own or (large if large is not None and large.get("backend") == "gluon" else None)
-    # 64 < M <= 128: a Triton bucket gives way to a Gluon kernel; 128 < M <= 256 (no `own`): the large-M Gluon bucket
-    # itself, where its tiles are few, to the ping-pong on 64 x 64 (`wide_share` in OP_RULES)
     small_triton = cfg.get("backend") != "gluon" and 64 < M <= 128
     small_gluon = own is None and large is not None and cfg == large and 128 < M <= SMALL_PINGPONG_MAX_M
-    if share and wide is not None and not amd and own is None and cfg == large and M > SMALL_PINGPONG_MAX_M:
-        # above M = 256 (fp8 / block scale, whose Gluon kernel does not split K): where the large-M bucket's tiles
-        # are under FEW_TILES of the SMs, the ping-pong on 64 x 64 while its tiles take one round of its consumers
-        # (`few_tiles` for bf16; ab/fp8_few_tiles.json, blockscale_few_tiles.json: 10 shapes each 0.93-1.08 ->
-        # 1.10-1.61x; at 69 tiles and more it lost, 300 x 2880 x 2880 0.97 -> 0.90x)
-        bm, bn = large["BLOCK_SIZE_M"], large["BLOCK_SIZE_N"]
-        n_tiles = -(-M // bm) * -(-N // bn)
-        pm, pn = SMALL_PINGPONG["BLOCK_SIZE_M"], SMALL_PINGPONG["BLOCK_SIZE_N"]
-        pp = -(-M // pm) * -(-N // pn)
-        if n_tiles < FEW_TILES * num_cus and pp <= PINGPONG_ROUND * num_cus:
-            return dict(large, **SMALL_PINGPONG), [
-                f"{n_tiles} tiles of the large-M bucket's Gluon {bm} x {bn} for {num_cus} SMs (under {FEW_TILES:.0%}), "
-                f"{pp} of {pm} x {pn}: the Gluon ping-pong"]
-    if share and wide is not None and not amd and (small_triton or small_gluon):
-        narrow = rules.get("narrow_pingpong")
-        bm, bn = wide["BLOCK_SIZE_M"], wide["BLOCK_SIZE_N"]
-        n_tiles = -(-M // bm) * -(-N // bn)
-        coop_widths = rules.get("coop_widths")
-        if coop_widths and own and small_triton and bm == 128:  # one row of 128-row tiles (`coop_widths`)
-            best = wave_efficiency(n_tiles, num_cus)
-            hit = coop_width_fit(coop_widths, M, N, num_cus, COOP_ROW_WAVES, best)
-            if hit:
-                w, stages, fill, tiles = hit
-                return coop_width_config(dict(own, num_warps=8), w, stages), [
-                    f"{n_tiles} tiles of the Gluon ping-pong's {bm} x {bn} fill {best:.0%} of their waves, {tiles} of "
-                    f"{bm} x {w} {fill:.0%} of theirs: the cooperative {bm} x {w} split tile"]
-        if n_tiles >= share * num_cus:
-            if small_gluon:
-                return cfg, []
-            return (dict(own), [f"wide N: {n_tiles} tiles of the Gluon ping-pong's {bm} x {bn} fill "
-                                f"{n_tiles / num_cus:.1f} waves"]) if own else \
-                (large, [f"wide N: {n_tiles} tiles of the large-M bucket's Gluon {bm} x {bn} fill "
-                         f"{n_tiles / num_cus:.1f} waves"])
-        if own and narrow and small_triton and N >= NARROW_MIN_N:
-            split, share_w = _narrow_split(narrow, own, M, N, K)
-            if split > 1 and share_w * NARROW_PARTIAL_SHARE <= 1:
-                return dict(own, **dict(narrow, NUM_KSPLIT=split)), [
-                    f"{n_tiles} tiles of the Gluon ping-pong's {bm} x {bn} (under {share:.0%} of {num_cus} SMs), "
-                    f"K = {K}: the ping-pong's {narrow['BLOCK_SIZE_M']} x {narrow['BLOCK_SIZE_N']}, K split up to "
-                    f"{split} (its partials {share_w:.0%} of w's bytes)"]
-        m128 = rules.get("m128_tile")
-        if own and m128 and small_triton and fit(cfg, M, N, K, num_cus)[0].get("NUM_KSPLIT", 1) == 1:
-            # where the Triton tier would run its bucket's tile unsplit (`m128_tile`)
-            if n_tiles >= FEW_TILES * num_cus:
-                return dict(own), [f"{n_tiles} tiles of the Gluon ping-pong's {bm} x {bn} for {num_cus} SMs (half "
-                                   f"or more): the ping-pong's {bm} x {bn}"]
-            return dict(m128), [f"{n_tiles} tiles of the Gluon ping-pong's {bm} x {bn} (under half of {num_cus} "
-                                f"SMs): the ping-pong's {m128['BLOCK_SIZE_M']} x {m128['BLOCK_SIZE_N']}, "
-                                f"{m128['num_stages']} stages, unsplit"]
-        pm, pn = SMALL_PINGPONG["BLOCK_SIZE_M"], SMALL_PINGPONG["BLOCK_SIZE_N"]
-        pp = -(-M // pm) * -(-N // pn)
-        if not own and FEW_TILES * num_cus <= pp <= PINGPONG_ROUND * num_cus:
-            return dict(large, **SMALL_PINGPONG), [
-                f"{n_tiles} tiles of the large-M bucket's Gluon {bm} x {bn} for {num_cus} SMs (under "
-                f"{share:.0%}), {pp} of {pm} x {pn}: the Gluon ping-pong"]
-        if not own and pp > PINGPONG_ROUND * num_cus:  # a second round of ping-pong tiles: the coop, one round
-            return (cfg, []) if small_gluon else (large, [
-                f"{n_tiles} tiles of the large-M bucket's Gluon {bm} x {bn}; {pp} of {pm} x {pn} would take a "
-                "second round on the ping-pong's consumers"])
+    if not (share and wide is not None and not c.amd and (small_triton or small_gluon)):
+        return None
+    narrow = rules.get("narrow_pingpong")
+    bm, bn = wide["BLOCK_SIZE_M"], wide["BLOCK_SIZE_N"]
+    n_tiles = -(-M // bm) * -(-N // bn)
+    coop_widths = rules.get("coop_widths")
+    if coop_widths and own and small_triton and bm == 128:  # one row of 128-row tiles (`coop_widths`)
+        best = wave_efficiency(n_tiles, num_cus)
+        hit = coop_width_fit(coop_widths, M, N, num_cus, COOP_ROW_WAVES, best)
+        if hit:
+            w, stages, fill, tiles = hit
+            return coop_width_config(dict(own, num_warps=8), w, stages), [
+                f"{n_tiles} tiles of the Gluon ping-pong's {bm} x {bn} fill {best:.0%} of their waves, {tiles} of "
+                f"{bm} x {w} {fill:.0%} of theirs: the cooperative {bm} x {w} split tile"]
+    if n_tiles >= share * num_cus:
         if small_gluon:
             return cfg, []
-    swap_n = rules.get("swap_wide")
-    if swap_n and not amd and M < ONE_WAVE_MIN_M and cfg.get("backend") == "gluon" and cfg.get("swap_ab") \
-            and cfg["BLOCK_SIZE_N"] < swap_n:
-        rows = -(-M // cfg["BLOCK_SIZE_M"])
-        narrow_tiles, wide_tiles = rows * -(-N // cfg["BLOCK_SIZE_N"]), rows * -(-N // swap_n)
-        if wide_tiles <= num_cus < narrow_tiles:
-            return dict(cfg, BLOCK_SIZE_N=swap_n), [
-                f"M = {M}: {narrow_tiles} swap-AB tiles of {cfg['BLOCK_SIZE_N']} weight rows take two rounds of "
-                f"{num_cus} SMs, {wide_tiles} of {swap_n} one: the wide swap-AB tile"]
+        return (dict(own), [f"wide N: {n_tiles} tiles of the Gluon ping-pong's {bm} x {bn} fill "
+                            f"{n_tiles / num_cus:.1f} waves"]) if own else \
+            (large, [f"wide N: {n_tiles} tiles of the large-M bucket's Gluon {bm} x {bn} fill "
+                     f"{n_tiles / num_cus:.1f} waves"])
+    if own and narrow and small_triton and N >= NARROW_MIN_N:
+        split, share_w = _narrow_split(narrow, own, M, N, K)
+        if split > 1 and share_w * NARROW_PARTIAL_SHARE <= 1:
+            return dict(own, **dict(narrow, NUM_KSPLIT=split)), [
+                f"{n_tiles} tiles of the Gluon ping-pong's {bm} x {bn} (under {share:.0%} of {num_cus} SMs), "
+                f"K = {K}: the ping-pong's {narrow['BLOCK_SIZE_M']} x {narrow['BLOCK_SIZE_N']}, K split up to "
+                f"{split} (its partials {share_w:.0%} of w's bytes)"]
+    m128 = rules.get("m128_tile")
+    if own and m128 and small_triton and fit(cfg, M, N, K, num_cus)[0].get("NUM_KSPLIT", 1) == 1:
+        # where the Triton tier would run its bucket's tile unsplit (`m128_tile`)
+        if n_tiles >= FEW_TILES * num_cus:
+            return dict(own), [f"{n_tiles} tiles of the Gluon ping-pong's {bm} x {bn} for {num_cus} SMs (half "
+                               f"or more): the ping-pong's {bm} x {bn}"]
+        return dict(m128), [f"{n_tiles} tiles of the Gluon ping-pong's {bm} x {bn} (under half of {num_cus} "
+                            f"SMs): the ping-pong's {m128['BLOCK_SIZE_M']} x {m128['BLOCK_SIZE_N']}, "
+                            f"{m128['num_stages']} stages, unsplit"]
+    pm, pn = SMALL_PINGPONG["BLOCK_SIZE_M"], SMALL_PINGPONG["BLOCK_SIZE_N"]
+    pp = -(-M // pm) * -(-N // pn)
+    if not own and FEW_TILES * num_cus <= pp <= PINGPONG_ROUND * num_cus:
+        return dict(large, **SMALL_PINGPONG), [
+            f"{n_tiles} tiles of the large-M bucket's Gluon {bm} x {bn} for {num_cus} SMs (under "
+            f"{share:.0%}), {pp} of {pm} x {pn}: the Gluon ping-pong"]
+    if not own and pp > PINGPONG_ROUND * num_cus:  # a second round of ping-pong tiles: the coop, one round
+        return (cfg, []) if small_gluon else (large, [
+            f"{n_tiles} tiles of the large-M bucket's Gluon {bm} x {bn}; {pp} of {pm} x {pn} would take a "
+            "second round on the ping-pong's consumers"])
+    if small_gluon:
+        return cfg, []
+    return None
+
+
+def _rule_swap_wide(c: _Call):
+    """`swap_wide`: at M < ONE_WAVE_MIN_M a Gluon swap-AB bucket on wider weight rows where that brings its tiles
+    into one round of the SMs."""
+    swap_n, cfg = c.rules.get("swap_wide"), c.cfg
+    if not (swap_n and not c.amd and c.M < ONE_WAVE_MIN_M and cfg.get("backend") == "gluon" and cfg.get("swap_ab")
+            and cfg["BLOCK_SIZE_N"] < swap_n):
+        return None
+    rows = -(-c.M // cfg["BLOCK_SIZE_M"])
+    narrow_tiles, wide_tiles = rows * -(-c.N // cfg["BLOCK_SIZE_N"]), rows * -(-c.N // swap_n)
+    if wide_tiles <= c.num_cus < narrow_tiles:
+        return dict(cfg, BLOCK_SIZE_N=swap_n), [
+            f"M = {c.M}: {narrow_tiles} swap-AB tiles of {cfg['BLOCK_SIZE_N']} weight rows take two rounds of "
+            f"{c.num_cus} SMs, {wide_tiles} of {swap_n} one: the wide swap-AB tile"]
+    return None
+
+
+RULES = (_rule_narrow_wave, _rule_narrow_n, _rule_one_wave, _rule_cdna, _rule_gluon_waves, _rule_decode_pingpong,
+         _rule_large_few_tiles, _rule_wide_share, _rule_swap_wide)
+
+
+def _fitted(c: _Call):
+    """No rule answered: the bucket `fit`ted (split toward `ctas_per_sm` where the op has one), then fp8's
+    `unsplit_stages` deeper ring at M <= 16 and its `decode_wide` tile where it keeps more CTAs in flight."""
+    rules, cfg, M, N, K, num_cus, shared_mem = c.rules, c.cfg, c.M, c.N, c.K, c.num_cus, c.shared_mem
     resident = None
     if "operand_bytes" in rules:  # CTAs an SM holds at once: its shared memory over one CTA's operand ring
         ring = cfg["num_stages"] * (cfg["BLOCK_SIZE_M"] + cfg["BLOCK_SIZE_N"]) * cfg["BLOCK_SIZE_K"] * rules["operand_bytes"]
         resident = max(1, shared_mem // ring)
     tile, notes = fit(cfg, M, N, K, num_cus, ctas_per_sm=rules.get("ctas_per_sm"), resident=resident)
     deep = rules.get("unsplit_stages")
-    if deep and not amd and M <= UNSPLIT_MAX_M and K >= UNSPLIT_MIN_K and tile.get("backend") != "gluon" \
+    if deep and not c.amd and M <= UNSPLIT_MAX_M and K >= UNSPLIT_MIN_K and tile.get("backend") != "gluon" \
             and tile.get("NUM_KSPLIT", 1) == 1 and tile["num_stages"] < deep:
         tiles = -(-M // tile["BLOCK_SIZE_M"]) * -(-N // tile["BLOCK_SIZE_N"])
         fill = {}
@@ -675,14 +768,14 @@ def choose(op: str, cfg: dict, large: dict | None, M: int, N: int, K: int, num_c
                              f"stages, {fill[tile['num_stages']]:.0%} at {tile['num_stages']}: a {deep}-stage ring"]
             tile = dict(tile, num_stages=deep)
     wide_n = rules.get("decode_wide")
-    if wide_n and not amd and M <= DECODE_WIDE_MAX_M and tile.get("backend") != "gluon" \
+    if wide_n and not c.amd and M <= DECODE_WIDE_MAX_M and tile.get("backend") != "gluon" \
             and cfg["BLOCK_SIZE_N"] < wide_n:
         wide = dict(cfg, BLOCK_SIZE_N=wide_n)
         ring = wide["num_stages"] * (wide["BLOCK_SIZE_M"] + wide_n) * wide["BLOCK_SIZE_K"] * rules["operand_bytes"]
         wide, wide_notes = fit(wide, M, N, K, num_cus, ctas_per_sm=rules.get("ctas_per_sm"),
                                resident=max(1, shared_mem // ring))
         slots = max(1, shared_mem // ring) * num_cus
-        ctas = [-(-M // c["BLOCK_SIZE_M"]) * -(-N // c["BLOCK_SIZE_N"]) * c.get("NUM_KSPLIT", 1) for c in (tile, wide)]
+        ctas = [-(-M // t["BLOCK_SIZE_M"]) * -(-N // t["BLOCK_SIZE_N"]) * t.get("NUM_KSPLIT", 1) for t in (tile, wide)]
         fill = wave_efficiency(ctas[1], slots)
         if wide["BLOCK_SIZE_N"] == wide_n and (ctas[1] > ctas[0] if ctas[1] <= slots else fill >= DECODE_WIDE_FILL):
             return wide, wide_notes + [
