@@ -369,8 +369,9 @@ def pad_n(kernel: str, cfg: dict, M: int, N: int, K: int, x_bytes: int, w_bytes:
 # (ab/pitch.json). A copy reads and writes its operand once, so each one is copied where it is at most the other's
 # bytes (both where equal): the weight of a GEMM with few tokens stays as it is; and x not at M <= PAD_M_MIN_ROWS (nor
 # w at N <= it), where the copy's launch is most of the call (1 / 16 x 4096 x 3000: -12% / -5%; 64 x 8192 x 5000: +20%,
-# ab/pitch_y.json). The Triton tier's TMA kernel (its M_LEQ_128 bucket, M = 65-128, x copied) only from
-# PITCH_TRITON_MIN_MACS multiply-adds: its copy's launch is a fixed cost and its gain grows with the column tiles
+# ab/pitch_y.json). The Triton tier's TMA kernel (measured on its M_LEQ_128 bucket's tile at M = 65-128, x copied,
+# before the config model's `m128_tile` gave most of those calls to the Gluon ping-pong; the rule stays for the calls
+# it still runs: split tiles, one tile column, fallbacks, config=) only from PITCH_TRITON_MIN_MACS multiply-adds: its copy's launch is a fixed cost and its gain grows with the column tiles
 # that re-read x (ab/pitch_triton_tier_k16.json, 24 shapes with K % 16 == 8: from 2^31 every row +2 to +24%, below it
 # -18 to +24%, 0.702 -> 0.709x over all; ab/pitch_triton_tier.json: the three such rows there, all below, -6 to
 # +10%; its other rows have K % 8 != 0, whose pad_k copies took the 128-byte pitch: 0.80 -> 0.88x). 16-bit operands
