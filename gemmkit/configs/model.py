@@ -24,9 +24,11 @@ even 128 x 128 tiles are few, the ping-pong's 64 x 128 or 64 x 64 split to one w
 the Triton tier's split, which `fit` makes, only where those fill too few SMs); N in one tile column
 the Triton tier's 64-row tile split to one wave; then a cooperative Gluon tile or the ping-pong by wave
 efficiency, bf16's 64 x 192 ping-pong (split-K at 128 < M <= 512) where its waves are the fullest, bf16's swap-AB
-decode tile on 128 weight rows where that takes its tiles into one round of the SMs; at
-64 < M <= 256 in fp8, the large-M Gluon bucket or the Gluon ping-pong by the share of SMs their tiles fill), and how
-many CTAs an SM the K split aims for.
+decode tile on 128 weight rows where that takes its tiles into one round of the SMs, and at 64 < M <= 128 the
+Gluon ping-pong where the Triton tier would run its bucket unsplit (`m128_tile`); at 64 < M <= 256 in fp8, the
+large-M Gluon bucket or the Gluon ping-pong by the share of SMs their tiles fill, and above M = 256 the ping-pong
+where the large-M bucket's tiles are few), and how many CTAs an SM the K split aims for. Each rule is one function
+(`RULES`, tried in order by `choose`; `_fitted` where none answers).
 
 Shape files (`<OP>-N=<N>-K=<K>.json`) are measured for their shape and are served as they are; so is a `config=`
 argument. Gluon buckets are not fitted (only `choose`'s rules touch them): their kernels have their own tile rules
