@@ -246,7 +246,8 @@ def fit_bucket(op: str, target, cfg: dict, large: dict | None, M: int, N: int, K
 
 def model_configs(op: str, arch: str) -> list:
     """(name, config) of the configs the config model writes that no table ships (configs/model.py: bf16's
-    `wide_config`, `one_wave`'s and `narrow_wave`'s tiles, `few_tiles`' split tiles, `m128_tile`, `narrow_pingpong`,
+    `wide_config`, `one_wave`'s and `narrow_wave`'s tiles, `few_tiles`' split tiles (their unsplit ones and
+    `m128_tile` are `one_wave`'s / `narrow_wave`'s), `narrow_pingpong`,
     `split_widths`, `coop_widths` and `swap_wide`; fp8's 64 x 64 Gluon ping-pong over the large-M bucket and fp8's
     `decode_wide` tile), so that `gemmkit isa` compiles them."""
     from . import model
@@ -262,8 +263,6 @@ def model_configs(op: str, arch: str) -> list:
                 for c in rules.get("narrow_wave", ())]
         out += [(f"model:few_tiles_{c['BLOCK_SIZE_M']}x{c['BLOCK_SIZE_N']}_split",  # (unsplit: the menus above)
                  validate_config(dict(c, NUM_KSPLIT=2), backend="cuda")) for c in rules.get("few_tiles", ())]
-        if rules.get("m128_tile"):
-            out.append(("model:m128_tile", validate_config(dict(rules["m128_tile"]), backend="cuda")))
         base = select(op, arch, model.NARROW_MAX_M, 1, 1)[0]  # the default table's bucket narrow_pingpong replaces
         if rules.get("narrow_pingpong") and base.get("backend") == "gluon":
             out.append(("model:narrow_pingpong", validate_config(dict(base, **rules["narrow_pingpong"]),

@@ -253,6 +253,12 @@ FITTED_OPS = ("a16w16", "a8w8", "a8w8_int8", "a8w8_blockscale")
 #                suite has (ab/bf16_decode_waves_odd_m.json): M = 2 / 5 / 12 / 24 +3-14% as at 1 / 16 / 32; M = 40 /
 #                48 / 56 (the M_LEQ_64 bucket's 64 x 64, 4 stages at 128 rows) 0.76-0.93 -> 0.88-1.05x on 133-224
 #                tiles, 272 tiles -9% (left).
+# The Gluon ping-pong tiles several bf16 rules serve (`one_wave`, `narrow_wave`, `few_tiles`, `m128_tile`): one
+# definition each (stages: what hopper_plan.budget fits; the first narrow-wave A/B's 64 x 64 asked 8).
+PINGPONG_64X128 = {"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 128, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 8, "num_warps": 4,
+                   "num_stages": 8, "tma": True, "persistent": True, "backend": "gluon", "NUM_KSPLIT": 1}
+PINGPONG_64X64 = {"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 64, "BLOCK_SIZE_K": 128, "GROUP_SIZE_M": 8, "num_warps": 4,
+                  "num_stages": 6, "tma": True, "persistent": True, "backend": "gluon", "NUM_KSPLIT": 1}
 OP_RULES = {"a8w8_blockscale": {"ctas_per_sm": 2, "wide_share": 0.6, "operand_bytes": 1, "unsplit_stages": 6,
                                 "decode_pingpong": True, "decode_wide": 128},
             "a8w8": {"wide_share": 0.6, "decode_pingpong": True, "decode_wide": 128, "operand_bytes": 1},
@@ -262,29 +268,22 @@ OP_RULES = {"a8w8_blockscale": {"ctas_per_sm": 2, "wide_share": 0.6, "operand_by
                  "num_stages": 6, "tma": True, "persistent": True, "backend": "gluon", "swap_ab": True, "NUM_KSPLIT": 1},
                 {"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 96, "BLOCK_SIZE_K": 128, "GROUP_SIZE_M": 8, "num_warps": 4,
                  "num_stages": 5, "tma": True, "persistent": True, "backend": "gluon", "NUM_KSPLIT": 1},
-                {"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 128, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 8, "num_warps": 4,
-                 "num_stages": 8, "tma": True, "persistent": True, "backend": "gluon", "NUM_KSPLIT": 1}),
-                "narrow_wave": (  # stages: what hopper_plan.budget fits (the first A/B's 64 x 64 asked 8)
-                {"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 64, "BLOCK_SIZE_K": 128, "GROUP_SIZE_M": 8, "num_warps": 4,
-                 "num_stages": 6, "tma": True, "persistent": True, "backend": "gluon", "NUM_KSPLIT": 1},
-                {"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 128, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 8, "num_warps": 4,
-                 "num_stages": 8, "tma": True, "persistent": True, "backend": "gluon", "NUM_KSPLIT": 1},
+                PINGPONG_64X128),
+                "narrow_wave": (
+                PINGPONG_64X64,
+                PINGPONG_64X128,
                 {"BLOCK_SIZE_M": 128, "BLOCK_SIZE_N": 128, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 8, "num_warps": 4,
                  "num_stages": 6, "tma": True, "persistent": True, "backend": "gluon", "NUM_KSPLIT": 1}),
                 "few_tiles": (  # `few_tiles`: the one_wave / narrow_wave menus' 64 x 128 and 64 x 64, larger first
-                {"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 128, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 8, "num_warps": 4,
-                 "num_stages": 8, "tma": True, "persistent": True, "backend": "gluon", "NUM_KSPLIT": 1},
-                {"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 64, "BLOCK_SIZE_K": 128, "GROUP_SIZE_M": 8, "num_warps": 4,
-                 "num_stages": 6, "tma": True, "persistent": True, "backend": "gluon", "NUM_KSPLIT": 1}),
+                PINGPONG_64X128,
+                PINGPONG_64X64),
                 # `m128_tile`: at 64 < M <= 128, where the Triton tier's M_LEQ_128 bucket (64 x 128) would run
                 # unsplit: the Gluon ping-pong on the same tile, or its 128 x 128 (`wide_config`) where those are
                 # at least FEW_TILES of the SMs. H200 against cuBLAS: 22 held-out rows (M = 67-127, N = 4416-9664)
                 # 0.76 -> 0.85x on 64 x 128, each up 4-21%; 128 x 128 from 68 tiles 0.85-0.95x where 64 x 128 ran
                 # 0.68-0.82x, under 64 tiles it lost 10-25% (ab/bf16_m65_128_heldout.json; bf16_m65_128.json: 96 /
                 # 127 x 9216 x 3072 0.70 / 0.65 -> 0.88 / 0.82x)
-                "m128_tile": {"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 128, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 8,
-                              "num_warps": 4, "num_stages": 8, "tma": True, "persistent": True, "backend": "gluon",
-                              "NUM_KSPLIT": 1},
+                "m128_tile": PINGPONG_64X128,
                 "narrow_n": {"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 128, "BLOCK_SIZE_K": 128, "GROUP_SIZE_M": 8,
                              "num_warps": 4, "num_stages": 4, "tma": True, "persistent": False, "NUM_KSPLIT": 1},
                 "split_widths": (160, 144),

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 import gemmkit
-from gemmkit import arch
+from gemmkit import arch, configs
 from gemmkit.reference import expand_block_scales, gemm_a8w8_blockscale_ref, gemm_a8w8_ref
 
 from _util import TOL
@@ -60,8 +60,6 @@ def test_a8w8_shapes(M, N, K, dtype, launches):
     # reduce exactly where the served config splits K (int8's few tiles: the Triton tier)
     tails, pads = launches["tail_reduce_kernel"] - tail_before, launches["pad_rows_kernel"] - pad_before
     splits = launches["splitk_reduce_kernel"] - split_before
-    from gemmkit import configs
-
     table_op = "a8w8_int8" if dtype == torch.int8 else "a8w8"
     assert splits == (configs.serve(table_op, arch.current(), M, N, K)[0].get("NUM_KSPLIT", 1) > 1)
     assert sum(launches.values()) - tails - pads - splits == before + 1 and tails in (0, 1) and pads in (0, 1)
