@@ -23,6 +23,9 @@ Modes (one row each):
     local        this rank's GEMMs alone (reduce=None, chunks=1): one_gpu_ms / 2 is the ideal
     local_chunked  the same cut into chunks="auto" (what chunking costs the GEMMs)
     collective   the all-reduce alone, on the block's (M, hidden) bf16 output
+    collective_push / collective_one_shot   at decode (M x hidden x 2 bytes <= 1 MiB), GPUs: the same all-reduce
+                 over the copy-engine transport's workspace, by gemmkit's push sum (what transport="copy_engine"
+                 runs there) and by torch's one-shot all-reduce kernel (what it ran before)
 Timing: each mode's call captured once in a CUDA graph (collectives included); the modes of one (block, M) then
 take turns, ROUNDS (5) rounds each replaying every graph a fixed number of times with CUDA events around each
 replay (the same count on both ranks: the collectives pair them); median per rank, the slower rank's median
@@ -182,7 +185,38 @@ def _decomposed(m, H, device):
         y = torch.empty(x.shape[0], H, dtype=torch.bfloat16, device=device)
         dist.all_reduce(y)
         return y
-    return {"local": local(1), "local_chunked": local("auto"), "collective": collective}
+    modes = {"local": local(1), "local_chunked": local("auto"), "collective": collective}
+    if device.type == "cuda":
+        modes.update(_peer_collectives(H, device))
+    return modes
+
+
+def _peer_collectives(H, device):
+    """The decode all-reduce alone over the copy-engine transport's workspace (an output of at most the push sum's
+    inbox): collective_push, gemmkit's push sum (what transport="copy_engine" runs there), and collective_one_shot,
+    torch's one-shot all-reduce kernel (symm_mem.one_shot_all_reduce_out) on the same partial."""
+    from gemmkit.kernels.triton import peer_sum
+    from gemmkit.nn import parallel as P
+
+    def mine(x):
+        ps = P._peer_sum(None, device)
+        ps.ready(x.shape[0] * H * 2)  # grown eagerly: capture_graph warms up outside the capture
+        return ps, ps.view(ps.rank, x.shape[0], H, torch.bfloat16)
+
+    def push(x):
+        ps, m = mine(x)
+        return peer_sum.peer_sum(m, torch.empty_like(m), ps.bases, ps.rank, ps.world)
+
+    def one_shot(x):
+        ps, m = mine(x)
+        n = m.numel() * 2
+        local = ps.buf[ps.region:ps.region + n].view(torch.bfloat16).view(m.shape)  # the allocation's own view
+        return torch.ops.symm_mem.one_shot_all_reduce_out(local, "sum", dist.group.WORLD.group_name,
+                                                          out=torch.empty_like(m))
+    return {"collective_push": push, "collective_one_shot": one_shot}
+
+
+PEER_MODES = ("collective_push", "collective_one_shot")  # at M x hidden x 2 bytes <= the push sum's inbox only
 
 
 # ----------------------------------------------------------------------------- timing
@@ -291,6 +325,7 @@ def main(argv=None):
         device = torch.device("cpu")
         dist.init_process_group("gloo")
     import gemmkit  # noqa: F401  (after TRITON_INTERPRET)
+    from gemmkit.kernels.triton.peer_sum import INBOX_BYTES
     rank, world = dist.get_rank(), dist.get_world_size()
     dims = SMOKE if args.smoke else dict(HIDDEN=HIDDEN, INTER=INTER, QKV=(HEADS + 2 * KV_HEADS) * HEAD_DIM)
     rows, path = [], None
@@ -309,7 +344,7 @@ def main(argv=None):
                 modes = {"one_gpu": (one, 0.0), "torch_seq": (torch_seq, None), "sequential": (tps[1], errs[1]),
                          "overlapped": (tps["auto"], errs["auto"]),
                          **{CE_MODES[c]: (tps[c], errs[c]) for c in tps if c in CE_MODES},
-                         **{k: (f, None) for k, f in parts.items()}}
+                         **{k: (f, None) for k, f in parts.items() if k not in PEER_MODES or M * K * 2 <= INBOX_BYTES}}
                 got = timed_interleaved({mode: fn for mode, (fn, _) in modes.items()}, x, iters, cuda)
                 got = {mode: v if isinstance(v, Exception) else slowest(v, device) for mode, v in got.items()}
                 if isinstance(got["one_gpu"], Exception):

@@ -42,18 +42,19 @@ Transport of the all-reduce (`transport`, RowParallelLinear and ParallelGatedMLP
                    NVLink traffic is (p - 1) x the output per rank: for p = 2 what a ring all-reduce moves. The
                    workspace grows (a collective rendezvous) on an eager call; under a CUDA-graph capture a
                    workspace too small for the call takes the "nccl" path (warm up with the largest M first).
-                   On 2 ranks an output of at most ONE_SHOT_BYTES (decode) is summed instead by torch's one-shot
-                   all-reduce kernel over the same workspace (torch.ops.symm_mem: a barrier, the peer's partial read
-                   over NVLink and added, a barrier; one launch, SMs for microseconds; a + b, the same bits on both).
+                   An output of at most peer_sum.INBOX_BYTES (1 MiB: decode) is summed instead by one kernel
+                   (kernels/triton/peer_sum.py, the push sum): each program stores its slice of this rank's partial
+                   into every peer's inbox in the workspace over NVLink, raises a flag there, waits for the peers'
+                   flags and sums in rank order; one launch, no grid-wide barrier, the same bits on every rank.
 
 Measured (2 x H200, NVLink, NCCL 2.28, benchmarks/results/h200x2/tp.json; docs/PERF.md, "Tensor parallel"): over
 NCCL the overlap loses little or nothing: run beside a GEMM, NCCL's resident CTAs keep that many SMs from the
 persistent kernels, whose CTAs have fixed tile lists, so the GEMM's last tiles wait for the collective. Over the copy
 engines the transfer holds no SM: a Llama-3-70B MLP at M = 4096 / 8192 chunked ("auto") runs at 1.85-1.94x one GPU
 (its GEMMs alone 1.94-1.98x; NCCL sequential 1.74-1.92x), and a row-parallel o_proj (8192 -> 8192), whose all-reduce
-is as long as its GEMM, 1.10-1.50x with chunks=2 where NCCL sequential gives 0.91-1.23x. At decode (M <= 64) the
-one-shot kernel's collective costs 5-13 us over the GEMMs alone, NCCL's 8-17 (MLP: fp8 1.59-1.72x one GPU, bf16
-1.78-1.81x). Both opt-in: transport="nccl", chunks=1 by default.
+is as long as its GEMM, 1.10-1.50x with chunks=2 where NCCL sequential gives 0.91-1.23x. At decode (M <= 64) torch's
+one-shot all-reduce kernel (what the push sum replaced) cost 5-13 us over the GEMMs alone, NCCL's 8-17 (MLP: fp8
+1.59-1.72x one GPU, bf16 1.78-1.81x). Both opt-in: transport="nccl", chunks=1 by default.
 
 Numerics: a column-parallel output is the single-device output's columns (each shard is quantized on its own: with
 shard boundaries on multiples of 128 the fp8 per-channel and 128 x 128-block scales are the single-device ones).
@@ -74,6 +75,7 @@ from __future__ import annotations
 
 import torch
 
+from ..kernels.triton import peer_sum as peer_sum_kernel
 from ..ops import ffn_gated, gemm_a16w16, gemm_a16w16_gated
 from .fused import ACTIVATIONS, GatedMLP
 from .linear import Linear, SCHEMES, check_scheme, from_linear
@@ -85,7 +87,6 @@ OUTPUTS = ("sharded", "gathered")
 REDUCTIONS = ("all_reduce", "reduce_scatter", None)  # None: no collective, this rank's partial sum
 TRANSPORTS = ("nccl", "copy_engine")  # the all-reduce's: NCCL's kernels, or copy-engine pulls (see the header)
 WORKSPACE_ROUND = 1 << 21  # the copy-engine workspace grows in whole 2 MiB (and at least doubles)
-ONE_SHOT_BYTES = 1 << 20  # "copy_engine" on 2 ranks: an output this small takes torch's one-shot all-reduce kernel
 
 
 # ----------------------------------------------------------------------------- process group and chunks
@@ -129,7 +130,7 @@ class _PeerSum:
         self.group, self.device = group, device
         self.rank, self.world = rank_and_world(group)
         self.stream = torch.cuda.Stream(device)
-        self.buf = self.handle = self.group_name = None
+        self.buf = self.handle = self.bases = None
         self.outgrown = []  # earlier workspaces, kept: a CUDA graph captured on one still reads and signals it
 
     def ready(self, nbytes):
@@ -142,28 +143,30 @@ class _PeerSum:
         import torch.distributed._symmetric_memory as symm_mem
 
         old = 0 if self.buf is None else self.buf.numel()
-        size = -(-max(nbytes, 2 * old) // WORKSPACE_ROUND) * WORKSPACE_ROUND
+        size = -(-max(self.region + nbytes, 2 * old) // WORKSPACE_ROUND) * WORKSPACE_ROUND
         group = self.group if self.group is not None else _dist().group.WORLD
         if self.buf is not None:
-            self.outgrown.append((self.buf, self.handle))
+            self.outgrown.append((self.buf, self.handle, self.bases))
         self.buf = symm_mem.empty(size, dtype=torch.uint8, device=self.device)
         self.handle = symm_mem.rendezvous(self.buf, group)
-        self.group_name = group.group_name
+        self.bases = torch.tensor(self.handle.buffer_ptrs, dtype=torch.int64, device=self.device)
+        self.buf[:peer_sum_kernel.flag_bytes(self.world)].zero_()  # the push sum's counters and flags
+        self.handle.barrier(channel=0)  # zeroed on every rank before any rank's first push
         return True
 
+    @property
+    def region(self):
+        """Bytes at the start of the workspace before the partial product: the push sum's
+        (kernels/triton/peer_sum.py)."""
+        return peer_sum_kernel.region_bytes(self.world)
+
     def view(self, rank, M, N, dtype):
-        """Rank `rank`'s workspace as an (M, N) tensor of `dtype` (this rank's own: its local memory)."""
-        return self.handle.get_buffer(rank, (M, N), dtype, 0)
+        """Rank `rank`'s partial product in its workspace as an (M, N) tensor of `dtype` (this rank's own: its local
+        memory)."""
+        return self.handle.get_buffer(rank, (M, N), dtype, self.region // dtype.itemsize)
 
 
 _PEER_SUMS: dict = {}
-
-
-def _one_shot():
-    """Whether this torch has the symmetric-memory one-shot all-reduce (torch.ops.symm_mem, torch >= 2.6)."""
-    import torch.distributed._symmetric_memory  # noqa: F401  (registers torch.ops.symm_mem)
-
-    return hasattr(torch.ops.symm_mem, "one_shot_all_reduce_out")
 
 
 def _peer_sum(group, device):
@@ -350,14 +353,12 @@ class _Parallel(torch.nn.Module):
         if not ps.ready(M * N * dtype.itemsize):
             return None
         mine, r = ps.view(ps.rank, M, N, dtype), ps.rank
-        if ps.world == 2 and M * N * dtype.itemsize <= ONE_SHOT_BYTES and _one_shot():
-            # a few rows (decode): one kernel reads the peer's partial over NVLink and adds (barriers inside), where
-            # the pull's barrier, copy and add would each pay a launch and a wait
+        if M * N * dtype.itemsize <= peer_sum_kernel.INBOX_BYTES:
+            # a few rows (decode): one kernel pushes this rank's partial into the peers' inboxes and sums, where the
+            # pull's barrier, copy and add would each pay a launch and a wait
             partial(x2, mine)
-            y = torch.empty(M, N, dtype=dtype, device=x2.device)
-            local = ps.buf[:M * N * dtype.itemsize].view(dtype).view(M, N)  # `mine`, as the allocation's own view
-            torch.ops.symm_mem.one_shot_all_reduce_out(local, "sum", ps.group_name, out=y)
-            return y
+            return peer_sum_kernel.peer_sum(mine, torch.empty(M, N, dtype=dtype, device=x2.device), ps.bases, r,
+                                            ps.world)
         peers = [ps.view(j, M, N, dtype) for j in range(ps.world)]
         y = torch.empty(M, N, dtype=dtype, device=x2.device)
         got = torch.empty(ps.world, M, N, dtype=dtype, device=x2.device) if ps.world > 2 else \

@@ -345,7 +345,8 @@ def copy_engine(rank, world, device, scheme):
     """transport="copy_engine" (symmetric-memory workspace, copy-engine pulls): the MLP and the row-parallel layer
     (bias, whole or split input) at M = 1, 19, 300 and 2048, sequential and chunked, against the same layers on
     NCCL's all-reduce (within rounding: the sum of the same two partials) and bit for bit the same on every rank; one
-    CUDA graph holding the chunked copy-engine MLP replays as eager runs, and one holding the one-shot path (M = 16);
+    CUDA graph holding the chunked copy-engine MLP replays as eager runs, and one holding the push sum (M = 16); ten
+    push sums of alternating sizes (both parities, the whole inbox) each against NCCL;
     a capture whose M outgrows the workspace takes NCCL (no rendezvous inside a capture) and is still right."""
     import torch.distributed as dist
 
@@ -379,7 +380,17 @@ def copy_engine(rank, world, device, scheme):
                 assert _rel(got, want) <= 2 * TOL[BF16], f"{name}: copy engine vs NCCL rel {_rel(got, want):.3g}"
                 same_on_every_rank(name, got)
 
-    # a few rows (decode: the one-shot all-reduce kernel over the workspace) captured in a CUDA graph
+    # the push sum (decode) call after call, sizes and parities alternating, against NCCL each time
+    ce = P.RowParallelLinear.from_linear(lin, scheme, input_is_parallel=False, transport="copy_engine")
+    nccl = P.RowParallelLinear.from_linear(lin, scheme, input_is_parallel=False)
+    for i, M in enumerate((1, 64, 5, 512, 16, 1, 3, 64, 512, 2)):  # 512 x 1024 bf16: the whole 1 MiB inbox
+        x = _rand(M, K, seed=80 + i, dtype=BF16, device=device)
+        with torch.no_grad():
+            want, got = nccl(x), ce(x)
+        assert _rel(got, want) <= 2 * TOL[BF16], f"{scheme} push sum call {i} M={M}: rel {_rel(got, want):.3g}"
+        same_on_every_rank(f"{scheme} push sum call {i}", got)
+
+    # a few rows (decode: the push sum over the workspace) captured in a CUDA graph
     m = P.ParallelGatedMLP.from_mlp(mlp, scheme, activation="silu", transport="copy_engine")
     x = _rand(16, K, seed=70, dtype=BF16, device=device)
     with torch.no_grad():
@@ -391,8 +402,8 @@ def copy_engine(rank, world, device, scheme):
         graph.replay()
         torch.cuda.synchronize()
         want = m(x)
-    assert torch.equal(y, want), f"{scheme} one-shot graph replay differs from eager"
-    same_on_every_rank(f"{scheme} one-shot graph replay", y)
+    assert torch.equal(y, want), f"{scheme} push sum graph replay differs from eager"
+    same_on_every_rank(f"{scheme} push sum graph replay", y)
 
     M = 4096  # more rows than any call above: the workspace must grow, which a capture cannot
     nccl = P.ParallelGatedMLP.from_mlp(mlp, scheme, activation="silu", chunks=4)
