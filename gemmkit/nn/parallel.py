@@ -134,8 +134,8 @@ class _PeerSum:
         self.outgrown = []  # earlier workspaces, kept: a CUDA graph captured on one still reads and signals it
 
     def ready(self, nbytes):
-        """Whether the workspace holds a partial product of `nbytes` after its region; grows it where not (a collective: every rank asks for the same
-        sizes in the same order), except under a CUDA-graph capture."""
+        """Whether the workspace holds a partial product of `nbytes` after its region; grows it where not (a
+        collective: every rank asks for the same sizes in the same order), except under a CUDA-graph capture."""
         if self.buf is not None and self.buf.numel() >= self.region + nbytes:
             return True
         if torch.cuda.is_current_stream_capturing():
