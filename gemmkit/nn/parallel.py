@@ -36,9 +36,9 @@ Transport of the all-reduce (`transport`, RowParallelLinear and ParallelGatedMLP
     "copy_engine"  the partial products are written by the GEMMs into a symmetric-memory workspace
                    (torch.distributed._symmetric_memory, shared by every layer of the process on this device); per
                    chunk, on a side stream: a barrier (every rank's chunk written), each peer's chunk pulled by the
-                   copy engines (cudaMemcpy over NVLink: no SM), the p partials summed in rank order into the output
-                   (one elementwise kernel, local memory); after the last chunk a barrier (every peer done reading
-                   this rank's workspace) before the next GEMM may write it. The sum is the same bits on every rank.
+                   copy engines (cudaMemcpy over NVLink: no SM); on a second side stream the p partials summed in
+                   rank order into the output (one elementwise kernel, local memory); after the last chunk a barrier
+                   (every peer done reading this rank's workspace) before the next GEMM may write it. The sum is the same bits on every rank.
                    NVLink traffic is (p - 1) x the output per rank: for p = 2 what a ring all-reduce moves. The
                    workspace grows (a collective rendezvous) on an eager call; under a CUDA-graph capture a
                    workspace too small for the call takes the "nccl" path (warm up with the largest M first).
@@ -129,7 +129,8 @@ class _PeerSum:
     def __init__(self, group, device):
         self.group, self.device = group, device
         self.rank, self.world = rank_and_world(group)
-        self.stream = torch.cuda.Stream(device)
+        self.stream = torch.cuda.Stream(device)  # the barriers and the copies
+        self.adds = torch.cuda.Stream(device)  # the sums: a chunk's pull need not wait for the chunk before's sum
         self.buf = self.handle = self.bases = None
         self.outgrown = []  # earlier workspaces, kept: a CUDA graph captured on one still reads and signals it
 
@@ -369,13 +370,14 @@ class _Parallel(torch.nn.Module):
             ps.stream.wait_stream(cur)
             with torch.cuda.stream(ps.stream):
                 ps.handle.barrier(channel=0)  # every rank's chunk written
+                for j in range(ps.world):
+                    if j != r:
+                        got[0 if ps.world == 2 else j, a:b].copy_(peers[j][a:b])  # the copy engine, over NVLink
+            ps.adds.wait_stream(ps.stream)  # (an add beside a GEMM runs slowly: on the copies' stream it held up
+            with torch.cuda.stream(ps.adds):  # the next chunk's pull, and the last pulls ran after the GEMMs)
                 if ps.world == 2:
-                    got[0, a:b].copy_(peers[1 - r][a:b])  # the copy engine, over NVLink
                     torch.add(mine[a:b], got[0, a:b], out=y[a:b])  # a + b == b + a: the same bits on both ranks
                 else:
-                    for j in range(ps.world):
-                        if j != r:
-                            got[j, a:b].copy_(peers[j][a:b])
                     acc = torch.zeros(b - a, N, dtype=torch.float32, device=x2.device)
                     for j in range(ps.world):  # rank order on every rank
                         acc += (mine if j == r else got[j])[a:b]
@@ -383,6 +385,7 @@ class _Parallel(torch.nn.Module):
         with torch.cuda.stream(ps.stream):
             ps.handle.barrier(channel=0)  # every peer done reading this rank's workspace
         cur.wait_stream(ps.stream)
+        cur.wait_stream(ps.adds)
         return y
 
     def extra_repr(self):
