@@ -178,13 +178,13 @@ def launch_params(kernel: str, M: int, K: int, *, dtype=None, block=(128, 128), 
     """
     g = dict(GATED=gated is not None, ACTIVATION=gated or "none")
     if kernel == "quant_rowwise_kernel":
-        if M <= ROW_PER_PROGRAM_M:
-            bm, bk = 1, min(16384, max(16, _pow2(K)))
+        if M <= ROW_PER_PROGRAM_M or _pow2(K) <= ONE_PASS_K:
+            bm, bk = 1, min(ONE_PASS_K, max(16, _pow2(K)))
             warps = min(16, max(4, bk // 1024))
         else:
             bm, bk, warps = 4, min(1024, max(16, _pow2(K))), 4
         ce = dict(QMAX=_QMAX[dtype], IS_INT=dtype == torch.int8, BLOCK_M=bm, BLOCK_K=bk,
-                  INT64_OFFSETS=bool(int64_offsets), **g)
+                  INT64_OFFSETS=bool(int64_offsets), ONE_PASS=bk >= K, **g)
         return (_cdiv(M, bm),), ce, {"num_warps": warps}
     if kernel == "quant_block_kernel":
         gm, bk = block
@@ -200,6 +200,7 @@ def launch_params(kernel: str, M: int, K: int, *, dtype=None, block=(128, 128), 
 
 KERNELS = ("quant_rowwise_kernel", "quant_block_kernel", "mxfp4_quant_kernel", "mxfp4_dequant_kernel")
 ROW_PER_PROGRAM_M = 256  # rowwise quantizer: up to this many rows, one row per program (`launch_params`)
+ONE_PASS_K = 16384  # rowwise quantizer: a row of up to this many (rounded to a power of two) read once, one a program
 
 
 def static_spec(kernel: str, target, *, x_dtype=torch.bfloat16, dtype=None, block=(128, 128), shape=(4096, 4096),

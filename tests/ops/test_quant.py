@@ -92,6 +92,24 @@ def test_bitwise_vs_reference_and_layout(name, shape, launches):
     assert_bitwise(q, qr, "q")
 
 
+# (M, K, BLOCK_M, ONE_PASS) of the rowwise kernel's three paths (quant.launch_params): a row read once into registers
+# (K up to ONE_PASS_K), one row a program in two passes, four rows a program in two passes (large M, long rows)
+ROWWISE_PATHS = [(300, 2000, 1, True), (2, Q.ONE_PASS_K + 16, 1, False), (260, Q.ONE_PASS_K + 16, 4, False)]
+
+
+@pytest.mark.parametrize("M, K, bm, one_pass", ROWWISE_PATHS, ids=[f"{m}x{k}" for m, k, _, _ in ROWWISE_PATHS])
+@pytest.mark.parametrize("name", ["fp8_per_token", "int8_per_token"])
+def test_rowwise_paths_bitwise(name, M, K, bm, one_pass):
+    _grid, ce, _opts = Q.launch_params("quant_rowwise_kernel", M, K, dtype=torch.int8 if "int8" in name else E4M3)
+    assert (ce["BLOCK_M"], ce["ONE_PASS"]) == (bm, one_pass)
+    x = spread(M, K, BF, seed=M + K)
+    x[M // 2, K - 1] = 1e4  # the row's amax in its last column (the last chunk of a two-pass row)
+    q, scale = QUANTIZERS[name][0](x)
+    qr, sr = QUANTIZERS[name][1](x)
+    assert_bitwise(scale, sr, "scale")
+    assert_bitwise(q, qr, "q")
+
+
 @pytest.mark.parametrize("name", QUANTIZERS)
 def test_round_trip_bound(name):
     """Per element: fp8 e4m3 |q*s - x| <= 2^-4 |x| + 2^-10 s (half an ulp of 3 mantissa bits, half the

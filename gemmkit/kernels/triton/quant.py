@@ -31,7 +31,8 @@ multiply is exact). Byte i of a row holds element 2i in its low nibble and eleme
 high nibble (what tl.dot_scaled's "e2m1" and triton.tools.mxfp.MXFP4Tensor expect). A group with
 a NaN gets scale byte 0xFF (E8M0's NaN) and codes 0; an inf saturates to +-6 at the largest scale.
 
-    quant_rowwise_kernel: BLOCK_M rows per program (1 for a decode-sized M), two passes over K
+    quant_rowwise_kernel: BLOCK_M rows per program, two passes over K (ONE_PASS: K <= BLOCK_K, one row in
+    registers, read once)
               k0        k0 + BLOCK_K
         +-----+---------+-------------------+
         |     | x tile  |   ...             |  pass 1: amax = max |x| over the whole row -> scale
@@ -131,11 +132,20 @@ def _load_input(x_rows, cols, mask, K, stride_xk, GATED: tl.constexpr, ACTIVATIO
 def quant_rowwise_kernel(x_ptr, q_ptr, scale_ptr, M, K, stride_xm, stride_xk,
                          QMAX: tl.constexpr, IS_INT: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_K: tl.constexpr,
                          INT64_OFFSETS: tl.constexpr, GATED: tl.constexpr = False,
-                         ACTIVATION: tl.constexpr = "none"):
+                         ACTIVATION: tl.constexpr = "none", ONE_PASS: tl.constexpr = False):
     rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
     row_ok = rows < M
     x_rows = x_ptr + rows[:, None].to(tl.int64) * stride_xm
     q_rows = q_ptr + rows[:, None].to(tl.int64) * K
+    if ONE_PASS:  # K <= BLOCK_K: the rows read once, kept in registers between the amax and the quantization
+        cols = tl.arange(0, BLOCK_K)
+        mask = row_ok[:, None] & (cols[None, :] < K)
+        x = _load_input(x_rows, cols, mask, K, stride_xk, GATED, ACTIVATION, INT64_OFFSETS)
+        scale = _scale_from_amax(tl.max(tl.abs(x), axis=1), tl.max((x != x).to(tl.int32), axis=1) > 0, QMAX)
+        tl.store(scale_ptr + rows, scale, mask=row_ok)
+        tl.store(q_rows + cols[None, :], _quantize(x, scale[:, None], QMAX, IS_INT).to(q_ptr.dtype.element_ty),
+                 mask=mask)
+        return
     # Pass 1: amax of each row (masked lanes read 0, which never raises a max of |x|).
     amax = tl.zeros((BLOCK_M,), tl.float32)
     nans = tl.zeros((BLOCK_M,), tl.int32)

@@ -1,0 +1,90 @@
+"""Same-process A/B of launch parameters of the rowwise fp8 quantizer (kernels/triton/quant.py quant_rowwise_kernel):
+the served ones (gemmkit.quant.launch_params) against named alternatives, on activations (x, per token) and the
+gated form (act(gate) * up of h = [gate | up], the fp8 MLP's down input), bit for bit equal, CUDA-graph replays of
+rotated inputs (bench/timing.time_graph), the sides alternated over passes, median per side. GB/s counts the bytes
+read and written once.
+
+Usage (repo root, GPU): PYTHONPATH=. python benchmarks/quant_ab.py --json OUT.json
+"""
+import argparse
+import datetime
+import json
+import statistics
+
+import torch
+
+SIDES = {  # name -> (BLOCK_M, BLOCK_K, num_warps, ONE_PASS) or None: what launch_params serves
+    "served": None,
+    "rows4_k1024": (4, 1024, 4, False),  # the large-M parameters before ONE_PASS
+    "row1_k16384_2pass": (1, 16384, 16, False),  # one row a program, two passes
+}
+SHAPES = [  # (M, K, gated): Llama-3-70B x (8192) and its TP-2 / one-GPU gated shards (14336 / 28672), others
+    (512, 8192, None), (1024, 8192, None), (4096, 8192, None), (8192, 8192, None),
+    (1024, 14336, "silu"), (4096, 14336, "silu"), (8192, 14336, "silu"),
+    (4096, 28672, "silu"), (8192, 28672, "silu"),
+    (4096, 7168, None), (3000, 5120, None), (2048, 18432, "silu"), (4096, 4096, "silu"), (1000, 3584, None),
+]
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--json", required=True)
+    p.add_argument("--passes", type=int, default=4)
+    args = p.parse_args()
+    from gemmkit import launcher as L
+    from gemmkit import quant as Q
+    from gemmkit.bench import git_sha
+    from gemmkit.bench.timing import rotation_count, time_graph
+    from gemmkit.kernels.triton import quant as K
+    from gemmkit.ops import _common as C
+
+    dt = torch.float8_e4m3fn
+    rows = []
+    for M, Kd, gated in SHAPES:
+        cols = 2 * Kd if gated else Kd
+        nbytes = M * cols * 2 + M * Kd + M * 4
+        sets = [(torch.randn(M, cols, device="cuda", dtype=torch.bfloat16),)
+                for _ in range(rotation_count(nbytes, 60 * 2**20))]
+        q = torch.empty(M, Kd, device="cuda", dtype=dt)
+        s = torch.empty(M, 1, device="cuda", dtype=torch.float32)
+
+        def side(params):
+            grid, ce, opts = Q.launch_params("quant_rowwise_kernel", M, Kd, dtype=dt,
+                                             int64_offsets=C.int64_offsets(sets[0][0], q), gated=gated)
+            if params is not None:
+                bm, bk, warps, one = params
+                if one and bk < Kd:
+                    return None
+                grid, ce, opts = (-(-M // bm),), {**ce, "BLOCK_M": bm, "BLOCK_K": bk, "ONE_PASS": one}, \
+                    {"num_warps": warps}
+
+            def fn(x):
+                L.launch(K.quant_rowwise_kernel, grid, x, q, s, M, Kd, x.stride(0), x.stride(1), **ce, **opts)
+                return q, s
+            return fn
+
+        fns = {n: f for n, f in ((n, side(p)) for n, p in SIDES.items()) if f is not None}
+        outs = {}
+        for n, f in fns.items():
+            qq, ss = f(sets[0][0])
+            outs[n] = (qq.view(torch.uint8).clone(), ss.clone())
+        for n in fns:
+            assert torch.equal(outs[n][0], outs["served"][0]) and torch.equal(outs[n][1], outs["served"][1]), n
+        times = {n: [] for n in fns}
+        order = list(fns)
+        for i in range(args.passes):
+            for n in (order if i % 2 == 0 else order[::-1]):
+                times[n].append(time_graph(fns[n], sets, rep_ms=40))
+        ms = {n: statistics.median(t) for n, t in times.items()}
+        row = {"M": M, "K": Kd, "gated": gated, "ms": ms, "GBps": {n: nbytes / t / 1e6 for n, t in ms.items()},
+               "speedup_served": {n: ms[n] / ms["served"] for n in ms if n != "served"}}
+        rows.append(row)
+        print(M, Kd, gated, {n: f"{t * 1e3:.1f}us {row['GBps'][n]:.0f}GB/s" for n, t in ms.items()}, flush=True)
+    out = {"device": torch.cuda.get_device_name(), "date": datetime.date.today().isoformat(), "git_sha": git_sha(),
+           "torch": torch.__version__, "sides": {n: p for n, p in SIDES.items()}, "rows": rows}
+    with open(args.json, "w") as f:
+        json.dump(out, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
