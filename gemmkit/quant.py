@@ -167,18 +167,22 @@ def launch_params(kernel: str, M: int, K: int, *, dtype=None, block=(128, 128), 
     `int64_offsets`: the call's tensors span 2**31 elements or more (ops/_common.int64_offsets; INT64_OFFSETS
     of kernels/triton/_offsets.py).
 
-    quant_rowwise_kernel   4 rows per program, K in chunks of up to 1024 (two passes); at M <= ROW_PER_PROGRAM_M
-                           (decode) one row per program in chunks of up to 16384, 4-16 warps: a few rows would
-                           otherwise run on one or two programs walking K serially (H200, M = 1, K = 14336:
-                           the per-token fp8 decode step of a Llama-3-8B-shaped model ran 0.61x bf16 under CUDA
-                           graphs, the block quantizer's 1.02x)
+    quant_rowwise_kernel   one row per program in chunks of up to ONE_PASS_K (rounded up to a power of two), 4-16
+                           warps, read once (ONE_PASS) where the row fits one chunk: at M <= ROW_PER_PROGRAM_M
+                           (decode: a few rows would otherwise run on one or two programs walking K serially; H200,
+                           M = 1, K = 14336: the per-token fp8 decode step of a Llama-3-8B-shaped model ran 0.61x
+                           bf16 under CUDA graphs, the block quantizer's 1.02x), and above it where the row fills
+                           3/4 of its chunk (benchmarks/results/h200/ab/quant_rowwise_one_pass.json: 1.25-2.35x the
+                           four-row parameters at K = 8192 / 4096 and the gated 14336, 4096 x 7168 -6%; 3000 x 5120,
+                           5/8 of its chunk, -38%: not understood). Else 4 rows per program, K in chunks of 1024, two
+                           passes (8192 x 8192 at 2.1 TB/s where one pass reaches 2.8)
     quant_block_kernel     (1, 128): 32 rows x 128 per program; (128, 128): one 128 x 128 block
     mxfp4_*                16 rows x up to 128 elements (4 scale groups) per program
     `gated`: None, or the activation of a gated form (GATED / ACTIVATION; K is then the output's columns, x has 2K)
     """
     g = dict(GATED=gated is not None, ACTIVATION=gated or "none")
     if kernel == "quant_rowwise_kernel":
-        if M <= ROW_PER_PROGRAM_M or _pow2(K) <= ONE_PASS_K:
+        if M <= ROW_PER_PROGRAM_M or (_pow2(K) <= ONE_PASS_K and 4 * K >= 3 * _pow2(K)):
             bm, bk = 1, min(ONE_PASS_K, max(16, _pow2(K)))
             warps = min(16, max(4, bk // 1024))
         else:
@@ -200,7 +204,7 @@ def launch_params(kernel: str, M: int, K: int, *, dtype=None, block=(128, 128), 
 
 KERNELS = ("quant_rowwise_kernel", "quant_block_kernel", "mxfp4_quant_kernel", "mxfp4_dequant_kernel")
 ROW_PER_PROGRAM_M = 256  # rowwise quantizer: up to this many rows, one row per program (`launch_params`)
-ONE_PASS_K = 16384  # rowwise quantizer: a row of up to this many (rounded to a power of two) read once, one a program
+ONE_PASS_K = 16384  # rowwise quantizer: a row of up to this many (rounded to a power of two) read once (`launch_params`)
 
 
 def static_spec(kernel: str, target, *, x_dtype=torch.bfloat16, dtype=None, block=(128, 128), shape=(4096, 4096),

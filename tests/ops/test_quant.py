@@ -93,8 +93,10 @@ def test_bitwise_vs_reference_and_layout(name, shape, launches):
 
 
 # (M, K, BLOCK_M, ONE_PASS) of the rowwise kernel's three paths (quant.launch_params): a row read once into registers
-# (K up to ONE_PASS_K), one row a program in two passes, four rows a program in two passes (large M, long rows)
-ROWWISE_PATHS = [(300, 2000, 1, True), (2, Q.ONE_PASS_K + 16, 1, False), (260, Q.ONE_PASS_K + 16, 4, False)]
+# (K up to ONE_PASS_K, above M = ROW_PER_PROGRAM_M only if K fills 3/4 of its power of two), one row a program in two
+# passes, four rows a program in two passes (large M: long rows, or rows filling under 3/4 of their power of two)
+ROWWISE_PATHS = [(300, 2000, 1, True), (2, 1000, 1, True), (2, Q.ONE_PASS_K + 16, 1, False),
+                 (260, Q.ONE_PASS_K + 16, 4, False), (300, 1500, 4, False)]
 
 
 @pytest.mark.parametrize("M, K, bm, one_pass", ROWWISE_PATHS, ids=[f"{m}x{k}" for m, k, _, _ in ROWWISE_PATHS])
