@@ -50,11 +50,12 @@ Transport of the all-reduce (`transport`, RowParallelLinear and ParallelGatedMLP
 Measured (2 x H200, NVLink, NCCL 2.28, benchmarks/results/h200x2/tp.json; docs/PERF.md, "Tensor parallel"): over
 NCCL the overlap loses little or nothing: run beside a GEMM, NCCL's resident CTAs keep that many SMs from the
 persistent kernels, whose CTAs have fixed tile lists, so the GEMM's last tiles wait for the collective. Over the copy
-engines the transfer holds no SM: a Llama-3-70B MLP at M = 4096 / 8192 chunked ("auto") runs at 1.85-1.94x one GPU
-(its GEMMs alone 1.94-1.98x; NCCL sequential 1.74-1.92x), and a row-parallel o_proj (8192 -> 8192), whose all-reduce
-is as long as its GEMM, 1.10-1.50x with chunks=2 where NCCL sequential gives 0.91-1.23x. At decode (M <= 64) torch's
-one-shot all-reduce kernel (what the push sum replaced) cost 5-13 us over the GEMMs alone, NCCL's 8-17 (MLP: fp8
-1.59-1.72x one GPU, bf16 1.78-1.81x). Both opt-in: transport="nccl", chunks=1 by default.
+engines the transfer holds no SM: a Llama-3-70B MLP at M = 4096 / 8192 chunked ("auto") runs at 1.89-1.94x one GPU
+(its GEMMs alone 1.91-2.00x; NCCL sequential 1.75-1.92x), and a row-parallel o_proj (8192 -> 8192), whose all-reduce
+is as long as its GEMM, 1.10-1.50x with chunks=2 where NCCL sequential gives 0.90-1.25x. At decode (M <= 64) the
+push sum costs 5-10 us over the GEMMs alone, NCCL's all-reduce 9-17 (torch's one-shot kernel, which it replaced,
+5-16; MLP: fp8 1.68-1.77x one GPU, block scale 1.66-1.81x, bf16 1.82-1.85x). Both opt-in: transport="nccl",
+chunks=1 by default.
 
 Numerics: a column-parallel output is the single-device output's columns (each shard is quantized on its own: with
 shard boundaries on multiples of 128 the fp8 per-channel and 128 x 128-block scales are the single-device ones).

@@ -484,7 +484,8 @@ cases = {"gfx942": [("quant_rowwise_kernel", {}), ("quant_rowwise_kernel", {"dty
          "sm_90": [("quant_rowwise_kernel", {}), ("quant_rowwise_kernel", DECODE), ("quant_block_kernel", {"block": (1, 128)}),
                    ("mxfp4_quant_kernel", {}), ("mxfp4_dequant_kernel", {})]}[sys.argv[1]]
 GATED = [("quant_block_kernel", {"block": (1, 128), "gated": "silu"}), ("quant_rowwise_kernel", {"gated": "gelu"}),
-         ("quant_rowwise_kernel", dict(DECODE, gated="silu"))]  # the gated forms (a gated MLP's activation)
+         ("quant_rowwise_kernel", dict(DECODE, gated="silu")),  # the gated forms (a gated MLP's activation), and
+         ("quant_rowwise_kernel", {"shape": (4096, 14336), "gated": "silu"})]  # a TP-2 70B shard's: one pass, 16 warps
 cases += [(n, kw) for n, kw in GATED if sys.argv[1] != "gfx950"]
 t = arch.ARCHS[sys.argv[1]]
 out = []
@@ -518,7 +519,7 @@ def test_static_compile_fnuz_gfx942_and_others(tmp_path):
     by = {(x["arch"], x["kernel"], x["q"]): x for x in rows if not x["decode"] and not x["gated"]}
     decode = [x for x in rows if x["decode"]]
     gated = [x for x in rows if x["gated"]]
-    assert len(gated) == 6 and all(x["cvt"] for x in gated), gated  # the gated forms compile, fp8 stores and all
+    assert len(gated) == 8 and all(x["cvt"] for x in gated), gated  # the gated forms compile, fp8 stores and all
     assert len(decode) == 3 and all(x["cvt"] for x in decode), decode  # the decode launch compiles on each target
     for key in [("gfx942", "quant_rowwise_kernel", "*fp8e4b8"), ("gfx942", "quant_block_kernel", "*fp8e4b8")]:
         assert by[key]["cvt"] == ["v_cvt_pk_fp8_f32"], by[key]
