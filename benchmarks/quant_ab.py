@@ -17,6 +17,8 @@ SIDES = {  # name -> (BLOCK_M, BLOCK_K, num_warps, ONE_PASS) or None: what launc
     "served": None,
     "rows4_k1024": (4, 1024, 4, False),  # the large-M parameters before ONE_PASS
     "row1_k16384_2pass": (1, 16384, 16, False),  # one row a program, two passes
+    "row1_k32768_w16": (1, 32768, 16, True),  # one pass over rows of up to 32768 (only where K > 16384)
+    "row1_k32768_w32": (1, 32768, 32, True),
 }
 SHAPES = [  # (M, K, gated): Llama-3-70B x (8192) and its TP-2 / one-GPU gated shards (14336 / 28672), others
     (512, 8192, None), (1024, 8192, None), (4096, 8192, None), (8192, 8192, None),
@@ -53,7 +55,7 @@ def main():
                                              int64_offsets=C.int64_offsets(sets[0][0], q), gated=gated)
             if params is not None:
                 bm, bk, warps, one = params
-                if one and bk < Kd:
+                if one and not Kd <= bk < 2 * Kd:  # a one-pass side only where its chunk is the row's power of two
                     return None
                 grid, ce, opts = (-(-M // bm),), {**ce, "BLOCK_M": bm, "BLOCK_K": bk, "ONE_PASS": one}, \
                     {"num_warps": warps}
