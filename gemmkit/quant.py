@@ -204,7 +204,7 @@ def launch_params(kernel: str, M: int, K: int, *, dtype=None, block=(128, 128), 
 
 KERNELS = ("quant_rowwise_kernel", "quant_block_kernel", "mxfp4_quant_kernel", "mxfp4_dequant_kernel")
 ROW_PER_PROGRAM_M = 256  # rowwise quantizer: up to this many rows, one row per program (`launch_params`)
-ONE_PASS_K = 16384  # rowwise quantizer: a row of up to this many (rounded to a power of two) read once (`launch_params`)
+ONE_PASS_K = 16384  # rowwise quantizer: a row of up to this many (to a power of two) read once (`launch_params`)
 
 
 def static_spec(kernel: str, target, *, x_dtype=torch.bfloat16, dtype=None, block=(128, 128), shape=(4096, 4096),

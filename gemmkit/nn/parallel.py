@@ -38,7 +38,8 @@ Transport of the all-reduce (`transport`, RowParallelLinear and ParallelGatedMLP
                    chunk, on a side stream: a barrier (every rank's chunk written), each peer's chunk pulled by the
                    copy engines (cudaMemcpy over NVLink: no SM); on a second side stream the p partials summed in
                    rank order into the output (one elementwise kernel, local memory); after the last chunk a barrier
-                   (every peer done reading this rank's workspace) before the next GEMM may write it. The sum is the same bits on every rank.
+                   (every peer done reading this rank's workspace) before the next GEMM may write it. The sum is the
+                   same bits on every rank.
                    NVLink traffic is (p - 1) x the output per rank: for p = 2 what a ring all-reduce moves. The
                    workspace grows (a collective rendezvous) on an eager call; under a CUDA-graph capture a
                    workspace too small for the call takes the "nccl" path (warm up with the largest M first).

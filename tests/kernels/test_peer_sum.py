@@ -57,6 +57,8 @@ def test_refuses_what_the_inbox_cannot_hold():
     too_many = torch.empty(PS.INBOX_BYTES // 2 + 8, dtype=torch.bfloat16)
     with pytest.raises(ValueError, match="at most"):
         PS.peer_sum(too_many, too_many.clone(), bases, 0, 2)
+    with pytest.raises(ValueError, match="contiguous"):
+        PS.peer_sum(too_many[:64].view(8, 8).t(), torch.empty(8, 8, dtype=torch.bfloat16), bases, 0, 2)
     with pytest.raises(ValueError, match="phase"):
         PS.peer_sum(too_many[:8], too_many[:8].clone(), bases, 0, 2, phase="pull")
 

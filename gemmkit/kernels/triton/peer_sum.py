@@ -127,9 +127,10 @@ def peer_sum(mine: torch.Tensor, out: torch.Tensor, bases: torch.Tensor, rank: i
     numel = mine.numel()
     if phase not in PHASES:
         raise ValueError(f"phase: expected one of {PHASES}, got {phase!r}")
-    if numel * mine.element_size() > INBOX_BYTES or out.numel() != numel or out.dtype != mine.dtype:
+    if numel * mine.element_size() > INBOX_BYTES or out.numel() != numel or out.dtype != mine.dtype or \
+            not (mine.is_contiguous() and out.is_contiguous()):
         raise ValueError(f"peer_sum: {tuple(mine.shape)} {mine.dtype} into {tuple(out.shape)} {out.dtype} (at most "
-                         f"{INBOX_BYTES} bytes, one shape and dtype)")
+                         f"{INBOX_BYTES} bytes, one size and dtype, both contiguous)")
     span = cdiv(cdiv(numel, CTAS), BLOCK) * BLOCK
     L.launcher(peer_sum_kernel, (CTAS,), compile_only)(
         mine, out, bases, numel, span, INBOX=flag_bytes(world), CAP=INBOX_BYTES, RANK=rank, WORLD=world,
