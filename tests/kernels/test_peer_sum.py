@@ -80,7 +80,7 @@ def test_sm90_code_orders_the_flags(tmp_path):
     r = subprocess.run([sys.executable, "-c", _CHILD], env=env, capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr[-3000:]
     ptx = r.stdout
-    release = re.search(r"@%p\d+ atom\.global\.sys\.release\.add\.u32", ptx)
+    release = re.search(r"@%p\d+ (atom|red)\.global\.sys\.release\.add\.u32", ptx)  # red: Triton >= 3.9 (unused result)
     assert release, "no release of the flag by one (predicated) thread"
     before = ptx[:release.start()]
     assert before.rfind("bar.sync") > before.rfind("st.global"), "no CTA barrier between the pushes and the flag"
