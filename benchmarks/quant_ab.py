@@ -2,7 +2,7 @@
 the served ones (gemmkit.quant.launch_params) against named alternatives, on activations (x, per token) and the
 gated form (act(gate) * up of h = [gate | up], the fp8 MLP's down input), bit for bit equal, CUDA-graph replays of
 rotated inputs (bench/timing.time_graph), the sides alternated over passes, median per side. GB/s counts the bytes
-read and written once.
+read and written once; a row's `speedup_served` is each side's time over the served one's (> 1: served faster).
 
 Usage (repo root, GPU): PYTHONPATH=. python benchmarks/quant_ab.py --json OUT.json
 """

@@ -53,7 +53,8 @@ a NaN gets scale byte 0xFF (E8M0's NaN) and codes 0; an inf saturates to +-6 at 
 Constraints:
   - x: bf16, fp16 or fp32, any strides (2-D); q, scale and packed outputs are contiguous. GATED: x has 2K
     columns, gate in [0, K), up in [K, 2K) (one stride_xk for both); ACTIVATION one of _epilogue.ACTIVATIONS.
-  - BLOCK_K a power of two; mxfp4 needs K % 32 == 0 and BLOCK_K % 32 == 0 (groups never straddle
+  - BLOCK_K a power of two; the rowwise kernel's ONE_PASS only with K <= BLOCK_K (it reads columns [0, BLOCK_K) once:
+    gemmkit.quant.launch_params sets it); mxfp4 needs K % 32 == 0 and BLOCK_K % 32 == 0 (groups never straddle
     tiles); the block kernel needs BLOCK_M % GROUP_M == 0. Ragged last tiles are masked.
   - q's dtype comes from q_ptr: fp8e4nv (e4m3fn, sm_90 / gfx950), fp8e4b8 (e4m3fnuz, gfx942) or int8
     (IS_INT). QMAX is the format's largest finite value (448, 240, 127).
