@@ -5,12 +5,14 @@ AB.json: {"op": "a16w16" (default; any `gemmkit bench --op` name of a dense op: 
           "shapes": {"M,N,K": {"before": config, "after": config, ...}}}
 Each shape names two or more configs; a config of null is what the op serves without one (tables + config model).
 A config (or {} for the served one) with "_pad_m": false runs with ops/dispatch.py's row padding of x turned off
-(dispatch.PAD_M): the copy of x to whole TMA boxes of rows, against the same config with it; "_shift": false loads
-the Gluon kernels' last tiles where they lie (kernels/_host.SHIFT_LAST_TILES: past M / N, or on the copy where
-dispatch makes one), not shifted back; "_pitch": false runs x and w at their own row pitch (dispatch.PITCH: no copy
-to a 128-byte pitch); "_rows": false turns
-dispatch.ROWS_KERNEL off (an unaligned K at a few tokens then copies x and w instead of reading w where it lies). Call plans are off in
-this script (each capture takes the full path, so each config's own dispatch is what the graph holds).
+(dispatch.PAD_M): the copy of x to whole TMA boxes of rows, against the same config with it ("always": on, without
+its floors on M and on w's bytes); "_pair": false runs the fp8 Gluon pingpong unpaired
+(kernels/gluon/hopper_pingpong_fp8.PAIR_SPLIT: both consumers on one tile where the tiles are at most one a CTA);
+"_shift": false loads the Gluon kernels' last tiles where they lie (kernels/_host.SHIFT_LAST_TILES: past M / N, or
+on the copy where dispatch makes one), not shifted back; "_pitch": false runs x and w at their own row pitch
+(dispatch.PITCH: no copy to a 128-byte pitch); "_rows": false turns dispatch.ROWS_KERNEL off (an unaligned K at a
+few tokens then copies x and w instead of reading w where it lies). Call plans are off in this script (each capture
+takes the full path, so each config's own dispatch is what the graph holds).
 For each shape, in one process and on the same rotated inputs: the vendor (gemmkit/bench/ops.py: torch.matmul,
 torch._scaled_mm, ...) and every config, then again in reverse order, each timed by CUDA-graph replay
 (gemmkit/bench/timing.py); the ratios use the mean of the two measurements of each, so a drift in clock over the
@@ -30,23 +32,30 @@ from gemmkit.bench.timing import rotation_count, time_graph
 from gemmkit import callplan
 from gemmkit.ops import _common as C
 from gemmkit.kernels import _host as H
+from gemmkit.kernels.gluon import hopper_pingpong_fp8 as FP8
 from gemmkit.ops import dispatch as D
 
 
 def _runner(op, cfg):
     """The call of `cfg` (None / {} with only "_pad_m" / "_rows" / "_shift" / "_pitch": what the op serves), with
-    dispatch.PAD_M, dispatch.ROWS_KERNEL, kernels/_host.SHIFT_LAST_TILES and dispatch.PITCH as the config says."""
+    dispatch.PAD_M, dispatch.ROWS_KERNEL, kernels/_host.SHIFT_LAST_TILES and dispatch.PITCH as the config says
+    ("_pad_m": "always" keeps the copy on and drops its floors, PAD_M_MIN_ROWS and PAD_M_MIN_W_BYTES)."""
     cfg = dict(cfg) if cfg else {}
-    pad, rows, shift, pitch = (cfg.pop(k, True) for k in ("_pad_m", "_rows", "_shift", "_pitch"))
+    pad, rows, shift, pitch, pair = (cfg.pop(k, True) for k in ("_pad_m", "_rows", "_shift", "_pitch", "_pair"))
+    floors = (0, 0) if pad == "always" else (D.PAD_M_MIN_ROWS, D.PAD_M_MIN_W_BYTES)
     cfg = cfg or None
 
     def run(*inp):
-        saved = D.PAD_M, D.ROWS_KERNEL, H.SHIFT_LAST_TILES, D.PITCH
-        D.PAD_M, D.ROWS_KERNEL, H.SHIFT_LAST_TILES, D.PITCH = pad, rows, shift, pitch
+        saved = (D.PAD_M, D.ROWS_KERNEL, H.SHIFT_LAST_TILES, D.PITCH, D.PAD_M_MIN_ROWS, D.PAD_M_MIN_W_BYTES,
+                 FP8.PAIR_SPLIT)
+        D.PAD_M, D.ROWS_KERNEL, H.SHIFT_LAST_TILES, D.PITCH = bool(pad), rows, shift, pitch
+        D.PAD_M_MIN_ROWS, D.PAD_M_MIN_W_BYTES = floors
+        FP8.PAIR_SPLIT = pair
         try:
             return op.run(inp, cfg)
         finally:
-            D.PAD_M, D.ROWS_KERNEL, H.SHIFT_LAST_TILES, D.PITCH = saved
+            (D.PAD_M, D.ROWS_KERNEL, H.SHIFT_LAST_TILES, D.PITCH, D.PAD_M_MIN_ROWS, D.PAD_M_MIN_W_BYTES,
+             FP8.PAIR_SPLIT) = saved
     return run
 
 

@@ -18,6 +18,8 @@ is poisoned with NaN first. Two bounds, both must hold:
 The precision test runs the Triton tier's promoted kernel on the same inputs: the Gluon kernel's
 error against float64 must match it (and not Triton's unpromoted default, ~16x larger).
 """
+import functools
+
 import pytest
 import torch
 
@@ -125,6 +127,36 @@ def test_triton_fallback_of_the_coop_256_tile():
     assert triton_tile({**c, "num_warps": 4}, fp8=True)["BLOCK_SIZE_M"] == 256  # not the coop kernel's
 
 
+def test_plan_of_the_pair():
+    """pair (pingpong): one output staging buffer (consumer 0 stores) beside the fp32 exchange buffer of consumer 1's
+    partial; 64 x 64 x 128 keeps its 6 slots a ring. The rule (`pair_plan`): at most a tile a CTA and 2 K steps or
+    more; forced on any pingpong launch of 2 K steps or more; never the coop layout."""
+    cfg = {**BASE, "BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 64, "GROUP_SIZE_M": 4, "num_stages": 6}
+    p, q = k.derive(cfg, H200), k.derive(cfg, H200, pair=True)
+    assert (p.pair, p.stages, p.c_tiles, p.epilogue_bytes) == (False, 6, 2, 2 * 64 * 64 * 2)
+    assert (q.pair, q.stages, q.c_tiles, q.epilogue_bytes) == (True, 6, 1, 64 * 64 * 2 + 64 * 64 * 4)
+    assert q.smem_bytes <= H200.shared_mem_bytes and k.constexprs(q, has_bias=False)["PAIR"] is True
+    assert k.derive(BASE, H200, pair=True).stages == 2  # 128 x 128: 32 + 64 KiB beside two rings of 32 KiB slots
+    with pytest.raises(ValueError, match="pair"):
+        k.derive(COOP, H200, pair=True)
+    pair = k.pair_plan
+    assert pair(p, 64, 8192, 14336, 132) and pair(p, 1, 8448, 4096, 132)  # 128 / 132 tiles of 64 x 64
+    assert not pair(p, 64, 8512, 14336, 132) and not pair(p, 64, 28672, 8192, 132)  # 133 / 448 tiles
+    assert not pair(p, 64, 8192, 128, 132) and not pair(p, 64, 8192, 128, 132, True)  # one K step
+    assert pair(p, 64, 28672, 8192, 132, True) and not pair(p, 64, 8192, 14336, 132, False)
+    # K under the scale mode's PAIR_MIN_K: unpaired unless forced
+    b = k.derive(cfg, H200, block_shape=(128, 128))
+    assert k.PAIR_MIN_K == {"rowcol": 4096, "block": 6144}
+    assert not pair(p, 64, 8192, 4000, 132) and pair(p, 64, 8192, 4000, 132, True)
+    assert pair(b, 64, 8192, 6144, 132) and not pair(b, 64, 8192, 5120, 132) and pair(b, 64, 8192, 5120, 132, True)
+    assert not pair(k.derive(COOP, H200), 128, 128, 8192, 132, True)
+    # where the exchange buffer leaves under 2 slots a ring (128 x 128, fp32 out) the launch runs unpaired
+    assert not k.launch_plan(BASE, H200, 4, None, 64, 8192, 14336).pair
+    assert k.launch_plan(BASE, H200, 2, None, 64, 8192, 14336).pair
+    with pytest.raises(ValueError, match="each ring needs 2"):
+        k.launch_plan(BASE, H200, 4, None, 64, 8192, 14336, True)
+
+
 def test_table_keys_are_accepted():
     assert k.derive({**BASE, "backend": "gluon", "persistent": True, "tma": True, "NUM_KSPLIT": 1}, H200).stages == 3
 
@@ -135,6 +167,7 @@ def test_isa_cases_are_sm90_only():
     assert {c["path"] for c in cases} >= {"gluon-bf16", "gluon-fp32"}
     # the coop layout (num_warps 8) in both modes
     assert {(c["config"]["num_warps"], c["path"]) for c in cases} >= {(8, "gluon-bf16"), (8, "gluon-block-bf16")}
+    assert {c["path"] for c in cases} >= {"gluon-pair-bf16", "gluon-pair-block-bf16"}  # the paired pingpong
     spec = k.isa_spec(cases[0])
     assert spec["signature"]["x_desc"].startswith("tensordesc<fp8e4nv[") and spec["promises"] is k.PROMISES
 
@@ -307,9 +340,9 @@ def inputs(M, N, K, bias_dtype=torch.bfloat16):
     return x, w, xs, ws, b
 
 
-def run(x, w, xs, ws, b, out_dtype=torch.bfloat16, cfg=CFGS["128x128x128s3"], cus=None, tail=None):
+def run(x, w, xs, ws, b, out_dtype=torch.bfloat16, cfg=CFGS["128x128x128s3"], cus=None, tail=None, pair=None):
     y = poisoned((x.shape[0], w.shape[0]), out_dtype, DEV)
-    _k().launch(x, w, xs, ws, b, y, cfg, _target(cus), tail=tail)
+    _k().launch(x, w, xs, ws, b, y, cfg, _target(cus), tail=tail, pair=pair)
     torch.cuda.synchronize()
     return y
 
@@ -422,6 +455,39 @@ def test_deterministic(cfg):
     tailed = run(x, w, xs, ws, b, cfg=CFGS[cfg], cus=cus, tail=True)
     check(tailed, x, w, xs, ws, b)
     assert torch.equal(run(x, w, xs, ws, b, cfg=CFGS[cfg], cus=cus, tail=True), tailed)
+
+
+# (M, N, K, CTAs, pair): the rule's own case (9 tiles of 64 x 128 on the GPU's SMs, 33 K steps: the halves 17 + 16),
+# the TP-2 Llama-3-70B down shard at decode (128 tiles, 112 steps), and forced pairs on grids smaller than the tiles
+# (a CTA runs several paired tiles: the exchange buffer's phases wrap), 2 K steps (the second ragged: 256 + 16).
+PAIR_CASES = [(64, 1032, 4112, None, None), (64, 8192, 14336, None, None), (17, 264, 272, 1, True),
+              (129, 1000, 1040, 3, True), (1, 136, 2048, 2, True)]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("cfg", ["64x128x128s4", "128x64x64s6", "128x128x128s3"])
+@pytest.mark.parametrize("out_dtype", [torch.bfloat16, torch.float32], ids=["bf16", "fp32"])
+@pytest.mark.parametrize("M,N,K,cus,pair", PAIR_CASES, ids=[f"{m}x{n}x{k}-{c}" for m, n, k, c, _ in PAIR_CASES])
+def test_pair(M, N, K, cus, pair, out_dtype, cfg):
+    """The pingpong's two consumers on one tile, a half of K each (`pair_plan`): consumer 1's partial through the
+    exchange buffer, consumer 0's sum and epilogue, every element against float64 (with a bias), bitwise the same
+    run to run on one grid; unpaired (pair=False) too."""
+    x, w, xs, ws, b = inputs(M, N, K)
+    # 128 x 128 with fp32 out: the exchange buffer leaves 1 slot a ring, so the rule's launch runs unpaired
+    plan = functools.partial(_k().launch_plan, CFGS[cfg], _target(cus), out_dtype.itemsize, None, M, N, K, pair)
+    if cfg == "128x128x128s3" and out_dtype == torch.float32:
+        if pair:  # forced: refused, as a launch of it is
+            for call in (plan, lambda: run(x, w, xs, ws, b, out_dtype, cfg=CFGS[cfg], cus=cus, pair=pair)):
+                with pytest.raises(ValueError, match="each ring needs 2"):
+                    call()
+            return
+        assert not plan().pair
+    else:
+        assert plan().pair
+    y = run(x, w, xs, ws, b, out_dtype, cfg=CFGS[cfg], cus=cus, pair=pair)
+    check(y, x, w, xs, ws, b)
+    assert torch.equal(run(x, w, xs, ws, b, out_dtype, cfg=CFGS[cfg], cus=cus, pair=pair), y)
+    check(run(x, w, xs, ws, b, out_dtype, cfg=CFGS[cfg], cus=cus, pair=False), x, w, xs, ws, b)
 
 
 @pytest.mark.gpu

@@ -69,9 +69,10 @@ XS_LAYOUTS = ["row", "mmajor"]
 
 
 def run(x, w, xs, ws, out_dtype=torch.bfloat16, cfg=CFGS["64x128x128s4"], cus=None, block=(128, 128), tail=None,
-        scale_tma=None):
+        scale_tma=None, pair=None):
     y = poisoned((x.shape[0], w.shape[0]), out_dtype, DEV)
-    _k().launch(x, w, xs, ws, None, y, cfg, _target(cus), block_shape=block, tail=tail, scale_tma=scale_tma)
+    _k().launch(x, w, xs, ws, None, y, cfg, _target(cus), block_shape=block, tail=tail, scale_tma=scale_tma,
+                pair=pair)
     torch.cuda.synchronize()
     return y
 
@@ -230,6 +231,26 @@ def test_deterministic():
     assert torch.equal(run(x, w, xs, ws, cus=5, cfg=CFGS["coop128x128x128s5"], tail=True), tailed)
 
 
+# (M, N, K, CTAs, pair): the rule's case (the TP-2 Llama-3-70B down shard at decode: 128 tiles of 64 x 64, 112 K
+# steps, halves of 56), forced pairs on small grids (exchange phases wrap; a ragged last scale block in the second
+# half: K = 304 is 3 steps of 128, 2 + 1), and BK < the scale block's K (two promotions per block, halves of 9 / 8).
+# (The 128-row pingpong tile does not pair in block mode: its exchange buffer leaves 1 slot a ring.)
+PAIR_CASES = [(64, 8192, 14336, None, None, "64x64x128s6"), (17, 1000, 304, 2, True, "64x128x128s4"),
+              (129, 520, 1040, 3, True, "64x64x128s6"), (64, 384, 1088, 1, True, "64x128x64s6")]
+
+
+@pytest.mark.parametrize("xs_layout", XS_LAYOUTS)
+@pytest.mark.parametrize("M,N,K,cus,pair,cfg", PAIR_CASES, ids=[f"{c[0]}x{c[1]}x{c[2]}-{c[5]}" for c in PAIR_CASES])
+def test_pair(M, N, K, cus, pair, cfg, xs_layout):
+    """The paired pingpong in block mode (`pair_plan`): each half's load warp copies the scales of its own K blocks,
+    consumer 0 adds consumer 1's promoted partial; every element against float64; the same bits run to run."""
+    x, w, xs, ws = inputs(M, N, K, xs_layout=xs_layout)
+    assert _k().launch_plan(CFGS[cfg], _target(cus), 2, (128, 128), M, N, K, pair).pair
+    y = run(x, w, xs, ws, cfg=CFGS[cfg], cus=cus, pair=pair)
+    check(y, x, w, xs, ws)
+    assert torch.equal(run(x, w, xs, ws, cfg=CFGS[cfg], cus=cus, pair=pair), y)
+
+
 @pytest.mark.parametrize("cfg", ["64x128x128s4", "coop128x128x128s5", "coop256x128x128s3"])
 @pytest.mark.parametrize("M,N,K", [(4096, 2112, 7168), (64, 7168, 2048), (1, 24576, 1536), (17, 136, 304)])
 def test_op_backend_gluon(M, N, K, cfg, launches):
@@ -276,11 +297,12 @@ def test_shape_errors():
 
 def test_op_tables_pick_gluon(launches):
     """The sm_90 A8W8_BLOCKSCALE tables send DeepSeek-V3's (7168, 2048) at M = 4096, 1024 (the shape file's
-    M_GEQ_256, session 12), 200 (the default table's `any`, coop since session 12) and 128 to this kernel
-    (config=None), and M = 17 to the Triton tier."""
+    M_GEQ_256), 200 (the default table's `any`, coop), 128 and 17 (the shape file hands M <= 63 to the config model:
+    its `decode_pingpong`, 112 tiles of 64 x 64) to this kernel (config=None), and M = 16 (the shape file's split
+    16-row Triton tile) to the Triton tier."""
     import gemmkit
 
-    for M, gluon in [(4096, True), (1024, True), (200, True), (128, True), (17, False)]:
+    for M, gluon in [(4096, True), (1024, True), (200, True), (128, True), (17, True), (16, False)]:
         x, w, xs, ws = inputs(M, 7168, 2048)
         before = launches["hopper_pingpong_fp8_kernel"]
         y = gemmkit.gemm_a8w8_blockscale(x, w, xs, ws, out=poisoned((M, 7168), torch.bfloat16, DEV))

@@ -12,6 +12,8 @@ hopper_fp8_plan.py, the ring counter (`ring_next`) hopper_parts.py.
   store_y         a work item's y tile (coop: its half) through the staging buffer, one TMA store
   _store_slice    one 64-row slice into the staging buffer: (rowcol) scales, + bias, cast
   store_partial   (coop tail split) one 64-row slice of a K split's fp32 partial into the workspace
+  pair_steps      (PAIR) a ring's half of a tile's K steps; first_item: where a ring's work items start
+  pair_put / pair_take  (PAIR) consumer 1's fp32 partial through the exchange buffer into consumer 0's
 
 Work items (the coop tail split: `tail_plan`, hopper_host.tail_split; T tiles, R = T % CTAs of them in the last
 round, S splits each; pingpong and unsplit launches: TAIL 0, SPLITS 1, every item a whole tile)::
@@ -66,6 +68,9 @@ Constraints:
   - store_y's C_TILES 1 handover needs the two consumers' epilogues to alternate, consumer 0's first (c_free's
     parity 1 - CONSUMER, counting one arrival); slices of 64 rows (SLICE_M), y_desc's block the staging box.
   - store_partial: the workspace is (TAIL * SPLITS * BM, BN) fp32, row-major; `part` < TAIL * SPLITS.
+  - PAIR (pingpong): both rings run every tile of the CTA (`first_item`), half RING of its K steps (`pair_steps`:
+    k_steps >= 2, so neither half is empty); pair_put / pair_take alternate on one exchange buffer, xfull and xempty
+    counting one arrival each, their phases the consumers' local tile count.
 """
 from __future__ import annotations
 
@@ -107,14 +112,35 @@ def work_item(w, num_tiles, TAIL, SPLITS, k_steps):
 
 
 @gluon.jit
+def pair_steps(k_steps, HALF: gl.constexpr):
+    """(first K step, K steps) of half HALF (0 or 1) of a tile's k_steps, for the paired pingpong (PAIR: both
+    consumers on one tile, consumer / ring HALF its half): cdiv(k_steps, 2) steps, then the rest."""
+    q = gl.cdiv(k_steps, 2)
+    k0 = HALF * q
+    return k0, gl.minimum(q, k_steps - k0)
+
+
+@gluon.jit
+def first_item(RING: gl.constexpr, NRINGS: gl.constexpr, PAIR: gl.constexpr):
+    """(first local work item, stride) of ring RING: items pid + RING * nprog, stepping NRINGS * nprog (pingpong:
+    each consumer its tiles; coop: NRINGS 1), or (PAIR) every item of the CTA on both rings."""
+    nprog = gl.num_programs(0)
+    if PAIR:
+        return gl.program_id(0), nprog
+    else:
+        return gl.program_id(0) + RING * nprog, NRINGS * nprog
+
+
+@gluon.jit
 def load_partition(RING: gl.constexpr, NRINGS: gl.constexpr, x_desc, w_desc, xs_desc, ws_desc, a_ring, b_ring,
                     s_ring, w_ring, full, empty, vx_smem, vw_smem, vfull, vempty, xs_ptr, ws_ptr, M, N, K, stride_xsm,
                     stride_xsk, stride_wsn, stride_wsk, TAIL, SPLITS, STAGES: gl.constexpr, GROUP_SIZE_M: gl.constexpr,
                     SCALE: gl.constexpr, SCALE_BN: gl.constexpr, SCALE_BK: gl.constexpr, SCALE_TMA: gl.constexpr,
-                    VEC: gl.constexpr):
+                    VEC: gl.constexpr, PAIR: gl.constexpr):
     """1 warp: every K step of local work items RING, RING + NRINGS, ... into ring RING (pingpong: NRINGS = 2,
     consumer RING's tiles; coop: NRINGS = 1, every work item of the CTA, read by both consumers; a tail split's
-    item is its K range of one tile, `work_item`); (block) with the step's scales, which full[slot] also waits for:
+    item is its K range of one tile, `work_item`; PAIR: every tile of the CTA, half RING of its K steps,
+    `pair_steps`); (block) with the step's scales, which full[slot] also waits for:
     BM x scales x_scale[m, kb] into s_ring[slot] (SCALE_TMA: a 1-D TMA box; else cp.async) and the tile's
     w_scale[nb, kb] into w_ring[slot] (a 1-D TMA box of 4 from its offset rounded down to 4 elements,
     hopper_fp8_mainloop._w_pick). (VEC: coop rowcol) before an item's K steps, its epilogue scales into a vector
@@ -136,13 +162,15 @@ def load_partition(RING: gl.constexpr, NRINGS: gl.constexpr, x_desc, w_desc, xs_
     num_pid_m = gl.cdiv(M, BM)
     num_pid_n = gl.cdiv(N, BN)
     k_steps = gl.cdiv(K, BK)
-    nprog = gl.num_programs(0)
     idx = 0
     phase = 0
     num_tiles = num_pid_m * num_pid_n
     item = 0  # local work items so far (VEC: which vector buffer, which phase)
-    for w in range(gl.program_id(0) + RING * nprog, num_tiles + TAIL * (SPLITS - 1), NRINGS * nprog):
+    start, stride = first_item(RING, NRINGS, PAIR)
+    for w in range(start, num_tiles + TAIL * (SPLITS - 1), stride):
         tile_id, k0, nk, part = work_item(w, num_tiles, TAIL, SPLITS, k_steps)
+        if PAIR:
+            k0, nk = pair_steps(k_steps, RING)
         pid_m, pid_n = tile_coords(tile_id, num_pid_m, num_pid_n, GROUP_SIZE_M, 1)
         if VEC:
             _stage_vectors(vx_smem, vw_smem, vfull, vempty, item, xs_ptr, ws_ptr, pid_m, pid_n, M, N, BM, BN)
@@ -248,3 +276,27 @@ def store_partial(part_ptr, acc, part, ROW0: gl.constexpr, BM: gl.constexpr, xs,
     rows = part * BM + ROW0 + gl.arange(0, acc.shape[0], layout=gl.SliceLayout(1, acc.type.layout))
     cols = gl.arange(0, BN, layout=gl.SliceLayout(0, acc.type.layout))
     gl.store(part_ptr + rows[:, None] * BN + cols[None, :], out)
+
+
+@gluon.jit
+def pair_put(xch, xfull, xempty, acc0, acc1, item, TWO: gl.constexpr):
+    """(PAIR, consumer 1) Its partial of local tile `item` (rows 0..63 in acc0, TWO: 64..127 in acc1) into the
+    exchange buffer, once consumer 0 has taken the last one out (xempty), then xfull. mbarrier arrive / wait
+    order the shared-memory writes before consumer 0's reads (release / acquire, CTA scope)."""
+    mbarrier.wait(xempty, (item & 1) ^ 1)  # item 0 passes: fresh barrier
+    xch.slice(0, 64).store(acc0)
+    if TWO:
+        xch.slice(64, 64).store(acc1)
+    mbarrier.arrive(xfull)
+
+
+@gluon.jit
+def pair_take(xch, xfull, xempty, acc0, acc1, item, TWO: gl.constexpr):
+    """(PAIR, consumer 0) acc + consumer 1's partial of local tile `item` (its K half: the tile's sum, in one
+    fixed order: first half + second half), then the buffer back (xempty)."""
+    mbarrier.wait(xfull, item & 1)
+    acc0 = acc0 + xch.slice(0, 64).load(acc0.type.layout)
+    if TWO:
+        acc1 = acc1 + xch.slice(64, 64).load(acc1.type.layout)
+    mbarrier.arrive(xempty)
+    return acc0, acc1

@@ -36,6 +36,13 @@ MAX_PROMOTE_K = 128  # fp8 products the tensor cores' adder may carry before an 
 # 1536 and 2048 (4-16 steps) lost or tied (0.969-1.002), K = 7168 and more gained where the tail round was more
 # than a few % of the time (+2-14%). Any threshold between 2048 and 7168 fits those rows; 4096 was not measured.
 MIN_TAIL_K = 4096
+# The paired pingpong's rule (`pair_plan`: both consumers on one tile where the tiles are at most one a CTA, the
+# decode tile 64 x 64 on N = 4224-8448 at 17 <= M <= 64): the least K, per scale mode, where the halved K loops pay
+# for the exchange of the partial. Same-process A/B (ab/fp8_pair.json, ab/blockscale_pair.json, H200, 36 rows
+# each): rowcol +1 to +29% at every K >= 4096 (+20-29% on 72-80 tiles with K >= 17920, +3% on 128 tiles), mixed
+# below (2048-3072: -1.6 to +1.7%); block 0 to +27% at K >= 6400, mixed at 4096-5120 (-3.4 to +14%), -1.6 to -4.4%
+# at 2048-3072 (a block step's promotion reads its scales: the halves save less).
+PAIR_MIN_K = {"rowcol": 4096, "block": 6144}
 # (coop rowcol) work items whose epilogue scales the load warp stages at once: the one in its epilogue, the next
 VECTOR_BUFFERS = 2
 _LOAD_LANES = 32  # lanes of the load warp (hopper_fp8_parts.LOAD_THREADS): it copies at least one w scale a lane
@@ -50,7 +57,7 @@ LAYOUTS = {hh.CONSUMER_WARPS: "pingpong", hplan.COOP_WARPS: "coop"}  # num_warps
 CONFIG_KEYS = hh.CONFIG_KEYS
 
 
-def derive(cfg: dict, target=None, out_bytes: int = 2, block_shape=None) -> Fp8Plan:
+def derive(cfg: dict, target=None, out_bytes: int = 2, block_shape=None, pair: bool = False) -> Fp8Plan:
     """Everything the kernel and its launch need, from one config. ValueError names the key that cannot work.
 
     Derivation (H200: 227 KiB shared memory per block, 64 K registers per SM; fp8 = 1 byte):
@@ -85,12 +92,18 @@ def derive(cfg: dict, target=None, out_bytes: int = 2, block_shape=None) -> Fp8P
                a 48 KiB slot (256 + 128) x 128 (block: + 4 (256 + 32)); two 128 x BN staging buffers, or one shared
                (c_free) where two leave fewer than 2 slots (fp32 out); rowcol vectors 2 x (256 + 128) fp32:
                bf16 out 3 slots (3 x 49152 + 65536 + 3072 + 1024 = 217088 B), fp32 out 3 (one 64 KiB buffer).
+      pair     (pingpong, `pair`: the launch's `pair_plan`) both consumers on one tile, K halved between
+               their rings: one output staging buffer (consumer 0 stores) beside an fp32 BM x BN exchange
+               buffer (consumer 1's partial): 64 x 64 x 128 bf16 out: 8 + 16 KiB, 5 slots a ring of 16 KiB
+               (block: 16 KiB + 768 B) where the unpaired kernel keeps 6.
     """
     nw = cfg.get("num_warps")
     if nw not in LAYOUTS:
         raise ValueError(f"config: key 'num_warps' = {nw!r}; the gluon fp8 backend needs 4 (ping-pong: a "
                          "warpgroup per tile) or 8 (cooperative: two warpgroups on one 128- or 256-row tile)")
     layout = LAYOUTS[nw]
+    if pair and layout != "pingpong":
+        raise ValueError("pair: the paired K halves are the ping-pong layout's (num_warps 4), not the cooperative one's")
     bm = cfg.get("BLOCK_SIZE_M")
     if layout == "coop" and bm is not None and bm not in (2 * SLICE_M, 4 * SLICE_M):
         raise ValueError(f"config: key 'BLOCK_SIZE_M' = {bm} with num_warps 8 (the cooperative layout): "
@@ -125,14 +138,16 @@ def derive(cfg: dict, target=None, out_bytes: int = 2, block_shape=None) -> Fp8P
     vec = vector_bytes(layout, scale, bm, bn)
     # coop: a half each: two buffers (one tile's bytes), or one shared where two leave < 2 stages;
     # pingpong: two buffers where num_stages stages a ring fit beside them, else one shared
+    # pair: consumer 0's staging buffer and the exchange buffer of consumer 1's fp32 partial (one option)
+    staging = [(1, buf_bytes + rows * bn * 4)] if pair else [(2, 2 * buf_bytes + vec), (1, buf_bytes + vec)]
     b = hplan.budget(target, (bm, bn, bk), stage_bytes=(bm + bn) * bk + scale_bytes, num_stages=cfg["num_stages"],
-                     staging=[(2, 2 * buf_bytes + vec), (1, buf_bytes + vec)], want=2 if layout == "coop" else None,
+                     staging=staging, want=2 if layout == "coop" else None,
                      rings=rings, load_warps=rings, out_bytes=out_bytes, each_ring=True)
     return Fp8Plan(BM=bm, BN=bn, BK=bk, GROUP_SIZE_M=cfg["GROUP_SIZE_M"], **b.fields(), acc_regs=acc_regs,
                    swizzle_a=hplan.swizzle(bk), swizzle_b=hplan.swizzle(bk), swizzle_c=hplan.swizzle(bn * out_bytes),
                    promote_k=bk, slices=rows // SLICE_M, c_tiles=b.staging, partial_regs=partial_regs, scale=scale,
                    scale_bn=sbn, scale_bk=sbk, scale_bytes=scale_bytes, layout=layout, rings=rings,
-                   consumer_rows=rows)
+                   consumer_rows=rows, pair=pair)
 
 
 def vector_bytes(layout: str, scale: str, bm: int, bn: int) -> int:
@@ -149,8 +164,30 @@ def constexprs(plan: Fp8Plan, *, has_bias: bool, scale_tma: bool = False) -> dic
     mode): the load warp copies the scales by TMA (the launch decides from the scale tensors: `scale_tma_ok`)."""
     return dict(STAGES=plan.stages, C_TILES=plan.c_tiles, GROUP_SIZE_M=plan.GROUP_SIZE_M, HAS_BIAS=has_bias,
                 LAYOUT=plan.layout, SCALE=plan.scale, SCALE_BN=plan.scale_bn, SCALE_BK=plan.scale_bk,
-                SCALE_TMA=bool(scale_tma and plan.scale == "block"), MMA_REGS=plan.mma_regs,
+                SCALE_TMA=bool(scale_tma and plan.scale == "block"), PAIR=plan.pair, MMA_REGS=plan.mma_regs,
                 LOAD_REGS=plan.load_regs)
+
+
+def pair_plan(plan: Fp8Plan, M: int, N: int, K: int, ctas: int, pair=None) -> bool:
+    """Whether a pingpong launch pairs its consumers on one tile, each its ring's half of K (`pair` None: the rule;
+    a bool forces it where the layout allows and K has 2 steps or more). The rule: every CTA holds at most one tile
+    (tiles <= ctas: the second consumer and its ring would idle) and K >= PAIR_MIN_K of the scale mode."""
+    if plan.layout != "pingpong" or pair is False or -(-K // plan.BK) < 2:
+        return False
+    return bool(pair) or (-(-M // plan.BM) * -(-N // plan.BN) <= ctas and K >= PAIR_MIN_K[plan.scale])
+
+
+def launch_plan(cfg: dict, target, out_bytes: int, block_shape, M: int, N: int, K: int, pair=None) -> Fp8Plan:
+    """The plan a launch runs: `derive`'s, paired where `pair_plan` says so and the exchange buffer leaves each ring
+    2 slots (else unpaired; a forced pair=True raises the ValueError)."""
+    plan = derive(cfg, target, out_bytes, block_shape)
+    if pair_plan(plan, M, N, K, target.num_cus, pair):
+        try:
+            return derive(cfg, target, out_bytes, block_shape, pair=True)
+        except ValueError:
+            if pair:
+                raise
+    return plan
 
 
 def tail_plan(plan: Fp8Plan, M: int, N: int, K: int, ctas: int, tail=None) -> tuple[int, int]:

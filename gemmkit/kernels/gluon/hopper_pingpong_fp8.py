@@ -79,6 +79,14 @@ other consumer's wgmma under the wait and the FADDs: hopper_fp8_mainloop.pingpon
   rowcol already scaled), and tail_reduce_kernel (kernels/triton/_splitk_reduce.py) sums each tail tile's splits
   in order.
 
+  Paired consumers (pingpong only; `PAIR`, hopper_fp8_plan.pair_plan): where the tiles are at most one a CTA
+  (decode: 66-132 tiles of 64 x 64) consumer 1 would idle; paired, both consumers take every tile, ring r loading
+  and consumer r computing K half r (hopper_fp8_parts.pair_steps), and consumer 1's fp32 partial goes through an
+  exchange buffer to consumer 0, which adds it and stores y alone::
+
+     load 0 ─► ring 0: K steps 0 .. q-1 ─► mma 0 ──────────────┐ acc0 + xch ─► epilogue ─► y (TMA)
+     load 1 ─► ring 1: K steps q .. k-1 ─► mma 1 ─► xch (fp32) ┘  (xfull: written; xempty: read)
+
 Tile layout (one consumer's BM x BN tile; BM = 128 is two 64-row slices, one wgmma
 m64nBNk32 chain each; the partial accumulator p is one 64 x BN slice, reused)::
 
@@ -162,6 +170,9 @@ Constraints:
     not configured: TAIL * SPLITS <= CTAs, so each CTA runs at most one split, its last work item).
     num_stages is the depth of *each* ring (pingpong two, coop one; upper bound: the most
     that fit beside the output staging, >= 2).
+  - PAIR (pingpong): every tile's K steps >= 2 (the launch pairs none with one step); one output staging buffer
+    (consumer 0's) beside the BM x BN fp32 exchange buffer, 2 slots a ring at least (`launch_plan` runs the launch
+    unpaired where they do not fit: 128 x 128 with an fp32 output or block scales); consumer 1 never stores y.
   - The pingpong layout is compiled with TAIL 0 and SPLITS 1 as constants: passing them as runtime values to
     its partitions aborts Triton 3.6's ConvertTritonGPUToLLVM (an index assertion), and it never splits.
   - With a tail split the fp32 summation order of the tail tiles depends on M, N, K and the SM count (bitwise
@@ -180,11 +191,12 @@ from ..triton import dense
 from ..triton._schedule import tile_coords
 from . import hopper_host as hh
 from .hopper_fp8_mainloop import coop_mainloop, pingpong_mainloop
-from .hopper_fp8_parts import LOAD_THREADS, NV_BUFFERS, W_SLOT, load_partition, store_partial, store_y, work_item
+from .hopper_fp8_parts import (LOAD_THREADS, NV_BUFFERS, W_SLOT, first_item, load_partition, pair_put, pair_steps,
+                               pair_take, store_partial, store_y, work_item)
 # The plan lives in hopper_fp8_plan.py; its names are this module's API too (launch, static compiles, tests).
-from .hopper_fp8_plan import (CONFIG_KEYS, LAYOUTS, MAX_PROMOTE_K, MIN_TAIL_K, SLICE_M, VECTOR_BUFFERS,  # noqa: F401
-                              W_SLOT_FLOATS, WS_BOX_FLOATS, Fp8Plan, constexprs, derive, flat_storage, fp8_layout,
-                              scale_layout, scale_tma_ok, tail_plan, unsupported)
+from .hopper_fp8_plan import (CONFIG_KEYS, LAYOUTS, MAX_PROMOTE_K, MIN_TAIL_K, PAIR_MIN_K, SLICE_M,  # noqa: F401
+                              VECTOR_BUFFERS, W_SLOT_FLOATS, WS_BOX_FLOATS, Fp8Plan, constexprs, derive, flat_storage,
+                              fp8_layout, launch_plan, pair_plan, scale_layout, scale_tma_ok, tail_plan, unsupported)
 
 KERNEL_NAME = "hopper_pingpong_fp8_kernel"
 
@@ -214,16 +226,19 @@ PROMISES = (
 
 @gluon.jit
 def _mma_partition(CONSUMER: gl.constexpr, LAYOUT: gl.constexpr, y_desc, xs_ptr, ws_ptr, bias_ptr, a_ring, b_ring,
-                   s_ring, w_ring, c_smem, full, empty, c_free, vx_smem, vw_smem, vfull, vempty, M, N, K, stride_wsn,
-                   stride_wsk, part_ptr, TAIL, SPLITS, BM: gl.constexpr, BK: gl.constexpr, STAGES: gl.constexpr,
-                   C_TILES: gl.constexpr, GROUP_SIZE_M: gl.constexpr, HAS_BIAS: gl.constexpr, SCALE: gl.constexpr,
-                   SCALE_BN: gl.constexpr, SCALE_BK: gl.constexpr, VEC: gl.constexpr):
+                   s_ring, w_ring, c_smem, full, empty, c_free, vx_smem, vw_smem, vfull, vempty, xch, xfull, xempty,
+                   M, N, K, stride_wsn, stride_wsk, part_ptr, TAIL, SPLITS, BM: gl.constexpr, BK: gl.constexpr,
+                   STAGES: gl.constexpr, C_TILES: gl.constexpr, GROUP_SIZE_M: gl.constexpr, HAS_BIAS: gl.constexpr,
+                   SCALE: gl.constexpr, SCALE_BN: gl.constexpr, SCALE_BK: gl.constexpr, VEC: gl.constexpr,
+                   PAIR: gl.constexpr):
     """1 warpgroup: promoted mainloop, then the epilogue. pingpong: local tiles CONSUMER, CONSUMER + 2, ...,
     all BM rows, from ring CONSUMER. coop: every local work item (a tile, or a tail split's K range of one:
     `work_item`), its half of the rows (coop 128: 64 CONSUMER .. + 63; coop 256: 128 CONSUMER .. + 127, two slices),
     from the one ring (both consumers wait on each full[s] and
     arrive on each empty[s]); a tail split's epilogue stores its fp32 partial (`store_partial`), not y. VEC (coop
-    rowcol): the epilogue's x / w scales come from the item's vector buffer, staged by the load warp."""
+    rowcol): the epilogue's x / w scales come from the item's vector buffer, staged by the load warp.
+    PAIR (pingpong): every local tile, K half CONSUMER from ring CONSUMER (`pair_steps`); consumer 1 hands its
+    partial to consumer 0 through xch (`pair_put`), which adds it (`pair_take`) and runs the epilogue alone."""
     BN: gl.constexpr = y_desc.block_type.shape[1]
     SM: gl.constexpr = 64  # SLICE_M
     if LAYOUT == "coop":
@@ -242,13 +257,15 @@ def _mma_partition(CONSUMER: gl.constexpr, LAYOUT: gl.constexpr, y_desc, xs_ptr,
     num_pid_m = gl.cdiv(M, BM)
     num_pid_n = gl.cdiv(N, BN)
     k_steps = gl.cdiv(K, BK)
-    nprog = gl.num_programs(0)
     idx = 0
     phase = 0
     num_tiles = num_pid_m * num_pid_n
-    item = 0  # local work items so far (VEC: which vector buffer, which phase)
-    for w in range(gl.program_id(0) + RING * nprog, num_tiles + TAIL * (SPLITS - 1), NRINGS * nprog):
+    item = 0  # local work items so far (VEC: which vector buffer, which phase; PAIR: the exchange's phase)
+    start, stride = first_item(RING, NRINGS, PAIR)
+    for w in range(start, num_tiles + TAIL * (SPLITS - 1), stride):
         tile_id, k0, nk, part = work_item(w, num_tiles, TAIL, SPLITS, k_steps)
+        if PAIR:
+            k0, nk = pair_steps(k_steps, CONSUMER)
         pid_m, pid_n = tile_coords(tile_id, num_pid_m, num_pid_n, GROUP_SIZE_M, 1)
         ws_row = (pid_n * BN // SCALE_BN) * stride_wsn  # (block) where the slot's w scale sits: _w_pick
         if LAYOUT == "coop" and not TWO:
@@ -292,6 +309,14 @@ def _mma_partition(CONSUMER: gl.constexpr, LAYOUT: gl.constexpr, y_desc, xs_ptr,
             else:
                 store_y(y_desc, c_smem, c_free, acc0, acc1, pid_m * BM + ROW0, pid_n * BN, xs_ptr, xs, xs1, ws,
                          bias, offs_m, M, CONSUMER, C_TILES, TWO, HAS_BIAS, SCALE, VEC)
+        elif PAIR:
+            if CONSUMER == 1:
+                pair_put(xch, xfull, xempty, acc0, acc1, item, TWO)
+            else:  # the tile's sum, then the epilogue through consumer 0's own staging buffer (C_TILES 2's waits)
+                acc0, acc1 = pair_take(xch, xfull, xempty, acc0, acc1, item, TWO)
+                store_y(y_desc, c_smem, c_free, acc0, acc1, pid_m * BM + ROW0, pid_n * BN, xs_ptr, xs, xs1, ws, bias,
+                         offs_m, M, CONSUMER, 2, TWO, HAS_BIAS, SCALE, VEC)
+            item += 1
         else:  # (the host splits coop launches only)
             store_y(y_desc, c_smem, c_free, acc0, acc1, pid_m * BM + ROW0, pid_n * BN, xs_ptr, xs, xs1, ws, bias,
                      offs_m, M, CONSUMER, C_TILES, TWO, HAS_BIAS, SCALE, VEC)
@@ -305,7 +330,7 @@ def hopper_pingpong_fp8_kernel(x_desc, w_desc, y_desc, xs_desc, ws_desc, xs_ptr,
                                STAGES: gl.constexpr, C_TILES: gl.constexpr, GROUP_SIZE_M: gl.constexpr,
                                HAS_BIAS: gl.constexpr, LAYOUT: gl.constexpr, SCALE: gl.constexpr,
                                SCALE_BN: gl.constexpr, SCALE_BK: gl.constexpr, SCALE_TMA: gl.constexpr,
-                               MMA_REGS: gl.constexpr, LOAD_REGS: gl.constexpr):
+                               PAIR: gl.constexpr, MMA_REGS: gl.constexpr, LOAD_REGS: gl.constexpr):
     BM: gl.constexpr = x_desc.block_type.shape[0]
     BK: gl.constexpr = x_desc.block_type.shape[1]
     BN: gl.constexpr = w_desc.block_type.shape[0]
@@ -333,10 +358,10 @@ def hopper_pingpong_fp8_kernel(x_desc, w_desc, y_desc, xs_desc, ws_desc, xs_ptr,
         w_ring = s_ring
     # Output staging, one y box each (pingpong: BM x BN; coop: BM / 2 x BN, a half per consumer).
     c0 = gl.allocate_shared_memory(y_desc.dtype, y_desc.block_type.shape, y_desc.layout)
-    if C_TILES == 2:
+    if C_TILES == 2 and not PAIR:
         c1 = gl.allocate_shared_memory(y_desc.dtype, y_desc.block_type.shape, y_desc.layout)
     else:
-        c1 = c0
+        c1 = c0  # (PAIR: consumer 1 never stores y)
     full = gl.allocate_shared_memory(gl.int64, [NSLOTS, 1], mbarrier.MBarrierLayout())
     empty = gl.allocate_shared_memory(gl.int64, [NSLOTS, 1], mbarrier.MBarrierLayout())
     c_free = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
@@ -368,45 +393,65 @@ def hopper_pingpong_fp8_kernel(x_desc, w_desc, y_desc, xs_desc, ws_desc, xs_ptr,
         mbarrier.init(full.index(i), count=FULL_ARRIVALS)
         mbarrier.init(empty.index(i), count=EMPTY_ARRIVALS)
     mbarrier.init(c_free, count=1)  # (C_TILES == 1) the last store's consumer, after store_wait
+    # (PAIR) consumer 1's fp32 partial of a tile, handed to consumer 0: xfull (consumer 1 wrote it), xempty
+    # (consumer 0 read it); elsewhere placeholders, never touched
+    if PAIR:
+        xch = gl.allocate_shared_memory(gl.float32, [BM, BN],
+                                        gl.SwizzledSharedLayout(vec=1, per_phase=1, max_phase=1, order=[1, 0]))
+        xfull = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
+        xempty = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
+        mbarrier.init(xfull, count=1)
+        mbarrier.init(xempty, count=1)
+    else:
+        xch = s_ring
+        xfull = c_free
+        xempty = c_free
     if LAYOUT == "coop":
         gl.warp_specialize([
             (_mma_partition, (0, LAYOUT, y_desc, xs_ptr, ws_ptr, bias_ptr, a_ring, b_ring, s_ring, w_ring, c0, full,
-                              empty, c_free, vx_smem, vw_smem, vfull, vempty, M, N, K, stride_wsn, stride_wsk,
-                              part_ptr, TAIL, SPLITS, BM, BK, STAGES, C_TILES, GROUP_SIZE_M, HAS_BIAS, SCALE, SCALE_BN,
-                              SCALE_BK, VEC)),
+                              empty, c_free, vx_smem, vw_smem, vfull, vempty, xch, xfull, xempty, M, N, K,
+                              stride_wsn, stride_wsk, part_ptr, TAIL, SPLITS, BM, BK, STAGES, C_TILES, GROUP_SIZE_M,
+                              HAS_BIAS, SCALE, SCALE_BN, SCALE_BK, VEC, False)),
             (_mma_partition, (1, LAYOUT, y_desc, xs_ptr, ws_ptr, bias_ptr, a_ring, b_ring, s_ring, w_ring, c1, full,
-                              empty, c_free, vx_smem, vw_smem, vfull, vempty, M, N, K, stride_wsn, stride_wsk,
-                              part_ptr, TAIL, SPLITS, BM, BK, STAGES, C_TILES, GROUP_SIZE_M, HAS_BIAS, SCALE, SCALE_BN,
-                              SCALE_BK, VEC)),
+                              empty, c_free, vx_smem, vw_smem, vfull, vempty, xch, xfull, xempty, M, N, K,
+                              stride_wsn, stride_wsk, part_ptr, TAIL, SPLITS, BM, BK, STAGES, C_TILES, GROUP_SIZE_M,
+                              HAS_BIAS, SCALE, SCALE_BN, SCALE_BK, VEC, False)),
             (load_partition, (0, 1, x_desc, w_desc, xs_desc, ws_desc, a_ring, b_ring, s_ring, w_ring, full, empty,
                                vx_smem, vw_smem, vfull, vempty, xs_ptr, ws_ptr, M, N, K, stride_xsm, stride_xsk,
                                stride_wsn, stride_wsk, TAIL, SPLITS, STAGES, GROUP_SIZE_M, SCALE, SCALE_BN, SCALE_BK,
-                               SCALE_TMA, VEC)),
+                               SCALE_TMA, VEC, False)),
         ], [4, 1], [MMA_REGS, LOAD_REGS])
     else:  # no tail split (tail_plan): TAIL 0 and SPLITS 1 as constants (runtime ones break the pingpong
         # compile in Triton 3.6: an assertion in ConvertTritonGPUToLLVM), no workspace
         gl.warp_specialize([
             (_mma_partition, (0, LAYOUT, y_desc, xs_ptr, ws_ptr, bias_ptr, a_ring, b_ring, s_ring, w_ring, c0, full,
-                              empty, c_free, vx_smem, vw_smem, vfull, vempty, M, N, K, stride_wsn, stride_wsk, xs_ptr,
-                              0, 1, BM, BK, STAGES, C_TILES, GROUP_SIZE_M, HAS_BIAS, SCALE, SCALE_BN, SCALE_BK, VEC)),
+                              empty, c_free, vx_smem, vw_smem, vfull, vempty, xch, xfull, xempty, M, N, K,
+                              stride_wsn, stride_wsk, xs_ptr, 0, 1, BM, BK, STAGES, C_TILES, GROUP_SIZE_M, HAS_BIAS,
+                              SCALE, SCALE_BN, SCALE_BK, VEC, PAIR)),
             (_mma_partition, (1, LAYOUT, y_desc, xs_ptr, ws_ptr, bias_ptr, a_ring, b_ring, s_ring, w_ring, c1, full,
-                              empty, c_free, vx_smem, vw_smem, vfull, vempty, M, N, K, stride_wsn, stride_wsk, xs_ptr,
-                              0, 1, BM, BK, STAGES, C_TILES, GROUP_SIZE_M, HAS_BIAS, SCALE, SCALE_BN, SCALE_BK, VEC)),
+                              empty, c_free, vx_smem, vw_smem, vfull, vempty, xch, xfull, xempty, M, N, K,
+                              stride_wsn, stride_wsk, xs_ptr, 0, 1, BM, BK, STAGES, C_TILES, GROUP_SIZE_M, HAS_BIAS,
+                              SCALE, SCALE_BN, SCALE_BK, VEC, PAIR)),
             (load_partition, (0, 2, x_desc, w_desc, xs_desc, ws_desc, a_ring, b_ring, s_ring, w_ring, full, empty,
                                vx_smem, vw_smem, vfull, vempty, xs_ptr, ws_ptr, M, N, K, stride_xsm, stride_xsk,
                                stride_wsn, stride_wsk, 0, 1, STAGES, GROUP_SIZE_M, SCALE, SCALE_BN, SCALE_BK,
-                               SCALE_TMA, VEC)),
+                               SCALE_TMA, VEC, PAIR)),
             (load_partition, (1, 2, x_desc, w_desc, xs_desc, ws_desc, a_ring, b_ring, s_ring, w_ring, full, empty,
                                vx_smem, vw_smem, vfull, vempty, xs_ptr, ws_ptr, M, N, K, stride_xsm, stride_xsk,
                                stride_wsn, stride_wsk, 0, 1, STAGES, GROUP_SIZE_M, SCALE, SCALE_BN, SCALE_BK,
-                               SCALE_TMA, VEC)),
+                               SCALE_TMA, VEC, PAIR)),
         ], [4, 1, 1], [MMA_REGS, LOAD_REGS, LOAD_REGS])
 
 
 # ----------------------------------------------------------------------------- host side
 
+# The pairing of a pingpong launch's two consumers on one tile where its tiles are at most one a CTA (`pair_plan`);
+# False turns the rule off (benchmarks/ab_configs.py's "_pair": the same config unpaired, for an A/B).
+PAIR_SPLIT = True
+
+
 def launch(x, w, x_scale, w_scale, bias, y, cfg, target, compile_only=False, block_shape=None, tail=None,
-           scale_tma=None):
+           scale_tma=None, pair=None):
     """y = (x @ w.T) * x_scale[:, None] * w_scale[None, :] + bias with this kernel (block_shape None), or
     y = sum_kb (x[:, kb] @ w[:, kb].T) * x_scale[m, kb] * w_scale[n // SBN, kb] + bias (block_shape (SBN, SBK)).
 
@@ -418,6 +463,7 @@ def launch(x, w, x_scale, w_scale, bias, y, cfg, target, compile_only=False, blo
     `tail`: the coop layout's tail split (`tail_plan`; None: the rule). With one, the kernel stores the last
     round's K-split partials into an fp32 workspace and `kernels.triton.dense.launch_tail_reduce` sums them into y.
     `scale_tma` (block): None copies the x scales by TMA where `scale_tma_ok`, False by cp.async (tests, A/B).
+    `pair` (pingpong): both consumers on one tile, each half of K (`pair_plan`; None: the rule, where PAIR_SPLIT).
     """
     from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
@@ -439,7 +485,8 @@ def launch(x, w, x_scale, w_scale, bias, y, cfg, target, compile_only=False, blo
                          f"(block_shape {block_shape})")
     if K == 0:
         raise ValueError("gluon fp8 ping-pong: K == 0 (the empty sum) is the op's to handle")
-    plan = derive(cfg, target, y.element_size(), block_shape)
+    plan = launch_plan(cfg, target, y.element_size(), block_shape, M, N, K,
+                       pair if pair is not None or PAIR_SPLIT else False)
     bm, bn, bk = plan.BM, plan.BN, plan.BK
     x_desc = TensorDescriptor.from_tensor(x, [bm, bk], fp8_layout(bm, bk))
     w_desc = TensorDescriptor.from_tensor(w, [bn, bk], fp8_layout(bn, bk))
@@ -492,11 +539,11 @@ PRESETS = (
 
 
 def static_spec(cfg: dict, target, *, out_dtype: str = "bf16", has_bias: bool = True, block_shape=None,
-                scale_tma: bool = True):
+                scale_tma: bool = True, pair: bool = False):
     """(kernel, signature, constexprs, divisible, options, plan) to compile the kernel for `target` on a CPU.
     Block mode: scale_tma True compiles the TMA copy of the x scales (the fast path, M-major x scales), False the
-    cp.async one."""
-    plan = derive(cfg, target, 4 if out_dtype == "fp32" else 2, block_shape)
+    cp.async one. pair: the paired pingpong (`pair_plan`)."""
+    plan = derive(cfg, target, 4 if out_dtype == "fp32" else 2, block_shape, pair=pair)
     bm, bn, bk = plan.BM, plan.BN, plan.BK
     ym = plan.consumer_rows if plan.layout == "coop" else bm
     use_tma = scale_tma and plan.scale == "block"
@@ -515,6 +562,10 @@ def static_spec(cfg: dict, target, *, out_dtype: str = "bf16", has_bias: bool = 
     return (hopper_pingpong_fp8_kernel, sig, ce, ["xs_ptr", "ws_ptr", "bias_ptr", "part_ptr"],
             {"num_warps": hh.CONSUMER_WARPS}, plan)
 
+
+# The decode tile (configs/model.py SMALL_PINGPONG over the fp8 tables' Gluon keys) as the paired pingpong runs it
+PAIR_PRESET = {"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 64, "BLOCK_SIZE_K": 128, "GROUP_SIZE_M": 4, "num_warps": 4,
+               "num_stages": 6}
 
 BLOCK_SHAPE = (128, 128)  # the block-scale mode's static cases: DeepSeek-V3's (and the op's default) blocks
 
@@ -543,6 +594,8 @@ def isa_cases(archs, op: str = "hopper_pingpong_fp8"):
     cases += [("-", f"preset{i}", c, o) for i, c in enumerate(PRESETS) for o in ("bf16", "fp32")]
     # Block mode: every preset (the pingpong 128 x 128 spilled in block mode before its promotion became inline PTX).
     cases += [("-", f"preset{i}", PRESETS[i], o) for i in range(len(PRESETS)) for o in ("block-bf16", "block-fp32")]
+    # The paired pingpong (`pair_plan`: at most a tile a CTA), as the config model's decode tile runs it
+    cases += [("-", "pair", PAIR_PRESET, o) for o in ("pair-bf16", "pair-block-bf16")]
     yield from hh.unique_cases(cases, KERNEL_NAME, op)
 
 
@@ -553,6 +606,8 @@ def isa_spec(case):
     # path gluon-[block-[cpasync-]]<out dtype>: block scales, copied by TMA (what gemmkit.quant's scales take) or,
     # with "cpasync", the x scales by cp.async (row-major or unaligned x_scale; not in isa_cases, tested directly)
     out = case["path"].split("-", 1)[1] if case["path"].startswith("gluon-") else "bf16"
+    pair = out.startswith("pair-")
+    out = out.removeprefix("pair-")
     block = out.startswith("block-")
     # rowcol: with a bias, unless the installed Triton's budget sends those calls to the Triton tier
     epilogue, passed = _budgets.isa_epilogue(KERNEL_NAME, case["config"], out.split("-")[-1],
@@ -560,6 +615,6 @@ def isa_spec(case):
     kernel, sig, ce, div, opts, plan = static_spec(case["config"], target, out_dtype=out.split("-")[-1],
                                                    has_bias=(epilogue or (False,))[0],
                                                    block_shape=BLOCK_SHAPE if block else None,
-                                                   scale_tma="cpasync" not in out)
+                                                   scale_tma="cpasync" not in out, pair=pair)
     return dict(kernel=kernel, signature=sig, constexprs=ce, divisible=div, options=opts, promises=PROMISES,
                 block=(plan.BM, plan.BN, plan.BK), smem_bound=plan.smem_bytes, **hh.budget_note(passed, epilogue))

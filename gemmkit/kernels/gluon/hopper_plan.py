@@ -114,6 +114,7 @@ class Fp8Plan(HopperPlan):
     layout: str = "pingpong"  # "pingpong" (num_warps 4: a tile per consumer) | "coop" (8: one tile, two halves)
     rings: int = 2  # pingpong: a ring (and a load warp) per consumer; coop: one, read by both consumers
     consumer_rows: int = 128  # rows of the output one consumer computes per tile (pingpong: BM; coop: BM / 2)
+    pair: bool = False  # pingpong: both consumers on one tile, each its ring's half of K (hopper_fp8_plan.pair_plan)
 
 
 # ----------------------------------------------------------------------------- config checks
