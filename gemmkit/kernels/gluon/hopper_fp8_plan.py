@@ -94,8 +94,10 @@ def derive(cfg: dict, target=None, out_bytes: int = 2, block_shape=None, pair: b
                bf16 out 3 slots (3 x 49152 + 65536 + 3072 + 1024 = 217088 B), fp32 out 3 (one 64 KiB buffer).
       pair     (pingpong, `pair`: the launch's `pair_plan`) both consumers on one tile, K halved between
                their rings: one output staging buffer (consumer 0 stores) beside an fp32 BM x BN exchange
-               buffer (consumer 1's partial): 64 x 64 x 128 bf16 out: 8 + 16 KiB, 5 slots a ring of 16 KiB
-               (block: 16 KiB + 768 B) where the unpaired kernel keeps 6.
+               buffer (consumer 1's partial) where the unpaired kernel has two staging buffers: 64 x 64 x 128
+               bf16 out: 8 + 16 KiB beside 6 slots a ring of 16 KiB (block: 16768 B), as unpaired; 128 x 128 x
+               128 bf16 out: 32 + 64 KiB, 2 slots a ring (rowcol; block and fp32 out: 1, so `launch_plan` runs
+               those unpaired).
     """
     nw = cfg.get("num_warps")
     if nw not in LAYOUTS:
