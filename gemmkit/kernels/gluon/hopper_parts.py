@@ -237,6 +237,81 @@ def split_mainloop(ring, idx, phase, k_steps, A_ROW0: gl.constexpr, BM: gl.const
 
 
 @gluon.jit
+def _slot(step, STAGES: gl.constexpr):
+    """(slot, phase) of ring step `step` (the paired mainloop's, which steps by 2)."""
+    return step % STAGES, (step // STAGES) & 1
+
+
+@gluon.jit
+def pair_mainloop(ring, step0, k_steps, HALF: gl.constexpr, acc_layout: gl.constexpr):
+    """(paired ping-pong) One consumer's share of a tile whose K steps are ring steps step0 .. step0 + k_steps - 1:
+    the steps kk = HALF, HALF + 2, ... (the two consumers alternate the ring's slots, each issuing its own wgmma while
+    the other's run), accumulated in acc (plain tile) or acc, acc_t (a split tile, ring.t: `split_mainloop`'s two
+    accumulators), each waited before return and every slot released. One wgmma group (two for a split tile) in
+    flight: a step's slot goes back once the next step's group is issued and the previous one waited."""
+    a_ring = ring.a
+    b_ring = ring.b
+    t_ring = ring.t
+    full = ring.full
+    empty = ring.empty
+    STAGES: gl.constexpr = ring.STAGES
+    BM: gl.constexpr = ring.BM
+    if t_ring is None:
+        acc = warpgroup_mma_init(gl.zeros((BM, ring.BN), dtype=gl.float32, layout=acc_layout))
+        acc_t = acc
+    else:
+        A: gl.constexpr = b_ring.shape[1]
+        T: gl.constexpr = t_ring.shape[1]
+        a_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, A, 16])
+        t_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, T, 16])
+        acc = warpgroup_mma_init(gl.zeros((BM, A), dtype=gl.float32, layout=a_layout))
+        acc_t = warpgroup_mma_init(gl.zeros((BM, T), dtype=gl.float32, layout=t_layout))
+    for kk in range(HALF, k_steps, 2):
+        idx, phase = _slot(step0 + kk, STAGES)
+        mbarrier.wait(full.index(idx), phase)
+        if t_ring is None:
+            acc = warpgroup_mma(a_ring.index(idx), b_ring.index(idx).permute((1, 0)), acc, is_async=True)
+            warpgroup_mma_wait(1, deps=(acc,))
+        else:
+            acc = warpgroup_mma(a_ring.index(idx), b_ring.index(idx).permute((1, 0)), acc, is_async=True)
+            acc_t = warpgroup_mma(a_ring.index(idx), t_ring.index(idx).permute((1, 0)), acc_t, is_async=True)
+            warpgroup_mma_wait(2, deps=(acc, acc_t))
+        prev, _ = _slot(step0 + kk - 2 + STAGES, STAGES)  # (kk - 2 < 0 at the first: never arrived on)
+        mbarrier.arrive(empty.index(prev), pred=kk > HALF)  # my previous step's slot: its wgmma is done
+    if t_ring is None:
+        acc = warpgroup_mma_wait(0, deps=(acc,))
+        acc_t = acc
+    else:
+        acc, acc_t = warpgroup_mma_wait(0, deps=(acc, acc_t))
+    last = HALF + (k_steps - 1 - HALF) // 2 * 2  # my last step (k_steps > HALF)
+    idx, _ = _slot(step0 + last, STAGES)
+    mbarrier.arrive(empty.index(idx))
+    return acc, acc_t
+
+
+@gluon.jit
+def pair_exchange(handoff, acc, acc_t, n, CONSUMER: gl.constexpr, SPLIT: gl.constexpr):
+    """(paired ping-pong) Consumer 1 puts its partial of local tile n (acc, and a split tile's acc_t beside it) into
+    the exchange buffer handoff.x once consumer 0 has read the last one (xempty), then arrives on xfull; consumer 0
+    waits for it, adds it to its own (the tile's sum: its half of K + the other half) and frees the buffer. mbarrier
+    arrive / wait order the shared-memory accesses (CTA scope). Returns consumer 0's sums (consumer 1's unchanged)."""
+    x = handoff.x  # [1, BM, BN] fp32, or (a split tile) [2, BM, A]: acc in x[0], acc_t in x[1]'s first B columns
+    if CONSUMER == 1:
+        mbarrier.wait(handoff.xempty, (n & 1) ^ 1)  # tile 0 passes: fresh barrier
+        x.index(0).store(acc)
+        if SPLIT:
+            x.index(1).slice(0, acc_t.shape[1], dim=1).store(acc_t)
+        mbarrier.arrive(handoff.xfull)
+    else:
+        mbarrier.wait(handoff.xfull, n & 1)
+        acc = acc + x.index(0).load(acc.type.layout)
+        if SPLIT:
+            acc_t = acc_t + x.index(1).slice(0, acc_t.shape[1], dim=1).load(acc_t.type.layout)
+        mbarrier.arrive(handoff.xempty)
+    return acc, acc_t
+
+
+@gluon.jit
 def store_subtile(y_desc, c_smem, v, b, row, col, BATCHED: gl.constexpr):
     """One output sub-tile (hopper_coop.py's sub-tiled epilogue, `store_split`): wait until the last TMA store
     has read the staging tile, write it, store it (BATCHED: at [b, row, col] of a 3-D y through a 3-D view of
