@@ -6,8 +6,8 @@ AB.json: {"op": "a16w16" (default; any `gemmkit bench --op` name of a dense op: 
 Each shape names two or more configs; a config of null is what the op serves without one (tables + config model).
 A config (or {} for the served one) with "_pad_m": false runs with ops/dispatch.py's row padding of x turned off
 (dispatch.PAD_M): the copy of x to whole TMA boxes of rows, against the same config with it ("always": on, without
-its floors on M and on w's bytes); "_pair": false runs the Gluon ping-pongs unpaired (kernels/gluon/hopper_pingpong.py
-and hopper_pingpong_fp8.py PAIR_SPLIT: both consumers on one tile where the tiles are at most one a CTA);
+its floors on M and on w's bytes); "_pair": false runs the fp8 Gluon pingpong unpaired
+(kernels/gluon/hopper_pingpong_fp8.PAIR_SPLIT: both consumers on one tile where the tiles are at most one a CTA);
 "_shift": false loads the Gluon kernels' last tiles where they lie (kernels/_host.SHIFT_LAST_TILES: past M / N, or
 on the copy where dispatch makes one), not shifted back; "_pitch": false runs x and w at their own row pitch
 (dispatch.PITCH: no copy to a 128-byte pitch); "_rows": false turns dispatch.ROWS_KERNEL off (an unaligned K at a
@@ -32,7 +32,6 @@ from gemmkit.bench.timing import rotation_count, time_graph
 from gemmkit import callplan
 from gemmkit.ops import _common as C
 from gemmkit.kernels import _host as H
-from gemmkit.kernels.gluon import hopper_pingpong as PP
 from gemmkit.kernels.gluon import hopper_pingpong_fp8 as FP8
 from gemmkit.ops import dispatch as D
 
@@ -48,15 +47,15 @@ def _runner(op, cfg):
 
     def run(*inp):
         saved = (D.PAD_M, D.ROWS_KERNEL, H.SHIFT_LAST_TILES, D.PITCH, D.PAD_M_MIN_ROWS, D.PAD_M_MIN_W_BYTES,
-                 FP8.PAIR_SPLIT, PP.PAIR_SPLIT)
+                 FP8.PAIR_SPLIT)
         D.PAD_M, D.ROWS_KERNEL, H.SHIFT_LAST_TILES, D.PITCH = bool(pad), rows, shift, pitch
         D.PAD_M_MIN_ROWS, D.PAD_M_MIN_W_BYTES = floors
-        FP8.PAIR_SPLIT = PP.PAIR_SPLIT = pair
+        FP8.PAIR_SPLIT = pair
         try:
             return op.run(inp, cfg)
         finally:
             (D.PAD_M, D.ROWS_KERNEL, H.SHIFT_LAST_TILES, D.PITCH, D.PAD_M_MIN_ROWS, D.PAD_M_MIN_W_BYTES,
-             FP8.PAIR_SPLIT, PP.PAIR_SPLIT) = saved
+             FP8.PAIR_SPLIT) = saved
     return run
 
 

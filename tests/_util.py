@@ -140,11 +140,11 @@ def gpu_target(cus=None):
     return t.with_cus(cus) if cus else t
 
 
-def launch_dense(kernel_module, x, w, bias, act, out_dtype, cfg, cus, **kw):
-    """y = act(x @ w.T + bias) through a dense Hopper Gluon kernel's `launch` (hopper_pingpong, hopper_coop; `kw`:
-    the kernel's own launch options, e.g. the ping-pong's pair) into a NaN-poisoned output, synchronized."""
+def launch_dense(kernel_module, x, w, bias, act, out_dtype, cfg, cus):
+    """y = act(x @ w.T + bias) through a dense Hopper Gluon kernel's `launch` (hopper_pingpong, hopper_coop)
+    into a NaN-poisoned output, synchronized."""
     y = poisoned((x.shape[0], w.shape[0]), out_dtype or x.dtype, x.device)
-    kernel_module.launch(x, w, bias, y, act, cfg, gpu_target(cus), **kw)
+    kernel_module.launch(x, w, bias, y, act, cfg, gpu_target(cus))
     torch.cuda.synchronize()
     return y
 

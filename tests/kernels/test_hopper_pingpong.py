@@ -319,27 +319,6 @@ def test_swap_ab_is_the_dense_ping_pong_only():
         hp.derive({**SWAP, "BLOCK_SIZE_M": 256, "BLOCK_SIZE_N": 128}, H200)
 
 
-def test_plan_of_the_pair():
-    """pair: one staging tile beside the fp32 exchange buffer (BM x BN; a split tile's A and B columns in two BM x A
-    buffers); the rule (`pair_plan`): at most a tile a CTA, K >= PAIR_MIN_K and 2 K steps; never swap or split-K."""
-    cfg = {**CFG_192, "BLOCK_SIZE_N": 96, "num_stages": 5}
-    p, q = hp.derive(cfg, H200), hp.derive(cfg, H200, pair=True)
-    assert (p.pair, q.pair, q.c_tiles, q.stages) == (False, True, 2, 5)
-    assert q.epilogue_bytes == 64 * 32 * 2 + 2 * 64 * 64 * 4 and q.smem_bytes <= H200.shared_mem_bytes
-    assert hp.derive(CFG_128, H200, pair=True).epilogue_bytes == 128 * 128 * 2 + 128 * 128 * 4
-    assert hp.kernel_constexprs(q, has_bias=False, activation="none")["PAIR"] is True
-    with pytest.raises(ValueError, match="pair"):
-        hp.derive(SWAP, H200, pair=True)
-    with pytest.raises(ValueError, match="pair"):
-        hp.derive({**cfg, "NUM_KSPLIT": 2}, H200, pair=True)
-    pair = hp.pair_plan
-    assert pair(p, 256, 2880, 2880, 132) and not pair(p, 256, 3264, 2880, 132)  # 120 / 136 tiles of 64 x 96
-    assert not pair(p, 512, 2880, 2880, 132) and pair(p, 512, 2880, 2880, 132, True)  # 240 tiles
-    assert not pair(p, 256, 2880, 64, 132, True) and not pair(p, 256, 2880, 2880, 132, False)  # one K step; off
-    assert not pair(p, 256, 2880, hp.PAIR_MIN_K - 64, 132) and pair(p, 256, 2880, hp.PAIR_MIN_K, 132)
-    assert not pair(hp.derive(SWAP, H200), 16, 4096, 4096, 132, True)
-
-
 def test_static_compile_of_the_transposed_tile():
     """bias + gelu, bf16 and fp32 out: HGMMA, TMA loads and the transposed TMA store, no spills."""
     cases = [dict(kernel=hp.KERNEL_NAME, op="a16w16", arch="sm_90", table="-", bucket="t", config=SWAP, path=p)
@@ -370,8 +349,8 @@ def _hp():
     return hopper_pingpong
 
 
-def run(x, w, bias=None, act="none", out_dtype=None, cfg=CFG_128, cus=None, pair=None):
-    return launch_dense(_hp(), x, w, bias, act, out_dtype, cfg, cus, pair=pair)
+def run(x, w, bias=None, act="none", out_dtype=None, cfg=CFG_128, cus=None):
+    return launch_dense(_hp(), x, w, bias, act, out_dtype, cfg, cus)
 
 
 SHAPES = [(1, 264, 64), (17, 1000, 520), (4095, 1032, 776), (256, 512, 4096), (64, 8, 16), (129, 136, 72),
@@ -424,31 +403,6 @@ def test_deterministic(cfg):
     check(first, x, w)
     for cus in (None, None, 5, 1):
         assert torch.equal(run(x, w, cfg=CFGS[cfg], cus=cus), first)
-
-
-# (M, N, K, CTAs, pair, cfg): the rule's cases (120 tiles of the split 64 x 96: GPT-OSS's expert_down at M = 256;
-# 9 of 64 x 256 with an odd count of K steps), forced pairs on grids smaller than the tiles (a CTA runs several paired
-# tiles: the exchange buffer's phases and the ring's slots wrap; 2 K steps, the second ragged), 128-row tiles.
-PAIR_CASES = [(256, 2880, 2880, None, None, "64x96x64"), (129, 1000, 1080, None, None, "64x256x64"),
-              (300, 520, 136, 2, True, "64x192x64"), (200, 1000, 72, 3, True, "128x128x64"),
-              (64, 520, 1000, 1, True, "64x96x64")]
-
-
-@pytest.mark.gpu
-@pytest.mark.parametrize("M,N,K,cus,pair,cfg", PAIR_CASES, ids=[f"{c[0]}x{c[1]}x{c[2]}-{c[5]}" for c in PAIR_CASES])
-def test_pair(M, N, K, cus, pair, cfg):
-    """Both consumers on one tile, alternate K steps each (`pair_plan`): consumer 1's partial through the exchange
-    buffer, consumer 0's sum and epilogue (bias + gelu, a split tile's sub-tile stores), every element checked;
-    bitwise the same run to run on one grid; unpaired too."""
-    dtype = torch.bfloat16
-    x, w = randn(M, K, dtype=dtype, device=DEV), randn(N, K, dtype=dtype, device=DEV) / 4
-    b = randn(N, dtype=dtype, device=DEV)
-    plan = _hp().derive(CFGS[cfg], gpu_target(cus))
-    assert _hp().pair_plan(plan, M, N, K, gpu_target(cus).num_cus, pair)
-    y = run(x, w, b, "gelu", cfg=CFGS[cfg], cus=cus, pair=pair)
-    check(y, x, w, b, "gelu")
-    assert torch.equal(run(x, w, b, "gelu", cfg=CFGS[cfg], cus=cus, pair=pair), y)
-    check(run(x, w, b, "gelu", cfg=CFGS[cfg], cus=cus, pair=False), x, w, b, "gelu")
 
 
 @pytest.mark.gpu

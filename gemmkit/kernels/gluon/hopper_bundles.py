@@ -8,8 +8,7 @@ the split tile's mainloop and stores), hopper_pingpong.py, hopper_coop.py and ho
                                 BM, BK, BN
    Epilogue  c, bias, stride_bb one consumer's staging tile, the bias pointer (x's when HAS_BIAS is off) and
                                 batch row stride (0: one row), HAS_BIAS, ACTIVATION
-   Handoff   turn, c_free       the ping-pong's consumer hand-off mbarriers, C_TILES; (paired consumers) x, xfull,
-                                xempty: consumer 1's fp32 partial and its two mbarriers, PAIR (x given), else None
+   Handoff   turn, c_free       the ping-pong's consumer hand-off mbarriers, C_TILES
    Schedule  M, N, K, B         the problem and its work space: B = batch entries (BATCHED), K splits (SPLIT_K)
                                 or unused; GROUP_SIZE_M, BATCHED, SPLIT_K, SWAP, SHIFT (last tiles shifted
                                 back: hopper_parts.tile_origin; the dense kernels)
@@ -104,20 +103,12 @@ class Handoff:
     turn: _SMEM
     c_free: _SMEM
     C_TILES: gl.constexpr
-    x: _SMEM | gl.constexpr
-    xfull: _SMEM | gl.constexpr
-    xempty: _SMEM | gl.constexpr
-    PAIR: gl.constexpr
 
     @gluon.constexpr_function
-    def __init__(self, turn, c_free, C_TILES, x=None, xfull=None, xempty=None):
+    def __init__(self, turn, c_free, C_TILES):
         self.turn = turn
         self.c_free = c_free
         self.C_TILES = gl.constexpr(C_TILES)
-        self.x = _cx(x)
-        self.xfull = _cx(xfull)
-        self.xempty = _cx(xempty)
-        self.PAIR = gl.constexpr(x is not None)
 
 
 @aggregate

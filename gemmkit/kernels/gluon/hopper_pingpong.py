@@ -156,8 +156,6 @@ Constraints:
 """
 from __future__ import annotations
 
-import functools
-
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import (
@@ -172,8 +170,8 @@ from ._compat import tma_store
 # is_coop: the plan builder's (hopper_plan.py); the op, the tuner and the tests read it here
 from .hopper_plan import PingPongPlan, check_config, is_coop  # noqa: F401
 from .hopper_bundles import Descs, Epilogue, Handoff, Ring, Schedule
-from .hopper_parts import (load_partition, out_row, pair_exchange, pair_mainloop, ring_next, ring_prev,
-                           split_mainloop, store_split, store_subtile, tile_origin, work_space, work_tile)
+from .hopper_parts import (load_partition, out_row, ring_next, ring_prev, split_mainloop, store_split, tile_origin,
+                           work_space, work_tile)
 
 KERNEL_NAME = "hopper_pingpong_kernel"
 
@@ -193,7 +191,7 @@ PROMISES = (
 
 # ----------------------------------------------------------------------------- the plan (hopper_plan.py builds it)
 
-def derive(cfg: dict, target=None, in_bytes: int = 2, out_bytes: int = 2, pair: bool = False) -> PingPongPlan:
+def derive(cfg: dict, target=None, in_bytes: int = 2, out_bytes: int = 2) -> PingPongPlan:
     """Everything the kernel and its launch need, from one config. ValueError names the key that cannot work.
     The ring fit, registers and swizzles are hopper_plan.py's (`budget`, `register_split`, `swizzle`); what is
     this kernel's:
@@ -212,8 +210,6 @@ def derive(cfg: dict, target=None, in_bytes: int = 2, out_bytes: int = 2, pair: 
       warps    4 + 4 + 1 (load) padded to 12; regs 168 at entry, setmaxnreg 240 per consumer, 24 for
                the load warpgroup (`hopper_plan.register_split`).
       swizzle  a / b: BK * in_bytes rows; y: the staging tile's row (BM for the transposed tile).
-      pair     (`pair_plan`) one staging tile (consumer 0 stores alone) beside the fp32 exchange buffer of consumer
-               1's partial: BM x BN, a split tile A + B two BM x A (64 x 96 bf16 out: 4 + 32 KiB).
     """
     swap = bool(cfg.get("swap_ab"))
     if swap:  # the config names y's tile (tokens x weight rows); the kernel's is its transpose ("Swap-AB")
@@ -237,21 +233,15 @@ def derive(cfg: dict, target=None, in_bytes: int = 2, out_bytes: int = 2, pair: 
     hplan.check_acc_regs(acc_regs, bm, bn, "gluon")
     tail = hplan.split_tail(bn)
     tile_bytes = bm * (tail or bn) * out_bytes  # a split tile stages one BM x T sub-tile at a time
-    # c_tiles: two staging tiles (one per consumer) if num_stages fit beside them (a split tile: always), else one;
-    # pair: consumer 0's own tile (C_TILES 2's waits) and the exchange buffer
-    if pair and (swap or cfg.get("NUM_KSPLIT", 1) != 1):
-        raise ValueError("pair: the paired consumers run the dense kernel's unsplit, unswapped tile")
-    if pair:
-        staging = [(2, tile_bytes + bm * (2 * (bn - tail) if tail else bn) * 4)]
-    else:
-        staging = [(2, 2 * tile_bytes)] if tail else [(2, 2 * tile_bytes), (1, tile_bytes)]
+    # c_tiles: two staging tiles (one per consumer) if num_stages fit beside them (a split tile: always), else one
+    staging = [(2, 2 * tile_bytes)] if tail else [(2, 2 * tile_bytes), (1, tile_bytes)]
     b = hplan.budget(target, (bm, bn, bk), stage_bytes=(bm + bn) * bk * in_bytes, num_stages=cfg["num_stages"],
                      staging=staging, out_bytes=out_bytes, staging_name="output tile")
     return PingPongPlan(BM=bm, BN=bn, BK=bk, GROUP_SIZE_M=cfg["GROUP_SIZE_M"], **b.fields(), c_tiles=b.staging,
                         acc_regs=acc_regs, swizzle_a=hplan.swizzle(bk * in_bytes),
                         swizzle_b=hplan.swizzle(bk * in_bytes),
                         swizzle_c=hplan.swizzle((bm if swap else tail or bn) * out_bytes), BN_TAIL=tail,
-                        w_box=tail or bn, split_k=cfg.get("NUM_KSPLIT", 1), swap=swap, pair=pair)
+                        w_box=tail or bn, split_k=cfg.get("NUM_KSPLIT", 1), swap=swap)
 
 
 def constexprs(plan: PingPongPlan, *, has_bias: bool, activation: str) -> dict:
@@ -273,26 +263,9 @@ def dense_constexprs(plan, *, has_bias: bool, activation: str) -> dict:
 
 
 def kernel_constexprs(plan: PingPongPlan, *, has_bias: bool, activation: str) -> dict:
-    """hopper_pingpong_kernel's: `constexprs`, `dense_constexprs`, SWAP (the transposed tile) and PAIR."""
+    """hopper_pingpong_kernel's: `constexprs`, `dense_constexprs` and SWAP (the transposed tile)."""
     return {**constexprs(plan, has_bias=has_bias, activation=activation),
-            **dense_constexprs(plan, has_bias=has_bias, activation=activation), "SWAP": plan.swap, "PAIR": plan.pair}
-
-
-# The pairing of a launch's two consumers on one tile where its tiles are at most one a CTA (`pair_plan`); False
-# turns the rule off (benchmarks/ab_configs.py's "_pair", with the fp8 kernel's).
-PAIR_SPLIT = True
-
-
-def pair_plan(plan: PingPongPlan, M: int, N: int, K: int, ctas: int, pair=None) -> bool:
-    """Whether a launch pairs its consumers on one tile, alternate K steps each (`pair` None: the rule, where
-    PAIR_SPLIT; a bool forces it where the plan allows: no swap, no split-K, 2 K steps or more). The rule: every CTA
-    holds at most one tile (tiles <= ctas: the second consumer would idle) and K >= PAIR_MIN_K."""
-    if plan.swap or plan.split_k != 1 or pair is False or -(-K // plan.BK) < 2 or (pair is None and not PAIR_SPLIT):
-        return False
-    return bool(pair) or (-(-M // plan.BM) * -(-N // plan.BN) <= ctas and K >= PAIR_MIN_K)
-
-
-PAIR_MIN_K = 1024  # (the rule's K floor: to be measured)
+            **dense_constexprs(plan, has_bias=has_bias, activation=activation), "SWAP": plan.swap}
 
 
 def y_box(plan: PingPongPlan) -> tuple:
@@ -413,44 +386,12 @@ def mma_partition(CONSUMER: gl.constexpr, descs, ring, epi, handoff, sched):
     tma.store_wait(0)
 
 
-@gluon.jit
-def pair_partition(CONSUMER: gl.constexpr, descs, ring, epi, handoff, sched):
-    """(PAIR: the dense kernel, no split-K, no swap) 1 warpgroup: every local tile of the CTA, the K steps
-    CONSUMER, CONSUMER + 2, ... of it (`pair_mainloop`: both consumers issue wgmma at once, no turn barrier);
-    consumer 1's partial goes to consumer 0 through handoff.x (`pair_exchange`), which adds it and runs the epilogue
-    through its own staging tile (a split tile: `store_split`)."""
-    y_desc = descs.y
-    M = sched.M
-    N = sched.N
-    BM: gl.constexpr = ring.BM
-    BN: gl.constexpr = ring.BN
-    acc_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
-                                                         instr_shape=[16, BN, 16])
-    num_pid_m, num_pid_n, num_work, k_steps = work_space(M, N, sched.K, BM, BN, ring.BK, sched.B, False, False)
-    n = 0  # local tiles so far: tile n's K steps are ring steps n * k_steps ..
-    for work_id in range(gl.program_id(0), num_work, gl.num_programs(0)):
-        acc, acc_t = pair_mainloop(ring, n * k_steps, k_steps, CONSUMER, acc_layout)
-        acc, acc_t = pair_exchange(handoff, acc, acc_t, n, CONSUMER, ring.t is not None)
-        if CONSUMER == 0:
-            _, pid_m, pid_n = work_tile(work_id, num_work, num_pid_m, num_pid_n, sched.GROUP_SIZE_M, False)
-            row0 = tile_origin(pid_m, M, BM, sched.SHIFT)
-            col0 = tile_origin(pid_n, N, BN, sched.SHIFT)
-            if ring.t is not None:
-                store_split(y_desc, epi, acc, acc_t, row0, col0, N)
-            else:
-                offs_n = col0 + gl.arange(0, BN, layout=gl.SliceLayout(0, acc_layout))
-                out = bias_activation(acc, epi.bias, offs_n, N, epi.HAS_BIAS, epi.ACTIVATION)
-                store_subtile(y_desc, epi.c, out.to(y_desc.dtype), 0, row0, col0, False)
-        n += 1
-    tma.store_wait(0)
-
-
 @gluon.jit(do_not_specialize=["M", "N", "K", "SPLITS"])  # TMA handles every M, N, K: one compile per config
 def hopper_pingpong_kernel(x_desc, w_desc, y_desc, bias_ptr, M, N, K, SPLITS,
                            STAGES: gl.constexpr, C_TILES: gl.constexpr, GROUP_SIZE_M: gl.constexpr,
                            HAS_BIAS: gl.constexpr, ACTIVATION: gl.constexpr, MMA_REGS: gl.constexpr,
                            LOAD_REGS: gl.constexpr, BN: gl.constexpr, SPLIT_K: gl.constexpr, SHIFT: gl.constexpr,
-                           SWAP: gl.constexpr, PAIR: gl.constexpr):
+                           SWAP: gl.constexpr):
     BM: gl.constexpr = x_desc.block_type.shape[0]
     BK: gl.constexpr = x_desc.block_type.shape[1]
     a_ring = gl.allocate_shared_memory(x_desc.dtype, [STAGES, BM, BK], x_desc.layout)
@@ -463,10 +404,10 @@ def hopper_pingpong_kernel(x_desc, w_desc, y_desc, bias_ptr, M, N, K, SPLITS,
         b_ring = gl.allocate_shared_memory(w_desc.dtype, [STAGES, BN, BK], w_desc.layout)
         t_ring = None
     c0 = gl.allocate_shared_memory(y_desc.dtype, y_desc.block_type.shape, y_desc.layout)
-    if C_TILES == 2 and not PAIR:
+    if C_TILES == 2:
         c1 = gl.allocate_shared_memory(y_desc.dtype, y_desc.block_type.shape, y_desc.layout)
     else:
-        c1 = c0  # (PAIR: consumer 0 stores alone)
+        c1 = c0
     full = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     turn = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
@@ -479,31 +420,15 @@ def hopper_pingpong_kernel(x_desc, w_desc, y_desc, bias_ptr, M, N, K, SPLITS,
     mbarrier.init(c_free, count=1)  # (C_TILES == 1) the last store's consumer, after store_wait
     descs = Descs(x_desc, w_desc, y_desc)
     ring = Ring(a_ring, b_ring, t_ring, full, empty)  # t_ring None: a constexpr field of the bundle
+    handoff = Handoff(turn, c_free, C_TILES)
     sched = Schedule(M, N, K, SPLITS, GROUP_SIZE_M, SPLIT_K=SPLIT_K, SWAP=SWAP, SHIFT=SHIFT)
     epi0 = Epilogue(c0, bias_ptr, 0, HAS_BIAS, ACTIVATION)
     epi1 = Epilogue(c1, bias_ptr, 0, HAS_BIAS, ACTIVATION)
-    if PAIR:  # consumer 1's fp32 partial (BM x BN; a split tile's A and B columns in two BM x A buffers) and its
-        # mbarriers
-        X_COLS: gl.constexpr = BN if t_ring is None else BN - W_ROWS
-        xch = gl.allocate_shared_memory(gl.float32, [1 if t_ring is None else 2, BM, X_COLS],
-                                        gl.SwizzledSharedLayout(vec=1, per_phase=1, max_phase=1, order=[1, 0]))
-        xfull = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
-        xempty = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
-        mbarrier.init(xfull, count=1)
-        mbarrier.init(xempty, count=1)
-        handoff = Handoff(turn, c_free, C_TILES, xch, xfull, xempty)
-        gl.warp_specialize([
-            (pair_partition, (0, descs, ring, epi0, handoff, sched)),
-            (pair_partition, (1, descs, ring, epi1, handoff, sched)),
-            (load_partition, (descs, ring, sched)),
-        ], [4, 1], [MMA_REGS, LOAD_REGS])
-    else:
-        handoff = Handoff(turn, c_free, C_TILES)
-        gl.warp_specialize([
-            (mma_partition, (0, descs, ring, epi0, handoff, sched)),
-            (mma_partition, (1, descs, ring, epi1, handoff, sched)),
-            (load_partition, (descs, ring, sched)),
-        ], [4, 1], [MMA_REGS, LOAD_REGS])
+    gl.warp_specialize([
+        (mma_partition, (0, descs, ring, epi0, handoff, sched)),
+        (mma_partition, (1, descs, ring, epi1, handoff, sched)),
+        (load_partition, (descs, ring, sched)),
+    ], [4, 1], [MMA_REGS, LOAD_REGS])
 
 
 # ----------------------------------------------------------------------------- host side (shared: hopper_host.py)
@@ -511,9 +436,8 @@ def hopper_pingpong_kernel(x_desc, w_desc, y_desc, bias_ptr, M, N, K, SPLITS,
 unsupported = hh.dense_unsupported  # why this kernel cannot take a call (the op falls back to the Triton tier)
 
 
-def launch(x2, w, bias, y, activation, cfg, target, compile_only=False, pair=None):
+def launch(x2, w, bias, y, activation, cfg, target, compile_only=False):
     """y = act(x2 @ w.T + bias) with the ping-pong kernel. x2 (M, K), w (N, K), bias (N,) or None, y (M, N).
-    `pair`: both consumers on one tile (`pair_plan`; None: the rule).
 
     `cfg` keys: BLOCK_SIZE_M/N/K, GROUP_SIZE_M, num_warps (4), num_stages (upper bound); `backend`,
     `persistent`, `tma` are accepted and ignored (always persistent, always TMA); NUM_KSPLIT > 1 splits K
@@ -523,14 +447,8 @@ def launch(x2, w, bias, y, activation, cfg, target, compile_only=False, pair=Non
     `unsupported` says no or the config cannot be planned.
     """
     hh.check_operands(x2, w, bias, y, target, "gluon ping-pong")
-    cfg = hh.fit_split_k(cfg, x2.shape[0], y.shape[1], x2.shape[1], target)
-    plan = derive(cfg, target, x2.element_size(), y.element_size())
-    if pair_plan(plan, x2.shape[0], y.shape[1], x2.shape[1], target.num_cus, pair):
-        try:
-            plan = derive(cfg, target, x2.element_size(), y.element_size(), pair=True)
-        except ValueError:
-            if pair:
-                raise
+    plan = derive(hh.fit_split_k(cfg, x2.shape[0], y.shape[1], x2.shape[1], target), target, x2.element_size(),
+                  y.element_size())
     ce = kernel_constexprs(plan, has_bias=bias is not None, activation=activation)
     if plan.swap:  # the kernel's "x" is w (BM-row boxes), its "w" is x (BN-row boxes); y's box is BN x BM
         return hh.launch_tma(hopper_pingpong_kernel, plan, y_box(plan), w, x2, bias, y, ce, target, compile_only,
@@ -560,11 +478,11 @@ SPLIT_PRESETS = (
 
 
 def static_spec(cfg: dict, target, *, dtype: str = "bf16", out_dtype: str | None = None, has_bias: bool = True,
-                activation: str = "gelu", pair: bool = False):
+                activation: str = "gelu"):
     """(kernel, signature, constexprs, divisible, options, plan) to compile the kernel for `target` on a CPU
-    (split-K: the kernel stores fp32 partial tiles, whatever the op's output dtype; pair: the paired consumers)."""
+    (split-K: the kernel stores fp32 partial tiles, whatever the op's output dtype)."""
     out_dtype = hh.staged_dtype(cfg, out_dtype or dtype)
-    plan = derive(cfg, target, 2, 4 if out_dtype == "fp32" else 2, pair=pair)
+    plan = derive(cfg, target, 2, 4 if out_dtype == "fp32" else 2)
     ce = kernel_constexprs(plan, has_bias=has_bias, activation=activation)
     sig = hh.tma_signature(plan, y_box(plan), dtype, out_dtype, ce, w_box=plan.w_box)
     return hopper_pingpong_kernel, sig, ce, ["bias_ptr"], {"num_warps": hh.CONSUMER_WARPS}, plan
@@ -582,19 +500,8 @@ def isa_cases(archs, op: str = "hopper_pingpong"):
               if not is_coop(c)]  # the
     # config model's own tiles (the ping-pong 128 x 128 at 64 < M <= 128, 64 x 192 split-K at 128 < M <= 512)
     cases += [("-", f"preset{i}", c, o) for i, c in enumerate(PRESETS + SPLIT_PRESETS) for o in ("bf16", "fp32")]
-    # the paired consumers (`pair_plan`) on the config model's one-round tiles: a power-of-two and a split width
-    cases += [("-", f"pair{i}", c, "pair-bf16") for i, c in enumerate(PAIR_PRESETS)]
     yield from hh.unique_cases(cases, KERNEL_NAME, op)
 
 
-PAIR_PRESETS = (
-    {"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 64, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 8, "num_warps": 4, "num_stages": 6},
-    {"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 96, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 8, "num_warps": 4, "num_stages": 5},
-)
-
-
 def isa_spec(case):
-    if case["path"].startswith("gluon-pair-"):  # the paired consumers: the path names the output after "pair-"
-        spec = functools.partial(static_spec, pair=True)
-        return hh.isa_spec_from({**case, "path": "gluon-" + case["path"][len("gluon-pair-"):]}, spec, PROMISES)
     return hh.isa_spec_from(case, static_spec, PROMISES)
