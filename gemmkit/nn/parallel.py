@@ -55,7 +55,7 @@ engines the transfer holds no SM: a Llama-3-70B MLP at M = 4096 / 8192 chunked (
 (its GEMMs alone 1.91-2.00x; NCCL sequential 1.75-1.92x), and a row-parallel o_proj (8192 -> 8192), whose all-reduce
 is as long as its GEMM, 1.10-1.50x with chunks=2 where NCCL sequential gives 0.90-1.25x. At decode (M <= 64) the
 push sum costs 5-10 us over the GEMMs alone, NCCL's all-reduce 9-17 (torch's one-shot kernel, which it replaced,
-5-16; MLP: fp8 1.68-1.77x one GPU, block scale 1.66-1.81x, bf16 1.82-1.85x). Both opt-in: transport="nccl",
+5-16; MLP: fp8 1.69-1.78x one GPU, block scale 1.65-1.83x, bf16 1.82-1.85x). Both opt-in: transport="nccl",
 chunks=1 by default.
 
 Numerics: a column-parallel output is the single-device output's columns (each shard is quantized on its own: with
