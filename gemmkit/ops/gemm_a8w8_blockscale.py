@@ -8,8 +8,11 @@ block_shape = (bn, bk), (128, 128) by default. The scales change every bk of K,
 so they are applied inside the K loop (SCALE = "block" in kernels/triton/
 _mainloop.py): each K step's product is scaled before it joins the fp32
 accumulator. The config's BLOCK_SIZE_K is capped at bk so a step never
-straddles two scale blocks. K need not be a multiple of bk: the last block is
-partial (masked loads), its scale column covers what is there.
+straddles two scale blocks, unless it is a multiple of bk: the Triton TMA kernel
+then loads a step as boxes of one scale block each (kernels/triton/dense.py
+`step_boxes`; the pointer kernel and the Gluon one take bk). K need not be a
+multiple of bk: the last block is partial (masked loads), its scale column
+covers what is there.
 
 Short K (seed 002's short-K form: the whole K in one tile, no pipelined
 steady state): for K of a few steps, e.g. DeepSeek-V3's (32768, 512), a shape
@@ -73,8 +76,10 @@ def _run(x, w, x_scale, w_scale, block_n, block_k, config, y, compile_only=False
     target = C.target_for(x.device)
     check_fp8_flavour(x, target)
     cfg, _source = C.resolve_config(OP, config, target, M, N, K, tune_as=("a8w8_blockscale", "fp8", x.device))
-    # Derived: a K step never straddles two scale blocks.
-    cfg["BLOCK_SIZE_K"] = min(cfg["BLOCK_SIZE_K"], block_k)
+    # Derived: a K step never straddles two scale blocks, or (a multiple of block_k: the Triton TMA kernel's
+    # boxes of one scale block each, kernels/triton/dense.step_boxes) covers whole ones.
+    if cfg["BLOCK_SIZE_K"] % block_k:
+        cfg["BLOCK_SIZE_K"] = min(cfg["BLOCK_SIZE_K"], block_k)
     scaling = G.Scaling("block", x_scale, w_scale, block_n, block_k)
     x2, w2 = G.matrix_operand(x), G.matrix_operand(w)
     D.launch_dense(D.dense(cfg, target, x2, w2, y, scaling), x2, w2, None, y, "none", target, scaling,

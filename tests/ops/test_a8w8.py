@@ -117,6 +117,11 @@ BLOCK_CASES = [
     (70, 64, 256, (128, 128), dict(SMALL, BLOCK_SIZE_K=128, persistent=True)),
     (3, 64, 640, (128, 128), dict(SMALL, BLOCK_SIZE_K=128, NUM_KSPLIT=2)),      # split-K: scaled partials
     (3, 64, 700, (128, 128), dict(SMALL, BLOCK_SIZE_K=64, NUM_KSPLIT=4, tma=True)),
+    # BLOCK_SIZE_K a multiple of bk: the TMA kernel's step is boxes of one scale block each (dense.step_boxes); the
+    # last step's second box starts past K (zeros, its scales masked); with split-K; the pointer kernel takes bk
+    (33, 64, 300, (128, 128), dict(SMALL, BLOCK_SIZE_K=256, tma=True)),
+    (5, 72, 520, (128, 64), dict(SMALL, BLOCK_SIZE_K=256, NUM_KSPLIT=2, tma=True)),
+    (17, 96, 300, (128, 128), dict(SMALL, BLOCK_SIZE_K=256)),
 ]
 
 

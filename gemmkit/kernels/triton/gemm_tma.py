@@ -7,10 +7,13 @@ output tile back out, so the kernel computes no addresses and masks nothing
 (TMA zero-fills out-of-bounds reads and clips out-of-bounds writes). x's descriptor may hold more rows than M
 (ops/dispatch.py pad_m: zero rows to whole boxes, since boxes past the last row load slowly); M is y's.
 
-    x_desc [BLOCK_M, BLOCK_K] --TMA--> smem --+
-                                              +--> wgmma --> acc (fp32 / int32, registers)
-    w_desc [BLOCK_N, BLOCK_K] --TMA--> smem --+        (num_stages tiles in flight;
-                                                        block scales per K step: mma_step)
+    x_desc [BLOCK_M, K_BOX] --TMA--> smem --+
+                                            +--> wgmma --> acc (fp32 / int32, registers)
+    w_desc [BLOCK_N, K_BOX] --TMA--> smem --+        (num_stages K steps in flight;
+                                                      block scales per scale block: mma_step)
+    K_BOX = BLOCK_K (SUB = 1 box a K step), or with block scales and BLOCK_K = SUB x SCALE_BK (SUB > 1: a 16-row
+    decode tile moves 2 x 128 K a step, as the per-token one's BLOCK_K = 256 does) SCALE_BK: SUB boxes a step,
+    each product scaled with its own scale block's scales (dense.step_boxes).
                                                         |
                            epilogue (scales, bias, activation, cast; _epilogue.py)
                                                         |
@@ -31,7 +34,8 @@ Constraints:
     address 16-byte aligned, last dim contiguous, other strides multiples of
     16 bytes (K % 8 == 0 for 16-bit x and w, K % 16 for 8-bit; N % 8 == 0 for
     a bf16/fp16 y, N % 4 for fp32).
-  - BLOCK_M, BLOCK_N, BLOCK_K powers of two >= 16, at most 256 elements per TMA box dim.
+  - BLOCK_M, BLOCK_N, BLOCK_K powers of two >= 16, at most 256 elements per TMA box dim. Block scales: BLOCK_K
+    divides SCALE_BK, or is SUB x SCALE_BK (boxes of SCALE_BK; a box past K loads zeros and its scales are masked).
   - Offsets: TMA coordinates are int32 per dim (M, N, K < 2**31; the descriptors' strides are
     64-bit); the pointer reads and stores (block-scale columns kb * stride, the split-K slab) are
     int64 in rows and int32 in columns unless INT64_OFFSETS (_offsets.py; set by the host when a
@@ -69,7 +73,8 @@ def gemm_tma_kernel(x_desc, w_desc, y_desc, xs_ptr, wsc_ptr, bias_ptr, part_ptr,
                     GROUP_SIZE_M: tl.constexpr, NUM_XCDS: tl.constexpr,
                     HAS_BIAS: tl.constexpr, ACTIVATION: tl.constexpr, SPLIT_K: tl.constexpr,
                     SCALE: tl.constexpr, SCALE_BN: tl.constexpr, SCALE_BK: tl.constexpr,
-                    ACC_INT: tl.constexpr, PROMOTE_K: tl.constexpr, INT64_OFFSETS: tl.constexpr):
+                    ACC_INT: tl.constexpr, PROMOTE_K: tl.constexpr, INT64_OFFSETS: tl.constexpr,
+                    K_BOX: tl.constexpr, SUB: tl.constexpr):
     num_pid_m = tl.cdiv(M, BLOCK_M)
     num_pid_n = tl.cdiv(N, BLOCK_N)
     num_tiles = num_pid_m * num_pid_n
@@ -85,10 +90,15 @@ def gemm_tma_kernel(x_desc, w_desc, y_desc, xs_ptr, wsc_ptr, bias_ptr, part_ptr,
         xs_rows, ws_rows = scale_rows(xs_ptr, wsc_ptr, offs_m, offs_n, stride_xsm, stride_wsn, SCALE_BN)
         acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.int32 if ACC_INT else tl.float32)
         for ki in range(k_steps):
-            a = x_desc.load([off_m, (k_first + ki) * BLOCK_K])
-            b = w_desc.load([off_n, (k_first + ki) * BLOCK_K])
-            acc = mma_step(acc, a, b, (k_first + ki) * BLOCK_K, xs_rows, ws_rows, offs_m < M, offs_n < N,
-                           stride_xsk, stride_wsk, SCALE, SCALE_BK, PROMOTE_K, INT64_OFFSETS)
+            # A K step is SUB boxes of K_BOX columns: one of BLOCK_K, or (block scales, BLOCK_K a multiple of
+            # SCALE_BK) one a scale block, each product scaled with its own block's scales (`step_boxes`)
+            for s in tl.static_range(SUB):
+                k = (k_first + ki) * BLOCK_K + s * K_BOX
+                a = x_desc.load([off_m, k])
+                b = w_desc.load([off_n, k])
+                # (SUB > 1: a box past K loads zeros, and its scales are not read: masked to 0)
+                acc = mma_step(acc, a, b, k, xs_rows, ws_rows, (offs_m < M) & (k < K), (offs_n < N) & (k < K),
+                               stride_xsk, stride_wsk, SCALE, SCALE_BK, PROMOTE_K, INT64_OFFSETS)
         if SPLIT_K == 1:
             out = epilogue(acc, xs_ptr, wsc_ptr, bias_ptr, offs_m, offs_n, M, N, SCALE, HAS_BIAS, ACTIVATION)
             y_desc.store([off_m, off_n], out.to(y_desc.dtype))
