@@ -168,7 +168,7 @@ def constexprs(cfg: dict, target, *, tma: bool, has_bias: bool, activation: str,
     """The kernel's constexpr arguments, from the config, the target and the operands
     (one place for the launch and the static compile). `int64_offsets`: the call's tensors span 2**31
     elements or more (_common.int64_offsets; kernels/triton/_offsets.py)."""
-    k_box, sub = step_boxes(cfg["BLOCK_SIZE_K"], scale, scale_bk) if tma else (cfg["BLOCK_SIZE_K"], 1)
+    k_box = step_boxes(cfg["BLOCK_SIZE_K"], scale, scale_bk)[0] if tma else cfg["BLOCK_SIZE_K"]
     c = dict(BLOCK_M=cfg["BLOCK_SIZE_M"], BLOCK_N=cfg["BLOCK_SIZE_N"], BLOCK_K=cfg["BLOCK_SIZE_K"],
              GROUP_SIZE_M=cfg["GROUP_SIZE_M"], NUM_XCDS=target.num_xcds,
              HAS_BIAS=has_bias, ACTIVATION=activation, SPLIT_K=cfg["NUM_KSPLIT"],
@@ -179,8 +179,13 @@ def constexprs(cfg: dict, target, *, tma: bool, has_bias: bool, activation: str,
              INT64_OFFSETS=bool(int64_offsets))
     if not tma:
         c.update(EVEN_K=even_k, PERSISTENT=bool(cfg["persistent"]), W_KN=w_kn(target))
-    else:
-        c.update(K_BOX=k_box, SUB=sub)
+    return c
+
+
+def tma_constexprs(cfg: dict, target, **kw) -> dict:
+    """gemm_tma_kernel's: `constexprs` and its K step's boxes (K_BOX, SUB: `step_boxes`)."""
+    c = constexprs(cfg, target, tma=True, even_k=False, **kw)
+    c["K_BOX"], c["SUB"] = step_boxes(cfg["BLOCK_SIZE_K"], kw.get("scale", "none"), kw.get("scale_bk", 1))
     return c
 
 
@@ -195,8 +200,9 @@ def static_spec(cfg: dict, target, *, dtype=torch.bfloat16, out_dtype=None, tma:
     """
     out_dtype = out_dtype or (dtype if dtype in C.FLOAT16_DTYPES else torch.bfloat16)
     tma = bool(cfg.get("tma")) and target.is_nvidia if tma is None else tma
-    ce = constexprs(cfg, target, tma=tma, has_bias=has_bias, activation=activation, even_k=even_k,
-                    in_dtype=dtype, scale=scale, scale_bn=scale_bn, scale_bk=scale_bk, int64_offsets=int64_offsets)
+    kw = dict(has_bias=has_bias, activation=activation, in_dtype=dtype, scale=scale, scale_bn=scale_bn,
+              scale_bk=scale_bk, int64_offsets=int64_offsets)
+    ce = tma_constexprs(cfg, target, **kw) if tma else constexprs(cfg, target, tma=False, even_k=even_k, **kw)
     t_in, t_out = TL_DTYPE[dtype], TL_DTYPE[out_dtype]
     t_bias = t_in if dtype in C.FLOAT16_DTYPES else "bf16"
     scale_strides = {"stride_xsm": "i32", "stride_xsk": "i32", "stride_wsn": "i32", "stride_wsk": "i32"}
@@ -296,7 +302,7 @@ def _make_plan(x2, w, y, has_bias, activation, cfg, target, scaling, tma):
     common = dict(has_bias=has_bias, activation=activation, in_dtype=x2.dtype, scale=scaling.mode,
                   scale_bn=scaling.block_n, scale_bk=scaling.block_k, int64_offsets=wide)
     if tma:
-        ce = constexprs(cfg, target, tma=True, even_k=False, **common)
+        ce = tma_constexprs(cfg, target, **common)
         kernel, blocks = gemm_tma_kernel, ([bm, ce["K_BOX"]], [bn, ce["K_BOX"]], [bm, bn])
     else:
         cfg = pointer_block_k(pointer_config(cfg, scaling.mode), scaling.mode, scaling.block_k)

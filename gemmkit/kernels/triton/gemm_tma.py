@@ -96,9 +96,13 @@ def gemm_tma_kernel(x_desc, w_desc, y_desc, xs_ptr, wsc_ptr, bias_ptr, part_ptr,
                 k = (k_first + ki) * BLOCK_K + s * K_BOX
                 a = x_desc.load([off_m, k])
                 b = w_desc.load([off_n, k])
-                # (SUB > 1: a box past K loads zeros, and its scales are not read: masked to 0)
-                acc = mma_step(acc, a, b, k, xs_rows, ws_rows, (offs_m < M) & (k < K), (offs_n < N) & (k < K),
-                               stride_xsk, stride_wsk, SCALE, SCALE_BK, PROMOTE_K, INT64_OFFSETS)
+                mask_x = offs_m < M
+                mask_w = offs_n < N
+                if SUB > 1:  # a box past K loads zeros, and its scales are not read: masked to 0
+                    mask_x = mask_x & (k < K)
+                    mask_w = mask_w & (k < K)
+                acc = mma_step(acc, a, b, k, xs_rows, ws_rows, mask_x, mask_w, stride_xsk, stride_wsk, SCALE,
+                               SCALE_BK, PROMOTE_K, INT64_OFFSETS)
         if SPLIT_K == 1:
             out = epilogue(acc, xs_ptr, wsc_ptr, bias_ptr, offs_m, offs_n, M, N, SCALE, HAS_BIAS, ACTIVATION)
             y_desc.store([off_m, off_n], out.to(y_desc.dtype))
