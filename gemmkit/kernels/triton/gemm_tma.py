@@ -11,9 +11,8 @@ output tile back out, so the kernel computes no addresses and masks nothing
                                             +--> wgmma --> acc (fp32 / int32, registers)
     w_desc [BLOCK_N, K_BOX] --TMA--> smem --+        (num_stages K steps in flight;
                                                       block scales per scale block: mma_step)
-    K_BOX = BLOCK_K (SUB = 1 box a K step), or with block scales and BLOCK_K = SUB x SCALE_BK (SUB > 1: a 16-row
-    decode tile moves 2 x 128 K a step, as the per-token one's BLOCK_K = 256 does) SCALE_BK: SUB boxes a step,
-    each product scaled with its own scale block's scales (dense.step_boxes).
+    K_BOX = BLOCK_K (one box a K step), or SCALE_BK where block scales meet BLOCK_K = SUB x SCALE_BK: SUB boxes a
+    step, each product scaled with its own scale block's scales (dense.step_boxes).
                                                         |
                            epilogue (scales, bias, activation, cast; _epilogue.py)
                                                         |
