@@ -97,9 +97,10 @@ def gemm_tma_kernel(x_desc, w_desc, y_desc, xs_ptr, wsc_ptr, bias_ptr, part_ptr,
                 b = w_desc.load([off_n, k])
                 mask_x = offs_m < M
                 mask_w = offs_n < N
-                if SUB > 1:  # a box past K loads zeros, and its scales are not read: masked to 0
-                    mask_x = mask_x & (k < K)
-                    mask_w = mask_w & (k < K)
+                if SUB > 1:  # a box past K loads zeros, and its scales are not read: masked to 0 (the K test
+                    # broadcast to the rows: Triton 3.9's interpreter refuses a mask of a block and a scalar)
+                    mask_x = mask_x & (offs_m * 0 + k < K)
+                    mask_w = mask_w & (offs_n * 0 + k < K)
                 acc = mma_step(acc, a, b, k, xs_rows, ws_rows, mask_x, mask_w, stride_xsk, stride_wsk, SCALE,
                                SCALE_BK, PROMOTE_K, INT64_OFFSETS)
         if SPLIT_K == 1:
