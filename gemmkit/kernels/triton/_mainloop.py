@@ -35,7 +35,8 @@ of at most 128 is promoted (DeepGEMM promotes at the same granularity). It is
 ignored for 16-bit and int8 operands and off sm_90.
 
 Constraints:
-  - BLOCK_K divides SCALE_BK (SCALE == "block"): a K step never straddles two scale blocks.
+  - mma_step's tile K divides SCALE_BK (SCALE == "block"): one call never straddles two scale blocks (the TMA
+    kernel's K step of a multiple of SCALE_BK calls it once a scale block: dense.step_boxes).
   - Scale rows are read with the caller's row indices (wrapped mod M / N in the
     pointer kernel, masked in the TMA kernel), so edge tiles never read out of bounds.
   - Row offsets are int64; column offsets (offs_k * stride_xk, kb * stride_xsk) and the K step's
