@@ -11,8 +11,12 @@ its floors on M and on w's bytes); "_pair": false runs the fp8 Gluon pingpong un
 "_shift": false loads the Gluon kernels' last tiles where they lie (kernels/_host.SHIFT_LAST_TILES: past M / N, or
 on the copy where dispatch makes one), not shifted back; "_pitch": false runs x and w at their own row pitch
 (dispatch.PITCH: no copy to a 128-byte pitch); "_rows": false turns dispatch.ROWS_KERNEL off (an unaligned K at a
-few tokens then copies x and w instead of reading w where it lies). Call plans are off in this script (each capture
-takes the full path, so each config's own dispatch is what the graph holds).
+few tokens then copies x and w instead of reading w where it lies); "_prev": true runs the Triton tier's dense kernels
+(gemm_tma_kernel, gemm_kernel) of another revision, from the directory `--prev` names (that revision's
+kernels/triton/_mainloop.py, gemm_tma.py and gemm.py, e.g. `git show REV:gemmkit/kernels/triton/gemm.py`; imported
+beside the package, their other imports resolving to the current files; both revisions must take the same arguments).
+Call plans are off in this script (each capture takes the full path, so each config's own dispatch is what the graph
+holds).
 For each shape, in one process and on the same rotated inputs: the vendor (gemmkit/bench/ops.py: torch.matmul,
 torch._scaled_mm, ...) and every config, then again in reverse order, each timed by CUDA-graph replay
 (gemmkit/bench/timing.py); the ratios use the mean of the two measurements of each, so a drift in clock over the
@@ -21,8 +25,11 @@ line per shape (vendor_ms / config_ms per config; speedup of each over the first
 vendor refuses is said and left untimed (its row holds `vendor_error`).
 """
 import argparse
+import importlib.util
 import json
 import math
+import os
+import sys
 
 import torch
 
@@ -34,6 +41,27 @@ from gemmkit.ops import _common as C
 from gemmkit.kernels import _host as H
 from gemmkit.kernels.gluon import hopper_pingpong_fp8 as FP8
 from gemmkit.ops import dispatch as D
+from gemmkit.kernels.triton import dense as DENSE
+
+PREV = None  # (gemm_tma_kernel, gemm_kernel) of the revision `--prev` names
+_PREV_PARTS = ("_mainloop", "gemm_tma", "gemm")  # import order
+
+
+def load_prev(path):
+    """The dense Triton kernels of the revision in directory `path` (see the module docstring)."""
+    pkg = "gemmkit.kernels.triton"
+    mods = {}
+    for part in _PREV_PARTS:
+        text = open(os.path.join(path, part + ".py")).read()
+        for other in _PREV_PARTS[:-1]:
+            text = text.replace(f"from .{other} import", f"from ._abprev_{other} import")
+        name = f"{pkg}._abprev_{part}"
+        spec = importlib.util.spec_from_file_location(name, os.path.join(path, part + ".py"))
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules[name] = mod
+        exec(compile(text, os.path.join(path, part + ".py"), "exec"), mod.__dict__)
+        mods[part] = mod
+    return mods["gemm_tma"].gemm_tma_kernel, mods["gemm"].gemm_kernel
 
 
 def _runner(op, cfg):
@@ -42,6 +70,9 @@ def _runner(op, cfg):
     ("_pad_m": "always" keeps the copy on and drops its floors, PAD_M_MIN_ROWS and PAD_M_MIN_W_BYTES)."""
     cfg = dict(cfg) if cfg else {}
     pad, rows, shift, pitch, pair = (cfg.pop(k, True) for k in ("_pad_m", "_rows", "_shift", "_pitch", "_pair"))
+    prev = cfg.pop("_prev", False)
+    if prev and PREV is None:
+        raise ValueError('"_prev": true needs --prev DIR')
     floors = (0, 0) if pad == "always" else (D.PAD_M_MIN_ROWS, D.PAD_M_MIN_W_BYTES)
     cfg = cfg or None
 
@@ -51,11 +82,18 @@ def _runner(op, cfg):
         D.PAD_M, D.ROWS_KERNEL, H.SHIFT_LAST_TILES, D.PITCH = bool(pad), rows, shift, pitch
         D.PAD_M_MIN_ROWS, D.PAD_M_MIN_W_BYTES = floors
         FP8.PAIR_SPLIT = pair
+        kernels = (DENSE.gemm_tma_kernel, DENSE.gemm_kernel)
+        if prev:  # dense's plans hold the kernel they launch: none cached across the swap
+            DENSE._PLANS.clear()
+            DENSE.gemm_tma_kernel, DENSE.gemm_kernel = PREV
         try:
             return op.run(inp, cfg)
         finally:
             (D.PAD_M, D.ROWS_KERNEL, H.SHIFT_LAST_TILES, D.PITCH, D.PAD_M_MIN_ROWS, D.PAD_M_MIN_W_BYTES,
              FP8.PAIR_SPLIT) = saved
+            if prev:
+                DENSE._PLANS.clear()
+                DENSE.gemm_tma_kernel, DENSE.gemm_kernel = kernels
     return run
 
 
@@ -126,5 +164,9 @@ if __name__ == "__main__":
     ap.add_argument("ab", help='AB.json: {"op": ..., "shapes": {"M,N,K": {"before": config, "after": config}}}')
     ap.add_argument("out", help="the result JSON (device, torch, triton, git_sha, date, per-shape rows)")
     ap.add_argument("--rep-ms", type=int, default=60, help="CUDA-graph replay time per measurement (ms)")
+    ap.add_argument("--prev", help='directory of another revision\'s kernels/triton/{_mainloop,gemm_tma,gemm}.py, run by '
+                    'configs with "_prev": true')
     args = ap.parse_args()
+    if args.prev:
+        PREV = load_prev(args.prev)
     main(args.ab, args.out, args.rep_ms)

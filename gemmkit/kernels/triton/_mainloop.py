@@ -58,23 +58,42 @@ def scale_rows(xs_ptr, wsc_ptr, rows_x, rows_w, stride_xsm, stride_wsn, SCALE_BN
 
 
 @triton.jit
-def mma_step(acc, a, b, k_offset, xs_rows, ws_rows, mask_x, mask_w, stride_xsk, stride_wsk,
-             SCALE: tl.constexpr, SCALE_BK: tl.constexpr, PROMOTE_K: tl.constexpr,
-             INT64_OFFSETS: tl.constexpr = False, B_KN: tl.constexpr = False):
-    """acc after one K step at K offset `k_offset` (see the module docstring). `xs_rows` /
-    `ws_rows`: scale_rows() of the tile; `mask_x` / `mask_w`: which tile rows / columns exist;
-    B_KN: b is already (BLOCK_K, BLOCK_N)."""
+def block_scales(k_offset, xs_rows, ws_rows, mask_x, mask_w, stride_xsk, stride_wsk, kb_last,
+                 SCALE_BK: tl.constexpr, INT64_OFFSETS: tl.constexpr = False):
+    """(x scales of the tile rows, w scales of the tile columns) of the scale block holding K offset `k_offset`,
+    that block clamped to `kb_last` (a prefetch of the step after the last reads the last block's, unused)."""
+    kb = wide(tl.minimum(k_offset // SCALE_BK, kb_last), INT64_OFFSETS)
+    xs = tl.load(xs_rows + kb * stride_xsk, mask=mask_x, other=0.0)
+    ws = tl.load(ws_rows + kb * stride_wsk, mask=mask_w, other=0.0)
+    return xs, ws
+
+
+@triton.jit
+def scaled_step(acc, a, b, xs, ws, SCALE: tl.constexpr, PROMOTE_K: tl.constexpr, B_KN: tl.constexpr = False):
+    """acc after one K step whose block scales (SCALE == "block") are already loaded (`block_scales`); xs / ws are
+    unused otherwise. B_KN: b is already (BLOCK_K, BLOCK_N)."""
     if not B_KN:
         b = b.T
     if SCALE == "block":
-        part = tl.dot(a, b, max_num_imprecise_acc=PROMOTE_K)
-        kb = wide(k_offset // SCALE_BK, INT64_OFFSETS)
-        xs = tl.load(xs_rows + kb * stride_xsk, mask=mask_x, other=0.0)
-        ws = tl.load(ws_rows + kb * stride_wsk, mask=mask_w, other=0.0)
-        acc += part * xs[:, None] * ws[None, :]
+        acc += tl.dot(a, b, max_num_imprecise_acc=PROMOTE_K) * xs[:, None] * ws[None, :]
     else:
         acc = tl.dot(a, b, acc, max_num_imprecise_acc=PROMOTE_K, out_dtype=acc.dtype)
     return acc
+
+
+@triton.jit
+def mma_step(acc, a, b, k_offset, xs_rows, ws_rows, mask_x, mask_w, stride_xsk, stride_wsk,
+             SCALE: tl.constexpr, SCALE_BK: tl.constexpr, PROMOTE_K: tl.constexpr,
+             INT64_OFFSETS: tl.constexpr = False, B_KN: tl.constexpr = False):
+    """acc after one K step at K offset `k_offset` (see the module docstring), its block scales loaded here.
+    `xs_rows` / `ws_rows`: scale_rows() of the tile; `mask_x` / `mask_w`: which tile rows / columns exist;
+    B_KN: b is already (BLOCK_K, BLOCK_N)."""
+    xs = 1.0
+    ws = 1.0
+    if SCALE == "block":
+        xs, ws = block_scales(k_offset, xs_rows, ws_rows, mask_x, mask_w, stride_xsk, stride_wsk, k_offset // SCALE_BK,
+                              SCALE_BK, INT64_OFFSETS)
+    return scaled_step(acc, a, b, xs, ws, SCALE, PROMOTE_K, B_KN)
 
 
 @triton.jit

@@ -46,7 +46,7 @@ import triton
 import triton.language as tl
 
 from ._epilogue import apply_scales, epilogue, store_tile
-from ._mainloop import mma_step, scale_rows
+from ._mainloop import block_scales, scale_rows, scaled_step
 from ._schedule import split_k_range, tile_coords
 
 
@@ -78,6 +78,7 @@ def gemm_tma_kernel(x_desc, w_desc, y_desc, xs_ptr, wsc_ptr, bias_ptr, part_ptr,
     num_pid_n = tl.cdiv(N, BLOCK_N)
     num_tiles = num_pid_m * num_pid_n
     k_tiles = tl.cdiv(K, BLOCK_K)
+    kb_last = tl.cdiv(K, SCALE_BK) - 1  # the last block-scale column
     for work_id in tl.range(tl.program_id(0), num_tiles * SPLIT_K, tl.num_programs(0), flatten=True):
         split = work_id // num_tiles
         pid_m, pid_n = tile_coords(work_id % num_tiles, num_pid_m, num_pid_n, GROUP_SIZE_M, NUM_XCDS)
@@ -87,22 +88,32 @@ def gemm_tma_kernel(x_desc, w_desc, y_desc, xs_ptr, wsc_ptr, bias_ptr, part_ptr,
         offs_m = off_m + tl.arange(0, BLOCK_M)
         offs_n = off_n + tl.arange(0, BLOCK_N)
         xs_rows, ws_rows = scale_rows(xs_ptr, wsc_ptr, offs_m, offs_n, stride_xsm, stride_wsn, SCALE_BN)
+        mask_x = offs_m < M
+        mask_w = offs_n < N
         acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.int32 if ACC_INT else tl.float32)
+        # Block scales are loaded a box ahead: each box's product is scaled with scales whose load was issued
+        # while the box before it computed (block_scales clamps the one past the last box to the last block)
+        xs = 1.0
+        ws = 1.0
+        if SCALE == "block":
+            xs, ws = block_scales(k_first * BLOCK_K, xs_rows, ws_rows, mask_x, mask_w, stride_xsk, stride_wsk,
+                                  kb_last, SCALE_BK, INT64_OFFSETS)
         for ki in range(k_steps):
             # A K step is SUB boxes of K_BOX columns: one of BLOCK_K, or (block scales, BLOCK_K a multiple of
-            # SCALE_BK) one a scale block, each product scaled with its own block's scales (`step_boxes`)
+            # SCALE_BK) one a scale block, each product scaled with its own block's scales (`step_boxes`; a box
+            # past K loads zeros)
             for s in tl.static_range(SUB):
                 k = (k_first + ki) * BLOCK_K + s * K_BOX
                 a = x_desc.load([off_m, k])
                 b = w_desc.load([off_n, k])
-                mask_x = offs_m < M
-                mask_w = offs_n < N
-                if SUB > 1:  # a box past K loads zeros, and its scales are not read: masked to 0 (the K test
-                    # broadcast to the rows: Triton 3.9's interpreter refuses a mask of a block and a scalar)
-                    mask_x = mask_x & (offs_m * 0 + k < K)
-                    mask_w = mask_w & (offs_n * 0 + k < K)
-                acc = mma_step(acc, a, b, k, xs_rows, ws_rows, mask_x, mask_w, stride_xsk, stride_wsk, SCALE,
-                               SCALE_BK, PROMOTE_K, INT64_OFFSETS)
+                xs_next = xs
+                ws_next = ws
+                if SCALE == "block":
+                    xs_next, ws_next = block_scales(k + K_BOX, xs_rows, ws_rows, mask_x, mask_w, stride_xsk,
+                                                    stride_wsk, kb_last, SCALE_BK, INT64_OFFSETS)
+                acc = scaled_step(acc, a, b, xs, ws, SCALE, PROMOTE_K)
+                xs = xs_next
+                ws = ws_next
         if SPLIT_K == 1:
             out = epilogue(acc, xs_ptr, wsc_ptr, bias_ptr, offs_m, offs_n, M, N, SCALE, HAS_BIAS, ACTIVATION)
             y_desc.store([off_m, off_n], out.to(y_desc.dtype))
