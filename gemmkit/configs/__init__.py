@@ -249,7 +249,7 @@ def model_configs(op: str, arch: str) -> list:
     `wide_config`, `one_wave`'s and `narrow_wave`'s tiles, `few_tiles`' split tiles (their unsplit ones and
     `m128_tile` are `one_wave`'s / `narrow_wave`'s), `narrow_pingpong`,
     `split_widths`, `coop_widths` and `swap_wide`; fp8's 64 x 64 Gluon ping-pong over the large-M bucket and fp8's
-    `decode_wide` tile), so that `gemmkit isa` compiles them."""
+    `decode_wide` tile, block scale's also with `decode_wide_k`'s K step), so that `gemmkit isa` compiles them."""
     from . import model
 
     rules = model.OP_RULES.get(op, {})
@@ -284,6 +284,10 @@ def model_configs(op: str, arch: str) -> list:
     if rules.get("decode_wide") and base.get("backend") != "gluon":
         out.append(("model:decode_wide", validate_config(dict(base, BLOCK_SIZE_N=rules["decode_wide"]),
                                                         backend="cuda")))
+        if rules.get("decode_wide_k"):
+            out.append(("model:decode_wide_k", validate_config(
+                dict(base, BLOCK_SIZE_N=rules["decode_wide"], BLOCK_SIZE_K=rules["decode_wide_k"], NUM_KSPLIT=1),
+                backend="cuda")))
     large = _large_bucket(op, arch)
     if large is None or large.get("backend") != "gluon":
         return out

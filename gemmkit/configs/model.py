@@ -240,6 +240,14 @@ FITTED_OPS = ("a16w16", "a8w8", "a8w8_int8", "a8w8_blockscale")
 #                GEMM): the 16 rows it changes (4864-7168 columns with long K, DeepSeek's lm_head) 1.196 -> 1.252x,
 #                15 up (M = 16 rows 0.95-0.98 -> 1.05-1.08x), lm_head M = 1 -1%; where it leaves 16 x 64 (224-1152
 #                wide tiles within the three-a-SM slots) 16 x 128 unsplit ran -11% to +6%.
+#   decode_wide_k  (with `decode_wide`) beyond one wave of the slots, the wide tile with this K step instead (block
+#                scale: 16 x 128 x 256, two scale blocks a step, 4 stages: per-token's decode tile, a 144 KB ring by
+#                `operand_bytes`, one an SM) where its tiles fill DECODE_WIDE_FILL of their waves. The weights stream
+#                at per-token's rate there: ab/blockscale_decode_ptcfg.json (H200, against cuBLASLt's block-scaled
+#                GEMM, per-token's served configs on the block-scale op at M = 1 / 16, 82 rows): +0.6-15% on the 14
+#                rows this rule takes (224-1010 tiles filling 85-96%: lm_head, gate_up of 28672-106496 columns); the
+#                same tile split (within one wave, where `decode_wide` splits the BK 128 tile) lost up to 14% at
+#                M = 16, and under the fill (280 / 288 tiles, 71-73%) 9%.
 #   swap_wide    at M < ONE_WAVE_MIN_M a Gluon swap-AB bucket (the weight rows are the kernel's tile rows; the
 #                persistent grid takes min(tiles, SMs) CTAs) widened to this many weight rows where its own tiles take
 #                more than one round of the SMs and the wide ones fit in one: the weights' read is the time, and a
@@ -260,7 +268,7 @@ PINGPONG_64X128 = {"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 128, "BLOCK_SIZE_K": 64, 
 PINGPONG_64X64 = {"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 64, "BLOCK_SIZE_K": 128, "GROUP_SIZE_M": 8, "num_warps": 4,
                   "num_stages": 6, "tma": True, "persistent": True, "backend": "gluon", "NUM_KSPLIT": 1}
 OP_RULES = {"a8w8_blockscale": {"ctas_per_sm": 2, "wide_share": 0.6, "operand_bytes": 1, "unsplit_stages": 6,
-                                "decode_pingpong": True, "decode_wide": 128},
+                                "decode_pingpong": True, "decode_wide": 128, "decode_wide_k": 256},
             "a8w8": {"wide_share": 0.6, "decode_pingpong": True, "decode_wide": 128, "operand_bytes": 1},
             "a16w16": {"gluon_waves": True, "cdna_tiles": True, "wide_share": 0.6, "swap_wide": 128,
                        "one_round_buckets": True, "fill_over_tables": True, "one_wave": (
@@ -772,6 +780,15 @@ def _fitted(c: _Call):
     if wide_n and not c.amd and M <= DECODE_WIDE_MAX_M and tile.get("backend") != "gluon" \
             and cfg["BLOCK_SIZE_N"] < wide_n:
         wide = dict(cfg, BLOCK_SIZE_N=wide_n)
+        if rules.get("decode_wide_k"):  # beyond one wave of the slots, the longer K step's ring where it fills them
+            deep = dict(wide, BLOCK_SIZE_K=rules["decode_wide_k"], NUM_KSPLIT=1)
+            ring = deep["num_stages"] * (deep["BLOCK_SIZE_M"] + wide_n) * deep["BLOCK_SIZE_K"] * rules["operand_bytes"]
+            slots = max(1, shared_mem // ring) * num_cus
+            tiles = -(-M // deep["BLOCK_SIZE_M"]) * -(-N // wide_n)
+            if tiles > slots and wave_efficiency(tiles, slots) >= DECODE_WIDE_FILL:
+                return deep, notes + [
+                    f"M = {M}: {tiles} tiles of {deep['BLOCK_SIZE_M']} x {wide_n} x {deep['BLOCK_SIZE_K']} fill "
+                    f"{wave_efficiency(tiles, slots):.0%} of their waves of {slots}: the wide decode tile, long K step"]
         ring = wide["num_stages"] * (wide["BLOCK_SIZE_M"] + wide_n) * wide["BLOCK_SIZE_K"] * rules["operand_bytes"]
         wide, wide_notes = fit(wide, M, N, K, num_cus, ctas_per_sm=rules.get("ctas_per_sm"),
                                resident=max(1, shared_mem // ring))

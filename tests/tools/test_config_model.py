@@ -112,14 +112,36 @@ def test_fp8_decode_widens_the_tile_where_more_ctas_stay_in_flight(M, N, K, want
     # ab/blockscale_decode_wide.json (H200, against cuBLASLt's block-scaled GEMM): the wide tile split two CTAs an SM
     (16, 7168, 18432, (16, 128, 5, 4)),  # 280 CTAs against 224 of 16 x 64 split 2: 0.95 -> 1.08x
     (16, 5120, 25600, (16, 128, 7, 4)),  # 280 against 240 of 16 x 64 split 3: 0.95 -> 1.05x
-    (1, 28672, 8192, (16, 64, 1, 4)),  # 224 wide tiles within three an SM: left (16 x 128 unsplit +3%, 57344 -11%)
+    (1, 28672, 4096, (16, 128, 1, 4)),  # 224 wide tiles: BK 128 left them (+3%, 57344 -11%), BK 256 serves them
     (16, 8192, 8192, (16, 64, 2, 4)),  # the two-CTA split as before (test_blockscale_aims_for_two_ctas_an_sm)
 ])
 def test_blockscale_decode_widens_where_more_ctas_stay_in_flight(M, N, K, want):
     cfg, source = configs.serve("a8w8_blockscale", H200, M, N, K)
     assert tile(cfg) == want, source
     assert ("the wide decode tile" in source) == (want[1] == 128), source
-    assert cfg["BLOCK_SIZE_K"] == 128  # the scale block
+    assert cfg["BLOCK_SIZE_K"] == (256 if "long K step" in source else 128)  # the scale block, or two
+
+
+@pytest.mark.parametrize("M, N, K, deep", [
+    # ab/blockscale_decode_ptcfg.json (H200, against cuBLASLt's block-scaled GEMM): the per-token decode tile
+    # 16 x 128 x 256 (4 stages, one ring an SM) where its tiles take more than one wave and fill >= 80% of their
+    # waves: +0.6-15% on the 14 suite rows at M = 1 / 16; split or under that fill it lost 3-32% (left)
+    (16, 106496, 16384, True),  # 832 tiles, 90% of 7 waves: 1.05 -> 1.20x
+    (1, 57344, 8192, True),  # 448 tiles, 85%
+    (16, 28672, 4096, True),  # 224 tiles, 85% of two waves
+    (16, 36864, 7168, False),  # 288 tiles, 73%: -9%
+    (16, 18432, 16384, False),  # 144 tiles, 55%
+    (16, 5120, 25600, False),  # within one wave: the BK 128 wide tile split (test above)
+])
+def test_blockscale_decode_wide_takes_the_long_k_step_beyond_one_wave(M, N, K, deep):
+    cfg, source = configs.serve("a8w8_blockscale", H200, M, N, K)
+    assert ("long K step" in source) == deep, source
+    if deep:
+        assert tile(cfg) == (16, 128, 1, 4) and cfg["BLOCK_SIZE_K"] == 256, cfg
+        assert configs.validate_config(dict(cfg)) == cfg
+    else:
+        assert cfg["BLOCK_SIZE_K"] == 128, cfg
+    assert "long K step" not in configs.serve("a8w8", H200, M, N, K)[1]  # per-token's bucket has BK 256 already
 
 
 def test_decode_wide_is_only_fp8_and_only_at_m_16():
@@ -184,8 +206,8 @@ def test_blockscale_split_stays_within_the_ctas_an_sm_holds():
 
 
 @pytest.mark.parametrize("M, N, K, stages, split", [
-    (1, 59136, 8192, 6, 1),  # 924 tiles: 3 waves of 396 fill 78%, 2 of 660 70% (ab/blockscale_ring_depth.json)
-    (16, 57344, 12288, 6, 1),
+    # (59136 x 8192 at M = 1 and 57344 x 12288 at 16, 924 / 896 tiles, took 6 stages here (ab/blockscale_ring_depth.json)
+    # until `decode_wide_k`'s tile served them: test_blockscale_decode_wide_takes_the_long_k_step_beyond_one_wave)
     (16, 18432, 16384, 6, 1),  # 288 tiles: 73% against 44%
     (1, 36864, 7168, 4, 1),  # 576 tiles: one wave of 660 at 4 stages (the suite: 1.31x at 4, 0.87x at 6)
     (1, 51200, 5120, 4, 1),  # the waves of 57344's, but K <= 5120 lost
