@@ -242,12 +242,15 @@ FITTED_OPS = ("a16w16", "a8w8", "a8w8_int8", "a8w8_blockscale")
 #                wide tiles within the three-a-SM slots) 16 x 128 unsplit ran -11% to +6%.
 #   decode_wide_k  (with `decode_wide`) beyond one wave of the slots, the wide tile with this K step instead (block
 #                scale: 16 x 128 x 256, two scale blocks a step, 4 stages: per-token's decode tile, a 144 KB ring by
-#                `operand_bytes`, one an SM) where its tiles fill DECODE_WIDE_FILL of their waves. The weights stream
-#                at per-token's rate there: ab/blockscale_decode_ptcfg.json (H200, against cuBLASLt's block-scaled
-#                GEMM, per-token's served configs on the block-scale op at M = 1 / 16, 82 rows): +0.6-15% on the 14
-#                rows this rule takes (224-1010 tiles filling 85-96%: lm_head, gate_up of 28672-106496 columns); the
-#                same tile split (within one wave, where `decode_wide` splits the BK 128 tile) lost up to 14% at
-#                M = 16, and under the fill (280 / 288 tiles, 71-73%) 9%.
+#                `operand_bytes`, one an SM) where its tiles fill DECODE_WIDE_K_FILL of their waves and K is at least
+#                DECODE_WIDE_K_MIN_K. The weights stream at per-token's rate there: ab/blockscale_decode_ptcfg.json
+#                (H200, against cuBLASLt's block-scaled GEMM, per-token's served configs on the block-scale op at
+#                M = 1 / 16, 82 rows): +0.6-15% on the 14 rows this rule takes (224-1010 tiles filling 85-96%: lm_head,
+#                gate_up of 28672-106496 columns); the same tile split (within one wave, where `decode_wide` splits
+#                the BK 128 tile) lost up to 14% at M = 16, and under the fill (280 / 288 tiles, 71-73%) 9%. Held out
+#                (ab/blockscale_decode_wide_k.json: 42 rows, M = 1 / 4 / 8 / 12 / 16, N = 28672-151936 not in the
+#                suites): 1.159 -> 1.201x with the rule at fill 0.8 and no K floor, 36 up (+2-21%); the 6 down were
+#                40960 x 5120 (fill 81%) and 45056 x 3072, which the fill and K floors (fitted there) now leave.
 #   swap_wide    at M < ONE_WAVE_MIN_M a Gluon swap-AB bucket (the weight rows are the kernel's tile rows; the
 #                persistent grid takes min(tiles, SMs) CTAs) widened to this many weight rows where its own tiles take
 #                more than one round of the SMs and the wide ones fit in one: the weights' read is the time, and a
@@ -326,6 +329,10 @@ UNSPLIT_MAX_M = 16  # `unsplit_stages`: the M_LEQ_16 bucket (at 17-64 the unspli
 UNSPLIT_MIN_K = 7168  # ... and K at least this (K <= 5120 lost with the same waves: see OP_RULES)
 DECODE_WIDE_MAX_M = 16  # `decode_wide`: the M_LEQ_16 bucket (at 17-64 `decode_pingpong`'s Gluon tiles)
 DECODE_WIDE_FILL = 0.8  # `decode_wide` beyond one wave: the least share of its waves its tiles fill
+# `decode_wide_k`: the least share of its waves (one CTA an SM: a partial last wave idles more of the stream) and the
+# least K (K = 3072: 12 steps of 256) it serves; fitted on ab/blockscale_decode_wide_k.json's held-out shapes (320
+# tiles filling 81% lost 9-13%, 352 at K = 3072 5-8%), the suite's rows fill >= 85%
+DECODE_WIDE_K_FILL, DECODE_WIDE_K_MIN_K = 0.84, 4096
 NARROW_WAVE_MAX_N = 256  # `narrow_wave`: N at most this (a router's experts; measured N = 8-256)
 NARROW_WAVE_FILL = 0.6  # `narrow_wave`: the least share of the SMs its tiles fill
 NARROW_WAVE_SQUARE_MAX_K = 8192  # `narrow_wave`: the 64 x 64 tile up to this K (K = 12288 / 16384 lost to the split)
@@ -785,7 +792,7 @@ def _fitted(c: _Call):
             ring = deep["num_stages"] * (deep["BLOCK_SIZE_M"] + wide_n) * deep["BLOCK_SIZE_K"] * rules["operand_bytes"]
             slots = max(1, shared_mem // ring) * num_cus
             tiles = -(-M // deep["BLOCK_SIZE_M"]) * -(-N // wide_n)
-            if tiles > slots and wave_efficiency(tiles, slots) >= DECODE_WIDE_FILL:
+            if tiles > slots and wave_efficiency(tiles, slots) >= DECODE_WIDE_K_FILL and K >= DECODE_WIDE_K_MIN_K:
                 return deep, notes + [
                     f"M = {M}: {tiles} tiles of {deep['BLOCK_SIZE_M']} x {wide_n} x {deep['BLOCK_SIZE_K']} fill "
                     f"{wave_efficiency(tiles, slots):.0%} of their waves of {slots}: the wide decode tile, long K step"]
