@@ -1,4 +1,5 @@
-"""The dense GEMM mainloop: one K step (`mma_step`, shared by the pointer and TMA kernels) and
+"""The dense GEMM mainloop: one K step (`mma_step`, shared by the pointer and TMA kernels; or its two halves,
+`block_scales` and `scaled_step`, where a K loop loads the next step's block scales during this one) and
 the pointer kernels' whole K loop over a tile (`pointer_mainloop`, shared by every pointer
 kernel: gemm.py and the variants that only change which rows they read or where they store).
 
@@ -38,7 +39,8 @@ Constraints:
   - mma_step's tile K divides SCALE_BK (SCALE == "block"): one call never straddles two scale blocks (the TMA
     kernel's K step of a multiple of SCALE_BK calls it once a scale block: dense.step_boxes).
   - Scale rows are read with the caller's row indices (wrapped mod M / N in the
-    pointer kernel, masked in the TMA kernel), so edge tiles never read out of bounds.
+    pointer kernel, masked in the TMA kernel), so edge tiles never read out of bounds; `block_scales` clamps the
+    scale column to the last one (`kb_last`), so a load a step ahead of the last step stays in bounds too.
   - Row offsets are int64; column offsets (offs_k * stride_xk, kb * stride_xsk) and the K step's
     pointer increment are int32 unless INT64_OFFSETS (_offsets.py; the host sets it when a span
     reaches 2**31 elements).
@@ -85,15 +87,19 @@ def scaled_step(acc, a, b, xs, ws, SCALE: tl.constexpr, PROMOTE_K: tl.constexpr,
 def mma_step(acc, a, b, k_offset, xs_rows, ws_rows, mask_x, mask_w, stride_xsk, stride_wsk,
              SCALE: tl.constexpr, SCALE_BK: tl.constexpr, PROMOTE_K: tl.constexpr,
              INT64_OFFSETS: tl.constexpr = False, B_KN: tl.constexpr = False):
-    """acc after one K step at K offset `k_offset` (see the module docstring), its block scales loaded here.
-    `xs_rows` / `ws_rows`: scale_rows() of the tile; `mask_x` / `mask_w`: which tile rows / columns exist;
-    B_KN: b is already (BLOCK_K, BLOCK_N)."""
-    xs = 1.0
-    ws = 1.0
+    """acc after one K step at K offset `k_offset` (see the module docstring), its block scales loaded here, after
+    the dot is issued. `xs_rows` / `ws_rows`: scale_rows() of the tile; `mask_x` / `mask_w`: which tile rows /
+    columns exist; B_KN: b is already (BLOCK_K, BLOCK_N)."""
     if SCALE == "block":
-        xs, ws = block_scales(k_offset, xs_rows, ws_rows, mask_x, mask_w, stride_xsk, stride_wsk, k_offset // SCALE_BK,
-                              SCALE_BK, INT64_OFFSETS)
-    return scaled_step(acc, a, b, xs, ws, SCALE, PROMOTE_K, B_KN)
+        if not B_KN:
+            b = b.T
+        part = tl.dot(a, b, max_num_imprecise_acc=PROMOTE_K)
+        xs, ws = block_scales(k_offset, xs_rows, ws_rows, mask_x, mask_w, stride_xsk, stride_wsk,
+                              k_offset // SCALE_BK, SCALE_BK, INT64_OFFSETS)
+        acc += part * xs[:, None] * ws[None, :]
+    else:
+        acc = scaled_step(acc, a, b, 1.0, 1.0, SCALE, PROMOTE_K, B_KN)
+    return acc
 
 
 @triton.jit

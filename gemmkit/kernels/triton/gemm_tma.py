@@ -10,7 +10,8 @@ output tile back out, so the kernel computes no addresses and masks nothing
     x_desc [BLOCK_M, K_BOX] --TMA--> smem --+
                                             +--> wgmma --> acc (fp32 / int32, registers)
     w_desc [BLOCK_N, K_BOX] --TMA--> smem --+        (num_stages K steps in flight;
-                                                      block scales per scale block: mma_step)
+                                                      block scales per scale block, loaded a
+                                                      box ahead: block_scales / scaled_step)
     K_BOX = BLOCK_K (one box a K step), or SCALE_BK where block scales meet BLOCK_K = SUB x SCALE_BK: SUB boxes a
     step, each product scaled with its own scale block's scales (dense.step_boxes).
                                                         |
@@ -34,7 +35,8 @@ Constraints:
     16 bytes (K % 8 == 0 for 16-bit x and w, K % 16 for 8-bit; N % 8 == 0 for
     a bf16/fp16 y, N % 4 for fp32).
   - BLOCK_M, BLOCK_N, BLOCK_K powers of two >= 16, at most 256 elements per TMA box dim. Block scales: BLOCK_K
-    divides SCALE_BK, or is SUB x SCALE_BK (boxes of SCALE_BK; a box past K loads zeros and its scales are masked).
+    divides SCALE_BK, or is SUB x SCALE_BK (boxes of SCALE_BK; a box past K loads zeros, its scales the last
+    block's: block_scales clamps the scale column, so no scale read leaves the tensor).
   - Offsets: TMA coordinates are int32 per dim (M, N, K < 2**31; the descriptors' strides are
     64-bit); the pointer reads and stores (block-scale columns kb * stride, the split-K slab) are
     int64 in rows and int32 in columns unless INT64_OFFSETS (_offsets.py; set by the host when a
