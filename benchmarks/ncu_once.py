@@ -20,6 +20,11 @@ inside. Cases (H200 shapes the docs discuss):
   bmm-8x1024-gemmkit  batched_gemm_a16w16, the table config, same shape
   splitcat-m1-gemmkit gemm_split_cat, kv_b_proj (N = 32768, K = 512) at M = 1, the table config
   matmul-m1-kvb       torch.matmul bf16 at the same M, N, K (cuBLAS's M = 1 kernel)
+  shape               any dense op of `gemmkit bench` on one shape, as served or the vendor's call:
+                      --op a16w16|a8w8|a8w8_blockscale|... --who gemmkit|vendor --mnk M,N,K
+                      (results/h200/ab/ncu_one_tile_rows.json: --metrics gpu__time_duration.sum,lts__t_bytes.sum,
+                      lts__throughput.avg.pct_of_peak_sustained_elapsed,l1tex__m_xbar2l1tex_read_bytes.sum,
+                      sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_elapsed)
 
 Usage on the GPU:
   ncu --clock-control none --profile-from-start off --set full -o REPORT python3 benchmarks/ncu_once.py CASE [--before PATH]
@@ -44,7 +49,7 @@ FP8_SHAPE = (4096, 4096, 7168)
 
 CASES = ("bf16-coop-8192", "bf16-cublas-8192", "fp8-block-coop", "fp8-block-coop-old", "fp8-rowcol-coop",
          "fp8-scaled-mm", "fp8-rowcol-table-8192", "fp8-scaled-mm-8192", "fp8-rowcol-down", "fp8-rowcol-down-old",
-         "bmm-8x1024-cublas", "bmm-8x1024-gemmkit", "splitcat-m1-gemmkit", "matmul-m1-kvb")
+         "bmm-8x1024-cublas", "bmm-8x1024-gemmkit", "splitcat-m1-gemmkit", "matmul-m1-kvb", "shape")
 
 
 def _load_before(path):
@@ -61,6 +66,15 @@ def _fp8_block_inputs(M, N, K):
     from gemmkit.bench.ops import get
 
     return get("a8w8_blockscale").inputs(M, N, K, "fp8", torch.device("cuda"))[:4]
+
+
+def shape_fn(op_name, who, M, N, K):
+    """One call of a `gemmkit bench` op (its first dtype; fp8 for a8w8) on M, N, K: served, or the vendor's."""
+    from gemmkit.bench import ops as bench_ops
+
+    op = bench_ops.get(op_name)
+    inp = op.make_inputs(M, N, K, "fp8" if op_name == "a8w8" else op.dtypes[0], "cuda")
+    return (lambda: op.run(inp, None)) if who == "gemmkit" else (lambda: op.vendor(inp))
 
 
 def case_fn(name, before=None):
@@ -129,9 +143,17 @@ def main():
     ap.add_argument("case", choices=CASES, metavar="CASE", help="one of the cases listed above")
     ap.add_argument("--before", help="the older kernel: a hopper_pingpong_fp8.py copy (fp8-block-coop-old) or a "
                                      "directory of that revision's kernel files (fp8-rowcol-down-old)")
+    ap.add_argument("--op", default="a16w16", help="shape: the op (a `gemmkit bench --op` name)")
+    ap.add_argument("--who", choices=("gemmkit", "vendor"), default="gemmkit", help="shape: whose call")
+    ap.add_argument("--mnk", help="shape: M,N,K")
     args = ap.parse_args()
     name = args.case
-    fn = case_fn(name, args.before)
+    if name == "shape":
+        if not args.mnk:
+            raise SystemExit("shape needs --mnk M,N,K")
+        fn = shape_fn(args.op, args.who, *map(int, args.mnk.split(",")))
+    else:
+        fn = case_fn(name, args.before)
     for _ in range(3):
         fn()
     torch.cuda.synchronize()
