@@ -112,7 +112,10 @@ def test_a8w8_deterministic():
 
 # DeepSeek-V3 dense block-scale shapes (N, K) of the issue, plus edges.
 BS_SHAPES = [(4096, 2112, 7168), (4096, 24576, 1536), (4096, 32768, 512), (128, 7168, 16384), (64, 4096, 7168),
-             (64, 7168, 2048), (1, 2112, 7168), (333, 1000, 1000), (17, 130, 300), (1000, 1024, 4096), (2048, 128, 2880)]
+             (64, 7168, 2048), (1, 2112, 7168), (333, 1000, 1000), (17, 130, 300), (1000, 1024, 4096), (2048, 128, 2880),
+             # the config model's `decode_wide_k` tile (16 x 128 x 256: two scale-block boxes a step, scales loaded a
+             # box ahead); K = 4160 ends in a half box and a box past K (its scales clamped to the last block's)
+             (8, 28672, 4096), (3, 28672, 4160)]
 
 
 @pytest.mark.parametrize("M,N,K", BS_SHAPES, ids=[f"{m}x{n}x{k}" for m, n, k in BS_SHAPES])
