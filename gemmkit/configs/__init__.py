@@ -248,7 +248,7 @@ def model_configs(op: str, arch: str) -> list:
     """(name, config) of the configs the config model writes that no table ships (configs/model.py: bf16's
     `wide_config`, `one_wave`'s and `narrow_wave`'s tiles, `few_tiles`' split tiles (their unsplit ones and
     `m128_tile` are `one_wave`'s / `narrow_wave`'s), `narrow_pingpong`,
-    `split_widths`, `coop_widths` and `swap_wide`; fp8's 64 x 64 Gluon ping-pong over the large-M bucket and fp8's
+    `split_widths`, `coop_widths`, `swap_wide` and `decode_split`; fp8's 64 x 64 Gluon ping-pong over the large-M bucket and fp8's
     `decode_wide` tile, block scale's also with `decode_wide_k`'s K step), so that `gemmkit isa` compiles them."""
     from . import model
 
@@ -274,6 +274,12 @@ def model_configs(op: str, arch: str) -> list:
                                                                          backend="cuda"))
                 for b in (select(op, arch, m, 1, 1)[0] for m in (1, 32, model.ONE_WAVE_MIN_M - 1))
                 if rules.get("swap_wide") and b.get("backend") == "gluon" and b.get("swap_ab")]
+        if rules.get("decode_split"):  # the Triton tier's tile for each swap-AB decode bucket's rows, split
+            out += [(f"model:decode_split_{b['BLOCK_SIZE_M']}", validate_config(
+                dict(rules["decode_split"], BLOCK_SIZE_M=b["BLOCK_SIZE_M"], NUM_KSPLIT=model.DECODE_SPLIT_MIN),
+                backend="cuda"))
+                for b in (select(op, arch, m, 1, 1)[0] for m in (1, 32, model.ONE_WAVE_MIN_M - 1))
+                if b.get("backend") == "gluon" and b.get("swap_ab")]
         coop = select(op, arch, model.COOP_WIDTH_MAX_M, 1, 1)[0]  # a bucket coop_widths serves from
         if coop.get("backend") == "gluon" and coop["BLOCK_SIZE_M"] == 128:
             out += [(f"model:coop_width_{w}", validate_config(model.coop_width_config(coop, w, s), backend="cuda"))

@@ -19,9 +19,11 @@ router, K = 2880, at M = 128), smaller tiles are the rest of the way: 64 x 64 sp
 
 Before fitting, `choose` applies what is known of one op's kernels (`OP_RULES`, each rule with its measurement):
 which of the table's kernels serves a shape unlike the bucket's (bf16 first: at 64 <= M <= 256, and for N <= 256 at
-larger M, the tile of a small menu that comes nearest one wave of the SMs, deep ring, no split; above M = 256 where
-even 128 x 128 tiles are few, the ping-pong's 64 x 128 or 64 x 64 split to one wave in long K ranges (`few_tiles`;
-the Triton tier's split, which `fit` makes, only where those fill too few SMs); N in one tile column
+larger M, the tile of a small menu that comes nearest one wave of the SMs, deep ring, no split; above M = 128 where
+even 128 x 128 tiles are few (and `one_wave` found no tile), the ping-pong's 64 x 128 or 64 x 64 split to one wave
+in long K ranges (`few_tiles`; the Triton tier's split, which `fit` makes, only where those fill too few SMs); below
+M = 64 where the swap-AB decode tiles are few, the Triton tier's decode tile split along K (`decode_split`); N in one
+tile column
 the Triton tier's 64-row tile split to one wave; then a cooperative Gluon tile or the ping-pong by wave
 efficiency, bf16's 64 x 192 ping-pong (split-K at 128 < M <= 512) where its waves are the fullest, bf16's swap-AB
 decode tile on 128 weight rows where that takes its tiles into one round of the SMs, and at 64 < M <= 128 the
@@ -264,16 +266,33 @@ FITTED_OPS = ("a16w16", "a8w8", "a8w8_int8", "a8w8_blockscale")
 #                suite has (ab/bf16_decode_waves_odd_m.json): M = 2 / 5 / 12 / 24 +3-14% as at 1 / 16 / 32; M = 40 /
 #                48 / 56 (the M_LEQ_64 bucket's 64 x 64, 4 stages at 128 rows) 0.76-0.93 -> 0.88-1.05x on 133-224
 #                tiles, 272 tiles -9% (left).
+#   decode_split  bf16 at M < ONE_WAVE_MIN_M, the other side of `swap_wide`: where the swap-AB bucket's tiles are few
+#                (narrow N: under FEW_TILES of the SMs), this Triton tier tile of the bucket's token rows (16 / 32 /
+#                64) x 64 weight rows x 128, K split by `fit` to one wave, where that split is at least
+#                DECODE_SPLIT_MIN and K at least DECODE_SPLIT_MIN_K: the Gluon swap-AB kernel does not split K, so
+#                4-44 CTAs each streamed a whole K of weights (23 x 528 x 22448: 9 CTAs, 0.37x cuBLAS). Found on random
+#                shapes (benchmarks/results/h200/a16w16_random.json); fitted on ab/bf16_decode_split.json (H200,
+#                against cuBLAS, 176 rows at M = 1-60 with the rule's first form, every few-tile swap shape split:
+#                0.837 -> 0.974x; split 2 lost on 40 of 48 rows, -5 to -24%, split 4 at K = 2048 -4 to -14% at
+#                M <= 24; from split 3 at K >= 4096 every row within -3.5%, up to +190% at 4-9 tiles); held out
+#                (ab/bf16_decode_split_heldout.json, 68 other random rows at M = 1-63, N = 128-4096, K = 4096-32768):
+#                0.605 -> 0.989x, rows under 0.90x 59 -> 9, two down (27 x 2560 x 11264, 40 tiles split 3: 1.02 ->
+#                0.85x; 2 x 2304 x 6784 -4%). The suites' decode layers keep their tiles (4224 columns and more, or
+#                a shape file).
 # The Gluon ping-pong tiles several bf16 rules serve (`one_wave`, `narrow_wave`, `few_tiles`, `m128_tile`): one
 # definition each (stages: what hopper_plan.budget fits; the first narrow-wave A/B's 64 x 64 asked 8).
 PINGPONG_64X128 = {"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 128, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 8, "num_warps": 4,
                    "num_stages": 8, "tma": True, "persistent": True, "backend": "gluon", "NUM_KSPLIT": 1}
+PINGPONG_64X192 = {"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 192, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 8, "num_warps": 4,
+                   "num_stages": 6, "tma": True, "persistent": True, "backend": "gluon", "NUM_KSPLIT": 1}
 PINGPONG_64X64 = {"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 64, "BLOCK_SIZE_K": 128, "GROUP_SIZE_M": 8, "num_warps": 4,
                   "num_stages": 6, "tma": True, "persistent": True, "backend": "gluon", "NUM_KSPLIT": 1}
 OP_RULES = {"a8w8_blockscale": {"ctas_per_sm": 2, "wide_share": 0.6, "operand_bytes": 1, "unsplit_stages": 6,
                                 "decode_pingpong": True, "decode_wide": 128, "decode_wide_k": 256},
             "a8w8": {"wide_share": 0.6, "decode_pingpong": True, "decode_wide": 128, "operand_bytes": 1},
             "a16w16": {"gluon_waves": True, "cdna_tiles": True, "wide_share": 0.6, "swap_wide": 128,
+                       "decode_split": {"BLOCK_SIZE_N": 64, "BLOCK_SIZE_K": 128, "GROUP_SIZE_M": 8, "num_warps": 4,
+                                        "num_stages": 4, "tma": True, "persistent": True, "NUM_KSPLIT": 1},
                        "one_round_buckets": True, "fill_over_tables": True, "one_wave": (
                 {"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 64, "BLOCK_SIZE_K": 128, "GROUP_SIZE_M": 1, "num_warps": 4,
                  "num_stages": 6, "tma": True, "persistent": True, "backend": "gluon", "swap_ab": True, "NUM_KSPLIT": 1},
@@ -287,7 +306,8 @@ OP_RULES = {"a8w8_blockscale": {"ctas_per_sm": 2, "wide_share": 0.6, "operand_by
                  "num_stages": 6, "tma": True, "persistent": True, "backend": "gluon", "NUM_KSPLIT": 1}),
                 "few_tiles": (  # `few_tiles`: the one_wave / narrow_wave menus' 64 x 128 and 64 x 64, larger first
                 PINGPONG_64X128,
-                PINGPONG_64X64),
+                PINGPONG_64X64,
+                PINGPONG_64X192),
                 # `m128_tile`: at 64 < M <= 128, where the Triton tier's M_LEQ_128 bucket (64 x 128) would run
                 # unsplit: the Gluon ping-pong on the same tile, or its 128 x 128 (`wide_config`) where those are
                 # at least FEW_TILES of the SMs. H200 against cuBLAS: 22 held-out rows (M = 67-127, N = 4416-9664)
@@ -337,12 +357,24 @@ NARROW_WAVE_MAX_N = 256  # `narrow_wave`: N at most this (a router's experts; me
 NARROW_WAVE_FILL = 0.6  # `narrow_wave`: the least share of the SMs its tiles fill
 NARROW_WAVE_SQUARE_MAX_K = 8192  # `narrow_wave`: the 64 x 64 tile up to this K (K = 12288 / 16384 lost to the split)
 NARROW_WAVE_PAD_SHARE = 8  # `narrow_wave`: a partial last column where a copy of w is 1 / this of x (dispatch.pad_n)
-# `few_tiles` (bf16, H200, against cuBLAS in the same process): above M = 256 where even 128 x 128 tiles are under
+# `few_tiles` (bf16, H200, against cuBLAS in the same process): above M = 128 (FEW_TILES_MIN_M) where even 128 x 128 tiles are under
 # FEW_TILES of the SMs, the Triton tier's split (128 x 256 split 4-16) ran 0.63x geomean on 20 shapes (1000^3 0.31x),
 # the ping-pong's 64 x 128 split to one wave 0.86x, its 64 x 64 best where 64 x 128 tiles are too few
 # (ab/bf16_few_tiles.json); held out: 32 random shapes 0.84 -> 1.56x (odd N / K, where cuBLAS slows too; two lost
 # 3 / 8%: bf16_few_tiles_heldout.json), 11 aligned 0.74 -> 0.95x (one lost 5%, 1024 x 128 x 8192 on one tile
-# column: hence `narrow_n`'s exception in `choose`; bf16_few_tiles_verify.json).
+# column: hence `narrow_n`'s exception in `choose`; bf16_few_tiles_verify.json). At 128 < M <= 256 (first measured
+# above 256 only; below, where `one_wave` finds no tile, the Triton tier's split served: 128 x 256 split 4-16, 0.59-0.88x)
+# ab/bf16_decode_split.json's 18 such rows (random and grid shapes, N = 256-2048) 0.789 -> 0.990x, every one up 3-58%;
+# held out (ab/bf16_decode_split_heldout.json, 12 random rows at M = 129-256) 0.783 -> 0.970x, none down. The
+# 64 x 192 (`narrow_pingpong`'s tile, last in the menu: taken where it fills GLUON_WAVE_MARGIN more than the others)
+# where K >= FEW_TILES_WIDE_MIN_K: fewer, wider tiles split in two where 64 x 128 tiles are too many to split
+# (319 x 1696 x 23680: 70 tiles of 64 x 128 unsplit 0.74x, 45 of 64 x 192 split 2 0.86x). ab/bf16_few_tiles_wide.json
+# (68 grid rows at M = 260-1000, N = 768-2560): K = 4096 -5 to -9% (hence the K floor), 8192 +1-5%, 16384 / 24576
+# +5-19%; held out (ab/bf16_few_tiles_wide_heldout.json, 40 random rows at M = 257-1100, K = 8192-32768): 0.821 ->
+# 0.920x, every row up 2-20%.
+DECODE_SPLIT_MIN, DECODE_SPLIT_MIN_K = 3, 4096  # `decode_split`: the least K split (split 2 lost) and K (2048 lost)
+FEW_TILES_MIN_M = 128  # `few_tiles` in `gluon_waves` above this M (at M <= 128 the bucket is the Triton tier's)
+FEW_TILES_WIDE_MIN_K = 8192  # `few_tiles`: the least K of its menu's 64 x 192 (K = 4096 split 2 lost 5-9%)
 FEW_TILES_FILL = 0.45  # `few_tiles`: the least share of the SMs its CTAs fill (won from 0.48: 1024 x 256 x 2048)
 FEW_TILES_SPLIT_K = 2048  # `few_tiles`: the least K a split range keeps (1024 lost: 1024 x 256 x 2048 64 x 64
 # unsplit 0.95x, split 2 0.85x; 300 x 1000 x 8192 64 x 128 split 3 1.01x against 0.66x unsplit)
@@ -450,6 +482,8 @@ def few_tiles(menu, M: int, N: int, K: int, num_cus: int) -> tuple[dict | None, 
     its short split ranges still beat a few lone tiles, e.g. GPT-OSS's router 512 x 128 x 2880 split 11 0.96x)."""
     best, best_fill = None, 0.0
     for c in menu:
+        if c["BLOCK_SIZE_N"] > 128 and K < FEW_TILES_WIDE_MIN_K:  # the 64 x 192 on long K only
+            continue
         tiles = -(-M // c["BLOCK_SIZE_M"]) * -(-N // c["BLOCK_SIZE_N"])
         cfg = dict(c, NUM_KSPLIT=max(1, min(num_cus // tiles, K // FEW_TILES_SPLIT_K, MAX_SPLIT)))
         fill = launch_fill(cfg, M, N, num_cus)
@@ -500,7 +534,7 @@ def choose(op: str, cfg: dict, large: dict | None, M: int, N: int, K: int, num_c
     `narrow_n` (with `few_tiles` above M = 256), `one_wave`, the CDNA Gluon bucket's `cdna_tiles`, a cooperative
     Gluon bucket's `gluon_waves` (coop / ping-pong / `coop_widths` / `split_widths` / `narrow_pingpong` /
     `few_tiles` / the Triton tier), fp8's `decode_pingpong`, the large-M Gluon bucket's few tiles above M = 256,
-    `wide_share` at 64 < M <= 256 (with `m128_tile`), `swap_wide`. A rule that answers with `cfg` itself ends the
+    `wide_share` at 64 < M <= 256 (with `m128_tile`), `decode_split`, `swap_wide`. A rule that answers with `cfg` itself ends the
     search with the bucket as it is."""
     call = _Call(OP_RULES.get(op, {}), cfg, large, M, N, K, num_cus, shared_mem, amd)
     for rule in RULES:
@@ -626,7 +660,7 @@ def _rule_gluon_waves(c: _Call):
             f"{eff_pp:.0%}, {n_tiles} of {nm} x {nn} (K split up to {split}) {eff_narrow:.0%}: the ping-pong's "
             f"{nm} x {nn}"]
     few_menu = rules.get("few_tiles")
-    if few_menu and M > ONE_WAVE_MAX_M and pp <= num_cus:  # few tiles even for the ping-pong
+    if few_menu and M > FEW_TILES_MIN_M and pp <= num_cus:  # few tiles even for the ping-pong
         # Under FEW_TILES of the SMs, any menu tile; from there, where a mostly empty last row / column leaves the
         # 128 x 128 tiles' area under FEW_TILES of the SMs, the 64 x 128 only, and only where it fills
         # GLUON_WAVE_MARGIN more (300 x 2880 x 2880, 69 tiles, 40%: 1.06x against 0.74x; held out, eight rows
@@ -758,8 +792,26 @@ def _rule_swap_wide(c: _Call):
     return None
 
 
+def _rule_decode_split(c: _Call):
+    """`decode_split`: at M < ONE_WAVE_MIN_M a Gluon swap-AB bucket whose tiles are few (under FEW_TILES of the SMs)
+    gives way to the Triton tier's tile of as many token rows, 64 weight rows wide, K split to one wave (`fit`), where
+    K is long enough to split."""
+    tile, cfg = c.rules.get("decode_split"), c.cfg
+    if not (tile and not c.amd and c.M < ONE_WAVE_MIN_M and cfg.get("backend") == "gluon" and cfg.get("swap_ab")):
+        return None
+    tiles = -(-c.M // cfg["BLOCK_SIZE_M"]) * -(-c.N // cfg["BLOCK_SIZE_N"])
+    if tiles >= FEW_TILES * c.num_cus:
+        return None
+    fitted, notes = fit(dict(tile, BLOCK_SIZE_M=cfg["BLOCK_SIZE_M"]), c.M, c.N, c.K, c.num_cus)
+    if fitted.get("NUM_KSPLIT", 1) < DECODE_SPLIT_MIN or c.K < DECODE_SPLIT_MIN_K:
+        return None
+    return fitted, [f"M = {c.M}: {tiles} swap-AB tiles of {cfg['BLOCK_SIZE_N']} weight rows for {c.num_cus} SMs: "
+                    f"the Triton tier's {fitted['BLOCK_SIZE_M']} x {fitted['BLOCK_SIZE_N']} x "
+                    f"{fitted['BLOCK_SIZE_K']}, K split"] + notes
+
+
 RULES = (_rule_narrow_wave, _rule_narrow_n, _rule_one_wave, _rule_cdna, _rule_gluon_waves, _rule_decode_pingpong,
-         _rule_large_few_tiles, _rule_wide_share, _rule_swap_wide)
+         _rule_large_few_tiles, _rule_wide_share, _rule_decode_split, _rule_swap_wide)
 
 
 def _fitted(c: _Call):

@@ -175,6 +175,47 @@ def test_bf16_decode_swap_tile_widens_into_one_round(M, N, K, wide):
     assert "wide swap-AB" not in configs.serve("a16w16", arch.get("gfx942"), M, N, K)[1]
 
 
+@pytest.mark.parametrize("M, N, K, split", [
+    # `decode_split` (ab/bf16_decode_split.json, H200, against cuBLAS): few swap-AB tiles, the Triton tier split along K
+    (23, 528, 22448, 14),  # 9 tiles: 0.37 -> 0.96x
+    (1, 256, 16384, 16),  # 4 tiles: 0.40 -> 0.98x
+    (6, 928, 8288, 8),  # 15 tiles: 0.76 -> 1.01x
+    (40, 2112, 16384, 4),  # the M_LEQ_64 bucket's 64 x 64 (33 tiles): 0.66 -> 0.97x
+    (6, 2560, 23808, 3),  # 40 tiles: 0.97 -> 1.05x
+    (24, 2880, 16384, 0),  # 45 tiles, split 2: 1.01 -> 0.79x, left
+    (24, 1024, 2048, 0),  # K = 2048: split 4 0.98 -> 0.85x, left
+    (16, 8192, 8192, 0),  # 128 tiles: not few
+    (64, 256, 16384, 0),  # M = 64: `one_wave`'s range
+])
+def test_bf16_decode_splits_few_swap_tiles_on_the_triton_tier(M, N, K, split):
+    bucket = configs.select("a16w16", "sm_90", M, N, K)[0]
+    cfg, source = configs.serve("a16w16", H200, M, N, K)
+    assert ("K split" in source and "swap-AB tiles" in source) == bool(split), source
+    if split:
+        assert cfg.get("backend") is None and not cfg.get("swap_ab"), cfg
+        assert (cfg["BLOCK_SIZE_M"], cfg["BLOCK_SIZE_N"], cfg["BLOCK_SIZE_K"], cfg["NUM_KSPLIT"]) == \
+            (bucket["BLOCK_SIZE_M"], 64, 128, split)
+        assert configs.validate_config(dict(cfg)) == cfg
+    assert "swap-AB tiles" not in configs.serve("a16w16", arch.get("gfx942"), M, N, K)[1]
+
+
+@pytest.mark.parametrize("M, N, K, want", [
+    # `few_tiles` at 128 < M <= 256, where `one_wave` has no tile (ab/bf16_decode_split.json: the Triton tier's
+    # 128 x 256 / 128 x 128 split before)
+    (207, 1856, 1168, (64, 64, 1, 4)),  # 0.65 -> 1.00x
+    (235, 1600, 4256, (64, 128, 2, 4)),  # 0.67 -> 0.83x
+    (240, 1024, 7168, (64, 64, 2, 4)),  # 0.81 -> 1.05x
+    (234, 256, 28160, (64, 64, 8, 4)),  # 0.72 -> 1.01x
+    # the menu's 64 x 192 on long K (ab/bf16_few_tiles_wide.json): 45 tiles split 2 where 70 of 64 x 128 cannot split
+    (319, 1696, 23680, (64, 192, 2, 4)),  # 0.74 -> 0.86x
+    (512, 1536, 16384, (64, 192, 2, 4)),
+    (512, 1536, 4096, (64, 128, 1, 4)),  # K = 4096: the 64 x 192 lost 8%
+])
+def test_a16w16_few_tiles_from_m_128_and_wide_on_long_k(M, N, K, want):
+    cfg, source = configs.serve("a16w16", H200, M, N, K)
+    assert tile(cfg) == want and cfg["backend"] == "gluon" and "the ping-pong's" in source, source
+
+
 @pytest.mark.parametrize("op", ["a8w8", "a8w8_blockscale"])
 @pytest.mark.parametrize("M, N, K, gluon", [
     (32, 28672, 4096, True),  # ab/fp8_decode_kernels.json: 1.00 -> 1.22x; block scale 0.89 -> 1.04x
