@@ -249,7 +249,8 @@ def model_configs(op: str, arch: str) -> list:
     `wide_config`, `one_wave`'s and `narrow_wave`'s tiles, `few_tiles`' split tiles (their unsplit ones and
     `m128_tile` are `one_wave`'s / `narrow_wave`'s), `narrow_pingpong`,
     `split_widths`, `coop_widths`, `swap_wide` and `decode_split`; fp8's 64 x 64 Gluon ping-pong over the large-M bucket and fp8's
-    `decode_wide` tile, block scale's also with `decode_wide_k`'s K step), so that `gemmkit isa` compiles them."""
+    `decode_wide` tile, block scale's also with `decode_wide_k`'s K step, per-token's `large_few_split_k` tile), so that
+    `gemmkit isa` compiles them."""
     from . import model
 
     rules = model.OP_RULES.get(op, {})
@@ -297,7 +298,12 @@ def model_configs(op: str, arch: str) -> list:
     large = _large_bucket(op, arch)
     if large is None or large.get("backend") != "gluon":
         return out
-    return out + [("model:small_pingpong", dict(large, **model.SMALL_PINGPONG))]
+    out.append(("model:small_pingpong", dict(large, **model.SMALL_PINGPONG)))
+    if rules.get("large_few_split_k"):  # the Triton tier's tile of the large-M bucket, split along K
+        out.append(("model:large_few_split", validate_config(
+            dict({k: v for k, v in large.items() if k != "backend"}, num_stages=model.LARGE_FEW_STAGES, tma=True,
+                 persistent=True, NUM_KSPLIT=2), backend="cuda")))
+    return out
 
 
 def _large_bucket(op: str, arch: str):

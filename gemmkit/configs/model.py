@@ -135,6 +135,14 @@ FITTED_OPS = ("a16w16", "a8w8", "a8w8_int8", "a8w8_blockscale")
 #                bytes): with 4 splits, K >= 64 x rows. ab/bf16_m128_narrow.json (13 held-out rows at M = 80 / 128, against cuBLAS): K = 8192-36864,
 #                the Triton 64 x 128 bucket 0.79-0.88x, 64 x 192 split 4 0.86-0.99x; K <= 5120 it lost (0.81 vs 0.84x
 #                at 128 x 5120 x 5120, 0.73-0.82 vs 0.80-0.86x at K = 2880-4096), as the partials' traffic predicts.
+#   short_k_wave  where `narrow_pingpong` would split at 128 < M <= NARROW_MAX_M and K <= SHORT_K_WAVE_MAX_K: one wave
+#                of this menu's unsplit ping-pong tiles instead (64 x 128, 64 x 64: the most tiles within the SMs, at
+#                least SHORT_K_WAVE_FILL of them), where one fits: at short K the split's fp32 partials and reduce cost
+#                more than the wave it fills. Found on random shapes (273 x 2240 x 2240: 64 x 192 split 0.70x, 90 tiles
+#                of 64 x 128 0.86x); ab/bf16_short_k_wave.json (H200, against cuBLAS, 16 rows at M = 130-447,
+#                N = 2048-4480, K = 1152-4096): 64 x 128 won on all 12 rows where its tiles fit one wave (0.64-0.81 ->
+#                0.82-1.09x; 64 x 64 on 111-114 tiles 1.01x), lost on the 4 where they did not; held out
+#                (ab/bf16_m129_512_heldout.json, 27 random rows): 0.733 -> 0.923x, one down (149 x 5632 x 1536 -10%).
 #   split_widths  bf16 at SPLIT_WIDTH_MIN_M <= M <= SPLIT_WIDTH_MAX_M, in `gluon_waves`' choice: the ping-pong's 64-row
 #                split tiles A + B of these widths (configs.SPLIT_N; 160 = 128 + 32, 144 = 128 + 16), unsplit, where
 #                one fills its waves (tiles over waves x SMs) to at least SPLIT_WIDTH_FILL and better by
@@ -148,7 +156,11 @@ FITTED_OPS = ("a16w16", "a8w8", "a8w8_int8", "a8w8_blockscale")
 #                M = 3000 (0.43 against the coop's 0.79x), at 256 x 7168 / 14336 (180 / 360 tiles filling 68% / 91%
 #                of their waves: 0.72 / 0.89x against 0.89 / 0.94x; the margin keeps both). The narrow-tail widths
 #                (48, 80: B = 16 on A = 32 / 64) and 128-row split tiles (128 x 80 / 96) lost everywhere (0.40-0.85x
-#                against 0.80-0.93x), so they are not in the menu.
+#                against 0.80-0.93x), so they are not in the menu. From M = 129 (was 256: at 128 < M < 256 the coop's
+#                128-row tiles leave most of a second row empty): ab/bf16_short_k_wave.json's 10 rows at M = 134-199,
+#                N = 9088-29056 (coop 0.59-0.77x) found a width best where it filled its waves (164 x 13824 64 x 160
+#                0.71 -> 0.93x); held out (ab/bf16_m129_512_heldout.json, 21 random rows at M = 129-255): 0.757 ->
+#                0.896x, none down.
 #   coop_widths  bf16 at COOP_WIDTH_MIN_M <= M <= COOP_WIDTH_MAX_M, in `gluon_waves`' choice (before `split_widths`,
 #                which it replaces where both fill their waves): the cooperative kernel's
 #                128-row split tiles A + B of these widths (configs.SPLIT_N, each with the ring the A/B ran) where
@@ -289,7 +301,8 @@ PINGPONG_64X64 = {"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 64, "BLOCK_SIZE_K": 128, "
                   "num_stages": 6, "tma": True, "persistent": True, "backend": "gluon", "NUM_KSPLIT": 1}
 OP_RULES = {"a8w8_blockscale": {"ctas_per_sm": 2, "wide_share": 0.6, "operand_bytes": 1, "unsplit_stages": 6,
                                 "decode_pingpong": True, "decode_wide": 128, "decode_wide_k": 256},
-            "a8w8": {"wide_share": 0.6, "decode_pingpong": True, "decode_wide": 128, "operand_bytes": 1},
+            "a8w8": {"wide_share": 0.6, "decode_pingpong": True, "decode_wide": 128, "operand_bytes": 1,
+                     "large_few_split_k": 8192},
             "a16w16": {"gluon_waves": True, "cdna_tiles": True, "wide_share": 0.6, "swap_wide": 128,
                        "decode_split": {"BLOCK_SIZE_N": 64, "BLOCK_SIZE_K": 128, "GROUP_SIZE_M": 8, "num_warps": 4,
                                         "num_stages": 4, "tma": True, "persistent": True, "NUM_KSPLIT": 1},
@@ -304,6 +317,7 @@ OP_RULES = {"a8w8_blockscale": {"ctas_per_sm": 2, "wide_share": 0.6, "operand_by
                 PINGPONG_64X128,
                 {"BLOCK_SIZE_M": 128, "BLOCK_SIZE_N": 128, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 8, "num_warps": 4,
                  "num_stages": 6, "tma": True, "persistent": True, "backend": "gluon", "NUM_KSPLIT": 1}),
+                "short_k_wave": (PINGPONG_64X128, PINGPONG_64X64),  # `short_k_wave`: more tiles first on a tie
                 "few_tiles": (  # `few_tiles`: the one_wave / narrow_wave menus' 64 x 128 and 64 x 64, larger first
                 PINGPONG_64X128,
                 PINGPONG_64X64,
@@ -334,7 +348,7 @@ NARROW_LONG_SHARE = 8  # ... and at most 1 / this: the split goes before `one_wa
 ONE_WAVE_MIN_M, ONE_WAVE_MAX_M, ONE_WAVE_SWAP_MAX_M = 64, 256, 128  # `one_wave`'s M range; its swap-AB tile up to this M
 # (below ONE_WAVE_MIN_M the swap-AB decode buckets, which `swap_wide` widens)
 ONE_WAVE_FILL = 0.6  # `one_wave`: the least share of the SMs a tile's count fills
-SPLIT_WIDTH_MIN_M, SPLIT_WIDTH_MAX_M = 256, 512  # `split_widths`: where it won (M = 1024: mixed, see OP_RULES)
+SPLIT_WIDTH_MIN_M, SPLIT_WIDTH_MAX_M = 129, 512  # `split_widths`: where it won (M = 1024: mixed, see OP_RULES)
 SPLIT_WIDTH_FILL = 0.85  # `split_widths`: the least share of its waves (tiles over waves x SMs) its tiles fill
 COOP_WIDTH_MIN_M, COOP_WIDTH_MAX_M = 385, 4096  # `coop_widths`: four 128-row tiles and more, measured to 4096
 COOP_WIDTH_WAVES = 2  # `coop_widths`: lost from three waves
@@ -373,6 +387,9 @@ NARROW_WAVE_PAD_SHARE = 8  # `narrow_wave`: a partial last column where a copy o
 # +5-19%; held out (ab/bf16_few_tiles_wide_heldout.json, 40 random rows at M = 257-1100, K = 8192-32768): 0.821 ->
 # 0.920x, every row up 2-20%.
 DECODE_SPLIT_MIN, DECODE_SPLIT_MIN_K = 3, 4096  # `decode_split`: the least K split (split 2 lost) and K (2048 lost)
+LARGE_FEW_STAGES = 4  # `large_few_split_k`: the Triton tier's ring (what its A/B ran)
+LARGE_FEW_SPLIT_MAX_M = 1536  # `large_few_split_k`: up to this M (2015 x 256 x 25472 and 4096 x 256 x 16384 lost)
+SHORT_K_WAVE_MAX_K, SHORT_K_WAVE_FILL = 4096, 0.55  # `short_k_wave`: where its A/B ran; its least fill that won (57%)
 FEW_TILES_MIN_M = 128  # `few_tiles` in `gluon_waves` above this M (at M <= 128 the bucket is the Triton tier's)
 FEW_TILES_WIDE_MIN_K = 8192  # `few_tiles`: the least K of its menu's 64 x 192 (K = 4096 split 2 lost 5-9%)
 FEW_TILES_FILL = 0.45  # `few_tiles`: the least share of the SMs its CTAs fill (won from 0.48: 1024 x 256 x 2048)
@@ -535,7 +552,7 @@ def choose(op: str, cfg: dict, large: dict | None, M: int, N: int, K: int, num_c
     Gluon bucket's `gluon_waves` (coop / ping-pong / `coop_widths` / `split_widths` / `narrow_pingpong` /
     `few_tiles` / the Triton tier), fp8's `decode_pingpong`, the large-M Gluon bucket's few tiles above M = 256,
     `wide_share` at 64 < M <= 256 (with `m128_tile`), `decode_split`, `swap_wide`. A rule that answers with `cfg` itself ends the
-    search with the bucket as it is."""
+    search with the bucket as it is. fp8's few large-M tiles on long K: the Triton tier split (`large_few_split_k`)."""
     call = _Call(OP_RULES.get(op, {}), cfg, large, M, N, K, num_cus, shared_mem, amd)
     for rule in RULES:
         hit = rule(call)
@@ -614,8 +631,8 @@ def _rule_cdna(c: _Call):
 
 def _rule_gluon_waves(c: _Call):
     """`gluon_waves`: a cooperative Gluon bucket (128 x 256, 8 warps) against the ping-pong's tiles by the waves
-    they fill: `coop_widths`, `split_widths`, `narrow_pingpong`, `few_tiles`, the Triton tier where even those
-    are few, the ping-pong 128 x 128, else the bucket as it is."""
+    they fill: `coop_widths`, `split_widths`, `narrow_pingpong` (or `short_k_wave` in its place on a short K),
+    `few_tiles`, the Triton tier where even those are few, the ping-pong 128 x 128, else the bucket as it is."""
     rules, cfg, M, N, K, num_cus = c.rules, c.cfg, c.M, c.N, c.K, c.num_cus
     if not (rules.get("gluon_waves") and cfg.get("backend") == "gluon" and cfg["num_warps"] == 8
             and cfg["BLOCK_SIZE_N"] == 256 and not cfg.get("swap_ab") and cfg.get("NUM_KSPLIT", 1) == 1):
@@ -655,6 +672,16 @@ def _rule_gluon_waves(c: _Call):
                 f"{coop} tiles of {bm} x 256, {pp} of {bm} x 128 and the 64 x 192's fill at best {best:.0%} of "
                 f"their waves, {tiles} of 64 x {w} {fill:.0%}: the ping-pong's 64 x {w} split tile"]
     if narrow_ok and eff_narrow > GLUON_WAVE_MARGIN * max(eff_coop, eff_pp):
+        short = rules.get("short_k_wave")
+        if short and M <= NARROW_MAX_M and K <= SHORT_K_WAVE_MAX_K:  # one wave of unsplit 64-row tiles instead
+            fits = [(-(-M // t["BLOCK_SIZE_M"]) * -(-N // t["BLOCK_SIZE_N"]), i) for i, t in enumerate(short)]
+            fits = [(n, i) for n, i in fits if SHORT_K_WAVE_FILL * num_cus <= n <= num_cus]
+            if fits:
+                n, i = max(fits)
+                t = short[i]
+                return dict(t), [f"{n_tiles} tiles of {nm} x {nn} (K split up to {split}) fill {eff_narrow:.0%} of "
+                                 f"their waves; K = {K}: one wave of the ping-pong's {t['BLOCK_SIZE_M']} x "
+                                 f"{t['BLOCK_SIZE_N']}, {n} tiles, unsplit"]
         return dict(cfg, **dict(narrow, NUM_KSPLIT=split)), [
             f"{coop} tiles of {bm} x 256 fill {eff_coop:.0%} of their waves, {pp} of {bm} x 128 "
             f"{eff_pp:.0%}, {n_tiles} of {nm} x {nn} (K split up to {split}) {eff_narrow:.0%}: the ping-pong's "
@@ -699,7 +726,13 @@ def _rule_large_few_tiles(c: _Call):
     """Above M = SMALL_PINGPONG_MAX_M (fp8 / block scale, whose Gluon kernel does not split K): where the large-M
     bucket's tiles are under FEW_TILES of the SMs, the ping-pong on 64 x 64 while its tiles take one round of its
     consumers (`few_tiles` for bf16; ab/fp8_few_tiles.json, blockscale_few_tiles.json: 10 shapes each 0.93-1.08 ->
-    1.10-1.61x; at 69 tiles and more it lost, 300 x 2880 x 2880 0.97 -> 0.90x)."""
+    1.10-1.61x; at 69 tiles and more it lost, 300 x 2880 x 2880 0.97 -> 0.90x). fp8 per-token (`large_few_split_k`):
+    where K >= that and M <= LARGE_FEW_SPLIT_MAX_M, the Triton tier's tile of the bucket (128 x 128, 4 stages), K split
+    to one wave by `fit`. Fitted on ab/fp8_large_few_split.json and fp8_large_few_split_2.json (H200, against
+    torch._scaled_mm, 48 random rows at M = 257-2048 and the 4 suite rows the first form changed): K >= 8192 and
+    M <= 1536 +4-86% on 34 of 35 rows (300 x 1360 x 11136 -4%); below K = 8192 mixed (the suite's DeepSeek q_a / kv_a
+    at M = 512 / 1024, K = 7168: -8 to -22%; 923 x 832 x 7248 +54%), at M >= 2015 -6 to -13%. Held out
+    (fp8_large_few_split_heldout.json, 20 random rows): 1.460 -> 2.063x, one down (443 x 976 x 9152 -9%)."""
     large = c.large
     if not (c.rules.get("wide_share") and c.rules.get("wide_config") is None and large is not None
             and large.get("backend") == "gluon" and not c.amd and c.cfg == large and c.M > SMALL_PINGPONG_MAX_M):
@@ -709,6 +742,13 @@ def _rule_large_few_tiles(c: _Call):
     pm, pn = SMALL_PINGPONG["BLOCK_SIZE_M"], SMALL_PINGPONG["BLOCK_SIZE_N"]
     pp = -(-c.M // pm) * -(-c.N // pn)
     if n_tiles < FEW_TILES * c.num_cus and pp <= PINGPONG_ROUND * c.num_cus:
+        split_k = c.rules.get("large_few_split_k")
+        if split_k and c.K >= split_k and c.M <= LARGE_FEW_SPLIT_MAX_M:  # long K: the Triton tier's tile, split
+            tile, notes = fit(dict({k: v for k, v in large.items() if k != "backend"}, num_stages=LARGE_FEW_STAGES,
+                                   tma=True, persistent=True), c.M, c.N, c.K, c.num_cus)
+            if tile.get("NUM_KSPLIT", 1) > 1:
+                return tile, [f"{n_tiles} tiles of the large-M bucket's Gluon {bm} x {bn} for {c.num_cus} SMs (under "
+                              f"{FEW_TILES:.0%}), K = {c.K}: the Triton tier's {bm} x {bn}, K split"] + notes
         return dict(large, **SMALL_PINGPONG), [
             f"{n_tiles} tiles of the large-M bucket's Gluon {bm} x {bn} for {c.num_cus} SMs (under {FEW_TILES:.0%}), "
             f"{pp} of {pm} x {pn}: the Gluon ping-pong"]

@@ -216,6 +216,39 @@ def test_a16w16_few_tiles_from_m_128_and_wide_on_long_k(M, N, K, want):
     assert tile(cfg) == want and cfg["backend"] == "gluon" and "the ping-pong's" in source, source
 
 
+@pytest.mark.parametrize("M, N, K, split", [
+    # fp8 per-token, few large-M tiles on long K (`large_few_split_k`, ab/fp8_large_few_split.json): the Triton tier's
+    # 128 x 128 split along K, not the Gluon ping-pong's 64 x 64
+    (724, 1152, 16928, 2),  # 0.69 -> 1.07x
+    (451, 320, 26400, 11),  # 12 tiles: 2.05 -> 3.54x
+    (512, 576, 7168, 0),  # K < 8192: the suite's DeepSeek kv_a kept its ping-pong (split -16%)
+    (2015, 256, 25472, 0),  # M > LARGE_FEW_SPLIT_MAX_M (split -13%)
+])
+def test_fp8_few_large_tiles_split_on_the_triton_tier_on_long_k(M, N, K, split):
+    cfg, source = configs.serve("a8w8", H200, M, N, K)
+    if split:
+        assert cfg.get("backend") is None and tile(cfg) == (128, 128, split, 8) and cfg["num_stages"] == 4, source
+        assert configs.validate_config(dict(cfg)) == cfg
+    else:
+        assert cfg.get("backend") == "gluon" and tile(cfg)[:2] == (64, 64), source
+    assert configs.serve("a8w8_blockscale", H200, M, N, K)[0].get("backend") == "gluon"  # per-token only
+
+
+@pytest.mark.parametrize("M, N, K, want", [
+    # `short_k_wave` (ab/bf16_short_k_wave.json): one wave of unsplit 64-row ping-pong tiles where `narrow_pingpong`
+    # would split a short K
+    (273, 2240, 2240, (64, 128, 1, 4)),  # 0.70 -> 0.86x
+    (170, 2352, 2304, (64, 64, 1, 4)),  # 111 tiles of 64 x 64: 0.77 -> 1.01x
+    (358, 3584, 1664, (64, 192, 4, 4)),  # 168 tiles of 64 x 128, past one wave: the split kept (1.00x, 0.84x unsplit)
+    (432, 2048, 8192, (64, 192, 4, 4)),  # K past SHORT_K_WAVE_MAX_K: `narrow_pingpong` (split up to 4)
+    # `split_widths` from M = 129
+    (164, 13824, 7872, (64, 160, 1, 4)),  # 0.71 -> 0.93x
+])
+def test_a16w16_short_k_wave_and_split_widths_from_m_129(M, N, K, want):
+    cfg, source = configs.serve("a16w16", H200, M, N, K)
+    assert tile(cfg) == want and cfg["backend"] == "gluon", source
+
+
 @pytest.mark.parametrize("op", ["a8w8", "a8w8_blockscale"])
 @pytest.mark.parametrize("M, N, K, gluon", [
     (32, 28672, 4096, True),  # ab/fp8_decode_kernels.json: 1.00 -> 1.22x; block scale 0.89 -> 1.04x
@@ -446,7 +479,8 @@ def test_tuned_names_shape_files_only():
     # fill one wave (`split_widths`: ab/bf16_m128_256_grid2.json 0.89 -> 0.96x)
     (512, 4608, 36864, False),  # 72 (0.65 -> 0.75x); 256 of 64 x 144 fill a round (`split_widths`: 0.74 -> 0.81x)
     (256, 12288, 12288, True),  # 96 (0.80 -> 0.90x)
-    (200, 2880, 2880, True),  # the last 64-row box holds 8 rows: no `one_wave`
+    (200, 2880, 8192, True),  # the last 64-row box holds 8 rows: no `one_wave`
+    (200, 2880, 2880, False),  # K <= 4096: one wave of 64 x 128 (`short_k_wave`)
     (256, 2880, 4096, False),  # 24 coop tiles; 64 x 192 split 4 0.77x, one wave of 64 x 96 0.87x
     (512, 8192, 8192, False),  # 128 coop tiles: not fewer than the SMs
     (1024, 5120, 8192, False),  # M > 512: not measured
