@@ -371,9 +371,9 @@ NARROW_WAVE_MAX_N = 256  # `narrow_wave`: N at most this (a router's experts; me
 NARROW_WAVE_FILL = 0.6  # `narrow_wave`: the least share of the SMs its tiles fill
 NARROW_WAVE_SQUARE_MAX_K = 8192  # `narrow_wave`: the 64 x 64 tile up to this K (K = 12288 / 16384 lost to the split)
 NARROW_WAVE_PAD_SHARE = 8  # `narrow_wave`: a partial last column where a copy of w is 1 / this of x (dispatch.pad_n)
-# `few_tiles` (bf16, H200, against cuBLAS in the same process): above M = 128 (FEW_TILES_MIN_M) where even 128 x 128 tiles are under
-# FEW_TILES of the SMs, the Triton tier's split (128 x 256 split 4-16) ran 0.63x geomean on 20 shapes (1000^3 0.31x),
-# the ping-pong's 64 x 128 split to one wave 0.86x, its 64 x 64 best where 64 x 128 tiles are too few
+# `few_tiles` (bf16, H200, against cuBLAS in the same process): above M = 128 (FEW_TILES_MIN_M) where even 128 x 128
+# tiles are under FEW_TILES of the SMs, the Triton tier's split (128 x 256 split 4-16) ran 0.63x geomean on 20 shapes
+# (1000^3 0.31x), the ping-pong's 64 x 128 split to one wave 0.86x, its 64 x 64 best where 64 x 128 tiles are too few
 # (ab/bf16_few_tiles.json); held out: 32 random shapes 0.84 -> 1.56x (odd N / K, where cuBLAS slows too; two lost
 # 3 / 8%: bf16_few_tiles_heldout.json), 11 aligned 0.74 -> 0.95x (one lost 5%, 1024 x 128 x 8192 on one tile
 # column: hence `narrow_n`'s exception in `choose`; bf16_few_tiles_verify.json). At 128 < M <= 256 (first measured
@@ -551,8 +551,9 @@ def choose(op: str, cfg: dict, large: dict | None, M: int, N: int, K: int, num_c
     `narrow_n` (with `few_tiles` above M = 256), `one_wave`, the CDNA Gluon bucket's `cdna_tiles`, a cooperative
     Gluon bucket's `gluon_waves` (coop / ping-pong / `coop_widths` / `split_widths` / `narrow_pingpong` /
     `few_tiles` / the Triton tier), fp8's `decode_pingpong`, the large-M Gluon bucket's few tiles above M = 256,
-    `wide_share` at 64 < M <= 256 (with `m128_tile`), `decode_split`, `swap_wide`. A rule that answers with `cfg` itself ends the
-    search with the bucket as it is. fp8's few large-M tiles on long K: the Triton tier split (`large_few_split_k`)."""
+    `wide_share` at 64 < M <= 256 (with `m128_tile`), `decode_split`, `swap_wide`. A rule that answers with `cfg`
+    itself ends the search with the bucket as it is. fp8's few large-M tiles on long K: the Triton tier split
+    (`large_few_split_k`)."""
     call = _Call(OP_RULES.get(op, {}), cfg, large, M, N, K, num_cus, shared_mem, amd)
     for rule in RULES:
         hit = rule(call)

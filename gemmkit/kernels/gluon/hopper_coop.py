@@ -442,7 +442,7 @@ def isa_cases(archs, op: str = "hopper_coop"):
         return
     cases = [(t, b, c, "bf16") for t, b, c in _shipped_coop_configs("sm_90") if not t.startswith("A16W16_")]
     cases += [("A16W16.json", name, c, "bf16") for name, c in configs.model_configs("a16w16", "sm_90")
-              if c.get("backend") == "gluon" and c.get("num_warps") == _TILE_WARPS]  # the config model's cooperative tiles (`coop_widths`)
+              if c.get("backend") == "gluon" and c.get("num_warps") == _TILE_WARPS]  # `coop_widths`' tiles
     cases += [("-", f"preset{i}", c, o) for i, c in enumerate(PRESETS + SPLIT_PRESETS) for o in ("bf16", "fp32")]
     yield from hh.unique_cases(cases, KERNEL_NAME, op)
 
