@@ -10,7 +10,8 @@ its floors on M and on w's bytes); "_pair": false runs the fp8 Gluon pingpong un
 (kernels/gluon/hopper_pingpong_fp8.PAIR_SPLIT: both consumers on one tile where the tiles are at most one a CTA);
 "_shift": false loads the Gluon kernels' last tiles where they lie (kernels/_host.SHIFT_LAST_TILES: past M / N, or
 on the copy where dispatch makes one), not shifted back; "_pitch": false runs x and w at their own row pitch
-(dispatch.PITCH: no copy to a 128-byte pitch); "_rows": false turns dispatch.ROWS_KERNEL off (an unaligned K at a
+(dispatch.PITCH: no copy to a 128-byte pitch; "lines": the copy also for rows off 128-byte lines, not only for those
+off 32-byte sectors: dispatch.PITCH_SECTOR = PITCH_BYTES); "_rows": false turns dispatch.ROWS_KERNEL off (an unaligned K at a
 few tokens then copies x and w instead of reading w where it lies); "_prev": true runs the Triton tier's dense kernels
 (gemm_tma_kernel, gemm_kernel) of another revision, from the directory `--prev` names (that revision's
 kernels/triton/_mainloop.py, gemm_tma.py and gemm.py, e.g. `git show REV:gemmkit/kernels/triton/gemm.py`; imported
@@ -78,8 +79,10 @@ def _runner(op, cfg):
 
     def run(*inp):
         saved = (D.PAD_M, D.ROWS_KERNEL, H.SHIFT_LAST_TILES, D.PITCH, D.PAD_M_MIN_ROWS, D.PAD_M_MIN_W_BYTES,
-                 FP8.PAIR_SPLIT)
-        D.PAD_M, D.ROWS_KERNEL, H.SHIFT_LAST_TILES, D.PITCH = bool(pad), rows, shift, pitch
+                 FP8.PAIR_SPLIT, D.PITCH_SECTOR)
+        D.PAD_M, D.ROWS_KERNEL, H.SHIFT_LAST_TILES, D.PITCH = bool(pad), rows, shift, bool(pitch)
+        if pitch == "lines":  # rows off whole 128-byte lines copied too (not only those off 32-byte sectors)
+            D.PITCH_SECTOR = D.PITCH_BYTES
         D.PAD_M_MIN_ROWS, D.PAD_M_MIN_W_BYTES = floors
         FP8.PAIR_SPLIT = pair
         kernels = (DENSE.gemm_tma_kernel, DENSE.gemm_kernel)
@@ -90,7 +93,7 @@ def _runner(op, cfg):
             return op.run(inp, cfg)
         finally:
             (D.PAD_M, D.ROWS_KERNEL, H.SHIFT_LAST_TILES, D.PITCH, D.PAD_M_MIN_ROWS, D.PAD_M_MIN_W_BYTES,
-             FP8.PAIR_SPLIT) = saved
+             FP8.PAIR_SPLIT, D.PITCH_SECTOR) = saved
             if prev:
                 DENSE._PLANS.clear()
                 DENSE.gemm_tma_kernel, DENSE.gemm_kernel = kernels
