@@ -27,7 +27,7 @@
 #              sizes, with the roofline (gemmkit bench --roofline), for MODELS_OPS (default a16w16 a8w8 a8w8_blockscale
 #              a8w8_int8), in two processes an op (M <= 128 with the odd sizes, M >= 256) -> models/OP_small.json,
 #              models/OP_large.json; benchmarks/models_merge.py makes benchmarks/results/<gpu>/OP_models.json of them
-#   random     seeded random shapes no table or rule was fitted on (benchmarks/random_shapes.py: RANDOM_SEED, default
+#   random     seeded random shapes no table or rule was fitted on (gemmkit bench --random: RANDOM_SEED, default
 #              20261128, RANDOM_COUNT 48) for MODELS_OPS, with the roofline -> OP_random.json (+ .log)
 #   tp         2 GPUs (nvidia-h100-x2 / h200-x2): the tensor-parallel tests (tests/nn/test_parallel_gpu.py) -> tp_tests.log,
 #              then benchmarks/tp.py under torchrun (Llama-3-70B MLP / qkv / o_proj, TP_M, default 1,16,64,1024,4096,8192;
@@ -131,11 +131,10 @@ if has models; then
 fi
 if has random; then
   for op in ${MODELS_OPS:-a16w16 a8w8 a8w8_blockscale a8w8_int8}; do
-    case $op in a8w8) args="--op a8w8 --dtype fp8" a=16;; a8w8_int8) args="--op a8w8 --dtype int8" a=16;;
-                a8w8_blockscale) args="--op $op" a=16;; *) args="--op $op" a=8;; esac
-    # shellcheck disable=SC2046,SC2086
-    gb "${op}_random" $args --roofline --rep-ms "${RANDOM_REP_MS:-20}" \
-      $(python3 benchmarks/random_shapes.py --seed "${RANDOM_SEED:-20261128}" --count "${RANDOM_COUNT:-48}" --align $a)
+    case $op in a8w8) args="--op a8w8 --dtype fp8";; a8w8_int8) args="--op a8w8 --dtype int8";; *) args="--op $op";; esac
+    # shellcheck disable=SC2086
+    gb "${op}_random" $args --roofline --rep-ms "${RANDOM_REP_MS:-20}" --random "${RANDOM_COUNT:-48}" \
+      --seed "${RANDOM_SEED:-20261128}"
   done
 fi
 if has tp; then

@@ -79,12 +79,14 @@ def _check_op_args(args, bop):
                 f"{bop.name} has no batch count")
     if args.m and not args.model:
         return "-m: only with --model (it picks the M values of the model's layers; --shape gives whole shapes)"
+    if getattr(args, "seed", None) is not None and not getattr(args, "random", None):  # (bench's; tune has neither)
+        return "--seed: only with --random (it picks the random shapes)"
     return None
 
 
 # bench options that time kernels on a GPU, in the parser's order: (dest, how the user wrote it)
 GPU_OPTIONS = [("op", "--op"), ("dtype", "--dtype"), ("shape", "--shape"), ("model", "--model"), ("m", "-m"),
-               ("plot", "--plot"), ("json", "--json"), ("rep_ms", "--rep-ms"), ("cuda_graph", "--cuda-graph"),
+               ("random", "--random"), ("seed", "--seed"), ("plot", "--plot"), ("json", "--json"), ("rep_ms", "--rep-ms"), ("cuda_graph", "--cuda-graph"),
                ("no_check", "--no-check"), ("batch", "--batch"), ("roofline", "--roofline")]
 
 
@@ -110,13 +112,18 @@ def _cmd_bench(args):
     if args.roofline and not args.cuda_graph:
         return _fail("bench", "--roofline: needs --cuda-graph (the floor's peaks are CUDA-graph replay times, and "
                               "eager rows would hold the host's launch time against it)")
-    shapes = bench.parse_shapes(args.shape) if args.shape or not args.model else []
+    shapes = bench.parse_shapes(args.shape) if args.shape or not (args.model or args.random) else []
+    dtype = args.dtype or bop.dtypes[0]
+    if args.random:  # with --shape / --model: all the rows; 8-bit operands get N and K % 16 == 0 (the vendors')
+        from .bench.suite import RANDOM_SEED, random_suite
+
+        shapes += random_suite(args.random, RANDOM_SEED if args.seed is None else args.seed,
+                               16 if bop.operand_bytes(dtype) == 1 else 8)
     if args.model:  # --shape and --model together: both sets of rows
         try:
             shapes += bop.rows_for_models(args.model, [int(m) for m in args.m.split(",")] if args.m else None)
         except ValueError as e:  # e.g. split_cat has rows for deepseek-v3 only
             return _fail("bench", str(e))
-    dtype = args.dtype or bop.dtypes[0]
     result = bench.run_gpu(shapes, dtype_name=dtype, json_path=args.json, op=args.op,
                            check=not args.no_check, rep_ms=args.rep_ms or 100, cuda_graph=args.cuda_graph,
                            batch=args.batch or 1, roofline=args.roofline)
@@ -326,6 +333,10 @@ def build_parser():
                    help="time every layer of a model in gemmkit/bench/model_configs.json ('all': every model): "
                         + ", ".join(_models()))
     b.add_argument("-m", type=_m_list, help="with --model: comma-separated M values (default: the file's m_values)")
+    b.add_argument("--random", type=_int_at_least(1), metavar="COUNT",
+                   help="time COUNT seeded random shapes no table or rule was fitted on (M 1-8192, N and K 256-32768, "
+                        "some unaligned; gemmkit/bench/suite.py random_suite)")
+    b.add_argument("--seed", type=int, help="with --random: the seed (default 20261128; the same seed, the same shapes)")
     b.add_argument("--plot", help="draw TFLOP/s (and GB/s) against M per layer, gemmkit vs vendor, to this PNG")
     b.add_argument("--json", help="write results (DESIGN.md format) to this path")
     b.add_argument("--rep-ms", type=_int_at_least(1), help="do_bench repetition time per measurement (default 100)")

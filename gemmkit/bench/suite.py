@@ -42,6 +42,32 @@ def model_suite(names, m_values=None):
     return rows
 
 
+RANDOM_SEED = 20261128  # `gemmkit bench --random`'s default seed (the one benchmarks/results/<gpu>/<op>_random.json ran)
+
+
+def random_suite(count: int, seed: int = RANDOM_SEED, align: int = 8):
+    """(label, M, N, K) of `count` seeded random shapes no table, rule or suite was fitted on (`gemmkit bench --random`):
+    M log-uniform in [1, 8192] (decode to prefill); N and K log-uniform in [256, 32768], each rounded down to a multiple
+    of 128 (60%), 16 (30%) or 8 (10%: 16-bit rows off 32-byte sectors, 8-bit rows off TMA's 16 bytes), at least
+    `align` (16 for 8-bit operands: their vendors refuse K or N % 16 != 0); at most 2**38 multiply-adds and 2**29
+    weight elements a shape. The same seed gives the same shapes (a longer list extends a shorter one), so two
+    revisions can be compared on them; another seed gives shapes nobody has seen."""
+    import math
+    import random
+
+    rng = random.Random(seed)
+    rows = []
+    while len(rows) < count:
+        M = max(1, int(round(math.exp(rng.uniform(0, math.log(8192))))))
+        N, K = (int(math.exp(rng.uniform(math.log(256), math.log(32768)))) for _ in range(2))
+        r = rng.random()
+        a = max(align, 128 if r < 0.6 else 16 if r < 0.9 else 8)
+        N, K = max(a, N // a * a), max(a, K // a * a)
+        if M * N * K <= 2 ** 38 and N * K <= 2 ** 29:
+            rows.append((f"random {seed}", M, N, K))
+    return rows
+
+
 def parse_shape(text: str):
     parts = [int(p) for p in text.lower().replace("x", ",").split(",") if p]
     if len(parts) != 3:

@@ -182,6 +182,7 @@ def test_configs_rejects_nonpositive_sizes(capsys, dim, value):
     (["--model", "llama3-8b", "-m", "1,16"], "--model, -m"),
     (["--cuda-graph", "--no-check"], "--cuda-graph, --no-check"),
     (["--cuda-graph", "--roofline"], "--cuda-graph, --roofline"),
+    (["--random", "8", "--seed", "3"], "--random, --seed"),
     (["--dtype", "fp16", "--rep-ms", "5", "--batch", "2", "--plot", "p.png"], "--dtype, --plot, --rep-ms, --batch")])
 def test_bench_refuses_gpu_options_without_gpu(capsys, monkeypatch, argv, named):
     """Without a GPU the timing options are refused up front (exit 2, one line that says why), not ignored."""
@@ -208,7 +209,8 @@ def test_bench_verbose_is_the_cpu_checks_option(capsys, monkeypatch):
 
 @pytest.mark.parametrize("argv,expect", [
     (["--shape", "0,16,16"], ">= 1"), (["--shape", "16,16"], "M,N,K"), (["-m", "1,x", "--model", "llama3-8b"], ">= 1"),
-    (["--model", "nope"], "invalid choice"), (["--rep-ms", "0"], ">= 1"), (["--batch", "-2"], ">= 1")])
+    (["--model", "nope"], "invalid choice"), (["--rep-ms", "0"], ">= 1"), (["--batch", "-2"], ">= 1"),
+    (["--random", "0"], ">= 1")])
 def test_bench_rejects_bad_values(capsys, monkeypatch, argv, expect):
     import gemmkit.bench
 
@@ -221,6 +223,7 @@ def test_bench_rejects_bad_values(capsys, monkeypatch, argv, expect):
     (["--op", "a16w16", "--dtype", "fp8"], "a16w16 takes bf16, fp16"),
     (["--op", "a8w8", "--batch", "4"], "--batch: only for the batched ops"),
     (["--shape", "64,64,64", "-m", "1,16"], "-m: only with --model"),
+    (["--shape", "64,64,64", "--seed", "3"], "--seed: only with --random"),
     (["--op", "split_cat", "--model", "llama3-8b"], "deepseek-v3")])
 def test_bench_on_a_gpu_checks_the_options_against_the_op(capsys, monkeypatch, argv, expect):
     """The GPU path (torch.cuda.is_available patched, run_gpu never reached): an option the op cannot take
@@ -244,6 +247,37 @@ def test_bench_on_a_gpu_passes_the_options_on(capsys, monkeypatch):
     assert rc == 0, err
     assert seen["shapes"] == [("custom", 32, 64, 128)] and seen["batch"] == 4 and seen["dtype_name"] == "int8"
     assert seen["op"] == "batched_a8w8" and seen["rep_ms"] == 100 and seen["check"] and not seen["cuda_graph"]
+
+
+def test_bench_random_rows(capsys, monkeypatch):
+    """--random COUNT [--seed S]: the seeded random suite (gemmkit/bench/suite.py random_suite), N and K % 16 == 0 for
+    8-bit operands; with --shape, both sets of rows."""
+    import gemmkit.bench
+    from gemmkit.bench.suite import RANDOM_SEED, random_suite
+
+    seen = {}
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(gemmkit.bench, "run_gpu", lambda shapes, **k: seen.update(k, shapes=shapes) or {})
+    assert _cli(capsys, "bench", "--random", "5")[0] == 0
+    assert seen["shapes"] == random_suite(5, RANDOM_SEED, 8) and seen["shapes"][0][0] == f"random {RANDOM_SEED}"
+    assert _cli(capsys, "bench", "--op", "a8w8", "--random", "40", "--seed", "9", "--shape", "1,2,3")[0] == 0
+    assert seen["shapes"][0] == ("custom", 1, 2, 3) and seen["shapes"][1:] == random_suite(40, 9, 16)
+    assert all(n % 16 == 0 and k % 16 == 0 for _, _, n, k in seen["shapes"][1:])
+
+
+def test_random_suite_is_seeded_aligned_and_capped():
+    from gemmkit.bench.suite import random_suite
+
+    assert random_suite(32, 7) == random_suite(32, 7) != random_suite(32, 8)
+    assert random_suite(40, 7)[:32] == random_suite(32, 7)  # a longer list extends a shorter one
+    for align in (8, 16):
+        rows = random_suite(200, 20261128, align)
+        assert len(rows) == 200
+        for _, M, N, K in rows:
+            assert 1 <= M <= 8192 and 256 <= N <= 32768 and 256 <= K <= 32768
+            assert N % align == 0 and K % align == 0 and M * N * K <= 2 ** 38 and N * K <= 2 ** 29
+        if align == 8:  # some rows off 16 (the TMA / sector cases the suite is there to reach)
+            assert any(K % 16 for _, _, _, K in rows)
 
 
 # ---- tune ----------------------------------------------------------------------------------------
