@@ -86,8 +86,9 @@ def _check_op_args(args, bop):
 
 # bench options that time kernels on a GPU, in the parser's order: (dest, how the user wrote it)
 GPU_OPTIONS = [("op", "--op"), ("dtype", "--dtype"), ("shape", "--shape"), ("model", "--model"), ("m", "-m"),
-               ("random", "--random"), ("seed", "--seed"), ("plot", "--plot"), ("json", "--json"), ("rep_ms", "--rep-ms"), ("cuda_graph", "--cuda-graph"),
-               ("no_check", "--no-check"), ("batch", "--batch"), ("roofline", "--roofline")]
+               ("random", "--random"), ("seed", "--seed"), ("plot", "--plot"), ("json", "--json"),
+               ("rep_ms", "--rep-ms"), ("cuda_graph", "--cuda-graph"), ("no_check", "--no-check"), ("batch", "--batch"),
+               ("roofline", "--roofline")]
 
 
 def _cmd_bench(args):
@@ -336,7 +337,8 @@ def build_parser():
     b.add_argument("--random", type=_int_at_least(1), metavar="COUNT",
                    help="time COUNT seeded random shapes no table or rule was fitted on (M 1-8192, N and K 256-32768, "
                         "some unaligned; gemmkit/bench/suite.py random_suite)")
-    b.add_argument("--seed", type=int, help="with --random: the seed (default 20261128; the same seed, the same shapes)")
+    b.add_argument("--seed", type=int,
+                   help="with --random: the seed (default 20261128; the same seed, the same shapes)")
     b.add_argument("--plot", help="draw TFLOP/s (and GB/s) against M per layer, gemmkit vs vendor, to this PNG")
     b.add_argument("--json", help="write results (DESIGN.md format) to this path")
     b.add_argument("--rep-ms", type=_int_at_least(1), help="do_bench repetition time per measurement (default 100)")

@@ -42,15 +42,15 @@ def model_suite(names, m_values=None):
     return rows
 
 
-RANDOM_SEED = 20261128  # `gemmkit bench --random`'s default seed (the one benchmarks/results/<gpu>/<op>_random.json ran)
+RANDOM_SEED = 20261128  # `gemmkit bench --random`'s default seed (benchmarks/results/<gpu>/<op>_random.json's)
 
 
 def random_suite(count: int, seed: int = RANDOM_SEED, align: int = 8):
-    """(label, M, N, K) of `count` seeded random shapes no table, rule or suite was fitted on (`gemmkit bench --random`):
-    M log-uniform in [1, 8192] (decode to prefill); N and K log-uniform in [256, 32768], each rounded down to a multiple
-    of 128 (60%), 16 (30%) or 8 (10%: 16-bit rows off 32-byte sectors, 8-bit rows off TMA's 16 bytes), at least
-    `align` (16 for 8-bit operands: their vendors refuse K or N % 16 != 0); at most 2**38 multiply-adds and 2**29
-    weight elements a shape. The same seed gives the same shapes (a longer list extends a shorter one), so two
+    """(label, M, N, K) of `count` seeded random shapes no table, rule or suite was fitted on (`gemmkit bench
+    --random`): M log-uniform in [1, 8192] (decode to prefill); N and K log-uniform in [256, 32768], each rounded
+    down to a multiple of 128 (60%), 16 (30%) or 8 (10%: 16-bit rows off 32-byte sectors, 8-bit rows off TMA's 16
+    bytes), at least `align` (16 for 8-bit operands: their vendors refuse K or N % 16 != 0); at most 2**38
+    multiply-adds and 2**29 weight elements a shape. The same seed gives the same shapes (a longer list extends a shorter one), so two
     revisions can be compared on them; another seed gives shapes nobody has seen."""
     import math
     import random
