@@ -317,7 +317,7 @@ OP_RULES = {"a8w8_blockscale": {"ctas_per_sm": 2, "wide_share": 0.6, "operand_by
                 PINGPONG_64X128,
                 {"BLOCK_SIZE_M": 128, "BLOCK_SIZE_N": 128, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 8, "num_warps": 4,
                  "num_stages": 6, "tma": True, "persistent": True, "backend": "gluon", "NUM_KSPLIT": 1}),
-                "short_k_wave": (PINGPONG_64X128, PINGPONG_64X64),  # `short_k_wave`: more tiles first on a tie
+                "short_k_wave": (PINGPONG_64X128, PINGPONG_64X64),  # `short_k_wave`: the one with most tiles in a wave
                 "few_tiles": (  # `few_tiles`: the one_wave / narrow_wave menus' 64 x 128 and 64 x 64, larger first
                 PINGPONG_64X128,
                 PINGPONG_64X64,
