@@ -498,7 +498,8 @@ def isa_cases(archs, op: str = "hopper_pingpong"):
              if t.startswith("A16W16") and not is_coop(c)]
     cases += [("A16W16.json", name, c, "bf16") for name, c in configs.model_configs("a16w16", "sm_90")
               if c.get("backend") == "gluon" and not is_coop(c)]  # the
-    # config model's own tiles (the ping-pong 128 x 128 at 64 < M <= 128, 64 x 192 split-K at 128 < M <= 512)
+    # config model's own Gluon tiles (configs.model_configs: the ping-pong 128 x 128 at 64 < M <= 128, 64 x 192 split-K,
+    # the few-tile, one-wave and split-width tiles; its Triton-tier tiles are kernels/triton/dense.py's cases)
     cases += [("-", f"preset{i}", c, o) for i, c in enumerate(PRESETS + SPLIT_PRESETS) for o in ("bf16", "fp32")]
     yield from hh.unique_cases(cases, KERNEL_NAME, op)
 
