@@ -12,7 +12,8 @@ its floors on M and on w's bytes); "_pair": false runs the fp8 Gluon pingpong un
 on the copy where dispatch makes one), not shifted back; "_pitch": false runs x and w at their own row pitch
 (dispatch.PITCH: no copy to a 128-byte pitch; "lines": the copy also for rows off 128-byte lines, not only for those
 off 32-byte sectors: dispatch.PITCH_SECTOR = PITCH_BYTES); "_rows": false turns dispatch.ROWS_KERNEL off (an unaligned K at a
-few tokens then copies x and w instead of reading w where it lies); "_prev": true runs the Triton tier's dense kernels
+few tokens then copies x and w instead of reading w where it lies); "_tail": false turns the bf16 ping-pong's tail split
+off (kernels/gluon/hopper_pingpong.TAIL_SPLIT), an integer sets its least K (TAIL_MIN_K); "_prev": true runs the Triton tier's dense kernels
 (gemm_tma_kernel, gemm_kernel) of another revision, from the directory `--prev` names (that revision's
 kernels/triton/_mainloop.py, gemm_tma.py and gemm.py, e.g. `git show REV:gemmkit/kernels/triton/gemm.py`; imported
 beside the package, their other imports resolving to the current files; both revisions must take the same arguments).
@@ -40,6 +41,7 @@ from gemmkit.bench.timing import rotation_count, time_graph
 from gemmkit import callplan
 from gemmkit.ops import _common as C
 from gemmkit.kernels import _host as H
+from gemmkit.kernels.gluon import hopper_pingpong as PP
 from gemmkit.kernels.gluon import hopper_pingpong_fp8 as FP8
 from gemmkit.ops import dispatch as D
 from gemmkit.kernels.triton import dense as DENSE
@@ -66,11 +68,13 @@ def load_prev(path):
 
 
 def _runner(op, cfg):
-    """The call of `cfg` (None / {} with only "_pad_m" / "_rows" / "_shift" / "_pitch": what the op serves), with
-    dispatch.PAD_M, dispatch.ROWS_KERNEL, kernels/_host.SHIFT_LAST_TILES and dispatch.PITCH as the config says
+    """The call of `cfg` (None / {} with only "_pad_m" / "_rows" / "_shift" / "_pitch" / "_tail": what the op serves),
+    with dispatch.PAD_M, dispatch.ROWS_KERNEL, kernels/_host.SHIFT_LAST_TILES, dispatch.PITCH and
+    hopper_pingpong.TAIL_SPLIT / TAIL_MIN_K as the config says
     ("_pad_m": "always" keeps the copy on and drops its floors, PAD_M_MIN_ROWS and PAD_M_MIN_W_BYTES)."""
     cfg = dict(cfg) if cfg else {}
-    pad, rows, shift, pitch, pair = (cfg.pop(k, True) for k in ("_pad_m", "_rows", "_shift", "_pitch", "_pair"))
+    pad, rows, shift, pitch, pair, tail = (cfg.pop(k, True) for k in ("_pad_m", "_rows", "_shift", "_pitch", "_pair",
+                                                                      "_tail"))
     prev = cfg.pop("_prev", False)
     if prev and PREV is None:
         raise ValueError('"_prev": true needs --prev DIR')
@@ -79,12 +83,15 @@ def _runner(op, cfg):
 
     def run(*inp):
         saved = (D.PAD_M, D.ROWS_KERNEL, H.SHIFT_LAST_TILES, D.PITCH, D.PAD_M_MIN_ROWS, D.PAD_M_MIN_W_BYTES,
-                 FP8.PAIR_SPLIT, D.PITCH_SECTOR)
+                 FP8.PAIR_SPLIT, D.PITCH_SECTOR, PP.TAIL_SPLIT, PP.TAIL_MIN_K)
         D.PAD_M, D.ROWS_KERNEL, H.SHIFT_LAST_TILES, D.PITCH = bool(pad), rows, shift, bool(pitch)
         if pitch == "lines":  # rows off whole 128-byte lines copied too (not only those off 32-byte sectors)
             D.PITCH_SECTOR = D.PITCH_BYTES
         D.PAD_M_MIN_ROWS, D.PAD_M_MIN_W_BYTES = floors
         FP8.PAIR_SPLIT = pair
+        PP.TAIL_SPLIT = tail is not False
+        if tail is not True and tail is not False:
+            PP.TAIL_MIN_K = int(tail)
         kernels = (DENSE.gemm_tma_kernel, DENSE.gemm_kernel)
         if prev:  # dense's plans hold the kernel they launch: none cached across the swap
             DENSE._PLANS.clear()
@@ -93,7 +100,7 @@ def _runner(op, cfg):
             return op.run(inp, cfg)
         finally:
             (D.PAD_M, D.ROWS_KERNEL, H.SHIFT_LAST_TILES, D.PITCH, D.PAD_M_MIN_ROWS, D.PAD_M_MIN_W_BYTES,
-             FP8.PAIR_SPLIT, D.PITCH_SECTOR) = saved
+             FP8.PAIR_SPLIT, D.PITCH_SECTOR, PP.TAIL_SPLIT, PP.TAIL_MIN_K) = saved
             if prev:
                 DENSE._PLANS.clear()
                 DENSE.gemm_tma_kernel, DENSE.gemm_kernel = kernels

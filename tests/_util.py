@@ -188,10 +188,10 @@ def _sanitizer_exe():
     return None
 
 
-def dense_sanitize_script(module: str, configs, cases) -> str:
+def dense_sanitize_script(module: str, configs, cases, launch_args: str = "") -> str:
     """The script `sanitize` runs for a dense Gluon kernel (kernels/gluon/<module>.py `launch`): every config
     of `configs` on every (cus, (M, N, K)) of `cases` (a grid of `cus` persistent CTAs), bias + silu, the
-    output poisoned with NaN, checked against fp32."""
+    output poisoned with NaN, checked against fp32. `launch_args`: more keyword arguments of `launch` (", tail=True")."""
     return f"""
 import torch
 from gemmkit import arch
@@ -203,7 +203,7 @@ for cfg in {list(configs)!r}:
         w = torch.randn(N, K, device="cuda", dtype=torch.bfloat16)
         b = torch.randn(N, device="cuda", dtype=torch.bfloat16)
         y = torch.full((M, N), float("nan"), device="cuda", dtype=torch.bfloat16)
-        launch(x, w, b, y, "silu", cfg, t.with_cus(cus))
+        launch(x, w, b, y, "silu", cfg, t.with_cus(cus){launch_args})
         torch.cuda.synchronize()
         ref = torch.nn.functional.silu(x.float() @ w.float().T + b.float())
         assert ((y.float() - ref).norm() / ref.norm()).item() < 2**-8

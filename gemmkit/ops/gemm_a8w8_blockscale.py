@@ -162,7 +162,7 @@ def isa_spec(case):
     sig = {"part_ptr": "*fp32", "bias_ptr": "*bf16", "y_ptr": "*bf16", "M": "i32", "N": "i32", "stride_ym": "i32",
            "stride_yn": "constexpr", "first_tile": "i32"}
     ce = dict(stride_yn=1, SPLITS=c["SPLIT_K"], BM=c["TILE_M"], BN=c["BLOCK_N"], ROWS=c["BLOCK_M"], GROUP_SIZE_M=8,
-              HAS_BIAS=False, INT64_OFFSETS=False)
+              HAS_BIAS=False, ACTIVATION="none", SHIFT=False, INT64_OFFSETS=False)
     sig.update({k: "constexpr" for k in ce if k not in sig})
     return dict(kernel=_splitk_reduce.tail_reduce_kernel, signature=sig, constexprs=ce,
                 divisible=["part_ptr", "bias_ptr", "y_ptr", "stride_ym"], options={"num_warps": c["num_warps"]},

@@ -21,8 +21,8 @@ import torch
 
 from _util import broken_promises, compile_sm90_cases
 from _util import check_a16w16 as check
-from _util import (assert_gluon_or_fallback, assert_sanitizer_clean, dense_sanitize_script, gpu_target, launch_dense,
-                   poisoned, randn, sanitize, within_bound)
+from _util import (assert_gluon_or_fallback, assert_sanitizer_clean, check_a16w16_graph_replays, dense_sanitize_script,
+                   gpu_target, launch_dense, poisoned, randn, sanitize, within_bound)
 from gemmkit import arch, configs
 from gemmkit.isa.promises import evaluate
 from gemmkit.kernels.gluon import hopper_coop as hc
@@ -204,6 +204,50 @@ def test_static_compile_sm90_keeps_promises():
         assert len(res["promises"]) == len(hp.PROMISES)
         m = res["metrics"]
         assert m["counts"]["HGMMA"] > 0 and m["counts"]["UTMALDG"] > 0 and m["spill_bytes"] == 0
+
+
+def test_tail_plan():
+    """The tail split (`tail_plan`, hopper_host.tail_split): the last round's tiles as K splits, only on the unsplit,
+    power-of-two, unswapped tile, from K = TAIL_MIN_K (None: the rule; True: wherever it can; False: never)."""
+    plan = hp.derive(BASE, H200)
+    # 1412 x 6144: 12 x 48 = 576 tiles of 128 x 128 on 132 SMs, 4 rounds + 48: the 48 run as 2 splits each
+    assert hp.tail_plan(plan, 1412, 6144, 25984, 132) == (48, 2)
+    assert hp.tail_plan(plan, 1412, 6144, hp.TAIL_MIN_K - 64, 132) == (0, 1)  # K under the floor
+    assert hp.tail_plan(plan, 790, 4800, 2048, 132) == (2, 8)
+    # 7168 tiles: 54 rounds + 40 tiles; 3 splits would save 2 / 3 of one round in 55, under TAIL_MIN_SAVING
+    assert hp.tail_plan(plan, 4096, 28672, 4096, 132) == (0, 1)
+    assert hp.tail_plan(plan, 4096, 28672, 4096, 132, tail=True) == (40, 3)
+    assert hp.tail_plan(plan, 1412, 6144, 1024, 132, tail=True) == (48, 2)
+    assert hp.tail_plan(plan, 1412, 6144, 25984, 132, tail=False) == (0, 1)
+    assert hp.tail_plan(plan, 1024, 2048, 8192, 132) == (0, 1)  # 128 tiles: one round, nothing to split
+    assert hp.tail_plan(plan, 129, 1000, 1040, 7, tail=True) == (2, 3)  # 16 tiles on 7 CTAs
+    split_k = hp.derive({**BASE, "NUM_KSPLIT": 3}, H200)
+    assert hp.tail_plan(split_k, 1412, 6144, 25984, 132) == (0, 1)
+    split_tile = hp.derive({**BASE, "BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 192, "num_stages": 6}, H200)
+    assert hp.tail_plan(split_tile, 1412, 6144, 25984, 132) == (0, 1)
+    swap = hp.derive({**BASE, "BLOCK_SIZE_M": 16, "BLOCK_SIZE_N": 64, "swap_ab": True}, H200)
+    assert hp.tail_plan(swap, 1412, 6144, 25984, 132) == (0, 1)
+    saved = hp.TAIL_SPLIT
+    try:
+        hp.TAIL_SPLIT = False
+        assert hp.tail_plan(plan, 1412, 6144, 25984, 132) == (0, 1)
+    finally:
+        hp.TAIL_SPLIT = saved
+
+
+def test_static_compile_of_the_tail_variant():
+    """The tail split's variant (TAIL: a K split's fp32 partial stored from the accumulator beside the staged
+    epilogue) keeps the promises: no spills, two staging tiles (5 stages) and one (6)."""
+    cases = [dict(kernel=hp.KERNEL_NAME, op="a16w16", arch="sm_90", table="-", bucket="t", config=BASE,
+                  path="gluon-bf16-tail"),
+             dict(kernel=hp.KERNEL_NAME, op="a16w16", arch="sm_90", table="-", bucket="t",
+                  config={**BASE, "num_stages": 6}, path="gluon-fp32-tail")]
+    assert {c["path"] for c in hp.isa_cases(["sm_90"]) if c["path"].endswith("-tail")} == {"gluon-bf16-tail",
+                                                                                          "gluon-fp32-tail"}
+    for case, res in zip(cases, compile_sm90_cases(hp, cases)):
+        broken = broken_promises(res)
+        assert not broken, f"{case['config']} {case['path']}: " + "; ".join(broken)
+        assert res["metrics"]["spill_bytes"] == 0
 
 
 def test_plan_of_split_k():
@@ -396,13 +440,87 @@ def test_small_persistent_grids(cus, cfg):
 @pytest.mark.gpu
 @pytest.mark.parametrize("cfg", ["128x128x64", "64x192x64"])
 def test_deterministic(cfg):
-    """Each output element is one consumer's K-ordered sum: bitwise identical run to run, any grid."""
+    """Each output element is one consumer's K-ordered sum, or (a tail split, `tail_plan`) the in-order sum of its
+    K splits' partials: bitwise identical run to run on one grid. Unsplit, any grid; the tail split's partials
+    depend on the grid (how many tiles the last round holds), so across grids only the reference's bound."""
     dtype = torch.bfloat16
     x, w = randn(1000, 3000, dtype=dtype, device=DEV), randn(2056, 3000, dtype=dtype, device=DEV)
     first = run(x, w, cfg=CFGS[cfg])
     check(first, x, w)
-    for cus in (None, None, 5, 1):
-        assert torch.equal(run(x, w, cfg=CFGS[cfg], cus=cus), first)
+    for _ in range(2):
+        assert torch.equal(run(x, w, cfg=CFGS[cfg]), first)
+    unsplit = None
+    for cus in (None, 5, 1):
+        y = poisoned((1000, 2056), dtype, DEV)
+        _hp().launch(x, w, None, y, "none", CFGS[cfg], gpu_target(cus), tail=False)
+        torch.cuda.synchronize()
+        unsplit = y if unsplit is None else unsplit
+        assert torch.equal(y, unsplit)
+        check(run(x, w, cfg=CFGS[cfg], cus=cus), x, w)
+
+
+# (M, N, K, CTAs): 128 x 128 tiles with a partial last round (the tail split, forced on: tail=True)
+TAIL_CASES = [(1000, 3000, 3072, 132),  # 192 tiles on 132 SMs: 60 tail tiles, 2 splits of 24 steps
+              (4095, 1032, 776, 132),  # 288 tiles: 24 tail tiles, 5 splits of 3 / 2 steps; the last row and
+              #                          column of tiles shifted back, among the tail tiles
+              (129, 1000, 1040, 7),  # 16 tiles on 7 CTAs: 2 tail tiles, 3 splits of 6 / 6 / 5 steps (K % 64 = 16)
+              (300, 1032, 1040, 5),  # 27 tiles on 5 CTAs: 2 tail tiles, 2 splits
+              (640, 1024, 200, 3),  # 40 tiles on 3 CTAs: 1 tail tile, 3 splits of one / two steps
+              (300, 1000, 1040, 4)]  # 24 tiles on 4 CTAs: no partial round (a control: no reduce)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("stages", [5, 6], ids=["c2", "c1"])  # two staging tiles / one, handed over by c_free
+@pytest.mark.parametrize("M,N,K,cus", TAIL_CASES, ids=[f"{m}x{n}x{k}-{c}" for m, n, k, c in TAIL_CASES])
+def test_tail_split(M, N, K, cus, stages, launches):
+    """The last round's tiles as K splits (`tail_plan`), bias + gelu on both paths (the kernel's epilogue for the
+    whole tiles, the tail reduce's for the split ones), every element against float64; the reduce launched
+    exactly where the plan splits."""
+    dtype = torch.bfloat16
+    cfg = {**CFG_128, "num_stages": stages}
+    x, w = randn(M, K, dtype=dtype, device=DEV), randn(N, K, dtype=dtype, device=DEV) / 4
+    b = randn(N, dtype=dtype, device=DEV)
+    t = gpu_target(cus)
+    tail, splits = hp.tail_plan(hp.derive(cfg, t), M, N, K, t.num_cus, True)
+    assert (tail > 0) == ((M, N, K) != (300, 1000, 1040)), (tail, splits)
+    before = launches["tail_reduce_kernel"]
+    y = poisoned((M, N), dtype, DEV)
+    _hp().launch(x, w, b, y, "gelu", cfg, t, tail=True)
+    torch.cuda.synchronize()
+    assert launches["tail_reduce_kernel"] == before + (tail > 0)
+    check(y, x, w, b, "gelu")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("out_dtype", [torch.float32, torch.float16], ids=["fp32", "fp16"])
+def test_tail_split_out_dtypes(out_dtype):
+    dtype = torch.float16
+    M, N, K = 1000, 3000, 520  # (fp32 out: a K the bound of one fp32 rounding per output holds at)
+    x, w = randn(M, K, dtype=dtype, device=DEV), randn(N, K, dtype=dtype, device=DEV) / 8
+    y = poisoned((M, N), out_dtype, DEV)
+    _hp().launch(x, w, None, y, "none", CFG_128, gpu_target(), tail=True)
+    torch.cuda.synchronize()
+    check(y, x, w)
+
+
+@pytest.mark.gpu
+def test_tail_split_served_and_in_cuda_graphs(launches):
+    """The op's own call where the rule splits the last round (K >= TAIL_MIN_K; 7 x 38 = 266 tiles of the served
+    128 x 128 ping-pong, 2 rounds + 2 tiles, split 8 ways): the reduce runs, the result checked, and the same under
+    CUDA-graph replay; deterministic."""
+    import gemmkit
+
+    M, N, K = 790, 4800, 2048
+    cfg, _why = configs.serve("a16w16", gpu_target(), M, N, K)
+    assert cfg.get("backend") == "gluon" and (cfg["BLOCK_SIZE_M"], cfg["BLOCK_SIZE_N"]) == (128, 128), cfg
+    x, w = randn(M, K, dtype=torch.bfloat16, device=DEV), randn(N, K, dtype=torch.bfloat16, device=DEV)
+    before = launches["tail_reduce_kernel"]
+    y = gemmkit.gemm_a16w16(x, w)
+    torch.cuda.synchronize()
+    assert launches["tail_reduce_kernel"] > before
+    check(y, x, w)
+    assert torch.equal(gemmkit.gemm_a16w16(x, w), y)
+    check_a16w16_graph_replays(M, N, K, None)
 
 
 @pytest.mark.gpu
@@ -480,19 +598,24 @@ def test_unsupported_inputs_raise():
 _SANITIZE_CFGS = [{"BLOCK_SIZE_M": bm, "BLOCK_SIZE_N": bn, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 2, "num_warps": 4,
                    "num_stages": stages} for bm, bn, stages in ((128, 128, 3), (128, 128, 6), (64, 192, 6))]
 _SANITIZE_CASES = {"one-cta": [(1, (129, 520, 64)), (1, (520, 520, 520)), (1, (300, 392, 200))],
-                   "many-ctas": [(2, (300, 392, 200)), (3, (520, 264, 136)), (2, (128, 256, 64))]}
+                   "many-ctas": [(2, (300, 392, 200)), (3, (520, 264, 136)), (2, (128, 256, 64))],
+                   # the tail split forced on (`tail_plan`): the last round's splits' partial stores and the reduce
+                   "tail": [(5, (300, 1032, 1040)), (5, (129, 1000, 1040)), (2, (520, 520, 520))]}
 
 
 def _sanitize(tool, cases):
-    return sanitize(tool, dense_sanitize_script("hopper_pingpong", _SANITIZE_CFGS, _SANITIZE_CASES[cases]))
+    cfgs = _SANITIZE_CFGS[:2] if cases == "tail" else _SANITIZE_CFGS  # (a split tile has no tail split)
+    return sanitize(tool, dense_sanitize_script("hopper_pingpong", cfgs, _SANITIZE_CASES[cases],
+                                                ", tail=True" if cases == "tail" else ""))
 
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("tool", ["synccheck", "memcheck"])
-@pytest.mark.parametrize("cases", ["one-cta", "many-ctas"])
+@pytest.mark.parametrize("cases", ["one-cta", "many-ctas", "tail"])
 def test_compute_sanitizer(tool, cases):
     """No illegal barrier use (synccheck) and no bad accesses (memcheck), 1-3 persistent CTAs with
-    several hand-offs each, with two output tiles, with one shared tile and with a split tile (64 x 192)."""
+    several hand-offs each, with two output tiles, with one shared tile and with a split tile (64 x 192); and
+    (tail) 2-5 CTAs whose last round is split along K."""
     out = _sanitize(tool, cases)
     assert_sanitizer_clean(out)
 

@@ -118,3 +118,46 @@ def test_tail_reduce(M, N, group, bias, cus):
     assert y.isnan().eq(~written).all(), "the reduce wrote outside the tail tiles or missed one"
     ok, msg = within_bound(y[written].reshape(1, -1), ref[written].reshape(1, -1), torch.bfloat16)
     assert ok, msg
+
+
+@pytest.mark.interpreter
+@pytest.mark.parametrize("M,N,group", [(300, 520, 2), (257, 1000, 8)])
+def test_tail_reduce_shifted_with_activation(M, N, group):
+    """The bf16 ping-pong's tail split (kernels/gluon/hopper_pingpong.tail_plan): the kernel shifts its last row /
+    column of tiles back to end at M / N (_schedule.tile_origin, rounded up to 8), and the reduce applies the
+    activation as the kernel's epilogue would: each tail tile's sum lands at the shifted origin, gelu(sum + bias), its
+    own rows and columns only (the shared ones stay the neighbour's: poisoned here)."""
+    from gemmkit.kernels.triton import dense as _gemm
+
+    BM, BN = 64, 128
+    pm, pn = -(-M // BM), -(-N // BN)
+    tail, splits = 4, 3
+    first = pm * pn - tail
+    part = torch.randn(tail * splits * BM, BN)
+    b = torch.randn(N).to(torch.bfloat16)
+    y = poisoned((M, N), torch.bfloat16)
+    _gemm.launch_tail_reduce(part, first, tail, splits, BM, BN, group, b, y, arch.ARCHS["sm_90"], activation="gelu",
+                             shift=True)
+
+    def origin(pid, size, block):
+        return max(min(pid * block, -(-(size - block) // 8) * 8), 0)
+
+    ref = torch.full((M, N), float("nan"), dtype=torch.float64)
+    for r in range(tail):
+        tid = first + r
+        width = group * pn
+        g = tid // width
+        gm = min(pm - g * group, group)
+        pid_m, pid_n = g * group + (tid % width) % gm, (tid % width) // gm
+        r0, c0 = origin(pid_m, M, BM), origin(pid_n, N, BN)
+        acc = sum(part[(r * splits + s) * BM:(r * splits + s + 1) * BM] for s in range(splits)).double()
+        rows, cols = min(BM, M - r0), min(BN, N - c0)
+        acc = torch.nn.functional.gelu(acc[:rows, :cols] + b.double()[c0:c0 + cols].reshape(1, -1))
+        # only the tile's own rows / columns (from pid * BM / BN): those before are its neighbour's
+        own_m, own_n = pid_m * BM - r0, pid_n * BN - c0
+        ref[r0 + own_m:r0 + rows, c0 + own_n:c0 + cols] = acc[own_m:, own_n:]
+    assert any(origin(p, M, BM) % BM for p in range(pm)) or any(origin(p, N, BN) % BN for p in range(pn))
+    written = ~ref.isnan()
+    assert y.isnan().eq(~written).all(), "the reduce wrote outside the tail tiles or missed one"
+    ok, msg = within_bound(y[written].reshape(1, -1), ref[written].reshape(1, -1), torch.bfloat16)
+    assert ok, msg

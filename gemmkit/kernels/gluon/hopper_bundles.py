@@ -7,11 +7,13 @@ the split tile's mainloop and stores), hopper_pingpong.py, hopper_coop.py and ho
                                 w slot ring (BN = A + B: b holds A rows, t B), None otherwise. Derived: STAGES,
                                 BM, BK, BN
    Epilogue  c, bias, stride_bb one consumer's staging tile, the bias pointer (x's when HAS_BIAS is off) and
-                                batch row stride (0: one row), HAS_BIAS, ACTIVATION
+                                batch row stride (0: one row), HAS_BIAS, ACTIVATION; part: a tail split's fp32
+                                workspace (the ping-pong's; None elsewhere)
    Handoff   turn, c_free       the ping-pong's consumer hand-off mbarriers, C_TILES
-   Schedule  M, N, K, B         the problem and its work space: B = batch entries (BATCHED), K splits (SPLIT_K)
-                                or unused; GROUP_SIZE_M, BATCHED, SPLIT_K, SWAP, SHIFT (last tiles shifted
-                                back: hopper_parts.tile_origin; the dense kernels)
+   Schedule  M, N, K, B, R      the problem and its work space: B = batch entries (BATCHED), K splits (SPLIT_K),
+                                a tail tile's K splits (TAIL: R tail tiles, hopper_parts.work_range) or unused;
+                                GROUP_SIZE_M, BATCHED, SPLIT_K, SWAP, SHIFT (last tiles shifted back:
+                                hopper_parts.tile_origin; the dense kernels), TAIL
 
 A bundle is a compile-time grouping only: it flattens into the same IR values as its fields passed one by
 one (the kernels' SASS is byte-identical to the positional form, sm_90, Triton 3.6), and a field that is a
@@ -20,7 +22,7 @@ Python value (None, a literal 0, a flag) is a constexpr.
 Constraints:
   - Field values are checked against the annotations when a bundle is built, so this module must not use
     `from __future__ import annotations` (string annotations would fail the check).
-  - Scalars (M, N, K, B, stride_bb) may be run-time i32 values or constexprs (a literal, or a value the
+  - Scalars (M, N, K, B, R, stride_bb) may be run-time i32 values or constexprs (a literal, or a value the
     launch specialized); everything else named in upper case is a constexpr.
 """
 from triton.experimental import gluon
@@ -88,14 +90,16 @@ class Epilogue:
     stride_bb: _SCALAR
     HAS_BIAS: gl.constexpr
     ACTIVATION: gl.constexpr
+    part: gl.tensor | gl.constexpr
 
     @gluon.constexpr_function
-    def __init__(self, c, bias, stride_bb, HAS_BIAS, ACTIVATION):
+    def __init__(self, c, bias, stride_bb, HAS_BIAS, ACTIVATION, part=None):
         self.c = c
         self.bias = bias
         self.stride_bb = _cx(stride_bb)
         self.HAS_BIAS = gl.constexpr(HAS_BIAS)
         self.ACTIVATION = gl.constexpr(ACTIVATION)
+        self.part = _cx(part)
 
 
 @aggregate
@@ -122,13 +126,18 @@ class Schedule:
     SPLIT_K: gl.constexpr
     SWAP: gl.constexpr
     SHIFT: gl.constexpr
+    R: _SCALAR
+    TAIL: gl.constexpr
 
     @gluon.constexpr_function
-    def __init__(self, M, N, K, B, GROUP_SIZE_M, BATCHED=False, SPLIT_K=False, SWAP=False, SHIFT=False):
+    def __init__(self, M, N, K, B, GROUP_SIZE_M, BATCHED=False, SPLIT_K=False, SWAP=False, SHIFT=False, R=0,
+                 TAIL=False):
         self.M = _cx(M)
         self.N = _cx(N)
         self.K = _cx(K)
         self.B = _cx(B)
+        self.R = _cx(R)
+        self.TAIL = gl.constexpr(TAIL)
         self.GROUP_SIZE_M = gl.constexpr(GROUP_SIZE_M)
         self.BATCHED = gl.constexpr(BATCHED)
         self.SPLIT_K = gl.constexpr(SPLIT_K)

@@ -5,7 +5,8 @@ helpers, inlined where called. The kernel file holds the consumer partition, the
 `gl.warp_specialize`), the launch and the static compiles; the K loops are hopper_fp8_mainloop.py, the plan
 hopper_fp8_plan.py, the ring counter (`ring_next`) hopper_parts.py.
 
-  work_item       work id -> (tile, first K step, K steps, partial): whole tiles, then the tail split's K splits
+  (work items: kernels/triton/_schedule.tail_item, whole tiles, then the tail split's K splits; shared with the
+  bf16 ping-pong's tail split)
   load_partition  1 warp: every K step of its work items into its ring, (block) with the step's scales;
                   (VEC: coop rowcol) each item's epilogue scales first (_stage_vectors)
   _stage_vectors  (coop rowcol) an item's BM x scales and max(BN, 32) w scales into vector buffer item % 2
@@ -15,7 +16,7 @@ hopper_fp8_plan.py, the ring counter (`ring_next`) hopper_parts.py.
   pair_steps      (PAIR) a ring's half of a tile's K steps; first_item: where a ring's work items start
   pair_put / pair_take  (PAIR) consumer 1's fp32 partial through the exchange buffer into consumer 0's
 
-Work items (the coop tail split: `tail_plan`, hopper_host.tail_split; T tiles, R = T % CTAs of them in the last
+Work items (the coop tail split: `tail_plan`, hopper_host.tail_split, _schedule.tail_item; T tiles, R = T % CTAs of them in the last
 round, S splits each; pingpong and unsplit launches: TAIL 0, SPLITS 1, every item a whole tile)::
 
    work id  0 .. T-R-1: tile = id, K steps 0 .. k_steps-1  ──► store_y ──► y (TMA)
@@ -79,7 +80,7 @@ from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.ampere import async_copy
 from triton.experimental.gluon.language.nvidia.hopper import fence_async_shared, mbarrier, tma
 
-from ..triton._schedule import tile_coords
+from ..triton._schedule import tail_item, tile_coords
 from ._compat import cp_async_load, tma_load, tma_store
 from .hopper_fp8_plan import VECTOR_BUFFERS, W_SLOT_FLOATS, WS_BOX_FLOATS
 from .hopper_parts import ring_next
@@ -88,27 +89,6 @@ LOAD_THREADS = gl.constexpr(32)  # one load warp per ring (warp_specialize's 1s)
 NV_BUFFERS = gl.constexpr(VECTOR_BUFFERS)  # (coop rowcol) work items whose epilogue scales are staged at once
 W_SLOT = gl.constexpr(W_SLOT_FLOATS)  # (block) fp32 of a slot's w-scale buffer (128 bytes: a TMA destination)
 WS_BOX = gl.constexpr(WS_BOX_FLOATS)  # (block) of which the w scale's TMA box fills the first 4
-
-
-@gluon.jit
-def work_item(w, num_tiles, TAIL, SPLITS, k_steps):
-    """(tile id, first K step, K steps, partial) of work item w (hopper_host.tail_split): items below
-    num_tiles - TAIL are whole tiles (partial -1: the epilogue stores y); the TAIL * SPLITS after them are the
-    K splits of the last TAIL tiles, item num_tiles - TAIL + j being split j % SPLITS of tail tile j // SPLITS,
-    whose fp32 partial goes to workspace tile j (coop only; TAIL = 0 otherwise)."""
-    first_tail = num_tiles - TAIL
-    tile_id = w
-    k0 = w * 0
-    nk = k_steps
-    part = w * 0 - 1
-    if w >= first_tail:
-        j = w - first_tail
-        q = gl.cdiv(k_steps, SPLITS)
-        tile_id = first_tail + j // SPLITS
-        k0 = (j % SPLITS) * q
-        nk = gl.minimum(q, k_steps - k0)
-        part = j
-    return tile_id, k0, nk, part
 
 
 @gluon.jit
@@ -139,7 +119,7 @@ def load_partition(RING: gl.constexpr, NRINGS: gl.constexpr, x_desc, w_desc, xs_
                     VEC: gl.constexpr, PAIR: gl.constexpr):
     """1 warp: every K step of local work items RING, RING + NRINGS, ... into ring RING (pingpong: NRINGS = 2,
     consumer RING's tiles; coop: NRINGS = 1, every work item of the CTA, read by both consumers; a tail split's
-    item is its K range of one tile, `work_item`; PAIR: every tile of the CTA, half RING of its K steps,
+    item is its K range of one tile, `tail_item`; PAIR: every tile of the CTA, half RING of its K steps,
     `pair_steps`); (block) with the step's scales, which full[slot] also waits for:
     BM x scales x_scale[m, kb] into s_ring[slot] (SCALE_TMA: a 1-D TMA box; else cp.async) and the tile's
     w_scale[nb, kb] into w_ring[slot] (a 1-D TMA box of 4 from its offset rounded down to 4 elements,
@@ -168,7 +148,7 @@ def load_partition(RING: gl.constexpr, NRINGS: gl.constexpr, x_desc, w_desc, xs_
     item = 0  # local work items so far (VEC: which vector buffer, which phase)
     start, stride = first_item(RING, NRINGS, PAIR)
     for w in range(start, num_tiles + TAIL * (SPLITS - 1), stride):
-        tile_id, k0, nk, part = work_item(w, num_tiles, TAIL, SPLITS, k_steps)
+        tile_id, k0, nk, part = tail_item(w, num_tiles, TAIL, SPLITS, k_steps)
         if PAIR:
             k0, nk = pair_steps(k_steps, RING)
         pid_m, pid_n = tile_coords(tile_id, num_pid_m, num_pid_n, GROUP_SIZE_M, 1)

@@ -1,7 +1,7 @@
 """The host side shared by the Hopper Gluon GEMM kernels (hopper_pingpong.py, hopper_coop.py, and pieces of
 hopper_pingpong_batched.py / hopper_pingpong_fp8.py): what a call may pass (dtypes, TMA rules, shapes), how
-a dense call is launched (TMA descriptors, the persistent grid, split-K's workspace and reduce), how many K
-splits a call runs, and the helpers of their static compiles (`gemmkit isa` signatures and cases).
+a dense call is launched (TMA descriptors, the persistent grid, split-K's and the tail split's workspaces and
+reduces), how many K splits a call runs, and the helpers of their static compiles (`gemmkit isa` signatures and cases).
 
 No device code here: each kernel file holds its plan (`derive`), partitions and kernel, and calls in::
 
@@ -11,6 +11,8 @@ No device code here: each kernel file holds its plan (`derive`), partitions and 
                                    ▼
                                 launch_dense ──► launch_tma (descriptors, grid = min(work, SMs))
                                    │ split-K: fp32 workspace, then kernels/triton/dense.launch_reduce
+                                   │ tail split (the ping-pong; `tail_split`): fp32 workspace of the last
+                                   │   round's splits, then kernels/triton/dense.launch_tail_reduce
                                    (the ping-pong's swap_ab calls launch_tma itself, w and x swapped)
 
 Below it: the launcher (gemmkit/launcher.py) and the Triton tier's split-K reduce (kernels/triton/dense.py
@@ -183,10 +185,14 @@ def tail_split(tiles: int, ctas: int, k_steps: int, min_k_steps: int = 1) -> tup
 
 # ----------------------------------------------------------------------------- launch
 
-def launch_tma(kernel, plan, y_box, x2, w, bias, y, ce: dict, target, compile_only=False, w_box=None, splits=1):
+def launch_tma(kernel, plan, y_box, x2, w, bias, y, ce: dict, target, compile_only=False, w_box=None, splits=1,
+               tail=None):
     """Launch kernel(x_desc, w_desc, y_desc, bias_ptr, M, N, K, splits, **ce) (the dense kernels'): 2-D TMA
     boxes x [BM, BK], w [w_box or BN, BK], y `y_box` (the staging tile); a persistent grid of
-    min(splits x tiles, SMs) CTAs. `launch_dense` is the entry: it adds split-K's workspace and reduce."""
+    min(splits x tiles, SMs) CTAs. `tail` (the ping-pong's kernel, which takes a tail split's arguments after
+    `splits`): (part, R, S), R tail tiles of S K splits each into the fp32 workspace `part` (R = 0: none; its
+    launch passes S as SPLITS, and has tiles + R (S - 1) work items). `launch_dense` is the entry: it adds split-K's
+    and the tail split's workspaces and reduces."""
     from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
     M, K = x2.shape
@@ -200,13 +206,19 @@ def launch_tma(kernel, plan, y_box, x2, w, bias, y, ce: dict, target, compile_on
     w_desc = TensorDescriptor.from_tensor(w, [wb, bk], shared_layout(wb, bk, t_in))
     y_desc = TensorDescriptor.from_tensor(y, list(y_box), shared_layout(*y_box, t_out))
     num_work = -(-M // bm) * -(-N // bn) * splits
-    grid = (max(1, min(num_work, target.num_cus)),)
     args = (x_desc, w_desc, y_desc, bias if bias is not None else x2, M, N, K, splits)
-    
+    if tail is not None:
+        part, n_tail, tail_splits = tail
+        if n_tail:
+            assert splits == 1, "a tail split of a split-K launch"
+            num_work += n_tail * (tail_splits - 1)
+            args = (*args[:-1], tail_splits)
+        args = (*args, part, n_tail)
+    grid = (max(1, min(num_work, target.num_cus)),)
     return launcher.launcher(kernel, grid, compile_only)(*args, **ce, num_warps=CONSUMER_WARPS)
 
 
-def launch_dense(kernel, plan, y_box, x2, w, bias, y, activation, ce: dict, target, compile_only=False):
+def launch_dense(kernel, plan, y_box, x2, w, bias, y, activation, ce: dict, target, compile_only=False, tail=None):
     """One dense call of `kernel` (hopper_pingpong's or hopper_coop's) planned as `plan`, `ce` its constexprs. Split-K
     (plan.split_k > 1: `fit_split_k`'s count, each split starting below K): the kernel stores fp32 partial tiles
     into a workspace of plan.split_k slabs of Mp = cdiv(M, BM) * BM rows (whole tiles: no tile crosses into the
@@ -217,11 +229,30 @@ def launch_dense(kernel, plan, y_box, x2, w, bias, y, activation, ce: dict, targ
                                                           │ splitk_reduce_kernel: ws[0] + ws[1] + ...
                                                           ▼ + bias, act, cast
                                                           y
+
+    `tail` (the ping-pong's kernel only; None for a kernel without the tail split's arguments): (R, S) of its
+    tail split (hopper_pingpong.tail_plan; R = 0: none, plan.split_k 1 where R > 0): the last round's R tiles run as
+    S K splits each, their fp32 partials into a workspace of R S whole tiles, then `dense.launch_tail_reduce` sums
+    each tail tile's splits in order and applies bias / activation / cast (ce["TAIL"] must say the same)::
+
+        work items: T - R whole tiles ──► y;  R S splits ──► part[r S + s] (fp32) ──► tail_reduce_kernel ──► y
     """
-    if plan.split_k == 1:
-        return launch_tma(kernel, plan, y_box, x2, w, bias, y, ce, target, compile_only, w_box=plan.w_box)
     import torch
 
+    n_tail, tail_splits = tail or (0, 1)
+    if n_tail:
+        M, N = y.shape
+        part = torch.empty((n_tail * tail_splits * plan.BM, plan.BN), dtype=torch.float32, device=x2.device)
+        launch_tma(kernel, plan, y_box, x2, w, bias, y, ce, target, compile_only, w_box=plan.w_box,
+                   tail=(part, n_tail, tail_splits))
+        tiles = -(-M // plan.BM) * -(-N // plan.BN)
+        dense.launch_tail_reduce(part, tiles - n_tail, n_tail, tail_splits, plan.BM, plan.BN, plan.GROUP_SIZE_M, bias,
+                                 y, target, compile_only, activation=activation, shift=ce["SHIFT"])
+        return
+    no_tail = None if tail is None else (y, 0, 1)  # the ping-pong's tail arguments, unused (y: any pointer)
+    if plan.split_k == 1:
+        return launch_tma(kernel, plan, y_box, x2, w, bias, y, ce, target, compile_only, w_box=plan.w_box,
+                          tail=no_tail)
 
     M, K = x2.shape
     N = y.shape[1]
@@ -233,7 +264,8 @@ def launch_dense(kernel, plan, y_box, x2, w, bias, y, activation, ce: dict, targ
         raise ValueError(f"gluon split-K: {splits} splits of K = {K} leave an empty range (fit_split_k first)")
     mp = -(-M // plan.BM) * plan.BM
     ws = torch.empty((splits * mp, N), dtype=torch.float32, device=x2.device)
-    launch_tma(kernel, plan, y_box, x2, w, None, ws, ce, target, compile_only, w_box=plan.w_box, splits=splits)
+    launch_tma(kernel, plan, y_box, x2, w, None, ws, ce, target, compile_only, w_box=plan.w_box, splits=splits,
+               tail=None if tail is None else (ws, 0, 1))
     dense.launch_reduce(ws, mp * N, splits, bias, y, activation, target, compile_only)
 
 

@@ -9,9 +9,10 @@ hopper_pingpong_batched.py (both kernels' load warp) and hopper_fp8_mainloop.py 
    load_partition (1 warp) ──TMA──► ring slot s = (a[s], b[s] [, t[s]])  ── full[s] ──► consumer mainloop
         ▲                                                                                   │
         └──────────────────────────────── empty[s] ◄────────────────────────────────────────┘
-   every partition: work_space (tiles, or B x tiles: batch entries / K splits) ──► work_tile (b, pid_m, pid_n)
-                    ──► tile_origin (first row / column: the last tile shifted back to end at M / N, the dense
-                    kernels; the batched ones pid * BLOCK)
+   every partition: work_space (tiles, or B x tiles: batch entries / K splits; tail_items: + a tail split's splits)
+                    ──► work_range (work_tile's (b, pid_m, pid_n) and the item's K range: _schedule.tail_item's under
+                    a tail split) ──► tile_origin (first row / column: the last tile shifted back to end at M / N,
+                    the dense kernels; the batched ones pid * BLOCK; both from kernels/triton/_schedule.py)
                     ring_next (slot, phase) after each K step; ring_prev: the slot a consumer releases
    epilogue:        store_subtile (one TMA store through a staging tile), store_split (a split tile: A / B + 1 of them)
    arguments:       hopper_bundles.py's bundles: load_partition(descs, ring, sched), split_mainloop(ring, ...),
@@ -37,6 +38,8 @@ Constraints:
     (rounded up to 8) is one a TMA box may start at; the tiles that overlap a shifted one compute the same values.
   - SPLIT_K: every split's K range starts below K (the host: hopper_host.split_count); the ranges are equal,
     the last one may run past K into TMA's zero fill.
+  - TAIL (the ping-pong's tail split): SPLIT_K and BATCHED off; sched.R tail tiles x sched.B splits <= the grid, so
+    a CTA's split, if any, is its last item (hopper_host.tail_split).
   - A split tile is 2-D only (the dense kernels), B a power of two >= 16 and A = 2, 4 or 8 B (configs.SPLIT_N);
     ring.t is None (a constexpr field of the `Ring`) for every other tile.
 """
@@ -48,7 +51,7 @@ from triton.experimental.gluon.language.nvidia.hopper import (
     fence_async_shared, mbarrier, tma, warpgroup_mma, warpgroup_mma_init, warpgroup_mma_wait)
 
 from ..triton._epilogue import bias_activation
-from ..triton._schedule import batched_tile_coords, tile_coords
+from ..triton._schedule import batched_tile_coords, tail_item, tile_coords, tile_origin
 from ._compat import tma_load, tma_store
 
 
@@ -104,22 +107,6 @@ def work_space(M, N, K, BM: gl.constexpr, BN: gl.constexpr, BK: gl.constexpr, B,
 
 
 @gluon.jit
-def tile_origin(pid, size, BLOCK: gl.constexpr, SHIFT: gl.constexpr):
-    """A tile's first row (column) along a dim of `size`: pid * BLOCK, but a last tile that would reach past `size`
-    starts at size - BLOCK rounded up to a multiple of 8 instead, so its TMA boxes end at the tensor's end, or at
-    most 7 rows past it (a box reaching far past it loads about twice as slowly: the hardware's out-of-bounds
-    fill, docs/PERF.md "Last tiles shifted back"; 8: a box's start in global memory must lie on 16 bytes, and the
-    tile's origin is a column of y, or of the swap-AB tile's y); the rows it shares with the tile before are
-    computed again, the same values, and stored twice. 0 where size < BLOCK (one tile, which must reach past the
-    end). SHIFT off (the batched kernels; kernels/_host.shift_last_tiles: switched off, or a full accumulator on
-    Triton 3.9, kernels/_budgets.shift_ok): pid * BLOCK."""
-    if SHIFT:
-        return gl.maximum(gl.minimum(pid * BLOCK, gl.cdiv(size - BLOCK, 8) * 8), 0)
-    else:
-        return pid * BLOCK
-
-
-@gluon.jit
 def out_row(b, row0, num_pid_m, BM: gl.constexpr, SPLIT_K: gl.constexpr):
     """A tile's first output row: row0 (`tile_origin`), or (SPLIT_K) that row in split b's slab of the fp32
     workspace. The slabs are num_pid_m * BM rows (whole tiles): a tile's rows past M stay inside its own slab,
@@ -143,6 +130,36 @@ def work_tile(work_id, num_work, num_pid_m, num_pid_n, GROUP_SIZE_M: gl.constexp
 
 
 @gluon.jit
+def tail_items(num_work, sched):
+    """Work items of a launch of `num_work` (`work_space`), and (sched.TAIL: a tail split) each of the sched.R tail
+    tiles as sched.B K splits: R (B - 1) more (`tail_item`)."""
+    if sched.TAIL:
+        return num_work + sched.R * (sched.B - 1)
+    else:
+        return num_work
+
+
+@gluon.jit
+def work_range(work_id, num_work, num_pid_m, num_pid_n, k_steps, sched):
+    """Work id -> (b, pid_m, pid_n, first K step, K steps, partial) for the load and consumer partitions: the tile
+    (`work_tile`; b the batch entry or K split, else 0) and its K range: all k_steps; (SPLIT_K) split b's,
+    [b k_steps, (b + 1) k_steps); (TAIL, a tail split of the dense kernels) `tail_item`'s: a whole tile, or one
+    of sched.B K splits of a tail tile, `partial` its fp32 workspace tile (-1 elsewhere: the epilogue stores y)."""
+    if sched.TAIL:
+        tile_id, k0, nk, part = tail_item(work_id, num_pid_m * num_pid_n, sched.R, sched.B, k_steps)
+        b, pid_m, pid_n = work_tile(tile_id, num_work, num_pid_m, num_pid_n, sched.GROUP_SIZE_M, False)
+    else:
+        BY_ENTRY: gl.constexpr = sched.BATCHED or sched.SPLIT_K
+        b, pid_m, pid_n = work_tile(work_id, num_work, num_pid_m, num_pid_n, sched.GROUP_SIZE_M, BY_ENTRY)
+        k0 = 0
+        if sched.SPLIT_K:
+            k0 = b * k_steps
+        nk = k_steps
+        part = -1
+    return b, pid_m, pid_n, k0, nk, part
+
+
+@gluon.jit
 def load_partition(descs, ring, sched):
     """1 warp: for every K step of every tile of this CTA, wait for the slot, then TMA x and w into it
     (bundles: hopper_bundles.py `Descs`, `Ring`, `Schedule`).
@@ -152,7 +169,8 @@ def load_partition(descs, ring, sched):
     [0, A) in ring.b and [A, A + B) in ring.t (shared-memory shapes are powers of two); the w box is B rows,
     A / B + 1 per step, and full[s] expects x's box + those w boxes.
     SPLIT_K (dense only): B is the number of K splits; work id -> (split b, tile) as the batched order, and
-    split b loads K steps [b * k_steps, (b + 1) * k_steps) (`split_steps`)."""
+    split b loads K steps [b * k_steps, (b + 1) * k_steps) (`split_steps`). TAIL (the ping-pong's tail split): the
+    K range of `work_range`'s item, a whole tile or one split of a tail tile."""
     x_desc = descs.x
     w_desc = descs.w
     a_ring = ring.a
@@ -172,20 +190,15 @@ def load_partition(descs, ring, sched):
         T: gl.constexpr = t_ring.shape[1]  # B, the w box's rows
         BOXES: gl.constexpr = b_ring.shape[1] // T  # A / B boxes into ring.b
         W_BYTES: gl.constexpr = (BOXES + 1) * w_desc.block_type.nbytes
-    BY_ENTRY: gl.constexpr = BATCHED or SPLIT_K
     num_pid_m, num_pid_n, num_work, k_steps = work_space(sched.M, sched.N, sched.K, BM, BN, BK, sched.B, BATCHED,
                                                          SPLIT_K)
     idx = 0
     phase = 0
-    for work_id in range(gl.program_id(0), num_work, gl.num_programs(0)):
-        b, pid_m, pid_n = work_tile(work_id, num_work, num_pid_m, num_pid_n, sched.GROUP_SIZE_M, BY_ENTRY)
-        if SPLIT_K:
-            k0 = b * k_steps
-        else:
-            k0 = 0
+    for work_id in range(gl.program_id(0), tail_items(num_work, sched), gl.num_programs(0)):
+        b, pid_m, pid_n, k0, nk, part = work_range(work_id, num_work, num_pid_m, num_pid_n, k_steps, sched)
         row0 = tile_origin(pid_m, sched.M, BM, sched.SHIFT)
         col0 = tile_origin(pid_n, sched.N, BN, sched.SHIFT)
-        for kk in range(k0, k0 + k_steps):
+        for kk in range(k0, k0 + nk):
             mbarrier.wait(empty.index(idx), phase ^ 1)  # round 0 passes: fresh barrier
             bar = full.index(idx)
             mbarrier.expect(bar, x_desc.block_type.nbytes + W_BYTES)

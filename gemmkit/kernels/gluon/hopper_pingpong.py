@@ -91,6 +91,16 @@ the slabs in order and applies bias / activation / cast (bitwise reproducible)::
             split 0      | split 1       |                               ├ slab 1                        ┤ -> reduce -> y
             K steps [0, q)  [q, 2q)   ...                                 └ ...                           ┘
 
+Tail split (TAIL; dense kernel, unsplit power-of-two tile: `tail_plan`, derived from the shape and the SM count):
+where the tiles leave a partial last round after a full one, its R tiles run as S K splits each, so R S CTAs
+share that round instead of R (`hopper_host.tail_split`); work items whole tiles first, then the splits
+(kernels/triton/_schedule.tail_item, hopper_parts `work_range`); a split, each CTA's last item at most, stores its
+fp32 accumulator into workspace tile `part` (`store_partial`: plain stores, no staging), and the Triton tier's
+`tail_reduce_kernel` sums each tail tile's splits in order, then bias / activation / cast::
+
+   work id  0 ... T-R-1: whole tiles ──► epilogue ──► y
+            T-R ... T-R+RS-1: split j % S of tail tile T-R + j // S ──► part[j] (fp32) ──► tail_reduce ──► y
+
 Swap-AB (config key "swap_ab", dense kernel only; SWAP): at decode sizes a token tile of 16-64 rows wastes most of
 a wgmma's m64, and cuBLAS runs its M = 1 GEMMs with the weight as the wgmma's M (nvjet ..._256x8_...). The config
 still names y's BLOCK_SIZE_M (tokens) x BLOCK_SIZE_N (weight rows) tile; `derive` plans the kernel's tile as its
@@ -148,6 +158,9 @@ Constraints:
     the ring gets num_stages stages beside two output tiles if they fit, else the
     most stages (>= 2, <= num_stages) beside one shared output tile.
   - K >= 1 (the op handles K == 0); M * N tiles < 2**31 (batched: B * tiles < 2**31).
+  - TAIL (dense kernel only; `tail_plan`): unsplit (NUM_KSPLIT 1), no split tile, no swap_ab; R S <= CTAs (each CTA
+    at most one split, its last work item); the workspace R S BM x BN fp32, row-major. With a tail split the fp32
+    summation order of the tail tiles depends on M, N, K and the SM count (bitwise reproducible on one grid).
   - swap_ab (dense kernel only): BLOCK_SIZE_N (the weight rows) 64 or 128, BLOCK_SIZE_M (tokens) a power of two
     in [16, 256] within the accumulator budget, NUM_KSPLIT 1, no split tile; the TMA rules as above (x is then
     the kernel's w operand: any M >= 1).
@@ -155,6 +168,8 @@ Constraints:
     (batch stride a multiple of 16 bytes, entries not overlapping: no stride-0 batch).
 """
 from __future__ import annotations
+
+import functools
 
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
@@ -170,8 +185,8 @@ from ._compat import tma_store
 # is_coop: the plan builder's (hopper_plan.py); the op, the tuner and the tests read it here
 from .hopper_plan import PingPongPlan, check_config, is_coop  # noqa: F401
 from .hopper_bundles import Descs, Epilogue, Handoff, Ring, Schedule
-from .hopper_parts import (load_partition, out_row, ring_next, ring_prev, split_mainloop, store_split, tile_origin,
-                           work_space, work_tile)
+from .hopper_parts import (load_partition, out_row, ring_next, ring_prev, split_mainloop, store_split, tail_items,
+                           tile_origin, work_range, work_space, work_tile)
 
 KERNEL_NAME = "hopper_pingpong_kernel"
 
@@ -262,10 +277,40 @@ def dense_constexprs(plan, *, has_bias: bool, activation: str) -> dict:
             "ACTIVATION": "none" if split else activation, "SHIFT": _host.shift_last_tiles(plan.acc_regs)}
 
 
-def kernel_constexprs(plan: PingPongPlan, *, has_bias: bool, activation: str) -> dict:
-    """hopper_pingpong_kernel's: `constexprs`, `dense_constexprs` and SWAP (the transposed tile)."""
+def kernel_constexprs(plan: PingPongPlan, *, has_bias: bool, activation: str, tail: bool = False) -> dict:
+    """hopper_pingpong_kernel's: `constexprs`, `dense_constexprs`, SWAP (the transposed tile) and TAIL (a tail
+    split: `tail_plan`)."""
     return {**constexprs(plan, has_bias=has_bias, activation=activation),
-            **dense_constexprs(plan, has_bias=has_bias, activation=activation), "SWAP": plan.swap}
+            **dense_constexprs(plan, has_bias=has_bias, activation=activation), "SWAP": plan.swap, "TAIL": tail}
+
+
+# The tail split (`tail_plan`): where a launch's tiles leave a partial last round, its R tiles run as S K splits each
+# (hopper_host.tail_split), where K is at least TAIL_MIN_K: a shorter tile's saved time does not pay for the partials
+# and the reduce launch. ab/bf16_tail_split.json (H200, against cuBLAS, 48 random shapes served by the 128 x 128 tile
+# with a partial last round, tail split forced on): K = 1024 lost on all 7 rows (-3 to -8%), K = 2048 won on all 15
+# (+1 to +21%), K >= 3072 on 25 of 26 (+0.5 to +24%; 3533 x 5120 x 4096, 64 tail tiles split 2 after 8 rounds, -3%);
+# 0.869 -> 0.916x over the 48. And where its saving, (1 - 1 / S) of one round out of rounds + 1, is at least
+# TAIL_MIN_SAVING: held out (ab/bf16_tail_split_heldout.json, 40 other random shapes and the 11 suite rows the rule
+# splits: 0.876 -> 0.943x) the four rows under it ran -3.6 to +0.6% (4096 x 28672 x 4096: 40 tail tiles after 54
+# rounds), those over it -0.7 to +23%. TAIL_SPLIT False turns it off (benchmarks/ab_configs.py "_tail": false).
+TAIL_SPLIT = True
+TAIL_MIN_K = 2048
+TAIL_MIN_SAVING = 0.04
+
+
+def tail_plan(plan: PingPongPlan, M: int, N: int, K: int, num_cus: int, tail=None) -> tuple[int, int]:
+    """(tail tiles R, splits S) of a launch (hopper_host.tail_split on min(tiles, SMs) CTAs); (0, 1): none. Only
+    the unsplit, power-of-two, unswapped tile (split-K has its own splits; a split tile's two accumulators and
+    sub-tiled stores and the transposed tile have no partial store). `tail` None: the rule (TAIL_SPLIT, K >=
+    TAIL_MIN_K, the saving at least TAIL_MIN_SAVING), False: never, True: wherever tail_split can."""
+    if plan.split_k > 1 or plan.swap or plan.BN_TAIL or tail is False or (tail is None and not TAIL_SPLIT):
+        return 0, 1
+    tiles = -(-M // plan.BM) * -(-N // plan.BN)
+    ctas = min(tiles, num_cus)
+    n_tail, splits = hh.tail_split(tiles, ctas, -(-K // plan.BK), 1 if tail else -(-TAIL_MIN_K // plan.BK))
+    if tail is None and n_tail and (1 - 1 / splits) / (tiles // ctas + 1) < TAIL_MIN_SAVING:
+        return 0, 1
+    return n_tail, splits
 
 
 def y_box(plan: PingPongPlan) -> tuple:
@@ -321,16 +366,21 @@ def mma_partition(CONSUMER: gl.constexpr, descs, ring, epi, handoff, sched):
                                                          SPLIT_K)
     nprog = gl.num_programs(0)
     n = 0  # tiles this consumer has done
-    for work_id in range(gl.program_id(0) + CONSUMER * nprog, num_work, 2 * nprog):
-        if not BATCHED:
-            b, pid_m, pid_n = work_tile(work_id, num_work, num_pid_m, num_pid_n, GROUP_SIZE_M, SPLIT_K)
-        # Explicit phase counter: local tile j = 2n + CONSUMER starts at ring step j * k_steps.
+    for work_id in range(gl.program_id(0) + CONSUMER * nprog, tail_items(num_work, sched), 2 * nprog):
+        if BATCHED:
+            nk = k_steps
+            part = -1
+        else:  # (TAIL: a whole tile, or one K split of a tail tile, `part` its workspace tile; -1 elsewhere)
+            b, pid_m, pid_n, k0, nk, part = work_range(work_id, num_work, num_pid_m, num_pid_n, k_steps, sched)
+        # Explicit phase counter: local tile j = 2n + CONSUMER starts at ring step j * k_steps (a tail split's item,
+        # shorter, is a CTA's last: `tail_item`).
         step = (2 * n + CONSUMER) * k_steps
         idx = step % STAGES
         phase = (step // STAGES) & 1
         # My turn on the tensor cores (consumer 0's first wait passes on the fresh barrier).
         mbarrier.wait(turn.index(CONSUMER), (n & 1) ^ (1 - CONSUMER))
         if ring.t is not None:
+            gl.static_assert(not sched.TAIL, "a split tile has no tail split (hopper_host.launch_dense)")
             acc, acc_t, idx, phase = split_mainloop(ring, idx, phase, k_steps, 0, BM)
             mbarrier.arrive(turn.index(1 - CONSUMER))  # every wgmma issued: hand over the tensor cores
             acc, acc_t = warpgroup_mma_wait(0, deps=(acc, acc_t))
@@ -340,7 +390,7 @@ def mma_partition(CONSUMER: gl.constexpr, descs, ring, epi, handoff, sched):
                         tile_origin(pid_n, N, BN, sched.SHIFT), N)
         else:
             acc = warpgroup_mma_init(gl.zeros((BM, BN), dtype=gl.float32, layout=acc_layout))
-            for kk in range(k_steps):
+            for kk in range(nk):
                 mbarrier.wait(full.index(idx), phase)
                 acc = warpgroup_mma(a_ring.index(idx), b_ring.index(idx).permute((1, 0)), acc, is_async=True)
                 # One wgmma group in flight: the previous step's has finished reading its slot.
@@ -351,47 +401,67 @@ def mma_partition(CONSUMER: gl.constexpr, descs, ring, epi, handoff, sched):
             mbarrier.arrive(turn.index(1 - CONSUMER))
             acc = warpgroup_mma_wait(0, deps=(acc,))
             mbarrier.arrive(empty.index(ring_prev(idx, STAGES)))  # the tile's last slot
-            # Epilogue (runs under the other consumer's mainloop).
-            if BATCHED:  # the tile's coordinates, not live across the mainloop (a batched gelu epilogue spilled)
-                b, pid_m, pid_n = work_tile(work_id, num_work, num_pid_m, num_pid_n, GROUP_SIZE_M, BATCHED)
-            row0 = tile_origin(pid_m, M, BM, sched.SHIFT)  # a last tile shifted back to end at M / N
-            col0 = tile_origin(pid_n, N, BN, sched.SHIFT)
-            if SWAP:  # y's tile is the accumulator transposed: BN tokens x BM weight rows, the bias per weight row
-                out_t = acc.permute((1, 0))
-                offs_w = row0 + gl.arange(0, BM, layout=gl.SliceLayout(0, out_t.type.layout))
-                out = bias_activation(out_t, bias_ptr, offs_w, M, HAS_BIAS, ACTIVATION)
+            if sched.TAIL:
+                is_part = part >= 0
             else:
-                offs_n = col0 + gl.arange(0, BN, layout=gl.SliceLayout(0, acc_layout))
-                if BATCHED:
-                    out = bias_activation(acc, bias_ptr + b.to(gl.int64) * epi.stride_bb, offs_n, N, HAS_BIAS,
-                                          ACTIVATION)
+                is_part: gl.constexpr = False  # the epilogue alone is compiled
+            if is_part:  # (TAIL) a tail tile's K split: its fp32 partial into workspace tile `part`, no staging
+                store_partial(epi.part, acc, part)  # (the CTA's last item: no later epilogue waits on c_free)
+            else:
+                # Epilogue (runs under the other consumer's mainloop).
+                if BATCHED:  # the tile's coordinates, not live across the mainloop (a batched gelu epilogue spilled)
+                    b, pid_m, pid_n = work_tile(work_id, num_work, num_pid_m, num_pid_n, GROUP_SIZE_M, BATCHED)
+                row0 = tile_origin(pid_m, M, BM, sched.SHIFT)  # a last tile shifted back to end at M / N
+                col0 = tile_origin(pid_n, N, BN, sched.SHIFT)
+                if SWAP:  # y's tile is the accumulator transposed: BN tokens x BM weight rows, the bias per weight row
+                    out_t = acc.permute((1, 0))
+                    offs_w = row0 + gl.arange(0, BM, layout=gl.SliceLayout(0, out_t.type.layout))
+                    out = bias_activation(out_t, bias_ptr, offs_w, M, HAS_BIAS, ACTIVATION)
                 else:
-                    out = bias_activation(acc, bias_ptr, offs_n, N, HAS_BIAS, ACTIVATION)
-            if C_TILES == 2:
-                tma.store_wait(0)  # my previous tile's TMA store has read my c_smem
-            else:
-                mbarrier.wait(c_free, 1 - CONSUMER)  # the other consumer's last store has read the shared c
-            c_smem.store(out.to(y_desc.dtype))
-            fence_async_shared()  # generic-proxy writes -> async-proxy (TMA) read
-            if BATCHED:
-                tma_store(y_desc, [b, row0, col0], c_smem.reshape([1, BM, BN]))
-            elif SWAP:
-                tma_store(y_desc, [col0, row0], c_smem)
-            else:
-                tma_store(y_desc, [out_row(b, row0, num_pid_m, BM, SPLIT_K), col0], c_smem)
-            if C_TILES == 1:
-                tma.store_wait(0)
-                mbarrier.arrive(c_free)
+                    offs_n = col0 + gl.arange(0, BN, layout=gl.SliceLayout(0, acc_layout))
+                    if BATCHED:
+                        out = bias_activation(acc, bias_ptr + b.to(gl.int64) * epi.stride_bb, offs_n, N, HAS_BIAS,
+                                              ACTIVATION)
+                    else:
+                        out = bias_activation(acc, bias_ptr, offs_n, N, HAS_BIAS, ACTIVATION)
+                if C_TILES == 2:
+                    tma.store_wait(0)  # my previous tile's TMA store has read my c_smem
+                else:
+                    mbarrier.wait(c_free, 1 - CONSUMER)  # the other consumer's last store has read the shared c
+                c_smem.store(out.to(y_desc.dtype))
+                fence_async_shared()  # generic-proxy writes -> async-proxy (TMA) read
+                if BATCHED:
+                    tma_store(y_desc, [b, row0, col0], c_smem.reshape([1, BM, BN]))
+                elif SWAP:
+                    tma_store(y_desc, [col0, row0], c_smem)
+                else:
+                    tma_store(y_desc, [out_row(b, row0, num_pid_m, BM, SPLIT_K), col0], c_smem)
+                if C_TILES == 1:
+                    tma.store_wait(0)
+                    mbarrier.arrive(c_free)
         n += 1
     tma.store_wait(0)
 
 
-@gluon.jit(do_not_specialize=["M", "N", "K", "SPLITS"])  # TMA handles every M, N, K: one compile per config
-def hopper_pingpong_kernel(x_desc, w_desc, y_desc, bias_ptr, M, N, K, SPLITS,
+@gluon.jit
+def store_partial(part_ptr, acc, part):
+    """A tail split's fp32 partial tile (all BM x BN of it) into workspace tile `part`: rows part * BM .., BN
+    columns a row. Plain stores from the wgmma layout (each thread 2 adjacent fp32: whole 32-byte sectors); only
+    the last round's splits take this path (_splitk_reduce.tail_reduce_kernel sums them)."""
+    BM: gl.constexpr = acc.shape[0]
+    BN: gl.constexpr = acc.shape[1]
+    rows = part * BM + gl.arange(0, BM, layout=gl.SliceLayout(1, acc.type.layout))
+    cols = gl.arange(0, BN, layout=gl.SliceLayout(0, acc.type.layout))
+    gl.store(part_ptr + rows[:, None].to(gl.int64) * BN + cols[None, :], acc)
+
+
+# TMA handles every M, N, K: one compile per config (and per TAIL)
+@gluon.jit(do_not_specialize=["M", "N", "K", "SPLITS", "TAIL_TILES"])
+def hopper_pingpong_kernel(x_desc, w_desc, y_desc, bias_ptr, M, N, K, SPLITS, part_ptr, TAIL_TILES,
                            STAGES: gl.constexpr, C_TILES: gl.constexpr, GROUP_SIZE_M: gl.constexpr,
                            HAS_BIAS: gl.constexpr, ACTIVATION: gl.constexpr, MMA_REGS: gl.constexpr,
                            LOAD_REGS: gl.constexpr, BN: gl.constexpr, SPLIT_K: gl.constexpr, SHIFT: gl.constexpr,
-                           SWAP: gl.constexpr):
+                           SWAP: gl.constexpr, TAIL: gl.constexpr):
     BM: gl.constexpr = x_desc.block_type.shape[0]
     BK: gl.constexpr = x_desc.block_type.shape[1]
     a_ring = gl.allocate_shared_memory(x_desc.dtype, [STAGES, BM, BK], x_desc.layout)
@@ -421,9 +491,12 @@ def hopper_pingpong_kernel(x_desc, w_desc, y_desc, bias_ptr, M, N, K, SPLITS,
     descs = Descs(x_desc, w_desc, y_desc)
     ring = Ring(a_ring, b_ring, t_ring, full, empty)  # t_ring None: a constexpr field of the bundle
     handoff = Handoff(turn, c_free, C_TILES)
-    sched = Schedule(M, N, K, SPLITS, GROUP_SIZE_M, SPLIT_K=SPLIT_K, SWAP=SWAP, SHIFT=SHIFT)
-    epi0 = Epilogue(c0, bias_ptr, 0, HAS_BIAS, ACTIVATION)
-    epi1 = Epilogue(c1, bias_ptr, 0, HAS_BIAS, ACTIVATION)
+    # TAIL (a tail split, hopper_host.launch_dense): SPLITS K splits of each of the last TAIL_TILES tiles, their fp32
+    # partials into part_ptr; SPLIT_K: SPLITS K splits of every tile; neither: SPLITS, part_ptr, TAIL_TILES unused
+    sched = Schedule(M, N, K, SPLITS, GROUP_SIZE_M, SPLIT_K=SPLIT_K, SWAP=SWAP, SHIFT=SHIFT, R=TAIL_TILES, TAIL=TAIL)
+    part = part_ptr if TAIL else None
+    epi0 = Epilogue(c0, bias_ptr, 0, HAS_BIAS, ACTIVATION, part)
+    epi1 = Epilogue(c1, bias_ptr, 0, HAS_BIAS, ACTIVATION, part)
     gl.warp_specialize([
         (mma_partition, (0, descs, ring, epi0, handoff, sched)),
         (mma_partition, (1, descs, ring, epi1, handoff, sched)),
@@ -436,25 +509,27 @@ def hopper_pingpong_kernel(x_desc, w_desc, y_desc, bias_ptr, M, N, K, SPLITS,
 unsupported = hh.dense_unsupported  # why this kernel cannot take a call (the op falls back to the Triton tier)
 
 
-def launch(x2, w, bias, y, activation, cfg, target, compile_only=False):
+def launch(x2, w, bias, y, activation, cfg, target, compile_only=False, tail=None):
     """y = act(x2 @ w.T + bias) with the ping-pong kernel. x2 (M, K), w (N, K), bias (N,) or None, y (M, N).
 
     `cfg` keys: BLOCK_SIZE_M/N/K, GROUP_SIZE_M, num_warps (4), num_stages (upper bound); `backend`,
     `persistent`, `tma` are accepted and ignored (always persistent, always TMA); NUM_KSPLIT > 1 splits K
     into at most that many ranges (`hopper_host.fit_split_k`, `launch_dense`); swap_ab computes y's tile
     transposed (the module docstring's "Swap-AB": w and x swap roles, `hopper_host.launch_tma` directly).
+    `tail`: the tail split (`tail_plan`: None the rule, False never, True wherever it can).
     `target`: a gemmkit.arch.Target (its num_cus sizes the persistent grid). Raises ValueError when
     `unsupported` says no or the config cannot be planned.
     """
     hh.check_operands(x2, w, bias, y, target, "gluon ping-pong")
-    plan = derive(hh.fit_split_k(cfg, x2.shape[0], y.shape[1], x2.shape[1], target), target, x2.element_size(),
-                  y.element_size())
-    ce = kernel_constexprs(plan, has_bias=bias is not None, activation=activation)
+    (M, K), N = x2.shape, y.shape[1]
+    plan = derive(hh.fit_split_k(cfg, M, N, K, target), target, x2.element_size(), y.element_size())
+    n_tail, splits = tail_plan(plan, M, N, K, target.num_cus, tail)
+    ce = kernel_constexprs(plan, has_bias=bias is not None, activation=activation, tail=n_tail > 0)
     if plan.swap:  # the kernel's "x" is w (BM-row boxes), its "w" is x (BN-row boxes); y's box is BN x BM
         return hh.launch_tma(hopper_pingpong_kernel, plan, y_box(plan), w, x2, bias, y, ce, target, compile_only,
-                             w_box=plan.w_box)
+                             w_box=plan.w_box, tail=(y, 0, 1))
     return hh.launch_dense(hopper_pingpong_kernel, plan, y_box(plan), x2, w, bias, y, activation, ce, target,
-                        compile_only)
+                           compile_only, tail=(n_tail, splits))
 
 
 # ----------------------------------------------------------------------------- static compile (gemmkit isa)
@@ -478,13 +553,15 @@ SPLIT_PRESETS = (
 
 
 def static_spec(cfg: dict, target, *, dtype: str = "bf16", out_dtype: str | None = None, has_bias: bool = True,
-                activation: str = "gelu"):
+                activation: str = "gelu", tail: bool = False):
     """(kernel, signature, constexprs, divisible, options, plan) to compile the kernel for `target` on a CPU
-    (split-K: the kernel stores fp32 partial tiles, whatever the op's output dtype)."""
+    (split-K: the kernel stores fp32 partial tiles, whatever the op's output dtype; `tail`: the tail split's
+    variant, its partials fp32 through part_ptr)."""
     out_dtype = hh.staged_dtype(cfg, out_dtype or dtype)
     plan = derive(cfg, target, 2, 4 if out_dtype == "fp32" else 2)
-    ce = kernel_constexprs(plan, has_bias=has_bias, activation=activation)
+    ce = kernel_constexprs(plan, has_bias=has_bias, activation=activation, tail=tail)
     sig = hh.tma_signature(plan, y_box(plan), dtype, out_dtype, ce, w_box=plan.w_box)
+    sig.update(part_ptr="*fp32" if tail else f"*{out_dtype}", TAIL_TILES="i32")  # (unused without TAIL: y's)
     return hopper_pingpong_kernel, sig, ce, ["bias_ptr"], {"num_warps": hh.CONSUMER_WARPS}, plan
 
 
@@ -502,7 +579,16 @@ def isa_cases(archs, op: str = "hopper_pingpong"):
     # the few-tile, one-wave and split-width tiles; its Triton-tier tiles are kernels/triton/dense.py's cases)
     cases += [("-", f"preset{i}", c, o) for i, c in enumerate(PRESETS + SPLIT_PRESETS) for o in ("bf16", "fp32")]
     yield from hh.unique_cases(cases, KERNEL_NAME, op)
+    # the tail split's variant (TAIL: its partials' stores beside the epilogue) of the 128 x 128 tiles, two staging
+    # tiles (PRESETS' 5 stages) and one (the config model's `wide_config`, 6 stages)
+    tails = [("-", "preset0", PRESETS[0], o) for o in ("bf16", "fp32")]
+    tails += [("A16W16.json", "wide_config", configs.model.OP_RULES["a16w16"]["wide_config"], "bf16")]
+    for case in hh.unique_cases(tails, KERNEL_NAME, op):
+        yield dict(case, path=case["path"] + "-tail")
 
 
 def isa_spec(case):
+    if case["path"].endswith("-tail"):
+        return hh.isa_spec_from(dict(case, path=case["path"][:-5]), functools.partial(static_spec, tail=True),
+                                PROMISES)
     return hh.isa_spec_from(case, static_spec, PROMISES)

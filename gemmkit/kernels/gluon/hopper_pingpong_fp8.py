@@ -74,7 +74,7 @@ other consumer's wgmma under the wait and the FADDs: hopper_fp8_mainloop.pingpon
 
   Tail split (coop only; `tail_plan`, hopper_host.tail_split): where the tiles leave a partial last round
   (R = tiles % CTAs of them) and K >= MIN_TAIL_K, those R tiles run as S K-splits each, so
-  R * S CTAs share the last round instead of R. The work items (hopper_fp8_parts.work_item, its diagram) are the
+  R * S CTAs share the last round instead of R. The work items (kernels/triton/_schedule.tail_item, its diagram) are the
   whole tiles first, then the splits; a split's epilogue stores its fp32 partial into a workspace (`store_partial`:
   rowcol already scaled), and tail_reduce_kernel (kernels/triton/_splitk_reduce.py) sums each tail tile's splits
   in order.
@@ -188,11 +188,11 @@ from triton.experimental.gluon.language.nvidia.hopper import mbarrier, tma
 from ... import configs, launcher
 from .. import _budgets
 from ..triton import dense
-from ..triton._schedule import tile_coords
+from ..triton._schedule import tail_item, tile_coords
 from . import hopper_host as hh
 from .hopper_fp8_mainloop import coop_mainloop, pingpong_mainloop
 from .hopper_fp8_parts import (LOAD_THREADS, NV_BUFFERS, W_SLOT, first_item, load_partition, pair_put, pair_steps,
-                               pair_take, store_partial, store_y, work_item)
+                               pair_take, store_partial, store_y)
 # The plan lives in hopper_fp8_plan.py; its names are this module's API too (launch, static compiles, tests).
 from .hopper_fp8_plan import (CONFIG_KEYS, LAYOUTS, MAX_PROMOTE_K, MIN_TAIL_K, PAIR_MIN_K, SLICE_M,  # noqa: F401
                               VECTOR_BUFFERS, W_SLOT_FLOATS, WS_BOX_FLOATS, Fp8Plan, constexprs, derive, flat_storage,
@@ -233,7 +233,7 @@ def _mma_partition(CONSUMER: gl.constexpr, LAYOUT: gl.constexpr, y_desc, xs_ptr,
                    PAIR: gl.constexpr):
     """1 warpgroup: promoted mainloop, then the epilogue. pingpong: local tiles CONSUMER, CONSUMER + 2, ...,
     all BM rows, from ring CONSUMER. coop: every local work item (a tile, or a tail split's K range of one:
-    `work_item`), its half of the rows (coop 128: 64 CONSUMER .. + 63; coop 256: 128 CONSUMER .. + 127, two slices),
+    `tail_item`), its half of the rows (coop 128: 64 CONSUMER .. + 63; coop 256: 128 CONSUMER .. + 127, two slices),
     from the one ring (both consumers wait on each full[s] and
     arrive on each empty[s]); a tail split's epilogue stores its fp32 partial (`store_partial`), not y. VEC (coop
     rowcol): the epilogue's x / w scales come from the item's vector buffer, staged by the load warp.
@@ -263,7 +263,7 @@ def _mma_partition(CONSUMER: gl.constexpr, LAYOUT: gl.constexpr, y_desc, xs_ptr,
     item = 0  # local work items so far (VEC: which vector buffer, which phase; PAIR: the exchange's phase)
     start, stride = first_item(RING, NRINGS, PAIR)
     for w in range(start, num_tiles + TAIL * (SPLITS - 1), stride):
-        tile_id, k0, nk, part = work_item(w, num_tiles, TAIL, SPLITS, k_steps)
+        tile_id, k0, nk, part = tail_item(w, num_tiles, TAIL, SPLITS, k_steps)
         if PAIR:
             k0, nk = pair_steps(k_steps, CONSUMER)
         pid_m, pid_n = tile_coords(tile_id, num_pid_m, num_pid_n, GROUP_SIZE_M, 1)
@@ -302,7 +302,7 @@ def _mma_partition(CONSUMER: gl.constexpr, LAYOUT: gl.constexpr, y_desc, xs_ptr,
         if HAS_BIAS:
             bias = gl.load(bias_ptr + offs_n, mask=offs_n < N, other=0.0).to(gl.float32)
         if LAYOUT == "coop":
-            if part >= 0:  # a tail split (`work_item`): its partial goes to the workspace
+            if part >= 0:  # a tail split (`tail_item`): its partial goes to the workspace
                 store_partial(part_ptr, acc0, part, ROW0, BM, xs, ws, SCALE)
                 if TWO:
                     store_partial(part_ptr, acc1, part, ROW0 + SM, BM, xs1, ws, SCALE)

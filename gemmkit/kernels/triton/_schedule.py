@@ -94,6 +94,51 @@ def batched_tile_coords(work_id, num_work, num_pid_m, num_pid_n, GROUP_SIZE_M: t
 
 
 @triton.jit
+def tile_origin(pid, size, BLOCK: tl.constexpr, SHIFT: tl.constexpr):
+    """A tile's first row (column) along a dim of `size`: pid * BLOCK, but a last tile that would reach past `size`
+    starts at size - BLOCK rounded up to a multiple of 8 instead, so its TMA boxes end at the tensor's end, or at
+    most 7 rows past it (a box reaching far past it loads about twice as slowly: the hardware's out-of-bounds
+    fill, docs/PERF.md "Last tiles shifted back"; 8: a box's start in global memory must lie on 16 bytes, and the
+    tile's origin is a column of y, or of the swap-AB tile's y); the rows it shares with the tile before are
+    computed again, the same values, and stored twice. 0 where size < BLOCK (one tile, which must reach past the
+    end). SHIFT off (the batched kernels; kernels/_host.shift_last_tiles: switched off, or a full accumulator on
+    Triton 3.9, kernels/_budgets.shift_ok): pid * BLOCK. The Gluon dense kernels place their tiles with it, and
+    the tail split's reduce (_splitk_reduce.tail_reduce_kernel) finds their tail tiles with it."""
+    if SHIFT:
+        return tl.maximum(tl.minimum(pid * BLOCK, tl.cdiv(size - BLOCK, 8) * 8), 0)
+    else:
+        return pid * BLOCK
+
+
+@triton.jit
+def tail_item(w, num_tiles, TAIL, SPLITS, k_steps):
+    """(tile id, first K step, K steps, partial) of work item w of a persistent launch with a tail split
+    (kernels/gluon/hopper_host.tail_split): items below num_tiles - TAIL are whole tiles (partial -1: the epilogue
+    stores y); the TAIL * SPLITS after them are the K splits of the last TAIL tiles, item num_tiles - TAIL + j being
+    split j % SPLITS of tail tile j // SPLITS, whose fp32 partial goes to workspace tile j::
+
+       work id  0 .. T-R-1: tile = id, K steps 0 .. k_steps-1  ──► y
+                T-R + j:     tile T-R + j // S, K steps [(j % S) q, (j % S + 1) q) ──► part[j] ──► tail reduce ──► y
+                             (q = cdiv(k_steps, S); the host makes every split start below K)
+
+    TAIL * SPLITS <= CTAs (the host's rule), so a CTA runs at most one split, and it is its last item: the ring
+    positions of its whole tiles before it are unchanged. The FP8 kernel's coop layout and the bf16 ping-pong."""
+    first_tail = num_tiles - TAIL
+    tile_id = w
+    k0 = w * 0
+    nk = k_steps
+    part = w * 0 - 1
+    if w >= first_tail:
+        j = w - first_tail
+        q = tl.cdiv(k_steps, SPLITS)
+        tile_id = first_tail + j // SPLITS
+        k0 = (j % SPLITS) * q
+        nk = tl.minimum(q, k_steps - k0)
+        part = j
+    return tile_id, k0, nk, part
+
+
+@triton.jit
 def split_k_range(split, k_tiles, SPLIT_K: tl.constexpr):
     """(first K step, number of K steps) of split `split`: ceil-sized contiguous chunks,
     so the last splits may get fewer (or zero: their partial sum is then zero)."""

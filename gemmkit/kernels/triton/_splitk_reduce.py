@@ -16,9 +16,11 @@ summation order.
 `tail_reduce_kernel` is the same sum for the tail split of a persistent Gluon kernel (hopper_host.tail_split:
 only the last, partial round's R tiles are split, S ways each): the workspace holds R * S whole BM x BN fp32
 tiles, partial j = r * S + s of tail tile r (tile id first_tile + r, in the kernel's tile order), and one
-program sums ROWS rows of one tail tile, splits in order, then bias and cast::
+program sums ROWS rows of one tail tile, splits in order, then bias, activation and cast, at the tile's origin
+(SHIFT: the last row / column of tiles shifted back as the kernel placed it, _schedule.tile_origin; of such a tile
+only its own rows / columns, from pid * BM / BN, are stored: those before are its neighbour's)::
 
-    part[(r * S + s) * BM + i, j]  ──  sum over s = 0..S-1  ──► + bias ──► y[pid_m * BM + i, pid_n * BN + j]
+    part[(r * S + s) * BM + i, j]  ──  sum over s = 0..S-1  ──► + bias, act ──► y[row0 + i, col0 + j]
 
 Constraints:
   - tail_reduce_kernel: ROWS divides BM; BM, BN, ROWS powers of two; SPLITS >= 1 (constexpr: the loop is unrolled,
@@ -35,7 +37,7 @@ import triton
 import triton.language as tl
 
 from ._epilogue import bias_activation, store_tile
-from ._schedule import tile_coords
+from ._schedule import tile_coords, tile_origin
 
 
 PROMISES = (
@@ -62,7 +64,8 @@ def splitk_reduce_kernel(ws_ptr, bias_ptr, y_ptr, M, N, split_stride, stride_ym,
 @triton.jit
 def tail_reduce_kernel(part_ptr, bias_ptr, y_ptr, M, N, stride_ym, stride_yn, first_tile,
                        SPLITS: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, ROWS: tl.constexpr,
-                       GROUP_SIZE_M: tl.constexpr, HAS_BIAS: tl.constexpr, INT64_OFFSETS: tl.constexpr):
+                       GROUP_SIZE_M: tl.constexpr, HAS_BIAS: tl.constexpr, ACTIVATION: tl.constexpr,
+                       SHIFT: tl.constexpr, INT64_OFFSETS: tl.constexpr):
     r = tl.program_id(0)  # tail tile r: partials r * SPLITS .. r * SPLITS + SPLITS - 1
     pid_m, pid_n = tile_coords(first_tile + r, tl.cdiv(M, BM), tl.cdiv(N, BN), GROUP_SIZE_M, 1)
     rows = tl.program_id(1) * ROWS + tl.arange(0, ROWS)
@@ -71,6 +74,11 @@ def tail_reduce_kernel(part_ptr, bias_ptr, y_ptr, M, N, stride_ym, stride_yn, fi
     acc = tl.zeros((ROWS, BN), dtype=tl.float32)
     for s in tl.static_range(SPLITS):  # unrolled: every split's load in flight at once
         acc += tl.load(ptrs + s * BM * BN)
-    offs_n = pid_n * BN + cols
-    acc = bias_activation(acc, bias_ptr, offs_n, N, HAS_BIAS, "none")
-    store_tile(y_ptr, acc, pid_m * BM + rows, offs_n, M, N, stride_ym, stride_yn, INT64_OFFSETS)
+    offs_m = tile_origin(pid_m, M, BM, SHIFT) + rows  # where the kernel put the tile (its last ones shifted back)
+    offs_n = tile_origin(pid_n, N, BN, SHIFT) + cols
+    acc = bias_activation(acc, bias_ptr, offs_n, N, HAS_BIAS, ACTIVATION)
+    # A shifted tile's rows / columns before pid * BM / BN are its neighbour's, which stored them: moved past M / N,
+    # the store's mask drops them, so y is bitwise what the unshifted tiles give (the neighbour may be unsplit).
+    offs_m = tl.where(offs_m >= pid_m * BM, offs_m, M)
+    offs_n_y = tl.where(offs_n >= pid_n * BN, offs_n, N)
+    store_tile(y_ptr, acc, offs_m, offs_n_y, M, N, stride_ym, stride_yn, INT64_OFFSETS)

@@ -348,16 +348,18 @@ def tail_reduce_rows(bm: int, tail: int, min_programs: int) -> int:
     return rows
 
 
-def launch_tail_reduce(part, first_tile, tail, splits, bm, bn, group_size_m, bias, y, target, compile_only=False):
+def launch_tail_reduce(part, first_tile, tail, splits, bm, bn, group_size_m, bias, y, target, compile_only=False,
+                       activation="none", shift=False):
     """y's last `tail` tiles (ids first_tile.., in the kernels' grouped order) = the sum of their `splits` fp32
-    partial tiles in `part` (kernels/gluon/hopper_pingpong_fp8.py's coop tail split), in split order, + bias,
-    cast: kernels/triton/_splitk_reduce.tail_reduce_kernel, `tail_reduce_rows` rows a program."""
+    partial tiles in `part` (the tail split of kernels/gluon/hopper_pingpong_fp8.py's coop layout and of
+    hopper_pingpong.py), in split order, + bias, activation, cast at the tiles' origins (`shift`: the kernel's last
+    tiles shifted back): kernels/triton/_splitk_reduce.tail_reduce_kernel, `tail_reduce_rows` rows a program."""
     M, N = y.shape
     rows = tail_reduce_rows(bm, tail, 2 * target.num_cus)
     L.launcher(tail_reduce_kernel, (tail, bm // rows), compile_only)(
         part, bias if bias is not None else y, y, M, N, y.stride(0), y.stride(1), first_tile, SPLITS=splits,
-        BM=bm, BN=bn, ROWS=rows, GROUP_SIZE_M=group_size_m, HAS_BIAS=bias is not None,
-        INT64_OFFSETS=C.int64_offsets(part, y), num_warps=REDUCE_WARPS)
+        BM=bm, BN=bn, ROWS=rows, GROUP_SIZE_M=group_size_m, HAS_BIAS=bias is not None, ACTIVATION=activation,
+        SHIFT=shift, INT64_OFFSETS=C.int64_offsets(part, y), num_warps=REDUCE_WARPS)
 
 
 def launch(x2, w, bias, y, activation, cfg, target, scaling: Scaling = NO_SCALING, compile_only=False, *,
