@@ -584,7 +584,7 @@ def isa_cases(archs, op: str = "hopper_pingpong"):
     tails = [("-", "preset0", PRESETS[0], o) for o in ("bf16", "fp32")]
     tails += [("A16W16.json", "wide_config", configs.model.OP_RULES["a16w16"]["wide_config"], "bf16")]
     for case in hh.unique_cases(tails, KERNEL_NAME, op):
-        yield dict(case, path=case["path"] + "-tail")
+        yield dict(case, path=case["path"] + "-tail", bucket=case["bucket"] + "-tail")
 
 
 def isa_spec(case):

@@ -104,8 +104,12 @@ def epilogue(acc, xs_ptr, wsc_ptr, bias_ptr, offs_m, offs_n, M, N,
 
 
 @triton.jit
-def store_tile(y_ptr, acc, offs_m, offs_n, M, N, stride_ym, stride_yn, INT64_OFFSETS: tl.constexpr = False):
-    """Masked pointer store of an epilogue-processed tile, cast to y's element type."""
+def store_tile(y_ptr, acc, offs_m, offs_n, M, N, stride_ym, stride_yn, INT64_OFFSETS: tl.constexpr = False,
+               own=None):
+    """Masked pointer store of an epilogue-processed tile, cast to y's element type; `own` (a mask of the tile's
+    shape, or None): store only where it is set too."""
     ptrs = y_ptr + offs_m[:, None].to(tl.int64) * stride_ym + wide(offs_n, INT64_OFFSETS)[None, :] * stride_yn
     mask = (offs_m[:, None] < M) & (offs_n[None, :] < N)
+    if own is not None:
+        mask = mask & own
     tl.store(ptrs, acc.to(y_ptr.dtype.element_ty), mask=mask)

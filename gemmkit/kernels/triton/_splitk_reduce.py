@@ -77,8 +77,9 @@ def tail_reduce_kernel(part_ptr, bias_ptr, y_ptr, M, N, stride_ym, stride_yn, fi
     offs_m = tile_origin(pid_m, M, BM, SHIFT) + rows  # where the kernel put the tile (its last ones shifted back)
     offs_n = tile_origin(pid_n, N, BN, SHIFT) + cols
     acc = bias_activation(acc, bias_ptr, offs_n, N, HAS_BIAS, ACTIVATION)
-    # A shifted tile's rows / columns before pid * BM / BN are its neighbour's, which stored them: moved past M / N,
-    # the store's mask drops them, so y is bitwise what the unshifted tiles give (the neighbour may be unsplit).
-    offs_m = tl.where(offs_m >= pid_m * BM, offs_m, M)
-    offs_n_y = tl.where(offs_n >= pid_n * BN, offs_n, N)
-    store_tile(y_ptr, acc, offs_m, offs_n_y, M, N, stride_ym, stride_yn, INT64_OFFSETS)
+    if SHIFT:  # a shifted tile's rows / columns before pid * BM / BN are its neighbour's, which stored them: not
+        # stored here, so y is bitwise what the unshifted tiles give (the neighbour may be unsplit)
+        own = (offs_m[:, None] >= pid_m * BM) & (offs_n[None, :] >= pid_n * BN)
+        store_tile(y_ptr, acc, offs_m, offs_n, M, N, stride_ym, stride_yn, INT64_OFFSETS, own)
+    else:
+        store_tile(y_ptr, acc, offs_m, offs_n, M, N, stride_ym, stride_yn, INT64_OFFSETS)
