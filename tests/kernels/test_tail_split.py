@@ -78,6 +78,14 @@ def test_tail_plan_coop_only():
     assert k.tail_plan(pingpong, 4096, 2112, 7168, 132, tail=True) == (0, 1)
 
 
+def _grouped(tid, pm, pn, group):
+    """The schedule's grouped order, in plain Python: tile id -> (pid_m, pid_n)."""
+    width = group * pn
+    g = tid // width
+    gm = min(pm - g * group, group)
+    return g * group + (tid % width) % gm, (tid % width) // gm
+
+
 @pytest.mark.interpreter
 @pytest.mark.parametrize("cus", [132, 2], ids=["rows1", "rows32"])  # 1-row programs, and 32-row ones
 @pytest.mark.parametrize("M,N,group,bias", [(300, 520, 2, True), (257, 200, 8, False), (64, 1000, 1, True)])
@@ -98,12 +106,7 @@ def test_tail_reduce(M, N, group, bias, cus):
 
     ref = torch.full((M, N), float("nan"), dtype=torch.float64)
     for r in range(tail):
-        # the schedule's grouped order, in plain Python (pid -> (pid_m, pid_n))
-        tid = first + r
-        width = group * pn
-        g = tid // width
-        gm = min(pm - g * group, group)
-        pid_m, pid_n = g * group + (tid % width) % gm, (tid % width) // gm
+        pid_m, pid_n = _grouped(first + r, pm, pn, group)
         acc = torch.zeros(BM, BN)
         for s in range(splits):
             acc += part[(r * splits + s) * BM:(r * splits + s + 1) * BM]
@@ -144,11 +147,7 @@ def test_tail_reduce_shifted_with_activation(M, N, group):
 
     ref = torch.full((M, N), float("nan"), dtype=torch.float64)
     for r in range(tail):
-        tid = first + r
-        width = group * pn
-        g = tid // width
-        gm = min(pm - g * group, group)
-        pid_m, pid_n = g * group + (tid % width) % gm, (tid % width) // gm
+        pid_m, pid_n = _grouped(first + r, pm, pn, group)
         r0, c0 = origin(pid_m, M, BM), origin(pid_n, N, BN)
         acc = sum(part[(r * splits + s) * BM:(r * splits + s + 1) * BM] for s in range(splits)).double()
         rows, cols = min(BM, M - r0), min(BN, N - c0)

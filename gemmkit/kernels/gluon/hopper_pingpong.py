@@ -369,7 +369,6 @@ def mma_partition(CONSUMER: gl.constexpr, descs, ring, epi, handoff, sched):
     for work_id in range(gl.program_id(0) + CONSUMER * nprog, tail_items(num_work, sched), 2 * nprog):
         if BATCHED:
             nk = k_steps
-            part = -1
         else:  # (TAIL: a whole tile, or one K split of a tail tile, `part` its workspace tile; -1 elsewhere)
             b, pid_m, pid_n, k0, nk, part = work_range(work_id, num_work, num_pid_m, num_pid_n, k_steps, sched)
         # Explicit phase counter: local tile j = 2n + CONSUMER starts at ring step j * k_steps (a tail split's item,
