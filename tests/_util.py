@@ -191,7 +191,8 @@ def _sanitizer_exe():
 def dense_sanitize_script(module: str, configs, cases, launch_args: str = "") -> str:
     """The script `sanitize` runs for a dense Gluon kernel (kernels/gluon/<module>.py `launch`): every config
     of `configs` on every (cus, (M, N, K)) of `cases` (a grid of `cus` persistent CTAs), bias + silu, the
-    output poisoned with NaN, checked against fp32. `launch_args`: more keyword arguments of `launch` (", tail=True")."""
+    output poisoned with NaN, checked against fp32. `launch_args`: more keyword arguments of `launch`
+    (", tail=True")."""
     return f"""
 import torch
 from gemmkit import arch
