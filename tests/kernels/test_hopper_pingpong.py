@@ -493,13 +493,17 @@ def test_tail_split(M, N, K, cus, stages, launches):
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("out_dtype", [torch.float32, torch.float16], ids=["fp32", "fp16"])
-def test_tail_split_out_dtypes(out_dtype):
+def test_tail_split_out_dtypes(out_dtype, launches):
+    """fp16 operands, fp32 / fp16 out, no bias: 192 tiles, 60 of them split 2 ways (K short enough for fp32 out's
+    bound of one rounding an output)."""
     dtype = torch.float16
-    M, N, K = 1000, 3000, 520  # (fp32 out: a K the bound of one fp32 rounding per output holds at)
+    M, N, K = 1000, 3000, 520
     x, w = randn(M, K, dtype=dtype, device=DEV), randn(N, K, dtype=dtype, device=DEV) / 8
     y = poisoned((M, N), out_dtype, DEV)
+    before = launches["tail_reduce_kernel"]
     _hp().launch(x, w, None, y, "none", CFG_128, gpu_target(), tail=True)
     torch.cuda.synchronize()
+    assert launches["tail_reduce_kernel"] == before + 1
     check(y, x, w)
 
 

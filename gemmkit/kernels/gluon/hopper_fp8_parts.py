@@ -12,7 +12,7 @@ hopper_fp8_plan.py, the ring counter (`ring_next`) hopper_parts.py.
   _stage_vectors  (coop rowcol) an item's BM x scales and max(BN, 32) w scales into vector buffer item % 2
   store_y         a work item's y tile (coop: its half) through the staging buffer, one TMA store
   _store_slice    one 64-row slice into the staging buffer: (rowcol) scales, + bias, cast
-  store_partial   (coop tail split) one 64-row slice of a K split's fp32 partial into the workspace
+  store_scaled_partial  (coop tail split) one 64-row slice of a K split's fp32 partial into the workspace
   pair_steps      (PAIR) a ring's half of a tile's K steps; first_item: where a ring's work items start
   pair_put / pair_take  (PAIR) consumer 1's fp32 partial through the exchange buffer into consumer 0's
 
@@ -20,7 +20,7 @@ Work items (the coop tail split: `tail_plan`, hopper_host.tail_split, _schedule.
 them in the last round, S splits each; pingpong and unsplit launches: TAIL 0, SPLITS 1, every item a whole tile)::
 
    work id  0 .. T-R-1: tile = id, K steps 0 .. k_steps-1  ──► store_y ──► y (TMA)
-            T-R + j:     tile T-R + j // S, K steps of split j % S ──► store_partial ──► part[j] (fp32) ──┐
+            T-R + j:     tile T-R + j // S, K steps of split j % S ──► store_scaled_partial ──► part[j] (fp32) ──┐
                                                             tail_reduce: sum_s part[r S + s] + bias ──► y
    (a split's partial is already scaled in rowcol: linear, so tail_reduce_kernel, kernels/triton/_splitk_reduce.py,
    only sums the splits in order and adds the bias)
@@ -68,7 +68,7 @@ Constraints:
     clamped to the last (the TMA store clips them); vfull counts the 32 lanes, vempty both consumers.
   - store_y's C_TILES 1 handover needs the two consumers' epilogues to alternate, consumer 0's first (c_free's
     parity 1 - CONSUMER, counting one arrival); slices of 64 rows (SLICE_M), y_desc's block the staging box.
-  - store_partial: the workspace is (TAIL * SPLITS * BM, BN) fp32, row-major; `part` < TAIL * SPLITS.
+  - store_scaled_partial: the workspace is (TAIL * SPLITS * BM, BN) fp32, row-major; `part` < TAIL * SPLITS.
   - PAIR (pingpong): both rings run every tile of the CTA (`first_item`), half RING of its K steps (`pair_steps`:
     k_steps >= 2, so neither half is empty); pair_put / pair_take alternate on one exchange buffer, xfull and xempty
     counting one arrival each, their phases the consumers' local tile count.
@@ -83,7 +83,7 @@ from triton.experimental.gluon.language.nvidia.hopper import fence_async_shared,
 from ..triton._schedule import tail_item, tile_coords
 from ._compat import cp_async_load, tma_load, tma_store
 from .hopper_fp8_plan import VECTOR_BUFFERS, W_SLOT_FLOATS, WS_BOX_FLOATS
-from .hopper_parts import ring_next
+from .hopper_parts import ring_next, store_partial
 
 LOAD_THREADS = gl.constexpr(32)  # one load warp per ring (warp_specialize's 1s): its lanes all arrive on full[s]
 NV_BUFFERS = gl.constexpr(VECTOR_BUFFERS)  # (coop rowcol) work items whose epilogue scales are staged at once
@@ -243,19 +243,14 @@ def store_y(y_desc, c_smem, c_free, acc0, acc1, row, col, xs_ptr, xs, xs1, ws, b
 
 
 @gluon.jit
-def store_partial(part_ptr, acc, part, ROW0: gl.constexpr, BM: gl.constexpr, xs, ws, SCALE: gl.constexpr):
+def store_scaled_partial(part_ptr, acc, part, ROW0: gl.constexpr, BM: gl.constexpr, xs, ws, SCALE: gl.constexpr):
     """(coop, tail split) 64 of this consumer's rows (a slice at ROW0) of a K split's fp32 partial, into workspace
-    tile `part` (rows part * BM + ROW0 ..): (rowcol) times x_scale[m] * w_scale[n] (`xs`, `ws`: the staged vectors; linear,
-    so the splits may be scaled before tail_reduce_kernel sums them and adds the bias), (block) as promoted.
-    Plain stores from the wgmma layout (each thread 2 adjacent fp32: whole 32-byte sectors); only the last
-    round's splits take this path."""
+    tile `part` (hopper_parts.store_partial): (rowcol) times x_scale[m] * w_scale[n] (`xs`, `ws`: the staged vectors;
+    linear, so the splits may be scaled before tail_reduce_kernel sums them and adds the bias), (block) as promoted."""
     out = acc
     if SCALE == "rowcol":
         out = acc * xs[:, None] * ws[None, :]
-    BN: gl.constexpr = acc.shape[1]
-    rows = part * BM + ROW0 + gl.arange(0, acc.shape[0], layout=gl.SliceLayout(1, acc.type.layout))
-    cols = gl.arange(0, BN, layout=gl.SliceLayout(0, acc.type.layout))
-    gl.store(part_ptr + rows[:, None] * BN + cols[None, :], out)
+    store_partial(part_ptr, out, part, ROW0, BM)
 
 
 @gluon.jit

@@ -21,6 +21,8 @@ Below it: the launcher (gemmkit/launcher.py) and the Triton tier's split-K reduc
 Constraints (the kernels' own are in their files):
   - split-K: N % 4 == 0 (the fp32 workspace's rows must be 16-byte aligned for TMA); every split's K range
     starts below K (`fit_split_k` / `split_count`; `launch_dense` raises ValueError otherwise).
+  - tail split (`tail_split`): R S <= CTAs (a CTA runs at most one split, its last item), every split starting
+    below K; the workspace R S BM x BN fp32 (plain stores: any N); never together with split-K.
   - Tensors spanning 2**31 elements or more need nothing here: x, w, y and the split-K workspace go through TMA
     descriptors (64-bit strides, int32 coordinates per dim: every dim < 2**31), the bias by an index below N (the
     batched kernels add an int64 batch offset), and the split-K reduce (the Triton tier's) sets its own

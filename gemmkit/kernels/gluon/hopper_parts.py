@@ -14,7 +14,8 @@ hopper_pingpong_batched.py (both kernels' load warp) and hopper_fp8_mainloop.py 
                     a tail split) ──► tile_origin (first row / column: the last tile shifted back to end at M / N,
                     the dense kernels; the batched ones pid * BLOCK; both from kernels/triton/_schedule.py)
                     ring_next (slot, phase) after each K step; ring_prev: the slot a consumer releases
-   epilogue:        store_subtile (one TMA store through a staging tile), store_split (a split tile: A / B + 1 of them)
+   epilogue:        store_subtile (one TMA store through a staging tile), store_split (a split tile: A / B + 1 of them),
+                    store_partial (a tail split's fp32 partial, plain stores)
    arguments:       hopper_bundles.py's bundles: load_partition(descs, ring, sched), split_mainloop(ring, ...),
                     store_split(y_desc, epi, ...); the consumer partitions are the kernel files'
 
@@ -157,6 +158,19 @@ def work_range(work_id, num_work, num_pid_m, num_pid_n, k_steps, sched):
         nk = k_steps
         part = -1
     return b, pid_m, pid_n, k0, nk, part
+
+
+@gluon.jit
+def store_partial(part_ptr, out, part, ROW0: gl.constexpr, BM: gl.constexpr):
+    """A tail split's fp32 partial (`tail_item`), the rows of `out` at ROW0 of a BM-row tile, into workspace tile
+    `part` (rows part * BM + ROW0 .., out's columns a row, the workspace (R S BM, BN) fp32 row-major): plain stores
+    from the wgmma layout (each thread 2 adjacent fp32: whole 32-byte sectors); only the last round's splits take
+    this path, kernels/triton/_splitk_reduce.tail_reduce_kernel sums them. The bf16 ping-pong's (a whole tile) and
+    the FP8 coop kernel's (a consumer's 64-row slice, hopper_fp8_parts.store_scaled_partial)."""
+    BN: gl.constexpr = out.shape[1]
+    rows = part * BM + ROW0 + gl.arange(0, out.shape[0], layout=gl.SliceLayout(1, out.type.layout))
+    cols = gl.arange(0, BN, layout=gl.SliceLayout(0, out.type.layout))
+    gl.store(part_ptr + rows[:, None] * BN + cols[None, :], out)
 
 
 @gluon.jit

@@ -95,8 +95,8 @@ Tail split (TAIL; dense kernel, unsplit power-of-two tile: `tail_plan`, derived 
 where the tiles leave a partial last round after a full one, its R tiles run as S K splits each, so R S CTAs
 share that round instead of R (`hopper_host.tail_split`); work items whole tiles first, then the splits
 (kernels/triton/_schedule.tail_item, hopper_parts `work_range`); a split, each CTA's last item at most, stores its
-fp32 accumulator into workspace tile `part` (`store_partial`: plain stores, no staging), and the Triton tier's
-`tail_reduce_kernel` sums each tail tile's splits in order, then bias / activation / cast::
+fp32 accumulator into workspace tile `part` (hopper_parts `store_partial`: plain stores, no staging), and the
+Triton tier's `tail_reduce_kernel` sums each tail tile's splits in order, then bias / activation / cast::
 
    work id  0 ... T-R-1: whole tiles ──► epilogue ──► y
             T-R ... T-R+RS-1: split j % S of tail tile T-R + j // S ──► part[j] (fp32) ──► tail_reduce ──► y
@@ -185,8 +185,8 @@ from ._compat import tma_store
 # is_coop: the plan builder's (hopper_plan.py); the op, the tuner and the tests read it here
 from .hopper_plan import PingPongPlan, check_config, is_coop  # noqa: F401
 from .hopper_bundles import Descs, Epilogue, Handoff, Ring, Schedule
-from .hopper_parts import (load_partition, out_row, ring_next, ring_prev, split_mainloop, store_split, tail_items,
-                           tile_origin, work_range, work_space, work_tile)
+from .hopper_parts import (load_partition, out_row, ring_next, ring_prev, split_mainloop, store_partial, store_split,
+                           tail_items, tile_origin, work_range, work_space, work_tile)
 
 KERNEL_NAME = "hopper_pingpong_kernel"
 
@@ -405,7 +405,7 @@ def mma_partition(CONSUMER: gl.constexpr, descs, ring, epi, handoff, sched):
             else:
                 is_part: gl.constexpr = False  # the epilogue alone is compiled
             if is_part:  # (TAIL) a tail tile's K split: its fp32 partial into workspace tile `part`, no staging
-                store_partial(epi.part, acc, part)  # (the CTA's last item: no later epilogue waits on c_free)
+                store_partial(epi.part, acc, part, 0, BM)  # (the CTA's last item: no later epilogue waits on c_free)
             else:
                 # Epilogue (runs under the other consumer's mainloop).
                 if BATCHED:  # the tile's coordinates, not live across the mainloop (a batched gelu epilogue spilled)
@@ -440,18 +440,6 @@ def mma_partition(CONSUMER: gl.constexpr, descs, ring, epi, handoff, sched):
                     mbarrier.arrive(c_free)
         n += 1
     tma.store_wait(0)
-
-
-@gluon.jit
-def store_partial(part_ptr, acc, part):
-    """A tail split's fp32 partial tile (all BM x BN of it) into workspace tile `part`: rows part * BM .., BN
-    columns a row. Plain stores from the wgmma layout (each thread 2 adjacent fp32: whole 32-byte sectors); only
-    the last round's splits take this path (_splitk_reduce.tail_reduce_kernel sums them)."""
-    BM: gl.constexpr = acc.shape[0]
-    BN: gl.constexpr = acc.shape[1]
-    rows = part * BM + gl.arange(0, BM, layout=gl.SliceLayout(1, acc.type.layout))
-    cols = gl.arange(0, BN, layout=gl.SliceLayout(0, acc.type.layout))
-    gl.store(part_ptr + rows[:, None].to(gl.int64) * BN + cols[None, :], acc)
 
 
 # TMA handles every M, N, K: one compile per config (and per TAIL)

@@ -74,10 +74,10 @@ other consumer's wgmma under the wait and the FADDs: hopper_fp8_mainloop.pingpon
 
   Tail split (coop only; `tail_plan`, hopper_host.tail_split): where the tiles leave a partial last round
   (R = tiles % CTAs of them) and K >= MIN_TAIL_K, those R tiles run as S K-splits each, so
-  R * S CTAs share the last round instead of R. The work items (kernels/triton/_schedule.tail_item, its diagram) are the
-  whole tiles first, then the splits; a split's epilogue stores its fp32 partial into a workspace (`store_partial`:
-  rowcol already scaled), and tail_reduce_kernel (kernels/triton/_splitk_reduce.py) sums each tail tile's splits
-  in order.
+  R * S CTAs share the last round instead of R. The work items (kernels/triton/_schedule.tail_item, its diagram)
+  are the whole tiles first, then the splits; a split's epilogue stores its fp32 partial into a workspace
+  (`store_scaled_partial`: rowcol already scaled), and tail_reduce_kernel (kernels/triton/_splitk_reduce.py) sums
+  each tail tile's splits in order.
 
   Paired consumers (pingpong only; `PAIR`, hopper_fp8_plan.pair_plan): where the tiles are at most one a CTA
   (decode: 66-132 tiles of 64 x 64) consumer 1 would idle; paired, both consumers take every tile, ring r loading
@@ -192,7 +192,7 @@ from ..triton._schedule import tail_item, tile_coords
 from . import hopper_host as hh
 from .hopper_fp8_mainloop import coop_mainloop, pingpong_mainloop
 from .hopper_fp8_parts import (LOAD_THREADS, NV_BUFFERS, W_SLOT, first_item, load_partition, pair_put, pair_steps,
-                               pair_take, store_partial, store_y)
+                               pair_take, store_scaled_partial, store_y)
 # The plan lives in hopper_fp8_plan.py; its names are this module's API too (launch, static compiles, tests).
 from .hopper_fp8_plan import (CONFIG_KEYS, LAYOUTS, MAX_PROMOTE_K, MIN_TAIL_K, PAIR_MIN_K, SLICE_M,  # noqa: F401
                               VECTOR_BUFFERS, W_SLOT_FLOATS, WS_BOX_FLOATS, Fp8Plan, constexprs, derive, flat_storage,
@@ -235,7 +235,7 @@ def _mma_partition(CONSUMER: gl.constexpr, LAYOUT: gl.constexpr, y_desc, xs_ptr,
     all BM rows, from ring CONSUMER. coop: every local work item (a tile, or a tail split's K range of one:
     `tail_item`), its half of the rows (coop 128: 64 CONSUMER .. + 63; coop 256: 128 CONSUMER .. + 127, two slices),
     from the one ring (both consumers wait on each full[s] and
-    arrive on each empty[s]); a tail split's epilogue stores its fp32 partial (`store_partial`), not y. VEC (coop
+    arrive on each empty[s]); a tail split's epilogue stores its fp32 partial (`store_scaled_partial`), not y. VEC (coop
     rowcol): the epilogue's x / w scales come from the item's vector buffer, staged by the load warp.
     PAIR (pingpong): every local tile, K half CONSUMER from ring CONSUMER (`pair_steps`); consumer 1 hands its
     partial to consumer 0 through xch (`pair_put`), which adds it (`pair_take`) and runs the epilogue alone."""
@@ -303,9 +303,9 @@ def _mma_partition(CONSUMER: gl.constexpr, LAYOUT: gl.constexpr, y_desc, xs_ptr,
             bias = gl.load(bias_ptr + offs_n, mask=offs_n < N, other=0.0).to(gl.float32)
         if LAYOUT == "coop":
             if part >= 0:  # a tail split (`tail_item`): its partial goes to the workspace
-                store_partial(part_ptr, acc0, part, ROW0, BM, xs, ws, SCALE)
+                store_scaled_partial(part_ptr, acc0, part, ROW0, BM, xs, ws, SCALE)
                 if TWO:
-                    store_partial(part_ptr, acc1, part, ROW0 + SM, BM, xs1, ws, SCALE)
+                    store_scaled_partial(part_ptr, acc1, part, ROW0 + SM, BM, xs1, ws, SCALE)
             else:
                 store_y(y_desc, c_smem, c_free, acc0, acc1, pid_m * BM + ROW0, pid_n * BN, xs_ptr, xs, xs1, ws,
                          bias, offs_m, M, CONSUMER, C_TILES, TWO, HAS_BIAS, SCALE, VEC)
