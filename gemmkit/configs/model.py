@@ -329,6 +329,10 @@ OP_RULES = {"a8w8_blockscale": {"ctas_per_sm": 2, "wide_share": 0.6, "operand_by
                 # 0.68-0.82x, under 64 tiles it lost 10-25% (ab/bf16_m65_128_heldout.json; bf16_m65_128.json: 96 /
                 # 127 x 9216 x 3072 0.70 / 0.65 -> 0.88 / 0.82x)
                 "m128_tile": PINGPONG_64X128,
+                # `m128_small`: `m128_tile`'s shapes whose 64 x 64 tiles are under FEW_TILES of the SMs (N <= ~2048):
+                # 67 x 256 x 640, 77 x 384 x 352, 105 x 960 x 688 (4-16 tiles of 64 x 128) 0.76-0.77 -> 0.86-0.91x
+                # on 64 x 64 (ab/bf16_short_k_few.json)
+                "m128_small": PINGPONG_64X64,
                 "narrow_n": {"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 128, "BLOCK_SIZE_K": 128, "GROUP_SIZE_M": 8,
                              "num_warps": 4, "num_stages": 4, "tma": True, "persistent": False, "NUM_KSPLIT": 1},
                 "split_widths": (160, 144),
@@ -350,6 +354,12 @@ ONE_WAVE_MIN_M, ONE_WAVE_MAX_M, ONE_WAVE_SWAP_MAX_M = 64, 256, 128  # `one_wave`
 ONE_WAVE_FILL = 0.6  # `one_wave`: the least share of the SMs a tile's count fills
 SPLIT_WIDTH_MIN_M, SPLIT_WIDTH_MAX_M = 129, 512  # `split_widths`: where it won (M = 1024: mixed, see OP_RULES)
 SPLIT_WIDTH_FILL = 0.85  # `split_widths`: the least share of its waves (tiles over waves x SMs) its tiles fill
+# `deep_rows`: a 64-row ping-pong tile (`split_widths`, `narrow_pingpong`) at DEEP_ROWS_MIN_M < M <= DEEP_ROWS_MAX_M
+# (where it was measured) that takes more than DEEP_ROWS_WAVES waves: only at K < DEEP_ROWS_MAX_K
+# (hopper_pingpong.TAIL_MIN_K: from there the 128 x 128's partial last round is split along K, which evens out the
+# waves the 64-row tile would fill), and where its area fill is DEEP_ROWS_MARGIN over the coop's and the 128 x 128's
+# (a 64-row tile costs 1.2-1.6x the coop's time per output: each consumer reads a whole w box for 64 rows).
+DEEP_ROWS_MIN_M, DEEP_ROWS_MAX_M, DEEP_ROWS_WAVES, DEEP_ROWS_MAX_K, DEEP_ROWS_MARGIN = 256, 512, 2, 2048, 1.35
 COOP_WIDTH_MIN_M, COOP_WIDTH_MAX_M = 385, 4096  # `coop_widths`: four 128-row tiles and more, measured to 4096
 COOP_WIDTH_WAVES = 2  # `coop_widths`: lost from three waves
 COOP_ROW_WAVES = 3  # `coop_widths` on one row of 128-row tiles (64 < M <= 128): won on three waves too
@@ -393,6 +403,12 @@ SHORT_K_WAVE_MAX_K, SHORT_K_WAVE_FILL = 4096, 0.55  # `short_k_wave`: where its 
 FEW_TILES_MIN_M = 128  # `few_tiles` in `gluon_waves` above this M (at M <= 128 the bucket is the Triton tier's)
 FEW_TILES_WIDE_MIN_K = 8192  # `few_tiles`: the least K of its menu's 64 x 192 (K = 4096 split 2 lost 5-9%)
 FEW_TILES_FILL = 0.45  # `few_tiles`: the least share of the SMs its CTAs fill (won from 0.48: 1024 x 256 x 2048)
+SECTOR_ELEMENTS = 16  # bf16 elements in 32 bytes (ops/dispatch.py PITCH_SECTOR): K's rows off these are copied
+FEW_TILES_UNSPLIT_FILL = 0.25  # ... in `gluon_waves` where K is too short to split (K < 2 x FEW_TILES_SPLIT_K):
+# unsplit 64 x 64 at 27-45% beat the Triton tier's split 0.34-0.69 -> 0.87-0.96x (ab/bf16_short_k_few.json; held out,
+# bf16_model_rules_heldout.json: 22 rows 0.35-0.77 -> 0.60-0.93x); GPT-OSS's router 512 x 128 x 2880 (12%) stays the
+# Triton split's (0.96x). Where the Triton tile would run unsplit, only on K's rows on 32-byte sectors (208 x 1040 x
+# 440: -16%, dispatch's copy of x for the Gluon kernel)
 FEW_TILES_SPLIT_K = 2048  # `few_tiles`: the least K a split range keeps (1024 lost: 1024 x 256 x 2048 64 x 64
 # unsplit 0.95x, split 2 0.85x; 300 x 1000 x 8192 64 x 128 split 3 1.01x against 0.66x unsplit)
 
@@ -491,11 +507,11 @@ def one_wave(menu, M: int, N: int, num_cus: int, fill: float = ONE_WAVE_FILL) ->
     return best, best_tiles
 
 
-def few_tiles(menu, M: int, N: int, K: int, num_cus: int) -> tuple[dict | None, float]:
+def few_tiles(menu, M: int, N: int, K: int, num_cus: int, floor: float = FEW_TILES_FILL) -> tuple[dict | None, float]:
     """(tile, its launch fill) of `few_tiles`' menu for a shape whose 128 x 128 tiles are under FEW_TILES of the
     SMs: each menu tile split along K up to one wave of CTAs, every split range at least FEW_TILES_SPLIT_K long;
     the smaller tile where its launch fills GLUON_WAVE_MARGIN more of its waves (`launch_fill`, rows and columns
-    past M and N empty); (None, fill) where that fill is under FEW_TILES_FILL (the Triton tier's split then serves:
+    past M and N empty); (None, fill) where that fill is under `floor` (the Triton tier's split then serves:
     its short split ranges still beat a few lone tiles, e.g. GPT-OSS's router 512 x 128 x 2880 split 11 0.96x)."""
     best, best_fill = None, 0.0
     for c in menu:
@@ -506,7 +522,7 @@ def few_tiles(menu, M: int, N: int, K: int, num_cus: int) -> tuple[dict | None, 
         fill = launch_fill(cfg, M, N, num_cus)
         if best is None or fill > GLUON_WAVE_MARGIN * best_fill:
             best, best_fill = cfg, fill
-    return (best if best_fill >= FEW_TILES_FILL else None), best_fill
+    return (best if best_fill >= floor else None), best_fill
 
 
 def _few_tiles_note(tile: dict, fill: float, num_cus: int) -> str:
@@ -652,6 +668,16 @@ def _rule_gluon_waves(c: _Call):
             max(1, min(narrow["NUM_KSPLIT"], -(-K // cfg["BLOCK_SIZE_K"]) // MIN_SPLIT_STEPS))
         # the kernel keeps the splits to one wave (hopper_host.fit_split_k)
         eff_narrow = wave_efficiency(n_tiles * max(1, min(split, num_cus // n_tiles)), num_cus)
+
+    def triton_tile():  # the Triton tier's tile, fitted
+        return fit({k: v for k, v in cfg.items() if k != "backend"}, M, N, K, num_cus)
+
+    def deep_rows_lose(width: int, tiles: int) -> bool:  # `deep_rows`: a 64 x width tile past its waves
+        if not DEEP_ROWS_MIN_M < M <= DEEP_ROWS_MAX_M or tiles <= DEEP_ROWS_WAVES * num_cus:
+            return False
+        best_area = max(area_fill(M, N, bm, 256, num_cus), area_fill(M, N, bm, 128, num_cus))
+        return K >= DEEP_ROWS_MAX_K or area_fill(M, N, 64, width, num_cus) < DEEP_ROWS_MARGIN * best_area
+
     coop_widths = rules.get("coop_widths")
     if coop_widths and bm == 128 and COOP_WIDTH_MIN_M <= M <= COOP_WIDTH_MAX_M:
         best = max(eff_coop, eff_pp, eff_narrow)
@@ -667,12 +693,16 @@ def _rule_gluon_waves(c: _Call):
             return -(-M // split_width_config(cfg, w)["BLOCK_SIZE_M"]) * -(-N // w)
         fill, w = max((wave_efficiency(width_tiles(w), num_cus), w) for w in widths)  # the wider on a tie
         best = max(eff_coop, eff_pp, eff_narrow)
-        if fill >= SPLIT_WIDTH_FILL and fill > GLUON_WAVE_MARGIN * best:
+        if fill >= SPLIT_WIDTH_FILL and fill > GLUON_WAVE_MARGIN * best and not deep_rows_lose(w, width_tiles(w)):
             tiles = width_tiles(w)
             return split_width_config(cfg, w), [
                 f"{coop} tiles of {bm} x 256, {pp} of {bm} x 128 and the 64 x 192's fill at best {best:.0%} of "
                 f"their waves, {tiles} of 64 x {w} {fill:.0%}: the ping-pong's 64 x {w} split tile"]
-    if narrow_ok and eff_narrow > GLUON_WAVE_MARGIN * max(eff_coop, eff_pp):
+    # `deep_rows` for the 64 x 192: on K's rows off 32-byte sectors; on rows on them only for the 128 x 128 (where the
+    # coop would serve instead, the 64 x 192 held: 5 of 7 held-out rows -4 to -22% on the coop)
+    pp_after = eff_pp > GLUON_WAVE_MARGIN * eff_coop
+    if narrow_ok and eff_narrow > GLUON_WAVE_MARGIN * max(eff_coop, eff_pp) and \
+            not ((K % SECTOR_ELEMENTS or pp_after) and deep_rows_lose(nn, n_tiles)):
         short = rules.get("short_k_wave")
         if short and M <= NARROW_MAX_M and K <= SHORT_K_WAVE_MAX_K:  # one wave of unsplit 64-row tiles instead
             fits = [(-(-M // t["BLOCK_SIZE_M"]) * -(-N // t["BLOCK_SIZE_N"]), i) for i, t in enumerate(short)]
@@ -695,15 +725,26 @@ def _rule_gluon_waves(c: _Call):
         # +7-52%, while 64 x 64 there lost up to 31%: bf16_few_tiles_partial_wave.json, bf16_few_tiles_area.json)
         pp_fill = area_fill(M, N, bm, 128, num_cus)
         few = pp < FEW_TILES * num_cus
-        tile, fill = few_tiles(few_menu if few else few_menu[:1], M, N, K, num_cus) if pp_fill < FEW_TILES \
+        floor = FEW_TILES_FILL
+        if K < 2 * FEW_TILES_SPLIT_K and (K % SECTOR_ELEMENTS == 0 or triton_tile()[0].get("NUM_KSPLIT", 1) > 1):
+            floor = FEW_TILES_UNSPLIT_FILL  # (against an unsplit Triton tile only on rows on 32-byte sectors: below)
+        tile, fill = few_tiles(few_menu if few else few_menu[:1], M, N, K, num_cus, floor) if pp_fill < FEW_TILES \
             else (None, 0.0)
         if tile is not None and (few or fill > GLUON_WAVE_MARGIN * pp_fill):
             return dict(tile), [f"{pp} tiles of {bm} x 128 fill {pp_fill:.0%} of {num_cus} SMs: " +
                                 _few_tiles_note(tile, fill, num_cus)]
     if pp < FEW_TILES * num_cus:  # (few_tiles fills too few SMs): the Triton tier's split and smaller tiles
-        tile, notes = fit({k: v for k, v in cfg.items() if k != "backend"}, M, N, K, num_cus)
+        tile, notes = triton_tile()
+        if few_menu and M > FEW_TILES_MIN_M and tile.get("NUM_KSPLIT", 1) == 1 and K % SECTOR_ELEMENTS == 0:
+            # K too short for the Triton tier to split: the same few tiles run faster on the Gluon ping-pong
+            # (252 x 512 x 384: the Triton 64 x 64 0.76x, the ping-pong's 0.89x; ab/bf16_short_k_few.json), but not
+            # where its rows are off 32-byte sectors: there dispatch copies x for the Gluon kernel (`pitch`), and
+            # on these 4-5 us calls the copy's launch lost it (208 x 1040 x 440, 243 x 448 x 408: -15%)
+            gluon, fill = few_tiles(few_menu, M, N, K, num_cus, 0.0)
+            return dict(gluon), [f"{pp} tiles of {bm} x 128 for {num_cus} SMs, the Triton tier unsplit at K = {K}: "
+                                 + _few_tiles_note(gluon, fill, num_cus)]
         return tile, [f"{pp} tiles of {bm} x 128 for {num_cus} SMs: the Triton tier"] + notes
-    if pp == coop or eff_pp > GLUON_WAVE_MARGIN * eff_coop:  # pp == coop: N <= 128, half the coop tile empty
+    if pp == coop or pp_after:  # pp == coop: N <= 128, half the coop tile empty
         return dict(cfg, BLOCK_SIZE_N=128, num_warps=4, num_stages=6), [
             f"{coop} tiles of {bm} x 256 fill {eff_coop:.0%} of their waves, {pp} of {bm} x 128 {eff_pp:.0%}: "
             "the ping-pong"]
@@ -799,6 +840,9 @@ def _rule_wide_share(c: _Call):
         if n_tiles >= FEW_TILES * num_cus:
             return dict(own), [f"{n_tiles} tiles of the Gluon ping-pong's {bm} x {bn} for {num_cus} SMs (half "
                                f"or more): the ping-pong's {bm} x {bn}"]
+        small = rules.get("m128_small")
+        if small and -(-M // small["BLOCK_SIZE_M"]) * -(-N // small["BLOCK_SIZE_N"]) < FEW_TILES * num_cus:
+            m128 = small  # few even as 64 x 64 tiles: twice the CTAs of 64 x 128 (`m128_small`)
         return dict(m128), [f"{n_tiles} tiles of the Gluon ping-pong's {bm} x {bn} (under half of {num_cus} "
                             f"SMs): the ping-pong's {m128['BLOCK_SIZE_M']} x {m128['BLOCK_SIZE_N']}, "
                             f"{m128['num_stages']} stages, unsplit"]

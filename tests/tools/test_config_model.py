@@ -636,3 +636,58 @@ def test_fp8_few_large_tiles_take_the_ping_pong_above_m_256(op, M, N, K, pingpon
     cfg, source = configs.serve(op, H200, M, N, K)
     assert cfg.get("backend") == "gluon"
     assert ((cfg["BLOCK_SIZE_M"], cfg["BLOCK_SIZE_N"], cfg["num_warps"]) == (64, 64, 4)) == pingpong, source
+
+
+def _kernel(cfg):
+    if cfg.get("backend") != "gluon":
+        return "triton split %d" % cfg.get("NUM_KSPLIT", 1)
+    return "%s %dx%d" % ("coop" if cfg["num_warps"] == 8 else "pp", cfg["BLOCK_SIZE_M"], cfg["BLOCK_SIZE_N"])
+
+
+@pytest.mark.parametrize("M, N, K, want", [
+    # `deep_rows` (ab/bf16_deep_rows.json, bf16_model_rules_heldout.json): past two waves at 256 < M <= 512 the
+    # 64-row tiles give way where K >= 2048 (the 128 x 128's tail split) ...
+    (287, 11848, 5744, "pp 128x128"),  # 375 of 64 x 160: 0.58 -> 0.67x
+    (370, 12728, 6096, "pp 128x128"),  # 0.63 -> 0.82x
+    (426, 12768, 6296, "coop 128x256"),  # the 64 x 192: 0.69 -> 0.95x
+    # ... or where their area fill is not DEEP_ROWS_MARGIN over the 128-row tiles'
+    (459, 6960, 1832, "coop 128x256"),  # 392 of 64 x 144 fill 88%, 128 x 256 74%: 0.51 -> 0.76x
+    (352, 8496, 1744, "coop 128x256"),  # 0.70 -> 0.82x
+    (288, 11640, 1440, "pp 64x160"),  # 82% against the 128 x 128's 52% (a third round): kept, 0.83x vs 0.69x
+    (286, 11664, 1968, "pp 64x160"),
+    (256, 4608, 4096, "pp 64x144"),  # one wave: as before (0.93x)
+    (280, 3584, 7680, "pp 64x144"),  # one wave (0.89x against the 128 x 128's 0.68x)
+    (1024, 4608, 36864, "pp 64x192"),  # M > DEEP_ROWS_MAX_M: not measured there, as before
+])
+def test_a16w16_deep_rows(M, N, K, want):
+    cfg, source = configs.serve("a16w16", H200, M, N, K)
+    assert _kernel(cfg) == want, source
+
+
+@pytest.mark.parametrize("M, N, K, want", [
+    # `few_tiles` down to FEW_TILES_UNSPLIT_FILL where K is too short to split (ab/bf16_short_k_few.json)
+    (646, 368, 1824, "pp 64x64"),  # 44% of the SMs: 0.58 -> 0.96x (the Triton tier's split 7)
+    (403, 376, 3264, "pp 64x64"),  # 28%: 0.34 -> 0.87x
+    (222, 720, 2208, "pp 64x64"),  # 30%: 0.68 -> 0.88x
+    (512, 128, 2880, "triton split 11"),  # GPT-OSS's router, 12%: the Triton split (0.96x)
+    # the Triton tier unsplit: the ping-pong on the same tile, where K's rows lie on 32-byte sectors
+    (252, 512, 384, "pp 64x64"),  # 0.76 -> 0.89x
+    (243, 448, 408, "triton split 1"),  # K % 16 == 8: dispatch would copy x for the Gluon kernel (0.72 -> 0.61x)
+    (208, 1040, 440, "triton split 1"),  # 40% of the SMs, K % 16 == 8 (0.77 -> 0.65x)
+    (617, 352, 2216, "pp 64x64"),  # K % 16 == 8 but the Triton tier's split 8: 0.66 -> 0.73x
+    # `m128_small`: 64 < M <= 128 where even 64 x 64 tiles are few
+    (67, 256, 640, "pp 64x64"),  # 4 tiles of 64 x 128: 0.76 -> 0.90x
+    (105, 960, 688, "pp 64x64"),  # 0.77 -> 0.91x
+    (100, 2304, 640, "pp 64x128"),  # 72 tiles of 64 x 64: not few
+])
+def test_a16w16_short_k_few_tiles_take_the_ping_pong(M, N, K, want):
+    cfg, source = configs.serve("a16w16", H200, M, N, K)
+    assert _kernel(cfg) == want, source
+    configs.validate_config(cfg, backend="cuda")
+
+
+def test_model_mirrors_of_kernel_and_dispatch_constants():
+    from gemmkit.kernels.gluon import hopper_pingpong
+    from gemmkit.ops import dispatch
+    assert model.DEEP_ROWS_MAX_K == hopper_pingpong.TAIL_MIN_K
+    assert model.SECTOR_ELEMENTS * 2 == dispatch.PITCH_SECTOR  # bf16
