@@ -21,7 +21,9 @@ Before fitting, `choose` applies what is known of one op's kernels (`OP_RULES`, 
 which of the table's kernels serves a shape unlike the bucket's (bf16 first: at 64 <= M <= 256, and for N <= 256 at
 larger M, the tile of a small menu that comes nearest one wave of the SMs, deep ring, no split; above M = 128 where
 even 128 x 128 tiles are few (and `one_wave` found no tile), the ping-pong's 64 x 128 or 64 x 64 split to one wave
-in long K ranges (`few_tiles`; the Triton tier's split, which `fit` makes, only where those fill too few SMs); below
+in long K ranges (`few_tiles`; unsplit down to a quarter of the SMs where K is too short to split; the Triton tier's
+split, which `fit` makes, only where those fill too few SMs, and its unsplit tile not at all on rows on 32-byte
+sectors: the ping-pong runs the same tile faster); below
 M = 64 where the swap-AB decode tiles are few, the Triton tier's decode tile split along K (`decode_split`); N in one
 tile column
 the Triton tier's 64-row tile split to one wave; then a cooperative Gluon tile or the ping-pong by wave
@@ -160,7 +162,11 @@ FITTED_OPS = ("a16w16", "a8w8", "a8w8_int8", "a8w8_blockscale")
 #                128-row tiles leave most of a second row empty): ab/bf16_short_k_wave.json's 10 rows at M = 134-199,
 #                N = 9088-29056 (coop 0.59-0.77x) found a width best where it filled its waves (164 x 13824 64 x 160
 #                0.71 -> 0.93x); held out (ab/bf16_m129_512_heldout.json, 21 random rows at M = 129-255): 0.757 ->
-#                0.896x, none down.
+#                0.896x, none down. Past two waves at 256 < M <= 512 (`deep_rows`, DEEP_ROWS_*): a 64-row tile costs
+#                1.2-1.6x the coop's time per output, and the 128 x 128's partial round is split from K = 2048, so
+#                the width serves there only at shorter K and 1.35x the 128-row tiles' area fill (ab/bf16_deep_rows.json:
+#                287-370 x 11424-12728 0.57-0.65 -> 0.67-0.83x on 128 x 128; 459 x 6960 x 1832 0.51 -> 0.76x on the
+#                coop; held out, bf16_model_rules_final.json with the rules below: 95 rows 0.63 -> 0.78x).
 #   coop_widths  bf16 at COOP_WIDTH_MIN_M <= M <= COOP_WIDTH_MAX_M, in `gluon_waves`' choice (before `split_widths`,
 #                which it replaces where both fill their waves): the cooperative kernel's
 #                128-row split tiles A + B of these widths (configs.SPLIT_N, each with the ring the A/B ran) where
