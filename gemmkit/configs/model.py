@@ -341,6 +341,15 @@ OP_RULES = {"a8w8_blockscale": {"ctas_per_sm": 2, "wide_share": 0.6, "operand_by
                 "m128_small": PINGPONG_64X64,
                 "narrow_n": {"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 128, "BLOCK_SIZE_K": 128, "GROUP_SIZE_M": 8,
                              "num_warps": 4, "num_stages": 4, "tma": True, "persistent": False, "NUM_KSPLIT": 1},
+                # `short_k_pingpong`: at K <= SHORT_K_PINGPONG_MAX_K, a whole number of its K steps, where
+                # `gluon_waves` would serve a coop tile (128 x 256 or a `coop_widths` width): the ping-pong's 64 x 128.
+                # At a few K steps a tile's epilogue is much of its time; the coop's two consumers store at once, the
+                # ping-pong's hide each store behind the other's mainloop. ab/bf16_short_k_coop.json: 9 coop rows +3
+                # to +20%; held out on any K <= 512 (bf16_short_k_coop_heldout.json) 0.877 -> 0.790x: up where K is
+                # a multiple of 64 (8 of 10 rows, +3 to +25%), down to -43% elsewhere (a partial last K box on 4x
+                # the tiles); held out again on K % 64 == 0 (bf16_short_k_pingpong_heldout.json, 36 fresh rows):
+                # 0.957 -> 1.043x, 34 up, at K <= 448 none down over 3%
+                "short_k_pingpong": PINGPONG_64X128,
                 "split_widths": (160, 144),
                 "coop_widths": ((192, 5), (160, 6), (144, 6)),  # (BLOCK_SIZE_N, num_stages)
                 "narrow_pingpong": {
@@ -368,6 +377,7 @@ SPLIT_WIDTH_FILL = 0.85  # `split_widths`: the least share of its waves (tiles o
 DEEP_ROWS_MIN_M, DEEP_ROWS_MAX_M, DEEP_ROWS_WAVES, DEEP_ROWS_MAX_K, DEEP_ROWS_MARGIN = 256, 512, 2, 2048, 1.35
 COOP_WIDTH_MIN_M, COOP_WIDTH_MAX_M = 385, 4096  # `coop_widths`: four 128-row tiles and more, measured to 4096
 COOP_WIDTH_WAVES = 2  # `coop_widths`: lost from three waves
+SHORT_K_PINGPONG_MAX_K = 448  # `short_k_pingpong`: K up to this (at 512 two of six rows with M > 15000 lost 11-17%)
 COOP_ROW_WAVES = 3  # `coop_widths` on one row of 128-row tiles (64 < M <= 128): won on three waves too
 # The Gluon ping-pong tile of `wide_share` (what the tuned fp8 block-scale tables run at M <= 128, e.g.
 # A8W8_BLOCKSCALE-N=7168-K=16384.json), applied over the large-M Gluon bucket's other keys.
@@ -654,8 +664,9 @@ def _rule_cdna(c: _Call):
 
 def _rule_gluon_waves(c: _Call):
     """`gluon_waves`: a cooperative Gluon bucket (128 x 256, 8 warps) against the ping-pong's tiles by the waves
-    they fill: `coop_widths`, `split_widths`, `narrow_pingpong` (or `short_k_wave` in its place on a short K),
-    `few_tiles`, the Triton tier where even those are few, the ping-pong 128 x 128, else the bucket as it is."""
+    they fill: `coop_widths`, `split_widths`, `narrow_pingpong` (or `short_k_wave` in its place on a short K; both
+    64-row tiles held back by `deep_rows`), `few_tiles`, the Triton tier where even those are few (the ping-pong's tile
+    where it would not split), the ping-pong 128 x 128, `short_k_pingpong` in the coop's place, else the bucket."""
     rules, cfg, M, N, K, num_cus = c.rules, c.cfg, c.M, c.N, c.K, c.num_cus
     if not (rules.get("gluon_waves") and cfg.get("backend") == "gluon" and cfg["num_warps"] == 8
             and cfg["BLOCK_SIZE_N"] == 256 and not cfg.get("swap_ab") and cfg.get("NUM_KSPLIT", 1) == 1):
@@ -684,8 +695,10 @@ def _rule_gluon_waves(c: _Call):
         best_area = max(area_fill(M, N, bm, 256, num_cus), area_fill(M, N, bm, 128, num_cus))
         return K >= DEEP_ROWS_MAX_K or area_fill(M, N, 64, width, num_cus) < DEEP_ROWS_MARGIN * best_area
 
+    short = rules.get("short_k_pingpong")  # no coop tile at a short K (below)
+    short = short if short and K <= SHORT_K_PINGPONG_MAX_K and K % short["BLOCK_SIZE_K"] == 0 else None
     coop_widths = rules.get("coop_widths")
-    if coop_widths and bm == 128 and COOP_WIDTH_MIN_M <= M <= COOP_WIDTH_MAX_M:
+    if coop_widths and not short and bm == 128 and COOP_WIDTH_MIN_M <= M <= COOP_WIDTH_MAX_M:
         best = max(eff_coop, eff_pp, eff_narrow)
         hit = coop_width_fit(coop_widths, M, N, num_cus, COOP_WIDTH_WAVES, best)
         if hit:
@@ -754,6 +767,9 @@ def _rule_gluon_waves(c: _Call):
         return dict(cfg, BLOCK_SIZE_N=128, num_warps=4, num_stages=6), [
             f"{coop} tiles of {bm} x 256 fill {eff_coop:.0%} of their waves, {pp} of {bm} x 128 {eff_pp:.0%}: "
             "the ping-pong"]
+    if short:
+        return dict(short), [f"K = {K}: the ping-pong's {short['BLOCK_SIZE_M']} x {short['BLOCK_SIZE_N']}, not the "
+                             "coop (`short_k_pingpong`)"]
     return cfg, []
 
 

@@ -691,3 +691,19 @@ def test_model_mirrors_of_kernel_and_dispatch_constants():
     from gemmkit.ops import dispatch
     assert model.DEEP_ROWS_MAX_K == hopper_pingpong.TAIL_MIN_K
     assert model.SECTOR_ELEMENTS * 2 == dispatch.PITCH_SECTOR  # bf16
+
+
+@pytest.mark.parametrize("M, N, K, want", [
+    # `short_k_pingpong` (ab/bf16_short_k_coop*.json, bf16_short_k_pingpong_heldout.json): the ping-pong's 64 x 128
+    # where a coop tile would serve a few whole K steps
+    (4303, 640, 256, "pp 64x128"),  # 0.77 -> 0.93x
+    (5987, 456, 384, "pp 64x128"),  # 0.82 -> 1.02x
+    (14696, 584, 448, "pp 64x128"),  # 0.83 -> 1.06x
+    (15598, 3504, 512, "coop 128x256"),  # K = 512: -17% there
+    (6183, 336, 416, "coop 128x256"),  # a partial last K step (416 % 64): the held-out rows lost up to 43%
+    (8848, 3200, 896, "coop 128x256"),  # K past the bound
+])
+def test_a16w16_short_k_pingpong(M, N, K, want):
+    cfg, source = configs.serve("a16w16", H200, M, N, K)
+    assert _kernel(cfg) == want, source
+    assert "short_k_pingpong" not in str(configs.serve("a16w16", arch.get("gfx942"), M, N, K)[1])  # sm_90 only
