@@ -164,9 +164,10 @@ FITTED_OPS = ("a16w16", "a8w8", "a8w8_int8", "a8w8_blockscale")
 #                0.71 -> 0.93x); held out (ab/bf16_m129_512_heldout.json, 21 random rows at M = 129-255): 0.757 ->
 #                0.896x, none down. Past two waves at 256 < M <= 512 (`deep_rows`, DEEP_ROWS_*): a 64-row tile costs
 #                1.2-1.6x the coop's time per output, and the 128 x 128's partial round is split from K = 2048, so
-#                the width serves there only at shorter K and 1.35x the 128-row tiles' area fill (ab/bf16_deep_rows.json:
-#                287-370 x 11424-12728 0.57-0.65 -> 0.67-0.83x on 128 x 128; 459 x 6960 x 1832 0.51 -> 0.76x on the
-#                coop; held out, bf16_model_rules_final.json with the rules below: 95 rows 0.63 -> 0.78x).
+#                the width serves there only at shorter K and 1.35x the 128-row tiles' area fill
+#                (ab/bf16_deep_rows.json: 287-370 x 11424-12728 0.57-0.65 -> 0.67-0.83x on 128 x 128; 459 x 6960 x
+#                1832 0.51 -> 0.76x on the coop; held out, bf16_model_rules_final.json with the rules below: 95 rows
+#                0.63 -> 0.78x).
 #   coop_widths  bf16 at COOP_WIDTH_MIN_M <= M <= COOP_WIDTH_MAX_M, in `gluon_waves`' choice (before `split_widths`,
 #                which it replaces where both fill their waves): the cooperative kernel's
 #                128-row split tiles A + B of these widths (configs.SPLIT_N, each with the ring the A/B ran) where
@@ -695,10 +696,11 @@ def _rule_gluon_waves(c: _Call):
         best_area = max(area_fill(M, N, bm, 256, num_cus), area_fill(M, N, bm, 128, num_cus))
         return K >= DEEP_ROWS_MAX_K or area_fill(M, N, 64, width, num_cus) < DEEP_ROWS_MARGIN * best_area
 
-    short = rules.get("short_k_pingpong")  # no coop tile at a short K (below)
-    short = short if short and K <= SHORT_K_PINGPONG_MAX_K and K % short["BLOCK_SIZE_K"] == 0 else None
+    short_pp = rules.get("short_k_pingpong")  # no coop tile at a short K (below)
+    if short_pp and not (K <= SHORT_K_PINGPONG_MAX_K and K % short_pp["BLOCK_SIZE_K"] == 0):
+        short_pp = None
     coop_widths = rules.get("coop_widths")
-    if coop_widths and not short and bm == 128 and COOP_WIDTH_MIN_M <= M <= COOP_WIDTH_MAX_M:
+    if coop_widths and not short_pp and bm == 128 and COOP_WIDTH_MIN_M <= M <= COOP_WIDTH_MAX_M:
         best = max(eff_coop, eff_pp, eff_narrow)
         hit = coop_width_fit(coop_widths, M, N, num_cus, COOP_WIDTH_WAVES, best)
         if hit:
@@ -767,9 +769,9 @@ def _rule_gluon_waves(c: _Call):
         return dict(cfg, BLOCK_SIZE_N=128, num_warps=4, num_stages=6), [
             f"{coop} tiles of {bm} x 256 fill {eff_coop:.0%} of their waves, {pp} of {bm} x 128 {eff_pp:.0%}: "
             "the ping-pong"]
-    if short:
-        return dict(short), [f"K = {K}: the ping-pong's {short['BLOCK_SIZE_M']} x {short['BLOCK_SIZE_N']}, not the "
-                             "coop (`short_k_pingpong`)"]
+    if short_pp:
+        return dict(short_pp), [f"K = {K}: the ping-pong's {short_pp['BLOCK_SIZE_M']} x {short_pp['BLOCK_SIZE_N']}, "
+                                "not the coop (`short_k_pingpong`)"]
     return cfg, []
 
 
