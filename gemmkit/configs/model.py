@@ -423,9 +423,9 @@ FEW_TILES_FILL = 0.45  # `few_tiles`: the least share of the SMs its CTAs fill (
 SECTOR_ELEMENTS = 16  # bf16 elements in 32 bytes (ops/dispatch.py PITCH_SECTOR): K's rows off these are copied
 FEW_TILES_UNSPLIT_FILL = 0.25  # ... in `gluon_waves` where K is too short to split (K < 2 x FEW_TILES_SPLIT_K):
 # unsplit 64 x 64 at 27-45% beat the Triton tier's split 0.34-0.69 -> 0.87-0.96x (ab/bf16_short_k_few.json; held out,
-# bf16_model_rules_heldout.json: 22 rows 0.35-0.77 -> 0.60-0.93x); GPT-OSS's router 512 x 128 x 2880 (12%) stays the
-# Triton split's (0.96x). Where the Triton tile would run unsplit, only on K's rows on 32-byte sectors (208 x 1040 x
-# 440: -16%, dispatch's copy of x for the Gluon kernel)
+# bf16_model_rules_heldout.json, the rule's first form: 22 Triton-tier rows 0.35-0.77 -> 0.61-0.93x); GPT-OSS's
+# router 512 x 128 x 2880 (12%) stays the Triton split's (0.96x). Where the Triton tile would run unsplit, only on K's
+# rows on 32-byte sectors (208 x 1040 x 440: -16%, dispatch's copy of x for the Gluon kernel)
 FEW_TILES_SPLIT_K = 2048  # `few_tiles`: the least K a split range keeps (1024 lost: 1024 x 256 x 2048 64 x 64
 # unsplit 0.95x, split 2 0.85x; 300 x 1000 x 8192 64 x 128 split 3 1.01x against 0.66x unsplit)
 
