@@ -10,7 +10,9 @@ CPU tests.
 No patch of library behaviour lives here: the interpreter's differences from the GPUs
 (bf16 dot, fp32 -> bf16 / fp8 rounding, tl.dot_scaled) are fixed by gemmkit itself when it
 is imported with the interpreter on (gemmkit/kernels/_interpreter.py), so the CPU tests
-run what a user gets.
+run what a user gets. What the tests add to the interpreter is a check, not a behaviour:
+every load and store an interpreted kernel makes must stay inside its launch's tensors
+(tests/_bounds.py; a test fails on a violation even where it catches the kernel's error).
 """
 import os
 import sys
@@ -28,6 +30,11 @@ os.environ.setdefault("GEMMKIT_INTERPRET_ARCH", "sm_90")
 import pytest  # noqa: E402
 
 INTERPRETING = os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
+BOUNDS_CHECKED = False
+if INTERPRETING:
+    import _bounds  # noqa: E402
+
+    BOUNDS_CHECKED = _bounds.install()
 
 
 def pytest_collection_modifyitems(config, items):
@@ -38,6 +45,27 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(skip_gpu)
         if item.get_closest_marker("interpreter") is not None and not INTERPRETING:
             item.add_marker(skip_interp)
+
+
+def pytest_configure(config):
+    if INTERPRETING and not BOUNDS_CHECKED:
+        import warnings
+
+        warnings.warn("tests/_bounds.py: this Triton's interpreter lacks a function the bounds check wraps; "
+                      "interpreted kernels' memory accesses are not checked", stacklevel=1)
+
+
+@pytest.fixture(autouse=True)
+def _interpreted_accesses_in_bounds():
+    """Fail a test in which an interpreted kernel touched memory outside its launch's tensors (tests/_bounds.py)."""
+    if not BOUNDS_CHECKED:
+        yield
+        return
+    _bounds.take_violations()
+    yield
+    violations = _bounds.take_violations()
+    if violations:
+        pytest.fail("out-of-bounds access by an interpreted kernel:\n" + "\n".join(violations[:3]), pytrace=False)
 
 
 @pytest.fixture(autouse=True)

@@ -223,12 +223,22 @@ def _padded(cfg, target, x2, w, y, scaling, passed, interpreting, epilogue) -> C
 
     KP = pad.padded_k(K, x2.element_size())
     if PITCH and (KP * x2.element_size()) % PITCH_SECTOR:  # rows off 32-byte sectors (`pitch`): whole 128-byte
-        KP = H.cdiv(K, PITCH_BYTES // x2.element_size()) * (PITCH_BYTES // x2.element_size())  # lines instead
+        lines = H.cdiv(K, PITCH_BYTES // x2.element_size()) * (PITCH_BYTES // x2.element_size())  # lines instead
+        KP = lines if _scale_blocks_cover(lines, K, scaling) else KP
     stand_in = tuple(torch.empty((rows, KP), dtype=x2.dtype, device="meta") for rows in (M, w.shape[0]))
     inner = dense(cfg, target, *stand_in, y, scaling, interpreting, epilogue)
     if inner.path == "pointer":
         return None
     return Choice(inner.kernel, inner.config, tuple(passed), pad_k=KP, pad_m=inner.pad_m, pad_n=inner.pad_n)
+
+
+def _scale_blocks_cover(KP: int, K: int, scaling) -> bool:
+    """Whether a copy of KP columns keeps the kernels' block-scale reads inside the scales of a K-column call. The
+    kernels take the copy's K (zeros past K) and read a scale column for every scale block it reaches, so KP must end
+    in K's last scale block: true of the 16-byte rows (`pad.padded_k`, at most 16 elements past K, bk >= 32), not of
+    a 128-byte pitch at bk < 128 8-bit elements (K = 1, bk = 32: columns 1-3 read past the scales, NaN there makes a
+    NaN output)."""
+    return scaling.mode != "block" or H.cdiv(KP, scaling.block_k) == H.cdiv(K, scaling.block_k)
 
 
 # y computed into a workspace of 16-byte rows, then copied to y (kernels/triton/pad.py copy_rows), where y's rows

@@ -9,6 +9,7 @@ import sys
 
 import pytest
 import torch
+from _bounds import reachable
 
 from gemmkit import arch
 from gemmkit.kernels.triton import peer_sum as PS
@@ -38,9 +39,10 @@ def test_push_then_sum_every_rank(world):
         for m in mines:
             m.copy_(torch.randn(numel, generator=g).to(dt))
         outs = [torch.full((numel + 8,), float("nan"), dtype=dt) for _ in range(world)]
-        for phase in ("push", "sum"):
-            for r in range(world):
-                PS.peer_sum(mines[r], outs[r][:numel], bases, r, world, phase=phase)
+        with reachable(*ws):  # every rank's workspace, through the table of their addresses
+            for phase in ("push", "sum"):
+                for r in range(world):
+                    PS.peer_sum(mines[r], outs[r][:numel], bases, r, world, phase=phase)
         want = sum(m.double() for m in mines)
         for r in range(world):
             got = outs[r][:numel]

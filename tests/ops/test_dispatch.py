@@ -373,6 +373,52 @@ def test_unaligned_k_runs_on_padded_copies_and_replays(op):
     assert callplan.STATS["replays"] == replays + 1, "the padded call's plan was not replayed"
 
 
+def _block(M, N, K, bk, bn=128):
+    kb = -(-K // bk)
+    return G.Scaling("block", meta(M, kb, dtype=torch.float32, stride=(1, M)),
+                     meta(-(-N // bn), kb, dtype=torch.float32), bn, bk)
+
+
+@pytest.mark.parametrize("K, bk, want", [
+    (1, 32, 16), (1, 64, 16), (1, 128, 128),  # 16-byte rows; the 128-byte pitch only where it ends in K's last block
+    (70, 32, 80), (70, 64, 128), (200, 128, 256), (4097, 128, 4224), (4097, 32, 4112)])
+def test_padded_k_stays_in_the_last_scale_block(K, bk, want):
+    """The kernels take a padded copy's K: under block scales its columns must end in K's last scale block, or the
+    kernels read scale columns past the scales' last (a NaN there gave a NaN output)."""
+    x, w, y = dense_meta(64, 256, K, dtype=FP8)
+    choice = D.dense(TILE, H200, x, w, y, _block(64, 256, K, bk))
+    assert choice.kernel == D.TRITON_TMA and choice.pad_k == want
+    assert -(-choice.pad_k // bk) == -(-K // bk)
+    assert D.dense(TILE, H200, x, w, y, _fp8_rowcol(64, 256)).pad_k == -(-K // 128) * 128  # no scale columns: pitch
+
+
+@pytest.mark.interpreter
+@pytest.mark.parametrize("K, bk", [(1, 32), (40, 64), (75, 32)])
+def test_block_scales_past_the_last_are_never_read(K, bk):
+    """Block scales in storage that holds NaN past their last column: an odd K's padded copy (pad_rows_kernel) at
+    block_k < 128 must read none of it (K = 1, bk = 32 once read columns 1-3: a NaN output, found by the property
+    tests where the memory after x_scale held one). Every element against float64."""
+    import gemmkit
+    from _util import q8, scales, within_bound
+    from gemmkit.reference import gemm_a8w8_blockscale_ref
+
+    M, N = 5, 56
+    kb, nb = -(-K // bk), -(-N // bk)
+    x, w = q8(M, K, dtype=FP8), q8(N, K, dtype=FP8)
+    xs = torch.full((M, kb + 8), float("nan"))[:, :kb]  # row-major, NaN after each row's last scale
+    ws = torch.full((nb, kb + 8), float("nan"))[:, :kb]
+    xs.copy_(scales(M, kb))
+    ws.copy_(scales(nb, kb))
+    cfg = {"BLOCK_SIZE_M": 16, "BLOCK_SIZE_N": 64, "BLOCK_SIZE_K": 128, "GROUP_SIZE_M": 1, "num_warps": 4,
+           "num_stages": 2, "NUM_KSPLIT": 1, "tma": True, "persistent": False}
+    before = launcher.LAUNCHES.copy()
+    y = gemmkit.gemm_a8w8_blockscale(x, w, xs, ws, block_shape=(bk, bk), out=poisoned((M, N), BF16), config=cfg)
+    launched = launcher.LAUNCHES - before
+    assert launched["pad_rows_kernel"] == 2 and launched["gemm_tma_kernel"] == 1, launched
+    ok, msg = within_bound(y, gemm_a8w8_blockscale_ref(x, w, xs, ws, (bk, bk)), BF16)
+    assert ok, msg
+
+
 # ----------------------------------------------------------------------------- x copied to whole boxes of rows
 
 PP64 = dict(GLUON, BLOCK_SIZE_M=64, BLOCK_SIZE_N=64, BLOCK_SIZE_K=128)
