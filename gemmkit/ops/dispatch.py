@@ -191,6 +191,7 @@ def dense(cfg: dict, target, x2, w, y, scaling=G.NO_SCALING, interpreting: bool 
         workspace = _y_workspace(cfg, target, x2, w, y, scaling, passed, interpreting, epilogue)
         if workspace is not None:
             return workspace
+    tile = G.fallback_stages(tile, target, x2.element_size(), y.element_size(), tma=False)
     G.check_feasible(tile, target, x2.element_size(), y.element_size(), tma=False)
     return Choice(TRITON_POINTER, tile, tuple(passed))
 

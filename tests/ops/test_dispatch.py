@@ -419,6 +419,45 @@ def test_block_scales_past_the_last_are_never_read(K, bk):
     assert ok, msg
 
 
+@pytest.mark.parametrize("M", [2, 17, 48])  # the M_LEQ_16 / 32 / 64 buckets
+def test_a_gluon_config_falls_back_with_the_stages_that_fit(M):
+    """The config model's wide swap-AB tiles (`swap_wide`: 128 weight rows, 6-8 stages, within the Gluon kernel's
+    budget, which takes num_stages as an upper bound) run on the Triton tier with as many stages as fit it where the
+    Gluon kernel declines the call (x with a non-unit last stride: it raised ValueError); a Triton config's stages
+    stay as asked, and too many still raise."""
+    N, K = 12000, 4096
+    cfg, why = configs.serve("a16w16", H200, M, N, K)
+    assert cfg["backend"] == "gluon" and cfg["BLOCK_SIZE_N"] == 128 and "wide swap-AB" in why
+    with pytest.raises(ValueError, match="shared memory"):  # the served stages do not fit the Triton tier
+        G.check_feasible(G.triton_tile(cfg), H200, 2, 2, tma=False)
+    x_cols = meta(M, K, stride=(1, M))
+    choice = D.dense(cfg, H200, x_cols, meta(N, K), meta(M, N), interpreting=False)
+    assert choice.kernel == D.TRITON_POINTER and choice.config["num_stages"] < cfg["num_stages"]
+    G.check_feasible(choice.config, H200, 2, 2, tma=False)
+    assert G.smem_bytes(dict(choice.config, num_stages=choice.config["num_stages"] + 1), H200, 2, 2, False) > \
+        H200.shared_mem_bytes  # as many as fit
+    assert D.dense(cfg, H200, *dense_meta(M, N, K), interpreting=False).config == cfg  # the Gluon kernel: as served
+    triton_cfg = dict(cfg, backend="triton")
+    with pytest.raises(ValueError, match="shared memory"):
+        D.dense(triton_cfg, H200, x_cols, meta(N, K), meta(M, N), interpreting=False)
+
+
+@pytest.mark.interpreter
+def test_a_served_wide_swap_tile_runs_on_the_triton_tier(monkeypatch):
+    """The property tests' call (M = 17, N = 129, K = 1 on 2 SMs: the wide swap-AB tile served) and a column-major x
+    run in the interpreter (the Triton tier) and give every element."""
+    from _util import within_bound
+    from gemmkit.reference import gemm_a16w16_ref
+
+    monkeypatch.setenv("GEMMKIT_NUM_CUS", "2")
+    for M, N, K, cols in [(17, 129, 1, False), (17, 129, 40, True)]:
+        x = randn(K, M, dtype=BF16).t() if cols else randn(M, K, dtype=BF16)
+        w = randn(N, K, dtype=BF16)
+        y = gemm_a16w16(x, w, out=poisoned((M, N), BF16))
+        ok, msg = within_bound(y, gemm_a16w16_ref(x, w), BF16)
+        assert ok, msg
+
+
 # ----------------------------------------------------------------------------- x copied to whole boxes of rows
 
 PP64 = dict(GLUON, BLOCK_SIZE_M=64, BLOCK_SIZE_N=64, BLOCK_SIZE_K=128)

@@ -480,7 +480,8 @@ def test_element_bound_rejects_one_wrong_element(seed, out_dtype, where):
     err = torch.zeros_like(ref)
     check_elements(out, ref, err, out_dtype)  # the plain rounding passes
     i = where % out.numel()
-    for bad_value in (float("nan"), out.view(-1)[i].item() * 1.01 + 1e-3):
+    v = out.view(-1)[i].item()
+    for bad_value in (float("nan"), v + 0.01 * abs(v) + 1e-3):  # (v * 1.01 + 1e-3 was v itself at v ~ -0.1)
         bad = out.clone()
         bad.view(-1)[i] = bad_value
         with pytest.raises(pytest.fail.Exception):

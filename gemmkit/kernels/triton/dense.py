@@ -104,6 +104,22 @@ def check_feasible(cfg: dict, target, in_bytes: int = 2, out_bytes: int = 2, tma
             f"{target.name} ({target.arch}) allows {target.shared_mem_bytes} per block")
 
 
+def fallback_stages(cfg: dict, target, in_bytes: int, out_bytes: int, tma: bool) -> dict:
+    """`cfg` as the Triton tier runs it on `tma`'s path: a Gluon config (`"backend": "gluon"`) with as many of its
+    num_stages as fit there, since for a Gluon config num_stages is an upper bound (the Gluon kernels run as many
+    stages as fit them: kernels/gluon/hopper_plan.py); any other config as it is (its stages fit, or
+    `check_feasible` says why not). Why: the config model widens Gluon swap-AB tiles to 128 weight rows keeping 8
+    stages (`swap_wide`), which fit the Gluon kernel's budget but not the Triton tier's, so a call that kernel
+    declines (an x with a non-unit last stride, the interpreter) raised ValueError."""
+    if cfg.get("backend") != "gluon":
+        return cfg
+    stages = cfg["num_stages"]
+    while stages > 1 and smem_bytes(dict(cfg, num_stages=stages), target, in_bytes, out_bytes, tma) > \
+            target.shared_mem_bytes:
+        stages -= 1
+    return cfg if stages == cfg["num_stages"] else dict(cfg, num_stages=stages)
+
+
 def tma_fit_unsupported(cfg: dict, target, in_bytes: int, out_bytes: int) -> str | None:
     """Why the TMA kernel cannot run `cfg` (its `triton_tile`) on `target` whatever the tensors (None: it can)."""
     if not cfg.get("tma"):
