@@ -196,8 +196,10 @@ def test_out_aliasing_an_input_raises(kind, M, I, seed):
         fn = lambda: gemmkit.ffn_gated(x, wgu, wd, out=wd)  # noqa: E731
     elif kind == "gated_out_is_x":
         fn = lambda: gemmkit.gemm_a16w16_gated(x, wgu, out=x)  # noqa: E731
-    elif kind == "gated_out_overlaps_w":
-        fn = lambda: gemmkit.gemm_a16w16_gated(x, wgu, out=wgu.view(-1)[:M * I].view(M, I))  # noqa: E731
+    elif kind == "gated_out_overlaps_w":  # out (M, I) on w's first elements: one buffer holds both (M * I can be more)
+        flat = inp.randn(max(2 * I * K, M * I), dtype=torch.bfloat16)
+        wgu = flat[:2 * I * K].view(2 * I, K)
+        fn = lambda: gemmkit.gemm_a16w16_gated(x, wgu, out=flat[:M * I].view(M, I))  # noqa: E731
     else:
         flat = inp.randn(M * K + M * K, dtype=torch.bfloat16)
         x, out = flat[:M * K].view(M, K), flat[M * K:].view(M, K)
