@@ -3,6 +3,7 @@
 The rule is checked on meta tensors (a GPU call's shapes, strides and dtypes, no data) for every kernel it can
 choose; the ops are checked to launch what the rule says (interpreter calls, counted by launcher.LAUNCHES); the
 isa cases, the tuner's kernel families and `gemmkit configs` are checked to follow the same rule."""
+import dataclasses
 import json
 
 import pytest
@@ -450,10 +451,15 @@ def test_a_served_wide_swap_tile_runs_on_the_triton_tier(monkeypatch):
     from gemmkit.reference import gemm_a16w16_ref
 
     monkeypatch.setenv("GEMMKIT_NUM_CUS", "2")
+    two_sms = dataclasses.replace(H200, num_cus=2)
     for M, N, K, cols in [(17, 129, 1, False), (17, 129, 40, True)]:
+        cfg, why = configs.serve("a16w16", two_sms, M, N, K)
+        assert cfg["BLOCK_SIZE_N"] == 128 and "wide swap-AB" in why, why  # the tile this test is about
         x = randn(K, M, dtype=BF16).t() if cols else randn(M, K, dtype=BF16)
         w = randn(N, K, dtype=BF16)
+        before = launcher.LAUNCHES.copy()
         y = gemm_a16w16(x, w, out=poisoned((M, N), BF16))
+        assert (launcher.LAUNCHES - before)["gemm_kernel"] == 1  # the Triton tier's pointer kernel
         ok, msg = within_bound(y, gemm_a16w16_ref(x, w), BF16)
         assert ok, msg
 
