@@ -12,8 +12,9 @@ its floors on M and on w's bytes); "_pair": false runs the fp8 Gluon pingpong un
 on the copy where dispatch makes one), not shifted back; "_pitch": false runs x and w at their own row pitch
 (dispatch.PITCH: no copy to a 128-byte pitch; "lines": the copy also for rows off 128-byte lines, not only for those
 off 32-byte sectors: dispatch.PITCH_SECTOR = PITCH_BYTES); "_rows": false turns dispatch.ROWS_KERNEL off (an unaligned K at a
-few tokens then copies x and w instead of reading w where it lies); "_tail": false turns the bf16 ping-pong's tail split
-off (kernels/gluon/hopper_pingpong.TAIL_SPLIT), an integer sets its least K (TAIL_MIN_K); "_prev": true runs the
+few tokens then copies x and w instead of reading w where it lies); "_tail": false turns the bf16 ping-pong's and cooperative kernel's
+tail split off (kernels/gluon/hopper_pingpong.TAIL_SPLIT), an integer sets its least K (TAIL_MIN_K), "always" splits
+wherever a partial last round can be split (TAIL_MIN_K and TAIL_MIN_SAVING 0); "_prev": true runs the
 Triton tier's dense kernels (gemm_tma_kernel, gemm_kernel) of another revision, from the directory `--prev` names
 (that revision's kernels/triton/_mainloop.py, gemm_tma.py and gemm.py, e.g. `git show
 REV:gemmkit/kernels/triton/gemm.py`; imported beside the package, their other imports resolving to the current
@@ -84,14 +85,16 @@ def _runner(op, cfg):
 
     def run(*inp):
         saved = (D.PAD_M, D.ROWS_KERNEL, H.SHIFT_LAST_TILES, D.PITCH, D.PAD_M_MIN_ROWS, D.PAD_M_MIN_W_BYTES,
-                 FP8.PAIR_SPLIT, D.PITCH_SECTOR, PP.TAIL_SPLIT, PP.TAIL_MIN_K)
+                 FP8.PAIR_SPLIT, D.PITCH_SECTOR, PP.TAIL_SPLIT, PP.TAIL_MIN_K, PP.TAIL_MIN_SAVING)
         D.PAD_M, D.ROWS_KERNEL, H.SHIFT_LAST_TILES, D.PITCH = bool(pad), rows, shift, bool(pitch)
         if pitch == "lines":  # rows off whole 128-byte lines copied too (not only those off 32-byte sectors)
             D.PITCH_SECTOR = D.PITCH_BYTES
         D.PAD_M_MIN_ROWS, D.PAD_M_MIN_W_BYTES = floors
         FP8.PAIR_SPLIT = pair
         PP.TAIL_SPLIT = tail is not False
-        if tail is not True and tail is not False:
+        if tail == "always":
+            PP.TAIL_MIN_K, PP.TAIL_MIN_SAVING = 0, 0.0
+        elif tail is not True and tail is not False:
             PP.TAIL_MIN_K = int(tail)
         kernels = (DENSE.gemm_tma_kernel, DENSE.gemm_kernel)
         if prev:  # dense's plans hold the kernel they launch: none cached across the swap
@@ -101,7 +104,7 @@ def _runner(op, cfg):
             return op.run(inp, cfg)
         finally:
             (D.PAD_M, D.ROWS_KERNEL, H.SHIFT_LAST_TILES, D.PITCH, D.PAD_M_MIN_ROWS, D.PAD_M_MIN_W_BYTES,
-             FP8.PAIR_SPLIT, D.PITCH_SECTOR, PP.TAIL_SPLIT, PP.TAIL_MIN_K) = saved
+             FP8.PAIR_SPLIT, D.PITCH_SECTOR, PP.TAIL_SPLIT, PP.TAIL_MIN_K, PP.TAIL_MIN_SAVING) = saved
             if prev:
                 DENSE._PLANS.clear()
                 DENSE.gemm_tma_kernel, DENSE.gemm_kernel = kernels

@@ -18,8 +18,8 @@ import torch
 
 from _util import broken_promises, compile_sm90_cases
 from _util import check_a16w16 as check
-from _util import (assert_gluon_or_fallback, assert_sanitizer_clean, dense_sanitize_script, gpu_target, launch_dense,
-                   poisoned, randn, sanitize, within_bound)
+from _util import (assert_gluon_or_fallback, assert_sanitizer_clean, check_a16w16_graph_replays, dense_sanitize_script,
+                   gpu_target, launch_dense, poisoned, randn, sanitize, within_bound)
 from gemmkit import arch, configs
 from gemmkit.isa.promises import evaluate
 from gemmkit.kernels.gluon import hopper_coop as hc
@@ -247,6 +247,40 @@ def test_isa_compiles_only_the_triton_path_the_fallback_can_take():
     assert paths == {"pointer"}
 
 
+def test_tail_plan_of_the_coop_tiles():
+    """The tail split (hopper_pingpong.tail_plan on a CoopPlan): the power-of-two coop tiles split the last round
+    along K by the ping-pong's rule; split tiles and split-K do not."""
+    plan = hc.derive(BASE, H200)
+    # 1412 x 6144: 12 x 24 = 288 tiles of 128 x 256 on 132 SMs, 2 rounds + 24: the 24 run as 5 splits each
+    assert hp.tail_plan(plan, 1412, 6144, 25984, 132) == (24, 5)
+    assert hp.tail_plan(plan, 1412, 6144, hp.TAIL_MIN_K - 64, 132) == (0, 1)
+    assert hp.tail_plan(plan, 1412, 6144, 1024, 132, tail=True) == (24, 4)  # 16 K steps: 4 ranges of 4 start below K
+    assert hp.tail_plan(plan, 1412, 6144, 25984, 132, tail=False) == (0, 1)
+    # 4096 x 28672: 3584 tiles, 27 rounds + 20; 6 splits would save 5 / 6 of one round in 28, under TAIL_MIN_SAVING
+    assert hp.tail_plan(plan, 4096, 28672, 8192, 132) == (0, 1)
+    assert hp.tail_plan(hc.derive({**BASE, "BLOCK_SIZE_M": 256, "BLOCK_SIZE_N": 128}, H200), 1412, 6144, 4096,
+                        132) == (24, 5)
+    for cfg in ({**BASE, "BLOCK_SIZE_N": 192, "num_stages": 5}, {**BASE, "NUM_KSPLIT": 2}):
+        assert hp.tail_plan(hc.derive(cfg, H200), 1412, 6144, 25984, 132) == (0, 1)
+    ce = hc.kernel_constexprs(plan, has_bias=True, activation="gelu", tail=True)
+    assert ce["TAIL"] is True and hc.kernel_constexprs(plan, has_bias=True, activation="gelu")["TAIL"] is False
+
+
+def test_static_compile_of_the_tail_variant():
+    """The tail split's variant (TAIL: a consumer's fp32 partial stored from its accumulator beside the staged
+    epilogue) keeps the promises without spills: 128 x 256 with two sub-tiles a consumer (4 stages) and one (3),
+    256 x 128; `gemmkit isa` compiles them as "-tail" cases."""
+    tails = [c for c in hc.isa_cases(["sm_90"]) if c["path"].endswith("-tail")]
+    assert {(c["bucket"], c["path"]) for c in tails} == {("preset0-tail", "gluon-bf16-tail"),
+                                                         ("preset1-tail", "gluon-bf16-tail"),
+                                                         ("preset2-tail", "gluon-bf16-tail"),
+                                                         ("preset0-tail", "gluon-fp32-tail")}
+    for case, res in zip(tails, compile_sm90_cases(hc, tails)):
+        broken = broken_promises(res)
+        assert not broken, f"{case['config']} {case['path']}: " + "; ".join(broken)
+        assert res["metrics"]["spill_bytes"] == 0 and res["metrics"]["counts"]["HGMMA"] > 0
+
+
 def test_plan_of_split_k():
     """NUM_KSPLIT > 1: fp32 partial sub-tiles (128 x 256 x 64, 4 stages: 4 sub-tiles of 64 x 64 fp32)."""
     p = hc.derive({**BASE, "num_stages": 4, "NUM_KSPLIT": 2}, H200, 2, 2)
@@ -380,6 +414,84 @@ def test_op_backend_gluon_num_warps_8_falls_back_to_triton(cfg):
     assert ok, msg
 
 
+# (M, N, K, CTAs): coop tiles with a partial last round (the tail split, forced on: tail=True); (R, S) per tile
+TAIL_CASES = [(1412, 6144, 2048, 132),  # 128 x 256 and 256 x 128: 288 tiles, 24 tail tiles x 5 splits of 7 / 6 steps
+              (4095, 1032, 776, 132),  # 128 x 256: 160 tiles, 28 x 4; 256 x 128: 144 tiles, 12 x 7; the last row
+              #                          and column of tiles shifted back, among the tail tiles
+              (129, 1000, 1040, 7),  # 8 tiles on 7 CTAs: 1 x 6 splits of 3 steps, the last of 2 (K % 64 = 16)
+              (700, 1032, 1040, 9),  # 128 x 256: 30 tiles on 9 CTAs, 3 x 3 (256 x 128: no split fits, a control)
+              (300, 1032, 1040, 4),  # 256 x 128: 18 tiles on 4 CTAs, 2 x 2 (128 x 256: 15 tiles, none)
+              (640, 1024, 200, 6),  # 128 x 256: 20 tiles on 6 CTAs, 2 x 2 of 2 K steps each
+              (1000, 3000, 3072, 132)]  # 96 or 88 tiles: one round, no split (a control: no reduce)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("cfg", ["128x256x64-s4", "128x256x64-s3", "256x128x64-s4"])
+@pytest.mark.parametrize("M,N,K,cus", TAIL_CASES, ids=[f"{m}x{n}x{k}-{c}" for m, n, k, c in TAIL_CASES])
+def test_tail_split(M, N, K, cus, cfg, launches):
+    """The last round's tiles as K splits (hopper_pingpong.tail_plan), bias + gelu on both paths (the kernel's
+    epilogue for the whole tiles, each consumer's fp32 partial of its rows for the split ones, then the tail
+    reduce), every element against float64; the reduce launched exactly where the plan splits."""
+    dtype = torch.bfloat16
+    x, w = randn(M, K, dtype=dtype, device=DEV), randn(N, K, dtype=dtype, device=DEV) / 4
+    b = randn(N, dtype=dtype, device=DEV)
+    t = gpu_target(cus)
+    tail, splits = hp.tail_plan(hc.derive(CFGS[cfg], t), M, N, K, t.num_cus, True)
+    before = launches["tail_reduce_kernel"]
+    y = poisoned((M, N), dtype, DEV)
+    _hc().launch(x, w, b, y, "gelu", CFGS[cfg], t, tail=True)
+    torch.cuda.synchronize()
+    assert launches["tail_reduce_kernel"] == before + (tail > 0), (tail, splits)
+    check(y, x, w, b, "gelu")
+
+
+def test_tail_cases_split_where_they_say():
+    """TAIL_CASES' comments, on the plans: which cases split, and how."""
+    wide, tall = hc.derive(CFG_S4, H200), hc.derive(CFG_256, H200)
+    assert [hp.tail_plan(wide, *c, True) for c in TAIL_CASES] == [(24, 5), (28, 4), (1, 6), (3, 3), (0, 1), (2, 2),
+                                                                   (0, 1)]
+    assert [hp.tail_plan(tall, *c, True) for c in TAIL_CASES] == [(24, 5), (12, 7), (1, 6), (0, 1), (2, 2), (0, 1),
+                                                                   (0, 1)]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("out_dtype", [torch.float32, torch.float16], ids=["fp32", "fp16"])
+def test_tail_split_out_dtypes(out_dtype, launches):
+    """fp16 operands, fp32 / fp16 out (fp32: 4 sub-tiles a consumer), no bias: 192 tiles of 128 x 256, 60 of them
+    split 2 ways, K short enough for fp32 out's bound of one rounding an output."""
+    dtype = torch.float16
+    M, N, K = 2000, 3000, 520
+    x, w = randn(M, K, dtype=dtype, device=DEV), randn(N, K, dtype=dtype, device=DEV) / 8
+    y = poisoned((M, N), out_dtype, DEV)
+    t = gpu_target()
+    assert hp.tail_plan(hc.derive(CFG_S4, t, 2, out_dtype.itemsize), M, N, K, t.num_cus, True)[0] > 0
+    before = launches["tail_reduce_kernel"]
+    _hc().launch(x, w, None, y, "none", CFG_S4, t, tail=True)
+    torch.cuda.synchronize()
+    assert launches["tail_reduce_kernel"] == before + 1
+    check(y, x, w)
+
+
+@pytest.mark.gpu
+def test_tail_split_served_and_in_cuda_graphs(launches):
+    """The op's own call where the rule splits the coop's last round (K >= TAIL_MIN_K): 1412 x 6144 x 4096, the
+    served coop 128 x 256 (288 tiles, 2 rounds + 24 split 5 ways): the reduce runs, the result checked, the same
+    under CUDA-graph replay; deterministic."""
+    import gemmkit
+
+    M, N, K = 1412, 6144, 4096
+    cfg, _why = configs.serve("a16w16", gpu_target(), M, N, K)
+    assert hp.is_coop(cfg) and (cfg["BLOCK_SIZE_M"], cfg["BLOCK_SIZE_N"]) == (128, 256), cfg
+    x, w = randn(M, K, dtype=torch.bfloat16, device=DEV), randn(N, K, dtype=torch.bfloat16, device=DEV)
+    before = launches["tail_reduce_kernel"]
+    y = gemmkit.gemm_a16w16(x, w)
+    torch.cuda.synchronize()
+    assert launches["tail_reduce_kernel"] > before
+    check(y, x, w)
+    assert torch.equal(gemmkit.gemm_a16w16(x, w), y)
+    check_a16w16_graph_replays(M, N, K, None)
+
+
 @pytest.mark.gpu
 def test_unsupported_inputs_raise():
     t = gpu_target()
@@ -398,10 +510,20 @@ _SANITIZE_CFGS = [{"BLOCK_SIZE_M": 128, "BLOCK_SIZE_N": bn, "BLOCK_SIZE_K": 64, 
 _SANITIZE_CASES = [(1, (300, 392, 200)), (2, (520, 600, 520)), (3, (129, 264, 136))]
 
 
+# the tail split forced on, 128 x 256 tiles: 20 tiles on 6 CTAs, 2 tail tiles x 2 splits; 30 on 9, 3 x 3; 6 on 2
+# (300 x 1032 x 520), 1 x 2
+_SANITIZE_TAIL = [(6, (640, 1024, 200)), (9, (700, 1032, 1040)), (2, (300, 1032, 520))]
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("tool", ["synccheck", "memcheck"])
-def test_compute_sanitizer(tool):
+@pytest.mark.parametrize("cases", ["tiles", "tail"])
+def test_compute_sanitizer(tool, cases):
     """No illegal barrier use (synccheck) and no bad accesses (memcheck): 1-3 persistent CTAs, several tiles
-    each (the shared ring wraps across tiles), the 128 x 256 tile and the split tiles 128 x 192 / 128 x 96."""
-    out = sanitize(tool, dense_sanitize_script("hopper_coop", _SANITIZE_CFGS, _SANITIZE_CASES))
-    assert_sanitizer_clean(out)
+    each (the shared ring wraps across tiles), the 128 x 256 tile and the split tiles 128 x 192 / 128 x 96; and
+    (tail) CTAs whose last round is split along K, the 128 x 256 tile (a split tile has no tail split)."""
+    if cases == "tail":
+        script = dense_sanitize_script("hopper_coop", _SANITIZE_CFGS[:1], _SANITIZE_TAIL, ", tail=True")
+    else:
+        script = dense_sanitize_script("hopper_coop", _SANITIZE_CFGS, _SANITIZE_CASES)
+    assert_sanitizer_clean(sanitize(tool, script))

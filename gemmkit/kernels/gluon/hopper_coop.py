@@ -108,6 +108,8 @@ Constraints:
 """
 from __future__ import annotations
 
+import functools
+
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import (
@@ -115,12 +117,13 @@ from triton.experimental.gluon.language.nvidia.hopper import (
 
 from ... import configs
 from ..triton._epilogue import ACTIVATIONS, bias_activation
+from ..triton._schedule import tail_item
 from . import hopper_host as hh
 from . import hopper_pingpong as hp
 from . import hopper_plan as hplan
 from .hopper_bundles import Descs, Epilogue, Ring, Schedule
-from .hopper_parts import (load_partition, out_row, ring_next, ring_prev, split_mainloop, store_split, store_subtile,
-                           tile_origin, work_space, work_tile)
+from .hopper_parts import (load_partition, out_row, ring_next, ring_prev, split_mainloop, store_partial, store_split,
+                           store_subtile, tail_items, tile_origin, work_space, work_tile)
 from .hopper_plan import CoopPlan
 
 KERNEL_NAME = "hopper_coop_kernel"
@@ -211,10 +214,11 @@ def constexprs(plan: CoopPlan, *, has_bias: bool, activation: str) -> dict:
                 MMA_REGS=plan.mma_regs, LOAD_REGS=plan.load_regs)
 
 
-def kernel_constexprs(plan: CoopPlan, *, has_bias: bool, activation: str) -> dict:
-    """hopper_coop_kernel's: `constexprs` and hopper_pingpong.dense_constexprs (BN, SPLIT_K)."""
+def kernel_constexprs(plan: CoopPlan, *, has_bias: bool, activation: str, tail: bool = False) -> dict:
+    """hopper_coop_kernel's: `constexprs`, hopper_pingpong.dense_constexprs (BN, SPLIT_K, SHIFT) and TAIL (a tail
+    split: hopper_pingpong.tail_plan)."""
     return {**constexprs(plan, has_bias=has_bias, activation=activation),
-            **hp.dense_constexprs(plan, has_bias=has_bias, activation=activation)}
+            **hp.dense_constexprs(plan, has_bias=has_bias, activation=activation), "TAIL": tail}
 
 
 # ----------------------------------------------------------------------------- device code
@@ -260,9 +264,14 @@ def coop_mma_partition(CONSUMER: gl.constexpr, descs, ring, epi, sched):
                                                          BATCHED, SPLIT_K)
     idx = 0
     phase = 0
-    for work_id in range(gl.program_id(0), num_work, gl.num_programs(0)):
+    for work_id in range(gl.program_id(0), tail_items(num_work, sched), gl.num_programs(0)):
+        if sched.TAIL:  # a whole tile, or one K split of a tail tile (`part` its workspace tile; -1 elsewhere)
+            tile_id, _k0, nk, part = tail_item(work_id, num_work, sched.R, sched.B, k_steps)
+        else:
+            tile_id = work_id
+            nk = k_steps
         acc = warpgroup_mma_init(gl.zeros((BM_C, BN), dtype=gl.float32, layout=acc_layout))
-        for kk in range(k_steps):
+        for kk in range(nk):
             mbarrier.wait(full.index(idx), phase)
             a = a_ring.index(idx).slice(CONSUMER * BM_C, BM_C)  # my rows of the x box
             acc = warpgroup_mma(a, b_ring.index(idx).permute((1, 0)), acc, is_async=True)
@@ -272,31 +281,39 @@ def coop_mma_partition(CONSUMER: gl.constexpr, descs, ring, epi, sched):
             idx, phase = ring_next(idx, phase, STAGES)
         acc = warpgroup_mma_wait(0, deps=(acc,))
         mbarrier.arrive(empty.index(ring_prev(idx, STAGES)))  # the tile's last slot
-        # Epilogue (the load warp is already filling the ring with the next tile). The tile's
-        # coordinates are computed here, not live across the mainloop.
-        b, pid_m, pid_n = work_tile(work_id, num_work, num_pid_m, num_pid_n, GROUP_SIZE_M, BY_ENTRY)
-        col = tile_origin(pid_n, sched.N, BN, sched.SHIFT)  # a last tile shifted back to end at M / N
-        offs_n = col + gl.arange(0, BN, layout=gl.SliceLayout(0, acc_layout))
-        if BATCHED:
-            bias_row = bias_ptr + b.to(gl.int64) * epi.stride_bb
+        if sched.TAIL:
+            is_part = part >= 0
         else:
-            bias_row = bias_ptr
-        out = bias_activation(acc, bias_row, offs_n, sched.N, HAS_BIAS, ACTIVATION).to(y_desc.dtype)
-        row = out_row(b, tile_origin(pid_m, sched.M, BM, sched.SHIFT), num_pid_m, BM, SPLIT_K) + CONSUMER * BM_C
-        if EPI_SPLIT == 1:
-            store_subtile(y_desc, c_smem, out, b, row, col, BATCHED)
-        elif EPI_SPLIT == 2:
-            lo, hi = _halves(out, BM_C, BN)
-            store_subtile(y_desc, c_smem, lo, b, row, col, BATCHED)
-            store_subtile(y_desc, c_smem, hi, b, row, col + EPI_N, BATCHED)
+            is_part: gl.constexpr = False  # the epilogue alone is compiled
+        if is_part:  # (TAIL) a tail tile's K split: my rows' fp32 partial into workspace tile `part`, no staging
+            store_partial(epi.part, acc, part, CONSUMER * BM_C, BM)  # (the CTA's last item)
         else:
-            lo, hi = _halves(out, BM_C, BN)
-            q0, q1 = _halves(lo, BM_C, BN // 2)
-            store_subtile(y_desc, c_smem, q0, b, row, col, BATCHED)
-            store_subtile(y_desc, c_smem, q1, b, row, col + EPI_N, BATCHED)
-            q2, q3 = _halves(hi, BM_C, BN // 2)
-            store_subtile(y_desc, c_smem, q2, b, row, col + 2 * EPI_N, BATCHED)
-            store_subtile(y_desc, c_smem, q3, b, row, col + 3 * EPI_N, BATCHED)
+            # Epilogue (the load warp is already filling the ring with the next tile). The tile's
+            # coordinates are computed here, not live across the mainloop.
+            b, pid_m, pid_n = work_tile(tile_id, num_work, num_pid_m, num_pid_n, GROUP_SIZE_M, BY_ENTRY)
+            col = tile_origin(pid_n, sched.N, BN, sched.SHIFT)  # a last tile shifted back to end at M / N
+            offs_n = col + gl.arange(0, BN, layout=gl.SliceLayout(0, acc_layout))
+            if BATCHED:
+                bias_row = bias_ptr + b.to(gl.int64) * epi.stride_bb
+            else:
+                bias_row = bias_ptr
+            out = bias_activation(acc, bias_row, offs_n, sched.N, HAS_BIAS, ACTIVATION).to(y_desc.dtype)
+            row0 = tile_origin(pid_m, sched.M, BM, sched.SHIFT)
+            row = out_row(b, row0, num_pid_m, BM, SPLIT_K) + CONSUMER * BM_C
+            if EPI_SPLIT == 1:
+                store_subtile(y_desc, c_smem, out, b, row, col, BATCHED)
+            elif EPI_SPLIT == 2:
+                lo, hi = _halves(out, BM_C, BN)
+                store_subtile(y_desc, c_smem, lo, b, row, col, BATCHED)
+                store_subtile(y_desc, c_smem, hi, b, row, col + EPI_N, BATCHED)
+            else:
+                lo, hi = _halves(out, BM_C, BN)
+                q0, q1 = _halves(lo, BM_C, BN // 2)
+                store_subtile(y_desc, c_smem, q0, b, row, col, BATCHED)
+                store_subtile(y_desc, c_smem, q1, b, row, col + EPI_N, BATCHED)
+                q2, q3 = _halves(hi, BM_C, BN // 2)
+                store_subtile(y_desc, c_smem, q2, b, row, col + 2 * EPI_N, BATCHED)
+                store_subtile(y_desc, c_smem, q3, b, row, col + 3 * EPI_N, BATCHED)
     tma.store_wait(0)
 
 
@@ -310,6 +327,7 @@ def _coop_split_mma_partition(CONSUMER: gl.constexpr, descs, ring, epi, sched):
     BN: gl.constexpr = ring.BN
     BM: gl.constexpr = ring.BM
     BM_C: gl.constexpr = epi.c.shape[0]
+    gl.static_assert(not sched.TAIL, "a split tile has no tail split (hopper_pingpong.tail_plan)")
     num_pid_m, num_pid_n, num_work, k_steps = work_space(sched.M, sched.N, sched.K, BM, BN, ring.BK, sched.B, False,
                                                          SPLIT_K)
     idx = 0
@@ -336,11 +354,12 @@ def ring_barriers(STAGES: gl.constexpr):
     return full, empty
 
 
-@gluon.jit(do_not_specialize=["M", "N", "K", "SPLITS"])  # TMA handles every M, N, K: one compile per config
-def hopper_coop_kernel(x_desc, w_desc, y_desc, bias_ptr, M, N, K, SPLITS,
+# TMA handles every M, N, K: one compile per config (and per TAIL)
+@gluon.jit(do_not_specialize=["M", "N", "K", "SPLITS", "TAIL_TILES"])
+def hopper_coop_kernel(x_desc, w_desc, y_desc, bias_ptr, M, N, K, SPLITS, part_ptr, TAIL_TILES,
                        STAGES: gl.constexpr, GROUP_SIZE_M: gl.constexpr, HAS_BIAS: gl.constexpr,
                        ACTIVATION: gl.constexpr, MMA_REGS: gl.constexpr, LOAD_REGS: gl.constexpr,
-                       BN: gl.constexpr, SPLIT_K: gl.constexpr, SHIFT: gl.constexpr):
+                       BN: gl.constexpr, SPLIT_K: gl.constexpr, SHIFT: gl.constexpr, TAIL: gl.constexpr):
     BM: gl.constexpr = x_desc.block_type.shape[0]
     BK: gl.constexpr = x_desc.block_type.shape[1]
     BM_C: gl.constexpr = y_desc.block_type.shape[0]
@@ -350,9 +369,12 @@ def hopper_coop_kernel(x_desc, w_desc, y_desc, bias_ptr, M, N, K, SPLITS,
     c1 = gl.allocate_shared_memory(y_desc.dtype, [BM_C, EPI_N], y_desc.layout)
     full, empty = ring_barriers(STAGES)
     descs = Descs(x_desc, w_desc, y_desc)
-    sched = Schedule(M, N, K, SPLITS, GROUP_SIZE_M, SPLIT_K=SPLIT_K, SHIFT=SHIFT)
-    epi0 = Epilogue(c0, bias_ptr, 0, HAS_BIAS, ACTIVATION)
-    epi1 = Epilogue(c1, bias_ptr, 0, HAS_BIAS, ACTIVATION)
+    # TAIL (a tail split, hopper_host.launch_dense): SPLITS K splits of each of the last TAIL_TILES tiles, their fp32
+    # partials into part_ptr; SPLIT_K: SPLITS K splits of every tile; neither: SPLITS, part_ptr, TAIL_TILES unused
+    sched = Schedule(M, N, K, SPLITS, GROUP_SIZE_M, SPLIT_K=SPLIT_K, SHIFT=SHIFT, R=TAIL_TILES, TAIL=TAIL)
+    part = part_ptr if TAIL else None
+    epi0 = Epilogue(c0, bias_ptr, 0, HAS_BIAS, ACTIVATION, part)
+    epi1 = Epilogue(c1, bias_ptr, 0, HAS_BIAS, ACTIVATION, part)
     W_ROWS: gl.constexpr = w_desc.block_type.shape[0]
     if W_ROWS != BN:  # a split tile BN = A + B (the w box is B rows): w rows [0, A) in b_ring, [A, BN) in t_ring;
         b_ring = gl.allocate_shared_memory(w_desc.dtype, [STAGES, BN - W_ROWS, BK], w_desc.layout)  # two accumulators
@@ -375,22 +397,24 @@ def hopper_coop_kernel(x_desc, w_desc, y_desc, bias_ptr, M, N, K, SPLITS,
 
 # ----------------------------------------------------------------------------- host side
 
-def launch(x2, w, bias, y, activation, cfg, target, compile_only=False):
+def launch(x2, w, bias, y, activation, cfg, target, compile_only=False, tail=None):
     """y = act(x2 @ w.T + bias) with the cooperative kernel. x2 (M, K), w (N, K), bias (N,) or None, y (M, N).
 
     `cfg` keys: BLOCK_SIZE_M (128 / 256), BLOCK_SIZE_N/K, GROUP_SIZE_M, num_warps (8), num_stages (upper
     bound); `backend`, `persistent`, `tma` are accepted and ignored; NUM_KSPLIT > 1 splits K into at most
-    that many ranges (hopper_host.fit_split_k, launch_dense). `target`: a
+    that many ranges (hopper_host.fit_split_k, launch_dense). `tail`: the tail split (hopper_pingpong.tail_plan:
+    None the rule, False never, True wherever it can). `target`: a
     gemmkit.arch.Target (num_cus sizes the persistent grid). ValueError when `unsupported` says no or the
     config cannot be planned.
     """
     hh.check_operands(x2, w, bias, y, target, "gluon coop")
-    plan = derive(hh.fit_split_k(cfg, x2.shape[0], y.shape[1], x2.shape[1], target), target, x2.element_size(),
-                  y.element_size())
-    ce = kernel_constexprs(plan, has_bias=bias is not None, activation=activation)
+    (M, K), N = x2.shape, y.shape[1]
+    plan = derive(hh.fit_split_k(cfg, M, N, K, target), target, x2.element_size(), y.element_size())
+    n_tail, splits = hp.tail_plan(plan, M, N, K, target.num_cus, tail)
+    ce = kernel_constexprs(plan, has_bias=bias is not None, activation=activation, tail=n_tail > 0)
     # the y box is a consumer's staging sub-tile (BM/2 x EPI_N), not the whole tile
     return hh.launch_dense(hopper_coop_kernel, plan, (plan.BM_C, plan.epi_n), x2, w, bias, y, activation, ce,
-                           target, compile_only)
+                           target, compile_only, tail=(n_tail, splits))
 
 
 # ----------------------------------------------------------------------------- static compile (gemmkit isa)
@@ -420,13 +444,15 @@ SPLIT_PRESETS = (
 
 
 def static_spec(cfg: dict, target, *, dtype: str = "bf16", out_dtype: str | None = None, has_bias: bool = True,
-                activation: str = "gelu"):
+                activation: str = "gelu", tail: bool = False):
     """(kernel, signature, constexprs, divisible, options, plan) to compile the kernel for `target` on a CPU
-    (split-K: fp32 partial tiles, hopper_host.staged_dtype)."""
+    (split-K: fp32 partial tiles, hopper_host.staged_dtype; `tail`: the tail split's variant, its partials fp32
+    through part_ptr)."""
     out_dtype = hh.staged_dtype(cfg, out_dtype or dtype)
     plan = derive(cfg, target, 2, 4 if out_dtype == "fp32" else 2)
-    ce = kernel_constexprs(plan, has_bias=has_bias, activation=activation)
+    ce = kernel_constexprs(plan, has_bias=has_bias, activation=activation, tail=tail)
     sig = hh.tma_signature(plan, (plan.BM_C, plan.epi_n), dtype, out_dtype, ce, w_box=plan.w_box)
+    sig.update(part_ptr="*fp32" if tail else f"*{out_dtype}", TAIL_TILES="i32")  # (unused without TAIL: y's)
     return hopper_coop_kernel, sig, ce, ["bias_ptr"], {"num_warps": hh.CONSUMER_WARPS}, plan
 
 
@@ -445,7 +471,15 @@ def isa_cases(archs, op: str = "hopper_coop"):
               if c.get("backend") == "gluon" and c.get("num_warps") == _TILE_WARPS]  # `coop_widths`' tiles
     cases += [("-", f"preset{i}", c, o) for i, c in enumerate(PRESETS + SPLIT_PRESETS) for o in ("bf16", "fp32")]
     yield from hh.unique_cases(cases, KERNEL_NAME, op)
+    # the tail split's variant (TAIL: a consumer's fp32 partial stored beside the staged epilogue) of the
+    # power-of-two tiles: 128 x 256 at 4 stages (two sub-tiles a consumer) and 3 (one), 256 x 128; fp32 out
+    tails = [("-", f"preset{i}", c, "bf16") for i, c in enumerate(PRESETS)] + [("-", "preset0", PRESETS[0], "fp32")]
+    for case in hh.unique_cases(tails, KERNEL_NAME, op):
+        yield dict(case, path=case["path"] + "-tail", bucket=case["bucket"] + "-tail")
 
 
 def isa_spec(case):
+    if case["path"].endswith("-tail"):
+        return hh.isa_spec_from(dict(case, path=case["path"][:-5]), functools.partial(static_spec, tail=True),
+                                PROMISES)
     return hh.isa_spec_from(case, static_spec, PROMISES)

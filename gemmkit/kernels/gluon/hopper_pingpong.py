@@ -298,12 +298,14 @@ TAIL_MIN_K = 2048
 TAIL_MIN_SAVING = 0.04
 
 
-def tail_plan(plan: PingPongPlan, M: int, N: int, K: int, num_cus: int, tail=None) -> tuple[int, int]:
-    """(tail tiles R, splits S) of a launch (hopper_host.tail_split on min(tiles, SMs) CTAs); (0, 1): none. Only
-    the unsplit, power-of-two, unswapped tile (split-K has its own splits; a split tile's two accumulators and
-    sub-tiled stores and the transposed tile have no partial store). `tail` None: the rule (TAIL_SPLIT, K >=
-    TAIL_MIN_K, the saving at least TAIL_MIN_SAVING), False: never, True: wherever tail_split can."""
-    if plan.split_k > 1 or plan.swap or plan.BN_TAIL or tail is False or (tail is None and not TAIL_SPLIT):
+def tail_plan(plan, M: int, N: int, K: int, num_cus: int, tail=None) -> tuple[int, int]:
+    """(tail tiles R, splits S) of a launch of this kernel or hopper_coop.py's (`plan` a PingPongPlan or CoopPlan;
+    hopper_host.tail_split on min(tiles, SMs) CTAs); (0, 1): none. Only the unsplit, power-of-two, unswapped tile
+    (split-K has its own splits; a split tile's two accumulators and sub-tiled stores and the transposed tile have
+    no partial store). `tail` None: the rule (TAIL_SPLIT, K >= TAIL_MIN_K, the saving at least TAIL_MIN_SAVING),
+    False: never, True: wherever tail_split can."""
+    swap = getattr(plan, "swap", False)  # (a CoopPlan has no transposed tile)
+    if plan.split_k > 1 or swap or plan.BN_TAIL or tail is False or (tail is None and not TAIL_SPLIT):
         return 0, 1
     tiles = -(-M // plan.BM) * -(-N // plan.BN)
     ctas = min(tiles, num_cus)
