@@ -474,12 +474,12 @@ def test_tail_split_out_dtypes(out_dtype, launches):
 
 @pytest.mark.gpu
 def test_tail_split_served_and_in_cuda_graphs(launches):
-    """The op's own call where the rule splits the coop's last round (K >= TAIL_MIN_K): 1412 x 6144 x 4096, the
-    served coop 128 x 256 (288 tiles, 2 rounds + 24 split 5 ways): the reduce runs, the result checked, the same
+    """The op's own call where the rule splits the coop's last round (K >= TAIL_MIN_K): 1496 x 12160 x 3008, the
+    served coop 128 x 256 (576 tiles, 4 rounds + 48 split 2 ways): the reduce runs, the result checked, the same
     under CUDA-graph replay; deterministic."""
     import gemmkit
 
-    M, N, K = 1412, 6144, 4096
+    M, N, K = 1496, 12160, 3008
     cfg, _why = configs.serve("a16w16", gpu_target(), M, N, K)
     assert hp.is_coop(cfg) and (cfg["BLOCK_SIZE_M"], cfg["BLOCK_SIZE_N"]) == (128, 256), cfg
     x, w = randn(M, K, dtype=torch.bfloat16, device=DEV), randn(N, K, dtype=torch.bfloat16, device=DEV)
