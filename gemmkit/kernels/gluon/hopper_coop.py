@@ -74,6 +74,18 @@ Llama-3-8B qkv at M = 512 (N = 6144) is 128 tiles of 128 x 192 for 132 SMs, agai
 (1.45 waves) or 96 of 128 x 256; DeepSeek's N = 576 is 3 x 192. The Triton tier cannot build these tiles:
 a call that falls back from Gluon runs the power-of-two part, 2T (kernels/triton/dense.py `triton_tile`).
 
+Tail split (TAIL; the unsplit power-of-two tile: hopper_pingpong.tail_plan, the ping-pong's rule, derived from the
+shape and the SM count): where the tiles leave a partial last round of R tiles, those R tiles run as S K splits each
+(R S CTAs share the round instead of R); work items are the whole tiles first, then the splits
+(kernels/triton/_schedule.tail_item, as the load warp's `work_range`), so a split is a CTA's last item. Both
+consumers run a split's shorter K range on the ring as any item; each stores its rows of the fp32 partial straight
+from its accumulator (hopper_parts.store_partial, no staging), and the Triton tier's tail_reduce_kernel sums each
+tail tile's splits in order, then bias / activation / cast::
+
+   work ids 0 .. T-R-1:    whole tiles ──► epilogue ──► y
+            T-R .. T-R+RS-1: split j % S of tail tile T-R + j // S ──► mma c: rows c BM/2.. of part[j] (fp32)
+                                                                     ──► tail_reduce ──► y
+
 Registers (setmaxnreg): the ping-pong's split, same partitions (see `derive`): 240 per consumer
 thread, 24 for the load warpgroup; the accumulator is BM/2 * BN / 128 fp32 registers (128 at 128 x 256).
 Epilogue math is the Triton tier's (`bias_activation`, kernels/triton/_epilogue.py) on the whole
@@ -83,7 +95,7 @@ moves) into EPI_SPLIT column sub-tiles, each stored through the consumer's stagi
 Arguments: the partitions take hopper_bundles.py's named bundles (Gluon aggregates), built once in the kernel:
 coop_mma_partition(CONSUMER, descs, ring, epi, sched) (a split tile: `_coop_split_mma_partition`, same
 arguments, ring.t the T-row w ring) and hopper_parts.load_partition(descs, ring, sched); epi is the consumer's
-(its staging tile c0 / c1, the bias), the ring's empty[s] counts 2 (`ring_barriers`).
+(its staging tile c0 / c1, the bias, the tail split's workspace), the ring's empty[s] counts 2 (`ring_barriers`).
 
 Constraints:
   - sm_90 only (wgmma, TMA, setmaxnreg); bf16 or fp16 x and w, same dtype; y bf16, fp16 or fp32.
@@ -104,6 +116,9 @@ Constraints:
     `hopper_host.fit_split_k` / `launch_dense`, fp32 partial sub-tiles). num_stages is an upper bound: the
     ring gets num_stages stages, with the output staged in EPI_SPLIT = 1, 2 or 4 column sub-tiles (the
     fewest that let them fit; a split tile: A / B + 1 of B columns), else the most stages (>= 2) beside 4 sub-tiles.
+  - TAIL (dense kernel only; hopper_pingpong.tail_plan): unsplit (NUM_KSPLIT 1), no split tile; R S <= CTAs (each
+    CTA at most one split, its last work item); the workspace R S BM x BN fp32, row-major. With a tail split the
+    fp32 summation order of the tail tiles depends on M, N, K and the SM count (bitwise reproducible on one grid).
   - K >= 1 (the op handles K == 0); tiles < 2**31.
 """
 from __future__ import annotations

@@ -11,7 +11,7 @@ No device code here: each kernel file holds its plan (`derive`), partitions and 
                                    ▼
                                 launch_dense ──► launch_tma (descriptors, grid = min(work, SMs))
                                    │ split-K: fp32 workspace, then kernels/triton/dense.launch_reduce
-                                   │ tail split (the ping-pong; `tail_split`): fp32 workspace of the last
+                                   │ tail split (ping-pong, coop; `tail_split`): fp32 workspace of the last
                                    │   round's splits, then kernels/triton/dense.launch_tail_reduce
                                    (the ping-pong's swap_ab calls launch_tma itself, w and x swapped)
 
@@ -191,8 +191,8 @@ def launch_tma(kernel, plan, y_box, x2, w, bias, y, ce: dict, target, compile_on
                tail=None):
     """Launch kernel(x_desc, w_desc, y_desc, bias_ptr, M, N, K, splits, **ce) (the dense kernels'): 2-D TMA
     boxes x [BM, BK], w [w_box or BN, BK], y `y_box` (the staging tile); a persistent grid of
-    min(splits x tiles, SMs) CTAs. `tail` (the ping-pong's kernel, which takes a tail split's arguments after
-    `splits`): (part, R, S), R tail tiles of S K splits each into the fp32 workspace `part` (R = 0: none; its
+    min(splits x tiles, SMs) CTAs. `tail` (the ping-pong's and the coop's kernels, which take a tail split's arguments
+    after `splits`): (part, R, S), R tail tiles of S K splits each into the fp32 workspace `part` (R = 0: none; its
     launch passes S as SPLITS, and has tiles + R (S - 1) work items). `launch_dense` is the entry: it adds split-K's
     and the tail split's workspaces and reduces."""
     from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
@@ -232,8 +232,8 @@ def launch_dense(kernel, plan, y_box, x2, w, bias, y, activation, ce: dict, targ
                                                           ▼ + bias, act, cast
                                                           y
 
-    `tail` (the ping-pong's kernel only; None for a kernel without the tail split's arguments): (R, S) of its
-    tail split (hopper_pingpong.tail_plan; R = 0: none, plan.split_k 1 where R > 0): the last round's R tiles run as
+    `tail` (the ping-pong's and the coop's kernels; None for a kernel without the tail split's arguments): (R, S) of
+    its tail split (hopper_pingpong.tail_plan; R = 0: none, plan.split_k 1 where R > 0): the last round's R tiles run as
     S K splits each, their fp32 partials into a workspace of R S whole tiles, then `dense.launch_tail_reduce` sums
     each tail tile's splits in order and applies bias / activation / cast (ce["TAIL"] must say the same)::
 
@@ -251,7 +251,7 @@ def launch_dense(kernel, plan, y_box, x2, w, bias, y, activation, ce: dict, targ
         dense.launch_tail_reduce(part, tiles - n_tail, n_tail, tail_splits, plan.BM, plan.BN, plan.GROUP_SIZE_M, bias,
                                  y, target, compile_only, activation=activation, shift=ce["SHIFT"])
         return
-    no_tail = None if tail is None else (y, 0, 1)  # the ping-pong's tail arguments, unused (y: any pointer)
+    no_tail = None if tail is None else (y, 0, 1)  # the tail split's arguments, unused (y: any pointer)
     if plan.split_k == 1:
         return launch_tma(kernel, plan, y_box, x2, w, bias, y, ce, target, compile_only, w_box=plan.w_box,
                           tail=no_tail)

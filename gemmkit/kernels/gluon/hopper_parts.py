@@ -39,7 +39,7 @@ Constraints:
     (rounded up to 8) is one a TMA box may start at; the tiles that overlap a shifted one compute the same values.
   - SPLIT_K: every split's K range starts below K (the host: hopper_host.split_count); the ranges are equal,
     the last one may run past K into TMA's zero fill.
-  - TAIL (the ping-pong's tail split): SPLIT_K and BATCHED off; sched.R tail tiles x sched.B splits <= the grid, so
+  - TAIL (the ping-pong's and the cooperative kernel's tail split): SPLIT_K and BATCHED off; sched.R tail tiles x sched.B splits <= the grid, so
     a CTA's split, if any, is its last item (hopper_host.tail_split).
   - A split tile is 2-D only (the dense kernels), B a power of two >= 16 and A = 2, 4 or 8 B (configs.SPLIT_N);
     ring.t is None (a constexpr field of the `Ring`) for every other tile.
@@ -165,8 +165,8 @@ def store_partial(part_ptr, out, part, ROW0: gl.constexpr, BM: gl.constexpr):
     """A tail split's fp32 partial (`tail_item`), the rows of `out` at ROW0 of a BM-row tile, into workspace tile
     `part` (rows part * BM + ROW0 .., out's columns a row, the workspace (R S BM, BN) fp32 row-major): plain stores
     from the wgmma layout (each thread 2 adjacent fp32: whole 32-byte sectors); only the last round's splits take
-    this path, kernels/triton/_splitk_reduce.tail_reduce_kernel sums them. The bf16 ping-pong's (a whole tile) and
-    the FP8 coop kernel's (a consumer's 64-row slice, hopper_fp8_parts.store_scaled_partial)."""
+    this path, kernels/triton/_splitk_reduce.tail_reduce_kernel sums them. The bf16 ping-pong's (a whole tile), the bf16
+    cooperative kernel's and the FP8 coop kernel's (a consumer's half, hopper_fp8_parts.store_scaled_partial)."""
     BN: gl.constexpr = out.shape[1]
     rows = part * BM + ROW0 + gl.arange(0, out.shape[0], layout=gl.SliceLayout(1, out.type.layout))
     cols = gl.arange(0, BN, layout=gl.SliceLayout(0, out.type.layout))
@@ -183,8 +183,8 @@ def load_partition(descs, ring, sched):
     [0, A) in ring.b and [A, A + B) in ring.t (shared-memory shapes are powers of two); the w box is B rows,
     A / B + 1 per step, and full[s] expects x's box + those w boxes.
     SPLIT_K (dense only): B is the number of K splits; work id -> (split b, tile) as the batched order, and
-    split b loads K steps [b * k_steps, (b + 1) * k_steps) (`split_steps`). TAIL (the ping-pong's tail split): the
-    K range of `work_range`'s item, a whole tile or one split of a tail tile."""
+    split b loads K steps [b * k_steps, (b + 1) * k_steps) (`split_steps`). TAIL (the ping-pong's and hopper_coop.py's
+    tail split): the K range of `work_range`'s item, a whole tile or one split of a tail tile."""
     x_desc = descs.x
     w_desc = descs.w
     a_ring = ring.a

@@ -122,7 +122,8 @@ def tail_item(w, num_tiles, TAIL, SPLITS, k_steps):
                              (q = cdiv(k_steps, S); the host makes every split start below K)
 
     TAIL * SPLITS <= CTAs (the host's rule), so a CTA runs at most one split, and it is its last item: the ring
-    positions of its whole tiles before it are unchanged. The FP8 kernel's coop layout and the bf16 ping-pong."""
+    positions of its whole tiles before it are unchanged. The FP8 kernel's coop layout, the bf16 ping-pong and the
+    bf16 cooperative kernel."""
     first_tail = num_tiles - TAIL
     tile_id = w
     k0 = w * 0

@@ -367,9 +367,9 @@ def tail_reduce_rows(bm: int, tail: int, min_programs: int) -> int:
 def launch_tail_reduce(part, first_tile, tail, splits, bm, bn, group_size_m, bias, y, target, compile_only=False,
                        activation="none", shift=False):
     """y's last `tail` tiles (ids first_tile.., in the kernels' grouped order) = the sum of their `splits` fp32
-    partial tiles in `part` (the tail split of kernels/gluon/hopper_pingpong_fp8.py's coop layout and of
-    hopper_pingpong.py), in split order, + bias, activation, cast at the tiles' origins (`shift`: the kernel's last
-    tiles shifted back): kernels/triton/_splitk_reduce.tail_reduce_kernel, `tail_reduce_rows` rows a program."""
+    partial tiles in `part` (the tail split of kernels/gluon/hopper_pingpong_fp8.py's coop layout, of
+    hopper_pingpong.py and of hopper_coop.py), in split order, + bias, activation, cast at the tiles' origins
+    (`shift`: the kernel's last tiles shifted back): kernels/triton/_splitk_reduce.tail_reduce_kernel, `tail_reduce_rows` rows a program."""
     M, N = y.shape
     rows = tail_reduce_rows(bm, tail, 2 * target.num_cus)
     L.launcher(tail_reduce_kernel, (tail, bm // rows), compile_only)(
