@@ -3,7 +3,8 @@ and the vendor against it.
 
     measure(bop, dtype, device)  ─► Peaks: dense TF/s (the faster of gemmkit and the vendor on a square GEMM of the
                                     op and dtype), read GB/s (a streaming read of READ_BYTES), minimum kernel time
-                                    (one tiny kernel), each timed by the bench's own method (time_graph)
+                                    (one tiny kernel, a graph of timing.ROTATION_CAP calls as a small row's), each
+                                    timed by the bench's own method (time_graph)
     floor_ms(flops, nbytes, p)   ─► max(flops / dense, bytes / read, minimum kernel time)
     efficiency = floor / measured time (1.0: at the floor; a row can read a little over 1 where a kernel beats the
     square's peak or the streaming read)
@@ -30,7 +31,7 @@ class Peaks:
     dense_tflops: float  # the faster of gemmkit and the vendor on SQUARE^3
     dense_source: str  # which one
     read_gbps: float  # READ_BYTES / the streaming read's time
-    min_ms: float  # one tiny kernel, CUDA-graph replay
+    min_ms: float  # one tiny kernel, CUDA-graph replay of ROTATION_CAP calls, per call
 
     def floor_ms(self, flops: float, nbytes: float) -> float:
         return floor_ms(flops, nbytes, self)
@@ -71,7 +72,7 @@ def measure(bop, dtype_name: str, device, warmup_ms: int = 25, rep_ms: int = 100
     import torch
 
     from .. import launcher
-    from .timing import time_graph
+    from .timing import ROTATION_CAP, time_graph
 
     # dense: a square GEMM of this op, both sides, the faster one
     S = SQUARE
@@ -100,9 +101,10 @@ def measure(bop, dtype_name: str, device, warmup_ms: int = 25, rep_ms: int = 100
             raise RuntimeError(f"roofline: the streaming read (chunk {chunk}) summed {out.sum().item()}, not {n}")
         read_ms = min(read_ms, ms)
     del src
-    # the minimum kernel time: one program storing one value
+    # the minimum kernel time: one program storing one value, timed as a small row is (a graph of ROTATION_CAP calls:
+    # the graph's own launch spread over them; a graph of one call adds it whole)
     flag = torch.zeros(1, dtype=torch.float32, device=device)
-    min_ms = time_graph(lambda t: launcher.launch(one_store, (1,), t), [(flag,)], warmup_ms, rep_ms)
+    min_ms = time_graph(lambda t: launcher.launch(one_store, (1,), t), [(flag,)] * ROTATION_CAP, warmup_ms, rep_ms)
     torch.cuda.empty_cache()
     return Peaks(dense_tflops=flops / best / 1e9, dense_source=source, read_gbps=READ_BYTES / read_ms / 1e6,
                  min_ms=min_ms)

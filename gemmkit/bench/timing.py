@@ -9,7 +9,10 @@ from __future__ import annotations
 import itertools
 
 
-def rotation_count(bytes_per_set: int, l2_bytes: int, cap: int = 8) -> int:
+ROTATION_CAP = 8  # the most input sets a timed graph holds (a small call's graph: 8 calls, its launch spread over them)
+
+
+def rotation_count(bytes_per_set: int, l2_bytes: int, cap: int = ROTATION_CAP) -> int:
     if bytes_per_set <= 0:
         return 1
     return max(1, min(cap, -(-4 * l2_bytes // bytes_per_set)))
