@@ -6,9 +6,8 @@ AB.json: {"op": "a16w16" (default; any `gemmkit bench --op` name of a dense op: 
 Each shape names two or more configs; a config of null is what the op serves without one (tables + config model).
 A config (or {} for the served one) with "_pad_m": false runs with ops/dispatch.py's row padding of x turned off
 (dispatch.PAD_M): the copy of x to whole TMA boxes of rows, against the same config with it ("always": on, without
-its floors on M and on w's bytes); "_pair": false runs the fp8 Gluon pingpong and the bf16 ping-pong unpaired
-(kernels/gluon/hopper_pingpong_fp8.PAIR_SPLIT, hopper_pingpong.PAIR_SPLIT: both consumers on one tile where the tiles
-are at most one a CTA), "always" pairs the bf16 ping-pong at any K (hopper_pingpong.PAIR_MIN_K 0);
+its floors on M and on w's bytes); "_pair": false runs the fp8 Gluon pingpong unpaired
+(kernels/gluon/hopper_pingpong_fp8.PAIR_SPLIT: both consumers on one tile where the tiles are at most one a CTA);
 "_shift": false loads the Gluon kernels' last tiles where they lie (kernels/_host.SHIFT_LAST_TILES: past M / N, or
 on the copy where dispatch makes one), not shifted back; "_pitch": false runs x and w at their own row pitch
 (dispatch.PITCH: no copy to a 128-byte pitch; "lines": the copy also for rows off 128-byte lines, not only for those
@@ -86,15 +85,12 @@ def _runner(op, cfg):
 
     def run(*inp):
         saved = (D.PAD_M, D.ROWS_KERNEL, H.SHIFT_LAST_TILES, D.PITCH, D.PAD_M_MIN_ROWS, D.PAD_M_MIN_W_BYTES,
-                 FP8.PAIR_SPLIT, D.PITCH_SECTOR, PP.TAIL_SPLIT, PP.TAIL_MIN_K, PP.TAIL_MIN_SAVING, PP.PAIR_SPLIT,
-                 PP.PAIR_MIN_K)
+                 FP8.PAIR_SPLIT, D.PITCH_SECTOR, PP.TAIL_SPLIT, PP.TAIL_MIN_K, PP.TAIL_MIN_SAVING)
         D.PAD_M, D.ROWS_KERNEL, H.SHIFT_LAST_TILES, D.PITCH = bool(pad), rows, shift, bool(pitch)
         if pitch == "lines":  # rows off whole 128-byte lines copied too (not only those off 32-byte sectors)
             D.PITCH_SECTOR = D.PITCH_BYTES
         D.PAD_M_MIN_ROWS, D.PAD_M_MIN_W_BYTES = floors
-        FP8.PAIR_SPLIT = PP.PAIR_SPLIT = pair is not False
-        if pair == "always":
-            PP.PAIR_MIN_K = 0
+        FP8.PAIR_SPLIT = pair
         PP.TAIL_SPLIT = tail is not False
         if tail == "always":
             PP.TAIL_MIN_K, PP.TAIL_MIN_SAVING = 0, 0.0
@@ -108,8 +104,7 @@ def _runner(op, cfg):
             return op.run(inp, cfg)
         finally:
             (D.PAD_M, D.ROWS_KERNEL, H.SHIFT_LAST_TILES, D.PITCH, D.PAD_M_MIN_ROWS, D.PAD_M_MIN_W_BYTES,
-             FP8.PAIR_SPLIT, D.PITCH_SECTOR, PP.TAIL_SPLIT, PP.TAIL_MIN_K, PP.TAIL_MIN_SAVING, PP.PAIR_SPLIT,
-             PP.PAIR_MIN_K) = saved
+             FP8.PAIR_SPLIT, D.PITCH_SECTOR, PP.TAIL_SPLIT, PP.TAIL_MIN_K, PP.TAIL_MIN_SAVING) = saved
             if prev:
                 DENSE._PLANS.clear()
                 DENSE.gemm_tma_kernel, DENSE.gemm_kernel = kernels

@@ -235,53 +235,6 @@ def test_tail_plan():
         hp.TAIL_SPLIT = saved
 
 
-def test_pair_plan():
-    """Paired consumers (`pair_plan`, `launch_plan`): where every CTA holds at most one tile and K >= PAIR_MIN_K;
-    never with swap_ab, split-K, an accumulator over PAIR_MAX_ACC_REGS or one K step. The paired plan keeps one
-    staging tile beside the BM x BN fp32 exchange buffer, and fewer stages where they no longer fit."""
-    one_wave = hp.derive({**BASE, "BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 96, "num_stages": 5}, H200)
-    assert hp.pair_plan(one_wave, 256, 2880, 2880, 132)  # 4 x 30 = 120 tiles on 132 SMs
-    assert not hp.pair_plan(one_wave, 256, 2880, hp.PAIR_MIN_K - 64, 132)  # K under the rule's floor
-    assert hp.pair_plan(one_wave, 256, 2880, 128, 132, pair=True)  # forced: any K of 2 steps or more
-    assert not hp.pair_plan(one_wave, 256, 2880, 64, 132, pair=True)  # one K step: nothing to share
-    assert not hp.pair_plan(one_wave, 512, 2880, 2880, 132)  # 240 tiles: the consumers already alternate
-    assert hp.pair_plan(one_wave, 512, 2880, 64 * 3, 7, pair=True)  # forced on many tiles a CTA
-    assert not hp.pair_plan(one_wave, 256, 2880, 2880, 132, pair=False)
-    assert not hp.pair_plan(hp.derive(BASE, H200), 128, 1024, 4096, 132)  # 128 x 128: 128 + 128 registers
-    assert not hp.pair_plan(hp.derive({**BASE, "NUM_KSPLIT": 2}, H200), 128, 1024, 4096, 132, pair=True)
-    swap = hp.derive({**BASE, "BLOCK_SIZE_M": 16, "BLOCK_SIZE_N": 64, "swap_ab": True}, H200)
-    assert not hp.pair_plan(swap, 16, 1024, 4096, 132, pair=True)
-    p = hp.derive({**BASE, "BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 128, "num_stages": 6}, H200, pair=True)
-    assert p.pair and p.c_tiles == 1 and p.epilogue_bytes == 64 * 128 * 2 + 64 * 128 * 4
-    assert p.smem_bytes <= H200.shared_mem_bytes and p.stages == 6
-    # 64 x 160 at 8 stages (28 KiB each) keeps 6 beside a 4 KiB staging tile and a 40 KiB exchange buffer
-    p = hp.derive({**BASE, "BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 160, "num_stages": 8}, H200, pair=True)
-    assert (p.stages, p.c_tiles) == (6, 1)
-    with pytest.raises(ValueError, match="registers"):
-        hp.derive(BASE, H200, pair=True)
-    cfg = {**BASE, "BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 96, "num_stages": 5}
-    assert hp.launch_plan(cfg, H200, 2, 2, 256, 2880, 2880).pair
-    assert not hp.launch_plan(cfg, H200, 2, 2, 256, 2880, 2880, pair=False).pair
-    assert not hp.launch_plan(BASE, H200, 2, 2, 128, 1024, 4096).pair  # the rule passes 128 x 128 over
-    assert not hp.launch_plan(BASE, H200, 2, 2, 128, 1024, 4096, pair=True).pair  # forced: where the tile allows
-    ce = hp.kernel_constexprs(hp.launch_plan(cfg, H200, 2, 2, 256, 2880, 2880), has_bias=True, activation="gelu")
-    assert ce["PAIR"] is True and ce["C_TILES"] == 1
-    assert hp.tail_plan(hp.launch_plan(cfg, H200, 2, 2, 256, 2880, 2880), 256, 2880, 2880, 132, True) == (0, 1)
-
-
-def test_static_compile_of_the_pair_variant():
-    """The paired consumers' variant (PAIR: alternate K steps, the exchange buffer; a split tile's two) keeps the
-    promises without spills: 64 x 128 and 64 x 96 (bf16, fp32 out), 64 x 192."""
-    cases = [c for c in hp.isa_cases(["sm_90"]) if c["path"].endswith("-pair")]
-    assert {(c["config"]["BLOCK_SIZE_N"], c["path"]) for c in cases} == {
-        (128, "gluon-bf16-pair"), (128, "gluon-fp32-pair"), (96, "gluon-bf16-pair"), (96, "gluon-fp32-pair"),
-        (192, "gluon-bf16-pair")}
-    for case, res in zip(cases, compile_sm90_cases(hp, cases)):
-        broken = broken_promises(res)
-        assert not broken, f"{case['config']} {case['path']}: " + "; ".join(broken)
-        assert res["metrics"]["spill_bytes"] == 0
-
-
 def test_static_compile_of_the_tail_variant():
     """The tail split's variant (TAIL: a K split's fp32 partial stored from the accumulator beside the staged
     epilogue) keeps the promises: no spills, two staging tiles (5 stages) and one (6)."""
@@ -574,58 +527,6 @@ def test_tail_split_served_and_in_cuda_graphs(launches):
     check_a16w16_graph_replays(M, N, K, None)
 
 
-# (M, N, K, CTAs, config): paired consumers forced on (pair=True). One tile a CTA (the rule's case), and many (the
-# exchange's phases over several tiles); K steps odd (consumer 0 takes one more), 2 (one each), K % 64 != 0
-PAIR_CASES = [(256, 2880, 2880, 132, "64x96x64"),  # 120 split tiles of 64 x 96, one a CTA, 45 K steps
-              (200, 1000, 1040, 132, "64x128x64"),  # 32 tiles, 17 K steps (the last 16 columns)
-              (300, 1032, 1040, 7, "64x128x64"),  # 45 tiles on 7 CTAs, several each
-              (129, 1000, 72, 3, "64x96x64"),  # 33 tiles on 3 CTAs, 2 K steps (one a consumer)
-              (4095, 1032, 776, 132, "64x192x64"),  # 64 x 6 tiles, last row / column shifted back, 13 K steps
-              (64, 512, 128, 1, "64x128x64")]  # 4 tiles on one CTA, 2 K steps
-
-
-@pytest.mark.gpu
-@pytest.mark.parametrize("M,N,K,cus,cfg", PAIR_CASES, ids=[f"{m}x{n}x{k}-{c}-{g}" for m, n, k, c, g in PAIR_CASES])
-def test_pair(M, N, K, cus, cfg):
-    """Paired consumers (`pair_plan`, forced): bias + gelu, every element against float64; fp32 out; deterministic."""
-    c = {**CFGS.get(cfg, {}), **PAIR_CFGS.get(cfg, {})}
-    x, w = randn(M, K, dtype=torch.bfloat16, device=DEV), randn(N, K, dtype=torch.bfloat16, device=DEV) / 4
-    b = randn(N, dtype=torch.bfloat16, device=DEV)
-    t = gpu_target(cus)
-    assert hp.launch_plan(c, t, 2, 2, M, N, K, True).pair
-    ys = []
-    for out_dtype in (torch.bfloat16, torch.float32, torch.bfloat16):
-        y = poisoned((M, N), out_dtype, DEV)
-        _hp().launch(x, w, b, y, "gelu", c, t, pair=True)
-        torch.cuda.synchronize()
-        check(y, x, w, b, "gelu")
-        ys.append(y)
-    assert torch.equal(ys[0], ys[2])
-
-
-PAIR_CFGS = {"64x128x64": {"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 128, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 8,
-                           "num_warps": 4, "num_stages": 6},
-             "64x96x64": {"num_stages": 5}}
-
-
-@pytest.mark.gpu
-def test_pair_served_and_in_cuda_graphs():
-    """The op's own call where the rule pairs (GPT-OSS o_proj at M = 256: 120 tiles of the served 64 x 96, K = 4096):
-    correct, deterministic, and the same under CUDA-graph replay."""
-    import gemmkit
-
-    M, N, K = 256, 2880, 4096
-    cfg, _why = configs.serve("a16w16", gpu_target(), M, N, K)
-    assert cfg.get("backend") == "gluon" and not hp.is_coop(cfg), cfg
-    assert hp.launch_plan(cfg, gpu_target(), 2, 2, M, N, K).pair, cfg
-    x, w = randn(M, K, dtype=torch.bfloat16, device=DEV), randn(N, K, dtype=torch.bfloat16, device=DEV)
-    y = gemmkit.gemm_a16w16(x, w)
-    torch.cuda.synchronize()
-    check(y, x, w)
-    assert torch.equal(gemmkit.gemm_a16w16(x, w), y)
-    check_a16w16_graph_replays(M, N, K, None)
-
-
 @pytest.mark.gpu
 def test_large_square_against_cublas():
     """8192^3 (the timed shape): fp32 accumulation agrees with torch.matmul's within bf16 rounding."""
@@ -703,27 +604,22 @@ _SANITIZE_CFGS = [{"BLOCK_SIZE_M": bm, "BLOCK_SIZE_N": bn, "BLOCK_SIZE_K": 64, "
 _SANITIZE_CASES = {"one-cta": [(1, (129, 520, 64)), (1, (520, 520, 520)), (1, (300, 392, 200))],
                    "many-ctas": [(2, (300, 392, 200)), (3, (520, 264, 136)), (2, (128, 256, 64))],
                    # the tail split forced on (`tail_plan`): the last round's splits' partial stores and the reduce
-                   "tail": [(5, (300, 1032, 1040)), (5, (129, 1000, 1040)), (2, (520, 520, 520))],
-                   # paired consumers forced on (`pair_plan`): one tile a CTA, and several (the exchange's phases)
-                   "pair": [(132, (200, 1000, 1040)), (2, (300, 392, 200)), (3, (129, 264, 136))]}
-# (paired: 64-row tiles; 128 x 128 does not pair)
-_PAIR_CFGS = [{**c, "BLOCK_SIZE_M": 64, "GROUP_SIZE_M": 2} for c in _SANITIZE_CFGS[:1] + _SANITIZE_CFGS[2:]]
+                   "tail": [(5, (300, 1032, 1040)), (5, (129, 1000, 1040)), (2, (520, 520, 520))]}
 
 
 def _sanitize(tool, cases):
-    cfgs = {"tail": _SANITIZE_CFGS[:2], "pair": _PAIR_CFGS}.get(cases, _SANITIZE_CFGS)  # (a split tile: no tail)
-    extra = {"tail": ", tail=True", "pair": ", pair=True"}.get(cases, "")
-    return sanitize(tool, dense_sanitize_script("hopper_pingpong", cfgs, _SANITIZE_CASES[cases], extra))
+    cfgs = _SANITIZE_CFGS[:2] if cases == "tail" else _SANITIZE_CFGS  # (a split tile has no tail split)
+    return sanitize(tool, dense_sanitize_script("hopper_pingpong", cfgs, _SANITIZE_CASES[cases],
+                                                ", tail=True" if cases == "tail" else ""))
 
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("tool", ["synccheck", "memcheck"])
-@pytest.mark.parametrize("cases", ["one-cta", "many-ctas", "tail", "pair"])
+@pytest.mark.parametrize("cases", ["one-cta", "many-ctas", "tail"])
 def test_compute_sanitizer(tool, cases):
     """No illegal barrier use (synccheck) and no bad accesses (memcheck), 1-3 persistent CTAs with
     several hand-offs each, with two output tiles, with one shared tile and with a split tile (64 x 192); and
-    (tail) 2-5 CTAs whose last round is split along K; (pair) consumers paired on 64 x 128 / 64 x 192 tiles, one or
-    several a CTA."""
+    (tail) 2-5 CTAs whose last round is split along K."""
     out = _sanitize(tool, cases)
     assert_sanitizer_clean(out)
 

@@ -8,15 +8,12 @@ the split tile's mainloop and stores), hopper_pingpong.py, hopper_coop.py and ho
                                 BM, BK, BN
    Epilogue  c, bias, stride_bb one consumer's staging tile, the bias pointer (x's when HAS_BIAS is off) and
                                 batch row stride (0: one row), HAS_BIAS, ACTIVATION; part: a tail split's fp32
-                                workspace (the ping-pong's and the coop's; None elsewhere)
-   Handoff   turn, c_free       the ping-pong's consumer hand-off mbarriers, C_TILES; xch (xch_t), xfull, xempty:
-                                a paired launch's exchange buffers (BM x A and BM x B for a split tile) and their
-                                mbarriers (PAIR; None elsewhere)
+                                workspace (the ping-pong's; None elsewhere)
+   Handoff   turn, c_free       the ping-pong's consumer hand-off mbarriers, C_TILES
    Schedule  M, N, K, B, R      the problem and its work space: B = batch entries (BATCHED), K splits (SPLIT_K),
                                 a tail tile's K splits (TAIL: R tail tiles, hopper_parts.work_range) or unused;
                                 GROUP_SIZE_M, BATCHED, SPLIT_K, SWAP, SHIFT (last tiles shifted back:
-                                hopper_parts.tile_origin; the dense kernels), TAIL, PAIR (the ping-pong's paired
-                                consumers)
+                                hopper_parts.tile_origin; the dense kernels), TAIL
 
 A bundle is a compile-time grouping only: it flattens into the same IR values as its fields passed one by
 one (the kernels' SASS is byte-identical to the positional form, sm_90, Triton 3.6), and a field that is a
@@ -110,20 +107,12 @@ class Handoff:
     turn: _SMEM
     c_free: _SMEM
     C_TILES: gl.constexpr
-    xch: _SMEM | gl.constexpr
-    xch_t: _SMEM | gl.constexpr
-    xfull: _SMEM | gl.constexpr
-    xempty: _SMEM | gl.constexpr
 
     @gluon.constexpr_function
-    def __init__(self, turn, c_free, C_TILES, xch=None, xch_t=None, xfull=None, xempty=None):
+    def __init__(self, turn, c_free, C_TILES):
         self.turn = turn
         self.c_free = c_free
         self.C_TILES = gl.constexpr(C_TILES)
-        self.xch = _cx(xch)
-        self.xch_t = _cx(xch_t)
-        self.xfull = _cx(xfull)
-        self.xempty = _cx(xempty)
 
 
 @aggregate
@@ -139,18 +128,16 @@ class Schedule:
     SHIFT: gl.constexpr
     R: _SCALAR
     TAIL: gl.constexpr
-    PAIR: gl.constexpr
 
     @gluon.constexpr_function
     def __init__(self, M, N, K, B, GROUP_SIZE_M, BATCHED=False, SPLIT_K=False, SWAP=False, SHIFT=False, R=0,
-                 TAIL=False, PAIR=False):
+                 TAIL=False):
         self.M = _cx(M)
         self.N = _cx(N)
         self.K = _cx(K)
         self.B = _cx(B)
         self.R = _cx(R)
         self.TAIL = gl.constexpr(TAIL)
-        self.PAIR = gl.constexpr(PAIR)
         self.GROUP_SIZE_M = gl.constexpr(GROUP_SIZE_M)
         self.BATCHED = gl.constexpr(BATCHED)
         self.SPLIT_K = gl.constexpr(SPLIT_K)

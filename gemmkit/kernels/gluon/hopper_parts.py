@@ -73,23 +73,6 @@ def ring_prev(idx, STAGES: gl.constexpr):
 
 
 @gluon.jit
-def ring_skip(idx, phase, STEP: gl.constexpr, STAGES: gl.constexpr):
-    """Advance a (slot, phase) counter by STEP steps (a paired consumer reads every other step: STEP 2)."""
-    for _ in gl.static_range(STEP):
-        idx, phase = ring_next(idx, phase, STAGES)
-    return idx, phase
-
-
-@gluon.jit
-def ring_back(idx, STEP: gl.constexpr, STAGES: gl.constexpr):
-    """The slot STEP steps before `idx` (`ring_prev` STEP times): a consumer's previous step when it reads every
-    STEP-th one."""
-    for _ in gl.static_range(STEP):
-        idx = ring_prev(idx, STAGES)
-    return idx
-
-
-@gluon.jit
 def count_work(num_pid_m, num_pid_n, B, BY_ENTRY: gl.constexpr):
     """Work ids of a launch: tiles, or B x tiles (BY_ENTRY: batch entries, or K splits with B = SPLITS)."""
     if BY_ENTRY:
@@ -248,13 +231,12 @@ def load_partition(descs, ring, sched):
 
 
 @gluon.jit
-def split_mainloop(ring, idx, phase, k_steps, A_ROW0: gl.constexpr, BM: gl.constexpr, STEP: gl.constexpr = 1):
+def split_mainloop(ring, idx, phase, k_steps, A_ROW0: gl.constexpr, BM: gl.constexpr):
     """A split tile's mainloop (hopper_pingpong.py's and hopper_coop.py's), from ring slot (idx, phase): per K step
     two wgmma on rows [A_ROW0, A_ROW0 + BM) of the a slot (the ping-pong: all of it; a cooperative consumer:
     its half), one with the A-row b slot, one with the B-row t slot of the `Ring` (loaded by `load_partition`'s
     ring.t path). Returns the two accumulators (BM x A, BM x B), the last step's wgmma still in flight (the caller
-    waits, then releases that slot), and the ring position after the tile's last step. `k_steps` steps, every
-    STEP-th one of the ring (a paired ping-pong consumer: STEP 2, `ring_back(idx, STEP)` its last slot)."""
+    waits, then releases that slot), and the ring position after the tile."""
     a_ring = ring.a
     b_ring = ring.b
     t_ring = ring.t
@@ -276,8 +258,8 @@ def split_mainloop(ring, idx, phase, k_steps, A_ROW0: gl.constexpr, BM: gl.const
         acc_t = warpgroup_mma(a, t_ring.index(idx).permute((1, 0)), acc_t, is_async=True)
         # two wgmma groups per step: with this step's two in flight, the previous step's are done
         warpgroup_mma_wait(2, deps=(acc, acc_t))
-        mbarrier.arrive(empty.index(ring_back(idx, STEP, STAGES)), pred=kk > 0)
-        idx, phase = ring_skip(idx, phase, STEP, STAGES)
+        mbarrier.arrive(empty.index(ring_prev(idx, STAGES)), pred=kk > 0)
+        idx, phase = ring_next(idx, phase, STAGES)
     return acc, acc_t, idx, phase
 
 

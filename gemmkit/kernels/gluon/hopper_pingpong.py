@@ -185,8 +185,8 @@ from ._compat import tma_store
 # is_coop: the plan builder's (hopper_plan.py); the op, the tuner and the tests read it here
 from .hopper_plan import PingPongPlan, check_config, is_coop  # noqa: F401
 from .hopper_bundles import Descs, Epilogue, Handoff, Ring, Schedule
-from .hopper_parts import (load_partition, out_row, ring_back, ring_next, ring_prev, ring_skip, split_mainloop,
-                           store_partial, store_split, tail_items, tile_origin, work_range, work_space, work_tile)
+from .hopper_parts import (load_partition, out_row, ring_next, ring_prev, split_mainloop, store_partial, store_split,
+                           tail_items, tile_origin, work_range, work_space, work_tile)
 
 KERNEL_NAME = "hopper_pingpong_kernel"
 
@@ -206,7 +206,7 @@ PROMISES = (
 
 # ----------------------------------------------------------------------------- the plan (hopper_plan.py builds it)
 
-def derive(cfg: dict, target=None, in_bytes: int = 2, out_bytes: int = 2, pair: bool = False) -> PingPongPlan:
+def derive(cfg: dict, target=None, in_bytes: int = 2, out_bytes: int = 2) -> PingPongPlan:
     """Everything the kernel and its launch need, from one config. ValueError names the key that cannot work.
     The ring fit, registers and swizzles are hopper_plan.py's (`budget`, `register_split`, `swizzle`); what is
     this kernel's:
@@ -225,8 +225,6 @@ def derive(cfg: dict, target=None, in_bytes: int = 2, out_bytes: int = 2, pair: 
       warps    4 + 4 + 1 (load) padded to 12; regs 168 at entry, setmaxnreg 240 per consumer, 24 for
                the load warpgroup (`hopper_plan.register_split`).
       swizzle  a / b: BK * in_bytes rows; y: the staging tile's row (BM for the transposed tile).
-      pair     (`pair_plan`) consumer 0 stores alone: one staging tile beside the BM x BN fp32 exchange buffer
-               (64 x 96 bf16: 4 KiB + 24 KiB), then as many stages as fit; not with swap_ab or split-K.
     """
     swap = bool(cfg.get("swap_ab"))
     if swap:  # the config names y's tile (tokens x weight rows); the kernel's is its transpose ("Swap-AB")
@@ -252,20 +250,13 @@ def derive(cfg: dict, target=None, in_bytes: int = 2, out_bytes: int = 2, pair: 
     tile_bytes = bm * (tail or bn) * out_bytes  # a split tile stages one BM x T sub-tile at a time
     # c_tiles: two staging tiles (one per consumer) if num_stages fit beside them (a split tile: always), else one
     staging = [(2, 2 * tile_bytes)] if tail else [(2, 2 * tile_bytes), (1, tile_bytes)]
-    if pair:
-        if swap or cfg.get("NUM_KSPLIT", 1) != 1:
-            raise ValueError("paired consumers: not with swap_ab or split-K (pair_plan)")
-        if acc_regs > PAIR_MAX_ACC_REGS:
-            raise ValueError(f"paired consumers: a {bm} x {bn} accumulator ({acc_regs} registers a thread) and the "
-                             f"partial added to it exceed the consumer's registers (at most {PAIR_MAX_ACC_REGS})")
-        staging = [(1, tile_bytes + bm * bn * 4)]  # consumer 0's staging tile and the fp32 exchange buffer
     b = hplan.budget(target, (bm, bn, bk), stage_bytes=(bm + bn) * bk * in_bytes, num_stages=cfg["num_stages"],
                      staging=staging, out_bytes=out_bytes, staging_name="output tile")
     return PingPongPlan(BM=bm, BN=bn, BK=bk, GROUP_SIZE_M=cfg["GROUP_SIZE_M"], **b.fields(), c_tiles=b.staging,
                         acc_regs=acc_regs, swizzle_a=hplan.swizzle(bk * in_bytes),
                         swizzle_b=hplan.swizzle(bk * in_bytes),
                         swizzle_c=hplan.swizzle((bm if swap else tail or bn) * out_bytes), BN_TAIL=tail,
-                        w_box=tail or bn, split_k=cfg.get("NUM_KSPLIT", 1), swap=swap, pair=pair)
+                        w_box=tail or bn, split_k=cfg.get("NUM_KSPLIT", 1), swap=swap)
 
 
 def constexprs(plan: PingPongPlan, *, has_bias: bool, activation: str) -> dict:
@@ -287,52 +278,10 @@ def dense_constexprs(plan, *, has_bias: bool, activation: str) -> dict:
 
 
 def kernel_constexprs(plan: PingPongPlan, *, has_bias: bool, activation: str, tail: bool = False) -> dict:
-    """hopper_pingpong_kernel's: `constexprs`, `dense_constexprs`, SWAP (the transposed tile), TAIL (a tail
-    split: `tail_plan`) and PAIR (paired consumers: `pair_plan`, the plan's)."""
+    """hopper_pingpong_kernel's: `constexprs`, `dense_constexprs`, SWAP (the transposed tile) and TAIL (a tail
+    split: `tail_plan`)."""
     return {**constexprs(plan, has_bias=has_bias, activation=activation),
-            **dense_constexprs(plan, has_bias=has_bias, activation=activation), "SWAP": plan.swap, "TAIL": tail,
-            "PAIR": plan.pair}
-
-
-# Paired consumers (`pair_plan`): where every CTA holds at most one tile, the second consumer would idle and one
-# warpgroup would issue the CTA's whole tile; paired, both take every tile, consumer c the K steps c, c + 2, ... of
-# the one ring (the loader unchanged), and consumer 1 hands its fp32 partial to consumer 0, which adds it and stores.
-# PAIR_SPLIT False turns it off (benchmarks/ab_configs.py "_pair").
-PAIR_SPLIT = True
-PAIR_MIN_K = 1024
-PAIR_MIN_STAGES = 3  # a consumer that reads every other step waits on slots at most 3 steps apart (`pair_partition`)
-# consumer 0 holds its accumulator and consumer 1's partial at once: 128 x 128 (128 + 128 registers) spilled 2.6 KB
-# (sm_90 compile); 64 x 192 (96) did not
-PAIR_MAX_ACC_REGS = 96
-
-
-def pair_plan(plan: PingPongPlan, M: int, N: int, K: int, num_cus: int, pair=None) -> bool:
-    """Whether a launch pairs its consumers (`pair` None: the rule; True: wherever the tile allows; False: never).
-    The rule: tiles <= CTAs (one tile a CTA at most) and K >= PAIR_MIN_K; never with swap_ab or split-K, nor with
-    fewer than 2 K steps."""
-    if plan.swap or plan.split_k > 1 or plan.acc_regs > PAIR_MAX_ACC_REGS or pair is False or -(-K // plan.BK) < 2:
-        return False
-    if pair:
-        return True
-    return PAIR_SPLIT and -(-M // plan.BM) * -(-N // plan.BN) <= num_cus and K >= PAIR_MIN_K
-
-
-def launch_plan(cfg: dict, target, in_bytes: int, out_bytes: int, M: int, N: int, K: int, pair=None) -> PingPongPlan:
-    """The plan a launch runs: `derive`'s (split-K fitted), paired where `pair_plan` says so and PAIR_MIN_STAGES
-    stages fit beside the exchange buffer (else unpaired; a forced pair=True raises the ValueError)."""
-    cfg = hh.fit_split_k(cfg, M, N, K, target)
-    plan = derive(cfg, target, in_bytes, out_bytes)
-    if pair_plan(plan, M, N, K, target.num_cus, pair):
-        try:
-            paired = derive(cfg, target, in_bytes, out_bytes, pair=True)
-            if paired.stages < PAIR_MIN_STAGES:
-                raise ValueError(f"paired consumers: {paired.stages} stages beside the exchange buffer, "
-                                 f"{PAIR_MIN_STAGES} needed")
-            return paired
-        except ValueError:
-            if pair:
-                raise
-    return plan
+            **dense_constexprs(plan, has_bias=has_bias, activation=activation), "SWAP": plan.swap, "TAIL": tail}
 
 
 # The tail split (`tail_plan`): where a launch's tiles leave a partial last round, its R tiles run as S K splits each
@@ -355,7 +304,7 @@ def tail_plan(plan, M: int, N: int, K: int, num_cus: int, tail=None) -> tuple[in
     (split-K has its own splits; a split tile's two accumulators and sub-tiled stores and the transposed tile have
     no partial store). `tail` None: the rule (TAIL_SPLIT, K >= TAIL_MIN_K, the saving at least TAIL_MIN_SAVING),
     False: never, True: wherever tail_split can."""
-    swap = getattr(plan, "swap", False) or getattr(plan, "pair", False)  # (a CoopPlan has neither)
+    swap = getattr(plan, "swap", False)  # (a CoopPlan has no transposed tile)
     if plan.split_k > 1 or swap or plan.BN_TAIL or tail is False or (tail is None and not TAIL_SPLIT):
         return 0, 1
     tiles = -(-M // plan.BM) * -(-N // plan.BN)
@@ -495,80 +444,13 @@ def mma_partition(CONSUMER: gl.constexpr, descs, ring, epi, handoff, sched):
     tma.store_wait(0)
 
 
-@gluon.jit
-def pair_partition(CONSUMER: gl.constexpr, descs, ring, epi, handoff, sched):
-    """(PAIR, `pair_plan`) 1 warpgroup: every tile of this CTA, its K steps CONSUMER, CONSUMER + 2, ... (the one
-    ring, filled in order by the unchanged load warp; each step released by the consumer that read it); then
-    consumer 1 writes its fp32 partial into the exchange buffer (handoff.xch, a split tile's B columns into
-    handoff.xch_t) and arrives on xfull; consumer 0 waits for it, adds it (a fixed order: its own steps' sum, then
-    consumer 1's), gives the buffer back (xempty) and runs the epilogue alone through its staging tile. Dense only:
-    no split-K, swap or tail split (the plan's)."""
-    y_desc = descs.y
-    full = ring.full
-    empty = ring.empty
-    M = sched.M
-    N = sched.N
-    STAGES: gl.constexpr = ring.STAGES
-    BM: gl.constexpr = ring.BM
-    BN: gl.constexpr = ring.BN
-    num_pid_m, num_pid_n, num_work, k_steps = work_space(M, N, sched.K, BM, BN, ring.BK, sched.B, False, False)
-    mine = (k_steps + 1 - CONSUMER) // 2  # my steps of a tile
-    n = 0  # tiles so far (both consumers take every tile)
-    for work_id in range(gl.program_id(0), num_work, gl.num_programs(0)):
-        step = n * k_steps + CONSUMER  # my first step: ring positions as the loader's (tile n, K step CONSUMER)
-        idx = step % STAGES
-        phase = (step // STAGES) & 1
-        if ring.t is None:
-            acc_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
-                                                                 instr_shape=[16, BN, 16])
-            acc = warpgroup_mma_init(gl.zeros((BM, BN), dtype=gl.float32, layout=acc_layout))
-            for kk in range(mine):
-                mbarrier.wait(full.index(idx), phase)
-                acc = warpgroup_mma(ring.a.index(idx), ring.b.index(idx).permute((1, 0)), acc, is_async=True)
-                warpgroup_mma_wait(1, deps=(acc,))  # my previous step's wgmma has read its slot
-                mbarrier.arrive(empty.index(ring_back(idx, 2, STAGES)), pred=kk > 0)
-                idx, phase = ring_skip(idx, phase, 2, STAGES)
-            acc = warpgroup_mma_wait(0, deps=(acc,))
-            acc_t = acc  # (no second accumulator)
-        else:
-            acc, acc_t, idx, phase = split_mainloop(ring, idx, phase, mine, 0, BM, 2)
-            acc, acc_t = warpgroup_mma_wait(0, deps=(acc, acc_t))
-        mbarrier.arrive(empty.index(ring_back(idx, 2, STAGES)), pred=mine > 0)  # my last slot of the tile
-        if CONSUMER == 1:
-            mbarrier.wait(handoff.xempty, (n & 1) ^ 1)  # consumer 0 has read my last partial (tile 0: fresh)
-            handoff.xch.store(acc)
-            if ring.t is not None:
-                handoff.xch_t.store(acc_t)
-            mbarrier.arrive(handoff.xfull)  # release: the stores above before consumer 0's loads
-        else:
-            mbarrier.wait(handoff.xfull, n & 1)
-            acc = acc + handoff.xch.load(acc.type.layout)
-            if ring.t is not None:
-                acc_t = acc_t + handoff.xch_t.load(acc_t.type.layout)
-            mbarrier.arrive(handoff.xempty)
-            b, pid_m, pid_n = work_tile(work_id, num_work, num_pid_m, num_pid_n, sched.GROUP_SIZE_M, False)
-            row0 = tile_origin(pid_m, M, BM, sched.SHIFT)  # a last tile shifted back to end at M / N
-            col0 = tile_origin(pid_n, N, BN, sched.SHIFT)
-            if ring.t is not None:
-                store_split(y_desc, epi, acc, acc_t, row0, col0, N)
-            else:
-                offs_n = col0 + gl.arange(0, BN, layout=gl.SliceLayout(0, acc.type.layout))
-                out = bias_activation(acc, epi.bias, offs_n, N, epi.HAS_BIAS, epi.ACTIVATION)
-                tma.store_wait(0)  # my previous tile's TMA store has read the staging tile
-                epi.c.store(out.to(y_desc.dtype))
-                fence_async_shared()  # generic-proxy writes -> async-proxy (TMA) read
-                tma_store(y_desc, [row0, col0], epi.c)
-        n += 1
-    tma.store_wait(0)
-
-
-# TMA handles every M, N, K: one compile per config (and per TAIL / PAIR)
+# TMA handles every M, N, K: one compile per config (and per TAIL)
 @gluon.jit(do_not_specialize=["M", "N", "K", "SPLITS", "TAIL_TILES"])
 def hopper_pingpong_kernel(x_desc, w_desc, y_desc, bias_ptr, M, N, K, SPLITS, part_ptr, TAIL_TILES,
                            STAGES: gl.constexpr, C_TILES: gl.constexpr, GROUP_SIZE_M: gl.constexpr,
                            HAS_BIAS: gl.constexpr, ACTIVATION: gl.constexpr, MMA_REGS: gl.constexpr,
                            LOAD_REGS: gl.constexpr, BN: gl.constexpr, SPLIT_K: gl.constexpr, SHIFT: gl.constexpr,
-                           SWAP: gl.constexpr, TAIL: gl.constexpr, PAIR: gl.constexpr):
+                           SWAP: gl.constexpr, TAIL: gl.constexpr):
     BM: gl.constexpr = x_desc.block_type.shape[0]
     BK: gl.constexpr = x_desc.block_type.shape[1]
     a_ring = gl.allocate_shared_memory(x_desc.dtype, [STAGES, BM, BK], x_desc.layout)
@@ -597,39 +479,18 @@ def hopper_pingpong_kernel(x_desc, w_desc, y_desc, bias_ptr, M, N, K, SPLITS, pa
     mbarrier.init(c_free, count=1)  # (C_TILES == 1) the last store's consumer, after store_wait
     descs = Descs(x_desc, w_desc, y_desc)
     ring = Ring(a_ring, b_ring, t_ring, full, empty)  # t_ring None: a constexpr field of the bundle
-    if PAIR:  # (`pair_partition`) consumer 1's fp32 partial of a tile, handed to consumer 0: xfull (written), xempty
-        # (read); a split tile's two accumulators in two buffers (BM x A, BM x B)
-        X_LAYOUT: gl.constexpr = gl.SwizzledSharedLayout(vec=1, per_phase=1, max_phase=1, order=[1, 0])
-        xch = gl.allocate_shared_memory(gl.float32, [BM, b_ring.shape[1]], X_LAYOUT)
-        if W_ROWS != BN:
-            xch_t = gl.allocate_shared_memory(gl.float32, [BM, W_ROWS], X_LAYOUT)
-        else:
-            xch_t = None
-        xfull = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
-        xempty = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
-        mbarrier.init(xfull, count=1)
-        mbarrier.init(xempty, count=1)
-        handoff = Handoff(turn, c_free, C_TILES, xch, xch_t, xfull, xempty)
-    else:
-        handoff = Handoff(turn, c_free, C_TILES)
+    handoff = Handoff(turn, c_free, C_TILES)
     # TAIL (a tail split, hopper_host.launch_dense): SPLITS K splits of each of the last TAIL_TILES tiles, their fp32
     # partials into part_ptr; SPLIT_K: SPLITS K splits of every tile; neither: SPLITS, part_ptr, TAIL_TILES unused
     sched = Schedule(M, N, K, SPLITS, GROUP_SIZE_M, SPLIT_K=SPLIT_K, SWAP=SWAP, SHIFT=SHIFT, R=TAIL_TILES, TAIL=TAIL)
     part = part_ptr if TAIL else None
     epi0 = Epilogue(c0, bias_ptr, 0, HAS_BIAS, ACTIVATION, part)
     epi1 = Epilogue(c1, bias_ptr, 0, HAS_BIAS, ACTIVATION, part)
-    if PAIR:
-        gl.warp_specialize([
-            (pair_partition, (0, descs, ring, epi0, handoff, sched)),
-            (pair_partition, (1, descs, ring, epi1, handoff, sched)),
-            (load_partition, (descs, ring, sched)),
-        ], [4, 1], [MMA_REGS, LOAD_REGS])
-    else:
-        gl.warp_specialize([
-            (mma_partition, (0, descs, ring, epi0, handoff, sched)),
-            (mma_partition, (1, descs, ring, epi1, handoff, sched)),
-            (load_partition, (descs, ring, sched)),
-        ], [4, 1], [MMA_REGS, LOAD_REGS])
+    gl.warp_specialize([
+        (mma_partition, (0, descs, ring, epi0, handoff, sched)),
+        (mma_partition, (1, descs, ring, epi1, handoff, sched)),
+        (load_partition, (descs, ring, sched)),
+    ], [4, 1], [MMA_REGS, LOAD_REGS])
 
 
 # ----------------------------------------------------------------------------- host side (shared: hopper_host.py)
@@ -637,20 +498,20 @@ def hopper_pingpong_kernel(x_desc, w_desc, y_desc, bias_ptr, M, N, K, SPLITS, pa
 unsupported = hh.dense_unsupported  # why this kernel cannot take a call (the op falls back to the Triton tier)
 
 
-def launch(x2, w, bias, y, activation, cfg, target, compile_only=False, tail=None, pair=None):
+def launch(x2, w, bias, y, activation, cfg, target, compile_only=False, tail=None):
     """y = act(x2 @ w.T + bias) with the ping-pong kernel. x2 (M, K), w (N, K), bias (N,) or None, y (M, N).
 
     `cfg` keys: BLOCK_SIZE_M/N/K, GROUP_SIZE_M, num_warps (4), num_stages (upper bound); `backend`,
     `persistent`, `tma` are accepted and ignored (always persistent, always TMA); NUM_KSPLIT > 1 splits K
     into at most that many ranges (`hopper_host.fit_split_k`, `launch_dense`); swap_ab computes y's tile
     transposed (the module docstring's "Swap-AB": w and x swap roles, `hopper_host.launch_tma` directly).
-    `tail`: the tail split (`tail_plan`: None the rule, False never, True wherever it can); `pair`: paired consumers
-    (`pair_plan`, the same three values). `target`: a gemmkit.arch.Target (its num_cus sizes the persistent grid). Raises ValueError when
+    `tail`: the tail split (`tail_plan`: None the rule, False never, True wherever it can).
+    `target`: a gemmkit.arch.Target (its num_cus sizes the persistent grid). Raises ValueError when
     `unsupported` says no or the config cannot be planned.
     """
     hh.check_operands(x2, w, bias, y, target, "gluon ping-pong")
     (M, K), N = x2.shape, y.shape[1]
-    plan = launch_plan(cfg, target, x2.element_size(), y.element_size(), M, N, K, pair)
+    plan = derive(hh.fit_split_k(cfg, M, N, K, target), target, x2.element_size(), y.element_size())
     n_tail, splits = tail_plan(plan, M, N, K, target.num_cus, tail)
     ce = kernel_constexprs(plan, has_bias=bias is not None, activation=activation, tail=n_tail > 0)
     if plan.swap:  # the kernel's "x" is w (BM-row boxes), its "w" is x (BN-row boxes); y's box is BN x BM
@@ -681,12 +542,12 @@ SPLIT_PRESETS = (
 
 
 def static_spec(cfg: dict, target, *, dtype: str = "bf16", out_dtype: str | None = None, has_bias: bool = True,
-                activation: str = "gelu", tail: bool = False, pair: bool = False):
+                activation: str = "gelu", tail: bool = False):
     """(kernel, signature, constexprs, divisible, options, plan) to compile the kernel for `target` on a CPU
     (split-K: the kernel stores fp32 partial tiles, whatever the op's output dtype; `tail`: the tail split's
-    variant, its partials fp32 through part_ptr; `pair`: the paired consumers' variant, `pair_plan`)."""
+    variant, its partials fp32 through part_ptr)."""
     out_dtype = hh.staged_dtype(cfg, out_dtype or dtype)
-    plan = derive(cfg, target, 2, 4 if out_dtype == "fp32" else 2, pair=pair)
+    plan = derive(cfg, target, 2, 4 if out_dtype == "fp32" else 2)
     ce = kernel_constexprs(plan, has_bias=has_bias, activation=activation, tail=tail)
     sig = hh.tma_signature(plan, y_box(plan), dtype, out_dtype, ce, w_box=plan.w_box)
     sig.update(part_ptr="*fp32" if tail else f"*{out_dtype}", TAIL_TILES="i32")  # (unused without TAIL: y's)
@@ -713,25 +574,10 @@ def isa_cases(archs, op: str = "hopper_pingpong"):
     tails += [("A16W16.json", "wide_config", configs.model.OP_RULES["a16w16"]["wide_config"], "bf16")]
     for case in hh.unique_cases(tails, KERNEL_NAME, op):
         yield dict(case, path=case["path"] + "-tail", bucket=case["bucket"] + "-tail")
-    # the paired consumers' variant (PAIR: alternate K steps, the exchange buffer) of a power-of-two tile and of the
-    # split tiles 64 x 192 / 64 x 96 (two exchange buffers)
-    pairs = [("-", f"pair{i}", c, o) for i, c in enumerate(PAIR_PRESETS) for o in ("bf16", "fp32")]
-    pairs += [("-", "split-preset0", SPLIT_PRESETS[0], "bf16")]
-    for case in hh.unique_cases(pairs, KERNEL_NAME, op):
-        yield dict(case, path=case["path"] + "-pair", bucket=case["bucket"] + "-pair")
-
-
-# tiles the paired consumers run (`pair_plan`: one a CTA): a power-of-two tile and the config model's one-wave split
-# tile (GPT-OSS's 2880-column layers at M = 256: 120 tiles of 64 x 96)
-PAIR_PRESETS = (
-    {"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 128, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 8, "num_warps": 4, "num_stages": 6},
-    {"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 96, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 8, "num_warps": 4, "num_stages": 5},
-)
 
 
 def isa_spec(case):
-    for variant in ("tail", "pair"):
-        if case["path"].endswith("-" + variant):
-            return hh.isa_spec_from(dict(case, path=case["path"][:-len(variant) - 1]),
-                                    functools.partial(static_spec, **{variant: True}), PROMISES)
+    if case["path"].endswith("-tail"):
+        return hh.isa_spec_from(dict(case, path=case["path"][:-5]), functools.partial(static_spec, tail=True),
+                                PROMISES)
     return hh.isa_spec_from(case, static_spec, PROMISES)

@@ -83,8 +83,6 @@ class PingPongPlan(HopperPlan):
     w_box: int = 0  # rows of the w TMA box: BN, or B for a split tile
     split_k: int = 1  # NUM_KSPLIT: K split into this many ranges, fp32 partial tiles, then a fixed-order reduce
     swap: bool = False  # swap_ab: BM x BN is y's BN x BM tile transposed (BM weight rows, BN tokens; "Swap-AB")
-    pair: bool = False  # both consumers on every tile, alternate K steps each, one exchange buffer (hopper_pingpong
-    #                     `pair_plan`): c_tiles 1 (consumer 0 stores alone), epilogue_bytes + BM x BN fp32
 
 
 @dataclass(frozen=True)
