@@ -142,7 +142,9 @@ def launch(x, w, bias, y, activation, cfg, target, scaling=G.NO_SCALING, compile
                                                                    compile_only=compile_only),
                     lambda: launch(x, w, bias, y, activation, cfg, target, scaling, compile_only))
         return
-    H.launch(x, w, bias, y, activation, cfg, target, scaling, compile_only=compile_only, tma=choice.path == "tma")
+    # (choice.config: a Gluon config on the pointer kernel runs the stages that fit it, dispatch.batched)
+    H.launch(x, w, bias, y, activation, choice.config, target, scaling, compile_only=compile_only,
+             tma=choice.path == "tma")
 
 
 def _bias_arg(bias):

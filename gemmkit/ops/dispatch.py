@@ -506,9 +506,11 @@ def batched(cfg: dict, target, x, w, y, scaling=G.NO_SCALING, epilogue: Epilogue
         passed.append((kernel, why))
     if cfg["NUM_KSPLIT"] != 1:
         raise ValueError("config: key 'NUM_KSPLIT' must be 1 for the batched GEMMs (no split-K)")
-    return _triton_tier(cfg, target, passed, BATCHED_TMA, lambda: TB.tma_unsupported(cfg, target, x, w, y),
-                        BATCHED_POINTER,
-                        lambda: G.check_feasible(cfg, target, x.element_size(), y.element_size(), tma=False))
+    in_bytes, out_bytes = x.element_size(), y.element_size()
+    pointer = G.fallback_stages(cfg, target, in_bytes, out_bytes, tma=False)  # a Gluon config: the stages that fit
+    choice = _triton_tier(cfg, target, passed, BATCHED_TMA, lambda: TB.tma_unsupported(cfg, target, x, w, y),
+                          BATCHED_POINTER, lambda: G.check_feasible(pointer, target, in_bytes, out_bytes, tma=False))
+    return dataclasses.replace(choice, config=pointer) if choice.kernel == BATCHED_POINTER else choice
 
 
 def _gluon_batched_unsupported(cfg, target, x, w, y, scaling) -> str | None:

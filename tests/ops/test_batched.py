@@ -162,6 +162,33 @@ def test_a16w16_gluon_config_runs_the_triton_tier_here(layout, launches):
     assert choice.kernel == kernel
 
 
+def test_a16w16_gluon_config_falls_back_with_the_stages_that_fit(launches):
+    """A Gluon config's num_stages is an upper bound (the Gluon kernels run as many as fit them), so on the Triton
+    tier's pointer kernel (here: w broadcast along the batch, no TMA; and the interpreter) it runs the stages that fit
+    that kernel (dense.fallback_stages), as the dense op does; before, 128 x 256 x 64 at 8 stages raised ValueError.
+    A Triton config's stages stay as asked and still raise."""
+    from gemmkit.kernels.triton import dense as G
+
+    cfg = {"BLOCK_SIZE_M": 128, "BLOCK_SIZE_N": 256, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 8, "num_warps": 8,
+           "num_stages": 8, "backend": "gluon"}
+    sm90 = arch.get("sm_90")
+    with pytest.raises(ValueError, match="shared memory"):
+        G.check_feasible(cfg, sm90, 2, 2, tma=False)
+    B, M, N, K = 2, 20, 40, 72
+    x = randn(B, M, K, dtype=torch.bfloat16)
+    w = randn(1, N, K, dtype=torch.bfloat16).expand(B, N, K)
+    y = poisoned((B, M, N), torch.bfloat16)
+    choice = D.batched(configs.validate_config(dict(cfg)), sm90, x, w, y)
+    assert choice.kernel == "batched_gemm_kernel" and choice.config["num_stages"] < 8
+    G.check_feasible(choice.config, sm90, 2, 2, tma=False)
+    before = dict(launches)
+    out = gemmkit.batched_gemm_a16w16(x, w, out=y, config=cfg)
+    assert launches["batched_gemm_kernel"] == before.get("batched_gemm_kernel", 0) + 1
+    check_entries(out, ref16(x, w), torch.bfloat16)
+    with pytest.raises(ValueError, match="shared memory"):
+        gemmkit.batched_gemm_a16w16(x, w, config=dict(cfg, backend="triton"))
+
+
 def test_a16w16_empty_dims():
     B, N = 2, 16
     assert gemmkit.batched_gemm_a16w16(randn(0, 4, 32, dtype=torch.bfloat16),
