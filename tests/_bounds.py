@@ -1,7 +1,9 @@
 """Memory bounds in Triton's interpreter: every element a kernel loads, stores or updates atomically on the CPU must
-lie inside a tensor its launch was given (the storage behind each tensor argument, a TMA descriptor's base included),
-or inside one a test declares reachable through a pointer table (`reachable`). The CPU tests' counterpart of
-compute-sanitizer's memcheck.
+lie inside the elements of a tensor its launch was given (each tensor argument as the view it is: its shape and
+strides, not the rest of its storage; a TMA descriptor's base included), or inside one a test declares reachable
+through a pointer table (`reachable`). The CPU tests' counterpart of compute-sanitizer's memcheck, and stricter: a
+read in the gap of a strided view, or past a narrowed view's last row, is caught though the memory is mapped. A
+tensor whose dims overlap or interleave (stride 0, a broadcast, more than 4 dims) is checked by its storage.
 
 Why: the interpreter dereferences real addresses, so an out-of-bounds read returns whatever lies next to the tensor,
 and a test passes or fails with the allocator's layout. The property tests once drew such a call (a8w8_blockscale,
@@ -21,8 +23,9 @@ import contextlib
 
 import numpy as np
 
-_LAUNCH: list = []  # (first byte, one past the last, what) of the running launch's tensors
-_REACHABLE: list = []  # the same, of tensors a test declared reachable (`reachable`)
+_LAUNCH: list = []  # (first byte, one past the last, what) of the storages behind the running launch's tensors
+_VIEWS: list = []  # `_view`s of the running launch's tensors: the elements each one covers
+_REACHABLE: list = []  # (first byte, one past the last, what) of tensors a test declared reachable (`reachable`)
 _KERNEL = ["?"]  # the running launch's kernel name
 _VIOLATIONS: list = []
 
@@ -36,14 +39,50 @@ def _storage_range(t, what):
     return s.data_ptr(), s.data_ptr() + s.nbytes(), what
 
 
-def _collect(arg, out, what):
+def _view(t):
+    """(address, element bytes, [(byte stride, size), ...] outermost first, bytes of the innermost run) of a tensor
+    whose elements a byte address can be matched to: its dims nested (no two elements at one address, no stride 0),
+    at most 4 of them; None otherwise (its storage is what is checked). The innermost run is the unit-stride dim's
+    row of elements (accesses wider than an element, within a row, are in it), else one element."""
+    if t.numel() == 0:
+        return t.data_ptr(), 1, [(1, 0)], 0
+    el = t.element_size()
+    dims = sorted(((st, n) for st, n in zip(t.stride(), t.shape) if n > 1), reverse=True)
+    if len(dims) > 4 or any(st <= 0 for st, _ in dims):
+        return None
+    for (outer, _), (inner, n) in zip(dims, dims[1:]):
+        if outer < inner * n:
+            return None  # overlapping or interleaved dims
+    run = el
+    if dims and dims[-1][0] == 1:
+        run = dims[-1][1] * el
+        dims = dims[:-1]
+    return t.data_ptr(), el, [(st * el, n) for st, n in dims], run
+
+
+def _in_view(p, width, view):
+    """Which of the byte addresses `p` (an access of `width` bytes each) lie wholly inside the elements of `view`."""
+    base, _, dims, run = view
+    r = p.astype(np.int64) - np.int64(base)
+    ok = r >= 0
+    for stride, n in dims:
+        i = np.where(ok, r // stride, 0)
+        ok &= i < n
+        r = r - i * stride
+    return ok & (r + width <= run)
+
+
+def _collect(arg, out, what, views=None):
     if isinstance(arg, (tuple, list)):
         for a in arg:
-            _collect(a, out, what)
+            _collect(a, out, what, views)
     elif hasattr(arg, "block_shape") and hasattr(arg, "base"):  # a host TMA descriptor
-        _collect(arg.base, out, what)
+        _collect(arg.base, out, what, views)
     elif hasattr(arg, "untyped_storage"):
         out.append(_storage_range(arg, what))
+        if views is not None:
+            v = _view(arg)
+            views.append(v if v is not None else _storage_range(arg, what))
 
 
 @contextlib.contextmanager
@@ -66,14 +105,22 @@ def _check(ptrs, mask, width, kind):
     if p.size == 0:
         return
     inside = np.zeros(p.shape, dtype=bool)
-    for lo, hi, _ in _LAUNCH + _REACHABLE:
+    for v in _VIEWS:
+        if len(v) == 3:  # a tensor whose elements cannot be matched to addresses: its storage
+            inside |= (p >= np.uint64(v[0])) & (p + np.uint64(width) <= np.uint64(v[1]))
+        else:
+            inside |= _in_view(p, width, v)
+    for lo, hi, _ in _REACHABLE:
         inside |= (p >= np.uint64(lo)) & (p + np.uint64(width) <= np.uint64(hi))
     if inside.all():
         return
     bad = p[~inside]
+    in_storage = any((int(bad[0]) >= lo and int(bad[0]) + width <= hi) for lo, hi, _ in _LAUNCH)
+    where = "outside the elements of every tensor of the launch, inside one's storage" if in_storage else \
+        "outside every tensor of the launch"
     ranges = ", ".join(f"[{lo:#x}, +{hi - lo})" for lo, hi, _ in _LAUNCH + _REACHABLE)
-    msg = (f"{_KERNEL[0]}: {kind} of {bad.size} element(s) of {width} bytes outside every tensor of the launch, "
-           f"first at {int(bad[0]):#x} (tensors: {ranges})")
+    msg = (f"{_KERNEL[0]}: {kind} of {bad.size} element(s) of {width} bytes {where}, first at {int(bad[0]):#x} "
+           f"(storages: {ranges})")
     _VIOLATIONS.append(msg)
     raise OutOfBounds(msg)
 
@@ -99,8 +146,9 @@ def install() -> bool:
     def staged(self, args_dev, kwargs):
         args_hst, kwargs_hst = stage(self, args_dev, kwargs)
         _LAUNCH.clear()
+        _VIEWS.clear()
         _KERNEL[0] = getattr(self.fn, "__name__", "?")
-        _collect(list(args_hst) + list(kwargs_hst.values()), _LAUNCH, _KERNEL[0])
+        _collect(list(args_hst) + list(kwargs_hst.values()), _LAUNCH, _KERNEL[0], _VIEWS)
         return args_hst, kwargs_hst
 
     def masked_load(self, ptrs, mask, *rest, **kw):

@@ -1,6 +1,6 @@
 """tests/_bounds.py, the interpreter's bounds check that every CPU test runs under: it catches a load and a store
-one element past a tensor, lets masked-off elements and pointer-table tensors declared `reachable` through, and
-fails the test even where the test catches the kernel's error."""
+one element past a tensor (or past a view's elements, inside its storage), lets masked-off elements and pointer-table
+tensors declared `reachable` through, and fails the test even where the test catches the kernel's error."""
 import pytest
 import torch
 import triton
@@ -43,14 +43,31 @@ def test_one_element_past_a_tensor_is_caught(n_load, n_store, kind):
     assert len(violations) == 1 and f"_copy: {kind} of 1 element(s) of 4 bytes" in violations[0], violations
 
 
-def test_a_view_may_touch_its_whole_storage_and_no_more():
+def test_a_view_may_touch_its_own_elements_only():
+    """A view is checked as the view it is: past its last element (inside its storage, mapped memory) or in the gap
+    of a strided view is caught; the storage's end too; a view's own elements, strided or not, are fine."""
     base = torch.arange(16, dtype=torch.float32)
     dst = torch.zeros(8)
-    _launch(base[4:8], dst, 8, 8)  # past the view, inside its storage: a kernel given a view may (as on a GPU)
+    _launch(base[4:12], dst, 8, 8)  # exactly the view
     assert torch.equal(dst, base[4:12]) and _bounds.take_violations() == []
+    for src in (base[4:8], base[12:]):  # past the view, inside its storage; past the storage's end
+        with pytest.raises(Exception):
+            _launch(src, dst, 8, 8)
+        assert len(_bounds.take_violations()) == 1
+    rows = base.view(4, 4)[:, :2]  # 4 rows of 2 elements at a pitch of 4: the kernel reads it as contiguous
     with pytest.raises(Exception):
-        _launch(base[12:], dst, 8, 8)  # 4 past the storage's end
-    assert len(_bounds.take_violations()) == 1
+        _launch(rows, dst, 8, 8)  # elements 2, 3 (the first gap) are not the view's
+    violations = _bounds.take_violations()
+    assert len(violations) == 1 and "inside one's storage" in violations[0]
+    _strided[(1,)](rows, dst, 4, 2, BLOCK_R=4, BLOCK_C=2)  # its own elements through its strides
+    assert torch.equal(dst, rows.reshape(-1)) and _bounds.take_violations() == []
+
+
+@triton.jit
+def _strided(src, dst, pitch, cols, BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr):
+    r = tl.arange(0, BLOCK_R)[:, None]
+    c = tl.arange(0, BLOCK_C)[None, :]
+    tl.store(dst + r * cols + c, tl.load(src + r * pitch + c))
 
 
 def test_pointer_tables_need_their_tensors_declared_reachable():
