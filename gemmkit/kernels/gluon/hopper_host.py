@@ -233,8 +233,8 @@ def launch_dense(kernel, plan, y_box, x2, w, bias, y, activation, ce: dict, targ
                                                           y
 
     `tail` (the ping-pong's and the coop's kernels; None for a kernel without the tail split's arguments): (R, S) of
-    its tail split (hopper_pingpong.tail_plan; R = 0: none, plan.split_k 1 where R > 0): the last round's R tiles run as
-    S K splits each, their fp32 partials into a workspace of R S whole tiles, then `dense.launch_tail_reduce` sums
+    its tail split (hopper_pingpong.tail_plan; R = 0: none, plan.split_k 1 where R > 0): the last round's R tiles run
+    as S K splits each, their fp32 partials into a workspace of R S whole tiles, then `dense.launch_tail_reduce` sums
     each tail tile's splits in order and applies bias / activation / cast (ce["TAIL"] must say the same)::
 
         work items: T - R whole tiles ──► y;  R S splits ──► part[r S + s] (fp32) ──► tail_reduce_kernel ──► y

@@ -369,7 +369,8 @@ def launch_tail_reduce(part, first_tile, tail, splits, bm, bn, group_size_m, bia
     """y's last `tail` tiles (ids first_tile.., in the kernels' grouped order) = the sum of their `splits` fp32
     partial tiles in `part` (the tail split of kernels/gluon/hopper_pingpong_fp8.py's coop layout, of
     hopper_pingpong.py and of hopper_coop.py), in split order, + bias, activation, cast at the tiles' origins
-    (`shift`: the kernel's last tiles shifted back): kernels/triton/_splitk_reduce.tail_reduce_kernel, `tail_reduce_rows` rows a program."""
+    (`shift`: the kernel's last tiles shifted back): kernels/triton/_splitk_reduce.tail_reduce_kernel,
+    `tail_reduce_rows` rows a program."""
     M, N = y.shape
     rows = tail_reduce_rows(bm, tail, 2 * target.num_cus)
     L.launcher(tail_reduce_kernel, (tail, bm // rows), compile_only)(
