@@ -42,6 +42,9 @@ and every shared-memory excess measured there, and counts the measured cases a r
                               spill 8-136 B with a bias + gelu_tanh    shift (kernels/_host.shift_last_tiles; the
                               epilogue at full accumulators (128 x     dispatch then copies x / w as before:
                               256 / 64 x 256 / 256 x 128 coop)         ops/dispatch.py SHIFTED_KERNELS)
+  TAIL_COOP_WIDE    >= 3.9    the cooperative 128 x 256 tile's tail    `tail_split_ok`: no tail split there (the
+                              split variant (hopper_coop.py TAIL)      launch runs whole tiles; `gemmkit isa`
+                              spills 112 B with bias + gelu_tanh       compiles no such case)
 
 Every function takes `version` ((major, minor); default: the installed Triton, or 3.6 while GEMMKIT_BUDGETS_OFF
 is set: the compiler's own allocation, for measuring) so the rules can be asked about any release (the tests,
@@ -119,6 +122,15 @@ def shift_ok(acc_regs: int, version=None) -> bool:
     ping-pong's 64 x 256 136 B, the cooperative 256 x 128 8 B; 3.6 and 3.7.1 0 B). The rule was measured with the
     static cases, not with tests/data/measure_triton_budgets.py's epilogue sweep."""
     return not (_v(version) >= (3, 9) and acc_regs >= FULL_ACC_REGS)
+
+
+def tail_split_ok(kernel: str, cfg: dict, version=None) -> bool:
+    """Whether the Hopper Gluon dense `kernel` may run its tail split (hopper_pingpong.tail_plan) for `cfg` under
+    `version`: not the cooperative kernel's full-accumulator 128 x 256 tile on 3.9 (TAIL_COOP_WIDE: `gemmkit isa` on
+    3.9.0, bias + gelu_tanh, the tail variant at 3 and 4 stages 112 B; 256 x 128 and the ping-pong's 128 x 128 tail
+    variants 0 B; 3.6-3.8 0 B). Measured with the static cases only."""
+    return not (kernel == "hopper_coop_kernel" and _v(version) >= (3, 9) and cfg["BLOCK_SIZE_N"] == 256
+                and consumer_acc_regs(cfg) >= FULL_ACC_REGS)
 
 
 def consumer_acc_regs(cfg: dict) -> int:

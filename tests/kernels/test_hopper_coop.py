@@ -266,6 +266,22 @@ def test_tail_plan_of_the_coop_tiles():
     assert ce["TAIL"] is True and hc.kernel_constexprs(plan, has_bias=True, activation="gelu")["TAIL"] is False
 
 
+def test_no_tail_split_where_the_release_spills_it(monkeypatch):
+    """kernels/_budgets.tail_split_ok (TAIL_COOP_WIDE): on Triton 3.9 the 128 x 256 tile's tail variant spills (bias +
+    gelu_tanh, 112 B), so that tile runs whole tiles there (a forced tail too) and `gemmkit isa` compiles no such case;
+    256 x 128 and every release before keep it."""
+    from gemmkit.kernels import _budgets
+
+    wide, tall = BASE, {**BASE, "BLOCK_SIZE_M": 256, "BLOCK_SIZE_N": 128}
+    for version, wide_ok in (((3, 6), True), ((3, 8), True), ((3, 9), False), ((3, 10), False)):
+        assert _budgets.tail_split_ok(hc.KERNEL_NAME, wide, version) is wide_ok
+        assert _budgets.tail_split_ok(hc.KERNEL_NAME, tall, version)
+        assert _budgets.tail_split_ok(hp.KERNEL_NAME, {**BASE, "num_warps": 4, "BLOCK_SIZE_N": 128}, version)
+        monkeypatch.setattr(_budgets, "installed", lambda v=version: v)
+        tails = {c["config"]["BLOCK_SIZE_N"] for c in hc.isa_cases(["sm_90"]) if c["path"].endswith("-tail")}
+        assert tails == ({256, 128} if wide_ok else {128})
+
+
 def test_static_compile_of_the_tail_variant():
     """The tail split's variant (TAIL: a consumer's fp32 partial stored from its accumulator beside the staged
     epilogue) keeps the promises without spills: 128 x 256 with two sub-tiles a consumer (4 stages) and one (3),

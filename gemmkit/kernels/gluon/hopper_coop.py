@@ -116,8 +116,9 @@ Constraints:
     `hopper_host.fit_split_k` / `launch_dense`, fp32 partial sub-tiles). num_stages is an upper bound: the
     ring gets num_stages stages, with the output staged in EPI_SPLIT = 1, 2 or 4 column sub-tiles (the
     fewest that let them fit; a split tile: A / B + 1 of B columns), else the most stages (>= 2) beside 4 sub-tiles.
-  - TAIL (dense kernel only; hopper_pingpong.tail_plan): unsplit (NUM_KSPLIT 1), no split tile; R S <= CTAs (each
-    CTA at most one split, its last work item); the workspace R S BM x BN fp32, row-major. With a tail split the
+  - TAIL (dense kernel only; hopper_pingpong.tail_plan): unsplit (NUM_KSPLIT 1), no split tile, not 128 x 256 on
+    Triton >= 3.9 (kernels/_budgets.tail_split_ok); R S <= CTAs (each CTA at most one split, its last work item); the
+    workspace R S BM x BN fp32, row-major. With a tail split the
     fp32 summation order of the tail tiles depends on M, N, K and the SM count (bitwise reproducible on one grid).
   - K >= 1 (the op handles K == 0); tiles < 2**31.
 """
@@ -131,6 +132,7 @@ from triton.experimental.gluon.language.nvidia.hopper import (
     mbarrier, tma, warpgroup_mma, warpgroup_mma_init, warpgroup_mma_wait)
 
 from ... import configs
+from .. import _budgets
 from ..triton._epilogue import ACTIVATIONS, bias_activation
 from ..triton._schedule import tail_item
 from . import hopper_host as hh
@@ -425,6 +427,8 @@ def launch(x2, w, bias, y, activation, cfg, target, compile_only=False, tail=Non
     hh.check_operands(x2, w, bias, y, target, "gluon coop")
     (M, K), N = x2.shape, y.shape[1]
     plan = derive(hh.fit_split_k(cfg, M, N, K, target), target, x2.element_size(), y.element_size())
+    if not _budgets.tail_split_ok(KERNEL_NAME, cfg):  # (a Triton release whose registers it does not fit)
+        tail = False
     n_tail, splits = hp.tail_plan(plan, M, N, K, target.num_cus, tail)
     ce = kernel_constexprs(plan, has_bias=bias is not None, activation=activation, tail=n_tail > 0)
     # the y box is a consumer's staging sub-tile (BM/2 x EPI_N), not the whole tile
@@ -489,6 +493,7 @@ def isa_cases(archs, op: str = "hopper_coop"):
     # the tail split's variant (TAIL: a consumer's fp32 partial stored beside the staged epilogue) of the
     # power-of-two tiles: 128 x 256 at 4 stages (two sub-tiles a consumer) and 3 (one), 256 x 128; fp32 out
     tails = [("-", f"preset{i}", c, "bf16") for i, c in enumerate(PRESETS)] + [("-", "preset0", PRESETS[0], "fp32")]
+    tails = [t for t in tails if _budgets.tail_split_ok(KERNEL_NAME, t[2])]  # (the installed Triton's budget)
     for case in hh.unique_cases(tails, KERNEL_NAME, op):
         yield dict(case, path=case["path"] + "-tail", bucket=case["bucket"] + "-tail")
 
