@@ -149,6 +149,22 @@ def launch_dense(kernel_module, x, w, bias, act, out_dtype, cfg, cus):
     return y
 
 
+def check_served_tail_split(M, N, K, launches):
+    """gemm_a16w16 on fresh x, w of M x N x K, served by the op (GPU tests of a tail split the rule takes: the caller
+    asserts which kernel serves it): the tail reduce runs, every element checked, a second call bitwise equal, and
+    the same call right under CUDA-graph replay (`check_a16w16_graph_replays`)."""
+    import gemmkit
+
+    x, w = randn(M, K, dtype=torch.bfloat16, device="cuda"), randn(N, K, dtype=torch.bfloat16, device="cuda")
+    before = launches["tail_reduce_kernel"]
+    y = gemmkit.gemm_a16w16(x, w)
+    torch.cuda.synchronize()
+    assert launches["tail_reduce_kernel"] > before
+    check_a16w16(y, x, w)
+    assert torch.equal(gemmkit.gemm_a16w16(x, w), y)
+    check_a16w16_graph_replays(M, N, K, None)
+
+
 def check_a16w16_graph_replays(M, N, K, config, replays=3):
     """gemm_a16w16(x, w, out=out, config=config) captured once in a CUDA graph (compiled outside the capture),
     then replayed on fresh x with the output poisoned before each replay, every replay checked (GPU tests)."""

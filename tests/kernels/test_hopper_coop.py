@@ -18,7 +18,7 @@ import torch
 
 from _util import broken_promises, compile_sm90_cases
 from _util import check_a16w16 as check
-from _util import (assert_gluon_or_fallback, assert_sanitizer_clean, check_a16w16_graph_replays, dense_sanitize_script,
+from _util import (assert_gluon_or_fallback, assert_sanitizer_clean, check_served_tail_split, dense_sanitize_script,
                    gpu_target, launch_dense, poisoned, randn, sanitize, within_bound)
 from gemmkit import arch, configs
 from gemmkit.isa.promises import evaluate
@@ -493,19 +493,10 @@ def test_tail_split_served_and_in_cuda_graphs(launches):
     """The op's own call where the rule splits the coop's last round (K >= TAIL_MIN_K): 1496 x 12160 x 3008, the
     served coop 128 x 256 (576 tiles, 4 rounds + 48 split 2 ways): the reduce runs, the result checked, the same
     under CUDA-graph replay; deterministic."""
-    import gemmkit
-
     M, N, K = 1496, 12160, 3008
     cfg, _why = configs.serve("a16w16", gpu_target(), M, N, K)
     assert hp.is_coop(cfg) and (cfg["BLOCK_SIZE_M"], cfg["BLOCK_SIZE_N"]) == (128, 256), cfg
-    x, w = randn(M, K, dtype=torch.bfloat16, device=DEV), randn(N, K, dtype=torch.bfloat16, device=DEV)
-    before = launches["tail_reduce_kernel"]
-    y = gemmkit.gemm_a16w16(x, w)
-    torch.cuda.synchronize()
-    assert launches["tail_reduce_kernel"] > before
-    check(y, x, w)
-    assert torch.equal(gemmkit.gemm_a16w16(x, w), y)
-    check_a16w16_graph_replays(M, N, K, None)
+    check_served_tail_split(M, N, K, launches)
 
 
 @pytest.mark.gpu

@@ -21,7 +21,7 @@ import torch
 
 from _util import broken_promises, compile_sm90_cases
 from _util import check_a16w16 as check
-from _util import (assert_gluon_or_fallback, assert_sanitizer_clean, check_a16w16_graph_replays, dense_sanitize_script,
+from _util import (assert_gluon_or_fallback, assert_sanitizer_clean, check_served_tail_split, dense_sanitize_script,
                    gpu_target, launch_dense, poisoned, randn, sanitize, within_bound)
 from gemmkit import arch, configs
 from gemmkit.isa.promises import evaluate
@@ -512,19 +512,10 @@ def test_tail_split_served_and_in_cuda_graphs(launches):
     """The op's own call where the rule splits the last round (K >= TAIL_MIN_K; 7 x 38 = 266 tiles of the served
     128 x 128 ping-pong, 2 rounds + 2 tiles, split 8 ways): the reduce runs, the result checked, and the same under
     CUDA-graph replay; deterministic."""
-    import gemmkit
-
     M, N, K = 790, 4800, 2048
     cfg, _why = configs.serve("a16w16", gpu_target(), M, N, K)
     assert cfg.get("backend") == "gluon" and (cfg["BLOCK_SIZE_M"], cfg["BLOCK_SIZE_N"]) == (128, 128), cfg
-    x, w = randn(M, K, dtype=torch.bfloat16, device=DEV), randn(N, K, dtype=torch.bfloat16, device=DEV)
-    before = launches["tail_reduce_kernel"]
-    y = gemmkit.gemm_a16w16(x, w)
-    torch.cuda.synchronize()
-    assert launches["tail_reduce_kernel"] > before
-    check(y, x, w)
-    assert torch.equal(gemmkit.gemm_a16w16(x, w), y)
-    check_a16w16_graph_replays(M, N, K, None)
+    check_served_tail_split(M, N, K, launches)
 
 
 @pytest.mark.gpu
