@@ -200,6 +200,9 @@ def _cmd_configs(args):
         print("for contiguous operands at 16-byte aligned addresses on a GPU (other strides may pass over more "
               "kernels):")
         print(choice.explain())
+        launch = dispatch.gluon_launch(choice, _arch.ARCHS[arch], M, N, K)
+        if launch:
+            print(launch)
         if choice.path == "gluon":  # the installed Triton's register budget, per fused epilogue (Triton >= 3.7)
             scale = "block" if "blockscale" in table_op else "rowcol" if choice.kernel == dispatch.GLUON_FP8 else "none"
             for epilogue, why in dispatch.epilogues_elsewhere(choice.kernel, choice.config, scale=scale):

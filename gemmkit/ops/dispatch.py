@@ -664,6 +664,36 @@ def launch_dense(choice: Choice, x2, w, bias, y, activation, target, scaling=G.N
                  compile_only=compile_only, tma=choice.kernel == TRITON_TMA)
 
 
+def gluon_launch(choice: Choice, target, M: int, N: int, K: int, in_bytes: int = 2, out_bytes: int = 2) -> str | None:
+    """(`gemmkit configs`) What a dense 16-bit Gluon launch of `choice` derives from the shape and the SM count, not
+    from the config: split-K's count (NUM_KSPLIT is an upper bound: hopper_host.fit_split_k), the tiles and rounds
+    of the persistent grid, and the tail split (the kernels' own `launch` asks the same functions). None for
+    another kernel."""
+    if choice.kernel not in (GLUON_BF16, GLUON_COOP):
+        return None
+    from ..kernels.gluon import hopper_coop, hopper_host, hopper_pingpong
+
+    cfg = hopper_host.fit_split_k(choice.config, M, N, K, target)
+    coop = choice.kernel == GLUON_COOP
+    plan = (hopper_coop if coop else hopper_pingpong).derive(cfg, target, in_bytes, out_bytes)
+    if getattr(plan, "swap", False):
+        tiles = H.cdiv(N, plan.BM) * H.cdiv(M, plan.BN)
+        what = f"{tiles} tiles of {plan.BM} weight rows x {plan.BN} tokens (swap-AB)"
+    else:
+        tiles = H.cdiv(M, plan.BM) * H.cdiv(N, plan.BN)
+        what = f"{tiles} tiles of {plan.BM} x {plan.BN}"
+    n = target.num_cus
+    rounds = "one round" if tiles <= n else f"{tiles // n} rounds" + (f" + {tiles % n}" if tiles % n else "")
+    line = f"  launch: {what} on {n} SMs ({rounds}), {plan.stages} ring stages"
+    if plan.split_k > 1:
+        line += f"; K split {plan.split_k} ways (NUM_KSPLIT {choice.config.get('NUM_KSPLIT', 1)}, fitted to a wave)"
+    n_tail, splits = (hopper_coop.tail_of(plan, cfg, M, N, K, target) if coop
+                      else hopper_pingpong.tail_plan(plan, M, N, K, n))
+    if n_tail:
+        line += f"; the last round's {n_tail} tiles as {splits} K splits each (the tail split, + tail_reduce_kernel)"
+    return line
+
+
 def for_shape(table_op: str, cfg: dict, target, M: int, N: int, K: int, B: int = 1) -> Choice:
     """The Choice for an (M, N, K) call (B entries for the batched ops) of a table op on a GPU of `target` with
     contiguous operands at 16-byte aligned addresses (meta tensors stand for them): what `gemmkit configs`

@@ -149,6 +149,27 @@ def test_configs_every_table_op(capsys, op, arch):
         assert f"no {op} config table for {arch}" in err and all(a in err for a in have)
 
 
+@pytest.mark.parametrize("M,N,K,want", [
+    (1496, 12160, 3008, "576 tiles of 128 x 256 on 132 SMs (4 rounds + 48), 3 ring stages; the last round's 48 "
+                        "tiles as 2 K splits each"),  # the coop's tail split (hopper_pingpong.tail_plan's rule)
+    (256, 2880, 2880, "120 tiles of 64 x 96 on 132 SMs (one round)"),
+    (16, 4096, 4096, "64 tiles of 64 weight rows x 16 tokens (swap-AB)"),
+    (300, 576, 7168, "18 tiles of 128 x 96 on 132 SMs (one round), 6 ring stages; K split 7 ways (NUM_KSPLIT 11")])
+def test_configs_says_what_the_gluon_launch_derives(capsys, M, N, K, want):
+    """`gemmkit configs` names what a dense Gluon launch derives from the shape, not the config: tiles and rounds on
+    the SMs, the ring's stages, split-K's fitted count and the tail split (dispatch.gluon_launch)."""
+    from gemmkit.kernels.gluon import hopper_coop, hopper_host, hopper_pingpong
+
+    rc, out, err = _cli(capsys, "configs", "--op", "a16w16", "-M", M, "-N", N, "-K", K, "--arch", "sm_90")
+    assert rc == 0, err
+    assert "\n  launch: " + want in out, out
+    cfg = configs.serve("a16w16", ARCH_TARGETS["sm_90"], M, N, K)[0]
+    if M == 1496:  # the same (R, S) as the kernel's own launch asks
+        plan = hopper_coop.derive(cfg, ARCH_TARGETS["sm_90"])
+        assert hopper_coop.tail_of(plan, cfg, M, N, K, ARCH_TARGETS["sm_90"]) == (48, 2)
+        assert hopper_pingpong.is_coop(cfg) and hopper_host.fit_split_k(cfg, M, N, K, ARCH_TARGETS["sm_90"]) == cfg
+
+
 def test_configs_ffn_gated_shows_both_gemms(capsys):
     """ffn_gated (bench/tune's name) is two GEMMs: the gated one (M, I, K) and the down projection (M, K, I)."""
     M, I, K = 64, 14336, 4096

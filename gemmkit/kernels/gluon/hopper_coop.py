@@ -414,6 +414,14 @@ def hopper_coop_kernel(x_desc, w_desc, y_desc, bias_ptr, M, N, K, SPLITS, part_p
 
 # ----------------------------------------------------------------------------- host side
 
+def tail_of(plan: CoopPlan, cfg: dict, M: int, N: int, K: int, target, tail=None) -> tuple[int, int]:
+    """(tail tiles R, splits S) of a launch: hopper_pingpong.tail_plan (the same rule), none where the installed
+    Triton's registers do not fit this tile's tail variant (kernels/_budgets.tail_split_ok)."""
+    if not _budgets.tail_split_ok(KERNEL_NAME, cfg):
+        tail = False
+    return hp.tail_plan(plan, M, N, K, target.num_cus, tail)
+
+
 def launch(x2, w, bias, y, activation, cfg, target, compile_only=False, tail=None):
     """y = act(x2 @ w.T + bias) with the cooperative kernel. x2 (M, K), w (N, K), bias (N,) or None, y (M, N).
 
@@ -427,9 +435,7 @@ def launch(x2, w, bias, y, activation, cfg, target, compile_only=False, tail=Non
     hh.check_operands(x2, w, bias, y, target, "gluon coop")
     (M, K), N = x2.shape, y.shape[1]
     plan = derive(hh.fit_split_k(cfg, M, N, K, target), target, x2.element_size(), y.element_size())
-    if not _budgets.tail_split_ok(KERNEL_NAME, cfg):  # (a Triton release whose registers it does not fit)
-        tail = False
-    n_tail, splits = hp.tail_plan(plan, M, N, K, target.num_cus, tail)
+    n_tail, splits = tail_of(plan, cfg, M, N, K, target, tail)
     ce = kernel_constexprs(plan, has_bias=bias is not None, activation=activation, tail=n_tail > 0)
     # the y box is a consumer's staging sub-tile (BM/2 x EPI_N), not the whole tile
     return hh.launch_dense(hopper_coop_kernel, plan, (plan.BM_C, plan.epi_n), x2, w, bias, y, activation, ce,
