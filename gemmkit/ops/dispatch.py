@@ -683,10 +683,12 @@ def gluon_launch(choice: Choice, target, M: int, N: int, K: int, in_bytes: int =
         tiles = H.cdiv(M, plan.BM) * H.cdiv(N, plan.BN)
         what = f"{tiles} tiles of {plan.BM} x {plan.BN}"
     n = target.num_cus
-    rounds = "one round" if tiles <= n else f"{tiles // n} rounds" + (f" + {tiles % n}" if tiles % n else "")
-    line = f"  launch: {what} on {n} SMs ({rounds}), {plan.stages} ring stages"
+    items = tiles * plan.split_k  # the persistent grid's work items: a tile, or one K split of one
+    rounds = "one round" if items <= n else f"{items // n} rounds" + (f" + {items % n}" if items % n else "")
     if plan.split_k > 1:
-        line += f"; K split {plan.split_k} ways (NUM_KSPLIT {choice.config.get('NUM_KSPLIT', 1)}, fitted to a wave)"
+        what += (f", K split {plan.split_k} ways (NUM_KSPLIT {choice.config.get('NUM_KSPLIT', 1)}, fitted to a "
+                 f"wave): {items} work items")
+    line = f"  launch: {what} on {n} SMs ({rounds}), {plan.stages} ring stages"
     n_tail, splits = (hopper_coop.tail_of(plan, cfg, M, N, K, target) if coop
                       else hopper_pingpong.tail_plan(plan, M, N, K, n))
     if n_tail:

@@ -154,7 +154,8 @@ def test_configs_every_table_op(capsys, op, arch):
                         "tiles as 2 K splits each"),  # the coop's tail split (hopper_pingpong.tail_plan's rule)
     (256, 2880, 2880, "120 tiles of 64 x 96 on 132 SMs (one round)"),
     (16, 4096, 4096, "64 tiles of 64 weight rows x 16 tokens (swap-AB)"),
-    (300, 576, 7168, "18 tiles of 128 x 96 on 132 SMs (one round), 6 ring stages; K split 7 ways (NUM_KSPLIT 11")])
+    (300, 576, 7168, "18 tiles of 128 x 96, K split 7 ways (NUM_KSPLIT 11, fitted to a wave): 126 work items on 132 "
+                     "SMs (one round), 6 ring stages")])
 def test_configs_says_what_the_gluon_launch_derives(capsys, M, N, K, want):
     """`gemmkit configs` names what a dense Gluon launch derives from the shape, not the config: tiles and rounds on
     the SMs, the ring's stages, split-K's fitted count and the tail split (dispatch.gluon_launch)."""
