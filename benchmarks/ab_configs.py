@@ -14,8 +14,7 @@ on the copy where dispatch makes one), not shifted back; "_pitch": false runs x 
 off 32-byte sectors: dispatch.PITCH_SECTOR = PITCH_BYTES); "_rows": false turns dispatch.ROWS_KERNEL off (an unaligned K at a
 few tokens then copies x and w instead of reading w where it lies); "_tail": false turns the bf16 ping-pong's and
 cooperative kernel's tail split off (kernels/gluon/hopper_pingpong.TAIL_SPLIT), an integer sets its least K
-(TAIL_MIN_K), "always" splits wherever a partial last round can be split (TAIL_MIN_K and TAIL_MIN_SAVING 0); "_waves":
-an integer sets the most waves a tail split's items may take (hopper_pingpong.TAIL_WAVES); "_prev":
+(TAIL_MIN_K), "always" splits wherever a partial last round can be split (TAIL_MIN_K and TAIL_MIN_SAVING 0); "_prev":
 true runs the
 Triton tier's dense kernels (gemm_tma_kernel, gemm_kernel) of another revision, from the directory `--prev` names
 (that revision's kernels/triton/_mainloop.py, gemm_tma.py and gemm.py, e.g. `git show
@@ -72,14 +71,13 @@ def load_prev(path):
 
 
 def _runner(op, cfg):
-    """The call of `cfg` (None / {} with only "_pad_m" / "_rows" / "_shift" / "_pitch" / "_tail" / "_waves": what the op
-    serves), with dispatch.PAD_M, dispatch.ROWS_KERNEL, kernels/_host.SHIFT_LAST_TILES, dispatch.PITCH and
-    hopper_pingpong.TAIL_SPLIT / TAIL_MIN_K / TAIL_WAVES as the config says
+    """The call of `cfg` (None / {} with only "_pad_m" / "_rows" / "_shift" / "_pitch" / "_tail": what the op serves),
+    with dispatch.PAD_M, dispatch.ROWS_KERNEL, kernels/_host.SHIFT_LAST_TILES, dispatch.PITCH and
+    hopper_pingpong.TAIL_SPLIT / TAIL_MIN_K as the config says
     ("_pad_m": "always" keeps the copy on and drops its floors, PAD_M_MIN_ROWS and PAD_M_MIN_W_BYTES)."""
     cfg = dict(cfg) if cfg else {}
     pad, rows, shift, pitch, pair, tail = (cfg.pop(k, True) for k in ("_pad_m", "_rows", "_shift", "_pitch", "_pair",
                                                                       "_tail"))
-    waves = cfg.pop("_waves", PP.TAIL_WAVES)
     prev = cfg.pop("_prev", False)
     if prev and PREV is None:
         raise ValueError('"_prev": true needs --prev DIR')
@@ -88,8 +86,7 @@ def _runner(op, cfg):
 
     def run(*inp):
         saved = (D.PAD_M, D.ROWS_KERNEL, H.SHIFT_LAST_TILES, D.PITCH, D.PAD_M_MIN_ROWS, D.PAD_M_MIN_W_BYTES,
-                 FP8.PAIR_SPLIT, D.PITCH_SECTOR, PP.TAIL_SPLIT, PP.TAIL_MIN_K, PP.TAIL_MIN_SAVING, PP.TAIL_WAVES)
-        PP.TAIL_WAVES = int(waves)
+                 FP8.PAIR_SPLIT, D.PITCH_SECTOR, PP.TAIL_SPLIT, PP.TAIL_MIN_K, PP.TAIL_MIN_SAVING)
         D.PAD_M, D.ROWS_KERNEL, H.SHIFT_LAST_TILES, D.PITCH = bool(pad), rows, shift, bool(pitch)
         if pitch == "lines":  # rows off whole 128-byte lines copied too (not only those off 32-byte sectors)
             D.PITCH_SECTOR = D.PITCH_BYTES
@@ -108,7 +105,7 @@ def _runner(op, cfg):
             return op.run(inp, cfg)
         finally:
             (D.PAD_M, D.ROWS_KERNEL, H.SHIFT_LAST_TILES, D.PITCH, D.PAD_M_MIN_ROWS, D.PAD_M_MIN_W_BYTES,
-             FP8.PAIR_SPLIT, D.PITCH_SECTOR, PP.TAIL_SPLIT, PP.TAIL_MIN_K, PP.TAIL_MIN_SAVING, PP.TAIL_WAVES) = saved
+             FP8.PAIR_SPLIT, D.PITCH_SECTOR, PP.TAIL_SPLIT, PP.TAIL_MIN_K, PP.TAIL_MIN_SAVING) = saved
             if prev:
                 DENSE._PLANS.clear()
                 DENSE.gemm_tma_kernel, DENSE.gemm_kernel = kernels

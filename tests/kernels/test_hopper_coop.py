@@ -438,8 +438,6 @@ TAIL_CASES = [(1412, 6144, 2048, 132),  # 128 x 256 and 256 x 128: 288 tiles, 24
               (700, 1032, 1040, 9),  # 128 x 256: 30 tiles on 9 CTAs, 3 x 3 (256 x 128: no split fits, a control)
               (300, 1032, 1040, 4),  # 256 x 128: 18 tiles on 4 CTAs, 2 x 2 (128 x 256: 15 tiles, none)
               (640, 1024, 200, 6),  # 128 x 256: 20 tiles on 6 CTAs, 2 x 2 of 2 K steps each
-              (700, 1000, 1040, 9),  # 24 tiles on 9 CTAs, 6 x 3 in 2 waves (TAIL_WAVES)
-              (384, 1000, 1040, 7),  # 128 x 256: 12 tiles on 7 CTAs, 5 x 4 in 3 waves; 256 x 128: 16, 2 x 3
               (1000, 3000, 3072, 132)]  # 96 or 88 tiles: one round, no split (a control: no reduce)
 
 
@@ -521,8 +519,7 @@ _SANITIZE_CASES = [(1, (300, 392, 200)), (2, (520, 600, 520)), (3, (129, 264, 13
 
 # the tail split forced on, 128 x 256 tiles: 20 tiles on 6 CTAs, 2 tail tiles x 2 splits; 30 on 9, 3 x 3; 6 on 2
 # (300 x 1032 x 520), 1 x 2
-_SANITIZE_TAIL = [(6, (640, 1024, 200)), (9, (700, 1032, 1040)), (2, (300, 1032, 520)),
-                  (7, (384, 1000, 1040))]  # (3 waves of splits)
+_SANITIZE_TAIL = [(6, (640, 1024, 200)), (9, (700, 1032, 1040)), (2, (300, 1032, 520))]
 
 
 @pytest.mark.gpu

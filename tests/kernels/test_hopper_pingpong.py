@@ -466,9 +466,6 @@ TAIL_CASES = [(1000, 3000, 3072, 132),  # 192 tiles on 132 SMs: 60 tail tiles, 2
               (129, 1000, 1040, 7),  # 16 tiles on 7 CTAs: 2 tail tiles, 3 splits of 6 / 6 / 5 steps (K % 64 = 16)
               (300, 1032, 1040, 5),  # 27 tiles on 5 CTAs: 2 tail tiles, 2 splits
               (640, 1024, 200, 3),  # 40 tiles on 3 CTAs: 1 tail tile, 3 splits of one / two steps
-              (1100, 3000, 3072, 132),  # 216 tiles: 84 tail tiles, 3 splits of 16 steps in 2 waves (TAIL_WAVES)
-              (300, 512, 1040, 7),  # 12 tiles on 7 CTAs: 5 tail tiles, 4 splits in 3 waves: a consumer's splits
-              #                       after a whole tile or another split
               (300, 1000, 1040, 4)]  # 24 tiles on 4 CTAs: no partial round (a control: no reduce)
 
 
@@ -598,8 +595,7 @@ _SANITIZE_CFGS = [{"BLOCK_SIZE_M": bm, "BLOCK_SIZE_N": bn, "BLOCK_SIZE_K": 64, "
 _SANITIZE_CASES = {"one-cta": [(1, (129, 520, 64)), (1, (520, 520, 520)), (1, (300, 392, 200))],
                    "many-ctas": [(2, (300, 392, 200)), (3, (520, 264, 136)), (2, (128, 256, 64))],
                    # the tail split forced on (`tail_plan`): the last round's splits' partial stores and the reduce
-                   "tail": [(5, (300, 1032, 1040)), (5, (129, 1000, 1040)), (2, (520, 520, 520)),
-                            (7, (300, 512, 1040))]}  # (3 waves of splits)
+                   "tail": [(5, (300, 1032, 1040)), (5, (129, 1000, 1040)), (2, (520, 520, 520))]}
 
 
 def _sanitize(tool, cases):

@@ -45,39 +45,6 @@ def test_tail_split_rule():
                 assert (splits - 1) * q < k_steps  # the last split starts below K
 
 
-def test_tail_split_waves():
-    """Split items in more than one wave (the bf16 kernels' TAIL_WAVES): S of least `tail_cost`, the smallest of
-    equals; one wave allowed is the rule above."""
-    # 3000 x 5000 x 7000 on 128 x 256 tiles: 480 = 3 rounds + 84, 110 K steps: no 2 splits fit one wave; in two,
-    # 3 splits (252 items) cost 2 x 37 of 110 steps
-    assert hh.tail_split(480, 132, 110) == (0, 1)
-    assert hh.tail_split(480, 132, 110, waves=2) == (84, 3)
-    assert hh.tail_cost(84, 3, 132, 110) == 2 * 37 / 110
-    # 224 tiles (1 round + 92), 288 steps: 7 splits, 644 items in 5 waves of 42 steps (0.73 of a round); 8 would
-    # need 6 waves of 36 (0.75)
-    assert hh.tail_split(224, 132, 288, waves=8) == (92, 7)
-    assert hh.tail_split(224, 132, 288, waves=4) == (92, 4)  # 368 items, 3 waves of 72 steps
-    # a tail that one wave splits keeps its one-wave split where more waves save nothing more
-    assert hh.tail_split(32 * 17, 132, 56, 8, waves=8) == (16, 8)
-    # 131 tail tiles: S splits cost ceil(131 S / 132) / S of a round = 1 for every S <= 8: none
-    assert hh.tail_split(263, 132, 64, waves=8) == (0, 1)
-    for tiles in range(133, 800, 11):
-        for k_steps in (2, 7, 32, 110):
-            for waves in (1, 2, 8):
-                tail, splits = hh.tail_split(tiles, 132, k_steps, waves=waves)
-                if tail:
-                    q = -(-k_steps // splits)
-                    assert tail == tiles % 132 and -(-tail * splits // 132) <= waves
-                    assert 2 <= splits <= min(k_steps, hh.MAX_TAIL_SPLITS) and (splits - 1) * q < k_steps
-                    assert hh.tail_cost(tail, splits, 132, k_steps) < 1
-                    assert all(hh.tail_cost(tail, s, 132, k_steps) >= hh.tail_cost(tail, splits, 132, k_steps)
-                               for s in range(2, splits + 1) if -(-tail * s // 132) <= waves)
-                    if waves > 1:  # more waves allowed: never a dearer split than one wave's
-                        one = hh.tail_split(tiles, 132, k_steps)
-                        assert one == (0, 1) or hh.tail_cost(*one, 132, k_steps) >= hh.tail_cost(tail, splits, 132,
-                                                                                                 k_steps)
-
-
 def test_tail_reduce_rows():
     """Rows of a tail tile a reduce program sums: halved until there are 2 x SMs programs (or 1 row)."""
     from gemmkit.kernels.triton import dense as _gemm

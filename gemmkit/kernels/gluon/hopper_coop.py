@@ -77,7 +77,7 @@ a call that falls back from Gluon runs the power-of-two part, 2T (kernels/triton
 Tail split (TAIL; the unsplit power-of-two tile: hopper_pingpong.tail_plan, the ping-pong's rule, derived from the
 shape and the SM count): where the tiles leave a partial last round of R tiles, those R tiles run as S K splits each
 (R S CTAs share the round instead of R); work items are the whole tiles first, then the splits
-(kernels/triton/_schedule.tail_item, as the load warp's `work_range`), so a CTA's splits follow its whole tiles. Both
+(kernels/triton/_schedule.tail_item, as the load warp's `work_range`), so a split is a CTA's last item. Both
 consumers run a split's shorter K range on the ring as any item; each stores its rows of the fp32 partial straight
 from its accumulator (hopper_parts.store_partial, no staging), and the Triton tier's tail_reduce_kernel sums each
 tail tile's splits in order, then bias / activation / cast::
@@ -117,7 +117,7 @@ Constraints:
     ring gets num_stages stages, with the output staged in EPI_SPLIT = 1, 2 or 4 column sub-tiles (the
     fewest that let them fit; a split tile: A / B + 1 of B columns), else the most stages (>= 2) beside 4 sub-tiles.
   - TAIL (dense kernel only; hopper_pingpong.tail_plan): unsplit (NUM_KSPLIT 1), no split tile, not 128 x 256 on
-    Triton >= 3.9 (kernels/_budgets.tail_split_ok); R S <= TAIL_WAVES x CTAs (a CTA's splits after all its whole tiles); the
+    Triton >= 3.9 (kernels/_budgets.tail_split_ok); R S <= CTAs (each CTA at most one split, its last work item); the
     workspace R S BM x BN fp32, row-major. With a tail split the
     fp32 summation order of the tail tiles depends on M, N, K and the SM count (bitwise reproducible on one grid).
   - K >= 1 (the op handles K == 0); tiles < 2**31.
@@ -303,7 +303,7 @@ def coop_mma_partition(CONSUMER: gl.constexpr, descs, ring, epi, sched):
         else:
             is_part: gl.constexpr = False  # the epilogue alone is compiled
         if is_part:  # (TAIL) a tail tile's K split: my rows' fp32 partial into workspace tile `part`, no staging
-            store_partial(epi.part, acc, part, CONSUMER * BM_C, BM)  # (after the CTA's whole tiles)
+            store_partial(epi.part, acc, part, CONSUMER * BM_C, BM)  # (the CTA's last item)
         else:
             # Epilogue (the load warp is already filling the ring with the next tile). The tile's
             # coordinates are computed here, not live across the mainloop.

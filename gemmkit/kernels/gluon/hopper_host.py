@@ -21,8 +21,8 @@ Below it: the launcher (gemmkit/launcher.py) and the Triton tier's split-K reduc
 Constraints (the kernels' own are in their files):
   - split-K: N % 4 == 0 (the fp32 workspace's rows must be 16-byte aligned for TMA); every split's K range
     starts below K (`fit_split_k` / `split_count`; `launch_dense` raises ValueError otherwise).
-  - tail split (`tail_split`): R S <= waves x CTAs (a CTA's splits come after all its whole tiles), every split
-    starting below K; the workspace R S BM x BN fp32 (plain stores: any N); never together with split-K.
+  - tail split (`tail_split`): R S <= CTAs (a CTA runs at most one split, its last item), every split starting
+    below K; the workspace R S BM x BN fp32 (plain stores: any N); never together with split-K.
   - Tensors spanning 2**31 elements or more need nothing here: x, w, y and the split-K workspace go through TMA
     descriptors (64-bit strides, int32 coordinates per dim: every dim < 2**31), the bias by an index below N (the
     batched kernels add an int64 batch offset), and the split-K reduce (the Triton tier's) sets its own
@@ -163,39 +163,26 @@ def fit_split_k(cfg: dict, M: int, N: int, K: int, target) -> dict:
 MAX_TAIL_SPLITS = 8
 
 
-def tail_split(tiles: int, ctas: int, k_steps: int, min_k_steps: int = 1, waves: int = 1) -> tuple[int, int]:
+def tail_split(tiles: int, ctas: int, k_steps: int, min_k_steps: int = 1) -> tuple[int, int]:
     """(tail tiles R, splits S) of a persistent launch of `tiles` whole-K tiles on `ctas` CTAs: the R = tiles % ctas
-    tiles of the last, partial round run as S K-splits each, their fp32 partials summed by a reduce; (0, 1) where
-    there is no partial round after a full one (tiles <= ctas or tiles % ctas == 0), where no split shortens the
-    round (`tail_cost`), or where K has fewer than `min_k_steps` steps (a short tile's saved time does not pay for
-    the partials and the reduce).
-    The R S split items run in ceil(R S / ctas) <= `waves` waves after the whole tiles (one: R S <= ctas, a CTA's
-    split its last item); S <= MAX_TAIL_SPLITS is the count of least `tail_cost`, the smallest of equals, each a
-    count whose K ranges of q = cdiv(k_steps, S) steps all start below K (`split_count`).
+    tiles of the last, partial round run as S K-splits each (R * S <= ctas work items, one a CTA, S * R of the
+    round's CTAs busy instead of R; S <= MAX_TAIL_SPLITS), their fp32 partials summed by a reduce; (0, 1) where
+    there is no partial round after a full one (tiles <= ctas or tiles % ctas == 0), where fewer than 2 splits
+    fit, or where K has fewer than `min_k_steps` steps (a short tile's saved time does not pay for the partials
+    and the reduce).
+    S is the count whose K ranges of q = cdiv(k_steps, S) steps all start below K (`split_count`).
 
     DeepSeek-V3 (2112, 7168) at M = 4096, 128 x 128 tiles on 132 SMs: 544 tiles = 4 rounds + 16; R = 16, S = 8,
-    so the fifth round is 128 items of 7 K steps (1/8 of a tile) instead of 16 whole tiles. 3000 x 5000 x 7000 on
-    128 x 256 tiles: 480 = 3 rounds + 84; no S fits one wave (2 x 84 > 132), but with two waves S = 3 runs the
-    84 tiles as 252 thirds, 2 waves of 37 of the 110 K steps: 0.67 of a round."""
+    so the fifth round is 128 items of 7 K steps (1/8 of a tile) instead of 16 whole tiles."""
     if tiles <= ctas or k_steps < max(min_k_steps, 2):
         return 0, 1
     tail = tiles % ctas
     if tail == 0:
         return 0, 1
-    best, cost = 1, 1.0
-    for s in range(2, min(k_steps, MAX_TAIL_SPLITS) + 1):
-        s = split_count(k_steps, 1, s)
-        c = tail_cost(tail, s, ctas, k_steps)
-        if -(-tail * s // ctas) <= waves and c < cost:
-            best, cost = s, c
-    return (tail, best) if best > 1 else (0, 1)
-
-
-def tail_cost(tail: int, splits: int, ctas: int, k_steps: int) -> float:
-    """The time of a tail split's items as a fraction of the whole-tile round they replace: ceil(R S / ctas) waves of
-    items of q = cdiv(k_steps, S) K steps, against one wave of k_steps (no overhead counted: the rule's floors, K and
-    the saving, hopper_pingpong.tail_plan, stand for it)."""
-    return -(-tail * splits // ctas) * -(-k_steps // splits) / k_steps
+    splits = min(ctas // tail, k_steps, MAX_TAIL_SPLITS)
+    if splits < 2:
+        return 0, 1
+    return tail, split_count(k_steps, 1, splits)
 
 
 # ----------------------------------------------------------------------------- launch

@@ -40,8 +40,7 @@ Constraints:
   - SPLIT_K: every split's K range starts below K (the host: hopper_host.split_count); the ranges are equal,
     the last one may run past K into TMA's zero fill.
   - TAIL (the ping-pong's and the cooperative kernel's tail split): SPLIT_K and BATCHED off; sched.R tail tiles x
-    sched.B splits come after every whole tile, so a CTA's splits follow all its whole tiles (hopper_host.tail_split:
-    in one wave of the grid, R B <= CTAs, or in a few).
+    sched.B splits <= the grid, so a CTA's split, if any, is its last item (hopper_host.tail_split).
   - A split tile is 2-D only (the dense kernels), B a power of two >= 16 and A = 2, 4 or 8 B (configs.SPLIT_N);
     ring.t is None (a constexpr field of the `Ring`) for every other tile.
 """

@@ -93,9 +93,8 @@ the slabs in order and applies bias / activation / cast (bitwise reproducible)::
 
 Tail split (TAIL; dense kernel, unsplit power-of-two tile: `tail_plan`, derived from the shape and the SM count):
 where the tiles leave a partial last round after a full one, its R tiles run as S K splits each, so R S CTAs
-share that round instead of R, or (TAIL_WAVES > 1) the R S splits run in ceil(R S / CTAs) short waves
-(`hopper_host.tail_split`); work items whole tiles first, then the splits (kernels/triton/_schedule.tail_item,
-hopper_parts `work_range`: a CTA's splits follow all its whole tiles); a split stores its
+share that round instead of R (`hopper_host.tail_split`); work items whole tiles first, then the splits
+(kernels/triton/_schedule.tail_item, hopper_parts `work_range`); a split, each CTA's last item at most, stores its
 fp32 accumulator into workspace tile `part` (hopper_parts `store_partial`: plain stores, no staging), and the
 Triton tier's `tail_reduce_kernel` sums each tail tile's splits in order, then bias / activation / cast::
 
@@ -159,8 +158,8 @@ Constraints:
     the ring gets num_stages stages beside two output tiles if they fit, else the
     most stages (>= 2, <= num_stages) beside one shared output tile.
   - K >= 1 (the op handles K == 0); M * N tiles < 2**31 (batched: B * tiles < 2**31).
-  - TAIL (dense kernel only; `tail_plan`): unsplit (NUM_KSPLIT 1), no split tile, no swap_ab; R S <= TAIL_WAVES x CTAs
-    (a CTA's splits after all its whole tiles: no epilogue follows a split); the workspace R S BM x BN fp32, row-major. With a tail split the fp32
+  - TAIL (dense kernel only; `tail_plan`): unsplit (NUM_KSPLIT 1), no split tile, no swap_ab; R S <= CTAs (each CTA
+    at most one split, its last work item); the workspace R S BM x BN fp32, row-major. With a tail split the fp32
     summation order of the tail tiles depends on M, N, K and the SM count (bitwise reproducible on one grid).
   - swap_ab (dense kernel only): BLOCK_SIZE_N (the weight rows) 64 or 128, BLOCK_SIZE_M (tokens) a power of two
     in [16, 256] within the accumulator budget, NUM_KSPLIT 1, no split tile; the TMA rules as above (x is then
@@ -180,7 +179,6 @@ from triton.experimental.gluon.language.nvidia.hopper import (
 from ... import configs
 from .. import _host
 from ..triton._epilogue import ACTIVATIONS, bias_activation
-from ..triton._schedule import tail_item
 from . import hopper_host as hh
 from . import hopper_plan as hplan
 from ._compat import tma_store
@@ -298,7 +296,6 @@ def kernel_constexprs(plan: PingPongPlan, *, has_bias: bool, activation: str, ta
 TAIL_SPLIT = True
 TAIL_MIN_K = 2048
 TAIL_MIN_SAVING = 0.04
-TAIL_WAVES = 1
 
 
 def tail_plan(plan, M: int, N: int, K: int, num_cus: int, tail=None) -> tuple[int, int]:
@@ -312,10 +309,8 @@ def tail_plan(plan, M: int, N: int, K: int, num_cus: int, tail=None) -> tuple[in
         return 0, 1
     tiles = -(-M // plan.BM) * -(-N // plan.BN)
     ctas = min(tiles, num_cus)
-    k_steps = -(-K // plan.BK)
-    n_tail, splits = hh.tail_split(tiles, ctas, k_steps, 1 if tail else -(-TAIL_MIN_K // plan.BK), TAIL_WAVES)
-    if tail is None and n_tail and (1 - hh.tail_cost(n_tail, splits, ctas, k_steps)) / (tiles // ctas + 1) < \
-            TAIL_MIN_SAVING:
+    n_tail, splits = hh.tail_split(tiles, ctas, -(-K // plan.BK), 1 if tail else -(-TAIL_MIN_K // plan.BK))
+    if tail is None and n_tail and (1 - 1 / splits) / (tiles // ctas + 1) < TAIL_MIN_SAVING:
         return 0, 1
     return n_tail, splits
 
@@ -373,14 +368,14 @@ def mma_partition(CONSUMER: gl.constexpr, descs, ring, epi, handoff, sched):
                                                          SPLIT_K)
     nprog = gl.num_programs(0)
     n = 0  # tiles this consumer has done
-    # Explicit ring position: this consumer's items are the CTA's items CONSUMER, CONSUMER + 2, ...; `step`, the ring
-    # step of the next, counts the K steps of every item of the CTA before it (its first is a whole tile).
-    step = CONSUMER * k_steps
     for work_id in range(gl.program_id(0) + CONSUMER * nprog, tail_items(num_work, sched), 2 * nprog):
         if BATCHED:
             nk = k_steps
         else:  # (TAIL: a whole tile, or one K split of a tail tile, `part` its workspace tile; -1 elsewhere)
             b, pid_m, pid_n, k0, nk, part = work_range(work_id, num_work, num_pid_m, num_pid_n, k_steps, sched)
+        # Explicit phase counter: local tile j = 2n + CONSUMER starts at ring step j * k_steps (a tail split's item,
+        # shorter, is a CTA's last: `tail_item`).
+        step = (2 * n + CONSUMER) * k_steps
         idx = step % STAGES
         phase = (step // STAGES) & 1
         # My turn on the tensor cores (consumer 0's first wait passes on the fresh barrier).
@@ -412,7 +407,7 @@ def mma_partition(CONSUMER: gl.constexpr, descs, ring, epi, handoff, sched):
             else:
                 is_part: gl.constexpr = False  # the epilogue alone is compiled
             if is_part:  # (TAIL) a tail tile's K split: its fp32 partial into workspace tile `part`, no staging
-                store_partial(epi.part, acc, part, 0, BM)  # (after the CTA's whole tiles: no epilogue waits on c_free)
+                store_partial(epi.part, acc, part, 0, BM)  # (the CTA's last item: no later epilogue waits on c_free)
             else:
                 # Epilogue (runs under the other consumer's mainloop).
                 if BATCHED:  # the tile's coordinates, not live across the mainloop (a batched gelu epilogue spilled)
@@ -446,11 +441,6 @@ def mma_partition(CONSUMER: gl.constexpr, descs, ring, epi, handoff, sched):
                     tma.store_wait(0)
                     mbarrier.arrive(c_free)
         n += 1
-        if sched.TAIL:  # mine and the other consumer's item before my next (tail splits: q K steps or fewer)
-            _t, _k0, nk_other, _p = tail_item(work_id + nprog, num_pid_m * num_pid_n, sched.R, sched.B, k_steps)
-            step += nk + nk_other
-        else:
-            step += 2 * k_steps
     tma.store_wait(0)
 
 

@@ -121,10 +121,9 @@ def tail_item(w, num_tiles, TAIL, SPLITS, k_steps):
                 T-R + j:     tile T-R + j // S, K steps [(j % S) q, (j % S + 1) q) ──► part[j] ──► tail reduce ──► y
                              (q = cdiv(k_steps, S); the host makes every split start below K)
 
-    The whole tiles are T - R = whole rounds of the CTAs, so each CTA runs its whole tiles first, then its splits (one
-    where TAIL * SPLITS <= CTAs, the FP8 kernel's rule; the bf16 kernels' may take a few waves): the ring positions of
-    its whole tiles are unchanged, and no epilogue follows a split. The FP8 kernel's coop layout, the bf16 ping-pong
-    and the bf16 cooperative kernel."""
+    TAIL * SPLITS <= CTAs (the host's rule), so a CTA runs at most one split, and it is its last item: the ring
+    positions of its whole tiles before it are unchanged. The FP8 kernel's coop layout, the bf16 ping-pong and the
+    bf16 cooperative kernel."""
     first_tail = num_tiles - TAIL
     tile_id = w
     k0 = w * 0
