@@ -250,7 +250,7 @@ def model_configs(op: str, arch: str) -> list:
     `m128_tile` are `one_wave`'s / `narrow_wave`'s), `narrow_pingpong`,
     `split_widths`, `coop_widths`, `swap_wide` and `decode_split`; fp8's 64 x 64 Gluon ping-pong over the large-M
     bucket and fp8's `decode_wide` tile, block scale's also with `decode_wide_k`'s K step, per-token's
-    `large_few_split_k` tile), so that `gemmkit isa` compiles them."""
+    `large_few_split_k` tile, fp8's and block scale's `m256_split` tile), so that `gemmkit isa` compiles them."""
     from . import model
 
     rules = model.OP_RULES.get(op, {})
@@ -303,6 +303,8 @@ def model_configs(op: str, arch: str) -> list:
         out.append(("model:large_few_split", validate_config(
             dict({k: v for k, v in large.items() if k != "backend"}, num_stages=model.LARGE_FEW_STAGES, tma=True,
                  persistent=True, NUM_KSPLIT=2), backend="cuda")))
+    if rules.get("m256_split"):  # the Triton tier's tile at 128 < M <= 256 where 64 x 64 tiles are few, split along K
+        out.append(("model:m256_split", validate_config(dict(rules["m256_split"], NUM_KSPLIT=2), backend="cuda")))
     return out
 
 

@@ -30,8 +30,9 @@ the Triton tier's 64-row tile split to one wave; then a cooperative Gluon tile o
 efficiency, bf16's 64 x 192 ping-pong (split-K at 128 < M <= 512) where its waves are the fullest, bf16's swap-AB
 decode tile on 128 weight rows where that takes its tiles into one round of the SMs, and at 64 < M <= 128 the
 Gluon ping-pong where the Triton tier would run its bucket unsplit (`m128_tile`); at 64 < M <= 256 in fp8, the
-large-M Gluon bucket or the Gluon ping-pong by the share of SMs their tiles fill, and above M = 256 the ping-pong
-where the large-M bucket's tiles are few), and how many CTAs an SM the K split aims for. Each rule is one function
+large-M Gluon bucket or the Gluon ping-pong by the share of SMs their tiles fill (where even the ping-pong's are
+few at M > 128, the Triton tier's split: `m256_split`), and above M = 256 the ping-pong where the large-M bucket's
+tiles are few), and how many CTAs an SM the K split aims for. Each rule is one function
 (`RULES`, tried in order by `choose`; `_fitted` where none answers).
 
 Shape files (`<OP>-N=<N>-K=<K>.json`) are measured for their shape and are served as they are; so is a `config=`
@@ -106,6 +107,16 @@ FITTED_OPS = ("a16w16", "a8w8", "a8w8_int8", "a8w8_blockscale")
 #                `wide_config` is the ping-pong the cooperative buckets give way to (`gluon_waves`), taken at the same
 #                share, with no 64 x 64 step (ab/bf16_m128_256.json, against cuBLAS: 80 / 96 tiles
 #                0.75 / 0.82x -> 0.94 / 0.93x; 64 tiles and fewer lost, 0.99 -> 0.88x, 0.79 -> 0.58x). sm_90 only.
+#   m256_split   at 128 < M <= 256 where even the 64 x 64 ping-pong's tiles are under FEW_TILES of the SMs (N up to
+#                ~1000), the large-M bucket's coop ran a few tiles (DeepSeek kv_a 256 x 576 x 7168: 10, 23 us, where
+#                M = 128 ran 8.8 us on the Triton tier's split and M = 512 11.5 us on the ping-pong; cuBLAS 21 us, so
+#                the ratio hid it): under M256_SPLIT_SHARE of the SMs in 64 x 64 tiles, this Triton tile (the
+#                M_LEQ_128 bucket's) split along K by `fit`; from there the ping-pong. ab/fp8_m256_few.json /
+#                blockscale_m256_few.json (H200, 13 rows each, against torch._scaled_mm / cuBLASLt): coop 0.97 /
+#                0.92x, ping-pong 1.64 / 1.46x, split 1.86 / 1.57x; the ping-pong ahead at 48-64 tiles (and block
+#                scale's 176 x 640 x 1536, short K: 1.37 vs 1.19x), the split below. Held out
+#                (*_m256_few_heldout.json, fresh shapes): fp8 14 rows 0.98 -> 2.19x (+18 to +261%), block scale the
+#                5 rows cuBLASLt takes 1.26 -> 2.26x. sm_90, fp8 and block scale.
 #   gluon_waves  a cooperative Gluon bucket (two consumer warpgroups on a 128 x 256 tile) gives way to the ping-pong
 #                on 128 x 128 (its tile split in N: four warps a consumer, six stages) where that tile count fills
 #                its waves better by GLUON_WAVE_MARGIN (tiles over waves x SMs; N <= 128 leaves half the larger tile
@@ -307,9 +318,16 @@ PINGPONG_64X192 = {"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 192, "BLOCK_SIZE_K": 64, 
 PINGPONG_64X64 = {"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 64, "BLOCK_SIZE_K": 128, "GROUP_SIZE_M": 8, "num_warps": 4,
                   "num_stages": 6, "tma": True, "persistent": True, "backend": "gluon", "NUM_KSPLIT": 1}
 OP_RULES = {"a8w8_blockscale": {"ctas_per_sm": 2, "wide_share": 0.6, "operand_bytes": 1, "unsplit_stages": 6,
-                                "decode_pingpong": True, "decode_wide": 128, "decode_wide_k": 256},
+                                "decode_pingpong": True, "decode_wide": 128, "decode_wide_k": 256,
+                                # `m256_split`: the Triton tier's tile of the table's M_LEQ_128 bucket
+                                "m256_split": {"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 128, "BLOCK_SIZE_K": 128,
+                                               "GROUP_SIZE_M": 8, "num_warps": 4, "num_stages": 4, "tma": True,
+                                               "persistent": False, "NUM_KSPLIT": 1}},
             "a8w8": {"wide_share": 0.6, "decode_pingpong": True, "decode_wide": 128, "operand_bytes": 1,
-                     "large_few_split_k": 8192},
+                     "large_few_split_k": 8192,
+                     "m256_split": {"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 64, "BLOCK_SIZE_K": 128, "GROUP_SIZE_M": 8,
+                                    "num_warps": 4, "num_stages": 6, "tma": True, "persistent": False,
+                                    "NUM_KSPLIT": 1}},
             "a16w16": {"gluon_waves": True, "cdna_tiles": True, "wide_share": 0.6, "swap_wide": 128,
                        "decode_split": {"BLOCK_SIZE_N": 64, "BLOCK_SIZE_K": 128, "GROUP_SIZE_M": 8, "num_warps": 4,
                                         "num_stages": 4, "tma": True, "persistent": True, "NUM_KSPLIT": 1},
@@ -385,6 +403,7 @@ COOP_ROW_WAVES = 3  # `coop_widths` on one row of 128-row tiles (64 < M <= 128):
 SMALL_PINGPONG = {"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 64, "GROUP_SIZE_M": 4, "num_warps": 4, "num_stages": 6}
 SMALL_PINGPONG_MAX_M = 256  # the largest M the large-M Gluon bucket gives way to it at
 PINGPONG_ROUND = 2  # ping-pong tiles an SM takes in one round (one a consumer): more, and the coop serves
+M256_SPLIT_SHARE = 0.35  # `m256_split`: the Triton tier's split under this share of the SMs in 64 x 64 tiles
 DECODE_PINGPONG_MIN_M = 17  # `decode_pingpong`: from the M_LEQ_64 buckets' first M (at M <= 16 the 16-row Triton tile)
 UNSPLIT_MAX_M = 16  # `unsplit_stages`: the M_LEQ_16 bucket (at 17-64 the unsplit tiles are `decode_pingpong`'s)
 UNSPLIT_MIN_K = 7168  # ... and K at least this (K <= 5120 lost with the same waves: see OP_RULES)
@@ -824,7 +843,8 @@ def _rule_large_few_tiles(c: _Call):
 def _rule_wide_share(c: _Call):
     """`wide_share`: 64 < M <= 128, a Triton bucket gives way to a Gluon kernel (bf16's `wide_config` and its
     `coop_widths` / `narrow_pingpong` / `m128_tile`; fp8's large-M bucket); 128 < M <= 256 (no `wide_config`): the
-    large-M Gluon bucket itself, where its tiles are few, to the ping-pong on 64 x 64."""
+    large-M Gluon bucket itself, where its tiles are few, to the ping-pong on 64 x 64, and where even those are few
+    (`m256_split`) to the Triton tier's tile split along K."""
     rules, cfg, large, M, N, K, num_cus = c.rules, c.cfg, c.large, c.M, c.N, c.K, c.num_cus
     share, own = rules.get("wide_share"), rules.get("wide_config")
     wide = own or (large if large is not None and large.get("backend") == "gluon" else None)
@@ -880,6 +900,15 @@ def _rule_wide_share(c: _Call):
         return (cfg, []) if small_gluon else (large, [
             f"{n_tiles} tiles of the large-M bucket's Gluon {bm} x {bn}; {pp} of {pm} x {pn} would take a "
             "second round on the ping-pong's consumers"])
+    split = rules.get("m256_split")
+    if small_gluon and split:  # few even as 64 x 64 tiles (`m256_split`)
+        few = (f"{n_tiles} tiles of the large-M bucket's Gluon {bm} x {bn} for {num_cus} SMs, {pp} of {pm} x {pn} "
+               f"(under {FEW_TILES:.0%})")
+        if pp >= M256_SPLIT_SHARE * num_cus:
+            return dict(large, **SMALL_PINGPONG), [few + ": the Gluon ping-pong"]
+        tile, notes = fit(dict(split), M, N, K, num_cus)
+        return tile, [few[:few.rindex("(")] + f"(under {M256_SPLIT_SHARE:.0%}): the Triton tier's "
+                      f"{split['BLOCK_SIZE_M']} x {split['BLOCK_SIZE_N']}, K split"] + notes
     if small_gluon:
         return cfg, []
     return None

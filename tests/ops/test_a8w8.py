@@ -308,3 +308,29 @@ def test_decode_wide_tile_split(op, launches):
     assert y is out and gemm_launches(launches) == before + 2  # the GEMM and the split's reduce
     ok, msg = within_bound(y, ref, torch.bfloat16)
     assert ok, msg
+
+
+@pytest.mark.parametrize("op", ["a8w8", "a8w8_blockscale"])
+def test_m256_split_as_served(op, launches):
+    """At 128 < M <= 256 where even the 64 x 64 ping-pong's tiles are few, the config model serves the Triton tier's
+    tile split along K (configs/model.py `m256_split`): that config as the H200 gets it for 200 x 128 x 1024 (8 tiles,
+    K split), against float64."""
+    from gemmkit import arch, configs
+
+    M, N, K = 200, 128, 1024
+    cfg, source = configs.serve(op, arch.get("sm_90"), M, N, K)
+    assert cfg.get("backend") != "gluon" and cfg["NUM_KSPLIT"] > 1, source
+    x, w = q8(M, K, dtype=FP8), q8(N, K, dtype=FP8)
+    out = poisoned((M, N), torch.bfloat16)
+    before = gemm_launches(launches)
+    if op == "a8w8":
+        xs, ws = scales(M, 1), scales(1, N)
+        y = gemmkit.gemm_a8w8(x, w, xs, ws, out=out, config=cfg)
+        ref = gemm_a8w8_ref(x, w, xs, ws)
+    else:
+        xs, ws = scales(M, K // 128), scales(N // 128, K // 128)
+        y = gemmkit.gemm_a8w8_blockscale(x, w, xs, ws, out=out, config=cfg)
+        ref = gemm_a8w8_blockscale_ref(x, w, xs, ws, (128, 128))
+    assert y is out and gemm_launches(launches) == before + 2  # the GEMM and the split's reduce
+    ok, msg = within_bound(y, ref, torch.bfloat16)
+    assert ok, msg

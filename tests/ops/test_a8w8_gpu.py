@@ -41,9 +41,11 @@ def ref_a8w8(x, w, xs, ws, bias=None):
 
 SHAPES = [(8192, 8192, 8192), (4095, 4097, 1008), (1, 8192, 8192), (16, 10240, 8192), (128, 57344, 8192),
           (17, 31, 48), (333, 1000, 784), (4096, 4096, 4096), (64, 7168, 2048),
-          (1000, 1024, 4096), (4096, 128, 2880), (724, 1152, 16928), (451, 320, 26400)]
-# (1000, 1024, 4096), (4096, 128, 2880): few tiles above M = 256, the 64 x 64 ping-pong (fp8); the last two: the same on
-# long K, the Triton tier's 128 x 128 split along K (fp8 `large_few_split_k`)
+          (1000, 1024, 4096), (4096, 128, 2880), (724, 1152, 16928), (451, 320, 26400), (256, 576, 7168),
+          (200, 1024, 4096)]
+# (1000, 1024, 4096), (4096, 128, 2880): few tiles above M = 256, the 64 x 64 ping-pong (fp8); (724, ...), (451, ...):
+# the same on long K, the Triton tier's 128 x 128 split along K (fp8 `large_few_split_k`); the last two: few tiles at
+# 128 < M <= 256 (fp8 `m256_split`), the Triton tier's 64 x 64 split along K, and the 64 x 64 ping-pong
 
 
 @pytest.mark.parametrize("dtype", [FP8, torch.int8], ids=["fp8", "int8"])
