@@ -111,7 +111,8 @@ FITTED_OPS = ("a16w16", "a8w8", "a8w8_int8", "a8w8_blockscale")
 #                ~1000), the large-M bucket's coop ran a few tiles (DeepSeek kv_a 256 x 576 x 7168: 10, 23 us, where
 #                M = 128 ran 8.8 us on the Triton tier's split and M = 512 11.5 us on the ping-pong; cuBLAS 21 us, so
 #                the ratio hid it): under M256_SPLIT_SHARE of the SMs in 64 x 64 tiles, this Triton tile (the
-#                M_LEQ_128 bucket's) split along K by `fit`; from there the ping-pong. ab/fp8_m256_few.json /
+#                M_LEQ_128 bucket's) split along K by `fit`; from there, or where K is too short to split, the
+#                ping-pong (ahead of the coop on every row measured). ab/fp8_m256_few.json /
 #                blockscale_m256_few.json (H200, 13 rows each, against torch._scaled_mm / cuBLASLt): coop 0.97 /
 #                0.92x, ping-pong 1.64 / 1.46x, split 1.86 / 1.57x; the ping-pong ahead at 48-64 tiles (and block
 #                scale's 176 x 640 x 1536, short K: 1.37 vs 1.19x), the split below. Held out
@@ -902,13 +903,14 @@ def _rule_wide_share(c: _Call):
             "second round on the ping-pong's consumers"])
     split = rules.get("m256_split")
     if small_gluon and split:  # few even as 64 x 64 tiles (`m256_split`)
-        few = (f"{n_tiles} tiles of the large-M bucket's Gluon {bm} x {bn} for {num_cus} SMs, {pp} of {pm} x {pn} "
-               f"(under {FEW_TILES:.0%})")
-        if pp >= M256_SPLIT_SHARE * num_cus:
-            return dict(large, **SMALL_PINGPONG), [few + ": the Gluon ping-pong"]
-        tile, notes = fit(dict(split), M, N, K, num_cus)
-        return tile, [few[:few.rindex("(")] + f"(under {M256_SPLIT_SHARE:.0%}): the Triton tier's "
-                      f"{split['BLOCK_SIZE_M']} x {split['BLOCK_SIZE_N']}, K split"] + notes
+        few = f"{n_tiles} tiles of the large-M bucket's Gluon {bm} x {bn} for {num_cus} SMs, {pp} of {pm} x {pn}"
+        if pp < M256_SPLIT_SHARE * num_cus:
+            tile, notes = fit(dict(split), M, N, K, num_cus)
+            if tile.get("NUM_KSPLIT", 1) > 1:
+                return tile, [few + f" (under {M256_SPLIT_SHARE:.0%}): the Triton tier's {split['BLOCK_SIZE_M']} x "
+                                    f"{split['BLOCK_SIZE_N']}, K split"] + notes
+        # (from that share, or K too short to split: the ping-pong, which ran ahead of the coop on every row)
+        return dict(large, **SMALL_PINGPONG), [few + f" (under {FEW_TILES:.0%}): the Gluon ping-pong"]
     if small_gluon:
         return cfg, []
     return None
