@@ -320,7 +320,8 @@ PINGPONG_64X64 = {"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 64, "BLOCK_SIZE_K": 128, "
                   "num_stages": 6, "tma": True, "persistent": True, "backend": "gluon", "NUM_KSPLIT": 1}
 OP_RULES = {"a8w8_blockscale": {"ctas_per_sm": 2, "wide_share": 0.6, "operand_bytes": 1, "unsplit_stages": 6,
                                 "decode_pingpong": True, "decode_wide": 128, "decode_wide_k": 256,
-                                # `m256_split`: the Triton tier's tile of the table's M_LEQ_128 bucket
+                                # `m256_split` (both ops): the Triton tile measured there, each table's M_LEQ_128
+                                # bucket's
                                 "m256_split": {"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 128, "BLOCK_SIZE_K": 128,
                                                "GROUP_SIZE_M": 8, "num_warps": 4, "num_stages": 4, "tma": True,
                                                "persistent": False, "NUM_KSPLIT": 1}},

@@ -647,6 +647,7 @@ def test_fp8_few_large_tiles_take_the_ping_pong_above_m_256(op, M, N, K, pingpon
     (256, 576, 7168, "triton"),  # DeepSeek kv_a: 36 of 64 x 64, under 35%: the Triton tier split (23 -> ~10 us)
     (256, 128, 2880, "triton"),  # GPT-OSS router: 8 of 64 x 64
     (136, 320, 7168, "triton"),
+    (252, 512, 384, "pingpong"),  # 32 of 64 x 64, but K too short for `fit` to split: the ping-pong
     (160, 1024, 4096, "pingpong"),  # 48 of 64 x 64, 35-50% of the SMs: the ping-pong
     (256, 1024, 7168, "pingpong"),
     (256, 2048, 7168, "pingpong"),  # 128 of 64 x 64: `wide_share`'s ping-pong, as before
