@@ -26,8 +26,9 @@ For each shape, in one process and on the same rotated inputs: the vendor (gemmk
 torch._scaled_mm, ...) and every config, then again in reverse order, each timed by CUDA-graph replay
 (gemmkit/bench/timing.py); the ratios use the mean of the two measurements of each, so a drift in clock over the
 shape's measurements affects every config alike. Every config's result is checked against fp32 first. Prints one
-line per shape (vendor_ms / config_ms per config; speedup of each over the first) and the geometric means; a shape the
-vendor refuses is said and left untimed (its row holds `vendor_error`).
+line per shape (vendor_ms / config_ms per config; speedup of each over the first) and the geometric means; where the
+vendor refuses a shape the configs are timed against each other alone (the row holds `vendor_error`, no ratios, and
+its speedups count in the summary's `speedup_<config>`).
 """
 import argparse
 import importlib.util
@@ -126,12 +127,14 @@ def main(path, out_path, rep_ms=60):
         sets = [op.make_inputs(M, N, K, dtype_name, "cuda") for _ in range(n)]
         ref = op.reference(sets[0]).float()
         fns = {"vendor": lambda *inp: op.vendor(inp)}
-        try:  # a shape the vendor refuses (torch._scaled_mm: K or N % 16 != 0): said, the others go on
+        vendor_error = None
+        try:  # a shape the vendor refuses (torch._scaled_mm: K or N % 16 != 0): said, the configs timed alone
             op.vendor(sets[0])
         except RuntimeError as e:
-            print(f"{M:6d} {N:6d} {K:6d}  vendor refused ({str(e)[:100]}): not timed", flush=True)
-            rows.append({"M": M, "N": N, "K": K, "configs": cfgs, "vendor_error": f"{type(e).__name__}: {str(e)[:200]}"})
-            continue
+            vendor_error = f"{type(e).__name__}: {str(e)[:200]}"
+            print(f"{M:6d} {N:6d} {K:6d}  vendor refused ({str(e)[:100]}): the configs timed against each other",
+                  flush=True)
+            del fns["vendor"]
         refused = {}
         for name in list(names):
             fn = _runner(op, cfgs[name])
@@ -144,16 +147,20 @@ def main(path, out_path, rep_ms=60):
             assert err < 2e-2, (key, name, err)
             fns[name] = fn
         ms = {k: [] for k in fns}
-        order = ["vendor", *names]
+        order = list(fns)  # the vendor (if it takes the shape) first, then the configs
         for o in (order, order[::-1]):
             for k in o:
                 ms[k].append(time_graph(fns[k], sets, 10, rep_ms))
         m = {k: sum(v) / len(v) for k, v in ms.items()}
         row = {"M": M, "N": N, "K": K, "ms": ms, "configs": cfgs,
-               "ratio": {k: m["vendor"] / m[k] for k in names},
+               "ratio": {k: m["vendor"] / m[k] for k in names} if vendor_error is None else {},
                "speedup": {k: m[names[0]] / m[k] for k in names[1:]}, "refused": refused}
+        if vendor_error is not None:
+            row["vendor_error"] = vendor_error
         rows.append(row)
-        print(f"{M:6d} {N:6d} {K:6d}  " + "  ".join(f"{k} {row['ratio'][k]:.3f}" for k in names)
+        vs = row["ratio"] if vendor_error is None else {names[0]: 1.0, **row["speedup"]} if names else {}
+        print(f"{M:6d} {N:6d} {K:6d}  " + "  ".join(f"{k} {v:.3f}" for k, v in vs.items())
+              + ("  (over the first config: no vendor)" if vendor_error is not None else "")
               + "".join(f"  {k} refused ({v[:80]})" for k, v in refused.items()), flush=True)
         del sets, ref
         torch.cuda.empty_cache()
@@ -162,10 +169,13 @@ def main(path, out_path, rep_ms=60):
 
 
 def _write(out_path, op, dtype_name, rows):
-    """Write the result file (stamped); return its summary (geomean of each config's ratio)."""
+    """Write the result file (stamped); return its summary (geomean of each config's ratio over the rows the vendor
+    takes, and of each later config's speedup over the first over every timed row)."""
     g = lambda v: math.exp(sum(map(math.log, v)) / len(v))  # noqa: E731
     names = sorted({k for r in rows for k in r.get("ratio", {})})
     summary = {f"ratio_{k}": g([r["ratio"][k] for r in rows if k in r.get("ratio", {})]) for k in names}
+    faster = sorted({k for r in rows for k in r.get("speedup", {})})
+    summary.update({f"speedup_{k}": g([r["speedup"][k] for r in rows if k in r.get("speedup", {})]) for k in faster})
     with open(out_path, "w") as f:
         json.dump({"device": torch.cuda.get_device_name(), "torch": torch.__version__,
                    "triton": __import__("triton").__version__, "git_sha": gemmkit.bench.git_sha(),
