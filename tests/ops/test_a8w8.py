@@ -284,16 +284,9 @@ def test_opcheck_and_compile(launches):
     assert ok, msg
 
 
-@pytest.mark.parametrize("op", ["a8w8", "a8w8_blockscale"])
-def test_decode_wide_tile_split(op, launches):
-    """The config model's wide decode tile as it serves it (configs.model_configs: 16 x 128 over the M_LEQ_16
-    bucket's BK and ring, TMA), K split 3 ways as at few tiles (4608 x 36864 at M = 1 runs split 3), against
-    float64."""
-    from gemmkit import configs
-
-    cfg = dict(dict(configs.model_configs(op, "sm_90"))["model:decode_wide"], NUM_KSPLIT=3)
-    assert (cfg["BLOCK_SIZE_M"], cfg["BLOCK_SIZE_N"]) == (16, 128)
-    M, N, K = 5, 256, 6 * cfg["BLOCK_SIZE_K"]
+def _check_split_config(op, cfg, M, N, K, launches):
+    """gemm_a8w8 (per-token scales) or gemm_a8w8_blockscale (128 x 128 blocks) at (M, N, K) on `cfg`, a config that
+    splits K: the GEMM and the split's reduce launched, every element against float64."""
     x, w = q8(M, K, dtype=FP8), q8(N, K, dtype=FP8)
     out = poisoned((M, N), torch.bfloat16)
     before = gemm_launches(launches)
@@ -308,6 +301,18 @@ def test_decode_wide_tile_split(op, launches):
     assert y is out and gemm_launches(launches) == before + 2  # the GEMM and the split's reduce
     ok, msg = within_bound(y, ref, torch.bfloat16)
     assert ok, msg
+
+
+@pytest.mark.parametrize("op", ["a8w8", "a8w8_blockscale"])
+def test_decode_wide_tile_split(op, launches):
+    """The config model's wide decode tile as it serves it (configs.model_configs: 16 x 128 over the M_LEQ_16
+    bucket's BK and ring, TMA), K split 3 ways as at few tiles (4608 x 36864 at M = 1 runs split 3), against
+    float64."""
+    from gemmkit import configs
+
+    cfg = dict(dict(configs.model_configs(op, "sm_90"))["model:decode_wide"], NUM_KSPLIT=3)
+    assert (cfg["BLOCK_SIZE_M"], cfg["BLOCK_SIZE_N"]) == (16, 128)
+    _check_split_config(op, cfg, 5, 256, 6 * cfg["BLOCK_SIZE_K"], launches)
 
 
 @pytest.mark.parametrize("op", ["a8w8", "a8w8_blockscale"])
@@ -320,17 +325,4 @@ def test_m256_split_as_served(op, launches):
     M, N, K = 200, 128, 1024
     cfg, source = configs.serve(op, arch.get("sm_90"), M, N, K)
     assert cfg.get("backend") != "gluon" and cfg["NUM_KSPLIT"] > 1, source
-    x, w = q8(M, K, dtype=FP8), q8(N, K, dtype=FP8)
-    out = poisoned((M, N), torch.bfloat16)
-    before = gemm_launches(launches)
-    if op == "a8w8":
-        xs, ws = scales(M, 1), scales(1, N)
-        y = gemmkit.gemm_a8w8(x, w, xs, ws, out=out, config=cfg)
-        ref = gemm_a8w8_ref(x, w, xs, ws)
-    else:
-        xs, ws = scales(M, K // 128), scales(N // 128, K // 128)
-        y = gemmkit.gemm_a8w8_blockscale(x, w, xs, ws, out=out, config=cfg)
-        ref = gemm_a8w8_blockscale_ref(x, w, xs, ws, (128, 128))
-    assert y is out and gemm_launches(launches) == before + 2  # the GEMM and the split's reduce
-    ok, msg = within_bound(y, ref, torch.bfloat16)
-    assert ok, msg
+    _check_split_config(op, cfg, M, N, K, launches)
