@@ -663,6 +663,17 @@ def test_fp8_few_tiles_at_m_129_256(op, M, N, K, want):
     configs.validate_config(dict(cfg), backend="cuda")
 
 
+@pytest.mark.parametrize("op", ["a8w8", "a8w8_blockscale"])
+def test_m256_split_is_the_measured_m128_bucket_tile(op):
+    """`m256_split` holds the tile its A/B measured, each table's M_LEQ_128 bucket's (as of 2026-12-02): a retuned
+    bucket fails here, so the rule's tile is measured again rather than drifting from it unseen."""
+    bucket = configs.select(op, "sm_90", 128, 1, 1)[0]
+    split = model.OP_RULES[op]["m256_split"]
+    keys = ("BLOCK_SIZE_M", "BLOCK_SIZE_N", "BLOCK_SIZE_K", "GROUP_SIZE_M", "num_warps", "num_stages", "tma")
+    assert {k: split[k] for k in keys} == {k: bucket[k] for k in keys}
+    assert bucket.get("backend") != "gluon"
+
+
 def _kernel(cfg):
     if cfg.get("backend") != "gluon":
         return "triton split %d" % cfg.get("NUM_KSPLIT", 1)
