@@ -47,6 +47,32 @@ def shift_last_tiles(acc_regs: int) -> bool:
     return SHIFT_LAST_TILES and _budgets.shift_ok(acc_regs)
 
 
+# A launch whose tiles are one row (M < BLOCK_SIZE_M) loads only the rows x holds, rounded up to a multiple of 8
+# (`x_boxes`: XBOXES TMA boxes of XROWS rows a K step, XROWS a power of two as Triton's shapes are), into the first
+# rows of each BLOCK_SIZE_M-row ring slot: the slot's other rows are never written, and the output rows they make lie
+# past M, never stored (a row of the product reads only its own row of x). A box reaching past M loads slowly (the
+# hardware's out-of-bounds fill, ops/dispatch.py pad_m): H200, fp8 64 x 64 ping-pong, 5120 x 8192 at M = 32 21.2 us
+# against 17.1 at M = 64 (docs/PERF.md). Where the boxes hold M, the dispatch makes no copy of x. The fp8 Gluon
+# kernel (kernels/gluon/hopper_pingpong_fp8.py) takes them. GEMMKIT_TRIM_X_BOX=0 (or TRIM_X_BOX = False, read at
+# each launch) loads one whole box, e.g. to compare.
+TRIM_X_BOX = os.environ.get("GEMMKIT_TRIM_X_BOX", "1") != "0"
+X_ROWS_MIN = 8  # a box's least rows: the 8-row swizzle atom of its NVMMA layout
+MAX_X_BOXES = 8  # boxes a K step at most (the load warp issues each)
+
+
+def x_boxes(bm: int, M: int) -> tuple[int, int]:
+    """(rows of x's TMA box, boxes a K step) for tiles of `bm` rows at `M` rows: (bm, 1), or (TRIM_X_BOX, M < bm)
+    boxes of the largest power of two dividing M rounded up to X_ROWS_MIN, doubled while more than MAX_X_BOXES of
+    them would hold M (M = 32: one of 32; 48: three of 16; 40: five of 8; 72: five of 16)."""
+    if not TRIM_X_BOX or M >= bm:
+        return bm, 1
+    m = cdiv(M, X_ROWS_MIN) * X_ROWS_MIN
+    rows = min(m & -m, bm)
+    while rows < bm and cdiv(M, rows) > MAX_X_BOXES:
+        rows *= 2
+    return rows, cdiv(M, rows)
+
+
 TMA_ALIGN = 16  # bytes: a TMA tensor's base and row strides are multiples of this (sm_90)
 
 

@@ -317,6 +317,8 @@ ROW_BOX_KERNELS = (GLUON_BF16, GLUON_COOP, GLUON_FP8, TRITON_TMA, GATED_TMA)
 # Kernels whose last row and column of tiles start one tile before M / N (kernels/gluon/hopper_parts.py
 # `tile_origin`): every box they load lies inside x and w wherever M (N) holds at least one tile, so no copy there.
 SHIFTED_KERNELS = (GLUON_BF16, GLUON_COOP)
+# Kernels that load x in boxes of only its rows under one row of tiles (kernels/_host.x_boxes): no copy there.
+X_BOX_KERNELS = (GLUON_FP8,)
 
 
 def _shifts(cfg: dict) -> bool:
@@ -329,9 +331,11 @@ def pad_m(kernel: str, cfg: dict, M: int, N: int, K: int, x_bytes: int, w_bytes:
     """The rows x is copied to before `kernel` runs `cfg` on an (M, N, K) call (0: x as it is): M rounded up to
     whole BLOCK_SIZE_M boxes (the tokens' tile, swap-AB's too), where M is not already, M > PAD_M_MIN_ROWS, w (w_bytes
     an element) holds at least PAD_M_MIN_W_BYTES and the copy of x (x_bytes an element) at most 1 / PAD_M_SHARE of
-    w's bytes; not for a swap-AB call at M < PAD_M_SWAP_MAX_M whose last box is at least PAD_M_SWAP_FULL full."""
+    w's bytes; not for a swap-AB call at M < PAD_M_SWAP_MAX_M whose last box is at least PAD_M_SWAP_FULL full, nor
+    where the kernel loads only x's rows (X_BOX_KERNELS under one row of tiles)."""
     if not PAD_M or kernel not in ROW_BOX_KERNELS or M <= PAD_M_MIN_ROWS or N * K * w_bytes < PAD_M_MIN_W_BYTES or \
-            (kernel in SHIFTED_KERNELS and _shifts(cfg) and M >= cfg["BLOCK_SIZE_M"]):
+            (kernel in SHIFTED_KERNELS and _shifts(cfg) and M >= cfg["BLOCK_SIZE_M"]) or \
+            (kernel in X_BOX_KERNELS and H.x_boxes(cfg["BLOCK_SIZE_M"], M)[0] < cfg["BLOCK_SIZE_M"]):
         return 0
     mp = H.cdiv(M, cfg["BLOCK_SIZE_M"]) * cfg["BLOCK_SIZE_M"]
     if mp == M or mp * K * x_bytes * PAD_M_SHARE > N * K * w_bytes:

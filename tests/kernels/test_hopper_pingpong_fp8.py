@@ -157,6 +157,28 @@ def test_plan_of_the_pair():
         k.launch_plan(BASE, H200, 4, None, 64, 8192, 14336, True)
 
 
+def test_x_boxes():
+    """x's TMA boxes under one row of tiles: the largest power of two dividing M rounded up to 8 rows, doubled past
+    8 boxes; whole boxes of BLOCK_SIZE_M rows at and past it, and with TRIM_X_BOX off."""
+    from gemmkit.kernels import _host as H
+
+    got = {M: H.x_boxes(64, M) for M in (1, 8, 9, 16, 17, 24, 32, 33, 48, 56, 63, 64, 65)}
+    assert got == {1: (8, 1), 8: (8, 1), 9: (16, 1), 16: (16, 1), 17: (8, 3), 24: (8, 3), 32: (32, 1), 33: (8, 5),
+                   48: (16, 3), 56: (8, 7), 63: (64, 1), 64: (64, 1), 65: (64, 1)}
+    assert [H.x_boxes(128, M) for M in (64, 72, 100, 127, 128)] == [(64, 1), (16, 5), (16, 7), (128, 1), (128, 1)]
+    assert H.x_boxes(256, 129) == (32, 5)
+    for bm in (64, 128, 256):
+        for M in range(1, bm):
+            rows, boxes = H.x_boxes(bm, M)
+            assert rows & (rows - 1) == 0 and 8 <= rows <= bm and boxes <= H.MAX_X_BOXES and M <= rows * boxes <= bm
+    old = H.TRIM_X_BOX
+    try:
+        H.TRIM_X_BOX = False
+        assert H.x_boxes(64, 17) == (64, 1)
+    finally:
+        H.TRIM_X_BOX = old
+
+
 def test_table_keys_are_accepted():
     assert k.derive({**BASE, "backend": "gluon", "persistent": True, "tma": True, "NUM_KSPLIT": 1}, H200).stages == 3
 
@@ -488,6 +510,34 @@ def test_pair(M, N, K, cus, pair, out_dtype, cfg):
     check(y, x, w, xs, ws, b)
     assert torch.equal(run(x, w, xs, ws, b, out_dtype, cfg=CFGS[cfg], cus=cus, pair=pair), y)
     check(run(x, w, xs, ws, b, out_dtype, cfg=CFGS[cfg], cus=cus, pair=False), x, w, xs, ws, b)
+
+
+# M under one row of tiles: x loaded in boxes of only its rows (kernels/_host.x_boxes), each count of boxes and rows
+X_BOX_M = [1, 8, 9, 16, 17, 24, 31, 32, 33, 40, 48, 56, 63, 65, 72, 100, 127, 129, 200]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("cfg", ["64x128x128s4", "128x64x64s6", "coop128x128x128s6", "coop256x128x128s3"])
+@pytest.mark.parametrize("pair", [None, False], ids=["rule", "unpaired"])
+def test_x_boxes_of_its_rows(cfg, pair, monkeypatch):
+    """Under one row of tiles the kernel loads only x's rows (several boxes a K step) and leaves the rest of each
+    slot unwritten: every element against float64, and bitwise equal to the same launch loading one whole box
+    (TRIM_X_BOX off: the rows past M zero-filled), whose rows are summed in the same order. Paired where the rule
+    pairs (K = 4160: 33 steps of 128, more than one tile a CTA nowhere)."""
+    from gemmkit.kernels import _host as H
+
+    c = CFGS[cfg]
+    for M in X_BOX_M:
+        if M >= c["BLOCK_SIZE_M"]:
+            continue
+        rows, boxes = H.x_boxes(c["BLOCK_SIZE_M"], M)
+        assert rows * boxes >= M and (rows < c["BLOCK_SIZE_M"] or M > 32), (M, rows, boxes)
+        x, w, xs, ws, b = inputs(M, 520, 4160)
+        y = run(x, w, xs, ws, b, cfg=c, pair=pair)
+        check(y, x, w, xs, ws, b)
+        monkeypatch.setattr(H, "TRIM_X_BOX", False)
+        assert torch.equal(run(x, w, xs, ws, b, cfg=c, pair=pair), y), M
+        monkeypatch.setattr(H, "TRIM_X_BOX", True)
 
 
 @pytest.mark.gpu

@@ -112,6 +112,25 @@ def test_shapes(M, N, K, cfg, xs_layout):
     check(run(x, w, xs, ws, cfg=CFGS[cfg]), x, w, xs, ws)
 
 
+@pytest.mark.parametrize("xs_layout", XS_LAYOUTS)
+@pytest.mark.parametrize("cfg", ["64x64x128s6", "64x128x64s6", "coop128x128x128s5", "coop256x128x128s3"])
+def test_x_boxes_of_its_rows(cfg, xs_layout, monkeypatch):
+    """Under one row of tiles x loaded in boxes of only its rows (kernels/_host.x_boxes), the x scales by TMA or
+    cp.async beside them: every element against float64, bitwise equal to the launch loading one whole box."""
+    from gemmkit.kernels import _host as H
+
+    c = CFGS[cfg]
+    for M in (1, 9, 17, 24, 32, 40, 48, 56, 72, 100, 200):
+        if M >= c["BLOCK_SIZE_M"]:
+            continue
+        x, w, xs, ws = inputs(M, 520, 4160, xs_layout=xs_layout)
+        y = run(x, w, xs, ws, cfg=c)
+        check(y, x, w, xs, ws)
+        monkeypatch.setattr(H, "TRIM_X_BOX", False)
+        assert torch.equal(run(x, w, xs, ws, cfg=c), y), M
+        monkeypatch.setattr(H, "TRIM_X_BOX", True)
+
+
 def _nan_padded(M, KB, pad, offset=0):
     """An M-major (M, KB) x_scale view whose storage has `pad` NaN elements after each column (stride (1, M +
     pad)) and starts `offset` elements into its allocation: a TMA box of x scales that runs past row M reads NaN.

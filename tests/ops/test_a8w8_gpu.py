@@ -157,6 +157,8 @@ def test_cuda_graph_capture():
 
 # x copied to whole TMA boxes of rows (ops/dispatch.py pad_m): each Gluon layout and mode on an M that leaves its last
 # row of tiles mostly past M, the copy's zero rows computed and dropped; every element checked against the reference.
+# Under one row of tiles (M < BLOCK_SIZE_M) the Gluon kernel loads boxes of only x's rows instead (kernels/_host.x_boxes:
+# M = 17 three boxes of 8 rows, M = 80 on the coop 128 five of 16), no copy.
 ROW_PAD_CONFIGS = {
     "pingpong_64": {"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 64, "BLOCK_SIZE_K": 128, "GROUP_SIZE_M": 4, "num_warps": 4,
                     "num_stages": 6, "backend": "gluon"},
@@ -175,7 +177,8 @@ def test_row_padded_x(M, name, block, launches):
 
     N, K = 8192, 8192
     cfg = ROW_PAD_CONFIGS[name]
-    assert D.pad_m(D.TRITON_TMA if name == "triton_64" else D.GLUON_FP8, cfg, M, N, K, 1, 1), "no copy: the test misses"
+    copy = name == "triton_64" or M > cfg["BLOCK_SIZE_M"]
+    assert bool(D.pad_m(D.TRITON_TMA if name == "triton_64" else D.GLUON_FP8, cfg, M, N, K, 1, 1)) == copy
     x, w = q8(M, K, dtype=FP8), q8(N, K, dtype=FP8)
     out = torch.full((M, N), float("nan"), device=DEV, dtype=torch.bfloat16)
     before = launches["pad_rows_kernel"]
@@ -192,6 +195,6 @@ def test_row_padded_x(M, name, block, launches):
         gemmkit.gemm_a8w8(x, w, xs, ws, bias, out=out, config=cfg)
         ref = ref_a8w8(x, w, xs, ws, bias)
     torch.cuda.synchronize()
-    assert launches["pad_rows_kernel"] == before + 1
+    assert launches["pad_rows_kernel"] == before + copy
     assert rel(out, ref) <= TOL[torch.bfloat16]
 

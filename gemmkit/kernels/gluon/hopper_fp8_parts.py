@@ -116,7 +116,7 @@ def load_partition(RING: gl.constexpr, NRINGS: gl.constexpr, x_desc, w_desc, xs_
                     s_ring, w_ring, full, empty, vx_smem, vw_smem, vfull, vempty, xs_ptr, ws_ptr, M, N, K, stride_xsm,
                     stride_xsk, stride_wsn, stride_wsk, TAIL, SPLITS, STAGES: gl.constexpr, GROUP_SIZE_M: gl.constexpr,
                     SCALE: gl.constexpr, SCALE_BN: gl.constexpr, SCALE_BK: gl.constexpr, SCALE_TMA: gl.constexpr,
-                    VEC: gl.constexpr, PAIR: gl.constexpr):
+                    VEC: gl.constexpr, PAIR: gl.constexpr, XBOXES: gl.constexpr):
     """1 warp: every K step of local work items RING, RING + NRINGS, ... into ring RING (pingpong: NRINGS = 2,
     consumer RING's tiles; coop: NRINGS = 1, every work item of the CTA, read by both consumers; a tail split's
     item is its K range of one tile, `tail_item`; PAIR: every tile of the CTA, half RING of its K steps,
@@ -125,7 +125,8 @@ def load_partition(RING: gl.constexpr, NRINGS: gl.constexpr, x_desc, w_desc, xs_
     w_scale[nb, kb] into w_ring[slot] (a 1-D TMA box of 4 from its offset rounded down to 4 elements,
     hopper_fp8_mainloop._w_pick). (VEC: coop rowcol) before an item's K steps, its epilogue scales into a vector
     buffer (`_stage_vectors`)."""
-    BM: gl.constexpr = x_desc.block_type.shape[0]
+    BM: gl.constexpr = a_ring.shape[1]  # the tile's rows
+    XROWS: gl.constexpr = x_desc.block_type.shape[0]  # x's box: BM, or XBOXES boxes hold x's rows (_host.x_boxes)
     BK: gl.constexpr = x_desc.block_type.shape[1]
     BN: gl.constexpr = w_desc.block_type.shape[0]
     # (block) BM scales over the warp's 32 lanes, BM / 32 each, lane l holding rows l, l + 32, ...: each cp.async
@@ -133,12 +134,12 @@ def load_partition(RING: gl.constexpr, NRINGS: gl.constexpr, x_desc, w_desc, xs_
     # gemmkit.quant.quantize_fp8_blockwise returns; row-major costs a line per row, docs/PERF.md).
     s_layout: gl.constexpr = gl.BlockedLayout([1], [32], [1], [0])
     if SCALE == "block" and SCALE_TMA:  # a, b and the two scale boxes
-        NBYTES: gl.constexpr = (x_desc.block_type.nbytes + w_desc.block_type.nbytes + xs_desc.block_type.nbytes +
-                                ws_desc.block_type.nbytes)
+        NBYTES: gl.constexpr = (XBOXES * x_desc.block_type.nbytes + w_desc.block_type.nbytes +
+                                xs_desc.block_type.nbytes + ws_desc.block_type.nbytes)
     elif SCALE == "block":  # a, b and the w scale's box (the x scales by cp.async)
-        NBYTES: gl.constexpr = x_desc.block_type.nbytes + w_desc.block_type.nbytes + ws_desc.block_type.nbytes
+        NBYTES: gl.constexpr = XBOXES * x_desc.block_type.nbytes + w_desc.block_type.nbytes + ws_desc.block_type.nbytes
     else:
-        NBYTES: gl.constexpr = x_desc.block_type.nbytes + w_desc.block_type.nbytes
+        NBYTES: gl.constexpr = XBOXES * x_desc.block_type.nbytes + w_desc.block_type.nbytes
     num_pid_m = gl.cdiv(M, BM)
     num_pid_n = gl.cdiv(N, BN)
     k_steps = gl.cdiv(K, BK)
@@ -177,7 +178,11 @@ def load_partition(RING: gl.constexpr, NRINGS: gl.constexpr, x_desc, w_desc, xs_
                     cp_async_load(s_ring.index(slot), xs_ptr + (xs_off + kb * stride_xsk))
                     async_copy.mbarrier_arrive(bar, increment_count=False)
             mbarrier.expect(bar, NBYTES)
-            tma_load(x_desc, [pid_m * BM, kk * BK], bar, a_ring.index(slot))
+            if XROWS == BM:
+                tma_load(x_desc, [pid_m * BM, kk * BK], bar, a_ring.index(slot))
+            else:  # one row of tiles (pid_m 0), only x's rows (x_boxes): the slot's other rows are never written
+                for i in gl.static_range(XBOXES):
+                    tma_load(x_desc, [i * XROWS, kk * BK], bar, a_ring.index(slot).slice(i * XROWS, XROWS))
             tma_load(w_desc, [pid_n * BN, kk * BK], bar, b_ring.index(slot))
             if SCALE == "block":  # 4 fp32 holding the w scale; (SCALE_TMA) BM x scales (512 bytes at BM = 128)
                 tma_load(ws_desc, [(ws0 + kb * stride_wsk) // WS_BOX * WS_BOX], bar, w_ring.index(slot).slice(0, WS_BOX))

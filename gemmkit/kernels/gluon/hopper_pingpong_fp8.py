@@ -187,6 +187,7 @@ from triton.experimental.gluon.language.nvidia.hopper import mbarrier, tma
 
 from ... import configs, launcher
 from .. import _budgets
+from .. import _host as H
 from ..triton import dense
 from ..triton._schedule import tail_item, tile_coords
 from . import hopper_host as hh
@@ -330,8 +331,8 @@ def hopper_pingpong_fp8_kernel(x_desc, w_desc, y_desc, xs_desc, ws_desc, xs_ptr,
                                STAGES: gl.constexpr, C_TILES: gl.constexpr, GROUP_SIZE_M: gl.constexpr,
                                HAS_BIAS: gl.constexpr, LAYOUT: gl.constexpr, SCALE: gl.constexpr,
                                SCALE_BN: gl.constexpr, SCALE_BK: gl.constexpr, SCALE_TMA: gl.constexpr,
-                               PAIR: gl.constexpr, MMA_REGS: gl.constexpr, LOAD_REGS: gl.constexpr):
-    BM: gl.constexpr = x_desc.block_type.shape[0]
+                               PAIR: gl.constexpr, MMA_REGS: gl.constexpr, LOAD_REGS: gl.constexpr,
+                               BM: gl.constexpr, XBOXES: gl.constexpr):
     BK: gl.constexpr = x_desc.block_type.shape[1]
     BN: gl.constexpr = w_desc.block_type.shape[0]
     if LAYOUT == "coop":
@@ -419,7 +420,7 @@ def hopper_pingpong_fp8_kernel(x_desc, w_desc, y_desc, xs_desc, ws_desc, xs_ptr,
             (load_partition, (0, 1, x_desc, w_desc, xs_desc, ws_desc, a_ring, b_ring, s_ring, w_ring, full, empty,
                                vx_smem, vw_smem, vfull, vempty, xs_ptr, ws_ptr, M, N, K, stride_xsm, stride_xsk,
                                stride_wsn, stride_wsk, TAIL, SPLITS, STAGES, GROUP_SIZE_M, SCALE, SCALE_BN, SCALE_BK,
-                               SCALE_TMA, VEC, False)),
+                               SCALE_TMA, VEC, False, XBOXES)),
         ], [4, 1], [MMA_REGS, LOAD_REGS])
     else:  # no tail split (tail_plan): TAIL 0 and SPLITS 1 as constants (runtime ones break the pingpong
         # compile in Triton 3.6: an assertion in ConvertTritonGPUToLLVM), no workspace
@@ -435,11 +436,11 @@ def hopper_pingpong_fp8_kernel(x_desc, w_desc, y_desc, xs_desc, ws_desc, xs_ptr,
             (load_partition, (0, 2, x_desc, w_desc, xs_desc, ws_desc, a_ring, b_ring, s_ring, w_ring, full, empty,
                                vx_smem, vw_smem, vfull, vempty, xs_ptr, ws_ptr, M, N, K, stride_xsm, stride_xsk,
                                stride_wsn, stride_wsk, 0, 1, STAGES, GROUP_SIZE_M, SCALE, SCALE_BN, SCALE_BK,
-                               SCALE_TMA, VEC, PAIR)),
+                               SCALE_TMA, VEC, PAIR, XBOXES)),
             (load_partition, (1, 2, x_desc, w_desc, xs_desc, ws_desc, a_ring, b_ring, s_ring, w_ring, full, empty,
                                vx_smem, vw_smem, vfull, vempty, xs_ptr, ws_ptr, M, N, K, stride_xsm, stride_xsk,
                                stride_wsn, stride_wsk, 0, 1, STAGES, GROUP_SIZE_M, SCALE, SCALE_BN, SCALE_BK,
-                               SCALE_TMA, VEC, PAIR)),
+                               SCALE_TMA, VEC, PAIR, XBOXES)),
         ], [4, 1, 1], [MMA_REGS, LOAD_REGS, LOAD_REGS])
 
 
@@ -488,7 +489,8 @@ def launch(x, w, x_scale, w_scale, bias, y, cfg, target, compile_only=False, blo
     plan = launch_plan(cfg, target, y.element_size(), block_shape, M, N, K,
                        pair if pair is not None or PAIR_SPLIT else False)
     bm, bn, bk = plan.BM, plan.BN, plan.BK
-    x_desc = TensorDescriptor.from_tensor(x, [bm, bk], fp8_layout(bm, bk))
+    x_rows, x_boxes = H.x_boxes(bm, M)  # one box of BM rows, or (one row of tiles) those holding x's rows
+    x_desc = TensorDescriptor.from_tensor(x, [x_rows, bk], fp8_layout(bm, bk))
     w_desc = TensorDescriptor.from_tensor(w, [bn, bk], fp8_layout(bn, bk))
     ym = plan.consumer_rows if plan.layout == "coop" else bm  # coop: each consumer stores its half
     y_desc = TensorDescriptor.from_tensor(y, [ym, bn], hh.shared_layout(ym, bn, hh.TORCH_NAME[str(y.dtype)]))
@@ -502,7 +504,7 @@ def launch(x, w, x_scale, w_scale, bias, y, cfg, target, compile_only=False, blo
         if w_scale.data_ptr() % hh.TMA_ALIGN:  # a TMA base must be 16-byte aligned: copy it (a few KiB; strides below
             w_scale = w_scale.clone()  # and ws_ptr are the copy's)
         ws_desc = TensorDescriptor.from_tensor(flat_storage(w_scale), [WS_BOX_FLOATS], scale_layout())
-    ce = constexprs(plan, has_bias=bias is not None, scale_tma=use_tma)
+    ce = constexprs(plan, has_bias=bias is not None, scale_tma=use_tma, x_boxes=x_boxes)
     num_tiles = -(-M // bm) * -(-N // bn)
     # A CTA per SM, fewer when the tiles are few: one tile on each of 128 SMs beats two on 64 (each
     # consumer alone keeps the tensor cores busy between its promotions only part of the time).
@@ -539,15 +541,18 @@ PRESETS = (
 
 
 def static_spec(cfg: dict, target, *, out_dtype: str = "bf16", has_bias: bool = True, block_shape=None,
-                scale_tma: bool = True, pair: bool = False):
+                scale_tma: bool = True, pair: bool = False, x_rows: int | None = None):
     """(kernel, signature, constexprs, divisible, options, plan) to compile the kernel for `target` on a CPU.
     Block mode: scale_tma True compiles the TMA copy of the x scales (the fast path, M-major x scales), False the
-    cp.async one. pair: the paired pingpong (`pair_plan`)."""
+    cp.async one. pair: the paired pingpong (`pair_plan`). x_rows: a launch's M under one row of tiles, whose x
+    the kernel loads in the boxes kernels/_host.x_boxes gives (None: one box of BLOCK_SIZE_M rows)."""
     plan = derive(cfg, target, 4 if out_dtype == "fp32" else 2, block_shape, pair=pair)
     bm, bn, bk = plan.BM, plan.BN, plan.BK
     ym = plan.consumer_rows if plan.layout == "coop" else bm
     use_tma = scale_tma and plan.scale == "block"
-    sig = {"x_desc": f"tensordesc<fp8e4nv[{bm}, {bk}],{fp8_layout(bm, bk)!r}>",
+    x_boxes = 1 if x_rows is None else H.x_boxes(bm, x_rows)[1]
+    x_rows = H.x_boxes(bm, x_rows)[0] if x_rows else bm
+    sig = {"x_desc": f"tensordesc<fp8e4nv[{x_rows}, {bk}],{fp8_layout(bm, bk)!r}>",
            "w_desc": f"tensordesc<fp8e4nv[{bn}, {bk}],{fp8_layout(bn, bk)!r}>",
            "y_desc": f"tensordesc<{out_dtype}[{ym}, {bn}],{hh.shared_layout(ym, bn, out_dtype)!r}>",
            "xs_desc": f"tensordesc<fp32[{bm}],{scale_layout()!r}>" if use_tma else
@@ -557,7 +562,7 @@ def static_spec(cfg: dict, target, *, out_dtype: str = "bf16", has_bias: bool = 
            "xs_ptr": "*fp32", "ws_ptr": "*fp32", "bias_ptr": f"*{out_dtype}", "M": "i32", "N": "i32", "K": "i32",
            "stride_xsm": "i32", "stride_xsk": "i32", "stride_wsn": "i32", "stride_wsk": "i32",
            "part_ptr": "*fp32", "TAIL": "i32", "SPLITS": "i32"}
-    ce = constexprs(plan, has_bias=has_bias, scale_tma=use_tma)
+    ce = constexprs(plan, has_bias=has_bias, scale_tma=use_tma, x_boxes=x_boxes)
     sig.update({k: "constexpr" for k in ce})
     return (hopper_pingpong_fp8_kernel, sig, ce, ["xs_ptr", "ws_ptr", "bias_ptr", "part_ptr"],
             {"num_warps": hh.CONSUMER_WARPS}, plan)
@@ -596,6 +601,12 @@ def isa_cases(archs, op: str = "hopper_pingpong_fp8"):
     cases += [("-", f"preset{i}", PRESETS[i], o) for i in range(len(PRESETS)) for o in ("block-bf16", "block-fp32")]
     # The paired pingpong (`pair_plan`: at most a tile a CTA), as the config model's decode tile runs it
     cases += [("-", "pair", PAIR_PRESET, o) for o in ("pair-bf16", "pair-block-bf16")]
+    # x in the boxes that hold its rows (one row of tiles: kernels/_host.x_boxes), the decode tile paired and not
+    # (M = 24: three boxes of 8 rows; 40: five), and the coop 128 at M = 72 (three of 32)
+    cases += [("-", o.split("-")[0], c, o) for c, o in ((PAIR_PRESET, "rows24-bf16"), (PAIR_PRESET, "rows24-block-bf16"),
+                                                        (PAIR_PRESET, "rows40-pair-bf16"),
+                                                        (PAIR_PRESET, "rows40-pair-block-bf16"),
+                                                        (PRESETS[2], "rows72-bf16"), (PRESETS[2], "rows72-block-bf16"))]
     yield from hh.unique_cases(cases, KERNEL_NAME, op)
 
 
@@ -606,6 +617,10 @@ def isa_spec(case):
     # path gluon-[block-[cpasync-]]<out dtype>: block scales, copied by TMA (what gemmkit.quant's scales take) or,
     # with "cpasync", the x scales by cp.async (row-major or unaligned x_scale; not in isa_cases, tested directly)
     out = case["path"].split("-", 1)[1] if case["path"].startswith("gluon-") else "bf16"
+    x_rows = None
+    if out.startswith("rows"):  # rows<M>-...: x's boxes those of M rows
+        rows, out = out.split("-", 1)
+        x_rows = int(rows.removeprefix("rows"))
     pair = out.startswith("pair-")
     out = out.removeprefix("pair-")
     block = out.startswith("block-")
@@ -615,6 +630,6 @@ def isa_spec(case):
     kernel, sig, ce, div, opts, plan = static_spec(case["config"], target, out_dtype=out.split("-")[-1],
                                                    has_bias=(epilogue or (False,))[0],
                                                    block_shape=BLOCK_SHAPE if block else None,
-                                                   scale_tma="cpasync" not in out, pair=pair)
+                                                   scale_tma="cpasync" not in out, pair=pair, x_rows=x_rows)
     return dict(kernel=kernel, signature=sig, constexprs=ce, divisible=div, options=opts, promises=PROMISES,
                 block=(plan.BM, plan.BN, plan.BK), smem_bound=plan.smem_bytes, **hh.budget_note(passed, epilogue))
