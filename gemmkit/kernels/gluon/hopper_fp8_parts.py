@@ -28,7 +28,7 @@ them in the last round, S splits each; pingpong and unsplit launches: TAIL 0, SP
 Block scales (SCALE = "block"; K step kk of BK columns lies in scale block kb = kk * BK // SBK)::
 
    load r (1 warp), after empty[s]:                              ring slot s of ring r
-     expect-tx (a, b and the scale boxes), then TMA a[s], b[s]      ┐
+     expect-tx (a, b and the scale boxes), then TMA a[s], b[s]      ┐  (a: one box, or XBOXES of x's rows: x_boxes)
      TMA w_scale.flat[o & ~3 .. +3], o = offset of w_scale[nb, kb]  ├─► w_ring[s]: 4 fp32 holding the w scale ┐ full[s]
      SCALE_TMA (M-major x_scale, 16-byte aligned boxes):            │                                         │ completes
        TMA x_scale.flat[kb * stride + m0 .. + BM]  ──────────────────┴─► s_ring[s]: BM fp32 x scales          │ when all

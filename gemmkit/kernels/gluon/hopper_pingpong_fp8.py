@@ -159,6 +159,9 @@ Constraints:
     (K % 16 == 0; N % 8 == 0 for a 16-bit y, N % 4 for fp32). M, N, K need not be multiples
     of the tile: TMA zero-fills out-of-bounds loads (zeros add nothing) and clips stores. x may hold more rows than
     y (ops/dispatch.py pad_m): M is y's, the scales are read for y's rows, the extra rows are computed and clipped.
+    Under one row of tiles (M < BLOCK_SIZE_M) x comes in XBOXES boxes of only its rows (kernels/_host.x_boxes:
+    XROWS a power of two >= 8, XBOXES <= 8), into the first rows of each slot: the slot's other rows hold whatever
+    shared memory held, and so do the output rows they make, which lie past M and are never stored.
     Block: a ragged last K block (K % SBK != 0) is zero-filled past K; its scale column
     covers what is there.
   - BLOCK_SIZE_M in {64, 128} (pingpong) or {128, 256} (coop) (64-row wgmma slices); BLOCK_SIZE_N a power of two
