@@ -544,17 +544,16 @@ PRESETS = (
 
 
 def static_spec(cfg: dict, target, *, out_dtype: str = "bf16", has_bias: bool = True, block_shape=None,
-                scale_tma: bool = True, pair: bool = False, x_rows: int | None = None):
+                scale_tma: bool = True, pair: bool = False, m: int | None = None):
     """(kernel, signature, constexprs, divisible, options, plan) to compile the kernel for `target` on a CPU.
     Block mode: scale_tma True compiles the TMA copy of the x scales (the fast path, M-major x scales), False the
-    cp.async one. pair: the paired pingpong (`pair_plan`). x_rows: a launch's M under one row of tiles, whose x
-    the kernel loads in the boxes kernels/_host.x_boxes gives (None: one box of BLOCK_SIZE_M rows)."""
+    cp.async one. pair: the paired pingpong (`pair_plan`). m: a launch's M (None: one of at least BLOCK_SIZE_M rows),
+    which under one row of tiles sets x's boxes (kernels/_host.x_boxes)."""
     plan = derive(cfg, target, 4 if out_dtype == "fp32" else 2, block_shape, pair=pair)
     bm, bn, bk = plan.BM, plan.BN, plan.BK
     ym = plan.consumer_rows if plan.layout == "coop" else bm
     use_tma = scale_tma and plan.scale == "block"
-    x_boxes = 1 if x_rows is None else H.x_boxes(bm, x_rows)[1]
-    x_rows = H.x_boxes(bm, x_rows)[0] if x_rows else bm
+    x_rows, x_boxes = H.x_boxes(bm, m) if m else (bm, 1)
     sig = {"x_desc": f"tensordesc<fp8e4nv[{x_rows}, {bk}],{fp8_layout(bm, bk)!r}>",
            "w_desc": f"tensordesc<fp8e4nv[{bn}, {bk}],{fp8_layout(bn, bk)!r}>",
            "y_desc": f"tensordesc<{out_dtype}[{ym}, {bn}],{hh.shared_layout(ym, bn, out_dtype)!r}>",
@@ -620,10 +619,10 @@ def isa_spec(case):
     # path gluon-[block-[cpasync-]]<out dtype>: block scales, copied by TMA (what gemmkit.quant's scales take) or,
     # with "cpasync", the x scales by cp.async (row-major or unaligned x_scale; not in isa_cases, tested directly)
     out = case["path"].split("-", 1)[1] if case["path"].startswith("gluon-") else "bf16"
-    x_rows = None
+    m = None
     if out.startswith("rows"):  # rows<M>-...: x's boxes those of M rows
         rows, out = out.split("-", 1)
-        x_rows = int(rows.removeprefix("rows"))
+        m = int(rows.removeprefix("rows"))
     pair = out.startswith("pair-")
     out = out.removeprefix("pair-")
     block = out.startswith("block-")
@@ -633,6 +632,6 @@ def isa_spec(case):
     kernel, sig, ce, div, opts, plan = static_spec(case["config"], target, out_dtype=out.split("-")[-1],
                                                    has_bias=(epilogue or (False,))[0],
                                                    block_shape=BLOCK_SHAPE if block else None,
-                                                   scale_tma="cpasync" not in out, pair=pair, x_rows=x_rows)
+                                                   scale_tma="cpasync" not in out, pair=pair, m=m)
     return dict(kernel=kernel, signature=sig, constexprs=ce, divisible=div, options=opts, promises=PROMISES,
                 block=(plan.BM, plan.BN, plan.BK), smem_bound=plan.smem_bytes, **hh.budget_note(passed, epilogue))
