@@ -52,9 +52,10 @@ def shift_last_tiles(acc_regs: int) -> bool:
 # rows of each BLOCK_SIZE_M-row ring slot: the slot's other rows are never written, and the output rows they make lie
 # past M, never stored (a row of the product reads only its own row of x). A box reaching past M loads slowly (the
 # hardware's out-of-bounds fill, ops/dispatch.py pad_m): H200, fp8 64 x 64 ping-pong, 5120 x 8192 at M = 32 21.2 us
-# against 17.1 at M = 64 (docs/PERF.md). Where the boxes hold M, the dispatch makes no copy of x. The fp8 Gluon
-# kernel (kernels/gluon/hopper_pingpong_fp8.py) takes them. GEMMKIT_TRIM_X_BOX=0 (or TRIM_X_BOX = False, read at
-# each launch) loads one whole box, e.g. to compare.
+# against 17.1 at M = 64 (docs/PERF.md). Where the boxes hold M, the dispatch makes no copy of x. The Hopper Gluon
+# dense kernels take them (gluon/hopper_pingpong_fp8.py; hopper_pingpong.py and hopper_coop.py through
+# gluon/hopper_host.token_boxes, which applies them to w's rows, the tokens, on a swap-AB tile). GEMMKIT_TRIM_X_BOX=0
+# (or TRIM_X_BOX = False, read at each launch) loads one whole box, e.g. to compare.
 TRIM_X_BOX = os.environ.get("GEMMKIT_TRIM_X_BOX", "1") != "0"
 X_ROWS_MIN = 8  # a box's least rows: the 8-row swizzle atom of its NVMMA layout
 MAX_X_BOXES = 8  # boxes a K step at most (the load warp issues each)

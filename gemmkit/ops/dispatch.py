@@ -317,8 +317,9 @@ ROW_BOX_KERNELS = (GLUON_BF16, GLUON_COOP, GLUON_FP8, TRITON_TMA, GATED_TMA)
 # Kernels whose last row and column of tiles start one tile before M / N (kernels/gluon/hopper_parts.py
 # `tile_origin`): every box they load lies inside x and w wherever M (N) holds at least one tile, so no copy there.
 SHIFTED_KERNELS = (GLUON_BF16, GLUON_COOP)
-# Kernels that load x in boxes of only its rows under one row of tiles (kernels/_host.x_boxes): no copy there.
-X_BOX_KERNELS = (GLUON_FP8,)
+# Kernels that load x (swap-AB: the tokens) in boxes of only its rows under one row of tiles (kernels/_host.x_boxes,
+# gluon/hopper_host.token_boxes): no copy there.
+X_BOX_KERNELS = (GLUON_FP8, GLUON_BF16, GLUON_COOP)
 
 
 def _shifts(cfg: dict) -> bool:

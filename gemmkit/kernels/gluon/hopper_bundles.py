@@ -128,10 +128,11 @@ class Schedule:
     SHIFT: gl.constexpr
     R: _SCALAR
     TAIL: gl.constexpr
+    X_BOXES: gl.constexpr
 
     @gluon.constexpr_function
     def __init__(self, M, N, K, B, GROUP_SIZE_M, BATCHED=False, SPLIT_K=False, SWAP=False, SHIFT=False, R=0,
-                 TAIL=False):
+                 TAIL=False, X_BOXES=1):
         self.M = _cx(M)
         self.N = _cx(N)
         self.K = _cx(K)
@@ -143,3 +144,4 @@ class Schedule:
         self.SPLIT_K = gl.constexpr(SPLIT_K)
         self.SWAP = gl.constexpr(SWAP)
         self.SHIFT = gl.constexpr(SHIFT)
+        self.X_BOXES = gl.constexpr(X_BOXES)

@@ -376,19 +376,20 @@ def ring_barriers(STAGES: gl.constexpr):
 def hopper_coop_kernel(x_desc, w_desc, y_desc, bias_ptr, M, N, K, SPLITS, part_ptr, TAIL_TILES,
                        STAGES: gl.constexpr, GROUP_SIZE_M: gl.constexpr, HAS_BIAS: gl.constexpr,
                        ACTIVATION: gl.constexpr, MMA_REGS: gl.constexpr, LOAD_REGS: gl.constexpr,
-                       BN: gl.constexpr, SPLIT_K: gl.constexpr, SHIFT: gl.constexpr, TAIL: gl.constexpr):
-    BM: gl.constexpr = x_desc.block_type.shape[0]
+                       BN: gl.constexpr, SPLIT_K: gl.constexpr, SHIFT: gl.constexpr, TAIL: gl.constexpr,
+                       BM: gl.constexpr, X_BOXES: gl.constexpr):
     BK: gl.constexpr = x_desc.block_type.shape[1]
     BM_C: gl.constexpr = y_desc.block_type.shape[0]
     EPI_N: gl.constexpr = y_desc.block_type.shape[1]
-    a_ring = gl.allocate_shared_memory(x_desc.dtype, [STAGES, BM, BK], x_desc.layout)
+    a_ring = gl.allocate_shared_memory(x_desc.dtype, [STAGES, BM, BK], x_desc.layout)  # (x's box may be fewer rows)
     c0 = gl.allocate_shared_memory(y_desc.dtype, [BM_C, EPI_N], y_desc.layout)
     c1 = gl.allocate_shared_memory(y_desc.dtype, [BM_C, EPI_N], y_desc.layout)
     full, empty = ring_barriers(STAGES)
     descs = Descs(x_desc, w_desc, y_desc)
     # TAIL (a tail split, hopper_host.launch_dense): SPLITS K splits of each of the last TAIL_TILES tiles, their fp32
     # partials into part_ptr; SPLIT_K: SPLITS K splits of every tile; neither: SPLITS, part_ptr, TAIL_TILES unused
-    sched = Schedule(M, N, K, SPLITS, GROUP_SIZE_M, SPLIT_K=SPLIT_K, SHIFT=SHIFT, R=TAIL_TILES, TAIL=TAIL)
+    sched = Schedule(M, N, K, SPLITS, GROUP_SIZE_M, SPLIT_K=SPLIT_K, SHIFT=SHIFT, R=TAIL_TILES, TAIL=TAIL,
+                     X_BOXES=X_BOXES)
     part = part_ptr if TAIL else None
     epi0 = Epilogue(c0, bias_ptr, 0, HAS_BIAS, ACTIVATION, part)
     epi1 = Epilogue(c1, bias_ptr, 0, HAS_BIAS, ACTIVATION, part)
@@ -469,14 +470,16 @@ SPLIT_PRESETS = (
 
 
 def static_spec(cfg: dict, target, *, dtype: str = "bf16", out_dtype: str | None = None, has_bias: bool = True,
-                activation: str = "gelu", tail: bool = False):
+                activation: str = "gelu", tail: bool = False, tokens: int | None = None):
     """(kernel, signature, constexprs, divisible, options, plan) to compile the kernel for `target` on a CPU
     (split-K: fp32 partial tiles, hopper_host.staged_dtype; `tail`: the tail split's variant, its partials fp32
-    through part_ptr)."""
+    through part_ptr; `tokens`: a launch's M under one tile, x in the boxes hopper_host.token_boxes gives)."""
     out_dtype = hh.staged_dtype(cfg, out_dtype or dtype)
     plan = derive(cfg, target, 2, 4 if out_dtype == "fp32" else 2)
     ce = kernel_constexprs(plan, has_bias=has_bias, activation=activation, tail=tail)
-    sig = hh.tma_signature(plan, (plan.BM_C, plan.epi_n), dtype, out_dtype, ce, w_box=plan.w_box)
+    if tokens:
+        ce["X_BOXES"] = hh.token_boxes(plan, tokens, plan.w_box)[2]
+    sig = hh.tma_signature(plan, (plan.BM_C, plan.epi_n), dtype, out_dtype, ce, w_box=plan.w_box, tokens=tokens)
     sig.update(part_ptr="*fp32" if tail else f"*{out_dtype}", TAIL_TILES="i32")  # (unused without TAIL: y's)
     return hopper_coop_kernel, sig, ce, ["bias_ptr"], {"num_warps": hh.CONSUMER_WARPS}, plan
 
@@ -502,10 +505,12 @@ def isa_cases(archs, op: str = "hopper_coop"):
     tails = [t for t in tails if _budgets.tail_split_ok(KERNEL_NAME, t[2])]  # (the installed Triton's budget)
     for case in hh.unique_cases(tails, KERNEL_NAME, op):
         yield dict(case, path=case["path"] + "-tail", bucket=case["bucket"] + "-tail")
+    # x in boxes of only its rows under one row of tiles (hopper_host.token_boxes): M = 72 on 128 x 256, five of 16
+    yield from hh.token_cases([("-", "preset0", PRESETS[0], "bf16", 72)], KERNEL_NAME, op)
 
 
 def isa_spec(case):
     if case["path"].endswith("-tail"):
         return hh.isa_spec_from(dict(case, path=case["path"][:-5]), functools.partial(static_spec, tail=True),
                                 PROMISES)
-    return hh.isa_spec_from(case, static_spec, PROMISES)
+    return hh.isa_spec_from(*hh.token_spec(case, static_spec), PROMISES)

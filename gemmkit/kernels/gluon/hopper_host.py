@@ -36,6 +36,7 @@ import functools
 from triton.experimental.gluon import language as gl
 
 from ... import launcher
+from .. import _host
 from ..triton import dense
 
 # A Gluon config's keys (the Hopper kernels' `check_config`; `unique_cases` compiles each distinct one once) and
@@ -187,6 +188,18 @@ def tail_split(tiles: int, ctas: int, k_steps: int, min_k_steps: int = 1) -> tup
 
 # ----------------------------------------------------------------------------- launch
 
+def token_boxes(plan, tokens: int, w_box=None) -> tuple[int, int, int]:
+    """(x's box rows, w's box rows, X_BOXES) of a dense kernel's launch at `tokens` rows of the tokens' operand (x;
+    swap-AB: w, the kernel's N): BM and (w_box or BN), one box a step; or, where the tokens are under one tile, the
+    boxes of only their rows that kernels/_host.x_boxes gives, in place of that operand's."""
+    xb, wb = plan.BM, w_box or plan.BN
+    if getattr(plan, "swap", False):
+        wb, boxes = _host.x_boxes(plan.BN, tokens)
+    else:
+        xb, boxes = _host.x_boxes(plan.BM, tokens)
+    return xb, wb, boxes
+
+
 def launch_tma(kernel, plan, y_box, x2, w, bias, y, ce: dict, target, compile_only=False, w_box=None, splits=1,
                tail=None):
     """Launch kernel(x_desc, w_desc, y_desc, bias_ptr, M, N, K, splits, **ce) (the dense kernels'): 2-D TMA
@@ -203,9 +216,12 @@ def launch_tma(kernel, plan, y_box, x2, w, bias, y, ce: dict, target, compile_on
     N = w.shape[0] if getattr(plan, "swap", False) else y.shape[1]
     t_in, t_out = TORCH_NAME[str(x2.dtype)], TORCH_NAME[str(y.dtype)]
     bm, bn, bk = plan.BM, plan.BN, plan.BK
-    x_desc = TensorDescriptor.from_tensor(x2, [bm, bk], shared_layout(bm, bk, t_in))
-    wb = w_box or bn
-    w_desc = TensorDescriptor.from_tensor(w, [wb, bk], shared_layout(wb, bk, t_in))
+    xb, wb = bm, w_box or bn
+    if "X_BOXES" in ce:  # the tokens' rows only, under one row of tiles: x's, swap-AB w's (the kernel's N)
+        xb, wb, boxes = token_boxes(plan, N if getattr(plan, "swap", False) else M, w_box)
+        ce = {**ce, "X_BOXES": boxes}
+    x_desc = TensorDescriptor.from_tensor(x2, [xb, bk], shared_layout(bm, bk, t_in))
+    w_desc = TensorDescriptor.from_tensor(w, [wb, bk], shared_layout(w_box or bn, bk, t_in))
     y_desc = TensorDescriptor.from_tensor(y, list(y_box), shared_layout(*y_box, t_out))
     num_work = -(-M // bm) * -(-N // bn) * splits
     args = (x_desc, w_desc, y_desc, bias if bias is not None else x2, M, N, K, splits)
@@ -273,13 +289,15 @@ def launch_dense(kernel, plan, y_box, x2, w, bias, y, activation, ce: dict, targ
 
 # ----------------------------------------------------------------------------- static compile (gemmkit isa)
 
-def tma_signature(plan, y_box, dtype: str, out_dtype: str, ce: dict, w_box=None) -> dict:
+def tma_signature(plan, y_box, dtype: str, out_dtype: str, ce: dict, w_box=None, tokens=None) -> dict:
     """The static-compile signature of (x_desc, w_desc, y_desc, bias_ptr, M, N, K, **ce), the descriptors
-    `launch_tma` builds (x [BM, BK], w [w_box or BN, BK], y `y_box`): the dense kernels' static compiles."""
+    `launch_tma` builds (x [BM, BK], w [w_box or BN, BK], y `y_box`): the dense kernels' static compiles. `tokens`:
+    a launch's tokens under one tile (`token_boxes`; ce["X_BOXES"] must be its count)."""
     bm, bk = plan.BM, plan.BK
     bn = w_box or plan.BN
-    sig = {"x_desc": f"tensordesc<{dtype}[{bm}, {bk}],{shared_layout(bm, bk, dtype)!r}>",
-           "w_desc": f"tensordesc<{dtype}[{bn}, {bk}],{shared_layout(bn, bk, dtype)!r}>",
+    xb, wb, _ = token_boxes(plan, tokens, w_box) if tokens else (bm, bn, 1)
+    sig = {"x_desc": f"tensordesc<{dtype}[{xb}, {bk}],{shared_layout(bm, bk, dtype)!r}>",
+           "w_desc": f"tensordesc<{dtype}[{wb}, {bk}],{shared_layout(bn, bk, dtype)!r}>",
            "y_desc": f"tensordesc<{out_dtype}[{y_box[0]}, {y_box[1]}],{shared_layout(*y_box, out_dtype)!r}>",
            "bias_ptr": f"*{dtype}", "M": "i32", "N": "i32", "K": "i32", "SPLITS": "i32"}
     sig.update({k: "constexpr" for k in ce})
@@ -316,6 +334,23 @@ def unique_cases(cases, kernel_name: str, op: str):
         seen.add(key)
         yield {"kernel": kernel_name, "op": op, "arch": "sm_90", "table": table, "bucket": bucket,
                "config": dict(cfg), "path": f"gluon-{out}"}
+
+
+def token_cases(cases, kernel_name: str, op: str):
+    """`gemmkit isa` cases of (table, bucket, config, out dtype, tokens): a launch at `tokens` rows under one tile,
+    the tokens in the boxes `token_boxes` gives (path "gluon-<out>-tok<tokens>")."""
+    for table, bucket, cfg, out, tokens in cases:
+        for case in unique_cases([(table, bucket, cfg, out)], kernel_name, op):
+            yield dict(case, path=f"{case['path']}-tok{tokens}", bucket=f"{bucket}-tok{tokens}")
+
+
+def token_spec(case, static_spec):
+    """(case, static_spec) for isa_spec_from: a `token_cases` case's path without its "-tok<tokens>" and static_spec
+    bound to those tokens; any other case as it is."""
+    head, _, tok = case["path"].rpartition("-tok")
+    if not head or not tok.isdigit():
+        return case, static_spec
+    return dict(case, path=head), functools.partial(static_spec, tokens=int(tok))
 
 
 def isa_spec_from(case, static_spec, promises):

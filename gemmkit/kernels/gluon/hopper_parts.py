@@ -174,6 +174,19 @@ def store_partial(part_ptr, out, part, ROW0: gl.constexpr, BM: gl.constexpr):
 
 
 @gluon.jit
+def load_rows(desc, row0, k0, bar, dst, CUT: gl.constexpr, BOXES: gl.constexpr):
+    """TMA desc's box at (row0, k0) into dst (a ring slot), arriving on bar; or (CUT: one row of tiles, row0 0, the
+    box fewer rows than dst: kernels/_host.x_boxes) BOXES boxes of its rows into dst's first rows, the rest of dst
+    never written (the rows of the product they make lie past the tensor's rows, never stored)."""
+    if CUT:
+        R: gl.constexpr = desc.block_type.shape[0]
+        for i in gl.static_range(BOXES):
+            tma_load(desc, [i * R, k0], bar, dst.slice(i * R, R))
+    else:
+        tma_load(desc, [row0, k0], bar, dst)
+
+
+@gluon.jit
 def load_partition(descs, ring, sched):
     """1 warp: for every K step of every tile of this CTA, wait for the slot, then TMA x and w into it
     (bundles: hopper_bundles.py `Descs`, `Ring`, `Schedule`).
@@ -184,7 +197,9 @@ def load_partition(descs, ring, sched):
     A / B + 1 per step, and full[s] expects x's box + those w boxes.
     SPLIT_K (dense only): B is the number of K splits; work id -> (split b, tile) as the batched order, and
     split b loads K steps [b * k_steps, (b + 1) * k_steps) (`split_steps`). TAIL (the ping-pong's and hopper_coop.py's
-    tail split): the K range of `work_range`'s item, a whole tile or one split of a tail tile."""
+    tail split): the K range of `work_range`'s item, a whole tile or one split of a tail tile.
+    The tokens' operand (x; SWAP: w) under one row of tiles (2-D only; kernels/_host.x_boxes): a box of fewer rows than
+    its ring slot's, sched.X_BOXES of them a step into the slot's first rows (`load_rows`)."""
     x_desc = descs.x
     w_desc = descs.w
     a_ring = ring.a
@@ -198,8 +213,13 @@ def load_partition(descs, ring, sched):
     BN: gl.constexpr = ring.BN
     BATCHED: gl.constexpr = sched.BATCHED
     SPLIT_K: gl.constexpr = sched.SPLIT_K
+    X_BOXES: gl.constexpr = sched.X_BOXES
+    # only the tokens' rows: x's (W_CUT, swap-AB: w's, the tokens), X_BOXES boxes a step
+    X_CUT: gl.constexpr = not BATCHED and not sched.SWAP and x_desc.block_type.shape[0] < BM
+    W_CUT: gl.constexpr = not BATCHED and sched.SWAP and w_desc.block_type.shape[0] < BN
+    X_BYTES: gl.constexpr = x_desc.block_type.nbytes * (X_BOXES if X_CUT else 1)
     if t_ring is None:
-        W_BYTES: gl.constexpr = w_desc.block_type.nbytes
+        W_BYTES: gl.constexpr = w_desc.block_type.nbytes * (X_BOXES if W_CUT else 1)
     else:
         T: gl.constexpr = t_ring.shape[1]  # B, the w box's rows
         BOXES: gl.constexpr = b_ring.shape[1] // T  # A / B boxes into ring.b
@@ -215,15 +235,15 @@ def load_partition(descs, ring, sched):
         for kk in range(k0, k0 + nk):
             mbarrier.wait(empty.index(idx), phase ^ 1)  # round 0 passes: fresh barrier
             bar = full.index(idx)
-            mbarrier.expect(bar, x_desc.block_type.nbytes + W_BYTES)
+            mbarrier.expect(bar, X_BYTES + W_BYTES)
             if BATCHED:
                 tma_load(x_desc, [b, row0, kk * BK], bar, a_ring.index(idx).reshape([1, BM, BK]))
                 tma_load(w_desc, [b, col0, kk * BK], bar, b_ring.index(idx).reshape([1, BN, BK]))
             elif t_ring is None:
-                tma_load(x_desc, [row0, kk * BK], bar, a_ring.index(idx))
-                tma_load(w_desc, [col0, kk * BK], bar, b_ring.index(idx))
+                load_rows(x_desc, row0, kk * BK, bar, a_ring.index(idx), X_CUT, X_BOXES)
+                load_rows(w_desc, col0, kk * BK, bar, b_ring.index(idx), W_CUT, X_BOXES)
             else:
-                tma_load(x_desc, [row0, kk * BK], bar, a_ring.index(idx))
+                load_rows(x_desc, row0, kk * BK, bar, a_ring.index(idx), X_CUT, X_BOXES)
                 for i in gl.static_range(BOXES):
                     tma_load(w_desc, [col0 + i * T, kk * BK], bar, b_ring.index(idx).slice(i * T, T))
                 tma_load(w_desc, [col0 + BOXES * T, kk * BK], bar, t_ring.index(idx))

@@ -271,10 +271,12 @@ def dense_constexprs(plan, *, has_bias: bool, activation: str) -> dict:
     """The dense kernels' constexprs beyond a kernel's `constexprs` (this one's and hopper_coop's): the tile
     width BN (the w box is B rows for a split tile BN = A + B) and SPLIT_K (work ids over splits x tiles, partial
     tiles stored to the fp32 workspace: `hopper_host.launch_dense`). The bias and activation of a split-K call are the
-    reduce's, so its GEMM launch has neither."""
+    reduce's, so its GEMM launch has neither. BM, the tile's rows, and X_BOXES, the tokens' TMA boxes a K step
+    (`hopper_host.launch_tma` sets it: more than one box, or one of fewer rows, only under one row of tiles)."""
     split = plan.split_k > 1
     return {"BN": plan.BN, "SPLIT_K": split, "HAS_BIAS": has_bias and not split,
-            "ACTIVATION": "none" if split else activation, "SHIFT": _host.shift_last_tiles(plan.acc_regs)}
+            "ACTIVATION": "none" if split else activation, "SHIFT": _host.shift_last_tiles(plan.acc_regs),
+            "BM": plan.BM, "X_BOXES": 1}
 
 
 def kernel_constexprs(plan: PingPongPlan, *, has_bias: bool, activation: str, tail: bool = False) -> dict:
@@ -450,12 +452,11 @@ def hopper_pingpong_kernel(x_desc, w_desc, y_desc, bias_ptr, M, N, K, SPLITS, pa
                            STAGES: gl.constexpr, C_TILES: gl.constexpr, GROUP_SIZE_M: gl.constexpr,
                            HAS_BIAS: gl.constexpr, ACTIVATION: gl.constexpr, MMA_REGS: gl.constexpr,
                            LOAD_REGS: gl.constexpr, BN: gl.constexpr, SPLIT_K: gl.constexpr, SHIFT: gl.constexpr,
-                           SWAP: gl.constexpr, TAIL: gl.constexpr):
-    BM: gl.constexpr = x_desc.block_type.shape[0]
+                           SWAP: gl.constexpr, TAIL: gl.constexpr, BM: gl.constexpr, X_BOXES: gl.constexpr):
     BK: gl.constexpr = x_desc.block_type.shape[1]
-    a_ring = gl.allocate_shared_memory(x_desc.dtype, [STAGES, BM, BK], x_desc.layout)
+    a_ring = gl.allocate_shared_memory(x_desc.dtype, [STAGES, BM, BK], x_desc.layout)  # (x's box may be fewer rows)
     W_ROWS: gl.constexpr = w_desc.block_type.shape[0]
-    if W_ROWS != BN:  # a split tile BN = A + B (the w box is B rows): w rows [0, A) in b_ring, [A, BN) in t_ring;
+    if W_ROWS != BN and not SWAP:  # a split tile BN = A + B (the w box is B rows): w rows [0, A) in b_ring, [A, BN) in t_ring;
         # c0 / c1 BM x B
         b_ring = gl.allocate_shared_memory(w_desc.dtype, [STAGES, BN - W_ROWS, BK], w_desc.layout)
         t_ring = gl.allocate_shared_memory(w_desc.dtype, [STAGES, W_ROWS, BK], w_desc.layout)
@@ -482,7 +483,8 @@ def hopper_pingpong_kernel(x_desc, w_desc, y_desc, bias_ptr, M, N, K, SPLITS, pa
     handoff = Handoff(turn, c_free, C_TILES)
     # TAIL (a tail split, hopper_host.launch_dense): SPLITS K splits of each of the last TAIL_TILES tiles, their fp32
     # partials into part_ptr; SPLIT_K: SPLITS K splits of every tile; neither: SPLITS, part_ptr, TAIL_TILES unused
-    sched = Schedule(M, N, K, SPLITS, GROUP_SIZE_M, SPLIT_K=SPLIT_K, SWAP=SWAP, SHIFT=SHIFT, R=TAIL_TILES, TAIL=TAIL)
+    sched = Schedule(M, N, K, SPLITS, GROUP_SIZE_M, SPLIT_K=SPLIT_K, SWAP=SWAP, SHIFT=SHIFT, R=TAIL_TILES, TAIL=TAIL,
+                     X_BOXES=X_BOXES)
     part = part_ptr if TAIL else None
     epi0 = Epilogue(c0, bias_ptr, 0, HAS_BIAS, ACTIVATION, part)
     epi1 = Epilogue(c1, bias_ptr, 0, HAS_BIAS, ACTIVATION, part)
@@ -542,14 +544,17 @@ SPLIT_PRESETS = (
 
 
 def static_spec(cfg: dict, target, *, dtype: str = "bf16", out_dtype: str | None = None, has_bias: bool = True,
-                activation: str = "gelu", tail: bool = False):
+                activation: str = "gelu", tail: bool = False, tokens: int | None = None):
     """(kernel, signature, constexprs, divisible, options, plan) to compile the kernel for `target` on a CPU
     (split-K: the kernel stores fp32 partial tiles, whatever the op's output dtype; `tail`: the tail split's
-    variant, its partials fp32 through part_ptr)."""
+    variant, its partials fp32 through part_ptr; `tokens`: a launch's tokens under one tile, loaded in the boxes
+    hopper_host.token_boxes gives)."""
     out_dtype = hh.staged_dtype(cfg, out_dtype or dtype)
     plan = derive(cfg, target, 2, 4 if out_dtype == "fp32" else 2)
     ce = kernel_constexprs(plan, has_bias=has_bias, activation=activation, tail=tail)
-    sig = hh.tma_signature(plan, y_box(plan), dtype, out_dtype, ce, w_box=plan.w_box)
+    if tokens:
+        ce["X_BOXES"] = hh.token_boxes(plan, tokens, plan.w_box)[2]
+    sig = hh.tma_signature(plan, y_box(plan), dtype, out_dtype, ce, w_box=plan.w_box, tokens=tokens)
     sig.update(part_ptr="*fp32" if tail else f"*{out_dtype}", TAIL_TILES="i32")  # (unused without TAIL: y's)
     return hopper_pingpong_kernel, sig, ce, ["bias_ptr"], {"num_warps": hh.CONSUMER_WARPS}, plan
 
@@ -574,10 +579,19 @@ def isa_cases(archs, op: str = "hopper_pingpong"):
     tails += [("A16W16.json", "wide_config", configs.model.OP_RULES["a16w16"]["wide_config"], "bf16")]
     for case in hh.unique_cases(tails, KERNEL_NAME, op):
         yield dict(case, path=case["path"] + "-tail", bucket=case["bucket"] + "-tail")
+    # the tokens in boxes of only their rows under one tile (hopper_host.token_boxes): M = 100 on 128 x 128 (seven
+    # boxes of 16 rows of x), swap-AB M = 40 on 64 tokens (five of 8 rows of the kernel's w) and M = 5 on 16 (one of 8)
+    yield from hh.token_cases([("-", "preset0", PRESETS[0], "bf16", 100), ("-", "swap64", SWAP_PRESET, "bf16", 40),
+                               ("-", "preset4", SPLIT_PRESETS[2], "bf16", 5)], KERNEL_NAME, op)
+
+
+# The swap-AB tile on 64 tokens (configs/model.py `swap_wide`'s kind of tile)
+SWAP_PRESET = {"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 128, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 1, "num_warps": 4,
+               "num_stages": 6, "swap_ab": True}
 
 
 def isa_spec(case):
     if case["path"].endswith("-tail"):
         return hh.isa_spec_from(dict(case, path=case["path"][:-5]), functools.partial(static_spec, tail=True),
                                 PROMISES)
-    return hh.isa_spec_from(case, static_spec, PROMISES)
+    return hh.isa_spec_from(*hh.token_spec(case, static_spec), PROMISES)
