@@ -102,8 +102,10 @@ Constraints:
   - TMA rules as the ping-pong's (`unsupported`): 2-D, unit last stride, 16-byte aligned base and row
     stride (K % 8 == 0, N % 8 == 0 for a 16-bit y, N % 4 for fp32). M, N, K need not be multiples of
     the tile: the last row / column of tiles shifts back as the ping-pong's (hopper_parts `tile_origin`); under one
-    tile, and past K, TMA zero-fills the loads and clips the stores (a consumer's rows past M are clipped). x may hold
-    more rows than y (ops/dispatch.py pad_m, under one tile): they are computed and clipped.
+    tile, and past K, TMA zero-fills the loads and clips the stores (a consumer's rows past M are clipped); but x under
+    one tile comes in X_BOXES boxes of only its rows (hopper_host.token_boxes), the rest of each slot never written
+    (its rows of the product lie past M, never stored). x may hold more rows than y (ops/dispatch.py pad_m, under
+    one tile): they are computed and clipped.
   - BLOCK_SIZE_M in {128, 256} (BM/2 rows per consumer, 64 or 128: wgmma's m64 slices); BLOCK_SIZE_N a
     power of two in [16, 256], or a split tile A + B of configs.SPLIT_N (48, 80, 96, 144, 160, 192 at BM 128;
     48, 80, 96 at BM 256: the accumulator budget; the dense kernel only: the batched kernel rejects it);

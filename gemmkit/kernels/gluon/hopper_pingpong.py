@@ -105,7 +105,8 @@ Swap-AB (config key "swap_ab", dense kernel only; SWAP): at decode sizes a token
 a wgmma's m64, and cuBLAS runs its M = 1 GEMMs with the weight as the wgmma's M (nvjet ..._256x8_...). The config
 still names y's BLOCK_SIZE_M (tokens) x BLOCK_SIZE_N (weight rows) tile; `derive` plans the kernel's tile as its
 transpose, BM = BLOCK_SIZE_N weight rows (64 / 128) x BN = BLOCK_SIZE_M tokens, and `launch` passes w as the
-kernel's x and x as its w (their boxes: BM x BK of w, BN x BK of x, token rows past M zero-filled). The partitions
+kernel's x and x as its w (their boxes: BM x BK of w, BN x BK of x; under one token tile boxes of only x's rows,
+hopper_host.token_boxes). The partitions
 run unchanged; the epilogue permutes the accumulator (a layout change, no data moves), adds the bias along its
 columns (the weight rows) and stores the BN x BM tile at y[tokens, weight rows] (TMA clips token rows past M)::
 
@@ -146,8 +147,11 @@ Constraints:
     (K % 8 == 0, N % 8 == 0 for a 16-bit y, N % 4 for fp32). M, N, K need not be
     multiples of the tile: where M (N) holds at least one tile, the last row (column) of tiles starts one tile
     before M (N), rounded up to 8 (hopper_parts `tile_origin`: boxes past a tensor's end load slowly); under one
-    tile, and past K, TMA zero-fills the loads and clips the stores. x may hold more rows than y and w more than y's
-    columns (ops/dispatch.py pad_m / pad_n, under one tile): they are computed and clipped.
+    tile, and past K, TMA zero-fills the loads and clips the stores; but the tokens (x; swap-AB: the kernel's w) under
+    one tile come in X_BOXES boxes of only their rows (hopper_host.token_boxes, kernels/_host.x_boxes: 8-64 rows a
+    box, a power of two) into the first rows of each slot, the rest of the slot never written (those rows of the
+    product lie past M and are never stored). x may hold more rows than y and w more than y's columns
+    (ops/dispatch.py pad_m / pad_n, under one tile): they are computed and clipped.
   - BLOCK_SIZE_M in {64, 128} (one wgmma warpgroup covers 64-row slices);
     BLOCK_SIZE_N a power of two in [16, 256], or a split tile of configs.SPLIT_N (`configs.split_tail`; the dense
     kernel only); BLOCK_SIZE_K a power of two in [16, 128]; accumulator BM * BN / 128 <= 128

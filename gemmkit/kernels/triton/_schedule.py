@@ -100,8 +100,8 @@ def tile_origin(pid, size, BLOCK: tl.constexpr, SHIFT: tl.constexpr):
     most 7 rows past it (a box reaching far past it loads about twice as slowly: the hardware's out-of-bounds
     fill, docs/PERF.md "Last tiles shifted back"; 8: a box's start in global memory must lie on 16 bytes, and the
     tile's origin is a column of y, or of the swap-AB tile's y); the rows it shares with the tile before are
-    computed again, the same values, and stored twice. 0 where size < BLOCK (one tile, which must reach past the
-    end). SHIFT off (the batched kernels; kernels/_host.shift_last_tiles: switched off, or a full accumulator on
+    computed again, the same values, and stored twice. 0 where size < BLOCK (one tile, which reaches past the end:
+    there the Gluon kernels load only x's rows, kernels/_host.x_boxes). SHIFT off (the batched kernels; kernels/_host.shift_last_tiles: switched off, or a full accumulator on
     Triton 3.9, kernels/_budgets.shift_ok): pid * BLOCK. The Gluon dense kernels place their tiles with it, and
     the tail split's reduce (_splitk_reduce.tail_reduce_kernel) finds their tail tiles with it."""
     if SHIFT:
