@@ -346,20 +346,32 @@ def _silu_call(M, N, K, cfg, kernel, launches):
     return x, w, bias, out, before
 
 
-# M under one tile of rows (at or past one, the last row of tiles shifts back instead: test_shifted_last_tiles)
+# M under one tile of rows (at or past one, the last row of tiles shifts back instead: test_shifted_last_tiles): the
+# tokens loaded in boxes of only their rows (kernels/_host.x_boxes), or with those off, x copied to whole boxes
 ROW_PAD_CASES = [("pingpong", 17), ("pingpong", 80), ("swap_ab", 17), ("pingpong_split", 17), ("pingpong_split", 40),
                  ("coop_128", 17), ("coop_128", 80), ("coop_256", 80), ("coop_256", 200)]
 
 
 @pytest.mark.parametrize("name,M", ROW_PAD_CASES, ids=[f"{n}-{m}" for n, m in ROW_PAD_CASES])
-def test_row_padded_x(M, name, launches):
+def test_row_padded_x(M, name, launches, monkeypatch):
+    """No copy of x where its boxes hold M; with kernels/_host.TRIM_X_BOX off, x copied to whole boxes (pad_m), the
+    same rows summed in the same order: bitwise the same output."""
+    from gemmkit.kernels import _host as H
+
     N, K = 8192, 4096
     cfg = ROW_PAD_CONFIGS[name]
     kernel = D.GLUON_COOP if cfg["num_warps"] == 8 else D.GLUON_BF16
-    assert D.pad_m(kernel, cfg, M, N, K, 2, 2), "no copy: the test misses"  # every M here leaves a partial box
+    assert not D.pad_m(kernel, cfg, M, N, K, 2, 2)
     x, w, bias, out, before = _silu_call(M, N, K, cfg, kernel, launches)
-    assert launches["pad_rows_kernel"] == before.get("pad_rows_kernel", 0) + 1
+    assert launches["pad_rows_kernel"] == before.get("pad_rows_kernel", 0)
     assert rel(out, ref_fp32(x, w, bias, "silu")) <= TOL[torch.bfloat16]
+    monkeypatch.setattr(H, "TRIM_X_BOX", False)
+    assert D.pad_m(kernel, cfg, M, N, K, 2, 2), "no copy: the test misses"  # every M here leaves a partial box
+    padded = torch.full_like(out, float("nan"))
+    gemmkit.gemm_a16w16(x, w, bias, activation="silu", out=padded, config=cfg)
+    torch.cuda.synchronize()
+    assert launches["pad_rows_kernel"] == before.get("pad_rows_kernel", 0) + 1
+    assert torch.equal(padded, out)
 
 
 

@@ -480,7 +480,9 @@ def test_x_is_padded_to_whole_row_boxes_where_a_tma_kernel_would_load_past_m(M, 
     fp8 = D.dense(PP64, H200, *dense_meta(M, 8192, 28672, dtype=FP8), _fp8_rowcol(M, 8192))
     assert fp8.kernel == D.GLUON_FP8 and fp8.pad_m == want
     bf16 = D.dense(dict(GLUON, BLOCK_SIZE_M=128), H200, *dense_meta(M, 8192, 8192))
-    assert bf16.pad_m == (128 if M < 128 and M % 128 else 0)  # past one tile the last tiles shift back instead
+    # under one tile x's boxes hold only its rows (kernels/_host.x_boxes; not at 127: one box of 128); past one tile
+    # the last tiles shift back
+    assert bf16.pad_m == (128 if M == 127 else 0)
     if want:
         assert f"a copy of x of {want} rows" in fp8.explain()
 
@@ -493,23 +495,34 @@ def test_no_row_padding_where_x_is_large_beside_w_or_nothing_loads_boxes():
     assert D.dense(GLUON, MI300, *dense_meta(80, 8192, 8192)).pad_m == 0  # AMD: no TMA boxes
     tma = D.dense(TILE, H200, *dense_meta(80, 8192, 8192))
     assert tma.kernel == D.TRITON_TMA and tma.pad_m == 128
-    unaligned = D.dense(GLUON, H200, *dense_meta(80, 8192, 8191))  # both copies: K to 16-byte rows, M to boxes
-    assert unaligned.pad_k == 8192 and unaligned.pad_m == 128
+    unaligned = D.dense(GLUON, H200, *dense_meta(80, 8192, 8191))  # K to 16-byte rows; M in boxes of its rows
+    assert unaligned.pad_k == 8192 and unaligned.pad_m == 0
 
 
 @pytest.mark.parametrize("M, bm, want", [(17, 32, 32), (21, 32, 32), (22, 32, 0), (24, 32, 0), (33, 64, 64),
                                           (40, 64, 64), (43, 64, 0), (48, 64, 0), (63, 64, 0),
                                           (120, 64, 0)])  # M >= 64: the last token tile shifts back
-def test_swap_ab_decode_calls_keep_x_where_the_last_box_is_mostly_full(M, bm, want):
-    """ab/bf16_pad_m_decode(_heldout).json: the swap-AB decode tile loads its last token box as it is where x fills at
-    least 2/3 of it (the copy's launch cost more), and from x copied to whole boxes where it is about half empty."""
+def test_swap_ab_decode_calls_keep_x_where_the_last_box_is_mostly_full(M, bm, want, monkeypatch):
+    """Under one token tile the tokens come in boxes of only their rows (kernels/_host.x_boxes): no copy. With those
+    off (TRIM_X_BOX), ab/bf16_pad_m_decode(_heldout).json's rule: the swap-AB decode tile loads its last token box as
+    it is where x fills at least 2/3 of it (the copy's launch cost more), and from x copied to whole boxes where it is
+    about half empty."""
+    from gemmkit.kernels import _host as H
+
     swap = dict(GLUON, BLOCK_SIZE_M=bm, BLOCK_SIZE_N=128, swap_ab=True)
-    assert D.dense(swap, H200, *dense_meta(M, 10240, 5120)).pad_m == want
     unswapped = dict(swap, swap_ab=False, BLOCK_SIZE_M=64)
+    assert D.dense(swap, H200, *dense_meta(M, 10240, 5120)).pad_m == 0
+    assert D.dense(unswapped, H200, *dense_meta(48, 10240, 5120)).pad_m == 0
+    monkeypatch.setattr(H, "TRIM_X_BOX", False)
+    assert D.dense(swap, H200, *dense_meta(M, 10240, 5120)).pad_m == want
     assert D.dense(unswapped, H200, *dense_meta(48, 10240, 5120)).pad_m == 64
 
 
 def test_row_padding_can_be_turned_off(monkeypatch):
+    from gemmkit.kernels import _host as H
+
+    monkeypatch.setattr(H, "TRIM_X_BOX", False)  # (else x's boxes hold M = 80: no copy either way)
+    assert D.dense(dict(GLUON, BLOCK_SIZE_M=128), H200, *dense_meta(80, 8192, 8192)).pad_m == 128
     monkeypatch.setattr(D, "PAD_M", False)
     assert D.dense(dict(GLUON, BLOCK_SIZE_M=128), H200, *dense_meta(80, 8192, 8192)).pad_m == 0
 
@@ -685,7 +698,10 @@ def test_operands_copied_to_a_128_byte_pitch_where_rows_start_mid_sector(M, N, K
 
 
 def test_pitch_rides_on_the_row_copies_and_turns_off(monkeypatch):
+    from gemmkit.kernels import _host as H
+
     monkeypatch.setattr(D, "PAD_M_MIN_W_BYTES", 0)
+    monkeypatch.setattr(H, "TRIM_X_BOX", False)  # (else x's boxes hold M = 80: no row copy)
     rows = D.dense(GLUON, H200, *dense_meta(80, 8192, 1000))  # x copied to 128 rows: at a 1024-element pitch
     assert rows.pad_m == 128 and rows.pitch_x == 1024 and rows.pitch_w == 0  # (w larger: as it is)
     unaligned = D.dense(GLUON, H200, *dense_meta(300, 512, 2500))  # K % 8 != 0: rows of 2560, not 2504 (off sectors)
