@@ -83,7 +83,7 @@ from triton.experimental.gluon.language.nvidia.hopper import fence_async_shared,
 from ..triton._schedule import tail_item, tile_coords
 from ._compat import cp_async_load, tma_load, tma_store
 from .hopper_fp8_plan import VECTOR_BUFFERS, W_SLOT_FLOATS, WS_BOX_FLOATS
-from .hopper_parts import ring_next, store_partial
+from .hopper_parts import load_rows, ring_next, store_partial
 
 LOAD_THREADS = gl.constexpr(32)  # one load warp per ring (warp_specialize's 1s): its lanes all arrive on full[s]
 NV_BUFFERS = gl.constexpr(VECTOR_BUFFERS)  # (coop rowcol) work items whose epilogue scales are staged at once
@@ -178,11 +178,7 @@ def load_partition(RING: gl.constexpr, NRINGS: gl.constexpr, x_desc, w_desc, xs_
                     cp_async_load(s_ring.index(slot), xs_ptr + (xs_off + kb * stride_xsk))
                     async_copy.mbarrier_arrive(bar, increment_count=False)
             mbarrier.expect(bar, NBYTES)
-            if XROWS == BM:
-                tma_load(x_desc, [pid_m * BM, kk * BK], bar, a_ring.index(slot))
-            else:  # one row of tiles (pid_m 0), only x's rows (x_boxes): the slot's other rows are never written
-                for i in gl.static_range(XBOXES):
-                    tma_load(x_desc, [i * XROWS, kk * BK], bar, a_ring.index(slot).slice(i * XROWS, XROWS))
+            load_rows(x_desc, pid_m * BM, kk * BK, bar, a_ring.index(slot), XROWS < BM, XBOXES)  # (x_boxes)
             tma_load(w_desc, [pid_n * BN, kk * BK], bar, b_ring.index(slot))
             if SCALE == "block":  # 4 fp32 holding the w scale; (SCALE_TMA) BM x scales (512 bytes at BM = 128)
                 tma_load(ws_desc, [(ws0 + kb * stride_wsk) // WS_BOX * WS_BOX], bar, w_ring.index(slot).slice(0, WS_BOX))
