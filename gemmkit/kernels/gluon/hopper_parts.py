@@ -214,7 +214,7 @@ def load_partition(descs, ring, sched):
     BATCHED: gl.constexpr = sched.BATCHED
     SPLIT_K: gl.constexpr = sched.SPLIT_K
     X_BOXES: gl.constexpr = sched.X_BOXES
-    # only the tokens' rows: x's (W_CUT, swap-AB: w's, the tokens), X_BOXES boxes a step
+    # the tokens' rows only (X_CUT: x's; W_CUT, swap-AB: w's, the tokens), X_BOXES boxes a step
     X_CUT: gl.constexpr = not BATCHED and not sched.SWAP and x_desc.block_type.shape[0] < BM
     W_CUT: gl.constexpr = not BATCHED and sched.SWAP and w_desc.block_type.shape[0] < BN
     X_BYTES: gl.constexpr = x_desc.block_type.nbytes * (X_BOXES if X_CUT else 1)
