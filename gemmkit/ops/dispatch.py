@@ -304,7 +304,9 @@ def _rows_kernel(tile, target, x2, w, scaling, passed) -> Choice | None:
 # last token box is mostly full (ab/bf16_pad_m_decode.json, same process, copy -> none: M = 24 / 48 / 56 on 11 layers
 # +0-10%, M = 40 (5/8 full) -7% to +6%, M = 33 (1/2) -12% to +2%; held out, ab/bf16_pad_m_decode_heldout.json: six
 # other layers at M = 28 / 44 / 52 / 60 / 63, 30 rows 0.921 -> 0.979x cuBLAS, every row up 1-9%): there no copy
-# where the last box is at least PAD_M_SWAP_FULL full.
+# where the last box is at least PAD_M_SWAP_FULL full. Under one tile the Gluon kernels now load only x's rows instead
+# (X_BOX_KERNELS, kernels/_host.x_boxes: fp8 +9%, block scale +12%, bf16 +2% over this rule, ab/*_x_boxes.json), so
+# these rules serve the Triton tier's TMA kernels, x past one tile, and kernels/_host.TRIM_X_BOX off.
 # GEMMKIT_PAD_M=0 (or PAD_M = False) turns it off, e.g. to compare.
 PAD_M = os.environ.get("GEMMKIT_PAD_M", "1") != "0"
 PAD_M_SHARE = 8
