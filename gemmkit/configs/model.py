@@ -87,7 +87,15 @@ FITTED_OPS = ("a16w16", "a8w8", "a8w8_int8", "a8w8_blockscale")
 #                1.00-1.43x on 12 rows (kv_b 32768 x 512: 0.67 -> 1.00-1.04x), a tie on 8192 x 28672 (1.61 / 1.45x
 #                both); block scale 0.87-0.96x -> 0.95-1.18x on 8 rows (10240 x 5120 against its split 2). The
 #                persistent grid streams the weights without a CTA's prologue per tile. sm_90 only; M = 17-31 and
-#                66-127 tiles not measured (the suites' rows are).
+#                66-127 tiles not measured (the suites' rows are). Block scale also from `decode_pingpong_from` = 8
+#                rows (x in TMA boxes of only its rows, kernels/_host.x_boxes), there only up to PINGPONG_ROUND tiles
+#                an SM: its 16-row Triton tile's time grows with M (8192 x 8192: 24.2 us at M = 1, 26.7 at 16), the
+#                ping-pong's does not (23.0 / 23.2). Fitted (ab/blockscale_decode_gluon_boxes.json,
+#                blockscale_decode_m_sweep.json: 45 suite layers at M = 1 / 16, 16 of them at 4 / 8 / 12): every
+#                row at M = 8-16 with 66-264 tiles up (+0.3-21%, M = 16 +8.5% geomean); 64 tiles and fewer -8% to
+#                +11%, 288 and more -10% to +10%, M = 1 / 4 -16% to +10%. Held out
+#                (blockscale_decode_gluon_heldout.json, 40 random shapes at M = 2-16): the 13 rows the rule takes
+#                +8.2% (+0.8% to +19.5%; 12 x 13440 x 1024 0.89 -> 1.04x cuBLASLt).
 #   wide_share   at 64 < M <= 128 a Triton bucket gives way to the table's large-M Gluon bucket (the cooperative
 #                128 x 128) where that bucket's tiles reach this share of the SMs, and else to the Gluon ping-pong on
 #                64 x 64 tiles (`SMALL_PINGPONG`, derived from that bucket) where those tiles are not few (FEW_TILES);
@@ -319,7 +327,8 @@ PINGPONG_64X192 = {"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 192, "BLOCK_SIZE_K": 64, 
 PINGPONG_64X64 = {"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 64, "BLOCK_SIZE_K": 128, "GROUP_SIZE_M": 8, "num_warps": 4,
                   "num_stages": 6, "tma": True, "persistent": True, "backend": "gluon", "NUM_KSPLIT": 1}
 OP_RULES = {"a8w8_blockscale": {"ctas_per_sm": 2, "wide_share": 0.6, "operand_bytes": 1, "unsplit_stages": 6,
-                                "decode_pingpong": True, "decode_wide": 128, "decode_wide_k": 256,
+                                "decode_pingpong": True, "decode_pingpong_from": 8, "decode_wide": 128,
+                                "decode_wide_k": 256,
                                 # `m256_split` (both ops): the Triton tile measured there, each table's M_LEQ_128
                                 # bucket's
                                 "m256_split": {"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 128, "BLOCK_SIZE_K": 128,
@@ -406,7 +415,8 @@ SMALL_PINGPONG = {"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 64, "GROUP_SIZE_M": 4, "nu
 SMALL_PINGPONG_MAX_M = 256  # the largest M the large-M Gluon bucket gives way to it at
 PINGPONG_ROUND = 2  # ping-pong tiles an SM takes in one round (one a consumer): more, and the coop serves
 M256_SPLIT_SHARE = 0.35  # `m256_split`: the Triton tier's split under this share of the SMs in 64 x 64 tiles
-DECODE_PINGPONG_MIN_M = 17  # `decode_pingpong`: from the M_LEQ_64 buckets' first M (at M <= 16 the 16-row Triton tile)
+DECODE_PINGPONG_MIN_M = 17  # `decode_pingpong`: from the M_LEQ_64 buckets' first M (at M <= 16 the 16-row Triton
+# tile; block scale's rule from its `decode_pingpong_from`)
 UNSPLIT_MAX_M = 16  # `unsplit_stages`: the M_LEQ_16 bucket (at 17-64 the unsplit tiles are `decode_pingpong`'s)
 UNSPLIT_MIN_K = 7168  # ... and K at least this (K <= 5120 lost with the same waves: see OP_RULES)
 DECODE_WIDE_MAX_M = 16  # `decode_wide`: the M_LEQ_16 bucket (at 17-64 `decode_pingpong`'s Gluon tiles)
@@ -797,16 +807,24 @@ def _rule_gluon_waves(c: _Call):
 
 
 def _rule_decode_pingpong(c: _Call):
-    """`decode_pingpong` (fp8): at DECODE_PINGPONG_MIN_M <= M <= 64 the large-M bucket's Gluon ping-pong on
+    """`decode_pingpong` (fp8): at DECODE_PINGPONG_MIN_M <= M <= 64 (block scale from `decode_pingpong_from` rows,
+    below DECODE_PINGPONG_MIN_M only up to one round of its consumers) the large-M bucket's Gluon ping-pong on
     64 x 64 where its tiles are not few."""
-    if not (c.rules.get("decode_pingpong") and not c.amd and DECODE_PINGPONG_MIN_M <= c.M <= 64
+    low = c.rules.get("decode_pingpong_from", DECODE_PINGPONG_MIN_M)
+    if not (c.rules.get("decode_pingpong") and not c.amd and low <= c.M <= 64
             and c.cfg.get("backend") != "gluon" and c.large is not None and c.large.get("backend") == "gluon"):
         return None
     pm, pn = SMALL_PINGPONG["BLOCK_SIZE_M"], SMALL_PINGPONG["BLOCK_SIZE_N"]
     pp = -(-c.M // pm) * -(-c.N // pn)
-    if pp >= FEW_TILES * c.num_cus:
-        return dict(c.large, **SMALL_PINGPONG), [f"M = {c.M}: {pp} tiles of the Gluon ping-pong's {pm} x {pn}"]
-    return None
+    if pp < FEW_TILES * c.num_cus:
+        return None
+    if c.M < DECODE_PINGPONG_MIN_M:
+        if pp > PINGPONG_ROUND * c.num_cus:
+            return None
+        return dict(c.large, **SMALL_PINGPONG), [
+            f"M = {c.M}: {pp} tiles of the Gluon ping-pong's {pm} x {pn}, one round of its "
+            f"{PINGPONG_ROUND * c.num_cus} consumers"]
+    return dict(c.large, **SMALL_PINGPONG), [f"M = {c.M}: {pp} tiles of the Gluon ping-pong's {pm} x {pn}"]
 
 
 def _rule_large_few_tiles(c: _Call):

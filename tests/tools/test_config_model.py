@@ -76,9 +76,10 @@ def test_narrow_wave_is_sm90_only():
 
 
 @pytest.mark.parametrize("M, N, K, want", [
-    (16, 8192, 8192, (16, 64, 2, 4)),  # 128 tiles: a second CTA per SM hides the scale product's latency
-    (16, 7168, 18432, (16, 128, 5, 4)),  # 56 wide tiles split 5 (`decode_wide`: 280 CTAs against 224 of 16 x 64)
-    (16, 12288, 28672, (16, 64, 2, 4)),  # 192 tiles: round(264 / 192) is 1, but a count under the goal splits 2 ways
+    # (at M = 8-16 these shapes take the Gluon ping-pong: test_blockscale_decode_pingpong_from_8_rows)
+    (4, 8192, 8192, (16, 64, 2, 4)),  # 128 tiles: a second CTA per SM hides the scale product's latency
+    (4, 7168, 18432, (16, 128, 5, 4)),  # 56 wide tiles split 5 (`decode_wide`: 280 CTAs against 224 of 16 x 64)
+    (4, 12288, 28672, (16, 64, 2, 4)),  # 192 tiles: round(264 / 192) is 1, but a count under the goal splits 2 ways
     (64, 4096, 4096, (64, 64, 4, 4)),  # 64 tiles: few for the ping-pong (`decode_pingpong`), the Triton tile split
     (128, 576, 7168, (64, 128, 14, 4)),  # 10 tiles: split as far as K's 56 steps allow (4 a split)
 ])
@@ -110,10 +111,11 @@ def test_fp8_decode_widens_the_tile_where_more_ctas_stay_in_flight(M, N, K, want
 
 @pytest.mark.parametrize("M, N, K, want", [
     # ab/blockscale_decode_wide.json (H200, against cuBLASLt's block-scaled GEMM): the wide tile split two CTAs an SM
-    (16, 7168, 18432, (16, 128, 5, 4)),  # 280 CTAs against 224 of 16 x 64 split 2: 0.95 -> 1.08x
-    (16, 5120, 25600, (16, 128, 7, 4)),  # 280 against 240 of 16 x 64 split 3: 0.95 -> 1.05x
+    # (measured at M = 16, which the Gluon ping-pong now serves on these shapes; the rule stays below M = 8)
+    (4, 7168, 18432, (16, 128, 5, 4)),  # 280 CTAs against 224 of 16 x 64 split 2: 0.95 -> 1.08x
+    (4, 5120, 25600, (16, 128, 7, 4)),  # 280 against 240 of 16 x 64 split 3: 0.95 -> 1.05x
     (1, 28672, 4096, (16, 128, 1, 4)),  # 224 wide tiles: BK 128 left them (+3%, 57344 -11%), BK 256 serves them
-    (16, 8192, 8192, (16, 64, 2, 4)),  # the two-CTA split as before (test_blockscale_aims_for_two_ctas_an_sm)
+    (4, 8192, 8192, (16, 64, 2, 4)),  # the two-CTA split as before (test_blockscale_aims_for_two_ctas_an_sm)
 ])
 def test_blockscale_decode_widens_where_more_ctas_stay_in_flight(M, N, K, want):
     cfg, source = configs.serve("a8w8_blockscale", H200, M, N, K)
@@ -131,7 +133,7 @@ def test_blockscale_decode_widens_where_more_ctas_stay_in_flight(M, N, K, want):
     (16, 28672, 4096, True),  # 224 tiles, 85% of two waves
     (16, 36864, 7168, False),  # 288 tiles, 73%: -9%
     (16, 18432, 16384, False),  # 144 tiles, 55%
-    (16, 5120, 25600, False),  # within one wave: the BK 128 wide tile split (test above)
+    (4, 5120, 25600, False),  # within one wave: the BK 128 wide tile split (test above)
 ])
 def test_blockscale_decode_wide_takes_the_long_k_step_beyond_one_wave(M, N, K, deep):
     cfg, source = configs.serve("a8w8_blockscale", H200, M, N, K)
@@ -147,7 +149,7 @@ def test_blockscale_decode_wide_takes_the_long_k_step_beyond_one_wave(M, N, K, d
 def test_decode_wide_is_only_fp8_and_only_at_m_16():
     assert "wide decode" not in configs.serve("a8w8_int8", H200, 1, 4608, 36864)[1]
     for op in ("a8w8", "a8w8_blockscale"):
-        assert "wide decode" in configs.serve(op, H200, 16, 5120, 25600)[1]
+        assert "wide decode" in configs.serve(op, H200, 4 if op == "a8w8_blockscale" else 16, 5120, 25600)[1]
         assert "wide decode" not in configs.serve(op, H200, 17, 5120, 25600)[1]
         assert "wide decode" not in configs.serve(op, arch.get("gfx942"), 1, 5120, 25600)[1]
 
@@ -276,7 +278,7 @@ def test_blockscale_split_stays_within_the_ctas_an_sm_holds():
     cfg, notes = model.fit(bucket, 128, 10240, 8192, H200.num_cus, ctas_per_sm=2, resident=2)
     assert tile(cfg) == (64, 128, 1, 4) and not notes
     assert tile(model.fit(bucket, 128, 10240, 8192, H200.num_cus, ctas_per_sm=2, resident=3)[0]) == (64, 128, 2, 4)
-    assert tile(configs.serve("a8w8_blockscale", H200, 16, 10240, 8192)[0]) == (16, 64, 2, 4)
+    assert tile(configs.serve("a8w8_blockscale", H200, 4, 10240, 8192)[0]) == (16, 64, 2, 4)
 
 
 @pytest.mark.parametrize("M, N, K, stages, split", [
@@ -286,8 +288,8 @@ def test_blockscale_split_stays_within_the_ctas_an_sm_holds():
     (1, 36864, 7168, 4, 1),  # 576 tiles: one wave of 660 at 4 stages (the suite: 1.31x at 4, 0.87x at 6)
     (1, 51200, 5120, 4, 1),  # the waves of 57344's, but K <= 5120 lost
     (1, 106496, 16384, 4, 1),  # 1664 tiles: 84% either way
-    (16, 10240, 8192, 4, 2),  # split: the bucket's ring (ab/blockscale_decode_split_ring.json: 6 stages lost)
-    (16, 8192, 8192, 4, 2),
+    (4, 10240, 8192, 4, 2),  # split: the bucket's ring (ab/blockscale_decode_split_ring.json: 6 stages lost)
+    (4, 8192, 8192, 4, 2),
 ])
 def test_blockscale_unsplit_decode_tiles_take_a_deeper_ring_where_it_fills_the_sms(M, N, K, stages, split):
     cfg, source = configs.serve("a8w8_blockscale", H200, M, N, K)
@@ -302,6 +304,32 @@ def test_blockscale_deeper_ring_is_sm90_only():
     bucket, _ = configs.select("a8w8_blockscale", "gfx942", 1, 59136, 8192)
     cfg, source = configs.serve("a8w8_blockscale", arch.get("gfx942"), 1, 59136, 8192)
     assert "-stage ring" not in source and cfg["num_stages"] == bucket["num_stages"], source
+
+
+@pytest.mark.parametrize("M, N, K, gluon", [
+    # ab/blockscale_decode_gluon_boxes.json / blockscale_decode_m_sweep.json (H200, against cuBLASLt's block-scaled
+    # GEMM): at M = 8-16 the Gluon ping-pong (x in boxes of its own rows) over the 16-row Triton tile where its
+    # 64 x 64 tiles are not few and take at most one round of its consumers (66-264 tiles on 132 SMs)
+    (16, 8192, 8192, True),  # 128 tiles: +15%
+    (8, 8192, 28672, True),  # +10%
+    (12, 14336, 12288, True),  # 224 tiles: +1.4%
+    (16, 4608, 36864, True),  # 72 tiles: +11%
+    (7, 8192, 8192, False),  # under 8 rows: the Triton tile (M = 4 -9% to +10%)
+    (16, 4096, 4096, False),  # 64 tiles: few (under FEW_TILES of the SMs)
+    (16, 18432, 16384, False),  # 288 tiles: a second round (-10% at M = 8)
+    (16, 57344, 8192, False),  # `decode_wide_k`'s rows stay
+    (17, 8192, 8192, True),  # `decode_pingpong` from 17 as before
+])
+def test_blockscale_decode_pingpong_from_8_rows(M, N, K, gluon):
+    cfg, source = configs.serve("a8w8_blockscale", H200, M, N, K)
+    assert (cfg.get("backend") == "gluon") == gluon, source
+    if gluon:
+        assert cfg == dict(configs.select("a8w8_blockscale", "sm_90", 4096, N, K)[0], **model.SMALL_PINGPONG)
+        assert ("one round of its 264 consumers" in source) == (M <= 16), source
+    # per-token keeps its 16-row tiles at M <= 16 (its fit: within +-5% of the ping-pong, fp8_decode_gluon_boxes.json)
+    if M <= 16:
+        assert configs.serve("a8w8", H200, M, N, K)[0].get("backend") != "gluon"
+    assert configs.serve("a8w8_blockscale", arch.get("gfx942"), M, N, K)[0].get("backend") != "gluon"
 
 
 @pytest.mark.parametrize("op", ["a8w8", "a8w8_blockscale"])
