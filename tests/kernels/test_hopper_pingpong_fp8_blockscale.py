@@ -330,6 +330,30 @@ def test_op_tables_pick_gluon(launches):
         check(y, x, w, xs, ws)
 
 
+@pytest.mark.parametrize("M, N, K, gluon", [
+    (8, 8192, 1024, True), (12, 8192, 1152, True), (16, 4608, 2048, True), (16, 8320, 640, True),
+    (7, 8192, 1024, False), (16, 4096, 1024, False),
+])
+def test_op_blockscale_decode_pingpong_from_8_rows(launches, M, N, K, gluon):
+    """The config model's `decode_pingpong` from 8 rows (block scale): at M = 8-16 on 66-264 tiles of 64 x 64 the op
+    (config=None) launches this kernel with x in boxes of its own rows (no copy to 64 rows), every element within
+    the bound of the float64 reference; under 8 rows or on 64 tiles the Triton tier."""
+    import gemmkit
+    from gemmkit import callplan
+
+    x, w, xs, ws = inputs(M, N, K)
+    before = launches["hopper_pingpong_fp8_kernel"]
+    y = gemmkit.gemm_a8w8_blockscale(x, w, xs, ws, out=poisoned((M, N), torch.bfloat16, DEV))
+    torch.cuda.synchronize()
+    assert launches["hopper_pingpong_fp8_kernel"] == before + gluon
+    check(y, x, w, xs, ws)
+    if gluon:  # the same call through a replayed plan
+        assert callplan.ENABLED
+        y2 = gemmkit.gemm_a8w8_blockscale(x, w, xs, ws, out=poisoned((M, N), torch.bfloat16, DEV))
+        torch.cuda.synchronize()
+        assert torch.equal(y, y2)
+
+
 # ----------------------------------------------------------------------------- compute-sanitizer
 #
 # The block mode's full[s] barrier completes, where the x scales come by cp.async (row-major x_scale here), on
