@@ -22,6 +22,9 @@ consumer, as gemmkit's Hopper kernels are built. Each CTA's loader waits for its
 (empty_local, for its x box); CTA 0's also waits for both CTAs' consumers (empty_cluster, a two-CTA mbarrier in CTA 0:
 the wait is CTA 0's only) before the multicast w load refills the slot in both.
 
+`--tiles` picks the tiles (default: the three 128-row ones; `64x128` / `64x128_ws`: one 64-row tile a CTA, as the
+bf16 one-tile rows run) and `--shape M,N,K` the shapes (default: SHAPES).
+
 Beside them in the same process: cuBLAS (torch.matmul) and what gemmkit serves (gemm_a16w16), all timed by
 CUDA-graph replay over inputs rotated past the L2 (gemmkit/bench/timing.py). Each kernel's result is checked
 against torch first (every element, fp32 reference of the bf16 inputs).
@@ -215,7 +218,11 @@ TILES = {  # name: (BM per CTA, BN, BK, stages, warps, warp-specialized)
     "128x256": (128, 256, 64, 4, 8, False),
     "128x128": (128, 128, 64, 5, 4, False),
     "128x128_ws": (128, 128, 64, 4, 4, True),
+    # one 64-row tile a CTA (the bf16 one-tile rows: M = 128-256 on 2880-5760 columns, docs/PERF.md decision log)
+    "64x128": (64, 128, 64, 8, 4, False),
+    "64x128_ws": (64, 128, 64, 8, 4, True),
 }
+DEFAULT_TILES = ("128x256", "128x128", "128x128_ws")
 SHAPES = [(4096, 4096, 4096), (8192, 8192, 8192), (8192, 28672, 8192), (4000, 4096, 4096)]
 
 
@@ -223,7 +230,11 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--json", help="write the rows here")
     ap.add_argument("--rep-ms", type=int, default=200)
+    ap.add_argument("--shape", action="append", help="M,N,K (repeatable; default: the four SHAPES)")
+    ap.add_argument("--tiles", default=",".join(DEFAULT_TILES), help=f"comma-separated names of {', '.join(TILES)}")
     args = ap.parse_args()
+    shapes = [tuple(int(v) for v in s.split(",")) for s in args.shape] if args.shape else SHAPES
+    tiles = {name: TILES[name] for name in args.tiles.split(",")}
     if TRITON < (3, 8):
         sys.exit(f"multicast_probe: needs Triton >= 3.8 (two-CTA mbarriers), this is {triton.__version__}")
     import gemmkit
@@ -231,7 +242,7 @@ def main():
     torch.manual_seed(0)
     l2 = torch.cuda.get_device_properties(0).L2_cache_size
     rows = []
-    for M, N, K in SHAPES:
+    for M, N, K in shapes:
         nsets = rotation_count((M * K + N * K + M * N) * 2, l2)
         sets = [(torch.randn(M, K, device="cuda", dtype=torch.bfloat16),
                  torch.randn(N, K, device="cuda", dtype=torch.bfloat16) / math.sqrt(K),
@@ -240,7 +251,7 @@ def main():
         ref = x.float() @ w.float().T
         runs = {"cublas": lambda x, w, y: torch.matmul(x, w.T, out=y),
                 "gemmkit": lambda x, w, y: gemmkit.gemm_a16w16(x, w, out=y)}
-        for name, (BM, BN, BK, S, nw, ws) in TILES.items():
+        for name, (BM, BN, BK, S, nw, ws) in tiles.items():
             for ctas in (1, 2):
                 runs[f"{name}_{'cluster' if ctas == 2 else 'single'}"] = launcher(BM, BN, BK, S, nw, ctas, ws=ws)
         row = {"M": M, "N": N, "K": K}
@@ -266,7 +277,7 @@ def main():
         stamp = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "triton": triton.__version__,
                  "git_sha": git_sha(), "date": datetime.date.today().isoformat()}
         with open(args.json, "w") as f:
-            json.dump({**stamp, "unit": "TFLOP/s", "tiles": TILES, "rows": rows}, f, indent=1)
+            json.dump({**stamp, "unit": "TFLOP/s", "tiles": tiles, "rows": rows}, f, indent=1)
 
 
 if __name__ == "__main__":
