@@ -317,11 +317,12 @@ def test_shape_errors():
 def test_op_tables_pick_gluon(launches):
     """The sm_90 A8W8_BLOCKSCALE tables send DeepSeek-V3's (7168, 2048) at M = 4096, 1024 (the shape file's
     M_GEQ_256), 200 (the default table's `any`, coop), 128 and 17 (the shape file hands M <= 63 to the config model:
-    its `decode_pingpong`, 112 tiles of 64 x 64) to this kernel (config=None), and M = 16 (the shape file's split
-    16-row Triton tile) to the Triton tier."""
+    its `decode_pingpong`, 112 tiles of 64 x 64; at M = 8-16 the same from 8 rows) to this kernel (config=None), and
+    M = 7 (the shape file's M_LEQ_7: its split 16-row Triton tile) to the Triton tier."""
     import gemmkit
 
-    for M, gluon in [(4096, True), (1024, True), (200, True), (128, True), (17, True), (16, False)]:
+    for M, gluon in [(4096, True), (1024, True), (200, True), (128, True), (17, True), (16, True), (8, True),
+                     (7, False)]:
         x, w, xs, ws = inputs(M, 7168, 2048)
         before = launches["hopper_pingpong_fp8_kernel"]
         y = gemmkit.gemm_a8w8_blockscale(x, w, xs, ws, out=poisoned((M, 7168), torch.bfloat16, DEV))

@@ -319,13 +319,18 @@ def test_blockscale_deeper_ring_is_sm90_only():
     (16, 18432, 16384, False),  # 288 tiles: a second round (-10% at M = 8)
     (16, 57344, 8192, False),  # `decode_wide_k`'s rows stay
     (17, 8192, 8192, True),  # `decode_pingpong` from 17 as before
+    # DeepSeek-V3's two 7168-column block-scale shape files hand M = 8-16 to the model (their tuned 16-row tile ran
+    # 1.12-1.19x slower at 8-16 on 7168 x 2048, 1.04x at 16 on 7168 x 16384) and keep it at M <= 7
+    (16, 7168, 2048, True), (8, 7168, 16384, True), (7, 7168, 2048, False),
 ])
 def test_blockscale_decode_pingpong_from_8_rows(M, N, K, gluon):
     cfg, source = configs.serve("a8w8_blockscale", H200, M, N, K)
     assert (cfg.get("backend") == "gluon") == gluon, source
     if gluon:
-        assert cfg == dict(configs.select("a8w8_blockscale", "sm_90", 4096, N, K)[0], **model.SMALL_PINGPONG)
+        assert tile(cfg) == (64, 64, 1, 4) and cfg["num_stages"] == 6 and "Gluon ping-pong" in source, source
         assert ("one round of its 264 consumers" in source) == (M <= 16), source
+    elif N == 7168:
+        assert source.endswith("A8W8_BLOCKSCALE-N=7168-K=2048.json:M_LEQ_7") and tile(cfg) == (16, 64, 2, 4)
     # per-token keeps its 16-row tiles at M <= 16 (its fit: within +-5% of the ping-pong, fp8_decode_gluon_boxes.json)
     if M <= 16:
         assert configs.serve("a8w8", H200, M, N, K)[0].get("backend") != "gluon"
