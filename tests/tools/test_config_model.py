@@ -314,7 +314,7 @@ def test_blockscale_deeper_ring_is_sm90_only():
     (8, 8192, 28672, True),  # +10%
     (12, 14336, 12288, True),  # 224 tiles: +1.4%
     (16, 4608, 36864, True),  # 72 tiles: +11%
-    (7, 8192, 8192, False),  # under 8 rows: the Triton tile (M = 4 -9% to +10%)
+    (7, 8192, 8192, False),  # under 8 rows: the Triton tile (M = 4: -16% to +10%)
     (16, 4096, 4096, False),  # 64 tiles: few (under FEW_TILES of the SMs)
     (16, 18432, 16384, False),  # 288 tiles: a second round (-10% at M = 8)
     (16, 57344, 8192, False),  # `decode_wide_k`'s rows stay
