@@ -79,7 +79,8 @@ FITTED_OPS = ("a16w16", "a8w8", "a8w8_int8", "a8w8_blockscale")
 #                two of 396) 1.20-1.31 -> 0.87-1.00x, 448 1.04-1.27 -> 1.01-1.18x; and K: 51200 x 5120 (the waves of
 #                57344's) 0.95-1.06 -> 0.89-1.01x, 73728 x 4608 mixed. 8 stages lost everywhere (0.49-1.05x). Split
 #                tiles keep 4 stages (ab/blockscale_decode_split_ring.json: split 2 at 6 stages 0.93-1.00x against
-#                0.96-1.02x at M = 16). At 17 <= M <= 64 `decode_pingpong` serves these shapes. sm_90 only.
+#                0.96-1.02x at M = 16). At 17 <= M <= 64 `decode_pingpong` serves these shapes (block scale from M = 8 on
+#                66-264 of its tiles). sm_90 only.
 #   decode_pingpong  at DECODE_PINGPONG_MIN_M <= M <= 64 a Triton bucket gives way to the Gluon ping-pong on 64 x 64
 #                tiles (`SMALL_PINGPONG` over the large-M Gluon bucket's other keys) where those tiles are not few
 #                (FEW_TILES of the SMs; the Triton bucket splits K where they are). ab/fp8_decode_kernels.json and
@@ -281,6 +282,7 @@ FITTED_OPS = ("a16w16", "a8w8", "a8w8_int8", "a8w8_blockscale")
 #                GEMM): the 16 rows it changes (4864-7168 columns with long K, DeepSeek's lm_head) 1.196 -> 1.252x,
 #                15 up (M = 16 rows 0.95-0.98 -> 1.05-1.08x), lm_head M = 1 -1%; where it leaves 16 x 64 (224-1152
 #                wide tiles within the three-a-SM slots) 16 x 128 unsplit ran -11% to +6%.
+#                (Block scale's `decode_pingpong` takes M = 8-16 first where its 64 x 64 tiles are 66-264.)
 #   decode_wide_k  (with `decode_wide`) beyond one wave of the slots, the wide tile with this K step instead (block
 #                scale: 16 x 128 x 256, two scale blocks a step, 4 stages: per-token's decode tile, a 144 KB ring by
 #                `operand_bytes`, one an SM) where its tiles fill DECODE_WIDE_K_FILL of their waves and K is at least
