@@ -79,8 +79,8 @@ FITTED_OPS = ("a16w16", "a8w8", "a8w8_int8", "a8w8_blockscale")
 #                two of 396) 1.20-1.31 -> 0.87-1.00x, 448 1.04-1.27 -> 1.01-1.18x; and K: 51200 x 5120 (the waves of
 #                57344's) 0.95-1.06 -> 0.89-1.01x, 73728 x 4608 mixed. 8 stages lost everywhere (0.49-1.05x). Split
 #                tiles keep 4 stages (ab/blockscale_decode_split_ring.json: split 2 at 6 stages 0.93-1.00x against
-#                0.96-1.02x at M = 16). At 17 <= M <= 64 `decode_pingpong` serves these shapes (block scale from M = 8 on
-#                66-264 of its tiles). sm_90 only.
+#                0.96-1.02x at M = 16). At 17 <= M <= 64 `decode_pingpong` serves these shapes (block scale from
+#                M = 8 on 66-264 of its tiles). sm_90 only.
 #   decode_pingpong  at DECODE_PINGPONG_MIN_M <= M <= 64 a Triton bucket gives way to the Gluon ping-pong on 64 x 64
 #                tiles (`SMALL_PINGPONG` over the large-M Gluon bucket's other keys) where those tiles are not few
 #                (FEW_TILES of the SMs; the Triton bucket splits K where they are). ab/fp8_decode_kernels.json and
