@@ -16,8 +16,7 @@ few tokens then copies x and w instead of reading w where it lies); "_tail": fal
 cooperative kernel's tail split off (kernels/gluon/hopper_pingpong.TAIL_SPLIT), an integer sets its least K
 (TAIL_MIN_K), "always" splits wherever a partial last round can be split (TAIL_MIN_K and TAIL_MIN_SAVING 0); "_xbox": false loads x
 in one whole box of BLOCK_SIZE_M rows under one row of tiles (kernels/_host.TRIM_X_BOX), an integer caps the boxes of
-only x's rows a K step (kernels/_host.MAX_X_BOXES; 1: one power-of-two box); "_prefetch": false leaves the Gluon
-dense kernels' tensor maps to their first TMA ops (kernels/_host.PREFETCH_MAPS); "_prev":
+only x's rows a K step (kernels/_host.MAX_X_BOXES; 1: one power-of-two box); "_prev":
 true runs the
 Triton tier's dense kernels (gemm_tma_kernel, gemm_kernel) of another revision, from the directory `--prev` names
 (that revision's kernels/triton/_mainloop.py, gemm_tma.py and gemm.py, e.g. `git show
@@ -75,14 +74,14 @@ def load_prev(path):
 
 
 def _runner(op, cfg):
-    """The call of `cfg` (None / {} with only "_pad_m" / "_rows" / "_shift" / "_pitch" / "_tail" / "_xbox" /
-    "_prefetch": what the op serves),
+    """The call of `cfg` (None / {} with only "_pad_m" / "_rows" / "_shift" / "_pitch" / "_tail" / "_xbox": what the op
+    serves),
     with dispatch.PAD_M, dispatch.ROWS_KERNEL, kernels/_host.SHIFT_LAST_TILES, dispatch.PITCH and
     hopper_pingpong.TAIL_SPLIT / TAIL_MIN_K as the config says
     ("_pad_m": "always" keeps the copy on and drops its floors, PAD_M_MIN_ROWS and PAD_M_MIN_W_BYTES)."""
     cfg = dict(cfg) if cfg else {}
-    pad, rows, shift, pitch, pair, tail, xbox, prefetch = (
-        cfg.pop(k, True) for k in ("_pad_m", "_rows", "_shift", "_pitch", "_pair", "_tail", "_xbox", "_prefetch"))
+    pad, rows, shift, pitch, pair, tail, xbox = (cfg.pop(k, True) for k in ("_pad_m", "_rows", "_shift", "_pitch",
+                                                                            "_pair", "_tail", "_xbox"))
     prev = cfg.pop("_prev", False)
     if prev and PREV is None:
         raise ValueError('"_prev": true needs --prev DIR')
@@ -92,8 +91,7 @@ def _runner(op, cfg):
     def run(*inp):
         saved = (D.PAD_M, D.ROWS_KERNEL, H.SHIFT_LAST_TILES, D.PITCH, D.PAD_M_MIN_ROWS, D.PAD_M_MIN_W_BYTES,
                  FP8.PAIR_SPLIT, D.PITCH_SECTOR, PP.TAIL_SPLIT, PP.TAIL_MIN_K, PP.TAIL_MIN_SAVING, H.TRIM_X_BOX,
-                 H.MAX_X_BOXES, H.PREFETCH_MAPS)
-        H.PREFETCH_MAPS = bool(prefetch)
+                 H.MAX_X_BOXES)
         D.PAD_M, D.ROWS_KERNEL, H.SHIFT_LAST_TILES, D.PITCH = bool(pad), rows, shift, bool(pitch)
         if pitch == "lines":  # rows off whole 128-byte lines copied too (not only those off 32-byte sectors)
             D.PITCH_SECTOR = D.PITCH_BYTES
@@ -116,7 +114,7 @@ def _runner(op, cfg):
         finally:
             (D.PAD_M, D.ROWS_KERNEL, H.SHIFT_LAST_TILES, D.PITCH, D.PAD_M_MIN_ROWS, D.PAD_M_MIN_W_BYTES,
              FP8.PAIR_SPLIT, D.PITCH_SECTOR, PP.TAIL_SPLIT, PP.TAIL_MIN_K, PP.TAIL_MIN_SAVING, H.TRIM_X_BOX,
-             H.MAX_X_BOXES, H.PREFETCH_MAPS) = saved
+             H.MAX_X_BOXES) = saved
             if prev:
                 DENSE._PLANS.clear()
                 DENSE.gemm_tma_kernel, DENSE.gemm_kernel = kernels

@@ -74,12 +74,6 @@ def x_boxes(bm: int, M: int) -> tuple[int, int]:
     return rows, cdiv(M, rows)
 
 
-# The Hopper Gluon dense kernels prefetch their x / w / y tensor maps at the start (gluon/hopper_parts.prefetch_maps):
-# otherwise each map's first TMA op fetches it, y's at the end of the first tile. GEMMKIT_PREFETCH_MAPS=0 (or
-# PREFETCH_MAPS = False, read at each launch) leaves them to the TMA ops, e.g. to compare.
-PREFETCH_MAPS = os.environ.get("GEMMKIT_PREFETCH_MAPS", "1") != "0"
-
-
 TMA_ALIGN = 16  # bytes: a TMA tensor's base and row strides are multiples of this (sm_90)
 
 

@@ -141,8 +141,8 @@ from . import hopper_host as hh
 from . import hopper_pingpong as hp
 from . import hopper_plan as hplan
 from .hopper_bundles import Descs, Epilogue, Ring, Schedule
-from .hopper_parts import (load_partition, out_row, prefetch_maps, ring_next, ring_prev, split_mainloop,
-                           store_partial, store_split, store_subtile, tail_items, tile_origin, work_space, work_tile)
+from .hopper_parts import (load_partition, out_row, ring_next, ring_prev, split_mainloop, store_partial, store_split,
+                           store_subtile, tail_items, tile_origin, work_space, work_tile)
 from .hopper_plan import CoopPlan
 
 KERNEL_NAME = "hopper_coop_kernel"
@@ -379,9 +379,7 @@ def hopper_coop_kernel(x_desc, w_desc, y_desc, bias_ptr, M, N, K, SPLITS, part_p
                        STAGES: gl.constexpr, GROUP_SIZE_M: gl.constexpr, HAS_BIAS: gl.constexpr,
                        ACTIVATION: gl.constexpr, MMA_REGS: gl.constexpr, LOAD_REGS: gl.constexpr,
                        BN: gl.constexpr, SPLIT_K: gl.constexpr, SHIFT: gl.constexpr, TAIL: gl.constexpr,
-                       BM: gl.constexpr, X_BOXES: gl.constexpr, PREFETCH: gl.constexpr):
-    if PREFETCH:  # x's, w's and y's tensor maps into the TMA unit's cache while the barriers are set up
-        prefetch_maps("hopper_coop_kernel", 3)
+                       BM: gl.constexpr, X_BOXES: gl.constexpr):
     BK: gl.constexpr = x_desc.block_type.shape[1]
     BM_C: gl.constexpr = y_desc.block_type.shape[0]
     EPI_N: gl.constexpr = y_desc.block_type.shape[1]

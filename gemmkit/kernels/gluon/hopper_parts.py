@@ -56,29 +56,6 @@ from ..triton._schedule import batched_tile_coords, tail_item, tile_coords, tile
 from ._compat import tma_load, tma_store
 
 
-MAP_PARAMS = 5  # kernel parameters one 2-D host TensorDescriptor becomes (Triton 3.6-3.9): its 128-byte
-# tensor map, 2 shape, 2 strides; a kernel whose first arguments are COUNT of them has its maps at 0, 5, 10, ...
-
-
-@gluon.constexpr_function
-def _prefetch_maps_asm(kernel, count):
-    lines = " ".join(f"@p prefetch.param.tensormap [{kernel}_param_{i * MAP_PARAMS}];" for i in range(count))
-    return "{ .reg .pred p; setp.eq.s32 p, $1, 0; " + lines + " mov.b32 $0, 0; }"
-
-
-@gluon.jit
-def prefetch_maps(KERNEL: gl.constexpr, COUNT: gl.constexpr):
-    """Thread 0 prefetches the tensor maps of the kernel's first COUNT arguments (2-D host TensorDescriptors,
-    passed by value as kernel parameters) into the TMA unit's descriptor cache, at the kernel's start. Without it
-    the first TMA op on each map (x's and w's first loads, y's first store at the end of the first tile) fetches its
-    map itself, on the critical path. KERNEL is the kernel function's name: PTX names the parameters
-    `<KERNEL>_param_<i>` (tests/kernels/test_prefetch_maps.py checks each prefetched one is a 128-byte map)."""
-    W: gl.constexpr = gl.num_warps()
-    tid = gl.arange(0, 32 * W, layout=gl.BlockedLayout([1], [32], [W], [0]))
-    gl.inline_asm_elementwise(_prefetch_maps_asm(KERNEL, COUNT), "=r,r", [tid], dtype=gl.int32, is_pure=False,
-                              pack=1)
-
-
 @gluon.jit
 def ring_next(idx, phase, STAGES: gl.constexpr):
     """Advance a (slot, phase) counter of the ring by one step."""

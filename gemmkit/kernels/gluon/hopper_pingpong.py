@@ -189,8 +189,8 @@ from ._compat import tma_store
 # is_coop: the plan builder's (hopper_plan.py); the op, the tuner and the tests read it here
 from .hopper_plan import PingPongPlan, check_config, is_coop  # noqa: F401
 from .hopper_bundles import Descs, Epilogue, Handoff, Ring, Schedule
-from .hopper_parts import (load_partition, out_row, prefetch_maps, ring_next, ring_prev, split_mainloop,
-                           store_partial, store_split, tail_items, tile_origin, work_range, work_space, work_tile)
+from .hopper_parts import (load_partition, out_row, ring_next, ring_prev, split_mainloop, store_partial, store_split,
+                           tail_items, tile_origin, work_range, work_space, work_tile)
 
 KERNEL_NAME = "hopper_pingpong_kernel"
 
@@ -276,12 +276,11 @@ def dense_constexprs(plan, *, has_bias: bool, activation: str) -> dict:
     width BN (the w box is B rows for a split tile BN = A + B) and SPLIT_K (work ids over splits x tiles, partial
     tiles stored to the fp32 workspace: `hopper_host.launch_dense`). The bias and activation of a split-K call are the
     reduce's, so its GEMM launch has neither. BM, the tile's rows, and X_BOXES, the tokens' TMA boxes a K step
-    (`hopper_host.launch_tma` sets it: more than one box, or one of fewer rows, only under one row of tiles).
-    PREFETCH: the tensor maps prefetched at the start (kernels/_host.PREFETCH_MAPS)."""
+    (`hopper_host.launch_tma` sets it: more than one box, or one of fewer rows, only under one row of tiles)."""
     split = plan.split_k > 1
     return {"BN": plan.BN, "SPLIT_K": split, "HAS_BIAS": has_bias and not split,
             "ACTIVATION": "none" if split else activation, "SHIFT": _host.shift_last_tiles(plan.acc_regs),
-            "BM": plan.BM, "X_BOXES": 1, "PREFETCH": _host.PREFETCH_MAPS}
+            "BM": plan.BM, "X_BOXES": 1}
 
 
 def kernel_constexprs(plan: PingPongPlan, *, has_bias: bool, activation: str, tail: bool = False) -> dict:
@@ -457,9 +456,7 @@ def hopper_pingpong_kernel(x_desc, w_desc, y_desc, bias_ptr, M, N, K, SPLITS, pa
                            STAGES: gl.constexpr, C_TILES: gl.constexpr, GROUP_SIZE_M: gl.constexpr,
                            HAS_BIAS: gl.constexpr, ACTIVATION: gl.constexpr, MMA_REGS: gl.constexpr,
                            LOAD_REGS: gl.constexpr, BN: gl.constexpr, SPLIT_K: gl.constexpr, SHIFT: gl.constexpr,
-                           SWAP: gl.constexpr, TAIL: gl.constexpr, BM: gl.constexpr, X_BOXES: gl.constexpr, PREFETCH: gl.constexpr):
-    if PREFETCH:  # x's, w's and y's tensor maps into the TMA unit's cache while the barriers are set up
-        prefetch_maps("hopper_pingpong_kernel", 3)
+                           SWAP: gl.constexpr, TAIL: gl.constexpr, BM: gl.constexpr, X_BOXES: gl.constexpr):
     BK: gl.constexpr = x_desc.block_type.shape[1]
     a_ring = gl.allocate_shared_memory(x_desc.dtype, [STAGES, BM, BK], x_desc.layout)  # (x's box may be fewer rows)
     W_ROWS: gl.constexpr = w_desc.block_type.shape[0]

@@ -195,7 +195,6 @@ from ..triton import dense
 from ..triton._schedule import tail_item, tile_coords
 from . import hopper_host as hh
 from .hopper_fp8_mainloop import coop_mainloop, pingpong_mainloop
-from .hopper_parts import prefetch_maps
 from .hopper_fp8_parts import (LOAD_THREADS, NV_BUFFERS, W_SLOT, first_item, load_partition, pair_put, pair_steps,
                                pair_take, store_scaled_partial, store_y)
 # The plan lives in hopper_fp8_plan.py; its names are this module's API too (launch, static compiles, tests).
@@ -336,9 +335,7 @@ def hopper_pingpong_fp8_kernel(x_desc, w_desc, y_desc, xs_desc, ws_desc, xs_ptr,
                                HAS_BIAS: gl.constexpr, LAYOUT: gl.constexpr, SCALE: gl.constexpr,
                                SCALE_BN: gl.constexpr, SCALE_BK: gl.constexpr, SCALE_TMA: gl.constexpr,
                                PAIR: gl.constexpr, MMA_REGS: gl.constexpr, LOAD_REGS: gl.constexpr,
-                               BM: gl.constexpr, XBOXES: gl.constexpr, PREFETCH: gl.constexpr):
-    if PREFETCH:  # x's, w's and y's tensor maps into the TMA unit's cache while the barriers are set up
-        prefetch_maps("hopper_pingpong_fp8_kernel", 3)
+                               BM: gl.constexpr, XBOXES: gl.constexpr):
     BK: gl.constexpr = x_desc.block_type.shape[1]
     BN: gl.constexpr = w_desc.block_type.shape[0]
     if LAYOUT == "coop":
