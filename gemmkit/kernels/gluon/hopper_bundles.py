@@ -8,7 +8,8 @@ the split tile's mainloop and stores), hopper_pingpong.py, hopper_coop.py and ho
                                 BM, BK, BN
    Epilogue  c, bias, stride_bb one consumer's staging tile, the bias pointer (x's when HAS_BIAS is off) and
                                 batch row stride (0: one row), HAS_BIAS, ACTIVATION; part: a tail split's fp32
-                                workspace (the ping-pong's; None elsewhere)
+                                workspace (the ping-pong's; None elsewhere); PIECES: a split tile's staging
+                                sub-tiles in c (hopper_parts.store_split; 1: c is one)
    Handoff   turn, c_free       the ping-pong's consumer hand-off mbarriers, C_TILES
    Schedule  M, N, K, B, R      the problem and its work space: B = batch entries (BATCHED), K splits (SPLIT_K),
                                 a tail tile's K splits (TAIL: R tail tiles, hopper_parts.work_range) or unused;
@@ -91,15 +92,17 @@ class Epilogue:
     HAS_BIAS: gl.constexpr
     ACTIVATION: gl.constexpr
     part: gl.tensor | gl.constexpr
+    PIECES: gl.constexpr
 
     @gluon.constexpr_function
-    def __init__(self, c, bias, stride_bb, HAS_BIAS, ACTIVATION, part=None):
+    def __init__(self, c, bias, stride_bb, HAS_BIAS, ACTIVATION, part=None, PIECES=1):
         self.c = c
         self.bias = bias
         self.stride_bb = _cx(stride_bb)
         self.HAS_BIAS = gl.constexpr(HAS_BIAS)
         self.ACTIVATION = gl.constexpr(ACTIVATION)
         self.part = _cx(part)
+        self.PIECES = gl.constexpr(PIECES)
 
 
 @aggregate

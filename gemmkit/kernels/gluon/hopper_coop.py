@@ -214,15 +214,21 @@ def derive(cfg: dict, target=None, in_bytes: int = 2, out_bytes: int = 2) -> Coo
     hplan.check_block_k(bk)
     acc_regs = hplan.acc_regs(bm_c, bn)
     hplan.check_acc_regs(acc_regs, bm, bn, BACKEND, per="consumer thread")
-    # a split tile A + B stores B-wide sub-tiles, A / B + 1 of them (hopper_parts.store_split)
-    splits = [bn // bn_tail] if bn_tail else [s for s in _EPI_SPLITS if bn // s >= 16]
+    # (epi_split, c_pieces): a split tile A + B stores B-wide sub-tiles, A / B + 1 of them (hopper_parts.store_split),
+    # each in its own staging sub-tile if num_stages fit beside them, else one at a time through one
+    if bn_tail:
+        splits = ([((bn // bn_tail, bn // bn_tail), 2 * bm_c * bn * out_bytes)] * hplan.SPLIT_PIECES
+                  + [((bn // bn_tail, 1), 2 * bm_c * bn_tail * out_bytes)])
+    else:
+        splits = [((s, 1), 2 * bm_c * (bn // s) * out_bytes) for s in _EPI_SPLITS if bn // s >= 16]
     b = hplan.budget(target, (bm, bn, bk), stage_bytes=(bm + bn) * bk * in_bytes, num_stages=cfg["num_stages"],
-                     staging=[(s, 2 * bm_c * (bn // s) * out_bytes) for s in splits], out_bytes=out_bytes)
-    epi_n = bn // b.staging
+                     staging=splits, out_bytes=out_bytes)
+    epi_split, c_pieces = b.staging
+    epi_n = bn // epi_split
     return CoopPlan(BM=bm, BN=bn, BK=bk, GROUP_SIZE_M=cfg["GROUP_SIZE_M"], **b.fields(), acc_regs=acc_regs,
                     swizzle_a=hplan.swizzle(bk * in_bytes), swizzle_b=hplan.swizzle(bk * in_bytes),
                     swizzle_c=hplan.swizzle(epi_n * out_bytes), BM_C=bm_c, BN_TAIL=bn_tail, w_box=bn_tail or bn,
-                    epi_split=b.staging, epi_n=epi_n, split_k=cfg.get("NUM_KSPLIT", 1))
+                    epi_split=epi_split, epi_n=epi_n, c_pieces=c_pieces, split_k=cfg.get("NUM_KSPLIT", 1))
 
 
 def constexprs(plan: CoopPlan, *, has_bias: bool, activation: str) -> dict:
@@ -345,7 +351,7 @@ def _coop_split_mma_partition(CONSUMER: gl.constexpr, descs, ring, epi, sched):
     SPLIT_K: gl.constexpr = sched.SPLIT_K
     BN: gl.constexpr = ring.BN
     BM: gl.constexpr = ring.BM
-    BM_C: gl.constexpr = epi.c.shape[0]
+    BM_C: gl.constexpr = BM // 2
     gl.static_assert(not sched.TAIL, "a split tile has no tail split (hopper_pingpong.tail_plan)")
     num_pid_m, num_pid_n, num_work, k_steps = work_space(sched.M, sched.N, sched.K, BM, BN, ring.BK, sched.B, False,
                                                          SPLIT_K)
@@ -379,13 +385,17 @@ def hopper_coop_kernel(x_desc, w_desc, y_desc, bias_ptr, M, N, K, SPLITS, part_p
                        STAGES: gl.constexpr, GROUP_SIZE_M: gl.constexpr, HAS_BIAS: gl.constexpr,
                        ACTIVATION: gl.constexpr, MMA_REGS: gl.constexpr, LOAD_REGS: gl.constexpr,
                        BN: gl.constexpr, SPLIT_K: gl.constexpr, SHIFT: gl.constexpr, TAIL: gl.constexpr,
-                       BM: gl.constexpr, X_BOXES: gl.constexpr):
+                       BM: gl.constexpr, X_BOXES: gl.constexpr, C_PIECES: gl.constexpr):
     BK: gl.constexpr = x_desc.block_type.shape[1]
     BM_C: gl.constexpr = y_desc.block_type.shape[0]
     EPI_N: gl.constexpr = y_desc.block_type.shape[1]
     a_ring = gl.allocate_shared_memory(x_desc.dtype, [STAGES, BM, BK], x_desc.layout)  # (x's box may be fewer rows)
-    c0 = gl.allocate_shared_memory(y_desc.dtype, [BM_C, EPI_N], y_desc.layout)
-    c1 = gl.allocate_shared_memory(y_desc.dtype, [BM_C, EPI_N], y_desc.layout)
+    if C_PIECES > 1:  # a split tile's sub-tiles, each its own (hopper_parts.store_split)
+        C_SHAPE: gl.constexpr = [C_PIECES, BM_C, EPI_N]
+    else:
+        C_SHAPE: gl.constexpr = [BM_C, EPI_N]
+    c0 = gl.allocate_shared_memory(y_desc.dtype, C_SHAPE, y_desc.layout)
+    c1 = gl.allocate_shared_memory(y_desc.dtype, C_SHAPE, y_desc.layout)
     full, empty = ring_barriers(STAGES)
     descs = Descs(x_desc, w_desc, y_desc)
     # TAIL (a tail split, hopper_host.launch_dense): SPLITS K splits of each of the last TAIL_TILES tiles, their fp32
@@ -393,8 +403,8 @@ def hopper_coop_kernel(x_desc, w_desc, y_desc, bias_ptr, M, N, K, SPLITS, part_p
     sched = Schedule(M, N, K, SPLITS, GROUP_SIZE_M, SPLIT_K=SPLIT_K, SHIFT=SHIFT, R=TAIL_TILES, TAIL=TAIL,
                      X_BOXES=X_BOXES)
     part = part_ptr if TAIL else None
-    epi0 = Epilogue(c0, bias_ptr, 0, HAS_BIAS, ACTIVATION, part)
-    epi1 = Epilogue(c1, bias_ptr, 0, HAS_BIAS, ACTIVATION, part)
+    epi0 = Epilogue(c0, bias_ptr, 0, HAS_BIAS, ACTIVATION, part, C_PIECES)
+    epi1 = Epilogue(c1, bias_ptr, 0, HAS_BIAS, ACTIVATION, part, C_PIECES)
     W_ROWS: gl.constexpr = w_desc.block_type.shape[0]
     if W_ROWS != BN:  # a split tile BN = A + B (the w box is B rows): w rows [0, A) in b_ring, [A, BN) in t_ring;
         b_ring = gl.allocate_shared_memory(w_desc.dtype, [STAGES, BN - W_ROWS, BK], w_desc.layout)  # two accumulators

@@ -284,11 +284,12 @@ def split_mainloop(ring, idx, phase, k_steps, A_ROW0: gl.constexpr, BM: gl.const
 
 
 @gluon.jit
-def store_subtile(y_desc, c_smem, v, b, row, col, BATCHED: gl.constexpr):
+def store_subtile(y_desc, c_smem, v, b, row, col, BATCHED: gl.constexpr, WAIT: gl.constexpr = True):
     """One output sub-tile (hopper_coop.py's sub-tiled epilogue, `store_split`): wait until the last TMA store
-    has read the staging tile, write it, store it (BATCHED: at [b, row, col] of a 3-D y through a 3-D view of
-    the staging tile, same bytes)."""
-    tma.store_wait(0)
+    has read the staging tile (WAIT; not where the caller gave each sub-tile its own and waited once), write it,
+    store it (BATCHED: at [b, row, col] of a 3-D y through a 3-D view of the staging tile, same bytes)."""
+    if WAIT:
+        tma.store_wait(0)
     c_smem.store(v)
     fence_async_shared()  # generic-proxy writes -> async-proxy (TMA) read
     if BATCHED:
@@ -306,36 +307,55 @@ def _halves(v):
 
 
 @gluon.jit
+def _piece(c_smem, k: gl.constexpr, PIECES: gl.constexpr):
+    """A split tile's staging sub-tile for its piece k: its own (PIECES > 1), or the one all pieces share."""
+    if PIECES > 1:
+        return c_smem.index(k)
+    else:
+        return c_smem
+
+
+@gluon.jit
 def store_split(y_desc, epi, acc, acc_t, row, col, N):
     """A split tile's epilogue (hopper_pingpong.py's and hopper_coop.py's): bias / activation / cast on each
-    accumulator with its own columns, then A / B + 1 TMA stores of BM x B sub-tiles through the `Epilogue`'s
-    staging tile c (BM x B), each after the previous store has read it. acc: columns [col, col + A) (stored as
+    accumulator with its own columns, then A / B + 1 TMA stores of BM x B sub-tiles. PIECES = A / B + 1: the
+    `Epilogue`'s staging c holds that many sub-tiles, one a piece, written after one wait for the previous tile's
+    stores and stored with no wait between them; PIECES = 1: c is one BM x B sub-tile (where shared memory has no
+    room for more), each store waiting until the previous one has read it (PIECES: epi.PIECES). acc: columns [col, col + A) (stored as
     A / B pieces of B columns, A / B in 2, 4, 8: register splits, nothing moves), acc_t: [col + A, col + A + B)."""
     c_smem = epi.c
     bias_ptr = epi.bias
     HAS_BIAS: gl.constexpr = epi.HAS_BIAS
     ACTIVATION: gl.constexpr = epi.ACTIVATION
-    T: gl.constexpr = c_smem.shape[1]
+    PIECES: gl.constexpr = epi.PIECES
+    T: gl.constexpr = acc_t.shape[1]
     A: gl.constexpr = acc.shape[1]
     gl.static_assert(A == 2 * T or A == 4 * T or A == 8 * T, "a split tile's A is 2, 4 or 8 times its B")
+    gl.static_assert(PIECES == 1 or PIECES == A // T + 1, "a split tile's staging: one sub-tile, or one a piece")
+    EACH: gl.constexpr = PIECES == 1  # every store waits for the one before
+    if not EACH:
+        tma.store_wait(0)  # the previous tile's stores have read every piece
     offs = col + gl.arange(0, A, layout=gl.SliceLayout(0, acc.type.layout))
     out = bias_activation(acc, bias_ptr, offs, N, HAS_BIAS, ACTIVATION).to(y_desc.dtype)
     offs_t = col + A + gl.arange(0, T, layout=gl.SliceLayout(0, acc_t.type.layout))
     out_t = bias_activation(acc_t, bias_ptr, offs_t, N, HAS_BIAS, ACTIVATION).to(y_desc.dtype)
     lo, hi = _halves(out)
     if A == 2 * T:
-        store_subtile(y_desc, c_smem, lo, 0, row, col, False)
-        store_subtile(y_desc, c_smem, hi, 0, row, col + T, False)
+        store_subtile(y_desc, _piece(c_smem, 0, PIECES), lo, 0, row, col, False, EACH)
+        store_subtile(y_desc, _piece(c_smem, 1, PIECES), hi, 0, row, col + T, False, EACH)
     elif A == 4 * T:
         for h in gl.static_range(2):
             q0, q1 = _halves(lo if h == 0 else hi)
-            store_subtile(y_desc, c_smem, q0, 0, row, col + 2 * h * T, False)
-            store_subtile(y_desc, c_smem, q1, 0, row, col + (2 * h + 1) * T, False)
+            store_subtile(y_desc, _piece(c_smem, 2 * h, PIECES), q0, 0, row, col + 2 * h * T, False, EACH)
+            store_subtile(y_desc, _piece(c_smem, 2 * h + 1, PIECES), q1, 0, row, col + (2 * h + 1) * T, False,
+                          EACH)
     else:
         for h in gl.static_range(2):
             q0, q1 = _halves(lo if h == 0 else hi)
             for q in gl.static_range(2):
                 e0, e1 = _halves(q0 if q == 0 else q1)
-                store_subtile(y_desc, c_smem, e0, 0, row, col + (4 * h + 2 * q) * T, False)
-                store_subtile(y_desc, c_smem, e1, 0, row, col + (4 * h + 2 * q + 1) * T, False)
-    store_subtile(y_desc, c_smem, out_t, 0, row, col + A, False)
+                store_subtile(y_desc, _piece(c_smem, 4 * h + 2 * q, PIECES), e0, 0, row, col + (4 * h + 2 * q) * T,
+                              False, EACH)
+                store_subtile(y_desc, _piece(c_smem, 4 * h + 2 * q + 1, PIECES), e1, 0, row,
+                              col + (4 * h + 2 * q + 1) * T, False, EACH)
+    store_subtile(y_desc, _piece(c_smem, A // T, PIECES), out_t, 0, row, col + A, False, EACH)

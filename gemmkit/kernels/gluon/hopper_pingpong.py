@@ -251,13 +251,17 @@ def derive(cfg: dict, target=None, in_bytes: int = 2, out_bytes: int = 2) -> Pin
     acc_regs = hplan.acc_regs(bm, bn)
     hplan.check_acc_regs(acc_regs, bm, bn, "gluon")
     tail = hplan.split_tail(bn)
-    tile_bytes = bm * (tail or bn) * out_bytes  # a split tile stages one BM x T sub-tile at a time
-    # c_tiles: two staging tiles (one per consumer) if num_stages fit beside them (a split tile: always), else one
-    staging = [(2, 2 * tile_bytes)] if tail else [(2, 2 * tile_bytes), (1, tile_bytes)]
+    tile_bytes = bm * bn * out_bytes
+    if tail:  # (c_tiles, c_pieces): two consumers' BN / T sub-tiles of BM x T if num_stages fit beside them, else one
+        pieces = bn // tail  # sub-tile each (each store then waits for the previous one to read it)
+        staging = [((2, pieces), 2 * tile_bytes)] * hplan.SPLIT_PIECES + [((2, 1), 2 * bm * tail * out_bytes)]
+    else:  # two staging tiles (one per consumer) if num_stages fit beside them, else one
+        staging = [((2, 1), 2 * tile_bytes), ((1, 1), tile_bytes)]
     b = hplan.budget(target, (bm, bn, bk), stage_bytes=(bm + bn) * bk * in_bytes, num_stages=cfg["num_stages"],
                      staging=staging, out_bytes=out_bytes, staging_name="output tile")
-    return PingPongPlan(BM=bm, BN=bn, BK=bk, GROUP_SIZE_M=cfg["GROUP_SIZE_M"], **b.fields(), c_tiles=b.staging,
-                        acc_regs=acc_regs, swizzle_a=hplan.swizzle(bk * in_bytes),
+    c_tiles, c_pieces = b.staging
+    return PingPongPlan(BM=bm, BN=bn, BK=bk, GROUP_SIZE_M=cfg["GROUP_SIZE_M"], **b.fields(), c_tiles=c_tiles,
+                        c_pieces=c_pieces, acc_regs=acc_regs, swizzle_a=hplan.swizzle(bk * in_bytes),
                         swizzle_b=hplan.swizzle(bk * in_bytes),
                         swizzle_c=hplan.swizzle((bm if swap else tail or bn) * out_bytes), BN_TAIL=tail,
                         w_box=tail or bn, split_k=cfg.get("NUM_KSPLIT", 1), swap=swap)
@@ -276,11 +280,12 @@ def dense_constexprs(plan, *, has_bias: bool, activation: str) -> dict:
     width BN (the w box is B rows for a split tile BN = A + B) and SPLIT_K (work ids over splits x tiles, partial
     tiles stored to the fp32 workspace: `hopper_host.launch_dense`). The bias and activation of a split-K call are the
     reduce's, so its GEMM launch has neither. BM, the tile's rows, and X_BOXES, the tokens' TMA boxes a K step
-    (`hopper_host.launch_tma` sets it: more than one box, or one of fewer rows, only under one row of tiles)."""
+    (`hopper_host.launch_tma` sets it: more than one box, or one of fewer rows, only under one row of tiles).
+    C_PIECES: a split tile's staging sub-tiles per consumer (the plan's c_pieces: hopper_parts.store_split)."""
     split = plan.split_k > 1
     return {"BN": plan.BN, "SPLIT_K": split, "HAS_BIAS": has_bias and not split,
             "ACTIVATION": "none" if split else activation, "SHIFT": _host.shift_last_tiles(plan.acc_regs),
-            "BM": plan.BM, "X_BOXES": 1}
+            "BM": plan.BM, "X_BOXES": 1, "C_PIECES": plan.c_pieces}
 
 
 def kernel_constexprs(plan: PingPongPlan, *, has_bias: bool, activation: str, tail: bool = False) -> dict:
@@ -456,20 +461,25 @@ def hopper_pingpong_kernel(x_desc, w_desc, y_desc, bias_ptr, M, N, K, SPLITS, pa
                            STAGES: gl.constexpr, C_TILES: gl.constexpr, GROUP_SIZE_M: gl.constexpr,
                            HAS_BIAS: gl.constexpr, ACTIVATION: gl.constexpr, MMA_REGS: gl.constexpr,
                            LOAD_REGS: gl.constexpr, BN: gl.constexpr, SPLIT_K: gl.constexpr, SHIFT: gl.constexpr,
-                           SWAP: gl.constexpr, TAIL: gl.constexpr, BM: gl.constexpr, X_BOXES: gl.constexpr):
+                           SWAP: gl.constexpr, TAIL: gl.constexpr, BM: gl.constexpr, X_BOXES: gl.constexpr,
+                           C_PIECES: gl.constexpr):
     BK: gl.constexpr = x_desc.block_type.shape[1]
     a_ring = gl.allocate_shared_memory(x_desc.dtype, [STAGES, BM, BK], x_desc.layout)  # (x's box may be fewer rows)
     W_ROWS: gl.constexpr = w_desc.block_type.shape[0]
     if W_ROWS != BN and not SWAP:  # a split tile BN = A + B (the w box is B rows): w rows [0, A) in b_ring, [A, BN) in t_ring;
-        # c0 / c1 BM x B
+        # c0 / c1 BM x B, or C_PIECES of them (hopper_parts.store_split)
         b_ring = gl.allocate_shared_memory(w_desc.dtype, [STAGES, BN - W_ROWS, BK], w_desc.layout)
         t_ring = gl.allocate_shared_memory(w_desc.dtype, [STAGES, W_ROWS, BK], w_desc.layout)
     else:
         b_ring = gl.allocate_shared_memory(w_desc.dtype, [STAGES, BN, BK], w_desc.layout)
         t_ring = None
-    c0 = gl.allocate_shared_memory(y_desc.dtype, y_desc.block_type.shape, y_desc.layout)
+    if C_PIECES > 1:
+        C_SHAPE: gl.constexpr = [C_PIECES, y_desc.block_type.shape[0], y_desc.block_type.shape[1]]
+    else:
+        C_SHAPE: gl.constexpr = y_desc.block_type.shape
+    c0 = gl.allocate_shared_memory(y_desc.dtype, C_SHAPE, y_desc.layout)
     if C_TILES == 2:
-        c1 = gl.allocate_shared_memory(y_desc.dtype, y_desc.block_type.shape, y_desc.layout)
+        c1 = gl.allocate_shared_memory(y_desc.dtype, C_SHAPE, y_desc.layout)
     else:
         c1 = c0
     full = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
@@ -490,8 +500,8 @@ def hopper_pingpong_kernel(x_desc, w_desc, y_desc, bias_ptr, M, N, K, SPLITS, pa
     sched = Schedule(M, N, K, SPLITS, GROUP_SIZE_M, SPLIT_K=SPLIT_K, SWAP=SWAP, SHIFT=SHIFT, R=TAIL_TILES, TAIL=TAIL,
                      X_BOXES=X_BOXES)
     part = part_ptr if TAIL else None
-    epi0 = Epilogue(c0, bias_ptr, 0, HAS_BIAS, ACTIVATION, part)
-    epi1 = Epilogue(c1, bias_ptr, 0, HAS_BIAS, ACTIVATION, part)
+    epi0 = Epilogue(c0, bias_ptr, 0, HAS_BIAS, ACTIVATION, part, C_PIECES)
+    epi1 = Epilogue(c1, bias_ptr, 0, HAS_BIAS, ACTIVATION, part, C_PIECES)
     gl.warp_specialize([
         (mma_partition, (0, descs, ring, epi0, handoff, sched)),
         (mma_partition, (1, descs, ring, epi1, handoff, sched)),

@@ -40,6 +40,10 @@ REG_FILE = 65536  # 32-bit registers per SM
 LOAD_REGS = 24  # registers per thread of the load warpgroup (the minimum): scalars and descriptors only
 BARRIER_SLACK = 1024  # mbarriers (8 B each) and alignment; compiled kernels use ~250 B
 MAX_ACC_REGS = 128  # fp32 accumulator registers per consumer thread that leave room for the epilogue
+# A split tile's epilogue (hopper_parts.store_split) stages each of its A / B + 1 sub-tiles in its own buffer, its
+# stores in flight together, where the config's ring stages fit beside them; else one buffer, each store waiting
+# for the one before. False (read at each plan): always one buffer, e.g. to compare.
+SPLIT_PIECES = True
 CONSUMER_THREADS = 32 * hh.CONSUMER_WARPS  # threads of one consumer warpgroup (128)
 COOP_WARPS = 2 * hh.CONSUMER_WARPS  # a "backend": "gluon" config's num_warps: 4 = a warpgroup per tile (the
 # ping-pong), 8 = two warpgroups on one tile (the cooperative layout: hopper_coop.py, hopper_pingpong_fp8.py)
@@ -79,6 +83,7 @@ class HopperPlan:
 class PingPongPlan(HopperPlan):
     """hopper_pingpong.py (and its batched form): a whole BM x BN tile per consumer warpgroup."""
     c_tiles: int = 2  # output staging tiles: 2 (one per consumer) or 1 (shared, handed over by c_free)
+    c_pieces: int = 1  # a split tile's staging sub-tiles a consumer holds: BN / B (all its stores in flight) or 1
     BN_TAIL: int = 0  # a split tile BN = A + B (configs.SPLIT_N, `split_tail`): B; 0 for a power-of-two BN
     w_box: int = 0  # rows of the w TMA box: BN, or B for a split tile
     split_k: int = 1  # NUM_KSPLIT: K split into this many ranges, fp32 partial tiles, then a fixed-order reduce
@@ -94,6 +99,7 @@ class CoopPlan(HopperPlan):
     w_box: int = 0  # rows of the w TMA box: BN, or BN / 3 (a split tile's stage holds 3 boxes)
     epi_split: int = 1  # column sub-tiles of a consumer's output tile (1, 2 or 4; a split tile 3)
     epi_n: int = 0  # columns of one sub-tile = BN / epi_split
+    c_pieces: int = 1  # a split tile's staging sub-tiles a consumer holds: epi_split (all in flight) or 1
     split_k: int = 1  # NUM_KSPLIT (hopper_host.launch_dense: fp32 partial tiles, then a fixed-order reduce)
 
 
