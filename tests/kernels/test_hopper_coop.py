@@ -58,16 +58,19 @@ def test_epilogue_split_follows_the_stages():
 
 def test_plan_of_the_split_tiles():
     """192 = 128 + 64 columns (96 = 64 + 32): two accumulators, w loaded as 3 boxes of BN / 3 rows into two
-    rings, the output stored as 3 sub-tiles of BN / 3 columns."""
+    rings, the output stored as 3 sub-tiles of BN / 3 columns: one staging sub-tile per consumer where the stages
+    asked for do not fit beside 3 (128 x 192 x 64, 5 stages: 5 x 40 KiB + 2 x 8 KiB), 3 where they do (4 stages)."""
     p = hc.derive({**BASE, "BLOCK_SIZE_N": 192, "num_stages": 5}, H200)
     assert (p.BN, p.BN_TAIL, p.w_box, p.acc_regs) == (192, 64, 64, 96)
     assert p.stage_bytes == (128 + 192) * 64 * 2 == 40960
-    assert (p.stages, p.epi_split, p.epi_n, p.epilogue_bytes) == (5, 3, 64, 2 * 64 * 64 * 2)
+    assert (p.stages, p.epi_split, p.epi_n, p.c_pieces, p.epilogue_bytes) == (5, 3, 64, 1, 2 * 64 * 64 * 2)
     assert p.smem_bytes == 5 * 40960 + 16384 + 1024 <= H200.shared_mem_bytes
+    p = hc.derive({**BASE, "BLOCK_SIZE_N": 192, "num_stages": 4}, H200)
+    assert (p.stages, p.epi_split, p.c_pieces, p.epilogue_bytes) == (4, 3, 3, 2 * 3 * 64 * 64 * 2)
     p = hc.derive({**BASE, "BLOCK_SIZE_N": 192, "num_stages": 5}, H200, out_bytes=4)  # fp32 staging: 4 stages
-    assert (p.stages, p.epi_split, p.epi_n) == (4, 3, 64)
+    assert (p.stages, p.epi_split, p.epi_n, p.c_pieces) == (4, 3, 64, 1)
     p = hc.derive({**BASE, "BLOCK_SIZE_N": 96, "num_stages": 6}, H200)
-    assert (p.BN, p.BN_TAIL, p.w_box, p.acc_regs, p.stages, p.epi_n) == (96, 32, 32, 48, 6, 32)
+    assert (p.BN, p.BN_TAIL, p.w_box, p.acc_regs, p.stages, p.epi_n, p.c_pieces) == (96, 32, 32, 48, 6, 32, 3)
     assert hc.derive(BASE, H200).BN_TAIL == 0 and hc.derive(BASE, H200).w_box == 256
 
 
@@ -78,7 +81,8 @@ def test_plan_of_the_split_tiles_a_plus_b(bm, bn, tail):
     consumer; at 256 rows (128 a consumer) only the widths within 128 accumulator registers."""
     p = hc.derive({**BASE, "BLOCK_SIZE_M": bm, "BLOCK_SIZE_N": bn, "num_stages": 6}, H200)
     assert (p.BN, p.BN_TAIL, p.w_box, p.epi_split, p.epi_n) == (bn, tail, tail, bn // tail, tail)
-    assert p.acc_regs == bm // 2 * bn // 128 and p.epilogue_bytes == 2 * (bm // 2) * tail * 2
+    assert p.acc_regs == bm // 2 * bn // 128 and p.c_pieces in (1, bn // tail)
+    assert p.epilogue_bytes == 2 * p.c_pieces * (bm // 2) * tail * 2
     assert p.smem_bytes <= H200.shared_mem_bytes
 
 

@@ -79,14 +79,25 @@ def test_plan_of_the_split_tile():
         hplan.check_config({**BASE, "BLOCK_SIZE_N": 192}, "gluon", "k", "")
 
 
-@pytest.mark.parametrize("bn, tail", [(48, 16), (80, 16), (96, 32), (144, 16), (160, 32), (192, 64)])
-def test_plan_of_the_split_tiles_a_plus_b(bn, tail):
-    """BN = A + B (two powers of two, A = 2, 4 or 8 B): w boxes of B rows (A / B + 1 a stage), one BM x B staging
-    sub-tile per consumer; the Triton fallback runs A columns; the cooperative kernel builds them too."""
+@pytest.mark.parametrize("bn, tail, pieces", [(48, 16, 3), (80, 16, 5), (96, 32, 3), (144, 16, 9), (160, 32, 5),
+                                              (192, 64, 1)])
+def test_plan_of_the_split_tiles_a_plus_b(bn, tail, pieces):
+    """BN = A + B (two powers of two, A = 2, 4 or 8 B): w boxes of B rows (A / B + 1 a stage); per consumer
+    A / B + 1 BM x B staging sub-tiles where the 6 stages asked for fit beside them (64 x 192: 6 x 32 KiB + 2 x
+    24 KiB > 227 KiB), else one (and the same 6 stages); the Triton fallback runs A columns; the cooperative kernel
+    builds them too."""
     assert configs.split_tail(bn) == tail and configs.split_tail(bn - tail) == 0
     p = hp.derive({**BASE, "BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": bn, "num_stages": 6}, H200)
     assert (p.BN, p.BN_TAIL, p.w_box, p.acc_regs, p.c_tiles) == (bn, tail, tail, 64 * bn // 128, 2)
-    assert p.epilogue_bytes == 2 * 64 * tail * 2 and hp.y_box(p) == (64, tail)
+    assert (p.c_pieces, p.stages) == (pieces, 6) and hp.y_box(p) == (64, tail)
+    assert p.epilogue_bytes == 2 * pieces * 64 * tail * 2 <= H200.shared_mem_bytes - 6 * p.stage_bytes - 1024
+    assert hp.dense_constexprs(p, has_bias=False, activation="none")["C_PIECES"] == pieces
+    try:
+        hplan.SPLIT_PIECES = False  # one sub-tile, each store waiting for the one before
+        one = hp.derive({**BASE, "BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": bn, "num_stages": 6}, H200)
+    finally:
+        hplan.SPLIT_PIECES = True
+    assert (one.c_pieces, one.epilogue_bytes) == (1, 2 * 64 * tail * 2)
     assert configs.validate_config({**BASE, "BLOCK_SIZE_N": bn, "backend": "gluon"})["BLOCK_SIZE_N"] == bn
     assert triton_tile({**BASE, "BLOCK_SIZE_N": bn, "backend": "gluon"})["BLOCK_SIZE_N"] == bn - tail
     coop = {**BASE, "BLOCK_SIZE_N": bn, "num_warps": 8, "num_stages": 4}
