@@ -189,7 +189,9 @@ def derive(cfg: dict, target=None, in_bytes: int = 2, out_bytes: int = 2) -> Coo
                No 4-split fits num_stages: the most stages (>= 2) beside 4 sub-tiles. A split tile
                BN = A + B stores A / B + 1 sub-tiles of B columns (EPI_SPLIT = BN / B): 128 x 192 x 64 bf16:
                3 of 64, stage 40 KiB, 5 stages + 2 x 8 KiB = 217 KiB (fp32 out: 4 stages); 128 x 144 x 64:
-               9 of 16, stage 34 KiB, 6 stages + 2 x 2 KiB.
+               9 of 16, stage 34 KiB, 6 stages + 2 x 2 KiB. Where num_stages fit beside all of them
+               (c_pieces = EPI_SPLIT: 128 x 96 x 64 at 6 stages, 6 x 28 + 2 x 12 KiB) each sub-tile has its
+               own staging and no store waits for another (hopper_parts.store_split).
       warps    4 (consumer 0, the default partition) + 4 (consumer 1) + 1 (load), padded to 12.
       regs     as the ping-pong: 168 at entry (64 K / 384), setmaxnreg 240 per consumer, 24 for loads
                (hopper_plan.py `register_split`; the ring fit and the staging choice: `budget`).

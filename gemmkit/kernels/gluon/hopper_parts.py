@@ -28,8 +28,9 @@ Split tile (BN = A + B, two powers of two, A = 2, 4 or 8 B: 48 / 96 / 192 = 3 B,
 
    ring slot s:  a[s]: BM x BK | b[s]: A x BK (A / B w boxes) | t[s]: B x BK (one w box)   full[s] expects them all
    mainloop:     acc += a[s][rows] @ b[s]^T (BM x A), acc_t += a[s][rows] @ t[s]^T (BM x B); wait(2)
-   epilogue:     acc -> A / B pieces of B columns, acc_t -> one: A / B + 1 TMA stores of BM x B through one
-                 staging tile
+   epilogue:     acc -> A / B pieces of B columns, acc_t -> one: A / B + 1 TMA stores of BM x B, each from its
+                 own staging sub-tile (epi.PIECES = A / B + 1: one wait for the previous tile's stores) or all
+                 through one (PIECES 1: each store waits for the one before)
 
 Constraints:
   - sm_90 (TMA, wgmma, mbarriers); the ring's slots are 2-D NVMMA-swizzled shared memory (the batched

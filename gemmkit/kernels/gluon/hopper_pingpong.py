@@ -74,8 +74,9 @@ Split tiles (BLOCK_SIZE_N = A + B, two powers of two with A = 2, 4 or 8 B: confi
 160 / 192; the 3 B ones shared with hopper_coop.py, whose docstring draws them): register and shared-memory tensors
 and TMA boxes are powers of two, so the consumer keeps two accumulators (BM x A and BM x B, hopper_parts.py
 `split_mainloop`: two wgmma per K step), the loader puts A / B + 1 B-row w boxes per stage into b[s] (A rows) and
-t[s] (B rows), and the epilogue stores A / B + 1 BM x B sub-tiles through a BM x B staging tile per consumer
-(hopper_parts.py `store_split`; always two staging tiles). They let a tile count come near whole rounds of the
+t[s] (B rows), and the epilogue stores A / B + 1 BM x B sub-tiles, each from its own staging sub-tile where the
+config's stages fit beside them (their stores in flight together), else one after the other through one per
+consumer (hopper_parts.py `store_split`; always two consumers' staging). They let a tile count come near whole rounds of the
 consumers where a power-of-two width cannot: 64 x 192 fits the 132 SMs where 128 x 128 does not (Llama-3-8B qkv at
 M = 256: 128 tiles against 96); 4608 columns at M = 512 are 256 tiles of 64 x 144 (one round of 264 consumers)
 where 64 x 192 makes 192 and 64 x 128 288 (cuBLAS runs 144 x 128 there, one wave of 128 CTAs). Dense kernel only.
@@ -224,8 +225,9 @@ def derive(cfg: dict, target=None, in_bytes: int = 2, out_bytes: int = 2) -> Pin
                consumer) when num_stages stages fit beside them, else one shared tile and
                stages = min(num_stages, (smem - tile - slack) // stage_bytes), at least 2.
                128 x 128 x 64 bf16 out: num_stages <= 5 -> 2 tiles; 6 -> 1 tile, 6 stages.
-               fp32 out: 3 stages beside 2 tiles, 4 beside 1. A split tile stages one BM x T sub-tile
-               per consumer, always two of them.
+               fp32 out: 3 stages beside 2 tiles, 4 beside 1. A split tile stages its BN / T BM x T
+               sub-tiles per consumer (c_pieces) where num_stages fit beside them, else one (always two
+               consumers' staging): 64 x 96 x 64 at 5 stages 3 (5 x 20 + 2 x 12 KiB), 64 x 192 at 6 one.
       warps    4 + 4 + 1 (load) padded to 12; regs 168 at entry, setmaxnreg 240 per consumer, 24 for
                the load warpgroup (`hopper_plan.register_split`).
       swizzle  a / b: BK * in_bytes rows; y: the staging tile's row (BM for the transposed tile).
@@ -342,8 +344,8 @@ def mma_partition(CONSUMER: gl.constexpr, descs, ring, epi, handoff, sched):
     hopper_bundles.py; epi holds this consumer's staging tile, handoff the turn / c_free mbarriers).
     BATCHED: bias row b (epi.bias + b * epi.stride_bb; stride 0 shares one row) and a 3-D TMA store
     [b, m, n] through a 3-D view of the 2-D output tile.
-    ring.t (a split tile, dense only: `split_mainloop`, `store_split`): epi.c is one BM x T sub-tile per
-    consumer (C_TILES 2).
+    ring.t (a split tile, dense only: `split_mainloop`, `store_split`): epi.c is this consumer's BM x T staging
+    sub-tile, or its epi.PIECES of them (C_TILES 2).
     SPLIT_K (dense only; sched.B = the number of splits): work ids over splits x tiles, each item one K range
     (hopper_parts `split_steps`), its fp32 partial tile stored in its split's slab of the workspace (`out_row`).
     SWAP (dense only; "Swap-AB"): the tile is y's transposed (BM weight rows x BN tokens: descs.x holds w,
@@ -374,7 +376,7 @@ def mma_partition(CONSUMER: gl.constexpr, descs, ring, epi, handoff, sched):
         # wgmma accumulator: 4 warps stacked along M, instruction m16 x BN x k16 per warp.
         acc_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
                                                              instr_shape=[16, BN, 16])
-    # (a split tile: accumulators of A and B columns, `split_mainloop`; epi.c one BM x B sub-tile)
+    # (a split tile: accumulators of A and B columns, `split_mainloop`; epi.c one or epi.PIECES BM x B sub-tiles)
     num_pid_m, num_pid_n, num_work, k_steps = work_space(M, N, sched.K, BM, BN, ring.BK, sched.B, BATCHED,
                                                          SPLIT_K)
     nprog = gl.num_programs(0)
