@@ -188,6 +188,23 @@ def tail_split(tiles: int, ctas: int, k_steps: int, min_k_steps: int = 1) -> tup
 
 # ----------------------------------------------------------------------------- launch
 
+# A launch's ring has at most as many stages as the K steps one CTA runs (at least 2): the kernel sets up each stage's
+# two mbarriers one after another, ~110 cycles a stage on the H200 (a barrier between stages: Triton's shared-memory
+# hazard analysis orders them), time no call with fewer steps than stages gets back. False (read at each launch):
+# the plan's stages, e.g. to compare.
+CAP_STAGES = True
+MIN_STAGES = 2
+
+
+def ring_stages(stages: int, K: int, bk: int, num_work: int, grid: int) -> int:
+    """The ring depth a launch of `num_work` work items on `grid` CTAs runs: `stages` (the plan's), or the K steps one
+    CTA runs at most (each item at most cdiv(K, bk) of them) where those are fewer, not under MIN_STAGES."""
+    if not CAP_STAGES:
+        return stages
+    steps = -(-K // bk) * -(-num_work // max(grid, 1))
+    return max(MIN_STAGES, min(stages, steps))
+
+
 def token_boxes(plan, tokens: int, w_box=None) -> tuple[int, int, int]:
     """(x's box rows, w's box rows, X_BOXES) of a dense kernel's launch at `tokens` rows of the tokens' operand (x;
     swap-AB: w, the kernel's N): BM and (w_box or BN), one box a step; or, where the tokens are under one tile, the
@@ -233,6 +250,7 @@ def launch_tma(kernel, plan, y_box, x2, w, bias, y, ce: dict, target, compile_on
             args = (*args[:-1], tail_splits)
         args = (*args, part, n_tail)
     grid = (max(1, min(num_work, target.num_cus)),)
+    ce = {**ce, "STAGES": ring_stages(ce["STAGES"], K, bk, num_work, grid[0])}
     return launcher.launcher(kernel, grid, compile_only)(*args, **ce, num_warps=CONSUMER_WARPS)
 
 

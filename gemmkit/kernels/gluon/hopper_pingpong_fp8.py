@@ -513,6 +513,7 @@ def launch(x, w, x_scale, w_scale, bias, y, cfg, target, compile_only=False, blo
     # consumer alone keeps the tensor cores busy between its promotions only part of the time).
     grid = (max(1, min(num_tiles, target.num_cus)),)
     n_tail, splits = tail_plan(plan, M, N, K, grid[0], tail)
+    ce["STAGES"] = hh.ring_stages(ce["STAGES"], K, bk, num_tiles + n_tail * (splits - 1), grid[0])
     part = x_scale  # no tail split: unused
     if n_tail and not compile_only:
         import torch
