@@ -12,7 +12,8 @@ import triton.language as tl
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gemmkit.kernels.triton._schedule import persistent_grid, remap_xcd, tile_coords
+from gemmkit.kernels.triton._schedule import (div_magic, group_magic, grouped_tile_magic, persistent_grid, remap_xcd,
+                                              tile_coords)
 
 pytestmark = pytest.mark.interpreter
 
@@ -85,3 +86,46 @@ def test_persistent_grid(tiles, cus, xcds):
     assert 1 <= g <= min(tiles, cus)
     if xcds > 1 and min(tiles, cus) > xcds:
         assert g % xcds == 0
+
+
+@triton.jit
+def _magic_probe(pid_m_ptr, pid_n_ptr, ref_m_ptr, ref_n_ptr, num_pid_m, num_pid_n, group_m, group_s, last_m, last_s,
+                 GROUP_SIZE_M: tl.constexpr, BLOCK: tl.constexpr):
+    tile_ids = tl.arange(0, BLOCK)
+    valid = tile_ids < num_pid_m * num_pid_n
+    pid_m, pid_n = grouped_tile_magic(tile_ids, num_pid_m, num_pid_n, GROUP_SIZE_M, group_m, group_s, last_m, last_s)
+    ref_m, ref_n = tile_coords(tile_ids, num_pid_m, num_pid_n, GROUP_SIZE_M, 1)
+    tl.store(pid_m_ptr + tile_ids, pid_m, mask=valid)
+    tl.store(pid_n_ptr + tile_ids, pid_n, mask=valid)
+    tl.store(ref_m_ptr + tile_ids, ref_m, mask=valid)
+    tl.store(ref_n_ptr + tile_ids, ref_n, mask=valid)
+
+
+@settings(max_examples=40, deadline=None)
+@given(num_pid_m=st.integers(1, 40), num_pid_n=st.integers(1, 40), group=st.sampled_from([1, 2, 3, 4, 8, 16]))
+def test_grouped_tile_magic_is_the_grouped_order(num_pid_m, num_pid_n, group):
+    """The Gluon dense kernels' tile order without runtime divisions (`grouped_tile_magic`, the host's
+    `group_magic`) gives every tile id the tile `tile_coords` gives it."""
+    n = num_pid_m * num_pid_n
+    out = [torch.full((n,), -1, dtype=torch.int32) for _ in range(4)]
+    _magic_probe[(1,)](*out, num_pid_m, num_pid_n, *group_magic(num_pid_m, num_pid_n, group), GROUP_SIZE_M=group,
+                       BLOCK=triton.next_power_of_2(n))
+    pm, pn, rm, rn = (t.numpy() for t in out)
+    assert (rm >= 0).all() and np.array_equal(pm, rm) and np.array_equal(pn, rn)
+
+
+@pytest.mark.parametrize("d", [1, 2, 3, 7, 8, 9, 127, 128, 129, 1000, 65535, 65536, 65537, 2**30 - 1, 2**30,
+                               2**30 + 1, 2**31 - 1])
+def test_div_magic_exact(d):
+    """n // d == (n * m) >> s for the ids a launch can hold (0 <= n < 2**31), at the edges of every quotient step
+    near 0 and near 2**31, with the multiplier a u32 (the kernels' signature)."""
+    m, s = div_magic(d)
+    assert 2**31 <= m < 2**32 and 31 <= s <= 62
+    rng = np.random.default_rng(d)
+    ns = {0, 1, d - 1, d, d + 1, 2**31 - 1, 2**31 - 2, 2**31 - 1 - (2**31 - 1) % d, 2**31 - 2 - (2**31 - 1) % d}
+    ns |= {int(v) for v in rng.integers(0, 2**31, 2000)} | {q * d + r for q in range(5) for r in (0, d - 1)}
+    for n in ns:
+        if 0 <= n < 2**31:
+            assert (n * m) >> s == n // d, (n, d)
+    with pytest.raises(ValueError):
+        div_magic(0)

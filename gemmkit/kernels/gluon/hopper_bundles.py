@@ -14,7 +14,8 @@ the split tile's mainloop and stores), hopper_pingpong.py, hopper_coop.py and ho
    Schedule  M, N, K, B, R      the problem and its work space: B = batch entries (BATCHED), K splits (SPLIT_K),
                                 a tail tile's K splits (TAIL: R tail tiles, hopper_parts.work_range) or unused;
                                 GROUP_SIZE_M, BATCHED, SPLIT_K, SWAP, SHIFT (last tiles shifted back:
-                                hopper_parts.tile_origin; the dense kernels), TAIL
+                                hopper_parts.tile_origin; the dense kernels), TAIL; group_m, group_s, last_m,
+                                last_s: the grouped order's division magic (the dense kernels; else None)
 
 A bundle is a compile-time grouping only: it flattens into the same IR values as its fields passed one by
 one (the kernels' SASS is byte-identical to the positional form, sm_90, Triton 3.6), and a field that is a
@@ -132,10 +133,14 @@ class Schedule:
     R: _SCALAR
     TAIL: gl.constexpr
     X_BOXES: gl.constexpr
+    group_m: _SCALAR
+    group_s: _SCALAR
+    last_m: _SCALAR
+    last_s: _SCALAR
 
     @gluon.constexpr_function
     def __init__(self, M, N, K, B, GROUP_SIZE_M, BATCHED=False, SPLIT_K=False, SWAP=False, SHIFT=False, R=0,
-                 TAIL=False, X_BOXES=1):
+                 TAIL=False, X_BOXES=1, MAGIC=(None, None, None, None)):
         self.M = _cx(M)
         self.N = _cx(N)
         self.K = _cx(K)
@@ -148,3 +153,7 @@ class Schedule:
         self.SWAP = gl.constexpr(SWAP)
         self.SHIFT = gl.constexpr(SHIFT)
         self.X_BOXES = gl.constexpr(X_BOXES)
+        self.group_m = _cx(MAGIC[0])  # the grouped order's division magic (kernels/triton/_schedule.group_magic),
+        self.group_s = _cx(MAGIC[1])  # None: plain divisions
+        self.last_m = _cx(MAGIC[2])
+        self.last_s = _cx(MAGIC[3])

@@ -141,8 +141,8 @@ from . import hopper_host as hh
 from . import hopper_pingpong as hp
 from . import hopper_plan as hplan
 from .hopper_bundles import Descs, Epilogue, Ring, Schedule
-from .hopper_parts import (load_partition, out_row, ring_next, ring_prev, split_mainloop, store_partial, store_split,
-                           store_subtile, tail_items, tile_origin, work_space, work_tile)
+from .hopper_parts import (load_partition, out_row, ring_next, ring_prev, sched_tile, split_mainloop, store_partial,
+                           store_split, store_subtile, tail_items, tile_origin, work_space)
 from .hopper_plan import CoopPlan
 
 KERNEL_NAME = "hopper_coop_kernel"
@@ -317,7 +317,7 @@ def coop_mma_partition(CONSUMER: gl.constexpr, descs, ring, epi, sched):
         else:
             # Epilogue (the load warp is already filling the ring with the next tile). The tile's
             # coordinates are computed here, not live across the mainloop.
-            b, pid_m, pid_n = work_tile(tile_id, num_work, num_pid_m, num_pid_n, GROUP_SIZE_M, BY_ENTRY)
+            b, pid_m, pid_n = sched_tile(tile_id, num_work, num_pid_m, num_pid_n, sched, BY_ENTRY)
             col = tile_origin(pid_n, sched.N, BN, sched.SHIFT)  # a last tile shifted back to end at M / N
             offs_n = col + gl.arange(0, BN, layout=gl.SliceLayout(0, acc_layout))
             if BATCHED:
@@ -363,7 +363,7 @@ def _coop_split_mma_partition(CONSUMER: gl.constexpr, descs, ring, epi, sched):
         acc, acc_t, idx, phase = split_mainloop(ring, idx, phase, k_steps, CONSUMER * BM_C, BM_C)
         acc, acc_t = warpgroup_mma_wait(0, deps=(acc, acc_t))
         mbarrier.arrive(ring.empty.index(ring_prev(idx, ring.STAGES)))  # the tile's last slot
-        b, pid_m, pid_n = work_tile(work_id, num_work, num_pid_m, num_pid_n, sched.GROUP_SIZE_M, SPLIT_K)
+        b, pid_m, pid_n = sched_tile(work_id, num_work, num_pid_m, num_pid_n, sched, SPLIT_K)
         row = out_row(b, tile_origin(pid_m, sched.M, BM, sched.SHIFT), num_pid_m, BM, SPLIT_K) + CONSUMER * BM_C
         store_split(descs.y, epi, acc, acc_t, row, tile_origin(pid_n, sched.N, BN, sched.SHIFT), sched.N)
     tma.store_wait(0)
@@ -382,8 +382,8 @@ def ring_barriers(STAGES: gl.constexpr):
 
 
 # TMA handles every M, N, K: one compile per config (and per TAIL)
-@gluon.jit(do_not_specialize=["M", "N", "K", "SPLITS", "TAIL_TILES"])
-def hopper_coop_kernel(x_desc, w_desc, y_desc, bias_ptr, M, N, K, SPLITS, part_ptr, TAIL_TILES,
+@gluon.jit(do_not_specialize=["M", "N", "K", "SPLITS", "TAIL_TILES", "GROUP_M", "GROUP_S", "LAST_M", "LAST_S"])
+def hopper_coop_kernel(x_desc, w_desc, y_desc, bias_ptr, M, N, K, SPLITS, part_ptr, TAIL_TILES, GROUP_M, GROUP_S, LAST_M, LAST_S,
                        STAGES: gl.constexpr, GROUP_SIZE_M: gl.constexpr, HAS_BIAS: gl.constexpr,
                        ACTIVATION: gl.constexpr, MMA_REGS: gl.constexpr, LOAD_REGS: gl.constexpr,
                        BN: gl.constexpr, SPLIT_K: gl.constexpr, SHIFT: gl.constexpr, TAIL: gl.constexpr,
@@ -403,7 +403,7 @@ def hopper_coop_kernel(x_desc, w_desc, y_desc, bias_ptr, M, N, K, SPLITS, part_p
     # TAIL (a tail split, hopper_host.launch_dense): SPLITS K splits of each of the last TAIL_TILES tiles, their fp32
     # partials into part_ptr; SPLIT_K: SPLITS K splits of every tile; neither: SPLITS, part_ptr, TAIL_TILES unused
     sched = Schedule(M, N, K, SPLITS, GROUP_SIZE_M, SPLIT_K=SPLIT_K, SHIFT=SHIFT, R=TAIL_TILES, TAIL=TAIL,
-                     X_BOXES=X_BOXES)
+                     X_BOXES=X_BOXES, MAGIC=(GROUP_M, GROUP_S, LAST_M, LAST_S))
     part = part_ptr if TAIL else None
     epi0 = Epilogue(c0, bias_ptr, 0, HAS_BIAS, ACTIVATION, part, C_PIECES)
     epi1 = Epilogue(c1, bias_ptr, 0, HAS_BIAS, ACTIVATION, part, C_PIECES)

@@ -37,7 +37,7 @@ from triton.experimental.gluon import language as gl
 
 from ... import launcher
 from .. import _host
-from ..triton import dense
+from ..triton import _schedule, dense
 
 # A Gluon config's keys (the Hopper kernels' `check_config`; `unique_cases` compiles each distinct one once) and
 # the keys it may carry for the Triton tier's fallback, ignored here: always persistent and TMA; NUM_KSPLIT is
@@ -219,7 +219,8 @@ def token_boxes(plan, tokens: int, w_box=None) -> tuple[int, int, int]:
 
 def launch_tma(kernel, plan, y_box, x2, w, bias, y, ce: dict, target, compile_only=False, w_box=None, splits=1,
                tail=None):
-    """Launch kernel(x_desc, w_desc, y_desc, bias_ptr, M, N, K, splits, **ce) (the dense kernels'): 2-D TMA
+    """Launch kernel(x_desc, w_desc, y_desc, bias_ptr, M, N, K, splits[, part, R], GROUP_M, GROUP_S, LAST_M, LAST_S,
+    **ce) (the dense kernels'; the last four the tile order's division magic, kernels/triton/_schedule.group_magic): 2-D TMA
     boxes x [BM, BK], w [w_box or BN, BK], y `y_box` (the staging tile); a persistent grid of
     min(splits x tiles, SMs) CTAs. `tail` (the ping-pong's and the coop's kernels, which take a tail split's arguments
     after `splits`): (part, R, S), R tail tiles of S K splits each into the fp32 workspace `part` (R = 0: none; its
@@ -248,7 +249,8 @@ def launch_tma(kernel, plan, y_box, x2, w, bias, y, ce: dict, target, compile_on
             assert splits == 1, "a tail split of a split-K launch"
             num_work += n_tail * (tail_splits - 1)
             args = (*args[:-1], tail_splits)
-        args = (*args, part, n_tail)
+        # then the tile order's division magic (the same kernels take it)
+        args = (*args, part, n_tail, *_schedule.group_magic(-(-M // bm), -(-N // bn), plan.GROUP_SIZE_M))
     grid = (max(1, min(num_work, target.num_cus)),)
     ce = {**ce, "STAGES": ring_stages(ce["STAGES"], K, bk, num_work, grid[0])}
     return launcher.launcher(kernel, grid, compile_only)(*args, **ce, num_warps=CONSUMER_WARPS)
@@ -317,7 +319,9 @@ def tma_signature(plan, y_box, dtype: str, out_dtype: str, ce: dict, w_box=None,
     sig = {"x_desc": f"tensordesc<{dtype}[{xb}, {bk}],{shared_layout(bm, bk, dtype)!r}>",
            "w_desc": f"tensordesc<{dtype}[{wb}, {bk}],{shared_layout(bn, bk, dtype)!r}>",
            "y_desc": f"tensordesc<{out_dtype}[{y_box[0]}, {y_box[1]}],{shared_layout(*y_box, out_dtype)!r}>",
-           "bias_ptr": f"*{dtype}", "M": "i32", "N": "i32", "K": "i32", "SPLITS": "i32"}
+           "bias_ptr": f"*{dtype}", "M": "i32", "N": "i32", "K": "i32", "SPLITS": "i32",
+           # the tile order's division magic (launch_tma): multipliers in [2**31, 2**32), shifts 31-61
+           "GROUP_M": "u32", "GROUP_S": "i32", "LAST_M": "u32", "LAST_S": "i32"}
     sig.update({k: "constexpr" for k in ce})
     return sig
 

@@ -53,7 +53,7 @@ from triton.experimental.gluon.language.nvidia.hopper import (
     fence_async_shared, mbarrier, tma, warpgroup_mma, warpgroup_mma_init, warpgroup_mma_wait)
 
 from ..triton._epilogue import bias_activation
-from ..triton._schedule import batched_tile_coords, tail_item, tile_coords, tile_origin
+from ..triton._schedule import batched_tile_coords, grouped_tile_magic, tail_item, tile_coords, tile_origin
 from ._compat import tma_load, tma_store
 
 
@@ -132,6 +132,19 @@ def work_tile(work_id, num_work, num_pid_m, num_pid_n, GROUP_SIZE_M: gl.constexp
 
 
 @gluon.jit
+def sched_tile(tile_id, num_work, num_pid_m, num_pid_n, sched, BY_ENTRY: gl.constexpr):
+    """`work_tile` with the schedule's division magic where it has one (the dense kernels, tiles not by entry:
+    `grouped_tile_magic`, the same tiles without the two runtime divisions)."""
+    if sched.group_m is not None and not BY_ENTRY:
+        pid_m, pid_n = grouped_tile_magic(tile_id, num_pid_m, num_pid_n, sched.GROUP_SIZE_M, sched.group_m,
+                                          sched.group_s, sched.last_m, sched.last_s)
+        b = 0
+    else:
+        b, pid_m, pid_n = work_tile(tile_id, num_work, num_pid_m, num_pid_n, sched.GROUP_SIZE_M, BY_ENTRY)
+    return b, pid_m, pid_n
+
+
+@gluon.jit
 def tail_items(num_work, sched):
     """Work items of a launch of `num_work` (`work_space`), and (sched.TAIL: a tail split) each of the sched.R tail
     tiles as sched.B K splits: R (B - 1) more (`tail_item`)."""
@@ -149,10 +162,10 @@ def work_range(work_id, num_work, num_pid_m, num_pid_n, k_steps, sched):
     of sched.B K splits of a tail tile, `partial` its fp32 workspace tile (-1 elsewhere: the epilogue stores y)."""
     if sched.TAIL:
         tile_id, k0, nk, part = tail_item(work_id, num_pid_m * num_pid_n, sched.R, sched.B, k_steps)
-        b, pid_m, pid_n = work_tile(tile_id, num_work, num_pid_m, num_pid_n, sched.GROUP_SIZE_M, False)
+        b, pid_m, pid_n = sched_tile(tile_id, num_work, num_pid_m, num_pid_n, sched, False)
     else:
         BY_ENTRY: gl.constexpr = sched.BATCHED or sched.SPLIT_K
-        b, pid_m, pid_n = work_tile(work_id, num_work, num_pid_m, num_pid_n, sched.GROUP_SIZE_M, BY_ENTRY)
+        b, pid_m, pid_n = sched_tile(work_id, num_work, num_pid_m, num_pid_n, sched, BY_ENTRY)
         k0 = 0
         if sched.SPLIT_K:
             k0 = b * k_steps

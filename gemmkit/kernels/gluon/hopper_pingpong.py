@@ -458,8 +458,8 @@ def mma_partition(CONSUMER: gl.constexpr, descs, ring, epi, handoff, sched):
 
 
 # TMA handles every M, N, K: one compile per config (and per TAIL)
-@gluon.jit(do_not_specialize=["M", "N", "K", "SPLITS", "TAIL_TILES"])
-def hopper_pingpong_kernel(x_desc, w_desc, y_desc, bias_ptr, M, N, K, SPLITS, part_ptr, TAIL_TILES,
+@gluon.jit(do_not_specialize=["M", "N", "K", "SPLITS", "TAIL_TILES", "GROUP_M", "GROUP_S", "LAST_M", "LAST_S"])
+def hopper_pingpong_kernel(x_desc, w_desc, y_desc, bias_ptr, M, N, K, SPLITS, part_ptr, TAIL_TILES, GROUP_M, GROUP_S, LAST_M, LAST_S,
                            STAGES: gl.constexpr, C_TILES: gl.constexpr, GROUP_SIZE_M: gl.constexpr,
                            HAS_BIAS: gl.constexpr, ACTIVATION: gl.constexpr, MMA_REGS: gl.constexpr,
                            LOAD_REGS: gl.constexpr, BN: gl.constexpr, SPLIT_K: gl.constexpr, SHIFT: gl.constexpr,
@@ -500,7 +500,7 @@ def hopper_pingpong_kernel(x_desc, w_desc, y_desc, bias_ptr, M, N, K, SPLITS, pa
     # TAIL (a tail split, hopper_host.launch_dense): SPLITS K splits of each of the last TAIL_TILES tiles, their fp32
     # partials into part_ptr; SPLIT_K: SPLITS K splits of every tile; neither: SPLITS, part_ptr, TAIL_TILES unused
     sched = Schedule(M, N, K, SPLITS, GROUP_SIZE_M, SPLIT_K=SPLIT_K, SWAP=SWAP, SHIFT=SHIFT, R=TAIL_TILES, TAIL=TAIL,
-                     X_BOXES=X_BOXES)
+                     X_BOXES=X_BOXES, MAGIC=(GROUP_M, GROUP_S, LAST_M, LAST_S))
     part = part_ptr if TAIL else None
     epi0 = Epilogue(c0, bias_ptr, 0, HAS_BIAS, ACTIVATION, part, C_PIECES)
     epi1 = Epilogue(c1, bias_ptr, 0, HAS_BIAS, ACTIVATION, part, C_PIECES)

@@ -35,9 +35,18 @@ each tile id then goes through `tile_coords` as above. When grid % NUM_XCDS
 The helpers use `tl.where`/`tl.minimum` instead of Python branches, so they
 work on scalars (kernels) and on vectors of ids (the property tests).
 
+Division by a launch's counts (the Gluon dense kernels' `grouped_tile_magic`): the grouped order divides by two
+runtime values, G x num_pid_n and the last group's rows; a GPU divides an int32 in ~20 dependent instructions
+(~200 cycles on the uniform datapath, before the load warp's first TMA load). The host gives each divisor d a
+multiplier m and shift s (`div_magic`) with n // d == (n * m) >> s for every 0 <= n < 2**31: s = 31 + ceil(log2 d),
+m = ceil(2**s / d) (2**31 <= m < 2**32; exact since n * (m - 2**s / d) / 2**s < 2**31 / 2**s <= 1 / d), one 64-bit
+multiply and shift in the kernel.
+
 Constraints:
   - ids, counts and results are int32: num_tiles < 2**31.
   - NUM_XCDS and GROUP_SIZE_M are constexpr >= 1.
+  - `grouped_tile_magic`: the magic pairs of `group_magic` for the same num_pid_m, num_pid_n and GROUP_SIZE_M; it
+    returns `grouped_tile`'s (pid_m, pid_n).
 """
 import triton
 import triton.language as tl
@@ -73,6 +82,37 @@ def grouped_tile(tile_id, num_pid_m, num_pid_n, GROUP_SIZE_M: tl.constexpr):
     pid_m = first_pid_m + in_group % group_size_m
     pid_n = in_group // group_size_m
     return pid_m, pid_n
+
+
+def div_magic(d: int) -> tuple[int, int]:
+    """(m, s) with n // d == (n * m) >> s for 0 <= n < 2**31 (module docstring), d >= 1."""
+    if not 1 <= d < 2**31:
+        raise ValueError(f"div_magic: divisor {d} out of [1, 2**31)")
+    s = 31 + (d - 1).bit_length()
+    return -(-(1 << s) // d), s
+
+
+def group_magic(num_pid_m: int, num_pid_n: int, group_size_m: int) -> tuple[int, int, int, int]:
+    """`grouped_tile_magic`'s divisors' magic pairs: G x num_pid_n, and the last group's rows (num_pid_m % G, or G)."""
+    last = num_pid_m % group_size_m or group_size_m
+    return (*div_magic(max(1, group_size_m * num_pid_n)), *div_magic(last))
+
+
+@triton.jit
+def magic_div(n, m, s):
+    """n // d for 0 <= n < 2**31, (m, s) = div_magic(d)."""
+    return ((n.to(tl.int64) * m.to(tl.int64)) >> s).to(tl.int32)
+
+
+@triton.jit
+def grouped_tile_magic(tile_id, num_pid_m, num_pid_n, GROUP_SIZE_M: tl.constexpr, group_m, group_s, last_m, last_s):
+    """`grouped_tile` with its two runtime divisions as multiplies (`group_magic`'s pairs)."""
+    group_id = magic_div(tile_id, group_m, group_s)
+    first_pid_m = group_id * GROUP_SIZE_M
+    group_size_m = tl.minimum(num_pid_m - first_pid_m, GROUP_SIZE_M)
+    in_group = tile_id - group_id * (GROUP_SIZE_M * num_pid_n)
+    pid_n = tl.where(group_size_m == GROUP_SIZE_M, in_group // GROUP_SIZE_M, magic_div(in_group, last_m, last_s))
+    return first_pid_m + in_group - pid_n * group_size_m, pid_n
 
 
 @triton.jit
