@@ -194,6 +194,10 @@ def tail_split(tiles: int, ctas: int, k_steps: int, min_k_steps: int = 1) -> tup
 # the plan's stages, e.g. to compare.
 CAP_STAGES = True
 MIN_STAGES = 2
+# The dense kernels place their tiles with the host's division magic (kernels/triton/_schedule.group_magic): the load
+# warp's first TMA load no longer waits on two runtime integer divisions. False (read at each launch): they divide,
+# e.g. to compare.
+TILE_MAGIC = True
 
 
 def ring_stages(stages: int, K: int, bk: int, num_work: int, grid: int) -> int:
@@ -249,8 +253,9 @@ def launch_tma(kernel, plan, y_box, x2, w, bias, y, ce: dict, target, compile_on
             assert splits == 1, "a tail split of a split-K launch"
             num_work += n_tail * (tail_splits - 1)
             args = (*args[:-1], tail_splits)
-        # then the tile order's division magic (the same kernels take it)
-        args = (*args, part, n_tail, *_schedule.group_magic(-(-M // bm), -(-N // bn), plan.GROUP_SIZE_M))
+        # then the tile order's division magic (the same kernels take it; None: they divide, `TILE_MAGIC`)
+        magic = _schedule.group_magic(-(-M // bm), -(-N // bn), plan.GROUP_SIZE_M) if TILE_MAGIC else (None,) * 4
+        args = (*args, part, n_tail, *magic)
     grid = (max(1, min(num_work, target.num_cus)),)
     ce = {**ce, "STAGES": ring_stages(ce["STAGES"], K, bk, num_work, grid[0])}
     return launcher.launcher(kernel, grid, compile_only)(*args, **ce, num_warps=CONSUMER_WARPS)
