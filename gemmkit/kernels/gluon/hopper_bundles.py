@@ -140,7 +140,7 @@ class Schedule:
 
     @gluon.constexpr_function
     def __init__(self, M, N, K, B, GROUP_SIZE_M, BATCHED=False, SPLIT_K=False, SWAP=False, SHIFT=False, R=0,
-                 TAIL=False, X_BOXES=1, MAGIC=(None, None, None, None)):
+                 TAIL=False, X_BOXES=1, group_m=None, group_s=None, last_m=None, last_s=None):
         self.M = _cx(M)
         self.N = _cx(N)
         self.K = _cx(K)
@@ -153,7 +153,7 @@ class Schedule:
         self.SWAP = gl.constexpr(SWAP)
         self.SHIFT = gl.constexpr(SHIFT)
         self.X_BOXES = gl.constexpr(X_BOXES)
-        self.group_m = _cx(MAGIC[0])  # the grouped order's division magic (kernels/triton/_schedule.group_magic),
-        self.group_s = _cx(MAGIC[1])  # None: plain divisions
-        self.last_m = _cx(MAGIC[2])
-        self.last_s = _cx(MAGIC[3])
+        self.group_m = _cx(group_m)  # the grouped order's division magic (kernels/triton/_schedule.group_magic),
+        self.group_s = _cx(group_s)  # None: plain divisions
+        self.last_m = _cx(last_m)
+        self.last_s = _cx(last_s)

@@ -500,7 +500,7 @@ def hopper_pingpong_kernel(x_desc, w_desc, y_desc, bias_ptr, M, N, K, SPLITS, pa
     # TAIL (a tail split, hopper_host.launch_dense): SPLITS K splits of each of the last TAIL_TILES tiles, their fp32
     # partials into part_ptr; SPLIT_K: SPLITS K splits of every tile; neither: SPLITS, part_ptr, TAIL_TILES unused
     sched = Schedule(M, N, K, SPLITS, GROUP_SIZE_M, SPLIT_K=SPLIT_K, SWAP=SWAP, SHIFT=SHIFT, R=TAIL_TILES, TAIL=TAIL,
-                     X_BOXES=X_BOXES, MAGIC=(GROUP_M, GROUP_S, LAST_M, LAST_S))
+                     X_BOXES=X_BOXES, group_m=GROUP_M, group_s=GROUP_S, last_m=LAST_M, last_s=LAST_S)
     part = part_ptr if TAIL else None
     epi0 = Epilogue(c0, bias_ptr, 0, HAS_BIAS, ACTIVATION, part, C_PIECES)
     epi1 = Epilogue(c1, bias_ptr, 0, HAS_BIAS, ACTIVATION, part, C_PIECES)
