@@ -21,7 +21,8 @@ Partitions per CTA (`gl.warp_specialize`; persistent: one CTA per SM):
   mma 1  (4 warps)   consumer warpgroup 1: rows BM/2 .. BM - 1 of every tile of this CTA
 
 Tile layout (one CTA's work items t0, t1, ... = tile ids pid, pid + grid, ... in the grouped
-order of `tile_coords`, kernels/triton/_schedule.py)::
+order of `tile_coords`, kernels/triton/_schedule.py, without its divisions: `grouped_tile_magic` and the host's
+magic, as the ping-pong)::
 
                   K ─────────────────►                     N ────────────────────►
              ┌──────────────────────────┐              ┌──────────────────────────┐

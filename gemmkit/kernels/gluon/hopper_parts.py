@@ -10,7 +10,8 @@ hopper_pingpong_batched.py (both kernels' load warp) and hopper_fp8_mainloop.py 
         ▲                                                                                   │
         └──────────────────────────────── empty[s] ◄────────────────────────────────────────┘
    every partition: work_space (tiles, or B x tiles: batch entries / K splits; tail_items: + a tail split's splits)
-                    ──► work_range (work_tile's (b, pid_m, pid_n) and the item's K range: _schedule.tail_item's under
+                    ──► work_range (sched_tile's (b, pid_m, pid_n): work_tile's order, without runtime divisions
+                    where the Schedule has the host's magic; and the item's K range: _schedule.tail_item's under
                     a tail split) ──► tile_origin (first row / column: the last tile shifted back to end at M / N,
                     the dense kernels; the batched ones pid * BLOCK; both from kernels/triton/_schedule.py)
                     ring_next (slot, phase) after each K step; ring_prev: the slot a consumer releases

@@ -17,7 +17,8 @@ cast, TMA store). An "mma turn" mbarrier pair hands the tensor cores from one
 consumer to the other, so one group's epilogue runs under the other's mainloop.
 
 Tile layout (one CTA; its tiles t0, t1, t2, ... are tile ids pid, pid + grid, ...
-mapped by the grouped order, `tile_coords` of kernels/triton/_schedule.py; drawn
+mapped by the grouped order, `tile_coords` of kernels/triton/_schedule.py, here as `grouped_tile_magic` with the
+host's division magic GROUP_M / GROUP_S / LAST_M / LAST_S, hopper_host.launch_tma; drawn
 side by side here, they lie wherever that order puts them)::
 
                   K ─────────────────►                         N ──────────►
