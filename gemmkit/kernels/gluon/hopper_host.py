@@ -223,10 +223,10 @@ def token_boxes(plan, tokens: int, w_box=None) -> tuple[int, int, int]:
 
 def launch_tma(kernel, plan, y_box, x2, w, bias, y, ce: dict, target, compile_only=False, w_box=None, splits=1,
                tail=None):
-    """Launch kernel(x_desc, w_desc, y_desc, bias_ptr, M, N, K, splits[, part, R], GROUP_M, GROUP_S, LAST_M, LAST_S,
-    **ce) (the dense kernels'; the last four the tile order's division magic, kernels/triton/_schedule.group_magic): 2-D TMA
-    boxes x [BM, BK], w [w_box or BN, BK], y `y_box` (the staging tile); a persistent grid of
-    min(splits x tiles, SMs) CTAs. `tail` (the ping-pong's and the coop's kernels, which take a tail split's arguments
+    """Launch kernel(x_desc, w_desc, y_desc, bias_ptr, M, N, K, splits[, part, R, GROUP_M, GROUP_S, LAST_M, LAST_S],
+    **ce) (the dense kernels'; the last four: the tile order's division magic, kernels/triton/_schedule.group_magic, or
+    None where TILE_MAGIC is off; the launch's ring depth: `ring_stages`): 2-D TMA boxes x [BM, BK], w [w_box or BN,
+    BK], y `y_box` (the staging tile); a persistent grid of min(splits x tiles, SMs) CTAs. `tail` (the ping-pong's and the coop's kernels, which take a tail split's arguments
     after `splits`): (part, R, S), R tail tiles of S K splits each into the fp32 workspace `part` (R = 0: none; its
     launch passes S as SPLITS, and has tiles + R (S - 1) work items). `launch_dense` is the entry: it adds split-K's
     and the tail split's workspaces and reduces."""
@@ -325,7 +325,7 @@ def tma_signature(plan, y_box, dtype: str, out_dtype: str, ce: dict, w_box=None,
            "w_desc": f"tensordesc<{dtype}[{wb}, {bk}],{shared_layout(bn, bk, dtype)!r}>",
            "y_desc": f"tensordesc<{out_dtype}[{y_box[0]}, {y_box[1]}],{shared_layout(*y_box, out_dtype)!r}>",
            "bias_ptr": f"*{dtype}", "M": "i32", "N": "i32", "K": "i32", "SPLITS": "i32",
-           # the tile order's division magic (launch_tma): multipliers in [2**31, 2**32), shifts 31-61
+           # the tile order's division magic (launch_tma): multipliers in [2**31, 2**32), shifts 31-62
            "GROUP_M": "u32", "GROUP_S": "i32", "LAST_M": "u32", "LAST_S": "i32"}
     sig.update({k: "constexpr" for k in ce})
     return sig

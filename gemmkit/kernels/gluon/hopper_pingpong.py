@@ -460,7 +460,8 @@ def mma_partition(CONSUMER: gl.constexpr, descs, ring, epi, handoff, sched):
 
 # TMA handles every M, N, K: one compile per config (and per TAIL)
 @gluon.jit(do_not_specialize=["M", "N", "K", "SPLITS", "TAIL_TILES", "GROUP_M", "GROUP_S", "LAST_M", "LAST_S"])
-def hopper_pingpong_kernel(x_desc, w_desc, y_desc, bias_ptr, M, N, K, SPLITS, part_ptr, TAIL_TILES, GROUP_M, GROUP_S, LAST_M, LAST_S,
+def hopper_pingpong_kernel(x_desc, w_desc, y_desc, bias_ptr, M, N, K, SPLITS, part_ptr, TAIL_TILES,
+                           GROUP_M, GROUP_S, LAST_M, LAST_S,  # the tile order's division magic (hopper_host.launch_tma)
                            STAGES: gl.constexpr, C_TILES: gl.constexpr, GROUP_SIZE_M: gl.constexpr,
                            HAS_BIAS: gl.constexpr, ACTIVATION: gl.constexpr, MMA_REGS: gl.constexpr,
                            LOAD_REGS: gl.constexpr, BN: gl.constexpr, SPLIT_K: gl.constexpr, SHIFT: gl.constexpr,
