@@ -118,12 +118,15 @@ Constraints:
     same tile (a split tile: its power-of-two part). NUM_KSPLIT >= 1, an upper bound (split-K: the
     `hopper_host.fit_split_k` / `launch_dense`, fp32 partial sub-tiles). num_stages is an upper bound: the
     ring gets num_stages stages, with the output staged in EPI_SPLIT = 1, 2 or 4 column sub-tiles (the
-    fewest that let them fit; a split tile: A / B + 1 of B columns), else the most stages (>= 2) beside 4 sub-tiles.
+    fewest that let them fit; a split tile: A / B + 1 of B columns, each its own buffer where they fit beside
+    num_stages, else one), else the most stages (>= 2) beside 4 sub-tiles; a launch runs at most the K steps one CTA
+    runs (>= 2, `hopper_host.ring_stages`).
   - TAIL (dense kernel only; hopper_pingpong.tail_plan): unsplit (NUM_KSPLIT 1), no split tile, not 128 x 256 on
     Triton >= 3.9 (kernels/_budgets.tail_split_ok); R S <= CTAs (each CTA at most one split, its last work item); the
     workspace R S BM x BN fp32, row-major. With a tail split the
     fp32 summation order of the tail tiles depends on M, N, K and the SM count (bitwise reproducible on one grid).
-  - K >= 1 (the op handles K == 0); tiles < 2**31.
+  - K >= 1 (the op handles K == 0); tiles < 2**31; GROUP_M, GROUP_S, LAST_M, LAST_S as the ping-pong's (the tile
+    order's division magic, kernels/triton/_schedule.group_magic, or all None).
 """
 from __future__ import annotations
 

@@ -162,8 +162,11 @@ Constraints:
     consumer and the load warp). NUM_KSPLIT >= 1, an upper bound (`hopper_host.fit_split_k`; the dense
     kernel only). num_stages is an upper bound:
     the ring gets num_stages stages beside two output tiles if they fit, else the
-    most stages (>= 2, <= num_stages) beside one shared output tile.
-  - K >= 1 (the op handles K == 0); M * N tiles < 2**31 (batched: B * tiles < 2**31).
+    most stages (>= 2, <= num_stages) beside one shared output tile; a dense launch runs at most the K steps one
+    CTA runs (>= 2, `hopper_host.ring_stages`).
+  - K >= 1 (the op handles K == 0); M * N tiles < 2**31 (batched: B * tiles < 2**31); the dense kernel's GROUP_M,
+    GROUP_S, LAST_M, LAST_S are kernels/triton/_schedule.group_magic of its num_pid_m, num_pid_n and GROUP_SIZE_M
+    (or all None: plain divisions).
   - TAIL (dense kernel only; `tail_plan`): unsplit (NUM_KSPLIT 1), no split tile, no swap_ab; R S <= CTAs (each CTA
     at most one split, its last work item); the workspace R S BM x BN fp32, row-major. With a tail split the fp32
     summation order of the tail tiles depends on M, N, K and the SM count (bitwise reproducible on one grid).
