@@ -333,10 +333,10 @@ def _piece(c_smem, k: gl.constexpr, PIECES: gl.constexpr):
 @gluon.jit
 def store_split(y_desc, epi, acc, acc_t, row, col, N):
     """A split tile's epilogue (hopper_pingpong.py's and hopper_coop.py's): bias / activation / cast on each
-    accumulator with its own columns, then A / B + 1 TMA stores of BM x B sub-tiles. PIECES = A / B + 1: the
-    `Epilogue`'s staging c holds that many sub-tiles, one a piece, written after one wait for the previous tile's
+    accumulator with its own columns, then A / B + 1 TMA stores of BM x B sub-tiles. PIECES (epi.PIECES) = A / B + 1:
+    the `Epilogue`'s staging c holds that many sub-tiles, one a piece, written after one wait for the previous tile's
     stores and stored with no wait between them; PIECES = 1: c is one BM x B sub-tile (where shared memory has no
-    room for more), each store waiting until the previous one has read it (PIECES: epi.PIECES). acc: columns [col, col + A) (stored as
+    room for more), each store waiting until the previous one has read it. acc: columns [col, col + A) (stored as
     A / B pieces of B columns, A / B in 2, 4, 8: register splits, nothing moves), acc_t: [col + A, col + A + B)."""
     c_smem = epi.c
     bias_ptr = epi.bias
