@@ -79,6 +79,21 @@ def test_plan_of_the_split_tile():
         hplan.check_config({**BASE, "BLOCK_SIZE_N": 192}, "gluon", "k", "")
 
 
+def test_ring_stages_cap_at_a_ctas_k_steps():
+    """A launch's ring depth: the plan's stages, or the K steps one CTA runs where fewer (each work item at most
+    cdiv(K, BK) steps, cdiv(items, CTAs) items a CTA), never under 2; CAP_STAGES off: the plan's."""
+    assert hh.ring_stages(8, 64, 64, 120, 120) == 2  # one step: 2, not 1
+    assert hh.ring_stages(8, 256, 64, 120, 120) == 4
+    assert hh.ring_stages(8, 257, 64, 120, 120) == 5  # a partial step counts
+    assert hh.ring_stages(8, 256, 64, 240, 132) == 8  # two items a CTA: 8 steps
+    assert hh.ring_stages(6, 4096, 64, 1, 1) == 6  # never above the plan's
+    try:
+        hh.CAP_STAGES = False
+        assert hh.ring_stages(8, 64, 64, 120, 120) == 8
+    finally:
+        hh.CAP_STAGES = True
+
+
 @pytest.mark.parametrize("bn, tail, pieces", [(48, 16, 3), (80, 16, 5), (96, 32, 3), (144, 16, 9), (160, 32, 5),
                                               (192, 64, 1)])
 def test_plan_of_the_split_tiles_a_plus_b(bn, tail, pieces):
