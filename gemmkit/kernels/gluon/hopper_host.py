@@ -194,10 +194,16 @@ def tail_split(tiles: int, ctas: int, k_steps: int, min_k_steps: int = 1) -> tup
 # the plan's stages, e.g. to compare.
 CAP_STAGES = True
 MIN_STAGES = 2
-# The dense kernels place their tiles with the host's division magic (kernels/triton/_schedule.group_magic): the load
-# warp's first TMA load no longer waits on two runtime integer divisions. False (read at each launch): they divide,
-# e.g. to compare.
+# The dense and FP8 kernels place their tiles with the host's division magic (kernels/triton/_schedule.group_magic,
+# `tile_magic`): the load warp's first TMA load no longer waits on two runtime integer divisions. False (read at each
+# launch): they divide, e.g. to compare.
 TILE_MAGIC = True
+
+
+def tile_magic(num_pid_m: int, num_pid_n: int, group_size_m: int) -> tuple:
+    """A launch's GROUP_M, GROUP_S, LAST_M, LAST_S (the dense and FP8 kernels'): the grouped order's division magic
+    (kernels/triton/_schedule.group_magic), or four None where TILE_MAGIC is off (the kernels divide)."""
+    return _schedule.group_magic(num_pid_m, num_pid_n, group_size_m) if TILE_MAGIC else (None,) * 4
 
 
 def ring_stages(stages: int, K: int, bk: int, num_work: int, grid: int) -> int:
@@ -254,8 +260,7 @@ def launch_tma(kernel, plan, y_box, x2, w, bias, y, ce: dict, target, compile_on
             num_work += n_tail * (tail_splits - 1)
             args = (*args[:-1], tail_splits)
         # then the tile order's division magic (the same kernels take it; None: they divide, `TILE_MAGIC`)
-        magic = _schedule.group_magic(-(-M // bm), -(-N // bn), plan.GROUP_SIZE_M) if TILE_MAGIC else (None,) * 4
-        args = (*args, part, n_tail, *magic)
+        args = (*args, part, n_tail, *tile_magic(-(-M // bm), -(-N // bn), plan.GROUP_SIZE_M))
     grid = (max(1, min(num_work, target.num_cus)),)
     ce = {**ce, "STAGES": ring_stages(ce["STAGES"], K, bk, num_work, grid[0])}
     return launcher.launcher(kernel, grid, compile_only)(*args, **ce, num_warps=CONSUMER_WARPS)

@@ -32,6 +32,10 @@ LAYOUT "pingpong" (num_warps 4): five partitions per CTA (`gl.warp_specialize`; 
   load 0  (1 warp)   TMA x[BM, BK], w[BN, BK] of consumer 0's tiles into ring 0
   load 1  (1 warp)   the same for consumer 1, ring 1
 
+A tile id becomes (pid_m, pid_n) in the grouped order of kernels/triton/_schedule.tile_coords, in every layout and
+partition the same way: without its two runtime divisions where the launch passes their magic (GROUP_M, GROUP_S,
+LAST_M, LAST_S; hopper_fp8_parts.item_tile, hopper_host.tile_magic).
+
 LAYOUT "coop" (num_warps 8, BLOCK_SIZE_M 128: DeepGEMM's cooperative layout; 256: below): four partitions, one
 128 x BN tile (or a tail split's K range of one) per CTA work item, one ring, both consumers on every item:
 
@@ -180,7 +184,8 @@ Constraints:
     its partitions aborts Triton 3.6's ConvertTritonGPUToLLVM (an index assertion), and it never splits.
   - With a tail split the fp32 summation order of the tail tiles depends on M, N, K and the SM count (bitwise
     reproducible for one shape on one GPU; not equal to the unsplit result): the op has no switch for it.
-  - K >= 1 (the op handles K == 0); M * N tiles < 2**31.
+  - K >= 1 (the op handles K == 0); M * N tiles < 2**31; GROUP_M, GROUP_S, LAST_M, LAST_S are
+    kernels/triton/_schedule.group_magic of its num_pid_m, num_pid_n and GROUP_SIZE_M, or all None.
 """
 from __future__ import annotations
 
@@ -192,11 +197,11 @@ from ... import configs, launcher
 from .. import _budgets
 from .. import _host as H
 from ..triton import dense
-from ..triton._schedule import tail_item, tile_coords
+from ..triton._schedule import tail_item
 from . import hopper_host as hh
 from .hopper_fp8_mainloop import coop_mainloop, pingpong_mainloop
-from .hopper_fp8_parts import (LOAD_THREADS, NV_BUFFERS, W_SLOT, first_item, load_partition, pair_put, pair_steps,
-                               pair_take, store_scaled_partial, store_y)
+from .hopper_fp8_parts import (LOAD_THREADS, NV_BUFFERS, W_SLOT, first_item, item_tile, load_partition, pair_put,
+                               pair_steps, pair_take, store_scaled_partial, store_y)
 # The plan lives in hopper_fp8_plan.py; its names are this module's API too (launch, static compiles, tests).
 from .hopper_fp8_plan import (CONFIG_KEYS, LAYOUTS, MAX_PROMOTE_K, MIN_TAIL_K, PAIR_MIN_K, SLICE_M,  # noqa: F401
                               VECTOR_BUFFERS, W_SLOT_FLOATS, WS_BOX_FLOATS, Fp8Plan, constexprs, derive, flat_storage,
@@ -231,7 +236,7 @@ PROMISES = (
 @gluon.jit
 def _mma_partition(CONSUMER: gl.constexpr, LAYOUT: gl.constexpr, y_desc, xs_ptr, ws_ptr, bias_ptr, a_ring, b_ring,
                    s_ring, w_ring, c_smem, full, empty, c_free, vx_smem, vw_smem, vfull, vempty, xch, xfull, xempty,
-                   M, N, K, stride_wsn, stride_wsk, part_ptr, TAIL, SPLITS, BM: gl.constexpr, BK: gl.constexpr,
+                   M, N, K, stride_wsn, stride_wsk, part_ptr, TAIL, SPLITS, magic, BM: gl.constexpr, BK: gl.constexpr,
                    STAGES: gl.constexpr, C_TILES: gl.constexpr, GROUP_SIZE_M: gl.constexpr, HAS_BIAS: gl.constexpr,
                    SCALE: gl.constexpr, SCALE_BN: gl.constexpr, SCALE_BK: gl.constexpr, VEC: gl.constexpr,
                    PAIR: gl.constexpr):
@@ -270,7 +275,7 @@ def _mma_partition(CONSUMER: gl.constexpr, LAYOUT: gl.constexpr, y_desc, xs_ptr,
         tile_id, k0, nk, part = tail_item(w, num_tiles, TAIL, SPLITS, k_steps)
         if PAIR:
             k0, nk = pair_steps(k_steps, CONSUMER)
-        pid_m, pid_n = tile_coords(tile_id, num_pid_m, num_pid_n, GROUP_SIZE_M, 1)
+        pid_m, pid_n = item_tile(tile_id, num_pid_m, num_pid_n, GROUP_SIZE_M, magic)
         ws_row = (pid_n * BN // SCALE_BN) * stride_wsn  # (block) where the slot's w scale sits: _w_pick
         if LAYOUT == "coop" and not TWO:
             acc0, idx, phase = coop_mainloop(a_ring, b_ring, s_ring, w_ring, full, empty, idx, phase, k0, nk, ws_row,
@@ -328,9 +333,11 @@ def _mma_partition(CONSUMER: gl.constexpr, LAYOUT: gl.constexpr, y_desc, xs_ptr,
 
 
 # TMA handles every M, N, K and the scale strides are plain offsets: one compile per config and mode.
-@gluon.jit(do_not_specialize=["M", "N", "K", "stride_xsm", "stride_xsk", "stride_wsn", "stride_wsk", "TAIL", "SPLITS"])
+@gluon.jit(do_not_specialize=["M", "N", "K", "stride_xsm", "stride_xsk", "stride_wsn", "stride_wsk", "TAIL", "SPLITS",
+                               "GROUP_M", "GROUP_S", "LAST_M", "LAST_S"])
 def hopper_pingpong_fp8_kernel(x_desc, w_desc, y_desc, xs_desc, ws_desc, xs_ptr, ws_ptr, bias_ptr, M, N, K,
                                stride_xsm, stride_xsk, stride_wsn, stride_wsk, part_ptr, TAIL, SPLITS,
+                               GROUP_M, GROUP_S, LAST_M, LAST_S,  # the tile order's division magic (launch)
                                STAGES: gl.constexpr, C_TILES: gl.constexpr, GROUP_SIZE_M: gl.constexpr,
                                HAS_BIAS: gl.constexpr, LAYOUT: gl.constexpr, SCALE: gl.constexpr,
                                SCALE_BN: gl.constexpr, SCALE_BK: gl.constexpr, SCALE_TMA: gl.constexpr,
@@ -410,40 +417,41 @@ def hopper_pingpong_fp8_kernel(x_desc, w_desc, y_desc, xs_desc, ws_desc, xs_ptr,
         xch = s_ring
         xfull = c_free
         xempty = c_free
+    magic = (GROUP_M, GROUP_S, LAST_M, LAST_S)  # (all None: the partitions divide, item_tile)
     if LAYOUT == "coop":
         gl.warp_specialize([
             (_mma_partition, (0, LAYOUT, y_desc, xs_ptr, ws_ptr, bias_ptr, a_ring, b_ring, s_ring, w_ring, c0, full,
                               empty, c_free, vx_smem, vw_smem, vfull, vempty, xch, xfull, xempty, M, N, K,
-                              stride_wsn, stride_wsk, part_ptr, TAIL, SPLITS, BM, BK, STAGES, C_TILES, GROUP_SIZE_M,
-                              HAS_BIAS, SCALE, SCALE_BN, SCALE_BK, VEC, False)),
+                              stride_wsn, stride_wsk, part_ptr, TAIL, SPLITS, magic, BM, BK, STAGES, C_TILES,
+                              GROUP_SIZE_M, HAS_BIAS, SCALE, SCALE_BN, SCALE_BK, VEC, False)),
             (_mma_partition, (1, LAYOUT, y_desc, xs_ptr, ws_ptr, bias_ptr, a_ring, b_ring, s_ring, w_ring, c1, full,
                               empty, c_free, vx_smem, vw_smem, vfull, vempty, xch, xfull, xempty, M, N, K,
-                              stride_wsn, stride_wsk, part_ptr, TAIL, SPLITS, BM, BK, STAGES, C_TILES, GROUP_SIZE_M,
-                              HAS_BIAS, SCALE, SCALE_BN, SCALE_BK, VEC, False)),
+                              stride_wsn, stride_wsk, part_ptr, TAIL, SPLITS, magic, BM, BK, STAGES, C_TILES,
+                              GROUP_SIZE_M, HAS_BIAS, SCALE, SCALE_BN, SCALE_BK, VEC, False)),
             (load_partition, (0, 1, x_desc, w_desc, xs_desc, ws_desc, a_ring, b_ring, s_ring, w_ring, full, empty,
                                vx_smem, vw_smem, vfull, vempty, xs_ptr, ws_ptr, M, N, K, stride_xsm, stride_xsk,
-                               stride_wsn, stride_wsk, TAIL, SPLITS, STAGES, GROUP_SIZE_M, SCALE, SCALE_BN, SCALE_BK,
-                               SCALE_TMA, VEC, False, XBOXES)),
+                               stride_wsn, stride_wsk, TAIL, SPLITS, magic, STAGES, GROUP_SIZE_M, SCALE, SCALE_BN,
+                               SCALE_BK, SCALE_TMA, VEC, False, XBOXES)),
         ], [4, 1], [MMA_REGS, LOAD_REGS])
     else:  # no tail split (tail_plan): TAIL 0 and SPLITS 1 as constants (runtime ones break the pingpong
         # compile in Triton 3.6: an assertion in ConvertTritonGPUToLLVM), no workspace
         gl.warp_specialize([
             (_mma_partition, (0, LAYOUT, y_desc, xs_ptr, ws_ptr, bias_ptr, a_ring, b_ring, s_ring, w_ring, c0, full,
                               empty, c_free, vx_smem, vw_smem, vfull, vempty, xch, xfull, xempty, M, N, K,
-                              stride_wsn, stride_wsk, xs_ptr, 0, 1, BM, BK, STAGES, C_TILES, GROUP_SIZE_M, HAS_BIAS,
-                              SCALE, SCALE_BN, SCALE_BK, VEC, PAIR)),
+                              stride_wsn, stride_wsk, xs_ptr, 0, 1, magic, BM, BK, STAGES, C_TILES, GROUP_SIZE_M,
+                              HAS_BIAS, SCALE, SCALE_BN, SCALE_BK, VEC, PAIR)),
             (_mma_partition, (1, LAYOUT, y_desc, xs_ptr, ws_ptr, bias_ptr, a_ring, b_ring, s_ring, w_ring, c1, full,
                               empty, c_free, vx_smem, vw_smem, vfull, vempty, xch, xfull, xempty, M, N, K,
-                              stride_wsn, stride_wsk, xs_ptr, 0, 1, BM, BK, STAGES, C_TILES, GROUP_SIZE_M, HAS_BIAS,
-                              SCALE, SCALE_BN, SCALE_BK, VEC, PAIR)),
+                              stride_wsn, stride_wsk, xs_ptr, 0, 1, magic, BM, BK, STAGES, C_TILES, GROUP_SIZE_M,
+                              HAS_BIAS, SCALE, SCALE_BN, SCALE_BK, VEC, PAIR)),
             (load_partition, (0, 2, x_desc, w_desc, xs_desc, ws_desc, a_ring, b_ring, s_ring, w_ring, full, empty,
                                vx_smem, vw_smem, vfull, vempty, xs_ptr, ws_ptr, M, N, K, stride_xsm, stride_xsk,
-                               stride_wsn, stride_wsk, 0, 1, STAGES, GROUP_SIZE_M, SCALE, SCALE_BN, SCALE_BK,
-                               SCALE_TMA, VEC, PAIR, XBOXES)),
+                               stride_wsn, stride_wsk, 0, 1, magic, STAGES, GROUP_SIZE_M, SCALE, SCALE_BN,
+                               SCALE_BK, SCALE_TMA, VEC, PAIR, XBOXES)),
             (load_partition, (1, 2, x_desc, w_desc, xs_desc, ws_desc, a_ring, b_ring, s_ring, w_ring, full, empty,
                                vx_smem, vw_smem, vfull, vempty, xs_ptr, ws_ptr, M, N, K, stride_xsm, stride_xsk,
-                               stride_wsn, stride_wsk, 0, 1, STAGES, GROUP_SIZE_M, SCALE, SCALE_BN, SCALE_BK,
-                               SCALE_TMA, VEC, PAIR, XBOXES)),
+                               stride_wsn, stride_wsk, 0, 1, magic, STAGES, GROUP_SIZE_M, SCALE, SCALE_BN,
+                               SCALE_BK, SCALE_TMA, VEC, PAIR, XBOXES)),
         ], [4, 1, 1], [MMA_REGS, LOAD_REGS, LOAD_REGS])
 
 
@@ -521,7 +529,7 @@ def launch(x, w, x_scale, w_scale, bias, y, cfg, target, compile_only=False, blo
         part = torch.empty((n_tail * splits * bm, bn), dtype=torch.float32, device=x.device)
     strides = (0, 0, 0, 0) if block_shape is None else (*x_scale.stride(), *w_scale.stride())
     args = (x_desc, w_desc, y_desc, xs_desc, ws_desc, x_scale, w_scale, bias if bias is not None else x_scale, M, N, K,
-            *strides, part, n_tail, splits)
+            *strides, part, n_tail, splits, *hh.tile_magic(-(-M // bm), -(-N // bn), plan.GROUP_SIZE_M))
     launcher.launcher(hopper_pingpong_fp8_kernel, grid, compile_only)(*args, **ce, num_warps=hh.CONSUMER_WARPS)
     if n_tail:
         dense.launch_tail_reduce(part, num_tiles - n_tail, n_tail, splits, bm, bn, plan.GROUP_SIZE_M, bias, y,
@@ -564,7 +572,9 @@ def static_spec(cfg: dict, target, *, out_dtype: str = "bf16", has_bias: bool = 
                       f"tensordesc<fp8e4nv[{bm}, {bk}],{fp8_layout(bm, bk)!r}>",
            "xs_ptr": "*fp32", "ws_ptr": "*fp32", "bias_ptr": f"*{out_dtype}", "M": "i32", "N": "i32", "K": "i32",
            "stride_xsm": "i32", "stride_xsk": "i32", "stride_wsn": "i32", "stride_wsk": "i32",
-           "part_ptr": "*fp32", "TAIL": "i32", "SPLITS": "i32"}
+           "part_ptr": "*fp32", "TAIL": "i32", "SPLITS": "i32",
+           # the tile order's division magic (launch, hopper_host.tile_magic)
+           "GROUP_M": "u32", "GROUP_S": "i32", "LAST_M": "u32", "LAST_S": "i32"}
     ce = constexprs(plan, has_bias=has_bias, scale_tma=use_tma, x_boxes=x_boxes)
     sig.update({k: "constexpr" for k in ce})
     return (hopper_pingpong_fp8_kernel, sig, ce, ["xs_ptr", "ws_ptr", "bias_ptr", "part_ptr"],
