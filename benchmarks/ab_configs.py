@@ -19,7 +19,8 @@ in one whole box of BLOCK_SIZE_M rows under one row of tiles (kernels/_host.TRIM
 only x's rows a K step (kernels/_host.MAX_X_BOXES; 1: one power-of-two box); "_pieces": false stages a split
 tile's output sub-tiles one at a time through one buffer (kernels/gluon/hopper_plan.SPLIT_PIECES); "_cap_stages": false
 runs the Gluon dense kernels' rings at the plan's stages (kernels/gluon/hopper_host.CAP_STAGES); "_magic": false
-has them divide for their tile order (kernels/gluon/hopper_host.TILE_MAGIC); "_prev":
+has them divide for their tile order (kernels/gluon/hopper_host.TILE_MAGIC); "_late": false has the bf16 dense kernels
+set up their whole ring before their partitions start (kernels/gluon/hopper_host.LATE_INIT); "_prev":
 true runs the
 Triton tier's dense kernels (gemm_tma_kernel, gemm_kernel) of another revision, from the directory `--prev` names
 (that revision's kernels/triton/_mainloop.py, gemm_tma.py and gemm.py, e.g. `git show
@@ -80,14 +81,14 @@ def load_prev(path):
 
 def _runner(op, cfg):
     """The call of `cfg` (None / {} with only "_pad_m" / "_rows" / "_shift" / "_pitch" / "_tail" / "_xbox" /
-    "_pieces" / "_cap_stages" / "_magic": what the op serves),
+    "_pieces" / "_cap_stages" / "_magic" / "_late": what the op serves),
     with dispatch.PAD_M, dispatch.ROWS_KERNEL, kernels/_host.SHIFT_LAST_TILES, dispatch.PITCH and
     hopper_pingpong.TAIL_SPLIT / TAIL_MIN_K as the config says
     ("_pad_m": "always" keeps the copy on and drops its floors, PAD_M_MIN_ROWS and PAD_M_MIN_W_BYTES)."""
     cfg = dict(cfg) if cfg else {}
-    pad, rows, shift, pitch, pair, tail, xbox, pieces, cap, magic = (
+    pad, rows, shift, pitch, pair, tail, xbox, pieces, cap, magic, late = (
         cfg.pop(k, True) for k in ("_pad_m", "_rows", "_shift", "_pitch", "_pair", "_tail", "_xbox", "_pieces",
-                                   "_cap_stages", "_magic"))
+                                   "_cap_stages", "_magic", "_late"))
     prev = cfg.pop("_prev", False)
     if prev and PREV is None:
         raise ValueError('"_prev": true needs --prev DIR')
@@ -97,8 +98,9 @@ def _runner(op, cfg):
     def run(*inp):
         saved = (D.PAD_M, D.ROWS_KERNEL, H.SHIFT_LAST_TILES, D.PITCH, D.PAD_M_MIN_ROWS, D.PAD_M_MIN_W_BYTES,
                  FP8.PAIR_SPLIT, D.PITCH_SECTOR, PP.TAIL_SPLIT, PP.TAIL_MIN_K, PP.TAIL_MIN_SAVING, H.TRIM_X_BOX,
-                 H.MAX_X_BOXES, HPLAN.SPLIT_PIECES, HH.CAP_STAGES, HH.TILE_MAGIC)
+                 H.MAX_X_BOXES, HPLAN.SPLIT_PIECES, HH.CAP_STAGES, HH.TILE_MAGIC, HH.LATE_INIT)
         HPLAN.SPLIT_PIECES = bool(pieces)
+        HH.LATE_INIT = bool(late)
         HH.CAP_STAGES = bool(cap)
         HH.TILE_MAGIC = bool(magic)
         D.PAD_M, D.ROWS_KERNEL, H.SHIFT_LAST_TILES, D.PITCH = bool(pad), rows, shift, bool(pitch)
@@ -123,7 +125,7 @@ def _runner(op, cfg):
         finally:
             (D.PAD_M, D.ROWS_KERNEL, H.SHIFT_LAST_TILES, D.PITCH, D.PAD_M_MIN_ROWS, D.PAD_M_MIN_W_BYTES,
              FP8.PAIR_SPLIT, D.PITCH_SECTOR, PP.TAIL_SPLIT, PP.TAIL_MIN_K, PP.TAIL_MIN_SAVING, H.TRIM_X_BOX,
-             H.MAX_X_BOXES, HPLAN.SPLIT_PIECES, HH.CAP_STAGES, HH.TILE_MAGIC) = saved
+             H.MAX_X_BOXES, HPLAN.SPLIT_PIECES, HH.CAP_STAGES, HH.TILE_MAGIC, HH.LATE_INIT) = saved
             if prev:
                 DENSE._PLANS.clear()
                 DENSE.gemm_tma_kernel, DENSE.gemm_kernel = kernels

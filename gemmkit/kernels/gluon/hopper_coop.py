@@ -145,8 +145,8 @@ from . import hopper_host as hh
 from . import hopper_pingpong as hp
 from . import hopper_plan as hplan
 from .hopper_bundles import Descs, Epilogue, Ring, Schedule
-from .hopper_parts import (load_partition, out_row, ring_next, ring_prev, sched_tile, split_mainloop, store_partial,
-                           store_split, store_subtile, tail_items, tile_origin, work_space)
+from .hopper_parts import (load_partition, out_row, ring_next, ring_prev, ring_ready, sched_tile, split_mainloop,
+                           store_partial, store_split, store_subtile, tail_items, tile_origin, work_space)
 from .hopper_plan import CoopPlan
 
 KERNEL_NAME = "hopper_coop_kernel"
@@ -295,6 +295,7 @@ def coop_mma_partition(CONSUMER: gl.constexpr, descs, ring, epi, sched):
                                                          BATCHED, SPLIT_K)
     idx = 0
     phase = 0
+    ring_ready(ring)  # (the load warp sets the ring up: hopper_parts.ring_init)
     for work_id in range(gl.program_id(0), tail_items(num_work, sched), gl.num_programs(0)):
         if sched.TAIL:  # a whole tile, or one K split of a tail tile (`part` its workspace tile; -1 elsewhere)
             tile_id, _k0, nk, part = tail_item(work_id, num_work, sched.R, sched.B, k_steps)
@@ -363,6 +364,7 @@ def _coop_split_mma_partition(CONSUMER: gl.constexpr, descs, ring, epi, sched):
                                                          SPLIT_K)
     idx = 0
     phase = 0
+    ring_ready(ring)
     for work_id in range(gl.program_id(0), num_work, gl.num_programs(0)):
         acc, acc_t, idx, phase = split_mainloop(ring, idx, phase, k_steps, CONSUMER * BM_C, BM_C)
         acc, acc_t = warpgroup_mma_wait(0, deps=(acc, acc_t))
@@ -392,7 +394,7 @@ def hopper_coop_kernel(x_desc, w_desc, y_desc, bias_ptr, M, N, K, SPLITS, part_p
                        STAGES: gl.constexpr, GROUP_SIZE_M: gl.constexpr, HAS_BIAS: gl.constexpr,
                        ACTIVATION: gl.constexpr, MMA_REGS: gl.constexpr, LOAD_REGS: gl.constexpr,
                        BN: gl.constexpr, SPLIT_K: gl.constexpr, SHIFT: gl.constexpr, TAIL: gl.constexpr,
-                       BM: gl.constexpr, X_BOXES: gl.constexpr, C_PIECES: gl.constexpr):
+                       BM: gl.constexpr, X_BOXES: gl.constexpr, C_PIECES: gl.constexpr, LATE_INIT: gl.constexpr):
     BK: gl.constexpr = x_desc.block_type.shape[1]
     BM_C: gl.constexpr = y_desc.block_type.shape[0]
     EPI_N: gl.constexpr = y_desc.block_type.shape[1]
@@ -403,7 +405,14 @@ def hopper_coop_kernel(x_desc, w_desc, y_desc, bias_ptr, M, N, K, SPLITS, part_p
         C_SHAPE: gl.constexpr = [BM_C, EPI_N]
     c0 = gl.allocate_shared_memory(y_desc.dtype, C_SHAPE, y_desc.layout)
     c1 = gl.allocate_shared_memory(y_desc.dtype, C_SHAPE, y_desc.layout)
-    full, empty = ring_barriers(STAGES)
+    if LATE_INIT:  # the load warp sets the ring up (hopper_parts.ring_init), then arrives on ready
+        full = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+        empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+        ready = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
+        mbarrier.init(ready, count=1)
+    else:
+        full, empty = ring_barriers(STAGES)
+        ready = None
     descs = Descs(x_desc, w_desc, y_desc)
     # TAIL (a tail split, hopper_host.launch_dense): SPLITS K splits of each of the last TAIL_TILES tiles, their fp32
     # partials into part_ptr; SPLIT_K: SPLITS K splits of every tile; neither: SPLITS, part_ptr, TAIL_TILES unused
@@ -416,7 +425,7 @@ def hopper_coop_kernel(x_desc, w_desc, y_desc, bias_ptr, M, N, K, SPLITS, part_p
     if W_ROWS != BN:  # a split tile BN = A + B (the w box is B rows): w rows [0, A) in b_ring, [A, BN) in t_ring;
         b_ring = gl.allocate_shared_memory(w_desc.dtype, [STAGES, BN - W_ROWS, BK], w_desc.layout)  # two accumulators
         t_ring = gl.allocate_shared_memory(w_desc.dtype, [STAGES, W_ROWS, BK], w_desc.layout)
-        ring = Ring(a_ring, b_ring, t_ring, full, empty)
+        ring = Ring(a_ring, b_ring, t_ring, full, empty, ready, 2)
         gl.warp_specialize([
             (_coop_split_mma_partition, (0, descs, ring, epi0, sched)),
             (_coop_split_mma_partition, (1, descs, ring, epi1, sched)),
@@ -424,7 +433,7 @@ def hopper_coop_kernel(x_desc, w_desc, y_desc, bias_ptr, M, N, K, SPLITS, part_p
         ], [4, 1], [MMA_REGS, LOAD_REGS])
     else:
         b_ring = gl.allocate_shared_memory(w_desc.dtype, [STAGES, BN, BK], w_desc.layout)
-        ring = Ring(a_ring, b_ring, None, full, empty)
+        ring = Ring(a_ring, b_ring, None, full, empty, ready, 2)
         gl.warp_specialize([
             (coop_mma_partition, (0, descs, ring, epi0, sched)),
             (coop_mma_partition, (1, descs, ring, epi1, sched)),

@@ -194,6 +194,10 @@ def tail_split(tiles: int, ctas: int, k_steps: int, min_k_steps: int = 1) -> tup
 # the plan's stages, e.g. to compare.
 CAP_STAGES = True
 MIN_STAGES = 2
+# The dense kernels' load warp sets up their ring's mbarriers after its first step's loads (hopper_parts.ring_init):
+# the kernel's prologue then sets up one mbarrier for it, not two a stage. False (read at each launch): the kernel sets
+# up every stage, e.g. to compare.
+LATE_INIT = True
 # The dense and FP8 kernels place their tiles with the host's division magic (kernels/triton/_schedule.group_magic,
 # `tile_magic`): the load warp's first TMA load no longer waits on two runtime integer divisions. False (read at each
 # launch): they divide, e.g. to compare.

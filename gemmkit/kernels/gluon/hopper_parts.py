@@ -202,6 +202,27 @@ def load_rows(desc, row0, k0, bar, dst, CUT: gl.constexpr, BOXES: gl.constexpr):
 
 
 @gluon.jit
+def ring_init(ring, FIRST: gl.constexpr, LAST: gl.constexpr):
+    """Set up ring stages [FIRST, LAST): full[s] counts the load warp's expect-tx arrive (+ the TMA bytes), empty[s]
+    ring.ARRIVALS consumer arrivals. The kernel sets up every stage before its partitions start (ring.ready None), or
+    only the ready mbarrier (count 1), and the load warp stage 0 before its first step and stages 1.. after that
+    step's loads (`load_partition`), then arrives on ready; each consumer waits on ready before its first step
+    (`ring_ready`). Why: Triton 3.6 orders two inits of one mbarrier array with a barrier of the kernel's warps
+    (~110 cycles a stage on the H200) ahead of the first load; late, the load warp's own short barriers lie under
+    its first loads' latency."""
+    for i in gl.static_range(FIRST, LAST):
+        mbarrier.init(ring.full.index(i), count=1)
+        mbarrier.init(ring.empty.index(i), count=ring.ARRIVALS)
+
+
+@gluon.jit
+def ring_ready(ring):
+    """A consumer's wait, before its first step, for the load warp's late set-up of the ring (`ring_init`)."""
+    if ring.ready is not None:
+        mbarrier.wait(ring.ready, 0)
+
+
+@gluon.jit
 def load_partition(descs, ring, sched):
     """1 warp: for every K step of every tile of this CTA, wait for the slot, then TMA x and w into it
     (bundles: hopper_bundles.py `Descs`, `Ring`, `Schedule`).
@@ -241,9 +262,13 @@ def load_partition(descs, ring, sched):
         W_BYTES: gl.constexpr = (BOXES + 1) * w_desc.block_type.nbytes
     num_pid_m, num_pid_n, num_work, k_steps = work_space(sched.M, sched.N, sched.K, BM, BN, BK, sched.B, BATCHED,
                                                          SPLIT_K)
+    LATE: gl.constexpr = ring.ready is not None  # the ring's late set-up (`ring_init`)
+    if LATE:
+        ring_init(ring, 0, 1)
     idx = 0
     phase = 0
-    for work_id in range(gl.program_id(0), tail_items(num_work, sched), gl.num_programs(0)):
+    first = gl.program_id(0)
+    for work_id in range(first, tail_items(num_work, sched), gl.num_programs(0)):
         b, pid_m, pid_n, k0, nk, part = work_range(work_id, num_work, num_pid_m, num_pid_n, k_steps, sched)
         row0 = tile_origin(pid_m, sched.M, BM, sched.SHIFT)
         col0 = tile_origin(pid_n, sched.N, BN, sched.SHIFT)
@@ -262,6 +287,10 @@ def load_partition(descs, ring, sched):
                 for i in gl.static_range(BOXES):
                     tma_load(w_desc, [col0 + i * T, kk * BK], bar, b_ring.index(idx).slice(i * T, T))
                 tma_load(w_desc, [col0 + BOXES * T, kk * BK], bar, t_ring.index(idx))
+            if LATE:
+                if (work_id == first) & (kk == k0):  # the CTA's first step, its loads in flight
+                    ring_init(ring, 1, STAGES)
+                    mbarrier.arrive(ring.ready, count=1)
             idx, phase = ring_next(idx, phase, STAGES)
 
 

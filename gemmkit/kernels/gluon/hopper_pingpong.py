@@ -194,8 +194,8 @@ from ._compat import tma_store
 # is_coop: the plan builder's (hopper_plan.py); the op, the tuner and the tests read it here
 from .hopper_plan import PingPongPlan, check_config, is_coop  # noqa: F401
 from .hopper_bundles import Descs, Epilogue, Handoff, Ring, Schedule
-from .hopper_parts import (load_partition, out_row, ring_next, ring_prev, split_mainloop, store_partial, store_split,
-                           tail_items, tile_origin, work_range, work_space, work_tile)
+from .hopper_parts import (load_partition, out_row, ring_init, ring_next, ring_prev, ring_ready, split_mainloop,
+                           store_partial, store_split, tail_items, tile_origin, work_range, work_space, work_tile)
 
 KERNEL_NAME = "hopper_pingpong_kernel"
 
@@ -287,11 +287,12 @@ def dense_constexprs(plan, *, has_bias: bool, activation: str) -> dict:
     tiles stored to the fp32 workspace: `hopper_host.launch_dense`). The bias and activation of a split-K call are the
     reduce's, so its GEMM launch has neither. BM, the tile's rows, and X_BOXES, the tokens' TMA boxes a K step
     (`hopper_host.launch_tma` sets it: more than one box, or one of fewer rows, only under one row of tiles).
-    C_PIECES: a split tile's staging sub-tiles per consumer (the plan's c_pieces: hopper_parts.store_split)."""
+    C_PIECES: a split tile's staging sub-tiles per consumer (the plan's c_pieces: hopper_parts.store_split).
+    LATE_INIT: the load warp sets the ring up (hopper_parts.ring_init; hopper_host.LATE_INIT)."""
     split = plan.split_k > 1
     return {"BN": plan.BN, "SPLIT_K": split, "HAS_BIAS": has_bias and not split,
             "ACTIVATION": "none" if split else activation, "SHIFT": _host.shift_last_tiles(plan.acc_regs),
-            "BM": plan.BM, "X_BOXES": 1, "C_PIECES": plan.c_pieces}
+            "BM": plan.BM, "X_BOXES": 1, "C_PIECES": plan.c_pieces, "LATE_INIT": hh.LATE_INIT}
 
 
 def kernel_constexprs(plan: PingPongPlan, *, has_bias: bool, activation: str, tail: bool = False) -> dict:
@@ -385,6 +386,7 @@ def mma_partition(CONSUMER: gl.constexpr, descs, ring, epi, handoff, sched):
                                                          SPLIT_K)
     nprog = gl.num_programs(0)
     n = 0  # tiles this consumer has done
+    ring_ready(ring)  # (the load warp sets the ring up: hopper_parts.ring_init)
     for work_id in range(gl.program_id(0) + CONSUMER * nprog, tail_items(num_work, sched), 2 * nprog):
         if BATCHED:
             nk = k_steps
@@ -469,7 +471,7 @@ def hopper_pingpong_kernel(x_desc, w_desc, y_desc, bias_ptr, M, N, K, SPLITS, pa
                            HAS_BIAS: gl.constexpr, ACTIVATION: gl.constexpr, MMA_REGS: gl.constexpr,
                            LOAD_REGS: gl.constexpr, BN: gl.constexpr, SPLIT_K: gl.constexpr, SHIFT: gl.constexpr,
                            SWAP: gl.constexpr, TAIL: gl.constexpr, BM: gl.constexpr, X_BOXES: gl.constexpr,
-                           C_PIECES: gl.constexpr):
+                           C_PIECES: gl.constexpr, LATE_INIT: gl.constexpr):
     BK: gl.constexpr = x_desc.block_type.shape[1]
     a_ring = gl.allocate_shared_memory(x_desc.dtype, [STAGES, BM, BK], x_desc.layout)  # (x's box may be fewer rows)
     W_ROWS: gl.constexpr = w_desc.block_type.shape[0]
@@ -493,14 +495,18 @@ def hopper_pingpong_kernel(x_desc, w_desc, y_desc, bias_ptr, M, N, K, SPLITS, pa
     empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     turn = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
     c_free = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
-    for i in gl.static_range(STAGES):
-        mbarrier.init(full.index(i), count=1)  # the loader's expect-tx arrive (+ the TMA bytes)
-        mbarrier.init(empty.index(i), count=1)  # one consumer's arrive
+    if LATE_INIT:  # the load warp sets the ring up (hopper_parts.ring_init), then arrives here
+        ready = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
+        mbarrier.init(ready, count=1)
+    else:
+        ready = None
+    ring = Ring(a_ring, b_ring, t_ring, full, empty, ready)  # t_ring None: a constexpr field of the bundle
+    if not LATE_INIT:
+        ring_init(ring, 0, STAGES)  # full: the loader's expect-tx arrive (+ the TMA bytes); empty: one consumer's
     for i in gl.static_range(2):
         mbarrier.init(turn.index(i), count=1)  # the other consumer's arrive
     mbarrier.init(c_free, count=1)  # (C_TILES == 1) the last store's consumer, after store_wait
     descs = Descs(x_desc, w_desc, y_desc)
-    ring = Ring(a_ring, b_ring, t_ring, full, empty)  # t_ring None: a constexpr field of the bundle
     handoff = Handoff(turn, c_free, C_TILES)
     # TAIL (a tail split, hopper_host.launch_dense): SPLITS K splits of each of the last TAIL_TILES tiles, their fp32
     # partials into part_ptr; SPLIT_K: SPLITS K splits of every tile; neither: SPLITS, part_ptr, TAIL_TILES unused
