@@ -96,7 +96,9 @@ moves) into EPI_SPLIT column sub-tiles, each stored through the consumer's stagi
 Arguments: the partitions take hopper_bundles.py's named bundles (Gluon aggregates), built once in the kernel:
 coop_mma_partition(CONSUMER, descs, ring, epi, sched) (a split tile: `_coop_split_mma_partition`, same
 arguments, ring.t the T-row w ring) and hopper_parts.load_partition(descs, ring, sched); epi is the consumer's
-(its staging tile c0 / c1, the bias, the tail split's workspace), the ring's empty[s] counts 2 (`ring_barriers`).
+(its staging tile c0 / c1, the bias, the tail split's workspace), the ring's empty[s] counts 2 (`ring_barriers`;
+LATE_INIT, the dense kernel: the load warp sets the ring up after its first step's loads and arrives on ring.ready,
+which both consumers wait on once: hopper_parts.ring_init, as the ping-pong's).
 
 Constraints:
   - sm_90 only (wgmma, TMA, setmaxnreg); bf16 or fp16 x and w, same dtype; y bf16, fp16 or fp32.
@@ -127,6 +129,7 @@ Constraints:
     fp32 summation order of the tail tiles depends on M, N, K and the SM count (bitwise reproducible on one grid).
   - K >= 1 (the op handles K == 0); tiles < 2**31; GROUP_M, GROUP_S, LAST_M, LAST_S as the ping-pong's (the tile
     order's division magic, kernels/triton/_schedule.group_magic, or all None).
+  - LATE_INIT: every CTA has a work item with a K step (grid <= work items, K >= 1): its load warp arrives on ready.
 """
 from __future__ import annotations
 

@@ -62,6 +62,9 @@ the CTA-local K-step index over local tile j, shared by all three partitions):
    c_free    (C_TILES = 1) tile j's TMA store   consumer of tile j: store_wait(0), arrive;
              has read the shared c            consumer of tile j + 1 waits parity j & 1 before
                                               writing c (consumer 0: parity 1, consumer 1: 0)
+   ready     (LATE_INIT) the ring is set up      load: after its first step's loads, init full[s] / empty[s] of
+                                                  stages 1.. (stage 0 before that step), arrive; mma: wait parity 0
+                                                  once, before its first step (hopper_parts.ring_init / ring_ready)
    A fresh mbarrier counts as having completed the phase before phase 0, so the
    first waits of the loader on empty[s] and of consumer 0 on turn[0] / c_free pass at once.
 
@@ -164,6 +167,8 @@ Constraints:
     the ring gets num_stages stages beside two output tiles if they fit, else the
     most stages (>= 2, <= num_stages) beside one shared output tile; a dense launch runs at most the K steps one
     CTA runs (>= 2, `hopper_host.ring_stages`).
+  - LATE_INIT (dense kernel): every CTA has at least one work item with at least one K step (the grid is at most
+    the work items; K >= 1), so its load warp always arrives on `ready`.
   - K >= 1 (the op handles K == 0); M * N tiles < 2**31 (batched: B * tiles < 2**31); the dense kernel's GROUP_M,
     GROUP_S, LAST_M, LAST_S are kernels/triton/_schedule.group_magic of its num_pid_m, num_pid_n and GROUP_SIZE_M
     (or all None: plain divisions).
