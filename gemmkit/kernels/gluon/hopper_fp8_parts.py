@@ -91,30 +91,6 @@ W_SLOT = gl.constexpr(W_SLOT_FLOATS)  # (block) fp32 of a slot's w-scale buffer 
 WS_BOX = gl.constexpr(WS_BOX_FLOATS)  # (block) of which the w scale's TMA box fills the first 4
 
 
-@gluon.constexpr_function
-def ring_counts(SCALE, SCALE_TMA, NRINGS):
-    """(full's, empty's) arrival counts of a ring slot: full the loader's expect-tx arrive (+ the TMA bytes), and
-    (block scales by cp.async) one arrive per load-warp lane when its copies have landed (cp.async.mbarrier.arrive.noinc:
-    counted, never incremented); empty the ring's consumers (coop, one ring: both; pingpong: its one)."""
-    full = 1 + LOAD_THREADS.value if (SCALE == "block" and not SCALE_TMA) else 1
-    return gl.constexpr(full), gl.constexpr(2 if NRINGS == 1 else 1)
-
-
-@gluon.jit
-def ring_init(full, empty, RING: gl.constexpr, STAGES: gl.constexpr, FIRST: gl.constexpr, LAST: gl.constexpr,
-              SCALE: gl.constexpr, SCALE_TMA: gl.constexpr, NRINGS: gl.constexpr):
-    """Set up stages [FIRST, LAST) of ring RING (slots RING * STAGES + i; counts: `ring_counts`). The kernel sets up
-    every slot before its partitions start, or (LATE_INIT) each load warp its own ring: stage 0 before its first step,
-    the rest after that step's loads, then it arrives on the ring's ready mbarrier, which the ring's consumers wait on
-    before their first step (hopper_parts.ring_init: Triton 3.6 orders two inits of one mbarrier array with a barrier
-    of the kernel's warps, ~110 cycles a stage; late, the load warp's own lie under its first loads' latency)."""
-    FULL: gl.constexpr = ring_counts(SCALE, SCALE_TMA, NRINGS)[0]
-    EMPTY: gl.constexpr = ring_counts(SCALE, SCALE_TMA, NRINGS)[1]
-    for i in gl.static_range(FIRST, LAST):
-        mbarrier.init(full.index(RING * STAGES + i), count=FULL)
-        mbarrier.init(empty.index(RING * STAGES + i), count=EMPTY)
-
-
 @gluon.jit
 def item_tile(tile_id, num_pid_m, num_pid_n, GROUP_SIZE_M: gl.constexpr, magic):
     """A tile id's (pid_m, pid_n) in the grouped order: `magic` = (GROUP_M, GROUP_S, LAST_M, LAST_S), the host's
@@ -151,10 +127,9 @@ def first_item(RING: gl.constexpr, NRINGS: gl.constexpr, PAIR: gl.constexpr):
 @gluon.jit
 def load_partition(RING: gl.constexpr, NRINGS: gl.constexpr, x_desc, w_desc, xs_desc, ws_desc, a_ring, b_ring,
                     s_ring, w_ring, full, empty, vx_smem, vw_smem, vfull, vempty, xs_ptr, ws_ptr, M, N, K, stride_xsm,
-                    stride_xsk, stride_wsn, stride_wsk, TAIL, SPLITS, magic, ready, STAGES: gl.constexpr,
+                    stride_xsk, stride_wsn, stride_wsk, TAIL, SPLITS, magic, STAGES: gl.constexpr,
                     GROUP_SIZE_M: gl.constexpr, SCALE: gl.constexpr, SCALE_BN: gl.constexpr, SCALE_BK: gl.constexpr,
-                    SCALE_TMA: gl.constexpr, VEC: gl.constexpr, PAIR: gl.constexpr, XBOXES: gl.constexpr,
-                    LATE_INIT: gl.constexpr):
+                    SCALE_TMA: gl.constexpr, VEC: gl.constexpr, PAIR: gl.constexpr, XBOXES: gl.constexpr):
     """1 warp: every K step of local work items RING, RING + NRINGS, ... into ring RING (pingpong: NRINGS = 2,
     consumer RING's tiles; coop: NRINGS = 1, every work item of the CTA, read by both consumers; a tail split's
     item is its K range of one tile, `tail_item`; PAIR: every tile of the CTA, half RING of its K steps,
@@ -186,8 +161,6 @@ def load_partition(RING: gl.constexpr, NRINGS: gl.constexpr, x_desc, w_desc, xs_
     num_tiles = num_pid_m * num_pid_n
     item = 0  # local work items so far (VEC: which vector buffer, which phase)
     start, stride = first_item(RING, NRINGS, PAIR)
-    if LATE_INIT:  # this warp sets its ring up (`ring_init`; ready: elsewhere a placeholder)
-        ring_init(full, empty, RING, STAGES, 0, 1, SCALE, SCALE_TMA, NRINGS)
     for w in range(start, num_tiles + TAIL * (SPLITS - 1), stride):
         tile_id, k0, nk, part = tail_item(w, num_tiles, TAIL, SPLITS, k_steps)
         if PAIR:
@@ -224,10 +197,6 @@ def load_partition(RING: gl.constexpr, NRINGS: gl.constexpr, x_desc, w_desc, xs_
                 tma_load(ws_desc, [(ws0 + kb * stride_wsk) // WS_BOX * WS_BOX], bar, w_ring.index(slot).slice(0, WS_BOX))
                 if SCALE_TMA:
                     tma_load(xs_desc, [xs0 + kb * stride_xsk], bar, s_ring.index(slot))
-            if LATE_INIT:
-                if (w == start) & (kk == k0):  # this warp's first step, its loads in flight
-                    ring_init(full, empty, RING, STAGES, 1, STAGES, SCALE, SCALE_TMA, NRINGS)
-                    mbarrier.arrive(ready.index(RING), count=1)
             idx, phase = ring_next(idx, phase, STAGES)
 
 

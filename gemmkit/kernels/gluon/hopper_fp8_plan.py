@@ -164,12 +164,11 @@ def vector_bytes(layout: str, scale: str, bm: int, bn: int) -> int:
 def constexprs(plan: Fp8Plan, *, has_bias: bool, scale_tma: bool = False, x_boxes: int = 1) -> dict:
     """The kernel's constexpr arguments (one place for the launch and the static compile). scale_tma (block
     mode): the load warp copies the scales by TMA (the launch decides from the scale tensors: `scale_tma_ok`).
-    x_boxes: x's TMA boxes a K step (kernels/_host.x_boxes: more than one only under one row of tiles).
-    LATE_INIT: each load warp sets its ring up (hopper_fp8_parts.ring_init; hopper_host.LATE_INIT)."""
+    x_boxes: x's TMA boxes a K step (kernels/_host.x_boxes: more than one only under one row of tiles)."""
     return dict(STAGES=plan.stages, C_TILES=plan.c_tiles, GROUP_SIZE_M=plan.GROUP_SIZE_M, HAS_BIAS=has_bias,
                 LAYOUT=plan.layout, SCALE=plan.scale, SCALE_BN=plan.scale_bn, SCALE_BK=plan.scale_bk,
                 SCALE_TMA=bool(scale_tma and plan.scale == "block"), PAIR=plan.pair, MMA_REGS=plan.mma_regs,
-                LOAD_REGS=plan.load_regs, BM=plan.BM, XBOXES=x_boxes, LATE_INIT=hh.LATE_INIT)
+                LOAD_REGS=plan.load_regs, BM=plan.BM, XBOXES=x_boxes)
 
 
 def pair_plan(plan: Fp8Plan, M: int, N: int, K: int, ctas: int, pair=None) -> bool:

@@ -207,7 +207,7 @@ from ..triton._schedule import tail_item
 from . import hopper_host as hh
 from .hopper_fp8_mainloop import coop_mainloop, pingpong_mainloop
 from .hopper_fp8_parts import (LOAD_THREADS, NV_BUFFERS, W_SLOT, first_item, item_tile, load_partition, pair_put,
-                               pair_steps, pair_take, ring_init, store_scaled_partial, store_y)
+                               pair_steps, pair_take, store_scaled_partial, store_y)
 # The plan lives in hopper_fp8_plan.py; its names are this module's API too (launch, static compiles, tests).
 from .hopper_fp8_plan import (CONFIG_KEYS, LAYOUTS, MAX_PROMOTE_K, MIN_TAIL_K, PAIR_MIN_K, SLICE_M,  # noqa: F401
                               VECTOR_BUFFERS, W_SLOT_FLOATS, WS_BOX_FLOATS, Fp8Plan, constexprs, derive, flat_storage,
@@ -242,11 +242,10 @@ PROMISES = (
 @gluon.jit
 def _mma_partition(CONSUMER: gl.constexpr, LAYOUT: gl.constexpr, y_desc, xs_ptr, ws_ptr, bias_ptr, a_ring, b_ring,
                    s_ring, w_ring, c_smem, full, empty, c_free, vx_smem, vw_smem, vfull, vempty, xch, xfull, xempty,
-                   M, N, K, stride_wsn, stride_wsk, part_ptr, TAIL, SPLITS, magic, ready, BM: gl.constexpr,
-                   BK: gl.constexpr,
+                   M, N, K, stride_wsn, stride_wsk, part_ptr, TAIL, SPLITS, magic, BM: gl.constexpr, BK: gl.constexpr,
                    STAGES: gl.constexpr, C_TILES: gl.constexpr, GROUP_SIZE_M: gl.constexpr, HAS_BIAS: gl.constexpr,
                    SCALE: gl.constexpr, SCALE_BN: gl.constexpr, SCALE_BK: gl.constexpr, VEC: gl.constexpr,
-                   PAIR: gl.constexpr, LATE_INIT: gl.constexpr):
+                   PAIR: gl.constexpr):
     """1 warpgroup: promoted mainloop, then the epilogue. pingpong: local tiles CONSUMER, CONSUMER + 2, ...,
     all BM rows, from ring CONSUMER. coop: every local work item (a tile, or a tail split's K range of one:
     `tail_item`), its half of the rows (coop 128: 64 CONSUMER .. + 63; coop 256: 128 CONSUMER .. + 127, two slices),
@@ -278,8 +277,6 @@ def _mma_partition(CONSUMER: gl.constexpr, LAYOUT: gl.constexpr, y_desc, xs_ptr,
     num_tiles = num_pid_m * num_pid_n
     item = 0  # local work items so far (VEC: which vector buffer, which phase; PAIR: the exchange's phase)
     start, stride = first_item(RING, NRINGS, PAIR)
-    if LATE_INIT:  # the ring's load warp sets it up (hopper_fp8_parts.ring_init); no items, no wait
-        mbarrier.wait(ready.index(RING), 0, pred=start < num_tiles + TAIL * (SPLITS - 1))
     for w in range(start, num_tiles + TAIL * (SPLITS - 1), stride):
         tile_id, k0, nk, part = tail_item(w, num_tiles, TAIL, SPLITS, k_steps)
         if PAIR:
@@ -351,7 +348,7 @@ def hopper_pingpong_fp8_kernel(x_desc, w_desc, y_desc, xs_desc, ws_desc, xs_ptr,
                                HAS_BIAS: gl.constexpr, LAYOUT: gl.constexpr, SCALE: gl.constexpr,
                                SCALE_BN: gl.constexpr, SCALE_BK: gl.constexpr, SCALE_TMA: gl.constexpr,
                                PAIR: gl.constexpr, MMA_REGS: gl.constexpr, LOAD_REGS: gl.constexpr,
-                               BM: gl.constexpr, XBOXES: gl.constexpr, LATE_INIT: gl.constexpr):
+                               BM: gl.constexpr, XBOXES: gl.constexpr):
     BK: gl.constexpr = x_desc.block_type.shape[1]
     BN: gl.constexpr = w_desc.block_type.shape[0]
     if LAYOUT == "coop":
@@ -403,14 +400,15 @@ def hopper_pingpong_fp8_kernel(x_desc, w_desc, y_desc, xs_desc, ws_desc, xs_ptr,
         vw_smem = s_ring
         vfull = full
         vempty = empty
-    if LATE_INIT:  # each load warp sets its ring up (hopper_fp8_parts.ring_init), then arrives on its ready
-        ready = gl.allocate_shared_memory(gl.int64, [NRINGS, 1], mbarrier.MBarrierLayout())
-        for r in gl.static_range(NRINGS):
-            mbarrier.init(ready.index(r), count=1)
+    if SCALE == "block" and not SCALE_TMA:
+        # the loader's expect-tx arrive (+ the TMA bytes), and one arrive per load-warp lane when that lane's
+        # cp.async x-scale copies have landed (cp.async.mbarrier.arrive.noinc: counted here, never incremented)
+        FULL_ARRIVALS: gl.constexpr = 1 + LOAD_THREADS
     else:
-        ready = c_free  # a placeholder, never touched
-        for r in gl.static_range(NRINGS):  # counts: hopper_fp8_parts.ring_counts
-            ring_init(full, empty, r, STAGES, 0, STAGES, SCALE, SCALE_TMA, NRINGS)
+        FULL_ARRIVALS: gl.constexpr = 1  # the loader's expect-tx arrive (+ the TMA bytes, SCALE_TMA's scales too)
+    for i in gl.static_range(NSLOTS):
+        mbarrier.init(full.index(i), count=FULL_ARRIVALS)
+        mbarrier.init(empty.index(i), count=EMPTY_ARRIVALS)
     mbarrier.init(c_free, count=1)  # (C_TILES == 1) the last store's consumer, after store_wait
     # (PAIR) consumer 1's fp32 partial of a tile, handed to consumer 0: xfull (consumer 1 wrote it), xempty
     # (consumer 0 read it); elsewhere placeholders, never touched
@@ -430,36 +428,36 @@ def hopper_pingpong_fp8_kernel(x_desc, w_desc, y_desc, xs_desc, ws_desc, xs_ptr,
         gl.warp_specialize([
             (_mma_partition, (0, LAYOUT, y_desc, xs_ptr, ws_ptr, bias_ptr, a_ring, b_ring, s_ring, w_ring, c0, full,
                               empty, c_free, vx_smem, vw_smem, vfull, vempty, xch, xfull, xempty, M, N, K,
-                              stride_wsn, stride_wsk, part_ptr, TAIL, SPLITS, magic, ready, BM, BK, STAGES, C_TILES,
-                              GROUP_SIZE_M, HAS_BIAS, SCALE, SCALE_BN, SCALE_BK, VEC, False, LATE_INIT)),
+                              stride_wsn, stride_wsk, part_ptr, TAIL, SPLITS, magic, BM, BK, STAGES, C_TILES,
+                              GROUP_SIZE_M, HAS_BIAS, SCALE, SCALE_BN, SCALE_BK, VEC, False)),
             (_mma_partition, (1, LAYOUT, y_desc, xs_ptr, ws_ptr, bias_ptr, a_ring, b_ring, s_ring, w_ring, c1, full,
                               empty, c_free, vx_smem, vw_smem, vfull, vempty, xch, xfull, xempty, M, N, K,
-                              stride_wsn, stride_wsk, part_ptr, TAIL, SPLITS, magic, ready, BM, BK, STAGES, C_TILES,
-                              GROUP_SIZE_M, HAS_BIAS, SCALE, SCALE_BN, SCALE_BK, VEC, False, LATE_INIT)),
+                              stride_wsn, stride_wsk, part_ptr, TAIL, SPLITS, magic, BM, BK, STAGES, C_TILES,
+                              GROUP_SIZE_M, HAS_BIAS, SCALE, SCALE_BN, SCALE_BK, VEC, False)),
             (load_partition, (0, 1, x_desc, w_desc, xs_desc, ws_desc, a_ring, b_ring, s_ring, w_ring, full, empty,
                                vx_smem, vw_smem, vfull, vempty, xs_ptr, ws_ptr, M, N, K, stride_xsm, stride_xsk,
-                               stride_wsn, stride_wsk, TAIL, SPLITS, magic, ready, STAGES, GROUP_SIZE_M, SCALE,
-                               SCALE_BN, SCALE_BK, SCALE_TMA, VEC, False, XBOXES, LATE_INIT)),
+                               stride_wsn, stride_wsk, TAIL, SPLITS, magic, STAGES, GROUP_SIZE_M, SCALE, SCALE_BN,
+                               SCALE_BK, SCALE_TMA, VEC, False, XBOXES)),
         ], [4, 1], [MMA_REGS, LOAD_REGS])
     else:  # no tail split (tail_plan): TAIL 0 and SPLITS 1 as constants (runtime ones break the pingpong
         # compile in Triton 3.6: an assertion in ConvertTritonGPUToLLVM), no workspace
         gl.warp_specialize([
             (_mma_partition, (0, LAYOUT, y_desc, xs_ptr, ws_ptr, bias_ptr, a_ring, b_ring, s_ring, w_ring, c0, full,
                               empty, c_free, vx_smem, vw_smem, vfull, vempty, xch, xfull, xempty, M, N, K,
-                              stride_wsn, stride_wsk, xs_ptr, 0, 1, magic, ready, BM, BK, STAGES, C_TILES, GROUP_SIZE_M,
-                              HAS_BIAS, SCALE, SCALE_BN, SCALE_BK, VEC, PAIR, LATE_INIT)),
+                              stride_wsn, stride_wsk, xs_ptr, 0, 1, magic, BM, BK, STAGES, C_TILES, GROUP_SIZE_M,
+                              HAS_BIAS, SCALE, SCALE_BN, SCALE_BK, VEC, PAIR)),
             (_mma_partition, (1, LAYOUT, y_desc, xs_ptr, ws_ptr, bias_ptr, a_ring, b_ring, s_ring, w_ring, c1, full,
                               empty, c_free, vx_smem, vw_smem, vfull, vempty, xch, xfull, xempty, M, N, K,
-                              stride_wsn, stride_wsk, xs_ptr, 0, 1, magic, ready, BM, BK, STAGES, C_TILES, GROUP_SIZE_M,
-                              HAS_BIAS, SCALE, SCALE_BN, SCALE_BK, VEC, PAIR, LATE_INIT)),
+                              stride_wsn, stride_wsk, xs_ptr, 0, 1, magic, BM, BK, STAGES, C_TILES, GROUP_SIZE_M,
+                              HAS_BIAS, SCALE, SCALE_BN, SCALE_BK, VEC, PAIR)),
             (load_partition, (0, 2, x_desc, w_desc, xs_desc, ws_desc, a_ring, b_ring, s_ring, w_ring, full, empty,
                                vx_smem, vw_smem, vfull, vempty, xs_ptr, ws_ptr, M, N, K, stride_xsm, stride_xsk,
-                               stride_wsn, stride_wsk, 0, 1, magic, ready, STAGES, GROUP_SIZE_M, SCALE, SCALE_BN,
-                               SCALE_BK, SCALE_TMA, VEC, PAIR, XBOXES, LATE_INIT)),
+                               stride_wsn, stride_wsk, 0, 1, magic, STAGES, GROUP_SIZE_M, SCALE, SCALE_BN,
+                               SCALE_BK, SCALE_TMA, VEC, PAIR, XBOXES)),
             (load_partition, (1, 2, x_desc, w_desc, xs_desc, ws_desc, a_ring, b_ring, s_ring, w_ring, full, empty,
                                vx_smem, vw_smem, vfull, vempty, xs_ptr, ws_ptr, M, N, K, stride_xsm, stride_xsk,
-                               stride_wsn, stride_wsk, 0, 1, magic, ready, STAGES, GROUP_SIZE_M, SCALE, SCALE_BN,
-                               SCALE_BK, SCALE_TMA, VEC, PAIR, XBOXES, LATE_INIT)),
+                               stride_wsn, stride_wsk, 0, 1, magic, STAGES, GROUP_SIZE_M, SCALE, SCALE_BN,
+                               SCALE_BK, SCALE_TMA, VEC, PAIR, XBOXES)),
         ], [4, 1, 1], [MMA_REGS, LOAD_REGS, LOAD_REGS])
 
 
