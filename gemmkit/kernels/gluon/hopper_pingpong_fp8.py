@@ -35,10 +35,6 @@ LAYOUT "pingpong" (num_warps 4): five partitions per CTA (`gl.warp_specialize`; 
 A tile id becomes (pid_m, pid_n) in the grouped order of kernels/triton/_schedule.tile_coords, in every layout and
 partition the same way: without its two runtime divisions where the launch passes their magic (GROUP_M, GROUP_S,
 LAST_M, LAST_S; hopper_fp8_parts.item_tile, hopper_host.tile_magic).
-Each load warp sets its own ring's mbarriers up (LATE_INIT, hopper_host's flag): stage 0 before its first step, the
-rest after that step's loads, then it arrives on ready[ring], which the ring's consumers wait on once
-(hopper_fp8_parts.ring_init); the kernel's own prologue then sets up only the ready, vector, exchange and c_free
-mbarriers.
 
 LAYOUT "coop" (num_warps 8, BLOCK_SIZE_M 128: DeepGEMM's cooperative layout; 256: below): four partitions, one
 128 x BN tile (or a tail split's K range of one) per CTA work item, one ring, both consumers on every item:
@@ -190,8 +186,6 @@ Constraints:
     reproducible for one shape on one GPU; not equal to the unsplit result): the op has no switch for it.
   - K >= 1 (the op handles K == 0); M * N tiles < 2**31; GROUP_M, GROUP_S, LAST_M, LAST_S are
     kernels/triton/_schedule.group_magic of its num_pid_m, num_pid_n and GROUP_SIZE_M, or all None.
-  - LATE_INIT (hopper_fp8_parts.ring_init): a ring's load warp with no work item (pingpong, a CTA of one tile: ring 1)
-    never sets that ring up nor arrives on its ready mbarrier; its consumer, with no item either, skips the wait.
 """
 from __future__ import annotations
 
