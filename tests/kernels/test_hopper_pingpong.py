@@ -15,6 +15,10 @@ element, x2). Small persistent grids (target.with_cus(n)) give each CTA many til
 counts, so both consumers and every hand-off of the turn barriers run.
 """
 import dataclasses
+import json
+import os
+import subprocess
+import sys
 
 import pytest
 import torch
@@ -92,6 +96,45 @@ def test_ring_stages_cap_at_a_ctas_k_steps():
         assert hh.ring_stages(8, 64, 64, 120, 120) == 8
     finally:
         hh.CAP_STAGES = True
+
+
+_PROLOGUE_BARRIERS = r"""
+import json, re, sys
+from gemmkit import arch
+from gemmkit.isa import compile_static
+from gemmkit.kernels.gluon import hopper_coop as hc, hopper_pingpong as hp
+t = arch.ARCHS["sm_90"]
+out = []
+for mod, cfg in ((hp, hp.PRESETS[0]), (hc, hc.PRESETS[0])):
+    kernel, sig, ce, div, opts, plan = mod.static_spec(dict(cfg), t)[:6]
+    for late in (False, True):
+        ptx = compile_static(kernel, sig, {**ce, "LATE_INIT": late}, t, opts, div).asm["ptx"]
+        prologue = ptx[:ptx.index("setmaxnreg.dec")]  # the kernel's warps, before the partitions start
+        out.append([mod.KERNEL_NAME, ce["STAGES"], late, len(re.findall(r"\bbar\.sync\b", prologue)),
+                    len(re.findall(r"mbarrier\.init", prologue)), len(re.findall(r"mbarrier\.init", ptx))])
+print(json.dumps(out))
+"""
+
+
+def test_late_ring_set_up_leaves_the_prologue_one_barrier():
+    """LATE_INIT (hopper_parts.ring_init): before the partitions start the kernel's warps set up only the ready,
+    turn and c_free mbarriers (the ping-pong: one barrier, between the two turn inits; the coop: none), where the
+    whole ring costs a barrier a stage (Triton 3.6 orders two inits of one mbarrier array); the ring's 2 x STAGES
+    inits move to the load warp, none lost."""
+    env = dict(os.environ, TRITON_INTERPRET="0")
+    r = subprocess.run([sys.executable, "-c", _PROLOGUE_BARRIERS], env=env, capture_output=True, text=True,
+                       timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    rows = json.loads(r.stdout.strip().splitlines()[-1])
+    by = {(name, late): (stages, bars, pro_inits, inits) for name, stages, late, bars, pro_inits, inits in rows}
+    for name in (hp.KERNEL_NAME, hc.KERNEL_NAME):
+        stages, bars_early, pro_early, inits_early = by[(name, False)]
+        _, bars_late, pro_late, inits_late = by[(name, True)]
+        assert stages >= 3, stages
+        assert bars_early >= stages - 1, (name, bars_early)  # a barrier between stages
+        assert bars_late <= 1, (name, bars_late)
+        assert pro_early - pro_late == 2 * stages - 1, (name, pro_early, pro_late)  # + the ready mbarrier
+        assert inits_late == inits_early + 1, (name, inits_early, inits_late)
 
 
 @pytest.mark.parametrize("bn, tail, pieces", [(48, 16, 3), (80, 16, 5), (96, 32, 3), (144, 16, 9), (160, 32, 5),

@@ -379,14 +379,16 @@ def _coop_split_mma_partition(CONSUMER: gl.constexpr, descs, ring, epi, sched):
 
 
 @gluon.jit
-def ring_barriers(STAGES: gl.constexpr):
+def ring_barriers(STAGES: gl.constexpr, INIT: gl.constexpr = True):
     """The ring's mbarriers (this kernel's and its batched form's): full[s] counts the loader's expect-tx
-    arrive (+ the TMA bytes), empty[s] both consumers' arrives."""
+    arrive (+ the TMA bytes), empty[s] both consumers' arrives. INIT False: allocated only (the load warp sets them
+    up, hopper_parts.ring_init with the Ring's ARRIVALS 2)."""
     full = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    for i in gl.static_range(STAGES):
-        mbarrier.init(full.index(i), count=1)
-        mbarrier.init(empty.index(i), count=2)
+    if INIT:
+        for i in gl.static_range(STAGES):
+            mbarrier.init(full.index(i), count=1)
+            mbarrier.init(empty.index(i), count=2)
     return full, empty
 
 
@@ -408,13 +410,11 @@ def hopper_coop_kernel(x_desc, w_desc, y_desc, bias_ptr, M, N, K, SPLITS, part_p
         C_SHAPE: gl.constexpr = [BM_C, EPI_N]
     c0 = gl.allocate_shared_memory(y_desc.dtype, C_SHAPE, y_desc.layout)
     c1 = gl.allocate_shared_memory(y_desc.dtype, C_SHAPE, y_desc.layout)
+    full, empty = ring_barriers(STAGES, not LATE_INIT)
     if LATE_INIT:  # the load warp sets the ring up (hopper_parts.ring_init), then arrives on ready
-        full = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-        empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
         ready = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
         mbarrier.init(ready, count=1)
     else:
-        full, empty = ring_barriers(STAGES)
         ready = None
     descs = Descs(x_desc, w_desc, y_desc)
     # TAIL (a tail split, hopper_host.launch_dense): SPLITS K splits of each of the last TAIL_TILES tiles, their fp32
