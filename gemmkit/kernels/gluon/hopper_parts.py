@@ -15,6 +15,9 @@ hopper_pingpong_batched.py (both kernels' load warp) and hopper_fp8_mainloop.py 
                     a tail split) ──► tile_origin (first row / column: the last tile shifted back to end at M / N,
                     the dense kernels; the batched ones pid * BLOCK; both from kernels/triton/_schedule.py)
                     ring_next (slot, phase) after each K step; ring_prev: the slot a consumer releases
+   ring set-up:     ring_init (a ring's full / empty mbarriers of some stages: by the kernel before its partitions
+                    start, or, the dense kernels (ring.ready), by the load warp: stage 0 before its first step, the
+                    rest after that step's loads, then it arrives on ready) ──► ring_ready (a consumer's one wait)
    epilogue:        store_subtile (one TMA store through a staging tile), store_split (a split tile: A / B + 1 of them),
                     store_partial (a tail split's fp32 partial, plain stores)
    arguments:       hopper_bundles.py's bundles: load_partition(descs, ring, sched), split_mainloop(ring, ...),
@@ -43,6 +46,8 @@ Constraints:
     the last one may run past K into TMA's zero fill.
   - TAIL (the ping-pong's and the cooperative kernel's tail split): SPLIT_K and BATCHED off; sched.R tail tiles x
     sched.B splits <= the grid, so a CTA's split, if any, is its last item (hopper_host.tail_split).
+  - ring.ready (the load warp sets the ring up): every CTA has a work item with at least one K step (grid <= work
+    items, K >= 1), so its load warp arrives on ready, which every consumer of the CTA waits on.
   - A split tile is 2-D only (the dense kernels), B a power of two >= 16 and A = 2, 4 or 8 B (configs.SPLIT_N);
     ring.t is None (a constexpr field of the `Ring`) for every other tile.
 """

@@ -143,7 +143,7 @@ def hopper_coop_batched_kernel(x_desc, w_desc, y_desc, bias_ptr, B, M, N, K, str
     c1 = _smem2(y_desc, [BM_C, EPI_N])
     full, empty = hc.ring_barriers(STAGES)  # full: the loader's expect-tx arrive; empty: both consumers
     descs = Descs(x_desc, w_desc, y_desc)
-    ring = Ring(a_ring, b_ring, None, full, empty)
+    ring = Ring(a_ring, b_ring, None, full, empty, None, 2)
     sched = Schedule(M, N, K, B, GROUP_SIZE_M, BATCHED=True)
     gl.warp_specialize([
         (hc.coop_mma_partition, (0, descs, ring, Epilogue(c0, bias_ptr, stride_bb, HAS_BIAS, ACTIVATION), sched)),
