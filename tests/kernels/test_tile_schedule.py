@@ -9,11 +9,11 @@ import pytest
 import torch
 import triton
 import triton.language as tl
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from gemmkit.kernels.triton._schedule import (div_magic, group_magic, grouped_tile_magic, persistent_grid, remap_xcd,
-                                              tile_coords)
+                                              tail_item, tile_coords)
 
 pytestmark = pytest.mark.interpreter
 
@@ -129,3 +129,52 @@ def test_div_magic_exact(d):
             assert (n * m) >> s == n // d, (n, d)
     with pytest.raises(ValueError):
         div_magic(0)
+
+
+@triton.jit
+def _tail_probe(tile_ptr, k0_ptr, nk_ptr, part_ptr, local_ptr, num_tiles, TAIL, SPLITS, k_steps):
+    # this program's items, one at a time (scalar ids), as the persistent kernels walk them
+    local = 0
+    for w in range(tl.program_id(0), num_tiles + TAIL * (SPLITS - 1), tl.num_programs(0)):
+        tile_id, k0, nk, part = tail_item(w, num_tiles, TAIL, SPLITS, k_steps)
+        tl.store(tile_ptr + w, tile_id)
+        tl.store(k0_ptr + w, k0)
+        tl.store(nk_ptr + w, nk)
+        tl.store(part_ptr + w, part)
+        tl.store(local_ptr + w, local)
+        local += 1
+
+
+@settings(max_examples=60, deadline=None)
+@given(ctas=st.integers(1, 40), tiles=st.integers(2, 200), k_steps=st.integers(2, 60))
+def test_tail_items_cover_the_tail(ctas, tiles, k_steps):
+    """A tail split's work items (`tail_item`, on the R S of kernels/gluon/hopper_host.tail_split): the whole tiles,
+    then every K step of each of the last R = tiles % CTAs tiles exactly once, split s of tail tile r into workspace
+    tile r S + s (as the reduce reads them); and a CTA's split, if any, is its last item, so a CTA's ring position
+    at its j-th item is j whole tiles' K steps (the bf16 ping-pong's explicit phase)."""
+    from gemmkit.kernels.gluon.hopper_host import tail_split
+
+    tail, splits = tail_split(tiles, ctas, k_steps)
+    assume(tail)
+    items = tiles + tail * (splits - 1)
+    grid = min(items, ctas)
+    out = [torch.full((items,), -7, dtype=torch.int32) for _ in range(5)]
+    _tail_probe[(grid,)](*out, tiles, tail, splits, k_steps)
+    tile_id, k0, nk, part, local = (t.numpy().astype(np.int64) for t in out)
+    first = tiles - tail
+    assert np.array_equal(tile_id[:first], np.arange(first)) and (k0[:first] == 0).all()
+    assert (nk[:first] == k_steps).all() and (part[:first] == -1).all()
+    covered = np.zeros((tail, k_steps), dtype=np.int64)
+    q = -(-k_steps // splits)
+    for w in range(first, items):
+        r = tile_id[w] - first
+        assert 0 <= r < tail and 1 <= nk[w] <= k_steps - k0[w] and part[w] == r * splits + k0[w] // q
+        assert k0[w] % q == 0
+        covered[r, k0[w]:k0[w] + nk[w]] += 1
+    assert (covered == 1).all()
+    assert np.array_equal(np.sort(part[first:]), np.arange(tail * splits))
+    for c in range(grid):
+        mine = np.arange(c, items, grid)
+        assert np.array_equal(local[mine], np.arange(len(mine)))
+        assert (part[mine][:-1] == -1).all()  # every item but the CTA's last a whole tile
+        assert np.array_equal(local[mine] * k_steps, np.concatenate([[0], np.cumsum(nk[mine])[:-1]]))
