@@ -27,7 +27,8 @@ sectors: the ping-pong runs the same tile faster); below
 M = 64 where the swap-AB decode tiles are few, the Triton tier's decode tile split along K (`decode_split`); N in one
 tile column
 the Triton tier's 64-row tile split to one wave; then a cooperative Gluon tile or the ping-pong by wave
-efficiency, bf16's 64 x 192 ping-pong (split-K at 128 < M <= 512) where its waves are the fullest, bf16's swap-AB
+efficiency (on rows off 32-byte sectors, K % 16 == 8, the coop tile with the fewer rows of the operand left
+off them: `off_sector`), bf16's 64 x 192 ping-pong (split-K at 128 < M <= 512) where its waves are the fullest, bf16's swap-AB
 decode tile on 128 weight rows where that takes its tiles into one round of the SMs, and at 64 < M <= 128 the
 Gluon ping-pong where the Triton tier would run its bucket unsplit (`m128_tile`); at 64 < M <= 256 in fp8, the
 large-M Gluon bucket or the Gluon ping-pong by the share of SMs their tiles fill (where even the ping-pong's are
@@ -382,6 +383,9 @@ OP_RULES = {"a8w8_blockscale": {"ctas_per_sm": 2, "wide_share": 0.6, "operand_by
                 # the tiles); held out again on K % 64 == 0 (bf16_short_k_pingpong_heldout.json, 36 fresh rows):
                 # 0.957 -> 1.043x, 34 up, at K <= 448 none down over 3%
                 "short_k_pingpong": PINGPONG_64X128,
+                # `off_sector`: rows off 32-byte sectors (K % 16 == 8), the coop's two orientations, 4 stages
+                "off_sector": ({"BLOCK_SIZE_M": 256, "BLOCK_SIZE_N": 128, "GROUP_SIZE_M": 4, "num_stages": 4},
+                               {"BLOCK_SIZE_M": 128, "BLOCK_SIZE_N": 256, "GROUP_SIZE_M": 8, "num_stages": 4}),
                 "split_widths": (160, 144),
                 "coop_widths": ((192, 5), (160, 6), (144, 6)),  # (BLOCK_SIZE_N, num_stages)
                 "narrow_pingpong": {
@@ -459,6 +463,20 @@ FEW_TILES_UNSPLIT_FILL = 0.25  # ... in `gluon_waves` where K is too short to sp
 # bf16_model_rules_heldout.json, the rule's first form: 22 Triton-tier rows 0.35-0.77 -> 0.61-0.93x); GPT-OSS's
 # router 512 x 128 x 2880 (12%) stays the Triton split's (0.96x). Where the Triton tile would run unsplit, only on K's
 # rows on 32-byte sectors (208 x 1040 x 440: -16%, dispatch's copy of x for the Gluon kernel)
+# `off_sector` (bf16, ahead of `gluon_waves` on its cooperative buckets): where K % 16 == 8 (16-bit rows start
+# off 32-byte sectors; K % 8 != 0 goes to pad_k's aligned copies instead), M >= OFF_SECTOR_MIN_M and N >=
+# OFF_SECTOR_MIN_N, the cooperative tile oriented so that the operand dispatch does not copy (`pitch` copies the
+# smaller, x where M <= N) has the fewer rows a step, 4 stages: 256 x 128 where M <= N (w's 128 rows off sectors a
+# step, x's 256 on the copy), else 128 x 256. A TMA box row off a sector costs our loads ~3 cycles a 128-byte row (the
+# ping-pong's 128 x 128 at 1500 x 7000 x 3000 ran 1.45x its aligned time, the coop 128 x 256 1.19x: docs/PERF.md
+# "Unaligned K"), so the tile with the fewest off-sector rows per multiply keeps its loads under its wgmma (cuBLAS's
+# nvjet 160 x 256 in 2 x 1 clusters issues ~290 rows a step for 1280 cycles of wgmma). H200 against cuBLAS, same
+# process: predicted 256 x 128 best where x is copied, +10-15% on the ping-pong's rows; measured on 5 rows
+# (ab/bf16_offsector_coop.json) served 0.768 -> 0.860x, held out (bf16_offsector_coop_heldout.json, 8 random shapes
+# at M = 486-3553, N = 1480-9840) 0.787 -> 0.870x, 7 of 8 up to +46% (486 x 6216 x 11304, the 64 x 192 split 0.58 ->
+# 0.84x); the one down, 3553 x 2952 x 2664 (M > N: w copied, x's 256 rows off sectors) -4%, where 128 x 256 ran +3%:
+# the M > N orientation, fitted on that row and 1844 x 1480 x 4376 (+9%), not held out. The least M and N measured.
+OFF_SECTOR_MIN_M, OFF_SECTOR_MIN_N, OFF_SECTOR_MAX_M = 448, 1472, 4096
 FEW_TILES_SPLIT_K = 2048  # `few_tiles`: the least K a split range keeps (1024 lost: 1024 x 256 x 2048 64 x 64
 # unsplit 0.95x, split 2 0.85x; 300 x 1000 x 8192 64 x 128 split 3 1.01x against 0.66x unsplit)
 
@@ -614,8 +632,9 @@ def choose(op: str, cfg: dict, large: dict | None, M: int, N: int, K: int, num_c
     """(config, notes) for a default-table bucket `cfg` serving (M, N, K) on `num_cus` SMs of `shared_mem` bytes
     each (`amd`: a gfx942 / gfx950 target): the first of RULES that answers (each a function of the call that
     returns (config, notes), or None to pass), else `cfg` fitted (`_fitted`). RULES, in order: `narrow_wave`,
-    `narrow_n` (with `few_tiles` above M = 256), `one_wave`, the CDNA Gluon bucket's `cdna_tiles`, a cooperative
-    Gluon bucket's `gluon_waves` (coop / ping-pong / `coop_widths` / `split_widths` / `narrow_pingpong` /
+    `narrow_n` (with `few_tiles` above M = 256), `one_wave`, the CDNA Gluon bucket's `cdna_tiles`, bf16's
+    `off_sector` (K % 16 == 8: the coop oriented by which operand dispatch copies), a cooperative Gluon bucket's
+    `gluon_waves` (coop / ping-pong / `coop_widths` / `split_widths` / `narrow_pingpong` /
     `few_tiles` / the Triton tier), fp8's `decode_pingpong`, the large-M Gluon bucket's few tiles above M = 256,
     `wide_share` at 64 < M <= 256 (with `m128_tile`), `decode_split`, `swap_wide`. A rule that answers with `cfg`
     itself ends the search with the bucket as it is. fp8's few large-M tiles on long K: the Triton tier split
@@ -808,6 +827,21 @@ def _rule_gluon_waves(c: _Call):
     return cfg, []
 
 
+def _rule_off_sector(c: _Call):
+    """`off_sector`: on a cooperative Gluon bucket (as `gluon_waves`'s), K % 16 == 8 and OFF_SECTOR_MIN_M <= M <=
+    OFF_SECTOR_MAX_M, N >= OFF_SECTOR_MIN_N: the coop oriented against the operand whose rows stay off sectors."""
+    tiles, cfg = c.rules.get("off_sector"), c.cfg
+    if not (tiles and not c.amd and cfg.get("backend") == "gluon" and cfg["num_warps"] == 8 and cfg["BLOCK_SIZE_N"] == 256
+            and not cfg.get("swap_ab") and cfg.get("NUM_KSPLIT", 1) == 1 and c.K % SECTOR_ELEMENTS == 8
+            and OFF_SECTOR_MIN_M <= c.M <= OFF_SECTOR_MAX_M and c.N >= OFF_SECTOR_MIN_N):
+        return None
+    tile = tiles[0] if c.M <= c.N else tiles[1]
+    copied, kept = ("x", "w") if c.M <= c.N else ("w", "x")
+    return dict(cfg, **tile), [f"K = {c.K}: rows off 32-byte sectors ({copied} copied to a 128-byte pitch, {kept} "
+                               f"not): the cooperative {tile['BLOCK_SIZE_M']} x {tile['BLOCK_SIZE_N']}, the fewer "
+                               f"rows of {kept} a step (`off_sector`)"]
+
+
 def _rule_decode_pingpong(c: _Call):
     """`decode_pingpong` (fp8): at DECODE_PINGPONG_MIN_M <= M <= 64 (block scale from `decode_pingpong_from` rows,
     below DECODE_PINGPONG_MIN_M only up to one round of its consumers) the large-M bucket's Gluon ping-pong on
@@ -971,7 +1005,8 @@ def _rule_decode_split(c: _Call):
                     f"{fitted['BLOCK_SIZE_K']}, K split"] + notes
 
 
-RULES = (_rule_narrow_wave, _rule_narrow_n, _rule_one_wave, _rule_cdna, _rule_gluon_waves, _rule_decode_pingpong,
+RULES = (_rule_narrow_wave, _rule_narrow_n, _rule_one_wave, _rule_cdna, _rule_off_sector, _rule_gluon_waves,
+         _rule_decode_pingpong,
          _rule_large_few_tiles, _rule_wide_share, _rule_decode_split, _rule_swap_wide)
 
 
