@@ -41,8 +41,8 @@ def _sm_clock_mhz():
 VENDOR_MAX_ERR = 0.05  # a vendor result further than this (norm-wise) from the fp32 reference is not timed
 # A row whose first gemmkit call takes longer than this (a compile: seconds of host work with the card idle, its clock
 # falling) first runs one gemmkit timing that is not kept, so the first of the ABBA runs starts on the clock the
-# vendor's runs will find. Without it (H200, 2026-12-03) the first M = 256 rows of a suite process read up to 1.5x
-# on their first gemmkit run against their second (Qwen3-32B down 94.4 then 79.4 us).
+# vendor's runs will find. (The first-run excess of the suites' M = 256 rows, up to 1.2-1.5x, is another thing: it
+# follows each layer's M = 8192 row, compiled or not, and is not handled here: docs/PERF.md "Model suites".)
 COLD_CALL_S = 0.5
 
 

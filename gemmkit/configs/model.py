@@ -831,11 +831,11 @@ def _rule_off_sector(c: _Call):
     """`off_sector`: on a cooperative Gluon bucket (as `gluon_waves`'s), K % 16 == 8 and OFF_SECTOR_MIN_M <= M <=
     OFF_SECTOR_MAX_M, N >= OFF_SECTOR_MIN_N: the coop oriented against the operand whose rows stay off sectors."""
     tiles, cfg = c.rules.get("off_sector"), c.cfg
-    if not (tiles and not c.amd and cfg.get("backend") == "gluon" and cfg["num_warps"] == 8 and cfg["BLOCK_SIZE_N"] == 256
-            and not cfg.get("swap_ab") and cfg.get("NUM_KSPLIT", 1) == 1 and c.K % SECTOR_ELEMENTS == 8
+    if not (tiles and not c.amd and cfg.get("backend") == "gluon" and cfg["num_warps"] == 8
+            and cfg["BLOCK_SIZE_N"] == 256 and not cfg.get("swap_ab") and cfg.get("NUM_KSPLIT", 1) == 1 and c.K % SECTOR_ELEMENTS == 8
             and OFF_SECTOR_MIN_M <= c.M <= OFF_SECTOR_MAX_M and c.N >= OFF_SECTOR_MIN_N):
         return None
-    tile = tiles[0] if c.M <= c.N else tiles[1]
+    tile = tiles[0] if c.M <= c.N else tiles[1]  # (dispatch.pitch copies the smaller operand: x where M <= N)
     copied, kept = ("x", "w") if c.M <= c.N else ("w", "x")
     return dict(cfg, **tile), [f"K = {c.K}: rows off 32-byte sectors ({copied} copied to a 128-byte pitch, {kept} "
                                f"not): the cooperative {tile['BLOCK_SIZE_M']} x {tile['BLOCK_SIZE_N']}, the fewer "
