@@ -475,7 +475,14 @@ FEW_TILES_UNSPLIT_FILL = 0.25  # ... in `gluon_waves` where K is too short to sp
 # (ab/bf16_offsector_coop.json) served 0.768 -> 0.860x, held out (bf16_offsector_coop_heldout.json, 8 random shapes
 # at M = 486-3553, N = 1480-9840) 0.787 -> 0.870x, 7 of 8 up to +46% (486 x 6216 x 11304, the 64 x 192 split 0.58 ->
 # 0.84x); the one down, 3553 x 2952 x 2664 (M > N: w copied, x's 256 rows off sectors) -4%, where 128 x 256 ran +3%:
-# the M > N orientation, fitted on that row and 1844 x 1480 x 4376 (+9%), not held out. The least M and N measured.
+# the M > N orientation, fitted on that row and 1844 x 1480 x 4376 (+9%). As served, against the rule off
+# (ab/bf16_offsector_served.json, 14 random shapes the rule fills >= 60% of the SMs, 7 with M > N): M <= N up to +37%
+# (3466 x 9544 x 11208), M > N -2 to +8%. Its tile on a partial round lost (10 shapes under 60%: 777 x 1536 x 8008
+# 0.59x, 48 tiles): so the other orientation where it fills GLUON_WAVE_MARGIN more of its waves (0.82 -> 1.12x at
+# 1028 x 6928 x 1480, 0.68 -> 0.86x at 856 x 4384 x 2520), and under one round of tiles K split to one wave
+# (`off_sector_tile`: 777 x 1536 x 8008 128 x 256 split 3 1.08x, 1018 x 1544 x 7928 split 2 0.57 -> 0.82x). Still
+# under 0.75x whichever tile: 527 x 8320 x 1144, 1576 x 3104 x 2600 (both orientations 51-57% filled). The least M
+# and N measured.
 OFF_SECTOR_MIN_M, OFF_SECTOR_MIN_N, OFF_SECTOR_MAX_M = 448, 1472, 4096
 FEW_TILES_SPLIT_K = 2048  # `few_tiles`: the least K a split range keeps (1024 lost: 1024 x 256 x 2048 64 x 64
 # unsplit 0.95x, split 2 0.85x; 300 x 1000 x 8192 64 x 128 split 3 1.01x against 0.66x unsplit)
@@ -829,17 +836,35 @@ def _rule_gluon_waves(c: _Call):
 
 def _rule_off_sector(c: _Call):
     """`off_sector`: on a cooperative Gluon bucket (as `gluon_waves`'s), K % 16 == 8 and OFF_SECTOR_MIN_M <= M <=
-    OFF_SECTOR_MAX_M, N >= OFF_SECTOR_MIN_N: the coop oriented against the operand whose rows stay off sectors."""
+    OFF_SECTOR_MAX_M, N >= OFF_SECTOR_MIN_N: the coop oriented against the operand whose rows stay off sectors,
+    unless the other orientation fills GLUON_WAVE_MARGIN more of its waves; K split to one wave where its tiles are
+    fewer than the SMs (`off_sector_tile`)."""
     tiles, cfg = c.rules.get("off_sector"), c.cfg
     if not (tiles and not c.amd and cfg.get("backend") == "gluon" and cfg["num_warps"] == 8
             and cfg["BLOCK_SIZE_N"] == 256 and not cfg.get("swap_ab") and cfg.get("NUM_KSPLIT", 1) == 1 and c.K % SECTOR_ELEMENTS == 8
             and OFF_SECTOR_MIN_M <= c.M <= OFF_SECTOR_MAX_M and c.N >= OFF_SECTOR_MIN_N):
         return None
-    tile = tiles[0] if c.M <= c.N else tiles[1]  # (dispatch.pitch copies the smaller operand: x where M <= N)
-    copied, kept = ("x", "w") if c.M <= c.N else ("w", "x")
-    return dict(cfg, **tile), [f"K = {c.K}: rows off 32-byte sectors ({copied} copied to a 128-byte pitch, {kept} "
-                               f"not): the cooperative {tile['BLOCK_SIZE_M']} x {tile['BLOCK_SIZE_N']}, the fewer "
-                               f"rows of {kept} a step (`off_sector`)"]
+    kept = "w" if c.M <= c.N else "x"  # (dispatch.pitch copies the smaller operand: x where M <= N)
+    first, other = (tiles[0], tiles[1]) if c.M <= c.N else (tiles[1], tiles[0])
+    tile, fill = off_sector_tile(cfg, first, c.M, c.N, c.K, c.num_cus)
+    alt, alt_fill = off_sector_tile(cfg, other, c.M, c.N, c.K, c.num_cus)
+    why = f"the fewer rows of {kept} a step"
+    if alt_fill > GLUON_WAVE_MARGIN * fill:
+        why = f"{alt_fill:.0%} of its waves filled against {fill:.0%} the other way"
+        tile = alt
+    split = tile.get("NUM_KSPLIT", 1)
+    return tile, [f"K = {c.K}: rows off 32-byte sectors ({'x' if kept == 'w' else 'w'} copied to a 128-byte pitch, "
+                  f"{kept} not): the cooperative {tile['BLOCK_SIZE_M']} x {tile['BLOCK_SIZE_N']}" +
+                  (f", K split {split} ways" if split > 1 else "") + f", {why} (`off_sector`)"]
+
+
+def off_sector_tile(cfg: dict, tile: dict, M: int, N: int, K: int, num_cus: int) -> tuple[dict, float]:
+    """(config, its `launch_fill`): the bucket `cfg` on an `off_sector` tile, K split to one wave of `num_cus` SMs
+    where its tiles are fewer (each split range at least MIN_SPLIT_STEPS K steps)."""
+    count = -(-M // tile["BLOCK_SIZE_M"]) * -(-N // tile["BLOCK_SIZE_N"])
+    split = max(1, min(num_cus // count, -(-K // cfg["BLOCK_SIZE_K"]) // MIN_SPLIT_STEPS, MAX_SPLIT))
+    out = dict(cfg, **tile, NUM_KSPLIT=split)
+    return out, launch_fill(out, M, N, num_cus)
 
 
 def _rule_decode_pingpong(c: _Call):

@@ -794,6 +794,20 @@ def test_a16w16_off_sector(M, N, K, want):
     G.check_feasible(G.fallback_stages(cfg, H200, 2, 2, True), H200, 2, 2, tma=True)
 
 
+@pytest.mark.parametrize("M, N, K, want, split", [
+    # the other orientation where it fills GLUON_WAVE_MARGIN more of its waves, K split to one wave under one round
+    # of tiles (ab/bf16_offsector_served.json: the fewer-rows tile on a partial round 0.57-0.82x)
+    (777, 1536, 8008, "coop 128x256", 3),  # 48 tiles of 256 x 128 (55%) 0.59x, 42 of 128 x 256 split 3 1.08x
+    (1028, 6928, 1480, "coop 128x256", 1),  # 82% against 55%: 0.82 -> 1.12x
+    (1018, 1544, 7928, "coop 256x128", 2),  # 52 tiles either way: split 2, 0.57 -> 0.82x
+    (3466, 9544, 11208, "coop 256x128", 1),  # 96% against 85%: the fewer rows of w (0.97x; 128 x 128 0.71x)
+])
+def test_a16w16_off_sector_fill(M, N, K, want, split):
+    cfg, source = configs.serve("a16w16", H200, M, N, K)
+    assert _kernel(cfg) == want and cfg["NUM_KSPLIT"] == split and "`off_sector`" in source, source
+    assert split == 1 or split * -(-M // cfg["BLOCK_SIZE_M"]) * -(-N // cfg["BLOCK_SIZE_N"]) <= H200.num_cus
+
+
 @pytest.mark.parametrize("M, N, K", [
     (1500, 7000, 3072),  # rows on sectors
     (1500, 7000, 3001),  # K % 8 != 0: pad_k's aligned copies of both
