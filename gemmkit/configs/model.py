@@ -451,6 +451,7 @@ NARROW_WAVE_PAD_SHARE = 8  # `narrow_wave`: a partial last column where a copy o
 # +5-19%; held out (ab/bf16_few_tiles_wide_heldout.json, 40 random rows at M = 257-1100, K = 8192-32768): 0.821 ->
 # 0.920x, every row up 2-20%.
 DECODE_SPLIT_MIN, DECODE_SPLIT_MIN_K = 3, 4096  # `decode_split`: the least K split (split 2 lost) and K (2048 lost)
+DECODE_SPLIT_WIDE_MIN_K = 2048  # ... and K on the bucket's 64 token rows (32 < M < 64; see `decode_split` above)
 LARGE_FEW_STAGES = 4  # `large_few_split_k`: the Triton tier's ring (what its A/B ran)
 LARGE_FEW_SPLIT_MAX_M = 1536  # `large_few_split_k`: up to this M (2015 x 256 x 25472 and 4096 x 256 x 16384 lost)
 SHORT_K_WAVE_MAX_K, SHORT_K_WAVE_FILL = 4096, 0.55  # `short_k_wave`: where its A/B ran; its least fill that won (57%)
@@ -1023,7 +1024,8 @@ def _rule_decode_split(c: _Call):
     if tiles >= FEW_TILES * c.num_cus:
         return None
     fitted, notes = fit(dict(tile, BLOCK_SIZE_M=cfg["BLOCK_SIZE_M"]), c.M, c.N, c.K, c.num_cus)
-    if fitted.get("NUM_KSPLIT", 1) < DECODE_SPLIT_MIN or c.K < DECODE_SPLIT_MIN_K:
+    if fitted.get("NUM_KSPLIT", 1) < DECODE_SPLIT_MIN or \
+            c.K < (DECODE_SPLIT_WIDE_MIN_K if cfg["BLOCK_SIZE_M"] >= 64 else DECODE_SPLIT_MIN_K):
         return None
     return fitted, [f"M = {c.M}: {tiles} swap-AB tiles of {cfg['BLOCK_SIZE_N']} weight rows for {c.num_cus} SMs: "
                     f"the Triton tier's {fitted['BLOCK_SIZE_M']} x {fitted['BLOCK_SIZE_N']} x "
