@@ -28,7 +28,7 @@ M = 64 where the swap-AB decode tiles are few, the Triton tier's decode tile spl
 tile column
 the Triton tier's 64-row tile split to one wave; then a cooperative Gluon tile or the ping-pong by wave
 efficiency (on rows off 32-byte sectors, K % 16 == 8, the coop tile with the fewer rows of the operand left
-off them: `off_sector`), bf16's 64 x 192 ping-pong (split-K at 128 < M <= 512) where its waves are the fullest, bf16's swap-AB
+off them, or the other where it fills more of its waves: `off_sector`), bf16's 64 x 192 ping-pong (split-K at 128 < M <= 512) where its waves are the fullest, bf16's swap-AB
 decode tile on 128 weight rows where that takes its tiles into one round of the SMs, and at 64 < M <= 128 the
 Gluon ping-pong where the Triton tier would run its bucket unsplit (`m128_tile`); at 64 < M <= 256 in fp8, the
 large-M Gluon bucket or the Gluon ping-pong by the share of SMs their tiles fill (where even the ping-pong's are
@@ -320,7 +320,11 @@ FITTED_OPS = ("a16w16", "a8w8", "a8w8_int8", "a8w8_blockscale")
 #                (ab/bf16_decode_split_heldout.json, 68 other random rows at M = 1-63, N = 128-4096, K = 4096-32768):
 #                0.605 -> 0.989x, rows under 0.90x 59 -> 9, two down (27 x 2560 x 11264, 40 tiles split 3: 1.02 ->
 #                0.85x; 2 x 2304 x 6784 -4%). The suites' decode layers keep their tiles (4224 columns and more, or
-#                a shape file).
+#                a shape file). On the 64-token-row buckets (32 < M < 64) from K = DECODE_SPLIT_WIDE_MIN_K:
+#                ab/bf16_decode_split_short_k.json (16 random shapes at M = 21-63, K = 2384-4008) 0.855 -> 0.987x,
+#                the 64-row tiles within -2% or up (to +76%), the 32-row tiles at M = 21-22 -5 to -7% on two of four
+#                (so not there); held out (bf16_decode_split_short_k_heldout.json, 18 shapes at M = 33-62, K =
+#                2160-4000) 0.782 -> 0.992x, one down (46 x 648 x 3056 -3.5%).
 # The Gluon ping-pong tiles several bf16 rules serve (`one_wave`, `narrow_wave`, `few_tiles`, `m128_tile`): one
 # definition each (stages: what hopper_plan.budget fits; the first narrow-wave A/B's 64 x 64 asked 8).
 PINGPONG_64X128 = {"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 128, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 8, "num_warps": 4,
@@ -641,7 +645,7 @@ def choose(op: str, cfg: dict, large: dict | None, M: int, N: int, K: int, num_c
     each (`amd`: a gfx942 / gfx950 target): the first of RULES that answers (each a function of the call that
     returns (config, notes), or None to pass), else `cfg` fitted (`_fitted`). RULES, in order: `narrow_wave`,
     `narrow_n` (with `few_tiles` above M = 256), `one_wave`, the CDNA Gluon bucket's `cdna_tiles`, bf16's
-    `off_sector` (K % 16 == 8: the coop oriented by which operand dispatch copies), a cooperative Gluon bucket's
+    `off_sector` (K % 16 == 8: the coop oriented by which operand dispatch copies, or by its waves), a cooperative Gluon bucket's
     `gluon_waves` (coop / ping-pong / `coop_widths` / `split_widths` / `narrow_pingpong` /
     `few_tiles` / the Triton tier), fp8's `decode_pingpong`, the large-M Gluon bucket's few tiles above M = 256,
     `wide_share` at 64 < M <= 256 (with `m128_tile`), `decode_split`, `swap_wide`. A rule that answers with `cfg`

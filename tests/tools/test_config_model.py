@@ -186,6 +186,10 @@ def test_bf16_decode_swap_tile_widens_into_one_round(M, N, K, wide):
     (6, 2560, 23808, 3),  # 40 tiles: 0.97 -> 1.05x
     (24, 2880, 16384, 0),  # 45 tiles, split 2: 1.01 -> 0.79x, left
     (24, 1024, 2048, 0),  # K = 2048: split 4 0.98 -> 0.85x, left
+    # from K = 2048 on the 64-token-row buckets (bf16_decode_split_short_k*.json)
+    (43, 368, 3880, 7),  # 6 tiles: 0.58 -> 1.05x (held out)
+    (52, 960, 4008, 8),  # 15 tiles: 0.58 -> 1.01x
+    (22, 752, 3392, 0),  # 32-row tiles below K = 4096: 1.10 -> 1.03x, left
     (16, 8192, 8192, 0),  # 128 tiles: not few
     (64, 256, 16384, 0),  # M = 64: `one_wave`'s range
 ])
