@@ -489,6 +489,14 @@ FEW_TILES_UNSPLIT_FILL = 0.25  # ... in `gluon_waves` where K is too short to sp
 # under 0.75x whichever tile: 527 x 8320 x 1144, 1576 x 3104 x 2600 (both orientations 51-57% filled). The least M
 # and N measured.
 OFF_SECTOR_MIN_M, OFF_SECTOR_MIN_N, OFF_SECTOR_MAX_M = 448, 1472, 4096
+# `short_split` (bf16, in `gluon_waves` where even `few_tiles` fills too few SMs and the Triton tier would split K):
+# the ping-pong's 64 x 64 split to one wave in ranges of at least FEW_TILES_SHORT_SPLIT_K, where its tiles take one
+# round. The Triton tier's split there ran its bucket's 128 x 128 / 128 x 256 (shrunk to 64 x 128 at most) on 6-20
+# tiles, 6-16 ways, partials 0.8-2.6x the operands' bytes: ab/bf16_few_tiles_triton_fallback.json (H200, against
+# cuBLAS, 20 random shapes at M = 131-523, N = 272-912) 0.589 -> 0.910x on the 64 x 64 (the 64 x 128 0.809x), 18 up
+# (165 x 648 x 4592 0.35 -> 1.08x, 355 x 280 x 3760 0.36 -> 1.07x); 333 x 288 x 2520 -13%; 523 x 912 x 8056 (135
+# tiles: a second round) -25%, hence one round.
+FEW_TILES_SHORT_SPLIT_K = 1024
 FEW_TILES_SPLIT_K = 2048  # `few_tiles`: the least K a split range keeps (1024 lost: 1024 x 256 x 2048 64 x 64
 # unsplit 0.95x, split 2 0.85x; 300 x 1000 x 8192 64 x 128 split 3 1.01x against 0.66x unsplit)
 
@@ -609,6 +617,15 @@ def _few_tiles_note(tile: dict, fill: float, num_cus: int) -> str:
     split = tile["NUM_KSPLIT"]
     return (f"the ping-pong's {tile['BLOCK_SIZE_M']} x {tile['BLOCK_SIZE_N']}" +
             (f", K split up to {split}" if split > 1 else "") + f": {fill:.0%} of {num_cus} SMs")
+
+
+def short_split_tile(M: int, N: int, K: int, num_cus: int) -> dict | None:
+    """`short_split`: the ping-pong's 64 x 64 with K split to one wave of `num_cus` SMs in ranges of at least
+    FEW_TILES_SHORT_SPLIT_K, where its tiles take one round; None where they take more."""
+    tiles = -(-M // PINGPONG_64X64["BLOCK_SIZE_M"]) * -(-N // PINGPONG_64X64["BLOCK_SIZE_N"])
+    if tiles > num_cus:
+        return None
+    return dict(PINGPONG_64X64, NUM_KSPLIT=max(1, min(num_cus // tiles, K // FEW_TILES_SHORT_SPLIT_K, MAX_SPLIT)))
 
 
 def split_width_config(cfg: dict, width: int) -> dict:
@@ -828,6 +845,11 @@ def _rule_gluon_waves(c: _Call):
             gluon, fill = few_tiles(few_menu, M, N, K, num_cus, 0.0)
             return dict(gluon), [f"{pp} tiles of {bm} x 128 for {num_cus} SMs, the Triton tier unsplit at K = {K}: "
                                  + _few_tiles_note(gluon, fill, num_cus)]
+        short = short_split_tile(M, N, K, num_cus) if few_menu and M > FEW_TILES_MIN_M else None
+        if short is not None and tile.get("NUM_KSPLIT", 1) > 1:
+            return short, [f"{pp} tiles of {bm} x 128 for {num_cus} SMs, the Triton tier split "
+                           f"{tile['NUM_KSPLIT']} ways: the ping-pong's 64 x 64, K split {short['NUM_KSPLIT']} ways "
+                           f"in ranges of {FEW_TILES_SHORT_SPLIT_K} or more (`short_split`)"]
         return tile, [f"{pp} tiles of {bm} x 128 for {num_cus} SMs: the Triton tier"] + notes
     if pp == coop or pp_after:  # pp == coop: N <= 128, half the coop tile empty
         return dict(cfg, BLOCK_SIZE_N=128, num_warps=4, num_stages=6), [
