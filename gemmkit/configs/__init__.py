@@ -248,7 +248,7 @@ def model_configs(op: str, arch: str) -> list:
     """(name, config) of the configs the config model writes that no table ships (configs/model.py: bf16's
     `wide_config`, `one_wave`'s and `narrow_wave`'s tiles, `few_tiles`' split tiles (their unsplit ones and
     `m128_tile` are `one_wave`'s / `narrow_wave`'s), `narrow_pingpong`,
-    `split_widths`, `coop_widths`, `swap_wide` and `decode_split`; fp8's 64 x 64 Gluon ping-pong over the large-M
+    `split_widths`, `coop_widths`, `off_sector` (unsplit and split), `swap_wide` and `decode_split`; fp8's 64 x 64 Gluon ping-pong over the large-M
     bucket and fp8's `decode_wide` tile, block scale's also with `decode_wide_k`'s K step, per-token's
     `large_few_split_k` tile, fp8's and block scale's `m256_split` tile), so that `gemmkit isa` compiles them."""
     from . import model
@@ -285,6 +285,9 @@ def model_configs(op: str, arch: str) -> list:
         if coop.get("backend") == "gluon" and coop["BLOCK_SIZE_M"] == 128:
             out += [(f"model:coop_width_{w}", validate_config(model.coop_width_config(coop, w, s), backend="cuda"))
                     for w, s in rules.get("coop_widths", ())]
+            out += [(f"model:off_sector_{t['BLOCK_SIZE_M']}x{t['BLOCK_SIZE_N']}{'_split' if split > 1 else ''}",
+                     validate_config(dict(coop, **t, NUM_KSPLIT=split), backend="cuda"))
+                    for t in rules.get("off_sector", ()) for split in (1, 2)]
         return out
     out = []
     base = select(op, arch, 1, 1, 1)[0]  # the M_LEQ_16 bucket `decode_wide` widens

@@ -21,8 +21,9 @@ Before fitting, `choose` applies what is known of one op's kernels (`OP_RULES`, 
 which of the table's kernels serves a shape unlike the bucket's (bf16 first: at 64 <= M <= 256, and for N <= 256 at
 larger M, the tile of a small menu that comes nearest one wave of the SMs, deep ring, no split; above M = 128 where
 even 128 x 128 tiles are few (and `one_wave` found no tile), the ping-pong's 64 x 128 or 64 x 64 split to one wave
-in long K ranges (`few_tiles`; unsplit down to a quarter of the SMs where K is too short to split; the Triton tier's
-split, which `fit` makes, only where those fill too few SMs, and its unsplit tile not at all on rows on 32-byte
+in long K ranges (`few_tiles`; unsplit down to a quarter of the SMs where K is too short to split; where those fill
+too few SMs the 64 x 64 split in ranges of 1024+ (`short_split`), else the Triton tier's split, which `fit` makes,
+and its unsplit tile not at all on rows on 32-byte
 sectors: the ping-pong runs the same tile faster); below
 M = 64 where the swap-AB decode tiles are few, the Triton tier's decode tile split along K (`decode_split`); N in one
 tile column
@@ -496,7 +497,11 @@ OFF_SECTOR_MIN_M, OFF_SECTOR_MIN_N, OFF_SECTOR_MAX_M = 448, 1472, 4096
 # cuBLAS, 20 random shapes at M = 131-523, N = 272-912) 0.589 -> 0.910x on the 64 x 64 (the 64 x 128 0.809x), 18 up
 # (165 x 648 x 4592 0.35 -> 1.08x, 355 x 280 x 3760 0.36 -> 1.07x); 333 x 288 x 2520 -13%; 523 x 912 x 8056 (135
 # tiles: a second round) -25%, hence one round.
+# Held out (ab/bf16_short_split_heldout.json, 20 shapes of another seed at M = 129-1664, N = 136-952): 0.552 -> 0.871x,
+# 15 up (452 x 296 x 3792 0.35 -> 1.12x), 5 down 1-3.5%. Not on one column of 128 (N <= SHORT_SPLIT_MIN_N: GPT-OSS's
+# router at M = 256 / 512 keeps the Triton split, 1.03 / 0.95x in the suite; the least N measured is 136).
 FEW_TILES_SHORT_SPLIT_K = 1024
+SHORT_SPLIT_MIN_N = 128
 FEW_TILES_SPLIT_K = 2048  # `few_tiles`: the least K a split range keeps (1024 lost: 1024 x 256 x 2048 64 x 64
 # unsplit 0.95x, split 2 0.85x; 300 x 1000 x 8192 64 x 128 split 3 1.01x against 0.66x unsplit)
 
@@ -845,7 +850,8 @@ def _rule_gluon_waves(c: _Call):
             gluon, fill = few_tiles(few_menu, M, N, K, num_cus, 0.0)
             return dict(gluon), [f"{pp} tiles of {bm} x 128 for {num_cus} SMs, the Triton tier unsplit at K = {K}: "
                                  + _few_tiles_note(gluon, fill, num_cus)]
-        short = short_split_tile(M, N, K, num_cus) if few_menu and M > FEW_TILES_MIN_M else None
+        short = short_split_tile(M, N, K, num_cus) if few_menu and M > FEW_TILES_MIN_M and N > SHORT_SPLIT_MIN_N \
+            else None
         if short is not None and tile.get("NUM_KSPLIT", 1) > 1:
             return short, [f"{pp} tiles of {bm} x 128 for {num_cus} SMs, the Triton tier split "
                            f"{tile['NUM_KSPLIT']} ways: the ping-pong's 64 x 64, K split {short['NUM_KSPLIT']} ways "

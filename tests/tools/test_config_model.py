@@ -812,6 +812,25 @@ def test_a16w16_off_sector_fill(M, N, K, want, split):
     assert split == 1 or split * -(-M // cfg["BLOCK_SIZE_M"]) * -(-N // cfg["BLOCK_SIZE_N"]) <= H200.num_cus
 
 
+@pytest.mark.parametrize("M, N, K, split", [
+    # `short_split` (ab/bf16_few_tiles_triton_fallback.json, bf16_short_split_heldout.json): where even `few_tiles`
+    # fills too few SMs, the ping-pong's 64 x 64 split in ranges of 1024+, not the Triton tier's split
+    (234, 344, 2656, 2),  # the Triton 64 x 128 split 10: 0.54 -> 0.89x
+    (165, 648, 4592, 4),  # 0.35 -> 1.08x
+    (452, 296, 3792, 3),  # held out: 0.35 -> 1.12x
+    (523, 912, 8056, 0),  # 135 tiles of 64 x 64, a second round: the Triton split (0.84x; 64 x 64 0.63x)
+    (512, 128, 2880, 0),  # one column of 128 (GPT-OSS's router): the Triton split
+])
+def test_a16w16_short_split(M, N, K, split):
+    cfg, source = configs.serve("a16w16", H200, M, N, K)
+    assert ("`short_split`" in source) == bool(split), source
+    if split:
+        assert _kernel(cfg) == "pp 64x64" and cfg["NUM_KSPLIT"] == split, cfg
+        assert ("model:few_tiles_64x64_split", dict(cfg, NUM_KSPLIT=2)) in configs.model_configs("a16w16", "sm_90")
+    else:
+        assert cfg.get("backend") != "gluon", cfg
+
+
 @pytest.mark.parametrize("M, N, K", [
     (1500, 7000, 3072),  # rows on sectors
     (1500, 7000, 3001),  # K % 8 != 0: pad_k's aligned copies of both
