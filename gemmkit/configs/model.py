@@ -29,8 +29,9 @@ M = 64 where the swap-AB decode tiles are few, the Triton tier's decode tile spl
 tile column
 the Triton tier's 64-row tile split to one wave; then a cooperative Gluon tile or the ping-pong by wave
 efficiency (on rows off 32-byte sectors, K % 16 == 8, the coop tile with the fewer rows of the operand left
-off them, or the other where it fills more of its waves: `off_sector`), bf16's 64 x 192 ping-pong (split-K at 128 < M <= 512) where its waves are the fullest, bf16's swap-AB
-decode tile on 128 weight rows where that takes its tiles into one round of the SMs, and at 64 < M <= 128 the
+off them, or the other where it fills more of its waves: `off_sector`), bf16's 64 x 192 ping-pong (split-K at
+128 < M <= 512) where its waves are the fullest, bf16's swap-AB decode tile on 128 weight rows where that takes its
+tiles into one round of the SMs, and at 64 < M <= 128 the
 Gluon ping-pong where the Triton tier would run its bucket unsplit (`m128_tile`); at 64 < M <= 256 in fp8, the
 large-M Gluon bucket or the Gluon ping-pong by the share of SMs their tiles fill (where even the ping-pong's are
 few at M > 128, the Triton tier's split: `m256_split`), and above M = 256 the ping-pong where the large-M bucket's
@@ -667,9 +668,10 @@ def choose(op: str, cfg: dict, large: dict | None, M: int, N: int, K: int, num_c
     each (`amd`: a gfx942 / gfx950 target): the first of RULES that answers (each a function of the call that
     returns (config, notes), or None to pass), else `cfg` fitted (`_fitted`). RULES, in order: `narrow_wave`,
     `narrow_n` (with `few_tiles` above M = 256), `one_wave`, the CDNA Gluon bucket's `cdna_tiles`, bf16's
-    `off_sector` (K % 16 == 8: the coop oriented by which operand dispatch copies, or by its waves), a cooperative Gluon bucket's
-    `gluon_waves` (coop / ping-pong / `coop_widths` / `split_widths` / `narrow_pingpong` /
-    `few_tiles` / the Triton tier), fp8's `decode_pingpong`, the large-M Gluon bucket's few tiles above M = 256,
+    `off_sector` (K % 16 == 8: the coop oriented by which operand dispatch copies, or by its waves), a cooperative
+    Gluon bucket's `gluon_waves` (coop / ping-pong / `coop_widths` / `split_widths` / `narrow_pingpong` /
+    `few_tiles` / `short_split` / the Triton tier), fp8's `decode_pingpong`, the large-M Gluon bucket's few tiles
+    above M = 256,
     `wide_share` at 64 < M <= 256 (with `m128_tile`), `decode_split`, `swap_wide`. A rule that answers with `cfg`
     itself ends the search with the bucket as it is. fp8's few large-M tiles on long K: the Triton tier split
     (`large_few_split_k`)."""
