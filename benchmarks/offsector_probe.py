@@ -10,6 +10,17 @@ Per shape, in one process, on inputs rotated past the L2, CUDA-graph replay: cuB
 (the copy to a 128-byte pitch + TMA), gemmkit with dispatch.PITCH off (TMA on the rows as given) and `mm` on four
 tiles; each result's largest error against fp64 relative to the largest product. Time a shape beside its K rounded
 to 16 for the aligned speed.
+
+`mm`, one program a tile:
+
+        K ------------------------------>
+  x   [ BM rows (wrapped mod M) x BK ] -> cp.async ring (num_stages) -> tl.dot (wgmma) -> acc (BM x BN, fp32)
+  w   [ BN rows (wrapped mod N) x BK ] ->                                                  |
+                                                                      y[BM x BN] bf16, masked at M, N
+
+Constraints: bf16 x (M, K), w (N, K), y (M, N), unit stride on the last dimension; HINT needs K and both row strides
+multiples of 8 (it rounds them down to one: a wrong answer otherwise); the K tail masked; BM, BN, BK powers of two
+>= 16; int32 offsets within a row (K < 2**31), int64 rows. A probe: no op dispatches to it.
 """
 import datetime
 import json
