@@ -53,6 +53,8 @@ SM90_COUNTS = {
     "UTMASTG": r"\bUTMASTG\b",
     "LDGSTS": r"\bLDGSTS\b",
     "LDGSTS128": r"\bLDGSTS(\.\w+)*\.128\b",  # 16-byte cp.async copies (kernels/triton/gemm_rows.py's promise)
+    "LDG128": r"\bLDG(\.\w+)*\.128\b",  # 16-byte loads and stores (kernels/triton/_splitk_reduce.py's promise)
+    "STG128": r"\bSTG(\.\w+)*\.128\b",
     "LDL": r"\bLDL\b",
     "STL": r"\bSTL\b",
     "BAR": r"\bBAR\.",
@@ -65,7 +67,7 @@ _AMD_MMA = re.compile(r"^\s*v_mfma_\w*?_(\d+)x(\d+)x(\d+)", re.M)
 _SM90_GMMA = re.compile(r"\b[HQI]GMMA\.(\d+)x(\d+)x(\d+)")
 _SM90_HMMA = re.compile(r"\b[HI]MMA\.(\d{2})(\d)(\d{1,2})\b")  # HMMA.16816 = m16 n8 k16, HMMA.1688 = m16 n8 k8
 # Bump when the analysis (what `resources` reads) changes: it is part of the report cache key.
-ANALYSIS_VERSION = 7
+ANALYSIS_VERSION = 8
 
 
 def compile_static(kernel, signature: dict, constexprs: dict, target, options: dict, divisible=()):

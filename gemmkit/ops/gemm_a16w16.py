@@ -205,4 +205,4 @@ def isa_spec(case):
 
     kernel, sig, ce, div, opts = G.reduce_static_spec(_arch.ARCHS[case["arch"]], split_k=case["config"]["SPLIT_K"])
     return dict(kernel=kernel, signature=sig, constexprs=ce, divisible=div, options=opts,
-                promises=_splitk_reduce.PROMISES, block=None, smem_bound=0)
+                promises=_splitk_reduce.SPLITK_PROMISES, block=None, smem_bound=0)

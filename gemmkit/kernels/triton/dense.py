@@ -259,6 +259,21 @@ def reduce_tile(M: int, N: int, min_programs: int = 0):
     return bm, bn
 
 
+REDUCE_ALIGN = True  # False: the reduce as before its VEC / Y_VEC hints (benchmarks/ab_configs.py "_align")
+
+
+def reduce_alignment(N: int, split_stride: int, y) -> dict:
+    """splitk_reduce_kernel's VEC / Y_VEC: the largest power of two up to 16 bytes' worth that divides N and
+    `split_stride` (the fp32 workspace's rows and slabs), and N and y's row stride."""
+    def vec(limit, *values):
+        v = limit if REDUCE_ALIGN else 1
+        while v > 1 and any(value % v for value in values):
+            v //= 2
+        return v
+
+    return dict(VEC=vec(4, N, split_stride), Y_VEC=vec(16 // y.element_size(), N, y.stride(0)))
+
+
 def reduce_static_spec(target, *, split_k: int = 4, dtype=torch.bfloat16, activation: str = "silu"):
     """(kernel, signature, constexprs, divisible, options) of the split-K reduce as `launch` runs it
     for a large problem (full reduce tiles)."""
@@ -267,7 +282,7 @@ def reduce_static_spec(target, *, split_k: int = 4, dtype=torch.bfloat16, activa
     sig = {"ws_ptr": "*fp32", "bias_ptr": f"*{t}", "y_ptr": f"*{t}", "M": "i32", "N": "i32", "split_stride": "i32",
            "stride_ym": "i32", "stride_yn": "constexpr"}
     ce = dict(stride_yn=1, SPLIT_K=split_k, BLOCK_M=bm, BLOCK_N=bn, HAS_BIAS=True, ACTIVATION=activation,
-              INT64_OFFSETS=False)
+              INT64_OFFSETS=False, VEC=4, Y_VEC=16 // torch.tensor([], dtype=dtype).element_size())
     sig.update({k: "constexpr" for k in ce if k not in sig})
     return splitk_reduce_kernel, sig, ce, ["ws_ptr", "bias_ptr", "y_ptr", "stride_ym"], {"num_warps": REDUCE_WARPS}
 
@@ -352,7 +367,8 @@ def launch_reduce(ws, split_stride, split_k, bias, y, activation, target, compil
     if grid is None:
         grid, kwargs = reduce_plan(M, N, split_k, bias is not None, activation, target, C.int64_offsets(ws, y))
     L.launcher(splitk_reduce_kernel, grid, compile_only)(
-        ws, bias if bias is not None else y, y, M, N, split_stride, y.stride(0), y.stride(1), **kwargs)
+        ws, bias if bias is not None else y, y, M, N, split_stride, y.stride(0), y.stride(1), **kwargs,
+        **reduce_alignment(N, split_stride, y))
 
 
 def tail_reduce_rows(bm: int, tail: int, min_programs: int) -> int:

@@ -117,7 +117,8 @@ def launch(x, w, xs, ws, y, cfg, target, compile_only=False):
         reduce = splitk_reduce_kernel
         L.launcher(reduce, rgrid, compile_only)(
             part, y, y, M, N, M * N, y.stride(0), y.stride(1), SPLIT_K=split_k, BLOCK_M=rbm, BLOCK_N=rbn,
-            HAS_BIAS=False, ACTIVATION="none", INT64_OFFSETS=C.int64_offsets(part, y), num_warps=G.REDUCE_WARPS)
+            HAS_BIAS=False, ACTIVATION="none", INT64_OFFSETS=C.int64_offsets(part, y), num_warps=G.REDUCE_WARPS,
+            **G.reduce_alignment(N, M * N, y))
 
 
 # ----------------------------------------------------------------------------- static cases (gemmkit isa)
