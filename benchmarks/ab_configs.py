@@ -11,7 +11,8 @@ its floors on M and on w's bytes); "_pair": false runs the fp8 Gluon pingpong un
 "_shift": false loads the Gluon kernels' last tiles where they lie (kernels/_host.SHIFT_LAST_TILES: past M / N, or
 on the copy where dispatch makes one), not shifted back; "_pitch": false runs x and w at their own row pitch
 (dispatch.PITCH: no copy to a 128-byte pitch; "lines": the copy also for rows off 128-byte lines, not only for those
-off 32-byte sectors: dispatch.PITCH_SECTOR = PITCH_BYTES); "_rows": false turns dispatch.ROWS_KERNEL off (an unaligned K at a
+off 32-byte sectors: dispatch.PITCH_SECTOR = PITCH_BYTES; "always": the Gluon kernels' copies however few of the
+operand's rows their tiles load, dispatch.PITCH_MIN_LOADS = 0); "_rows": false turns dispatch.ROWS_KERNEL off (an unaligned K at a
 few tokens then copies x and w instead of reading w where it lies); "_tail": false turns the bf16 ping-pong's and
 cooperative kernel's tail split off (kernels/gluon/hopper_pingpong.TAIL_SPLIT), an integer sets its least K
 (TAIL_MIN_K), "always" splits wherever a partial last round can be split (TAIL_MIN_K and TAIL_MIN_SAVING 0); "_xbox": false loads x
@@ -20,7 +21,8 @@ only x's rows a K step (kernels/_host.MAX_X_BOXES; 1: one power-of-two box); "_p
 tile's output sub-tiles one at a time through one buffer (kernels/gluon/hopper_plan.SPLIT_PIECES); "_cap_stages": false
 runs the Gluon dense kernels' rings at the plan's stages (kernels/gluon/hopper_host.CAP_STAGES); "_magic": false
 has them divide for their tile order (kernels/gluon/hopper_host.TILE_MAGIC); "_late": false has the bf16 dense kernels
-set up their whole ring before their partitions start (kernels/gluon/hopper_host.LATE_INIT); "_prev":
+set up their whole ring before their partitions start (kernels/gluon/hopper_host.LATE_INIT); "_align": false runs
+the split-K reduce without its alignment hints (kernels/triton/dense.REDUCE_ALIGN); "_prev":
 true runs the
 Triton tier's dense kernels (gemm_tma_kernel, gemm_kernel) of another revision, from the directory `--prev` names
 (that revision's kernels/triton/_mainloop.py, gemm_tma.py and gemm.py, e.g. `git show
@@ -81,14 +83,14 @@ def load_prev(path):
 
 def _runner(op, cfg):
     """The call of `cfg` (None / {} with only "_pad_m" / "_rows" / "_shift" / "_pitch" / "_tail" / "_xbox" /
-    "_pieces" / "_cap_stages" / "_magic" / "_late": what the op serves),
+    "_pieces" / "_cap_stages" / "_magic" / "_late" / "_align": what the op serves),
     with dispatch.PAD_M, dispatch.ROWS_KERNEL, kernels/_host.SHIFT_LAST_TILES, dispatch.PITCH and
     hopper_pingpong.TAIL_SPLIT / TAIL_MIN_K as the config says
     ("_pad_m": "always" keeps the copy on and drops its floors, PAD_M_MIN_ROWS and PAD_M_MIN_W_BYTES)."""
     cfg = dict(cfg) if cfg else {}
-    pad, rows, shift, pitch, pair, tail, xbox, pieces, cap, magic, late = (
+    pad, rows, shift, pitch, pair, tail, xbox, pieces, cap, magic, late, align = (
         cfg.pop(k, True) for k in ("_pad_m", "_rows", "_shift", "_pitch", "_pair", "_tail", "_xbox", "_pieces",
-                                   "_cap_stages", "_magic", "_late"))
+                                   "_cap_stages", "_magic", "_late", "_align"))
     prev = cfg.pop("_prev", False)
     if prev and PREV is None:
         raise ValueError('"_prev": true needs --prev DIR')
@@ -98,7 +100,9 @@ def _runner(op, cfg):
     def run(*inp):
         saved = (D.PAD_M, D.ROWS_KERNEL, H.SHIFT_LAST_TILES, D.PITCH, D.PAD_M_MIN_ROWS, D.PAD_M_MIN_W_BYTES,
                  FP8.PAIR_SPLIT, D.PITCH_SECTOR, PP.TAIL_SPLIT, PP.TAIL_MIN_K, PP.TAIL_MIN_SAVING, H.TRIM_X_BOX,
-                 H.MAX_X_BOXES, HPLAN.SPLIT_PIECES, HH.CAP_STAGES, HH.TILE_MAGIC, HH.LATE_INIT)
+                 H.MAX_X_BOXES, HPLAN.SPLIT_PIECES, HH.CAP_STAGES, HH.TILE_MAGIC, HH.LATE_INIT, D.PITCH_MIN_LOADS,
+                 DENSE.REDUCE_ALIGN)
+        DENSE.REDUCE_ALIGN = bool(align)
         HPLAN.SPLIT_PIECES = bool(pieces)
         HH.LATE_INIT = bool(late)
         HH.CAP_STAGES = bool(cap)
@@ -106,6 +110,8 @@ def _runner(op, cfg):
         D.PAD_M, D.ROWS_KERNEL, H.SHIFT_LAST_TILES, D.PITCH = bool(pad), rows, shift, bool(pitch)
         if pitch == "lines":  # rows off whole 128-byte lines copied too (not only those off 32-byte sectors)
             D.PITCH_SECTOR = D.PITCH_BYTES
+        if pitch == "always":
+            D.PITCH_MIN_LOADS = 0
         D.PAD_M_MIN_ROWS, D.PAD_M_MIN_W_BYTES = floors
         FP8.PAIR_SPLIT = pair
         H.TRIM_X_BOX = xbox is not False
@@ -125,7 +131,8 @@ def _runner(op, cfg):
         finally:
             (D.PAD_M, D.ROWS_KERNEL, H.SHIFT_LAST_TILES, D.PITCH, D.PAD_M_MIN_ROWS, D.PAD_M_MIN_W_BYTES,
              FP8.PAIR_SPLIT, D.PITCH_SECTOR, PP.TAIL_SPLIT, PP.TAIL_MIN_K, PP.TAIL_MIN_SAVING, H.TRIM_X_BOX,
-             H.MAX_X_BOXES, HPLAN.SPLIT_PIECES, HH.CAP_STAGES, HH.TILE_MAGIC, HH.LATE_INIT) = saved
+             H.MAX_X_BOXES, HPLAN.SPLIT_PIECES, HH.CAP_STAGES, HH.TILE_MAGIC, HH.LATE_INIT, D.PITCH_MIN_LOADS,
+             DENSE.REDUCE_ALIGN) = saved
             if prev:
                 DENSE._PLANS.clear()
                 DENSE.gemm_tma_kernel, DENSE.gemm_kernel = kernels

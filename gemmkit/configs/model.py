@@ -468,8 +468,7 @@ SECTOR_ELEMENTS = 16  # bf16 elements in 32 bytes (ops/dispatch.py PITCH_SECTOR)
 FEW_TILES_UNSPLIT_FILL = 0.25  # ... in `gluon_waves` where K is too short to split (K < 2 x FEW_TILES_SPLIT_K):
 # unsplit 64 x 64 at 27-45% beat the Triton tier's split 0.34-0.69 -> 0.87-0.96x (ab/bf16_short_k_few.json; held out,
 # bf16_model_rules_heldout.json, the rule's first form: 22 Triton-tier rows 0.35-0.77 -> 0.61-0.93x); GPT-OSS's
-# router 512 x 128 x 2880 (12%) stays the Triton split's (0.96x). Where the Triton tile would run unsplit, only on K's
-# rows on 32-byte sectors (208 x 1040 x 440: -16%, dispatch's copy of x for the Gluon kernel)
+# router 512 x 128 x 2880 (12%) stays the Triton split's (0.96x).
 # `off_sector` (bf16, ahead of `gluon_waves` on its cooperative buckets): where K % 16 == 8 (16-bit rows start
 # off 32-byte sectors; K % 8 != 0 goes to pad_k's aligned copies instead), M >= OFF_SECTOR_MIN_M and N >=
 # OFF_SECTOR_MIN_N, the cooperative tile oriented so that the operand dispatch does not copy (`pitch` copies the
@@ -835,8 +834,8 @@ def _rule_gluon_waves(c: _Call):
         pp_fill = area_fill(M, N, bm, 128, num_cus)
         few = pp < FEW_TILES * num_cus
         floor = FEW_TILES_FILL
-        if K < 2 * FEW_TILES_SPLIT_K and (K % SECTOR_ELEMENTS == 0 or triton_tile()[0].get("NUM_KSPLIT", 1) > 1):
-            floor = FEW_TILES_UNSPLIT_FILL  # (against an unsplit Triton tile only on rows on 32-byte sectors: below)
+        if K < 2 * FEW_TILES_SPLIT_K:
+            floor = FEW_TILES_UNSPLIT_FILL
         tile, fill = few_tiles(few_menu if few else few_menu[:1], M, N, K, num_cus, floor) if pp_fill < FEW_TILES \
             else (None, 0.0)
         if tile is not None and (few or fill > GLUON_WAVE_MARGIN * pp_fill):
@@ -844,11 +843,12 @@ def _rule_gluon_waves(c: _Call):
                                 _few_tiles_note(tile, fill, num_cus)]
     if pp < FEW_TILES * num_cus:  # (few_tiles fills too few SMs): the Triton tier's split and smaller tiles
         tile, notes = triton_tile()
-        if few_menu and M > FEW_TILES_MIN_M and tile.get("NUM_KSPLIT", 1) == 1 and K % SECTOR_ELEMENTS == 0:
+        if few_menu and M > FEW_TILES_MIN_M and tile.get("NUM_KSPLIT", 1) == 1:
             # K too short for the Triton tier to split: the same few tiles run faster on the Gluon ping-pong
-            # (252 x 512 x 384: the Triton 64 x 64 0.76x, the ping-pong's 0.89x; ab/bf16_short_k_few.json), but not
-            # where its rows are off 32-byte sectors: there dispatch copies x for the Gluon kernel (`pitch`), and
-            # on these 4-5 us calls the copy's launch lost it (208 x 1040 x 440, 243 x 448 x 408: -15%)
+            # (252 x 512 x 384: the Triton 64 x 64 0.76x, the ping-pong's 0.89x; ab/bf16_short_k_few.json), on rows
+            # off 32-byte sectors too since dispatch leaves such small calls' x where it is (`pitch`'s
+            # PITCH_MIN_LOADS: 208 x 1040 x 440 0.76 -> 0.89x, 243 x 448 x 408 0.71 -> 0.90x,
+            # ab/bf16_few_tiles_off_sector.json; with the copy's launch they had lost 15%)
             gluon, fill = few_tiles(few_menu, M, N, K, num_cus, 0.0)
             return dict(gluon), [f"{pp} tiles of {bm} x 128 for {num_cus} SMs, the Triton tier unsplit at K = {K}: "
                                  + _few_tiles_note(gluon, fill, num_cus)]

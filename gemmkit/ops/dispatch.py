@@ -392,35 +392,47 @@ def pad_n(kernel: str, cfg: dict, M: int, N: int, K: int, x_bytes: int, w_bytes:
 # it still runs: split tiles, one tile column, fallbacks, config=) only from PITCH_TRITON_MIN_MACS multiply-adds: its copy's launch is a fixed cost and its gain grows with the column tiles
 # that re-read x (ab/pitch_triton_tier_k16.json, 24 shapes with K % 16 == 8: from 2^31 every row +2 to +24%, below it
 # -18 to +24%, 0.702 -> 0.709x over all; ab/pitch_triton_tier.json: the three such rows there, all below, -6 to
-# +10%; its other rows have K % 8 != 0, whose pad_k copies took the 128-byte pitch: 0.80 -> 0.88x). 16-bit operands
-# only (the 8-bit kernels' calls were not measured).
+# +10%; its other rows have K % 8 != 0, whose pad_k copies took the 128-byte pitch: 0.80 -> 0.88x). The Gluon
+# kernels copy an operand only where the off-sector rows they would load (its bytes times the tiles across it, each of
+# which reads it whole) reach PITCH_MIN_LOADS, or where pad_m / pad_n copy it anyway: the copy's launch costs about
+# 1.8 us under a CUDA graph and the slow loads it saves about 0.1-0.16 us a MB loaded (ab/bf16_pitch_small.json, 18
+# random calls of 4-13 us with K % 16 == 8: under 12 MB loaded the copy lost on 15 rows (0.3-1.8 us) and tied on one,
+# at 12.9-16.7 MB it tied or won by up to 0.9 us). 16-bit operands only (the 8-bit kernels' calls were not measured).
 # GEMMKIT_PITCH=0 (or PITCH = False) turns it off.
 PITCH = os.environ.get("GEMMKIT_PITCH", "1") != "0"
 PITCH_BYTES = 128  # the copies' row pitch
 PITCH_SECTOR = 32  # rows whose stride is a multiple of this stay as they are
 PITCH_KERNELS = (GLUON_BF16, GLUON_COOP, TRITON_TMA)
 PITCH_TRITON_MIN_MACS = 1 << 31
+PITCH_MIN_LOADS = 12 << 20  # bytes: the Gluon kernels' least off-sector loads of an operand that is copied
 
 
-def pitch(kernel: str, x2, w) -> tuple[int, int]:
+def pitch(kernel: str, cfg: dict, x2, w, rows: int = 0, cols: int = 0) -> tuple[int, int]:
     """(x's, w's) copy pitch in elements (0: no copy at a new pitch): K rounded up to PITCH_BYTES, for an operand
     whose row stride is off PITCH_SECTOR, that holds at most the other operand's bytes (so pad_m's copy of x and
     pad_n's of w, each at most an eighth of the other operand, are made at this pitch too) and more than
-    PAD_M_MIN_ROWS rows; for the Triton tier's kernel only on calls of PITCH_TRITON_MIN_MACS or more."""
+    PAD_M_MIN_ROWS rows; for the Triton tier's kernel only on calls of PITCH_TRITON_MIN_MACS or more, for the Gluon
+    kernels only where the tiles of `cfg` load PITCH_MIN_LOADS bytes of the operand or more, or its row copy (`rows`
+    for x, pad_m's, `cols` for w, pad_n's; 0: none) is made anyway."""
     if not PITCH or kernel not in PITCH_KERNELS or x2.element_size() != 2:  # 8-bit operands: unmeasured
         return 0, 0
-    K = x2.shape[1]
-    if kernel == TRITON_TMA and x2.shape[0] * w.shape[0] * K < PITCH_TRITON_MIN_MACS:
+    M, K, N = x2.shape[0], x2.shape[1], w.shape[0]
+    if kernel == TRITON_TMA and M * N * K < PITCH_TRITON_MIN_MACS:
         return 0, 0
     per = PITCH_BYTES // x2.element_size()
     kp = H.cdiv(K, per) * per
-    xb, wb = x2.shape[0] * K * x2.element_size(), w.shape[0] * K * w.element_size()
+    xb, wb = M * K * x2.element_size(), N * K * w.element_size()
+    if kernel == TRITON_TMA:
+        x_loads = w_loads = PITCH_MIN_LOADS
+    else:  # each tile across an operand loads its rows whole: x once per column of tiles, w once per row
+        x_loads = PITCH_MIN_LOADS if rows else xb * H.cdiv(N, cfg["BLOCK_SIZE_N"])
+        w_loads = PITCH_MIN_LOADS if cols else wb * H.cdiv(M, cfg["BLOCK_SIZE_M"])
 
     def off(t):
         return (t.stride(0) * t.element_size()) % PITCH_SECTOR != 0
 
-    return (kp if off(x2) and xb <= wb and x2.shape[0] > PAD_M_MIN_ROWS else 0), \
-        (kp if off(w) and wb <= xb and w.shape[0] > PAD_M_MIN_ROWS else 0)
+    return (kp if off(x2) and xb <= wb and M > PAD_M_MIN_ROWS and x_loads >= PITCH_MIN_LOADS else 0), \
+        (kp if off(w) and wb <= xb and N > PAD_M_MIN_ROWS and w_loads >= PITCH_MIN_LOADS else 0)
 
 
 def _rows_padded(choice: Choice, x2, w) -> Choice:
@@ -429,7 +441,7 @@ def _rows_padded(choice: Choice, x2, w) -> Choice:
     M, K, N = x2.shape[0], x2.shape[1], w.shape[0]
     rows = pad_m(choice.kernel, choice.config, M, N, K, x2.element_size(), w.element_size())
     cols = pad_n(choice.kernel, choice.config, M, N, K, x2.element_size(), w.element_size())
-    px, pw = pitch(choice.kernel, x2, w)
+    px, pw = pitch(choice.kernel, choice.config, x2, w, rows, cols)
     return dataclasses.replace(choice, pad_m=rows, pad_n=cols, pitch_x=px, pitch_w=pw) if rows or cols or px or pw \
         else choice
 

@@ -417,7 +417,8 @@ def test_shifted_last_tiles(M, N, K, name, launches):
     assert torch.equal(out, whole)
 
 
-PITCH_SHAPES = [(1500, 704, 3000), (304, 304, 1000), (100, 2000, 2888), (2000, 96, 1000), (17, 4096, 3000)]
+# each loads at least D.PITCH_MIN_LOADS of the copied operand on every config below (smaller calls keep their rows)
+PITCH_SHAPES = [(1500, 704, 3000), (304, 4000, 1000), (100, 6000, 2888), (2000, 96, 1000), (17, 8192, 10008)]
 
 
 PITCH_CONFIGS = dict(SHIFT_CONFIGS, triton_tma={"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 128, "BLOCK_SIZE_K": 128,
@@ -439,7 +440,8 @@ def test_pitch_copies(M, N, K, name, launches, monkeypatch):
     cfg = PITCH_CONFIGS[name]
     kernel = D.TRITON_TMA if "backend" not in cfg else D.GLUON_COOP if cfg["num_warps"] == 8 else D.GLUON_BF16
     x, w, bias, out, before = _silu_call(M, N, K, cfg, kernel, launches)
-    px, pw = D.pitch(kernel, x, w)
+    choice = D.dense(cfg, gemmkit.arch.current(), x, w, out)
+    px, pw = choice.pitch_x, choice.pitch_w
     assert px or pw, "no pitch copy: the test misses"
     assert launches["pad_rows_kernel"] == before.get("pad_rows_kernel", 0) + bool(px) + bool(pw)
     assert rel(out, ref_fp32(x, w, bias, "silu")) <= TOL[torch.bfloat16]

@@ -683,18 +683,46 @@ def test_a_gluon_kernel_that_fails_to_compile_falls_back_once_with_a_warning(mon
     (1024, 8192, 3696, (0, 0)),  # 7392-byte rows: on 32-byte sectors, as they are
     (1024, 8192, 4096, (0, 0)),
     (16, 4096, 3000, (0, 0)),  # M <= PAD_M_MIN_ROWS: the copy's launch is most of the call
-    (17, 4096, 3000, (3008, 0))])
+    (17, 4096, 3000, (0, 0)),  # x's 32 column tiles load 3.3 MB of it: under PITCH_MIN_LOADS
+    (200, 8192, 1000, (1024, 0))])  # 26 MB: copied (by the Gluon kernels; under the Triton tier's floor)
 def test_operands_copied_to_a_128_byte_pitch_where_rows_start_mid_sector(M, N, K, want):
     choice = D.dense(GLUON, H200, *dense_meta(M, N, K))
     assert choice.kernel == D.GLUON_BF16 and (choice.pitch_x, choice.pitch_w) == want
-    assert ("row pitch of 3008" in choice.explain()) == any(want)
+    assert (f"row pitch of {max(want)} " in choice.explain()) == any(want)
     assert D.dense(COOP, H200, *dense_meta(M, N, K)).pitch_x == want[0]
     tier = D.dense(TILE, H200, *dense_meta(M, N, K))  # the Triton tier's TMA kernel by the same rule, from its floor
     big = M * N * K >= D.PITCH_TRITON_MIN_MACS
     assert tier.kernel == D.TRITON_TMA and (tier.pitch_x, tier.pitch_w) == (want if big else (0, 0))
-    # the cases hold rows copied on both sides of the floor: 17 x 4096 x 3000 is the one below it (Gluon copies,
+    # the cases hold rows copied on both sides of the floor: 200 x 8192 x 1000 is the one below it (Gluon copies,
     # the Triton tier does not); a row added under the floor with a copy would change what this test covers
-    assert big or (M, N, K) == (17, 4096, 3000) or not any(want)
+    assert big or (M, N, K) == (200, 8192, 1000) or not any(want)
+
+
+@pytest.mark.parametrize("M, N, K, cfg, want", [
+    (75, 504, 280, GLUON, (0, 0)),  # x: 42 KB x 4 column tiles
+    (106, 4768, 1576, dict(GLUON, BLOCK_SIZE_N=96), (1600, 0)),  # 334 KB x 50 = 16.7 MB
+    (255, 4432, 744, dict(GLUON, BLOCK_SIZE_M=64, BLOCK_SIZE_N=144), (0, 0)),  # 379 KB x 31 = 11.8 MB
+    (985, 640, 7992, dict(GLUON, BLOCK_SIZE_M=64), (0, 8000)),  # w the smaller: 10.2 MB x 16 row tiles
+    (600, 192, 3000, dict(GLUON, BLOCK_SIZE_M=64, BLOCK_SIZE_N=64), (0, 0)),  # w: 1.2 MB x 10 row tiles
+    (29, 5704, 1544, dict(GLUON, BLOCK_SIZE_M=32, BLOCK_SIZE_N=64, swap_ab=True), (0, 0)),  # 90 KB x 90 weight tiles
+    (44, 5800, 9992, dict(GLUON, BLOCK_SIZE_M=64, BLOCK_SIZE_N=64, swap_ab=True), (10048, 0))])  # 879 KB x 91
+def test_pitch_copy_needs_enough_off_sector_loads(M, N, K, cfg, want):
+    """The Gluon kernels' operand copies to a 128-byte pitch (`pitch`) only where their tiles would load
+    PITCH_MIN_LOADS bytes or more of its off-sector rows (x once per column of tiles, w once per row): under it the
+    copy's launch costs more than the slow loads it saves (the calls of a few microseconds)."""
+    choice = D.dense(cfg, H200, *dense_meta(M, N, K))
+    assert choice.path == "gluon" and (choice.pitch_x, choice.pitch_w) == want, choice.explain()
+
+
+def test_pitch_floor_below_the_row_copies(monkeypatch):
+    """x's row copy (pad_m) is made at the 128-byte pitch whatever x's loads: its copy is made anyway."""
+    from gemmkit.kernels import _host as H
+
+    monkeypatch.setattr(D, "PAD_M_MIN_W_BYTES", 0)
+    monkeypatch.setattr(H, "TRIM_X_BOX", False)
+    assert D.dense(GLUON, H200, *dense_meta(80, 8192, 1000)).pitch_x == 1024  # 160 KB x 64 = 10 MB, copied
+    monkeypatch.setattr(D, "PAD_M", False)
+    assert D.dense(GLUON, H200, *dense_meta(80, 8192, 1000)).pitch_x == 0
 
 
 def test_pitch_rides_on_the_row_copies_and_turns_off(monkeypatch):
