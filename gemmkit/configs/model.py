@@ -417,6 +417,11 @@ SPLIT_WIDTH_FILL = 0.85  # `split_widths`: the least share of its waves (tiles o
 # waves the 64-row tile would fill), and where its area fill is DEEP_ROWS_MARGIN over the coop's and the 128 x 128's
 # (a 64-row tile costs 1.2-1.6x the coop's time per output: each consumer reads a whole w box for 64 rows).
 DEEP_ROWS_MIN_M, DEEP_ROWS_MAX_M, DEEP_ROWS_WAVES, DEEP_ROWS_MAX_K, DEEP_ROWS_MARGIN = 256, 512, 2, 2048, 1.35
+# `narrow_columns`: above NARROW_MAX_M, `narrow_pingpong`'s 64 x 192 past DEEP_ROWS_WAVES waves only where its columns
+# are this full (N over its columns' width): at N = 640 (83%) 7355 x 640 x 14720 / 7038 x 640 x 9216 ran 0.72 / 0.69x
+# on it, 0.89 / 0.86x on the 128 x 128 (ab/bf16_narrow_n_large_m.json); within two waves it held (3202 x 320, 83%:
+# 1.06x against 0.86x; 5332 x 512, 89%, 1.9 waves: a tie), and on whole columns (2298 x 576: 0.93x against 0.76x).
+NARROW_COLUMN_FILL = 0.9
 COOP_WIDTH_MIN_M, COOP_WIDTH_MAX_M = 385, 4096  # `coop_widths`: four 128-row tiles and more, measured to 4096
 COOP_WIDTH_WAVES = 2  # `coop_widths`: lost from three waves
 SHORT_K_PINGPONG_MAX_K = 448  # `short_k_pingpong`: K up to this (at 512 two of six rows with M > 15000 lost 11-17%)
@@ -809,7 +814,9 @@ def _rule_gluon_waves(c: _Call):
     # `deep_rows` for the 64 x 192: on K's rows off 32-byte sectors; on rows on them only for the 128 x 128 (where the
     # coop would serve instead, the 64 x 192 held: 5 of 7 held-out rows -4 to -22% on the coop)
     pp_after = eff_pp > GLUON_WAVE_MARGIN * eff_coop
-    if narrow_ok and eff_narrow > GLUON_WAVE_MARGIN * max(eff_coop, eff_pp) and \
+    narrow_columns = not (narrow_ok and M > NARROW_MAX_M and n_tiles > DEEP_ROWS_WAVES * num_cus
+                          and N < NARROW_COLUMN_FILL * -(-N // nn) * nn)  # `narrow_columns`
+    if narrow_ok and narrow_columns and eff_narrow > GLUON_WAVE_MARGIN * max(eff_coop, eff_pp) and \
             not ((K % SECTOR_ELEMENTS or pp_after) and deep_rows_lose(nn, n_tiles)):
         short = rules.get("short_k_wave")
         if short and M <= NARROW_MAX_M and K <= SHORT_K_WAVE_MAX_K:  # one wave of unsplit 64-row tiles instead

@@ -419,7 +419,7 @@ def test_shifted_last_tiles(M, N, K, name, launches):
 
 
 # each loads at least D.PITCH_MIN_LOADS of the copied operand on every config below (smaller calls keep their rows)
-PITCH_SHAPES = [(1500, 704, 3000), (304, 4000, 1000), (100, 6000, 2888), (2000, 96, 1000), (17, 8192, 10008)]
+PITCH_SHAPES = [(1500, 704, 3000), (304, 8000, 1000), (100, 6000, 2888), (8000, 96, 3000), (17, 8192, 20008)]
 
 
 PITCH_CONFIGS = dict(SHIFT_CONFIGS, triton_tma={"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 128, "BLOCK_SIZE_K": 128,
@@ -435,7 +435,7 @@ PITCH_CASES = [(name, shape) for name in ("pingpong", "swap_ab", "pingpong_split
                          ids=[f"{n}-{s[0]}x{s[1]}x{s[2]}" for n, s in PITCH_CASES])
 def test_pitch_copies(M, N, K, name, launches, monkeypatch):
     """x and / or w copied to a 128-byte row pitch (ops/dispatch.py `pitch`: K % 16 != 0, the operand no larger than
-    the other; with pad_n's copy at 2000 x 96 on the ping-pong): every element of a NaN-poisoned output written and right, one
+    the other; with pad_n's copy at 8000 x 96 on the ping-pong): every element of a NaN-poisoned output written and right, one
     pad_rows_kernel launch per copy, and bitwise the result on the operands as given (dispatch.PITCH off); the Gluon
     kernels and the Triton tier's TMA kernel (its M_LEQ_128 bucket's tile)."""
     cfg = PITCH_CONFIGS[name]

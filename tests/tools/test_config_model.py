@@ -740,6 +740,21 @@ def test_a16w16_deep_rows(M, N, K, want):
 
 
 @pytest.mark.parametrize("M, N, K, want", [
+    # `narrow_columns` (ab/bf16_narrow_n_large_m.json, held out bf16_narrow_columns_heldout.json): above M = 512 the
+    # 64 x 192 past two waves gives way where its last column leaves its columns under NARROW_COLUMN_FILL full
+    (7355, 640, 14720, "pp 128x128"),  # 460 tiles, columns 83% full: 0.72 -> 0.89x
+    (6840, 584, 16496, "pp 128x128"),  # 0.48 -> 0.82x (held out)
+    (5398, 1176, 16080, "coop 128x256"),  # 0.59 -> 0.80x (held out)
+    (3202, 320, 7040, "pp 64x192"),  # 102 tiles: under a wave (1.06x on it, 0.86x on the 128 x 128)
+    (2298, 576, 7424, "pp 64x192"),  # whole columns
+    (1024, 4608, 36864, "pp 64x192"),  # whole columns, 2.9 waves
+])
+def test_a16w16_narrow_columns(M, N, K, want):
+    cfg, source = configs.serve("a16w16", H200, M, N, K)
+    assert _kernel(cfg) == want, source
+
+
+@pytest.mark.parametrize("M, N, K, want", [
     # `few_tiles` down to FEW_TILES_UNSPLIT_FILL where K is too short to split (ab/bf16_short_k_few.json)
     (646, 368, 1824, "pp 64x64"),  # 44% of the SMs: 0.58 -> 0.96x (the Triton tier's split 7)
     (403, 376, 3264, "pp 64x64"),  # 28%: 0.34 -> 0.87x
