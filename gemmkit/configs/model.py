@@ -154,7 +154,8 @@ FITTED_OPS = ("a16w16", "a8w8", "a8w8_int8", "a8w8_blockscale")
 #                0.70-0.72x, the coop 0.93-0.96x against 0.79-0.84x at 256 x 14336 and 512 x 7680; above M = 512,
 #                where 64 x 192 fills 79-97% and the others 55-87%: 0.85-0.97x against 0.70-0.87x (1024 x 4608 /
 #                2880, 2048 x 4608, 777 x 1536), and where it does not (1024 x 5120, 3000 x 5000) it lost, up to
-#                0.47x. At 64 < M <= 128, where the
+#                0.47x; past two waves there only on columns NARROW_COLUMN_FILL full (`narrow_columns`: a last
+#                column of 64 / 192 at N = 640 ran 0.48-0.81x). At 64 < M <= 128, where the
 #                Triton bucket keeps the shape (the wide ping-pong's tiles under `wide_share`), the same tile where K
 #                is long: where its splits' fp32 partial tiles (written and read: splits x 2 x rows x N x 4 bytes,
 #                rows = M in whole tiles) are at most 1 / NARROW_PARTIAL_SHARE of the weights' stream (N x K x 2
