@@ -12,8 +12,8 @@ its floors on M and on w's bytes); "_pair": false runs the fp8 Gluon pingpong un
 on the copy where dispatch makes one), not shifted back; "_pitch": false runs x and w at their own row pitch
 (dispatch.PITCH: no copy to a 128-byte pitch; "lines": the copy also for rows off 128-byte lines, not only for those
 off 32-byte sectors: dispatch.PITCH_SECTOR = PITCH_BYTES; "always": the Gluon kernels' copies however few of the
-operand's rows their tiles load, dispatch.PITCH_MIN_LOADS = 0); "_rows": false turns dispatch.ROWS_KERNEL off (an unaligned K at a
-few tokens then copies x and w instead of reading w where it lies); "_tail": false turns the bf16 ping-pong's and
+operand's rows their tiles load, dispatch.PITCH_MIN_LOADS = 0); "_rows": false turns dispatch.ROWS_KERNEL off (an
+unaligned K at a few tokens then copies x and w instead of reading w where it lies); "_tail": false turns the bf16 ping-pong's and
 cooperative kernel's tail split off (kernels/gluon/hopper_pingpong.TAIL_SPLIT), an integer sets its least K
 (TAIL_MIN_K), "always" splits wherever a partial last round can be split (TAIL_MIN_K and TAIL_MIN_SAVING 0); "_xbox": false loads x
 in one whole box of BLOCK_SIZE_M rows under one row of tiles (kernels/_host.TRIM_X_BOX), an integer caps the boxes of

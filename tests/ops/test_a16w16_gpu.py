@@ -435,9 +435,10 @@ PITCH_CASES = [(name, shape) for name in ("pingpong", "swap_ab", "pingpong_split
                          ids=[f"{n}-{s[0]}x{s[1]}x{s[2]}" for n, s in PITCH_CASES])
 def test_pitch_copies(M, N, K, name, launches, monkeypatch):
     """x and / or w copied to a 128-byte row pitch (ops/dispatch.py `pitch`: K % 16 != 0, the operand no larger than
-    the other; with pad_n's copy at 8000 x 96 on the ping-pong): every element of a NaN-poisoned output written and right, one
-    pad_rows_kernel launch per copy, and bitwise the result on the operands as given (dispatch.PITCH off); the Gluon
-    kernels and the Triton tier's TMA kernel (its M_LEQ_128 bucket's tile)."""
+    the other, its tiles loading PITCH_MIN_LOADS of it; with pad_n's copy at 8000 x 96 on the ping-pong): every element
+    of a NaN-poisoned output written and right, one pad_rows_kernel launch per copy, and bitwise the result on the
+    operands as given (dispatch.PITCH off); the Gluon kernels and the Triton tier's TMA kernel (its M_LEQ_128 bucket's
+    tile)."""
     cfg = PITCH_CONFIGS[name]
     kernel = D.TRITON_TMA if "backend" not in cfg else D.GLUON_COOP if cfg["num_warps"] == 8 else D.GLUON_BF16
     x, w, bias, out, before = _silu_call(M, N, K, cfg, kernel, launches)

@@ -30,9 +30,9 @@ Constraints:
   - split_stride (>= M * N) is a host integer (64-bit when large); M and N may be
     specialised to constants (M == 1 in decode), so no tensor method is called on them.
   - BLOCK_M, BLOCK_N powers of two.
-  - VEC divides N and split_stride, Y_VEC divides N and stride_ym (the host's `reduce_alignment`; 1 always holds). Without
-    them a row of N % 16 == 8 loaded 4 bytes a thread: the reduce of 7 x 376, 16 splits, ran 10.4 us against 1.85
-    at N = 384 (H200).
+  - VEC divides N and split_stride, Y_VEC divides N and stride_ym (the host's `reduce_alignment`; 1 always
+    holds). Without them a row of N % 16 == 8 loaded 4 bytes a thread: the reduce of 7 x 376, 16 splits, ran
+    10.4 us against 1.85 at N = 384 (H200).
   - Offsets: workspace and y rows int64; y's column offsets (offs_n * stride_yn) int32 unless INT64_OFFSETS
     (_offsets.py; set by the host when a span reaches 2**31 elements).
 """
