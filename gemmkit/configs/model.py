@@ -863,9 +863,10 @@ def _rule_gluon_waves(c: _Call):
         short = short_split_tile(M, N, K, num_cus) if few_menu and M > FEW_TILES_MIN_M and N > SHORT_SPLIT_MIN_N \
             else None
         if short is not None and tile.get("NUM_KSPLIT", 1) > 1:
+            how = (f"K split {short['NUM_KSPLIT']} ways in ranges of {FEW_TILES_SHORT_SPLIT_K} or more"
+                   if short["NUM_KSPLIT"] > 1 else f"unsplit (K under two ranges of {FEW_TILES_SHORT_SPLIT_K})")
             return short, [f"{pp} tiles of {bm} x 128 for {num_cus} SMs, the Triton tier split "
-                           f"{tile['NUM_KSPLIT']} ways: the ping-pong's 64 x 64, K split {short['NUM_KSPLIT']} ways "
-                           f"in ranges of {FEW_TILES_SHORT_SPLIT_K} or more (`short_split`)"]
+                           f"{tile['NUM_KSPLIT']} ways: the ping-pong's 64 x 64, {how} (`short_split`)"]
         return tile, [f"{pp} tiles of {bm} x 128 for {num_cus} SMs: the Triton tier"] + notes
     if pp == coop or pp_after:  # pp == coop: N <= 128, half the coop tile empty
         return dict(cfg, BLOCK_SIZE_N=128, num_warps=4, num_stages=6), [
