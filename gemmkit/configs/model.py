@@ -674,8 +674,8 @@ def choose(op: str, cfg: dict, large: dict | None, M: int, N: int, K: int, num_c
     returns (config, notes), or None to pass), else `cfg` fitted (`_fitted`). RULES, in order: `narrow_wave`,
     `narrow_n` (with `few_tiles` above M = 256), `one_wave`, the CDNA Gluon bucket's `cdna_tiles`, bf16's
     `off_sector` (K % 16 == 8: the coop oriented by which operand dispatch copies, or by its waves), a cooperative
-    Gluon bucket's `gluon_waves` (coop / ping-pong / `coop_widths` / `split_widths` / `narrow_pingpong` /
-    `few_tiles` / `short_split` / the Triton tier), fp8's `decode_pingpong`, the large-M Gluon bucket's few tiles
+    Gluon bucket's `gluon_waves` (coop / ping-pong / `coop_widths` / `split_widths` / `narrow_pingpong` (held back
+    by `deep_rows` and `narrow_columns`) / `few_tiles` / `short_split` / the Triton tier), fp8's `decode_pingpong`, the large-M Gluon bucket's few tiles
     above M = 256,
     `wide_share` at 64 < M <= 256 (with `m128_tile`), `decode_split`, `swap_wide`. A rule that answers with `cfg`
     itself ends the search with the bucket as it is. fp8's few large-M tiles on long K: the Triton tier split
@@ -759,8 +759,9 @@ def _rule_cdna(c: _Call):
 def _rule_gluon_waves(c: _Call):
     """`gluon_waves`: a cooperative Gluon bucket (128 x 256, 8 warps) against the ping-pong's tiles by the waves
     they fill: `coop_widths`, `split_widths`, `narrow_pingpong` (or `short_k_wave` in its place on a short K; both
-    64-row tiles held back by `deep_rows`), `few_tiles`, the Triton tier where even those are few (the ping-pong's tile
-    where it would not split), the ping-pong 128 x 128, `short_k_pingpong` in the coop's place, else the bucket."""
+    64-row tiles held back by `deep_rows`, the 64 x 192 above M = 512 by `narrow_columns`), `few_tiles`, the Triton
+    tier where even those are few (the ping-pong's tile where it would not split), the ping-pong 128 x 128,
+    `short_k_pingpong` in the coop's place, else the bucket."""
     rules, cfg, M, N, K, num_cus = c.rules, c.cfg, c.M, c.N, c.K, c.num_cus
     if not (rules.get("gluon_waves") and cfg.get("backend") == "gluon" and cfg["num_warps"] == 8
             and cfg["BLOCK_SIZE_N"] == 256 and not cfg.get("swap_ab") and cfg.get("NUM_KSPLIT", 1) == 1):
