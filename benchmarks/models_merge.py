@@ -5,7 +5,8 @@ models/OP_small.json and models/OP_large.json, one process each: a process's pea
   - the stamps of the first part (device, date, versions, git sha) and each part's roofline peaks (`parts`);
   - one row per (layer, M) and odd size: label, M, N, K, ms, ref_ms, ratio, efficiency, ref_efficiency, tuned (a shape
     table served it), plus the config's source and backend, both sides' relative error against fp32, ref_error (why the
-    vendor has no time, e.g. a K it refuses) and `part` (whose peaks its floor used);
+    vendor has no time, e.g. a K it refuses), settle_ms (gemmkit's timing before the ABBA runs, not kept) and `part`
+    (whose peaks its floor used);
   - `summary`: over all rows and over rows with tuned false: rows, geomean ratio, rows under 0.90, the worst row, and
     the geomean / minimum efficiency of both sides.
 --plot: ratio and efficiency against M, every row, tuned and untuned marked.
@@ -15,7 +16,7 @@ import json
 import math
 
 KEEP = ("label", "M", "N", "K", "ms", "ref_ms", "ratio", "efficiency", "ref_efficiency", "floor_ms", "tuned",
-        "config_source", "backend", "rel_err_vs_fp32", "ref_rel_err_vs_fp32", "ref_error")
+        "config_source", "backend", "rel_err_vs_fp32", "ref_rel_err_vs_fp32", "ref_error", "settle_ms")
 
 
 def _geo(v):

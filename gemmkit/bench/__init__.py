@@ -39,10 +39,10 @@ def _sm_clock_mhz():
 
 
 VENDOR_MAX_ERR = 0.05  # a vendor result further than this (norm-wise) from the fp32 reference is not timed
-# A row whose first gemmkit call takes longer than this (a compile: seconds of host work with the card idle, its clock
-# falling) first runs one gemmkit timing that is not kept, so the first of the ABBA runs starts on the clock the
-# vendor's runs will find. (The first-run excess of the suites' M = 256 rows, up to 1.2-1.5x, is another thing: it
-# follows each layer's M = 8192 row, compiled or not, and is not handled here: docs/PERF.md "Model suites".)
+# Every row first runs one gemmkit timing that is not kept (`settle_ms`), so the first of its ABBA runs starts on the
+# clock the vendor's runs will find: after a compile (seconds of host work, the card idle, its clock falling) and after
+# a heavy row (the suites' M = 256 rows follow each layer's M = 8192 row, whose heat held the first ABBA run at up to
+# 1.2-1.5x the second: docs/PERF.md "Model suites"). COLD_CALL_S only marks a compile in the row (cold_first_call).
 COLD_CALL_S = 0.5
 
 
@@ -98,8 +98,7 @@ def run_gpu(shapes, dtype_name="bf16", json_path=None, check=True, warmup_ms=25,
         # Table configs go through the op's own lookup, as a user's call would. Timed gemmkit, vendor, vendor,
         # gemmkit (ABBA): a drift of the card's clock over the row (a long GEMM heats it) falls on both sides alike.
         timer = time_graph if cuda_graph else time_rotated
-        if cold:  # (COLD_CALL_S) the card back to a working clock, not kept
-            timer(lambda *inp: bop.run(inp, override), sets, warmup_ms, rep_ms)
+        settle_ms = timer(lambda *inp: bop.run(inp, override), sets, warmup_ms, rep_ms)  # settle: not kept (above)
         ms_runs = [timer(lambda *inp: bop.run(inp, override), sets, warmup_ms, rep_ms)]
         ref_runs, ref_error, vendor_err = [], None, None
         try:
@@ -126,7 +125,8 @@ def run_gpu(shapes, dtype_name="bf16", json_path=None, check=True, warmup_ms=25,
                "ref_gbps": nbytes / ref_ms / 1e6 if ref_ms else None,
                "ratio": ref_ms / ms if ref_ms else None, "rel_err_vs_fp32": err, "ref_rel_err_vs_fp32": vendor_err,
                "ms_runs": ms_runs, "ref_ms_runs": ref_runs, "input_sets": n_sets,
-               "timing": "cuda_graph" if cuda_graph else "eager", "cold_first_call": cold}
+               "timing": "cuda_graph" if cuda_graph else "eager", "cold_first_call": cold,
+               "settle_ms": settle_ms}
         if ref_error:
             row["ref_error"] = ref_error
         if peaks:
@@ -146,8 +146,8 @@ def run_gpu(shapes, dtype_name="bf16", json_path=None, check=True, warmup_ms=25,
               "op": op, "dtype": dtype_name, "shape_doc": bop.shape_doc,
               "method": "triton.testing.do_bench median (L2 cleared per call), inputs rotated to >= 4x L2; per row "
               "gemmkit, vendor, vendor, gemmkit (ABBA), each side the mean of its two medians (ms_runs, ref_ms_runs); "
-              f"where the row's first call took over {COLD_CALL_S} s (a compile: cold_first_call), one gemmkit timing "
-              "before them, not kept"
+              "before them one gemmkit timing, not kept (settle_ms: the card's clock after a compile or a heavier "
+              "row)"
               + ("; one CUDA graph replayed (one call per input set), time per call" if cuda_graph else
                  "; eager calls (Python and launch overhead included, for both sides)"),
               "rows": rows}
