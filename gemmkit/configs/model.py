@@ -393,6 +393,9 @@ OP_RULES = {"a8w8_blockscale": {"ctas_per_sm": 2, "wide_share": 0.6, "operand_by
                 # `off_sector`: rows off 32-byte sectors (K % 16 == 8), the coop's two orientations, 4 stages
                 "off_sector": ({"BLOCK_SIZE_M": 256, "BLOCK_SIZE_N": 128, "GROUP_SIZE_M": 4, "num_stages": 4},
                                {"BLOCK_SIZE_M": 128, "BLOCK_SIZE_N": 256, "GROUP_SIZE_M": 8, "num_stages": 4}),
+                # `long_k_split`: the coop's two orientations split along K (128 x 256 first), the same tiles
+                "long_k_split": ({"BLOCK_SIZE_M": 128, "BLOCK_SIZE_N": 256, "GROUP_SIZE_M": 8, "num_stages": 4},
+                                 {"BLOCK_SIZE_M": 256, "BLOCK_SIZE_N": 128, "GROUP_SIZE_M": 4, "num_stages": 4}),
                 "split_widths": (160, 144),
                 "coop_widths": ((192, 5), (160, 6), (144, 6)),  # (BLOCK_SIZE_N, num_stages)
                 "narrow_pingpong": {
@@ -496,6 +499,12 @@ FEW_TILES_UNSPLIT_FILL = 0.25  # ... in `gluon_waves` where K is too short to sp
 # under 0.75x whichever tile: 527 x 8320 x 1144, 1576 x 3104 x 2600 (both orientations 51-57% filled). The least M
 # and N measured.
 OFF_SECTOR_MIN_M, OFF_SECTOR_MIN_N, OFF_SECTOR_MAX_M = 448, 1472, 4096
+# `long_k_split` (choose, over any rule's answer on a coop bucket): at K >= LONG_K_SPLIT_MIN_K, M > LONG_K_SPLIT_MIN_M,
+# rows on sectors, where the coop's tiles are under one round and the answer fills few SMs unsplit, the coop split
+# along K to one wave. H200 against cuBLAS (ab/bf16_coop_split.json, 50 shapes of the class at K = 896-26640): the
+# split lost at K <= 11072 (-2 to -46%: the fp32 partials and the reduce), won on all five at K >= 14160 (+16 to +58%:
+# 2733 x 256 x 26640 0.66 -> 1.04x, 1319 x 768 x 21888 0.77 -> 0.97x), the orientation that fills more the better one
+LONG_K_SPLIT_MIN_K, LONG_K_SPLIT_MIN_M = 12288, 256
 # `short_split` (bf16, in `gluon_waves` where even `few_tiles` fills too few SMs and the Triton tier would split K):
 # the ping-pong's 64 x 64 split to one wave in ranges of at least FEW_TILES_SHORT_SPLIT_K, where its tiles take one
 # round. The Triton tier's split there ran its bucket's 128 x 128 / 128 x 256 (shrunk to 64 x 128 at most) on 6-20
@@ -684,8 +693,32 @@ def choose(op: str, cfg: dict, large: dict | None, M: int, N: int, K: int, num_c
     for rule in RULES:
         hit = rule(call)
         if hit is not None:
-            return hit
-    return _fitted(call)
+            return _long_k_split(call, *hit)
+    return _long_k_split(call, *_fitted(call))
+
+
+def _long_k_split(c: _Call, tile: dict, notes: list) -> tuple[dict, list]:
+    """`long_k_split`, over what the rules answered (`tile`, `notes`): on a cooperative Gluon bucket with K % 16 == 0,
+    K >= LONG_K_SPLIT_MIN_K and M > LONG_K_SPLIT_MIN_M, where the coop's 128 x 256 tiles take under one round of the
+    SMs and the answer runs unsplit: the coop split along K to one wave (`off_sector_tile`: 128 x 256, or 256 x 128
+    where it fills GLUON_WAVE_MARGIN more) where that fills GLUON_WAVE_MARGIN more of the SMs than the answer."""
+    menu, cfg, M, N, K, num_cus = c.rules.get("long_k_split"), c.cfg, c.M, c.N, c.K, c.num_cus
+    if not (menu and not c.amd and cfg.get("backend") == "gluon" and cfg["num_warps"] == 8
+            and cfg["BLOCK_SIZE_N"] == 256 and not cfg.get("swap_ab") and cfg.get("NUM_KSPLIT", 1) == 1
+            and K % SECTOR_ELEMENTS == 0 and K >= LONG_K_SPLIT_MIN_K and M > LONG_K_SPLIT_MIN_M
+            and tile.get("NUM_KSPLIT", 1) == 1 and -(-M // 128) * -(-N // 256) < num_cus):
+        return tile, notes
+    wide, tall = menu
+    split, fill = off_sector_tile(cfg, wide, M, N, K, num_cus)
+    alt, alt_fill = off_sector_tile(cfg, tall, M, N, K, num_cus)
+    if alt_fill > GLUON_WAVE_MARGIN * fill:
+        split, fill = alt, alt_fill
+    served = launch_fill(tile, M, N, num_cus)
+    if split["NUM_KSPLIT"] == 1 or fill <= GLUON_WAVE_MARGIN * served:
+        return tile, notes
+    return split, notes + [
+        f"K = {K}: that fills {served:.0%} of the SMs unsplit; the cooperative {split['BLOCK_SIZE_M']} x "
+        f"{split['BLOCK_SIZE_N']} split {split['NUM_KSPLIT']} ways {fill:.0%} (`long_k_split`)"]
 
 
 def _rule_narrow_wave(c: _Call):
