@@ -2,7 +2,8 @@
 
 The parts are `gemmkit bench --cuda-graph --roofline --json` files of the same op (run_gpu.sh's `models` stage writes
 models/OP_small.json and models/OP_large.json, one process each: a process's peaks are measured in it). OUT holds:
-  - the stamps of the first part (device, date, versions, git sha) and each part's roofline peaks (`parts`);
+  - the stamps of the first part (device, versions; date, git sha and method joined where the parts differ) and each
+    part's own (`parts`: file, git sha, date, SM clock at its start, roofline peaks, method);
   - one row per (layer, M) and odd size: label, M, N, K, ms, ref_ms, ratio, efficiency, ref_efficiency, tuned (a shape
     table served it), plus the config's source and backend, both sides' relative error against fp32, ref_error (why the
     vendor has no time, e.g. a K it refuses), settle_ms (gemmkit's timing before the ABBA runs, not kept) and `part`
@@ -54,8 +55,13 @@ def merge(paths):
             seen.add(key)
             rows.append({**{k: r.get(k) for k in KEEP}, "part": i})
     rows.sort(key=lambda r: (r["label"] == "custom", r["label"], r["N"], r["K"], r["M"]))
-    out = {**head, "parts": [{"file": path, "git_sha": p.get("git_sha"), "sm_clock_mhz": p.get("sm_clock_mhz"),
-                              "roofline": p.get("roofline")} for path, p in zip(paths, parts)],
+    for key in ("git_sha", "date", "method"):  # parts run at different revisions or days: each part's in `parts`
+        values = list(dict.fromkeys(str(p.get(key)) for p in parts))
+        if len(values) > 1:
+            head[key] = " + ".join(values) if key != "method" else "per part (parts[i].method)"
+    out = {**head, "parts": [{"file": path, "git_sha": p.get("git_sha"), "date": p.get("date"),
+                              "sm_clock_mhz": p.get("sm_clock_mhz"), "roofline": p.get("roofline"),
+                              "method": p.get("method")} for path, p in zip(paths, parts)],
            "summary": {"all": summarize(rows), "tuned_false": summarize([r for r in rows if not r["tuned"]])},
            "rows": rows}
     return out
@@ -88,7 +94,7 @@ def plot(result, path):
     a.legend(fontsize=8)
     b.legend(fontsize=8)
     s = result["summary"]["all"]
-    fig.suptitle(f"{result['op']} {result['dtype']} on {result['device']} ({result['date']}, {result['git_sha'][:7]}): "
+    fig.suptitle(f"{result['op']} {result['dtype']} on {result['device']} ({result['date']}, {result['git_sha']}): "
                  f"geomean {s['geomean_ratio']:.3f}, {s['rows_under_0.90']} of {s['timed']} rows < 0.90")
     fig.tight_layout()
     fig.savefig(path, dpi=110)

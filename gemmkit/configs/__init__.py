@@ -248,8 +248,8 @@ def model_configs(op: str, arch: str) -> list:
     """(name, config) of the configs the config model writes that no table ships (configs/model.py: bf16's
     `wide_config`, `one_wave`'s and `narrow_wave`'s tiles, `few_tiles`' split tiles (their unsplit ones and
     `m128_tile` are `one_wave`'s / `narrow_wave`'s), `narrow_pingpong`, `split_widths`, `coop_widths`, `off_sector`
-    (unsplit and split), `swap_wide` and `decode_split`; fp8's 64 x 64 Gluon ping-pong over the large-M bucket and
-    fp8's `decode_wide` tile, block scale's also with `decode_wide_k`'s K step, per-token's `large_few_split_k` tile,
+    (unsplit and split; `long_k_split`'s too), `swap_wide` and `decode_split`; fp8's 64 x 64 Gluon ping-pong over the
+    large-M bucket and fp8's `decode_wide` tile, block scale's also with `decode_wide_k`'s K step, per-token's `large_few_split_k` tile,
     fp8's and block scale's `m256_split` tile), so that `gemmkit isa` compiles them."""
     from . import model
 

@@ -36,7 +36,9 @@ Gluon ping-pong where the Triton tier would run its bucket unsplit (`m128_tile`)
 large-M Gluon bucket or the Gluon ping-pong by the share of SMs their tiles fill (where even the ping-pong's are
 few at M > 128, the Triton tier's split: `m256_split`), and above M = 256 the ping-pong where the large-M bucket's
 tiles are few), and how many CTAs an SM the K split aims for. Each rule is one function
-(`RULES`, tried in order by `choose`; `_fitted` where none answers).
+(`RULES`, tried in order by `choose`; `_fitted` where none answers). Over whichever answered, bf16's `long_k_split`:
+at K >= 12288 on rows on sectors, where the coop's tiles are under one round and the answer fills few SMs unsplit,
+the coop split along K to one wave.
 
 Shape files (`<OP>-N=<N>-K=<K>.json`) are measured for their shape and are served as they are; so is a `config=`
 argument. Gluon buckets are not fitted (only `choose`'s rules touch them): their kernels have their own tile rules
@@ -393,9 +395,8 @@ OP_RULES = {"a8w8_blockscale": {"ctas_per_sm": 2, "wide_share": 0.6, "operand_by
                 # `off_sector`: rows off 32-byte sectors (K % 16 == 8), the coop's two orientations, 4 stages
                 "off_sector": ({"BLOCK_SIZE_M": 256, "BLOCK_SIZE_N": 128, "GROUP_SIZE_M": 4, "num_stages": 4},
                                {"BLOCK_SIZE_M": 128, "BLOCK_SIZE_N": 256, "GROUP_SIZE_M": 8, "num_stages": 4}),
-                # `long_k_split`: the coop's two orientations split along K (128 x 256 first), the same tiles
-                "long_k_split": ({"BLOCK_SIZE_M": 128, "BLOCK_SIZE_N": 256, "GROUP_SIZE_M": 8, "num_stages": 4},
-                                 {"BLOCK_SIZE_M": 256, "BLOCK_SIZE_N": 128, "GROUP_SIZE_M": 4, "num_stages": 4}),
+                # `long_k_split`: `off_sector`'s two tiles split along K (128 x 256 first) on rows on sectors
+                "long_k_split": True,
                 "split_widths": (160, 144),
                 "coop_widths": ((192, 5), (160, 6), (144, 6)),  # (BLOCK_SIZE_N, num_stages)
                 "narrow_pingpong": {
@@ -688,7 +689,7 @@ def choose(op: str, cfg: dict, large: dict | None, M: int, N: int, K: int, num_c
     above M = 256,
     `wide_share` at 64 < M <= 256 (with `m128_tile`), `decode_split`, `swap_wide`. A rule that answers with `cfg`
     itself ends the search with the bucket as it is. fp8's few large-M tiles on long K: the Triton tier split
-    (`large_few_split_k`)."""
+    (`large_few_split_k`). Whatever answered, bf16's `long_k_split` may split the coop instead (`_long_k_split`)."""
     call = _Call(OP_RULES.get(op, {}), cfg, large, M, N, K, num_cus, shared_mem, amd)
     for rule in RULES:
         hit = rule(call)
@@ -700,15 +701,16 @@ def choose(op: str, cfg: dict, large: dict | None, M: int, N: int, K: int, num_c
 def _long_k_split(c: _Call, tile: dict, notes: list) -> tuple[dict, list]:
     """`long_k_split`, over what the rules answered (`tile`, `notes`): on a cooperative Gluon bucket with K % 16 == 0,
     K >= LONG_K_SPLIT_MIN_K and M > LONG_K_SPLIT_MIN_M, where the coop's 128 x 256 tiles take under one round of the
-    SMs and the answer runs unsplit: the coop split along K to one wave (`off_sector_tile`: 128 x 256, or 256 x 128
-    where it fills GLUON_WAVE_MARGIN more) where that fills GLUON_WAVE_MARGIN more of the SMs than the answer."""
-    menu, cfg, M, N, K, num_cus = c.rules.get("long_k_split"), c.cfg, c.M, c.N, c.K, c.num_cus
-    if not (menu and not c.amd and cfg.get("backend") == "gluon" and cfg["num_warps"] == 8
+    SMs and the answer runs unsplit: `off_sector`'s coop tiles split along K to one wave (`off_sector_tile`: 128 x
+    256, or 256 x 128 where it fills GLUON_WAVE_MARGIN more) where that fills GLUON_WAVE_MARGIN more of the SMs than
+    the answer."""
+    tiles, cfg, M, N, K, num_cus = c.rules.get("off_sector"), c.cfg, c.M, c.N, c.K, c.num_cus
+    if not (c.rules.get("long_k_split") and tiles and not c.amd and cfg.get("backend") == "gluon" and cfg["num_warps"] == 8
             and cfg["BLOCK_SIZE_N"] == 256 and not cfg.get("swap_ab") and cfg.get("NUM_KSPLIT", 1) == 1
             and K % SECTOR_ELEMENTS == 0 and K >= LONG_K_SPLIT_MIN_K and M > LONG_K_SPLIT_MIN_M
             and tile.get("NUM_KSPLIT", 1) == 1 and -(-M // 128) * -(-N // 256) < num_cus):
         return tile, notes
-    wide, tall = menu
+    tall, wide = tiles
     split, fill = off_sector_tile(cfg, wide, M, N, K, num_cus)
     alt, alt_fill = off_sector_tile(cfg, tall, M, N, K, num_cus)
     if alt_fill > GLUON_WAVE_MARGIN * fill:

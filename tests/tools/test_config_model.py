@@ -847,6 +847,29 @@ def test_a16w16_short_split(M, N, K, split):
         assert cfg.get("backend") != "gluon", cfg
 
 
+@pytest.mark.parametrize("M, N, K, want, split", [
+    # `long_k_split` (ab/bf16_coop_split.json, bf16_long_k_split_heldout.json): at K >= 12288, where the coop's tiles
+    # take under one round and the rules' answer fills few SMs unsplit, the coop split along K to one wave
+    (2733, 256, 26640, "coop 128x256", 6),  # `narrow_wave`'s 64 x 128 (86 tiles): 0.66 -> 1.04x
+    (1319, 768, 21888, "coop 128x256", 4),  # the 64 x 192: 0.77 -> 0.97x
+    (1067, 640, 22112, "coop 256x128", 5),  # `few_tiles`' 64 x 128; 256 x 128 fills more: 0.72 -> 0.88x
+    (2278, 256, 23424, "coop 128x256", 7),  # held out: 0.74 -> 0.93x
+    (973, 1088, 11072, None, 1),  # K under 12288: the split lost (1.05 -> 1.00x)
+    (777, 1536, 8000, None, 1),  # (0.87 -> 0.78x)
+    (1319, 768, 21896, None, 0),  # K % 16 == 8: rows off sectors (unmeasured there)
+    (5000, 5000, 20000, None, 1),  # the coop's tiles past one round
+])
+def test_a16w16_long_k_split(M, N, K, want, split):
+    cfg, source = configs.serve("a16w16", H200, M, N, K)
+    assert ("`long_k_split`" in source) == bool(want), source
+    if want:
+        assert _kernel(cfg) == want and cfg["NUM_KSPLIT"] == split and cfg["num_stages"] == 4, cfg
+        assert split * -(-M // cfg["BLOCK_SIZE_M"]) * -(-N // cfg["BLOCK_SIZE_N"]) <= H200.num_cus
+        assert ("model:off_sector_" + want.split()[1] + "_split", dict(cfg, NUM_KSPLIT=2)) in \
+            configs.model_configs("a16w16", "sm_90")
+    assert "`long_k_split`" not in configs.serve("a16w16", arch.ARCHS["gfx942"], M, N, K)[1]
+
+
 @pytest.mark.parametrize("M, N, K", [
     (1500, 7000, 3072),  # rows on sectors
     (1500, 7000, 3001),  # K % 8 != 0: pad_k's aligned copies of both
