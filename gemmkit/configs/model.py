@@ -339,7 +339,8 @@ PINGPONG_64X192 = {"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 192, "BLOCK_SIZE_K": 64, 
 PINGPONG_64X64 = {"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 64, "BLOCK_SIZE_K": 128, "GROUP_SIZE_M": 8, "num_warps": 4,
                   "num_stages": 6, "tma": True, "persistent": True, "backend": "gluon", "NUM_KSPLIT": 1}
 OP_RULES = {"a8w8_blockscale": {"ctas_per_sm": 2, "wide_share": 0.6, "operand_bytes": 1, "unsplit_stages": 6,
-                                "decode_pingpong": True, "decode_pingpong_from": 8, "decode_wide": 128,
+                                "decode_pingpong": True, "decode_pingpong_from": 8, "decode_pingpong_wide": True,
+                                "decode_wide": 128,
                                 "decode_wide_k": 256,
                                 # `m256_split` (both ops): the Triton tile measured there, each table's M_LEQ_128
                                 # bucket's
@@ -439,6 +440,14 @@ PINGPONG_ROUND = 2  # ping-pong tiles an SM takes in one round (one a consumer):
 M256_SPLIT_SHARE = 0.35  # `m256_split`: the Triton tier's split under this share of the SMs in 64 x 64 tiles
 DECODE_PINGPONG_MIN_M = 17  # `decode_pingpong`: from the M_LEQ_64 buckets' first M (at M <= 16 the 16-row Triton
 # tile; block scale's rule from its `decode_pingpong_from`)
+# `decode_pingpong_wide` (block scale): at DECODE_PINGPONG_WIDE_MIN_M <= M < DECODE_PINGPONG_MIN_M the ping-pong past
+# one round of its consumers where its tiles are DECODE_PINGPONG_WIDE_SMS (lo, hi) an SM (594-1386 on 132 SMs).
+# H200 against cuBLASLt's block-scaled GEMM: fitted on ab/blockscale_m13_16.json (24 random shapes at M = 13-16,
+# 280-1356 tiles: 18 up; down 2-7% only at 280-544 tiles) and the M = 16 rows of blockscale_decode_gluon_boxes.json
+# (800-1152 tiles +5-10%, 1664 / 2020 -2.5 / -0.9%); held out (blockscale_m13_16_heldout.json, 20 shapes at 600-1400
+# tiles): 1.183 -> 1.304x, all 20 up (+0.1% to +34%). At M = 8-12 the Triton tile held (blockscale_decode_m_sweep.json)
+DECODE_PINGPONG_WIDE_MIN_M = 13
+DECODE_PINGPONG_WIDE_SMS = (4.5, 10.5)
 UNSPLIT_MAX_M = 16  # `unsplit_stages`: the M_LEQ_16 bucket (at 17-64 the unsplit tiles are `decode_pingpong`'s)
 UNSPLIT_MIN_K = 7168  # ... and K at least this (K <= 5120 lost with the same waves: see OP_RULES)
 DECODE_WIDE_MAX_M = 16  # `decode_wide`: the M_LEQ_16 bucket (at 17-64 `decode_pingpong`'s Gluon tiles)
@@ -949,8 +958,9 @@ def off_sector_tile(cfg: dict, tile: dict, M: int, N: int, K: int, num_cus: int)
 
 def _rule_decode_pingpong(c: _Call):
     """`decode_pingpong` (fp8): at DECODE_PINGPONG_MIN_M <= M <= 64 (block scale from `decode_pingpong_from` rows,
-    below DECODE_PINGPONG_MIN_M only up to one round of its consumers) the large-M bucket's Gluon ping-pong on
-    64 x 64 where its tiles are not few."""
+    below DECODE_PINGPONG_MIN_M only up to one round of its consumers, or at M >= DECODE_PINGPONG_WIDE_MIN_M on
+    DECODE_PINGPONG_WIDE_SMS tiles an SM: `decode_pingpong_wide`) the large-M bucket's Gluon ping-pong on 64 x 64
+    where its tiles are not few."""
     low = c.rules.get("decode_pingpong_from", DECODE_PINGPONG_MIN_M)
     if not (c.rules.get("decode_pingpong") and not c.amd and low <= c.M <= 64
             and c.cfg.get("backend") != "gluon" and c.large is not None and c.large.get("backend") == "gluon"):
@@ -960,6 +970,11 @@ def _rule_decode_pingpong(c: _Call):
     if pp < FEW_TILES * c.num_cus:
         return None
     if c.M < DECODE_PINGPONG_MIN_M:
+        lo, hi = DECODE_PINGPONG_WIDE_SMS
+        if c.rules.get("decode_pingpong_wide") and c.M >= DECODE_PINGPONG_WIDE_MIN_M and \
+                lo * c.num_cus <= pp <= hi * c.num_cus:
+            return dict(c.large, **SMALL_PINGPONG), [
+                f"M = {c.M}: {pp} tiles of the Gluon ping-pong's {pm} x {pn}, {lo}-{hi} an SM (`decode_pingpong_wide`)"]
         if pp > PINGPONG_ROUND * c.num_cus:
             return None
         return dict(c.large, **SMALL_PINGPONG), [

@@ -321,7 +321,7 @@ def test_blockscale_deeper_ring_is_sm90_only():
     (7, 8192, 8192, False),  # under 8 rows: the Triton tile (M = 4: -16% to +10%)
     (16, 4096, 4096, False),  # 64 tiles: few (under FEW_TILES of the SMs)
     (16, 18432, 16384, False),  # 288 tiles: a second round (-10% at M = 8)
-    (16, 57344, 8192, False),  # `decode_wide_k`'s rows stay
+    (12, 57344, 8192, False),  # `decode_wide_k`'s rows stay at M = 8-12 (at 13-16: `decode_pingpong_wide`)
     (17, 8192, 8192, True),  # `decode_pingpong` from 17 as before
     # DeepSeek-V3's two 7168-column block-scale shape files hand M = 8-16 to the model (their tuned 16-row tile ran
     # 1.12-1.19x slower at 8-16 on 7168 x 2048, 1.04x at 16 on 7168 x 16384) and keep it at M <= 7
@@ -339,6 +339,24 @@ def test_blockscale_decode_pingpong_from_8_rows(M, N, K, gluon):
     if M <= 16:
         assert configs.serve("a8w8", H200, M, N, K)[0].get("backend") != "gluon"
     assert configs.serve("a8w8_blockscale", arch.get("gfx942"), M, N, K)[0].get("backend") != "gluon"
+
+
+@pytest.mark.parametrize("M, N, K, gluon", [
+    # `decode_pingpong_wide` (ab/blockscale_m13_16.json, blockscale_m13_16_heldout.json): at M = 13-16 the ping-pong
+    # past one round of its consumers on 4.5-10.5 of its tiles an SM (594-1386 on 132 SMs)
+    (16, 51200, 5120, True),  # Qwen3-32B gate_up, 800 tiles: 0.91 -> 1.01x
+    (13, 58368, 3584, True),  # held out: 0.98 -> 1.32x
+    (16, 57344, 8192, True),  # over `decode_wide_k`'s tile: +5%
+    (12, 57344, 8192, False),  # M = 8-12: the Triton tile held
+    (16, 34432, 10752, False),  # 538 tiles: -4% (under 4.5 an SM)
+    (16, 129280, 7168, False),  # 2020 tiles: -0.9% (over 10.5 an SM)
+])
+def test_blockscale_decode_pingpong_wide(M, N, K, gluon):
+    cfg, source = configs.serve("a8w8_blockscale", H200, M, N, K)
+    assert ("`decode_pingpong_wide`" in source) == gluon and (cfg.get("backend") == "gluon") == gluon, source
+    if gluon:
+        assert tile(cfg) == (64, 64, 1, 4) and cfg["num_stages"] == 6, cfg
+    assert configs.serve("a8w8", H200, M, N, K)[0].get("backend") != "gluon"  # per-token: its 16-row tiles
 
 
 @pytest.mark.parametrize("op", ["a8w8", "a8w8_blockscale"])
