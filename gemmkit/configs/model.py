@@ -101,7 +101,8 @@ FITTED_OPS = ("a16w16", "a8w8", "a8w8_int8", "a8w8_blockscale")
 #                row at M = 8-16 with 66-264 tiles up (+0.3-21%, M = 16 +8.5% geomean); 64 tiles and fewer -8% to
 #                +11%, 288 and more -10% to +10%, M = 1 / 4 -16% to +10%. Held out
 #                (blockscale_decode_gluon_heldout.json, 40 random shapes at M = 2-16): the 13 rows the rule takes
-#                +8.2% (+0.8% to +19.5%; 12 x 13440 x 1024 0.89 -> 1.04x cuBLASLt).
+#                +8.2% (+0.8% to +19.5%; 12 x 13440 x 1024 0.89 -> 1.04x cuBLASLt). At M = 13-16 also on 4.5-10.5
+#                tiles an SM (`decode_pingpong_wide`, DECODE_PINGPONG_WIDE_SMS).
 #   wide_share   at 64 < M <= 128 a Triton bucket gives way to the table's large-M Gluon bucket (the cooperative
 #                128 x 128) where that bucket's tiles reach this share of the SMs, and else to the Gluon ping-pong on
 #                64 x 64 tiles (`SMALL_PINGPONG`, derived from that bucket) where those tiles are not few (FEW_TILES);
