@@ -54,9 +54,12 @@ def poisoned(shape, dtype, device="cpu"):
 
 # The size below which a result may come out as zero, which no relative bound covers: for fp16, half its smallest
 # subnormal (a single silu(-20) ~ -4e-8 is 0 in fp16); for bf16 and fp32, whose subnormals are fp32's, the smallest
-# fp32 normal: the kernels compute the epilogue in fp32, whose subnormal results flush to zero (the GPU's
-# flush-to-zero arithmetic; the activations' exp underflowing first): a 1 x 1 result of 5.4e-41 came out as 0.
-UNDERFLOW = {torch.bfloat16: 2.0**-126, torch.float16: 2.0**-25, torch.float32: 2.0**-126}
+# fp32 normal times 2**7: the kernels compute the epilogue in fp32, whose subnormal values flush to zero (the GPU's
+# flush-to-zero arithmetic; the activations' exp overflowing in 1 / (1 + exp(-z)) first), and a sigmoid under the
+# smallest normal still multiplies the pre-activation x: gelu_tanh(x) = x sigmoid(2u) is a normal bf16 number at
+# x ~ -10.3 (1.6e-38) where sigmoid(2u) is not, silu(x) = x sigmoid(x) up to x ~ -90 (a 1 x 1 gelu_tanh result of
+# -1.59e-38 came out as 0; one of 5.4e-41 before it).
+UNDERFLOW = {torch.bfloat16: 2.0**-119, torch.float16: 2.0**-25, torch.float32: 2.0**-119}
 
 
 def within_bound(out, ref, out_dtype):
