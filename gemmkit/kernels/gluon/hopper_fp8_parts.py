@@ -80,28 +80,15 @@ from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.ampere import async_copy
 from triton.experimental.gluon.language.nvidia.hopper import fence_async_shared, mbarrier, tma
 
-from ..triton._schedule import grouped_tile_magic, tail_item, tile_coords
+from ..triton._schedule import tail_item
 from ._compat import cp_async_load, tma_load, tma_store
 from .hopper_fp8_plan import VECTOR_BUFFERS, W_SLOT_FLOATS, WS_BOX_FLOATS
-from .hopper_parts import load_rows, ring_next, store_partial
+from .hopper_parts import item_tile, load_rows, ring_next, store_partial
 
 LOAD_THREADS = gl.constexpr(32)  # one load warp per ring (warp_specialize's 1s): its lanes all arrive on full[s]
 NV_BUFFERS = gl.constexpr(VECTOR_BUFFERS)  # (coop rowcol) work items whose epilogue scales are staged at once
 W_SLOT = gl.constexpr(W_SLOT_FLOATS)  # (block) fp32 of a slot's w-scale buffer (128 bytes: a TMA destination)
 WS_BOX = gl.constexpr(WS_BOX_FLOATS)  # (block) of which the w scale's TMA box fills the first 4
-
-
-@gluon.jit
-def item_tile(tile_id, num_pid_m, num_pid_n, GROUP_SIZE_M: gl.constexpr, magic):
-    """A tile id's (pid_m, pid_n) in the grouped order: `magic` = (GROUP_M, GROUP_S, LAST_M, LAST_S), the host's
-    division magic (kernels/triton/_schedule.group_magic, hopper_host.TILE_MAGIC), `grouped_tile_magic` (the same
-    tiles as `tile_coords` without its two runtime divisions); all None: `tile_coords`."""
-    if magic[0] is not None:
-        pid_m, pid_n = grouped_tile_magic(tile_id, num_pid_m, num_pid_n, GROUP_SIZE_M, magic[0], magic[1], magic[2],
-                                          magic[3])
-    else:
-        pid_m, pid_n = tile_coords(tile_id, num_pid_m, num_pid_n, GROUP_SIZE_M, 1)
-    return pid_m, pid_n
 
 
 @gluon.jit
@@ -165,7 +152,7 @@ def load_partition(RING: gl.constexpr, NRINGS: gl.constexpr, x_desc, w_desc, xs_
         tile_id, k0, nk, part = tail_item(w, num_tiles, TAIL, SPLITS, k_steps)
         if PAIR:
             k0, nk = pair_steps(k_steps, RING)
-        pid_m, pid_n = item_tile(tile_id, num_pid_m, num_pid_n, GROUP_SIZE_M, magic)
+        pid_m, pid_n = item_tile(tile_id, num_pid_m, num_pid_n, GROUP_SIZE_M, magic[0], magic[1], magic[2], magic[3])
         if VEC:
             _stage_vectors(vx_smem, vw_smem, vfull, vempty, item, xs_ptr, ws_ptr, pid_m, pid_n, M, N, BM, BN)
             item += 1

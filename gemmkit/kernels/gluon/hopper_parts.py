@@ -3,17 +3,18 @@ order, the TMA load partition, the split tile's mainloop and the sub-tiled store
 inlined where they are called; no kernel here).
 
 Used by hopper_pingpong.py (its consumer partition), hopper_coop.py (its two consumer partitions),
-hopper_pingpong_batched.py (both kernels' load warp) and hopper_fp8_mainloop.py / hopper_fp8_parts.py
-(`ring_next`), so every kernel steps its ring and orders its tiles the same way::
+hopper_pingpong_batched.py (both kernels' load warp) and hopper_fp8_mainloop.py / hopper_fp8_parts.py /
+hopper_pingpong_fp8.py (`ring_next`, `item_tile`), so every kernel steps its ring and orders its tiles the same way::
 
    load_partition (1 warp) ──TMA──► ring slot s = (a[s], b[s] [, t[s]])  ── full[s] ──► consumer mainloop
         ▲                                                                                   │
         └──────────────────────────────── empty[s] ◄────────────────────────────────────────┘
    every partition: work_space (tiles, or B x tiles: batch entries / K splits; tail_items: + a tail split's splits)
                     ──► work_range (sched_tile's (b, pid_m, pid_n): work_tile's order, without runtime divisions
-                    where the Schedule has the host's magic; and the item's K range: _schedule.tail_item's under
-                    a tail split) ──► tile_origin (first row / column: the last tile shifted back to end at M / N,
-                    the dense kernels; the batched ones pid * BLOCK; both from kernels/triton/_schedule.py)
+                    where the Schedule has the host's magic (item_tile); and the item's K range:
+                    _schedule.tail_item's under a tail split) ──► tile_origin (first row / column: the last tile
+                    shifted back to end at M / N, the dense kernels; the batched ones pid * BLOCK; both from
+                    kernels/triton/_schedule.py)
                     ring_next (slot, phase) after each K step; ring_prev: the slot a consumer releases
    ring set-up:     ring_init (a ring's full / empty mbarriers of some stages: by the kernel before its partitions
                     start, or, the dense kernels (ring.ready), by the load warp: stage 0 before its first step, the
@@ -138,15 +139,29 @@ def work_tile(work_id, num_work, num_pid_m, num_pid_n, GROUP_SIZE_M: gl.constexp
 
 
 @gluon.jit
+def item_tile(tile_id, num_pid_m, num_pid_n, GROUP_SIZE_M: gl.constexpr, group_m, group_s, last_m, last_s):
+    """A tile id's (pid_m, pid_n) in the grouped order: with the host's division magic (group_m, group_s, last_m,
+    last_s: kernels/triton/_schedule.group_magic, hopper_host.TILE_MAGIC) `grouped_tile_magic`, the same tiles as
+    `tile_coords` without its two runtime divisions; all None: `tile_coords`. The dense kernels (`sched_tile`) and
+    the fp8 kernels (hopper_fp8_parts, hopper_pingpong_fp8) take their tiles here."""
+    if group_m is not None:
+        pid_m, pid_n = grouped_tile_magic(tile_id, num_pid_m, num_pid_n, GROUP_SIZE_M, group_m, group_s, last_m,
+                                          last_s)
+    else:
+        pid_m, pid_n = tile_coords(tile_id, num_pid_m, num_pid_n, GROUP_SIZE_M, 1)
+    return pid_m, pid_n
+
+
+@gluon.jit
 def sched_tile(tile_id, num_work, num_pid_m, num_pid_n, sched, BY_ENTRY: gl.constexpr):
     """`work_tile` with the schedule's division magic where it has one (the dense kernels, tiles not by entry:
-    `grouped_tile_magic`, the same tiles without the two runtime divisions)."""
-    if sched.group_m is not None and not BY_ENTRY:
-        pid_m, pid_n = grouped_tile_magic(tile_id, num_pid_m, num_pid_n, sched.GROUP_SIZE_M, sched.group_m,
-                                          sched.group_s, sched.last_m, sched.last_s)
-        b = 0
-    else:
+    `item_tile`)."""
+    if BY_ENTRY:
         b, pid_m, pid_n = work_tile(tile_id, num_work, num_pid_m, num_pid_n, sched.GROUP_SIZE_M, BY_ENTRY)
+    else:
+        pid_m, pid_n = item_tile(tile_id, num_pid_m, num_pid_n, sched.GROUP_SIZE_M, sched.group_m, sched.group_s,
+                                 sched.last_m, sched.last_s)
+        b = 0
     return b, pid_m, pid_n
 
 

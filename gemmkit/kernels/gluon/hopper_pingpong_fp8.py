@@ -34,7 +34,7 @@ LAYOUT "pingpong" (num_warps 4): five partitions per CTA (`gl.warp_specialize`; 
 
 A tile id becomes (pid_m, pid_n) in the grouped order of kernels/triton/_schedule.tile_coords, in every layout and
 partition the same way: without its two runtime divisions where the launch passes their magic (GROUP_M, GROUP_S,
-LAST_M, LAST_S; hopper_fp8_parts.item_tile, hopper_host.tile_magic).
+LAST_M, LAST_S; hopper_parts.item_tile, hopper_host.tile_magic).
 
 LAYOUT "coop" (num_warps 8, BLOCK_SIZE_M 128: DeepGEMM's cooperative layout; 256: below): four partitions, one
 128 x BN tile (or a tail split's K range of one) per CTA work item, one ring, both consumers on every item:
@@ -200,8 +200,9 @@ from ..triton import dense
 from ..triton._schedule import tail_item
 from . import hopper_host as hh
 from .hopper_fp8_mainloop import coop_mainloop, pingpong_mainloop
-from .hopper_fp8_parts import (LOAD_THREADS, NV_BUFFERS, W_SLOT, first_item, item_tile, load_partition, pair_put,
+from .hopper_fp8_parts import (LOAD_THREADS, NV_BUFFERS, W_SLOT, first_item, load_partition, pair_put,
                                pair_steps, pair_take, store_scaled_partial, store_y)
+from .hopper_parts import item_tile
 # The plan lives in hopper_fp8_plan.py; its names are this module's API too (launch, static compiles, tests).
 from .hopper_fp8_plan import (CONFIG_KEYS, LAYOUTS, MAX_PROMOTE_K, MIN_TAIL_K, PAIR_MIN_K, SLICE_M,  # noqa: F401
                               VECTOR_BUFFERS, W_SLOT_FLOATS, WS_BOX_FLOATS, Fp8Plan, constexprs, derive, flat_storage,
@@ -275,7 +276,7 @@ def _mma_partition(CONSUMER: gl.constexpr, LAYOUT: gl.constexpr, y_desc, xs_ptr,
         tile_id, k0, nk, part = tail_item(w, num_tiles, TAIL, SPLITS, k_steps)
         if PAIR:
             k0, nk = pair_steps(k_steps, CONSUMER)
-        pid_m, pid_n = item_tile(tile_id, num_pid_m, num_pid_n, GROUP_SIZE_M, magic)
+        pid_m, pid_n = item_tile(tile_id, num_pid_m, num_pid_n, GROUP_SIZE_M, magic[0], magic[1], magic[2], magic[3])
         ws_row = (pid_n * BN // SCALE_BN) * stride_wsn  # (block) where the slot's w scale sits: _w_pick
         if LAYOUT == "coop" and not TWO:
             acc0, idx, phase = coop_mainloop(a_ring, b_ring, s_ring, w_ring, full, empty, idx, phase, k0, nk, ws_row,
