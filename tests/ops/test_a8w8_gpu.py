@@ -119,7 +119,10 @@ BS_SHAPES = [(4096, 2112, 7168), (4096, 24576, 1536), (4096, 32768, 512), (128, 
              (64, 7168, 2048), (1, 2112, 7168), (333, 1000, 1000), (17, 130, 300), (1000, 1024, 4096), (2048, 128, 2880),
              # the config model's `decode_wide_k` tile (16 x 128 x 256: two scale-block boxes a step, scales loaded a
              # box ahead); K = 4160 ends in a half box and a box past K (its scales clamped to the last block's)
-             (8, 28672, 4096), (3, 28672, 4160)]
+             (8, 28672, 4096), (3, 28672, 4160),
+             # `decode_pingpong_wide`: the Gluon ping-pong at M = 13-16 on 4.5-10.5 tiles an SM (x in boxes of its rows;
+             # K = 1152 ends in a partial scale box of 4)
+             (13, 40000, 1152), (16, 51200, 5120)]
 
 
 @pytest.mark.parametrize("M,N,K", BS_SHAPES, ids=[f"{m}x{n}x{k}" for m, n, k in BS_SHAPES])
