@@ -33,7 +33,8 @@ holds).
 For each shape, in one process and on the same rotated inputs: the vendor (gemmkit/bench/ops.py: torch.matmul,
 torch._scaled_mm, ...) and every config, then again in reverse order, each timed by CUDA-graph replay
 (gemmkit/bench/timing.py); the ratios use the mean of the two measurements of each, so a drift in clock over the
-shape's measurements affects every config alike. Every config's result is checked against fp32 first. Prints one
+shape's measurements affects every config alike. `--heat-ms N`: each of the two passes after N ms of 8192^3 bf16
+products, at the clock a suite's large part runs at (its 64-row tiles lose more there than on a cool card). Every config's result is checked against fp32 first. Prints one
 line per shape (vendor_ms / config_ms per config; speedup of each over the first) and the geometric means; where the
 vendor refuses a shape the configs are timed against each other alone (the row holds `vendor_error`, no ratios, and
 its speedups count in the summary's `speedup_<config>`).
@@ -44,6 +45,7 @@ import json
 import math
 import os
 import sys
+import time
 
 import torch
 
@@ -139,7 +141,23 @@ def _runner(op, cfg):
     return run
 
 
-def main(path, out_path, rep_ms=60):
+_HEAT = []  # the heating product's operand, made once
+
+
+def heat(ms):
+    """Bring the card to the clock a run of large GEMMs leaves it at (a suite's large part; docs/PERF.md "Model
+    suites": the 64-row tiles lose more there than timed on a cool card): 8192^3 bf16 products for `ms` ms."""
+    if not _HEAT:
+        _HEAT.append(torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16))
+    a = _HEAT[0]
+    t0 = time.perf_counter()
+    while (time.perf_counter() - t0) * 1e3 < ms:
+        for _ in range(4):
+            a @ a
+        torch.cuda.synchronize()
+
+
+def main(path, out_path, rep_ms=60, heat_ms=0):
     callplan.ENABLED = False
     spec = json.load(open(path))
     op = bench_ops.get(spec.get("op", "a16w16"))
@@ -175,6 +193,7 @@ def main(path, out_path, rep_ms=60):
         ms = {k: [] for k in fns}
         order = list(fns)  # the vendor (if it takes the shape) first, then the configs
         for o in (order, order[::-1]):
+            heat(heat_ms)
             for k in o:
                 ms[k].append(time_graph(fns[k], sets, 10, rep_ms))
         m = {k: sum(v) / len(v) for k, v in ms.items()}
@@ -190,11 +209,11 @@ def main(path, out_path, rep_ms=60):
               + "".join(f"  {k} refused ({v[:80]})" for k, v in refused.items()), flush=True)
         del sets, ref
         torch.cuda.empty_cache()
-        _write(out_path, op, dtype_name, rows)  # after every shape: a run cut off by a time limit keeps its rows
-    print("geomean", {k: round(v, 3) for k, v in _write(out_path, op, dtype_name, rows).items()})
+        _write(out_path, op, dtype_name, rows, heat_ms)  # after every shape: a run cut off keeps its rows
+    print("geomean", {k: round(v, 3) for k, v in _write(out_path, op, dtype_name, rows, heat_ms).items()})
 
 
-def _write(out_path, op, dtype_name, rows):
+def _write(out_path, op, dtype_name, rows, heat_ms=0):
     """Write the result file (stamped); return its summary (geomean of each config's ratio over the rows the vendor
     takes, and of each later config's speedup over the first over every timed row)."""
     g = lambda v: math.exp(sum(map(math.log, v)) / len(v))  # noqa: E731
@@ -206,7 +225,8 @@ def _write(out_path, op, dtype_name, rows):
         json.dump({"device": torch.cuda.get_device_name(), "torch": torch.__version__,
                    "triton": __import__("triton").__version__, "git_sha": gemmkit.bench.git_sha(),
                    "date": __import__("datetime").date.today().isoformat(), "op": op.name, "dtype": dtype_name,
-                   "vendor": op.vendor_name(dtype_name), "summary": summary, "rows": rows}, f, indent=1)
+                   "vendor": op.vendor_name(dtype_name), "heat_ms": heat_ms, "summary": summary, "rows": rows}, f,
+                  indent=1)
     return summary
 
 
@@ -217,7 +237,9 @@ if __name__ == "__main__":
     ap.add_argument("--rep-ms", type=int, default=60, help="CUDA-graph replay time per measurement (ms)")
     ap.add_argument("--prev", help='directory of another revision\'s kernels/triton/{_mainloop,gemm_tma,gemm}.py, run by '
                     'configs with "_prev": true')
+    ap.add_argument("--heat-ms", type=int, default=0, help="before each pass over a shape's configs, this many ms of "
+                    "8192^3 bf16 products (the clock of a suite's large part; default 0: a cool card)")
     args = ap.parse_args()
     if args.prev:
         PREV = load_prev(args.prev)
-    main(args.ab, args.out, args.rep_ms)
+    main(args.ab, args.out, args.rep_ms, args.heat_ms)
