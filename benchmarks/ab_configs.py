@@ -34,10 +34,10 @@ For each shape, in one process and on the same rotated inputs: the vendor (gemmk
 torch._scaled_mm, ...) and every config, then again in reverse order, each timed by CUDA-graph replay
 (gemmkit/bench/timing.py); the ratios use the mean of the two measurements of each, so a drift in clock over the
 shape's measurements affects every config alike. `--heat-ms N`: each of the two passes after N ms of 8192^3 bf16
-products, at the clock a suite's large part runs at (its 64-row tiles lose more there than on a cool card). Every config's result is checked against fp32 first. Prints one
-line per shape (vendor_ms / config_ms per config; speedup of each over the first) and the geometric means; where the
-vendor refuses a shape the configs are timed against each other alone (the row holds `vendor_error`, no ratios, and
-its speedups count in the summary's `speedup_<config>`).
+products, at the clock a suite's large part runs at (its 64-row tiles lose more there than on a cool card). Every
+config's result is checked against fp32 first. Prints one line per shape (vendor_ms / config_ms per config; speedup
+of each over the first) and the geometric means; where the vendor refuses a shape the configs are timed against each
+other alone (the row holds `vendor_error`, no ratios, and its speedups count in the summary's `speedup_<config>`).
 """
 import argparse
 import importlib.util

@@ -158,8 +158,9 @@ def run_gpu(shapes, dtype_name="bf16", json_path=None, check=True, warmup_ms=25,
               "cuda": torch.version.cuda, "date": datetime.date.today().isoformat(), "git_sha": git_sha(),
               "op": op, "dtype": dtype_name, "shape_doc": bop.shape_doc,
               "method": "triton.testing.do_bench median (L2 cleared per call), inputs rotated to >= 4x L2; per row "
-              "gemmkit, vendor, vendor, gemmkit (ABBA), each side the mean of its two medians (ms_runs, ref_ms_runs; where "
-              f"one side's two differ by over {RETIME_SPREAD:.0%}, ABBA once more and each side the median of four); "
+              "gemmkit, vendor, vendor, gemmkit (ABBA), each side the mean of its two medians (ms_runs, "
+              f"ref_ms_runs; where one side's two differ by over {RETIME_SPREAD:.0%}, ABBA once more and each side the "
+              "median of four); "
               "before them one gemmkit timing, not kept (settle_ms: the card's clock after a compile or a heavier "
               "row)"
               + ("; one CUDA graph replayed (one call per input set), time per call" if cuda_graph else

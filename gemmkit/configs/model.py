@@ -710,15 +710,16 @@ def choose(op: str, cfg: dict, large: dict | None, M: int, N: int, K: int, num_c
 
 def _long_k_split(c: _Call, tile: dict, notes: list) -> tuple[dict, list]:
     """`long_k_split`, over what the rules answered (`tile`, `notes`): on a cooperative Gluon bucket with K % 16 == 0,
-    K >= LONG_K_SPLIT_MIN_K and M > LONG_K_SPLIT_MIN_M, where the coop's 128 x 256 tiles take under one round of the
-    SMs and the answer runs unsplit: `off_sector`'s coop tiles split along K to one wave (`off_sector_tile`: 128 x
+    K >= LONG_K_SPLIT_MIN_K and M > LONG_K_SPLIT_MIN_M, where the coop bucket's tiles take under one round of the SMs
+    and the answer runs unsplit: `off_sector`'s coop tiles split along K to one wave (`off_sector_tile`: 128 x
     256, or 256 x 128 where it fills GLUON_WAVE_MARGIN more) where that fills GLUON_WAVE_MARGIN more of the SMs than
     the answer."""
     tiles, cfg, M, N, K, num_cus = c.rules.get("off_sector"), c.cfg, c.M, c.N, c.K, c.num_cus
-    if not (c.rules.get("long_k_split") and tiles and not c.amd and cfg.get("backend") == "gluon" and cfg["num_warps"] == 8
-            and cfg["BLOCK_SIZE_N"] == 256 and not cfg.get("swap_ab") and cfg.get("NUM_KSPLIT", 1) == 1
-            and K % SECTOR_ELEMENTS == 0 and K >= LONG_K_SPLIT_MIN_K and M > LONG_K_SPLIT_MIN_M
-            and tile.get("NUM_KSPLIT", 1) == 1 and -(-M // 128) * -(-N // 256) < num_cus):
+    if not (c.rules.get("long_k_split") and tiles and not c.amd and cfg.get("backend") == "gluon"
+            and cfg["num_warps"] == 8 and cfg["BLOCK_SIZE_N"] == 256 and not cfg.get("swap_ab")
+            and cfg.get("NUM_KSPLIT", 1) == 1 and K % SECTOR_ELEMENTS == 0 and K >= LONG_K_SPLIT_MIN_K
+            and M > LONG_K_SPLIT_MIN_M and tile.get("NUM_KSPLIT", 1) == 1
+            and -(-M // cfg["BLOCK_SIZE_M"]) * -(-N // cfg["BLOCK_SIZE_N"]) < num_cus):
         return tile, notes
     tall, wide = tiles
     split, fill = off_sector_tile(cfg, wide, M, N, K, num_cus)
@@ -975,7 +976,8 @@ def _rule_decode_pingpong(c: _Call):
         if c.rules.get("decode_pingpong_wide") and c.M >= DECODE_PINGPONG_WIDE_MIN_M and \
                 lo * c.num_cus <= pp <= hi * c.num_cus:
             return dict(c.large, **SMALL_PINGPONG), [
-                f"M = {c.M}: {pp} tiles of the Gluon ping-pong's {pm} x {pn}, {lo}-{hi} an SM (`decode_pingpong_wide`)"]
+                f"M = {c.M}: {pp} tiles of the Gluon ping-pong's {pm} x {pn}, {lo}-{hi} an SM "
+                "(`decode_pingpong_wide`)"]
         if pp > PINGPONG_ROUND * c.num_cus:
             return None
         return dict(c.large, **SMALL_PINGPONG), [
