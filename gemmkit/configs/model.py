@@ -221,7 +221,17 @@ FITTED_OPS = ("a16w16", "a8w8", "a8w8_int8", "a8w8_blockscale")
 #                rows of 35840-51200 columns, or tables): 0.84-0.88 -> 0.97-0.98x, three waves (128 x 51200, 356
 #                tiles at 90%) too; held out (ab/bf16_coop_row_heldout.json): 120 x 35840 0.83 -> 0.95x,
 #                128 x 73728 x 4608 (three waves of 128 x 192) 0.94 -> 1.00x. At M = 256 (two rows of tiles) the same
-#                tiles lost (0.58-0.76 against 0.89-0.95x).
+#                tiles lost where they filled few SMs (0.58-0.76 against 0.89-0.95x), but where `split_widths`' 64-row
+#                tile fills its waves, its 128-row counterpart filling as well won (it loads each w box once for 128
+#                rows, and the card at its power cap favours fewer bytes a FLOP: +5-6% cool, +9% after heating, on
+#                256 x 10240 x 5120 / 8192; ab/bf16_m256_tiles_heat.json): so under COOP_WIDTH_MIN_M the tile takes
+#                `split_widths`' place where it fills SPLIT_WIDTH_FILL (ab/bf16_coop_widths_m256.json, 16 rows at
+#                M = 234-384: 0.836 -> 0.947x cuBLAS, one -2%). Not in the 128 x 128 ping-pong's place there (M =
+#                357-381, two waves: 3 of 7 rows up 4-6%, 4 down 2-8%). Tiles taking one wave win down to an area fill
+#                of COOP_WIDTH_ONE_WAVE_FILL (ab/bf16_coop_widths_one_wave.json, 20 rows at M = 513-3709 where the
+#                coop bucket's 128 x 256 filled 43-64% or the 64 x 192 served: 0.735 -> 0.934x, every row +7-48%;
+#                a second seed's 20: 17 one-wave rows all up, 0.75 -> 0.94x, three of two waves at 80-83% in the
+#                ping-pong's place -2 to -12%, hence one wave; that rule checked on a third seed: VERIFY).
 #   cdna_tiles   (gfx942 / gfx950) a "backend": "gluon" bucket names the CDNA ping-pong, one fixed 256 x 256 tile a
 #                program and no split-K: where those tiles are few (under FEW_TILES of the CUs) the bucket runs on the
 #                Triton tier, fitted (its split K and smaller tiles), as it did before the kernel had a launcher.
@@ -431,6 +441,7 @@ DEEP_ROWS_MIN_M, DEEP_ROWS_MAX_M, DEEP_ROWS_WAVES, DEEP_ROWS_MAX_K, DEEP_ROWS_MA
 NARROW_COLUMN_FILL = 0.9
 COOP_WIDTH_MIN_M, COOP_WIDTH_MAX_M = 385, 4096  # `coop_widths`: four 128-row tiles and more, measured to 4096
 COOP_WIDTH_WAVES = 2  # `coop_widths`: lost from three waves
+COOP_WIDTH_ONE_WAVE_FILL = 0.7  # `coop_widths`: the least area fill of tiles that take one wave (the lowest measured)
 SHORT_K_PINGPONG_MAX_K = 448  # `short_k_pingpong`: K up to this (at 512 two of six rows with M > 15000 lost 11-17%)
 COOP_ROW_WAVES = 3  # `coop_widths` on one row of 128-row tiles (64 < M <= 128): won on three waves too
 # The Gluon ping-pong tile of `wide_share` (what the tuned fp8 block-scale tables run at M <= 128, e.g.
@@ -598,18 +609,24 @@ def coop_width_config(cfg: dict, width: int, stages: int) -> dict:
     return dict(cfg, BLOCK_SIZE_N=width, num_stages=stages, NUM_KSPLIT=1)
 
 
-def coop_width_fit(widths, M: int, N: int, num_cus: int, max_waves: int, best: float):
-    """(width, stages, area fill, tiles) of the `coop_widths` tile (128 rows) that fills its waves best, where it
-    takes at most `max_waves` waves and fills them to SPLIT_WIDTH_FILL and by GLUON_WAVE_MARGIN over `best` (the
-    served tiles' fill); the wider on a tie. None where none does."""
+def coop_width_fit(widths, M: int, N: int, num_cus: int, max_waves: int, best: float,
+                   one_wave_floor: float = SPLIT_WIDTH_FILL):
+    """(width, stages, area fill, tiles) of the `coop_widths` tile (128 rows) that fills its waves best, of those
+    that take at most `max_waves` waves and fill them to SPLIT_WIDTH_FILL (`one_wave_floor` where the tiles take
+    one wave) and by GLUON_WAVE_MARGIN over `best` (the served tiles' fill); the wider on a tie. None where none
+    does."""
     rows = -(-M // 128)
-    fits = [(area_fill(M, N, 128, w, num_cus), w, s) for w, s in widths if rows * -(-N // w) <= max_waves * num_cus]
+    fits = []
+    for w, s in widths:
+        tiles = rows * -(-N // w)
+        fill = area_fill(M, N, 128, w, num_cus)
+        floor = one_wave_floor if tiles <= num_cus else SPLIT_WIDTH_FILL
+        if tiles <= max_waves * num_cus and fill >= floor and fill > GLUON_WAVE_MARGIN * best:
+            fits.append((fill, w, s, tiles))
     if not fits:
         return None
-    fill, w, stages = max(fits)
-    if fill >= SPLIT_WIDTH_FILL and fill > GLUON_WAVE_MARGIN * best:
-        return w, stages, fill, rows * -(-N // w)
-    return None
+    fill, w, stages, tiles = max(fits)
+    return w, stages, fill, tiles
 
 
 def one_wave(menu, M: int, N: int, num_cus: int, fill: float = ONE_WAVE_FILL) -> tuple[dict | None, int]:
@@ -842,7 +859,7 @@ def _rule_gluon_waves(c: _Call):
     coop_widths = rules.get("coop_widths")
     if coop_widths and not short_pp and bm == 128 and COOP_WIDTH_MIN_M <= M <= COOP_WIDTH_MAX_M:
         best = max(eff_coop, eff_pp, eff_narrow)
-        hit = coop_width_fit(coop_widths, M, N, num_cus, COOP_WIDTH_WAVES, best)
+        hit = coop_width_fit(coop_widths, M, N, num_cus, COOP_WIDTH_WAVES, best, COOP_WIDTH_ONE_WAVE_FILL)
         if hit:
             w, stages, fill, tiles = hit
             return coop_width_config(cfg, w, stages), [
@@ -856,6 +873,16 @@ def _rule_gluon_waves(c: _Call):
         best = max(eff_coop, eff_pp, eff_narrow)
         if fill >= SPLIT_WIDTH_FILL and fill > GLUON_WAVE_MARGIN * best and not deep_rows_lose(w, width_tiles(w)):
             tiles = width_tiles(w)
+            # under COOP_WIDTH_MIN_M the cooperative 128-row tile in the 64-row tile's place where it fills as well
+            # (`coop_widths`' last paragraph)
+            hit = coop_width_fit(coop_widths, M, N, num_cus, COOP_WIDTH_WAVES, best) \
+                if coop_widths and not short_pp and bm == 128 and M < COOP_WIDTH_MIN_M else None
+            if hit:
+                cw, stages, cfill, ctiles = hit
+                return coop_width_config(cfg, cw, stages), [
+                    f"{coop} tiles of {bm} x 256, {pp} of {bm} x 128 and the 64 x 192's fill at best {best:.0%} of "
+                    f"their waves, {tiles} of 64 x {w} {fill:.0%}, {ctiles} of {bm} x {cw} {cfill:.0%}: the "
+                    f"cooperative {bm} x {cw} split tile"]
             return split_width_config(cfg, w), [
                 f"{coop} tiles of {bm} x 256, {pp} of {bm} x 128 and the 64 x 192's fill at best {best:.0%} of "
                 f"their waves, {tiles} of 64 x {w} {fill:.0%}: the ping-pong's 64 x {w} split tile"]

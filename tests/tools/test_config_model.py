@@ -606,7 +606,7 @@ def test_a16w16_one_wave_not_taken(M, N, K):
     (512, 4608, 4096, None),
     (512, 5120, 5120, None),
     (1024, 5120, 8192, None),  # 512 tiles, two rounds (+4% A/B, -1 to -6% suite); the coop 128 x 160 serves
-    (256, 10240, 5120, 160),  # 0.85 -> 0.92x
+    (256, 10240, 5120, None),  # 0.85 -> 0.92x; now the coop's 128 x 160 (`coop_widths`, below)
     (256, 4608, 4096, 144),  # 128 tiles, one wave (64 x 160's 116: 0.84 -> 0.91x, ab/bf16_m128_256_grid2.json)
     (256, 7168, 4096, None),  # 180 of 64 x 160: 68% of two waves
     (3000, 5000, 7000, None),  # M > 1024 (lost: 0.43 against 0.79x)
@@ -636,8 +636,19 @@ def test_a16w16_split_width_where_it_fills_its_waves(M, N, K, width):
     (512, 5120, 5120, 160),  # one wave of 128 tiles, ahead of the ping-pong's 64 x 160 (0.92 -> 0.96x)
     (480, 4608, 36864, 144),  # 0.82 -> 0.87x (ab/bf16_coop_widths_m512.json)
     (384, 4608, 4096, None),  # 96 tiles of 128 x 144 (73%; measured 0.78 against the served 0.94x)
-    (448, 4608, 4096, None),  # 128 tiles, but the last 128-row tile half empty: 85% of the area, under the bar
+    (448, 4608, 4096, 144),  # 128 tiles, the last 128-row tile half empty: 85% of the area, one wave (was 64 x 192)
     (8192, 5120, 128, None),  # M > COOP_WIDTH_MAX_M
+    # one wave from COOP_WIDTH_ONE_WAVE_FILL (ab/bf16_coop_widths_one_wave.json: 0.735 -> 0.934x, the coop bucket's
+    # 128 x 256 filling 43-64% before)
+    (2532, 984, 2464, 192),  # 120 tiles, 77%: 0.71x in the random suite of seed 20270101
+    (3416, 672, 2560, 192),  # 108 tiles, 71% (0.71 -> 0.90x)
+    (3726, 1072, 640, None),  # 240 of 128 x 144 (82%): two waves keep SPLIT_WIDTH_FILL (0.86 -> 0.76x measured)
+    # under COOP_WIDTH_MIN_M only in `split_widths`' 64-row tile's place (ab/bf16_coop_widths_m256.json: 0.836 ->
+    # 0.947x), not the 128 x 128 ping-pong's (360-384 x 12720-13968: 3 of 7 up 4-6%, 4 down 2-8%)
+    (256, 10240, 5120, 160),  # 128 tiles of 128 x 160, 97% (0.94 -> 1.00x)
+    (370, 6208, 22240, 144),  # three rows of 128-row tiles (0.77 -> 0.95x)
+    (245, 20944, 10032, 160),  # two waves (0.79 -> 0.96x)
+    (375, 12752, 5936, None),  # the ping-pong's 128 x 128 stays (0.90 against 0.87x)
     # one row of 128-row tiles (64 < M <= 128, up to COOP_ROW_WAVES), ab/bf16_m128_256_coop_widths.json
     (128, 51200, 5120, 144),  # 356 tiles, three waves at 90%, against 400 of 128 x 128 at 76%: 0.88 -> 0.97x
     (128, 35840, 5120, 144),  # 249 tiles, 94% against 71%: 0.85 -> 0.98x
