@@ -231,7 +231,9 @@ FITTED_OPS = ("a16w16", "a8w8", "a8w8_int8", "a8w8_blockscale")
 #                of COOP_WIDTH_ONE_WAVE_FILL (ab/bf16_coop_widths_one_wave.json, 20 rows at M = 513-3709 where the
 #                coop bucket's 128 x 256 filled 43-64% or the 64 x 192 served: 0.735 -> 0.934x, every row +7-48%;
 #                a second seed's 20: 17 one-wave rows all up, 0.75 -> 0.94x, three of two waves at 80-83% in the
-#                ping-pong's place -2 to -12%, hence one wave; that rule checked on a third seed: VERIFY).
+#                ping-pong's place -2 to -12%, hence one wave; that rule checked on a third seed's 19 rows,
+#                ab/bf16_coop_widths_one_wave_verify.json: 0.723 -> 0.905x, all up; M = 129-512,
+#                bf16_coop_widths_m256_verify.json: 16 rows 0.771 -> 0.911x, all up).
 #   cdna_tiles   (gfx942 / gfx950) a "backend": "gluon" bucket names the CDNA ping-pong, one fixed 256 x 256 tile a
 #                program and no split-K: where those tiles are few (under FEW_TILES of the CUs) the bucket runs on the
 #                Triton tier, fitted (its split K and smaller tiles), as it did before the kernel had a launcher.
