@@ -14,12 +14,16 @@ wgmma reading them, the wait keeping WAIT groups in flight, compiled three ways:
     default      the loop in the default partition of a gl.warp_specialize (12 warps, as the library's kernels)
     worker       the loop in a worker partition (where the ping-pong's and the cooperative kernel's second
                  consumer runs)
+    default8     a 128-row tile in an 8-warp default partition (both consumer warpgroups as one), a load warp
+                 the only worker: the cooperative kernel's split tile as it would have to be built for the RS form
 
 It prints ptxas's register count and its C7512 note ("wgmma.mma_async instructions are serialized due to
-insufficient register resources") where it serializes. Under Triton 3.6: pipelined alone and in the default
-partition, serialized in a worker partition (a wait after every wgmma), at any accumulator width (32-128) and any
-WAIT >= 1. Triton 3.6 runs worker partitions in a dispatch loop (`brx.idx` over the partitions' blocks); the
-library's second consumer is one, so the RS form there would cost more than the B-column reads it saves.
+insufficient register resources") where it serializes. Under Triton 3.6: pipelined alone, in the default
+partition and in the 8-warp default partition, serialized in a worker partition (a wait after every wgmma), at any
+accumulator width (32-128) and any WAIT >= 1. Triton 3.6 runs worker partitions in a dispatch loop (`brx.idx`
+over the partitions' blocks); the library's second consumer is one, so the RS form there would cost more than the
+B-column reads it saves. The same under Triton 3.9 (its own ptxas, CUDA 13.4) and with 3.6's PTX under that ptxas
+(2026-12-04).
 
 Constraints: compile-only (triton.compile with a GPUTarget of sm_90; ptxas from the installed Triton); a probe, not
 a library path."""
@@ -36,7 +40,7 @@ from triton.experimental.gluon import language as gl
 from triton.experimental.gluon._runtime import GluonASTSource
 from triton.experimental.gluon.language.nvidia.hopper import warpgroup_mma, warpgroup_mma_init, warpgroup_mma_wait
 
-PLACES = {"alone": 0, "default": 1, "worker": 2}
+PLACES = {"alone": 0, "default": 1, "worker": 2, "default8": 3}
 
 
 @gluon.jit
@@ -46,8 +50,9 @@ def _rs_loop(a_ring, b_ring, t_ring, out_ptr, K, WAIT: gl.constexpr):
     A: gl.constexpr = b_ring.shape[1]
     T: gl.constexpr = t_ring.shape[1]
     STAGES: gl.constexpr = a_ring.shape[0]
-    acc_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, A, 16])
-    t_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, T, 16])
+    W: gl.constexpr = BM // 16  # the partition's warps: one or two warpgroups
+    acc_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[W, 1], instr_shape=[16, A, 16])
+    t_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[W, 1], instr_shape=[16, T, 16])
     a_regs: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=acc_layout, k_width=2)
     t_regs: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=t_layout, k_width=2)
     acc = warpgroup_mma_init(gl.zeros((BM, A), dtype=gl.float32, layout=acc_layout))
@@ -75,10 +80,12 @@ def _idle(out_ptr):
 @gluon.jit
 def rs_probe_kernel(out_ptr, K, WAIT: gl.constexpr, PLACE: gl.constexpr, A: gl.constexpr, T: gl.constexpr):
     smem: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=16, rank=2)
-    a_ring = gl.allocate_shared_memory(gl.bfloat16, [4, 64, 64], smem)
+    a_ring = gl.allocate_shared_memory(gl.bfloat16, [4, 128 if PLACE == 3 else 64, 64], smem)
     b_ring = gl.allocate_shared_memory(gl.bfloat16, [4, A, 64], smem)
     t_ring = gl.allocate_shared_memory(gl.bfloat16, [4, T, 64], smem)
-    if PLACE == 1:  # 4 + 4 + 1 warps (12 launched), as the library's kernels
+    if PLACE == 3:  # an 8-warp default partition (both consumer warpgroups on one 128-row tile) and a load warp
+        gl.warp_specialize([(_rs_loop, (a_ring, b_ring, t_ring, out_ptr, K, WAIT)), (_idle, (out_ptr,))], [1], [24])
+    elif PLACE == 1:  # 4 + 4 + 1 warps (12 launched), as the library's kernels
         gl.warp_specialize([(_rs_loop, (a_ring, b_ring, t_ring, out_ptr, K, WAIT)), (_idle, (out_ptr,)),
                             (_idle, (out_ptr,))], [4, 1], [240, 24])
     elif PLACE == 2:
@@ -93,14 +100,21 @@ def probe(place: str, wait: int, a: int = 128, t: int = 16) -> dict:
     src = GluonASTSource(rs_probe_kernel, {"out_ptr": "*fp32", "K": "i32", "WAIT": "constexpr", "PLACE": "constexpr",
                                            "A": "constexpr", "T": "constexpr"},
                          {"WAIT": wait, "PLACE": PLACES[place], "A": a, "T": t})
-    compiled = triton.compile(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": 4})
-    ptxas = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "ptxas")
+    warps = 8 if place == "default8" else 4
+    compiled = triton.compile(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": warps})
+    bin_dir = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin")
     with tempfile.TemporaryDirectory() as d:
         ptx = os.path.join(d, "k.ptx")
         with open(ptx, "w") as f:
             f.write(compiled.asm["ptx"])
-        log = subprocess.run([ptxas, "-arch=sm_90a", "-v", ptx, "-o", os.path.join(d, "k.cubin")],
-                             capture_output=True, text=True).stderr
+        for name in ("ptxas", "ptxas-blackwell"):  # (3.9's PTX version needs its newer ptxas, the second)
+            cmd = [os.path.join(bin_dir, name), "-arch=sm_90a", "-v", ptx, "-o", os.path.join(d, "k.cubin")]
+            run = subprocess.run(cmd, capture_output=True, text=True)
+            if run.returncode == 0:
+                break
+        else:
+            raise RuntimeError(f"no ptxas of {bin_dir} assembles the probe: {run.stderr[-300:]}")
+        log = run.stderr
     regs = re.search(r"Used (\d+) registers", log)
     return {"place": place, "wait": wait, "A": a, "B": t, "registers": int(regs.group(1)) if regs else None,
             "serialized": "C7512" in log or "C7511" in log}
