@@ -127,8 +127,10 @@ def profile(title, fn, n=2000):
 
 
 def first_call_us(n=20):
-    """A new signature's first call after its kernel is compiled: M = 17, 19, 21, ... (one table bucket, one
-    Triton specialisation), each timed once, median."""
+    """A new signature's first call after its kernel is compiled: M = 17, 19, 21, ..., 55, each timed once, median.
+    (These M take two decode buckets' tiles and, under one tile of tokens, five boxes-of-rows specialisations
+    (kernels/_host.x_boxes' X_BOXES): the first call of each of those compiles, 5 of the 20; the median is a call
+    that does not.)"""
     w = torch.randn(256, 256, device="cuda", dtype=torch.bfloat16)
     gemmkit.gemm_a16w16(torch.randn(15, 256, device="cuda", dtype=torch.bfloat16), w)  # compile
     times = []
