@@ -446,6 +446,20 @@ COOP_WIDTH_WAVES = 2  # `coop_widths`: lost from three waves
 COOP_WIDTH_ONE_WAVE_FILL = 0.7  # `coop_widths`: the least area fill of tiles that take one wave (the lowest measured)
 SHORT_K_PINGPONG_MAX_K = 448  # `short_k_pingpong`: K up to this (at 512 two of six rows with M > 15000 lost 11-17%)
 COOP_ROW_WAVES = 3  # `coop_widths` on one row of 128-row tiles (64 < M <= 128): won on three waves too
+# `coop_tail` (in `gluon_waves`, over `coop_widths` from M = 129): at K >= COOP_TAIL_MIN_K, rows on sectors, the coop
+# bucket's 128 x 256 keeps the call where a `coop_widths` tile would take two waves and the 128 x 256's tiles take
+# more than one round with a partial last round of at most half the SMs, which the kernels' tail split runs as two or
+# more K splits a tile (hopper_pingpong.tail_plan), so the coop's waves fill as well as the width's. Why: a split
+# tile's B-column wgmma costs 15-20% more a FLOP on 128 x 144 / 160 (ab/bf16_split_tile_rate.json), and the tail
+# split's fp32 partials and reduce pay from a long K on (`long_k_split` found the same K). `coop_widths` was fitted
+# before the cooperative kernel had a tail split. H200 against cuBLAS, heated, one process
+# (ab/bf16_coop_tail_vs_widths.json: the 12 suite rows of the class and 20 random shapes of seed 20261204, K =
+# 2304-25600): the coop won on all 13 rows at K >= 12288 (+0 to +16%: 1024 x 5120 x 17920 0.92 -> 1.00x, 3150 x 1520
+# x 23488 0.84 -> 0.97x), lost on the 19 at K <= 10736 (-16 to +2%: 727 x 6832 x 2608 0.99 -> 0.83x). Held out
+# (ab/bf16_coop_tail_heldout.json, 18 shapes of seed 20261205 at K = 13808-29520): 0.891 -> 0.941x, 15 up (to +12%),
+# 3 down 0.2-2.6% (all three split three ways). Triton >= 3.9 runs this tile without its tail split
+# (kernels/_budgets.py TAIL_COOP_WIDE): there the rule's tile fills a round and a part (unmeasured).
+COOP_TAIL_MIN_K = 12288
 # The Gluon ping-pong tile of `wide_share` (what the tuned fp8 block-scale tables run at M <= 128, e.g.
 # A8W8_BLOCKSCALE-N=7168-K=16384.json), applied over the large-M Gluon bucket's other keys.
 SMALL_PINGPONG = {"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 64, "GROUP_SIZE_M": 4, "num_warps": 4, "num_stages": 6}
@@ -629,6 +643,20 @@ def coop_width_fit(widths, M: int, N: int, num_cus: int, max_waves: int, best: f
         return None
     fill, w, stages, tiles = max(fits)
     return w, stages, fill, tiles
+
+
+def coop_tail(coop_tiles: int, width_tiles: int, K: int, num_cus: int) -> bool:
+    """`coop_tail`: whether the coop bucket's 128 x 256 (`coop_tiles` tiles) serves in place of a `coop_widths` tile
+    (`width_tiles` tiles): K >= COOP_TAIL_MIN_K on sectors, the width's tiles past one wave, the coop's past one round
+    with a partial last round of at most half the SMs (a tail split of two or more a tile)."""
+    tail = coop_tiles % num_cus
+    return (K >= COOP_TAIL_MIN_K and K % SECTOR_ELEMENTS == 0 and width_tiles > num_cus and coop_tiles > num_cus
+            and 0 < tail <= num_cus // 2)
+
+
+def _coop_tail_note(coop: int, width: int, width_tiles: int, K: int, num_cus: int) -> str:
+    return (f"K = {K}: {coop} tiles of 128 x 256, one round and a tail of {coop % num_cus} that the tail split runs "
+            f"along K, against two waves of {width_tiles} split tiles of 128 x {width}: the coop (`coop_tail`)")
 
 
 def one_wave(menu, M: int, N: int, num_cus: int, fill: float = ONE_WAVE_FILL) -> tuple[dict | None, int]:
@@ -862,6 +890,8 @@ def _rule_gluon_waves(c: _Call):
     if coop_widths and not short_pp and bm == 128 and COOP_WIDTH_MIN_M <= M <= COOP_WIDTH_MAX_M:
         best = max(eff_coop, eff_pp, eff_narrow)
         hit = coop_width_fit(coop_widths, M, N, num_cus, COOP_WIDTH_WAVES, best, COOP_WIDTH_ONE_WAVE_FILL)
+        if hit and coop_tail(coop, hit[3], K, num_cus):
+            return cfg, [_coop_tail_note(coop, hit[0], hit[3], K, num_cus)]
         if hit:
             w, stages, fill, tiles = hit
             return coop_width_config(cfg, w, stages), [
@@ -879,6 +909,8 @@ def _rule_gluon_waves(c: _Call):
             # (`coop_widths`' last paragraph)
             hit = coop_width_fit(coop_widths, M, N, num_cus, COOP_WIDTH_WAVES, best) \
                 if coop_widths and not short_pp and bm == 128 and M < COOP_WIDTH_MIN_M else None
+            if hit and coop_tail(coop, hit[3], K, num_cus):
+                return cfg, [_coop_tail_note(coop, hit[0], hit[3], K, num_cus)]
             if hit:
                 cw, stages, cfill, ctiles = hit
                 return coop_width_config(cfg, cw, stages), [

@@ -670,6 +670,46 @@ def test_a16w16_coop_width_where_it_fills_two_waves(M, N, K, width):
     assert configs.serve("a16w16", arch.get("gfx942"), M, N, K)[0]["BLOCK_SIZE_N"] != width  # sm_90 only
 
 
+@pytest.mark.parametrize("M, N, K, coop", [
+    # `coop_tail`: a long K keeps the coop's 128 x 256 (one round and a tail the tail split runs along K) over two
+    # waves of `coop_widths` split tiles (ab/bf16_coop_tail_vs_widths.json, bf16_coop_tail_heldout.json)
+    (1024, 5120, 17920, True),  # Phi-4 down_proj: 160 tiles, a tail of 28 (0.92 -> 1.00x)
+    (3150, 1520, 23488, True),  # 150 tiles, a tail of 18 (0.84 -> 0.97x)
+    (253, 19776, 14400, True),  # under COOP_WIDTH_MIN_M, in `split_widths`' place too (0.93 -> 0.99x)
+    (1243, 4144, 23440, True),  # a tail of 38: split three ways (held out: 0.90 -> 0.87x, kept as the rule was)
+    (1024, 5120, 8192, False),  # K under COOP_TAIL_MIN_K: the 128 x 160 (0.96 against 0.98x, measured)
+    (1024, 5120, 17928, False),  # K % 16 == 8: not measured there
+    (4096, 576, 16384, False),  # the width's 128 tiles take one wave (and the coop's 48 under a round)
+    (1024, 9216, 16384, False),  # 288 of 128 x 256 and 8 x 58 = 464 of 128 x 160: no two-wave width to replace
+])
+def test_a16w16_coop_tail_keeps_the_coop_on_long_k(M, N, K, coop):
+    from gemmkit.kernels import _budgets
+    from gemmkit.kernels.gluon import hopper_coop
+    cfg, source = configs.serve("a16w16", H200, M, N, K)
+    if not coop:
+        assert "coop_tail" not in source, source
+        return
+    assert tile(cfg) == (128, 256, 1, 8) and cfg["backend"] == "gluon" and "(`coop_tail`)" in source, source
+    # the rule's premise: the kernel runs the partial last round as two or more K splits a tile (where the installed
+    # Triton's registers take the tail variant: kernels/_budgets.py TAIL_COOP_WIDE)
+    plan = hopper_coop.derive(cfg, H200, 2, 2)
+    n_tail, splits = hopper_coop.tail_of(plan, cfg, M, N, K, H200)
+    tiles = -(-M // 128) * -(-N // 256)
+    if _budgets.tail_split_ok(hopper_coop.KERNEL_NAME, cfg):
+        assert (n_tail, splits >= 2) == (tiles % H200.num_cus, True)
+    else:
+        assert (n_tail, splits) == (0, 1)
+
+
+def test_coop_tail_needs_a_partial_round_of_at_most_half_the_sms():
+    assert model.coop_tail(132 + 66, 250, 16384, 132)
+    assert not model.coop_tail(132 + 67, 250, 16384, 132)  # one split a tail tile: no tail split
+    assert not model.coop_tail(264, 250, 16384, 132)  # whole rounds
+    assert not model.coop_tail(120, 250, 16384, 132)  # under one round
+    assert not model.coop_tail(160, 132, 16384, 132)  # the width's tiles in one wave
+    assert not model.coop_tail(160, 256, model.COOP_TAIL_MIN_K - 16, 132)
+
+
 def test_area_fill_counts_columns_past_n_as_empty():
     # 4096 x 576: 128 tiles of 128 x 144 or of 128 x 160 (one wave each); the 160-wide leave 10% of theirs empty
     assert model.area_fill(4096, 576, 128, 144, 132) == pytest.approx(4096 * 576 / (132 * 128 * 144))
