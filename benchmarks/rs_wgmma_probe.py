@@ -23,7 +23,8 @@ partition and in the 8-warp default partition, serialized in a worker partition 
 accumulator width (32-128) and any WAIT >= 1. Triton 3.6 runs worker partitions in a dispatch loop (`brx.idx`
 over the partitions' blocks); the library's second consumer is one, so the RS form there would cost more than the
 B-column reads it saves. The same under Triton 3.9 (its own ptxas, CUDA 13.4) and with 3.6's PTX under that ptxas
-(2026-12-04).
+(2026-12-04). What the pipelined 8-warp form runs at on the GPU, with a ring's barriers: benchmarks/split_rate_probe.py
+(no faster than today's two consumers, so not built).
 
 Constraints: compile-only (triton.compile with a GPUTarget of sm_90; ptxas from the installed Triton); a probe, not
 a library path."""

@@ -24,12 +24,13 @@ no global loads (the ring's slots are read as they are), K = 2048 steps of BK = 
                    step's x read while this step's wgmma run
     d8rs_next      d8rs_named with the next step's x read right after this step's issue (one set, moved a step)
 
-Measured (H200, Triton 3.6, 2026-12-04; results/h200/ab/bf16_split_rate_probe.json): ring-free, x in registers
-helps (128 + 16: 356 against 388 ns a step, 128 + 0: 298), but a barrier a step undoes it (442); with the ring every
-RS form is at best level with today's (128 + 16: coop_mbar 396-413 ns, d8rs_pair 400, d8rs_named 449-465, d8rs_next
-467) while x in shared memory from one 8-warp partition with named-barrier release is level too (392-407). The
-register form's x load waits on the slot's full barrier each step and Triton puts a 256-thread barrier ahead of a wait
-that follows a step's issue (d8rs_pair / d8rs_next: the membar pass), so no form was worth building into the kernel.
+Measured (H200, Triton 3.6, 2026-12-04; results/h200/ab/bf16_split_rate_probe.json, ns a K step at 128 x 144):
+ring-free, x in registers helps (free_d8rs 355 against free_coop 389; 128 x 128: 298-309), a barrier a step undoes it
+(free_d8rs_bar 432); with the ring's protocol no register form beats today's (coop_mbar 390, d8rs_mbar 398,
+d8rs_named 447, d8rs_pair 397, d8rs_next 462), and x from shared memory in one 8-warp partition with named-barrier
+release is level (d8ss_named 390; 406 / 467 against 426 / 448 at 160 / 192). The register form's x load waits on the
+slot's full barrier each step, in the step's critical path; and Triton's membar pass puts a 256-thread barrier ahead
+of a wait that follows a step's issue (d8rs_pair, d8rs_next). So nothing was built into the kernel.
 
 Constraints: a probe, not a library path; sm_90 (wgmma, setmaxnreg); the named barriers 8 .. 8 + S - 1 (S <= 8
 stages) must be free of Triton's own (0: a partition's barrier, 1: warp_specialize's start, 2..: workers'); K even

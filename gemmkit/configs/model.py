@@ -234,6 +234,9 @@ FITTED_OPS = ("a16w16", "a8w8", "a8w8_int8", "a8w8_blockscale")
 #                ping-pong's place -2 to -12%, hence one wave; that rule checked on a third seed's 19 rows,
 #                ab/bf16_coop_widths_one_wave_verify.json: 0.723 -> 0.905x, all up; M = 129-512,
 #                bf16_coop_widths_m256_verify.json: 16 rows 0.771 -> 0.911x, all up).
+#   coop_tail    bf16, over `coop_widths` from M = 129: at K >= COOP_TAIL_MIN_K the coop bucket's 128 x 256 keeps a call
+#                whose width tile would take two waves, where its own tiles take a round and a tail the kernels' tail
+#                split runs along K (`coop_tail`, below COOP_TAIL_MIN_K: measured, held out 0.891 -> 0.941x).
 #   cdna_tiles   (gfx942 / gfx950) a "backend": "gluon" bucket names the CDNA ping-pong, one fixed 256 x 256 tile a
 #                program and no split-K: where those tiles are few (under FEW_TILES of the CUs) the bucket runs on the
 #                Triton tier, fitted (its split K and smaller tiles), as it did before the kernel had a launcher.
