@@ -236,7 +236,7 @@ FITTED_OPS = ("a16w16", "a8w8", "a8w8_int8", "a8w8_blockscale")
 #                bf16_coop_widths_m256_verify.json: 16 rows 0.771 -> 0.911x, all up).
 #   coop_tail    bf16, over `coop_widths` from M = 129: at K >= COOP_TAIL_MIN_K the coop bucket's 128 x 256 keeps a call
 #                whose width tile would take two waves, where its own tiles take a round and a tail the kernels' tail
-#                split runs along K (`coop_tail`, below COOP_TAIL_MIN_K: measured, held out 0.891 -> 0.941x).
+#                split runs along K (what was measured: at COOP_TAIL_MIN_K below; held out 0.891 -> 0.941x).
 #   cdna_tiles   (gfx942 / gfx950) a "backend": "gluon" bucket names the CDNA ping-pong, one fixed 256 x 256 tile a
 #                program and no split-K: where those tiles are few (under FEW_TILES of the CUs) the bucket runs on the
 #                Triton tier, fitted (its split K and smaller tiles), as it did before the kernel had a launcher.
@@ -457,8 +457,8 @@ COOP_ROW_WAVES = 3  # `coop_widths` on one row of 128-row tiles (64 < M <= 128):
 # split's fp32 partials and reduce pay from a long K on (`long_k_split` found the same K). `coop_widths` was fitted
 # before the cooperative kernel had a tail split. H200 against cuBLAS, heated, one process
 # (ab/bf16_coop_tail_vs_widths.json: the 12 suite rows of the class and 20 random shapes of seed 20261204, K =
-# 2304-25600): the coop won on all 13 rows at K >= 12288 (+0 to +16%: 1024 x 5120 x 17920 0.92 -> 1.00x, 3150 x 1520
-# x 23488 0.84 -> 0.97x), lost on the 19 at K <= 10736 (-16 to +2%: 727 x 6832 x 2608 0.99 -> 0.83x). Held out
+# 2304-25600): at K >= 12288 12 of 13 rows up to +16% (1024 x 5120 x 17920 0.92 -> 1.00x, 3150 x 1520 x 23488 0.84
+# -> 0.97x), one -0.4%; at K <= 10736 18 of 19 down to -16% (727 x 6832 x 2608 0.99 -> 0.83x), one +2%. Held out
 # (ab/bf16_coop_tail_heldout.json, 18 shapes of seed 20261205 at K = 13808-29520): 0.891 -> 0.941x, 15 up (to +12%),
 # 3 down 0.2-2.6% (all three split three ways). Triton >= 3.9 runs this tile without its tail split
 # (kernels/_budgets.py TAIL_COOP_WIDE): there the rule's tile fills a round and a part (unmeasured).
