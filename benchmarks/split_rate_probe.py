@@ -49,21 +49,24 @@ from triton.experimental.gluon.language.nvidia.hopper import (mbarrier, warpgrou
 
 STEPS = 2048
 STAGES = 4
-LOAD_THREADS = 32  # the load warp
+STAGES_ = gl.constexpr(STAGES)  # (the kernel reads it)
+CONSUMER_WARPS_ = gl.constexpr(8)
+CONSUMER_WARPS = CONSUMER_WARPS_.value  # the named-barrier modes' one consumer partition (both warpgroups)
+NAMED_THREADS = 32 * (CONSUMER_WARPS + 1)  # those warps and the load warp take part in a slot's named barrier
+SYNC_ASM = gl.constexpr(f"bar.sync $1, {NAMED_THREADS}; mov.u32 $0, 0;")
+ARRIVE_ASM = gl.constexpr(f"bar.arrive $1, {NAMED_THREADS}; mov.u32 $0, 0;")
 
 
 @gluon.jit
 def _named(bar_id, W: gl.constexpr, SYNC: gl.constexpr):
-    """bar.sync (SYNC) or bar.arrive on named barrier `bar_id` by every thread of a W-warp partition, 288 threads
-    taking part (8 consumer warps and the load warp)."""
+    """bar.sync (SYNC) or bar.arrive on named barrier `bar_id` by every thread of a W-warp partition, NAMED_THREADS
+    taking part (the consumer partition's warps and the load warp)."""
     L: gl.constexpr = gl.BlockedLayout([1], [32], [W], [0])
     ids = gl.full([32 * W], 0, gl.int32, L) + bar_id
     if SYNC:
-        gl.inline_asm_elementwise("bar.sync $1, 288; mov.u32 $0, 0;", "=r,r", [ids], dtype=gl.int32, is_pure=False,
-                                  pack=1)
+        gl.inline_asm_elementwise(SYNC_ASM, "=r,r", [ids], dtype=gl.int32, is_pure=False, pack=1)
     else:
-        gl.inline_asm_elementwise("bar.arrive $1, 288; mov.u32 $0, 0;", "=r,r", [ids], dtype=gl.int32,
-                                  is_pure=False, pack=1)
+        gl.inline_asm_elementwise(ARRIVE_ASM, "=r,r", [ids], dtype=gl.int32, is_pure=False, pack=1)
 
 
 @gluon.constexpr_function
@@ -167,7 +170,7 @@ def _ring(a_ring, b_ring, t_ring, full, empty, out_ptr, K, ROW0: gl.constexpr, R
 @gluon.jit
 def _ring_pair(a_ring, b_ring, t_ring, full, empty, out_ptr, K):
     """d8rs_pair: x in two register sets, steps alternating (unrolled by two; K even), each set read after the
-    wgmma that used it two steps before retired, while this step's run."""
+    wgmma that used it two steps before retired, while this step's wgmma run."""
     S: gl.constexpr = a_ring.shape[0]
     A: gl.constexpr = b_ring.shape[1]
     T: gl.constexpr = t_ring.shape[1]
@@ -182,7 +185,7 @@ def _ring_pair(a_ring, b_ring, t_ring, full, empty, out_ptr, K):
         acc, acc_t = _issue(a0, b_ring, t_ring, idx, acc, acc_t, True)
         warpgroup_mma_wait(2, deps=(acc, acc_t))
         if j > 0:
-            _named(8 + (idx + S - 1) % S, 8, False)
+            _named(8 + (idx + S - 1) % S, CONSUMER_WARPS_, False)
         idx += 1
         if idx == S:
             idx = 0
@@ -191,7 +194,7 @@ def _ring_pair(a_ring, b_ring, t_ring, full, empty, out_ptr, K):
         a1 = a_ring.index(idx).load(a_regs)
         acc, acc_t = _issue(a1, b_ring, t_ring, idx, acc, acc_t, True)
         warpgroup_mma_wait(2, deps=(acc, acc_t))
-        _named(8 + (idx + S - 1) % S, 8, False)
+        _named(8 + (idx + S - 1) % S, CONSUMER_WARPS_, False)
         idx += 1
         if idx == S:
             idx = 0
@@ -200,7 +203,7 @@ def _ring_pair(a_ring, b_ring, t_ring, full, empty, out_ptr, K):
             mbarrier.wait(full.index(idx), phase)
             a0 = a_ring.index(idx).load(a_regs)
     acc, acc_t = warpgroup_mma_wait(0, deps=(acc, acc_t))
-    _named(8 + (idx + S - 1) % S, 8, False)
+    _named(8 + (idx + S - 1) % S, CONSUMER_WARPS_, False)
     _finish(out_ptr, acc, acc_t)
 
 
@@ -224,14 +227,14 @@ def _ring_next(a_ring, b_ring, t_ring, full, empty, out_ptr, K):
         nphase = phase ^ (nidx == 0).to(gl.int32)
         warpgroup_mma_wait(2, deps=(acc, acc_t))
         if kk > 0:
-            _named(8 + (idx + S - 1) % S, 8, False)
+            _named(8 + (idx + S - 1) % S, CONSUMER_WARPS_, False)
         if kk + 1 < K:
             mbarrier.wait(full.index(nidx), nphase)
             a = a_ring.index(nidx).load(a_regs)
         idx = nidx
         phase = nphase
     acc, acc_t = warpgroup_mma_wait(0, deps=(acc, acc_t))
-    _named(8 + (idx + S - 1) % S, 8, False)
+    _named(8 + (idx + S - 1) % S, CONSUMER_WARPS_, False)
     _finish(out_ptr, acc, acc_t)
 
 
@@ -301,7 +304,6 @@ def rate_kernel(out_ptr, K, MODE: gl.constexpr, A: gl.constexpr, T: gl.constexpr
                             (_loader, (full, empty, K, True))], [1], [24])
 
 
-STAGES_ = gl.constexpr(STAGES)
 MODES = {"free_coop": 0, "free_d8ss": 1, "free_d8rs": 2, "free_d8rs_bar": 3, "coop_mbar": 4, "d8ss_mbar": 5,
          "d8rs_mbar": 6, "d8ss_named": 7, "d8rs_named": 8, "d8rs_pair": 9, "d8rs_next": 10}
 WIDTHS = ((128, 0), (128, 16), (128, 32), (128, 64))  # (A, B): 128, 144, 160, 192 columns
@@ -309,7 +311,7 @@ WIDTHS = ((128, 0), (128, 16), (128, 32), (128, 64))  # (A, B): 128, 144, 160, 1
 
 def run(mode: str, a: int, t: int, sms: int, out) -> dict:
     """One mode at one width: the median of 20 timed launches (after one to compile), ns a K step and TFLOP/s."""
-    warps = 4 if mode in ("free_coop", "coop_mbar") else 8
+    warps = 4 if mode in ("free_coop", "coop_mbar") else CONSUMER_WARPS
     args = (out, STEPS, MODES[mode], a, t)
     k = rate_kernel[(sms,)](*args, num_warps=warps)
     torch.cuda.synchronize()

@@ -679,7 +679,7 @@ def test_a16w16_coop_width_where_it_fills_two_waves(M, N, K, width):
     (1243, 4144, 23440, True),  # a tail of 38: split three ways (held out: 0.90 -> 0.87x, kept as the rule was)
     (1024, 5120, 8192, False),  # K under COOP_TAIL_MIN_K: the 128 x 160 (0.96x; the coop 0.98x, the one such row of 19)
     (1024, 5120, 17928, False),  # K % 16 == 8: not measured there
-    (4096, 576, 16384, False),  # the width's 128 tiles take one wave (and the coop's 48 under a round)
+    (4096, 576, 16384, False),  # the width's 128 tiles take one wave (and the coop's 96 under a round)
     (1024, 9216, 16384, False),  # 288 of 128 x 256 and 8 x 58 = 464 of 128 x 160: no two-wave width to replace
 ])
 def test_a16w16_coop_tail_keeps_the_coop_on_long_k(M, N, K, coop):
