@@ -14,7 +14,8 @@ on the copy where dispatch makes one), not shifted back; "_pitch": false runs x 
 off 32-byte sectors: dispatch.PITCH_SECTOR = PITCH_BYTES; "always": the Gluon kernels' copies however few of the
 operand's rows their tiles load, dispatch.PITCH_MIN_LOADS = 0); "_rows": false turns dispatch.ROWS_KERNEL off (an
 unaligned K at a few tokens then copies x and w instead of reading w where it lies); "_tail": false turns the bf16 ping-pong's and
-cooperative kernel's tail split off (kernels/gluon/hopper_pingpong.TAIL_SPLIT), an integer sets its least K
+cooperative kernel's tail split off (configs/model.TAIL_SPLIT; the config model then counts no tail split in the
+waves it compares either), an integer sets its least K
 (TAIL_MIN_K), "always" splits wherever a partial last round can be split (TAIL_MIN_K and TAIL_MIN_SAVING 0); "_xbox": false loads x
 in one whole box of BLOCK_SIZE_M rows under one row of tiles (kernels/_host.TRIM_X_BOX), an integer caps the boxes of
 only x's rows a K step (kernels/_host.MAX_X_BOXES; 1: one power-of-two box); "_pieces": false stages a split
@@ -55,8 +56,8 @@ from gemmkit.bench.timing import rotation_count, time_graph
 from gemmkit import callplan
 from gemmkit.ops import _common as C
 from gemmkit.kernels import _host as H
-from gemmkit.kernels.gluon import hopper_pingpong as PP
 from gemmkit.kernels.gluon import hopper_pingpong_fp8 as FP8
+from gemmkit.configs import model as CM
 from gemmkit.kernels.gluon import hopper_host as HH
 from gemmkit.kernels.gluon import hopper_plan as HPLAN
 from gemmkit.ops import dispatch as D
@@ -87,7 +88,7 @@ def _runner(op, cfg):
     """The call of `cfg` (None / {} with only "_pad_m" / "_rows" / "_shift" / "_pitch" / "_tail" / "_xbox" /
     "_pieces" / "_cap_stages" / "_magic" / "_late" / "_align": what the op serves),
     with dispatch.PAD_M, dispatch.ROWS_KERNEL, kernels/_host.SHIFT_LAST_TILES, dispatch.PITCH and
-    hopper_pingpong.TAIL_SPLIT / TAIL_MIN_K as the config says
+    configs/model.TAIL_SPLIT / TAIL_MIN_K as the config says
     ("_pad_m": "always" keeps the copy on and drops its floors, PAD_M_MIN_ROWS and PAD_M_MIN_W_BYTES)."""
     cfg = dict(cfg) if cfg else {}
     pad, rows, shift, pitch, pair, tail, xbox, pieces, cap, magic, late, align = (
@@ -101,7 +102,7 @@ def _runner(op, cfg):
 
     def run(*inp):
         saved = (D.PAD_M, D.ROWS_KERNEL, H.SHIFT_LAST_TILES, D.PITCH, D.PAD_M_MIN_ROWS, D.PAD_M_MIN_W_BYTES,
-                 FP8.PAIR_SPLIT, D.PITCH_SECTOR, PP.TAIL_SPLIT, PP.TAIL_MIN_K, PP.TAIL_MIN_SAVING, H.TRIM_X_BOX,
+                 FP8.PAIR_SPLIT, D.PITCH_SECTOR, CM.TAIL_SPLIT, CM.TAIL_MIN_K, CM.TAIL_MIN_SAVING, H.TRIM_X_BOX,
                  H.MAX_X_BOXES, HPLAN.SPLIT_PIECES, HH.CAP_STAGES, HH.TILE_MAGIC, HH.LATE_INIT, D.PITCH_MIN_LOADS,
                  DENSE.REDUCE_ALIGN)
         DENSE.REDUCE_ALIGN = bool(align)
@@ -119,11 +120,11 @@ def _runner(op, cfg):
         H.TRIM_X_BOX = xbox is not False
         if xbox is not True and xbox is not False:
             H.MAX_X_BOXES = int(xbox)
-        PP.TAIL_SPLIT = tail is not False
+        CM.TAIL_SPLIT = tail is not False
         if tail == "always":
-            PP.TAIL_MIN_K, PP.TAIL_MIN_SAVING = 0, 0.0
+            CM.TAIL_MIN_K, CM.TAIL_MIN_SAVING = 0, 0.0
         elif tail is not True and tail is not False:
-            PP.TAIL_MIN_K = int(tail)
+            CM.TAIL_MIN_K = int(tail)
         kernels = (DENSE.gemm_tma_kernel, DENSE.gemm_kernel)
         if prev:  # dense's plans hold the kernel they launch: none cached across the swap
             DENSE._PLANS.clear()
@@ -132,7 +133,7 @@ def _runner(op, cfg):
             return op.run(inp, cfg)
         finally:
             (D.PAD_M, D.ROWS_KERNEL, H.SHIFT_LAST_TILES, D.PITCH, D.PAD_M_MIN_ROWS, D.PAD_M_MIN_W_BYTES,
-             FP8.PAIR_SPLIT, D.PITCH_SECTOR, PP.TAIL_SPLIT, PP.TAIL_MIN_K, PP.TAIL_MIN_SAVING, H.TRIM_X_BOX,
+             FP8.PAIR_SPLIT, D.PITCH_SECTOR, CM.TAIL_SPLIT, CM.TAIL_MIN_K, CM.TAIL_MIN_SAVING, H.TRIM_X_BOX,
              H.MAX_X_BOXES, HPLAN.SPLIT_PIECES, HH.CAP_STAGES, HH.TILE_MAGIC, HH.LATE_INIT, D.PITCH_MIN_LOADS,
              DENSE.REDUCE_ALIGN) = saved
             if prev:

@@ -28,8 +28,8 @@ sectors: the ping-pong runs the same tile faster); below
 M = 64 where the swap-AB decode tiles are few, the Triton tier's decode tile split along K (`decode_split`); N in one
 tile column
 the Triton tier's 64-row tile split to one wave; then a cooperative Gluon tile or the ping-pong by wave
-efficiency (on rows off 32-byte sectors, K % 16 == 8, the coop tile with the fewer rows of the operand left
-off them, or the other where it fills more of its waves: `off_sector`), bf16's 64 x 192 ping-pong (split-K at
+efficiency, each tile's tail split counted (`tail_waves`; on rows off 32-byte sectors, K % 16 == 8, the coop tile
+with the fewer rows of the operand left off them, or the other where it fills more of its waves: `off_sector`), bf16's 64 x 192 ping-pong (split-K at
 128 < M <= 512) where its waves are the fullest, bf16's swap-AB decode tile on 128 weight rows where that takes its
 tiles into one round of the SMs, and at 64 < M <= 128 the
 Gluon ping-pong where the Triton tier would run its bucket unsplit (`m128_tile`); at 64 < M <= 256 in fp8, the
@@ -237,6 +237,21 @@ FITTED_OPS = ("a16w16", "a8w8", "a8w8_int8", "a8w8_blockscale")
 #   coop_tail    bf16, over `coop_widths` from M = 129: at K >= COOP_TAIL_MIN_K the coop bucket's 128 x 256 keeps a call
 #                whose width tile would take two waves, where its own tiles take a round and a tail the kernels' tail
 #                split runs along K (what was measured: at COOP_TAIL_MIN_K below; held out 0.891 -> 0.941x).
+#   tail_waves   bf16, in `gluon_waves`' last choice (the coop 128 x 256 or the ping-pong 128 x 128): the two tiles'
+#                fills counting each one's tail split (`tail_fill`: the last round's R tiles as S K splits take 1 / S
+#                of a round, where the kernels' `tail_rule` splits them). The ping-pong where its fill so counted is
+#                GLUON_WAVE_MARGIN over the coop's (the coop's partial round over half the SMs cannot split, the
+#                ping-pong's twice as many tiles leave one that can: DeepSeek-V3 o_proj at M = 1024, 224 coop tiles
+#                leave 92, 448 ping-pong tiles 52 split 2); the coop in the ping-pong's place at K >= COOP_TAIL_MIN_K
+#                where its fill is TAIL_WAVES_COOP_MARGIN over. H200 against cuBLAS, heated, one process: first
+#                both ways by the margin from K = 2048 (ab/bf16_tail_waves_fit.json, _heldout.json: 88 shapes of
+#                random seeds 1-10 it changed): to the ping-pong every row up; to the coop down where the fills
+#                were within ~3% (to -24%), mixed at K < 12288 even at 1.125x, up at K >= 12288 from 1.07x
+#                (ab/bf16_pp_vs_coop_tail_fit.json / _heldout.json: 24 rows at 1.125-1.15x all up, +6 to +16%).
+#                Held out (ab/bf16_tail_waves_verify.json, seeds 11-20 and the two suite rows it changes): 45 rows
+#                0.81 -> 0.94x, to the ping-pong 30 rows +20% (min +0.4%), to the coop 15 rows +9% (min -0.2%).
+#                Unmeasured under Triton >= 3.9, where the coop's 128 x 256 has no tail split
+#                (kernels/_budgets.py TAIL_COOP_WIDE): there the rule counts a split the launch does not make.
 #   cdna_tiles   (gfx942 / gfx950) a "backend": "gluon" bucket names the CDNA ping-pong, one fixed 256 x 256 tile a
 #                program and no split-K: where those tiles are few (under FEW_TILES of the CUs) the bucket runs on the
 #                Triton tier, fitted (its split K and smaller tiles), as it did before the kernel had a launcher.
@@ -434,11 +449,11 @@ ONE_WAVE_FILL = 0.6  # `one_wave`: the least share of the SMs a tile's count fil
 SPLIT_WIDTH_MIN_M, SPLIT_WIDTH_MAX_M = 129, 512  # `split_widths`: where it won (M = 1024: mixed, see OP_RULES)
 SPLIT_WIDTH_FILL = 0.85  # `split_widths`: the least share of its waves (tiles over waves x SMs) its tiles fill
 # `deep_rows`: a 64-row ping-pong tile (`split_widths`, `narrow_pingpong`) at DEEP_ROWS_MIN_M < M <= DEEP_ROWS_MAX_M
-# (where it was measured) that takes more than DEEP_ROWS_WAVES waves: only at K < DEEP_ROWS_MAX_K
-# (hopper_pingpong.TAIL_MIN_K: from there the 128 x 128's partial last round is split along K, which evens out the
+# (where it was measured) that takes more than DEEP_ROWS_WAVES waves: only at K < TAIL_MIN_K
+# (`tail_rule`: from there the 128 x 128's partial last round is split along K, which evens out the
 # waves the 64-row tile would fill), and where its area fill is DEEP_ROWS_MARGIN over the coop's and the 128 x 128's
 # (a 64-row tile costs 1.2-1.6x the coop's time per output: each consumer reads a whole w box for 64 rows).
-DEEP_ROWS_MIN_M, DEEP_ROWS_MAX_M, DEEP_ROWS_WAVES, DEEP_ROWS_MAX_K, DEEP_ROWS_MARGIN = 256, 512, 2, 2048, 1.35
+DEEP_ROWS_MIN_M, DEEP_ROWS_MAX_M, DEEP_ROWS_WAVES, DEEP_ROWS_MARGIN = 256, 512, 2, 1.35
 # `narrow_columns`: above NARROW_MAX_M, `narrow_pingpong`'s 64 x 192 past DEEP_ROWS_WAVES waves only where its columns
 # are this full (N over its columns' width): at N = 640 (83%) 7355 x 640 x 14720 / 7038 x 640 x 9216 ran 0.72 / 0.69x
 # on it, 0.89 / 0.86x on the 128 x 128 (ab/bf16_narrow_n_large_m.json); within two waves it held (3202 x 320, 83%:
@@ -463,6 +478,10 @@ COOP_ROW_WAVES = 3  # `coop_widths` on one row of 128-row tiles (64 < M <= 128):
 # 3 down 0.2-2.6% (all three split three ways). Triton >= 3.9 runs this tile without its tail split
 # (kernels/_budgets.py TAIL_COOP_WIDE): there the rule's tile fills a round and a part (unmeasured).
 COOP_TAIL_MIN_K = 12288
+# `tail_waves` (in `gluon_waves`): the coop's and the 128 x 128 ping-pong's fills counting each one's tail split
+# (`tail_fill`): the ping-pong where its fill is GLUON_WAVE_MARGIN over the coop's; the coop in the ping-pong's place
+# only at K >= COOP_TAIL_MIN_K and a fill TAIL_WAVES_COOP_MARGIN over the ping-pong's.
+TAIL_WAVES_COOP_MARGIN = 1.05
 # The Gluon ping-pong tile of `wide_share` (what the tuned fp8 block-scale tables run at M <= 128, e.g.
 # A8W8_BLOCKSCALE-N=7168-K=16384.json), applied over the large-M Gluon bucket's other keys.
 SMALL_PINGPONG = {"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 64, "GROUP_SIZE_M": 4, "num_warps": 4, "num_stages": 6}
@@ -610,6 +629,81 @@ def fills_better(op: str, table: dict, fitted: dict, M: int, N: int, num_cus: in
         return False
     return (launch_fill(fitted, M, N, num_cus) >= FILL_OVER_TABLE
             and launch_fill(table, M, N, num_cus) < FILL_TABLE_BELOW)
+
+
+# ----------------------------------------------------------------------------- the tail split
+# The Gluon dense kernels' tail split (kernels/gluon/hopper_pingpong.tail_plan, the fp8 coop's hopper_fp8_plan.tail_plan):
+# where a persistent launch's tiles leave a partial last round, its R tiles run as S K splits each. Its count lives here
+# because the config model counts it in the waves a tile fills (`tail_fill`); the kernels' host code reads it here.
+#
+# The most K splits of a tail tile: the reduce reads every split's partial (fp8 8192³, 4 tail tiles: 32 splits
+# cost 10.1 us of reduce for 6.0 us less GEMM, with the reduce's split loop a runtime loop; 8 splits, unrolled,
+# 1.7 us for 7.1 us less: measured with an nsys profile of the tail split, docs/PERF.md decision log).
+MAX_TAIL_SPLITS = 8
+# The bf16 kernels' rule (`tail_rule`): where K is at least TAIL_MIN_K: a shorter tile's saved time does not pay for
+# the partials and the reduce launch. ab/bf16_tail_split.json (H200, against cuBLAS, 48 random shapes served by the
+# 128 x 128 tile with a partial last round, tail split forced on): K = 1024 lost on all 7 rows (-3 to -8%), K = 2048
+# won on all 15 (+1 to +21%), K >= 3072 on 25 of 26 (+0.5 to +24%; 3533 x 5120 x 4096, 64 tail tiles split 2 after 8
+# rounds, -3%); 0.869 -> 0.916x over the 48. And where its saving, (1 - 1 / S) of one round out of rounds + 1, is at
+# least TAIL_MIN_SAVING: held out (ab/bf16_tail_split_heldout.json, 40 other random shapes and the 11 suite rows the
+# rule splits: 0.876 -> 0.943x) the four rows under it ran -3.6 to +0.6% (4096 x 28672 x 4096: 40 tail tiles after 54
+# rounds), those over it -0.7 to +23%. TAIL_SPLIT False turns it off (read at each launch; benchmarks/ab_configs.py
+# "_tail": false).
+TAIL_SPLIT = True
+TAIL_MIN_K = 2048
+TAIL_MIN_SAVING = 0.04
+
+
+def split_count(K: int, BK: int, split_k: int) -> int:
+    """The splits a split-K launch runs for NUM_KSPLIT = split_k: ranges of q = cdiv(cdiv(K, BK), split_k)
+    K steps (hopper_parts `split_steps`), as many as start below K: cdiv(cdiv(K, BK), q) (K steps 112, NUM_KSPLIT 3:
+    3 x 38; K steps 5, NUM_KSPLIT 4: 3 x 2)."""
+    k_steps = -(-K // BK)
+    return -(-k_steps // -(-k_steps // split_k))
+
+
+def tail_split(tiles: int, ctas: int, k_steps: int, min_k_steps: int = 1) -> tuple[int, int]:
+    """(tail tiles R, splits S) of a persistent launch of `tiles` whole-K tiles on `ctas` CTAs: the R = tiles % ctas
+    tiles of the last, partial round run as S K-splits each (R * S <= ctas work items, one a CTA, S * R of the
+    round's CTAs busy instead of R; S <= MAX_TAIL_SPLITS), their fp32 partials summed by a reduce; (0, 1) where
+    there is no partial round after a full one (tiles <= ctas or tiles % ctas == 0), where fewer than 2 splits
+    fit, or where K has fewer than `min_k_steps` steps (a short tile's saved time does not pay for the partials
+    and the reduce).
+    S is the count whose K ranges of q = cdiv(k_steps, S) steps all start below K (`split_count`).
+
+    DeepSeek-V3 (2112, 7168) at M = 4096, 128 x 128 tiles on 132 SMs: 544 tiles = 4 rounds + 16; R = 16, S = 8,
+    so the fifth round is 128 items of 7 K steps (1/8 of a tile) instead of 16 whole tiles."""
+    if tiles <= ctas or k_steps < max(min_k_steps, 2):
+        return 0, 1
+    tail = tiles % ctas
+    if tail == 0:
+        return 0, 1
+    splits = min(ctas // tail, k_steps, MAX_TAIL_SPLITS)
+    if splits < 2:
+        return 0, 1
+    return tail, split_count(k_steps, 1, splits)
+
+
+def tail_rule(tiles: int, num_cus: int, K: int, BK: int, tail=None) -> tuple[int, int]:
+    """(R, S) of the bf16 kernels' tail split for `tiles` unsplit tiles of K step BK on min(tiles, SMs) CTAs
+    (`tail_split`): `tail` None the rule (TAIL_SPLIT, K >= TAIL_MIN_K, a saving of at least TAIL_MIN_SAVING),
+    False never, True wherever `tail_split` can. (0, 1): none."""
+    if tail is False or (tail is None and not TAIL_SPLIT):
+        return 0, 1
+    ctas = min(tiles, num_cus)
+    n_tail, splits = tail_split(tiles, ctas, -(-K // BK), 1 if tail else -(-TAIL_MIN_K // BK))
+    if tail is None and n_tail and (1 - 1 / splits) / (tiles // ctas + 1) < TAIL_MIN_SAVING:
+        return 0, 1
+    return n_tail, splits
+
+
+def tail_fill(tiles: int, num_cus: int, K: int, BK: int) -> float:
+    """`wave_efficiency` of `tiles` unsplit bf16 Gluon tiles counting their tail split (`tail_rule`): the last round's
+    R tiles as S splits take 1 / S of a round (the partials' stores and the reduce not counted)."""
+    n_tail, splits = tail_rule(tiles, num_cus, K, BK)
+    if not n_tail:
+        return wave_efficiency(tiles, num_cus)
+    return tiles / ((tiles // num_cus + 1 / splits) * num_cus)
 
 
 def wave_efficiency(tiles: int, num_cus: int) -> float:
@@ -884,7 +978,7 @@ def _rule_gluon_waves(c: _Call):
         if not DEEP_ROWS_MIN_M < M <= DEEP_ROWS_MAX_M or tiles <= DEEP_ROWS_WAVES * num_cus:
             return False
         best_area = max(area_fill(M, N, bm, 256, num_cus), area_fill(M, N, bm, 128, num_cus))
-        return K >= DEEP_ROWS_MAX_K or area_fill(M, N, 64, width, num_cus) < DEEP_ROWS_MARGIN * best_area
+        return K >= TAIL_MIN_K or area_fill(M, N, 64, width, num_cus) < DEEP_ROWS_MARGIN * best_area
 
     short_pp = rules.get("short_k_pingpong")  # no coop tile at a short K (below)
     if short_pp and not (K <= SHORT_K_PINGPONG_MAX_K and K % short_pp["BLOCK_SIZE_K"] == 0):
@@ -979,13 +1073,27 @@ def _rule_gluon_waves(c: _Call):
             return short, [f"{pp} tiles of {bm} x 128 for {num_cus} SMs, the Triton tier split "
                            f"{tile['NUM_KSPLIT']} ways: the ping-pong's 64 x 64, {how} (`short_split`)"]
         return tile, [f"{pp} tiles of {bm} x 128 for {num_cus} SMs: the Triton tier"] + notes
+    # `tail_waves` (not in `deep_rows`' test above: with it, 3 of 6 rows of 64 x 192 split 4 lost 8-10% to the 128 x 128)
+    bk = cfg["BLOCK_SIZE_K"]
+    tail_coop, tail_pp = tail_fill(coop, num_cus, K, bk), tail_fill(pp, num_cus, K, bk)
+    tails = (tail_coop, tail_pp) != (eff_coop, eff_pp)
+    if tails and not pp_after and tail_pp > GLUON_WAVE_MARGIN * tail_coop:
+        pp_after = True
+    elif tails and pp_after and K >= COOP_TAIL_MIN_K and tail_coop >= TAIL_WAVES_COOP_MARGIN * tail_pp:
+        pp_after = False
+    else:
+        tails = False
+    fills = f"{coop} tiles of {bm} x 256 fill {eff_coop:.0%} of their waves, {pp} of {bm} x 128 {eff_pp:.0%}"
+    if tails:
+        fills = (f"{coop} tiles of {bm} x 256 fill {tail_coop:.0%} of their waves, {pp} of {bm} x 128 {tail_pp:.0%} "
+                 f"counting their tail splits (`tail_waves`)")
     if pp == coop or pp_after:  # pp == coop: N <= 128, half the coop tile empty
-        return dict(cfg, BLOCK_SIZE_N=128, num_warps=4, num_stages=6), [
-            f"{coop} tiles of {bm} x 256 fill {eff_coop:.0%} of their waves, {pp} of {bm} x 128 {eff_pp:.0%}: "
-            "the ping-pong"]
+        return dict(cfg, BLOCK_SIZE_N=128, num_warps=4, num_stages=6), [f"{fills}: the ping-pong"]
     if short_pp:
         return dict(short_pp), [f"K = {K}: the ping-pong's {short_pp['BLOCK_SIZE_M']} x {short_pp['BLOCK_SIZE_N']}, "
                                 "not the coop (`short_k_pingpong`)"]
+    if tails:
+        return cfg, [f"{fills}: the coop"]
     return cfg, []
 
 

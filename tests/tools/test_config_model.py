@@ -710,6 +710,44 @@ def test_coop_tail_needs_a_partial_round_of_at_most_half_the_sms():
     assert not model.coop_tail(160, 256, model.COOP_TAIL_MIN_K - 16, 132)
 
 
+@pytest.mark.parametrize("M, N, K, want", [
+    # `tail_waves` (ab/bf16_tail_waves_{fit,heldout,verify}.json): the coop 128 x 256 against the ping-pong 128 x 128
+    # by fills that count each one's tail split. The ping-pong where its tail split fills GLUON_WAVE_MARGIN more:
+    (1024, 7168, 16384, 128),  # DeepSeek-V3 o_proj: 224 coop tiles leave 92 (unsplit), 448 ping-pong 52 split 2 (+15%)
+    (139, 8896, 27776, 128),  # 70 coop tiles in one round; 140 of 128 x 128: a tail of 8 split 8 ways (0.50 -> 0.83x)
+    (1735, 1792, 2944, 128),  # at a short K too (+10%)
+    (1735, 1792, 1536, 256),  # ... not under TAIL_MIN_K (no tail split)
+    # the coop in the ping-pong's place only at K >= COOP_TAIL_MIN_K, filling TAIL_WAVES_COOP_MARGIN more:
+    (2384, 2304, 12288, 256),  # 171 coop tiles, a tail of 39 split 3 ways, against 342 with an unsplit 78 (+4%)
+    (3583, 1536, 14816, 256),  # (+7%)
+    (2422, 2304, 8064, 128),  # the same fills under COOP_TAIL_MIN_K: mixed there (-6 to +6%), the ping-pong stays
+    (1642, 3808, 2640, 128),  # equal fills counting the tails: the ping-pong stays (the coop -14%)
+    (376, 11760, 21152, 128),  # 64 x 192's `deep_rows` test keeps the ping-pong by whole-round fills (pp stays)
+])
+def test_a16w16_tail_waves(M, N, K, want):
+    cfg, source = configs.serve("a16w16", H200, M, N, K)
+    assert (cfg["BLOCK_SIZE_M"], cfg["BLOCK_SIZE_N"], cfg["backend"]) == (128, want, "gluon"), source
+    assert cfg["num_warps"] == (8 if want == 256 else 4), source
+    changed = (M, N, K) not in ((1735, 1792, 1536), (2422, 2304, 8064), (1642, 3808, 2640), (376, 11760, 21152))
+    assert ("(`tail_waves`)" in source) == changed, source
+
+
+def test_tail_fill_counts_the_last_rounds_splits():
+    # 1412 x 6144: 576 tiles of 128 x 128 = 4 rounds + 48 split 2 ways: 4.5 rounds' time
+    assert model.tail_fill(576, 132, 25984, 64) == pytest.approx(576 / (4.5 * 132))
+    assert model.tail_fill(576, 132, model.TAIL_MIN_K - 64, 64) == model.wave_efficiency(576, 132)
+    assert model.tail_fill(120, 132, 25984, 64) == model.wave_efficiency(120, 132)  # one round: nothing to split
+    assert model.tail_fill(132 + 67, 132, 25984, 64) == model.wave_efficiency(132 + 67, 132)  # one split a tail tile
+    # the kernels' rule is the model's: the same (R, S) for the ping-pong's and the coop's plans
+    from gemmkit.kernels.gluon import hopper_coop, hopper_pingpong
+    for derive, bn in ((hopper_pingpong.derive, 128), (hopper_coop.derive, 256)):
+        cfg = {"BLOCK_SIZE_M": 128, "BLOCK_SIZE_N": bn, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 8,
+               "num_warps": 4 if bn == 128 else 8, "num_stages": 4, "NUM_KSPLIT": 1, "backend": "gluon"}
+        for M, N, K in ((1412, 6144, 25984), (4096, 28672, 4096), (790, 4800, 2048), (139, 8896, 27776)):
+            tiles = -(-M // 128) * -(-N // bn)
+            assert hopper_pingpong.tail_plan(derive(cfg, H200), M, N, K, 132) == model.tail_rule(tiles, 132, K, 64)
+
+
 def test_area_fill_counts_columns_past_n_as_empty():
     # 4096 x 576: 128 tiles of 128 x 144 or of 128 x 160 (one wave each); the 160-wide leave 10% of theirs empty
     assert model.area_fill(4096, 576, 128, 144, 132) == pytest.approx(4096 * 576 / (132 * 128 * 144))
@@ -847,9 +885,7 @@ def test_a16w16_short_k_few_tiles_take_the_ping_pong(M, N, K, want):
 
 
 def test_model_mirrors_of_kernel_and_dispatch_constants():
-    from gemmkit.kernels.gluon import hopper_pingpong
     from gemmkit.ops import dispatch
-    assert model.DEEP_ROWS_MAX_K == hopper_pingpong.TAIL_MIN_K
     assert model.SECTOR_ELEMENTS * 2 == dispatch.PITCH_SECTOR  # bf16
 
 

@@ -37,6 +37,7 @@ from triton.experimental.gluon import language as gl
 
 from ... import launcher
 from .. import _host
+from ...configs.model import MAX_TAIL_SPLITS, split_count, tail_split  # noqa: F401  (the host code's split counts)
 from ..triton import _schedule, dense
 
 # A Gluon config's keys (the Hopper kernels' `check_config`; `unique_cases` compiles each distinct one once) and
@@ -130,14 +131,6 @@ def staged_dtype(cfg: dict, out_dtype: str) -> str:
     return "fp32" if cfg.get("NUM_KSPLIT", 1) > 1 else out_dtype
 
 
-def split_count(K: int, BK: int, split_k: int) -> int:
-    """The splits a split-K launch runs for NUM_KSPLIT = split_k: ranges of q = cdiv(cdiv(K, BK), split_k)
-    K steps (hopper_parts `split_steps`), as many as start below K: cdiv(cdiv(K, BK), q) (K steps 112, NUM_KSPLIT 3:
-    3 x 38; K steps 5, NUM_KSPLIT 4: 3 x 2)."""
-    k_steps = -(-K // BK)
-    return -(-k_steps // -(-k_steps // split_k))
-
-
 def one_wave_splits(tiles: int, num_cus: int) -> int:
     """The most K splits of `tiles` tiles that stay within one wave of `num_cus` persistent CTAs (one (split,
     tile) item a CTA): the rule of `fit_split_k` and of the tuner's `fill_splits`."""
@@ -156,34 +149,6 @@ def fit_split_k(cfg: dict, M: int, N: int, K: int, target) -> dict:
     tiles = -(-M // cfg["BLOCK_SIZE_M"]) * -(-N // cfg["BLOCK_SIZE_N"])
     split = min(split, one_wave_splits(tiles, target.num_cus))
     return dict(cfg, NUM_KSPLIT=split_count(K, cfg["BLOCK_SIZE_K"], split) if split > 1 else 1)
-
-
-# The most K splits of a tail tile: the reduce reads every split's partial (fp8 8192³, 4 tail tiles: 32 splits
-# cost 10.1 us of reduce for 6.0 us less GEMM, with the reduce's split loop a runtime loop; 8 splits, unrolled,
-# 1.7 us for 7.1 us less: measured with an nsys profile of the tail split, docs/PERF.md decision log).
-MAX_TAIL_SPLITS = 8
-
-
-def tail_split(tiles: int, ctas: int, k_steps: int, min_k_steps: int = 1) -> tuple[int, int]:
-    """(tail tiles R, splits S) of a persistent launch of `tiles` whole-K tiles on `ctas` CTAs: the R = tiles % ctas
-    tiles of the last, partial round run as S K-splits each (R * S <= ctas work items, one a CTA, S * R of the
-    round's CTAs busy instead of R; S <= MAX_TAIL_SPLITS), their fp32 partials summed by a reduce; (0, 1) where
-    there is no partial round after a full one (tiles <= ctas or tiles % ctas == 0), where fewer than 2 splits
-    fit, or where K has fewer than `min_k_steps` steps (a short tile's saved time does not pay for the partials
-    and the reduce).
-    S is the count whose K ranges of q = cdiv(k_steps, S) steps all start below K (`split_count`).
-
-    DeepSeek-V3 (2112, 7168) at M = 4096, 128 x 128 tiles on 132 SMs: 544 tiles = 4 rounds + 16; R = 16, S = 8,
-    so the fifth round is 128 items of 7 K steps (1/8 of a tile) instead of 16 whole tiles."""
-    if tiles <= ctas or k_steps < max(min_k_steps, 2):
-        return 0, 1
-    tail = tiles % ctas
-    if tail == 0:
-        return 0, 1
-    splits = min(ctas // tail, k_steps, MAX_TAIL_SPLITS)
-    if splits < 2:
-        return 0, 1
-    return tail, split_count(k_steps, 1, splits)
 
 
 # ----------------------------------------------------------------------------- launch

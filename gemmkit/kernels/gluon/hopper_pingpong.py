@@ -191,6 +191,7 @@ from triton.experimental.gluon.language.nvidia.hopper import (
     fence_async_shared, mbarrier, tma, warpgroup_mma, warpgroup_mma_init, warpgroup_mma_wait)
 
 from ... import configs
+from ...configs import model as config_model
 from .. import _host
 from ..triton._epilogue import ACTIVATIONS, bias_activation
 from . import hopper_host as hh
@@ -307,35 +308,21 @@ def kernel_constexprs(plan: PingPongPlan, *, has_bias: bool, activation: str, ta
             **dense_constexprs(plan, has_bias=has_bias, activation=activation), "SWAP": plan.swap, "TAIL": tail}
 
 
-# The tail split (`tail_plan`): where a launch's tiles leave a partial last round, its R tiles run as S K splits each
-# (hopper_host.tail_split), where K is at least TAIL_MIN_K: a shorter tile's saved time does not pay for the partials
-# and the reduce launch. ab/bf16_tail_split.json (H200, against cuBLAS, 48 random shapes served by the 128 x 128 tile
-# with a partial last round, tail split forced on): K = 1024 lost on all 7 rows (-3 to -8%), K = 2048 won on all 15
-# (+1 to +21%), K >= 3072 on 25 of 26 (+0.5 to +24%; 3533 x 5120 x 4096, 64 tail tiles split 2 after 8 rounds, -3%);
-# 0.869 -> 0.916x over the 48. And where its saving, (1 - 1 / S) of one round out of rounds + 1, is at least
-# TAIL_MIN_SAVING: held out (ab/bf16_tail_split_heldout.json, 40 other random shapes and the 11 suite rows the rule
-# splits: 0.876 -> 0.943x) the four rows under it ran -3.6 to +0.6% (4096 x 28672 x 4096: 40 tail tiles after 54
-# rounds), those over it -0.7 to +23%. TAIL_SPLIT False turns it off (benchmarks/ab_configs.py "_tail": false).
-TAIL_SPLIT = True
-TAIL_MIN_K = 2048
-TAIL_MIN_SAVING = 0.04
+# The tail split (`tail_plan`): where a launch's tiles leave a partial last round, its R tiles run as S K splits each;
+# the count and the rule (K >= TAIL_MIN_K, a saving of TAIL_MIN_SAVING, the TAIL_SPLIT switch) are configs/model.py's
+# `tail_rule`, which the config model counts in a tile's waves too.
 
 
 def tail_plan(plan, M: int, N: int, K: int, num_cus: int, tail=None) -> tuple[int, int]:
     """(tail tiles R, splits S) of a launch of this kernel or hopper_coop.py's (`plan` a PingPongPlan or CoopPlan;
-    hopper_host.tail_split on min(tiles, SMs) CTAs); (0, 1): none. Only the unsplit, power-of-two, unswapped tile
+    configs/model.py `tail_rule` on min(tiles, SMs) CTAs); (0, 1): none. Only the unsplit, power-of-two, unswapped tile
     (split-K has its own splits; a split tile's two accumulators and sub-tiled stores and the transposed tile have
-    no partial store). `tail` None: the rule (TAIL_SPLIT, K >= TAIL_MIN_K, the saving at least TAIL_MIN_SAVING),
-    False: never, True: wherever tail_split can."""
+    no partial store). `tail` None: the rule (TAIL_SPLIT, K >= TAIL_MIN_K, the saving at least TAIL_MIN_SAVING: all
+    config_model's), False: never, True: wherever tail_split can."""
     swap = getattr(plan, "swap", False)  # (a CoopPlan has no transposed tile)
-    if plan.split_k > 1 or swap or plan.BN_TAIL or tail is False or (tail is None and not TAIL_SPLIT):
+    if plan.split_k > 1 or swap or plan.BN_TAIL:
         return 0, 1
-    tiles = -(-M // plan.BM) * -(-N // plan.BN)
-    ctas = min(tiles, num_cus)
-    n_tail, splits = hh.tail_split(tiles, ctas, -(-K // plan.BK), 1 if tail else -(-TAIL_MIN_K // plan.BK))
-    if tail is None and n_tail and (1 - 1 / splits) / (tiles // ctas + 1) < TAIL_MIN_SAVING:
-        return 0, 1
-    return n_tail, splits
+    return config_model.tail_rule(-(-M // plan.BM) * -(-N // plan.BN), num_cus, K, plan.BK, tail)
 
 
 def y_box(plan: PingPongPlan) -> tuple:
