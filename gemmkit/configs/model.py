@@ -252,6 +252,15 @@ FITTED_OPS = ("a16w16", "a8w8", "a8w8_int8", "a8w8_blockscale")
 #                0.81 -> 0.94x, to the ping-pong 30 rows +20% (min +0.4%), to the coop 15 rows +9% (min -0.2%).
 #                Unmeasured under Triton >= 3.9, where the coop's 128 x 256 has no tail split
 #                (kernels/_budgets.py TAIL_COOP_WIDE): there the rule counts a split the launch does not make.
+#   narrow_tail  bf16, in `gluon_waves`: `narrow_pingpong`'s 64 x 192 gives way to the ping-pong 128 x 128 where that
+#                tile's area fill counting its tail split (`tail_fill`, rows and columns past M / N empty) is
+#                NARROW_TAIL_MARGIN over the 64 x 192 launch's (4416 x 512 x 7680: 207 tiles of 64 x 192 fill 70%,
+#                140 of 128 x 128 leave a tail of 8 split 8 ways, 93%). H200 against cuBLAS, heated, one process:
+#                fitted on ab/bf16_pp_tail_vs_narrow_fit.json (the 128 x 128 forced against served 64-row and split
+#                tiles it fills more than, seeds 1-10: the 64 x 192 at >= 1.2x 4 of 4 up +1 to +16%, at 1.09-1.12x
+#                mixed -2 to +7%; the coop's 128 x 144 / 160 / 192 mixed, left alone); held out
+#                (ab/bf16_pp_tail_vs_narrow_heldout.json, seeds 11-20: at >= 1.2x 4 of 4 +22 to +41%;
+#                ab/bf16_narrow_tail_verify.json, every shape of seeds 21-60 it changes, 49: all up, 0.757 -> 0.913x).
 #   cdna_tiles   (gfx942 / gfx950) a "backend": "gluon" bucket names the CDNA ping-pong, one fixed 256 x 256 tile a
 #                program and no split-K: where those tiles are few (under FEW_TILES of the CUs) the bucket runs on the
 #                Triton tier, fitted (its split K and smaller tiles), as it did before the kernel had a launcher.
@@ -482,6 +491,9 @@ COOP_TAIL_MIN_K = 12288
 # (`tail_fill`): the ping-pong where its fill is GLUON_WAVE_MARGIN over the coop's; the coop in the ping-pong's place
 # only at K >= COOP_TAIL_MIN_K and a fill TAIL_WAVES_COOP_MARGIN over the ping-pong's.
 TAIL_WAVES_COOP_MARGIN = 1.05
+# `narrow_tail` (in `gluon_waves`): `narrow_pingpong`'s 64 x 192 gives way to the ping-pong 128 x 128 where that tile's
+# area fill counting its tail split (`tail_fill`) is NARROW_TAIL_MARGIN over the 64 x 192 launch's (`launch_fill`).
+NARROW_TAIL_MARGIN = 1.2
 # The Gluon ping-pong tile of `wide_share` (what the tuned fp8 block-scale tables run at M <= 128, e.g.
 # A8W8_BLOCKSCALE-N=7168-K=16384.json), applied over the large-M Gluon bucket's other keys.
 SMALL_PINGPONG = {"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 64, "GROUP_SIZE_M": 4, "num_warps": 4, "num_stages": 6}
@@ -1034,7 +1046,14 @@ def _rule_gluon_waves(c: _Call):
                 return dict(t), [f"{n_tiles} tiles of {nm} x {nn} (K split up to {split}) fill {eff_narrow:.0%} of "
                                  f"their waves; K = {K}: one wave of the ping-pong's {t['BLOCK_SIZE_M']} x "
                                  f"{t['BLOCK_SIZE_N']}, {n} tiles, unsplit"]
-        return dict(cfg, **dict(narrow, NUM_KSPLIT=split)), [
+        chosen = dict(cfg, **dict(narrow, NUM_KSPLIT=split))
+        narrow_area = launch_fill(chosen, M, N, num_cus)
+        pp_area = tail_fill(pp, num_cus, K, cfg["BLOCK_SIZE_K"]) * M * N / (pp * bm * 128)  # (rows / columns past M / N empty)
+        if pp_area >= NARROW_TAIL_MARGIN * narrow_area:  # `narrow_tail`
+            return dict(cfg, BLOCK_SIZE_N=128, num_warps=4, num_stages=6), [
+                f"{n_tiles} tiles of {nm} x {nn} (K split up to {split}) fill {narrow_area:.0%} of their waves' "
+                f"area, {pp} of {bm} x 128 {pp_area:.0%} counting their tail split: the ping-pong (`narrow_tail`)"]
+        return chosen, [
             f"{coop} tiles of {bm} x 256 fill {eff_coop:.0%} of their waves, {pp} of {bm} x 128 "
             f"{eff_pp:.0%}, {n_tiles} of {nm} x {nn} (K split up to {split}) {eff_narrow:.0%}: the ping-pong's "
             f"{nm} x {nn}"]

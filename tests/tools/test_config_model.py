@@ -732,6 +732,23 @@ def test_a16w16_tail_waves(M, N, K, want):
     assert ("(`tail_waves`)" in source) == changed, source
 
 
+@pytest.mark.parametrize("M, N, K, pingpong", [
+    # `narrow_tail` (ab/bf16_pp_tail_vs_narrow_{fit,heldout}.json, bf16_narrow_tail_verify.json): the 64 x 192 gives way
+    # to the 128 x 128 where that tile's area fill counting its tail split is NARROW_TAIL_MARGIN over
+    (4416, 512, 7680, True),  # 207 tiles of 64 x 192 (70%) against 140 of 128 x 128, a tail of 8 split 8 ways (93%): +22%
+    (292, 6144, 12864, True),  # against the 64 x 192 split 4 (55% against 74%): +26%
+    (2636, 896, 18960, True),  # held out: 0.61 -> 0.99x
+    (5459, 512, 6080, False),  # 1.12x more: mixed there (-0.2%), the 64 x 192 stays
+    (949, 2688, 6016, False),  # 1.12x (+7%; the band is mixed)
+])
+def test_a16w16_narrow_tail(M, N, K, pingpong):
+    cfg, source = configs.serve("a16w16", H200, M, N, K)
+    if pingpong:
+        assert tile(cfg) == (128, 128, 1, 4) and "(`narrow_tail`)" in source, source
+    else:
+        assert (cfg["BLOCK_SIZE_M"], cfg["BLOCK_SIZE_N"]) == (64, 192) and "narrow_tail" not in source, source
+
+
 def test_tail_fill_counts_the_last_rounds_splits():
     # 1412 x 6144: 576 tiles of 128 x 128 = 4 rounds + 48 split 2 ways: 4.5 rounds' time
     assert model.tail_fill(576, 132, 25984, 64) == pytest.approx(576 / (4.5 * 132))
