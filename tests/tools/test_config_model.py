@@ -847,7 +847,8 @@ def _kernel(cfg):
     # 64-row tiles give way where K >= 2048 (the 128 x 128's tail split) ...
     (287, 11848, 5744, "pp 128x128"),  # 375 of 64 x 160: 0.58 -> 0.67x
     (370, 12728, 6096, "pp 128x128"),  # 0.63 -> 0.82x
-    (426, 12768, 6296, "coop 128x256"),  # the 64 x 192: 0.69 -> 0.95x
+    (426, 12768, 6296, "pp 128x128"),  # the 64 x 192: 0.69 -> 0.95x on the coop; `tail_waves`: the 128 x 128's
+    #                                    tail split (400 tiles, 97%) against the coop's 76%: 0.90 -> 0.99x
     # ... or where their area fill is not DEEP_ROWS_MARGIN over the 128-row tiles'
     (459, 6960, 1832, "coop 256x128"),  # 392 of 64 x 144 fill 88%, 128 x 256 74%: 0.51 -> 0.76x; K % 16 == 8:
     #                                     `off_sector`'s 256 x 128 (0.83 -> 0.89x)
@@ -868,7 +869,7 @@ def test_a16w16_deep_rows(M, N, K, want):
     # 64 x 192 past two waves gives way where its last column leaves its columns under NARROW_COLUMN_FILL full
     (7355, 640, 14720, "pp 128x128"),  # 460 tiles, columns 83% full: 0.72 -> 0.89x
     (6840, 584, 16496, "pp 128x128"),  # 0.48 -> 0.82x (held out)
-    (5398, 1176, 16080, "coop 128x256"),  # 0.59 -> 0.80x (held out)
+    (5398, 1176, 16080, "pp 128x128"),  # 0.59 -> 0.80x on the coop (held out); `tail_waves`: 0.79 -> 0.89x
     (3202, 320, 7040, "pp 64x192"),  # 102 tiles: under a wave (1.06x on it, 0.86x on the 128 x 128)
     (2298, 576, 7424, "pp 64x192"),  # whole columns
     (1024, 4608, 36864, "pp 64x192"),  # whole columns, 2.9 waves
