@@ -1048,7 +1048,8 @@ def _rule_gluon_waves(c: _Call):
                                  f"{t['BLOCK_SIZE_N']}, {n} tiles, unsplit"]
         chosen = dict(cfg, **dict(narrow, NUM_KSPLIT=split))
         narrow_area = launch_fill(chosen, M, N, num_cus)
-        pp_area = tail_fill(pp, num_cus, K, cfg["BLOCK_SIZE_K"]) * M * N / (pp * bm * 128)  # (rows / columns past M / N empty)
+        # (the 128 x 128's rows and columns past M and N count as empty, as in `launch_fill`)
+        pp_area = tail_fill(pp, num_cus, K, cfg["BLOCK_SIZE_K"]) * M * N / (pp * bm * 128)
         if pp_area >= NARROW_TAIL_MARGIN * narrow_area:  # `narrow_tail`
             return dict(cfg, BLOCK_SIZE_N=128, num_warps=4, num_stages=6), [
                 f"{n_tiles} tiles of {nm} x {nn} (K split up to {split}) fill {narrow_area:.0%} of their waves' "
@@ -1092,18 +1093,15 @@ def _rule_gluon_waves(c: _Call):
             return short, [f"{pp} tiles of {bm} x 128 for {num_cus} SMs, the Triton tier split "
                            f"{tile['NUM_KSPLIT']} ways: the ping-pong's 64 x 64, {how} (`short_split`)"]
         return tile, [f"{pp} tiles of {bm} x 128 for {num_cus} SMs: the Triton tier"] + notes
-    # `tail_waves` (not in `deep_rows`' test above: with it, 3 of 6 rows of 64 x 192 split 4 lost 8-10% to the 128 x 128)
+    # `tail_waves`: the same choice by fills that count each tile's tail split (not in `deep_rows`' test above: with
+    # it, 3 of 6 rows of 64 x 192 split 4 lost 8-10% to the 128 x 128)
     bk = cfg["BLOCK_SIZE_K"]
     tail_coop, tail_pp = tail_fill(coop, num_cus, K, bk), tail_fill(pp, num_cus, K, bk)
-    tails = (tail_coop, tail_pp) != (eff_coop, eff_pp)
-    if tails and not pp_after and tail_pp > GLUON_WAVE_MARGIN * tail_coop:
-        pp_after = True
-    elif tails and pp_after and K >= COOP_TAIL_MIN_K and tail_coop >= TAIL_WAVES_COOP_MARGIN * tail_pp:
-        pp_after = False
-    else:
-        tails = False
+    flipped = (not pp_after and tail_pp > GLUON_WAVE_MARGIN * tail_coop
+               or pp_after and K >= COOP_TAIL_MIN_K and tail_coop >= TAIL_WAVES_COOP_MARGIN * tail_pp)
+    pp_after ^= flipped
     fills = f"{coop} tiles of {bm} x 256 fill {eff_coop:.0%} of their waves, {pp} of {bm} x 128 {eff_pp:.0%}"
-    if tails:
+    if flipped:
         fills = (f"{coop} tiles of {bm} x 256 fill {tail_coop:.0%} of their waves, {pp} of {bm} x 128 {tail_pp:.0%} "
                  f"counting their tail splits (`tail_waves`)")
     if pp == coop or pp_after:  # pp == coop: N <= 128, half the coop tile empty
@@ -1111,7 +1109,7 @@ def _rule_gluon_waves(c: _Call):
     if short_pp:
         return dict(short_pp), [f"K = {K}: the ping-pong's {short_pp['BLOCK_SIZE_M']} x {short_pp['BLOCK_SIZE_N']}, "
                                 "not the coop (`short_k_pingpong`)"]
-    if tails:
+    if flipped:
         return cfg, [f"{fills}: the coop"]
     return cfg, []
 
