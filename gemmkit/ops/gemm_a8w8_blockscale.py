@@ -137,15 +137,15 @@ def compile_for(x, w, x_scale, w_scale, config: dict, block_shape=(128, 128), ou
 
 def isa_cases(archs):
     """Every bucket of every shipped table (fp8), plus (sm_90) the tail reduce of the Gluon coop kernel's tail
-    split as the DeepSeek-V3 (2112, 7168) row at M = 4096 runs it (hopper_host.tail_split: 8 splits; 4-row
+    split as the DeepSeek-V3 (2112, 7168) row at M = 4096 runs it (configs/model.tail_split: 8 splits; 4-row
     programs)."""
     yield from G.table_cases(OP, archs, dtypes=("fp8",))
     if "sm_90" in archs:
         from .. import arch as _arch
-        from ..kernels.gluon import hopper_host as hh
+        from ..configs.model import tail_split
 
         sms = _arch.ARCHS["sm_90"].num_cus
-        tail, splits = hh.tail_split(32 * 17, sms, 7168 // 128)  # (2112, 7168) at M = 4096, 128 x 128 x 128 tiles
+        tail, splits = tail_split(32 * 17, sms, 7168 // 128)  # (2112, 7168) at M = 4096, 128 x 128 x 128 tiles
         yield {"kernel": "tail_reduce_kernel", "op": OP, "arch": "sm_90", "table": "-", "bucket": "-",
                # BLOCK_M x BLOCK_N: one program's rows of a TILE_M x BLOCK_N tail tile (the report's reduce columns)
                "config": {"SPLIT_K": splits, "BLOCK_M": G.tail_reduce_rows(128, tail, 2 * sms), "BLOCK_N": 128,

@@ -1,4 +1,4 @@
-"""The coop FP8 kernel's tail split (kernels/gluon/hopper_host.tail_split, hopper_pingpong_fp8.tail_plan) and its
+"""The coop FP8 kernel's tail split (configs/model.tail_split, hopper_pingpong_fp8.tail_plan) and its
 reduce (kernels/triton/_splitk_reduce.tail_reduce_kernel, kernels/triton/dense.launch_tail_reduce), on the CPU.
 
 The rule is pure host arithmetic; the reduce is a Triton kernel, run here in the interpreter against torch on a
@@ -10,38 +10,38 @@ import pytest
 import torch
 
 from gemmkit import arch
-from gemmkit.kernels.gluon import hopper_host as hh
+from gemmkit.configs import model
 
 from _util import poisoned, within_bound
 
 
 def test_tail_split_rule():
     # DeepSeek-V3 (2112, 7168) at M = 4096, 128 x 128 tiles, 132 SMs: 4 rounds + 16 tiles; 8 splits of 7 steps.
-    assert hh.tail_split(32 * 17, 132, 56, 8) == (16, 8)
+    assert model.tail_split(32 * 17, 132, 56, 8) == (16, 8)
     # at most one split a K step, at most MAX_TAIL_SPLITS
-    assert hh.tail_split(133, 132, 7) == (1, 7)
-    assert hh.tail_split(136, 132, 7) == (4, 7)
+    assert model.tail_split(133, 132, 7) == (1, 7)
+    assert model.tail_split(136, 132, 7) == (4, 7)
     # every split's K range starts below K: 26 tail tiles, 5 splits wanted of 7 steps: 2 steps each, so 4 splits
-    assert hh.tail_split(132 + 26, 132, 7) == (26, 4)
-    assert hh.tail_split(138, 132, 5) == (6, 5)
-    assert hh.tail_split(137, 132, 9) == (5, 5)  # 26 wanted, capped at 8: 2 steps each, so 5 start below K
-    assert hh.tail_split(140, 132, 7) == (8, 7)
-    assert hh.tail_split(4096, 132, 64) == (4, 8)  # fp8 8192³: 4 tail tiles, 8 splits (not 32) of 8 steps
+    assert model.tail_split(132 + 26, 132, 7) == (26, 4)
+    assert model.tail_split(138, 132, 5) == (6, 5)
+    assert model.tail_split(137, 132, 9) == (5, 5)  # 26 wanted, capped at 8: 2 steps each, so 5 start below K
+    assert model.tail_split(140, 132, 7) == (8, 7)
+    assert model.tail_split(4096, 132, 64) == (4, 8)  # fp8 8192³: 4 tail tiles, 8 splits (not 32) of 8 steps
     # no partial round after a full one, or too big a tail for 2 splits, or K too short
-    assert hh.tail_split(132, 132, 56) == (0, 1)
-    assert hh.tail_split(264, 132, 56) == (0, 1)
-    assert hh.tail_split(100, 132, 56) == (0, 1)
-    assert hh.tail_split(132 + 67, 132, 56) == (0, 1)  # 132 // 67 = 1
-    assert hh.tail_split(132 + 66, 132, 56) == (66, 2)
-    assert hh.tail_split(140, 132, 7, 8) == (0, 1)
-    assert hh.tail_split(140, 132, 1) == (0, 1)
+    assert model.tail_split(132, 132, 56) == (0, 1)
+    assert model.tail_split(264, 132, 56) == (0, 1)
+    assert model.tail_split(100, 132, 56) == (0, 1)
+    assert model.tail_split(132 + 67, 132, 56) == (0, 1)  # 132 // 67 = 1
+    assert model.tail_split(132 + 66, 132, 56) == (66, 2)
+    assert model.tail_split(140, 132, 7, 8) == (0, 1)
+    assert model.tail_split(140, 132, 1) == (0, 1)
     for tiles in range(1, 600, 7):
         for k_steps in (1, 2, 3, 8, 56):
-            tail, splits = hh.tail_split(tiles, 132, k_steps)
+            tail, splits = model.tail_split(tiles, 132, k_steps)
             if tail:
                 q = -(-k_steps // splits)
                 assert tiles > 132 and tail == tiles % 132 and tail * splits <= 132
-                assert 2 <= splits <= min(k_steps, hh.MAX_TAIL_SPLITS)
+                assert 2 <= splits <= min(k_steps, model.MAX_TAIL_SPLITS)
                 assert (splits - 1) * q < k_steps  # the last split starts below K
 
 

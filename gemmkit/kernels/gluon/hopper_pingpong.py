@@ -98,7 +98,7 @@ the slabs in order and applies bias / activation / cast (bitwise reproducible)::
 
 Tail split (TAIL; dense kernel, unsplit power-of-two tile: `tail_plan`, derived from the shape and the SM count):
 where the tiles leave a partial last round after a full one, its R tiles run as S K splits each, so R S CTAs
-share that round instead of R (`hopper_host.tail_split`); work items whole tiles first, then the splits
+share that round instead of R (`configs/model.tail_split`); work items whole tiles first, then the splits
 (kernels/triton/_schedule.tail_item, hopper_parts `work_range`); a split, each CTA's last item at most, stores its
 fp32 accumulator into workspace tile `part` (hopper_parts `store_partial`: plain stores, no staging), and the
 Triton tier's `tail_reduce_kernel` sums each tail tile's splits in order, then bias / activation / cast::
