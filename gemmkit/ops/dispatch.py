@@ -703,7 +703,9 @@ def gluon_launch(choice: Choice, target, M: int, N: int, K: int, in_bytes: int =
         what = f"{tiles} tiles of {plan.BM} x {plan.BN}"
     n = target.num_cus
     items = tiles * plan.split_k  # the persistent grid's work items: a tile, or one K split of one
-    rounds = "one round" if items <= n else f"{items // n} rounds" + (f" + {items % n}" if items % n else "")
+    whole = items // n
+    rounds = "one round" if items <= n else \
+        (f"{whole} round" + ("s" if whole > 1 else "")) + (f" + {items % n}" if items % n else "")
     if plan.split_k > 1:
         what += (f", K split {plan.split_k} ways (NUM_KSPLIT {choice.config.get('NUM_KSPLIT', 1)}, fitted to a "
                  f"wave): {items} work items")
