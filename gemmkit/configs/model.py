@@ -970,6 +970,7 @@ def _rule_gluon_waves(c: _Call):
         return None
     bm = cfg["BLOCK_SIZE_M"]
     coop, pp = (-(-M // bm) * -(-N // bn) for bn in (256, 128))
+    pingpong = dict(cfg, BLOCK_SIZE_N=128, num_warps=4, num_stages=6)  # the bucket's tile split in N: the 128 x 128
     eff_coop, eff_pp = wave_efficiency(coop, num_cus), wave_efficiency(pp, num_cus)
     narrow = rules.get("narrow_pingpong")
     narrow_ok = narrow and (128 < M <= NARROW_MAX_M and N >= NARROW_MIN_N
@@ -1051,7 +1052,7 @@ def _rule_gluon_waves(c: _Call):
         # (the 128 x 128's rows and columns past M and N count as empty, as in `launch_fill`)
         pp_area = tail_fill(pp, num_cus, K, cfg["BLOCK_SIZE_K"]) * M * N / (pp * bm * 128)
         if pp_area >= NARROW_TAIL_MARGIN * narrow_area:  # `narrow_tail`
-            return dict(cfg, BLOCK_SIZE_N=128, num_warps=4, num_stages=6), [
+            return pingpong, [
                 f"{n_tiles} tiles of {nm} x {nn} (K split up to {split}) fill {narrow_area:.0%} of their waves' "
                 f"area, {pp} of {bm} x 128 {pp_area:.0%} counting their tail split: the ping-pong (`narrow_tail`)"]
         return chosen, [
@@ -1105,7 +1106,7 @@ def _rule_gluon_waves(c: _Call):
         fills = (f"{coop} tiles of {bm} x 256 fill {tail_coop:.0%} of their waves, {pp} of {bm} x 128 {tail_pp:.0%} "
                  f"counting their tail splits (`tail_waves`)")
     if pp == coop or pp_after:  # pp == coop: N <= 128, half the coop tile empty
-        return dict(cfg, BLOCK_SIZE_N=128, num_warps=4, num_stages=6), [f"{fills}: the ping-pong"]
+        return pingpong, [f"{fills}: the ping-pong"]
     if short_pp:
         return dict(short_pp), [f"K = {K}: the ping-pong's {short_pp['BLOCK_SIZE_M']} x {short_pp['BLOCK_SIZE_N']}, "
                                 "not the coop (`short_k_pingpong`)"]
