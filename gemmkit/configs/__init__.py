@@ -247,8 +247,8 @@ def fit_bucket(op: str, target, cfg: dict, large: dict | None, M: int, N: int, K
 def model_configs(op: str, arch: str) -> list:
     """(name, config) of the configs the config model writes that no table ships (configs/model.py: bf16's
     `wide_config`, `one_wave`'s and `narrow_wave`'s tiles, `few_tiles`' split tiles (their unsplit ones and
-    `m128_tile` are `one_wave`'s / `narrow_wave`'s), `narrow_pingpong`, `split_widths`, `coop_widths`, `off_sector`
-    (unsplit and split; `long_k_split`'s too), `swap_wide` and `decode_split`; fp8's 64 x 64 Gluon ping-pong over the
+    `m128_tile` are `one_wave`'s / `narrow_wave`'s), `narrow_pingpong`, `split_widths`, `wide_one_wave`, `coop_widths`,
+    `off_sector` (unsplit and split; `long_k_split`'s too), `swap_wide` and `decode_split`; fp8's 64 x 64 Gluon ping-pong over the
     large-M bucket and fp8's `decode_wide` tile, block scale's also with `decode_wide_k`'s K step, per-token's `large_few_split_k` tile,
     fp8's and block scale's `m256_split` tile), so that `gemmkit isa` compiles them."""
     from . import model
@@ -281,6 +281,10 @@ def model_configs(op: str, arch: str) -> list:
                 backend="cuda"))
                 for b in (select(op, arch, m, 1, 1)[0] for m in (1, 32, model.ONE_WAVE_MIN_M - 1))
                 if b.get("backend") == "gluon" and b.get("swap_ab")]
+        wide = select(op, arch, model.WIDE_ONE_WAVE_MAX_M, 1, 1)[0]  # a bucket `wide_one_wave` serves from
+        if wide.get("backend") == "gluon":
+            out += [(f"model:wide_one_wave_{w}", validate_config(model.split_width_config(wide, w), backend="cuda"))
+                    for w in rules.get("wide_one_wave", ())]
         coop = select(op, arch, model.COOP_WIDTH_MAX_M, 1, 1)[0]  # a bucket coop_widths serves from
         if coop.get("backend") == "gluon" and coop["BLOCK_SIZE_M"] == 128:
             out += [(f"model:coop_width_{w}", validate_config(model.coop_width_config(coop, w, s), backend="cuda"))

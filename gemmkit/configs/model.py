@@ -261,6 +261,19 @@ FITTED_OPS = ("a16w16", "a8w8", "a8w8_int8", "a8w8_blockscale")
 #                mixed -2 to +7%; the coop's 128 x 144 / 160 / 192 mixed, left alone); held out
 #                (ab/bf16_pp_tail_vs_narrow_heldout.json, seeds 11-20: at >= 1.2x 4 of 4 +22 to +41%;
 #                ab/bf16_narrow_tail_verify.json, every shape of seeds 21-60 it changes, 49: all up, 0.757 -> 0.913x).
+#   wide_one_wave  bf16, in `gluon_waves` where it would serve the ping-pong 128 x 128 at WIDE_ONE_WAVE_MIN_M <= M <=
+#                WIDE_ONE_WAVE_MAX_M, N > WIDE_ONE_WAVE_MIN_N: the ping-pong's 64-row split tile of these widths
+#                (`split_width_config`: unsplit, 8 stages) whose tiles take one wave of the SMs and fill the most of
+#                their area, where that is at least SPLIT_WIDTH_FILL and GLUON_WAVE_MARGIN over the 128 x 128's area
+#                fill (695 x 1664 x 2688: 78 tiles of 128 x 128 fill 53%, 132 of 64 x 144 95%). `split_widths` stops
+#                at M = 512, where multi-wave rows at M = 1024 were mixed; in one wave each SM runs one tile a third to
+#                a half the 128 x 128's area. H200 against cuBLAS, heated, one process: fitted on
+#                ab/bf16_wide_one_wave_fit.json (80 shapes of random seeds 1-150 where a one-wave width filled >= 85%
+#                and 1.1x the served launch): in the 128 x 128's place 56 rows 0.868 -> 0.968x (-1.5% to +38%); in
+#                `narrow_pingpong`'s 64 x 192 place (14 rows, -16% to +14%) and the coop's split (10, -21% to +25%)
+#                mixed: left alone. Held out (_heldout.json, seeds 151-300, measured before the rule was fitted): the
+#                47 rows it changes 0.839 -> 0.942x, two down (-5%, -0.7%); again (_verify.json, every shape of seeds
+#                301-400 it changes, 38, and two test rows): 40 rows 0.838 -> 0.953x, every one up (+4% to +43%).
 #   cdna_tiles   (gfx942 / gfx950) a "backend": "gluon" bucket names the CDNA ping-pong, one fixed 256 x 256 tile a
 #                program and no split-K: where those tiles are few (under FEW_TILES of the CUs) the bucket runs on the
 #                Triton tier, fitted (its split K and smaller tiles), as it did before the kernel had a launcher.
@@ -439,6 +452,7 @@ OP_RULES = {"a8w8_blockscale": {"ctas_per_sm": 2, "wide_share": 0.6, "operand_by
                 # `long_k_split`: `off_sector`'s two tiles split along K (128 x 256 first) on rows on sectors
                 "long_k_split": True,
                 "split_widths": (160, 144),
+                "wide_one_wave": (192, 160, 144),
                 "coop_widths": ((192, 5), (160, 6), (144, 6)),  # (BLOCK_SIZE_N, num_stages)
                 "narrow_pingpong": {
                 "BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 192, "num_warps": 4, "num_stages": 6, "NUM_KSPLIT": 4},
@@ -468,6 +482,8 @@ DEEP_ROWS_MIN_M, DEEP_ROWS_MAX_M, DEEP_ROWS_WAVES, DEEP_ROWS_MARGIN = 256, 512, 
 # on it, 0.89 / 0.86x on the 128 x 128 (ab/bf16_narrow_n_large_m.json); within two waves it held (3202 x 320, 83%:
 # 1.06x against 0.86x; 5332 x 512, 89%, 1.9 waves: a tie), and on whole columns (2298 x 576: 0.93x against 0.76x).
 NARROW_COLUMN_FILL = 0.9
+# `wide_one_wave`: where it was fitted and held out (random shapes at M = 513-4096, N = 304-2408)
+WIDE_ONE_WAVE_MIN_M, WIDE_ONE_WAVE_MAX_M, WIDE_ONE_WAVE_MIN_N = SPLIT_WIDTH_MAX_M + 1, 4096, 256
 COOP_WIDTH_MIN_M, COOP_WIDTH_MAX_M = 385, 4096  # `coop_widths`: four 128-row tiles and more, measured to 4096
 COOP_WIDTH_WAVES = 2  # `coop_widths`: lost from three waves
 COOP_WIDTH_ONE_WAVE_FILL = 0.7  # `coop_widths`: the least area fill of tiles that take one wave (the lowest measured)
@@ -815,6 +831,23 @@ def short_split_tile(M: int, N: int, K: int, num_cus: int) -> dict | None:
     return dict(PINGPONG_64X64, NUM_KSPLIT=max(1, min(num_cus // tiles, K // FEW_TILES_SHORT_SPLIT_K, MAX_SPLIT)))
 
 
+def wide_one_wave(widths, M: int, N: int, num_cus: int, base_fill: float) -> tuple[int, float, int] | None:
+    """`wide_one_wave`: (width, area fill, tiles) of the ping-pong's 64 x width split tile of `widths` (the wider on a
+    tie) whose tiles take one wave of the SMs and fill the most of their area, where that is at least SPLIT_WIDTH_FILL
+    and GLUON_WAVE_MARGIN over `base_fill` (the ping-pong 128 x 128's area fill), at WIDE_ONE_WAVE_MIN_M <= M <=
+    WIDE_ONE_WAVE_MAX_M and N > WIDE_ONE_WAVE_MIN_N; else None."""
+    if not (widths and WIDE_ONE_WAVE_MIN_M <= M <= WIDE_ONE_WAVE_MAX_M and N > WIDE_ONE_WAVE_MIN_N):
+        return None
+    fits = [(area_fill(M, N, 64, w, num_cus), w, -(-M // 64) * -(-N // w)) for w in widths]
+    fits = [f for f in fits if f[2] <= num_cus]
+    if not fits:
+        return None
+    fill, w, tiles = max(fits)
+    if fill < SPLIT_WIDTH_FILL or fill <= GLUON_WAVE_MARGIN * base_fill:
+        return None
+    return w, fill, tiles
+
+
 def split_width_config(cfg: dict, width: int) -> dict:
     """The `split_widths` tile over a Gluon bucket `cfg`: the ping-pong's 64 x `width` split tile, unsplit, the ring
     as deep as the shared memory allows (8 stages at most; what ab/bf16_split_widths.json ran)."""
@@ -962,7 +995,8 @@ def _rule_gluon_waves(c: _Call):
     """`gluon_waves`: a cooperative Gluon bucket (128 x 256, 8 warps) against the ping-pong's tiles by the waves
     they fill: `coop_widths`, `split_widths`, `narrow_pingpong` (or `short_k_wave` in its place on a short K; both
     64-row tiles held back by `deep_rows`, the 64 x 192 above M = 512 by `narrow_columns`), `few_tiles`, the Triton
-    tier where even those are few (the ping-pong's tile where it would not split), the ping-pong 128 x 128,
+    tier where even those are few (the ping-pong's tile where it would not split), the ping-pong 128 x 128 (above
+    M = 512 one wave of a 64-row split tile in its place where that fills more: `wide_one_wave`),
     `short_k_pingpong` in the coop's place, else the bucket."""
     rules, cfg, M, N, K, num_cus = c.rules, c.cfg, c.M, c.N, c.K, c.num_cus
     if not (rules.get("gluon_waves") and cfg.get("backend") == "gluon" and cfg["num_warps"] == 8
@@ -1106,6 +1140,12 @@ def _rule_gluon_waves(c: _Call):
         fills = (f"{coop} tiles of {bm} x 256 fill {tail_coop:.0%} of their waves, {pp} of {bm} x 128 {tail_pp:.0%} "
                  f"counting their tail splits (`tail_waves`)")
     if pp == coop or pp_after:  # pp == coop: N <= 128, half the coop tile empty
+        wide = wide_one_wave(rules.get("wide_one_wave"), M, N, num_cus, area_fill(M, N, bm, 128, num_cus))
+        if wide:
+            w, fill, tiles = wide
+            return split_width_config(cfg, w), [
+                f"{fills}; {pp} tiles of {bm} x 128 fill {area_fill(M, N, bm, 128, num_cus):.0%} of the SMs' area, "
+                f"{tiles} of 64 x {w} {fill:.0%} in one wave: the ping-pong's 64 x {w} split tile (`wide_one_wave`)"]
         return pingpong, [f"{fills}: the ping-pong"]
     if short_pp:
         return dict(short_pp), [f"K = {K}: the ping-pong's {short_pp['BLOCK_SIZE_M']} x {short_pp['BLOCK_SIZE_N']}, "

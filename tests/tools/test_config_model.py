@@ -779,8 +779,10 @@ def test_area_fill_counts_columns_past_n_as_empty():
     (80, 2880, 2880, (64, 128, 2, 4, None)),  # the Triton tier splits K: as it was
     # `few_tiles` from a partial last row: 69 tiles of 128 x 128 fill 40% of the SMs (0.74 -> 1.06x)
     (300, 2880, 2880, (64, 128, 1, 4)),
-    (651, 1632, 1936, (128, 128, 1, 4)),  # 78 tiles, 59%: the ping-pong's 128 x 128 (64 x 64 lost 31%)
-    (517, 2008, 1024, (128, 128, 1, 4)),  # 80 tiles fill 48%, but the 64 x 128 no better: 128 x 128 stays
+    # 78 tiles, 59%: not the 64 x 64 (lost 31%); one wave of 64 x 144 (`wide_one_wave`, 0.86 -> 0.95x)
+    (651, 1632, 1936, (64, 144, 1, 4)),
+    # 80 tiles fill 48%, the 64 x 128 no better; one wave of 64 x 144 fills 87% (`wide_one_wave`, 0.76 -> 0.81x)
+    (517, 2008, 1024, (64, 144, 1, 4)),
 ])
 def test_a16w16_gluon_over_the_triton_tier(M, N, K, want):
     cfg, source = configs.serve("a16w16", H200, M, N, K)
@@ -1004,3 +1006,25 @@ def test_a16w16_long_k_split(M, N, K, want, split):
 def test_a16w16_off_sector_only_where_measured(M, N, K):
     assert "`off_sector`" not in configs.serve("a16w16", H200, M, N, K)[1]
     assert "`off_sector`" not in configs.serve("a8w8", H200, 1500, 7000, 3000)[1]  # 16-bit rows only
+
+
+@pytest.mark.parametrize("M, N, K, want", [
+    # `wide_one_wave`: where `gluon_waves` would serve the ping-pong's 128 x 128 above M = 512, one wave of its 64-row
+    # split tile that fills the most of the SMs' area (ab/bf16_wide_one_wave_*.json)
+    (695, 1664, 2688, (64, 144, 1, 4)),  # 78 tiles of 128 x 128 fill 53%, 132 of 64 x 144 95% (0.77 -> 1.05x)
+    (1588, 896, 896, (64, 192, 1, 4)),  # 64 x 192 fills 88% (0.80 -> 1.00x)
+    (3810, 304, 3424, (64, 160, 1, 4)),  # 64 x 160 fills 86%, the 64 x 192 71% (0.73 -> 0.80x)
+    # not in `narrow_pingpong`'s place (the 64 x 192 served: mixed, -16% to +14%), nor at M <= 512 (`split_widths`)
+    (777, 1536, 8000, None),
+    (480, 2176, 768, None),
+    # nor where the 64-row tiles take a second wave, nor on narrow N (N <= 256: `narrow_wave`'s)
+    (1200, 1664, 2688, None),
+    (3000, 256, 2048, None),
+])
+def test_a16w16_wide_one_wave(M, N, K, want):
+    cfg, source = configs.serve("a16w16", H200, M, N, K)
+    if want is None:
+        assert "wide_one_wave" not in source, source
+    else:
+        assert tile(cfg) == want and cfg.get("backend") == "gluon" and cfg["num_stages"] == 8, source
+        assert -(-M // 64) * -(-N // cfg["BLOCK_SIZE_N"]) <= H200.num_cus  # one wave
