@@ -72,7 +72,10 @@ def split_tail(bn: int) -> int:
 
 # key -> (required, check, what is expected, which backends accept it)
 KEYS = {
-    "BLOCK_SIZE_M": (True, lambda v: _pow2(v) and v >= 16, "a power of two >= 16", ("cuda", "hip")),
+    # (a split width of SPLIT_N only as the tokens of the cooperative swap-AB tile: checked below)
+    "BLOCK_SIZE_M": (True, lambda v: (_pow2(v) and v >= 16) or v in SPLIT_N,
+                     f"a power of two >= 16 (or one of {SPLIT_N} with \"swap_ab\" on the cooperative kernel)",
+                     ("cuda", "hip")),
     # SPLIT_N (48, 80, 96, 144, 160, 192): the Gluon kernels' split tiles (checked below: "backend" "gluon")
     "BLOCK_SIZE_N": (True, lambda v: (_pow2(v) and v >= 16) or v in SPLIT_N,
                      f"a power of two >= 16 (or one of {SPLIT_N} with \"backend\": \"gluon\")", ("cuda", "hip")),
@@ -96,11 +99,14 @@ KEYS = {
     "backend": (False, lambda v: v in ("triton", "gluon"), "'triton' or 'gluon'", ("cuda", "hip")),
     "NUM_KSPLIT": (False, _int_in(1, 64), "an integer in [1, 64] (split-K: partial sums reduced in a fixed order)",
                    ("cuda", "hip")),
-    # Swap-AB (the Gluon ping-pong only, decode sizes): the kernel computes the BLOCK_SIZE_M x BLOCK_SIZE_N tile of y
-    # transposed, weight rows as the wgmma's M (BLOCK_SIZE_N: 64 or 128) and tokens as its N (BLOCK_SIZE_M: a power
-    # of two in [16, 256]), and stores it transposed (kernels/gluon/hopper_pingpong.py, "Swap-AB"). The tile's
-    # meaning does not change, so the Triton tier's fallback runs the same BLOCK_SIZE_M x BLOCK_SIZE_N tile unswapped.
-    "swap_ab": (False, _is_bool, "true or false (the Gluon ping-pong's transposed tile: decode sizes)", ("cuda",)),
+    # Swap-AB (the Gluon dense kernels): the kernel computes the BLOCK_SIZE_M x BLOCK_SIZE_N tile of y transposed,
+    # weight rows as the wgmma's M and tokens as its N, and stores it transposed (kernels/gluon/hopper_pingpong.py,
+    # "Swap-AB"). The ping-pong (num_warps 4, decode sizes): BLOCK_SIZE_N 64 or 128 weight rows, BLOCK_SIZE_M a power
+    # of two in [16, 256] tokens; the cooperative kernel (num_warps 8): BLOCK_SIZE_N 128 weight rows (64 a consumer),
+    # BLOCK_SIZE_M a split width of SPLIT_N (tokens in widths such as 144 = 128 + 16, which fit M where a multiple of
+    # 64 rows does not: kernels/gluon/hopper_coop.py). The tile's meaning does not change, so the Triton tier's
+    # fallback runs the same tile unswapped (a split width: its power-of-two part, kernels/triton/dense.triton_tile).
+    "swap_ab": (False, _is_bool, "true or false (the Gluon dense kernels' transposed tile)", ("cuda",)),
 }
 DEFAULTS = {"persistent": False, "tma": False, "NUM_KSPLIT": 1}
 COMPILER_OPTIONS = {"num_warps", "num_stages", "waves_per_eu", "matrix_instr_nonkdim", "kpack"}
@@ -124,9 +130,21 @@ def validate_config(cfg, *, backend: str | None = None, where: str = "config") -
     if cfg["BLOCK_SIZE_N"] in SPLIT_N and cfg.get("backend") != "gluon":
         raise ConfigError(f"{where}: key 'BLOCK_SIZE_N' = {cfg['BLOCK_SIZE_N']} is a split tile of the Gluon "
                           "kernels (two accumulators): it needs \"backend\": \"gluon\"")
-    if cfg.get("swap_ab"):
+    coop_swap = cfg.get("swap_ab") and cfg["num_warps"] == 8
+    if cfg["BLOCK_SIZE_M"] in SPLIT_N and not coop_swap:
+        raise ConfigError(f"{where}: key 'BLOCK_SIZE_M' = {cfg['BLOCK_SIZE_M']} is a split width of tokens: it needs "
+                          "\"swap_ab\": true and num_warps 8 (the cooperative kernel's transposed tile)")
+    if coop_swap:
         why = [w for w, bad in (("\"backend\": \"gluon\"", cfg.get("backend") != "gluon"),
-                                ("num_warps 4 (the ping-pong)", cfg["num_warps"] != 4),
+                                ("BLOCK_SIZE_N 128 (the wgmma's M, 64 a consumer)", cfg["BLOCK_SIZE_N"] != 128),
+                                (f"BLOCK_SIZE_M one of {SPLIT_N} (the tokens)", cfg["BLOCK_SIZE_M"] not in SPLIT_N),
+                                ("NUM_KSPLIT 1", cfg.get("NUM_KSPLIT", 1) != 1)) if bad]
+        if why:
+            raise ConfigError(f"{where}: key 'swap_ab' = true with num_warps 8 (the cooperative kernel's transposed "
+                              "tile) needs " + ", ".join(why))
+    elif cfg.get("swap_ab"):
+        why = [w for w, bad in (("\"backend\": \"gluon\"", cfg.get("backend") != "gluon"),
+                                ("num_warps 4 (the ping-pong) or 8 (the cooperative kernel)", cfg["num_warps"] != 4),
                                 ("BLOCK_SIZE_N 64 or 128 (the wgmma's M)", cfg["BLOCK_SIZE_N"] not in (64, 128)),
                                 ("NUM_KSPLIT 1", cfg.get("NUM_KSPLIT", 1) != 1)) if bad]
         if why:
@@ -247,8 +265,8 @@ def fit_bucket(op: str, target, cfg: dict, large: dict | None, M: int, N: int, K
 def model_configs(op: str, arch: str) -> list:
     """(name, config) of the configs the config model writes that no table ships (configs/model.py: bf16's
     `wide_config`, `one_wave`'s and `narrow_wave`'s tiles, `few_tiles`' split tiles (their unsplit ones and
-    `m128_tile` are `one_wave`'s / `narrow_wave`'s), `narrow_pingpong`, `split_widths`, `wide_one_wave`, `coop_widths`,
-    `off_sector` (unsplit and split; `long_k_split`'s too), `swap_wide` and `decode_split`; fp8's 64 x 64 Gluon ping-pong over the
+    `m128_tile` are `one_wave`'s / `narrow_wave`'s), `narrow_pingpong`, `split_widths`, `wide_one_wave`, `coop_swap`,
+    `coop_widths`, `off_sector` (unsplit and split; `long_k_split`'s too), `swap_wide` and `decode_split`; fp8's 64 x 64 Gluon ping-pong over the
     large-M bucket and fp8's `decode_wide` tile, block scale's also with `decode_wide_k`'s K step, per-token's `large_few_split_k` tile,
     fp8's and block scale's `m256_split` tile), so that `gemmkit isa` compiles them."""
     from . import model
@@ -285,6 +303,8 @@ def model_configs(op: str, arch: str) -> list:
         if wide.get("backend") == "gluon":
             out += [(f"model:wide_one_wave_{w}", validate_config(model.split_width_config(wide, w), backend="cuda"))
                     for w in rules.get("wide_one_wave", ())]
+        out += [(f"model:coop_swap_{w}", validate_config(model.coop_swap_config(w), backend="cuda"))
+                for w in rules.get("coop_swap", ())]
         coop = select(op, arch, model.COOP_WIDTH_MAX_M, 1, 1)[0]  # a bucket coop_widths serves from
         if coop.get("backend") == "gluon" and coop["BLOCK_SIZE_M"] == 128:
             out += [(f"model:coop_width_{w}", validate_config(model.coop_width_config(coop, w, s), backend="cuda"))

@@ -38,7 +38,8 @@ few at M > 128, the Triton tier's split: `m256_split`), and above M = 256 the pi
 tiles are few), and how many CTAs an SM the K split aims for. Each rule is one function
 (`RULES`, tried in order by `choose`; `_fitted` where none answers). Over whichever answered, bf16's `long_k_split`:
 at K >= 12288 on rows on sectors, where the coop's tiles are under one round and the answer fills few SMs unsplit,
-the coop split along K to one wave.
+the coop split along K to one wave; then bf16's `coop_swap`: at 128 < M <= 192 (K > 448) the cooperative kernel's
+swap-AB tile, 128 weight rows x one tile of tokens in a split width, where it fills 1.2x more.
 
 Shape files (`<OP>-N=<N>-K=<K>.json`) are measured for their shape and are served as they are; so is a `config=`
 argument. Gluon buckets are not fitted (only `choose`'s rules touch them): their kernels have their own tile rules
@@ -274,6 +275,17 @@ FITTED_OPS = ("a16w16", "a8w8", "a8w8_int8", "a8w8_blockscale")
 #                mixed: left alone. Held out (_heldout.json, seeds 151-300, measured before the rule was fitted): the
 #                47 rows it changes 0.839 -> 0.942x, two down (-5%, -0.7%); again (_verify.json, every shape of seeds
 #                301-400 it changes, 38, and two test rows): 40 rows 0.838 -> 0.953x, every one up (+4% to +43%).
+#   coop_swap    bf16, over any rule's answer (`_coop_swap`): at COOP_SWAP_MIN_M < M <= COOP_SWAP_MAX_M and K >
+#                SHORT_K_PINGPONG_MAX_K, the cooperative kernel's swap-AB split tile (kernels/gluon/hopper_coop.py
+#                "Swap-AB": 128 weight rows x these token widths, the one >= M of the best area fill) where its area
+#                fill is at least COOP_SWAP_FILL and COOP_SWAP_MARGIN over the answer's `launch_fill`: one tile of
+#                tokens where 128-row tiles leave a second row mostly empty (138 x 30848 x 7552: the coop 128 x 256
+#                fills 49%, 241 tiles of 128 x 144 87%). H200 against cuBLAS, heated, one process: fitted on
+#                ab/bf16_coop_swap.json (96 shapes, seeds 1-15 at M = 65-96 / 129-192 and the weak rows: the four it
+#                takes +8 to +37%; below the fill -5 to -18%, few tiles to -78%; M = 65-96 +0-9%, left alone); held
+#                out on _verify.json (seeds 31-800, 138 rows 0.764 -> 0.940x; at K <= 448 18 of 23 down, to -13%:
+#                the coop's epilogue unhidden at a few K steps, hence the K floor) and _verify2.json (seeds
+#                801-1600, the rule with its floor: 120 rows 0.741 -> 0.941x, every one up).
 #   cdna_tiles   (gfx942 / gfx950) a "backend": "gluon" bucket names the CDNA ping-pong, one fixed 256 x 256 tile a
 #                program and no split-K: where those tiles are few (under FEW_TILES of the CUs) the bucket runs on the
 #                Triton tier, fitted (its split K and smaller tiles), as it did before the kernel had a launcher.
@@ -453,6 +465,7 @@ OP_RULES = {"a8w8_blockscale": {"ctas_per_sm": 2, "wide_share": 0.6, "operand_by
                 "long_k_split": True,
                 "split_widths": (160, 144),
                 "wide_one_wave": (192, 160, 144),
+                "coop_swap": (144, 160, 192),
                 "coop_widths": ((192, 5), (160, 6), (144, 6)),  # (BLOCK_SIZE_N, num_stages)
                 "narrow_pingpong": {
                 "BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 192, "num_warps": 4, "num_stages": 6, "NUM_KSPLIT": 4},
@@ -484,6 +497,9 @@ DEEP_ROWS_MIN_M, DEEP_ROWS_MAX_M, DEEP_ROWS_WAVES, DEEP_ROWS_MARGIN = 256, 512, 
 NARROW_COLUMN_FILL = 0.9
 # `wide_one_wave`: where it was fitted and held out (random shapes at M = 513-4096, N = 304-2408)
 WIDE_ONE_WAVE_MIN_M, WIDE_ONE_WAVE_MAX_M, WIDE_ONE_WAVE_MIN_N = SPLIT_WIDTH_MAX_M + 1, 4096, 256
+# `coop_swap`: where it was fitted (M = 129-192: one token tile of 144-192 fills what 128-row tiles leave half
+# empty), the least area fill that won, and the margin over the answer's fill (at 1.0-1.1x it lost 1-7%)
+COOP_SWAP_MIN_M, COOP_SWAP_MAX_M, COOP_SWAP_FILL, COOP_SWAP_MARGIN = 128, 192, 0.7, 1.2
 COOP_WIDTH_MIN_M, COOP_WIDTH_MAX_M = 385, 4096  # `coop_widths`: four 128-row tiles and more, measured to 4096
 COOP_WIDTH_WAVES = 2  # `coop_widths`: lost from three waves
 COOP_WIDTH_ONE_WAVE_FILL = 0.7  # `coop_widths`: the least area fill of tiles that take one wave (the lowest measured)
@@ -893,8 +909,42 @@ def choose(op: str, cfg: dict, large: dict | None, M: int, N: int, K: int, num_c
     for rule in RULES:
         hit = rule(call)
         if hit is not None:
-            return _long_k_split(call, *hit)
-    return _long_k_split(call, *_fitted(call))
+            return _coop_swap(call, *_long_k_split(call, *hit))
+    return _coop_swap(call, *_long_k_split(call, *_fitted(call)))
+
+
+def _coop_swap(c: _Call, tile: dict, notes: list) -> tuple[dict, list]:
+    """`coop_swap` (bf16, over whatever answered): at COOP_SWAP_MIN_M < M <= COOP_SWAP_MAX_M and K over
+    SHORT_K_PINGPONG_MAX_K, the cooperative kernel's swap-AB tile (128 weight rows x one tile of tokens in a split
+    width >= M) where its area fill (`coop_swap_fill`) is at least COOP_SWAP_FILL and COOP_SWAP_MARGIN over the
+    answer's launch fill."""
+    widths = c.rules.get("coop_swap")
+    if not widths or c.amd or not COOP_SWAP_MIN_M < c.M <= COOP_SWAP_MAX_M or c.K <= SHORT_K_PINGPONG_MAX_K:
+        return tile, notes
+    fits = [(coop_swap_fill(c.M, c.N, w, c.num_cus), -w) for w in widths if w >= c.M]
+    if not fits:
+        return tile, notes
+    fill, w = max(fits)
+    w = -w
+    served = launch_fill(tile, c.M, c.N, c.num_cus)
+    if fill < COOP_SWAP_FILL or fill < COOP_SWAP_MARGIN * served:
+        return tile, notes
+    cfg = coop_swap_config(w)
+    return cfg, notes + [f"the launch fills {served:.0%} of the SMs' area; {-(-c.N // 128)} tiles of 128 weight rows x "
+                         f"{w} tokens {fill:.0%}: the cooperative swap-AB tile (`coop_swap`)"]
+
+
+def coop_swap_fill(M: int, N: int, tokens: int, num_cus: int) -> float:
+    """The area fill (`launch_fill`) of the cooperative swap-AB tile: 128 weight rows x `tokens` (y's BLOCK_SIZE_M)."""
+    return launch_fill({"BLOCK_SIZE_M": tokens, "BLOCK_SIZE_N": 128}, M, N, num_cus)
+
+
+def coop_swap_config(tokens: int) -> dict:
+    """`coop_swap`'s config: y's tile `tokens` x 128 weight rows, swapped on the cooperative kernel, the ring the A/B
+    ran (6 stages, 5 at 192 tokens: ab/bf16_coop_swap.json)."""
+    return {"BLOCK_SIZE_M": tokens, "BLOCK_SIZE_N": 128, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 8, "num_warps": 8,
+            "num_stages": 5 if tokens > 160 else 6, "swap_ab": True, "NUM_KSPLIT": 1, "backend": "gluon",
+            "persistent": True, "tma": True}
 
 
 def _long_k_split(c: _Call, tile: dict, notes: list) -> tuple[dict, list]:

@@ -35,6 +35,7 @@ from __future__ import annotations
 import dataclasses
 import os
 
+from ..configs import split_tail
 from ..kernels import _budgets
 from ..kernels import _host as H
 from ..kernels.triton import dense as G
@@ -336,6 +337,8 @@ def pad_m(kernel: str, cfg: dict, M: int, N: int, K: int, x_bytes: int, w_bytes:
     an element) holds at least PAD_M_MIN_W_BYTES and the copy of x (x_bytes an element) at most 1 / PAD_M_SHARE of
     w's bytes; not for a swap-AB call at M < PAD_M_SWAP_MAX_M whose last box is at least PAD_M_SWAP_FULL full, nor
     where the kernel loads only x's rows (X_BOX_KERNELS under one row of tiles)."""
+    if split_tail(cfg["BLOCK_SIZE_M"]):  # the cooperative swap-AB tile's tokens: B-row boxes, the last past M
+        return 0
     if not PAD_M or kernel not in ROW_BOX_KERNELS or M <= PAD_M_MIN_ROWS or N * K * w_bytes < PAD_M_MIN_W_BYTES or \
             (kernel in SHIFTED_KERNELS and _shifts(cfg) and M >= cfg["BLOCK_SIZE_M"]) or \
             (kernel in X_BOX_KERNELS and H.x_boxes(cfg["BLOCK_SIZE_M"], M)[0] < cfg["BLOCK_SIZE_M"]):

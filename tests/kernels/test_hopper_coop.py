@@ -128,6 +128,59 @@ def test_split_tiles_are_the_dense_gluon_kernels_only():
         G.check_feasible({**cfg, "num_stages": 8}, H200)
 
 
+SWAP = {"BLOCK_SIZE_M": 144, "BLOCK_SIZE_N": 128, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 8, "num_warps": 8,
+        "num_stages": 6, "swap_ab": True}
+
+
+def test_swap_ab_plan_and_its_config():
+    """The cooperative swap-AB tile ("Swap-AB" in hopper_coop.py): the config names y's tile (144 tokens x 128 weight
+    rows); the plan is its transpose, 128 weight rows (64 a consumer) x a split width of tokens (128 + 16), each
+    16-token piece staged transposed (16 x 64); the Triton fallback runs the power-of-two part unswapped."""
+    from gemmkit.kernels.gluon import hopper_host as hh
+    from gemmkit.kernels.triton import dense as G
+    from gemmkit.ops import dispatch
+
+    cfg = configs.validate_config({**SWAP, "backend": "gluon"}, backend="cuda")
+    plan = hc.derive(cfg, H200)
+    assert (plan.BM, plan.BN, plan.BM_C, plan.BN_TAIL, plan.w_box, plan.swap) == (128, 144, 64, 16, 16, True)
+    assert plan.acc_regs == 72 and hc.y_box(plan) == (16, 64) and hc.y_box(hc.derive(BASE, H200)) == (64, 128)
+    assert hh.token_boxes(plan, 138, plan.w_box) == (128, 16, 1)  # the token boxes as they are, the last past M
+    assert hc.kernel_constexprs(plan, has_bias=True, activation="none")["SWAP"] is True
+    assert hc.kernel_constexprs(hc.derive(BASE, H200), has_bias=True, activation="none")["SWAP"] is False
+    assert hc.tail_of(plan, cfg, 138, 30848, 7552, H200) == (0, 1)
+    assert G.triton_tile(cfg)["BLOCK_SIZE_M"] == 128 and G.triton_tile({**cfg, "BLOCK_SIZE_M": 80})["BLOCK_SIZE_M"] == 64
+    assert dispatch.pad_m(dispatch.GLUON_COOP, cfg, 138, 30848, 7552, 2, 2) == 0
+    for w, tail in ((48, 16), (80, 16), (96, 32), (160, 32), (192, 64)):
+        p = hc.derive({**cfg, "BLOCK_SIZE_M": w, "num_stages": 5}, H200)
+        assert (p.BN, p.BN_TAIL, p.swap) == (w, tail, True)
+
+
+@pytest.mark.parametrize("change,match", [
+    ({"BLOCK_SIZE_N": 64}, "BLOCK_SIZE_N"),  # 128 weight rows: two consumers of 64
+    ({"BLOCK_SIZE_M": 128}, "BLOCK_SIZE_M"),  # tokens in a split width (powers of two: the ping-pong's swap)
+    ({"NUM_KSPLIT": 2}, "NUM_KSPLIT"),
+    ({"backend": "triton"}, "backend"),
+])
+def test_swap_ab_config_rejects(change, match):
+    with pytest.raises(configs.ConfigError, match=match):
+        configs.validate_config({**SWAP, "backend": "gluon", **change}, backend="cuda")
+    with pytest.raises(configs.ConfigError, match="split width of tokens"):  # 144 rows unswapped: no kernel has them
+        configs.validate_config({**SWAP, "backend": "gluon", "swap_ab": False}, backend="cuda")
+
+
+def test_static_compile_of_the_swap_ab_tile():
+    """144 tokens x 128 weight rows (nine 16-token pieces a consumer, each transposed into its staging and stored)
+    compiles for sm_90 with its promises: HGMMA, TMA loads (the weights' box and nine token boxes a stage) and stores,
+    no spills."""
+    cases = [dict(kernel=hc.KERNEL_NAME, op="hopper_coop", arch="sm_90", table="-", bucket="t", config=SWAP,
+                  path="gluon-bf16")]
+    for case, res in zip(cases, compile_sm90_cases(hc, cases)):
+        broken = broken_promises(res)
+        assert not broken, "; ".join(broken)
+        m = res["metrics"]
+        assert m["spill_bytes"] == 0 and m["counts"]["UTMALDG"] >= 10 and m["counts"]["UTMASTG"] >= 9, m["counts"]
+
+
 @pytest.mark.parametrize("change,match", [
     ({"BLOCK_SIZE_M": 256, "BLOCK_SIZE_N": 192}, "accumulator"),  # 128 x 192 per consumer: 192 registers
     ({"BLOCK_SIZE_M": 64}, "BLOCK_SIZE_M"),
@@ -167,6 +220,24 @@ def test_op_dispatch_falls_back_where_gluon_cannot_run(bn):
     y = gemmkit.gemm_a16w16(x, w, config={**BASE, "BLOCK_SIZE_N": bn, "num_stages": 2, "backend": "gluon"})
     assert C.LAUNCHES[hc.KERNEL_NAME] == before
     assert ((y.float() - x.float() @ w.float().T).norm() / (x.float() @ w.float().T).norm()) < 2**-8
+
+
+def test_op_swap_ab_falls_back_on_the_cpu():
+    """The swap-AB config through gemm_a16w16 in the interpreter: the Triton tier's 128 x 128 tile, unswapped,
+    every element right (float64 reference, the output poisoned), bias and activation per weight row."""
+    import torch
+
+    import gemmkit
+    from gemmkit.ops import _common as C
+
+    x, w = torch.randn(139, 64, dtype=torch.bfloat16), torch.randn(136, 64, dtype=torch.bfloat16)
+    b = torch.randn(136, dtype=torch.bfloat16)
+    before = C.LAUNCHES[hc.KERNEL_NAME]
+    out = poisoned((139, 136), torch.bfloat16, "cpu")
+    y = gemmkit.gemm_a16w16(x, w, b, activation="gelu", out=out, config={**SWAP, "num_stages": 2, "backend": "gluon"})
+    assert C.LAUNCHES[hc.KERNEL_NAME] == before
+    ok, msg = within_bound(y, gemm_a16w16_ref(x, w, b, "gelu"), torch.bfloat16)
+    assert ok, msg
 
 
 def test_tuner_offers_coop_large_tiles_at_large_m_only():

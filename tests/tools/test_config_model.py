@@ -1028,3 +1028,30 @@ def test_a16w16_wide_one_wave(M, N, K, want):
     else:
         assert tile(cfg) == want and cfg.get("backend") == "gluon" and cfg["num_stages"] == 8, source
         assert -(-M // 64) * -(-N // cfg["BLOCK_SIZE_N"]) <= H200.num_cus  # one wave
+
+
+@pytest.mark.parametrize("M, N, K, tokens", [
+    # `coop_swap`: at 128 < M <= 192, one tile of tokens in a split width on the wgmma's N, 128 weight rows a tile
+    # (ab/bf16_coop_swap*.json)
+    (138, 30848, 7552, 144),  # 241 tiles fill 87% of two rounds; the coop 128 x 256's rows half empty (0.69 -> 0.94x)
+    (155, 16000, 4992, 160),  # 125 tiles, one round (0.77 -> 1.00x)
+    (170, 28928, 12032, 192),
+    (137, 14592, 31488, 144),  # held out (0.62 -> 0.92x)
+    # not at a short K (the coop's epilogue then unhidden: 18 of 23 held-out rows at K <= 448 lost up to 13%)
+    (133, 28928, 256, None),
+    # not where its tiles fill less, or not 1.2x more than the answer's (175 x 13184 x 30720: 0.71 against 0.85, -5%)
+    (175, 13184, 30720, None),
+    (132, 20480, 7936, None),
+    (141, 3072, 4224, None),  # 24 weight tiles
+    # nor outside 128 < M <= 192
+    (128, 30848, 7552, None),
+    (200, 30848, 7552, None),
+])
+def test_a16w16_coop_swap(M, N, K, tokens):
+    cfg, source = configs.serve("a16w16", H200, M, N, K)
+    if tokens is None:
+        assert not cfg.get("swap_ab") or cfg["num_warps"] == 4, source
+    else:
+        assert cfg.get("swap_ab") and cfg["num_warps"] == 8 and cfg.get("backend") == "gluon", source
+        assert (cfg["BLOCK_SIZE_M"], cfg["BLOCK_SIZE_N"]) == (tokens, 128) and "coop_swap" in source, source
+        assert configs.validate_config(dict(cfg)) == {**configs.DEFAULTS, **cfg}

@@ -75,6 +75,21 @@ Llama-3-8B qkv at M = 512 (N = 6144) is 128 tiles of 128 x 192 for 132 SMs, agai
 (1.45 waves) or 96 of 128 x 256; DeepSeek's N = 576 is 3 x 192. The Triton tier cannot build these tiles:
 a call that falls back from Gluon runs the power-of-two part, 2T (kernels/triton/dense.py `triton_tile`).
 
+Swap-AB (config key "swap_ab", dense kernel only; SWAP): a split tile whose columns are tokens. At 128 < M <= 192
+the token rows fit no multiple of 64 (138 rows: two 128-row tiles, the second 10 rows full), and cuBLAS puts the
+tokens on the wgmma's N in a width that covers M (nvjet ..._256x136_...). The config names y's tile, BLOCK_SIZE_M
+tokens (a split width A + B of SPLIT_N: 144 = 128 + 16) x BLOCK_SIZE_N = 128 weight rows; `derive` plans its
+transpose, BM = 128 weight rows (64 a consumer) x BN tokens, and `launch` passes w as the kernel's x and x as its w
+(the B-row token boxes as the split tile's w boxes; one tile of tokens under M: the boxes past M TMA zero-fills).
+Mainloop unchanged; each consumer's epilogue (hopper_parts.store_split_swap) takes the accumulators' B-token pieces
+(register splits), transposes each (a layout change), adds the bias per weight row (its columns now) and stores it
+at y[tokens, weight rows] through a B x 64 staging sub-tile::
+
+   kernel tile (128 w rows x A + B tokens)            y (M tokens, N)
+   mma c: acc (64 x A), acc_t (64 x B)   ──pieces──►  B x 64 each ──permute──► c_c ──TMA──► y[col + i B, row]
+
+Measured on the H200 (docs/PERF.md, `coop_swap`): at 128 < M <= 192 on wide layers +8-48% over the tiles before.
+
 Tail split (TAIL; the unsplit power-of-two tile: hopper_pingpong.tail_plan, the ping-pong's rule, derived from the
 shape and the SM count): where the tiles leave a partial last round of R tiles, those R tiles run as S K splits each
 (R S CTAs share the round instead of R); work items are the whole tiles first, then the splits
@@ -130,6 +145,9 @@ Constraints:
   - K >= 1 (the op handles K == 0); tiles < 2**31; GROUP_M, GROUP_S, LAST_M, LAST_S as the ping-pong's (the tile
     order's division magic, kernels/triton/_schedule.group_magic, or all None).
   - LATE_INIT: every CTA has a work item with a K step (grid <= work items, K >= 1): its load warp arrives on ready.
+  - swap_ab (dense kernel only): BLOCK_SIZE_N (the weight rows) 128, BLOCK_SIZE_M (tokens) a split width of
+    SPLIT_N (48 ... 192; its accumulators 24-96 registers), NUM_KSPLIT 1, no tail split; the TMA rules as above (x
+    is the kernel's w operand: any M >= 1).
 """
 from __future__ import annotations
 
@@ -149,7 +167,8 @@ from . import hopper_pingpong as hp
 from . import hopper_plan as hplan
 from .hopper_bundles import Descs, Epilogue, Ring, Schedule
 from .hopper_parts import (load_partition, out_row, ring_next, ring_prev, ring_ready, sched_tile, split_mainloop,
-                           store_partial, store_split, store_subtile, tail_items, tile_origin, work_space)
+                           store_partial, store_split, store_split_swap, store_subtile, tail_items, tile_origin,
+                           work_space)
 from .hopper_plan import CoopPlan
 
 KERNEL_NAME = "hopper_coop_kernel"
@@ -208,6 +227,19 @@ def derive(cfg: dict, target=None, in_bytes: int = 2, out_bytes: int = 2) -> Coo
     for key in ("BLOCK_SIZE_M", "num_warps"):
         if key not in cfg:
             raise ValueError(f"config: missing key {key!r} for the {BACKEND} backend")
+    swap = bool(cfg.get("swap_ab"))
+    if swap:  # the config names y's tile (tokens x weight rows); the kernel's is its transpose ("Swap-AB" above)
+        tokens, rows = cfg.get("BLOCK_SIZE_M"), cfg.get("BLOCK_SIZE_N")
+        if cfg.get("NUM_KSPLIT", 1) != 1:
+            raise ValueError(f"config: key 'NUM_KSPLIT' = {cfg['NUM_KSPLIT']} with 'swap_ab'; the transposed tile "
+                             "has no split-K")
+        if rows != 128:
+            raise ValueError(f"config: key 'BLOCK_SIZE_N' = {rows} with 'swap_ab'; the {BACKEND} backend's weight "
+                             "rows are the wgmma's M: 128 (64 a consumer)")
+        if tokens not in SPLIT_N:
+            raise ValueError(f"config: key 'BLOCK_SIZE_M' = {tokens} with 'swap_ab'; the {BACKEND} backend's tokens "
+                             f"are a split width, one of {SPLIT_N} (the ping-pong takes power-of-two token tiles)")
+        cfg = {**cfg, "BLOCK_SIZE_M": rows, "BLOCK_SIZE_N": tokens}  # the kernel's tile from here on
     bm = cfg["BLOCK_SIZE_M"]
     if bm not in (128, 256):
         raise ValueError(f"config: key 'BLOCK_SIZE_M' = {bm}; the {BACKEND} backend needs 128 or 256 "
@@ -217,7 +249,7 @@ def derive(cfg: dict, target=None, in_bytes: int = 2, out_bytes: int = 2) -> Coo
                          "(two consumer warpgroups of 4 share a tile)")
     consumer_view = {**cfg, "BLOCK_SIZE_M": bm // 2, "num_warps": hh.CONSUMER_WARPS}
     bm_c, bn, bk = hplan.check_config(consumer_view, BACKEND, "the gluon cooperative kernel", "(wgmma rows)",
-                                      split_ok=True, split_k_ok=True)
+                                      split_ok=True, split_k_ok=True, swap_ok=True)
     out_bytes = hh.split_k_out_bytes(cfg, out_bytes)
     bn_tail = hplan.split_tail(bn)
     hplan.check_block_k(bk)
@@ -236,8 +268,9 @@ def derive(cfg: dict, target=None, in_bytes: int = 2, out_bytes: int = 2) -> Coo
     epi_n = bn // epi_split
     return CoopPlan(BM=bm, BN=bn, BK=bk, GROUP_SIZE_M=cfg["GROUP_SIZE_M"], **b.fields(), acc_regs=acc_regs,
                     swizzle_a=hplan.swizzle(bk * in_bytes), swizzle_b=hplan.swizzle(bk * in_bytes),
-                    swizzle_c=hplan.swizzle(epi_n * out_bytes), BM_C=bm_c, BN_TAIL=bn_tail, w_box=bn_tail or bn,
-                    epi_split=epi_split, epi_n=epi_n, c_pieces=c_pieces, split_k=cfg.get("NUM_KSPLIT", 1))
+                    swizzle_c=hplan.swizzle((bm_c if swap else epi_n) * out_bytes), BM_C=bm_c, BN_TAIL=bn_tail,
+                    w_box=bn_tail or bn, epi_split=epi_split, epi_n=epi_n, c_pieces=c_pieces,
+                    split_k=cfg.get("NUM_KSPLIT", 1), swap=swap)
 
 
 def constexprs(plan: CoopPlan, *, has_bias: bool, activation: str) -> dict:
@@ -249,10 +282,10 @@ def constexprs(plan: CoopPlan, *, has_bias: bool, activation: str) -> dict:
 
 
 def kernel_constexprs(plan: CoopPlan, *, has_bias: bool, activation: str, tail: bool = False) -> dict:
-    """hopper_coop_kernel's: `constexprs`, hopper_pingpong.dense_constexprs (BN, SPLIT_K, SHIFT) and TAIL (a tail
-    split: hopper_pingpong.tail_plan)."""
+    """hopper_coop_kernel's: `constexprs`, hopper_pingpong.dense_constexprs (BN, SPLIT_K, SHIFT), TAIL (a tail
+    split: hopper_pingpong.tail_plan) and SWAP (the transposed split tile, "Swap-AB")."""
     return {**constexprs(plan, has_bias=has_bias, activation=activation),
-            **hp.dense_constexprs(plan, has_bias=has_bias, activation=activation), "TAIL": tail}
+            **hp.dense_constexprs(plan, has_bias=has_bias, activation=activation), "TAIL": tail, "SWAP": plan.swap}
 
 
 # ----------------------------------------------------------------------------- device code
@@ -374,7 +407,11 @@ def _coop_split_mma_partition(CONSUMER: gl.constexpr, descs, ring, epi, sched):
         mbarrier.arrive(ring.empty.index(ring_prev(idx, ring.STAGES)))  # the tile's last slot
         b, pid_m, pid_n = sched_tile(work_id, num_work, num_pid_m, num_pid_n, sched, SPLIT_K)
         row = out_row(b, tile_origin(pid_m, sched.M, BM, sched.SHIFT), num_pid_m, BM, SPLIT_K) + CONSUMER * BM_C
-        store_split(descs.y, epi, acc, acc_t, row, tile_origin(pid_n, sched.N, BN, sched.SHIFT), sched.N)
+        col = tile_origin(pid_n, sched.N, BN, sched.SHIFT)
+        if sched.SWAP:  # y's tile transposed: this consumer's weight rows are y's columns
+            store_split_swap(descs.y, epi, acc, acc_t, row, col, sched.M)
+        else:
+            store_split(descs.y, epi, acc, acc_t, row, col, sched.N)
     tma.store_wait(0)
 
 
@@ -399,9 +436,10 @@ def hopper_coop_kernel(x_desc, w_desc, y_desc, bias_ptr, M, N, K, SPLITS, part_p
                        STAGES: gl.constexpr, GROUP_SIZE_M: gl.constexpr, HAS_BIAS: gl.constexpr,
                        ACTIVATION: gl.constexpr, MMA_REGS: gl.constexpr, LOAD_REGS: gl.constexpr,
                        BN: gl.constexpr, SPLIT_K: gl.constexpr, SHIFT: gl.constexpr, TAIL: gl.constexpr,
-                       BM: gl.constexpr, X_BOXES: gl.constexpr, C_PIECES: gl.constexpr, LATE_INIT: gl.constexpr):
+                       BM: gl.constexpr, X_BOXES: gl.constexpr, C_PIECES: gl.constexpr, LATE_INIT: gl.constexpr,
+                       SWAP: gl.constexpr):
     BK: gl.constexpr = x_desc.block_type.shape[1]
-    BM_C: gl.constexpr = y_desc.block_type.shape[0]
+    BM_C: gl.constexpr = y_desc.block_type.shape[0]  # (SWAP: the staging sub-tile is B tokens x BM / 2 weight rows)
     EPI_N: gl.constexpr = y_desc.block_type.shape[1]
     a_ring = gl.allocate_shared_memory(x_desc.dtype, [STAGES, BM, BK], x_desc.layout)  # (x's box may be fewer rows)
     if C_PIECES > 1:  # a split tile's sub-tiles, each its own (hopper_parts.store_split)
@@ -419,7 +457,7 @@ def hopper_coop_kernel(x_desc, w_desc, y_desc, bias_ptr, M, N, K, SPLITS, part_p
     descs = Descs(x_desc, w_desc, y_desc)
     # TAIL (a tail split, hopper_host.launch_dense): SPLITS K splits of each of the last TAIL_TILES tiles, their fp32
     # partials into part_ptr; SPLIT_K: SPLITS K splits of every tile; neither: SPLITS, part_ptr, TAIL_TILES unused
-    sched = Schedule(M, N, K, SPLITS, GROUP_SIZE_M, SPLIT_K=SPLIT_K, SHIFT=SHIFT, R=TAIL_TILES, TAIL=TAIL,
+    sched = Schedule(M, N, K, SPLITS, GROUP_SIZE_M, SPLIT_K=SPLIT_K, SWAP=SWAP, SHIFT=SHIFT, R=TAIL_TILES, TAIL=TAIL,
                      X_BOXES=X_BOXES, group_m=GROUP_M, group_s=GROUP_S, last_m=LAST_M, last_s=LAST_S)
     part = part_ptr if TAIL else None
     epi0 = Epilogue(c0, bias_ptr, 0, HAS_BIAS, ACTIVATION, part, C_PIECES)
@@ -446,6 +484,13 @@ def hopper_coop_kernel(x_desc, w_desc, y_desc, bias_ptr, M, N, K, SPLITS, part_p
 
 # ----------------------------------------------------------------------------- host side
 
+def y_box(plan: CoopPlan) -> tuple:
+    """The y TMA box = a consumer's staging sub-tile: BM/2 x EPI_N, or (swap) B tokens x BM/2 weight rows."""
+    if plan.swap:
+        return (plan.BN_TAIL, plan.BM_C)
+    return (plan.BM_C, plan.epi_n)
+
+
 def tail_of(plan: CoopPlan, cfg: dict, M: int, N: int, K: int, target, tail=None) -> tuple[int, int]:
     """(tail tiles R, splits S) of a launch: hopper_pingpong.tail_plan (the same rule), none where the installed
     Triton's registers do not fit this tile's tail variant (kernels/_budgets.tail_split_ok)."""
@@ -469,8 +514,11 @@ def launch(x2, w, bias, y, activation, cfg, target, compile_only=False, tail=Non
     plan = derive(hh.fit_split_k(cfg, M, N, K, target), target, x2.element_size(), y.element_size())
     n_tail, splits = tail_of(plan, cfg, M, N, K, target, tail)
     ce = kernel_constexprs(plan, has_bias=bias is not None, activation=activation, tail=n_tail > 0)
+    if plan.swap:  # the kernel's "x" is w (BM-row boxes), its "w" is x (B-row boxes); y's box is B x BM/2
+        return hh.launch_tma(hopper_coop_kernel, plan, y_box(plan), w, x2, bias, y, ce, target, compile_only,
+                             w_box=plan.w_box, tail=(y, 0, 1))
     # the y box is a consumer's staging sub-tile (BM/2 x EPI_N), not the whole tile
-    return hh.launch_dense(hopper_coop_kernel, plan, (plan.BM_C, plan.epi_n), x2, w, bias, y, activation, ce,
+    return hh.launch_dense(hopper_coop_kernel, plan, y_box(plan), x2, w, bias, y, activation, ce,
                            target, compile_only, tail=(n_tail, splits))
 
 
@@ -500,6 +548,15 @@ SPLIT_PRESETS = (
 )
 
 
+# The swapped split tiles ("Swap-AB": configs name y's tile, tokens x weight rows; the dense kernel only)
+SWAP_PRESETS = (
+    {"BLOCK_SIZE_M": 144, "BLOCK_SIZE_N": 128, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 8, "num_warps": 8,
+     "num_stages": 6, "swap_ab": True},  # 144 tokens (128 + 16: 9 pieces of 16) x 128 weight rows
+    {"BLOCK_SIZE_M": 96, "BLOCK_SIZE_N": 128, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 8, "num_warps": 8,
+     "num_stages": 6, "swap_ab": True},  # 96 tokens (64 + 32)
+)
+
+
 def static_spec(cfg: dict, target, *, dtype: str = "bf16", out_dtype: str | None = None, has_bias: bool = True,
                 activation: str = "gelu", tail: bool = False, tokens: int | None = None):
     """(kernel, signature, constexprs, divisible, options, plan) to compile the kernel for `target` on a CPU
@@ -510,7 +567,7 @@ def static_spec(cfg: dict, target, *, dtype: str = "bf16", out_dtype: str | None
     ce = kernel_constexprs(plan, has_bias=has_bias, activation=activation, tail=tail)
     if tokens:
         ce["X_BOXES"] = hh.token_boxes(plan, tokens, plan.w_box)[2]
-    sig = hh.tma_signature(plan, (plan.BM_C, plan.epi_n), dtype, out_dtype, ce, w_box=plan.w_box, tokens=tokens)
+    sig = hh.tma_signature(plan, y_box(plan), dtype, out_dtype, ce, w_box=plan.w_box, tokens=tokens)
     sig.update(part_ptr="*fp32" if tail else f"*{out_dtype}", TAIL_TILES="i32")  # (unused without TAIL: y's)
     return hopper_coop_kernel, sig, ce, ["bias_ptr"], {"num_warps": hh.CONSUMER_WARPS}, plan
 
@@ -522,13 +579,14 @@ def _shipped_coop_configs(arch: str):
 
 def isa_cases(archs, op: str = "hopper_coop"):
     """Static cases for sm_90: every shipped A16W16 bucket with backend "gluon" and num_warps 8, the config model's
-    cooperative tiles, plus PRESETS and SPLIT_PRESETS (bf16, fp32 out)."""
+    cooperative tiles, plus PRESETS, SPLIT_PRESETS and SWAP_PRESETS (bf16, fp32 out)."""
     if "sm_90" not in archs:
         return
     cases = [(t, b, c, "bf16") for t, b, c in _shipped_coop_configs("sm_90") if not t.startswith("A16W16_")]
     cases += [("A16W16.json", name, c, "bf16") for name, c in configs.model_configs("a16w16", "sm_90")
               if c.get("backend") == "gluon" and c.get("num_warps") == _TILE_WARPS]  # `coop_widths`' tiles
-    cases += [("-", f"preset{i}", c, o) for i, c in enumerate(PRESETS + SPLIT_PRESETS) for o in ("bf16", "fp32")]
+    cases += [("-", f"preset{i}", c, o) for i, c in enumerate(PRESETS + SPLIT_PRESETS + SWAP_PRESETS)
+              for o in ("bf16", "fp32")]
     yield from hh.unique_cases(cases, KERNEL_NAME, op)
     # the tail split's variant (TAIL: a consumer's fp32 partial stored beside the staged epilogue) of the
     # power-of-two tiles: 128 x 256 at 4 stages (two sub-tiles a consumer) and 3 (one), 256 x 128; fp32 out

@@ -187,8 +187,11 @@ def ring_stages(stages: int, K: int, bk: int, num_work: int, grid: int) -> int:
 def token_boxes(plan, tokens: int, w_box=None) -> tuple[int, int, int]:
     """(x's box rows, w's box rows, X_BOXES) of a dense kernel's launch at `tokens` rows of the tokens' operand (x;
     swap-AB: w, the kernel's N): BM and (w_box or BN), one box a step; or, where the tokens are under one tile, the
-    boxes of only their rows that kernels/_host.x_boxes gives, in place of that operand's."""
+    boxes of only their rows that kernels/_host.x_boxes gives, in place of that operand's (not a split width of tokens,
+    the cooperative swap-AB tile: its B-row boxes as they are, TMA zero-filling the rows past M)."""
     xb, wb = plan.BM, w_box or plan.BN
+    if getattr(plan, "swap", False) and plan.BN_TAIL:  # a split width of tokens: its B-row boxes (the last past M)
+        return xb, wb, 1
     if getattr(plan, "swap", False):
         wb, boxes = _host.x_boxes(plan.BN, tokens)
     else:

@@ -75,13 +75,17 @@ def smem_bytes(cfg: dict, target, in_bytes: int, out_bytes: int, tma: bool) -> i
 def triton_tile(cfg: dict, fp8: bool = False) -> dict:
     """The config the Triton tier runs for `cfg` when a call falls back from Gluon: itself, but
     - a split tile (BLOCK_SIZE_N in configs.SPLIT_N, which only the dense Gluon kernels build, from two
-      accumulators of A + B columns: configs.split_tail) runs its larger power-of-two part A (ops/dispatch.py);
+      accumulators of A + B columns: configs.split_tail) runs its larger power-of-two part A (ops/dispatch.py), and so
+      does a split width of tokens (BLOCK_SIZE_M of the cooperative kernel's swap-AB tile);
     - (fp8 operands, promoted on sm_90) the Gluon FP8 kernel's cooperative 256-row tile (num_warps 8: a 128-row
       half per consumer, one 64-row partial reused over its slices) runs 128 rows: the Triton tier's promotion
       keeps a second accumulator of the whole tile, and 256 x 128 spills (592 bytes at BLOCK_SIZE_K 128)."""
     tail = split_tail(cfg["BLOCK_SIZE_N"])
     if tail:
         cfg = dict(cfg, BLOCK_SIZE_N=cfg["BLOCK_SIZE_N"] - tail)
+    tail = split_tail(cfg["BLOCK_SIZE_M"])
+    if tail:
+        cfg = dict(cfg, BLOCK_SIZE_M=cfg["BLOCK_SIZE_M"] - tail)
     if fp8 and cfg.get("backend") == "gluon" and cfg["num_warps"] == 8 and cfg["BLOCK_SIZE_M"] == 256:
         cfg = dict(cfg, BLOCK_SIZE_M=128)
     return cfg
