@@ -205,3 +205,19 @@ def test_coop_compute_sanitizer(tool):
                                    [(3, (138, 264, 1000)), (12, (145, 392, 520))])
     out = sanitize(tool, script)
     assert_sanitizer_clean(out)
+
+
+@pytest.mark.parametrize("M,N,K", [(140, 16384, 1024), (150, 16000, 640)])
+def test_coop_served_by_the_config_model(M, N, K):
+    """A shape the config model's `coop_swap` serves (no config=): the cooperative kernel runs it, bias and gelu per
+    weight row, every element right."""
+    from gemmkit.ops import _common as C
+
+    x, w, b = (randn(M, K, dtype=torch.bfloat16, device=DEV), randn(N, K, dtype=torch.bfloat16, device=DEV),
+               randn(N, dtype=torch.bfloat16, device=DEV))
+    before = dict(C.LAUNCHES)
+    y = gemmkit.gemm_a16w16(x, w, b, activation="gelu", out=poisoned((M, N), torch.bfloat16, DEV))
+    torch.cuda.synchronize()
+    assert C.LAUNCHES["hopper_coop_kernel"] == before.get("hopper_coop_kernel", 0) + 1
+    ok, msg = within_bound(y, gemm_a16w16_ref(x, w, b, "gelu"), torch.bfloat16)
+    assert ok, msg
