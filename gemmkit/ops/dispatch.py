@@ -336,7 +336,8 @@ def pad_m(kernel: str, cfg: dict, M: int, N: int, K: int, x_bytes: int, w_bytes:
     whole BLOCK_SIZE_M boxes (the tokens' tile, swap-AB's too), where M is not already, M > PAD_M_MIN_ROWS, w (w_bytes
     an element) holds at least PAD_M_MIN_W_BYTES and the copy of x (x_bytes an element) at most 1 / PAD_M_SHARE of
     w's bytes; not for a swap-AB call at M < PAD_M_SWAP_MAX_M whose last box is at least PAD_M_SWAP_FULL full, nor
-    where the kernel loads only x's rows (X_BOX_KERNELS under one row of tiles)."""
+    where the kernel loads only x's rows (X_BOX_KERNELS under one row of tiles), nor for the cooperative swap-AB tile
+    (tokens in a split width: its B-row boxes load x as it is, measured so in ab/bf16_coop_swap*.json)."""
     if split_tail(cfg["BLOCK_SIZE_M"]):  # the cooperative swap-AB tile's tokens: B-row boxes, the last past M
         return 0
     if not PAD_M or kernel not in ROW_BOX_KERNELS or M <= PAD_M_MIN_ROWS or N * K * w_bytes < PAD_M_MIN_W_BYTES or \

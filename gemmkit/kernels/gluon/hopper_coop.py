@@ -80,13 +80,13 @@ the token rows fit no multiple of 64 (138 rows: two 128-row tiles, the second 10
 tokens on the wgmma's N in a width that covers M (nvjet ..._256x136_...). The config names y's tile, BLOCK_SIZE_M
 tokens (a split width A + B of SPLIT_N: 144 = 128 + 16) x BLOCK_SIZE_N = 128 weight rows; `derive` plans its
 transpose, BM = 128 weight rows (64 a consumer) x BN tokens, and `launch` passes w as the kernel's x and x as its w
-(the B-row token boxes as the split tile's w boxes; one tile of tokens under M: the boxes past M TMA zero-fills).
+(the B-row token boxes as the split tile's w boxes; where M is under one tile, TMA zero-fills the boxes' rows past M).
 Mainloop unchanged; each consumer's epilogue (hopper_parts.store_split_swap) takes the accumulators' B-token pieces
 (register splits), transposes each (a layout change), adds the bias per weight row (its columns now) and stores it
 at y[tokens, weight rows] through a B x 64 staging sub-tile::
 
-   kernel tile (128 w rows x A + B tokens)            y (M tokens, N)
-   mma c: acc (64 x A), acc_t (64 x B)   ──pieces──►  B x 64 each ──permute──► c_c ──TMA──► y[col + i B, row]
+   kernel tile (128 w rows x A + B tokens)                              y (M tokens, N)
+   mma c: acc (64 x A), acc_t (64 x B) ──pieces──► 64 x B ──permute──► c0 / c1 (B x 64) ──TMA──► y[col + i B, row]
 
 Measured on the H200 (docs/PERF.md, `coop_swap`): at 128 < M <= 192 on wide layers +8-48% over the tiles before.
 
