@@ -81,7 +81,7 @@ tokens on the wgmma's N in a width that covers M (nvjet ..._256x136_...). The co
 tokens (a split width A + B of SPLIT_N: 144 = 128 + 16) x BLOCK_SIZE_N = 128 weight rows; `derive` plans its
 transpose, BM = 128 weight rows (64 a consumer) x BN tokens, and `launch` passes w as the kernel's x and x as its w
 (the B-row token boxes as the split tile's w boxes; where M is under one tile, TMA zero-fills the boxes' rows past M).
-Mainloop unchanged; each consumer's epilogue (hopper_parts.store_split_swap) takes the accumulators' B-token pieces
+Mainloop unchanged; each consumer's epilogue (hopper_parts.store_split with SWAP) takes the accumulators' B-token pieces
 (register splits), transposes each (a layout change), adds the bias per weight row (its columns now) and stores it
 at y[tokens, weight rows] through a B x 64 staging sub-tile::
 
@@ -167,8 +167,7 @@ from . import hopper_pingpong as hp
 from . import hopper_plan as hplan
 from .hopper_bundles import Descs, Epilogue, Ring, Schedule
 from .hopper_parts import (load_partition, out_row, ring_next, ring_prev, ring_ready, sched_tile, split_mainloop,
-                           store_partial, store_split, store_split_swap, store_subtile, tail_items, tile_origin,
-                           work_space)
+                           store_partial, store_split, store_subtile, tail_items, tile_origin, work_space)
 from .hopper_plan import CoopPlan
 
 KERNEL_NAME = "hopper_coop_kernel"
@@ -407,11 +406,9 @@ def _coop_split_mma_partition(CONSUMER: gl.constexpr, descs, ring, epi, sched):
         mbarrier.arrive(ring.empty.index(ring_prev(idx, ring.STAGES)))  # the tile's last slot
         b, pid_m, pid_n = sched_tile(work_id, num_work, num_pid_m, num_pid_n, sched, SPLIT_K)
         row = out_row(b, tile_origin(pid_m, sched.M, BM, sched.SHIFT), num_pid_m, BM, SPLIT_K) + CONSUMER * BM_C
-        col = tile_origin(pid_n, sched.N, BN, sched.SHIFT)
-        if sched.SWAP:  # y's tile transposed: this consumer's weight rows are y's columns
-            store_split_swap(descs.y, epi, acc, acc_t, row, col, sched.M)
-        else:
-            store_split(descs.y, epi, acc, acc_t, row, col, sched.N)
+        # (SWAP: y's tile transposed, this consumer's weight rows y's columns, the bias bounded by the kernel's M)
+        store_split(descs.y, epi, acc, acc_t, row, tile_origin(pid_n, sched.N, BN, sched.SHIFT),
+                    sched.M if sched.SWAP else sched.N, sched.SWAP)
     tma.store_wait(0)
 
 

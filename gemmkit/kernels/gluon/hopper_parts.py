@@ -380,13 +380,32 @@ def _piece(c_smem, k: gl.constexpr, PIECES: gl.constexpr):
 
 
 @gluon.jit
-def store_split(y_desc, epi, acc, acc_t, row, col, N):
+def _put_piece(y_desc, c_smem, v, bias_ptr, row, col, M, HAS_BIAS: gl.constexpr, ACTIVATION: gl.constexpr,
+               EACH: gl.constexpr, SWAP: gl.constexpr):
+    """One piece of a split tile's epilogue (`store_split`): v at y[row, col] (its bias, activation and cast already
+    applied); or (SWAP) v, the kernel's weight rows [row, row + R) x tokens [col, col + C) in fp32, transposed (a
+    layout change, no data moves) to y's C x R, the bias per weight row (its columns now, bounded by M, the kernel's
+    rows), the activation and the cast, stored at y[col, row]."""
+    if SWAP:
+        out = v.permute((1, 0))
+        offs = row + gl.arange(0, out.shape[1], layout=gl.SliceLayout(0, out.type.layout))
+        out = bias_activation(out, bias_ptr, offs, M, HAS_BIAS, ACTIVATION).to(y_desc.dtype)
+        store_subtile(y_desc, c_smem, out, 0, col, row, False, EACH)
+    else:
+        store_subtile(y_desc, c_smem, v, 0, row, col, False, EACH)
+
+
+@gluon.jit
+def store_split(y_desc, epi, acc, acc_t, row, col, N, SWAP: gl.constexpr = False):
     """A split tile's epilogue (hopper_pingpong.py's and hopper_coop.py's): bias / activation / cast on each
     accumulator with its own columns, then A / B + 1 TMA stores of BM x B sub-tiles. PIECES (epi.PIECES) = A / B + 1:
     the `Epilogue`'s staging c holds that many sub-tiles, one a piece, written after one wait for the previous tile's
     stores and stored with no wait between them; PIECES = 1: c is one BM x B sub-tile (where shared memory has no
     room for more), each store waiting until the previous one has read it. acc: columns [col, col + A) (stored as
-    A / B pieces of B columns, A / B in 2, 4, 8: register splits, nothing moves), acc_t: [col + A, col + A + B)."""
+    A / B pieces of B columns, A / B in 2, 4, 8: register splits, nothing moves), acc_t: [col + A, col + A + B).
+    SWAP (hopper_coop.py's "Swap-AB"): the columns are tokens and the rows weight rows (N then bounds the bias, the
+    kernel's M): each piece is split off in fp32 and transposed, its bias added per weight row, and stored at
+    y[tokens, weight rows] through a B x BM staging sub-tile (`_put_piece`)."""
     c_smem = epi.c
     bias_ptr = epi.bias
     HAS_BIAS: gl.constexpr = epi.HAS_BIAS
@@ -399,80 +418,34 @@ def store_split(y_desc, epi, acc, acc_t, row, col, N):
     EACH: gl.constexpr = PIECES == 1  # every store waits for the one before
     if not EACH:
         tma.store_wait(0)  # the previous tile's stores have read every piece
-    offs = col + gl.arange(0, A, layout=gl.SliceLayout(0, acc.type.layout))
-    out = bias_activation(acc, bias_ptr, offs, N, HAS_BIAS, ACTIVATION).to(y_desc.dtype)
-    offs_t = col + A + gl.arange(0, T, layout=gl.SliceLayout(0, acc_t.type.layout))
-    out_t = bias_activation(acc_t, bias_ptr, offs_t, N, HAS_BIAS, ACTIVATION).to(y_desc.dtype)
+    if SWAP:  # (the pieces' epilogue math in `_put_piece`, after the transpose)
+        out = acc
+        out_t = acc_t
+    else:
+        offs = col + gl.arange(0, A, layout=gl.SliceLayout(0, acc.type.layout))
+        out = bias_activation(acc, bias_ptr, offs, N, HAS_BIAS, ACTIVATION).to(y_desc.dtype)
+        offs_t = col + A + gl.arange(0, T, layout=gl.SliceLayout(0, acc_t.type.layout))
+        out_t = bias_activation(acc_t, bias_ptr, offs_t, N, HAS_BIAS, ACTIVATION).to(y_desc.dtype)
     lo, hi = _halves(out)
     if A == 2 * T:
-        store_subtile(y_desc, _piece(c_smem, 0, PIECES), lo, 0, row, col, False, EACH)
-        store_subtile(y_desc, _piece(c_smem, 1, PIECES), hi, 0, row, col + T, False, EACH)
+        _put_piece(y_desc, _piece(c_smem, 0, PIECES), lo, bias_ptr, row, col, N, HAS_BIAS, ACTIVATION, EACH, SWAP)
+        _put_piece(y_desc, _piece(c_smem, 1, PIECES), hi, bias_ptr, row, col + T, N, HAS_BIAS, ACTIVATION, EACH,
+                   SWAP)
     elif A == 4 * T:
         for h in gl.static_range(2):
             q0, q1 = _halves(lo if h == 0 else hi)
-            store_subtile(y_desc, _piece(c_smem, 2 * h, PIECES), q0, 0, row, col + 2 * h * T, False, EACH)
-            store_subtile(y_desc, _piece(c_smem, 2 * h + 1, PIECES), q1, 0, row, col + (2 * h + 1) * T, False,
-                          EACH)
+            _put_piece(y_desc, _piece(c_smem, 2 * h, PIECES), q0, bias_ptr, row, col + 2 * h * T, N, HAS_BIAS,
+                       ACTIVATION, EACH, SWAP)
+            _put_piece(y_desc, _piece(c_smem, 2 * h + 1, PIECES), q1, bias_ptr, row, col + (2 * h + 1) * T, N,
+                       HAS_BIAS, ACTIVATION, EACH, SWAP)
     else:
         for h in gl.static_range(2):
             q0, q1 = _halves(lo if h == 0 else hi)
             for q in gl.static_range(2):
                 e0, e1 = _halves(q0 if q == 0 else q1)
-                store_subtile(y_desc, _piece(c_smem, 4 * h + 2 * q, PIECES), e0, 0, row, col + (4 * h + 2 * q) * T,
-                              False, EACH)
-                store_subtile(y_desc, _piece(c_smem, 4 * h + 2 * q + 1, PIECES), e1, 0, row,
-                              col + (4 * h + 2 * q + 1) * T, False, EACH)
-    store_subtile(y_desc, _piece(c_smem, A // T, PIECES), out_t, 0, row, col + A, False, EACH)
-
-
-@gluon.jit
-def _swap_piece(y_desc, c_smem, v, bias_ptr, row, col, M, HAS_BIAS: gl.constexpr, ACTIVATION: gl.constexpr,
-                EACH: gl.constexpr):
-    """One piece of a swap-AB split tile (`store_split_swap`): v, the kernel's weight rows [row, row + R) x tokens
-    [col, col + C) in fp32, transposed (a layout change, no data moves) to y's C x R, the bias per weight row (its
-    columns now, bounded by M, the kernel's rows), the activation and the cast, stored at y[col, row]."""
-    out = v.permute((1, 0))
-    offs = row + gl.arange(0, out.shape[1], layout=gl.SliceLayout(0, out.type.layout))
-    out = bias_activation(out, bias_ptr, offs, M, HAS_BIAS, ACTIVATION).to(y_desc.dtype)
-    store_subtile(y_desc, c_smem, out, 0, col, row, False, EACH)
-
-
-@gluon.jit
-def store_split_swap(y_desc, epi, acc, acc_t, row, col, M):
-    """`store_split` for the swapped split tile (hopper_coop.py's "Swap-AB"): acc holds the kernel's weight rows
-    [row, row + BM_C) x tokens [col, col + A), acc_t tokens [col + A, col + A + B); each B-token piece (a register split
-    of the accumulator's columns, as `store_split`'s) is transposed and stored at y[tokens, weight rows] through its
-    B x BM_C staging sub-tile (epi.PIECES as `store_split`'s)."""
-    c_smem = epi.c
-    bias_ptr = epi.bias
-    HAS_BIAS: gl.constexpr = epi.HAS_BIAS
-    ACTIVATION: gl.constexpr = epi.ACTIVATION
-    PIECES: gl.constexpr = epi.PIECES
-    T: gl.constexpr = acc_t.shape[1]
-    A: gl.constexpr = acc.shape[1]
-    gl.static_assert(A == 2 * T or A == 4 * T or A == 8 * T, "a split tile's A is 2, 4 or 8 times its B")
-    gl.static_assert(PIECES == 1 or PIECES == A // T + 1, "a split tile's staging: one sub-tile, or one a piece")
-    EACH: gl.constexpr = PIECES == 1  # every store waits for the one before
-    if not EACH:
-        tma.store_wait(0)  # the previous tile's stores have read every piece
-    lo, hi = _halves(acc)
-    if A == 2 * T:
-        _swap_piece(y_desc, _piece(c_smem, 0, PIECES), lo, bias_ptr, row, col, M, HAS_BIAS, ACTIVATION, EACH)
-        _swap_piece(y_desc, _piece(c_smem, 1, PIECES), hi, bias_ptr, row, col + T, M, HAS_BIAS, ACTIVATION, EACH)
-    elif A == 4 * T:
-        for h in gl.static_range(2):
-            q0, q1 = _halves(lo if h == 0 else hi)
-            _swap_piece(y_desc, _piece(c_smem, 2 * h, PIECES), q0, bias_ptr, row, col + 2 * h * T, M, HAS_BIAS,
-                        ACTIVATION, EACH)
-            _swap_piece(y_desc, _piece(c_smem, 2 * h + 1, PIECES), q1, bias_ptr, row, col + (2 * h + 1) * T, M,
-                        HAS_BIAS, ACTIVATION, EACH)
-    else:
-        for h in gl.static_range(2):
-            q0, q1 = _halves(lo if h == 0 else hi)
-            for q in gl.static_range(2):
-                e0, e1 = _halves(q0 if q == 0 else q1)
-                _swap_piece(y_desc, _piece(c_smem, 4 * h + 2 * q, PIECES), e0, bias_ptr, row,
-                            col + (4 * h + 2 * q) * T, M, HAS_BIAS, ACTIVATION, EACH)
-                _swap_piece(y_desc, _piece(c_smem, 4 * h + 2 * q + 1, PIECES), e1, bias_ptr, row,
-                            col + (4 * h + 2 * q + 1) * T, M, HAS_BIAS, ACTIVATION, EACH)
-    _swap_piece(y_desc, _piece(c_smem, A // T, PIECES), acc_t, bias_ptr, row, col + A, M, HAS_BIAS, ACTIVATION, EACH)
+                _put_piece(y_desc, _piece(c_smem, 4 * h + 2 * q, PIECES), e0, bias_ptr, row,
+                           col + (4 * h + 2 * q) * T, N, HAS_BIAS, ACTIVATION, EACH, SWAP)
+                _put_piece(y_desc, _piece(c_smem, 4 * h + 2 * q + 1, PIECES), e1, bias_ptr, row,
+                           col + (4 * h + 2 * q + 1) * T, N, HAS_BIAS, ACTIVATION, EACH, SWAP)
+    _put_piece(y_desc, _piece(c_smem, A // T, PIECES), out_t, bias_ptr, row, col + A, N, HAS_BIAS, ACTIVATION, EACH,
+               SWAP)
