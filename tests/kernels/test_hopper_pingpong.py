@@ -396,7 +396,7 @@ def test_plan_of_the_transposed_tile():
 
 @pytest.mark.parametrize("change,match", [
     ({"backend": "triton"}, "backend"),
-    ({"num_warps": 8}, "num_warps 4"),
+    ({"num_warps": 8}, "num_warps 8 .the cooperative kernel's transposed tile. needs BLOCK_SIZE_N 128"),
     ({"BLOCK_SIZE_N": 256}, "BLOCK_SIZE_N 64 or 128"),
     ({"NUM_KSPLIT": 2}, "NUM_KSPLIT 1"),
 ])
@@ -411,14 +411,16 @@ def test_swap_ab_config_rules(change, match):
         configs.validate_config({**SWAP, "backend": "gluon"}, backend="hip")
 
 
-def test_swap_ab_is_the_dense_ping_pong_only():
+def test_swap_ab_is_the_dense_kernels_only():
+    """The batched and fp8 kernels have no transposed tile; the cooperative kernel takes only split widths of tokens
+    (test_hopper_coop.py), the ping-pong powers of two."""
     from gemmkit.kernels.gluon import hopper_coop as hc
     from gemmkit.kernels.gluon import hopper_fp8_plan as fp
     from gemmkit.kernels.gluon import hopper_pingpong_batched as hb
 
     with pytest.raises(ValueError, match="swap_ab"):
         hb.kernel_plan(SWAP, H200, 2, 2, has_bias=False, activation="none")
-    with pytest.raises(ValueError, match="swap_ab"):
+    with pytest.raises(ValueError, match="'BLOCK_SIZE_M' = 128 with 'swap_ab'.*split width"):
         hc.derive({**SWAP, "BLOCK_SIZE_M": 128, "BLOCK_SIZE_N": 128, "num_warps": 8}, H200)
     with pytest.raises(ValueError, match="swap_ab"):
         fp.derive({**SWAP, "BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 128}, H200, 2)
