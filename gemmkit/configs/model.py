@@ -46,7 +46,8 @@ argument. Gluon buckets are not fitted (only `choose`'s rules touch them): their
 (kernels/gluon/hopper_plan.py) and their split-K is fitted by the kernel (hopper_host.fit_split_k).
 
 Constraints:
-  - power-of-two tiles only (a split tile, BLOCK_SIZE_N in configs.SPLIT_N, is served as it is);
+  - power-of-two tiles only (a split tile, BLOCK_SIZE_N in configs.SPLIT_N, is served as it is; `wide_one_wave` and
+    `coop_swap` write the split widths they measured, the latter as BLOCK_SIZE_M, the tokens of its swap-AB tile);
   - a fitted config is a smaller tile (or more K splits) of a valid one: it fits the shared memory the bucket fit;
   - the result depends on (M, N, K) and the target's SM count only: one config per shape and device.
 """

@@ -88,7 +88,8 @@ at y[tokens, weight rows] through a B x 64 staging sub-tile::
    kernel tile (128 w rows x A + B tokens)                              y (M tokens, N)
    mma c: acc (64 x A), acc_t (64 x B) ──pieces──► 64 x B ──permute──► c0 / c1 (B x 64) ──TMA──► y[col + i B, row]
 
-Measured on the H200 (docs/PERF.md, `coop_swap`): at 128 < M <= 192 on wide layers +8-48% over the tiles before.
+Measured on the H200 (docs/PERF.md, `coop_swap`): at 128 < M <= 192 on wide layers +1-48% over the tiles before
+(120 held-out shapes, 0.74 -> 0.94x cuBLAS); where its weight tiles are few it loses (no split-K), hence the rule.
 
 Tail split (TAIL; the unsplit power-of-two tile: hopper_pingpong.tail_plan, the ping-pong's rule, derived from the
 shape and the SM count): where the tiles leave a partial last round of R tiles, those R tiles run as S K splits each

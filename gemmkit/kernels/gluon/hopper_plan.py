@@ -135,7 +135,7 @@ def check_config(cfg: dict, backend: str, kernel: str, bm_why: str, split_ok: bo
     """The checks every Hopper Gluon kernel's `derive` makes of a config (the ping-pong's, the cooperative
     kernel's on its per-consumer view, the FP8 kernel's): every hh.CONFIG_KEYS key present, no other key but the
     ignored ones, no split-K (unless `split_k_ok`: the dense bf16 kernels), no swap_ab (unless `swap_ok`: the
-    ping-pong, whose `derive` passes the kernel's tile, already transposed), BLOCK_SIZE_M 64 or 128, BLOCK_SIZE_N
+    ping-pong and the cooperative kernel, whose `derive`s pass the kernel's tile, already transposed), BLOCK_SIZE_M 64 or 128, BLOCK_SIZE_N
     a power of two in [16, 256] (or, `split_ok`, a split tile), num_warps 4 (one consumer warpgroup),
     GROUP_SIZE_M >= 1. Returns (BM, BN, BK); BLOCK_SIZE_K is each kernel's own (`check_block_k`)."""
     for key in hh.CONFIG_KEYS:
@@ -147,7 +147,7 @@ def check_config(cfg: dict, backend: str, kernel: str, bm_why: str, split_ok: bo
     if cfg.get("NUM_KSPLIT", 1) != 1 and not split_k_ok:
         raise ValueError(f"config: key 'NUM_KSPLIT' = {cfg['NUM_KSPLIT']}; {kernel} needs 1")
     if cfg.get("swap_ab") and not swap_ok:
-        raise ValueError(f"config: key 'swap_ab' = true; {kernel} has no transposed tile (the ping-pong has)")
+        raise ValueError(f"config: key 'swap_ab' = true; {kernel} has no transposed tile (the dense ping-pong and cooperative kernels have)")
     bm, bn, bk = cfg["BLOCK_SIZE_M"], cfg["BLOCK_SIZE_N"], cfg["BLOCK_SIZE_K"]
     if bm not in (64, 128):
         raise ValueError(f"config: key 'BLOCK_SIZE_M' = {bm}; the {backend} backend needs 64 or 128 {bm_why}")
