@@ -266,7 +266,7 @@ def model_configs(op: str, arch: str) -> list:
     """(name, config) of the configs the config model writes that no table ships (configs/model.py: bf16's
     `wide_config`, `one_wave`'s and `narrow_wave`'s tiles, `few_tiles`' split tiles (their unsplit ones and
     `m128_tile` are `one_wave`'s / `narrow_wave`'s), `narrow_pingpong`, `split_widths`, `wide_one_wave`, `coop_swap`,
-    `coop_widths`, `off_sector` (unsplit and split; `long_k_split`'s too), `swap_wide` and `decode_split`; fp8's 64 x 64 Gluon ping-pong over the
+    `coop_widths` (unsplit and split: `long_k_coop`'s), `off_sector` (unsplit and split; `long_k_split`'s too), `swap_wide` and `decode_split`; fp8's 64 x 64 Gluon ping-pong over the
     large-M bucket and fp8's `decode_wide` tile, block scale's also with `decode_wide_k`'s K step, per-token's `large_few_split_k` tile,
     fp8's and block scale's `m256_split` tile), so that `gemmkit isa` compiles them."""
     from . import model
@@ -308,6 +308,10 @@ def model_configs(op: str, arch: str) -> list:
         coop = select(op, arch, model.COOP_WIDTH_MAX_M, 1, 1)[0]  # a bucket coop_widths serves from
         if coop.get("backend") == "gluon" and coop["BLOCK_SIZE_M"] == 128:
             out += [(f"model:coop_width_{w}", validate_config(model.coop_width_config(coop, w, s), backend="cuda"))
+                    for w, s in rules.get("coop_widths", ())]
+            if rules.get("long_k_coop"):  # its split coop widths
+                out += [(f"model:coop_width_{w}_split", validate_config(
+                    dict(model.coop_width_config(coop, w, s), NUM_KSPLIT=2), backend="cuda"))
                     for w, s in rules.get("coop_widths", ())]
             out += [(f"model:off_sector_{t['BLOCK_SIZE_M']}x{t['BLOCK_SIZE_N']}{'_split' if split > 1 else ''}",
                      validate_config(dict(coop, **t, NUM_KSPLIT=split), backend="cuda"))

@@ -38,7 +38,8 @@ few at M > 128, the Triton tier's split: `m256_split`), and above M = 256 the pi
 tiles are few), and how many CTAs an SM the K split aims for. Each rule is one function
 (`RULES`, tried in order by `choose`; `_fitted` where none answers). Over whichever answered, bf16's `long_k_split`:
 at K >= 12288 on rows on sectors, where the coop's tiles are under one round and the answer fills few SMs unsplit,
-the coop split along K to one wave; then bf16's `coop_swap`: at 128 < M <= 192 (K > 448) the cooperative kernel's
+the coop split along K to one wave; bf16's `long_k_coop`: at K >= 12288 and M > 128 where the answer is a 64-row
+ping-pong tile, a cooperative tile split along K to one wave (on rows off sectors `off_sector`'s); then bf16's `coop_swap`: at 128 < M <= 192 (K > 448) the cooperative kernel's
 swap-AB tile, 128 weight rows x one tile of tokens in a split width, where it fills 1.2x more.
 
 Shape files (`<OP>-N=<N>-K=<K>.json`) are measured for their shape and are served as they are; so is a `config=`
@@ -287,6 +288,11 @@ FITTED_OPS = ("a16w16", "a8w8", "a8w8_int8", "a8w8_blockscale")
 #                out on _verify.json (seeds 31-800, 138 rows 0.764 -> 0.940x; at K <= 448 18 of 23 down, to -13%:
 #                the coop's epilogue unhidden at a few K steps, hence the K floor) and _verify2.json (seeds
 #                801-1600, the rule with its floor: 120 rows 0.741 -> 0.941x, every one up).
+#   long_k_coop  bf16, over any rule's answer (`_long_k_coop`, after `long_k_split`): at K >= LONG_K_COOP_MIN_K and
+#                LONG_K_COOP_MIN_M < M <= OFF_SECTOR_MAX_M, where the answer is a 64-row Gluon ping-pong tile, a
+#                cooperative tile split along K to one wave (ranges of LONG_K_COOP_MIN_STEPS K steps or more): on rows
+#                off 32-byte sectors `off_sector`'s, on rows on them the best-filling of `off_sector`'s two and the
+#                `coop_widths` tiles; its measurements at LONG_K_COOP_MIN_M below.
 #   cdna_tiles   (gfx942 / gfx950) a "backend": "gluon" bucket names the CDNA ping-pong, one fixed 256 x 256 tile a
 #                program and no split-K: where those tiles are few (under FEW_TILES of the CUs) the bucket runs on the
 #                Triton tier, fitted (its split K and smaller tiles), as it did before the kernel had a launcher.
@@ -464,6 +470,8 @@ OP_RULES = {"a8w8_blockscale": {"ctas_per_sm": 2, "wide_share": 0.6, "operand_by
                                {"BLOCK_SIZE_M": 128, "BLOCK_SIZE_N": 256, "GROUP_SIZE_M": 8, "num_stages": 4}),
                 # `long_k_split`: `off_sector`'s two tiles split along K (128 x 256 first) on rows on sectors
                 "long_k_split": True,
+                # `long_k_coop`: a split coop tile in a 64-row ping-pong tile's place at a long K
+                "long_k_coop": True,
                 "split_widths": (160, 144),
                 "wide_one_wave": (192, 160, 144),
                 "coop_swap": (144, 160, 192),
@@ -604,6 +612,36 @@ FEW_TILES_UNSPLIT_FILL = 0.25  # ... in `gluon_waves` where K is too short to sp
 # under 0.75x whichever tile: 527 x 8320 x 1144, 1576 x 3104 x 2600 (both orientations 51-57% filled). The least M
 # and N measured.
 OFF_SECTOR_MIN_M, OFF_SECTOR_MIN_N, OFF_SECTOR_MAX_M = 448, 1472, 4096
+# `long_k_coop` (choose, over any rule's answer on a coop bucket, after `long_k_split`): at K >= LONG_K_COOP_MIN_K
+# and LONG_K_COOP_MIN_M < M <= OFF_SECTOR_MAX_M, where the rules answered with a 64-row Gluon ping-pong tile
+# (`split_widths`, `narrow_pingpong`, `one_wave`, `few_tiles`, ...), a cooperative tile split along K to one wave
+# (`off_sector_tile`). A 64-row tile loads a whole w box for 64 rows (each SM's two consumers their own), which a
+# long K makes the time, more so on rows off 32-byte sectors, whose TMA box rows cost the loads ~3 cycles each
+# (docs/PERF.md "Row pitch"). H200 against cuBLAS, one process, heated:
+# - Rows off sectors (K % 16 == 8): `off_sector`'s tile, where its launch fill is at least LONG_K_COOP_OFF_SHARE of
+#   the answer's. Fit (ab/bf16_offsector_low_m.json, 38 random shapes at M = 131-3915 below `off_sector`'s M or N,
+#   seeds 40001-40300, both orientations split to one wave and the coop 128 x 144 / 160 / 192 unsplit): at
+#   K >= 13016 all 11 rows up, 0.715 -> 0.911x; the 6 with a 64-row answer 0.606 -> 0.871x (197 x 17832 x 16472
+#   0.57 -> 0.91x on 41% of the SMs against the 64 x 192 split's 72%; 751 x 648 x 25048 0.56 -> 0.89x); at
+#   K = 280-11528 mixed (-40% to +23%, 12 of 27 up), so not there. Held out (ab/bf16_long_k_coop_off_heldout.json, seeds
+#   50001-50079, the 30 rows the first form changed): the 22 with a 64-row answer 0.695 -> 0.823x, 18 up (to +61%),
+#   4 down 3-8% (N <= 808 split 16 ways, 3995 x 272); the 128 x 128 / 128 x 160 answers -24% to +20%, hence 64-row
+#   answers only. Held out again with that (ab/bf16_long_k_coop_off_heldout2.json, seeds 60001-60099, 21 rows):
+#   0.696 -> 0.857x, 18 up (to +66%), 3 down 3-9% (527 x 328, 211 x 584: small N split 13-16 ways).
+# - Rows on sectors: the first of `off_sector`'s two tiles and the `coop_widths` tiles that fills the most, where that
+#   is GLUON_WAVE_MARGIN over the answer's. Fit (ab/bf16_long_k_coop_fit.json, 40 random shapes of seeds 70001-70039
+#   where one of those tiles filled 1.1x more than the answer): the 10 with a 64-row answer 0.860 -> 0.978x, all up
+#   (410 x 784 x 26224 0.70 -> 1.00x, 201 x 3744 x 13632 0.68 -> 0.81x); over the 30 with 128-row answers the same
+#   pick lost (0.954 -> 0.916x, 9 up), so not there. Held out (ab/bf16_long_k_coop_heldout.json, seeds 80001-80199,
+#   40 of the 161 rows the rule changed): 0.853 -> 0.950x, 32 up (to +62%: 1421 x 288 x 17648 0.60 -> 0.97x), 8 down;
+#   the three worst (-11% to -19%: 1072 x 256 x 12672 and 1047 x 256 x 12544 split 14 ways, 249 x 576 x 13632 split
+#   16) ran 13-14 K steps a split range, hence LONG_K_COOP_MIN_STEPS (which keeps their answers).
+# - Both, verified with the rule as it is (ab/bf16_long_k_coop_verify.json, seeds 90001-90299, a random 52 of the 356
+#   rows it changes, and 319 x 1696 x 23680 below): on sectors 37 rows 0.875 -> 0.949x, 27 up (to +46%), 10 down
+#   (to -10%: 64 x 128 split 2-4 at N = 848-896 on 256 x 128 / 128 x 144 split 9-11 ways); off sectors 16 rows
+#   0.643 -> 0.830x, 15 up (to +60%: 226 x 14064 x 17384 0.55 -> 0.88x), 422 x 280 x 14312 -17%.
+LONG_K_COOP_MIN_M, LONG_K_COOP_MIN_K, LONG_K_COOP_OFF_SHARE = 128, 12288, 0.55
+LONG_K_COOP_MIN_STEPS = 16
 # `long_k_split` (choose, over any rule's answer on a coop bucket): at K >= LONG_K_SPLIT_MIN_K, M > LONG_K_SPLIT_MIN_M,
 # rows on sectors, where the coop's tiles are under one round and the answer fills few SMs unsplit, the coop split
 # along K to one wave. H200 against cuBLAS (ab/bf16_coop_split.json, 50 shapes of the class at K = 896-26640): the
@@ -905,13 +943,14 @@ def choose(op: str, cfg: dict, large: dict | None, M: int, N: int, K: int, num_c
     above M = 256,
     `wide_share` at 64 < M <= 256 (with `m128_tile`), `decode_split`, `swap_wide`. A rule that answers with `cfg`
     itself ends the search with the bucket as it is. fp8's few large-M tiles on long K: the Triton tier split
-    (`large_few_split_k`). Whatever answered, bf16's `long_k_split` may split the coop instead (`_long_k_split`)."""
+    (`large_few_split_k`). Whatever answered, bf16's `long_k_split` may split the coop instead (`_long_k_split`),
+    its `long_k_coop` serve a split coop tile in a 64-row tile's place (`_long_k_coop`), its `coop_swap` swap it."""
     call = _Call(OP_RULES.get(op, {}), cfg, large, M, N, K, num_cus, shared_mem, amd)
     for rule in RULES:
         hit = rule(call)
         if hit is not None:
-            return _coop_swap(call, *_long_k_split(call, *hit))
-    return _coop_swap(call, *_long_k_split(call, *_fitted(call)))
+            return _coop_swap(call, *_long_k_coop(call, *_long_k_split(call, *hit)))
+    return _coop_swap(call, *_long_k_coop(call, *_long_k_split(call, *_fitted(call))))
 
 
 def _coop_swap(c: _Call, tile: dict, notes: list) -> tuple[dict, list]:
@@ -1216,10 +1255,18 @@ def _rule_off_sector(c: _Call):
             and cfg["BLOCK_SIZE_N"] == 256 and not cfg.get("swap_ab") and cfg.get("NUM_KSPLIT", 1) == 1 and c.K % SECTOR_ELEMENTS == 8
             and OFF_SECTOR_MIN_M <= c.M <= OFF_SECTOR_MAX_M and c.N >= OFF_SECTOR_MIN_N):
         return None
+    return off_sector_choice(c)
+
+
+def off_sector_choice(c: _Call, rule: str = "off_sector", min_steps: int = MIN_SPLIT_STEPS) -> tuple[dict, list]:
+    """(config, notes) of `off_sector`'s tile for the call: the coop oriented so the operand dispatch leaves off
+    sectors has the fewer rows a step, unless the other orientation fills GLUON_WAVE_MARGIN more of its waves; K split
+    to one wave where its tiles are fewer than the SMs (`off_sector_tile`, ranges of at least `min_steps` K steps)."""
+    tiles, cfg = c.rules["off_sector"], c.cfg
     kept = "w" if c.M <= c.N else "x"  # (dispatch.pitch copies the smaller operand: x where M <= N)
     first, other = (tiles[0], tiles[1]) if c.M <= c.N else (tiles[1], tiles[0])
-    tile, fill = off_sector_tile(cfg, first, c.M, c.N, c.K, c.num_cus)
-    alt, alt_fill = off_sector_tile(cfg, other, c.M, c.N, c.K, c.num_cus)
+    tile, fill = off_sector_tile(cfg, first, c.M, c.N, c.K, c.num_cus, min_steps)
+    alt, alt_fill = off_sector_tile(cfg, other, c.M, c.N, c.K, c.num_cus, min_steps)
     why = f"the fewer rows of {kept} a step"
     if alt_fill > GLUON_WAVE_MARGIN * fill:
         why = f"{alt_fill:.0%} of its waves filled against {fill:.0%} the other way"
@@ -1227,14 +1274,51 @@ def _rule_off_sector(c: _Call):
     split = tile.get("NUM_KSPLIT", 1)
     return tile, [f"K = {c.K}: rows off 32-byte sectors ({'x' if kept == 'w' else 'w'} copied to a 128-byte pitch, "
                   f"{kept} not): the cooperative {tile['BLOCK_SIZE_M']} x {tile['BLOCK_SIZE_N']}" +
-                  (f", K split {split} ways" if split > 1 else "") + f", {why} (`off_sector`)"]
+                  (f", K split {split} ways" if split > 1 else "") + f", {why} (`{rule}`)"]
 
 
-def off_sector_tile(cfg: dict, tile: dict, M: int, N: int, K: int, num_cus: int) -> tuple[dict, float]:
+def _long_k_coop(c: _Call, tile: dict, notes: list) -> tuple[dict, list]:
+    """`long_k_coop`, over what the rules answered (`tile`, `notes`): on a cooperative Gluon bucket at
+    K >= LONG_K_COOP_MIN_K and LONG_K_COOP_MIN_M < M <= OFF_SECTOR_MAX_M, where the answer is the Gluon ping-pong's
+    64-row tile, a cooperative tile split along K to one wave: on rows off 32-byte sectors (K % 16 == 8)
+    `off_sector`'s (`off_sector_choice`) where its launch fill is at least LONG_K_COOP_OFF_SHARE of the answer's; on
+    rows on them the first of `off_sector`'s two tiles and the `coop_widths` tiles (`off_sector_tile`) that fills the
+    most, where that is GLUON_WAVE_MARGIN over the answer's."""
+    cfg = c.cfg
+    if not (c.rules.get("long_k_coop") and c.rules.get("off_sector") and not c.amd and cfg.get("backend") == "gluon"
+            and cfg["num_warps"] == 8 and cfg["BLOCK_SIZE_N"] == 256 and not cfg.get("swap_ab")
+            and cfg.get("NUM_KSPLIT", 1) == 1 and c.K >= LONG_K_COOP_MIN_K
+            and LONG_K_COOP_MIN_M < c.M <= OFF_SECTOR_MAX_M
+            and tile.get("backend") == "gluon" and tile["BLOCK_SIZE_M"] == 64 and not tile.get("swap_ab")):
+        return tile, notes
+    served = launch_fill(tile, c.M, c.N, c.num_cus)
+    if c.K % SECTOR_ELEMENTS:
+        chosen, why = off_sector_choice(c, "long_k_coop", LONG_K_COOP_MIN_STEPS)
+        fill = launch_fill(chosen, c.M, c.N, c.num_cus)
+        if fill < LONG_K_COOP_OFF_SHARE * served:
+            return tile, notes
+        return chosen, notes + [f"that fills {served:.0%} of the SMs, `off_sector`'s tile {fill:.0%}; " + why[0]]
+    menu = list(c.rules["off_sector"]) + [{"BLOCK_SIZE_M": 128, "BLOCK_SIZE_N": w, "num_stages": st}
+                                          for w, st in c.rules.get("coop_widths", ())]
+    fill, chosen = -1.0, None
+    for t in menu:
+        cand, f = off_sector_tile(cfg, t, c.M, c.N, c.K, c.num_cus, LONG_K_COOP_MIN_STEPS)
+        if f > fill:
+            fill, chosen = f, cand
+    if fill <= GLUON_WAVE_MARGIN * served:
+        return tile, notes
+    split = chosen["NUM_KSPLIT"]
+    return chosen, notes + [
+        f"K = {c.K}: that fills {served:.0%} of the SMs; the cooperative {chosen['BLOCK_SIZE_M']} x "
+        f"{chosen['BLOCK_SIZE_N']}" + (f" split {split} ways" if split > 1 else "") + f" {fill:.0%} (`long_k_coop`)"]
+
+
+def off_sector_tile(cfg: dict, tile: dict, M: int, N: int, K: int, num_cus: int,
+                    min_steps: int = MIN_SPLIT_STEPS) -> tuple[dict, float]:
     """(config, its `launch_fill`): the bucket `cfg` on an `off_sector` tile, K split to one wave of `num_cus` SMs
-    where its tiles are fewer (each split range at least MIN_SPLIT_STEPS K steps)."""
+    where its tiles are fewer (each split range at least `min_steps` K steps)."""
     count = -(-M // tile["BLOCK_SIZE_M"]) * -(-N // tile["BLOCK_SIZE_N"])
-    split = max(1, min(num_cus // count, -(-K // cfg["BLOCK_SIZE_K"]) // MIN_SPLIT_STEPS, MAX_SPLIT))
+    split = max(1, min(num_cus // count, -(-K // cfg["BLOCK_SIZE_K"]) // min_steps, MAX_SPLIT))
     out = dict(cfg, **tile, NUM_KSPLIT=split)
     return out, launch_fill(out, M, N, num_cus)
 

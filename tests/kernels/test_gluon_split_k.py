@@ -2,7 +2,7 @@
 
 hopper_host.launch_dense: work ids over splits x tiles, each item one range of K steps, its fp32 partial
 tile stored into its split's slab of a workspace, then the split-K reduce (bias, activation, cast). Both
-layouts (ping-pong, cooperative), power-of-two and split tiles (96 / 192 columns), through the kernels'
+layouts (ping-pong, cooperative), power-of-two and split tiles (96 / 144 / 160 / 192 columns), through the kernels'
 launchers and through gemm_a16w16. Reference: float64 on the CPU; outputs poisoned with NaN, every element
 checked (tests/_util.within_bound).
 """
@@ -27,6 +27,9 @@ CFGS = {
     "coop128x256-k2": ("coop", {**PP, "BLOCK_SIZE_N": 256, "num_warps": 8, "num_stages": 4, "NUM_KSPLIT": 2}),
     "coop128x192-k3": ("coop", {**PP, "BLOCK_SIZE_N": 192, "num_warps": 8, "NUM_KSPLIT": 3}),
     "coop128x96-k5": ("coop", {**PP, "BLOCK_SIZE_N": 96, "num_warps": 8, "num_stages": 6, "NUM_KSPLIT": 5}),
+    # the A + B split tiles on a 16 / 32-column B (configs.SPLIT_N), split as the config model's `long_k_coop` runs them
+    "coop128x144-k4": ("coop", {**PP, "BLOCK_SIZE_N": 144, "num_warps": 8, "num_stages": 6, "NUM_KSPLIT": 4}),
+    "coop128x160-k6": ("coop", {**PP, "BLOCK_SIZE_N": 160, "num_warps": 8, "num_stages": 6, "NUM_KSPLIT": 6}),
 }
 
 
@@ -75,7 +78,7 @@ def test_shapes(M, N, K, name):
 
 @pytest.mark.parametrize("act,out_dtype", [("gelu", torch.bfloat16), ("silu", torch.float16), ("none", torch.float32)],
                          ids=lambda v: str(v).replace("torch.", ""))
-@pytest.mark.parametrize("name", ["pp128x128-k3", "pp64x192-k2", "coop128x192-k3"])
+@pytest.mark.parametrize("name", ["pp128x128-k3", "pp64x192-k2", "coop128x192-k3", "coop128x144-k4"])
 def test_bias_activation_out_dtype(act, out_dtype, name):
     """Bias and activation are the reduce's (the kernel stores fp32 partials whatever the output dtype)."""
     M, N, K = 300, 1032, 1544
@@ -104,7 +107,8 @@ def test_fp16_inputs(name):
 
 
 @pytest.mark.parametrize("cus", [1, 3, 7])
-@pytest.mark.parametrize("name", ["pp128x128-k3", "pp64x96-k4", "coop128x256-k2", "coop128x192-k3"])
+@pytest.mark.parametrize("name", ["pp128x128-k3", "pp64x96-k4", "coop128x256-k2", "coop128x192-k3",
+                                  "coop128x160-k6"])
 def test_small_persistent_grids(cus, name):
     """Many (split, tile) items per CTA: the ring wraps across items of different splits."""
     M, N, K = 3 * 128 - 5, 4 * 192 - 8, 3000
@@ -184,7 +188,7 @@ def test_fit_split_k_keeps_one_wave():
 # compute-sanitizer over split-K through the kernels' `launch` (fit_split_k keeps 2-3 splits on these grids:
 # 6-12 tiles on 12 / 24 CTAs), K ranges past K included (1000 = 16 steps of 64: 6 + 6 + 4)
 _SANITIZE = {"hopper_pingpong": [CFGS["pp128x128-k3"][1], {**CFGS["pp64x192-k2"][1], "NUM_KSPLIT": 3}],
-             "hopper_coop": [CFGS["coop128x192-k3"][1], CFGS["coop128x96-k5"][1]]}
+             "hopper_coop": [CFGS["coop128x192-k3"][1], CFGS["coop128x96-k5"][1], CFGS["coop128x160-k6"][1]]}
 _SANITIZE_CASES = [(12, (256, 264, 1000)), (24, (200, 392, 1544))]
 
 

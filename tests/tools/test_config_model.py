@@ -213,7 +213,7 @@ def test_bf16_decode_splits_few_swap_tiles_on_the_triton_tier(M, N, K, split):
     (240, 1024, 7168, (64, 64, 2, 4)),  # 0.81 -> 1.05x
     (234, 256, 28160, (64, 64, 8, 4)),  # 0.72 -> 1.01x
     # the menu's 64 x 192 on long K (ab/bf16_few_tiles_wide.json): 45 tiles split 2 where 70 of 64 x 128 cannot split
-    (319, 1696, 23680, (64, 192, 2, 4)),  # 0.74 -> 0.86x
+    # (319 x 1696 x 23680, 0.74 -> 0.86x, is `long_k_coop`'s now: 0.86 -> 0.85x, bf16_long_k_coop_verify.json)
     (512, 1536, 16384, (64, 192, 2, 4)),
     (512, 1536, 4096, (64, 128, 1, 4)),  # K = 4096: the 64 x 192 lost 8%
 ])
@@ -1055,3 +1055,38 @@ def test_a16w16_coop_swap(M, N, K, tokens):
         assert cfg.get("swap_ab") and cfg["num_warps"] == 8 and cfg.get("backend") == "gluon", source
         assert (cfg["BLOCK_SIZE_M"], cfg["BLOCK_SIZE_N"]) == (tokens, 128) and "coop_swap" in source, source
         assert configs.validate_config(dict(cfg)) == {**configs.DEFAULTS, **cfg}
+
+
+@pytest.mark.parametrize("M, N, K, want", [
+    # `long_k_coop`: at K >= 12288 and 128 < M <= 4096, a split cooperative tile in a 64-row ping-pong answer's place
+    # (ab/bf16_offsector_low_m.json, bf16_long_k_coop_*.json). Rows off 32-byte sectors: `off_sector`'s tile
+    (197, 17832, 16472, (256, 128, 1, 8)),  # the 64 x 192 split 4: 0.57 -> 0.91x on 41% of the SMs against its 72%
+    (235, 3592, 13016, (256, 128, 4, 8)),  # `one_wave`'s 64 x 128: 0.77 -> 1.08x
+    (751, 648, 25048, (128, 256, 7, 8)),  # M > N: x's rows stay off sectors, 128 of them a step (0.56 -> 0.89x)
+    # rows on sectors: the best-filling of 256 x 128, 128 x 256 and the coop widths
+    (410, 784, 26224, (128, 160, 6, 8)),  # the 64 x 128 split 2: 0.70 -> 1.00x
+    (201, 3744, 13632, (256, 128, 4, 8)),  # the 64 x 192 split 4: 0.68 -> 0.81x
+    (1421, 288, 17648, (128, 144, 5, 8)),  # held out: 0.60 -> 0.97x
+    (319, 1696, 23680, (128, 160, 4, 8)),  # `few_tiles`' 64 x 192 split 2 before: a tie (0.86 -> 0.85x)
+    # not where the answer has 128 rows (388 x 3696 x 20472: 128 x 128 held out -24% to +20%), nor at K < 12288
+    # (170 x 20368 x 3864: -40% to +23% there), nor where a split range would run under 16 K steps (1072 x 256 x
+    # 12672: 128 x 256 split 14, -19%)
+    (388, 3696, 20472, None),
+    (170, 20368, 3864, None),
+    (1072, 256, 12672, None),
+])
+def test_a16w16_long_k_coop(M, N, K, want):
+    cfg, source = configs.serve("a16w16", H200, M, N, K)
+    if want is None:
+        assert "long_k_coop" not in source, source
+        return
+    assert "`long_k_coop`" in source, source
+    assert tile(cfg) == want and cfg.get("backend") == "gluon" and not cfg.get("swap_ab"), source
+    split = cfg["NUM_KSPLIT"]
+    assert split == 1 or split * -(-M // cfg["BLOCK_SIZE_M"]) * -(-N // cfg["BLOCK_SIZE_N"]) <= H200.num_cus
+    assert -(-K // cfg["BLOCK_SIZE_K"]) // split >= model.LONG_K_COOP_MIN_STEPS
+    name = (f"coop_width_{cfg['BLOCK_SIZE_N']}" if cfg["BLOCK_SIZE_N"] < 256 and cfg["BLOCK_SIZE_M"] == 128 else
+            f"off_sector_{cfg['BLOCK_SIZE_M']}x{cfg['BLOCK_SIZE_N']}") + ("_split" if split > 1 else "")
+    assert any(n == "model:" + name for n, _ in configs.model_configs("a16w16", "sm_90")), name
+    assert "long_k_coop" not in configs.serve("a16w16", arch.ARCHS["gfx942"], M, N, K)[1]
+    assert "long_k_coop" not in configs.serve("a8w8", H200, M, N, K)[1]
