@@ -287,7 +287,8 @@ FITTED_OPS = ("a16w16", "a8w8", "a8w8_int8", "a8w8_blockscale")
 #                takes +8 to +37%; below the fill -5 to -18%, few tiles to -78%; M = 65-96 +0-9%, left alone); held
 #                out on _verify.json (seeds 31-800, 138 rows 0.764 -> 0.940x; at K <= 448 18 of 23 down, to -13%:
 #                the coop's epilogue unhidden at a few K steps, hence the K floor) and _verify2.json (seeds
-#                801-1600, the rule with its floor: 120 rows 0.741 -> 0.941x, every one up).
+#                801-1600, the rule with its floor: 120 rows 0.741 -> 0.941x, every one up). Over a 64-row ping-pong
+#                answer from COOP_SWAP_PP_MARGIN of its fill (COOP_SWAP_PP_FILL at least): its measurements there.
 #   long_k_coop  bf16, over any rule's answer (`_long_k_coop`, after `long_k_split`): at K >= LONG_K_COOP_MIN_K and
 #                LONG_K_COOP_MIN_M < M <= OFF_SECTOR_MAX_M, where the answer is a 64-row Gluon ping-pong tile, a
 #                cooperative tile split along K to one wave (ranges of LONG_K_COOP_MIN_STEPS K steps or more): on rows
@@ -509,6 +510,14 @@ WIDE_ONE_WAVE_MIN_M, WIDE_ONE_WAVE_MAX_M, WIDE_ONE_WAVE_MIN_N = SPLIT_WIDTH_MAX_
 # `coop_swap`: where it was fitted (M = 129-192: one token tile of 144-192 fills what 128-row tiles leave half
 # empty), the least area fill that won, and the margin over the answer's fill (at 1.0-1.1x it lost 1-7%)
 COOP_SWAP_MIN_M, COOP_SWAP_MAX_M, COOP_SWAP_FILL, COOP_SWAP_MARGIN = 128, 192, 0.7, 1.2
+# ... and over a 64-row ping-pong answer (`split_widths`' 64 x 144 / 160 mostly), whose consumers each load a w box for
+# 64 rows: the swap tile where it fills COOP_SWAP_PP_MARGIN of the answer's launch fill and at least COOP_SWAP_PP_FILL.
+# ab/bf16_coop_swap_over_pingpong.json (H200, heated, one process; 36 random shapes of seeds 120001-120199 at
+# M = 130-190, K > 448 with such an answer, every swap width >= M timed): at a fill 0.9x the answer's or more all 7
+# rows up (+2% to +31%: 133 x 12320 x 920 0.66 -> 0.87x, at fills 0.59-0.82), at 0.83x mixed (-6% to +10%), below it
+# down to -31%. Held out (ab/bf16_coop_swap_over_pingpong_heldout.json, a random 30 of the 97 rows of seeds
+# 130001-130399 it changes): 0.854 -> 0.902x, 22 up (to +28%: 160 x 10768 x 3888 0.73 -> 0.94x), 8 down 0.2-5%.
+COOP_SWAP_PP_FILL, COOP_SWAP_PP_MARGIN = 0.55, 0.9
 COOP_WIDTH_MIN_M, COOP_WIDTH_MAX_M = 385, 4096  # `coop_widths`: four 128-row tiles and more, measured to 4096
 COOP_WIDTH_WAVES = 2  # `coop_widths`: lost from three waves
 COOP_WIDTH_ONE_WAVE_FILL = 0.7  # `coop_widths`: the least area fill of tiles that take one wave (the lowest measured)
@@ -957,7 +966,8 @@ def _coop_swap(c: _Call, tile: dict, notes: list) -> tuple[dict, list]:
     """`coop_swap` (bf16, over whatever answered): at COOP_SWAP_MIN_M < M <= COOP_SWAP_MAX_M and K over
     SHORT_K_PINGPONG_MAX_K, the cooperative kernel's swap-AB tile (128 weight rows x one tile of tokens in a split
     width >= M) where its area fill (`coop_swap_fill`) is at least COOP_SWAP_FILL and COOP_SWAP_MARGIN over the
-    answer's launch fill."""
+    answer's launch fill; over a 64-row Gluon ping-pong answer at least COOP_SWAP_PP_FILL and COOP_SWAP_PP_MARGIN of
+    it."""
     widths = c.rules.get("coop_swap")
     if not widths or c.amd or not COOP_SWAP_MIN_M < c.M <= COOP_SWAP_MAX_M or c.K <= SHORT_K_PINGPONG_MAX_K:
         return tile, notes
@@ -967,7 +977,10 @@ def _coop_swap(c: _Call, tile: dict, notes: list) -> tuple[dict, list]:
     fill, w = max(fits)
     w = -w
     served = launch_fill(tile, c.M, c.N, c.num_cus)
-    if fill < COOP_SWAP_FILL or fill < COOP_SWAP_MARGIN * served:
+    floor, margin = COOP_SWAP_FILL, COOP_SWAP_MARGIN
+    if tile.get("backend") == "gluon" and tile["BLOCK_SIZE_M"] == 64 and not tile.get("swap_ab"):
+        floor, margin = COOP_SWAP_PP_FILL, COOP_SWAP_PP_MARGIN  # (a 64-row ping-pong answer)
+    if fill < floor or fill < margin * served:
         return tile, notes
     cfg = coop_swap_config(w)
     return cfg, notes + [f"the launch fills {served:.0%} of the SMs' area; {-(-c.N // 128)} tiles of 128 weight rows x "

@@ -1037,6 +1037,10 @@ def test_a16w16_wide_one_wave(M, N, K, want):
     (155, 16000, 4992, 160),  # 125 tiles, one round (0.77 -> 1.00x)
     (170, 28928, 12032, 192),
     (137, 14592, 31488, 144),  # held out (0.62 -> 0.92x)
+    # over a 64-row ping-pong answer from 0.9x its fill (ab/bf16_coop_swap_over_pingpong*.json)
+    (133, 12320, 920, 144),  # over `split_widths`' 64 x 144 at the same fill, 67% (0.66 -> 0.87x)
+    (160, 10768, 3888, 160),  # held out (0.73 -> 0.94x)
+    (187, 11216, 2632, None),  # 65% against the 64 x 144's 86%
     # not at a short K (the coop's epilogue then unhidden: 18 of 23 held-out rows at K <= 448 lost up to 13%)
     (133, 28928, 256, None),
     # not where its tiles fill less, or not 1.2x more than the answer's (175 x 13184 x 30720: 0.71 against 0.85, -5%)
