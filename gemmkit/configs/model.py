@@ -38,9 +38,11 @@ few at M > 128, the Triton tier's split: `m256_split`), and above M = 256 the pi
 tiles are few), and how many CTAs an SM the K split aims for. Each rule is one function
 (`RULES`, tried in order by `choose`; `_fitted` where none answers). Over whichever answered, bf16's `long_k_split`:
 at K >= 12288 on rows on sectors, where the coop's tiles are under one round and the answer fills few SMs unsplit,
-the coop split along K to one wave; bf16's `long_k_coop`: at K >= 12288 and M > 128 where the answer is a 64-row
-ping-pong tile, a cooperative tile split along K to one wave (on rows off sectors `off_sector`'s); then bf16's `coop_swap`: at 128 < M <= 192 (K > 448) the cooperative kernel's
-swap-AB tile, 128 weight rows x one tile of tokens in a split width, where it fills 1.2x more.
+the coop split along K to one wave; bf16's `long_k_coop`: at K >= 12288 and 128 < M <= 4096 where the answer is a
+64-row ping-pong tile, a cooperative tile split along K to one wave (on rows off sectors `off_sector`'s where it fills
+over half as much, on rows on them the best-filling of `off_sector`'s and the coop widths where it fills 1.1x more);
+then bf16's `coop_swap`: at 128 < M <= 192 (K > 448) the cooperative kernel's swap-AB tile, 128 weight rows x one tile
+of tokens in a split width, where it fills 1.2x more (0.9x as much as a 64-row ping-pong answer will do).
 
 Shape files (`<OP>-N=<N>-K=<K>.json`) are measured for their shape and are served as they are; so is a `config=`
 argument. Gluon buckets are not fitted (only `choose`'s rules touch them): their kernels have their own tile rules
@@ -277,6 +279,11 @@ FITTED_OPS = ("a16w16", "a8w8", "a8w8_int8", "a8w8_blockscale")
 #                mixed: left alone. Held out (_heldout.json, seeds 151-300, measured before the rule was fitted): the
 #                47 rows it changes 0.839 -> 0.942x, two down (-5%, -0.7%); again (_verify.json, every shape of seeds
 #                301-400 it changes, 38, and two test rows): 40 rows 0.838 -> 0.953x, every one up (+4% to +43%).
+#   long_k_coop  bf16, over any rule's answer (`_long_k_coop`, after `long_k_split`): at K >= LONG_K_COOP_MIN_K and
+#                LONG_K_COOP_MIN_M < M <= OFF_SECTOR_MAX_M, where the answer is a 64-row Gluon ping-pong tile, a
+#                cooperative tile split along K to one wave (ranges of LONG_K_COOP_MIN_STEPS K steps or more): on rows
+#                off 32-byte sectors `off_sector`'s, on rows on them the best-filling of `off_sector`'s two and the
+#                `coop_widths` tiles; its measurements at LONG_K_COOP_MIN_M below.
 #   coop_swap    bf16, over any rule's answer (`_coop_swap`): at COOP_SWAP_MIN_M < M <= COOP_SWAP_MAX_M and K >
 #                SHORT_K_PINGPONG_MAX_K, the cooperative kernel's swap-AB split tile (kernels/gluon/hopper_coop.py
 #                "Swap-AB": 128 weight rows x these token widths, the one >= M of the best area fill) where its area
@@ -289,11 +296,6 @@ FITTED_OPS = ("a16w16", "a8w8", "a8w8_int8", "a8w8_blockscale")
 #                the coop's epilogue unhidden at a few K steps, hence the K floor) and _verify2.json (seeds
 #                801-1600, the rule with its floor: 120 rows 0.741 -> 0.941x, every one up). Over a 64-row ping-pong
 #                answer from COOP_SWAP_PP_MARGIN of its fill (COOP_SWAP_PP_FILL at least): its measurements there.
-#   long_k_coop  bf16, over any rule's answer (`_long_k_coop`, after `long_k_split`): at K >= LONG_K_COOP_MIN_K and
-#                LONG_K_COOP_MIN_M < M <= OFF_SECTOR_MAX_M, where the answer is a 64-row Gluon ping-pong tile, a
-#                cooperative tile split along K to one wave (ranges of LONG_K_COOP_MIN_STEPS K steps or more): on rows
-#                off 32-byte sectors `off_sector`'s, on rows on them the best-filling of `off_sector`'s two and the
-#                `coop_widths` tiles; its measurements at LONG_K_COOP_MIN_M below.
 #   cdna_tiles   (gfx942 / gfx950) a "backend": "gluon" bucket names the CDNA ping-pong, one fixed 256 x 256 tile a
 #                program and no split-K: where those tiles are few (under FEW_TILES of the CUs) the bucket runs on the
 #                Triton tier, fitted (its split K and smaller tiles), as it did before the kernel had a launcher.
@@ -636,7 +638,9 @@ OFF_SECTOR_MIN_M, OFF_SECTOR_MIN_N, OFF_SECTOR_MAX_M = 448, 1472, 4096
 #   50001-50079, the 30 rows the first form changed): the 22 with a 64-row answer 0.695 -> 0.823x, 18 up (to +61%),
 #   4 down 3-8% (N <= 808 split 16 ways, 3995 x 272); the 128 x 128 / 128 x 160 answers -24% to +20%, hence 64-row
 #   answers only. Held out again with that (ab/bf16_long_k_coop_off_heldout2.json, seeds 60001-60099, 21 rows):
-#   0.696 -> 0.857x, 18 up (to +66%), 3 down 3-9% (527 x 328, 211 x 584: small N split 13-16 ways).
+#   0.696 -> 0.857x, 18 up (to +66%), 3 down 3-9% (527 x 328, 211 x 584: small N split 13-16 ways). (Fitted and held
+#   out with split ranges of MIN_SPLIT_STEPS or more; LONG_K_COOP_MIN_STEPS, from the rows on sectors below, came
+#   after, and the verification below ran with it.)
 # - Rows on sectors: the first of `off_sector`'s two tiles and the `coop_widths` tiles that fills the most, where that
 #   is GLUON_WAVE_MARGIN over the answer's. Fit (ab/bf16_long_k_coop_fit.json, 40 random shapes of seeds 70001-70039
 #   where one of those tiles filled 1.1x more than the answer): the 10 with a 64-row answer 0.860 -> 0.978x, all up
@@ -978,13 +982,14 @@ def _coop_swap(c: _Call, tile: dict, notes: list) -> tuple[dict, list]:
     w = -w
     served = launch_fill(tile, c.M, c.N, c.num_cus)
     floor, margin = COOP_SWAP_FILL, COOP_SWAP_MARGIN
-    if tile.get("backend") == "gluon" and tile["BLOCK_SIZE_M"] == 64 and not tile.get("swap_ab"):
-        floor, margin = COOP_SWAP_PP_FILL, COOP_SWAP_PP_MARGIN  # (a 64-row ping-pong answer)
+    if _pingpong_64(tile):
+        floor, margin = COOP_SWAP_PP_FILL, COOP_SWAP_PP_MARGIN
     if fill < floor or fill < margin * served:
         return tile, notes
     cfg = coop_swap_config(w)
     return cfg, notes + [f"the launch fills {served:.0%} of the SMs' area; {-(-c.N // 128)} tiles of 128 weight rows x "
-                         f"{w} tokens {fill:.0%}: the cooperative swap-AB tile (`coop_swap`)"]
+                         f"{w} tokens {fill:.0%}" + (f" (over a 64-row ping-pong tile {margin:.0%} of its fill will do)" if margin < 1 else "")
+                         + ": the cooperative swap-AB tile (`coop_swap`)"]
 
 
 def coop_swap_fill(M: int, N: int, tokens: int, num_cus: int) -> float:
@@ -1007,9 +1012,7 @@ def _long_k_split(c: _Call, tile: dict, notes: list) -> tuple[dict, list]:
     256, or 256 x 128 where it fills GLUON_WAVE_MARGIN more) where that fills GLUON_WAVE_MARGIN more of the SMs than
     the answer."""
     tiles, cfg, M, N, K, num_cus = c.rules.get("off_sector"), c.cfg, c.M, c.N, c.K, c.num_cus
-    if not (c.rules.get("long_k_split") and tiles and not c.amd and cfg.get("backend") == "gluon"
-            and cfg["num_warps"] == 8 and cfg["BLOCK_SIZE_N"] == 256 and not cfg.get("swap_ab")
-            and cfg.get("NUM_KSPLIT", 1) == 1 and K % SECTOR_ELEMENTS == 0 and K >= LONG_K_SPLIT_MIN_K
+    if not (c.rules.get("long_k_split") and _coop_bucket(c) and K % SECTOR_ELEMENTS == 0 and K >= LONG_K_SPLIT_MIN_K
             and M > LONG_K_SPLIT_MIN_M and tile.get("NUM_KSPLIT", 1) == 1
             and -(-M // cfg["BLOCK_SIZE_M"]) * -(-N // cfg["BLOCK_SIZE_N"]) < num_cus):
         return tile, notes
@@ -1258,23 +1261,36 @@ def _rule_gluon_waves(c: _Call):
     return cfg, []
 
 
+def _coop_bucket(c: _Call) -> bool:
+    """Whether the call's bucket is a cooperative Gluon one on an NVIDIA target (num_warps 8, 128 x 256, unswapped,
+    unsplit) and the rules name `off_sector`'s tiles: what `off_sector`, `long_k_split` and `long_k_coop` replace."""
+    cfg = c.cfg
+    return bool(c.rules.get("off_sector") and not c.amd and cfg.get("backend") == "gluon" and cfg["num_warps"] == 8
+                and cfg["BLOCK_SIZE_N"] == 256 and not cfg.get("swap_ab") and cfg.get("NUM_KSPLIT", 1) == 1)
+
+
+def _pingpong_64(tile: dict) -> bool:
+    """Whether a rule's answer is one of the Gluon ping-pong's 64-row tiles (not swap-AB): a w box loaded for 64 rows
+    a consumer (`long_k_coop`, `coop_swap`)."""
+    return tile.get("backend") == "gluon" and tile["BLOCK_SIZE_M"] == 64 and not tile.get("swap_ab")
+
+
 def _rule_off_sector(c: _Call):
     """`off_sector`: on a cooperative Gluon bucket (as `gluon_waves`'s), K % 16 == 8 and OFF_SECTOR_MIN_M <= M <=
     OFF_SECTOR_MAX_M, N >= OFF_SECTOR_MIN_N: the coop oriented against the operand whose rows stay off sectors,
     unless the other orientation fills GLUON_WAVE_MARGIN more of its waves; K split to one wave where its tiles are
     fewer than the SMs (`off_sector_tile`)."""
-    tiles, cfg = c.rules.get("off_sector"), c.cfg
-    if not (tiles and not c.amd and cfg.get("backend") == "gluon" and cfg["num_warps"] == 8
-            and cfg["BLOCK_SIZE_N"] == 256 and not cfg.get("swap_ab") and cfg.get("NUM_KSPLIT", 1) == 1 and c.K % SECTOR_ELEMENTS == 8
+    if not (_coop_bucket(c) and c.K % SECTOR_ELEMENTS == 8
             and OFF_SECTOR_MIN_M <= c.M <= OFF_SECTOR_MAX_M and c.N >= OFF_SECTOR_MIN_N):
         return None
     return off_sector_choice(c)
 
 
-def off_sector_choice(c: _Call, rule: str = "off_sector", min_steps: int = MIN_SPLIT_STEPS) -> tuple[dict, list]:
+def off_sector_choice(c: _Call, rule: str = "off_sector", min_steps: int | None = None) -> tuple[dict, list]:
     """(config, notes) of `off_sector`'s tile for the call: the coop oriented so the operand dispatch leaves off
     sectors has the fewer rows a step, unless the other orientation fills GLUON_WAVE_MARGIN more of its waves; K split
-    to one wave where its tiles are fewer than the SMs (`off_sector_tile`, ranges of at least `min_steps` K steps)."""
+    to one wave where its tiles are fewer than the SMs (`off_sector_tile`, ranges of at least `min_steps` K steps,
+    MIN_SPLIT_STEPS where None)."""
     tiles, cfg = c.rules["off_sector"], c.cfg
     kept = "w" if c.M <= c.N else "x"  # (dispatch.pitch copies the smaller operand: x where M <= N)
     first, other = (tiles[0], tiles[1]) if c.M <= c.N else (tiles[1], tiles[0])
@@ -1296,42 +1312,41 @@ def _long_k_coop(c: _Call, tile: dict, notes: list) -> tuple[dict, list]:
     64-row tile, a cooperative tile split along K to one wave: on rows off 32-byte sectors (K % 16 == 8)
     `off_sector`'s (`off_sector_choice`) where its launch fill is at least LONG_K_COOP_OFF_SHARE of the answer's; on
     rows on them the first of `off_sector`'s two tiles and the `coop_widths` tiles (`off_sector_tile`) that fills the
-    most, where that is GLUON_WAVE_MARGIN over the answer's."""
-    cfg = c.cfg
-    if not (c.rules.get("long_k_coop") and c.rules.get("off_sector") and not c.amd and cfg.get("backend") == "gluon"
-            and cfg["num_warps"] == 8 and cfg["BLOCK_SIZE_N"] == 256 and not cfg.get("swap_ab")
-            and cfg.get("NUM_KSPLIT", 1) == 1 and c.K >= LONG_K_COOP_MIN_K
-            and LONG_K_COOP_MIN_M < c.M <= OFF_SECTOR_MAX_M
-            and tile.get("backend") == "gluon" and tile["BLOCK_SIZE_M"] == 64 and not tile.get("swap_ab")):
+    most, where that is GLUON_WAVE_MARGIN over the answer's. Other K (K % 8 != 0: dispatch's pad_k copies both
+    operands to aligned rows; K % 16 == 4 / 12) unmeasured: left alone."""
+    sector = c.K % SECTOR_ELEMENTS
+    if not (c.rules.get("long_k_coop") and _coop_bucket(c) and sector in (0, 8) and c.K >= LONG_K_COOP_MIN_K
+            and LONG_K_COOP_MIN_M < c.M <= OFF_SECTOR_MAX_M and _pingpong_64(tile)):
         return tile, notes
     served = launch_fill(tile, c.M, c.N, c.num_cus)
-    if c.K % SECTOR_ELEMENTS:
+    if sector == 8:
         chosen, why = off_sector_choice(c, "long_k_coop", LONG_K_COOP_MIN_STEPS)
         fill = launch_fill(chosen, c.M, c.N, c.num_cus)
         if fill < LONG_K_COOP_OFF_SHARE * served:
             return tile, notes
-        return chosen, notes + [f"that fills {served:.0%} of the SMs, `off_sector`'s tile {fill:.0%}; " + why[0]]
-    menu = list(c.rules["off_sector"]) + [{"BLOCK_SIZE_M": 128, "BLOCK_SIZE_N": w, "num_stages": st}
-                                          for w, st in c.rules.get("coop_widths", ())]
-    fill, chosen = -1.0, None
-    for t in menu:
-        cand, f = off_sector_tile(cfg, t, c.M, c.N, c.K, c.num_cus, LONG_K_COOP_MIN_STEPS)
-        if f > fill:
-            fill, chosen = f, cand
-    if fill <= GLUON_WAVE_MARGIN * served:
-        return tile, notes
-    split = chosen["NUM_KSPLIT"]
-    return chosen, notes + [
-        f"K = {c.K}: that fills {served:.0%} of the SMs; the cooperative {chosen['BLOCK_SIZE_M']} x "
-        f"{chosen['BLOCK_SIZE_N']}" + (f" split {split} ways" if split > 1 else "") + f" {fill:.0%} (`long_k_coop`)"]
+    else:
+        menu = list(c.rules["off_sector"]) + [{"BLOCK_SIZE_M": 128, "BLOCK_SIZE_N": w, "num_stages": st}
+                                              for w, st in c.rules.get("coop_widths", ())]
+        fill, chosen = -1.0, None
+        for t in menu:  # the first that fills the most
+            cand, f = off_sector_tile(c.cfg, t, c.M, c.N, c.K, c.num_cus, LONG_K_COOP_MIN_STEPS)
+            if f > fill:
+                fill, chosen = f, cand
+        if fill <= GLUON_WAVE_MARGIN * served:
+            return tile, notes
+        split = chosen["NUM_KSPLIT"]
+        why = [f"K = {c.K}: the cooperative {chosen['BLOCK_SIZE_M']} x {chosen['BLOCK_SIZE_N']}"
+               + (f", K split {split} ways" if split > 1 else "") + ", the best-filling coop tile (`long_k_coop`)"]
+    return chosen, notes + [f"that fills {served:.0%} of the SMs, this tile {fill:.0%}; " + why[0]]
 
 
 def off_sector_tile(cfg: dict, tile: dict, M: int, N: int, K: int, num_cus: int,
-                    min_steps: int = MIN_SPLIT_STEPS) -> tuple[dict, float]:
+                    min_steps: int | None = None) -> tuple[dict, float]:
     """(config, its `launch_fill`): the bucket `cfg` on an `off_sector` tile, K split to one wave of `num_cus` SMs
-    where its tiles are fewer (each split range at least `min_steps` K steps)."""
+    where its tiles are fewer (each split range at least `min_steps` K steps, MIN_SPLIT_STEPS where None)."""
     count = -(-M // tile["BLOCK_SIZE_M"]) * -(-N // tile["BLOCK_SIZE_N"])
-    split = max(1, min(num_cus // count, -(-K // cfg["BLOCK_SIZE_K"]) // min_steps, MAX_SPLIT))
+    steps = MIN_SPLIT_STEPS if min_steps is None else min_steps
+    split = max(1, min(num_cus // count, -(-K // cfg["BLOCK_SIZE_K"]) // steps, MAX_SPLIT))
     out = dict(cfg, **tile, NUM_KSPLIT=split)
     return out, launch_fill(out, M, N, num_cus)
 

@@ -1041,6 +1041,7 @@ def test_a16w16_wide_one_wave(M, N, K, want):
     (133, 12320, 920, 144),  # over `split_widths`' 64 x 144 at the same fill, 67% (0.66 -> 0.87x)
     (160, 10768, 3888, 160),  # held out (0.73 -> 0.94x)
     (187, 11216, 2632, None),  # 65% against the 64 x 144's 86%
+    (169, 23296, 5760, None),  # over the 128 x 128 still 1.2x its fill (both 61%)
     # not at a short K (the coop's epilogue then unhidden: 18 of 23 held-out rows at K <= 448 lost up to 13%)
     (133, 28928, 256, None),
     # not where its tiles fill less, or not 1.2x more than the answer's (175 x 13184 x 30720: 0.71 against 0.85, -5%)
@@ -1073,11 +1074,15 @@ def test_a16w16_coop_swap(M, N, K, tokens):
     (1421, 288, 17648, (128, 144, 5, 8)),  # held out: 0.60 -> 0.97x
     (319, 1696, 23680, (128, 160, 4, 8)),  # `few_tiles`' 64 x 192 split 2 before: a tie (0.86 -> 0.85x)
     # not where the answer has 128 rows (388 x 3696 x 20472: 128 x 128 held out -24% to +20%), nor at K < 12288
-    # (170 x 20368 x 3864: -40% to +23% there), nor where a split range would run under 16 K steps (1072 x 256 x
-    # 12672: 128 x 256 split 14, -19%)
+    # (235 x 3592 x 12280, which the rule would take under a lower floor: -40% to +23% there), nor off sectors where
+    # `off_sector`'s tile fills under 0.55 of the answer (182 x 592 x 16728), nor on sectors where the best coop tile,
+    # its ranges at least 16 K steps, does not fill 1.1x more (1072 x 256 x 12672: split 14 ways it ran -19%; split 12
+    # it fills as much as the answer), nor at K % 8 != 0 (dispatch's pad_k copies both operands: unmeasured)
     (388, 3696, 20472, None),
-    (170, 20368, 3864, None),
+    (235, 3592, 12280, None),
+    (182, 592, 16728, None),
     (1072, 256, 12672, None),
+    (235, 3592, 13017, None),
 ])
 def test_a16w16_long_k_coop(M, N, K, want):
     cfg, source = configs.serve("a16w16", H200, M, N, K)
