@@ -987,9 +987,9 @@ def _coop_swap(c: _Call, tile: dict, notes: list) -> tuple[dict, list]:
     if fill < floor or fill < margin * served:
         return tile, notes
     cfg = coop_swap_config(w)
+    over_pp = f" (over a 64-row ping-pong tile {margin:.0%} of its fill will do)" if margin < 1 else ""
     return cfg, notes + [f"the launch fills {served:.0%} of the SMs' area; {-(-c.N // 128)} tiles of 128 weight rows x "
-                         f"{w} tokens {fill:.0%}" + (f" (over a 64-row ping-pong tile {margin:.0%} of its fill will do)" if margin < 1 else "")
-                         + ": the cooperative swap-AB tile (`coop_swap`)"]
+                         f"{w} tokens {fill:.0%}{over_pp}: the cooperative swap-AB tile (`coop_swap`)"]
 
 
 def coop_swap_fill(M: int, N: int, tokens: int, num_cus: int) -> float:
@@ -1312,8 +1312,8 @@ def _long_k_coop(c: _Call, tile: dict, notes: list) -> tuple[dict, list]:
     64-row tile, a cooperative tile split along K to one wave: on rows off 32-byte sectors (K % 16 == 8)
     `off_sector`'s (`off_sector_choice`) where its launch fill is at least LONG_K_COOP_OFF_SHARE of the answer's; on
     rows on them the first of `off_sector`'s two tiles and the `coop_widths` tiles (`off_sector_tile`) that fills the
-    most, where that is GLUON_WAVE_MARGIN over the answer's. Other K (K % 8 != 0: dispatch's pad_k copies both
-    operands to aligned rows; K % 16 == 4 / 12) unmeasured: left alone."""
+    most, where that is GLUON_WAVE_MARGIN over the answer's. Other K (K % 8 != 0, where dispatch's pad_k copies both
+    operands to aligned rows) unmeasured: left alone."""
     sector = c.K % SECTOR_ELEMENTS
     if not (c.rules.get("long_k_coop") and _coop_bucket(c) and sector in (0, 8) and c.K >= LONG_K_COOP_MIN_K
             and LONG_K_COOP_MIN_M < c.M <= OFF_SECTOR_MAX_M and _pingpong_64(tile)):
