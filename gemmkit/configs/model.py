@@ -44,6 +44,11 @@ over half as much, on rows on them the best-filling of `off_sector`'s and the co
 then bf16's `coop_swap`: at 128 < M <= 192 (K > 448) the cooperative kernel's swap-AB tile, 128 weight rows x one tile
 of tokens in a split width, where it fills 1.2x more (0.9x as much as a 64-row ping-pong answer will do).
 
+The gated GEMM (a16w16_gated, N = I) has no rules: its buckets are `fit`ted, few tiles split along K to one wave
+(ab/gated_fit.json, gated_heldout.json, H200, against torch.matmul + silu(g) * u: the DeepSeek-V3 shared expert
+128 x 2048 x 7168 0.61 -> 1.05x, 36 held-out shapes 0.63 -> 1.14x, every row up; a split of 66-131 tiles lost,
+gated_mid.json: 0.98 -> 0.85x).
+
 Shape files (`<OP>-N=<N>-K=<K>.json`) are measured for their shape and are served as they are; so is a `config=`
 argument. Gluon buckets are not fitted (only `choose`'s rules touch them): their kernels have their own tile rules
 (kernels/gluon/hopper_plan.py) and their split-K is fitted by the kernel (hopper_host.fit_split_k).
@@ -66,8 +71,9 @@ SMALL_TILE = 128 * 128  # under this many outputs a tile takes 4 warps (one warp
 
 # The table ops whose default buckets the model fits: their Triton kernels take any power-of-two tile and split-K
 # (block-scale: the fitting keeps BLOCK_SIZE_K, the scale block, and only halves tiles, so a tile still covers
-# whole or half scale blocks).
-FITTED_OPS = ("a16w16", "a8w8", "a8w8_int8", "a8w8_blockscale")
+# whole or half scale blocks; the gated GEMM: N is the intermediate size I, h's columns, and its split partials are
+# reduced before the activation, kernels/triton/gated.py).
+FITTED_OPS = ("a16w16", "a8w8", "a8w8_int8", "a8w8_blockscale", "a16w16_gated")
 
 # What the model knows of one op beyond the shared rule, each measured (H200, docs/PERF.md "The config model"):
 #   ctas_per_sm  the K split aims for this many CTAs per SM (not one wave) wherever the tiles fall short of it.

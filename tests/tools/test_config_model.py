@@ -9,6 +9,7 @@ import gemmkit
 from gemmkit import arch, configs, launcher
 from gemmkit.configs import model
 from gemmkit.kernels.triton import dense as G
+from gemmkit.kernels.triton import gated as TG
 
 H200 = arch.get("sm_90")
 
@@ -479,7 +480,10 @@ def test_every_fitted_config_is_valid_and_fits(op, arch_name):
                 cfg, source = configs.serve(op, target, M, N, K)
                 fitted += ", fitted" in source
                 assert configs.validate_config(dict(cfg), backend=target.backend) == cfg  # complete and valid
-                G.check_feasible(cfg, target, in_bytes, 2, tma=False)
+                if op == "a16w16_gated":  # its tile reads 2 x BLOCK_SIZE_N rows of w a K step
+                    TG.check_feasible(cfg, target, in_bytes, 2, tma=False)
+                else:
+                    G.check_feasible(cfg, target, in_bytes, 2, tma=False)
                 if cfg.get("NUM_KSPLIT", 1) > 1:
                     assert -(-K // cfg["BLOCK_SIZE_K"]) // cfg["NUM_KSPLIT"] >= model.MIN_SPLIT_STEPS
     assert fitted > 0
@@ -498,6 +502,49 @@ def test_a_call_runs_the_fitted_config(monkeypatch):
     y = gemmkit.gemm_a16w16(x, w, out=poisoned((M, N + 8), torch.bfloat16)[:, :N])
     assert (launcher.LAUNCHES - before)["splitk_reduce_kernel"] == 1
     check_a16w16(y, x, w)
+
+
+@pytest.mark.parametrize("M, N, K, want", [
+    # the gated GEMM (N = I, h's columns) on few tiles: its bucket split along K to one wave by `fit`
+    # (ab/gated_fit.json, H200, against torch.matmul + silu(g) * u)
+    (128, 2048, 7168, (64, 128, 4, 4)),  # DeepSeek-V3 shared expert: 32 tiles, 0.61 -> 1.05x
+    (512, 2048, 7168, (128, 128, 2, 8)),  # 64 tiles: 0.61 -> 0.89x
+    (32, 2048, 7168, (64, 64, 4, 4)),  # 0.84 -> 1.14x
+    (128, 2880, 2880, (64, 128, 2, 4)),  # GPT-OSS expert: 46 tiles, 0.86 -> 0.97x
+])
+def test_gated_few_tiles_split_k(M, N, K, want):
+    cfg, source = configs.serve("a16w16_gated", H200, M, N, K)
+    assert tile(cfg) == want and "A16W16_GATED.json" in source and "K split" in source, source
+
+
+@pytest.mark.parametrize("M, N, K", [
+    (253, 3776, 7360),  # 118 tiles: split 2 ran 0.90 -> 0.74x (ab/gated_mid.json)
+    (128, 14336, 4096),  # a shape file (Llama-3-8B's): served as measured
+])
+def test_gated_leaves_enough_tiles_and_shape_files(M, N, K):
+    cfg, source = configs.serve("a16w16_gated", H200, M, N, K)
+    assert cfg.get("NUM_KSPLIT", 1) == 1 and "fitted" not in source, source
+
+
+@pytest.mark.interpreter
+def test_a_gated_call_runs_the_fitted_config(monkeypatch, launches):
+    """On a 64-SM target M = 40, N = I = 96, K = 1024 fits the gated M <= 64 bucket (64 x 64, 2 tiles) to a K split:
+    the gated split-K reduce applies the activation to the summed partials, and the result is right."""
+    from _util import within_bound
+
+    from gemmkit.reference import activation_ref
+
+    monkeypatch.setenv("GEMMKIT_NUM_CUS", "64")
+    M, I, K = 40, 96, 1024
+    cfg, source = configs.serve("a16w16_gated", H200.with_cus(64), M, I, K)
+    assert cfg["NUM_KSPLIT"] > 1, source
+    x, w = randn(M, K, dtype=torch.bfloat16), randn(2 * I, K, dtype=torch.bfloat16)
+    before = dict(launches)
+    h = gemmkit.gemm_a16w16_gated(x, w, out=poisoned((M, I + 8), torch.bfloat16)[:, :I])
+    assert launches["gated_splitk_reduce_kernel"] - before.get("gated_splitk_reduce_kernel", 0) == 1
+    x64, w64 = x.double(), w.double()
+    ok, msg = within_bound(h, activation_ref(x64 @ w64[:I].T, "silu") * (x64 @ w64[I:].T), torch.bfloat16)
+    assert ok, msg
 
 
 @pytest.mark.interpreter
