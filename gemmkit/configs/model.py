@@ -44,7 +44,8 @@ over half as much, on rows on them the best-filling of `off_sector`'s and the co
 then bf16's `coop_swap`: at 128 < M <= 192 (K > 448) the cooperative kernel's swap-AB tile, 128 weight rows x one tile
 of tokens in a split width, where it fills 1.2x more (0.9x as much as a 64-row ping-pong answer will do).
 
-The gated GEMM (a16w16_gated, N = I) has no rules: its buckets are `fit`ted, few tiles split along K to one wave
+The gated GEMM (a16w16_gated, N = I): one rule, `gated_rows` (its 64-row tile where the 128-row tiles fill their
+waves poorly), else its buckets `fit`ted, few tiles split along K to one wave
 (ab/gated_fit.json, gated_heldout.json, H200, against torch.matmul + silu(g) * u: the DeepSeek-V3 shared expert
 128 x 2048 x 7168 0.61 -> 1.05x, 36 held-out shapes 0.63 -> 1.14x, every row up; a split of 66-131 tiles lost,
 gated_mid.json: 0.98 -> 0.85x).
@@ -419,7 +420,17 @@ PINGPONG_64X192 = {"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 192, "BLOCK_SIZE_K": 64, 
                    "num_stages": 6, "tma": True, "persistent": True, "backend": "gluon", "NUM_KSPLIT": 1}
 PINGPONG_64X64 = {"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 64, "BLOCK_SIZE_K": 128, "GROUP_SIZE_M": 8, "num_warps": 4,
                   "num_stages": 6, "tma": True, "persistent": True, "backend": "gluon", "NUM_KSPLIT": 1}
-OP_RULES = {"a8w8_blockscale": {"ctas_per_sm": 2, "wide_share": 0.6, "operand_bytes": 1, "unsplit_stages": 6,
+#   gated_rows   (a16w16_gated) where the bucket's 128-row tiles fill their waves poorly (M past a whole row of
+#                them: 259-341 rows; or a partial last round), this 64-row tile (the M_LEQ_256 bucket's) where its launch
+#                fill (`launch_fill`) is GATED_ROWS_MARGIN of theirs and its tiles are not few (FEW_TILES of the SMs:
+#                fewer, `fit` splits the bucket). ab/gated_midm.json (H200, against torch.matmul + silu(g) * u, the 64-row
+#                tile non-persistent at 4 stages): at 1.33-2.0x the fill 0.66-1.20x where 128 x 128 ran 0.63-0.87x;
+#                at 1.08-1.2x it lost 3-8% (265 x 15200 x 5536: 0.83 -> 0.76x), at equal fill 7-18%. sm_90 only.
+GATED_ROWS_MARGIN = 1.3
+GATED_64X128 = {"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 128, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 8, "num_warps": 4,
+                "num_stages": 5, "tma": True, "persistent": True, "NUM_KSPLIT": 1}
+OP_RULES = {"a16w16_gated": {"gated_rows": GATED_64X128},
+            "a8w8_blockscale": {"ctas_per_sm": 2, "wide_share": 0.6, "operand_bytes": 1, "unsplit_stages": 6,
                                 "decode_pingpong": True, "decode_pingpong_from": 8, "decode_pingpong_wide": True,
                                 "decode_wide": 128,
                                 "decode_wide_k": 256,
@@ -960,7 +971,7 @@ def choose(op: str, cfg: dict, large: dict | None, M: int, N: int, K: int, num_c
     Gluon bucket's `gluon_waves` (coop / ping-pong / `coop_widths` / `split_widths` / `narrow_pingpong` (held back
     by `deep_rows` and `narrow_columns`) / `few_tiles` / `short_split` / the Triton tier), fp8's `decode_pingpong`, the large-M Gluon bucket's few tiles
     above M = 256,
-    `wide_share` at 64 < M <= 256 (with `m128_tile`), `decode_split`, `swap_wide`. A rule that answers with `cfg`
+    `wide_share` at 64 < M <= 256 (with `m128_tile`), `decode_split`, `swap_wide`, the gated GEMM's `gated_rows`. A rule that answers with `cfg`
     itself ends the search with the bucket as it is. fp8's few large-M tiles on long K: the Triton tier split
     (`large_few_split_k`). Whatever answered, bf16's `long_k_split` may split the coop instead (`_long_k_split`),
     its `long_k_coop` serve a split coop tile in a 64-row tile's place (`_long_k_coop`), its `coop_swap` swap it."""
@@ -1528,9 +1539,25 @@ def _rule_decode_split(c: _Call):
                     f"{fitted['BLOCK_SIZE_K']}, K split"] + notes
 
 
+def _rule_gated_rows(c: _Call):
+    """`gated_rows` (the gated GEMM): the 64-row tile in place of the bucket's larger one where its launch fills
+    GATED_ROWS_MARGIN more of the SMs' waves and its tiles are not few (`fit` splits those)."""
+    tile = c.rules.get("gated_rows")
+    if not (tile and not c.amd and c.cfg.get("backend") != "gluon" and c.cfg["BLOCK_SIZE_M"] > tile["BLOCK_SIZE_M"]
+            and c.cfg["BLOCK_SIZE_N"] == tile["BLOCK_SIZE_N"]):
+        return None
+    tiles = -(-c.M // tile["BLOCK_SIZE_M"]) * -(-c.N // tile["BLOCK_SIZE_N"])
+    served, fill = launch_fill(c.cfg, c.M, c.N, c.num_cus), launch_fill(tile, c.M, c.N, c.num_cus)
+    if tiles < FEW_TILES * c.num_cus or fill < GATED_ROWS_MARGIN * served:
+        return None
+    return dict(tile), [f"{c.cfg['BLOCK_SIZE_M']} x {c.cfg['BLOCK_SIZE_N']} tiles fill {served:.0%} of their waves, "
+                        f"{tiles} of {tile['BLOCK_SIZE_M']} x {tile['BLOCK_SIZE_N']} {fill:.0%}: the 64-row tile "
+                        f"(`gated_rows`)"]
+
+
 RULES = (_rule_narrow_wave, _rule_narrow_n, _rule_one_wave, _rule_cdna, _rule_off_sector, _rule_gluon_waves,
          _rule_decode_pingpong,
-         _rule_large_few_tiles, _rule_wide_share, _rule_decode_split, _rule_swap_wide)
+         _rule_large_few_tiles, _rule_wide_share, _rule_decode_split, _rule_swap_wide, _rule_gated_rows)
 
 
 def _fitted(c: _Call):

@@ -508,7 +508,6 @@ def test_a_call_runs_the_fitted_config(monkeypatch):
     # the gated GEMM (N = I, h's columns) on few tiles: its bucket split along K to one wave by `fit`
     # (ab/gated_fit.json, H200, against torch.matmul + silu(g) * u)
     (128, 2048, 7168, (64, 128, 4, 4)),  # DeepSeek-V3 shared expert: 32 tiles, 0.61 -> 1.05x
-    (512, 2048, 7168, (128, 128, 2, 8)),  # 64 tiles: 0.61 -> 0.89x
     (32, 2048, 7168, (64, 64, 4, 4)),  # 0.84 -> 1.14x
     (128, 2880, 2880, (64, 128, 2, 4)),  # GPT-OSS expert: 46 tiles, 0.86 -> 0.97x
 ])
@@ -524,6 +523,30 @@ def test_gated_few_tiles_split_k(M, N, K, want):
 def test_gated_leaves_enough_tiles_and_shape_files(M, N, K):
     cfg, source = configs.serve("a16w16_gated", H200, M, N, K)
     assert cfg.get("NUM_KSPLIT", 1) == 1 and "fitted" not in source, source
+
+
+@pytest.mark.parametrize("M, N, K, rows", [
+    # `gated_rows` (ab/gated_verify.json, H200): the 64-row tile where it fills 1.3x the 128-row tiles' waves
+    (414, 13808, 7232, True),  # 0.81 -> 1.05x
+    (287, 1904, 3088, True),  # 0.72 -> 0.96x
+    (1024, 2880, 2880, True),  # GPT-OSS expert: 0.89 -> 1.18x
+    (512, 2048, 7168, True),  # DeepSeek-V3 shared expert: 0.90 -> 1.14x (64 tiles of 128 x 128: `fit` split them)
+    (265, 15200, 5536, False),  # 1.2x the fill: the 64-row tile lost, 0.83 -> 0.76x (ab/gated_midm.json)
+    (512, 29568, 8192, False),  # equal fill: 128 x 128 (1.20 against 1.03x)
+    (300, 320, 6288, False),  # 64-row tiles few too: `fit` splits the bucket's
+])
+def test_gated_rows(M, N, K, rows):
+    cfg, source = configs.serve("a16w16_gated", H200, M, N, K)
+    assert ("gated_rows" in source) == rows, source
+    assert tile(cfg)[:2] == ((64, 128) if rows else (128, 128)), source
+    amd, amd_source = configs.serve("a16w16_gated", arch.get("gfx942"), M, N, K)
+    assert "gated_rows" not in amd_source  # measured on the H200 only
+
+
+def test_gated_rows_tile_is_a_shipped_bucket():
+    """`gated_rows` serves the M <= 256 bucket's tile (so `gemmkit isa` compiles it with the table's cases)."""
+    bucket, _ = configs.select("a16w16_gated", "sm_90", 256, 4096, 4096)
+    assert dict(bucket, NUM_KSPLIT=1) == model.OP_RULES["a16w16_gated"]["gated_rows"]
 
 
 @pytest.mark.interpreter
