@@ -216,22 +216,35 @@ def _padded(cfg, target, x2, w, y, scaling, passed, interpreting, epilogue) -> C
     """The kernel that serves the call on padded copies of x and w, where a copy is what stands between the call
     and a TMA kernel: y meets TMA's rules, and x or w only breaks them by its rows."""
     M, K = x2.shape
-    if not H.tma_compatible(y) or not (_row_misaligned(x2) or _row_misaligned(w)) or \
-            not all(t.stride(-1) == 1 or H.tma_compatible(t) for t in (x2, w)):
+    if not _copies_align(x2, w, y):
         return None
     import torch
 
-    from ..kernels.triton import pad
-
-    KP = pad.padded_k(K, x2.element_size())
-    if PITCH and (KP * x2.element_size()) % PITCH_SECTOR:  # rows off 32-byte sectors (`pitch`): whole 128-byte
-        lines = H.cdiv(K, PITCH_BYTES // x2.element_size()) * (PITCH_BYTES // x2.element_size())  # lines instead
-        KP = lines if _scale_blocks_cover(lines, K, scaling) else KP
+    KP = _copy_k(K, x2.element_size(), scaling)
     stand_in = tuple(torch.empty((rows, KP), dtype=x2.dtype, device="meta") for rows in (M, w.shape[0]))
     inner = dense(cfg, target, *stand_in, y, scaling, interpreting, epilogue)
     if inner.path == "pointer":
         return None
     return Choice(inner.kernel, inner.config, tuple(passed), pad_k=KP, pad_m=inner.pad_m, pad_n=inner.pad_n)
+
+
+def _copies_align(x2, w, y) -> bool:
+    """Whether copies of x and w (`pad_k`) are what stands between the call and a TMA kernel: y meets TMA's rules,
+    and x or w only breaks them by its rows."""
+    return H.tma_compatible(y) and (_row_misaligned(x2) or _row_misaligned(w)) and \
+        all(t.stride(-1) == 1 or H.tma_compatible(t) for t in (x2, w))
+
+
+def _copy_k(K: int, element_size: int, scaling=G.NO_SCALING) -> int:
+    """The row length of `pad_k`'s copies: K rounded up to 16 bytes, or to whole 128-byte lines where the 16-byte
+    rows would start off 32-byte sectors (`pitch`) and the block scales still cover them."""
+    from ..kernels.triton import pad
+
+    KP = pad.padded_k(K, element_size)
+    if PITCH and (KP * element_size) % PITCH_SECTOR:
+        lines = H.cdiv(K, PITCH_BYTES // element_size) * (PITCH_BYTES // element_size)
+        KP = lines if _scale_blocks_cover(lines, K, scaling) else KP
+    return KP
 
 
 def _scale_blocks_cover(KP: int, K: int, scaling) -> bool:
@@ -568,7 +581,17 @@ def gated(cfg: dict, target, x2, w, y) -> Choice:
     in_bytes, out_bytes = x2.element_size(), y.element_size()
     choice = _triton_tier(cfg, target, [], GATED_TMA, lambda: TG.tma_unsupported(cfg, target, x2, w, y),
                           GATED_POINTER, lambda: TG.check_feasible(cfg, target, in_bytes, out_bytes, tma=False))
-    return _rows_padded(choice, x2, w) if choice.kernel == GATED_TMA else choice
+    if choice.kernel == GATED_TMA:
+        return _rows_padded(choice, x2, w)
+    if target.is_nvidia and _copies_align(x2, w, y):  # K % 8 != 0: the TMA kernel on copies of x and w (`pad_k`)
+        import torch
+
+        KP = _copy_k(x2.shape[1], x2.element_size())
+        stand_in = tuple(torch.empty((rows, KP), dtype=x2.dtype, device="meta") for rows in (x2.shape[0], w.shape[0]))
+        if TG.tma_unsupported(cfg, target, *stand_in, y) is None:
+            inner = _rows_padded(Choice(GATED_TMA, cfg), *stand_in)
+            return dataclasses.replace(inner, passed_over=choice.passed_over, pad_k=KP)
+    return choice
 
 
 def split_cat(cfg: dict, target, x2, w, c1) -> Choice:

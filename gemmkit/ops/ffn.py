@@ -139,13 +139,16 @@ def _split_ffn_config(config_str):
 
 def launch_gated(x2, w, y, activation, cfg, target, compile_only=False):
     """The gated GEMM for one call: x2 (M, K), w (2I, K), y (M, I) 2-D views, on the kernel ops/dispatch.gated
-    chooses (the Triton tier's only: kernels/triton/gated.launch), on a copy of x2 of whole boxes of rows where
-    `choice.pad_m` says so (the kernel takes an x of more rows than y's; y's bounds drop the rows past M)."""
+    chooses (the Triton tier's only: kernels/triton/gated.launch): on a copy of x2 of whole boxes of rows where
+    `choice.pad_m` says so (the kernel takes an x of more rows than y's; y's bounds drop the rows past M), on copies
+    of x2 and w with rows of `choice.pad_k` elements (16-byte multiples, zeros after K) where K leaves them off."""
     choice = D.gated(cfg, target, x2, w, y)
-    if choice.pad_m:
+    if choice.pad_m or choice.pad_k:
         from ..kernels.triton import pad
 
-        x2 = pad.pad_rows(x2, x2.shape[1], compile_only, RP=choice.pad_m)
+        x2 = pad.pad_rows(x2, choice.pad_k or x2.shape[1], compile_only, RP=choice.pad_m or None)
+        if choice.pad_k:  # zeros after K in both: the kernel sums the copies' KP columns
+            w = pad.pad_rows(w, choice.pad_k, compile_only)
     H.launch(x2, w, y, activation, cfg, target, compile_only=compile_only, tma=choice.path == "tma")
 
 

@@ -104,6 +104,28 @@ def test_gated_paths(path, launches):
     assert ok, msg
 
 
+@pytest.mark.parametrize("M,K,split", [(37, 203, 1), (5, 1001, 1), (37, 203, 3)], ids=str)
+def test_gated_unaligned_k_runs_the_tma_kernel_on_copies(M, K, split, launches):
+    """K % 8 != 0 (rows off TMA's 16-byte rule): x and w copied to rows of 16-byte multiples, zeros after K
+    (dispatch `pad_k`), and the TMA kernel on the copies, not the pointer kernel; split-K too."""
+    I = 40
+    x, (w, _) = randn(M, K, dtype=BF16), weights(I, K)
+    cfg = dict(SMALL, tma=True, NUM_KSPLIT=split)
+    before = dict(launches)
+    out = poisoned((M, I), torch.float32)
+    gemmkit.gemm_a16w16_gated(x, w, out=out, config=cfg)
+    ran = {k: v - before.get(k, 0) for k, v in launches.items() if v != before.get(k, 0)}
+    assert ran.get("gemm_gated_tma_kernel") == 1 and ran.get("pad_rows_kernel") == 2, ran
+    assert "gemm_gated_kernel" not in ran, ran
+    ok, msg = within_bound(out, gated_ref(x, w), torch.float32)
+    assert ok, msg
+    # and through ffn_gated (its first GEMM), against float64
+    _, wd = weights(I, K)
+    y = gemmkit.ffn_gated(x, w, wd, config=(cfg, None))
+    ok, msg = within_bound(y, ffn_ref(x, w, wd), BF16)
+    assert ok, msg
+
+
 def test_gated_splitk_is_reproducible():
     M, I, K = 3, 32, 512
     x, (w, _) = randn(M, K, dtype=BF16), weights(I, K)
