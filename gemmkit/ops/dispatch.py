@@ -19,6 +19,11 @@ that tier can run it. The kernels are tried in one order, and the first that can
                            gemm_rows_kernel  bf16 / fp16, no scales, M <= gemm_rows.MAX_M: w read where it lies
                            else the config's kernel on padded copies of x and w (kernels/triton/pad.py)
 
+  the gated GEMM (gemm_a16w16_gated and ffn_gated's gate / up): the Triton tier only, in the same order: its
+  gemm_gated_tma_kernel, gemm_gated_kernel; where w's rows are off 16 bytes gemm_rows_kernel into fp32 partials
+  (+ gated_splitk_reduce_kernel, which applies the activation) at M <= gemm_rows.MAX_M, else the TMA kernel on
+  padded copies of x and w
+
 `dense` returns a `Choice`: the kernel, the config it runs, and (kernel, why) for each kernel passed over.
 The ops launch `Choice.kernel`; `gemmkit configs` prints `Choice.explain()` for a shape; the tuner groups its
 candidates by `preferred_kernel(cfg)`; `gemmkit isa` compiles `kernels_for(cfg)` for each shipped bucket.
@@ -572,7 +577,9 @@ def _gluon_batched_unsupported(cfg, target, x, w, y, scaling) -> str | None:
 
 def gated(cfg: dict, target, x2, w, y) -> Choice:
     """gemm_a16w16_gated and ffn_gated's first GEMM (x2 (M, K), w (2I, K), h (M, I)): the Triton tier only (its TMA
-    kernel on a copy of x of whole boxes of rows where `pad_m` says so)."""
+    kernel on a copy of x of whole boxes of rows where `pad_m` says so); where TMA cannot address w's rows, at a few
+    tokens gemm_rows_kernel into fp32 partials that the gated reduce finishes (kernels/triton/gated.launch_rows),
+    above them the TMA kernel on copies of x and w (`pad_k`)."""
     from ..kernels.triton import gated as TG
 
     if cfg.get("backend", "triton") != "triton":
@@ -583,6 +590,9 @@ def gated(cfg: dict, target, x2, w, y) -> Choice:
                           GATED_POINTER, lambda: TG.check_feasible(cfg, target, in_bytes, out_bytes, tma=False))
     if choice.kernel == GATED_TMA:
         return _rows_padded(choice, x2, w)
+    rows = _rows_kernel(cfg, target, x2, w, G.NO_SCALING, list(choice.passed_over)) if target.is_nvidia else None
+    if rows is not None:  # a few tokens, w's rows off 16 bytes: w read where it lies, then the gated reduce
+        return rows
     if target.is_nvidia and _copies_align(x2, w, y):  # K % 8 != 0: the TMA kernel on copies of x and w (`pad_k`)
         import torch
 

@@ -143,6 +143,9 @@ def launch_gated(x2, w, y, activation, cfg, target, compile_only=False):
     `choice.pad_m` says so (the kernel takes an x of more rows than y's; y's bounds drop the rows past M), on copies
     of x2 and w with rows of `choice.pad_k` elements (16-byte multiples, zeros after K) where K leaves them off."""
     choice = D.gated(cfg, target, x2, w, y)
+    if choice.kernel == D.TRITON_ROWS:
+        H.launch_rows(x2, w, y, activation, target, compile_only)
+        return
     if choice.pad_m or choice.pad_k:
         from ..kernels.triton import pad
 

@@ -104,7 +104,7 @@ def test_gated_paths(path, launches):
     assert ok, msg
 
 
-@pytest.mark.parametrize("M,K,split", [(37, 203, 1), (5, 1001, 1), (37, 203, 3)], ids=str)
+@pytest.mark.parametrize("M,K,split", [(37, 203, 1), (17, 1001, 1), (37, 203, 3)], ids=str)
 def test_gated_unaligned_k_runs_the_tma_kernel_on_copies(M, K, split, launches):
     """K % 8 != 0 (rows off TMA's 16-byte rule): x and w copied to rows of 16-byte multiples, zeros after K
     (dispatch `pad_k`), and the TMA kernel on the copies, not the pointer kernel; split-K too."""
@@ -121,6 +121,26 @@ def test_gated_unaligned_k_runs_the_tma_kernel_on_copies(M, K, split, launches):
     assert ok, msg
     # and through ffn_gated (its first GEMM), against float64
     _, wd = weights(I, K)
+    y = gemmkit.ffn_gated(x, w, wd, config=(cfg, None))
+    ok, msg = within_bound(y, ffn_ref(x, w, wd), BF16)
+    assert ok, msg
+
+
+@pytest.mark.parametrize("M,K", [(1, 4095), (16, 1001), (3, 203)], ids=str)
+def test_gated_unaligned_k_at_few_tokens_reads_w_where_it_lies(M, K, launches):
+    """K % 8 != 0 at M <= 16: gemm_rows_kernel reads w where it lies into fp32 [g | u] partials (split along K or
+    not) and the gated reduce applies the activation: no copy of w, no pointer kernel; and right, through
+    ffn_gated too."""
+    I = 40
+    x, (w, wd) = randn(M, K, dtype=BF16), weights(I, K)
+    cfg = dict(SMALL, tma=True)
+    before = dict(launches)
+    out = poisoned((M, I), torch.float32)
+    gemmkit.gemm_a16w16_gated(x, w, out=out, config=cfg)
+    ran = {k: v - before.get(k, 0) for k, v in launches.items() if v != before.get(k, 0)}
+    assert ran == {"gemm_rows_kernel": 1, "gated_splitk_reduce_kernel": 1}, ran
+    ok, msg = within_bound(out, gated_ref(x, w), torch.float32)
+    assert ok, msg
     y = gemmkit.ffn_gated(x, w, wd, config=(cfg, None))
     ok, msg = within_bound(y, ffn_ref(x, w, wd), BF16)
     assert ok, msg

@@ -9,6 +9,9 @@ ops/dispatch.py which kernel serves it and calls `launch` here with 2-D operands
     tma=True   ─► gemm_gated_tma_kernel  (kernels/triton/gemm_gated.py)   ops/dispatch.py decides, from
     tma=False  ─► gemm_gated_kernel                                       `tma_unsupported` here
     NUM_KSPLIT > 1 ─► gated_splitk_reduce_kernel over the (split, M, 2I) fp32 partials
+        │ launch_rows(...): a few tokens, w's rows off 16 bytes (ops/dispatch.py decides)
+        ▼
+    gemm_rows_kernel (kernels/triton/gemm_rows.partials: [g | u] in fp32) ─► gated_splitk_reduce_kernel
         every launch through launcher.py
 
 A gated tile reads 2 * BLOCK_SIZE_N rows of w per K step (gate and up) and writes BLOCK_SIZE_N columns
@@ -123,12 +126,26 @@ def launch(x2, w, y, activation, cfg, target, compile_only=False, *, tma: bool):
             x2, w, y, part, M, I, K, x2.stride(0), x2.stride(1), w.stride(0), w.stride(1), y.stride(0), y.stride(1),
             **ce, **opts)
     if split_k > 1:
-        rbm, rbn = reduce_tile(M, I)
-        rgrid = (G.cdiv(M, rbm), G.cdiv(I, rbn))
-        kernel = gated_splitk_reduce_kernel
-        L.launcher(kernel, rgrid, compile_only)(
-            part, y, M, I, M * 2 * I, y.stride(0), y.stride(1), SPLIT_K=split_k, BLOCK_M=rbm, BLOCK_N=rbn,
-            ACTIVATION=activation, INT64_OFFSETS=C.int64_offsets(part, y), num_warps=G.REDUCE_WARPS)
+        launch_reduce(part, y, activation, compile_only)
+
+
+def launch_rows(x2, w, y, activation, target, compile_only=False):
+    """The gated GEMM at a few tokens on a w whose rows TMA cannot address (K % 8 != 0): gemm_rows_kernel reads w
+    where it lies into fp32 [g | u] partials (kernels/triton/gemm_rows.partials), then the gated reduce adds them
+    and applies the activation. (The copies the TMA kernel would need cost more than the call: ops/dispatch.py.)"""
+    from . import gemm_rows
+
+    launch_reduce(gemm_rows.partials(x2, w, target, compile_only), y, activation, compile_only)
+
+
+def launch_reduce(part, y, activation, compile_only=False):
+    """y (M, I) = act(g) * u of the split partials `part` (SPLIT_K, M, 2I) fp32, [g | u] per split, added in order."""
+    split_k, M, I = part.shape[0], y.shape[0], y.shape[1]
+    rbm, rbn = reduce_tile(M, I)
+    rgrid = (G.cdiv(M, rbm), G.cdiv(I, rbn))
+    L.launcher(gated_splitk_reduce_kernel, rgrid, compile_only)(
+        part, y, M, I, M * 2 * I, y.stride(0), y.stride(1), SPLIT_K=split_k, BLOCK_M=rbm, BLOCK_N=rbn,
+        ACTIVATION=activation, INT64_OFFSETS=C.int64_offsets(part, y), num_warps=G.REDUCE_WARPS)
 
 
 # ----------------------------------------------------------------------------- static cases (gemmkit isa)

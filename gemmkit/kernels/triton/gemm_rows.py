@@ -164,16 +164,36 @@ def launch(x2, w, bias, y, activation, target, compile_only=False):
     M, K = x2.shape
     N = w.shape[0]
     t = tile(M, N, K, w.element_size(), target.num_cus)
-    v = vec(w.element_size())
     split = t["SPLIT_K"]
-    grid = (v * H.cdiv(H.cdiv(N, v), t["BLOCK_N"]) * H.cdiv(M, t["BLOCK_M"]) * split,)
     part = torch.empty((split, M, N), dtype=torch.float32, device=x2.device) if split > 1 else y
+    launch_tile(x2, w, bias, y, part, activation, t, compile_only)
+    if split > 1:
+        G.launch_reduce(part, M * N, split, bias, y, activation, target, compile_only)
+
+
+def partials(x2, w, target, compile_only=False) -> torch.Tensor:
+    """x2 @ w.T as fp32 partial sums (SPLIT_K, M, N) of `tile`'s K split, not yet added (SPLIT_K 1: the product):
+    for a caller with its own reduce (the gated GEMM's, which applies its activation to the sum:
+    kernels/triton/gated.launch_rows)."""
+    M, K = x2.shape
+    N = w.shape[0]
+    t = tile(M, N, K, w.element_size(), target.num_cus)
+    part = torch.empty((t["SPLIT_K"], M, N), dtype=torch.float32, device=x2.device)
+    launch_tile(x2, w, None, part[0], part, "none", t, compile_only)
+    return part
+
+
+def launch_tile(x2, w, bias, y, part, activation, t: dict, compile_only=False):
+    """gemm_rows_kernel with tile `t`: y = act(x2 @ w.T + bias) where t splits no K, else the fp32 partials in
+    `part` (SPLIT_K, M, N)."""
+    M, K = x2.shape
+    N = w.shape[0]
+    v = vec(w.element_size())
+    grid = (v * H.cdiv(H.cdiv(N, v), t["BLOCK_N"]) * H.cdiv(M, t["BLOCK_M"]) * t["SPLIT_K"],)
     L.launcher(gemm_rows_kernel, grid, compile_only)(
         x2, w, y, y, bias if bias is not None else y, y, part, M, N, K, x2.stride(0), x2.stride(1), w.stride(0),
         y.stride(0), y.stride(1), **constexprs(t, v, bias is not None, activation), num_warps=WARPS,
         num_stages=STAGES)
-    if split > 1:
-        G.launch_reduce(part, M * N, split, bias, y, activation, target, compile_only)
 
 
 def constexprs(t: dict, v: int, has_bias: bool, activation: str) -> dict:
