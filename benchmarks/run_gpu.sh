@@ -25,7 +25,7 @@
 #              (80, 128, 200) -> config_model_tuned_OP.json
 #   models     issue 32's suites: every layer of every model (tuned families and held-out ones) at M = 1-8192 plus odd
 #              sizes, with the roofline (gemmkit bench --roofline), for MODELS_OPS (default a16w16 a8w8 a8w8_blockscale
-#              a8w8_int8), in two processes an op (M <= 128 with the odd sizes, M >= 256) -> models/OP_small.json,
+#              a8w8_int8; a16w16_gated and ffn_gated run every model's gate_up layer), in two processes an op (M <= 128 with the odd sizes, M >= 256) -> models/OP_small.json,
 #              models/OP_large.json; benchmarks/models_merge.py makes benchmarks/results/<gpu>/OP_models.json of them
 #   random     seeded random shapes no table or rule was fitted on (gemmkit bench --random: RANDOM_SEED, default
 #              20261128, RANDOM_COUNT 48) for MODELS_OPS, with the roofline -> OP_random.json (+ .log)
