@@ -597,7 +597,7 @@ def gated(cfg: dict, target, x2, w, y) -> Choice:
         import torch
 
         KP = _copy_k(x2.shape[1], x2.element_size())
-        stand_in = tuple(torch.empty((rows, KP), dtype=x2.dtype, device="meta") for rows in (x2.shape[0], w.shape[0]))
+        stand_in = tuple(torch.empty((n, KP), dtype=x2.dtype, device="meta") for n in (x2.shape[0], w.shape[0]))
         if TG.tma_unsupported(cfg, target, *stand_in, y) is None:
             inner = _rows_padded(Choice(GATED_TMA, cfg), *stand_in)
             return dataclasses.replace(inner, passed_over=choice.passed_over, pad_k=KP)

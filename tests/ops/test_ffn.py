@@ -119,6 +119,11 @@ def test_gated_unaligned_k_runs_the_tma_kernel_on_copies(M, K, split, launches):
     assert "gemm_gated_kernel" not in ran, ran
     ok, msg = within_bound(out, gated_ref(x, w), torch.float32)
     assert ok, msg
+    x2 = randn(M, K, dtype=BF16)  # the same signature again: its call plan replays the copies, right too
+    out2 = poisoned((M, I), torch.float32)
+    gemmkit.gemm_a16w16_gated(x2, w, out=out2, config=cfg)
+    ok, msg = within_bound(out2, gated_ref(x2, w), torch.float32)
+    assert ok, msg
     # and through ffn_gated (its first GEMM), against float64
     _, wd = weights(I, K)
     y = gemmkit.ffn_gated(x, w, wd, config=(cfg, None))
@@ -140,6 +145,10 @@ def test_gated_unaligned_k_at_few_tokens_reads_w_where_it_lies(M, K, launches):
     ran = {k: v - before.get(k, 0) for k, v in launches.items() if v != before.get(k, 0)}
     assert ran == {"gemm_rows_kernel": 1, "gated_splitk_reduce_kernel": 1}, ran
     ok, msg = within_bound(out, gated_ref(x, w), torch.float32)
+    assert ok, msg
+    x2 = randn(M, K, dtype=BF16)  # the same signature again: its call plan's replay (fresh partials), right too
+    out2 = gemmkit.gemm_a16w16_gated(x2, w, config=cfg, out_dtype=torch.float32)
+    ok, msg = within_bound(out2, gated_ref(x2, w), torch.float32)
     assert ok, msg
     y = gemmkit.ffn_gated(x, w, wd, config=(cfg, None))
     ok, msg = within_bound(y, ffn_ref(x, w, wd), BF16)
