@@ -22,7 +22,9 @@ in 16-byte vectors, from where it lies:
 
 Work ids: (split, M tile, row block, class), the class fastest (neighbouring programs read neighbouring rows).
 Split-K (SPLIT_K > 1): split s takes the chunks `split_k_range` gives it and stores its fp32 partial tile to
-part[s]; `_splitk_reduce.py` adds the splits in order, then bias and activation (bitwise reproducible).
+part[s]; `_splitk_reduce.py` adds the splits in order, then bias and activation (bitwise reproducible). The gated
+GEMM takes the partials (`partials`: the unsplit product into part[0] too) and reduces them with its own kernel,
+which applies act(g) * u (kernels/triton/gated.launch_rows).
 
 Constraints:
   - w unit stride along K and a 16-byte aligned base (the host checks: dispatch runs the copy otherwise);
