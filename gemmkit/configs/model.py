@@ -73,7 +73,8 @@ SMALL_TILE = 128 * 128  # under this many outputs a tile takes 4 warps (one warp
 # The table ops whose default buckets the model fits: their Triton kernels take any power-of-two tile and split-K
 # (block-scale: the fitting keeps BLOCK_SIZE_K, the scale block, and only halves tiles, so a tile still covers
 # whole or half scale blocks; the gated GEMM: N is the intermediate size I, h's columns, and its split partials are
-# reduced before the activation, kernels/triton/gated.py).
+# reduced before the activation, kernels/triton/gated.py). On gfx942 / gfx950 the same `fit` runs, unmeasured (no AMD
+# GPU here): its few-tile split was measured on the H200 only.
 FITTED_OPS = ("a16w16", "a8w8", "a8w8_int8", "a8w8_blockscale", "a16w16_gated")
 
 # What the model knows of one op beyond the shared rule, each measured (H200, docs/PERF.md "The config model"):

@@ -96,6 +96,7 @@ class Choice:
     config: dict  # the config that kernel runs (a Gluon config's Triton fallback runs dense.triton_tile of it)
     passed_over: tuple = ()  # ((kernel, why), ...): the kernels ahead of it in the order, and why each cannot
     pad_k: int = 0  # > 0: x and w are first copied to rows of pad_k elements (kernels/triton/pad.py), zeros after K
+    pad_k_w: bool = True  # with pad_k: w is copied too (the gated GEMM leaves a w whose rows TMA can address)
     pad_m: int = 0  # > 0: x is first copied to pad_m rows, zeros after M (whole TMA boxes of rows: `pad_m`)
     pad_n: int = 0  # > 0: w is first copied to pad_n rows, zeros after N (whole TMA boxes of w's rows: `pad_n`)
     pitch_x: int = 0  # > 0: x's copy (for `pitch` alone, or pad_m's) has rows of pitch_x elements (a 128-byte pitch)
@@ -110,7 +111,8 @@ class Choice:
     def explain(self) -> str:
         lines = [f"kernel: {self.kernel}" + (" (+ its split-K reduce)" if self._reduces() else "")]
         if self.pad_k:
-            lines.append(f"  on copies of x and w with rows of {self.pad_k} elements (pad_rows_kernel; zeros after K)")
+            lines.append(f"  on copies of x{' and w' if self.pad_k_w else ''} with rows of {self.pad_k} elements "
+                         "(pad_rows_kernel; zeros after K)")
         if self.pad_m:
             lines.append(f"  on a copy of x of {self.pad_m} rows (pad_rows_kernel; zeros after M): whole TMA boxes of "
                          "rows, which load faster than boxes reaching past M")
@@ -586,21 +588,27 @@ def gated(cfg: dict, target, x2, w, y) -> Choice:
         raise ValueError(f"config: key 'backend' = {cfg['backend']!r}; the gated GEMM runs on the Triton tier "
                          "only (expected 'triton')")
     in_bytes, out_bytes = x2.element_size(), y.element_size()
-    choice = _triton_tier(cfg, target, [], GATED_TMA, lambda: TG.tma_unsupported(cfg, target, x2, w, y),
+    tma_cfg = TG.fit_stages(cfg, target, in_bytes, out_bytes)  # a 4-byte h's staging tile may need a shorter ring
+    choice = _triton_tier(tma_cfg, target, [], GATED_TMA, lambda: TG.tma_unsupported(tma_cfg, target, x2, w, y),
                           GATED_POINTER, lambda: TG.check_feasible(cfg, target, in_bytes, out_bytes, tma=False))
     if choice.kernel == GATED_TMA:
         return _rows_padded(choice, x2, w)
+    choice = dataclasses.replace(choice, config=cfg)
     rows = _rows_kernel(cfg, target, x2, w, G.NO_SCALING, list(choice.passed_over)) if target.is_nvidia else None
     if rows is not None:  # a few tokens, w's rows off 16 bytes: w read where it lies, then the gated reduce
         return rows
-    if target.is_nvidia and _copies_align(x2, w, y):  # K % 8 != 0: the TMA kernel on copies of x and w (`pad_k`)
+    if target.is_nvidia and _copies_align(x2, w, y):  # K % 8 != 0: the TMA kernel on copies (`pad_k`)
         import torch
 
         KP = _copy_k(x2.shape[1], x2.element_size())
-        stand_in = tuple(torch.empty((n, KP), dtype=x2.dtype, device="meta") for n in (x2.shape[0], w.shape[0]))
-        if TG.tma_unsupported(cfg, target, *stand_in, y) is None:
-            inner = _rows_padded(Choice(GATED_TMA, cfg), *stand_in)
-            return dataclasses.replace(inner, passed_over=choice.passed_over, pad_k=KP)
+        # w is copied only where its own rows are off (an x sliced from a wider one leaves w as it is: the kernel
+        # runs to x's KP columns, and w's descriptor reads zeros past its K)
+        copy_w = _row_misaligned(w)
+        stand_in = (torch.empty((x2.shape[0], KP), dtype=x2.dtype, device="meta"),
+                    torch.empty((w.shape[0], KP), dtype=w.dtype, device="meta") if copy_w else w)
+        if TG.tma_unsupported(tma_cfg, target, *stand_in, y) is None:
+            inner = _rows_padded(Choice(GATED_TMA, tma_cfg), *stand_in)
+            return dataclasses.replace(inner, passed_over=choice.passed_over, pad_k=KP, pad_k_w=copy_w)
     return choice
 
 

@@ -141,7 +141,9 @@ def launch_gated(x2, w, y, activation, cfg, target, compile_only=False):
     """The gated GEMM for one call: x2 (M, K), w (2I, K), y (M, I) 2-D views, on the kernel ops/dispatch.gated
     chooses (the Triton tier's only: kernels/triton/gated.launch): on a copy of x2 of whole boxes of rows where
     `choice.pad_m` says so (the kernel takes an x of more rows than y's; y's bounds drop the rows past M), on copies
-    of x2 and w with rows of `choice.pad_k` elements (16-byte multiples, zeros after K) where K leaves them off."""
+    of x2 (and of w where its own rows are off: `choice.pad_k_w`) with rows of `choice.pad_k` elements (16-byte
+    multiples, zeros after K) where TMA cannot address their rows; with `choice.config` (the ring the TMA kernel fits
+    for h's dtype)."""
     choice = D.gated(cfg, target, x2, w, y)
     if choice.kernel == D.TRITON_ROWS:
         H.launch_rows(x2, w, y, activation, target, compile_only)
@@ -150,9 +152,9 @@ def launch_gated(x2, w, y, activation, cfg, target, compile_only=False):
         from ..kernels.triton import pad
 
         x2 = pad.pad_rows(x2, choice.pad_k or x2.shape[1], compile_only, RP=choice.pad_m or None)
-        if choice.pad_k:  # zeros after K in both: the kernel sums the copies' KP columns
+        if choice.pad_k and choice.pad_k_w:  # zeros after K: the kernel sums the copies' KP columns
             w = pad.pad_rows(w, choice.pad_k, compile_only)
-    H.launch(x2, w, y, activation, cfg, target, compile_only=compile_only, tma=choice.path == "tma")
+    H.launch(x2, w, y, activation, choice.config, target, compile_only=compile_only, tma=choice.path == "tma")
 
 
 def _gated_2d(x, w_gate_up, activation, config, h2, compile_only=False):

@@ -119,9 +119,13 @@ def test_gated_unaligned_k_runs_the_tma_kernel_on_copies(M, K, split, launches):
     assert "gemm_gated_kernel" not in ran, ran
     ok, msg = within_bound(out, gated_ref(x, w), torch.float32)
     assert ok, msg
+    from gemmkit import callplan
+
+    replays = callplan.STATS["replays"]
     x2 = randn(M, K, dtype=BF16)  # the same signature again: its call plan replays the copies, right too
     out2 = poisoned((M, I), torch.float32)
     gemmkit.gemm_a16w16_gated(x2, w, out=out2, config=cfg)
+    assert callplan.STATS["replays"] == replays + 1
     ok, msg = within_bound(out2, gated_ref(x2, w), torch.float32)
     assert ok, msg
     # and through ffn_gated (its first GEMM), against float64
@@ -129,6 +133,41 @@ def test_gated_unaligned_k_runs_the_tma_kernel_on_copies(M, K, split, launches):
     y = gemmkit.ffn_gated(x, w, wd, config=(cfg, None))
     ok, msg = within_bound(y, ffn_ref(x, w, wd), BF16)
     assert ok, msg
+
+
+def test_gated_x_rows_off_copies_x_alone(launches):
+    """x sliced from a wider tensor (rows off 16 bytes), K % 8 == 0, w as the model holds it: x alone is copied
+    (`pad_k` without w: a weight's copy would be a pass over it every call), the TMA kernel runs, and is right."""
+    M, I, K = 37, 40, 192
+    x, (w, _) = randn(M, K + 3, dtype=BF16)[:, :K], weights(I, K)
+    before = dict(launches)
+    out = poisoned((M, I), torch.float32)
+    gemmkit.gemm_a16w16_gated(x, w, out=out, config=dict(SMALL, tma=True))
+    ran = {k: v - before.get(k, 0) for k, v in launches.items() if v != before.get(k, 0)}
+    assert ran == {"pad_rows_kernel": 1, "gemm_gated_tma_kernel": 1}, ran
+    ok, msg = within_bound(out, gated_ref(x, w), torch.float32)
+    assert ok, msg
+
+
+def test_gated_fp32_h_keeps_the_tma_kernel():
+    """An fp32 h doubles the TMA kernel's output staging tile: the tables' rings (64 x 128 at 5 stages, 128 x 128 at
+    4) no longer fit sm_90's shared memory, so the dispatch shortens the ring rather than fall to the pointer kernel."""
+    from gemmkit import arch, configs
+    from gemmkit.kernels.triton import gated as TG
+    from gemmkit.ops import dispatch as D
+
+    H200 = arch.get("sm_90")
+    for M in (200, 1000):
+        I, K = 4096, 4096
+        cfg, _ = configs.serve("a16w16_gated", H200, M, I, K)
+        x, w = (torch.empty((n, K), dtype=BF16, device="meta") for n in (M, 2 * I))
+        y = torch.empty((M, I), dtype=torch.float32, device="meta")
+        choice = D.gated(cfg, H200, x, w, y)
+        assert choice.kernel == "gemm_gated_tma_kernel", choice.explain()
+        assert choice.config["num_stages"] < cfg["num_stages"]
+        assert TG.smem_bytes(choice.config, H200, 2, 4, True) <= H200.shared_mem_bytes
+        h16 = torch.empty((M, I), dtype=BF16, device="meta")  # a 16-bit h keeps the table's ring
+        assert D.gated(cfg, H200, x, w, h16).config == cfg
 
 
 @pytest.mark.parametrize("M,K", [(1, 4095), (16, 1001), (3, 203)], ids=str)
@@ -146,8 +185,13 @@ def test_gated_unaligned_k_at_few_tokens_reads_w_where_it_lies(M, K, launches):
     assert ran == {"gemm_rows_kernel": 1, "gated_splitk_reduce_kernel": 1}, ran
     ok, msg = within_bound(out, gated_ref(x, w), torch.float32)
     assert ok, msg
+    from gemmkit import callplan
+
+    replays = callplan.STATS["replays"]
     x2 = randn(M, K, dtype=BF16)  # the same signature again: its call plan's replay (fresh partials), right too
-    out2 = gemmkit.gemm_a16w16_gated(x2, w, config=cfg, out_dtype=torch.float32)
+    out2 = poisoned((M, I), torch.float32)
+    gemmkit.gemm_a16w16_gated(x2, w, out=out2, config=cfg)
+    assert callplan.STATS["replays"] == replays + 1
     ok, msg = within_bound(out2, gated_ref(x2, w), torch.float32)
     assert ok, msg
     y = gemmkit.ffn_gated(x, w, wd, config=(cfg, None))

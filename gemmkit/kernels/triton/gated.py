@@ -22,7 +22,8 @@ and the static compiles of `gemmkit isa` (`table_cases`, `table_spec`, `reduce_s
 Constraints:
   - Triton tier only: the op refuses other backends before it calls `launch`;
   - TMA path: sm_90, cfg["tma"], x2, w, y TMA-compatible and the gated tile within the TMA box and
-    shared memory limits; else the pointer kernel with the same tiles (ValueError if neither fits);
+    shared memory limits (`fit_stages` shortens the ring for a 4-byte h); else the pointer kernel with the same
+    tiles (ValueError if neither fits);
   - split-K partials are (NUM_KSPLIT, M, 2I) fp32, [g | u] per split, reduced in split order;
   - nothing here imports from gemmkit/ops.
 """
@@ -64,6 +65,17 @@ def check_feasible(cfg: dict, target, in_bytes: int = 2, out_bytes: int = 2, tma
             f"num_stages = {cfg['num_stages']} needs {need} bytes of shared memory for the gated tile (2 x "
             f"BLOCK_SIZE_N w rows){' (TMA path)' if tma else ''}; {target.name} ({target.arch}) allows "
             f"{target.shared_mem_bytes} per block")
+
+
+def fit_stages(cfg: dict, target, in_bytes: int, out_bytes: int) -> dict:
+    """`cfg` with the deepest ring (num_stages, down to 2) whose TMA tile fits the target's shared memory for this
+    h dtype: a 4-byte h doubles the output staging tile, which the tables' 16-bit rings leave no room for (64 x 128
+    at 5 stages: 238592 bytes with an fp32 h, 232448 allowed on sm_90). `cfg` itself where it fits or nothing does."""
+    stages = cfg["num_stages"]
+    while stages > 2 and smem_bytes(dict(cfg, num_stages=stages), target, in_bytes, out_bytes, True) > \
+            target.shared_mem_bytes:
+        stages -= 1
+    return cfg if stages == cfg["num_stages"] else dict(cfg, num_stages=stages)
 
 
 def tma_unsupported(cfg, target, x2, w, y) -> str | None:
