@@ -22,7 +22,7 @@ that tier can run it. The kernels are tried in one order, and the first that can
   the gated GEMM (gemm_a16w16_gated and ffn_gated's gate / up): the Triton tier only, in the same order: its
   gemm_gated_tma_kernel, gemm_gated_kernel; where w's rows are off 16 bytes gemm_rows_kernel into fp32 partials
   (+ gated_splitk_reduce_kernel, which applies the activation) at M <= gemm_rows.MAX_M, else the TMA kernel on
-  padded copies of x and w
+  padded copies of x and (where its own rows are off) w; a 4-byte h's TMA kernel on a shorter ring (gated.fit_stages)
 
 `dense` returns a `Choice`: the kernel, the config it runs, and (kernel, why) for each kernel passed over.
 The ops launch `Choice.kernel`; `gemmkit configs` prints `Choice.explain()` for a shape; the tuner groups its
@@ -581,7 +581,7 @@ def gated(cfg: dict, target, x2, w, y) -> Choice:
     """gemm_a16w16_gated and ffn_gated's first GEMM (x2 (M, K), w (2I, K), h (M, I)): the Triton tier only (its TMA
     kernel on a copy of x of whole boxes of rows where `pad_m` says so); where TMA cannot address w's rows, at a few
     tokens gemm_rows_kernel into fp32 partials that the gated reduce finishes (kernels/triton/gated.launch_rows),
-    above them the TMA kernel on copies of x and w (`pad_k`)."""
+    above them the TMA kernel on copies of x and of w where its own rows are off (`pad_k`, `pad_k_w`)."""
     from ..kernels.triton import gated as TG
 
     if cfg.get("backend", "triton") != "triton":
