@@ -17,7 +17,8 @@ that tier can run it. The kernels are tried in one order, and the first that can
                            + splitk_reduce_kernel after either Triton kernel when NUM_KSPLIT > 1
     x / w rows off 16-byte multiples (K % 8 != 0 in bf16), where a TMA kernel would otherwise serve:
                            gemm_rows_kernel  bf16 / fp16, no scales, M <= gemm_rows.MAX_M: w read where it lies
-                           else the config's kernel on padded copies of x and w (kernels/triton/pad.py)
+                           else the config's kernel on padded copies of x and (where its own rows are off,
+                           or K % 8 != 0) w (kernels/triton/pad.py)
 
   the gated GEMM (gemm_a16w16_gated and ffn_gated's gate / up): the Triton tier only, in the same order: its
   gemm_gated_tma_kernel, gemm_gated_kernel; where w's rows are off 16 bytes gemm_rows_kernel into fp32 partials
@@ -95,8 +96,9 @@ class Choice:
     kernel: str  # the kernel that serves the call (its @jit function's name, as launcher.LAUNCHES counts it)
     config: dict  # the config that kernel runs (a Gluon config's Triton fallback runs dense.triton_tile of it)
     passed_over: tuple = ()  # ((kernel, why), ...): the kernels ahead of it in the order, and why each cannot
-    pad_k: int = 0  # > 0: x and w are first copied to rows of pad_k elements (kernels/triton/pad.py), zeros after K
-    pad_k_w: bool = True  # with pad_k: w is copied too (the gated GEMM leaves a w whose rows TMA can address)
+    pad_k: int = 0  # > 0: x (and w: pad_k_w) are first copied to rows of pad_k elements (kernels/triton/pad.py), zeros
+    # after K
+    pad_k_w: bool = True  # with pad_k: w is copied too (False: a w whose rows TMA can address is left as it is)
     pad_m: int = 0  # > 0: x is first copied to pad_m rows, zeros after M (whole TMA boxes of rows: `pad_m`)
     pad_n: int = 0  # > 0: w is first copied to pad_n rows, zeros after N (whole TMA boxes of w's rows: `pad_n`)
     pitch_x: int = 0  # > 0: x's copy (for `pitch` alone, or pad_m's) has rows of pitch_x elements (a 128-byte pitch)
@@ -228,11 +230,15 @@ def _padded(cfg, target, x2, w, y, scaling, passed, interpreting, epilogue) -> C
     import torch
 
     KP = _copy_k(K, x2.element_size(), scaling)
-    stand_in = tuple(torch.empty((rows, KP), dtype=x2.dtype, device="meta") for rows in (M, w.shape[0]))
+    # w is copied only where its own rows are off or the copy's rows are longer than K (an x sliced from a wider one
+    # at K % 8 == 0 leaves the weight as it is: the kernels take x and w of one K)
+    copy_w = _row_misaligned(w) or KP != K
+    stand_in = (torch.empty((M, KP), dtype=x2.dtype, device="meta"),
+                torch.empty((w.shape[0], KP), dtype=w.dtype, device="meta") if copy_w else w)
     inner = dense(cfg, target, *stand_in, y, scaling, interpreting, epilogue)
     if inner.path == "pointer":
         return None
-    return Choice(inner.kernel, inner.config, tuple(passed), pad_k=KP, pad_m=inner.pad_m, pad_n=inner.pad_n)
+    return dataclasses.replace(inner, passed_over=tuple(passed), pad_k=KP, pad_k_w=copy_w)
 
 
 def _copies_align(x2, w, y) -> bool:
@@ -710,9 +716,10 @@ def launch_dense(choice: Choice, x2, w, bias, y, activation, target, scaling=G.N
         if choice.pad_k or choice.pad_m or choice.pitch_x:  # (a pitch copy keeps K: the kernel reads [:, :K])
             x2 = pad.pad_rows(x2, choice.pad_k or choice.pitch_x or K, compile_only, RP=choice.pad_m or None)
             x2 = x2 if choice.pad_k else x2[:, :K]
-        if choice.pad_k or choice.pad_n or choice.pitch_w:
-            w = pad.pad_rows(w, choice.pad_k or choice.pitch_w or K, compile_only, RP=choice.pad_n or None)
-            w = w if choice.pad_k else w[:, :K]
+        w_k = choice.pad_k if choice.pad_k_w else 0  # (pad_k without w: w as given, or its pitch / pad_n copy)
+        if w_k or choice.pad_n or choice.pitch_w:
+            w = pad.pad_rows(w, w_k or choice.pitch_w or K, compile_only, RP=choice.pad_n or None)
+            w = w if w_k else w[:, :K]
     if choice.path == "gluon":
         def fallback():  # the kernel is now a failed one: the rule passes it over
             again = dense(choice.config, target, x2, w, y, scaling, epilogue=Epilogue(bias is not None, activation))

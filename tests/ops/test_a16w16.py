@@ -126,6 +126,22 @@ def test_tma_falls_back_when_unaligned(launches):
         _check(y, x[:9], w, None, None, dtype)
 
 
+def test_x_rows_off_copies_x_alone(launches):
+    """K % 8 == 0 but x sliced from a wider tensor (rows off 16 bytes), w as the model holds it: x alone is copied
+    (`Choice.pad_k_w` False: a copy of w would be a pass over the weight every call), the TMA kernel runs on x's copy
+    and w as it is, and the result is right; at K % 8 != 0 both are copied (the kernels take x and w of one K)."""
+    dtype = torch.bfloat16
+    cfg = {"BLOCK_SIZE_M": 16, "BLOCK_SIZE_N": 32, "BLOCK_SIZE_K": 32, "GROUP_SIZE_M": 1,
+           "num_warps": 4, "num_stages": 2, "tma": True}
+    for K, copies in ((64, 1), (41, 2)):
+        x, w, bias = randn(37, K + 3, dtype=dtype)[:, :K], randn(24, K, dtype=dtype), randn(24, dtype=dtype)
+        before = dict(launches)
+        y = gemmkit.gemm_a16w16(x, w, bias, activation="gelu", out=poisoned((37, 24), dtype), config=cfg)
+        ran = {k: v - before.get(k, 0) for k, v in launches.items() if v != before.get(k, 0)}
+        assert ran == {"pad_rows_kernel": copies, "gemm_tma_kernel": 1}, (K, ran)
+        _check(y, x, w, bias, "gelu", dtype)
+
+
 def test_gluon_backend_config_runs_triton_in_the_interpreter(launches):
     """A "backend": "gluon" config (sm_90 tables) runs the Triton tier with its tile sizes where
     Gluon cannot run; the interpreter is such a place (the Gluon runs are GPU tests)."""

@@ -87,7 +87,8 @@ def test_shapes(M, N, K, dtype, launches):
         assert choice.kernel == (hopper_coop.KERNEL_NAME if hopper_pingpong.is_coop(cfg) else
                                  hopper_pingpong.KERNEL_NAME)
     want = {choice.kernel}
-    copies = 2 if choice.pad_k else bool(choice.pad_m or choice.pitch_x) + bool(choice.pad_n or choice.pitch_w)
+    copies = bool(choice.pad_k or choice.pad_m or choice.pitch_x) + \
+        bool(choice.pad_k and choice.pad_k_w or choice.pad_n or choice.pitch_w)
     copies += bool(choice.pitch_y)
     if copies:
         want.add("pad_rows_kernel")

@@ -327,6 +327,10 @@ def test_rows_kernel_only_where_it_takes_the_call(monkeypatch):
     assert fp8.pad_k == 4096 and fp8.kernel == D.GLUON_FP8  # 8-bit calls: the copy (the kernel takes 16-bit only)
     aligned_w = D.dense(GLUON, H200, x, meta(512, 4095, stride=(4096, 1)), y)
     assert aligned_w.kernel == D.GLUON_BF16 and aligned_w.pad_k == 4096  # only x's rows off: its copy is small
+    assert aligned_w.pad_k_w  # but K % 8 != 0: w's copy too (the kernels take x and w of one K)
+    sliced = D.dense(GLUON, H200, meta(64, 4099)[:, :4096], meta(512, 4096), meta(64, 512))
+    assert sliced.kernel == D.GLUON_BF16 and sliced.pad_k == 4096 and not sliced.pad_k_w  # x's rows alone off
+    assert "copies of x with rows" in sliced.explain()
     monkeypatch.setattr(D, "ROWS_KERNEL", False)
     assert D.dense(GLUON, H200, x, w, y).pad_k == 4096  # turned off: the copy
 
