@@ -104,6 +104,7 @@ class Choice:
     pitch_x: int = 0  # > 0: x's copy (for `pitch` alone, or pad_m's) has rows of pitch_x elements (a 128-byte pitch)
     pitch_w: int = 0  # > 0: w's copy (for `pitch` alone, or pad_n's) has rows of pitch_w elements
     pitch_y: int = 0  # > 0: the kernel writes a workspace of rows of pitch_y elements, copied to y after (`pitch_y`)
+    gated: bool = False  # gemm_rows_kernel for the gated GEMM: its fp32 partials always go through the gated reduce
 
     @property
     def path(self) -> str:
@@ -111,7 +112,13 @@ class Choice:
         return "gluon" if self.kernel in GLUON_KERNELS else "tma" if self.kernel in TMA_KERNELS else "pointer"
 
     def explain(self) -> str:
-        lines = [f"kernel: {self.kernel}" + (" (+ its split-K reduce)" if self._reduces() else "")]
+        lines = [f"kernel: {self.kernel}" + (" (+ the gated split-K reduce, which applies the activation)" if self.gated
+                                             else " (+ its split-K reduce)" if self._reduces() else "")]
+        if self.kernel == TRITON_ROWS:  # its tile is the shape's (gemm_rows.tile), not the config's
+            c = self.config
+            lines.append(f"  its own tile for the shape: {c['BLOCK_SIZE_M']} x {c['BLOCK_SIZE_N']} x {c['BLOCK_SIZE_K']}"
+                         + (f", K split {c['NUM_KSPLIT']} ways" if c["NUM_KSPLIT"] > 1 else ", K unsplit")
+                         + " (gemm_rows.tile; the config's tile is not used)")
         if self.pad_k:
             lines.append(f"  on copies of x{' and w' if self.pad_k_w else ''} with rows of {self.pad_k} elements "
                          "(pad_rows_kernel; zeros after K)")
@@ -602,7 +609,7 @@ def gated(cfg: dict, target, x2, w, y) -> Choice:
     choice = dataclasses.replace(choice, config=cfg)
     rows = _rows_kernel(cfg, target, x2, w, G.NO_SCALING, list(choice.passed_over)) if target.is_nvidia else None
     if rows is not None:  # a few tokens, w's rows off 16 bytes: w read where it lies, then the gated reduce
-        return rows
+        return dataclasses.replace(rows, gated=True)
     if target.is_nvidia and _copies_align(x2, w, y):  # K % 8 != 0: the TMA kernel on copies (`pad_k`)
         import torch
 

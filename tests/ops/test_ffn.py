@@ -185,6 +185,16 @@ def test_gated_unaligned_k_at_few_tokens_reads_w_where_it_lies(M, K, launches):
     assert ran == {"gemm_rows_kernel": 1, "gated_splitk_reduce_kernel": 1}, ran
     ok, msg = within_bound(out, gated_ref(x, w), torch.float32)
     assert ok, msg
+    from gemmkit import arch
+    from gemmkit.kernels.triton import gemm_rows
+    from gemmkit.ops import dispatch as D
+
+    # what `gemmkit configs` says runs: the rows kernel on its own tile, then the gated reduce (split or not)
+    H200 = arch.get("sm_90")
+    meta = [torch.empty(t.shape, dtype=t.dtype, device="meta") for t in (x, w, out)]
+    explain = D.gated(cfg, H200, *meta).explain()
+    t = gemm_rows.tile(M, 2 * I, K, 2, H200.num_cus)
+    assert "gated split-K reduce" in explain and f"{t['BLOCK_M']} x {t['BLOCK_N']} x {t['BLOCK_K']}" in explain, explain
     from gemmkit import callplan
 
     replays = callplan.STATS["replays"]
