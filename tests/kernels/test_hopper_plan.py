@@ -139,3 +139,42 @@ def test_plan_classes():
     with pytest.raises(dataclasses.FrozenInstanceError):
         hp.derive(PP).stages = 3
     assert hp.is_coop(COOP) and not hp.is_coop(PP) and hplan.is_coop is hp.is_coop
+
+
+GATED = {"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 128, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 8, "num_warps": 4,
+         "num_stages": 4, "gated": True}
+
+
+def test_gated_plan():
+    """The ping-pong's gated tile ("Gated" in hopper_pingpong.py): two w boxes of BN rows a stage (the gate's and the
+    up's), two BM x BN accumulators, two staging tiles, no tail split; its constexprs name GATED (the dense
+    kernel's compiles do not)."""
+    target = arch.get("sm_90")
+    p = hp.derive(GATED, target)
+    assert (p.BM, p.BN, p.w_box, p.gated, p.acc_regs, p.c_tiles) == (64, 128, 128, True, 128, 2)
+    assert p.stage_bytes == (64 + 2 * 128) * 64 * 2
+    assert hp.tail_plan(p, 4096, 14336, 8192, target.num_cus, True) == (0, 1)
+    assert hp.kernel_constexprs(p, has_bias=False, activation="silu")["GATED"] is True
+    dense = hp.derive({k: v for k, v in GATED.items() if k != "gated"}, target)
+    assert not dense.gated and "GATED" not in hp.kernel_constexprs(dense, has_bias=False, activation="silu")
+
+
+@pytest.mark.parametrize("change, match", [
+    ({"NUM_KSPLIT": 2}, "unsplit"),
+    ({"swap_ab": True}, "unswapped"),
+    ({"BLOCK_SIZE_N": 192}, "BLOCK_SIZE_N"),  # a split width: the gated tile's A = B
+    ({"BLOCK_SIZE_M": 128}, "two accumulators"),  # 256 accumulator registers a thread
+])
+def test_gated_plan_refuses(change, match):
+    with pytest.raises(ValueError, match=match):
+        hp.derive({**GATED, **change}, arch.get("sm_90"))
+    with pytest.raises(ValueError, match="gated"):  # the cooperative kernel has no gated tile
+        hc.derive({**GATED, "num_warps": 8, "BLOCK_SIZE_M": 128}, arch.get("sm_90"))
+
+
+def test_gated_tile_is_compiled_by_gemmkit_isa():
+    cases = [c for c in hp.isa_cases(["sm_90"]) if c["path"].endswith("-gated")]
+    assert {c["path"] for c in cases} == {"gluon-bf16-gated", "gluon-fp32-gated"}
+    assert len(cases) == 2 * len(hp.GATED_PRESETS)
+    spec = hp.isa_spec(cases[0])
+    assert spec["constexprs"]["GATED"] is True and spec["constexprs"]["HAS_BIAS"] is False

@@ -20,7 +20,7 @@ hopper_pingpong_fp8.py (`ring_next`, `item_tile`), so every kernel steps its rin
                     start, or, the dense kernels (ring.ready), by the load warp: stage 0 before its first step, the
                     rest after that step's loads, then it arrives on ready) ──► ring_ready (a consumer's one wait)
    epilogue:        store_subtile (one TMA store through a staging tile), store_split (a split tile: A / B + 1 of them),
-                    store_partial (a tail split's fp32 partial, plain stores)
+                    store_partial (a tail split's fp32 partial, plain stores), store_gated (the gated tile: act(g) * u)
    arguments:       hopper_bundles.py's bundles: load_partition(descs, ring, sched), split_mainloop(ring, ...),
                     store_split(y_desc, epi, ...); the consumer partitions are the kernel files'
 
@@ -50,7 +50,8 @@ Constraints:
   - ring.ready (the load warp sets the ring up): every CTA has a work item with at least one K step (grid <= work
     items, K >= 1), so its load warp arrives on ready, which every consumer of the CTA waits on.
   - A split tile is 2-D only (the dense kernels), B a power of two >= 16 and A = 2, 4 or 8 B (configs.SPLIT_N);
-    ring.t is None (a constexpr field of the `Ring`) for every other tile.
+    the gated tile (GATED, the ping-pong's) 2-D, A = B = BN, w (2N, K) with its up rows from row N; ring.t is None
+    (a constexpr field of the `Ring`) for every other tile.
 """
 from __future__ import annotations
 
@@ -59,7 +60,7 @@ from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import (
     fence_async_shared, mbarrier, tma, warpgroup_mma, warpgroup_mma_init, warpgroup_mma_wait)
 
-from ..triton._epilogue import bias_activation
+from ..triton._epilogue import activation, bias_activation
 from ..triton._schedule import batched_tile_coords, grouped_tile_magic, tail_item, tile_coords, tile_origin
 from ._compat import tma_load, tma_store
 
@@ -250,7 +251,8 @@ def load_partition(descs, ring, sched):
     2-D ring slot (same bytes, same swizzle: the consumers read the slot as before).
     ring.t (a split tile, the ping-pong's or hopper_coop.py's, 2-D only): a tile of BN = A + B columns keeps w rows
     [0, A) in ring.b and [A, A + B) in ring.t (shared-memory shapes are powers of two); the w box is B rows,
-    A / B + 1 per step, and full[s] expects x's box + those w boxes.
+    A / B + 1 per step, and full[s] expects x's box + those w boxes. ring.GATED (the ping-pong's gated tile): ring.b
+    holds the gate rows [col0, col0 + BN) of w (2N, K), ring.t the up rows [N + col0, N + col0 + BN), one box each.
     SPLIT_K (dense only): B is the number of K splits; work id -> (split b, tile) as the batched order, and
     split b loads K steps [b * k_steps, (b + 1) * k_steps) (`split_steps`). TAIL (the ping-pong's and hopper_coop.py's
     tail split): the K range of `work_range`'s item, a whole tile or one split of a tail tile.
@@ -306,7 +308,10 @@ def load_partition(descs, ring, sched):
                 load_rows(x_desc, row0, kk * BK, bar, a_ring.index(idx), X_CUT, X_BOXES)
                 for i in gl.static_range(BOXES):
                     tma_load(w_desc, [col0 + i * T, kk * BK], bar, b_ring.index(idx).slice(i * T, T))
-                tma_load(w_desc, [col0 + BOXES * T, kk * BK], bar, t_ring.index(idx))
+                if ring.GATED:  # the up rows of the tile's columns: w's second half, from row N (= I)
+                    tma_load(w_desc, [sched.N + col0, kk * BK], bar, t_ring.index(idx))
+                else:
+                    tma_load(w_desc, [col0 + BOXES * T, kk * BK], bar, t_ring.index(idx))
             if LATE:
                 if (work_id == first) & (kk == k0):  # the CTA's first step, its loads in flight
                     ring_init(ring, 1, STAGES)
@@ -360,6 +365,15 @@ def store_subtile(y_desc, c_smem, v, b, row, col, BATCHED: gl.constexpr, WAIT: g
         tma_store(y_desc, [b, row, col], c_smem.reshape([1, c_smem.shape[0], c_smem.shape[1]]))
     else:
         tma_store(y_desc, [row, col], c_smem)
+
+
+@gluon.jit
+def store_gated(y_desc, epi, acc_g, acc_u, row, col):
+    """The gated tile's epilogue (hopper_pingpong.py's GATED): h = act(g) * u in fp32 (the Triton tier's
+    `activation`, kernels/triton/_epilogue.py), cast, one TMA store of the BM x BN tile through this consumer's
+    staging tile, after the previous tile's store has read it (two staging tiles: each consumer its own)."""
+    h = activation(acc_g, epi.ACTIVATION) * acc_u
+    store_subtile(y_desc, epi.c, h.to(y_desc.dtype), 0, row, col, False)
 
 
 @gluon.jit

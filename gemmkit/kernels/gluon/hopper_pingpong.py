@@ -125,6 +125,19 @@ Measured on the H200 (docs/PERF.md): faster than the tables' unswapped tiles on 
 at M <= 64 (up to 1.7x where few weight tiles starved the SMs), 1-5% slower at M < 64 on the widest rows
 (N >= 10240), whose tables keep their tiles there.
 
+Gated (GATED, `launch_gated`; dense kernel only; not served by the ops yet): h = act(x @ w[:I].T) * (x @ w[I:].T),
+the gated GEMM of a SwiGLU FFN (w (2I, K): the gate rows, then the up rows; ops/ffn.py gemm_a16w16_gated), on the
+split tile's partitions with A = B = BN: a tile is BM x BN of h (the launch's N is I), each ring stage holds x's box
+and two w boxes of BN rows, the gate's at row col0 and the up's at row I + col0; the consumer runs `split_mainloop`
+(two wgmma a K step) and its epilogue computes act(g) * u in fp32 (hopper_parts `store_gated`), one TMA store of h::
+
+   ring stage s:  a[s]: BM x BK | b[s]: w[col0 .. col0 + BN) (gate) | t[s]: w[I + col0 ..) (up)   full[s]: 3 boxes
+   mma c:         acc_g += a @ b^T, acc_u += a @ t^T  (BM x BN each: 2 BM BN / 128 registers, 128 at 64 x 128)
+   epilogue:      act(acc_g) * acc_u ──cast──► c0 / c1 (BM x BN) ──TMA──► h[row0, col0]
+
+Where the last column of tiles shifts back (`tile_origin`) its gate box may reach into the up rows past I (and an
+I under one tile's does): those columns of h lie past I and are clipped.
+
 NUM_KSPLIT is an upper bound: `hopper_host.fit_split_k` keeps splits x tiles within one wave of the SMs (one
 item a CTA) and runs no split where the tiles alone fill them, so a bucket tuned at one M does not go to two waves at a
 larger M of the same bucket.
@@ -178,6 +191,9 @@ Constraints:
   - swap_ab (dense kernel only): BLOCK_SIZE_N (the weight rows) 64 or 128, BLOCK_SIZE_M (tokens) a power of two
     in [16, 256] within the accumulator budget, NUM_KSPLIT 1, no split tile; the TMA rules as above (x is then
     the kernel's w operand: any M >= 1).
+  - gated (dense kernel only; `launch_gated`): BLOCK_SIZE_N (h's columns) a power of two, 2 * BM * BN / 128 <= 128
+    accumulator registers a thread (64 x 128, 128 x 64, 64 x 64), NUM_KSPLIT 1, no swap_ab, no bias, no tail split,
+    two staging tiles; w (2I, K) with h (M, I); an activation on the gate (not "none").
   - Batched (hopper_pingpong_batched.py): the same, with x, w, y 3-D under TMA's rules
     (batch stride a multiple of 16 bytes, entries not overlapping: no stride-0 batch).
 """
@@ -201,7 +217,8 @@ from ._compat import tma_store
 from .hopper_plan import PingPongPlan, check_config, is_coop  # noqa: F401
 from .hopper_bundles import Descs, Epilogue, Handoff, Ring, Schedule
 from .hopper_parts import (load_partition, out_row, ring_init, ring_next, ring_prev, ring_ready, split_mainloop,
-                           store_partial, store_split, tail_items, tile_origin, work_range, work_space, work_tile)
+                           store_gated, store_partial, store_split, tail_items, tile_origin, work_range, work_space,
+                           work_tile)
 
 KERNEL_NAME = "hopper_pingpong_kernel"
 
@@ -242,7 +259,12 @@ def derive(cfg: dict, target=None, in_bytes: int = 2, out_bytes: int = 2) -> Pin
                the load warpgroup (`hopper_plan.register_split`).
       swizzle  a / b: BK * in_bytes rows; y: the staging tile's row (BM for the transposed tile).
     """
+    gated = bool(cfg.get("gated"))
+    cfg = {k: v for k, v in cfg.items() if k != "gated"}
     swap = bool(cfg.get("swap_ab"))
+    if gated and (swap or cfg.get("NUM_KSPLIT", 1) != 1):
+        raise ValueError(f"config: key {'swap_ab' if swap else 'NUM_KSPLIT'} with 'gated'; the gated tile (the module "
+                         "docstring's \"Gated\") is unswapped and unsplit")
     if swap:  # the config names y's tile (tokens x weight rows); the kernel's is its transpose ("Swap-AB")
         tokens, rows = cfg.get("BLOCK_SIZE_M"), cfg.get("BLOCK_SIZE_N")
         if cfg.get("NUM_KSPLIT", 1) != 1:
@@ -256,27 +278,30 @@ def derive(cfg: dict, target=None, in_bytes: int = 2, out_bytes: int = 2) -> Pin
                              "a power of two in [16, 256]")
         hplan.check_acc_regs(hplan.acc_regs(tokens, rows), tokens, rows, "gluon", note=" with 'swap_ab'")
         cfg = {**cfg, "BLOCK_SIZE_M": rows, "BLOCK_SIZE_N": tokens}  # the kernel's tile from here on
-    bm, bn, bk = check_config(cfg, "gluon", "the gluon ping-pong kernel", "(wgmma rows)", split_ok=not swap,
-                              split_k_ok=True, swap_ok=True)
+    bm, bn, bk = check_config(cfg, "gluon", "the gluon ping-pong kernel", "(wgmma rows)",
+                              split_ok=not (swap or gated), split_k_ok=True, swap_ok=True)
     out_bytes = hh.split_k_out_bytes(cfg, out_bytes)
     hplan.check_block_k(bk)
-    acc_regs = hplan.acc_regs(bm, bn)
-    hplan.check_acc_regs(acc_regs, bm, bn, "gluon")
+    acc_regs = hplan.acc_regs(bm, bn) * (2 if gated else 1)  # the gated tile: the gate's and the up's accumulators
+    hplan.check_acc_regs(acc_regs, bm, bn, "gluon", note=" (two accumulators: 'gated')" if gated else "")
     tail = hplan.split_tail(bn)
     tile_bytes = bm * bn * out_bytes
     if tail:  # (c_tiles, c_pieces): two consumers' BN / T sub-tiles of BM x T if num_stages fit beside them, else one
         pieces = bn // tail  # sub-tile each (each store then waits for the previous one to read it)
         staging = [((2, pieces), 2 * tile_bytes)] * hplan.SPLIT_PIECES + [((2, 1), 2 * bm * tail * out_bytes)]
+    elif gated:  # two staging tiles, one per consumer (hopper_parts.store_gated): fewer stages before one shared
+        staging = [((2, 1), 2 * tile_bytes)]
     else:  # two staging tiles (one per consumer) if num_stages fit beside them, else one
         staging = [((2, 1), 2 * tile_bytes), ((1, 1), tile_bytes)]
-    b = hplan.budget(target, (bm, bn, bk), stage_bytes=(bm + bn) * bk * in_bytes, num_stages=cfg["num_stages"],
+    w_rows = 2 * bn if gated else bn  # w rows a K step: the gated tile's gate and up boxes
+    b = hplan.budget(target, (bm, bn, bk), stage_bytes=(bm + w_rows) * bk * in_bytes, num_stages=cfg["num_stages"],
                      staging=staging, out_bytes=out_bytes, staging_name="output tile")
     c_tiles, c_pieces = b.staging
     return PingPongPlan(BM=bm, BN=bn, BK=bk, GROUP_SIZE_M=cfg["GROUP_SIZE_M"], **b.fields(), c_tiles=c_tiles,
                         c_pieces=c_pieces, acc_regs=acc_regs, swizzle_a=hplan.swizzle(bk * in_bytes),
                         swizzle_b=hplan.swizzle(bk * in_bytes),
                         swizzle_c=hplan.swizzle((bm if swap else tail or bn) * out_bytes), BN_TAIL=tail,
-                        w_box=tail or bn, split_k=cfg.get("NUM_KSPLIT", 1), swap=swap)
+                        w_box=tail or bn, split_k=cfg.get("NUM_KSPLIT", 1), swap=swap, gated=gated)
 
 
 def constexprs(plan: PingPongPlan, *, has_bias: bool, activation: str) -> dict:
@@ -304,8 +329,11 @@ def dense_constexprs(plan, *, has_bias: bool, activation: str) -> dict:
 def kernel_constexprs(plan: PingPongPlan, *, has_bias: bool, activation: str, tail: bool = False) -> dict:
     """hopper_pingpong_kernel's: `constexprs`, `dense_constexprs`, SWAP (the transposed tile) and TAIL (a tail
     split: `tail_plan`)."""
-    return {**constexprs(plan, has_bias=has_bias, activation=activation),
-            **dense_constexprs(plan, has_bias=has_bias, activation=activation), "SWAP": plan.swap, "TAIL": tail}
+    ce = {**constexprs(plan, has_bias=has_bias, activation=activation),
+          **dense_constexprs(plan, has_bias=has_bias, activation=activation), "SWAP": plan.swap, "TAIL": tail}
+    if plan.gated:  # (the dense kernel's default, GATED False, stays out of its compiles' keys)
+        ce["GATED"] = True
+    return ce
 
 
 # The tail split (`tail_plan`): where a launch's tiles leave a partial last round, its R tiles run as S K splits each;
@@ -320,7 +348,7 @@ def tail_plan(plan, M: int, N: int, K: int, num_cus: int, tail=None) -> tuple[in
     no partial store). `tail` None: the rule (TAIL_SPLIT, K >= TAIL_MIN_K, the saving at least TAIL_MIN_SAVING: all
     config_model's), False: never, True: wherever tail_split can."""
     swap = getattr(plan, "swap", False)  # (a CoopPlan has no transposed tile)
-    if plan.split_k > 1 or swap or plan.BN_TAIL:
+    if plan.split_k > 1 or swap or plan.BN_TAIL or getattr(plan, "gated", False):
         return 0, 1
     return config_model.tail_rule(-(-M // plan.BM) * -(-N // plan.BN), num_cus, K, plan.BK, tail)
 
@@ -397,9 +425,13 @@ def mma_partition(CONSUMER: gl.constexpr, descs, ring, epi, handoff, sched):
             mbarrier.arrive(turn.index(1 - CONSUMER))  # every wgmma issued: hand over the tensor cores
             acc, acc_t = warpgroup_mma_wait(0, deps=(acc, acc_t))
             mbarrier.arrive(empty.index(ring_prev(idx, STAGES)))  # the tile's last slot
-            store_split(y_desc, epi, acc, acc_t,
-                        out_row(b, tile_origin(pid_m, M, BM, sched.SHIFT), num_pid_m, BM, SPLIT_K),
-                        tile_origin(pid_n, N, BN, sched.SHIFT), N)
+            if ring.GATED:  # acc: the gate's columns, acc_t: the up's; h = act(g) * u
+                store_gated(y_desc, epi, acc, acc_t, tile_origin(pid_m, M, BM, sched.SHIFT),
+                            tile_origin(pid_n, N, BN, sched.SHIFT))
+            else:
+                store_split(y_desc, epi, acc, acc_t,
+                            out_row(b, tile_origin(pid_m, M, BM, sched.SHIFT), num_pid_m, BM, SPLIT_K),
+                            tile_origin(pid_n, N, BN, sched.SHIFT), N)
         else:
             acc = warpgroup_mma_init(gl.zeros((BM, BN), dtype=gl.float32, layout=acc_layout))
             for kk in range(nk):
@@ -463,11 +495,14 @@ def hopper_pingpong_kernel(x_desc, w_desc, y_desc, bias_ptr, M, N, K, SPLITS, pa
                            HAS_BIAS: gl.constexpr, ACTIVATION: gl.constexpr, MMA_REGS: gl.constexpr,
                            LOAD_REGS: gl.constexpr, BN: gl.constexpr, SPLIT_K: gl.constexpr, SHIFT: gl.constexpr,
                            SWAP: gl.constexpr, TAIL: gl.constexpr, BM: gl.constexpr, X_BOXES: gl.constexpr,
-                           C_PIECES: gl.constexpr, LATE_INIT: gl.constexpr):
+                           C_PIECES: gl.constexpr, LATE_INIT: gl.constexpr, GATED: gl.constexpr = False):
     BK: gl.constexpr = x_desc.block_type.shape[1]
     a_ring = gl.allocate_shared_memory(x_desc.dtype, [STAGES, BM, BK], x_desc.layout)  # (x's box may be fewer rows)
     W_ROWS: gl.constexpr = w_desc.block_type.shape[0]
-    if W_ROWS != BN and not SWAP:  # a split tile BN = A + B (the w box is B rows): w rows [0, A) in b_ring, [A, BN) in t_ring;
+    if GATED:  # the gated tile: the gate rows of its BN columns in b_ring, the up rows in t_ring (w box BN rows)
+        b_ring = gl.allocate_shared_memory(w_desc.dtype, [STAGES, BN, BK], w_desc.layout)
+        t_ring = gl.allocate_shared_memory(w_desc.dtype, [STAGES, BN, BK], w_desc.layout)
+    elif W_ROWS != BN and not SWAP:  # a split tile BN = A + B (the w box is B rows): w rows [0, A) in b_ring, [A, BN) in t_ring;
         # c0 / c1 BM x B, or C_PIECES of them (hopper_parts.store_split)
         b_ring = gl.allocate_shared_memory(w_desc.dtype, [STAGES, BN - W_ROWS, BK], w_desc.layout)
         t_ring = gl.allocate_shared_memory(w_desc.dtype, [STAGES, W_ROWS, BK], w_desc.layout)
@@ -492,7 +527,7 @@ def hopper_pingpong_kernel(x_desc, w_desc, y_desc, bias_ptr, M, N, K, SPLITS, pa
         mbarrier.init(ready, count=1)
     else:
         ready = None
-    ring = Ring(a_ring, b_ring, t_ring, full, empty, ready)  # t_ring None: a constexpr field of the bundle
+    ring = Ring(a_ring, b_ring, t_ring, full, empty, ready, GATED=GATED)  # t_ring None: a constexpr field
     if not LATE_INIT:
         ring_init(ring, 0, STAGES)  # full: the loader's expect-tx arrive (+ the TMA bytes); empty: one consumer's
     for i in gl.static_range(2):
@@ -542,6 +577,25 @@ def launch(x2, w, bias, y, activation, cfg, target, compile_only=False, tail=Non
                            compile_only, tail=(n_tail, splits))
 
 
+def launch_gated(x2, w, y, activation, cfg, target, compile_only=False):
+    """h = act(x2 @ w[:I].T) * (x2 @ w[I:].T) with the ping-pong's gated tile ("Gated" above): x2 (M, K), w (2I, K)
+    (the gate rows, then the up rows), y (M, I); activation one of "silu", "gelu", "gelu_tanh", "relu".
+
+    `cfg`: the ping-pong's keys (BLOCK_SIZE_N counts h's columns; unsplit, unswapped). Raises ValueError where the
+    kernel cannot take the call (`unsupported`, the shapes) or the config cannot be planned. Not served by the ops
+    yet: its GPU tests (tests/kernels/test_gluon_gated.py) and a same-process A/B against the Triton tier's gated
+    kernel come first."""
+    hh.check_operands(x2, w, None, y, target, "gluon gated ping-pong")
+    if w.shape[0] != 2 * y.shape[1]:
+        raise ValueError(f"gluon gated ping-pong: w {tuple(w.shape)} must hold 2 x I rows for h {tuple(y.shape)}")
+    if activation == "none":
+        raise ValueError("gluon gated ping-pong: the gate takes an activation (silu, gelu, gelu_tanh, relu)")
+    plan = derive({**cfg, "gated": True}, target, x2.element_size(), y.element_size())
+    ce = kernel_constexprs(plan, has_bias=False, activation=activation)
+    return hh.launch_dense(hopper_pingpong_kernel, plan, y_box(plan), x2, w, None, y, activation, ce, target,
+                           compile_only, tail=(0, 1))
+
+
 # ----------------------------------------------------------------------------- static compile (gemmkit isa)
 
 # Configs compiled by `gemmkit isa` besides any shipped table bucket with "backend": "gluon".
@@ -563,12 +617,14 @@ SPLIT_PRESETS = (
 
 
 def static_spec(cfg: dict, target, *, dtype: str = "bf16", out_dtype: str | None = None, has_bias: bool = True,
-                activation: str = "gelu", tail: bool = False, tokens: int | None = None):
+                activation: str = "gelu", tail: bool = False, tokens: int | None = None, gated: bool = False):
     """(kernel, signature, constexprs, divisible, options, plan) to compile the kernel for `target` on a CPU
     (split-K: the kernel stores fp32 partial tiles, whatever the op's output dtype; `tail`: the tail split's
     variant, its partials fp32 through part_ptr; `tokens`: a launch's tokens under one tile, loaded in the boxes
-    hopper_host.token_boxes gives)."""
+    hopper_host.token_boxes gives; `gated`: the gated tile, `launch_gated`'s, silu on the gate and no bias)."""
     out_dtype = hh.staged_dtype(cfg, out_dtype or dtype)
+    if gated:
+        cfg, has_bias, activation = {**cfg, "gated": True}, False, "silu"
     plan = derive(cfg, target, 2, 4 if out_dtype == "fp32" else 2)
     ce = kernel_constexprs(plan, has_bias=has_bias, activation=activation, tail=tail)
     if tokens:
@@ -602,6 +658,10 @@ def isa_cases(archs, op: str = "hopper_pingpong"):
     # boxes of 16 rows of x), swap-AB M = 40 on 64 tokens (five of 8 rows of the kernel's w) and M = 5 on 16 (one of 8)
     yield from hh.token_cases([("-", "preset0", PRESETS[0], "bf16", 100), ("-", "swap64", SWAP_PRESET, "bf16", 40),
                                ("-", "preset4", SPLIT_PRESETS[2], "bf16", 5)], KERNEL_NAME, op)
+    # the gated tile (`launch_gated`: two accumulators of BM x BN, the gate and up boxes a step), bf16 and fp32 h
+    gated = [("-", f"gated{i}", c, o) for i, c in enumerate(GATED_PRESETS) for o in ("bf16", "fp32")]
+    for case in hh.unique_cases(gated, KERNEL_NAME, op):
+        yield dict(case, path=case["path"] + "-gated", bucket=case["bucket"] + "-gated")
 
 
 # The swap-AB tile on 64 tokens (configs/model.py `swap_wide`'s kind of tile)
@@ -609,8 +669,20 @@ SWAP_PRESET = {"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 128, "BLOCK_SIZE_K": 64, "GRO
                "num_stages": 6, "swap_ab": True}
 
 
+# The gated tile's configs compiled by `gemmkit isa` (the Triton tier's gated tables' shapes: 64 x 128 and 128 x 64 of
+# h's columns, 128 accumulator registers a thread; 64 x 64 at a deep ring)
+GATED_PRESETS = (
+    {"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 128, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 8, "num_warps": 4, "num_stages": 4},
+    {"BLOCK_SIZE_M": 128, "BLOCK_SIZE_N": 64, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 8, "num_warps": 4, "num_stages": 4},
+    {"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 64, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 8, "num_warps": 4, "num_stages": 6},
+)
+
+
 def isa_spec(case):
     if case["path"].endswith("-tail"):
         return hh.isa_spec_from(dict(case, path=case["path"][:-5]), functools.partial(static_spec, tail=True),
+                                PROMISES)
+    if case["path"].endswith("-gated"):
+        return hh.isa_spec_from(dict(case, path=case["path"][:-6]), functools.partial(static_spec, gated=True),
                                 PROMISES)
     return hh.isa_spec_from(*hh.token_spec(case, static_spec), PROMISES)

@@ -88,6 +88,7 @@ class PingPongPlan(HopperPlan):
     w_box: int = 0  # rows of the w TMA box: BN, or B for a split tile
     split_k: int = 1  # NUM_KSPLIT: K split into this many ranges, fp32 partial tiles, then a fixed-order reduce
     swap: bool = False  # swap_ab: BM x BN is y's BN x BM tile transposed (BM weight rows, BN tokens; "Swap-AB")
+    gated: bool = False  # the gated tile: BN columns of h = act(x @ w[:N].T) * (x @ w[N:].T), two accumulators
 
 
 @dataclass(frozen=True)

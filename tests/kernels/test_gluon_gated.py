@@ -1,0 +1,94 @@
+"""The Gluon ping-pong's gated tile on the H200 (`pytest -m gpu tests/kernels/test_gluon_gated.py`).
+
+h = act(x @ w[:I].T) * (x @ w[I:].T) through kernels/gluon/hopper_pingpong.py `launch_gated` (the ping-pong with
+GATED: the gate's and the up's boxes of one tile of h's columns a ring stage, two accumulators, act(g) * u in the
+epilogue; the module docstring's "Gated"). Not yet served by the ops: these tests come before its A/B against the
+Triton tier's gated kernel. Shapes: one token, a partial tile, several tiles with the last row / column shifted
+back, I under one tile (the gate box then reads up rows, clipped), K with a tail step; every activation, bf16 /
+fp16 / fp32 h, fp16 inputs, small persistent grids (many tiles a CTA, both consumers). Reference: float64 on the CPU;
+outputs poisoned with NaN, every element checked.
+"""
+import pytest
+import torch
+
+from gemmkit.reference import activation_ref
+
+from _util import gpu_target, poisoned, randn, within_bound
+
+pytestmark = pytest.mark.gpu
+DEV = "cuda"
+
+GT = {"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 128, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 8, "num_warps": 4,
+      "num_stages": 4}
+CFGS = {
+    "64x128": GT,  # the Triton tier's M <= 256 gated bucket's tile
+    "128x64-g1": {**GT, "BLOCK_SIZE_M": 128, "BLOCK_SIZE_N": 64, "GROUP_SIZE_M": 1},
+    "64x64k128": {**GT, "BLOCK_SIZE_N": 64, "BLOCK_SIZE_K": 128, "num_stages": 5},
+}
+# (M, I, K): one token; a partial row of tiles; several rows and columns, the last shifted back (I = 1000); I under
+# one tile (40: the gate box reads up rows, whose products are clipped); K with a tail step (200, 1000), one step (64)
+SHAPES = [(1, 4096, 1024), (7, 264, 200), (100, 1000, 520), (300, 40, 1000), (257, 1536, 64), (1024, 2048, 2048)]
+
+
+def gated_ref(x, w, activation="silu"):
+    I = w.shape[0] // 2
+    x64, w64 = x.to("cpu", torch.float64), w.to("cpu", torch.float64)
+    return activation_ref(x64 @ w64[:I].T, activation) * (x64 @ w64[I:].T)
+
+
+def run(name, x, w, activation="silu", out_dtype=None, cus=None):
+    from gemmkit.kernels.gluon import hopper_pingpong
+
+    y = poisoned((x.shape[0], w.shape[0] // 2), out_dtype or x.dtype, DEV)
+    hopper_pingpong.launch_gated(x, w, y, activation, CFGS[name], gpu_target(cus))
+    torch.cuda.synchronize()
+    return y
+
+
+def check(y, x, w, activation="silu"):
+    ok, msg = within_bound(y, gated_ref(x, w, activation), y.dtype)
+    assert ok, msg
+
+
+@pytest.mark.parametrize("name", list(CFGS))
+@pytest.mark.parametrize("M,I,K", SHAPES, ids=[f"{m}x{i}x{k}" for m, i, k in SHAPES])
+def test_gated_shapes(M, I, K, name):
+    x, w = randn(M, K, dtype=torch.bfloat16, device=DEV), randn(2 * I, K, dtype=torch.bfloat16, device=DEV)
+    check(run(name, x, w), x, w)
+
+
+@pytest.mark.parametrize("activation", ["silu", "gelu", "gelu_tanh", "relu"])
+@pytest.mark.parametrize("out_dtype", [torch.bfloat16, torch.float16, torch.float32], ids=["bf16", "fp16", "fp32"])
+def test_gated_activations_and_out_dtypes(activation, out_dtype):
+    M, I, K = 150, 392, 520
+    x, w = randn(M, K, dtype=torch.bfloat16, device=DEV), randn(2 * I, K, dtype=torch.bfloat16, device=DEV)
+    y = run("64x128", x, w, activation, out_dtype)
+    assert y.dtype == out_dtype
+    check(y, x, w, activation)
+
+
+def test_gated_fp16_inputs():
+    M, I, K = 77, 520, 264
+    x, w = randn(M, K, dtype=torch.float16, device=DEV), randn(2 * I, K, dtype=torch.float16, device=DEV)
+    check(run("128x64-g1", x, w), x, w)
+
+
+@pytest.mark.parametrize("cus", [1, 3, 7])
+def test_gated_small_persistent_grids(cus):
+    """Many tiles a CTA: both consumers take turns on the tensor cores and reuse their staging tiles."""
+    M, I, K = 300, 1000, 1000
+    x, w = randn(M, K, dtype=torch.bfloat16, device=DEV), randn(2 * I, K, dtype=torch.bfloat16, device=DEV)
+    check(run("64x128", x, w, cus=cus), x, w)
+
+
+def test_gated_refuses_what_it_cannot_take():
+    from gemmkit.kernels.gluon import hopper_pingpong
+
+    x, w = randn(8, 64, dtype=torch.bfloat16, device=DEV), randn(128, 64, dtype=torch.bfloat16, device=DEV)
+    with pytest.raises(ValueError, match="2 x I rows"):
+        hopper_pingpong.launch_gated(x, w, poisoned((8, 48), torch.bfloat16, DEV), "silu", GT, gpu_target())
+    with pytest.raises(ValueError, match="activation"):
+        hopper_pingpong.launch_gated(x, w, poisoned((8, 64), torch.bfloat16, DEV), "none", GT, gpu_target())
+    with pytest.raises(ValueError, match="gated"):
+        hopper_pingpong.launch_gated(x, w, poisoned((8, 64), torch.bfloat16, DEV), "silu", {**GT, "NUM_KSPLIT": 2},
+                                     gpu_target())
