@@ -327,13 +327,11 @@ def dense_constexprs(plan, *, has_bias: bool, activation: str) -> dict:
 
 
 def kernel_constexprs(plan: PingPongPlan, *, has_bias: bool, activation: str, tail: bool = False) -> dict:
-    """hopper_pingpong_kernel's: `constexprs`, `dense_constexprs`, SWAP (the transposed tile) and TAIL (a tail
-    split: `tail_plan`)."""
-    ce = {**constexprs(plan, has_bias=has_bias, activation=activation),
-          **dense_constexprs(plan, has_bias=has_bias, activation=activation), "SWAP": plan.swap, "TAIL": tail}
-    if plan.gated:  # (the dense kernel's default, GATED False, stays out of its compiles' keys)
-        ce["GATED"] = True
-    return ce
+    """hopper_pingpong_kernel's: `constexprs`, `dense_constexprs`, SWAP (the transposed tile), TAIL (a tail
+    split: `tail_plan`) and GATED (the gated tile: `launch_gated`)."""
+    return {**constexprs(plan, has_bias=has_bias, activation=activation),
+            **dense_constexprs(plan, has_bias=has_bias, activation=activation), "SWAP": plan.swap, "TAIL": tail,
+            "GATED": plan.gated}
 
 
 # The tail split (`tail_plan`): where a launch's tiles leave a partial last round, its R tiles run as S K splits each;
@@ -495,7 +493,7 @@ def hopper_pingpong_kernel(x_desc, w_desc, y_desc, bias_ptr, M, N, K, SPLITS, pa
                            HAS_BIAS: gl.constexpr, ACTIVATION: gl.constexpr, MMA_REGS: gl.constexpr,
                            LOAD_REGS: gl.constexpr, BN: gl.constexpr, SPLIT_K: gl.constexpr, SHIFT: gl.constexpr,
                            SWAP: gl.constexpr, TAIL: gl.constexpr, BM: gl.constexpr, X_BOXES: gl.constexpr,
-                           C_PIECES: gl.constexpr, LATE_INIT: gl.constexpr, GATED: gl.constexpr = False):
+                           C_PIECES: gl.constexpr, LATE_INIT: gl.constexpr, GATED: gl.constexpr):
     BK: gl.constexpr = x_desc.block_type.shape[1]
     a_ring = gl.allocate_shared_memory(x_desc.dtype, [STAGES, BM, BK], x_desc.layout)  # (x's box may be fewer rows)
     W_ROWS: gl.constexpr = w_desc.block_type.shape[0]
