@@ -23,7 +23,9 @@ tile's output sub-tiles one at a time through one buffer (kernels/gluon/hopper_p
 runs the Gluon dense kernels' rings at the plan's stages (kernels/gluon/hopper_host.CAP_STAGES); "_magic": false
 has them divide for their tile order (kernels/gluon/hopper_host.TILE_MAGIC); "_late": false has the bf16 dense kernels
 set up their whole ring before their partitions start (kernels/gluon/hopper_host.LATE_INIT); "_align": false runs
-the split-K reduce without its alignment hints (kernels/triton/dense.REDUCE_ALIGN); "_prev":
+the split-K reduce without its alignment hints (kernels/triton/dense.REDUCE_ALIGN); "_gluon_gated": true (op
+a16w16_gated) runs the Gluon ping-pong's gated tile (kernels/gluon/hopper_pingpong.launch_gated, not served by the op
+yet) with the config's ping-pong keys; "_prev":
 true runs the
 Triton tier's dense kernels (gemm_tma_kernel, gemm_kernel) of another revision, from the directory `--prev` names
 (that revision's kernels/triton/_mainloop.py, gemm_tma.py and gemm.py, e.g. `git show
@@ -84,6 +86,22 @@ def load_prev(path):
     return mods["gemm_tma"].gemm_tma_kernel, mods["gemm"].gemm_kernel
 
 
+def _gluon_gated_runner(op, cfg):
+    """`"_gluon_gated": true` (op a16w16_gated): h through kernels/gluon/hopper_pingpong.launch_gated with `cfg` (the
+    ping-pong's keys, BLOCK_SIZE_N h's columns), into an h allocated a call as the op does; silu on the gate."""
+    from gemmkit.kernels.gluon import hopper_pingpong
+
+    if op.name != "a16w16_gated":
+        raise ValueError('"_gluon_gated" is the a16w16_gated op\'s')
+    target = C.target_for(torch.device("cuda"))
+
+    def run(x, w):
+        y = torch.empty((x.shape[0], w.shape[0] // 2), dtype=x.dtype, device=x.device)
+        hopper_pingpong.launch_gated(x, w, y, "silu", cfg, target)
+        return y
+    return run
+
+
 def _runner(op, cfg):
     """The call of `cfg` (None / {} with only "_pad_m" / "_rows" / "_shift" / "_pitch" / "_tail" / "_xbox" /
     "_pieces" / "_cap_stages" / "_magic" / "_late" / "_align": what the op serves),
@@ -97,6 +115,8 @@ def _runner(op, cfg):
     prev = cfg.pop("_prev", False)
     if prev and PREV is None:
         raise ValueError('"_prev": true needs --prev DIR')
+    if cfg.pop("_gluon_gated", False):  # the Gluon ping-pong's gated tile, not served by the op yet: its launch
+        return _gluon_gated_runner(op, cfg)
     floors = (0, 0) if pad == "always" else (D.PAD_M_MIN_ROWS, D.PAD_M_MIN_W_BYTES)
     cfg = cfg or None
 
