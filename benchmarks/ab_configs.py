@@ -87,17 +87,19 @@ def load_prev(path):
 
 
 def _gluon_gated_runner(op, cfg):
-    """`"_gluon_gated": true` (op a16w16_gated): h through kernels/gluon/hopper_pingpong.launch_gated with `cfg` (the
-    ping-pong's keys, BLOCK_SIZE_N h's columns), into an h allocated a call as the op does; silu on the gate."""
-    from gemmkit.kernels.gluon import hopper_pingpong
+    """`"_gluon_gated": true` (op a16w16_gated): h through kernels/gluon/hopper_pingpong.launch_gated (num_warps 8:
+    hopper_coop.launch_gated) with `cfg` (BLOCK_SIZE_N h's columns), into an h allocated a call as the op does; silu
+    on the gate."""
+    from gemmkit.kernels.gluon import hopper_coop, hopper_pingpong
 
     if op.name != "a16w16_gated":
         raise ValueError('"_gluon_gated" is the a16w16_gated op\'s')
     target = C.target_for(torch.device("cuda"))
+    kernel = hopper_coop if hopper_pingpong.is_coop(cfg) else hopper_pingpong  # num_warps 8: the cooperative tile
 
     def run(x, w):
         y = torch.empty((x.shape[0], w.shape[0] // 2), dtype=x.dtype, device=x.device)
-        hopper_pingpong.launch_gated(x, w, y, "silu", cfg, target)
+        kernel.launch_gated(x, w, y, "silu", cfg, target)
         return y
     return run
 

@@ -2,7 +2,8 @@
 
 h = act(x @ w[:I].T) * (x @ w[I:].T) through kernels/gluon/hopper_pingpong.py `launch_gated` (the ping-pong with
 GATED: the gate's and the up's boxes of one tile of h's columns a ring stage, two accumulators, act(g) * u in the
-epilogue; the module docstring's "Gated"). Not yet served by the ops: these tests come before its A/B against the
+epilogue; the module docstring's "Gated") and hopper_coop.py's (num_warps 8: the two consumers share the tile, 64 rows
+of it each). Not yet served by the ops: these tests come before its A/B against the
 Triton tier's gated kernel. Shapes: one token, a partial tile, several tiles with the last row / column shifted
 back, I under one tile (the gate box then reads up rows, clipped), K with a tail step; every activation, bf16 /
 fp16 / fp32 h, fp16 inputs, small persistent grids (many tiles a CTA, both consumers). Reference: float64 on the CPU;
@@ -24,6 +25,10 @@ CFGS = {
     "64x128": GT,  # the Triton tier's M <= 256 gated bucket's tile
     "128x64-g1": {**GT, "BLOCK_SIZE_M": 128, "BLOCK_SIZE_N": 64, "GROUP_SIZE_M": 1},
     "64x64k128": {**GT, "BLOCK_SIZE_N": 64, "BLOCK_SIZE_K": 128, "num_stages": 5},
+    # the cooperative kernel's (num_warps 8: both consumers on one tile, 64 rows each): the M <= 4095 bucket's tile
+    "coop128x128": {**GT, "BLOCK_SIZE_M": 128, "num_warps": 8},
+    "coop128x64-g1": {**GT, "BLOCK_SIZE_M": 128, "BLOCK_SIZE_N": 64, "GROUP_SIZE_M": 1, "num_warps": 8,
+                      "num_stages": 6},
 }
 # (M, I, K): one token; a partial row of tiles; several rows and columns, the last shifted back (I = 1000); I under
 # one tile (40: the gate box reads up rows, whose products are clipped); K with a tail step (200, 1000), one step (64)
@@ -37,10 +42,12 @@ def gated_ref(x, w, activation="silu"):
 
 
 def run(name, x, w, activation="silu", out_dtype=None, cus=None):
-    from gemmkit.kernels.gluon import hopper_pingpong
+    from gemmkit.kernels.gluon import hopper_coop, hopper_pingpong
 
+    cfg = CFGS[name]
     y = poisoned((x.shape[0], w.shape[0] // 2), out_dtype or x.dtype, DEV)
-    hopper_pingpong.launch_gated(x, w, y, activation, CFGS[name], gpu_target(cus))
+    (hopper_coop if cfg["num_warps"] == 8 else hopper_pingpong).launch_gated(x, w, y, activation, cfg,
+                                                                                gpu_target(cus))
     torch.cuda.synchronize()
     return y
 
@@ -57,12 +64,13 @@ def test_gated_shapes(M, I, K, name):
     check(run(name, x, w), x, w)
 
 
+@pytest.mark.parametrize("name", ["64x128", "coop128x128"])
 @pytest.mark.parametrize("activation", ["silu", "gelu", "gelu_tanh", "relu"])
 @pytest.mark.parametrize("out_dtype", [torch.bfloat16, torch.float16, torch.float32], ids=["bf16", "fp16", "fp32"])
-def test_gated_activations_and_out_dtypes(activation, out_dtype):
+def test_gated_activations_and_out_dtypes(activation, out_dtype, name):
     M, I, K = 150, 392, 520
     x, w = randn(M, K, dtype=torch.bfloat16, device=DEV), randn(2 * I, K, dtype=torch.bfloat16, device=DEV)
-    y = run("64x128", x, w, activation, out_dtype)
+    y = run(name, x, w, activation, out_dtype)
     assert y.dtype == out_dtype
     check(y, x, w, activation)
 
@@ -73,12 +81,14 @@ def test_gated_fp16_inputs():
     check(run("128x64-g1", x, w), x, w)
 
 
+@pytest.mark.parametrize("name", ["64x128", "coop128x128"])
 @pytest.mark.parametrize("cus", [1, 3, 7])
-def test_gated_small_persistent_grids(cus):
-    """Many tiles a CTA: both consumers take turns on the tensor cores and reuse their staging tiles."""
+def test_gated_small_persistent_grids(cus, name):
+    """Many tiles a CTA: the ping-pong's consumers take turns on the tensor cores, the coop's share each tile; both
+    reuse their staging tiles."""
     M, I, K = 300, 1000, 1000
     x, w = randn(M, K, dtype=torch.bfloat16, device=DEV), randn(2 * I, K, dtype=torch.bfloat16, device=DEV)
-    check(run("64x128", x, w, cus=cus), x, w)
+    check(run(name, x, w, cus=cus), x, w)
 
 
 def test_gated_refuses_what_it_cannot_take():

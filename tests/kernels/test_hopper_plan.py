@@ -168,13 +168,27 @@ def test_gated_plan():
 def test_gated_plan_refuses(change, match):
     with pytest.raises(ValueError, match=match):
         hp.derive({**GATED, **change}, arch.get("sm_90"))
-    with pytest.raises(ValueError, match="gated"):  # the cooperative kernel has no gated tile
-        hc.derive({**GATED, "num_warps": 8, "BLOCK_SIZE_M": 128}, arch.get("sm_90"))
 
 
-def test_gated_tile_is_compiled_by_gemmkit_isa():
-    cases = [c for c in hp.isa_cases(["sm_90"]) if c["path"].endswith("-gated")]
+
+def test_gated_coop_plan():
+    """The cooperative kernel's gated tile: 128 x 128 of h, a gate and an up accumulator of 64 x 128 a consumer (128
+    registers), one staging tile a consumer, the gate's and the up's boxes beside x's 128 rows a stage."""
+    target = arch.get("sm_90")
+    p = hc.derive({**GATED, "num_warps": 8, "BLOCK_SIZE_M": 128}, target)
+    assert (p.BM, p.BN, p.BM_C, p.w_box, p.epi_split, p.gated, p.acc_regs) == (128, 128, 64, 128, 1, True, 128)
+    assert p.stage_bytes == (128 + 2 * 128) * 64 * 2 and hc.y_box(p) == (64, 128)
+    assert hc.kernel_constexprs(p, has_bias=False, activation="silu")["GATED"] is True
+    with pytest.raises(ValueError, match="two accumulators"):  # 128 x 256: 256 registers a consumer thread
+        hc.derive({**GATED, "num_warps": 8, "BLOCK_SIZE_M": 128, "BLOCK_SIZE_N": 256}, target)
+    with pytest.raises(ValueError, match="unsplit"):
+        hc.derive({**GATED, "num_warps": 8, "BLOCK_SIZE_M": 128, "NUM_KSPLIT": 2}, target)
+
+
+@pytest.mark.parametrize("module", [hp, hc], ids=["pingpong", "coop"])
+def test_gated_tile_is_compiled_by_gemmkit_isa(module):
+    cases = [c for c in module.isa_cases(["sm_90"]) if c["path"].endswith("-gated")]
     assert {c["path"] for c in cases} == {"gluon-bf16-gated", "gluon-fp32-gated"}
-    assert len(cases) == 2 * len(hp.GATED_PRESETS)
-    spec = hp.isa_spec(cases[0])
+    assert len(cases) == 2 * len(module.GATED_PRESETS)
+    spec = module.isa_spec(cases[0])
     assert spec["constexprs"]["GATED"] is True and spec["constexprs"]["HAS_BIAS"] is False

@@ -91,6 +91,12 @@ at y[tokens, weight rows] through a B x 64 staging sub-tile::
 Measured on the H200 (docs/PERF.md, `coop_swap`): at 128 < M <= 192 on wide layers +1-48% over the tiles before
 (120 held-out shapes, 0.74 -> 0.94x cuBLAS); where its weight tiles are few it loses (no split-K), hence the rule.
 
+Gated (GATED, `launch_gated`; dense kernel only; not served by the ops yet): hopper_pingpong.py's gated tile ("Gated"
+there: the gate's and the up's w boxes of BN rows a stage, from rows col0 and I + col0) with both consumers on one
+BM x BN tile of h, each on its BM/2 rows of the x box: `split_mainloop` into a gate and an up accumulator of BM/2 x BN,
+act(g) * u in its epilogue (hopper_parts `store_gated`, one staging tile a consumer). The x box is shared, so a stage
+moves (BM + 2 BN) BK for 2 BM BN BK MACs: 128 x 128 of h 0.0117 B/FLOP, the ping-pong's 64 x 128 0.0195.
+
 Tail split (TAIL; the unsplit power-of-two tile: hopper_pingpong.tail_plan, the ping-pong's rule, derived from the
 shape and the SM count): where the tiles leave a partial last round of R tiles, those R tiles run as S K splits each
 (R S CTAs share the round instead of R); work items are the whole tiles first, then the splits
@@ -146,6 +152,9 @@ Constraints:
   - K >= 1 (the op handles K == 0); tiles < 2**31; GROUP_M, GROUP_S, LAST_M, LAST_S as the ping-pong's (the tile
     order's division magic, kernels/triton/_schedule.group_magic, or all None).
   - LATE_INIT: every CTA has a work item with a K step (grid <= work items, K >= 1): its load warp arrives on ready.
+  - gated (dense kernel only; `launch_gated`): BLOCK_SIZE_N (h's columns) a power of two, 2 * BM/2 * BN / 128 <= 128
+    accumulator registers a consumer thread (128 x 128, 128 x 64), NUM_KSPLIT 1, no swap_ab, no bias, no tail
+    split, one staging tile a consumer (EPI_SPLIT 1); w (2I, K) with h (M, I); an activation on the gate.
   - swap_ab (dense kernel only): BLOCK_SIZE_N (the weight rows) 128, BLOCK_SIZE_M (tokens) a split width of
     SPLIT_N (48 ... 192; its accumulators 24-96 registers), NUM_KSPLIT 1, no tail split; the TMA rules as above (x
     is the kernel's w operand: any M >= 1).
@@ -168,7 +177,7 @@ from . import hopper_pingpong as hp
 from . import hopper_plan as hplan
 from .hopper_bundles import Descs, Epilogue, Ring, Schedule
 from .hopper_parts import (load_partition, out_row, ring_next, ring_prev, ring_ready, sched_tile, split_mainloop,
-                           store_partial, store_split, store_subtile, tail_items, tile_origin, work_space)
+                           store_gated, store_partial, store_split, store_subtile, tail_items, tile_origin, work_space)
 from .hopper_plan import CoopPlan
 
 KERNEL_NAME = "hopper_coop_kernel"
@@ -227,6 +236,11 @@ def derive(cfg: dict, target=None, in_bytes: int = 2, out_bytes: int = 2) -> Coo
     for key in ("BLOCK_SIZE_M", "num_warps"):
         if key not in cfg:
             raise ValueError(f"config: missing key {key!r} for the {BACKEND} backend")
+    gated = bool(cfg.get("gated"))
+    cfg = {k: v for k, v in cfg.items() if k != "gated"}
+    if gated and (cfg.get("swap_ab") or cfg.get("NUM_KSPLIT", 1) != 1):
+        raise ValueError(f"config: key {'swap_ab' if cfg.get('swap_ab') else 'NUM_KSPLIT'} with 'gated'; the gated "
+                         "tile (the module docstring's \"Gated\") is unswapped and unsplit")
     swap = bool(cfg.get("swap_ab"))
     if swap:  # the config names y's tile (tokens x weight rows); the kernel's is its transpose ("Swap-AB" above)
         tokens, rows = cfg.get("BLOCK_SIZE_M"), cfg.get("BLOCK_SIZE_N")
@@ -249,20 +263,24 @@ def derive(cfg: dict, target=None, in_bytes: int = 2, out_bytes: int = 2) -> Coo
                          "(two consumer warpgroups of 4 share a tile)")
     consumer_view = {**cfg, "BLOCK_SIZE_M": bm // 2, "num_warps": hh.CONSUMER_WARPS}
     bm_c, bn, bk = hplan.check_config(consumer_view, BACKEND, "the gluon cooperative kernel", "(wgmma rows)",
-                                      split_ok=True, split_k_ok=True, swap_ok=True)
+                                      split_ok=not gated, split_k_ok=True, swap_ok=True)
     out_bytes = hh.split_k_out_bytes(cfg, out_bytes)
     bn_tail = hplan.split_tail(bn)
     hplan.check_block_k(bk)
-    acc_regs = hplan.acc_regs(bm_c, bn)
-    hplan.check_acc_regs(acc_regs, bm, bn, BACKEND, per="consumer thread")
+    acc_regs = hplan.acc_regs(bm_c, bn) * (2 if gated else 1)  # the gated tile: the gate's and the up's accumulators
+    hplan.check_acc_regs(acc_regs, bm, bn, BACKEND, per="consumer thread",
+                         note=" (two accumulators: 'gated')" if gated else "")
     # (epi_split, c_pieces): a split tile A + B stores B-wide sub-tiles, A / B + 1 of them (hopper_parts.store_split),
     # each in its own staging sub-tile if num_stages fit beside them, else one at a time through one
     if bn_tail:
         splits = ([((bn // bn_tail, bn // bn_tail), 2 * bm_c * bn * out_bytes)] * hplan.SPLIT_PIECES
                   + [((bn // bn_tail, 1), 2 * bm_c * bn_tail * out_bytes)])
+    elif gated:  # one BM/2 x BN staging tile a consumer (hopper_parts.store_gated)
+        splits = [((1, 1), 2 * bm_c * bn * out_bytes)]
     else:
         splits = [((s, 1), 2 * bm_c * (bn // s) * out_bytes) for s in _EPI_SPLITS if bn // s >= 16]
-    b = hplan.budget(target, (bm, bn, bk), stage_bytes=(bm + bn) * bk * in_bytes, num_stages=cfg["num_stages"],
+    w_rows = 2 * bn if gated else bn  # w rows a K step: the gated tile's gate and up boxes
+    b = hplan.budget(target, (bm, bn, bk), stage_bytes=(bm + w_rows) * bk * in_bytes, num_stages=cfg["num_stages"],
                      staging=splits, out_bytes=out_bytes)
     epi_split, c_pieces = b.staging
     epi_n = bn // epi_split
@@ -270,7 +288,7 @@ def derive(cfg: dict, target=None, in_bytes: int = 2, out_bytes: int = 2) -> Coo
                     swizzle_a=hplan.swizzle(bk * in_bytes), swizzle_b=hplan.swizzle(bk * in_bytes),
                     swizzle_c=hplan.swizzle((bm_c if swap else epi_n) * out_bytes), BM_C=bm_c, BN_TAIL=bn_tail,
                     w_box=bn_tail or bn, epi_split=epi_split, epi_n=epi_n, c_pieces=c_pieces,
-                    split_k=cfg.get("NUM_KSPLIT", 1), swap=swap)
+                    split_k=cfg.get("NUM_KSPLIT", 1), swap=swap, gated=gated)
 
 
 def constexprs(plan: CoopPlan, *, has_bias: bool, activation: str) -> dict:
@@ -283,9 +301,10 @@ def constexprs(plan: CoopPlan, *, has_bias: bool, activation: str) -> dict:
 
 def kernel_constexprs(plan: CoopPlan, *, has_bias: bool, activation: str, tail: bool = False) -> dict:
     """hopper_coop_kernel's: `constexprs`, hopper_pingpong.dense_constexprs (BN, SPLIT_K, SHIFT), TAIL (a tail
-    split: hopper_pingpong.tail_plan) and SWAP (the transposed split tile, "Swap-AB")."""
+    split: hopper_pingpong.tail_plan), SWAP (the transposed split tile, "Swap-AB") and GATED (the gated tile)."""
     return {**constexprs(plan, has_bias=has_bias, activation=activation),
-            **hp.dense_constexprs(plan, has_bias=has_bias, activation=activation), "TAIL": tail, "SWAP": plan.swap}
+            **hp.dense_constexprs(plan, has_bias=has_bias, activation=activation), "TAIL": tail, "SWAP": plan.swap,
+            "GATED": plan.gated}
 
 
 # ----------------------------------------------------------------------------- device code
@@ -407,9 +426,11 @@ def _coop_split_mma_partition(CONSUMER: gl.constexpr, descs, ring, epi, sched):
         mbarrier.arrive(ring.empty.index(ring_prev(idx, ring.STAGES)))  # the tile's last slot
         b, pid_m, pid_n = sched_tile(work_id, num_work, num_pid_m, num_pid_n, sched, SPLIT_K)
         row = out_row(b, tile_origin(pid_m, sched.M, BM, sched.SHIFT), num_pid_m, BM, SPLIT_K) + CONSUMER * BM_C
-        # (SWAP: y's tile transposed, this consumer's weight rows y's columns, the bias bounded by the kernel's M)
-        store_split(descs.y, epi, acc, acc_t, row, tile_origin(pid_n, sched.N, BN, sched.SHIFT),
-                    sched.M if sched.SWAP else sched.N, sched.SWAP)
+        if ring.GATED:  # acc: the gate's columns, acc_t: the up's; h = act(g) * u
+            store_gated(descs.y, epi, acc, acc_t, row, tile_origin(pid_n, sched.N, BN, sched.SHIFT))
+        else:  # (SWAP: y's tile transposed, this consumer's weight rows y's columns, the bias bounded by the kernel's M)
+            store_split(descs.y, epi, acc, acc_t, row, tile_origin(pid_n, sched.N, BN, sched.SHIFT),
+                        sched.M if sched.SWAP else sched.N, sched.SWAP)
     tma.store_wait(0)
 
 
@@ -435,7 +456,7 @@ def hopper_coop_kernel(x_desc, w_desc, y_desc, bias_ptr, M, N, K, SPLITS, part_p
                        ACTIVATION: gl.constexpr, MMA_REGS: gl.constexpr, LOAD_REGS: gl.constexpr,
                        BN: gl.constexpr, SPLIT_K: gl.constexpr, SHIFT: gl.constexpr, TAIL: gl.constexpr,
                        BM: gl.constexpr, X_BOXES: gl.constexpr, C_PIECES: gl.constexpr, LATE_INIT: gl.constexpr,
-                       SWAP: gl.constexpr):
+                       SWAP: gl.constexpr, GATED: gl.constexpr):
     BK: gl.constexpr = x_desc.block_type.shape[1]
     BM_C: gl.constexpr = y_desc.block_type.shape[0]  # (SWAP: the staging sub-tile is B tokens x BM / 2 weight rows)
     EPI_N: gl.constexpr = y_desc.block_type.shape[1]
@@ -461,10 +482,11 @@ def hopper_coop_kernel(x_desc, w_desc, y_desc, bias_ptr, M, N, K, SPLITS, part_p
     epi0 = Epilogue(c0, bias_ptr, 0, HAS_BIAS, ACTIVATION, part, C_PIECES)
     epi1 = Epilogue(c1, bias_ptr, 0, HAS_BIAS, ACTIVATION, part, C_PIECES)
     W_ROWS: gl.constexpr = w_desc.block_type.shape[0]
-    if W_ROWS != BN:  # a split tile BN = A + B (the w box is B rows): w rows [0, A) in b_ring, [A, BN) in t_ring;
-        b_ring = gl.allocate_shared_memory(w_desc.dtype, [STAGES, BN - W_ROWS, BK], w_desc.layout)  # two accumulators
+    if GATED or W_ROWS != BN:  # two accumulators: a split tile BN = A + B (the w box is B rows: w rows [0, A) in
+        # b_ring, [A, BN) in t_ring), or the gated tile (the gate rows of its BN columns in b_ring, the up rows in t_ring)
+        b_ring = gl.allocate_shared_memory(w_desc.dtype, [STAGES, BN if GATED else BN - W_ROWS, BK], w_desc.layout)
         t_ring = gl.allocate_shared_memory(w_desc.dtype, [STAGES, W_ROWS, BK], w_desc.layout)
-        ring = Ring(a_ring, b_ring, t_ring, full, empty, ready, 2)
+        ring = Ring(a_ring, b_ring, t_ring, full, empty, ready, 2, GATED=GATED)
         gl.warp_specialize([
             (_coop_split_mma_partition, (0, descs, ring, epi0, sched)),
             (_coop_split_mma_partition, (1, descs, ring, epi1, sched)),
@@ -520,6 +542,22 @@ def launch(x2, w, bias, y, activation, cfg, target, compile_only=False, tail=Non
                            target, compile_only, tail=(n_tail, splits))
 
 
+def launch_gated(x2, w, y, activation, cfg, target, compile_only=False):
+    """h = act(x2 @ w[:I].T) * (x2 @ w[I:].T) with the cooperative gated tile ("Gated" above): x2 (M, K), w (2I, K)
+    (the gate rows, then the up rows), y (M, I); activation one of "silu", "gelu", "gelu_tanh", "relu". `cfg`: this
+    kernel's keys (BLOCK_SIZE_N counts h's columns; unsplit, unswapped). ValueError as hopper_pingpong.launch_gated.
+    Not served by the ops yet (tests/kernels/test_gluon_gated.py and an A/B come first)."""
+    hh.check_operands(x2, w, None, y, target, "gluon gated coop")
+    if w.shape[0] != 2 * y.shape[1]:
+        raise ValueError(f"gluon gated coop: w {tuple(w.shape)} must hold 2 x I rows for h {tuple(y.shape)}")
+    if activation == "none":
+        raise ValueError("gluon gated coop: the gate takes an activation (silu, gelu, gelu_tanh, relu)")
+    plan = derive({**cfg, "gated": True}, target, x2.element_size(), y.element_size())
+    ce = kernel_constexprs(plan, has_bias=False, activation=activation)
+    return hh.launch_dense(hopper_coop_kernel, plan, y_box(plan), x2, w, None, y, activation, ce, target,
+                           compile_only, tail=(0, 1))
+
+
 # ----------------------------------------------------------------------------- static compile (gemmkit isa)
 
 # Configs compiled by `gemmkit isa` besides any shipped table bucket with "backend": "gluon", num_warps 8.
@@ -556,11 +594,14 @@ SWAP_PRESETS = (
 
 
 def static_spec(cfg: dict, target, *, dtype: str = "bf16", out_dtype: str | None = None, has_bias: bool = True,
-                activation: str = "gelu", tail: bool = False, tokens: int | None = None):
+                activation: str = "gelu", tail: bool = False, tokens: int | None = None, gated: bool = False):
     """(kernel, signature, constexprs, divisible, options, plan) to compile the kernel for `target` on a CPU
     (split-K: fp32 partial tiles, hopper_host.staged_dtype; `tail`: the tail split's variant, its partials fp32
-    through part_ptr; `tokens`: a launch's M under one tile, x in the boxes hopper_host.token_boxes gives)."""
+    through part_ptr; `tokens`: a launch's M under one tile, x in the boxes hopper_host.token_boxes gives; `gated`:
+    the gated tile, `launch_gated`'s, silu on the gate and no bias)."""
     out_dtype = hh.staged_dtype(cfg, out_dtype or dtype)
+    if gated:
+        cfg, has_bias, activation = {**cfg, "gated": True}, False, "silu"
     plan = derive(cfg, target, 2, 4 if out_dtype == "fp32" else 2)
     ce = kernel_constexprs(plan, has_bias=has_bias, activation=activation, tail=tail)
     if tokens:
@@ -594,10 +635,25 @@ def isa_cases(archs, op: str = "hopper_coop"):
         yield dict(case, path=case["path"] + "-tail", bucket=case["bucket"] + "-tail")
     # x in boxes of only its rows under one row of tiles (hopper_host.token_boxes): M = 72 on 128 x 256, five of 16
     yield from hh.token_cases([("-", "preset0", PRESETS[0], "bf16", 72)], KERNEL_NAME, op)
+    # the gated tile (`launch_gated`: a gate and an up accumulator of BM/2 x BN a consumer), bf16 and fp32 h
+    gated = [("-", f"gated{i}", c, o) for i, c in enumerate(GATED_PRESETS) for o in ("bf16", "fp32")]
+    for case in hh.unique_cases(gated, KERNEL_NAME, op):
+        yield dict(case, path=case["path"] + "-gated", bucket=case["bucket"] + "-gated")
+
+
+# The gated tile's configs compiled by `gemmkit isa` (the Triton tier's M <= 4095 gated bucket's 128 x 128 of h: the
+# x box shared by both consumers, 128 accumulator registers a thread; 128 x 64 at a deeper ring)
+GATED_PRESETS = (
+    {"BLOCK_SIZE_M": 128, "BLOCK_SIZE_N": 128, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 8, "num_warps": 8, "num_stages": 4},
+    {"BLOCK_SIZE_M": 128, "BLOCK_SIZE_N": 64, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 8, "num_warps": 8, "num_stages": 6},
+)
 
 
 def isa_spec(case):
     if case["path"].endswith("-tail"):
         return hh.isa_spec_from(dict(case, path=case["path"][:-5]), functools.partial(static_spec, tail=True),
+                                PROMISES)
+    if case["path"].endswith("-gated"):
+        return hh.isa_spec_from(dict(case, path=case["path"][:-6]), functools.partial(static_spec, gated=True),
                                 PROMISES)
     return hh.isa_spec_from(*hh.token_spec(case, static_spec), PROMISES)

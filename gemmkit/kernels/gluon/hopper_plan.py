@@ -103,6 +103,7 @@ class CoopPlan(HopperPlan):
     c_pieces: int = 1  # a split tile's staging sub-tiles a consumer holds: epi_split (all in flight) or 1
     split_k: int = 1  # NUM_KSPLIT (hopper_host.launch_dense: fp32 partial tiles, then a fixed-order reduce)
     swap: bool = False  # swap_ab: BM weight rows x BN tokens (a split width), y's tile transposed ("Swap-AB")
+    gated: bool = False  # the gated tile: BN columns of h, each consumer a gate and an up accumulator of BM_C x BN
 
 
 @dataclass(frozen=True)
