@@ -192,3 +192,19 @@ def test_gated_tile_is_compiled_by_gemmkit_isa(module):
     assert len(cases) == 2 * len(module.GATED_PRESETS)
     spec = module.isa_spec(cases[0])
     assert spec["constexprs"]["GATED"] is True and spec["constexprs"]["HAS_BIAS"] is False
+
+
+def test_gated_operand_checks():
+    """The gated launches' checks (hopper_host.check_gated_operands, on CPU tensors: the shapes and the activation
+    only): w must hold 2 x I rows for h (M, I), and the gate takes an activation."""
+    import torch
+
+    from gemmkit.kernels.gluon import hopper_host as hh
+
+    target = arch.get("sm_90")
+    x, w = torch.empty(8, 64, dtype=torch.bfloat16), torch.empty(128, 64, dtype=torch.bfloat16)
+    hh.check_gated_operands(x, w, torch.empty(8, 64, dtype=torch.bfloat16), "silu", target, "gated")
+    with pytest.raises(ValueError, match="2 x I rows"):
+        hh.check_gated_operands(x, w, torch.empty(8, 48, dtype=torch.bfloat16), "silu", target, "gated")
+    with pytest.raises(ValueError, match="activation"):
+        hh.check_gated_operands(x, w, torch.empty(8, 64, dtype=torch.bfloat16), "none", target, "gated")

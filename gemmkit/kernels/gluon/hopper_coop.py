@@ -547,11 +547,7 @@ def launch_gated(x2, w, y, activation, cfg, target, compile_only=False):
     (the gate rows, then the up rows), y (M, I); activation one of "silu", "gelu", "gelu_tanh", "relu". `cfg`: this
     kernel's keys (BLOCK_SIZE_N counts h's columns; unsplit, unswapped). ValueError as hopper_pingpong.launch_gated.
     Not served by the ops yet (tests/kernels/test_gluon_gated.py and an A/B come first)."""
-    hh.check_operands(x2, w, None, y, target, "gluon gated coop")
-    if w.shape[0] != 2 * y.shape[1]:
-        raise ValueError(f"gluon gated coop: w {tuple(w.shape)} must hold 2 x I rows for h {tuple(y.shape)}")
-    if activation == "none":
-        raise ValueError("gluon gated coop: the gate takes an activation (silu, gelu, gelu_tanh, relu)")
+    hh.check_gated_operands(x2, w, y, activation, target, "gluon gated coop")
     plan = derive({**cfg, "gated": True}, target, x2.element_size(), y.element_size())
     ce = kernel_constexprs(plan, has_bias=False, activation=activation)
     return hh.launch_dense(hopper_coop_kernel, plan, y_box(plan), x2, w, None, y, activation, ce, target,

@@ -119,6 +119,16 @@ def check_operands(x2, w, bias, y, target, who: str):
     return M, N, K
 
 
+def check_gated_operands(x2, w, y, activation: str, target, who: str):
+    """`check_operands` of a gated call (the ping-pong's and the cooperative kernel's `launch_gated`): h (M, I) =
+    act(x2 @ w[:I].T) * (x2 @ w[I:].T), w (2I, K) with the gate rows first, an activation on the gate."""
+    check_operands(x2, w, None, y, target, who)
+    if w.shape[0] != 2 * y.shape[1]:
+        raise ValueError(f"{who}: w {tuple(w.shape)} must hold 2 x I rows for h {tuple(y.shape)}")
+    if activation == "none":
+        raise ValueError(f"{who}: the gate takes an activation (silu, gelu, gelu_tanh, relu)")
+
+
 # ----------------------------------------------------------------------------- split-K: how many splits a call runs
 
 def split_k_out_bytes(cfg: dict, out_bytes: int) -> int:

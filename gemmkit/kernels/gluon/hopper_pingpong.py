@@ -583,11 +583,7 @@ def launch_gated(x2, w, y, activation, cfg, target, compile_only=False):
     kernel cannot take the call (`unsupported`, the shapes) or the config cannot be planned. Not served by the ops
     yet: its GPU tests (tests/kernels/test_gluon_gated.py) and a same-process A/B against the Triton tier's gated
     kernel come first."""
-    hh.check_operands(x2, w, None, y, target, "gluon gated ping-pong")
-    if w.shape[0] != 2 * y.shape[1]:
-        raise ValueError(f"gluon gated ping-pong: w {tuple(w.shape)} must hold 2 x I rows for h {tuple(y.shape)}")
-    if activation == "none":
-        raise ValueError("gluon gated ping-pong: the gate takes an activation (silu, gelu, gelu_tanh, relu)")
+    hh.check_gated_operands(x2, w, y, activation, target, "gluon gated ping-pong")
     plan = derive({**cfg, "gated": True}, target, x2.element_size(), y.element_size())
     ce = kernel_constexprs(plan, has_bias=False, activation=activation)
     return hh.launch_dense(hopper_pingpong_kernel, plan, y_box(plan), x2, w, None, y, activation, ce, target,
