@@ -38,7 +38,7 @@ Block scales (SCALE = "block"; K step kk of BK columns lies in scale block kb = 
      wait full[s] │ w = w_ring[s][o & 3] (one broadcast LDS) │ s_q = s_ring[s][64q .. 64q + 63] * w (LDS) │
      chain q │ wait │ acc_q += p * s_q[:, None] (FFMA)
 
-   Why this way (docs/kernels/hopper_pingpong_fp8.md "Block-scale mode", docs/PERF.md sessions 6, 14, 15): the
+   Why this way (docs/kernels/hopper_pingpong_fp8.md "Block-scale mode", docs/PERF.md's decision log, FP8 rows): the
    load warp never waits on a scale (copies land on full[s] with the operands), and the consumers load nothing
    from global memory in the mainloop (a w-scale LDG one step ahead stalled the chain's issue: +1-7% at M = 128
    without it); reading the slot before issuing the chain puts the shared-memory latency under the
