@@ -27,6 +27,10 @@ Batched form (batched_gemm.py): work ids cover B x tiles; `batched_tile_coords` 
 whole id space across XCDs, then takes the batch entry as id // tiles (batch-major) and the
 grouped order inside it.
 
+Split-K form (the pointer kernels gemm.py, gemm_gated.py, gemm_afp4wfp4.py): work id = split * tiles +
+tile; `split_tile` gives the split, the tile's rows and columns (`tile_coords`) and the split's K steps
+(`split_k_range`).
+
 Persistent form: the grid is min(num_tiles, CUs x occupancy) and program p
 takes tiles p, p + grid, p + 2*grid, ... (a `tl.range` loop in the kernel);
 each tile id then goes through `tile_coords` as above. When grid % NUM_XCDS
@@ -186,6 +190,22 @@ def split_k_range(split, k_tiles, SPLIT_K: tl.constexpr):
     per_split = tl.cdiv(k_tiles, SPLIT_K)
     first = split * per_split
     return first, tl.maximum(tl.minimum(per_split, k_tiles - first), 0)
+
+
+@triton.jit
+def split_tile(work_id, M, N, K, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+               GROUP_SIZE_M: tl.constexpr, NUM_XCDS: tl.constexpr, SPLIT_K: tl.constexpr):
+    """Work id split * tiles + tile of a pointer kernel's split-K launch -> (split, offs_m, offs_n, first K step,
+    K steps): the tile's rows and columns of y (`tile_coords`) and the split's K steps (`split_k_range`)."""
+    num_pid_m = tl.cdiv(M, BLOCK_M)
+    num_pid_n = tl.cdiv(N, BLOCK_N)
+    num_tiles = num_pid_m * num_pid_n
+    split = work_id // num_tiles
+    pid_m, pid_n = tile_coords(work_id % num_tiles, num_pid_m, num_pid_n, GROUP_SIZE_M, NUM_XCDS)
+    k_first, k_steps = split_k_range(split, tl.cdiv(K, BLOCK_K), SPLIT_K)
+    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    return split, offs_m, offs_n, k_first, k_steps
 
 
 def persistent_grid(num_tiles: int, num_cus: int, num_xcds: int = 1) -> int:

@@ -24,9 +24,10 @@ Tile layout (one program = one BLOCK_M x BLOCK_N tile of y, K walked in BLOCK_K 
                        v   epilogue: scales, + bias, activation, cast              (_epilogue.py)
                  y[offs_m, offs_n]  (masked store at M, N edges)
 
-Schedule: work ids go through `tile_coords` (XCD remap + grouped order,
-_schedule.py). PERSISTENT launches min(work, CUs) programs that loop over
-work ids with stride = grid; otherwise one program per work id.
+Schedule: work ids go through `split_tile` (split-K, then `tile_coords`: XCD
+remap + grouped order, _schedule.py). PERSISTENT launches min(work, CUs)
+programs that loop over work ids with stride = grid; otherwise one program per
+work id.
 
 Split-K (SPLIT_K > 1, small-M decode): work id = split * tiles + tile; split s
 runs the K steps `split_k_range` gives it and stores its fp32 partial tile to
@@ -59,7 +60,7 @@ import triton.language as tl
 
 from ._epilogue import apply_scales, epilogue, store_tile
 from ._mainloop import pointer_mainloop
-from ._schedule import split_k_range, tile_coords
+from ._schedule import split_tile
 
 
 # What the compiled code must show, checked by `gemmkit isa` and CI on every shipped
@@ -93,15 +94,8 @@ def _gemm_tile(work_id, x_ptr, w_ptr, xs_ptr, wsc_ptr, bias_ptr, y_ptr, part_ptr
                HAS_BIAS: tl.constexpr, ACTIVATION: tl.constexpr, SPLIT_K: tl.constexpr,
                SCALE: tl.constexpr, SCALE_BN: tl.constexpr, SCALE_BK: tl.constexpr,
                ACC_INT: tl.constexpr, PROMOTE_K: tl.constexpr, INT64_OFFSETS: tl.constexpr, W_KN: tl.constexpr):
-    num_pid_m = tl.cdiv(M, BLOCK_M)
-    num_pid_n = tl.cdiv(N, BLOCK_N)
-    num_tiles = num_pid_m * num_pid_n
-    split = work_id // num_tiles
-    pid_m, pid_n = tile_coords(work_id % num_tiles, num_pid_m, num_pid_n, GROUP_SIZE_M, NUM_XCDS)
-    k_first, k_steps = split_k_range(split, tl.cdiv(K, BLOCK_K), SPLIT_K)
-
-    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
-    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    split, offs_m, offs_n, k_first, k_steps = split_tile(work_id, M, N, K, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_SIZE_M,
+                                                         NUM_XCDS, SPLIT_K)
     # Wrap the row indices instead of masking them: edge tiles re-read valid
     # rows, whose results the masked store then discards. (No contiguity
     # hints on these: a wrapped range is not contiguous, and with a

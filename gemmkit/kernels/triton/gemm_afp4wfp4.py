@@ -8,9 +8,9 @@
 
 What differs from the dense kernel (gemm.py) is the mainloop only: the operands
 are packed bytes, each K step carries its own scale tiles, and the product is
-`tl.dot_scaled`. The schedule (`tile_coords`, `split_k_range`), the epilogue
-(`epilogue`, `store_tile`) and the split-K reduce (_splitk_reduce.py) are the
-shared ones.
+`tl.dot_scaled`. The schedule (`split_tile`: `tile_coords`, `split_k_range`),
+the epilogue (`epilogue`, `store_tile`) and the split-K reduce
+(_splitk_reduce.py) are the shared ones.
 
 Tile layout (one program = one BLOCK_M x BLOCK_N tile of y; one K step = BLOCK_K elements):
 
@@ -31,8 +31,8 @@ Tile layout (one program = one BLOCK_M x BLOCK_N tile of y; one K step = BLOCK_K
                           v
        epilogue (cast; no scales left: they were applied per K step) -> masked store y[offs_m, offs_n]
 
-Schedule: as gemm.py. Work ids go through `tile_coords` (XCD remap + grouped
-order); PERSISTENT launches min(work, CUs) programs looping over work ids;
+Schedule: as gemm.py. Work ids go through `split_tile` (`tile_coords`: XCD remap +
+grouped order); PERSISTENT launches min(work, CUs) programs looping over work ids;
 SPLIT_K > 1 gives split s the K steps `split_k_range` assigns and stores its fp32
 partial sum to part[s], which `_splitk_reduce.py` adds in a fixed order:
 
@@ -67,7 +67,7 @@ import triton.language as tl
 
 from ._epilogue import epilogue, store_tile
 from ._offsets import wide
-from ._schedule import split_k_range, tile_coords
+from ._schedule import split_tile
 
 # E8M0 scale groups: one scale per MX_GROUP elements along K (OCP MX v1.0).
 MX_GROUP = tl.constexpr(32)
@@ -137,15 +137,8 @@ def _afp4wfp4_tile(work_id, x_ptr, w_ptr, xs_ptr, ws_ptr, y_ptr, part_ptr, M, N,
                    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
                    GROUP_SIZE_M: tl.constexpr, NUM_XCDS: tl.constexpr, EVEN_K: tl.constexpr,
                    SPLIT_K: tl.constexpr, INT64_OFFSETS: tl.constexpr):
-    num_pid_m = tl.cdiv(M, BLOCK_M)
-    num_pid_n = tl.cdiv(N, BLOCK_N)
-    num_tiles = num_pid_m * num_pid_n
-    split = work_id // num_tiles
-    pid_m, pid_n = tile_coords(work_id % num_tiles, num_pid_m, num_pid_n, GROUP_SIZE_M, NUM_XCDS)
-    k_first, k_steps = split_k_range(split, tl.cdiv(K, BLOCK_K), SPLIT_K)
-
-    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
-    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    split, offs_m, offs_n, k_first, k_steps = split_tile(work_id, M, N, K, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_SIZE_M,
+                                                         NUM_XCDS, SPLIT_K)
     # Edge tiles re-read valid rows (wrapped, as in gemm.py); the masked store discards them.
     acc = mxfp4_mainloop(x_ptr, w_ptr, xs_ptr, ws_ptr, offs_m % M, offs_n % N, k_first, k_steps, K,
                          stride_xm, stride_xk, stride_wn, stride_wk, stride_xsm, stride_xsk, stride_wsn, stride_wsk,

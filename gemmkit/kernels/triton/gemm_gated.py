@@ -34,7 +34,7 @@ into two wgmma accumulators that share the x tile:
     row 2I reads TMA's zero fill: both only feed columns >= I, which the store clips.)
 
 Schedule: `tile_coords` (XCD remap, grouped order) over cdiv(M, BM) x cdiv(I, BN) tiles,
-persistent or not, exactly as gemm.py / gemm_tma.py.
+persistent or not, exactly as gemm.py / gemm_tma.py (the pointer kernel through `split_tile`, as gemm.py).
 
 Split-K (SPLIT_K > 1, small M): act(g) * u is not linear, so the splits cannot finish
 the tile. Split s stores its raw fp32 gate and up partial sums side by side,
@@ -68,7 +68,7 @@ import triton.language as tl
 from ._epilogue import activation, store_tile
 from ._mainloop import mma_step
 from ._offsets import wide
-from ._schedule import split_k_range, tile_coords
+from ._schedule import split_k_range, split_tile, tile_coords
 
 # Checked by `gemmkit isa` / CI on every shipped config (expressions over gemmkit.isa.resources,
 # `cfg` and `target`; see gemm.py).
@@ -129,15 +129,8 @@ def _gated_tile(work_id, x_ptr, w_ptr, y_ptr, part_ptr, M, I, K,
                 GROUP_SIZE_M: tl.constexpr, NUM_XCDS: tl.constexpr, EVEN_K: tl.constexpr,
                 ACTIVATION: tl.constexpr, SPLIT_K: tl.constexpr, INT64_OFFSETS: tl.constexpr,
                 W_KN: tl.constexpr):
-    num_pid_m = tl.cdiv(M, BLOCK_M)
-    num_pid_n = tl.cdiv(I, BLOCK_N)
-    num_tiles = num_pid_m * num_pid_n
-    split = work_id // num_tiles
-    pid_m, pid_n = tile_coords(work_id % num_tiles, num_pid_m, num_pid_n, GROUP_SIZE_M, NUM_XCDS)
-    k_first, k_steps = split_k_range(split, tl.cdiv(K, BLOCK_K), SPLIT_K)
-
-    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
-    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    split, offs_m, offs_n, k_first, k_steps = split_tile(work_id, M, I, K, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_SIZE_M,
+                                                         NUM_XCDS, SPLIT_K)
     # Row indices wrapped, not masked (see gemm.py): x rows, gate rows n, up rows I + n.
     rows_x = offs_m % M
     rows_g = offs_n % I
