@@ -344,7 +344,7 @@ FITTED_OPS = ("a16w16", "a8w8", "a8w8_int8", "a8w8_blockscale", "a16w16_gated")
 #                0.782 -> 0.912x; the 111 of them outside the fitting A/B 0.778 -> 0.914x, three behind by 3-7%:
 #                2600 x 128 x 7168, 6000 x 32 x 2048, 6000 x 96 x 4096). Partial last columns on w's copy:
 #                ab/bf16_pad_n.json (fitted), ab/bf16_pad_n_heldout.json (46 held-out rows, N = 8-248: 0.651 ->
-#                0.799x; docs/PERF.md "w copied to whole columns"). sm_90 only.
+#                0.799x; docs/PERF.md "Operands the TMA kernels load slowly"). sm_90 only.
 #   narrow_n     bf16, N within one tile column (N <= its BLOCK_SIZE_N), on the Triton tier's path (few tiles): this
 #                64-row tile with a deeper ring (K step 128, 4 stages) instead of the bucket's 128 rows, split K to
 #                one wave (`fit`), where its tiles and splits fill at least FEW_TILES of the SMs (the bucket's own fit
@@ -646,7 +646,7 @@ OFF_SECTOR_MIN_M, OFF_SECTOR_MIN_N, OFF_SECTOR_MAX_M = 448, 1472, 4096
 # (`split_widths`, `narrow_pingpong`, `one_wave`, `few_tiles`, ...), a cooperative tile split along K to one wave
 # (`off_sector_tile`). A 64-row tile loads a whole w box for 64 rows (each SM's two consumers their own), which a
 # long K makes the time, more so on rows off 32-byte sectors, whose TMA box rows cost the loads ~3 cycles each
-# (docs/PERF.md "Row pitch"). H200 against cuBLAS, one process, heated:
+# (docs/PERF.md "Operands the TMA kernels load slowly"). H200 against cuBLAS, one process, heated:
 # - Rows off sectors (K % 16 == 8): `off_sector`'s tile, where its launch fill is at least LONG_K_COOP_OFF_SHARE of
 #   the answer's. Fit (ab/bf16_offsector_low_m.json, 38 random shapes at M = 131-3915 below `off_sector`'s M or N,
 #   seeds 40001-40300, both orientations split to one wave and the coop 128 x 144 / 160 / 192 unsplit): at

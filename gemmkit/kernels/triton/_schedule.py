@@ -142,7 +142,7 @@ def tile_origin(pid, size, BLOCK: tl.constexpr, SHIFT: tl.constexpr):
     """A tile's first row (column) along a dim of `size`: pid * BLOCK, but a last tile that would reach past `size`
     starts at size - BLOCK rounded up to a multiple of 8 instead, so its TMA boxes end at the tensor's end, or at
     most 7 rows past it (a box reaching far past it loads about twice as slowly: the hardware's out-of-bounds
-    fill, docs/PERF.md "Last tiles shifted back"; 8: a box's start in global memory must lie on 16 bytes, and the
+    fill, docs/PERF.md "Operands the TMA kernels load slowly"; 8: a box's start in global memory must lie on 16 bytes, and the
     tile's origin is a column of y, or of the swap-AB tile's y); the rows it shares with the tile before are
     computed again, the same values, and stored twice. 0 where size < BLOCK (one tile, which reaches past the end:
     there the Gluon kernels load only x's rows, kernels/_host.x_boxes). SHIFT off (the batched kernels; kernels/_host.shift_last_tiles: switched off, or a full accumulator on
