@@ -161,8 +161,6 @@ Constraints:
 """
 from __future__ import annotations
 
-import functools
-
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import (
@@ -589,22 +587,11 @@ SWAP_PRESETS = (
 )
 
 
-def static_spec(cfg: dict, target, *, dtype: str = "bf16", out_dtype: str | None = None, has_bias: bool = True,
-                activation: str = "gelu", tail: bool = False, tokens: int | None = None, gated: bool = False):
-    """(kernel, signature, constexprs, divisible, options, plan) to compile the kernel for `target` on a CPU
-    (split-K: fp32 partial tiles, hopper_host.staged_dtype; `tail`: the tail split's variant, its partials fp32
-    through part_ptr; `tokens`: a launch's M under one tile, x in the boxes hopper_host.token_boxes gives; `gated`:
-    the gated tile, `launch_gated`'s, silu on the gate and no bias)."""
-    out_dtype = hh.staged_dtype(cfg, out_dtype or dtype)
-    if gated:
-        cfg, has_bias, activation = {**cfg, "gated": True}, False, "silu"
-    plan = derive(cfg, target, 2, 4 if out_dtype == "fp32" else 2)
-    ce = kernel_constexprs(plan, has_bias=has_bias, activation=activation, tail=tail)
-    if tokens:
-        ce["X_BOXES"] = hh.token_boxes(plan, tokens, plan.w_box)[2]
-    sig = hh.tma_signature(plan, y_box(plan), dtype, out_dtype, ce, w_box=plan.w_box, tokens=tokens)
-    sig.update(part_ptr="*fp32" if tail else f"*{out_dtype}", TAIL_TILES="i32")  # (unused without TAIL: y's)
-    return hopper_coop_kernel, sig, ce, ["bias_ptr"], {"num_warps": hh.CONSUMER_WARPS}, plan
+def static_spec(cfg: dict, target, **kw):
+    """(kernel, signature, constexprs, divisible, options, plan) to compile hopper_coop_kernel for `target` on a
+    CPU: hopper_host.dense_static_spec with this kernel's plan (keywords dtype, out_dtype, has_bias, activation,
+    tail, tokens, gated)."""
+    return hh.dense_static_spec(hopper_coop_kernel, derive, kernel_constexprs, y_box, cfg, target, **kw)
 
 
 def _shipped_coop_configs(arch: str):
@@ -627,14 +614,12 @@ def isa_cases(archs, op: str = "hopper_coop"):
     # power-of-two tiles: 128 x 256 at 4 stages (two sub-tiles a consumer) and 3 (one), 256 x 128; fp32 out
     tails = [("-", f"preset{i}", c, "bf16") for i, c in enumerate(PRESETS)] + [("-", "preset0", PRESETS[0], "fp32")]
     tails = [t for t in tails if _budgets.tail_split_ok(KERNEL_NAME, t[2])]  # (the installed Triton's budget)
-    for case in hh.unique_cases(tails, KERNEL_NAME, op):
-        yield dict(case, path=case["path"] + "-tail", bucket=case["bucket"] + "-tail")
+    yield from hh.variant_cases(tails, "tail", KERNEL_NAME, op)
     # x in boxes of only its rows under one row of tiles (hopper_host.token_boxes): M = 72 on 128 x 256, five of 16
     yield from hh.token_cases([("-", "preset0", PRESETS[0], "bf16", 72)], KERNEL_NAME, op)
     # the gated tile (`launch_gated`: a gate and an up accumulator of BM/2 x BN a consumer), bf16 and fp32 h
     gated = [("-", f"gated{i}", c, o) for i, c in enumerate(GATED_PRESETS) for o in ("bf16", "fp32")]
-    for case in hh.unique_cases(gated, KERNEL_NAME, op):
-        yield dict(case, path=case["path"] + "-gated", bucket=case["bucket"] + "-gated")
+    yield from hh.variant_cases(gated, "gated", KERNEL_NAME, op)
 
 
 # The gated tile's configs compiled by `gemmkit isa` (the Triton tier's M <= 4095 gated bucket's 128 x 128 of h: the
@@ -646,10 +631,4 @@ GATED_PRESETS = (
 
 
 def isa_spec(case):
-    if case["path"].endswith("-tail"):
-        return hh.isa_spec_from(dict(case, path=case["path"][:-5]), functools.partial(static_spec, tail=True),
-                                PROMISES)
-    if case["path"].endswith("-gated"):
-        return hh.isa_spec_from(dict(case, path=case["path"][:-6]), functools.partial(static_spec, gated=True),
-                                PROMISES)
-    return hh.isa_spec_from(*hh.token_spec(case, static_spec), PROMISES)
+    return hh.dense_isa_spec(case, static_spec, PROMISES)

@@ -318,6 +318,26 @@ def tma_signature(plan, y_box, dtype: str, out_dtype: str, ce: dict, w_box=None,
     return sig
 
 
+def dense_static_spec(kernel, derive, kernel_constexprs, y_box, cfg: dict, target, *, dtype: str = "bf16",
+                      out_dtype: str | None = None, has_bias: bool = True, activation: str = "gelu", tail: bool = False,
+                      tokens: int | None = None, gated: bool = False):
+    """(kernel, signature, constexprs, divisible, options, plan) to compile a dense kernel (hopper_pingpong's,
+    hopper_coop's: `kernel` with its `derive`, `kernel_constexprs` and `y_box`) for `target` on a CPU. Split-K: the
+    kernel stores fp32 partial tiles, whatever the op's output dtype (`staged_dtype`); `tail`: the tail split's
+    variant, its partials fp32 through part_ptr; `tokens`: a launch's tokens under one tile, loaded in the boxes
+    `token_boxes` gives; `gated`: the gated tile, the kernel's `launch_gated`'s, silu on the gate and no bias."""
+    out_dtype = staged_dtype(cfg, out_dtype or dtype)
+    if gated:
+        cfg, has_bias, activation = {**cfg, "gated": True}, False, "silu"
+    plan = derive(cfg, target, 2, 4 if out_dtype == "fp32" else 2)
+    ce = kernel_constexprs(plan, has_bias=has_bias, activation=activation, tail=tail)
+    if tokens:
+        ce["X_BOXES"] = token_boxes(plan, tokens, plan.w_box)[2]
+    sig = tma_signature(plan, y_box(plan), dtype, out_dtype, ce, w_box=plan.w_box, tokens=tokens)
+    sig.update(part_ptr="*fp32" if tail else f"*{out_dtype}", TAIL_TILES="i32")  # (unused without TAIL: y's)
+    return kernel, sig, ce, ["bias_ptr"], {"num_warps": CONSUMER_WARPS}, plan
+
+
 def shipped_gluon_configs(arch: str):
     """(table, bucket, config) of every `arch` table bucket that picks the gluon backend (any layout)."""
     import json
@@ -358,6 +378,14 @@ def token_cases(cases, kernel_name: str, op: str):
             yield dict(case, path=f"{case['path']}-tok{tokens}", bucket=f"{bucket}-tok{tokens}")
 
 
+def variant_cases(cases, variant: str, kernel_name: str, op: str):
+    """`unique_cases` of a dense kernel's compile variant ("tail": the tail split's, "gated": the gated tile's),
+    named by the suffix "-<variant>" on path and bucket (`dense_isa_spec` compiles it with static_spec's keyword
+    <variant>=True)."""
+    for case in unique_cases(cases, kernel_name, op):
+        yield dict(case, path=f"{case['path']}-{variant}", bucket=f"{case['bucket']}-{variant}")
+
+
 def token_spec(case, static_spec):
     """(case, static_spec) for isa_spec_from: a `token_cases` case's path without its "-tok<tokens>" and static_spec
     bound to those tokens; any other case as it is."""
@@ -385,6 +413,15 @@ def isa_spec_from(case, static_spec, promises):
     return dict(kernel=kernel, signature=sig, constexprs=ce, divisible=div, options=opts, promises=promises,
                 block=(plan.BM, plan.BN, plan.BK), smem_bound=plan.smem_bytes,
                 **budget_note(passed, epilogue))
+
+
+def dense_isa_spec(case, static_spec, promises):
+    """The isa_spec of hopper_pingpong.py and hopper_coop.py: `isa_spec_from` a case of `unique_cases`,
+    `variant_cases` (its variant's static_spec) or `token_cases` (`token_spec`)."""
+    head, _, variant = case["path"].rpartition("-")
+    if variant in ("tail", "gated"):
+        return isa_spec_from(dict(case, path=head), functools.partial(static_spec, **{variant: True}), promises)
+    return isa_spec_from(*token_spec(case, static_spec), promises)
 
 
 def budget_note(passed, epilogue) -> dict:

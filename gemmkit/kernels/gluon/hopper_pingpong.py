@@ -199,8 +199,6 @@ Constraints:
 """
 from __future__ import annotations
 
-import functools
-
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import (
@@ -610,22 +608,11 @@ SPLIT_PRESETS = (
 )
 
 
-def static_spec(cfg: dict, target, *, dtype: str = "bf16", out_dtype: str | None = None, has_bias: bool = True,
-                activation: str = "gelu", tail: bool = False, tokens: int | None = None, gated: bool = False):
-    """(kernel, signature, constexprs, divisible, options, plan) to compile the kernel for `target` on a CPU
-    (split-K: the kernel stores fp32 partial tiles, whatever the op's output dtype; `tail`: the tail split's
-    variant, its partials fp32 through part_ptr; `tokens`: a launch's tokens under one tile, loaded in the boxes
-    hopper_host.token_boxes gives; `gated`: the gated tile, `launch_gated`'s, silu on the gate and no bias)."""
-    out_dtype = hh.staged_dtype(cfg, out_dtype or dtype)
-    if gated:
-        cfg, has_bias, activation = {**cfg, "gated": True}, False, "silu"
-    plan = derive(cfg, target, 2, 4 if out_dtype == "fp32" else 2)
-    ce = kernel_constexprs(plan, has_bias=has_bias, activation=activation, tail=tail)
-    if tokens:
-        ce["X_BOXES"] = hh.token_boxes(plan, tokens, plan.w_box)[2]
-    sig = hh.tma_signature(plan, y_box(plan), dtype, out_dtype, ce, w_box=plan.w_box, tokens=tokens)
-    sig.update(part_ptr="*fp32" if tail else f"*{out_dtype}", TAIL_TILES="i32")  # (unused without TAIL: y's)
-    return hopper_pingpong_kernel, sig, ce, ["bias_ptr"], {"num_warps": hh.CONSUMER_WARPS}, plan
+def static_spec(cfg: dict, target, **kw):
+    """(kernel, signature, constexprs, divisible, options, plan) to compile hopper_pingpong_kernel for `target` on a
+    CPU: hopper_host.dense_static_spec with this kernel's plan (keywords dtype, out_dtype, has_bias, activation,
+    tail, tokens, gated)."""
+    return hh.dense_static_spec(hopper_pingpong_kernel, derive, kernel_constexprs, y_box, cfg, target, **kw)
 
 
 def isa_cases(archs, op: str = "hopper_pingpong"):
@@ -646,16 +633,14 @@ def isa_cases(archs, op: str = "hopper_pingpong"):
     # tiles (PRESETS' 5 stages) and one (the config model's `wide_config`, 6 stages)
     tails = [("-", "preset0", PRESETS[0], o) for o in ("bf16", "fp32")]
     tails += [("A16W16.json", "wide_config", configs.model.OP_RULES["a16w16"]["wide_config"], "bf16")]
-    for case in hh.unique_cases(tails, KERNEL_NAME, op):
-        yield dict(case, path=case["path"] + "-tail", bucket=case["bucket"] + "-tail")
+    yield from hh.variant_cases(tails, "tail", KERNEL_NAME, op)
     # the tokens in boxes of only their rows under one tile (hopper_host.token_boxes): M = 100 on 128 x 128 (seven
     # boxes of 16 rows of x), swap-AB M = 40 on 64 tokens (five of 8 rows of the kernel's w) and M = 5 on 16 (one of 8)
     yield from hh.token_cases([("-", "preset0", PRESETS[0], "bf16", 100), ("-", "swap64", SWAP_PRESET, "bf16", 40),
                                ("-", "preset4", SPLIT_PRESETS[2], "bf16", 5)], KERNEL_NAME, op)
     # the gated tile (`launch_gated`: two accumulators of BM x BN, the gate and up boxes a step), bf16 and fp32 h
     gated = [("-", f"gated{i}", c, o) for i, c in enumerate(GATED_PRESETS) for o in ("bf16", "fp32")]
-    for case in hh.unique_cases(gated, KERNEL_NAME, op):
-        yield dict(case, path=case["path"] + "-gated", bucket=case["bucket"] + "-gated")
+    yield from hh.variant_cases(gated, "gated", KERNEL_NAME, op)
 
 
 # The swap-AB tile on 64 tokens (configs/model.py `swap_wide`'s kind of tile)
@@ -673,10 +658,4 @@ GATED_PRESETS = (
 
 
 def isa_spec(case):
-    if case["path"].endswith("-tail"):
-        return hh.isa_spec_from(dict(case, path=case["path"][:-5]), functools.partial(static_spec, tail=True),
-                                PROMISES)
-    if case["path"].endswith("-gated"):
-        return hh.isa_spec_from(dict(case, path=case["path"][:-6]), functools.partial(static_spec, gated=True),
-                                PROMISES)
-    return hh.isa_spec_from(*hh.token_spec(case, static_spec), PROMISES)
+    return hh.dense_isa_spec(case, static_spec, PROMISES)
