@@ -40,14 +40,11 @@ import triton.language as tl
 from ._epilogue import epilogue
 from ._mainloop import mma_step
 from ._schedule import batched_tile_coords
+from .gemm import TILE_PROMISES
 
 
 # Checked by `gemmkit isa` on every shipped sm_90 config with "tma": true.
-PROMISES = (
-    {"promise": "no spills", "check": "spill_bytes == 0"},
-    {"promise": "shared memory within the target", "check": "lds_bytes <= target.shared_mem_bytes"},
-    {"promise": "shared memory within the op's bound (smem_bytes)", "check": "lds_bytes <= smem_bound"},
-    {"promise": "matrix work per K step = tile arithmetic", "check": "mma_k_steps >= 1 and mma_k_steps % 1 == 0"},
+PROMISES = TILE_PROMISES + (
     {"promise": "TMA loads (UTMALDG)", "check": "counts['UTMALDG'] > 0"},
     {"promise": "TMA store (UTMASTG) of the output tile", "check": "counts['UTMASTG'] > 0"},
     {"promise": "wgmma (HGMMA / QGMMA fp8 / IGMMA int8) for tiles of >= 64 rows", "when": "cfg['BLOCK_SIZE_M'] >= 64",

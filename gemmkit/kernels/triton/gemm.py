@@ -65,11 +65,14 @@ from ._schedule import split_tile
 
 # What the compiled code must show, checked by `gemmkit isa` and CI on every shipped
 # config (expressions over the metrics of gemmkit.isa.resources, `cfg` and `target`).
-PROMISES = (
+# TILE_PROMISES: every tiled GEMM kernel of this tier's; each kernel adds its own.
+TILE_PROMISES = (
     {"promise": "no spills", "check": "spill_bytes == 0"},
     {"promise": "shared memory within the target", "check": "lds_bytes <= target.shared_mem_bytes"},
     {"promise": "shared memory within the op's bound (smem_bytes)", "check": "lds_bytes <= smem_bound"},
     {"promise": "matrix work per K step = tile arithmetic", "check": "mma_k_steps >= 1 and mma_k_steps % 1 == 0"},
+)
+PROMISES = TILE_PROMISES + (
     {"promise": "wgmma (HGMMA / QGMMA fp8 / IGMMA int8) for tiles of >= 64 rows", "arch": "sm_90",
      "when": "cfg['BLOCK_SIZE_M'] >= 64", "check": "counts['HGMMA'] + counts['QGMMA'] + counts['IGMMA'] > 0"},
     {"promise": "mma.sync (HMMA / IMMA) for 16/32-row tiles", "arch": "sm_90", "when": "cfg['BLOCK_SIZE_M'] < 64",

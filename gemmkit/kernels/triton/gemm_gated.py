@@ -69,14 +69,11 @@ from ._epilogue import activation, store_tile
 from ._mainloop import mma_step
 from ._offsets import wide
 from ._schedule import split_k_range, split_tile, tile_coords
+from .gemm import TILE_PROMISES
 
 # Checked by `gemmkit isa` / CI on every shipped config (expressions over gemmkit.isa.resources,
 # `cfg` and `target`; see gemm.py).
-PROMISES = (
-    {"promise": "no spills", "check": "spill_bytes == 0"},
-    {"promise": "shared memory within the target", "check": "lds_bytes <= target.shared_mem_bytes"},
-    {"promise": "shared memory within the op's bound (smem_bytes)", "check": "lds_bytes <= smem_bound"},
-    {"promise": "matrix work per K step = tile arithmetic", "check": "mma_k_steps >= 1 and mma_k_steps % 1 == 0"},
+PROMISES = TILE_PROMISES + (
     {"promise": "wgmma (HGMMA) for tiles of >= 64 rows", "arch": "sm_90", "when": "cfg['BLOCK_SIZE_M'] >= 64",
      "check": "counts['HGMMA'] > 0"},
     {"promise": "mma.sync (HMMA) for 16/32-row tiles", "arch": "sm_90", "when": "cfg['BLOCK_SIZE_M'] < 64",
@@ -91,11 +88,7 @@ PROMISES = (
      "check": "counts['lds_unswizzled'] == 0"},
 )
 
-TMA_PROMISES = (
-    {"promise": "no spills", "check": "spill_bytes == 0"},
-    {"promise": "shared memory within the target", "check": "lds_bytes <= target.shared_mem_bytes"},
-    {"promise": "shared memory within the op's bound (smem_bytes)", "check": "lds_bytes <= smem_bound"},
-    {"promise": "matrix work per K step = tile arithmetic", "check": "mma_k_steps >= 1 and mma_k_steps % 1 == 0"},
+TMA_PROMISES = TILE_PROMISES + (
     {"promise": "TMA loads (UTMALDG)", "check": "counts['UTMALDG'] > 0"},
     {"promise": "TMA store (UTMASTG) of the h tile", "when": "cfg['NUM_KSPLIT'] == 1", "check": "counts['UTMASTG'] > 0"},
     {"promise": "wgmma (HGMMA) for tiles of >= 64 rows", "when": "cfg['BLOCK_SIZE_M'] >= 64",

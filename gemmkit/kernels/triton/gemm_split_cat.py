@@ -62,13 +62,10 @@ from ._epilogue import epilogue
 from ._mainloop import mma_step, pointer_mainloop, scale_rows
 from ._offsets import wide
 from ._schedule import tile_coords
+from .gemm import TILE_PROMISES
 
 
-_COMMON = (
-    {"promise": "no spills", "check": "spill_bytes == 0"},
-    {"promise": "shared memory within the target", "check": "lds_bytes <= target.shared_mem_bytes"},
-    {"promise": "shared memory within the op's bound (smem_bytes)", "check": "lds_bytes <= smem_bound"},
-    {"promise": "matrix work per K step = tile arithmetic", "check": "mma_k_steps >= 1 and mma_k_steps % 1 == 0"},
+_COMMON = TILE_PROMISES + (
     {"promise": "wgmma (HGMMA / QGMMA fp8) for tiles of >= 64 rows", "arch": "sm_90",
      "when": "cfg['BLOCK_SIZE_M'] >= 64", "check": "counts['HGMMA'] + counts['QGMMA'] > 0"},
     {"promise": "no local-memory traffic", "arch": "sm_90", "check": "counts['LDL'] + counts['STL'] == 0"},

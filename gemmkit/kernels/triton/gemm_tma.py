@@ -50,14 +50,11 @@ import triton.language as tl
 from ._epilogue import apply_scales, epilogue, store_tile
 from ._mainloop import block_scales, scale_rows, scaled_step
 from ._schedule import split_k_range, tile_coords
+from .gemm import TILE_PROMISES
 
 
 # Checked by `gemmkit isa` / CI on every shipped sm_90 config (see gemm.py).
-PROMISES = (
-    {"promise": "no spills", "check": "spill_bytes == 0"},
-    {"promise": "shared memory within the target", "check": "lds_bytes <= target.shared_mem_bytes"},
-    {"promise": "shared memory within the op's bound (smem_bytes)", "check": "lds_bytes <= smem_bound"},
-    {"promise": "matrix work per K step = tile arithmetic", "check": "mma_k_steps >= 1 and mma_k_steps % 1 == 0"},
+PROMISES = TILE_PROMISES + (
     {"promise": "TMA loads (UTMALDG)", "check": "counts['UTMALDG'] > 0"},
     {"promise": "TMA store (UTMASTG) of the output tile", "when": "cfg['NUM_KSPLIT'] == 1",
      "check": "counts['UTMASTG'] > 0"},
