@@ -221,11 +221,15 @@ class _QuantLinear(torch.nn.Module):
             raise ValueError(f"linear: cannot convert to gemmkit.nn.{cls.__name__}: {why}")
         return linear.weight.detach()
 
-    def _set(self, wq, ws, bias):
-        """Fill the buffers from already quantized tensors (from_linear)."""
-        self.weight, self.weight_scale = wq, ws
-        if bias is not None:
-            self.bias = bias.detach().clone()
+    @classmethod
+    def _quantized(cls, linear, wq, ws, **kwargs):
+        """The layer of `linear`'s shape holding wq, ws (its weight, quantized by from_linear) and a copy of its bias;
+        `kwargs`: the class's own constructor arguments (fp8_dtype)."""
+        m = cls(linear.in_features, linear.out_features, bias=False, device="meta", **kwargs)
+        m.weight, m.weight_scale = wq, ws
+        if linear.bias is not None:
+            m.bias = linear.bias.detach().clone()
+        return m
 
     def forward(self, x):
         _no_grad_or_raise(self, x)
@@ -313,11 +317,8 @@ class Fp8Linear(_QuantLinear):
 
     @classmethod
     def from_linear(cls, linear):
-        w = cls._checked(linear)
-        wq, ws = quant.quantize_fp8_per_channel(w)
-        m = cls(linear.in_features, linear.out_features, bias=False, device="meta", fp8_dtype=wq.dtype)
-        m._set(wq, ws, linear.bias)
-        return m
+        wq, ws = quant.quantize_fp8_per_channel(cls._checked(linear))
+        return cls._quantized(linear, wq, ws, fp8_dtype=wq.dtype)
 
     def quantize_input(self, x2):
         return quant.quantize_fp8_per_token(x2, dtype=self.weight.dtype)
@@ -349,11 +350,8 @@ class Int8Linear(_QuantLinear):
 
     @classmethod
     def from_linear(cls, linear):
-        w = cls._checked(linear)
-        wq, ws = quant.quantize_int8_per_token(w)
-        m = cls(linear.in_features, linear.out_features, bias=False, device="meta")
-        m._set(wq, ws.view(1, -1), linear.bias)
-        return m
+        wq, ws = quant.quantize_int8_per_token(cls._checked(linear))
+        return cls._quantized(linear, wq, ws.view(1, -1))
 
     def quantize_input(self, x2):
         return quant.quantize_int8_per_token(x2)
@@ -386,11 +384,8 @@ class Fp8BlockLinear(_QuantLinear):
 
     @classmethod
     def from_linear(cls, linear):
-        w = cls._checked(linear)
-        wq, ws = quant.quantize_fp8_blockwise(w, BLOCK)
-        m = cls(linear.in_features, linear.out_features, bias=False, device="meta", fp8_dtype=wq.dtype)
-        m._set(wq, ws, linear.bias)
-        return m
+        wq, ws = quant.quantize_fp8_blockwise(cls._checked(linear), BLOCK)
+        return cls._quantized(linear, wq, ws, fp8_dtype=wq.dtype)
 
     def quantize_input(self, x2):
         return quant.quantize_fp8_blockwise(x2, (1, BLOCK[1]), dtype=self.weight.dtype)
@@ -457,11 +452,8 @@ class MXFP4Linear(_QuantLinear):
 
     @classmethod
     def from_linear(cls, linear):
-        w = cls._checked(linear)
-        wq, ws = quant.quantize_mxfp4(w)
-        m = cls(linear.in_features, linear.out_features, bias=False, device="meta")
-        m._set(wq, ws, linear.bias)
-        return m
+        wq, ws = quant.quantize_mxfp4(cls._checked(linear))
+        return cls._quantized(linear, wq, ws)
 
     def _gemm(self, x2, out_dtype, bias, out=None):
         xq, xs = quant.quantize_mxfp4(x2)
