@@ -36,7 +36,7 @@ for v in "${TRITONS[@]}"; do
   start=$SECONDS
   if [ ! -x "$venv/bin/python" ]; then
     python3 -m venv "$venv" && "$venv/bin/pip" install -q -r "$WORK/requirements.txt" "triton==$v" pytest pytest-xdist \
-      hypothesis || { echo "Triton $v: install failed"; status=1; continue; }
+      hypothesis transformers || { echo "Triton $v: install failed"; status=1; continue; }
   fi
   installed=$((SECONDS - start))
   # a cache of this release's compiles only (the cache key holds the Triton version too)

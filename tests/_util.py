@@ -72,6 +72,26 @@ def within_bound(out, ref, out_dtype):
     return diff <= bound, f"||out - ref|| = {diff:.3g} > {bound:.3g} (||ref|| = {norm:.3g}, rel {diff / max(norm, 1e-300):.3g})"
 
 
+# Half a unit in the last place of each output dtype: the per-element bound's relative part
+HALF_ULP = {torch.bfloat16: 2**-9, torch.float16: 2**-12, torch.float32: 2**-24}
+
+
+def within_every_element(out, ref, out_dtype):
+    """(ok, message): every element within 2 half-ulps of out_dtype of its float64 reference plus 2**-16 of the
+    reference's rms (an fp32 accumulation's error and the output's rounding): a norm-wise bound over a large
+    output would pass one wrong tile or row; this one does not. NaN never passes."""
+    o, r = out.detach().to("cpu", torch.float64), ref.detach().to("cpu", torch.float64)
+    if not torch.isfinite(o).all():
+        return False, "non-finite output (an element never written?)"
+    rms = r.pow(2).mean().sqrt().item() if r.numel() else 0.0
+    bad = ((o - r).abs() > 2 * HALF_ULP[out_dtype] * r.abs() + 2**-16 * rms + 1e-30).nonzero()
+    if bad.numel():
+        first = tuple(bad[0].tolist())
+        return False, (f"{bad.shape[0]} of {r.numel()} elements out of bounds, first at {list(first)}: "
+                       f"{o[first].item()} vs {r[first].item()}")
+    return True, ""
+
+
 def q8(*shape, dtype, device="cpu"):
     """Fresh random 8-bit operands spread over the format (int8: every value; fp8: normal numbers
     and subnormals), for the 8-bit GEMM tests."""
@@ -189,11 +209,14 @@ def check_a16w16_graph_replays(M, N, K, config, replays=3):
 
 
 def check_a16w16(y, x, w, bias=None, act="none"):
-    """y within the norm-wise bound of the float64 reference act(x @ w.T + bias)."""
+    """y within the norm-wise bound of the float64 reference act(x @ w.T + bias), and every element within its own
+    (`within_every_element`)."""
     from gemmkit.reference import gemm_a16w16_ref
 
-    ok, msg = within_bound(y, gemm_a16w16_ref(x, w, bias, act), y.dtype)
-    assert ok, msg
+    ref = gemm_a16w16_ref(x, w, bias, act)
+    for check in (within_bound, within_every_element):
+        ok, msg = check(y, ref, y.dtype)
+        assert ok, msg
 
 
 # ----------------------------------------------------------------------------- compute-sanitizer (GPU tests)

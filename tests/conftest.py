@@ -12,7 +12,10 @@ No patch of library behaviour lives here: the interpreter's differences from the
 is imported with the interpreter on (gemmkit/kernels/_interpreter.py), so the CPU tests
 run what a user gets. What the tests add to the interpreter is a check, not a behaviour:
 every load and store an interpreted kernel makes must stay inside its launch's tensors
-(tests/_bounds.py; a test fails on a violation even where it catches the kernel's error).
+(tests/_bounds.py; a test fails on a violation even where it catches the kernel's error). And on the CPU every
+tensor torch allocates uninitialized (torch.empty, the ops' own outputs and workspaces) is filled with NaN / the
+largest integer (torch's deterministic mode, warn_only: no op is refused): an element no kernel writes shows up
+in the test's comparison, whatever the allocator happened to hand back.
 """
 import os
 import sys
@@ -35,6 +38,8 @@ if INTERPRETING:
     import _bounds  # noqa: E402
 
     BOUNDS_CHECKED = _bounds.install()
+    torch.use_deterministic_algorithms(True, warn_only=True)
+    torch.utils.deterministic.fill_uninitialized_memory = True
 
 
 def pytest_collection_modifyitems(config, items):

@@ -231,8 +231,10 @@ def test_split_k_deterministic(tma, M):
            "num_stages": 4, "NUM_KSPLIT": 4, "tma": tma}
     first = gemmkit.gemm_a16w16(x, w, b, activation="gelu", config=cfg)
     assert rel(first, ref_fp32(x, w, b, "gelu")) <= TOL[dtype]
-    for _ in range(5):
-        assert torch.equal(gemmkit.gemm_a16w16(x, w, b, activation="gelu", config=cfg), first)
+    for _ in range(5):  # each into a NaN-poisoned out: a call that left elements unwritten cannot pass
+        out = torch.full_like(first, float("nan"))
+        gemmkit.gemm_a16w16(x, w, b, activation="gelu", config=cfg, out=out)
+        assert torch.equal(out, first)
 
 
 def test_tuner_smoke(tmp_path):
