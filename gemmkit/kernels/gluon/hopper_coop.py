@@ -60,10 +60,11 @@ other, and full[s] is never two phases ahead of a consumer waiting on it; empty[
 only when both arrivals of that step are in (a consumer arrives for step g + S only after full[s]
 showed step g + S, which needed both arrivals of step g).
 
-Split tiles (BLOCK_SIZE_N 192 or 96 = 3 T, T = 64 or 32; 128 x 192, 128 x 96, 256 x 96): register and shared-memory
-tensors are powers of two, so a split tile is two of them. Each consumer keeps two accumulators, BM/2 x 2T
-and BM/2 x T, and issues two wgmma per K step (m64n2Tk16 and m64nTk16, on the same x slice); the w box is
-T rows and the loader puts 3 of them per stage, rows [0, 2T) into b[s] and [2T, 3T) into t[s]::
+Split tiles (BLOCK_SIZE_N = A + B of configs.SPLIT_N: 48, 80, 96, 144, 160, 192, A = 2, 4 or 8 B; drawn below for
+192 / 96, A = 2T, B = T, T = 64 or 32): register and shared-memory tensors are powers of two, so a split tile is two
+of them. Each consumer keeps two accumulators, BM/2 x A and BM/2 x B, and issues two wgmma per K step (m64nAk16 and
+m64nBk16, on the same x slice); the w box is B rows and the loader puts A / B + 1 of them per stage, rows [0, A)
+into b[s] and [A, A + B) into t[s]::
 
    ring stage s:  a[s]: BM x BK | b[s]: 2T x BK (two w boxes) | t[s]: T x BK (one w box)   full[s] expects all 4
    mma c:         acc  += a[s][rows of c] @ b[s]^T     (BM/2 x 2T)    ┐ two wgmma groups in flight per step:
