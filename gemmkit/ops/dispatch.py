@@ -642,9 +642,9 @@ def split_cat(cfg: dict, target, x2, w, c1) -> Choice:
 
 def _launch_gluon_dense(choice, x2, w, bias, y, activation, target, scaling, compile_only):
     if choice.kernel == GLUON_CDNA:
-        from ..kernels.gluon import cdna_host
+        from ..kernels.gluon import cdna_pingpong
 
-        cdna_host.launch(x2, w, bias, y, activation, choice.config, target, compile_only=compile_only)
+        cdna_pingpong.launch(x2, w, bias, y, activation, choice.config, target, compile_only=compile_only)
     elif choice.kernel == GLUON_FP8:
         from ..kernels.gluon import hopper_pingpong_fp8
 

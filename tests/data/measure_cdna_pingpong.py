@@ -23,7 +23,7 @@ def one(case):
     t = arch.ARCHS[a]
     ce = K.constexprs(t, bias, act, edge, mask_k)
     try:
-        r = resources(compile_static(K.cdna_pingpong_kernel, H.signature(din, out, ce), ce, t, {"num_warps": 8},
+        r = resources(compile_static(K.cdna_pingpong_kernel, K.signature(din, out, ce), ce, t, {"num_warps": 8},
                                      H.DIVISIBLE), t, H.tile(t))
     except Exception as e:  # noqa: BLE001  (a release that cannot compile a variant: recorded, never served)
         return dict(zip(KEYS, case), error=f"{type(e).__name__}: {str(e).strip().splitlines()[-1][:160]}")

@@ -39,11 +39,11 @@ def test_arguments_match_the_kernel_and_the_static_signature(dtype, out):
     x, w, y = dense_meta(300, 272, 144, dtype, out)
     bias = meta(272, dtype=dtype)
     args = H.arguments(x, w, bias, y)
-    ce = H.kernel_constexprs(300, 272, 144, True, "gelu", GFX950)
+    ce = K.kernel_constexprs(300, 272, 144, True, "gelu", GFX950)
     names = K.cdna_pingpong_kernel.arg_names
     runtime = [n for n in names if n not in ce]
     assert len(args) == len(runtime) and set(ce) | set(runtime) == set(names)  # every parameter given, once
-    sig = H.signature(H._dtype_name(x), H._dtype_name(y), ce)
+    sig = K.signature(H._dtype_name(x), H._dtype_name(y), ce)
     assert list(sig) == names  # the kernel's own order: compile_static's divisibility indices follow it
     want = {torch.bfloat16: "*bf16", torch.float16: "*fp16", torch.float32: "*fp32"}
     for name, a in zip(runtime, args):
@@ -76,9 +76,9 @@ def test_variant_follows_the_shape():
 def test_cpu_and_non_amd_calls_raise_clear_errors():
     x, w, y = torch.empty(256, 128, dtype=BF16), torch.empty(256, 128, dtype=BF16), torch.empty(256, 256, dtype=BF16)
     with pytest.raises(ValueError, match="runs on an AMD GPU.*got a tensor on cpu"):
-        H.launch(x, w, None, y, "none", cfg_for(GFX950), GFX950)
+        K.launch(x, w, None, y, "none", cfg_for(GFX950), GFX950)
     with pytest.raises(ValueError, match="needs gfx942 or gfx950, not sm_90"):
-        H.launch(x, w, None, y, "none", cfg_for(GFX950), H200)
+        K.launch(x, w, None, y, "none", cfg_for(GFX950), H200)
     # the dispatch never sends a CPU call here: the interpreter does not run Gluon
     choice = D.dense(cfg_for(GFX950), GFX950, x, w, y)
     assert choice.passed_over[0] == (D.GLUON_CDNA, "the Triton interpreter does not run Gluon kernels")

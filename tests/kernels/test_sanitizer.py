@@ -8,7 +8,7 @@ pointer / TMA / persistent / split-K, Gluon ping-pong / cooperative / swap-AB / 
 own choice (config=None). A config whose Gluon kernel cannot take a call runs on the Triton tier, so both
 tiers are exercised. Outputs are NaN-poisoned and loosely checked against torch (the property tests check
 the numbers exactly; this checks memory accesses). The driver prints "sanitized run done" at its end;
-the test asserts that and "ERROR SUMMARY: 0 errors". Skipped (with the reason) without compute-sanitizer.
+the test asserts that and "ERROR SUMMARY: 0 errors". A missing compute-sanitizer fails the test.
 
 Budget: the families together take a few minutes on an H100 / H200 (memcheck slows kernels, and each
 config is compiled once per shape class); run `pytest -m gpu tests/kernels/test_sanitizer.py -k a16w16` for one.

@@ -1,12 +1,13 @@
-"""The host side of the CDNA ping-pong (cdna_pingpong.py): what a call may pass, the variant it compiles, the grid,
-the arguments in the kernel's order, the launch, and the static-compile signature. No device code here.
+"""The host side of the CDNA ping-pong (cdna_pingpong.py): what a call may pass, the variant it compiles, the grid and
+the arguments in the kernel's order. No device code, and no import of the kernel: cdna_pingpong.launch and
+cdna_pingpong.signature put these together (the kernel file imports this one, never the other way).
 
     op (ops/gemm_a16w16.py) ──► ops/dispatch.dense: "backend": "gluon" on gfx942 / gfx950
                                    │ unsupported(cfg, x2, w, y, ...)  why this call cannot run here (None: it can)
                                    ▼
-                                launch(x2, w, bias, y, activation, cfg, target)
+                                cdna_pingpong.launch(x2, w, bias, y, activation, cfg, target)
                                    │ variant(M, N, K)   EDGE (M or N not whole tiles), MASK_K (K % 2 BK != 0)
-                                   │ constexprs(...)    cdna_pingpong.constexprs: tile, op lists, epilogue
+                                   │ cdna_pingpong.kernel_constexprs: tile, op lists, epilogue of that variant
                                    │ arguments(...)     (a_ptr, b_ptr, c_ptr, bias_ptr, M, N, K): the kernel's order
                                    ▼ grid(M, N)         one program per BM x BN tile of y
                                 launcher.launcher(cdna_pingpong_kernel, grid)(*arguments, **constexprs, num_warps=8)
@@ -23,7 +24,6 @@ Constraints (the kernel's own are in its file):
 """
 from __future__ import annotations
 
-from ... import launcher
 from . import cdna_layout as L
 
 KERNEL = "cdna_pingpong_kernel"
@@ -250,36 +250,3 @@ def arguments(x2, w, bias, y) -> tuple:
     kernel is compiled with HAS_BIAS False and never reads bias_ptr (x stands in)."""
     M, K = x2.shape
     return (x2, w, y, bias if bias is not None else x2, M, w.shape[0], K)
-
-
-def kernel_constexprs(M: int, N: int, K: int, has_bias: bool, activation: str, target) -> dict:
-    from . import cdna_pingpong
-
-    edge, mask_k = variant(M, N, K, target)
-    return cdna_pingpong.constexprs(target, has_bias, activation, edge, mask_k)
-
-
-def launch(x2, w, bias, y, activation, cfg, target, compile_only=False):
-    """y = act(x2 @ w.T + bias) on the CDNA ping-pong. ValueError where `unsupported` finds a reason (the dispatch
-    asks first: a call that reaches here with one is a bug, not a fallback)."""
-    from .cdna_pingpong import cdna_pingpong_kernel
-
-    why = unsupported(cfg, x2, w, y, bias, activation, target)
-    if why:
-        raise ValueError(f"{KERNEL}: {why}")
-    M, K = x2.shape
-    N = w.shape[0]
-    ce = kernel_constexprs(M, N, K, bias is not None, activation, target)
-    return launcher.launcher(cdna_pingpong_kernel, grid(M, N, target), compile_only)(
-        *arguments(x2, w, bias, y), **ce, num_warps=NUM_WARPS)
-
-
-def signature(in_dtype: str, out_dtype: str, ce: dict) -> dict:
-    """The static-compile signature of `arguments` (`gemmkit isa`): each runtime parameter of the kernel, in its
-    order, typed as `arguments` passes it; then the constexprs."""
-    from .cdna_pingpong import cdna_pingpong_kernel
-
-    types = {"a_ptr": f"*{in_dtype}", "b_ptr": f"*{in_dtype}", "c_ptr": f"*{out_dtype}", "bias_ptr": f"*{in_dtype}",
-             "M": "i32", "N": "i32", "K": "i32"}
-    return {name: types[name] if name in types else "constexpr" for name in cdna_pingpong_kernel.arg_names
-            if name in types or name in ce}

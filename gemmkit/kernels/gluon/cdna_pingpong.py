@@ -59,6 +59,7 @@ from triton.experimental.gluon.language.amd import cdna3
 from triton.experimental.gluon.language.amd.cdna4 import async_copy
 from triton.runtime.jit import constexpr_function
 
+from ... import launcher
 from ...schedule import library as _library
 from ...schedule.model import Barrier, Load, Mma, Read, WaitLgkm, WaitVm
 from .. import _budgets
@@ -244,6 +245,34 @@ def constexprs(target, has_bias: bool = False, activation: str = "none", edge: b
                 K_HALVES=_budgets.cdna_k_halves(target))
 
 
+
+def kernel_constexprs(M: int, N: int, K: int, has_bias: bool, activation: str, target) -> dict:
+    """`constexprs` of the variant a call of M x N x K compiles (cdna_host.variant: edge tiles, K's tail)."""
+    edge, mask_k = H.variant(M, N, K, target)
+    return constexprs(target, has_bias, activation, edge, mask_k)
+
+
+def launch(x2, w, bias, y, activation, cfg, target, compile_only=False):
+    """y = act(x2 @ w.T + bias) on the CDNA ping-pong. ValueError where cdna_host.unsupported finds a reason (the
+    dispatch asks first: a call that reaches here with one is a bug, not a fallback)."""
+    why = H.unsupported(cfg, x2, w, y, bias, activation, target)
+    if why:
+        raise ValueError(f"{H.KERNEL}: {why}")
+    M, K = x2.shape
+    N = w.shape[0]
+    ce = kernel_constexprs(M, N, K, bias is not None, activation, target)
+    return launcher.launcher(cdna_pingpong_kernel, H.grid(M, N, target), compile_only)(
+        *H.arguments(x2, w, bias, y), **ce, num_warps=H.NUM_WARPS)
+
+
+def signature(in_dtype: str, out_dtype: str, ce: dict) -> dict:
+    """The static-compile signature of cdna_host.arguments (`gemmkit isa`): each runtime parameter of the kernel, in
+    its order, typed as `arguments` passes it; then the constexprs."""
+    types = {"a_ptr": f"*{in_dtype}", "b_ptr": f"*{in_dtype}", "c_ptr": f"*{out_dtype}", "bias_ptr": f"*{in_dtype}",
+             "M": "i32", "N": "i32", "K": "i32"}
+    return {name: types[name] if name in types else "constexpr" for name in cdna_pingpong_kernel.arg_names
+            if name in types or name in ce}
+
 # ---- static compile (gemmkit isa) ---------------------------------------------------------------
 
 PROMISES = (
@@ -320,6 +349,6 @@ def isa_spec(case):
     # tests/data/triton_budgets.json recorded before the kernel had variants)
     ce = constexprs(target, c.get("has_bias", False), c.get("activation", "none"), c.get("edge", False),
                     c.get("mask_k", False))
-    return dict(kernel=cdna_pingpong_kernel, signature=H.signature("bf16", c.get("out", "bf16"), ce), constexprs=ce,
+    return dict(kernel=cdna_pingpong_kernel, signature=signature("bf16", c.get("out", "bf16"), ce), constexprs=ce,
                 divisible=H.DIVISIBLE, options={"num_warps": H.NUM_WARPS}, promises=PROMISES,
                 block=(cfg.BM, cfg.BN, cfg.BK), smem_bound=cfg.lds_bytes)
