@@ -273,6 +273,7 @@ def signature(in_dtype: str, out_dtype: str, ce: dict) -> dict:
     return {name: types[name] if name in types else "constexpr" for name in cdna_pingpong_kernel.arg_names
             if name in types or name in ce}
 
+
 # ---- static compile (gemmkit isa) ---------------------------------------------------------------
 
 PROMISES = (
