@@ -304,6 +304,14 @@ FITTED_OPS = ("a16w16", "a8w8", "a8w8_int8", "a8w8_blockscale", "a16w16_gated")
 #                the coop's epilogue unhidden at a few K steps, hence the K floor) and _verify2.json (seeds
 #                801-1600, the rule with its floor: 120 rows 0.741 -> 0.941x, every one up). Over a 64-row ping-pong
 #                answer from COOP_SWAP_PP_MARGIN of its fill (COOP_SWAP_PP_FILL at least): its measurements there.
+#   swap_rounds  bf16, over any rule's answer (`_swap_rounds`, after `coop_swap`): at COOP_SWAP_MAX_M < M <=
+#                SWAP_ROUNDS_MAX_M and K > SHORT_K_PINGPONG_MAX_K, the same swap-AB tile over several token tiles
+#                (128 weight rows x a width of these, y's BLOCK_SIZE_M) where its rounds cost the width's margin
+#                (SWAP_ROUNDS_MARGIN) less than the answer's (`round_area`: rounds of the SMs x tile area; an
+#                unsplit, unswapped Gluon answer without a tail split only). cuBLAS sizes its token tile so the tiles
+#                fill the SMs (nvjet 256 x 136 at M = 269, docs/PERF.md "What cuBLAS runs"): 301 x 8448 x 9296 on
+#                132 tiles of 128 x 160 instead of 220 of 64 x 192, 0.62 -> 0.87x. Its measurements at
+#                SWAP_ROUNDS_MARGIN below.
 #   cdna_tiles   (gfx942 / gfx950) a "backend": "gluon" bucket names the CDNA ping-pong, one fixed 256 x 256 tile a
 #                program and no split-K: where those tiles are few (under FEW_TILES of the CUs) the bucket runs on the
 #                Triton tier, fitted (its split K and smaller tiles), as it did before the kernel had a launcher.
@@ -495,7 +503,7 @@ OP_RULES = {"a16w16_gated": {"gated_rows": GATED_64X128},
                 "long_k_coop": True,
                 "split_widths": (160, 144),
                 "wide_one_wave": (192, 160, 144),
-                "coop_swap": (144, 160, 192),
+                "coop_swap": (144, 160, 192), "swap_rounds": (80, 96, 160, 192),
                 "coop_widths": ((192, 5), (160, 6), (144, 6)),  # (BLOCK_SIZE_N, num_stages)
                 "narrow_pingpong": {
                 "BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 192, "num_warps": 4, "num_stages": 6, "NUM_KSPLIT": 4},
@@ -538,6 +546,14 @@ COOP_SWAP_MIN_M, COOP_SWAP_MAX_M, COOP_SWAP_FILL, COOP_SWAP_MARGIN = 128, 192, 0
 # down to -31%. Held out (ab/bf16_coop_swap_over_pingpong_heldout.json, a random 30 of the 97 rows of seeds
 # 130001-130399 it changes): 0.854 -> 0.902x, 22 up (to +28%: 160 x 10768 x 3888 0.73 -> 0.94x), 8 down 0.2-5%.
 COOP_SWAP_PP_FILL, COOP_SWAP_PP_MARGIN = 0.55, 0.9
+# `swap_rounds`: the answer's `round_area` over the swap tile's at least this, by token width. Fitted on
+# ab/bf16_swap_rounds_fit.json (H200, heated, one process; 40 shapes at M = 256-1478: the suites' weak rows there and
+# random ones where a width fills more, the two best-filling widths >= 80 timed each): 160 / 192 from 1.1 (8 rows
+# +1 to +42%, one -1%; below it -4 to -18%); 80 / 96 only from 1.33 (few-tile rows +0 to +29%; at 1.2 7 of 9 lost,
+# to -22%: the split tile's second wgmma is dear on a narrow tile); 144 (nine 16-row boxes a stage) lost on 4 of 5
+# rows where it filled better; over an answer with a tail split the estimate misses (3 rows -7 to -15%).
+SWAP_ROUNDS_MAX_M = 1536
+SWAP_ROUNDS_MARGIN = {80: 1.2, 96: 1.2, 160: 1.1, 192: 1.1}
 COOP_WIDTH_MIN_M, COOP_WIDTH_MAX_M = 385, 4096  # `coop_widths`: four 128-row tiles and more, measured to 4096
 COOP_WIDTH_WAVES = 2  # `coop_widths`: lost from three waves
 COOP_WIDTH_ONE_WAVE_FILL = 0.7  # `coop_widths`: the least area fill of tiles that take one wave (the lowest measured)
@@ -980,8 +996,8 @@ def choose(op: str, cfg: dict, large: dict | None, M: int, N: int, K: int, num_c
     for rule in RULES:
         hit = rule(call)
         if hit is not None:
-            return _coop_swap(call, *_long_k_coop(call, *_long_k_split(call, *hit)))
-    return _coop_swap(call, *_long_k_coop(call, *_long_k_split(call, *_fitted(call))))
+            return _swap_rounds(call, *_coop_swap(call, *_long_k_coop(call, *_long_k_split(call, *hit))))
+    return _swap_rounds(call, *_coop_swap(call, *_long_k_coop(call, *_long_k_split(call, *_fitted(call)))))
 
 
 def _coop_swap(c: _Call, tile: dict, notes: list) -> tuple[dict, list]:
@@ -1008,6 +1024,42 @@ def _coop_swap(c: _Call, tile: dict, notes: list) -> tuple[dict, list]:
     over_pp = f" (over a 64-row ping-pong tile {margin:.0%} of its fill will do)" if margin < 1 else ""
     return cfg, notes + [f"the launch fills {served:.0%} of the SMs' area; {-(-c.N // 128)} tiles of 128 weight rows x "
                          f"{w} tokens {fill:.0%}{over_pp}: the cooperative swap-AB tile (`coop_swap`)"]
+
+
+def _swap_rounds(c: _Call, tile: dict, notes: list) -> tuple[dict, list]:
+    """`swap_rounds` (bf16, over whatever answered, after `coop_swap`): at COOP_SWAP_MAX_M < M <= SWAP_ROUNDS_MAX_M and
+    K over SHORT_K_PINGPONG_MAX_K, the cooperative swap-AB tile over several token tiles (128 weight rows x a width of
+    the rule's) where the answer's `round_area` is over the width's SWAP_ROUNDS_MARGIN times the swap tile's; of
+    several such widths the one with the most to spare over its margin. Only over an unsplit, unswapped Gluon answer."""
+    widths = c.rules.get("swap_rounds")
+    if not widths or c.amd or not COOP_SWAP_MAX_M < c.M <= SWAP_ROUNDS_MAX_M or c.K <= SHORT_K_PINGPONG_MAX_K:
+        return tile, notes
+    bm, bn = tile["BLOCK_SIZE_M"], tile["BLOCK_SIZE_N"]
+    tiles = -(-c.M // bm) * -(-c.N // bn)
+    if tile.get("backend") != "gluon" or tile.get("swap_ab") or min(tile.get("NUM_KSPLIT", 1), c.num_cus // tiles) > 1:
+        return tile, notes
+    served = round_area(tile, c.M, c.N, c.K, c.num_cus)
+    spare, w = max((served / round_area({"BLOCK_SIZE_M": w, "BLOCK_SIZE_N": 128, "swap_ab": True}, c.M, c.N, c.K, c.num_cus)
+                    / SWAP_ROUNDS_MARGIN[w], w) for w in widths)
+    if spare <= 1:
+        return tile, notes
+    return coop_swap_config(w), notes + [
+        f"{-(-c.N // 128) * -(-c.M // w)} tiles of 128 weight rows x {w} tokens take {1 / (spare * SWAP_ROUNDS_MARGIN[w]):.0%} "
+        f"of the answer's rounds x tile area (under {1 / SWAP_ROUNDS_MARGIN[w]:.0%} will do at {w} tokens): the "
+        "cooperative swap-AB tile (`swap_rounds`)"]
+
+
+def round_area(cfg: dict, M: int, N: int, K: int, num_cus: int) -> float:
+    """A persistent, unsplit launch's time in tile areas (`swap_rounds`): its rounds of tiles on the SMs (a tail split's
+    last round 1 / S of one: `tail_rule`, the power-of-two, unswapped tile) x BLOCK_SIZE_M x BLOCK_SIZE_N. The
+    ping-pong's two consumers take turns on one tensor core and the cooperative kernel's share one tile, so a CTA's
+    time is its tiles x their area in both (a tile's own rate, a narrow or split tile's dearer wgmma, is the rule's
+    margin)."""
+    bm, bn = cfg["BLOCK_SIZE_M"], cfg["BLOCK_SIZE_N"]
+    tiles = -(-M // bm) * -(-N // bn)
+    tail, splits = (0, 1) if bn & (bn - 1) or cfg.get("swap_ab") else tail_rule(tiles, num_cus, K, cfg["BLOCK_SIZE_K"])
+    rounds = tiles // num_cus + 1 / splits if tail else -(-tiles // num_cus)
+    return rounds * bm * bn
 
 
 def coop_swap_fill(M: int, N: int, tokens: int, num_cus: int) -> float:
