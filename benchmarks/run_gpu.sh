@@ -60,8 +60,9 @@ export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
 STAGES=${*:-env tests}
 has() { case " $STAGES " in *" $1 "*) return 0;; esac; return 1; }
 workers() { python3 -c 'import xdist' 2>/dev/null && echo "-n ${PYTEST_WORKERS:-8}"; }
+# -v: each test's outcome as it ends, so a stage its timeout cuts off still names what failed (-rf: why, at the end)
 pytest_gpu() { local log=$1; shift
-  timeout "${STAGE_TIMEOUT:-540}" python3 -m pytest -m gpu -q -p no:cacheprovider "$@" 2>&1 | tee "$OUT/$log" | tail -15; }
+  timeout "${STAGE_TIMEOUT:-540}" python3 -m pytest -m gpu -v -rf -p no:cacheprovider "$@" 2>&1 | tee "$OUT/$log" | tail -15; }
 
 if has env; then
   { nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.limit,memory.total --format=csv
