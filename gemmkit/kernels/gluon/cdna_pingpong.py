@@ -245,7 +245,6 @@ def constexprs(target, has_bias: bool = False, activation: str = "none", edge: b
                 K_HALVES=_budgets.cdna_k_halves(target))
 
 
-
 def kernel_constexprs(M: int, N: int, K: int, has_bias: bool, activation: str, target) -> dict:
     """`constexprs` of the variant a call of M x N x K compiles (cdna_host.variant: edge tiles, K's tail)."""
     edge, mask_k = H.variant(M, N, K, target)
