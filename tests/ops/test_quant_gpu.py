@@ -9,6 +9,8 @@ import gemmkit
 import gemmkit.quant as Q
 from gemmkit.reference import expand_block_scales
 
+from _util import within_bound
+
 pytestmark = pytest.mark.gpu
 DEV = "cuda"
 E4M3 = torch.float8_e4m3fn
@@ -148,9 +150,11 @@ def test_gated_forms_vs_reference(form, act, shape):
 
 @pytest.mark.parametrize("scheme", ["fp8", "fp8_block"])
 def test_quant_gated_mlp_on_the_gpu(scheme):
-    """gemmkit.nn.QuantGatedMLP (Llama-3-8B's MLP shape) against float64 of its own quantized operands, and
-    within the fp8 rounding of the unfused converted MLP."""
+    """gemmkit.nn.QuantGatedMLP (Llama-3-8B's MLP shape), each stage against float64: h = gate_up(x) from x as the
+    reference quantizer rounds it (norm-wise, the fp8 GEMMs' bound), y from h's gated quantization (checked against
+    its reference in test_gated_forms_vs_reference), and y within the fp8 rounding of the unfused converted MLP."""
     from gemmkit import nn as gnn
+    from gemmkit.nn.linear import _quantized_input
 
     K, I = 4096, 14336
     mlp = torch.nn.Module()
@@ -163,6 +167,10 @@ def test_quant_gated_mlp_on_the_gpu(scheme):
     with torch.no_grad():
         y = fused(x)
         h = fused.gate_up._gemm(x.reshape(-1, K), torch.bfloat16, None)
+        xd = _quantized_input(fused.gate_up, x.reshape(-1, K)).double()
+        h_ref = xd @ gnn.dequantize_weight(fused.gate_up).double().T
+        ok, msg = within_bound(h, h_ref, torch.bfloat16)
+        assert ok, f"gate_up: {msg}"
         xq, xs = fused.down.quantize_gated(h, "silu")
         block = (1, 128) if scheme == "fp8_block" else None
         want = Q.dequantize_ref(xq, xs, block).double() @ gnn.dequantize_weight(fused.down).double().T
