@@ -48,7 +48,9 @@ The gated GEMM (a16w16_gated, N = I): one rule, `gated_rows` (its 64-row tile wh
 waves poorly), else its buckets `fit`ted, few tiles split along K to one wave
 (ab/gated_fit.json, gated_heldout.json, H200, against torch.matmul + silu(g) * u: the DeepSeek-V3 shared expert
 128 x 2048 x 7168 0.61 -> 1.05x, 36 held-out shapes 0.63 -> 1.14x, every row up; a split of 66-131 tiles lost,
-gated_mid.json: 0.98 -> 0.85x).
+gated_mid.json: 0.98 -> 0.85x). Over either answer at 128 < M <= 1024, `gated_one_wave`: the Gluon cooperative gated
+tile where its tiles fit one wave of the SMs and the answer's unsplit tiles take more, or are the same
+(ab/gated_gluon*.json, H100: 12 rows held out, +0.5 to +23%).
 
 Shape files (`<OP>-N=<N>-K=<K>.json`) are measured for their shape and are served as they are; so is a `config=`
 argument. Gluon buckets are not fitted (only `choose`'s rules touch them): their kernels have their own tile rules
@@ -438,7 +440,21 @@ PINGPONG_64X64 = {"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 64, "BLOCK_SIZE_K": 128, "
 GATED_ROWS_MARGIN = 1.3
 GATED_64X128 = {"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 128, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 8, "num_warps": 4,
                 "num_stages": 5, "tma": True, "persistent": True, "NUM_KSPLIT": 1}
-OP_RULES = {"a16w16_gated": {"gated_rows": GATED_64X128},
+#   gated_one_wave (a16w16_gated, over whatever answered) at GATED_ONE_WAVE_MIN_M < M <= GATED_ONE_WAVE_MAX_M, K on
+#                32-byte sectors: the Gluon cooperative gated tile (kernels/gluon/hopper_coop.launch_gated, 128 x 128 of
+#                h) where its tiles fit one wave of the SMs and the answer runs unsplit with more than one wave of tiles
+#                or with these same tiles. H100, against torch.matmul + silu(g) * u, `_gluon_gated` A/Bs: on the 35
+#                fitting shapes (ab/gated_gluon.json) and 36 held out (gated_gluon_coop_heldout.json,
+#                gated_gluon_coop_one_wave_heldout.json) the coop won on all 23 rows the rule names (+2 to +31%; heated
+#                0.97-1.26x) and lost on the 7 one-wave rows it does not (0.41-0.78x: a split answer, or 64-row tiles
+#                that fit one wave themselves); stated before its run, 23 more held out
+#                (gated_gluon_coop_one_wave_heldout2.json): 12 named, +0.5 to +23% (heated 0.97-1.22x), the 5 one-wave
+#                rows it does not name 0.78-0.90x. Coop tiles past one wave lost (1.1-1.5 waves: 12 rows,
+#                0.78-0.96x). sm_90 only; not timed on the H200.
+GATED_ONE_WAVE_MIN_M, GATED_ONE_WAVE_MAX_M = 128, 1024
+GATED_COOP_128X128 = {"BLOCK_SIZE_M": 128, "BLOCK_SIZE_N": 128, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 8, "num_warps": 8,
+                      "num_stages": 4, "tma": True, "persistent": True, "backend": "gluon", "NUM_KSPLIT": 1}
+OP_RULES = {"a16w16_gated": {"gated_rows": GATED_64X128, "gated_one_wave": GATED_COOP_128X128},
             "a8w8_blockscale": {"ctas_per_sm": 2, "wide_share": 0.6, "operand_bytes": 1, "unsplit_stages": 6,
                                 "decode_pingpong": True, "decode_pingpong_from": 8, "decode_pingpong_wide": True,
                                 "decode_wide": 128,
@@ -998,8 +1014,32 @@ def choose(op: str, cfg: dict, large: dict | None, M: int, N: int, K: int, num_c
     for rule in RULES:
         hit = rule(call)
         if hit is not None:
-            return _swap_rounds(call, *_coop_swap(call, *_long_k_coop(call, *_long_k_split(call, *hit))))
-    return _swap_rounds(call, *_coop_swap(call, *_long_k_coop(call, *_long_k_split(call, *_fitted(call)))))
+            return _gated_one_wave(call, *_swap_rounds(call, *_coop_swap(call, *_long_k_coop(call, *_long_k_split(
+                call, *hit)))))
+    return _gated_one_wave(call, *_swap_rounds(call, *_coop_swap(call, *_long_k_coop(call, *_long_k_split(
+        call, *_fitted(call))))))
+
+
+def _gated_one_wave(c: _Call, tile: dict, notes: list) -> tuple[dict, list]:
+    """`gated_one_wave` (the gated GEMM, over whatever answered): at GATED_ONE_WAVE_MIN_M < M <= GATED_ONE_WAVE_MAX_M
+    and K on 32-byte sectors, the Gluon cooperative gated tile where its tiles fit one wave of the SMs and the answer,
+    a Triton-tier tile, runs unsplit with more than one wave of tiles or with these same tiles. One wave of the coop's
+    tiles against more of the answer's saves a round; against its own tiles the coop's warp-specialized ring runs each
+    tile faster; where the answer's 64-row tiles fit one wave too they finish in about half a coop tile's time."""
+    coop = c.rules.get("gated_one_wave")
+    if not coop or c.amd or not GATED_ONE_WAVE_MIN_M < c.M <= GATED_ONE_WAVE_MAX_M or c.K % SECTOR_ELEMENTS \
+            or tile.get("backend") == "gluon" or tile.get("NUM_KSPLIT", 1) > 1:
+        return tile, notes
+    bm, bn = tile["BLOCK_SIZE_M"], tile["BLOCK_SIZE_N"]
+    tiles = -(-c.M // bm) * -(-c.N // bn)
+    coop_tiles = -(-c.M // coop["BLOCK_SIZE_M"]) * -(-c.N // coop["BLOCK_SIZE_N"])
+    same = (bm, bn) == (coop["BLOCK_SIZE_M"], coop["BLOCK_SIZE_N"])
+    if coop_tiles > c.num_cus or not (same or tiles > c.num_cus):
+        return tile, notes
+    return dict(coop), notes + [
+        f"{coop_tiles} tiles of the Gluon cooperative gated {coop['BLOCK_SIZE_M']} x {coop['BLOCK_SIZE_N']} fit one "
+        f"wave of {c.num_cus} SMs; the answer's {tiles} tiles of {bm} x {bn} unsplit " +
+        ("are the same tiles" if same else "take more") + " (`gated_one_wave`)"]
 
 
 def _coop_swap(c: _Call, tile: dict, notes: list) -> tuple[dict, list]:

@@ -20,8 +20,9 @@ that tier can run it. The kernels are tried in one order, and the first that can
                            else the config's kernel on padded copies of x and (where its own rows are off,
                            or K % 8 != 0) w (kernels/triton/pad.py)
 
-  the gated GEMM (gemm_a16w16_gated and ffn_gated's gate / up): the Triton tier only, in the same order: its
-  gemm_gated_tma_kernel, gemm_gated_kernel; where w's rows are off 16 bytes gemm_rows_kernel into fp32 partials
+  the gated GEMM (gemm_a16w16_gated and ffn_gated's gate / up): "backend": "gluon" ─► the Gluon gated tile
+  (hopper_coop_kernel at num_warps 8, hopper_pingpong_kernel at 4: GATED), unsplit, on sm_90 TMA operands; then the
+  Triton tier in the same order: its gemm_gated_tma_kernel, gemm_gated_kernel; where w's rows are off 16 bytes gemm_rows_kernel into fp32 partials
   (+ gated_splitk_reduce_kernel, which applies the activation) at M <= gemm_rows.MAX_M, else the TMA kernel on
   padded copies of x and (where its own rows are off) w; a 4-byte h's TMA kernel on a shorter ring (gated.fit_stages)
 
@@ -591,18 +592,31 @@ def _gluon_batched_unsupported(cfg, target, x, w, y, scaling) -> str | None:
 
 
 def gated(cfg: dict, target, x2, w, y) -> Choice:
-    """gemm_a16w16_gated and ffn_gated's first GEMM (x2 (M, K), w (2I, K), h (M, I)): the Triton tier only (its TMA
-    kernel on a copy of x of whole boxes of rows where `pad_m` says so); where TMA cannot address w's rows, at a few
-    tokens gemm_rows_kernel into fp32 partials that the gated reduce finishes (kernels/triton/gated.launch_rows),
-    above them the TMA kernel on copies of x and of w where its own rows are off (`pad_k`, `pad_k_w`)."""
+    """gemm_a16w16_gated and ffn_gated's first GEMM (x2 (M, K), w (2I, K), h (M, I)). A "backend": "gluon" config: the
+    Gluon gated tile (hopper_coop's at num_warps 8, else the ping-pong's: their `launch_gated`) on the operands as
+    given where it can take the call (`_gluon_gated_unsupported`), else the Triton tier with the same tile. The Triton
+    tier: its TMA kernel on a copy of x of whole boxes of rows where `pad_m` says so; where TMA cannot address w's
+    rows, at a few tokens gemm_rows_kernel into fp32 partials that the gated reduce finishes
+    (kernels/triton/gated.launch_rows), above them the TMA kernel on copies of x and of w where its own rows are off
+    (`pad_k`, `pad_k_w`)."""
     from ..kernels.triton import gated as TG
 
-    if cfg.get("backend", "triton") != "triton":
-        raise ValueError(f"config: key 'backend' = {cfg['backend']!r}; the gated GEMM runs on the Triton tier "
-                         "only (expected 'triton')")
+    passed = []
+    if cfg.get("backend", "triton") == "gluon":
+        from ..kernels.gluon import hopper_pingpong
+
+        kernel = GLUON_COOP if hopper_pingpong.is_coop(cfg) else GLUON_BF16
+        why = failed_gluon(kernel, cfg) or _gluon_gated_unsupported(kernel, cfg, target, x2, w, y)
+        if why is None:
+            return Choice(kernel, cfg)
+        passed.append((kernel, why))
+        cfg = G.triton_tile(cfg)
+    elif cfg.get("backend", "triton") != "triton":
+        raise ValueError(f"config: key 'backend' = {cfg['backend']!r}; the gated GEMM runs on the Triton tier or a "
+                         "Gluon gated tile (expected 'triton' or 'gluon')")
     in_bytes, out_bytes = x2.element_size(), y.element_size()
     tma_cfg = TG.fit_stages(cfg, target, in_bytes, out_bytes)  # a 4-byte h's staging tile may need a shorter ring
-    choice = _triton_tier(tma_cfg, target, [], GATED_TMA, lambda: TG.tma_unsupported(tma_cfg, target, x2, w, y),
+    choice = _triton_tier(tma_cfg, target, passed, GATED_TMA, lambda: TG.tma_unsupported(tma_cfg, target, x2, w, y),
                           GATED_POINTER, lambda: TG.check_feasible(cfg, target, in_bytes, out_bytes, tma=False))
     if choice.kernel == GATED_TMA:
         return _rows_padded(choice, x2, w)
@@ -623,6 +637,26 @@ def gated(cfg: dict, target, x2, w, y) -> Choice:
             inner = _rows_padded(Choice(GATED_TMA, tma_cfg), *stand_in)
             return dataclasses.replace(inner, passed_over=choice.passed_over, pad_k=KP, pad_k_w=copy_w)
     return choice
+
+
+def _gluon_gated_unsupported(kernel, cfg, target, x2, w, y) -> str | None:
+    """Why the Gluon gated tile cannot take the call (None: it can): Gluon does not run in the interpreter; the tile
+    runs unsplit and unswapped, on sm_90, with bf16 / fp16 x and w and x, w, h that meet TMA's rules
+    (kernels/gluon/hopper_host.dense_unsupported), and a config its plan can build (`derive`'s ValueError)."""
+    if _interpreting(x2):
+        return "the Triton interpreter does not run Gluon kernels"
+    if cfg.get("NUM_KSPLIT", 1) != 1 or cfg.get("swap_ab"):
+        return "the Gluon gated tile runs unsplit and unswapped"
+    from ..kernels.gluon import hopper_coop, hopper_host, hopper_pingpong
+
+    why = hopper_host.dense_unsupported(x2, w, y, target)
+    if why is None:
+        try:
+            (hopper_coop if kernel == GLUON_COOP else hopper_pingpong).derive(
+                {**cfg, "gated": True}, target, x2.element_size(), y.element_size())
+        except ValueError as e:
+            why = str(e)
+    return why
 
 
 def split_cat(cfg: dict, target, x2, w, c1) -> Choice:
@@ -742,16 +776,17 @@ def launch_dense(choice: Choice, x2, w, bias, y, activation, target, scaling=G.N
                  compile_only=compile_only, tma=choice.kernel == TRITON_TMA)
 
 
-def gluon_launch(choice: Choice, target, M: int, N: int, K: int, in_bytes: int = 2, out_bytes: int = 2) -> str | None:
+def gluon_launch(choice: Choice, target, M: int, N: int, K: int, in_bytes: int = 2, out_bytes: int = 2,
+                 gated: bool = False) -> str | None:
     """(`gemmkit configs`) What a dense 16-bit Gluon launch of `choice` derives from the shape and the SM count, not
     from the config: split-K's count (NUM_KSPLIT is an upper bound: hopper_host.fit_split_k), the tiles and rounds
-    of the persistent grid, and the tail split (the kernels' own `launch` asks the same functions). None for
-    another kernel."""
+    of the persistent grid, and the tail split (the kernels' own `launch` asks the same functions); `gated`: the gated
+    tile's launch (`launch_gated`: unsplit, no tail split). None for another kernel."""
     if choice.kernel not in (GLUON_BF16, GLUON_COOP):
         return None
     from ..kernels.gluon import hopper_coop, hopper_host, hopper_pingpong
 
-    cfg = hopper_host.fit_split_k(choice.config, M, N, K, target)
+    cfg = {**choice.config, "gated": True} if gated else hopper_host.fit_split_k(choice.config, M, N, K, target)
     coop = choice.kernel == GLUON_COOP
     plan = (hopper_coop if coop else hopper_pingpong).derive(cfg, target, in_bytes, out_bytes)
     if getattr(plan, "swap", False):
@@ -769,6 +804,8 @@ def gluon_launch(choice: Choice, target, M: int, N: int, K: int, in_bytes: int =
         what += (f", K split {plan.split_k} ways (NUM_KSPLIT {choice.config.get('NUM_KSPLIT', 1)}, fitted to a "
                  f"wave): {items} work items")
     line = f"  launch: {what} on {n} SMs ({rounds}), {plan.stages} ring stages"
+    if gated:
+        return line + f" (the gated tile: gate and up boxes of {plan.BN} rows of w a stage)"
     n_tail, splits = (hopper_coop.tail_of(plan, cfg, M, N, K, target) if coop
                       else hopper_pingpong.tail_plan(plan, M, N, K, n))
     if n_tail:

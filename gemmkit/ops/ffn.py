@@ -8,8 +8,9 @@
     gemm_a16w16_gated:  h = act(x @ Wg.T) * (x @ Wu.T)             (..., I)   Wg = w_gate_up[:I], Wu = w_gate_up[I:]
     ffn_gated:          y = gemm_a16w16_gated(x, w_gate_up) @ w_down.T   (..., K)
 
-How: the gated GEMM (kernels/triton/gemm_gated.py) computes gate and up for the same I
-columns in one tile and applies act(g) * u in its epilogue, so the only intermediate is
+How: the gated GEMM (kernels/triton/gemm_gated.py; where the config model or a config names the Gluon tier,
+the Gluon gated tile of kernels/gluon/hopper_coop.py or hopper_pingpong.py: ops/dispatch.gated) computes gate and
+up for the same I columns in one tile and applies act(g) * u in its epilogue, so the only intermediate is
 h (M, I), in x's dtype (as the torch sequence holds it); the down projection is
 gemm_a16w16's kernel (kernels/triton/dense.launch) with the A16W16 tables. At small M both GEMMs
 take split-K configs from their tables (the gated one reduces gate and up partials
@@ -139,12 +140,22 @@ def _split_ffn_config(config_str):
 
 def launch_gated(x2, w, y, activation, cfg, target, compile_only=False):
     """The gated GEMM for one call: x2 (M, K), w (2I, K), y (M, I) 2-D views, on the kernel ops/dispatch.gated
-    chooses (the Triton tier's only: kernels/triton/gated.launch): on a copy of x2 of whole boxes of rows where
+    chooses. The Gluon gated tile (kernels/gluon/hopper_coop.launch_gated, hopper_pingpong.launch_gated) on the
+    operands as given; where it fails to compile with the installed Triton, the Triton tier (dispatch.run_gluon). The
+    Triton tier (kernels/triton/gated.launch): on a copy of x2 of whole boxes of rows where
     `choice.pad_m` says so (the kernel takes an x of more rows than y's; y's bounds drop the rows past M), on copies
     of x2 (and of w where its own rows are off: `choice.pad_k_w`) with rows of `choice.pad_k` elements (16-byte
     multiples, zeros after K) where TMA cannot address their rows; with `choice.config` (the ring the TMA kernel fits
     for h's dtype)."""
     choice = D.gated(cfg, target, x2, w, y)
+    if choice.path == "gluon":
+        from ..kernels.gluon import hopper_coop, hopper_pingpong
+
+        kernel = hopper_coop if choice.kernel == D.GLUON_COOP else hopper_pingpong
+        D.run_gluon(choice, lambda: kernel.launch_gated(x2, w, y, activation, choice.config, target,
+                                                        compile_only=compile_only),
+                    lambda: launch_gated(x2, w, y, activation, cfg, target, compile_only))  # now passed over
+        return
     if choice.kernel == D.TRITON_ROWS:
         H.launch_rows(x2, w, y, activation, target, compile_only)
         return

@@ -254,8 +254,30 @@ def test_gated_and_split_cat_rules():
     with pytest.raises(ValueError, match="shared memory for the gated tile"):  # fits no kernel there
         D.gated(TILE, MI300, x, w, h)
     assert D.gated(TILE, H200, x, w, meta(64, 250, stride=(250, 1))).passed_over[0][1].startswith("y: TMA needs")
-    with pytest.raises(ValueError, match="the gated GEMM runs on the Triton tier only"):
-        D.gated(GLUON, H200, x, w, h)
+    with pytest.raises(ValueError, match="the gated GEMM runs on the Triton tier or a Gluon gated tile"):
+        D.gated(dict(TILE, backend="cuda"), H200, x, w, h)
+
+
+def test_gated_gluon_rules():
+    """A "backend": "gluon" gated config: the Gluon gated tile (the coop's at num_warps 8, the ping-pong's at 4) on
+    sm_90 TMA operands, unsplit; otherwise the Triton tier with the same tile, each reason kept."""
+    x, w, h = meta(200, 512), meta(2 * 256, 512), meta(200, 256)
+    assert D.gated(COOP, H200, x, w, h) == D.Choice(D.GLUON_COOP, COOP)  # no copies: the tile shifts its last row
+    assert D.gated(dict(GLUON, BLOCK_SIZE_M=64, num_stages=4), H200, x, w, h).kernel == D.GLUON_BF16
+    assert "two accumulators" in D.gated(GLUON, H200, x, w, h).passed_over[0][1]  # 128 x 128 a consumer: too many
+    for cfg, target, operands, why in [
+            (COOP, H200, (randn(200, 512, dtype=BF16), randn(512, 512, dtype=BF16), torch.empty(200, 256, dtype=BF16)),
+             "the Triton interpreter"),
+            (dict(COOP, NUM_KSPLIT=2), H200, (x, w, h), "the Gluon gated tile runs unsplit"),
+            (COOP, H200, (x, w, meta(200, 250, stride=(250, 1))), "y: TMA needs"),
+            (COOP, H200, (meta(200, 512, dtype=torch.float32), meta(512, 512, dtype=torch.float32), h), "needs bf16"),
+            (dict(COOP, num_stages=2, BLOCK_SIZE_M=64), MI300, (x, w, h), "needs sm_90, not gfx942")]:
+        choice = D.gated(cfg, target, *operands)
+        assert choice.path != "gluon" and choice.passed_over[0][0] == D.GLUON_COOP, choice
+        assert choice.passed_over[0][1].startswith(why), choice.passed_over
+        assert choice.config.get("NUM_KSPLIT", 1) == cfg["NUM_KSPLIT"]  # the same tile on the Triton tier
+    with pytest.raises(ValueError, match="BLOCK_SIZE_N"):  # a tile the gated plan cannot build: its reason, then
+        D.gated(dict(COOP, BLOCK_SIZE_N=512), H200, x, w, h)  # the Triton tier, which fits it nowhere either
     c1 = meta(64, 256)
     assert D.split_cat(TILE, H200, x, meta(256, 512), c1).kernel == D.SPLIT_CAT_TMA
     assert D.split_cat(dict(TILE, tma=False), H200, x, meta(256, 512), c1).passed_over == \

@@ -387,14 +387,26 @@ def test_opcheck_and_compile(launches):
     assert ok, msg
 
 
-def test_gated_rejects_the_gluon_backend():
-    """The gated GEMM has no Gluon kernel: a config that asks for one is an error, not ignored.
-    (ffn_gated's down projection is gemm_a16w16 and takes "backend": "gluon" like it.)"""
-    x, w = randn(8, 64, dtype=torch.bfloat16), randn(32, 64, dtype=torch.bfloat16)
-    with pytest.raises(ValueError, match="key 'backend' = 'gluon'"):
-        gemmkit.gemm_a16w16_gated(x, w, config=dict(SMALL, backend="gluon"))
-    wd = randn(64, 16, dtype=torch.bfloat16)
-    y = gemmkit.ffn_gated(x, w, wd, config=(SMALL, dict(SMALL, backend="gluon")))  # runs Triton in the interpreter
-    h = activation_ref(x.double() @ w[:16].double().T, "silu") * (x.double() @ w[16:].double().T)
-    ok, msg = within_bound(y, h.to(torch.bfloat16).double() @ wd.double().T, torch.bfloat16)
+def test_gated_gluon_tile_runs_the_triton_tier_in_the_interpreter(monkeypatch, launches):
+    """The config model's `gated_one_wave` (on a 4-SM target: 2 x 2 tiles of 128 x 128 of h fit one wave, 8 of the
+    answer's 64 x 128 do not) serves the Gluon cooperative gated tile; the interpreter does not run Gluon, so the call
+    runs the Triton tier's gated kernel with the same tile, and every element is right. A user's "backend": "gluon"
+    config takes the same path, in both GEMMs of ffn_gated."""
+    from gemmkit import configs
+    from gemmkit.ops import _common as C
+
+    monkeypatch.setenv("GEMMKIT_NUM_CUS", "4")
+    M, I, K = 200, 256, 64
+    cfg, source = configs.serve("a16w16_gated", C.target_for(torch.device("cpu")), M, I, K)
+    assert cfg["backend"] == "gluon" and cfg["num_warps"] == 8 and "gated_one_wave" in source, source
+    x, (w, wd) = randn(M, K, dtype=BF16), weights(I, K)
+    before = dict(launches)
+    h = gemmkit.gemm_a16w16_gated(x, w)
+    ran = {k for k, v in launches.items() if v != before.get(k, 0)}
+    assert ran & {"gemm_gated_tma_kernel", "gemm_gated_kernel"} and not ran & {"hopper_coop_kernel"}, ran
+    ok, msg = within_bound(h, gated_ref(x, w), BF16)
+    assert ok, msg
+    x, w, wd = x[:8], randn(32, 64, dtype=BF16), randn(64, 16, dtype=BF16)
+    y = gemmkit.ffn_gated(x, w, wd, config=(dict(SMALL, backend="gluon"), dict(SMALL, backend="gluon")))
+    ok, msg = within_bound(y, ffn_ref(x, w, wd), BF16)
     assert ok, msg

@@ -73,6 +73,85 @@ def test_gated_row_padded_x(M, I, K):
     assert err <= TOL[BF16], f"rel err {err:.3g}"
 
 
+# The config model's `gated_one_wave` (configs/model.py): the Gluon cooperative gated tile where its 128 x 128 tiles of h
+# fit one wave; partial tiles in both dims (333 x 3000, 129 x 7000: the last row / column shifted back), long K
+ONE_WAVE = [(200, 6144, 4096), (460, 2304, 11264), (777, 1536, 8000), (333, 3000, 2048), (129, 7000, 1024)]
+
+
+def gated_ref64(x, w, activation="silu"):
+    """float64 act(x Wg.T) * (x Wu.T), on the GPU."""
+    from gemmkit.reference import activation_ref
+
+    I = w.shape[0] // 2
+    x64, w64 = x.double(), w.double()
+    return activation_ref(x64 @ w64[:I].T, activation) * (x64 @ w64[I:].T)
+
+
+def launched_by(fn):
+    from gemmkit.ops import _common as C
+
+    before = dict(C.LAUNCHES)
+    fn()
+    torch.cuda.synchronize()
+    return {k: v - before.get(k, 0) for k, v in C.LAUNCHES.items() if v != before.get(k, 0)}
+
+
+@pytest.mark.parametrize("M,I,K", ONE_WAVE, ids=[f"{m}x{i}x{k}" for m, i, k in ONE_WAVE])
+def test_gated_one_wave_runs_the_gluon_coop(M, I, K):
+    """The served Gluon gated tile (asserted launched, so the test cannot miss it), eager and from its call plan (the
+    second call replays the first's), against float64; the activations and an fp32 h on the first shape."""
+    from _util import within_bound
+
+    from gemmkit import callplan
+
+    x, w, _ = inputs(M, I, K)
+    for _ in range(2):
+        out = torch.full((M, I), float("nan"), device=DEV, dtype=BF16)
+        replays = callplan.STATS["replays"]
+        assert launched_by(lambda: gemmkit.gemm_a16w16_gated(x, w, out=out)) == {"hopper_coop_kernel": 1}
+        ok, msg = within_bound(out, gated_ref64(x, w), BF16)
+        assert ok, msg
+        x = torch.randn_like(x)
+    assert callplan.STATS["replays"] == replays + 1, "the second call was not replayed"
+    if (M, I, K) == ONE_WAVE[0]:
+        for activation in ("gelu", "gelu_tanh", "relu"):
+            h = gemmkit.gemm_a16w16_gated(x, w, activation=activation, out_dtype=torch.float32)
+            ok, msg = within_bound(h, gated_ref64(x, w, activation), torch.float32)
+            assert ok, f"{activation}: {msg}"
+
+
+def test_gated_one_wave_operands_tma_cannot_take():
+    """x at a row pitch off 16 bytes (a slice of a wider x): the Gluon tile passes it over, the Triton tier's pointer
+    kernel serves the call (the config's tile), and every element is right."""
+    from _util import within_bound
+
+    M, I, K = ONE_WAVE[0]
+    x = torch.randn(M, K + 4, device=DEV, dtype=BF16)[:, :K]
+    w = torch.randn(2 * I, K, device=DEV, dtype=BF16) / K ** 0.5
+    out = torch.full((M, I), float("nan"), device=DEV, dtype=BF16)
+    ran = launched_by(lambda: gemmkit.gemm_a16w16_gated(x, w, out=out))
+    assert "hopper_coop_kernel" not in ran, ran
+    ok, msg = within_bound(out, gated_ref64(x, w), BF16)
+    assert ok, msg
+
+
+def test_gated_one_wave_ffn_and_cuda_graph():
+    """ffn_gated at a one-wave shape (the Gluon gated tile, then the down projection) captured in a CUDA graph and
+    replayed on new x."""
+    M, I, K = ONE_WAVE[0]
+    x, w, wd = inputs(M, I, K)
+    out = torch.empty(M, K, device=DEV, dtype=BF16)
+    assert launched_by(lambda: gemmkit.ffn_gated(x, w, wd, out=out)).get("hopper_coop_kernel") == 1
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        gemmkit.ffn_gated(x, w, wd, out=out)
+    out.fill_(float("nan"))
+    x.copy_(torch.randn(M, K, device=DEV, dtype=BF16))
+    g.replay()
+    torch.cuda.synchronize()
+    assert rel(out, gated_ref(x, w).to(BF16).float() @ wd.float().T) <= TOL[BF16]
+
+
 FFN_SHAPES = [(1, 14336, 4096), (4, 28672, 8192), (32, 14336, 4096), (128, 28672, 8192), (2048, 14336, 4096),
               (100, 1000, 1000)]
 

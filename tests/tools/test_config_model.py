@@ -549,6 +549,37 @@ def test_gated_rows_tile_is_a_shipped_bucket():
     assert dict(bucket, NUM_KSPLIT=1) == model.OP_RULES["a16w16_gated"]["gated_rows"]
 
 
+@pytest.mark.parametrize("M, N, K, coop", [
+    # `gated_one_wave` (ab/gated_gluon*.json, H100, against the served Triton tier): the Gluon cooperative gated tile
+    (200, 6144, 4096, True),  # 96 coop tiles, 192 of the answer's 64 x 128: +13%
+    (460, 2304, 11264, True),  # 72 tiles, the answer's own 128 x 128: +13%
+    (974, 2048, 14720, True),  # 128 tiles, the same tiles: +7% (held out)
+    (144, 8000, 4096, True),  # 126 tiles against 189: +15%
+    (192, 4736, 6144, False),  # the answer's 111 tiles of 64 x 128 fit one wave themselves: 0.78x
+    (600, 1664, 7168, False),  # `gated_rows`' 130 64-row tiles, one wave: 0.68x
+    (529, 752, 10672, False),  # few tiles: the answer splits K (0.41x)
+    (256, 9216, 4096, False),  # 144 coop tiles, past one wave: 0.86x
+    (128, 8192, 4096, False),  # M <= 128: not measured
+    (1100, 1024, 4096, False),  # M > 1024: not measured
+    (200, 6144, 4104, False),  # K % 16 == 8, rows off 32-byte sectors: not measured
+])
+def test_gated_one_wave(M, N, K, coop):
+    cfg, source = configs.serve("a16w16_gated", H200, M, N, K)
+    assert (cfg.get("backend") == "gluon") == coop and ("gated_one_wave" in source) == coop, source
+    if coop:
+        assert cfg == model.GATED_COOP_128X128
+    amd, amd_source = configs.serve("a16w16_gated", arch.get("gfx942"), M, N, K)
+    assert amd.get("backend") != "gluon" and "gated_one_wave" not in amd_source  # no Gluon gated tile there
+
+
+def test_gated_one_wave_tile_is_compiled_by_isa():
+    """`gated_one_wave` serves hopper_coop's first gated preset (so `gemmkit isa` compiles the served config)."""
+    from gemmkit.kernels.gluon import hopper_coop
+
+    preset = hopper_coop.GATED_PRESETS[0]
+    assert {k: model.GATED_COOP_128X128[k] for k in preset} == preset
+
+
 @pytest.mark.interpreter
 def test_a_gated_call_runs_the_fitted_config(monkeypatch, launches):
     """On a 64-SM target M = 40, N = I = 96, K = 1024 fits the gated M <= 64 bucket (64 x 64, 2 tiles) to a K split:
