@@ -282,9 +282,9 @@ def test_merge_keeps_a_serving_config_it_has_no_measurement_of(tmp_path):
 @pytest.mark.parametrize("op", ["a16w16_gated", "split_cat", "a8w8_blockscale_split_cat"])
 @pytest.mark.parametrize("M", [16, 256, 1024, 4096])
 def test_triton_tier_op_spaces_offer_no_gluon_configs(op, M):
-    """The gated and split-cat GEMMs run on the Triton tier only (ops/ffn.py, ops/gemm_split_cat.py raise on
-    another backend); their tuner spaces must not offer the dense op's Gluon candidates (sm_90, M >= 256),
-    which would only fail when timed."""
+    """The gated and split-cat GEMMs' tuner spaces offer the Triton tier's tiles only, not the dense op's Gluon
+    candidates (sm_90, M >= 256): the split-cat GEMMs raise on another backend, and the gated GEMM's Gluon tiles are
+    other kernels (their gated tile; the config model's `gated_one_wave` serves the cooperative one)."""
     from gemmkit.tune import op_space, search_space
 
     H200 = gemmkit.arch.get("sm_90")

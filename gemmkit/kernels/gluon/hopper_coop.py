@@ -92,11 +92,12 @@ at y[tokens, weight rows] through a B x 64 staging sub-tile::
 Measured on the H200 (docs/PERF.md, `coop_swap`): at 128 < M <= 192 on wide layers +1-48% over the tiles before
 (120 held-out shapes, 0.74 -> 0.94x cuBLAS); where its weight tiles are few it loses (no split-K), hence the rule.
 
-Gated (GATED, `launch_gated`; dense kernel only; not served by the ops yet): hopper_pingpong.py's gated tile ("Gated"
-there: the gate's and the up's w boxes of BN rows a stage, from rows col0 and I + col0) with both consumers on one
-BM x BN tile of h, each on its BM/2 rows of the x box: `split_mainloop` into a gate and an up accumulator of BM/2 x BN,
-act(g) * u in its epilogue (hopper_parts `store_gated`, one staging tile a consumer). The x box is shared, so a stage
-moves (BM + 2 BN) BK for 2 BM BN BK MACs: 128 x 128 of h 0.0117 B/FLOP, the ping-pong's 64 x 128 0.0195.
+Gated (GATED, `launch_gated`; dense kernel only; served where configs/model.py's `gated_one_wave` names its 128 x 128
+tile): hopper_pingpong.py's gated tile ("Gated" there: the gate's and the up's w boxes of BN rows a stage, from rows
+col0 and I + col0) with both consumers on one BM x BN tile of h, each on its BM/2 rows of the x box: `split_mainloop`
+into a gate and an up accumulator of BM/2 x BN, act(g) * u in its epilogue (hopper_parts `store_gated`, one staging tile
+a consumer). The x box is shared, so a stage moves (BM + 2 BN) BK for 2 BM BN BK MACs: 128 x 128 of h 0.0117 B/FLOP, the
+ping-pong's 64 x 128 0.0195.
 
 Tail split (TAIL; the unsplit power-of-two tile: hopper_pingpong.tail_plan, the ping-pong's rule, derived from the
 shape and the SM count): where the tiles leave a partial last round of R tiles, those R tiles run as S K splits each
@@ -545,7 +546,8 @@ def launch_gated(x2, w, y, activation, cfg, target, compile_only=False):
     """h = act(x2 @ w[:I].T) * (x2 @ w[I:].T) with the cooperative gated tile ("Gated" above): x2 (M, K), w (2I, K)
     (the gate rows, then the up rows), y (M, I); activation one of "silu", "gelu", "gelu_tanh", "relu". `cfg`: this
     kernel's keys (BLOCK_SIZE_N counts h's columns; unsplit, unswapped). ValueError as hopper_pingpong.launch_gated.
-    Not served by the ops yet (tests/kernels/test_gluon_gated.py and an A/B come first)."""
+    The ops serve it through ops/dispatch.gated (the config model's `gated_one_wave`, or a "backend": "gluon" gated
+    config at num_warps 8)."""
     hh.check_gated_operands(x2, w, y, activation, target, "gluon gated coop")
     plan = derive({**cfg, "gated": True}, target, x2.element_size(), y.element_size())
     ce = kernel_constexprs(plan, has_bias=False, activation=activation)

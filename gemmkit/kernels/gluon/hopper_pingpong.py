@@ -125,11 +125,12 @@ Measured on the H200 (docs/PERF.md): faster than the tables' unswapped tiles on 
 at M <= 64 (up to 1.7x where few weight tiles starved the SMs), 1-5% slower at M < 64 on the widest rows
 (N >= 10240), whose tables keep their tiles there.
 
-Gated (GATED, `launch_gated`; dense kernel only; not served by the ops yet): h = act(x @ w[:I].T) * (x @ w[I:].T),
-the gated GEMM of a SwiGLU FFN (w (2I, K): the gate rows, then the up rows; ops/ffn.py gemm_a16w16_gated), on the
-split tile's partitions with A = B = BN: a tile is BM x BN of h (the launch's N is I), each ring stage holds x's box
-and two w boxes of BN rows, the gate's at row col0 and the up's at row I + col0; the consumer runs `split_mainloop`
-(two wgmma a K step) and its epilogue computes act(g) * u in fp32 (hopper_parts `store_gated`), one TMA store of h::
+Gated (GATED, `launch_gated`; dense kernel only; a "backend": "gluon" gated config at num_warps 4, ops/dispatch.gated):
+h = act(x @ w[:I].T) * (x @ w[I:].T), the gated GEMM of a SwiGLU FFN (w (2I, K): the gate rows, then the up rows;
+ops/ffn.py gemm_a16w16_gated), on the split tile's partitions with A = B = BN: a tile is BM x BN of h (the launch's N is
+I), each ring stage holds x's box and two w boxes of BN rows, the gate's at row col0 and the up's at row I + col0; the
+consumer runs `split_mainloop` (two wgmma a K step) and its epilogue computes act(g) * u in fp32 (hopper_parts
+`store_gated`), one TMA store of h::
 
    ring stage s:  a[s]: BM x BK | b[s]: w[col0 .. col0 + BN) (gate) | t[s]: w[I + col0 ..) (up)   full[s]: 3 boxes
    mma c:         acc_g += a @ b^T, acc_u += a @ t^T  (BM x BN each: 2 BM BN / 128 registers, 128 at 64 x 128)
@@ -578,9 +579,9 @@ def launch_gated(x2, w, y, activation, cfg, target, compile_only=False):
     (the gate rows, then the up rows), y (M, I); activation one of "silu", "gelu", "gelu_tanh", "relu".
 
     `cfg`: the ping-pong's keys (BLOCK_SIZE_N counts h's columns; unsplit, unswapped). Raises ValueError where the
-    kernel cannot take the call (`unsupported`, the shapes) or the config cannot be planned. Not served by the ops
-    yet: its GPU tests (tests/kernels/test_gluon_gated.py) and a same-process A/B against the Triton tier's gated
-    kernel come first."""
+    kernel cannot take the call (`unsupported`, the shapes) or the config cannot be planned. The ops run it for a
+    user's "backend": "gluon" gated config at num_warps 4 (ops/dispatch.gated); the config model serves none (its
+    tiles lost to the Triton tier's: ab/gated_gluon.json)."""
     hh.check_gated_operands(x2, w, y, activation, target, "gluon gated ping-pong")
     plan = derive({**cfg, "gated": True}, target, x2.element_size(), y.element_size())
     ce = kernel_constexprs(plan, has_bias=False, activation=activation)

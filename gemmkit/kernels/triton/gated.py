@@ -3,7 +3,7 @@
 ops/ffn.py (gemm_a16w16_gated, and the first GEMM of ffn_gated) validates a call, resolves its config, asks
 ops/dispatch.py which kernel serves it and calls `launch` here with 2-D operands and h:
 
-    gemm_a16w16_gated / ffn_gated (ops/ffn.py: checks, config, the Triton-only backend rule)
+    gemm_a16w16_gated / ffn_gated (ops/ffn.py: checks, config; a Gluon gated config's fallback lands here too)
         │ launch(x2 (M, K), w (2I, K), y (M, I), activation, cfg, target)
         ▼
     tma=True   ─► gemm_gated_tma_kernel  (kernels/triton/gemm_gated.py)   ops/dispatch.py decides, from
@@ -20,7 +20,8 @@ of h, so its shared memory bound is the dense one of the doubled tile minus half
 and the static compiles of `gemmkit isa` (`table_cases`, `table_spec`, `reduce_spec`).
 
 Constraints:
-  - Triton tier only: the op refuses other backends before it calls `launch`;
+  - the Triton tier's kernels (a "backend": "gluon" config runs the Gluon gated tile, ops/dispatch.gated, or
+    falls back here with the same tile);
   - TMA path: sm_90, cfg["tma"], x2, w, y TMA-compatible and the gated tile within the TMA box and
     shared memory limits (`fit_stages` shortens the ring for a 4-byte h); else the pointer kernel with the same
     tiles (ValueError if neither fits);
