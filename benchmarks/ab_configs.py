@@ -25,7 +25,8 @@ has them divide for their tile order (kernels/gluon/hopper_host.TILE_MAGIC); "_l
 set up their whole ring before their partitions start (kernels/gluon/hopper_host.LATE_INIT); "_align": false runs
 the split-K reduce without its alignment hints (kernels/triton/dense.REDUCE_ALIGN); "_gluon_gated": true (op
 a16w16_gated) runs the Gluon gated tile (kernels/gluon/hopper_pingpong.launch_gated, num_warps 8
-hopper_coop.launch_gated; not served by the op yet) with the config's keys; "_prev":
+hopper_coop.launch_gated; the op serves the latter where configs/model.py's `gated_one_wave` says, so a null
+config there is it too) with the config's keys; "_prev":
 true runs the
 Triton tier's dense kernels (gemm_tma_kernel, gemm_kernel) of another revision, from the directory `--prev` names
 (that revision's kernels/triton/_mainloop.py, gemm_tma.py and gemm.py, e.g. `git show
@@ -117,7 +118,7 @@ def _runner(op, cfg):
     prev = cfg.pop("_prev", False)
     if prev and PREV is None:
         raise ValueError('"_prev": true needs --prev DIR')
-    if cfg.pop("_gluon_gated", False):  # the Gluon gated tile, not served by the op yet: its launch
+    if cfg.pop("_gluon_gated", False):  # the Gluon gated tile's launch itself (the op serves it at `gated_one_wave`)
         return _gluon_gated_runner(op, cfg)
     floors = (0, 0) if pad == "always" else (D.PAD_M_MIN_ROWS, D.PAD_M_MIN_W_BYTES)
     cfg = cfg or None

@@ -450,7 +450,7 @@ GATED_64X128 = {"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 128, "BLOCK_SIZE_K": 64, "GR
 #                that fit one wave themselves); stated before its run, 23 more held out
 #                (gated_gluon_coop_one_wave_heldout2.json): 12 named, +0.5 to +23% (heated 0.97-1.22x), the 5 one-wave
 #                rows it does not name 0.78-0.90x. Coop tiles past one wave lost (1.1-1.5 waves: 12 rows,
-#                0.78-0.96x). sm_90 only; not timed on the H200.
+#                0.78-0.96x). sm_90 (H100 and H200, both 132 SMs), timed on the H100 only.
 GATED_ONE_WAVE_MIN_M, GATED_ONE_WAVE_MAX_M = 128, 1024
 GATED_COOP_128X128 = {"BLOCK_SIZE_M": 128, "BLOCK_SIZE_N": 128, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 8, "num_warps": 8,
                       "num_stages": 4, "tma": True, "persistent": True, "backend": "gluon", "NUM_KSPLIT": 1}
@@ -1021,14 +1021,14 @@ def choose(op: str, cfg: dict, large: dict | None, M: int, N: int, K: int, num_c
 
 
 def _gated_one_wave(c: _Call, tile: dict, notes: list) -> tuple[dict, list]:
-    """`gated_one_wave` (the gated GEMM, over whatever answered): at GATED_ONE_WAVE_MIN_M < M <= GATED_ONE_WAVE_MAX_M
-    and K on 32-byte sectors, the Gluon cooperative gated tile where its tiles fit one wave of the SMs and the answer,
+    """`gated_one_wave` (the gated GEMM, over whatever answered): at GATED_ONE_WAVE_MIN_M < M <= GATED_ONE_WAVE_MAX_M,
+    K on 32-byte sectors and h's rows on 16 bytes (N % 8 == 0: TMA's; other N run the Triton tier anyway), the Gluon cooperative gated tile where its tiles fit one wave of the SMs and the answer,
     a Triton-tier tile, runs unsplit with more than one wave of tiles or with these same tiles. One wave of the coop's
     tiles against more of the answer's saves a round; against its own tiles the coop's warp-specialized ring runs each
     tile faster; where the answer's 64-row tiles fit one wave too they finish in about half a coop tile's time."""
     coop = c.rules.get("gated_one_wave")
     if not coop or c.amd or not GATED_ONE_WAVE_MIN_M < c.M <= GATED_ONE_WAVE_MAX_M or c.K % SECTOR_ELEMENTS \
-            or tile.get("backend") == "gluon" or tile.get("NUM_KSPLIT", 1) > 1:
+            or c.N % 8 or tile.get("backend") == "gluon" or tile.get("NUM_KSPLIT", 1) > 1:
         return tile, notes
     bm, bn = tile["BLOCK_SIZE_M"], tile["BLOCK_SIZE_N"]
     tiles = -(-c.M // bm) * -(-c.N // bn)

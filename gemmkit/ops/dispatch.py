@@ -606,9 +606,11 @@ def gated(cfg: dict, target, x2, w, y) -> Choice:
         from ..kernels.gluon import hopper_pingpong
 
         kernel = GLUON_COOP if hopper_pingpong.is_coop(cfg) else GLUON_BF16
-        why = failed_gluon(kernel, cfg) or _gluon_gated_unsupported(kernel, cfg, target, x2, w, y)
+        gcfg = {**cfg, "gated": True}  # the gated tile: a compile failure of it is its own (run_gluon's key), not
+        # the dense kernel's with the same keys
+        why = failed_gluon(kernel, gcfg) or _gluon_gated_unsupported(kernel, cfg, target, x2, w, y)
         if why is None:
-            return Choice(kernel, cfg)
+            return Choice(kernel, gcfg)
         passed.append((kernel, why))
         cfg = G.triton_tile(cfg)
     elif cfg.get("backend", "triton") != "triton":

@@ -246,7 +246,7 @@ def gated_space(M, N, K, target):
 
     keep = []
     for c in search_space(M, N, K, target):
-        if c.get("backend", "triton") != "triton":  # the gated GEMM is a Triton-tier kernel (ops/ffn.py rejects others)
+        if c.get("backend", "triton") != "triton":  # the dense op's Gluon tiles are not the gated tile's kernels
             continue
         try:
             check_feasible(c, target, 2, 2, tma=c["tma"])

@@ -262,7 +262,8 @@ def test_gated_gluon_rules():
     """A "backend": "gluon" gated config: the Gluon gated tile (the coop's at num_warps 8, the ping-pong's at 4) on
     sm_90 TMA operands, unsplit; otherwise the Triton tier with the same tile, each reason kept."""
     x, w, h = meta(200, 512), meta(2 * 256, 512), meta(200, 256)
-    assert D.gated(COOP, H200, x, w, h) == D.Choice(D.GLUON_COOP, COOP)  # no copies: the tile shifts its last row
+    gated = {**COOP, "gated": True}  # the gated tile: its own key for a failed compile (`failed_gluon`)
+    assert D.gated(COOP, H200, x, w, h) == D.Choice(D.GLUON_COOP, gated)  # no copies: the tile shifts its last row
     assert D.gated(dict(GLUON, BLOCK_SIZE_M=64, num_stages=4), H200, x, w, h).kernel == D.GLUON_BF16
     assert "two accumulators" in D.gated(GLUON, H200, x, w, h).passed_over[0][1]  # 128 x 128 a consumer: too many
     for cfg, target, operands, why in [
@@ -278,6 +279,18 @@ def test_gated_gluon_rules():
         assert choice.config.get("NUM_KSPLIT", 1) == cfg["NUM_KSPLIT"]  # the same tile on the Triton tier
     with pytest.raises(ValueError, match="BLOCK_SIZE_N"):  # a tile the gated plan cannot build: its reason, then
         D.gated(dict(COOP, BLOCK_SIZE_N=512), H200, x, w, h)  # the Triton tier, which fits it nowhere either
+
+
+def test_a_failed_gated_compile_is_its_own(monkeypatch):
+    """A Gluon gated tile that failed to compile passes the gated GEMM over to the Triton tier, not the dense GEMM with
+    a config of the same keys (and the other way round)."""
+    x, w, h = meta(200, 512), meta(2 * 256, 512), meta(200, 256)
+    monkeypatch.setitem(D._GLUON_FAILED, D._config_key(D.GLUON_COOP, {**COOP, "gated": True}), "failed to compile")
+    assert D.gated(COOP, H200, x, w, h).passed_over == ((D.GLUON_COOP, "failed to compile"),)
+    assert D.dense(COOP, H200, x, meta(256, 512), h).kernel == D.GLUON_COOP
+    monkeypatch.delitem(D._GLUON_FAILED, D._config_key(D.GLUON_COOP, {**COOP, "gated": True}))
+    monkeypatch.setitem(D._GLUON_FAILED, D._config_key(D.GLUON_COOP, COOP), "failed to compile")
+    assert D.gated(COOP, H200, x, w, h).kernel == D.GLUON_COOP
     c1 = meta(64, 256)
     assert D.split_cat(TILE, H200, x, meta(256, 512), c1).kernel == D.SPLIT_CAT_TMA
     assert D.split_cat(dict(TILE, tma=False), H200, x, meta(256, 512), c1).passed_over == \

@@ -394,12 +394,15 @@ def test_gated_gluon_tile_runs_the_triton_tier_in_the_interpreter(monkeypatch, l
     config takes the same path, in both GEMMs of ffn_gated."""
     from gemmkit import configs
     from gemmkit.ops import _common as C
+    from gemmkit.ops import dispatch as D
 
     monkeypatch.setenv("GEMMKIT_NUM_CUS", "4")
     M, I, K = 200, 256, 64
     cfg, source = configs.serve("a16w16_gated", C.target_for(torch.device("cpu")), M, I, K)
     assert cfg["backend"] == "gluon" and cfg["num_warps"] == 8 and "gated_one_wave" in source, source
     x, (w, wd) = randn(M, K, dtype=BF16), weights(I, K)
+    choice = D.gated(cfg, C.target_for(x.device), x, w, torch.empty(M, I, dtype=BF16))
+    assert choice.passed_over == ((D.GLUON_COOP, "the Triton interpreter does not run Gluon kernels"),), choice
     before = dict(launches)
     h = gemmkit.gemm_a16w16_gated(x, w)
     ran = {k for k, v in launches.items() if v != before.get(k, 0)}
