@@ -1022,10 +1022,11 @@ def choose(op: str, cfg: dict, large: dict | None, M: int, N: int, K: int, num_c
 
 def _gated_one_wave(c: _Call, tile: dict, notes: list) -> tuple[dict, list]:
     """`gated_one_wave` (the gated GEMM, over whatever answered): at GATED_ONE_WAVE_MIN_M < M <= GATED_ONE_WAVE_MAX_M,
-    K on 32-byte sectors and h's rows on 16 bytes (N % 8 == 0: TMA's; other N run the Triton tier anyway), the Gluon cooperative gated tile where its tiles fit one wave of the SMs and the answer,
-    a Triton-tier tile, runs unsplit with more than one wave of tiles or with these same tiles. One wave of the coop's
-    tiles against more of the answer's saves a round; against its own tiles the coop's warp-specialized ring runs each
-    tile faster; where the answer's 64-row tiles fit one wave too they finish in about half a coop tile's time."""
+    K on 32-byte sectors and h's rows on 16 bytes (N % 8 == 0: TMA's; other N run the Triton tier anyway), the Gluon
+    cooperative gated tile where its tiles fit one wave of the SMs and the answer, a Triton-tier tile, runs unsplit with
+    more than one wave of tiles or with these same tiles. One wave of the coop's tiles against more of the answer's
+    saves a round; against its own tiles the coop's warp-specialized ring runs each tile faster; where the answer's
+    64-row tiles fit one wave too they finish in about half a coop tile's time."""
     coop = c.rules.get("gated_one_wave")
     if not coop or c.amd or not GATED_ONE_WAVE_MIN_M < c.M <= GATED_ONE_WAVE_MAX_M or c.K % SECTOR_ELEMENTS \
             or c.N % 8 or tile.get("backend") == "gluon" or tile.get("NUM_KSPLIT", 1) > 1:

@@ -22,9 +22,10 @@ that tier can run it. The kernels are tried in one order, and the first that can
 
   the gated GEMM (gemm_a16w16_gated and ffn_gated's gate / up): "backend": "gluon" ─► the Gluon gated tile
   (hopper_coop_kernel at num_warps 8, hopper_pingpong_kernel at 4: GATED), unsplit, on sm_90 TMA operands; then the
-  Triton tier in the same order: its gemm_gated_tma_kernel, gemm_gated_kernel; where w's rows are off 16 bytes gemm_rows_kernel into fp32 partials
-  (+ gated_splitk_reduce_kernel, which applies the activation) at M <= gemm_rows.MAX_M, else the TMA kernel on
-  padded copies of x and (where its own rows are off) w; a 4-byte h's TMA kernel on a shorter ring (gated.fit_stages)
+  Triton tier in the same order: its gemm_gated_tma_kernel, gemm_gated_kernel; where w's rows are off 16 bytes
+  gemm_rows_kernel into fp32 partials (+ gated_splitk_reduce_kernel, which applies the activation) at M <=
+  gemm_rows.MAX_M, else the TMA kernel on padded copies of x and (where its own rows are off) w; a 4-byte h's TMA kernel
+  on a shorter ring (gated.fit_stages)
 
 `dense` returns a `Choice`: the kernel, the config it runs, and (kernel, why) for each kernel passed over.
 The ops launch `Choice.kernel`; `gemmkit configs` prints `Choice.explain()` for a shape; the tuner groups its
