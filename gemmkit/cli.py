@@ -204,7 +204,7 @@ def _cmd_configs(args):
         launch = dispatch.gluon_launch(choice, _arch.ARCHS[arch], M, N, K, gated=gated)
         if launch:
             print(launch)
-        if choice.path == "gluon" and not gated:  # the installed Triton's budget, per fused epilogue (Triton >= 3.7)
+        if choice.path == "gluon":  # the installed Triton's budget, per fused epilogue (Triton >= 3.7)
             scale = "block" if "blockscale" in table_op else "rowcol" if choice.kernel == dispatch.GLUON_FP8 else "none"
             for epilogue, why in dispatch.epilogues_elsewhere(choice.kernel, choice.config, scale=scale):
                 print(f"  with a {epilogue} epilogue: the Triton tier ({why.split(':')[0]}: kernels/_budgets.py)")

@@ -46,6 +46,10 @@ and every shared-memory excess measured there, and counts the measured cases a r
                               split variant (hopper_coop.py TAIL)      launch runs whole tiles; `gemmkit isa`
                               spills 112 B with bias + gelu_tanh       compiles no such case)
 
+The gated tile (ops/dispatch.gated: the gate's and the up's accumulators, counted together by `consumer_acc_regs`)
+is a 16-bit tile under GLUON_EPILOGUE like any other: on 3.9 a gelu into a bf16 h spills 128 - 144 B at two 64-register
+accumulators (the coop 128 x 128, the ping-pong's 64 x 128 and 128 x 64); 3.6 - 3.8 0 B with every activation.
+
 Every function takes `version` ((major, minor); default: the installed Triton, or 3.6 while GEMMKIT_BUDGETS_OFF
 is set: the compiler's own allocation, for measuring) so the rules can be asked about any release (the tests,
 `gemmkit isa` reports). On Triton 3.6 no rule applies: its compiled code is byte-for-byte what it was before
@@ -75,6 +79,8 @@ GLUON_ACTIVATIONS = ("none", "relu", "gelu", "gelu_tanh", "silu")
 # then the others, more arithmetic first (which one spills is the compiler's call, not a strict order).
 EPILOGUE_ORDER = ((True, "gelu"), (True, "gelu_tanh"), (True, "silu"), (False, "gelu"), (False, "gelu_tanh"),
                   (False, "silu"), (True, "relu"), (True, "none"), (False, "relu"), (False, "none"))
+# The gated tile's (a config with "gated": ops/dispatch.gated): no bias, an activation on the gate, heaviest first.
+GATED_EPILOGUE_ORDER = ((False, "gelu"), (False, "gelu_tanh"), (False, "silu"), (False, "relu"))
 FULL_ACC_REGS = 128  # fp32 accumulator registers per consumer thread that the Hopper Gluon kernels allow (the most)
 # Triton 3.6's own spills, outside `gemmkit isa`'s cases (which compile bias + gelu: 0 spills): full-accumulator Gluon
 # tiles with a gelu without a bias (8 bytes, bf16 y, most tiles) and a gelu_tanh without a bias at 128 x 128 x 64 with
@@ -135,9 +141,10 @@ def tail_split_ok(kernel: str, cfg: dict, version=None) -> bool:
 
 def consumer_acc_regs(cfg: dict) -> int:
     """fp32 accumulator registers per consumer thread of a Hopper Gluon config: BM x BN over a warpgroup's 128
-    threads, BM / 2 rows a consumer for the cooperative layout (num_warps 8; the fp8 kernel's too)."""
+    threads, BM / 2 rows a consumer for the cooperative layout (num_warps 8; the fp8 kernel's too); twice that for
+    the gated tile (a config with "gated": the gate's and the up's accumulators, hopper_pingpong.py "Gated")."""
     rows = cfg["BLOCK_SIZE_M"] // 2 if cfg["num_warps"] == 8 else cfg["BLOCK_SIZE_M"]
-    return rows * cfg["BLOCK_SIZE_N"] // 128
+    return rows * cfg["BLOCK_SIZE_N"] // 128 * (2 if cfg.get("gated") else 1)
 
 
 GLUON_BATCHED = ("hopper_pingpong_batched_kernel", "hopper_coop_batched_kernel")
@@ -152,9 +159,11 @@ def _gluon_16bit_rule(v: tuple, kernel: str, cfg: dict, out_dtype: str, has_bias
     FULL_ACC_REGS), over every full tile measured:
       3.7   GLUON_EPILOGUE: bias + gelu into an fp32 y (784 - 2672 B)
       3.8   GLUON_EPILOGUE: bias + gelu (64 - 2728 B); in the batched kernels gelu / gelu_tanh without a bias (8 B)
-      3.9   GLUON_EPILOGUE: gelu, bias or not (8 - 1048 B); GLUON_FP32_BIAS: a bias into an fp32 y at
-            BLOCK_SIZE_N 256 with any activation (relu, none: 112 - 120 B), or with silu at any BLOCK_SIZE_N (8 - 160 B)
-    (a newer release: 3.9's)."""
+      3.9   GLUON_EPILOGUE: gelu, bias or not (8 - 1048 B; the gated tiles of two 64-register accumulators, gelu
+            into a bf16 h: 128 - 144 B, the gated measurements of tests/data/triton_budgets.json); GLUON_FP32_BIAS: a
+            bias into an fp32 y at BLOCK_SIZE_N 256 with any activation (relu, none: 112 - 120 B), or with silu at
+            any BLOCK_SIZE_N (8 - 160 B)
+    (a newer release: 3.9's). The gated tiles spilled with nothing else on any release (3.6 - 3.8: 0 B)."""
     if v == (3, 7):
         hit = activation == "gelu" and has_bias and out_dtype == "fp32"
     elif v == (3, 8):
@@ -213,9 +222,13 @@ def isa_epilogue(kernel: str, cfg: dict, out_dtype: str, default=(True, "gelu"),
     (`default`, the heaviest, unless the dispatch passes the kernel over for it under `version`: then the first of
     EPILOGUE_ORDER after it that the dispatch still sends there; None: it sends none, the case is skipped) and the
     epilogues before that one that the dispatch sends to the Triton tier ("bias + gelu", ...). The fp8 kernel:
-    default (True, "none"), then (False, "none")."""
-    order = ((True, "none"), (False, "none")) if kernel == GLUON_FP8 else EPILOGUE_ORDER
-    order = order[order.index(tuple(default)):]
+    default (True, "none"), then (False, "none"); the gated tile (`cfg` with "gated"): GATED_EPILOGUE_ORDER, from
+    gelu."""
+    if cfg.get("gated"):
+        order = GATED_EPILOGUE_ORDER
+    else:
+        order = ((True, "none"), (False, "none")) if kernel == GLUON_FP8 else EPILOGUE_ORDER
+        order = order[order.index(tuple(default)):]
     passed = []
     for has_bias, act in order:
         if gluon_epilogue_unsupported(kernel, cfg, out_dtype, has_bias, act, scale, version) is None:

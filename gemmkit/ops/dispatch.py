@@ -82,9 +82,13 @@ def _budget_unsupported(kernel: str, cfg: dict, y, epilogue: Epilogue, scaling=G
 
 def epilogues_elsewhere(kernel: str, cfg: dict, out: str = "bf16", scale: str = "none") -> list:
     """[(epilogue, why)]: the fused epilogues for which the installed Triton's budget (kernels/_budgets.py) passes
-    the Gluon `kernel` over with `cfg` (the Triton tier runs those calls); [] on Triton 3.6. `gemmkit configs`."""
+    the Gluon `kernel` over with `cfg` (the Triton tier runs those calls; a gated config: its activations); [] on
+    Triton 3.6. `gemmkit configs`."""
     fp8 = kernel == GLUON_FP8
-    order = ((True, "none"), (False, "none")) if fp8 else _budgets.EPILOGUE_ORDER
+    if cfg.get("gated"):
+        order = _budgets.GATED_EPILOGUE_ORDER
+    else:
+        order = ((True, "none"), (False, "none")) if fp8 else _budgets.EPILOGUE_ORDER
     out_list = []
     for has_bias, act in order:
         why = _budgets.gluon_epilogue_unsupported(kernel, cfg, out, has_bias, act, scale)
@@ -592,10 +596,12 @@ def _gluon_batched_unsupported(cfg, target, x, w, y, scaling) -> str | None:
     return hopper_pingpong_batched.unsupported(x, w, y, target)
 
 
-def gated(cfg: dict, target, x2, w, y) -> Choice:
-    """gemm_a16w16_gated and ffn_gated's first GEMM (x2 (M, K), w (2I, K), h (M, I)). A "backend": "gluon" config: the
-    Gluon gated tile (hopper_coop's at num_warps 8, else the ping-pong's: their `launch_gated`) on the operands as
-    given where it can take the call (`_gluon_gated_unsupported`), else the Triton tier with the same tile. The Triton
+def gated(cfg: dict, target, x2, w, y, *, activation: str) -> Choice:
+    """gemm_a16w16_gated and ffn_gated's first GEMM (x2 (M, K), w (2I, K), h (M, I), `activation` on the gate). A
+    "backend": "gluon" config: the Gluon gated tile (hopper_coop's at num_warps 8, else the ping-pong's: their
+    `launch_gated`) on the operands as given where it can take the call (`_gluon_gated_unsupported`) and the installed
+    Triton fits the activation in its registers (kernels/_budgets.py: on 3.9 a gelu into a bf16 h spills at two
+    64-register accumulators), else the Triton tier with the same tile. The Triton
     tier: its TMA kernel on a copy of x of whole boxes of rows where `pad_m` says so; where TMA cannot address w's
     rows, at a few tokens gemm_rows_kernel into fp32 partials that the gated reduce finishes
     (kernels/triton/gated.launch_rows), above them the TMA kernel on copies of x and of w where its own rows are off
@@ -609,7 +615,8 @@ def gated(cfg: dict, target, x2, w, y) -> Choice:
         kernel = GLUON_COOP if hopper_pingpong.is_coop(cfg) else GLUON_BF16
         gcfg = {**cfg, "gated": True}  # the gated tile: a compile failure of it is its own (run_gluon's key), not
         # the dense kernel's with the same keys
-        why = failed_gluon(kernel, gcfg) or _gluon_gated_unsupported(kernel, cfg, target, x2, w, y)
+        why = (failed_gluon(kernel, gcfg) or _gluon_gated_unsupported(kernel, cfg, target, x2, w, y)
+               or _budgets.gluon_epilogue_unsupported(kernel, gcfg, _out_name(y), False, activation))
         if why is None:
             return Choice(kernel, gcfg)
         passed.append((kernel, why))
@@ -837,7 +844,8 @@ def for_shape(table_op: str, cfg: dict, target, M: int, N: int, K: int, B: int =
         return batched(cfg, target, x, w, y, scaling)
     x, w, y = meta(M, K, dtype=dtype), meta(N, K, dtype=dtype), meta(M, N, dtype=bf16)
     if table_op == "a16w16_gated":  # w holds the gate and up rows: (2N, K); N is the intermediate size
-        return gated(cfg, target, x, meta(2 * N, K, dtype=dtype), y)
+        # (silu, the ops' default; `gemmkit configs` lists the activations the budget sends to the Triton tier)
+        return gated(cfg, target, x, meta(2 * N, K, dtype=dtype), y, activation="silu")
     if "blockscale" in table_op:  # block_shape (128, 128), x_scale M-major as gemmkit.quant writes it
         kb = H.cdiv(K, 128)
         scaling = G.Scaling("block", meta(M, kb, dtype=f32, stride=(1, M)), meta(H.cdiv(N, 128), kb, dtype=f32),

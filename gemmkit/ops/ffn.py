@@ -147,7 +147,7 @@ def launch_gated(x2, w, y, activation, cfg, target, compile_only=False):
     of x2 (and of w where its own rows are off: `choice.pad_k_w`) with rows of `choice.pad_k` elements (16-byte
     multiples, zeros after K) where TMA cannot address their rows; with `choice.config` (the ring the TMA kernel fits
     for h's dtype)."""
-    choice = D.gated(cfg, target, x2, w, y)
+    choice = D.gated(cfg, target, x2, w, y, activation=activation)
     if choice.path == "gluon":
         from ..kernels.gluon import hopper_coop, hopper_pingpong
 

@@ -10,6 +10,9 @@ What it measures (GEMMKIT_BUDGETS_OFF=1: every rule answers as on Triton 3.6):
   epilogues  every Hopper Gluon static case whose accumulator fills the consumer's 128 registers
              (_budgets.FULL_ACC_REGS), compiled with each fused epilogue the op can ask for (16-bit kernels:
              bias or not x none / relu / gelu / gelu_tanh / silu; the fp8 kernel: bias or not), and its spill bytes
+  gated      the Gluon gated tiles (hopper_coop / hopper_pingpong GATED_PRESETS, the full-accumulator ones and the
+             others), each with every activation on the gate (no bias) into a bf16 and an fp32 h, and its spill bytes
+             (`--only gated`: this part alone, a few minutes)
 The entries in triton_budgets.json were measured this way on Triton 3.6.0, 3.7.1, 3.8.0 and 3.9.0
 (tests/kernels/test_budgets.py reads them).
 """
@@ -17,6 +20,7 @@ import json
 import os
 import sys
 import tempfile
+from concurrent.futures import ProcessPoolExecutor
 
 os.environ["GEMMKIT_BUDGETS_OFF"] = "1"
 os.environ["TRITON_INTERPRET"] = "0"
@@ -54,6 +58,20 @@ def epilogue_jobs(cases):
     return jobs
 
 
+GATED_MODULES = ("gemmkit.kernels.gluon.hopper_coop", "gemmkit.kernels.gluon.hopper_pingpong")
+
+
+def gated_jobs():
+    import importlib
+
+    from gemmkit.kernels import _budgets
+
+    return [dict(kernel=mod.KERNEL_NAME, config={k: cfg[k] for k in TILE}, out=out, has_bias=False, activation=act,
+                 gated=True)
+            for mod in map(importlib.import_module, GATED_MODULES) for cfg in mod.GATED_PRESETS
+            for out in ("bf16", "fp32") for _b, act in _budgets.GATED_EPILOGUE_ORDER]
+
+
 def compile_epilogue(job):
     import importlib
 
@@ -65,17 +83,26 @@ def compile_epilogue(job):
     kw = dict(out_dtype=job["out"], has_bias=job["has_bias"])
     if job["kernel"] != "hopper_pingpong_fp8_kernel":
         kw["activation"] = job["activation"]
+    if job.get("gated"):
+        kw["gated"] = True
     kernel, sig, ce, div, opts, _plan = mod.static_spec(job["config"], target, **kw)
     return dict(job, spill_bytes=resources(compile_static(kernel, sig, ce, target, opts, div), target)["spill_bytes"])
 
 
 def main():
-    from concurrent.futures import ProcessPoolExecutor
-
     import triton
 
     from gemmkit.isa.report import OPS, collect, static_cases
 
+    def columns(measured):  # triton_budgets.json's "epilogue_columns"
+        return [[e["kernel"], *(e["config"][k] for k in TILE), e["out"], e["has_bias"], e["activation"],
+                 e["spill_bytes"]] for e in measured]
+
+    with ProcessPoolExecutor(os.cpu_count() or 1) as pool:
+        gated = columns(pool.map(compile_epilogue, gated_jobs()))
+    if sys.argv[1:] == ["--only", "gated"]:
+        json.dump({triton.__version__: {"gated": gated}}, sys.stdout, indent=1)
+        return
     with tempfile.TemporaryDirectory() as cache:
         os.environ["GEMMKIT_CACHE_DIR"] = cache
         rows = collect("all")
@@ -86,10 +113,9 @@ def main():
            for r in rows if not r["ok"] or r["spill_bytes"] > 0 or 0 < r["smem_bound"] < r["lds_bytes"]]
     cases = [c for op in OPS for c in static_cases(op, ["sm_90"])]
     with ProcessPoolExecutor(os.cpu_count() or 1) as pool:
-        measured = list(pool.map(compile_epilogue, epilogue_jobs(cases)))
-    epilogues = [[e["kernel"], *(e["config"][k] for k in TILE), e["out"], e["has_bias"], e["activation"],
-                  e["spill_bytes"]] for e in measured]  # triton_budgets.json's "epilogue_columns"
-    json.dump({triton.__version__: {"cases": len(rows), "isa": isa, "epilogues": epilogues}}, sys.stdout, indent=1)
+        epilogues = columns(pool.map(compile_epilogue, epilogue_jobs(cases)))
+    json.dump({triton.__version__: {"cases": len(rows), "isa": isa, "epilogues": epilogues, "gated": gated}},
+              sys.stdout, indent=1)
 
 
 if __name__ == "__main__":

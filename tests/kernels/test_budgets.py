@@ -41,7 +41,7 @@ def epilogues(version):
 
 
 def covers(e, version) -> str | None:
-    cfg = {k: e[k] for k in TILE}
+    cfg = {k: e[k] for k in TILE} | ({"gated": True} if e.get("gated") else {})
     scale = "rowcol" if e["kernel"] == B.GLUON_FP8 else "none"
     return B.gluon_epilogue_unsupported(e["kernel"], cfg, e["out"], e["has_bias"], e["activation"], scale,
                                         version=version)
@@ -76,6 +76,7 @@ def test_measurements_are_there():
     assert all(B.consumer_acc_regs(dict(zip(("kernel", *TILE), k))) == B.FULL_ACC_REGS for k in BASELINE)
     for v in NEWER:
         assert epilogues(v) and DATA["versions"][v]["cases"] == base["cases"]
+    assert all(DATA["versions"][v]["gated"] for v in VERSIONS)
 
 
 @pytest.mark.parametrize("version", NEWER)
@@ -93,6 +94,27 @@ def test_every_measured_epilogue_spill_is_covered(version):
         assert (e["has_bias"], e["activation"]) in spilled, e
     assert len(over) == OVER_COVERED[version], [(e["kernel"], *(e[k] for k in TILE), e["out"], e["has_bias"],
                                                  e["activation"]) for e in over]
+
+
+def gated_rows(version):
+    return [dict(zip(COLS, row), gated=True) for row in DATA["versions"][version]["gated"]]
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_every_measured_gated_spill_is_covered(version):
+    """The Gluon gated tiles (two accumulators a consumer, `consumer_acc_regs` counts both): every spill measured is
+    covered by a rule (3.9: a gelu into a bf16 h at the 128-register tiles), none on 3.6 - 3.8; a rule covers only the
+    full-accumulator tiles, and there only the gelu (3.9: into an fp32 h too, which did not spill: 3 cases)."""
+    rows = gated_rows(version)
+    assert {r["activation"] for r in rows} == {a for _b, a in B.GATED_EPILOGUE_ORDER} and not any(
+        r["has_bias"] for r in rows)
+    assert {B.consumer_acc_regs(r) for r in rows} == {64, B.FULL_ACC_REGS}  # both kinds measured
+    assert not [r for r in rows if r["spill_bytes"] > 0 and covers(r, version) is None]
+    spilled = {(r["kernel"], *(r[k] for k in TILE), r["out"]) for r in rows if r["spill_bytes"] > 0}
+    assert bool(spilled) == (version == "3.9.0")
+    over = [r for r in rows if r["spill_bytes"] == 0 and covers(r, version) is not None]
+    assert all(B.consumer_acc_regs(r) == B.FULL_ACC_REGS and r["activation"] == "gelu" for r in over)
+    assert len(over) == {"3.9.0": 3}.get(version, 0), over
 
 
 @pytest.mark.parametrize("version", VERSIONS)
@@ -269,6 +291,14 @@ def test_isa_compiles_the_heaviest_epilogue_the_dispatch_sends(at):
     assert "skip" in hopper_pingpong_fp8.isa_spec(fp8_coop)
     row = analyze(fp8_coop, use_cache=False)  # no compile: the dispatch sends this case nothing on 3.9
     assert row["ok"] and row["promises_ok"] and row["skipped"].startswith("Triton 3.9")
+    gated = cases[("hopper_coop_kernel", "gated0-gated", "gluon-bf16-gated")]  # the served 128 x 128 of h
+    at("3.6.0")
+    spec = hopper_coop.isa_spec(gated)
+    assert (spec["constexprs"]["HAS_BIAS"], spec["constexprs"]["ACTIVATION"], spec["constexprs"]["GATED"]) == (
+        False, "gelu", True) and "budget" not in spec
+    at("3.9.0")
+    spec = hopper_coop.isa_spec(gated)
+    assert spec["constexprs"]["ACTIVATION"] == "gelu_tanh" and spec["budget"].startswith("Triton 3.9: gelu -> Triton")
     block = next(c for c in cases.values() if c["kernel"] == "hopper_pingpong_fp8_kernel" and
                  c["path"] == "gluon-block-bf16" and c["config"]["BLOCK_SIZE_M"] == 256)  # the block-scale mode
     assert "skip" not in hopper_pingpong_fp8.isa_spec(block) and "budget" not in hopper_pingpong_fp8.isa_spec(block)

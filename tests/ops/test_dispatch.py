@@ -29,6 +29,11 @@ def meta(*shape, dtype=BF16, stride=None):
     return torch.empty_strided(shape, stride, dtype=dtype, device="meta")
 
 
+def gated_choice(cfg, target, x, w, h, activation="silu"):
+    """dispatch.gated's Choice for a gated call with `activation` on the gate."""
+    return D.gated(cfg, target, x, w, h, activation=activation)
+
+
 def dense_meta(M, N, K, dtype=BF16, y_cols=None):
     """x, w, y of an (M, N, K) call; y_cols: y's row stride (a view of a wider buffer)."""
     return (meta(M, K, dtype=dtype), meta(N, K, dtype=dtype),
@@ -210,12 +215,12 @@ def test_gated_rows_padded_like_dense():
     by the same rule (w = the gate and up rows: its bytes count), never on the pointer kernel or an AMD target."""
     tile = dict(TILE, BLOCK_SIZE_M=64)
     I, K = 28672, 8192  # Llama-3-70B: w 2 x 28672 x 8192 bf16, 940 MB
-    assert D.gated(tile, H200, meta(80, K), meta(2 * I, K), meta(80, I)).pad_m == 128
-    assert D.gated(tile, H200, meta(128, K), meta(2 * I, K), meta(128, I)).pad_m == 0  # whole boxes already
-    assert D.gated(tile, H200, meta(12, K), meta(2 * I, K), meta(12, I)).pad_m == 0  # M <= PAD_M_MIN_ROWS
-    assert D.gated(tile, H200, meta(80, 4096), meta(2 * 2048, 4096), meta(80, 2048)).pad_m == 0  # w 32 MB
-    assert D.gated(dict(tile, tma=False), H200, meta(80, K), meta(2 * I, K), meta(80, I)).pad_m == 0
-    assert D.gated(dict(tile, num_stages=2), MI300, meta(80, K), meta(2 * I, K), meta(80, I)).pad_m == 0
+    assert gated_choice(tile, H200, meta(80, K), meta(2 * I, K), meta(80, I)).pad_m == 128
+    assert gated_choice(tile, H200, meta(128, K), meta(2 * I, K), meta(128, I)).pad_m == 0  # whole boxes already
+    assert gated_choice(tile, H200, meta(12, K), meta(2 * I, K), meta(12, I)).pad_m == 0  # M <= PAD_M_MIN_ROWS
+    assert gated_choice(tile, H200, meta(80, 4096), meta(2 * 2048, 4096), meta(80, 2048)).pad_m == 0  # w 32 MB
+    assert gated_choice(dict(tile, tma=False), H200, meta(80, K), meta(2 * I, K), meta(80, I)).pad_m == 0
+    assert gated_choice(dict(tile, num_stages=2), MI300, meta(80, K), meta(2 * I, K), meta(80, I)).pad_m == 0
 
 
 @pytest.mark.interpreter
@@ -249,13 +254,13 @@ def test_gated_row_padded_x_gives_every_element_and_replays(split, launches, mon
 
 def test_gated_and_split_cat_rules():
     x, w, h = meta(64, 512), meta(2 * 256, 512), meta(64, 256)
-    assert D.gated(TILE, H200, x, w, h).kernel == D.GATED_TMA
-    assert D.gated(dict(TILE, BLOCK_SIZE_M=64, num_stages=2), MI300, x, w, h).kernel == D.GATED_POINTER
+    assert gated_choice(TILE, H200, x, w, h).kernel == D.GATED_TMA
+    assert gated_choice(dict(TILE, BLOCK_SIZE_M=64, num_stages=2), MI300, x, w, h).kernel == D.GATED_POINTER
     with pytest.raises(ValueError, match="shared memory for the gated tile"):  # fits no kernel there
-        D.gated(TILE, MI300, x, w, h)
-    assert D.gated(TILE, H200, x, w, meta(64, 250, stride=(250, 1))).passed_over[0][1].startswith("y: TMA needs")
+        gated_choice(TILE, MI300, x, w, h)
+    assert gated_choice(TILE, H200, x, w, meta(64, 250, stride=(250, 1))).passed_over[0][1].startswith("y: TMA needs")
     with pytest.raises(ValueError, match="the gated GEMM runs on the Triton tier or a Gluon gated tile"):
-        D.gated(dict(TILE, backend="cuda"), H200, x, w, h)
+        gated_choice(dict(TILE, backend="cuda"), H200, x, w, h)
 
 
 def test_gated_gluon_rules():
@@ -263,9 +268,9 @@ def test_gated_gluon_rules():
     sm_90 TMA operands, unsplit; otherwise the Triton tier with the same tile, each reason kept."""
     x, w, h = meta(200, 512), meta(2 * 256, 512), meta(200, 256)
     gated = {**COOP, "gated": True}  # the gated tile: its own key for a failed compile (`failed_gluon`)
-    assert D.gated(COOP, H200, x, w, h) == D.Choice(D.GLUON_COOP, gated)  # no copies: the tile shifts its last row
-    assert D.gated(dict(GLUON, BLOCK_SIZE_M=64, num_stages=4), H200, x, w, h).kernel == D.GLUON_BF16
-    assert "two accumulators" in D.gated(GLUON, H200, x, w, h).passed_over[0][1]  # 128 x 128 a consumer: too many
+    assert gated_choice(COOP, H200, x, w, h) == D.Choice(D.GLUON_COOP, gated)  # no copies: the tile shifts its last row
+    assert gated_choice(dict(GLUON, BLOCK_SIZE_M=64, num_stages=4), H200, x, w, h).kernel == D.GLUON_BF16
+    assert "two accumulators" in gated_choice(GLUON, H200, x, w, h).passed_over[0][1]  # 128 x 128 a consumer: too many
     for cfg, target, operands, why in [
             (COOP, H200, (randn(200, 512, dtype=BF16), randn(512, 512, dtype=BF16), torch.empty(200, 256, dtype=BF16)),
              "the Triton interpreter"),
@@ -273,12 +278,38 @@ def test_gated_gluon_rules():
             (COOP, H200, (x, w, meta(200, 250, stride=(250, 1))), "y: TMA needs"),
             (COOP, H200, (meta(200, 512, dtype=torch.float32), meta(512, 512, dtype=torch.float32), h), "needs bf16"),
             (dict(COOP, num_stages=2, BLOCK_SIZE_M=64), MI300, (x, w, h), "needs sm_90, not gfx942")]:
-        choice = D.gated(cfg, target, *operands)
+        choice = gated_choice(cfg, target, *operands)
         assert choice.path != "gluon" and choice.passed_over[0][0] == D.GLUON_COOP, choice
         assert choice.passed_over[0][1].startswith(why), choice.passed_over
         assert choice.config.get("NUM_KSPLIT", 1) == cfg["NUM_KSPLIT"]  # the same tile on the Triton tier
     with pytest.raises(ValueError, match="BLOCK_SIZE_N"):  # a tile the gated plan cannot build: its reason, then
-        D.gated(dict(COOP, BLOCK_SIZE_N=512), H200, x, w, h)  # the Triton tier, which fits it nowhere either
+        gated_choice(dict(COOP, BLOCK_SIZE_N=512), H200, x, w, h)  # the Triton tier, which fits it nowhere either
+
+
+@pytest.mark.parametrize("version", ["3.6.0", "3.8.0", "3.9.0"])
+def test_gated_gluon_follows_the_budget(version, monkeypatch):
+    """The Gluon gated tile under the installed Triton's register budget (kernels/_budgets.py): where its two
+    accumulators fill a consumer's 128 registers (coop 128 x 128, the ping-pong's 64 x 128), Triton 3.9 sends a gelu
+    into a bf16 h to the Triton tier (it spilled 128 - 144 B there, tests/data/triton_budgets.json) and keeps the other
+    activations; 3.6 - 3.8 keep every one; a 64-register tile (coop 128 x 64) keeps every one on every release."""
+    from gemmkit._versions import parse
+    from gemmkit.kernels import _budgets
+
+    monkeypatch.delenv(_budgets.OFF_ENV, raising=False)
+    monkeypatch.setattr(_budgets, "installed", lambda: parse(version))
+    x, w, h = meta(200, 512), meta(2 * 256, 512), meta(200, 256)
+    full = [(COOP, D.GLUON_COOP), (dict(GLUON, BLOCK_SIZE_M=64, num_stages=4), D.GLUON_BF16)]
+    for cfg, kernel in full + [(dict(COOP, BLOCK_SIZE_N=64), D.GLUON_COOP)]:
+        for act in ("gelu", "gelu_tanh", "silu", "relu"):
+            choice = gated_choice(cfg, H200, x, w, h, act)
+            spills = version == "3.9.0" and act == "gelu" and cfg["BLOCK_SIZE_N"] == 128
+            assert (choice.path != "gluon") == spills, (cfg, act, choice)
+            if spills:
+                assert choice.passed_over[0][0] == kernel and "GLUON_EPILOGUE" in choice.passed_over[0][1]
+            else:
+                assert choice.kernel == kernel
+        elsewhere = [e for e, _ in D.epilogues_elsewhere(kernel, {**cfg, "gated": True})]  # `gemmkit configs`
+        assert elsewhere == (["gelu"] if version == "3.9.0" and cfg["BLOCK_SIZE_N"] == 128 else [])
 
 
 def test_a_failed_gated_compile_is_its_own(monkeypatch):
@@ -286,11 +317,11 @@ def test_a_failed_gated_compile_is_its_own(monkeypatch):
     a config of the same keys (and the other way round)."""
     x, w, h = meta(200, 512), meta(2 * 256, 512), meta(200, 256)
     monkeypatch.setitem(D._GLUON_FAILED, D._config_key(D.GLUON_COOP, {**COOP, "gated": True}), "failed to compile")
-    assert D.gated(COOP, H200, x, w, h).passed_over == ((D.GLUON_COOP, "failed to compile"),)
+    assert gated_choice(COOP, H200, x, w, h).passed_over == ((D.GLUON_COOP, "failed to compile"),)
     assert D.dense(COOP, H200, x, meta(256, 512), h).kernel == D.GLUON_COOP
     monkeypatch.delitem(D._GLUON_FAILED, D._config_key(D.GLUON_COOP, {**COOP, "gated": True}))
     monkeypatch.setitem(D._GLUON_FAILED, D._config_key(D.GLUON_COOP, COOP), "failed to compile")
-    assert D.gated(COOP, H200, x, w, h).kernel == D.GLUON_COOP
+    assert gated_choice(COOP, H200, x, w, h).kernel == D.GLUON_COOP
     c1 = meta(64, 256)
     assert D.split_cat(TILE, H200, x, meta(256, 512), c1).kernel == D.SPLIT_CAT_TMA
     assert D.split_cat(dict(TILE, tma=False), H200, x, meta(256, 512), c1).passed_over == \

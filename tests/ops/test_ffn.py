@@ -162,12 +162,12 @@ def test_gated_fp32_h_keeps_the_tma_kernel():
         cfg, _ = configs.serve("a16w16_gated", H200, M, I, K)
         x, w = (torch.empty((n, K), dtype=BF16, device="meta") for n in (M, 2 * I))
         y = torch.empty((M, I), dtype=torch.float32, device="meta")
-        choice = D.gated(cfg, H200, x, w, y)
+        choice = D.gated(cfg, H200, x, w, y, activation="silu")
         assert choice.kernel == "gemm_gated_tma_kernel", choice.explain()
         assert choice.config["num_stages"] < cfg["num_stages"]
         assert TG.smem_bytes(choice.config, H200, 2, 4, True) <= H200.shared_mem_bytes
         h16 = torch.empty((M, I), dtype=BF16, device="meta")  # a 16-bit h keeps the table's ring
-        assert D.gated(cfg, H200, x, w, h16).config == cfg
+        assert D.gated(cfg, H200, x, w, h16, activation="silu").config == cfg
 
 
 @pytest.mark.parametrize("M,K", [(1, 4095), (16, 1001), (3, 203)], ids=str)
@@ -192,7 +192,7 @@ def test_gated_unaligned_k_at_few_tokens_reads_w_where_it_lies(M, K, launches):
     # what `gemmkit configs` says runs: the rows kernel on its own tile, then the gated reduce (split or not)
     H200 = arch.get("sm_90")
     meta = [torch.empty(t.shape, dtype=t.dtype, device="meta") for t in (x, w, out)]
-    explain = D.gated(cfg, H200, *meta).explain()
+    explain = D.gated(cfg, H200, *meta, activation="silu").explain()
     t = gemm_rows.tile(M, 2 * I, K, 2, H200.num_cus)
     assert "gated split-K reduce" in explain and f"{t['BLOCK_M']} x {t['BLOCK_N']} x {t['BLOCK_K']}" in explain, explain
     from gemmkit import callplan
@@ -401,7 +401,7 @@ def test_gated_gluon_tile_runs_the_triton_tier_in_the_interpreter(monkeypatch, l
     cfg, source = configs.serve("a16w16_gated", C.target_for(torch.device("cpu")), M, I, K)
     assert cfg["backend"] == "gluon" and cfg["num_warps"] == 8 and "gated_one_wave" in source, source
     x, (w, wd) = randn(M, K, dtype=BF16), weights(I, K)
-    choice = D.gated(cfg, C.target_for(x.device), x, w, torch.empty(M, I, dtype=BF16))
+    choice = D.gated(cfg, C.target_for(x.device), x, w, torch.empty(M, I, dtype=BF16), activation="silu")
     assert choice.passed_over == ((D.GLUON_COOP, "the Triton interpreter does not run Gluon kernels"),), choice
     before = dict(launches)
     h = gemmkit.gemm_a16w16_gated(x, w)

@@ -325,10 +325,10 @@ def dense_static_spec(kernel, derive, kernel_constexprs, y_box, cfg: dict, targe
     hopper_coop's: `kernel` with its `derive`, `kernel_constexprs` and `y_box`) for `target` on a CPU. Split-K: the
     kernel stores fp32 partial tiles, whatever the op's output dtype (`staged_dtype`); `tail`: the tail split's
     variant, its partials fp32 through part_ptr; `tokens`: a launch's tokens under one tile, loaded in the boxes
-    `token_boxes` gives; `gated`: the gated tile, the kernel's `launch_gated`'s, silu on the gate and no bias."""
+    `token_boxes` gives; `gated`: the gated tile, the kernel's `launch_gated`'s, `activation` on the gate, no bias."""
     out_dtype = staged_dtype(cfg, out_dtype or dtype)
     if gated:
-        cfg, has_bias, activation = {**cfg, "gated": True}, False, "silu"
+        cfg, has_bias = {**cfg, "gated": True}, False
     plan = derive(cfg, target, 2, 4 if out_dtype == "fp32" else 2)
     ce = kernel_constexprs(plan, has_bias=has_bias, activation=activation, tail=tail)
     if tokens:
@@ -395,18 +395,20 @@ def token_spec(case, static_spec):
     return dict(case, path=head), functools.partial(static_spec, tokens=int(tok))
 
 
-def isa_spec_from(case, static_spec, promises):
+def isa_spec_from(case, static_spec, promises, gated: bool = False):
     """`gemmkit isa`'s spec of a case ("gluon-<out dtype>" path) from a kernel's static_spec(cfg, target,
     out_dtype=..., has_bias=..., activation=...) and promises: the isa_spec of hopper_pingpong.py, hopper_coop.py
-    and hopper_pingpong_batched.py. The epilogue compiled is bias + gelu (the heaviest), unless the installed
-    Triton's budget sends that one to the Triton tier (kernels/_budgets.isa_epilogue): then the heaviest the
-    dispatch still sends here, and `budget` names the ones it passes over."""
+    and hopper_pingpong_batched.py. The epilogue compiled is bias + gelu (the heaviest; `gated`, the gated tile's:
+    gelu, no bias), unless the installed Triton's budget sends that one to the Triton tier
+    (kernels/_budgets.isa_epilogue): then the heaviest the dispatch still sends here, and `budget` names the ones it
+    passes over."""
     from ... import arch as _arch
     from .. import _budgets
 
     target = _arch.ARCHS[case["arch"]]
     out = case["path"].split("-", 1)[1] if case["path"].startswith("gluon-") else "bf16"
-    epilogue, passed = _budgets.isa_epilogue(case["kernel"], case["config"], out)
+    epilogue, passed = _budgets.isa_epilogue(case["kernel"], {**case["config"], "gated": True} if gated
+                                             else case["config"], out)
     has_bias, activation = epilogue or (False, "none")
     kernel, sig, ce, div, opts, plan = static_spec(case["config"], target, out_dtype=out, has_bias=has_bias,
                                                    activation=activation)
@@ -420,7 +422,8 @@ def dense_isa_spec(case, static_spec, promises):
     `variant_cases` (its variant's static_spec) or `token_cases` (`token_spec`)."""
     head, _, variant = case["path"].rpartition("-")
     if variant in ("tail", "gated"):
-        return isa_spec_from(dict(case, path=head), functools.partial(static_spec, **{variant: True}), promises)
+        return isa_spec_from(dict(case, path=head), functools.partial(static_spec, **{variant: True}), promises,
+                             gated=variant == "gated")
     return isa_spec_from(*token_spec(case, static_spec), promises)
 
 
