@@ -147,9 +147,9 @@ def _check_mxfp4_packed(packed, scales):
 
 def _check_runnable(x, dtype):
     C.check_device_supported(x)
-    if x.device.type == "cpu" and dtype == torch.float8_e4m3fnuz:
-        raise ValueError("dtype: torch.float8_e4m3fnuz does not run in Triton 3.6's interpreter (it has no "
-                         "e4m3fnuz type); pass dtype=torch.float8_e4m3fn, or compile for gfx942 with static_spec")
+    why = C.interpreter_dtype_unsupported(x, dtype)
+    if why:
+        raise ValueError(f"dtype: {why}; pass dtype=torch.float8_e4m3fn, or compile for gfx942 with static_spec")
 
 
 # ----------------------------------------------------------------------------- launch parameters

@@ -13,6 +13,7 @@ changed: a CPU call runs the same kernel source as a GPU call.
   cast_impl bf16 -> fp32  loses or rounds subnormals (2^-128 -> 0)  exact: the bits shifted by 16
   create_fp_to_fp         truncates bit fields: a mantissa carry   round to nearest even and
     fp32 -> e4m3fn / e5m2   is lost (124.3 -> 64 instead of 128)   saturate to the finite range
+    (/ e4m3fnuz from 3.8)
                                                                    (cvt.rn.satfinite), NaN kept
   create_dot_scaled       missing (tl.dot_scaled cannot run)       e2m1 x e2m1 packed along K,
                                                                    E8M0 scales per 32 (OCP MX)
@@ -25,6 +26,10 @@ builder that already has `create_dot_scaled` keeps its own.
 The patch changes Triton's interpreter for the whole process: any other interpreted kernel
 in it gets the same hardware semantics. It is installed only when gemmkit's kernels are
 interpreted (`active()`), never on a GPU process.
+
+The interpreter has no float8_e4m3fnuz type (gfx942's fp8, Triton's fp8e4b8) before Triton 3.8 (3.6.0 and 3.7.1 fail
+to convert it; 3.8.0 and 3.9.0 load, cast and multiply it: probed 2026-12-05): `dtype_unsupported` says so, and the
+ops raise that instead of the interpreter's error.
 
 `active()` is decided when gemmkit is imported: `triton.jit` builds an interpreted function
 or a compiled one at decoration time, so setting TRITON_INTERPRET after `import gemmkit`
@@ -62,6 +67,21 @@ def active() -> bool:
     return isinstance(_sentinel, InterpretedFunction)
 
 
+FNUZ_SINCE = (3, 8)  # the first Triton whose interpreter takes float8_e4m3fnuz (module docstring)
+
+
+def dtype_unsupported(dtype) -> str | None:
+    """Why the installed Triton's interpreter cannot take tensors of `dtype` (None: it can): float8_e4m3fnuz before
+    FNUZ_SINCE."""
+    from .._versions import parse
+
+    v = parse(triton.__version__)
+    if dtype == torch.float8_e4m3fnuz and v < FNUZ_SINCE:
+        return (f"torch.float8_e4m3fnuz (gfx942's fp8) does not run in Triton {v[0]}.{v[1]}'s interpreter (it has no "
+                f"e4m3fnuz type before Triton {FNUZ_SINCE[0]}.{FNUZ_SINCE[1]})")
+    return None
+
+
 def cpu_unavailable_reason() -> str | None:
     """Why CPU tensors cannot run in this process (None: they can)."""
     if active():
@@ -90,7 +110,7 @@ def _f32_to_bf16_bits(x):
 def _fp8_formats():
     import triton.language as tl
 
-    return {tl.float8e4nv: torch.float8_e4m3fn, tl.float8e5: torch.float8_e5m2}
+    return {tl.float8e4nv: torch.float8_e4m3fn, tl.float8e5: torch.float8_e5m2, tl.float8e4b8: torch.float8_e4m3fnuz}
 
 
 def _patch_dot(builder_cls, tl, TensorHandle):

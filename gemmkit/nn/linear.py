@@ -291,10 +291,10 @@ def _fp8_default(device):
 
 
 def _fp8_why_not(target):
-    """Why the target's fp8 cannot run here (None: it can): e4m3fnuz (gfx942) has no interpreter type."""
-    if C.interpreting() and C.fp8_dtype(target) == torch.float8_e4m3fnuz:
-        return f"{target.arch}'s float8_e4m3fnuz does not run in Triton 3.6's interpreter"
-    return None
+    """Why the target's fp8 cannot run here (None: it can): e4m3fnuz (gfx942) has no interpreter type before Triton
+    3.8 (`C.interpreter_lacks`)."""
+    why = C.interpreting() and C.interpreter_lacks(C.fp8_dtype(target))
+    return f"{target.arch}'s {why}" if why else None
 
 
 class Fp8Linear(_QuantLinear):

@@ -31,6 +31,17 @@ def interpreting() -> bool:
     return _interpreter.active()
 
 
+def interpreter_lacks(dtype) -> str | None:
+    """Why the installed Triton's interpreter cannot take tensors of `dtype` (None: it can): float8_e4m3fnuz before
+    Triton 3.8 (kernels/_interpreter.dtype_unsupported)."""
+    return _interpreter.dtype_unsupported(dtype)
+
+
+def interpreter_dtype_unsupported(t, dtype=None) -> str | None:
+    """`interpreter_lacks` for a CPU tensor `t` of `dtype` (default: its own); None for a GPU tensor."""
+    return interpreter_lacks(t.dtype if dtype is None else dtype) if t.device.type == "cpu" else None
+
+
 def check_tensor(name, t, *, dtypes=None, ndim=None, min_ndim=None):
     if not isinstance(t, torch.Tensor):
         raise TypeError(f"{name}: expected a torch.Tensor, got {type(t).__name__}")

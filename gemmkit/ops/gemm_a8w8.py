@@ -49,10 +49,14 @@ def check_8bit_pair(x, w, *, allow_int8=True):
 
 
 def check_fp8_flavour(x, target):
-    """An fp8 x must be the E4M3 flavour the target's matrix units take."""
+    """An fp8 x must be the E4M3 flavour the target's matrix units take (and, on a CPU, one the installed Triton's
+    interpreter has: `C.interpreter_dtype_unsupported`)."""
     if x.dtype in C.FP8_E4M3_DTYPES and x.dtype != C.fp8_dtype(target):
         raise TypeError(f"x: {target.name} ({target.arch}) multiplies {C.fp8_dtype(target)}, got {x.dtype}; "
                         "quantize to the target's FP8 format (gemmkit.quant takes dtype=None for it)")
+    why = C.interpreter_dtype_unsupported(x)
+    if why:
+        raise ValueError(f"x: {why}; run it on the GPU, or compile it for {target.arch} with static_spec")
 
 
 def _vector_scale(name, s, length, shapes):

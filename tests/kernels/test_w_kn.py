@@ -52,7 +52,8 @@ def test_a16w16_pointer_kernel(arch_name, M, N, K, split, strided, monkeypatch):
 
 
 def test_a8w8_and_blockscale_fp8_on_gfx950(monkeypatch):
-    """fp8 runs in the interpreter as gfx950's float8_e4m3fn (gfx942's e4m3fnuz has no interpreter type)."""
+    """fp8 runs in the interpreter as gfx950's float8_e4m3fn (gfx942's e4m3fnuz has no interpreter type before
+    Triton 3.8)."""
     monkeypatch.setenv("GEMMKIT_INTERPRET_ARCH", "gfx950")
     f8 = torch.float8_e4m3fn
     M, N, K = 19, 40, 160

@@ -3,8 +3,9 @@
 8-bit values are exact in float64 and the kernels accumulate exactly (int32) or in
 fp32 (fp8 products are exact in fp32; sums round at 2**-24), so the only sizeable
 error is the final rounding to out_dtype: the bounds of tests/_util.py apply.
-float8_e4m3fnuz (gfx942) cannot run in the 3.6 interpreter; its kernels are
-compiled for gfx942 by tests/tools/test_isa.py (the A8W8 tables' fp8 cases).
+float8_e4m3fnuz (gfx942) runs in the interpreter from Triton 3.8 (`test_gfx942_fnuz`, under CI's newest
+release; before 3.8 the ops refuse it); its kernels are compiled for gfx942 by tests/tools/test_isa.py (the A8W8
+tables' fp8 cases).
 """
 import itertools
 
@@ -326,3 +327,51 @@ def test_m256_split_as_served(op, launches):
     cfg, source = configs.serve(op, arch.get("sm_90"), M, N, K)
     assert cfg.get("backend") != "gluon" and cfg["NUM_KSPLIT"] > 1, source
     _check_split_config(op, cfg, M, N, K, launches)
+
+
+# ----------------------------------------------------------------------------- gfx942's float8_e4m3fnuz
+
+FNUZ = torch.float8_e4m3fnuz
+
+
+def test_gfx942_fnuz(monkeypatch):
+    """gfx942's fp8 (float8_e4m3fnuz) through the interpreter: from Triton 3.8, whose interpreter has the type (CI's
+    newest-release interpreter run: .ci/triton_versions.sh), per-token x per-channel with a bias, block scales, the
+    batched op and the quantizer, every element against float64 (the quantizer bit for bit against its reference);
+    before 3.8 each op refuses it with the interpreter's reason (ops/_common.interpreter_lacks), not the interpreter's
+    own conversion error."""
+    from gemmkit import quant
+    from gemmkit.ops import _common as C
+    from _util import within_every_element
+
+    monkeypatch.setenv("GEMMKIT_INTERPRET_ARCH", "gfx942")
+    M, N, K = 19, 40, 160
+    x, w = q8(M, K, dtype=FNUZ), q8(N, K, dtype=FNUZ)
+    xs, ws, bias = scales(M, 1), scales(1, N), randn(N, dtype=torch.bfloat16)
+    xbs, wbs = scales(M, 2), scales(1, 2)  # 1 x 128 and 128 x 128 blocks over K = 160 (the second partial)
+    xb = randn(M, K, dtype=torch.bfloat16)
+    cfg = dict(SMALL, BLOCK_SIZE_K=64)
+
+    def two(t):  # a batch of 2 copies (fp8 through its bytes)
+        return torch.stack([t.view(torch.uint8)] * 2).view(t.dtype) if t.element_size() == 1 else torch.stack([t] * 2)
+
+    calls = [lambda: gemmkit.gemm_a8w8(x, w, xs, ws, bias, out=poisoned((M, N), torch.bfloat16), config=cfg),
+             lambda: gemmkit.gemm_a8w8_blockscale(x, w, xbs, wbs, out=poisoned((M, N), torch.bfloat16), config=cfg),
+             lambda: gemmkit.batched_gemm_a8w8(two(x), two(w), two(xs), two(ws), config=cfg)]
+    if C.interpreter_lacks(FNUZ):
+        for call in calls:
+            with pytest.raises(ValueError, match=r"^x: torch.float8_e4m3fnuz \(gfx942's fp8\) does not run in Triton "
+                                                 r"3\.[67]'s interpreter"):
+                call()
+        with pytest.raises(ValueError, match=r"^dtype: torch.float8_e4m3fnuz \(gfx942's fp8\) does not run"):
+            quant.quantize_fp8_per_token(xb)
+        return
+    refs = [gemm_a8w8_ref(x, w, xs, ws, bias), gemm_a8w8_blockscale_ref(x, w, xbs, wbs),
+            two(gemm_a8w8_ref(x, w, xs, ws))]
+    for call, ref in zip(calls, refs):
+        y = call()
+        for ok, msg in (within_bound(y, ref, y.dtype), within_every_element(y, ref, y.dtype, K)):
+            assert ok, msg
+    q, s = quant.quantize_fp8_per_token(xb)  # the target's format: e4m3fnuz, saturating at 240
+    qr, sr = quant.quantize_fp8_per_token_ref(xb, FNUZ)
+    assert q.dtype == FNUZ and torch.equal(q.view(torch.uint8), qr.view(torch.uint8)) and torch.equal(s, sr)
