@@ -13,8 +13,7 @@ changed: a CPU call runs the same kernel source as a GPU call.
   cast_impl bf16 -> fp32  loses or rounds subnormals (2^-128 -> 0)  exact: the bits shifted by 16
   create_fp_to_fp         truncates bit fields: a mantissa carry   round to nearest even and
     fp32 -> e4m3fn / e5m2   is lost (124.3 -> 64 instead of 128)   saturate to the finite range
-    (/ e4m3fnuz from 3.8)
-                                                                   (cvt.rn.satfinite), NaN kept
+    (e4m3fnuz: from 3.8)                                           (cvt.rn.satfinite), NaN kept
   create_dot_scaled       missing (tl.dot_scaled cannot run)       e2m1 x e2m1 packed along K,
                                                                    E8M0 scales per 32 (OCP MX)
 

@@ -1,7 +1,7 @@
 """gemmkit.quant's gated forms in the Triton interpreter: act(gate) * up of h = [gate | up] quantized in one pass.
 
 Against `quantize_gated_ref` (the product in float64 from h's values, then the quantizer references): the scale to
-within one fp32 rounding of the product's amax, every dequantized element within the format's rounding of the
+within the fp32 roundings of the product's amax (and gelu's erfc fit), every dequantized element within the format's rounding of the
 reference product; zero, NaN and saturating rows; ragged and strided h; the layouts the GEMMs take; the refusals;
 the custom ops (opcheck, fakes, torch.compile); the fused MLP module of gemmkit.nn against the unfused layers.
 """
@@ -42,7 +42,10 @@ def check_form(form, h, act):
     qr, sr = Q.quantize_gated_ref(h, act, form, E4M3)
     M, I = h.shape[0], h.shape[1] // 2
     assert q.shape == (M, I) and q.is_contiguous() and s.shape == sr.shape and s.dtype == F32
-    assert torch.allclose(s, sr, rtol=4e-7, atol=0), f"{form} {act}: scales {s.flatten()[:4]} vs {sr.flatten()[:4]}"
+    # the fp32 roundings of the product and the scale, and gelu's erfc fit (fractional error < 1.2e-7,
+    # kernels/triton/_epilogue._erfc_abs: 4.05e-7 measured at 17 x 300, seed 11762395184804260660)
+    rtol = 4e-7 + (1.2e-7 if act == "gelu" else 0)
+    assert torch.allclose(s, sr, rtol=rtol, atol=0), f"{form} {act}: scales {s.flatten()[:4]} vs {sr.flatten()[:4]}"
     v = product64(h, act)
     deq = Q.dequantize_ref(q, s, block).double()
     scale = Q.dequantize_ref(torch.ones_like(q, dtype=F32), s, block).double()  # each element's scale
