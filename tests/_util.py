@@ -228,6 +228,51 @@ def check_a16w16(y, x, w, bias=None, act="none"):
     assert ok, msg
 
 
+# The 8-bit GEMMs' per-element accumulation part, relative to the element's sum of magnitudes (`check_8bit`'s mag).
+# int8: the int32 sums are exact; the fp32 epilogue (the sum to fp32, two scales, a bias) rounds about four times,
+# 2**-24 each. fp8: the tensor cores add each block of up to 128 products (the kernels add a block into the fp32
+# accumulator before the next: kernels/triton/_mainloop.py PROMOTE_K, kernels/gluon/hopper_fp8_mainloop.py) keeping
+# about 14 bits (DeepSeek-V3's report, H800), so each block errs by a few 2**-14 of its magnitude at most.
+ACC_8BIT = {torch.float8_e4m3fn: 2**-11, torch.int8: 2**-21}
+
+
+def check_8bit(y, x, w, xs, ws, bias=None, block=None, norm_tol=None) -> float:
+    """y of gemm_a8w8 (`block` None: xs one scale per row of x, ws one per row of w) or gemm_a8w8_blockscale
+    (`block` (bn, bk): xs one per (1, bk) of x, ws one per (bn, bk) of w) against the float64 reference, computed
+    on y's device (products of 8-bit values and fp32 scales are exact there): norm-wise within `norm_tol` (default
+    TOL of y's dtype: `within_bound`'s), and every element within 2 half-ulps of y's dtype of its reference plus
+    ACC_8BIT[x.dtype] of mag = sum over k of |x_k w_k| times their scales, plus |bias|. Unit-variance sums at
+    K = 8192 put a missing 128-product block ~4x over that bound and a wrong element ~35x. NaN never passes. Returns
+    the largest (|y - ref| - rounding part) / mag, the accumulation error seen, for the tests to report."""
+    from gemmkit.reference import expand_block_scales
+
+    dev = y.device
+    xd, wd = x.to(dev, torch.float64), w.to(dev, torch.float64)
+    xs, ws = xs.to(dev, torch.float64), ws.to(dev, torch.float64)
+    if block is None:
+        xs, ws = xs.reshape(-1, 1), ws.reshape(-1, 1)
+    else:
+        xs, ws = expand_block_scales(xs, (1, block[1]), x.shape), expand_block_scales(ws, block, w.shape)
+    ref = (xd * xs) @ (wd * ws).T
+    mag = (xd.abs() * xs.abs()) @ (wd.abs() * ws.abs()).T
+    if bias is not None:
+        ref, mag = ref + bias.to(dev, torch.float64), mag + bias.to(dev, torch.float64).abs()
+    o = y.detach().to(torch.float64)
+    assert torch.isfinite(o).all(), "non-finite output (an element never written?)"
+    diff, norm = (o - ref).norm().item(), ref.norm().item()
+    tol = TOL[y.dtype] if norm_tol is None else norm_tol
+    assert diff <= tol * norm + UNDERFLOW[y.dtype] * ref.numel() ** 0.5, \
+        f"||out - ref|| = {diff:.3g}, rel {diff / max(norm, 1e-300):.3g} > {tol:.3g}"
+    over = (o - ref).abs() - 2 * HALF_ULP[y.dtype] * ref.abs()
+    bound = ACC_8BIT[x.dtype] * mag + UNDERFLOW[y.dtype]
+    bad = (over > bound).nonzero()
+    if bad.numel():
+        first = tuple(bad[0].tolist())
+        raise AssertionError(f"{bad.shape[0]} of {ref.numel()} elements out of bounds, first at {list(first)}: "
+                             f"{o[first].item()} vs {ref[first].item()} (mag {mag[first].item():.4g}, worst "
+                             f"accumulation share {(over / mag.clamp_min(1e-300)).max().item():.3g})")
+    return max(0.0, (over / mag.clamp_min(1e-300)).max().item()) if ref.numel() else 0.0
+
 # ----------------------------------------------------------------------------- compute-sanitizer (GPU tests)
 
 def _sanitizer_exe():
