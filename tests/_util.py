@@ -228,6 +228,46 @@ def check_a16w16(y, x, w, bias=None, act="none"):
     assert ok, msg
 
 
+
+# The largest slope of the gated GEMM's activations (gelu's 1.129 near x = 2.4, gelu_tanh's alike, silu's 1.0998,
+# relu's 1): an error e in the gate moves act(gate) by at most ACT_SLOPE * e.
+ACT_SLOPE = 1.13
+# The fp32 epilogue's own error in act(g) * u, relative: its exp / erfc fits (kernels/triton/_epilogue.py: erfc's
+# under 1.2e-7) and a few fp32 roundings. Far under bf16's and fp16's half-ulp; it matters for an fp32 h.
+GATED_EPILOGUE_REL = 2**-20
+
+
+def check_gated(h, x, w, activation="silu", norm_tol=None):
+    """h of the gated GEMM, act(x Wg.T) * (x Wu.T) with w = [Wg; Wu], against the float64 reference computed on h's
+    device: norm-wise within `norm_tol` (default TOL of h's dtype: `within_bound`'s), and every element within 2
+    half-ulps of h's dtype plus GATED_EPILOGUE_REL of it plus the fp32 accumulation's part carried through the
+    activation. With e = 2**-16 rms(x w.T) max(1, K / 2048) on each of g and u (`within_every_element`'s part of a
+    GEMM's output), |act(g + e_g) (u + e_u) - act(g) u| <= ACT_SLOPE e |u| + e |act(g)| + ACT_SLOPE e**2. At
+    K = 4096 a wrong element of unit-variance operands is ~10**4 times over that part. NaN never passes."""
+    from gemmkit.reference import activation_ref
+
+    I = w.shape[0] // 2
+    gu = x.to(h.device, torch.float64) @ w.to(h.device, torch.float64).T
+    g, u = gu[:, :I], gu[:, I:]
+    ag = activation_ref(g, activation)
+    ref = ag * u
+    o = h.detach().to(torch.float64)
+    assert torch.isfinite(o).all(), "non-finite output (an element never written?)"
+    diff, norm = (o - ref).norm().item(), ref.norm().item()
+    tol = TOL[h.dtype] if norm_tol is None else norm_tol
+    assert diff <= tol * norm + UNDERFLOW[h.dtype] * ref.numel() ** 0.5, \
+        f"||h - ref|| = {diff:.3g}, rel {diff / max(norm, 1e-300):.3g} > {tol:.3g}"
+    rms = gu.pow(2).mean().sqrt().item() if gu.numel() else 0.0
+    e = 2**-16 * rms * max(1.0, x.shape[-1] / 2048)
+    bound = ((2 * HALF_ULP[h.dtype] + GATED_EPILOGUE_REL) * ref.abs() + ACT_SLOPE * e * u.abs() + e * ag.abs()
+             + ACT_SLOPE * e * e + UNDERFLOW[h.dtype])
+    bad = ((o - ref).abs() > bound).nonzero()
+    if bad.numel():
+        first = tuple(bad[0].tolist())
+        raise AssertionError(f"{bad.shape[0]} of {ref.numel()} elements out of bounds, first at {list(first)}: "
+                             f"{o[first].item()} vs {ref[first].item()} (g {g[first].item():.4g}, u "
+                             f"{u[first].item():.4g}, e {e:.3g})")
+
 # The 8-bit GEMMs' per-element accumulation part, relative to the element's sum of magnitudes (`check_8bit`'s mag).
 # int8: the int32 sums are exact; the fp32 epilogue (the sum to fp32, two scales, a bias) rounds about four times,
 # 2**-24 each. fp8: the tensor cores add each block of up to 128 products (the kernels add a block into the fp32

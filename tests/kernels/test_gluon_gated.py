@@ -6,15 +6,13 @@ module docstring's "Gated") and hopper_coop.py's (num_warps 8: the two consumers
 The ops serve the cooperative 128 x 128 where configs/model.py's `gated_one_wave` names it (tests/ops/test_ffn_gpu.py
 runs that path). Shapes: one token, a partial tile, several tiles with the last row / column shifted back, I under one
 tile (the gate box then reads up rows, clipped), K with a tail step; every activation, bf16 / fp16 / fp32 h, fp16
-inputs, small persistent grids (many tiles a CTA, both consumers). Reference: float64 on the CPU; outputs poisoned with
-NaN, every element checked.
+inputs, small persistent grids (many tiles a CTA, both consumers). Reference: float64; outputs poisoned with NaN, every
+element checked (`_util.check_gated`).
 """
 import pytest
 import torch
 
-from gemmkit.reference import activation_ref
-
-from _util import gpu_target, poisoned, randn, within_bound
+from _util import check_gated, gpu_target, poisoned, randn
 
 pytestmark = pytest.mark.gpu
 DEV = "cuda"
@@ -35,12 +33,6 @@ CFGS = {
 SHAPES = [(1, 4096, 1024), (7, 264, 200), (100, 1000, 520), (300, 40, 1000), (257, 1536, 64), (1024, 2048, 2048)]
 
 
-def gated_ref(x, w, activation="silu"):
-    I = w.shape[0] // 2
-    x64, w64 = x.to("cpu", torch.float64), w.to("cpu", torch.float64)
-    return activation_ref(x64 @ w64[:I].T, activation) * (x64 @ w64[I:].T)
-
-
 def run(name, x, w, activation="silu", out_dtype=None, cus=None):
     from gemmkit.kernels.gluon import hopper_coop, hopper_pingpong
 
@@ -53,8 +45,7 @@ def run(name, x, w, activation="silu", out_dtype=None, cus=None):
 
 
 def check(y, x, w, activation="silu"):
-    ok, msg = within_bound(y, gated_ref(x, w, activation), y.dtype)
-    assert ok, msg
+    check_gated(y, x, w, activation)
 
 
 @pytest.mark.parametrize("name", list(CFGS))

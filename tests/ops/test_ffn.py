@@ -14,7 +14,7 @@ import torch
 import gemmkit
 from gemmkit.reference import activation_ref
 
-from _util import poisoned, randn, within_bound
+from _util import check_gated, poisoned, randn, within_bound
 
 pytestmark = pytest.mark.interpreter
 BF16 = torch.bfloat16
@@ -65,8 +65,7 @@ def test_gated_shapes(M, I, K, launches):
     before = sum(launches.values())
     h = gemmkit.gemm_a16w16_gated(x, w, out=out)
     assert h is out and sum(launches.values()) > before, "no Triton kernel ran"
-    ok, msg = within_bound(h, gated_ref(x, w), BF16)
-    assert ok, msg
+    check_gated(h, x, w)
 
 
 @pytest.mark.parametrize("activation,out_dtype", list(itertools.product(
@@ -76,8 +75,7 @@ def test_gated_activations_and_out_dtypes(activation, out_dtype):
     x, (w, _) = randn(M, K, dtype=BF16) * 2, weights(I, K)
     h = gemmkit.gemm_a16w16_gated(x, w, activation=activation, out_dtype=out_dtype)
     assert h.dtype == out_dtype
-    ok, msg = within_bound(h, gated_ref(x, w, activation), out_dtype)
-    assert ok, msg
+    check_gated(h, x, w, activation)
 
 
 PATHS = {
@@ -100,8 +98,7 @@ def test_gated_paths(path, launches):
     before = launches[kernel]
     gemmkit.gemm_a16w16_gated(x, w, out=out, config=cfg)
     assert launches[kernel] == before + 1
-    ok, msg = within_bound(out, gated_ref(x, w), torch.float32)
-    assert ok, msg
+    check_gated(out, x, w)
 
 
 @pytest.mark.parametrize("M,K,split", [(37, 203, 1), (17, 1001, 1), (37, 203, 3)], ids=str)
@@ -117,8 +114,7 @@ def test_gated_unaligned_k_runs_the_tma_kernel_on_copies(M, K, split, launches):
     ran = {k: v - before.get(k, 0) for k, v in launches.items() if v != before.get(k, 0)}
     assert ran.get("gemm_gated_tma_kernel") == 1 and ran.get("pad_rows_kernel") == 2, ran
     assert "gemm_gated_kernel" not in ran, ran
-    ok, msg = within_bound(out, gated_ref(x, w), torch.float32)
-    assert ok, msg
+    check_gated(out, x, w)
     from gemmkit import callplan
 
     replays = callplan.STATS["replays"]
@@ -126,8 +122,7 @@ def test_gated_unaligned_k_runs_the_tma_kernel_on_copies(M, K, split, launches):
     out2 = poisoned((M, I), torch.float32)
     gemmkit.gemm_a16w16_gated(x2, w, out=out2, config=cfg)
     assert callplan.STATS["replays"] == replays + 1
-    ok, msg = within_bound(out2, gated_ref(x2, w), torch.float32)
-    assert ok, msg
+    check_gated(out2, x2, w)
     # and through ffn_gated (its first GEMM), against float64
     _, wd = weights(I, K)
     y = gemmkit.ffn_gated(x, w, wd, config=(cfg, None))
@@ -145,8 +140,7 @@ def test_gated_x_rows_off_copies_x_alone(launches):
     gemmkit.gemm_a16w16_gated(x, w, out=out, config=dict(SMALL, tma=True))
     ran = {k: v - before.get(k, 0) for k, v in launches.items() if v != before.get(k, 0)}
     assert ran == {"pad_rows_kernel": 1, "gemm_gated_tma_kernel": 1}, ran
-    ok, msg = within_bound(out, gated_ref(x, w), torch.float32)
-    assert ok, msg
+    check_gated(out, x, w)
 
 
 def test_gated_fp32_h_keeps_the_tma_kernel():
@@ -183,8 +177,7 @@ def test_gated_unaligned_k_at_few_tokens_reads_w_where_it_lies(M, K, launches):
     gemmkit.gemm_a16w16_gated(x, w, out=out, config=cfg)
     ran = {k: v - before.get(k, 0) for k, v in launches.items() if v != before.get(k, 0)}
     assert ran == {"gemm_rows_kernel": 1, "gated_splitk_reduce_kernel": 1}, ran
-    ok, msg = within_bound(out, gated_ref(x, w), torch.float32)
-    assert ok, msg
+    check_gated(out, x, w)
     from gemmkit import arch
     from gemmkit.kernels.triton import gemm_rows
     from gemmkit.ops import dispatch as D
@@ -202,8 +195,7 @@ def test_gated_unaligned_k_at_few_tokens_reads_w_where_it_lies(M, K, launches):
     out2 = poisoned((M, I), torch.float32)
     gemmkit.gemm_a16w16_gated(x2, w, out=out2, config=cfg)
     assert callplan.STATS["replays"] == replays + 1
-    ok, msg = within_bound(out2, gated_ref(x2, w), torch.float32)
-    assert ok, msg
+    check_gated(out2, x2, w)
     y = gemmkit.ffn_gated(x, w, wd, config=(cfg, None))
     ok, msg = within_bound(y, ffn_ref(x, w, wd), BF16)
     assert ok, msg
@@ -231,8 +223,7 @@ def test_gated_strided(layout):
     else:
         out = poisoned((M, 2 * I), torch.float32)[:, :I]  # row stride 2I
     h = gemmkit.gemm_a16w16_gated(x, w, out_dtype=torch.float32, out=out)
-    ok, msg = within_bound(h, gated_ref(x, w), torch.float32)
-    assert ok, msg
+    check_gated(h, x, w)
 
 
 # ----------------------------------------------------------------------------- ffn_gated
@@ -407,8 +398,7 @@ def test_gated_gluon_tile_runs_the_triton_tier_in_the_interpreter(monkeypatch, l
     h = gemmkit.gemm_a16w16_gated(x, w)
     ran = {k for k, v in launches.items() if v != before.get(k, 0)}
     assert ran & {"gemm_gated_tma_kernel", "gemm_gated_kernel"} and not ran & {"hopper_coop_kernel"}, ran
-    ok, msg = within_bound(h, gated_ref(x, w), BF16)
-    assert ok, msg
+    check_gated(h, x, w)
     x, w, wd = x[:8], randn(32, 64, dtype=BF16), randn(64, 16, dtype=BF16)
     y = gemmkit.ffn_gated(x, w, wd, config=(dict(SMALL, backend="gluon"), dict(SMALL, backend="gluon")))
     ok, msg = within_bound(y, ffn_ref(x, w, wd), BF16)
