@@ -72,20 +72,25 @@ TILE_PROMISES = (
     {"promise": "shared memory within the op's bound (smem_bytes)", "check": "lds_bytes <= smem_bound"},
     {"promise": "matrix work per K step = tile arithmetic", "check": "mma_k_steps >= 1 and mma_k_steps % 1 == 0"},
 )
-PROMISES = TILE_PROMISES + (
-    {"promise": "wgmma (HGMMA / QGMMA fp8 / IGMMA int8) for tiles of >= 64 rows", "arch": "sm_90",
-     "when": "cfg['BLOCK_SIZE_M'] >= 64", "check": "counts['HGMMA'] + counts['QGMMA'] + counts['IGMMA'] > 0"},
-    {"promise": "mma.sync (HMMA / IMMA) for 16/32-row tiles", "arch": "sm_90", "when": "cfg['BLOCK_SIZE_M'] < 64",
-     "check": "counts['HMMA'] + counts['IMMA'] + counts['QGMMA'] > 0"},
-    {"promise": "cp.async pipelining (LDGSTS)", "arch": "sm_90", "when": "cfg['num_stages'] >= 2",
-     "check": "counts['LDGSTS'] > 0"},
-    {"promise": "no local-memory traffic", "arch": "sm_90", "check": "counts['LDL'] + counts['STL'] == 0"},
+# The pointer kernels' (gemm.py, gemm_gated.py, gemm_split_cat.py) beside their MMA instructions.
+CP_ASYNC = {"promise": "cp.async pipelining (LDGSTS)", "arch": "sm_90", "when": "cfg['num_stages'] >= 2",
+            "check": "counts['LDGSTS'] > 0"}
+NO_LOCAL_MEMORY = {"promise": "no local-memory traffic", "arch": "sm_90", "check": "counts['LDL'] + counts['STL'] == 0"}
+AMD_POINTER_PROMISES = (
     {"promise": "MFMA present", "arch": "amd", "check": "counts['v_mfma'] > 0"},
     {"promise": "waves_per_eu honoured", "arch": "amd", "when": "cfg.get('waves_per_eu', 0) > 0",
      "check": "occupancy >= cfg['waves_per_eu']"},
     {"promise": "dot operands read from swizzled LDS buffers (W_KN, _mainloop.py)", "arch": "amd",
      "check": "counts['lds_unswizzled'] == 0"},
 )
+PROMISES = TILE_PROMISES + (
+    {"promise": "wgmma (HGMMA / QGMMA fp8 / IGMMA int8) for tiles of >= 64 rows", "arch": "sm_90",
+     "when": "cfg['BLOCK_SIZE_M'] >= 64", "check": "counts['HGMMA'] + counts['QGMMA'] + counts['IGMMA'] > 0"},
+    {"promise": "mma.sync (HMMA / IMMA) for 16/32-row tiles", "arch": "sm_90", "when": "cfg['BLOCK_SIZE_M'] < 64",
+     "check": "counts['HMMA'] + counts['IMMA'] + counts['QGMMA'] > 0"},
+    CP_ASYNC,
+    NO_LOCAL_MEMORY,
+) + AMD_POINTER_PROMISES
 
 
 @triton.jit

@@ -69,7 +69,7 @@ from ._epilogue import activation, store_tile
 from ._mainloop import mma_step
 from ._offsets import wide
 from ._schedule import split_k_range, split_tile, tile_coords
-from .gemm import TILE_PROMISES
+from .gemm import AMD_POINTER_PROMISES, CP_ASYNC, NO_LOCAL_MEMORY, TILE_PROMISES
 
 # Checked by `gemmkit isa` / CI on every shipped config (expressions over gemmkit.isa.resources,
 # `cfg` and `target`; see gemm.py).
@@ -78,15 +78,9 @@ PROMISES = TILE_PROMISES + (
      "check": "counts['HGMMA'] > 0"},
     {"promise": "mma.sync (HMMA) for 16/32-row tiles", "arch": "sm_90", "when": "cfg['BLOCK_SIZE_M'] < 64",
      "check": "counts['HMMA'] > 0"},
-    {"promise": "cp.async pipelining (LDGSTS)", "arch": "sm_90", "when": "cfg['num_stages'] >= 2",
-     "check": "counts['LDGSTS'] > 0"},
-    {"promise": "no local-memory traffic", "arch": "sm_90", "check": "counts['LDL'] + counts['STL'] == 0"},
-    {"promise": "MFMA present", "arch": "amd", "check": "counts['v_mfma'] > 0"},
-    {"promise": "waves_per_eu honoured", "arch": "amd", "when": "cfg.get('waves_per_eu', 0) > 0",
-     "check": "occupancy >= cfg['waves_per_eu']"},
-    {"promise": "dot operands read from swizzled LDS buffers (W_KN, _mainloop.py)", "arch": "amd",
-     "check": "counts['lds_unswizzled'] == 0"},
-)
+    CP_ASYNC,
+    NO_LOCAL_MEMORY,
+) + AMD_POINTER_PROMISES
 
 TMA_PROMISES = TILE_PROMISES + (
     {"promise": "TMA loads (UTMALDG)", "check": "counts['UTMALDG'] > 0"},

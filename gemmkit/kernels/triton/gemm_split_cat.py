@@ -62,26 +62,20 @@ from ._epilogue import epilogue
 from ._mainloop import mma_step, pointer_mainloop, scale_rows
 from ._offsets import wide
 from ._schedule import tile_coords
-from .gemm import TILE_PROMISES
+from .gemm import AMD_POINTER_PROMISES, CP_ASYNC, NO_LOCAL_MEMORY, TILE_PROMISES
 
 
 _COMMON = TILE_PROMISES + (
     {"promise": "wgmma (HGMMA / QGMMA fp8) for tiles of >= 64 rows", "arch": "sm_90",
      "when": "cfg['BLOCK_SIZE_M'] >= 64", "check": "counts['HGMMA'] + counts['QGMMA'] > 0"},
-    {"promise": "no local-memory traffic", "arch": "sm_90", "check": "counts['LDL'] + counts['STL'] == 0"},
+    NO_LOCAL_MEMORY,
 )
 # What the compiled code must show (checked by `gemmkit isa` / CI on every shipped config; see gemm.py).
 PROMISES = _COMMON + (
     {"promise": "mma.sync (HMMA) for 16/32-row tiles", "arch": "sm_90", "when": "cfg['BLOCK_SIZE_M'] < 64",
      "check": "counts['HMMA'] + counts['QGMMA'] > 0"},
-    {"promise": "cp.async pipelining (LDGSTS)", "arch": "sm_90", "when": "cfg['num_stages'] >= 2",
-     "check": "counts['LDGSTS'] > 0"},
-    {"promise": "MFMA present", "arch": "amd", "check": "counts['v_mfma'] > 0"},
-    {"promise": "waves_per_eu honoured", "arch": "amd", "when": "cfg.get('waves_per_eu', 0) > 0",
-     "check": "occupancy >= cfg['waves_per_eu']"},
-    {"promise": "dot operands read from swizzled LDS buffers (W_KN, _mainloop.py)", "arch": "amd",
-     "check": "counts['lds_unswizzled'] == 0"},
-)
+    CP_ASYNC,
+) + AMD_POINTER_PROMISES
 TMA_PROMISES = _COMMON + (
     {"promise": "TMA loads (UTMALDG)", "check": "counts['UTMALDG'] > 0"},
     {"promise": "TMA store (UTMASTG) of the GEMM part", "when": "cfg.get('STORE', 'pointer') != 'pointer'",
