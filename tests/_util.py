@@ -268,6 +268,7 @@ def check_gated(h, x, w, activation="silu", norm_tol=None):
                              f"{o[first].item()} vs {ref[first].item()} (g {g[first].item():.4g}, u "
                              f"{u[first].item():.4g}, e {e:.3g})")
 
+
 # The 8-bit GEMMs' per-element accumulation part, relative to the element's sum of magnitudes (`check_8bit`'s mag).
 # int8: the int32 sums are exact; the fp32 epilogue (the sum to fp32, two scales, a bias) rounds about four times,
 # 2**-24 each. fp8: the tensor cores add each block of up to 128 products (the kernels add a block into the fp32
@@ -312,6 +313,7 @@ def check_8bit(y, x, w, xs, ws, bias=None, block=None, norm_tol=None) -> float:
                              f"{o[first].item()} vs {ref[first].item()} (mag {mag[first].item():.4g}, worst "
                              f"accumulation share {(over / mag.clamp_min(1e-300)).max().item():.3g})")
     return max(0.0, (over / mag.clamp_min(1e-300)).max().item()) if ref.numel() else 0.0
+
 
 # ----------------------------------------------------------------------------- compute-sanitizer (GPU tests)
 

@@ -12,7 +12,7 @@ element checked (`_util.check_gated`).
 import pytest
 import torch
 
-from _util import check_gated, gpu_target, poisoned, randn
+from _util import assert_sanitizer_clean, check_gated, gpu_target, poisoned, randn, sanitize
 
 pytestmark = pytest.mark.gpu
 DEV = "cuda"
@@ -93,3 +93,33 @@ def test_gated_refuses_what_it_cannot_take():
     with pytest.raises(ValueError, match="gated"):
         hopper_pingpong.launch_gated(x, w, poisoned((8, 64), torch.bfloat16, DEV), "silu", {**GT, "NUM_KSPLIT": 2},
                                      gpu_target())
+
+
+# 1-3 persistent CTAs with several tiles each (the ring wraps across tiles), partial tiles in both dims, a K tail step
+_SANITIZE_CASES = [(1, (300, 392, 200)), (2, (129, 264, 136)), (3, (257, 520, 520))]
+_SANITIZE_SCRIPT = """
+import torch
+from gemmkit import arch
+from gemmkit.kernels.gluon import hopper_coop, hopper_pingpong
+t = arch.current()
+for cfg in {cfgs!r}:
+    for cus, (M, I, K) in {cases!r}:
+        x = torch.randn(M, K, device="cuda", dtype=torch.bfloat16)
+        w = torch.randn(2 * I, K, device="cuda", dtype=torch.bfloat16)
+        h = torch.full((M, I), float("nan"), device="cuda", dtype=torch.bfloat16)
+        kernel = hopper_coop if cfg["num_warps"] == 8 else hopper_pingpong
+        kernel.launch_gated(x, w, h, "silu", cfg, t.with_cus(cus))
+        torch.cuda.synchronize()
+        gu = x.float() @ w.float().T
+        ref = torch.nn.functional.silu(gu[:, :I]) * gu[:, I:]
+        assert ((h.float() - ref).norm() / ref.norm()).item() < 2**-8, (cfg, M, I, K)
+print("sanitized run done")
+"""
+
+
+@pytest.mark.parametrize("tool", ["synccheck", "memcheck"])
+def test_compute_sanitizer(tool):
+    """No illegal barrier use (synccheck) and no bad accesses (memcheck) in either gated tile: every config of CFGS
+    (the ping-pong's and the coop's) on 1-3 persistent CTAs, the h poisoned with NaN."""
+    script = _SANITIZE_SCRIPT.format(cfgs=list(CFGS.values()), cases=_SANITIZE_CASES)
+    assert_sanitizer_clean(sanitize(tool, script))
