@@ -64,12 +64,28 @@ UNDERFLOW = {torch.bfloat16: 2.0**-119, torch.float16: 2.0**-25, torch.float32: 
 
 def within_bound(out, ref, out_dtype):
     """(ok, message): ||out - ref|| <= TOL * ||ref|| + UNDERFLOW * sqrt(numel), in float64; NaN never passes."""
-    o, r = out.detach().to("cpu", torch.float64), ref.detach().to("cpu", torch.float64)
+    return _norm_within(out.detach().to("cpu", torch.float64), ref.detach().to("cpu", torch.float64), out_dtype,
+                        TOL[out_dtype])
+
+
+def _norm_within(o, r, out_dtype, tol):
+    """(ok, message): ||o - r|| <= tol * ||r|| + UNDERFLOW * sqrt(numel) for float64 o, r on one device; NaN never
+    passes."""
     if not torch.isfinite(o).all():
         return False, "non-finite output (an element never written?)"
     diff, norm = (o - r).norm().item(), r.norm().item()
-    bound = TOL[out_dtype] * norm + UNDERFLOW[out_dtype] * r.numel() ** 0.5
-    return diff <= bound, f"||out - ref|| = {diff:.3g} > {bound:.3g} (||ref|| = {norm:.3g}, rel {diff / max(norm, 1e-300):.3g})"
+    bound = tol * norm + UNDERFLOW[out_dtype] * r.numel() ** 0.5
+    return diff <= bound, (f"||out - ref|| = {diff:.3g} > {bound:.3g} (||ref|| = {norm:.3g}, "
+                           f"rel {diff / max(norm, 1e-300):.3g})")
+
+
+def _elements_out(bad, o, r, detail) -> str:
+    """The message of a per-element check: how many of the `bad` mask's elements, the first with its output and
+    reference, and `detail(index)`, what the bound was made of there."""
+    where = bad.nonzero()
+    first = tuple(where[0].tolist())
+    return (f"{where.shape[0]} of {r.numel()} elements out of bounds, first at {list(first)}: {o[first].item()} vs "
+            f"{r[first].item()} ({detail(first)})")
 
 
 # Half a unit in the last place of each output dtype: the per-element bound's relative part
@@ -92,11 +108,9 @@ def within_every_element(out, ref, out_dtype, k=0):
         return False, "non-finite output (an element never written?)"
     rms = r.pow(2).mean().sqrt().item() if r.numel() else 0.0
     acc = 2**-16 * rms * max(1.0, k / 2048)
-    bad = ((o - r).abs() > 2 * HALF_ULP[out_dtype] * r.abs() + acc + 1e-30).nonzero()
-    if bad.numel():
-        first = tuple(bad[0].tolist())
-        return False, (f"{bad.shape[0]} of {r.numel()} elements out of bounds, first at {list(first)}: "
-                       f"{o[first].item()} vs {r[first].item()} (rms {rms:.3g}, k {k})")
+    bad = (o - r).abs() > 2 * HALF_ULP[out_dtype] * r.abs() + acc + 1e-30
+    if bad.any():
+        return False, _elements_out(bad, o, r, lambda i: f"rms {rms:.3g}, k {k}")
     return True, ""
 
 
@@ -252,21 +266,14 @@ def check_gated(h, x, w, activation="silu", norm_tol=None):
     ag = activation_ref(g, activation)
     ref = ag * u
     o = h.detach().to(torch.float64)
-    assert torch.isfinite(o).all(), "non-finite output (an element never written?)"
-    diff, norm = (o - ref).norm().item(), ref.norm().item()
-    tol = TOL[h.dtype] if norm_tol is None else norm_tol
-    assert diff <= tol * norm + UNDERFLOW[h.dtype] * ref.numel() ** 0.5, \
-        f"||h - ref|| = {diff:.3g}, rel {diff / max(norm, 1e-300):.3g} > {tol:.3g}"
+    ok, msg = _norm_within(o, ref, h.dtype, TOL[h.dtype] if norm_tol is None else norm_tol)
+    assert ok, msg
     rms = gu.pow(2).mean().sqrt().item() if gu.numel() else 0.0
     e = 2**-16 * rms * max(1.0, x.shape[-1] / 2048)
     bound = ((2 * HALF_ULP[h.dtype] + GATED_EPILOGUE_REL) * ref.abs() + ACT_SLOPE * e * u.abs() + e * ag.abs()
              + ACT_SLOPE * e * e + UNDERFLOW[h.dtype])
-    bad = ((o - ref).abs() > bound).nonzero()
-    if bad.numel():
-        first = tuple(bad[0].tolist())
-        raise AssertionError(f"{bad.shape[0]} of {ref.numel()} elements out of bounds, first at {list(first)}: "
-                             f"{o[first].item()} vs {ref[first].item()} (g {g[first].item():.4g}, u "
-                             f"{u[first].item():.4g}, e {e:.3g})")
+    bad = (o - ref).abs() > bound
+    assert not bad.any(), _elements_out(bad, o, ref, lambda i: f"g {g[i].item():.4g}, u {u[i].item():.4g}, e {e:.3g}")
 
 
 # The 8-bit GEMMs' per-element accumulation part, relative to the element's sum of magnitudes (`check_8bit`'s mag).
@@ -299,20 +306,15 @@ def check_8bit(y, x, w, xs, ws, bias=None, block=None, norm_tol=None) -> float:
     if bias is not None:
         ref, mag = ref + bias.to(dev, torch.float64), mag + bias.to(dev, torch.float64).abs()
     o = y.detach().to(torch.float64)
-    assert torch.isfinite(o).all(), "non-finite output (an element never written?)"
-    diff, norm = (o - ref).norm().item(), ref.norm().item()
-    tol = TOL[y.dtype] if norm_tol is None else norm_tol
-    assert diff <= tol * norm + UNDERFLOW[y.dtype] * ref.numel() ** 0.5, \
-        f"||out - ref|| = {diff:.3g}, rel {diff / max(norm, 1e-300):.3g} > {tol:.3g}"
+    ok, msg = _norm_within(o, ref, y.dtype, TOL[y.dtype] if norm_tol is None else norm_tol)
+    assert ok, msg
     over = (o - ref).abs() - 2 * HALF_ULP[y.dtype] * ref.abs()
     bound = ACC_8BIT[x.dtype] * mag + UNDERFLOW[y.dtype]
-    bad = (over > bound).nonzero()
-    if bad.numel():
-        first = tuple(bad[0].tolist())
-        raise AssertionError(f"{bad.shape[0]} of {ref.numel()} elements out of bounds, first at {list(first)}: "
-                             f"{o[first].item()} vs {ref[first].item()} (mag {mag[first].item():.4g}, worst "
-                             f"accumulation share {(over / mag.clamp_min(1e-300)).max().item():.3g})")
-    return max(0.0, (over / mag.clamp_min(1e-300)).max().item()) if ref.numel() else 0.0
+    share = over / mag.clamp_min(1e-300)
+    bad = over > bound
+    assert not bad.any(), _elements_out(bad, o, ref, lambda i: f"mag {mag[i].item():.4g}, worst accumulation share "
+                                                               f"{share.max().item():.3g}")
+    return max(0.0, share.max().item()) if ref.numel() else 0.0
 
 
 # ----------------------------------------------------------------------------- compute-sanitizer (GPU tests)
