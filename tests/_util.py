@@ -242,7 +242,6 @@ def check_a16w16(y, x, w, bias=None, act="none"):
     assert ok, msg
 
 
-
 # The largest slope of the gated GEMM's activations (gelu's 1.129 near x = 2.4, gelu_tanh's alike, silu's 1.0998,
 # relu's 1): an error e in the gate moves act(gate) by at most ACT_SLOPE * e.
 ACT_SLOPE = 1.13
