@@ -289,6 +289,18 @@ FITTED_OPS = ("a16w16", "a8w8", "a8w8_int8", "a8w8_blockscale", "a16w16_gated")
 #                mixed: left alone. Held out (_heldout.json, seeds 151-300, measured before the rule was fitted): the
 #                47 rows it changes 0.839 -> 0.942x, two down (-5%, -0.7%); again (_verify.json, every shape of seeds
 #                301-400 it changes, 38, and two test rows): 40 rows 0.838 -> 0.953x, every one up (+4% to +43%).
+#   narrow_wide  bf16, in `gluon_waves` where `narrow_pingpong` would serve its 64 x 192 unsplit in one wave
+#                (M > NARROW_MAX_M, not `narrow_tail`'s 128 x 128): the ping-pong's 64 x this width split tile where its
+#                tiles take one wave too, fill SPLIT_WIDTH_FILL of the SMs' area, and cover at most
+#                NARROW_WIDE_COLUMNS of the 64 x 192's columns (past N included; N = 640: 4 tiles of 160 for 4 of 192,
+#                83%). Where the narrower tile covers as many columns or more (N = 896 / 1536 / 2048: 6 / 10 / 13
+#                tiles of 160 against 5 / 8 / 11 of 192), more SMs run smaller tiles and the card gained nothing, as
+#                if a one-wave launch's time followed all the work it runs, padding included, not one SM's tile. H100
+#                against cuBLAS, cold and heated, one process (ab/bf16_wide_over_narrow_heldout.json, 33 shapes of
+#                random seeds 2001-2600 where the 64 x 160 fills >= 85% in one wave): on <= 0.95x the columns 18 rows
+#                1.065 / 1.050x (-2% to +11%), on 0.97-1.11x 15 rows 0.994 / 0.990x (-8% to +8%, six down both
+#                times); the H200 rows of ab/bf16_wide_one_wave_{fit,heldout}.json alike (11 on <= 0.95x, all up
+#                +3 to +14%; 15 on 0.97-1.25x, -19% to +9%).
 #   long_k_coop  bf16, over any rule's answer (`_long_k_coop`, after `long_k_split`): at K >= LONG_K_COOP_MIN_K and
 #                LONG_K_COOP_MIN_M < M <= OFF_SECTOR_MAX_M, where the answer is a 64-row Gluon ping-pong tile, a
 #                cooperative tile split along K to one wave (ranges of LONG_K_COOP_MIN_STEPS K steps or more): on rows
@@ -519,6 +531,7 @@ OP_RULES = {"a16w16_gated": {"gated_rows": GATED_64X128, "gated_one_wave": GATED
                 "long_k_coop": True,
                 "split_widths": (160, 144),
                 "wide_one_wave": (192, 160, 144),
+                "narrow_wide": 160,
                 "coop_swap": (144, 160, 192), "swap_rounds": (80, 96, 160, 192),
                 "coop_widths": ((192, 5), (160, 6), (144, 6)),  # (BLOCK_SIZE_N, num_stages)
                 "narrow_pingpong": {
@@ -551,6 +564,8 @@ DEEP_ROWS_MIN_M, DEEP_ROWS_MAX_M, DEEP_ROWS_WAVES, DEEP_ROWS_MARGIN = 256, 512, 
 NARROW_COLUMN_FILL = 0.9
 # `wide_one_wave`: where it was fitted and held out (random shapes at M = 513-4096, N = 304-2408)
 WIDE_ONE_WAVE_MIN_M, WIDE_ONE_WAVE_MAX_M, WIDE_ONE_WAVE_MIN_N = SPLIT_WIDTH_MAX_M + 1, 4096, 256
+# `narrow_wide`: the most of the 64 x 192's columns (tiles x width, past N included) the narrower tile's may cover
+NARROW_WIDE_COLUMNS = 0.96
 # `coop_swap`: where it was fitted (M = 129-192: one token tile of 144-192 fills what 128-row tiles leave half
 # empty), the least area fill that won, and the margin over the answer's fill (at 1.0-1.1x it lost 1-7%)
 COOP_SWAP_MIN_M, COOP_SWAP_MAX_M, COOP_SWAP_FILL, COOP_SWAP_MARGIN = 128, 192, 0.7, 1.2
@@ -968,6 +983,20 @@ def wide_one_wave(widths, M: int, N: int, num_cus: int, base_fill: float) -> tup
     return w, fill, tiles
 
 
+def narrow_wide(width, narrow: dict, M: int, N: int, num_cus: int) -> tuple[int, float] | None:
+    """`narrow_wide`: (tiles, area fill) of the ping-pong's 64 x `width` split tile in place of `narrow_pingpong`'s
+    unsplit 64 x 192 (`narrow`) above M = NARROW_MAX_M, where both take one wave of the SMs, the 64 x `width` fills
+    SPLIT_WIDTH_FILL of their area and covers at most NARROW_WIDE_COLUMNS of the 64 x 192's columns; else None."""
+    nn = narrow["BLOCK_SIZE_N"]
+    if not width or M <= NARROW_MAX_M or -(-M // 64) * -(-N // nn) > num_cus:
+        return None
+    tiles = -(-M // 64) * -(-N // width)
+    fill = area_fill(M, N, 64, width, num_cus)
+    if tiles > num_cus or fill < SPLIT_WIDTH_FILL or -(-N // width) * width > NARROW_WIDE_COLUMNS * -(-N // nn) * nn:
+        return None
+    return tiles, fill
+
+
 def split_width_config(cfg: dict, width: int) -> dict:
     """The `split_widths` tile over a Gluon bucket `cfg`: the ping-pong's 64 x `width` split tile, unsplit, the ring
     as deep as the shared memory allows (8 stages at most; what ab/bf16_split_widths.json ran)."""
@@ -1308,10 +1337,16 @@ def _rule_gluon_waves(c: _Call):
             return pingpong, [
                 f"{n_tiles} tiles of {nm} x {nn} (K split up to {split}) fill {narrow_area:.0%} of their waves' "
                 f"area, {pp} of {bm} x 128 {pp_area:.0%} counting their tail split: the ping-pong (`narrow_tail`)"]
-        return chosen, [
-            f"{coop} tiles of {bm} x 256 fill {eff_coop:.0%} of their waves, {pp} of {bm} x 128 "
-            f"{eff_pp:.0%}, {n_tiles} of {nm} x {nn} (K split up to {split}) {eff_narrow:.0%}: the ping-pong's "
-            f"{nm} x {nn}"]
+        fills = (f"{coop} tiles of {bm} x 256 fill {eff_coop:.0%} of their waves, {pp} of {bm} x 128 "
+                 f"{eff_pp:.0%}, {n_tiles} of {nm} x {nn} (K split up to {split}) {eff_narrow:.0%}")
+        wide = narrow_wide(rules.get("narrow_wide"), narrow, M, N, num_cus) if split == 1 else None
+        if wide:
+            w = rules["narrow_wide"]
+            return split_width_config(cfg, w), [
+                f"{fills}; {wide[0]} of 64 x {w} fill {wide[1]:.0%} of the SMs' area in one wave on "
+                f"{-(-N // w) * w} columns, {-(-N // nn) * nn} for the {nm} x {nn}: the ping-pong's 64 x {w} "
+                "split tile (`narrow_wide`)"]
+        return chosen, [f"{fills}: the ping-pong's {nm} x {nn}"]
     few_menu = rules.get("few_tiles")
     if few_menu and M > FEW_TILES_MIN_M and pp <= num_cus:  # few tiles even for the ping-pong
         # Under FEW_TILES of the SMs, any menu tile; from there, where a mostly empty last row / column leaves the
