@@ -983,20 +983,6 @@ def wide_one_wave(widths, M: int, N: int, num_cus: int, base_fill: float) -> tup
     return w, fill, tiles
 
 
-def narrow_wide(width, narrow: dict, M: int, N: int, num_cus: int) -> tuple[int, float] | None:
-    """`narrow_wide`: (tiles, area fill) of the ping-pong's 64 x `width` split tile in place of `narrow_pingpong`'s
-    unsplit 64 x 192 (`narrow`) above M = NARROW_MAX_M, where both take one wave of the SMs, the 64 x `width` fills
-    SPLIT_WIDTH_FILL of their area and covers at most NARROW_WIDE_COLUMNS of the 64 x 192's columns; else None."""
-    nn = narrow["BLOCK_SIZE_N"]
-    if not width or M <= NARROW_MAX_M or -(-M // 64) * -(-N // nn) > num_cus:
-        return None
-    tiles = -(-M // 64) * -(-N // width)
-    fill = area_fill(M, N, 64, width, num_cus)
-    if tiles > num_cus or fill < SPLIT_WIDTH_FILL or -(-N // width) * width > NARROW_WIDE_COLUMNS * -(-N // nn) * nn:
-        return None
-    return tiles, fill
-
-
 def split_width_config(cfg: dict, width: int) -> dict:
     """The `split_widths` tile over a Gluon bucket `cfg`: the ping-pong's 64 x `width` split tile, unsplit, the ring
     as deep as the shared memory allows (8 stages at most; what ab/bf16_split_widths.json ran)."""
@@ -1043,10 +1029,30 @@ def choose(op: str, cfg: dict, large: dict | None, M: int, N: int, K: int, num_c
     for rule in RULES:
         hit = rule(call)
         if hit is not None:
-            return _gated_one_wave(call, *_swap_rounds(call, *_coop_swap(call, *_long_k_coop(call, *_long_k_split(
-                call, *hit)))))
-    return _gated_one_wave(call, *_swap_rounds(call, *_coop_swap(call, *_long_k_coop(call, *_long_k_split(
-        call, *_fitted(call))))))
+            return _gated_one_wave(call, *_swap_rounds(call, *_coop_swap(call, *_narrow_wide(call, *_long_k_coop(
+                call, *_long_k_split(call, *hit))))))
+    return _gated_one_wave(call, *_swap_rounds(call, *_coop_swap(call, *_narrow_wide(call, *_long_k_coop(
+        call, *_long_k_split(call, *_fitted(call)))))))
+
+
+def _narrow_wide(c: _Call, tile: dict, notes: list) -> tuple[dict, list]:
+    """`narrow_wide`, over what the rules and `long_k_coop` answered: where that is still `narrow_pingpong`'s 64-row
+    tile unsplit above M = NARROW_MAX_M (on a cooperative Gluon bucket, as `gluon_waves`' answer) and its tiles take
+    one wave of the SMs, the ping-pong's 64 x `narrow_wide` split tile where its tiles take one wave too, fill
+    SPLIT_WIDTH_FILL of the SMs' area and cover at most NARROW_WIDE_COLUMNS of the answer's columns."""
+    w, narrow = c.rules.get("narrow_wide"), c.rules.get("narrow_pingpong")
+    if not (w and narrow and _coop_bucket(c) and c.M > NARROW_MAX_M and _pingpong_64(tile)
+            and tile["BLOCK_SIZE_N"] == narrow["BLOCK_SIZE_N"] and tile.get("NUM_KSPLIT", 1) == 1):
+        return tile, notes
+    rows, nn = -(-c.M // 64), tile["BLOCK_SIZE_N"]
+    tiles, fill = rows * -(-c.N // w), area_fill(c.M, c.N, 64, w, c.num_cus)
+    columns, own = -(-c.N // w) * w, -(-c.N // nn) * nn
+    if rows * -(-c.N // nn) > c.num_cus or tiles > c.num_cus or fill < SPLIT_WIDTH_FILL \
+            or columns > NARROW_WIDE_COLUMNS * own:
+        return tile, notes
+    return split_width_config(tile, w), notes + [
+        f"{tiles} of 64 x {w} fill {fill:.0%} of the SMs' area in one wave on {columns} columns, {own} for the "
+        f"64 x {nn}: the ping-pong's 64 x {w} split tile (`narrow_wide`)"]
 
 
 def _gated_one_wave(c: _Call, tile: dict, notes: list) -> tuple[dict, list]:
@@ -1337,16 +1343,10 @@ def _rule_gluon_waves(c: _Call):
             return pingpong, [
                 f"{n_tiles} tiles of {nm} x {nn} (K split up to {split}) fill {narrow_area:.0%} of their waves' "
                 f"area, {pp} of {bm} x 128 {pp_area:.0%} counting their tail split: the ping-pong (`narrow_tail`)"]
-        fills = (f"{coop} tiles of {bm} x 256 fill {eff_coop:.0%} of their waves, {pp} of {bm} x 128 "
-                 f"{eff_pp:.0%}, {n_tiles} of {nm} x {nn} (K split up to {split}) {eff_narrow:.0%}")
-        wide = narrow_wide(rules.get("narrow_wide"), narrow, M, N, num_cus) if split == 1 else None
-        if wide:
-            w = rules["narrow_wide"]
-            return split_width_config(cfg, w), [
-                f"{fills}; {wide[0]} of 64 x {w} fill {wide[1]:.0%} of the SMs' area in one wave on "
-                f"{-(-N // w) * w} columns, {-(-N // nn) * nn} for the {nm} x {nn}: the ping-pong's 64 x {w} "
-                "split tile (`narrow_wide`)"]
-        return chosen, [f"{fills}: the ping-pong's {nm} x {nn}"]
+        return chosen, [
+            f"{coop} tiles of {bm} x 256 fill {eff_coop:.0%} of their waves, {pp} of {bm} x 128 "
+            f"{eff_pp:.0%}, {n_tiles} of {nm} x {nn} (K split up to {split}) {eff_narrow:.0%}: the ping-pong's "
+            f"{nm} x {nn}"]
     few_menu = rules.get("few_tiles")
     if few_menu and M > FEW_TILES_MIN_M and pp <= num_cus:  # few tiles even for the ping-pong
         # Under FEW_TILES of the SMs, any menu tile; from there, where a mostly empty last row / column leaves the
