@@ -289,18 +289,25 @@ FITTED_OPS = ("a16w16", "a8w8", "a8w8_int8", "a8w8_blockscale", "a16w16_gated")
 #                mixed: left alone. Held out (_heldout.json, seeds 151-300, measured before the rule was fitted): the
 #                47 rows it changes 0.839 -> 0.942x, two down (-5%, -0.7%); again (_verify.json, every shape of seeds
 #                301-400 it changes, 38, and two test rows): 40 rows 0.838 -> 0.953x, every one up (+4% to +43%).
-#   narrow_wide  bf16, in `gluon_waves` where `narrow_pingpong` would serve its 64 x 192 unsplit in one wave
-#                (M > NARROW_MAX_M, not `narrow_tail`'s 128 x 128): the ping-pong's 64 x this width split tile where its
-#                tiles take one wave too, fill SPLIT_WIDTH_FILL of the SMs' area, and cover at most
-#                NARROW_WIDE_COLUMNS of the 64 x 192's columns (past N included; N = 640: 4 tiles of 160 for 4 of 192,
-#                83%). Where the narrower tile covers as many columns or more (N = 896 / 1536 / 2048: 6 / 10 / 13
-#                tiles of 160 against 5 / 8 / 11 of 192), more SMs run smaller tiles and the card gained nothing, as
+#   narrow_wide  bf16, over the rules' answer after `long_k_coop` (`_narrow_wide`): where that is still
+#                `narrow_pingpong`'s 64 x 192, unsplit above M = NARROW_MAX_M in one wave, the ping-pong's 64 x this
+#                width split tile where its tiles take one wave too, fill SPLIT_WIDTH_FILL of the SMs' area, and cover
+#                at most NARROW_WIDE_COLUMNS of the 64 x 192's columns (past N included; N = 640: 4 tiles of 160 for 4
+#                of 192, 83%). Where the narrower tile covers as many columns or more (N = 896 / 1536 / 2048: 6 / 10 /
+#                13 tiles of 160 against 5 / 8 / 11 of 192), more SMs run smaller tiles and the card gained nothing, as
 #                if a one-wave launch's time followed all the work it runs, padding included, not one SM's tile. H100
-#                against cuBLAS, cold and heated, one process (ab/bf16_wide_over_narrow_heldout.json, 33 shapes of
-#                random seeds 2001-2600 where the 64 x 160 fills >= 85% in one wave): on <= 0.95x the columns 18 rows
-#                1.065 / 1.050x (-2% to +11%), on 0.97-1.11x 15 rows 0.994 / 0.990x (-8% to +8%, six down both
-#                times); the H200 rows of ab/bf16_wide_one_wave_{fit,heldout}.json alike (11 on <= 0.95x, all up
-#                +3 to +14%; 15 on 0.97-1.25x, -19% to +9%).
+#                against cuBLAS, cold and heated, one process. Fitted on ab/bf16_wide_over_narrow_heldout.json (33
+#                shapes of random seeds 2001-2600 where the 64 x 160 fills >= 85% in one wave): on <= 0.95x the
+#                columns 18 rows 1.065 / 1.050x (-2% to +11%), on 0.97-1.11x 15 rows 0.994 / 0.990x (-8% to +8%, six
+#                down both times); the H200 rows of ab/bf16_wide_one_wave_{fit,heldout}.json alike (11 on <= 0.95x,
+#                all up +3 to +14%; 15 on 0.97-1.25x, -19% to +9%). Held out (ab/bf16_narrow_wide_heldout.json, seeds
+#                2601-3599, with the rule inside `gluon_waves`, before `long_k_coop`): over the 64 x 192 21 rows
+#                1.059 / 1.043x (-6% to +12%), but over `long_k_coop`'s split cooperative tiles 11 rows 0.884 /
+#                0.932x (2594 x 464 x 15392 and two more at N = 448-464: -30% to -36%: one row of 128 x 256 split 3
+#                ways against 41 rows of 64 x 160), hence after it; the 28 controls (columns >= 0.97x) 1.001 /
+#                0.992x, 9-10 down by more than 2%. Verified as served (ab/bf16_narrow_wide_verify.json, every shape
+#                of seeds 3600-4799 it changes, 25): 0.858 -> 0.910x cold, 0.871 -> 0.920x heated (+6.0% / +5.6%;
+#                -7% to +13%, three rows at N = 1200-1248 down in one run or both).
 #   long_k_coop  bf16, over any rule's answer (`_long_k_coop`, after `long_k_split`): at K >= LONG_K_COOP_MIN_K and
 #                LONG_K_COOP_MIN_M < M <= OFF_SECTOR_MAX_M, where the answer is a 64-row Gluon ping-pong tile, a
 #                cooperative tile split along K to one wave (ranges of LONG_K_COOP_MIN_STEPS K steps or more): on rows
@@ -1024,7 +1031,8 @@ def choose(op: str, cfg: dict, large: dict | None, M: int, N: int, K: int, num_c
     `wide_share` at 64 < M <= 256 (with `m128_tile`), `decode_split`, `swap_wide`, the gated GEMM's `gated_rows`. A rule that answers with `cfg`
     itself ends the search with the bucket as it is. fp8's few large-M tiles on long K: the Triton tier split
     (`large_few_split_k`). Whatever answered, bf16's `long_k_split` may split the coop instead (`_long_k_split`),
-    its `long_k_coop` serve a split coop tile in a 64-row tile's place (`_long_k_coop`), its `coop_swap` swap it."""
+    its `long_k_coop` serve a split coop tile in a 64-row tile's place (`_long_k_coop`), its `narrow_wide` a 64 x 160
+    in the 64 x 192's place (`_narrow_wide`), its `coop_swap` swap it."""
     call = _Call(OP_RULES.get(op, {}), cfg, large, M, N, K, num_cus, shared_mem, amd)
     for rule in RULES:
         hit = rule(call)

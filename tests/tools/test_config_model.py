@@ -1133,6 +1133,30 @@ def test_a16w16_wide_one_wave(M, N, K, want):
         assert -(-M // 64) * -(-N // cfg["BLOCK_SIZE_N"]) <= H200.num_cus  # one wave
 
 
+@pytest.mark.parametrize("M, N, K, want", [
+    # `narrow_wide`: over `narrow_pingpong`'s one-wave 64 x 192 above M = 512, the 64 x 160 where its tiles take one
+    # wave too and cover at most 0.96x the 64 x 192's columns (ab/bf16_narrow_wide_*.json)
+    (2021, 640, 5504, 160),  # 128 tiles either way, 640 columns against 768 (1.03 -> 1.13x)
+    (842, 1416, 9016, 160),  # 126 tiles of 160 on 1440 columns, 112 of 192 on 1536 (0.69 -> 0.73x)
+    (3941, 304, 6576, 160),  # N = 304: two tiles of either width (0.71 -> 0.78x)
+    (1599, 768, 5632, 192),  # 800 columns against 768: more SMs run smaller tiles (-7%)
+    (574, 2048, 8064, 192),  # 2080 against 2112 (0.98x; -6%)
+    (777, 1536, 8000, 192),  # 1600 against 1536
+    (2594, 464, 15392, 256),  # `long_k_coop`'s split 128 x 256 stays (the 64 x 160 lost 33% to it)
+    (1000, 1408, 6144, 192),  # 144 tiles of 64 x 160 (on 1440 columns): past one wave
+    (480, 640, 8192, None),  # M <= 512: not `narrow_pingpong`'s unsplit tile
+])
+def test_a16w16_narrow_wide(M, N, K, want):
+    cfg, source = configs.serve("a16w16", H200, M, N, K)
+    if want == 160:
+        assert tile(cfg) == (64, 160, 1, 4) and cfg["num_stages"] == 8 and "`narrow_wide`" in source, source
+        assert -(-M // 64) * -(-N // 160) <= H200.num_cus  # one wave
+    else:
+        assert "`narrow_wide`" not in source, source
+    if want in (192, 256):
+        assert cfg["BLOCK_SIZE_N"] == want and cfg.get("backend") == "gluon", (cfg, source)
+
+
 @pytest.mark.parametrize("M, N, K, tokens", [
     # `coop_swap`: at 128 < M <= 192, one tile of tokens in a split width on the wgmma's N, 128 weight rows a tile
     # (ab/bf16_coop_swap*.json)
