@@ -12,7 +12,8 @@ its floors on M and on w's bytes); "_pair": false runs the fp8 Gluon pingpong un
 on the copy where dispatch makes one), not shifted back; "_pitch": false runs x and w at their own row pitch
 (dispatch.PITCH: no copy to a 128-byte pitch; "lines": the copy also for rows off 128-byte lines, not only for those
 off 32-byte sectors: dispatch.PITCH_SECTOR = PITCH_BYTES; "always": the Gluon kernels' copies however few of the
-operand's rows their tiles load, dispatch.PITCH_MIN_LOADS = 0); "_rows": false turns dispatch.ROWS_KERNEL off (an
+operand's rows their tiles load, dispatch.PITCH_MIN_LOADS = 0; "both": each operand whatever its bytes against the
+other's, dispatch.PITCH_SHARE = inf); "_rows": false turns dispatch.ROWS_KERNEL off (an
 unaligned K at a few tokens then copies x and w instead of reading w where it lies); "_tail": false turns the bf16 ping-pong's and
 cooperative kernel's tail split off (configs/model.TAIL_SPLIT; the config model then counts no tail split in the
 waves it compares either), an integer sets its least K
@@ -127,7 +128,7 @@ def _runner(op, cfg):
         saved = (D.PAD_M, D.ROWS_KERNEL, H.SHIFT_LAST_TILES, D.PITCH, D.PAD_M_MIN_ROWS, D.PAD_M_MIN_W_BYTES,
                  FP8.PAIR_SPLIT, D.PITCH_SECTOR, CM.TAIL_SPLIT, CM.TAIL_MIN_K, CM.TAIL_MIN_SAVING, H.TRIM_X_BOX,
                  H.MAX_X_BOXES, HPLAN.SPLIT_PIECES, HH.CAP_STAGES, HH.TILE_MAGIC, HH.LATE_INIT, D.PITCH_MIN_LOADS,
-                 DENSE.REDUCE_ALIGN)
+                 DENSE.REDUCE_ALIGN, D.PITCH_SHARE)
         DENSE.REDUCE_ALIGN = bool(align)
         HPLAN.SPLIT_PIECES = bool(pieces)
         HH.LATE_INIT = bool(late)
@@ -138,6 +139,8 @@ def _runner(op, cfg):
             D.PITCH_SECTOR = D.PITCH_BYTES
         if pitch == "always":
             D.PITCH_MIN_LOADS = 0
+        if pitch == "both":
+            D.PITCH_SHARE = float("inf")
         D.PAD_M_MIN_ROWS, D.PAD_M_MIN_W_BYTES = floors
         FP8.PAIR_SPLIT = pair
         H.TRIM_X_BOX = xbox is not False
@@ -158,7 +161,7 @@ def _runner(op, cfg):
             (D.PAD_M, D.ROWS_KERNEL, H.SHIFT_LAST_TILES, D.PITCH, D.PAD_M_MIN_ROWS, D.PAD_M_MIN_W_BYTES,
              FP8.PAIR_SPLIT, D.PITCH_SECTOR, CM.TAIL_SPLIT, CM.TAIL_MIN_K, CM.TAIL_MIN_SAVING, H.TRIM_X_BOX,
              H.MAX_X_BOXES, HPLAN.SPLIT_PIECES, HH.CAP_STAGES, HH.TILE_MAGIC, HH.LATE_INIT, D.PITCH_MIN_LOADS,
-             DENSE.REDUCE_ALIGN) = saved
+             DENSE.REDUCE_ALIGN, D.PITCH_SHARE) = saved
             if prev:
                 DENSE._PLANS.clear()
                 DENSE.gemm_tma_kernel, DENSE.gemm_kernel = kernels

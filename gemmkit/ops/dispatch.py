@@ -448,6 +448,7 @@ PITCH_SECTOR = 32  # rows whose stride is a multiple of this stay as they are
 PITCH_KERNELS = (GLUON_BF16, GLUON_COOP, TRITON_TMA)
 PITCH_TRITON_MIN_MACS = 1 << 31
 PITCH_MIN_LOADS = 12 << 20  # bytes: the Gluon kernels' least off-sector loads of an operand that is copied
+PITCH_SHARE = 1.0  # an operand is copied where its bytes are at most this times the other's
 
 
 def pitch(kernel: str, cfg: dict, x2, w, rows: int = 0, cols: int = 0) -> tuple[int, int]:
@@ -474,8 +475,8 @@ def pitch(kernel: str, cfg: dict, x2, w, rows: int = 0, cols: int = 0) -> tuple[
     def off(t):
         return (t.stride(0) * t.element_size()) % PITCH_SECTOR != 0
 
-    return (kp if off(x2) and xb <= wb and M > PAD_M_MIN_ROWS and x_loads >= PITCH_MIN_LOADS else 0), \
-        (kp if off(w) and wb <= xb and N > PAD_M_MIN_ROWS and w_loads >= PITCH_MIN_LOADS else 0)
+    return (kp if off(x2) and xb <= PITCH_SHARE * wb and M > PAD_M_MIN_ROWS and x_loads >= PITCH_MIN_LOADS else 0), \
+        (kp if off(w) and wb <= PITCH_SHARE * xb and N > PAD_M_MIN_ROWS and w_loads >= PITCH_MIN_LOADS else 0)
 
 
 def _rows_padded(choice: Choice, x2, w) -> Choice:
