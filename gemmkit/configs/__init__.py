@@ -265,7 +265,8 @@ def fit_bucket(op: str, target, cfg: dict, large: dict | None, M: int, N: int, K
 def model_configs(op: str, arch: str) -> list:
     """(name, config) of the configs the config model writes that no table ships (configs/model.py: bf16's
     `wide_config`, `one_wave`'s and `narrow_wave`'s tiles, `few_tiles`' split tiles (their unsplit ones and
-    `m128_tile` are `one_wave`'s / `narrow_wave`'s), `narrow_pingpong`, `split_widths`, `wide_one_wave`, `coop_swap`,
+    `m128_tile` are `one_wave`'s / `narrow_wave`'s), `narrow_pingpong`, `split_widths`, `wide_one_wave` (`narrow_wide`'s
+    64 x 160 is its 160), `coop_swap`,
     `coop_widths` (unsplit and split: `long_k_coop`'s), `off_sector` (unsplit and split; `long_k_split`'s too), `swap_wide` and `decode_split`; fp8's 64 x 64 Gluon ping-pong over the
     large-M bucket and fp8's `decode_wide` tile, block scale's also with `decode_wide_k`'s K step, per-token's `large_few_split_k` tile,
     fp8's and block scale's `m256_split` tile), so that `gemmkit isa` compiles them."""
