@@ -303,8 +303,8 @@ FITTED_OPS = ("a16w16", "a8w8", "a8w8_int8", "a8w8_blockscale", "a16w16_gated")
 #                all up +3 to +14%; 15 on 0.97-1.25x, -19% to +9%). Held out (ab/bf16_narrow_wide_heldout.json, seeds
 #                2601-3599, with the rule inside `gluon_waves`, before `long_k_coop`): over the 64 x 192 21 rows
 #                1.059 / 1.043x (-6% to +12%), but over `long_k_coop`'s split cooperative tiles 11 rows 0.884 /
-#                0.932x (2594 x 464 x 15392 and two more at N = 448-464: -30% to -36%: one row of 128 x 256 split 3
-#                ways against 41 rows of 64 x 160), hence after it; the 28 controls (columns >= 0.97x) 1.001 /
+#                0.932x (2594 x 464 x 15392 and two more at N = 448-464: -30% to -36%; there 42 tiles of 128 x 256
+#                split 3 ways against 123 of 64 x 160), hence after it; the 28 controls (columns >= 0.97x) 1.001 /
 #                0.992x, 9-10 down by more than 2%. Verified as served (ab/bf16_narrow_wide_verify.json, every shape
 #                of seeds 3600-4799 it changes, 25): 0.858 -> 0.910x cold, 0.871 -> 0.920x heated (+6.0% / +5.6%;
 #                -7% to +13%, three rows at N = 1200-1248 down in one run or both); again (_verify2.json, seeds
@@ -1057,15 +1057,16 @@ def _narrow_wide(c: _Call, tile: dict, notes: list) -> tuple[dict, list]:
     if not (w and narrow and _coop_bucket(c) and c.M > NARROW_MAX_M and _pingpong_64(tile)
             and tile["BLOCK_SIZE_N"] == narrow["BLOCK_SIZE_N"] and tile.get("NUM_KSPLIT", 1) == 1):
         return tile, notes
-    rows, nn = -(-c.M // 64), tile["BLOCK_SIZE_N"]
-    tiles, fill = rows * -(-c.N // w), area_fill(c.M, c.N, 64, w, c.num_cus)
+    bm, nn = tile["BLOCK_SIZE_M"], tile["BLOCK_SIZE_N"]  # (the split tile keeps the 64 rows: split_width_config)
+    rows = -(-c.M // bm)
+    tiles, fill = rows * -(-c.N // w), area_fill(c.M, c.N, bm, w, c.num_cus)
     columns, own = -(-c.N // w) * w, -(-c.N // nn) * nn
     if rows * -(-c.N // nn) > c.num_cus or tiles > c.num_cus or fill < SPLIT_WIDTH_FILL \
             or columns > NARROW_WIDE_COLUMNS * own:
         return tile, notes
     return split_width_config(tile, w), notes + [
-        f"{tiles} of 64 x {w} fill {fill:.0%} of the SMs' area in one wave on {columns} columns, {own} for the "
-        f"64 x {nn}: the ping-pong's 64 x {w} split tile (`narrow_wide`)"]
+        f"{tiles} of {bm} x {w} fill {fill:.0%} of the SMs' area in one wave on {columns} columns, {own} for the "
+        f"{bm} x {nn}: the ping-pong's {bm} x {w} split tile (`narrow_wide`)"]
 
 
 def _gated_one_wave(c: _Call, tile: dict, notes: list) -> tuple[dict, list]:
