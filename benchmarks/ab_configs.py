@@ -15,7 +15,7 @@ off 32-byte sectors: dispatch.PITCH_SECTOR = PITCH_BYTES; "always": the Gluon ke
 operand's rows their tiles load, dispatch.PITCH_MIN_LOADS = 0; "both": each operand whatever its bytes against the
 other's, dispatch.PITCH_SHARE = inf); "_rows": false turns dispatch.ROWS_KERNEL off (an
 unaligned K at a few tokens then copies x and w instead of reading w where it lies); "_tail": false turns the bf16 ping-pong's and
-cooperative kernel's tail split off (configs/model.TAIL_SPLIT; the config model then counts no tail split in the
+cooperative kernel's tail split off (configs/model/tail.py TAIL_SPLIT; the config model then counts no tail split in the
 waves it compares either), an integer sets its least K
 (TAIL_MIN_K), "always" splits wherever a partial last round can be split (TAIL_MIN_K and TAIL_MIN_SAVING 0); "_xbox": false loads x
 in one whole box of BLOCK_SIZE_M rows under one row of tiles (kernels/_host.TRIM_X_BOX), an integer caps the boxes of
@@ -26,7 +26,7 @@ has them divide for their tile order (kernels/gluon/hopper_host.TILE_MAGIC); "_l
 set up their whole ring before their partitions start (kernels/gluon/hopper_host.LATE_INIT); "_align": false runs
 the split-K reduce without its alignment hints (kernels/triton/dense.REDUCE_ALIGN); "_gluon_gated": true (op
 a16w16_gated) runs the Gluon gated tile (kernels/gluon/hopper_pingpong.launch_gated, num_warps 8
-hopper_coop.launch_gated; the op serves the latter where configs/model.py's `gated_one_wave` says, so a null
+hopper_coop.launch_gated; the op serves the latter where configs/model/gated.py's `gated_one_wave` says, so a null
 config there is it too) with the config's keys; "_prev":
 true runs the
 Triton tier's dense kernels (gemm_tma_kernel, gemm_kernel) of another revision, from the directory `--prev` names
@@ -61,7 +61,7 @@ from gemmkit import callplan
 from gemmkit.ops import _common as C
 from gemmkit.kernels import _host as H
 from gemmkit.kernels.gluon import hopper_pingpong_fp8 as FP8
-from gemmkit.configs import model as CM
+from gemmkit.configs.model import tail as TAIL
 from gemmkit.kernels.gluon import hopper_host as HH
 from gemmkit.kernels.gluon import hopper_plan as HPLAN
 from gemmkit.ops import dispatch as D
@@ -110,7 +110,7 @@ def _runner(op, cfg):
     """The call of `cfg` (None / {} with only "_pad_m" / "_rows" / "_shift" / "_pitch" / "_tail" / "_xbox" /
     "_pieces" / "_cap_stages" / "_magic" / "_late" / "_align": what the op serves),
     with dispatch.PAD_M, dispatch.ROWS_KERNEL, kernels/_host.SHIFT_LAST_TILES, dispatch.PITCH and
-    configs/model.TAIL_SPLIT / TAIL_MIN_K as the config says
+    configs/model/tail.py TAIL_SPLIT / TAIL_MIN_K as the config says
     ("_pad_m": "always" keeps the copy on and drops its floors, PAD_M_MIN_ROWS and PAD_M_MIN_W_BYTES)."""
     cfg = dict(cfg) if cfg else {}
     pad, rows, shift, pitch, pair, tail, xbox, pieces, cap, magic, late, align = (
@@ -126,7 +126,7 @@ def _runner(op, cfg):
 
     def run(*inp):
         saved = (D.PAD_M, D.ROWS_KERNEL, H.SHIFT_LAST_TILES, D.PITCH, D.PAD_M_MIN_ROWS, D.PAD_M_MIN_W_BYTES,
-                 FP8.PAIR_SPLIT, D.PITCH_SECTOR, CM.TAIL_SPLIT, CM.TAIL_MIN_K, CM.TAIL_MIN_SAVING, H.TRIM_X_BOX,
+                 FP8.PAIR_SPLIT, D.PITCH_SECTOR, TAIL.TAIL_SPLIT, TAIL.TAIL_MIN_K, TAIL.TAIL_MIN_SAVING, H.TRIM_X_BOX,
                  H.MAX_X_BOXES, HPLAN.SPLIT_PIECES, HH.CAP_STAGES, HH.TILE_MAGIC, HH.LATE_INIT, D.PITCH_MIN_LOADS,
                  DENSE.REDUCE_ALIGN, D.PITCH_SHARE)
         DENSE.REDUCE_ALIGN = bool(align)
@@ -146,11 +146,11 @@ def _runner(op, cfg):
         H.TRIM_X_BOX = xbox is not False
         if xbox is not True and xbox is not False:
             H.MAX_X_BOXES = int(xbox)
-        CM.TAIL_SPLIT = tail is not False
+        TAIL.TAIL_SPLIT = tail is not False
         if tail == "always":
-            CM.TAIL_MIN_K, CM.TAIL_MIN_SAVING = 0, 0.0
+            TAIL.TAIL_MIN_K, TAIL.TAIL_MIN_SAVING = 0, 0.0
         elif tail is not True and tail is not False:
-            CM.TAIL_MIN_K = int(tail)
+            TAIL.TAIL_MIN_K = int(tail)
         kernels = (DENSE.gemm_tma_kernel, DENSE.gemm_kernel)
         if prev:  # dense's plans hold the kernel they launch: none cached across the swap
             DENSE._PLANS.clear()
@@ -159,7 +159,7 @@ def _runner(op, cfg):
             return op.run(inp, cfg)
         finally:
             (D.PAD_M, D.ROWS_KERNEL, H.SHIFT_LAST_TILES, D.PITCH, D.PAD_M_MIN_ROWS, D.PAD_M_MIN_W_BYTES,
-             FP8.PAIR_SPLIT, D.PITCH_SECTOR, CM.TAIL_SPLIT, CM.TAIL_MIN_K, CM.TAIL_MIN_SAVING, H.TRIM_X_BOX,
+             FP8.PAIR_SPLIT, D.PITCH_SECTOR, TAIL.TAIL_SPLIT, TAIL.TAIL_MIN_K, TAIL.TAIL_MIN_SAVING, H.TRIM_X_BOX,
              H.MAX_X_BOXES, HPLAN.SPLIT_PIECES, HH.CAP_STAGES, HH.TILE_MAGIC, HH.LATE_INIT, D.PITCH_MIN_LOADS,
              DENSE.REDUCE_ALIGN, D.PITCH_SHARE) = saved
             if prev:

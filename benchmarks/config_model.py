@@ -1,4 +1,4 @@
-"""The config model (gemmkit/configs/model.py) on shapes no table was tuned for, against the vendor in the same process.
+"""The config model (gemmkit/configs/model/) on shapes no table was tuned for, against the vendor in the same process.
 
 Each row times gemmkit with the default bucket chosen and fitted for the shape (model.choose + fit: what a call
 gets), the same bucket as the table has it (model.choose off: what the tables alone would give), and the op's vendor

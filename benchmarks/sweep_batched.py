@@ -185,7 +185,7 @@ CANDIDATES["a8w8_blockscale_bn64"] = [
 
 # gemm_a8w8_blockscale between M = 128 and 4096: DeepSeek-V3's shape files have buckets M_GEQ_64 (the
 # Triton tier, 64 x 64 / 16 x 64 tiles, split-K on some) and M_GEQ_4096 (the coop Gluon kernel), so M = 256-4095
-# runs the Triton tier. The coop kernel now splits a partial last round (configs/model.tail_split), so few-round
+# runs the Triton tier. The coop kernel now splits a partial last round (configs/model/tail.py tail_split), so few-round
 # M should suit it too: the served config against the coop 128 x 128 x 128 (group 8 and 16).
 CANDIDATES["a8w8_blockscale_mid"] = [
     SERVED,

@@ -1,7 +1,7 @@
 """Shape files against the config model: does each tuned bucket still beat what the model serves without it?
 
 A shape file (`configs/<arch>/<OP>-N=<N>-K=<K>.json`) is a measured override on top of the config model
-(configs/model.py). Buckets tuned before a model rule or kernel existed can lose to it. This script writes A/B specs
+(configs/model/). Buckets tuned before a model rule or kernel existed can lose to it. This script writes A/B specs
 for benchmarks/ab_configs.py: for every shipped shape file of the op on the arch and every M asked for, the config
 the shape file serves ("table": null, the op's own call) and the one the model serves with the shape files set aside
 (`configs.serve(..., shape_files=False)`: "model"), where the two differ.

@@ -215,7 +215,7 @@ def select(op: str, arch: str, M: int, N: int, K: int):
 
 def serve(op: str, target, M: int, N: int, K: int, *, shape_files: bool = True):
     """(config, source) a call without `config=` runs on `target` (a gemmkit.arch.Target): a shape file's bucket as
-    it is, else the default table's bucket fitted to the shape by the config model (configs/model.py; `source`
+    it is, else the default table's bucket fitted to the shape by the config model (configs/model/; `source`
     then says what the model changed and why). A shape file's bucket past the one round of tiles it was measured
     with hands M to the model as well (model.past_its_round, bf16), and so does one whose launch fills its waves
     poorly at an M other than its own where the model's fills them (model.fills_better, bf16). shape_files=False:
@@ -253,7 +253,7 @@ def serve(op: str, target, M: int, N: int, K: int, *, shape_files: bool = True):
 
 def fit_bucket(op: str, target, cfg: dict, large: dict | None, M: int, N: int, K: int):
     """(config, notes): a default table's bucket `cfg` for this shape as the config model serves it (`large`: that
-    table's bucket for the largest M; configs/model.py `choose`, which `fit`s the tile). The one call into the model:
+    table's bucket for the largest M; configs/model/ `choose`, which `fit`s the tile). The one call into the model:
     `serve`, and the tuner's merge (tune/merge.py) on the tables it merges onto."""
     from . import model
 
@@ -263,7 +263,7 @@ def fit_bucket(op: str, target, cfg: dict, large: dict | None, M: int, N: int, K
 
 
 def model_configs(op: str, arch: str) -> list:
-    """(name, config) of the configs the config model writes that no table ships (configs/model.py: bf16's
+    """(name, config) of the configs the config model writes that no table ships (configs/model/: bf16's
     `wide_config`, `one_wave`'s and `narrow_wave`'s tiles, `few_tiles`' split tiles (their unsplit ones and
     `m128_tile` are `one_wave`'s / `narrow_wave`'s), `narrow_pingpong`, `split_widths`, `wide_one_wave` (`narrow_wide`'s
     64 x 160 is its 160), `coop_swap`,
@@ -341,7 +341,7 @@ def model_configs(op: str, arch: str) -> list:
 
 
 def _large_bucket(op: str, arch: str):
-    """The default table's bucket for the largest M (the config model's kernel choice, configs/model.py)."""
+    """The default table's bucket for the largest M (the config model's kernel choice, configs/model/)."""
     path = table_path(op, arch)
     hit = _match(load_table(str(path)), path, 1 << 62)
     return hit[0] if hit else None

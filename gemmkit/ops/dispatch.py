@@ -397,7 +397,7 @@ def pad_m(kernel: str, cfg: dict, M: int, N: int, K: int, x_bytes: int, w_bytes:
 # (128 tiles at N = 160-256): kernel 31.5 us at N = 160, 26.1 at N = 200, against 13.9 at N = 256; on w copied to
 # 256 rows 15.8 / 13.6 us, plus the copy's 1.5 us (ncu: the same DRAM bytes either way). Only where it was measured
 # to pay (ab/bf16_pad_n.json, same process, H200): N <= PAD_N_MAX_N on the Gluon ping-pong's unsplit tiles (the
-# config model's `narrow_wave`, which counts on it: configs/model.py) with w at most 1 / PAD_M_SHARE of x's bytes:
+# config model's `narrow_wave`, which counts on it: model/one_wave.py) with w at most 1 / PAD_M_SHARE of x's bytes:
 # 4096 x 160 x 4096 on 64 x 128 0.57 -> 0.91x cuBLAS, N = 136 / 200 / 240 at M = 2048-8192 0.46-0.78 ->
 # 0.70-0.93x. Not on the Triton tier's split tiles there (-3 to -16%: the copy's launch is a large part of a 6-20 us
 # call), nor where w is wide (one partial column of many: unmeasured), nor on the cooperative kernel (unmeasured

@@ -137,7 +137,7 @@ def compile_for(x, w, x_scale, w_scale, config: dict, block_shape=(128, 128), ou
 
 def isa_cases(archs):
     """Every bucket of every shipped table (fp8), plus (sm_90) the tail reduce of the Gluon coop kernel's tail
-    split as the DeepSeek-V3 (2112, 7168) row at M = 4096 runs it (configs/model.tail_split: 8 splits; 4-row
+    split as the DeepSeek-V3 (2112, 7168) row at M = 4096 runs it (configs/model/tail.py tail_split: 8 splits; 4-row
     programs)."""
     yield from G.table_cases(OP, archs, dtypes=("fp8",))
     if "sm_90" in archs:

@@ -167,7 +167,7 @@ GLUON_SPLIT_K_BK = 64  # the K step of every Gluon split-K candidate (its ranges
 GLUON_SPLIT_K_TILES = (("pp", 128, 128, 5), ("pp", 64, 192, 6), ("pp", 64, 96, 6), ("coop", 128, 192, 5),
                        ("coop", 128, 128, 6), ("coop", 128, 96, 6))  # (layout, BM, BN, num_stages)
 MAX_GLUON_SPLIT = 16
-# K steps a split range keeps at least: the config model's (configs/model.py), one number for both
+# K steps a split range keeps at least: the config model's (configs/model/), one number for both
 from ..configs.model import MIN_SPLIT_STEPS  # noqa: E402
 
 

@@ -3,7 +3,7 @@
 h = act(x @ w[:I].T) * (x @ w[I:].T) through kernels/gluon/hopper_pingpong.py `launch_gated` (the ping-pong with GATED:
 the gate's and the up's boxes of one tile of h's columns a ring stage, two accumulators, act(g) * u in the epilogue; the
 module docstring's "Gated") and hopper_coop.py's (num_warps 8: the two consumers share the tile, 64 rows of it each).
-The ops serve the cooperative 128 x 128 where configs/model.py's `gated_one_wave` names it (tests/ops/test_ffn_gpu.py
+The ops serve the coop 128 x 128 where configs/model/gated.py's `gated_one_wave` names it (tests/ops/test_ffn_gpu.py
 runs that path). Shapes: one token, a partial tile, several tiles with the last row / column shifted back, I under one
 tile (the gate box then reads up rows, clipped), K with a tail step; every activation, bf16 / fp16 / fp32 h, fp16
 inputs, small persistent grids (many tiles a CTA, both consumers). Reference: float64; outputs poisoned with NaN, every

@@ -21,7 +21,7 @@ from _util import check_a16w16 as check
 from _util import (assert_gluon_or_fallback, assert_sanitizer_clean, check_served_tail_split, dense_sanitize_script,
                    gpu_target, launch_dense, poisoned, randn, sanitize, within_bound)
 from gemmkit import arch, configs
-from gemmkit.configs import model as config_model
+from gemmkit.configs.model import tail as config_tail
 from gemmkit.isa.promises import evaluate
 from gemmkit.kernels.gluon import hopper_coop as hc
 from gemmkit.kernels.gluon import hopper_pingpong as hp
@@ -329,7 +329,7 @@ def test_tail_plan_of_the_coop_tiles():
     plan = hc.derive(BASE, H200)
     # 1412 x 6144: 12 x 24 = 288 tiles of 128 x 256 on 132 SMs, 2 rounds + 24: the 24 run as 5 splits each
     assert hp.tail_plan(plan, 1412, 6144, 25984, 132) == (24, 5)
-    assert hp.tail_plan(plan, 1412, 6144, config_model.TAIL_MIN_K - 64, 132) == (0, 1)
+    assert hp.tail_plan(plan, 1412, 6144, config_tail.TAIL_MIN_K - 64, 132) == (0, 1)
     assert hp.tail_plan(plan, 1412, 6144, 1024, 132, tail=True) == (24, 4)  # 16 K steps: 4 ranges of 4 start below K
     assert hp.tail_plan(plan, 1412, 6144, 25984, 132, tail=False) == (0, 1)
     # 4096 x 28672: 3584 tiles, 27 rounds + 20; 6 splits would save 5 / 6 of one round in 28, under TAIL_MIN_SAVING

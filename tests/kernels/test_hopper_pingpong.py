@@ -28,7 +28,7 @@ from _util import check_a16w16 as check
 from _util import (assert_gluon_or_fallback, assert_sanitizer_clean, check_served_tail_split, dense_sanitize_script,
                    gpu_target, launch_dense, poisoned, randn, sanitize, within_bound)
 from gemmkit import arch, configs
-from gemmkit.configs import model as config_model
+from gemmkit.configs.model import tail as config_tail
 from gemmkit.isa.promises import evaluate
 from gemmkit.kernels.gluon import hopper_coop as hc
 from gemmkit.kernels.gluon import hopper_host as hh
@@ -277,12 +277,12 @@ def test_static_compile_sm90_keeps_promises():
 
 
 def test_tail_plan():
-    """The tail split (`tail_plan`, configs/model.tail_rule): the last round's tiles as K splits, only on the unsplit,
+    """The tail split (`tail_plan`, configs/model/tail.py): the last round's tiles as K splits, only on the unsplit,
     power-of-two, unswapped tile, from K = TAIL_MIN_K (None: the rule; True: wherever it can; False: never)."""
     plan = hp.derive(BASE, H200)
     # 1412 x 6144: 12 x 48 = 576 tiles of 128 x 128 on 132 SMs, 4 rounds + 48: the 48 run as 2 splits each
     assert hp.tail_plan(plan, 1412, 6144, 25984, 132) == (48, 2)
-    assert hp.tail_plan(plan, 1412, 6144, config_model.TAIL_MIN_K - 64, 132) == (0, 1)  # K under the floor
+    assert hp.tail_plan(plan, 1412, 6144, config_tail.TAIL_MIN_K - 64, 132) == (0, 1)  # K under the floor
     assert hp.tail_plan(plan, 790, 4800, 2048, 132) == (2, 8)
     # 7168 tiles: 54 rounds + 40 tiles; 3 splits would save 2 / 3 of one round in 55, under TAIL_MIN_SAVING
     assert hp.tail_plan(plan, 4096, 28672, 4096, 132) == (0, 1)
@@ -297,12 +297,12 @@ def test_tail_plan():
     assert hp.tail_plan(split_tile, 1412, 6144, 25984, 132) == (0, 1)
     swap = hp.derive({**BASE, "BLOCK_SIZE_M": 16, "BLOCK_SIZE_N": 64, "swap_ab": True}, H200)
     assert hp.tail_plan(swap, 1412, 6144, 25984, 132) == (0, 1)
-    saved = config_model.TAIL_SPLIT
+    saved = config_tail.TAIL_SPLIT
     try:
-        config_model.TAIL_SPLIT = False
+        config_tail.TAIL_SPLIT = False
         assert hp.tail_plan(plan, 1412, 6144, 25984, 132) == (0, 1)
     finally:
-        config_model.TAIL_SPLIT = saved
+        config_tail.TAIL_SPLIT = saved
 
 
 def test_static_compile_of_the_tail_variant():

@@ -1,4 +1,4 @@
-"""The coop FP8 kernel's tail split (configs/model.tail_split, hopper_pingpong_fp8.tail_plan) and its
+"""The coop FP8 kernel's tail split (configs/model/tail.py tail_split, hopper_pingpong_fp8.tail_plan) and its
 reduce (kernels/triton/_splitk_reduce.tail_reduce_kernel, kernels/triton/dense.launch_tail_reduce), on the CPU.
 
 The rule is pure host arithmetic; the reduce is a Triton kernel, run here in the interpreter against torch on a

@@ -148,7 +148,7 @@ def _tail_probe(tile_ptr, k0_ptr, nk_ptr, part_ptr, local_ptr, num_tiles, TAIL, 
 @settings(max_examples=60, deadline=None)
 @given(ctas=st.integers(1, 40), tiles=st.integers(2, 200), k_steps=st.integers(2, 60))
 def test_tail_items_cover_the_tail(ctas, tiles, k_steps):
-    """A tail split's work items (`tail_item`, on the R S of configs/model.tail_split): the whole tiles,
+    """A tail split's work items (`tail_item`, on the R S of configs/model/tail.py tail_split): the whole tiles,
     then every K step of each of the last R = tiles % CTAs tiles exactly once, split s of tail tile r into workspace
     tile r S + s (as the reduce reads them); and a CTA's split, if any, is its last item, so a CTA's ring position
     at its j-th item is j whole tiles' K steps (the bf16 ping-pong's explicit phase)."""

@@ -76,7 +76,7 @@ def test_shapes(M, N, K, dtype, launches):
     from gemmkit.ops import _common as C
 
     target = C.target_for(x.device)
-    cfg = configs.serve("a16w16", target, M, N, K)[0]  # the default buckets fitted (configs/model.py)
+    cfg = configs.serve("a16w16", target, M, N, K)[0]  # the default buckets fitted (configs/model/)
     from gemmkit.kernels.triton import gemm_rows
 
     if K % 8 and M <= gemm_rows.MAX_M and cfg.get("tma"):  # a few tokens: w read where it lies, no copy

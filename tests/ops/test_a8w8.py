@@ -319,8 +319,8 @@ def test_decode_wide_tile_split(op, launches):
 @pytest.mark.parametrize("op", ["a8w8", "a8w8_blockscale"])
 def test_m256_split_as_served(op, launches):
     """At 128 < M <= 256 where even the 64 x 64 ping-pong's tiles are few, the config model serves the Triton tier's
-    tile split along K (configs/model.py `m256_split`): that config as the H200 gets it for 200 x 128 x 1024 (8 tiles,
-    K split), against float64."""
+    tile split along K (configs/model/large_bucket.py `m256_split`): that config as the H200 gets it for 200 x 128 x
+    1024 (8 tiles, K split), against float64."""
     from gemmkit import arch, configs
 
     M, N, K = 200, 128, 1024

@@ -662,8 +662,8 @@ def test_w_padding_turns_off_with_row_padding(monkeypatch):
 @pytest.mark.parametrize("M, N, K", [(4096, 160, 4096), (2048, 200, 3072), (8192, 200, 3072), (6000, 40, 2048),
                                      (8192, 8, 4096), (3000, 160, 4096), (2048, 136, 4096)])
 def test_narrow_wave_partial_columns_are_the_ones_dispatch_pads(M, N, K):
-    """configs/model.py's `narrow_wave` serves a tile whose last column reaches past N only where the kernel shifts
-    it back (N past one tile width) or ops/dispatch.py copies w to a whole box (`pad_n`): the two rules agree."""
+    """configs/model/one_wave.py's `narrow_wave` serves a tile whose last column reaches past N only where the kernel
+    shifts it back (N past one tile width) or ops/dispatch.py copies w to a whole box (`pad_n`): the two rules agree."""
     from gemmkit.configs import model
 
     cfg, source = configs.serve("a16w16", H200, M, N, K)

@@ -73,7 +73,7 @@ def test_gated_row_padded_x(M, I, K):
     check_gated(out, x, w)
 
 
-# The config model's `gated_one_wave` (configs/model.py): the Gluon cooperative gated tile where its 128 x 128 tiles
+# The config model's `gated_one_wave` (model/gated.py): the Gluon cooperative gated tile where its 128 x 128 tiles
 # of h fit one wave; partial tiles in both dims (333 x 3000, 129 x 7000: the last row / column shifted back), long K
 ONE_WAVE = [(200, 6144, 4096), (460, 2304, 11264), (777, 1536, 8000), (333, 3000, 2048), (129, 7000, 1024)]
 

@@ -1,4 +1,4 @@
-"""The config model (gemmkit/configs/model.py): a default-table bucket fitted to the shape it serves. The fitted
+"""The config model (gemmkit/configs/model/): a default-table bucket fitted to the shape it serves. The fitted
 configs the rule gives on the shapes it was measured on (docs/PERF.md, "The config model"), what it leaves alone,
 that every fitted config is a valid config that fits the target, and that a call runs the fitted config."""
 import pytest
@@ -855,7 +855,7 @@ def test_a16w16_narrow_tail(M, N, K, pingpong):
 def test_tail_fill_counts_the_last_rounds_splits():
     # 1412 x 6144: 576 tiles of 128 x 128 = 4 rounds + 48 split 2 ways: 4.5 rounds' time
     assert model.tail_fill(576, 132, 25984, 64) == pytest.approx(576 / (4.5 * 132))
-    assert model.tail_fill(576, 132, model.TAIL_MIN_K - 64, 64) == model.wave_efficiency(576, 132)
+    assert model.tail_fill(576, 132, model.tail.TAIL_MIN_K - 64, 64) == model.wave_efficiency(576, 132)
     assert model.tail_fill(120, 132, 25984, 64) == model.wave_efficiency(120, 132)  # one round: nothing to split
     assert model.tail_fill(132 + 67, 132, 25984, 64) == model.wave_efficiency(132 + 67, 132)  # one split a tail tile
     # the kernels' rule is the model's: the same (R, S) for the ping-pong's and the coop's plans

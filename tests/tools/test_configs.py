@@ -261,5 +261,5 @@ def test_fills_better_thresholds(fitted_fill, table_fill, takes, monkeypatch):
     from gemmkit.configs import model
 
     fills = {"fitted": fitted_fill, "table": table_fill}
-    monkeypatch.setattr(model, "launch_fill", lambda cfg, M, N, num_cus: fills[cfg["name"]])
+    monkeypatch.setattr(model.tables, "launch_fill", lambda cfg, M, N, num_cus: fills[cfg["name"]])
     assert model.fills_better("a16w16", {"name": "table"}, {"name": "fitted"}, 1, 1, 132) is takes

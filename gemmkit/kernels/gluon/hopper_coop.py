@@ -92,7 +92,7 @@ at y[tokens, weight rows] through a B x 64 staging sub-tile::
 Measured on the H200 (docs/PERF.md, `coop_swap`): at 128 < M <= 192 on wide layers +1-48% over the tiles before
 (120 held-out shapes, 0.74 -> 0.94x cuBLAS); where its weight tiles are few it loses (no split-K), hence the rule.
 
-Gated (GATED, `launch_gated`; dense kernel only; served where configs/model.py's `gated_one_wave` names its 128 x 128
+Gated (GATED, `launch_gated`; dense only; served where configs/model/gated.py's `gated_one_wave` names its 128 x 128
 tile): hopper_pingpong.py's gated tile ("Gated" there: the gate's and the up's w boxes of BN rows a stage, from rows
 col0 and I + col0) with both consumers on one BM x BN tile of h, each on its BM/2 rows of the x box: `split_mainloop`
 into a gate and an up accumulator of BM/2 x BN, act(g) * u in its epilogue (hopper_parts `store_gated`, one staging tile

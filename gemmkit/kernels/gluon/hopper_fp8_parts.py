@@ -16,7 +16,7 @@ hopper_fp8_plan.py, the ring counter (`ring_next`) hopper_parts.py.
   pair_steps      (PAIR) a ring's half of a tile's K steps; first_item: where a ring's work items start
   pair_put / pair_take  (PAIR) consumer 1's fp32 partial through the exchange buffer into consumer 0's
 
-Work items (the coop tail split: `tail_plan`, configs/model.tail_split, _schedule.tail_item; T tiles, R = T % CTAs of
+Work items (the coop tail split: `tail_plan`, configs/model/tail.py, _schedule.tail_item; T tiles, R = T % CTAs of
 them in the last round, S splits each; pingpong and unsplit launches: TAIL 0, SPLITS 1, every item a whole tile)::
 
    work id  0 .. T-R-1: tile = id, K steps 0 .. k_steps-1  ──► store_y ──► y (TMA)

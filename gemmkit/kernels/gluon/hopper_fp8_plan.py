@@ -1,6 +1,6 @@
 """The plan of the FP8 Gluon kernel (hopper_pingpong_fp8.py): everything its launch and static compiles derive
 from one config (`derive` -> Fp8Plan: tiles, layout, ring depth, output staging, registers, swizzles, scale mode),
-the constexpr arguments (`constexprs`), and the coop layout's tail split (`tail_plan`, configs/model.tail_split);
+the constexpr arguments (`constexprs`), and the coop layout's tail split (`tail_plan`, configs/model/tail.py);
 and what they derive from a call's tensors: whether the kernel can take them (`unsupported`), whether the x scales
 can go by TMA (`scale_tma_ok`), the scales' 1-D TMA views (`flat_storage`) and the boxes' shared layouts
 (`fp8_layout`, `scale_layout`). Host code only; the kernel file re-exports these names (its API:
@@ -195,7 +195,7 @@ def launch_plan(cfg: dict, target, out_bytes: int, block_shape, M: int, N: int, 
 
 
 def tail_plan(plan: Fp8Plan, M: int, N: int, K: int, ctas: int, tail=None) -> tuple[int, int]:
-    """(tail tiles, splits) of a launch (configs/model.tail_split): coop layout only (a pingpong CTA runs two
+    """(tail tiles, splits) of a launch (configs/model/tail.py tail_split): coop layout only (a pingpong CTA runs two
     tiles at once, and its shared output staging is handed over tile by tile); `tail` None applies the rule
     (K >= MIN_TAIL_K), a false value never splits, a true one splits wherever tail_split can."""
     if plan.layout != "coop" or (tail is not None and not tail):

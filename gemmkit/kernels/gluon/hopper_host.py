@@ -11,7 +11,7 @@ No device code here: each kernel file holds its plan (`derive`), partitions and 
                                    ▼
                                 launch_dense ──► launch_tma (descriptors, grid = min(work, SMs))
                                    │ split-K: fp32 workspace, then kernels/triton/dense.launch_reduce
-                                   │ tail split (ping-pong, coop; configs/model.tail_split): fp32 workspace of the last
+                                   │ tail split (ping-pong, coop; configs/model/tail.py): fp32 workspace of the last
                                    │   round's splits, then kernels/triton/dense.launch_tail_reduce
                                    (the ping-pong's swap_ab calls launch_tma itself, w and x swapped)
 
@@ -21,7 +21,7 @@ Below it: the launcher (gemmkit/launcher.py) and the Triton tier's split-K reduc
 Constraints (the kernels' own are in their files):
   - split-K: N % 4 == 0 (the fp32 workspace's rows must be 16-byte aligned for TMA); every split's K range
     starts below K (`fit_split_k` / `split_count`; `launch_dense` raises ValueError otherwise).
-  - tail split (configs/model.tail_split): R S <= CTAs (a CTA runs at most one split, its last item), every split starting
+  - tail split (configs/model/tail.py): R S <= CTAs (a CTA runs at most one split, its last item), every split starting
     below K; the workspace R S BM x BN fp32 (plain stores: any N); never together with split-K.
   - Tensors spanning 2**31 elements or more need nothing here: x, w, y and the split-K workspace go through TMA
     descriptors (64-bit strides, int32 coordinates per dim: every dim < 2**31), the bias by an index below N (the

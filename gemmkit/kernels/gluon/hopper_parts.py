@@ -43,10 +43,10 @@ Constraints:
   - Work ids < 2**31 (int32: tiles, or B x tiles); tile order is the Triton tier's (kernels/triton/_schedule.py).
   - `tile_origin` (SHIFT): every tile dim (BLOCK_SIZE_M / N, split tiles too) a multiple of 8, so a shifted origin
     (rounded up to 8) is one a TMA box may start at; the tiles that overlap a shifted one compute the same values.
-  - SPLIT_K: every split's K range starts below K (the host: configs/model.split_count); the ranges are equal,
+  - SPLIT_K: every split's K range starts below K (the host: configs/model/tail.py split_count); the ranges are equal,
     the last one may run past K into TMA's zero fill.
   - TAIL (the ping-pong's and the cooperative kernel's tail split): SPLIT_K and BATCHED off; sched.R tail tiles x
-    sched.B splits <= the grid, so a CTA's split, if any, is its last item (configs/model.tail_split).
+    sched.B splits <= the grid, so a CTA's split, if any, is its last item (configs/model/tail.py tail_split).
   - ring.ready (the load warp sets the ring up): every CTA has a work item with at least one K step (grid <= work
     items, K >= 1), so its load warp arrives on ready, which every consumer of the CTA waits on.
   - A split tile is 2-D only (the dense kernels), B a power of two >= 16 and A = 2, 4 or 8 B (configs.SPLIT_N);
@@ -95,7 +95,7 @@ def split_steps(K, BK: gl.constexpr, SPLITS, SPLIT_K: gl.constexpr):
     """K steps per work item: all of K, or (SPLIT_K) one of SPLITS equal ranges of cdiv(cdiv(K, BK), SPLITS)
     steps. Equal, so a consumer's ring position stays (local item) x (steps); the last range may run past
     K, where TMA zero-fills the boxes (adding zeros). The host makes every range start below K
-    (`configs/model.split_count`)."""
+    (`configs/model/tail.py split_count`)."""
     k_steps = gl.cdiv(K, BK)
     if SPLIT_K:
         k_steps = gl.cdiv(k_steps, SPLITS)

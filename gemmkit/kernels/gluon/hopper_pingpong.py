@@ -98,7 +98,7 @@ the slabs in order and applies bias / activation / cast (bitwise reproducible)::
 
 Tail split (TAIL; dense kernel, unsplit power-of-two tile: `tail_plan`, derived from the shape and the SM count):
 where the tiles leave a partial last round after a full one, its R tiles run as S K splits each, so R S CTAs
-share that round instead of R (`configs/model.tail_split`); work items whole tiles first, then the splits
+share that round instead of R (`configs/model/tail.py tail_split`); work items whole tiles first, then the splits
 (kernels/triton/_schedule.tail_item, hopper_parts `work_range`); a split, each CTA's last item at most, stores its
 fp32 accumulator into workspace tile `part` (hopper_parts `store_partial`: plain stores, no staging), and the
 Triton tier's `tail_reduce_kernel` sums each tail tile's splits in order, then bias / activation / cast::
@@ -206,7 +206,7 @@ from triton.experimental.gluon.language.nvidia.hopper import (
     fence_async_shared, mbarrier, tma, warpgroup_mma, warpgroup_mma_init, warpgroup_mma_wait)
 
 from ... import configs
-from ...configs import model as config_model
+from ...configs.model.tail import tail_rule
 from .. import _host
 from ..triton._epilogue import ACTIVATIONS, bias_activation
 from . import hopper_host as hh
@@ -334,20 +334,20 @@ def kernel_constexprs(plan: PingPongPlan, *, has_bias: bool, activation: str, ta
 
 
 # The tail split (`tail_plan`): where a launch's tiles leave a partial last round, its R tiles run as S K splits each;
-# the count and the rule (K >= TAIL_MIN_K, a saving of TAIL_MIN_SAVING, the TAIL_SPLIT switch) are configs/model.py's
+# the count and the rule (K >= TAIL_MIN_K, a saving of TAIL_MIN_SAVING, the TAIL_SPLIT switch) are model/tail.py's
 # `tail_rule`, which the config model counts in a tile's waves too.
 
 
 def tail_plan(plan, M: int, N: int, K: int, num_cus: int, tail=None) -> tuple[int, int]:
     """(tail tiles R, splits S) of a launch of this kernel or hopper_coop.py's (`plan` a PingPongPlan or CoopPlan;
-    configs/model.py `tail_rule` on min(tiles, SMs) CTAs); (0, 1): none. Only the unsplit, power-of-two, unswapped tile
-    (split-K has its own splits; a split tile's two accumulators and sub-tiled stores and the transposed tile have
-    no partial store). `tail` None: the rule (TAIL_SPLIT, K >= TAIL_MIN_K, the saving at least TAIL_MIN_SAVING: all
-    config_model's), False: never, True: wherever tail_split can."""
+    configs/model/tail.py `tail_rule`, min(tiles, SMs) CTAs); (0, 1): none. Only the unsplit, power-of-two,
+    unswapped tile (split-K has its own splits; a split tile's two accumulators and sub-tiled stores and the
+    transposed tile have no partial store). `tail` None: the rule (TAIL_SPLIT, K >= TAIL_MIN_K, the saving at least
+    TAIL_MIN_SAVING: all configs/model/tail.py's), False: never, True: wherever tail_split can."""
     swap = getattr(plan, "swap", False)  # (a CoopPlan has no transposed tile)
     if plan.split_k > 1 or swap or plan.BN_TAIL or getattr(plan, "gated", False):
         return 0, 1
-    return config_model.tail_rule(-(-M // plan.BM) * -(-N // plan.BN), num_cus, K, plan.BK, tail)
+    return tail_rule(-(-M // plan.BM) * -(-N // plan.BN), num_cus, K, plan.BK, tail)
 
 
 def y_box(plan: PingPongPlan) -> tuple:
@@ -644,7 +644,7 @@ def isa_cases(archs, op: str = "hopper_pingpong"):
     yield from hh.variant_cases(gated, "gated", KERNEL_NAME, op)
 
 
-# The swap-AB tile on 64 tokens (configs/model.py `swap_wide`'s kind of tile)
+# The swap-AB tile on 64 tokens (configs/model/decode.py `swap_wide`'s kind of tile)
 SWAP_PRESET = {"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 128, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 1, "num_warps": 4,
                "num_stages": 6, "swap_ab": True}
 

@@ -76,7 +76,7 @@ other consumer's wgmma under the wait and the FADDs: hopper_fp8_mainloop.pingpon
   no gain; the tables use it where it won. cuBLAS / CUTLASS's promotion keeps a second accumulator of the whole
   tile (2 x 128 registers at 256 x 128 a consumer pair), so their fp8 tile stops at 128 x 128.
 
-  Tail split (coop only; `tail_plan`, configs/model.tail_split): where the tiles leave a partial last round
+  Tail split (coop only; `tail_plan`, configs/model/tail.py tail_split): where the tiles leave a partial last round
   (R = tiles % CTAs of them) and K >= MIN_TAIL_K, those R tiles run as S K-splits each, so
   R * S CTAs share the last round instead of R. The work items (kernels/triton/_schedule.tail_item, its diagram)
   are the whole tiles first, then the splits; a split's epilogue stores its fp32 partial into a workspace
@@ -582,7 +582,7 @@ def static_spec(cfg: dict, target, *, out_dtype: str = "bf16", has_bias: bool = 
             {"num_warps": hh.CONSUMER_WARPS}, plan)
 
 
-# The decode tile (configs/model.py SMALL_PINGPONG over the fp8 tables' Gluon keys) as the paired pingpong runs it
+# The decode tile (configs/model/base.py SMALL_PINGPONG over the fp8 tables' Gluon keys) as the paired pingpong runs it
 PAIR_PRESET = {"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 64, "BLOCK_SIZE_K": 128, "GROUP_SIZE_M": 4, "num_warps": 4,
                "num_stages": 6}
 

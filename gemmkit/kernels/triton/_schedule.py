@@ -157,7 +157,7 @@ def tile_origin(pid, size, BLOCK: tl.constexpr, SHIFT: tl.constexpr):
 @triton.jit
 def tail_item(w, num_tiles, TAIL, SPLITS, k_steps):
     """(tile id, first K step, K steps, partial) of work item w of a persistent launch with a tail split
-    (configs/model.tail_split): items below num_tiles - TAIL are whole tiles (partial -1: the epilogue
+    (configs/model/tail.py tail_split): items below num_tiles - TAIL are whole tiles (partial -1: the epilogue
     stores y); the TAIL * SPLITS after them are the K splits of the last TAIL tiles, item num_tiles - TAIL + j being
     split j % SPLITS of tail tile j // SPLITS, whose fp32 partial goes to workspace tile j::
 

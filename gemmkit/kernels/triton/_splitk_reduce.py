@@ -13,7 +13,7 @@ One program per BLOCK_M x BLOCK_N block of y. The epilogue is the shared one
 (_epilogue.py), so a split-K result equals the unsplit one up to the fp32
 summation order.
 
-`tail_reduce_kernel` is the same sum for the tail split of a persistent Gluon kernel (configs/model.tail_split:
+`tail_reduce_kernel` is the same sum for the tail split of a persistent Gluon kernel (configs/model/tail.py tail_split:
 only the last, partial round's R tiles are split, S ways each): the workspace holds R * S whole BM x BN fp32
 tiles, partial j = r * S + s of tail tile r (tile id first_tile + r, in the kernel's tile order), and one
 program sums ROWS rows of one tail tile, splits in order, then bias, activation and cast, at the tile's origin
@@ -24,7 +24,7 @@ only its own rows / columns, from pid * BM / BN, are stored: those before are it
 
 Constraints:
   - tail_reduce_kernel: ROWS divides BM; BM, BN, ROWS powers of two; SPLITS >= 1 (constexpr: the loop is unrolled,
-    configs/model.MAX_TAIL_SPLITS bounds the compiles; a runtime loop left one load in flight at a time: 10 us for
+    configs/model/tail.py MAX_TAIL_SPLITS bounds compiles; a runtime loop left one load in flight at a time: 10 us for
     32 splits of 4 tiles).
   - SPLIT_K >= 2 (constexpr; the loop is unrolled).
   - split_stride (>= M * N) is a host integer (64-bit when large); M and N may be

@@ -175,7 +175,7 @@ def step_boxes(bk: int, scale: str, scale_bk: int) -> tuple[int, int]:
     per-token decode tile streams 5-17% faster at BLOCK_K 256 than at 128 (ab/fp8_decode_bk.json); for block scales
     256 = 2 x 128 was mixed on the tables' 16 x 64 tiles (ab/blockscale_bk256.json: +2 to +17% on 26 of 96 decode
     rows, down to -28% on others), so no table asks for it; the config model's `decode_wide_k` serves 16 x 128 x 256
-    at M <= 16 beyond one wave (configs/model.py)."""
+    at M <= 16 beyond one wave (configs/model/)."""
     if scale == "block" and bk > scale_bk:
         if bk % scale_bk:
             raise ValueError(f"config: key 'BLOCK_SIZE_K' = {bk}: block scales of {scale_bk} K need a BLOCK_SIZE_K "

@@ -1,0 +1,129 @@
+"""bf16's cooperative swap-AB tile (128 weight rows x a tile of tokens) over any rule's answer: one token tile where
+128-row tiles leave a second row mostly empty (`coop_swap`, 128 < M <= 192), several where its rounds cost less
+(`swap_rounds`, 192 < M <= 1536).
+"""
+from __future__ import annotations
+
+from .base import Call, launch_fill, pingpong_64
+from .gluon_waves import SHORT_K_PINGPONG_MAX_K
+from .tail import tail_rule
+
+# What was measured for each rule of this module (H200 unless a card is named; against the vendor in the same
+# process; docs/PERF.md "The config model"):
+#   coop_swap    bf16, over any rule's answer (`coop_swap`): at COOP_SWAP_MIN_M < M <= COOP_SWAP_MAX_M and K >
+#                SHORT_K_PINGPONG_MAX_K, the cooperative kernel's swap-AB split tile (kernels/gluon/hopper_coop.py
+#                "Swap-AB": 128 weight rows x these token widths, the one >= M of the best area fill) where its area
+#                fill is at least COOP_SWAP_FILL and COOP_SWAP_MARGIN over the answer's `launch_fill`: one tile of
+#                tokens where 128-row tiles leave a second row mostly empty (138 x 30848 x 7552: the coop 128 x 256
+#                fills 49%, 241 tiles of 128 x 144 87%). H200 against cuBLAS, heated, one process: fitted on
+#                ab/bf16_coop_swap.json (96 shapes, seeds 1-15 at M = 65-96 / 129-192 and the weak rows: the four it
+#                takes +8 to +37%; below the fill -5 to -18%, few tiles to -78%; M = 65-96 +0-9%, left alone); held
+#                out on _verify.json (seeds 31-800, 138 rows 0.764 -> 0.940x; at K <= 448 18 of 23 down, to -13%:
+#                the coop's epilogue unhidden at a few K steps, hence the K floor) and _verify2.json (seeds
+#                801-1600, the rule with its floor: 120 rows 0.741 -> 0.941x, every one up). Over a 64-row ping-pong
+#                answer from COOP_SWAP_PP_MARGIN of its fill (COOP_SWAP_PP_FILL at least): its measurements there.
+#   swap_rounds  bf16, over any rule's answer (`swap_rounds`, after `coop_swap`): at COOP_SWAP_MAX_M < M <=
+#                SWAP_ROUNDS_MAX_M and K > SHORT_K_PINGPONG_MAX_K, the same swap-AB tile over several token tiles
+#                (128 weight rows x a width of these, y's BLOCK_SIZE_M) where its rounds cost the width's margin
+#                (SWAP_ROUNDS_MARGIN) less than the answer's (`round_area`: rounds of the SMs x tile area; an
+#                unsplit, unswapped Gluon answer without a tail split only). cuBLAS sizes its token tile so the tiles
+#                fill the SMs (nvjet 256 x 136 at M = 269, docs/PERF.md "What cuBLAS runs"): 301 x 8448 x 9296 on
+#                132 tiles of 128 x 160 instead of 220 of 64 x 192, 0.62 -> 0.87x. Its measurements at
+#                SWAP_ROUNDS_MARGIN below.
+# `coop_swap`: where it was fitted (M = 129-192: one token tile of 144-192 fills what 128-row tiles leave half
+# empty), the least area fill that won, and the margin over the answer's fill (at 1.0-1.1x it lost 1-7%)
+COOP_SWAP_MIN_M, COOP_SWAP_MAX_M, COOP_SWAP_FILL, COOP_SWAP_MARGIN = 128, 192, 0.7, 1.2
+# ... and over a 64-row ping-pong answer (`split_widths`' 64 x 144 / 160 mostly), whose consumers each load a w box for
+# 64 rows: the swap tile where it fills COOP_SWAP_PP_MARGIN of the answer's launch fill and at least COOP_SWAP_PP_FILL.
+# ab/bf16_coop_swap_over_pingpong.json (H200, heated, one process; 36 random shapes of seeds 120001-120199 at
+# M = 130-190, K > 448 with such an answer, every swap width >= M timed): at a fill 0.9x the answer's or more all 7
+# rows up (+2% to +31%: 133 x 12320 x 920 0.66 -> 0.87x, at fills 0.59-0.82), at 0.83x mixed (-6% to +10%), below it
+# down to -31%. Held out (ab/bf16_coop_swap_over_pingpong_heldout.json, a random 30 of the 97 rows of seeds
+# 130001-130399 it changes): 0.854 -> 0.902x, 22 up (to +28%: 160 x 10768 x 3888 0.73 -> 0.94x), 8 down 0.2-5%.
+COOP_SWAP_PP_FILL, COOP_SWAP_PP_MARGIN = 0.55, 0.9
+# `swap_rounds`: the answer's `round_area` over the swap tile's at least this, by token width. Fitted on
+# ab/bf16_swap_rounds_fit.json (H200, heated, one process; 40 shapes at M = 256-1478: the suites' weak rows there and
+# random ones where a width fills more, the two best-filling widths >= 80 timed each): 160 / 192 from 1.1 (8 rows
+# +1 to +42%, one -1%; below it -4 to -18%); 80 / 96 over 1.2, not at it (the margin is exclusive: at exactly 1.2
+# 7 of 9 lost, to -22%, the split tile's second wgmma dear on a narrow tile; the picks over it, at 1.33 and up, few-tile
+# rows +0 to +29%); 144 (nine 16-row boxes a stage) lost on 4 of 5 rows where it filled better; over an answer with a
+# tail split the estimate misses (3 rows -7 to -15%). Held out (ab/bf16_swap_rounds_heldout.json, 31 shapes at
+# M = 262-1534 the fit never saw, 2026-12-05): 1.136x over the answer without it, 28 faster, 3 behind by 0.5-1.8%.
+SWAP_ROUNDS_MAX_M = 1536
+SWAP_ROUNDS_MARGIN = {80: 1.2, 96: 1.2, 160: 1.1, 192: 1.1}
+
+
+def coop_swap(c: Call, tile: dict, notes: list) -> tuple[dict, list]:
+    """`coop_swap` (bf16, over whatever answered): at COOP_SWAP_MIN_M < M <= COOP_SWAP_MAX_M and K over
+    SHORT_K_PINGPONG_MAX_K, the cooperative kernel's swap-AB tile (128 weight rows x one tile of tokens in a split
+    width >= M) where its area fill (`coop_swap_fill`) is at least COOP_SWAP_FILL and COOP_SWAP_MARGIN over the
+    answer's launch fill; over a 64-row Gluon ping-pong answer at least COOP_SWAP_PP_FILL and COOP_SWAP_PP_MARGIN of
+    it."""
+    widths = c.rules.get("coop_swap")
+    if not widths or c.amd or not COOP_SWAP_MIN_M < c.M <= COOP_SWAP_MAX_M or c.K <= SHORT_K_PINGPONG_MAX_K:
+        return tile, notes
+    fits = [(coop_swap_fill(c.M, c.N, w, c.num_cus), -w) for w in widths if w >= c.M]
+    if not fits:
+        return tile, notes
+    fill, w = max(fits)
+    w = -w
+    served = launch_fill(tile, c.M, c.N, c.num_cus)
+    floor, margin = COOP_SWAP_FILL, COOP_SWAP_MARGIN
+    if pingpong_64(tile):
+        floor, margin = COOP_SWAP_PP_FILL, COOP_SWAP_PP_MARGIN
+    if fill < floor or fill < margin * served:
+        return tile, notes
+    cfg = coop_swap_config(w)
+    over_pp = f" (over a 64-row ping-pong tile {margin:.0%} of its fill will do)" if margin < 1 else ""
+    return cfg, notes + [f"the launch fills {served:.0%} of the SMs' area; {-(-c.N // 128)} tiles of 128 weight rows x "
+                         f"{w} tokens {fill:.0%}{over_pp}: the cooperative swap-AB tile (`coop_swap`)"]
+
+
+def swap_rounds(c: Call, tile: dict, notes: list) -> tuple[dict, list]:
+    """`swap_rounds` (bf16, over whatever answered, after `coop_swap`): at COOP_SWAP_MAX_M < M <= SWAP_ROUNDS_MAX_M and
+    K over SHORT_K_PINGPONG_MAX_K, the cooperative swap-AB tile over several token tiles (128 weight rows x a width of
+    the rule's) where the answer's `round_area` is over the width's SWAP_ROUNDS_MARGIN times the swap tile's; of
+    several such widths the one with the most to spare over its margin. Only over an unsplit, unswapped Gluon answer."""
+    widths = c.rules.get("swap_rounds")
+    if not widths or c.amd or not COOP_SWAP_MAX_M < c.M <= SWAP_ROUNDS_MAX_M or c.K <= SHORT_K_PINGPONG_MAX_K:
+        return tile, notes
+    bm, bn = tile["BLOCK_SIZE_M"], tile["BLOCK_SIZE_N"]
+    tiles = -(-c.M // bm) * -(-c.N // bn)
+    if tile.get("backend") != "gluon" or tile.get("swap_ab") or min(tile.get("NUM_KSPLIT", 1), c.num_cus // tiles) > 1:
+        return tile, notes
+    served = round_area(tile, c.M, c.N, c.K, c.num_cus)
+    spare, w = max((served / round_area({"BLOCK_SIZE_M": w, "BLOCK_SIZE_N": 128, "swap_ab": True}, c.M, c.N, c.K,
+                                        c.num_cus) / SWAP_ROUNDS_MARGIN[w], w) for w in widths)
+    if spare <= 1:
+        return tile, notes
+    return coop_swap_config(w), notes + [
+        f"{-(-c.N // 128) * -(-c.M // w)} tiles of 128 weight rows x {w} tokens take "
+        f"{1 / (spare * SWAP_ROUNDS_MARGIN[w]):.0%} "
+        f"of the answer's rounds x tile area (under {1 / SWAP_ROUNDS_MARGIN[w]:.0%} will do at {w} tokens): the "
+        "cooperative swap-AB tile (`swap_rounds`)"]
+
+
+def round_area(cfg: dict, M: int, N: int, K: int, num_cus: int) -> float:
+    """A persistent, unsplit launch's time in tile areas (`swap_rounds`): its rounds of tiles on the SMs (a tail split's
+    last round 1 / S of one: `tail_rule`, the power-of-two, unswapped tile) x BLOCK_SIZE_M x BLOCK_SIZE_N. The
+    ping-pong's two consumers take turns on one tensor core and the cooperative kernel's share one tile, so a CTA's
+    time is its tiles x their area in both (a tile's own rate, a narrow or split tile's dearer wgmma, is the rule's
+    margin)."""
+    bm, bn = cfg["BLOCK_SIZE_M"], cfg["BLOCK_SIZE_N"]
+    tiles = -(-M // bm) * -(-N // bn)
+    tail, splits = (0, 1) if bn & (bn - 1) or cfg.get("swap_ab") else tail_rule(tiles, num_cus, K, cfg["BLOCK_SIZE_K"])
+    rounds = tiles // num_cus + 1 / splits if tail else -(-tiles // num_cus)
+    return rounds * bm * bn
+
+
+def coop_swap_fill(M: int, N: int, tokens: int, num_cus: int) -> float:
+    """The area fill (`launch_fill`) of the cooperative swap-AB tile: 128 weight rows x `tokens` (y's BLOCK_SIZE_M)."""
+    return launch_fill({"BLOCK_SIZE_M": tokens, "BLOCK_SIZE_N": 128}, M, N, num_cus)
+
+
+def coop_swap_config(tokens: int) -> dict:
+    """`coop_swap`'s config: y's tile `tokens` x 128 weight rows, swapped on the cooperative kernel, the ring the A/B
+    ran (6 stages, 5 at 192 tokens: ab/bf16_coop_swap.json)."""
+    return {"BLOCK_SIZE_M": tokens, "BLOCK_SIZE_N": 128, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 8, "num_warps": 8,
+            "num_stages": 5 if tokens > 160 else 6, "swap_ab": True, "NUM_KSPLIT": 1, "backend": "gluon",
+            "persistent": True, "tma": True}
