@@ -1,14 +1,17 @@
 """`gluon_waves`: bf16's cooperative Gluon bucket (two consumer warpgroups on 128 x 256) against the ping-pong's tiles,
 by the waves each fills; and, over the answer once `long_k_coop` has run, `narrow_wide`.
 
-    coop bucket 128 x 256 ─► coop_widths (128 x 144 / 160 / 192)   [coop_tail keeps the 128 x 256]
-                          ─► split_widths (64 x 144 / 160)         [deep_rows holds it back]
-                          ─► narrow_pingpong 64 x 192, split-K     [short_k_wave, narrow_tail, narrow_columns]
-                          ─► few_tiles / short_split / the Triton tier, where even 128 x 128 tiles are few
-                          ─► the ping-pong 128 x 128 (tail_waves; wide_one_wave: one wave of a 64-row width)
-                          ─► short_k_pingpong at K <= 448, else the coop
+    coop bucket 128 x 256, the first step that answers:
+      _widths   coop_widths (128 x 144 / 160 / 192)      [coop_tail keeps the 128 x 256]
+                split_widths (64 x 144 / 160)            [deep_rows holds it back]
+      _narrow   narrow_pingpong 64 x 192, split-K        [short_k_wave, narrow_tail, narrow_columns, deep_rows]
+      _few      few_tiles / short_split / the Triton tier, where even 128 x 128 tiles are few
+      _last     the ping-pong 128 x 128 (tail_waves; wide_one_wave: one wave of a 64-row width), or the coop
+                (short_k_pingpong in its place at K <= 448)
 """
 from __future__ import annotations
+
+import dataclasses
 
 from .base import FEW_TILES, GLUON_WAVE_MARGIN, MIN_SPLIT_STEPS, SECTOR_ELEMENTS, Call, area_fill, coop_bucket, \
     launch_fill, pingpong_64, wave_efficiency
@@ -155,13 +158,42 @@ def narrow_split(narrow: dict, own: dict, M: int, N: int, K: int) -> tuple[int, 
     return split, split * 2 * rows * N * 4 / (N * K * 2)  # fp32 partials written and read; bf16 w
 
 
+@dataclasses.dataclass(frozen=True)
+class _Waves:
+    """What `gluon_waves`' steps share of one call: the bucket's rows `bm`; its coop tiles (bm x 256) and the
+    ping-pong's 128-wide ones (`pp`, run as `pingpong`) and how full their waves are; `narrow_pingpong`'s 64 x 192
+    where it may serve (`narrow`: its tiles, K splits and fill, else None); `short_k_pingpong`'s tile where K is
+    short (else None)."""
+    bm: int
+    coop: int
+    pp: int
+    pingpong: dict
+    eff_coop: float
+    eff_pp: float
+    narrow: tuple | None  # (tile, tiles, K splits, fill)
+    short_pp: dict | None
+
+    @property
+    def eff_narrow(self) -> float:
+        return self.narrow[3] if self.narrow else 0.0
+
+    @property
+    def best(self) -> float:  # the fullest waves of the coop's, the 128 x 128's and the 64 x 192's
+        return max(self.eff_coop, self.eff_pp, self.eff_narrow)
+
+    @property
+    def pp_after(self) -> bool:  # the 128 x 128 ping-pong fills GLUON_WAVE_MARGIN more than the coop
+        return self.eff_pp > GLUON_WAVE_MARGIN * self.eff_coop
+
+
 def rule_gluon_waves(c: Call):
     """`gluon_waves`: a cooperative Gluon bucket (128 x 256, 8 warps) against the ping-pong's tiles by the waves
-    they fill: `coop_widths`, `split_widths`, `narrow_pingpong` (or `short_k_wave` in its place on a short K; both
-    64-row tiles held back by `deep_rows`, the 64 x 192 above M = 512 by `narrow_columns`), `few_tiles`, the Triton
-    tier where even those are few (the ping-pong's tile where it would not split), the ping-pong 128 x 128 (above
-    M = 512 one wave of a 64-row split tile in its place where that fills more: `wide_one_wave`),
-    `short_k_pingpong` in the coop's place, else the bucket."""
+    they fill, in four steps (the module docstring): `coop_widths` / `split_widths` (`_widths`); `narrow_pingpong`
+    (or `short_k_wave` in its place on a short K; both 64-row tiles held back by `deep_rows`, the 64 x 192 above
+    M = 512 by `narrow_columns`: `_narrow`); `few_tiles`, the Triton tier where even those are few (the ping-pong's
+    tile where it would not split: `_few`); the ping-pong 128 x 128 (above M = 512 one wave of a 64-row split tile
+    in its place where that fills more: `wide_one_wave`), `short_k_pingpong` in the coop's place, else the bucket
+    (`_last`)."""
     rules, cfg, M, N, K, num_cus = c.rules, c.cfg, c.M, c.N, c.K, c.num_cus
     if not (rules.get("gluon_waves") and cfg.get("backend") == "gluon" and cfg["num_warps"] == 8
             and cfg["BLOCK_SIZE_N"] == 256 and not cfg.get("swap_ab") and cfg.get("NUM_KSPLIT", 1) == 1):
@@ -169,94 +201,129 @@ def rule_gluon_waves(c: Call):
     bm = cfg["BLOCK_SIZE_M"]
     coop, pp = (-(-M // bm) * -(-N // bn) for bn in (256, 128))
     pingpong = dict(cfg, BLOCK_SIZE_N=128, num_warps=4, num_stages=6)  # the bucket's tile split in N: the 128 x 128
-    eff_coop, eff_pp = wave_efficiency(coop, num_cus), wave_efficiency(pp, num_cus)
-    narrow = rules.get("narrow_pingpong")
-    narrow_ok = narrow and (128 < M <= NARROW_MAX_M and N >= NARROW_MIN_N
-                            or M > NARROW_MAX_M and K >= NARROW_MIN_K and pp >= FEW_TILES * num_cus)
-    eff_narrow = 0.0
-    if narrow_ok:
-        nm, nn = narrow["BLOCK_SIZE_M"], narrow["BLOCK_SIZE_N"]
-        n_tiles = -(-M // nm) * -(-N // nn)
+    narrow, narrow_fit = rules.get("narrow_pingpong"), None
+    if narrow and (128 < M <= NARROW_MAX_M and N >= NARROW_MIN_N
+                   or M > NARROW_MAX_M and K >= NARROW_MIN_K and pp >= FEW_TILES * num_cus):
+        n_tiles = -(-M // narrow["BLOCK_SIZE_M"]) * -(-N // narrow["BLOCK_SIZE_N"])
         split = 1 if M > NARROW_MAX_M else \
             max(1, min(narrow["NUM_KSPLIT"], -(-K // cfg["BLOCK_SIZE_K"]) // MIN_SPLIT_STEPS))
         # the kernel keeps the splits to one wave (hopper_host.fit_split_k)
-        eff_narrow = wave_efficiency(n_tiles * max(1, min(split, num_cus // n_tiles)), num_cus)
-
-    def triton_tile():  # the Triton tier's tile, fitted
-        return fit({k: v for k, v in cfg.items() if k != "backend"}, M, N, K, num_cus)
-
-    def deep_rows_lose(width: int, tiles: int) -> bool:  # `deep_rows`: a 64 x width tile past its waves
-        if not DEEP_ROWS_MIN_M < M <= DEEP_ROWS_MAX_M or tiles <= DEEP_ROWS_WAVES * num_cus:
-            return False
-        best_area = max(area_fill(M, N, bm, 256, num_cus), area_fill(M, N, bm, 128, num_cus))
-        return K >= TAIL_MIN_K or area_fill(M, N, 64, width, num_cus) < DEEP_ROWS_MARGIN * best_area
-
-    short_pp = rules.get("short_k_pingpong")  # no coop tile at a short K (below)
+        narrow_fit = (narrow, n_tiles, split, wave_efficiency(n_tiles * max(1, min(split, num_cus // n_tiles)),
+                                                              num_cus))
+    short_pp = rules.get("short_k_pingpong")  # no coop tile at a short K (`_widths`, `_last`)
     if short_pp and not (K <= SHORT_K_PINGPONG_MAX_K and K % short_pp["BLOCK_SIZE_K"] == 0):
         short_pp = None
+    w = _Waves(bm, coop, pp, pingpong, wave_efficiency(coop, num_cus), wave_efficiency(pp, num_cus), narrow_fit,
+               short_pp)
+    for step in (_widths, _narrow, _few, _last):
+        hit = step(c, w)
+        if hit is not None:
+            return hit
+    return None  # (`_last` always answers)
+
+
+def _deep_rows_lose(c: Call, bm: int, width: int, tiles: int) -> bool:
+    """`deep_rows`: whether a 64 x `width` tile (`tiles` of them) past DEEP_ROWS_WAVES waves gives way."""
+    M, N, num_cus = c.M, c.N, c.num_cus
+    if not DEEP_ROWS_MIN_M < M <= DEEP_ROWS_MAX_M or tiles <= DEEP_ROWS_WAVES * num_cus:
+        return False
+    best_area = max(area_fill(M, N, bm, 256, num_cus), area_fill(M, N, bm, 128, num_cus))
+    return c.K >= TAIL_MIN_K or area_fill(M, N, 64, width, num_cus) < DEEP_ROWS_MARGIN * best_area
+
+
+def _widths(c: Call, w: _Waves):
+    """`coop_widths` (128-row split tiles at COOP_WIDTH_MIN_M <= M <= COOP_WIDTH_MAX_M) and `split_widths` (64-row
+    ones at SPLIT_WIDTH_MIN_M <= M <= SPLIT_WIDTH_MAX_M, or their 128-row counterparts where those fill as well),
+    each unless `coop_tail` keeps the coop's 128 x 256."""
+    rules, cfg, M, N, K, num_cus = c.rules, c.cfg, c.M, c.N, c.K, c.num_cus
+    bm, coop, pp = w.bm, w.coop, w.pp
     coop_widths = rules.get("coop_widths")
-    if coop_widths and not short_pp and bm == 128 and COOP_WIDTH_MIN_M <= M <= COOP_WIDTH_MAX_M:
-        best = max(eff_coop, eff_pp, eff_narrow)
+    if coop_widths and not w.short_pp and bm == 128 and COOP_WIDTH_MIN_M <= M <= COOP_WIDTH_MAX_M:
+        best = w.best
         hit = coop_width_fit(coop_widths, M, N, num_cus, COOP_WIDTH_WAVES, best, COOP_WIDTH_ONE_WAVE_FILL)
         if hit and coop_tail(coop, hit[3], K, num_cus):
             return cfg, [coop_tail_note(coop, hit[0], hit[3], K, num_cus)]
         if hit:
-            w, stages, fill, tiles = hit
-            return coop_width_config(cfg, w, stages), [
+            width, stages, fill, tiles = hit
+            return coop_width_config(cfg, width, stages), [
                 f"{coop} tiles of {bm} x 256, {pp} of {bm} x 128 and the 64 x 192's fill at best {best:.0%} of "
-                f"their waves, {tiles} of {bm} x {w} {fill:.0%} of theirs: the cooperative {bm} x {w} split tile"]
+                f"their waves, {tiles} of {bm} x {width} {fill:.0%} of theirs: the cooperative {bm} x {width} split "
+                "tile"]
     widths = rules.get("split_widths")
-    if widths and SPLIT_WIDTH_MIN_M <= M <= SPLIT_WIDTH_MAX_M:
-        def width_tiles(w):
-            return -(-M // split_width_config(cfg, w)["BLOCK_SIZE_M"]) * -(-N // w)
-        fill, w = max((wave_efficiency(width_tiles(w), num_cus), w) for w in widths)  # the wider on a tie
-        best = max(eff_coop, eff_pp, eff_narrow)
-        if fill >= SPLIT_WIDTH_FILL and fill > GLUON_WAVE_MARGIN * best and not deep_rows_lose(w, width_tiles(w)):
-            tiles = width_tiles(w)
-            # under COOP_WIDTH_MIN_M the cooperative 128-row tile in the 64-row tile's place where it fills as well
-            # (`coop_widths`' last paragraph)
-            hit = coop_width_fit(coop_widths, M, N, num_cus, COOP_WIDTH_WAVES, best) \
-                if coop_widths and not short_pp and bm == 128 and M < COOP_WIDTH_MIN_M else None
-            if hit and coop_tail(coop, hit[3], K, num_cus):
-                return cfg, [coop_tail_note(coop, hit[0], hit[3], K, num_cus)]
-            if hit:
-                cw, stages, cfill, ctiles = hit
-                return coop_width_config(cfg, cw, stages), [
-                    f"{coop} tiles of {bm} x 256, {pp} of {bm} x 128 and the 64 x 192's fill at best {best:.0%} of "
-                    f"their waves, {tiles} of 64 x {w} {fill:.0%}, {ctiles} of {bm} x {cw} {cfill:.0%}: the "
-                    f"cooperative {bm} x {cw} split tile"]
-            return split_width_config(cfg, w), [
-                f"{coop} tiles of {bm} x 256, {pp} of {bm} x 128 and the 64 x 192's fill at best {best:.0%} of "
-                f"their waves, {tiles} of 64 x {w} {fill:.0%}: the ping-pong's 64 x {w} split tile"]
+    if not (widths and SPLIT_WIDTH_MIN_M <= M <= SPLIT_WIDTH_MAX_M):
+        return None
+
+    def width_tiles(width):
+        return -(-M // split_width_config(cfg, width)["BLOCK_SIZE_M"]) * -(-N // width)
+    fill, width = max((wave_efficiency(width_tiles(v), num_cus), v) for v in widths)  # the wider on a tie
+    best = w.best
+    if fill < SPLIT_WIDTH_FILL or fill <= GLUON_WAVE_MARGIN * best or _deep_rows_lose(c, bm, width, width_tiles(width)):
+        return None
+    tiles = width_tiles(width)
+    # under COOP_WIDTH_MIN_M the cooperative 128-row tile in the 64-row tile's place where it fills as well
+    # (`coop_widths`' last paragraph)
+    hit = coop_width_fit(coop_widths, M, N, num_cus, COOP_WIDTH_WAVES, best) \
+        if coop_widths and not w.short_pp and bm == 128 and M < COOP_WIDTH_MIN_M else None
+    if hit and coop_tail(coop, hit[3], K, num_cus):
+        return cfg, [coop_tail_note(coop, hit[0], hit[3], K, num_cus)]
+    if hit:
+        cw, stages, cfill, ctiles = hit
+        return coop_width_config(cfg, cw, stages), [
+            f"{coop} tiles of {bm} x 256, {pp} of {bm} x 128 and the 64 x 192's fill at best {best:.0%} of "
+            f"their waves, {tiles} of 64 x {width} {fill:.0%}, {ctiles} of {bm} x {cw} {cfill:.0%}: the "
+            f"cooperative {bm} x {cw} split tile"]
+    return split_width_config(cfg, width), [
+        f"{coop} tiles of {bm} x 256, {pp} of {bm} x 128 and the 64 x 192's fill at best {best:.0%} of "
+        f"their waves, {tiles} of 64 x {width} {fill:.0%}: the ping-pong's 64 x {width} split tile"]
+
+
+def _narrow(c: Call, w: _Waves):
+    """`narrow_pingpong`'s 64 x 192 where its waves are the fullest by GLUON_WAVE_MARGIN, unless `narrow_columns` or
+    `deep_rows` hold it back; in its place one wave of `short_k_wave`'s unsplit tiles at a short K, or the 128 x 128
+    ping-pong where that fills NARROW_TAIL_MARGIN more counting its tail split (`narrow_tail`)."""
+    if w.narrow is None:
+        return None
+    rules, cfg, M, N, K, num_cus = c.rules, c.cfg, c.M, c.N, c.K, c.num_cus
+    bm, coop, pp = w.bm, w.coop, w.pp
+    narrow, n_tiles, split, eff_narrow = w.narrow
+    nm, nn = narrow["BLOCK_SIZE_M"], narrow["BLOCK_SIZE_N"]
+    if M > NARROW_MAX_M and n_tiles > DEEP_ROWS_WAVES * num_cus and N < NARROW_COLUMN_FILL * -(-N // nn) * nn:
+        return None  # `narrow_columns`
     # `deep_rows` for the 64 x 192: on K's rows off 32-byte sectors; on rows on them only for the 128 x 128 (where the
     # coop would serve instead, the 64 x 192 held: 5 of 7 held-out rows -4 to -22% on the coop)
-    pp_after = eff_pp > GLUON_WAVE_MARGIN * eff_coop
-    narrow_columns = not (narrow_ok and M > NARROW_MAX_M and n_tiles > DEEP_ROWS_WAVES * num_cus
-                          and N < NARROW_COLUMN_FILL * -(-N // nn) * nn)  # `narrow_columns`
-    if narrow_ok and narrow_columns and eff_narrow > GLUON_WAVE_MARGIN * max(eff_coop, eff_pp) and \
-            not ((K % SECTOR_ELEMENTS or pp_after) and deep_rows_lose(nn, n_tiles)):
-        short = rules.get("short_k_wave")
-        if short and M <= NARROW_MAX_M and K <= SHORT_K_WAVE_MAX_K:  # one wave of unsplit 64-row tiles instead
-            fits = [(-(-M // t["BLOCK_SIZE_M"]) * -(-N // t["BLOCK_SIZE_N"]), i) for i, t in enumerate(short)]
-            fits = [(n, i) for n, i in fits if SHORT_K_WAVE_FILL * num_cus <= n <= num_cus]
-            if fits:
-                n, i = max(fits)
-                t = short[i]
-                return dict(t), [f"{n_tiles} tiles of {nm} x {nn} (K split up to {split}) fill {eff_narrow:.0%} of "
-                                 f"their waves; K = {K}: one wave of the ping-pong's {t['BLOCK_SIZE_M']} x "
-                                 f"{t['BLOCK_SIZE_N']}, {n} tiles, unsplit"]
-        chosen = dict(cfg, **dict(narrow, NUM_KSPLIT=split))
-        narrow_area = launch_fill(chosen, M, N, num_cus)
-        # (the 128 x 128's rows and columns past M and N count as empty, as in `launch_fill`)
-        pp_area = tail_fill(pp, num_cus, K, cfg["BLOCK_SIZE_K"]) * M * N / (pp * bm * 128)
-        if pp_area >= NARROW_TAIL_MARGIN * narrow_area:  # `narrow_tail`
-            return pingpong, [
-                f"{n_tiles} tiles of {nm} x {nn} (K split up to {split}) fill {narrow_area:.0%} of their waves' "
-                f"area, {pp} of {bm} x 128 {pp_area:.0%} counting their tail split: the ping-pong (`narrow_tail`)"]
-        return chosen, [
-            f"{coop} tiles of {bm} x 256 fill {eff_coop:.0%} of their waves, {pp} of {bm} x 128 "
-            f"{eff_pp:.0%}, {n_tiles} of {nm} x {nn} (K split up to {split}) {eff_narrow:.0%}: the ping-pong's "
-            f"{nm} x {nn}"]
+    if eff_narrow <= GLUON_WAVE_MARGIN * max(w.eff_coop, w.eff_pp) or \
+            (K % SECTOR_ELEMENTS or w.pp_after) and _deep_rows_lose(c, bm, nn, n_tiles):
+        return None
+    short = rules.get("short_k_wave")
+    if short and M <= NARROW_MAX_M and K <= SHORT_K_WAVE_MAX_K:  # one wave of unsplit 64-row tiles instead
+        fits = [(-(-M // t["BLOCK_SIZE_M"]) * -(-N // t["BLOCK_SIZE_N"]), i) for i, t in enumerate(short)]
+        fits = [(n, i) for n, i in fits if SHORT_K_WAVE_FILL * num_cus <= n <= num_cus]
+        if fits:
+            n, i = max(fits)
+            t = short[i]
+            return dict(t), [f"{n_tiles} tiles of {nm} x {nn} (K split up to {split}) fill {eff_narrow:.0%} of "
+                             f"their waves; K = {K}: one wave of the ping-pong's {t['BLOCK_SIZE_M']} x "
+                             f"{t['BLOCK_SIZE_N']}, {n} tiles, unsplit"]
+    chosen = dict(cfg, **dict(narrow, NUM_KSPLIT=split))
+    narrow_area = launch_fill(chosen, M, N, num_cus)
+    # (the 128 x 128's rows and columns past M and N count as empty, as in `launch_fill`)
+    pp_area = tail_fill(pp, num_cus, K, cfg["BLOCK_SIZE_K"]) * M * N / (pp * bm * 128)
+    if pp_area >= NARROW_TAIL_MARGIN * narrow_area:  # `narrow_tail`
+        return w.pingpong, [
+            f"{n_tiles} tiles of {nm} x {nn} (K split up to {split}) fill {narrow_area:.0%} of their waves' "
+            f"area, {pp} of {bm} x 128 {pp_area:.0%} counting their tail split: the ping-pong (`narrow_tail`)"]
+    return chosen, [
+        f"{coop} tiles of {bm} x 256 fill {w.eff_coop:.0%} of their waves, {pp} of {bm} x 128 "
+        f"{w.eff_pp:.0%}, {n_tiles} of {nm} x {nn} (K split up to {split}) {eff_narrow:.0%}: the ping-pong's "
+        f"{nm} x {nn}"]
+
+
+def _few(c: Call, w: _Waves):
+    """Where even the ping-pong's 128 x 128 tiles take under one round above M = FEW_TILES_MIN_M: `few_tiles`; under
+    FEW_TILES of the SMs the Triton tier's split (or `short_split`'s 64 x 64 in its place, or `few_tiles`' tile where
+    the Triton tier would not split)."""
+    rules, cfg, M, N, K, num_cus = c.rules, c.cfg, c.M, c.N, c.K, c.num_cus
+    bm, pp = w.bm, w.pp
     few_menu = rules.get("few_tiles")
     if few_menu and M > FEW_TILES_MIN_M and pp <= num_cus:  # few tiles even for the ping-pong
         # Under FEW_TILES of the SMs, any menu tile; from there, where a mostly empty last row / column leaves the
@@ -273,47 +340,58 @@ def rule_gluon_waves(c: Call):
         if tile is not None and (few or fill > GLUON_WAVE_MARGIN * pp_fill):
             return dict(tile), [f"{pp} tiles of {bm} x 128 fill {pp_fill:.0%} of {num_cus} SMs: " +
                                 few_tiles_note(tile, fill, num_cus)]
-    if pp < FEW_TILES * num_cus:  # (few_tiles fills too few SMs): the Triton tier's split and smaller tiles
-        tile, notes = triton_tile()
-        if few_menu and M > FEW_TILES_MIN_M and tile.get("NUM_KSPLIT", 1) == 1:
-            # K too short for the Triton tier to split: the same few tiles run faster on the Gluon ping-pong
-            # (252 x 512 x 384: the Triton 64 x 64 0.76x, the ping-pong's 0.89x; ab/bf16_short_k_few.json), on rows
-            # off 32-byte sectors too since dispatch leaves such small calls' x where it is (`pitch`'s
-            # PITCH_MIN_LOADS: 208 x 1040 x 440 0.76 -> 0.89x, 243 x 448 x 408 0.71 -> 0.90x,
-            # ab/bf16_few_tiles_off_sector.json; with the copy's launch they had lost 15%)
-            gluon, fill = few_tiles(few_menu, M, N, K, num_cus, 0.0)
-            return dict(gluon), [f"{pp} tiles of {bm} x 128 for {num_cus} SMs, the Triton tier unsplit at K = {K}: "
-                                 + few_tiles_note(gluon, fill, num_cus)]
-        short = short_split_tile(M, N, K, num_cus) if few_menu and M > FEW_TILES_MIN_M and N > SHORT_SPLIT_MIN_N \
-            else None
-        if short is not None and tile.get("NUM_KSPLIT", 1) > 1:
-            how = (f"K split {short['NUM_KSPLIT']} ways in ranges of {FEW_TILES_SHORT_SPLIT_K} or more"
-                   if short["NUM_KSPLIT"] > 1 else f"unsplit (K under two ranges of {FEW_TILES_SHORT_SPLIT_K})")
-            return short, [f"{pp} tiles of {bm} x 128 for {num_cus} SMs, the Triton tier split "
-                           f"{tile['NUM_KSPLIT']} ways: the ping-pong's 64 x 64, {how} (`short_split`)"]
-        return tile, [f"{pp} tiles of {bm} x 128 for {num_cus} SMs: the Triton tier"] + notes
-    # `tail_waves`: the same choice by fills that count each tile's tail split (not in `deep_rows`' test above: with
+    if pp >= FEW_TILES * num_cus:
+        return None
+    # (few_tiles fills too few SMs): the Triton tier's split and smaller tiles
+    tile, notes = fit({k: v for k, v in cfg.items() if k != "backend"}, M, N, K, num_cus)
+    if few_menu and M > FEW_TILES_MIN_M and tile.get("NUM_KSPLIT", 1) == 1:
+        # K too short for the Triton tier to split: the same few tiles run faster on the Gluon ping-pong
+        # (252 x 512 x 384: the Triton 64 x 64 0.76x, the ping-pong's 0.89x; ab/bf16_short_k_few.json), on rows
+        # off 32-byte sectors too since dispatch leaves such small calls' x where it is (`pitch`'s
+        # PITCH_MIN_LOADS: 208 x 1040 x 440 0.76 -> 0.89x, 243 x 448 x 408 0.71 -> 0.90x,
+        # ab/bf16_few_tiles_off_sector.json; with the copy's launch they had lost 15%)
+        gluon, fill = few_tiles(few_menu, M, N, K, num_cus, 0.0)
+        return dict(gluon), [f"{pp} tiles of {bm} x 128 for {num_cus} SMs, the Triton tier unsplit at K = {K}: "
+                             + few_tiles_note(gluon, fill, num_cus)]
+    short = short_split_tile(M, N, K, num_cus) if few_menu and M > FEW_TILES_MIN_M and N > SHORT_SPLIT_MIN_N \
+        else None
+    if short is not None and tile.get("NUM_KSPLIT", 1) > 1:
+        how = (f"K split {short['NUM_KSPLIT']} ways in ranges of {FEW_TILES_SHORT_SPLIT_K} or more"
+               if short["NUM_KSPLIT"] > 1 else f"unsplit (K under two ranges of {FEW_TILES_SHORT_SPLIT_K})")
+        return short, [f"{pp} tiles of {bm} x 128 for {num_cus} SMs, the Triton tier split "
+                       f"{tile['NUM_KSPLIT']} ways: the ping-pong's 64 x 64, {how} (`short_split`)"]
+    return tile, [f"{pp} tiles of {bm} x 128 for {num_cus} SMs: the Triton tier"] + notes
+
+
+def _last(c: Call, w: _Waves):
+    """The coop 128 x 256 or the ping-pong 128 x 128 by their fills, `tail_waves` counting each one's tail split; in
+    the 128 x 128's place one wave of a 64-row split tile (`wide_one_wave`), in the coop's `short_k_pingpong`."""
+    cfg, M, N, K, num_cus = c.cfg, c.M, c.N, c.K, c.num_cus
+    bm, coop, pp = w.bm, w.coop, w.pp
+    # `tail_waves`: the same choice by fills that count each tile's tail split (not in `deep_rows`' test: with
     # it, 3 of 6 rows of 64 x 192 split 4 lost 8-10% to the 128 x 128)
     bk = cfg["BLOCK_SIZE_K"]
     tail_coop, tail_pp = tail_fill(coop, num_cus, K, bk), tail_fill(pp, num_cus, K, bk)
+    pp_after = w.pp_after
     flipped = (not pp_after and tail_pp > GLUON_WAVE_MARGIN * tail_coop
                or pp_after and K >= COOP_TAIL_MIN_K and tail_coop >= TAIL_WAVES_COOP_MARGIN * tail_pp)
     pp_after ^= flipped
-    fills = f"{coop} tiles of {bm} x 256 fill {eff_coop:.0%} of their waves, {pp} of {bm} x 128 {eff_pp:.0%}"
+    fills = f"{coop} tiles of {bm} x 256 fill {w.eff_coop:.0%} of their waves, {pp} of {bm} x 128 {w.eff_pp:.0%}"
     if flipped:
         fills = (f"{coop} tiles of {bm} x 256 fill {tail_coop:.0%} of their waves, {pp} of {bm} x 128 {tail_pp:.0%} "
                  f"counting their tail splits (`tail_waves`)")
     if pp == coop or pp_after:  # pp == coop: N <= 128, half the coop tile empty
-        wide = wide_one_wave(rules.get("wide_one_wave"), M, N, num_cus, area_fill(M, N, bm, 128, num_cus))
+        wide = wide_one_wave(c.rules.get("wide_one_wave"), M, N, num_cus, area_fill(M, N, bm, 128, num_cus))
         if wide:
-            w, fill, tiles = wide
-            return split_width_config(cfg, w), [
+            width, fill, tiles = wide
+            return split_width_config(cfg, width), [
                 f"{fills}; {pp} tiles of {bm} x 128 fill {area_fill(M, N, bm, 128, num_cus):.0%} of the SMs' area, "
-                f"{tiles} of 64 x {w} {fill:.0%} in one wave: the ping-pong's 64 x {w} split tile (`wide_one_wave`)"]
-        return pingpong, [f"{fills}: the ping-pong"]
-    if short_pp:
-        return dict(short_pp), [f"K = {K}: the ping-pong's {short_pp['BLOCK_SIZE_M']} x {short_pp['BLOCK_SIZE_N']}, "
-                                "not the coop (`short_k_pingpong`)"]
+                f"{tiles} of 64 x {width} {fill:.0%} in one wave: the ping-pong's 64 x {width} split tile "
+                "(`wide_one_wave`)"]
+        return w.pingpong, [f"{fills}: the ping-pong"]
+    if w.short_pp:
+        return dict(w.short_pp), [f"K = {K}: the ping-pong's {w.short_pp['BLOCK_SIZE_M']} x "
+                                  f"{w.short_pp['BLOCK_SIZE_N']}, not the coop (`short_k_pingpong`)"]
     if flipped:
         return cfg, [f"{fills}: the coop"]
     return cfg, []
