@@ -3,11 +3,16 @@ of one shape (benchmarks/results/<gpu>/ab/*.json, benchmarks/ab_configs.py's row
 shape now.
 
     PYTHONPATH=. python3 benchmarks/model_audit.py [--gpu h200] [--since 2026-12-01] [--top 25] [--out OUT.json]
+    PYTHONPATH=. python3 benchmarks/model_audit.py --rules a16w16 [--gpu h200]   # each rule of the op off in turn
 
 Per row: whether the config served now (`configs.serve`, shape files included) is one of the configs the row timed,
 and if so its regret, its time over the fastest timed config's (each config's time the mean of its runs in the row).
 A row whose timed configs do not include the one served now says nothing of it (a rule changed since, or the row
 timed other candidates); a row timed with a knob off (a config key starting with "_") is not the served config.
+
+`--rules OP`: each of the op's rules (configs/model/op_rules.py OP_RULES keys) turned off in turn, over the rows where
+that changes the config served and both configs were timed: the geomean of the time with the rule off over the time
+with it on (above 1: the evidence is for the rule), and the rows either way by more than 2%.
 
 What it tells: where the rules as they stand contradict a measurement (a served config that lost by more than the
 noise in the same process), which shapes the next A/B should take, and how much of the evidence the model still
@@ -80,6 +85,59 @@ def audit_rows(gpu: str, since: str = "", results: str = RESULTS):
     return out
 
 
+def _timed_rows(gpu: str, op: str, since: str = "", results: str = RESULTS):
+    """[(M, N, K, [(config, ms)])]: the A/B rows of `op` on `gpu` that timed two or more configs (no knob off)."""
+    out = []
+    for path in sorted(glob.glob(os.path.join(results, gpu, "ab", "*.json"))):
+        doc = json.load(open(path))
+        if _op(doc) != op or not isinstance(doc.get("rows"), list) or str(doc.get("date", "")) < since:
+            continue
+        for r in doc["rows"]:
+            cfgs, ms = r.get("configs"), r.get("ms")
+            if not isinstance(cfgs, dict) or not isinstance(ms, dict):
+                continue
+            timed = [(_norm(c), sum(ms[n]) / len(ms[n])) for n, c in cfgs.items()
+                     if isinstance(c, dict) and ms.get(n) and not any(k.startswith("_") for k in c)]
+            if len(timed) >= 2:
+                out.append((r["M"], r["N"], r["K"], timed))
+    return out
+
+
+def rule_evidence(gpu: str, op: str, since: str = "", results: str = RESULTS) -> dict:
+    """{rule: {"rows", "off_over_on" (geomean), "off_better", "off_worse"}} for each of `op`'s rules turned off in
+    turn (OP_RULES[op][rule] = None), over the rows where that changes the served config and both were timed."""
+    from gemmkit.configs import model
+
+    target = _arch.get("sm_90")
+    rows = _timed_rows(gpu, op, since, results)
+
+    def time_of(cfg, timed):
+        return next((ms for c, ms in timed if c == _norm(cfg)), None)
+
+    base = [_configs.serve(op, target, M, N, K)[0] for M, N, K, _ in rows]
+    rules, out = model.OP_RULES[op], {}
+    for key in list(rules):
+        saved = rules[key]
+        if not saved:
+            continue
+        rules[key] = None
+        _configs.clear_cache()
+        try:
+            pairs = []
+            for (M, N, K, timed), on in zip(rows, base):
+                off = _configs.serve(op, target, M, N, K)[0]
+                t_on, t_off = time_of(on, timed), time_of(off, timed)
+                if _norm(off) != _norm(on) and t_on is not None and t_off is not None:
+                    pairs.append(t_off / t_on)
+        finally:
+            rules[key] = saved
+            _configs.clear_cache()
+        out[key] = {"rows": len(pairs),
+                    "off_over_on": math.exp(sum(map(math.log, pairs)) / len(pairs)) if pairs else None,
+                    "off_better": sum(p < 1 / 1.02 for p in pairs), "off_worse": sum(p > 1.02 for p in pairs)}
+    return out
+
+
 def summary(rows: list) -> dict:
     timed = [r for r in rows if r["served_as"] is not None]
     regrets = [r["regret"] for r in timed]
@@ -94,7 +152,14 @@ def main(argv=None):
     ap.add_argument("--since", default="", help="only files dated on or after this (YYYY-MM-DD)")
     ap.add_argument("--top", type=int, default=25, help="the worst rows to print")
     ap.add_argument("--out", help="write the summary and every row the served config lost by over NOISE")
+    ap.add_argument("--rules", metavar="OP", help="each of OP's rules off in turn, against the rows that time both")
     args = ap.parse_args(argv)
+    if args.rules:
+        for key, e in rule_evidence(args.gpu, args.rules, args.since).items():
+            said = (f"{e['rows']:4d} rows, off / on {e['off_over_on']:.3f}, off better on {e['off_better']}, worse on "
+                    f"{e['off_worse']}") if e["rows"] else "no row times both"
+            print(f"{key:18s} {said}")
+        return
     rows = audit_rows(args.gpu, args.since)
     s = summary(rows)
     print(json.dumps(s))

@@ -41,3 +41,25 @@ def test_regret_of_the_served_config(tmp_path):
 def test_int8_rows_are_served_by_the_int8_table(tmp_path):
     assert MA._op({"op": "a8w8", "dtype": "int8"}) == "a8w8_int8"
     assert MA._op({"op": "a8w8", "dtype": "fp8"}) == "a8w8" and MA._op({"op": None}) is None
+
+
+def test_rule_evidence_turns_each_rule_off_in_turn(tmp_path):
+    from gemmkit.configs import model
+
+    target, (M, N, K) = arch.get("sm_90"), (300, 1000, 8192)  # few 128 x 128 tiles: `few_tiles` serves
+    on, source = configs.serve("a16w16", target, M, N, K)
+    assert "few_tiles" in source or "ping-pong's 64" in source, source
+    rules = model.OP_RULES["a16w16"]
+    saved, rules["few_tiles"] = rules["few_tiles"], None
+    configs.clear_cache()
+    try:
+        off = configs.serve("a16w16", target, M, N, K)[0]
+    finally:
+        rules["few_tiles"] = saved
+        configs.clear_cache()
+    assert off != on
+    _write(tmp_path, [{"M": M, "N": N, "K": K, "configs": {"on": on, "off": off},
+                       "ms": {"on": [1.0, 1.0], "off": [1.5, 1.5]}}])
+    e = MA.rule_evidence("h200", "a16w16", results=str(tmp_path))
+    assert e["few_tiles"] == {"rows": 1, "off_over_on": 1.5, "off_better": 0, "off_worse": 1}
+    assert model.OP_RULES["a16w16"]["few_tiles"] is saved and configs.serve("a16w16", target, M, N, K)[0] == on

@@ -73,9 +73,9 @@ def area_fill(M: int, N: int, bm: int, bn: int, num_cus: int) -> float:
 
 def coop_bucket(c: Call) -> bool:
     """Whether the call's bucket is a cooperative Gluon one on an NVIDIA target (num_warps 8, 128 x 256, unswapped,
-    unsplit) and the rules name `off_sector`'s tiles: what `off_sector`, `long_k_split` and `long_k_coop` replace."""
+    unsplit): what `off_sector`, `long_k_split`, `long_k_coop` and `narrow_wide` take the place of."""
     cfg = c.cfg
-    return bool(c.rules.get("off_sector") and not c.amd and cfg.get("backend") == "gluon" and cfg["num_warps"] == 8
+    return bool(not c.amd and cfg.get("backend") == "gluon" and cfg["num_warps"] == 8
                 and cfg["BLOCK_SIZE_N"] == 256 and not cfg.get("swap_ab") and cfg.get("NUM_KSPLIT", 1) == 1)
 
 

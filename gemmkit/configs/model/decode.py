@@ -125,7 +125,7 @@ def rule_decode_pingpong(c: Call):
     below DECODE_PINGPONG_MIN_M only up to one round of its consumers, or at M >= DECODE_PINGPONG_WIDE_MIN_M on
     DECODE_PINGPONG_WIDE_SMS tiles an SM: `decode_pingpong_wide`) the large-M bucket's Gluon ping-pong on 64 x 64
     where its tiles are not few."""
-    low = c.rules.get("decode_pingpong_from", DECODE_PINGPONG_MIN_M)
+    low = c.rules.get("decode_pingpong_from") or DECODE_PINGPONG_MIN_M
     if not (c.rules.get("decode_pingpong") and not c.amd and low <= c.M <= 64
             and c.cfg.get("backend") != "gluon" and c.large is not None and c.large.get("backend") == "gluon"):
         return None
@@ -188,14 +188,14 @@ def fitted(c: Call):
     `unsplit_stages` deeper ring at M <= 16 and its `decode_wide` tile where it keeps more CTAs in flight."""
     rules, cfg, M, N, K, num_cus, shared_mem = c.rules, c.cfg, c.M, c.N, c.K, c.num_cus, c.shared_mem
     resident = None
-    if "operand_bytes" in rules:  # CTAs an SM holds at once: its shared memory over one CTA's operand ring
+    if rules.get("operand_bytes"):  # CTAs an SM holds at once: its shared memory over one CTA's operand ring
         ring = (cfg["num_stages"] * (cfg["BLOCK_SIZE_M"] + cfg["BLOCK_SIZE_N"]) * cfg["BLOCK_SIZE_K"]
                 * rules["operand_bytes"])
         resident = max(1, shared_mem // ring)
     tile, notes = fit(cfg, M, N, K, num_cus, ctas_per_sm=rules.get("ctas_per_sm"), resident=resident)
     deep = rules.get("unsplit_stages")
-    if deep and not c.amd and M <= UNSPLIT_MAX_M and K >= UNSPLIT_MIN_K and tile.get("backend") != "gluon" \
-            and tile.get("NUM_KSPLIT", 1) == 1 and tile["num_stages"] < deep:
+    if deep and rules.get("operand_bytes") and not c.amd and M <= UNSPLIT_MAX_M and K >= UNSPLIT_MIN_K \
+            and tile.get("backend") != "gluon" and tile.get("NUM_KSPLIT", 1) == 1 and tile["num_stages"] < deep:
         tiles = -(-M // tile["BLOCK_SIZE_M"]) * -(-N // tile["BLOCK_SIZE_N"])
         fill = {}
         for stages in (tile["num_stages"], deep):
@@ -207,8 +207,8 @@ def fitted(c: Call):
                              f"stages, {fill[tile['num_stages']]:.0%} at {tile['num_stages']}: a {deep}-stage ring"]
             tile = dict(tile, num_stages=deep)
     wide_n = rules.get("decode_wide")
-    if wide_n and not c.amd and M <= DECODE_WIDE_MAX_M and tile.get("backend") != "gluon" \
-            and cfg["BLOCK_SIZE_N"] < wide_n:
+    if wide_n and rules.get("operand_bytes") and not c.amd and M <= DECODE_WIDE_MAX_M \
+            and tile.get("backend") != "gluon" and cfg["BLOCK_SIZE_N"] < wide_n:
         wide = dict(cfg, BLOCK_SIZE_N=wide_n)
         if rules.get("decode_wide_k"):  # beyond one wave of the slots, the longer K step's ring where it fills them
             deep = dict(wide, BLOCK_SIZE_K=rules["decode_wide_k"], NUM_KSPLIT=1)

@@ -75,12 +75,18 @@ LONG_K_COOP_MIN_STEPS = 16
 LONG_K_SPLIT_MIN_K, LONG_K_SPLIT_MIN_M = 12288, 256
 
 
+def _sector_tiles(c: Call) -> bool:
+    """A cooperative Gluon bucket (`coop_bucket`) where the op names `off_sector`'s two tiles, which `off_sector`,
+    `long_k_split` and `long_k_coop` serve."""
+    return bool(c.rules.get("off_sector")) and coop_bucket(c)
+
+
 def rule_off_sector(c: Call):
     """`off_sector`: on a cooperative Gluon bucket (as `gluon_waves`'s), K % 16 == 8 and OFF_SECTOR_MIN_M <= M <=
     OFF_SECTOR_MAX_M, N >= OFF_SECTOR_MIN_N: the coop oriented against the operand whose rows stay off sectors,
     unless the other orientation fills GLUON_WAVE_MARGIN more of its waves; K split to one wave where its tiles are
     fewer than the SMs (`off_sector_tile`)."""
-    if not (coop_bucket(c) and c.K % SECTOR_ELEMENTS == 8
+    if not (_sector_tiles(c) and c.K % SECTOR_ELEMENTS == 8
             and OFF_SECTOR_MIN_M <= c.M <= OFF_SECTOR_MAX_M and c.N >= OFF_SECTOR_MIN_N):
         return None
     return off_sector_choice(c)
@@ -115,7 +121,7 @@ def long_k_coop(c: Call, tile: dict, notes: list) -> tuple[dict, list]:
     most, where that is GLUON_WAVE_MARGIN over the answer's. Other K (K % 8 != 0, where dispatch's pad_k copies both
     operands to aligned rows) unmeasured: left alone."""
     sector = c.K % SECTOR_ELEMENTS
-    if not (c.rules.get("long_k_coop") and coop_bucket(c) and sector in (0, 8) and c.K >= LONG_K_COOP_MIN_K
+    if not (c.rules.get("long_k_coop") and _sector_tiles(c) and sector in (0, 8) and c.K >= LONG_K_COOP_MIN_K
             and LONG_K_COOP_MIN_M < c.M <= OFF_SECTOR_MAX_M and pingpong_64(tile)):
         return tile, notes
     served = launch_fill(tile, c.M, c.N, c.num_cus)
@@ -126,7 +132,7 @@ def long_k_coop(c: Call, tile: dict, notes: list) -> tuple[dict, list]:
             return tile, notes
     else:
         menu = list(c.rules["off_sector"]) + [{"BLOCK_SIZE_M": 128, "BLOCK_SIZE_N": w, "num_stages": st}
-                                              for w, st in c.rules.get("coop_widths", ())]
+                                              for w, st in c.rules.get("coop_widths") or ()]
         fill, chosen = -1.0, None
         for t in menu:  # the first that fills the most
             cand, f = off_sector_tile(c.cfg, t, c.M, c.N, c.K, c.num_cus, LONG_K_COOP_MIN_STEPS)
@@ -158,7 +164,7 @@ def long_k_split(c: Call, tile: dict, notes: list) -> tuple[dict, list]:
     256, or 256 x 128 where it fills GLUON_WAVE_MARGIN more) where that fills GLUON_WAVE_MARGIN more of the SMs than
     the answer."""
     tiles, cfg, M, N, K, num_cus = c.rules.get("off_sector"), c.cfg, c.M, c.N, c.K, c.num_cus
-    if not (c.rules.get("long_k_split") and coop_bucket(c) and K % SECTOR_ELEMENTS == 0 and K >= LONG_K_SPLIT_MIN_K
+    if not (c.rules.get("long_k_split") and _sector_tiles(c) and K % SECTOR_ELEMENTS == 0 and K >= LONG_K_SPLIT_MIN_K
             and M > LONG_K_SPLIT_MIN_M and tile.get("NUM_KSPLIT", 1) == 1
             and -(-M // cfg["BLOCK_SIZE_M"]) * -(-N // cfg["BLOCK_SIZE_N"]) < num_cus):
         return tile, notes
