@@ -1029,6 +1029,23 @@ def test_a16w16_short_k_pingpong(M, N, K, want):
 
 
 @pytest.mark.parametrize("M, N, K, want", [
+    # `short_k_rounds` (ab/bf16_short_k_rounds.json, _verify.json, H100): at K <= 1024 the ping-pong's 64 x 128 where
+    # the 128 x 128's or the coop's rounds x area is 1.2x its own (K <= 512) or 1.25x (K <= 1024)
+    (542, 7168, 384, "pp 64x128"),  # 280 tiles of 128 x 128 (3 rounds) against 616 of 64 x 128 (5): 1.5x, +14%
+    (5957, 384, 512, "pp 64x128"),  # the coop's 141 tiles (2 rounds of 128 x 256), 1.33x: +24%
+    (4792, 640, 768, "pp 64x128"),  # K = 768 at 1.33x: +17%
+    (6940, 1408, 1024, "coop 128x256"),  # K = 1024 at 1.2x: under that K's 1.25 (-8% there)
+    (3258, 9040, 384, "pp 128x128"),  # 1.0x: the rounds even (-3%)
+    (1182, 4096, 449, "coop 128x160"),  # K % 64 != 0: a partial last K step (left alone; 448: the 64 x 128)
+    (3000, 4096, 2048, "coop 128x256"),  # K past the bound
+])
+def test_a16w16_short_k_rounds(M, N, K, want):
+    cfg, source = configs.serve("a16w16", H200, M, N, K)
+    assert _kernel(cfg) == want, source
+    assert ("short_k_rounds" in source) == (want == "pp 64x128"), source
+
+
+@pytest.mark.parametrize("M, N, K, want", [
     # `off_sector` (ab/bf16_offsector_coop.json, bf16_offsector_coop_heldout.json): K % 16 == 8, the coop with the
     # fewer rows a step of the operand dispatch leaves off sectors
     (1500, 7000, 3000, "coop 256x128"),  # x copied (M <= N), w's rows off sectors: 0.72 -> 0.86x

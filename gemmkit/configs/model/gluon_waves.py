@@ -18,7 +18,7 @@ from .base import FEW_TILES, GLUON_WAVE_MARGIN, MIN_SPLIT_STEPS, SECTOR_ELEMENTS
 from .few_tiles import FEW_TILES_FILL, FEW_TILES_MIN_M, FEW_TILES_SHORT_SPLIT_K, FEW_TILES_SPLIT_K, \
     FEW_TILES_UNSPLIT_FILL, SHORT_SPLIT_MIN_N, few_tiles, few_tiles_note, short_split_tile
 from .fitting import fit
-from .tail import TAIL_MIN_K, tail_fill
+from .tail import TAIL_MIN_K, round_area, tail_fill
 from .widths import COOP_TAIL_MIN_K, COOP_WIDTH_MAX_M, COOP_WIDTH_MIN_M, COOP_WIDTH_ONE_WAVE_FILL, COOP_WIDTH_WAVES, \
     SPLIT_WIDTH_FILL, SPLIT_WIDTH_MAX_M, SPLIT_WIDTH_MIN_M, coop_tail, coop_tail_note, coop_width_config, \
     coop_width_fit, split_width_config, wide_one_wave
@@ -123,6 +123,16 @@ from .widths import COOP_TAIL_MIN_K, COOP_WIDTH_MAX_M, COOP_WIDTH_MIN_M, COOP_WI
 #                rows, +3 to +25%), down to -43% elsewhere (a partial last K box on 4x the tiles); held out again on
 #                K % 64 == 0 (bf16_short_k_pingpong_heldout.json, 36 fresh rows): 0.957 -> 1.043x, 34 up, at K <= 448
 #                none down over 3%
+#   short_k_rounds  bf16, in `_last` at M > 128 and K <= 1024 (SHORT_K_ROUNDS_MARGIN), a whole number of its K steps:
+#                the ping-pong's 64 x 128 in place of the 128 x 128 ping-pong or the coop 128 x 256 where that answer's
+#                rounds x tile area (`round_area`) is at least SHORT_K_ROUNDS_MARGIN times the 64 x 128's (the least
+#                ratio by K). Below K = 2048 no tail split evens out a partial last round, and at a few K steps the
+#                smaller tile's epilogue hides behind the other consumer's mainloop. Found by benchmarks/model_audit.py
+#                (4 H200 rows on disk at K <= 512 +6-16%); stated before its run (ab/bf16_short_k_rounds.json, H100,
+#                cold / heated, 44 fresh shapes of seeds 9000-12999): at a ratio >= 1.2 and K <= 512 24 rows +10.9% /
+#                +10.1% (-0.5% to +25%, none down by 2%); at K = 576-1024 12 rows +8.5% / +9.2%, where the 5 at a ratio
+#                of exactly 1.2 ran -8% to +8% and the 7 at 1.33 +10% to +20%; under 1.2 (8 controls, ratio 1.0-1.17)
+#                +0.9% / +0.4%, -8% to +6%.
 NARROW_MAX_M, NARROW_MIN_N = 512, 2048  # where `narrow_pingpong`'s split was measured (M = 256 / 512, N = 2880-12288)
 NARROW_MIN_K = 4096  # above NARROW_MAX_M the 64 x 192 tile needs K this long (1000 x 3000 x 2000 lost: 0.78 vs 0.83x)
 NARROW_PARTIAL_SHARE = 4  # at 64 < M <= 128: `narrow_pingpong`'s split partials at most 1 / this of w's bytes
@@ -141,6 +151,9 @@ NARROW_COLUMN_FILL = 0.9
 # `narrow_wide`: the most of the 64 x 192's columns (tiles x width, past N included) the narrower tile's may cover
 NARROW_WIDE_COLUMNS = 0.96
 SHORT_K_PINGPONG_MAX_K = 448  # `short_k_pingpong`: K up to this (at 512 two of six rows with M > 15000 lost 11-17%)
+# `short_k_rounds`: the least rounds x area ratio over the 64 x 128 by the most K it holds at (at 576-1024 a ratio of
+# 1.2 was mixed, 1.33 won on all 7 rows)
+SHORT_K_ROUNDS_MIN_M, SHORT_K_ROUNDS_MARGIN = 128, {512: 1.2, 1024: 1.25}
 # `tail_waves` (in `gluon_waves`): the coop's and the 128 x 128 ping-pong's fills counting each one's tail split
 # (`tail_fill`): the ping-pong where its fill is GLUON_WAVE_MARGIN over the coop's; the coop in the ping-pong's place
 # only at K >= COOP_TAIL_MIN_K and a fill TAIL_WAVES_COOP_MARGIN over the ping-pong's.
@@ -388,13 +401,32 @@ def _last(c: Call, w: _Waves):
                 f"{fills}; {pp} tiles of {bm} x 128 fill {area_fill(M, N, bm, 128, num_cus):.0%} of the SMs' area, "
                 f"{tiles} of 64 x {width} {fill:.0%} in one wave: the ping-pong's 64 x {width} split tile "
                 "(`wide_one_wave`)"]
-        return w.pingpong, [f"{fills}: the ping-pong"]
+        return _short_k_rounds(c, w.pingpong, f"{fills}: the ping-pong")
+    rounds = _short_k_rounds(c, cfg, fills)
+    if rounds[0] is not cfg:
+        return rounds
     if w.short_pp:
         return dict(w.short_pp), [f"K = {K}: the ping-pong's {w.short_pp['BLOCK_SIZE_M']} x "
                                   f"{w.short_pp['BLOCK_SIZE_N']}, not the coop (`short_k_pingpong`)"]
     if flipped:
         return cfg, [f"{fills}: the coop"]
     return cfg, []
+
+
+def _short_k_rounds(c: Call, answer: dict, note: str) -> tuple[dict, list]:
+    """`short_k_rounds`: the ping-pong's 64 x 128 in place of `answer` (the 128 x 128 ping-pong or the coop 128 x 256)
+    at M > SHORT_K_ROUNDS_MIN_M and a short K, a whole number of its K steps, where the answer's rounds x tile area is
+    SHORT_K_ROUNDS_MARGIN times the 64 x 128's; else (answer, [note])."""
+    tile = c.rules.get("short_k_rounds")
+    margin = next((m for k, m in sorted(SHORT_K_ROUNDS_MARGIN.items()) if c.K <= k), None)
+    if not tile or margin is None or c.M <= SHORT_K_ROUNDS_MIN_M or c.K % tile["BLOCK_SIZE_K"]:
+        return answer, [note]
+    served, small = (round_area(t, c.M, c.N, c.K, c.num_cus) for t in (answer, tile))
+    if served < margin * small:
+        return answer, [note]
+    return dict(tile), [f"{note}; K = {c.K}: {answer['BLOCK_SIZE_M']} x {answer['BLOCK_SIZE_N']} tiles take "
+                        f"{served / small:.2f}x the rounds x area of the ping-pong's {tile['BLOCK_SIZE_M']} x "
+                        f"{tile['BLOCK_SIZE_N']} (`short_k_rounds`)"]
 
 
 def narrow_wide(c: Call, tile: dict, notes: list) -> tuple[dict, list]:

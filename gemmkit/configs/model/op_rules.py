@@ -5,7 +5,7 @@ rule runs it, an op that does not is untouched by it. Where each key's rule live
     key                            module          key                           module
     ctas_per_sm, cdna_tiles        fitting         gluon_waves, narrow_pingpong, gluon_waves
     operand_bytes (ring sizes)     decode            wide_config, short_k_wave,
-    unsplit_stages, decode_wide,   decode            short_k_pingpong, narrow_wide
+    unsplit_stages, decode_wide,   decode            short_k_pingpong, short_k_rounds, narrow_wide
       decode_wide_k, decode_split,                 few_tiles                     few_tiles
       decode_pingpong(_from, _wide), swap_wide     split_widths, coop_widths,    widths
     wide_share, m256_split,        large_bucket      wide_one_wave
@@ -75,6 +75,9 @@ OP_RULES = {"a16w16_gated": {"gated_rows": GATED_64X128, "gated_one_wave": GATED
                              "num_warps": 4, "num_stages": 4, "tma": True, "persistent": False, "NUM_KSPLIT": 1},
                 # `short_k_pingpong` (gluon_waves.py): the ping-pong's 64 x 128 in the coop's place at K <= 448
                 "short_k_pingpong": PINGPONG_64X128,
+                # `short_k_rounds` (gluon_waves.py): the same tile in the 128 x 128's or the coop's place at K <= 1024
+                # where their rounds x area is 1.2-1.25x its own
+                "short_k_rounds": PINGPONG_64X128,
                 # `off_sector`: rows off 32-byte sectors (K % 16 == 8), the coop's two orientations, 4 stages
                 "off_sector": ({"BLOCK_SIZE_M": 256, "BLOCK_SIZE_N": 128, "GROUP_SIZE_M": 4, "num_stages": 4},
                                {"BLOCK_SIZE_M": 128, "BLOCK_SIZE_N": 256, "GROUP_SIZE_M": 8, "num_stages": 4}),

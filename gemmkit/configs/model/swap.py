@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from .base import Call, launch_fill, pingpong_64
 from .gluon_waves import SHORT_K_PINGPONG_MAX_K
-from .tail import tail_rule
+from .tail import round_area
 
 # What was measured for each rule of this module (H200 unless a card is named; against the vendor in the same
 # process; docs/PERF.md "The config model"):
@@ -101,19 +101,6 @@ def swap_rounds(c: Call, tile: dict, notes: list) -> tuple[dict, list]:
         f"{1 / (spare * SWAP_ROUNDS_MARGIN[w]):.0%} "
         f"of the answer's rounds x tile area (under {1 / SWAP_ROUNDS_MARGIN[w]:.0%} will do at {w} tokens): the "
         "cooperative swap-AB tile (`swap_rounds`)"]
-
-
-def round_area(cfg: dict, M: int, N: int, K: int, num_cus: int) -> float:
-    """A persistent, unsplit launch's time in tile areas (`swap_rounds`): its rounds of tiles on the SMs (a tail split's
-    last round 1 / S of one: `tail_rule`, the power-of-two, unswapped tile) x BLOCK_SIZE_M x BLOCK_SIZE_N. The
-    ping-pong's two consumers take turns on one tensor core and the cooperative kernel's share one tile, so a CTA's
-    time is its tiles x their area in both (a tile's own rate, a narrow or split tile's dearer wgmma, is the rule's
-    margin)."""
-    bm, bn = cfg["BLOCK_SIZE_M"], cfg["BLOCK_SIZE_N"]
-    tiles = -(-M // bm) * -(-N // bn)
-    tail, splits = (0, 1) if bn & (bn - 1) or cfg.get("swap_ab") else tail_rule(tiles, num_cus, K, cfg["BLOCK_SIZE_K"])
-    rounds = tiles // num_cus + 1 / splits if tail else -(-tiles // num_cus)
-    return rounds * bm * bn
 
 
 def coop_swap_fill(M: int, N: int, tokens: int, num_cus: int) -> float:

@@ -81,3 +81,17 @@ def tail_fill(tiles: int, num_cus: int, K: int, BK: int) -> float:
     if not n_tail:
         return wave_efficiency(tiles, num_cus)
     return tiles / ((tiles // num_cus + 1 / splits) * num_cus)
+
+
+def round_area(cfg: dict, M: int, N: int, K: int, num_cus: int) -> float:
+    """A persistent, unsplit launch's time in tile areas (`swap_rounds`, `short_k_rounds`): its rounds of tiles on the
+    SMs (a tail split's last round 1 / S of one: `tail_rule`, the power-of-two, unswapped tile) x BLOCK_SIZE_M x
+    BLOCK_SIZE_N. The
+    ping-pong's two consumers take turns on one tensor core and the cooperative kernel's share one tile, so a CTA's
+    time is its tiles x their area in both (a tile's own rate, a narrow or split tile's dearer wgmma, is the rule's
+    margin)."""
+    bm, bn = cfg["BLOCK_SIZE_M"], cfg["BLOCK_SIZE_N"]
+    tiles = -(-M // bm) * -(-N // bn)
+    tail, splits = (0, 1) if bn & (bn - 1) or cfg.get("swap_ab") else tail_rule(tiles, num_cus, K, cfg["BLOCK_SIZE_K"])
+    rounds = tiles // num_cus + 1 / splits if tail else -(-tiles // num_cus)
+    return rounds * bm * bn
