@@ -248,20 +248,13 @@ def _widths(c: Call, w: _Waves):
     """`coop_widths` (128-row split tiles at COOP_WIDTH_MIN_M <= M <= COOP_WIDTH_MAX_M) and `split_widths` (64-row
     ones at SPLIT_WIDTH_MIN_M <= M <= SPLIT_WIDTH_MAX_M, or their 128-row counterparts where those fill as well),
     each unless `coop_tail` keeps the coop's 128 x 256."""
-    rules, cfg, M, N, K, num_cus = c.rules, c.cfg, c.M, c.N, c.K, c.num_cus
+    rules, cfg, M, N, num_cus = c.rules, c.cfg, c.M, c.N, c.num_cus
     bm, coop, pp = w.bm, w.coop, w.pp
     coop_widths = rules.get("coop_widths")
     if coop_widths and not w.short_pp and bm == 128 and COOP_WIDTH_MIN_M <= M <= COOP_WIDTH_MAX_M:
-        best = w.best
-        hit = coop_width_fit(coop_widths, M, N, num_cus, COOP_WIDTH_WAVES, best, COOP_WIDTH_ONE_WAVE_FILL)
-        if hit and coop_tail(coop, hit[3], K, num_cus):
-            return cfg, [coop_tail_note(coop, hit[0], hit[3], K, num_cus)]
+        hit = coop_width_fit(coop_widths, M, N, num_cus, COOP_WIDTH_WAVES, w.best, COOP_WIDTH_ONE_WAVE_FILL)
         if hit:
-            width, stages, fill, tiles = hit
-            return coop_width_config(cfg, width, stages), [
-                f"{coop} tiles of {bm} x 256, {pp} of {bm} x 128 and the 64 x 192's fill at best {best:.0%} of "
-                f"their waves, {tiles} of {bm} x {width} {fill:.0%} of theirs: the cooperative {bm} x {width} split "
-                "tile"]
+            return _coop_width(c, w, hit)
     widths = rules.get("split_widths")
     if not (widths and SPLIT_WIDTH_MIN_M <= M <= SPLIT_WIDTH_MAX_M):
         return None
@@ -277,17 +270,22 @@ def _widths(c: Call, w: _Waves):
     # (`coop_widths`' last paragraph)
     hit = coop_width_fit(coop_widths, M, N, num_cus, COOP_WIDTH_WAVES, best) \
         if coop_widths and not w.short_pp and bm == 128 and M < COOP_WIDTH_MIN_M else None
-    if hit and coop_tail(coop, hit[3], K, num_cus):
-        return cfg, [coop_tail_note(coop, hit[0], hit[3], K, num_cus)]
     if hit:
-        cw, stages, cfill, ctiles = hit
-        return coop_width_config(cfg, cw, stages), [
-            f"{coop} tiles of {bm} x 256, {pp} of {bm} x 128 and the 64 x 192's fill at best {best:.0%} of "
-            f"their waves, {tiles} of 64 x {width} {fill:.0%}, {ctiles} of {bm} x {cw} {cfill:.0%}: the "
-            f"cooperative {bm} x {cw} split tile"]
+        return _coop_width(c, w, hit, f"{tiles} of 64 x {width} {fill:.0%}, ")
     return split_width_config(cfg, width), [
         f"{coop} tiles of {bm} x 256, {pp} of {bm} x 128 and the 64 x 192's fill at best {best:.0%} of "
         f"their waves, {tiles} of 64 x {width} {fill:.0%}: the ping-pong's 64 x {width} split tile"]
+
+
+def _coop_width(c: Call, w: _Waves, hit: tuple, also: str = ""):
+    """The `coop_widths` tile of `hit` (`coop_width_fit`'s width, stages, fill, tiles), or the coop's 128 x 256 where
+    `coop_tail` keeps it; `also`: what the note says of the 64-row split tile it takes the place of."""
+    width, stages, fill, tiles = hit
+    if coop_tail(w.coop, tiles, c.K, c.num_cus):
+        return c.cfg, [coop_tail_note(w.coop, width, tiles, c.K, c.num_cus)]
+    return coop_width_config(c.cfg, width, stages), [
+        f"{w.coop} tiles of {w.bm} x 256, {w.pp} of {w.bm} x 128 and the 64 x 192's fill at best {w.best:.0%} of "
+        f"their waves, {also}{tiles} of {w.bm} x {width} {fill:.0%}: the cooperative {w.bm} x {width} split tile"]
 
 
 def _narrow(c: Call, w: _Waves):
