@@ -38,7 +38,7 @@ def test_regret_of_the_served_config(tmp_path):
     assert MA.audit_rows("h200", since="2026-12-06", results=str(tmp_path)) == []
 
 
-def test_int8_rows_are_served_by_the_int8_table(tmp_path):
+def test_int8_rows_are_served_by_the_int8_table():
     assert MA._op({"op": "a8w8", "dtype": "int8"}) == "a8w8_int8"
     assert MA._op({"op": "a8w8", "dtype": "fp8"}) == "a8w8" and MA._op({"op": None}) is None
 

@@ -7,7 +7,8 @@ by the waves each fills; and, over the answer once `long_k_coop` has run, `narro
       _narrow   narrow_pingpong 64 x 192, split-K        [short_k_wave, narrow_tail, narrow_columns, deep_rows]
       _few      few_tiles / short_split / the Triton tier, where even 128 x 128 tiles are few
       _last     the ping-pong 128 x 128 (tail_waves; wide_one_wave: one wave of a 64-row width), or the coop
-                (short_k_pingpong in its place at K <= 448)
+                (short_k_pingpong in its place at K <= 448); at K <= 1024 either gives way to the ping-pong's
+                64 x 128 where it takes 1.2-1.25x its rounds x area (short_k_rounds)
 """
 from __future__ import annotations
 
@@ -205,8 +206,8 @@ def rule_gluon_waves(c: Call):
     (or `short_k_wave` in its place on a short K; both 64-row tiles held back by `deep_rows`, the 64 x 192 above
     M = 512 by `narrow_columns`: `_narrow`); `few_tiles`, the Triton tier where even those are few (the ping-pong's
     tile where it would not split: `_few`); the ping-pong 128 x 128 (above M = 512 one wave of a 64-row split tile
-    in its place where that fills more: `wide_one_wave`), `short_k_pingpong` in the coop's place, else the bucket
-    (`_last`)."""
+    in its place where that fills more: `wide_one_wave`), `short_k_pingpong` in the coop's place, else the bucket,
+    either giving way to the ping-pong's 64 x 128 at a short K by `short_k_rounds` (`_last`)."""
     rules, cfg, M, N, K, num_cus = c.rules, c.cfg, c.M, c.N, c.K, c.num_cus
     if not (rules.get("gluon_waves") and cfg.get("backend") == "gluon" and cfg["num_warps"] == 8
             and cfg["BLOCK_SIZE_N"] == 256 and not cfg.get("swap_ab") and cfg.get("NUM_KSPLIT", 1) == 1):
@@ -376,7 +377,8 @@ def _few(c: Call, w: _Waves):
 
 def _last(c: Call, w: _Waves):
     """The coop 128 x 256 or the ping-pong 128 x 128 by their fills, `tail_waves` counting each one's tail split; in
-    the 128 x 128's place one wave of a 64-row split tile (`wide_one_wave`), in the coop's `short_k_pingpong`."""
+    the 128 x 128's place one wave of a 64-row split tile (`wide_one_wave`), in the coop's `short_k_pingpong`; in
+    either's place at a short K the ping-pong's 64 x 128 where its rounds x area is smaller (`short_k_rounds`)."""
     cfg, M, N, K, num_cus = c.cfg, c.M, c.N, c.K, c.num_cus
     bm, coop, pp = w.bm, w.coop, w.pp
     # `tail_waves`: the same choice by fills that count each tile's tail split (not in `deep_rows`' test: with
