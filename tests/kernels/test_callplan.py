@@ -240,12 +240,12 @@ def test_generated_replay_passes_what_the_generic_replay_passes(monkeypatch):
     guard = types.SimpleNamespace(foreign=None, allocations=[ws])
     plan = CP._build(launches, guard, (x, w, y), 1, {"k0": 1, "k1": 1})
     assert plan.fast is None
-    plan.replay((x, w))  # the first replay: generic, then generates the straight-line one
+    first = plan.replay((x, w))  # the first replay: generic, then generates the straight-line one
     assert plan.fast is not None, "the fake launchers have a layout launcher.py knows"
     assert "TAIL" not in plan.source and "_raw0(2, 3, 1, stream0" in plan.source
 
     x2, w2 = randn(16, 32, dtype=BF16), randn(24, 32, dtype=BF16)
-    alive = []  # every output stays allocated, so no new one reuses an address whose descriptor is cached
+    alive = [first]  # every output (the first replay's too) stays allocated: no new one reuses a cached address
 
     def replay(fast):
         saved = plan.fast
