@@ -19,9 +19,9 @@ from gemmkit import quant
 from gemmkit.ops import _common as C
 from gemmkit.reference import gemm_a8w8_ref
 
-from test_properties_common import (FP8, LAYOUTS_2D, OUT_DTYPES, OUT_LAYOUTS_2D, SEED, Inputs, check_elements,
-                                    config_strategy, device_or_skip, f64, gemm_dims, interpret_arch, linear_err,
-                                    norm_tol, place, poison_allocations, poisoned_out, prop_settings,
+from test_properties_common import (INVALID_EXAMPLES, FP8, LAYOUTS_2D, OUT_DTYPES, OUT_LAYOUTS_2D, SEED, Inputs,
+                                    check_elements, config_strategy, device_or_skip, f64, gemm_dims, interpret_arch,
+                                    linear_err, norm_tol, place, poison_allocations, poisoned_out, prop_settings,
                                     raises_invalid)
 
 INTERP = pytest.mark.interpreter  # CPU tests (the gpu ones must not carry it: conftest skips it without the interpreter)
@@ -189,8 +189,9 @@ MUTATIONS = ["k_mismatch", "w_dtype", "fnuz_on_sm90", "x_bf16", "x_3d", "xs_shap
 
 
 @INTERP
-@prop_settings(40)
-@given(mutation=st.sampled_from(MUTATIONS), M=st.integers(2, 20), N=st.integers(2, 20), K=st.integers(1, 40),
+@pytest.mark.parametrize("mutation", MUTATIONS)
+@prop_settings(INVALID_EXAMPLES)
+@given(M=st.integers(2, 20), N=st.integers(2, 20), K=st.integers(1, 40),
        seed=SEED, dtype=st.sampled_from([FP8, torch.int8]))
 def test_invalid_inputs_raise(mutation, M, N, K, seed, dtype):
     inp = Inputs(seed)

@@ -18,9 +18,9 @@ import gemmkit
 from gemmkit import quant
 from gemmkit.ops import _common as C
 
-from test_properties_common import (LAYOUTS_2D, OUT_DTYPES, OUT_LAYOUTS_2D, SEED, Inputs, check_elements,
-                                    config_strategy, device_or_skip, f64, gemm_dims, interpret_arch, linear_err,
-                                    norm_tol, place, poison_allocations, poisoned_out, prop_settings,
+from test_properties_common import (INVALID_EXAMPLES, LAYOUTS_2D, OUT_DTYPES, OUT_LAYOUTS_2D, SEED, Inputs,
+                                    check_elements, config_strategy, device_or_skip, f64, gemm_dims, interpret_arch,
+                                    linear_err, norm_tol, place, poison_allocations, poisoned_out, prop_settings,
                                     raises_invalid)
 
 INTERP = pytest.mark.interpreter  # CPU tests (the gpu ones must not carry it: conftest skips it without the interpreter)
@@ -136,9 +136,9 @@ MUTATIONS = ["k_not_32", "w_halfk", "xs_cols", "ws_rows", "x_int8", "xs_fp32", "
 
 
 @INTERP
-@prop_settings(30)
-@given(mutation=st.sampled_from(MUTATIONS), M=st.integers(1, 12), N=st.integers(1, 12),
-       kg=st.integers(1, 6), seed=SEED)
+@pytest.mark.parametrize("mutation", MUTATIONS)
+@prop_settings(INVALID_EXAMPLES)
+@given(M=st.integers(1, 12), N=st.integers(1, 12), kg=st.integers(1, 6), seed=SEED)
 def test_invalid_inputs_raise(mutation, M, N, kg, seed):
     inp = Inputs(seed)
     K = 32 * kg

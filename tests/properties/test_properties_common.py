@@ -11,6 +11,11 @@ minimal example reruns bit for bit). Fresh exploration: `GEMMKIT_PROPERTY_RANDOM
 off (hypothesis prints `--hypothesis-seed=...` / a reproduce blob for any failure);
 `GEMMKIT_PROPERTY_SCALE=4` runs 4x the examples.
 
+Invalid input (each family's `test_invalid_inputs_raise`): a valid call with one thing made wrong must raise
+ValueError / TypeError. Each mutation is its own pytest case with INVALID_EXAMPLES shapes drawn for it: a
+mutation drawn by hypothesis among the shapes could go unrun under derandomize (one did, and its expectation
+went stale unnoticed: a gated "backend": "gluon" config became valid).
+
 Layouts (`place`): every operand is copied into a tensor with the drawn strides, and the memory around
 it (padding, the skipped columns of a strided view, the elements before an offset view) is filled with
 poison (NaN for floats, 0xFF bytes / -128 otherwise). After the call `Placed.check_untouched` proves
@@ -55,6 +60,7 @@ SUB_OUT = UNDERFLOW
 L_ACT = 1.25  # max |act'| of relu (1), silu (1.0998), gelu (1.1289), gelu_tanh (~1.13)
 ACT_ULPS = 24  # fp32 evaluation error of the activations (erfc fit < 1.2e-7, exp, one division) in u, generous
 SEED = st.integers(0, 2**31 - 1)
+INVALID_EXAMPLES = 4  # shapes per mutation of a test_invalid_inputs_raise: each mutation its own case, all run in CI
 ACTIVATIONS = [None, "relu", "gelu", "gelu_tanh", "silu"]
 OUT_DTYPES = [None, torch.bfloat16, torch.float16, torch.float32]
 

@@ -19,10 +19,10 @@ from gemmkit import quant
 from gemmkit.ops import _common as C
 from gemmkit.reference import expand_block_scales
 
-from test_properties_common import (F16, FP8, LAYOUTS_2D, LAYOUTS_3D, OUT_DTYPES, OUT_LAYOUTS_3D, SEED, Inputs,
-                                    check_elements, config_strategy, device_or_skip, f64, gemm_dims,
-                                    interpret_arch, linear_err, norm_tol, place, poison_allocations,
-                                    poisoned_out, prop_settings, raises_invalid, served_tile)
+from test_properties_common import (INVALID_EXAMPLES, F16, FP8, LAYOUTS_2D, LAYOUTS_3D, OUT_DTYPES, OUT_LAYOUTS_3D,
+                                    SEED, Inputs, check_elements, config_strategy, device_or_skip, f64, gemm_dims,
+                                    interpret_arch, linear_err, norm_tol, place, poison_allocations, poisoned_out,
+                                    prop_settings, raises_invalid, served_tile)
 
 INTERP = pytest.mark.interpreter  # CPU tests (the gpu ones must not carry it: conftest skips it without the interpreter)
 TABLE = {"a16": "a16w16_split_cat", "a8": "a8w8_blockscale_split_cat"}
@@ -190,8 +190,9 @@ MUTATIONS = ["n_not_d_s", "s1_negative", "s_both_zero", "s1_float", "y_2d", "y_r
 
 
 @INTERP
-@prop_settings(40)
-@given(mutation=st.sampled_from(MUTATIONS), M=st.integers(1, 8), D=st.integers(1, 4), S1=st.integers(1, 8),
+@pytest.mark.parametrize("mutation", MUTATIONS)
+@prop_settings(INVALID_EXAMPLES)
+@given(M=st.integers(1, 8), D=st.integers(1, 4), S1=st.integers(1, 8),
        S2=st.integers(1, 8), S3=st.integers(1, 8), K=st.integers(1, 40), seed=SEED)
 def test_invalid_inputs_raise(mutation, M, D, S1, S2, S3, K, seed):
     inp = Inputs(seed)
