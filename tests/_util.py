@@ -52,6 +52,19 @@ def assert_gluon_or_fallback(launches, before: dict, gluon: str, cfg: dict, has_
 def poisoned(shape, dtype, device="cpu"):
     return torch.full(shape, float("nan"), dtype=dtype, device=device)
 
+
+def untouched_empty(numel: int, dtype, device="cpu"):
+    """torch.empty(numel) whose pages stay untouched (a CPU buffer of GiBs that costs only the pages its few real
+    elements sit on): conftest's deterministic mode would fill every element of it (8.4 GiB resident for
+    test_large_offsets.py). The caller writes every element it reads."""
+    import torch.utils.deterministic as det
+
+    fill, det.fill_uninitialized_memory = det.fill_uninitialized_memory, False
+    try:
+        return torch.empty(numel, dtype=dtype, device=device)
+    finally:
+        det.fill_uninitialized_memory = fill
+
 # The size below which a result may come out as zero, which no relative bound covers: for fp16, half its smallest
 # subnormal (a single silu(-20) ~ -4e-8 is 0 in fp16); for bf16 and fp32, whose subnormals are fp32's, the smallest
 # fp32 normal times 2**7: the kernels compute the epilogue in fp32, whose subnormal values flush to zero (the GPU's

@@ -12,10 +12,10 @@ split K (a split's first step starts at k_first * BLOCK_K), or put the large str
 columns or on the block scales' K blocks.
 
 CPU (interpreter) tests build each such operand as a strided view (as_strided) over ONE buffer of
-just enough elements, from torch.empty: only the pages the few real elements sit on are ever
-touched, so a 4 GiB bf16 buffer costs a few MB of memory. One buffer lives at a time; the test
-frees it. Every element of the output (poisoned with NaN first) is checked against a float64
-reference of the same logical values (`assert_every_element`).
+just enough elements, from torch.empty without conftest's fill (`_util.untouched_empty`): only the pages
+the few real elements sit on are ever touched, so a 4 GiB bf16 buffer costs a few MB of memory. One
+buffer lives at a time; the test frees it. Every element of the output (poisoned with NaN first) is
+checked against a float64 reference of the same logical values (`assert_every_element`).
 
 GPU tests (`pytest -m gpu tests/kernels/test_large_offsets.py`, an 80 GB H100 / H200): real weights of
 more than 2**31 elements (135168 x 16384: bf16 4.4 GB, fp8 / int8 2.2 GB), transposed and not,
@@ -32,6 +32,8 @@ import gemmkit.quant as Q
 from gemmkit.ops import _common as C
 from gemmkit.reference import gemm_a8w8_blockscale_ref, gemm_a8w8_ref, gemm_a16w16_ref
 
+from _util import untouched_empty
+
 SPAN = C.INT32_SPAN  # 2**31: an offset from here on does not fit int32
 E4M3 = torch.float8_e4m3fn
 BF = torch.bfloat16
@@ -45,10 +47,10 @@ def big_stride(extent: int) -> int:
 
 
 def strided(values: torch.Tensor, stride, device="cpu"):
-    """A view with `stride` over one fresh buffer (torch.empty: untouched pages cost no memory) holding
+    """A view with `stride` over one fresh buffer (untouched pages cost no memory: `untouched_empty`) holding
     `values`; its span, sum (size - 1) * stride, is what the caller picked."""
     span = sum((n - 1) * s for n, s in zip(values.shape, stride))
-    buf = torch.empty(span + 1, dtype=values.dtype, device=device)
+    buf = untouched_empty(span + 1, values.dtype, device)
     view = buf.as_strided(values.shape, stride)
     view.copy_(values)
     return view

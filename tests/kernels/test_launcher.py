@@ -22,6 +22,8 @@ import gemmkit
 from gemmkit.kernels.triton.gemm import gemm_kernel
 from gemmkit import launcher as _launch
 
+from _util import untouched_empty
+
 # The backends Triton's binder specialises with on the targets gemmkit ships (CUDA adds nothing to
 # BaseBackend's marks; HIP adds "S": a tensor whose storage fits 2 GiB, for 32-bit buffer offsets).
 BACKENDS = {"cuda": make_backend(GPUTarget("cuda", 90, 32)), "hip": make_backend(GPUTarget("hip", "gfx942", 64))}
@@ -38,7 +40,7 @@ def _tensors():
             t = base[offset_bytes:offset_bytes + 64 * dtype.itemsize].view(dtype)
             out.append(t)
     # A view into a storage over 2 GiB (never touched: the pages are not allocated): HIP's "S" is off.
-    big = torch.empty(2**31 + 256, dtype=torch.uint8)
+    big = untouched_empty(2**31 + 256, torch.uint8)
     out += [big[128:128 + 128].view(torch.bfloat16), big[132:132 + 128].view(torch.bfloat16)]
     return out
 
@@ -69,7 +71,7 @@ def test_key_separates_what_triton_separates(backend):
 def test_hip_keys_buffer_op_eligibility():
     """The case a BaseBackend-only key would miss: same dtype and alignment, storage over 2 GiB or not."""
     spec = _launch.make_spec(BACKENDS["hip"])
-    big = torch.empty(2**31 + 256, dtype=torch.uint8)[128:256].view(torch.bfloat16)
+    big = untouched_empty(2**31 + 256, torch.uint8)[128:256].view(torch.bfloat16)
     small = torch.empty(64, dtype=torch.bfloat16)
     assert spec(big) != spec(small)
 
