@@ -74,6 +74,17 @@ def _interpreted_accesses_in_bounds():
 
 
 @pytest.fixture(autouse=True)
+def _fresh_call_plans():
+    """Each test starts with no call plan recorded (gemmkit.callplan): a plan is keyed by its call's signature, not by
+    the module flags a test may patch, and tests count the replays of their own calls; one recorded by a test before
+    (on the same xdist worker, which --dist loadfile varies) would be replayed instead."""
+    from gemmkit import callplan
+
+    callplan.clear()
+    yield
+
+
+@pytest.fixture(autouse=True)
 def _no_tf32_on_gpu(request):
     """gpu tests compare against fp32 torch references: TF32 off, so the reference is fp32."""
     if request.node.get_closest_marker("gpu") is None or not torch.cuda.is_available():

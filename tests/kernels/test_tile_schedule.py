@@ -3,6 +3,9 @@
 The @triton.jit helpers run in the interpreter, vectorised over tile ids, inside a
 probe kernel laid out exactly like the persistent kernels: program p of a grid
 of G takes tile ids p, p + G, p + 2G, ...
+
+hypothesis runs derandomized and without a deadline, as the property tests (tests/properties): the same examples
+every run, and no timing verdict on a loaded CI machine.
 """
 import numpy as np
 import pytest
@@ -38,7 +41,7 @@ def run_schedule(num_pid_m, num_pid_n, group, xcds, grid):
     return remapped.numpy(), pm.numpy(), pn.numpy()
 
 
-@settings(max_examples=50, deadline=None)
+@settings(max_examples=50, deadline=None, derandomize=True)
 @given(num_pid_m=st.integers(1, 40), num_pid_n=st.integers(1, 40), group=st.integers(1, 12),
        xcds=st.integers(1, 16), grid=st.integers(1, 48))
 def test_bijection(num_pid_m, num_pid_n, group, xcds, grid):
@@ -56,7 +59,7 @@ def test_bijection(num_pid_m, num_pid_n, group, xcds, grid):
     assert np.array_equal(np.sort(pm.astype(np.int64) * num_pid_n + pn), np.arange(n))
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=30, deadline=None, derandomize=True)
 @given(n=st.integers(1, 300), xcds=st.sampled_from([2, 4, 8]))
 def test_xcd_remap_makes_contiguous_ranges(n, xcds):
     """The ids the hardware deals to one XCD (pid % xcds) cover one contiguous range of tiles."""
@@ -80,6 +83,7 @@ def test_xcd_remap_example():
     assert remapped.tolist() == [0, 3, 6, 9, 1, 4, 7, 10, 2, 5, 8]
 
 
+@settings(deadline=None, derandomize=True)
 @given(tiles=st.integers(1, 5000), cus=st.integers(1, 400), xcds=st.sampled_from([1, 8]))
 def test_persistent_grid(tiles, cus, xcds):
     g = persistent_grid(tiles, cus, xcds)
@@ -101,7 +105,7 @@ def _magic_probe(pid_m_ptr, pid_n_ptr, ref_m_ptr, ref_n_ptr, num_pid_m, num_pid_
     tl.store(ref_n_ptr + tile_ids, ref_n, mask=valid)
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=40, deadline=None, derandomize=True)
 @given(num_pid_m=st.integers(1, 40), num_pid_n=st.integers(1, 40), group=st.sampled_from([1, 2, 3, 4, 8, 16]))
 def test_grouped_tile_magic_is_the_grouped_order(num_pid_m, num_pid_n, group):
     """The Gluon dense kernels' tile order without runtime divisions (`grouped_tile_magic`, the host's
@@ -145,7 +149,7 @@ def _tail_probe(tile_ptr, k0_ptr, nk_ptr, part_ptr, local_ptr, num_tiles, TAIL, 
         local += 1
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=60, deadline=None, derandomize=True)
 @given(ctas=st.integers(1, 40), tiles=st.integers(2, 200), k_steps=st.integers(2, 60))
 def test_tail_items_cover_the_tail(ctas, tiles, k_steps):
     """A tail split's work items (`tail_item`, on the R S of configs/model/tail.py tail_split): the whole tiles,

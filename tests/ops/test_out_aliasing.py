@@ -172,7 +172,8 @@ def test_share_bytes_is_exact_on_random_views():
             out.update(range(start, start + e))
         return out
 
-    rng = random.Random(torch.seed())
+    seed = torch.seed()
+    rng = random.Random(seed)
     buf = torch.empty(4096, dtype=torch.uint8)
 
     def view():
@@ -185,4 +186,5 @@ def test_share_bytes_is_exact_on_random_views():
 
     for _ in range(500):
         a, b = view(), view()
-        assert share_bytes(a, b) == bool(byte_set(a) & byte_set(b)), (a.shape, a.stride(), a.dtype, b.shape, b.stride())
+        assert share_bytes(a, b) == bool(byte_set(a) & byte_set(b)), \
+            (seed, a.shape, a.stride(), a.storage_offset(), a.dtype, b.shape, b.stride(), b.storage_offset(), b.dtype)
