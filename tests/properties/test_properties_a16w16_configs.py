@@ -2,7 +2,8 @@
 bias/activation and configs (pointer and TMA paths, persistent or not, sm_90 and gfx tables).
 
 Every element is checked (test_properties_common.check_elements: a bound from the dtype and K) besides the
-norm bound; settings as the other property tests (derandomized in CI, GEMMKIT_PROPERTY_RANDOM=1 explores).
+norm bound; settings as the other property tests (derandomized in CI, GEMMKIT_PROPERTY_RANDOM=1 explores; the
+values from a drawn seed, so a failure's minimal example reruns bit for bit).
 tests/properties/test_properties_a16w16.py complements it with the shipped tables' configs, tile +- 1 shapes and
 more layouts."""
 import pytest
@@ -14,21 +15,21 @@ import gemmkit
 from gemmkit.reference import gemm_a16w16_ref
 
 from _util import poisoned, randn, within_bound
-from test_properties_common import check_elements, f64, linear_err, prop_settings
+from test_properties_common import SEED, check_elements, f64, linear_err, prop_settings
 
 pytestmark = pytest.mark.interpreter
 
 
-def make_operand(rows, cols, layout, dtype):
-    """A (rows, cols) tensor with the drawn memory layout."""
+def make_operand(rows, cols, layout, dtype, seed):
+    """A (rows, cols) tensor with the drawn memory layout, its values from `seed`."""
     if layout == "contiguous":
-        return randn(rows, cols, dtype=dtype)
+        return randn(rows, cols, dtype=dtype, seed=seed)
     if layout == "transposed":  # unit stride on dim 0
-        return randn(cols, rows, dtype=dtype).t()
+        return randn(cols, rows, dtype=dtype, seed=seed).t()
     if layout == "strided":  # no unit stride at all: the op copies it
-        return randn(rows, 2 * cols, dtype=dtype)[:, ::2]
+        return randn(rows, 2 * cols, dtype=dtype, seed=seed)[:, ::2]
     if layout == "row_padded":  # unit last stride, padded rows
-        return randn(rows, cols + 3, dtype=dtype)[:, :cols]
+        return randn(rows, cols + 3, dtype=dtype, seed=seed)[:, :cols]
     raise AssertionError(layout)
 
 
@@ -45,17 +46,18 @@ def make_operand(rows, cols, layout, dtype):
     blocks=st.tuples(st.sampled_from([16, 32]), st.sampled_from([16, 32]), st.sampled_from([16, 32])),
     group=st.integers(1, 4), persistent=st.booleans(), tma=st.booleans(),
     arch=st.sampled_from(["sm_90", "gfx942"]), cus=st.integers(1, 9), split_k=st.sampled_from([1, 1, 2, 3]),
+    seed=SEED,
 )
 def test_matches_reference(M, N, K, dtype, out_dtype, x_layout, w_layout, batch, with_bias, act, blocks, group,
-                           persistent, tma, arch, cus, split_k, monkeypatch_session):
+                           persistent, tma, arch, cus, split_k, seed, monkeypatch_session):
     monkeypatch_session.setenv("GEMMKIT_INTERPRET_ARCH", arch)
     monkeypatch_session.setenv("GEMMKIT_NUM_CUS", str(cus))
     rows = M * (batch[0] * (batch[1] if len(batch) > 1 else 1) if batch else 1)
-    x = make_operand(rows, K, x_layout, dtype)
+    x = make_operand(rows, K, x_layout, dtype, seed)
     if batch:
         x = x.view(*batch, M, K)  # splitting dim 0 keeps the drawn layout (a view for every layout here)
-    w = make_operand(N, K, w_layout, dtype)
-    bias = randn(N, dtype=dtype) if with_bias else None
+    w = make_operand(N, K, w_layout, dtype, seed + 1)
+    bias = randn(N, dtype=dtype, seed=seed + 2) if with_bias else None
     cfg = {"BLOCK_SIZE_M": blocks[0], "BLOCK_SIZE_N": blocks[1], "BLOCK_SIZE_K": blocks[2], "GROUP_SIZE_M": group,
            "num_warps": 4, "num_stages": 2, "persistent": persistent, "tma": tma and arch == "sm_90", "NUM_KSPLIT": split_k}
     want_dtype = out_dtype or dtype

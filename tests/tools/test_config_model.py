@@ -489,6 +489,30 @@ def test_every_fitted_config_is_valid_and_fits(op, arch_name):
     assert fitted > 0
 
 
+@pytest.mark.parametrize("op, least", [("a16w16", 100), ("a8w8", 100), ("a8w8_blockscale", 100),
+                                       ("a16w16_gated", 1)])  # (gated: `gated_one_wave` alone; int8: no Gluon kernel)
+def test_a_served_gluon_config_runs_its_gluon_kernel(op, least):
+    """No silent cliff from a rule: on 400 random shapes whose rows TMA can address (K and N multiples of 16 bytes),
+    a served config naming the Gluon backend is taken by a Gluon kernel on sm_90 (contiguous operands,
+    dispatch.for_shape), not passed over to the Triton tier for a plan its kernel cannot build: a rule's tile that
+    `derive` or the installed Triton's budgets refuse would be a cliff the model's own notes do not show."""
+    import random
+
+    from gemmkit.ops import dispatch as D
+
+    rng, align, served = random.Random(20261205), (16 if op.startswith("a8w8") else 8), 0
+    for _ in range(400):
+        M = round(10 ** rng.uniform(0, 3.92))
+        N, K = rng.randrange(align, 33000, align), rng.randrange(align, 33000, align)
+        cfg, source = configs.serve(op, H200, M, N, K)
+        if cfg.get("backend") != "gluon":
+            continue
+        choice = D.for_shape(op, cfg, H200, M, N, K)
+        served += 1
+        assert choice.path == "gluon", (M, N, K, source, choice.passed_over)
+    assert served >= least
+
+
 @pytest.mark.interpreter
 def test_a_call_runs_the_fitted_config(monkeypatch):
     """On a 64-SM target (GEMMKIT_NUM_CUS) M = 200, N = 40 fits the M <= 256 bucket (64 x 256) to 64 x 64 split 2:
