@@ -288,28 +288,31 @@ def _scale_blocks_cover(KP: int, K: int, scaling) -> bool:
 # (ab/pitch_y.json): 3000 x 777 x 5000 22x faster, 900 x 4500 x 2600 34x, 300 x 3001 x 3000 12x; 50257 x 4096 at
 # M = 1 / 16 / 128 / 1024 / 4096 +7% / +5% / +13% / +16% / +18%; 64 x 1001 x 1024 (65 M multiply-adds) -18%: hence
 # PITCH_Y_MIN_MACS. Taken where the stand-in call (y at that pitch) goes to a Gluon bf16 kernel (where it was
-# measured); unsplit where split-K's fp32 rows would be off 16 bytes too (hopper_host.launch_dense: N % 4 == 0).
+# measured; a Gluon config unsplit where split-K's fp32 rows would be off 16 bytes too, hopper_host.launch_dense:
+# N % 4 == 0), or to the Triton TMA kernel on `pad_k`'s copies: there the alternative is the pointer kernel on rows
+# off 16 bytes, which the copies beat 1.5-26x at M = 16-4096 ("Unaligned K" in docs/PERF.md; unmeasured with y's
+# workspace: its copy is y once more, M x N, beside x and w once more). Its split-K partials are addressed by pointer.
 PITCH_Y_KERNELS = (GLUON_BF16, GLUON_COOP)
 PITCH_Y_MIN_MACS = 1 << 27  # M * N * K under this: the pointer kernel, the copy's launch is most of the call
 
 
 def _y_workspace(cfg, target, x2, w, y, scaling, passed, interpreting, epilogue) -> Choice | None:
     """The kernel that serves the call into a workspace of y's shape at a 16-byte row pitch (`Choice.pitch_y`), where
-    y's rows alone are off TMA's rule, the call holds at least PITCH_Y_MIN_MACS multiply-adds and goes to a
-    PITCH_Y_KERNELS kernel; None otherwise."""
+    y's rows are off TMA's rule, the call holds at least PITCH_Y_MIN_MACS multiply-adds and goes to a
+    PITCH_Y_KERNELS kernel, or to the Triton TMA kernel on `pad_k`'s copies (x's or w's rows are off too); None
+    otherwise. (In the interpreter the Gluon kernels are passed over: the Triton TMA kernel's case alone.)"""
     M, N = y.shape
-    if not PITCH or interpreting or y.stride(-1) != 1 or H.tma_compatible(y) or \
-            M * N * x2.shape[1] < PITCH_Y_MIN_MACS:
+    if not PITCH or y.stride(-1) != 1 or H.tma_compatible(y) or M * N * x2.shape[1] < PITCH_Y_MIN_MACS:
         return None
     import torch
 
     per = max(1, H.TMA_ALIGN // y.element_size())
     np_ = H.cdiv(N, per) * per
     stand_in = torch.empty((M, np_), dtype=y.dtype, device="meta")[:, :N]
-    if cfg.get("NUM_KSPLIT", 1) > 1 and (N * 4) % H.TMA_ALIGN:
+    if cfg.get("backend") == "gluon" and cfg.get("NUM_KSPLIT", 1) > 1 and (N * 4) % H.TMA_ALIGN:
         cfg = dict(cfg, NUM_KSPLIT=1)
     inner = dense(cfg, target, x2, w, stand_in, scaling, interpreting, epilogue)
-    if inner.kernel not in PITCH_Y_KERNELS:
+    if inner.kernel not in PITCH_Y_KERNELS and not (inner.kernel == TRITON_TMA and inner.pad_k):
         return None
     return dataclasses.replace(inner, passed_over=tuple(passed), pitch_y=np_)
 

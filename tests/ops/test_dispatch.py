@@ -383,6 +383,19 @@ def test_no_padding_where_it_cannot_help(monkeypatch):
     assert D.dense(GLUON, MI300, x, w, meta(256, 512)).pad_k == 0  # AMD: no TMA
 
 
+def test_triton_config_with_rows_and_output_off_takes_the_copies():
+    """K and N both off 16 bytes, a Triton-tier config (the model's split-K tiles at M = 17-128): x and w copied
+    (`pad_k`) and y through its workspace (`pitch_y`) for the TMA kernel, not the pointer kernel on rows off 16 bytes;
+    the split kept (its fp32 partials are addressed by pointer). Under PITCH_Y_MIN_MACS, or with K aligned (the
+    pointer kernel reads whole rows), the pointer kernel as before."""
+    split = dict(TILE, NUM_KSPLIT=4)
+    choice = D.dense(split, H200, *dense_meta(98, 1827, 4153))
+    assert (choice.kernel, choice.pad_k, choice.pitch_y, choice.config["NUM_KSPLIT"]) == (D.TRITON_TMA, 4160, 1832, 4)
+    assert D.dense(split, H200, *dense_meta(98, 1827, 4160)).kernel == D.TRITON_POINTER
+    assert D.dense(split, H200, *dense_meta(20, 1001, 4153)).kernel == D.TRITON_POINTER  # 83 M multiply-adds
+    assert D.dense(dict(split, tma=False), H200, *dense_meta(98, 1827, 4153)).kernel == D.TRITON_POINTER
+
+
 def test_rows_kernel_only_where_it_takes_the_call(monkeypatch):
     x, w, y = dense_meta(8, 512, 4095)
     assert D.dense(GLUON, H200, x, w, y).kernel == D.TRITON_ROWS
@@ -699,6 +712,24 @@ def test_copy_rows_copies_y_out_of_its_workspace():
     assert torch.equal(wide[:, :45], ws) and wide[:, 45:].isnan().all()
     with pytest.raises(ValueError, match="cannot take"):
         pad.copy_rows(ws, torch.empty(37, 44, dtype=BF16))
+
+
+@pytest.mark.interpreter
+def test_rows_and_output_off_run_the_copies_right(launches):
+    """`test_triton_config_with_rows_and_output_off_takes_the_copies`' path run (interpreter): x and w copied to rows
+    of 3392 (a 128-byte pitch: 3368 would be off 32-byte sectors), the split-K TMA kernel into y's workspace of
+    1008-element rows, the reduce, then y copied out of it; every element of a poisoned y right, bias and activation
+    applied once."""
+    M, N, K = 40, 1001, 3361  # 134.6 M multiply-adds: just over PITCH_Y_MIN_MACS
+    cfg = configs.validate_config(dict(TILE, BLOCK_SIZE_M=64, BLOCK_SIZE_K=128, NUM_KSPLIT=2))
+    x, w, bias = randn(M, K, dtype=BF16), randn(N, K, dtype=BF16), randn(N, dtype=BF16)
+    choice = D.dense(cfg, H200, x, w, poisoned((M, N), BF16))  # (CPU tensors: the interpreter's view)
+    assert (choice.kernel, choice.pad_k, choice.pitch_y, choice.config["NUM_KSPLIT"]) == (D.TRITON_TMA, 3392, 1008, 2)
+    before = dict(launches)
+    y = gemm_a16w16(x, w, bias, activation="gelu", out=poisoned((M, N), BF16), config=cfg)
+    launched = {k: v - before.get(k, 0) for k, v in launches.items() if v != before.get(k, 0)}
+    assert launched.get(D.TRITON_TMA) == 1 and D.TRITON_POINTER not in launched, launched
+    check_a16w16(y, x, w, bias, "gelu")
 
 
 # ----------------------------------------------------------------------------- a Gluon kernel that fails to compile
