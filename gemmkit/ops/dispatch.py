@@ -283,24 +283,24 @@ def _scale_blocks_cover(KP: int, K: int, scaling) -> bool:
 
 
 # y computed into a workspace of 16-byte rows, then copied to y (kernels/triton/pad.py copy_rows), where y's rows
-# alone keep the call off the TMA kernels (N % 8 != 0 for a 16-bit y: vocabularies of 50257 or 32001 tokens, odd
-# widths). The copy reads and writes y once more. H200, same process, against the pointer kernel that served them
-# (ab/pitch_y.json): 3000 x 777 x 5000 22x faster, 900 x 4500 x 2600 34x, 300 x 3001 x 3000 12x; 50257 x 4096 at
-# M = 1 / 16 / 128 / 1024 / 4096 +7% / +5% / +13% / +16% / +18%; 64 x 1001 x 1024 (65 M multiply-adds) -18%: hence
-# PITCH_Y_MIN_MACS. Taken where the stand-in call (y at that pitch) goes to a Gluon bf16 kernel (where it was
-# measured; a Gluon config unsplit where split-K's fp32 rows would be off 16 bytes too, hopper_host.launch_dense:
-# N % 4 == 0), or to the Triton TMA kernel on `pad_k`'s copies: there the alternative is the pointer kernel on rows
-# off 16 bytes, which the copies beat 1.5-26x at M = 16-4096 ("Unaligned K" in docs/PERF.md; unmeasured with y's
-# workspace: its copy is y once more, M x N, beside x and w once more). Its split-K partials are addressed by pointer.
-PITCH_Y_KERNELS = (GLUON_BF16, GLUON_COOP)
+# keep the call off the TMA kernels (N % 8 != 0 for a 16-bit y: vocabularies of 50257 or 32001 tokens, odd widths).
+# The copy reads and writes y once more. H200, same process, against the pointer kernel that served them
+# (ab/pitch_y.json, the Gluon bf16 kernels): 3000 x 777 x 5000 22x faster, 900 x 4500 x 2600 34x, 300 x 3001 x 3000
+# 12x; 50257 x 4096 at M = 1 / 16 / 128 / 1024 / 4096 +7% / +5% / +13% / +16% / +18%; 64 x 1001 x 1024 (65 M
+# multiply-adds) -18%: hence PITCH_Y_MIN_MACS. Taken wherever the stand-in call (y at that pitch) goes to a TMA
+# kernel: the Gluon ones (a Gluon config unsplit where split-K's fp32 rows would be off 16 bytes too,
+# hopper_host.launch_dense: N % 4 == 0) and the Triton tier's (its split-K partials are addressed by pointer), on
+# `pad_k`'s copies too. Not yet timed beyond the Gluon bf16 kernels: the 8-bit kernels and the Triton TMA kernel
+# against a pointer kernel as slow (fp8 on rows off 16 bytes: 42 TFLOP/s at 3000 x 5000 x 7000, "Unaligned K" in
+# docs/PERF.md, where the copies beat it 1.5-26x).
 PITCH_Y_MIN_MACS = 1 << 27  # M * N * K under this: the pointer kernel, the copy's launch is most of the call
 
 
 def _y_workspace(cfg, target, x2, w, y, scaling, passed, interpreting, epilogue) -> Choice | None:
     """The kernel that serves the call into a workspace of y's shape at a 16-byte row pitch (`Choice.pitch_y`), where
-    y's rows are off TMA's rule, the call holds at least PITCH_Y_MIN_MACS multiply-adds and goes to a
-    PITCH_Y_KERNELS kernel, or to the Triton TMA kernel on `pad_k`'s copies (x's or w's rows are off too); None
-    otherwise. (In the interpreter the Gluon kernels are passed over: the Triton TMA kernel's case alone.)"""
+    y's rows are off TMA's rule, the call holds at least PITCH_Y_MIN_MACS multiply-adds and the stand-in call goes to
+    a TMA kernel (Gluon or the Triton tier's, on `pad_k`'s copies where x's or w's rows are off too); None otherwise.
+    (In the interpreter the Gluon kernels are passed over: the Triton TMA kernel alone.)"""
     M, N = y.shape
     if not PITCH or y.stride(-1) != 1 or H.tma_compatible(y) or M * N * x2.shape[1] < PITCH_Y_MIN_MACS:
         return None
@@ -312,7 +312,7 @@ def _y_workspace(cfg, target, x2, w, y, scaling, passed, interpreting, epilogue)
     if cfg.get("backend") == "gluon" and cfg.get("NUM_KSPLIT", 1) > 1 and (N * 4) % H.TMA_ALIGN:
         cfg = dict(cfg, NUM_KSPLIT=1)
     inner = dense(cfg, target, x2, w, stand_in, scaling, interpreting, epilogue)
-    if inner.kernel not in PITCH_Y_KERNELS and not (inner.kernel == TRITON_TMA and inner.pad_k):
+    if inner.path == "pointer":
         return None
     return dataclasses.replace(inner, passed_over=tuple(passed), pitch_y=np_)
 

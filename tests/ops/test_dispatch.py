@@ -59,7 +59,11 @@ def test_unaligned_output_passes_over_gluon_and_tma_and_says_why(monkeypatch):
     assert split.pitch_y == 504 and split.config["NUM_KSPLIT"] == 1  # split-K's fp32 rows would be off 16 bytes
     assert D.dense(dict(GLUON, NUM_KSPLIT=4), H200, *dense_meta(256, 500, 2048)).config["NUM_KSPLIT"] == 4
     assert D.dense(dict(GLUON, NUM_KSPLIT=4), H200, *dense_meta(256, 504, 2048)).config["NUM_KSPLIT"] == 4
-    assert D.dense(TILE, H200, *dense_meta(256, 500, 2048)).kernel == D.TRITON_POINTER  # the Triton tier: as before
+    triton = D.dense(TILE, H200, *dense_meta(256, 500, 2048))  # the Triton tier's TMA kernel takes the workspace too
+    assert triton.kernel == D.TRITON_TMA and triton.pitch_y == 504
+    rowcol = G.Scaling("rowcol", meta(256, dtype=torch.float32), meta(500, dtype=torch.float32))
+    fp8 = D.dense(GLUON, H200, *dense_meta(256, 500, 2048, dtype=FP8), rowcol)  # and the fp8 Gluon kernel
+    assert fp8.kernel == D.GLUON_FP8 and fp8.pitch_y == 504
     assert D.dense(GLUON, H200, *dense_meta(64, 1001, 1024)).kernel == D.TRITON_POINTER  # under PITCH_Y_MIN_MACS
     monkeypatch.setattr(D, "PITCH", False)
     choice = D.dense(GLUON, H200, *dense_meta(256, 500, 2048))
@@ -384,14 +388,14 @@ def test_no_padding_where_it_cannot_help(monkeypatch):
 
 
 def test_triton_config_with_rows_and_output_off_takes_the_copies():
-    """K and N both off 16 bytes, a Triton-tier config (the model's split-K tiles at M = 17-128): x and w copied
-    (`pad_k`) and y through its workspace (`pitch_y`) for the TMA kernel, not the pointer kernel on rows off 16 bytes;
-    the split kept (its fp32 partials are addressed by pointer). Under PITCH_Y_MIN_MACS, or with K aligned (the
-    pointer kernel reads whole rows), the pointer kernel as before."""
+    """K and N both off 16 bytes (or N alone), a Triton-tier config (the model's split-K tiles at M = 17-128): x and
+    w copied (`pad_k`) and y through its workspace (`pitch_y`) for the TMA kernel, not the pointer kernel on rows off
+    16 bytes; the split kept (its fp32 partials are addressed by pointer). Under PITCH_Y_MIN_MACS the pointer kernel."""
     split = dict(TILE, NUM_KSPLIT=4)
     choice = D.dense(split, H200, *dense_meta(98, 1827, 4153))
     assert (choice.kernel, choice.pad_k, choice.pitch_y, choice.config["NUM_KSPLIT"]) == (D.TRITON_TMA, 4160, 1832, 4)
-    assert D.dense(split, H200, *dense_meta(98, 1827, 4160)).kernel == D.TRITON_POINTER
+    aligned = D.dense(split, H200, *dense_meta(98, 1827, 4160))  # K's rows whole: no copies, y's workspace alone
+    assert (aligned.kernel, aligned.pad_k, aligned.pitch_y) == (D.TRITON_TMA, 0, 1832)
     assert D.dense(split, H200, *dense_meta(20, 1001, 4153)).kernel == D.TRITON_POINTER  # 83 M multiply-adds
     assert D.dense(dict(split, tma=False), H200, *dense_meta(98, 1827, 4153)).kernel == D.TRITON_POINTER
 
@@ -730,6 +734,24 @@ def test_rows_and_output_off_run_the_copies_right(launches):
     launched = {k: v - before.get(k, 0) for k, v in launches.items() if v != before.get(k, 0)}
     assert launched.get(D.TRITON_TMA) == 1 and D.TRITON_POINTER not in launched, launched
     check_a16w16(y, x, w, bias, "gelu")
+
+
+@pytest.mark.interpreter
+def test_fp8_output_off_runs_the_workspace_right(launches):
+    """gemm_a8w8 (fp8, per-token and per-channel scales) with y's rows off 16 bytes (N = 1001), over
+    PITCH_Y_MIN_MACS: the TMA kernel into y's workspace, copied out (interpreter: the Triton tier's; on sm_90 the
+    Gluon fp8 kernel for a "gluon" config); every element of a poisoned y right."""
+    import gemmkit
+    from _util import check_8bit, q8, scales
+
+    M, N, K = 72, 1001, 2048  # 147.6 M multiply-adds
+    x, w, xs, ws = q8(M, K, dtype=FP8), q8(N, K, dtype=FP8), scales(M, 1), scales(1, N)
+    cfg = configs.validate_config(dict(TILE, BLOCK_SIZE_K=128))
+    before = dict(launches)
+    y = gemmkit.gemm_a8w8(x, w, xs, ws, out=poisoned((M, N), BF16), config=cfg)
+    launched = {k: v - before.get(k, 0) for k, v in launches.items() if v != before.get(k, 0)}
+    assert launched.get(D.TRITON_TMA) == 1 and D.TRITON_POINTER not in launched, launched
+    check_8bit(y, x, w, xs, ws)
 
 
 # ----------------------------------------------------------------------------- a Gluon kernel that fails to compile
