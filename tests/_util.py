@@ -53,6 +53,13 @@ def poisoned(shape, dtype, device="cpu"):
     return torch.full(shape, float("nan"), dtype=dtype, device=device)
 
 
+def dispatch_copies(choice) -> int:
+    """The pad_rows_kernel launches a dense call of dispatch Choice `choice` makes: x's copy (pad_k, pad_m or its
+    pitch), w's (pad_k's where it copies w, pad_n or its pitch) and y's out of its workspace (pitch_y)."""
+    return (bool(choice.pad_k or choice.pad_m or choice.pitch_x) + bool(choice.pad_k and choice.pad_k_w or choice.pad_n
+                                                                        or choice.pitch_w) + bool(choice.pitch_y))
+
+
 def untouched_empty(numel: int, dtype, device="cpu"):
     """torch.empty(numel) whose pages stay untouched (a CPU buffer of GiBs that costs only the pages its few real
     elements sit on): conftest's deterministic mode would fill every element of it (8.4 GiB resident for

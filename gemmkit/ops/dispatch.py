@@ -211,7 +211,9 @@ def dense(cfg: dict, target, x2, w, y, scaling=G.NO_SCALING, interpreting: bool 
         padded = _padded(cfg, target, x2, w, y, scaling, passed, interpreting, epilogue)
         if padded is not None:
             return padded
-        workspace = _y_workspace(cfg, target, x2, w, y, scaling, passed, interpreting, epilogue)
+        unsplit = cfg.get("backend") == "gluon" and cfg.get("NUM_KSPLIT", 1) > 1 and (y.shape[1] * 4) % H.TMA_ALIGN
+        workspace = _y_workspace(y, y.shape[0] * y.shape[1] * x2.shape[1], passed, lambda ws: dense(
+            dict(cfg, NUM_KSPLIT=1) if unsplit else cfg, target, x2, w, ws, scaling, interpreting, epilogue))
         if workspace is not None:
             return workspace
     tile = G.fallback_stages(tile, target, x2.element_size(), y.element_size(), tma=False)
@@ -296,22 +298,20 @@ def _scale_blocks_cover(KP: int, K: int, scaling) -> bool:
 PITCH_Y_MIN_MACS = 1 << 27  # M * N * K under this: the pointer kernel, the copy's launch is most of the call
 
 
-def _y_workspace(cfg, target, x2, w, y, scaling, passed, interpreting, epilogue) -> Choice | None:
+def _y_workspace(y, macs: int, passed, route) -> Choice | None:
     """The kernel that serves the call into a workspace of y's shape at a 16-byte row pitch (`Choice.pitch_y`), where
-    y's rows are off TMA's rule, the call holds at least PITCH_Y_MIN_MACS multiply-adds and the stand-in call goes to
-    a TMA kernel (Gluon or the Triton tier's, on `pad_k`'s copies where x's or w's rows are off too); None otherwise.
-    (In the interpreter the Gluon kernels are passed over: the Triton TMA kernel alone.)"""
+    y's rows are off TMA's rule, the call holds at least PITCH_Y_MIN_MACS multiply-adds (`macs`) and route(stand-in),
+    the dispatch of the same call into that workspace, names a TMA kernel (Gluon or the Triton tier's, on `pad_k`'s
+    copies where x's or w's rows are off too); None otherwise. (In the interpreter the Gluon kernels are passed over:
+    the Triton TMA kernels alone.) `dense` and `gated` ask it."""
     M, N = y.shape
-    if not PITCH or y.stride(-1) != 1 or H.tma_compatible(y) or M * N * x2.shape[1] < PITCH_Y_MIN_MACS:
+    if not PITCH or y.stride(-1) != 1 or H.tma_compatible(y) or macs < PITCH_Y_MIN_MACS:
         return None
     import torch
 
     per = max(1, H.TMA_ALIGN // y.element_size())
     np_ = H.cdiv(N, per) * per
-    stand_in = torch.empty((M, np_), dtype=y.dtype, device="meta")[:, :N]
-    if cfg.get("backend") == "gluon" and cfg.get("NUM_KSPLIT", 1) > 1 and (N * 4) % H.TMA_ALIGN:
-        cfg = dict(cfg, NUM_KSPLIT=1)
-    inner = dense(cfg, target, x2, w, stand_in, scaling, interpreting, epilogue)
+    inner = route(torch.empty((M, np_), dtype=y.dtype, device="meta")[:, :N])
     if inner.path == "pointer":
         return None
     return dataclasses.replace(inner, passed_over=tuple(passed), pitch_y=np_)
@@ -613,10 +613,11 @@ def gated(cfg: dict, target, x2, w, y, *, activation: str) -> Choice:
     tier: its TMA kernel on a copy of x of whole boxes of rows where `pad_m` says so; where TMA cannot address w's
     rows, at a few tokens gemm_rows_kernel into fp32 partials that the gated reduce finishes
     (kernels/triton/gated.launch_rows), above them the TMA kernel on copies of x and of w where its own rows are off
-    (`pad_k`, `pad_k_w`)."""
+    (`pad_k`, `pad_k_w`); where h's rows are off 16 bytes, any of these into a workspace of 16-byte rows
+    (`_y_workspace`: `Choice.pitch_y`, ops/ffn.launch_gated copies h out of it)."""
     from ..kernels.triton import gated as TG
 
-    passed = []
+    passed, asked = [], cfg
     if cfg.get("backend", "triton") == "gluon":
         from ..kernels.gluon import hopper_pingpong
 
@@ -654,6 +655,11 @@ def gated(cfg: dict, target, x2, w, y, *, activation: str) -> Choice:
         if TG.tma_unsupported(tma_cfg, target, *stand_in, y) is None:
             inner = _rows_padded(Choice(GATED_TMA, tma_cfg), *stand_in)
             return dataclasses.replace(inner, passed_over=choice.passed_over, pad_k=KP, pad_k_w=copy_w)
+    if target.is_nvidia:  # h's rows off 16 bytes (I % 8 != 0): into a workspace of 16-byte rows (`_y_workspace`)
+        workspace = _y_workspace(y, 2 * y.shape[0] * y.shape[1] * x2.shape[1], choice.passed_over,
+                                 lambda ws: gated(asked, target, x2, w, ws, activation=activation))
+        if workspace is not None:
+            return workspace
     return choice
 
 

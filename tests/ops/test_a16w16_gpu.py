@@ -17,7 +17,7 @@ import gemmkit
 from gemmkit.reference import activation_ref
 from gemmkit.ops import dispatch as D
 
-from _util import ROOT, TOL, assert_sanitizer_clean, check_a16w16
+from _util import ROOT, TOL, assert_sanitizer_clean, check_a16w16, dispatch_copies
 
 pytestmark = pytest.mark.gpu
 DEV = "cuda"
@@ -95,9 +95,7 @@ def test_shapes(M, N, K, dtype, launches):
         assert choice.kernel == (hopper_coop.KERNEL_NAME if hopper_pingpong.is_coop(cfg) else
                                  hopper_pingpong.KERNEL_NAME)
     want = {choice.kernel}
-    copies = bool(choice.pad_k or choice.pad_m or choice.pitch_x) + \
-        bool(choice.pad_k and choice.pad_k_w or choice.pad_n or choice.pitch_w)
-    copies += bool(choice.pitch_y)
+    copies = dispatch_copies(choice)
     if copies:
         want.add("pad_rows_kernel")
         assert launches["pad_rows_kernel"] == before.get("pad_rows_kernel", 0) + copies

@@ -11,8 +11,9 @@ import torch
 
 import gemmkit
 from gemmkit import arch, configs
+from gemmkit.ops import dispatch as D
 
-from _util import check_8bit
+from _util import check_8bit, dispatch_copies
 
 pytestmark = pytest.mark.gpu
 DEV = "cuda"
@@ -28,10 +29,11 @@ def q8(*shape, dtype):
 SHAPES = [(8192, 8192, 8192), (4095, 4097, 1008), (1, 8192, 8192), (16, 10240, 8192), (128, 57344, 8192),
           (17, 31, 48), (333, 1000, 784), (4096, 4096, 4096), (64, 7168, 2048),
           (1000, 1024, 4096), (4096, 128, 2880), (724, 1152, 16928), (451, 320, 26400), (256, 576, 7168),
-          (200, 1024, 4096)]
+          (200, 1024, 4096), (300, 1001, 1000)]
 # (1000, 1024, 4096), (4096, 128, 2880): few tiles above M = 256, the 64 x 64 ping-pong (fp8); (724, ...), (451, ...):
 # the same on long K, the Triton tier's 128 x 128 split along K (fp8 `large_few_split_k`); the last two: few tiles at
-# 128 < M <= 256 (fp8 `m256_split`), the Triton tier's 64 x 64 split along K, and the 64 x 64 ping-pong
+# 128 < M <= 256 (fp8 `m256_split`), the Triton tier's 64 x 64 split along K, and the 64 x 64 ping-pong; (300, 1001,
+# 1000): y's rows and K's off 16 bytes, x and w copied, y through its workspace (ops/dispatch.py `_y_workspace`)
 
 
 @pytest.mark.parametrize("dtype", [FP8, torch.int8], ids=["fp8", "int8"])
@@ -46,13 +48,16 @@ def test_a8w8_shapes(M, N, K, dtype, launches):
     gemmkit.gemm_a8w8(x, w, xs, ws, bias, out=out)
     torch.cuda.synchronize()
     # one GEMM launch, plus the coop Gluon kernel's tail reduce where it splits its last round (8192³ on 132 SMs), plus
-    # at most one copy of x (to whole TMA boxes of rows, or K to 16-byte rows: ops/dispatch.py), plus the split-K
-    # reduce exactly where the served config splits K (int8's few tiles: the Triton tier)
+    # the dispatch's copies (x to whole TMA boxes of rows, x and w to 16-byte rows, y out of its workspace where N % 8
+    # != 0: ops/dispatch.py), plus the split-K reduce exactly where the served config splits K (int8's few tiles:
+    # the Triton tier)
     tails, pads = launches["tail_reduce_kernel"] - tail_before, launches["pad_rows_kernel"] - pad_before
     splits = launches["splitk_reduce_kernel"] - split_before
     table_op = "a8w8_int8" if dtype == torch.int8 else "a8w8"
-    assert splits == (configs.serve(table_op, arch.current(), M, N, K)[0].get("NUM_KSPLIT", 1) > 1)
-    assert sum(launches.values()) - tails - pads - splits == before + 1 and tails in (0, 1) and pads in (0, 1)
+    cfg = configs.serve(table_op, arch.current(), M, N, K)[0]
+    assert splits == (cfg.get("NUM_KSPLIT", 1) > 1)
+    assert pads == dispatch_copies(D.for_shape(table_op, cfg, arch.current(), M, N, K))
+    assert sum(launches.values()) - tails - pads - splits == before + 1 and tails in (0, 1)
     if (M, N, K, dtype) == (8192, 8192, 8192, FP8) and arch.current().num_cus == 132:
         assert tails == 1
     check_8bit(out, x, w, xs, ws, bias)
@@ -107,7 +112,9 @@ BS_SHAPES = [(4096, 2112, 7168), (4096, 24576, 1536), (4096, 32768, 512), (128, 
              (8, 28672, 4096), (3, 28672, 4160),
              # `decode_pingpong_wide`: the Gluon ping-pong at M = 13-16 on 4.5-10.5 tiles an SM (x in boxes of its rows;
              # K = 1152 ends in a partial scale box of 4)
-             (13, 40000, 1152), (16, 51200, 5120)]
+             (13, 40000, 1152), (16, 51200, 5120),
+             # y's rows and K's off 16 bytes: x and w copied, y through its workspace (ops/dispatch.py `_y_workspace`)
+             (300, 1001, 1000)]
 
 
 @pytest.mark.parametrize("M,N,K", BS_SHAPES, ids=[f"{m}x{n}x{k}" for m, n, k in BS_SHAPES])

@@ -263,6 +263,10 @@ def test_gated_and_split_cat_rules():
     with pytest.raises(ValueError, match="shared memory for the gated tile"):  # fits no kernel there
         gated_choice(TILE, MI300, x, w, h)
     assert gated_choice(TILE, H200, x, w, meta(64, 250, stride=(250, 1))).passed_over[0][1].startswith("y: TMA needs")
+    # h's rows off 16 bytes above PITCH_Y_MIN_MACS (gate and up): the TMA kernel into a workspace of 16-byte rows
+    odd = gated_choice(TILE, H200, meta(64, 4096), meta(2 * 1001, 4096), meta(64, 1001))
+    assert (odd.kernel, odd.pitch_y) == (D.GATED_TMA, 1008) and odd.passed_over[0][1].startswith("y: TMA needs")
+    assert gated_choice(TILE, H200, meta(64, 512), meta(2 * 1001, 512), meta(64, 1001)).kernel == D.GATED_POINTER
     with pytest.raises(ValueError, match="the gated GEMM runs on the Triton tier or a Gluon gated tile"):
         gated_choice(dict(TILE, backend="cuda"), H200, x, w, h)
 
@@ -752,6 +756,24 @@ def test_fp8_output_off_runs_the_workspace_right(launches):
     launched = {k: v - before.get(k, 0) for k, v in launches.items() if v != before.get(k, 0)}
     assert launched.get(D.TRITON_TMA) == 1 and D.TRITON_POINTER not in launched, launched
     check_8bit(y, x, w, xs, ws)
+
+
+@pytest.mark.interpreter
+def test_gated_output_off_runs_the_workspace_right(launches):
+    """gemm_a16w16_gated with h's rows off 16 bytes (I = 1001) and K's too, over PITCH_Y_MIN_MACS: the gated TMA
+    kernel on x's and w's copies into h's workspace, copied out; every element of a poisoned h right."""
+    import gemmkit
+    from _util import check_gated
+
+    M, I, K = 40, 1001, 1701  # 136 M multiply-adds (gate and up)
+    x, w = randn(M, K, dtype=BF16), randn(2 * I, K, dtype=BF16)
+    cfg = configs.validate_config(dict(TILE, BLOCK_SIZE_M=64))
+    before = dict(launches)
+    h = gemmkit.gemm_a16w16_gated(x, w, activation="gelu", out=poisoned((M, I), BF16), config=cfg)
+    launched = {k: v - before.get(k, 0) for k, v in launches.items() if v != before.get(k, 0)}
+    assert launched.get(D.GATED_TMA) == 1 and D.GATED_POINTER not in launched, launched
+    assert launched.get("pad_rows_kernel") == 3, launched  # x, w, then h out of its workspace
+    check_gated(h, x, w, "gelu")
 
 
 # ----------------------------------------------------------------------------- a Gluon kernel that fails to compile

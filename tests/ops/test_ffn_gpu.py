@@ -46,7 +46,9 @@ GATED_SHAPES = [(1, 14336, 4096), (8, 28672, 8192), (16, 14336, 4096), (64, 1433
                 # the config model's gated answers: few tiles split along K (`fit`), `gated_rows`' 64-row tile
                 (128, 2048, 7168), (32, 2048, 7168), (512, 2048, 7168), (414, 13808, 7232), (287, 1904, 3088),
                 # K % 8 != 0: M <= 16 gemm_rows_kernel + the gated reduce, above it the TMA kernel on copies (pad_k)
-                (1, 4096, 4095), (16, 5000, 7001), (3, 2880, 2881), (37, 1000, 1001), (4096, 4096, 4095)]
+                (1, 4096, 4095), (16, 5000, 7001), (3, 2880, 2881), (37, 1000, 1001), (4096, 4096, 4095),
+                # h's rows off 16 bytes (I % 8 != 0): the TMA kernel into h's workspace, K's rows copied or not
+                (77, 1001, 2001), (300, 1001, 1024)]
 
 
 @pytest.mark.parametrize("M,I,K", GATED_SHAPES, ids=[f"{m}x{i}x{k}" for m, i, k in GATED_SHAPES])
