@@ -18,8 +18,6 @@ ARGS = ARGS.parse_args()
 
 import datetime  # noqa: E402
 import json  # noqa: E402
-import os  # noqa: E402
-import subprocess  # noqa: E402
 import sys  # noqa: E402
 
 import torch  # noqa: E402
@@ -27,6 +25,7 @@ import triton  # noqa: E402
 
 sys.path.insert(0, ".")
 from gemmkit import arch, callplan, configs  # noqa: E402
+from gemmkit.bench import git_sha  # noqa: E402
 from gemmkit.bench.ops import BENCH_OPS  # noqa: E402
 from gemmkit.bench.timing import rotation_count, time_graph  # noqa: E402
 from gemmkit.ops import dispatch as D  # noqa: E402
@@ -79,10 +78,8 @@ for name, dtype, M, N, K, what in SHAPES:
     rows.append(row)
     print(json.dumps(row), flush=True)
 
-sha = os.environ.get("GEMMKIT_GIT_SHA") or subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
-                                                          text=True).stdout.strip() or "unknown"
 out = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "triton": triton.__version__,
-       "date": datetime.date.today().isoformat(), "git_sha": sha,
+       "date": datetime.date.today().isoformat(), "git_sha": git_sha(),
        "method": "CUDA-graph replay, inputs rotated past the L2; the served call (y's workspace) and the same call "
                  "with dispatch._y_workspace off (what served it before), ABBA, the better of each pair; the vendor "
                  "between them (mean of two)",
