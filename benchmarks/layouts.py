@@ -5,8 +5,9 @@ rotated past the L2, ABBA. The dispatch sends a transposed operand to the Triton
 kernels take rows along K only: ops/dispatch.py), a layout never timed before this script.
 
 Predicted (2026-12-05, before any run): the pointer kernel at 0.5-0.8x of the contiguous call at M >= 1024; near
-even at M <= 16 (one pass over w either way). Where it is under ~0.8x, a copy of the transposed operand to rows along
-K (one read and write of it) ahead of the TMA kernels would pay from about M = 256 on a 4096 x 4096 weight.
+even at M <= 16 (one pass over w either way; M from 2: a (1, K) view of a (K, 1) tensor has rows one element apart,
+not a transposed layout). Where it is under ~0.8x, a copy of the transposed operand to rows along K (one read and
+write of it) ahead of the TMA kernels would pay from about M = 256 on a 4096 x 4096 weight.
 
     PYTHONPATH=. python3 benchmarks/layouts.py benchmarks/results/<gpu>/layouts.json"""
 import argparse
@@ -29,7 +30,7 @@ from gemmkit.bench import git_sha  # noqa: E402
 from gemmkit.bench.timing import rotation_count, time_graph  # noqa: E402
 from gemmkit.ops import dispatch as D  # noqa: E402
 
-SHAPES = [(1, 4096, 4096), (16, 4096, 4096), (256, 4096, 4096), (1024, 4096, 4096), (4096, 4096, 4096),
+SHAPES = [(2, 4096, 4096), (16, 4096, 4096), (256, 4096, 4096), (1024, 4096, 4096), (4096, 4096, 4096),
           (2048, 14336, 4096), (2048, 4096, 14336)]
 LAYOUTS = ("contiguous", "w_t", "x_t", "both_t")
 L2 = torch.cuda.get_device_properties(0).L2_cache_size

@@ -211,9 +211,15 @@ def dense(cfg: dict, target, x2, w, y, scaling=G.NO_SCALING, interpreting: bool 
         padded = _padded(cfg, target, x2, w, y, scaling, passed, interpreting, epilogue)
         if padded is not None:
             return padded
-        unsplit = cfg.get("backend") == "gluon" and cfg.get("NUM_KSPLIT", 1) > 1 and (y.shape[1] * 4) % H.TMA_ALIGN
-        workspace = _y_workspace(y, y.shape[0] * y.shape[1] * x2.shape[1], passed, lambda ws: dense(
-            dict(cfg, NUM_KSPLIT=1) if unsplit else cfg, target, x2, w, ws, scaling, interpreting, epilogue))
+        def route(ws):  # a Gluon split whose fp32 rows would be off 16 bytes: unsplit if the Gluon kernel takes it so
+            inner = dense(cfg, target, x2, w, ws, scaling, interpreting, epilogue)
+            if inner.path != "gluon" and cfg.get("backend") == "gluon" and cfg.get("NUM_KSPLIT", 1) > 1 and \
+                    (y.shape[1] * 4) % H.TMA_ALIGN:
+                unsplit = dense(dict(cfg, NUM_KSPLIT=1), target, x2, w, ws, scaling, interpreting, epilogue)
+                return unsplit if unsplit.path == "gluon" else inner  # (the Triton tier keeps its split)
+            return inner
+
+        workspace = _y_workspace(y, y.shape[0] * y.shape[1] * x2.shape[1], passed, route)
         if workspace is not None:
             return workspace
     tile = G.fallback_stages(tile, target, x2.element_size(), y.element_size(), tma=False)

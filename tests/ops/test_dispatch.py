@@ -58,6 +58,9 @@ def test_unaligned_output_passes_over_gluon_and_tma_and_says_why(monkeypatch):
     split = D.dense(dict(GLUON, NUM_KSPLIT=4), H200, *dense_meta(256, 502, 2048))
     assert split.pitch_y == 504 and split.config["NUM_KSPLIT"] == 1  # split-K's fp32 rows would be off 16 bytes
     assert D.dense(dict(GLUON, NUM_KSPLIT=4), H200, *dense_meta(256, 500, 2048)).config["NUM_KSPLIT"] == 4
+    # the Gluon kernel passed over anyway (here: the interpreter): the Triton tier keeps the split
+    tier = D.dense(dict(GLUON, NUM_KSPLIT=4), H200, *dense_meta(256, 502, 2048), interpreting=True)
+    assert (tier.kernel, tier.pitch_y, tier.config["NUM_KSPLIT"]) == (D.TRITON_TMA, 504, 4)
     assert D.dense(dict(GLUON, NUM_KSPLIT=4), H200, *dense_meta(256, 504, 2048)).config["NUM_KSPLIT"] == 4
     triton = D.dense(TILE, H200, *dense_meta(256, 500, 2048))  # the Triton tier's TMA kernel takes the workspace too
     assert triton.kernel == D.TRITON_TMA and triton.pitch_y == 504
