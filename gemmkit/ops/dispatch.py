@@ -296,11 +296,11 @@ def _scale_blocks_cover(KP: int, K: int, scaling) -> bool:
 # (ab/pitch_y.json, the Gluon bf16 kernels): 3000 x 777 x 5000 22x faster, 900 x 4500 x 2600 34x, 300 x 3001 x 3000
 # 12x; 50257 x 4096 at M = 1 / 16 / 128 / 1024 / 4096 +7% / +5% / +13% / +16% / +18%; 64 x 1001 x 1024 (65 M
 # multiply-adds) -18%: hence PITCH_Y_MIN_MACS. Taken wherever the stand-in call (y at that pitch) goes to a TMA
-# kernel: the Gluon ones (a Gluon config unsplit where split-K's fp32 rows would be off 16 bytes too,
-# hopper_host.launch_dense: N % 4 == 0) and the Triton tier's (its split-K partials are addressed by pointer), on
-# `pad_k`'s copies too. Not yet timed beyond the Gluon bf16 kernels: the 8-bit kernels and the Triton TMA kernel
-# against a pointer kernel as slow (fp8 on rows off 16 bytes: 42 TFLOP/s at 3000 x 5000 x 7000, "Unaligned K" in
-# docs/PERF.md, where the copies beat it 1.5-26x).
+# kernel: the Gluon ones (a Gluon split config unsplit where its fp32 rows would be off 16 bytes too and the Gluon
+# kernel then takes the call, hopper_host.launch_dense: N % 4 == 0) and the Triton tier's (its split-K partials are
+# addressed by pointer: it keeps the split), on `pad_k`'s copies too. Not yet timed beyond the Gluon bf16 kernels:
+# the 8-bit kernels and the Triton TMA kernel against a pointer kernel as slow (fp8 on rows off 16 bytes: 42 TFLOP/s
+# at 3000 x 5000 x 7000, "Unaligned K" in docs/PERF.md, where the copies beat it 1.5-26x).
 PITCH_Y_MIN_MACS = 1 << 27  # M * N * K under this: the pointer kernel, the copy's launch is most of the call
 
 
@@ -766,19 +766,26 @@ def run_gluon(choice: Choice, launch, fallback):
         fallback()
 
 
+def run_in_workspace(choice: Choice, y, compile_only, launch):
+    """`choice.pitch_y` (`_y_workspace`): launch(ws) into a workspace of y's shape at rows of choice.pitch_y elements,
+    then y copied out of it (kernels/triton/pad.copy_rows). launch_dense and ops/ffn.launch_gated run it."""
+    import torch
+
+    from ..kernels.triton import pad
+
+    ws = torch.empty((y.shape[0], choice.pitch_y), dtype=y.dtype, device=y.device)[:, :y.shape[1]]
+    launch(ws)
+    pad.copy_rows(ws, y, compile_only)
+
+
 def launch_dense(choice: Choice, x2, w, bias, y, activation, target, scaling=G.NO_SCALING, compile_only=False):
     """Launch the kernel `choice` names for a dense GEMM (x2, w, y 2-D, as `dense` saw them: dense.matrix_operand
     first; bias (N,) contiguous or None), on padded copies of x2 and w where `choice.pad_k` / `pad_m` / `pad_n` say
     so: the kernels take an x of more rows than y's and a w of more rows than y's columns, and y's bounds drop the
     rows and columns past M and N; `choice.pitch_y`: into a workspace at a 16-byte row pitch, then copied to y."""
     if choice.pitch_y:
-        import torch
-
-        from ..kernels.triton import pad
-
-        ws = torch.empty((y.shape[0], choice.pitch_y), dtype=y.dtype, device=y.device)[:, :y.shape[1]]
-        launch_dense(dataclasses.replace(choice, pitch_y=0), x2, w, bias, ws, activation, target, scaling, compile_only)
-        pad.copy_rows(ws, y, compile_only)
+        run_in_workspace(choice, y, compile_only, lambda ws: launch_dense(
+            dataclasses.replace(choice, pitch_y=0), x2, w, bias, ws, activation, target, scaling, compile_only))
         return
     if choice.pad_k or choice.pad_m or choice.pad_n or choice.pitch_x or choice.pitch_w:
         from ..kernels.triton import pad

@@ -149,13 +149,8 @@ def launch_gated(x2, w, y, activation, cfg, target, compile_only=False):
     for h's dtype). Where h's rows are off 16 bytes (`choice.pitch_y`), into a workspace of 16-byte rows first."""
     choice = D.gated(cfg, target, x2, w, y, activation=activation)
     if choice.pitch_y:  # h's rows off 16 bytes: the call into a workspace of 16-byte rows, then h copied out of it
-        import torch
-
-        from ..kernels.triton import pad
-
-        ws = torch.empty((y.shape[0], choice.pitch_y), dtype=y.dtype, device=y.device)[:, :y.shape[1]]
-        launch_gated(x2, w, ws, activation, cfg, target, compile_only)
-        pad.copy_rows(ws, y, compile_only)
+        D.run_in_workspace(choice, y, compile_only,
+                           lambda ws: launch_gated(x2, w, ws, activation, cfg, target, compile_only))
         return
     if choice.path == "gluon":
         from ..kernels.gluon import hopper_coop, hopper_pingpong
