@@ -201,9 +201,10 @@ def dense(cfg: dict, target, x2, w, y, scaling=G.NO_SCALING, interpreting: bool 
         passed.append((gluon, why))
     tile = G.triton_tile(cfg, fp8)
     if target.is_nvidia:
-        why = G.tma_unsupported(tile, target, x2, w, y)
+        tma_tile = G.fallback_stages(tile, target, x2.element_size(), y.element_size(), tma=True)
+        why = G.tma_unsupported(tma_tile, target, x2, w, y)
         if why is None:
-            return _rows_padded(Choice(TRITON_TMA, tile, tuple(passed)), x2, w)
+            return _rows_padded(Choice(TRITON_TMA, tma_tile, tuple(passed)), x2, w)
         passed.append((TRITON_TMA, why))
         rows = _rows_kernel(tile, target, x2, w, scaling, passed)
         if rows is not None:
@@ -237,20 +238,32 @@ ROWS_KERNEL = os.environ.get("GEMMKIT_ROWS_KERNEL", "1") != "0"
 
 
 def _row_misaligned(t) -> bool:
-    """Unit stride along K, but rows (or the base) off TMA's 16-byte rule: what a copy fixes. (A transposed
-    operand, unit stride along its rows, is the pointer kernel's own case and is left as it is.)"""
+    """Unit stride along K, but rows (or the base) off TMA's 16-byte rule: what a copy fixes. (An operand
+    transposed in memory, unit stride along its rows, is left as it is: the TMA kernel's where that storage meets
+    TMA's rules and it is 16-bit, kernels/triton/dense.mn_major, else the pointer kernel's.)"""
     return t.stride(-1) == 1 and not H.tma_compatible(t)
+
+
+def _x_transposed_copy(x2, w) -> bool:
+    """Whether x is transposed in memory (unit stride along M) where no TMA kernel reads it in place (its (K, M)
+    storage off TMA's rules: M % 8 != 0 for 16-bit x, 8-bit x: kernels/triton/dense.mn_major) and holds at most w's
+    bytes: a copy of x to rows along K (one read and write of the smaller operand) lets the TMA and Gluon kernels run
+    instead of the pointer kernel (H100, 2 x 4096 x 4096 bf16 with x of strides (1, 2): the pointer kernel 45 us,
+    the contiguous call 16 us; benchmarks/layouts.py)."""
+    return x2.stride(-1) != 1 and not G.mn_major(x2) and x2.numel() * x2.element_size() <= w.numel() * w.element_size()
 
 
 def _padded(cfg, target, x2, w, y, scaling, passed, interpreting, epilogue) -> Choice | None:
     """The kernel that serves the call on padded copies of x and w, where a copy is what stands between the call
-    and a TMA kernel: y meets TMA's rules, and x or w only breaks them by its rows."""
+    and a TMA kernel: y meets TMA's rules, and x or w only breaks them by its rows, or x is a small transposed
+    operand TMA cannot read in place (`_x_transposed_copy`: copied whole, `pad_k` = K where K's rows are aligned)."""
     M, K = x2.shape
     if not _copies_align(x2, w, y):
         return None
     import torch
 
-    KP = _copy_k(K, x2.element_size(), scaling)
+    # (x copied for its layout alone, `_x_transposed_copy`: rows of K, so w stays as it is)
+    KP = _copy_k(K, x2.element_size(), scaling) if _row_misaligned(x2) or _row_misaligned(w) else K
     # w is copied only where its own rows are off or the copy's rows are longer than K (an x sliced from a wider one
     # at K % 8 == 0 leaves the weight as it is: the kernels take x and w of one K)
     copy_w = _row_misaligned(w) or KP != K
@@ -264,9 +277,11 @@ def _padded(cfg, target, x2, w, y, scaling, passed, interpreting, epilogue) -> C
 
 def _copies_align(x2, w, y) -> bool:
     """Whether copies of x and w (`pad_k`) are what stands between the call and a TMA kernel: y meets TMA's rules,
-    and x or w only breaks them by its rows."""
-    return H.tma_compatible(y) and (_row_misaligned(x2) or _row_misaligned(w)) and \
-        all(t.stride(-1) == 1 or H.tma_compatible(t) for t in (x2, w))
+    and x or w only breaks them by its rows (or x is copied whole: `_x_transposed_copy`), the other read in place
+    (along K, or transposed where a TMA kernel reads it so: kernels/triton/dense.mn_major)."""
+    copy_x = _row_misaligned(x2) or _x_transposed_copy(x2, w)
+    return H.tma_compatible(y) and (copy_x or _row_misaligned(w)) and \
+        (copy_x or x2.stride(-1) == 1 or G.mn_major(x2)) and (w.stride(-1) == 1 or G.mn_major(w))
 
 
 def _copy_k(K: int, element_size: int, scaling=G.NO_SCALING) -> int:
@@ -494,11 +509,14 @@ def pitch(kernel: str, cfg: dict, x2, w, rows: int = 0, cols: int = 0) -> tuple[
 
 def _rows_padded(choice: Choice, x2, w) -> Choice:
     """`choice` with the copies of x (`pad_m`) and w (`pad_n`) to whole TMA boxes of rows and to a 128-byte row
-    pitch (`pitch`) that its call needs."""
+    pitch (`pitch`) that its call needs; none of an operand transposed in memory (the TMA kernel reads it where it
+    lies: kernels/triton/dense.mn_major)."""
     M, K, N = x2.shape[0], x2.shape[1], w.shape[0]
-    rows = pad_m(choice.kernel, choice.config, M, N, K, x2.element_size(), w.element_size())
-    cols = pad_n(choice.kernel, choice.config, M, N, K, x2.element_size(), w.element_size())
+    x_rows, w_rows = x2.stride(-1) == 1, w.stride(-1) == 1
+    rows = pad_m(choice.kernel, choice.config, M, N, K, x2.element_size(), w.element_size()) if x_rows else 0
+    cols = pad_n(choice.kernel, choice.config, M, N, K, x2.element_size(), w.element_size()) if w_rows else 0
     px, pw = pitch(choice.kernel, choice.config, x2, w, rows, cols)
+    px, pw = px if x_rows else 0, pw if w_rows else 0
     return dataclasses.replace(choice, pad_m=rows, pad_n=cols, pitch_x=px, pitch_w=pw) if rows or cols or px or pw \
         else choice
 

@@ -96,6 +96,36 @@ def test_tma_path(launches):
         _check(y, x, w, bias, "relu", dtype)
 
 
+@pytest.mark.parametrize("layout", ["x_t", "w_t", "both_t"])
+def test_tma_reads_transposed_operands_where_they_lie(layout, launches):
+    """x / w transposed in memory (unit stride along M / N: W.t() of a (K, N) weight) whose storage meets TMA's rules:
+    the TMA kernel reads it where it lies (X_KM / W_KN: boxes of the (K, M) / (K, N) storage), no copy launched,
+    split-K and the persistent loop too; every element against float64. Storage TMA cannot take (rows of 86 bytes):
+    x copied whole to rows along K (it holds no more than w: ops/dispatch._x_transposed_copy), w left to the pointer
+    kernel."""
+    dtype = torch.bfloat16
+    cfg = {"BLOCK_SIZE_M": 16, "BLOCK_SIZE_N": 32, "BLOCK_SIZE_K": 32, "GROUP_SIZE_M": 2, "num_warps": 4,
+           "num_stages": 2, "tma": True}
+    for M, N, K, split, persistent in [(48, 40, 72, 1, False), (24, 64, 200, 3, True), (8, 8, 8, 1, False)]:
+        x = randn(K, M, dtype=dtype).t() if layout != "w_t" else randn(M, K, dtype=dtype)
+        w = randn(K, N, dtype=dtype).t() if layout != "x_t" else randn(N, K, dtype=dtype)
+        bias = randn(N, dtype=dtype)
+        before = dict(launches)
+        y = gemmkit.gemm_a16w16(x, w, bias, activation="silu", out=poisoned((M, N), dtype),
+                                config={**cfg, "NUM_KSPLIT": split, "persistent": persistent})
+        ran = {k: v - before.get(k, 0) for k, v in launches.items() if v != before.get(k, 0)}
+        assert ran == ({"gemm_tma_kernel": 1, "splitk_reduce_kernel": 1} if split > 1 else {"gemm_tma_kernel": 1})
+        _check(y, x, w, bias, "silu", dtype)
+    M = N = 40
+    x = randn(K, M + 3, dtype=dtype)[:, :M].t() if layout != "w_t" else randn(M, K, dtype=dtype)
+    w = randn(K, N + 3, dtype=dtype)[:, :N].t() if layout != "x_t" else randn(N, K, dtype=dtype)
+    before = dict(launches)
+    y = gemmkit.gemm_a16w16(x, w, config={**cfg, "persistent": False})
+    ran = {k: v - before.get(k, 0) for k, v in launches.items() if v != before.get(k, 0)}
+    assert ran == ({"pad_rows_kernel": 1, "gemm_tma_kernel": 1} if layout == "x_t" else {"gemm_kernel": 1})
+    _check(y, x, w, None, None, dtype)
+
+
 def test_tma_falls_back_when_unaligned(launches):
     """K = 41 breaks TMA's 16-byte row rule: at M = 40 x and w are copied to rows of 48 (ops/dispatch.py,
     kernels/triton/pad.py) and the TMA kernel runs on the copies; an output whose rows break the rule (no copy helps

@@ -122,8 +122,11 @@ def test_strided_and_batched_inputs():
     K, N = 512, 384
     w_t = torch.randn(K, N, device=DEV, dtype=dtype).t()  # transposed weight
     x3 = torch.randn(4, 33, K, device=DEV, dtype=dtype)
-    x_cm = torch.randn(K, 70, device=DEV, dtype=dtype).t()
-    for x, w in [(x3, w_t), (x_cm, w_t), (x3[:, ::2], torch.randn(N, 2 * K, device=DEV, dtype=dtype)[:, ::2])]:
+    x_cm = torch.randn(K, 70, device=DEV, dtype=dtype).t()  # (K, 70) storage off TMA: copied (dispatch)
+    x_km = torch.randn(K, 64, device=DEV, dtype=dtype).t()  # (K, 64) storage: the TMA kernel reads it in place
+    w_c = torch.randn(N, K, device=DEV, dtype=dtype)
+    for x, w in [(x3, w_t), (x_cm, w_t), (x_km, w_t), (x_km, w_c), (x_cm, w_c),
+                 (x3[:, ::2], torch.randn(N, 2 * K, device=DEV, dtype=dtype)[:, ::2])]:
         y = gemmkit.gemm_a16w16(x, w)
         check(y, x, w)
 

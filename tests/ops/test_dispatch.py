@@ -388,10 +388,42 @@ def test_no_padding_where_it_cannot_help(monkeypatch):
     monkeypatch.setattr(D, "PITCH", False)
     assert D.dense(GLUON, H200, x, w, meta(256, 500)).pad_k == 0  # without the workspace no TMA kernel either way
     monkeypatch.undo()
-    transposed = meta(4095, 512).t()  # w (512, 4095) with unit stride along N: the pointer kernel's own layout
-    assert D.dense(GLUON, H200, x, transposed, meta(256, 512)).pad_k == 0
+    # w (512, 4095) with unit stride along N: copied too where x's rows are (one K for both), read in place otherwise
+    transposed = D.dense(GLUON, H200, x, meta(4095, 512).t(), meta(256, 512))
+    assert (transposed.kernel, transposed.pad_k, transposed.pad_k_w) == (D.GLUON_BF16, 4096, True)
     assert D.dense(dict(TILE, tma=False), H200, x, w, meta(256, 512)).pad_k == 0  # no TMA kernel asked for
     assert D.dense(GLUON, MI300, x, w, meta(256, 512)).pad_k == 0  # AMD: no TMA
+
+
+def test_transposed_operands():
+    """x / w transposed in memory (unit stride along M / N): read in place by the TMA kernel where their storage meets
+    TMA's rules and they are 16-bit (its tile's stages fitted to the TMA path's shared memory, as the pointer path's
+    are); a small transposed x TMA cannot read (M % 8 != 0, or 8-bit) copied whole to rows along K for the Gluon
+    kernels; a large one, and a transposed w TMA cannot read, left to the pointer kernel."""
+    N = K = 4096
+    for M in (16, 1024):  # the swap-AB tile and the cooperative 128 x 256 (4 stages: 8 KiB over the TMA path's budget)
+        cfg = configs.serve("a16w16", H200, M, N, K)[0]
+        for x, w in ((meta(M, K), meta(K, N).t()), (meta(K, M).t(), meta(N, K)), (meta(K, M).t(), meta(K, N).t())):
+            c = D.dense(cfg, H200, x, w, meta(M, N))
+            assert (c.kernel, c.pad_k, c.pad_m, c.pitch_x, c.pitch_w) == (D.TRITON_TMA, 0, 0, 0, 0), (M, c)
+            assert G.smem_bytes(c.config, H200, 2, 2, tma=True) <= H200.shared_mem_bytes
+    for M in (2, 15):
+        cfg = configs.serve("a16w16", H200, M, N, K)[0]
+        c = D.dense(cfg, H200, meta(K, M).t(), meta(N, K), meta(M, N))
+        assert (c.kernel, c.pad_k, c.pad_k_w) == (D.GLUON_BF16, K, False), c
+        c = D.dense(cfg, H200, meta(K, M).t(), meta(K, N).t(), meta(M, N))  # x copied, w read transposed
+        assert (c.kernel, c.pad_k, c.pad_k_w) == (D.TRITON_TMA, K, False), c
+    fp8 = configs.serve("a8w8", H200, 2, N, K)[0]
+    e4m3 = torch.float8_e4m3fn
+    rowcol = G.Scaling("rowcol", meta(2, dtype=torch.float32), meta(N, dtype=torch.float32))
+    c = D.dense(fp8, H200, meta(K, 2, dtype=e4m3).t(), meta(N, K, dtype=e4m3), meta(2, N), rowcol)
+    assert (c.path != "pointer", c.pad_k) == (True, K), c  # (the decode row's Triton split tile, on the copy)
+    c = D.dense(fp8, H200, meta(2, K, dtype=e4m3), meta(K, N, dtype=e4m3).t(), meta(2, N), rowcol)
+    assert c.kernel == D.TRITON_POINTER, c  # 8-bit w transposed: sm_90's fp8 wgmma reads K-major operands only
+    big = configs.serve("a16w16", H200, 4095, 512, K)[0]  # x (4095 rows, transposed) larger than w: not copied
+    assert D.dense(big, H200, meta(K, 4095).t(), meta(512, K), meta(4095, 512)).kernel == D.TRITON_POINTER
+    c = D.dense(cfg, H200, meta(2, K), meta(K, N - 3).t(), meta(2, N - 3))  # w's storage off TMA: no copy
+    assert c.kernel in (D.TRITON_POINTER, D.TRITON_ROWS) and not c.pad_k, c
 
 
 def test_triton_config_with_rows_and_output_off_takes_the_copies():
@@ -517,24 +549,27 @@ def test_block_scales_past_the_last_are_never_read(K, bk):
 @pytest.mark.parametrize("M", [2, 17, 48])  # the M_LEQ_16 / 32 / 64 buckets
 def test_a_gluon_config_falls_back_with_the_stages_that_fit(M):
     """The config model's wide swap-AB tiles (`swap_wide`: 128 weight rows, 6-8 stages, within the Gluon kernel's
-    budget, which takes num_stages as an upper bound) run on the Triton tier with as many stages as fit it where the
-    Gluon kernel declines the call (x with a non-unit last stride: it raised ValueError); a Triton config's stages
-    stay as asked, and too many still raise."""
+    budget, which takes num_stages as an upper bound) run on the Triton tier with as many stages as fit its path where
+    the Gluon kernel declines the call (the interpreter: the TMA kernel; a transposed w whose storage TMA cannot read:
+    the pointer kernel; both raised ValueError once); a Triton config's stages stay as asked, and too many still
+    raise."""
     N, K = 12000, 4096
     cfg, why = configs.serve("a16w16", H200, M, N, K)
     assert cfg["backend"] == "gluon" and cfg["BLOCK_SIZE_N"] == 128 and "wide swap-AB" in why
     with pytest.raises(ValueError, match="shared memory"):  # the served stages do not fit the Triton tier
         G.check_feasible(G.triton_tile(cfg), H200, 2, 2, tma=False)
-    x_cols = meta(M, K, stride=(1, M))
-    choice = D.dense(cfg, H200, x_cols, meta(N, K), meta(M, N), interpreting=False)
-    assert choice.kernel == D.TRITON_POINTER and choice.config["num_stages"] < cfg["num_stages"]
-    G.check_feasible(choice.config, H200, 2, 2, tma=False)
-    assert G.smem_bytes(dict(choice.config, num_stages=choice.config["num_stages"] + 1), H200, 2, 2, False) > \
-        H200.shared_mem_bytes  # as many as fit
+    w_off = meta(N, K, stride=(1, N + 1))  # transposed, its (K, N) storage's rows off 16 bytes
+    for kernel, call, tma in ((D.TRITON_TMA, (*dense_meta(M, N, K), True), True),
+                              (D.TRITON_POINTER, (meta(M, K), w_off, meta(M, N), False), False)):
+        choice = D.dense(cfg, H200, *call[:3], interpreting=call[3])
+        assert choice.kernel == kernel and choice.config["num_stages"] < cfg["num_stages"]
+        G.check_feasible(choice.config, H200, 2, 2, tma=tma)
+        assert G.smem_bytes(dict(choice.config, num_stages=choice.config["num_stages"] + 1), H200, 2, 2, tma) > \
+            H200.shared_mem_bytes  # as many as fit
     assert D.dense(cfg, H200, *dense_meta(M, N, K), interpreting=False).config == cfg  # the Gluon kernel: as served
     triton_cfg = dict(cfg, backend="triton")
     with pytest.raises(ValueError, match="shared memory"):
-        D.dense(triton_cfg, H200, x_cols, meta(N, K), meta(M, N), interpreting=False)
+        D.dense(triton_cfg, H200, meta(M, K), w_off, meta(M, N), interpreting=False)
 
 
 @pytest.mark.interpreter

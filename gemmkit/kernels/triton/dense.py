@@ -131,12 +131,21 @@ def tma_fit_unsupported(cfg: dict, target, in_bytes: int, out_bytes: int) -> str
     return C.fit_reason(check_feasible, cfg, target, in_bytes, out_bytes, tma=True)
 
 
+def mn_major(t) -> bool:
+    """Whether the 2-D operand `t` is transposed in memory (unit stride along its rows: a (K, N) weight passed as
+    W.t()) with storage TMA takes, 16-bit: the TMA kernel reads it where it lies (X_KM / W_KN, gemm_tma.py)."""
+    return t.element_size() == 2 and t.stride(-1) != 1 and C.tma_compatible(t.t())
+
+
 def tma_unsupported(cfg: dict, target, x2, w, y) -> str | None:
     """Why the TMA kernel cannot take this call (None: it can): the config asks for it, the target has it,
-    x, w and y meet TMA's rules and the output staging tile fits (an fp32 output doubles it). The pointer kernel
-    runs the same tiles otherwise (ops/dispatch.py orders the kernels)."""
+    x, w (either as it is or transposed in memory, 16-bit: `mn_major`) and y meet TMA's rules and the output staging
+    tile fits (an fp32 output doubles it). The pointer kernel runs the same tiles otherwise (ops/dispatch.py orders
+    the kernels)."""
     return C.tma_reason(cfg, target, {"x": x2, "w": w, "y": y},
-                        lambda: tma_fit_unsupported(cfg, target, x2.element_size(), y.element_size()))
+                        lambda: tma_fit_unsupported(cfg, target, x2.element_size(), y.element_size()),
+                        lambda t: C.tma_compatible(t) or (t is not y and mn_major(t)),
+                        C.TMA_RULE_2D + " (x and w 16-bit: or the same of their transpose)")
 
 
 def pointer_config(cfg: dict, scale: str) -> dict:
@@ -204,34 +213,46 @@ def constexprs(cfg: dict, target, *, tma: bool, has_bias: bool, activation: str,
     return c
 
 
-def tma_constexprs(cfg: dict, target, **kw) -> dict:
-    """gemm_tma_kernel's: `constexprs` and its K step's boxes (K_BOX, SUB: `step_boxes`)."""
+def tma_constexprs(cfg: dict, target, x_km: bool = False, w_kn: bool = False, **kw) -> dict:
+    """gemm_tma_kernel's: `constexprs`, its K step's boxes (K_BOX, SUB: `step_boxes`) and whether x / w are read
+    transposed in memory (X_KM / W_KN: `mn_major`)."""
     c = constexprs(cfg, target, tma=True, even_k=False, **kw)
     c["K_BOX"], c["SUB"] = step_boxes(cfg["BLOCK_SIZE_K"], kw.get("scale", "none"), kw.get("scale_bk", 1))
+    c.update(X_KM=bool(x_km), W_KN=bool(w_kn))
     return c
+
+
+def tma_blocks(ce: dict) -> tuple:
+    """The TMA kernel's (x, w, y) descriptor boxes for its constexprs `ce`: x / w boxes over their transposed
+    storage where X_KM / W_KN."""
+    bm, bn, kb = ce["BLOCK_M"], ce["BLOCK_N"], ce["K_BOX"]
+    return [kb, bm] if ce["X_KM"] else [bm, kb], [kb, bn] if ce["W_KN"] else [bn, kb], [bm, bn]
 
 
 def static_spec(cfg: dict, target, *, dtype=torch.bfloat16, out_dtype=None, tma: bool | None = None,
                 has_bias: bool = True, activation: str = "none", even_k: bool = True, scale: str = "none",
-                scale_bn: int = 1, scale_bk: int = 1, int64_offsets: bool = False):
+                scale_bn: int = 1, scale_bk: int = 1, int64_offsets: bool = False, x_km: bool = False,
+                w_kn: bool = False):
     """(kernel, signature, constexprs, divisible, options) to compile a GEMM for `target` without a GPU.
 
     Describes the common aligned case as the JIT would specialise it: unit
     stride on K constexpr, pointers and row strides divisible by 16 (`divisible`); `int64_offsets`
-    compiles the variant a call with a span of 2**31 elements or more runs.
+    compiles the variant a call with a span of 2**31 elements or more runs; `x_km` / `w_kn` the TMA kernel's
+    variant for x / w transposed in memory.
     """
     out_dtype = out_dtype or (dtype if dtype in C.FLOAT16_DTYPES else torch.bfloat16)
     tma = bool(cfg.get("tma")) and target.is_nvidia if tma is None else tma
     kw = dict(has_bias=has_bias, activation=activation, in_dtype=dtype, scale=scale, scale_bn=scale_bn,
               scale_bk=scale_bk, int64_offsets=int64_offsets)
-    ce = tma_constexprs(cfg, target, **kw) if tma else constexprs(cfg, target, tma=False, even_k=even_k, **kw)
+    ce = tma_constexprs(cfg, target, x_km, w_kn, **kw) if tma else \
+        constexprs(cfg, target, tma=False, even_k=even_k, **kw)
     t_in, t_out = TL_DTYPE[dtype], TL_DTYPE[out_dtype]
     t_bias = t_in if dtype in C.FLOAT16_DTYPES else "bf16"
     scale_strides = {"stride_xsm": "i32", "stride_xsk": "i32", "stride_wsn": "i32", "stride_wsk": "i32"}
     if tma:
-        bm, bn, bk = cfg["BLOCK_SIZE_M"], cfg["BLOCK_SIZE_N"], ce["K_BOX"]
-        sig = {"x_desc": f"tensordesc<{t_in}[{bm}, {bk}]>", "w_desc": f"tensordesc<{t_in}[{bn}, {bk}]>",
-               "y_desc": f"tensordesc<{t_out}[{bm}, {bn}]>", "xs_ptr": "*fp32", "wsc_ptr": "*fp32",
+        bx, bw, by = tma_blocks(ce)
+        sig = {"x_desc": f"tensordesc<{t_in}{bx}>", "w_desc": f"tensordesc<{t_in}{bw}>",
+               "y_desc": f"tensordesc<{t_out}{by}>", "xs_ptr": "*fp32", "wsc_ptr": "*fp32",
                "bias_ptr": f"*{t_bias}", "part_ptr": "*fp32", "M": "i32", "N": "i32", "K": "i32", **scale_strides}
         kernel = gemm_tma_kernel
     else:
@@ -339,8 +360,8 @@ def _make_plan(x2, w, y, has_bias, activation, cfg, target, scaling, tma):
     common = dict(has_bias=has_bias, activation=activation, in_dtype=x2.dtype, scale=scaling.mode,
                   scale_bn=scaling.block_n, scale_bk=scaling.block_k, int64_offsets=wide)
     if tma:
-        ce = tma_constexprs(cfg, target, **common)
-        kernel, blocks = gemm_tma_kernel, ([bm, ce["K_BOX"]], [bn, ce["K_BOX"]], [bm, bn])
+        ce = tma_constexprs(cfg, target, mn_major(x2), mn_major(w), **common)
+        kernel, blocks = gemm_tma_kernel, tma_blocks(ce)
     else:
         cfg = pointer_block_k(pointer_config(cfg, scaling.mode), scaling.mode, scaling.block_k)
         bk = cfg["BLOCK_SIZE_K"]
@@ -421,8 +442,9 @@ def launch(x2, w, bias, y, activation, cfg, target, scaling: Scaling = NO_SCALIN
     part = torch.empty((p.split_k, M, N), dtype=torch.float32, device=x2.device) if p.split_k > 1 else y
     if p.tma:
         bx, bw, by = p.blocks
+        x_t, w_t = x2.t() if p.kwargs["X_KM"] else x2, w.t() if p.kwargs["W_KN"] else w  # (the storage as it lies)
         L.launcher(p.kernel, p.grid, compile_only)(
-            L.tma_descriptor(x2, bx), L.tma_descriptor(w, bw), L.tma_descriptor(y, by), xs, wsc, bias_arg, part,
+            L.tma_descriptor(x_t, bx), L.tma_descriptor(w_t, bw), L.tma_descriptor(y, by), xs, wsc, bias_arg, part,
             M, N, K, *scale_strides, **p.kwargs)
     else:
         L.launcher(p.kernel, p.grid, compile_only)(

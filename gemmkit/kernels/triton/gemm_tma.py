@@ -12,6 +12,9 @@ output tile back out, so the kernel computes no addresses and masks nothing
     w_desc [BLOCK_N, K_BOX] --TMA--> smem --+        (num_stages K steps in flight;
                                                       block scales per scale block, loaded a
                                                       box ahead: block_scales / scaled_step)
+    X_KM / W_KN (16-bit operands): x / w transposed in memory (unit stride along M / N: a (K, N) weight passed as
+    W.t()): its descriptor is over the (K, M) / (K, N) storage, boxes of [K_BOX, BLOCK_M] / [K_BOX, BLOCK_N], and
+    wgmma reads that shared-memory tile as its MN-major operand (no copy, no transpose through registers).
     K_BOX = BLOCK_K (one box a K step), or SCALE_BK where block scales meet BLOCK_K = SUB x SCALE_BK: SUB boxes a
     step, each product scaled with its own scale block's scales (dense.step_boxes).
                                                         |
@@ -33,7 +36,8 @@ Constraints:
   - TMA alignment, checked by the op before it picks this path: every base
     address 16-byte aligned, last dim contiguous, other strides multiples of
     16 bytes (K % 8 == 0 for 16-bit x and w, K % 16 for 8-bit; N % 8 == 0 for
-    a bf16/fp16 y, N % 4 for fp32).
+    a bf16/fp16 y, N % 4 for fp32). X_KM / W_KN: the same of the (K, M) / (K, N) storage (M % 8 / N % 8 == 0),
+    16-bit operands only (sm_90's fp8 / int8 wgmma reads K-major operands alone).
   - BLOCK_M, BLOCK_N, BLOCK_K powers of two >= 16, at most 256 elements per TMA box dim. Block scales: BLOCK_K
     divides SCALE_BK, or is SUB x SCALE_BK (boxes of SCALE_BK; a box past K loads zeros, its scales the last
     block's: block_scales clamps the scale column, so no scale read leaves the tensor).
@@ -72,7 +76,7 @@ def gemm_tma_kernel(x_desc, w_desc, y_desc, xs_ptr, wsc_ptr, bias_ptr, part_ptr,
                     HAS_BIAS: tl.constexpr, ACTIVATION: tl.constexpr, SPLIT_K: tl.constexpr,
                     SCALE: tl.constexpr, SCALE_BN: tl.constexpr, SCALE_BK: tl.constexpr,
                     ACC_INT: tl.constexpr, PROMOTE_K: tl.constexpr, INT64_OFFSETS: tl.constexpr,
-                    K_BOX: tl.constexpr, SUB: tl.constexpr):
+                    K_BOX: tl.constexpr, SUB: tl.constexpr, X_KM: tl.constexpr, W_KN: tl.constexpr):
     num_pid_m = tl.cdiv(M, BLOCK_M)
     num_pid_n = tl.cdiv(N, BLOCK_N)
     num_tiles = num_pid_m * num_pid_n
@@ -103,14 +107,20 @@ def gemm_tma_kernel(x_desc, w_desc, y_desc, xs_ptr, wsc_ptr, bias_ptr, part_ptr,
             # past K loads zeros)
             for s in tl.static_range(SUB):
                 k = (k_first + ki) * BLOCK_K + s * K_BOX
-                a = x_desc.load([off_m, k])
-                b = w_desc.load([off_n, k])
+                if X_KM:  # x's descriptor is over x.T (K, M): the (K_BOX, BLOCK_M) box, read transposed
+                    a = x_desc.load([k, off_m]).T
+                else:
+                    a = x_desc.load([off_m, k])
+                if W_KN:  # w's descriptor is over w.T (K, N): the (K_BOX, BLOCK_N) box is the dot's b as it is
+                    b = w_desc.load([k, off_n])
+                else:
+                    b = w_desc.load([off_n, k])
                 xs_next = xs
                 ws_next = ws
                 if SCALE == "block":
                     xs_next, ws_next = block_scales(k + K_BOX, xs_rows, ws_rows, mask_x, mask_w, stride_xsk,
                                                     stride_wsk, kb_last, SCALE_BK, INT64_OFFSETS)
-                acc = scaled_step(acc, a, b, xs, ws, SCALE, PROMOTE_K)
+                acc = scaled_step(acc, a, b, xs, ws, SCALE, PROMOTE_K, W_KN)
                 xs = xs_next
                 ws = ws_next
         if SPLIT_K == 1:
