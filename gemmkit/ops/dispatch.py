@@ -202,6 +202,8 @@ def dense(cfg: dict, target, x2, w, y, scaling=G.NO_SCALING, interpreting: bool 
     tile = G.triton_tile(cfg, fp8)
     if target.is_nvidia:
         tma_tile = G.fallback_stages(tile, target, x2.element_size(), y.element_size(), tma=True)
+        if tma_tile["num_stages"] < min(TMA_MIN_STAGES, tile["num_stages"]):
+            tma_tile = tile  # (too few stages left: the fit fails and the pointer kernel runs its own)
         why = G.tma_unsupported(tma_tile, target, x2, w, y)
         if why is None:
             return _rows_padded(Choice(TRITON_TMA, tma_tile, tuple(passed)), x2, w)
@@ -237,6 +239,12 @@ def dense(cfg: dict, target, x2, w, y, scaling=G.NO_SCALING, interpreting: bool 
 ROWS_KERNEL = os.environ.get("GEMMKIT_ROWS_KERNEL", "1") != "0"
 
 
+# A Gluon config's tile on the Triton tier's TMA kernel keeps as many of its stages as fit that path's shared memory
+# (`dense.fallback_stages`: its output staging tile takes some) where at least this many fit; else the pointer kernel
+# runs it (no staging tile: more stages). The cooperative 128 x 256 x 64 keeps 3 of 4 (bf16 y), 1 with an fp32 y.
+TMA_MIN_STAGES = 3
+
+
 def _row_misaligned(t) -> bool:
     """Unit stride along K, but rows (or the base) off TMA's 16-byte rule: what a copy fixes. (An operand
     transposed in memory, unit stride along its rows, is left as it is: the TMA kernel's where that storage meets
@@ -262,8 +270,11 @@ def _padded(cfg, target, x2, w, y, scaling, passed, interpreting, epilogue) -> C
         return None
     import torch
 
-    # (x copied for its layout alone, `_x_transposed_copy`: rows of K, so w stays as it is)
-    KP = _copy_k(K, x2.element_size(), scaling) if _row_misaligned(x2) or _row_misaligned(w) else K
+    # (x copied for its layout alone, `_x_transposed_copy`, where K's rows are 16 bytes: rows of K, w as it is)
+    from ..kernels.triton import pad
+
+    aligned = pad.padded_k(K, x2.element_size()) == K and not (_row_misaligned(x2) or _row_misaligned(w))
+    KP = K if aligned else _copy_k(K, x2.element_size(), scaling)
     # w is copied only where its own rows are off or the copy's rows are longer than K (an x sliced from a wider one
     # at K % 8 == 0 leaves the weight as it is: the kernels take x and w of one K)
     copy_w = _row_misaligned(w) or KP != K

@@ -122,6 +122,9 @@ def place(layout, x, w, out_shape, out_dtype, device="cpu"):
 
 
 LAYOUTS = ["w_transposed", "x_col_major", "out_col_major"]
+POINTER = {"BLOCK_SIZE_M": 16, "BLOCK_SIZE_N": 32, "BLOCK_SIZE_K": 32, "GROUP_SIZE_M": 1, "num_warps": 4,
+           "num_stages": 2, "tma": False}
+KERNELS_X_COPIED = {"pad_rows_kernel": 1, "gemm_tma_kernel": 1}
 
 
 # ----------------------------------------------------------------------------- CPU: the interpreter
@@ -154,10 +157,16 @@ def test_a16w16(layout, launches):
     x, w, out = place(layout, bf16_values(M, K, seed=1), bf16_values(N, K, seed=2), (M, N), BF)
     assert spans_2_31({"w_transposed": w, "x_col_major": x, "out_col_major": out}[layout])
     bias = bf16_values(N, seed=3)
-    y = gemmkit.gemm_a16w16(x, w, bias, out=out)
-    assert y is out and launches["gemm_kernel"] == 1
     xd, wd = x.double(), w.double()
-    assert_every_element(out, gemm_a16w16_ref(x, w, bias), xd.abs(), wd.abs(), BF, layout)
+    # x_col_major: the served call copies the small transposed x to rows (ops/dispatch._x_transposed_copy) for the
+    # TMA kernel; a pointer config reads it in place
+    for config in ((None, POINTER) if layout == "x_col_major" else (None,)):
+        launches.clear()
+        y = gemmkit.gemm_a16w16(x, w, bias, out=out, config=config)
+        assert y is out and dict(launches) == (KERNELS_X_COPIED if layout == "x_col_major" and config is None
+                                               else {"gemm_kernel": 1})
+        assert_every_element(out, gemm_a16w16_ref(x, w, bias), xd.abs(), wd.abs(), BF, layout)
+        out.fill_(float("nan"))
     del x, w, out, y
     free()
 
@@ -186,11 +195,15 @@ def test_a8w8(layout, dtype, launches):
     make = fp8_values if dtype == "fp8" else int8_values
     x, w, out = place(layout, make(M, K, seed=6), make(N, K, seed=7), (M, N), BF)
     xs, ws = pos_scales(M, 1, seed=8), pos_scales(1, N, seed=9)
-    gemmkit.gemm_a8w8(x, w, xs, ws, out=out)
-    assert launches["gemm_kernel"] == 1
     ref = gemm_a8w8_ref(x, w, xs, ws)
-    assert_every_element(out, ref, x.double().abs() * xs.double(), w.double().abs() * ws.double().T, BF,
-                         f"{dtype} {layout}")
+    for config in ((None, POINTER) if layout == "x_col_major" else (None,)):  # (as test_a16w16)
+        launches.clear()
+        gemmkit.gemm_a8w8(x, w, xs, ws, out=out, config=config)
+        assert dict(launches) == (KERNELS_X_COPIED if layout == "x_col_major" and config is None
+                                  else {"gemm_kernel": 1})
+        assert_every_element(out, ref, x.double().abs() * xs.double(), w.double().abs() * ws.double().T, BF,
+                             f"{dtype} {layout}")
+        out.fill_(float("nan"))
     del x, w, out
     free()
 
