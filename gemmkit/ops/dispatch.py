@@ -201,9 +201,7 @@ def dense(cfg: dict, target, x2, w, y, scaling=G.NO_SCALING, interpreting: bool 
         passed.append((gluon, why))
     tile = G.triton_tile(cfg, fp8)
     if target.is_nvidia:
-        tma_tile = G.fallback_stages(tile, target, x2.element_size(), y.element_size(), tma=True)
-        if tma_tile["num_stages"] < min(TMA_MIN_STAGES, tile["num_stages"]):
-            tma_tile = tile  # (too few stages left: the fit fails and the pointer kernel runs its own)
+        tma_tile = _tma_stages(tile, target, x2.element_size(), y.element_size())
         why = G.tma_unsupported(tma_tile, target, x2, w, y)
         if why is None:
             return _rows_padded(Choice(TRITON_TMA, tma_tile, tuple(passed)), x2, w)
@@ -243,6 +241,13 @@ ROWS_KERNEL = os.environ.get("GEMMKIT_ROWS_KERNEL", "1") != "0"
 # (`dense.fallback_stages`: its output staging tile takes some) where at least this many fit; else the pointer kernel
 # runs it (no staging tile: more stages). The cooperative 128 x 256 x 64 keeps 3 of 4 (bf16 y), 1 with an fp32 y.
 TMA_MIN_STAGES = 3
+
+
+def _tma_stages(tile: dict, target, in_bytes: int, out_bytes: int) -> dict:
+    """`tile` as the Triton tier's TMA kernel runs it: a Gluon config's stages fitted to that path (`fallback_stages`)
+    where at least TMA_MIN_STAGES (or all of its own) fit, else as it is (the fit fails: the pointer kernel)."""
+    fitted = G.fallback_stages(tile, target, in_bytes, out_bytes, tma=True)
+    return fitted if fitted["num_stages"] >= min(TMA_MIN_STAGES, tile["num_stages"]) else tile
 
 
 def _row_misaligned(t) -> bool:
@@ -613,7 +618,8 @@ def batched(cfg: dict, target, x, w, y, scaling=G.NO_SCALING, epilogue: Epilogue
         raise ValueError("config: key 'NUM_KSPLIT' must be 1 for the batched GEMMs (no split-K)")
     in_bytes, out_bytes = x.element_size(), y.element_size()
     pointer = G.fallback_stages(cfg, target, in_bytes, out_bytes, tma=False)  # a Gluon config: the stages that fit
-    choice = _triton_tier(cfg, target, passed, BATCHED_TMA, lambda: TB.tma_unsupported(cfg, target, x, w, y),
+    tma = _tma_stages(cfg, target, in_bytes, out_bytes)
+    choice = _triton_tier(tma, target, passed, BATCHED_TMA, lambda: TB.tma_unsupported(tma, target, x, w, y),
                           BATCHED_POINTER, lambda: G.check_feasible(pointer, target, in_bytes, out_bytes, tma=False))
     return dataclasses.replace(choice, config=pointer) if choice.kernel == BATCHED_POINTER else choice
 

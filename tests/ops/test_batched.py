@@ -100,6 +100,8 @@ def test_a16w16_out_dtypes_activation(out_dtype, activation):
     ("out_strided", "batched_gemm_kernel"),          # out a slice of a wider tensor, rows not 16-byte aligned
     ("out_padded", "batched_gemm_tma_kernel"),       # out rows padded to 16 bytes: TMA store
     ("bias_strided", "batched_gemm_tma_kernel"),     # bias (B, N) with stride 2 on N: copied, then TMA
+    ("w_transposed", "batched_gemm_tma_kernel"),     # (B, K, N).transpose(1, 2) (probs @ V): TMA reads it (W_KN)
+    ("w_transposed_off", "batched_gemm_kernel"),     # the same with (K, N) rows of 86 bytes: the pointer kernel
 ])
 def test_a16w16_strided(layout, kernel, launches):
     B, M, N, K = 3, 20, 40, 64
@@ -123,6 +125,10 @@ def test_a16w16_strided(layout, kernel, launches):
         out = poisoned((B, M, N + 8), torch.bfloat16)[:, :, :N]
     elif layout == "bias_strided":
         bias = randn(B, 2 * N, dtype=torch.bfloat16)[:, ::2]
+    elif layout == "w_transposed":
+        w = randn(B, K, N, dtype=torch.bfloat16).transpose(1, 2)
+    elif layout == "w_transposed_off":
+        w = randn(B, K, N + 3, dtype=torch.bfloat16)[:, :, :N].transpose(1, 2)
     before = launches[kernel]
     y = gemmkit.batched_gemm_a16w16(x, w, bias, out=out, config=cfg)
     assert launches[kernel] == before + 1

@@ -43,22 +43,33 @@ TMA_RULE_3D = "3-D TMA needs unit last stride, a 16-byte aligned base, row and b
     "and rows and batch entries that do not overlap (no broadcast batch dim)"
 
 
+def w_kn(w) -> bool:
+    """Whether the 16-bit 3-D w is transposed in memory (unit stride along N) with (B, K, N) storage TMA takes: the
+    TMA kernel reads it where it lies (W_KN, batched_gemm_tma.py)."""
+    return w.element_size() == 2 and w.stride(2) != 1 and tma_compatible_3d(w.transpose(1, 2))
+
+
 def tma_unsupported(cfg, target, x, w, y) -> str | None:
     """Why the batched TMA kernel cannot take this call (None: it can): kernels/_host.tma_reason with 3-D TMA's
-    rules (`tma_compatible_3d`) and the dense kernels' shared-memory fit. ops/dispatch.py orders the kernels."""
+    rules (`tma_compatible_3d`; a 16-bit w also transposed in memory: `w_kn`) and the dense kernels' shared-memory
+    fit. ops/dispatch.py orders the kernels."""
     return C.tma_reason(cfg, target, {"x": x, "w": w, "y": y},
                         lambda: G.tma_fit_unsupported(cfg, target, x.element_size(), y.element_size()),
-                        compatible=tma_compatible_3d, rule=TMA_RULE_3D)
+                        compatible=lambda t: tma_compatible_3d(t) or (t is w and w_kn(w)),
+                        rule=TMA_RULE_3D + " (a 16-bit w: or the same of w.transpose(1, 2))")
 
 
-def constexprs(cfg, target, *, tma, has_bias, activation, even_k, in_dtype, scale, int64_offsets=False):
+def constexprs(cfg, target, *, tma, has_bias, activation, even_k, in_dtype, scale, int64_offsets=False,
+               transposed_w=False):
     """The dense kernels' constexprs (kernels/triton/dense.constexprs: ACC_INT, PROMOTE_K, INT64_OFFSETS, ...) minus split-K /
-    block scale; the TMA kernel has no int32 offset product, so no INT64_OFFSETS either
-    (kernels/triton/batched_gemm_tma.py)."""
+    block scale; the TMA kernel has no int32 offset product, so no INT64_OFFSETS either, and takes W_KN
+    (`transposed_w`: `w_kn`; kernels/triton/batched_gemm_tma.py)."""
     ce = G.constexprs(cfg, target, tma=tma, has_bias=has_bias, activation=activation, even_k=even_k,
                       in_dtype=in_dtype, scale=scale, int64_offsets=int64_offsets)
     for key in _DENSE_ONLY + (("INT64_OFFSETS",) if tma else ()):
         ce.pop(key)
+    if tma:
+        ce["W_KN"] = bool(transposed_w)
     return ce
 
 
@@ -94,10 +105,12 @@ def launch(x, w, bias, y, activation, cfg, target, scaling=G.NO_SCALING, compile
     opts = C.compiler_options(cfg, target)
     common = dict(has_bias=has_bias, activation=activation, in_dtype=x.dtype, scale=scaling.mode)
     if tma:
-        ce = constexprs(cfg, target, tma=True, even_k=False, **common)
+        t_w = w_kn(w)
+        ce = constexprs(cfg, target, tma=True, even_k=False, transposed_w=t_w, **common)
         kernel = batched_gemm_tma_kernel
+        w_d = _descriptor(w.transpose(1, 2), [bk, bn]) if t_w else _descriptor(w, [bn, bk])
         L.launcher(kernel, grid, compile_only)(
-            _descriptor(x, [bm, bk]), _descriptor(w, [bn, bk]), _descriptor(y, [bm, bn]), xs, wsc, bias_arg,
+            _descriptor(x, [bm, bk]), w_d, _descriptor(y, [bm, bn]), xs, wsc, bias_arg,
             B, M, N, K, *scale_strides, stride_bb, **ce, **opts)
     else:
         x, w = _operand(x), _operand(w)
@@ -118,20 +131,23 @@ def table_cases(table_op: str, archs, dtype: str, isa_op: str):
         yield dict(case, kernel=KERNEL_NAMES[case["path"]], op=isa_op)
 
 
-def static_spec(cfg, target, *, dtype=torch.bfloat16, tma=None, has_bias=True, scale="none", int64_offsets=False):
+def static_spec(cfg, target, *, dtype=torch.bfloat16, tma=None, has_bias=True, scale="none", int64_offsets=False,
+                transposed_w=False):
     """(kernel, signature, constexprs, divisible, options) of a batched launch as the JIT specialises
     the common aligned case: unit stride on K and N, pointers and row / batch strides divisible by 16
-    (`int64_offsets`: the pointer kernel's variant for a call whose tensors span 2**31 elements or more)."""
+    (`int64_offsets`: the pointer kernel's variant for a call whose tensors span 2**31 elements or more;
+    `transposed_w`: the TMA kernel's W_KN variant)."""
     out_dtype = dtype if dtype in C.FLOAT16_DTYPES else torch.bfloat16
     tma = bool(cfg.get("tma")) and target.is_nvidia if tma is None else tma
     ce = constexprs(cfg, target, tma=tma, has_bias=has_bias, activation="none", even_k=True, in_dtype=dtype,
-                    scale=scale, int64_offsets=int64_offsets)
+                    scale=scale, int64_offsets=int64_offsets, transposed_w=transposed_w)
     t_in, t_out = G.TL_DTYPE[dtype], G.TL_DTYPE[out_dtype]
     t_bias = t_in if dtype in C.FLOAT16_DTYPES else "bf16"
     bm, bn, bk = cfg["BLOCK_SIZE_M"], cfg["BLOCK_SIZE_N"], cfg["BLOCK_SIZE_K"]
     batch_strides = {"stride_xsb": "i32", "stride_wsb": "i32", "stride_bb": "i32"}
     if tma:
-        sig = {"x_desc": f"tensordesc<{t_in}[1, {bm}, {bk}]>", "w_desc": f"tensordesc<{t_in}[1, {bn}, {bk}]>",
+        w_box = f"[1, {bk}, {bn}]" if transposed_w else f"[1, {bn}, {bk}]"
+        sig = {"x_desc": f"tensordesc<{t_in}[1, {bm}, {bk}]>", "w_desc": f"tensordesc<{t_in}{w_box}>",
                "y_desc": f"tensordesc<{t_out}[1, {bm}, {bn}]>", "xs_ptr": "*fp32", "wsc_ptr": "*fp32",
                "bias_ptr": f"*{t_bias}", "B": "i32", "M": "i32", "N": "i32", "K": "i32", **batch_strides}
         kernel = batched_gemm_tma_kernel

@@ -8,6 +8,8 @@ on reads past M / N / K, clipped writes), so edge tiles never touch a neighbour 
     x_desc (B, M, K) box [1, BLOCK_M, BLOCK_K] --TMA--> smem --reshape--+
                                                                        +--> wgmma --> acc
     w_desc (B, N, K) box [1, BLOCK_N, BLOCK_K] --TMA--> smem --reshape--+   (num_stages in flight)
+      W_KN (16-bit w transposed in memory, attention's probs @ V with V (B, K, N) passed as V.transpose(1, 2)):
+      w_desc over the (B, K, N) storage, box [1, BLOCK_K, BLOCK_N], read by wgmma as its MN-major operand
                                                                                |
             epilogue (x_scale[b], w_scale[b], bias[b], activation, cast; _epilogue.py)
                                                                                |
@@ -25,7 +27,8 @@ Constraints:
   - sm_90 only (the op picks this path when the config says "tma": true).
   - TMA rules, checked by the op (else the pointer kernel runs the same config): every base
     16-byte aligned, K (x, w) and N (y) contiguous, row and batch strides multiples of 16 bytes,
-    batch stride >= rows x row stride (no broadcast or interleaved batch dims), no empty dim.
+    batch stride >= rows x row stride (no broadcast or interleaved batch dims), no empty dim; W_KN: the same of
+    w.transpose(1, 2) (N contiguous), 16-bit w only (sm_90's fp8 / int8 wgmma reads K-major operands alone).
   - BLOCK_M, BLOCK_N, BLOCK_K powers of two >= 16, at most 256 per TMA box dim.
   - Shared memory: num_stages * (BLOCK_M + BLOCK_N) * BLOCK_K * element bytes + the output
     staging tile, within the target's 227 KiB (kernels/triton/dense.smem_bytes).
@@ -59,7 +62,8 @@ def batched_gemm_tma_kernel(x_desc, w_desc, y_desc, xs_ptr, wsc_ptr, bias_ptr, B
                             BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
                             GROUP_SIZE_M: tl.constexpr, NUM_XCDS: tl.constexpr,
                             HAS_BIAS: tl.constexpr, ACTIVATION: tl.constexpr,
-                            SCALE: tl.constexpr, ACC_INT: tl.constexpr, PROMOTE_K: tl.constexpr):
+                            SCALE: tl.constexpr, ACC_INT: tl.constexpr, PROMOTE_K: tl.constexpr,
+                            W_KN: tl.constexpr):
     num_pid_m = tl.cdiv(M, BLOCK_M)
     num_pid_n = tl.cdiv(N, BLOCK_N)
     num_work = B * num_pid_m * num_pid_n
@@ -73,10 +77,13 @@ def batched_gemm_tma_kernel(x_desc, w_desc, y_desc, xs_ptr, wsc_ptr, bias_ptr, B
         acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.int32 if ACC_INT else tl.float32)
         for ki in range(k_tiles):
             a = x_desc.load([b, off_m, ki * BLOCK_K]).reshape(BLOCK_M, BLOCK_K)
-            w = w_desc.load([b, off_n, ki * BLOCK_K]).reshape(BLOCK_N, BLOCK_K)
+            if W_KN:  # w's descriptor is over w.transpose(1, 2) (B, K, N): its box is the dot's b as it is
+                w = w_desc.load([b, ki * BLOCK_K, off_n]).reshape(BLOCK_K, BLOCK_N)
+            else:
+                w = w_desc.load([b, off_n, ki * BLOCK_K]).reshape(BLOCK_N, BLOCK_K)
             # SCALE is "none" or "rowcol": mma_step's block-scale arguments are unused.
             acc = mma_step(acc, a, w, ki * BLOCK_K, xs_ptr, wsc_ptr, offs_m < M, offs_n < N, 0, 0,
-                           SCALE, 1, PROMOTE_K)
+                           SCALE, 1, PROMOTE_K, False, W_KN)
         b64 = b.to(tl.int64)
         out = epilogue(acc, xs_ptr + b64 * stride_xsb, wsc_ptr + b64 * stride_wsb, bias_ptr + b64 * stride_bb,
                        offs_m, offs_n, M, N, SCALE, HAS_BIAS, ACTIVATION)
