@@ -79,7 +79,8 @@ def test_a16w16_tma_path_taken(launches):
     assert rel_entries(y2, ref16(x2, w2)) <= TOL[torch.bfloat16]
 
 
-@pytest.mark.parametrize("layout", ["x_batch_interleaved", "w_broadcast", "x_col_major", "out_strided"])
+@pytest.mark.parametrize("layout", ["x_batch_interleaved", "w_broadcast", "x_col_major", "out_strided",
+                                    "w_transposed"])
 def test_a16w16_strided(layout):
     B, M, N, K = 6, 300, 256, 512
     x = torch.randn(B, M, K, device=DEV, dtype=torch.bfloat16)
@@ -91,6 +92,8 @@ def test_a16w16_strided(layout):
         w = torch.randn(1, N, K, device=DEV, dtype=torch.bfloat16).expand(B, N, K)
     elif layout == "x_col_major":
         x = torch.randn(B, K, M, device=DEV, dtype=torch.bfloat16).transpose(1, 2)
+    elif layout == "w_transposed":  # probs @ V: V (B, K, N) passed as V.transpose(1, 2), read by TMA in place
+        w = torch.randn(B, K, N, device=DEV, dtype=torch.bfloat16).transpose(1, 2)
     else:
         out = torch.full((B, M, N + 3), float("nan"), device=DEV, dtype=torch.bfloat16)[:, :, :N]
     y = gemmkit.batched_gemm_a16w16(x, w, out=out)
