@@ -99,3 +99,24 @@ def test_split_cat_pointer_kernel(arch_name, monkeypatch):
     _ok(c1[..., :S1], c[..., :S1])
     assert torch.equal(c1[..., S1:], y)
     _ok(c2, c[..., S1:])
+
+
+def test_tma_kernels_read_transposed_operands_with_wgmma():
+    """The sm_90 TMA kernels' variants for operands transposed in memory (dense X_KM / W_KN, batched W_KN: boxes of
+    the (K, M) / (K, N) storage) keep their promises: wgmma (HGMMA) straight from shared memory, TMA loads, no
+    spills or local memory; the same instruction counts as the K-major variant."""
+    from _util import broken_promises, compile_sm90_cases
+
+    cfg = {"BLOCK_SIZE_M": 128, "BLOCK_SIZE_N": 128, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 8, "num_warps": 8,
+           "num_stages": 4, "NUM_KSPLIT": 1, "tma": True, "persistent": True}
+    base = dict(op="a16w16", arch="sm_90", table="-", bucket="t", config=cfg, path="tma", dtype="bf16")
+    cases = [base, dict(base, x_km=True, w_kn=True), dict(base, op="batched_gemm"),
+             dict(base, op="batched_gemm", w_kn=True)]
+    mods = ["gemmkit.ops.gemm_a16w16"] * 2 + ["gemmkit.ops.batched_gemm"] * 2
+    res = compile_sm90_cases(mods, cases)
+    for case, r in zip(cases, res):
+        assert not broken_promises(r), case
+        assert r["metrics"]["spill_bytes"] == 0 and r["metrics"]["counts"]["HGMMA"] > 0, (case, r["metrics"])
+    for plain, transposed in ((res[0], res[1]), (res[2], res[3])):
+        assert {k: plain["metrics"]["counts"][k] for k in ("HGMMA", "UTMALDG", "UTMASTG")} == \
+            {k: transposed["metrics"]["counts"][k] for k in ("HGMMA", "UTMALDG", "UTMASTG")}

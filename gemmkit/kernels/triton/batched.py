@@ -166,7 +166,8 @@ def static_spec(cfg, target, *, dtype=torch.bfloat16, tma=None, has_bias=True, s
 
 
 def table_spec(case):
-    """isa_spec of a Triton-tier case (`table_cases`): bf16 cases unscaled, 8-bit ones rowcol-scaled."""
+    """isa_spec of a Triton-tier case (`table_cases`): bf16 cases unscaled, 8-bit ones rowcol-scaled (the TMA
+    kernel's W_KN variant where the case says "w_kn")."""
     from ... import arch as _arch
     from . import batched_gemm as k_ptr
     from . import batched_gemm_tma as k_tma
@@ -175,7 +176,8 @@ def table_spec(case):
     cfg, tma = case["config"], case["path"] == "tma"
     dtype = G._case_dtype(case["dtype"], target)
     scale = "none" if case["dtype"] == "bf16" else "rowcol"
-    kernel, sig, ce, div, opts = static_spec(cfg, target, dtype=dtype, tma=tma, scale=scale)
+    kernel, sig, ce, div, opts = static_spec(cfg, target, dtype=dtype, tma=tma, scale=scale,
+                                             transposed_w=tma and case.get("w_kn", False))
     return dict(kernel=kernel, signature=sig, constexprs=ce, divisible=div, options=opts,
                 promises=(k_tma if tma else k_ptr).PROMISES,
                 block=(cfg["BLOCK_SIZE_M"], cfg["BLOCK_SIZE_N"], cfg["BLOCK_SIZE_K"]),

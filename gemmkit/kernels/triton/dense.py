@@ -505,7 +505,8 @@ def table_cases(op: str, archs, dtypes=("bf16",)):
 
 
 def table_spec(case, *, scale="none", scale_bn=1, scale_bk=1):
-    """isa_spec for a table case: the GEMM kernel as the op launches it for `case["dtype"]` operands."""
+    """isa_spec for a table case: the GEMM kernel as the op launches it for `case["dtype"]` operands (the TMA
+    kernel's variant for x / w transposed in memory where the case says "x_km" / "w_kn")."""
     from ... import arch as _arch
     from . import gemm as k_ptr
     from . import gemm_tma as k_tma
@@ -515,7 +516,8 @@ def table_spec(case, *, scale="none", scale_bn=1, scale_bk=1):
     cfg = cfg if tma else pointer_config(cfg, scale)
     dtype = _case_dtype(case.get("dtype", "bf16"), target)
     kernel, sig, ce, div, opts = static_spec(cfg, target, dtype=dtype, tma=tma, scale=scale, scale_bn=scale_bn,
-                                             scale_bk=scale_bk)
+                                             scale_bk=scale_bk, **({"x_km": case.get("x_km", False),
+                                                                    "w_kn": case.get("w_kn", False)} if tma else {}))
     out_bytes = 2
     return dict(kernel=kernel, signature=sig, constexprs=ce, divisible=div, options=opts,
                 promises=(k_tma if tma else k_ptr).PROMISES,
