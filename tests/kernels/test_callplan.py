@@ -156,6 +156,26 @@ def test_replay_launches_kernels_with_the_new_tensors(monkeypatch):
     _check(y2, x2, w2, b2, None, BF16)
 
 
+@pytest.mark.parametrize("layout", ["x_t", "w_t", "x_copied"])
+def test_transposed_operands_replay(layout):
+    """Operands transposed in memory: the TMA kernel's descriptors over their storage (x.t() / w.t() of the call's
+    views) and the copy of a small transposed x are rebuilt from each call's own tensors on a replay, generic and
+    generated: every call's every element right, calls 2 and 3 replays."""
+    m = 5 if layout == "x_copied" else M  # (K, 5) storage: rows off 16 bytes, so x is copied
+    results = []
+    for call in range(3):
+        x = randn(K, m, dtype=BF16).t() if layout != "w_t" else randn(m, K, dtype=BF16)
+        w = randn(K, N, dtype=BF16).t() if layout == "w_t" else randn(N, K, dtype=BF16)
+        stats, before = dict(CP.STATS), dict(launcher.LAUNCHES)
+        y = gemm_a16w16(x, w, config=CONFIGS["tma"])
+        assert _delta(before) == ({"pad_rows_kernel": 1, "gemm_tma_kernel": 1} if layout == "x_copied"
+                                  else {"gemm_tma_kernel": 1})
+        assert CP.STATS["replays"] == stats["replays"] + (call > 0), call
+        _check(y, x, w, None, None, BF16)
+        results.append(y.clone())
+    assert not torch.equal(results[1], results[2])
+
+
 # ----------------------------------------------------------------------------- 2. new signatures, new plans
 
 def _variants():
