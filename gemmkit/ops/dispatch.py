@@ -239,7 +239,9 @@ ROWS_KERNEL = os.environ.get("GEMMKIT_ROWS_KERNEL", "1") != "0"
 
 # A Gluon config's tile on the Triton tier's TMA kernel keeps as many of its stages as fit that path's shared memory
 # (`dense.fallback_stages`: its output staging tile takes some) where at least this many fit; else the pointer kernel
-# runs it (no staging tile: more stages). The cooperative 128 x 256 x 64 keeps 3 of 4 (bf16 y), 1 with an fp32 y.
+# runs it (no staging tile: more stages). The cooperative 128 x 256 x 64 keeps 3 of 4 (bf16 y: H100, 1024-4096 x
+# 4096 x 4096 with an operand transposed, 0.98-1.03x the contiguous call, `results/h100/layouts.json`); with an fp32 y
+# 2 fit, so the pointer kernel runs it (3 rather than 2: not measured).
 TMA_MIN_STAGES = 3
 
 
@@ -261,8 +263,8 @@ def _x_transposed_copy(x2, w) -> bool:
     """Whether x is transposed in memory (unit stride along M) where no TMA kernel reads it in place (its (K, M)
     storage off TMA's rules: M % 8 != 0 for 16-bit x, 8-bit x: kernels/triton/dense.mn_major) and holds at most w's
     bytes: a copy of x to rows along K (one read and write of the smaller operand) lets the TMA and Gluon kernels run
-    instead of the pointer kernel (H100, 2 x 4096 x 4096 bf16 with x of strides (1, 2): the pointer kernel 45 us,
-    the contiguous call 16 us; benchmarks/layouts.py)."""
+    instead of the pointer kernel (H100, 2 x 4096 x 4096 bf16 with x of strides (1, 2): the pointer kernel 45 us, with
+    the copy 17.8 us, the contiguous call 15.7 us; benchmarks/layouts.py)."""
     return x2.stride(-1) != 1 and not G.mn_major(x2) and x2.numel() * x2.element_size() <= w.numel() * w.element_size()
 
 
