@@ -401,7 +401,7 @@ def test_transposed_operands():
     are); a small transposed x TMA cannot read (M % 8 != 0, or 8-bit) copied whole to rows along K for the Gluon
     kernels; a large one, and a transposed w TMA cannot read, left to the pointer kernel."""
     N = K = 4096
-    for M in (16, 1024):  # the swap-AB tile and the cooperative 128 x 256 (4 stages: 8 KiB over the TMA path's budget)
+    for M in (16, 1024):  # the swap-AB tile and the cooperative 128 x 256 (4 stages: over the TMA path's budget, 3 fit)
         cfg = configs.serve("a16w16", H200, M, N, K)[0]
         for x, w in ((meta(M, K), meta(K, N).t()), (meta(K, M).t(), meta(N, K)), (meta(K, M).t(), meta(K, N).t())):
             c = D.dense(cfg, H200, x, w, meta(M, N))
