@@ -426,6 +426,19 @@ def test_transposed_operands():
     assert c.kernel in (D.TRITON_POINTER, D.TRITON_ROWS) and not c.pad_k, c
 
 
+@pytest.mark.parametrize("tokens", [4096, 4093])
+def test_linear_backward_calls_take_the_tma_kernel(tokens):
+    """gemmkit.nn.Linear's backward GEMMs on a Llama-style layer (N = 11008, K = 4096): dX = gemm_a16w16(dY, W.t())
+    (w transposed) and dW = gemm_a16w16(dY.t(), X.t()) (both transposed; the tokens are its K, any count: TMA
+    zero-fills the storage's rows past it) are the TMA kernel's, not the pointer kernel's."""
+    N, K = 11008, 4096
+    dy, x, weight = meta(tokens, N), meta(tokens, K), meta(N, K)
+    for a, b in ((dy, weight.t()), (dy.t(), x.t())):
+        cfg = configs.serve("a16w16", H200, a.shape[0], b.shape[0], a.shape[1])[0]
+        c = D.dense(cfg, H200, a, b, meta(a.shape[0], b.shape[0]))
+        assert (c.kernel, c.pad_k) == (D.TRITON_TMA, 0), c
+
+
 def test_triton_config_with_rows_and_output_off_takes_the_copies():
     """K and N both off 16 bytes (or N alone), a Triton-tier config (the model's split-K tiles at M = 17-128): x and
     w copied (`pad_k`) and y through its workspace (`pitch_y`) for the TMA kernel, not the pointer kernel on rows off
