@@ -10,17 +10,15 @@ ARGS = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.Raw
 ARGS.add_argument("json", nargs="?", help="write the rows (stamped: device, date, versions, git sha) to this path")
 ARGS = ARGS.parse_args()
 
-import datetime  # noqa: E402
 import json  # noqa: E402
 import sys  # noqa: E402
 
 import torch  # noqa: E402
-import triton  # noqa: E402
 
 sys.path.insert(0, ".")
 import gemmkit  # noqa: E402
 from gemmkit import arch, callplan, configs  # noqa: E402
-from gemmkit.bench import git_sha  # noqa: E402
+from gemmkit.bench import write_stamped  # noqa: E402
 from gemmkit.bench.timing import rotation_count, time_graph  # noqa: E402
 from gemmkit.kernels.triton import dense as G  # noqa: E402
 
@@ -54,11 +52,7 @@ for B, M, N, K in [(32, 1, 128, 2048), (32, 16, 128, 2048), (32, 128, 128, 2048)
                bmm_t_us=t(lambda a, b: torch.bmm(a, b.transpose(1, 2)), sets))
     print(json.dumps(row), flush=True)
     rows.append(row)
-out = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "triton": triton.__version__,
-       "date": datetime.date.today().isoformat(), "git_sha": git_sha(),
-       "method": "CUDA-graph replay, inputs rotated past the L2, one timing a call (t_us: the served call on the "
-                 "transposed w; contiguous_us: w.contiguous(); pointer_us: the served tile on the pointer kernel)",
-       "rows": rows}
-if ARGS.json:
-    with open(ARGS.json, "w") as f:
-        json.dump(out, f, indent=1)
+write_stamped(ARGS.json,
+              "CUDA-graph replay, inputs rotated past the L2, one timing a call (t_us: the served call on the "
+              "transposed w; contiguous_us: w.contiguous(); pointer_us: the served tile on the pointer kernel)",
+              rows)

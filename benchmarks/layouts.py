@@ -16,17 +16,15 @@ ARGS = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.Raw
 ARGS.add_argument("json", nargs="?", help="write the rows (stamped: device, date, versions, git sha) to this path")
 ARGS = ARGS.parse_args()
 
-import datetime  # noqa: E402
 import json  # noqa: E402
 import sys  # noqa: E402
 
 import torch  # noqa: E402
-import triton  # noqa: E402
 
 sys.path.insert(0, ".")
 import gemmkit  # noqa: E402
 from gemmkit import arch, callplan, configs  # noqa: E402
-from gemmkit.bench import git_sha  # noqa: E402
+from gemmkit.bench import write_stamped  # noqa: E402
 from gemmkit.bench.timing import rotation_count, time_graph  # noqa: E402
 from gemmkit.ops import dispatch as D  # noqa: E402
 
@@ -72,11 +70,7 @@ for M, N, K in SHAPES:
         rows.append(row)
         print(json.dumps(row), flush=True)
 
-out = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "triton": triton.__version__,
-       "date": datetime.date.today().isoformat(), "git_sha": git_sha(),
-       "method": "CUDA-graph replay, inputs rotated past the L2; gemmkit, torch.matmul, torch.matmul, gemmkit (ABBA, "
-                 "each side the mean of its two); vs_contiguous: the contiguous call's time over this layout's",
-       "rows": rows}
-if ARGS.json:
-    with open(ARGS.json, "w") as f:
-        json.dump(out, f, indent=1)
+write_stamped(ARGS.json,
+              "CUDA-graph replay, inputs rotated past the L2; gemmkit, torch.matmul, torch.matmul, gemmkit (ABBA, "
+              "each side the mean of its two); vs_contiguous: the contiguous call's time over this layout's",
+              rows)

@@ -16,16 +16,14 @@ ARGS = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.Raw
 ARGS.add_argument("json", nargs="?", help="write the rows (stamped: device, date, versions, git sha) to this path")
 ARGS = ARGS.parse_args()
 
-import datetime  # noqa: E402
 import json  # noqa: E402
 import sys  # noqa: E402
 
 import torch  # noqa: E402
-import triton  # noqa: E402
 
 sys.path.insert(0, ".")
 from gemmkit import arch, callplan, configs  # noqa: E402
-from gemmkit.bench import git_sha  # noqa: E402
+from gemmkit.bench import write_stamped  # noqa: E402
 from gemmkit.bench.ops import BENCH_OPS  # noqa: E402
 from gemmkit.bench.timing import rotation_count, time_graph  # noqa: E402
 from gemmkit.ops import dispatch as D  # noqa: E402
@@ -81,12 +79,8 @@ for name, dtype, M, N, K, what in SHAPES:
     rows.append(row)
     print(json.dumps(row), flush=True)
 
-out = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "triton": triton.__version__,
-       "date": datetime.date.today().isoformat(), "git_sha": git_sha(),
-       "method": "CUDA-graph replay, inputs rotated past the L2; the served call (y's workspace) and the same call "
-                 "with dispatch._y_workspace off (what served it before), ABBA, the better of each pair; the vendor "
-                 "between them (mean of two)",
-       "rows": rows}
-if ARGS.json:
-    with open(ARGS.json, "w") as f:
-        json.dump(out, f, indent=1)
+write_stamped(ARGS.json,
+              "CUDA-graph replay, inputs rotated past the L2; the served call (y's workspace) and the same call "
+              "with dispatch._y_workspace off (what served it before), ABBA, the better of each pair; the vendor "
+              "between them (mean of two)",
+              rows)

@@ -13,7 +13,7 @@ from pathlib import Path
 from .suite import default_suite, parse_shape
 from .timing import rotation_count, time_graph, time_rotated
 
-__all__ = ["run_gpu", "run_cpu_check", "default_report_path", "git_sha"]
+__all__ = ["run_gpu", "run_cpu_check", "default_report_path", "git_sha", "write_stamped"]
 
 
 def git_sha() -> str:
@@ -28,6 +28,20 @@ def git_sha() -> str:
         return (sha + ("-dirty" if dirty else "")) or "unknown"
     except OSError:
         return "unknown"
+
+
+def write_stamped(path, method: str, rows: list) -> dict:
+    """A benchmark script's result, stamped (device, torch / Triton versions, date, git sha) with its `method` and
+    `rows`; written as JSON to `path` where it is given. Returns it."""
+    import torch
+    import triton
+
+    out = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "triton": triton.__version__,
+           "date": datetime.date.today().isoformat(), "git_sha": git_sha(), "method": method, "rows": rows}
+    if path:
+        with open(path, "w") as f:
+            json.dump(out, f, indent=1)
+    return out
 
 
 def _sm_clock_mhz():

@@ -17,3 +17,22 @@ def test_blockwise_vendor_weight_scales_are_cublas_128x128_layout(K):
     assert ws_vendor.stride(0) == 1 and ws_vendor.stride(1) % 4 == 0 and ws_vendor.stride(1) >= kb
     assert (ws_vendor == ws.t()).all()
     assert tuple(xs.shape) == (64, kb) and xs.stride() == (1, 64)
+
+
+def test_write_stamped(tmp_path, monkeypatch):
+    """The benchmark scripts' result file: the stamp (device, versions, date, git sha), the method and the rows."""
+    import json
+
+    import torch
+
+    from gemmkit.bench import write_stamped
+
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda *a: "NVIDIA H200")
+    monkeypatch.setenv("GEMMKIT_GIT_SHA", "abc1234")
+    path = tmp_path / "r.json"
+    out = write_stamped(str(path), "CUDA graphs", [{"M": 1}])
+    assert json.loads(path.read_text()) == out
+    assert (out["device"], out["git_sha"], out["method"], out["rows"]) == ("NVIDIA H200", "abc1234", "CUDA graphs",
+                                                                           [{"M": 1}])
+    assert out["torch"] == torch.__version__ and out["date"] and out["triton"]
+    assert write_stamped(None, "m", [])["rows"] == []  # no path: nothing written
