@@ -1,13 +1,10 @@
 """Operand layouts on the GPU: gemm_a16w16 with x and / or w transposed (unit stride along M or N: a (K, N) weight
 passed as W.t(), an activation computed column-major) against the same call on contiguous operands and against
 torch.matmul on the same views (cuBLAS takes either layout in place) in one process; CUDA-graph replay, inputs
-rotated past the L2, ABBA. The dispatch sends a transposed operand to the Triton pointer kernel (TMA and the Gluon
-kernels take rows along K only: ops/dispatch.py), a layout never timed before this script.
-
-Predicted (2026-12-05, before any run): the pointer kernel at 0.5-0.8x of the contiguous call at M >= 1024; near
-even at M <= 16 (one pass over w either way; M from 2: a (1, K) view of a (K, 1) tensor has rows one element apart,
-not a transposed layout). Where it is under ~0.8x, a copy of the transposed operand to rows along K (one read and
-write of it) ahead of the TMA kernels would pay from about M = 256 on a 4096 x 4096 weight.
+rotated past the L2, ABBA. The dispatch (ops/dispatch.py) reads a 16-bit transposed operand in place on the Triton
+TMA kernel where its storage meets TMA's rules (kernels/triton/dense.mn_major), and copies a small transposed x to
+rows along K where it does not, or where the config is a Gluon swap-AB tile (`dispatch.SWAP_COPY`): for each x_t
+row whose kernel that copy changes, the row also times the call with it off (`us_without_copy`, in the same ABBA).
 
     PYTHONPATH=. python3 benchmarks/layouts.py benchmarks/results/<gpu>/layouts.json"""
 import argparse
@@ -28,8 +25,8 @@ from gemmkit.bench import write_stamped  # noqa: E402
 from gemmkit.bench.timing import rotation_count, time_graph  # noqa: E402
 from gemmkit.ops import dispatch as D  # noqa: E402
 
-SHAPES = [(2, 4096, 4096), (16, 4096, 4096), (256, 4096, 4096), (1024, 4096, 4096), (4096, 4096, 4096),
-          (2048, 14336, 4096), (2048, 4096, 14336)]
+SHAPES = [(2, 4096, 4096), (8, 4096, 4096), (16, 4096, 4096), (32, 4096, 4096), (64, 4096, 4096), (128, 4096, 4096),
+          (256, 4096, 4096), (1024, 4096, 4096), (4096, 4096, 4096), (2048, 14336, 4096), (2048, 4096, 14336)]
 LAYOUTS = ("contiguous", "w_t", "x_t", "both_t")
 L2 = torch.cuda.get_device_properties(0).L2_cache_size
 
@@ -43,9 +40,23 @@ def operands(M, N, K, layout):
     return x, w
 
 
-def timed(fn, sets):
+def timed(fn, sets, swap_copy=True):
     callplan.clear()
-    return time_graph(fn, sets, rep_ms=40) * 1e3
+    D.SWAP_COPY = swap_copy
+    try:
+        return time_graph(fn, sets, rep_ms=40) * 1e3
+    finally:
+        D.SWAP_COPY = True
+        callplan.clear()
+
+
+def served(M, N, K, x, w, y, swap_copy=True):
+    D.SWAP_COPY = swap_copy
+    try:
+        choice = D.dense(configs.serve("a16w16", arch.current(), M, N, K)[0], arch.current(), x, w, y)
+    finally:
+        D.SWAP_COPY = True
+    return choice.kernel + (" on a copy of x" if choice.pad_k and not choice.pad_k_w else "")
 
 
 rows = []
@@ -59,18 +70,25 @@ for M, N, K in SHAPES:
         ref = torch.matmul(x.float(), w.float().t())
         err = ((y.float() - ref).norm() / ref.norm()).item()
         assert err < 2 ** -7, (M, N, K, layout, err)
-        kernel = D.dense(configs.serve("a16w16", arch.current(), M, N, K)[0], arch.current(), x, w, y).kernel
+        kernel, without = served(M, N, K, x, w, y), served(M, N, K, x, w, y, swap_copy=False)
         ours, vendor = (lambda a, b: gemmkit.gemm_a16w16(a, b)), (lambda a, b: torch.matmul(a, b.t()))
-        t = [timed(f, sets) for f in (ours, vendor, vendor, ours)]  # ABBA
-        us, ven = (t[0] + t[3]) / 2, (t[1] + t[2]) / 2
+        if without == kernel:
+            t = [timed(f, sets) for f in (ours, vendor, vendor, ours)]  # ABBA
+        else:  # ours, vendor, without the copy, without, vendor, ours
+            t = [timed(ours, sets), timed(vendor, sets), timed(ours, sets, False), timed(ours, sets, False),
+                 timed(vendor, sets), timed(ours, sets)]
+        us, ven = (t[0] + t[-1]) / 2, (t[1] + t[-2]) / 2
         base = us if layout == "contiguous" else base
         row = dict(M=M, N=N, K=K, layout=layout, kernel=kernel, us=round(us, 2), vendor_us=round(ven, 2),
                    ratio_vs_vendor=round(ven / us, 3), vs_contiguous=round(base / us, 3),
                    tflops=round(2 * M * N * K / us / 1e6, 1))
+        if without != kernel:
+            row.update(kernel_without_copy=without, us_without_copy=round((t[2] + t[3]) / 2, 2))
         rows.append(row)
         print(json.dumps(row), flush=True)
 
 write_stamped(ARGS.json,
               "CUDA-graph replay, inputs rotated past the L2; gemmkit, torch.matmul, torch.matmul, gemmkit (ABBA, "
-              "each side the mean of its two); vs_contiguous: the contiguous call's time over this layout's",
+              "each side the mean of its two); vs_contiguous: the contiguous call's time over this layout's; "
+              "us_without_copy: with dispatch.SWAP_COPY off, timed between the two vendor runs",
               rows)

@@ -204,7 +204,8 @@ def dense(cfg: dict, target, x2, w, y, scaling=G.NO_SCALING, interpreting: bool 
         tma_tile = _tma_stages(tile, target, x2.element_size(), y.element_size())
         why = G.tma_unsupported(tma_tile, target, x2, w, y)
         if why is None:
-            return _rows_padded(Choice(TRITON_TMA, tma_tile, tuple(passed)), x2, w)
+            swapped = _swap_copied(cfg, target, x2, w, y, scaling, passed, interpreting, epilogue)
+            return swapped or _rows_padded(Choice(TRITON_TMA, tma_tile, tuple(passed)), x2, w)
         passed.append((TRITON_TMA, why))
         rows = _rows_kernel(tile, target, x2, w, scaling, passed)
         if rows is not None:
@@ -259,13 +260,32 @@ def _row_misaligned(t) -> bool:
     return t.stride(-1) == 1 and not H.tma_compatible(t)
 
 
-def _x_transposed_copy(x2, w) -> bool:
-    """Whether x is transposed in memory (unit stride along M) where no TMA kernel reads it in place (its (K, M)
-    storage off TMA's rules: M % 8 != 0 for 16-bit x, 8-bit x: kernels/triton/dense.mn_major) and holds at most w's
-    bytes: a copy of x to rows along K (one read and write of the smaller operand) lets the TMA and Gluon kernels run
-    instead of the pointer kernel (H100, 2 x 4096 x 4096 bf16 with x of strides (1, 2): the pointer kernel 45 us, with
-    the copy 17.8 us, the contiguous call 15.7 us; benchmarks/layouts.py)."""
-    return x2.stride(-1) != 1 and not G.mn_major(x2) and x2.numel() * x2.element_size() <= w.numel() * w.element_size()
+def _x_transposed_copy(x2, w, cfg) -> bool:
+    """Whether x is transposed in memory (unit stride along M), holds at most w's bytes, and either no TMA kernel
+    reads it in place (its (K, M) storage off TMA's rules: M % 8 != 0 for 16-bit x, 8-bit x:
+    kernels/triton/dense.mn_major) or `cfg` is a Gluon swap-AB tile (`SWAP_COPY`). A copy of x to rows along K (one
+    read and write of the smaller operand) lets the Gluon kernels run, or the TMA kernels instead of the pointer
+    kernel (H100, 2 x 4096 x 4096 bf16 with x of strides (1, 2): the pointer kernel 45 us, with the copy 17.8 us, the
+    contiguous call 15.7 us; benchmarks/layouts.py)."""
+    return x2.stride(-1) != 1 and x2.numel() * x2.element_size() <= w.numel() * w.element_size() and \
+        (not G.mn_major(x2) or (SWAP_COPY and bool(cfg.get("swap_ab"))))
+
+
+# A small x transposed in memory that the TMA kernel reads in place (X_KM) is still copied to rows along K where the
+# config is a Gluon swap-AB tile (decode-sized M): the Gluon kernels take rows along K only, and the copy is one
+# launch over the smaller operand. Predicted (2026-12-06, before any run): H100 16 x 4096 x 4096 with x transposed
+# 19.5 us on the TMA kernel's 16-row tile -> about 17.8 (the contiguous call's 15.7 plus the copy's ~2 us, as at
+# M = 2). GEMMKIT_SWAP_COPY=0 (or SWAP_COPY = False) turns it off, e.g. to compare (benchmarks/layouts.py does).
+SWAP_COPY = os.environ.get("GEMMKIT_SWAP_COPY", "1") != "0"
+
+
+def _swap_copied(cfg, target, x2, w, y, scaling, passed, interpreting, epilogue) -> Choice | None:
+    """The Gluon swap-AB tile on a copy of a small transposed x that the TMA kernel would read in place
+    (`SWAP_COPY`), or None: no such copy, or the Gluon kernel declines the call on it too."""
+    if not (x2.stride(-1) != 1 and G.mn_major(x2) and _x_transposed_copy(x2, w, cfg)):
+        return None
+    padded = _padded(cfg, target, x2, w, y, scaling, passed, interpreting, epilogue)
+    return padded if padded is not None and padded.path == "gluon" else None
 
 
 def _padded(cfg, target, x2, w, y, scaling, passed, interpreting, epilogue) -> Choice | None:
@@ -273,7 +293,7 @@ def _padded(cfg, target, x2, w, y, scaling, passed, interpreting, epilogue) -> C
     and a TMA kernel: y meets TMA's rules, and x or w only breaks them by its rows, or x is a small transposed
     operand TMA cannot read in place (`_x_transposed_copy`: copied whole, `pad_k` = K where K's rows are aligned)."""
     M, K = x2.shape
-    if not _copies_align(x2, w, y):
+    if not _copies_align(x2, w, y, cfg):
         return None
     import torch
 
@@ -293,11 +313,11 @@ def _padded(cfg, target, x2, w, y, scaling, passed, interpreting, epilogue) -> C
     return dataclasses.replace(inner, passed_over=tuple(passed), pad_k=KP, pad_k_w=copy_w)
 
 
-def _copies_align(x2, w, y) -> bool:
+def _copies_align(x2, w, y, cfg) -> bool:
     """Whether copies of x and w (`pad_k`) are what stands between the call and a TMA kernel: y meets TMA's rules,
     and x or w only breaks them by its rows (or x is copied whole: `_x_transposed_copy`), the other read in place
     (along K, or transposed where a TMA kernel reads it so: kernels/triton/dense.mn_major)."""
-    copy_x = _row_misaligned(x2) or _x_transposed_copy(x2, w)
+    copy_x = _row_misaligned(x2) or _x_transposed_copy(x2, w, cfg)
     return H.tma_compatible(y) and (copy_x or _row_misaligned(w)) and \
         (copy_x or x2.stride(-1) == 1 or G.mn_major(x2)) and (w.stride(-1) == 1 or G.mn_major(w))
 
@@ -686,7 +706,7 @@ def gated(cfg: dict, target, x2, w, y, *, activation: str) -> Choice:
     rows = _rows_kernel(cfg, target, x2, w, G.NO_SCALING, list(choice.passed_over)) if target.is_nvidia else None
     if rows is not None:  # a few tokens, w's rows off 16 bytes: w read where it lies, then the gated reduce
         return dataclasses.replace(rows, gated=True)
-    if target.is_nvidia and _copies_align(x2, w, y):  # K % 8 != 0: the TMA kernel on copies (`pad_k`)
+    if target.is_nvidia and _copies_align(x2, w, y, cfg):  # K % 8 != 0: the TMA kernel on copies (`pad_k`)
         import torch
 
         KP = _copy_k(x2.shape[1], x2.element_size())

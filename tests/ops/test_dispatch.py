@@ -395,16 +395,22 @@ def test_no_padding_where_it_cannot_help(monkeypatch):
     assert D.dense(GLUON, MI300, x, w, meta(256, 512)).pad_k == 0  # AMD: no TMA
 
 
-def test_transposed_operands():
+def test_transposed_operands(monkeypatch):
     """x / w transposed in memory (unit stride along M / N): read in place by the TMA kernel where their storage meets
     TMA's rules and they are 16-bit (its tile's stages fitted to the TMA path's shared memory, as the pointer path's
-    are); a small transposed x TMA cannot read (M % 8 != 0, or 8-bit) copied whole to rows along K for the Gluon
-    kernels; a large one, and a transposed w TMA cannot read, left to the pointer kernel."""
+    are); a small transposed x copied whole to rows along K for the Gluon kernels where TMA cannot read it (M % 8 != 0,
+    or 8-bit) or the config is a swap-AB tile (`SWAP_COPY`); a large one, and a transposed w TMA cannot read, left to
+    the pointer kernel."""
     N = K = 4096
     for M in (16, 1024):  # the swap-AB tile and the cooperative 128 x 256 (4 stages: over the TMA path's budget, 3 fit)
         cfg = configs.serve("a16w16", H200, M, N, K)[0]
         for x, w in ((meta(M, K), meta(K, N).t()), (meta(K, M).t(), meta(N, K)), (meta(K, M).t(), meta(K, N).t())):
             c = D.dense(cfg, H200, x, w, meta(M, N))
+            if cfg.get("swap_ab") and x.stride(-1) != 1 and w.stride(-1) == 1:  # x alone transposed, a swap-AB tile
+                assert (c.kernel, c.pad_k, c.pad_k_w) == (D.GLUON_BF16, K, False), (M, c)
+                monkeypatch.setattr(D, "SWAP_COPY", False)
+                c = D.dense(cfg, H200, x, w, meta(M, N))
+                monkeypatch.undo()
             assert (c.kernel, c.pad_k, c.pad_m, c.pitch_x, c.pitch_w) == (D.TRITON_TMA, 0, 0, 0, 0), (M, c)
             assert G.smem_bytes(c.config, H200, 2, 2, tma=True) <= H200.shared_mem_bytes
     for M in (2, 15):
