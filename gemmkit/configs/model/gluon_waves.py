@@ -78,6 +78,13 @@ from .widths import COOP_TAIL_MIN_K, COOP_WIDTH_MAX_M, COOP_WIDTH_MIN_M, COOP_WI
 #                (ab/bf16_pp_vs_coop_tail_fit.json / _heldout.json: 24 rows at 1.125-1.15x all up, +6 to +16%).
 #                Held out (ab/bf16_tail_waves_verify.json, seeds 11-20 and the two suite rows it changes): 45 rows
 #                0.81 -> 0.94x, to the ping-pong 30 rows +20% (min +0.4%), to the coop 15 rows +9% (min -0.2%).
+#                Rows off 128-byte lines at long K (K % 64 != 0, K >= COOP_TAIL_MIN_K): the ping-pong only where its
+#                fill is TAIL_WAVES_OFF_LINE_MARGIN over the coop's. H100, heated, one process, the coop 128 x 256 x 64
+#                (3 stages) against the ping-pong the rule served (results/h100/ab/bf16_tail_waves_h100.json: the
+#                served ping-pong won 14 of 15 rows on lines, lost the 4 off them; _heldout.json, 28 random rows: on
+#                lines the ping-pong won 8 of 8, +3 to +35%; off lines the coop won the 14 at fill ratios 1.12-1.33,
+#                +12 to +36%, lost 6757 x 336 x 20512 (1.2) by 7%, and the ping-pong won the 5 at 1.5-1.75). The
+#                H200 fit above (older kernels) had two such rows go to the ping-pong (+9 / +10%): not rechecked there.
 #                Unmeasured under Triton >= 3.9, where the coop's 128 x 256 has no tail split
 #                (kernels/_budgets.py TAIL_COOP_WIDE): there the rule counts a split the launch does not make.
 #   narrow_tail  bf16, in `gluon_waves`: `narrow_pingpong`'s 64 x 192 gives way to the ping-pong 128 x 128 where that
@@ -159,6 +166,10 @@ SHORT_K_ROUNDS_MIN_M, SHORT_K_ROUNDS_MARGIN = 128, {512: 1.2, 1024: 1.25}
 # (`tail_fill`): the ping-pong where its fill is GLUON_WAVE_MARGIN over the coop's; the coop in the ping-pong's place
 # only at K >= COOP_TAIL_MIN_K and a fill TAIL_WAVES_COOP_MARGIN over the ping-pong's.
 TAIL_WAVES_COOP_MARGIN = 1.05
+# ... and where K >= COOP_TAIL_MIN_K and x's and w's rows start off 128-byte lines (K % LINE_ELEMENTS != 0), the
+# ping-pong only where its fill is TAIL_WAVES_OFF_LINE_MARGIN over the coop's (`tail_waves`' comment above: H100).
+TAIL_WAVES_OFF_LINE_MARGIN = 1.4
+LINE_ELEMENTS = 64  # bf16 elements in a 128-byte line
 # `narrow_tail` (in `gluon_waves`): `narrow_pingpong`'s 64 x 192 gives way to the ping-pong 128 x 128 where that tile's
 # area fill counting its tail split (`tail_fill`) is NARROW_TAIL_MARGIN over the 64 x 192 launch's (`launch_fill`).
 NARROW_TAIL_MARGIN = 1.2
@@ -386,7 +397,9 @@ def _last(c: Call, w: _Waves):
     bk = cfg["BLOCK_SIZE_K"]
     tail_coop, tail_pp = tail_fill(coop, num_cus, K, bk), tail_fill(pp, num_cus, K, bk)
     pp_after = w.pp_after
-    flipped = (not pp_after and tail_pp > GLUON_WAVE_MARGIN * tail_coop
+    off_line = K >= COOP_TAIL_MIN_K and K % LINE_ELEMENTS != 0
+    margin = TAIL_WAVES_OFF_LINE_MARGIN if off_line and c.rules.get("tail_waves_off_line") else GLUON_WAVE_MARGIN
+    flipped = (not pp_after and tail_pp > margin * tail_coop
                or pp_after and K >= COOP_TAIL_MIN_K and tail_coop >= TAIL_WAVES_COOP_MARGIN * tail_pp)
     pp_after ^= flipped
     fills = f"{coop} tiles of {bm} x 256 fill {w.eff_coop:.0%} of their waves, {pp} of {bm} x 128 {w.eff_pp:.0%}"

@@ -5,7 +5,8 @@ rule runs it, an op that does not is untouched by it. Where each key's rule live
     key                            module          key                           module
     ctas_per_sm, cdna_tiles        fitting         gluon_waves, narrow_pingpong, gluon_waves
     operand_bytes (ring sizes)     decode            wide_config, short_k_wave,
-    unsplit_stages, decode_wide,   decode            short_k_pingpong, short_k_rounds, narrow_wide
+    unsplit_stages, decode_wide,   decode            short_k_pingpong, short_k_rounds, narrow_wide,
+                                                     tail_waves_off_line
       decode_wide_k, decode_split,                 few_tiles                     few_tiles
       decode_pingpong(_from, _wide), swap_wide     split_widths, coop_widths,    widths
     wide_share, m256_split,        large_bucket      wide_one_wave
@@ -85,6 +86,8 @@ OP_RULES = {"a16w16_gated": {"gated_rows": GATED_64X128, "gated_one_wave": GATED
                 "long_k_split": True,
                 # `long_k_coop`: a split coop tile in a 64-row ping-pong tile's place at a long K
                 "long_k_coop": True,
+                # `tail_waves_off_line` (gluon_waves.py): `tail_waves` keeps the coop at long K off 128-byte lines
+                "tail_waves_off_line": True,
                 "split_widths": (160, 144),
                 "wide_one_wave": (192, 160, 144),
                 "narrow_wide": 160,
