@@ -85,6 +85,8 @@ from .widths import COOP_TAIL_MIN_K, COOP_WIDTH_MAX_M, COOP_WIDTH_MIN_M, COOP_WI
 #                lines the ping-pong won 8 of 8, +3 to +35%; off lines the coop won the 14 at fill ratios 1.12-1.33,
 #                +12 to +36%, lost 6757 x 336 x 20512 (1.2) by 7%, and the ping-pong won the 5 at 1.5-1.75). The
 #                H200 fit above (older kernels) had two such rows go to the ping-pong (+9 / +10%): not rechecked there.
+#                `swap_rounds` passes on these rows (swap.py): over the coop kept so, it took 9 of 33 rows of
+#                _off_line_heldout.json and lost 7 of them to the coop by 14-35%.
 #                Unmeasured under Triton >= 3.9, where the coop's 128 x 256 has no tail split
 #                (kernels/_budgets.py TAIL_COOP_WIDE): there the rule counts a split the launch does not make.
 #   narrow_tail  bf16, in `gluon_waves`: `narrow_pingpong`'s 64 x 192 gives way to the ping-pong 128 x 128 where that
@@ -386,6 +388,12 @@ def _few(c: Call, w: _Waves):
     return tile, [f"{pp} tiles of {bm} x 128 for {num_cus} SMs: the Triton tier"] + notes
 
 
+def long_k_off_line(K: int) -> bool:
+    """K >= COOP_TAIL_MIN_K with x's and w's rows off 128-byte lines (bf16: K % LINE_ELEMENTS != 0): where
+    `tail_waves_off_line` keeps the coop 128 x 256 and `swap_rounds` (swap.py) passes."""
+    return K >= COOP_TAIL_MIN_K and K % LINE_ELEMENTS != 0
+
+
 def _last(c: Call, w: _Waves):
     """The coop 128 x 256 or the ping-pong 128 x 128 by their fills, `tail_waves` counting each one's tail split; in
     the 128 x 128's place one wave of a 64-row split tile (`wide_one_wave`), in the coop's `short_k_pingpong`; in
@@ -397,8 +405,8 @@ def _last(c: Call, w: _Waves):
     bk = cfg["BLOCK_SIZE_K"]
     tail_coop, tail_pp = tail_fill(coop, num_cus, K, bk), tail_fill(pp, num_cus, K, bk)
     pp_after = w.pp_after
-    off_line = K >= COOP_TAIL_MIN_K and K % LINE_ELEMENTS != 0
-    margin = TAIL_WAVES_OFF_LINE_MARGIN if off_line and c.rules.get("tail_waves_off_line") else GLUON_WAVE_MARGIN
+    off_line = long_k_off_line(K) and c.rules.get("tail_waves_off_line")
+    margin = TAIL_WAVES_OFF_LINE_MARGIN if off_line else GLUON_WAVE_MARGIN
     flipped = (not pp_after and tail_pp > margin * tail_coop
                or pp_after and K >= COOP_TAIL_MIN_K and tail_coop >= TAIL_WAVES_COOP_MARGIN * tail_pp)
     pp_after ^= flipped

@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 from .base import Call, launch_fill, pingpong_64
-from .gluon_waves import SHORT_K_PINGPONG_MAX_K
+from .gluon_waves import SHORT_K_PINGPONG_MAX_K, long_k_off_line
 from .tail import round_area
 
 # What was measured for each rule of this module (H200 unless a card is named; against the vendor in the same
@@ -49,6 +49,8 @@ COOP_SWAP_PP_FILL, COOP_SWAP_PP_MARGIN = 0.55, 0.9
 # rows +0 to +29%); 144 (nine 16-row boxes a stage) lost on 4 of 5 rows where it filled better; over an answer with a
 # tail split the estimate misses (3 rows -7 to -15%). Held out (ab/bf16_swap_rounds_heldout.json, 31 shapes at
 # M = 262-1534 the fit never saw, 2026-12-05): 1.136x over the answer without it, 28 faster, 3 behind by 0.5-1.8%.
+# Not at a long K off 128-byte lines (`long_k_off_line`, with `tail_waves_off_line`): H100, 9 rows there, 7 lost to
+# the coop by 14-35% (ab/bf16_tail_waves_off_line_heldout.json).
 SWAP_ROUNDS_MAX_M = 1536
 SWAP_ROUNDS_MARGIN = {80: 1.2, 96: 1.2, 160: 1.1, 192: 1.1}
 
@@ -86,6 +88,8 @@ def swap_rounds(c: Call, tile: dict, notes: list) -> tuple[dict, list]:
     several such widths the one with the most to spare over its margin. Only over an unsplit, unswapped Gluon answer."""
     widths = c.rules.get("swap_rounds")
     if not widths or c.amd or not COOP_SWAP_MAX_M < c.M <= SWAP_ROUNDS_MAX_M or c.K <= SHORT_K_PINGPONG_MAX_K:
+        return tile, notes
+    if c.rules.get("tail_waves_off_line") and long_k_off_line(c.K):  # (gluon_waves.py `tail_waves`: H100 A/Bs)
         return tile, notes
     bm, bn = tile["BLOCK_SIZE_M"], tile["BLOCK_SIZE_N"]
     tiles = -(-c.M // bm) * -(-c.N // bn)
