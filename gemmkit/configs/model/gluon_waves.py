@@ -85,8 +85,8 @@ from .widths import COOP_TAIL_MIN_K, COOP_WIDTH_MAX_M, COOP_WIDTH_MIN_M, COOP_WI
 #                lines the ping-pong won 8 of 8, +3 to +35%; off lines the coop won the 14 at fill ratios 1.12-1.33,
 #                +12 to +36%, lost 6757 x 336 x 20512 (1.2) by 7%, and the ping-pong won the 5 at 1.5-1.75). The
 #                H200 fit above (older kernels) had two such rows go to the ping-pong (+9 / +10%): not rechecked there.
-#                `swap_rounds` passes on these rows (swap.py): over the coop kept so, it took 9 of 33 rows of
-#                _off_line_heldout.json and lost 7 of them to the coop by 14-35%.
+#                There `swap_rounds` takes no 80-token tile (swap.py SWAP_ROUNDS_OFF_LINE_MIN_WIDTH). Held out
+#                (_off_line_verify.json, 26 random rows the two change): tail_waves' 12 +16% (10 up, -7 / -2% down).
 #                Unmeasured under Triton >= 3.9, where the coop's 128 x 256 has no tail split
 #                (kernels/_budgets.py TAIL_COOP_WIDE): there the rule counts a split the launch does not make.
 #   narrow_tail  bf16, in `gluon_waves`: `narrow_pingpong`'s 64 x 192 gives way to the ping-pong 128 x 128 where that
@@ -390,7 +390,7 @@ def _few(c: Call, w: _Waves):
 
 def long_k_off_line(K: int) -> bool:
     """K >= COOP_TAIL_MIN_K with x's and w's rows off 128-byte lines (bf16: K % LINE_ELEMENTS != 0): where
-    `tail_waves_off_line` keeps the coop 128 x 256 and `swap_rounds` (swap.py) passes."""
+    `tail_waves_off_line` keeps the coop 128 x 256 and `swap_rounds` (swap.py) takes no 80-token tile."""
     return K >= COOP_TAIL_MIN_K and K % LINE_ELEMENTS != 0
 
 

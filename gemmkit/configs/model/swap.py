@@ -49,9 +49,12 @@ COOP_SWAP_PP_FILL, COOP_SWAP_PP_MARGIN = 0.55, 0.9
 # rows +0 to +29%); 144 (nine 16-row boxes a stage) lost on 4 of 5 rows where it filled better; over an answer with a
 # tail split the estimate misses (3 rows -7 to -15%). Held out (ab/bf16_swap_rounds_heldout.json, 31 shapes at
 # M = 262-1534 the fit never saw, 2026-12-05): 1.136x over the answer without it, 28 faster, 3 behind by 0.5-1.8%.
-# Not at a long K off 128-byte lines (`long_k_off_line`, with `tail_waves_off_line`): H100, 9 rows there, 7 lost to
-# the coop by 14-35% (ab/bf16_tail_waves_off_line_heldout.json).
+# At a long K off 128-byte lines (`long_k_off_line`, with `tail_waves_off_line`) no width under
+# SWAP_ROUNDS_OFF_LINE_MIN_WIDTH: H100, heated, one process (results/h100/ab/bf16_tail_waves_off_line_heldout.json and
+# _verify.json, 23 such picks against the unswapped answer): 80 tokens lost all 11 (-25 to -41%), 96 mixed over 7
+# (-28 to +3%, six within 4%), 160 / 192 won 4 of 5 (+5 to +24%; one tie).
 SWAP_ROUNDS_MAX_M = 1536
+SWAP_ROUNDS_OFF_LINE_MIN_WIDTH = 96
 SWAP_ROUNDS_MARGIN = {80: 1.2, 96: 1.2, 160: 1.1, 192: 1.1}
 
 
@@ -89,7 +92,9 @@ def swap_rounds(c: Call, tile: dict, notes: list) -> tuple[dict, list]:
     widths = c.rules.get("swap_rounds")
     if not widths or c.amd or not COOP_SWAP_MAX_M < c.M <= SWAP_ROUNDS_MAX_M or c.K <= SHORT_K_PINGPONG_MAX_K:
         return tile, notes
-    if c.rules.get("tail_waves_off_line") and long_k_off_line(c.K):  # (gluon_waves.py `tail_waves`: H100 A/Bs)
+    if c.rules.get("tail_waves_off_line") and long_k_off_line(c.K):
+        widths = [w for w in widths if w >= SWAP_ROUNDS_OFF_LINE_MIN_WIDTH]
+    if not widths:
         return tile, notes
     bm, bn = tile["BLOCK_SIZE_M"], tile["BLOCK_SIZE_N"]
     tiles = -(-c.M // bm) * -(-c.N // bn)
