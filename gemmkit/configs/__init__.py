@@ -259,7 +259,8 @@ def fit_bucket(op: str, target, cfg: dict, large: dict | None, M: int, N: int, K
 
     if op not in model.FITTED_OPS:
         return cfg, []
-    return model.choose(op, cfg, large, M, N, K, target.num_cus, target.shared_mem_bytes, amd=target.is_amd)
+    return model.choose(op, cfg, large, M, N, K, target.num_cus, target.shared_mem_bytes, amd=target.is_amd,
+                        hbm_gbps=target.hbm_gbps)
 
 
 def model_configs(op: str, arch: str) -> list:

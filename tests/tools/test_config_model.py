@@ -1293,3 +1293,21 @@ def test_a16w16_long_k_coop(M, N, K, want):
     assert any(n == "model:" + name for n, _ in configs.model_configs("a16w16", "sm_90")), name
     assert "long_k_coop" not in configs.serve("a16w16", arch.ARCHS["gfx942"], M, N, K)[1]
     assert "long_k_coop" not in configs.serve("a8w8", H200, M, N, K)[1]
+
+
+@pytest.mark.parametrize("M, N, K, h100, h200", [
+    # `tail_waves_off_line` (configs/model/gluon_waves.py, results/h100/ab/bf16_tail_waves_off_line_*.json): at K >=
+    # COOP_TAIL_MIN_K with rows off 128-byte lines, on a card of the H100's HBM bandwidth, the coop 128 x 256 unless
+    # the ping-pong's tail-split fill is 1.4x its own (786 x 7712 x 23312, 1.22x: 0.66 -> 0.82x cuBLAS on the H100)
+    (786, 7712, 23312, "coop 128x256", "pp 128x128"),
+    (595, 10432, 15968, "coop 128x256", "pp 128x128"),  # and no 80-token `swap_rounds` over it (lost all 11 there)
+    (786, 7712, 23296, "pp 128x128", "pp 128x128"),  # rows on lines: `tail_waves` as before on both cards
+    (786, 7712, 8016, "pp 128x128", "pp 128x128"),  # K under COOP_TAIL_MIN_K: as before
+    (147, 8800, 13504, "pp 128x128", "pp 128x128"),  # the ping-pong's fill 1.75x the coop's: kept (+35% there)
+])
+def test_a16w16_tail_waves_off_line(M, N, K, h100, h200):
+    for target, want in ((arch.get("H100"), h100), (arch.get("H200"), h200)):
+        cfg, source = configs.serve("a16w16", target, M, N, K)
+        assert _kernel(cfg) == want, (target.name, source)
+    cfg, source = configs.serve("a16w16", arch.get("H100"), 1435, 7216, 14736)  # 160 tokens still swap (+12%)
+    assert cfg.get("swap_ab") and cfg["BLOCK_SIZE_M"] == 160, source

@@ -88,11 +88,12 @@ AFTER = (sectors.long_k_split, sectors.long_k_coop, gluon_waves.narrow_wide, swa
 
 
 def choose(op: str, cfg: dict, large: dict | None, M: int, N: int, K: int, num_cus: int,
-           shared_mem: int, amd: bool = False) -> tuple[dict, list]:
+           shared_mem: int, amd: bool = False, hbm_gbps: float = 0.0) -> tuple[dict, list]:
     """(config, notes) for a default-table bucket `cfg` serving (M, N, K) on `num_cus` SMs of `shared_mem` bytes
-    each (`amd`: a gfx942 / gfx950 target), `large` the table's bucket for the largest M: the first of RULES that
-    answers, else `cfg` fitted (`decode.fitted`); then each of AFTER over that answer (the package docstring)."""
-    call = Call(OP_RULES.get(op, {}), cfg, large, M, N, K, num_cus, shared_mem, amd)
+    each (`amd`: a gfx942 / gfx950 target; `hbm_gbps`: its HBM's bandwidth, 0 where unknown), `large` the table's
+    bucket for the largest M: the first of RULES that answers, else `cfg` fitted (`decode.fitted`); then each of AFTER
+    over that answer (the package docstring)."""
+    call = Call(OP_RULES.get(op, {}), cfg, large, M, N, K, num_cus, shared_mem, amd, hbm_gbps)
     hit = next((h for h in (rule(call) for rule in RULES) if h is not None), None)
     tile, notes = hit if hit is not None else decode.fitted(call)
     for after in AFTER:

@@ -36,7 +36,8 @@ PINGPONG_ROUND = 2  # ping-pong tiles an SM takes in one round (one a consumer):
 @dataclasses.dataclass(frozen=True)
 class Call:
     """What `choose`'s rules see of one call: the op's rules (OP_RULES), the default table's bucket `cfg` for M and
-    its large-M bucket `large`, the shape, and the target (`num_cus` SMs / CUs of `shared_mem` bytes, `amd`)."""
+    its large-M bucket `large`, the shape, and the target (`num_cus` SMs / CUs of `shared_mem` bytes, `amd`, its HBM's
+    `hbm_gbps`: 0 where unknown)."""
     rules: dict
     cfg: dict
     large: dict | None
@@ -46,6 +47,7 @@ class Call:
     num_cus: int
     shared_mem: int
     amd: bool
+    hbm_gbps: float = 0.0
 
 
 def launch_fill(cfg: dict, M: int, N: int, num_cus: int) -> float:

@@ -84,9 +84,17 @@ from .widths import COOP_TAIL_MIN_K, COOP_WIDTH_MAX_M, COOP_WIDTH_MIN_M, COOP_WI
 #                served ping-pong won 14 of 15 rows on lines, lost the 4 off them; _heldout.json, 28 random rows: on
 #                lines the ping-pong won 8 of 8, +3 to +35%; off lines the coop won the 14 at fill ratios 1.12-1.33,
 #                +12 to +36%, lost 6757 x 336 x 20512 (1.2) by 7%, and the ping-pong won the 5 at 1.5-1.75). The
-#                H200 fit above (older kernels) had two such rows go to the ping-pong (+9 / +10%): not rechecked there.
+#                H200's A/Bs above (older kernels, 2026-12-0x) had three such rows go the other way (1025 x 9416 x
+#                14480 and 5971 x 464 x 28336 +9 / +10% for the ping-pong, 5398 x 1176 x 16080 +13%): where the
+#                H100 put the coop 28% / 17% ahead. So the rule holds only on cards whose HBM streams at most
+#                OFF_LINE_MAX_HBM_GBPS (the H100's 3350 GB/s, not the H200's 4800) until an H200 A/B of the current
+#                kernels decides; a guess at why, not measured: the ping-pong re-reads x twice as often, and a
+#                box row off a line touches two, so its misses cost more of the slower HBM.
 #                There `swap_rounds` takes no 80-token tile (swap.py SWAP_ROUNDS_OFF_LINE_MIN_WIDTH). Held out
-#                (_off_line_verify.json, 26 random rows the two change): tail_waves' 12 +16% (10 up, -7 / -2% down).
+#                (_off_line_verify.json, 26 random rows the two change: tail_waves' 12 +16%, 10 up, -7 / -2% down);
+#                the rule as it stands (_off_line_final.json, the 50 rows before and 20 of seed 20261211 it changes,
+#                against the answer without it): the 20 0.728 -> 0.906x cuBLAS, 19 up, one down (671 x 9456 x 23072,
+#                a 96-token swap, -14%); the 50 0.709 -> 0.858x, 45 up, 5 down (-22% to -4%).
 #                Unmeasured under Triton >= 3.9, where the coop's 128 x 256 has no tail split
 #                (kernels/_budgets.py TAIL_COOP_WIDE): there the rule counts a split the launch does not make.
 #   narrow_tail  bf16, in `gluon_waves`: `narrow_pingpong`'s 64 x 192 gives way to the ping-pong 128 x 128 where that
@@ -172,6 +180,8 @@ TAIL_WAVES_COOP_MARGIN = 1.05
 # ping-pong only where its fill is TAIL_WAVES_OFF_LINE_MARGIN over the coop's (`tail_waves`' comment above: H100).
 TAIL_WAVES_OFF_LINE_MARGIN = 1.4
 LINE_ELEMENTS = 64  # bf16 elements in a 128-byte line
+# ... on cards whose HBM streams at most this (the H100's 3350 GB/s; the H200's 4800 measured the other way)
+OFF_LINE_MAX_HBM_GBPS = 4000.0
 # `narrow_tail` (in `gluon_waves`): `narrow_pingpong`'s 64 x 192 gives way to the ping-pong 128 x 128 where that tile's
 # area fill counting its tail split (`tail_fill`) is NARROW_TAIL_MARGIN over the 64 x 192 launch's (`launch_fill`).
 NARROW_TAIL_MARGIN = 1.2
@@ -388,10 +398,12 @@ def _few(c: Call, w: _Waves):
     return tile, [f"{pp} tiles of {bm} x 128 for {num_cus} SMs: the Triton tier"] + notes
 
 
-def long_k_off_line(K: int) -> bool:
-    """K >= COOP_TAIL_MIN_K with x's and w's rows off 128-byte lines (bf16: K % LINE_ELEMENTS != 0): where
-    `tail_waves_off_line` keeps the coop 128 x 256 and `swap_rounds` (swap.py) takes no 80-token tile."""
-    return K >= COOP_TAIL_MIN_K and K % LINE_ELEMENTS != 0
+def long_k_off_line(c: Call) -> bool:
+    """`tail_waves_off_line` (the op's rule key) on a card whose HBM streams at most OFF_LINE_MAX_HBM_GBPS, at K >=
+    COOP_TAIL_MIN_K with x's and w's rows off 128-byte lines (bf16: K % LINE_ELEMENTS != 0): where `tail_waves` keeps
+    the coop 128 x 256 and `swap_rounds` (swap.py) takes no 80-token tile."""
+    return bool(c.rules.get("tail_waves_off_line")) and 0 < c.hbm_gbps <= OFF_LINE_MAX_HBM_GBPS and \
+        c.K >= COOP_TAIL_MIN_K and c.K % LINE_ELEMENTS != 0
 
 
 def _last(c: Call, w: _Waves):
@@ -405,10 +417,10 @@ def _last(c: Call, w: _Waves):
     bk = cfg["BLOCK_SIZE_K"]
     tail_coop, tail_pp = tail_fill(coop, num_cus, K, bk), tail_fill(pp, num_cus, K, bk)
     pp_after = w.pp_after
-    off_line = long_k_off_line(K) and c.rules.get("tail_waves_off_line")
-    margin = TAIL_WAVES_OFF_LINE_MARGIN if off_line else GLUON_WAVE_MARGIN
+    margin = TAIL_WAVES_OFF_LINE_MARGIN if long_k_off_line(c) else GLUON_WAVE_MARGIN
     flipped = (not pp_after and tail_pp > margin * tail_coop
                or pp_after and K >= COOP_TAIL_MIN_K and tail_coop >= TAIL_WAVES_COOP_MARGIN * tail_pp)
+    kept = not pp_after and GLUON_WAVE_MARGIN * tail_coop < tail_pp <= margin * tail_coop  # `tail_waves_off_line`
     pp_after ^= flipped
     fills = f"{coop} tiles of {bm} x 256 fill {w.eff_coop:.0%} of their waves, {pp} of {bm} x 128 {w.eff_pp:.0%}"
     if flipped:
@@ -431,6 +443,10 @@ def _last(c: Call, w: _Waves):
                                   f"{w.short_pp['BLOCK_SIZE_N']}, not the coop (`short_k_pingpong`)"]
     if flipped:
         return cfg, [f"{fills}: the coop"]
+    if kept:
+        return cfg, [f"{coop} tiles of {bm} x 256 fill {tail_coop:.0%} of their waves, {pp} of {bm} x 128 "
+                     f"{tail_pp:.0%} counting their tail splits, under {margin}x at K = {K}, rows off 128-byte lines, "
+                     f"HBM {c.hbm_gbps:.0f} GB/s: the coop (`tail_waves_off_line`)"]
     return cfg, []
 
 

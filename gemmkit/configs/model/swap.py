@@ -92,7 +92,7 @@ def swap_rounds(c: Call, tile: dict, notes: list) -> tuple[dict, list]:
     widths = c.rules.get("swap_rounds")
     if not widths or c.amd or not COOP_SWAP_MAX_M < c.M <= SWAP_ROUNDS_MAX_M or c.K <= SHORT_K_PINGPONG_MAX_K:
         return tile, notes
-    if c.rules.get("tail_waves_off_line") and long_k_off_line(c.K):
+    if long_k_off_line(c):
         widths = [w for w in widths if w >= SWAP_ROUNDS_OFF_LINE_MIN_WIDTH]
     if not widths:
         return tile, notes
