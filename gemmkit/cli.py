@@ -162,10 +162,10 @@ def _cmd_configs(args):
     from . import arch as _arch
     from . import configs as _configs
 
-    arch = args.arch
-    if arch is None:
-        t = _arch.current_or_none()
-        arch = t.arch if t else "sm_90"
+    # the target the op would serve: the named one, else this machine's GPU (its SM count, its HBM), else sm_90's
+    target = _arch.get(args.arch) if args.arch else (_arch.current_or_none() or _arch.ARCHS["sm_90"])
+    arch = target.arch
+    where = arch if target is _arch.ARCHS.get(arch) else f"{arch} ({target.name}, {target.num_cus} SMs)"
     lookups = _config_lookups(args.op, args.M, args.N, args.K)
     answers = []
     for what, table_op, M, N, K in lookups:
@@ -174,26 +174,26 @@ def _cmd_configs(args):
             return _fail("configs", f"no {table_op} config table for {arch} ({table_op} has tables for "
                                     f"{', '.join(have) or 'no arch'}; see the README's support table)")
         try:
-            answers.append((what, table_op, M, N, K, *_configs.serve(table_op, _arch.ARCHS[arch], M, N, K)))
+            answers.append((what, table_op, M, N, K, *_configs.serve(table_op, target, M, N, K)))
         except _configs.ConfigError as e:  # a broken table file: say which, no traceback
             return _fail("configs", str(e))
     if len(answers) > 1:
-        print(f"{args.op} M={args.M} N={args.N} K={args.K} on {arch} runs {len(answers)} GEMMs "
+        print(f"{args.op} M={args.M} N={args.N} K={args.K} on {where} runs {len(answers)} GEMMs "
               "(N = I, the intermediate size; K = hidden):")
     elif args.op != answers[0][1]:
         print(f"{args.op} looks up the {answers[0][1]} table:")
     from .ops import dispatch
 
     for what, table_op, M, N, K, cfg, source in answers:
-        print(f"{what + ': ' if what else ''}gemm_{table_op} M={M} N={N} K={K} on {arch}: {source}")
+        print(f"{what + ': ' if what else ''}gemm_{table_op} M={M} N={N} K={K} on {where}: {source}")
         print(json.dumps(cfg, indent=1, sort_keys=True))
         if _configs.tuned(source):  # what the shape file overrides (benchmarks/tables_vs_model.py measures both)
-            model_cfg, model_source = _configs.serve(table_op, _arch.ARCHS[arch], M, N, K, shape_files=False)
+            model_cfg, model_source = _configs.serve(table_op, target, M, N, K, shape_files=False)
             same = "the same config" if _configs.validate_config(dict(model_cfg)) == _configs.validate_config(
                 dict(cfg)) else json.dumps(model_cfg, sort_keys=True)
             print(f"without the shape file, the config model: {model_source}: {same}")
         try:
-            choice = dispatch.for_shape(table_op, cfg, _arch.ARCHS[arch], M, N, K, B=args.B)
+            choice = dispatch.for_shape(table_op, cfg, target, M, N, K, B=args.B)
         except ValueError as e:  # a config that fits no kernel of this target
             print(f"kernel: none ({e})")
             continue
@@ -201,7 +201,7 @@ def _cmd_configs(args):
               "kernels):")
         print(choice.explain())
         gated = table_op == "a16w16_gated"
-        launch = dispatch.gluon_launch(choice, _arch.ARCHS[arch], M, N, K, gated=gated)
+        launch = dispatch.gluon_launch(choice, target, M, N, K, gated=gated)
         if launch:
             print(launch)
         if choice.path == "gluon":  # the installed Triton's budget, per fused epilogue (Triton >= 3.7)
@@ -368,7 +368,9 @@ def build_parser():
     c.add_argument("-K", type=_int_at_least(1), required=True, help="the reduction size, >= 1")
     c.add_argument("-B", type=_int_at_least(1), default=1,
                    help="batch entries (batched ops: the Gluon batched kernel needs more than one wave of tiles)")
-    c.add_argument("--arch", choices=["sm_90", "gfx942", "gfx950"], help="default: the current GPU, else sm_90")
+    c.add_argument("--arch", choices=["sm_90", "gfx942", "gfx950", "H100", "H200", "MI300X", "MI355X"],
+                   help="an architecture (its representative card: H200, MI300X, MI355X) or a card (the config model "
+                        "sees its SMs and HBM bandwidth); default: the current GPU, else sm_90")
     c.set_defaults(fn=_cmd_configs)
 
     t = sub.add_parser("tune", help="search configs on the GPU and merge the winners into aiter-format tables")

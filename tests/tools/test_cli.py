@@ -181,6 +181,19 @@ def test_configs_ffn_gated_shows_both_gemms(capsys):
     assert "gate/up" in out and "down" in out
 
 
+def test_configs_names_a_card(capsys):
+    """--arch H100: the card's own target (its SMs and HBM bandwidth, which the config model's rules see), named in
+    the answer; the H100 serves 786 x 7712 x 23312 the coop (`tail_waves_off_line`), sm_90's H200 the ping-pong."""
+    args = ("configs", "--op", "a16w16", "-M", 786, "-N", 7712, "-K", 23312)
+    rc, out, err = _cli(capsys, *args, "--arch", "H100")
+    assert rc == 0, err
+    assert "on sm_90 (H100, 132 SMs): " in out and configs.serve("a16w16", gemmkit_arch.get("H100"), 786, 7712,
+                                                                 23312)[1] in out
+    assert "`tail_waves_off_line`" in out and "kernel: hopper_coop_kernel" in out
+    rc, out, err = _cli(capsys, *args, "--arch", "sm_90")
+    assert rc == 0 and "on sm_90: " in out and "kernel: hopper_pingpong_kernel" in out, err
+
+
 def test_configs_split_cat_uses_its_table(capsys):
     rc, out, err = _cli(capsys, "configs", "--op", "split_cat", "-M", 16, "-N", 32768, "-K", 512, "--arch", "gfx950")
     assert rc == 0, err
