@@ -273,9 +273,10 @@ def _x_transposed_copy(x2, w, cfg) -> bool:
 
 # A small x transposed in memory that the TMA kernel reads in place (X_KM) is still copied to rows along K where the
 # config is a Gluon swap-AB tile (decode-sized M): the Gluon kernels take rows along K only, and the copy is one
-# launch over the smaller operand. Predicted (2026-12-06, before any run): H100 16 x 4096 x 4096 with x transposed
-# 19.5 us on the TMA kernel's 16-row tile -> about 17.8 (the contiguous call's 15.7 plus the copy's ~2 us, as at
-# M = 2). GEMMKIT_SWAP_COPY=0 (or SWAP_COPY = False) turns it off, e.g. to compare (benchmarks/layouts.py does).
+# launch over the smaller operand. Predicted +9% at 16 x 4096 x 4096 (the contiguous call's 15.7 us plus the copy's
+# ~2, as at M = 2, against the TMA kernel's 19.5); H100, the same ABBA with it off (results/h100/layouts.json):
+# M = 8 / 16 / 32 / 64 / 128 +11 / +11 / +7 / +14 / +3%. GEMMKIT_SWAP_COPY=0 (or SWAP_COPY = False) turns it off,
+# e.g. to compare (benchmarks/layouts.py does).
 SWAP_COPY = os.environ.get("GEMMKIT_SWAP_COPY", "1") != "0"
 
 
