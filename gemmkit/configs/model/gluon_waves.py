@@ -81,7 +81,8 @@ from .widths import COOP_TAIL_MIN_K, COOP_WIDTH_MAX_M, COOP_WIDTH_MIN_M, COOP_WI
 #                Rows off 128-byte lines at long K (K % 64 != 0, K >= COOP_TAIL_MIN_K): the ping-pong only where its
 #                fill is TAIL_WAVES_OFF_LINE_MARGIN over the coop's. H100, heated, one process, the coop 128 x 256 x 64
 #                (3 stages) against the ping-pong the rule served (results/h100/ab/bf16_tail_waves_h100.json: the
-#                served ping-pong won 14 of 15 rows on lines, lost the 4 off them; _heldout.json, 28 random rows: on
+#                served ping-pong won 13 of 15 rows on lines, the other two within 2%, lost the 4 off them (the coop
+#                at 4 stages there); _heldout.json, 28 random rows: on
 #                lines the ping-pong won 8 of 8, +3 to +35%; off lines the coop won the 14 at fill ratios 1.12-1.33,
 #                +12 to +36%, lost 6757 x 336 x 20512 (1.2) by 7%, and the ping-pong won the 5 at 1.5-1.75). The
 #                H200's A/Bs above (older kernels, 2026-12-0x) had three such rows go the other way (1025 x 9416 x
