@@ -2,7 +2,7 @@
 and shared memory? One profiled call per case under torch.profiler (Kineto's trace carries the launch
 parameters); the vendor's kernel names spell its tile, ring and cluster choices (cuBLAS 13 on sm_90:
 `nvjet_sm90_tst_<tile>_<BK>x<stages>_<cluster>_..._coopA`), which say what our tables would have to match.
-gemmkit's rows also record the config its table serves (`config`, `config_source`).
+gemmkit's rows also record the config the op serves (`config`, `config_source`: configs.serve).
 
 Cases: the rows where gemmkit trails cuBLAS in the results under benchmarks/results/h200/ (batched torch.bmm
 at B = 8 / 64, M = N = K = 512 / 1024 / 2048; kv_b_proj at M = 1; the squares; the few-tile M = 256 / 512
@@ -27,10 +27,10 @@ def cases(torch, gemmkit, shapes=None):
     dev = "cuda"
     bf = torch.bfloat16
     out = []
-    arch = C.target_for(torch.device(dev)).arch  # the tables the ops read on this GPU
+    target = C.target_for(torch.device(dev))  # the target the ops serve on this GPU
 
-    def served(table_op, M, N, K):
-        return configs.select(table_op, arch, M, N, K)
+    def served(table_op, M, N, K):  # what the op runs: the table's bucket as the config model fits it to the shape
+        return configs.serve(table_op, target, M, N, K)
 
     def mm(label, M, N, K):
         x = torch.randn(M, K, device=dev, dtype=bf)
