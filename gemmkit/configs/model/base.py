@@ -18,6 +18,7 @@ MAX_SPLIT = 16
 SMALL_TILE = 128 * 128  # under this many outputs a tile takes 4 warps (one warpgroup); the tuner prunes by it too
 GLUON_WAVE_MARGIN = 1.1  # how much better the ping-pong's waves must be filled to give up the cooperative tile
 SECTOR_ELEMENTS = 16  # bf16 elements in 32 bytes (ops/dispatch.py PITCH_SECTOR): K's rows off these are copied
+LINE_ELEMENTS = 64  # bf16 elements in a 128-byte line (ops/dispatch.py PITCH_BYTES)
 
 # The Gluon ping-pong tiles several bf16 rules serve (`one_wave`, `narrow_wave`, `few_tiles`, `m128_tile`): one
 # definition each (stages: what hopper_plan.budget fits; the first narrow-wave A/B's 64 x 64 asked 8).

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from .base import FEW_TILES, GLUON_WAVE_MARGIN, MIN_SPLIT_STEPS, SECTOR_ELEMENTS, Call, area_fill, coop_bucket, \
-    launch_fill, pingpong_64, wave_efficiency
+from .base import FEW_TILES, GLUON_WAVE_MARGIN, LINE_ELEMENTS, MIN_SPLIT_STEPS, SECTOR_ELEMENTS, Call, area_fill, \
+    coop_bucket, launch_fill, pingpong_64, wave_efficiency
 from .few_tiles import FEW_TILES_FILL, FEW_TILES_MIN_M, FEW_TILES_SHORT_SPLIT_K, FEW_TILES_SPLIT_K, \
     FEW_TILES_UNSPLIT_FILL, SHORT_SPLIT_MIN_N, few_tiles, few_tiles_note, short_split_tile
 from .fitting import fit
@@ -180,7 +180,6 @@ TAIL_WAVES_COOP_MARGIN = 1.05
 # ... and where K >= COOP_TAIL_MIN_K and x's and w's rows start off 128-byte lines (K % LINE_ELEMENTS != 0), the
 # ping-pong only where its fill is TAIL_WAVES_OFF_LINE_MARGIN over the coop's (`tail_waves`' comment above: H100).
 TAIL_WAVES_OFF_LINE_MARGIN = 1.4
-LINE_ELEMENTS = 64  # bf16 elements in a 128-byte line
 # ... on cards whose HBM streams at most this (the H100's 3350 GB/s; the H200's 4800 measured the other way)
 OFF_LINE_MAX_HBM_GBPS = 4000.0
 # `narrow_tail` (in `gluon_waves`): `narrow_pingpong`'s 64 x 192 gives way to the ping-pong 128 x 128 where that tile's
