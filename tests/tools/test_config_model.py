@@ -1245,9 +1245,17 @@ def test_a16w16_coop_swap(M, N, K, tokens):
     # nor outside 192 < M <= 1536, nor at a short K
     (1600, 1168, 3584, None),
     (929, 1168, 448, None),
+    # past M = 1536 at N <= 768 only, to M = 8192 (results/h100/ab/bf16_swap_rounds_large_m_*.json, _narrow_verify.json)
+    (5185, 480, 10192, 160),  # 0.50 -> 1.01x cuBLAS (H100)
+    (7642, 368, 3320, 192),  # 0.83 -> 0.99x
+    (4243, 256, 768, 80),  # 0.85 -> 0.93x
+    (4776, 1376, 680, None),  # N over 768: 96 tokens lost 19% here
+    (9000, 480, 10192, None),  # past M = 8192, where nothing was measured
+    (3416, 672, 2560, None),  # nor over another answer than 128 x 128 / 128 x 256 (here the coop 128 x 192)
 ])
-def test_a16w16_swap_rounds(M, N, K, tokens):
-    cfg, source = configs.serve("a16w16", H200, M, N, K)
+@pytest.mark.parametrize("target", ["H200", "H100"])
+def test_a16w16_swap_rounds(M, N, K, tokens, target):
+    cfg, source = configs.serve("a16w16", arch.get(target), M, N, K)
     if tokens is None:
         assert "swap_rounds" not in source, source
     else:

@@ -39,7 +39,7 @@ where none does, the bucket is fitted (`decode.fitted`). Then each of AFTER may 
         sectors.long_k_split               bf16, long K, few coop tiles: the coop split along K
         sectors.long_k_coop                bf16, long K: a split coop tile in a 64-row ping-pong tile's place
         gluon_waves.narrow_wide            bf16: the 64 x 160 in a one-wave 64 x 192's place
-        swap.coop_swap, swap.swap_rounds   bf16, 128 < M <= 1536: the cooperative swap-AB tile
+        swap.coop_swap, swap.swap_rounds   bf16, 128 < M <= 1536 (8192 at N <= 768): the cooperative swap-AB tile
         gated.gated_one_wave               the gated GEMM: the Gluon cooperative gated tile in one wave
                  ──► (config, notes): `gemmkit configs` prints the notes, each naming the rule that wrote it
 

@@ -1,6 +1,6 @@
 """bf16's cooperative swap-AB tile (128 weight rows x a tile of tokens) over any rule's answer: one token tile where
 128-row tiles leave a second row mostly empty (`coop_swap`, 128 < M <= 192), several where its rounds cost less
-(`swap_rounds`, 192 < M <= 1536).
+(`swap_rounds`, 192 < M <= 1536; to 8192 at N <= 768).
 """
 from __future__ import annotations
 
@@ -53,7 +53,20 @@ COOP_SWAP_PP_FILL, COOP_SWAP_PP_MARGIN = 0.55, 0.9
 # SWAP_ROUNDS_OFF_LINE_MIN_WIDTH: H100, heated, one process (results/h100/ab/bf16_tail_waves_off_line_heldout.json and
 # _verify.json, 23 such picks against the unswapped answer): 80 tokens lost all 11 (-25 to -41%), 96 mixed over 7
 # (-28 to +3%, six within 4%), 160 / 192 won 4 of 5 (+5 to +24%; one tie).
+# Past SWAP_ROUNDS_MAX_M only at N <= SWAP_ROUNDS_NARROW_N (six weight tiles of 128 at most: a few columns of tiles, so
+# the token tiling alone sets the rounds), up to SWAP_ROUNDS_NARROW_MAX_M. H100, heated, one process, the rule's own
+# margins: results/h100/ab/bf16_swap_rounds_large_m_fit.json (40 random shapes at M = 1537-8192 where the rule without
+# its M cap answers; every width timed): at N <= 768 0.787 -> 0.912x cuBLAS, 29 of 33 picks up (+3 to +101%: 5185 x
+# 480 x 10192 0.50 -> 1.01x), 4 down 1-4%; at N >= 1088 0.994x over the answer (4 of 7 down, to -11%). Held out
+# (_heldout.json, 30 shapes of another seed): at N <= 768 0.813 -> 0.928x, all 23 up (+3 to +40%); at N >= 1376 5 of 7
+# up, 4776 x 1376 x 680 -19%. The rule as it stands, on a third seed (25 rows) and 7 rows of older seeds it changes
+# (_narrow_verify.json): 0.785 -> 0.924x cuBLAS, all 32 up (+2 to +45%).
 SWAP_ROUNDS_MAX_M = 1536
+# Measured there over the ping-pong's 128 x 128 (44 rows, -4 to +35%), the coop 128 x 256 (42, -1 to +45%) and the
+# ping-pong's 64 x 192 (2, +88 / +101%) only, so only over those: the coop's split widths (3416 x 672 x 2560's
+# 128 x 192, 0.71 -> 0.90x) and `short_k_rounds`' 64 x 128 (5957 x 384 x 512, +24%) won their own A/Bs there.
+SWAP_ROUNDS_NARROW_N, SWAP_ROUNDS_NARROW_MAX_M = 768, 8192
+SWAP_ROUNDS_NARROW_OVER = ((128, 128), (128, 256), (64, 192))
 SWAP_ROUNDS_OFF_LINE_MIN_WIDTH = 96
 SWAP_ROUNDS_MARGIN = {80: 1.2, 96: 1.2, 160: 1.1, 192: 1.1}
 
@@ -85,12 +98,15 @@ def coop_swap(c: Call, tile: dict, notes: list) -> tuple[dict, list]:
 
 
 def swap_rounds(c: Call, tile: dict, notes: list) -> tuple[dict, list]:
-    """`swap_rounds` (bf16, over whatever answered, after `coop_swap`): at COOP_SWAP_MAX_M < M <= SWAP_ROUNDS_MAX_M and
-    K over SHORT_K_PINGPONG_MAX_K, the cooperative swap-AB tile over several token tiles (128 weight rows x a width of
-    the rule's) where the answer's `round_area` is over the width's SWAP_ROUNDS_MARGIN times the swap tile's; of
-    several such widths the one with the most to spare over its margin. Only over an unsplit, unswapped Gluon answer."""
+    """`swap_rounds` (bf16, over whatever answered, after `coop_swap`): at COOP_SWAP_MAX_M < M <= SWAP_ROUNDS_MAX_M
+    (SWAP_ROUNDS_NARROW_MAX_M at N <= SWAP_ROUNDS_NARROW_N) and K over SHORT_K_PINGPONG_MAX_K, the cooperative
+    swap-AB tile over several token tiles (128 weight rows x a width of the rule's; past SWAP_ROUNDS_MAX_M only over
+    SWAP_ROUNDS_NARROW_OVER's tiles) where the answer's `round_area` is over the width's SWAP_ROUNDS_MARGIN times the
+    swap tile's; of several such widths the one with the most to spare over its margin. Only over an unsplit,
+    unswapped Gluon answer."""
     widths = c.rules.get("swap_rounds")
-    if not widths or c.amd or not COOP_SWAP_MAX_M < c.M <= SWAP_ROUNDS_MAX_M or c.K <= SHORT_K_PINGPONG_MAX_K:
+    max_m = SWAP_ROUNDS_NARROW_MAX_M if c.N <= SWAP_ROUNDS_NARROW_N else SWAP_ROUNDS_MAX_M
+    if not widths or c.amd or not COOP_SWAP_MAX_M < c.M <= max_m or c.K <= SHORT_K_PINGPONG_MAX_K:
         return tile, notes
     if long_k_off_line(c):
         widths = [w for w in widths if w >= SWAP_ROUNDS_OFF_LINE_MIN_WIDTH]
@@ -99,6 +115,8 @@ def swap_rounds(c: Call, tile: dict, notes: list) -> tuple[dict, list]:
     bm, bn = tile["BLOCK_SIZE_M"], tile["BLOCK_SIZE_N"]
     tiles = -(-c.M // bm) * -(-c.N // bn)
     if tile.get("backend") != "gluon" or tile.get("swap_ab") or min(tile.get("NUM_KSPLIT", 1), c.num_cus // tiles) > 1:
+        return tile, notes
+    if c.M > SWAP_ROUNDS_MAX_M and (bm, bn) not in SWAP_ROUNDS_NARROW_OVER:
         return tile, notes
     served = round_area(tile, c.M, c.N, c.K, c.num_cus)
     spare, w = max((served / round_area({"BLOCK_SIZE_M": w, "BLOCK_SIZE_N": 128, "swap_ab": True}, c.M, c.N, c.K,
