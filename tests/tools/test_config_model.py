@@ -1312,6 +1312,9 @@ def test_a16w16_long_k_coop(M, N, K, want):
     (786, 7712, 23296, "pp 128x128", "pp 128x128"),  # rows on lines: `tail_waves` as before on both cards
     (786, 7712, 8016, "pp 128x128", "pp 128x128"),  # K under COOP_TAIL_MIN_K: as before
     (134, 9024, 30112, "pp 128x128", "pp 128x128"),  # off lines, the ping-pong fills 1.75x the coop: kept (+46%)
+    # nor a 96-token one (results/h100/ab/bf16_swap_rounds_off_line_96.json: 0.698 -> 0.844x over 31 rows); K % 16 == 8
+    # here, so `off_sector`'s 256 x 128 (the 96 tokens 0.83x, the coop's 128 x 256 1.11x, its 256 x 128 1.25x)
+    (417, 6552, 14792, "coop 256x128", "coop 96x128"),
 ])
 def test_a16w16_tail_waves_off_line(M, N, K, h100, h200):
     for target, want in ((arch.get("H100"), h100), (arch.get("H200"), h200)):

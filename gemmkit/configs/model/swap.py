@@ -52,7 +52,9 @@ COOP_SWAP_PP_FILL, COOP_SWAP_PP_MARGIN = 0.55, 0.9
 # At a long K off 128-byte lines (`long_k_off_line`, with `tail_waves_off_line`) no width under
 # SWAP_ROUNDS_OFF_LINE_MIN_WIDTH: H100, heated, one process (results/h100/ab/bf16_tail_waves_off_line_heldout.json and
 # _verify.json, 23 such picks against the unswapped answer): 80 tokens lost all 11 (-25 to -41%), 96 mixed over 7
-# (-28 to +3%, six within 4%), 160 / 192 won 4 of 5 (+5 to +24%; one tie).
+# (-28 to +3%, six within 4%), 160 / 192 won 4 of 5 (+5 to +24%; one tie). Then 96 on 31 random rows where it was the
+# pick (_swap_rounds_off_line_96.json): 0.698 -> 0.844x cuBLAS without it, 25 up (to +58%), 6 down (to -13%; four
+# of them narrow N past M = 1536, where 4 of its 8 rows went up): so 160 and 192 only.
 # Past SWAP_ROUNDS_MAX_M only at N <= SWAP_ROUNDS_NARROW_N (six weight tiles of 128 at most: a few columns of tiles, so
 # the token tiling alone sets the rounds), up to SWAP_ROUNDS_NARROW_MAX_M. H100, heated, one process, the rule's own
 # margins: results/h100/ab/bf16_swap_rounds_large_m_fit.json (40 random shapes at M = 1537-8192 where the rule without
@@ -67,7 +69,7 @@ SWAP_ROUNDS_MAX_M = 1536
 # 128 x 192, 0.71 -> 0.90x) and `short_k_rounds`' 64 x 128 (5957 x 384 x 512, +24%) won their own A/Bs there.
 SWAP_ROUNDS_NARROW_N, SWAP_ROUNDS_NARROW_MAX_M = 768, 8192
 SWAP_ROUNDS_NARROW_OVER = ((128, 128), (128, 256), (64, 192))
-SWAP_ROUNDS_OFF_LINE_MIN_WIDTH = 96
+SWAP_ROUNDS_OFF_LINE_MIN_WIDTH = 160
 SWAP_ROUNDS_MARGIN = {80: 1.2, 96: 1.2, 160: 1.1, 192: 1.1}
 
 
