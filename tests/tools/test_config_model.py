@@ -1,6 +1,8 @@
 """The config model (gemmkit/configs/model/): a default-table bucket fitted to the shape it serves. The fitted
 configs the rule gives on the shapes it was measured on (docs/PERF.md, "The config model"), what it leaves alone,
 that every fitted config is a valid config that fits the target, and that a call runs the fitted config."""
+import re
+
 import pytest
 import torch
 from _util import check_a16w16, poisoned, randn
@@ -427,7 +429,8 @@ def test_a16w16_at_m_128_takes_the_ping_pong_for_a_wide_n(M, N, K, gluon):
     # 104 tiles of 64 x 192 (79%) against 84 of 128 x 128 (64%), 42 of 128 x 256: ab/bf16_m512_1024_waves.json,
     # 0.85x cuBLAS against the 128 x 128 ping-pong's 0.71x
     (777, 1536, 8000, "64x192"),
-    (1024, 2880, 4096, "64x192"),  # 240 of 64 x 192 (91%) against 96 of 128 x 256 (73%): 0.97x against 0.85x
+    # 240 of 64 x 192 (91%) against 96 of 128 x 256 (73%): 0.97x against 0.85x; then `coop_one_wave`'s 128 x 192
+    (1024, 2880, 4096, "coop"),
     (1024, 4608, 36864, "64x192"),  # 384 (97%) against 288 of 128 x 128 (73%): 0.91x against 0.76x
     (1000, 3000, 2000, "coop"),  # 64 x 192 fills 97%, but K is short (NARROW_MIN_K): it lost, 0.78x against 0.83x
     (3000, 5000, 7000, "coop"),  # K % 16 == 8: `off_sector`'s 256 x 128 (0.78 -> 0.83x; 64 x 192 ran 0.47x)
@@ -661,7 +664,7 @@ def test_tuned_names_shape_files_only():
     (256, 5120, 5120, False),  # 40 coop tiles (64 x 192 split 4 0.89x against the coop's 0.81x); 128 of 64 x 160
     # fill one wave (`split_widths`: ab/bf16_m128_256_grid2.json 0.89 -> 0.96x)
     (512, 4608, 36864, False),  # 72 (0.65 -> 0.75x); 256 of 64 x 144 fill a round (`split_widths`: 0.74 -> 0.81x)
-    (256, 12288, 12288, True),  # 96 (0.80 -> 0.90x)
+    (256, 12288, 12288, False),  # 96 (0.80 -> 0.90x); then `coop_one_wave`'s one wave of 128 x 192 over it
     (200, 2880, 8192, True),  # the last 64-row box holds 8 rows: no `one_wave`
     (200, 2880, 2880, False),  # K <= 4096: one wave of 64 x 128 (`short_k_wave`)
     (256, 2880, 4096, False),  # 24 coop tiles; 64 x 192 split 4 0.77x, one wave of 64 x 96 0.87x
@@ -758,7 +761,7 @@ def test_a16w16_split_width_where_it_fills_its_waves(M, N, K, width):
     (1024, 7168, 2048, None),  # a shape table serves it (and 360 tiles of 128 x 160 take three waves)
     (2048, 2880, 2880, None),  # 128 x 192 fills 91%, within the margin of the ping-pong's 93%
     (3000, 5000, 7000, None),  # 648 of 128 x 192: five waves (0.70 against the coop's 0.80x)
-    (1024, 2880, 4096, None),  # the 64 x 192 fills 91%: within the margin
+    (1024, 2880, 4096, None),  # the 64 x 192 fills 91%: within the margin (`coop_one_wave` takes it after)
     (512, 5120, 5120, 160),  # one wave of 128 tiles, ahead of the ping-pong's 64 x 160 (0.92 -> 0.96x)
     (480, 4608, 36864, 144),  # 0.82 -> 0.87x (ab/bf16_coop_widths_m512.json)
     (384, 4608, 4096, None),  # 96 tiles of 128 x 144 (73%; measured 0.78 against the served 0.94x)
@@ -786,7 +789,8 @@ def test_a16w16_coop_width_where_it_fills_two_waves(M, N, K, width):
     cfg, source = configs.serve("a16w16", H200, M, N, K)
     widths = dict(model.OP_RULES["a16w16"]["coop_widths"])
     if width is None:
-        assert "cooperative 128 x" not in source and not (cfg["num_warps"] == 8 and cfg["BLOCK_SIZE_N"] in widths), source
+        assert re.search(r"the cooperative 128 x \d+ split tile(?! in the 64-row)", source) is None, source
+        assert "coop_one_wave" in source or not (cfg["num_warps"] == 8 and cfg["BLOCK_SIZE_N"] in widths), source
         return
     assert (cfg["BLOCK_SIZE_M"], cfg["BLOCK_SIZE_N"], cfg["num_warps"], cfg["num_stages"], cfg["NUM_KSPLIT"]) == \
         (128, width, 8, widths[width], 1), source
@@ -1301,6 +1305,29 @@ def test_a16w16_long_k_coop(M, N, K, want):
     assert any(n == "model:" + name for n, _ in configs.model_configs("a16w16", "sm_90")), name
     assert "long_k_coop" not in configs.serve("a16w16", arch.ARCHS["gfx942"], M, N, K)[1]
     assert "long_k_coop" not in configs.serve("a8w8", H200, M, N, K)[1]
+
+
+@pytest.mark.parametrize("M, N, K, width", [
+    # `coop_one_wave` (configs/model/widths.py; H100, results/h100/ab/bf16_menu_oracle*.json,
+    # bf16_coop_one_wave_over_64.json, _verify.json): over a 64-row ping-pong answer at K > 1024, the coop's split tile
+    # whose 128-row tiles take one wave and fill 70% of it
+    (395, 5920, 1944, 192),  # 0.59 -> 0.86x cuBLAS
+    (1373, 2008, 13152, 192),  # 0.64 -> 0.94x
+    (249, 11584, 3632, 192),  # over `narrow_pingpong`'s split 64 x 192: 0.82 -> 0.99x
+    (1024, 2880, 4096, 192),  # GPT-OSS o_proj: 0.96 -> 1.05x
+    (256, 12288, 12288, 192),  # Mistral-Large-2 o_proj: 0.91 -> 0.98x
+    (433, 5512, 640, None),  # K <= 1024: 0.89x of the answer
+    (138, 4176, 2944, None),  # no width's tiles fill 70% of one wave
+])
+def test_a16w16_coop_one_wave(M, N, K, width):
+    for target in ("H100", "H200"):
+        cfg, source = configs.serve("a16w16", arch.get(target), M, N, K)
+        if width is None:
+            assert "coop_one_wave" not in source, source
+            continue
+        assert ("model:coop_width_%d" % width, cfg) in configs.model_configs("a16w16", "sm_90"), source
+        assert "(`coop_one_wave`)" in source, source
+    assert "coop_one_wave" not in configs.serve("a16w16", arch.get("gfx942"), M, N, K)[1]
 
 
 @pytest.mark.parametrize("M, N, K, h100, h200", [

@@ -40,6 +40,7 @@ where none does, the bucket is fitted (`decode.fitted`). Then each of AFTER may 
         sectors.long_k_coop                bf16, long K: a split coop tile in a 64-row ping-pong tile's place
         gluon_waves.narrow_wide            bf16: the 64 x 160 in a one-wave 64 x 192's place
         swap.coop_swap, swap.swap_rounds   bf16, 128 < M <= 1536 (8192 at N <= 768): the cooperative swap-AB tile
+        widths.coop_one_wave               bf16, K > 1024: one wave of the coop's split tiles over a 64-row tile
         gated.gated_one_wave               the gated GEMM: the Gluon cooperative gated tile in one wave
                  ──► (config, notes): `gemmkit configs` prints the notes, each naming the rule that wrote it
 
@@ -62,7 +63,7 @@ Constraints:
 """
 from __future__ import annotations
 
-from . import decode, fitting, gated, gluon_waves, large_bucket, one_wave, sectors, swap
+from . import decode, fitting, gated, gluon_waves, large_bucket, one_wave, sectors, swap, widths
 from .base import GLUON_WAVE_MARGIN, MIN_SPLIT_STEPS, SECTOR_ELEMENTS, SMALL_PINGPONG, SMALL_TILE, Call, area_fill, \
     launch_fill, wave_efficiency
 from .decode import DECODE_SPLIT_MIN
@@ -84,7 +85,7 @@ RULES = (one_wave.rule_narrow_wave, one_wave.rule_narrow_n, one_wave.rule_one_wa
          large_bucket.rule_large_few_tiles, large_bucket.rule_wide_share, decode.rule_decode_split,
          decode.rule_swap_wide, gated.rule_gated_rows)
 AFTER = (sectors.long_k_split, sectors.long_k_coop, gluon_waves.narrow_wide, swap.coop_swap, swap.swap_rounds,
-         gated.gated_one_wave)
+         widths.coop_one_wave, gated.gated_one_wave)
 
 
 def choose(op: str, cfg: dict, large: dict | None, M: int, N: int, K: int, num_cus: int,

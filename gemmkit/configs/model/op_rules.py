@@ -14,7 +14,7 @@ rule runs it, an op that does not is untouched by it. Where each key's rule live
     one_wave, narrow_wave,         one_wave          long_k_coop
       narrow_n                                     coop_swap, swap_rounds        swap
     one_round_buckets,             tables          gated_rows, gated_one_wave    gated
-      fill_over_tables
+      fill_over_tables                             coop_one_wave                 widths
 
 A rule is turned off by setting its key to None here (the rule then passes): how an A/B's "before" side is
 written, and what benchmarks/model_audit.py --rules does to weigh each rule against the A/Bs on disk. A rule that
@@ -93,6 +93,8 @@ OP_RULES = {"a16w16_gated": {"gated_rows": GATED_64X128, "gated_one_wave": GATED
                 "narrow_wide": 160,
                 "coop_swap": (144, 160, 192), "swap_rounds": (80, 96, 160, 192),
                 "coop_widths": ((192, 5), (160, 6), (144, 6)),  # (BLOCK_SIZE_N, num_stages)
+                # `coop_one_wave`: one wave of `coop_widths`' tiles over a 64-row ping-pong answer
+                "coop_one_wave": True,
                 "narrow_pingpong": {
                 "BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 192, "num_warps": 4, "num_stages": 6, "NUM_KSPLIT": 4},
                 "wide_config": {

@@ -1,11 +1,12 @@
 """bf16's split-width tiles: widths past the power-of-two tiles (configs.SPLIT_N: 160 = 128 + 32, 144 = 128 + 16, 192
 = 128 + 64), where they fill the SMs' waves better. The ping-pong's 64-row tiles (`split_widths`, at 128 < M <= 512;
 `wide_one_wave`, one wave above M = 512), the cooperative kernel's 128-row tiles (`coop_widths`), and where the coop's
-own 128 x 256 keeps a call a width would take (`coop_tail`). `gluon_waves` chooses among them.
+own 128 x 256 keeps a call a width would take (`coop_tail`). `gluon_waves` chooses among them; `coop_one_wave`, after
+every other rule, puts the cooperative tile in the place of a 64-row one where it takes one wave.
 """
 from __future__ import annotations
 
-from .base import GLUON_WAVE_MARGIN, SECTOR_ELEMENTS, area_fill
+from .base import GLUON_WAVE_MARGIN, SECTOR_ELEMENTS, area_fill, pingpong_64
 
 # What was measured for each rule of this module (H200 unless a card is named; against the vendor in the same
 # process; docs/PERF.md "The config model"):
@@ -94,6 +95,16 @@ COOP_WIDTH_MIN_M, COOP_WIDTH_MAX_M = 385, 4096  # `coop_widths`: four 128-row ti
 COOP_WIDTH_WAVES = 2  # `coop_widths`: lost from three waves
 COOP_WIDTH_ONE_WAVE_FILL = 0.7  # `coop_widths`: the least area fill of tiles that take one wave (the lowest measured)
 COOP_ROW_WAVES = 3  # `coop_widths` on one row of 128-row tiles (64 < M <= 128): won on three waves too
+# `coop_one_wave` (after the other rules, over an answer that is still one of the ping-pong's 64-row tiles): at
+# 128 < M <= COOP_WIDTH_MAX_M and K > COOP_ONE_WAVE_MIN_K, the `coop_widths` tile whose 128-row tiles take one wave and
+# fill COOP_WIDTH_ONE_WAVE_FILL of it, however fuller the 64-row tiles' waves: a 64-row tile loads a w box for 64 rows,
+# so its fill counts for less than the area says. Found on the H100 by timing 14 tiles on each of 78 random shapes
+# (results/h100/ab/bf16_menu_oracle.json, _oracle2.json: 395 x 5920 x 1944 0.59 -> 0.86x cuBLAS, 1373 x 2008 x 13152
+# 0.64 -> 0.94x, 249 x 11584 x 3632 0.82 -> 0.99x; the three rows where the tile fits, of 44 served a 64-row tile).
+# Then every shape of seeds 20261300-399 at M > 128 where it fits (ab/bf16_coop_one_wave_over_64.json, H100, heated,
+# one process, 58 rows and those three): at K > 1024 43 rows 0.81 -> 0.96x, 41 up (to +81%), two down (-5 / -2%,
+# M = 185 / 191 on 144 columns); at K <= 1024 18 rows 0.94-0.98x of the answer (`short_k_rounds`' 12 among them).
+COOP_ONE_WAVE_MIN_K = 1024
 # `coop_tail` (in `gluon_waves`, over `coop_widths` from M = 129): at K >= COOP_TAIL_MIN_K, rows on sectors, the coop
 # bucket's 128 x 256 keeps the call where a `coop_widths` tile would take two waves and the 128 x 256's tiles take
 # more than one round with a partial last round of at most half the SMs, which the kernels' tail split runs as two or
@@ -170,3 +181,22 @@ def split_width_config(cfg: dict, width: int) -> dict:
     """The `split_widths` tile over a Gluon bucket `cfg`: the ping-pong's 64 x `width` split tile, unsplit, the ring
     as deep as the shared memory allows (8 stages at most; what ab/bf16_split_widths.json ran)."""
     return dict(cfg, BLOCK_SIZE_M=64, BLOCK_SIZE_N=width, num_warps=4, num_stages=8, NUM_KSPLIT=1)
+
+
+def coop_one_wave(c, tile: dict, notes: list) -> tuple[dict, list]:
+    """`coop_one_wave` (bf16, after the other rules): over one of the ping-pong's 64-row tiles at 128 < M <=
+    COOP_WIDTH_MAX_M and K > COOP_ONE_WAVE_MIN_K, the `coop_widths` tile (that rule's key: its widths and stages)
+    whose tiles take one wave of the SMs and fill at least COOP_WIDTH_ONE_WAVE_FILL of its area (`coop_width_fit`
+    with no margin over the answer's fill)."""
+    widths = c.rules.get("coop_one_wave") and c.rules.get("coop_widths")
+    if not widths or c.amd or not pingpong_64(tile) or tile.get("num_warps") != 4 or not 128 < c.M <= COOP_WIDTH_MAX_M \
+            or c.K <= COOP_ONE_WAVE_MIN_K:
+        return tile, notes
+    hit = coop_width_fit(widths, c.M, c.N, c.num_cus, 1, 0.0, COOP_WIDTH_ONE_WAVE_FILL)
+    if hit is None:
+        return tile, notes
+    width, stages, fill, tiles = hit
+    cfg = dict(tile, BLOCK_SIZE_M=128, BLOCK_SIZE_N=width, BLOCK_SIZE_K=64, GROUP_SIZE_M=8, num_warps=8,
+               num_stages=stages, NUM_KSPLIT=1)
+    return cfg, notes + [f"{tiles} tiles of 128 x {width} take one wave and fill {fill:.0%} of it: the cooperative "
+                         f"128 x {width} split tile in the 64-row tile's place (`coop_one_wave`)"]
