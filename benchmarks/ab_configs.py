@@ -3,7 +3,8 @@
 AB.json: {"op": "a16w16" (default; any `gemmkit bench --op` name of a dense op: a8w8, a8w8_blockscale, ...),
           "dtype": the op's dtype name (default: its first),
           "shapes": {"M,N,K": {"before": config, "after": config, ...}}}
-Each shape names two or more configs; a config of null is what the op serves without one (tables + config model).
+Each shape names two or more configs; a config of null is what the op serves without one (tables + config model;
+the row's `served_configs` records it).
 A config (or {} for the served one) with "_pad_m": false runs with ops/dispatch.py's row padding of x turned off
 (dispatch.PAD_M): the copy of x to whole TMA boxes of rows, against the same config with it ("always": on, without
 its floors on M and on w's bytes); "_pair": false runs the fp8 Gluon pingpong unpaired
@@ -57,7 +58,7 @@ import torch
 import gemmkit
 from gemmkit.bench import ops as bench_ops
 from gemmkit.bench.timing import rotation_count, time_graph
-from gemmkit import callplan
+from gemmkit import callplan, configs
 from gemmkit.ops import _common as C
 from gemmkit.kernels import _host as H
 from gemmkit.kernels.gluon import hopper_pingpong_fp8 as FP8
@@ -229,6 +230,9 @@ def main(path, out_path, rep_ms=60, heat_ms=0):
                "speedup": {k: m[names[0]] / m[k] for k in names[1:]}, "refused": refused}
         if vendor_error is not None:
             row["vendor_error"] = vendor_error
+        served = [name for name in names if cfgs[name] is None]
+        if served:  # what a null config ran (configs.serve on this GPU's target): benchmarks/model_audit.py reads it
+            row["served_configs"] = dict.fromkeys(served, configs.serve(op.table_op(dtype_name), target, M, N, K)[0])
         rows.append(row)
         vs = row["ratio"] if vendor_error is None else {names[0]: 1.0, **row["speedup"]} if names else {}
         print(f"{M:6d} {N:6d} {K:6d}  " + "  ".join(f"{k} {v:.3f}" for k, v in vs.items())

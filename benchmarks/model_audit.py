@@ -43,6 +43,15 @@ def _op(doc: dict) -> str | None:
     return op if op in ("a16w16", "a8w8", "a8w8_blockscale", "a16w16_gated") else None
 
 
+def _configs_of(row: dict):
+    """A row's configs by name, a null one (what the op served) as the run recorded it (`served_configs`, where
+    benchmarks/ab_configs.py wrote it; else it stays null and says nothing)."""
+    cfgs = row.get("configs")
+    if not isinstance(cfgs, dict):
+        return cfgs
+    return {**cfgs, **{k: v for k, v in row.get("served_configs", {}).items() if cfgs.get(k) is None}}
+
+
 def _norm(cfg: dict) -> dict:
     return {"NUM_KSPLIT": 1, **cfg}
 
@@ -53,7 +62,7 @@ RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
 def audit_rows(gpu: str, since: str = "", results: str = RESULTS):
     """[row]: one per A/B row of `gpu` (results/<gpu>/ab/*.json) that timed two or more configs, with what the model
     serves now."""
-    target = _arch.get("sm_90")  # both cards: 132 SMs
+    target = _arch.get(gpu.upper())  # the card's own target: 132 SMs both, a rule may read its HBM (H100 / H200)
     out = []
     for path in sorted(glob.glob(os.path.join(results, gpu, "ab", "*.json"))):
         doc = json.load(open(path))
@@ -62,7 +71,7 @@ def audit_rows(gpu: str, since: str = "", results: str = RESULTS):
             continue
         heated = bool(doc.get("heat_ms"))
         for r in doc["rows"]:
-            cfgs, ms = r.get("configs"), r.get("ms")
+            cfgs, ms = _configs_of(r), r.get("ms")
             if not isinstance(cfgs, dict) or not isinstance(ms, dict):
                 continue
             times = {name: sum(v) / len(v) for name, v in ms.items() if isinstance(cfgs.get(name), dict) and v}
@@ -93,7 +102,7 @@ def _timed_rows(gpu: str, op: str, since: str = "", results: str = RESULTS):
         if _op(doc) != op or not isinstance(doc.get("rows"), list) or str(doc.get("date", "")) < since:
             continue
         for r in doc["rows"]:
-            cfgs, ms = r.get("configs"), r.get("ms")
+            cfgs, ms = _configs_of(r), r.get("ms")
             if not isinstance(cfgs, dict) or not isinstance(ms, dict):
                 continue
             timed = [(_norm(c), sum(ms[n]) / len(ms[n])) for n, c in cfgs.items()
@@ -108,7 +117,7 @@ def rule_evidence(gpu: str, op: str, since: str = "", results: str = RESULTS) ->
     turn (OP_RULES[op][rule] = None), over the rows where that changes the served config and both were timed."""
     from gemmkit.configs import model
 
-    target = _arch.get("sm_90")
+    target = _arch.get(gpu.upper())
     rows = _timed_rows(gpu, op, since, results)
 
     def time_of(cfg, timed):

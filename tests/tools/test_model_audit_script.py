@@ -63,3 +63,19 @@ def test_rule_evidence_turns_each_rule_off_in_turn(tmp_path):
     e = MA.rule_evidence("h200", "a16w16", results=str(tmp_path))
     assert e["few_tiles"] == {"rows": 1, "off_over_on": 1.5, "off_better": 0, "off_worse": 1}
     assert model.OP_RULES["a16w16"]["few_tiles"] is saved and configs.serve("a16w16", target, M, N, K)[0] == on
+
+
+def test_a_null_config_counts_as_what_the_run_recorded_it_served(tmp_path):
+    """benchmarks/ab_configs.py records what a null config ran (`served_configs`): the audit reads it as that config,
+    and serves with the card's own target (a rule may read its HBM: `tail_waves_off_line`, H100 only)."""
+    M, N, K = 786, 7712, 23312
+    h100 = configs.serve("a16w16", arch.get("H100"), M, N, K)[0]
+    assert h100 != configs.serve("a16w16", arch.get("H200"), M, N, K)[0]
+    other = dict(h100, BLOCK_SIZE_N=64)
+    d = tmp_path / "h100" / "ab"
+    d.mkdir(parents=True)
+    (d / "x.json").write_text(json.dumps({"op": "a16w16", "dtype": "bf16", "date": "2026-12-06", "rows": [
+        {"M": M, "N": N, "K": K, "configs": {"served": None, "b": other}, "served_configs": {"served": h100},
+         "ms": {"served": [2.0, 2.0], "b": [1.0, 1.0]}}]}))
+    (row,) = MA.audit_rows("h100", results=str(tmp_path))
+    assert row["served_as"] == "served" and row["best"] == "b" and abs(row["regret"] - 1.0) < 1e-12
