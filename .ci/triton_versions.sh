@@ -1,22 +1,26 @@
 #!/usr/bin/env bash
 # CI, after the main run (.ci/run: requirements-cpu.txt's Triton 3.6 and the whole test suite): the other Triton
-# releases gemmkit supports or is being readied for (issue 33). Each gets its own virtual environment (the CPU torch
-# and numpy pins of requirements-cpu.txt, that Triton, pytest) and runs gemmkit from this checkout (PYTHONPATH).
+# releases gemmkit supports or is being readied for (issue 33). Each release is installed alone (pip --target, no
+# dependencies: Triton has none) into its own folder, put first on PYTHONPATH before .ci/run's virtual environment
+# (its CPU torch, numpy, pytest): one torch install for every release, gemmkit from this checkout.
 #
 #   every release in TRITONS     `gemmkit isa --arch all --op all`: every kernel x shipped config x target compiled
 #                                on the CPU, each kernel's promises checked (0 spills, shared memory within its
 #                                bound, the matrix instructions, ...) under that release's budget rules
 #                                (gemmkit/kernels/_budgets.py: what the dispatch sends elsewhere is compiled as the
-#                                dispatch sends it, or skipped). The whole matrix, not a subset: ~5 minutes a release
-#                                on 2 cores, cold (measured: see the timing line below).
-#   the newest (last) release    the interpreter tests (`pytest -m interpreter`, ~800 tests, ~7 minutes in one
-#                                process; on pytest-xdist workers, one a core, as .ci/run's), minus the
-#                                two that assert Triton 3.6 facts (NEWEST_ONLY_36 below); they run under 3.6 in .ci/run.
+#                                dispatch sends it, or skipped). The whole matrix, not a subset: ~3.5 minutes a
+#                                release on 2 cores, cold (measured: see the timing line below).
+#   the newest (last) release    the kernels' and ops' interpreter tests (`pytest -m interpreter tests/kernels
+#                                tests/ops`, ~890 tests, on pytest-xdist workers, one a core, as .ci/run's), minus
+#                                the two that assert Triton 3.6 facts (NEWEST_ONLY_36 below; they run under 3.6 in
+#                                .ci/run). The property tests and the nn modules' (~230 more, over half the time:
+#                                they reach the same kernels through the ops) run under 3.6 only.
 #
 # Exit status 1 if any release has a failed compile or a broken promise, or an interpreter test fails; every release
-# runs first. TRITONS="3.7.1 3.8.0" (environment) narrows it; GEMMKIT_CI_KEEP=DIR keeps the venvs and reports there.
-# Measured on the 2-core CPU machine (cold caches): ~1 min install + ~5 min isa a release, ~7 min interpreter tests
-# in one process: ~25 minutes in all. .ci/run's suite: 23.5 min on 2 xdist workers here (38 min in one process).
+# runs first. TRITONS="3.7.1 3.8.0" (environment) narrows it; GEMMKIT_CI_KEEP=DIR keeps the installs and reports there.
+# Measured on the 2-core CPU machine (2026-12-06): 7 s install + 3.4 min isa a release (cold caches); the subset of
+# interpreter tests above 3.8 min (all ~1140 took 23 min beside other work): ~15 minutes in all. .ci/run's suite:
+# ~22-24 min on 2 xdist workers. CI's limit is 90 minutes for both scripts with their installs.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 read -r -a TRITONS <<< "${TRITONS:-3.7.1 3.8.0 3.9.0}"
@@ -28,19 +32,23 @@ mkdir -p "$WORK"
 NEWEST_ONLY_36=(
   "tests/ops/test_afp4wfp4.py::test_static_compile_gfx950_native_gfx942_unsupported"
 )
-export PYTHONPATH="$PWD" GEMMKIT_ALLOW_UNSUPPORTED_TRITON=1
-grep -v '^triton' requirements-cpu.txt > "$WORK/requirements.txt"  # the CPU torch, numpy; the Triton is each release's
+export GEMMKIT_ALLOW_UNSUPPORTED_TRITON=1
+PY="${GEMMKIT_CI_PYTHON:-$PWD/.venv/bin/python}"  # .ci/run's environment: torch, numpy, pytest, the [test] extras
+"$PY" -c "import torch, pytest" || { echo "$PY: no torch / pytest (run .ci/run first)"; exit 1; }
+run() { PYTHONPATH="$dir:$PWD" "$PY" "$@"; }  # Python with the release in "$dir" first on the path
 status=0
 for v in "${TRITONS[@]}"; do
-  venv="$WORK/triton-$v"
+  dir="$WORK/triton-$v"
   start=$SECONDS
-  if [ ! -x "$venv/bin/python" ]; then
-    python3 -m venv "$venv" && "$venv/bin/pip" install -q -r "$WORK/requirements.txt" "triton==$v" pytest pytest-xdist \
-      hypothesis transformers || { echo "Triton $v: install failed"; status=1; continue; }
+  if [ ! -f "$dir/triton/__init__.py" ]; then
+    "$PY" -m pip install -q --no-deps --target "$dir" "triton==$v" \
+      || { echo "Triton $v: install failed"; status=1; continue; }
   fi
   installed=$((SECONDS - start))
+  got=$(run -c "import triton; print(triton.__version__)")
+  [ "$got" = "$v" ] || { echo "Triton $v: $dir imports Triton $got"; status=1; continue; }
   # a cache of this release's compiles only (the cache key holds the Triton version too)
-  if GEMMKIT_CACHE_DIR="$WORK/cache-$v" "$venv/bin/python" -m gemmkit isa --arch all --op all \
+  if GEMMKIT_CACHE_DIR="$WORK/cache-$v" run -m gemmkit isa --arch all --op all \
        --json "$WORK/isa-$v.json" > "$WORK/isa-$v.txt" 2> "$WORK/isa-$v.err"; then
     verdict=ok
   else
@@ -48,7 +56,7 @@ for v in "${TRITONS[@]}"; do
     grep -E "COMPILE FAILED|BROKEN" "$WORK/isa-$v.txt" | head -n 40
     tail -n 20 "$WORK/isa-$v.err"
   fi
-  "$venv/bin/python" -c "
+  run -c "
 import json, sys
 from gemmkit.isa.report import summary_lines
 print('\n'.join(summary_lines(json.load(open(sys.argv[1])), max_problems=0)))" "$WORK/isa-$v.json" 2>/dev/null
@@ -58,8 +66,9 @@ newest="${TRITONS[${#TRITONS[@]}-1]}"
 deselect=()
 for t in "${NEWEST_ONLY_36[@]}"; do deselect+=(--deselect "$t"); done
 start=$SECONDS
-if "$WORK/triton-$newest/bin/python" -m pytest -m "interpreter and not gpu" -q -p no:cacheprovider -n auto \
-     --dist loadfile "${deselect[@]}"; then
+dir="$WORK/triton-$newest"
+if run -m pytest -m "interpreter and not gpu" -q -p no:cacheprovider -n auto \
+     --dist loadfile "${deselect[@]}" tests/kernels tests/ops; then
   echo "Triton $newest: interpreter tests ok ($((SECONDS - start))s)"
 else
   echo "Triton $newest: interpreter tests FAILED ($((SECONDS - start))s)"; status=1
