@@ -6,7 +6,7 @@ every other rule, puts the cooperative tile in the place of a 64-row one where i
 """
 from __future__ import annotations
 
-from .base import GLUON_WAVE_MARGIN, SECTOR_ELEMENTS, area_fill, pingpong_64
+from .base import GLUON_WAVE_MARGIN, SECTOR_ELEMENTS, Call, area_fill, pingpong_64
 
 # What was measured for each rule of this module (H200 unless a card is named; against the vendor in the same
 # process; docs/PERF.md "The config model"):
@@ -100,7 +100,7 @@ COOP_ROW_WAVES = 3  # `coop_widths` on one row of 128-row tiles (64 < M <= 128):
 # fill COOP_WIDTH_ONE_WAVE_FILL of it, however fuller the 64-row tiles' waves: a 64-row tile loads a w box for 64 rows,
 # so its fill counts for less than the area says. Found on the H100 by timing 14 tiles on each of 78 random shapes
 # (results/h100/ab/bf16_menu_oracle.json, _oracle2.json: 395 x 5920 x 1944 0.59 -> 0.86x cuBLAS, 1373 x 2008 x 13152
-# 0.64 -> 0.94x, 249 x 11584 x 3632 0.82 -> 0.99x; the three rows where the tile fits, of 44 served a 64-row tile).
+# 0.64 -> 0.94x, 249 x 11584 x 3632 0.82 -> 0.99x; the three rows where the tile fits, of 42 served a 64-row tile).
 # Then every shape of seeds 20261300-399 at M > 128 where it fits (ab/bf16_coop_one_wave_over_64.json, H100, heated,
 # one process, 58 rows and those three): at K > 1024 43 rows 0.81 -> 0.96x, 41 up (to +81%), two down (-5 / -2%,
 # M = 185 / 191 on 144 columns); at K <= 1024 18 rows 0.94-0.98x of the answer (`short_k_rounds`' 12 among them).
@@ -183,7 +183,7 @@ def split_width_config(cfg: dict, width: int) -> dict:
     return dict(cfg, BLOCK_SIZE_M=64, BLOCK_SIZE_N=width, num_warps=4, num_stages=8, NUM_KSPLIT=1)
 
 
-def coop_one_wave(c, tile: dict, notes: list) -> tuple[dict, list]:
+def coop_one_wave(c: Call, tile: dict, notes: list) -> tuple[dict, list]:
     """`coop_one_wave` (bf16, after the other rules): over one of the ping-pong's 64-row tiles at 128 < M <=
     COOP_WIDTH_MAX_M and K > COOP_ONE_WAVE_MIN_K, the `coop_widths` tile (that rule's key: its widths and stages)
     whose tiles take one wave of the SMs and fill at least COOP_WIDTH_ONE_WAVE_FILL of its area (`coop_width_fit`
