@@ -62,7 +62,8 @@ COOP_SWAP_PP_FILL, COOP_SWAP_PP_MARGIN = 0.55, 0.9
 # 480 x 10192 0.50 -> 1.01x), 4 down 1-4%; at N >= 1088 0.994x over the answer (4 of 7 down, to -11%). Held out
 # (_heldout.json, 30 shapes of another seed): at N <= 768 0.813 -> 0.928x, all 23 up (+3 to +40%); at N >= 1376 5 of 7
 # up, 4776 x 1376 x 680 -19%. The rule as it stands, on a third seed (25 rows) and 7 rows of older seeds it changes
-# (_narrow_verify.json): 0.785 -> 0.924x cuBLAS, all 32 up (+2 to +45%).
+# (_narrow_verify.json): 0.785 -> 0.924x cuBLAS, all 32 up (+2 to +45%); on the H200 the 26 of them it changes there
+# (results/h200/ab/bf16_swap_rounds_narrow_verify_h200.json) 0.759 -> 0.881x, all up (+4 to +32%).
 SWAP_ROUNDS_MAX_M = 1536
 # Measured there over the ping-pong's 128 x 128 (44 rows, -4 to +35%), the coop 128 x 256 (42, -1 to +45%) and the
 # ping-pong's 64 x 192 (2, +88 / +101%) only, so only over those: the coop's split widths (3416 x 672 x 2560's

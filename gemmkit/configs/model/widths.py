@@ -104,6 +104,9 @@ COOP_ROW_WAVES = 3  # `coop_widths` on one row of 128-row tiles (64 < M <= 128):
 # Then every shape of seeds 20261300-399 at M > 128 where it fits (ab/bf16_coop_one_wave_over_64.json, H100, heated,
 # one process, 58 rows and those three): at K > 1024 43 rows 0.81 -> 0.96x, 41 up (to +81%), two down (-5 / -2%,
 # M = 185 / 191 on 144 columns); at K <= 1024 18 rows 0.94-0.98x of the answer (`short_k_rounds`' 12 among them).
+# Held out (_verify.json: 26 rows of seeds 20261400-499 and the 4 suite rows it changes): H100 0.838 -> 0.979x, 27 up,
+# 3 down <= 4%; H200 (results/h200/ab/bf16_coop_one_wave_verify_h200.json) 0.891 -> 0.956x, 23 up, 7 down <= 7%
+# (GPT-OSS o_proj at M = 1024 1.045 -> 0.997x; the other three suite rows +1 to +3%).
 COOP_ONE_WAVE_MIN_K = 1024
 # `coop_tail` (in `gluon_waves`, over `coop_widths` from M = 129): at K >= COOP_TAIL_MIN_K, rows on sectors, the coop
 # bucket's 128 x 256 keeps the call where a `coop_widths` tile would take two waves and the 128 x 256's tiles take
