@@ -1255,7 +1255,7 @@ def test_a16w16_coop_swap(M, N, K, tokens):
     (4243, 256, 768, 80),  # 0.85 -> 0.93x
     (4776, 1376, 680, None),  # N over 768: 96 tokens lost 19% here
     (9000, 480, 10192, None),  # past M = 8192, where nothing was measured
-    (3416, 672, 2560, None),  # nor over another answer than 128 x 128 / 128 x 256 (here the coop 128 x 192)
+    (3416, 672, 2560, None),  # nor over an answer not 128 x 128 / 128 x 256 / 64 x 192 (here the coop 128 x 192)
 ])
 @pytest.mark.parametrize("target", ["H200", "H100"])
 def test_a16w16_swap_rounds(M, N, K, tokens, target):
