@@ -253,9 +253,7 @@ def _write(out_path, op, dtype_name, rows, heat_ms=0):
     faster = sorted({k for r in rows for k in r.get("speedup", {})})
     summary.update({f"speedup_{k}": g([r["speedup"][k] for r in rows if k in r.get("speedup", {})]) for k in faster})
     with open(out_path, "w") as f:
-        json.dump({"device": torch.cuda.get_device_name(), "torch": torch.__version__,
-                   "triton": __import__("triton").__version__, "git_sha": gemmkit.bench.git_sha(),
-                   "date": __import__("datetime").date.today().isoformat(), "op": op.name, "dtype": dtype_name,
+        json.dump({**gemmkit.bench.stamp(), "op": op.name, "dtype": dtype_name,
                    "vendor": op.vendor_name(dtype_name), "heat_ms": heat_ms, "summary": summary, "rows": rows}, f,
                   indent=1)
     return summary

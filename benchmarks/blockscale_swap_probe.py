@@ -63,9 +63,7 @@ def main(out_path, split):
                      "ratio": {k: m["vendor"] / m[k] for k in m if k != "vendor"}})
         print(M, N, K, " ".join(f"{k} {v:.3f}" for k, v in rows[-1]["ratio"].items()), flush=True)
     with open(out_path, "w") as f:
-        json.dump({"device": torch.cuda.get_device_name(), "torch": torch.__version__,
-                   "triton": __import__("triton").__version__, "git_sha": gemmkit.bench.git_sha(),
-                   "date": __import__("datetime").date.today().isoformat(), "configs": cfgs, "rows": rows}, f,
+        json.dump({**gemmkit.bench.stamp(), "configs": cfgs, "rows": rows}, f,
                   indent=1)
 
 

@@ -67,18 +67,16 @@ def roofline_us(target, M, N, K, dtype_name, op):
 
 def main(argv=None):
     args = parse(argv)
-    import datetime
     import json
     import math
     import sys
 
     import torch
-    import triton
 
     sys.path.insert(0, ".")
     import gemmkit  # noqa: F401
     from gemmkit import arch, callplan, configs
-    from gemmkit.bench import git_sha
+    from gemmkit.bench import stamp
     from gemmkit.bench import ops as bench_ops
     from gemmkit.bench.timing import rotation_count, time_graph
     from gemmkit.configs import model
@@ -139,8 +137,7 @@ def main(argv=None):
                        (k, worst[k]) for k in ("label", "M", "N", "K", "ratio_model", "roofline_model")),
                    geomean_roofline_model=geo("roofline_model"), geomean_roofline_vendor=geo("roofline_vendor"))
     print(json.dumps(summary))
-    out = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "triton": triton.__version__,
-           "date": datetime.date.today().isoformat(), "git_sha": git_sha(), "op": args.op, "dtype": dtype_name,
+    out = {**stamp(), "op": args.op, "dtype": dtype_name,
            "models": args.models if args.models != "untuned" else sorted(held_out_models()),
            "method": "CUDA-graph replay, inputs rotated past the L2, each gemmkit mode twice (better round); ratio = "
                      f"vendor_us / gemmkit_us ({op.vendor_name(dtype_name)}); roofline = max(flops / dense peak, "

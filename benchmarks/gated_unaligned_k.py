@@ -6,12 +6,10 @@ up to 8 (the aligned shape's speed). Same process, CUDA-graph replay, inputs rot
 
     PYTHONPATH=. python3 benchmarks/gated_unaligned_k.py benchmarks/results/<gpu>/gated_unaligned_k.json"""
 import argparse
-import datetime
 import json
 
 import torch
 import torch.nn.functional as F
-import triton
 
 import gemmkit
 from gemmkit import bench, callplan
@@ -81,8 +79,7 @@ def main(path):
               + f"  (us)  served {row['ratio_vs_vendor']['served']:.2f}x vendor, {row['served_vs_aligned']:.0%} of aligned",
               flush=True)
         if path:
-            json.dump({"device": torch.cuda.get_device_name(), "date": datetime.date.today().isoformat(),
-                       "torch": torch.__version__, "triton": triton.__version__, "git_sha": bench.git_sha(),
+            json.dump({**bench.stamp(),
                        "method": "CUDA-graph replay, inputs rotated past the L2, ABBA (each the mean of its two)",
                        "rows": rows}, open(path, "w"), indent=1)
 

@@ -271,13 +271,10 @@ def main():
         rows.append(row)
         print(json.dumps(row), flush=True)
     if args.json:
-        import datetime
 
-        from gemmkit.bench import git_sha
-        stamp = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "triton": triton.__version__,
-                 "git_sha": git_sha(), "date": datetime.date.today().isoformat()}
+        from gemmkit.bench import stamp
         with open(args.json, "w") as f:
-            json.dump({**stamp, "unit": "TFLOP/s", "tiles": tiles, "rows": rows}, f, indent=1)
+            json.dump({**stamp(), "unit": "TFLOP/s", "tiles": tiles, "rows": rows}, f, indent=1)
 
 
 if __name__ == "__main__":

@@ -22,7 +22,6 @@ Constraints: bf16 x (M, K), w (N, K), y (M, N), unit stride on the last dimensio
 multiples of 8 (it rounds them down to one: a wrong answer otherwise); the K tail masked; BM, BN, BK powers of two
 >= 16; int32 offsets within a row (K < 2**31), int64 rows. A probe: no op dispatches to it.
 """
-import datetime
 import json
 import sys
 
@@ -108,8 +107,7 @@ def main(out_path, shapes):
         print(M, N, K, {k: round(v, 1) for k, v in row["us"].items()}, flush=True)
         rows.append(row)
     with open(out_path, "w") as f:
-        json.dump({"device": torch.cuda.get_device_name(), "torch": torch.__version__, "triton": triton.__version__,
-                   "git_sha": bench.git_sha(), "date": datetime.date.today().isoformat(), "rows": rows}, f, indent=1)
+        json.dump({**bench.stamp(), "rows": rows}, f, indent=1)
 
 
 if __name__ == "__main__":

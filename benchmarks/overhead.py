@@ -176,16 +176,12 @@ def main():
     x3 = x.view(1, 1, 256)
     profile("gemmkit.nn.Linear on (1, 1, 256)", lambda: lin(x3))
     if args.json:
-        import datetime
 
-        import triton
 
-        from gemmkit.bench import git_sha
+        from gemmkit.bench import stamp
 
-        env = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "triton": triton.__version__,
-               "date": datetime.date.today().isoformat(), "git_sha": git_sha()}
         with open(args.json, "w") as f:
-            json.dump({**env, "method": "gemmkit and torch interleaved, 3 rounds each of best-of-3 x 1000 "
+            json.dump({**stamp(), "method": "gemmkit and torch interleaved, 3 rounds each of best-of-3 x 1000 "
                        "back-to-back calls, wall time / call, best round; ratio = gemmkit_us / torch_us; "
                        "*_host_us: the host alone, 200 calls queued behind a GPU sleep, best of 5",
                        "rows": table}, f, indent=1)

@@ -7,7 +7,6 @@ read and written once; a row's `speedup_served` is each side's time over the ser
 Usage (repo root, GPU): PYTHONPATH=. python benchmarks/quant_ab.py --json OUT.json
 """
 import argparse
-import datetime
 import json
 import statistics
 
@@ -35,7 +34,7 @@ def main():
     args = p.parse_args()
     from gemmkit import launcher as L
     from gemmkit import quant as Q
-    from gemmkit.bench import git_sha
+    from gemmkit.bench import stamp
     from gemmkit.bench.timing import rotation_count, time_graph
     from gemmkit.kernels.triton import quant as K
     from gemmkit.ops import _common as C
@@ -82,8 +81,7 @@ def main():
                "speedup_served": {n: ms[n] / ms["served"] for n in ms if n != "served"}}
         rows.append(row)
         print(M, Kd, gated, {n: f"{t * 1e3:.1f}us {row['GBps'][n]:.0f}GB/s" for n, t in ms.items()}, flush=True)
-    out = {"device": torch.cuda.get_device_name(), "date": datetime.date.today().isoformat(), "git_sha": git_sha(),
-           "torch": torch.__version__, "sides": {n: p for n, p in SIDES.items()}, "rows": rows}
+    out = {**stamp(), "sides": {n: p for n, p in SIDES.items()}, "rows": rows}
     with open(args.json, "w") as f:
         json.dump(out, f, indent=1)
 

@@ -43,7 +43,7 @@ def main():
     import torch
 
     import gemmkit
-    from gemmkit.bench import git_sha
+    from gemmkit.bench import stamp
     from gemmkit.bench.ops import get
     from gemmkit.bench.timing import rotation_count, time_graph
     from gemmkit.ops import _common as C
@@ -54,9 +54,7 @@ def main():
     args = ap.parse_args()
     dev = torch.device("cuda")
     target = C.target_for(dev)
-    res = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "triton": triton.__version__,
-           "cuda": torch.version.cuda, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-           "git_sha": git_sha(), "method": __doc__.split("Output:")[0].strip(), "sizes": [], "ops": []}
+    res = {**stamp(), "method": __doc__.split("Output:")[0].strip(), "sizes": [], "ops": []}
     t0 = time.time()
     for label, rows, cols in SIZES:
         nbytes = rows * cols * 2

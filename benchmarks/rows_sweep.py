@@ -12,7 +12,7 @@ from triton.runtime.errors import OutOfResources
 
 import gemmkit
 from gemmkit import callplan
-from gemmkit.bench import git_sha
+from gemmkit.bench import stamp
 from gemmkit.bench.timing import rotation_count, time_graph
 from gemmkit.kernels.triton import gemm_rows as R
 from gemmkit.ops import _common as C
@@ -60,7 +60,7 @@ def main(out, rep_ms):
             geo[k] *= r["aligned_ms"] / r["variants"][k]
     geo = {k: v ** (1 / len(rows)) for k, v in geo.items()}
     print("geomean of aligned_ms / variant_ms:", sorted(geo.items(), key=lambda kv: -kv[1])[:6])
-    json.dump({"device": torch.cuda.get_device_name(), "git_sha": git_sha(), "grid": list(GRID),
+    json.dump({**stamp(), "grid": list(GRID),
                "rows": rows, "geomean_vs_aligned": geo}, open(out, "w"), indent=1)
 
 

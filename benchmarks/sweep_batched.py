@@ -379,11 +379,10 @@ def main():
     import torch
     from concurrent.futures import ThreadPoolExecutor
 
-    import triton
     from triton.runtime._async_compile import AsyncCompileMode
 
     from gemmkit import configs as _configs
-    from gemmkit.bench import git_sha
+    from gemmkit.bench import stamp
     from gemmkit.bench.ops import get
     from gemmkit.bench.timing import rotation_count, time_graph
     from gemmkit.ops import _common as C
@@ -518,9 +517,7 @@ def main():
             bench(args.op, dtype, args.shapes, args.bench_json, args.write_table)
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"device": torch.cuda.get_device_name(), "torch": torch.__version__,
-                       "triton": triton.__version__, "git_sha": git_sha(),
-                       "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "op": args.op, "dtype": dtype,
+            json.dump({**stamp(), "op": args.op, "dtype": dtype,
                        "method": "CUDA-graph replay, do_bench median, inputs rotated past 4x L2",
                        "rows": rows, "best_per_M": best}, f, indent=1)
 

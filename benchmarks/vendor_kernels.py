@@ -15,7 +15,6 @@ import argparse
 import json
 import os
 import tempfile
-import time
 
 
 def cases(torch, gemmkit, shapes=None):
@@ -99,20 +98,16 @@ def kernels_of(torch, fn):
 
 def main():
     import torch
-    import triton
 
     import gemmkit
-    from gemmkit.bench import git_sha
+    from gemmkit.bench import stamp
 
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--json")
     ap.add_argument("--mm", nargs="+", metavar="M,N,K", help="bf16 GEMM shapes to look at instead of the default cases")
     args = ap.parse_args()
     shapes = [tuple(map(int, s.split(","))) for s in args.mm] if args.mm else None
-    res = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "triton": triton.__version__,
-           "cuda": torch.version.cuda,
-           "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "git_sha": git_sha(),
-           "method": __doc__.split("Usage")[0].strip(), "cases": []}
+    res = {**stamp(), "method": __doc__.split("Usage")[0].strip(), "cases": []}
     for label, who, fn, cfg in cases(torch, gemmkit, shapes):
         try:
             ks = kernels_of(torch, fn)

@@ -13,7 +13,7 @@ from pathlib import Path
 from .suite import default_suite, parse_shape
 from .timing import rotation_count, time_graph, time_rotated
 
-__all__ = ["run_gpu", "run_cpu_check", "default_report_path", "git_sha", "write_stamped"]
+__all__ = ["run_gpu", "run_cpu_check", "default_report_path", "git_sha", "stamp", "write_stamped"]
 
 
 def git_sha() -> str:
@@ -30,14 +30,20 @@ def git_sha() -> str:
         return "unknown"
 
 
-def write_stamped(path, method: str, rows: list) -> dict:
-    """A benchmark script's result, stamped (device, torch / Triton versions, date, git sha) with its `method` and
-    `rows`; written as JSON to `path` where it is given. Returns it."""
+def stamp() -> dict:
+    """What every result file opens with: the device, torch / Triton / CUDA versions, the date and the git sha (the
+    benchmark scripts' one stamp: `{**stamp(), ...their own keys}`)."""
     import torch
     import triton
 
-    out = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "triton": triton.__version__,
-           "date": datetime.date.today().isoformat(), "git_sha": git_sha(), "method": method, "rows": rows}
+    return {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "triton": triton.__version__,
+            "cuda": torch.version.cuda, "date": datetime.date.today().isoformat(), "git_sha": git_sha()}
+
+
+def write_stamped(path, method: str, rows: list) -> dict:
+    """A benchmark script's result, stamped (`stamp`) with its `method` and `rows`; written as JSON to `path` where it
+    is given. Returns it."""
+    out = {**stamp(), "method": method, "rows": rows}
     if path:
         with open(path, "w") as f:
             json.dump(out, f, indent=1)

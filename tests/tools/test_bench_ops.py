@@ -34,5 +34,8 @@ def test_write_stamped(tmp_path, monkeypatch):
     assert json.loads(path.read_text()) == out
     assert (out["device"], out["git_sha"], out["method"], out["rows"]) == ("NVIDIA H200", "abc1234", "CUDA graphs",
                                                                            [{"M": 1}])
-    assert out["torch"] == torch.__version__ and out["date"] and out["triton"]
+    assert out["torch"] == torch.__version__ and out["date"] and out["triton"] and "cuda" in out
     assert write_stamped(None, "m", [])["rows"] == []  # no path: nothing written
+    from gemmkit.bench import stamp  # what the benchmark scripts open their files with
+
+    assert stamp() == {k: out[k] for k in ("device", "torch", "triton", "cuda", "date", "git_sha")}
