@@ -144,7 +144,7 @@ def main():
 
     import torch
 
-    from gemmkit.bench import git_sha, ops as bench_ops
+    from gemmkit.bench import ops as bench_ops, stamp
     from gemmkit.bench.timing import rotation_count, time_graph
     from gemmkit.kernels.gluon import hopper_pingpong_fp8 as new
 
@@ -166,9 +166,7 @@ def main():
         if not rows:
             raise SystemExit(f"--rows {args.rows}: none of this op's rows")
     smi = Smi(args.json + ".smi.csv") if args.sustain_ms else None
-    out = {"meta": dict(device=torch.cuda.get_device_name(), date=time.strftime("%Y-%m-%d %H:%M:%S"),
-                        torch=torch.__version__, triton=__import__("triton").__version__, git_sha=git_sha(),
-                        prev=args.prev, passes=args.passes, op=args.op,
+    out = {"meta": dict(stamp(), prev=args.prev, passes=args.passes, op=args.op,
                         vendor=op.vendor_name("fp8")), "rows": []}
 
     override = json.loads(args.new_config) if args.new_config else None

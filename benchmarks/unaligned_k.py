@@ -64,16 +64,9 @@ for dt, M, N, K in SHAPES:
                speedup=round(nopad / pad, 3), ratio_vs_vendor=round(res["vendor"] / pad, 3) if res["vendor"] else None)
     rows.append(row)
     print(json.dumps(row), flush=True)
-import datetime  # noqa: E402
-import os  # noqa: E402
-import subprocess  # noqa: E402
+from gemmkit.bench import stamp  # noqa: E402
 
-import triton  # noqa: E402
-
-sha = os.environ.get("GEMMKIT_GIT_SHA") or subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
-                                                          text=True).stdout.strip() or "unknown"
-out = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "triton": triton.__version__,
-       "date": datetime.date.today().isoformat(), "git_sha": sha,
+out = {**stamp(),
        "method": "CUDA-graph replay, inputs rotated past the L2, each mode twice (better round); pad_us: the copy "
                  "to 16-byte rows + the TMA / Gluon kernel, nopad_us: the Triton pointer kernel",
        "rows": rows}

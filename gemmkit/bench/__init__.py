@@ -173,9 +173,7 @@ def run_gpu(shapes, dtype_name="bf16", json_path=None, check=True, warmup_ms=25,
               f"{row['gbps']:7.0f}  {err if err is None else f'{err:.1e}'}{eff_txt}", flush=True)
         del sets
         torch.cuda.empty_cache()
-    result = {"device": torch.cuda.get_device_name(), "arch": target.arch, "num_sms": target.num_cus,
-              "sm_clock_mhz": _sm_clock_mhz(), "torch": torch.__version__, "triton": triton.__version__,
-              "cuda": torch.version.cuda, "date": datetime.date.today().isoformat(), "git_sha": git_sha(),
+    result = {**stamp(), "arch": target.arch, "num_sms": target.num_cus, "sm_clock_mhz": _sm_clock_mhz(),
               "op": op, "dtype": dtype_name, "shape_doc": bop.shape_doc,
               "method": "triton.testing.do_bench median (L2 cleared per call), inputs rotated to >= 4x L2; per row "
               "gemmkit, vendor, vendor, gemmkit (ABBA), each side the mean of its two medians (ms_runs, "
