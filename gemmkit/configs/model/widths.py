@@ -6,7 +6,7 @@ every other rule, puts the cooperative tile in the place of a 64-row one where i
 """
 from __future__ import annotations
 
-from .base import GLUON_WAVE_MARGIN, SECTOR_ELEMENTS, Call, area_fill, pingpong_64
+from .base import GLUON_WAVE_MARGIN, SECTOR_ELEMENTS, Call, area_fill, coop_bucket, pingpong_64
 
 # What was measured for each rule of this module (H200 unless a card is named; against the vendor in the same
 # process; docs/PERF.md "The config model"):
@@ -104,6 +104,7 @@ COOP_ROW_WAVES = 3  # `coop_widths` on one row of 128-row tiles (64 < M <= 128):
 # Then every shape of seeds 20261300-399 at M > 128 where it fits (ab/bf16_coop_one_wave_over_64.json, H100, heated,
 # one process, 58 rows and those three): at K > 1024 43 rows 0.81 -> 0.96x, 41 up (to +81%), two down (-5 / -2%,
 # M = 185 / 191 on 144 columns); at K <= 1024 18 rows 0.94-0.98x of the answer (`short_k_rounds`' 12 among them).
+# One row past COOP_WIDTH_MAX_M (5553 x 512 x 14208, +14%) is left out with `coop_widths`' own cap.
 # Held out (_verify.json: 26 rows of seeds 20261400-499 and the 4 suite rows it changes): H100 0.838 -> 0.979x, 27 up,
 # 3 down <= 4%; H200 (results/h200/ab/bf16_coop_one_wave_verify_h200.json) 0.891 -> 0.956x, 23 up, 7 down <= 7%
 # (GPT-OSS o_proj at M = 1024 1.045 -> 0.997x; the other three suite rows +1 to +3%).
@@ -187,19 +188,19 @@ def split_width_config(cfg: dict, width: int) -> dict:
 
 
 def coop_one_wave(c: Call, tile: dict, notes: list) -> tuple[dict, list]:
-    """`coop_one_wave` (bf16, after the other rules): over one of the ping-pong's 64-row tiles at 128 < M <=
+    """`coop_one_wave` (bf16, after the other rules; on a cooperative Gluon bucket, whose tile it narrows as
+    `coop_widths` does): over one of the ping-pong's 64-row tiles at 128 < M <=
     COOP_WIDTH_MAX_M and K > COOP_ONE_WAVE_MIN_K, the `coop_widths` tile (that rule's key: its widths and stages)
     whose tiles take one wave of the SMs and fill at least COOP_WIDTH_ONE_WAVE_FILL of its area (`coop_width_fit`
     with no margin over the answer's fill)."""
     widths = c.rules.get("coop_one_wave") and c.rules.get("coop_widths")
-    if not widths or c.amd or not pingpong_64(tile) or tile.get("num_warps") != 4 or not 128 < c.M <= COOP_WIDTH_MAX_M \
-            or c.K <= COOP_ONE_WAVE_MIN_K:
+    if not widths or not coop_bucket(c) or not pingpong_64(tile) or tile.get("num_warps") != 4 \
+            or not 128 < c.M <= COOP_WIDTH_MAX_M or c.K <= COOP_ONE_WAVE_MIN_K:
         return tile, notes
     hit = coop_width_fit(widths, c.M, c.N, c.num_cus, 1, 0.0, COOP_WIDTH_ONE_WAVE_FILL)
     if hit is None:
         return tile, notes
     width, stages, fill, tiles = hit
-    cfg = dict(tile, BLOCK_SIZE_M=128, BLOCK_SIZE_N=width, BLOCK_SIZE_K=64, GROUP_SIZE_M=8, num_warps=8,
-               num_stages=stages, NUM_KSPLIT=1)
-    return cfg, notes + [f"{tiles} tiles of 128 x {width} take one wave and fill {fill:.0%} of it: the cooperative "
-                         f"128 x {width} split tile in the 64-row tile's place (`coop_one_wave`)"]
+    return coop_width_config(c.cfg, width, stages), notes + [
+        f"{tiles} tiles of 128 x {width} take one wave and fill {fill:.0%} of it: the cooperative 128 x {width} split "
+        "tile in the 64-row tile's place (`coop_one_wave`)"]
