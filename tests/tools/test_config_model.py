@@ -772,6 +772,11 @@ def test_a16w16_split_width_where_it_fills_its_waves(M, N, K, width):
     (2532, 984, 2464, 192),  # 120 tiles, 77%: 0.71x in the random suite of seed 20270101
     (3416, 672, 2560, 192),  # 108 tiles, 71% (0.71 -> 0.90x)
     (3726, 1072, 640, None),  # 240 of 128 x 144 (82%): two waves keep SPLIT_WIDTH_FILL (0.86 -> 0.76x measured)
+    # `coop_widths_area`: the other tiles' fills by area too (ab/bf16_coop_widths_by_area_fit.json, H100: 0.81 ->
+    # 0.95x): the coop's 100 tiles of 128 x 256 take 76% of the SMs but fill 60% of their area (808 of 1024 columns)
+    (3198, 808, 672, 192),  # 125 tiles of 128 x 192, 80% (0.78x on the coop in the short-K A/B)
+    (3016, 808, 1600, 192),  # 0.71 -> 0.85x
+    (2636, 896, 18960, 160),  # 126 tiles, 87%, over `narrow_tail`'s 128 x 128 (ab/bf16_coop_widths_by_area_verify.json)
     # under COOP_WIDTH_MIN_M only in `split_widths`' 64-row tile's place (ab/bf16_coop_widths_m256.json: 0.836 ->
     # 0.947x), not the 128 x 128 ping-pong's (360-384 x 12720-13968: 3 of 7 up 4-6%, 4 down 2-8%)
     (256, 10240, 5120, 160),  # 128 tiles of 128 x 160, 97% (0.94 -> 1.00x)
@@ -798,6 +803,15 @@ def test_a16w16_coop_width_where_it_fills_two_waves(M, N, K, width):
     configs.validate_config(cfg, backend="cuda")
     assert ("model:coop_width_%d" % width, cfg) in configs.model_configs("a16w16", "sm_90")  # `gemmkit isa` compiles it
     assert configs.serve("a16w16", arch.get("gfx942"), M, N, K)[0]["BLOCK_SIZE_N"] != width  # sm_90 only
+
+
+@pytest.mark.parametrize("M, N, K", [(3198, 808, 672), (3016, 808, 1600), (2023, 1184, 28368)])
+def test_a16w16_coop_widths_area_is_the_rule_that_serves_the_width(M, N, K, monkeypatch):
+    """Without `coop_widths_area` (its key off, as an A/B's "before" side) these shapes keep a 128 x 128 / 256 tile:
+    the coop's and the ping-pong's tile counts fill their waves within the margin of the width's area."""
+    assert configs.serve("a16w16", H200, M, N, K)[0]["BLOCK_SIZE_N"] in (160, 192)
+    monkeypatch.setitem(model.OP_RULES["a16w16"], "coop_widths_area", None)
+    assert configs.serve("a16w16", H200, M, N, K)[0]["BLOCK_SIZE_N"] in (128, 256)
 
 
 @pytest.mark.parametrize("M, N, K, coop", [
@@ -867,7 +881,7 @@ def test_a16w16_tail_waves(M, N, K, want):
     # to the 128 x 128 where that tile's area fill counting its tail split is NARROW_TAIL_MARGIN over
     (4416, 512, 7680, True),  # 207 tiles of 64 x 192 (70%) against 140 of 128 x 128, a tail of 8 split 8 ways (93%): +22%
     (292, 6144, 12864, True),  # against the 64 x 192 split 4 (55% against 74%): +26%
-    (2636, 896, 18960, True),  # held out: 0.61 -> 0.99x
+    # (held out: 2636 x 896 x 18960 0.61 -> 0.99x; now `coop_widths_area`'s 128 x 160, in test_a16w16_coop_width_...)
     (5459, 512, 6080, False),  # 1.12x more: mixed there (-0.2%), the 64 x 192 stays
     (949, 2688, 6016, False),  # 1.12x (+7%; the band is mixed; `swap_rounds` then takes the 64 x 192's place)
 ])

@@ -2,7 +2,7 @@
 by the waves each fills; and, over the answer once `long_k_coop` has run, `narrow_wide`.
 
     coop bucket 128 x 256, the first step that answers:
-      _widths   coop_widths (128 x 144 / 160 / 192)      [coop_tail keeps the 128 x 256]
+      _widths   coop_widths (128 x 144 / 160 / 192)      [coop_tail keeps the 128 x 256; coop_widths_area]
                 split_widths (64 x 144 / 160)            [deep_rows holds it back]
       _narrow   narrow_pingpong 64 x 192, split-K        [short_k_wave, narrow_tail, narrow_columns, deep_rows]
       _few      few_tiles / short_split / the Triton tier, where even 128 x 128 tiles are few
@@ -152,6 +152,20 @@ from .widths import COOP_TAIL_MIN_K, COOP_WIDTH_MAX_M, COOP_WIDTH_MIN_M, COOP_WI
 #                +10.1% (-0.5% to +25%, none down by 2%); at K = 576-1024 12 rows +8.5% / +9.2%, where the 5 at a ratio
 #                of exactly 1.2 ran -8% to +8% and the 7 at 1.33 +10% to +20%; under 1.2 (8 controls, ratio 1.0-1.17)
 #                +0.9% / +0.4%, -8% to +6%.
+#   coop_widths_area  bf16, in `_widths`: `coop_widths` weighs the coop's 128 x 256, the 128 x 128 ping-pong and the
+#                64 x 192 (split as it would run) by the share of their waves' area the output fills (`_area_best`),
+#                as it weighs its own width; by tile counts (before) a coop whose last column is mostly empty counted
+#                as full (3198 x 808: 100 tiles of 128 x 256 take 76% of the SMs, fill 60% of their area; 125 of
+#                128 x 192 fill 80%). H100, heated, one process: fitted on ab/bf16_coop_widths_by_area_fit.json (40
+#                random shapes the coop served unfitted where the width then wins, N = 456-4664, K = 272-1888):
+#                0.810 -> 0.946x cuBLAS, all 40 up (+4% to +28%). Held out on every random_suite shape it changes
+#                (_heldout.json, seeds 20261500-20262299: 58 of 38400, 0.15%; mostly over the 128 x 128 ping-pong that
+#                `narrow_tail` or `tail_waves` served): 0.841 -> 0.928x, 43 up (to +83%), 15 down (to -9%); again
+#                (_verify.json, seeds 20262300-20262999, 45 rows, and `narrow_tail`'s 2636 x 896 x 18960): 0.853 ->
+#                0.921x, 31 up (to +42%), 15 down (to -8%). The downs are long-K rows on whole 128-column tiles (2304
+#                x 1024 x 25856 -8%, 3396 x 640 x 20096 -8%); counting the 128 x 128's tail split in its fill
+#                (`narrow_tail`'s measure) would have kept 81 of the 104 held-out rows as they were, most ups with
+#                them (1.018 / 1.006x over before). No suite row changes (H100, H200). Not run on an H200.
 NARROW_MAX_M, NARROW_MIN_N = 512, 2048  # where `narrow_pingpong`'s split was measured (M = 256 / 512, N = 2880-12288)
 NARROW_MIN_K = 4096  # above NARROW_MAX_M the 64 x 192 tile needs K this long (1000 x 3000 x 2000 lost: 0.78 vs 0.83x)
 NARROW_PARTIAL_SHARE = 4  # at 64 < M <= 128: `narrow_pingpong`'s split partials at most 1 / this of w's bytes
@@ -276,7 +290,8 @@ def _widths(c: Call, w: _Waves):
     bm, coop, pp = w.bm, w.coop, w.pp
     coop_widths = rules.get("coop_widths")
     if coop_widths and not w.short_pp and bm == 128 and COOP_WIDTH_MIN_M <= M <= COOP_WIDTH_MAX_M:
-        hit = coop_width_fit(coop_widths, M, N, num_cus, COOP_WIDTH_WAVES, w.best, COOP_WIDTH_ONE_WAVE_FILL)
+        best = _area_best(c, w) if rules.get("coop_widths_area") else w.best
+        hit = coop_width_fit(coop_widths, M, N, num_cus, COOP_WIDTH_WAVES, best, COOP_WIDTH_ONE_WAVE_FILL)
         if hit:
             return _coop_width(c, w, hit)
     widths = rules.get("split_widths")
@@ -299,6 +314,16 @@ def _widths(c: Call, w: _Waves):
     return split_width_config(cfg, width), [
         f"{coop} tiles of {bm} x 256, {pp} of {bm} x 128 and the 64 x 192's fill at best {best:.0%} of "
         f"their waves, {tiles} of 64 x {width} {fill:.0%}: the ping-pong's 64 x {width} split tile"]
+
+
+def _area_best(c: Call, w: _Waves) -> float:
+    """`coop_widths_area`: the fullest of the coop's, the 128 x 128's and the 64 x 192's launches counted as
+    `coop_width_fit` counts the width's own, by area (rows and columns past M and N empty), not by tile count."""
+    fills = [area_fill(c.M, c.N, w.bm, bn, c.num_cus) for bn in (256, 128)]
+    if w.narrow is not None:
+        narrow, _, split, _ = w.narrow
+        fills.append(launch_fill(dict(c.cfg, **dict(narrow, NUM_KSPLIT=split)), c.M, c.N, c.num_cus))
+    return max(fills)
 
 
 def _coop_width(c: Call, w: _Waves, hit: tuple, also: str = ""):

@@ -4,7 +4,7 @@ rule runs it, an op that does not is untouched by it. Where each key's rule live
 
     key                            module          key                           module
     ctas_per_sm, cdna_tiles        fitting         gluon_waves, narrow_pingpong, gluon_waves
-    operand_bytes (ring sizes)     decode            wide_config, short_k_wave,
+    operand_bytes (ring sizes)     decode            wide_config, short_k_wave, coop_widths_area,
     unsplit_stages, decode_wide,   decode            short_k_pingpong, short_k_rounds, narrow_wide,
                                                      tail_waves_off_line
       decode_wide_k, decode_split,                 few_tiles                     few_tiles
@@ -93,6 +93,8 @@ OP_RULES = {"a16w16_gated": {"gated_rows": GATED_64X128, "gated_one_wave": GATED
                 "narrow_wide": 160,
                 "coop_swap": (144, 160, 192), "swap_rounds": (80, 96, 160, 192),
                 "coop_widths": ((192, 5), (160, 6), (144, 6)),  # (BLOCK_SIZE_N, num_stages)
+                # `coop_widths_area` (gluon_waves.py): `coop_widths` weighs the other tiles' fills by area, as its own
+                "coop_widths_area": True,
                 # `coop_one_wave`: one wave of `coop_widths`' tiles over a 64-row ping-pong answer
                 "coop_one_wave": True,
                 "narrow_pingpong": {
