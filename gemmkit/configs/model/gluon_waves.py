@@ -162,8 +162,9 @@ from .widths import COOP_TAIL_MIN_K, COOP_WIDTH_MAX_M, COOP_WIDTH_MIN_M, COOP_WI
 #                (_heldout.json, seeds 20261500-20262299: 58 of 38400, 0.15%; mostly over the 128 x 128 ping-pong that
 #                `narrow_tail` or `tail_waves` served): 0.841 -> 0.928x, 43 up (to +83%), 15 down (to -9%); again
 #                (_verify.json, seeds 20262300-20262999, 45 rows, and `narrow_tail`'s 2636 x 896 x 18960): 0.853 ->
-#                0.921x, 31 up (to +42%), 15 down (to -8%). The downs are long-K rows on whole 128-column tiles (2304
-#                x 1024 x 25856 -8%, 3396 x 640 x 20096 -8%); counting the 128 x 128's tail split in its fill
+#                0.921x, 31 up (to +42%), 15 down (to -8%). The downs are 128 x 160 rows (74 of the 104: +6%, 28
+#                down, e.g. 2304 x 1024 x 25856 -8%; its 32-column wgmma costs more a FLOP), the 128 x 192 / 144 rows
+#                (18) all up +2% to +30%. Counting the 128 x 128's tail split in its fill
 #                (`narrow_tail`'s measure) would have kept 81 of the 104 held-out rows as they were, most ups with
 #                them (1.018 / 1.006x over before). No suite row changes (H100, H200). Not run on an H200.
 NARROW_MAX_M, NARROW_MIN_N = 512, 2048  # where `narrow_pingpong`'s split was measured (M = 256 / 512, N = 2880-12288)
