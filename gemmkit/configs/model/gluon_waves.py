@@ -159,14 +159,15 @@ from .widths import COOP_TAIL_MIN_K, COOP_WIDTH_MAX_M, COOP_WIDTH_MIN_M, COOP_WI
 #                128 x 192 fill 80%). H100, heated, one process: fitted on ab/bf16_coop_widths_by_area_fit.json (40
 #                random shapes the coop served unfitted where the width then wins, N = 456-4664, K = 272-1888):
 #                0.810 -> 0.946x cuBLAS, all 40 up (+4% to +28%). Held out on every random_suite shape it changes
-#                (_heldout.json, seeds 20261500-20262299: 58 of 38400, 0.15%; mostly over the 128 x 128 ping-pong that
-#                `narrow_tail` or `tail_waves` served): 0.841 -> 0.928x, 43 up (to +83%), 15 down (to -9%); again
-#                (_verify.json, seeds 20262300-20262999, 45 rows, and `narrow_tail`'s 2636 x 896 x 18960): 0.853 ->
-#                0.921x, 31 up (to +42%), 15 down (to -8%). The downs are 128 x 160 rows (74 of the 104: +6%, 28
-#                down, e.g. 2304 x 1024 x 25856 -8%; its 32-column wgmma costs more a FLOP), the 128 x 192 / 144 rows
-#                (18) all up +2% to +30%. Counting the 128 x 128's tail split in its fill
-#                (`narrow_tail`'s measure) would have kept 81 of the 104 held-out rows as they were, most ups with
-#                them (1.018 / 1.006x over before). No suite row changes (H100, H200). Not run on an H200.
+#                (benchmarks/rule_shapes.py; _heldout.json, seeds 20261500-20262299: 58 of 38400, 0.15%, most of them
+#                over the 128 x 128 ping-pong `narrow_tail` or `tail_waves` served): 0.841 -> 0.928x, 43 up (to
+#                +83%), 15 down (to -9%); again (_verify.json, seeds 20262300-20262999, 45 rows, and `narrow_tail`'s
+#                2636 x 896 x 18960): 0.853 -> 0.921x, 31 up (to +42%), 15 down (to -8%). The downs: 28 of the 74
+#                128 x 160 rows (+6% over the 74; its 32-column wgmma costs more a FLOP; 2304 x 1024 x 25856 -8%),
+#                2 of the 12 where `coop_tail` then keeps the 128 x 256 (-3%); the 18 rows of 128 x 192 / 144 all up
+#                +2% to +30%. Counting the 128 x 128's tail split in its fill (`narrow_tail`'s measure) would have
+#                kept 81 of the 104 rows as they were, most ups with them (1.018 / 1.006x over before). No suite row
+#                changes (H100, H200). Not run on an H200.
 NARROW_MAX_M, NARROW_MIN_N = 512, 2048  # where `narrow_pingpong`'s split was measured (M = 256 / 512, N = 2880-12288)
 NARROW_MIN_K = 4096  # above NARROW_MAX_M the 64 x 192 tile needs K this long (1000 x 3000 x 2000 lost: 0.78 vs 0.83x)
 NARROW_PARTIAL_SHARE = 4  # at 64 < M <= 128: `narrow_pingpong`'s split partials at most 1 / this of w's bytes

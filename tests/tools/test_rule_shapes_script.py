@@ -1,0 +1,31 @@
+"""benchmarks/rule_shapes.py (CPU): the random shapes a rule key changes, each with the config served with the key
+off (the A/B's before side) and null (the tree's); the rule table is left as it was."""
+import json
+import os
+import sys
+
+import pytest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "benchmarks"))
+import rule_shapes as RS  # noqa: E402
+
+from gemmkit import arch, configs  # noqa: E402
+from gemmkit.configs import model  # noqa: E402
+
+
+def test_coop_widths_area_held_out_shapes(tmp_path):
+    out = tmp_path / "ab.json"
+    assert RS.main(["a16w16", "coop_widths_area", "20262300", "20262400", str(out)]) == 0
+    shapes = json.loads(out.read_text())["shapes"]
+    assert model.OP_RULES["a16w16"]["coop_widths_area"] is True  # restored
+    assert shapes, "seeds 20262300-99 hold shapes the rule changes (bf16_coop_widths_by_area_verify.json)"
+    for key, entry in shapes.items():
+        M, N, K = map(int, key.split(","))
+        assert entry["served"] is None
+        now = configs.serve("a16w16", arch.get("H100"), M, N, K)[0]
+        assert now != entry["before"] and (now["BLOCK_SIZE_M"], now["num_warps"]) == (128, 8)
+
+
+def test_unknown_key_is_refused(tmp_path):
+    with pytest.raises(SystemExit, match="no rule key"):
+        RS.main(["a16w16", "no_such_rule", "1", "2", str(tmp_path / "x.json")])
