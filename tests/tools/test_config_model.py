@@ -776,7 +776,7 @@ def test_a16w16_split_width_where_it_fills_its_waves(M, N, K, width):
     # 0.95x): the coop's 100 tiles of 128 x 256 take 76% of the SMs but fill 60% of their area (808 of 1024 columns)
     (3198, 808, 672, 192),  # 125 tiles of 128 x 192, 80% (0.78x on the coop in the short-K A/B)
     (3016, 808, 1600, 192),  # 0.71 -> 0.85x
-    (2636, 896, 18960, 160),  # 126 tiles, 87%, over `narrow_tail`'s 128 x 128 (ab/bf16_coop_widths_by_area_verify.json)
+    (2636, 896, 18960, 160),  # 126 tiles, 87%, over `narrow_tail`'s 128 x 128: H100 0.80 -> 0.90x (_verify.json)
     # under COOP_WIDTH_MIN_M only in `split_widths`' 64-row tile's place (ab/bf16_coop_widths_m256.json: 0.836 ->
     # 0.947x), not the 128 x 128 ping-pong's (360-384 x 12720-13968: 3 of 7 up 4-6%, 4 down 2-8%)
     (256, 10240, 5120, 160),  # 128 tiles of 128 x 160, 97% (0.94 -> 1.00x)
