@@ -32,11 +32,13 @@ def changed_shapes(op: str, key: str, seeds: range, card: str, count: int = 48):
         for _, M, N, K in random_suite(count, seed, align):
             after = configs.serve(op, target, M, N, K)[0]
             saved = rules[key]
-            rules[key] = None
+            rules[key] = None  # (as model_audit.py's rule_evidence turns a rule off: nothing cached across it)
+            configs.clear_cache()
             try:
                 before = configs.serve(op, target, M, N, K)[0]
             finally:
                 rules[key] = saved
+                configs.clear_cache()
             if before != after:
                 out.append((M, N, K, before, after))
     return out
