@@ -126,21 +126,15 @@ def rule_evidence(gpu: str, op: str, since: str = "", results: str = RESULTS) ->
     base = [_configs.serve(op, target, M, N, K)[0] for M, N, K, _ in rows]
     rules, out = model.OP_RULES[op], {}
     for key in list(rules):
-        saved = rules[key]
-        if not saved:
+        if not rules[key]:
             continue
-        rules[key] = None
-        _configs.clear_cache()
-        try:
-            pairs = []
+        pairs = []
+        with _configs.rule_off(op, key):
             for (M, N, K, timed), on in zip(rows, base):
                 off = _configs.serve(op, target, M, N, K)[0]
                 t_on, t_off = time_of(on, timed), time_of(off, timed)
                 if _norm(off) != _norm(on) and t_on is not None and t_off is not None:
                     pairs.append(t_off / t_on)
-        finally:
-            rules[key] = saved
-            _configs.clear_cache()
         out[key] = {"rows": len(pairs),
                     "off_over_on": math.exp(sum(map(math.log, pairs)) / len(pairs)) if pairs else None,
                     "off_better": sum(p < 1 / 1.02 for p in pairs), "off_worse": sum(p > 1.02 for p in pairs)}

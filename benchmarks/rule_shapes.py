@@ -19,6 +19,7 @@ import sys
 def changed_shapes(op: str, key: str, seeds: range, card: str, count: int = 48):
     """[(M, N, K, before, after)] of the random shapes of `seeds` whose config on `card` changes with `key` off."""
     from gemmkit import arch, configs
+    from gemmkit.bench import ops as bench_ops
     from gemmkit.bench.suite import random_suite
     from gemmkit.configs import model
 
@@ -26,19 +27,14 @@ def changed_shapes(op: str, key: str, seeds: range, card: str, count: int = 48):
     if key not in rules:
         raise SystemExit(f"{op} has no rule key {key!r}: one of {sorted(rules)}")
     target = arch.get(card)
-    align = 16 if op.startswith("a8w8") else 8
+    bop = bench_ops.get(op)  # the bench's alignment of N and K for the op's operands (as `gemmkit bench --random`)
+    align = 16 if bop.operand_bytes(bop.dtypes[0]) == 1 else 8
     out = []
     for seed in seeds:
         for _, M, N, K in random_suite(count, seed, align):
             after = configs.serve(op, target, M, N, K)[0]
-            saved = rules[key]
-            rules[key] = None  # (as model_audit.py's rule_evidence turns a rule off: nothing cached across it)
-            configs.clear_cache()
-            try:
+            with configs.rule_off(op, key):
                 before = configs.serve(op, target, M, N, K)[0]
-            finally:
-                rules[key] = saved
-                configs.clear_cache()
             if before != after:
                 out.append((M, N, K, before, after))
     return out

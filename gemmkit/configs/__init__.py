@@ -24,6 +24,7 @@ cached. A `config=` argument to an op goes through the same validation.
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import re
@@ -424,6 +425,24 @@ def clear_cache():
     """Forget loaded tables (after editing or adding a table file)."""
     load_table.cache_clear()
     _select_cached.cache_clear()
+
+
+@contextlib.contextmanager
+def rule_off(op: str, key: str):
+    """Within it, the config model runs `op` without its rule `key` (model.OP_RULES[op][key] = None: how an A/B's
+    "before" side is written), nothing cached across the change; the rule is restored after. An unknown key raises
+    KeyError."""
+    from . import model
+
+    rules = model.OP_RULES[op]
+    saved = rules[key]
+    rules[key] = None
+    clear_cache()
+    try:
+        yield
+    finally:
+        rules[key] = saved
+        clear_cache()
 
 
 def shipped_tables(op: str | None = None):

@@ -29,3 +29,16 @@ def test_coop_widths_area_held_out_shapes(tmp_path):
 def test_unknown_key_is_refused(tmp_path):
     with pytest.raises(SystemExit, match="no rule key"):
         RS.main(["a16w16", "no_such_rule", "1", "2", str(tmp_path / "x.json")])
+
+
+def test_rule_off_turns_the_rule_off_and_restores_it():
+    shape = (3198, 808, 672)  # `coop_widths_area`'s 128 x 192
+    on = configs.serve("a16w16", arch.get("H100"), *shape)[0]
+    with configs.rule_off("a16w16", "coop_widths_area"):
+        assert model.OP_RULES["a16w16"]["coop_widths_area"] is None
+        assert configs.serve("a16w16", arch.get("H100"), *shape)[0] != on
+    assert model.OP_RULES["a16w16"]["coop_widths_area"] is True
+    assert configs.serve("a16w16", arch.get("H100"), *shape)[0] == on
+    with pytest.raises(KeyError):
+        with configs.rule_off("a16w16", "no_such_rule"):
+            pass

@@ -234,6 +234,11 @@ class _Waves:
     def best(self) -> float:  # the fullest waves of the coop's, the 128 x 128's and the 64 x 192's
         return max(self.eff_coop, self.eff_pp, self.eff_narrow)
 
+    def narrow_config(self, cfg: dict) -> dict:
+        """`narrow_pingpong`'s tile over the bucket `cfg` with the K splits it would run (self.narrow must be set)."""
+        narrow, _, split, _ = self.narrow
+        return dict(cfg, **dict(narrow, NUM_KSPLIT=split))
+
     @property
     def pp_after(self) -> bool:  # the 128 x 128 ping-pong fills GLUON_WAVE_MARGIN more than the coop
         return self.eff_pp > GLUON_WAVE_MARGIN * self.eff_coop
@@ -323,8 +328,7 @@ def _area_best(c: Call, w: _Waves) -> float:
     `coop_width_fit` counts the width's own, by area (rows and columns past M and N empty), not by tile count."""
     fills = [area_fill(c.M, c.N, w.bm, bn, c.num_cus) for bn in (256, 128)]
     if w.narrow is not None:
-        narrow, _, split, _ = w.narrow
-        fills.append(launch_fill(dict(c.cfg, **dict(narrow, NUM_KSPLIT=split)), c.M, c.N, c.num_cus))
+        fills.append(launch_fill(w.narrow_config(c.cfg), c.M, c.N, c.num_cus))
     return max(fills)
 
 
@@ -366,7 +370,7 @@ def _narrow(c: Call, w: _Waves):
             return dict(t), [f"{n_tiles} tiles of {nm} x {nn} (K split up to {split}) fill {eff_narrow:.0%} of "
                              f"their waves; K = {K}: one wave of the ping-pong's {t['BLOCK_SIZE_M']} x "
                              f"{t['BLOCK_SIZE_N']}, {n} tiles, unsplit"]
-    chosen = dict(cfg, **dict(narrow, NUM_KSPLIT=split))
+    chosen = w.narrow_config(cfg)
     narrow_area = launch_fill(chosen, M, N, num_cus)
     # (the 128 x 128's rows and columns past M and N count as empty, as in `launch_fill`)
     pp_area = tail_fill(pp, num_cus, K, cfg["BLOCK_SIZE_K"]) * M * N / (pp * bm * 128)
