@@ -16,10 +16,11 @@ rule runs it, an op that does not is untouched by it. Where each key's rule live
     one_round_buckets,             tables          gated_rows, gated_one_wave    gated
       fill_over_tables                             coop_one_wave                 widths
 
-A rule is turned off by setting its key to None here (the rule then passes; `configs.rule_off` does it and
-restores it): how an A/B's "before" side is written, and what benchmarks/model_audit.py --rules does to weigh each
-rule against the A/Bs on disk. A rule that reads another's key passes with it: `long_k_split` and `long_k_coop` take `off_sector`'s tiles, `narrow_wide`
-`narrow_pingpong`'s tile; without `wide_config`, `wide_share` and `large_few_tiles` serve as for fp8.
+A rule is turned off by setting its key to None here (the rule then passes; `configs.rule_off` does it and restores
+it): how an A/B's "before" side is written, and what benchmarks/model_audit.py --rules does to weigh each rule
+against the A/Bs on disk. A rule that reads another's key passes with it: `long_k_split` and `long_k_coop` take
+`off_sector`'s tiles, `narrow_wide` `narrow_pingpong`'s tile; without `wide_config`, `wide_share` and
+`large_few_tiles` serve as for fp8.
 """
 from __future__ import annotations
 
