@@ -3,8 +3,9 @@ passed as W.t(), an activation computed column-major) against the same call on c
 torch.matmul on the same views (cuBLAS takes either layout in place) in one process; CUDA-graph replay, inputs
 rotated past the L2, ABBA. The dispatch (ops/dispatch.py) reads a 16-bit transposed operand in place on the Triton
 TMA kernel where its storage meets TMA's rules (kernels/triton/dense.mn_major), and copies a small transposed x to
-rows along K where it does not, or where the config is a Gluon swap-AB tile (`dispatch.SWAP_COPY`): for each x_t
-row whose kernel that copy changes, the row also times the call with it off (`us_without_copy`, in the same ABBA).
+rows along K where it does not, or where the config is a Gluon swap-AB tile (`dispatch.SWAP_COPY`), whose kernel
+also reads a transposed w in place (`dispatch.SWAP_W_KN`): for each row whose kernel those two change, the row also
+times the call with both off (`us_without`, `kernel_without`, in the same ABBA).
 
     PYTHONPATH=. python3 benchmarks/layouts.py benchmarks/results/<gpu>/layouts.json"""
 import argparse
@@ -40,22 +41,27 @@ def operands(M, N, K, layout):
     return x, w
 
 
-def timed(fn, sets, swap_copy=True):
+def swap_paths(on: bool):
+    """dispatch.SWAP_COPY and SWAP_W_KN both on (the library's default) or off."""
+    D.SWAP_COPY = D.SWAP_W_KN = on
+
+
+def timed(fn, sets, swap=True):
     callplan.clear()
-    D.SWAP_COPY = swap_copy
+    swap_paths(swap)
     try:
         return time_graph(fn, sets, rep_ms=40) * 1e3
     finally:
-        D.SWAP_COPY = True
+        swap_paths(True)
         callplan.clear()
 
 
-def served(M, N, K, x, w, y, swap_copy=True):
-    D.SWAP_COPY = swap_copy
+def served(M, N, K, x, w, y, swap=True):
+    swap_paths(swap)
     try:
         choice = D.dense(configs.serve("a16w16", arch.current(), M, N, K)[0], arch.current(), x, w, y)
     finally:
-        D.SWAP_COPY = True
+        swap_paths(True)
     return choice.kernel + (" on a copy of x" if choice.pad_k and not choice.pad_k_w else "")
 
 
@@ -70,11 +76,11 @@ for M, N, K in SHAPES:
         ref = torch.matmul(x.float(), w.float().t())
         err = ((y.float() - ref).norm() / ref.norm()).item()
         assert err < 2 ** -7, (M, N, K, layout, err)
-        kernel, without = served(M, N, K, x, w, y), served(M, N, K, x, w, y, swap_copy=False)
+        kernel, without = served(M, N, K, x, w, y), served(M, N, K, x, w, y, swap=False)
         ours, vendor = (lambda a, b: gemmkit.gemm_a16w16(a, b)), (lambda a, b: torch.matmul(a, b.t()))
         if without == kernel:
             t = [timed(f, sets) for f in (ours, vendor, vendor, ours)]  # ABBA
-        else:  # ours, vendor, without the copy, without, vendor, ours
+        else:  # ours, vendor, without the swap paths, without, vendor, ours
             t = [timed(ours, sets), timed(vendor, sets), timed(ours, sets, False), timed(ours, sets, False),
                  timed(vendor, sets), timed(ours, sets)]
         us, ven = (t[0] + t[-1]) / 2, (t[1] + t[-2]) / 2
@@ -83,12 +89,12 @@ for M, N, K in SHAPES:
                    ratio_vs_vendor=round(ven / us, 3), vs_contiguous=round(base / us, 3),
                    tflops=round(2 * M * N * K / us / 1e6, 1))
         if without != kernel:
-            row.update(kernel_without_copy=without, us_without_copy=round((t[2] + t[3]) / 2, 2))
+            row.update(kernel_without=without, us_without=round((t[2] + t[3]) / 2, 2))
         rows.append(row)
         print(json.dumps(row), flush=True)
 
 write_stamped(ARGS.json,
               "CUDA-graph replay, inputs rotated past the L2; gemmkit, torch.matmul, torch.matmul, gemmkit (ABBA, "
               "each side the mean of its two); vs_contiguous: the contiguous call's time over this layout's; "
-              "us_without_copy: with dispatch.SWAP_COPY off, timed between the two vendor runs",
+              "us_without: with dispatch.SWAP_COPY and SWAP_W_KN off, timed between the two vendor runs",
               rows)

@@ -347,11 +347,13 @@ def _sanitizer_exe():
     return None
 
 
-def dense_sanitize_script(module: str, configs, cases, launch_args: str = "") -> str:
+def dense_sanitize_script(module: str, configs, cases, launch_args: str = "", w_t: bool = False) -> str:
     """The script `sanitize` runs for a dense Gluon kernel (kernels/gluon/<module>.py `launch`): every config
     of `configs` on every (cus, (M, N, K)) of `cases` (a grid of `cus` persistent CTAs), bias + silu, the
     output poisoned with NaN, checked against fp32. `launch_args`: more keyword arguments of `launch`
-    (", tail=True")."""
+    (", tail=True"); `w_t`: w transposed in memory (the (K, N) storage's W.t())."""
+    w_new = "torch.randn(K, N, device=\"cuda\", dtype=torch.bfloat16).t()" if w_t else \
+        "torch.randn(N, K, device=\"cuda\", dtype=torch.bfloat16)"
     return f"""
 import torch
 from gemmkit import arch
@@ -360,7 +362,7 @@ t = arch.current()
 for cfg in {list(configs)!r}:
     for cus, (M, N, K) in {list(cases)!r}:
         x = torch.randn(M, K, device="cuda", dtype=torch.bfloat16)
-        w = torch.randn(N, K, device="cuda", dtype=torch.bfloat16)
+        w = {w_new}
         b = torch.randn(N, device="cuda", dtype=torch.bfloat16)
         y = torch.full((M, N), float("nan"), device="cuda", dtype=torch.bfloat16)
         launch(x, w, b, y, "silu", cfg, t.with_cus(cus){launch_args})

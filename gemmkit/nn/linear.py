@@ -21,7 +21,8 @@ backward through gemmkit's own GEMMs:
     db = sum_rows dY     torch, fp32 sum rounded to the bias dtype
 
 (on sm_90 the transposed views go to the Triton TMA kernel, which reads them where they lie: its X_KM / W_KN,
-kernels/triton/gemm_tma.py; ops/dispatch.py says where a copy or the pointer kernel serves instead)
+kernels/triton/gemm_tma.py; at decode sizes W.t() goes to the Gluon swap-AB tile, which reads it so too;
+ops/dispatch.py says where a copy or the pointer kernel serves instead)
 
 each computed only where `ctx.needs_input_grad` asks for it (fp32 accumulation, rounded to the dtype, as
 torch's bf16 matmul does). The quantized layers are inference-only: their weights are buffers (no gradient),

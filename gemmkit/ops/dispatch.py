@@ -279,6 +279,13 @@ def _x_transposed_copy(x2, w, cfg) -> bool:
 # e.g. to compare (benchmarks/layouts.py does).
 SWAP_COPY = os.environ.get("GEMMKIT_SWAP_COPY", "1") != "0"
 
+# A 16-bit w transposed in memory (a (K, N) weight passed as W.t()) under a Gluon ping-pong swap-AB tile (decode-sized
+# M) is read there in place (kernels/gluon/hopper_pingpong.py X_KM: wgmma's MN-major A), not by the Triton tier's TMA
+# kernel (its W_KN), which ran 16.3-20.3 us at 8-128 x 4096 x 4096 against the swap tile's 15.5-16.6 us on a
+# contiguous w (H100, results/h100/layouts.json). GEMMKIT_SWAP_W_KN=0 (or SWAP_W_KN = False) turns it off, e.g. to
+# compare (benchmarks/layouts.py does).
+SWAP_W_KN = os.environ.get("GEMMKIT_SWAP_W_KN", "1") != "0"
+
 
 def _swap_copied(cfg, target, x2, w, y, scaling, passed, interpreting, epilogue) -> Choice | None:
     """The Gluon swap-AB tile on a copy of a small transposed x that the TMA kernel would read in place
@@ -576,7 +583,9 @@ def _gluon_dense_unsupported(kernel, cfg, target, x2, w, y, scaling, interpretin
             return "Gluon split-K's fp32 workspace needs N % 4 == 0 (16-byte TMA rows)"
         from ..kernels.gluon import hopper_host
 
-        return hopper_host.dense_unsupported(x2, w, y, target)
+        # (the ping-pong's swap-AB tile also reads a W.t() weight where it lies: hopper_pingpong's X_KM, `SWAP_W_KN`)
+        w_kn = SWAP_W_KN and kernel == GLUON_BF16 and bool(cfg.get("swap_ab"))
+        return hopper_host.dense_unsupported(x2, w, y, target, w_kn=w_kn)
     if cfg.get("NUM_KSPLIT", 1) != 1:
         return "split-K configs run on the Triton tier"
     if scaling.mode not in ("rowcol", "block"):

@@ -109,11 +109,28 @@ def test_op_in_a_cuda_graph():
     check_a16w16_graph_replays(3, 1024, 4096, {**SW, "backend": "gluon"})
 
 
+# A weight passed as W.t() ((K, N) storage, unit stride along N; every N of SHAPES keeps its rows on 16 bytes): the
+# kernel reads it where it lies (X_KM: BK x BM boxes of the storage, wgmma's MN-major A), its last weight tile shifted
+# back along the storage's rows.
+@pytest.mark.parametrize("name", list(CFGS))
+@pytest.mark.parametrize("M,N,K", SHAPES, ids=[f"{m}x{n}x{k}" for m, n, k in SHAPES])
+def test_transposed_w(M, N, K, name):
+    """Every element right, and bitwise the result on the weight's contiguous copy (the same products summed in the
+    same order)."""
+    x, w = randn(M, K, dtype=torch.bfloat16, device=DEV), randn(K, N, dtype=torch.bfloat16, device=DEV).t()
+    b = randn(N, dtype=torch.bfloat16, device=DEV)
+    y = run(name, x, w, b, "silu")
+    check(y, x, w, b, "silu")
+    assert torch.equal(y, run(name, x, w.contiguous(), b, "silu"))
+
+
+@pytest.mark.parametrize("w_t", [False, True], ids=["w", "w_t"])
 @pytest.mark.parametrize("tool", ["synccheck", "memcheck"])
-def test_compute_sanitizer(tool):
-    """No illegal barrier use, no bad accesses: the transposed store's clipped token rows, ragged weight rows."""
+def test_compute_sanitizer(tool, w_t):
+    """No illegal barrier use, no bad accesses: the transposed store's clipped token rows, ragged weight rows; `w_t`:
+    the weight read from its (K, N) storage."""
     script = dense_sanitize_script("hopper_pingpong", [CFGS["t16w64k128"], CFGS["t32w128k64"]],
-                                   [(3, (7, 264, 1000)), (12, (40, 392, 520))])
+                                   [(3, (7, 264, 1000)), (12, (40, 392, 520))], w_t=w_t)
     out = sanitize(tool, script)
     assert_sanitizer_clean(out)
 

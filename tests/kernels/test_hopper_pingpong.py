@@ -436,13 +436,22 @@ def test_swap_ab_is_the_dense_kernels_only():
 
 
 def test_static_compile_of_the_transposed_tile():
-    """bias + gelu, bf16 and fp32 out: HGMMA, TMA loads and the transposed TMA store, no spills."""
+    """bias + gelu, bf16 and fp32 out, and on a w transposed in memory (X_KM: its (K, N) storage's BK x BM boxes,
+    wgmma's MN-major A): HGMMA, TMA loads and the transposed TMA store, no spills; X_KM issues the same wgmma and
+    stores, and fewer TMA loads (its 128-byte rows of 64 weight rows are one message, the K-major box's 256-byte rows of
+    128 K columns two)."""
     cases = [dict(kernel=hp.KERNEL_NAME, op="a16w16", arch="sm_90", table="-", bucket="t", config=SWAP, path=p)
-             for p in ("gluon-bf16", "gluon-fp32")]
-    for case, res in zip(cases, compile_sm90_cases(hp, cases)):
+             for p in ("gluon-bf16", "gluon-fp32", "gluon-bf16-w_kn")]
+    results = compile_sm90_cases(hp, cases)
+    for case, res in zip(cases, results):
         broken = broken_promises(res)
         assert not broken, f"{case['path']}: " + "; ".join(broken)
         assert res["metrics"]["counts"]["UTMASTG"] > 0 and res["metrics"]["spill_bytes"] == 0
+    counts, kn = results[0]["metrics"]["counts"], results[2]["metrics"]["counts"]
+    assert (kn["HGMMA"], kn["UTMASTG"]) == (counts["HGMMA"], counts["UTMASTG"])
+    assert kn["UTMALDG"] < counts["UTMALDG"]
+    with pytest.raises(ValueError, match="only the swap-AB tile"):
+        hp.kernel_constexprs(hp.derive(CFG_128, H200), has_bias=False, activation="none", w_kn=True)
 
 
 # ----------------------------------------------------------------------------- on the GPU (gpu-marked: `pytest -m gpu`)

@@ -485,3 +485,54 @@ def test_copies_replay(M, N, K):
         torch.cuda.synchronize()
         check(y, x, w, bias, "gelu")
         assert callplan.STATS["replays"] == replays + i
+
+
+# The ping-pong's swap-AB tile on a weight passed as W.t() ((K, N) storage): read where it lies (X_KM, wgmma's
+# MN-major A). Tokens x weight rows x K step; shapes with tokens under a tile (boxes of their rows), N off the tile
+# (the last weight tile shifted back along the storage's rows), K off the step (TMA's zero fill).
+# (the kernel's own tests: tests/kernels/test_gluon_swap_ab.py `test_transposed_w`)
+W_KN_CONFIGS = [(16, 64, 128, 8), (128, 128, 64, 4)]
+W_KN_SHAPES = [(5, 4104, 1000), (17, 1000, 4096), (64, 8192, 2888), (100, 2056, 40), (128, 4096, 4096)]
+
+
+@pytest.mark.parametrize("tokens,rows,bk,stages", W_KN_CONFIGS, ids=[f"{t}x{r}x{k}" for t, r, k, _ in W_KN_CONFIGS])
+@pytest.mark.parametrize("M,N,K", W_KN_SHAPES, ids=[f"{m}x{n}x{k}" for m, n, k in W_KN_SHAPES])
+def test_swap_ab_reads_transposed_w(M, N, K, tokens, rows, bk, stages, launches):
+    """Every element of a NaN-poisoned output (bias + silu) written and right, one Gluon launch and no copy of w;
+    bitwise the same config on the weight's contiguous copy (the same products summed in the same order); and the
+    call's plan replays on fresh inputs."""
+    from gemmkit import callplan
+
+    cfg = {"BLOCK_SIZE_M": tokens, "BLOCK_SIZE_N": rows, "BLOCK_SIZE_K": bk, "GROUP_SIZE_M": 1, "num_warps": 4,
+           "num_stages": stages, "backend": "gluon", "swap_ab": True}
+    for i in range(2):
+        replays = callplan.STATS["replays"]
+        x = torch.randn(M, K, device=DEV, dtype=torch.bfloat16)
+        w = torch.randn(K, N, device=DEV, dtype=torch.bfloat16).t()  # (N, K), unit stride along N
+        bias = torch.randn(N, device=DEV, dtype=torch.bfloat16)
+        out = torch.full((M, N), float("nan"), device=DEV, dtype=torch.bfloat16)
+        before = dict(launches)
+        gemmkit.gemm_a16w16(x, w, bias, activation="silu", out=out, config=cfg)
+        torch.cuda.synchronize()
+        assert launches[D.GLUON_BF16] == before.get(D.GLUON_BF16, 0) + 1
+        choice = D.dense(cfg, gemmkit.arch.current(), x, w, out)  # (K % 16 == 8: x copied to a 128-byte pitch)
+        assert (choice.pad_n, choice.pitch_w, bool(choice.pad_k)) == (0, 0, False), choice  # w read where it lies
+        copies = bool(choice.pad_m or choice.pitch_x)
+        assert launches.get("pad_rows_kernel", 0) == before.get("pad_rows_kernel", 0) + copies
+        assert callplan.STATS["replays"] == replays + i
+        check(out, x, w, bias, "silu")
+    assert torch.equal(out, gemmkit.gemm_a16w16(x, w.contiguous(), bias, activation="silu", config=cfg))
+
+
+def test_decode_on_transposed_w_takes_the_swap_tile(launches):
+    """gemm_a16w16(x, W.t()) at decode sizes, served by the config model: the Gluon swap-AB tile, right."""
+    K, N = 4096, 4096
+    w = torch.randn(K, N, device=DEV, dtype=torch.bfloat16).t()
+    for M in (1, 8, 16, 64, 128):
+        x = torch.randn(M, K, device=DEV, dtype=torch.bfloat16)
+        cfg = gemmkit.configs.serve("a16w16", gemmkit.arch.current(), M, N, K)[0]
+        before = launches.get(D.GLUON_BF16, 0)
+        y = gemmkit.gemm_a16w16(x, w)
+        torch.cuda.synchronize()
+        assert launches.get(D.GLUON_BF16, 0) == before + bool(cfg.get("swap_ab")), (M, cfg)
+        check(y, x, w)

@@ -398,16 +398,21 @@ def test_no_padding_where_it_cannot_help(monkeypatch):
 def test_transposed_operands(monkeypatch):
     """x / w transposed in memory (unit stride along M / N): read in place by the TMA kernel where their storage meets
     TMA's rules and they are 16-bit (its tile's stages fitted to the TMA path's shared memory, as the pointer path's
-    are); a small transposed x copied whole to rows along K for the Gluon kernels where TMA cannot read it (M % 8 != 0,
-    or 8-bit) or the config is a swap-AB tile (`SWAP_COPY`); a large one, and a transposed w TMA cannot read, left to
-    the pointer kernel."""
+    are); a transposed w read in place by the Gluon ping-pong's swap-AB tile too (its X_KM); a small transposed x
+    copied whole to rows along K for the Gluon kernels where TMA cannot read it (M % 8 != 0, or 8-bit) or the config is
+    a swap-AB tile (`SWAP_COPY`); a large one, and a transposed w TMA cannot read, left to the pointer kernel."""
     N = K = 4096
     for M in (16, 1024):  # the swap-AB tile and the cooperative 128 x 256 (4 stages: over the TMA path's budget, 3 fit)
         cfg = configs.serve("a16w16", H200, M, N, K)[0]
+        assert bool(cfg.get("swap_ab")) == (M == 16)
         for x, w in ((meta(M, K), meta(K, N).t()), (meta(K, M).t(), meta(N, K)), (meta(K, M).t(), meta(K, N).t())):
             c = D.dense(cfg, H200, x, w, meta(M, N))
-            if cfg.get("swap_ab") and x.stride(-1) != 1 and w.stride(-1) == 1:  # x alone transposed, a swap-AB tile
-                assert (c.kernel, c.pad_k, c.pad_k_w) == (D.GLUON_BF16, K, False), (M, c)
+            if cfg.get("swap_ab"):  # x copied where it is transposed (`SWAP_COPY`), w read where it lies (X_KM)
+                copied = K if x.stride(-1) != 1 else 0
+                assert (c.kernel, c.pad_k, c.pad_n, c.pitch_w) == (D.GLUON_BF16, copied, 0, 0), c
+                assert not (copied and c.pad_k_w), c  # (w as it is)
+                if not copied:
+                    continue
                 monkeypatch.setattr(D, "SWAP_COPY", False)
                 c = D.dense(cfg, H200, x, w, meta(M, N))
                 monkeypatch.undo()
@@ -418,7 +423,14 @@ def test_transposed_operands(monkeypatch):
         c = D.dense(cfg, H200, meta(K, M).t(), meta(N, K), meta(M, N))
         assert (c.kernel, c.pad_k, c.pad_k_w) == (D.GLUON_BF16, K, False), c
         c = D.dense(cfg, H200, meta(K, M).t(), meta(K, N).t(), meta(M, N))  # x copied, w read transposed
-        assert (c.kernel, c.pad_k, c.pad_k_w) == (D.TRITON_TMA, K, False), c
+        assert (c.kernel, c.pad_k, c.pad_k_w) == (D.GLUON_BF16 if cfg.get("swap_ab") else D.TRITON_TMA, K, False), c
+    monkeypatch.setattr(D, "SWAP_W_KN", False)  # (off: the Triton tier's TMA kernel reads it, its W_KN)
+    assert D.dense(configs.serve("a16w16", H200, 16, N, K)[0], H200, meta(16, K), meta(K, N).t(),
+                   meta(16, N)).kernel == D.TRITON_TMA
+    monkeypatch.undo()
+    coop_swap = {"BLOCK_SIZE_M": 128, "BLOCK_SIZE_N": 128, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 1, "num_warps": 8,
+                 "num_stages": 4, "backend": "gluon", "swap_ab": True}  # the cooperative swap-AB tile: K-major w only
+    assert D.dense(coop_swap, H200, meta(200, K), meta(K, N).t(), meta(200, N)).path != "gluon"
     fp8 = configs.serve("a8w8", H200, 2, N, K)[0]
     e4m3 = torch.float8_e4m3fn
     rowcol = G.Scaling("rowcol", meta(2, dtype=torch.float32), meta(N, dtype=torch.float32))

@@ -7,8 +7,10 @@ the split tile's mainloop and stores), hopper_pingpong.py, hopper_coop.py and ho
                                 w slot ring (BN = A + B: b holds A rows, t B), or (GATED, the ping-pong's gated
                                 tile) the up rows' slot ring (b the gate rows, t the up rows, BN each), None
                                 otherwise; ready: the load warp sets the ring up (hopper_parts.ring_init), None:
-                                the kernel did; ARRIVALS: empty's count. Derived: STAGES, BM, BK, BN (the tile's
-                                output columns: b + t, or b's where GATED)
+                                the kernel did; ARRIVALS: empty's count; X_KM: a's slots hold x's box as its
+                                storage lies, BK x BM (x transposed in memory: the ping-pong's swap-AB tile on a
+                                w passed as W.t()), the consumer reading them permuted. Derived: STAGES, BM, BK, BN
+                                (the tile's output columns: b + t, or b's where GATED)
    Epilogue  c, bias, stride_bb one consumer's staging tile, the bias pointer (x's when HAS_BIAS is off) and
                                 batch row stride (0: one row), HAS_BIAS, ACTIVATION; part: a tail split's fp32
                                 workspace (the ping-pong's; None elsewhere); PIECES: a split tile's staging
@@ -73,13 +75,14 @@ class Ring:
     ready: _SMEM | gl.constexpr
     ARRIVALS: gl.constexpr
     GATED: gl.constexpr
+    X_KM: gl.constexpr
     STAGES: gl.constexpr
     BM: gl.constexpr
     BK: gl.constexpr
     BN: gl.constexpr
 
     @gluon.constexpr_function
-    def __init__(self, a, b, t, full, empty, ready=None, ARRIVALS=1, GATED=False):
+    def __init__(self, a, b, t, full, empty, ready=None, ARRIVALS=1, GATED=False, X_KM=False):
         self.a = a
         self.b = b
         self.t = _cx(t)
@@ -88,9 +91,10 @@ class Ring:
         self.ready = _cx(ready)  # (late set-up, hopper_parts.ring_init) the load warp's "ring set up" mbarrier
         self.ARRIVALS = gl.constexpr(ARRIVALS)  # consumer arrivals that free a slot (empty's count)
         self.GATED = gl.constexpr(GATED)  # b / t hold the gate / up rows of one tile of h's columns
+        self.X_KM = gl.constexpr(X_KM)  # a's slots BK x BM: x's (K, M) storage, read permuted
         self.STAGES = gl.constexpr(a.shape[0])
-        self.BM = gl.constexpr(a.shape[1])
-        self.BK = gl.constexpr(a.shape[2])
+        self.BM = gl.constexpr(a.shape[2] if X_KM else a.shape[1])
+        self.BK = gl.constexpr(a.shape[1] if X_KM else a.shape[2])
         self.BN = gl.constexpr(b.shape[1] if t is None or GATED else b.shape[1] + t.shape[1])
 
 

@@ -90,22 +90,31 @@ def dtype_unsupported(x, w, y, target=None) -> str | None:
     return None
 
 
-def dense_unsupported(x2, w, y, target=None) -> str | None:
+def dense_unsupported(x2, w, y, target=None, w_kn: bool = False) -> str | None:
     """Why the dense kernels (hopper_pingpong, hopper_coop) cannot run these tensors (None: they can); the op
-    falls back to the Triton tier then."""
+    falls back to the Triton tier then. `w_kn`: the call is the ping-pong's swap-AB tile, which also reads a w
+    transposed in memory (a (K, N) weight passed as W.t()) where its storage meets TMA's rules (`w_transposed`)."""
     why = dtype_unsupported(x2, w, y, target)
     if why:
         return why
     for name, t in (("x", x2), ("w", w), ("y", y)):
-        if not tma_ok(t):
-            return f"{name}: TMA needs a 2-D tensor, unit last stride, 16-byte aligned base and row stride"
+        if not (tma_ok(t) or (w_kn and t is w and w_transposed(w))):
+            return f"{name}: TMA needs a 2-D tensor, unit last stride, 16-byte aligned base and row stride" + \
+                (" (or w transposed in memory: only under the ping-pong's swap-AB tile)" if t is w else "")
     return None
 
 
-def check_operands(x2, w, bias, y, target, who: str):
-    """(M, N, K) of y = act(x2 @ w.T + bias) once `dense_unsupported` and the shapes agree, else ValueError
-    prefixed `who`: the launch checks of the dense kernels (hopper_pingpong, hopper_coop)."""
-    why = dense_unsupported(x2, w, y, target)
+def w_transposed(w) -> bool:
+    """Whether w (N, K) is transposed in memory (unit stride along N) with (K, N) storage TMA takes: what the
+    ping-pong's swap-AB tile reads where it lies (its X_KM: wgmma's MN-major A, 16-bit)."""
+    return w.dim() == 2 and w.stride(1) != 1 and tma_ok(w.t())
+
+
+def check_operands(x2, w, bias, y, target, who: str, w_kn: bool = False):
+    """(M, N, K) of y = act(x2 @ w.T + bias) once `dense_unsupported` (`w_kn`: its w transposed in memory too)
+    and the shapes agree, else ValueError prefixed `who`: the launch checks of the dense kernels (hopper_pingpong,
+    hopper_coop)."""
+    why = dense_unsupported(x2, w, y, target, w_kn)
     if why:
         raise ValueError(f"{who}: {why}")
     # x2 may hold rows past y's, w rows past y's columns (ops/dispatch.py's pad_m / pad_n: computed, then dropped)
@@ -213,11 +222,12 @@ def launch_tma(kernel, plan, y_box, x2, w, bias, y, ce: dict, target, compile_on
                tail=None):
     """Launch kernel(x_desc, w_desc, y_desc, bias_ptr, M, N, K, splits[, part, R, GROUP_M, GROUP_S, LAST_M, LAST_S],
     **ce) (the dense kernels'; the last four: the tile order's division magic, kernels/triton/_schedule.group_magic, or
-    None where TILE_MAGIC is off; the launch's ring depth: `ring_stages`): 2-D TMA boxes x [BM, BK], w [w_box or BN,
-    BK], y `y_box` (the staging tile); a persistent grid of min(splits x tiles, SMs) CTAs. `tail` (the ping-pong's and the coop's kernels, which take a tail split's arguments
-    after `splits`): (part, R, S), R tail tiles of S K splits each into the fp32 workspace `part` (R = 0: none; its
-    launch passes S as SPLITS, and has tiles + R (S - 1) work items). `launch_dense` is the entry: it adds split-K's
-    and the tail split's workspaces and reduces."""
+    None where TILE_MAGIC is off; the launch's ring depth: `ring_stages`): 2-D TMA boxes x [BM, BK] (ce["X_KM"]: x
+    transposed in memory, [BK, BM] of its (K, M) storage), w [w_box or BN, BK], y `y_box` (the staging tile); a
+    persistent grid of min(splits x tiles, SMs) CTAs. `tail` (the ping-pong's and the coop's kernels, which take a
+    tail split's arguments after `splits`): (part, R, S), R tail tiles of S K splits each into the fp32 workspace
+    `part` (R = 0: none; its launch passes S as SPLITS, and has tiles + R (S - 1) work items). `launch_dense` is the
+    entry: it adds split-K's and the tail split's workspaces and reduces."""
     from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
     M, K = x2.shape
@@ -230,7 +240,10 @@ def launch_tma(kernel, plan, y_box, x2, w, bias, y, ce: dict, target, compile_on
     if "X_BOXES" in ce:  # the tokens' rows only, under one row of tiles: x's, swap-AB w's (the kernel's N)
         xb, wb, boxes = token_boxes(plan, N if getattr(plan, "swap", False) else M, w_box)
         ce = {**ce, "X_BOXES": boxes}
-    x_desc = TensorDescriptor.from_tensor(x2, [xb, bk], shared_layout(bm, bk, t_in))
+    if ce.get("X_KM"):  # the kernel's x transposed in memory (the ping-pong's swap-AB on W.t()): BK x BM boxes
+        x_desc = TensorDescriptor.from_tensor(x2.t(), [bk, xb], shared_layout(bk, bm, t_in))
+    else:
+        x_desc = TensorDescriptor.from_tensor(x2, [xb, bk], shared_layout(bm, bk, t_in))
     w_desc = TensorDescriptor.from_tensor(w, [wb, bk], shared_layout(w_box or bn, bk, t_in))
     y_desc = TensorDescriptor.from_tensor(y, list(y_box), shared_layout(*y_box, t_out))
     num_work = -(-M // bm) * -(-N // bn) * splits
@@ -308,7 +321,9 @@ def tma_signature(plan, y_box, dtype: str, out_dtype: str, ce: dict, w_box=None,
     bm, bk = plan.BM, plan.BK
     bn = w_box or plan.BN
     xb, wb, _ = token_boxes(plan, tokens, w_box) if tokens else (bm, bn, 1)
-    sig = {"x_desc": f"tensordesc<{dtype}[{xb}, {bk}],{shared_layout(bm, bk, dtype)!r}>",
+    x_box = (bk, xb) if ce.get("X_KM") else (xb, bk)  # (X_KM: the (K, M) storage's box, `launch_tma`)
+    x_layout = shared_layout(bk, bm, dtype) if ce.get("X_KM") else shared_layout(bm, bk, dtype)
+    sig = {"x_desc": f"tensordesc<{dtype}[{x_box[0]}, {x_box[1]}],{x_layout!r}>",
            "w_desc": f"tensordesc<{dtype}[{wb}, {bk}],{shared_layout(bn, bk, dtype)!r}>",
            "y_desc": f"tensordesc<{out_dtype}[{y_box[0]}, {y_box[1]}],{shared_layout(*y_box, out_dtype)!r}>",
            "bias_ptr": f"*{dtype}", "M": "i32", "N": "i32", "K": "i32", "SPLITS": "i32",
@@ -320,17 +335,19 @@ def tma_signature(plan, y_box, dtype: str, out_dtype: str, ce: dict, w_box=None,
 
 def dense_static_spec(kernel, derive, kernel_constexprs, y_box, cfg: dict, target, *, dtype: str = "bf16",
                       out_dtype: str | None = None, has_bias: bool = True, activation: str = "gelu", tail: bool = False,
-                      tokens: int | None = None, gated: bool = False):
+                      tokens: int | None = None, gated: bool = False, w_kn: bool = False):
     """(kernel, signature, constexprs, divisible, options, plan) to compile a dense kernel (hopper_pingpong's,
     hopper_coop's: `kernel` with its `derive`, `kernel_constexprs` and `y_box`) for `target` on a CPU. Split-K: the
     kernel stores fp32 partial tiles, whatever the op's output dtype (`staged_dtype`); `tail`: the tail split's
     variant, its partials fp32 through part_ptr; `tokens`: a launch's tokens under one tile, loaded in the boxes
-    `token_boxes` gives; `gated`: the gated tile, the kernel's `launch_gated`'s, `activation` on the gate, no bias."""
+    `token_boxes` gives; `gated`: the gated tile, the kernel's `launch_gated`'s, `activation` on the gate, no bias;
+    `w_kn`: the ping-pong's swap-AB tile on a w transposed in memory (its X_KM)."""
     out_dtype = staged_dtype(cfg, out_dtype or dtype)
     if gated:
         cfg, has_bias = {**cfg, "gated": True}, False
     plan = derive(cfg, target, 2, 4 if out_dtype == "fp32" else 2)
-    ce = kernel_constexprs(plan, has_bias=has_bias, activation=activation, tail=tail)
+    variant = {"w_kn": True} if w_kn else {}  # (hopper_coop's kernel_constexprs has no w_kn)
+    ce = kernel_constexprs(plan, has_bias=has_bias, activation=activation, tail=tail, **variant)
     if tokens:
         ce["X_BOXES"] = token_boxes(plan, tokens, plan.w_box)[2]
     sig = tma_signature(plan, y_box(plan), dtype, out_dtype, ce, w_box=plan.w_box, tokens=tokens)
@@ -379,7 +396,8 @@ def token_cases(cases, kernel_name: str, op: str):
 
 
 def variant_cases(cases, variant: str, kernel_name: str, op: str):
-    """`unique_cases` of a dense kernel's compile variant ("tail": the tail split's, "gated": the gated tile's),
+    """`unique_cases` of a dense kernel's compile variant ("tail": the tail split's, "gated": the gated tile's,
+    "w_kn": the ping-pong's swap-AB tile on a w transposed in memory),
     named by the suffix "-<variant>" on path and bucket (`dense_isa_spec` compiles it with static_spec's keyword
     <variant>=True)."""
     for case in unique_cases(cases, kernel_name, op):
@@ -421,7 +439,7 @@ def dense_isa_spec(case, static_spec, promises):
     """The isa_spec of hopper_pingpong.py and hopper_coop.py: `isa_spec_from` a case of `unique_cases`,
     `variant_cases` (its variant's static_spec) or `token_cases` (`token_spec`)."""
     head, _, variant = case["path"].rpartition("-")
-    if variant in ("tail", "gated"):
+    if variant in ("tail", "gated", "w_kn"):
         return isa_spec_from(dict(case, path=head), functools.partial(static_spec, **{variant: True}), promises,
                              gated=variant == "gated")
     return isa_spec_from(*token_spec(case, static_spec), promises)

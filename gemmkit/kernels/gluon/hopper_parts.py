@@ -257,7 +257,8 @@ def load_partition(descs, ring, sched):
     split b loads K steps [b * k_steps, (b + 1) * k_steps) (`split_steps`). TAIL (the ping-pong's and hopper_coop.py's
     tail split): the K range of `work_range`'s item, a whole tile or one split of a tail tile.
     The tokens' operand (x; SWAP: w) under one row of tiles (2-D only; kernels/_host.x_boxes): a box of fewer rows than
-    its ring slot's, sched.X_BOXES of them a step into the slot's first rows (`load_rows`)."""
+    its ring slot's, sched.X_BOXES of them a step into the slot's first rows (`load_rows`). ring.X_KM (2-D, no split
+    tile): x's descriptor is over its (K, M) storage, a BK x BM box a step."""
     x_desc = descs.x
     w_desc = descs.w
     a_ring = ring.a
@@ -302,7 +303,10 @@ def load_partition(descs, ring, sched):
                 tma_load(x_desc, [b, row0, kk * BK], bar, a_ring.index(idx).reshape([1, BM, BK]))
                 tma_load(w_desc, [b, col0, kk * BK], bar, b_ring.index(idx).reshape([1, BN, BK]))
             elif t_ring is None:
-                load_rows(x_desc, row0, kk * BK, bar, a_ring.index(idx), X_CUT, X_BOXES)
+                if ring.X_KM:  # x transposed in memory (a swap-AB tile's weight): its BK x BM box at (k, row)
+                    tma_load(x_desc, [kk * BK, row0], bar, a_ring.index(idx))
+                else:
+                    load_rows(x_desc, row0, kk * BK, bar, a_ring.index(idx), X_CUT, X_BOXES)
                 load_rows(w_desc, col0, kk * BK, bar, b_ring.index(idx), W_CUT, X_BOXES)
             else:
                 load_rows(x_desc, row0, kk * BK, bar, a_ring.index(idx), X_CUT, X_BOXES)

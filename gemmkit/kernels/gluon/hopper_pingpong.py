@@ -118,6 +118,12 @@ columns (the weight rows) and stores the BN x BM tile at y[tokens, weight rows] 
    kernel tile (BM w rows x BN tokens)         y (M tokens, N)
    acc = w[rows] @ x[tokens]^T  ──permute──►   c_smem (BN x BM) ──TMA──► y[pid_n BN .., pid_m BM ..]
 
+A weight passed as W.t() ((K, N) storage, unit stride along N: GPT-2's Conv1D, `x @ W` code) is read where it lies
+(X_KM): the kernel's x descriptor is over that storage, each ring slot of a holds its BK x BM box, and the consumer
+hands wgmma the slot permuted, BM x BK with the weight rows contiguous (wgmma's MN-major A, 16-bit operands only)::
+
+   w.t() (K, N) storage ──TMA [BK, BM] box──► a[s] (BK x BM) ──permute──► wgmma A (BM x BK, MN-major)
+
 GROUP_SIZE_M then groups the kernel's rows, the weight tiles (1 in the shipped buckets: each weight tile's token
 tiles run back to back, so the weight is read once and the small x from L2).
 
@@ -191,7 +197,8 @@ Constraints:
     summation order of the tail tiles depends on M, N, K and the SM count (bitwise reproducible on one grid).
   - swap_ab (dense kernel only): BLOCK_SIZE_N (the weight rows) 64 or 128, BLOCK_SIZE_M (tokens) a power of two
     in [16, 256] within the accumulator budget, NUM_KSPLIT 1, no split tile; the TMA rules as above (x is then
-    the kernel's w operand: any M >= 1).
+    the kernel's w operand: any M >= 1). X_KM (swap_ab only): w transposed in memory, its (K, N) storage under
+    TMA's rules (N % 8 == 0, 16-byte aligned base), 16-bit.
   - gated (dense kernel only; `launch_gated`): BLOCK_SIZE_N (h's columns) a power of two, 2 * BM * BN / 128 <= 128
     accumulator registers a thread (64 x 128, 128 x 64, 64 x 64), NUM_KSPLIT 1, no swap_ab, no bias, no tail split,
     two staging tiles; w (2I, K) with h (M, I); an activation on the gate (not "none").
@@ -325,12 +332,16 @@ def dense_constexprs(plan, *, has_bias: bool, activation: str) -> dict:
             "BM": plan.BM, "X_BOXES": 1, "C_PIECES": plan.c_pieces, "LATE_INIT": hh.LATE_INIT}
 
 
-def kernel_constexprs(plan: PingPongPlan, *, has_bias: bool, activation: str, tail: bool = False) -> dict:
+def kernel_constexprs(plan: PingPongPlan, *, has_bias: bool, activation: str, tail: bool = False,
+                      w_kn: bool = False) -> dict:
     """hopper_pingpong_kernel's: `constexprs`, `dense_constexprs`, SWAP (the transposed tile), TAIL (a tail
-    split: `tail_plan`) and GATED (the gated tile: `launch_gated`)."""
+    split: `tail_plan`), GATED (the gated tile: `launch_gated`) and X_KM (`w_kn`: the transposed tile on a w
+    transposed in memory, the kernel's x read from its (K, N) storage: "Swap-AB")."""
+    if w_kn and not plan.swap:
+        raise ValueError("w transposed in memory: only the swap-AB tile reads it (X_KM)")
     return {**constexprs(plan, has_bias=has_bias, activation=activation),
             **dense_constexprs(plan, has_bias=has_bias, activation=activation), "SWAP": plan.swap, "TAIL": tail,
-            "GATED": plan.gated}
+            "GATED": plan.gated, "X_KM": bool(w_kn)}
 
 
 # The tail split (`tail_plan`): where a launch's tiles leave a partial last round, its R tiles run as S K splits each;
@@ -433,7 +444,11 @@ def mma_partition(CONSUMER: gl.constexpr, descs, ring, epi, handoff, sched):
             acc = warpgroup_mma_init(gl.zeros((BM, BN), dtype=gl.float32, layout=acc_layout))
             for kk in range(nk):
                 mbarrier.wait(full.index(idx), phase)
-                acc = warpgroup_mma(a_ring.index(idx), b_ring.index(idx).permute((1, 0)), acc, is_async=True)
+                if ring.X_KM:  # the BK x BM slot as the BM x BK operand: wgmma's MN-major A (16-bit)
+                    a_op = a_ring.index(idx).permute((1, 0))
+                else:
+                    a_op = a_ring.index(idx)
+                acc = warpgroup_mma(a_op, b_ring.index(idx).permute((1, 0)), acc, is_async=True)
                 # One wgmma group in flight: the previous step's has finished reading its slot.
                 warpgroup_mma_wait(1, deps=(acc,))
                 mbarrier.arrive(empty.index(ring_prev(idx, STAGES)), pred=kk > 0)
@@ -492,9 +507,14 @@ def hopper_pingpong_kernel(x_desc, w_desc, y_desc, bias_ptr, M, N, K, SPLITS, pa
                            HAS_BIAS: gl.constexpr, ACTIVATION: gl.constexpr, MMA_REGS: gl.constexpr,
                            LOAD_REGS: gl.constexpr, BN: gl.constexpr, SPLIT_K: gl.constexpr, SHIFT: gl.constexpr,
                            SWAP: gl.constexpr, TAIL: gl.constexpr, BM: gl.constexpr, X_BOXES: gl.constexpr,
-                           C_PIECES: gl.constexpr, LATE_INIT: gl.constexpr, GATED: gl.constexpr):
-    BK: gl.constexpr = x_desc.block_type.shape[1]
-    a_ring = gl.allocate_shared_memory(x_desc.dtype, [STAGES, BM, BK], x_desc.layout)  # (x's box may be fewer rows)
+                           C_PIECES: gl.constexpr, LATE_INIT: gl.constexpr, GATED: gl.constexpr,
+                           X_KM: gl.constexpr):
+    if X_KM:  # (SWAP) the kernel's x, a weight passed as W.t(), read as its (K, M) storage lies: BK x BM boxes
+        BK: gl.constexpr = x_desc.block_type.shape[0]
+        a_ring = gl.allocate_shared_memory(x_desc.dtype, [STAGES, BK, BM], x_desc.layout)
+    else:
+        BK: gl.constexpr = x_desc.block_type.shape[1]
+        a_ring = gl.allocate_shared_memory(x_desc.dtype, [STAGES, BM, BK], x_desc.layout)  # (x's box may be fewer rows)
     W_ROWS: gl.constexpr = w_desc.block_type.shape[0]
     if GATED:  # the gated tile: the gate rows of its BN columns in b_ring, the up rows in t_ring (w box BN rows)
         b_ring = gl.allocate_shared_memory(w_desc.dtype, [STAGES, BN, BK], w_desc.layout)
@@ -524,7 +544,7 @@ def hopper_pingpong_kernel(x_desc, w_desc, y_desc, bias_ptr, M, N, K, SPLITS, pa
         mbarrier.init(ready, count=1)
     else:
         ready = None
-    ring = Ring(a_ring, b_ring, t_ring, full, empty, ready, GATED=GATED)  # t_ring None: a constexpr field
+    ring = Ring(a_ring, b_ring, t_ring, full, empty, ready, GATED=GATED, X_KM=X_KM)  # t_ring None: a constexpr field
     if not LATE_INIT:
         ring_init(ring, 0, STAGES)  # full: the loader's expect-tx arrive (+ the TMA bytes); empty: one consumer's
     for i in gl.static_range(2):
@@ -557,16 +577,18 @@ def launch(x2, w, bias, y, activation, cfg, target, compile_only=False, tail=Non
     `cfg` keys: BLOCK_SIZE_M/N/K, GROUP_SIZE_M, num_warps (4), num_stages (upper bound); `backend`,
     `persistent`, `tma` are accepted and ignored (always persistent, always TMA); NUM_KSPLIT > 1 splits K
     into at most that many ranges (`hopper_host.fit_split_k`, `launch_dense`); swap_ab computes y's tile
-    transposed (the module docstring's "Swap-AB": w and x swap roles, `hopper_host.launch_tma` directly).
+    transposed (the module docstring's "Swap-AB": w and x swap roles, `hopper_host.launch_tma` directly); it also
+    takes a w transposed in memory (a (K, N) weight passed as W.t(), `hopper_host.w_transposed`: X_KM).
     `tail`: the tail split (`tail_plan`: None the rule, False never, True wherever it can).
     `target`: a gemmkit.arch.Target (its num_cus sizes the persistent grid). Raises ValueError when
     `unsupported` says no or the config cannot be planned.
     """
-    hh.check_operands(x2, w, bias, y, target, "gluon ping-pong")
+    w_kn = bool(cfg.get("swap_ab")) and w.stride(-1) != 1  # (a W.t() weight: the transposed tile's X_KM)
+    hh.check_operands(x2, w, bias, y, target, "gluon ping-pong", w_kn=bool(cfg.get("swap_ab")))
     (M, K), N = x2.shape, y.shape[1]
     plan = derive(hh.fit_split_k(cfg, M, N, K, target), target, x2.element_size(), y.element_size())
     n_tail, splits = tail_plan(plan, M, N, K, target.num_cus, tail)
-    ce = kernel_constexprs(plan, has_bias=bias is not None, activation=activation, tail=n_tail > 0)
+    ce = kernel_constexprs(plan, has_bias=bias is not None, activation=activation, tail=n_tail > 0, w_kn=w_kn)
     if plan.swap:  # the kernel's "x" is w (BM-row boxes), its "w" is x (BN-row boxes); y's box is BN x BM
         return hh.launch_tma(hopper_pingpong_kernel, plan, y_box(plan), w, x2, bias, y, ce, target, compile_only,
                              w_box=plan.w_box, tail=(y, 0, 1))
@@ -639,6 +661,9 @@ def isa_cases(archs, op: str = "hopper_pingpong"):
     # boxes of 16 rows of x), swap-AB M = 40 on 64 tokens (five of 8 rows of the kernel's w) and M = 5 on 16 (one of 8)
     yield from hh.token_cases([("-", "preset0", PRESETS[0], "bf16", 100), ("-", "swap64", SWAP_PRESET, "bf16", 40),
                                ("-", "preset4", SPLIT_PRESETS[2], "bf16", 5)], KERNEL_NAME, op)
+    # the swap-AB tile on a w transposed in memory (X_KM: BK x BM boxes of its (K, N) storage, wgmma's MN-major A)
+    yield from hh.variant_cases([("-", "preset4", SPLIT_PRESETS[2], "bf16"), ("-", "swap64", SWAP_PRESET, "bf16")],
+                                "w_kn", KERNEL_NAME, op)
     # the gated tile (`launch_gated`: two accumulators of BM x BN, the gate and up boxes a step), bf16 and fp32 h
     gated = [("-", f"gated{i}", c, o) for i, c in enumerate(GATED_PRESETS) for o in ("bf16", "fp32")]
     yield from hh.variant_cases(gated, "gated", KERNEL_NAME, op)
