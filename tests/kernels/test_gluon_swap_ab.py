@@ -124,6 +124,19 @@ def test_transposed_w(M, N, K, name):
     assert torch.equal(y, run(name, x, w.contiguous(), b, "silu"))
 
 
+@pytest.mark.parametrize("N", [8, 40, 72])
+@pytest.mark.parametrize("name", ["t16w64k128", "t32w128k64"])
+def test_transposed_w_narrow(N, name):
+    """Fewer weight rows than one tile (N = 8: the storage's 16-byte rows at their least): TMA zero-fills the box's
+    columns past N in the (K, N) storage, and nothing is copied (dispatch pads only a w of rows along K)."""
+    M, K = 5, 1000
+    x, w = randn(M, K, dtype=torch.bfloat16, device=DEV), randn(K, N, dtype=torch.bfloat16, device=DEV).t()
+    b = randn(N, dtype=torch.bfloat16, device=DEV)
+    y = run(name, x, w, b, "gelu")
+    check(y, x, w, b, "gelu")
+    assert torch.equal(y, run(name, x, w.contiguous(), b, "gelu"))
+
+
 @pytest.mark.parametrize("w_t", [False, True], ids=["w", "w_t"])
 @pytest.mark.parametrize("tool", ["synccheck", "memcheck"])
 def test_compute_sanitizer(tool, w_t):
