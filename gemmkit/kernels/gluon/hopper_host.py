@@ -93,21 +93,17 @@ def dtype_unsupported(x, w, y, target=None) -> str | None:
 def dense_unsupported(x2, w, y, target=None, w_kn: bool = False) -> str | None:
     """Why the dense kernels (hopper_pingpong, hopper_coop) cannot run these tensors (None: they can); the op
     falls back to the Triton tier then. `w_kn`: the call is the ping-pong's swap-AB tile, which also reads a w
-    transposed in memory (a (K, N) weight passed as W.t()) where its storage meets TMA's rules (`w_transposed`)."""
+    transposed in memory (a (K, N) weight passed as W.t()) where its storage meets TMA's rules (16-bit:
+    kernels/triton/dense.mn_major, the Triton tier's TMA kernel's test of the same)."""
     why = dtype_unsupported(x2, w, y, target)
     if why:
         return why
     for name, t in (("x", x2), ("w", w), ("y", y)):
-        if not (tma_ok(t) or (w_kn and t is w and w_transposed(w))):
+        if not (tma_ok(t) or (w_kn and t is w and dense.mn_major(w))):
             return f"{name}: TMA needs a 2-D tensor, unit last stride, 16-byte aligned base and row stride" + \
                 (" (or w transposed in memory: only under the ping-pong's swap-AB tile)" if t is w else "")
     return None
 
-
-def w_transposed(w) -> bool:
-    """Whether w (N, K) is transposed in memory (unit stride along N) with (K, N) storage TMA takes: what the
-    ping-pong's swap-AB tile reads where it lies (its X_KM: wgmma's MN-major A, 16-bit)."""
-    return w.dim() == 2 and w.stride(1) != 1 and tma_ok(w.t())
 
 
 def check_operands(x2, w, bias, y, target, who: str, w_kn: bool = False):

@@ -578,7 +578,7 @@ def launch(x2, w, bias, y, activation, cfg, target, compile_only=False, tail=Non
     `persistent`, `tma` are accepted and ignored (always persistent, always TMA); NUM_KSPLIT > 1 splits K
     into at most that many ranges (`hopper_host.fit_split_k`, `launch_dense`); swap_ab computes y's tile
     transposed (the module docstring's "Swap-AB": w and x swap roles, `hopper_host.launch_tma` directly); it also
-    takes a w transposed in memory (a (K, N) weight passed as W.t(), `hopper_host.w_transposed`: X_KM).
+    takes a w transposed in memory (a (K, N) weight passed as W.t(), kernels/triton/dense.mn_major: X_KM).
     `tail`: the tail split (`tail_plan`: None the rule, False never, True wherever it can).
     `target`: a gemmkit.arch.Target (its num_cus sizes the persistent grid). Raises ValueError when
     `unsupported` says no or the config cannot be planned.
