@@ -281,8 +281,8 @@ SWAP_COPY = os.environ.get("GEMMKIT_SWAP_COPY", "1") != "0"
 
 # A 16-bit w transposed in memory (a (K, N) weight passed as W.t()) under a Gluon ping-pong swap-AB tile (decode-sized
 # M) is read there in place (kernels/gluon/hopper_pingpong.py X_KM: wgmma's MN-major A), not by the Triton tier's TMA
-# kernel (its W_KN), which ran 16.3-20.3 us at 8-128 x 4096 x 4096 against the swap tile's 15.5-16.6 us on a
-# contiguous w (H100, results/h100/layouts.json). GEMMKIT_SWAP_W_KN=0 (or SWAP_W_KN = False) turns it off, e.g. to
+# kernel (its W_KN): H100, 2-128 x 4096 x 4096, same ABBA with it off, 16.3-19.8 -> 15.4-16.5 us, as fast as the
+# contiguous call (results/h100/layouts.json). GEMMKIT_SWAP_W_KN=0 (or SWAP_W_KN = False) turns it off, e.g. to
 # compare (benchmarks/layouts.py does).
 SWAP_W_KN = os.environ.get("GEMMKIT_SWAP_W_KN", "1") != "0"
 
