@@ -67,13 +67,9 @@ def shared_layout(rows: int, cols: int, dtype: str):
 # TMA's alignment rules on sm_90: a tensor's base, its row strides and (measured on the H200 with
 # a probe kernel: an unaligned box start faults) every box's start in global memory on TMA_ALIGN bytes; a box's destination in shared
 # memory on TMA_SMEM_ALIGN bytes (else the kernel faults).
-from .._host import TMA_ALIGN  # noqa: E402  (the one number; tma_compatible applies it too)
+from .._host import TMA_ALIGN  # noqa: E402, F401  (the one number, for the fp8 kernels; tma_compatible applies it)
+from .._host import tma_compatible as tma_ok  # noqa: E402  (the Triton tier's rule, one definition for both tiers)
 TMA_SMEM_ALIGN = 128
-
-
-def tma_ok(t) -> bool:
-    return (t.dim() == 2 and t.stride(1) == 1 and t.data_ptr() % TMA_ALIGN == 0 and
-            (t.stride(0) * t.element_size()) % TMA_ALIGN == 0 and t.shape[0] > 0 and t.shape[1] > 0)
 
 
 def dtype_unsupported(x, w, y, target=None) -> str | None:
