@@ -193,12 +193,13 @@ def _cmd_configs(args):
                 dict(cfg)) else json.dumps(model_cfg, sort_keys=True)
             print(f"without the shape file, the config model: {model_source}: {same}")
         try:
-            choice = dispatch.for_shape(table_op, cfg, target, M, N, K, B=args.B)
-        except ValueError as e:  # a config that fits no kernel of this target
+            choice = dispatch.for_shape(table_op, cfg, target, M, N, K, B=args.B, x_t=args.x_t, w_t=args.w_t)
+        except ValueError as e:  # a config that fits no kernel of this target, or a layout the op has not
             print(f"kernel: none ({e})")
             continue
-        print("for contiguous operands at 16-byte aligned addresses on a GPU (other strides may pass over more "
-              "kernels):")
+        layout = " and ".join(n for n, t in (("x", args.x_t), ("w", args.w_t)) if t)
+        layout = f"{layout} transposed in memory (the rest contiguous)" if layout else "contiguous operands"
+        print(f"for {layout} at 16-byte aligned addresses on a GPU (other strides may pass over more kernels):")
         print(choice.explain())
         gated = table_op == "a16w16_gated"
         launch = dispatch.gluon_launch(choice, target, M, N, K, gated=gated)
@@ -371,6 +372,10 @@ def build_parser():
     c.add_argument("--arch", choices=["sm_90", "gfx942", "gfx950", "H100", "H200", "MI300X", "MI355X"],
                    help="an architecture (its representative card: H200, MI300X, MI355X) or a card (the config model "
                         "sees its SMs and HBM bandwidth); default: the current GPU, else sm_90")
+    c.add_argument("--x-t", action="store_true", help="x transposed in memory (a view of (K, M) storage): the kernel "
+                                                      "such a call runs (the dense GEMMs)")
+    c.add_argument("--w-t", action="store_true", help="w transposed in memory (a (K, N) weight passed as W.t()): the "
+                                                      "kernel such a call runs (the dense GEMMs)")
     c.set_defaults(fn=_cmd_configs)
 
     t = sub.add_parser("tune", help="search configs on the GPU and merge the winners into aiter-format tables")

@@ -917,10 +917,13 @@ def gluon_launch(choice: Choice, target, M: int, N: int, K: int, in_bytes: int =
     return line
 
 
-def for_shape(table_op: str, cfg: dict, target, M: int, N: int, K: int, B: int = 1) -> Choice:
+def for_shape(table_op: str, cfg: dict, target, M: int, N: int, K: int, B: int = 1, x_t: bool = False,
+              w_t: bool = False) -> Choice:
     """The Choice for an (M, N, K) call (B entries for the batched ops) of a table op on a GPU of `target` with
     contiguous operands at 16-byte aligned addresses (meta tensors stand for them): what `gemmkit configs`
-    prints. ValueError for a config no kernel of the target can run."""
+    prints. `x_t` / `w_t` (the dense ops): x / w transposed in memory, views of (K, M) / (K, N) storage (a weight
+    passed as W.t()). ValueError for a config no kernel of the target can run, or a layout the op has no such
+    operand for."""
     import torch
 
     def meta(*shape, dtype, stride=None):
@@ -937,6 +940,11 @@ def for_shape(table_op: str, cfg: dict, target, M: int, N: int, K: int, B: int =
         scaling = G.NO_SCALING if dtype == bf16 else G.Scaling("rowcol", meta(B, M, dtype=f32), meta(B, N, dtype=f32))
         return batched(cfg, target, x, w, y, scaling)
     x, w, y = meta(M, K, dtype=dtype), meta(N, K, dtype=dtype), meta(M, N, dtype=bf16)
+    if x_t or w_t:
+        if table_op not in ("a16w16", "a8w8", "a8w8_int8", "a8w8_blockscale"):
+            raise ValueError(f"x / w transposed in memory: the dense GEMMs' layouts, not {table_op}'s")
+        x = meta(K, M, dtype=dtype).t() if x_t else x
+        w = meta(K, N, dtype=dtype).t() if w_t else w
     if table_op == "a16w16_gated":  # w holds the gate and up rows: (2N, K); N is the intermediate size
         # (silu, the ops' default; `gemmkit configs` lists the activations the budget sends to the Triton tier)
         return gated(cfg, target, x, meta(2 * N, K, dtype=dtype), y, activation="silu")

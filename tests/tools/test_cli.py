@@ -171,6 +171,27 @@ def test_configs_says_what_the_gluon_launch_derives(capsys, M, N, K, want):
         assert hopper_pingpong.is_coop(cfg) and hopper_host.fit_split_k(cfg, M, N, K, ARCH_TARGETS["sm_90"]) == cfg
 
 
+def test_configs_layouts(capsys):
+    """`--w-t` / `--x-t`: the kernel a call with w / x transposed in memory runs (dispatch.for_shape over views of
+    (K, N) / (K, M) storage): at decode the Gluon swap-AB tile reads a W.t() weight where it lies and copies a
+    transposed x; at M = 1024 the Triton tier's TMA kernel reads both; ops without such operands say so."""
+    def run(*args):
+        rc, out, err = _cli(capsys, "configs", *args, "--arch", "sm_90")
+        assert rc == 0, err
+        return out
+
+    out = run("-M", 16, "-N", 4096, "-K", 4096, "--w-t")
+    assert "for w transposed in memory (the rest contiguous)" in out and "kernel: hopper_pingpong_kernel\n" in out
+    assert "copies of" not in out and "swap-AB" in out
+    out = run("-M", 16, "-N", 4096, "-K", 4096, "--x-t", "--w-t")
+    assert "x and w transposed in memory" in out and "on copies of x with rows of 4096 elements" in out
+    assert "kernel: hopper_pingpong_kernel" in out
+    out = run("-M", 1024, "-N", 4096, "-K", 4096, "--x-t", "--w-t")
+    assert "kernel: gemm_tma_kernel" in out and "copies of" not in out
+    assert "kernel: none (x / w transposed in memory" in run("--op", "a16w16_gated", "-M", 16, "-N", 4096, "-K", 4096,
+                                                             "--w-t")
+
+
 def test_configs_ffn_gated_shows_both_gemms(capsys):
     """ffn_gated (bench/tune's name) is two GEMMs: the gated one (M, I, K) and the down projection (M, K, I)."""
     M, I, K = 64, 14336, 4096
