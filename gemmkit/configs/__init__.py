@@ -137,7 +137,8 @@ def validate_config(cfg, *, backend: str | None = None, where: str = "config") -
                           "\"swap_ab\": true and num_warps 8 (the cooperative kernel's transposed tile)")
     if coop_swap:
         why = [w for w, bad in (("\"backend\": \"gluon\"", cfg.get("backend") != "gluon"),
-                                ("BLOCK_SIZE_N 128 (the wgmma's M, 64 a consumer)", cfg["BLOCK_SIZE_N"] != 128),
+                                ("BLOCK_SIZE_N 128 or 256 (the wgmma's M, 64 or 128 a consumer)",
+                                 cfg["BLOCK_SIZE_N"] not in (128, 256)),
                                 (f"BLOCK_SIZE_M one of {SPLIT_N} (the tokens)", cfg["BLOCK_SIZE_M"] not in SPLIT_N),
                                 ("NUM_KSPLIT 1", cfg.get("NUM_KSPLIT", 1) != 1)) if bad]
         if why:
@@ -268,7 +269,7 @@ def model_configs(op: str, arch: str) -> list:
     """(name, config) of the configs the config model writes that no table ships (configs/model/: bf16's
     `wide_config`, `one_wave`'s and `narrow_wave`'s tiles, `few_tiles`' split tiles (their unsplit ones and
     `m128_tile` are `one_wave`'s / `narrow_wave`'s), `narrow_pingpong`, `split_widths`, `wide_one_wave` (`narrow_wide`'s
-    64 x 160 is its 160), `coop_swap`,
+    64 x 160 is its 160), `coop_swap`, `tall_swap`,
     `coop_widths` (unsplit and split: `long_k_coop`'s), `off_sector` (unsplit and split; `long_k_split`'s too), `swap_wide` and `decode_split`; fp8's 64 x 64 Gluon ping-pong over the
     large-M bucket and fp8's `decode_wide` tile, block scale's also with `decode_wide_k`'s K step, per-token's `large_few_split_k` tile,
     fp8's and block scale's `m256_split` tile), so that `gemmkit isa` compiles them."""
@@ -308,6 +309,8 @@ def model_configs(op: str, arch: str) -> list:
                     for w in rules.get("wide_one_wave", ())]
         out += [(f"model:coop_swap_{w}", validate_config(model.coop_swap_config(w), backend="cuda"))
                 for w in rules.get("coop_swap", ())]
+        out += [(f"model:tall_swap_{w}", validate_config(model.tall_swap_config(w), backend="cuda"))
+                for w in rules.get("tall_swap", ())]
         coop = select(op, arch, model.COOP_WIDTH_MAX_M, 1, 1)[0]  # a bucket coop_widths serves from
         if coop.get("backend") == "gluon" and coop["BLOCK_SIZE_M"] == 128:
             out += [(f"model:coop_width_{w}", validate_config(model.coop_width_config(coop, w, s), backend="cuda"))

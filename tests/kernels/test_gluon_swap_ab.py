@@ -159,6 +159,10 @@ COOP_CFGS = {
     "t96w128": {**CS, "BLOCK_SIZE_M": 96},  # 64 + 32
     "t80w128": {**CS, "BLOCK_SIZE_M": 80},  # 64 + 16
     "t48w128": {**CS, "BLOCK_SIZE_M": 48},  # 32 + 16
+    # 256 weight rows (128 a consumer: two m64 slices), up to SWAP_TALL_ACC_REGS accumulators
+    "t144w256": {**CS, "BLOCK_SIZE_N": 256, "num_stages": 4},
+    "t160w256-g1": {**CS, "BLOCK_SIZE_M": 160, "BLOCK_SIZE_N": 256, "num_stages": 4, "GROUP_SIZE_M": 1},
+    "t96w256k128": {**CS, "BLOCK_SIZE_M": 96, "BLOCK_SIZE_N": 256, "BLOCK_SIZE_K": 128, "num_stages": 3},
 }
 # one token; under one token tile with its last pieces past M (138 of 144, 129: the B box past M); exactly one tile;
 # one past it (two token tiles, the last shifted back); several; ragged weight rows, K tails
@@ -181,7 +185,7 @@ def test_coop_shapes(M, N, K, name):
 
 @pytest.mark.parametrize("act,out_dtype", [("gelu", torch.bfloat16), ("silu", torch.float16), ("none", torch.float32)],
                          ids=["gelu-bf16", "silu-fp16", "none-fp32"])
-@pytest.mark.parametrize("name", ["t144w128", "t96w128", "t192w128k128"])
+@pytest.mark.parametrize("name", ["t144w128", "t96w128", "t192w128k128", "t160w256-g1"])
 def test_coop_bias_activation_out_dtype(act, out_dtype, name):
     """The bias per weight row (y's columns) in every piece; fp32 out stages each piece at twice the bytes."""
     M, N, K = 150, 392, 520
@@ -231,7 +235,7 @@ def test_coop_op_in_a_cuda_graph():
 @pytest.mark.parametrize("tool", ["synccheck", "memcheck"])
 def test_coop_compute_sanitizer(tool):
     """The swapped pieces' stores clipped at M, token boxes past M, ragged weight rows."""
-    script = dense_sanitize_script("hopper_coop", [COOP_CFGS["t144w128"], COOP_CFGS["t96w128"]],
+    script = dense_sanitize_script("hopper_coop", [COOP_CFGS["t144w128"], COOP_CFGS["t96w128"], COOP_CFGS["t144w256"]],
                                    [(3, (138, 264, 1000)), (12, (145, 392, 520))])
     out = sanitize(tool, script)
     assert_sanitizer_clean(out)
@@ -239,10 +243,11 @@ def test_coop_compute_sanitizer(tool):
 
 @pytest.mark.parametrize("M,N,K", [(140, 16384, 1024), (150, 16000, 640), (478, 3328, 7680), (929, 1168, 3584),
                                    (5185, 480, 10192), (4243, 256, 768), (395, 5920, 1944), (3198, 808, 672),
-                                   (1835, 1184, 11696)])
+                                   (1835, 1184, 11696), (403, 6576, 16912), (521, 8448, 15344)])
 def test_coop_served_by_the_config_model(M, N, K):
-    """A shape the config model's `coop_swap` (one token tile), `swap_rounds` (several; past M = 1536 at a narrow N)
-    or `coop_one_wave` / `coop_widths_area` (the unswapped split tile, 128 x 192 past N = 808 on 40 columns) serves
+    """A shape the config model's `coop_swap` (one token tile), `swap_rounds` (several; past M = 1536 at a narrow N),
+    `tall_swap` (256 weight rows x 96 / 144 tokens) or `coop_one_wave` / `coop_widths_area` (the unswapped split tile,
+    128 x 192 past N = 808 on 40 columns) serves
     (no config=): the cooperative kernel runs it, bias and gelu per weight row, every element right."""
     from gemmkit.ops import _common as C
 

@@ -153,10 +153,20 @@ def test_swap_ab_plan_and_its_config():
     for w, tail in ((48, 16), (80, 16), (96, 32), (160, 32), (192, 64)):
         p = hc.derive({**cfg, "BLOCK_SIZE_M": w, "num_stages": 5}, H200)
         assert (p.BN, p.BN_TAIL, p.swap) == (w, tail, True)
+    # 256 weight rows (128 a consumer) up to 160 tokens: 160 accumulators a consumer thread (SWAP_TALL_ACC_REGS)
+    tall = configs.validate_config({**cfg, "BLOCK_SIZE_N": 256, "BLOCK_SIZE_M": 160, "num_stages": 4}, backend="cuda")
+    p = hc.derive(tall, H200)
+    assert (p.BM, p.BN, p.BM_C, p.BN_TAIL, p.acc_regs, p.swap) == (256, 160, 128, 32, 160, True)
+    assert hc.y_box(p) == (32, 128)
+    with pytest.raises(ValueError, match="accumulator"):  # 192 tokens: 192 registers (8 B spilled with a gelu)
+        hc.derive({**tall, "BLOCK_SIZE_M": 192}, H200)
+    with pytest.raises(ValueError, match="accumulator"):  # the limit is the swapped tall tile's alone
+        hc.derive({**BASE, "BLOCK_SIZE_M": 256, "BLOCK_SIZE_N": 160}, H200)
 
 
 @pytest.mark.parametrize("change,match", [
-    ({"BLOCK_SIZE_N": 64}, "BLOCK_SIZE_N"),  # 128 weight rows: two consumers of 64
+    ({"BLOCK_SIZE_N": 64}, "BLOCK_SIZE_N"),  # 128 or 256 weight rows: two consumers of 64 or 128
+    ({"BLOCK_SIZE_N": 512}, "BLOCK_SIZE_N"),
     ({"BLOCK_SIZE_M": 128}, "BLOCK_SIZE_M"),  # tokens in a split width (powers of two: the ping-pong's swap)
     ({"NUM_KSPLIT": 2}, "NUM_KSPLIT"),
     ({"backend": "triton"}, "backend"),

@@ -1282,6 +1282,33 @@ def test_a16w16_swap_rounds(M, N, K, tokens, target):
         assert configs.validate_config(dict(cfg)) == {**configs.DEFAULTS, **cfg}
 
 
+@pytest.mark.parametrize("M, N, K, tokens", [
+    # `tall_swap`: at 256 < M <= 640, K >= 8192, over the 64 x 192 ping-pong or an 80 / 96-token swap past 1.5 waves,
+    # the cooperative swap-AB tile on 256 weight rows x the token width that fills its waves most, at >= 0.8
+    # (results/h100/ab/bf16_deep_long_k_menu.json, then _tall_swap_heldout.json and _tall_swap_verify.json)
+    (525, 7920, 17088, 144),  # the 64 x 192: 0.69 -> 0.88x cuBLAS
+    (276, 21792, 11072, 96),  # `swap_rounds`' 96 tokens on 128 rows: 0.68 -> 0.90x
+    (261, 30096, 25648, 144),  # held out: 0.52 -> 0.91x
+    (391, 20016, 9512, 144),  # over 80 tokens, below their fill: 0.57 -> 0.87x
+    # not where the 64 x 192 fills its waves better by over 1 / 0.9 (381 x 29376: 0.99 against 0.86, -20%), nor under
+    # the fill (284 x 17952: 0.79, a tie), nor within 1.5 waves (621 x 2352: -42%), nor past M = 640 or under K = 8192
+    (381, 29376, 11968, None),
+    (284, 17952, 10176, None),
+    (621, 2352, 23360, None),
+    (700, 7920, 17088, None),
+    (525, 7920, 6016, None),
+])
+@pytest.mark.parametrize("target", ["H200", "H100"])
+def test_a16w16_tall_swap(M, N, K, tokens, target):
+    cfg, source = configs.serve("a16w16", arch.get(target), M, N, K)
+    if tokens is None:
+        assert "tall_swap" not in source, source
+    else:
+        assert cfg.get("swap_ab") and cfg["num_warps"] == 8 and cfg.get("backend") == "gluon", source
+        assert (cfg["BLOCK_SIZE_M"], cfg["BLOCK_SIZE_N"]) == (tokens, 256) and "tall_swap" in source, source
+        assert configs.validate_config(dict(cfg)) == {**configs.DEFAULTS, **cfg}
+
+
 @pytest.mark.parametrize("M, N, K, want", [
     # `long_k_coop`: at K >= 12288 and 128 < M <= 4096, a split cooperative tile in a 64-row ping-pong answer's place
     # (ab/bf16_offsector_low_m.json, bf16_long_k_coop_*.json). Rows off 32-byte sectors: `off_sector`'s tile
@@ -1354,8 +1381,9 @@ def test_a16w16_coop_one_wave(M, N, K, width):
     (786, 7712, 8016, "pp 128x128", "pp 128x128"),  # K under COOP_TAIL_MIN_K: as before
     (134, 9024, 30112, "pp 128x128", "pp 128x128"),  # off lines, the ping-pong fills 1.75x the coop: kept (+46%)
     # nor a 96-token one (results/h100/ab/bf16_swap_rounds_off_line_96.json: 0.698 -> 0.844x over 31 rows); K % 16 == 8
-    # here, so `off_sector`'s 256 x 128 (the 96 tokens 0.83x, the coop's 128 x 256 1.11x, its 256 x 128 1.25x)
-    (417, 6552, 14792, "coop 256x128", "coop 96x128"),
+    # here, so `off_sector`'s 256 x 128 (the 96 tokens 0.83x, the coop's 128 x 256 1.11x, its 256 x 128 1.25x); on the
+    # H200 `swap_rounds`' 96 tokens, which `tall_swap` puts on 256 weight rows (over 80 / 96 tokens 8 of 8 up, H100)
+    (417, 6552, 14792, "coop 256x128", "coop 96x256"),
 ])
 def test_a16w16_tail_waves_off_line(M, N, K, h100, h200):
     for target, want in ((arch.get("H100"), h100), (arch.get("H200"), h200)):

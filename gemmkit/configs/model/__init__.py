@@ -41,6 +41,7 @@ where none does, the bucket is fitted (`decode.fitted`). Then each of AFTER may 
         gluon_waves.narrow_wide            bf16: the 64 x 160 in a one-wave 64 x 192's place
         swap.coop_swap, swap.swap_rounds   bf16, 128 < M <= 1536 (8192 at N <= 768): the cooperative swap-AB tile
         widths.coop_one_wave               bf16, K > 1024: one wave of the coop's split tiles over a 64-row tile
+        swap.tall_swap                     bf16, 256 < M <= 640, K >= 8192: the swap-AB tile on 256 weight rows
         gated.gated_one_wave               the gated GEMM: the Gluon cooperative gated tile in one wave
                  ──► (config, notes): `gemmkit configs` prints the notes, each naming the rule that wrote it
 
@@ -74,7 +75,7 @@ from .large_bucket import LARGE_FEW_STAGES
 from .one_wave import NARROW_WAVE_MAX_N, NARROW_WAVE_PAD_SHARE, ONE_WAVE_MIN_M
 from .op_rules import FITTED_OPS, OP_RULES
 from .sectors import LONG_K_COOP_MIN_STEPS, OFF_SECTOR_MAX_M, OFF_SECTOR_MIN_M, OFF_SECTOR_MIN_N
-from .swap import coop_swap_config
+from .swap import coop_swap_config, tall_swap_config
 from .tables import FILL_OVER_TABLE, fills_better, past_its_round
 from .tail import MAX_TAIL_SPLITS, split_count, tail_fill, tail_rule, tail_split
 from .widths import COOP_TAIL_MIN_K, COOP_WIDTH_MAX_M, WIDE_ONE_WAVE_MAX_M, coop_tail, coop_width_config, \
@@ -85,7 +86,7 @@ RULES = (one_wave.rule_narrow_wave, one_wave.rule_narrow_n, one_wave.rule_one_wa
          large_bucket.rule_large_few_tiles, large_bucket.rule_wide_share, decode.rule_decode_split,
          decode.rule_swap_wide, gated.rule_gated_rows)
 AFTER = (sectors.long_k_split, sectors.long_k_coop, gluon_waves.narrow_wide, swap.coop_swap, swap.swap_rounds,
-         widths.coop_one_wave, gated.gated_one_wave)
+         widths.coop_one_wave, swap.tall_swap, gated.gated_one_wave)
 
 
 def choose(op: str, cfg: dict, large: dict | None, M: int, N: int, K: int, num_cus: int,
@@ -108,4 +109,4 @@ __all__ = ["AFTER", "COOP_TAIL_MIN_K", "COOP_WIDTH_MAX_M", "DECODE_SPLIT_MIN", "
            "OFF_SECTOR_MIN_M", "OFF_SECTOR_MIN_N", "ONE_WAVE_MIN_M", "OP_RULES", "RULES", "SECTOR_ELEMENTS",
            "SMALL_PINGPONG", "SMALL_TILE", "WIDE_ONE_WAVE_MAX_M", "area_fill", "choose", "coop_swap_config",
            "coop_tail", "coop_width_config", "fills_better", "fit", "launch_fill", "past_its_round", "split_count",
-           "split_width_config", "tail_fill", "tail_rule", "tail_split", "wave_efficiency"]
+           "split_width_config", "tail_fill", "tail_rule", "tail_split", "tall_swap_config", "wave_efficiency"]

@@ -1,6 +1,7 @@
 """bf16's cooperative swap-AB tile (128 weight rows x a tile of tokens) over any rule's answer: one token tile where
 128-row tiles leave a second row mostly empty (`coop_swap`, 128 < M <= 192), several where its rounds cost less
-(`swap_rounds`, 192 < M <= 1536; to 8192 at N <= 768).
+(`swap_rounds`, 192 < M <= 1536; to 8192 at N <= 768); on 256 weight rows over the 64 x 192 or a narrow swap at a
+long K (`tall_swap`, 256 < M <= 640).
 """
 from __future__ import annotations
 
@@ -144,3 +145,56 @@ def coop_swap_config(tokens: int) -> dict:
     return {"BLOCK_SIZE_M": tokens, "BLOCK_SIZE_N": 128, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 8, "num_warps": 8,
             "num_stages": 5 if tokens > 160 else 6, "swap_ab": True, "NUM_KSPLIT": 1, "backend": "gluon",
             "persistent": True, "tma": True}
+
+
+# `tall_swap` (after every rule but the gated one): at TALL_SWAP_MIN_M < M <= TALL_SWAP_MAX_M and K >= TALL_SWAP_MIN_K,
+# over the ping-pong's 64 x 192 (`narrow_pingpong`) or `swap_rounds`' 80 / 96 tokens on 128 weight rows, where the
+# answer takes more than TALL_SWAP_WAVES waves: the cooperative swap-AB tile on 256 weight rows (128 a consumer:
+# kernels/gluon/hopper_coop.py SWAP_TALL_ACC_REGS) x the token width of the rule's that fills the most of its waves'
+# area, where that is at least TALL_SWAP_FILL. Its w box serves 256 weight rows a stage where the answers' serve 64 or
+# 128, and its token widths split such M in two to four tiles (282 rows: two of 144). H100, heated, one process
+# (results/h100/ab/bf16_deep_long_k_menu.json: 45 shapes at M = 259-636, K = 8960-24448; the answer, 128 x 128, the
+# coop 128 x 256, 128 x 160 / 192 swaps and the tall widths 96 / 144 / 160 timed each): over all 45 the tall tiles
+# lost (0.668-0.735x cuBLAS against the answers' 0.900x: a 16- or 32-token piece's wgmma is dear, and few tiles leave
+# SMs idle); over these answers past the waves at the fill, all 6 picks up (+9% to +33%: 525 x 7920 x 17088 0.69 ->
+# 0.88x, 276 x 21792 x 11072 0.68 -> 0.90x); below the fill a tie (284 x 17952, 0.79), under the waves -42%.
+TALL_SWAP_MIN_M, TALL_SWAP_MAX_M, TALL_SWAP_MIN_K = 256, 640, 8192
+TALL_SWAP_WAVES, TALL_SWAP_FILL = 1.5, 0.8
+# ... and over the 64 x 192 at least this share of its launch fill. Held out with the rule above
+# (ab/bf16_tall_swap_heldout.json, H100, heated, one process: the 30 rows it changed of 735 random shapes of seed
+# 20261242 in its M and K): 0.679 -> 0.840x cuBLAS (1.238x over the answer), 27 up (to +75%: 261 x 30096 x 25648
+# 0.52 -> 0.91x); down only where the 64 x 192 filled 0.97-0.99 against 0.85-0.86 (381 x 29376 x 11968 -20%,
+# 384 x 28720 x 12896 -8%) and at the K floor (280 x 19472 x 8320, -7%). Over the 80-token swap no margin: its four
+# rows won at 0.80-0.81 against 0.96-0.98 (+22% to +52%).
+TALL_SWAP_PP_MARGIN = 0.9
+TALL_SWAP_OVER = ((64, 192, False), (80, 128, True), (96, 128, True))  # (BLOCK_SIZE_M, BLOCK_SIZE_N, swap_ab)
+
+
+def tall_swap(c: Call, tile: dict, notes: list) -> tuple[dict, list]:
+    """`tall_swap` (bf16, over whatever answered, after `swap_rounds` and `coop_one_wave`): the cooperative swap-AB tile
+    on 256 weight rows x the rule's token width of the best area fill, over a TALL_SWAP_OVER answer of more than
+    TALL_SWAP_WAVES waves at TALL_SWAP_MIN_M < M <= TALL_SWAP_MAX_M, K >= TALL_SWAP_MIN_K, where that fill is at least
+    TALL_SWAP_FILL (and TALL_SWAP_PP_MARGIN of a 64 x 192 answer's)."""
+    widths = c.rules.get("tall_swap")
+    if not widths or c.amd or not TALL_SWAP_MIN_M < c.M <= TALL_SWAP_MAX_M or c.K < TALL_SWAP_MIN_K:
+        return tile, notes
+    key = (tile["BLOCK_SIZE_M"], tile["BLOCK_SIZE_N"], bool(tile.get("swap_ab")))
+    if tile.get("backend") != "gluon" or key not in TALL_SWAP_OVER:
+        return tile, notes
+    tiles = -(-c.M // tile["BLOCK_SIZE_M"]) * -(-c.N // tile["BLOCK_SIZE_N"])
+    if tiles <= TALL_SWAP_WAVES * c.num_cus:
+        return tile, notes
+    fill, w = max((launch_fill({"BLOCK_SIZE_M": w, "BLOCK_SIZE_N": 256}, c.M, c.N, c.num_cus), w) for w in widths)
+    if fill < TALL_SWAP_FILL or (pingpong_64(tile) and fill < TALL_SWAP_PP_MARGIN * launch_fill(tile, c.M, c.N,
+                                                                                               c.num_cus)):
+        return tile, notes
+    tall = -(-c.N // 256) * -(-c.M // w)
+    return tall_swap_config(w), notes + [
+        f"{tiles} tiles of the answer past {TALL_SWAP_WAVES} waves; {tall} of 256 weight rows x {w} tokens fill "
+        f"{fill:.0%} of their waves: the cooperative swap-AB tile on 256 weight rows (`tall_swap`)"]
+
+
+def tall_swap_config(tokens: int) -> dict:
+    """`tall_swap`'s config: y's tile `tokens` x 256 weight rows, swapped on the cooperative kernel, 4 stages (what
+    its A/B ran)."""
+    return dict(coop_swap_config(tokens), BLOCK_SIZE_N=256, num_stages=4)

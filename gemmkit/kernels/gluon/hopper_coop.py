@@ -79,18 +79,23 @@ a call that falls back from Gluon runs the power-of-two part, 2T (kernels/triton
 Swap-AB (config key "swap_ab", dense kernel only; SWAP): a split tile whose columns are tokens. At 128 < M <= 192
 the token rows fit no multiple of 64 (138 rows: two 128-row tiles, the second 10 rows full), and cuBLAS puts the
 tokens on the wgmma's N in a width that covers M (nvjet ..._256x136_...). The config names y's tile, BLOCK_SIZE_M
-tokens (a split width A + B of SPLIT_N: 144 = 128 + 16) x BLOCK_SIZE_N = 128 weight rows; `derive` plans its
-transpose, BM = 128 weight rows (64 a consumer) x BN tokens, and `launch` passes w as the kernel's x and x as its w
+tokens (a split width A + B of SPLIT_N: 144 = 128 + 16) x BLOCK_SIZE_N = 128 weight rows (or 256, below); `derive`
+plans its transpose, BM = 128 weight rows (64 a consumer) x BN tokens, and `launch` passes w as the kernel's x and x
+as its w
 (the B-row token boxes as the split tile's w boxes; where M is under one tile, TMA zero-fills the boxes' rows past M).
 Mainloop unchanged; each consumer's epilogue (hopper_parts.store_split with SWAP) takes the accumulators' B-token pieces
 (register splits), transposes each (a layout change), adds the bias per weight row (its columns now) and stores it
-at y[tokens, weight rows] through a B x 64 staging sub-tile::
+at y[tokens, weight rows] through a B x 64 staging sub-tile (B x 128 on 256 weight rows)::
 
    kernel tile (128 w rows x A + B tokens)                              y (M tokens, N)
    mma c: acc (64 x A), acc_t (64 x B) ──pieces──► 64 x B ──permute──► c0 / c1 (B x 64) ──TMA──► y[col + i B, row]
 
 Measured on the H200 (docs/PERF.md, `coop_swap`): at 128 < M <= 192 on wide layers +1-48% over the tiles before
 (120 held-out shapes, 0.74 -> 0.94x cuBLAS); where its weight tiles are few it loses (no split-K), hence the rule.
+BLOCK_SIZE_N = 256 weight rows (128 a consumer, two m64 slices each, as the unswapped 256-row tile) takes the
+weights' box once for 256 rows; its accumulators, 128 x tokens a consumer, allow up to SWAP_TALL_ACC_REGS (160
+tokens). The config model serves it at 256 < M <= 640 over a long K (`tall_swap`: 0.66-0.68 -> 0.84-0.85x cuBLAS
+over 62 held-out rows, H100); over the shapes of its class as a whole it lost (docs/PERF.md).
 
 Gated (GATED, `launch_gated`; dense only; served where configs/model/gated.py's `gated_one_wave` names its 128 x 128
 tile): hopper_pingpong.py's gated tile ("Gated" there: the gate's and the up's w boxes of BN rows a stage, from rows
@@ -157,9 +162,9 @@ Constraints:
   - gated (dense kernel only; `launch_gated`): BLOCK_SIZE_N (h's columns) a power of two, 2 * BM/2 * BN / 128 <= 128
     accumulator registers a consumer thread (128 x 128, 128 x 64), NUM_KSPLIT 1, no swap_ab, no bias, no tail
     split, one staging tile a consumer (EPI_SPLIT 1); w (2I, K) with h (M, I); an activation on the gate.
-  - swap_ab (dense kernel only): BLOCK_SIZE_N (the weight rows) 128, BLOCK_SIZE_M (tokens) a split width of
-    SPLIT_N (48 ... 192; its accumulators 24-96 registers), NUM_KSPLIT 1, no tail split; the TMA rules as above (x
-    is the kernel's w operand: any M >= 1).
+  - swap_ab (dense kernel only): BLOCK_SIZE_N (the weight rows) 128 or 256, BLOCK_SIZE_M (tokens) a split width of
+    SPLIT_N (48 ... 192 on 128 rows, accumulators 24-96 registers; 48 ... 160 on 256, up to SWAP_TALL_ACC_REGS),
+    NUM_KSPLIT 1, no tail split; the TMA rules as above (x is the kernel's w operand: any M >= 1).
 """
 from __future__ import annotations
 
@@ -199,6 +204,11 @@ _EPI_SPLITS = (1, 2, 4)  # output sub-tiles per consumer tile, fewest first
 # / 128 x 128; M = 1024 on 5120 columns: 256 tiles of 128 x 160, 1.94 waves, where 128 x 128 gives 320, 2.4).
 # cuBLAS picks such widths there (docs/PERF.md). Dense kernel only.
 SPLIT_N = configs.SPLIT_N
+# The swapped tile on 256 weight rows (128 a consumer) x a split width of tokens: its accumulators, 128 x tokens fp32
+# over a warpgroup, up to this many registers a consumer thread (160 tokens). Sm_90 static compiles (Triton 3.6) keep
+# 144 / 160 tokens in the 240 registers setmaxnreg gives with a bias + gelu, bf16 or fp32 out; 192 tokens spilled 8 B
+# with gelu. `gemmkit isa` compiles a case.
+SWAP_TALL_ACC_REGS = 160
 
 
 def derive(cfg: dict, target=None, in_bytes: int = 2, out_bytes: int = 2) -> CoopPlan:
@@ -247,9 +257,9 @@ def derive(cfg: dict, target=None, in_bytes: int = 2, out_bytes: int = 2) -> Coo
         if cfg.get("NUM_KSPLIT", 1) != 1:
             raise ValueError(f"config: key 'NUM_KSPLIT' = {cfg['NUM_KSPLIT']} with 'swap_ab'; the transposed tile "
                              "has no split-K")
-        if rows != 128:
+        if rows not in (128, 256):
             raise ValueError(f"config: key 'BLOCK_SIZE_N' = {rows} with 'swap_ab'; the {BACKEND} backend's weight "
-                             "rows are the wgmma's M: 128 (64 a consumer)")
+                             "rows are the wgmma's M: 128 or 256 (64 or 128 a consumer)")
         if tokens not in SPLIT_N:
             raise ValueError(f"config: key 'BLOCK_SIZE_M' = {tokens} with 'swap_ab'; the {BACKEND} backend's tokens "
                              f"are a split width, one of {SPLIT_N} (the ping-pong takes power-of-two token tiles)")
@@ -269,6 +279,7 @@ def derive(cfg: dict, target=None, in_bytes: int = 2, out_bytes: int = 2) -> Coo
     hplan.check_block_k(bk)
     acc_regs = hplan.acc_regs(bm_c, bn) * (2 if gated else 1)  # the gated tile: the gate's and the up's accumulators
     hplan.check_acc_regs(acc_regs, bm, bn, BACKEND, per="consumer thread",
+                         limit=SWAP_TALL_ACC_REGS if swap and bm == 256 else hplan.MAX_ACC_REGS,
                          note=" (two accumulators: 'gated')" if gated else "")
     # (epi_split, c_pieces): a split tile A + B stores B-wide sub-tiles, A / B + 1 of them (hopper_parts.store_split),
     # each in its own staging sub-tile if num_stages fit beside them, else one at a time through one
@@ -587,7 +598,7 @@ SWAP_PRESETS = (
      "num_stages": 6, "swap_ab": True},  # 144 tokens (128 + 16: 9 pieces of 16) x 128 weight rows
     {"BLOCK_SIZE_M": 96, "BLOCK_SIZE_N": 128, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 8, "num_warps": 8,
      "num_stages": 6, "swap_ab": True},  # 96 tokens (64 + 32)
-)
+)  # (the tiles on 256 weight rows: the config model's `tall_swap` configs, configs.model_configs)
 
 
 def static_spec(cfg: dict, target, **kw):
