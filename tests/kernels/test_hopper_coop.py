@@ -232,9 +232,11 @@ def test_op_dispatch_falls_back_where_gluon_cannot_run(bn):
     assert ((y.float() - x.float() @ w.float().T).norm() / (x.float() @ w.float().T).norm()) < 2**-8
 
 
-def test_op_swap_ab_falls_back_on_the_cpu():
-    """The swap-AB config through gemm_a16w16 in the interpreter: the Triton tier's 128 x 128 tile, unswapped,
-    every element right (float64 reference, the output poisoned), bias and activation per weight row."""
+@pytest.mark.parametrize("rows", [128, 256])
+def test_op_swap_ab_falls_back_on_the_cpu(rows):
+    """The swap-AB config through gemm_a16w16 in the interpreter: the Triton tier's 128 x 128 tile (128 x 256 for 256
+    weight rows), unswapped, every element right (float64 reference, the output poisoned), bias and activation per
+    weight row."""
     import torch
 
     import gemmkit
@@ -244,7 +246,8 @@ def test_op_swap_ab_falls_back_on_the_cpu():
     b = torch.randn(136, dtype=torch.bfloat16)
     before = C.LAUNCHES[hc.KERNEL_NAME]
     out = poisoned((139, 136), torch.bfloat16, "cpu")
-    y = gemmkit.gemm_a16w16(x, w, b, activation="gelu", out=out, config={**SWAP, "num_stages": 2, "backend": "gluon"})
+    cfg = {**SWAP, "BLOCK_SIZE_N": rows, "num_stages": 2, "backend": "gluon"}
+    y = gemmkit.gemm_a16w16(x, w, b, activation="gelu", out=out, config=cfg)
     assert C.LAUNCHES[hc.KERNEL_NAME] == before
     ok, msg = within_bound(y, gemm_a16w16_ref(x, w, b, "gelu"), torch.bfloat16)
     assert ok, msg

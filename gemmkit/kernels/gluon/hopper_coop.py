@@ -81,8 +81,8 @@ the token rows fit no multiple of 64 (138 rows: two 128-row tiles, the second 10
 tokens on the wgmma's N in a width that covers M (nvjet ..._256x136_...). The config names y's tile, BLOCK_SIZE_M
 tokens (a split width A + B of SPLIT_N: 144 = 128 + 16) x BLOCK_SIZE_N = 128 weight rows (or 256, below); `derive`
 plans its transpose, BM = 128 weight rows (64 a consumer) x BN tokens, and `launch` passes w as the kernel's x and x
-as its w
-(the B-row token boxes as the split tile's w boxes; where M is under one tile, TMA zero-fills the boxes' rows past M).
+as its w (the B-row token boxes as the split tile's w boxes; where M is under one tile, TMA zero-fills the boxes' rows
+past M).
 Mainloop unchanged; each consumer's epilogue (hopper_parts.store_split with SWAP) takes the accumulators' B-token pieces
 (register splits), transposes each (a layout change), adds the bias per weight row (its columns now) and stores it
 at y[tokens, weight rows] through a B x 64 staging sub-tile (B x 128 on 256 weight rows)::
@@ -205,9 +205,9 @@ _EPI_SPLITS = (1, 2, 4)  # output sub-tiles per consumer tile, fewest first
 # cuBLAS picks such widths there (docs/PERF.md). Dense kernel only.
 SPLIT_N = configs.SPLIT_N
 # The swapped tile on 256 weight rows (128 a consumer) x a split width of tokens: its accumulators, 128 x tokens fp32
-# over a warpgroup, up to this many registers a consumer thread (160 tokens). Sm_90 static compiles (Triton 3.6) keep
-# 144 / 160 tokens in the 240 registers setmaxnreg gives with a bias + gelu, bf16 or fp32 out; 192 tokens spilled 8 B
-# with gelu. `gemmkit isa` compiles a case.
+# over a warpgroup, up to this many registers a consumer thread (160 tokens). Sm_90 static compiles (Triton 3.6 and 3.9)
+# keep 96 / 144 / 160 tokens in the 240 registers setmaxnreg gives with a bias + gelu, bf16 or fp32 out; 192 tokens
+# spilled 8 B with gelu (3.6). `gemmkit isa` compiles the config model's three (configs.model_configs, `tall_swap`).
 SWAP_TALL_ACC_REGS = 160
 
 
