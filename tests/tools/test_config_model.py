@@ -1216,6 +1216,13 @@ def test_a16w16_narrow_wide(M, N, K, want):
         assert cfg["BLOCK_SIZE_N"] == want and cfg.get("backend") == "gluon", (cfg, source)
 
 
+def _assert_coop_swap(cfg, source, tokens, rows, rule):
+    """The config is the cooperative swap-AB tile of `tokens` x `rows` weight rows that `rule` wrote, and valid."""
+    assert cfg.get("swap_ab") and cfg["num_warps"] == 8 and cfg.get("backend") == "gluon", source
+    assert (cfg["BLOCK_SIZE_M"], cfg["BLOCK_SIZE_N"]) == (tokens, rows) and f"`{rule}`" in source, source
+    assert configs.validate_config(dict(cfg)) == {**configs.DEFAULTS, **cfg}
+
+
 @pytest.mark.parametrize("M, N, K, tokens", [
     # `coop_swap`: at 128 < M <= 192, one tile of tokens in a split width on the wgmma's N, 128 weight rows a tile
     # (ab/bf16_coop_swap*.json)
@@ -1243,9 +1250,7 @@ def test_a16w16_coop_swap(M, N, K, tokens):
     if tokens is None:
         assert not cfg.get("swap_ab") or cfg["num_warps"] == 4, source
     else:
-        assert cfg.get("swap_ab") and cfg["num_warps"] == 8 and cfg.get("backend") == "gluon", source
-        assert (cfg["BLOCK_SIZE_M"], cfg["BLOCK_SIZE_N"]) == (tokens, 128) and "coop_swap" in source, source
-        assert configs.validate_config(dict(cfg)) == {**configs.DEFAULTS, **cfg}
+        _assert_coop_swap(cfg, source, tokens, 128, "coop_swap")
 
 
 @pytest.mark.parametrize("M, N, K, tokens", [
@@ -1277,9 +1282,7 @@ def test_a16w16_swap_rounds(M, N, K, tokens, target):
     if tokens is None:
         assert "swap_rounds" not in source, source
     else:
-        assert cfg.get("swap_ab") and cfg["num_warps"] == 8 and cfg.get("backend") == "gluon", source
-        assert (cfg["BLOCK_SIZE_M"], cfg["BLOCK_SIZE_N"]) == (tokens, 128) and "swap_rounds" in source, source
-        assert configs.validate_config(dict(cfg)) == {**configs.DEFAULTS, **cfg}
+        _assert_coop_swap(cfg, source, tokens, 128, "swap_rounds")
 
 
 @pytest.mark.parametrize("M, N, K, tokens", [
@@ -1304,9 +1307,7 @@ def test_a16w16_tall_swap(M, N, K, tokens, target):
     if tokens is None:
         assert "tall_swap" not in source, source
     else:
-        assert cfg.get("swap_ab") and cfg["num_warps"] == 8 and cfg.get("backend") == "gluon", source
-        assert (cfg["BLOCK_SIZE_M"], cfg["BLOCK_SIZE_N"]) == (tokens, 256) and "tall_swap" in source, source
-        assert configs.validate_config(dict(cfg)) == {**configs.DEFAULTS, **cfg}
+        _assert_coop_swap(cfg, source, tokens, 256, "tall_swap")
 
 
 @pytest.mark.parametrize("M, N, K, want", [
@@ -1382,7 +1383,7 @@ def test_a16w16_coop_one_wave(M, N, K, width):
     (134, 9024, 30112, "pp 128x128", "pp 128x128"),  # off lines, the ping-pong fills 1.75x the coop: kept (+46%)
     # nor a 96-token one (results/h100/ab/bf16_swap_rounds_off_line_96.json: 0.698 -> 0.844x over 31 rows); K % 16 == 8
     # here, so `off_sector`'s 256 x 128 (the 96 tokens 0.83x, the coop's 128 x 256 1.11x, its 256 x 128 1.25x); on the
-    # H200 `swap_rounds`' 96 tokens, which `tall_swap` puts on 256 weight rows (over 80 / 96 tokens 8 of 8 up, H100)
+    # H200 `swap_rounds`' 96 tokens, which `tall_swap` puts on 256 weight rows (over 80 / 96 tokens 18 of 18 up, H100)
     (417, 6552, 14792, "coop 256x128", "coop 96x256"),
 ])
 def test_a16w16_tail_waves_off_line(M, N, K, h100, h200):

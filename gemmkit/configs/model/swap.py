@@ -159,6 +159,7 @@ def coop_swap_config(tokens: int) -> dict:
 # SMs idle); over these answers past the waves at the fill, all 6 picks up (+9% to +33%: 525 x 7920 x 17088 0.69 ->
 # 0.88x, 276 x 21792 x 11072 0.68 -> 0.90x); below the fill a tie (284 x 17952, 0.79), under the waves -42%.
 TALL_SWAP_MIN_M, TALL_SWAP_MAX_M, TALL_SWAP_MIN_K = 256, 640, 8192
+TALL_SWAP_ROWS = 256  # the tile's weight rows (y's BLOCK_SIZE_N): two consumers of 128
 TALL_SWAP_WAVES, TALL_SWAP_FILL = 1.5, 0.8
 # ... and over the 64 x 192 at least this share of its launch fill. Held out with the rule above
 # (ab/bf16_tall_swap_heldout.json, H100, heated, one process: the 30 rows it changed of 735 random shapes of seed
@@ -184,17 +185,18 @@ def tall_swap(c: Call, tile: dict, notes: list) -> tuple[dict, list]:
     tiles = -(-c.M // tile["BLOCK_SIZE_M"]) * -(-c.N // tile["BLOCK_SIZE_N"])
     if tiles <= TALL_SWAP_WAVES * c.num_cus:
         return tile, notes
-    fill, w = max((launch_fill({"BLOCK_SIZE_M": w, "BLOCK_SIZE_N": 256}, c.M, c.N, c.num_cus), w) for w in widths)
+    fill, w = max((launch_fill(tall_swap_config(w), c.M, c.N, c.num_cus), w) for w in widths)
     if fill < TALL_SWAP_FILL or (pingpong_64(tile) and fill < TALL_SWAP_PP_MARGIN * launch_fill(tile, c.M, c.N,
                                                                                                c.num_cus)):
         return tile, notes
-    tall = -(-c.N // 256) * -(-c.M // w)
+    rows = TALL_SWAP_ROWS
+    tall = -(-c.N // rows) * -(-c.M // w)
     return tall_swap_config(w), notes + [
-        f"{tiles} tiles of the answer past {TALL_SWAP_WAVES} waves; {tall} of 256 weight rows x {w} tokens fill "
-        f"{fill:.0%} of their waves: the cooperative swap-AB tile on 256 weight rows (`tall_swap`)"]
+        f"{tiles} tiles of the answer past {TALL_SWAP_WAVES} waves; {tall} of {rows} weight rows x {w} tokens fill "
+        f"{fill:.0%} of their waves: the cooperative swap-AB tile on {rows} weight rows (`tall_swap`)"]
 
 
 def tall_swap_config(tokens: int) -> dict:
     """`tall_swap`'s config: y's tile `tokens` x 256 weight rows, swapped on the cooperative kernel, 4 stages (what
     its A/B ran)."""
-    return dict(coop_swap_config(tokens), BLOCK_SIZE_N=256, num_stages=4)
+    return dict(coop_swap_config(tokens), BLOCK_SIZE_N=TALL_SWAP_ROWS, num_stages=4)
