@@ -87,8 +87,8 @@ Mainloop unchanged; each consumer's epilogue (hopper_parts.store_split with SWAP
 (register splits), transposes each (a layout change), adds the bias per weight row (its columns now) and stores it
 at y[tokens, weight rows] through a B x 64 staging sub-tile (B x 128 on 256 weight rows)::
 
-   kernel tile (128 w rows x A + B tokens)                              y (M tokens, N)
-   mma c: acc (64 x A), acc_t (64 x B) ──pieces──► 64 x B ──permute──► c0 / c1 (B x 64) ──TMA──► y[col + i B, row]
+   kernel tile (R = 128 or 256 w rows x A + B tokens)                     y (M tokens, N)
+   mma c: acc (R/2 x A), acc_t (R/2 x B) ──pieces──► R/2 x B ──permute──► c0 / c1 (B x R/2) ──TMA──► y[col + i B, row]
 
 Measured on the H200 (docs/PERF.md, `coop_swap`): at 128 < M <= 192 on wide layers +1-48% over the tiles before
 (120 held-out shapes, 0.74 -> 0.94x cuBLAS); where its weight tiles are few it loses (no split-K), hence the rule.
