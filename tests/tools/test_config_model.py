@@ -1293,6 +1293,12 @@ def test_a16w16_swap_rounds(M, N, K, tokens, target):
     (276, 21792, 11072, 96),  # `swap_rounds`' 96 tokens on 128 rows: 0.68 -> 0.90x
     (261, 30096, 25648, 144),  # held out: 0.52 -> 0.91x
     (391, 20016, 9512, 144),  # over 80 tokens, below their fill: 0.57 -> 0.87x
+    # over the 128 x 128 where its rounds x tile area exceed the tall tile's by the width's margin (1.1 at 144 / 160,
+    # 1.2 at 96): results/h100/ab/bf16_tall_swap_over_128.json
+    (420, 9952, 12432, 144),  # +25%
+    (427, 10416, 29904, 144),  # +28%
+    (438, 19968, 13184, None),  # 96 tokens at 1.11: -8%
+    (425, 28928, 10624, None),  # 144 tokens at 1.04: -7%
     # not where the 64 x 192 fills its waves better by over 1 / 0.9 (381 x 29376: 0.99 against 0.86, -20%), nor under
     # the fill (284 x 17952: 0.79, a tie), nor within 1.5 waves (621 x 2352: -42%), nor past M = 640 or under K = 8192
     (381, 29376, 11968, None),
@@ -1308,6 +1314,14 @@ def test_a16w16_tall_swap(M, N, K, tokens, target):
         assert "tall_swap" not in source, source
     else:
         _assert_coop_swap(cfg, source, tokens, 256, "tall_swap")
+
+
+def test_swap_rule_widths_have_margins():
+    """Each token width `swap_rounds` and `tall_swap` may pick has its margin (an added width is measured first)."""
+    from gemmkit.configs.model import swap
+    rules = model.OP_RULES["a16w16"]
+    assert set(rules["swap_rounds"]) <= set(swap.SWAP_ROUNDS_MARGIN)
+    assert set(rules["tall_swap"]) <= set(swap.TALL_SWAP_128_MARGIN)
 
 
 @pytest.mark.parametrize("M, N, K, want", [

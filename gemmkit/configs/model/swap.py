@@ -1,7 +1,7 @@
 """bf16's cooperative swap-AB tile (128 weight rows x a tile of tokens) over any rule's answer: one token tile where
 128-row tiles leave a second row mostly empty (`coop_swap`, 128 < M <= 192), several where its rounds cost less
-(`swap_rounds`, 192 < M <= 1536; to 8192 at N <= 768); on 256 weight rows over the 64 x 192 or a narrow swap at a
-long K (`tall_swap`, 256 < M <= 640).
+(`swap_rounds`, 192 < M <= 1536; to 8192 at N <= 768); on 256 weight rows over the 64 x 192, a narrow swap or the
+128 x 128 at a long K (`tall_swap`, 256 < M <= 640).
 """
 from __future__ import annotations
 
@@ -168,14 +168,24 @@ TALL_SWAP_WAVES, TALL_SWAP_FILL = 1.5, 0.8
 # 384 x 28720 x 12896 -8%) and at the K floor (280 x 19472 x 8320, -7%). Over the 80-token swap no margin: its four
 # rows won at 0.80-0.81 against 0.96-0.98 (+22% to +52%).
 TALL_SWAP_PP_MARGIN = 0.9
-TALL_SWAP_OVER = ((64, 192, False), (80, 128, True), (96, 128, True))  # (BLOCK_SIZE_M, BLOCK_SIZE_N, swap_ab)
+TALL_SWAP_OVER = ((64, 192, False), (80, 128, True), (96, 128, True), (128, 128, False))  # (BM, BN, swap_ab)
+# ... and over the 128 x 128 where the answer's rounds x tile area (`round_area`, its tail split counted) are over
+# the width's margin times the tall tile's. In the menu above the tall tile at such a fill beat the 128 x 128 on all 5
+# rows where its round area was under the answer's (+2 to +9%). H100, heated, one process: first stated with any
+# width 3% under the answer (results/h100/ab/bf16_tall_swap_over_128.json, the 38 rows it changed of 120,000 random
+# shapes, seeds 20261260-63): 0.863 -> 0.892x cuBLAS, 27 up; the 96-token tile won 7 of 15 (to -8%: its 32-token
+# piece, as `swap_rounds`' narrow widths, hence their 1.2), 144 / 160 the 15 with 1.1 to spare 14 of 15 (+1.082x).
+# The rule as it stands on 26 fresh rows (_over_128_verify.json, seeds 20261264-71; 0.01% of their shapes):
+# 0.819 -> 0.872x (1.065x over the answer, predicted +5%), 22 up (to +29%), 4 down 0.5-5%.
+TALL_SWAP_128_MARGIN = {96: 1.2, 144: 1.1, 160: 1.1}
 
 
 def tall_swap(c: Call, tile: dict, notes: list) -> tuple[dict, list]:
     """`tall_swap` (bf16, over whatever answered, after `swap_rounds` and `coop_one_wave`): the cooperative swap-AB tile
     on 256 weight rows x the rule's token width of the best area fill, over a TALL_SWAP_OVER answer of more than
     TALL_SWAP_WAVES waves at TALL_SWAP_MIN_M < M <= TALL_SWAP_MAX_M, K >= TALL_SWAP_MIN_K, where that fill is at least
-    TALL_SWAP_FILL (and TALL_SWAP_PP_MARGIN of a 64 x 192 answer's)."""
+    TALL_SWAP_FILL (and TALL_SWAP_PP_MARGIN of a 64 x 192 answer's); over the 128 x 128 the width of such a fill whose
+    rounds x tile area (`round_area`) are the most under the answer's, by more than TALL_SWAP_128_MARGIN."""
     widths = c.rules.get("tall_swap")
     if not widths or c.amd or not TALL_SWAP_MIN_M < c.M <= TALL_SWAP_MAX_M or c.K < TALL_SWAP_MIN_K:
         return tile, notes
@@ -185,15 +195,24 @@ def tall_swap(c: Call, tile: dict, notes: list) -> tuple[dict, list]:
     tiles = -(-c.M // tile["BLOCK_SIZE_M"]) * -(-c.N // tile["BLOCK_SIZE_N"])
     if tiles <= TALL_SWAP_WAVES * c.num_cus:
         return tile, notes
-    fill, w = max((launch_fill(tall_swap_config(w), c.M, c.N, c.num_cus), w) for w in widths)
+    fills = {w: launch_fill(tall_swap_config(w), c.M, c.N, c.num_cus) for w in widths}
+    fill, w = max((f, w) for w, f in fills.items())
     if fill < TALL_SWAP_FILL or (pingpong_64(tile) and fill < TALL_SWAP_PP_MARGIN * launch_fill(tile, c.M, c.N,
                                                                                                c.num_cus)):
         return tile, notes
-    rows = TALL_SWAP_ROWS
+    rows, over_128 = TALL_SWAP_ROWS, ""
+    if key == (128, 128, False):  # the width of the most rounds x tile area to spare over its margin
+        served = round_area(tile, c.M, c.N, c.K, c.num_cus)
+        spare, w = max((served / round_area(tall_swap_config(w), c.M, c.N, c.K, c.num_cus) / TALL_SWAP_128_MARGIN[w], w)
+                       for w in widths if fills[w] >= TALL_SWAP_FILL)
+        if spare <= 1:
+            return tile, notes
+        fill, over_128 = fills[w], (f" in 1 / {spare * TALL_SWAP_128_MARGIN[w]:.2f} of the 128 x 128's rounds x tile "
+                                    f"area (1 / {TALL_SWAP_128_MARGIN[w]} will do at {w} tokens)")
     tall = -(-c.N // rows) * -(-c.M // w)
     return tall_swap_config(w), notes + [
         f"{tiles} tiles of the answer past {TALL_SWAP_WAVES} waves; {tall} of {rows} weight rows x {w} tokens fill "
-        f"{fill:.0%} of their waves: the cooperative swap-AB tile on {rows} weight rows (`tall_swap`)"]
+        f"{fill:.0%} of their waves{over_128}: the cooperative swap-AB tile on {rows} weight rows (`tall_swap`)"]
 
 
 def tall_swap_config(tokens: int) -> dict:
