@@ -243,12 +243,13 @@ def test_coop_compute_sanitizer(tool):
 
 @pytest.mark.parametrize("M,N,K", [(140, 16384, 1024), (150, 16000, 640), (478, 3328, 7680), (929, 1168, 3584),
                                    (5185, 480, 10192), (4243, 256, 768), (395, 5920, 1944), (3198, 808, 672),
-                                   (1835, 1184, 11696), (403, 6576, 16912), (521, 8448, 15344)])
+                                   (1835, 1184, 11696), (403, 6576, 16912), (521, 8448, 15344),
+                                   (420, 9952, 12432)])
 def test_coop_served_by_the_config_model(M, N, K):
     """A shape the config model's `coop_swap` (one token tile), `swap_rounds` (several; past M = 1536 at a narrow N),
-    `tall_swap` (256 weight rows x 96 / 144 tokens) or `coop_one_wave` / `coop_widths_area` (the unswapped split tile,
-    128 x 192 past N = 808 on 40 columns) serves
-    (no config=): the cooperative kernel runs it, bias and gelu per weight row, every element right."""
+    `tall_swap` (256 weight rows x 96 / 144 tokens; over the 128 x 128 at 420 x 9952) or `coop_one_wave` /
+    `coop_widths_area` (the unswapped split tile, 128 x 192 past N = 808 on 40 columns) serves (no config=): the
+    cooperative kernel runs it, bias and gelu per weight row, every element right."""
     from gemmkit.ops import _common as C
 
     x, w, b = (randn(M, K, dtype=torch.bfloat16, device=DEV), randn(N, K, dtype=torch.bfloat16, device=DEV),
