@@ -1216,8 +1216,13 @@ def test_a16w16_narrow_wide(M, N, K, want):
         assert cfg["BLOCK_SIZE_N"] == want and cfg.get("backend") == "gluon", (cfg, source)
 
 
-def _assert_coop_swap(cfg, source, tokens, rows, rule):
-    """The config is the cooperative swap-AB tile of `tokens` x `rows` weight rows that `rule` wrote, and valid."""
+def _check_coop_swap(target, M, N, K, tokens, rows, rule):
+    """On `target`, `rule` serves (M, N, K) the cooperative swap-AB tile of `tokens` x `rows` weight rows, a valid
+    config; or, with tokens None, the rule is not in the answer's source."""
+    cfg, source = configs.serve("a16w16", target, M, N, K)
+    if tokens is None:
+        assert rule not in source, source
+        return
     assert cfg.get("swap_ab") and cfg["num_warps"] == 8 and cfg.get("backend") == "gluon", source
     assert (cfg["BLOCK_SIZE_M"], cfg["BLOCK_SIZE_N"]) == (tokens, rows) and f"`{rule}`" in source, source
     assert configs.validate_config(dict(cfg)) == {**configs.DEFAULTS, **cfg}
@@ -1246,11 +1251,11 @@ def _assert_coop_swap(cfg, source, tokens, rows, rule):
     (200, 30848, 7552, None),
 ])
 def test_a16w16_coop_swap(M, N, K, tokens):
-    cfg, source = configs.serve("a16w16", H200, M, N, K)
-    if tokens is None:
+    if tokens is None:  # no cooperative swap tile from any rule
+        cfg, source = configs.serve("a16w16", H200, M, N, K)
         assert not cfg.get("swap_ab") or cfg["num_warps"] == 4, source
     else:
-        _assert_coop_swap(cfg, source, tokens, 128, "coop_swap")
+        _check_coop_swap(H200, M, N, K, tokens, 128, "coop_swap")
 
 
 @pytest.mark.parametrize("M, N, K, tokens", [
@@ -1278,11 +1283,7 @@ def test_a16w16_coop_swap(M, N, K, tokens):
 ])
 @pytest.mark.parametrize("target", ["H200", "H100"])
 def test_a16w16_swap_rounds(M, N, K, tokens, target):
-    cfg, source = configs.serve("a16w16", arch.get(target), M, N, K)
-    if tokens is None:
-        assert "swap_rounds" not in source, source
-    else:
-        _assert_coop_swap(cfg, source, tokens, 128, "swap_rounds")
+    _check_coop_swap(arch.get(target), M, N, K, tokens, 128, "swap_rounds")
 
 
 @pytest.mark.parametrize("M, N, K, tokens", [
@@ -1309,11 +1310,7 @@ def test_a16w16_swap_rounds(M, N, K, tokens, target):
 ])
 @pytest.mark.parametrize("target", ["H200", "H100"])
 def test_a16w16_tall_swap(M, N, K, tokens, target):
-    cfg, source = configs.serve("a16w16", arch.get(target), M, N, K)
-    if tokens is None:
-        assert "tall_swap" not in source, source
-    else:
-        _assert_coop_swap(cfg, source, tokens, 256, "tall_swap")
+    _check_coop_swap(arch.get(target), M, N, K, tokens, 256, "tall_swap")
 
 
 def test_swap_rule_widths_have_margins():
