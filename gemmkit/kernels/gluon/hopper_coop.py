@@ -80,8 +80,8 @@ Swap-AB (config key "swap_ab", dense kernel only; SWAP): a split tile whose colu
 the token rows fit no multiple of 64 (138 rows: two 128-row tiles, the second 10 rows full), and cuBLAS puts the
 tokens on the wgmma's N in a width that covers M (nvjet ..._256x136_...). The config names y's tile, BLOCK_SIZE_M
 tokens (a split width A + B of SPLIT_N: 144 = 128 + 16) x BLOCK_SIZE_N = 128 weight rows (or 256, below); `derive`
-plans its transpose, BM = 128 weight rows (64 a consumer) x BN tokens, and `launch` passes w as the kernel's x and x
-as its w (the B-row token boxes as the split tile's w boxes; where M is under one tile, TMA zero-fills the boxes' rows
+plans its transpose, BM = those weight rows (half a consumer) x BN tokens, and `launch` passes w as the kernel's x and
+x as its w (the B-row token boxes as the split tile's w boxes; where M is under one tile, TMA zero-fills the boxes' rows
 past M).
 Mainloop unchanged; each consumer's epilogue (hopper_parts.store_split with SWAP) takes the accumulators' B-token pieces
 (register splits), transposes each (a layout change), adds the bias per weight row (its columns now) and stores it
@@ -94,8 +94,9 @@ Measured on the H200 (docs/PERF.md, `coop_swap`): at 128 < M <= 192 on wide laye
 (120 held-out shapes, 0.74 -> 0.94x cuBLAS); where its weight tiles are few it loses (no split-K), hence the rule.
 BLOCK_SIZE_N = 256 weight rows (128 a consumer, two m64 slices each, as the unswapped 256-row tile) takes the
 weights' box once for 256 rows; its accumulators, 128 x tokens a consumer, allow up to SWAP_TALL_ACC_REGS (160
-tokens). The config model serves it at 256 < M <= 640 over a long K (`tall_swap`: 0.66-0.68 -> 0.84-0.85x cuBLAS
-over 62 held-out rows, H100); over the shapes of its class as a whole it lost (docs/PERF.md).
+tokens). The config model serves it at 256 < M <= 640 over a long K (`tall_swap`: over the 64 x 192 and the narrow
+swaps 0.66-0.68 -> 0.84-0.85x cuBLAS on 62 held-out rows, over the 128 x 128 0.82 -> 0.87x on 26, H100); over the
+shapes of its class as a whole it lost (docs/PERF.md).
 
 Gated (GATED, `launch_gated`; dense only; served where configs/model/gated.py's `gated_one_wave` names its 128 x 128
 tile): hopper_pingpong.py's gated tile ("Gated" there: the gate's and the up's w boxes of BN rows a stage, from rows
