@@ -167,7 +167,10 @@ from .widths import COOP_TAIL_MIN_K, COOP_WIDTH_MAX_M, COOP_WIDTH_MIN_M, COOP_WI
 #                2 of the 12 where `coop_tail` then keeps the 128 x 256 (-3%); the 18 rows of 128 x 192 / 144 all up
 #                +2% to +30%. Counting the 128 x 128's tail split in its fill (`narrow_tail`'s measure) would have
 #                kept 81 of the 104 rows as they were, most ups with them (1.018 / 1.006x over before). No suite row
-#                changes (H100, H200). Not run on an H200.
+#                changes (H100, H200). On the H200 (results/h200/ab/bf16_coop_widths_by_area_h200.json, the 67 rows
+#                of both held-out sets it changes there, 2026-12-06) a tie: 0.903 -> 0.903x, 26 up; the 128 x 160 in
+#                the 128 x 128's place -2.8% over 38 (+6% on the H100), 128 x 192 in the 128 x 256's / 128 x 128's /
+#                80-token swap's place +13% / +14% / +11% (11 rows). Kept on both cards (sm_90).
 NARROW_MAX_M, NARROW_MIN_N = 512, 2048  # where `narrow_pingpong`'s split was measured (M = 256 / 512, N = 2880-12288)
 NARROW_MIN_K = 4096  # above NARROW_MAX_M the 64 x 192 tile needs K this long (1000 x 3000 x 2000 lost: 0.78 vs 0.83x)
 NARROW_PARTIAL_SHARE = 4  # at 64 < M <= 128: `narrow_pingpong`'s split partials at most 1 / this of w's bytes
@@ -196,7 +199,8 @@ TAIL_WAVES_COOP_MARGIN = 1.05
 # ... and where K >= COOP_TAIL_MIN_K and x's and w's rows start off 128-byte lines (K % LINE_ELEMENTS != 0), the
 # ping-pong only where its fill is TAIL_WAVES_OFF_LINE_MARGIN over the coop's (`tail_waves`' comment above: H100).
 TAIL_WAVES_OFF_LINE_MARGIN = 1.4
-# ... on cards whose HBM streams at most this (the H100's 3350 GB/s; the H200's 4800 measured the other way)
+# ... on cards whose HBM streams at most this (the H100's 3350 GB/s; the H200's 4800 measured the other way: the
+# H100's rule on the H200, results/h200/ab/bf16_tail_waves_off_line_h200.json, 70 rows 0.912 -> 0.879x, 16 up)
 OFF_LINE_MAX_HBM_GBPS = 4000.0
 # `narrow_tail` (in `gluon_waves`): `narrow_pingpong`'s 64 x 192 gives way to the ping-pong 128 x 128 where that tile's
 # area fill counting its tail split (`tail_fill`) is NARROW_TAIL_MARGIN over the 64 x 192 launch's (`launch_fill`).

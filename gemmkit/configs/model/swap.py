@@ -166,7 +166,8 @@ TALL_SWAP_WAVES, TALL_SWAP_FILL = 1.5, 0.8
 # 20261242 in its M and K): 0.679 -> 0.840x cuBLAS (1.238x over the answer), 27 up (to +75%: 261 x 30096 x 25648
 # 0.52 -> 0.91x); down only where the 64 x 192 filled 0.97-0.99 against 0.85-0.86 (381 x 29376 x 11968 -20%,
 # 384 x 28720 x 12896 -8%) and at the K floor (280 x 19472 x 8320, -7%). Over the 80-token swap no margin: its four
-# rows won at 0.80-0.81 against 0.96-0.98 (+22% to +52%).
+# rows won at 0.80-0.81 against 0.96-0.98 (+22% to +52%). On the H200 (results/h200/ab/bf16_tall_swap_verify.json,
+# seed 20261243's 32 rows, 2026-12-06): 0.784 -> 0.860x, 26 up (to +37%), 6 down (to -13%).
 TALL_SWAP_PP_MARGIN = 0.9
 TALL_SWAP_OVER = ((64, 192, False), (80, 128, True), (96, 128, True), (128, 128, False))  # (BM, BN, swap_ab)
 # ... and over the 128 x 128 where the answer's rounds x tile area (`round_area`, its tail split counted) are over
@@ -176,7 +177,8 @@ TALL_SWAP_OVER = ((64, 192, False), (80, 128, True), (96, 128, True), (128, 128,
 # shapes, seeds 20261260-63): 0.863 -> 0.892x cuBLAS, 27 up; the 96-token tile won 7 of 15 (to -8%: its 32-token
 # piece, as `swap_rounds`' narrow widths, hence their 1.2), 144 / 160 the 15 with 1.1 to spare 14 of 15 (+1.082x).
 # The rule as it stands on 26 fresh rows (_over_128_verify.json, seeds 20261264-71; 0.01% of their shapes):
-# 0.819 -> 0.872x (1.065x over the answer, predicted +5%), 22 up (to +29%), 4 down 0.5-5%.
+# 0.819 -> 0.872x (1.065x over the answer, predicted +5%), 22 up (to +29%), 4 down 0.5-5%. The same rows on the H200
+# (results/h200/ab/bf16_tall_swap_over_128_verify.json, 2026-12-06): 0.855 -> 0.871x, 20 up (to +7%), 6 down <= 4%.
 TALL_SWAP_128_MARGIN = {96: 1.2, 144: 1.1, 160: 1.1}
 
 
