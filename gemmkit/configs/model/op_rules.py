@@ -13,7 +13,7 @@ rule runs it, an op that does not is untouched by it. Where each key's rule live
       large_few_split_k, m128_tile, m128_small     off_sector, long_k_split,     sectors
     one_wave, narrow_wave,         one_wave          long_k_coop
       narrow_n                                     coop_swap, swap_rounds,       swap
-                                                     tall_swap
+                                                     swap_rounds_wide_n, tall_swap
     one_round_buckets,             tables          gated_rows, gated_one_wave    gated
       fill_over_tables                             coop_one_wave                 widths
 
@@ -94,6 +94,9 @@ OP_RULES = {"a16w16_gated": {"gated_rows": GATED_64X128, "gated_one_wave": GATED
                 "wide_one_wave": (192, 160, 144),
                 "narrow_wide": 160,
                 "coop_swap": (144, 160, 192), "swap_rounds": (80, 96, 160, 192),
+                # `swap_rounds_wide_n` (swap.py): `swap_rounds` takes no 80- or 96-token tile past 14 weight tiles'
+                # columns
+                "swap_rounds_wide_n": True,
                 # `tall_swap` (swap.py): the token widths of the cooperative swap-AB tile on 256 weight rows
                 "tall_swap": (96, 144, 160),
                 "coop_widths": ((192, 5), (160, 6), (144, 6)),  # (BLOCK_SIZE_N, num_stages)

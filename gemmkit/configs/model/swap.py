@@ -73,6 +73,17 @@ SWAP_ROUNDS_NARROW_N, SWAP_ROUNDS_NARROW_MAX_M = 768, 8192
 SWAP_ROUNDS_NARROW_OVER = ((128, 128), (128, 256), (64, 192))
 SWAP_ROUNDS_OFF_LINE_MIN_WIDTH = 160
 SWAP_ROUNDS_MARGIN = {80: 1.2, 96: 1.2, 160: 1.1, 192: 1.1}
+# `swap_rounds_wide_n`: at N > SWAP_ROUNDS_WIDE_N (over 14 weight tiles of 128) and K < SWAP_ROUNDS_WIDE_MAX_K no 80- or
+# 96-token width (160 / 192 still). A narrow token tile loads 1.5x the bytes a FLOP of the 192-token one, and past a few
+# columns of weight tiles w streams through the L2 more than once. Heated, one process, 2026-12-06
+# (ab/bf16_swap_rounds_narrow_picks*.json: random shapes at M = 257-1536 where the tree served an 80- / 96-token tile,
+# three seeds; every row timed served, without `swap_rounds`, and at 160 / 192 tokens; results/h100/ab/ and h200/ab/):
+# H100, 108 rows: past 1792 columns the answer without the rule ran 1.1-1.6x the narrow pick on 66 of 75 rows, at
+# N <= 1752 the narrow picks held (17 rows, the answer 0.88-1.00x theirs); the rule as stated 0.712 -> 0.908x cuBLAS
+# (82 changed, 77 up). H200, 72 rows of two of those seeds: 0.760 -> 0.863x (52 changed, 45 up; the 7 down 96-token
+# rows, -1 to -7%). Held out (_wide_n_heldout.json, 40 shapes of a fourth seed as the H100 serves them, run on the
+# H200): 0.747 -> 0.852x, 32 up. Not measured at K >= 12288 (the long-K rules' answers).
+SWAP_ROUNDS_WIDE_N, SWAP_ROUNDS_WIDE_MAX_K = 1792, 12288
 
 
 def coop_swap(c: Call, tile: dict, notes: list) -> tuple[dict, list]:
@@ -123,8 +134,16 @@ def swap_rounds(c: Call, tile: dict, notes: list) -> tuple[dict, list]:
     if c.M > SWAP_ROUNDS_MAX_M and (bm, bn) not in SWAP_ROUNDS_NARROW_OVER:
         return tile, notes
     served = round_area(tile, c.M, c.N, c.K, c.num_cus)
-    spare, w = max((served / round_area({"BLOCK_SIZE_M": w, "BLOCK_SIZE_N": 128, "swap_ab": True}, c.M, c.N, c.K,
-                                        c.num_cus) / SWAP_ROUNDS_MARGIN[w], w) for w in widths)
+
+    def most_spare(widths):
+        return max(((served / round_area({"BLOCK_SIZE_M": w, "BLOCK_SIZE_N": 128, "swap_ab": True}, c.M, c.N, c.K,
+                                         c.num_cus) / SWAP_ROUNDS_MARGIN[w], w) for w in widths), default=(0, 0))
+
+    spare, w = most_spare(widths)
+    # `swap_rounds_wide_n`: no narrow width past SWAP_ROUNDS_WIDE_N columns, unless `tall_swap` (later) goes over it
+    if spare > 1 and w < SWAP_ROUNDS_OFF_LINE_MIN_WIDTH and narrow_widths_dear(c) and \
+            tall_swap(c, coop_swap_config(w), [])[0]["BLOCK_SIZE_N"] != TALL_SWAP_ROWS:
+        spare, w = most_spare([v for v in widths if v >= SWAP_ROUNDS_OFF_LINE_MIN_WIDTH])
     if spare <= 1:
         return tile, notes
     return coop_swap_config(w), notes + [
@@ -132,6 +151,12 @@ def swap_rounds(c: Call, tile: dict, notes: list) -> tuple[dict, list]:
         f"{1 / (spare * SWAP_ROUNDS_MARGIN[w]):.0%} "
         f"of the answer's rounds x tile area (under {1 / SWAP_ROUNDS_MARGIN[w]:.0%} will do at {w} tokens): the "
         "cooperative swap-AB tile (`swap_rounds`)"]
+
+
+def narrow_widths_dear(c: Call) -> bool:
+    """`swap_rounds_wide_n` (the op's rule key): at N over SWAP_ROUNDS_WIDE_N and K under SWAP_ROUNDS_WIDE_MAX_K, where
+    `swap_rounds` takes no 80- or 96-token tile."""
+    return bool(c.rules.get("swap_rounds_wide_n")) and c.N > SWAP_ROUNDS_WIDE_N and c.K < SWAP_ROUNDS_WIDE_MAX_K
 
 
 def coop_swap_fill(M: int, N: int, tokens: int, num_cus: int) -> float:
