@@ -74,15 +74,17 @@ SWAP_ROUNDS_NARROW_OVER = ((128, 128), (128, 256), (64, 192))
 SWAP_ROUNDS_OFF_LINE_MIN_WIDTH = 160
 SWAP_ROUNDS_MARGIN = {80: 1.2, 96: 1.2, 160: 1.1, 192: 1.1}
 # `swap_rounds_wide_n`: at N > SWAP_ROUNDS_WIDE_N (over 14 weight tiles of 128) and K < SWAP_ROUNDS_WIDE_MAX_K no 80- or
-# 96-token width (160 / 192 still). A narrow token tile loads 1.5x the bytes a FLOP of the 192-token one, and past a few
-# columns of weight tiles w streams through the L2 more than once. Heated, one process, 2026-12-06
+# 96-token width (160 / 192 still). A narrow token tile loads 1.4-1.6x the bytes a FLOP of the 192-token one (why it
+# loses past a few columns of weight tiles and not before was not profiled). Heated, one process, 2026-12-06
 # (ab/bf16_swap_rounds_narrow_picks*.json: random shapes at M = 257-1536 where the tree served an 80- / 96-token tile,
 # three seeds; every row timed served, without `swap_rounds`, and at 160 / 192 tokens; results/h100/ab/ and h200/ab/):
-# H100, 108 rows: past 1792 columns the answer without the rule ran 1.1-1.6x the narrow pick on 66 of 75 rows, at
-# N <= 1752 the narrow picks held (17 rows, the answer 0.88-1.00x theirs); the rule as stated 0.712 -> 0.908x cuBLAS
-# (82 changed, 77 up). H200, 72 rows of two of those seeds: 0.760 -> 0.863x (52 changed, 45 up; the 7 down 96-token
-# rows, -1 to -7%). Held out (_wide_n_heldout.json, 40 shapes of a fourth seed as the H100 serves them, run on the
-# H200): 0.747 -> 0.852x, 32 up. Not measured at K >= 12288 (the long-K rules' answers).
+# H100, 108 rows: past 1792 columns the answer without the rule ran 1.1-1.6x the narrow pick on 69 of 81 rows
+# (0.92-1.10x on the rest), at N <= 1752 the narrow picks held (17 rows, the answer 0.88-1.00x theirs); the rule as
+# stated 0.712 -> 0.906x cuBLAS (81 changed, 76 up). H200, 72 rows of two of those seeds: 0.760 -> 0.864x (51 changed,
+# 45 up; 6 96-token rows down, -1 to -7%). Held out (_wide_n_heldout.json, 40 shapes of a fourth seed as the H100 serves
+# them, run on the H200): 0.747 -> 0.853x over the 39 it changes, 31 up. Not measured at K >= 12288 (the long-K rules'
+# answers). Where `tall_swap` goes over the narrow pick (256 < M <= 640, K >= 8192) the pick stays: that tile was
+# measured over it.
 SWAP_ROUNDS_WIDE_N, SWAP_ROUNDS_WIDE_MAX_K = 1792, 12288
 
 
@@ -117,8 +119,9 @@ def swap_rounds(c: Call, tile: dict, notes: list) -> tuple[dict, list]:
     (SWAP_ROUNDS_NARROW_MAX_M at N <= SWAP_ROUNDS_NARROW_N) and K over SHORT_K_PINGPONG_MAX_K, the cooperative
     swap-AB tile over several token tiles (128 weight rows x a width of the rule's; past SWAP_ROUNDS_MAX_M only over
     SWAP_ROUNDS_NARROW_OVER's tiles) where the answer's `round_area` is over the width's SWAP_ROUNDS_MARGIN times the
-    swap tile's; of several such widths the one with the most to spare over its margin. Only over an unsplit,
-    unswapped Gluon answer."""
+    swap tile's; of several such widths the one with the most to spare over its margin; past SWAP_ROUNDS_WIDE_N columns
+    no 80 / 96-token width unless `tall_swap` goes over it (`swap_rounds_wide_n`). Only over an unsplit, unswapped
+    Gluon answer."""
     widths = c.rules.get("swap_rounds")
     max_m = SWAP_ROUNDS_NARROW_MAX_M if c.N <= SWAP_ROUNDS_NARROW_N else SWAP_ROUNDS_MAX_M
     if not widths or c.amd or not COOP_SWAP_MAX_M < c.M <= max_m or c.K <= SHORT_K_PINGPONG_MAX_K:
