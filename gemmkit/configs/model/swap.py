@@ -143,17 +143,19 @@ def swap_rounds(c: Call, tile: dict, notes: list) -> tuple[dict, list]:
                                          c.num_cus) / SWAP_ROUNDS_MARGIN[w], w) for w in widths), default=(0, 0))
 
     spare, w = most_spare(widths)
+    wide_n = ""
     # `swap_rounds_wide_n`: no narrow width past SWAP_ROUNDS_WIDE_N columns, unless `tall_swap` (later) goes over it
     if spare > 1 and w < SWAP_ROUNDS_OFF_LINE_MIN_WIDTH and narrow_widths_dear(c) and \
             tall_swap(c, coop_swap_config(w), [])[0]["BLOCK_SIZE_N"] != TALL_SWAP_ROWS:
         spare, w = most_spare([v for v in widths if v >= SWAP_ROUNDS_OFF_LINE_MIN_WIDTH])
+        wide_n = f" (no 80 / 96 tokens past {SWAP_ROUNDS_WIDE_N} columns: `swap_rounds_wide_n`)"
     if spare <= 1:
         return tile, notes
     return coop_swap_config(w), notes + [
         f"{-(-c.N // 128) * -(-c.M // w)} tiles of 128 weight rows x {w} tokens take "
         f"{1 / (spare * SWAP_ROUNDS_MARGIN[w]):.0%} "
-        f"of the answer's rounds x tile area (under {1 / SWAP_ROUNDS_MARGIN[w]:.0%} will do at {w} tokens): the "
-        "cooperative swap-AB tile (`swap_rounds`)"]
+        f"of the answer's rounds x tile area (under {1 / SWAP_ROUNDS_MARGIN[w]:.0%} will do at {w} tokens){wide_n}: "
+        "the cooperative swap-AB tile (`swap_rounds`)"]
 
 
 def narrow_widths_dear(c: Call) -> bool:
