@@ -1279,12 +1279,13 @@ def test_a16w16_coop_swap(M, N, K, tokens):
     (4776, 1376, 680, None),  # N over 768: 96 tokens lost 19% here
     (9000, 480, 10192, None),  # past M = 8192, where nothing was measured
     (3416, 672, 2560, None),  # nor over an answer not 128 x 128 / 128 x 256 / 64 x 192 (here the coop 128 x 192)
-    # `swap_rounds_wide_n`: past N = 1792 (K < 12288) no 80- or 96-token tile (ab/bf16_swap_rounds_narrow_picks*.json)
+    # `swap_rounds_wide_n`: over the coop's answer past N = 1792 no 80- or 96-token tile
+    # (ab/bf16_swap_rounds_narrow_picks*.json)
     (698, 3432, 12040, 192),  # 80 tokens 0.72 / 0.70x cuBLAS (H200 / H100), 192 1.01 / 1.14x
     (1306, 1824, 11720, 192),  # 80 tokens 0.73 / 0.69x, 192 1.02 / 1.10x
     (861, 3600, 5480, None),  # 96 tokens 0.77 / 0.74x, the coop 256 x 128 0.84 / 1.00x
-    (478, 3328, 7680, None),  # 96 tokens won here in the first fit (H200, 0.82 -> 0.91x): the one row against it
-    (1200, 1248, 9856, 96),  # up to 1792 columns the narrow widths stay: 96 tokens 0.93 / 1.02x, the answer 0.91 / 0.99
+    (478, 3328, 7680, 96),  # over the ping-pong's 128 x 128 they stay (0.82 -> 0.91x in the first fit, H200)
+    (1200, 1248, 9856, 96),  # and up to 1792 columns: 96 tokens 0.93 / 1.02x, the answer 0.91 / 0.99x
     (1040, 1152, 2656, 80),  # 80 tokens 1.03 / 1.11x, the answer 0.91 / 1.02x
 ])
 @pytest.mark.parametrize("target", ["H200", "H100"])

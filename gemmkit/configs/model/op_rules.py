@@ -94,8 +94,8 @@ OP_RULES = {"a16w16_gated": {"gated_rows": GATED_64X128, "gated_one_wave": GATED
                 "wide_one_wave": (192, 160, 144),
                 "narrow_wide": 160,
                 "coop_swap": (144, 160, 192), "swap_rounds": (80, 96, 160, 192),
-                # `swap_rounds_wide_n` (swap.py): `swap_rounds` takes no 80- or 96-token tile past 14 weight tiles'
-                # columns
+                # `swap_rounds_wide_n` (swap.py): `swap_rounds` takes no 80- or 96-token tile over the coop's answer
+                # past 14 weight tiles' columns
                 "swap_rounds_wide_n": True,
                 # `tall_swap` (swap.py): the token widths of the cooperative swap-AB tile on 256 weight rows
                 "tall_swap": (96, 144, 160),

@@ -73,19 +73,21 @@ SWAP_ROUNDS_NARROW_N, SWAP_ROUNDS_NARROW_MAX_M = 768, 8192
 SWAP_ROUNDS_NARROW_OVER = ((128, 128), (128, 256), (64, 192))
 SWAP_ROUNDS_OFF_LINE_MIN_WIDTH = 160
 SWAP_ROUNDS_MARGIN = {80: 1.2, 96: 1.2, 160: 1.1, 192: 1.1}
-# `swap_rounds_wide_n`: at N > SWAP_ROUNDS_WIDE_N (over 14 weight tiles of 128) and K < SWAP_ROUNDS_WIDE_MAX_K no 80- or
-# 96-token width (160 / 192 still). A narrow token tile loads 1.4-1.6x the bytes a FLOP of the 192-token one (why it
-# loses past a few columns of weight tiles and not before was not profiled). Heated, one process, 2026-12-06
-# (ab/bf16_swap_rounds_narrow_picks*.json: random shapes at M = 257-1536 where the tree served an 80- / 96-token tile,
-# three seeds; every row timed served, without `swap_rounds`, and at 160 / 192 tokens; results/h100/ab/ and h200/ab/):
-# H100, 108 rows: past 1792 columns the answer without the rule ran 1.1-1.6x the narrow pick on 69 of 81 rows
-# (0.92-1.10x on the rest), at N <= 1752 the narrow picks held (17 rows, the answer 0.88-1.00x theirs); the rule as
-# stated 0.712 -> 0.906x cuBLAS (81 changed, 76 up). H200, 72 rows of two of those seeds: 0.760 -> 0.864x (51 changed,
-# 45 up; 6 96-token rows down, -1 to -7%). Held out (_wide_n_heldout.json, 40 shapes of a fourth seed as the H100 serves
-# them, run on the H200): 0.747 -> 0.853x over the 39 it changes, 31 up. Not measured at K >= 12288 (the long-K rules'
-# answers). Where `tall_swap` goes over the narrow pick (256 < M <= 640, K >= 8192) the pick stays: that tile was
-# measured over it.
-SWAP_ROUNDS_WIDE_N, SWAP_ROUNDS_WIDE_MAX_K = 1792, 12288
+# `swap_rounds_wide_n`: over the cooperative kernel's answer (the coop 256 x 128 / 128 x 256 or a split width, 8 warps)
+# at N > SWAP_ROUNDS_WIDE_N, no 80- or 96-token width (160 / 192 still). The narrow token tile loads 1.4-1.6x the bytes
+# a FLOP of the 192-token one, the coop's 256-row tile the fewest (a reading, not profiled). Heated, one process,
+# 2026-12-06 (ab/bf16_swap_rounds_narrow_picks*.json: random shapes at M = 257-1536 where the tree served an 80- /
+# 96-token tile, three seeds; every row timed served, without `swap_rounds`, and at 160 / 192 tokens; results/h100/ab/
+# and h200/ab/). Over a coop answer (N = 1824-31528 here) that answer ran 0.99-1.60x the narrow pick on the H100 (68
+# rows, 67 ahead by 6% or more), 0.97-1.32x on the H200 (49 rows). Over the ping-pong's 128 x 128 the narrow picks held:
+# the answer 0.87-1.14x theirs on the H200 (21 rows, ahead on 3), 0.88-1.21x on the H100 (30 rows; ahead by 9-21% on the
+# 6 at N >= 17504, M ~ 390, where nothing is changed). The rule: H100 108 rows 0.712 -> 0.898x cuBLAS (68 changed, all
+# up), H200 72 rows 0.760 -> 0.884x (49 changed, 48 up). Held out (_wide_n_heldout.json: 40 shapes of a fourth seed,
+# sampled for a first form of the rule that cut at N alone, run on the H200): 0.747 -> 0.861x, 34 changed, 31 up (3 down
+# 4-8%); the 6 over a 128 x 128 it keeps would have lost 3-10%. At N <= 768 past M = 1536 the narrow picks over the coop
+# 128 x 256 won (above), hence the floor on N; between 768 and 1792 nothing was measured over a coop. Where `tall_swap`
+# goes over the narrow pick (256 < M <= 640, K >= 8192) the pick stays: that tile was measured over it.
+SWAP_ROUNDS_WIDE_N = 1792
 
 
 def coop_swap(c: Call, tile: dict, notes: list) -> tuple[dict, list]:
@@ -119,9 +121,9 @@ def swap_rounds(c: Call, tile: dict, notes: list) -> tuple[dict, list]:
     (SWAP_ROUNDS_NARROW_MAX_M at N <= SWAP_ROUNDS_NARROW_N) and K over SHORT_K_PINGPONG_MAX_K, the cooperative
     swap-AB tile over several token tiles (128 weight rows x a width of the rule's; past SWAP_ROUNDS_MAX_M only over
     SWAP_ROUNDS_NARROW_OVER's tiles) where the answer's `round_area` is over the width's SWAP_ROUNDS_MARGIN times the
-    swap tile's; of several such widths the one with the most to spare over its margin; past SWAP_ROUNDS_WIDE_N columns
-    no 80 / 96-token width unless `tall_swap` goes over it (`swap_rounds_wide_n`). Only over an unsplit, unswapped
-    Gluon answer."""
+    swap tile's; of several such widths the one with the most to spare over its margin; over the cooperative kernel's
+    answer past SWAP_ROUNDS_WIDE_N columns no 80 / 96-token width unless `tall_swap` goes over it
+    (`swap_rounds_wide_n`). Only over an unsplit, unswapped Gluon answer."""
     widths = c.rules.get("swap_rounds")
     max_m = SWAP_ROUNDS_NARROW_MAX_M if c.N <= SWAP_ROUNDS_NARROW_N else SWAP_ROUNDS_MAX_M
     if not widths or c.amd or not COOP_SWAP_MAX_M < c.M <= max_m or c.K <= SHORT_K_PINGPONG_MAX_K:
@@ -144,11 +146,12 @@ def swap_rounds(c: Call, tile: dict, notes: list) -> tuple[dict, list]:
 
     spare, w = most_spare(widths)
     wide_n = ""
-    # `swap_rounds_wide_n`: no narrow width past SWAP_ROUNDS_WIDE_N columns, unless `tall_swap` (later) goes over it
-    if spare > 1 and w < SWAP_ROUNDS_OFF_LINE_MIN_WIDTH and narrow_widths_dear(c) and \
+    # `swap_rounds_wide_n`: no narrow width over the coop past SWAP_ROUNDS_WIDE_N columns, unless `tall_swap` (later)
+    # goes over it
+    if spare > 1 and w < SWAP_ROUNDS_OFF_LINE_MIN_WIDTH and narrow_widths_dear(c, tile) and \
             tall_swap(c, coop_swap_config(w), [])[0]["BLOCK_SIZE_N"] != TALL_SWAP_ROWS:
         spare, w = most_spare([v for v in widths if v >= SWAP_ROUNDS_OFF_LINE_MIN_WIDTH])
-        wide_n = f" (no 80 / 96 tokens past {SWAP_ROUNDS_WIDE_N} columns: `swap_rounds_wide_n`)"
+        wide_n = f" (no 80 / 96 tokens over the coop past {SWAP_ROUNDS_WIDE_N} columns: `swap_rounds_wide_n`)"
     if spare <= 1:
         return tile, notes
     return coop_swap_config(w), notes + [
@@ -158,10 +161,10 @@ def swap_rounds(c: Call, tile: dict, notes: list) -> tuple[dict, list]:
         "the cooperative swap-AB tile (`swap_rounds`)"]
 
 
-def narrow_widths_dear(c: Call) -> bool:
-    """`swap_rounds_wide_n` (the op's rule key): at N over SWAP_ROUNDS_WIDE_N and K under SWAP_ROUNDS_WIDE_MAX_K, where
-    `swap_rounds` takes no 80- or 96-token tile."""
-    return bool(c.rules.get("swap_rounds_wide_n")) and c.N > SWAP_ROUNDS_WIDE_N and c.K < SWAP_ROUNDS_WIDE_MAX_K
+def narrow_widths_dear(c: Call, tile: dict) -> bool:
+    """`swap_rounds_wide_n` (the op's rule key): at N over SWAP_ROUNDS_WIDE_N over the cooperative kernel's answer
+    (8 warps), where `swap_rounds` takes no 80- or 96-token tile."""
+    return bool(c.rules.get("swap_rounds_wide_n")) and c.N > SWAP_ROUNDS_WIDE_N and tile.get("num_warps") == 8
 
 
 def coop_swap_fill(M: int, N: int, tokens: int, num_cus: int) -> float:
