@@ -91,7 +91,7 @@ from .widths import COOP_TAIL_MIN_K, COOP_WIDTH_MAX_M, COOP_WIDTH_MIN_M, COOP_WI
 #                OFF_LINE_MAX_HBM_GBPS (the H100's 3350 GB/s, not the H200's 4800) until an H200 A/B of the current
 #                kernels decides; a guess at why, not measured: the ping-pong re-reads x twice as often, and a
 #                box row off a line touches two, so its misses cost more of the slower HBM.
-#                There `swap_rounds` takes no 80- or 96-token tile (swap.py SWAP_ROUNDS_OFF_LINE_MIN_WIDTH). Held out
+#                There `swap_rounds` takes no 80- or 96-token tile (swap.py SWAP_ROUNDS_WIDE_WIDTH). Held out
 #                (_off_line_verify.json, 26 random rows the two change: tail_waves' 12 +16%, 10 up, -7 / -2% down);
 #                the rule as it stands (_off_line_final.json, the 50 rows before and 20 of seed 20261211 it changes,
 #                against the answer without it): the 20 0.728 -> 0.906x cuBLAS, 19 up, one down (671 x 9456 x 23072,

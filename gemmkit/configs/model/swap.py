@@ -51,7 +51,7 @@ COOP_SWAP_PP_FILL, COOP_SWAP_PP_MARGIN = 0.55, 0.9
 # tail split the estimate misses (3 rows -7 to -15%). Held out (ab/bf16_swap_rounds_heldout.json, 31 shapes at
 # M = 262-1534 the fit never saw, 2026-12-05): 1.136x over the answer without it, 28 faster, 3 behind by 0.5-1.8%.
 # At a long K off 128-byte lines (`long_k_off_line`, with `tail_waves_off_line`) no width under
-# SWAP_ROUNDS_OFF_LINE_MIN_WIDTH: H100, heated, one process (results/h100/ab/bf16_tail_waves_off_line_heldout.json and
+# SWAP_ROUNDS_WIDE_WIDTH: H100, heated, one process (results/h100/ab/bf16_tail_waves_off_line_heldout.json and
 # _verify.json, 23 such picks against the unswapped answer): 80 tokens lost all 11 (-25 to -41%), 96 mixed over 7
 # (-28 to +3%, six within 4%), 160 / 192 won 4 of 5 (+5 to +24%; one tie). Then 96 on 31 random rows where it was the
 # pick (_swap_rounds_off_line_96.json): 0.698 -> 0.844x cuBLAS without it, 25 up (to +58%), 6 down (to -13%; four
@@ -71,7 +71,9 @@ SWAP_ROUNDS_MAX_M = 1536
 # 128 x 192, 0.71 -> 0.90x) and `short_k_rounds`' 64 x 128 (5957 x 384 x 512, +24%) won their own A/Bs there.
 SWAP_ROUNDS_NARROW_N, SWAP_ROUNDS_NARROW_MAX_M = 768, 8192
 SWAP_ROUNDS_NARROW_OVER = ((128, 128), (128, 256), (64, 192))
-SWAP_ROUNDS_OFF_LINE_MIN_WIDTH = 160
+# SWAP_ROUNDS_WIDE_WIDTH: the narrowest of the wide token widths (160 / 192); the narrow ones under it (80 / 96) are
+# what two rules set aside: at a long K off lines (above) and over the coop past many columns (`swap_rounds_wide_n`).
+SWAP_ROUNDS_WIDE_WIDTH = 160
 SWAP_ROUNDS_MARGIN = {80: 1.2, 96: 1.2, 160: 1.1, 192: 1.1}
 # `swap_rounds_wide_n`: over the cooperative kernel's answer (the coop 256 x 128 / 128 x 256 or a split width, 8 warps)
 # at N > SWAP_ROUNDS_WIDE_N, no 80- or 96-token width (160 / 192 still). The narrow token tile loads 1.4-1.6x the bytes
@@ -129,7 +131,7 @@ def swap_rounds(c: Call, tile: dict, notes: list) -> tuple[dict, list]:
     if not widths or c.amd or not COOP_SWAP_MAX_M < c.M <= max_m or c.K <= SHORT_K_PINGPONG_MAX_K:
         return tile, notes
     if long_k_off_line(c):
-        widths = [w for w in widths if w >= SWAP_ROUNDS_OFF_LINE_MIN_WIDTH]
+        widths = [w for w in widths if w >= SWAP_ROUNDS_WIDE_WIDTH]
     if not widths:
         return tile, notes
     bm, bn = tile["BLOCK_SIZE_M"], tile["BLOCK_SIZE_N"]
@@ -148,9 +150,9 @@ def swap_rounds(c: Call, tile: dict, notes: list) -> tuple[dict, list]:
     wide_n = ""
     # `swap_rounds_wide_n`: no narrow width over the coop past SWAP_ROUNDS_WIDE_N columns, unless `tall_swap` (later)
     # goes over it
-    if spare > 1 and w < SWAP_ROUNDS_OFF_LINE_MIN_WIDTH and narrow_widths_dear(c, tile) and \
+    if spare > 1 and w < SWAP_ROUNDS_WIDE_WIDTH and narrow_widths_dear(c, tile) and \
             tall_swap(c, coop_swap_config(w), [])[0]["BLOCK_SIZE_N"] != TALL_SWAP_ROWS:
-        spare, w = most_spare([v for v in widths if v >= SWAP_ROUNDS_OFF_LINE_MIN_WIDTH])
+        spare, w = most_spare([v for v in widths if v >= SWAP_ROUNDS_WIDE_WIDTH])
         wide_n = f" (no 80 / 96 tokens over the coop past {SWAP_ROUNDS_WIDE_N} columns: `swap_rounds_wide_n`)"
     if spare <= 1:
         return tile, notes
