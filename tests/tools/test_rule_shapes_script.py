@@ -42,3 +42,27 @@ def test_rule_off_turns_the_rule_off_and_restores_it():
     with pytest.raises(KeyError):
         with configs.rule_off("a16w16", "no_such_rule"):
             pass
+
+
+def test_within_samples_the_ranges_and_keeps_the_first_changed(tmp_path):
+    out = tmp_path / "ab.json"
+    argv = ["a16w16", "swap_rounds_wide_n", "1", "3", str(out), "--card", "H200", "--count", "200",
+            "--within", "M=257-1536,N=1800-8000,K=70-4096"]
+    assert RS.main(argv + ["--max", "5"]) == 0
+    doc = json.loads(out.read_text())
+    assert len(doc["shapes"]) == 5 and "seeds 1-2" in doc["note"] and "(257, 1536)" in doc["note"]
+    assert RS.main(argv) == 0
+    every = list(json.loads(out.read_text())["shapes"])
+    assert list(doc["shapes"]) == every[:5] and len(every) > 5  # the same seeds give the same shapes
+    for key in every:
+        M, N, K = map(int, key.split(","))
+        assert 257 <= M <= 1536 and 1800 <= N <= 8000 and 72 <= K <= 4096 and N % 8 == 0 and K % 8 == 0
+    shapes = RS.within_shapes({"M": (1, 1), "N": (8, 8), "K": (9, 16)}, 50, 7)
+    assert {s[1:] for s in shapes} == {(1, 8, 16)}
+
+
+@pytest.mark.parametrize("text", ["M=5-1,N=8-64,K=8-64", "M=1-2,N=8-64", "M=1-2,N=8-64,K=8-64,M=1-2",
+                                  "M=1-2,N=1-7,K=8-64", "Q=1-2,N=8-64,K=8-64", "M=a-2,N=8-64,K=8-64"])
+def test_within_refuses_malformed_ranges(text):
+    with pytest.raises(SystemExit, match="--within"):
+        RS.parse_within(text)
