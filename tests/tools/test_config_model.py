@@ -1308,6 +1308,11 @@ def test_a16w16_coop_swap(M, N, K, tokens):
     (458, 3232, 9024, 96),  # over the ping-pong's 128 x 128 they stay: the answer 0.96 / 0.99x the 96 tokens
     (1200, 1248, 9856, 96),  # and up to 1792 columns: 96 tokens 0.93 / 1.02x, the answer 0.91 / 0.99x
     (1040, 1152, 2656, 80),  # 80 tokens 1.03 / 1.11x, the answer 0.91 / 1.02x
+    # `swap_rounds_wide_pp`: over the ping-pong's 128 x 128 past N = 12000, 160 tokens for the 80 / 96-token pick,
+    # whatever its margin (results/h100/ab/bf16_swap_rounds_narrow_over_pp_wide_n.json, H100)
+    (398, 22496, 7416, 160),  # 80 tokens 0.58x cuBLAS, 160 0.82x
+    (268, 26456, 5752, 160),  # 96 tokens 0.70x, 160 0.74x (its area margin says no: the answer 0.69x)
+    (386, 12816, 11336, 160),  # 80 tokens 0.90x, 160 1.03x
 ])
 @pytest.mark.parametrize("target", ["H200", "H100"])
 def test_a16w16_swap_rounds(M, N, K, tokens, target):

@@ -97,6 +97,9 @@ OP_RULES = {"a16w16_gated": {"gated_rows": GATED_64X128, "gated_one_wave": GATED
                 # `swap_rounds_wide_n` (swap.py): `swap_rounds` takes no 80- or 96-token tile over the coop's answer
                 # past 14 weight tiles' columns
                 "swap_rounds_wide_n": True,
+                # `swap_rounds_wide_pp` (swap.py): 160 tokens for its 80- / 96-token pick over the ping-pong's 128 x 128
+                # past SWAP_ROUNDS_WIDE_PP_N columns
+                "swap_rounds_wide_pp": True,
                 # `tall_swap` (swap.py): the token widths of the cooperative swap-AB tile on 256 weight rows
                 "tall_swap": (96, 144, 160),
                 "coop_widths": ((192, 5), (160, 6), (144, 6)),  # (BLOCK_SIZE_N, num_stages)

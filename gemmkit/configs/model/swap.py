@@ -90,6 +90,15 @@ SWAP_ROUNDS_MARGIN = {80: 1.2, 96: 1.2, 160: 1.1, 192: 1.1}
 # 128 x 256 won (above), hence the floor on N; between 768 and 1792 nothing was measured over a coop. Where `tall_swap`
 # goes over the narrow pick (256 < M <= 640, K >= 8192) the pick stays: that tile was measured over it.
 SWAP_ROUNDS_WIDE_N = 1792
+# `swap_rounds_wide_pp`: where `swap_rounds` picks an 80- or 96-token width over the ping-pong's 128 x 128 past
+# SWAP_ROUNDS_WIDE_PP_N columns, 160 tokens instead, whatever its margin (at M ~ 260-290 two 160-token tiles fill
+# 320 rows, the margin's area test says no, the time says yes). H100, heated, one process, 2026-12-07
+# (results/h100/ab/bf16_swap_rounds_narrow_over_pp_wide_n.json: rule_shapes.within_shapes M 257-1536, N 12000-32768,
+# K 512-16384; 20 shapes each card served so, all timed on the H100): the 20 the H100 serves so, 160 over the pick
+# +15.7% (+1 to +38%, none down; 0.787 -> 0.910x cuBLAS), 192 +9.8%; the 20 the H200 serves so +9.8% (two -0.8%),
+# 192 +3.5%. The margin-bound wide pick (the coop form above) gained only +2.9% there: 9 of 20 fell back to the
+# 128 x 128, which lost 2-6% to the narrow pick. In sample for the bound (smallest N timed 12816).
+SWAP_ROUNDS_WIDE_PP_N = 12000
 
 
 def coop_swap(c: Call, tile: dict, notes: list) -> tuple[dict, list]:
@@ -147,14 +156,20 @@ def swap_rounds(c: Call, tile: dict, notes: list) -> tuple[dict, list]:
                                          c.num_cus) / SWAP_ROUNDS_MARGIN[w], w) for w in widths), default=(0, 0))
 
     spare, w = most_spare(widths)
-    wide_n = ""
+    wide_n, spare_ok = "", False
     # `swap_rounds_wide_n`: no narrow width over the coop past SWAP_ROUNDS_WIDE_N columns, unless `tall_swap` (later)
     # goes over it
     if spare > 1 and w < SWAP_ROUNDS_WIDE_WIDTH and narrow_widths_dear(c, tile) and \
             tall_swap(c, coop_swap_config(w), [])[0]["BLOCK_SIZE_N"] != TALL_SWAP_ROWS:
         spare, w = most_spare([v for v in widths if v >= SWAP_ROUNDS_WIDE_WIDTH])
         wide_n = f" (no 80 / 96 tokens over the coop past {SWAP_ROUNDS_WIDE_N} columns: `swap_rounds_wide_n`)"
-    if spare <= 1:
+    elif spare > 1 and w < SWAP_ROUNDS_WIDE_WIDTH and narrow_over_pingpong_dear(c, tile) and \
+            tall_swap(c, coop_swap_config(w), [])[0]["BLOCK_SIZE_N"] != TALL_SWAP_ROWS:
+        spare, w = most_spare([SWAP_ROUNDS_WIDE_WIDTH])
+        wide_n = (f"; {w} tokens, not 80 / 96, over the ping-pong's 128 x 128 past {SWAP_ROUNDS_WIDE_PP_N} columns "
+                  "whatever the margin (`swap_rounds_wide_pp`)")
+        spare_ok = True
+    if spare <= 1 and not spare_ok:
         return tile, notes
     return coop_swap_config(w), notes + [
         f"{-(-c.N // 128) * -(-c.M // w)} tiles of 128 weight rows x {w} tokens take "
@@ -167,6 +182,13 @@ def narrow_widths_dear(c: Call, tile: dict) -> bool:
     """`swap_rounds_wide_n` (the op's rule key): at N over SWAP_ROUNDS_WIDE_N over the cooperative kernel's answer
     (8 warps), where `swap_rounds` takes no 80- or 96-token tile."""
     return bool(c.rules.get("swap_rounds_wide_n")) and c.N > SWAP_ROUNDS_WIDE_N and tile.get("num_warps") == 8
+
+
+def narrow_over_pingpong_dear(c: Call, tile: dict) -> bool:
+    """`swap_rounds_wide_pp` (the op's rule key): at N over SWAP_ROUNDS_WIDE_PP_N over the ping-pong's 128 x 128
+    answer (4 warps), where `swap_rounds` takes 160 tokens for an 80- or 96-token pick."""
+    return bool(c.rules.get("swap_rounds_wide_pp")) and c.N > SWAP_ROUNDS_WIDE_PP_N and tile.get("num_warps") == 4 \
+        and (tile["BLOCK_SIZE_M"], tile["BLOCK_SIZE_N"]) == (128, 128)
 
 
 def coop_swap_fill(M: int, N: int, tokens: int, num_cus: int) -> float:
