@@ -427,3 +427,12 @@ def tma_descriptor(t, block_shape):
     d = object.__new__(TensorDescriptor)
     d.base, d.shape, d.strides, d.block_shape, d.padding = t, t.shape, t.stride(), block_shape, "zero"
     return d
+
+
+def tma_view_descriptor(t, shape, strides, block_shape):
+    """Triton's host TMA descriptor over `t`'s storage from its first element as a tensor of `shape` and `strides`
+    (elements), not `t`'s own: kernels/triton/gemm_rows_tma.py's octets of rows. Validated (the caller's shape is no
+    tensor's: the 16-byte base and strides rules are checked here); the caller keeps every box inside the storage."""
+    from triton.tools.tensor_descriptor import TensorDescriptor
+
+    return TensorDescriptor(t, list(shape), list(strides), list(block_shape))

@@ -17,6 +17,8 @@ that tier can run it. The kernels are tried in one order, and the first that can
                            + splitk_reduce_kernel after either Triton kernel when NUM_KSPLIT > 1
     x / w rows off 16-byte multiples (K % 8 != 0 in bf16), where a TMA kernel would otherwise serve:
                            gemm_rows_kernel  bf16 / fp16, no scales, M <= gemm_rows.MAX_M: w read where it lies
+                           gemm_rows_tma_kernel  the same above it, to ROWS_TMA_MAX_M (`_rows_tma_kernel`): w read
+                              where it lies by TMA, x's shifted copies (kernels/triton/gemm_rows_tma.py)
                            else the config's kernel on padded copies of x and (where its own rows are off,
                            or K % 8 != 0) w (kernels/triton/pad.py)
 
@@ -57,6 +59,7 @@ TRITON_TMA = "gemm_tma_kernel"
 TRITON_POINTER = "gemm_kernel"
 GATED_TMA, GATED_POINTER = "gemm_gated_tma_kernel", "gemm_gated_kernel"
 TRITON_ROWS = "gemm_rows_kernel"
+TRITON_ROWS_TMA = "gemm_rows_tma_kernel"
 GLUON_KERNELS = (GLUON_BF16, GLUON_COOP, GLUON_FP8, GLUON_CDNA)
 
 
@@ -120,11 +123,14 @@ class Choice:
     def explain(self) -> str:
         lines = [f"kernel: {self.kernel}" + (" (+ the gated split-K reduce, which applies the activation)" if self.gated
                                              else " (+ its split-K reduce)" if self._reduces() else "")]
-        if self.kernel == TRITON_ROWS:  # its tile is the shape's (gemm_rows.tile), not the config's
-            c = self.config
+        if self.kernel in (TRITON_ROWS, TRITON_ROWS_TMA):  # its tile is the shape's (gemm_rows*.tile)
+            c, name = self.config, "gemm_rows" if self.kernel == TRITON_ROWS else "gemm_rows_tma"
             lines.append(f"  its own tile for the shape: {c['BLOCK_SIZE_M']} x {c['BLOCK_SIZE_N']} x {c['BLOCK_SIZE_K']}"
                          + (f", K split {c['NUM_KSPLIT']} ways" if c["NUM_KSPLIT"] > 1 else ", K unsplit")
-                         + " (gemm_rows.tile; the config's tile is not used)")
+                         + f" ({name}.tile; the config's tile is not used)")
+        if self.kernel == TRITON_ROWS_TMA:
+            lines.append("  w's rows by TMA where they lie (boxes of one row class, n mod 8), on 8 shifted copies of x "
+                         "(shift_rows_kernel)")
         if self.pad_k:
             lines.append(f"  on copies of x{' and w' if self.pad_k_w else ''} with rows of {self.pad_k} elements "
                          "(pad_rows_kernel; zeros after K)")
@@ -207,7 +213,8 @@ def dense(cfg: dict, target, x2, w, y, scaling=G.NO_SCALING, interpreting: bool 
             swapped = _swap_copied(cfg, target, x2, w, y, scaling, passed, interpreting, epilogue)
             return swapped or _rows_padded(Choice(TRITON_TMA, tma_tile, tuple(passed)), x2, w)
         passed.append((TRITON_TMA, why))
-        rows = _rows_kernel(tile, target, x2, w, scaling, passed)
+        rows = _rows_kernel(tile, target, x2, w, scaling, passed) or \
+            _rows_tma_kernel(tile, target, x2, w, scaling, passed)
         if rows is not None:
             return rows
         padded = _padded(cfg, target, x2, w, y, scaling, passed, interpreting, epilogue)
@@ -236,6 +243,14 @@ def dense(cfg: dict, target, x2, w, y, scaling=G.NO_SCALING, interpreting: bool 
 # vectors (kernels/triton/gemm_rows.py; measured in docs/PERF.md, "Unaligned K"). GEMMKIT_ROWS_KERNEL=0 (or
 # ROWS_KERNEL = False) turns it off, e.g. to compare.
 ROWS_KERNEL = os.environ.get("GEMMKIT_ROWS_KERNEL", "1") != "0"
+
+
+# Past gemm_rows' few tokens the copy of w is still most of the call (M = 64 x 4096 x 4095: 34.9 us against 13-14 at
+# K = 4096): there gemm_rows_tma_kernel reads w once where it lies, by TMA (kernels/triton/gemm_rows_tma.py), up to
+# ROWS_TMA_MAX_M tokens and where x's eight shifted copies hold at most ROWS_TMA_X_SHARE of w's bytes.
+# Not yet timed on a GPU: off unless GEMMKIT_ROWS_TMA=1 (or ROWS_TMA = True); benchmarks/rows_tma.py compares.
+ROWS_TMA = os.environ.get("GEMMKIT_ROWS_TMA", "0") == "1"
+ROWS_TMA_MAX_M, ROWS_TMA_X_SHARE = 256, 0.25
 
 
 # A Gluon config's tile on the Triton tier's TMA kernel keeps as many of its stages as fit that path's shared memory
@@ -397,6 +412,26 @@ def _rows_kernel(tile, target, x2, w, scaling, passed) -> Choice | None:
     t = gemm_rows.tile(M, w.shape[0], K, w.element_size(), target.num_cus)
     cfg = dict(BLOCK_SIZE_M=t["BLOCK_M"], BLOCK_SIZE_N=t["BLOCK_N"], BLOCK_SIZE_K=t["BLOCK_K"], NUM_KSPLIT=t["SPLIT_K"])
     return Choice(TRITON_ROWS, cfg, tuple(passed))
+
+
+def _rows_tma_kernel(tile, target, x2, w, scaling, passed) -> Choice | None:
+    """gemm_rows_tma_kernel for a call whose config asks for TMA but whose w rows TMA cannot address, past gemm_rows'
+    tokens up to ROWS_TMA_MAX_M, where the kernel takes it (`gemm_rows_tma.unsupported`) and x's shifted copies hold
+    at most ROWS_TMA_X_SHARE of w's bytes (16-bit operands, no scales)."""
+    from ..kernels.triton import gemm_rows_tma
+
+    M, K = x2.shape
+    N = w.shape[0]
+    if not ROWS_TMA or not tile.get("tma") or x2.element_size() != 2 or scaling.mode != "none" or \
+            not _row_misaligned(w) or not 0 < M <= ROWS_TMA_MAX_M or gemm_rows_tma.unsupported(x2, w, target):
+        return None
+    t = gemm_rows_tma.tile(M, N, K, w.element_size(), target.num_cus)
+    v = gemm_rows_tma.vec(w.element_size())
+    if v * H.cdiv(M, t["BLOCK_M"]) * t["BLOCK_M"] * gemm_rows_tma.shifted_k(K, 2) > ROWS_TMA_X_SHARE * N * K:
+        return None
+    cfg = dict(BLOCK_SIZE_M=t["BLOCK_M"], BLOCK_SIZE_N=t["BLOCK_J"], BLOCK_SIZE_K=t["BLOCK_K"],
+               NUM_KSPLIT=t["SPLIT_K"])
+    return Choice(TRITON_ROWS_TMA, cfg, tuple(passed))
 
 
 # x copied to whole TMA boxes of rows (kernels/triton/pad.py) where a TMA kernel's last row of tiles would load boxes
@@ -875,6 +910,10 @@ def launch_dense(choice: Choice, x2, w, bias, y, activation, target, scaling=G.N
         from ..kernels.triton import gemm_rows
 
         gemm_rows.launch(x2, w, bias, y, activation, target, compile_only)
+    elif choice.kernel == TRITON_ROWS_TMA:
+        from ..kernels.triton import gemm_rows_tma
+
+        gemm_rows_tma.launch(x2, w, bias, y, activation, target, compile_only)
     else:
         G.launch(x2, w, bias, y, activation, choice.config, target, scaling,
                  compile_only=compile_only, tma=choice.kernel == TRITON_TMA)

@@ -365,13 +365,17 @@ def test_batched_op_launches_the_kernel_the_rule_chooses(layout):
 
 # ----------------------------------------------------------------------------- unaligned K: padded copies
 
-@pytest.mark.parametrize("M", [1, 16, 17, 4096])
-def test_unaligned_k_pads_or_reads_rows_where_they_lie(M):
+@pytest.mark.parametrize("M", [1, 16, 17, 64, 257, 4096])
+def test_unaligned_k_pads_or_reads_rows_where_they_lie(M, monkeypatch):
+    monkeypatch.setattr(D, "ROWS_TMA", True)
     K = 4095  # rows of 8190 bytes: no TMA on the operands as given
     choice = D.dense(GLUON, H200, *dense_meta(M, 4096, K))
     if M <= 16:  # a few tokens: w read where it lies (kernels/triton/gemm_rows.py, MAX_M), no copy
         assert choice.kernel == D.TRITON_ROWS and choice.pad_k == 0 and choice.path == "pointer"
         assert "gemm_rows_kernel" in choice.explain()
+    elif M <= D.ROWS_TMA_MAX_M:  # then by TMA where it lies (kernels/triton/gemm_rows_tma.py), x's shifted copies
+        assert choice.kernel == D.TRITON_ROWS_TMA and choice.pad_k == 0
+        assert "8 shifted copies of x" in choice.explain()
     else:
         assert choice.pad_k == 4096 and choice.kernel == D.GLUON_BF16
         assert "rows of 4096 elements" in choice.explain()
@@ -655,7 +659,7 @@ def test_no_row_padding_where_x_is_large_beside_w_or_nothing_loads_boxes():
     assert D.dense(GLUON, MI300, *dense_meta(80, 8192, 8192)).pad_m == 0  # AMD: no TMA boxes
     tma = D.dense(TILE, H200, *dense_meta(80, 8192, 8192))
     assert tma.kernel == D.TRITON_TMA and tma.pad_m == 128
-    unaligned = D.dense(GLUON, H200, *dense_meta(80, 8192, 8191))  # K to 16-byte rows; M in boxes of its rows
+    unaligned = D.dense(GLUON, H200, *dense_meta(300, 8192, 8191))  # K to 16-byte rows; M in boxes of its rows
     assert unaligned.pad_k == 8192 and unaligned.pad_m == 0
 
 

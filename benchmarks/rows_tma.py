@@ -1,0 +1,119 @@
+"""Unaligned K (bf16, w's rows off 16 bytes) at M = 1-1024 on the GPU: kernels/triton/gemm_rows_tma.py (w read
+where it lies by TMA, x's shifted copies) against what the op serves without it (gemm_rows at M <= 16, else the copy
+of x and w + the TMA kernel), the same shape at K rounded up to 8 (the aligned speed issue 32 asks 80% of) and the
+vendor, one process; CUDA-graph replay, inputs rotated past the L2, each mode twice (the better round kept). Every
+gemm_rows_tma tile is checked against an fp32 product first, and once with inf in a neighbouring weight row.
+
+    PYTHONPATH=. python3 benchmarks/rows_tma.py benchmarks/results/<gpu>/rows_tma.json [--quick]"""
+import argparse
+
+ARGS = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+ARGS.add_argument("json", nargs="?", help="write the rows (stamped: device, date, versions, git sha) to this path")
+ARGS.add_argument("--quick", action="store_true", help="one round a mode, a few shapes")
+ARGS = ARGS.parse_args()
+
+import json
+import sys
+
+import torch
+
+sys.path.insert(0, ".")
+import gemmkit  # noqa: E402
+from gemmkit import arch, callplan  # noqa: E402
+from gemmkit.bench import write_stamped  # noqa: E402
+from gemmkit.bench.timing import rotation_count, time_graph  # noqa: E402
+from gemmkit.kernels.triton import gemm_rows_tma as R  # noqa: E402
+from gemmkit.ops import dispatch as D  # noqa: E402
+
+dev = "cuda"
+L2 = torch.cuda.get_device_properties(0).L2_cache_size
+target = arch.current()
+ROWS_TMA = getattr(D, "ROWS_TMA", None)
+SHAPES = [(M, 4096, 4095) for M in (1, 16, 17, 32, 64, 128, 256, 512, 1024)] + \
+    [(M, 5000, 7001) for M in (16, 64, 256)] + [(M, 14336, 4095) for M in (32, 128)] + \
+    [(M, 1536, 7001) for M in (64, 256)] + [(M, 28672, 8191) for M in (64, 256)]
+if ARGS.quick:
+    SHAPES = [(64, 4096, 4095), (256, 4096, 4095), (16, 4096, 4095)]
+
+
+def variants(M, N, K):
+    """The default tile and its neighbours: the K split's goal, stages, the weight rows a box."""
+    base = R.tile(M, N, K, 2, target.num_cus)
+    out = {"tma": base}
+    chunks = -(-K // R.BLOCK_K)
+    progs = 8 * -(-(N // 8) // base["BLOCK_J"]) * -(-M // base["BLOCK_M"])
+    for per_sm in (1, 4):
+        split = max(1, min(-(-per_sm * target.num_cus // progs), chunks // R.MIN_STEPS))
+        if split != base["SPLIT_K"]:
+            out[f"tma_sm{per_sm}"] = dict(base, SPLIT_K=split)
+    for st in (3, 6):
+        out[f"tma_st{st}"] = dict(base, num_stages=st)
+    if base["SWAP"]:
+        bj = 128
+        progs2 = 8 * -(-(N // 8) // bj) * -(-M // base["BLOCK_M"])
+        split = max(1, min(-(-R.PROGRAMS_PER_SM * target.num_cus // progs2), chunks // R.MIN_STEPS))
+        out["tma_j128"] = dict(base, BLOCK_J=bj, SPLIT_K=split)
+    return out
+
+
+def check(x, w, t):
+    y = torch.empty(x.shape[0], w.shape[0], device=dev, dtype=torch.bfloat16)
+    R.launch(x, w, None, y, "none", target, t=t)
+    ref = x.float() @ w.float().t()
+    return ((y.float() - ref).abs().max() / ref.abs().max()).item()
+
+
+def inf_neighbour(M, N, K, t):
+    """inf in weight row 1: y's column 1 inf / nan, columns 0 and 2 (its neighbours in memory) finite."""
+    x = torch.randn(M, K, device=dev, dtype=torch.bfloat16)
+    w = torch.randn(N, K, device=dev, dtype=torch.bfloat16)
+    w[1] = float("inf")
+    y = torch.empty(M, N, device=dev, dtype=torch.bfloat16)
+    R.launch(x, w, None, y, "none", target, t=t)
+    return bool(torch.isfinite(y[:, [0, 2]]).all() and torch.isfinite(y[:, 3:]).all())
+
+
+rows = []
+for M, N, K in SHAPES:
+    KA = -(-K // 8) * 8
+    sets = [(torch.randn(M, K, device=dev, dtype=torch.bfloat16), torch.randn(N, K, device=dev, dtype=torch.bfloat16))
+            for _ in range(rotation_count((M + N) * K * 2, L2))]
+    aligned = [(torch.randn(M, KA, device=dev, dtype=torch.bfloat16),
+                torch.randn(N, KA, device=dev, dtype=torch.bfloat16)) for _ in range(len(sets))]
+    tiles = variants(M, N, K)
+    errs = {name: check(*sets[0], t) for name, t in tiles.items()}
+    fns = {"served": (lambda x, w: gemmkit.gemm_a16w16(x, w), sets),
+           "aligned": (lambda x, w: gemmkit.gemm_a16w16(x, w), aligned),
+           "vendor": (lambda x, w: torch.matmul(x, w.t()), sets)}
+    for name, t in tiles.items():
+        fns[name] = ((lambda t: lambda x, w: R.launch(x, w, None, torch.empty(x.shape[0], w.shape[0], device=dev,
+                                                                               dtype=torch.bfloat16),
+                                                       "none", target, t=t))(t), sets)
+    res = {}
+    for rnd in range(1 if ARGS.quick else 2):
+        for name, (fn, s) in fns.items():
+            if ROWS_TMA is not None and name == "served":
+                D.ROWS_TMA = False  # what the op serves without the new kernel
+            callplan.clear()
+            try:
+                us = time_graph(fn, s, rep_ms=50) * 1e3
+                res[name] = min(res.get(name, us), us)
+            except Exception as e:
+                res[name] = None
+                print(M, N, K, name, "failed:", str(e).splitlines()[0][:160], flush=True)
+            if ROWS_TMA is not None:
+                D.ROWS_TMA = ROWS_TMA
+    best = min((n for n in tiles if res.get(n)), key=lambda n: res[n], default=None)
+    row = dict(M=M, N=N, K=K, us={k: (round(v, 2) if v else None) for k, v in res.items()},
+               tiles=tiles, max_rel_err=errs, inf_neighbour_ok=inf_neighbour(min(M, 64), 64, K, tiles["tma"]),
+               best=best, tma_over_served=round(res["served"] / res["tma"], 3) if res.get("tma") else None,
+               tma_of_aligned=round(res["aligned"] / res["tma"], 3) if res.get("tma") else None,
+               tma_vs_vendor=round(res["vendor"] / res["tma"], 3) if res.get("tma") else None)
+    rows.append(row)
+    print(M, N, K, {k: row["us"][k] for k in row["us"]}, "err", max(errs.values()), "inf ok", row["inf_neighbour_ok"],
+          "tma/served", row["tma_over_served"], "of aligned", row["tma_of_aligned"], flush=True)
+if ARGS.json:
+    write_stamped(ARGS.json, "CUDA-graph replay, inputs rotated past the L2, each mode twice (better round); served: "
+                  "the op without gemm_rows_tma; aligned: the op at K rounded up to 8; tma*: gemm_rows_tma.launch "
+                  "with the tile in `tiles` (x's shifted copies included)", rows)
+    print(json.dumps({"wrote": ARGS.json}))

@@ -1,0 +1,219 @@
+"""Dense GEMM on weight rows TMA cannot address, by TMA: y = epilogue(x @ w.T), w read where it lies.
+
+Where K * element bytes is not a multiple of 16, w's rows start off 16-byte boundaries and no TMA descriptor over
+(N, K) is legal (its row stride must be a 16-byte multiple). Above a few tokens the dispatch copied w to padded rows
+(kernels/triton/pad.py): one more read and write of the weights, most of the call at M = 17-256. This kernel reads
+w once, by TMA, from where it lies:
+
+  Rows n = VEC j + r (VEC = 16 // element bytes, r = n mod VEC) are row r of "octet" j: an octet's VEC rows lie one
+  after another, P elements apart (P: w's row stride), and octets start VEC P elements apart, a 16-byte multiple.
+  So one descriptor over w's storage as (N / VEC octets, (VEC - 1) P + K elements), strides (VEC P, 1), is legal.
+  A box's first column must also sit on 16 bytes, so row r is read from a_r = r P - s_r, the boundary s_r =
+  (r P) mod VEC elements before its start (as gemm_rows.py, the few-token kernel of the same classes, reads it by
+  pointer). A program takes BLOCK_J rows of one class r (octets j0 ..), one box [BLOCK_J, BLOCK_K] a K step.
+
+    w storage, octet j:  |row VEC j: K|..|row VEC j + 1: K|..| ... |row VEC j + VEC - 1: K|   (.. : P - K unused)
+                          ^ 16-byte aligned (j VEC P elements in)
+    descriptor (N / VEC, (VEC - 1) P + K), strides (VEC P, 1); chunk c of class r: box at (j0, a_r + c BLOCK_K),
+      its column i = element c BLOCK_K + i - s_r of each row; C_r = cdiv(K + s_r, BLOCK_K) chunks
+    x: the host's shifted copies (pad.shift_rows): class r's rows r RP + m hold x[m, i - s_r] (zeros outside
+      0 .. K - 1), so the x box at (r RP + m0, c BLOCK_K) lines up with w's chunk c; RP: M to whole BLOCK_M tiles
+    chunks 1 .. C_r - 2: TMA boxes straight into wgmma (every column inside the row)
+    chunks 0 and C_r - 1: w's columns outside the row (the previous row's tail, the next row's head) zeroed in
+      registers first (x is zero there, but 0 x inf would not be)
+    acc = x_tile @ w_tile.T  ([BLOCK_M, BLOCK_J]), or w_tile @ x_tile.T at SWAP (a few tokens: the weight rows fill
+      wgmma's 64-row side, the tokens its N) -> epilogue (bias, activation) -> y[m, VEC (j0 + i) + r]
+      (pointer stores: a program's columns are VEC apart; a split's fp32 partial likewise into part[split])
+
+Work ids: (split, M tile, octet block, class), the class fastest (neighbouring programs read neighbouring rows).
+Split-K (SPLIT_K > 1): split s takes the chunks `split_k_range` gives it; `_splitk_reduce.py` adds the partials in
+order, then bias and activation (bitwise reproducible).
+
+Constraints:
+  - sm_90 (TMA, wgmma). 16-bit x and w of one dtype, no scales (fp8 / int8 calls with such K take the copy).
+  - w unit stride along K, 16-byte aligned base, N % VEC == 0 (whole octets: the descriptor's last octet must not
+    pass w's end), K >= BLOCK_K; the host checks (`unsupported`); ops/dispatch.py runs the copy otherwise.
+  - x: pad.shift_rows' copies (VEC RP, KS), KS = `shifted_k` (every class's chunks), RP a multiple of BLOCK_M.
+  - y any strides, bias contiguous (N,); SPLIT_K > 1 needs part: a contiguous fp32 (SPLIT_K, M, N) buffer.
+  - BLOCK_M, BLOCK_J powers of two >= 16 (BLOCK_J >= 64 at SWAP: wgmma's rows), BLOCK_K = 64 (128-byte box rows);
+    TMA coordinates int32: N / VEC and (VEC - 1) P + K < 2**31; int64 row offsets in the stores.
+"""
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+
+from ... import launcher as L
+from .. import _host as H
+from ._epilogue import epilogue, store_tile
+from ._schedule import split_k_range
+
+PROMISES = (
+    {"promise": "no spills", "check": "spill_bytes == 0"},
+    {"promise": "shared memory within the target", "check": "lds_bytes <= target.shared_mem_bytes"},
+    {"promise": "no local-memory traffic", "check": "counts['LDL'] + counts['STL'] == 0"},
+    # the point of the kernel: w's boxes arrive by TMA where they lie, into wgmma
+    {"promise": "TMA loads (UTMALDG)", "check": "counts['UTMALDG'] > 0"},
+    {"promise": "wgmma (HGMMA)", "check": "counts['HGMMA'] > 0"},
+)
+
+BLOCK_K = 64  # 128-byte box rows (16-bit)
+SWAP_MAX_M = 64  # at most this many tokens: the swapped tile (weight rows on wgmma's 64-row side)
+PROGRAMS_PER_SM = 2  # the K split's goal (the weight stream needs many boxes in flight)
+MIN_STEPS = 4  # K steps a split keeps at least
+STAGES = 4
+
+
+@triton.jit
+def _chunk(acc, x_desc, w_desc, xr, j0, a_r, c, s, K, EDGE: tl.constexpr, BLOCK_K: tl.constexpr, SWAP: tl.constexpr):
+    """acc + chunk c's product; EDGE: w's columns outside the row zeroed first."""
+    a = x_desc.load([xr, c * BLOCK_K])
+    b = w_desc.load([j0, a_r + c * BLOCK_K])
+    if EDGE:
+        k = c * BLOCK_K + tl.arange(0, BLOCK_K) - s
+        b = tl.where(((k >= 0) & (k < K))[None, :], b, tl.zeros_like(b))
+    if SWAP:
+        acc = tl.dot(b, a.T, acc)
+    else:
+        acc = tl.dot(a, b.T, acc)
+    return acc
+
+
+@triton.jit
+def gemm_rows_tma_kernel(x_desc, w_desc, bias_ptr, y_ptr, part_ptr, M, N, K, RP, pitch_w, stride_ym, stride_yn,
+                         BLOCK_M: tl.constexpr, BLOCK_J: tl.constexpr, BLOCK_K: tl.constexpr, VEC: tl.constexpr,
+                         SWAP: tl.constexpr, HAS_BIAS: tl.constexpr, ACTIVATION: tl.constexpr,
+                         SPLIT_K: tl.constexpr):
+    work = tl.program_id(0)
+    r = work % VEC  # the class: rows n = VEC j + r
+    work //= VEC
+    blocks = tl.cdiv(N // VEC, BLOCK_J)
+    block = work % blocks
+    work //= blocks
+    m_tiles = tl.cdiv(M, BLOCK_M)
+    pid_m = work % m_tiles
+    split = work // m_tiles
+    s = (r * pitch_w) % VEC  # elements from the 16-byte boundary before each row of the class to its start
+    a_r = r * pitch_w - s  # (int32: the host checks (VEC - 1) P + K < 2**31)
+    chunks = tl.cdiv(K + s, BLOCK_K)
+    c_first, c_count = split_k_range(split, chunks, SPLIT_K)
+    c_end = c_first + c_count
+    m0 = pid_m * BLOCK_M
+    xr = r * RP + m0  # class r's shifted copy of x
+    j0 = block * BLOCK_J
+    if SWAP:
+        acc = tl.zeros((BLOCK_J, BLOCK_M), dtype=tl.float32)
+    else:
+        acc = tl.zeros((BLOCK_M, BLOCK_J), dtype=tl.float32)
+    # chunks 1 .. C - 2: inside every row
+    for c in range(tl.maximum(c_first, 1), tl.minimum(c_end, chunks - 1)):
+        acc = _chunk(acc, x_desc, w_desc, xr, j0, a_r, c, s, K, False, BLOCK_K, SWAP)
+    # chunk 0 and C - 1 (C >= 2: K >= BLOCK_K), where this split holds them
+    if (c_count > 0) & (c_first == 0):
+        acc = _chunk(acc, x_desc, w_desc, xr, j0, a_r, 0, s, K, True, BLOCK_K, SWAP)
+    if (c_count > 0) & (c_end == chunks):
+        acc = _chunk(acc, x_desc, w_desc, xr, j0, a_r, chunks - 1, s, K, True, BLOCK_K, SWAP)
+    if SWAP:
+        acc = acc.T
+    offs_m = m0 + tl.arange(0, BLOCK_M)
+    offs_n = r + VEC * (j0 + tl.arange(0, BLOCK_J))
+    if SPLIT_K == 1:
+        out = epilogue(acc, y_ptr, y_ptr, bias_ptr, offs_m, offs_n, M, N, "none", HAS_BIAS, ACTIVATION)
+        store_tile(y_ptr, out, offs_m, offs_n, M, N, stride_ym, stride_yn, True)
+    else:  # fp32 partial sum; _splitk_reduce.py adds the splits in order, then bias and activation
+        store_tile(part_ptr + split.to(tl.int64) * M * N, acc, offs_m, offs_n, M, N, N, 1, True)
+
+
+def vec(element_size: int) -> int:
+    """Rows in an octet: elements in 16 bytes (the descriptor's row stride VEC P elements is then 16-byte whole)."""
+    return H.TMA_ALIGN // element_size
+
+
+def tile(M: int, N: int, K: int, element_size: int, num_cus: int) -> dict:
+    """The launch of a call: at M <= SWAP_MAX_M the swapped tile (64 weight rows x the tokens, 16-64), else 64 or 128
+    tokens x 128 weight rows; K split until the programs reach PROGRAMS_PER_SM an SM, each split keeping at least
+    MIN_STEPS chunks."""
+    swap = M <= SWAP_MAX_M
+    bm = max(16, triton.next_power_of_2(M)) if swap else (64 if M <= 128 else 128)
+    bj = 64 if swap else 128
+    v = vec(element_size)
+    programs = v * H.cdiv(N // v, bj) * H.cdiv(M, bm)
+    chunks = H.cdiv(K, BLOCK_K)
+    split = max(1, min(H.cdiv(PROGRAMS_PER_SM * num_cus, programs), chunks // MIN_STEPS))
+    return dict(BLOCK_M=bm, BLOCK_J=bj, BLOCK_K=BLOCK_K, SPLIT_K=split, SWAP=swap, num_warps=4 if bm <= 64 else 8,
+                num_stages=STAGES)
+
+
+def shifted_k(K: int, element_size: int) -> int:
+    """Columns of x's shifted copies: every class's chunks (K + s_r <= K + VEC - 1), in whole chunks."""
+    return H.cdiv(K + vec(element_size) - 1, BLOCK_K) * BLOCK_K
+
+
+def unsupported(x2, w, target) -> str | None:
+    """Why this kernel cannot take the call (None: it can)."""
+    v = vec(w.element_size())
+    N, K = w.shape
+    if target.arch != "sm_90":
+        return "not sm_90 (TMA)"
+    if w.element_size() != 2 or x2.dtype != w.dtype:
+        return "not 16-bit operands of one dtype"
+    if w.stride(1) != 1:
+        return "w's rows are not contiguous along K"
+    if w.data_ptr() % H.TMA_ALIGN:
+        return "w's base is not 16-byte aligned"
+    if N % v:
+        return f"N % {v} != 0 (whole octets of rows)"
+    if K < BLOCK_K:
+        return f"K < {BLOCK_K}"
+    if (v - 1) * w.stride(0) + K >= 2 ** 31 or N // v >= 2 ** 31:
+        return "TMA coordinates past int32"
+    return None
+
+
+def launch(x2, w, bias, y, activation, target, compile_only=False, t: dict | None = None):
+    """y = act(x2 @ w.T + bias) (x2 (M, K) any strides, w (N, K), y (M, N) 2-D views of one 16-bit dtype): x's
+    shifted copies (pad.shift_rows), the kernel, then the split-K reduce where the tile splits K. `t`: a tile other
+    than `tile`'s (the A/B)."""
+    from . import dense as G
+    from .pad import shift_rows
+
+    (M, N), K = y.shape, w.shape[1]
+    es = w.element_size()
+    t = t or tile(M, N, K, es, target.num_cus)
+    split = t["SPLIT_K"]
+    v = vec(es)
+    P = w.stride(0)
+    RP = H.cdiv(M, t["BLOCK_M"]) * t["BLOCK_M"]
+    xs = shift_rows(x2, P, RP, shifted_k(K, es), compile_only)
+    part = torch.empty((split, M, N), dtype=torch.float32, device=x2.device) if split > 1 else y
+    span = w.as_strided(((N - 1) * P + K,), (1,))  # w's first to last element: every box lies within it
+    w_desc = L.tma_view_descriptor(span, (N // v, (v - 1) * P + K), (v * P, 1), [t["BLOCK_J"], t["BLOCK_K"]])
+    x_desc = L.tma_descriptor(xs, [t["BLOCK_M"], t["BLOCK_K"]])
+    grid = (v * H.cdiv(N // v, t["BLOCK_J"]) * H.cdiv(M, t["BLOCK_M"]) * split,)
+    L.launcher(gemm_rows_tma_kernel, grid, compile_only)(
+        x_desc, w_desc, bias if bias is not None else y, y, part, M, N, K, RP, P, y.stride(0), y.stride(1),
+        **constexprs(t, v, bias is not None, activation), num_warps=t["num_warps"], num_stages=t["num_stages"])
+    if split > 1:
+        G.launch_reduce(part, M * N, split, bias, y, activation, target, compile_only)
+
+
+def constexprs(t: dict, v: int, has_bias: bool, activation: str) -> dict:
+    return dict(BLOCK_M=t["BLOCK_M"], BLOCK_J=t["BLOCK_J"], BLOCK_K=t["BLOCK_K"], VEC=v, SWAP=t["SWAP"],
+                HAS_BIAS=has_bias, ACTIVATION=activation, SPLIT_K=t["SPLIT_K"])
+
+
+def static_spec(dtype: str = "bf16", block_m: int = 16, split_k: int = 2, activation: str = "none"):
+    """(kernel, signature, constexprs, divisible, options) as `launch` compiles it for a `dtype` call at M up to
+    block_m (`tile`'s swapped tile at M <= SWAP_MAX_M, else its unswapped one), y 16-byte aligned (`gemmkit isa`)."""
+    v = vec(2)
+    t = tile(block_m, 4096, 4095, 2, 132)
+    t.update(SPLIT_K=split_k)
+    ce = dict(constexprs(t, v, False, activation), stride_yn=1)  # the contiguous y Triton specialises
+    sig = {"x_desc": f"tensordesc<{dtype}[{t['BLOCK_M']}, {t['BLOCK_K']}]>",
+           "w_desc": f"tensordesc<{dtype}[{t['BLOCK_J']}, {t['BLOCK_K']}]>", "bias_ptr": f"*{dtype}",
+           "y_ptr": f"*{dtype}", "part_ptr": "*fp32", "M": "i32", "N": "i32", "K": "i32", "RP": "i32",
+           "pitch_w": "i32", "stride_ym": "i32", "stride_yn": "constexpr"}
+    sig.update({k: "constexpr" for k in ce if k not in sig})
+    divisible = ["bias_ptr", "y_ptr", "part_ptr", "stride_ym"]
+    return gemm_rows_tma_kernel, sig, ce, divisible, {"num_warps": t["num_warps"], "num_stages": t["num_stages"]}

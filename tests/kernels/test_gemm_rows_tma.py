@@ -1,0 +1,119 @@
+"""kernels/triton/gemm_rows_tma.py: weight rows TMA cannot address (K % 8 != 0 in bf16) read where they lie by TMA,
+past gemm_rows' few tokens. Through the op a user calls (gemm_a16w16), in the interpreter: every element against
+the float64 reference, into poisoned outputs (N large enough that x's eight copies pass the dispatch's share); the kernels the dispatch says (x's shifted copies, no copy of w); the
+eight row classes and their shifts, the masked first and last chunks, split-K, the swapped and unswapped tiles, a
+strided w whose gaps hold inf, a transposed x; and the host's refusals."""
+import pytest
+import torch
+from _util import poisoned, randn, within_bound
+
+from gemmkit import arch, launcher
+from gemmkit.kernels.triton import gemm_rows_tma as R
+from gemmkit.kernels.triton import pad
+from gemmkit.ops import dispatch as D
+from gemmkit.ops.gemm_a16w16 import gemm_a16w16
+
+pytestmark = pytest.mark.interpreter
+BF16 = torch.bfloat16
+
+
+@pytest.fixture(autouse=True)
+def _rows_tma_on(monkeypatch):
+    monkeypatch.setattr(D, "ROWS_TMA", True)  # (its switch; off until timed on a GPU)
+
+
+def _check(x, w, bias=None, activation="none", dtype=BF16):
+    M, N = x.shape[0], w.shape[0]
+    before = launcher.LAUNCHES.copy()
+    y = gemm_a16w16(x, w, bias, activation=activation, out=poisoned((M, N), dtype))
+    launched = launcher.LAUNCHES - before
+    assert launched["gemm_rows_tma_kernel"] == 1 and launched["shift_rows_kernel"] == 1, launched
+    assert "pad_rows_kernel" not in launched, launched
+    ref = x.double() @ w.double().t()
+    if bias is not None:
+        ref = ref + bias.double()
+    if activation == "silu":
+        ref = torch.nn.functional.silu(ref)
+    ok, msg = within_bound(y, ref, dtype)
+    assert ok, msg
+    return launched
+
+
+@pytest.mark.parametrize("M, N, K", [
+    (17, 2048, 129),  # K odd: eight classes, eight shifts; the swapped tile (32 tokens), K unsplit (3 chunks)
+    (64, 4096, 1031),  # the swapped tile at its most tokens; K split (17 chunks), the reduce after
+    (100, 8192, 203),  # the unswapped 64 x 128 tile, a partial M tile
+    (200, 16384, 70),  # the unswapped 128 x 128 tile; K just past one chunk: chunk 0 and the last, nothing between
+    (33, 4096, 1030),  # K % 8 == 6: classes pairwise alike (shifts 0, 6, 4, 2)
+])
+def test_rows_tma_matches_float64(M, N, K):
+    launched = _check(randn(M, K, dtype=BF16), randn(N, K, dtype=BF16))
+    assert ("splitk_reduce_kernel" in launched) == (R.tile(M, N, K, 2, arch.get("H100").num_cus)["SPLIT_K"] > 1)
+
+
+def test_rows_tma_bias_activation_fp16():
+    x, w = randn(20, 299, dtype=torch.float16), randn(2048, 299, dtype=torch.float16)
+    _check(x, w, bias=randn(2048, dtype=torch.float16), activation="silu", dtype=torch.float16)
+
+
+def test_rows_tma_reads_nothing_outside_the_rows():
+    """w a view of rows of 133 elements (266 bytes, off 16-byte multiples), K = 129: the four elements after each row
+    hold inf, and the boxes of each class start up to 7 elements before its rows (the row before's tail) and end past
+    them: the masked first and last chunks must keep them out of the sums (inf x 0 would be NaN); x transposed."""
+    N, K = 2048, 129
+    full = randn(N, K + 4, dtype=BF16)
+    full[:, K:] = float("inf")
+    w = full[:, :K]
+    x = randn(K, 24, dtype=BF16).t()  # unit stride along M
+    _check(x, w)
+
+
+def test_rows_tma_inf_in_a_row_stays_in_its_column():
+    """inf in weight row 9: column 9 is inf / nan, its neighbours in memory (rows 8, 10; and row 1, same class) not."""
+    M, N, K = 24, 2048, 135
+    x, w = randn(M, K, dtype=BF16), randn(N, K, dtype=BF16)
+    w[9, :] = float("inf")
+    y = gemm_a16w16(x, w, out=poisoned((M, N), BF16))
+    assert not torch.isfinite(y[:, 9]).any()
+    keep = torch.ones(N, dtype=torch.bool)
+    keep[9] = False
+    assert torch.isfinite(y[:, keep]).all()
+
+
+def test_shift_rows_copies():
+    x = randn(5, 13, dtype=BF16)
+    xs = pad.shift_rows(x, 13, 8, 24)  # pitch 13: the eight shifts (13 q) mod 8 = 0, 5, 2, 7, 4, 1, 6, 3
+    assert xs.shape == (64, 24)
+    for q in range(8):
+        s = (13 * q) % 8
+        block = xs[8 * q:8 * q + 8]
+        assert torch.equal(block[:5, s:s + 13], x) and not block[5:].any()
+        assert not block[:5, :s].any() and not block[:5, s + 13:].any()
+    with pytest.raises(ValueError):
+        pad.shift_rows(x, 13, 8, 16)  # 13 + 7 columns do not fit 16
+
+
+def test_the_dispatch_takes_it_where_it_pays():
+    sm90 = arch.get("H100")
+    meta = lambda *s: torch.empty(*s, dtype=BF16, device="meta")  # noqa: E731
+    cfg = dict(BLOCK_SIZE_M=64, BLOCK_SIZE_N=128, BLOCK_SIZE_K=64, GROUP_SIZE_M=8, NUM_KSPLIT=1, num_warps=4,
+               num_stages=4, tma=True, persistent=False, backend="triton")
+    y = lambda M, N: meta(M, N)  # noqa: E731
+    take = lambda M, N, K: D.dense(cfg, sm90, meta(M, K), meta(N, K), y(M, N), interpreting=False).kernel  # noqa: E731
+    assert take(64, 4096, 4095) == D.TRITON_ROWS_TMA
+    assert take(256, 14336, 4095) == D.TRITON_ROWS_TMA
+    assert take(16, 4096, 4095) == D.TRITON_ROWS  # a few tokens: gemm_rows
+    assert take(300, 4096, 4095) != D.TRITON_ROWS_TMA  # past ROWS_TMA_MAX_M: the copy
+    assert take(64, 576, 7001) != D.TRITON_ROWS_TMA  # x's eight copies past a quarter of w's bytes
+    assert take(64, 4100, 4095) != D.TRITON_ROWS_TMA  # N % 8 != 0: the last octet would pass w's end
+    assert take(64, 4096, 4096) != D.TRITON_ROWS_TMA  # rows TMA can address: the TMA kernels as they are
+
+
+def test_unsupported_says_why():
+    sm90, gfx = arch.get("H100"), arch.get("MI300X")
+    x, w = torch.empty(32, 4095, dtype=BF16, device="meta"), torch.empty(4096, 4095, dtype=BF16, device="meta")
+    assert R.unsupported(x, w, sm90) is None
+    assert "sm_90" in R.unsupported(x, w, gfx)
+    assert "K <" in R.unsupported(x[:, :63], w[:, :63], sm90)
+    assert "N %" in R.unsupported(x, w[:4095], sm90)
+    assert "contiguous" in R.unsupported(x, w.t(), sm90) or "N %" in R.unsupported(x, w.t(), sm90)
