@@ -160,7 +160,8 @@ def gemm_a16w16(x, w, bias=None, *, activation=None, out_dtype=None, out=None, c
 def isa_cases(archs):
     """Every bucket of every shipped table (gemm kernels, bf16), plus the split-K reduce once per target, and for
     sm_90 the operand copy of unaligned K (kernels/triton/pad.py) and the kernel that reads such rows where they
-    lie at a few tokens (kernels/triton/gemm_rows.py: its two M tiles, split and not)."""
+    lie at a few tokens (kernels/triton/gemm_rows.py: its two M tiles, split and not) and past them by TMA
+    (kernels/triton/gemm_rows_tma.py: its swapped and unswapped tiles, split and not)."""
     yield from G.table_cases(OP, archs)
     rbm, rbn = G.reduce_tile(2**20, 2**20)
     for arch in archs:
@@ -182,6 +183,14 @@ def isa_cases(archs):
                 yield {"kernel": "gemm_rows_kernel", "op": OP, "arch": "sm_90", "table": "-", "bucket": "bf16",
                        "config": {"BLOCK_M": bm, "BLOCK_N": gemm_rows.BLOCK_N, "num_warps": gemm_rows.WARPS,
                                   "SPLIT_K": split}, "path": "rows"}
+        from ..kernels.triton import gemm_rows_tma
+
+        for M in (32, 128):  # its swapped and unswapped tiles (the dispatch's M past gemm_rows, to ROWS_TMA_MAX_M)
+            t = gemm_rows_tma.tile(M, 4096, 4095, 2, sm90.num_cus)
+            for split in (1, 3):
+                yield {"kernel": "gemm_rows_tma_kernel", "op": OP, "arch": "sm_90", "table": "-", "bucket": "bf16",
+                       "config": {"M": M, "BLOCK_M": t["BLOCK_M"], "BLOCK_N": t["BLOCK_J"],
+                                  "num_warps": t["num_warps"], "SPLIT_K": split}, "path": "rows_tma"}
 
 
 def isa_spec(case):
@@ -198,6 +207,13 @@ def isa_spec(case):
                                                            case["config"]["SPLIT_K"])
         return dict(kernel=kernel, signature=sig, constexprs=ce, divisible=div, options=opts,
                     promises=gemm_rows.PROMISES, block=None, smem_bound=0)
+    if case["path"] == "rows_tma":
+        from ..kernels.triton import gemm_rows_tma
+
+        kernel, sig, ce, div, opts = gemm_rows_tma.static_spec(case["bucket"], case["config"]["M"],
+                                                               case["config"]["SPLIT_K"])
+        return dict(kernel=kernel, signature=sig, constexprs=ce, divisible=div, options=opts,
+                    promises=gemm_rows_tma.PROMISES, block=None, smem_bound=0)
     if case["path"] != "reduce":
         return G.table_spec(case)
     from .. import arch as _arch

@@ -203,11 +203,11 @@ def constexprs(t: dict, v: int, has_bias: bool, activation: str) -> dict:
                 HAS_BIAS=has_bias, ACTIVATION=activation, SPLIT_K=t["SPLIT_K"])
 
 
-def static_spec(dtype: str = "bf16", block_m: int = 16, split_k: int = 2, activation: str = "none"):
-    """(kernel, signature, constexprs, divisible, options) as `launch` compiles it for a `dtype` call at M up to
-    block_m (`tile`'s swapped tile at M <= SWAP_MAX_M, else its unswapped one), y 16-byte aligned (`gemmkit isa`)."""
+def static_spec(dtype: str = "bf16", M: int = 16, split_k: int = 2, activation: str = "none"):
+    """(kernel, signature, constexprs, divisible, options) as `launch` compiles it for a `dtype` call of M tokens
+    (`tile`'s: swapped at M <= SWAP_MAX_M, else unswapped) on a 4096 x 4095 w, y 16-byte aligned (`gemmkit isa`)."""
     v = vec(2)
-    t = tile(block_m, 4096, 4095, 2, 132)
+    t = tile(M, 4096, 4095, 2, 132)
     t.update(SPLIT_K=split_k)
     ce = dict(constexprs(t, v, False, activation), stride_yn=1)  # the contiguous y Triton specialises
     sig = {"x_desc": f"tensordesc<{dtype}[{t['BLOCK_M']}, {t['BLOCK_K']}]>",
