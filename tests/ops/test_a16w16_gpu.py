@@ -94,7 +94,7 @@ def test_shapes(M, N, K, dtype, launches):
     if cfg.get("backend") == "gluon" and (N * 2) % 16 == 0 and K % 8 == 0:
         assert choice.kernel == (hopper_coop.KERNEL_NAME if hopper_pingpong.is_coop(cfg) else
                                  hopper_pingpong.KERNEL_NAME)
-    want = {choice.kernel}
+    want = {choice.kernel} | ({"shift_rows_kernel"} if choice.kernel == D.TRITON_ROWS_TMA else set())
     copies = dispatch_copies(choice)
     if copies:
         want.add("pad_rows_kernel")
@@ -103,6 +103,26 @@ def test_shapes(M, N, K, dtype, launches):
         want.add("splitk_reduce_kernel")
     assert ran == want
     check(out, x, w)
+
+
+@pytest.mark.parametrize("M,N,K", [(17, 4096, 4095), (64, 4096, 4095), (100, 14336, 4095), (200, 28672, 8191),
+                                   (48, 4096, 1030)])
+def test_rows_tma(M, N, K, launches, monkeypatch):
+    """kernels/triton/gemm_rows_tma.py (its switch on): w's rows off 16 bytes read where they lie by TMA, every
+    element against float64; a w whose rows are views of wider ones with inf in the gaps, a bias and silu."""
+    monkeypatch.setattr(D, "ROWS_TMA", True)
+    x = torch.randn(M, K, device=DEV, dtype=torch.bfloat16)
+    full = torch.randn(N, K + 3, device=DEV, dtype=torch.bfloat16)
+    for w, bias, act in ((full[:, :K].contiguous(), None, None),
+                         (full.index_fill(1, torch.arange(K, K + 3, device=DEV), float("inf"))[:, :K],
+                          torch.randn(N, device=DEV, dtype=torch.bfloat16), "silu")):
+        out = torch.full((M, N), float("nan"), device=DEV, dtype=torch.bfloat16)
+        before = dict(launches)
+        gemmkit.gemm_a16w16(x, w, bias=bias, activation=act or "none", out=out)
+        torch.cuda.synchronize()
+        ran = {k for k in launches if launches[k] != before.get(k, 0)}
+        assert {"gemm_rows_tma_kernel", "shift_rows_kernel"} <= ran and "pad_rows_kernel" not in ran, ran
+        check(out, x, w, bias, act)
 
 
 @pytest.mark.parametrize("act", [None, "relu", "gelu", "gelu_tanh", "silu"], ids=str)
