@@ -117,3 +117,15 @@ def test_unsupported_says_why():
     assert "K <" in R.unsupported(x[:, :63], w[:, :63], sm90)
     assert "N %" in R.unsupported(x, w[:4095], sm90)
     assert "contiguous" in R.unsupported(x, w.t(), sm90) or "N %" in R.unsupported(x, w.t(), sm90)
+
+
+def test_rows_tma_replays():
+    """The call plan replays it (x's copies a workspace, w's descriptor over a view of w) with new tensors."""
+    from gemmkit import callplan
+
+    w = randn(2048, 131, dtype=BF16)
+    replays = callplan.STATS["replays"]
+    for _ in range(2):
+        _check(randn(20, 131, dtype=BF16), w)
+    assert callplan.STATS["replays"] == replays + 1, "the call's plan was not replayed"
+    _check(randn(20, 131, dtype=BF16), randn(2048, 131, dtype=BF16))  # another w: its own descriptor
