@@ -1,6 +1,7 @@
 """kernels/triton/gemm_rows_tma.py: weight rows TMA cannot address (K % 8 != 0 in bf16) read where they lie by TMA,
 past gemm_rows' few tokens. Through the op a user calls (gemm_a16w16), in the interpreter: every element against
-the float64 reference, into poisoned outputs (N large enough that x's eight copies pass the dispatch's share); the kernels the dispatch says (x's shifted copies, no copy of w); the
+the float64 reference, into poisoned outputs (N large enough that x's eight copies pass the dispatch's share); the
+kernels the dispatch says (x's shifted copies, no copy of w); the
 eight row classes and their shifts, the masked first and last chunks, split-K, the swapped and unswapped tiles, a
 strided w whose gaps hold inf, a transposed x; and the host's refusals."""
 import pytest
