@@ -427,7 +427,8 @@ def _rows_tma_kernel(tile, target, x2, w, scaling, passed) -> Choice | None:
         return None
     t = gemm_rows_tma.tile(M, N, K, w.element_size(), target.num_cus)
     v = gemm_rows_tma.vec(w.element_size())
-    if v * H.cdiv(M, t["BLOCK_M"]) * t["BLOCK_M"] * gemm_rows_tma.shifted_k(K, 2) > ROWS_TMA_X_SHARE * N * K:
+    if v * H.cdiv(M, t["BLOCK_M"]) * t["BLOCK_M"] * gemm_rows_tma.shifted_k(K, w.element_size()) > \
+            ROWS_TMA_X_SHARE * N * K:
         return None
     cfg = dict(BLOCK_SIZE_M=t["BLOCK_M"], BLOCK_SIZE_N=t["BLOCK_J"], BLOCK_SIZE_K=t["BLOCK_K"],
                NUM_KSPLIT=t["SPLIT_K"])

@@ -185,7 +185,7 @@ def isa_cases(archs):
                                   "SPLIT_K": split}, "path": "rows"}
         from ..kernels.triton import gemm_rows_tma
 
-        for M in (32, 128):  # its swapped and unswapped tiles (the dispatch's M past gemm_rows, to ROWS_TMA_MAX_M)
+        for M in (32, 128, 256):  # its swapped tile and two unswapped ones (M past gemm_rows to ROWS_TMA_MAX_M)
             t = gemm_rows_tma.tile(M, 4096, 4095, 2, sm90.num_cus)
             for split in (1, 3):
                 yield {"kernel": "gemm_rows_tma_kernel", "op": OP, "arch": "sm_90", "table": "-", "bucket": "bf16",
