@@ -26,8 +26,9 @@ that tier can run it. The kernels are tried in one order, and the first that can
   (hopper_coop_kernel at num_warps 8, hopper_pingpong_kernel at 4: GATED), unsplit, on sm_90 TMA operands; then the
   Triton tier in the same order: its gemm_gated_tma_kernel, gemm_gated_kernel; where w's rows are off 16 bytes
   gemm_rows_kernel into fp32 partials (+ gated_splitk_reduce_kernel, which applies the activation) at M <=
-  gemm_rows.MAX_M, else the TMA kernel on padded copies of x and (where its own rows are off) w; a 4-byte h's TMA kernel
-  on a shorter ring (gated.fit_stages)
+  gemm_rows.MAX_M, gemm_rows_tma_kernel's likewise above it where `_rows_tma_kernel` takes the call, else the TMA
+  kernel on padded copies of x and (where its own rows are off) w; a 4-byte h's TMA kernel on a shorter ring
+  (gated.fit_stages)
 
 `dense` returns a `Choice`: the kernel, the config it runs, and (kernel, why) for each kernel passed over.
 The ops launch `Choice.kernel`; `gemmkit configs` prints `Choice.explain()` for a shape; the tuner groups its
@@ -720,8 +721,8 @@ def gated(cfg: dict, target, x2, w, y, *, activation: str) -> Choice:
     Triton fits the activation in its registers (kernels/_budgets.py: on 3.9 a gelu into a bf16 h spills at two
     64-register accumulators), else the Triton tier with the same tile. The Triton
     tier: its TMA kernel on a copy of x of whole boxes of rows where `pad_m` says so; where TMA cannot address w's
-    rows, at a few tokens gemm_rows_kernel into fp32 partials that the gated reduce finishes
-    (kernels/triton/gated.launch_rows), above them the TMA kernel on copies of x and of w where its own rows are off
+    rows, at a few tokens gemm_rows_kernel, past them gemm_rows_tma_kernel where `_rows_tma_kernel` takes the call,
+    into fp32 partials that the gated reduce finishes (kernels/triton/gated.launch_rows), else the TMA kernel on copies of x and of w where its own rows are off
     (`pad_k`, `pad_k_w`); where h's rows are off 16 bytes, any of these into a workspace of 16-byte rows
     (`_y_workspace`: `Choice.pitch_y`, ops/ffn.launch_gated copies h out of it)."""
     from ..kernels.triton import gated as TG
@@ -749,8 +750,9 @@ def gated(cfg: dict, target, x2, w, y, *, activation: str) -> Choice:
     if choice.kernel == GATED_TMA:
         return _rows_padded(choice, x2, w)
     choice = dataclasses.replace(choice, config=cfg)
-    rows = _rows_kernel(cfg, target, x2, w, G.NO_SCALING, list(choice.passed_over)) if target.is_nvidia else None
-    if rows is not None:  # a few tokens, w's rows off 16 bytes: w read where it lies, then the gated reduce
+    rows = (_rows_kernel(cfg, target, x2, w, G.NO_SCALING, list(choice.passed_over)) or
+            _rows_tma_kernel(cfg, target, x2, w, G.NO_SCALING, list(choice.passed_over))) if target.is_nvidia else None
+    if rows is not None:  # w's rows off 16 bytes: w read where it lies, then the gated reduce
         return dataclasses.replace(rows, gated=True)
     if target.is_nvidia and _copies_align(x2, w, y, cfg):  # K % 8 != 0: the TMA kernel on copies (`pad_k`)
         import torch

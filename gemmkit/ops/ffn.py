@@ -160,8 +160,8 @@ def launch_gated(x2, w, y, activation, cfg, target, compile_only=False):
                                                         compile_only=compile_only),
                     lambda: launch_gated(x2, w, y, activation, cfg, target, compile_only))  # now passed over
         return
-    if choice.kernel == D.TRITON_ROWS:
-        H.launch_rows(x2, w, y, activation, target, compile_only)
+    if choice.kernel in (D.TRITON_ROWS, D.TRITON_ROWS_TMA):
+        H.launch_rows(x2, w, y, activation, target, compile_only, tma=choice.kernel == D.TRITON_ROWS_TMA)
         return
     if choice.pad_m or choice.pad_k:
         from ..kernels.triton import pad

@@ -227,6 +227,36 @@ def test_gated_unaligned_k_at_few_tokens_reads_w_where_it_lies(M, K, launches):
     assert ok, msg
 
 
+@pytest.mark.parametrize("M,I,K", [(17, 1024, 201), (64, 2048, 1031), (100, 4096, 203)], ids=str)
+def test_gated_unaligned_k_past_few_tokens_reads_w_by_tma(M, I, K, launches, monkeypatch):
+    """K % 8 != 0 past gemm_rows' tokens, gemm_rows_tma's switch on: w read where it lies by TMA into fp32 [g | u]
+    partials (x's shifted copies; the swapped tile unsplit and split along K, the unswapped one) and the gated
+    reduce applies the activation: no copy of w. I wide enough that x's eight copies pass the dispatch's share."""
+    from gemmkit.ops import dispatch as D
+
+    monkeypatch.setattr(D, "ROWS_TMA", True)  # (off until timed on a GPU)
+    x, (w, wd) = randn(M, K, dtype=BF16), weights(I, K)
+    cfg = dict(SMALL, tma=True)
+    before = dict(launches)
+    out = poisoned((M, I), torch.float32)
+    gemmkit.gemm_a16w16_gated(x, w, out=out, config=cfg)
+    ran = {k: v - before.get(k, 0) for k, v in launches.items() if v != before.get(k, 0)}
+    assert ran == {"shift_rows_kernel": 1, "gemm_rows_tma_kernel": 1, "gated_splitk_reduce_kernel": 1}, ran
+    check_gated(out, x, w)
+    from gemmkit import callplan
+
+    replays = callplan.STATS["replays"]
+    x2 = randn(M, K, dtype=BF16)  # the same signature again: its call plan's replay (fresh partials), right too
+    out2 = poisoned((M, I), torch.float32)
+    gemmkit.gemm_a16w16_gated(x2, w, out=out2, config=cfg)
+    assert callplan.STATS["replays"] == replays + 1
+    check_gated(out2, x2, w)
+    if M == 17:  # and through ffn_gated (its first GEMM), against float64
+        y = gemmkit.ffn_gated(x, w, wd, config=(cfg, None))
+        ok, msg = within_bound(y, ffn_ref(x, w, wd), BF16)
+        assert ok, msg
+
+
 def test_gated_splitk_is_reproducible():
     M, I, K = 3, 32, 512
     x, (w, _) = randn(M, K, dtype=BF16), weights(I, K)

@@ -75,6 +75,23 @@ def test_gated_row_padded_x(M, I, K):
     check_gated(out, x, w)
 
 
+@pytest.mark.parametrize("M,I,K", [(64, 4096, 4095), (200, 14336, 4095), (17, 5000, 7001)], ids=str)
+def test_gated_rows_tma(M, I, K, launches, monkeypatch):
+    """K % 8 != 0 past gemm_rows' tokens, gemm_rows_tma's switch on: w read where it lies by TMA into fp32 [g | u]
+    partials, then the gated reduce; every element of h against float64."""
+    from gemmkit.ops import dispatch as D
+
+    monkeypatch.setattr(D, "ROWS_TMA", True)
+    x, w, _ = inputs(M, I, K)
+    out = torch.full((M, I), float("nan"), device=DEV, dtype=BF16)
+    before = dict(launches)
+    gemmkit.gemm_a16w16_gated(x, w, out=out)
+    torch.cuda.synchronize()
+    ran = {k for k in launches if launches[k] != before.get(k, 0)}
+    assert {"gemm_rows_tma_kernel", "gated_splitk_reduce_kernel"} <= ran and "pad_rows_kernel" not in ran, ran
+    check_gated(out, x, w)
+
+
 # The config model's `gated_one_wave` (model/gated.py): the Gluon cooperative gated tile where its 128 x 128 tiles
 # of h fit one wave; partial tiles in both dims (333 x 3000, 129 x 7000: the last row / column shifted back), long K
 ONE_WAVE = [(200, 6144, 4096), (460, 2304, 11264), (777, 1536, 8000), (333, 3000, 2048), (129, 7000, 1024)]

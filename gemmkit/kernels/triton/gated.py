@@ -9,9 +9,10 @@ ops/dispatch.py which kernel serves it and calls `launch` here with 2-D operands
     tma=True   ─► gemm_gated_tma_kernel  (kernels/triton/gemm_gated.py)   ops/dispatch.py decides, from
     tma=False  ─► gemm_gated_kernel                                       `tma_unsupported` here
     NUM_KSPLIT > 1 ─► gated_splitk_reduce_kernel over the (split, M, 2I) fp32 partials
-        │ launch_rows(...): a few tokens, w's rows off 16 bytes (ops/dispatch.py decides)
+        │ launch_rows(...): w's rows off 16 bytes, a few tokens (or to ROWS_TMA_MAX_M: tma=True; ops/dispatch.py)
         ▼
-    gemm_rows_kernel (kernels/triton/gemm_rows.partials: [g | u] in fp32) ─► gated_splitk_reduce_kernel
+    gemm_rows_kernel / gemm_rows_tma_kernel (kernels/triton/gemm_rows*.partials: [g | u] in fp32)
+        ─► gated_splitk_reduce_kernel
         every launch through launcher.py
 
 A gated tile reads 2 * BLOCK_SIZE_N rows of w per K step (gate and up) and writes BLOCK_SIZE_N columns
@@ -142,13 +143,14 @@ def launch(x2, w, y, activation, cfg, target, compile_only=False, *, tma: bool):
         launch_reduce(part, y, activation, compile_only)
 
 
-def launch_rows(x2, w, y, activation, target, compile_only=False):
-    """The gated GEMM at a few tokens on a w whose rows TMA cannot address (K % 8 != 0): gemm_rows_kernel reads w
-    where it lies into fp32 [g | u] partials (kernels/triton/gemm_rows.partials), then the gated reduce adds them
-    and applies the activation. (The copies the TMA kernel would need cost more than the call: ops/dispatch.py.)"""
-    from . import gemm_rows
+def launch_rows(x2, w, y, activation, target, compile_only=False, tma: bool = False):
+    """The gated GEMM on a w whose rows TMA cannot address (K % 8 != 0): gemm_rows_kernel (a few tokens) or, `tma`,
+    gemm_rows_tma_kernel (past them) reads w where it lies into fp32 [g | u] partials (their `partials`), then the
+    gated reduce adds them and applies the activation. (ops/dispatch.py weighs them against copies of x and w.)"""
+    from . import gemm_rows, gemm_rows_tma
 
-    launch_reduce(gemm_rows.partials(x2, w, target, compile_only), y, activation, compile_only)
+    launch_reduce((gemm_rows_tma if tma else gemm_rows).partials(x2, w, target, compile_only), y, activation,
+                  compile_only)
 
 
 def launch_reduce(part, y, activation, compile_only=False):

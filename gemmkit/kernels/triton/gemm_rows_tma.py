@@ -176,26 +176,46 @@ def launch(x2, w, bias, y, activation, target, compile_only=False, t: dict | Non
     shifted copies (pad.shift_rows), the kernel, then the split-K reduce where the tile splits K. `t`: a tile other
     than `tile`'s (the A/B)."""
     from . import dense as G
+
+    (M, N), K = y.shape, w.shape[1]
+    t = t or tile(M, N, K, w.element_size(), target.num_cus)
+    split = t["SPLIT_K"]
+    part = torch.empty((split, M, N), dtype=torch.float32, device=x2.device) if split > 1 else y
+    launch_tile(x2, w, bias, y, part, activation, target, t, compile_only)
+    if split > 1:
+        G.launch_reduce(part, M * N, split, bias, y, activation, target, compile_only)
+
+
+def partials(x2, w, target, compile_only=False) -> torch.Tensor:
+    """x2 @ w.T as fp32 partial sums (SPLIT_K, M, N) of `tile`'s K split, not yet added (SPLIT_K 1: the product):
+    for a caller with its own reduce (the gated GEMM's, which applies its activation to the sum:
+    kernels/triton/gated.launch_rows)."""
+    M, K = x2.shape
+    N = w.shape[0]
+    t = tile(M, N, K, w.element_size(), target.num_cus)
+    part = torch.empty((t["SPLIT_K"], M, N), dtype=torch.float32, device=x2.device)
+    launch_tile(x2, w, None, part[0], part, "none", target, t, compile_only)
+    return part
+
+
+def launch_tile(x2, w, bias, y, part, activation, target, t: dict, compile_only=False):
+    """x's shifted copies and the kernel with tile `t`: y = act(x2 @ w.T + bias) where t splits no K, else the fp32
+    partials in `part` (SPLIT_K, M, N)."""
     from .pad import shift_rows
 
     (M, N), K = y.shape, w.shape[1]
     es = w.element_size()
-    t = t or tile(M, N, K, es, target.num_cus)
-    split = t["SPLIT_K"]
     v = vec(es)
     P = w.stride(0)
     RP = H.cdiv(M, t["BLOCK_M"]) * t["BLOCK_M"]
     xs = shift_rows(x2, P, RP, shifted_k(K, es), compile_only)
-    part = torch.empty((split, M, N), dtype=torch.float32, device=x2.device) if split > 1 else y
     span = w.as_strided(((N - 1) * P + K,), (1,))  # w's first to last element: every box lies within it
     w_desc = L.tma_view_descriptor(span, (N // v, (v - 1) * P + K), (v * P, 1), [t["BLOCK_J"], t["BLOCK_K"]])
     x_desc = L.tma_descriptor(xs, [t["BLOCK_M"], t["BLOCK_K"]])
-    grid = (v * H.cdiv(N // v, t["BLOCK_J"]) * H.cdiv(M, t["BLOCK_M"]) * split,)
+    grid = (v * H.cdiv(N // v, t["BLOCK_J"]) * H.cdiv(M, t["BLOCK_M"]) * t["SPLIT_K"],)
     L.launcher(gemm_rows_tma_kernel, grid, compile_only)(
         x_desc, w_desc, bias if bias is not None else y, y, part, M, N, K, RP, P, y.stride(0), y.stride(1),
         **constexprs(t, v, bias is not None, activation), num_warps=t["num_warps"], num_stages=t["num_stages"])
-    if split > 1:
-        G.launch_reduce(part, M * N, split, bias, y, activation, target, compile_only)
 
 
 def constexprs(t: dict, v: int, has_bias: bool, activation: str) -> dict:
