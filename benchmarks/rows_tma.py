@@ -10,6 +10,10 @@ import argparse
 ARGS = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
 ARGS.add_argument("json", nargs="?", help="write the rows (stamped: device, date, versions, git sha) to this path")
 ARGS.add_argument("--quick", action="store_true", help="one round a mode, a few shapes")
+ARGS.add_argument("--heldout", action="store_true", help="the held-out shapes (HELDOUT), with the op as it serves")
+ARGS.add_argument("--short-k", action="store_true", help="the short-K sweep (SHORT_K)")
+ARGS.add_argument("--all-variants", action="store_true",
+                  help="on VARIANT_SHAPES the stages and swapped-width neighbours too (else the K split's only)")
 ARGS = ARGS.parse_args()
 
 import json
@@ -30,7 +34,15 @@ L2 = torch.cuda.get_device_properties(0).L2_cache_size
 target = arch.current()
 ROWS_TMA = getattr(D, "ROWS_TMA", None)
 SHAPES = [(M, 4096, 4095) for M in (64, 16, 17, 32, 128, 256, 1)] + [(M, 28672, 8191) for M in (256, 64)] + \
-    [(M, 5000, 7001) for M in (64, 256)] + [(M, 14336, 4095) for M in (32, 128)] + [(512, 4096, 4095)]
+    [(M, 5000, 7001) for M in (64, 256)] + [(M, 14336, 4095) for M in (32, 128)] + [(512, 4096, 4095)] + \
+    [(40, 6144, 2047), (48, 18432, 5119), (24, 2560, 9999), (96, 28672, 8191), (128, 28672, 8191), (56, 1536, 7001)]
+HELDOUT = [(20, 7168, 2049), (33, 11008, 4097), (72, 3584, 18943), (100, 8192, 1023), (160, 22016, 5119),
+           (200, 12288, 6143), (250, 6144, 3001), (45, 2048, 12285), (64, 10240, 2879), (144, 18944, 3583)]
+if ARGS.heldout:  # shapes no constant of gemm_rows_tma or of its dispatch was set on
+    SHAPES = HELDOUT
+SHORT_K = [(M, N, K) for M, N in ((100, 8192), (32, 8192), (200, 12288)) for K in (1023, 1535, 2047, 3071)]
+if ARGS.short_k:  # where K's chunks are few (100 x 8192 x 1023 ran 2.4x slower than the copy)
+    SHAPES = SHORT_K
 if ARGS.quick:
     SHAPES = [(64, 4096, 4095), (256, 4096, 4095), (16, 4096, 4095)]
 
@@ -39,17 +51,18 @@ VARIANT_SHAPES = {(64, 4096, 4095), (256, 28672, 8191)}
 
 
 def variants(M, N, K):
-    """The default tile, and on VARIANT_SHAPES its neighbours: the K split's goal, stages, the weight rows a box."""
+    """The default tile and the K split's goal at 1 program an SM; with --all-variants on VARIANT_SHAPES the goal at 4,
+    stages, the weight rows a box."""
     base = R.tile(M, N, K, 2, target.num_cus)
     out = {"tma": base}
-    if (M, N, K) not in VARIANT_SHAPES:
-        return out
     chunks = -(-K // R.BLOCK_K)
     progs = 8 * -(-(N // 8) // base["BLOCK_J"]) * -(-M // base["BLOCK_M"])
     for per_sm in (1, 4):
         split = max(1, min(-(-per_sm * target.num_cus // progs), chunks // R.MIN_STEPS))
-        if split != base["SPLIT_K"]:
+        if split != base["SPLIT_K"] and (per_sm == 1 or ARGS.all_variants and (M, N, K) in VARIANT_SHAPES):
             out[f"tma_sm{per_sm}"] = dict(base, SPLIT_K=split)
+    if not ARGS.all_variants or (M, N, K) not in VARIANT_SHAPES:
+        return out
     for st in (3, 6):
         out[f"tma_st{st}"] = dict(base, num_stages=st)
     if base["SWAP"]:
@@ -88,7 +101,8 @@ for M, N, K in SHAPES:
     errs = {name: check(*sets[0], t) for name, t in tiles.items()}
     fns = {"served": (lambda x, w: gemmkit.gemm_a16w16(x, w), sets),
            "aligned": (lambda x, w: gemmkit.gemm_a16w16(x, w), aligned),
-           "vendor": (lambda x, w: torch.matmul(x, w.t()), sets)}
+           "vendor": (lambda x, w: torch.matmul(x, w.t()), sets),
+           "op": (lambda x, w: gemmkit.gemm_a16w16(x, w), sets)}  # as it serves by default
     for name, t in tiles.items():
         fns[name] = ((lambda t: lambda x, w: R.launch(x, w, None, torch.empty(x.shape[0], w.shape[0], device=dev,
                                                                                dtype=torch.bfloat16),

@@ -248,10 +248,19 @@ ROWS_KERNEL = os.environ.get("GEMMKIT_ROWS_KERNEL", "1") != "0"
 
 # Past gemm_rows' few tokens the copy of w is still most of the call (M = 64 x 4096 x 4095: 34.9 us against 13-14 at
 # K = 4096): there gemm_rows_tma_kernel reads w once where it lies, by TMA (kernels/triton/gemm_rows_tma.py), up to
-# ROWS_TMA_MAX_M tokens and where x's eight shifted copies hold at most ROWS_TMA_X_SHARE of w's bytes.
-# Not yet timed on a GPU: off unless GEMMKIT_ROWS_TMA=1 (or ROWS_TMA = True); benchmarks/rows_tma.py compares.
-ROWS_TMA = os.environ.get("GEMMKIT_ROWS_TMA", "0") == "1"
+# ROWS_TMA_MAX_M tokens, where x's eight shifted copies hold at most ROWS_TMA_X_SHARE of w's bytes and K reaches
+# ROWS_TMA_MIN_K (the swapped tile, M <= gemm_rows_tma.SWAP_MAX_M) or ROWS_TMA_MIN_K_UNSWAPPED: its stores, 8 columns
+# apart, cost about as much at any K (100 x 8192: 49 us at K = 1023, 68 at 3071). H100, same process, against this
+# path off (benchmarks/results/h100/rows_tma*.json, 42 shapes): every admitted shape ran faster (17 x 4096 x 4095
+# 39.2 -> 23.9 us, 32 x 14336 x 4095 140 -> 63, 64 x 4096 x 4095 40.4 -> 37.4, 256 x 28672 x 8191 562 -> 462;
+# held out 20 x 7168 x 2049 33.4 -> 23.6, 33 x 11008 x 4097 111 -> 55, 144 x 18944 x 3583 165 -> 158); the refused
+# ran slower or within 7% (x's copies past a quarter of w: 128 x 4096 x 4095 42 -> 61, 256 x 5000 x 7001 98 -> 135;
+# short K: 100 x 8192 x 1023 20 -> 49, 200 x 12288 x 3071 97 -> 118, 32 x 8192 x 1535 28.6 -> 26.6), but two long-K
+# rows past the share won (72 x 3584 x 18943 166 -> 120, 45 x 2048 x 12285 63 -> 46). The K floors are fitted on
+# these rows (only the first ten of the held-out set were not used to set a constant). GEMMKIT_ROWS_TMA=0: off.
+ROWS_TMA = os.environ.get("GEMMKIT_ROWS_TMA", "1") == "1"
 ROWS_TMA_MAX_M, ROWS_TMA_X_SHARE = 256, 0.25
+ROWS_TMA_MIN_K, ROWS_TMA_MIN_K_UNSWAPPED = 1536, 3328  # between the K timed losing and winning
 
 
 # A Gluon config's tile on the Triton tier's TMA kernel keeps as many of its stages as fit that path's shared memory
@@ -417,8 +426,8 @@ def _rows_kernel(tile, target, x2, w, scaling, passed) -> Choice | None:
 
 def _rows_tma_kernel(tile, target, x2, w, scaling, passed) -> Choice | None:
     """gemm_rows_tma_kernel for a call whose config asks for TMA but whose w rows TMA cannot address, past gemm_rows'
-    tokens up to ROWS_TMA_MAX_M, where the kernel takes it (`gemm_rows_tma.unsupported`) and x's shifted copies hold
-    at most ROWS_TMA_X_SHARE of w's bytes (16-bit operands, no scales)."""
+    tokens up to ROWS_TMA_MAX_M, where the kernel takes it (`gemm_rows_tma.unsupported`), x's shifted copies hold
+    at most ROWS_TMA_X_SHARE of w's bytes and K reaches its tile's floor (16-bit operands, no scales)."""
     from ..kernels.triton import gemm_rows_tma
 
     M, K = x2.shape
@@ -427,6 +436,8 @@ def _rows_tma_kernel(tile, target, x2, w, scaling, passed) -> Choice | None:
             not _row_misaligned(w) or not 0 < M <= ROWS_TMA_MAX_M or gemm_rows_tma.unsupported(x2, w, target):
         return None
     t = gemm_rows_tma.tile(M, N, K, w.element_size(), target.num_cus)
+    if K < (ROWS_TMA_MIN_K if t["SWAP"] else ROWS_TMA_MIN_K_UNSWAPPED):
+        return None
     v = gemm_rows_tma.vec(w.element_size())
     if v * H.cdiv(M, t["BLOCK_M"]) * t["BLOCK_M"] * gemm_rows_tma.shifted_k(K, w.element_size()) > \
             ROWS_TMA_X_SHARE * N * K:

@@ -1,6 +1,7 @@
 """kernels/triton/gemm_rows_tma.py: weight rows TMA cannot address (K % 8 != 0 in bf16) read where they lie by TMA,
 past gemm_rows' few tokens. Through the op a user calls (gemm_a16w16), in the interpreter: every element against
-the float64 reference, into poisoned outputs (N large enough that x's eight copies pass the dispatch's share); the
+the float64 reference, into poisoned outputs (N large enough that x's eight copies pass the dispatch's share; at the
+small K the interpreter affords, under the dispatch's K floors, with the floors lowered: `small_k`); the
 kernels the dispatch says (x's shifted copies, no copy of w); the
 eight row classes and their shifts, the masked first and last chunks, split-K, the swapped and unswapped tiles, a
 strided w whose gaps hold inf, a transposed x; and the host's refusals."""
@@ -18,9 +19,13 @@ pytestmark = pytest.mark.interpreter
 BF16 = torch.bfloat16
 
 
-@pytest.fixture(autouse=True)
-def _rows_tma_on(monkeypatch):
-    monkeypatch.setattr(D, "ROWS_TMA", True)  # (its switch; off until timed on a GPU)
+@pytest.fixture
+def small_k(monkeypatch):
+    """The kernel at the small K the interpreter can afford: the dispatch's K floors (a speed rule: below them the
+    copy of w ran faster on the GPU; ROWS_TMA_MIN_K*) lowered so these calls reach it. The kernel's sums do not
+    depend on them; test_as_shipped and test_the_dispatch_takes_it_where_it_pays run with the floors as shipped."""
+    monkeypatch.setattr(D, "ROWS_TMA_MIN_K", 0)
+    monkeypatch.setattr(D, "ROWS_TMA_MIN_K_UNSWAPPED", 0)
 
 
 def _check(x, w, bias=None, activation="none", dtype=BF16):
@@ -40,6 +45,7 @@ def _check(x, w, bias=None, activation="none", dtype=BF16):
     return launched
 
 
+@pytest.mark.usefixtures("small_k")
 @pytest.mark.parametrize("M, N, K", [
     (17, 2048, 129),  # K odd: eight classes, eight shifts; the swapped tile (32 tokens), K unsplit (3 chunks)
     (64, 4096, 1031),  # the swapped tile at its most tokens; K split (17 chunks), the reduce after
@@ -52,11 +58,13 @@ def test_rows_tma_matches_float64(M, N, K):
     assert ("splitk_reduce_kernel" in launched) == (R.tile(M, N, K, 2, arch.get("H100").num_cus)["SPLIT_K"] > 1)
 
 
+@pytest.mark.usefixtures("small_k")
 def test_rows_tma_bias_activation_fp16():
     x, w = randn(20, 299, dtype=torch.float16), randn(2048, 299, dtype=torch.float16)
     _check(x, w, bias=randn(2048, dtype=torch.float16), activation="silu", dtype=torch.float16)
 
 
+@pytest.mark.usefixtures("small_k")
 def test_rows_tma_reads_nothing_outside_the_rows():
     """w a view of rows of 133 elements (266 bytes, off 16-byte multiples), K = 129: the four elements after each row
     hold inf, and the boxes of each class start up to 7 elements before its rows (the row before's tail) and end past
@@ -69,6 +77,7 @@ def test_rows_tma_reads_nothing_outside_the_rows():
     _check(x, w)
 
 
+@pytest.mark.usefixtures("small_k")
 def test_rows_tma_inf_in_a_row_stays_in_its_column():
     """inf in weight row 9: column 9 is inf / nan, its neighbours in memory (rows 8, 10; and row 1, same class) not."""
     M, N, K = 24, 2048, 135
@@ -94,6 +103,15 @@ def test_shift_rows_copies():
         pad.shift_rows(x, 13, 8, 16)  # 13 + 7 columns do not fit 16
 
 
+@pytest.mark.parametrize("M, N, K", [
+    (17, 2048, 1537),  # the swapped tile at its K floor's first K; K split
+    (65, 8192, 3329),  # the unswapped 64 x 128 tile past its floor, two M tiles; K split
+])
+def test_as_shipped(M, N, K):
+    """Through the op with the dispatch as shipped: every element against float64, no copy of w."""
+    _check(randn(M, K, dtype=BF16), randn(N, K, dtype=BF16))
+
+
 def test_the_dispatch_takes_it_where_it_pays():
     sm90 = arch.get("H100")
     meta = lambda *s: torch.empty(*s, dtype=BF16, device="meta")  # noqa: E731
@@ -108,6 +126,10 @@ def test_the_dispatch_takes_it_where_it_pays():
     assert take(64, 576, 7001) != D.TRITON_ROWS_TMA  # x's eight copies past a quarter of w's bytes
     assert take(64, 4100, 4095) != D.TRITON_ROWS_TMA  # N % 8 != 0: the last octet would pass w's end
     assert take(64, 4096, 4096) != D.TRITON_ROWS_TMA  # rows TMA can address: the TMA kernels as they are
+    assert take(64, 8192, 1535) != D.TRITON_ROWS_TMA  # under the swapped tile's K floor: the copy
+    assert take(64, 8192, 1537) == D.TRITON_ROWS_TMA
+    assert take(100, 8192, 3321) != D.TRITON_ROWS_TMA  # under the unswapped tile's: its stores cost as much at any K
+    assert take(100, 8192, 3329) == D.TRITON_ROWS_TMA
 
 
 def test_unsupported_says_why():
@@ -120,6 +142,7 @@ def test_unsupported_says_why():
     assert "contiguous" in R.unsupported(x, torch.empty(4095, 4096, dtype=BF16, device="meta").t(), sm90)
 
 
+@pytest.mark.usefixtures("small_k")
 def test_rows_tma_replays():
     """The call plan replays it (x's copies a workspace, w's descriptor over a view of w) with new tensors."""
     from gemmkit import callplan

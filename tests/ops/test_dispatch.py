@@ -366,8 +366,7 @@ def test_batched_op_launches_the_kernel_the_rule_chooses(layout):
 # ----------------------------------------------------------------------------- unaligned K: padded copies
 
 @pytest.mark.parametrize("M", [1, 16, 17, 64, 257, 4096])
-def test_unaligned_k_pads_or_reads_rows_where_they_lie(M, monkeypatch):
-    monkeypatch.setattr(D, "ROWS_TMA", True)
+def test_unaligned_k_pads_or_reads_rows_where_they_lie(M):
     K = 4095  # rows of 8190 bytes: no TMA on the operands as given
     choice = D.dense(GLUON, H200, *dense_meta(M, 4096, K))
     if M <= 16:  # a few tokens: w read where it lies (kernels/triton/gemm_rows.py, MAX_M), no copy

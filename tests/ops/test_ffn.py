@@ -229,12 +229,14 @@ def test_gated_unaligned_k_at_few_tokens_reads_w_where_it_lies(M, K, launches):
 
 @pytest.mark.parametrize("M,I,K", [(17, 1024, 201), (64, 2048, 1031), (100, 4096, 203)], ids=str)
 def test_gated_unaligned_k_past_few_tokens_reads_w_by_tma(M, I, K, launches, monkeypatch):
-    """K % 8 != 0 past gemm_rows' tokens, gemm_rows_tma's switch on: w read where it lies by TMA into fp32 [g | u]
-    partials (x's shifted copies; the swapped tile unsplit and split along K, the unswapped one) and the gated
-    reduce applies the activation: no copy of w. I wide enough that x's eight copies pass the dispatch's share."""
+    """K % 8 != 0 past gemm_rows' tokens: w read where it lies by TMA (gemm_rows_tma) into fp32 [g | u] partials (x's
+    shifted copies; the swapped tile unsplit and split along K, the unswapped one) and the gated reduce applies the
+    activation: no copy of w. I wide enough that x's eight copies pass the dispatch's share; at the small K the
+    interpreter affords, with the dispatch's K floors (a speed rule, ROWS_TMA_MIN_K*) lowered."""
     from gemmkit.ops import dispatch as D
 
-    monkeypatch.setattr(D, "ROWS_TMA", True)  # (off until timed on a GPU)
+    monkeypatch.setattr(D, "ROWS_TMA_MIN_K", 0)
+    monkeypatch.setattr(D, "ROWS_TMA_MIN_K_UNSWAPPED", 0)
     x, (w, wd) = randn(M, K, dtype=BF16), weights(I, K)
     cfg = dict(SMALL, tma=True)
     before = dict(launches)

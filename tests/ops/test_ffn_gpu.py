@@ -76,12 +76,9 @@ def test_gated_row_padded_x(M, I, K):
 
 
 @pytest.mark.parametrize("M,I,K", [(64, 4096, 4095), (200, 14336, 4095), (17, 5000, 7001)], ids=str)
-def test_gated_rows_tma(M, I, K, launches, monkeypatch):
-    """K % 8 != 0 past gemm_rows' tokens, gemm_rows_tma's switch on: w read where it lies by TMA into fp32 [g | u]
-    partials, then the gated reduce; every element of h against float64."""
-    from gemmkit.ops import dispatch as D
-
-    monkeypatch.setattr(D, "ROWS_TMA", True)
+def test_gated_rows_tma(M, I, K, launches):
+    """K % 8 != 0 past gemm_rows' tokens: w read where it lies by TMA (gemm_rows_tma) into fp32 [g | u] partials, then
+    the gated reduce; every element of h against float64."""
     x, w, _ = inputs(M, I, K)
     out = torch.full((M, I), float("nan"), device=DEV, dtype=BF16)
     before = dict(launches)

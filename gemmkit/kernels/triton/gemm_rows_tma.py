@@ -25,7 +25,9 @@ w once, by TMA, from where it lies:
       wgmma's 64-row side, the tokens its N) -> epilogue (bias, activation) -> y[m, VEC (j0 + i) + r]
       (pointer stores: a program's columns are VEC apart; a split's fp32 partial likewise into part[split])
 
-Work ids: (split, M tile, octet block, class), the class fastest (neighbouring programs read neighbouring rows).
+Work ids: (split, octet block, class, M tile), the M tile fastest (the M tiles of a weight block read its boxes
+together: with the M tile slowest each M tile streamed all of w from DRAM again, H100 256 x 28672 x 8191: 2.1 TB/s
+of DRAM traffic, 523 us), then the class (neighbouring programs read neighbouring rows).
 Split-K (SPLIT_K > 1): split s takes the chunks `split_k_range` gives it; `_splitk_reduce.py` adds the partials in
 order, then bias and activation (bitwise reproducible).
 
@@ -60,7 +62,8 @@ PROMISES = (
 
 BLOCK_K = 64  # 128-byte box rows (16-bit)
 SWAP_MAX_M = 64  # at most this many tokens: the swapped tile (weight rows on wgmma's 64-row side)
-PROGRAMS_PER_SM = 2  # the K split's goal (the weight stream needs many boxes in flight)
+PROGRAMS_PER_SM = 1  # the K split's goal: at 2, every shape timed ran slower (H100, benchmarks/results/h100/rows_tma.json:
+# the fp32 partials are written 8 columns apart, one 32-byte sector an element; 64 x 4096 x 4095 46.6 -> 37.4 us)
 MIN_STEPS = 4  # K steps a split keeps at least
 STAGES = 4
 
@@ -86,14 +89,14 @@ def gemm_rows_tma_kernel(x_desc, w_desc, bias_ptr, y_ptr, part_ptr, M, N, K, RP,
                          SWAP: tl.constexpr, HAS_BIAS: tl.constexpr, ACTIVATION: tl.constexpr,
                          SPLIT_K: tl.constexpr):
     work = tl.program_id(0)
+    m_tiles = tl.cdiv(M, BLOCK_M)
+    pid_m = work % m_tiles  # fastest: the M tiles of one weight block run together and share its boxes in the L2
+    work //= m_tiles
     r = work % VEC  # the class: rows n = VEC j + r
     work //= VEC
     blocks = tl.cdiv(N // VEC, BLOCK_J)
     block = work % blocks
-    work //= blocks
-    m_tiles = tl.cdiv(M, BLOCK_M)
-    pid_m = work % m_tiles
-    split = work // m_tiles
+    split = work // blocks
     s = (r * pitch_w) % VEC  # elements from the 16-byte boundary before each row of the class to its start
     a_r = r * pitch_w - s  # (int32: the host checks (VEC - 1) P + K < 2**31)
     chunks = tl.cdiv(K + s, BLOCK_K)
