@@ -97,7 +97,10 @@ SWAP_ROUNDS_WIDE_N = 1792
 # K 512-16384; 20 shapes each card served so, all timed on the H100): the 20 the H100 serves so, 160 over the pick
 # +15.7% (+1 to +38%, none down; 0.787 -> 0.910x cuBLAS), 192 +9.8%; the 20 the H200 serves so +9.8% (two -0.8%),
 # 192 +3.5%. The margin-bound wide pick (the coop form above) gained only +2.9% there: 9 of 20 fell back to the
-# 128 x 128, which lost 2-6% to the narrow pick. In sample for the bound (smallest N timed 12816).
+# 128 x 128, which lost 2-6% to the narrow pick. In sample for the bound (smallest N timed 12816). Held out on the
+# H100 (results/h100/ab/bf16_swap_rounds_wide_pp_heldout_h100.json, 30 fresh shapes as the H100 serves them,
+# 2026-12-07): 0.758 -> 0.825x cuBLAS (+8.9%), 25 up (to +40%), 5 down (-2% to -15%: 336 x 12096 x 1744 0.68 ->
+# 0.59x, 551 x 13832 x 1152 0.91 -> 0.78x; short K). The H200's held-out half waits for an H200.
 SWAP_ROUNDS_WIDE_PP_N = 12000
 
 

@@ -9,7 +9,7 @@ ops/dispatch.py which kernel serves it and calls `launch` here with 2-D operands
     tma=True   ─► gemm_gated_tma_kernel  (kernels/triton/gemm_gated.py)   ops/dispatch.py decides, from
     tma=False  ─► gemm_gated_kernel                                       `tma_unsupported` here
     NUM_KSPLIT > 1 ─► gated_splitk_reduce_kernel over the (split, M, 2I) fp32 partials
-        │ launch_rows(...): w's rows off 16 bytes, a few tokens (or to ROWS_TMA_MAX_M: tma=True; ops/dispatch.py)
+        │ launch_rows(...): w's rows off 16 bytes, a few tokens (past them tma=True: ops/dispatch._rows_tma_kernel)
         ▼
     gemm_rows_kernel / gemm_rows_tma_kernel (kernels/triton/gemm_rows*.partials: [g | u] in fp32)
         ─► gated_splitk_reduce_kernel
