@@ -62,7 +62,7 @@ PROMISES = (
 
 BLOCK_K = 64  # 128-byte box rows (16-bit)
 SWAP_MAX_M = 64  # at most this many tokens: the swapped tile (weight rows on wgmma's 64-row side)
-PROGRAMS_PER_SM = 1  # the K split's goal: at 2, every shape timed ran slower (H100, benchmarks/results/h100/rows_tma.json:
+PROGRAMS_PER_SM = 1  # the K split's goal: at 2 every shape timed ran slower (H100, results/h100/rows_tma.json:
 # the fp32 partials are written 8 columns apart, one 32-byte sector an element; 64 x 4096 x 4095 46.6 -> 37.4 us)
 MIN_STEPS = 4  # K steps a split keeps at least
 STAGES = 4
