@@ -153,3 +153,23 @@ def test_rows_tma_replays():
         _check(randn(20, 131, dtype=BF16), w)
     assert callplan.STATS["replays"] == replays + 1, "the call's plan was not replayed"
     _check(randn(20, 131, dtype=BF16), randn(2048, 131, dtype=BF16))  # another w: its own descriptor
+
+
+@pytest.mark.parametrize("M, N, K", [
+    (20, 2056, 299),  # swapped, 257 octets: the last weight block and the last reduce block partial; K split
+    (100, 1032, 203),  # unswapped, two M tiles (the second partial), K unsplit: the partials and the reduce anyway
+])
+def test_class_major_partials(M, N, K):
+    """The A/B's variant (CLASS_MAJOR): partials with each program's columns together, rows_reduce_kernel puts them in
+    order and applies bias and silu: every element against float64, into a poisoned y."""
+    target = arch.get("H100")
+    x, w, bias = randn(M, K, dtype=BF16), randn(N, K, dtype=BF16), randn(N, dtype=BF16)
+    t = dict(R.tile(M, N, K, 2, target.num_cus), CLASS_MAJOR=True)
+    before = launcher.LAUNCHES.copy()
+    y = poisoned((M, N), BF16)
+    R.launch(x, w, bias, y, "silu", target, t=t)
+    launched = launcher.LAUNCHES - before
+    assert launched["rows_reduce_kernel"] == 1 and "splitk_reduce_kernel" not in launched, launched
+    ref = torch.nn.functional.silu(x.double() @ w.double().t() + bias.double())
+    ok, msg = within_bound(y, ref, BF16)
+    assert ok, msg

@@ -66,6 +66,10 @@ PROGRAMS_PER_SM = 1  # the K split's goal: at 2 every shape timed ran slower (H1
 # the fp32 partials are written 8 columns apart, one 32-byte sector an element; 64 x 4096 x 4095 46.6 -> 37.4 us)
 MIN_STEPS = 4  # K steps a split keeps at least
 STAGES = 4
+# The partials class-major (a program's columns together, rows_reduce_kernel puts them in order) at any split, in
+# place of y's and the partials' stores 8 columns apart: the A/B's variant (benchmarks/rows_tma.py), not yet timed.
+CLASS_MAJOR = False
+REDUCE_M, REDUCE_J = 16, 32  # rows_reduce_kernel's block: 16 rows x 32 octets (256 columns)
 
 
 @triton.jit
@@ -87,7 +91,7 @@ def _chunk(acc, x_desc, w_desc, xr, j0, a_r, c, s, K, EDGE: tl.constexpr, BLOCK_
 def gemm_rows_tma_kernel(x_desc, w_desc, bias_ptr, y_ptr, part_ptr, M, N, K, RP, pitch_w, stride_ym, stride_yn,
                          BLOCK_M: tl.constexpr, BLOCK_J: tl.constexpr, BLOCK_K: tl.constexpr, VEC: tl.constexpr,
                          SWAP: tl.constexpr, HAS_BIAS: tl.constexpr, ACTIVATION: tl.constexpr,
-                         SPLIT_K: tl.constexpr):
+                         SPLIT_K: tl.constexpr, CLASS_MAJOR: tl.constexpr):
     work = tl.program_id(0)
     m_tiles = tl.cdiv(M, BLOCK_M)
     pid_m = work % m_tiles  # fastest: the M tiles of one weight block run together and share its boxes in the L2
@@ -121,11 +125,39 @@ def gemm_rows_tma_kernel(x_desc, w_desc, bias_ptr, y_ptr, part_ptr, M, N, K, RP,
         acc = acc.T
     offs_m = m0 + tl.arange(0, BLOCK_M)
     offs_n = r + VEC * (j0 + tl.arange(0, BLOCK_J))
-    if SPLIT_K == 1:
+    if CLASS_MAJOR:  # fp32 partials, class r's columns together (coalesced); rows_reduce_kernel puts them in order
+        offs_j = j0 + tl.arange(0, BLOCK_J)
+        store_tile(part_ptr + split.to(tl.int64) * M * N, acc, offs_m, r * (N // VEC) + offs_j, M, N, N, 1, True,
+                   own=(offs_j < N // VEC)[None, :])
+    elif SPLIT_K == 1:
         out = epilogue(acc, y_ptr, y_ptr, bias_ptr, offs_m, offs_n, M, N, "none", HAS_BIAS, ACTIVATION)
         store_tile(y_ptr, out, offs_m, offs_n, M, N, stride_ym, stride_yn, True)
     else:  # fp32 partial sum; _splitk_reduce.py adds the splits in order, then bias and activation
         store_tile(part_ptr + split.to(tl.int64) * M * N, acc, offs_m, offs_n, M, N, N, 1, True)
+
+
+@triton.jit
+def rows_reduce_kernel(part_ptr, bias_ptr, y_ptr, M, N, stride_ym, stride_yn, SPLIT_K: tl.constexpr,
+                       VEC: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_J: tl.constexpr, HAS_BIAS: tl.constexpr,
+                       ACTIVATION: tl.constexpr):
+    """y = act(sum of the class-major partials + bias): a [BLOCK_M, VEC, BLOCK_J] block (VEC runs of BLOCK_J
+    columns, one a class, read in order) summed over the splits, turned to [BLOCK_M, BLOCK_J VEC] (column VEC j + r)
+    in registers, stored in order."""
+    pid_m = tl.program_id(0)
+    pid_j = tl.program_id(1)
+    nj = N // VEC
+    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_j = pid_j * BLOCK_J + tl.arange(0, BLOCK_J)
+    offs_r = tl.arange(0, VEC)
+    ptrs = part_ptr + offs_m.to(tl.int64)[:, None, None] * N + (offs_r[None, :, None] * nj + offs_j[None, None, :])
+    mask = (offs_m < M)[:, None, None] & (offs_j < nj)[None, None, :] & (offs_r < VEC)[None, :, None]
+    acc = tl.zeros((BLOCK_M, VEC, BLOCK_J), dtype=tl.float32)
+    for s in range(SPLIT_K):  # in split order: bitwise reproducible
+        acc += tl.load(ptrs + s * M.to(tl.int64) * N, mask=mask, other=0.0)
+    acc = tl.reshape(tl.permute(acc, (0, 2, 1)), (BLOCK_M, BLOCK_J * VEC))
+    offs_n = pid_j * BLOCK_J * VEC + tl.arange(0, BLOCK_J * VEC)
+    out = epilogue(acc, y_ptr, y_ptr, bias_ptr, offs_m, offs_n, M, N, "none", HAS_BIAS, ACTIVATION)
+    store_tile(y_ptr, out, offs_m, offs_n, M, N, stride_ym, stride_yn, True)
 
 
 def vec(element_size: int) -> int:
@@ -145,7 +177,7 @@ def tile(M: int, N: int, K: int, element_size: int, num_cus: int) -> dict:
     chunks = H.cdiv(K, BLOCK_K)
     split = max(1, min(H.cdiv(PROGRAMS_PER_SM * num_cus, programs), chunks // MIN_STEPS))
     return dict(BLOCK_M=bm, BLOCK_J=bj, BLOCK_K=BLOCK_K, SPLIT_K=split, SWAP=swap, num_warps=4 if bm <= 64 else 8,
-                num_stages=STAGES)
+                num_stages=STAGES, CLASS_MAJOR=CLASS_MAJOR)
 
 
 def shifted_k(K: int, element_size: int) -> int:
@@ -182,10 +214,16 @@ def launch(x2, w, bias, y, activation, target, compile_only=False, t: dict | Non
 
     (M, N), K = y.shape, w.shape[1]
     t = t or tile(M, N, K, w.element_size(), target.num_cus)
-    split = t["SPLIT_K"]
-    part = torch.empty((split, M, N), dtype=torch.float32, device=x2.device) if split > 1 else y
+    split, cm = t["SPLIT_K"], t.get("CLASS_MAJOR", False)
+    part = torch.empty((split, M, N), dtype=torch.float32, device=x2.device) if split > 1 or cm else y
     launch_tile(x2, w, bias, y, part, activation, target, t, compile_only)
-    if split > 1:
+    if cm:
+        grid = (H.cdiv(M, REDUCE_M), H.cdiv(N // vec(w.element_size()), REDUCE_J))
+        L.launcher(rows_reduce_kernel, grid, compile_only)(
+            part, bias if bias is not None else y, y, M, N, y.stride(0), y.stride(1), SPLIT_K=split,
+            VEC=vec(w.element_size()), BLOCK_M=REDUCE_M, BLOCK_J=REDUCE_J, HAS_BIAS=bias is not None,
+            ACTIVATION=activation, num_warps=4)
+    elif split > 1:
         G.launch_reduce(part, M * N, split, bias, y, activation, target, compile_only)
 
 
@@ -195,7 +233,7 @@ def partials(x2, w, target, compile_only=False) -> torch.Tensor:
     kernels/triton/gated.launch_rows)."""
     M, K = x2.shape
     N = w.shape[0]
-    t = tile(M, N, K, w.element_size(), target.num_cus)
+    t = dict(tile(M, N, K, w.element_size(), target.num_cus), CLASS_MAJOR=False)  # (the caller's reduce: in order)
     part = torch.empty((t["SPLIT_K"], M, N), dtype=torch.float32, device=x2.device)
     launch_tile(x2, w, None, part[0], part, "none", target, t, compile_only)
     return part
@@ -223,7 +261,7 @@ def launch_tile(x2, w, bias, y, part, activation, target, t: dict, compile_only=
 
 def constexprs(t: dict, v: int, has_bias: bool, activation: str) -> dict:
     return dict(BLOCK_M=t["BLOCK_M"], BLOCK_J=t["BLOCK_J"], BLOCK_K=t["BLOCK_K"], VEC=v, SWAP=t["SWAP"],
-                HAS_BIAS=has_bias, ACTIVATION=activation, SPLIT_K=t["SPLIT_K"])
+                HAS_BIAS=has_bias, ACTIVATION=activation, SPLIT_K=t["SPLIT_K"], CLASS_MAJOR=t.get("CLASS_MAJOR", False))
 
 
 def static_spec(dtype: str = "bf16", M: int = 16, split_k: int = 2, activation: str = "none"):
