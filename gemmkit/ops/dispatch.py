@@ -249,18 +249,17 @@ ROWS_KERNEL = os.environ.get("GEMMKIT_ROWS_KERNEL", "1") != "0"
 # Past gemm_rows' few tokens the copy of w is still most of the call (M = 64 x 4096 x 4095: 34.9 us against 13-14 at
 # K = 4096): there gemm_rows_tma_kernel reads w once where it lies, by TMA (kernels/triton/gemm_rows_tma.py), up to
 # ROWS_TMA_MAX_M tokens, where x's eight shifted copies hold at most ROWS_TMA_X_SHARE of w's bytes and K reaches
-# ROWS_TMA_MIN_K (the swapped tile, M <= gemm_rows_tma.SWAP_MAX_M) or ROWS_TMA_MIN_K_UNSWAPPED: its stores, 8 columns
-# apart, cost about as much at any K (100 x 8192: 49 us at K = 1023, 68 at 3071). H100, same process, against this
-# path off (benchmarks/results/h100/rows_tma*.json, 42 shapes): every admitted shape ran faster (17 x 4096 x 4095
-# 39.2 -> 23.9 us, 32 x 14336 x 4095 140 -> 63, 64 x 4096 x 4095 40.4 -> 37.4, 256 x 28672 x 8191 562 -> 462;
-# held out 20 x 7168 x 2049 33.4 -> 23.6, 33 x 11008 x 4097 111 -> 55, 144 x 18944 x 3583 165 -> 158); the refused
-# ran slower or within 7% (x's copies past a quarter of w: 128 x 4096 x 4095 42 -> 61, 256 x 5000 x 7001 98 -> 135;
-# short K: 100 x 8192 x 1023 20 -> 49, 200 x 12288 x 3071 97 -> 118, 32 x 8192 x 1535 28.6 -> 26.6), but two long-K
-# rows past the share won (72 x 3584 x 18943 166 -> 120, 45 x 2048 x 12285 63 -> 46). The K floors are fitted on
-# these rows (only the first ten of the held-out set were not used to set a constant). GEMMKIT_ROWS_TMA=0: off.
-ROWS_TMA = os.environ.get("GEMMKIT_ROWS_TMA", "1") == "1"
-ROWS_TMA_MAX_M, ROWS_TMA_X_SHARE = 256, 0.25
-ROWS_TMA_MIN_K, ROWS_TMA_MIN_K_UNSWAPPED = 1536, 3328  # between the K timed losing and winning
+# ROWS_TMA_MIN_K (the swapped tile, M <= gemm_rows_tma.SWAP_MAX_M) or ROWS_TMA_MIN_K_UNSWAPPED (its partials and
+# their reduce cost as much at any K). H100, 2026-12-07, same process, against this path off, class-major partials
+# (benchmarks/results/h100/rows_tma.json, rows_tma_short_k.json: 32 shapes): every admitted shape ran faster, 1.07-2.48x
+# (17 x 4096 x 4095 39.6 -> 24.3 us, 64 x 4096 x 4095 40.8 -> 26.0, 128 x 4096 x 4095 42.6 -> 33.2, 256 x 28672 x 8191
+# 573 -> 338, 200 x 12288 x 1535 51.6 -> 48.3); the refused: 100 x 8192 x 1023 0.95x and 200 x 12288 x 1023 0.92x
+# under the unswapped floor, 256 x 4096 x 4095 0.94x (x's copies half of w), but 56 x 1536 x 7001 (a third) 1.16x and
+# 256 x 5000 x 7001 (0.41) 1.07x: the share is set under them, as no shape between 0.25 and 0.33 was timed. Fitted
+# on these rows: the ten held-out shapes of rows_tma_heldout.json ran with the partials in y's order, before.
+ROWS_TMA = os.environ.get("GEMMKIT_ROWS_TMA", "1") == "1"  # GEMMKIT_ROWS_TMA=0: off
+ROWS_TMA_MAX_M, ROWS_TMA_X_SHARE = 256, 0.3
+ROWS_TMA_MIN_K, ROWS_TMA_MIN_K_UNSWAPPED = 1000, 1280  # the shortest K timed (1023) won / lost
 
 
 # A Gluon config's tile on the Triton tier's TMA kernel keeps as many of its stages as fit that path's shared memory

@@ -55,7 +55,7 @@ def _check(x, w, bias=None, activation="none", dtype=BF16):
 ])
 def test_rows_tma_matches_float64(M, N, K):
     launched = _check(randn(M, K, dtype=BF16), randn(N, K, dtype=BF16))
-    assert ("splitk_reduce_kernel" in launched) == (R.tile(M, N, K, 2, arch.get("H100").num_cus)["SPLIT_K"] > 1)
+    assert launched["rows_reduce_kernel"] == 1 and "splitk_reduce_kernel" not in launched, launched  # class-major
 
 
 @pytest.mark.usefixtures("small_k")
@@ -104,8 +104,8 @@ def test_shift_rows_copies():
 
 
 @pytest.mark.parametrize("M, N, K", [
-    (17, 2048, 1537),  # the swapped tile at its K floor's first K; K split
-    (65, 8192, 3329),  # the unswapped 64 x 128 tile past its floor, two M tiles; K split
+    (17, 2048, 1001),  # the swapped tile just past its K floor; K split
+    (65, 8192, 1281),  # the unswapped 64 x 128 tile just past its floor, two M tiles
 ])
 def test_as_shipped(M, N, K):
     """Through the op with the dispatch as shipped: every element against float64, no copy of w."""
@@ -126,10 +126,10 @@ def test_the_dispatch_takes_it_where_it_pays():
     assert take(64, 576, 7001) != D.TRITON_ROWS_TMA  # x's eight copies past a quarter of w's bytes
     assert take(64, 4100, 4095) != D.TRITON_ROWS_TMA  # N % 8 != 0: the last octet would pass w's end
     assert take(64, 4096, 4096) != D.TRITON_ROWS_TMA  # rows TMA can address: the TMA kernels as they are
-    assert take(64, 8192, 1535) != D.TRITON_ROWS_TMA  # under the swapped tile's K floor: the copy
-    assert take(64, 8192, 1537) == D.TRITON_ROWS_TMA
-    assert take(100, 8192, 3321) != D.TRITON_ROWS_TMA  # under the unswapped tile's: its stores cost as much at any K
-    assert take(100, 8192, 3329) == D.TRITON_ROWS_TMA
+    assert take(64, 8192, 999) != D.TRITON_ROWS_TMA  # under the swapped tile's K floor: the copy
+    assert take(64, 8192, 1001) == D.TRITON_ROWS_TMA
+    assert take(100, 8192, 1273) != D.TRITON_ROWS_TMA  # under the unswapped tile's: its reduce costs as much at any K
+    assert take(100, 8192, 1281) == D.TRITON_ROWS_TMA
 
 
 def test_unsupported_says_why():
@@ -155,21 +155,27 @@ def test_rows_tma_replays():
     _check(randn(20, 131, dtype=BF16), randn(2048, 131, dtype=BF16))  # another w: its own descriptor
 
 
+@pytest.mark.parametrize("class_major", [True, False], ids=["class_major", "y_order"])
 @pytest.mark.parametrize("M, N, K", [
     (20, 2056, 299),  # swapped, 257 octets: the last weight block and the last reduce block partial; K split
-    (100, 1032, 203),  # unswapped, two M tiles (the second partial), K unsplit: the partials and the reduce anyway
+    (100, 1032, 203),  # unswapped, two M tiles (the second partial), K unsplit
 ])
-def test_class_major_partials(M, N, K):
-    """The A/B's variant (CLASS_MAJOR): partials with each program's columns together, rows_reduce_kernel puts them in
-    order and applies bias and silu: every element against float64, into a poisoned y."""
+def test_partials_layouts(M, N, K, class_major):
+    """Both layouts of the output: class-major partials (the default; rows_reduce_kernel puts the columns in order and
+    applies bias and silu) and y's order (the `partials` callers' and the A/B's other variant): every element against
+    float64, into a poisoned y."""
     target = arch.get("H100")
     x, w, bias = randn(M, K, dtype=BF16), randn(N, K, dtype=BF16), randn(N, dtype=BF16)
-    t = dict(R.tile(M, N, K, 2, target.num_cus), CLASS_MAJOR=True)
+    t = dict(R.tile(M, N, K, 2, target.num_cus), CLASS_MAJOR=class_major)
     before = launcher.LAUNCHES.copy()
     y = poisoned((M, N), BF16)
     R.launch(x, w, bias, y, "silu", target, t=t)
     launched = launcher.LAUNCHES - before
-    assert launched["rows_reduce_kernel"] == 1 and "splitk_reduce_kernel" not in launched, launched
+    if class_major:
+        assert launched["rows_reduce_kernel"] == 1 and "splitk_reduce_kernel" not in launched, launched
+    else:
+        assert "rows_reduce_kernel" not in launched, launched
+        assert ("splitk_reduce_kernel" in launched) == (t["SPLIT_K"] > 1), launched
     ref = torch.nn.functional.silu(x.double() @ w.double().t() + bias.double())
     ok, msg = within_bound(y, ref, BF16)
     assert ok, msg

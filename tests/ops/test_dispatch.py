@@ -488,7 +488,9 @@ def test_rows_kernel_only_where_it_takes_the_call(monkeypatch):
     assert sliced.kernel == D.GLUON_BF16 and sliced.pad_k == 4096 and not sliced.pad_k_w  # x's rows alone off
     assert "copies of x with rows" in sliced.explain()
     monkeypatch.setattr(D, "ROWS_KERNEL", False)
-    assert D.dense(GLUON, H200, x, w, y).pad_k == 4096  # turned off: the copy
+    assert D.dense(GLUON, H200, x, w, y).kernel == D.TRITON_ROWS_TMA  # turned off: the TMA one, where it takes it
+    monkeypatch.setattr(D, "ROWS_TMA", False)
+    assert D.dense(GLUON, H200, x, w, y).pad_k == 4096  # both off: the copy
 
 
 def _call(op, M, N, K, block_k=None):

@@ -22,21 +22,26 @@ w once, by TMA, from where it lies:
     chunks 0 and C_r - 1: w's columns outside the row (the previous row's tail, the next row's head) zeroed in
       registers first (x is zero there, but 0 x inf would not be)
     acc = x_tile @ w_tile.T  ([BLOCK_M, BLOCK_J]), or w_tile @ x_tile.T at SWAP (a few tokens: the weight rows fill
-      wgmma's 64-row side, the tokens its N) -> epilogue (bias, activation) -> y[m, VEC (j0 + i) + r]
-      (pointer stores: a program's columns are VEC apart; a split's fp32 partial likewise into part[split])
+      wgmma's 64-row side, the tokens its N)
+      CLASS_MAJOR (the default) -> fp32 part[split, m, r N / VEC + j0 + i]: a program's columns together
+        -> rows_reduce_kernel: [BLOCK_M, VEC, BLOCK_J] blocks summed over the splits, permuted in registers to
+           [BLOCK_M, BLOCK_J VEC] (column VEC j + r) -> bias, activation -> y, stored in order
+      else (`partials`: the caller's reduce) -> y[m, VEC (j0 + i) + r] or part[split] in y's order: columns VEC
+        apart, one 32-byte sector an element
 
 Work ids: (split, octet block, class, M tile), the M tile fastest (the M tiles of a weight block read its boxes
 together: with the M tile slowest each M tile streamed all of w from DRAM again, H100 256 x 28672 x 8191: 2.1 TB/s
 of DRAM traffic, 523 us), then the class (neighbouring programs read neighbouring rows).
-Split-K (SPLIT_K > 1): split s takes the chunks `split_k_range` gives it; `_splitk_reduce.py` adds the partials in
-order, then bias and activation (bitwise reproducible).
+Split-K (SPLIT_K > 1): split s takes the chunks `split_k_range` gives it; rows_reduce_kernel (class-major) or
+`_splitk_reduce.py` adds the partials in order, then bias and activation (bitwise reproducible).
 
 Constraints:
   - sm_90 (TMA, wgmma). 16-bit x and w of one dtype, no scales (fp8 / int8 calls with such K take the copy).
   - w unit stride along K, 16-byte aligned base, N % VEC == 0 (whole octets: the descriptor's last octet must not
     pass w's end), K >= BLOCK_K; the host checks (`unsupported`); ops/dispatch.py runs the copy otherwise.
   - x: pad.shift_rows' copies (VEC RP, KS), KS = `shifted_k` (every class's chunks), RP a multiple of BLOCK_M.
-  - y any strides, bias contiguous (N,); SPLIT_K > 1 needs part: a contiguous fp32 (SPLIT_K, M, N) buffer.
+  - y any strides, bias contiguous (N,); CLASS_MAJOR or SPLIT_K > 1 needs part: a contiguous fp32 (SPLIT_K, M, N)
+    buffer.
   - BLOCK_M, BLOCK_J powers of two >= 16 (BLOCK_J >= 64 at SWAP: wgmma's rows), BLOCK_K = 64 (128-byte box rows);
     TMA coordinates int32: N / VEC and (VEC - 1) P + K < 2**31; int64 row offsets in the stores.
 """
@@ -67,8 +72,11 @@ PROGRAMS_PER_SM = 1  # the K split's goal: at 2 every shape timed ran slower (H1
 MIN_STEPS = 4  # K steps a split keeps at least
 STAGES = 4
 # The partials class-major (a program's columns together, rows_reduce_kernel puts them in order) at any split, in
-# place of y's and the partials' stores 8 columns apart: the A/B's variant (benchmarks/rows_tma.py), not yet timed.
-CLASS_MAJOR = False
+# place of y's and the partials' stores 8 columns apart (one 32-byte sector an element): H100, same process
+# (results/h100/rows_tma.json, rows_tma_short_k.json, 32 shapes), faster on all but M = 1 (-4%): 64 x 4096 x 4095
+# 37.3 -> 26.0 us, 256 x 28672 x 8191 462 -> 338, 100 x 8192 x 3071 67.7 -> 40.8. False: y's order, for a caller
+# with its own reduce (`partials`).
+CLASS_MAJOR = True
 REDUCE_M, REDUCE_J = 16, 32  # rows_reduce_kernel's block: 16 rows x 32 octets (256 columns)
 
 
@@ -149,11 +157,12 @@ def rows_reduce_kernel(part_ptr, bias_ptr, y_ptr, M, N, stride_ym, stride_yn, SP
     offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_j = pid_j * BLOCK_J + tl.arange(0, BLOCK_J)
     offs_r = tl.arange(0, VEC)
-    ptrs = part_ptr + offs_m.to(tl.int64)[:, None, None] * N + (offs_r[None, :, None] * nj + offs_j[None, None, :])
+    cols = (offs_r[None, :, None] * nj + offs_j[None, None, :])
     mask = (offs_m < M)[:, None, None] & (offs_j < nj)[None, None, :] & (offs_r < VEC)[None, :, None]
     acc = tl.zeros((BLOCK_M, VEC, BLOCK_J), dtype=tl.float32)
     for s in range(SPLIT_K):  # in split order: bitwise reproducible
-        acc += tl.load(ptrs + s * M.to(tl.int64) * N, mask=mask, other=0.0)
+        rows = offs_m.to(tl.int64) + s * M  # row s M + m of the (SPLIT_K M, N) partials
+        acc += tl.load(part_ptr + rows[:, None, None] * N + cols, mask=mask, other=0.0)
     acc = tl.reshape(tl.permute(acc, (0, 2, 1)), (BLOCK_M, BLOCK_J * VEC))
     offs_n = pid_j * BLOCK_J * VEC + tl.arange(0, BLOCK_J * VEC)
     out = epilogue(acc, y_ptr, y_ptr, bias_ptr, offs_m, offs_n, M, N, "none", HAS_BIAS, ACTIVATION)
