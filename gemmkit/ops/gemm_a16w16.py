@@ -191,6 +191,10 @@ def isa_cases(archs):
                 yield {"kernel": "gemm_rows_tma_kernel", "op": OP, "arch": "sm_90", "table": "-", "bucket": "bf16",
                        "config": {"M": M, "BLOCK_M": t["BLOCK_M"], "BLOCK_N": t["BLOCK_J"],
                                   "num_warps": t["num_warps"], "SPLIT_K": split}, "path": "rows_tma"}
+        for split in (1, 3):  # its partials' reduce (class-major: the columns put in order)
+            yield {"kernel": "rows_reduce_kernel", "op": OP, "arch": "sm_90", "table": "-", "bucket": "bf16",
+                   "config": {"BLOCK_M": gemm_rows_tma.REDUCE_M, "BLOCK_N": gemm_rows_tma.REDUCE_J * 8,
+                              "num_warps": gemm_rows_tma.REDUCE_WARPS, "SPLIT_K": split}, "path": "rows_reduce"}
 
 
 def isa_spec(case):
@@ -214,6 +218,12 @@ def isa_spec(case):
                                                                case["config"]["SPLIT_K"])
         return dict(kernel=kernel, signature=sig, constexprs=ce, divisible=div, options=opts,
                     promises=gemm_rows_tma.PROMISES, block=None, smem_bound=0)
+    if case["path"] == "rows_reduce":
+        from ..kernels.triton import gemm_rows_tma
+
+        kernel, sig, ce, div, opts = gemm_rows_tma.reduce_static_spec(case["bucket"], case["config"]["SPLIT_K"])
+        return dict(kernel=kernel, signature=sig, constexprs=ce, divisible=div, options=opts,
+                    promises=gemm_rows_tma.REDUCE_PROMISES, block=None, smem_bound=0)
     if case["path"] != "reduce":
         return G.table_spec(case)
     from .. import arch as _arch

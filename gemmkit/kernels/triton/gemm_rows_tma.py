@@ -77,7 +77,7 @@ STAGES = 4
 # 37.3 -> 26.0 us, 256 x 28672 x 8191 462 -> 338, 100 x 8192 x 3071 67.7 -> 40.8. False: y's order, for a caller
 # with its own reduce (`partials`).
 CLASS_MAJOR = True
-REDUCE_M, REDUCE_J = 16, 32  # rows_reduce_kernel's block: 16 rows x 32 octets (256 columns)
+REDUCE_M, REDUCE_J, REDUCE_WARPS = 16, 32, 4  # rows_reduce_kernel's block: 16 rows x 32 octets (256 columns)
 
 
 @triton.jit
@@ -231,7 +231,7 @@ def launch(x2, w, bias, y, activation, target, compile_only=False, t: dict | Non
         L.launcher(rows_reduce_kernel, grid, compile_only)(
             part, bias if bias is not None else y, y, M, N, y.stride(0), y.stride(1), SPLIT_K=split,
             VEC=vec(w.element_size()), BLOCK_M=REDUCE_M, BLOCK_J=REDUCE_J, HAS_BIAS=bias is not None,
-            ACTIVATION=activation, num_warps=4)
+            ACTIVATION=activation, num_warps=REDUCE_WARPS)
     elif split > 1:
         G.launch_reduce(part, M * N, split, bias, y, activation, target, compile_only)
 
@@ -287,3 +287,20 @@ def static_spec(dtype: str = "bf16", M: int = 16, split_k: int = 2, activation: 
     sig.update({k: "constexpr" for k in ce if k not in sig})
     divisible = ["bias_ptr", "y_ptr", "part_ptr", "stride_ym"]
     return gemm_rows_tma_kernel, sig, ce, divisible, {"num_warps": t["num_warps"], "num_stages": t["num_stages"]}
+
+
+REDUCE_PROMISES = (
+    {"promise": "no spills", "check": "spill_bytes == 0"},
+    {"promise": "no local-memory traffic", "check": "counts['LDL'] + counts['STL'] == 0"},
+)
+
+
+def reduce_static_spec(dtype: str = "bf16", split_k: int = 3, activation: str = "none"):
+    """(kernel, signature, constexprs, divisible, options) of rows_reduce_kernel as `launch` compiles it (`gemmkit
+    isa`): fp32 partials, a `dtype` y 16-byte aligned, no bias."""
+    ce = dict(SPLIT_K=split_k, VEC=vec(2), BLOCK_M=REDUCE_M, BLOCK_J=REDUCE_J, HAS_BIAS=False, ACTIVATION=activation,
+              stride_yn=1)
+    sig = {"part_ptr": "*fp32", "bias_ptr": f"*{dtype}", "y_ptr": f"*{dtype}", "M": "i32", "N": "i32",
+           "stride_ym": "i32", "stride_yn": "constexpr"}
+    sig.update({k: "constexpr" for k in ce if k not in sig})
+    return rows_reduce_kernel, sig, ce, ["part_ptr", "bias_ptr", "y_ptr", "stride_ym"], {"num_warps": REDUCE_WARPS}
