@@ -130,8 +130,13 @@ class Choice:
                          + (f", K split {c['NUM_KSPLIT']} ways" if c["NUM_KSPLIT"] > 1 else ", K unsplit")
                          + f" ({name}.tile; the config's tile is not used)")
         if self.kernel == TRITON_ROWS_TMA:
+            from ..kernels.triton import gemm_rows_tma
+
             lines.append("  w's rows by TMA where they lie (boxes of one row class, n mod 8), on 8 shifted copies of x "
                          "(shift_rows_kernel)")
+            if gemm_rows_tma.CLASS_MAJOR and not self.gated:
+                lines.append("  fp32 partials with each program's columns together, summed and put in order by "
+                             "rows_reduce_kernel")
         if self.pad_k:
             lines.append(f"  on copies of x{' and w' if self.pad_k_w else ''} with rows of {self.pad_k} elements "
                          "(pad_rows_kernel; zeros after K)")

@@ -217,8 +217,8 @@ def unsupported(x2, w, target) -> str | None:
 
 def launch(x2, w, bias, y, activation, target, compile_only=False, t: dict | None = None):
     """y = act(x2 @ w.T + bias) (x2 (M, K) any strides, w (N, K), y (M, N) 2-D views of one 16-bit dtype): x's
-    shifted copies (pad.shift_rows), the kernel, then the split-K reduce where the tile splits K. `t`: a tile other
-    than `tile`'s (the A/B)."""
+    shifted copies (pad.shift_rows), the kernel, then rows_reduce_kernel over its class-major partials (CLASS_MAJOR),
+    else the split-K reduce where the tile splits K. `t`: a tile other than `tile`'s (the A/B)."""
     from . import dense as G
 
     (M, N), K = y.shape, w.shape[1]
