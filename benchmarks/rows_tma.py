@@ -54,7 +54,8 @@ def variants(M, N, K):
     """The default tile, it with the partials' layout flipped (CLASS_MAJOR) and the K split's goal at 1 program an SM;
     with --all-variants on VARIANT_SHAPES the goal at 4, stages, the weight rows a box."""
     base = R.tile(M, N, K, 2, target.num_cus)
-    out = {"tma": base, "tma_cm": dict(base, CLASS_MAJOR=not base["CLASS_MAJOR"])}  # the partials' layout flipped
+    flipped = "tma_y_order" if base["CLASS_MAJOR"] else "tma_cm"  # the partials' other layout
+    out = {"tma": base, flipped: dict(base, CLASS_MAJOR=not base["CLASS_MAJOR"])}
     chunks = -(-K // R.BLOCK_K)
     progs = 8 * -(-(N // 8) // base["BLOCK_J"]) * -(-M // base["BLOCK_M"])
     for per_sm in (1, 4):
