@@ -738,8 +738,8 @@ def gated(cfg: dict, target, x2, w, y, *, activation: str) -> Choice:
     tier: its TMA kernel on a copy of x of whole boxes of rows where `pad_m` says so; where TMA cannot address w's
     rows, at a few tokens gemm_rows_kernel, past them gemm_rows_tma_kernel where `_rows_tma_kernel` takes the call,
     into fp32 partials that the gated reduce finishes (kernels/triton/gated.launch_rows), else the TMA kernel on
-    copies of x and of w where its own rows are off (`pad_k`, `pad_k_w`); where h's rows are off 16 bytes, any of these into a workspace of 16-byte rows
-    (`_y_workspace`: `Choice.pitch_y`, ops/ffn.launch_gated copies h out of it)."""
+    copies of x and of w where its own rows are off (`pad_k`, `pad_k_w`); where h's rows are off 16 bytes, any of
+    these into a workspace of 16-byte rows (`_y_workspace`: `Choice.pitch_y`, ops/ffn.launch_gated copies h out of it)."""
     from ..kernels.triton import gated as TG
 
     passed, asked = [], cfg
