@@ -193,7 +193,8 @@ def isa_cases(archs):
                                   "num_warps": t["num_warps"], "SPLIT_K": split}, "path": "rows_tma"}
         for split in (1, 3):  # its partials' reduce (class-major: the columns put in order)
             yield {"kernel": "rows_reduce_kernel", "op": OP, "arch": "sm_90", "table": "-", "bucket": "bf16",
-                   "config": {"BLOCK_M": gemm_rows_tma.REDUCE_M, "BLOCK_N": gemm_rows_tma.REDUCE_J * 8,
+                   "config": {"BLOCK_M": gemm_rows_tma.REDUCE_M,
+                              "BLOCK_N": gemm_rows_tma.REDUCE_J * gemm_rows_tma.vec(2),
                               "num_warps": gemm_rows_tma.REDUCE_WARPS, "SPLIT_K": split}, "path": "rows_reduce"}
 
 
