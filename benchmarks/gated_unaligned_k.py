@@ -1,8 +1,10 @@
 """Unaligned K on the GPU for the gated GEMM: gemm_a16w16_gated where x's and w's rows are not 16-byte multiples
-(K % 8 != 0), as served (M <= 16: gemm_rows_kernel reading w where it lies + the gated reduce; above: the TMA kernel
-on padded copies, ops/dispatch.py `gated`), against the pointer kernel it replaced (the copies turned off), the
-torch sequence (matmul, chunk, silu(g) * u), gemm_a16w16 + the same elementwise, and the served call at K rounded
-up to 8 (the aligned shape's speed). Same process, CUDA-graph replay, inputs rotated past the L2, each in ABBA order.
+(K % 8 != 0), as served (M <= 16: gemm_rows_kernel reading w where it lies + the gated reduce; to
+dispatch.ROWS_TMA_MAX_M where x's copies are few: gemm_rows_tma's partials + the gated reduce; else the TMA kernel on
+padded copies, ops/dispatch.py `gated`), against the copy path (`copy`: gemm_rows_tma turned off), the pointer kernel
+(the copies turned off too), the torch sequence (matmul, chunk, silu(g) * u), gemm_a16w16 + the same elementwise, and
+the served call at K rounded up to 8 (the aligned shape's speed). Same process, CUDA-graph replay, inputs rotated past
+the L2, each in ABBA order.
 
     PYTHONPATH=. python3 benchmarks/gated_unaligned_k.py benchmarks/results/<gpu>/gated_unaligned_k.json"""
 import argparse
@@ -18,7 +20,7 @@ from gemmkit.ops import dispatch as D
 
 SHAPES = [(1, 4096, 4095), (4, 4096, 4095), (16, 4096, 4095), (64, 4096, 4095), (256, 4096, 4095),
           (1024, 4096, 4095), (4096, 4096, 4095), (1, 14336, 4095), (16, 5000, 7001), (3000, 5000, 7001),
-          (128, 2880, 2881)]
+          (128, 2880, 2881), (17, 4096, 4095), (32, 14336, 4095), (128, 14336, 4095), (48, 8192, 5119)]
 
 
 def vendor(x, w):
@@ -35,18 +37,28 @@ def served(x, w):
     return gemmkit.gemm_a16w16_gated(x, w)
 
 
+def copy(x, w):
+    """The call without gemm_rows_tma (past M = 16: x and w copied to aligned rows)."""
+    keep = D.ROWS_TMA
+    D.ROWS_TMA = False
+    try:
+        return gemmkit.gemm_a16w16_gated(x, w)
+    finally:
+        D.ROWS_TMA = keep
+
+
 def pointer(x, w):
-    """The call without the copies (at M <= 16 the rows path still serves: it copies nothing)."""
+    """The call without the copies or gemm_rows_tma (at M <= 16 the rows path still serves: it copies nothing)."""
     keep = D._copies_align
     D._copies_align = lambda *a: False
     try:
-        return gemmkit.gemm_a16w16_gated(x, w)
+        return copy(x, w)
     finally:
         D._copies_align = keep
 
 
 def main(path):
-    callplan.ENABLED = False  # each call its own dispatch (`pointer` patches it)
+    callplan.ENABLED = False  # each call its own dispatch (`copy` and `pointer` patch it)
     rows = []
     l2 = torch.cuda.get_device_properties(0).L2_cache_size
     for M, I, K in SHAPES:
@@ -59,7 +71,7 @@ def main(path):
         sets, aligned = make(K), make(KA)
         x, w = sets[0]
         ref = F.silu(x.float() @ w[:I].float().T) * (x.float() @ w[I:].float().T)
-        fns = {"vendor": (vendor, sets), "served": (served, sets), "pointer": (pointer, sets),
+        fns = {"vendor": (vendor, sets), "served": (served, sets), "copy": (copy, sets), "pointer": (pointer, sets),
                "dense_then_act": (dense_then_act, sets), "aligned": (served, aligned)}
         err = {}
         for name, (fn, s) in fns.items():
@@ -73,10 +85,12 @@ def main(path):
                 ms[k].append(time_graph(fn, s, 10, 30))
         us = {k: sum(v) / len(v) * 1e3 for k, v in ms.items()}
         row = {"M": M, "I": I, "K": K, "us": us, "ratio_vs_vendor": {k: us["vendor"] / us[k] for k in us if k != "vendor"},
-               "served_vs_aligned": us["aligned"] / us["served"], "rel_err_vs_fp32": err}
+               "served_vs_aligned": us["aligned"] / us["served"], "served_vs_copy": us["copy"] / us["served"],
+               "rel_err_vs_fp32": err}
         rows.append(row)
         print(f"{M:5d} {I:6d} {K:5d}  " + "  ".join(f"{k} {v:.1f}" for k, v in us.items())
-              + f"  (us)  served {row['ratio_vs_vendor']['served']:.2f}x vendor, {row['served_vs_aligned']:.0%} of aligned",
+              + f"  (us)  served {row['ratio_vs_vendor']['served']:.2f}x vendor, {row['served_vs_aligned']:.0%} of aligned, "
+              f"{row['served_vs_copy']:.2f}x copy",
               flush=True)
         if path:
             json.dump({**bench.stamp(),

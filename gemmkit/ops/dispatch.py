@@ -114,7 +114,8 @@ class Choice:
     pitch_x: int = 0  # > 0: x's copy (for `pitch` alone, or pad_m's) has rows of pitch_x elements (a 128-byte pitch)
     pitch_w: int = 0  # > 0: w's copy (for `pitch` alone, or pad_n's) has rows of pitch_w elements
     pitch_y: int = 0  # > 0: the kernel writes a workspace of rows of pitch_y elements, copied to y after (`pitch_y`)
-    gated: bool = False  # gemm_rows_kernel for the gated GEMM: its fp32 partials always go through the gated reduce
+    gated: bool = False  # gemm_rows*_kernel for the gated GEMM: its fp32 partials go through the gated reduce (or
+    # gemm_rows_tma's own, config["CLASS_MAJOR"]), which applies the activation
 
     @property
     def path(self) -> str:
@@ -122,21 +123,22 @@ class Choice:
         return "gluon" if self.kernel in GLUON_KERNELS else "tma" if self.kernel in TMA_KERNELS else "pointer"
 
     def explain(self) -> str:
-        lines = [f"kernel: {self.kernel}" + (" (+ the gated split-K reduce, which applies the activation)" if self.gated
-                                             else " (+ its split-K reduce)" if self._reduces() else "")]
+        class_major = self.kernel == TRITON_ROWS_TMA and self.config.get("CLASS_MAJOR")
+        lines = [f"kernel: {self.kernel}" + (
+            " (+ rows_reduce_kernel, which applies the activation)" if self.gated and class_major else
+            " (+ the gated split-K reduce, which applies the activation)" if self.gated else
+            " (+ its split-K reduce)" if self._reduces() and not class_major else "")]
         if self.kernel in (TRITON_ROWS, TRITON_ROWS_TMA):  # its tile is the shape's (gemm_rows*.tile)
             c, name = self.config, "gemm_rows" if self.kernel == TRITON_ROWS else "gemm_rows_tma"
             lines.append(f"  its own tile for the shape: {c['BLOCK_SIZE_M']} x {c['BLOCK_SIZE_N']} x {c['BLOCK_SIZE_K']}"
                          + (f", K split {c['NUM_KSPLIT']} ways" if c["NUM_KSPLIT"] > 1 else ", K unsplit")
                          + f" ({name}.tile; the config's tile is not used)")
         if self.kernel == TRITON_ROWS_TMA:
-            from ..kernels.triton import gemm_rows_tma
-
             lines.append("  w's rows by TMA where they lie (boxes of one row class, n mod 8), on 8 shifted copies of x "
                          "(shift_rows_kernel)")
-            if gemm_rows_tma.CLASS_MAJOR and not self.gated:
+            if class_major:
                 lines.append("  fp32 partials with each program's columns together, summed and put in order by "
-                             "rows_reduce_kernel")
+                             "rows_reduce_kernel" + (" (gate and up: act(g) * u)" if self.gated else ""))
         if self.pad_k:
             lines.append(f"  on copies of x{' and w' if self.pad_k_w else ''} with rows of {self.pad_k} elements "
                          "(pad_rows_kernel; zeros after K)")
@@ -447,7 +449,7 @@ def _rows_tma_kernel(tile, target, x2, w, scaling, passed) -> Choice | None:
             ROWS_TMA_X_SHARE * N * K:
         return None
     cfg = dict(BLOCK_SIZE_M=t["BLOCK_M"], BLOCK_SIZE_N=t["BLOCK_J"], BLOCK_SIZE_K=t["BLOCK_K"],
-               NUM_KSPLIT=t["SPLIT_K"])
+               NUM_KSPLIT=t["SPLIT_K"], CLASS_MAJOR=t["CLASS_MAJOR"])
     return Choice(TRITON_ROWS_TMA, cfg, tuple(passed))
 
 
@@ -768,6 +770,11 @@ def gated(cfg: dict, target, x2, w, y, *, activation: str) -> Choice:
     rows = (_rows_kernel(cfg, target, x2, w, G.NO_SCALING, list(choice.passed_over)) or
             _rows_tma_kernel(cfg, target, x2, w, G.NO_SCALING, list(choice.passed_over))) if target.is_nvidia else None
     if rows is not None:  # w's rows off 16 bytes: w read where it lies, then the gated reduce
+        if rows.kernel == TRITON_ROWS_TMA:  # its own reduce where I is whole octets (gated.launch_rows)
+            from ..kernels.triton import gemm_rows_tma
+
+            rows = dataclasses.replace(rows, config=dict(
+                rows.config, CLASS_MAJOR=gemm_rows_tma.gated_takes(y.shape[1], w.element_size())))
         return dataclasses.replace(rows, gated=True)
     if target.is_nvidia and _copies_align(x2, w, y, cfg):  # K % 8 != 0: the TMA kernel on copies (`pad_k`)
         import torch

@@ -179,3 +179,37 @@ def test_partials_layouts(M, N, K, class_major):
     ref = torch.nn.functional.silu(x.double() @ w.double().t() + bias.double())
     ok, msg = within_bound(y, ref, BF16)
     assert ok, msg
+
+
+@pytest.mark.parametrize("M, I, K, act", [
+    (20, 1032, 299, "silu"),  # swapped, 129 octets of h: the last reduce block partial; K split
+    (100, 520, 203, "gelu"),  # unswapped, two M tiles (the second partial), K unsplit
+])
+def test_gated(M, I, K, act):
+    """The gated GEMM's reduce (kernels/triton/gated.launch_rows): w's rows [gate | up], class-major partials,
+    rows_reduce_kernel sums both halves and writes act(g) * u; every element against float64, into a poisoned h."""
+    target = arch.get("H100")
+    x, w = randn(M, K, dtype=BF16), randn(2 * I, K, dtype=BF16) / K ** 0.5
+    before = launcher.LAUNCHES.copy()
+    y = poisoned((M, I), BF16)
+    R.launch(x, w, None, y, act, target, gated=True)
+    launched = launcher.LAUNCHES - before
+    assert launched["rows_reduce_kernel"] == 1 and "splitk_reduce_kernel" not in launched, launched
+    gu = x.double() @ w.double().t()
+    g, u = gu[:, :I], gu[:, I:]
+    ref = (torch.nn.functional.silu(g) if act == "silu" else torch.nn.functional.gelu(g)) * u
+    ok, msg = within_bound(y, ref, BF16)
+    assert ok, msg
+
+
+def test_gated_refuses_what_its_reduce_cannot_pair():
+    """I not whole octets puts u's columns in other classes than g's: `launch(gated=True)` refuses (gated.launch_rows
+    then takes the partials in y's order and the gated reduce), as it does a bias."""
+    target = arch.get("H100")
+    assert not R.gated_takes(1028, 2) and R.gated_takes(1032, 2)
+    x, w = randn(24, 203, dtype=BF16), randn(2056, 203, dtype=BF16)
+    with pytest.raises(ValueError, match="multiple of 8"):
+        R.launch(x, w, None, torch.empty(24, 1028, dtype=BF16), "silu", target, gated=True)
+    w = randn(2064, 203, dtype=BF16)
+    with pytest.raises(ValueError, match="no bias"):
+        R.launch(x, w, randn(2064, dtype=BF16), torch.empty(24, 1032, dtype=BF16), "silu", target, gated=True)

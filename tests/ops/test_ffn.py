@@ -227,12 +227,13 @@ def test_gated_unaligned_k_at_few_tokens_reads_w_where_it_lies(M, K, launches):
     assert ok, msg
 
 
-@pytest.mark.parametrize("M,I,K", [(17, 1024, 201), (64, 2048, 1031), (100, 4096, 203)], ids=str)
+@pytest.mark.parametrize("M,I,K", [(17, 1024, 201), (64, 2048, 1031), (100, 4096, 203), (24, 1028, 203)], ids=str)
 def test_gated_unaligned_k_past_few_tokens_reads_w_by_tma(M, I, K, launches, monkeypatch):
     """K % 8 != 0 past gemm_rows' tokens: w read where it lies by TMA (gemm_rows_tma) into fp32 [g | u] partials (x's
-    shifted copies; the swapped tile unsplit and split along K, the unswapped one) and the gated reduce applies the
-    activation: no copy of w. I wide enough that x's eight copies pass the dispatch's share; at the small K the
-    interpreter affords, with the dispatch's K floors (a speed rule, ROWS_TMA_MIN_K*) lowered."""
+    shifted copies; the swapped tile unsplit and split along K, the unswapped one), class-major and summed into
+    act(g) * u by its rows_reduce_kernel where I is whole octets, else in y's order and the gated reduce (I = 1028):
+    no copy of w. I wide enough that x's eight copies pass the dispatch's share; at the small K the interpreter
+    affords, with the dispatch's K floors (a speed rule, ROWS_TMA_MIN_K*) lowered."""
     from gemmkit.ops import dispatch as D
 
     monkeypatch.setattr(D, "ROWS_TMA_MIN_K", 0)
@@ -243,8 +244,15 @@ def test_gated_unaligned_k_past_few_tokens_reads_w_by_tma(M, I, K, launches, mon
     out = poisoned((M, I), torch.float32)
     gemmkit.gemm_a16w16_gated(x, w, out=out, config=cfg)
     ran = {k: v - before.get(k, 0) for k, v in launches.items() if v != before.get(k, 0)}
-    assert ran == {"shift_rows_kernel": 1, "gemm_rows_tma_kernel": 1, "gated_splitk_reduce_kernel": 1}, ran
+    reduce = "rows_reduce_kernel" if I % 8 == 0 else "gated_splitk_reduce_kernel"
+    assert ran == {"shift_rows_kernel": 1, "gemm_rows_tma_kernel": 1, reduce: 1}, ran
     check_gated(out, x, w)
+    from gemmkit import arch
+
+    meta = [torch.empty(t.shape, dtype=t.dtype, device="meta") for t in (x, w, out)]
+    explain = D.gated(cfg, arch.get("sm_90"), *meta, activation="silu").explain()  # what `gemmkit configs` says
+    assert ("rows_reduce_kernel, which applies the activation" if I % 8 == 0 else "gated split-K reduce") in explain, \
+        explain
     from gemmkit import callplan
 
     replays = callplan.STATS["replays"]

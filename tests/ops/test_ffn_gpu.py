@@ -75,17 +75,20 @@ def test_gated_row_padded_x(M, I, K):
     check_gated(out, x, w)
 
 
-@pytest.mark.parametrize("M,I,K", [(64, 4096, 4095), (200, 14336, 4095), (17, 5000, 7001)], ids=str)
+@pytest.mark.parametrize("M,I,K", [(64, 4096, 4095), (200, 14336, 4095), (17, 5000, 7001), (64, 2052, 4095)],
+                         ids=str)
 def test_gated_rows_tma(M, I, K, launches):
     """K % 8 != 0 past gemm_rows' tokens: w read where it lies by TMA (gemm_rows_tma) into fp32 [g | u] partials, then
-    the gated reduce; every element of h against float64."""
+    its rows_reduce_kernel (class-major partials, I % 8 == 0) or the gated reduce; every element of h against
+    float64."""
     x, w, _ = inputs(M, I, K)
     out = torch.full((M, I), float("nan"), device=DEV, dtype=BF16)
     before = dict(launches)
     gemmkit.gemm_a16w16_gated(x, w, out=out)
     torch.cuda.synchronize()
     ran = {k for k in launches if launches[k] != before.get(k, 0)}
-    assert {"gemm_rows_tma_kernel", "gated_splitk_reduce_kernel"} <= ran and "pad_rows_kernel" not in ran, ran
+    reduce = "rows_reduce_kernel" if I % 8 == 0 else "gated_splitk_reduce_kernel"
+    assert {"gemm_rows_tma_kernel", reduce} <= ran and "pad_rows_kernel" not in ran, ran
     check_gated(out, x, w)
 
 

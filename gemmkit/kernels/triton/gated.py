@@ -13,6 +13,7 @@ ops/dispatch.py which kernel serves it and calls `launch` here with 2-D operands
         ▼
     gemm_rows_kernel / gemm_rows_tma_kernel (kernels/triton/gemm_rows*.partials: [g | u] in fp32)
         ─► gated_splitk_reduce_kernel
+    gemm_rows_tma_kernel, I % 8 == 0: class-major partials ─► its rows_reduce_kernel (GATED: act(g) * u)
         every launch through launcher.py
 
 A gated tile reads 2 * BLOCK_SIZE_N rows of w per K step (gate and up) and writes BLOCK_SIZE_N columns
@@ -144,11 +145,16 @@ def launch(x2, w, y, activation, cfg, target, compile_only=False, *, tma: bool):
 
 
 def launch_rows(x2, w, y, activation, target, compile_only=False, tma: bool = False):
-    """The gated GEMM on a w whose rows TMA cannot address (K % 8 != 0): gemm_rows_kernel (a few tokens) or, `tma`,
-    gemm_rows_tma_kernel (past them) reads w where it lies into fp32 [g | u] partials (their `partials`), then the
-    gated reduce adds them and applies the activation. (ops/dispatch.py weighs them against copies of x and w.)"""
+    """The gated GEMM on a w whose rows TMA cannot address (K % 8 != 0): gemm_rows_kernel (a few tokens) reads w
+    where it lies into fp32 [g | u] partials (its `partials`), then the gated reduce adds them and applies the
+    activation; `tma` (past them): gemm_rows_tma_kernel, into class-major partials that its rows_reduce_kernel sums
+    into act(g) * u where I is whole octets (`gemm_rows_tma.gated_takes`), else into partials in y's order and the
+    gated reduce. (ops/dispatch.py weighs them against copies of x and w.)"""
     from . import gemm_rows, gemm_rows_tma
 
+    if tma and gemm_rows_tma.gated_takes(y.shape[1], w.element_size()):
+        gemm_rows_tma.launch(x2, w, None, y, activation, target, compile_only, gated=True)
+        return
     launch_reduce((gemm_rows_tma if tma else gemm_rows).partials(x2, w, target, compile_only), y, activation,
                   compile_only)
 
@@ -201,7 +207,7 @@ def reduce_static_spec(target, *, split_k: int = 4, dtype=torch.bfloat16, activa
 
 def table_cases(op: str, archs):
     """Every bucket of every shipped `op` table (TMA configs: both paths), bf16, silu; plus the gated
-    split-K reduce once per target."""
+    split-K reduce once per target, and on sm_90 gemm_rows_tma's reduce as the gated GEMM launches it."""
     for case in G.table_cases(op, archs):
         yield dict(case, kernel=KERNEL_NAMES[case["path"]])
     rbm, rbn = reduce_tile(2**20, 2**20)
@@ -209,6 +215,12 @@ def table_cases(op: str, archs):
         yield {"kernel": "gated_splitk_reduce_kernel", "op": op, "arch": arch, "table": "-", "bucket": "-",
                "config": {"SPLIT_K": 4, "BLOCK_M": rbm, "BLOCK_N": rbn, "num_warps": G.REDUCE_WARPS},
                "path": "reduce"}
+    if "sm_90" in archs:  # gemm_rows_tma's class-major partials summed into act(g) * u (`launch_rows`)
+        from . import gemm_rows_tma as R
+
+        yield {"kernel": "rows_reduce_kernel", "op": op, "arch": "sm_90", "table": "-", "bucket": "bf16",
+               "config": {"BLOCK_M": R.REDUCE_M, "BLOCK_N": R.REDUCE_J * R.vec(2), "num_warps": R.REDUCE_WARPS,
+                          "SPLIT_K": 3, "GATED": True}, "path": "rows_reduce"}
 
 
 def table_spec(case):
@@ -217,6 +229,12 @@ def table_spec(case):
     from . import gemm_gated as K
 
     target = _arch.ARCHS[case["arch"]]
+    if case["path"] == "rows_reduce":
+        from . import gemm_rows_tma as R
+
+        kernel, sig, ce, div, opts = R.reduce_static_spec(case["bucket"], case["config"]["SPLIT_K"], "silu", True)
+        return dict(kernel=kernel, signature=sig, constexprs=ce, divisible=div, options=opts,
+                    promises=R.REDUCE_PROMISES, block=None, smem_bound=0)
     if case["path"] == "reduce":
         kernel, sig, ce, div, opts = reduce_static_spec(target, split_k=case["config"]["SPLIT_K"])
         return dict(kernel=kernel, signature=sig, constexprs=ce, divisible=div, options=opts,

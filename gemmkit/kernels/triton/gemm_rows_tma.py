@@ -26,6 +26,8 @@ w once, by TMA, from where it lies:
       CLASS_MAJOR (the default) -> fp32 part[split, m, r N / VEC + j0 + i]: a program's columns together
         -> rows_reduce_kernel: [BLOCK_M, VEC, BLOCK_J] blocks summed over the splits, permuted in registers to
            [BLOCK_M, BLOCK_J VEC] (column VEC j + r) -> bias, activation -> y, stored in order
+        -> GATED (w's rows [gate | up], kernels/triton/gated.launch_rows): u's octet j sits I / VEC octets after
+           g's in the same class run; both summed and permuted -> act(g) * u -> h (M, I)
       else (`partials`: the caller's reduce) -> y[m, VEC (j0 + i) + r] or part[split] in y's order: columns VEC
         apart, one 32-byte sector an element
 
@@ -41,7 +43,7 @@ Constraints:
     pass w's end), K >= BLOCK_K; the host checks (`unsupported`); ops/dispatch.py runs the copy otherwise.
   - x: pad.shift_rows' copies (VEC RP, KS), KS = `shifted_k` (every class's chunks), RP a multiple of BLOCK_M.
   - y any strides, bias contiguous (N,); CLASS_MAJOR or SPLIT_K > 1 needs part: a contiguous fp32 (SPLIT_K, M, N)
-    buffer.
+    buffer. GATED: class-major, no bias, I = N / 2 a multiple of VEC (`gated_takes`).
   - BLOCK_M, BLOCK_J powers of two >= 16 (BLOCK_J >= 64 at SWAP: wgmma's rows), BLOCK_K = 64 (128-byte box rows);
     TMA coordinates int32: N / VEC and (VEC - 1) P + K < 2**31; int64 row offsets in the stores.
 """
@@ -53,7 +55,7 @@ import triton.language as tl
 
 from ... import launcher as L
 from .. import _host as H
-from ._epilogue import epilogue, store_tile
+from ._epilogue import activation, epilogue, store_tile
 from ._schedule import split_k_range
 
 PROMISES = (
@@ -147,26 +149,34 @@ def gemm_rows_tma_kernel(x_desc, w_desc, bias_ptr, y_ptr, part_ptr, M, N, K, RP,
 @triton.jit
 def rows_reduce_kernel(part_ptr, bias_ptr, y_ptr, M, N, stride_ym, stride_yn, SPLIT_K: tl.constexpr,
                        VEC: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_J: tl.constexpr, HAS_BIAS: tl.constexpr,
-                       ACTIVATION: tl.constexpr):
+                       ACTIVATION: tl.constexpr, GATED: tl.constexpr = False):
     """y = act(sum of the class-major partials + bias): a [BLOCK_M, VEC, BLOCK_J] block (VEC runs of BLOCK_J
     columns, one a class, read in order) summed over the splits, turned to [BLOCK_M, BLOCK_J VEC] (column VEC j + r)
-    in registers, stored in order."""
+    in registers, stored in order. GATED: w's N rows are [gate | up] (N / 2 = I, I % VEC == 0, no bias): y (M, I) =
+    act(g) * u, u's octet j is g's octet I / VEC + j, in the same class."""
     pid_m = tl.program_id(0)
     pid_j = tl.program_id(1)
-    nj = N // VEC
+    nj = N // VEC  # octets a class: its run of the partials' row
+    NY = N // 2 if GATED else N  # y's columns
     offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_j = pid_j * BLOCK_J + tl.arange(0, BLOCK_J)
     offs_r = tl.arange(0, VEC)
     cols = (offs_r[None, :, None] * nj + offs_j[None, None, :])
-    mask = (offs_m < M)[:, None, None] & (offs_j < nj)[None, None, :] & (offs_r < VEC)[None, :, None]
+    mask = (offs_m < M)[:, None, None] & (offs_j < NY // VEC)[None, None, :] & (offs_r < VEC)[None, :, None]
     acc = tl.zeros((BLOCK_M, VEC, BLOCK_J), dtype=tl.float32)
+    up = tl.zeros((BLOCK_M, VEC, BLOCK_J), dtype=tl.float32)
     for s in range(SPLIT_K):  # in split order: bitwise reproducible
         rows = offs_m.to(tl.int64) + s * M  # row s M + m of the (SPLIT_K M, N) partials
         acc += tl.load(part_ptr + rows[:, None, None] * N + cols, mask=mask, other=0.0)
+        if GATED:
+            up += tl.load(part_ptr + rows[:, None, None] * N + cols + NY // VEC, mask=mask, other=0.0)
     acc = tl.reshape(tl.permute(acc, (0, 2, 1)), (BLOCK_M, BLOCK_J * VEC))
     offs_n = pid_j * BLOCK_J * VEC + tl.arange(0, BLOCK_J * VEC)
-    out = epilogue(acc, y_ptr, y_ptr, bias_ptr, offs_m, offs_n, M, N, "none", HAS_BIAS, ACTIVATION)
-    store_tile(y_ptr, out, offs_m, offs_n, M, N, stride_ym, stride_yn, True)
+    if GATED:
+        out = activation(acc, ACTIVATION) * tl.reshape(tl.permute(up, (0, 2, 1)), (BLOCK_M, BLOCK_J * VEC))
+    else:
+        out = epilogue(acc, y_ptr, y_ptr, bias_ptr, offs_m, offs_n, M, N, "none", HAS_BIAS, ACTIVATION)
+    store_tile(y_ptr, out, offs_m, offs_n, M, NY, stride_ym, stride_yn, True)
 
 
 def vec(element_size: int) -> int:
@@ -215,25 +225,36 @@ def unsupported(x2, w, target) -> str | None:
     return None
 
 
-def launch(x2, w, bias, y, activation, target, compile_only=False, t: dict | None = None):
+def launch(x2, w, bias, y, activation, target, compile_only=False, t: dict | None = None, gated: bool = False):
     """y = act(x2 @ w.T + bias) (x2 (M, K) any strides, w (N, K), y (M, N) 2-D views of one 16-bit dtype): x's
     shifted copies (pad.shift_rows), the kernel, then rows_reduce_kernel over its class-major partials (CLASS_MAJOR),
-    else the split-K reduce where the tile splits K. `t`: a tile other than `tile`'s (the A/B)."""
+    else the split-K reduce where the tile splits K. `gated`: w's rows [gate | up], y (M, N / 2) = act(g) * u, no
+    bias (the class-major partials, I = N / 2 whole octets: `gated_takes`). `t`: a tile other than `tile`'s (the
+    A/B)."""
     from . import dense as G
 
-    (M, N), K = y.shape, w.shape[1]
+    M, (N, K) = y.shape[0], w.shape
     t = t or tile(M, N, K, w.element_size(), target.num_cus)
     split, cm = t["SPLIT_K"], t.get("CLASS_MAJOR", False)
+    if gated and not (cm and bias is None and gated_takes(N // 2, w.element_size())):
+        raise ValueError(f"gemm_rows_tma: the gated reduce needs class-major partials, no bias and I = {N // 2} "
+                         f"a multiple of {vec(w.element_size())}")
     part = torch.empty((split, M, N), dtype=torch.float32, device=x2.device) if split > 1 or cm else y
     launch_tile(x2, w, bias, y, part, activation, target, t, compile_only)
     if cm:
-        grid = (H.cdiv(M, REDUCE_M), H.cdiv(N // vec(w.element_size()), REDUCE_J))
+        grid = (H.cdiv(M, REDUCE_M), H.cdiv(y.shape[1] // vec(w.element_size()), REDUCE_J))
         L.launcher(rows_reduce_kernel, grid, compile_only)(
             part, bias if bias is not None else y, y, M, N, y.stride(0), y.stride(1), SPLIT_K=split,
             VEC=vec(w.element_size()), BLOCK_M=REDUCE_M, BLOCK_J=REDUCE_J, HAS_BIAS=bias is not None,
-            ACTIVATION=activation, num_warps=REDUCE_WARPS)
+            ACTIVATION=activation, GATED=gated, num_warps=REDUCE_WARPS)
     elif split > 1:
         G.launch_reduce(part, M * N, split, bias, y, activation, target, compile_only)
+
+
+def gated_takes(I: int, element_size: int) -> bool:
+    """Whether `launch(gated=True)` takes a gated w of 2 I rows: its class-major partials (CLASS_MAJOR) put u's
+    octet j in g's class at octet I / VEC + j only where I is whole octets."""
+    return CLASS_MAJOR and I % vec(element_size) == 0
 
 
 def partials(x2, w, target, compile_only=False) -> torch.Tensor:
@@ -249,11 +270,11 @@ def partials(x2, w, target, compile_only=False) -> torch.Tensor:
 
 
 def launch_tile(x2, w, bias, y, part, activation, target, t: dict, compile_only=False):
-    """x's shifted copies and the kernel with tile `t`: y = act(x2 @ w.T + bias) where t splits no K, else the fp32
-    partials in `part` (SPLIT_K, M, N)."""
+    """x's shifted copies and the kernel with tile `t`: y = act(x2 @ w.T + bias) where t splits no K and keeps y's
+    order, else the fp32 partials in `part` (SPLIT_K, M, N)."""
     from .pad import shift_rows
 
-    (M, N), K = y.shape, w.shape[1]
+    M, (N, K) = y.shape[0], w.shape  # (y: N columns, or the gated N / 2)
     es = w.element_size()
     v = vec(es)
     P = w.stride(0)
@@ -295,11 +316,11 @@ REDUCE_PROMISES = (
 )
 
 
-def reduce_static_spec(dtype: str = "bf16", split_k: int = 3, activation: str = "none"):
+def reduce_static_spec(dtype: str = "bf16", split_k: int = 3, activation: str = "none", gated: bool = False):
     """(kernel, signature, constexprs, divisible, options) of rows_reduce_kernel as `launch` compiles it (`gemmkit
-    isa`): fp32 partials, a `dtype` y 16-byte aligned, no bias."""
+    isa`): fp32 partials, a `dtype` y 16-byte aligned, no bias; `gated`: act(g) * u."""
     ce = dict(SPLIT_K=split_k, VEC=vec(2), BLOCK_M=REDUCE_M, BLOCK_J=REDUCE_J, HAS_BIAS=False, ACTIVATION=activation,
-              stride_yn=1)
+              GATED=gated, stride_yn=1)
     sig = {"part_ptr": "*fp32", "bias_ptr": f"*{dtype}", "y_ptr": f"*{dtype}", "M": "i32", "N": "i32",
            "stride_ym": "i32", "stride_yn": "constexpr"}
     sig.update({k: "constexpr" for k in ce if k not in sig})
