@@ -12,6 +12,8 @@ ARGS.add_argument("json", nargs="?", help="write the rows (stamped: device, date
 ARGS.add_argument("--quick", action="store_true", help="one round a mode, a few shapes")
 ARGS.add_argument("--heldout", action="store_true", help="the held-out shapes (HELDOUT), with the op as it serves")
 ARGS.add_argument("--short-k", action="store_true", help="the short-K sweep (SHORT_K)")
+ARGS.add_argument("--unswapped", action="store_true",
+                  help="the default and held-out shapes past SWAP_MAX_M tokens and HELDOUT_UNSWAPPED, both widths")
 ARGS.add_argument("--all-variants", action="store_true",
                   help="on VARIANT_SHAPES the stages and swapped-width neighbours too (else the K split's only)")
 ARGS = ARGS.parse_args()
@@ -43,6 +45,11 @@ if ARGS.heldout:  # drawn before the constants were set (100 x 8192 x 1023 since
 SHORT_K = [(M, N, K) for M, N in ((100, 8192), (32, 8192), (200, 12288)) for K in (1023, 1535, 2047, 3071)]
 if ARGS.short_k:  # where K's chunks are few (100 x 8192 x 1023 ran 2.4x slower than the copy)
     SHAPES = SHORT_K
+# Drawn before timing the 128 x 256 tile's rule (R.WIDE_PROGRAMS): 120 x 20480 and 90 x 9216 under it
+HELDOUT_UNSWAPPED = [(80, 24576, 5119), (180, 16384, 4097), (240, 11008, 7001), (120, 20480, 3071), (192, 13824, 5119),
+                     (90, 9216, 6143), (136, 28672, 2047), (112, 32000, 4095)]
+if ARGS.unswapped:  # the unswapped tile (M > SWAP_MAX_M) at 38-72% of the aligned speed: its width
+    SHAPES = [(M, N, K) for M, N, K in SHAPES + HELDOUT if M > R.SWAP_MAX_M] + HELDOUT_UNSWAPPED
 if ARGS.quick:
     SHAPES = [(64, 4096, 4095), (256, 4096, 4095), (16, 4096, 4095)]
 
@@ -52,12 +59,20 @@ VARIANT_SHAPES = {(64, 4096, 4095), (256, 28672, 8191)}
 
 def variants(M, N, K):
     """The default tile, it with the partials' layout flipped (CLASS_MAJOR) and the K split's goal at 1 program an SM;
+    with --unswapped the unswapped tile's other width (128 / R.WIDE_J columns);
     with --all-variants on VARIANT_SHAPES the goal at 4, stages, the weight rows a box."""
     base = R.tile(M, N, K, 2, target.num_cus)
     flipped = "tma_y_order" if base["CLASS_MAJOR"] else "tma_cm"  # the partials' other layout
-    out = {"tma": base, flipped: dict(base, CLASS_MAJOR=not base["CLASS_MAJOR"])}
+    out = {"tma": base} if ARGS.unswapped else {"tma": base, flipped: dict(base, CLASS_MAJOR=not base["CLASS_MAJOR"])}
     chunks = -(-K // R.BLOCK_K)
     progs = 8 * -(-(N // 8) // base["BLOCK_J"]) * -(-M // base["BLOCK_M"])
+    if ARGS.unswapped and not base["SWAP"]:  # the other of 128 x 256 (R.WIDE_J) and the 128-column tile
+        wide = base["BLOCK_J"] == R.WIDE_J
+        bm, bj = (64 if M <= 128 else 128, 128) if wide else (128, R.WIDE_J)
+        p2 = 8 * -(-(N // 8) // bj) * -(-M // bm)
+        split = max(1, min(-(-R.PROGRAMS_PER_SM * target.num_cus // p2), chunks // R.MIN_STEPS))
+        out["tma_j128" if wide else "tma_j256"] = dict(base, BLOCK_M=bm, BLOCK_J=bj, SPLIT_K=split,
+                                                        num_warps=4 if bm <= 64 else 8)
     for per_sm in (1, 4):
         split = max(1, min(-(-per_sm * target.num_cus // progs), chunks // R.MIN_STEPS))
         if split != base["SPLIT_K"] and (per_sm == 1 or ARGS.all_variants and (M, N, K) in VARIANT_SHAPES):

@@ -185,11 +185,12 @@ def isa_cases(archs):
                                   "SPLIT_K": split}, "path": "rows"}
         from ..kernels.triton import gemm_rows_tma
 
-        for M in (32, 128, 256):  # its swapped tile and two unswapped ones (M past gemm_rows to ROWS_TMA_MAX_M)
-            t = gemm_rows_tma.tile(M, 4096, 4095, 2, sm90.num_cus)
+        # its swapped tile, two unswapped ones (M past gemm_rows to ROWS_TMA_MAX_M) and the wide one (a long w)
+        for M, N in ((32, 4096), (128, 4096), (256, 4096), (200, 28672)):
+            t = gemm_rows_tma.tile(M, N, 4095, 2, sm90.num_cus)
             for split in (1, 3):
                 yield {"kernel": "gemm_rows_tma_kernel", "op": OP, "arch": "sm_90", "table": "-", "bucket": "bf16",
-                       "config": {"M": M, "BLOCK_M": t["BLOCK_M"], "BLOCK_N": t["BLOCK_J"],
+                       "config": {"M": M, "N": N, "BLOCK_M": t["BLOCK_M"], "BLOCK_N": t["BLOCK_J"],
                                   "num_warps": t["num_warps"], "SPLIT_K": split}, "path": "rows_tma"}
         for split in (1, 3):  # its partials' reduce (class-major: the columns put in order)
             yield {"kernel": "rows_reduce_kernel", "op": OP, "arch": "sm_90", "table": "-", "bucket": "bf16",
@@ -216,9 +217,10 @@ def isa_spec(case):
         from ..kernels.triton import gemm_rows_tma
 
         kernel, sig, ce, div, opts = gemm_rows_tma.static_spec(case["bucket"], case["config"]["M"],
-                                                               case["config"]["SPLIT_K"])
+                                                               case["config"]["SPLIT_K"], N=case["config"]["N"])
         return dict(kernel=kernel, signature=sig, constexprs=ce, divisible=div, options=opts,
-                    promises=gemm_rows_tma.PROMISES, block=None, smem_bound=0)
+                    promises=gemm_rows_tma.WIDE_PROMISES if ce["BLOCK_J"] == gemm_rows_tma.WIDE_J
+                    else gemm_rows_tma.PROMISES, block=None, smem_bound=0)
     if case["path"] == "rows_reduce":
         from ..kernels.triton import gemm_rows_tma
 

@@ -213,3 +213,24 @@ def test_gated_refuses_what_its_reduce_cannot_pair():
     w = randn(2064, 203, dtype=BF16)
     with pytest.raises(ValueError, match="no bias"):
         R.launch(x, w, randn(2064, dtype=BF16), torch.empty(24, 1032, dtype=BF16), "silu", target, gated=True)
+
+
+@pytest.mark.parametrize("split", [1, 2])
+def test_wide_tile(split):
+    """The 128 x WIDE_J tile (a long w past SWAP_MAX_M tokens: `tile` takes it where its programs reach WIDE_PROGRAMS
+    of the SMs): every element against float64 at a shape small enough for the interpreter, its last weight block
+    partial (257 octets), the second M tile partial, K split or not; and where `tile` takes it."""
+    target = arch.get("H100")
+    wide = R.tile(96, 28672, 8191, 2, target.num_cus)
+    assert (wide["BLOCK_M"], wide["BLOCK_J"], wide["num_warps"]) == (128, R.WIDE_J, 8), wide
+    assert R.tile(128, 14336, 4095, 2, target.num_cus)["BLOCK_J"] == 128  # 56 programs: the 64 x 128 tile
+    M, N, K = 130, 2056, 299
+    x, w, bias = randn(M, K, dtype=BF16), randn(N, K, dtype=BF16), randn(N, dtype=BF16)
+    t = dict(R.tile(M, N, K, 2, target.num_cus), BLOCK_M=128, BLOCK_J=R.WIDE_J, num_warps=8, SPLIT_K=split)
+    y = poisoned((M, N), BF16)
+    before = launcher.LAUNCHES.copy()
+    R.launch(x, w, bias, y, "silu", target, t=t)
+    assert (launcher.LAUNCHES - before)["rows_reduce_kernel"] == 1
+    ref = torch.nn.functional.silu(x.double() @ w.double().t() + bias.double())
+    ok, msg = within_bound(y, ref, BF16)
+    assert ok, msg

@@ -111,7 +111,8 @@ def test_shapes(M, N, K, dtype, launches):
                                    (48, 4096, 2054)])
 def test_rows_tma(M, N, K, launches):
     """kernels/triton/gemm_rows_tma.py: w's rows off 16 bytes read where they lie by TMA, every element against
-    float64; a w whose rows are views of wider ones with inf in the gaps, a bias and silu."""
+    float64; a w whose rows are views of wider ones with inf in the gaps, a bias and silu. Its tiles: swapped (M <=
+    64), 64 x 128 (100 x 14336), 128 x 256 (200 x 28672: gemm_rows_tma.WIDE_PROGRAMS)."""
     x = torch.randn(M, K, device=DEV, dtype=torch.bfloat16)
     full = torch.randn(N, K + 3, device=DEV, dtype=torch.bfloat16)
     for w, bias, act in ((full[:, :K].contiguous(), None, None),

@@ -22,7 +22,7 @@ w once, by TMA, from where it lies:
     chunks 0 and C_r - 1: w's columns outside the row (the previous row's tail, the next row's head) zeroed in
       registers first (x is zero there, but 0 x inf would not be)
     acc = x_tile @ w_tile.T  ([BLOCK_M, BLOCK_J]), or w_tile @ x_tile.T at SWAP (a few tokens: the weight rows fill
-      wgmma's 64-row side, the tokens its N)
+      wgmma's 64-row side, the tokens its N); past SWAP_MAX_M tokens 64 / 128 x 128, or 128 x WIDE_J on a long w
       CLASS_MAJOR (the default) -> fp32 part[split, m, r N / VEC + j0 + i]: a program's columns together
         -> rows_reduce_kernel: [BLOCK_M, VEC, BLOCK_J] blocks summed over the splits, permuted in registers to
            [BLOCK_M, BLOCK_J VEC] (column VEC j + r) -> bias, activation -> y, stored in order
@@ -44,7 +44,8 @@ Constraints:
   - x: pad.shift_rows' copies (VEC RP, KS), KS = `shifted_k` (every class's chunks), RP a multiple of BLOCK_M.
   - y any strides, bias contiguous (N,); CLASS_MAJOR or SPLIT_K > 1 needs part: a contiguous fp32 (SPLIT_K, M, N)
     buffer. GATED: class-major, no bias, I = N / 2 a multiple of VEC (`gated_takes`).
-  - BLOCK_M, BLOCK_J powers of two >= 16 (BLOCK_J >= 64 at SWAP: wgmma's rows), BLOCK_K = 64 (128-byte box rows);
+  - BLOCK_M, BLOCK_J powers of two >= 16 (BLOCK_J >= 64 at SWAP: wgmma's rows; <= 256: a TMA box's rows),
+    BLOCK_K = 64 (128-byte box rows); 128 x 256 spills under Triton 3.6 / 3.7 (WIDE_PROMISES);
     TMA coordinates int32: N / VEC and (VEC - 1) P + K < 2**31; int64 row offsets in the stores.
 """
 from __future__ import annotations
@@ -66,6 +67,14 @@ PROMISES = (
     {"promise": "TMA loads (UTMALDG)", "check": "counts['UTMALDG'] > 0"},
     {"promise": "wgmma (HGMMA)", "check": "counts['HGMMA'] > 0"},
 )
+# The 128 x WIDE_J tile at 255 registers: its 128-register fp32 accumulator stored as class-major partials spills
+# (936 bytes, ~150 LDL / STL under Triton 3.6, 912 under 3.7, none under 3.8 / 3.9; stored as y's bf16 instead, 203
+# registers and none). Timed faster than the 128-column tile anyway where `tile` takes it (WIDE_J's note), so the
+# promise is a bound, not zero.
+WIDE_PROMISES = (
+    {"promise": "spills at most 1 KiB (the fp32 partials' store)", "check": "spill_bytes <= 1024"},
+    {"promise": "local-memory traffic only from those spills", "check": "counts['LDL'] + counts['STL'] <= 400"},
+) + PROMISES[1:2] + PROMISES[3:]
 
 BLOCK_K = 64  # 128-byte box rows (16-bit)
 SWAP_MAX_M = 64  # at most this many tokens: the swapped tile (weight rows on wgmma's 64-row side)
@@ -79,6 +88,12 @@ STAGES = 4
 # 37.3 -> 26.0 us, 256 x 28672 x 8191 462 -> 338, 100 x 8192 x 3071 67.7 -> 40.8. False: y's order, for a caller
 # with its own reduce (`partials`).
 CLASS_MAJOR = True
+# Past SWAP_MAX_M tokens, 128 x 256 tiles where they still make WIDE_PROGRAMS of the SMs' programs: each program
+# reads x's and w's rows once for twice the columns (L2 to SM traffic (1 / BM + 1 / BJ) a product: 128 x 128 had the
+# L2 75% busy at 1.9 TB/s of DRAM, H100 200 x 12288 x 6143). H100, results/h100/rows_tma_unswapped.json (14 shapes,
+# in sample): 256 x 28672 x 8191 337 -> 278 us, 96 x 28672 x 8191 253 -> 226, 200 x 12288 x 6143 132 -> 125
+# (96 programs); slower with fewer (128 x 14336 x 4095, 56 programs: 74.8 -> 86.7; 256 x 5000 x 7001, 48: 91.6 -> 94.4).
+WIDE_J, WIDE_PROGRAMS = 256, 0.7
 REDUCE_M, REDUCE_J, REDUCE_WARPS = 16, 32, 4  # rows_reduce_kernel's block: 16 rows x 32 octets (256 columns)
 
 
@@ -186,12 +201,15 @@ def vec(element_size: int) -> int:
 
 def tile(M: int, N: int, K: int, element_size: int, num_cus: int) -> dict:
     """The launch of a call: at M <= SWAP_MAX_M the swapped tile (64 weight rows x the tokens, 16-64), else 64 or 128
-    tokens x 128 weight rows; K split until the programs reach PROGRAMS_PER_SM an SM, each split keeping at least
-    MIN_STEPS chunks."""
+    tokens x 128 weight rows, or 128 x WIDE_J where that tile's programs reach WIDE_PROGRAMS of the SMs; K split until
+    the programs reach PROGRAMS_PER_SM an SM, each split keeping at least MIN_STEPS chunks."""
     swap = M <= SWAP_MAX_M
+    v = vec(element_size)
     bm = max(16, triton.next_power_of_2(M)) if swap else (64 if M <= 128 else 128)
     bj = 64 if swap else 128
-    v = vec(element_size)
+    wide = not swap and v * H.cdiv(N // v, WIDE_J) * H.cdiv(M, 128) >= WIDE_PROGRAMS * num_cus
+    if wide:
+        bm, bj = 128, WIDE_J
     programs = v * H.cdiv(N // v, bj) * H.cdiv(M, bm)
     chunks = H.cdiv(K, BLOCK_K)
     split = max(1, min(H.cdiv(PROGRAMS_PER_SM * num_cus, programs), chunks // MIN_STEPS))
@@ -294,11 +312,12 @@ def constexprs(t: dict, v: int, has_bias: bool, activation: str) -> dict:
                 HAS_BIAS=has_bias, ACTIVATION=activation, SPLIT_K=t["SPLIT_K"], CLASS_MAJOR=t.get("CLASS_MAJOR", False))
 
 
-def static_spec(dtype: str = "bf16", M: int = 16, split_k: int = 2, activation: str = "none"):
+def static_spec(dtype: str = "bf16", M: int = 16, split_k: int = 2, activation: str = "none", N: int = 4096):
     """(kernel, signature, constexprs, divisible, options) as `launch` compiles it for a `dtype` call of M tokens
-    (`tile`'s: swapped at M <= SWAP_MAX_M, else unswapped) on a 4096 x 4095 w, y 16-byte aligned (`gemmkit isa`)."""
+    (`tile`'s: swapped at M <= SWAP_MAX_M, else unswapped; 128 x WIDE_J on a wide w) on an N x 4095 w, y 16-byte
+    aligned (`gemmkit isa`)."""
     v = vec(2)
-    t = tile(M, 4096, 4095, 2, 132)
+    t = tile(M, N, 4095, 2, 132)
     t.update(SPLIT_K=split_k)
     ce = dict(constexprs(t, v, False, activation), stride_yn=1)  # the contiguous y Triton specialises
     sig = {"x_desc": f"tensordesc<{dtype}[{t['BLOCK_M']}, {t['BLOCK_K']}]>",
