@@ -219,8 +219,7 @@ def isa_spec(case):
         kernel, sig, ce, div, opts = gemm_rows_tma.static_spec(case["bucket"], case["config"]["M"],
                                                                case["config"]["SPLIT_K"], N=case["config"]["N"])
         return dict(kernel=kernel, signature=sig, constexprs=ce, divisible=div, options=opts,
-                    promises=gemm_rows_tma.WIDE_PROMISES if ce["BLOCK_J"] == gemm_rows_tma.WIDE_J
-                    else gemm_rows_tma.PROMISES, block=None, smem_bound=0)
+                    promises=gemm_rows_tma.PROMISES, block=None, smem_bound=0)
     if case["path"] == "rows_reduce":
         from ..kernels.triton import gemm_rows_tma
 

@@ -45,7 +45,8 @@ Constraints:
   - y any strides, bias contiguous (N,); CLASS_MAJOR or SPLIT_K > 1 needs part: a contiguous fp32 (SPLIT_K, M, N)
     buffer. GATED: class-major, no bias, I = N / 2 a multiple of VEC (`gated_takes`).
   - BLOCK_M, BLOCK_J powers of two >= 16 (BLOCK_J >= 64 at SWAP: wgmma's rows; <= 256: a TMA box's rows),
-    BLOCK_K = 64 (128-byte box rows); 128 x 256 spills under Triton 3.6 / 3.7 (WIDE_PROMISES);
+    BLOCK_K = 64 (128-byte box rows); the 128 x 256 tile spills (~350 bytes, Triton 3.6) where Triton cannot see
+    N / VEC a multiple of 16 (N % 128 != 0; `gemmkit isa` compiles the common N % 128 == 0: none);
     TMA coordinates int32: N / VEC and (VEC - 1) P + K < 2**31; int64 row offsets in the stores.
 """
 from __future__ import annotations
@@ -67,14 +68,6 @@ PROMISES = (
     {"promise": "TMA loads (UTMALDG)", "check": "counts['UTMALDG'] > 0"},
     {"promise": "wgmma (HGMMA)", "check": "counts['HGMMA'] > 0"},
 )
-# The 128 x WIDE_J tile at 255 registers: its 128-register fp32 accumulator stored as class-major partials spills
-# (936 bytes, ~150 LDL / STL under Triton 3.6, 912 under 3.7, none under 3.8 / 3.9; stored as y's bf16 instead, 203
-# registers and none). Timed faster than the 128-column tile anyway where `tile` takes it (WIDE_J's note), so the
-# promise is a bound, not zero.
-WIDE_PROMISES = (
-    {"promise": "spills at most 1 KiB (the fp32 partials' store)", "check": "spill_bytes <= 1024"},
-    {"promise": "local-memory traffic only from those spills", "check": "counts['LDL'] + counts['STL'] <= 400"},
-) + PROMISES[1:2] + PROMISES[3:]
 
 BLOCK_K = 64  # 128-byte box rows (16-bit)
 SWAP_MAX_M = 64  # at most this many tokens: the swapped tile (weight rows on wgmma's 64-row side)
@@ -90,9 +83,10 @@ STAGES = 4
 CLASS_MAJOR = True
 # Past SWAP_MAX_M tokens, 128 x 256 tiles where they still make WIDE_PROGRAMS of the SMs' programs: each program
 # reads x's and w's rows once for twice the columns (L2 to SM traffic (1 / BM + 1 / BJ) a product: 128 x 128 had the
-# L2 75% busy at 1.9 TB/s of DRAM, H100 200 x 12288 x 6143). H100, results/h100/rows_tma_unswapped.json (14 shapes,
-# in sample): 256 x 28672 x 8191 337 -> 278 us, 96 x 28672 x 8191 253 -> 226, 200 x 12288 x 6143 132 -> 125
-# (96 programs); slower with fewer (128 x 14336 x 4095, 56 programs: 74.8 -> 86.7; 256 x 5000 x 7001, 48: 91.6 -> 94.4).
+# L2 75% busy at 1.9 TB/s of DRAM, H100 200 x 12288 x 6143). H100, results/h100/rows_tma_unswapped.json (22 shapes,
+# 8 held out, the rule right on all): 256 x 28672 x 8191 341 -> 290 us, 96 x 28672 x 8191 259 -> 231, 200 x 12288 x
+# 6143 133 -> 127 (96 programs); slower with fewer (128 x 14336 x 4095, 56 programs: 74 -> 88; 256 x 5000 x 7001, 48:
+# 92 -> 96).
 WIDE_J, WIDE_PROGRAMS = 256, 0.7
 REDUCE_M, REDUCE_J, REDUCE_WARPS = 16, 32, 4  # rows_reduce_kernel's block: 16 rows x 32 octets (256 columns)
 
@@ -113,7 +107,7 @@ def _chunk(acc, x_desc, w_desc, xr, j0, a_r, c, s, K, EDGE: tl.constexpr, BLOCK_
 
 
 @triton.jit
-def gemm_rows_tma_kernel(x_desc, w_desc, bias_ptr, y_ptr, part_ptr, M, N, K, RP, pitch_w, stride_ym, stride_yn,
+def gemm_rows_tma_kernel(x_desc, w_desc, bias_ptr, y_ptr, part_ptr, M, N, NJ, K, RP, pitch_w, stride_ym, stride_yn,
                          BLOCK_M: tl.constexpr, BLOCK_J: tl.constexpr, BLOCK_K: tl.constexpr, VEC: tl.constexpr,
                          SWAP: tl.constexpr, HAS_BIAS: tl.constexpr, ACTIVATION: tl.constexpr,
                          SPLIT_K: tl.constexpr, CLASS_MAJOR: tl.constexpr):
@@ -123,7 +117,7 @@ def gemm_rows_tma_kernel(x_desc, w_desc, bias_ptr, y_ptr, part_ptr, M, N, K, RP,
     work //= m_tiles
     r = work % VEC  # the class: rows n = VEC j + r
     work //= VEC
-    blocks = tl.cdiv(N // VEC, BLOCK_J)
+    blocks = tl.cdiv(NJ, BLOCK_J)  # NJ = N / VEC octets (an argument: its divisibility reaches the stores)
     block = work % blocks
     split = work // blocks
     s = (r * pitch_w) % VEC  # elements from the 16-byte boundary before each row of the class to its start
@@ -152,8 +146,8 @@ def gemm_rows_tma_kernel(x_desc, w_desc, bias_ptr, y_ptr, part_ptr, M, N, K, RP,
     offs_n = r + VEC * (j0 + tl.arange(0, BLOCK_J))
     if CLASS_MAJOR:  # fp32 partials, class r's columns together (coalesced); rows_reduce_kernel puts them in order
         offs_j = j0 + tl.arange(0, BLOCK_J)
-        store_tile(part_ptr + split.to(tl.int64) * M * N, acc, offs_m, r * (N // VEC) + offs_j, M, N, N, 1, True,
-                   own=(offs_j < N // VEC)[None, :])
+        store_tile(part_ptr + split.to(tl.int64) * M * N, acc, offs_m, r * NJ + offs_j, M, N, N, 1, True,
+                   own=(offs_j < NJ)[None, :])
     elif SPLIT_K == 1:
         out = epilogue(acc, y_ptr, y_ptr, bias_ptr, offs_m, offs_n, M, N, "none", HAS_BIAS, ACTIVATION)
         store_tile(y_ptr, out, offs_m, offs_n, M, N, stride_ym, stride_yn, True)
@@ -162,7 +156,7 @@ def gemm_rows_tma_kernel(x_desc, w_desc, bias_ptr, y_ptr, part_ptr, M, N, K, RP,
 
 
 @triton.jit
-def rows_reduce_kernel(part_ptr, bias_ptr, y_ptr, M, N, stride_ym, stride_yn, SPLIT_K: tl.constexpr,
+def rows_reduce_kernel(part_ptr, bias_ptr, y_ptr, M, N, NJ, stride_ym, stride_yn, SPLIT_K: tl.constexpr,
                        VEC: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_J: tl.constexpr, HAS_BIAS: tl.constexpr,
                        ACTIVATION: tl.constexpr, GATED: tl.constexpr = False):
     """y = act(sum of the class-major partials + bias): a [BLOCK_M, VEC, BLOCK_J] block (VEC runs of BLOCK_J
@@ -171,20 +165,20 @@ def rows_reduce_kernel(part_ptr, bias_ptr, y_ptr, M, N, stride_ym, stride_yn, SP
     act(g) * u, u's octet j is g's octet I / VEC + j, in the same class."""
     pid_m = tl.program_id(0)
     pid_j = tl.program_id(1)
-    nj = N // VEC  # octets a class: its run of the partials' row
     NY = N // 2 if GATED else N  # y's columns
     offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_j = pid_j * BLOCK_J + tl.arange(0, BLOCK_J)
     offs_r = tl.arange(0, VEC)
-    cols = (offs_r[None, :, None] * nj + offs_j[None, None, :])
-    mask = (offs_m < M)[:, None, None] & (offs_j < NY // VEC)[None, None, :] & (offs_r < VEC)[None, :, None]
+    NJY = NJ // 2 if GATED else NJ  # y's octets (NJ = N / VEC: a class's run of the partials' row)
+    cols = (offs_r[None, :, None] * NJ + offs_j[None, None, :])
+    mask = (offs_m < M)[:, None, None] & (offs_j < NJY)[None, None, :] & (offs_r < VEC)[None, :, None]
     acc = tl.zeros((BLOCK_M, VEC, BLOCK_J), dtype=tl.float32)
     up = tl.zeros((BLOCK_M, VEC, BLOCK_J), dtype=tl.float32)
     for s in range(SPLIT_K):  # in split order: bitwise reproducible
         rows = offs_m.to(tl.int64) + s * M  # row s M + m of the (SPLIT_K M, N) partials
         acc += tl.load(part_ptr + rows[:, None, None] * N + cols, mask=mask, other=0.0)
         if GATED:
-            up += tl.load(part_ptr + rows[:, None, None] * N + cols + NY // VEC, mask=mask, other=0.0)
+            up += tl.load(part_ptr + rows[:, None, None] * N + cols + NJY, mask=mask, other=0.0)
     acc = tl.reshape(tl.permute(acc, (0, 2, 1)), (BLOCK_M, BLOCK_J * VEC))
     offs_n = pid_j * BLOCK_J * VEC + tl.arange(0, BLOCK_J * VEC)
     if GATED:
@@ -262,8 +256,8 @@ def launch(x2, w, bias, y, activation, target, compile_only=False, t: dict | Non
     if cm:
         grid = (H.cdiv(M, REDUCE_M), H.cdiv(y.shape[1] // vec(w.element_size()), REDUCE_J))
         L.launcher(rows_reduce_kernel, grid, compile_only)(
-            part, bias if bias is not None else y, y, M, N, y.stride(0), y.stride(1), SPLIT_K=split,
-            VEC=vec(w.element_size()), BLOCK_M=REDUCE_M, BLOCK_J=REDUCE_J, HAS_BIAS=bias is not None,
+            part, bias if bias is not None else y, y, M, N, N // vec(w.element_size()), y.stride(0), y.stride(1),
+            SPLIT_K=split, VEC=vec(w.element_size()), BLOCK_M=REDUCE_M, BLOCK_J=REDUCE_J, HAS_BIAS=bias is not None,
             ACTIVATION=activation, GATED=gated, num_warps=REDUCE_WARPS)
     elif split > 1:
         G.launch_reduce(part, M * N, split, bias, y, activation, target, compile_only)
@@ -303,7 +297,7 @@ def launch_tile(x2, w, bias, y, part, activation, target, t: dict, compile_only=
     x_desc = L.tma_descriptor(xs, [t["BLOCK_M"], t["BLOCK_K"]])
     grid = (v * H.cdiv(N // v, t["BLOCK_J"]) * H.cdiv(M, t["BLOCK_M"]) * t["SPLIT_K"],)
     L.launcher(gemm_rows_tma_kernel, grid, compile_only)(
-        x_desc, w_desc, bias if bias is not None else y, y, part, M, N, K, RP, P, y.stride(0), y.stride(1),
+        x_desc, w_desc, bias if bias is not None else y, y, part, M, N, N // v, K, RP, P, y.stride(0), y.stride(1),
         **constexprs(t, v, bias is not None, activation), num_warps=t["num_warps"], num_stages=t["num_stages"])
 
 
@@ -322,10 +316,10 @@ def static_spec(dtype: str = "bf16", M: int = 16, split_k: int = 2, activation: 
     ce = dict(constexprs(t, v, False, activation), stride_yn=1)  # the contiguous y Triton specialises
     sig = {"x_desc": f"tensordesc<{dtype}[{t['BLOCK_M']}, {t['BLOCK_K']}]>",
            "w_desc": f"tensordesc<{dtype}[{t['BLOCK_J']}, {t['BLOCK_K']}]>", "bias_ptr": f"*{dtype}",
-           "y_ptr": f"*{dtype}", "part_ptr": "*fp32", "M": "i32", "N": "i32", "K": "i32", "RP": "i32",
+           "y_ptr": f"*{dtype}", "part_ptr": "*fp32", "M": "i32", "N": "i32", "NJ": "i32", "K": "i32", "RP": "i32",
            "pitch_w": "i32", "stride_ym": "i32", "stride_yn": "constexpr"}
     sig.update({k: "constexpr" for k in ce if k not in sig})
-    divisible = ["bias_ptr", "y_ptr", "part_ptr", "stride_ym"]
+    divisible = ["bias_ptr", "y_ptr", "part_ptr", "N", "NJ", "stride_ym"]  # N = 4096 / 28672: N / 8 a multiple of 16
     return gemm_rows_tma_kernel, sig, ce, divisible, {"num_warps": t["num_warps"], "num_stages": t["num_stages"]}
 
 
@@ -340,7 +334,8 @@ def reduce_static_spec(dtype: str = "bf16", split_k: int = 3, activation: str = 
     isa`): fp32 partials, a `dtype` y 16-byte aligned, no bias; `gated`: act(g) * u."""
     ce = dict(SPLIT_K=split_k, VEC=vec(2), BLOCK_M=REDUCE_M, BLOCK_J=REDUCE_J, HAS_BIAS=False, ACTIVATION=activation,
               GATED=gated, stride_yn=1)
-    sig = {"part_ptr": "*fp32", "bias_ptr": f"*{dtype}", "y_ptr": f"*{dtype}", "M": "i32", "N": "i32",
+    sig = {"part_ptr": "*fp32", "bias_ptr": f"*{dtype}", "y_ptr": f"*{dtype}", "M": "i32", "N": "i32", "NJ": "i32",
            "stride_ym": "i32", "stride_yn": "constexpr"}
     sig.update({k: "constexpr" for k in ce if k not in sig})
-    return rows_reduce_kernel, sig, ce, ["part_ptr", "bias_ptr", "y_ptr", "stride_ym"], {"num_warps": REDUCE_WARPS}
+    return rows_reduce_kernel, sig, ce, ["part_ptr", "bias_ptr", "y_ptr", "N", "NJ", "stride_ym"], \
+        {"num_warps": REDUCE_WARPS}
