@@ -192,6 +192,8 @@ def isa_cases(archs):
                 yield {"kernel": "gemm_rows_tma_kernel", "op": OP, "arch": "sm_90", "table": "-", "bucket": "bf16",
                        "config": {"M": M, "N": N, "BLOCK_M": t["BLOCK_M"], "BLOCK_N": t["BLOCK_J"],
                                   "num_warps": t["num_warps"], "SPLIT_K": split}, "path": "rows_tma"}
+        yield {"kernel": "shift_rows_kernel", "op": OP, "arch": "sm_90", "table": "-", "bucket": "bf16",
+               "config": {"BLOCK_R": pad.BLOCK_R, "BLOCK_K": pad.BLOCK_K, "num_warps": pad.WARPS}, "path": "shift"}
         for split in (1, 3):  # its partials' reduce (class-major: the columns put in order)
             yield {"kernel": "rows_reduce_kernel", "op": OP, "arch": "sm_90", "table": "-", "bucket": "bf16",
                    "config": {"BLOCK_M": gemm_rows_tma.REDUCE_M,
@@ -204,6 +206,12 @@ def isa_spec(case):
         from ..kernels.triton import pad
 
         kernel, sig, ce, div, opts = pad.static_spec(case["bucket"])
+        return dict(kernel=kernel, signature=sig, constexprs=ce, divisible=div, options=opts, promises=pad.PROMISES,
+                    block=None, smem_bound=0)
+    if case["path"] == "shift":  # x's shifted copies for gemm_rows_tma
+        from ..kernels.triton import pad
+
+        kernel, sig, ce, div, opts = pad.shift_static_spec(case["bucket"])
         return dict(kernel=kernel, signature=sig, constexprs=ce, divisible=div, options=opts, promises=pad.PROMISES,
                     block=None, smem_bound=0)
     if case["path"] == "rows":

@@ -41,6 +41,28 @@ def test_every_target_and_kernel_present():
         ("gfx942", "fp8"), ("gfx950", "fp8"), ("sm_90", "fp8"), ("sm_90", "int8")}
 
 
+# Kernels with no `gemmkit isa` case, and why (every other `*_kernel` under gemmkit/kernels must have one)
+NO_ISA_CASE = {
+    "quant_rowwise_kernel": "the fp8 / int8 activation quantizer (row-wise elementwise; no MMA, no shared-memory plan)",
+    "quant_block_kernel": "the 1 x 128 block quantizer (elementwise)",
+    "mxfp4_quant_kernel": "the MXFP4 quantizer (elementwise)",
+    "mxfp4_dequant_kernel": "the MXFP4 dequantizer (gemmkit.quant's op; elementwise)",
+    "peer_sum_kernel": "the tensor-parallel sum over peer buffers (multi-GPU; elementwise)",
+}
+
+
+def test_every_kernel_has_a_case_or_a_reason():
+    """A new kernel file's `*_kernel` gets a static case (its promises checked on every CI run) or a line above."""
+    import re
+    from pathlib import Path
+
+    defined = {m for f in Path(ROOT, "gemmkit", "kernels").rglob("*.py")
+               for m in re.findall(r"^def (\w+_kernel)\(", f.read_text(), re.M)}
+    missing = defined - {c["kernel"] for c in CASES} - set(NO_ISA_CASE)
+    assert not missing, f"kernels with no `gemmkit isa` case: {sorted(missing)}"
+    assert set(NO_ISA_CASE) <= defined, f"stale NO_ISA_CASE entries: {sorted(set(NO_ISA_CASE) - defined)}"
+
+
 @pytest.mark.parametrize("i", range(len(CASES)), ids=IDS)
 def test_compiles_and_keeps_promises(rows, i):
     r = rows[i]
