@@ -1,6 +1,7 @@
 """Unaligned K on the GPU for the gated GEMM: gemm_a16w16_gated where x's and w's rows are not 16-byte multiples
 (K % 8 != 0), as served (M <= 16: gemm_rows_kernel reading w where it lies + the gated reduce; to
-dispatch.ROWS_TMA_MAX_M where x's copies are few: gemm_rows_tma's partials + the gated reduce; else the TMA kernel on
+dispatch.ROWS_TMA_MAX_M where x's copies are few: gemm_rows_tma, its class-major partials summed into act(g) * u by
+its rows_reduce_kernel (I % 8 != 0: partials in y's order + the gated reduce); else the TMA kernel on
 padded copies, ops/dispatch.py `gated`), against the copy path (`copy`: gemm_rows_tma turned off), the pointer kernel
 (the copies turned off too), the torch sequence (matmul, chunk, silu(g) * u), gemm_a16w16 + the same elementwise, and
 the served call at K rounded up to 8 (the aligned shape's speed). Same process, CUDA-graph replay, inputs rotated past
@@ -89,8 +90,8 @@ def main(path):
                "rel_err_vs_fp32": err}
         rows.append(row)
         print(f"{M:5d} {I:6d} {K:5d}  " + "  ".join(f"{k} {v:.1f}" for k, v in us.items())
-              + f"  (us)  served {row['ratio_vs_vendor']['served']:.2f}x vendor, {row['served_vs_aligned']:.0%} of aligned, "
-              f"{row['served_vs_copy']:.2f}x copy",
+              + f"  (us)  served {row['ratio_vs_vendor']['served']:.2f}x vendor, "
+              f"{row['served_vs_aligned']:.0%} of aligned, {row['served_vs_copy']:.2f}x copy",
               flush=True)
         if path:
             json.dump({**bench.stamp(),
