@@ -2,8 +2,7 @@
 by the waves each fills; and, over the answer once `long_k_coop` has run, `narrow_wide`.
 
     coop bucket 128 x 256, the first step that answers:
-      _widths   coop_widths (128 x 144 / 160 / 192)      [coop_tail keeps the 128 x 256; coop_widths_area,
-                                                          area_160_long_k]
+      _widths   coop_widths (128 x 144 / 160 / 192)      [coop_tail keeps the 128 x 256; coop_widths_area]
                 split_widths (64 x 144 / 160)            [deep_rows holds it back]
       _narrow   narrow_pingpong 64 x 192, split-K        [short_k_wave, narrow_tail, narrow_columns, deep_rows]
       _few      few_tiles / short_split / the Triton tier, where even 128 x 128 tiles are few
@@ -171,8 +170,10 @@ from .widths import COOP_TAIL_MIN_K, COOP_WIDTH_MAX_M, COOP_WIDTH_MIN_M, COOP_WI
 #                changes (H100, H200). On the H200 (results/h200/ab/bf16_coop_widths_by_area_h200.json, the 67 rows
 #                of both held-out sets it changes there, 2026-12-06) a tie: 0.903 -> 0.903x, 26 up; the 128 x 160 in
 #                the 128 x 128's place -2.8% over 38 (+6% on the H100), 128 x 192 in the 128 x 256's / 128 x 128's /
-#                80-token swap's place +13% / +14% / +11% (11 rows). Kept on both cards (sm_90); on the H200 at
-#                K >= 5000 without its 128 x 160 (`area_160_long_k`, below).
+#                80-token swap's place +13% / +14% / +11% (11 rows). Kept on both cards (sm_90). Not its 128 x 160
+#                on the H200 at K >= 5000 (`area_160_long_k`, fitted on 29 of those rows: the 128 x 160 -4.7%) lost
+#                held out (results/h200/ab/bf16_area_160_long_k_heldout_h200.json, 40 fresh rows, 2026-12-07:
+#                0.886 -> 0.859x, 21 down) and was taken out.
 NARROW_MAX_M, NARROW_MIN_N = 512, 2048  # where `narrow_pingpong`'s split was measured (M = 256 / 512, N = 2880-12288)
 NARROW_MIN_K = 4096  # above NARROW_MAX_M the 64 x 192 tile needs K this long (1000 x 3000 x 2000 lost: 0.78 vs 0.83x)
 NARROW_PARTIAL_SHARE = 4  # at 64 < M <= 128: `narrow_pingpong`'s split partials at most 1 / this of w's bytes
@@ -204,15 +205,6 @@ TAIL_WAVES_OFF_LINE_MARGIN = 1.4
 # ... on cards whose HBM streams at most this (the H100's 3350 GB/s; the H200's 4800 measured the other way: the
 # H100's rule on the H200, results/h200/ab/bf16_tail_waves_off_line_h200.json, 70 rows 0.912 -> 0.879x, 16 up)
 OFF_LINE_MAX_HBM_GBPS = 4000.0
-# `area_160_long_k` (with `coop_widths_area`): on cards whose HBM streams over OFF_LINE_MAX_HBM_GBPS (the H200), at
-# K >= AREA_160_MIN_K, the area weighing puts no 128 x AREA_160_WIDTH where the weighing by tile counts would not (the
-# ping-pong's 128 x 128 or what else answered before `coop_widths_area` answers); where `coop_tail` keeps the
-# 128 x 256 in the width's place it stays (7 such rows there +0.4%). H200, heated, one process
-# (results/h200/ab/bf16_coop_widths_by_area_h200.json, 2026-12-06, `coop_widths_area` off / on): the 128 x 160 in the
-# 128 x 128's place at K = 5120-32512 29 rows -4.7% (24 down, to -13%: 2111 x 1024 x 32512), at K = 2224-4992 9 rows
-# +3.7% (3 down); the 128 x 192 / 144 in other tiles' places +11-14%. On the H100 (_heldout.json, _verify.json) the same
-# cell ran +5.9% over 50 rows (20 down), so the H100 keeps it. Fitted on those 29 rows; not yet held out.
-AREA_160_WIDTH, AREA_160_MIN_K = 160, 5000
 # `narrow_tail` (in `gluon_waves`): `narrow_pingpong`'s 64 x 192 gives way to the ping-pong 128 x 128 where that tile's
 # area fill counting its tail split (`tail_fill`) is NARROW_TAIL_MARGIN over the 64 x 192 launch's (`launch_fill`).
 NARROW_TAIL_MARGIN = 1.2
@@ -315,11 +307,6 @@ def _widths(c: Call, w: _Waves):
     if coop_widths and not w.short_pp and bm == 128 and COOP_WIDTH_MIN_M <= M <= COOP_WIDTH_MAX_M:
         best = _area_best(c, w) if rules.get("coop_widths_area") else w.best
         hit = coop_width_fit(coop_widths, M, N, num_cus, COOP_WIDTH_WAVES, best, COOP_WIDTH_ONE_WAVE_FILL)
-        if hit and hit[0] == AREA_160_WIDTH and best != w.best and area_160_long_k(c) and \
-                not coop_tail(w.coop, hit[3], c.K, num_cus):  # as by tile counts
-            w.held.append(f"not the 128 x {AREA_160_WIDTH} the fills by area would take, at K >= {AREA_160_MIN_K} "
-                          f"on HBM of {c.hbm_gbps:.0f} GB/s (`area_160_long_k`)")
-            hit = coop_width_fit(coop_widths, M, N, num_cus, COOP_WIDTH_WAVES, w.best, COOP_WIDTH_ONE_WAVE_FILL)
         if hit:
             return _coop_width(c, w, hit)
     widths = rules.get("split_widths")
@@ -448,12 +435,6 @@ def _few(c: Call, w: _Waves):
         return short, [f"{pp} tiles of {bm} x 128 for {num_cus} SMs, the Triton tier split "
                        f"{tile['NUM_KSPLIT']} ways: the ping-pong's 64 x 64, {how} (`short_split`)"]
     return tile, [f"{pp} tiles of {bm} x 128 for {num_cus} SMs: the Triton tier"] + notes
-
-
-def area_160_long_k(c: Call) -> bool:
-    """`area_160_long_k` (the op's rule key): on a card whose HBM streams over OFF_LINE_MAX_HBM_GBPS, at K >=
-    AREA_160_MIN_K, where `coop_widths_area` puts no 128 x AREA_160_WIDTH that the tile counts would not."""
-    return bool(c.rules.get("area_160_long_k")) and c.hbm_gbps > OFF_LINE_MAX_HBM_GBPS and c.K >= AREA_160_MIN_K
 
 
 def long_k_off_line(c: Call) -> bool:

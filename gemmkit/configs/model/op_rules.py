@@ -6,7 +6,7 @@ rule runs it, an op that does not is untouched by it. Where each key's rule live
     ctas_per_sm, cdna_tiles        fitting         gluon_waves, narrow_pingpong, gluon_waves
     operand_bytes (ring sizes)     decode            wide_config, short_k_wave, coop_widths_area,
     unsplit_stages, decode_wide,   decode            short_k_pingpong, short_k_rounds, narrow_wide,
-                                                     tail_waves_off_line, area_160_long_k
+                                                     tail_waves_off_line
       decode_wide_k, decode_split,                 few_tiles                     few_tiles
       decode_pingpong(_from, _wide), swap_wide     split_widths, coop_widths,    widths
     wide_share, m256_split,        large_bucket      wide_one_wave
@@ -105,9 +105,6 @@ OP_RULES = {"a16w16_gated": {"gated_rows": GATED_64X128, "gated_one_wave": GATED
                 "coop_widths": ((192, 5), (160, 6), (144, 6)),  # (BLOCK_SIZE_N, num_stages)
                 # `coop_widths_area` (gluon_waves.py): `coop_widths` weighs the other tiles' fills by area, as its own
                 "coop_widths_area": True,
-                # `area_160_long_k` (gluon_waves.py): on the H200's HBM at K >= 5000 not its 128 x 160 where the
-                # tile counts would not take it
-                "area_160_long_k": True,
                 # `coop_one_wave`: one wave of `coop_widths`' tiles over a 64-row ping-pong answer
                 "coop_one_wave": True,
                 "narrow_pingpong": {
