@@ -14,6 +14,8 @@ ARGS.add_argument("--heldout", action="store_true", help="the held-out shapes (H
 ARGS.add_argument("--short-k", action="store_true", help="the short-K sweep (SHORT_K)")
 ARGS.add_argument("--unswapped", action="store_true",
                   help="the default and held-out shapes past SWAP_MAX_M tokens and HELDOUT_UNSWAPPED, both widths")
+ARGS.add_argument("--small-m", action="store_true",
+                  help="M = 2-16 (SMALL_M), where gemm_rows serves: the swapped tile against it")
 ARGS.add_argument("--all-variants", action="store_true",
                   help="on VARIANT_SHAPES the stages and swapped-width neighbours too (else the K split's only)")
 ARGS = ARGS.parse_args()
@@ -50,6 +52,10 @@ HELDOUT_UNSWAPPED = [(80, 24576, 5119), (180, 16384, 4097), (240, 11008, 7001), 
                      (90, 9216, 6143), (136, 28672, 2047), (112, 32000, 4095)]
 if ARGS.unswapped:  # the unswapped tile (M > SWAP_MAX_M) at 38-72% of the aligned speed: its width
     SHAPES = [(M, N, K) for M, N, K in SHAPES + HELDOUT if M > R.SWAP_MAX_M] + HELDOUT_UNSWAPPED
+SMALL_M = [(M, N, K) for N, K in ((4096, 4095), (14336, 4095), (5000, 7001), (28672, 8191), (1536, 7001))
+           for M in (2, 4, 8, 12, 16)]
+if ARGS.small_m:  # gemm_rows' tokens (gemm_rows.MAX_M): 16 x 4096 x 4095 ran 1.07x (H100) / 1.14x (H200) on
+    SHAPES = SMALL_M  # gemm_rows_tma; `served` is gemm_rows there, `rows_cm` it with class-major partials
 if ARGS.quick:
     SHAPES = [(64, 4096, 4095), (256, 4096, 4095), (16, 4096, 4095)]
 
@@ -119,6 +125,12 @@ for M, N, K in SHAPES:
            "aligned": (lambda x, w: gemmkit.gemm_a16w16(x, w), aligned),
            "vendor": (lambda x, w: torch.matmul(x, w.t()), sets),
            "op": (lambda x, w: gemmkit.gemm_a16w16(x, w), sets)}  # as it serves by default
+    if ARGS.small_m:  # gemm_rows with its partials class-major (gemm_rows.CLASS_MAJOR, off until timed)
+        from gemmkit.kernels.triton import gemm_rows
+        rows_cm = dict(gemm_rows.tile(M, N, K, 2, target.num_cus), CLASS_MAJOR=True)
+        fns["rows_cm"] = (lambda x, w: gemm_rows.launch(x, w, None, torch.empty(x.shape[0], w.shape[0], device=dev,
+                                                                                 dtype=torch.bfloat16),
+                                                         "none", target, t=rows_cm), sets)
     for name, t in tiles.items():
         fns[name] = ((lambda t: lambda x, w: R.launch(x, w, None, torch.empty(x.shape[0], w.shape[0], device=dev,
                                                                                dtype=torch.bfloat16),

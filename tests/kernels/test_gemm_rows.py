@@ -78,3 +78,45 @@ def test_tile_splits_to_two_programs_an_sm():
     assert (t["BLOCK_M"], t["BLOCK_N"], t["BLOCK_K"], t["SPLIT_K"]) == (16, 32, 256, 3)
     assert R.tile(R.MAX_M, 4096, 4095, 2, 132)["BLOCK_M"] == 16
     assert R.tile(1, 40, 75, 2, 132)["SPLIT_K"] == 1  # one chunk a split at least 4: K too short to split
+
+
+@pytest.mark.parametrize("M, N, K, split", [
+    (1, 40, 75, 1),  # unsplit: the class-major partials of one split, then the ordering reduce
+    (16, 72, 1030, 1),  # K % 8 == 6: classes pairwise alike
+    (5, 200, 2055, 2),  # K split 2 ways; N = 200: 25 octets, the last block of 32 partly past NJ
+])
+def test_class_major_partials_match_float64(M, N, K, split):
+    """The class-major partials (the tile's CLASS_MAJOR: a program's 32 columns together, rows_reduce_kernel puts
+    them in order; the module's default is y's order until timed), through `launch` with that tile, bias and silu:
+    every element against float64, into a poisoned y; inf in the three elements after each row of w."""
+    from gemmkit import arch
+
+    full = randn(N, K + 3, dtype=BF16)
+    full[:, K:] = float("inf")
+    w = full[:, :K]
+    x, bias = randn(M, K, dtype=BF16), randn(N, dtype=BF16)
+    t = dict(R.tile(M, N, K, 2, 132), SPLIT_K=split, CLASS_MAJOR=True)
+    y = poisoned((M, N), BF16)
+    before = launcher.LAUNCHES.copy()
+    R.launch(x, w, bias, y, "silu", arch.get("H100"), t=t)
+    launched = launcher.LAUNCHES - before
+    assert launched["rows_reduce_kernel"] == 1 and "splitk_reduce_kernel" not in launched, launched
+    ok, msg = within_bound(y, torch.nn.functional.silu(x.double() @ w.double().t() + bias.double()), BF16)
+    assert ok, msg
+
+
+def test_class_major_gated_matches_float64():
+    """gemm_rows' class-major partials of a gated w ([gate | up], I = 24 whole octets) summed by rows_reduce_kernel
+    into silu(g) * u (u's octet j at I / 8 + j of the same class), K split 2 ways."""
+    from gemmkit import arch
+
+    M, I, K = 6, 24, 1031
+    x, w = randn(M, K, dtype=BF16), randn(2 * I, K, dtype=BF16)
+    t = dict(R.tile(M, 2 * I, K, 2, 132), SPLIT_K=2, CLASS_MAJOR=True)
+    y = poisoned((M, I), BF16)
+    R.launch(x, w, None, y, "silu", arch.get("H100"), t=t, gated=True)
+    ref = x.double() @ w.double().t()
+    ok, msg = within_bound(y, torch.nn.functional.silu(ref[:, :I]) * ref[:, I:], BF16)
+    assert ok, msg
+    with pytest.raises(ValueError, match="gated reduce needs class-major"):
+        R.launch(x, w, None, y, "silu", arch.get("H100"), t=dict(t, CLASS_MAJOR=False), gated=True)
