@@ -230,11 +230,13 @@ def constexprs(t: dict, v: int, has_bias: bool, activation: str) -> dict:
                 CLASS_MAJOR=t.get("CLASS_MAJOR", False))
 
 
-def static_spec(dtype: str = "bf16", block_m: int = 16, split_k: int = 2, activation: str = "none"):
+def static_spec(dtype: str = "bf16", block_m: int = 16, split_k: int = 2, activation: str = "none",
+                class_major: bool = False):
     """(kernel, signature, constexprs, divisible, options) as `launch` compiles it for a `dtype` call (M up to
-    block_m) with w's base and y 16-byte aligned, x's rows contiguous (`gemmkit isa`)."""
+    block_m) with w's base and y 16-byte aligned, x's rows contiguous (`gemmkit isa`); `class_major`: the partials
+    class-major (CLASS_MAJOR)."""
     v = vec(2)
-    t = dict(BLOCK_M=block_m, BLOCK_N=BLOCK_N, BLOCK_K=CHUNK_BYTES // 2, SPLIT_K=split_k)
+    t = dict(BLOCK_M=block_m, BLOCK_N=BLOCK_N, BLOCK_K=CHUNK_BYTES // 2, SPLIT_K=split_k, CLASS_MAJOR=class_major)
     ce = dict(constexprs(t, v, False, activation), stride_xk=1, stride_yn=1)  # the contiguous case Triton specialises
     sig = {"x_ptr": f"*{dtype}", "w_ptr": f"*{dtype}", "xs_ptr": f"*{dtype}", "wsc_ptr": f"*{dtype}",
            "bias_ptr": f"*{dtype}", "y_ptr": f"*{dtype}", "part_ptr": "*fp32", "M": "i32", "N": "i32", "NJ": "i32",
@@ -244,4 +246,5 @@ def static_spec(dtype: str = "bf16", block_m: int = 16, split_k: int = 2, activa
     sig.update({k: "constexpr" for k in ce if k not in sig})
     # the bases 16-byte aligned, y's rows too; x's and w's rows not (K % 8 != 0: why this kernel runs)
     divisible = [k for k, t_ in sig.items() if t_.startswith("*")] + ["stride_ym"]
+    divisible += ["N", "NJ"] if class_major else []  # (class-major: N whole octets; N = 4096 as the other cases)
     return gemm_rows_kernel, sig, ce, divisible, {"num_warps": WARPS, "num_stages": STAGES}
