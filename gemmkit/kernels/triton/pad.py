@@ -110,7 +110,8 @@ def shift_rows(t: torch.Tensor, pitch: int, RP: int, KS: int, compile_only: bool
                pdl: bool = False) -> torch.Tensor:
     """VEC (16 bytes of elements) copies of the 2-D `t` (R, K), each (RP, KS), stacked: copy q's row r, column i is
     t[r, i - s_q], s_q = (q * pitch) mod VEC, zeros outside t: x shifted as kernels/triton/gemm_rows_tma.py reads
-    the weight rows of class q (row stride `pitch`) from the 16-byte boundary before them."""
+    the weight rows of class q (row stride `pitch`) from the 16-byte boundary before them. `pdl`: the kernel lets
+    its dependent launch at once (gemm_rows_tma.PDL; the dependent waits for these writes)."""
     R, K = t.shape
     vec = TMA_ALIGN // t.element_size()
     if RP < R or KS < K + vec - 1 or (KS * t.element_size()) % TMA_ALIGN:
