@@ -132,6 +132,10 @@ for M, N, K in SHAPES:
         fns["rows_cm"] = (lambda x, w: gemm_rows.launch(x, w, None, torch.empty(x.shape[0], w.shape[0], device=dev,
                                                                                  dtype=torch.bfloat16),
                                                          "none", target, t=rows_cm), sets)
+        y_cm = torch.empty(M, N, device=dev, dtype=torch.bfloat16)
+        gemm_rows.launch(*sets[0], None, y_cm, "none", target, t=rows_cm)
+        ref = sets[0][0].float() @ sets[0][1].float().t()
+        errs["rows_cm"] = ((y_cm.float() - ref).abs().max() / ref.abs().max()).item()
     for name, t in tiles.items():
         fns[name] = ((lambda t: lambda x, w: R.launch(x, w, None, torch.empty(x.shape[0], w.shape[0], device=dev,
                                                                                dtype=torch.bfloat16),
