@@ -188,19 +188,17 @@ def isa_cases(archs):
         # its swapped tile, two unswapped ones (M past gemm_rows to ROWS_TMA_MAX_M) and the wide one (a long w)
         for M, N in ((32, 4096), (128, 4096), (256, 4096), (200, 28672)):
             t = gemm_rows_tma.tile(M, N, 4095, 2, sm90.num_cus)
-            for split, pdl in ((1, False), (3, False)) + (((3, True),) if M == 32 else ()):  # PDL: gemm_rows_tma.PDL
+            for split in (1, 3):
                 yield {"kernel": "gemm_rows_tma_kernel", "op": OP, "arch": "sm_90", "table": "-", "bucket": "bf16",
                        "config": {"M": M, "N": N, "BLOCK_M": t["BLOCK_M"], "BLOCK_N": t["BLOCK_J"],
-                                  "num_warps": t["num_warps"], "SPLIT_K": split, **({"PDL": True} if pdl else {})},
-                       "path": "rows_tma"}
+                                  "num_warps": t["num_warps"], "SPLIT_K": split}, "path": "rows_tma"}
         yield {"kernel": "shift_rows_kernel", "op": OP, "arch": "sm_90", "table": "-", "bucket": "bf16",
                "config": {"BLOCK_R": pad.BLOCK_R, "BLOCK_K": pad.BLOCK_K, "num_warps": pad.WARPS}, "path": "shift"}
-        for split, pdl in ((1, False), (3, False), (3, True)):  # its partials' reduce (the columns put in order)
+        for split in (1, 3):  # its partials' reduce (class-major: the columns put in order)
             yield {"kernel": "rows_reduce_kernel", "op": OP, "arch": "sm_90", "table": "-", "bucket": "bf16",
                    "config": {"BLOCK_M": gemm_rows_tma.REDUCE_M,
                               "BLOCK_N": gemm_rows_tma.REDUCE_J * gemm_rows_tma.vec(2),
-                              "num_warps": gemm_rows_tma.REDUCE_WARPS, "SPLIT_K": split,
-                              **({"PDL": True} if pdl else {})}, "path": "rows_reduce"}
+                              "num_warps": gemm_rows_tma.REDUCE_WARPS, "SPLIT_K": split}, "path": "rows_reduce"}
 
 
 def isa_spec(case):
@@ -228,15 +226,13 @@ def isa_spec(case):
         from ..kernels.triton import gemm_rows_tma
 
         kernel, sig, ce, div, opts = gemm_rows_tma.static_spec(case["bucket"], case["config"]["M"],
-                                                               case["config"]["SPLIT_K"], N=case["config"]["N"],
-                                                               pdl=case["config"].get("PDL", False))
+                                                               case["config"]["SPLIT_K"], N=case["config"]["N"])
         return dict(kernel=kernel, signature=sig, constexprs=ce, divisible=div, options=opts,
                     promises=gemm_rows_tma.PROMISES, block=None, smem_bound=0)
     if case["path"] == "rows_reduce":
         from ..kernels.triton import gemm_rows_tma
 
-        kernel, sig, ce, div, opts = gemm_rows_tma.reduce_static_spec(case["bucket"], case["config"]["SPLIT_K"],
-                                                                      pdl=case["config"].get("PDL", False))
+        kernel, sig, ce, div, opts = gemm_rows_tma.reduce_static_spec(case["bucket"], case["config"]["SPLIT_K"])
         return dict(kernel=kernel, signature=sig, constexprs=ce, divisible=div, options=opts,
                     promises=gemm_rows_tma.REDUCE_PROMISES, block=None, smem_bound=0)
     if case["path"] != "reduce":

@@ -234,18 +234,3 @@ def test_wide_tile(split):
     ref = torch.nn.functional.silu(x.double() @ w.double().t() + bias.double())
     ok, msg = within_bound(y, ref, BF16)
     assert ok, msg
-
-
-def test_pdl_tile_in_the_interpreter_runs_without_it():
-    """A tile asking programmatic dependent launch (`PDL`: griddepcontrol, inline PTX the interpreter cannot run)
-    runs its three kernels plainly on a CPU tensor, with the same sums; on a GPU the launches chain (the static
-    compiles of `gemmkit isa` check the PDL kernels: griddepcontrol.wait / launch_dependents)."""
-    target = arch.get("H100")
-    M, N, K = 20, 2056, 299
-    x, w = randn(M, K, dtype=BF16), randn(N, K, dtype=BF16)
-    assert not R.pdl_takes(x) and R.pdl_options(False) == {}
-    assert R.pdl_options(True) == {"PDL": True, "launch_pdl": True}
-    y = poisoned((M, N), BF16)
-    R.launch(x, w, None, y, "none", target, t=dict(R.tile(M, N, K, 2, target.num_cus), PDL=True))
-    ok, msg = within_bound(y, x.double() @ w.double().t(), BF16)
-    assert ok, msg

@@ -36,8 +36,6 @@ together: with the M tile slowest each M tile streamed all of w from DRAM again,
 of DRAM traffic, 523 us), then the class (neighbouring programs read neighbouring rows).
 Split-K (SPLIT_K > 1): split s takes the chunks `split_k_range` gives it; rows_reduce_kernel (class-major) or
 `_splitk_reduce.py` adds the partials in order, then bias and activation (bitwise reproducible).
-PDL (off until timed): shift_rows_kernel -> gemm_rows_tma_kernel -> rows_reduce_kernel chained by programmatic
-dependent launch, each dependent's griddepcontrol.wait before its first load (a GPU call only: `pdl_takes`).
 
 Constraints:
   - sm_90 (TMA, wgmma). 16-bit x and w of one dtype, no scales (fp8 / int8 calls with such K take the copy).
@@ -56,7 +54,6 @@ from __future__ import annotations
 import torch
 import triton
 import triton.language as tl
-from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
 
 from ... import launcher as L
 from .. import _host as H
@@ -92,12 +89,6 @@ CLASS_MAJOR = True
 # 92 -> 96).
 WIDE_J, WIDE_PROGRAMS = 256, 0.7
 REDUCE_M, REDUCE_J, REDUCE_WARPS = 16, 32, 4  # rows_reduce_kernel's block: 16 rows x 32 octets (256 columns)
-# Programmatic dependent launch (sm_90) along the call's three kernels: shift_rows_kernel lets the main kernel launch
-# at once, which waits (griddepcontrol.wait) for x's copies before its first load and lets rows_reduce_kernel launch,
-# which waits for the partials: each kernel's launch and prologue under the one before it. Predicted ~1 us a
-# boundary (64 x 4096 x 4095: 24.7 us, of which the two helpers' kernels 5.9). Not yet timed: off until it is
-# (benchmarks/rows_tma.py's `tma_pdl` mode). Never in the interpreter (the wait is inline PTX).
-PDL = False
 
 
 @triton.jit
@@ -119,9 +110,7 @@ def _chunk(acc, x_desc, w_desc, xr, j0, a_r, c, s, K, EDGE: tl.constexpr, BLOCK_
 def gemm_rows_tma_kernel(x_desc, w_desc, bias_ptr, y_ptr, part_ptr, M, N, NJ, K, RP, pitch_w, stride_ym, stride_yn,
                          BLOCK_M: tl.constexpr, BLOCK_J: tl.constexpr, BLOCK_K: tl.constexpr, VEC: tl.constexpr,
                          SWAP: tl.constexpr, HAS_BIAS: tl.constexpr, ACTIVATION: tl.constexpr,
-                         SPLIT_K: tl.constexpr, CLASS_MAJOR: tl.constexpr, PDL: tl.constexpr = False):
-    if PDL:  # launched before x's shifted copies are done: wait for them (and every earlier write)
-        gdc_wait()
+                         SPLIT_K: tl.constexpr, CLASS_MAJOR: tl.constexpr):
     work = tl.program_id(0)
     m_tiles = tl.cdiv(M, BLOCK_M)
     pid_m = work % m_tiles  # fastest: the M tiles of one weight block run together and share its boxes in the L2
@@ -151,8 +140,6 @@ def gemm_rows_tma_kernel(x_desc, w_desc, bias_ptr, y_ptr, part_ptr, M, N, NJ, K,
         acc = _chunk(acc, x_desc, w_desc, xr, j0, a_r, 0, s, K, True, BLOCK_K, SWAP)
     if (c_count > 0) & (c_end == chunks):
         acc = _chunk(acc, x_desc, w_desc, xr, j0, a_r, chunks - 1, s, K, True, BLOCK_K, SWAP)
-    if PDL:  # the reduce may launch now; it waits for this grid's writes before its loads
-        gdc_launch_dependents()
     if SWAP:
         acc = acc.T
     offs_m = m0 + tl.arange(0, BLOCK_M)
@@ -171,14 +158,11 @@ def gemm_rows_tma_kernel(x_desc, w_desc, bias_ptr, y_ptr, part_ptr, M, N, NJ, K,
 @triton.jit
 def rows_reduce_kernel(part_ptr, bias_ptr, y_ptr, M, N, NJ, stride_ym, stride_yn, SPLIT_K: tl.constexpr,
                        VEC: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_J: tl.constexpr, HAS_BIAS: tl.constexpr,
-                       ACTIVATION: tl.constexpr, GATED: tl.constexpr = False,
-                       PDL: tl.constexpr = False):
+                       ACTIVATION: tl.constexpr, GATED: tl.constexpr = False):
     """y = act(sum of the class-major partials + bias): a [BLOCK_M, VEC, BLOCK_J] block (VEC runs of BLOCK_J
     columns, one a class, read in order) summed over the splits, turned to [BLOCK_M, BLOCK_J VEC] (column VEC j + r)
     in registers, stored in order. GATED: w's N rows are [gate | up] (N / 2 = I, I % VEC == 0, no bias): y (M, I) =
     act(g) * u, u's octet j is g's octet I / VEC + j, in the same class."""
-    if PDL:  # launched before the partials are written: wait for them
-        gdc_wait()
     pid_m = tl.program_id(0)
     pid_j = tl.program_id(1)
     NY = N // 2 if GATED else N  # y's columns
@@ -268,15 +252,14 @@ def launch(x2, w, bias, y, activation, target, compile_only=False, t: dict | Non
         raise ValueError(f"gemm_rows_tma: the gated reduce needs class-major partials, no bias and I = {N // 2} "
                          f"a multiple of {vec(w.element_size())}")
     part = torch.empty((split, M, N), dtype=torch.float32, device=x2.device) if split > 1 or cm else y
-    pdl = t.get("PDL", PDL) and pdl_takes(x2)
-    launch_tile(x2, w, bias, y, part, activation, target, t, compile_only, pdl=pdl)
+    launch_tile(x2, w, bias, y, part, activation, target, t, compile_only)
     if cm:
-        launch_rows_reduce(part, bias, y, activation, vec(w.element_size()), gated, compile_only, pdl=pdl)
+        launch_rows_reduce(part, bias, y, activation, vec(w.element_size()), gated, compile_only)
     elif split > 1:
         G.launch_reduce(part, M * N, split, bias, y, activation, target, compile_only)
 
 
-def launch_rows_reduce(part, bias, y, activation, v: int, gated=False, compile_only=False, pdl=False):
+def launch_rows_reduce(part, bias, y, activation, v: int, gated=False, compile_only=False):
     """rows_reduce_kernel: y = act(sum of the class-major partials `part` (SPLIT_K, M, N) fp32 of v row classes +
     bias), in order; or (`gated`, no bias) y (M, N / 2) = act(g) * u. Also gemm_rows.py's (class-major likewise)."""
     split, M, N = part.shape
@@ -284,19 +267,7 @@ def launch_rows_reduce(part, bias, y, activation, v: int, gated=False, compile_o
     L.launcher(rows_reduce_kernel, grid, compile_only)(
         part, bias if bias is not None else y, y, M, N, N // v, y.stride(0), y.stride(1), SPLIT_K=split, VEC=v,
         BLOCK_M=REDUCE_M, BLOCK_J=REDUCE_J, HAS_BIAS=bias is not None, ACTIVATION=activation, GATED=gated,
-        num_warps=REDUCE_WARPS, **pdl_options(pdl))
-
-
-def pdl_takes(x2) -> bool:
-    """Whether a call's kernels may chain by programmatic dependent launch: on a GPU, not in the interpreter."""
-    from .._interpreter import active
-
-    return x2.device.type == "cuda" and not active()
-
-
-def pdl_options(pdl: bool) -> dict:
-    """A dependent kernel's launch keywords: `PDL` (its griddepcontrol.wait first) and Triton's `launch_pdl`."""
-    return {"PDL": True, "launch_pdl": True} if pdl else {}
+        num_warps=REDUCE_WARPS)
 
 
 def gated_takes(I: int, element_size: int) -> bool:
@@ -317,10 +288,9 @@ def partials(x2, w, target, compile_only=False) -> torch.Tensor:
     return part
 
 
-def launch_tile(x2, w, bias, y, part, activation, target, t: dict, compile_only=False, pdl=False):
+def launch_tile(x2, w, bias, y, part, activation, target, t: dict, compile_only=False):
     """x's shifted copies and the kernel with tile `t`: y = act(x2 @ w.T + bias) where t splits no K and keeps y's
-    order, else the fp32 partials in `part` (SPLIT_K, M, N). `pdl`: the kernel launched as the copies' dependent
-    (`PDL`)."""
+    order, else the fp32 partials in `part` (SPLIT_K, M, N)."""
     from .pad import shift_rows
 
     M, (N, K) = y.shape[0], w.shape  # (y: N columns, or the gated N / 2)
@@ -328,15 +298,14 @@ def launch_tile(x2, w, bias, y, part, activation, target, t: dict, compile_only=
     v = vec(es)
     P = w.stride(0)
     RP = H.cdiv(M, t["BLOCK_M"]) * t["BLOCK_M"]
-    xs = shift_rows(x2, P, RP, shifted_k(K, es), compile_only, pdl=pdl)
+    xs = shift_rows(x2, P, RP, shifted_k(K, es), compile_only)
     span = w.as_strided(((N - 1) * P + K,), (1,))  # w's first to last element: every box lies within it
     w_desc = L.tma_view_descriptor(span, (N // v, (v - 1) * P + K), (v * P, 1), [t["BLOCK_J"], t["BLOCK_K"]])
     x_desc = L.tma_descriptor(xs, [t["BLOCK_M"], t["BLOCK_K"]])
     grid = (v * H.cdiv(N // v, t["BLOCK_J"]) * H.cdiv(M, t["BLOCK_M"]) * t["SPLIT_K"],)
     L.launcher(gemm_rows_tma_kernel, grid, compile_only)(
         x_desc, w_desc, bias if bias is not None else y, y, part, M, N, N // v, K, RP, P, y.stride(0), y.stride(1),
-        **constexprs(t, v, bias is not None, activation), num_warps=t["num_warps"], num_stages=t["num_stages"],
-        **pdl_options(pdl))
+        **constexprs(t, v, bias is not None, activation), num_warps=t["num_warps"], num_stages=t["num_stages"])
 
 
 def constexprs(t: dict, v: int, has_bias: bool, activation: str) -> dict:
@@ -344,23 +313,21 @@ def constexprs(t: dict, v: int, has_bias: bool, activation: str) -> dict:
                 HAS_BIAS=has_bias, ACTIVATION=activation, SPLIT_K=t["SPLIT_K"], CLASS_MAJOR=t.get("CLASS_MAJOR", False))
 
 
-def static_spec(dtype: str = "bf16", M: int = 16, split_k: int = 2, activation: str = "none", N: int = 4096,
-                pdl: bool = False):
+def static_spec(dtype: str = "bf16", M: int = 16, split_k: int = 2, activation: str = "none", N: int = 4096):
     """(kernel, signature, constexprs, divisible, options) as `launch` compiles it for a `dtype` call of M tokens
     (`tile`'s: swapped at M <= SWAP_MAX_M, else unswapped; 128 x WIDE_J on a wide w) on an N x 4095 w, y 16-byte
-    aligned (`gemmkit isa`); `pdl`: launched as the copies' dependent (PDL)."""
+    aligned (`gemmkit isa`)."""
     v = vec(2)
     t = tile(M, N, 4095, 2, 132)
     t.update(SPLIT_K=split_k)
-    ce = dict(constexprs(t, v, False, activation), stride_yn=1, PDL=pdl)  # (the unit stride Triton specialises)
+    ce = dict(constexprs(t, v, False, activation), stride_yn=1)  # the contiguous y Triton specialises
     sig = {"x_desc": f"tensordesc<{dtype}[{t['BLOCK_M']}, {t['BLOCK_K']}]>",
            "w_desc": f"tensordesc<{dtype}[{t['BLOCK_J']}, {t['BLOCK_K']}]>", "bias_ptr": f"*{dtype}",
            "y_ptr": f"*{dtype}", "part_ptr": "*fp32", "M": "i32", "N": "i32", "NJ": "i32", "K": "i32", "RP": "i32",
            "pitch_w": "i32", "stride_ym": "i32", "stride_yn": "constexpr"}
     sig.update({k: "constexpr" for k in ce if k not in sig})
     divisible = ["bias_ptr", "y_ptr", "part_ptr", "N", "NJ", "stride_ym"]  # N = 4096 / 28672: N / 8 a multiple of 16
-    opts = {"num_warps": t["num_warps"], "num_stages": t["num_stages"], **({"launch_pdl": True} if pdl else {})}
-    return gemm_rows_tma_kernel, sig, ce, divisible, opts
+    return gemm_rows_tma_kernel, sig, ce, divisible, {"num_warps": t["num_warps"], "num_stages": t["num_stages"]}
 
 
 REDUCE_PROMISES = (
@@ -369,15 +336,13 @@ REDUCE_PROMISES = (
 )
 
 
-def reduce_static_spec(dtype: str = "bf16", split_k: int = 3, activation: str = "none", gated: bool = False,
-                       pdl: bool = False):
+def reduce_static_spec(dtype: str = "bf16", split_k: int = 3, activation: str = "none", gated: bool = False):
     """(kernel, signature, constexprs, divisible, options) of rows_reduce_kernel as `launch` compiles it (`gemmkit
-    isa`): fp32 partials, a `dtype` y 16-byte aligned, no bias; `gated`: act(g) * u; `pdl`: launched as the main
-    kernel's dependent (PDL)."""
+    isa`): fp32 partials, a `dtype` y 16-byte aligned, no bias; `gated`: act(g) * u."""
     ce = dict(SPLIT_K=split_k, VEC=vec(2), BLOCK_M=REDUCE_M, BLOCK_J=REDUCE_J, HAS_BIAS=False, ACTIVATION=activation,
-              GATED=gated, stride_yn=1, PDL=pdl)
+              GATED=gated, stride_yn=1)
     sig = {"part_ptr": "*fp32", "bias_ptr": f"*{dtype}", "y_ptr": f"*{dtype}", "M": "i32", "N": "i32", "NJ": "i32",
            "stride_ym": "i32", "stride_yn": "constexpr"}
     sig.update({k: "constexpr" for k in ce if k not in sig})
     return rows_reduce_kernel, sig, ce, ["part_ptr", "bias_ptr", "y_ptr", "N", "NJ", "stride_ym"], \
-        {"num_warps": REDUCE_WARPS, **({"launch_pdl": True} if pdl else {})}
+        {"num_warps": REDUCE_WARPS}

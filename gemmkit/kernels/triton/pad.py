@@ -43,7 +43,6 @@ from __future__ import annotations
 import torch
 import triton
 import triton.language as tl
-from triton.language.extra.cuda import gdc_launch_dependents
 
 from ... import launcher as L
 from .._host import TMA_ALIGN, cdiv
@@ -70,11 +69,8 @@ def pad_rows_kernel(src_ptr, dst_ptr, R, K, RP, KP, stride_sr, stride_sk, stride
 
 @triton.jit
 def shift_rows_kernel(src_ptr, dst_ptr, R, K, RP, KS, stride_sr, stride_sk, pitch,
-                      BLOCK_R: tl.constexpr, BLOCK_K: tl.constexpr, BITS: tl.constexpr, VEC: tl.constexpr,
-                      PDL: tl.constexpr = False):
+                      BLOCK_R: tl.constexpr, BLOCK_K: tl.constexpr, BITS: tl.constexpr, VEC: tl.constexpr):
     # dst[q RP + r, i] = src[r, i - s_q], s_q = (q * pitch) % VEC; zeros outside src (gemm_rows_tma.py's x)
-    if PDL:  # the kernel after may launch now (it waits for this grid's writes: gemm_rows_tma.PDL)
-        gdc_launch_dependents()
     src = src_ptr.to(tl.pointer_type(BITS), bitcast=True)
     dst = dst_ptr.to(tl.pointer_type(BITS), bitcast=True)
     q = tl.program_id(2)
@@ -106,12 +102,10 @@ def pad_rows(t: torch.Tensor, KP: int, compile_only: bool = False, RP: int | Non
     return dst
 
 
-def shift_rows(t: torch.Tensor, pitch: int, RP: int, KS: int, compile_only: bool = False,
-               pdl: bool = False) -> torch.Tensor:
+def shift_rows(t: torch.Tensor, pitch: int, RP: int, KS: int, compile_only: bool = False) -> torch.Tensor:
     """VEC (16 bytes of elements) copies of the 2-D `t` (R, K), each (RP, KS), stacked: copy q's row r, column i is
     t[r, i - s_q], s_q = (q * pitch) mod VEC, zeros outside t: x shifted as kernels/triton/gemm_rows_tma.py reads
-    the weight rows of class q (row stride `pitch`) from the 16-byte boundary before them. `pdl`: the kernel lets
-    its dependent launch at once (gemm_rows_tma.PDL; the dependent waits for these writes)."""
+    the weight rows of class q (row stride `pitch`) from the 16-byte boundary before them."""
     R, K = t.shape
     vec = TMA_ALIGN // t.element_size()
     if RP < R or KS < K + vec - 1 or (KS * t.element_size()) % TMA_ALIGN:
@@ -119,7 +113,7 @@ def shift_rows(t: torch.Tensor, pitch: int, RP: int, KS: int, compile_only: bool
     dst = torch.empty((vec * RP, KS), dtype=t.dtype, device=t.device)
     L.launcher(shift_rows_kernel, (cdiv(RP, BLOCK_R), cdiv(KS, BLOCK_K), vec), compile_only)(
         t, dst, R, K, RP, KS, t.stride(0), t.stride(1), pitch, BLOCK_R=BLOCK_R, BLOCK_K=BLOCK_K,
-        BITS=_BITS[t.element_size()], VEC=vec, num_warps=WARPS, **({"PDL": True} if pdl else {}))
+        BITS=_BITS[t.element_size()], VEC=vec, num_warps=WARPS)
     return dst
 
 
@@ -157,6 +151,6 @@ def shift_static_spec(dtype: str = "bf16"):
     width = {"bf16": 2, "fp16": 2}[dtype]
     sig = {"src_ptr": f"*{dtype}", "dst_ptr": f"*{dtype}", "R": "i32", "K": "i32", "RP": "i32", "KS": "i32",
            "stride_sr": "i32", "stride_sk": "constexpr", "pitch": "i32"}
-    ce = dict(stride_sk=1, BLOCK_R=BLOCK_R, BLOCK_K=BLOCK_K, BITS=_BITS[width], VEC=TMA_ALIGN // width, PDL=False)
+    ce = dict(stride_sk=1, BLOCK_R=BLOCK_R, BLOCK_K=BLOCK_K, BITS=_BITS[width], VEC=TMA_ALIGN // width)
     sig.update({k: "constexpr" for k in ce if k not in sig})
     return shift_rows_kernel, sig, ce, ["src_ptr", "dst_ptr", "KS"], {"num_warps": WARPS}
