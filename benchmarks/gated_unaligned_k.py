@@ -4,8 +4,8 @@ dispatch.ROWS_TMA_MAX_M where x's copies are few: gemm_rows_tma, its class-major
 its rows_reduce_kernel (I % 8 != 0: partials in y's order + the gated reduce); else the TMA kernel on
 padded copies, ops/dispatch.py `gated`), against the copy path (`copy`: gemm_rows_tma turned off), the pointer kernel
 (the copies turned off too), the torch sequence (matmul, chunk, silu(g) * u), gemm_a16w16 + the same elementwise, and
-the served call at K rounded up to 8 (the aligned shape's speed); at M <= 16 also gemm_rows with class-major
-partials (`rows_cm`) and gemm_rows_tma (`rows_tma`), both into rows_reduce_kernel's act(g) * u. Same process,
+the served call at K rounded up to 8 (the aligned shape's speed); at M <= 16 also gemm_rows_tma (`rows_tma`: its
+class-major partials into rows_reduce_kernel's act(g) * u). Same process,
 CUDA-graph replay, inputs rotated past the L2, each in ABBA order.
 
     PYTHONPATH=. python3 benchmarks/gated_unaligned_k.py benchmarks/results/<gpu>/gated_unaligned_k.json"""
@@ -59,16 +59,6 @@ def pointer(x, w):
         D._copies_align = keep
 
 
-def rows_cm(x, w):
-    """gemm_rows with class-major partials and rows_reduce_kernel's act(g) * u (gemm_rows.CLASS_MAJOR, off until
-    timed; M <= 16 rows only)."""
-    from gemmkit.kernels.triton import gemm_rows
-    y = torch.empty(x.shape[0], w.shape[0] // 2, device=x.device, dtype=x.dtype)
-    t = dict(gemm_rows.tile(x.shape[0], w.shape[0], x.shape[1], 2, TARGET.num_cus), CLASS_MAJOR=True)
-    gemm_rows.launch(x, w, None, y, "silu", TARGET, t=t, gated=True)
-    return y
-
-
 def rows_tma(x, w):
     """gemm_rows_tma's gated launch (class-major, rows_reduce_kernel) at M <= 16, where gemm_rows serves."""
     from gemmkit.kernels.triton import gemm_rows_tma
@@ -99,8 +89,8 @@ def main(path):
         ref = F.silu(x.float() @ w[:I].float().T) * (x.float() @ w[I:].float().T)
         fns = {"vendor": (vendor, sets), "served": (served, sets), "copy": (copy, sets), "pointer": (pointer, sets),
                "dense_then_act": (dense_then_act, sets), "aligned": (served, aligned)}
-        if M <= 16 and I % 8 == 0:  # gemm_rows' tokens: its class-major variant and gemm_rows_tma there
-            fns.update(rows_cm=(rows_cm, sets), rows_tma=(rows_tma, sets))
+        if M <= 16 and I % 8 == 0:  # gemm_rows' tokens: gemm_rows_tma there
+            fns.update(rows_tma=(rows_tma, sets))
         err = {}
         for name, (fn, s) in fns.items():
             if name != "aligned":

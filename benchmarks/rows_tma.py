@@ -54,8 +54,8 @@ if ARGS.unswapped:  # the unswapped tile (M > SWAP_MAX_M) at 38-72% of the align
     SHAPES = [(M, N, K) for M, N, K in SHAPES + HELDOUT if M > R.SWAP_MAX_M] + HELDOUT_UNSWAPPED
 SMALL_M = [(M, N, K) for N, K in ((4096, 4095), (14336, 4095), (5000, 7001), (28672, 8191), (1536, 7001))
            for M in (2, 4, 8, 12, 16)]
-if ARGS.small_m:  # gemm_rows' tokens (gemm_rows.MAX_M): 16 x 4096 x 4095 ran 1.07x (H100) / 1.14x (H200) on
-    SHAPES = SMALL_M  # gemm_rows_tma; `served` is gemm_rows there, `rows_cm` it with class-major partials
+if ARGS.small_m:  # gemm_rows' tokens (gemm_rows.MAX_M); `served` (the op without gemm_rows_tma) is gemm_rows there
+    SHAPES = SMALL_M
 if ARGS.quick:
     SHAPES = [(64, 4096, 4095), (256, 4096, 4095), (16, 4096, 4095)]
 
@@ -125,16 +125,6 @@ for M, N, K in SHAPES:
            "aligned": (lambda x, w: gemmkit.gemm_a16w16(x, w), aligned),
            "vendor": (lambda x, w: torch.matmul(x, w.t()), sets),
            "op": (lambda x, w: gemmkit.gemm_a16w16(x, w), sets)}  # as it serves by default
-    if ARGS.small_m:  # gemm_rows with its partials class-major (gemm_rows.CLASS_MAJOR, off until timed)
-        from gemmkit.kernels.triton import gemm_rows
-        rows_cm = dict(gemm_rows.tile(M, N, K, 2, target.num_cus), CLASS_MAJOR=True)
-        fns["rows_cm"] = (lambda x, w: gemm_rows.launch(x, w, None, torch.empty(x.shape[0], w.shape[0], device=dev,
-                                                                                 dtype=torch.bfloat16),
-                                                         "none", target, t=rows_cm), sets)
-        y_cm = torch.empty(M, N, device=dev, dtype=torch.bfloat16)
-        gemm_rows.launch(*sets[0], None, y_cm, "none", target, t=rows_cm)
-        ref = sets[0][0].float() @ sets[0][1].float().t()
-        errs["rows_cm"] = ((y_cm.float() - ref).abs().max() / ref.abs().max()).item()
     for name, t in tiles.items():
         fns[name] = ((lambda t: lambda x, w: R.launch(x, w, None, torch.empty(x.shape[0], w.shape[0], device=dev,
                                                                                dtype=torch.bfloat16),

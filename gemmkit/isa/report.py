@@ -275,8 +275,7 @@ def _blocks(cfg, kernel=""):
             ("/swap" if cfg.get("swap_ab") and kernel == "hopper_pingpong_kernel" else "")
     if "BLOCK_R" in cfg:  # the operand copy (kernels/triton/pad.py): rows x columns a program
         return f"{cfg['BLOCK_R']}x{cfg['BLOCK_K']}/{cfg['num_warps']}"
-    return f"{cfg['BLOCK_M']}x{cfg['BLOCK_N']}/{cfg['num_warps']}/split{cfg['SPLIT_K']}" + \
-        ("/cm" if cfg.get("CLASS_MAJOR") else "")  # (gemm_rows' class-major partials)
+    return f"{cfg['BLOCK_M']}x{cfg['BLOCK_N']}/{cfg['num_warps']}/split{cfg['SPLIT_K']}"
 
 
 def _mma(r):

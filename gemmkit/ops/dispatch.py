@@ -123,7 +123,7 @@ class Choice:
         return "gluon" if self.kernel in GLUON_KERNELS else "tma" if self.kernel in TMA_KERNELS else "pointer"
 
     def explain(self) -> str:
-        class_major = self.kernel in (TRITON_ROWS, TRITON_ROWS_TMA) and self.config.get("CLASS_MAJOR")
+        class_major = self.kernel == TRITON_ROWS_TMA and self.config.get("CLASS_MAJOR")
         lines = [f"kernel: {self.kernel}" + (
             " (+ rows_reduce_kernel, which applies the activation)" if self.gated and class_major else
             " (+ the gated split-K reduce, which applies the activation)" if self.gated else
@@ -136,9 +136,9 @@ class Choice:
         if self.kernel == TRITON_ROWS_TMA:
             lines.append("  w's rows by TMA where they lie (boxes of one row class, n mod 8), on 8 shifted copies of x "
                          "(shift_rows_kernel)")
-        if class_major:
-            lines.append("  fp32 partials with each program's columns together, summed and put in order by "
-                         "rows_reduce_kernel" + (" (gate and up: act(g) * u)" if self.gated else ""))
+            if class_major:
+                lines.append("  fp32 partials with each program's columns together, summed and put in order by "
+                             "rows_reduce_kernel" + (" (gate and up: act(g) * u)" if self.gated else ""))
         if self.pad_k:
             lines.append(f"  on copies of x{' and w' if self.pad_k_w else ''} with rows of {self.pad_k} elements "
                          "(pad_rows_kernel; zeros after K)")
@@ -426,8 +426,7 @@ def _rows_kernel(tile, target, x2, w, scaling, passed) -> Choice | None:
         return None
     M, K = x2.shape
     t = gemm_rows.tile(M, w.shape[0], K, w.element_size(), target.num_cus)
-    cfg = dict(BLOCK_SIZE_M=t["BLOCK_M"], BLOCK_SIZE_N=t["BLOCK_N"], BLOCK_SIZE_K=t["BLOCK_K"], NUM_KSPLIT=t["SPLIT_K"],
-               CLASS_MAJOR=t["CLASS_MAJOR"])
+    cfg = dict(BLOCK_SIZE_M=t["BLOCK_M"], BLOCK_SIZE_N=t["BLOCK_N"], BLOCK_SIZE_K=t["BLOCK_K"], NUM_KSPLIT=t["SPLIT_K"])
     return Choice(TRITON_ROWS, cfg, tuple(passed))
 
 
@@ -771,11 +770,11 @@ def gated(cfg: dict, target, x2, w, y, *, activation: str) -> Choice:
     rows = (_rows_kernel(cfg, target, x2, w, G.NO_SCALING, list(choice.passed_over)) or
             _rows_tma_kernel(cfg, target, x2, w, G.NO_SCALING, list(choice.passed_over))) if target.is_nvidia else None
     if rows is not None:  # w's rows off 16 bytes: w read where it lies, then the gated reduce
-        # its own reduce where its partials are class-major and I is whole octets (gated.launch_rows)
-        from ..kernels.triton import gemm_rows, gemm_rows_tma
+        if rows.kernel == TRITON_ROWS_TMA:  # its own reduce where I is whole octets (gated.launch_rows)
+            from ..kernels.triton import gemm_rows_tma
 
-        takes = (gemm_rows_tma if rows.kernel == TRITON_ROWS_TMA else gemm_rows).gated_takes
-        rows = dataclasses.replace(rows, config=dict(rows.config, CLASS_MAJOR=takes(y.shape[1], w.element_size())))
+            rows = dataclasses.replace(rows, config=dict(
+                rows.config, CLASS_MAJOR=gemm_rows_tma.gated_takes(y.shape[1], w.element_size())))
         return dataclasses.replace(rows, gated=True)
     if target.is_nvidia and _copies_align(x2, w, y, cfg):  # K % 8 != 0: the TMA kernel on copies (`pad_k`)
         import torch

@@ -179,10 +179,10 @@ def isa_cases(archs):
 
         sm90 = _arch.ARCHS["sm_90"]  # the M tiles the dispatch can ask for (M <= MAX_M), on the target's SMs
         for bm in sorted({gemm_rows.tile(M, 4096, 4095, 2, sm90.num_cus)["BLOCK_M"] for M in (1, gemm_rows.MAX_M)}):
-            for split, cm in ((1, False), (3, False), (3, True)):  # and its class-major partials (CLASS_MAJOR)
+            for split in (1, 3):
                 yield {"kernel": "gemm_rows_kernel", "op": OP, "arch": "sm_90", "table": "-", "bucket": "bf16",
                        "config": {"BLOCK_M": bm, "BLOCK_N": gemm_rows.BLOCK_N, "num_warps": gemm_rows.WARPS,
-                                  "SPLIT_K": split, **({"CLASS_MAJOR": True} if cm else {})}, "path": "rows"}
+                                  "SPLIT_K": split}, "path": "rows"}
         from ..kernels.triton import gemm_rows_tma
 
         # its swapped tile, two unswapped ones (M past gemm_rows to ROWS_TMA_MAX_M) and the wide one (a long w)
@@ -218,8 +218,7 @@ def isa_spec(case):
         from ..kernels.triton import gemm_rows
 
         kernel, sig, ce, div, opts = gemm_rows.static_spec(case["bucket"], case["config"]["BLOCK_M"],
-                                                           case["config"]["SPLIT_K"],
-                                                           class_major=case["config"].get("CLASS_MAJOR", False))
+                                                           case["config"]["SPLIT_K"])
         return dict(kernel=kernel, signature=sig, constexprs=ce, divisible=div, options=opts,
                     promises=gemm_rows.PROMISES, block=None, smem_bound=0)
     if case["path"] == "rows_tma":

@@ -19,8 +19,6 @@ in 16-byte vectors, from where it lies:
     x tile: x[m, c * BLOCK_K + j - s_r], masked to 0 <= k < K (a few rows: scalar loads)
     acc[BLOCK_M, BLOCK_N] = sum over chunks (mma_step) -> epilogue (scales, bias, activation) -> y[m, n]
                                                              (y's columns n of one program are VEC apart)
-      or CLASS_MAJOR (off until timed) -> fp32 part[split, m, r N / VEC + block BLOCK_N + i], a program's columns
-      together -> gemm_rows_tma.rows_reduce_kernel: summed, put in order, bias, activation (or GATED: act(g) * u)
 
 Work ids: (split, M tile, row block, class), the class fastest (neighbouring programs read neighbouring rows).
 Split-K (SPLIT_K > 1): split s takes the chunks `split_k_range` gives it and stores its fp32 partial tile to
@@ -35,8 +33,7 @@ Constraints:
     but not exercised; fp8 / int8 calls with such K take the copy, ops/dispatch.py).
   - BLOCK_M, BLOCK_N, BLOCK_K powers of two >= 16, BLOCK_K a multiple of VEC; M, N, K >= 1, < 2**31;
     int64 row offsets (N * stride_wn may pass 2**31), int32 columns.
-  - SPLIT_K > 1 or CLASS_MAJOR needs part: a contiguous fp32 (SPLIT_K, M, N) buffer; y is then untouched.
-    CLASS_MAJOR: N % VEC == 0 (`tile` sets it only so), SCALE "none".
+  - SPLIT_K > 1 needs part: a contiguous fp32 (SPLIT_K, M, N) buffer; y is then untouched.
 """
 from __future__ import annotations
 
@@ -63,11 +60,6 @@ BLOCK_N = 32  # weight rows a program (of one residue class)
 CHUNK_BYTES = 512  # bytes of a row one K step reads (BLOCK_K elements)
 PROGRAMS_PER_SM = 2  # the K split's goal
 MAX_M = 16  # the most tokens the op runs here (ops/dispatch.py): at 32 the copy and the TMA kernel won (A/B)
-# The partials class-major (a program's BLOCK_N columns together; gemm_rows_tma.rows_reduce_kernel puts them in order)
-# where N is whole octets, in place of y's order (one 32-byte sector an element: 8 columns apart): on gemm_rows_tma
-# that took 64 x 4096 x 4095 from 37.3 to 26.0 us (H100). Here not yet timed (benchmarks/rows_tma.py --small-m):
-# off until it is.
-CLASS_MAJOR = False
 
 
 @triton.jit
@@ -83,12 +75,11 @@ def _masked_chunk(acc, c, s, K, x_rows, w_ptr, w_rows, mask_x, mask_w, stride_xk
 
 
 @triton.jit
-def gemm_rows_kernel(x_ptr, w_ptr, xs_ptr, wsc_ptr, bias_ptr, y_ptr, part_ptr, M, N, NJ, K,
+def gemm_rows_kernel(x_ptr, w_ptr, xs_ptr, wsc_ptr, bias_ptr, y_ptr, part_ptr, M, N, K,
                      stride_xm, stride_xk, stride_wn, stride_ym, stride_yn,
                      BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, VEC: tl.constexpr,
                      HAS_BIAS: tl.constexpr, ACTIVATION: tl.constexpr, SPLIT_K: tl.constexpr,
-                     SCALE: tl.constexpr, ACC_INT: tl.constexpr, PROMOTE_K: tl.constexpr,
-                     CLASS_MAJOR: tl.constexpr = False):
+                     SCALE: tl.constexpr, ACC_INT: tl.constexpr, PROMOTE_K: tl.constexpr):
     work = tl.program_id(0)
     r = work % VEC  # the class: rows n = r + VEC * i
     work //= VEC
@@ -129,11 +120,7 @@ def gemm_rows_kernel(x_ptr, w_ptr, xs_ptr, wsc_ptr, bias_ptr, y_ptr, part_ptr, M
             acc = _masked_chunk(acc, chunks - 1, s, K, x_rows, w_ptr, w_rows, rows_x < M, rows_w < N,
                                 stride_xk, BLOCK_K, SCALE, PROMOTE_K)
 
-        if CLASS_MAJOR:  # fp32 partials, the class's columns together (NJ = N / VEC); rows_reduce_kernel orders them
-            offs_j = block * BLOCK_N + tl.arange(0, BLOCK_N)
-            store_tile(part_ptr + split.to(tl.int64) * M * N, acc, offs_m, r * NJ + offs_j, M, N, N, 1, True,
-                       own=(offs_j < NJ)[None, :])
-        elif SPLIT_K == 1:
+        if SPLIT_K == 1:
             out = epilogue(acc, xs_ptr, wsc_ptr, bias_ptr, offs_m, offs_n, M, N, SCALE, HAS_BIAS, ACTIVATION)
             store_tile(y_ptr, out, offs_m, offs_n, M, N, stride_ym, stride_yn, True)
         else:  # scaled fp32 partial sum; _splitk_reduce.py adds the splits in order, then bias and activation
@@ -157,7 +144,7 @@ def tile(M: int, N: int, K: int, element_size: int, num_cus: int) -> dict:
     programs = v * H.cdiv(H.cdiv(N, v), bn) * H.cdiv(M, bm)
     chunks = H.cdiv(K + v - 1, bk)
     split = max(1, min(H.cdiv(PROGRAMS_PER_SM * num_cus, programs), chunks // 4))
-    return dict(BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, SPLIT_K=split, CLASS_MAJOR=CLASS_MAJOR and N % v == 0)
+    return dict(BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, SPLIT_K=split)
 
 
 def unsupported(x2, w) -> str | None:
@@ -171,32 +158,19 @@ def unsupported(x2, w) -> str | None:
     return None
 
 
-def launch(x2, w, bias, y, activation, target, compile_only=False, t: dict | None = None, gated: bool = False):
-    """y = act(x2 @ w.T + bias) (x2 (M, K), w (N, K), y (M, N) 2-D views of one 16-bit dtype), then
-    gemm_rows_tma.rows_reduce_kernel over the class-major partials (CLASS_MAJOR), else the split-K reduce where the
-    tile splits K. `gated` (class-major, no bias, N / 2 whole octets): w's rows [gate | up], y (M, N / 2) =
-    act(g) * u. `t`: a tile other than `tile`'s (the A/B)."""
+def launch(x2, w, bias, y, activation, target, compile_only=False):
+    """y = act(x2 @ w.T + bias) (x2 (M, K), w (N, K), y (M, N) 2-D views of one 16-bit dtype), then the split-K
+    reduce where the tile splits K."""
     from . import dense as G
-    from .gemm_rows_tma import launch_rows_reduce
 
     M, K = x2.shape
     N = w.shape[0]
-    t = t or tile(M, N, K, w.element_size(), target.num_cus)
-    split, cm = t["SPLIT_K"], t.get("CLASS_MAJOR", False)
-    if gated and not (cm and bias is None and (N // 2) % vec(w.element_size()) == 0):
-        raise ValueError(f"gemm_rows: the gated reduce needs class-major partials, no bias and I = {N // 2} a "
-                         f"multiple of {vec(w.element_size())}")
-    part = torch.empty((split, M, N), dtype=torch.float32, device=x2.device) if split > 1 or cm else y
+    t = tile(M, N, K, w.element_size(), target.num_cus)
+    split = t["SPLIT_K"]
+    part = torch.empty((split, M, N), dtype=torch.float32, device=x2.device) if split > 1 else y
     launch_tile(x2, w, bias, y, part, activation, t, compile_only)
-    if cm:
-        launch_rows_reduce(part, bias, y, activation, vec(w.element_size()), gated, compile_only)
-    elif split > 1:
+    if split > 1:
         G.launch_reduce(part, M * N, split, bias, y, activation, target, compile_only)
-
-
-def gated_takes(I: int, element_size: int) -> bool:
-    """Whether `launch(gated=True)` takes a gated w of 2 I rows (class-major partials, I whole octets)."""
-    return CLASS_MAJOR and I % vec(element_size) == 0
 
 
 def partials(x2, w, target, compile_only=False) -> torch.Tensor:
@@ -205,7 +179,7 @@ def partials(x2, w, target, compile_only=False) -> torch.Tensor:
     kernels/triton/gated.launch_rows)."""
     M, K = x2.shape
     N = w.shape[0]
-    t = dict(tile(M, N, K, w.element_size(), target.num_cus), CLASS_MAJOR=False)  # (the caller's reduce: in order)
+    t = tile(M, N, K, w.element_size(), target.num_cus)
     part = torch.empty((t["SPLIT_K"], M, N), dtype=torch.float32, device=x2.device)
     launch_tile(x2, w, None, part[0], part, "none", t, compile_only)
     return part
@@ -219,32 +193,27 @@ def launch_tile(x2, w, bias, y, part, activation, t: dict, compile_only=False):
     v = vec(w.element_size())
     grid = (v * H.cdiv(H.cdiv(N, v), t["BLOCK_N"]) * H.cdiv(M, t["BLOCK_M"]) * t["SPLIT_K"],)
     L.launcher(gemm_rows_kernel, grid, compile_only)(
-        x2, w, y, y, bias if bias is not None else y, y, part, M, N, N // v, K, x2.stride(0), x2.stride(1), w.stride(0),
+        x2, w, y, y, bias if bias is not None else y, y, part, M, N, K, x2.stride(0), x2.stride(1), w.stride(0),
         y.stride(0), y.stride(1), **constexprs(t, v, bias is not None, activation), num_warps=WARPS,
         num_stages=STAGES)
 
 
 def constexprs(t: dict, v: int, has_bias: bool, activation: str) -> dict:
     return dict(BLOCK_M=t["BLOCK_M"], BLOCK_N=t["BLOCK_N"], BLOCK_K=t["BLOCK_K"], VEC=v, HAS_BIAS=has_bias,
-                ACTIVATION=activation, SPLIT_K=t["SPLIT_K"], SCALE="none", ACC_INT=False, PROMOTE_K=0,
-                CLASS_MAJOR=t.get("CLASS_MAJOR", False))
+                ACTIVATION=activation, SPLIT_K=t["SPLIT_K"], SCALE="none", ACC_INT=False, PROMOTE_K=0)
 
 
-def static_spec(dtype: str = "bf16", block_m: int = 16, split_k: int = 2, activation: str = "none",
-                class_major: bool = False):
+def static_spec(dtype: str = "bf16", block_m: int = 16, split_k: int = 2, activation: str = "none"):
     """(kernel, signature, constexprs, divisible, options) as `launch` compiles it for a `dtype` call (M up to
-    block_m) with w's base and y 16-byte aligned, x's rows contiguous (`gemmkit isa`); `class_major`: the partials
-    class-major (CLASS_MAJOR)."""
+    block_m) with w's base and y 16-byte aligned, x's rows contiguous (`gemmkit isa`)."""
     v = vec(2)
-    t = dict(BLOCK_M=block_m, BLOCK_N=BLOCK_N, BLOCK_K=CHUNK_BYTES // 2, SPLIT_K=split_k, CLASS_MAJOR=class_major)
+    t = dict(BLOCK_M=block_m, BLOCK_N=BLOCK_N, BLOCK_K=CHUNK_BYTES // 2, SPLIT_K=split_k)
     ce = dict(constexprs(t, v, False, activation), stride_xk=1, stride_yn=1)  # the contiguous case Triton specialises
     sig = {"x_ptr": f"*{dtype}", "w_ptr": f"*{dtype}", "xs_ptr": f"*{dtype}", "wsc_ptr": f"*{dtype}",
-           "bias_ptr": f"*{dtype}", "y_ptr": f"*{dtype}", "part_ptr": "*fp32", "M": "i32", "N": "i32", "NJ": "i32",
-           "K": "i32",
+           "bias_ptr": f"*{dtype}", "y_ptr": f"*{dtype}", "part_ptr": "*fp32", "M": "i32", "N": "i32", "K": "i32",
            "stride_xm": "i32", "stride_xk": "constexpr", "stride_wn": "i32", "stride_ym": "i32",
            "stride_yn": "constexpr"}
     sig.update({k: "constexpr" for k in ce if k not in sig})
     # the bases 16-byte aligned, y's rows too; x's and w's rows not (K % 8 != 0: why this kernel runs)
     divisible = [k for k, t_ in sig.items() if t_.startswith("*")] + ["stride_ym"]
-    divisible += ["N", "NJ"] if class_major else []  # (class-major: N whole octets; N = 4096 as the other cases)
     return gemm_rows_kernel, sig, ce, divisible, {"num_warps": WARPS, "num_stages": STAGES}

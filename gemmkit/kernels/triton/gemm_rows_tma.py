@@ -254,20 +254,13 @@ def launch(x2, w, bias, y, activation, target, compile_only=False, t: dict | Non
     part = torch.empty((split, M, N), dtype=torch.float32, device=x2.device) if split > 1 or cm else y
     launch_tile(x2, w, bias, y, part, activation, target, t, compile_only)
     if cm:
-        launch_rows_reduce(part, bias, y, activation, vec(w.element_size()), gated, compile_only)
+        grid = (H.cdiv(M, REDUCE_M), H.cdiv(y.shape[1] // vec(w.element_size()), REDUCE_J))
+        L.launcher(rows_reduce_kernel, grid, compile_only)(
+            part, bias if bias is not None else y, y, M, N, N // vec(w.element_size()), y.stride(0), y.stride(1),
+            SPLIT_K=split, VEC=vec(w.element_size()), BLOCK_M=REDUCE_M, BLOCK_J=REDUCE_J, HAS_BIAS=bias is not None,
+            ACTIVATION=activation, GATED=gated, num_warps=REDUCE_WARPS)
     elif split > 1:
         G.launch_reduce(part, M * N, split, bias, y, activation, target, compile_only)
-
-
-def launch_rows_reduce(part, bias, y, activation, v: int, gated=False, compile_only=False):
-    """rows_reduce_kernel: y = act(sum of the class-major partials `part` (SPLIT_K, M, N) fp32 of v row classes +
-    bias), in order; or (`gated`, no bias) y (M, N / 2) = act(g) * u. Also gemm_rows.py's (class-major likewise)."""
-    split, M, N = part.shape
-    grid = (H.cdiv(M, REDUCE_M), H.cdiv(y.shape[1] // v, REDUCE_J))
-    L.launcher(rows_reduce_kernel, grid, compile_only)(
-        part, bias if bias is not None else y, y, M, N, N // v, y.stride(0), y.stride(1), SPLIT_K=split, VEC=v,
-        BLOCK_M=REDUCE_M, BLOCK_J=REDUCE_J, HAS_BIAS=bias is not None, ACTIVATION=activation, GATED=gated,
-        num_warps=REDUCE_WARPS)
 
 
 def gated_takes(I: int, element_size: int) -> bool:
