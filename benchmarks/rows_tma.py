@@ -15,7 +15,8 @@ ARGS.add_argument("--short-k", action="store_true", help="the short-K sweep (SHO
 ARGS.add_argument("--unswapped", action="store_true",
                   help="the default and held-out shapes past SWAP_MAX_M tokens and HELDOUT_UNSWAPPED, both widths")
 ARGS.add_argument("--small-m", action="store_true",
-                  help="M = 2-16 (SMALL_M), where gemm_rows serves: the swapped tile against it")
+                  help="M = 2-16 (SMALL_M; with --heldout SMALL_M_HELDOUT), gemm_rows' tokens: the swapped tile "
+                  "against it")
 ARGS.add_argument("--all-variants", action="store_true",
                   help="on VARIANT_SHAPES the stages and swapped-width neighbours too (else the K split's only)")
 ARGS = ARGS.parse_args()
@@ -54,8 +55,12 @@ if ARGS.unswapped:  # the unswapped tile (M > SWAP_MAX_M) at 38-72% of the align
     SHAPES = [(M, N, K) for M, N, K in SHAPES + HELDOUT if M > R.SWAP_MAX_M] + HELDOUT_UNSWAPPED
 SMALL_M = [(M, N, K) for N, K in ((4096, 4095), (14336, 4095), (5000, 7001), (28672, 8191), (1536, 7001))
            for M in (2, 4, 8, 12, 16)]
+# Drawn after gemm_rows_tma took M = 2-16 from gemm_rows (dispatch.ROWS_TMA_MIN_M, fitted on SMALL_M): not fitted on
+SMALL_M_HELDOUT = [(3, 7168, 2049), (5, 11008, 4097), (10, 3584, 18943), (7, 8192, 1023), (14, 22016, 5119),
+                   (6, 12288, 6143), (9, 6144, 3001), (13, 2048, 12285), (11, 10240, 2879), (15, 18944, 3583),
+                   (2, 2560, 9999), (3, 576, 7001), (4, 1024, 4095), (16, 7168, 1535), (8, 4608, 36863)]
 if ARGS.small_m:  # gemm_rows' tokens (gemm_rows.MAX_M); `served` (the op without gemm_rows_tma) is gemm_rows there
-    SHAPES = SMALL_M
+    SHAPES = SMALL_M_HELDOUT if ARGS.heldout else SMALL_M
 if ARGS.quick:
     SHAPES = [(64, 4096, 4095), (256, 4096, 4095), (16, 4096, 4095)]
 

@@ -16,19 +16,20 @@ that tier can run it. The kernels are tried in one order, and the first that can
                            gemm_kernel       always (a config that cannot fit here is the caller's ValueError)
                            + splitk_reduce_kernel after either Triton kernel when NUM_KSPLIT > 1
     x / w rows off 16-byte multiples (K % 8 != 0 in bf16), where a TMA kernel would otherwise serve:
-                           gemm_rows_kernel  bf16 / fp16, no scales, M <= gemm_rows.MAX_M: w read where it lies
-                           gemm_rows_tma_kernel  the same above it, to ROWS_TMA_MAX_M (`_rows_tma_kernel`): w read
-                              where it lies by TMA, x's shifted copies (kernels/triton/gemm_rows_tma.py)
+                           gemm_rows_tma_kernel  bf16 / fp16, no scales, M = ROWS_TMA_MIN_M .. ROWS_TMA_MAX_M
+                              (`_rows_tma_kernel`): w read where it lies by TMA, x's shifted copies
+                              (kernels/triton/gemm_rows_tma.py)
+                           gemm_rows_kernel  where that one declines, M <= gemm_rows.MAX_M: w read where it lies
                            else the config's kernel on padded copies of x and (where its own rows are off,
                            or K % 8 != 0) w (kernels/triton/pad.py)
 
   the gated GEMM (gemm_a16w16_gated and ffn_gated's gate / up): "backend": "gluon" ─► the Gluon gated tile
   (hopper_coop_kernel at num_warps 8, hopper_pingpong_kernel at 4: GATED), unsplit, on sm_90 TMA operands; then the
   Triton tier in the same order: its gemm_gated_tma_kernel, gemm_gated_kernel; where w's rows are off 16 bytes
-  gemm_rows_kernel into fp32 partials (+ gated_splitk_reduce_kernel, which applies the activation) at M <=
-  gemm_rows.MAX_M, gemm_rows_tma_kernel's likewise above it where `_rows_tma_kernel` takes the call, else the TMA
-  kernel on padded copies of x and (where its own rows are off) w; a 4-byte h's TMA kernel on a shorter ring
-  (gated.fit_stages)
+  gemm_rows_tma_kernel where `_rows_tma_kernel` takes the call (+ its rows_reduce_kernel, which applies the
+  activation), else at M <= gemm_rows.MAX_M gemm_rows_kernel into fp32 partials (+ gated_splitk_reduce_kernel),
+  else the TMA kernel on padded copies of x and (where its own rows are off) w; a 4-byte h's TMA kernel on a
+  shorter ring (gated.fit_stages)
 
 `dense` returns a `Choice`: the kernel, the config it runs, and (kernel, why) for each kernel passed over.
 The ops launch `Choice.kernel`; `gemmkit configs` prints `Choice.explain()` for a shape; the tuner groups its
@@ -221,8 +222,8 @@ def dense(cfg: dict, target, x2, w, y, scaling=G.NO_SCALING, interpreting: bool 
             swapped = _swap_copied(cfg, target, x2, w, y, scaling, passed, interpreting, epilogue)
             return swapped or _rows_padded(Choice(TRITON_TMA, tma_tile, tuple(passed)), x2, w)
         passed.append((TRITON_TMA, why))
-        rows = _rows_kernel(tile, target, x2, w, scaling, passed) or \
-            _rows_tma_kernel(tile, target, x2, w, scaling, passed)
+        rows = _rows_tma_kernel(tile, target, x2, w, scaling, passed) or \
+            _rows_kernel(tile, target, x2, w, scaling, passed)
         if rows is not None:
             return rows
         padded = _padded(cfg, target, x2, w, y, scaling, passed, interpreting, epilogue)
@@ -264,8 +265,13 @@ ROWS_KERNEL = os.environ.get("GEMMKIT_ROWS_KERNEL", "1") != "0"
 # under the unswapped floor, 256 x 4096 x 4095 0.94x (x's copies half of w), but 56 x 1536 x 7001 (a third) 1.16x and
 # 256 x 5000 x 7001 (0.41) 1.07x: the share is set under them, as no shape between 0.25 and 0.33 was timed. Fitted
 # on these rows: the ten held-out shapes of rows_tma_heldout.json ran with the partials in y's order, before.
+# From ROWS_TMA_MIN_M it serves gemm_rows' few tokens too (its partials in y's order there, gemm_rows_tma
+# .Y_ORDER_MAX_M): H100, same process (results/h100/rows_tma_small_m.json, M = 2-16 on five weights), 1.02-1.45x
+# gemm_rows on all 25 rows (2 x 14336 x 4095 77.6 -> 53.6 us, 16 x 4096 x 4095 23.8 -> 22.7); the gated call with
+# its class-major partials 1.08-1.31x on three rows (4 x 4096 x 4095 44.6 -> 35.3, gated_unaligned_k.json). At
+# M = 1 gemm_rows: 1 x 4096 x 4095 20.7 against 20.5 (y's order) / 22.8 (class-major), the gated 35.7 against 40.1.
 ROWS_TMA = os.environ.get("GEMMKIT_ROWS_TMA", "1") == "1"  # GEMMKIT_ROWS_TMA=0: off
-ROWS_TMA_MAX_M, ROWS_TMA_X_SHARE = 256, 0.3
+ROWS_TMA_MIN_M, ROWS_TMA_MAX_M, ROWS_TMA_X_SHARE = 2, 256, 0.3
 ROWS_TMA_MIN_K, ROWS_TMA_MIN_K_UNSWAPPED = 1000, 1280  # the shortest K timed (1023) won / lost
 
 
@@ -431,15 +437,16 @@ def _rows_kernel(tile, target, x2, w, scaling, passed) -> Choice | None:
 
 
 def _rows_tma_kernel(tile, target, x2, w, scaling, passed) -> Choice | None:
-    """gemm_rows_tma_kernel for a call whose config asks for TMA but whose w rows TMA cannot address, past gemm_rows'
-    tokens up to ROWS_TMA_MAX_M, where the kernel takes it (`gemm_rows_tma.unsupported`), x's shifted copies hold
-    at most ROWS_TMA_X_SHARE of w's bytes and K reaches its tile's floor (16-bit operands, no scales)."""
+    """gemm_rows_tma_kernel for a call whose config asks for TMA but whose w rows TMA cannot address, at
+    ROWS_TMA_MIN_M to ROWS_TMA_MAX_M tokens, where the kernel takes it (`gemm_rows_tma.unsupported`), x's shifted
+    copies hold at most ROWS_TMA_X_SHARE of w's bytes and K reaches its tile's floor (16-bit operands, no scales)."""
     from ..kernels.triton import gemm_rows_tma
 
     M, K = x2.shape
     N = w.shape[0]
     if not ROWS_TMA or not tile.get("tma") or x2.element_size() != 2 or scaling.mode != "none" or \
-            not _row_misaligned(w) or not 0 < M <= ROWS_TMA_MAX_M or gemm_rows_tma.unsupported(x2, w, target):
+            not _row_misaligned(w) or not ROWS_TMA_MIN_M <= M <= ROWS_TMA_MAX_M or \
+            gemm_rows_tma.unsupported(x2, w, target):
         return None
     t = gemm_rows_tma.tile(M, N, K, w.element_size(), target.num_cus)
     if K < (ROWS_TMA_MIN_K if t["SWAP"] else ROWS_TMA_MIN_K_UNSWAPPED):
@@ -738,7 +745,7 @@ def gated(cfg: dict, target, x2, w, y, *, activation: str) -> Choice:
     Triton fits the activation in its registers (kernels/_budgets.py: on 3.9 a gelu into a bf16 h spills at two
     64-register accumulators), else the Triton tier with the same tile. The Triton
     tier: its TMA kernel on a copy of x of whole boxes of rows where `pad_m` says so; where TMA cannot address w's
-    rows, at a few tokens gemm_rows_kernel, past them gemm_rows_tma_kernel where `_rows_tma_kernel` takes the call,
+    rows, gemm_rows_tma_kernel where `_rows_tma_kernel` takes the call, else at a few tokens gemm_rows_kernel,
     into fp32 partials that the gated reduce finishes (kernels/triton/gated.launch_rows), else the TMA kernel on
     copies of x and of w where its own rows are off (`pad_k`, `pad_k_w`); where h's rows are off 16 bytes, any of
     these into a workspace of 16-byte rows (`_y_workspace`: `Choice.pitch_y`, ops/ffn.launch_gated copies h out of it)."""
@@ -767,8 +774,8 @@ def gated(cfg: dict, target, x2, w, y, *, activation: str) -> Choice:
     if choice.kernel == GATED_TMA:
         return _rows_padded(choice, x2, w)
     choice = dataclasses.replace(choice, config=cfg)
-    rows = (_rows_kernel(cfg, target, x2, w, G.NO_SCALING, list(choice.passed_over)) or
-            _rows_tma_kernel(cfg, target, x2, w, G.NO_SCALING, list(choice.passed_over))) if target.is_nvidia else None
+    rows = (_rows_tma_kernel(cfg, target, x2, w, G.NO_SCALING, list(choice.passed_over)) or
+            _rows_kernel(cfg, target, x2, w, G.NO_SCALING, list(choice.passed_over))) if target.is_nvidia else None
     if rows is not None:  # w's rows off 16 bytes: w read where it lies, then the gated reduce
         if rows.kernel == TRITON_ROWS_TMA:  # its own reduce where I is whole octets (gated.launch_rows)
             from ..kernels.triton import gemm_rows_tma

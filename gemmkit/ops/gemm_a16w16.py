@@ -185,8 +185,9 @@ def isa_cases(archs):
                                   "SPLIT_K": split}, "path": "rows"}
         from ..kernels.triton import gemm_rows_tma
 
-        # its swapped tile, two unswapped ones (M past gemm_rows to ROWS_TMA_MAX_M) and the wide one (a long w)
-        for M, N in ((32, 4096), (128, 4096), (256, 4096), (200, 28672)):
+        # its swapped tile (at 16 tokens its partials in y's order, at 32 class-major), two unswapped ones (to
+        # ROWS_TMA_MAX_M) and the wide one (a long w)
+        for M, N in ((16, 4096), (32, 4096), (128, 4096), (256, 4096), (200, 28672)):
             t = gemm_rows_tma.tile(M, N, 4095, 2, sm90.num_cus)
             for split in (1, 3):
                 yield {"kernel": "gemm_rows_tma_kernel", "op": OP, "arch": "sm_90", "table": "-", "bucket": "bf16",

@@ -104,6 +104,7 @@ def test_shift_rows_copies():
 
 
 @pytest.mark.parametrize("M, N, K", [
+    (5, 2048, 1001),  # gemm_rows' few tokens (from dispatch.ROWS_TMA_MIN_M): the partials in y's order; K split
     (17, 2048, 1001),  # the swapped tile just past its K floor; K split
     (65, 8192, 1281),  # the unswapped 64 x 128 tile just past its floor, two M tiles
 ])
@@ -121,7 +122,10 @@ def test_the_dispatch_takes_it_where_it_pays():
     take = lambda M, N, K: D.dense(cfg, sm90, meta(M, K), meta(N, K), y(M, N), interpreting=False).kernel  # noqa: E731
     assert take(64, 4096, 4095) == D.TRITON_ROWS_TMA
     assert take(256, 14336, 4095) == D.TRITON_ROWS_TMA
-    assert take(16, 4096, 4095) == D.TRITON_ROWS  # a few tokens: gemm_rows
+    assert take(16, 4096, 4095) == D.TRITON_ROWS_TMA  # gemm_rows' few tokens too, from ROWS_TMA_MIN_M
+    assert take(1, 4096, 4095) == D.TRITON_ROWS  # one: gemm_rows
+    assert take(2, 4096, 999) == D.TRITON_ROWS  # a few tokens under the K floor: gemm_rows
+    assert not R.tile(16, 4096, 4095, 2, 132)["CLASS_MAJOR"] and R.tile(17, 4096, 4095, 2, 132)["CLASS_MAJOR"]
     assert take(300, 4096, 4095) != D.TRITON_ROWS_TMA  # past ROWS_TMA_MAX_M: the copy
     assert take(64, 576, 7001) != D.TRITON_ROWS_TMA  # x's eight copies past a quarter of w's bytes
     assert take(64, 4100, 4095) != D.TRITON_ROWS_TMA  # N % 8 != 0: the last octet would pass w's end
@@ -183,6 +187,7 @@ def test_partials_layouts(M, N, K, class_major):
 
 @pytest.mark.parametrize("M, I, K, act", [
     (20, 1032, 299, "silu"),  # swapped, 129 octets of h: the last reduce block partial; K split
+    (3, 1032, 299, "silu"),  # a few tokens, where the tile's partials are in y's order: class-major for the reduce
     (100, 520, 203, "gelu"),  # unswapped, two M tiles (the second partial), K unsplit
 ])
 def test_gated(M, I, K, act):

@@ -49,9 +49,9 @@ SHAPES = [(8192, 8192, 8192), (4095, 4097, 1000), (1, 8192, 8192), (16, 10240, 8
           (235, 1600, 4256), (319, 1696, 23680), (2733, 256, 26640), (1067, 600, 22112),
           (370, 6208, 22240), (2532, 984, 2464), (1809, 640, 4720), (842, 1416, 9016), (1182, 4096, 448),
           (1195, 1968, 384), (98, 1827, 4153), (23, 1191, 16414)]
-# K % 8 != 0: at M <= gemm_rows.MAX_M (16) w read where it lies, copied to 16-byte rows above; (1, 10240, 5120) to
-# (48, 10240, 5120) take the config model's wide swap-AB tile (`swap_wide`); from (1000, 1000, 1000) `few_tiles`'
-# ping-pong tiles, split (384 x 384, with y's workspace and pitch copies at 625 x 230 x 13164, one tile column at
+# K % 8 != 0: w read where it lies (M = 1: gemm_rows, M = 16: gemm_rows_tma, its partials in y's order);
+# (1, 10240, 5120) to (48, 10240, 5120) take the config model's wide swap-AB tile (`swap_wide`); from
+# (1000, 1000, 1000) `few_tiles`' ping-pong tiles, split (384 x 384, with y's workspace and pitch copies at 625 x 230 x 13164, one tile column at
 # N = 118) or not, the Gluon "any" bucket above M = 4096 (shifted, on pitch copies); the last two `m128_tile`'s; then
 # `decode_split`'s Triton tier tiles split along K (32- and 64-row), `few_tiles` at M = 129-256 and its 64 x 192;
 # `long_k_split`'s coop split along K (128 x 256 split 6; 256 x 128 split 5 on a partial last column); `coop_widths`'
@@ -80,9 +80,11 @@ def test_shapes(M, N, K, dtype, launches):
 
     target = C.target_for(x.device)
     cfg = configs.serve("a16w16", target, M, N, K)[0]  # the default buckets fitted (configs/model/)
-    from gemmkit.kernels.triton import gemm_rows, gemm_rows_tma
+    from gemmkit.kernels.triton import gemm_rows
 
-    if K % 8 and M <= gemm_rows.MAX_M and cfg.get("tma"):  # a few tokens: w read where it lies, no copy
+    choice = D.dense(cfg, target, x, w, out)
+    if choice.kernel == D.TRITON_ROWS:  # a few tokens (gemm_rows_tma declining): w read where it lies, no copy
+        assert K % 8 and M <= gemm_rows.MAX_M and cfg.get("tma"), choice
         want = {"gemm_rows_kernel"} | ({"splitk_reduce_kernel"} if
                                        gemm_rows.tile(M, N, K, 2, target.num_cus)["SPLIT_K"] > 1 else set())
         assert ran == want
@@ -90,7 +92,6 @@ def test_shapes(M, N, K, dtype, launches):
         return
     # the kernel the dispatch names (the Gluon kernel for a "gluon" config, on copies where x / w rows or y's break
     # TMA's rules: dispatch.pad_k / pitch / pitch_y; x to whole boxes of rows: pad_m), and one pad_rows_kernel per copy
-    choice = D.dense(cfg, target, x, w, out)
     if cfg.get("backend") == "gluon" and (N * 2) % 16 == 0 and K % 8 == 0:
         assert choice.kernel == (hopper_coop.KERNEL_NAME if hopper_pingpong.is_coop(cfg) else
                                  hopper_pingpong.KERNEL_NAME)
@@ -99,7 +100,7 @@ def test_shapes(M, N, K, dtype, launches):
     if copies:
         want.add("pad_rows_kernel")
         assert launches["pad_rows_kernel"] == before.get("pad_rows_kernel", 0) + copies
-    if choice.kernel == D.TRITON_ROWS_TMA and gemm_rows_tma.CLASS_MAJOR:  # its partials always, its own reduce
+    if choice.kernel == D.TRITON_ROWS_TMA and choice.config["CLASS_MAJOR"]:  # its partials always, its own reduce
         want.add("rows_reduce_kernel")
     elif choice.config.get("NUM_KSPLIT", 1) > 1:
         want.add("splitk_reduce_kernel")
@@ -107,12 +108,13 @@ def test_shapes(M, N, K, dtype, launches):
     check(out, x, w)
 
 
-@pytest.mark.parametrize("M,N,K", [(17, 4096, 4095), (64, 4096, 4095), (100, 14336, 4095), (200, 28672, 8191),
-                                   (48, 4096, 2054)])
+@pytest.mark.parametrize("M,N,K", [(8, 4096, 4095), (17, 4096, 4095), (64, 4096, 4095), (100, 14336, 4095),
+                                   (200, 28672, 8191), (48, 4096, 2054)])
 def test_rows_tma(M, N, K, launches):
     """kernels/triton/gemm_rows_tma.py: w's rows off 16 bytes read where they lie by TMA, every element against
     float64; a w whose rows are views of wider ones with inf in the gaps, a bias and silu. Its tiles: swapped (M <=
-    64), 64 x 128 (100 x 14336), 128 x 256 (200 x 28672: gemm_rows_tma.WIDE_PROGRAMS)."""
+    64; at M = 8 its partials in y's order), 64 x 128 (100 x 14336), 128 x 256 (200 x 28672:
+    gemm_rows_tma.WIDE_PROGRAMS)."""
     x = torch.randn(M, K, device=DEV, dtype=torch.bfloat16)
     full = torch.randn(N, K + 3, device=DEV, dtype=torch.bfloat16)
     for w, bias, act in ((full[:, :K].contiguous(), None, None),

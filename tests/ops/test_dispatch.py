@@ -365,16 +365,20 @@ def test_batched_op_launches_the_kernel_the_rule_chooses(layout):
 
 # ----------------------------------------------------------------------------- unaligned K: padded copies
 
-@pytest.mark.parametrize("M", [1, 16, 17, 64, 257, 4096])
+@pytest.mark.parametrize("M", [1, 2, 16, 17, 64, 257, 4096])
 def test_unaligned_k_pads_or_reads_rows_where_they_lie(M):
+    from gemmkit.kernels.triton import gemm_rows_tma
+
     K = 4095  # rows of 8190 bytes: no TMA on the operands as given
     choice = D.dense(GLUON, H200, *dense_meta(M, 4096, K))
-    if M <= 16:  # a few tokens: w read where it lies (kernels/triton/gemm_rows.py, MAX_M), no copy
+    if M < D.ROWS_TMA_MIN_M:  # one token: w read where it lies (kernels/triton/gemm_rows.py), no copy
         assert choice.kernel == D.TRITON_ROWS and choice.pad_k == 0 and choice.path == "pointer"
         assert "gemm_rows_kernel" in choice.explain()
     elif M <= D.ROWS_TMA_MAX_M:  # then by TMA where it lies (kernels/triton/gemm_rows_tma.py), x's shifted copies
         assert choice.kernel == D.TRITON_ROWS_TMA and choice.pad_k == 0
-        assert "8 shifted copies of x" in choice.explain() and "rows_reduce_kernel" in choice.explain()
+        assert "8 shifted copies of x" in choice.explain()
+        # class-major partials and their reduce past a few tokens, y's order below (gemm_rows_tma.Y_ORDER_MAX_M)
+        assert ("rows_reduce_kernel" in choice.explain()) == (M > gemm_rows_tma.Y_ORDER_MAX_M)
     else:
         assert choice.pad_k == 4096 and choice.kernel == D.GLUON_BF16
         assert "rows of 4096 elements" in choice.explain()
@@ -475,8 +479,10 @@ def test_triton_config_with_rows_and_output_off_takes_the_copies():
 
 def test_rows_kernel_only_where_it_takes_the_call(monkeypatch):
     x, w, y = dense_meta(8, 512, 4095)
-    assert D.dense(GLUON, H200, x, w, y).kernel == D.TRITON_ROWS
-    assert D.dense(GLUON, H200, x, meta(512, 4097)[:, :4095], y).kernel == D.TRITON_ROWS  # a view, rows of 4097
+    assert D.dense(GLUON, H200, x, w, y).kernel == D.TRITON_ROWS_TMA  # from ROWS_TMA_MIN_M: by TMA where it lies
+    assert D.dense(GLUON, H200, x, meta(512, 4097)[:, :4095], y).kernel == D.TRITON_ROWS_TMA  # a view, rows of 4097
+    assert D.dense(GLUON, H200, *dense_meta(1, 512, 4095)).kernel == D.TRITON_ROWS  # below it gemm_rows
+    assert D.dense(GLUON, H200, *dense_meta(8, 512, 999)).kernel == D.TRITON_ROWS  # under ROWS_TMA_MIN_K likewise
     x8, w8 = meta(8, 4095, dtype=FP8), meta(512, 4095, dtype=FP8)
     fp8 = D.dense(GLUON, H200, x8, w8, y, G.Scaling("rowcol", meta(8, dtype=torch.float32),
                                                     meta(512, dtype=torch.float32)))
@@ -487,9 +493,9 @@ def test_rows_kernel_only_where_it_takes_the_call(monkeypatch):
     sliced = D.dense(GLUON, H200, meta(64, 4099)[:, :4096], meta(512, 4096), meta(64, 512))
     assert sliced.kernel == D.GLUON_BF16 and sliced.pad_k == 4096 and not sliced.pad_k_w  # x's rows alone off
     assert "copies of x with rows" in sliced.explain()
-    monkeypatch.setattr(D, "ROWS_KERNEL", False)
-    assert D.dense(GLUON, H200, x, w, y).kernel == D.TRITON_ROWS_TMA  # turned off: the TMA one, where it takes it
     monkeypatch.setattr(D, "ROWS_TMA", False)
+    assert D.dense(GLUON, H200, x, w, y).kernel == D.TRITON_ROWS  # turned off: gemm_rows, where it takes it
+    monkeypatch.setattr(D, "ROWS_KERNEL", False)
     assert D.dense(GLUON, H200, x, w, y).pad_k == 4096  # both off: the copy
 
 

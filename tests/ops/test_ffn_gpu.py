@@ -45,7 +45,7 @@ GATED_SHAPES = [(1, 14336, 4096), (8, 28672, 8192), (16, 14336, 4096), (64, 1433
                 (1024, 14336, 4096), (4096, 14336, 4096), (17, 31, 48), (333, 1000, 784), (4095, 1001, 1008),
                 # the config model's gated answers: few tiles split along K (`fit`), `gated_rows`' 64-row tile
                 (128, 2048, 7168), (32, 2048, 7168), (512, 2048, 7168), (414, 13808, 7232), (287, 1904, 3088),
-                # K % 8 != 0: M <= 16 gemm_rows_kernel + the gated reduce, above it the TMA kernel on copies (pad_k)
+                # K % 8 != 0: M = 1 gemm_rows_kernel + the gated reduce, then gemm_rows_tma, the TMA kernel on copies
                 (1, 4096, 4095), (16, 5000, 7001), (3, 2880, 2881), (37, 1000, 1001), (4096, 4096, 4095),
                 # h's rows off 16 bytes (I % 8 != 0): the TMA kernel into h's workspace, K's rows copied or not
                 (77, 1001, 2001), (300, 1001, 1024)]
@@ -75,12 +75,13 @@ def test_gated_row_padded_x(M, I, K):
     check_gated(out, x, w)
 
 
-@pytest.mark.parametrize("M,I,K", [(64, 4096, 4095), (200, 14336, 4095), (17, 5000, 7001), (64, 2052, 4095)],
+@pytest.mark.parametrize("M,I,K", [(4, 4096, 4095), (64, 4096, 4095), (200, 14336, 4095), (17, 5000, 7001),
+                                   (64, 2052, 4095)],
                          ids=str)
 def test_gated_rows_tma(M, I, K, launches):
-    """K % 8 != 0 past gemm_rows' tokens: w read where it lies by TMA (gemm_rows_tma) into fp32 [g | u] partials, then
-    its rows_reduce_kernel (class-major partials, I % 8 == 0) or the gated reduce; every element of h against
-    float64."""
+    """K % 8 != 0 from M = 2 (dispatch.ROWS_TMA_MIN_M): w read where it lies by TMA (gemm_rows_tma) into fp32
+    [g | u] partials, then its rows_reduce_kernel (class-major partials, I % 8 == 0) or the gated reduce; every element
+    of h against float64."""
     x, w, _ = inputs(M, I, K)
     out = torch.full((M, I), float("nan"), device=DEV, dtype=BF16)
     before = dict(launches)

@@ -59,7 +59,9 @@ WARPS, STAGES = 4, 4
 BLOCK_N = 32  # weight rows a program (of one residue class)
 CHUNK_BYTES = 512  # bytes of a row one K step reads (BLOCK_K elements)
 PROGRAMS_PER_SM = 2  # the K split's goal
-MAX_M = 16  # the most tokens the op runs here (ops/dispatch.py): at 32 the copy and the TMA kernel won (A/B)
+# The most tokens it takes: at 32 the copy and the TMA kernel won (A/B). On sm_90 the op serves M = 1 here and
+# M = 2-16 where gemm_rows_tma declines the call (ops/dispatch.ROWS_TMA_MIN_M: that kernel ran faster from M = 2)
+MAX_M = 16
 
 
 @triton.jit

@@ -23,13 +23,14 @@ w once, by TMA, from where it lies:
       registers first (x is zero there, but 0 x inf would not be)
     acc = x_tile @ w_tile.T  ([BLOCK_M, BLOCK_J]), or w_tile @ x_tile.T at SWAP (a few tokens: the weight rows fill
       wgmma's 64-row side, the tokens its N); past SWAP_MAX_M tokens 64 / 128 x 128, or 128 x WIDE_J on a long w
-      CLASS_MAJOR (the default) -> fp32 part[split, m, r N / VEC + j0 + i]: a program's columns together
+      CLASS_MAJOR (past Y_ORDER_MAX_M tokens; GATED) -> fp32 part[split, m, r N / VEC + j0 + i]: a program's
+      columns together
         -> rows_reduce_kernel: [BLOCK_M, VEC, BLOCK_J] blocks summed over the splits, permuted in registers to
            [BLOCK_M, BLOCK_J VEC] (column VEC j + r) -> bias, activation -> y, stored in order
         -> GATED (w's rows [gate | up], kernels/triton/gated.launch_rows): u's octet j sits I / VEC octets after
            g's in the same class run; both summed and permuted -> act(g) * u -> h (M, I)
-      else (`partials`: the caller's reduce) -> y[m, VEC (j0 + i) + r] or part[split] in y's order: columns VEC
-        apart, one 32-byte sector an element
+      else (a few tokens; `partials`: the caller's reduce) -> y[m, VEC (j0 + i) + r] or part[split] in y's
+        order: columns VEC apart, one 32-byte sector an element
 
 Work ids: (split, octet block, class, M tile), the M tile fastest (the M tiles of a weight block read its boxes
 together: with the M tile slowest each M tile streamed all of w from DRAM again, H100 256 x 28672 x 8191: 2.1 TB/s
@@ -81,6 +82,14 @@ STAGES = 4
 # 37.3 -> 26.0 us, 256 x 28672 x 8191 462 -> 338, 100 x 8192 x 3071 67.7 -> 40.8. False: y's order, for a caller
 # with its own reduce (`partials`).
 CLASS_MAJOR = True
+# At most Y_ORDER_MAX_M tokens (gemm_rows' few, which this kernel serves from ops/dispatch.ROWS_TMA_MIN_M) the
+# partials stay in y's order: there a program's stores are a few rows and rows_reduce_kernel's grid (REDUCE_M rows of
+# 16 a program) a few programs, its latency the larger cost. H100, same process (results/h100/rows_tma_small_m.json,
+# M = 2-16 on five weights): y's order faster on 20 of 25 rows, 2 x 1536 x 7001 23.0 -> 17.0 us, 2 x 14336 x 4095
+# 55.3 -> 53.6; the five others by up to 3% slower (16 x 5000 x 7001 39.9 -> 41.1). Past it class-major wins
+# (17 x 4096 x 4095 23.8 -> 23.1, 32 x 4096 x 4095 28.3 -> 23.5: results/h100/rows_tma.json). The gated launch is
+# class-major at any M (its reduce).
+Y_ORDER_MAX_M = 16
 # Past SWAP_MAX_M tokens, 128 x 256 tiles where they still make WIDE_PROGRAMS of the SMs' programs: each program
 # reads x's and w's rows once for twice the columns (L2 to SM traffic (1 / BM + 1 / BJ) a product: 128 x 128 had the
 # L2 75% busy at 1.9 TB/s of DRAM, H100 200 x 12288 x 6143). H100, results/h100/rows_tma_unswapped.json (22 shapes,
@@ -208,7 +217,7 @@ def tile(M: int, N: int, K: int, element_size: int, num_cus: int) -> dict:
     chunks = H.cdiv(K, BLOCK_K)
     split = max(1, min(H.cdiv(PROGRAMS_PER_SM * num_cus, programs), chunks // MIN_STEPS))
     return dict(BLOCK_M=bm, BLOCK_J=bj, BLOCK_K=BLOCK_K, SPLIT_K=split, SWAP=swap, num_warps=4 if bm <= 64 else 8,
-                num_stages=STAGES, CLASS_MAJOR=CLASS_MAJOR)
+                num_stages=STAGES, CLASS_MAJOR=CLASS_MAJOR and M > Y_ORDER_MAX_M)
 
 
 def shifted_k(K: int, element_size: int) -> int:
@@ -247,6 +256,8 @@ def launch(x2, w, bias, y, activation, target, compile_only=False, t: dict | Non
 
     M, (N, K) = y.shape[0], w.shape
     t = t or tile(M, N, K, w.element_size(), target.num_cus)
+    if gated:  # its reduce sums class-major partials, at any M
+        t = dict(t, CLASS_MAJOR=True)
     split, cm = t["SPLIT_K"], t.get("CLASS_MAJOR", False)
     if gated and not (cm and bias is None and gated_takes(N // 2, w.element_size())):
         raise ValueError(f"gemm_rows_tma: the gated reduce needs class-major partials, no bias and I = {N // 2} "
