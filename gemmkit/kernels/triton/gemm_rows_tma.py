@@ -1,9 +1,10 @@
 """Dense GEMM on weight rows TMA cannot address, by TMA: y = epilogue(x @ w.T), w read where it lies.
 
 Where K * element bytes is not a multiple of 16, w's rows start off 16-byte boundaries and no TMA descriptor over
-(N, K) is legal (its row stride must be a 16-byte multiple). Above a few tokens the dispatch copied w to padded rows
-(kernels/triton/pad.py): one more read and write of the weights, most of the call at M = 17-256. This kernel reads
-w once, by TMA, from where it lies:
+(N, K) is legal (its row stride must be a 16-byte multiple). The other ways: a copy of w to padded rows
+(kernels/triton/pad.py), one more read and write of the weights, most of the call at M = 2-256; gemm_rows.py's
+16-byte pointer loads (a few tokens; slower than this kernel from M = 2). This kernel reads w once, by TMA, from
+where it lies:
 
   Rows n = VEC j + r (VEC = 16 // element bytes, r = n mod VEC) are row r of "octet" j: an octet's VEC rows lie one
   after another, P elements apart (P: w's row stride), and octets start VEC P elements apart, a 16-byte multiple.
