@@ -55,7 +55,7 @@ if ARGS.unswapped:  # the unswapped tile (M > SWAP_MAX_M) at 38-72% of the align
     SHAPES = [(M, N, K) for M, N, K in SHAPES + HELDOUT if M > R.SWAP_MAX_M] + HELDOUT_UNSWAPPED
 SMALL_M = [(M, N, K) for N, K in ((4096, 4095), (14336, 4095), (5000, 7001), (28672, 8191), (1536, 7001))
            for M in (2, 4, 8, 12, 16)]
-# Drawn after gemm_rows_tma took M = 2-16 from gemm_rows (dispatch.ROWS_TMA_MIN_M, fitted on SMALL_M): not fitted on
+# Drawn after gemm_rows_tma took M = 2-16 from gemm_rows (dispatch.ROWS_TMA_MIN_M, fitted on SMALL_M), to test it
 SMALL_M_HELDOUT = [(3, 7168, 2049), (5, 11008, 4097), (10, 3584, 18943), (7, 8192, 1023), (14, 22016, 5119),
                    (6, 12288, 6143), (9, 6144, 3001), (13, 2048, 12285), (11, 10240, 2879), (15, 18944, 3583),
                    (2, 2560, 9999), (3, 576, 7001), (4, 1024, 4095), (16, 7168, 1535), (8, 4608, 36863)]
