@@ -8,8 +8,9 @@ import argparse
 
 ARGS = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
 ARGS.add_argument("json", nargs="?", help="write the rows (stamped: device, date, versions, git sha) to this path")
-ARGS.add_argument("--shapes", default="17x4096x4095,64x4096x4095,128x4096x4095,200x12288x6143,64x4096x4096,"
-                  "128x4096x4096,200x12288x6144", help="MxNxK, comma-separated (bf16)")
+ARGS.add_argument("--shapes", default="2x4096x4095,16x4096x4095,17x4096x4095,64x4096x4095,128x4096x4095,"
+                  "200x12288x6143,16x4096x4096,64x4096x4096,128x4096x4096,200x12288x6144",
+                  help="MxNxK, comma-separated (bf16)")
 ARGS.add_argument("--replays", type=int, default=20, help="graph replays profiled a shape")
 ARGS = ARGS.parse_args()
 

@@ -32,8 +32,9 @@
 #   tp         2 GPUs (nvidia-h100-x2 / h200-x2): the tensor-parallel tests (tests/nn/test_parallel_gpu.py) -> tp_tests.log,
 #              then benchmarks/tp.py under torchrun (Llama-3-70B MLP / qkv / o_proj, TP_M, default 1,16,64,1024,4096,8192;
 #              TP_DTYPES, default bf16,fp8,fp8_block) -> tp.json, tp.log
-#   unaligned  K % 8 != 0 (bf16): benchmarks/rows_tma.py over ROWS_SETS (default "small-m default unswapped": M = 2-16,
-#              17-512, past 64 tokens; each its own rows_tma_SET.json, `default` rows_tma.json), gated_unaligned_k.py
+#   unaligned  K % 8 != 0 (bf16): benchmarks/rows_tma.py over ROWS_SETS (default "small-m small-m-heldout default
+#              unswapped": M = 2-16 fitted and held out, 17-512, past 64 tokens; each its own rows_tma_SET.json,
+#              `default` rows_tma.json; ~7-8 minutes in all on an H100), gated_unaligned_k.py
 #              -> gated_unaligned_k.json, kernel_breakdown.py -> kernel_breakdown.json; one log, unaligned.log
 #   ncu        one launch per NCU_CASES case under Nsight Compute (benchmarks/ncu_once.py; default
 #              "fp8-rowcol-table-8192 fp8-scaled-mm-8192") -> ncu_CASE.ncu-rep, ncu_CASE.details.txt
@@ -113,8 +114,9 @@ if has family; then
 fi
 has floor && python3 benchmarks/read_floor.py --json "$OUT/read_floor.json" 2>&1 | tee "$OUT/read_floor.log" | tail -12
 if has unaligned; then
-  for set in ${ROWS_SETS:-small-m default unswapped}; do
-    if [ "$set" = default ]; then name=rows_tma; flag=; else name=rows_tma_${set//-/_}; flag=--$set; fi
+  for set in ${ROWS_SETS:-small-m small-m-heldout default unswapped}; do
+    name=rows_tma_${set//-/_}; flag=--$set
+    case $set in default) name=rows_tma; flag=;; small-m-heldout) flag="--small-m --heldout";; esac
     # shellcheck disable=SC2086
     timeout "${STAGE_TIMEOUT:-540}" python3 benchmarks/rows_tma.py $flag "$OUT/$name.json" >> "$OUT/unaligned.log" 2>&1
   done
