@@ -192,9 +192,9 @@ def test_gated_fp32_h_keeps_the_tma_kernel():
 
 @pytest.mark.parametrize("M,K", [(1, 4095), (16, 1001), (3, 203)], ids=str)
 def test_gated_unaligned_k_at_few_tokens_reads_w_where_it_lies(M, K, launches):
-    """K % 8 != 0 at M <= 16: gemm_rows_kernel reads w where it lies into fp32 [g | u] partials (split along K or
-    not) and the gated reduce applies the activation: no copy of w, no pointer kernel; and right, through
-    ffn_gated too."""
+    """K % 8 != 0 at M <= 16 where gemm_rows_tma declines (M = 1; w of 80 rows, small beside x's eight copies):
+    gemm_rows_kernel reads w where it lies into fp32 [g | u] partials (split along K or not) and the gated reduce
+    applies the activation: no copy of w, no pointer kernel; and right, through ffn_gated too."""
     I = 40
     x, (w, wd) = randn(M, K, dtype=BF16), weights(I, K)
     cfg = dict(SMALL, tma=True)
@@ -227,9 +227,10 @@ def test_gated_unaligned_k_at_few_tokens_reads_w_where_it_lies(M, K, launches):
     assert ok, msg
 
 
-@pytest.mark.parametrize("M,I,K", [(17, 1024, 201), (64, 2048, 1031), (100, 4096, 203), (24, 1028, 203)], ids=str)
-def test_gated_unaligned_k_past_few_tokens_reads_w_by_tma(M, I, K, launches, monkeypatch):
-    """K % 8 != 0 past gemm_rows' tokens: w read where it lies by TMA (gemm_rows_tma) into fp32 [g | u] partials (x's
+@pytest.mark.parametrize("M,I,K", [(17, 1024, 201), (64, 2048, 1031), (100, 4096, 203), (24, 1028, 203),
+                                   (4, 1024, 201), (3, 1028, 203)], ids=str)
+def test_gated_unaligned_k_reads_w_by_tma(M, I, K, launches, monkeypatch):
+    """K % 8 != 0 from M = 2 (dispatch.ROWS_TMA_MIN_M): w read where it lies by TMA (gemm_rows_tma) into fp32 [g | u] partials (x's
     shifted copies; the swapped tile unsplit and split along K, the unswapped one), class-major and summed into
     act(g) * u by its rows_reduce_kernel where I is whole octets, else in y's order and the gated reduce (I = 1028):
     no copy of w. I wide enough that x's eight copies pass the dispatch's share; at the small K the interpreter
