@@ -230,10 +230,10 @@ def test_gated_unaligned_k_at_few_tokens_reads_w_where_it_lies(M, K, launches):
 @pytest.mark.parametrize("M,I,K", [(17, 1024, 201), (64, 2048, 1031), (100, 4096, 203), (24, 1028, 203),
                                    (4, 1024, 201), (3, 1028, 203)], ids=str)
 def test_gated_unaligned_k_reads_w_by_tma(M, I, K, launches, monkeypatch):
-    """K % 8 != 0 from M = 2 (dispatch.ROWS_TMA_MIN_M): w read where it lies by TMA (gemm_rows_tma) into fp32 [g | u] partials (x's
-    shifted copies; the swapped tile unsplit and split along K, the unswapped one), class-major and summed into
-    act(g) * u by its rows_reduce_kernel where I is whole octets, else in y's order and the gated reduce (I = 1028):
-    no copy of w. I wide enough that x's eight copies pass the dispatch's share; at the small K the interpreter
+    """K % 8 != 0 from M = 2 (dispatch.ROWS_TMA_MIN_M): w read where it lies by TMA (gemm_rows_tma) into fp32
+    [g | u] partials (x's shifted copies; the swapped tile unsplit and split along K, the unswapped one), class-major
+    and summed into act(g) * u by its rows_reduce_kernel where I is whole octets, else in y's order and the gated
+    reduce (I = 1028): no copy of w. I wide enough that x's eight copies pass the dispatch's share; at the small K the interpreter
     affords, with the dispatch's K floors (a speed rule, ROWS_TMA_MIN_K*) lowered."""
     from gemmkit.ops import dispatch as D
 
