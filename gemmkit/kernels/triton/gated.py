@@ -145,11 +145,11 @@ def launch(x2, w, y, activation, cfg, target, compile_only=False, *, tma: bool):
 
 
 def launch_rows(x2, w, y, activation, target, compile_only=False, tma: bool = False):
-    """The gated GEMM on a w whose rows TMA cannot address (K % 8 != 0): gemm_rows_kernel (a few tokens) reads w
-    where it lies into fp32 [g | u] partials (its `partials`), then the gated reduce adds them and applies the
-    activation; `tma` (past them): gemm_rows_tma_kernel, into class-major partials that its rows_reduce_kernel sums
-    into act(g) * u where I is whole octets (`gemm_rows_tma.gated_takes`), else into partials in y's order and the
-    gated reduce. (ops/dispatch.py weighs them against copies of x and w.)"""
+    """The gated GEMM on a w whose rows TMA cannot address (K % 8 != 0): gemm_rows_kernel (one token, or a few where
+    gemm_rows_tma declines) reads w where it lies into fp32 [g | u] partials (its `partials`), then the gated reduce
+    adds them and applies the activation; `tma` (from M = 2): gemm_rows_tma_kernel, into class-major partials that
+    its rows_reduce_kernel sums into act(g) * u where I is whole octets (`gemm_rows_tma.gated_takes`), else into
+    partials in y's order and the gated reduce. (ops/dispatch.py weighs them against copies of x and w.)"""
     from . import gemm_rows, gemm_rows_tma
 
     if tma and gemm_rows_tma.gated_takes(y.shape[1], w.element_size()):

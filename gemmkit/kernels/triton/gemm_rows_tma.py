@@ -84,8 +84,8 @@ STAGES = 4
 # with its own reduce (`partials`).
 CLASS_MAJOR = True
 # At most Y_ORDER_MAX_M tokens (gemm_rows' few, which this kernel serves from ops/dispatch.ROWS_TMA_MIN_M) the
-# partials stay in y's order: there a program's stores are a few rows and rows_reduce_kernel's grid (REDUCE_M rows of
-# 16 a program) a few programs, its latency the larger cost. H100, same process (results/h100/rows_tma_small_m.json,
+# partials stay in y's order: there a program's stores are a few rows and rows_reduce_kernel's grid (REDUCE_M x
+# REDUCE_J VEC outputs a program) a few programs, its latency the larger cost. H100, same process (results/h100/rows_tma_small_m.json,
 # M = 2-16 on five weights): y's order faster on 20 of 25 rows, 2 x 1536 x 7001 23.0 -> 17.0 us, 2 x 14336 x 4095
 # 55.3 -> 53.6; the five others by up to 3% slower (16 x 5000 x 7001 39.9 -> 41.1). Past it class-major wins
 # (17 x 4096 x 4095 23.8 -> 23.1, 32 x 4096 x 4095 28.3 -> 23.5: results/h100/rows_tma.json). The gated launch is
