@@ -85,9 +85,10 @@ STAGES = 4
 CLASS_MAJOR = True
 # At most Y_ORDER_MAX_M tokens (gemm_rows' few, which this kernel serves from ops/dispatch.ROWS_TMA_MIN_M) the
 # partials stay in y's order: there a program's stores are a few rows and rows_reduce_kernel's grid (REDUCE_M x
-# REDUCE_J VEC outputs a program) a few programs, its latency the larger cost. H100, same process (results/h100/rows_tma_small_m.json,
-# M = 2-16 on five weights): y's order faster on 20 of 25 rows, 2 x 1536 x 7001 23.0 -> 17.0 us, 2 x 14336 x 4095
-# 55.3 -> 53.6; the five others by up to 3% slower (16 x 5000 x 7001 39.9 -> 41.1). Past it class-major wins
+# REDUCE_J VEC outputs a program) a few programs, its latency the larger cost. H100, same process
+# (results/h100/rows_tma_small_m.json, M = 2-16 on five weights): y's order faster on 22 of 25 rows, 2 x 1536 x 7001
+# 22.9 -> 16.9 us, 2 x 14336 x 4095 55.4 -> 53.7; the three others by up to 3% slower (16 x 5000 x 7001 40.0 -> 41.0,
+# on held-out rows 16 x 7168 x 1535 16.9 -> 18.5: rows_tma_small_m_heldout.json). Past it class-major wins
 # (17 x 4096 x 4095 23.8 -> 23.1, 32 x 4096 x 4095 28.3 -> 23.5: results/h100/rows_tma.json). The gated launch is
 # class-major at any M (its reduce).
 Y_ORDER_MAX_M = 16
