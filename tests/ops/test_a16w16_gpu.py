@@ -49,16 +49,17 @@ SHAPES = [(8192, 8192, 8192), (4095, 4097, 1000), (1, 8192, 8192), (16, 10240, 8
           (235, 1600, 4256), (319, 1696, 23680), (2733, 256, 26640), (1067, 600, 22112),
           (370, 6208, 22240), (2532, 984, 2464), (1809, 640, 4720), (842, 1416, 9016), (1182, 4096, 448),
           (1195, 1968, 384), (98, 1827, 4153), (23, 1191, 16414)]
-# K % 8 != 0: w read where it lies (M = 1: gemm_rows, M = 16: gemm_rows_tma, its partials in y's order);
-# (1, 10240, 5120) to (48, 10240, 5120) take the config model's wide swap-AB tile (`swap_wide`); from
-# (1000, 1000, 1000) `few_tiles`' ping-pong tiles, split (384 x 384, with y's workspace and pitch copies at 625 x 230 x 13164, one tile column at
-# N = 118) or not, the Gluon "any" bucket above M = 4096 (shifted, on pitch copies); the last two `m128_tile`'s; then
-# `decode_split`'s Triton tier tiles split along K (32- and 64-row), `few_tiles` at M = 129-256 and its 64 x 192;
-# `long_k_split`'s coop split along K (128 x 256 split 6; 256 x 128 split 5 on a partial last column); `coop_widths`'
-# 128 x 144 on three rows of tiles (M = 370) in the 64-row split tile's place, and its 128 x 192 on one wave at 77%;
-# `narrow_wide`'s 64 x 160 in the 64 x 192's place, on whole columns and on a partial last one with x's pitch copy;
-# `short_k_rounds`' 64 x 128 in the 128 x 128's and in the coop's place; the last two: K and N off 16 bytes under a
-# Triton split-K tile, the TMA kernel on x's and w's copies into y's workspace (dispatch._y_workspace)
+# K % 8 != 0: w read where it lies (M = 1: gemm_rows, M = 16: gemm_rows_tma, its partials in y's order); (1, 10240,
+# 5120) to (48, 10240, 5120) take the config model's wide swap-AB tile (`swap_wide`); from (1000, 1000, 1000)
+# `few_tiles`' ping-pong tiles, split (384 x 384, with y's workspace and pitch copies at 625 x 230 x 13164, one tile
+# column at N = 118) or not, the Gluon "any" bucket above M = 4096 (shifted, on pitch copies); the last two
+# `m128_tile`'s; then `decode_split`'s Triton tier tiles split along K (32- and 64-row), `few_tiles` at M = 129-256
+# and its 64 x 192; `long_k_split`'s coop split along K (128 x 256 split 6; 256 x 128 split 5 on a partial last
+# column); `coop_widths`' 128 x 144 on three rows of tiles (M = 370) in the 64-row split tile's place, and its 128 x
+# 192 on one wave at 77%; `narrow_wide`'s 64 x 160 in the 64 x 192's place, on whole columns and on a partial last one
+# with x's pitch copy; `short_k_rounds`' 64 x 128 in the 128 x 128's and in the coop's place; the last two: K and N
+# off 16 bytes under a Triton split-K tile, the TMA kernel on x's and w's copies into y's workspace
+# (dispatch._y_workspace)
 
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=["bf16", "fp16"])
