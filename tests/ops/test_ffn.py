@@ -233,8 +233,8 @@ def test_gated_unaligned_k_reads_w_by_tma(M, I, K, launches, monkeypatch):
     """K % 8 != 0 from M = 2 (dispatch.ROWS_TMA_MIN_M): w read where it lies by TMA (gemm_rows_tma) into fp32
     [g | u] partials (x's shifted copies; the swapped tile unsplit and split along K, the unswapped one), class-major
     and summed into act(g) * u by its rows_reduce_kernel where I is whole octets, else in y's order and the gated
-    reduce (I = 1028): no copy of w. I wide enough that x's eight copies pass the dispatch's share; at the small K the interpreter
-    affords, with the dispatch's K floors (a speed rule, ROWS_TMA_MIN_K*) lowered."""
+    reduce (I = 1028): no copy of w. I wide enough that x's eight copies pass the dispatch's share; at the small K
+    the interpreter affords, with the dispatch's K floors (a speed rule, ROWS_TMA_MIN_K*) lowered."""
     from gemmkit.ops import dispatch as D
 
     monkeypatch.setattr(D, "ROWS_TMA_MIN_K", 0)
