@@ -267,9 +267,10 @@ ROWS_KERNEL = os.environ.get("GEMMKIT_ROWS_KERNEL", "1") != "0"
 # on these rows: the ten held-out shapes of rows_tma_heldout.json ran with the partials in y's order, before.
 # From ROWS_TMA_MIN_M it serves gemm_rows' few tokens too (its partials in y's order there, gemm_rows_tma
 # .Y_ORDER_MAX_M): H100, same process (results/h100/rows_tma_small_m.json, M = 2-16 on five weights), 1.02-1.45x
-# gemm_rows on all 25 rows (2 x 14336 x 4095 77.6 -> 53.6 us, 16 x 4096 x 4095 23.8 -> 22.7); the gated call with
-# its class-major partials 1.08-1.31x on three rows (4 x 4096 x 4095 44.6 -> 35.3, gated_unaligned_k.json). At
-# M = 1 gemm_rows: 1 x 4096 x 4095 20.7 against 20.5 (y's order) / 22.8 (class-major), the gated 35.7 against 40.1.
+# gemm_rows on all 25 rows (2 x 14336 x 4095 77.4 -> 53.5 us, 16 x 4096 x 4095 23.9 -> 22.6), 0.99-1.31x on 15 held
+# out (rows_tma_small_m_heldout.json); the gated call with its class-major partials 1.07-1.31x on three rows
+# (4 x 4096 x 4095 44.8 -> 35.2, gated_unaligned_k.json). At M = 1 gemm_rows: 1 x 4096 x 4095 20.7 against 20.5
+# (y's order) / 22.8 (class-major, rows_tma.json), the gated 35.7 against 40.1.
 ROWS_TMA = os.environ.get("GEMMKIT_ROWS_TMA", "1") == "1"  # GEMMKIT_ROWS_TMA=0: off
 ROWS_TMA_MIN_M, ROWS_TMA_MAX_M, ROWS_TMA_X_SHARE = 2, 256, 0.3
 ROWS_TMA_MIN_K, ROWS_TMA_MIN_K_UNSWAPPED = 1000, 1280  # the shortest K timed (1023) won / lost
