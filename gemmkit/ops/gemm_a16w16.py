@@ -185,9 +185,9 @@ def isa_cases(archs):
                                   "SPLIT_K": split}, "path": "rows"}
         from ..kernels.triton import gemm_rows_tma
 
-        # its swapped tile (at 16 tokens its partials in y's order, at 32 class-major), two unswapped ones (to
+        # its swapped tile (at 8 tokens its partials in y's order, at 16 / 32 class-major), two unswapped ones (to
         # ROWS_TMA_MAX_M) and the wide one (a long w)
-        for M, N in ((16, 4096), (32, 4096), (128, 4096), (256, 4096), (200, 28672)):
+        for M, N in ((8, 4096), (16, 4096), (32, 4096), (128, 4096), (256, 4096), (200, 28672)):
             t = gemm_rows_tma.tile(M, N, 4095, 2, sm90.num_cus)
             for split in (1, 3):
                 yield {"kernel": "gemm_rows_tma_kernel", "op": OP, "arch": "sm_90", "table": "-", "bucket": "bf16",
@@ -195,11 +195,11 @@ def isa_cases(archs):
                                   "num_warps": t["num_warps"], "SPLIT_K": split}, "path": "rows_tma"}
         yield {"kernel": "shift_rows_kernel", "op": OP, "arch": "sm_90", "table": "-", "bucket": "bf16",
                "config": {"BLOCK_R": pad.BLOCK_R, "BLOCK_K": pad.BLOCK_K, "num_warps": pad.WARPS}, "path": "shift"}
-        for split in (1, 3):  # its partials' reduce (class-major: the columns put in order)
-            yield {"kernel": "rows_reduce_kernel", "op": OP, "arch": "sm_90", "table": "-", "bucket": "bf16",
-                   "config": {"BLOCK_M": gemm_rows_tma.REDUCE_M,
-                              "BLOCK_N": gemm_rows_tma.REDUCE_J * gemm_rows_tma.vec(2),
-                              "num_warps": gemm_rows_tma.REDUCE_WARPS, "SPLIT_K": split}, "path": "rows_reduce"}
+        for split in (1, 3):  # its partials' reduce (class-major: the columns put in order), its largest and least
+            for bm, bj in ((gemm_rows_tma.REDUCE_M, gemm_rows_tma.REDUCE_J), (1, gemm_rows_tma.REDUCE_MIN_J)):
+                yield {"kernel": "rows_reduce_kernel", "op": OP, "arch": "sm_90", "table": "-", "bucket": "bf16",
+                       "config": {"BLOCK_M": bm, "BLOCK_N": bj * gemm_rows_tma.vec(2),
+                                  "num_warps": gemm_rows_tma.REDUCE_WARPS, "SPLIT_K": split}, "path": "rows_reduce"}
 
 
 def isa_spec(case):
@@ -232,7 +232,9 @@ def isa_spec(case):
     if case["path"] == "rows_reduce":
         from ..kernels.triton import gemm_rows_tma
 
-        kernel, sig, ce, div, opts = gemm_rows_tma.reduce_static_spec(case["bucket"], case["config"]["SPLIT_K"])
+        cfg = case["config"]
+        kernel, sig, ce, div, opts = gemm_rows_tma.reduce_static_spec(
+            case["bucket"], cfg["SPLIT_K"], block=(cfg["BLOCK_M"], cfg["BLOCK_N"] // gemm_rows_tma.vec(2)))
         return dict(kernel=kernel, signature=sig, constexprs=ce, divisible=div, options=opts,
                     promises=gemm_rows_tma.REDUCE_PROMISES, block=None, smem_bound=0)
     if case["path"] != "reduce":

@@ -7,6 +7,7 @@ eight row classes and their shifts, the masked first and last chunks, split-K, t
 strided w whose gaps hold inf, a transposed x; and the host's refusals."""
 import pytest
 import torch
+import triton
 from _util import poisoned, randn, within_bound
 
 from gemmkit import arch, launcher
@@ -105,6 +106,7 @@ def test_shift_rows_copies():
 
 @pytest.mark.parametrize("M, N, K", [
     (5, 2048, 1001),  # gemm_rows' few tokens (from dispatch.ROWS_TMA_MIN_M): the partials in y's order; K split
+    (12, 2048, 1001),  # past Y_ORDER_MAX_M: class-major, rows_reduce_kernel's small blocks (`reduce_block`)
     (17, 2048, 1001),  # the swapped tile just past its K floor; K split
     (65, 8192, 1281),  # the unswapped 64 x 128 tile just past its floor, two M tiles
 ])
@@ -125,7 +127,7 @@ def test_the_dispatch_takes_it_where_it_pays():
     assert take(16, 4096, 4095) == D.TRITON_ROWS_TMA  # gemm_rows' few tokens too, from ROWS_TMA_MIN_M
     assert take(1, 4096, 4095) == D.TRITON_ROWS  # one: gemm_rows
     assert take(2, 4096, 999) == D.TRITON_ROWS  # a few tokens under the K floor: gemm_rows
-    assert not R.tile(16, 4096, 4095, 2, 132)["CLASS_MAJOR"] and R.tile(17, 4096, 4095, 2, 132)["CLASS_MAJOR"]
+    assert not R.tile(8, 4096, 4095, 2, 132)["CLASS_MAJOR"] and R.tile(9, 4096, 4095, 2, 132)["CLASS_MAJOR"]
     assert take(300, 4096, 4095) != D.TRITON_ROWS_TMA  # past ROWS_TMA_MAX_M: the copy
     assert take(64, 576, 7001) != D.TRITON_ROWS_TMA  # x's eight copies past a quarter of w's bytes
     assert take(64, 4100, 4095) != D.TRITON_ROWS_TMA  # N % 8 != 0: the last octet would pass w's end
@@ -183,6 +185,22 @@ def test_partials_layouts(M, N, K, class_major):
     ref = torch.nn.functional.silu(x.double() @ w.double().t() + bias.double())
     ok, msg = within_bound(y, ref, BF16)
     assert ok, msg
+
+
+def test_reduce_block():
+    """rows_reduce_kernel's block: 16 rows x 32 octets where that makes REDUCE_PROGRAMS programs an SM, else the
+    octets (down to REDUCE_MIN_J), then the rows halved until it does; never past y's rows (rounded to a power of 2)."""
+    sms = arch.get("H100").num_cus
+    goal = R.REDUCE_PROGRAMS * sms
+    assert R.reduce_block(4096, 3584, sms) == (R.REDUCE_M, R.REDUCE_J)  # 256 x 112 programs
+    assert R.reduce_block(17, 512, sms) == (4, R.REDUCE_MIN_J)  # 17 x 4096: 5 x 64 programs (the fixed block: 2 x 16)
+    assert R.reduce_block(2, 192, sms) == (1, R.REDUCE_MIN_J)  # 2 x 1536: 48 programs, as many as it gets
+    for M in (1, 2, 3, 16, 17, 64, 100, 256, 4096):
+        for octets in (1, 8, 72, 192, 512, 1792, 3584):
+            bm, bj = R.reduce_block(M, octets, sms)
+            programs = -(-M // bm) * -(-octets // bj)
+            assert 1 <= bm <= min(R.REDUCE_M, triton.next_power_of_2(M)) and R.REDUCE_MIN_J <= bj <= R.REDUCE_J
+            assert programs >= goal or (bm, bj) == (1, R.REDUCE_MIN_J), (M, octets, bm, bj)
 
 
 @pytest.mark.parametrize("M, I, K, act", [

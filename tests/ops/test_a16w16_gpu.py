@@ -109,13 +109,13 @@ def test_shapes(M, N, K, dtype, launches):
     check(out, x, w)
 
 
-@pytest.mark.parametrize("M,N,K", [(8, 4096, 4095), (17, 4096, 4095), (64, 4096, 4095), (100, 14336, 4095),
-                                   (200, 28672, 8191), (48, 4096, 2054)])
+@pytest.mark.parametrize("M,N,K", [(8, 4096, 4095), (16, 4096, 4095), (12, 1536, 7001), (17, 4096, 4095),
+                                   (64, 4096, 4095), (100, 14336, 4095), (200, 28672, 8191), (48, 4096, 2054)])
 def test_rows_tma(M, N, K, launches):
     """kernels/triton/gemm_rows_tma.py: w's rows off 16 bytes read where they lie by TMA, every element against
     float64; a w whose rows are views of wider ones with inf in the gaps, a bias and silu. Its tiles: swapped (M <=
-    64; at M = 8 its partials in y's order), 64 x 128 (100 x 14336), 128 x 256 (200 x 28672:
-    gemm_rows_tma.WIDE_PROGRAMS)."""
+    64; at M = 8 its partials in y's order, from 12 class-major and rows_reduce_kernel's smaller blocks), 64 x 128
+    (100 x 14336), 128 x 256 (200 x 28672: gemm_rows_tma.WIDE_PROGRAMS)."""
     x = torch.randn(M, K, device=DEV, dtype=torch.bfloat16)
     full = torch.randn(N, K + 3, device=DEV, dtype=torch.bfloat16)
     for w, bias, act in ((full[:, :K].contiguous(), None, None),

@@ -26,7 +26,8 @@ where it lies:
       wgmma's 64-row side, the tokens its N); past SWAP_MAX_M tokens 64 / 128 x 128, or 128 x WIDE_J on a long w
       CLASS_MAJOR (past Y_ORDER_MAX_M tokens; GATED) -> fp32 part[split, m, r N / VEC + j0 + i]: a program's
       columns together
-        -> rows_reduce_kernel: [BLOCK_M, VEC, BLOCK_J] blocks summed over the splits, permuted in registers to
+        -> rows_reduce_kernel: [BLOCK_M, VEC, BLOCK_J] blocks (`reduce_block`: REDUCE_PROGRAMS an SM) summed over
+           the splits, permuted in registers to
            [BLOCK_M, BLOCK_J VEC] (column VEC j + r) -> bias, activation -> y, stored in order
         -> GATED (w's rows [gate | up], kernels/triton/gated.launch_rows): u's octet j sits I / VEC octets after
            g's in the same class run; both summed and permuted -> act(g) * u -> h (M, I)
@@ -84,14 +85,13 @@ STAGES = 4
 # with its own reduce (`partials`).
 CLASS_MAJOR = True
 # At most Y_ORDER_MAX_M tokens (gemm_rows' few, which this kernel serves from ops/dispatch.ROWS_TMA_MIN_M) the
-# partials stay in y's order: there a program's stores are a few rows and rows_reduce_kernel's grid (REDUCE_M x
-# REDUCE_J VEC outputs a program) a few programs, its latency the larger cost. H100, same process
-# (results/h100/rows_tma_small_m.json, M = 2-16 on five weights): y's order faster on 22 of 25 rows, 2 x 1536 x 7001
-# 22.9 -> 16.9 us, 2 x 14336 x 4095 55.4 -> 53.7; the three others by up to 3% slower (16 x 5000 x 7001 40.0 -> 41.0,
-# on held-out rows 16 x 7168 x 1535 16.9 -> 18.5: rows_tma_small_m_heldout.json). Past it class-major wins
-# (17 x 4096 x 4095 23.8 -> 23.1, 32 x 4096 x 4095 28.3 -> 23.5: results/h100/rows_tma.json). The gated launch is
-# class-major at any M (its reduce).
-Y_ORDER_MAX_M = 16
+# partials stay in y's order: there a program stores a few rows, and the reduce's one round of latency is the larger
+# cost. H200, same process (results/h200/ab/rows_reduce_block.json, the reduce as `reduce_block` sizes it): class-major
+# 2-6% slower at M = 2 (2 x 4096 x 4095 16.4 -> 17.5 us) and on 14336-row weights at M = 8, 2-4% faster on the other
+# M = 8 rows, 4-14% at M = 16 (16 x 1536 x 7001 17.5 -> 16.0, 16 x 7168 x 1535 16.3 -> 14.4). Past it class-major
+# (before the reduce was sized, 17 x 4096 x 4095 23.8 -> 23.1, 32 x 4096 x 4095 28.3 -> 23.5 us: results/h100/
+# rows_tma.json). The gated launch is class-major at any M (its reduce).
+Y_ORDER_MAX_M = 8
 # Past SWAP_MAX_M tokens, 128 x 256 tiles where they still make WIDE_PROGRAMS of the SMs' programs: each program
 # reads x's and w's rows once for twice the columns (L2 to SM traffic (1 / BM + 1 / BJ) a product: 128 x 128 had the
 # L2 75% busy at 1.9 TB/s of DRAM, H100 200 x 12288 x 6143). H100, results/h100/rows_tma_unswapped.json (22 shapes,
@@ -99,7 +99,14 @@ Y_ORDER_MAX_M = 16
 # 6143 133 -> 127 (96 programs); slower with fewer (128 x 14336 x 4095, 56 programs: 74 -> 88; 256 x 5000 x 7001, 48:
 # 92 -> 96).
 WIDE_J, WIDE_PROGRAMS = 256, 0.7
-REDUCE_M, REDUCE_J, REDUCE_WARPS = 16, 32, 4  # rows_reduce_kernel's block: 16 rows x 32 octets (256 columns)
+REDUCE_M, REDUCE_J, REDUCE_WARPS = 16, 32, 4  # rows_reduce_kernel's largest block: 16 rows x 32 octets (256 columns)
+# The reduce's block shrinks (`reduce_block`) until its programs reach REDUCE_PROGRAMS an SM, down to REDUCE_MIN_J
+# octets (8 fp32 of a class run: one 32-byte sector) and one row; its loop over the splits unrolled (every split's load
+# in flight at once). H200, same process (results/h200/ab/rows_reduce_block.json, 27 shapes, class-major partials):
+# the fixed 16 x 32 block left 16 x 4096 with 16 programs, each a load round a split; unrolled 56 x 1536 x 7001 (6
+# splits) 25.2 -> 20.5 us, sized too 19.1; 17 x 4096 x 4095 19.9 -> 18.7, 48 x 2048 x 12285 37.9 -> 32.7; where the
+# 16 x 32 block already made 2 programs an SM (M >= 128 on a long w) within 0.3%. 1 or 2 programs an SM alike.
+REDUCE_MIN_J, REDUCE_PROGRAMS = 8, 2
 
 
 @triton.jit
@@ -185,7 +192,7 @@ def rows_reduce_kernel(part_ptr, bias_ptr, y_ptr, M, N, NJ, stride_ym, stride_yn
     mask = (offs_m < M)[:, None, None] & (offs_j < NJY)[None, None, :] & (offs_r < VEC)[None, :, None]
     acc = tl.zeros((BLOCK_M, VEC, BLOCK_J), dtype=tl.float32)
     up = tl.zeros((BLOCK_M, VEC, BLOCK_J), dtype=tl.float32)
-    for s in range(SPLIT_K):  # in split order: bitwise reproducible
+    for s in tl.static_range(SPLIT_K):  # in split order: bitwise reproducible; unrolled, every split's load in flight
         rows = offs_m.to(tl.int64) + s * M  # row s M + m of the (SPLIT_K M, N) partials
         acc += tl.load(part_ptr + rows[:, None, None] * N + cols, mask=mask, other=0.0)
         if GATED:
@@ -267,13 +274,28 @@ def launch(x2, w, bias, y, activation, target, compile_only=False, t: dict | Non
     part = torch.empty((split, M, N), dtype=torch.float32, device=x2.device) if split > 1 or cm else y
     launch_tile(x2, w, bias, y, part, activation, target, t, compile_only)
     if cm:
-        grid = (H.cdiv(M, REDUCE_M), H.cdiv(y.shape[1] // vec(w.element_size()), REDUCE_J))
-        L.launcher(rows_reduce_kernel, grid, compile_only)(
-            part, bias if bias is not None else y, y, M, N, N // vec(w.element_size()), y.stride(0), y.stride(1),
-            SPLIT_K=split, VEC=vec(w.element_size()), BLOCK_M=REDUCE_M, BLOCK_J=REDUCE_J, HAS_BIAS=bias is not None,
-            ACTIVATION=activation, GATED=gated, num_warps=REDUCE_WARPS)
+        v = vec(w.element_size())
+        bm, bj = reduce_block(M, y.shape[1] // v, target.num_cus)
+        L.launcher(rows_reduce_kernel, (H.cdiv(M, bm), H.cdiv(y.shape[1] // v, bj)), compile_only)(
+            part, bias if bias is not None else y, y, M, N, N // v, y.stride(0), y.stride(1), SPLIT_K=split, VEC=v,
+            BLOCK_M=bm, BLOCK_J=bj, HAS_BIAS=bias is not None, ACTIVATION=activation, GATED=gated,
+            num_warps=REDUCE_WARPS)
     elif split > 1:
         G.launch_reduce(part, M * N, split, bias, y, activation, target, compile_only)
+
+
+def reduce_block(M: int, octets: int, num_cus: int) -> tuple[int, int]:
+    """rows_reduce_kernel's (BLOCK_M, BLOCK_J) for y's M rows and `octets` (its columns / VEC): at most REDUCE_M x
+    REDUCE_J, BLOCK_J halved (down to REDUCE_MIN_J), then BLOCK_M, until the programs reach REDUCE_PROGRAMS an SM:
+    the reduce is a few microseconds of latency, and a few large programs (16 x 4096: 16 of them) wait on it serially.
+    """
+    bm, bj = min(REDUCE_M, triton.next_power_of_2(M)), REDUCE_J
+    goal = REDUCE_PROGRAMS * num_cus
+    while bj > REDUCE_MIN_J and H.cdiv(M, bm) * H.cdiv(octets, bj) < goal:
+        bj //= 2
+    while bm > 1 and H.cdiv(M, bm) * H.cdiv(octets, bj) < goal:
+        bm //= 2
+    return bm, bj
 
 
 def gated_takes(I: int, element_size: int) -> bool:
@@ -342,10 +364,12 @@ REDUCE_PROMISES = (
 )
 
 
-def reduce_static_spec(dtype: str = "bf16", split_k: int = 3, activation: str = "none", gated: bool = False):
+def reduce_static_spec(dtype: str = "bf16", split_k: int = 3, activation: str = "none", gated: bool = False,
+                       block: tuple[int, int] = (REDUCE_M, REDUCE_J)):
     """(kernel, signature, constexprs, divisible, options) of rows_reduce_kernel as `launch` compiles it (`gemmkit
-    isa`): fp32 partials, a `dtype` y 16-byte aligned, no bias; `gated`: act(g) * u."""
-    ce = dict(SPLIT_K=split_k, VEC=vec(2), BLOCK_M=REDUCE_M, BLOCK_J=REDUCE_J, HAS_BIAS=False, ACTIVATION=activation,
+    isa`): fp32 partials, a `dtype` y 16-byte aligned, no bias, a (BLOCK_M, BLOCK_J) `block` of `reduce_block`'s;
+    `gated`: act(g) * u."""
+    ce = dict(SPLIT_K=split_k, VEC=vec(2), BLOCK_M=block[0], BLOCK_J=block[1], HAS_BIAS=False, ACTIVATION=activation,
               GATED=gated, stride_yn=1)
     sig = {"part_ptr": "*fp32", "bias_ptr": f"*{dtype}", "y_ptr": f"*{dtype}", "M": "i32", "N": "i32", "NJ": "i32",
            "stride_ym": "i32", "stride_yn": "constexpr"}
