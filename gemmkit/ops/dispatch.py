@@ -265,11 +265,12 @@ ROWS_KERNEL = os.environ.get("GEMMKIT_ROWS_KERNEL", "1") != "0"
 # under the unswapped floor, 256 x 4096 x 4095 0.94x (x's copies half of w), but 56 x 1536 x 7001 (a third) 1.16x and
 # 256 x 5000 x 7001 (0.41) 1.07x: the share is set under them, as no shape between 0.25 and 0.33 was timed. Fitted
 # on these rows: the ten held-out shapes of rows_tma_heldout.json ran with the partials in y's order, before.
-# From ROWS_TMA_MIN_M it serves gemm_rows' few tokens too (its partials in y's order there, gemm_rows_tma
-# .Y_ORDER_MAX_M): H100, same process (results/h100/rows_tma_small_m.json, M = 2-16 on five weights), 1.02-1.45x
-# gemm_rows on all 25 rows (2 x 14336 x 4095 77.4 -> 53.5 us, 16 x 4096 x 4095 23.9 -> 22.6), 0.99-1.31x on 15 held
-# out (rows_tma_small_m_heldout.json); the gated call with its class-major partials 1.07-1.31x on three rows
-# (4 x 4096 x 4095 44.8 -> 35.2, gated_unaligned_k.json). At M = 1 gemm_rows: 1 x 4096 x 4095 20.7 against 20.5
+# From ROWS_TMA_MIN_M it serves gemm_rows' few tokens too (its partials in y's order to gemm_rows_tma.Y_ORDER_MAX_M
+# tokens; to 16 when this was timed): H100, same process (results/h100/rows_tma_small_m.json, M = 2-16 on five
+# weights), 1.02-1.45x gemm_rows on all 25 rows (2 x 14336 x 4095 77.4 -> 53.5 us, 16 x 4096 x 4095 23.9 -> 22.6),
+# 0.99-1.31x on 15 held out (rows_tma_small_m_heldout.json); the gated call with its class-major partials 1.07-1.31x
+# on three rows (4 x 4096 x 4095 44.8 -> 35.2, gated_unaligned_k.json). H200 (results/h200/, the same files, b5a2c4f):
+# 1.05-1.62x, held out 0.99-1.42x (worst 3 x 576 x 7001). At M = 1 gemm_rows: 1 x 4096 x 4095 20.7 against 20.5
 # (y's order) / 22.8 (class-major, rows_tma.json), the gated 35.7 against 40.1.
 ROWS_TMA = os.environ.get("GEMMKIT_ROWS_TMA", "1") == "1"  # GEMMKIT_ROWS_TMA=0: off
 ROWS_TMA_MIN_M, ROWS_TMA_MAX_M, ROWS_TMA_X_SHARE = 2, 256, 0.3
