@@ -239,6 +239,55 @@ def static_spec(kernel: str, target, *, x_dtype=torch.bfloat16, dtype=None, bloc
     return getattr(K, kernel), sig, ce, divisible, opts
 
 
+# `gemmkit isa` (isa/report.py): each quantizer as it launches, on each target. Triton 3.6's AMD backend picks its
+# fp32 -> fp8 conversion lowering for the first AMD target a process compiles for (after a gfx942 compile gfx950 gets
+# the software conversion; after a gfx950 one gfx942's e4m3fnuz aborts the process), so these cases compile one
+# process a target (`isolate`).
+_DECODE = (1, 14336)  # the rowwise kernel's decode launch: one row a program, the row one chunk
+ISA_CASES = (  # (kernel, static_spec keywords, archs)
+    ("quant_rowwise_kernel", {}, ("gfx942", "gfx950", "sm_90")),
+    ("quant_rowwise_kernel", {"dtype": "int8"}, ("gfx942", "gfx950", "sm_90")),
+    ("quant_rowwise_kernel", {"shape": _DECODE}, ("gfx942", "gfx950", "sm_90")),
+    ("quant_block_kernel", {"block": (1, 128)}, ("gfx942", "gfx950", "sm_90")),
+    ("quant_block_kernel", {"block": (128, 128)}, ("gfx942", "gfx950", "sm_90")),
+    ("quant_rowwise_kernel", {"gated": "silu", "shape": (4096, 14336)}, ("gfx942", "gfx950", "sm_90")),
+    ("quant_rowwise_kernel", {"gated": "silu", "shape": _DECODE}, ("gfx942", "gfx950", "sm_90")),
+    ("quant_block_kernel", {"gated": "silu", "block": (1, 128)}, ("gfx942", "gfx950", "sm_90")),
+    ("mxfp4_quant_kernel", {}, ("gfx950", "sm_90")),  # MXFP4: the targets of gemm_afp4wfp4
+    ("mxfp4_dequant_kernel", {}, ("gfx950", "sm_90")),
+)
+
+
+def isa_cases(archs):
+    from . import arch as _arch
+
+    for kernel, kw, on in ISA_CASES:
+        for arch in archs:
+            if arch not in on:
+                continue
+            dtype = torch.int8 if kw.get("dtype") == "int8" else fp8_dtype_for(_arch.ARCHS[arch])
+            _grid, ce, opts = launch_params(kernel, *kw.get("shape", (4096, 4096)), dtype=dtype,
+                                            block=kw.get("block", (128, 128)), gated=kw.get("gated"))
+            out = "mxfp4" if kernel == "mxfp4_quant_kernel" else "fp32" if kernel == "mxfp4_dequant_kernel" else \
+                _TL_DTYPE[dtype]
+            source = "mxfp4" if kernel == "mxfp4_dequant_kernel" else kw.get("gated", "bf16")
+            yield {"kernel": kernel, "op": "quant", "arch": arch, "table": "-", "bucket": f"{source}->{out}",
+                   "config": {"BLOCK_M": ce["BLOCK_M"], "BLOCK_K": ce["BLOCK_K"], "num_warps": opts["num_warps"],
+                              "out": out, "spec": {k: list(v) if isinstance(v, tuple) else v for k, v in kw.items()}},
+                   "path": "quant", "isolate": arch.startswith("gfx")}
+
+
+def isa_spec(case):
+    from . import arch as _arch
+
+    kw = {k: tuple(v) if isinstance(v, list) else v for k, v in case["config"]["spec"].items()}
+    if kw.get("dtype") == "int8":
+        kw["dtype"] = torch.int8
+    kernel, sig, ce, div, opts = static_spec(case["kernel"], _arch.ARCHS[case["arch"]], **kw)
+    return dict(kernel=kernel, signature=sig, constexprs=ce, divisible=div, options=opts, promises=K.PROMISES,
+                block=None, smem_bound=0)
+
+
 # ----------------------------------------------------------------------------- implementations
 
 def _block_scale_empty(M, Kd, block, like):

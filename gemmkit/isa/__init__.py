@@ -42,6 +42,8 @@ AMD_COUNTS = {
     "s_barrier": r"^\s*s_barrier\b",
     "s_setprio": r"^\s*s_setprio\b",
     "s_waitcnt": r"^\s*s_waitcnt\b",
+    "v_cvt_pk_fp8": r"^\s*v_cvt_pk_fp8_f32\b",  # fp32 -> fp8 in hardware: gfx942 (e4m3fnuz)
+    "v_cvt_scalef32_pk_fp8": r"^\s*v_cvt_scalef32_pk_fp8_f32\b",  # gfx950 (OCP e4m3fn)
 }
 SM90_COUNTS = {
     "HGMMA": r"\bHGMMA\.",
@@ -58,6 +60,7 @@ SM90_COUNTS = {
     "LDL": r"\bLDL\b",
     "STL": r"\bSTL\b",
     "BAR": r"\bBAR\.",
+    "F2FP_E4M3": r"\bF2FP\.SATFINITE\.E4M3\b",  # fp32 -> fp8 e4m3 in hardware
     # warpgroup_mma_wait(1): wait until at most one wgmma group is in flight (a chain kept running while
     # the one before is used). ptxas writes `WARPGROUP.DEPBAR.LE gsb0, 0x1`; when it serializes the wgmma
     # (warning C7514) only `0x0` waits are left.
@@ -67,7 +70,7 @@ _AMD_MMA = re.compile(r"^\s*v_mfma_\w*?_(\d+)x(\d+)x(\d+)", re.M)
 _SM90_GMMA = re.compile(r"\b[HQI]GMMA\.(\d+)x(\d+)x(\d+)")
 _SM90_HMMA = re.compile(r"\b[HI]MMA\.(\d{2})(\d)(\d{1,2})\b")  # HMMA.16816 = m16 n8 k16, HMMA.1688 = m16 n8 k8
 # Bump when the analysis (what `resources` reads) changes: it is part of the report cache key.
-ANALYSIS_VERSION = 8
+ANALYSIS_VERSION = 9
 
 
 def compile_static(kernel, signature: dict, constexprs: dict, target, options: dict, divisible=()):

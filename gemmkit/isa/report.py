@@ -44,6 +44,8 @@ PROVIDERS = {
     "hopper_pingpong_fp8": "gemmkit.kernels.gluon.hopper_pingpong_fp8",
     "hopper_coop": "gemmkit.kernels.gluon.hopper_coop",
     "cdna_pingpong": "gemmkit.kernels.gluon.cdna_pingpong",
+    "quant": "gemmkit.quant",
+    "peer_sum": "gemmkit.kernels.triton.peer_sum",
 }
 OPS = tuple(PROVIDERS)
 
@@ -198,15 +200,33 @@ def collect(op: str = "a16w16", archs=None, use_cache: bool = True, progress=Non
             if progress is not None:
                 progress.step(rows[j])
 
-    if workers == 1:
-        for i in unique:
+    # Cases marked `isolate` (the quantizers on AMD targets: gemmkit/quant.py says why) compile in a fresh process a
+    # target, whatever else ran before; the rest share the pool (or this process).
+    groups = {}
+    for i in unique:
+        if cases[i].get("isolate"):
+            groups.setdefault(cases[i]["arch"], []).append(i)
+    shared = [i for i in unique if not cases[i].get("isolate")]
+    if groups:
+        with ProcessPoolExecutor(min(workers, len(groups)), max_tasks_per_child=1) as fresh:
+            for group, group_rows in zip(groups.values(), fresh.map(
+                    _analyze_all, [[cases[i] for i in g] for g in groups.values()], [use_cache] * len(groups))):
+                for i, row in zip(group, group_rows):
+                    done(i, row)
+    if workers == 1 or len(shared) <= 1:
+        for i in shared:
             done(i, analyze(cases[i], use_cache))
         return rows
     with ProcessPoolExecutor(workers) as pool:  # compiles are CPU-bound and independent
-        for i, row in zip(unique, pool.map(analyze, [cases[i] for i in unique], [use_cache] * len(unique),
+        for i, row in zip(shared, pool.map(analyze, [cases[i] for i in shared], [use_cache] * len(shared),
                                            chunksize=4)):
             done(i, row)
     return rows
+
+
+def _analyze_all(cases, use_cache=True) -> list:
+    """`analyze` each case in turn, in this process (a fresh one: `collect`'s isolated cases)."""
+    return [analyze(c, use_cache) for c in cases]
 
 
 def _compile_key(case) -> str:
@@ -275,6 +295,8 @@ def _blocks(cfg, kernel=""):
             ("/swap" if cfg.get("swap_ab") and kernel == "hopper_pingpong_kernel" else "")
     if "BLOCK_R" in cfg:  # the operand copy (kernels/triton/pad.py): rows x columns a program
         return f"{cfg['BLOCK_R']}x{cfg['BLOCK_K']}/{cfg['num_warps']}"
+    if "SPLIT_K" not in cfg:  # a quantizer (gemmkit/quant.py): rows x columns a program
+        return f"{cfg['BLOCK_M']}x{cfg['BLOCK_K']}/{cfg['num_warps']}"
     return f"{cfg['BLOCK_M']}x{cfg['BLOCK_N']}/{cfg['num_warps']}/split{cfg['SPLIT_K']}"
 
 

@@ -49,6 +49,12 @@ CTAS = 128  # programs of every call (fixed: every program counts every call, so
 BLOCK, WARPS = 2048, 4  # elements a program moves per step: 16 per thread, two 16-byte vectors of a 16-bit float
 INBOX_BYTES = 1 << 20  # the largest partial it sums (decode: M x N x 2 bytes, e.g. 64 x 8192 bf16)
 PHASES = ("both", "push", "sum")
+PROMISES = (
+    {"promise": "no spills", "check": "spill_bytes == 0"},
+    {"promise": "no local-memory traffic", "check": "counts['LDL'] + counts['STL'] == 0"},
+    # the push and the sum move 16 bytes a thread an access (BLOCK: two 16-byte vectors of a 16-bit float)
+    {"promise": "16-byte loads and stores", "check": "counts['LDG128'] > 0 and counts['STG128'] > 0"},
+)
 
 
 def flag_bytes(world: int) -> int:
@@ -145,3 +151,17 @@ def static_spec(dtype: str = "bf16", rank: int = 0, world: int = 2):
     ce = dict(INBOX=flag_bytes(world), CAP=INBOX_BYTES, RANK=rank, WORLD=world, CTAS=CTAS, BLOCK=BLOCK, PHASE="both")
     sig.update({k: "constexpr" for k in ce})
     return peer_sum_kernel, sig, ce, ["mine_ptr", "out_ptr", "bases_ptr", "numel", "span"], {"num_warps": WARPS}
+
+
+def isa_cases(archs):
+    """`gemmkit isa`: the kernel as gemmkit.nn.parallel launches it (bf16, 2 ranks) on sm_90, the target of its
+    tensor-parallel transport (peer memory over NVLink)."""
+    if "sm_90" in archs:
+        yield {"kernel": "peer_sum_kernel", "op": "peer_sum", "arch": "sm_90", "table": "-", "bucket": "bf16",
+               "config": {"BLOCK_M": 1, "BLOCK_K": BLOCK, "num_warps": WARPS, "world": 2}, "path": "peer_sum"}
+
+
+def isa_spec(case):
+    kernel, sig, ce, div, opts = static_spec(case["bucket"], rank=0, world=case["config"]["world"])
+    return dict(kernel=kernel, signature=sig, constexprs=ce, divisible=div, options=opts, promises=PROMISES,
+                block=None, smem_bound=0)

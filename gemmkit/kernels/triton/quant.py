@@ -79,6 +79,13 @@ FLT_MAX = tl.constexpr(3.4028234663852886e38)
 PROMISES = (
     {"promise": "no spills", "check": "spill_bytes == 0"},
     {"promise": "no local-memory traffic", "arch": "sm_90", "check": "counts['LDL'] + counts['STL'] == 0"},
+    # fp8 stores converted by the hardware's packed instruction (not a software rounding sequence)
+    {"promise": "fp8 by v_cvt_pk_fp8_f32", "arch": "gfx942", "when": "'fp8' in cfg['out']",
+     "check": "counts['v_cvt_pk_fp8'] > 0"},
+    {"promise": "fp8 by v_cvt_scalef32_pk_fp8_f32", "arch": "gfx950", "when": "'fp8' in cfg['out']",
+     "check": "counts['v_cvt_scalef32_pk_fp8'] > 0"},
+    {"promise": "fp8 by F2FP.SATFINITE.E4M3", "arch": "sm_90", "when": "'fp8' in cfg['out']",
+     "check": "counts['F2FP_E4M3'] > 0"},
 )
 
 
