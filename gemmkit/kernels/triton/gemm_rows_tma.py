@@ -27,8 +27,8 @@ where it lies:
       CLASS_MAJOR (past Y_ORDER_MAX_M tokens; GATED) -> fp32 part[split, m, r N / VEC + j0 + i]: a program's
       columns together
         -> rows_reduce_kernel: [BLOCK_M, VEC, BLOCK_J] blocks (`reduce_block`: REDUCE_PROGRAMS an SM) summed over
-           the splits, permuted in registers to
-           [BLOCK_M, BLOCK_J VEC] (column VEC j + r) -> bias, activation -> y, stored in order
+           the splits, permuted in registers to [BLOCK_M, BLOCK_J VEC] (column VEC j + r) -> bias, activation -> y,
+           stored in order
         -> GATED (w's rows [gate | up], kernels/triton/gated.launch_rows): u's octet j sits I / VEC octets after
            g's in the same class run; both summed and permuted -> act(g) * u -> h (M, I)
       else (a few tokens; `partials`: the caller's reduce) -> y[m, VEC (j0 + i) + r] or part[split] in y's
