@@ -17,6 +17,8 @@ ARGS.add_argument("--unswapped", action="store_true",
 ARGS.add_argument("--small-m", action="store_true",
                   help="M = 2-16 (SMALL_M; with --heldout SMALL_M_HELDOUT), gemm_rows' tokens: the swapped tile "
                   "against it")
+ARGS.add_argument("--share", action="store_true",
+                  help="SHARE: x's copies 0.30-0.51 of w's bytes (the dispatch's ROWS_TMA_X_SHARE refuses past 0.3)")
 ARGS.add_argument("--all-variants", action="store_true",
                   help="on VARIANT_SHAPES the stages and swapped-width neighbours too (else the K split's only)")
 ARGS = ARGS.parse_args()
@@ -61,6 +63,14 @@ SMALL_M_HELDOUT = [(3, 7168, 2049), (5, 11008, 4097), (10, 3584, 18943), (7, 819
                    (2, 2560, 9999), (3, 576, 7001), (4, 1024, 4095), (16, 7168, 1535), (8, 4608, 36863)]
 if ARGS.small_m:  # gemm_rows' tokens (gemm_rows.MAX_M); `served` (the op without gemm_rows_tma) is gemm_rows there
     SHAPES = SMALL_M_HELDOUT if ARGS.heldout else SMALL_M
+# Drawn 2026-12-07 (random.seed(20261207): M 17-256, N 1024-8192 whole octets, K odd 1280-12000) where x's shifted
+# copies hold 0.30-0.51 of w's bytes, after rows_reduce_kernel's block was sized (56 x 1536 x 7001, 0.34: 1.37x the
+# copy, refused by the share): whether dispatch.ROWS_TMA_X_SHARE (0.3) should rise. `tma` against `op` (the copy)
+SHARE = [(96, 3472, 2373), (255, 6760, 3369), (196, 6472, 9167), (187, 6328, 11647), (154, 6224, 4713),
+         (181, 6040, 8781), (70, 2688, 4909), (182, 5016, 5349), (42, 1256, 4603), (63, 1040, 6253), (119, 2064, 11451),
+         (109, 2024, 11893)]
+if ARGS.share:
+    SHAPES = SHARE
 if ARGS.quick:
     SHAPES = [(64, 4096, 4095), (256, 4096, 4095), (16, 4096, 4095)]
 

@@ -33,7 +33,8 @@
 #              then benchmarks/tp.py under torchrun (Llama-3-70B MLP / qkv / o_proj, TP_M, default 1,16,64,1024,4096,8192;
 #              TP_DTYPES, default bf16,fp8,fp8_block) -> tp.json, tp.log
 #   unaligned  K % 8 != 0 (bf16): benchmarks/rows_tma.py over ROWS_SETS (default "small-m small-m-heldout default
-#              unswapped": M = 2-16 fitted and held out, 17-512, past 64 tokens; each its own rows_tma_SET.json,
+#              unswapped": M = 2-16 fitted and held out, 17-512, past 64 tokens; "share" (x's copies 0.30-0.51 of w)
+#              on request; each its own rows_tma_SET.json,
 #              `default` rows_tma.json; ~7-8 minutes in all on an H100), gated_unaligned_k.py
 #              -> gated_unaligned_k.json, kernel_breakdown.py -> kernel_breakdown.json; one log, unaligned.log
 #   ncu        one launch per NCU_CASES case under Nsight Compute (benchmarks/ncu_once.py; default
