@@ -18,7 +18,8 @@ where it lies:
     descriptor (N / VEC, (VEC - 1) P + K), strides (VEC P, 1); chunk c of class r: box at (j0, a_r + c BLOCK_K),
       its column i = element c BLOCK_K + i - s_r of each row; C_r = cdiv(K + s_r, BLOCK_K) chunks
     x: the host's shifted copies (pad.shift_rows): class r's rows r RP + m hold x[m, i - s_r] (zeros outside
-      0 .. K - 1), so the x box at (r RP + m0, c BLOCK_K) lines up with w's chunk c; RP: M to whole BLOCK_M tiles
+      0 .. K - 1), so the x box at (r RP + m0, c BLOCK_K) lines up with w's chunk c; RP: M to whole BLOCK_M tiles,
+      rows M .. RP - 1 unwritten (each feeds only its own output row, which the stores drop)
     chunks 1 .. C_r - 2: TMA boxes straight into wgmma (every column inside the row)
     chunks 0 and C_r - 1: w's columns outside the row (the previous row's tail, the next row's head) zeroed in
       registers first (x is zero there, but 0 x inf would not be)

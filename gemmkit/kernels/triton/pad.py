@@ -70,7 +70,8 @@ def pad_rows_kernel(src_ptr, dst_ptr, R, K, RP, KP, stride_sr, stride_sk, stride
 @triton.jit
 def shift_rows_kernel(src_ptr, dst_ptr, R, K, RP, KS, stride_sr, stride_sk, pitch,
                       BLOCK_R: tl.constexpr, BLOCK_K: tl.constexpr, BITS: tl.constexpr, VEC: tl.constexpr):
-    # dst[q RP + r, i] = src[r, i - s_q], s_q = (q * pitch) % VEC; zeros outside src (gemm_rows_tma.py's x)
+    # dst[q RP + r, i] = src[r, i - s_q], s_q = (q * pitch) % VEC, zeros outside src's columns; rows R .. RP - 1 of
+    # each copy unwritten (gemm_rows_tma.py's x: those rows feed only outputs its stores drop)
     src = src_ptr.to(tl.pointer_type(BITS), bitcast=True)
     dst = dst_ptr.to(tl.pointer_type(BITS), bitcast=True)
     q = tl.program_id(2)
@@ -80,7 +81,7 @@ def shift_rows_kernel(src_ptr, dst_ptr, R, K, RP, KS, stride_sr, stride_sk, pitc
     rows, cols = offs_r[:, None], offs_k[None, :]
     k = cols - shift
     v = tl.load(src + rows * stride_sr + k * stride_sk, mask=(rows < R) & (k >= 0) & (k < K), other=0)
-    tl.store(dst + (q * RP + rows) * KS + cols, v, mask=(rows < RP) & (cols < KS))
+    tl.store(dst + (q * RP + rows) * KS + cols, v, mask=(rows < R) & (cols < KS))
 
 
 def padded_k(K: int, element_size: int) -> int:
@@ -103,15 +104,17 @@ def pad_rows(t: torch.Tensor, KP: int, compile_only: bool = False, RP: int | Non
 
 
 def shift_rows(t: torch.Tensor, pitch: int, RP: int, KS: int, compile_only: bool = False) -> torch.Tensor:
-    """VEC (16 bytes of elements) copies of the 2-D `t` (R, K), each (RP, KS), stacked: copy q's row r, column i is
-    t[r, i - s_q], s_q = (q * pitch) mod VEC, zeros outside t: x shifted as kernels/triton/gemm_rows_tma.py reads
-    the weight rows of class q (row stride `pitch`) from the 16-byte boundary before them."""
+    """VEC (16 bytes of elements) copies of the 2-D `t` (R, K), each (RP, KS), stacked: copy q's row r < R, column
+    i is t[r, i - s_q], s_q = (q * pitch) mod VEC, zeros outside t's columns: x shifted as
+    kernels/triton/gemm_rows_tma.py reads the weight rows of class q (row stride `pitch`) from the 16-byte boundary
+    before them. Rows R .. RP - 1 of each copy are left unwritten (whatever the allocation held): each feeds only its
+    own output row, past M, which the kernel's stores drop."""
     R, K = t.shape
     vec = TMA_ALIGN // t.element_size()
     if RP < R or KS < K + vec - 1 or (KS * t.element_size()) % TMA_ALIGN:
         raise ValueError(f"shift_rows: ({RP}, {KS}) cannot hold ({R}, {K}) shifted by up to {vec - 1}")
     dst = torch.empty((vec * RP, KS), dtype=t.dtype, device=t.device)
-    L.launcher(shift_rows_kernel, (cdiv(RP, BLOCK_R), cdiv(KS, BLOCK_K), vec), compile_only)(
+    L.launcher(shift_rows_kernel, (cdiv(R, BLOCK_R), cdiv(KS, BLOCK_K), vec), compile_only)(
         t, dst, R, K, RP, KS, t.stride(0), t.stride(1), pitch, BLOCK_R=BLOCK_R, BLOCK_K=BLOCK_K,
         BITS=_BITS[t.element_size()], VEC=vec, num_warps=WARPS)
     return dst
