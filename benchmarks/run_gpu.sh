@@ -37,6 +37,8 @@
 #              on request; each its own rows_tma_SET.json,
 #              `default` rows_tma.json; ~7-8 minutes in all on an H100), gated_unaligned_k.py
 #              -> gated_unaligned_k.json, kernel_breakdown.py -> kernel_breakdown.json; one log, unaligned.log
+#   unaligned8 K % 16 != 0 for gemm_a8w8 (fp8 / int8) at M <= 16: gemm_rows against the copy, the aligned K and
+#              _scaled_mm there (benchmarks/rows_8bit.py) -> rows_8bit.json (+ .log)
 #   ncu        one launch per NCU_CASES case under Nsight Compute (benchmarks/ncu_once.py; default
 #              "fp8-rowcol-table-8192 fp8-scaled-mm-8192") -> ncu_CASE.ncu-rep, ncu_CASE.details.txt
 #
@@ -127,6 +129,8 @@ if has unaligned; then
     >> "$OUT/unaligned.log" 2>&1
   tail -40 "$OUT/unaligned.log"
 fi
+has unaligned8 && timeout "${STAGE_TIMEOUT:-540}" python3 benchmarks/rows_8bit.py "$OUT/rows_8bit.json" 2>&1 \
+  | tee "$OUT/rows_8bit.log" | tail -8
 has vendor && python3 benchmarks/vendor_kernels.py --json "$OUT/vendor_kernels.json" 2>&1 | tee "$OUT/vendor_kernels.log" | tail -12
 if has heldout; then
   for op in ${HELDOUT_OPS:-a16w16 a8w8 a8w8_blockscale}; do

@@ -15,11 +15,13 @@ that tier can run it. The kernels are tried in one order, and the first that can
     any config          ─► gemm_tma_kernel   "tma": true, sm_90, TMA-compatible x / w / y, its staging fits
                            gemm_kernel       always (a config that cannot fit here is the caller's ValueError)
                            + splitk_reduce_kernel after either Triton kernel when NUM_KSPLIT > 1
-    x / w rows off 16-byte multiples (K % 8 != 0 in bf16), where a TMA kernel would otherwise serve:
+    x / w rows off 16-byte multiples (K % 8 != 0 in bf16, K % 16 != 0 in fp8 / int8), where a TMA kernel would
+    otherwise serve:
                            gemm_rows_tma_kernel  bf16 / fp16, no scales, M = ROWS_TMA_MIN_M .. ROWS_TMA_MAX_M
                               (`_rows_tma_kernel`): w read where it lies by TMA, x's shifted copies
                               (kernels/triton/gemm_rows_tma.py)
                            gemm_rows_kernel  where that one declines, M <= gemm_rows.MAX_M: w read where it lies
+                              (16-bit without scales; fp8 / int8 with per-token x per-channel scales)
                            else the config's kernel on padded copies of x and (where its own rows are off,
                            or K % 8 != 0) w (kernels/triton/pad.py)
 
@@ -250,7 +252,11 @@ def dense(cfg: dict, target, x2, w, y, scaling=G.NO_SCALING, interpreting: bool 
 # CUDA graphs: M = 16 48.1 -> 31.8 us, M = 64 257 -> 35 us, M = 4096 3431 -> 217 us (docs/PERF.md, "Unaligned K").
 # At a few tokens the copy is most of the call: there gemm_rows_kernel reads w once where it lies, in 16-byte
 # vectors (kernels/triton/gemm_rows.py; measured in docs/PERF.md, "Unaligned K"). GEMMKIT_ROWS_KERNEL=0 (or
-# ROWS_KERNEL = False) turns it off, e.g. to compare.
+# ROWS_KERNEL = False) turns it off, e.g. to compare. gemm_a8w8's fp8 / int8 calls (K % 16 != 0, rowcol scales) take
+# it at the same few tokens: not yet timed on a GPU (2026-12-07, no machine lent); predicted from the bytes moved
+# (the copy reads and writes w once more before the kernel reads it: ~3x gemm_rows' traffic; bf16 gemm_rows
+# streams at ~75% of the aligned kernel's rate) ~1.7x the copy at M = 1: H200 1 x 4096 x 4095 fp8 22.2 us on the
+# copy, 10.5 at K = 4096 (results/h200/a8w8_models.json), so ~13 us.
 ROWS_KERNEL = os.environ.get("GEMMKIT_ROWS_KERNEL", "1") != "0"
 
 
@@ -425,12 +431,12 @@ def _y_workspace(y, macs: int, passed, route) -> Choice | None:
 
 def _rows_kernel(tile, target, x2, w, scaling, passed) -> Choice | None:
     """gemm_rows_kernel for a call whose config asks for TMA but whose w rows TMA cannot address, where the kernel
-    takes it: 16-bit operands without scales, M within its tile (x and y any strides). Not for x's rows alone
-    (the copy of x is small) nor for a config that asks for the pointer kernel."""
+    takes it: 16-bit operands without scales or 8-bit ones with rowcol scales, M within its tile (x and y any
+    strides). Not for x's rows alone (the copy of x is small) nor for a config that asks for the pointer kernel."""
     from ..kernels.triton import gemm_rows
 
-    if not ROWS_KERNEL or not tile.get("tma") or x2.element_size() != 2 or scaling.mode != "none" or \
-            not _row_misaligned(w) or gemm_rows.unsupported(x2, w) is not None:
+    if not ROWS_KERNEL or not tile.get("tma") or not _row_misaligned(w) or \
+            gemm_rows.unsupported(x2, w, scaling) is not None:
         return None
     M, K = x2.shape
     t = gemm_rows.tile(M, w.shape[0], K, w.element_size(), target.num_cus)
@@ -943,7 +949,7 @@ def launch_dense(choice: Choice, x2, w, bias, y, activation, target, scaling=G.N
     elif choice.kernel == TRITON_ROWS:
         from ..kernels.triton import gemm_rows
 
-        gemm_rows.launch(x2, w, bias, y, activation, target, compile_only)
+        gemm_rows.launch(x2, w, bias, y, activation, target, compile_only, scaling)
     elif choice.kernel == TRITON_ROWS_TMA:
         from ..kernels.triton import gemm_rows_tma
 

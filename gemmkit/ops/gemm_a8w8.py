@@ -170,11 +170,28 @@ def compile_for(x, w, x_scale, w_scale, config: dict, bias=None, out_dtype=torch
 # ----------------------------------------------------------------------------- static cases (gemmkit isa)
 
 def isa_cases(archs):
-    """Every bucket of every shipped A8W8 (fp8, the target's E4M3) and A8W8_INT8 table."""
+    """Every bucket of every shipped A8W8 (fp8, the target's E4M3) and A8W8_INT8 table, and for sm_90 the kernel
+    that reads w's rows off 16 bytes where they lie at a few tokens (kernels/triton/gemm_rows.py: fp8 and int8 with
+    the scales, split and not)."""
     for dtype, table_op in TABLE_OP.items():
         for case in G.table_cases(table_op, archs, dtypes=(dtype,)):
             yield dict(case, op=OP)
+    if "sm_90" in archs:
+        from ..kernels.triton import gemm_rows
+
+        for dtype, bucket in (("fp8", "fp8e4nv"), ("int8", "i8")):
+            for split in (1, 3):
+                yield {"kernel": "gemm_rows_kernel", "op": OP, "arch": "sm_90", "table": "-", "bucket": bucket,
+                       "config": {"BLOCK_M": 16, "BLOCK_N": gemm_rows.BLOCK_N, "num_warps": gemm_rows.WARPS,
+                                  "SPLIT_K": split}, "path": "rows", "dtype": dtype}
 
 
 def isa_spec(case):
+    if case["path"] == "rows":
+        from ..kernels.triton import gemm_rows
+
+        kernel, sig, ce, div, opts = gemm_rows.static_spec(case["bucket"], case["config"]["BLOCK_M"],
+                                                           case["config"]["SPLIT_K"])
+        return dict(kernel=kernel, signature=sig, constexprs=ce, divisible=div, options=opts,
+                    promises=gemm_rows.PROMISES, block=None, smem_bound=0)
     return G.table_spec(case, scale="rowcol")

@@ -1,14 +1,17 @@
-"""kernels/triton/gemm_rows.py: a few tokens against weight rows TMA cannot address (K % 8 != 0 in bf16), w read
-where it lies. Through the op a user calls (gemm_a16w16), in the interpreter: every element against the float64
-reference, into poisoned outputs; the kernel the dispatch says (no operand copy); the row classes, the masked
-first and last chunks, split-K, a strided w whose gaps hold inf, a transposed x, and the call plan's replay."""
+"""kernels/triton/gemm_rows.py: a few tokens against weight rows TMA cannot address (K % 8 != 0 in bf16, K % 16 != 0
+in fp8 / int8), w read where it lies. Through the ops a user calls (gemm_a16w16, gemm_a8w8), in the interpreter:
+every element against the float64 reference, into poisoned outputs; the kernel the dispatch says (no operand copy);
+the row classes, the masked first and last chunks, split-K, a strided w whose gaps hold inf (NaN in fp8), a
+transposed x, the 8-bit scales, and the call plan's replay."""
 import pytest
 import torch
-from _util import poisoned, randn, within_bound
+from _util import poisoned, q8, randn, scales, within_bound
 
 from gemmkit import callplan, launcher
 from gemmkit.kernels.triton import gemm_rows as R
+from gemmkit.ops.gemm_a8w8 import gemm_a8w8
 from gemmkit.ops.gemm_a16w16 import gemm_a16w16
+from gemmkit.reference import gemm_a8w8_ref
 
 pytestmark = pytest.mark.interpreter
 BF16 = torch.bfloat16
@@ -78,3 +81,55 @@ def test_tile_splits_to_two_programs_an_sm():
     assert (t["BLOCK_M"], t["BLOCK_N"], t["BLOCK_K"], t["SPLIT_K"]) == (16, 32, 256, 3)
     assert R.tile(R.MAX_M, 4096, 4095, 2, 132)["BLOCK_M"] == 16
     assert R.tile(1, 40, 75, 2, 132)["SPLIT_K"] == 1  # one chunk a split at least 4: K too short to split
+
+
+FP8 = torch.float8_e4m3fn
+
+
+def _check8(x, w, xs, ws, bias=None, out_dtype=BF16):
+    M, N = x.shape[0], w.shape[0]
+    before = launcher.LAUNCHES.copy()
+    y = gemm_a8w8(x, w, xs, ws, bias, out=poisoned((M, N), out_dtype))
+    launched = launcher.LAUNCHES - before
+    assert launched["gemm_rows_kernel"] == 1 and "pad_rows_kernel" not in launched, launched
+    ok, msg = within_bound(y, gemm_a8w8_ref(x, w, xs, ws, bias), out_dtype)
+    assert ok, msg
+    return launched
+
+
+@pytest.mark.parametrize("dtype", [FP8, torch.int8], ids=["fp8", "int8"])
+@pytest.mark.parametrize("M, N, K", [
+    (1, 48, 75),  # K odd: all sixteen row classes, each its own offset from 16-byte boundaries
+    (16, 70, 1030),  # K % 16 == 6: classes pairwise alike (eight offsets); N not a multiple of 16
+    (3, 9, 5),  # one chunk, N < 16: classes without rows
+    (5, 200, 4105),  # K split 2 ways (9 chunks of 512): each split's partial scaled, the reduce after
+])
+def test_rows_kernel_8bit_matches_float64(dtype, M, N, K):
+    """gemm_a8w8 (per-token x per-channel scales) on rows off 16 bytes: the scales in the epilogue (on each split's
+    partial), int32 sums for int8; a bias and an fp32 output on the split call."""
+    x, w, xs, ws = q8(M, K, dtype=dtype), q8(N, K, dtype=dtype), scales(M, 1), scales(1, N)
+    split = R.tile(M, N, K, 1, 132)["SPLIT_K"] > 1
+    launched = _check8(x, w, xs, ws, randn(N, dtype=torch.float32) if split else None,
+                       torch.float32 if split else BF16)
+    assert (launched["splitk_reduce_kernel"] == 1) == split, launched
+
+
+def test_rows_kernel_8bit_reads_no_byte_outside_the_rows():
+    """fp8 w a view of rows of 77 elements (off 16-byte multiples), K = 75: the two elements after each row hold NaN
+    (e4m3fn has no inf); the masked chunks keep them out of every sum. x transposed (unit stride along M)."""
+    N, K = 64, 75
+    full = q8(N, K + 2, dtype=FP8)
+    full.view(torch.uint8)[:, K:] = 0x7F  # NaN
+    x = q8(K, 6, dtype=FP8).t()
+    _check8(x, full[:, :K], scales(6, 1), scales(1, N))
+
+
+def test_rows_kernel_declines_block_scales():
+    """Block scales (128 K columns a scale) are not this kernel's: a chunk starts s_r columns before a scale block."""
+    x, w = torch.empty(4, 75, dtype=FP8), torch.empty(64, 75, dtype=FP8)
+    from gemmkit.kernels.triton import dense as G
+
+    block = G.Scaling("block", torch.empty(4, 1), torch.empty(1, 1), 128, 128)
+    assert "block scales" in R.unsupported(x, w, block)
+    assert R.unsupported(x, w, G.Scaling("rowcol", torch.empty(4), torch.empty(64))) is None
+    assert R.unsupported(x, w) is not None  # 8-bit without scales: not a call any op makes

@@ -63,6 +63,33 @@ def test_a8w8_shapes(M, N, K, dtype, launches):
     check_8bit(out, x, w, xs, ws, bias)
 
 
+ROWS_SHAPES = [(1, 4096, 4095), (16, 4096, 4095), (5, 1536, 7001), (8, 14336, 4097), (3, 40, 75)]
+
+
+@pytest.mark.parametrize("dtype", [FP8, torch.int8], ids=["fp8", "int8"])
+@pytest.mark.parametrize("M,N,K", ROWS_SHAPES, ids=[f"{m}x{n}x{k}" for m, n, k in ROWS_SHAPES])
+def test_rows_kernel_8bit(M, N, K, dtype, launches):
+    """K % 16 != 0 at M <= 16 (kernels/triton/gemm_rows.py): w read where it lies, no copy, the scales in the epilogue
+    (on each split's partial where the tile splits K); w a view of wider rows whose gaps hold NaN (fp8; int8 has
+    none), a bias; every element against float64."""
+    from gemmkit.kernels.triton import gemm_rows
+
+    x, full = q8(M, K, dtype=dtype), q8(N, K + 3, dtype=dtype)
+    if dtype == FP8:
+        full.view(torch.uint8)[:, K:] = 0x7F  # NaN
+    w = full[:, :K]
+    xs, ws = torch.rand(M, 1, device=DEV) / 64 + 1e-3, torch.rand(1, N, device=DEV) / 64 + 1e-3
+    bias = torch.randn(N, device=DEV, dtype=torch.bfloat16)
+    out = torch.full((M, N), float("nan"), device=DEV, dtype=torch.bfloat16)
+    before = dict(launches)
+    gemmkit.gemm_a8w8(x, w, xs, ws, bias, out=out)
+    torch.cuda.synchronize()
+    ran = {k: v - before.get(k, 0) for k, v in launches.items() if v != before.get(k, 0)}
+    split = gemm_rows.tile(M, N, K, 1, arch.current().num_cus)["SPLIT_K"] > 1
+    assert ran == {"gemm_rows_kernel": 1, **({"splitk_reduce_kernel": 1} if split else {})}, ran
+    check_8bit(out, x, w, xs, ws, bias)
+
+
 @pytest.mark.parametrize("out_dtype", [torch.bfloat16, torch.float16, torch.float32], ids=str)
 def test_a8w8_out_dtypes(out_dtype):
     M, N, K = 300, 500, 1024

@@ -19,6 +19,9 @@ in 16-byte vectors, from where it lies:
     x tile: x[m, c * BLOCK_K + j - s_r], masked to 0 <= k < K (a few rows: scalar loads)
     acc[BLOCK_M, BLOCK_N] = sum over chunks (mma_step) -> epilogue (scales, bias, activation) -> y[m, n]
                                                              (y's columns n of one program are VEC apart)
+  8-bit operands (gemm_a8w8's fp8 / int8 with K % 16 != 0): VEC = 16 classes, 512-element chunks; x_scale[m] *
+  w_scale[n] (SCALE "rowcol") in the epilogue (on each split's partial sum: the scales are linear in it), int32
+  accumulation for int8.
 
 Work ids: (split, M tile, row block, class), the class fastest (neighbouring programs read neighbouring rows).
 Split-K (SPLIT_K > 1): split s takes the chunks `split_k_range` gives it and stores its fp32 partial tile to
@@ -29,8 +32,9 @@ which applies act(g) * u (kernels/triton/gated.launch_rows).
 Constraints:
   - w unit stride along K and a 16-byte aligned base (the host checks: dispatch runs the copy otherwise);
     x any strides; y any strides; bias contiguous (N,).
-  - 16-bit operands (bf16 / fp16) of one dtype, no scales (SCALE "none": the epilogue's other modes are wired
-    but not exercised; fp8 / int8 calls with such K take the copy, ops/dispatch.py).
+  - x and w of one dtype: 16-bit (bf16 / fp16) without scales, or 8-bit (fp8 / int8) with per-token x per-channel
+    scales (SCALE "rowcol": contiguous fp32 (M,) and (N,)); no block scales (a chunk starts s_r columns before a
+    128-column scale block: block-scaled calls with such K take the copy, ops/dispatch.py).
   - BLOCK_M, BLOCK_N, BLOCK_K powers of two >= 16, BLOCK_K a multiple of VEC; M, N, K >= 1, < 2**31;
     int64 row offsets (N * stride_wn may pass 2**31), int32 columns.
   - SPLIT_K > 1 needs part: a contiguous fp32 (SPLIT_K, M, N) buffer; y is then untouched.
@@ -149,20 +153,23 @@ def tile(M: int, N: int, K: int, element_size: int, num_cus: int) -> dict:
     return dict(BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, SPLIT_K=split)
 
 
-def unsupported(x2, w) -> str | None:
-    """Why this kernel cannot take the call (None: it can)."""
+def unsupported(x2, w, scaling=None) -> str | None:
+    """Why this kernel cannot take the call (None: it can); `scaling` a dense.Scaling (None: no scales)."""
+    mode = "none" if scaling is None else scaling.mode
     if w.stride(1) != 1:
         return "w's rows are not contiguous along K"
     if w.data_ptr() % H.TMA_ALIGN:
         return "w's base is not 16-byte aligned"
     if x2.shape[0] > MAX_M:
         return f"M = {x2.shape[0]} > {MAX_M}"
+    if x2.dtype != w.dtype or mode != ("none" if w.element_size() == 2 else "rowcol"):
+        return f"{x2.dtype} x {w.dtype} with {mode} scales (16-bit without scales, 8-bit with rowcol scales)"
     return None
 
 
-def launch(x2, w, bias, y, activation, target, compile_only=False):
-    """y = act(x2 @ w.T + bias) (x2 (M, K), w (N, K), y (M, N) 2-D views of one 16-bit dtype), then the split-K
-    reduce where the tile splits K."""
+def launch(x2, w, bias, y, activation, target, compile_only=False, scaling=None):
+    """y = act(scales * (x2 @ w.T) + bias) (x2 (M, K), w (N, K), y (M, N) 2-D views; `scaling` a dense.Scaling, None
+    or "none" for 16-bit operands, "rowcol" for 8-bit ones), then the split-K reduce where the tile splits K."""
     from . import dense as G
 
     M, K = x2.shape
@@ -170,7 +177,7 @@ def launch(x2, w, bias, y, activation, target, compile_only=False):
     t = tile(M, N, K, w.element_size(), target.num_cus)
     split = t["SPLIT_K"]
     part = torch.empty((split, M, N), dtype=torch.float32, device=x2.device) if split > 1 else y
-    launch_tile(x2, w, bias, y, part, activation, t, compile_only)
+    launch_tile(x2, w, bias, y, part, activation, t, compile_only, scaling)
     if split > 1:
         G.launch_reduce(part, M * N, split, bias, y, activation, target, compile_only)
 
@@ -187,35 +194,45 @@ def partials(x2, w, target, compile_only=False) -> torch.Tensor:
     return part
 
 
-def launch_tile(x2, w, bias, y, part, activation, t: dict, compile_only=False):
-    """gemm_rows_kernel with tile `t`: y = act(x2 @ w.T + bias) where t splits no K, else the fp32 partials in
-    `part` (SPLIT_K, M, N)."""
+def launch_tile(x2, w, bias, y, part, activation, t: dict, compile_only=False, scaling=None):
+    """gemm_rows_kernel with tile `t`: y = act(scales * (x2 @ w.T) + bias) where t splits no K, else the scaled fp32
+    partials in `part` (SPLIT_K, M, N)."""
     M, K = x2.shape
     N = w.shape[0]
     v = vec(w.element_size())
+    scale = "none" if scaling is None else scaling.mode
+    xs, wsc = (scaling.x_scale, scaling.w_scale) if scale == "rowcol" else (y, y)  # never read at SCALE "none"
     grid = (v * H.cdiv(H.cdiv(N, v), t["BLOCK_N"]) * H.cdiv(M, t["BLOCK_M"]) * t["SPLIT_K"],)
     L.launcher(gemm_rows_kernel, grid, compile_only)(
-        x2, w, y, y, bias if bias is not None else y, y, part, M, N, K, x2.stride(0), x2.stride(1), w.stride(0),
-        y.stride(0), y.stride(1), **constexprs(t, v, bias is not None, activation), num_warps=WARPS,
-        num_stages=STAGES)
+        x2, w, xs, wsc, bias if bias is not None else y, y, part, M, N, K, x2.stride(0), x2.stride(1), w.stride(0),
+        y.stride(0), y.stride(1), **constexprs(t, v, bias is not None, activation, x2.dtype, scale),
+        num_warps=WARPS, num_stages=STAGES)
 
 
-def constexprs(t: dict, v: int, has_bias: bool, activation: str) -> dict:
+def constexprs(t: dict, v: int, has_bias: bool, activation: str, in_dtype=torch.bfloat16, scale: str = "none") -> dict:
     return dict(BLOCK_M=t["BLOCK_M"], BLOCK_N=t["BLOCK_N"], BLOCK_K=t["BLOCK_K"], VEC=v, HAS_BIAS=has_bias,
-                ACTIVATION=activation, SPLIT_K=t["SPLIT_K"], SCALE="none", ACC_INT=False, PROMOTE_K=0)
+                ACTIVATION=activation, SPLIT_K=t["SPLIT_K"], SCALE=scale, ACC_INT=in_dtype == torch.int8,
+                # fp8 on sm_90: the partial sums promoted to fp32 every 128 K (kernels/triton/_mainloop.py)
+                PROMOTE_K=min(t["BLOCK_K"], 128) if in_dtype in H.FP8_DTYPES else 0)
 
 
 def static_spec(dtype: str = "bf16", block_m: int = 16, split_k: int = 2, activation: str = "none"):
-    """(kernel, signature, constexprs, divisible, options) as `launch` compiles it for a `dtype` call (M up to
-    block_m) with w's base and y 16-byte aligned, x's rows contiguous (`gemmkit isa`)."""
-    v = vec(2)
-    t = dict(BLOCK_M=block_m, BLOCK_N=BLOCK_N, BLOCK_K=CHUNK_BYTES // 2, SPLIT_K=split_k)
-    ce = dict(constexprs(t, v, False, activation), stride_xk=1, stride_yn=1)  # the contiguous case Triton specialises
-    sig = {"x_ptr": f"*{dtype}", "w_ptr": f"*{dtype}", "xs_ptr": f"*{dtype}", "wsc_ptr": f"*{dtype}",
-           "bias_ptr": f"*{dtype}", "y_ptr": f"*{dtype}", "part_ptr": "*fp32", "M": "i32", "N": "i32", "K": "i32",
+    """(kernel, signature, constexprs, divisible, options) as `launch` compiles it for a `dtype` call (bf16 / fp16
+    without scales, fp8e4nv / i8 with rowcol scales; M up to block_m) with w's base and y 16-byte aligned, x's rows
+    contiguous (`gemmkit isa`)."""
+    eight = dtype in ("fp8e4nv", "i8")
+    v = vec(1 if eight else 2)
+    in_dtype = {"fp8e4nv": torch.float8_e4m3fn, "i8": torch.int8}.get(dtype, torch.bfloat16)
+    t = dict(BLOCK_M=block_m, BLOCK_N=BLOCK_N, BLOCK_K=CHUNK_BYTES // (1 if eight else 2), SPLIT_K=split_k)
+    ce = dict(constexprs(t, v, False, activation, in_dtype, "rowcol" if eight else "none"), stride_xk=1,
+              stride_yn=1)  # the contiguous case Triton specialises
+    y = "bf16" if eight else dtype
+    scale = "fp32" if eight else dtype
+    sig = {"x_ptr": f"*{dtype}", "w_ptr": f"*{dtype}", "xs_ptr": f"*{scale}", "wsc_ptr": f"*{scale}",
+           "bias_ptr": f"*{y}", "y_ptr": f"*{y}", "part_ptr": "*fp32", "M": "i32", "N": "i32", "K": "i32",
            "stride_xm": "i32", "stride_xk": "constexpr", "stride_wn": "i32", "stride_ym": "i32",
            "stride_yn": "constexpr"}
     sig.update({k: "constexpr" for k in ce if k not in sig})
-    # the bases 16-byte aligned, y's rows too; x's and w's rows not (K % 8 != 0: why this kernel runs)
+    # the bases 16-byte aligned, y's rows too; x's and w's rows not (K * element bytes % 16 != 0: why this runs)
     divisible = [k for k, t_ in sig.items() if t_.startswith("*")] + ["stride_ym"]
     return gemm_rows_kernel, sig, ce, divisible, {"num_warps": WARPS, "num_stages": STAGES}
