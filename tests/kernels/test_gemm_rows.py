@@ -124,6 +124,15 @@ def test_rows_kernel_8bit_reads_no_byte_outside_the_rows():
     _check8(x, full[:, :K], scales(6, 1), scales(1, N))
 
 
+def test_rows_kernel_8bit_replays():
+    """The call plan's replay takes each call's own x, scales and bias (fp8, one weight, three calls)."""
+    w = q8(64, 75, dtype=FP8)
+    replays = callplan.STATS["replays"]
+    for _ in range(3):
+        _check8(q8(4, 75, dtype=FP8), w, scales(4, 1), scales(1, 64), randn(64, dtype=torch.float32))
+    assert callplan.STATS["replays"] == replays + 2, "the call's plan was not replayed"
+
+
 def test_rows_kernel_declines_block_scales():
     """Block scales (128 K columns a scale) are not this kernel's: a chunk starts s_r columns before a scale block."""
     x, w = torch.empty(4, 75, dtype=FP8), torch.empty(64, 75, dtype=FP8)
