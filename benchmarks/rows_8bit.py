@@ -1,9 +1,10 @@
-"""Unaligned K for gemm_a8w8 (fp8 / int8, K % 16 != 0, per-token x per-channel scales) at M <= 16 on the GPU:
-kernels/triton/gemm_rows.py (w read where it lies, the scales in its epilogue) as the op serves it, against the
-copy of x and w to 16-byte rows + the TMA / Gluon kernel (the op with dispatch.ROWS_KERNEL off: what it served
-before), the op at K rounded up to 16 (the aligned speed issue 32 asks 80% of) and, for fp8, torch._scaled_mm at
-that aligned K (it refuses K % 16 != 0). One process, CUDA-graph replay, inputs rotated past the L2, each mode twice
-(the better round kept); every served call checked against an fp32 product of the dequantized operands first.
+"""Unaligned K for gemm_a8w8 (fp8 / int8, K % 16 != 0, per-token x per-channel scales) at M = 1-256 on the GPU: the
+op as it serves it (kernels/triton/gemm_rows_tma.py from 2 tokens where it takes the call, gemm_rows.py at one),
+against gemm_rows where it takes the call (`rows`: dispatch.ROWS_TMA off), the copy of x and w to 16-byte rows + the
+TMA / Gluon kernel (`copy`: ROWS_TMA and ROWS_KERNEL off, what the op served before), the op at K rounded up to 16
+(the aligned speed issue 32 asks 80% of) and, for fp8, torch._scaled_mm at that aligned K (it refuses K % 16 != 0).
+One process, CUDA-graph replay, inputs rotated past the L2, each mode twice (the better round kept); every served
+call checked against an fp32 product of the dequantized operands first.
 
     PYTHONPATH=. python3 benchmarks/rows_8bit.py [OUT.json] [--quick]"""
 import argparse
@@ -30,8 +31,9 @@ L2 = torch.cuda.get_device_properties(0).L2_cache_size
 # Drawn before any 8-bit gemm_rows timing (2026-12-07): the bf16 unaligned sets' weights (rows_tma.py SMALL_M) and
 # odd sizes of other families
 SHAPES = [(M, N, K) for N, K in ((4096, 4095), (14336, 4095), (5000, 7000), (28672, 8191), (1536, 7001))
-          for M in (1, 4, 16)] + [(2, 7168, 2049), (8, 11008, 4097), (1, 576, 7001), (12, 3584, 18943),
-                                  (16, 18944, 3583), (1, 2560, 9999)]
+          for M in (1, 4, 16, 17, 64, 128, 256)] + \
+    [(2, 7168, 2049), (8, 11008, 4097), (1, 576, 7001), (12, 3584, 18943), (16, 18944, 3583), (1, 2560, 9999),
+     (33, 11008, 4097), (72, 3584, 18943), (100, 8192, 2047), (160, 22016, 5119), (200, 12288, 6143)]
 if ARGS.quick:
     SHAPES = [(1, 4096, 4095), (16, 4096, 4095)]
 
@@ -62,14 +64,15 @@ for dtype, name in ((torch.float8_e4m3fn, "fp8"), (torch.int8, "int8")):
         err = served_error(*sets[0])
         ran = sorted(k for k, v in (launcher.LAUNCHES - before).items() if v)
         op = lambda x, w, xs, ws: gemmkit.gemm_a8w8(x, w, xs, ws)  # noqa: E731
-        fns = {"served": (op, sets), "copy": (op, sets), "aligned": (op, aligned)}
+        fns = {"served": (op, sets), "rows": (op, sets), "copy": (op, sets), "aligned": (op, aligned)}
         if name == "fp8":
             fns["vendor_aligned"] = (lambda x, w, xs, ws: torch._scaled_mm(
                 x, w.t(), scale_a=xs, scale_b=ws.reshape(1, -1), out_dtype=torch.bfloat16), aligned)
         res = {}
         for _ in range(1 if ARGS.quick else 2):
             for mode, (fn, s) in fns.items():
-                D.ROWS_KERNEL = mode != "copy"  # the copy: what the op served before gemm_rows took 8-bit calls
+                D.ROWS_KERNEL = mode != "copy"  # the copy: what the op served before either took 8-bit calls
+                D.ROWS_TMA = mode not in ("copy", "rows")
                 callplan.clear()
                 try:
                     us = time_graph(fn, s, rep_ms=50) * 1e3
@@ -77,17 +80,19 @@ for dtype, name in ((torch.float8_e4m3fn, "fp8"), (torch.int8, "int8")):
                 except Exception as e:
                     res[mode] = None
                     print(name, M, N, K, mode, "failed:", str(e).splitlines()[0][:160], flush=True)
-                D.ROWS_KERNEL = True
+                D.ROWS_KERNEL = D.ROWS_TMA = True
         row = dict(dtype=name, M=M, N=N, K=K, kernels=ran, max_rel_err=err,
                    us={k: (round(v, 2) if v else None) for k, v in res.items()},
                    served_over_copy=round(res["copy"] / res["served"], 3) if res.get("served") else None,
+                   served_over_rows=round(res["rows"] / res["served"], 3) if res.get("served") else None,
                    served_of_aligned=round(res["aligned"] / res["served"], 3) if res.get("served") else None)
         rows.append(row)
         print(json.dumps(row), flush=True)
         if ARGS.json:  # after every row: a run cut short keeps what it measured
             write_stamped(ARGS.json, "CUDA-graph replay, inputs rotated past the L2, each mode twice (better round); "
-                          "served: gemm_a8w8 as the op serves it (kernels: what the first call launched); copy: the "
-                          "op with dispatch.ROWS_KERNEL off (x and w copied to 16-byte rows, then the TMA / Gluon "
-                          "kernel); aligned: the op at K rounded up to 16; vendor_aligned: torch._scaled_mm there",
+                          "served: gemm_a8w8 as the op serves it (kernels: what the first call launched); rows: "
+                          "dispatch.ROWS_TMA off (gemm_rows at M <= 16, else the copy); copy: ROWS_TMA and "
+                          "ROWS_KERNEL off (x and w copied to 16-byte rows, then the TMA / Gluon kernel); aligned: "
+                          "the op at K rounded up to 16; vendor_aligned: torch._scaled_mm there",
                           rows)
 print(json.dumps({"wrote": ARGS.json, "rows": len(rows)}))

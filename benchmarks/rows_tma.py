@@ -85,7 +85,7 @@ def variants(M, N, K):
     base = R.tile(M, N, K, 2, target.num_cus)
     flipped = "tma_y_order" if base["CLASS_MAJOR"] else "tma_cm"  # the partials' other layout
     out = {"tma": base} if ARGS.unswapped else {"tma": base, flipped: dict(base, CLASS_MAJOR=not base["CLASS_MAJOR"])}
-    chunks = -(-K // R.BLOCK_K)
+    chunks = -(-K // R.block_k(2))
     progs = 8 * -(-(N // 8) // base["BLOCK_J"]) * -(-M // base["BLOCK_M"])
     if ARGS.unswapped and not base["SWAP"]:  # the other of 128 x 256 (R.WIDE_J) and the 128-column tile
         wide = base["BLOCK_J"] == R.WIDE_J

@@ -37,8 +37,8 @@
 #              on request; each its own rows_tma_SET.json,
 #              `default` rows_tma.json; ~7-8 minutes in all on an H100), gated_unaligned_k.py
 #              -> gated_unaligned_k.json, kernel_breakdown.py -> kernel_breakdown.json; one log, unaligned.log
-#   unaligned8 K % 16 != 0 for gemm_a8w8 (fp8 / int8) at M <= 16: gemm_rows against the copy, the aligned K and
-#              _scaled_mm there (benchmarks/rows_8bit.py) -> rows_8bit.json (+ .log)
+#   unaligned8 K % 16 != 0 for gemm_a8w8 (fp8 / int8) at M = 1-256: gemm_rows_tma / gemm_rows against each other,
+#              the copy, the aligned K and _scaled_mm there (benchmarks/rows_8bit.py) -> rows_8bit.json (+ .log)
 #   ncu        one launch per NCU_CASES case under Nsight Compute (benchmarks/ncu_once.py; default
 #              "fp8-rowcol-table-8192 fp8-scaled-mm-8192") -> ncu_CASE.ncu-rep, ncu_CASE.details.txt
 #

@@ -15,13 +15,11 @@ that tier can run it. The kernels are tried in one order, and the first that can
     any config          ─► gemm_tma_kernel   "tma": true, sm_90, TMA-compatible x / w / y, its staging fits
                            gemm_kernel       always (a config that cannot fit here is the caller's ValueError)
                            + splitk_reduce_kernel after either Triton kernel when NUM_KSPLIT > 1
-    x / w rows off 16-byte multiples (K % 8 != 0 in bf16, K % 16 != 0 in fp8 / int8), where a TMA kernel would
-    otherwise serve:
-                           gemm_rows_tma_kernel  bf16 / fp16, no scales, M = ROWS_TMA_MIN_M .. ROWS_TMA_MAX_M
-                              (`_rows_tma_kernel`): w read where it lies by TMA, x's shifted copies
-                              (kernels/triton/gemm_rows_tma.py)
+    x / w rows off 16-byte multiples (K % 8 != 0 in bf16, K % 16 != 0 in fp8 / int8), where a TMA or Gluon kernel
+    would otherwise serve (16-bit without scales; fp8 / int8 with per-token x per-channel scales):
+                           gemm_rows_tma_kernel  M = ROWS_TMA_MIN_M .. ROWS_TMA_MAX_M (`_rows_tma_kernel`): w read
+                              where it lies by TMA, x's shifted copies (kernels/triton/gemm_rows_tma.py)
                            gemm_rows_kernel  where that one declines, M <= gemm_rows.MAX_M: w read where it lies
-                              (16-bit without scales; fp8 / int8 with per-token x per-channel scales)
                            else the config's kernel on padded copies of x and (where its own rows are off,
                            or K % 8 != 0) w (kernels/triton/pad.py)
 
@@ -137,8 +135,9 @@ class Choice:
                          + (f", K split {c['NUM_KSPLIT']} ways" if c["NUM_KSPLIT"] > 1 else ", K unsplit")
                          + f" ({name}.tile; the config's tile is not used)")
         if self.kernel == TRITON_ROWS_TMA:
-            lines.append("  w's rows by TMA where they lie (boxes of one row class, n mod 8), on 8 shifted copies of x "
-                         "(shift_rows_kernel)")
+            v = c.get("VEC", 8)
+            lines.append(f"  w's rows by TMA where they lie (boxes of one row class, n mod {v}), on {v} shifted copies "
+                         "of x (shift_rows_kernel)")
             if class_major:
                 lines.append("  fp32 partials with each program's columns together, summed and put in order by "
                              "rows_reduce_kernel" + (" (gate and up: act(g) * u)" if self.gated else ""))
@@ -278,6 +277,10 @@ ROWS_KERNEL = os.environ.get("GEMMKIT_ROWS_KERNEL", "1") != "0"
 # on three rows (4 x 4096 x 4095 44.8 -> 35.2, gated_unaligned_k.json). H200 (results/h200/, the same files, b5a2c4f):
 # 1.05-1.62x, held out 0.99-1.42x (worst 3 x 576 x 7001). At M = 1 gemm_rows: 1 x 4096 x 4095 20.7 against 20.5
 # (y's order) / 22.8 (class-major, rows_tma.json), the gated 35.7 against 40.1.
+# gemm_a8w8's fp8 / int8 calls (rowcol scales) take it by the same rule, the K floors counted in bytes (twice the
+# 16-bit elements) and the share in elements (16 copies of x at 8 bits): not yet timed on a GPU (2026-12-07, no
+# machine lent). Predicted from the 16-bit rows: past one token the copy of w is most of the call there too (64 x 5000
+# x 7000 fp8 50.5 us on the copy, H200 `unaligned_k.json`; w once at ~2.5 TB/s: ~15-20 us).
 ROWS_TMA = os.environ.get("GEMMKIT_ROWS_TMA", "1") == "1"  # GEMMKIT_ROWS_TMA=0: off
 ROWS_TMA_MIN_M, ROWS_TMA_MAX_M, ROWS_TMA_X_SHARE = 2, 256, 0.3
 ROWS_TMA_MIN_K, ROWS_TMA_MIN_K_UNSWAPPED = 1000, 1280  # the shortest K timed (1023) won / lost
@@ -429,13 +432,19 @@ def _y_workspace(y, macs: int, passed, route) -> Choice | None:
     return dataclasses.replace(inner, passed_over=tuple(passed), pitch_y=np_)
 
 
+def _asks_tma(tile) -> bool:
+    """Whether a config names a TMA kernel: the Triton tier's ("tma") or a Gluon one (the fp8 tables' Gluon configs
+    keep "tma" false: their Triton fallback is the pointer kernel)."""
+    return bool(tile.get("tma")) or tile.get("backend") == "gluon"
+
+
 def _rows_kernel(tile, target, x2, w, scaling, passed) -> Choice | None:
     """gemm_rows_kernel for a call whose config asks for TMA but whose w rows TMA cannot address, where the kernel
     takes it: 16-bit operands without scales or 8-bit ones with rowcol scales, M within its tile (x and y any
     strides). Not for x's rows alone (the copy of x is small) nor for a config that asks for the pointer kernel."""
     from ..kernels.triton import gemm_rows
 
-    if not ROWS_KERNEL or not tile.get("tma") or not _row_misaligned(w) or \
+    if not ROWS_KERNEL or not _asks_tma(tile) or not _row_misaligned(w) or \
             gemm_rows.unsupported(x2, w, scaling) is not None:
         return None
     M, K = x2.shape
@@ -446,25 +455,25 @@ def _rows_kernel(tile, target, x2, w, scaling, passed) -> Choice | None:
 
 def _rows_tma_kernel(tile, target, x2, w, scaling, passed) -> Choice | None:
     """gemm_rows_tma_kernel for a call whose config asks for TMA but whose w rows TMA cannot address, at
-    ROWS_TMA_MIN_M to ROWS_TMA_MAX_M tokens, where the kernel takes it (`gemm_rows_tma.unsupported`), x's shifted
-    copies hold at most ROWS_TMA_X_SHARE of w's bytes and K reaches its tile's floor (16-bit operands, no scales)."""
+    ROWS_TMA_MIN_M to ROWS_TMA_MAX_M tokens, where the kernel takes it (`gemm_rows_tma.unsupported`: 16-bit operands
+    without scales, 8-bit ones with rowcol scales), x's shifted copies hold at most ROWS_TMA_X_SHARE of w's bytes and
+    K's rows reach its tile's floor (ROWS_TMA_MIN_K* 16-bit elements: in bytes)."""
     from ..kernels.triton import gemm_rows_tma
 
     M, K = x2.shape
     N = w.shape[0]
-    if not ROWS_TMA or not tile.get("tma") or x2.element_size() != 2 or scaling.mode != "none" or \
-            not _row_misaligned(w) or not ROWS_TMA_MIN_M <= M <= ROWS_TMA_MAX_M or \
-            gemm_rows_tma.unsupported(x2, w, target):
+    if not ROWS_TMA or not _asks_tma(tile) or not _row_misaligned(w) or not ROWS_TMA_MIN_M <= M <= ROWS_TMA_MAX_M or \
+            gemm_rows_tma.unsupported(x2, w, target, scaling):
         return None
     t = gemm_rows_tma.tile(M, N, K, w.element_size(), target.num_cus)
-    if K < (ROWS_TMA_MIN_K if t["SWAP"] else ROWS_TMA_MIN_K_UNSWAPPED):
+    if K * w.element_size() < 2 * (ROWS_TMA_MIN_K if t["SWAP"] else ROWS_TMA_MIN_K_UNSWAPPED):
         return None
     v = gemm_rows_tma.vec(w.element_size())
     if v * H.cdiv(M, t["BLOCK_M"]) * t["BLOCK_M"] * gemm_rows_tma.shifted_k(K, w.element_size()) > \
             ROWS_TMA_X_SHARE * N * K:
         return None
     cfg = dict(BLOCK_SIZE_M=t["BLOCK_M"], BLOCK_SIZE_N=t["BLOCK_J"], BLOCK_SIZE_K=t["BLOCK_K"],
-               NUM_KSPLIT=t["SPLIT_K"], CLASS_MAJOR=t["CLASS_MAJOR"])
+               NUM_KSPLIT=t["SPLIT_K"], CLASS_MAJOR=t["CLASS_MAJOR"], VEC=v)
     return Choice(TRITON_ROWS_TMA, cfg, tuple(passed))
 
 
@@ -953,7 +962,7 @@ def launch_dense(choice: Choice, x2, w, bias, y, activation, target, scaling=G.N
     elif choice.kernel == TRITON_ROWS_TMA:
         from ..kernels.triton import gemm_rows_tma
 
-        gemm_rows_tma.launch(x2, w, bias, y, activation, target, compile_only)
+        gemm_rows_tma.launch(x2, w, bias, y, activation, target, compile_only, scaling=scaling)
     else:
         G.launch(x2, w, bias, y, activation, choice.config, target, scaling,
                  compile_only=compile_only, tma=choice.kernel == TRITON_TMA)

@@ -170,28 +170,59 @@ def compile_for(x, w, x_scale, w_scale, config: dict, bias=None, out_dtype=torch
 # ----------------------------------------------------------------------------- static cases (gemmkit isa)
 
 def isa_cases(archs):
-    """Every bucket of every shipped A8W8 (fp8, the target's E4M3) and A8W8_INT8 table, and for sm_90 the kernel
-    that reads w's rows off 16 bytes where they lie at a few tokens (kernels/triton/gemm_rows.py: fp8 and int8 with
-    the scales, split and not)."""
+    """Every bucket of every shipped A8W8 (fp8, the target's E4M3) and A8W8_INT8 table, and for sm_90 the kernels
+    that read w's rows off 16 bytes where they lie (K % 16 != 0; fp8 and int8 with the scales, split and not): at a
+    few tokens kernels/triton/gemm_rows.py, past them kernels/triton/gemm_rows_tma.py with its reduce and x's
+    shifted copies."""
     for dtype, table_op in TABLE_OP.items():
         for case in G.table_cases(table_op, archs, dtypes=(dtype,)):
             yield dict(case, op=OP)
     if "sm_90" in archs:
-        from ..kernels.triton import gemm_rows
+        from .. import arch as _arch
+        from ..kernels.triton import gemm_rows, gemm_rows_tma, pad
 
+        sm90 = _arch.ARCHS["sm_90"]
         for dtype, bucket in (("fp8", "fp8e4nv"), ("int8", "i8")):
             for split in (1, 3):
                 yield {"kernel": "gemm_rows_kernel", "op": OP, "arch": "sm_90", "table": "-", "bucket": bucket,
                        "config": {"BLOCK_M": 16, "BLOCK_N": gemm_rows.BLOCK_N, "num_warps": gemm_rows.WARPS,
                                   "SPLIT_K": split}, "path": "rows", "dtype": dtype}
+                # past it by TMA where they lie: the swapped tile (y's order at 8 tokens, class-major from 16), the
+                # unswapped ones (no wide one at 8 bits: gemm_rows_tma.tile); their reduce (16 classes) and x's 16
+                # shifted copies
+                for M, N in ((8, 4096), (16, 4096), (64, 4096), (128, 4096), (256, 4096)):
+                    t = gemm_rows_tma.tile(M, N, 4095, 1, sm90.num_cus)
+                    yield {"kernel": "gemm_rows_tma_kernel", "op": OP, "arch": "sm_90", "table": "-",
+                           "bucket": bucket, "dtype": dtype, "path": "rows_tma",
+                           "config": {"M": M, "N": N, "BLOCK_M": t["BLOCK_M"], "BLOCK_N": t["BLOCK_J"],
+                                      "num_warps": t["num_warps"], "SPLIT_K": split}}
+                for bm, bj in ((gemm_rows_tma.REDUCE_M, gemm_rows_tma.REDUCE_J), (1, gemm_rows_tma.REDUCE_MIN_J)):
+                    yield {"kernel": "rows_reduce_kernel", "op": OP, "arch": "sm_90", "table": "-", "bucket": bucket,
+                           "dtype": dtype, "path": "rows_reduce",
+                           "config": {"BLOCK_M": bm, "BLOCK_N": bj * gemm_rows_tma.vec(1),
+                                      "num_warps": gemm_rows_tma.REDUCE_WARPS, "SPLIT_K": split}}
+            yield {"kernel": "shift_rows_kernel", "op": OP, "arch": "sm_90", "table": "-", "bucket": bucket,
+                   "dtype": dtype, "path": "shift",
+                   "config": {"BLOCK_R": pad.BLOCK_R, "BLOCK_K": pad.BLOCK_K, "num_warps": pad.WARPS}}
 
 
 def isa_spec(case):
-    if case["path"] == "rows":
-        from ..kernels.triton import gemm_rows
+    from ..kernels.triton import gemm_rows, gemm_rows_tma, pad
 
-        kernel, sig, ce, div, opts = gemm_rows.static_spec(case["bucket"], case["config"]["BLOCK_M"],
-                                                           case["config"]["SPLIT_K"])
-        return dict(kernel=kernel, signature=sig, constexprs=ce, divisible=div, options=opts,
-                    promises=gemm_rows.PROMISES, block=None, smem_bound=0)
-    return G.table_spec(case, scale="rowcol")
+    cfg = case["config"]
+    if case["path"] == "rows":
+        spec, promises = gemm_rows.static_spec(case["bucket"], cfg["BLOCK_M"], cfg["SPLIT_K"]), gemm_rows.PROMISES
+    elif case["path"] == "rows_tma":
+        spec = gemm_rows_tma.static_spec(case["bucket"], cfg["M"], cfg["SPLIT_K"], N=cfg["N"])
+        promises = gemm_rows_tma.PROMISES
+    elif case["path"] == "rows_reduce":
+        spec = gemm_rows_tma.reduce_static_spec("bf16", cfg["SPLIT_K"], element_size=1,
+                                                block=(cfg["BLOCK_M"], cfg["BLOCK_N"] // gemm_rows_tma.vec(1)))
+        promises = gemm_rows_tma.REDUCE_PROMISES
+    elif case["path"] == "shift":
+        spec, promises = pad.shift_static_spec(case["bucket"]), pad.PROMISES
+    else:
+        return G.table_spec(case, scale="rowcol")
+    kernel, sig, ce, div, opts = spec
+    return dict(kernel=kernel, signature=sig, constexprs=ce, divisible=div, options=opts, promises=promises,
+                block=None, smem_bound=0)

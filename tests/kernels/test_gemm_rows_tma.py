@@ -1,10 +1,10 @@
-"""kernels/triton/gemm_rows_tma.py: weight rows TMA cannot address (K % 8 != 0 in bf16) read where they lie by TMA,
-past gemm_rows' few tokens. Through the op a user calls (gemm_a16w16), in the interpreter: every element against
-the float64 reference, into poisoned outputs (N large enough that x's eight copies pass the dispatch's share; at the
-small K the interpreter affords, under the dispatch's K floors, with the floors lowered: `small_k`); the
-kernels the dispatch says (x's shifted copies, no copy of w); the
-eight row classes and their shifts, the masked first and last chunks, split-K, the swapped and unswapped tiles, a
-strided w whose gaps hold inf, a transposed x; and the host's refusals."""
+"""kernels/triton/gemm_rows_tma.py: weight rows TMA cannot address (K % 8 != 0 in bf16, K % 16 != 0 in fp8 / int8)
+read where they lie by TMA, past gemm_rows' few tokens. Through the ops a user calls (gemm_a16w16; gemm_a8w8 with its
+scales), in the interpreter: every element against the float64 reference, into poisoned outputs (N large enough that
+x's shifted copies pass the dispatch's share; at the small K the interpreter affords, under the dispatch's K floors,
+with the floors lowered: `small_k`); the kernels the dispatch says (x's shifted copies, no copy of w); the row
+classes and their shifts, the masked first and last chunks, split-K, the swapped and unswapped tiles, a strided w
+whose gaps hold inf (NaN in fp8), a transposed x; and the host's refusals."""
 import pytest
 import torch
 import triton
@@ -152,6 +152,16 @@ def test_the_dispatch_takes_it_where_it_pays():
     assert take(64, 8192, 1001) == D.TRITON_ROWS_TMA
     assert take(100, 8192, 1273) != D.TRITON_ROWS_TMA  # under the unswapped tile's: its reduce costs as much at any K
     assert take(100, 8192, 1281) == D.TRITON_ROWS_TMA
+    from gemmkit.kernels.triton import dense as G
+
+    def take8(M, N, K):  # fp8 with its scales: the K floors count bytes (twice the 16-bit elements)
+        rowcol = G.Scaling("rowcol", torch.empty(M, device="meta"), torch.empty(N, device="meta"))
+        x8, w8 = (torch.empty(*s, dtype=torch.float8_e4m3fn, device="meta") for s in ((M, K), (N, K)))
+        return D.dense(cfg, sm90, x8, w8, y(M, N), rowcol, interpreting=False).kernel
+
+    assert take8(64, 8192, 1999) != D.TRITON_ROWS_TMA and take8(64, 8192, 2001) == D.TRITON_ROWS_TMA
+    assert take8(100, 8192, 2559) != D.TRITON_ROWS_TMA and take8(100, 8192, 2561) == D.TRITON_ROWS_TMA
+    assert take8(1, 8192, 4095) == D.TRITON_ROWS  # one token: gemm_rows
 
 
 def test_unsupported_says_why():
@@ -162,6 +172,65 @@ def test_unsupported_says_why():
     assert "K <" in R.unsupported(x[:, :63], w[:, :63], sm90)
     assert "N %" in R.unsupported(x, w[:4095], sm90)
     assert "contiguous" in R.unsupported(x, torch.empty(4095, 4096, dtype=BF16, device="meta").t(), sm90)
+    from gemmkit.kernels.triton import dense as G
+
+    x8, w8 = torch.empty(32, 4095, dtype=FP8, device="meta"), torch.empty(4096, 4095, dtype=FP8, device="meta")
+    rowcol = G.Scaling("rowcol", torch.empty(32, device="meta"), torch.empty(4096, device="meta"))
+    assert R.unsupported(x8, w8, sm90, rowcol) is None  # 8-bit with per-token x per-channel scales
+    assert "block scales" in R.unsupported(x8, w8, sm90, G.Scaling("block", None, None, 128, 128))
+    assert "none scales" in R.unsupported(x8, w8, sm90)
+    assert "K <" in R.unsupported(x8[:, :127], w8[:, :127], sm90, rowcol)  # one 128-element box row at least
+    assert "N % 16" in R.unsupported(x8, w8[:4088], sm90, rowcol)  # 16 rows a class run
+
+
+FP8 = torch.float8_e4m3fn
+
+
+def _check8(x, w, xs, ws, bias=None, out_dtype=BF16):
+    from gemmkit.ops.gemm_a8w8 import gemm_a8w8
+    from gemmkit.reference import gemm_a8w8_ref
+
+    M, N = x.shape[0], w.shape[0]
+    before = launcher.LAUNCHES.copy()
+    y = gemm_a8w8(x, w, xs, ws, bias, out=poisoned((M, N), out_dtype))
+    launched = launcher.LAUNCHES - before
+    assert launched["gemm_rows_tma_kernel"] == 1 and launched["shift_rows_kernel"] == 1, launched
+    assert "pad_rows_kernel" not in launched, launched
+    ok, msg = within_bound(y, gemm_a8w8_ref(x, w, xs, ws, bias), out_dtype)
+    assert ok, msg
+    return launched
+
+
+@pytest.mark.usefixtures("small_k")
+@pytest.mark.parametrize("dtype", [FP8, torch.int8], ids=["fp8", "int8"])
+@pytest.mark.parametrize("M, N, K", [
+    (17, 4096, 301),  # K odd: sixteen classes, sixteen shifts; the swapped tile, class-major, its reduce
+    (5, 4096, 1001),  # a few tokens: the partials in y's order, K split (8 chunks of 128), the split-K reduce
+    (24, 4096, 1032),  # K % 16 == 8: classes pairwise alike (shifts 0 and 8)
+    (100, 16384, 203),  # the unswapped 64 x 128 tile, two M tiles (the second partial)
+])
+def test_rows_tma_8bit_matches_float64(dtype, M, N, K):
+    """gemm_a8w8 (fp8 / int8, per-token x per-channel scales) with K % 16 != 0 past one token: w read where it lies by
+    TMA (16 row classes, 128-element box rows, x's 16 shifted copies), the scales on each partial (linear) or in the
+    epilogue, int32 sums for int8; a bias and an fp32 y on the split call."""
+    from _util import q8, scales
+
+    x, w, xs, ws = q8(M, K, dtype=dtype), q8(N, K, dtype=dtype), scales(M, 1), scales(1, N)
+    split = R.tile(M, N, K, 1, 132)["SPLIT_K"] > 1
+    _check8(x, w, xs, ws, randn(N, dtype=torch.float32) if split else None, torch.float32 if split else BF16)
+
+
+@pytest.mark.usefixtures("small_k")
+def test_rows_tma_8bit_reads_nothing_outside_the_rows():
+    """fp8 w a view of rows of 305 elements (off 16-byte multiples), K = 301: the four elements after each row hold NaN
+    (e4m3fn has no inf); the masked first and last chunks keep them out. x transposed (unit stride along M)."""
+    from _util import q8, scales
+
+    N, K = 4096, 301
+    full = q8(N, K + 4, dtype=FP8)
+    full.view(torch.uint8)[:, K:] = 0x7F  # NaN
+    x = q8(K, 20, dtype=FP8).t()
+    _check8(x, full[:, :K], scales(20, 1), scales(1, N))
 
 
 @pytest.mark.usefixtures("small_k")

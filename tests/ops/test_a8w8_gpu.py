@@ -63,17 +63,17 @@ def test_a8w8_shapes(M, N, K, dtype, launches):
     check_8bit(out, x, w, xs, ws, bias)
 
 
-ROWS_SHAPES = [(1, 4096, 4095), (16, 4096, 4095), (5, 1536, 7001), (8, 14336, 4097), (3, 40, 75)]
+ROWS_SHAPES = [(1, 4096, 4095), (16, 4096, 4095), (5, 1536, 7001), (8, 14336, 4097), (3, 40, 75), (17, 4096, 4095),
+               (64, 6144, 7001), (100, 14336, 4095), (256, 28672, 8191)]
 
 
 @pytest.mark.parametrize("dtype", [FP8, torch.int8], ids=["fp8", "int8"])
 @pytest.mark.parametrize("M,N,K", ROWS_SHAPES, ids=[f"{m}x{n}x{k}" for m, n, k in ROWS_SHAPES])
-def test_rows_kernel_8bit(M, N, K, dtype, launches):
-    """K % 16 != 0 at M <= 16 (kernels/triton/gemm_rows.py): w read where it lies, no copy, the scales in the epilogue
-    (on each split's partial where the tile splits K); w a view of wider rows whose gaps hold NaN (fp8; int8 has
-    none), a bias; every element against float64."""
-    from gemmkit.kernels.triton import gemm_rows
-
+def test_rows_kernels_8bit(M, N, K, dtype, launches):
+    """K % 16 != 0 (ops/dispatch.py): w read where it lies, no copy, by gemm_rows_tma (16 classes, x's 16 shifted
+    copies; swapped, unswapped, split) from 2 tokens where it takes the call, else gemm_rows; the scales on each
+    partial or in the epilogue; w a view of wider rows whose gaps hold NaN (fp8; int8 has none), a bias; every element
+    against float64."""
     x, full = q8(M, K, dtype=dtype), q8(N, K + 3, dtype=dtype)
     if dtype == FP8:
         full.view(torch.uint8)[:, K:] = 0x7F  # NaN
@@ -81,12 +81,15 @@ def test_rows_kernel_8bit(M, N, K, dtype, launches):
     xs, ws = torch.rand(M, 1, device=DEV) / 64 + 1e-3, torch.rand(1, N, device=DEV) / 64 + 1e-3
     bias = torch.randn(N, device=DEV, dtype=torch.bfloat16)
     out = torch.full((M, N), float("nan"), device=DEV, dtype=torch.bfloat16)
+    torch.full((1 << 26,), float("nan"), device=DEV)  # NaN in the allocator's free blocks (x's copies, partials)
     before = dict(launches)
     gemmkit.gemm_a8w8(x, w, xs, ws, bias, out=out)
     torch.cuda.synchronize()
-    ran = {k: v - before.get(k, 0) for k, v in launches.items() if v != before.get(k, 0)}
-    split = gemm_rows.tile(M, N, K, 1, arch.current().num_cus)["SPLIT_K"] > 1
-    assert ran == {"gemm_rows_kernel": 1, **({"splitk_reduce_kernel": 1} if split else {})}, ran
+    ran = {k for k, v in launches.items() if v != before.get(k, 0)}
+    table_op = "a8w8_int8" if dtype == torch.int8 else "a8w8"
+    choice = D.for_shape(table_op, configs.serve(table_op, arch.current(), M, N, K)[0], arch.current(), M, N, K)
+    assert choice.kernel in (D.TRITON_ROWS, D.TRITON_ROWS_TMA) and choice.kernel in ran, (choice.kernel, ran)
+    assert "pad_rows_kernel" not in ran, ran
     check_8bit(out, x, w, xs, ws, bias)
 
 

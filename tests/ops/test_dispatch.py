@@ -367,7 +367,7 @@ def test_batched_op_launches_the_kernel_the_rule_chooses(layout):
 
 @pytest.mark.parametrize("M", [1, 2, 16, 17, 64, 257, 4096])
 def test_unaligned_k_pads_or_reads_rows_where_they_lie(M):
-    from gemmkit.kernels.triton import gemm_rows, gemm_rows_tma
+    from gemmkit.kernels.triton import gemm_rows_tma
 
     K = 4095  # rows of 8190 bytes: no TMA on the operands as given
     choice = D.dense(GLUON, H200, *dense_meta(M, 4096, K))
@@ -384,8 +384,11 @@ def test_unaligned_k_pads_or_reads_rows_where_they_lie(M):
         assert "rows of 4096 elements" in choice.explain()
     fp8 = D.dense(GLUON, H200, *dense_meta(M, 4096, 7000, dtype=FP8),
                   G.Scaling("rowcol", meta(M, dtype=torch.float32), meta(4096, dtype=torch.float32)))
-    if M <= gemm_rows.MAX_M:  # fp8 / int8 at a few tokens: gemm_rows reads w where it lies, with the scales
+    if M < D.ROWS_TMA_MIN_M:  # fp8 / int8 as bf16: one token on gemm_rows, with the scales
         assert fp8.kernel == D.TRITON_ROWS and fp8.pad_k == 0
+    elif M <= D.ROWS_TMA_MAX_M:  # then gemm_rows_tma (16 classes, x's 16 shifted copies), though the fp8 table's
+        assert fp8.kernel == D.TRITON_ROWS_TMA and fp8.pad_k == 0  # configs are Gluon ones ("tma" false)
+        assert "16 shifted copies of x" in fp8.explain()
     else:
         assert fp8.pad_k == 7008 and fp8.kernel == D.GLUON_FP8  # fp8 rows: multiples of 16 elements
     blocks = D.dense(GLUON, H200, *dense_meta(M, 4096, 7000, dtype=FP8),
@@ -492,11 +495,12 @@ def test_rows_kernel_only_where_it_takes_the_call(monkeypatch):
     x8, w8 = meta(8, 4095, dtype=FP8), meta(512, 4095, dtype=FP8)
     fp8 = D.dense(GLUON, H200, x8, w8, y, G.Scaling("rowcol", meta(8, dtype=torch.float32),
                                                     meta(512, dtype=torch.float32)))
-    assert fp8.kernel == D.TRITON_ROWS and fp8.pad_k == 0  # 8-bit calls with rowcol scales: gemm_rows (no TMA kind)
+    # 8-bit calls with rowcol scales: x's 16 shifted copies would hold half of w's bytes (the share 0.3): gemm_rows
+    assert fp8.kernel == D.TRITON_ROWS and fp8.pad_k == 0
     x8 = meta(32, 4095, dtype=FP8)
     fp8 = D.dense(GLUON, H200, x8, w8, meta(32, 512), G.Scaling("rowcol", meta(32, dtype=torch.float32),
                                                                   meta(512, dtype=torch.float32)))
-    assert fp8.pad_k == 4096 and fp8.kernel == D.GLUON_FP8  # past gemm_rows.MAX_M: the copy (gemm_rows_tma: 16-bit)
+    assert fp8.pad_k == 4096 and fp8.kernel == D.GLUON_FP8  # past gemm_rows.MAX_M and over the share: the copy
     aligned_w = D.dense(GLUON, H200, x, meta(512, 4095, stride=(4096, 1)), y)
     assert aligned_w.kernel == D.GLUON_BF16 and aligned_w.pad_k == 4096  # only x's rows off: its copy is small
     assert aligned_w.pad_k_w  # but K % 8 != 0: w's copy too (the kernels take x and w of one K)

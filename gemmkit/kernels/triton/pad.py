@@ -150,8 +150,9 @@ def static_spec(dtype: str = "bf16"):
 
 def shift_static_spec(dtype: str = "bf16"):
     """(kernel, signature, constexprs, divisible, options) of x's shifted copies as `shift_rows` launches them for
-    kernels/triton/gemm_rows_tma.py (16-bit x, unit stride along K; KS whole 64-element chunks), for `gemmkit isa`."""
-    width = {"bf16": 2, "fp16": 2}[dtype]
+    kernels/triton/gemm_rows_tma.py (16- or 8-bit x, unit stride along K; KS whole 128-byte chunks), for `gemmkit
+    isa`."""
+    width = {"bf16": 2, "fp16": 2, "fp8e4nv": 1, "i8": 1}[dtype]
     sig = {"src_ptr": f"*{dtype}", "dst_ptr": f"*{dtype}", "R": "i32", "K": "i32", "RP": "i32", "KS": "i32",
            "stride_sr": "i32", "stride_sk": "constexpr", "pitch": "i32"}
     ce = dict(stride_sk=1, BLOCK_R=BLOCK_R, BLOCK_K=BLOCK_K, BITS=_BITS[width], VEC=TMA_ALIGN // width)
