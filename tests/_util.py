@@ -148,6 +148,21 @@ def scales(*shape, device="cpu"):
     return ((randn(*shape, dtype=torch.float32).abs() + 0.25) / 64).to(device)
 
 
+def a8w8_launched(x, w, xs, ws, bias=None, out_dtype=torch.bfloat16):
+    """gemm_a8w8(x, w, xs, ws, bias) into a poisoned output, every element within the float64 reference's bound;
+    returns the kernels it launched (a Counter), for the caller to check the ones its path must take."""
+    from gemmkit import launcher
+    from gemmkit.ops.gemm_a8w8 import gemm_a8w8
+    from gemmkit.reference import gemm_a8w8_ref
+
+    before = launcher.LAUNCHES.copy()
+    y = gemm_a8w8(x, w, xs, ws, bias, out=poisoned((x.shape[0], w.shape[0]), out_dtype))
+    launched = launcher.LAUNCHES - before
+    ok, msg = within_bound(y, gemm_a8w8_ref(x, w, xs, ws, bias), out_dtype)
+    assert ok, msg
+    return launched
+
+
 # ----------------------------------------------------------------------------- sm_90 static compiles
 
 # The child of compile_sm90_cases. Static compiles need Triton's JIT objects, which an interpreter
