@@ -203,40 +203,17 @@ def isa_cases(archs):
 
 
 def isa_spec(case):
+    from ..kernels.triton import gemm_rows_tma
+
+    spec = gemm_rows_tma.isa_spec(case)  # the kernels that read w's rows where they lie, x's shifted copies
+    if spec is not None:
+        return spec
     if case["path"] == "pad":
         from ..kernels.triton import pad
 
         kernel, sig, ce, div, opts = pad.static_spec(case["bucket"])
         return dict(kernel=kernel, signature=sig, constexprs=ce, divisible=div, options=opts, promises=pad.PROMISES,
                     block=None, smem_bound=0)
-    if case["path"] == "shift":  # x's shifted copies for gemm_rows_tma
-        from ..kernels.triton import pad
-
-        kernel, sig, ce, div, opts = pad.shift_static_spec(case["bucket"])
-        return dict(kernel=kernel, signature=sig, constexprs=ce, divisible=div, options=opts, promises=pad.PROMISES,
-                    block=None, smem_bound=0)
-    if case["path"] == "rows":
-        from ..kernels.triton import gemm_rows
-
-        kernel, sig, ce, div, opts = gemm_rows.static_spec(case["bucket"], case["config"]["BLOCK_M"],
-                                                           case["config"]["SPLIT_K"])
-        return dict(kernel=kernel, signature=sig, constexprs=ce, divisible=div, options=opts,
-                    promises=gemm_rows.PROMISES, block=None, smem_bound=0)
-    if case["path"] == "rows_tma":
-        from ..kernels.triton import gemm_rows_tma
-
-        kernel, sig, ce, div, opts = gemm_rows_tma.static_spec(case["bucket"], case["config"]["M"],
-                                                               case["config"]["SPLIT_K"], N=case["config"]["N"])
-        return dict(kernel=kernel, signature=sig, constexprs=ce, divisible=div, options=opts,
-                    promises=gemm_rows_tma.PROMISES, block=None, smem_bound=0)
-    if case["path"] == "rows_reduce":
-        from ..kernels.triton import gemm_rows_tma
-
-        cfg = case["config"]
-        kernel, sig, ce, div, opts = gemm_rows_tma.reduce_static_spec(
-            case["bucket"], cfg["SPLIT_K"], block=(cfg["BLOCK_M"], cfg["BLOCK_N"] // gemm_rows_tma.vec(2)))
-        return dict(kernel=kernel, signature=sig, constexprs=ce, divisible=div, options=opts,
-                    promises=gemm_rows_tma.REDUCE_PROMISES, block=None, smem_bound=0)
     if case["path"] != "reduce":
         return G.table_spec(case)
     from .. import arch as _arch

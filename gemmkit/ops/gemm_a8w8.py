@@ -182,10 +182,11 @@ def isa_cases(archs):
         from ..kernels.triton import gemm_rows, gemm_rows_tma, pad
 
         sm90 = _arch.ARCHS["sm_90"]
+        rows_bm = gemm_rows.tile(1, 4096, 4095, 1, sm90.num_cus)["BLOCK_M"]  # (M <= MAX_M: one M tile size)
         for dtype, bucket in (("fp8", "fp8e4nv"), ("int8", "i8")):
             for split in (1, 3):
                 yield {"kernel": "gemm_rows_kernel", "op": OP, "arch": "sm_90", "table": "-", "bucket": bucket,
-                       "config": {"BLOCK_M": 16, "BLOCK_N": gemm_rows.BLOCK_N, "num_warps": gemm_rows.WARPS,
+                       "config": {"BLOCK_M": rows_bm, "BLOCK_N": gemm_rows.BLOCK_N, "num_warps": gemm_rows.WARPS,
                                   "SPLIT_K": split}, "path": "rows", "dtype": dtype}
                 # past it by TMA where they lie: the swapped tile (y's order at 8 tokens, class-major from 16), the
                 # unswapped ones (no wide one at 8 bits: gemm_rows_tma.tile); their reduce (16 classes) and x's 16
@@ -207,22 +208,6 @@ def isa_cases(archs):
 
 
 def isa_spec(case):
-    from ..kernels.triton import gemm_rows, gemm_rows_tma, pad
+    from ..kernels.triton import gemm_rows_tma
 
-    cfg = case["config"]
-    if case["path"] == "rows":
-        spec, promises = gemm_rows.static_spec(case["bucket"], cfg["BLOCK_M"], cfg["SPLIT_K"]), gemm_rows.PROMISES
-    elif case["path"] == "rows_tma":
-        spec = gemm_rows_tma.static_spec(case["bucket"], cfg["M"], cfg["SPLIT_K"], N=cfg["N"])
-        promises = gemm_rows_tma.PROMISES
-    elif case["path"] == "rows_reduce":
-        spec = gemm_rows_tma.reduce_static_spec("bf16", cfg["SPLIT_K"], element_size=1,
-                                                block=(cfg["BLOCK_M"], cfg["BLOCK_N"] // gemm_rows_tma.vec(1)))
-        promises = gemm_rows_tma.REDUCE_PROMISES
-    elif case["path"] == "shift":
-        spec, promises = pad.shift_static_spec(case["bucket"]), pad.PROMISES
-    else:
-        return G.table_spec(case, scale="rowcol")
-    kernel, sig, ce, div, opts = spec
-    return dict(kernel=kernel, signature=sig, constexprs=ce, divisible=div, options=opts, promises=promises,
-                block=None, smem_bound=0)
+    return gemm_rows_tma.isa_spec(case) or G.table_spec(case, scale="rowcol")

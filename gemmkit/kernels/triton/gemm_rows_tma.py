@@ -414,3 +414,28 @@ def reduce_static_spec(dtype: str = "bf16", split_k: int = 3, activation: str = 
     sig.update({k: "constexpr" for k in ce if k not in sig})
     return rows_reduce_kernel, sig, ce, ["part_ptr", "bias_ptr", "y_ptr", "N", "NJ", "stride_ym"], \
         {"num_warps": REDUCE_WARPS}
+
+
+def isa_spec(case: dict) -> dict | None:
+    """The `gemmkit isa` spec of a case of the kernels that read w's rows where they lie (path "rows": gemm_rows.py,
+    "rows_tma": this kernel, "rows_reduce": its reduce, "shift": x's shifted copies; bucket the operand dtype: bf16 /
+    fp16, or fp8e4nv / i8 with rowcol scales and a bf16 y); None for another path. gemm_a16w16's and gemm_a8w8's."""
+    from . import gemm_rows, pad
+
+    cfg, dtype = case["config"], case["bucket"]
+    es = 1 if dtype in ("fp8e4nv", "i8") else 2
+    if case["path"] == "rows":
+        spec, promises = gemm_rows.static_spec(dtype, cfg["BLOCK_M"], cfg["SPLIT_K"]), gemm_rows.PROMISES
+    elif case["path"] == "rows_tma":
+        spec, promises = static_spec(dtype, cfg["M"], cfg["SPLIT_K"], N=cfg["N"]), PROMISES
+    elif case["path"] == "rows_reduce":
+        spec = reduce_static_spec(dtype if es == 2 else "bf16", cfg["SPLIT_K"], element_size=es,
+                                  block=(cfg["BLOCK_M"], cfg["BLOCK_N"] // vec(es)))
+        promises = REDUCE_PROMISES
+    elif case["path"] == "shift":
+        spec, promises = pad.shift_static_spec(dtype), pad.PROMISES
+    else:
+        return None
+    kernel, sig, ce, div, opts = spec
+    return dict(kernel=kernel, signature=sig, constexprs=ce, divisible=div, options=opts, promises=promises,
+                block=None, smem_bound=0)
