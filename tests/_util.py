@@ -148,6 +148,14 @@ def scales(*shape, device="cpu"):
     return ((randn(*shape, dtype=torch.float32).abs() + 0.25) / 64).to(device)
 
 
+def fp8_rows_with_nan_gaps(N: int, K: int, gap: int, device="cpu"):
+    """An fp8 w (N, K) that is a view of rows of K + gap elements whose last `gap` hold NaN (e4m3fn has no inf): a
+    kernel that reads past a row's K elements into its sums makes NaN outputs."""
+    full = q8(N, K + gap, dtype=torch.float8_e4m3fn, device=device)
+    full.view(torch.uint8)[:, K:] = 0x7F  # NaN
+    return full[:, :K]
+
+
 def a8w8_launched(x, w, xs, ws, bias=None, out_dtype=torch.bfloat16):
     """gemm_a8w8(x, w, xs, ws, bias) into a poisoned output, every element within the float64 reference's bound;
     returns the kernels it launched (a Counter), for the caller to check the ones its path must take."""

@@ -13,7 +13,7 @@ import gemmkit
 from gemmkit import arch, configs
 from gemmkit.ops import dispatch as D
 
-from _util import check_8bit, dispatch_copies
+from _util import check_8bit, dispatch_copies, fp8_rows_with_nan_gaps
 
 pytestmark = pytest.mark.gpu
 DEV = "cuda"
@@ -74,10 +74,8 @@ def test_rows_kernels_8bit(M, N, K, dtype, launches):
     copies; swapped, unswapped, split) from 2 tokens where it takes the call, else gemm_rows; the scales on each
     partial or in the epilogue; w a view of wider rows whose gaps hold NaN (fp8; int8 has none), a bias; every element
     against float64."""
-    x, full = q8(M, K, dtype=dtype), q8(N, K + 3, dtype=dtype)
-    if dtype == FP8:
-        full.view(torch.uint8)[:, K:] = 0x7F  # NaN
-    w = full[:, :K]
+    x = q8(M, K, dtype=dtype)
+    w = fp8_rows_with_nan_gaps(N, K, 3, device=DEV) if dtype == FP8 else q8(N, K + 3, dtype=dtype)[:, :K]
     xs, ws = torch.rand(M, 1, device=DEV) / 64 + 1e-3, torch.rand(1, N, device=DEV) / 64 + 1e-3
     bias = torch.randn(N, device=DEV, dtype=torch.bfloat16)
     out = torch.full((M, N), float("nan"), device=DEV, dtype=torch.bfloat16)
