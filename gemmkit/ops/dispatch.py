@@ -241,6 +241,10 @@ def dense(cfg: dict, target, x2, w, y, scaling=G.NO_SCALING, interpreting: bool 
         workspace = _y_workspace(y, y.shape[0] * y.shape[1] * x2.shape[1], passed, route)
         if workspace is not None:
             return workspace
+    else:
+        vector = _vector_rows(tile, target, x2, w, y, scaling, passed)
+        if vector is not None:
+            return vector
     tile = G.fallback_stages(tile, target, x2.element_size(), y.element_size(), tma=False)
     G.check_feasible(tile, target, x2.element_size(), y.element_size(), tma=False)
     return Choice(TRITON_POINTER, tile, tuple(passed))
@@ -439,13 +443,15 @@ def _asks_tma(tile) -> bool:
 
 
 def _rows_kernel(tile, target, x2, w, scaling, passed) -> Choice | None:
-    """gemm_rows_kernel for a call whose config asks for TMA but whose w rows TMA cannot address, where the kernel
-    takes it: 16-bit operands without scales or 8-bit ones with rowcol scales, M within its tile (x and y any
-    strides). Not for x's rows alone (the copy of x is small) nor for a config that asks for the pointer kernel."""
+    """gemm_rows_kernel for a call whose w rows the target's kernels cannot read as rows (NVIDIA: a config that asks
+    for TMA, w's rows off TMA's rule; AMD: any config, w's rows off the pointer kernel's vectors, `_unvectorized`),
+    where the kernel takes it: 16-bit operands without scales or 8-bit ones with rowcol scales, M within its tile (x
+    and y any strides). Not for x's rows alone (the copy of x is small) nor, on NVIDIA, for a config that asks for the
+    pointer kernel."""
     from ..kernels.triton import gemm_rows
 
-    if not ROWS_KERNEL or not _asks_tma(tile) or not _row_misaligned(w) or \
-            gemm_rows.unsupported(x2, w, scaling) is not None:
+    off = _row_misaligned(w) and _asks_tma(tile) if target.is_nvidia else _unvectorized(w)
+    if not ROWS_KERNEL or not off or gemm_rows.unsupported(x2, w, scaling) is not None:
         return None
     M, K = x2.shape
     t = gemm_rows.tile(M, w.shape[0], K, w.element_size(), target.num_cus)
@@ -475,6 +481,56 @@ def _rows_tma_kernel(tile, target, x2, w, scaling, passed) -> Choice | None:
     cfg = dict(BLOCK_SIZE_M=t["BLOCK_M"], BLOCK_SIZE_N=t["BLOCK_J"], BLOCK_SIZE_K=t["BLOCK_K"],
                NUM_KSPLIT=t["SPLIT_K"], CLASS_MAJOR=t["CLASS_MAJOR"], VEC=v)
     return Choice(TRITON_ROWS_TMA, cfg, tuple(passed))
+
+
+# AMD targets (no TMA): the pointer kernel reads rows in 16-byte vectors only where Triton's specialisation proves
+# every row start 16-byte aligned: a row stride divisible by 16 elements and a 16-byte aligned base. Elsewhere (K % 16
+# != 0: bf16 K = 4095 or 1000, fp8 K = 7001, or a sliced operand) gfx942 / gfx950 compile element-wide loads: the
+# a16w16 gfx942 table's 256 x 256 x 64 tile has 80 global_load_ushort where the aligned call has 16
+# global_load_dwordx4 (+ 16 ushort), a static compile under Triton 3.6. There w is read where it lies by
+# gemm_rows_kernel at its few tokens (its w chunks compile to global_load_dwordx4 on both: `gemmkit isa`, its AMD
+# promise), else x and w are copied to rows of a multiple of 16 elements (`pad_k`, zeros after K) and the pointer
+# kernel runs on the copies, from AMD_COPY_MIN_MACS multiply-adds (under it the copy's launch is most of the call,
+# as for y's copy on the H200: PITCH_Y_MIN_MACS). NOT MEASURED on an AMD GPU (none here): the choice follows the
+# H200's same trade with the same pointer kernel's 2-byte loads against the copy (bf16 4096 x 4095 w: M = 16 48.1 ->
+# 31.8 us, 64 257 -> 35, 4096 3431 -> 217; the copy there feeds the TMA kernel) and gemm_rows' at a few tokens.
+# GEMMKIT_AMD_VECTOR_ROWS=0 (or AMD_VECTOR_ROWS = False) turns both off: the pointer kernel on the operands as given.
+AMD_VECTOR_ROWS = os.environ.get("GEMMKIT_AMD_VECTOR_ROWS", "1") != "0"
+AMD_ROW_ELEMENTS = 16  # Triton specialises an integer argument divisible by this (its row stride, in elements)
+AMD_COPY_MIN_MACS = PITCH_Y_MIN_MACS
+
+
+def _unvectorized(t) -> bool:
+    """Unit stride along K, but a row stride not divisible by AMD_ROW_ELEMENTS (of more than one row) or a base off
+    16 bytes: rows the AMD pointer kernel reads element by element (`_vector_rows`)."""
+    return t.stride(-1) == 1 and ((t.shape[0] > 1 and t.stride(0) % AMD_ROW_ELEMENTS != 0) or
+                                  t.data_ptr() % H.TMA_ALIGN != 0)
+
+
+def _vector_copies(x2, w, macs: int, scaling=G.NO_SCALING) -> tuple | None:
+    """AMD: (KP, whether w is copied) of the copies to rows of a multiple of AMD_ROW_ELEMENTS elements (zeros after K)
+    where x's or w's rows are off the pointer kernel's vectors (`_unvectorized`; w unit stride along K), the call
+    holds AMD_COPY_MIN_MACS multiply-adds (`macs`) or more and the block scales cover the copy's columns; else None.
+    w is copied where its own rows are off or the copy's rows are longer than K."""
+    K = x2.shape[1]
+    KP = H.cdiv(K, AMD_ROW_ELEMENTS) * AMD_ROW_ELEMENTS
+    if not AMD_VECTOR_ROWS or w.stride(-1) != 1 or not (_unvectorized(x2) or _unvectorized(w)) or \
+            macs < AMD_COPY_MIN_MACS or not _scale_blocks_cover(KP, K, scaling):
+        return None
+    return KP, _unvectorized(w) or KP != K
+
+
+def _vector_rows(tile, target, x2, w, y, scaling, passed) -> Choice | None:
+    """AMD: where x's or w's rows are off the pointer kernel's 16-byte vectors, gemm_rows_kernel at a few tokens
+    (`_rows_kernel`), else the pointer kernel on copies of x and w (`_vector_copies`); None otherwise (the pointer
+    kernel on the operands as given)."""
+    rows = _rows_kernel(tile, target, x2, w, scaling, passed) if AMD_VECTOR_ROWS else None
+    copies = rows is None and _vector_copies(x2, w, x2.shape[0] * w.shape[0] * x2.shape[1], scaling)
+    if not copies:
+        return rows
+    tile = G.fallback_stages(tile, target, x2.element_size(), y.element_size(), tma=False)
+    G.check_feasible(tile, target, x2.element_size(), y.element_size(), tma=False)
+    return Choice(TRITON_POINTER, tile, tuple(passed), pad_k=copies[0], pad_k_w=copies[1])
 
 
 # x copied to whole TMA boxes of rows (kernels/triton/pad.py) where a TMA kernel's last row of tiles would load boxes
@@ -791,8 +847,9 @@ def gated(cfg: dict, target, x2, w, y, *, activation: str) -> Choice:
     if choice.kernel == GATED_TMA:
         return _rows_padded(choice, x2, w)
     choice = dataclasses.replace(choice, config=cfg)
-    rows = (_rows_tma_kernel(cfg, target, x2, w, G.NO_SCALING, list(choice.passed_over)) or
-            _rows_kernel(cfg, target, x2, w, G.NO_SCALING, list(choice.passed_over))) if target.is_nvidia else None
+    rows = (_rows_tma_kernel(cfg, target, x2, w, G.NO_SCALING, list(choice.passed_over)) if target.is_nvidia
+            else None) or (_rows_kernel(cfg, target, x2, w, G.NO_SCALING, list(choice.passed_over))
+                           if target.is_nvidia or AMD_VECTOR_ROWS else None)
     if rows is not None:  # w's rows off 16 bytes: w read where it lies, then the gated reduce
         if rows.kernel == TRITON_ROWS_TMA:  # its own reduce where I is whole octets (gated.launch_rows)
             from ..kernels.triton import gemm_rows_tma
@@ -812,6 +869,9 @@ def gated(cfg: dict, target, x2, w, y, *, activation: str) -> Choice:
         if TG.tma_unsupported(tma_cfg, target, *stand_in, y) is None:
             inner = _rows_padded(Choice(GATED_TMA, tma_cfg), *stand_in)
             return dataclasses.replace(inner, passed_over=choice.passed_over, pad_k=KP, pad_k_w=copy_w)
+    copies = not target.is_nvidia and _vector_copies(x2, w, 2 * y.shape[0] * y.shape[1] * x2.shape[1])
+    if copies:  # AMD, rows off the pointer kernel's vectors: it runs on copies of x and w (`_vector_copies`)
+        return dataclasses.replace(choice, pad_k=copies[0], pad_k_w=copies[1])
     if target.is_nvidia:  # h's rows off 16 bytes (I % 8 != 0): into a workspace of 16-byte rows (`_y_workspace`)
         workspace = _y_workspace(y, 2 * y.shape[0] * y.shape[1] * x2.shape[1], choice.passed_over,
                                  lambda ws: gated(asked, target, x2, w, ws, activation=activation))

@@ -161,13 +161,16 @@ def isa_cases(archs):
     """Every bucket of every shipped table (gemm kernels, bf16), plus the split-K reduce once per target, and for
     sm_90 the operand copy of unaligned K (kernels/triton/pad.py) and the kernel that reads such rows where they
     lie at a few tokens (kernels/triton/gemm_rows.py: its two M tiles, split and not) and past them by TMA
-    (kernels/triton/gemm_rows_tma.py: its swapped and unswapped tiles, split and not)."""
+    (kernels/triton/gemm_rows_tma.py: its swapped and unswapped tiles, split and not); for gfx942 / gfx950 the copy
+    and gemm_rows (ops/dispatch._vector_rows: rows off the pointer kernel's 16-byte vectors)."""
     yield from G.table_cases(OP, archs)
     rbm, rbn = G.reduce_tile(2**20, 2**20)
     for arch in archs:
         yield {"kernel": "splitk_reduce_kernel", "op": OP, "arch": arch, "table": "-", "bucket": "-",
                "config": {"SPLIT_K": 4, "BLOCK_M": rbm, "BLOCK_N": rbn, "num_warps": G.REDUCE_WARPS},
                "path": "reduce"}
+    for arch in (a for a in archs if a != "sm_90"):
+        yield from amd_rows_cases(OP, arch, ("bf16",))
     if "sm_90" in archs:  # the copy of operands whose rows TMA cannot address (ops/dispatch.py: TMA targets only)
         from ..kernels.triton import pad
 
@@ -202,18 +205,30 @@ def isa_cases(archs):
                                   "num_warps": gemm_rows_tma.REDUCE_WARPS, "SPLIT_K": split}, "path": "rows_reduce"}
 
 
+def amd_rows_cases(op: str, arch: str, buckets):
+    """The AMD cases of unaligned K (ops/dispatch._vector_rows): the copy of x and w (`pad_rows_kernel`) and
+    gemm_rows at its M tile, split and not, for each operand bucket (bf16, or the target's fp8 / i8)."""
+    from .. import arch as _arch
+    from ..kernels.triton import gemm_rows, pad
+
+    t = _arch.ARCHS[arch]
+    for bucket in buckets:
+        es = 2 if bucket == "bf16" else 1
+        yield {"kernel": "pad_rows_kernel", "op": op, "arch": arch, "table": "-", "bucket": bucket,
+               "config": {"BLOCK_R": pad.BLOCK_R, "BLOCK_K": pad.BLOCK_K, "num_warps": pad.WARPS}, "path": "pad"}
+        bm = gemm_rows.tile(1, 4096, 4095, es, t.num_cus)["BLOCK_M"]  # (M <= MAX_M: one M tile size)
+        for split in (1, 3):
+            yield {"kernel": "gemm_rows_kernel", "op": op, "arch": arch, "table": "-", "bucket": bucket,
+                   "config": {"BLOCK_M": bm, "BLOCK_N": gemm_rows.BLOCK_N, "num_warps": gemm_rows.WARPS,
+                              "SPLIT_K": split}, "path": "rows"}
+
+
 def isa_spec(case):
     from ..kernels.triton import gemm_rows_tma
 
-    spec = gemm_rows_tma.isa_spec(case)  # the kernels that read w's rows where they lie, x's shifted copies
-    if spec is not None:
+    spec = gemm_rows_tma.isa_spec(case)  # the kernels of unaligned K: the copy, those that read w's rows where they
+    if spec is not None:                 # lie, x's shifted copies
         return spec
-    if case["path"] == "pad":
-        from ..kernels.triton import pad
-
-        kernel, sig, ce, div, opts = pad.static_spec(case["bucket"])
-        return dict(kernel=kernel, signature=sig, constexprs=ce, divisible=div, options=opts, promises=pad.PROMISES,
-                    block=None, smem_bound=0)
     if case["path"] != "reduce":
         return G.table_spec(case)
     from .. import arch as _arch

@@ -177,6 +177,11 @@ def isa_cases(archs):
     for dtype, table_op in TABLE_OP.items():
         for case in G.table_cases(table_op, archs, dtypes=(dtype,)):
             yield dict(case, op=OP)
+    from .. import arch as _arch
+    from .gemm_a16w16 import amd_rows_cases
+
+    for arch in (a for a in archs if a != "sm_90"):  # the AMD copy and gemm_rows of unaligned K (dispatch._vector_rows)
+        yield from amd_rows_cases(OP, arch, (G.TL_DTYPE[C.fp8_dtype(_arch.ARCHS[arch])], "i8"))
     if "sm_90" in archs:
         from .. import arch as _arch
         from ..kernels.triton import gemm_rows, gemm_rows_tma, pad

@@ -12,6 +12,7 @@ from _util import check_a16w16, poisoned, randn
 
 from gemmkit import arch, configs, launcher
 from gemmkit.cli import main as cli_main
+from gemmkit.kernels._host import fp8_dtype
 from gemmkit.kernels.triton import dense as G
 from gemmkit.ops import dispatch as D
 from gemmkit.ops.gemm_a16w16 import gemm_a16w16
@@ -408,7 +409,97 @@ def test_no_padding_where_it_cannot_help(monkeypatch):
     transposed = D.dense(GLUON, H200, x, meta(4095, 512).t(), meta(256, 512))
     assert (transposed.kernel, transposed.pad_k, transposed.pad_k_w) == (D.GLUON_BF16, 4096, True)
     assert D.dense(dict(TILE, tma=False), H200, x, w, meta(256, 512)).pad_k == 0  # no TMA kernel asked for
-    assert D.dense(GLUON, MI300, x, w, meta(256, 512)).pad_k == 0  # AMD: no TMA
+    assert D.dense(GLUON, MI300, meta(4, 4095), meta(512, 4095), meta(4, 512)).pad_k == 0  # AMD: under its floor
+
+
+MI355 = arch.get("gfx950")
+
+
+@pytest.mark.parametrize("target", [MI300, MI355], ids=lambda t: t.arch)
+def test_amd_rows_off_the_vectors(target, monkeypatch):
+    """AMD (no TMA): rows whose stride is not a multiple of 16 elements, or whose base is off 16 bytes, compile to
+    element-wide loads in the pointer kernel: w read where it lies by gemm_rows at its few tokens (any config: AMD's
+    ask for the pointer kernel), else copies of x and w to rows of a multiple of 16 elements (`pad_k`) under the
+    pointer kernel, from AMD_COPY_MIN_MACS multiply-adds; rows that are 16-byte multiples but not 16 elements (bf16
+    K = 1000) count as off; aligned rows, a transposed w, or AMD_VECTOR_ROWS off: the operands as given."""
+    from gemmkit.kernels.triton import gemm_rows
+
+    cfg = configs.serve("a16w16", target, 64, 4096, 4095)[0]
+    for K, KP in ((4095, 4096), (1000, 1008), (2049, 2064)):
+        for M in (1, gemm_rows.MAX_M):
+            c = D.dense(cfg, target, *dense_meta(M, 4096, K))
+            assert (c.kernel, c.pad_k) == (D.TRITON_ROWS, 0), (K, M, c)
+        c = D.dense(cfg, target, *dense_meta(gemm_rows.MAX_M + 1 if K == 4095 else 64, 4096, K))
+        assert (c.kernel, c.pad_k, c.pad_k_w) == (D.TRITON_POINTER, KP, True), (K, c)
+        assert f"on copies of x and w with rows of {KP} elements" in c.explain()
+    assert D.dense(cfg, target, *dense_meta(64, 4096, 4096)).pad_k == 0  # aligned: as given
+    assert D.dense(cfg, target, *dense_meta(64, 4096, 4112)).pad_k == 0  # (4112 = 257 x 16)
+    small = D.dense(cfg, target, *dense_meta(64, 1024, 1001))  # 65.6 M multiply-adds: the copy's launch would lead
+    assert (small.kernel, small.pad_k) == (D.TRITON_POINTER, 0)
+    # x sliced off 16 bytes (a view one column in), w aligned: x alone copied, to K's own columns
+    x = torch.empty(64 * 4097, dtype=BF16, device="meta").as_strided((64, 4096), (4097, 1))
+    c = D.dense(cfg, target, x, meta(4096, 4096), meta(64, 4096))
+    assert (c.kernel, c.pad_k, c.pad_k_w) == (D.TRITON_POINTER, 4096, False), c
+    c = D.dense(cfg, target, meta(64, 4095), meta(4095, 4096).t(), meta(64, 4096))  # w along N: as given
+    assert (c.kernel, c.pad_k) == (D.TRITON_POINTER, 0), c
+    e4m3 = fp8_dtype(target)
+    for M, kernel in ((1, D.TRITON_ROWS), (64, D.TRITON_POINTER)):  # 8-bit with rowcol scales as 16-bit
+        c = D.dense(configs.serve("a8w8", target, M, 4096, 7000)[0], target, *dense_meta(M, 4096, 7000, dtype=e4m3),
+                    G.Scaling("rowcol", meta(M, dtype=torch.float32), meta(4096, dtype=torch.float32)))
+        assert (c.kernel, c.pad_k) == (kernel, 0 if kernel == D.TRITON_ROWS else 7008), c
+    blocks = D.dense(configs.serve("a8w8_blockscale", target, 1, 4096, 7000)[0], target,
+                     *dense_meta(64, 4096, 7000, dtype=e4m3),
+                     G.Scaling("block", meta(64, 55, dtype=torch.float32), meta(32, 55, dtype=torch.float32), 128, 128))
+    assert (blocks.kernel, blocks.pad_k) == (D.TRITON_POINTER, 7008), blocks  # block scales: the copy (gemm_rows
+    # takes none), its 7008 columns inside K's last 128-column scale block
+    x, w, h = meta(4, 4095), meta(2 * 2048, 4095), meta(4, 2048)  # the gated GEMM: gemm_rows' partials, then copies
+    gated_cfg = dict(TILE, BLOCK_SIZE_M=64, num_stages=2, tma=False)
+    assert (gated_choice(gated_cfg, target, x, w, h).kernel, gated_choice(gated_cfg, target, x, w, h).gated) == \
+        (D.TRITON_ROWS, True)
+    c = gated_choice(gated_cfg, target, meta(64, 4095), w, meta(64, 2048))
+    assert (c.kernel, c.pad_k, c.pad_k_w) == (D.GATED_POINTER, 4096, True), c
+    monkeypatch.setattr(D, "AMD_VECTOR_ROWS", False)
+    for M in (1, 64):
+        c = D.dense(cfg, target, *dense_meta(M, 4096, 4095))
+        assert (c.kernel, c.pad_k) == (D.TRITON_POINTER, 0), c
+        assert gated_choice(gated_cfg, target, meta(M, 4095), w, meta(M, 2048)).kernel == D.GATED_POINTER
+
+
+@pytest.mark.interpreter
+@pytest.mark.parametrize("arch_name", ["gfx942", "gfx950"])
+def test_amd_rows_off_the_vectors_compute(arch_name, monkeypatch):
+    """The AMD paths of rows off the pointer kernel's vectors, in the interpreter as the target's calls run them:
+    gemm_rows at a few tokens on a w whose row gaps hold NaN (a read past a row's K shows), the copies past them
+    (just over AMD_COPY_MIN_MACS), 8-bit with rowcol scales (int8 on gfx942, whose fp8 the interpreter of Triton <
+    3.8 lacks; fp8 on gfx950); every element against the float64 reference, into poisoned outputs."""
+    from _util import a8w8_launched, fp8_rows_with_nan_gaps, q8
+
+    monkeypatch.setenv("GEMMKIT_INTERPRET_ARCH", arch_name)
+    N, K = 40, 1001
+    full = randn(N, K + 2, dtype=BF16)
+    full[:, K:] = float("nan")
+    w = full[:, :K]  # rows of 1003 elements: neither their stride nor their starts on 16 elements
+    for M in (1, 5):
+        x = randn(M, K, dtype=BF16)
+        before = launcher.LAUNCHES.copy()
+        y = gemm_a16w16(x, w, out=poisoned((M, N), BF16))
+        assert {k for k, v in (launcher.LAUNCHES - before).items() if v} <= {"gemm_rows_kernel", "splitk_reduce_kernel"}
+        assert (launcher.LAUNCHES - before)["gemm_rows_kernel"] == 1
+        check_a16w16(y, x, w)
+    M, N, K = 33, 2048, 2001  # 135.2 M multiply-adds: the copies, then the pointer kernel on rows of 2016 elements
+    x, w = randn(M, K, dtype=BF16), randn(N, K, dtype=BF16)
+    before = launcher.LAUNCHES.copy()
+    y = gemm_a16w16(x, w, out=poisoned((M, N), BF16))
+    launched = launcher.LAUNCHES - before
+    assert launched["pad_rows_kernel"] == 2 and launched["gemm_kernel"] == 1 and "gemm_rows_kernel" not in launched
+    check_a16w16(y, x, w)
+    dtype = torch.int8 if arch_name == "gfx942" else torch.float8_e4m3fn
+    N, K = 48, 1001
+    w8 = fp8_rows_with_nan_gaps(N, K, 3) if dtype != torch.int8 else q8(N, K + 3, dtype=dtype)[:, :K]
+    for M in (1, 3):
+        x8 = q8(M, K, dtype=dtype)
+        xs, ws = torch.rand(M, dtype=torch.float32) + 0.5, torch.rand(N, dtype=torch.float32) + 0.5
+        assert a8w8_launched(x8, w8, xs, ws, randn(N, dtype=BF16))["gemm_rows_kernel"] == 1
 
 
 def test_transposed_operands(monkeypatch):

@@ -29,6 +29,10 @@ part[s]; `_splitk_reduce.py` adds the splits in order, then bias and activation 
 GEMM takes the partials (`partials`: the unsplit product into part[0] too) and reduces them with its own kernel,
 which applies act(g) * u (kernels/triton/gated.launch_rows).
 
+Targets: sm_90, where TMA cannot address such rows (ops/dispatch._rows_kernel), and gfx942 / gfx950, where the
+pointer kernel reads rows whose stride is not a multiple of 16 elements element by element (ops/dispatch._vector_rows:
+w's chunks here compile to global_load_dwordx4 there, `gemmkit isa`; not timed on an AMD GPU).
+
 Constraints:
   - w unit stride along K and a 16-byte aligned base (the host checks: dispatch runs the copy otherwise);
     x any strides; y any strides; bias contiguous (N,).
@@ -57,6 +61,8 @@ PROMISES = (
     {"promise": "no local-memory traffic", "arch": "sm_90", "check": "counts['LDL'] + counts['STL'] == 0"},
     # the point of the kernel: w's chunks arrive in 16-byte cp.async copies (a 2-byte one per element otherwise)
     {"promise": "w read in 16-byte cp.async copies", "arch": "sm_90", "check": "counts['LDGSTS128'] > 0"},
+    # on AMD (ops/dispatch._vector_rows) the same, 16-byte loads (x's shifted rows, the masked chunks: by element)
+    {"promise": "w read in 16-byte loads", "arch": "amd", "check": "counts['global_load_dwordx4'] > 0"},
 )
 
 WARPS, STAGES = 4, 4
@@ -218,11 +224,12 @@ def constexprs(t: dict, v: int, has_bias: bool, activation: str, in_dtype=torch.
 
 def static_spec(dtype: str = "bf16", block_m: int = 16, split_k: int = 2, activation: str = "none"):
     """(kernel, signature, constexprs, divisible, options) as `launch` compiles it for a `dtype` call (bf16 / fp16
-    without scales, fp8e4nv / i8 with rowcol scales; M up to block_m) with w's base and y 16-byte aligned, x's rows
-    contiguous (`gemmkit isa`)."""
-    eight = dtype in ("fp8e4nv", "i8")
+    without scales, fp8e4nv / fp8e4b8 / i8 with rowcol scales; M up to block_m) with w's base and y 16-byte aligned,
+    x's rows contiguous (`gemmkit isa`)."""
+    eight = dtype in ("fp8e4nv", "fp8e4b8", "i8")
     v = vec(1 if eight else 2)
-    in_dtype = {"fp8e4nv": torch.float8_e4m3fn, "i8": torch.int8}.get(dtype, torch.bfloat16)
+    in_dtype = {"fp8e4nv": torch.float8_e4m3fn, "fp8e4b8": torch.float8_e4m3fnuz, "i8": torch.int8}.get(
+        dtype, torch.bfloat16)
     t = dict(BLOCK_M=block_m, BLOCK_N=BLOCK_N, BLOCK_K=CHUNK_BYTES // (1 if eight else 2), SPLIT_K=split_k)
     ce = dict(constexprs(t, v, False, activation, in_dtype, "rowcol" if eight else "none"), stride_xk=1,
               stride_yn=1)  # the contiguous case Triton specialises

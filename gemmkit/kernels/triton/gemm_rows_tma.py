@@ -417,13 +417,14 @@ def reduce_static_spec(dtype: str = "bf16", split_k: int = 3, activation: str = 
 
 
 def isa_spec(case: dict) -> dict | None:
-    """The `gemmkit isa` spec of a case of the kernels that read w's rows where they lie (path "rows": gemm_rows.py,
-    "rows_tma": this kernel, "rows_reduce": its reduce, "shift": x's shifted copies; bucket the operand dtype: bf16 /
-    fp16, or fp8e4nv / i8 with rowcol scales and a bf16 y); None for another path. gemm_a16w16's and gemm_a8w8's."""
+    """The `gemmkit isa` spec of a case of the kernels of unaligned K (path "rows": gemm_rows.py, "rows_tma": this
+    kernel, "rows_reduce": its reduce, "shift": x's shifted copies, "pad": the operand copy; bucket the operand dtype:
+    bf16 / fp16, or fp8e4nv / fp8e4b8 / i8 with rowcol scales and a bf16 y); None for another path. gemm_a16w16's and
+    gemm_a8w8's."""
     from . import gemm_rows, pad
 
     cfg, dtype = case["config"], case["bucket"]
-    es = 1 if dtype in ("fp8e4nv", "i8") else 2
+    es = 1 if dtype in ("fp8e4nv", "fp8e4b8", "i8") else 2
     if case["path"] == "rows":
         spec, promises = gemm_rows.static_spec(dtype, cfg["BLOCK_M"], cfg["SPLIT_K"]), gemm_rows.PROMISES
     elif case["path"] == "rows_tma":
@@ -434,6 +435,8 @@ def isa_spec(case: dict) -> dict | None:
         promises = REDUCE_PROMISES
     elif case["path"] == "shift":
         spec, promises = pad.shift_static_spec(dtype), pad.PROMISES
+    elif case["path"] == "pad":
+        spec, promises = pad.static_spec(dtype), pad.PROMISES
     else:
         return None
     kernel, sig, ce, div, opts = spec

@@ -139,7 +139,7 @@ _BITS = {1: tl.int8, 2: tl.int16, 4: tl.int32}
 def static_spec(dtype: str = "bf16"):
     """(kernel, signature, constexprs, divisible, options) of the copy as `pad_rows` launches it for a `dtype`
     operand with unit stride along K (what ops/dispatch.py copies), for the static compiles of `gemmkit isa`."""
-    width = {"bf16": 2, "fp16": 2, "fp8e4nv": 1}[dtype]
+    width = {"bf16": 2, "fp16": 2, "fp8e4nv": 1, "fp8e4b8": 1, "i8": 1}[dtype]
     sig = {"src_ptr": f"*{dtype}", "dst_ptr": f"*{dtype}", "R": "i32", "K": "i32", "RP": "i32", "KP": "i32",
            "stride_sr": "i32",
            "stride_sk": "constexpr", "stride_dr": "i32"}
