@@ -37,7 +37,9 @@ AMD_COUNTS = {
     "global_load_lds": r"^\s*global_load_lds_\w+",  # direct-to-LDS (gfx950)
     "buffer_load": r"^\s*buffer_load_\w+",
     "global_load": r"^\s*global_load_\w+",
-    "global_load_dwordx4": r"^\s*global_load_dwordx4\b",  # 16-byte loads (kernels/triton/gemm_rows.py's AMD promise)
+    # 16-byte loads into registers, and into LDS (gfx950 from Triton 3.8): kernels/triton/gemm_rows.py's AMD promise
+    "global_load_dwordx4": r"^\s*global_load_dwordx4\b",
+    "global_load_lds_dwordx4": r"^\s*global_load_lds_dwordx4\b",
     "ds_read_b128": r"^\s*ds_read_b128\b",
     "ds_write": r"^\s*ds_write\w*",
     "s_barrier": r"^\s*s_barrier\b",
@@ -71,7 +73,7 @@ _AMD_MMA = re.compile(r"^\s*v_mfma_\w*?_(\d+)x(\d+)x(\d+)", re.M)
 _SM90_GMMA = re.compile(r"\b[HQI]GMMA\.(\d+)x(\d+)x(\d+)")
 _SM90_HMMA = re.compile(r"\b[HI]MMA\.(\d{2})(\d)(\d{1,2})\b")  # HMMA.16816 = m16 n8 k16, HMMA.1688 = m16 n8 k8
 # Bump when the analysis (what `resources` reads) changes: it is part of the report cache key.
-ANALYSIS_VERSION = 10
+ANALYSIS_VERSION = 11
 
 
 def compile_static(kernel, signature: dict, constexprs: dict, target, options: dict, divisible=()):

@@ -493,6 +493,16 @@ def test_amd_rows_off_the_vectors_compute(arch_name, monkeypatch):
     launched = launcher.LAUNCHES - before
     assert launched["pad_rows_kernel"] == 2 and launched["gemm_kernel"] == 1 and "gemm_rows_kernel" not in launched
     check_a16w16(y, x, w)
+    import gemmkit
+    from _util import check_gated
+
+    for M, I, K, kernel in ((3, 24, 1001, "gemm_rows_kernel"), (33, 1024, 2001, "gemm_gated_kernel")):  # gated
+        x, w = randn(M, K, dtype=BF16), randn(2 * I, K, dtype=BF16)  # (the copies from 2 M I K = 2^27 on)
+        before = launcher.LAUNCHES.copy()
+        h = gemmkit.gemm_a16w16_gated(x, w, out=poisoned((M, I), BF16))
+        launched = launcher.LAUNCHES - before
+        assert launched[kernel] == 1 and launched["pad_rows_kernel"] == (2 if kernel == "gemm_gated_kernel" else 0)
+        check_gated(h, x, w)
     dtype = torch.int8 if arch_name == "gfx942" else torch.float8_e4m3fn
     N, K = 48, 1001
     w8 = fp8_rows_with_nan_gaps(N, K, 3) if dtype != torch.int8 else q8(N, K + 3, dtype=dtype)[:, :K]

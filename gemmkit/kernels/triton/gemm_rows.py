@@ -61,8 +61,10 @@ PROMISES = (
     {"promise": "no local-memory traffic", "arch": "sm_90", "check": "counts['LDL'] + counts['STL'] == 0"},
     # the point of the kernel: w's chunks arrive in 16-byte cp.async copies (a 2-byte one per element otherwise)
     {"promise": "w read in 16-byte cp.async copies", "arch": "sm_90", "check": "counts['LDGSTS128'] > 0"},
-    # on AMD (ops/dispatch._vector_rows) the same, 16-byte loads (x's shifted rows, the masked chunks: by element)
-    {"promise": "w read in 16-byte loads", "arch": "amd", "check": "counts['global_load_dwordx4'] > 0"},
+    # on AMD (ops/dispatch._vector_rows) the same, 16-byte loads (x's shifted rows, the masked chunks: by element),
+    # into registers or (gfx950, Triton >= 3.8) straight into LDS
+    {"promise": "w read in 16-byte loads", "arch": "amd",
+     "check": "counts['global_load_dwordx4'] + counts['global_load_lds_dwordx4'] > 0"},
 )
 
 WARPS, STAGES = 4, 4
