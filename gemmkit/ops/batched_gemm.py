@@ -16,8 +16,11 @@ Kernel per call (same config either way; ops/dispatch.batched decides and says w
                   tier below runs the same config (its tiles, "tma", "persistent")
   TMA kernel      sm_90, config "tma": true, and x, w, y meet TMA's rules as 3-D tensors
                   (kernels/triton/batched_gemm_tma.py)
-  pointer kernel  everything else: AMD, odd K / N, broadcast or interleaved batch strides,
-                  the interpreter (kernels/triton/batched_gemm.py)
+  pointer kernel  everything else: AMD, odd N, broadcast or interleaved batch strides
+                  (kernels/triton/batched_gemm.py)
+  K whose rows the kernel would read element by element (K % 8 != 0 for 16-bit operands on sm_90, K % 16
+  != 0 on AMD): x and w first copied to rows of 16-byte (AMD: 16-element) multiples, zeros after K, where
+  their batch flattens into rows and the call is large enough (ops/dispatch._batched_copies)
 The Triton tier's host code (`tma_unsupported`, `constexprs`, grid, launch, static specs) is
 kernels/triton/batched.py; this file validates, resolves the config and allocates.
 
@@ -135,6 +138,9 @@ def launch(x, w, bias, y, activation, cfg, target, scaling=G.NO_SCALING, compile
     The kernel ops/dispatch.batched chooses: the Gluon batched ping-pong for a "backend": "gluon" config where
     it can take the call, anything else the Triton tier (kernels/triton/batched.launch)."""
     choice = D.batched(cfg, target, x, w, y, scaling, epilogue=D.Epilogue(bias is not None, activation))
+    if choice.pad_k:  # rows the pointer kernel would read element by element: copies of 16-byte rows first
+        x = _copy_rows(x, choice.pad_k, compile_only)
+        w = _copy_rows(w, choice.pad_k, compile_only) if choice.pad_k_w else w
     if choice.path == "gluon":
         from ..kernels.gluon import hopper_pingpong_batched
 
@@ -145,6 +151,15 @@ def launch(x, w, bias, y, activation, cfg, target, scaling=G.NO_SCALING, compile
     # (choice.config: a Gluon config on the pointer kernel runs the stages that fit it, dispatch.batched)
     H.launch(x, w, bias, y, activation, choice.config, target, scaling, compile_only=compile_only,
              tma=choice.path == "tma")
+
+
+def _copy_rows(t, KP: int, compile_only=False):
+    """A contiguous (B, R, KP) copy of the 3-D `t` (B, R, K), zeros after K: the dense ops' row copy over its batch
+    flattened into rows (ops/dispatch._batched_copies copies only operands whose batch flattens: a view)."""
+    from ..kernels.triton import pad
+
+    B, R, K = t.shape
+    return pad.pad_rows(t.reshape(B * R, K), KP, compile_only).view(B, R, KP)
 
 
 def _bias_arg(bias):

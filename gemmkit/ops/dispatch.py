@@ -490,32 +490,32 @@ def _rows_tma_kernel(tile, target, x2, w, scaling, passed) -> Choice | None:
 # global_load_dwordx4 (+ 16 ushort), a static compile under Triton 3.6. There w is read where it lies by
 # gemm_rows_kernel at its few tokens (its w chunks compile to global_load_dwordx4 on both: `gemmkit isa`, its AMD
 # promise), else x and w are copied to rows of a multiple of 16 elements (`pad_k`, zeros after K) and the pointer
-# kernel runs on the copies, from AMD_COPY_MIN_MACS multiply-adds (under it the copy's launch is most of the call,
+# kernel runs on the copies, from ROW_COPY_MIN_MACS multiply-adds (under it the copy's launch is most of the call,
 # as for y's copy on the H200: PITCH_Y_MIN_MACS). NOT MEASURED on an AMD GPU (none here): the choice follows the
 # H200's same trade with the same pointer kernel's 2-byte loads against the copy (bf16 4096 x 4095 w: M = 16 48.1 ->
 # 31.8 us, 64 257 -> 35, 4096 3431 -> 217; the copy there feeds the TMA kernel) and gemm_rows' at a few tokens.
 # GEMMKIT_AMD_VECTOR_ROWS=0 (or AMD_VECTOR_ROWS = False) turns both off: the pointer kernel on the operands as given.
 AMD_VECTOR_ROWS = os.environ.get("GEMMKIT_AMD_VECTOR_ROWS", "1") != "0"
 AMD_ROW_ELEMENTS = 16  # Triton specialises an integer argument divisible by this (its row stride, in elements)
-AMD_COPY_MIN_MACS = PITCH_Y_MIN_MACS
+ROW_COPY_MIN_MACS = PITCH_Y_MIN_MACS
 
 
 def _unvectorized(t) -> bool:
-    """Unit stride along K, but a row stride not divisible by AMD_ROW_ELEMENTS (of more than one row) or a base off
-    16 bytes: rows the AMD pointer kernel reads element by element (`_vector_rows`)."""
-    return t.stride(-1) == 1 and ((t.shape[0] > 1 and t.stride(0) % AMD_ROW_ELEMENTS != 0) or
-                                  t.data_ptr() % H.TMA_ALIGN != 0)
+    """Unit stride along K, but a row (or batch) stride not divisible by AMD_ROW_ELEMENTS (over more than one row or
+    batch entry) or a base off 16 bytes: rows the AMD pointer kernels read element by element (`_vector_rows`)."""
+    return t.stride(-1) == 1 and (any(n > 1 and st % AMD_ROW_ELEMENTS for n, st in zip(t.shape[:-1], t.stride()[:-1]))
+                                  or t.data_ptr() % H.TMA_ALIGN != 0)
 
 
 def _vector_copies(x2, w, macs: int, scaling=G.NO_SCALING) -> tuple | None:
     """AMD: (KP, whether w is copied) of the copies to rows of a multiple of AMD_ROW_ELEMENTS elements (zeros after K)
     where x's or w's rows are off the pointer kernel's vectors (`_unvectorized`; w unit stride along K), the call
-    holds AMD_COPY_MIN_MACS multiply-adds (`macs`) or more and the block scales cover the copy's columns; else None.
+    holds ROW_COPY_MIN_MACS multiply-adds (`macs`) or more and the block scales cover the copy's columns; else None.
     w is copied where its own rows are off or the copy's rows are longer than K."""
     K = x2.shape[1]
     KP = H.cdiv(K, AMD_ROW_ELEMENTS) * AMD_ROW_ELEMENTS
     if not AMD_VECTOR_ROWS or w.stride(-1) != 1 or not (_unvectorized(x2) or _unvectorized(w)) or \
-            macs < AMD_COPY_MIN_MACS or not _scale_blocks_cover(KP, K, scaling):
+            macs < ROW_COPY_MIN_MACS or not _scale_blocks_cover(KP, K, scaling):
         return None
     return KP, _unvectorized(w) or KP != K
 
@@ -787,7 +787,52 @@ def batched(cfg: dict, target, x, w, y, scaling=G.NO_SCALING, epilogue: Epilogue
     tma = _tma_stages(cfg, target, in_bytes, out_bytes)
     choice = _triton_tier(tma, target, passed, BATCHED_TMA, lambda: TB.tma_unsupported(tma, target, x, w, y),
                           BATCHED_POINTER, lambda: G.check_feasible(pointer, target, in_bytes, out_bytes, tma=False))
-    return dataclasses.replace(choice, config=pointer) if choice.kernel == BATCHED_POINTER else choice
+    if choice.kernel != BATCHED_POINTER:
+        return choice
+    return _batched_copies(cfg, target, x, w, y, scaling, epilogue, choice) or \
+        dataclasses.replace(choice, config=pointer)
+
+
+# The batched calls whose rows keep them on the pointer kernel's element-wide loads (K % 8 != 0 for 16-bit operands:
+# off TMA's 16-byte rule on NVIDIA; K % 16 != 0 on AMD, `_unvectorized`) run on copies of x and w to rows of
+# 16-byte multiples (16-element ones on AMD), as the dense calls do (`_padded`, `_vector_copies`; the same pad_rows
+# copy over the flattened batch), from ROW_COPY_MIN_MACS multiply-adds, where each copied operand's batch flattens
+# into rows (no broadcast or interleaved batch dim) and the copies let a faster kernel run (NVIDIA: a TMA or Gluon
+# one). NOT TIMED (2026-12-07: no GPU lent): predicted from the dense rows of the same trade (H200, the pointer kernel
+# against the copy + TMA kernel: 1.5-27x, "Unaligned K" in docs/PERF.md). GEMMKIT_BATCHED_COPIES=0 (or
+# BATCHED_COPIES = False) turns it off, for the A/B.
+BATCHED_COPIES = os.environ.get("GEMMKIT_BATCHED_COPIES", "1") != "0"
+
+
+def _flattens(t) -> bool:
+    """Whether a 3-D operand's batch flattens into rows: (B, R, K) a view of (B R, K) (one row stride)."""
+    return t.shape[0] == 1 or t.stride(0) == t.shape[1] * t.stride(1)
+
+
+def _batched_copies(cfg, target, x, w, y, scaling, epilogue, choice) -> Choice | None:
+    """The batched call on copies of x and w with rows of a 16-byte (AMD: 16-element) multiple (`pad_k`; w copied
+    where its own rows are off or the copy's are longer), where the pointer kernel `choice` would read them element
+    by element and the copies pay (`BATCHED_COPIES`); None otherwise."""
+    import torch
+
+    from ..kernels.triton.batched import tma_compatible_3d
+
+    def off(t):  # rows along K that the target's fast kernels cannot read as rows
+        return t.stride(-1) == 1 and not tma_compatible_3d(t) if target.is_nvidia else _unvectorized(t)
+
+    B, M, K = x.shape
+    if not BATCHED_COPIES or w.stride(-1) != 1 or not (off(x) or off(w)) or B * M * w.shape[1] * K < ROW_COPY_MIN_MACS:
+        return None
+    KP = _copy_k(K, x.element_size()) if target.is_nvidia else H.cdiv(K, AMD_ROW_ELEMENTS) * AMD_ROW_ELEMENTS
+    copy_w = off(w) or KP != K
+    if not (_flattens(x) and (_flattens(w) or not copy_w)):
+        return None
+    stand_in = (torch.empty((B, M, KP), dtype=x.dtype, device="meta"),
+                torch.empty((B, w.shape[1], KP), dtype=w.dtype, device="meta") if copy_w else w)
+    inner = batched(cfg, target, *stand_in, y, scaling, epilogue)
+    if target.is_nvidia and inner.path == "pointer":
+        return None
+    return dataclasses.replace(inner, passed_over=choice.passed_over, pad_k=KP, pad_k_w=copy_w)
 
 
 def _gluon_batched_unsupported(cfg, target, x, w, y, scaling) -> str | None:

@@ -364,6 +364,49 @@ def test_batched_op_launches_the_kernel_the_rule_chooses(layout):
         check_a16w16(y[b], x[b], w[b])
 
 
+@pytest.mark.parametrize("target", [H200, MI300], ids=lambda t: t.arch)
+def test_batched_unaligned_k_copies(target, monkeypatch):
+    """Batched calls whose rows keep them on the pointer kernel's element-wide loads (K % 8 != 0 for bf16 on sm_90,
+    K % 16 != 0 on AMD) run on copies of x and w to 16-byte (AMD: 16-element) rows, from ROW_COPY_MIN_MACS, where
+    each copied operand's batch flattens into rows; a broadcast w, aligned rows or BATCHED_COPIES off: as given."""
+    cfg = dict(TILE, NUM_KSPLIT=1) if target.is_nvidia else configs.serve("batched_a16w16", target, 256, 512, 1025)[0]
+    B, M, N = 8, 256, 512
+    for K, KP in ((1025, D._copy_k(1025, 2) if target.is_nvidia else 1040), (1000, 1008)):  # (sm_90: the dense
+        # copies' row length, a 128-byte pitch where 16-byte rows would start off 32-byte sectors)
+        c = D.batched(cfg, target, meta(B, M, K), meta(B, N, K), meta(B, M, N))
+        if target.is_nvidia and K % 8 == 0:  # 16-byte rows: TMA reads them as given
+            assert (c.kernel, c.pad_k) == (D.BATCHED_TMA, 0), c
+            continue
+        kernel = D.BATCHED_TMA if target.is_nvidia else D.BATCHED_POINTER
+        assert (c.kernel, c.pad_k, c.pad_k_w) == (kernel, KP, True), (K, c)
+    assert D.batched(cfg, target, meta(B, M, 1024), meta(B, N, 1024), meta(B, M, N)).pad_k == 0  # aligned
+    assert D.batched(cfg, target, meta(2, 16, 1025), meta(2, 64, 1025), meta(2, 16, 64)).pad_k == 0  # small call
+    broadcast = meta(1, N, 1025).expand(B, N, 1025)  # w's batch does not flatten: no copy of it, so none at all
+    assert D.batched(cfg, target, meta(B, M, 1025), broadcast, meta(B, M, N)).pad_k == 0
+    monkeypatch.setattr(D, "BATCHED_COPIES", False)
+    assert D.batched(cfg, target, meta(B, M, 1025), meta(B, N, 1025), meta(B, M, N)).pad_k == 0
+
+
+@pytest.mark.interpreter
+@pytest.mark.parametrize("arch_name", ["sm_90", "gfx942"])
+def test_batched_unaligned_k_copies_compute(arch_name, monkeypatch):
+    """The batched op on the copies, in the interpreter: the copies and the kernel the rule names (sm_90: the TMA one)
+    launched, every element of every batch entry against the float64 reference, into a poisoned output."""
+    import gemmkit
+
+    monkeypatch.setenv("GEMMKIT_INTERPRET_ARCH", arch_name)
+    B, M, N, K = 2, 64, 512, 2049  # 134.3 M multiply-adds: just over ROW_COPY_MIN_MACS
+    x, w = randn(B, M, K, dtype=BF16), randn(B, N, K, dtype=BF16)
+    y = poisoned((B, M, N), dtype=BF16)
+    before = launcher.LAUNCHES.copy()
+    gemmkit.batched_gemm_a16w16(x, w, out=y)
+    launched = launcher.LAUNCHES - before
+    kernel = D.BATCHED_TMA if arch_name == "sm_90" else D.BATCHED_POINTER
+    assert launched["pad_rows_kernel"] == 2 and launched[kernel] == 1, launched
+    for b in range(B):
+        check_a16w16(y[b], x[b], w[b])
+
+
 # ----------------------------------------------------------------------------- unaligned K: padded copies
 
 @pytest.mark.parametrize("M", [1, 2, 16, 17, 64, 257, 4096])
@@ -420,7 +463,7 @@ def test_amd_rows_off_the_vectors(target, monkeypatch):
     """AMD (no TMA): rows whose stride is not a multiple of 16 elements, or whose base is off 16 bytes, compile to
     element-wide loads in the pointer kernel: w read where it lies by gemm_rows at its few tokens (any config: AMD's
     ask for the pointer kernel), else copies of x and w to rows of a multiple of 16 elements (`pad_k`) under the
-    pointer kernel, from AMD_COPY_MIN_MACS multiply-adds; rows that are 16-byte multiples but not 16 elements (bf16
+    pointer kernel, from ROW_COPY_MIN_MACS multiply-adds; rows that are 16-byte multiples but not 16 elements (bf16
     K = 1000) count as off; aligned rows, a transposed w, or AMD_VECTOR_ROWS off: the operands as given."""
     from gemmkit.kernels.triton import gemm_rows
 
@@ -470,7 +513,7 @@ def test_amd_rows_off_the_vectors(target, monkeypatch):
 def test_amd_rows_off_the_vectors_compute(arch_name, monkeypatch):
     """The AMD paths of rows off the pointer kernel's vectors, in the interpreter as the target's calls run them:
     gemm_rows at a few tokens on a w whose row gaps hold NaN (a read past a row's K shows), the copies past them
-    (just over AMD_COPY_MIN_MACS), 8-bit with rowcol scales (int8 on gfx942, whose fp8 the interpreter of Triton <
+    (just over ROW_COPY_MIN_MACS), 8-bit with rowcol scales (int8 on gfx942, whose fp8 the interpreter of Triton <
     3.8 lacks; fp8 on gfx950); every element against the float64 reference, into poisoned outputs."""
     from _util import a8w8_launched, fp8_rows_with_nan_gaps, q8
 
