@@ -64,8 +64,9 @@ def test_a16w16_shapes(B, M, N, K, launches):
 
 
 def test_a16w16_tma_path_taken(launches):
-    """Aligned operands on the sm_90 table take the TMA kernel; a K that breaks TMA's 16-byte rule
-    falls back to the pointer kernel with the same config."""
+    """Aligned operands on the sm_90 table take the TMA kernel; a K that breaks TMA's 16-byte rule: the TMA kernel on
+    copies of x and w to 16-byte rows from ops/dispatch.ROW_COPY_MIN_MACS, the pointer kernel with the same config
+    under it."""
     x, w = torch.randn(8, 256, 512, device=DEV, dtype=torch.bfloat16), torch.randn(8, 256, 512, device=DEV,
                                                                                    dtype=torch.bfloat16)
     before = launches["batched_gemm_tma_kernel"]
@@ -73,10 +74,16 @@ def test_a16w16_tma_path_taken(launches):
     assert launches["batched_gemm_tma_kernel"] == before + 1
     assert rel_entries(y, ref16(x, w)) <= TOL[torch.bfloat16]
     x2, w2 = x[:, :, :500].contiguous(), w[:, :, :500].contiguous()  # rows of 1000 bytes: not 16-byte multiples
-    before = launches["batched_gemm_kernel"]
-    y2 = gemmkit.batched_gemm_a16w16(x2, w2)
-    assert launches["batched_gemm_kernel"] == before + 1
+    before = launches.copy()
+    y2 = gemmkit.batched_gemm_a16w16(x2, w2)  # 262 M multiply-adds: the copies
+    launched = launches - before
+    assert launched["pad_rows_kernel"] == 2 and launched["batched_gemm_tma_kernel"] == 1, launched
     assert rel_entries(y2, ref16(x2, w2)) <= TOL[torch.bfloat16]
+    x3, w3 = x2[:2, :64], w2[:2]  # 16 M: the pointer kernel
+    before = launches["batched_gemm_kernel"]
+    y3 = gemmkit.batched_gemm_a16w16(x3, w3)
+    assert launches["batched_gemm_kernel"] == before + 1
+    assert rel_entries(y3, ref16(x3, w3)) <= TOL[torch.bfloat16]
 
 
 @pytest.mark.parametrize("layout", ["x_batch_interleaved", "w_broadcast", "x_col_major", "out_strided",

@@ -405,6 +405,21 @@ def test_batched_unaligned_k_copies_compute(arch_name, monkeypatch):
     assert launched["pad_rows_kernel"] == 2 and launched[kernel] == 1, launched
     for b in range(B):
         check_a16w16(y[b], x[b], w[b])
+    from _util import q8, within_bound
+
+    from gemmkit.reference import gemm_a8w8_ref
+
+    dtype = torch.float8_e4m3fn if arch_name == "sm_90" else torch.int8  # (gfx942's fp8: not in this interpreter)
+    x8, w8 = q8(B, M, K, dtype=dtype), q8(B, N, K, dtype=dtype)
+    xs, ws = torch.rand(B, M, 1) + 0.5, torch.rand(B, 1, N) + 0.5
+    y8 = poisoned((B, M, N), dtype=BF16)
+    before = launcher.LAUNCHES.copy()
+    gemmkit.batched_gemm_a8w8(x8, w8, xs, ws, out=y8)
+    launched = launcher.LAUNCHES - before
+    assert launched["pad_rows_kernel"] == 2 and launched[kernel] == 1, launched
+    for b in range(B):
+        ok, msg = within_bound(y8[b], gemm_a8w8_ref(x8[b], w8[b], xs[b, :, 0], ws[b, 0]), BF16)
+        assert ok, msg
 
 
 # ----------------------------------------------------------------------------- unaligned K: padded copies
