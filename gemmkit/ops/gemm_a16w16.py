@@ -214,13 +214,15 @@ def amd_rows_cases(op: str, arch: str, buckets):
     t = _arch.ARCHS[arch]
     for bucket in buckets:
         es = 2 if bucket == "bf16" else 1
-        yield {"kernel": "pad_rows_kernel", "op": op, "arch": arch, "table": "-", "bucket": bucket,
+        dtype = {"bf16": "bf16", "i8": "int8"}.get(bucket, "fp8")  # (the table cases' operand names)
+        yield {"kernel": "pad_rows_kernel", "op": op, "arch": arch, "table": "-", "bucket": bucket, "dtype": dtype,
                "config": {"BLOCK_R": pad.BLOCK_R, "BLOCK_K": pad.BLOCK_K, "num_warps": pad.WARPS}, "path": "pad"}
         bm = gemm_rows.tile(1, 4096, 4095, es, t.num_cus)["BLOCK_M"]  # (M <= MAX_M: one M tile size)
         for split in (1, 3):
             yield {"kernel": "gemm_rows_kernel", "op": op, "arch": arch, "table": "-", "bucket": bucket,
+                   "dtype": dtype, "path": "rows",
                    "config": {"BLOCK_M": bm, "BLOCK_N": gemm_rows.BLOCK_N, "num_warps": gemm_rows.WARPS,
-                              "SPLIT_K": split}, "path": "rows"}
+                              "SPLIT_K": split}}
 
 
 def isa_spec(case):
