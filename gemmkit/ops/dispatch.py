@@ -488,13 +488,14 @@ def _rows_tma_kernel(tile, target, x2, w, scaling, passed) -> Choice | None:
 # != 0: bf16 K = 4095 or 1000, fp8 K = 7001, or a sliced operand) gfx942 / gfx950 compile element-wide loads: the
 # a16w16 gfx942 table's 256 x 256 x 64 tile has 80 global_load_ushort where the aligned call has 16
 # global_load_dwordx4 (+ 16 ushort), a static compile under Triton 3.6. There w is read where it lies by
-# gemm_rows_kernel at its few tokens (its w chunks compile to global_load_dwordx4 on both: `gemmkit isa`, its AMD
-# promise), else x and w are copied to rows of a multiple of 16 elements (`pad_k`, zeros after K) and the pointer
-# kernel runs on the copies, from ROW_COPY_MIN_MACS multiply-adds (under it the copy's launch is most of the call,
-# as for y's copy on the H200: PITCH_Y_MIN_MACS). NOT MEASURED on an AMD GPU (none here): the choice follows the
-# H200's same trade with the same pointer kernel's 2-byte loads against the copy (bf16 4096 x 4095 w: M = 16 48.1 ->
-# 31.8 us, 64 257 -> 35, 4096 3431 -> 217; the copy there feeds the TMA kernel) and gemm_rows' at a few tokens.
-# GEMMKIT_AMD_VECTOR_ROWS=0 (or AMD_VECTOR_ROWS = False) turns both off: the pointer kernel on the operands as given.
+# gemm_rows_kernel at its few tokens (its w chunks compile to 16-byte loads on both, global_load_dwordx4, or
+# global_load_lds_dwordx4 on gfx950 from Triton 3.8: `gemmkit isa`, its AMD promise), else x and w are copied to
+# rows of a multiple of 16 elements (`pad_k`, zeros after K) and the pointer kernel runs on the copies, from
+# ROW_COPY_MIN_MACS multiply-adds (under it the copy's launch is most of the call, as for y's copy on the H200:
+# PITCH_Y_MIN_MACS). NOT MEASURED on an AMD GPU (none here): the choice follows the H200's same trade with the same
+# pointer kernel's 2-byte loads against the copy (bf16 4096 x 4095 w: M = 16 48.1 -> 31.8 us, 64 257 -> 35, 4096
+# 3431 -> 217; the copy there feeds the TMA kernel) and gemm_rows' at a few tokens. GEMMKIT_AMD_VECTOR_ROWS=0 (or
+# AMD_VECTOR_ROWS = False) turns both off: the pointer kernel on the operands as given.
 AMD_VECTOR_ROWS = os.environ.get("GEMMKIT_AMD_VECTOR_ROWS", "1") != "0"
 AMD_ROW_ELEMENTS = 16  # Triton specialises an integer argument divisible by this (its row stride, in elements)
 ROW_COPY_MIN_MACS = PITCH_Y_MIN_MACS
