@@ -37,6 +37,9 @@
 #              on request; each its own rows_tma_SET.json,
 #              `default` rows_tma.json; ~7-8 minutes in all on an H100), gated_unaligned_k.py
 #              -> gated_unaligned_k.json, kernel_breakdown.py -> kernel_breakdown.json; one log, unaligned.log
+#   copies     unaligned K on the operand copies against the pointer kernel on the operands as given, the vendor beside
+#              (benchmarks/unaligned_k.py: gemm_a16w16 / gemm_a8w8 past the rows kernels' tokens, batched_gemm_a16w16
+#              at B = 8-64) -> unaligned_k.json (+ .log)
 #   unaligned8 K % 16 != 0 for gemm_a8w8 (fp8 / int8) at M = 1-256: gemm_rows_tma / gemm_rows against each other,
 #              the copy, the aligned K and _scaled_mm there (benchmarks/rows_8bit.py) -> rows_8bit.json (+ .log)
 #   ncu        one launch per NCU_CASES case under Nsight Compute (benchmarks/ncu_once.py; default
@@ -129,6 +132,8 @@ if has unaligned; then
     >> "$OUT/unaligned.log" 2>&1
   tail -40 "$OUT/unaligned.log"
 fi
+has copies && timeout "${STAGE_TIMEOUT:-540}" python3 benchmarks/unaligned_k.py "$OUT/unaligned_k.json" 2>&1 \
+  | tee "$OUT/unaligned_k.log" | tail -8
 has unaligned8 && timeout "${STAGE_TIMEOUT:-540}" python3 benchmarks/rows_8bit.py "$OUT/rows_8bit.json" 2>&1 \
   | tee "$OUT/rows_8bit.log" | tail -8
 has vendor && python3 benchmarks/vendor_kernels.py --json "$OUT/vendor_kernels.json" 2>&1 | tee "$OUT/vendor_kernels.log" | tail -12

@@ -1,6 +1,6 @@
-"""Unaligned K on the GPU: gemm_a16w16 / gemm_a8w8 where x's and w's rows are not 16-byte multiples, with the copy
-to 16-byte rows (ops/dispatch.py, kernels/triton/pad.py) and without it (the Triton pointer kernel), against the
-vendor in the same process; CUDA-graph replay, inputs rotated past the L2, each mode twice, the better round kept;
+"""Unaligned K on the GPU: gemm_a16w16 / gemm_a8w8 / batched_gemm_a16w16 where x's and w's rows are not 16-byte
+multiples, with the copy to 16-byte rows (ops/dispatch.py `_padded`, `_batched_copies`; kernels/triton/pad.py) and
+without it (the Triton pointer kernel), against the vendor (torch.matmul / _scaled_mm / bmm) in the same process; CUDA-graph replay, inputs rotated past the L2, each mode twice, the better round kept;
 aligned 4096^3 control rows (both modes do the same there: the noise floor).
 
     PYTHONPATH=. python3 benchmarks/unaligned_k.py benchmarks/results/<gpu>/unaligned_k.json"""
@@ -28,9 +28,19 @@ L2 = torch.cuda.get_device_properties(0).L2_cache_size
 rows = []
 SHAPES = [("bf16", M, 4096, 4095) for M in (16, 32, 64, 128, 256, 1024, 4096)] + \
     [("bf16", M, 5000, 7001) for M in (64, 3000)] + [("bf16", 4096, 4096, 4096)] + \
-    [("fp8", M, 5000, 7000) for M in (32, 64, 128, 3000)] + [("fp8", 4096, 4096, 4095), ("fp8", 4096, 4096, 4096)]
+    [("fp8", M, 5000, 7000) for M in (32, 64, 128, 3000)] + [("fp8", 4096, 4096, 4095), ("fp8", 4096, 4096, 4096)] + \
+    [("bf16x8", 1024, 1024, 1025), ("bf16x32", 128, 128, 1001), ("bf16x64", 512, 512, 511), ("bf16x8", 1024, 1024, 1024)]
 for dt, M, N, K in SHAPES:
-    if dt == "bf16":
+    if "x" in dt:  # batched: B entries of (M, N, K)
+        B = int(dt.split("x")[1])
+
+        def make():
+            return (torch.randn(B, M, K, device=dev, dtype=torch.bfloat16),
+                    torch.randn(B, N, K, device=dev, dtype=torch.bfloat16))
+        ours = lambda x, w: gemmkit.batched_gemm_a16w16(x, w)  # noqa: E731
+        vendor = lambda x, w: torch.bmm(x, w.transpose(1, 2))  # noqa: E731
+        nbytes = B * (M + N) * K * 2
+    elif dt == "bf16":
         def make():
             return (torch.randn(M, K, device=dev, dtype=torch.bfloat16), torch.randn(N, K, device=dev, dtype=torch.bfloat16))
         ours = lambda x, w: gemmkit.gemm_a16w16(x, w)  # noqa: E731
@@ -48,6 +58,8 @@ for dt, M, N, K in SHAPES:
     res = {}
     for mode in ("pad", "nopad", "vendor", "pad2", "nopad2"):
         D._padded = NO_COPY if mode.startswith("pad") else (lambda *a: None)  # the copy where it applies, or never
+        D.BATCHED_COPIES = mode.startswith("pad")
+        D.ROWS_KERNEL = D.ROWS_TMA = False  # (the copy against the pointer kernel: rows_tma.py times the rows kernels)
         callplan.clear()
         fn = vendor if mode == "vendor" else ours
         try:
@@ -57,7 +69,7 @@ for dt, M, N, K in SHAPES:
             print(dt, M, N, K, mode, "failed:", str(e).splitlines()[0][:120])
     pad = min(v for v in (res["pad"], res["pad2"]) if v)
     nopad = min(v for v in (res["nopad"], res["nopad2"]) if v)
-    fl = 2 * M * N * K
+    fl = 2 * M * N * K * (int(dt.split("x")[1]) if "x" in dt else 1)
     row = dict(dtype=dt, M=M, N=N, K=K, pad_us=round(pad, 2), nopad_us=round(nopad, 2),
                vendor_us=round(res["vendor"], 2) if res["vendor"] else None,
                pad_tflops=round(fl / pad / 1e6, 1), nopad_tflops=round(fl / nopad / 1e6, 1),
