@@ -508,13 +508,19 @@ def _unvectorized(t) -> bool:
                                   or t.data_ptr() % H.TMA_ALIGN != 0)
 
 
+def _vector_k(K: int) -> int:
+    """The row length of the AMD copies: K rounded up to AMD_ROW_ELEMENTS (8-bit block scales: at most 15 columns
+    past K, inside K's last 128-column block)."""
+    return H.cdiv(K, AMD_ROW_ELEMENTS) * AMD_ROW_ELEMENTS
+
+
 def _vector_copies(x2, w, macs: int, scaling=G.NO_SCALING) -> tuple | None:
     """AMD: (KP, whether w is copied) of the copies to rows of a multiple of AMD_ROW_ELEMENTS elements (zeros after K)
     where x's or w's rows are off the pointer kernel's vectors (`_unvectorized`; w unit stride along K), the call
     holds ROW_COPY_MIN_MACS multiply-adds (`macs`) or more and the block scales cover the copy's columns; else None.
     w is copied where its own rows are off or the copy's rows are longer than K."""
     K = x2.shape[1]
-    KP = H.cdiv(K, AMD_ROW_ELEMENTS) * AMD_ROW_ELEMENTS
+    KP = _vector_k(K)
     if not AMD_VECTOR_ROWS or w.stride(-1) != 1 or not (_unvectorized(x2) or _unvectorized(w)) or \
             macs < ROW_COPY_MIN_MACS or not _scale_blocks_cover(KP, K, scaling):
         return None
@@ -824,7 +830,7 @@ def _batched_copies(cfg, target, x, w, y, scaling, epilogue, choice) -> Choice |
     B, M, K = x.shape
     if not BATCHED_COPIES or w.stride(-1) != 1 or not (off(x) or off(w)) or B * M * w.shape[1] * K < ROW_COPY_MIN_MACS:
         return None
-    KP = _copy_k(K, x.element_size()) if target.is_nvidia else H.cdiv(K, AMD_ROW_ELEMENTS) * AMD_ROW_ELEMENTS
+    KP = _copy_k(K, x.element_size()) if target.is_nvidia else _vector_k(K)
     copy_w = off(w) or KP != K
     if not (_flattens(x) and (_flattens(w) or not copy_w)):
         return None
