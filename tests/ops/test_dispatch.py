@@ -494,7 +494,7 @@ def test_amd_rows_off_the_vectors(target, monkeypatch):
     assert D.dense(cfg, target, *dense_meta(64, 4096, 4112)).pad_k == 0  # (4112 = 257 x 16)
     small = D.dense(cfg, target, *dense_meta(64, 1024, 1001))  # 65.6 M multiply-adds: the copy's launch would lead
     assert (small.kernel, small.pad_k) == (D.TRITON_POINTER, 0)
-    # x sliced off 16 bytes (a view one column in), w aligned: x alone copied, to K's own columns
+    # x a view of rows of 4097 elements (its stride off 16), w aligned: x alone copied, to K's own columns
     x = torch.empty(64 * 4097, dtype=BF16, device="meta").as_strided((64, 4096), (4097, 1))
     c = D.dense(cfg, target, x, meta(4096, 4096), meta(64, 4096))
     assert (c.kernel, c.pad_k, c.pad_k_w) == (D.TRITON_POINTER, 4096, False), c
