@@ -171,7 +171,7 @@ def isa_cases(archs):
                "path": "reduce"}
     for arch in (a for a in archs if a != "sm_90"):
         yield from amd_rows_cases(OP, arch, ("bf16",))
-    if "sm_90" in archs:  # the copy of operands whose rows TMA cannot address (ops/dispatch.py: TMA targets only)
+    if "sm_90" in archs:  # the copy of operands whose rows TMA cannot address (ops/dispatch.py `_padded`)
         from ..kernels.triton import pad
 
         for dtype in ("bf16", "fp8e4nv"):

@@ -173,7 +173,7 @@ def isa_cases(archs):
     """Every bucket of every shipped A8W8 (fp8, the target's E4M3) and A8W8_INT8 table, and for sm_90 the kernels
     that read w's rows off 16 bytes where they lie (K % 16 != 0; fp8 and int8 with the scales, split and not): at a
     few tokens kernels/triton/gemm_rows.py, past them kernels/triton/gemm_rows_tma.py with its reduce and x's
-    shifted copies."""
+    shifted copies; for gfx942 / gfx950 the copy and gemm_rows (the target's fp8 and int8: dispatch._vector_rows)."""
     for dtype, table_op in TABLE_OP.items():
         for case in G.table_cases(table_op, archs, dtypes=(dtype,)):
             yield dict(case, op=OP)
